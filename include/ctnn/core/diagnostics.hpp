@@ -1,0 +1,81 @@
+// ctnn/core/diagnostics.hpp — every compile-time error message of ctnn, in one place.
+//
+// Each check is a class template whose arguments carry the numbers of the
+// error (the layer's position, the sizes involved) and whose static_assert is
+// one sentence naming the component. The compiler prints the instantiation, so
+// the user reads, for example:
+//   In instantiation of 'struct ctnn::diag::reshape_element_count_mismatch<
+//       ctnn::diag::layer<2>, ctnn::diag::input_elements<784>,
+//       ctnn::diag::target_elements<700>, false>':
+//   error: static assertion failed: reshape: the input's element count differs
+//       from the target shape's element count
+// Positions count the layers after input<...>, starting at 1.
+#pragma once
+#include <cstddef>
+
+namespace ctnn::diag {
+
+template <std::size_t> struct layer {};
+template <std::size_t> struct input_rank {};
+template <std::size_t> struct input_elements {};
+template <std::size_t> struct target_elements {};
+template <std::size_t> struct dataset_elements {};
+template <std::size_t> struct network_elements {};
+template <std::size_t> struct target_width {};
+template <std::size_t> struct output_width {};
+
+template <class Layer, class Rank, bool Ok>
+struct dense_input_not_flat {
+  static_assert(Ok, "dense: the input of this layer is not flat (rank 1); put ctnn::flatten before it");
+  static constexpr bool value = Ok;
+};
+
+template <class Layer, class Has, class Wants, bool Ok>
+struct reshape_element_count_mismatch {
+  static_assert(Ok, "reshape: the input's element count differs from the target shape's element count");
+  static constexpr bool value = Ok;
+};
+
+template <bool Ok>
+struct sequential_needs_input_first {
+  static_assert(Ok, "sequential: the first element must be ctnn::input<dims...>, the shape of one sample");
+  static constexpr bool value = Ok;
+};
+
+template <bool Ok>
+struct sequential_needs_a_layer {
+  static_assert(Ok, "sequential: a network needs at least one layer after ctnn::input<...>");
+  static constexpr bool value = Ok;
+};
+
+template <class Layer, bool Ok>
+struct not_a_layer_spec {
+  static_assert(Ok, "sequential: this element is not a layer spec (it has no bind<InShape, T, Backend>)");
+  static constexpr bool value = Ok;
+};
+
+template <class Dataset, class Network, bool Ok>
+struct dataset_input_mismatch {
+  static_assert(Ok, "fit: the dataset's samples have a different element count than the network's input");
+  static constexpr bool value = Ok;
+};
+
+template <class Targets, class Outputs, bool Ok>
+struct loss_target_width_mismatch {
+  static_assert(Ok, "loss: the dataset's targets have a different width than the network's output");
+  static constexpr bool value = Ok;
+};
+
+template <class Loss, bool Ok>
+struct loss_target_kind_mismatch {
+  static_assert(Ok, "loss: this loss needs the other kind of target (sparse class labels vs dense target vectors)");
+  static constexpr bool value = Ok;
+};
+
+template <class Outputs, bool Ok>
+struct classification_needs_two_classes {
+  static_assert(Ok, "loss: a categorical loss needs an output of at least 2 classes");
+  static constexpr bool value = Ok;
+};
+
+}  // namespace ctnn::diag

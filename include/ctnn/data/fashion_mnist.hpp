@@ -1,0 +1,62 @@
+// ctnn/data/fashion_mnist.hpp — Fashion-MNIST from its IDX files.
+//
+// train(dir) / test(dir): in_memory<shape<28, 28>, sparse_labels> datasets,
+// pixels scaled to [0, 1], labels 0..9. dir defaults to $CTNN_FASHION_MNIST_DIR
+// or /usr/share/datasets/fashion-mnist (Debian's dataset-fashion-mnist);
+// files may be .gz or plain. Checks that images are 28x28 ubyte and that
+// there are as many labels as images (idx_error naming the file otherwise).
+#pragma once
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "in_memory.hpp"
+#include "idx.hpp"
+
+namespace ctnn::data::fashion_mnist {
+
+using dataset = in_memory<shape<28, 28>, sparse_labels, float>;
+inline constexpr std::size_t classes = 10;
+inline constexpr const char* class_names[classes] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                                     "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+
+inline std::filesystem::path default_dir() {
+  if (const char* e = std::getenv("CTNN_FASHION_MNIST_DIR"); e && *e) return e;
+  return "/usr/share/datasets/fashion-mnist";
+}
+
+namespace detail {
+inline std::filesystem::path find(const std::filesystem::path& dir, const std::string& stem) {
+  for (const char* ext : {".gz", ""}) {
+    auto p = dir / (stem + ext);
+    if (std::filesystem::exists(p)) return p;
+  }
+  throw idx_error("fashion_mnist: neither " + (dir / (stem + ".gz")).string() + " nor " + (dir / stem).string() +
+                  " exists (install Debian's dataset-fashion-mnist or set CTNN_FASHION_MNIST_DIR)");
+}
+
+inline dataset load(const std::filesystem::path& dir, const std::string& prefix) {
+  const auto ipath = find(dir, prefix + "-images-idx3-ubyte");
+  const auto lpath = find(dir, prefix + "-labels-idx1-ubyte");
+  const idx_array images = read_idx(ipath);
+  const idx_array labels = read_idx(lpath);
+  if (images.type != 0x08 || images.dims.size() != 3 || images.dims[1] != 28 || images.dims[2] != 28)
+    throw idx_error("fashion_mnist: " + ipath.string() + " does not hold 28x28 ubyte images");
+  if (labels.type != 0x08 || labels.dims.size() != 1)
+    throw idx_error("fashion_mnist: " + lpath.string() + " does not hold ubyte labels");
+  if (labels.dims[0] != images.dims[0])
+    throw idx_error("fashion_mnist: " + ipath.string() + " has " + std::to_string(images.dims[0]) + " images but " +
+                    lpath.string() + " has " + std::to_string(labels.dims[0]) + " labels");
+  auto y = labels.as<std::int32_t>();
+  for (std::size_t i = 0; i < y.size(); ++i)
+    if (y[i] < 0 || y[i] >= std::int32_t(classes))
+      throw idx_error("fashion_mnist: " + lpath.string() + ": label " + std::to_string(y[i]) + " of sample " +
+                      std::to_string(i) + " is not a class 0..9");
+  return dataset(images.as<float>(1.0 / 255.0), std::move(y));
+}
+}  // namespace detail
+
+inline dataset train(const std::filesystem::path& dir = default_dir()) { return detail::load(dir, "train"); }
+inline dataset test(const std::filesystem::path& dir = default_dir()) { return detail::load(dir, "t10k"); }
+
+}  // namespace ctnn::data::fashion_mnist

@@ -1,0 +1,145 @@
+// ctnn/data/in_memory.hpp — a dataset held in memory, batched and shuffled.
+//
+// in_memory<Shape, TargetKind, T>(x, y): n samples of Shape (x holds
+// n * Shape::size values) with their targets. Configuration returns a new
+// dataset sharing the same data:
+//   .batch(n, drop_remainder = false)  mini-batch size (default 32)
+//   .shuffle(seed)                     a fresh permutation every epoch,
+//                                      drawn from (seed, epoch)
+//   .take(n) / .skip(n)                the first n samples / all but them
+// Sizes are checked when constructed (std::invalid_argument naming both).
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../core/rng.hpp"
+#include "../core/shape.hpp"
+#include "../core/targets.hpp"
+#include "batch.hpp"
+
+namespace ctnn::data {
+
+template <Shape S, class TargetKind, class T = float>
+class in_memory {
+ public:
+  using sample_shape = S;
+  using value_type = T;
+  using target_kind = TargetKind;
+  using target_type = target_element_t<TargetKind, T>;
+  using batch_type = minibatch<T, TargetKind>;
+  static constexpr std::size_t target_width = TargetKind::width;
+
+ private:
+  struct storage {
+    std::vector<T> x;
+    std::vector<target_type> y;
+  };
+
+ public:
+
+  in_memory(std::vector<T> x, std::vector<target_type> y)
+      : data_(std::make_shared<storage>(storage{std::move(x), std::move(y)})) {
+    if (data_->x.size() % S::size != 0)
+      throw std::invalid_argument("in_memory: " + std::to_string(data_->x.size()) +
+                                  " input values are not a whole number of samples of shape " + S::str());
+    const std::size_t n = data_->x.size() / S::size;
+    if (data_->y.size() != n * target_width)
+      throw std::invalid_argument("in_memory: " + std::to_string(n) + " samples but " +
+                                  std::to_string(data_->y.size()) + " target values (expected " +
+                                  std::to_string(n * target_width) + ")");
+    count_ = n;
+  }
+
+  in_memory batch(std::size_t n, bool drop_remainder = false) const {
+    if (n == 0) throw std::invalid_argument("in_memory::batch: the batch size must be > 0");
+    in_memory d = *this;
+    d.batch_ = n;
+    d.drop_remainder_ = drop_remainder;
+    return d;
+  }
+  in_memory shuffle(std::uint64_t seed) const {
+    in_memory d = *this;
+    d.seed_ = seed;
+    return d;
+  }
+  in_memory take(std::size_t n) const {
+    in_memory d = *this;
+    d.count_ = std::min(n, count_);
+    return d;
+  }
+  in_memory skip(std::size_t n) const {
+    in_memory d = *this;
+    const std::size_t k = std::min(n, count_);
+    d.first_ += k;
+    d.count_ -= k;
+    return d;
+  }
+
+  std::size_t size() const noexcept { return count_; }
+  std::size_t batch_size() const noexcept { return batch_; }
+  std::size_t batches_per_epoch() const noexcept {
+    return drop_remainder_ ? count_ / batch_ : (count_ + batch_ - 1) / batch_;
+  }
+  const T* features() const noexcept { return data_->x.data() + first_ * S::size; }
+  const target_type* targets() const noexcept { return data_->y.data() + first_ * target_width; }
+
+  // A pass over the data; it shares the samples and copies the settings, so
+  // it stays valid after the dataset object it came from is gone.
+  class cursor {
+   public:
+    bool next(batch_type& b) {
+      const std::size_t remaining = count_ - pos_;
+      if (remaining == 0 || (drop_remainder_ && remaining < batch_)) return false;
+      const std::size_t n = std::min(batch_, remaining);
+      if (b.x.size() < n * S::size) b.x.resize(n * S::size);
+      if (b.y.size() < n * target_width) b.y.resize(n * target_width);
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t src = first_ + (order_.empty() ? pos_ + i : order_[pos_ + i]);
+        std::copy_n(data_->x.data() + src * S::size, S::size, b.x.data() + i * S::size);
+        std::copy_n(data_->y.data() + src * target_width, target_width, b.y.data() + i * target_width);
+      }
+      b.size = n;
+      pos_ += n;
+      return true;
+    }
+
+   private:
+    friend class in_memory;
+    std::shared_ptr<const storage> data_;
+    std::vector<std::uint32_t> order_;
+    std::size_t first_ = 0, count_ = 0, batch_ = 0, pos_ = 0;
+    bool drop_remainder_ = false;
+  };
+
+  // One pass; with shuffle(seed), the order is a permutation drawn from (seed, epoch).
+  cursor open(std::size_t epoch) const {
+    cursor c;
+    c.data_ = data_;
+    c.first_ = first_;
+    c.count_ = count_;
+    c.batch_ = batch_;
+    c.drop_remainder_ = drop_remainder_;
+    if (seed_) {
+      c.order_.resize(count_);
+      std::iota(c.order_.begin(), c.order_.end(), 0u);
+      rng g = rng::derive(*seed_, epoch);
+      ctnn::shuffle(c.order_.begin(), count_, g);
+    }
+    return c;
+  }
+
+ private:
+  std::shared_ptr<const storage> data_;
+  std::size_t first_ = 0, count_ = 0, batch_ = 32;
+  bool drop_remainder_ = false;
+  std::optional<std::uint64_t> seed_;
+};
+
+}  // namespace ctnn::data

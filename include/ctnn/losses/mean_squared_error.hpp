@@ -1,0 +1,32 @@
+// ctnn/losses/mean_squared_error.hpp
+//
+// Targets: a vector of N values per sample. Per-sample loss: the mean over
+// the N outputs of (y - t)^2, as Keras; reduction: mean over the batch.
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "../core/targets.hpp"
+
+namespace ctnn {
+
+struct mean_squared_error {
+  template <std::size_t N>
+  using target_kind_for = dense_targets<shape<N>>;
+
+  std::string name() const { return "mean_squared_error"; }
+
+  template <std::size_t N, class T>
+  double compute(const T* y, const T* targets, T* dy, std::size_t batch) const {
+    const double g = 2.0 / double(N) / double(batch);
+    double total = 0;
+    for (std::size_t i = 0; i < batch * N; ++i) {
+      const double e = double(y[i]) - double(targets[i]);
+      total += e * e;
+      if (dy) dy[i] = T(g * e);
+    }
+    return total / double(N);
+  }
+};
+
+}  // namespace ctnn

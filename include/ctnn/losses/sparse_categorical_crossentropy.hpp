@@ -1,0 +1,48 @@
+// ctnn/losses/sparse_categorical_crossentropy.hpp
+//
+// Targets: one class index per sample (sparse_labels). Output: N >= 2 class
+// scores per sample. from_logits = true takes raw scores and fuses the
+// softmax through log-sum-exp (numerically stable for any magnitude);
+// from_logits = false takes probabilities and clips them to [1e-7, 1 - 1e-7]
+// as Keras does. Reduction: mean over the batch. A label outside [0, N)
+// throws std::out_of_range naming the sample.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "../core/diagnostics.hpp"
+#include "../core/targets.hpp"
+#include "detail.hpp"
+
+namespace ctnn {
+
+struct sparse_categorical_crossentropy {
+  using target_kind = sparse_labels;
+  bool from_logits = false;
+
+  std::string name() const { return "sparse_categorical_crossentropy"; }
+
+  // Sum over the batch of per-sample losses; dy (if not null) receives the
+  // gradient of the batch mean.
+  template <std::size_t N, class T>
+  double compute(const T* y, const std::int32_t* labels, T* dy, std::size_t batch) const {
+    static_assert(diag::classification_needs_two_classes<diag::output_width<N>, (N >= 2)>::value);
+    const double scale = 1.0 / double(batch);
+    double total = 0;
+    for (std::size_t i = 0; i < batch; ++i) {
+      const std::int32_t l = labels[i];
+      if (l < 0 || std::size_t(l) >= N)
+        throw std::out_of_range("sparse_categorical_crossentropy: label " + std::to_string(l) + " of sample " +
+                                std::to_string(i) + " in the batch is outside [0, " + std::to_string(N) + ")");
+      auto t = [l](std::size_t j) { return j == std::size_t(l) ? 1.0 : 0.0; };
+      T* d = dy ? dy + i * N : nullptr;
+      total += from_logits ? detail::crossentropy_logits_row(y + i * N, t, N, d, scale)
+                           : detail::crossentropy_probs_row(y + i * N, t, N, d, scale);
+    }
+    return total;
+  }
+};
+
+}  // namespace ctnn

@@ -1,0 +1,57 @@
+// ctnn/optimizers/adagrad.hpp — Adagrad, as Keras 3.
+//
+// adagrad<Schedule>(learning_rate = 0.001, initial_accumulator_value = 0.1,
+//                   epsilon = 1e-7). One slot, the accumulator, starting at
+// initial_accumulator_value:
+//   acc += g^2;  w -= lr * g / sqrt(acc + epsilon)
+// Requires initial_accumulator_value >= 0 and epsilon > 0.
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "../schedules/constant.hpp"
+#include "detail.hpp"
+
+namespace ctnn {
+
+template <class S = constant>
+struct adagrad {
+  static constexpr std::size_t slots_per_parameter = 1;
+  S schedule;
+  double initial_accumulator_value = 0.1, epsilon = 1e-7;
+  std::int64_t iterations = 0;
+
+  adagrad() requires std::is_same_v<S, constant> : adagrad(constant{0.001}) {}
+  explicit adagrad(S lr, double initial = 0.1, double eps = 1e-7)
+      : schedule(std::move(lr)), initial_accumulator_value(initial), epsilon(eps) {
+    detail::require_range("adagrad", "initial_accumulator_value", initial, 0.0, 1e30);
+    detail::require_positive("adagrad", "epsilon", epsilon);
+  }
+
+  std::string name() const { return "adagrad"; }
+  double learning_rate(std::int64_t it) const { return double(schedule(it)); }
+  template <class T>
+  void init_slots(T* slots, std::size_t n) const {
+    for (std::size_t i = 0; i < n; ++i) slots[i] = T(initial_accumulator_value);
+  }
+
+  template <class T>
+  void update(T* w, const T* g, T* slots, std::size_t n, std::int64_t it) const {
+    const T lr = T(learning_rate(it)), eps = T(epsilon);
+    T* acc = slots;
+    for (std::size_t i = 0; i < n; ++i) {
+      acc[i] += g[i] * g[i];
+      w[i] -= lr * g[i] / std::sqrt(acc[i] + eps);
+    }
+  }
+};
+
+adagrad()->adagrad<constant>;
+adagrad(double, double = 0.1, double = 1e-7)->adagrad<constant>;
+adagrad(float, double = 0.1, double = 1e-7)->adagrad<constant>;
+template <class S>
+adagrad(S, double = 0.1, double = 1e-7) -> adagrad<S>;
+
+}  // namespace ctnn

@@ -1,0 +1,71 @@
+// ctnn/optimizers/adam.hpp — Adam, as Keras 3.
+//
+// adam<Schedule>(learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999,
+//                epsilon = 1e-7, amsgrad = false). Slots: m, v (and v_hat
+// with amsgrad, 3 in all). With t = iterations + 1:
+//   alpha = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t)
+//   m += (g - m) * (1 - beta_1);  v += (g^2 - v) * (1 - beta_2)
+//   (amsgrad: v_hat = max(v_hat, v), used in place of v)
+//   w -= alpha * m / (sqrt(v) + epsilon)
+// Requires beta_1, beta_2 in [0, 1) and epsilon > 0.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "../schedules/constant.hpp"
+#include "detail.hpp"
+
+namespace ctnn {
+
+template <class S = constant>
+struct adam {
+  static constexpr std::size_t slots_per_parameter = 3;
+  S schedule;
+  double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;
+  bool amsgrad = false;
+  std::int64_t iterations = 0;
+
+  adam() requires std::is_same_v<S, constant> : adam(constant{0.001}) {}
+  explicit adam(S lr, double b1 = 0.9, double b2 = 0.999, double eps = 1e-7, bool ams = false)
+      : schedule(std::move(lr)), beta_1(b1), beta_2(b2), epsilon(eps), amsgrad(ams) {
+    detail::require_range("adam", "beta_1", beta_1, 0.0, 1.0);
+    detail::require_range("adam", "beta_2", beta_2, 0.0, 1.0);
+    detail::require_positive("adam", "epsilon", epsilon);
+  }
+
+  std::string name() const { return "adam"; }
+  double learning_rate(std::int64_t it) const { return double(schedule(it)); }
+  template <class T>
+  void init_slots(T*, std::size_t) const {}
+
+  template <class T>
+  void update(T* w, const T* g, T* slots, std::size_t n, std::int64_t it) const {
+    const double t = double(it + 1);
+    const double alpha_d = learning_rate(it) * std::sqrt(1.0 - std::pow(beta_2, t)) / (1.0 - std::pow(beta_1, t));
+    const T alpha = T(alpha_d), b1 = T(1.0 - beta_1), b2 = T(1.0 - beta_2), eps = T(epsilon);
+    T* m = slots;
+    T* v = slots + n;
+    T* vh = slots + 2 * n;
+    for (std::size_t i = 0; i < n; ++i) {
+      m[i] += (g[i] - m[i]) * b1;
+      v[i] += (g[i] * g[i] - v[i]) * b2;
+      T vv = v[i];
+      if (amsgrad) {
+        vh[i] = std::max(vh[i], v[i]);
+        vv = vh[i];
+      }
+      w[i] -= alpha * m[i] / (std::sqrt(vv) + eps);
+    }
+  }
+};
+
+adam()->adam<constant>;
+adam(double, double = 0.9, double = 0.999, double = 1e-7, bool = false)->adam<constant>;
+adam(float, double = 0.9, double = 0.999, double = 1e-7, bool = false)->adam<constant>;
+template <class S>
+adam(S, double = 0.9, double = 0.999, double = 1e-7, bool = false) -> adam<S>;
+
+}  // namespace ctnn

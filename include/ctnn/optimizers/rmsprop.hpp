@@ -1,0 +1,76 @@
+// ctnn/optimizers/rmsprop.hpp — RMSprop, as Keras 3.
+//
+// rmsprop<Schedule>(learning_rate = 0.001, rho = 0.9, momentum = 0,
+//                   epsilon = 1e-7, centered = false). Slots: velocity,
+// momentum buffer, average gradient (3).
+//   velocity = rho * velocity + (1 - rho) * g^2
+//   centered: avg = rho * avg + (1 - rho) * g; denom = velocity - avg^2 + eps
+//   else:     denom = velocity + eps
+//   increment = lr * g / sqrt(denom)
+//   momentum > 0: mom = momentum * mom + increment; w -= mom   else w -= increment
+// Requires rho in [0, 1), momentum in [0, 1], epsilon > 0.
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "../schedules/constant.hpp"
+#include "detail.hpp"
+
+namespace ctnn {
+
+template <class S = constant>
+struct rmsprop {
+  static constexpr std::size_t slots_per_parameter = 3;
+  S schedule;
+  double rho = 0.9, momentum = 0.0, epsilon = 1e-7;
+  bool centered = false;
+  std::int64_t iterations = 0;
+
+  rmsprop() requires std::is_same_v<S, constant> : rmsprop(constant{0.001}) {}
+  explicit rmsprop(S lr, double rho_ = 0.9, double momentum_ = 0.0, double eps = 1e-7, bool centered_ = false)
+      : schedule(std::move(lr)), rho(rho_), momentum(momentum_), epsilon(eps), centered(centered_) {
+    detail::require_range("rmsprop", "rho", rho, 0.0, 1.0);
+    detail::require_range("rmsprop", "momentum", momentum, 0.0, 1.0, true);
+    detail::require_positive("rmsprop", "epsilon", epsilon);
+  }
+
+  std::string name() const { return "rmsprop"; }
+  double learning_rate(std::int64_t it) const { return double(schedule(it)); }
+  template <class T>
+  void init_slots(T*, std::size_t) const {}
+
+  template <class T>
+  void update(T* w, const T* g, T* slots, std::size_t n, std::int64_t it) const {
+    const T lr = T(learning_rate(it)), r = T(rho), r1 = T(1.0 - rho), eps = T(epsilon), mom = T(momentum);
+    T* vel = slots;
+    T* mb = slots + n;
+    T* avg = slots + 2 * n;
+    for (std::size_t i = 0; i < n; ++i) {
+      vel[i] = r * vel[i] + r1 * g[i] * g[i];
+      T denom;
+      if (centered) {
+        avg[i] = r * avg[i] + r1 * g[i];
+        denom = vel[i] - avg[i] * avg[i] + eps;
+      } else {
+        denom = vel[i] + eps;
+      }
+      const T inc = lr * g[i] / std::sqrt(denom);
+      if (momentum > 0) {
+        mb[i] = mom * mb[i] + inc;
+        w[i] -= mb[i];
+      } else {
+        w[i] -= inc;
+      }
+    }
+  }
+};
+
+rmsprop()->rmsprop<constant>;
+rmsprop(double, double = 0.9, double = 0.0, double = 1e-7, bool = false)->rmsprop<constant>;
+rmsprop(float, double = 0.9, double = 0.0, double = 1e-7, bool = false)->rmsprop<constant>;
+template <class S>
+rmsprop(S, double = 0.9, double = 0.0, double = 1e-7, bool = false) -> rmsprop<S>;
+
+}  // namespace ctnn

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# ctnn quick start: installs what this Debian machine lacks, configures and
+# builds the release preset, then runs the Fashion-MNIST demo or the whole
+# test suite.
+#   scripts/quickstart.sh demo [epochs]   train and evaluate the MLP on Fashion-MNIST
+#   scripts/quickstart.sh test            build and run every test (what CI runs)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-}
+case "$mode" in
+  demo | test) ;;
+  *) echo "usage: $0 demo [epochs] | test" >&2; exit 2 ;;
+esac
+
+packages=(cmake g++ make libxtensor-dev libxsimd-dev doctest-dev libbenchmark-dev zlib1g-dev dataset-fashion-mnist)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -eq 0 ]]; then
+    echo "quickstart: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+    echo "quickstart: installing ${missing[*]} (sudo)"
+    sudo DEBIAN_FRONTEND=noninteractive apt-get update -q
+    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  else
+    echo "quickstart: these Debian packages are missing: ${missing[*]}" >&2
+    echo "quickstart: run as root, or install them first: sudo apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+cmake --preset release
+cmake --build --preset release -j "$jobs"
+
+if [[ $mode == demo ]]; then
+  exec ./build/release/examples/fashion_mnist_mlp "${2:-15}"
+else
+  exec ctest --preset release -j "$jobs"
+fi

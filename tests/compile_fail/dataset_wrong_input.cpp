@@ -1,0 +1,10 @@
+// Fashion-MNIST samples (784 values) given to a network whose input has 100.
+// expect: static assertion failed: fit: the dataset's samples have a different element count than the network's input
+// expect: dataset_input_mismatch<ctnn::diag::dataset_elements<784>, ctnn::diag::network_elements<100>, false>
+#include <ctnn/ctnn.hpp>
+using net = ctnn::sequential<ctnn::input<100>, ctnn::dense<10>>;
+void f(const ctnn::data::fashion_mnist::dataset& d) {
+  auto m = ctnn::make_model<net>(1);
+  ctnn::adam opt;
+  ctnn::fit(m, ctnn::sparse_categorical_crossentropy{}, opt, d, ctnn::epochs{1});
+}

@@ -1,0 +1,9 @@
+// mean_squared_error needs dense targets; Fashion-MNIST has sparse labels.
+// expect: static assertion failed: loss: this loss needs the other kind of target (sparse class labels vs dense target vectors)
+#include <ctnn/ctnn.hpp>
+using net = ctnn::sequential<ctnn::input<28, 28>, ctnn::flatten, ctnn::dense<10>>;
+void f(const ctnn::data::fashion_mnist::dataset& d) {
+  auto m = ctnn::make_model<net>(1);
+  ctnn::adam opt;
+  ctnn::fit(m, ctnn::mean_squared_error{}, opt, d, ctnn::epochs{1});
+}

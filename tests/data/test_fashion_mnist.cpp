@@ -1,0 +1,54 @@
+// fashion_mnist.hpp and in_memory.hpp on the real files (Debian's
+// dataset-fashion-mnist, which the test command installs).
+#include <doctest/doctest.h>
+
+#include <ctnn/data/fashion_mnist.hpp>
+#include <ctnn/data/in_memory.hpp>
+
+#include <algorithm>
+#include <filesystem>
+
+using namespace ctnn;
+
+TEST_CASE("Fashion-MNIST: 60000 + 10000 images of 28x28 in [0, 1], labels 0..9") {
+  const auto dir = data::fashion_mnist::default_dir();
+  if (!std::filesystem::exists(dir / "t10k-images-idx3-ubyte.gz")) {
+    MESSAGE("skipped: " << dir << " is missing (apt-get install dataset-fashion-mnist)");
+    return;
+  }
+  const auto test = data::fashion_mnist::test();
+  CHECK(test.size() == 10000);
+  const float* x = test.features();
+  CHECK(*std::max_element(x, x + 784 * 10000) == 1.0f);
+  CHECK(*std::min_element(x, x + 784 * 10000) == 0.0f);
+  std::vector<int> counts(10);
+  for (std::size_t i = 0; i < test.size(); ++i) counts[std::size_t(test.targets()[i])]++;
+  for (int c : counts) CHECK(c == 1000);  // the test set is balanced
+  CHECK(data::fashion_mnist::train().size() == 60000);
+}
+
+TEST_CASE("Fashion-MNIST: a directory without the files gives a clear error") {
+  CHECK_THROWS_WITH_AS(data::fashion_mnist::test("/nonexistent"),
+                       doctest::Contains("install Debian's dataset-fashion-mnist or set CTNN_FASHION_MNIST_DIR"),
+                       data::idx_error);
+}
+
+TEST_CASE("in_memory: batching, remainder, take and skip") {
+  std::vector<float> x(10);
+  std::vector<std::int32_t> y(10);
+  for (int i = 0; i < 10; ++i) x[std::size_t(i)] = float(i), y[std::size_t(i)] = i;
+  const data::in_memory<shape<1>, sparse_labels> ds(x, y);
+  CHECK(ds.batch(4).batches_per_epoch() == 3);
+  CHECK(ds.batch(4, true).batches_per_epoch() == 2);
+  data::minibatch<float, sparse_labels> b;
+  auto c = ds.batch(4).open(0);
+  std::vector<std::size_t> sizes;
+  while (c.next(b)) sizes.push_back(b.size);
+  CHECK(sizes == std::vector<std::size_t>{4, 4, 2});
+  auto c2 = ds.skip(3).take(2).batch(8).open(0);
+  REQUIRE(c2.next(b));
+  CHECK(b.size == 2);
+  CHECK(b.y[0] == 3);
+  CHECK(b.x[1] == 4.0f);
+  CHECK_FALSE(c2.next(b));
+}

@@ -1,0 +1,109 @@
+// idx.hpp: plain and gzip files, and every kind of bad file.
+#include <doctest/doctest.h>
+
+#include <ctnn/data/idx.hpp>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace ctnn::data;
+namespace fs = std::filesystem;
+
+namespace {
+struct tmpdir {
+  fs::path p;
+  tmpdir() {
+    p = fs::temp_directory_path() / ("ctnn_idx_" + std::to_string(::getpid()));
+    fs::create_directories(p);
+  }
+  ~tmpdir() { fs::remove_all(p); }
+};
+
+std::vector<unsigned char> idx_bytes(std::uint8_t type, std::vector<std::uint32_t> dims, std::vector<unsigned char> data) {
+  std::vector<unsigned char> b{0, 0, type, std::uint8_t(dims.size())};
+  for (auto d : dims)
+    for (int s = 24; s >= 0; s -= 8) b.push_back(std::uint8_t(d >> s));
+  b.insert(b.end(), data.begin(), data.end());
+  return b;
+}
+void write(const fs::path& p, const std::vector<unsigned char>& b) {
+  std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+}
+void write_gz(const fs::path& p, const std::vector<unsigned char>& b) {
+  gzFile f = gzopen(p.c_str(), "wb");
+  gzwrite(f, b.data(), unsigned(b.size()));
+  gzclose(f);
+}
+std::vector<unsigned char> read(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+}  // namespace
+
+TEST_CASE("read_idx: plain and gzip files give the same array") {
+  tmpdir t;
+  const auto b = idx_bytes(0x08, {2, 3}, {1, 2, 3, 4, 5, 255});
+  write(t.p / "a.idx", b);
+  write_gz(t.p / "a.idx.gz", b);
+  for (auto name : {"a.idx", "a.idx.gz"}) {
+    const auto a = read_idx(t.p / name);
+    CHECK(a.dims == std::vector<std::uint32_t>{2, 3});
+    CHECK(a.count() == 6);
+    CHECK(a.as<float>(1.0 / 255) .back() == doctest::Approx(1.0));
+    CHECK(a.as<int>() == std::vector<int>{1, 2, 3, 4, 5, 255});
+  }
+}
+
+TEST_CASE("read_idx: big-endian int32 and float32 values") {
+  tmpdir t;
+  write(t.p / "i.idx", idx_bytes(0x0C, {2}, {0xff, 0xff, 0xff, 0xfe, 0, 0, 1, 0}));
+  CHECK(read_idx(t.p / "i.idx").as<int>() == std::vector<int>{-2, 256});
+  write(t.p / "f.idx", idx_bytes(0x0D, {1}, {0x3f, 0xc0, 0, 0}));
+  CHECK(read_idx(t.p / "f.idx").as<float>() == std::vector<float>{1.5f});
+}
+
+TEST_CASE("read_idx: every bad file is reported with its name and the problem") {
+  tmpdir t;
+  const auto good = idx_bytes(0x08, {4, 4}, std::vector<unsigned char>(16, 7));
+  CHECK_THROWS_WITH_AS(read_idx(t.p / "missing.gz"), doctest::Contains("missing.gz: no such file"), idx_error);
+
+  auto truncated = good;
+  truncated.resize(good.size() - 3);
+  write(t.p / "trunc.idx", truncated);
+  CHECK_THROWS_WITH_AS(read_idx(t.p / "trunc.idx"),
+                       doctest::Contains("trunc.idx: truncated data: the header announces 16 bytes of values but the file holds 13"),
+                       idx_error);
+
+  auto extra = good;
+  extra.push_back(0);
+  write(t.p / "extra.idx", extra);
+  CHECK_THROWS_WITH_AS(read_idx(t.p / "extra.idx"), doctest::Contains("1 bytes after the values"), idx_error);
+
+  auto magic = good;
+  magic[0] = 1;
+  write(t.p / "magic.idx", magic);
+  CHECK_THROWS_WITH_AS(read_idx(t.p / "magic.idx"), doctest::Contains("wrong magic number"), idx_error);
+
+  auto type = good;
+  type[2] = 0x42;
+  write(t.p / "type.idx", type);
+  CHECK_THROWS_WITH_AS(read_idx(t.p / "type.idx"), doctest::Contains("unknown IDX type code 0x42"), idx_error);
+
+  write_gz(t.p / "g.gz", good);
+  auto gz = read(t.p / "g.gz");
+  auto gz_trunc = gz;
+  gz_trunc.resize(gz.size() / 2);
+  write(t.p / "gtrunc.gz", gz_trunc);
+  CHECK_THROWS_WITH_AS(read_idx(t.p / "gtrunc.gz"), doctest::Contains("gtrunc.gz: truncated gzip stream"), idx_error);
+
+  auto gz_bad = gz;
+  for (std::size_t i = 12; i < gz_bad.size() - 8; ++i) gz_bad[i] ^= 0x5a;
+  write(t.p / "gbad.gz", gz_bad);
+  CHECK_THROWS_WITH_AS(read_idx(t.p / "gbad.gz"), doctest::Contains("gbad.gz: corrupt gzip data"), idx_error);
+
+  write(t.p / "empty.idx", {});
+  CHECK_THROWS_WITH_AS(read_idx(t.p / "empty.idx"), doctest::Contains("truncated header"), idx_error);
+}

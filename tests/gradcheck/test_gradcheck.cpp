@@ -1,0 +1,77 @@
+// Finite-difference gradient checks of every layer, activation, loss and
+// regularizer, in double precision.
+#include <doctest/doctest.h>
+
+#include <ctnn/ctnn.hpp>
+
+#include "gradcheck.hpp"
+
+using namespace ctnn;
+
+constexpr double tol = 1e-6;
+
+TEST_CASE("gradcheck: dense with every activation") {
+  CHECK(gradcheck::check_layer<dense<5>, shape<7>>() < tol);
+  CHECK(gradcheck::check_layer<dense<5, relu>, shape<7>>() < tol);
+  CHECK(gradcheck::check_layer<dense<5, leaky_relu<>>, shape<7>>() < tol);
+  CHECK(gradcheck::check_layer<dense<5, sigmoid>, shape<7>>() < tol);
+  CHECK(gradcheck::check_layer<dense<5, ctnn::tanh>, shape<7>>() < tol);
+  CHECK(gradcheck::check_layer<dense<5, softmax>, shape<7>>() < tol);
+  CHECK(gradcheck::check_layer<dense<1, sigmoid>, shape<3>>() < tol);
+  CHECK(gradcheck::check_layer<dense<17, relu>, shape<33>>({.batch = 5}) < tol);
+}
+
+TEST_CASE("gradcheck: activations as layers, on rank-1 and rank-2 inputs") {
+  CHECK(gradcheck::check_layer<relu, shape<9>>() < tol);
+  CHECK(gradcheck::check_layer<leaky_relu<0.1f>, shape<9>>() < tol);
+  CHECK(gradcheck::check_layer<sigmoid, shape<9>>() < tol);
+  CHECK(gradcheck::check_layer<ctnn::tanh, shape<9>>() < tol);
+  CHECK(gradcheck::check_layer<identity, shape<9>>() < tol);
+  CHECK(gradcheck::check_layer<softmax, shape<9>>() < tol);
+  CHECK(gradcheck::check_layer<softmax, shape<3, 4>>() < tol);  // over the last axis
+}
+
+TEST_CASE("gradcheck: flatten and reshape") {
+  CHECK(gradcheck::check_layer<flatten, shape<3, 4>>() < tol);
+  CHECK(gradcheck::check_layer<reshape<2, 6>, shape<3, 4>>() < tol);
+}
+
+TEST_CASE("gradcheck: losses") {
+  rng g(5);
+  constexpr std::size_t N = 4, B = 3;
+  std::vector<double> logits(N * B), probs(N * B), targets(N * B);
+  for (auto& v : logits) v = g.uniform(-3, 3);
+  for (std::size_t i = 0; i < B; ++i) {
+    double s = 0;
+    for (std::size_t j = 0; j < N; ++j) s += probs[i * N + j] = g.uniform(0.05, 1.0);
+    for (std::size_t j = 0; j < N; ++j) probs[i * N + j] /= s * 1.1;  // not normalised on purpose
+    double ts = 0;
+    for (std::size_t j = 0; j < N; ++j) ts += targets[i * N + j] = g.uniform(0, 1);
+    for (std::size_t j = 0; j < N; ++j) targets[i * N + j] /= ts;
+  }
+  const std::vector<std::int32_t> labels{2, 0, 3};
+  CHECK(gradcheck::check_loss<N>(sparse_categorical_crossentropy{.from_logits = true}, logits, labels, B) < tol);
+  CHECK(gradcheck::check_loss<N>(sparse_categorical_crossentropy{.from_logits = false}, probs, labels, B) < tol);
+  CHECK(gradcheck::check_loss<N>(categorical_crossentropy{.from_logits = true}, logits, targets, B) < tol);
+  CHECK(gradcheck::check_loss<N>(categorical_crossentropy{.from_logits = false}, probs, targets, B) < tol);
+  CHECK(gradcheck::check_loss<N>(mean_squared_error{}, logits, targets, B) < tol);
+}
+
+TEST_CASE("gradcheck: the l2 penalty") {
+  using L = dense<4, identity, l2<0.01f>>::bind<shape<3>, double, cpu>;
+  std::vector<double> p(L::parameter_count), gr(L::parameter_count, 0.0);
+  rng g(3);
+  for (auto& v : p) v = g.uniform(-1, 1);
+  layer_slot<double> s{p.data(), gr.data(), nullptr, nullptr};
+  L::add_penalty_gradient(s);
+  for (std::size_t i = 0; i < L::kernel_count; ++i) {
+    const double keep = p[i];
+    p[i] = keep + 1e-6;
+    const double fp = L::penalty(s);
+    p[i] = keep - 1e-6;
+    const double fm = L::penalty(s);
+    p[i] = keep;
+    CHECK(gradcheck::rel_err((fp - fm) / 2e-6, gr[i]) < tol);
+  }
+  for (std::size_t i = L::kernel_count; i < L::parameter_count; ++i) CHECK(gr[i] == 0.0);  // bias not regularized
+}

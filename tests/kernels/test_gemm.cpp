@@ -1,0 +1,62 @@
+// kernels/cpu/gemm.hpp (the entry points layers call) against the scalar
+// reference (kernels/cpu/reference.hpp) on awkward sizes; activations.hpp
+// is covered through tests/layers and tests/gradcheck.
+#include <doctest/doctest.h>
+
+#include <ctnn/core/rng.hpp>
+#include <ctnn/kernels/cpu/activations.hpp>
+#include <ctnn/kernels/cpu/gemm.hpp>
+#include <ctnn/kernels/cpu/reference.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+using namespace ctnn;
+
+template <std::size_t K, std::size_t N>
+void compare(std::size_t m) {
+  rng g(K * 1000 + N + m);
+  std::vector<float> x(m * K), w(K * N), b(N), dy(m * N);
+  for (auto* v : {&x, &w, &b, &dy})
+    for (auto& e : *v) e = float(g.uniform(-1, 1));
+  std::vector<float> y(m * N), yr(m * N), dw(K * N), dwr(K * N), db(N), dbr(N), dx(m * K), dxr(m * K);
+  kernels::cpu::dense_forward<K, N>(x.data(), w.data(), b.data(), y.data(), m);
+  kernels::reference::gemm_nn(x.data(), w.data(), b.data(), yr.data(), m, K, N);
+  kernels::cpu::dense_backward_weights<K, N>(x.data(), dy.data(), dw.data(), db.data(), m);
+  kernels::reference::gemm_tn(x.data(), dy.data(), dwr.data(), m, K, N);
+  kernels::reference::col_sum(dy.data(), dbr.data(), m, N);
+  kernels::cpu::dense_backward_input<K, N>(dy.data(), w.data(), dx.data(), m);
+  kernels::reference::gemm_nt(dy.data(), w.data(), dxr.data(), m, K, N);
+  auto close = [](const std::vector<float>& a, const std::vector<float>& r, double scale) {
+    double worst = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(double(a[i]) - r[i]));
+    return worst <= 1e-5 * scale;
+  };
+  INFO("K=" << K << " N=" << N << " m=" << m);
+  CHECK(close(y, yr, K));
+  CHECK(close(dw, dwr, m));
+  CHECK(close(db, dbr, m));
+  CHECK(close(dx, dxr, N));
+}
+
+TEST_CASE("dense kernels equal the reference on awkward sizes") {
+  for (std::size_t m : {1, 3, 17, 64}) {
+    compare<1, 1>(m);
+    compare<3, 17>(m);
+    compare<17, 3>(m);
+    compare<255, 33>(m);
+    compare<784, 10>(m);
+    compare<64, 256>(m);
+  }
+}
+
+TEST_CASE("reference gemm on a 2x2 example") {
+  const float x[4] = {1, 2, 3, 4}, w[4] = {5, 6, 7, 8};
+  float y[4];
+  kernels::reference::gemm_nn(x, w, static_cast<const float*>(nullptr), y, 2, 2, 2);
+  CHECK(y[0] == 19);
+  CHECK(y[1] == 22);
+  CHECK(y[2] == 43);
+  CHECK(y[3] == 50);
+}

@@ -1,0 +1,83 @@
+// Three steps of each optimizer on one parameter (w0 = 1), checked against
+// values computed by hand (Python, double precision) from Keras 3's published
+// update rules; the expected numbers are written out, not recomputed here.
+// Covers sgd.hpp, adam.hpp, rmsprop.hpp, adagrad.hpp.
+#include <doctest/doctest.h>
+
+#include <ctnn/optimizers/adagrad.hpp>
+#include <ctnn/optimizers/adam.hpp>
+#include <ctnn/optimizers/rmsprop.hpp>
+#include <ctnn/optimizers/sgd.hpp>
+#include <ctnn/schedules/exponential_decay.hpp>
+
+#include <array>
+#include <stdexcept>
+#include <vector>
+
+using namespace ctnn;
+
+template <class O>
+std::vector<double> run(O opt, std::array<double, 3> gs = {0.5, -0.3, 0.2}) {
+  double w = 1.0;
+  std::vector<double> slots(O::slots_per_parameter, 0.0), out;
+  for (std::size_t s = 0; s < O::slots_per_parameter; ++s) opt.init_slots(slots.data() + s, 1);
+  for (double g : gs) {
+    opt.update(&w, &g, slots.data(), 1, opt.iterations);
+    ++opt.iterations;
+    out.push_back(w);
+  }
+  return out;
+}
+
+void expect(const std::vector<double>& got, std::array<double, 3> want) {
+  for (std::size_t i = 0; i < 3; ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-10));
+}
+
+TEST_CASE("sgd: plain, momentum, nesterov") {
+  expect(run(sgd{0.1}), {0.95, 0.98, 0.96});
+  expect(run(sgd{0.1, 0.9}), {0.95, 0.935, 0.9015});
+  expect(run(sgd{0.1, 0.9, true}), {0.905, 0.9215, 0.87135});
+  CHECK(sgd<>{}.learning_rate(0) == 0.01);
+}
+
+TEST_CASE("adam: defaults and amsgrad") {
+  expect(run(adam{}), {0.999000006325, 0.998808509328, 0.998461083421});
+  expect(run(adam{0.01}, {2.0, 0.01, 0.01}), {0.990000015811, 0.983262302775, 0.978022124504});
+  expect(run(adam{0.01, 0.9, 0.999, 1e-7, true}, {2.0, 0.01, 0.01}), {0.990000015811, 0.983265588206, 0.978030519036});
+  const adam<> a;
+  CHECK(a.epsilon == 1e-7);
+  CHECK(a.beta_1 == 0.9);
+  CHECK(a.beta_2 == 0.999);
+  CHECK(a.learning_rate(0) == 0.001);
+}
+
+TEST_CASE("rmsprop: plain and centered with momentum") {
+  expect(run(rmsprop{}), {0.996837728664, 0.998528034491, 0.997416066766});
+  expect(run(rmsprop{0.01, 0.8, 0.5, 1e-7, true}), {0.97500003125, 0.975000036024, 0.96616673136});
+}
+
+TEST_CASE("adagrad: the initial accumulator is 0.1") {
+  expect(run(adagrad{}), {0.999154845866, 0.999607112831, 0.999318437727});
+  expect(run(adagrad{0.1, 0.5}), {0.94226497693, 0.974997658517, 0.953677588093});
+}
+
+TEST_CASE("optimizers take the learning rate from their schedule at the update count") {
+  sgd opt{exponential_decay{0.1, 1, 0.5, true}};
+  double w = 0, g = 1;
+  std::vector<double> slot(1);
+  for (int i = 0; i < 3; ++i) {
+    opt.update(&w, &g, slot.data(), 1, opt.iterations);
+    ++opt.iterations;
+  }
+  CHECK(w == doctest::Approx(-(0.1 + 0.05 + 0.025)));
+}
+
+TEST_CASE("optimizers reject invalid hyperparameters, naming them") {
+  CHECK_THROWS_WITH_AS(adam(0.001, 1.0), "adam: beta_1 must be in [0, 1), got 1", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(adam(0.001, 0.9, 0.999, -1.0), "adam: epsilon must be finite and > 0, got -1",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(sgd(0.1, 1.5), "sgd: momentum must be in [0, 1], got 1.5", std::invalid_argument);
+  CHECK_THROWS_AS(rmsprop(0.001, -0.1), std::invalid_argument);
+  CHECK_THROWS_AS(adagrad(0.001, -1.0), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(sgd(-0.1), "constant: the learning rate must be finite and > 0, got -0.1", std::invalid_argument);
+}

@@ -1,0 +1,27 @@
+# Installs ctnn from SOURCE into a scratch prefix, then configures, builds and
+# runs two consumer projects: one with find_package(ctnn CONFIG) against the
+# installed copy, one with add_subdirectory(SOURCE).
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+function(run)
+  execute_process(COMMAND ${ARGV} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed: ${ARGV}\n${out}\n${err}")
+  endif()
+endfunction()
+set(gen -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK}/ctnn-build ${gen} -DCTNN_BUILD_TESTS=OFF -DCTNN_BUILD_EXAMPLES=OFF
+    -DCMAKE_INSTALL_PREFIX=${WORK}/prefix)
+run(${CMAKE_COMMAND} --install ${WORK}/ctnn-build)
+if(NOT EXISTS ${WORK}/prefix/include/ctnn/ctnn.hpp)
+  message(FATAL_ERROR "install did not place include/ctnn/ctnn.hpp")
+endif()
+
+run(${CMAKE_COMMAND} -S ${SOURCE}/tests/package/find_package -B ${WORK}/fp ${gen} -DCMAKE_PREFIX_PATH=${WORK}/prefix)
+run(${CMAKE_COMMAND} --build ${WORK}/fp)
+run(${WORK}/fp/consumer)
+
+run(${CMAKE_COMMAND} -S ${SOURCE}/tests/package/add_subdirectory -B ${WORK}/as ${gen} -DCTNN_SOURCE=${SOURCE})
+run(${CMAKE_COMMAND} --build ${WORK}/as)
+run(${WORK}/as/consumer)
+message(STATUS "both consumers built and ran")

@@ -1,0 +1,64 @@
+// model.hpp: one arena, deterministic init, growth keeps parameters, passes.
+#include <doctest/doctest.h>
+
+#include <ctnn/layers/dense.hpp>
+#include <ctnn/layers/reshape.hpp>
+#include <ctnn/train/model.hpp>
+
+#include <vector>
+
+using namespace ctnn;
+
+using net = sequential<input<2, 2>, flatten, dense<5, ctnn::tanh>, dense<3>>;
+
+TEST_CASE("make_model: the same seed gives the same parameters, another seed others") {
+  auto a = make_model<net>(1), b = make_model<net>(1), c = make_model<net>(2);
+  CHECK(std::vector<float>(a.parameters().begin(), a.parameters().end()) ==
+        std::vector<float>(b.parameters().begin(), b.parameters().end()));
+  CHECK(std::vector<float>(a.parameters().begin(), a.parameters().end()) !=
+        std::vector<float>(c.parameters().begin(), c.parameters().end()));
+  CHECK(a.parameters().size() >= net::parameter_count);
+}
+
+TEST_CASE("the arena is laid out by the constexpr plan and grows keeping parameters") {
+  auto m = make_model<net>(3);
+  const std::vector<float> before(m.parameters().begin(), m.parameters().end());
+  m.reserve(100, 3);
+  CHECK(m.batch_capacity() == 100);
+  CHECK(m.arena_bytes() == net::memory_plan<float>(100, 3).total);
+  CHECK(std::vector<float>(m.parameters().begin(), m.parameters().end()) == before);
+  CHECK(reinterpret_cast<std::uintptr_t>(m.parameters().data()) % 64 == 0);
+  CHECK(reinterpret_cast<std::uintptr_t>(m.layer_parameters<2>().data()) % 64 == 0);
+}
+
+TEST_CASE("forward matches a hand computation through the layer parameters") {
+  using lin = sequential<input<2>, dense<1>>;
+  auto m = make_model<lin>(0);
+  auto p = m.layer_parameters<0>();
+  p[0] = 2;
+  p[1] = -1;
+  p[2] = 0.5f;
+  const float x[4] = {1, 1, 3, 2};
+  const float* y = m.forward(x, 2, false);
+  CHECK(y[0] == 1.5f);
+  CHECK(y[1] == 4.5f);
+  CHECK(m.predict(x, 2, 1) == std::vector<float>{1.5f, 4.5f});
+}
+
+TEST_CASE("backward leaves the gradient of the output gradient's dot product") {
+  using lin = sequential<input<2>, dense<1>>;
+  auto m = make_model<lin>(0);
+  const float x[2] = {3, -2};
+  m.forward(x, 1, true);
+  m.output_gradient()[0] = 1;
+  m.backward();
+  auto g = m.layer_gradients<0>();
+  CHECK(g[0] == 3);
+  CHECK(g[1] == -2);
+  CHECK(g[2] == 1);
+}
+
+TEST_CASE("an empty batch is refused") {
+  auto m = make_model<net>(0);
+  CHECK_THROWS_AS(m.forward(nullptr, 0, false), std::invalid_argument);
+}
