@@ -114,6 +114,23 @@ TEST_CASE("validation data adds val_ keys; timing and input share are logged") {
   CHECK_THROWS_WITH_AS(h["nope"], doctest::Contains("history: no key 'nope'"), std::out_of_range);
 }
 
+TEST_CASE("a validation batch larger than the training batch moves the arena; training carries on") {
+  auto m = make_model<xor_net>(7);
+  adam opt{0.05};
+  std::vector<float> x;
+  std::vector<std::int32_t> y;
+  for (int i = 0; i < 64; ++i) {
+    x.insert(x.end(), {float(i % 2), float((i / 2) % 2)});
+    y.push_back((i % 2) ^ ((i / 2) % 2));
+  }
+  const data::in_memory<shape<2>, sparse_labels> big(x, y);
+  auto h = fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt, make_xor().batch(4), epochs{200},
+               accuracy{}, validation_data(big.batch(64)));
+  CHECK(m.batch_capacity() == 64);
+  CHECK(h["val_accuracy"].back() == 1.0);
+  CHECK(h["loss"].back() < 0.05);
+}
+
 TEST_CASE("callbacks: hooks are called in order; stop_training ends early") {
   auto m = make_model<xor_net>(7);
   adam opt;

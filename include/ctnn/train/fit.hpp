@@ -155,11 +155,11 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
     if constexpr (has_##name<std::remove_cvref_t<decltype(cb)>>) cb.name(ctx); \
   })
 
+  // The arena may move when a larger batch arrives (validation too): the
+  // parameter, gradient and slot spans are fetched afresh at every use.
   m.reserve(1, O::slots_per_parameter);
-  auto params = m.parameters();
-  auto grads = m.gradients();
   auto slots = m.optimizer_slots();
-  const std::size_t n_params = params.size();  // includes alignment padding (its gradient is always zero)
+  const std::size_t n_params = m.parameters().size();  // includes alignment padding (its gradient is always zero)
   if (opt.iterations == 0) {
     std::fill(slots.begin(), slots.end(), T(0));
     for (std::size_t s = 0; s < O::slots_per_parameter; ++s) opt.template init_slots<T>(slots.data() + s * n_params, n_params);
@@ -184,12 +184,6 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
       ctx.step = step;
       CTNN_FIT_HOOK(on_batch_begin);
 
-      if (b.size > m.batch_capacity()) {
-        m.reserve(b.size, O::slots_per_parameter);
-        params = m.parameters();
-        grads = m.gradients();
-        slots = m.optimizer_slots();
-      }
       const T* y = m.forward(b.x.data(), b.size, true);
       const double batch_sum = loss.template compute<MT::output_size>(y, b.y.data(), m.output_gradient(), b.size);
       const double pen = m.penalty();
@@ -205,7 +199,7 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
       detail::update_metrics<MT>(metrics, y, b);
       m.backward();
       m.add_penalty_gradients();
-      opt.update(params.data(), grads.data(), slots.data(), n_params, opt.iterations);
+      opt.update(m.parameters().data(), m.gradients().data(), m.optimizer_slots().data(), n_params, opt.iterations);
       ++opt.iterations;
       loss_sum += batch_sum + pen * double(b.size);
       seen += b.size;
