@@ -22,6 +22,9 @@
 
 namespace ctnn {
 
+template <class Spec, Shape In, class T, class Backend>
+struct dense_layer;
+
 template <std::size_t N, Activation Act = identity, Regularizer Reg = no_regularizer>
 struct dense {
   static_assert(N > 0, "dense: the number of units must be > 0");
@@ -43,39 +46,49 @@ struct dense {
   }
 
   template <Shape In, class T, class Backend>
-  struct bind {
-    static_assert(std::is_same_v<Backend, cpu>, "dense: this backend has no specialization of this layer");
-    using value_type = T;
-    using in_shape = In;
-    using out_shape = shape<N>;
-    static constexpr std::size_t K = In::size;
-    static constexpr std::size_t kernel_count = K * N;
-    static constexpr std::size_t parameter_count = K * N + N;
-    static constexpr std::size_t state_count = 0;
-    static constexpr std::size_t cache_per_sample = 0;
-    static std::string name() { return spec(); }
+  using bind = dense_layer<dense, In, T, Backend>;
+};
 
-    static void init(layer_slot<T> s, rng& g) {
-      const double limit = std::sqrt(6.0 / double(K + N));
-      for (std::size_t i = 0; i < kernel_count; ++i) s.params[i] = T(g.uniform(-limit, limit));
-      for (std::size_t j = 0; j < N; ++j) s.params[kernel_count + j] = T(0);
-    }
+// The bound dense layer. This primary template is the CPU implementation;
+// another backend partially specializes dense_layer<Spec, In, T, Backend>
+// (CUDA: in kernels/cuda, seen only by nvcc), so the network type a user
+// writes is the same for every backend.
+template <class Spec, Shape In, class T, class Backend>
+struct dense_layer {
+  static_assert(std::is_same_v<Backend, cpu>, "dense: this backend has no specialization of this layer");
+  static constexpr std::size_t N = Spec::units;
+  using Act = typename Spec::activation;
+  using Reg = typename Spec::regularizer;
+  static std::string name() { return Spec::spec(); }
+  using value_type = T;
+  using in_shape = In;
+  using out_shape = shape<N>;
+  static constexpr std::size_t K = In::size;
+  static constexpr std::size_t kernel_count = K * N;
+  static constexpr std::size_t parameter_count = K * N + N;
+  static constexpr std::size_t state_count = 0;
+  static constexpr std::size_t cache_per_sample = 0;
 
-    static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
-      kernels::cpu::dense_forward<K, N>(x, s.params, s.params + kernel_count, y, r.batch);
-      Act::forward(y, r.batch, N);
-    }
+  static void init(layer_slot<T> s, rng& g) {
+    const double limit = std::sqrt(6.0 / double(K + N));
+    for (std::size_t i = 0; i < kernel_count; ++i) s.params[i] = T(g.uniform(-limit, limit));
+    for (std::size_t j = 0; j < N; ++j) s.params[kernel_count + j] = T(0);
+  }
 
-    // dy is turned into dL/dz in place.
-    static void backward(layer_slot<T> s, const T* x, const T* y, T* dy, T* dx, run_info r) {
-      Act::backward(y, dy, r.batch, N);
-      kernels::cpu::dense_backward_weights<K, N>(x, dy, s.grads, s.grads + kernel_count, r.batch);
-      if (dx) kernels::cpu::dense_backward_input<K, N>(dy, s.params, dx, r.batch);
-    }
+  static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
+    kernels::cpu::dense_forward<K, N>(x, s.params, s.params + kernel_count, y, r.batch);
+    Act::forward(y, r.batch, N);
+  }
 
-    static T penalty(layer_slot<T> s) { return Reg::penalty(s.params, kernel_count); }
-    static void add_penalty_gradient(layer_slot<T> s) { Reg::add_gradient(s.params, s.grads, kernel_count); }
-  };
+  // dy is turned into dL/dz in place.
+  static void backward(layer_slot<T> s, const T* x, const T* y, T* dy, T* dx, run_info r) {
+    Act::backward(y, dy, r.batch, N);
+    kernels::cpu::dense_backward_weights<K, N>(x, dy, s.grads, s.grads + kernel_count, r.batch);
+    if (dx) kernels::cpu::dense_backward_input<K, N>(dy, s.params, dx, r.batch);
+  }
+
+  static T penalty(layer_slot<T> s) { return Reg::penalty(s.params, kernel_count); }
+  static void add_penalty_gradient(layer_slot<T> s) { Reg::add_gradient(s.params, s.grads, kernel_count); }
 };
 
 }  // namespace ctnn

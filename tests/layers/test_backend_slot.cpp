@@ -1,0 +1,49 @@
+// A backend other than cpu slots in by partially specializing the bound layer
+// (dense_layer<Spec, In, T, Backend>), while the user's network type stays the
+// same: this is how the CUDA half-precision layers attach (dense.hpp).
+#include <doctest/doctest.h>
+
+#include <ctnn/layers/dense.hpp>
+#include <ctnn/train/model.hpp>
+
+#include <string>
+#include <vector>
+
+namespace {
+struct recording_backend {};
+std::vector<std::string> calls;
+}  // namespace
+
+template <class Spec, ctnn::Shape In>
+struct ctnn::dense_layer<Spec, In, float, recording_backend> {
+  using value_type = float;
+  using in_shape = In;
+  using out_shape = ctnn::shape<Spec::units>;
+  static constexpr std::size_t parameter_count = In::size * Spec::units + Spec::units;
+  static constexpr std::size_t state_count = 0;
+  static constexpr std::size_t cache_per_sample = 0;
+  static std::string name() { return Spec::spec(); }
+  static void init(ctnn::layer_slot<float>, ctnn::rng&) { calls.push_back("init " + Spec::spec()); }
+  static void forward(ctnn::layer_slot<float>, const float*, float* y, ctnn::run_info r) {
+    calls.push_back("forward " + Spec::spec());
+    for (std::size_t i = 0; i < r.batch * Spec::units; ++i) y[i] = 7;
+  }
+  static void backward(ctnn::layer_slot<float>, const float*, const float*, float*, float*, ctnn::run_info) {
+    calls.push_back("backward " + Spec::spec());
+  }
+};
+
+using net = ctnn::sequential<ctnn::input<3>, ctnn::dense<4, ctnn::relu>, ctnn::dense<2>>;
+
+TEST_CASE("the same network type runs on another backend's specialization") {
+  calls.clear();
+  auto m = ctnn::make_model<net, float, recording_backend>(1);
+  const float x[3] = {1, 2, 3};
+  const float* y = m.forward(x, 1, true);
+  CHECK(y[0] == 7.0f);
+  m.backward();
+  const std::vector<std::string> want{"init dense<4, relu>", "init dense<2>",       "forward dense<4, relu>",
+                                      "forward dense<2>",    "backward dense<2>", "backward dense<4, relu>"};
+  CHECK(calls == want);
+  static_assert(std::is_same_v<net::bound<float, recording_backend>, std::tuple<ctnn::dense_layer<ctnn::dense<4, ctnn::relu>, ctnn::shape<3>, float, recording_backend>, ctnn::dense_layer<ctnn::dense<2>, ctnn::shape<4>, float, recording_backend>>>);
+}
