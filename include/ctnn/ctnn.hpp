@@ -27,6 +27,7 @@
 #include "metrics/sparse_categorical_accuracy.hpp"
 #include "optimizers/adagrad.hpp"
 #include "optimizers/adam.hpp"
+#include "optimizers/options.hpp"
 #include "optimizers/rmsprop.hpp"
 #include "optimizers/sgd.hpp"
 #include "regularizers/regularizers.hpp"
