@@ -407,3 +407,33 @@ TEST_CASE("fit: validation with a larger batch than training (the arena grows) l
   };
   CHECK(run(true) == run(false));
 }
+
+TEST_CASE("docs/training.md: the example runs (schedules, options and every callback together)") {
+  const fs::path dir = temp_dir("doc");
+  using net = sequential<input<4>, dense<3>>;
+  auto model = make_model<net>(1);
+  const auto loss = sparse_categorical_crossentropy{.from_logits = true};
+  std::vector<float> x(32 * 4);
+  std::vector<std::int32_t> y(32);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i % 7) / 7;
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = std::int32_t(i % 3);
+  const data::in_memory<shape<4>, sparse_labels> d(x, y);
+  const auto train = d.batch(8);
+  const auto test = d.batch(32);
+  adam base{warmup{0.0, 500, cosine_decay{1e-3, 10'000, /*alpha=*/0.1}}};
+  static_assert(std::is_same_v<decltype(base), adam<warmup<cosine_decay>>>);
+  with_options opt{base, {.global_clipnorm = 1.0, .weight_decay = 0.004, .use_ema = true}};
+  early_stopping stop{.monitor = "val_loss", .patience = 3, .restore_best_weights = true};
+  reduce_lr_on_plateau plateau{.monitor = "val_loss", .factor = 0.5, .patience = 2};
+  model_checkpoint best{.filepath = (dir / "best-{epoch:02d}-{val_loss:.4f}.ctnn").string(), .save_best_only = true};
+  csv_logger csv{.filename = (dir / "training.csv").string()};
+  std::ostringstream out;
+  auto hist = fit(model, loss, opt, train, epochs{3}, sparse_categorical_accuracy{}, validation_data(test), plateau, stop,
+                  best, csv, terminate_on_nan{}, progress_bar{out});
+  CHECK(hist.epochs() == 3);
+  CHECK(opt.iterations == 12);
+  CHECK(hist["learning_rate"][0] == doctest::Approx(4 * 1e-3 / 500));  // warmup: 4 updates of 500
+  CHECK_FALSE(best.saved.empty());
+  CHECK(fs::exists(dir / "training.csv"));
+  fs::remove_all(dir);
+}

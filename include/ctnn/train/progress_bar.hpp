@@ -86,8 +86,9 @@ struct progress_bar {
   template <class Ctx>
   void on_batch_end(Ctx& ctx) {
     done_ = ctx.step + 1;
-    if (!interactive) return;
     const auto now = clock::now();
+    last_batch_ = now;
+    if (!interactive) return;
     if (std::chrono::duration<double>(now - last_draw_).count() < interval) return;
     last_draw_ = now;
     const double elapsed = std::chrono::duration<double>(now - start_).count();
@@ -102,7 +103,8 @@ struct progress_bar {
   template <class Ctx>
   void on_epoch_end(Ctx& ctx) {
     const double elapsed = std::chrono::duration<double>(clock::now() - start_).count();
-    const double per = done_ ? elapsed / double(done_) : 0.0;
+    // Time per step counts the training steps only; the elapsed time includes validation.
+    const double per = done_ ? std::chrono::duration<double>(last_batch_ - start_).count() / double(done_) : 0.0;
     char secs[32];
     std::snprintf(secs, sizeof secs, "%.0fs", elapsed);
     const std::string logs_text = detail::progress_logs(ctx.epoch_logs);
@@ -138,7 +140,7 @@ struct progress_bar {
     *out << "\r" << padded << (final ? "\n" : "") << std::flush;
   }
 
-  clock::time_point start_{}, last_draw_{};
+  clock::time_point start_{}, last_draw_{}, last_batch_{};
   std::size_t done_ = 0, last_len_ = 0;
 };
 
