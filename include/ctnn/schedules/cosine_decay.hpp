@@ -48,10 +48,10 @@ struct cosine_decay {
     const double d = double(decay_steps);
     double s = double(step);
     if (!warmup_target) return decayed(std::min(s, d), initial_learning_rate);
-    const double w = double(warmup_steps);
+    const double w = double(warmup_steps), target = warmup_target.value_or(0.0);
     s = std::min(s, d + w);
-    if (s < w) return (*warmup_target - initial_learning_rate) * (s / w) + initial_learning_rate;
-    return decayed(s - w, *warmup_target);
+    if (s < w) return (target - initial_learning_rate) * (s / w) + initial_learning_rate;
+    return decayed(s - w, target);
   }
   std::string describe() const {
     std::string r = "cosine_decay(" + detail::format_number(initial_learning_rate) + ", " + std::to_string(decay_steps) +
