@@ -1,7 +1,8 @@
 // piecewise_constant.hpp, polynomial_decay.hpp, inverse_time_decay.hpp,
 // cosine_decay.hpp, warmup.hpp (and the checks of schedules/detail.hpp):
-// values at chosen steps. The expected numbers were computed by hand with a Python one-off implementing Keras 3's published
-// formulas (double precision) and are written out here, not recomputed.
+// values at chosen steps. The expected numbers were computed by hand with a
+// Python one-off implementing Keras 3's published formulas (double precision)
+// and are written out here, not recomputed.
 #include <doctest/doctest.h>
 
 #include <ctnn/core/concepts.hpp>
