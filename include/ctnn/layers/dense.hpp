@@ -7,6 +7,7 @@
 // to the kernel. Requires: N > 0 and a rank-1 input (else a compile error
 // naming the layer's position and the input's rank). Output: shape<N>.
 #pragma once
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <string>
@@ -66,6 +67,7 @@ struct dense_layer {
   static constexpr std::size_t K = In::size;
   static constexpr std::size_t kernel_count = K * N;
   static constexpr std::size_t parameter_count = K * N + N;
+  static constexpr std::array<std::size_t, 2> variable_sizes{kernel_count, N};  // kernel, bias (clipnorm)
   static constexpr std::size_t state_count = 0;
   static constexpr std::size_t cache_per_sample = 0;
 

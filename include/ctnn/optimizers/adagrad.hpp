@@ -22,6 +22,7 @@ struct adagrad {
   S schedule;
   double initial_accumulator_value = 0.1, epsilon = 1e-7;
   std::int64_t iterations = 0;
+  double lr_scale = 1.0;  // multiplies the schedule's rate; set by callbacks (reduce_lr_on_plateau)
 
   adagrad() requires std::is_same_v<S, constant> : adagrad(constant{0.001}) {}
   explicit adagrad(S lr, double initial = 0.1, double eps = 1e-7)
@@ -31,7 +32,7 @@ struct adagrad {
   }
 
   std::string name() const { return "adagrad"; }
-  double learning_rate(std::int64_t it) const { return double(schedule(it)); }
+  double learning_rate(std::int64_t it) const { return double(schedule(it)) * lr_scale; }
   template <class T>
   void init_slots(T* slots, std::size_t n) const {
     for (std::size_t i = 0; i < n; ++i) slots[i] = T(initial_accumulator_value);

@@ -27,6 +27,7 @@ struct adam {
   double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;
   bool amsgrad = false;
   std::int64_t iterations = 0;
+  double lr_scale = 1.0;  // multiplies the schedule's rate; set by callbacks (reduce_lr_on_plateau)
 
   adam() requires std::is_same_v<S, constant> : adam(constant{0.001}) {}
   explicit adam(S lr, double b1 = 0.9, double b2 = 0.999, double eps = 1e-7, bool ams = false)
@@ -37,7 +38,7 @@ struct adam {
   }
 
   std::string name() const { return "adam"; }
-  double learning_rate(std::int64_t it) const { return double(schedule(it)); }
+  double learning_rate(std::int64_t it) const { return double(schedule(it)) * lr_scale; }
   template <class T>
   void init_slots(T*, std::size_t) const {}
 

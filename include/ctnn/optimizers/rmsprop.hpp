@@ -27,6 +27,7 @@ struct rmsprop {
   double rho = 0.9, momentum = 0.0, epsilon = 1e-7;
   bool centered = false;
   std::int64_t iterations = 0;
+  double lr_scale = 1.0;  // multiplies the schedule's rate; set by callbacks (reduce_lr_on_plateau)
 
   rmsprop() requires std::is_same_v<S, constant> : rmsprop(constant{0.001}) {}
   explicit rmsprop(S lr, double rho_ = 0.9, double momentum_ = 0.0, double eps = 1e-7, bool centered_ = false)
@@ -37,7 +38,7 @@ struct rmsprop {
   }
 
   std::string name() const { return "rmsprop"; }
-  double learning_rate(std::int64_t it) const { return double(schedule(it)); }
+  double learning_rate(std::int64_t it) const { return double(schedule(it)) * lr_scale; }
   template <class T>
   void init_slots(T*, std::size_t) const {}
 

@@ -22,6 +22,7 @@ struct sgd {
   double momentum = 0.0;
   bool nesterov = false;
   std::int64_t iterations = 0;  // updates applied so far (Keras' optimizer.iterations)
+  double lr_scale = 1.0;  // multiplies the schedule's rate; set by callbacks (reduce_lr_on_plateau)
 
   sgd() requires std::is_same_v<S, constant> : sgd(constant{0.01}) {}
   explicit sgd(S lr, double momentum_ = 0.0, bool nesterov_ = false)
@@ -30,7 +31,7 @@ struct sgd {
   }
 
   std::string name() const { return "sgd"; }
-  double learning_rate(std::int64_t it) const { return double(schedule(it)); }
+  double learning_rate(std::int64_t it) const { return double(schedule(it)) * lr_scale; }
   template <class T>
   void init_slots(T*, std::size_t) const {}
 

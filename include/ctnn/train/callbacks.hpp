@@ -6,12 +6,15 @@
 //   on_epoch_end, on_train_end.
 // The context exposes epoch, epochs, step (within the epoch), batch_loss,
 // epoch_logs, history, model, optimizer and stop_training (set it to stop
-// after the current batch/epoch). epoch_logger prints one line per epoch.
+// after the current batch/epoch) and, during an epoch, running_logs() (the
+// loss and metrics so far). epoch_logger prints one line per epoch; the Keras
+// callbacks live one per header beside this one (early_stopping.hpp, ...).
 #pragma once
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <ostream>
 #include <string>
@@ -33,6 +36,7 @@ struct train_context {
   double batch_loss = 0;
   logs epoch_logs;
   bool stop_training = false;
+  std::function<logs()> running_logs;  // during an epoch: the loss and metrics so far (progress_bar)
 };
 
 namespace detail {

@@ -10,8 +10,10 @@
 // seconds, data_seconds, compute_seconds and input_share (data time / step
 // time). A non-finite loss throws ctnn::numeric_error naming the epoch and
 // step, unless a callback sets stop_training in on_batch_end (then the bad
-// update is not applied). The dataset's sample size and target kind are
-// checked against the network and loss at compile time.
+// update is not applied). An optimizer with a step(model, w, g, slots, n)
+// member (with_options) applies its own update and counts it, and its
+// finalize(...) runs before on_train_end. The dataset's sample size and
+// target kind are checked against the network and loss at compile time.
 //
 // evaluate(model, loss, dataset, metrics...) returns logs with loss and metrics.
 #pragma once
@@ -155,8 +157,8 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
     if constexpr (has_##name<std::remove_cvref_t<decltype(cb)>>) cb.name(ctx); \
   })
 
-  // The arena may move when a larger batch arrives (validation too): the
-  // parameter, gradient and slot spans are fetched afresh at every use.
+  // The arena may move when a larger batch arrives (validation too), so the
+  // parameter, gradient and slot views are taken afresh at every step.
   m.reserve(1, O::slots_per_parameter);
   auto slots = m.optimizer_slots();
   const std::size_t n_params = m.parameters().size();  // includes alignment padding (its gradient is always zero)
@@ -176,6 +178,12 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
     std::size_t seen = 0;
     const auto epoch_start = clock::now();
     auto cur = train.open(e);
+    ctx.running_logs = [&] {
+      logs r;
+      r.set("loss", seen ? loss_sum / double(seen) : 0.0);
+      std::apply([&](auto&... mm) { (r.set(mm.name(), mm.result()), ...); }, metrics);
+      return r;
+    };
     for (std::size_t step = 0;; ++step) {
       const auto t0 = clock::now();
       if (!cur.next(b)) break;
@@ -184,6 +192,12 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
       ctx.step = step;
       CTNN_FIT_HOOK(on_batch_begin);
 
+      // The arena may have moved (a larger batch here, or validation/callbacks running a
+      // larger batch through the model): take the views afresh every step.
+      if (b.size > m.batch_capacity()) m.reserve(b.size, O::slots_per_parameter);
+      const auto params = m.parameters();
+      const auto grads = m.gradients();
+      const auto step_slots = m.optimizer_slots();
       const T* y = m.forward(b.x.data(), b.size, true);
       const double batch_sum = loss.template compute<MT::output_size>(y, b.y.data(), m.output_gradient(), b.size);
       const double pen = m.penalty();
@@ -199,15 +213,21 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
       detail::update_metrics<MT>(metrics, y, b);
       m.backward();
       m.add_penalty_gradients();
-      opt.update(m.parameters().data(), m.gradients().data(), m.optimizer_slots().data(), n_params, opt.iterations);
-      ++opt.iterations;
+      if constexpr (requires { opt.step(m, params.data(), grads.data(), step_slots.data(), n_params); }) {
+        opt.step(m, params.data(), grads.data(), step_slots.data(), n_params);  // counts its own updates
+      } else {
+        opt.update(params.data(), grads.data(), step_slots.data(), n_params, opt.iterations);
+        ++opt.iterations;
+      }
       loss_sum += batch_sum + pen * double(b.size);
       seen += b.size;
       compute_s += secs(clock::now() - t1);
       CTNN_FIT_HOOK(on_batch_end);
       if (ctx.stop_training) break;
     }
-    if (seen == 0) throw std::invalid_argument("fit: the training dataset yielded no batch in epoch " + std::to_string(e + 1));
+    ctx.running_logs = nullptr;
+    if (seen == 0 && !ctx.stop_training)
+      throw std::invalid_argument("fit: the training dataset yielded no batch in epoch " + std::to_string(e + 1));
     logs& l = ctx.epoch_logs;
     l.set("loss", loss_sum / double(seen));
     std::apply([&](auto&... mm) { (l.set(mm.name(), mm.result()), ...); }, metrics);
@@ -227,6 +247,8 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
     CTNN_FIT_HOOK(on_epoch_end);
     hist.append(ctx.epoch_logs);
   }
+  if constexpr (requires { opt.finalize(m, m.parameters().data(), m.optimizer_slots().data(), n_params); })
+    opt.finalize(m, m.parameters().data(), m.optimizer_slots().data(), n_params);  // e.g. the EMA weights replace the weights
   CTNN_FIT_HOOK(on_train_end);
 #undef CTNN_FIT_HOOK
   return hist;

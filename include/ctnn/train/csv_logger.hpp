@@ -1,0 +1,70 @@
+// ctnn/train/csv_logger.hpp — Keras' CSVLogger, written atomically.
+//
+// csv_logger{.filename = "log.csv", .separator = ',', .append = false}.
+// Columns: "epoch" (0-based, as Keras) then the first epoch's log keys sorted
+// by name; a key missing later is written "NA"; values in shortest
+// round-trip form; lines end with '\n'. After every epoch the whole file is
+// rewritten with io::write_file_atomically, so it is never half-written.
+// append = false starts a new file at on_train_begin; append = true keeps
+// what the file held and adds a header only when it was missing or empty
+// (Keras' append semantics).
+#pragma once
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../core/format.hpp"
+#include "../io/atomic_file.hpp"
+#include "history.hpp"
+
+namespace ctnn {
+
+struct csv_logger {
+  std::string filename;
+  char separator = ',';
+  bool append = false;
+
+  // State, set by on_train_begin.
+  std::string content;  // what the file holds
+  std::vector<std::string> keys;
+  bool header_needed = true;
+
+  template <class Ctx>
+  void on_train_begin(Ctx&) {
+    if (filename.empty()) throw std::invalid_argument("csv_logger: filename is empty");
+    content.clear();
+    keys.clear();
+    if (append && std::filesystem::exists(filename)) {
+      std::ifstream f(filename, std::ios::binary);
+      if (!f) throw std::runtime_error("csv_logger: " + filename + ": cannot open for reading");
+      content.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+      if (!content.empty() && content.back() != '\n') content += '\n';
+    }
+    header_needed = content.empty() || content.front() == '\n';
+  }
+
+  template <class Ctx>
+  void on_epoch_end(Ctx& ctx) {
+    const logs& l = ctx.epoch_logs;
+    if (keys.empty()) {
+      for (auto& [k, v] : l.items) keys.push_back(k);
+      std::sort(keys.begin(), keys.end());
+      if (header_needed) {
+        content += "epoch";
+        for (auto& k : keys) content += separator + k;
+        content += '\n';
+        header_needed = false;
+      }
+    }
+    content += std::to_string(ctx.epoch);
+    for (auto& k : keys) content += separator + (l.contains(k) ? detail::format_number(l[k]) : std::string("NA"));
+    content += '\n';
+    io::write_file_atomically(filename, content);
+  }
+};
+
+}  // namespace ctnn

@@ -1,0 +1,110 @@
+// ctnn/train/early_stopping.hpp — Keras 3's EarlyStopping.
+//
+// early_stopping{.monitor = "val_loss", .min_delta = 0, .patience = 0,
+//   .mode = automatic, .baseline = none, .restore_best_weights = false,
+//   .start_from_epoch = 0}. At each epoch end from start_from_epoch on:
+// wait += 1; an improvement (current < best - |min_delta|, or
+// > best + |min_delta| when maximizing; the first value always is) records
+// best (and copies the weights when restoring) and resets wait only if it
+// also improves on baseline; otherwise, when wait >= patience and epoch > 0,
+// training stops. At train end the best epoch's weights (parameters and
+// state) are put back when restore_best_weights is set, whether or not
+// training stopped early (Keras 3). Requires patience, start_from_epoch >= 0.
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "monitor.hpp"
+
+namespace ctnn {
+
+struct early_stopping {
+  std::string monitor = "val_loss";
+  double min_delta = 0.0;
+  int patience = 0;
+  monitor_mode mode = monitor_mode::automatic;
+  std::optional<double> baseline;
+  bool restore_best_weights = false;
+  int start_from_epoch = 0;
+  std::ostream* verbose = nullptr;  // "Epoch n: early stopping" and the restore message when set
+
+  // State, reset by on_train_begin.
+  int wait = 0;
+  std::size_t stopped_epoch = 0;  // 0-based epoch at whose end training stopped (0: it did not)
+  std::optional<double> best;
+  std::size_t best_epoch = 0;
+  std::vector<unsigned char> best_weights;  // raw bytes of parameters then state
+
+  void validate() const {
+    if (patience < 0) throw std::invalid_argument("early_stopping: patience must be >= 0, got " + std::to_string(patience));
+    if (start_from_epoch < 0)
+      throw std::invalid_argument("early_stopping: start_from_epoch must be >= 0, got " + std::to_string(start_from_epoch));
+  }
+
+  template <class Ctx>
+  void on_train_begin(Ctx&) {
+    validate();
+    wait = 0;
+    stopped_epoch = 0;
+    best.reset();
+    best_epoch = 0;
+    best_weights.clear();
+  }
+
+  template <class Ctx>
+  void on_epoch_end(Ctx& ctx) {
+    const double current = detail::monitored(ctx.epoch_logs, monitor, "early_stopping");
+    if (ctx.epoch < std::size_t(start_from_epoch)) return;
+    if (restore_best_weights && best_weights.empty()) {
+      save(ctx.model);
+      best_epoch = ctx.epoch;
+    }
+    ++wait;
+    if (improves(current, best)) {
+      best = current;
+      best_epoch = ctx.epoch;
+      if (restore_best_weights) save(ctx.model);
+      if (!baseline || improves(current, baseline)) wait = 0;
+      return;
+    }
+    if (wait >= patience && ctx.epoch > 0) {
+      stopped_epoch = ctx.epoch;
+      ctx.stop_training = true;
+    }
+  }
+
+  template <class Ctx>
+  void on_train_end(Ctx& ctx) {
+    if (stopped_epoch > 0 && verbose) *verbose << "Epoch " << stopped_epoch + 1 << ": early stopping\n";
+    if (restore_best_weights && !best_weights.empty()) {
+      if (verbose) *verbose << "Restoring model weights from the end of the best epoch: " << best_epoch + 1 << ".\n";
+      auto p = ctx.model.parameters();
+      auto s = ctx.model.state();
+      std::memcpy(p.data(), best_weights.data(), p.size_bytes());
+      std::memcpy(s.data(), best_weights.data() + p.size_bytes(), s.size_bytes());
+    }
+  }
+
+ private:
+  bool improves(double current, const std::optional<double>& reference) const {
+    if (!reference) return true;
+    const double d = std::abs(min_delta);
+    return detail::maximizes(monitor, mode) ? current - d > *reference : current + d < *reference;
+  }
+  template <class M>
+  void save(M& m) {
+    auto p = m.parameters();
+    auto s = m.state();
+    best_weights.resize(p.size_bytes() + s.size_bytes());
+    std::memcpy(best_weights.data(), p.data(), p.size_bytes());
+    std::memcpy(best_weights.data() + p.size_bytes(), s.data(), s.size_bytes());
+  }
+};
+
+}  // namespace ctnn

@@ -1,0 +1,37 @@
+// ctnn/train/monitor.hpp — what the monitoring callbacks share.
+//
+// monitor_mode: automatic, min or max. automatic follows Keras'
+// ReduceLROnPlateau/ModelCheckpoint rule: maximize when the monitored name
+// contains "acc", minimize otherwise (loss, mean_absolute_error, ...).
+// monitored(logs, name, who) returns logs[name] or throws
+// std::invalid_argument naming the callback, the key and the keys there are
+// (Keras only warns; ctnn stops before a misconfigured run goes on silently).
+#pragma once
+#include <string>
+#include <stdexcept>
+
+#include "history.hpp"
+
+namespace ctnn {
+
+enum class monitor_mode { automatic, min, max };
+
+namespace detail {
+
+inline bool maximizes(const std::string& monitor, monitor_mode m) {
+  if (m == monitor_mode::automatic) return monitor.find("acc") != std::string::npos;
+  return m == monitor_mode::max;
+}
+
+inline double monitored(const logs& l, const std::string& monitor, const char* who) {
+  if (!l.contains(monitor)) {
+    std::string have;
+    for (auto& [k, v] : l.items) have += (have.empty() ? "" : ", ") + k;
+    throw std::invalid_argument(std::string(who) + ": the monitored value '" + monitor +
+                                "' is not in the epoch logs (they have: " + have + ")");
+  }
+  return l[monitor];
+}
+
+}  // namespace detail
+}  // namespace ctnn

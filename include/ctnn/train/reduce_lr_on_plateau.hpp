@@ -1,0 +1,89 @@
+// ctnn/train/reduce_lr_on_plateau.hpp — Keras' ReduceLROnPlateau.
+//
+// reduce_lr_on_plateau{.monitor = "val_loss", .factor = 0.1, .patience = 10,
+//   .mode = automatic, .min_delta = 1e-4, .cooldown = 0, .min_lr = 0}.
+// At each epoch end: in cooldown, count it down and reset wait; an improvement
+// (current < best - min_delta, or > best + min_delta when maximizing) resets
+// wait; otherwise (not in cooldown) wait += 1 and when wait >= patience the
+// rate becomes max(lr * factor, min_lr) if lr > min_lr, then cooldown starts
+// and wait = 0. The rate is changed through the optimizer's lr_scale, which
+// multiplies its schedule's value from then on. Requires factor in (0, 1),
+// patience, cooldown, min_delta, min_lr >= 0 (checked at on_train_begin).
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../core/format.hpp"
+#include "monitor.hpp"
+
+namespace ctnn {
+
+struct reduce_lr_on_plateau {
+  std::string monitor = "val_loss";
+  double factor = 0.1;
+  int patience = 10;
+  monitor_mode mode = monitor_mode::automatic;
+  double min_delta = 1e-4;
+  int cooldown = 0;
+  double min_lr = 0.0;
+  std::ostream* verbose = nullptr;  // a message per reduction when set
+
+  // State, reset by on_train_begin.
+  double best = 0;
+  int wait = 0;
+  int cooldown_counter = 0;
+  std::vector<std::size_t> reduced_at;  // 0-based epochs whose end reduced the rate
+
+  void validate() const {
+    auto bad = [](const std::string& what) { throw std::invalid_argument("reduce_lr_on_plateau: " + what); };
+    if (!(factor > 0 && factor < 1)) bad("factor must be in (0, 1), got " + detail::format_number(factor));
+    if (patience < 0) bad("patience must be >= 0, got " + std::to_string(patience));
+    if (cooldown < 0) bad("cooldown must be >= 0, got " + std::to_string(cooldown));
+    if (!(min_delta >= 0)) bad("min_delta must be >= 0, got " + detail::format_number(min_delta));
+    if (!(min_lr >= 0)) bad("min_lr must be >= 0, got " + detail::format_number(min_lr));
+  }
+
+  template <class Ctx>
+  void on_train_begin(Ctx&) {
+    validate();
+    best = detail::maximizes(monitor, mode) ? -std::numeric_limits<double>::infinity()
+                                            : std::numeric_limits<double>::infinity();
+    wait = 0;
+    cooldown_counter = 0;
+    reduced_at.clear();
+  }
+
+  template <class Ctx>
+  void on_epoch_end(Ctx& ctx) {
+    const double current = detail::monitored(ctx.epoch_logs, monitor, "reduce_lr_on_plateau");
+    if (cooldown_counter > 0) {
+      --cooldown_counter;
+      wait = 0;
+    }
+    const bool better = detail::maximizes(monitor, mode) ? current > best + min_delta : current < best - min_delta;
+    if (better) {
+      best = current;
+      wait = 0;
+    } else if (cooldown_counter == 0 && ++wait >= patience) {
+      auto& opt = ctx.optimizer;
+      const double old_lr = opt.learning_rate(opt.iterations);
+      if (float(old_lr) > float(min_lr)) {  // compared in float, as Keras compares its float32 variable
+        const double new_lr = std::max(old_lr * factor, min_lr);
+        opt.lr_scale *= new_lr / old_lr;
+        reduced_at.push_back(ctx.epoch);
+        if (verbose)
+          *verbose << "Epoch " << ctx.epoch + 1 << ": reduce_lr_on_plateau reducing learning rate to "
+                   << detail::format_number(new_lr) << ".\n";
+        cooldown_counter = cooldown;
+        wait = 0;
+      }
+    }
+  }
+};
+
+}  // namespace ctnn

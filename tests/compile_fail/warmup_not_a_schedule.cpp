@@ -1,0 +1,8 @@
+// warmup<S> wraps only a schedule: the failed constraint is named.
+// expect: Schedule
+// expect: describe
+#include <ctnn/schedules/warmup.hpp>
+struct not_a_schedule {
+  double operator()(long) const { return 0.1; }
+};
+ctnn::warmup<not_a_schedule>* p = nullptr;

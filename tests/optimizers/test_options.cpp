@@ -1,0 +1,176 @@
+// options.hpp (with_options, optimizer_options): clipping, decoupled weight
+// decay, gradient accumulation and the moving average of the weights, each
+// against values computed by hand from Keras 3's rules (written out here).
+#include <doctest/doctest.h>
+
+#include <ctnn/ctnn.hpp>
+#include <ctnn/optimizers/options.hpp>
+
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+using namespace ctnn;
+
+namespace {
+// 2 -> 2 dense: kernel (4 values) then bias (2 values), then alignment padding.
+using tiny = sequential<input<2>, dense<2>>;
+
+// One step of opt with gradient g (kernel, bias) from w = 0; returns -w (= lr * processed gradient).
+template <class O>
+std::vector<float> processed(O opt, std::vector<float> g6) {
+  auto m = make_model<tiny>(1);
+  const std::size_t n = m.parameters().size();
+  std::vector<float> w(n, 0.0f), g(n, 0.0f), slots(n * O::slots_per_parameter, 0.0f);
+  std::copy(g6.begin(), g6.end(), g.begin());
+  opt.step(m, w.data(), g.data(), slots.data(), n);
+  std::vector<float> out;
+  for (std::size_t i = 0; i < 6; ++i) out.push_back(-w[i]);
+  for (std::size_t i = 6; i < n; ++i) CHECK(w[i] == 0.0f);  // padding stays zero
+  return out;
+}
+void expect(const std::vector<float>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
+}
+}  // namespace
+
+static_assert(Optimizer<with_options<adam<>>>);
+static_assert(with_options<adam<>>::slots_per_parameter == 5);
+static_assert(std::is_same_v<decltype(with_options{sgd{0.1}, optimizer_options{}}), with_options<sgd<constant>>>);
+
+TEST_CASE("clipping: clipnorm per variable, global_clipnorm jointly, clipvalue elementwise") {
+  const std::vector<float> g{3, 4, 0, 0, 0.6f, 0.8f};  // kernel norm 5, bias norm 1
+  // clipnorm 2: the kernel is scaled by 2/5, the bias (norm 1 <= 2) is left alone.
+  expect(processed(with_options{sgd{1.0}, {.clipnorm = 2.0}}, g), {1.2, 1.6, 0, 0, 0.6, 0.8});
+  // global_clipnorm 2: everything scaled by 2 / sqrt(26).
+  expect(processed(with_options{sgd{1.0}, {.global_clipnorm = 2.0}}, g),
+         {1.1766968108291043, 1.5689290811054724, 0, 0, 0.23533936216582085, 0.31378581622109447});
+  expect(processed(with_options{sgd{1.0}, {.clipvalue = 0.7}}, {3, -4, 0, 0, 0.6f, -0.8f}), {0.7, -0.7, 0, 0, 0.6, -0.7});
+  // Below the limits nothing changes.
+  expect(processed(with_options{sgd{1.0}, {.clipnorm = 10.0}}, g), {3, 4, 0, 0, 0.6, 0.8});
+  expect(processed(with_options{sgd{1.0}, {.global_clipnorm = 6.0}}, g), {3, 4, 0, 0, 0.6, 0.8});
+}
+
+TEST_CASE("optimizer_options: invalid combinations and values are refused, naming them") {
+  CHECK_THROWS_WITH_AS(with_options(sgd{0.1}, {.clipnorm = 1.0, .clipvalue = 1.0}),
+                       "optimizer_options: only one of clipnorm, clipvalue and global_clipnorm may be set, got 2",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(with_options(sgd{0.1}, {.clipnorm = -1.0}),
+                       "optimizer_options: clipnorm must be finite and > 0, got -1", std::invalid_argument);
+  CHECK_THROWS_AS(with_options(sgd{0.1}, {.weight_decay = -0.1}), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(with_options(sgd{0.1}, {.gradient_accumulation_steps = 0}),
+                       "optimizer_options: gradient_accumulation_steps must be >= 1, got 0", std::invalid_argument);
+  CHECK_THROWS_AS(with_options(sgd{0.1}, {.use_ema = true, .ema_momentum = 1.5}), std::invalid_argument);
+  CHECK_THROWS_AS(with_options(sgd{0.1}, {.ema_overwrite_frequency = -1}), std::invalid_argument);
+}
+
+TEST_CASE("decoupled weight decay: w -= w * wd * lr before the update") {
+  auto m = make_model<tiny>(1);
+  const std::size_t n = m.parameters().size();
+  with_options opt{sgd{0.1}, {.weight_decay = 0.5}};
+  std::vector<float> w(n, 0.0f), g(n, 0.0f), slots(n * 3, 0.0f);
+  w[0] = 2;
+  auto run = [&] {
+    g[0] = 1;  // the step may overwrite g
+    opt.step(m, w.data(), g.data(), slots.data(), n);
+  };
+  run();  // 2 - 2 * 0.5 * 0.1 = 1.9, then - 0.1 * 1 = 1.8
+  CHECK(w[0] == doctest::Approx(1.8));
+  run();  // 1.8 - 0.09 = 1.71, - 0.1 = 1.61
+  CHECK(w[0] == doctest::Approx(1.61));
+  CHECK(opt.iterations == 2);
+  // The decay uses the current rate: halving lr_scale (reduce_lr_on_plateau) halves it too.
+  opt.lr_scale = 0.5;
+  run();  // 1.61 - 1.61 * 0.5 * 0.05 = 1.56975, - 0.05 = 1.51975
+  CHECK(w[0] == doctest::Approx(1.51975));
+}
+
+TEST_CASE("moving average of the weights: first update copies, then m * ema + (1 - m) * w; overwrite and finalize") {
+  auto m = make_model<tiny>(1);
+  const std::size_t n = m.parameters().size();
+  auto run = [&](int overwrite, int steps) {
+    with_options opt{sgd{0.1}, {.use_ema = true, .ema_momentum = 0.5, .ema_overwrite_frequency = overwrite}};
+    std::vector<float> w(n, 0.0f), g(n, 0.0f), slots(n * 3, 0.0f);
+    w[0] = 1;
+    for (int s = 0; s < steps; ++s) {
+      g[0] = 1;
+      opt.step(m, w.data(), g.data(), slots.data(), n);
+    }
+    const float before = w[0];
+    opt.finalize(m, w.data(), slots.data(), n);
+    return std::pair{before, w[0]};
+  };
+  // w: 0.9, 0.8, 0.7; ema: 0.9, 0.85, 0.775
+  auto [w3, fin3] = run(0, 3);
+  CHECK(w3 == doctest::Approx(0.7));
+  CHECK(fin3 == doctest::Approx(0.775));
+  // every 2 updates w = ema: w 0.9 (ema 0.9), 0.8 -> ema 0.85 -> w 0.85, 0.75 (ema 0.8), 0.65 -> ema 0.725 -> w 0.725
+  auto [w4, fin4] = run(2, 4);
+  CHECK(w4 == doctest::Approx(0.725));
+  CHECK(fin4 == doctest::Approx(0.725));
+  auto [w3b, fin3b] = run(2, 3);
+  CHECK(w3b == doctest::Approx(0.75));
+  CHECK(fin3b == doctest::Approx(0.8));
+}
+
+namespace {
+using acc_net = sequential<input<4>, dense<8, ctnn::tanh>, dense<3>>;
+data::in_memory<shape<4>, sparse_labels> acc_data() {
+  std::vector<float> x(64 * 4);
+  std::vector<std::int32_t> y(64);
+  rng g(3);
+  for (auto& v : x) v = float(g.uniform(-1, 1));
+  for (std::size_t i = 0; i < 64; ++i) y[i] = std::int32_t(i % 3);
+  return {x, y};
+}
+template <class O>
+std::vector<float> train(O& opt, std::size_t batch, std::size_t n_epochs) {
+  auto m = make_model<acc_net>(9);
+  fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt, acc_data().batch(batch), epochs{n_epochs});
+  return {m.parameters().begin(), m.parameters().end()};
+}
+}  // namespace
+
+TEST_CASE("gradient accumulation: 4 micro-batches of 16 give the update of one batch of 64") {
+  SUBCASE("sgd with momentum and a schedule that counts real updates") {
+    with_options accumulated{sgd{exponential_decay{0.5, 1, 0.5, true}, 0.9}, {.gradient_accumulation_steps = 4}};
+    sgd whole{exponential_decay{0.5, 1, 0.5, true}, 0.9};
+    const auto a = train(accumulated, 16, 2);
+    const auto b = train(whole, 64, 2);
+    CHECK(accumulated.iterations == 2);
+    CHECK(accumulated.micro_steps == 8);
+    CHECK(whole.iterations == 2);
+    REQUIRE(a.size() == b.size());
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) differ += !(a[i] == doctest::Approx(b[i]).epsilon(1e-5).scale(1e-6));
+    CHECK(differ == 0);
+    // ... and differ from 8 plain updates on batches of 16.
+    sgd plain{exponential_decay{0.5, 1, 0.5, true}, 0.9};
+    const auto c = train(plain, 16, 2);
+    double dist = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) dist += std::abs(double(a[i]) - double(c[i]));
+    CHECK(dist > 1e-2);
+  }
+  SUBCASE("adam (bias correction sees one update)") {
+    with_options accumulated{adam{0.01}, {.gradient_accumulation_steps = 4}};
+    adam whole{0.01};
+    const auto a = train(accumulated, 16, 1);
+    const auto b = train(whole, 64, 1);
+    CHECK(accumulated.iterations == 1);
+    double worst = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(double(a[i]) - double(b[i])));
+    CHECK(worst < 1e-5);
+  }
+}
+
+TEST_CASE("with_options through fit: EMA weights at the end, learning rate logged per real update") {
+  with_options opt{adam{0.01}, {.clipnorm = 1.0, .weight_decay = 0.01, .use_ema = true, .ema_momentum = 0.9}};
+  auto m = make_model<acc_net>(9);
+  auto h = fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt, acc_data().batch(16), epochs{3});
+  CHECK(opt.iterations == 12);
+  const std::size_t n = m.parameters().size();
+  const float* avg = m.optimizer_slots().data() + (with_options<adam<>>::inner_slots + 1) * n;
+  for (std::size_t i = 0; i < n; ++i) CHECK(m.parameters()[i] == avg[i]);
+  CHECK(std::isfinite(h["loss"].back()));
+}
