@@ -1,0 +1,143 @@
+// ctnn/kernels/cpu/pooling.hpp — 2D max and average pooling, global average pooling.
+//
+// Channels-last x[batch, H, W, C] -> y[batch, OH, OW, C] over KHxKW windows
+// moved by `stride` (geometry G, f == c). Padding positions never take part:
+// a max is taken over the window's positions inside the input, an average
+// divides by their count (as TensorFlow's pooling with "same" padding).
+// max_pool_backward routes each output gradient to the first position (in
+// row-major window order) holding the maximum, as forward found it.
+// These loops are direct: they are their own scalar reference.
+// global_average_*: x[batch, P, C] -> y[batch, C], the mean over P positions.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+
+#include "conv_reference.hpp"
+
+namespace ctnn::kernels::cpu {
+
+using kernels::conv_geometry;
+
+namespace detail {
+// The window rows [i0, i1) and columns [j0, j1) inside the input, in input coordinates.
+template <conv_geometry G>
+constexpr void window(std::size_t oh, std::size_t ow, std::size_t& r0, std::size_t& r1, std::size_t& s0,
+                      std::size_t& s1) {
+  const std::size_t rr = oh * G.stride, ss = ow * G.stride;
+  r0 = rr < G.pt ? 0 : rr - G.pt;
+  r1 = std::min(G.h, rr + G.kh - G.pt);
+  s0 = ss < G.pl ? 0 : ss - G.pl;
+  s1 = std::min(G.w, ss + G.kw - G.pl);
+}
+}  // namespace detail
+
+template <conv_geometry G, class T>
+void max_pool_forward(const T* x, T* y, std::size_t batch) {
+  for (std::size_t n = 0; n < batch; ++n) {
+    const T* xs = x + n * G.in_size();
+    for (std::size_t oh = 0; oh < G.oh; ++oh)
+      for (std::size_t ow = 0; ow < G.ow; ++ow) {
+        T* yo = y + ((n * G.oh + oh) * G.ow + ow) * G.c;
+        std::fill(yo, yo + G.c, std::numeric_limits<T>::lowest());
+        std::size_t r0, r1, s0, s1;
+        detail::window<G>(oh, ow, r0, r1, s0, s1);
+        for (std::size_t r = r0; r < r1; ++r)
+          for (std::size_t s = s0; s < s1; ++s) {
+            const T* xi = xs + (r * G.w + s) * G.c;
+            for (std::size_t c = 0; c < G.c; ++c) yo[c] = xi[c] > yo[c] ? xi[c] : yo[c];
+          }
+      }
+  }
+}
+
+// dx (overwritten) from dy, x and the forward output y.
+template <conv_geometry G, class T>
+void max_pool_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t batch) {
+  std::fill(dx, dx + batch * G.in_size(), T(0));
+  for (std::size_t n = 0; n < batch; ++n) {
+    const T* xs = x + n * G.in_size();
+    T* dxs = dx + n * G.in_size();
+    for (std::size_t oh = 0; oh < G.oh; ++oh)
+      for (std::size_t ow = 0; ow < G.ow; ++ow) {
+        const std::size_t o = ((n * G.oh + oh) * G.ow + ow) * G.c;
+        std::size_t r0, r1, s0, s1;
+        detail::window<G>(oh, ow, r0, r1, s0, s1);
+        for (std::size_t c = 0; c < G.c; ++c) {
+          bool found = false;
+          for (std::size_t r = r0; r < r1 && !found; ++r)
+            for (std::size_t s = s0; s < s1; ++s) {
+              const std::size_t i = (r * G.w + s) * G.c + c;
+              if (xs[i] == y[o + c]) {
+                dxs[i] += dy[o + c];
+                found = true;
+                break;
+              }
+            }
+        }
+      }
+  }
+}
+
+template <conv_geometry G, class T>
+void average_pool_forward(const T* x, T* y, std::size_t batch) {
+  for (std::size_t n = 0; n < batch; ++n) {
+    const T* xs = x + n * G.in_size();
+    for (std::size_t oh = 0; oh < G.oh; ++oh)
+      for (std::size_t ow = 0; ow < G.ow; ++ow) {
+        T* yo = y + ((n * G.oh + oh) * G.ow + ow) * G.c;
+        std::fill(yo, yo + G.c, T(0));
+        std::size_t r0, r1, s0, s1;
+        detail::window<G>(oh, ow, r0, r1, s0, s1);
+        for (std::size_t r = r0; r < r1; ++r)
+          for (std::size_t s = s0; s < s1; ++s) {
+            const T* xi = xs + (r * G.w + s) * G.c;
+            for (std::size_t c = 0; c < G.c; ++c) yo[c] += xi[c];
+          }
+        const T inv = T(1) / T((r1 - r0) * (s1 - s0));
+        for (std::size_t c = 0; c < G.c; ++c) yo[c] *= inv;
+      }
+  }
+}
+
+template <conv_geometry G, class T>
+void average_pool_backward(const T* dy, T* dx, std::size_t batch) {
+  std::fill(dx, dx + batch * G.in_size(), T(0));
+  for (std::size_t n = 0; n < batch; ++n) {
+    T* dxs = dx + n * G.in_size();
+    for (std::size_t oh = 0; oh < G.oh; ++oh)
+      for (std::size_t ow = 0; ow < G.ow; ++ow) {
+        const T* d = dy + ((n * G.oh + oh) * G.ow + ow) * G.c;
+        std::size_t r0, r1, s0, s1;
+        detail::window<G>(oh, ow, r0, r1, s0, s1);
+        const T inv = T(1) / T((r1 - r0) * (s1 - s0));
+        for (std::size_t r = r0; r < r1; ++r)
+          for (std::size_t s = s0; s < s1; ++s) {
+            T* di = dxs + (r * G.w + s) * G.c;
+            for (std::size_t c = 0; c < G.c; ++c) di[c] += d[c] * inv;
+          }
+      }
+  }
+}
+
+template <std::size_t P, std::size_t C, class T>
+void global_average_forward(const T* x, T* y, std::size_t batch) {
+  const T inv = T(1) / T(P);
+  for (std::size_t n = 0; n < batch; ++n) {
+    T* yo = y + n * C;
+    std::fill(yo, yo + C, T(0));
+    for (std::size_t p = 0; p < P; ++p)
+      for (std::size_t c = 0; c < C; ++c) yo[c] += x[(n * P + p) * C + c];
+    for (std::size_t c = 0; c < C; ++c) yo[c] *= inv;
+  }
+}
+
+template <std::size_t P, std::size_t C, class T>
+void global_average_backward(const T* dy, T* dx, std::size_t batch) {
+  const T inv = T(1) / T(P);
+  for (std::size_t n = 0; n < batch; ++n)
+    for (std::size_t p = 0; p < P; ++p)
+      for (std::size_t c = 0; c < C; ++c) dx[(n * P + p) * C + c] = dy[n * C + c] * inv;
+}
+
+}  // namespace ctnn::kernels::cpu
