@@ -10,6 +10,7 @@
 // global_average_*: x[batch, P, C] -> y[batch, C], the mean over P positions.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <limits>
 
@@ -63,18 +64,17 @@ void max_pool_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t b
         const std::size_t o = ((n * G.oh + oh) * G.ow + ow) * G.c;
         std::size_t r0, r1, s0, s1;
         detail::window<G>(oh, ow, r0, r1, s0, s1);
-        for (std::size_t c = 0; c < G.c; ++c) {
-          bool found = false;
-          for (std::size_t r = r0; r < r1 && !found; ++r)
-            for (std::size_t s = s0; s < s1; ++s) {
-              const std::size_t i = (r * G.w + s) * G.c + c;
-              if (xs[i] == y[o + c]) {
-                dxs[i] += dy[o + c];
-                found = true;
-                break;
-              }
+        std::array<unsigned char, G.c> done{};  // per channel: has the first maximum been found?
+        for (std::size_t r = r0; r < r1; ++r)
+          for (std::size_t s = s0; s < s1; ++s) {
+            const T* xi = xs + (r * G.w + s) * G.c;
+            T* di = dxs + (r * G.w + s) * G.c;
+            for (std::size_t c = 0; c < G.c; ++c) {
+              const bool hit = !done[c] && xi[c] == y[o + c];
+              di[c] += hit ? dy[o + c] : T(0);
+              done[c] |= hit;
             }
-        }
+          }
       }
   }
 }
