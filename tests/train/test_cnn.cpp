@@ -97,3 +97,20 @@ TEST_CASE("cnn: summary lists the new layers with their Keras shapes") {
   CHECK(s.find("(None, 4, 4, 4)") != std::string::npos);
   CHECK(s.find("Non-trainable params: 8") != std::string::npos);
 }
+
+TEST_CASE("cnn: validation at a larger batch than training (the arena grows) leaves training unchanged") {
+  // Regression: fit kept views of the arena across epochs, so after validation
+  // at batch 256 reallocated it, the optimizer wrote into freed memory.
+  const auto train = make_data(128, 1).shuffle(3).batch(32);
+  const auto val = make_data(256, 2).batch(256);
+  auto a = make_model<cnn>(11), b = make_model<cnn>(11);
+  adam oa{0.01}, ob{0.01};
+  const sparse_categorical_crossentropy loss{.from_logits = true};
+  fit(a, loss, oa, train, epochs{3}, validation_data(val));
+  fit(b, loss, ob, train, epochs{3});
+  CHECK(a.batch_capacity() == 256);
+  CHECK(std::vector<float>(a.parameters().begin(), a.parameters().end()) ==
+        std::vector<float>(b.parameters().begin(), b.parameters().end()));
+  CHECK(std::vector<float>(a.state().begin(), a.state().end()) ==
+        std::vector<float>(b.state().begin(), b.state().end()));
+}

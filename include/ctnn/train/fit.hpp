@@ -184,12 +184,12 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
       ctx.step = step;
       CTNN_FIT_HOOK(on_batch_begin);
 
-      if (b.size > m.batch_capacity()) {
-        m.reserve(b.size, O::slots_per_parameter);
-        params = m.parameters();
-        grads = m.gradients();
-        slots = m.optimizer_slots();
-      }
+      if (b.size > m.batch_capacity()) m.reserve(b.size, O::slots_per_parameter);
+      // The arena may have moved since the last step (a larger batch here, or
+      // validation at a larger batch after the previous epoch): re-take the views.
+      params = m.parameters();
+      grads = m.gradients();
+      slots = m.optimizer_slots();
       const T* y = m.forward(b.x.data(), b.size, true);
       const double batch_sum = loss.template compute<MT::output_size>(y, b.y.data(), m.output_gradient(), b.size);
       const double pen = m.penalty();
