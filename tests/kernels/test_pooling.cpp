@@ -5,6 +5,7 @@
 #include <ctnn/kernels/cpu/pooling.hpp>
 #include <ctnn/layers/padding.hpp>
 
+#include <cstdint>
 #include <vector>
 
 using namespace ctnn;
@@ -26,23 +27,37 @@ TEST_CASE("pooling: 2x2 max and average over a 4x4 one-channel input") {
                              -1, -2, 0, 0, //
                              -3, -9, 0, 1};
   std::vector<float> y(4);
-  kernels::cpu::max_pool_forward<g>(x.data(), y.data(), 1);
+  std::vector<std::uint32_t> idx(4);
+  kernels::cpu::max_pool_forward<g>(x.data(), y.data(), idx.data(), 1);
   CHECK(y == std::vector<float>{4, 8, -1, 1});
+  CHECK(idx == std::vector<std::uint32_t>{5, 6, 8, 15});
   kernels::cpu::average_pool_forward<g>(x.data(), y.data(), 1);
   CHECK(y == std::vector<float>{2.5f, 6.5f, -3.75f, 0.25f});
 
-  std::vector<float> ymax{4, 8, -1, 1}, dy{10, 20, 30, 40}, dx(16);
-  kernels::cpu::max_pool_backward<g>(x.data(), ymax.data(), dy.data(), dx.data(), 1);
+  std::vector<float> dy{10, 20, 30, 40}, dx(16);
+  kernels::cpu::max_pool_backward<g>(idx.data(), dy.data(), dx.data(), 1);
   CHECK(dx == std::vector<float>{0, 0, 0, 0, 0, 10, 20, 0, 30, 0, 0, 0, 0, 0, 0, 40});
   kernels::cpu::average_pool_backward<g>(dy.data(), dx.data(), 1);
   CHECK(dx == std::vector<float>{2.5f, 2.5f, 5, 5, 2.5f, 2.5f, 5, 5, 7.5f, 7.5f, 10, 10, 7.5f, 7.5f, 10, 10});
 }
 
-TEST_CASE("pooling: ties send the gradient to the first maximum only") {
+TEST_CASE("pooling: overlapping windows add their gradients; ties send it to the first maximum only") {
+  {
+    // 3x3 input, 2x2 window, stride 1: the centre is the maximum of all four windows.
+    constexpr auto o = pool_geom<3, 3, 1, 2, 1, padding::valid>();
+    const std::vector<float> x{0, 0, 0, 0, 9, 0, 0, 0, 0}, dy{1, 2, 3, 4};
+    std::vector<float> y(4), dx(9);
+    std::vector<std::uint32_t> idx(4);
+    kernels::cpu::max_pool_forward<o>(x.data(), y.data(), idx.data(), 1);
+    kernels::cpu::max_pool_backward<o>(idx.data(), dy.data(), dx.data(), 1);
+    CHECK(dx == std::vector<float>{0, 0, 0, 0, 10, 0, 0, 0, 0});
+  }
   constexpr auto g = pool_geom<2, 2, 1, 2, 2, padding::valid>();
-  const std::vector<float> x{3, 3, 3, 3}, y{3}, dy{1};
-  std::vector<float> dx(4);
-  kernels::cpu::max_pool_backward<g>(x.data(), y.data(), dy.data(), dx.data(), 1);
+  const std::vector<float> x{3, 3, 3, 3}, dy{1};
+  std::vector<float> y(1), dx(4);
+  std::vector<std::uint32_t> idx(1);
+  kernels::cpu::max_pool_forward<g>(x.data(), y.data(), idx.data(), 1);
+  kernels::cpu::max_pool_backward<g>(idx.data(), dy.data(), dx.data(), 1);
   CHECK(dx == std::vector<float>{1, 0, 0, 0});
 }
 
@@ -59,8 +74,10 @@ TEST_CASE("pooling: same padding averages only the real positions; channels stay
   kernels::cpu::average_pool_forward<g>(x.data(), y.data(), 1);
   // windows: {1,2,4,5} {3,6} {7,8} {9}
   CHECK(y == std::vector<float>{3, -3, 4.5f, -4.5f, 7.5f, -7.5f, 9, -9});
-  kernels::cpu::max_pool_forward<g>(x.data(), y.data(), 1);
+  std::vector<std::uint32_t> idx(8);
+  kernels::cpu::max_pool_forward<g>(x.data(), y.data(), idx.data(), 1);
   CHECK(y == std::vector<float>{5, -1, 6, -3, 8, -7, 9, -9});  // padding never wins, even over negatives
+  CHECK(idx == std::vector<std::uint32_t>{8, 1, 10, 5, 14, 13, 16, 17});
 }
 
 TEST_CASE("pooling: global average over positions, per channel and sample") {

@@ -19,6 +19,7 @@ TEST_CASE("average_pool2d spec text and layer wiring") {
   CHECK(average_pool2d<>::spec() == "average_pool2d<2>");
   CHECK(average_pool2d<3, 1, padding::same>::spec() == "average_pool2d<3, 1, same>");
   using L = bound<average_pool2d<2>, shape<2, 4, 1>>;
+  static_assert(L::cache_per_sample == 0);
   const std::vector<float> x{1, 5, 2, 0, 3, 4, 8, 2};
   std::vector<float> y(2), dy{4, 8}, dx(8);
   L::forward({}, x.data(), y.data(), run_info{1, true, nullptr});

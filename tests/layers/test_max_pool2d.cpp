@@ -28,9 +28,11 @@ TEST_CASE("max_pool2d spec text: pool size, then stride and padding when not the
 TEST_CASE("max_pool2d layer: forward and backward through the kernels") {
   using L = bound<max_pool2d<2>, shape<2, 4, 1>>;
   const std::vector<float> x{1, 5, 2, 0, 3, 4, 8, 1};
-  std::vector<float> y(2), dy{1, 2}, dx(8);
-  L::forward({}, x.data(), y.data(), run_info{1, true, nullptr});
+  static_assert(L::cache_per_sample == 2);  // one index per output value
+  std::vector<float> y(2), dy{1, 2}, dx(8), cache(L::cache_per_sample);
+  layer_slot<float> s{nullptr, nullptr, nullptr, cache.data()};
+  L::forward(s, x.data(), y.data(), run_info{1, true, nullptr});
   CHECK(y == std::vector<float>{5, 8});
-  L::backward({}, x.data(), y.data(), dy.data(), dx.data(), run_info{1, true, nullptr});
+  L::backward(s, x.data(), y.data(), dy.data(), dx.data(), run_info{1, true, nullptr});
   CHECK(dx == std::vector<float>{0, 1, 0, 0, 0, 0, 2, 0});
 }

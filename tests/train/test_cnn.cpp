@@ -20,8 +20,9 @@ using cnn = sequential<input<8, 8>, conv2d<4, 3, 3, 1, padding::same, relu>, max
 static_assert(cnn::output_shape == shape<2>{});
 static_assert(cnn::parameter_count == (9 * 4 + 4) + 2 * 4 + (9 * 4 * 8 + 8) + (8 * 2 + 2));
 static_assert(cnn::state_count == 2 * 4);
-// the plan holds every layer's cache per sample: conv im2col rows, batch_norm statistics, dropout mask
-constexpr std::size_t cache_elems = 64 * 9 * 1 + 2 * 4 + 4 * 9 * 4 + 4 * 8;
+// the plan holds every layer's cache per sample: conv im2col rows, max-pool indices, batch_norm
+// statistics, dropout mask
+constexpr std::size_t cache_elems = 64 * 9 * 1 + 4 * 4 * 4 + 2 * 4 + 4 * 9 * 4 + 4 * 8;
 static_assert(cnn::layout<float>(32, 0).cache_size >= cache_elems * 32);
 static_assert(cnn::memory_plan<float>(32, 2).activations >= cache_elems * 32 * sizeof(float));
 

@@ -16,12 +16,13 @@ namespace ctnn {
 namespace detail {
 struct average_pool_kind {
   static constexpr const char* name = "average_pool2d";
+  static constexpr bool keeps_indices = false;
   template <kernels::conv_geometry G, class T>
-  static void forward(const T* x, T* y, std::size_t batch) {
+  static void forward(const T* x, T* y, T*, std::size_t batch) {
     kernels::cpu::average_pool_forward<G>(x, y, batch);
   }
   template <kernels::conv_geometry G, class T>
-  static void backward(const T*, const T*, const T* dy, T* dx, std::size_t batch) {
+  static void backward(const T*, const T*, const T* dy, T* dx, T*, std::size_t batch) {
     kernels::cpu::average_pool_backward<G>(dy, dx, batch);
   }
 };

@@ -5,7 +5,8 @@
 // padding::valid (default) or padding::same; output shape<OH, OW, C> with the
 // Keras formulas of layers/padding.hpp. Requires a rank-3 input and, with
 // valid padding, a window that fits (compile errors naming the position and
-// sizes). Kind supplies the name and the forward/backward kernels.
+// sizes). Kind supplies the name, the forward/backward kernels and whether
+// it keeps one index per output value in the cache (max pooling does).
 #pragma once
 #include <cstddef>
 #include <string>
@@ -67,15 +68,15 @@ struct pool2d_spec {
     using out_shape = shape<geometry.oh, geometry.ow, C>;
     static constexpr std::size_t parameter_count = 0;
     static constexpr std::size_t state_count = 0;
-    static constexpr std::size_t cache_per_sample = 0;
+    static constexpr std::size_t cache_per_sample = Kind::keeps_indices ? out_shape::size : 0;
     static std::string name() { return spec(); }
 
     static void init(layer_slot<T>, rng&) {}
-    static void forward(layer_slot<T>, const T* x, T* y, run_info r) {
-      Kind::template forward<geometry>(x, y, r.batch);
+    static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
+      Kind::template forward<geometry>(x, y, s.cache, r.batch);
     }
-    static void backward(layer_slot<T>, const T* x, const T* y, T* dy, T* dx, run_info r) {
-      if (dx) Kind::template backward<geometry>(x, y, dy, dx, r.batch);
+    static void backward(layer_slot<T> s, const T* x, const T* y, T* dy, T* dx, run_info r) {
+      if (dx) Kind::template backward<geometry>(x, y, dy, dx, s.cache, r.batch);
     }
   };
 };

@@ -4,13 +4,14 @@
 // moved by `stride` (geometry G, f == c). Padding positions never take part:
 // a max is taken over the window's positions inside the input, an average
 // divides by their count (as TensorFlow's pooling with "same" padding).
-// max_pool_backward routes each output gradient to the first position (in
-// row-major window order) holding the maximum, as forward found it.
+// max_pool_forward records, per output, the input offset of the first
+// maximal position (row-major window order); max_pool_backward sends the
+// output gradient there.
 // These loops are direct: they are their own scalar reference.
 // global_average_*: x[batch, P, C] -> y[batch, C], the mean over P positions.
 #pragma once
 #include <algorithm>
-#include <array>
+#include <cstdint>
 #include <cstddef>
 #include <limits>
 
@@ -33,49 +34,47 @@ constexpr void window(std::size_t oh, std::size_t ow, std::size_t& r0, std::size
 }
 }  // namespace detail
 
+// y = the window maxima; idx[o] = the offset within its sample of the first
+// maximal input of output o (row-major window order), for backward.
 template <conv_geometry G, class T>
-void max_pool_forward(const T* x, T* y, std::size_t batch) {
+void max_pool_forward(const T* x, T* y, std::uint32_t* idx, std::size_t batch) {
+  static_assert(G.in_size() <= 0xFFFFFFFFull, "max_pool2d: a sample is too large for 32-bit indices");
   for (std::size_t n = 0; n < batch; ++n) {
     const T* xs = x + n * G.in_size();
     for (std::size_t oh = 0; oh < G.oh; ++oh)
       for (std::size_t ow = 0; ow < G.ow; ++ow) {
-        T* yo = y + ((n * G.oh + oh) * G.ow + ow) * G.c;
+        const std::size_t o = ((n * G.oh + oh) * G.ow + ow) * G.c;
+        T* yo = y + o;
+        std::uint32_t* io = idx + o;
         std::fill(yo, yo + G.c, std::numeric_limits<T>::lowest());
         std::size_t r0, r1, s0, s1;
         detail::window<G>(oh, ow, r0, r1, s0, s1);
+        // the first position always wins the first comparison (unless x is -inf or NaN), so seed it
+        for (std::size_t c = 0; c < G.c; ++c) io[c] = std::uint32_t((r0 * G.w + s0) * G.c + c);
         for (std::size_t r = r0; r < r1; ++r)
           for (std::size_t s = s0; s < s1; ++s) {
-            const T* xi = xs + (r * G.w + s) * G.c;
-            for (std::size_t c = 0; c < G.c; ++c) yo[c] = xi[c] > yo[c] ? xi[c] : yo[c];
+            const std::size_t base = (r * G.w + s) * G.c;
+            const T* xi = xs + base;
+            for (std::size_t c = 0; c < G.c; ++c) {
+              const bool more = xi[c] > yo[c];
+              yo[c] = more ? xi[c] : yo[c];
+              io[c] = more ? std::uint32_t(base + c) : io[c];
+            }
           }
       }
   }
 }
 
-// dx (overwritten) from dy, x and the forward output y.
+// dx (overwritten): each dy goes to the input idx recorded by forward.
 template <conv_geometry G, class T>
-void max_pool_backward(const T* x, const T* y, const T* dy, T* dx, std::size_t batch) {
+void max_pool_backward(const std::uint32_t* idx, const T* dy, T* dx, std::size_t batch) {
   std::fill(dx, dx + batch * G.in_size(), T(0));
+  constexpr std::size_t per = G.oh * G.ow * G.c;
   for (std::size_t n = 0; n < batch; ++n) {
-    const T* xs = x + n * G.in_size();
     T* dxs = dx + n * G.in_size();
-    for (std::size_t oh = 0; oh < G.oh; ++oh)
-      for (std::size_t ow = 0; ow < G.ow; ++ow) {
-        const std::size_t o = ((n * G.oh + oh) * G.ow + ow) * G.c;
-        std::size_t r0, r1, s0, s1;
-        detail::window<G>(oh, ow, r0, r1, s0, s1);
-        std::array<unsigned char, G.c> done{};  // per channel: has the first maximum been found?
-        for (std::size_t r = r0; r < r1; ++r)
-          for (std::size_t s = s0; s < s1; ++s) {
-            const T* xi = xs + (r * G.w + s) * G.c;
-            T* di = dxs + (r * G.w + s) * G.c;
-            for (std::size_t c = 0; c < G.c; ++c) {
-              const bool hit = !done[c] && xi[c] == y[o + c];
-              di[c] += hit ? dy[o + c] : T(0);
-              done[c] |= hit;
-            }
-          }
-      }
+    const std::uint32_t* is = idx + n * per;
+    const T* d = dy + n * per;
+    for (std::size_t o = 0; o < per; ++o) dxs[is[o]] += d[o];
   }
 }
 
