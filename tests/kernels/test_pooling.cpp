@@ -12,6 +12,9 @@ using namespace ctnn;
 using kernels::conv_geometry;
 
 namespace {
+// the kernels keep indices in raw storage (a layer's cache); a uint32 vector is such storage too
+unsigned char* bytes(std::vector<std::uint32_t>& v) { return reinterpret_cast<unsigned char*>(v.data()); }
+
 template <std::size_t H, std::size_t W, std::size_t C, std::size_t K, std::size_t S, padding P>
 constexpr conv_geometry pool_geom() {
   return {H, W, C, C, K, K, S, padded_out(H, K, S, P), padded_out(W, K, S, P), pad_before(H, K, S, P),
@@ -28,14 +31,14 @@ TEST_CASE("pooling: 2x2 max and average over a 4x4 one-channel input") {
                              -3, -9, 0, 1};
   std::vector<float> y(4);
   std::vector<std::uint32_t> idx(4);
-  kernels::cpu::max_pool_forward<g>(x.data(), y.data(), idx.data(), 1);
+  kernels::cpu::max_pool_forward<g>(x.data(), y.data(), bytes(idx), 1);
   CHECK(y == std::vector<float>{4, 8, -1, 1});
   CHECK(idx == std::vector<std::uint32_t>{5, 6, 8, 15});
   kernels::cpu::average_pool_forward<g>(x.data(), y.data(), 1);
   CHECK(y == std::vector<float>{2.5f, 6.5f, -3.75f, 0.25f});
 
   std::vector<float> dy{10, 20, 30, 40}, dx(16);
-  kernels::cpu::max_pool_backward<g>(idx.data(), dy.data(), dx.data(), 1);
+  kernels::cpu::max_pool_backward<g>(bytes(idx), dy.data(), dx.data(), 1);
   CHECK(dx == std::vector<float>{0, 0, 0, 0, 0, 10, 20, 0, 30, 0, 0, 0, 0, 0, 0, 40});
   kernels::cpu::average_pool_backward<g>(dy.data(), dx.data(), 1);
   CHECK(dx == std::vector<float>{2.5f, 2.5f, 5, 5, 2.5f, 2.5f, 5, 5, 7.5f, 7.5f, 10, 10, 7.5f, 7.5f, 10, 10});
@@ -48,16 +51,16 @@ TEST_CASE("pooling: overlapping windows add their gradients; ties send it to the
     const std::vector<float> x{0, 0, 0, 0, 9, 0, 0, 0, 0}, dy{1, 2, 3, 4};
     std::vector<float> y(4), dx(9);
     std::vector<std::uint32_t> idx(4);
-    kernels::cpu::max_pool_forward<o>(x.data(), y.data(), idx.data(), 1);
-    kernels::cpu::max_pool_backward<o>(idx.data(), dy.data(), dx.data(), 1);
+    kernels::cpu::max_pool_forward<o>(x.data(), y.data(), bytes(idx), 1);
+    kernels::cpu::max_pool_backward<o>(bytes(idx), dy.data(), dx.data(), 1);
     CHECK(dx == std::vector<float>{0, 0, 0, 0, 10, 0, 0, 0, 0});
   }
   constexpr auto g = pool_geom<2, 2, 1, 2, 2, padding::valid>();
   const std::vector<float> x{3, 3, 3, 3}, dy{1};
   std::vector<float> y(1), dx(4);
   std::vector<std::uint32_t> idx(1);
-  kernels::cpu::max_pool_forward<g>(x.data(), y.data(), idx.data(), 1);
-  kernels::cpu::max_pool_backward<g>(idx.data(), dy.data(), dx.data(), 1);
+  kernels::cpu::max_pool_forward<g>(x.data(), y.data(), bytes(idx), 1);
+  kernels::cpu::max_pool_backward<g>(bytes(idx), dy.data(), dx.data(), 1);
   CHECK(dx == std::vector<float>{1, 0, 0, 0});
 }
 
@@ -75,7 +78,7 @@ TEST_CASE("pooling: same padding averages only the real positions; channels stay
   // windows: {1,2,4,5} {3,6} {7,8} {9}
   CHECK(y == std::vector<float>{3, -3, 4.5f, -4.5f, 7.5f, -7.5f, 9, -9});
   std::vector<std::uint32_t> idx(8);
-  kernels::cpu::max_pool_forward<g>(x.data(), y.data(), idx.data(), 1);
+  kernels::cpu::max_pool_forward<g>(x.data(), y.data(), bytes(idx), 1);
   CHECK(y == std::vector<float>{5, -1, 6, -3, 8, -7, 9, -9});  // padding never wins, even over negatives
   CHECK(idx == std::vector<std::uint32_t>{8, 1, 10, 5, 14, 13, 16, 17});
 }

@@ -22,11 +22,11 @@ struct max_pool_kind {
   template <kernels::conv_geometry G, class T>
   static void forward(const T* x, T* y, T* cache, std::size_t batch) {
     static_assert(sizeof(T) >= sizeof(std::uint32_t));
-    kernels::cpu::max_pool_forward<G>(x, y, reinterpret_cast<std::uint32_t*>(cache), batch);
+    kernels::cpu::max_pool_forward<G>(x, y, reinterpret_cast<unsigned char*>(cache), batch);
   }
   template <kernels::conv_geometry G, class T>
   static void backward(const T*, const T*, const T* dy, T* dx, T* cache, std::size_t batch) {
-    kernels::cpu::max_pool_backward<G>(reinterpret_cast<const std::uint32_t*>(cache), dy, dx, batch);
+    kernels::cpu::max_pool_backward<G>(reinterpret_cast<const unsigned char*>(cache), dy, dx, batch);
   }
 };
 }  // namespace detail

@@ -11,7 +11,9 @@
 // global_average_*: x[batch, P, C] -> y[batch, C], the mean over P positions.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <cstddef>
 #include <limits>
 
@@ -34,22 +36,24 @@ constexpr void window(std::size_t oh, std::size_t ow, std::size_t& r0, std::size
 }
 }  // namespace detail
 
-// y = the window maxima; idx[o] = the offset within its sample of the first
-// maximal input of output o (row-major window order), for backward.
+// y = the window maxima; idx receives, per output o, the offset within its
+// sample of the first maximal input (row-major window order), as a 32-bit
+// integer at bytes [4o, 4o + 4). idx is raw storage (the layer's cache), so it
+// is written and read with memcpy.
 template <conv_geometry G, class T>
-void max_pool_forward(const T* x, T* y, std::uint32_t* idx, std::size_t batch) {
+void max_pool_forward(const T* x, T* y, unsigned char* idx, std::size_t batch) {
   static_assert(G.in_size() <= 0xFFFFFFFFull, "max_pool2d: a sample is too large for 32-bit indices");
+  std::array<std::uint32_t, G.c> io;
   for (std::size_t n = 0; n < batch; ++n) {
     const T* xs = x + n * G.in_size();
     for (std::size_t oh = 0; oh < G.oh; ++oh)
       for (std::size_t ow = 0; ow < G.ow; ++ow) {
         const std::size_t o = ((n * G.oh + oh) * G.ow + ow) * G.c;
         T* yo = y + o;
-        std::uint32_t* io = idx + o;
         std::fill(yo, yo + G.c, std::numeric_limits<T>::lowest());
         std::size_t r0, r1, s0, s1;
         detail::window<G>(oh, ow, r0, r1, s0, s1);
-        // the first position always wins the first comparison (unless x is -inf or NaN), so seed it
+        // seed with the first position (it stays when every value is -inf or NaN)
         for (std::size_t c = 0; c < G.c; ++c) io[c] = std::uint32_t((r0 * G.w + s0) * G.c + c);
         for (std::size_t r = r0; r < r1; ++r)
           for (std::size_t s = s0; s < s1; ++s) {
@@ -61,20 +65,25 @@ void max_pool_forward(const T* x, T* y, std::uint32_t* idx, std::size_t batch) {
               io[c] = more ? std::uint32_t(base + c) : io[c];
             }
           }
+        std::memcpy(idx + o * sizeof(std::uint32_t), io.data(), G.c * sizeof(std::uint32_t));
       }
   }
 }
 
-// dx (overwritten): each dy goes to the input idx recorded by forward.
+// dx (overwritten): each dy goes to the input whose offset forward recorded in idx.
 template <conv_geometry G, class T>
-void max_pool_backward(const std::uint32_t* idx, const T* dy, T* dx, std::size_t batch) {
+void max_pool_backward(const unsigned char* idx, const T* dy, T* dx, std::size_t batch) {
   std::fill(dx, dx + batch * G.in_size(), T(0));
   constexpr std::size_t per = G.oh * G.ow * G.c;
   for (std::size_t n = 0; n < batch; ++n) {
     T* dxs = dx + n * G.in_size();
-    const std::uint32_t* is = idx + n * per;
+    const unsigned char* is = idx + n * per * sizeof(std::uint32_t);
     const T* d = dy + n * per;
-    for (std::size_t o = 0; o < per; ++o) dxs[is[o]] += d[o];
+    for (std::size_t o = 0; o < per; ++o) {
+      std::uint32_t k;
+      std::memcpy(&k, is + o * sizeof(std::uint32_t), sizeof k);
+      dxs[k] += d[o];
+    }
   }
 }
 
