@@ -23,6 +23,10 @@ template <std::size_t> struct dataset_elements {};
 template <std::size_t> struct network_elements {};
 template <std::size_t> struct target_width {};
 template <std::size_t> struct output_width {};
+template <std::size_t> struct input_height {};
+template <std::size_t> struct input_width {};
+template <std::size_t> struct window_height {};
+template <std::size_t> struct window_width {};
 
 template <class Layer, class Rank, bool Ok>
 struct dense_input_not_flat {
@@ -75,6 +79,37 @@ struct loss_target_kind_mismatch {
 template <class Outputs, bool Ok>
 struct classification_needs_two_classes {
   static_assert(Ok, "loss: a categorical loss needs an output of at least 2 classes");
+  static constexpr bool value = Ok;
+};
+
+// ---- convolution and pooling (layers/conv2d.hpp, layers/*_pool*.hpp) ----
+template <class Layer, class Rank, bool Ok>
+struct conv2d_input_rank {
+  static_assert(Ok, "conv2d: the input of this layer is neither rank 3 (height, width, channels) nor rank 2 (height, width: one channel)");
+  static constexpr bool value = Ok;
+};
+
+template <class Layer, class InH, class InW, class KH, class KW, bool Ok>
+struct conv2d_kernel_larger_than_input {
+  static_assert(Ok, "conv2d: with valid padding the kernel must fit in the input (kernel height <= input height and kernel width <= input width)");
+  static constexpr bool value = Ok;
+};
+
+template <class Layer, class Rank, bool Ok>
+struct pool2d_input_not_rank3 {
+  static_assert(Ok, "pool2d: the input of this pooling layer is not rank 3 (height, width, channels)");
+  static constexpr bool value = Ok;
+};
+
+template <class Layer, class InH, class InW, class PH, class PW, bool Ok>
+struct pool2d_window_larger_than_input {
+  static_assert(Ok, "pool2d: with valid padding the pooling window must fit in the input (pool size <= input height and width)");
+  static constexpr bool value = Ok;
+};
+
+template <class Layer, class Rank, bool Ok>
+struct global_average_pool_input_rank {
+  static_assert(Ok, "global_average_pool: the input of this layer must have rank >= 2 (positions..., channels)");
   static constexpr bool value = Ok;
 };
 

@@ -1,0 +1,151 @@
+// ctnn/kernels/cpu/pooling.hpp — 2D max and average pooling, global average pooling.
+//
+// Channels-last x[batch, H, W, C] -> y[batch, OH, OW, C] over KHxKW windows
+// moved by `stride` (geometry G, f == c). Padding positions never take part:
+// a max is taken over the window's positions inside the input, an average
+// divides by their count (as TensorFlow's pooling with "same" padding).
+// max_pool_forward records, per output, the input offset of the first
+// maximal position (row-major window order); max_pool_backward sends the
+// output gradient there.
+// These loops are direct: they are their own scalar reference.
+// global_average_*: x[batch, P, C] -> y[batch, C], the mean over P positions.
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <cstddef>
+#include <limits>
+
+#include "conv_reference.hpp"
+
+namespace ctnn::kernels::cpu {
+
+using kernels::conv_geometry;
+
+namespace detail {
+// The window rows [i0, i1) and columns [j0, j1) inside the input, in input coordinates.
+template <conv_geometry G>
+constexpr void window(std::size_t oh, std::size_t ow, std::size_t& r0, std::size_t& r1, std::size_t& s0,
+                      std::size_t& s1) {
+  const std::size_t rr = oh * G.stride, ss = ow * G.stride;
+  r0 = rr < G.pt ? 0 : rr - G.pt;
+  r1 = std::min(G.h, rr + G.kh - G.pt);
+  s0 = ss < G.pl ? 0 : ss - G.pl;
+  s1 = std::min(G.w, ss + G.kw - G.pl);
+}
+}  // namespace detail
+
+// y = the window maxima; idx receives, per output o, the offset within its
+// sample of the first maximal input (row-major window order), as a 32-bit
+// integer at bytes [4o, 4o + 4). idx is raw storage (the layer's cache), so it
+// is written and read with memcpy.
+template <conv_geometry G, class T>
+void max_pool_forward(const T* x, T* y, unsigned char* idx, std::size_t batch) {
+  static_assert(G.in_size() <= 0xFFFFFFFFull, "max_pool2d: a sample is too large for 32-bit indices");
+  std::array<std::uint32_t, G.c> io;
+  for (std::size_t n = 0; n < batch; ++n) {
+    const T* xs = x + n * G.in_size();
+    for (std::size_t oh = 0; oh < G.oh; ++oh)
+      for (std::size_t ow = 0; ow < G.ow; ++ow) {
+        const std::size_t o = ((n * G.oh + oh) * G.ow + ow) * G.c;
+        T* yo = y + o;
+        std::fill(yo, yo + G.c, std::numeric_limits<T>::lowest());
+        std::size_t r0, r1, s0, s1;
+        detail::window<G>(oh, ow, r0, r1, s0, s1);
+        // seed with the first position (it stays when every value is -inf or NaN)
+        for (std::size_t c = 0; c < G.c; ++c) io[c] = std::uint32_t((r0 * G.w + s0) * G.c + c);
+        for (std::size_t r = r0; r < r1; ++r)
+          for (std::size_t s = s0; s < s1; ++s) {
+            const std::size_t base = (r * G.w + s) * G.c;
+            const T* xi = xs + base;
+            for (std::size_t c = 0; c < G.c; ++c) {
+              const bool more = xi[c] > yo[c];
+              yo[c] = more ? xi[c] : yo[c];
+              io[c] = more ? std::uint32_t(base + c) : io[c];
+            }
+          }
+        std::memcpy(idx + o * sizeof(std::uint32_t), io.data(), G.c * sizeof(std::uint32_t));
+      }
+  }
+}
+
+// dx (overwritten): each dy goes to the input whose offset forward recorded in idx.
+template <conv_geometry G, class T>
+void max_pool_backward(const unsigned char* idx, const T* dy, T* dx, std::size_t batch) {
+  std::fill(dx, dx + batch * G.in_size(), T(0));
+  constexpr std::size_t per = G.oh * G.ow * G.c;
+  for (std::size_t n = 0; n < batch; ++n) {
+    T* dxs = dx + n * G.in_size();
+    const unsigned char* is = idx + n * per * sizeof(std::uint32_t);
+    const T* d = dy + n * per;
+    for (std::size_t o = 0; o < per; ++o) {
+      std::uint32_t k;
+      std::memcpy(&k, is + o * sizeof(std::uint32_t), sizeof k);
+      dxs[k] += d[o];
+    }
+  }
+}
+
+template <conv_geometry G, class T>
+void average_pool_forward(const T* x, T* y, std::size_t batch) {
+  for (std::size_t n = 0; n < batch; ++n) {
+    const T* xs = x + n * G.in_size();
+    for (std::size_t oh = 0; oh < G.oh; ++oh)
+      for (std::size_t ow = 0; ow < G.ow; ++ow) {
+        T* yo = y + ((n * G.oh + oh) * G.ow + ow) * G.c;
+        std::fill(yo, yo + G.c, T(0));
+        std::size_t r0, r1, s0, s1;
+        detail::window<G>(oh, ow, r0, r1, s0, s1);
+        for (std::size_t r = r0; r < r1; ++r)
+          for (std::size_t s = s0; s < s1; ++s) {
+            const T* xi = xs + (r * G.w + s) * G.c;
+            for (std::size_t c = 0; c < G.c; ++c) yo[c] += xi[c];
+          }
+        const T inv = T(1) / T((r1 - r0) * (s1 - s0));
+        for (std::size_t c = 0; c < G.c; ++c) yo[c] *= inv;
+      }
+  }
+}
+
+template <conv_geometry G, class T>
+void average_pool_backward(const T* dy, T* dx, std::size_t batch) {
+  std::fill(dx, dx + batch * G.in_size(), T(0));
+  for (std::size_t n = 0; n < batch; ++n) {
+    T* dxs = dx + n * G.in_size();
+    for (std::size_t oh = 0; oh < G.oh; ++oh)
+      for (std::size_t ow = 0; ow < G.ow; ++ow) {
+        const T* d = dy + ((n * G.oh + oh) * G.ow + ow) * G.c;
+        std::size_t r0, r1, s0, s1;
+        detail::window<G>(oh, ow, r0, r1, s0, s1);
+        const T inv = T(1) / T((r1 - r0) * (s1 - s0));
+        for (std::size_t r = r0; r < r1; ++r)
+          for (std::size_t s = s0; s < s1; ++s) {
+            T* di = dxs + (r * G.w + s) * G.c;
+            for (std::size_t c = 0; c < G.c; ++c) di[c] += d[c] * inv;
+          }
+      }
+  }
+}
+
+template <std::size_t P, std::size_t C, class T>
+void global_average_forward(const T* x, T* y, std::size_t batch) {
+  const T inv = T(1) / T(P);
+  for (std::size_t n = 0; n < batch; ++n) {
+    T* yo = y + n * C;
+    std::fill(yo, yo + C, T(0));
+    for (std::size_t p = 0; p < P; ++p)
+      for (std::size_t c = 0; c < C; ++c) yo[c] += x[(n * P + p) * C + c];
+    for (std::size_t c = 0; c < C; ++c) yo[c] *= inv;
+  }
+}
+
+template <std::size_t P, std::size_t C, class T>
+void global_average_backward(const T* dy, T* dx, std::size_t batch) {
+  const T inv = T(1) / T(P);
+  for (std::size_t n = 0; n < batch; ++n)
+    for (std::size_t p = 0; p < P; ++p)
+      for (std::size_t c = 0; c < C; ++c) dx[(n * P + p) * C + c] = dy[n * C + c] * inv;
+}
+
+}  // namespace ctnn::kernels::cpu

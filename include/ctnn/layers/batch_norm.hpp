@@ -1,0 +1,127 @@
+// ctnn/layers/batch_norm.hpp — batch_normalization<Momentum, Epsilon>; batch_norm.
+//
+// keras.layers.BatchNormalization over the last axis (C channels; statistics
+// over the batch and every other axis): y = gamma * (x - mean) / sqrt(var +
+// Epsilon) + beta. In training (run_info::training) mean and var are the
+// batch's (biased variance, as Keras 3) and the moving statistics are updated:
+// moving = moving * Momentum + batch * (1 - Momentum); at inference the moving
+// statistics are used. Parameters (trainable): gamma[C] (init 1), beta[C]
+// (init 0). State (non-trainable, saved with the weights): moving_mean[C]
+// (init 0), moving_variance[C] (init 1). batch_norm = Keras' defaults
+// (momentum 0.99, epsilon 1e-3). Cache: the batch mean and 1/sqrt(var + eps)
+// (2C values; the plan's cache_per_sample * batch holds them).
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include "../core/backend.hpp"
+#include "../core/concepts.hpp"
+#include "../core/format.hpp"
+#include "../core/shape.hpp"
+
+namespace ctnn {
+
+template <float Momentum = 0.99f, float Epsilon = 1e-3f>
+struct batch_normalization {
+  static_assert(Momentum >= 0.0f && Momentum <= 1.0f, "batch_norm: the momentum must be in [0, 1]");
+  static_assert(Epsilon > 0.0f && Epsilon < 1e30f, "batch_norm: epsilon must be finite and > 0");
+  using is_layer_spec = void;
+  static constexpr float momentum = Momentum, epsilon = Epsilon;
+
+  static std::string spec() {
+    if (Momentum == 0.99f && Epsilon == 1e-3f) return "batch_norm";
+    return "batch_normalization<" + detail::format_number(Momentum) + ", " + detail::format_number(Epsilon) + ">";
+  }
+
+  template <Shape In, class T, class Backend>
+  struct bind {
+    static_assert(std::is_same_v<Backend, cpu>, "batch_norm: this backend has no specialization of this layer");
+    static constexpr std::size_t C = last_dim_v<In>;
+    static constexpr std::size_t P = In::size / C;  // positions per sample
+    using value_type = T;
+    using in_shape = In;
+    using out_shape = In;
+    static constexpr std::size_t parameter_count = 2 * C;  // gamma, beta
+    static constexpr std::size_t state_count = 2 * C;      // moving_mean, moving_variance
+    static constexpr std::size_t cache_per_sample = 2 * C; // batch mean, inverse std (only 2C are used)
+    static std::string name() { return spec(); }
+
+    static void init(layer_slot<T> s, rng&) {
+      for (std::size_t c = 0; c < C; ++c) {
+        s.params[c] = T(1);
+        s.params[C + c] = T(0);
+        s.state[c] = T(0);
+        s.state[C + c] = T(1);
+      }
+    }
+
+    static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
+      const T* gamma = s.params;
+      const T* beta = s.params + C;
+      T* mean = s.cache;
+      T* inv = s.cache + C;
+      const std::size_t rows = r.batch * P;
+      if (r.training) {
+        for (std::size_t c = 0; c < C; ++c) mean[c] = inv[c] = T(0);
+        for (std::size_t i = 0; i < rows; ++i)
+          for (std::size_t c = 0; c < C; ++c) mean[c] += x[i * C + c];
+        for (std::size_t c = 0; c < C; ++c) mean[c] /= T(rows);
+        for (std::size_t i = 0; i < rows; ++i)
+          for (std::size_t c = 0; c < C; ++c) {
+            const T d = x[i * C + c] - mean[c];
+            inv[c] += d * d;
+          }
+        for (std::size_t c = 0; c < C; ++c) {
+          const T var = inv[c] / T(rows);
+          s.state[c] = s.state[c] * T(Momentum) + mean[c] * (T(1) - T(Momentum));
+          s.state[C + c] = s.state[C + c] * T(Momentum) + var * (T(1) - T(Momentum));
+          inv[c] = T(1) / std::sqrt(var + T(Epsilon));
+        }
+      } else {
+        for (std::size_t c = 0; c < C; ++c) {
+          mean[c] = s.state[c];
+          inv[c] = T(1) / std::sqrt(s.state[C + c] + T(Epsilon));
+        }
+      }
+      for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t c = 0; c < C; ++c) y[i * C + c] = gamma[c] * (x[i * C + c] - mean[c]) * inv[c] + beta[c];
+    }
+
+    // Training: the gradient through the batch statistics,
+    //   dx = gamma * inv / M * (M * dy - sum(dy) - xhat * sum(dy * xhat)).
+    // Inference (frozen statistics): dx = gamma * inv * dy.
+    static void backward(layer_slot<T> s, const T* x, const T*, T* dy, T* dx, run_info r) {
+      const T* gamma = s.params;
+      T* dgamma = s.grads;
+      T* dbeta = s.grads + C;
+      const T* mean = s.cache;
+      const T* inv = s.cache + C;
+      const std::size_t rows = r.batch * P;
+      for (std::size_t c = 0; c < C; ++c) dgamma[c] = dbeta[c] = T(0);
+      for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t c = 0; c < C; ++c) {
+          const T xhat = (x[i * C + c] - mean[c]) * inv[c];
+          dbeta[c] += dy[i * C + c];
+          dgamma[c] += dy[i * C + c] * xhat;
+        }
+      if (!dx) return;
+      if (!r.training) {
+        for (std::size_t i = 0; i < rows; ++i)
+          for (std::size_t c = 0; c < C; ++c) dx[i * C + c] = gamma[c] * inv[c] * dy[i * C + c];
+        return;
+      }
+      const T m = T(rows);
+      for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t c = 0; c < C; ++c) {
+          const T xhat = (x[i * C + c] - mean[c]) * inv[c];
+          dx[i * C + c] = gamma[c] * inv[c] / m * (m * dy[i * C + c] - dbeta[c] - xhat * dgamma[c]);
+        }
+    }
+  };
+};
+
+using batch_norm = batch_normalization<>;
+
+}  // namespace ctnn

@@ -1,0 +1,111 @@
+// ctnn/layers/conv2d.hpp — conv2d<F, KH, KW, Stride, Padding, Activation, Regularizer>.
+//
+// A 2D convolution over a channels-last input shape<H, W, C> (a rank-2
+// shape<H, W> is taken as one channel, so images need no reshape), as
+// keras.layers.Conv2D: F filters of KHxKW, the same stride on both axes,
+// padding::valid (default) or padding::same. Output shape<OH, OW, F> with
+// valid: OH = (H - KH) / Stride + 1; same: OH = ceil(H / Stride) (and the
+// same for W); the formulas are in layers/padding.hpp. Parameters: the kernel
+// [KH, KW, C, F] (Keras' layout), then the bias [F]. Init as Keras:
+// Glorot-uniform with fan_in = KH*KW*C, fan_out = KH*KW*F; zero bias. The
+// regularizer applies to the kernel. Requires a rank-2 or 3 input and, with valid
+// padding, a kernel that fits (compile errors naming the position and sizes).
+// Runs as im2col + GEMM (kernels/cpu/conv.hpp); cache: the im2col matrix.
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include "../core/backend.hpp"
+#include "../core/concepts.hpp"
+#include "../core/diagnostics.hpp"
+#include "../core/shape.hpp"
+#include "../kernels/cpu/conv.hpp"
+#include "../regularizers/regularizers.hpp"
+#include "activation.hpp"
+#include "padding.hpp"
+
+namespace ctnn {
+
+template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t Stride = 1, padding Pad = padding::valid,
+          Activation Act = identity, Regularizer Reg = no_regularizer>
+struct conv2d {
+  static_assert(F > 0, "conv2d: the number of filters must be > 0");
+  static_assert(KH > 0 && KW > 0, "conv2d: the kernel height and width must be > 0");
+  static_assert(Stride > 0, "conv2d: the stride must be > 0");
+  using is_layer_spec = void;
+  using activation = Act;
+  using regularizer = Reg;
+  static constexpr std::size_t filters = F;
+
+  static std::string spec() {
+    std::string s = "conv2d<" + std::to_string(F) + ", " + std::to_string(KH) + ", " + std::to_string(KW) + ", " +
+                    std::to_string(Stride) + ", " + padding_name(Pad);
+    if (!std::is_same_v<Act, identity>) s += ", " + Act::describe();
+    if (Reg::active) s += ", " + Reg::describe();
+    return s + ">";
+  }
+
+  template <Shape In, std::size_t Pos>
+  static constexpr bool check() {
+    constexpr bool rank_ok =
+        diag::conv2d_input_rank<diag::layer<Pos>, diag::input_rank<In::rank>,
+                                    In::rank == 2 || In::rank == 3>::value;
+    if constexpr (rank_ok && Pad == padding::valid) {
+      constexpr std::size_t H = In::dims[0], W = In::dims[1];
+      return diag::conv2d_kernel_larger_than_input<diag::layer<Pos>, diag::input_height<H>, diag::input_width<W>,
+                                                   diag::window_height<KH>, diag::window_width<KW>,
+                                                   (KH <= H && KW <= W)>::value;
+    }
+    return rank_ok;
+  }
+
+  template <Shape In, class T, class Backend>
+  struct bind {
+    static_assert(std::is_same_v<Backend, cpu>, "conv2d: this backend has no specialization of this layer");
+    static constexpr std::size_t H = dim_or<In, 0>(), W = dim_or<In, 1>(), C = dim_or<In, 2>();
+    static constexpr kernels::conv_geometry geometry{H,
+                                                     W,
+                                                     C,
+                                                     F,
+                                                     KH,
+                                                     KW,
+                                                     Stride,
+                                                     padded_out(H, KH, Stride, Pad),
+                                                     padded_out(W, KW, Stride, Pad),
+                                                     pad_before(H, KH, Stride, Pad),
+                                                     pad_before(W, KW, Stride, Pad)};
+    using value_type = T;
+    using in_shape = In;
+    using out_shape = shape<geometry.oh, geometry.ow, F>;
+    static constexpr std::size_t K = KH * KW * C;  // one im2col row
+    static constexpr std::size_t kernel_count = K * F;
+    static constexpr std::size_t parameter_count = K * F + F;
+    static constexpr std::size_t state_count = 0;
+    static constexpr std::size_t cache_per_sample = geometry.oh * geometry.ow * K;
+    static std::string name() { return spec(); }
+
+    static void init(layer_slot<T> s, rng& g) {
+      const double limit = std::sqrt(6.0 / double(KH * KW * (C + F)));
+      for (std::size_t i = 0; i < kernel_count; ++i) s.params[i] = T(g.uniform(-limit, limit));
+      for (std::size_t j = 0; j < F; ++j) s.params[kernel_count + j] = T(0);
+    }
+
+    static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
+      kernels::cpu::conv_forward<geometry>(x, s.params, s.params + kernel_count, y, s.cache, r.batch);
+      Act::forward(y, r.batch * geometry.oh * geometry.ow, F);
+    }
+
+    // dy is turned into dL/dz in place; the im2col matrix in the cache is reused.
+    static void backward(layer_slot<T> s, const T*, const T* y, T* dy, T* dx, run_info r) {
+      Act::backward(y, dy, r.batch * geometry.oh * geometry.ow, F);
+      kernels::cpu::conv_backward<geometry>(dy, s.params, s.grads, s.grads + kernel_count, dx, s.cache, r.batch);
+    }
+
+    static T penalty(layer_slot<T> s) { return Reg::penalty(s.params, kernel_count); }
+    static void add_penalty_gradient(layer_slot<T> s) { Reg::add_gradient(s.params, s.grads, kernel_count); }
+  };
+};
+
+}  // namespace ctnn

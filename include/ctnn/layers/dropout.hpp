@@ -1,0 +1,71 @@
+// ctnn/layers/dropout.hpp — dropout<Rate>.
+//
+// keras.layers.Dropout: in training (run_info::training), each value is kept
+// with probability 1 - Rate and scaled by 1 / (1 - Rate) (inverted dropout),
+// or set to 0; at inference the layer is the identity. The mask is drawn from
+// run_info::gen, the model's generator (seeded by make_model), one uniform
+// draw per value: kept when u >= Rate. The mask (0 or the scale) is kept in the
+// cache for backward, which multiplies dy by it. Rate in [0, 1) (compile-time
+// check). Output shape = input shape; no parameters.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "../core/backend.hpp"
+#include "../core/concepts.hpp"
+#include "../core/format.hpp"
+#include "../core/shape.hpp"
+
+namespace ctnn {
+
+template <float Rate>
+struct dropout {
+  static_assert(Rate >= 0.0f && Rate < 1.0f, "dropout: the rate must be in [0, 1)");
+  using is_layer_spec = void;
+  static constexpr float rate = Rate;
+  static std::string spec() { return "dropout<" + detail::format_number(Rate) + ">"; }
+
+  template <Shape In, class T, class Backend>
+  struct bind {
+    static_assert(std::is_same_v<Backend, cpu>, "dropout: this backend has no specialization of this layer");
+    using value_type = T;
+    using in_shape = In;
+    using out_shape = In;
+    static constexpr std::size_t parameter_count = 0;
+    static constexpr std::size_t state_count = 0;
+    static constexpr std::size_t cache_per_sample = In::size;  // the mask
+    static std::string name() { return spec(); }
+
+    static void init(layer_slot<T>, rng&) {}
+
+    static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
+      const std::size_t n = r.batch * In::size;
+      if (!r.training) {
+        std::copy(x, x + n, y);
+        return;
+      }
+      if (!r.gen) throw std::invalid_argument("dropout: training needs a random generator (run_info::gen is null)");
+      const T scale = T(1) / (T(1) - T(Rate));
+      for (std::size_t i = 0; i < n; ++i) {
+        const T m = r.gen->uniform() >= double(Rate) ? scale : T(0);
+        s.cache[i] = m;
+        y[i] = x[i] * m;
+      }
+    }
+
+    static void backward(layer_slot<T> s, const T*, const T*, T* dy, T* dx, run_info r) {
+      if (!dx) return;
+      const std::size_t n = r.batch * In::size;
+      if (!r.training) {
+        std::copy(dy, dy + n, dx);
+        return;
+      }
+      for (std::size_t i = 0; i < n; ++i) dx[i] = dy[i] * s.cache[i];
+    }
+  };
+};
+
+}  // namespace ctnn

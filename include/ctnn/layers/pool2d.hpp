@@ -1,0 +1,84 @@
+// ctnn/layers/pool2d.hpp — what max_pool2d and average_pool2d share.
+//
+// pool2d_spec<Kind, Pool, Stride, Pad>: a PoolxPool window moved by Stride
+// (Keras' default: the pool size) over a channels-last input shape<H, W, C>,
+// padding::valid (default) or padding::same; output shape<OH, OW, C> with the
+// Keras formulas of layers/padding.hpp. Requires a rank-3 input and, with
+// valid padding, a window that fits (compile errors naming the position and
+// sizes). Kind supplies the name, the forward/backward kernels and whether
+// it keeps one index per output value in the cache (max pooling does).
+#pragma once
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include "../core/backend.hpp"
+#include "../core/concepts.hpp"
+#include "../core/diagnostics.hpp"
+#include "../core/shape.hpp"
+#include "../kernels/cpu/conv_reference.hpp"
+#include "padding.hpp"
+
+namespace ctnn::detail {
+
+template <class Kind, std::size_t Pool, std::size_t Stride, padding Pad>
+struct pool2d_spec {
+  static_assert(Pool > 0, "pool2d: the pool size must be > 0");
+  static_assert(Stride > 0, "pool2d: the stride must be > 0");
+  using is_layer_spec = void;
+  static constexpr std::size_t pool_size = Pool, stride = Stride;
+
+  static std::string spec() {
+    std::string s = std::string(Kind::name) + "<" + std::to_string(Pool);
+    if (Stride != Pool || Pad != padding::valid) s += ", " + std::to_string(Stride);
+    if (Pad != padding::valid) s += ", " + std::string(padding_name(Pad));
+    return s + ">";
+  }
+
+  template <Shape In, std::size_t Pos>
+  static constexpr bool check() {
+    constexpr bool rank_ok =
+        diag::pool2d_input_not_rank3<diag::layer<Pos>, diag::input_rank<In::rank>, In::rank == 3>::value;
+    if constexpr (rank_ok && Pad == padding::valid) {
+      constexpr std::size_t H = In::dims[0], W = In::dims[1];
+      return diag::pool2d_window_larger_than_input<diag::layer<Pos>, diag::input_height<H>, diag::input_width<W>,
+                                                   diag::window_height<Pool>, diag::window_width<Pool>,
+                                                   (Pool <= H && Pool <= W)>::value;
+    }
+    return rank_ok;
+  }
+
+  template <Shape In, class T, class Backend>
+  struct bind {
+    static_assert(std::is_same_v<Backend, cpu>, "pool2d: this backend has no specialization of this layer");
+    static constexpr std::size_t H = dim_or<In, 0>(), W = dim_or<In, 1>(), C = dim_or<In, 2>();
+    static constexpr kernels::conv_geometry geometry{H,
+                                                     W,
+                                                     C,
+                                                     C,
+                                                     Pool,
+                                                     Pool,
+                                                     Stride,
+                                                     padded_out(H, Pool, Stride, Pad),
+                                                     padded_out(W, Pool, Stride, Pad),
+                                                     pad_before(H, Pool, Stride, Pad),
+                                                     pad_before(W, Pool, Stride, Pad)};
+    using value_type = T;
+    using in_shape = In;
+    using out_shape = shape<geometry.oh, geometry.ow, C>;
+    static constexpr std::size_t parameter_count = 0;
+    static constexpr std::size_t state_count = 0;
+    static constexpr std::size_t cache_per_sample = Kind::keeps_indices ? out_shape::size : 0;
+    static std::string name() { return spec(); }
+
+    static void init(layer_slot<T>, rng&) {}
+    static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
+      Kind::template forward<geometry>(x, y, s.cache, r.batch);
+    }
+    static void backward(layer_slot<T> s, const T* x, const T* y, T* dy, T* dx, run_info r) {
+      if (dx) Kind::template backward<geometry>(x, y, dy, dx, s.cache, r.batch);
+    }
+  };
+};
+
+}  // namespace ctnn::detail

@@ -1,0 +1,35 @@
+// ctnn/regularizers/l1.hpp — l1<Lambda>: the L1 weight penalty.
+//
+// Adds Lambda * sum(|w|) to the loss (keras.regularizers.L1) and so
+// Lambda * sign(w) to the gradient (0 at w == 0, as TensorFlow's gradient of
+// abs). Applies to a layer's kernel (dense, conv2d), not its bias. Lambda must
+// be finite and >= 0 (checked at compile time).
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "../core/format.hpp"
+#include "regularizers.hpp"
+
+namespace ctnn {
+
+template <float Lambda>
+struct l1 {
+  static_assert(Lambda >= 0.0f && Lambda < 1e30f, "l1: the factor must be finite and >= 0");
+  static constexpr bool active = true;
+  static constexpr float lambda = Lambda;
+  static std::string describe() { return "l1<" + detail::format_number(Lambda) + ">"; }
+  template <class T>
+  static T penalty(const T* w, std::size_t n) {
+    T s = 0;
+    for (std::size_t i = 0; i < n; ++i) s += w[i] < T(0) ? -w[i] : w[i];
+    return T(Lambda) * s;
+  }
+  template <class T>
+  static void add_gradient(const T* w, T* g, std::size_t n) {
+    const T f = T(Lambda);
+    for (std::size_t i = 0; i < n; ++i) g[i] += w[i] > T(0) ? f : (w[i] < T(0) ? -f : T(0));
+  }
+};
+
+}  // namespace ctnn

@@ -1,0 +1,80 @@
+// Finite-difference gradient checks, in double precision, of the layers of
+// issue 5: conv2d (valid/same, strides, activations, one and more channels),
+// max_pool2d, average_pool2d, global_average_pool, dropout (training: the
+// checker reseeds the generator before each forward, so the mask is fixed;
+// inference), batch_norm (training, through the batch statistics; inference),
+// and the l1 / l1_l2 penalties.
+#include <doctest/doctest.h>
+
+#include <ctnn/ctnn.hpp>
+
+#include "gradcheck.hpp"
+
+using namespace ctnn;
+
+namespace {
+constexpr double tol = 1e-6;
+}
+
+TEST_CASE("gradcheck: conv2d") {
+  CHECK(gradcheck::check_layer<conv2d<3, 3, 3>, shape<6, 6, 2>>() < tol);
+  CHECK(gradcheck::check_layer<conv2d<3, 3, 3>, shape<6, 6>>() < tol);  // rank 2: one channel
+  CHECK(gradcheck::check_layer<conv2d<4, 3, 3, 1, padding::same>, shape<5, 5, 2>>() < tol);
+  CHECK(gradcheck::check_layer<conv2d<2, 3, 2, 2, padding::same, ctnn::tanh>, shape<7, 6, 3>>() < tol);
+  CHECK(gradcheck::check_layer<conv2d<2, 4, 4, 3, padding::valid, sigmoid>, shape<10, 9, 2>>() < tol);
+  CHECK(gradcheck::check_layer<conv2d<3, 2, 2, 1, padding::same, relu>, shape<4, 4, 2>>() < tol);
+}
+
+TEST_CASE("gradcheck: pooling") {
+  CHECK(gradcheck::check_layer<max_pool2d<2>, shape<6, 6, 3>>() < tol);
+  CHECK(gradcheck::check_layer<max_pool2d<3, 2, padding::same>, shape<7, 6, 2>>() < tol);
+  CHECK(gradcheck::check_layer<average_pool2d<2>, shape<6, 6, 3>>() < tol);
+  CHECK(gradcheck::check_layer<average_pool2d<3, 2, padding::same>, shape<7, 6, 2>>() < tol);
+  CHECK(gradcheck::check_layer<global_average_pool, shape<4, 3, 5>>() < tol);
+  CHECK(gradcheck::check_layer<global_average_pool, shape<6, 2>>() < tol);
+}
+
+TEST_CASE("gradcheck: dropout in training (fixed mask) and at inference") {
+  CHECK(gradcheck::check_layer<dropout<0.5f>, shape<20>>() < tol);
+  CHECK(gradcheck::check_layer<dropout<0.3f>, shape<4, 5>>({.training = true}) < tol);
+  CHECK(gradcheck::check_layer<dropout<0.3f>, shape<4, 5>>({.training = false}) < tol);
+}
+
+TEST_CASE("gradcheck: batch_norm in training (batch statistics) and at inference (moving statistics)") {
+  CHECK(gradcheck::check_layer<batch_norm, shape<5>>({.batch = 4}) < tol);
+  CHECK(gradcheck::check_layer<batch_norm, shape<3, 3, 4>>() < tol);
+  CHECK(gradcheck::check_layer<batch_normalization<0.9f, 1e-2f>, shape<2, 6>>() < tol);
+  CHECK(gradcheck::check_layer<batch_norm, shape<3, 3, 4>>({.training = false}) < tol);
+}
+
+TEST_CASE("gradcheck: a small CNN stack, layer by layer") {
+  CHECK(gradcheck::check_layer<conv2d<4, 3, 3, 1, padding::valid, relu>, shape<8, 8, 1>>() < tol);
+  CHECK(gradcheck::check_layer<max_pool2d<2>, shape<6, 6, 4>>() < tol);
+  CHECK(gradcheck::check_layer<batch_norm, shape<3, 3, 4>>() < tol);
+}
+
+TEST_CASE("gradcheck: the l1 and l1_l2 penalties of a conv2d kernel") {
+  auto check_penalty = []<class Spec>() {
+    using L = typename Spec::template bind<shape<4, 4, 2>, double, cpu>;
+    std::vector<double> p(L::parameter_count), gr(L::parameter_count, 0.0);
+    rng g(3);
+    for (auto& v : p) v = g.uniform(-1, 1);
+    layer_slot<double> s{p.data(), gr.data(), nullptr, nullptr};
+    L::add_penalty_gradient(s);
+    double worst = 0;
+    for (std::size_t i = 0; i < L::kernel_count; ++i) {
+      const double keep = p[i];
+      p[i] = keep + 1e-6;
+      const double fp = L::penalty(s);
+      p[i] = keep - 1e-6;
+      const double fm = L::penalty(s);
+      p[i] = keep;
+      worst = std::max(worst, gradcheck::rel_err((fp - fm) / 2e-6, gr[i]));
+    }
+    for (std::size_t i = L::kernel_count; i < L::parameter_count; ++i) CHECK(gr[i] == 0.0);  // bias not regularized
+    return worst;
+  };
+  CHECK(check_penalty.template operator()<conv2d<3, 2, 2, 1, padding::valid, identity, l1<0.01f>>>() < tol);
+  CHECK(check_penalty.template operator()<conv2d<3, 2, 2, 1, padding::valid, identity, l1_l2<0.01f, 0.02f>>>() < tol);
+  CHECK(check_penalty.template operator()<conv2d<3, 2, 2, 1, padding::valid, identity, l2<0.03f>>>() < tol);
+}
