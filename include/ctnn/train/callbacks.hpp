@@ -6,7 +6,8 @@
 //   on_epoch_end, on_train_end.
 // The context exposes epoch, epochs, step (within the epoch), batch_loss,
 // epoch_logs, history, model, optimizer and stop_training (set it to stop
-// after the current batch/epoch). epoch_logger prints one line per epoch.
+// after the current batch/epoch). epoch_logger prints one line per epoch,
+// ending with the input-pipeline verdict (train/input_analysis.hpp).
 #pragma once
 #include <chrono>
 #include <cstddef>
@@ -74,12 +75,15 @@ struct epoch_logger {
         std::snprintf(buf, sizeof buf, "%.2fs", v);
       else if (k == "input_share")
         std::snprintf(buf, sizeof buf, "%.1f%%", 100 * v);
+      else if (k == "input_bound")
+        continue;  // said in words at the end of the line
       else if (k == "learning_rate")
         std::snprintf(buf, sizeof buf, "%.4g", v);
       else
         std::snprintf(buf, sizeof buf, "%.4f", v);
       line += " - " + k + ": " + buf;
     }
+    if (ctx.epoch_logs.contains("input_share")) line += " - " + input_verdict(ctx.epoch_logs["input_share"]);
     *out << line << std::endl;
   }
 };
