@@ -152,7 +152,7 @@ class map_parallel final : public iterator<Out> {
         std::lock_guard lk(m_);
         --busy_;
         if (got || up_error) {
-          r.error = r.error ? r.error : up_error;
+          if (!r.error) r.error = std::move(up_error);  // moved under the lock
           ready_.emplace(seq, std::move(r));
           if (up_error) {
             end_ = std::min(end_, seq + 1);

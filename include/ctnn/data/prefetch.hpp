@@ -77,7 +77,7 @@ class prefetch_iter final : public iterator<E> {
         std::lock_guard lk(m_);
         if (got) queue_.push_back(std::move(e));
         else {
-          error_ = err;
+          error_ = std::move(err);  // released under the lock: the consumer owns it from here
           done_ = true;
         }
       }
