@@ -7,7 +7,9 @@
 
 #include <memory>
 #include <numeric>
+#include <filesystem>
 #include <sstream>
+#include <thread>
 
 using namespace ctnn;
 using data::knob;
@@ -21,7 +23,7 @@ void window(data::tuner& t, double share, double cores = 0.5) {
 
 TEST_CASE("tuner: raises map parallelism while it cuts the wait, reverts what does not help, then says why it stops") {
   std::ostringstream log;
-  data::tuner t({.cores = 4, .memory_bytes = 1 << 20, .log = &log});
+  data::tuner t({.cores = 4, .memory_bytes = 1 << 20, .log = &log, .probe_machine = false});
   auto map = std::make_shared<knob>(knob::map_parallelism, 1, 8);
   t.enlist(map);
   t.enlist(map);  // enlisting twice (every pass) keeps one
@@ -44,7 +46,7 @@ TEST_CASE("tuner: raises map parallelism while it cuts the wait, reverts what do
 }
 
 TEST_CASE("tuner: limited by the CPU budget") {
-  data::tuner t({.cores = 2, .log = nullptr});
+  data::tuner t({.cores = 2, .log = nullptr, .probe_machine = false});
   auto map = std::make_shared<knob>(knob::map_parallelism, 2, 8);
   t.enlist(map);
   window(t, 0.4, 1.95);
@@ -53,7 +55,7 @@ TEST_CASE("tuner: limited by the CPU budget") {
         "limited by the CPU budget: all 2 cores are busy (the process used 1.9); 40% of step time is spent waiting for data");
   CHECK(map->value == 2);
 
-  data::tuner u({.cores = 2, .log = nullptr});
+  data::tuner u({.cores = 2, .log = nullptr, .probe_machine = false});
   auto m2 = std::make_shared<knob>(knob::map_parallelism, 2, 8);
   u.enlist(m2);
   window(u, 0.4, 1.0);
@@ -63,7 +65,7 @@ TEST_CASE("tuner: limited by the CPU budget") {
 }
 
 TEST_CASE("tuner: prefetch depth doubles within the memory budget") {
-  data::tuner t({.cores = 1, .memory_bytes = 1000, .log = nullptr});
+  data::tuner t({.cores = 1, .memory_bytes = 1000, .log = nullptr, .probe_machine = false});
   auto pf = std::make_shared<knob>(knob::prefetch_depth, 1, 64);
   pf->unit_bytes = 200;
   t.enlist(pf);
@@ -80,7 +82,7 @@ TEST_CASE("tuner: prefetch depth doubles within the memory budget") {
 }
 
 TEST_CASE("tuner: says once that the input pipeline is not the bottleneck") {
-  data::tuner t({.log = nullptr});
+  data::tuner t({.log = nullptr, .probe_machine = false});
   auto pf = std::make_shared<knob>(knob::prefetch_depth, 1, 64);
   t.enlist(pf);
   window(t, 0.02);
@@ -91,6 +93,11 @@ TEST_CASE("tuner: says once that the input pipeline is not the bottleneck") {
   CHECK(t.messages()[0] == "input pipeline is not the bottleneck: 2% of step time is spent waiting for data");
   CHECK(pf->value == 1);
   CHECK(t.settled());
+  window(t, 0.5);  // the wait comes back: it tunes again, silently
+  CHECK(pf->value == 2);
+  window(t, 0.5);
+  window(t, 0.5);
+  CHECK(t.messages().size() == 1);
 }
 
 using S4 = data::sample<shape<4>>;
@@ -118,4 +125,16 @@ TEST_CASE("autotune: a pipeline with autotuned map and prefetch trains, within i
   CHECK(h.epochs() == 3);
   CHECK(train.autotuner().messages().size() <= 1);  // whatever this noisy machine measured, said at most once
   if (!train.autotuner().messages().empty()) CHECK(log.str().find("ctnn autotune: ") == 0);
+}
+
+TEST_CASE("tuner: the machine probe reads busy cores from /proc/stat") {
+  data::detail::machine_cpu probe;
+  CHECK(probe.busy_cores() == -1);  // the first call only takes a reference
+  volatile double acc = 0;
+  for (int i = 0; i < 2'000'000; ++i) acc = acc + i;
+  const double busy = probe.busy_cores();
+  if (std::filesystem::exists("/proc/stat")) {
+    CHECK(busy >= 0);
+    CHECK(busy <= double(std::thread::hardware_concurrency()) + 1e-9);
+  }
 }

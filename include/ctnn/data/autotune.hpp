@@ -8,9 +8,11 @@
 // one: while >= 5% of step time is spent waiting it raises one knob (map
 // parallelism +1 up to the core budget, then prefetch depth x2 up to the
 // memory budget) and keeps the change only if the share fell by >= 10%.
+// The reason names the CPU when the process, or the whole machine (other
+// processes, read from /proc/stat), uses >= 85% of the cores.
 // When nothing is left to try, or the wait is already small, it says so
 // once, in plain words with the reason (messages(); also printed to
-// budget.log unless null).
+// budget.log unless null); it goes on tuning if the wait grows again later.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -33,7 +35,36 @@ struct autotune_budget {
   std::size_t cores = std::max(1u, std::thread::hardware_concurrency());  // total map workers
   std::size_t memory_bytes = std::size_t(256) << 20;                       // all prefetch buffers
   std::ostream* log = &std::clog;                                           // where verdicts are said
+  bool probe_machine = true;  // read /proc/stat to tell when other processes take the cores
 };
+
+namespace detail {
+// Cores of the whole machine busy since the previous call, from /proc/stat (-1 if unreadable).
+class machine_cpu {
+ public:
+  double busy_cores() {
+    std::FILE* f = std::fopen("/proc/stat", "r");
+    if (!f) return -1;
+    unsigned long long v[8] = {};
+    const int n = std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                              &v[6], &v[7]);
+    std::fclose(f);
+    if (n < 4) return -1;
+    unsigned long long total = 0;
+    for (auto x : v) total += x;
+    const unsigned long long idle = v[3] + v[4];
+    const double cores = std::max(1u, std::thread::hardware_concurrency());
+    double r = -1;
+    if (total_ && total > total_) r = cores * double((total - idle) - (total_ - idle_)) / double(total - total_);
+    total_ = total;
+    idle_ = idle;
+    return r;
+  }
+
+ private:
+  unsigned long long total_ = 0, idle_ = 0;
+};
+}  // namespace detail
 
 // One tunable value. Stages read `value` from their threads; the tuner writes it.
 struct knob {
@@ -70,6 +101,7 @@ class tuner {
     total_ += step_s;
     cpu_ += cpu_s;
     if (++steps_ < 10 || total_ < 0.05) return;
+    machine_ = budget_.probe_machine ? probe_.busy_cores() : -1;
     decide(wait_ / total_, cpu_ / total_);
     wait_ = total_ = cpu_ = 0;
     steps_ = 0;
@@ -119,9 +151,8 @@ class tuner {
       trial_.reset();
       return;  // the next window measures the settled state
     }
-    if (said_) return;
     if (share < 0.05) {
-      if (++calm_ >= 3)
+      if (++calm_ >= 3 && !said_)
         say("input pipeline is not the bottleneck: " + pct(share) + " of step time is spent waiting for data");
       return;
     }
@@ -146,11 +177,19 @@ class tuner {
       k->value = k->kind == knob::map_parallelism ? k->value + 1 : std::min(k->max, 2 * k->value);
       return;
     }
+    if (said_) return;  // keeps tuning when the wait comes back, but says it once
     const std::string waiting = pct(share) + " of step time is spent waiting for data";
     if (cores_used >= 0.85 * double(budget_.cores)) {
       char b[160];
       std::snprintf(b, sizeof b, "limited by the CPU budget: all %zu cores are busy (the process used %.1f); ",
                     budget_.cores, cores_used);
+      say(b + waiting);
+    } else if (machine_ >= 0.85 * std::max(1u, std::thread::hardware_concurrency())) {
+      char b[200];
+      std::snprintf(b, sizeof b,
+                    "limited by the CPU: all %u cores of the machine are busy (this process uses %.1f of them, other "
+                    "processes the rest); ",
+                    std::max(1u, std::thread::hardware_concurrency()), cores_used);
       say(b + waiting);
     } else if (cpu_capped) {
       say("limited by the CPU budget: map workers use all " + std::to_string(budget_.cores) +
@@ -169,6 +208,8 @@ class tuner {
   mutable std::mutex m_;
   std::vector<std::shared_ptr<knob>> knobs_;
   std::vector<std::string> messages_;
+  detail::machine_cpu probe_;
+  double machine_ = -1;  // busy cores of the machine in the last window (-1: unknown)
   double wait_ = 0, total_ = 0, cpu_ = 0;
   std::size_t steps_ = 0, calm_ = 0;
   std::shared_ptr<knob> trial_;
