@@ -16,8 +16,8 @@ using data::knob;
 
 namespace {
 // One window of 10 steps of 10 ms each, `share` of it waiting, `cores` busy.
-void window(data::tuner& t, double share, double cores = 0.5) {
-  for (int i = 0; i < 10; ++i) t.observe(0.01 * share, 0.01, 0.01 * cores);
+void window(data::tuner& t, double share, double cores = 0.5, double step = 0.01) {
+  for (int i = 0; i < 10; ++i) t.observe(step * share, step, step * cores);
 }
 }  // namespace
 
@@ -43,6 +43,16 @@ TEST_CASE("tuner: raises map parallelism while it cuts the wait, reverts what do
   window(t, 0.3);
   window(t, 0.01);
   CHECK(t.messages().size() == 1);  // said once
+}
+
+TEST_CASE("tuner: a change that cuts the wait but slows the steps is reverted") {
+  data::tuner t({.cores = 4, .log = nullptr, .probe_machine = false});
+  auto map = std::make_shared<knob>(knob::map_parallelism, 1, 8);
+  t.enlist(map);
+  window(t, 0.4, 0.5, 0.010);  // 4 ms waiting per 10 ms step
+  CHECK(map->value == 2);
+  window(t, 0.25, 0.5, 0.012);  // 3 ms waiting, but 12 ms steps: the workers took the model's cores
+  CHECK(map->value == 1);
 }
 
 TEST_CASE("tuner: limited by the CPU budget") {

@@ -7,7 +7,8 @@
 // steps and >= 50 ms) the tuner compares the waiting share with the previous
 // one: while >= 5% of step time is spent waiting it raises one knob (map
 // parallelism +1 up to the core budget, then prefetch depth x2 up to the
-// memory budget) and keeps the change only if the share fell by >= 10%.
+// memory budget) and keeps the change only if the next window's mean wait
+// per step fell by >= 10% and its mean step time did not grow by > 2%.
 // The reason names the CPU when the process, or the whole machine (other
 // processes, read from /proc/stat), uses >= 85% of the cores.
 // When nothing is left to try, or the wait is already small, it says so
@@ -102,7 +103,7 @@ class tuner {
     cpu_ += cpu_s;
     if (++steps_ < 10 || total_ < 0.05) return;
     machine_ = budget_.probe_machine ? probe_.busy_cores() : -1;
-    decide(wait_ / total_, cpu_ / total_);
+    decide(wait_ / total_, cpu_ / total_, wait_ / double(steps_), total_ / double(steps_));
     wait_ = total_ = cpu_ = 0;
     steps_ = 0;
   }
@@ -140,9 +141,12 @@ class tuner {
     if (budget_.log) *budget_.log << "ctnn autotune: " << s << std::endl;
   }
 
-  void decide(double share, double cores_used) {
+  // share: waiting / step time; wait, step: mean seconds per step in the window.
+  void decide(double share, double cores_used, double wait, double step) {
     if (trial_) {
-      if (share <= trial_before_ * 0.9) {
+      // Kept only if the wait fell by >= 10% without making the steps slower
+      // (more workers can steal the cores the model computes on).
+      if (wait <= trial_wait_ * 0.9 && step <= trial_step_ * 1.02) {
         trial_->exhausted = false;
       } else {
         trial_->value = trial_old_;  // no gain: back to what it was, and do not try it again
@@ -173,7 +177,8 @@ class tuner {
       }
       trial_ = k;
       trial_old_ = k->value;
-      trial_before_ = share;
+      trial_wait_ = wait;
+      trial_step_ = step;
       k->value = k->kind == knob::map_parallelism ? k->value + 1 : std::min(k->max, 2 * k->value);
       return;
     }
@@ -214,7 +219,7 @@ class tuner {
   std::size_t steps_ = 0, calm_ = 0;
   std::shared_ptr<knob> trial_;
   std::size_t trial_old_ = 0;
-  double trial_before_ = 0;
+  double trial_wait_ = 0, trial_step_ = 0;
   bool said_ = false;
 };
 
