@@ -4,6 +4,7 @@
 #include <ctnn/data/pipeline.hpp>
 #include <ctnn/data/prefetch.hpp>
 
+#include <algorithm>
 #include <numeric>
 #include <stdexcept>
 #include <vector>
@@ -61,4 +62,19 @@ TEST_CASE("prefetch: destroying a cursor stops a producer that is ahead or block
     for (int k = 0; k < i % 4; ++k) REQUIRE(c.next(s));
   }
   CHECK(labels(d.take(7)) == std::vector<int>{0, 1, 2, 3, 4, 0, 1});
+}
+
+TEST_CASE("prefetch: a cursor outlives the dataset it came from") {
+  auto c = [] {
+    auto d = numbers(5).shuffle(5, 1).repeat().prefetch(data::autotune).map([](S1 s) { return s; }, data::autotune);
+    return d.open(0);
+  }();
+  S1 s;
+  std::vector<int> seen;
+  for (int i = 0; i < 20; ++i) {
+    REQUIRE(c.next(s));
+    seen.push_back(s.y[0]);
+  }
+  std::sort(seen.begin(), seen.begin() + 5);
+  CHECK(std::vector<int>(seen.begin(), seen.begin() + 5) == std::vector<int>{0, 1, 2, 3, 4});
 }

@@ -116,8 +116,8 @@ class dataset : public detail::dataset_types<E> {
    private:
     friend class dataset;
     using clock = std::chrono::steady_clock;
+    std::shared_ptr<tuner> tuner_;  // before it_: outlives the threads, which may enlist knobs until joined
     iterator_ptr<E> it_;
-    std::shared_ptr<tuner> tuner_;
     bool timed_ = false, have_last_ = false;
     clock::time_point last_{};
     double last_cpu_ = 0;
