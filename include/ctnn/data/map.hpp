@@ -5,7 +5,8 @@
 // the next element from upstream (one at a time, under a lock), apply f and
 // hand the result back; at most 2 * workers results wait ahead of the
 // consumer. Results come out in input order unless order::any was asked for.
-// Autotune starts `budget.cores` workers and lets knob.value of them work.
+// With autotune it starts max(2, hardware cores, budget cores) workers and
+// lets knob.value of them work.
 // If f throws on element i, the elements before i are delivered and then
 // next() throws pipeline_error("map: the function threw on element i of pass
 // e: ...") with f's exception nested; an upstream exception is rethrown as
