@@ -325,7 +325,7 @@ TEST_CASE("csv_logger: sorted keys, 0-based epochs, NA, append keeps the header 
   auto h = fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt, make_xor().batch(2), epochs{3}, accuracy{},
                fresh);
   const std::string text = slurp(file);
-  CHECK(text.rfind("epoch,accuracy,compute_seconds,data_seconds,input_share,learning_rate,loss,seconds\n0,", 0) == 0);
+  CHECK(text.rfind("epoch,accuracy,compute_seconds,data_seconds,input_bound,input_share,learning_rate,loss,seconds\n0,", 0) == 0);
   CHECK(std::count(text.begin(), text.end(), '\n') == 4);
   CHECK(text.find("\n2,") != std::string::npos);
   CHECK(text.find(detail::format_number(h["loss"][2])) != std::string::npos);

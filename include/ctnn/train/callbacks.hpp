@@ -7,7 +7,8 @@
 // The context exposes epoch, epochs, step (within the epoch), batch_loss,
 // epoch_logs, history, model, optimizer and stop_training (set it to stop
 // after the current batch/epoch) and, during an epoch, running_logs() (the
-// loss and metrics so far). epoch_logger prints one line per epoch; the Keras
+// loss and metrics so far). epoch_logger prints one line per epoch,
+// ending with the input-pipeline verdict (train/input_analysis.hpp); the Keras
 // callbacks live one per header beside this one (early_stopping.hpp, ...).
 #pragma once
 #include <chrono>
@@ -78,12 +79,15 @@ struct epoch_logger {
         std::snprintf(buf, sizeof buf, "%.2fs", v);
       else if (k == "input_share")
         std::snprintf(buf, sizeof buf, "%.1f%%", 100 * v);
+      else if (k == "input_bound")
+        continue;  // said in words at the end of the line
       else if (k == "learning_rate")
         std::snprintf(buf, sizeof buf, "%.4g", v);
       else
         std::snprintf(buf, sizeof buf, "%.4f", v);
       line += " - " + k + ": " + buf;
     }
+    if (ctx.epoch_logs.contains("input_share")) line += " - " + input_verdict(ctx.epoch_logs["input_share"]);
     *out << line << std::endl;
   }
 };

@@ -7,8 +7,8 @@
 // time), forward, loss + regularization penalties, backward, one optimizer
 // update (timed as compute). Per epoch the logs hold loss, each metric,
 // val_loss and val_<metric> when validation data is given, learning_rate,
-// seconds, data_seconds, compute_seconds and input_share (data time / step
-// time). A non-finite loss throws ctnn::numeric_error naming the epoch and
+// seconds, data_seconds, compute_seconds, input_share (data time / step
+// time) and input_bound (0 not, 1 moderately, 2 highly; train/input_analysis.hpp). A non-finite loss throws ctnn::numeric_error naming the epoch and
 // step, unless a callback sets stop_training in on_batch_end (then the bad
 // update is not applied). An optimizer with a step(model, w, g, slots, n)
 // member (with_options) applies its own update and counts it, and its
@@ -34,6 +34,7 @@
 #include "../metrics/metric.hpp"
 #include "callbacks.hpp"
 #include "history.hpp"
+#include "input_analysis.hpp"
 #include "model.hpp"
 
 namespace ctnn {
@@ -244,6 +245,7 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
     l.set("data_seconds", data_s);
     l.set("compute_seconds", compute_s);
     l.set("input_share", data_s + compute_s > 0 ? data_s / (data_s + compute_s) : 0.0);
+    l.set("input_bound", double(int(input_bound(l["input_share"]))));
     CTNN_FIT_HOOK(on_epoch_end);
     hist.append(ctx.epoch_logs);
   }

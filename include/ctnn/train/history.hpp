@@ -3,7 +3,7 @@
 // logs: ordered (name, value) pairs, as Keras' logs dict ("loss",
 // "accuracy", "val_loss", ...). history: for every key, one value per epoch;
 // history["loss"] throws std::out_of_range naming the key and the keys there
-// are.
+// are. input_verdict(epoch) says whether that epoch was input-bound.
 #pragma once
 #include <cstddef>
 #include <map>
@@ -11,6 +11,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "input_analysis.hpp"
 
 namespace ctnn {
 
@@ -57,6 +59,13 @@ struct history {
       throw std::out_of_range("history: no key '" + k + "' (it has: " + have + ")");
     }
     return it->second;
+  }
+  // "moderately input-bound: 7.3% of step time is spent waiting for data" (0-based epoch).
+  std::string input_verdict(std::size_t epoch) const {
+    const auto& v = (*this)["input_share"];
+    if (epoch >= v.size())
+      throw std::out_of_range("history: no epoch " + std::to_string(epoch) + " (it has " + std::to_string(v.size()) + ")");
+    return ctnn::input_verdict(v[epoch]);
   }
 };
 

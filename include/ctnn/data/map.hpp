@@ -1,0 +1,229 @@
+// ctnn/data/map.hpp — the map stage: f applied to every element, on worker threads.
+//
+// map_stage<In, Out, F>: Out = f(In). With parallelism 1 f runs in the
+// caller's thread. With parallelism p > 1 (or autotune) p workers each pull
+// the next element from upstream (one at a time, under a lock), apply f and
+// hand the result back; at most 2 * workers results wait ahead of the
+// consumer. Results come out in input order unless order::any was asked for.
+// With autotune it starts max(2, hardware cores, budget cores) workers and
+// lets knob.value of them work.
+// If f throws on element i, the elements before i are delivered and then
+// next() throws pipeline_error("map: the function threw on element i of pass
+// e: ...") with f's exception nested; an upstream exception is rethrown as
+// is, after the elements before it. Destroying the iterator stops and joins
+// every worker (a worker inside f finishes that call first).
+#pragma once
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "stage.hpp"
+
+namespace ctnn::data {
+
+enum class order { preserved, any };
+
+// A map's parallelism: a number of workers, or autotune.
+struct parallelism {
+  std::size_t workers = 1;
+  bool tuned = false;
+  parallelism(std::size_t n = 1) : workers(n) {  // NOLINT: implicit on purpose
+    if (n == 0) throw std::invalid_argument("map: parallelism must be >= 1 (or data::autotune), got 0");
+  }
+  parallelism(autotune_t) : tuned(true) {}  // NOLINT
+};
+
+namespace detail {
+
+template <class In, class Out, class F>
+class map_inline final : public iterator<Out> {
+ public:
+  map_inline(iterator_ptr<In> up, std::shared_ptr<const F> f, std::size_t epoch)
+      : up_(std::move(up)), f_(std::move(f)), epoch_(epoch) {}
+  bool next(Out& out) override {
+    if (!up_->next(in_)) return false;
+    const std::size_t i = index_++;
+    try {
+      out = (*f_)(std::move(in_));
+    } catch (...) {
+      rethrow_user_error(std::current_exception(), "map", i, epoch_);
+    }
+    return true;
+  }
+
+ private:
+  iterator_ptr<In> up_;
+  std::shared_ptr<const F> f_;
+  std::size_t epoch_, index_ = 0;
+  In in_{};
+};
+
+template <class In, class Out, class F>
+class map_parallel final : public iterator<Out> {
+  struct result {
+    Out value{};
+    std::exception_ptr error;
+    bool from_f = false;  // error thrown by f (else by upstream)
+    std::size_t index = 0;
+  };
+
+ public:
+  map_parallel(iterator_ptr<In> up, std::shared_ptr<const F> f, std::size_t workers, std::shared_ptr<knob> k,
+               order o, std::size_t epoch)
+      : up_(std::move(up)), f_(std::move(f)), knob_(std::move(k)), ordered_(o == order::preserved), epoch_(epoch),
+        workers_(workers), window_(2 * workers) {
+    try {
+      for (std::size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
+    } catch (...) {
+      stop();
+      throw;
+    }
+  }
+  ~map_parallel() override { stop(); }
+
+  bool next(Out& out) override {
+    std::unique_lock lk(m_);
+    typename std::map<std::size_t, result>::iterator it;
+    for (;;) {
+      it = ordered_ ? ready_.find(delivered_) : ready_.begin();
+      if (it != ready_.end()) break;
+      if (delivered_ >= end_) return false;
+      consumer_cv_.wait(lk);
+    }
+    result r = std::move(it->second);
+    ready_.erase(it);
+    ++delivered_;
+    --reserved_;
+    lk.unlock();
+    worker_cv_.notify_all();
+    if (r.error) {
+      if (r.from_f) rethrow_user_error(r.error, "map", r.index, epoch_);
+      std::rethrow_exception(r.error);
+    }
+    out = std::move(r.value);
+    return true;
+  }
+
+ private:
+  std::size_t limit() const { return knob_ ? std::min(knob_->value.load(), workers_) : workers_; }
+
+  void work() {
+    for (;;) {
+      {
+        std::unique_lock lk(m_);
+        worker_cv_.wait(lk, [&] { return stop_ || upstream_done_ || (reserved_ < window_ && busy_ < limit()); });
+        if (stop_ || upstream_done_) return;
+        ++reserved_;
+        ++busy_;
+      }
+      In in{};
+      bool got = false;
+      std::exception_ptr up_error;
+      std::size_t seq = 0;
+      {
+        std::lock_guard pl(pull_m_);
+        seq = pulled_++;
+        if (!upstream_finished_) {
+          try {
+            got = up_->next(in);
+          } catch (...) {
+            up_error = std::current_exception();
+          }
+          if (!got) upstream_finished_ = true;
+        }
+      }
+      result r;
+      r.index = seq;
+      if (got) {
+        try {
+          r.value = (*f_)(std::move(in));
+        } catch (...) {
+          r.error = std::current_exception();
+          r.from_f = true;
+        }
+      }
+      {
+        std::lock_guard lk(m_);
+        --busy_;
+        if (got || up_error) {
+          if (!r.error) r.error = std::move(up_error);  // moved under the lock
+          ready_.emplace(seq, std::move(r));
+          if (up_error) {
+            end_ = std::min(end_, seq + 1);
+            upstream_done_ = true;
+          }
+        } else {
+          --reserved_;
+          end_ = std::min(end_, seq);
+          upstream_done_ = true;
+        }
+      }
+      consumer_cv_.notify_all();
+      worker_cv_.notify_all();
+    }
+  }
+
+  void stop() {
+    {
+      std::lock_guard lk(m_);
+      stop_ = true;
+    }
+    worker_cv_.notify_all();
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+
+  iterator_ptr<In> up_;
+  std::shared_ptr<const F> f_;
+  std::shared_ptr<knob> knob_;
+  bool ordered_;
+  std::size_t epoch_, workers_, window_;
+
+  std::mutex pull_m_;  // guards up_, pulled_, upstream_finished_
+  std::size_t pulled_ = 0;
+  bool upstream_finished_ = false;
+
+  std::mutex m_;  // guards everything below
+  std::condition_variable worker_cv_, consumer_cv_;
+  std::map<std::size_t, result> ready_;
+  std::size_t reserved_ = 0, busy_ = 0, delivered_ = 0, end_ = std::size_t(-1);
+  bool stop_ = false, upstream_done_ = false;
+  std::vector<std::thread> threads_;  // last: started after everything above exists
+};
+
+}  // namespace detail
+
+template <class In, class Out, class F>
+class map_stage final : public stage<Out> {
+ public:
+  map_stage(stage_ptr<In> up, F f, parallelism p, order o, std::size_t tuned_workers)
+      : up_(std::move(up)), f_(std::make_shared<const F>(std::move(f))), p_(p), order_(o) {
+    if (p.tuned) knob_ = std::make_shared<knob>(knob::map_parallelism, 1, std::max<std::size_t>(1, tuned_workers));
+  }
+  iterator_ptr<Out> open(const open_context& ctx) const override {
+    auto up = up_->open(ctx);
+    if (knob_) {
+      if (ctx.tune) ctx.tune->enlist(knob_);
+      return std::make_unique<detail::map_parallel<In, Out, F>>(std::move(up), f_, knob_->max, knob_, order_, ctx.epoch);
+    }
+    if (p_.workers == 1) return std::make_unique<detail::map_inline<In, Out, F>>(std::move(up), f_, ctx.epoch);
+    return std::make_unique<detail::map_parallel<In, Out, F>>(std::move(up), f_, p_.workers, nullptr, order_, ctx.epoch);
+  }
+  const std::shared_ptr<knob>& tuned() const { return knob_; }
+
+ private:
+  stage_ptr<In> up_;
+  std::shared_ptr<const F> f_;
+  parallelism p_;
+  order order_;
+  std::shared_ptr<knob> knob_;
+};
+
+}  // namespace ctnn::data

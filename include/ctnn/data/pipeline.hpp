@@ -1,0 +1,220 @@
+// ctnn/data/pipeline.hpp — data::dataset<E>: a typed, concurrent input pipeline (tf.data style).
+//
+// A dataset<E> yields elements of type E: sample<S, K, T> from a source
+// (from_tensors, from(in_memory), from_idx, from_csv), batch_of<S, K, T>
+// after .batch(n). Every method returns a new dataset sharing the stages
+// before it: map(f, parallelism, order), filter(p), shuffle(buffer, seed),
+// batch(n, drop_remainder), cache() / cache(path), prefetch(n | autotune),
+// repeat(count), take(n), skip(n). A dataset of batches satisfies
+// data::Dataset, so fit() takes it and checks its sample shape, target kind
+// and value type against the network at compile time. open(pass) starts one
+// pass; its cursor reports step timings to the dataset's tuner when a stage
+// is autotuned. Destroying a cursor stops and joins every thread of the pass.
+#pragma once
+#include <time.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "batch.hpp"
+#include "cache.hpp"
+#include "csv.hpp"
+#include "element.hpp"
+#include "idx_files.hpp"
+#include "in_memory.hpp"
+#include "map.hpp"
+#include "prefetch.hpp"
+#include "stage.hpp"
+#include "stages.hpp"
+
+namespace ctnn::data {
+
+namespace detail {
+template <class E>
+struct dataset_types {};
+template <class S, class K, class T>
+struct dataset_types<batch_of<S, K, T>> {
+  using sample_shape = S;
+  using target_kind = K;
+  using value_type = T;
+};
+
+inline double process_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+template <Shape S, class K, class T>
+class in_memory_stage final : public stage<sample<S, K, T>> {
+  using E = sample<S, K, T>;
+  struct iter final : iterator<E> {
+    in_memory<S, K, T> d;
+    std::size_t i = 0;
+    explicit iter(const in_memory<S, K, T>& src) : d(src) {}
+    bool next(E& out) override {
+      if (i == d.size()) return false;
+      out.x.assign(d.features() + i * S::size, d.features() + (i + 1) * S::size);
+      out.y.assign(d.targets() + i * K::width, d.targets() + (i + 1) * K::width);
+      ++i;
+      return true;
+    }
+  };
+
+ public:
+  explicit in_memory_stage(in_memory<S, K, T> d) : d_(std::move(d)) {}
+  iterator_ptr<E> open(const open_context&) const override { return std::make_unique<iter>(d_); }
+
+ private:
+  in_memory<S, K, T> d_;
+};
+}  // namespace detail
+
+template <class E>
+class dataset : public detail::dataset_types<E> {
+ public:
+  using element_type = E;
+
+  explicit dataset(stage_ptr<E> s, std::shared_ptr<tuner> t = nullptr)
+      : stage_(std::move(s)), tuner_(t ? std::move(t) : std::make_shared<tuner>()) {}
+
+  class cursor {
+   public:
+    bool next(E& out) {
+      if (!timed_) return it_->next(out);
+      const auto t0 = clock::now();
+      const bool got = it_->next(out);
+      const auto t1 = clock::now();
+      const double cpu = detail::process_cpu_seconds();
+      if (have_last_)
+        tuner_->observe(std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t1 - last_).count(),
+                        cpu - last_cpu_);
+      last_ = t1;
+      last_cpu_ = cpu;
+      have_last_ = true;
+      return got;
+    }
+    // What the trainer calls: the batch's vectors are swapped in, so no copy is made.
+    template <class B>
+      requires Batch<E> && std::is_same_v<B, minibatch<typename E::value_type, typename E::target_kind>>
+    bool next(B& b) {
+      if (!next(buf_)) return false;
+      b.x.swap(buf_.x);
+      b.y.swap(buf_.y);
+      b.size = buf_.size;
+      return true;
+    }
+
+   private:
+    friend class dataset;
+    using clock = std::chrono::steady_clock;
+    std::shared_ptr<tuner> tuner_;  // before it_: outlives the threads, which may enlist knobs until joined
+    iterator_ptr<E> it_;
+    bool timed_ = false, have_last_ = false;
+    clock::time_point last_{};
+    double last_cpu_ = 0;
+    E buf_{};
+  };
+
+  cursor open(std::size_t pass) const {
+    cursor c;
+    c.it_ = stage_->open(open_context{pass, tuner_.get()});
+    c.tuner_ = tuner_;
+    c.timed_ = tuner_->active();
+    return c;
+  }
+
+  template <class F>
+    requires std::invocable<const F&, E&&>
+  auto map(F f, parallelism p = 1, order o = order::preserved) const {
+    using R = std::remove_cvref_t<std::invoke_result_t<const F&, E&&>>;
+    static_assert(std::is_default_constructible_v<R> && std::is_move_assignable_v<R>,
+                  "map: the function must return a default-constructible, movable element");
+    const std::size_t tuned_workers = std::max<std::size_t>(
+        {std::size_t(2), std::size_t(std::thread::hardware_concurrency()), tuner_->budget().cores});
+    return dataset<R>(std::make_shared<map_stage<E, R, F>>(stage_, std::move(f), p, o, tuned_workers), tuner_);
+  }
+  template <class P>
+    requires std::predicate<const P&, const E&>
+  dataset filter(P p) const {
+    return dataset(std::make_shared<filter_stage<E, P>>(stage_, std::move(p)), tuner_);
+  }
+  dataset shuffle(std::size_t buffer, std::uint64_t seed) const {
+    return dataset(std::make_shared<shuffle_stage<E>>(stage_, buffer, seed), tuner_);
+  }
+  auto batch(std::size_t n, bool drop_remainder = false) const
+    requires Sample<E>
+  {
+    using S = typename E::sample_shape;
+    using K = typename E::target_kind;
+    using T = typename E::value_type;
+    return dataset<batch_of<S, K, T>>(std::make_shared<batch_stage<S, K, T>>(stage_, n, drop_remainder), tuner_);
+  }
+  dataset cache() const { return dataset(std::make_shared<memory_cache_stage<E>>(stage_), tuner_); }
+  dataset cache(const std::filesystem::path& file) const
+    requires Sample<E> || Batch<E>
+  {
+    return dataset(std::make_shared<file_cache_stage<E>>(stage_, file), tuner_);
+  }
+  dataset prefetch(std::size_t depth) const {
+    return dataset(std::make_shared<prefetch_stage<E>>(stage_, depth), tuner_);
+  }
+  dataset prefetch(autotune_t a) const { return dataset(std::make_shared<prefetch_stage<E>>(stage_, a), tuner_); }
+  dataset repeat(std::size_t count = forever) const {
+    return dataset(std::make_shared<repeat_stage<E>>(stage_, count), tuner_);
+  }
+  dataset take(std::size_t n) const { return dataset(std::make_shared<take_stage<E>>(stage_, n), tuner_); }
+  dataset skip(std::size_t n) const { return dataset(std::make_shared<skip_stage<E>>(stage_, n), tuner_); }
+
+  // The same pipeline with its own tuner and this budget (cores for map workers,
+  // bytes for prefetch buffers, where verdicts are printed).
+  dataset with_budget(const autotune_budget& b) const { return dataset(stage_, std::make_shared<tuner>(b)); }
+  const tuner& autotuner() const { return *tuner_; }
+
+ private:
+  stage_ptr<E> stage_;
+  std::shared_ptr<tuner> tuner_;
+};
+
+// ---- sources ----
+
+template <Shape S, class K = sparse_labels, class T = float>
+dataset<sample<S, K, T>> from_tensors(std::vector<T> x, std::vector<target_element_t<K, T>> y) {
+  return dataset<sample<S, K, T>>(std::make_shared<tensors_stage<S, K, T>>(std::move(x), std::move(y)));
+}
+
+// The samples of an in_memory dataset (after its take/skip; its batch and shuffle settings do not apply).
+template <Shape S, class K, class T>
+dataset<sample<S, K, T>> from(const in_memory<S, K, T>& d) {
+  return dataset<sample<S, K, T>>(std::make_shared<detail::in_memory_stage<S, K, T>>(d));
+}
+
+template <Shape S, class K = sparse_labels, class T = float>
+dataset<sample<S, K, T>> from_idx(std::vector<idx_shard> shards, double scale = 1.0) {
+  if (shards.empty()) throw std::invalid_argument("from_idx: no file given");
+  return dataset<sample<S, K, T>>(std::make_shared<idx_files_stage<S, K, T>>(std::move(shards), scale));
+}
+template <Shape S, class K = sparse_labels, class T = float>
+dataset<sample<S, K, T>> from_idx(const std::filesystem::path& images, const std::filesystem::path& labels,
+                                  double scale = 1.0) {
+  return from_idx<S, K, T>(std::vector<idx_shard>{{images, labels}}, scale);
+}
+
+template <Shape S, class K = sparse_labels, class T = float>
+dataset<sample<S, K, T>> from_csv(std::vector<std::filesystem::path> files, csv_options opt = {}) {
+  return dataset<sample<S, K, T>>(std::make_shared<csv_stage<S, K, T>>(std::move(files), opt));
+}
+template <Shape S, class K = sparse_labels, class T = float>
+dataset<sample<S, K, T>> from_csv(const std::filesystem::path& file, csv_options opt = {}) {
+  return from_csv<S, K, T>(std::vector<std::filesystem::path>{file}, opt);
+}
+
+}  // namespace ctnn::data

@@ -1,0 +1,96 @@
+// csv.hpp: rows as samples, and errors naming file, line and column.
+#include <doctest/doctest.h>
+
+#include <ctnn/data/csv.hpp>
+#include <ctnn/data/pipeline.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+using namespace ctnn;
+namespace fs = std::filesystem;
+
+namespace {
+struct tmpdir {
+  fs::path p;
+  tmpdir() {
+    p = fs::temp_directory_path() / ("ctnn_csv_" + std::to_string(::getpid()));
+    fs::create_directories(p);
+  }
+  ~tmpdir() { fs::remove_all(p); }
+  fs::path write(const std::string& name, const std::string& text) const {
+    std::ofstream(p / name) << text;
+    return p / name;
+  }
+};
+template <class E>
+std::vector<E> all(const data::dataset<E>& d) {
+  std::vector<E> out;
+  auto c = d.open(0);
+  E e;
+  while (c.next(e)) out.push_back(e);
+  return out;
+}
+using S3 = data::sample<shape<3>>;
+}  // namespace
+
+TEST_CASE("from_csv: label first, features after; header, CRLF and blank lines") {
+  tmpdir t;
+  const auto f = t.write("a.csv", "label,a,b,c\r\n2, 0.5,1,-3\r\n\r\n0,1e-2,+2,4\r\n");
+  auto rows = all(data::from_csv<shape<3>>(f, {.header = true}));
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].y[0] == 2);
+  CHECK(rows[0].x == std::vector<float>{0.5f, 1, -3});
+  CHECK(rows[1].x == std::vector<float>{0.01f, 2, 4});
+}
+
+TEST_CASE("from_csv: dense targets last, another delimiter, several files in order") {
+  tmpdir t;
+  using K = dense_targets<shape<2>>;
+  const auto f1 = t.write("1.csv", "1;2;3;0.5;0.25\n");
+  const auto f2 = t.write("2.csv", "4;5;6;1;0\n");
+  auto rows = all(data::from_csv<shape<3>, K>({f1, f2}, {.delimiter = ';', .targets_first = false}));
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].x == std::vector<float>{1, 2, 3});
+  CHECK(rows[0].y == std::vector<float>{0.5f, 0.25f});
+  CHECK(rows[1].y == std::vector<float>{1, 0});
+}
+
+TEST_CASE("from_csv: every bad row is reported with file, line and column") {
+  tmpdir t;
+  auto err = [&](const std::string& text) {
+    const auto f = t.write("bad.csv", text);
+    try {
+      (void)all(data::from_csv<shape<3>>(f));
+    } catch (const data::csv_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string at = "from_csv: " + (t.p / "bad.csv").string();
+  CHECK(err("1,2,3,4\n1,2,x,4\n") == at + ":2:3: 'x' is not a number");
+  CHECK(err("1,2,3,4\n1,2,,4\n") == at + ":2:3: '' is not a number");
+  CHECK(err("1,2,3\n") == at + ":1: 3 columns, a sample needs 4 (3 features + 1 targets)");
+  CHECK(err("1,2,3,4,5\n") == at + ":1:5: more than the 4 columns a sample needs (3 features + 1 targets)");
+  CHECK(err("0,1,2,3\n-1,2,3,4\n") == at + ":2:1: '-1' is not a class label (a non-negative integer)");
+  CHECK(err("2.5,2,3,4\n") == at + ":1:1: '2.5' is not a class label (a non-negative integer)");
+  CHECK_THROWS_WITH_AS(all(data::from_csv<shape<3>>(t.p / "missing.csv")), doctest::Contains("missing.csv: cannot open"),
+                       data::csv_error);
+}
+
+TEST_CASE("from_csv: a bad row in a later file comes after the good rows, through prefetch") {
+  tmpdir t;
+  const auto good = t.write("good.csv", "1,1,1,1\n2,2,2,2\n");
+  const auto bad = t.write("bad.csv", "3,3,3,3\n4,4,oops,4\n");
+  auto d = data::from_csv<shape<3>>({good, bad}).map([](S3 s) { return s; }, 2).prefetch(2);
+  auto c = d.open(0);
+  S3 s;
+  for (int want : {1, 2, 3}) {
+    REQUIRE(c.next(s));
+    CHECK(s.y[0] == want);
+  }
+  CHECK_THROWS_WITH_AS(c.next(s), doctest::Contains("bad.csv:2:3: 'oops' is not a number"), data::csv_error);
+}

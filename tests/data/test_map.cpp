@@ -1,0 +1,164 @@
+// map.hpp, stage.hpp: parallel map order, errors naming the element, and stopping early.
+#include <doctest/doctest.h>
+
+#include <ctnn/data/map.hpp>
+#include <ctnn/data/pipeline.hpp>
+#include <ctnn/data/stage.hpp>
+#include <ctnn/ctnn.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <numeric>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+using namespace ctnn;
+using S1 = data::sample<shape<1>>;
+
+namespace {
+data::dataset<S1> numbers(std::size_t n) {
+  std::vector<float> x(n);
+  std::vector<int> y(n);
+  std::iota(x.begin(), x.end(), 0.f);
+  std::iota(y.begin(), y.end(), 0);
+  return data::from_tensors<shape<1>>(x, y);
+}
+std::vector<int> labels(const data::dataset<S1>& d) {
+  std::vector<int> out;
+  auto c = d.open(0);
+  S1 s;
+  while (c.next(s)) out.push_back(s.y[0]);
+  return out;
+}
+// A map whose cost varies per element, so workers finish out of order.
+struct jittery {
+  std::atomic<int>* in_flight;
+  S1 operator()(S1 s) const {
+    ++*in_flight;
+    volatile double acc = 0;
+    for (int i = 0; i < (s.y[0] % 4) * 2000; ++i) acc = acc + i;
+    s.x[0] = s.x[0] * 2 + 1;
+    --*in_flight;
+    return s;
+  }
+};
+}  // namespace
+
+TEST_CASE("map: parallel workers preserve the input order by default") {
+  std::atomic<int> in_flight{0};
+  const auto serial = labels(numbers(200).map(jittery{&in_flight}));
+  CHECK(serial == labels(numbers(200)));
+  for (std::size_t p : {2, 3, 8}) CHECK(labels(numbers(200).map(jittery{&in_flight}, p)) == serial);
+  auto c = numbers(10).map(jittery{&in_flight}, 3).open(0);
+  S1 s;
+  for (int i = 0; i < 10; ++i) {
+    REQUIRE(c.next(s));
+    CHECK(s.x[0] == float(2 * i + 1));
+  }
+  CHECK_FALSE(c.next(s));
+  CHECK_THROWS_WITH_AS(numbers(3).map(jittery{&in_flight}, 0), doctest::Contains("map: parallelism must be >= 1"),
+                       std::invalid_argument);
+}
+
+TEST_CASE("map: order::any delivers every element exactly once") {
+  std::atomic<int> in_flight{0};
+  auto got = labels(numbers(300).map(jittery{&in_flight}, 4, data::order::any));
+  std::sort(got.begin(), got.end());
+  CHECK(got == labels(numbers(300)));
+}
+
+TEST_CASE("map: an exception in f reaches the consumer naming the element, after the elements before it") {
+  auto f = [](S1 s) {
+    if (s.y[0] == 7) throw std::domain_error("bad pixel");
+    return s;
+  };
+  for (std::size_t p : {1, 2, 4}) {
+    CAPTURE(p);
+    auto c = numbers(20).map(f, p).open(3);
+    S1 s;
+    for (int i = 0; i < 7; ++i) {
+      REQUIRE(c.next(s));
+      CHECK(s.y[0] == i);
+    }
+    try {
+      c.next(s);
+      FAIL("no exception");
+    } catch (const data::pipeline_error& e) {
+      CHECK(std::string(e.what()) == "map: the function threw on element 7 of pass 3: bad pixel");
+      CHECK_THROWS_AS(std::rethrow_if_nested(e), std::domain_error);  // the original is nested
+    }
+  }
+  // Unordered too names the element.
+  CHECK_THROWS_WITH_AS(labels(numbers(50).map(f, 3, data::order::any)), doctest::Contains("element 7 of pass 0: bad pixel"),
+                       data::pipeline_error);
+}
+
+TEST_CASE("map: an upstream exception is rethrown unchanged through workers and prefetch") {
+  auto up = numbers(10).filter([](const S1& s) -> bool {
+    if (s.y[0] == 5) throw std::out_of_range("upstream");
+    return true;
+  });
+  for (std::size_t p : {2, 3}) {
+    auto c = up.map([](S1 s) { return s; }, p).prefetch(2).open(0);
+    S1 s;
+    for (int i = 0; i < 5; ++i) REQUIRE(c.next(s));
+    CHECK_THROWS_WITH_AS(c.next(s), doctest::Contains("filter: the function threw on element 5"), data::pipeline_error);
+  }
+}
+
+TEST_CASE("map: stopping early joins every worker (break, destroyed cursor, endless upstream)") {
+  std::atomic<int> in_flight{0};
+  std::atomic<long> calls{0};
+  auto f = [&](S1 s) {
+    ++in_flight;
+    ++calls;
+    std::this_thread::yield();
+    --in_flight;
+    return s;
+  };
+  auto endless = numbers(13).repeat().map(f, 3).prefetch(4).map(f, 2, data::order::any).prefetch(2);
+  for (int round = 0; round < 50; ++round) {
+    auto c = endless.open(std::size_t(round));
+    S1 s;
+    for (int i = 0; i < round % 7; ++i) REQUIRE(c.next(s));
+  }  // each cursor is destroyed with its workers mid-stream
+  CHECK(in_flight == 0);
+  const long after = calls;
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  CHECK(calls == after);  // no worker outlived its cursor
+}
+
+using net = sequential<input<1>, dense<2>>;
+struct stop_after {
+  std::size_t steps;
+  template <class Ctx>
+  void on_batch_end(Ctx& ctx) {
+    if (ctx.step + 1 == steps) ctx.stop_training = true;
+  }
+};
+
+TEST_CASE("map: fit stops early or throws with worker threads running, and returns cleanly") {
+  auto train = numbers(400).repeat().map([](S1 s) {
+    s.y[0] %= 2;
+    s.x[0] = float(s.y[0]);
+    return s;
+  }, 3).batch(4).prefetch(3);
+  auto m = make_model<net>(1);
+  sgd opt;
+  stop_after cb{5};
+  auto h = fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt, train, epochs{2}, cb);
+  CHECK(opt.iterations == 5);
+  CHECK(h.epochs() == 1);
+
+  auto failing = numbers(400).map([](S1 s) {
+    if (s.y[0] == 37) throw std::runtime_error("corrupt image");
+    s.y[0] %= 2;
+    s.x[0] = float(s.y[0]);
+    return s;
+  }, 2).batch(4).prefetch(2);
+  CHECK_THROWS_WITH_AS(fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt, failing, epochs{1}),
+                       doctest::Contains("map: the function threw on element 37 of pass 0: corrupt image"),
+                       data::pipeline_error);
+}
