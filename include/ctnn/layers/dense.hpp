@@ -62,8 +62,13 @@ struct dense {
     }
 
     static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
-      kernels::cpu::dense_forward<K, N>(x, s.params, s.params + kernel_count, y, r.batch);
-      Act::forward(y, r.batch, N);
+      if constexpr (std::is_same_v<Act, relu>) {
+        // relu is fused into the GEMM's epilogue.
+        kernels::cpu::dense_forward<K, N, kernels::cpu::epilogue::relu>(x, s.params, s.params + kernel_count, y, r.batch);
+      } else {
+        kernels::cpu::dense_forward<K, N>(x, s.params, s.params + kernel_count, y, r.batch);
+        Act::forward(y, r.batch, N);
+      }
     }
 
     // dy is turned into dL/dz in place.

@@ -1,0 +1,360 @@
+// ctnn/kernels/cpu/simd_gemm.hpp — the xsimd GEMM behind kernels/cpu/gemm.hpp.
+//
+// simd_gemm<Arch>(M, N, K, A, B, C, ldc, bias, epi) computes, for any xsimd
+// architecture Arch:  C[i,j] = epi(bias[j] + sum_p A(i,p) * B(p,j))
+// where A(i,p) = a.p[i*a.rs + p*a.cs] and B(p,j) = b.p[p*b.rs + j*b.cs] (so
+// transposed operands are strides, not copies), bias may be null (0), epi is
+// none or relu, C is row-major with row stride ldc and is overwritten.
+// Method: A is packed into MR-row micro-panels, B into NR-column panels (or read
+// in place for small M when row-major), K is blocked by KC, and an MR x NR
+// register-blocked micro-kernel accumulates with FMAs. Work is split into
+// tasks by blocks of output rows and columns, each output computed by one task
+// with the same summation order, so results do not depend on the thread count.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <type_traits>
+
+#include <xsimd/xsimd.hpp>
+
+#include "../../config.hpp"
+#include "thread_pool.hpp"
+
+namespace ctnn::kernels::cpu {
+
+enum class epilogue { none, relu };
+
+// A strided read-only matrix view: element (i, j) is p[i*rs + j*cs].
+template <class T>
+struct strided {
+  const T* p;
+  std::size_t rs, cs;
+};
+
+namespace simd {
+
+// Register blocking per architecture: MR rows x NV vectors of output.
+template <class T, class Arch>
+struct blocking {
+  static constexpr std::size_t L = xsimd::batch<T, Arch>::size;
+  static constexpr bool wide = L * sizeof(T) >= 64;  // 32 vector registers (AVX-512)
+  static constexpr std::size_t MR = wide ? 12 : 6;
+  static constexpr std::size_t NV = 2;
+  static constexpr std::size_t NR = NV * L;
+  static constexpr std::size_t KC = 256;  // a KC x NR panel of B stays in L1
+  static constexpr std::size_t MC = 4 * MR;  // rows per task
+  static constexpr std::size_t NC = 4 * NR;  // columns per task
+};
+
+// Per-thread scratch, 64-byte aligned, grown on demand, never shrunk.
+template <class T, int Slot>
+T* scratch(std::size_t n) {
+  struct buf {
+    T* p = nullptr;
+    std::size_t n = 0;
+    ~buf() {
+      if (p) ::operator delete[](p, std::align_val_t{64});
+    }
+  };
+  thread_local buf b;
+  if (n > b.n) {
+    if (b.p) ::operator delete[](b.p, std::align_val_t{64});
+    b.p = static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{64}));
+    b.n = n;
+  }
+  return b.p;
+}
+
+template <class Arch, class T>
+CTNN_FORCEINLINE xsimd::batch<T, Arch> load_n(const T* p, std::size_t n) {
+  using B = xsimd::batch<T, Arch>;
+  if (n >= B::size) return B::load_unaligned(p);
+  alignas(64) T tmp[B::size] = {};
+  for (std::size_t i = 0; i < n; ++i) tmp[i] = p[i];
+  return B::load_aligned(tmp);
+}
+template <class Arch, class T>
+CTNN_FORCEINLINE void store_n(xsimd::batch<T, Arch> v, T* p, std::size_t n) {
+  using B = xsimd::batch<T, Arch>;
+  if (n >= B::size) return v.store_unaligned(p);
+  alignas(64) T tmp[B::size];
+  v.store_aligned(tmp);
+  for (std::size_t i = 0; i < n; ++i) p[i] = tmp[i];
+}
+
+// C[0:mr, 0:nr] (=|+=) A_panel[MRt rows] * B_panel[kc x NV*L].
+// a: packed, element (r, p) at a[p*ars + r]; b: element (p, j) at b[p*ldb + j].
+// init: start from bias (or 0) instead of C. relu: applied before the store.
+template <class Arch, std::size_t MRt, std::size_t NV, class T>
+void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t ldb, T* c, std::size_t ldc,
+           std::size_t mr, std::size_t nr, const T* bias, bool init, bool relu) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  auto cols = [&](std::size_t v) { return nr > v * L ? std::min(L, nr - v * L) : std::size_t(0); };
+  B acc[MRt][NV];
+  if (init) {
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < NV; ++v) {
+      const B bv = bias && cols(v) ? load_n<Arch>(bias + v * L, cols(v)) : B(T(0));
+#pragma GCC unroll 16
+      for (std::size_t r = 0; r < MRt; ++r) acc[r][v] = bv;
+    }
+  } else {
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < MRt; ++r)
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < NV; ++v)
+        acc[r][v] = r < mr && cols(v) ? load_n<Arch>(c + r * ldc + v * L, cols(v)) : B(T(0));
+  }
+  for (std::size_t p = 0; p < kc; ++p) {
+    B bb[NV];
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < NV; ++v) bb[v] = B::load_unaligned(b + p * ldb + v * L);
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < MRt; ++r) {
+      const B av(a[p * ars + r]);
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bb[v], acc[r][v]);
+    }
+  }
+  if (relu) {
+    const B zero(T(0));
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < MRt; ++r)
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < NV; ++v) acc[r][v] = xsimd::max(acc[r][v], zero);
+  }
+#pragma GCC unroll 16
+  for (std::size_t r = 0; r < MRt; ++r) {
+    if (r >= mr) break;
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < NV; ++v)
+      if (cols(v)) store_n<Arch>(acc[r][v], c + r * ldc + v * L, cols(v));
+  }
+}
+
+// The micro-kernel instance for mr (<= MR) valid rows: the smallest of
+// 1, 2, 4, 8, MR that holds them (packed rows past mr are zero).
+template <class Arch, std::size_t NV, class T>
+void micro_rows(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t ldb, T* c, std::size_t ldc,
+                std::size_t mr, std::size_t nr, const T* bias, bool init, bool relu) {
+  constexpr std::size_t MR = blocking<T, Arch>::MR;
+  if (mr <= 1) return micro<Arch, 1, NV>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
+  if (mr <= 2) return micro<Arch, 2, NV>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
+  if (mr <= 4) return micro<Arch, 4, NV>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
+  if constexpr (MR > 8)
+    if (mr <= 8) return micro<Arch, 8, NV>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
+  return micro<Arch, MR, NV>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
+}
+
+// y[0:n] = epi(bias + x[0:k] * B[k x n]) for a row-major B (row stride ldb):
+// one output row, column chunks of 4 vectors, two partial sums over p.
+template <class Arch, class T>
+void gemv(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, bool relu) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size, W = 4;
+  auto finish = [&](B s, std::size_t j, std::size_t cnt) {
+    if (bias) s += load_n<Arch>(bias + j, cnt);
+    if (relu) s = xsimd::max(s, B(T(0)));
+    store_n<Arch>(s, y + j, cnt);
+  };
+  std::size_t j = 0;
+  for (; j + W * L <= n; j += W * L) {
+    B s0[W], s1[W];
+    for (std::size_t v = 0; v < W; ++v) s0[v] = s1[v] = B(T(0));
+    std::size_t p = 0;
+    for (; p + 2 <= k; p += 2) {
+      const B x0(x[p]), x1(x[p + 1]);
+      const T* r0 = b + p * ldb + j;
+      const T* r1 = r0 + ldb;
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < W; ++v) {
+        s0[v] = xsimd::fma(x0, B::load_unaligned(r0 + v * L), s0[v]);
+        s1[v] = xsimd::fma(x1, B::load_unaligned(r1 + v * L), s1[v]);
+      }
+    }
+    if (p < k) {
+      const B x0(x[p]);
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < W; ++v) s0[v] = xsimd::fma(x0, B::load_unaligned(b + p * ldb + j + v * L), s0[v]);
+    }
+    for (std::size_t v = 0; v < W; ++v) finish(s0[v] + s1[v], j + v * L, L);
+  }
+  for (; j < n; j += L) {
+    const std::size_t cnt = std::min(L, n - j);
+    B s0(T(0)), s1(T(0));
+    std::size_t p = 0;
+    if (cnt == L) {
+      for (; p + 2 <= k; p += 2) {
+        s0 = xsimd::fma(B(x[p]), B::load_unaligned(b + p * ldb + j), s0);
+        s1 = xsimd::fma(B(x[p + 1]), B::load_unaligned(b + (p + 1) * ldb + j), s1);
+      }
+      if (p < k) s0 = xsimd::fma(B(x[p]), B::load_unaligned(b + p * ldb + j), s0);
+    } else {
+      for (; p + 2 <= k; p += 2) {
+        s0 = xsimd::fma(B(x[p]), load_n<Arch>(b + p * ldb + j, cnt), s0);
+        s1 = xsimd::fma(B(x[p + 1]), load_n<Arch>(b + (p + 1) * ldb + j, cnt), s1);
+      }
+      if (p < k) s0 = xsimd::fma(B(x[p]), load_n<Arch>(b + p * ldb + j, cnt), s0);
+    }
+    finish(s0 + s1, j, cnt);
+  }
+}
+
+// Packs rows [i0, i0+MR) of A (zero past m) as ap[p*MR + r], p in [0, k).
+template <class T>
+void pack_a(std::size_t MR, strided<T> a, std::size_t i0, std::size_t m, std::size_t k, T* ap) {
+  const std::size_t rows = std::min(MR, m - i0);
+  if (a.cs == 1) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      const T* src = a.p + (i0 + r) * a.rs;
+      for (std::size_t p = 0; p < k; ++p) ap[p * MR + r] = src[p];
+    }
+    for (std::size_t r = rows; r < MR; ++r)
+      for (std::size_t p = 0; p < k; ++p) ap[p * MR + r] = T(0);
+  } else {
+    for (std::size_t p = 0; p < k; ++p) {
+      const T* src = a.p + p * a.cs + i0 * a.rs;
+      T* dst = ap + p * MR;
+      for (std::size_t r = 0; r < rows; ++r) dst[r] = src[r * a.rs];
+      for (std::size_t r = rows; r < MR; ++r) dst[r] = T(0);
+    }
+  }
+}
+
+// Packs columns [j0, j0+NR) of B (zero past n) as bp[p*NR + j], p in [0, k).
+template <class T>
+void pack_b(std::size_t NR, strided<T> b, std::size_t j0, std::size_t n, std::size_t k, T* bp) {
+  const std::size_t cols = std::min(NR, n - j0);
+  if (b.cs == 1) {
+    for (std::size_t p = 0; p < k; ++p) {
+      const T* src = b.p + p * b.rs + j0;
+      T* dst = bp + p * NR;
+      std::memcpy(dst, src, cols * sizeof(T));
+      for (std::size_t j = cols; j < NR; ++j) dst[j] = T(0);
+    }
+  } else {
+    for (std::size_t j = 0; j < cols; ++j) {
+      const T* src = b.p + (j0 + j) * b.cs;
+      for (std::size_t p = 0; p < k; ++p) bp[p * NR + j] = src[p * b.rs];
+    }
+    for (std::size_t p = 0; p < k; ++p)
+      for (std::size_t j = cols; j < NR; ++j) bp[p * NR + j] = T(0);
+  }
+}
+
+template <class T, class Arch>
+std::size_t panel_rows(std::size_t m) {
+  constexpr std::size_t MR = blocking<T, Arch>::MR;
+  if constexpr (MR > 8) {
+    const std::size_t waste_mr = (m + MR - 1) / MR * MR - m, waste_8 = (m + 7) / 8 * 8 - m;
+    if (waste_8 < waste_mr) return 8;
+  }
+  return MR;
+}
+
+// Below this many multiply-adds a product runs on the calling thread alone.
+inline constexpr std::size_t parallel_threshold = std::size_t(1) << 20;
+
+}  // namespace simd
+
+template <class Arch, class T>
+void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c, std::size_t ldc,
+               const T* bias, epilogue epi, thread_pool& pool = thread_pool::global()) {
+  using blk = simd::blocking<T, Arch>;
+  constexpr std::size_t NR = blk::NR, NV = blk::NV, KC = blk::KC, NC = blk::NC;
+  const bool relu = epi == epilogue::relu;
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j) c[i * ldc + j] = relu ? std::max(bias ? bias[j] : T(0), T(0)) : (bias ? bias[j] : T(0));
+    return;
+  }
+  const bool parallel = M * N * K >= simd::parallel_threshold && pool.size() > 1;
+  auto run = [&](std::size_t tasks, auto&& f) {
+    if (parallel) pool.run(tasks, f);
+    else
+      for (std::size_t t = 0; t < tasks; ++t) f(t);
+  };
+
+  // One output row and a row-major B: a matrix-vector product.
+  if (M == 1 && b.cs == 1) {
+    const T* x = a.p;
+    if (a.cs != 1) {
+      T* xs = simd::scratch<T, 0>(K);
+      for (std::size_t p = 0; p < K; ++p) xs[p] = a.p[p * a.cs];
+      x = xs;
+    }
+    simd::gemv<Arch>(N, K, x, b.p, b.rs, c, bias, relu);
+    return;
+  }
+
+  // Rows per packed micro-panel: MR, or 8 when that wastes fewer padded rows.
+  const std::size_t MR = simd::panel_rows<T, Arch>(M), MC = 4 * MR;
+  const std::size_t row_blocks = (M + MR - 1) / MR, panels = (N + NR - 1) / NR;
+  T* ap = simd::scratch<T, 1>(row_blocks * MR * K);
+  run(row_blocks, [&](std::size_t ib) { simd::pack_a(MR, a, ib * MR, M, K, ap + ib * MR * K); });
+
+  // Small M and row-major B: read B in place (its rows are read once or twice
+  // anyway), except for the last, partial panel, which is packed with zeros.
+  const bool direct = M <= 2 * blk::MR && b.cs == 1;
+  T* bp = nullptr;
+  if (direct) {
+    if (N % NR) {
+      bp = simd::scratch<T, 2>(NR * K);
+      simd::pack_b(NR, b, (panels - 1) * NR, N, K, bp);
+    }
+  } else {
+    bp = simd::scratch<T, 2>(panels * NR * K);
+    run(panels, [&](std::size_t jp) { simd::pack_b(NR, b, jp * NR, N, K, bp + jp * NR * K); });
+  }
+  auto b_panel = [&](std::size_t jp, std::size_t p0, std::size_t& ldb) -> const T* {
+    if (direct) {
+      if (jp + 1 < panels || N % NR == 0) {
+        ldb = b.rs;
+        return b.p + p0 * b.rs + jp * NR;
+      }
+      ldb = NR;
+      return bp + p0 * NR;
+    }
+    ldb = NR;
+    return bp + jp * NR * K + p0 * NR;
+  };
+
+  const std::size_t kc_max = direct ? K : KC;
+  const std::size_t mblocks = (M + MC - 1) / MC, nblocks = (N + NC - 1) / NC;
+  run(mblocks * nblocks, [&](std::size_t task) {
+    const std::size_t i_lo = (task / nblocks) * MC, i_hi = std::min(M, i_lo + MC);
+    const std::size_t j_lo = (task % nblocks) * NC, j_hi = std::min(N, j_lo + NC);
+    for (std::size_t p0 = 0; p0 < K; p0 += kc_max) {
+      const std::size_t kc = std::min(kc_max, K - p0);
+      const bool first = p0 == 0, last = p0 + kc == K;
+      for (std::size_t j0 = j_lo; j0 < j_hi; j0 += NR) {
+        std::size_t ldb;
+        const T* bpanel = b_panel(j0 / NR, p0, ldb);
+        const std::size_t nr = std::min(NR, N - j0);
+        for (std::size_t i0 = i_lo; i0 < i_hi; i0 += MR) {
+          const T* apanel = ap + (i0 / MR) * MR * K + p0 * MR;
+          simd::micro_rows<Arch, NV>(kc, apanel, MR, bpanel, ldb, c + i0 * ldc + j0, ldc, std::min(MR, M - i0), nr,
+                                     bias ? bias + j0 : nullptr, first, relu && last);
+        }
+      }
+    }
+  });
+}
+
+// Whether the running CPU can execute code for Arch (which the compiler flags
+// must also have enabled: Arch::supported()).
+template <class Arch>
+bool arch_available() noexcept {
+  if constexpr (!Arch::supported()) {
+    return false;
+  } else {
+    return Arch::version() <= xsimd::available_architectures().best;
+  }
+}
+
+}  // namespace ctnn::kernels::cpu
