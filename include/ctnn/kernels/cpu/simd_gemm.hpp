@@ -86,9 +86,10 @@ CTNN_FORCEINLINE void store_n(xsimd::batch<T, Arch> v, T* p, std::size_t n) {
 }
 
 // C[0:mr, 0:nr] (=|+=) A_panel[MRt rows] * B_panel[kc x NV*L].
-// a: packed, element (r, p) at a[p*ars + r]; b: element (p, j) at b[p*ldb + j].
+// a: element (r, p) at a[p*ars + r] when packed (PA), else at a[r*ars + p]
+// (rows read in place); b: element (p, j) at b[p*ldb + j].
 // init: start from bias (or 0) instead of C. relu: applied before the store.
-template <class Arch, std::size_t MRt, std::size_t NV, class T>
+template <class Arch, std::size_t MRt, std::size_t NV, bool PA, class T>
 void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t ldb, T* c, std::size_t ldc,
            std::size_t mr, std::size_t nr, const T* bias, bool init, bool relu) {
   using B = xsimd::batch<T, Arch>;
@@ -115,7 +116,7 @@ void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t 
     for (std::size_t v = 0; v < NV; ++v) bb[v] = B::load_unaligned(b + p * ldb + v * L);
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < MRt; ++r) {
-      const B av(a[p * ars + r]);
+      const B av(PA ? a[p * ars + r] : a[r * ars + p]);
 #pragma GCC unroll 4
       for (std::size_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bb[v], acc[r][v]);
     }
@@ -138,16 +139,16 @@ void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t 
 
 // The micro-kernel instance for mr (<= MR) valid rows: the smallest of
 // 1, 2, 4, 8, MR that holds them (packed rows past mr are zero).
-template <class Arch, std::size_t NV, class T>
+template <class Arch, std::size_t NV, bool PA, class T>
 void micro_rows(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t ldb, T* c, std::size_t ldc,
                 std::size_t mr, std::size_t nr, const T* bias, bool init, bool relu) {
   constexpr std::size_t MR = blocking<T, Arch>::MR;
-  if (mr <= 1) return micro<Arch, 1, NV>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
-  if (mr <= 2) return micro<Arch, 2, NV>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
-  if (mr <= 4) return micro<Arch, 4, NV>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
+  if (mr <= 1) return micro<Arch, 1, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
+  if (mr <= 2) return micro<Arch, 2, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
+  if (mr <= 4) return micro<Arch, 4, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
   if constexpr (MR > 8)
-    if (mr <= 8) return micro<Arch, 8, NV>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
-  return micro<Arch, MR, NV>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
+    if (mr <= 8) return micro<Arch, 8, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
+  return micro<Arch, MR, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
 }
 
 // y[0:n] = epi(bias + x[0:k] * B[k x n]) for a row-major B (row stride ldb):
@@ -194,11 +195,14 @@ void gemv(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb,
       }
       if (p < k) s0 = xsimd::fma(B(x[p]), B::load_unaligned(b + p * ldb + j), s0);
     } else {
-      for (; p + 2 <= k; p += 2) {
-        s0 = xsimd::fma(B(x[p]), load_n<Arch>(b + p * ldb + j, cnt), s0);
-        s1 = xsimd::fma(B(x[p + 1]), load_n<Arch>(b + (p + 1) * ldb + j, cnt), s1);
+      // A full vector from row p < k-1 ends inside B when L - cnt <= ldb (its
+      // extra lanes are never stored); only the last row needs a partial load.
+      const std::size_t safe = L - cnt <= ldb ? k - 1 : 0;
+      for (; p + 2 <= safe; p += 2) {
+        s0 = xsimd::fma(B(x[p]), B::load_unaligned(b + p * ldb + j), s0);
+        s1 = xsimd::fma(B(x[p + 1]), B::load_unaligned(b + (p + 1) * ldb + j), s1);
       }
-      if (p < k) s0 = xsimd::fma(B(x[p]), load_n<Arch>(b + p * ldb + j, cnt), s0);
+      for (; p < k; ++p) s0 = xsimd::fma(B(x[p]), load_n<Arch>(b + p * ldb + j, cnt), s0);
     }
     finish(s0 + s1, j, cnt);
   }
@@ -237,12 +241,26 @@ void pack_b(std::size_t NR, strided<T> b, std::size_t j0, std::size_t n, std::si
       for (std::size_t j = cols; j < NR; ++j) dst[j] = T(0);
     }
   } else {
-    for (std::size_t j = 0; j < cols; ++j) {
-      const T* src = b.p + (j0 + j) * b.cs;
-      for (std::size_t p = 0; p < k; ++p) bp[p * NR + j] = src[p * b.rs];
-    }
-    for (std::size_t p = 0; p < k; ++p)
+    // Blocks of 8 values of each of the panel's columns: reads stay in a few
+    // cache lines per column, writes are contiguous.
+    constexpr std::size_t PB = 8;
+    const T* src = b.p + j0 * b.cs;
+    std::size_t p0 = 0;
+    if (b.rs == 1)
+      for (; p0 + PB <= k; p0 += PB) {
+        T* dst = bp + p0 * NR;
+        for (std::size_t j = 0; j < cols; ++j) {
+          const T* s = src + j * b.cs + p0;
+#pragma GCC unroll 8
+          for (std::size_t q = 0; q < PB; ++q) dst[q * NR + j] = s[q];
+        }
+        for (std::size_t q = 0; q < PB; ++q)
+          for (std::size_t j = cols; j < NR; ++j) dst[q * NR + j] = T(0);
+      }
+    for (std::size_t p = p0; p < k; ++p) {
+      for (std::size_t j = 0; j < cols; ++j) bp[p * NR + j] = src[j * b.cs + p * b.rs];
       for (std::size_t j = cols; j < NR; ++j) bp[p * NR + j] = T(0);
+    }
   }
 }
 
@@ -261,42 +279,30 @@ inline constexpr std::size_t parallel_threshold = std::size_t(1) << 20;
 
 }  // namespace simd
 
-template <class Arch, class T>
-void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c, std::size_t ldc,
-               const T* bias, epilogue epi, thread_pool& pool = thread_pool::global()) {
-  using blk = simd::blocking<T, Arch>;
-  constexpr std::size_t NR = blk::NR, NV = blk::NV, KC = blk::KC, NC = blk::NC;
-  const bool relu = epi == epilogue::relu;
-  if (M == 0 || N == 0) return;
-  if (K == 0) {
-    for (std::size_t i = 0; i < M; ++i)
-      for (std::size_t j = 0; j < N; ++j) c[i * ldc + j] = relu ? std::max(bias ? bias[j] : T(0), T(0)) : (bias ? bias[j] : T(0));
-    return;
-  }
-  const bool parallel = M * N * K >= simd::parallel_threshold && pool.size() > 1;
+namespace simd {
+
+// The packed, register-blocked product with output panels NV vectors wide.
+template <class Arch, std::size_t NV, class T>
+void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c, std::size_t ldc,
+             const T* bias, bool relu, bool parallel, thread_pool& pool) {
+  using blk = blocking<T, Arch>;
+  constexpr std::size_t NR = NV * blk::L, KC = blk::KC, NC = 4 * NR;
   auto run = [&](std::size_t tasks, auto&& f) {
     if (parallel) pool.run(tasks, f);
     else
       for (std::size_t t = 0; t < tasks; ++t) f(t);
   };
-
-  // One output row and a row-major B: a matrix-vector product.
-  if (M == 1 && b.cs == 1) {
-    const T* x = a.p;
-    if (a.cs != 1) {
-      T* xs = simd::scratch<T, 0>(K);
-      for (std::size_t p = 0; p < K; ++p) xs[p] = a.p[p * a.cs];
-      x = xs;
-    }
-    simd::gemv<Arch>(N, K, x, b.p, b.rs, c, bias, relu);
-    return;
-  }
-
   // Rows per packed micro-panel: MR, or 8 when that wastes fewer padded rows.
-  const std::size_t MR = simd::panel_rows<T, Arch>(M), MC = 4 * MR;
+  const std::size_t MR = panel_rows<T, Arch>(M), MC = 4 * MR;
   const std::size_t row_blocks = (M + MR - 1) / MR, panels = (N + NR - 1) / NR;
-  T* ap = simd::scratch<T, 1>(row_blocks * MR * K);
-  run(row_blocks, [&](std::size_t ib) { simd::pack_a(MR, a, ib * MR, M, K, ap + ib * MR * K); });
+  // Few column panels and row-major A: read A's rows in place (packing would
+  // cost as much as the product).
+  const bool direct_a = a.cs == 1 && N <= 2 * NR;
+  T* ap = nullptr;
+  if (!direct_a) {
+    ap = scratch<T, 1>(row_blocks * MR * K);
+    run(row_blocks, [&](std::size_t ib) { pack_a(MR, a, ib * MR, M, K, ap + ib * MR * K); });
+  }
 
   // Small M and row-major B: read B in place (its rows are read once or twice
   // anyway), except for the last, partial panel, which is packed with zeros.
@@ -304,12 +310,12 @@ void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, stride
   T* bp = nullptr;
   if (direct) {
     if (N % NR) {
-      bp = simd::scratch<T, 2>(NR * K);
-      simd::pack_b(NR, b, (panels - 1) * NR, N, K, bp);
+      bp = scratch<T, 2>(NR * K);
+      pack_b(NR, b, (panels - 1) * NR, N, K, bp);
     }
   } else {
-    bp = simd::scratch<T, 2>(panels * NR * K);
-    run(panels, [&](std::size_t jp) { simd::pack_b(NR, b, jp * NR, N, K, bp + jp * NR * K); });
+    bp = scratch<T, 2>(panels * NR * K);
+    run(panels, [&](std::size_t jp) { pack_b(NR, b, jp * NR, N, K, bp + jp * NR * K); });
   }
   auto b_panel = [&](std::size_t jp, std::size_t p0, std::size_t& ldb) -> const T* {
     if (direct) {
@@ -337,13 +343,51 @@ void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, stride
         const T* bpanel = b_panel(j0 / NR, p0, ldb);
         const std::size_t nr = std::min(NR, N - j0);
         for (std::size_t i0 = i_lo; i0 < i_hi; i0 += MR) {
-          const T* apanel = ap + (i0 / MR) * MR * K + p0 * MR;
-          simd::micro_rows<Arch, NV>(kc, apanel, MR, bpanel, ldb, c + i0 * ldc + j0, ldc, std::min(MR, M - i0), nr,
-                                     bias ? bias + j0 : nullptr, first, relu && last);
+          T* ct = c + i0 * ldc + j0;
+          const std::size_t mr = std::min(MR, M - i0);
+          const T* bj = bias ? bias + j0 : nullptr;
+          if (direct_a)
+            micro_rows<Arch, NV, false>(kc, a.p + i0 * a.rs + p0, a.rs, bpanel, ldb, ct, ldc, mr, nr, bj, first, relu && last);
+          else
+            micro_rows<Arch, NV, true>(kc, ap + (i0 / MR) * MR * K + p0 * MR, MR, bpanel, ldb, ct, ldc, mr, nr, bj, first,
+                                       relu && last);
         }
       }
     }
   });
+}
+
+}  // namespace simd
+
+template <class Arch, class T>
+void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c, std::size_t ldc,
+               const T* bias, epilogue epi, thread_pool& pool = thread_pool::global()) {
+  const bool relu = epi == epilogue::relu;
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j) c[i * ldc + j] = relu ? std::max(bias ? bias[j] : T(0), T(0)) : (bias ? bias[j] : T(0));
+    return;
+  }
+  const bool parallel = M * N * K >= simd::parallel_threshold && pool.size() > 1;
+
+  // One output row and a row-major B: a matrix-vector product.
+  if (M == 1 && b.cs == 1) {
+    const T* x = a.p;
+    if (a.cs != 1) {
+      T* xs = simd::scratch<T, 0>(K);
+      for (std::size_t p = 0; p < K; ++p) xs[p] = a.p[p * a.cs];
+      x = xs;
+    }
+    simd::gemv<Arch>(N, K, x, b.p, b.rs, c, bias, relu);
+    return;
+  }
+
+  // One vector of columns or fewer: panels one vector wide.
+  if (N <= xsimd::batch<T, Arch>::size)
+    simd::blocked<Arch, 1>(M, N, K, a, b, c, ldc, bias, relu, parallel, pool);
+  else
+    simd::blocked<Arch, simd::blocking<T, Arch>::NV>(M, N, K, a, b, c, ldc, bias, relu, parallel, pool);
 }
 
 // Whether the running CPU can execute code for Arch (which the compiler flags
