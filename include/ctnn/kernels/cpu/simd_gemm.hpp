@@ -110,13 +110,16 @@ void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t 
       for (std::size_t v = 0; v < NV; ++v)
         acc[r][v] = r < mr && cols(v) ? load_n<Arch>(c + r * ldc + v * L, cols(v)) : B(T(0));
   }
+  // In-place rows past mr repeat row mr-1 (computed, never stored).
+  const T* rows[MRt];
+  for (std::size_t r = 0; r < MRt; ++r) rows[r] = PA ? a + r : a + std::min(r, mr - 1) * ars;
   for (std::size_t p = 0; p < kc; ++p) {
     B bb[NV];
 #pragma GCC unroll 4
     for (std::size_t v = 0; v < NV; ++v) bb[v] = B::load_unaligned(b + p * ldb + v * L);
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < MRt; ++r) {
-      const B av(PA ? a[p * ars + r] : a[r * ars + p]);
+      const B av(PA ? a[p * ars + r] : rows[r][p]);
 #pragma GCC unroll 4
       for (std::size_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bb[v], acc[r][v]);
     }
