@@ -17,16 +17,11 @@
 #include <string>
 #include <type_traits>
 
+#include "arch.hpp"
 #include "reference.hpp"
 #include "simd_gemm.hpp"
 
 namespace ctnn::kernels::cpu {
-
-using default_arch = xsimd::default_arch;
-
-template <class T>
-inline constexpr bool has_simd_v =
-    (std::is_same_v<T, float> || std::is_same_v<T, double>)&&!std::is_same_v<default_arch, xsimd::unavailable>;
 
 // C = epi(A * B + bias) with run-time sizes; C (row stride ldc >= N) is overwritten.
 // Throws std::invalid_argument naming the bad argument for null pointers or ldc < N.

@@ -21,6 +21,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "../../config.hpp"
+#include "arch.hpp"
 #include "thread_pool.hpp"
 
 namespace ctnn::kernels::cpu {
@@ -391,17 +392,6 @@ void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, stride
     simd::blocked<Arch, 1>(M, N, K, a, b, c, ldc, bias, relu, parallel, pool);
   else
     simd::blocked<Arch, simd::blocking<T, Arch>::NV>(M, N, K, a, b, c, ldc, bias, relu, parallel, pool);
-}
-
-// Whether the running CPU can execute code for Arch (which the compiler flags
-// must also have enabled: Arch::supported()).
-template <class Arch>
-bool arch_available() noexcept {
-  if constexpr (!Arch::supported()) {
-    return false;
-  } else {
-    return Arch::version() <= xsimd::available_architectures().best;
-  }
 }
 
 }  // namespace ctnn::kernels::cpu
