@@ -310,9 +310,17 @@ void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<
 
   // Small M and row-major B: read B in place (its rows are read once or twice
   // anyway), except for the last, partial panel, which is packed with zeros.
+  // When the partial panel's extra columns fit in one row (NR - N % NR <=
+  // b.rs), rows 0..K-2 are read in place too (the extra lanes read the next
+  // row and are never stored) and only row K-1 is copied (split_tail).
   const bool direct = M <= 2 * blk::MR && b.cs == 1;
+  const bool split_tail = direct && N % NR && K >= 2 && NR - N % NR <= b.rs;
   T* bp = nullptr;
-  if (direct) {
+  if (split_tail) {
+    bp = scratch<T, 2>(NR);
+    strided<T> last{b.p + (K - 1) * b.rs, b.rs, 1};
+    pack_b(NR, last, (panels - 1) * NR, N, 1, bp);
+  } else if (direct) {
     if (N % NR) {
       bp = scratch<T, 2>(NR * K);
       pack_b(NR, b, (panels - 1) * NR, N, K, bp);
@@ -323,7 +331,7 @@ void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<
   }
   auto b_panel = [&](std::size_t jp, std::size_t p0, std::size_t& ldb) -> const T* {
     if (direct) {
-      if (jp + 1 < panels || N % NR == 0) {
+      if (jp + 1 < panels || N % NR == 0 || split_tail) {
         ldb = b.rs;
         return b.p + p0 * b.rs + jp * NR;
       }
@@ -350,11 +358,19 @@ void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<
           T* ct = c + i0 * ldc + j0;
           const std::size_t mr = std::min(MR, M - i0);
           const T* bj = bias ? bias + j0 : nullptr;
-          if (direct_a)
-            micro_rows<Arch, NV, false>(kc, a.p + i0 * a.rs + p0, a.rs, bpanel, ldb, ct, ldc, mr, nr, bj, first, relu && last);
-          else
-            micro_rows<Arch, NV, true>(kc, ap + (i0 / MR) * MR * K + p0 * MR, MR, bpanel, ldb, ct, ldc, mr, nr, bj, first,
-                                       relu && last);
+          auto part = [&](std::size_t q0, std::size_t n_k, const T* bq, std::size_t ldq, bool init, bool fin) {
+            if (direct_a)
+              micro_rows<Arch, NV, false>(n_k, a.p + i0 * a.rs + q0, a.rs, bq, ldq, ct, ldc, mr, nr, bj, init, relu && fin);
+            else
+              micro_rows<Arch, NV, true>(n_k, ap + (i0 / MR) * MR * K + q0 * MR, MR, bq, ldq, ct, ldc, mr, nr, bj, init,
+                                         relu && fin);
+          };
+          if (split_tail && nr < NR) {
+            part(0, K - 1, bpanel, ldb, true, false);
+            part(K - 1, 1, bp, NR, false, true);
+          } else {
+            part(p0, kc, bpanel, ldb, first, last);
+          }
         }
       }
     }
@@ -384,6 +400,22 @@ void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, stride
       x = xs;
     }
     simd::gemv<Arch>(N, K, x, b.p, b.rs, c, bias, relu);
+    return;
+  }
+
+  // Fewer columns than a vector and A a transposed view (dW = X^T dY of a
+  // narrow layer): compute C^T = B^T A^T, whose B operand (A's storage) is
+  // row-major, then transpose it, adding the bias and the epilogue.
+  constexpr std::size_t L = xsimd::batch<T, Arch>::size;
+  if (N < L && a.rs == 1 && a.cs != 1 && M >= 2 * L) {
+    T* ct = simd::scratch<T, 3>(N * M);
+    simd_gemm<Arch>(N, M, K, strided<T>{b.p, b.cs, b.rs}, strided<T>{a.p, a.cs, a.rs}, ct, M, static_cast<const T*>(nullptr),
+                    epilogue::none, pool);
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j) {
+        const T v = ct[j * M + i] + (bias ? bias[j] : T(0));
+        c[i * ldc + j] = relu && v < T(0) ? T(0) : v;
+      }
     return;
   }
 
