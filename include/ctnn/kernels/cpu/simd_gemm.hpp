@@ -42,12 +42,12 @@ template <class T, class Arch>
 struct blocking {
   static constexpr std::size_t L = xsimd::batch<T, Arch>::size;
   static constexpr bool wide = L * sizeof(T) >= 64;  // 32 vector registers (AVX-512)
-  static constexpr std::size_t MR = wide ? 12 : 6;
+  // 8 x 2 vectors: 16 accumulators. 12 x 2 (24) measured no faster on this
+  // machine and costs compile time; 16 registers (AVX2, SSE): 6 x 2.
+  static constexpr std::size_t MR = wide ? 8 : 6;
   static constexpr std::size_t NV = 2;
   static constexpr std::size_t NR = NV * L;
   static constexpr std::size_t KC = 256;  // a KC x NR panel of B stays in L1
-  static constexpr std::size_t MC = 4 * MR;  // rows per task
-  static constexpr std::size_t NC = 4 * NR;  // columns per task
 };
 
 // Per-thread scratch, 64-byte aligned, grown on demand, never shrunk.
@@ -141,17 +141,14 @@ void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t 
   }
 }
 
-// The micro-kernel instance for mr (<= MR) valid rows: the smallest of
-// 1, 2, 4, 8, MR that holds them (packed rows past mr are zero).
+// The micro-kernel instance for mr (<= MR) valid rows: 4 or MR rows (packed
+// rows past mr are zero; in-place rows past mr repeat row mr-1). Few
+// instances keep the compile time down.
 template <class Arch, std::size_t NV, bool PA, class T>
 void micro_rows(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t ldb, T* c, std::size_t ldc,
                 std::size_t mr, std::size_t nr, const T* bias, bool init, bool relu) {
   constexpr std::size_t MR = blocking<T, Arch>::MR;
-  if (mr <= 1) return micro<Arch, 1, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
-  if (mr <= 2) return micro<Arch, 2, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
   if (mr <= 4) return micro<Arch, 4, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
-  if constexpr (MR > 8)
-    if (mr <= 8) return micro<Arch, 8, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
   return micro<Arch, MR, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
 }
 
@@ -268,16 +265,6 @@ void pack_b(std::size_t NR, strided<T> b, std::size_t j0, std::size_t n, std::si
   }
 }
 
-template <class T, class Arch>
-std::size_t panel_rows(std::size_t m) {
-  constexpr std::size_t MR = blocking<T, Arch>::MR;
-  if constexpr (MR > 8) {
-    const std::size_t waste_mr = (m + MR - 1) / MR * MR - m, waste_8 = (m + 7) / 8 * 8 - m;
-    if (waste_8 < waste_mr) return 8;
-  }
-  return MR;
-}
-
 // Below this many multiply-adds a product runs on the calling thread alone.
 inline constexpr std::size_t parallel_threshold = std::size_t(1) << 20;
 
@@ -296,12 +283,11 @@ void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<
     else
       for (std::size_t t = 0; t < tasks; ++t) f(t);
   };
-  // Rows per packed micro-panel: MR, or 8 when that wastes fewer padded rows.
-  const std::size_t MR = panel_rows<T, Arch>(M), MC = 4 * MR;
+  constexpr std::size_t MR = blk::MR, MC = 4 * MR;  // MC x NC: the output block of one task
   const std::size_t row_blocks = (M + MR - 1) / MR, panels = (N + NR - 1) / NR;
-  // Few column panels and row-major A: read A's rows in place (packing would
+  // One column panel and row-major A: read A's rows in place (packing would
   // cost as much as the product).
-  const bool direct_a = a.cs == 1 && N <= 2 * NR;
+  const bool direct_a = NV == 1 && a.cs == 1;
   T* ap = nullptr;
   if (!direct_a) {
     ap = scratch<T, 1>(row_blocks * MR * K);
@@ -359,11 +345,12 @@ void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<
           const std::size_t mr = std::min(MR, M - i0);
           const T* bj = bias ? bias + j0 : nullptr;
           auto part = [&](std::size_t q0, std::size_t n_k, const T* bq, std::size_t ldq, bool init, bool fin) {
-            if (direct_a)
-              micro_rows<Arch, NV, false>(n_k, a.p + i0 * a.rs + q0, a.rs, bq, ldq, ct, ldc, mr, nr, bj, init, relu && fin);
-            else
-              micro_rows<Arch, NV, true>(n_k, ap + (i0 / MR) * MR * K + q0 * MR, MR, bq, ldq, ct, ldc, mr, nr, bj, init,
-                                         relu && fin);
+            if constexpr (NV == 1)
+              if (direct_a)
+                return micro_rows<Arch, NV, false>(n_k, a.p + i0 * a.rs + q0, a.rs, bq, ldq, ct, ldc, mr, nr, bj, init,
+                                                   relu && fin);
+            micro_rows<Arch, NV, true>(n_k, ap + (i0 / MR) * MR * K + q0 * MR, MR, bq, ldq, ct, ldc, mr, nr, bj, init,
+                                       relu && fin);
           };
           if (split_tail && nr < NR) {
             part(0, K - 1, bpanel, ldb, true, false);
