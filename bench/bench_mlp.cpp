@@ -76,8 +76,8 @@ void infer(benchmark::State& s) {
 
 }  // namespace
 
-BENCHMARK(train_step)->Name("mlp/train_step")->ArgNames({"batch", "threads"})
+BENCHMARK(train_step)->Name("mlp/train_step")->UseRealTime()->ArgNames({"batch", "threads"})
     ->Args({16, 1})->Args({64, 1})->Args({256, 1})->Args({16, 2})->Args({64, 2})->Args({256, 2});
-BENCHMARK(epoch)->Name("mlp/epoch")->ArgNames({"batch", "threads"})->Unit(benchmark::kMillisecond)->Iterations(1)
+BENCHMARK(epoch)->Name("mlp/epoch")->UseRealTime()->ArgNames({"batch", "threads"})->Unit(benchmark::kMillisecond)->Iterations(1)
     ->Args({16, 1})->Args({64, 1})->Args({256, 1})->Args({16, 2})->Args({64, 2})->Args({256, 2});
-BENCHMARK(infer)->Name("mlp/infer")->ArgNames({"batch", "threads"})->Args({1, 1});
+BENCHMARK(infer)->Name("mlp/infer")->UseRealTime()->ArgNames({"batch", "threads"})->Args({1, 1})->Args({1, 2});

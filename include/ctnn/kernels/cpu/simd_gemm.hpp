@@ -386,7 +386,17 @@ void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, stride
       for (std::size_t p = 0; p < K; ++p) xs[p] = a.p[p * a.cs];
       x = xs;
     }
-    simd::gemv<Arch>(N, K, x, b.p, b.rs, c, bias, relu);
+    // Column chunks of 128 on the pool when the weights are large: each core
+    // then streams its own part of B (batch-1 latency is bound by that).
+    constexpr std::size_t CH = 128;
+    if (N * K >= (std::size_t(1) << 16) && N >= 2 * CH && pool.size() > 1) {
+      pool.run((N + CH - 1) / CH, [&](std::size_t t) {
+        const std::size_t j0 = t * CH, n = std::min(CH, N - j0);
+        simd::gemv<Arch>(n, K, x, b.p + j0, b.rs, c + j0, bias ? bias + j0 : nullptr, relu);
+      });
+    } else {
+      simd::gemv<Arch>(N, K, x, b.p, b.rs, c, bias, relu);
+    }
     return;
   }
 
