@@ -11,6 +11,7 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -74,7 +75,7 @@ class thread_pool {
     }
     cv_.notify_all();
     work();
-    while (done_.load(std::memory_order_acquire) != tasks) std::this_thread::yield();
+    for (unsigned i = 0; done_.load(std::memory_order_acquire) != tasks; ++i) relax(i);
   }
 
  private:
@@ -84,6 +85,16 @@ class thread_pool {
       if (v >= 1 && v <= 256) return std::size_t(v);
     }
     return std::max<std::size_t>(1, std::thread::hardware_concurrency());
+  }
+  static void cpu_pause() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  // Busy-waits, yielding only now and then.
+  static void relax(unsigned i) noexcept {
+    if (i % 1024 == 1023) std::this_thread::yield();
+    else cpu_pause();
   }
   static bool& in_task() {
     thread_local bool flag = false;
@@ -117,9 +128,14 @@ class thread_pool {
 
   void loop(std::uint64_t seen) {
     for (;;) {
-      // Spin briefly (the kernels of one training step come in quick
-      // succession), then sleep until the next run().
-      for (int i = 0; i < 4000 && generation_.load(std::memory_order_acquire) == seen; ++i) std::this_thread::yield();
+      // Spin for about 200 us (the kernels of one training step come in quick
+      // succession; yielding instead can cost a whole time slice on a busy
+      // machine), then sleep until the next run().
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+      for (unsigned i = 1; generation_.load(std::memory_order_acquire) == seen; ++i) {
+        cpu_pause();
+        if (i % 256 == 0 && std::chrono::steady_clock::now() > until) break;
+      }
       {
         std::unique_lock<std::mutex> lk(m_);
         cv_.wait(lk, [&] { return quit_ || generation_.load(std::memory_order_acquire) != seen; });
