@@ -57,7 +57,7 @@ template <class Arch, class T>
 void check_arch(const char* name) {
   const double eps = std::is_same_v<T, float> ? 1.2e-7 : 2.3e-16;
   for (std::size_t M : {1, 2, 3, 8, 17, 24, 25, 64, 255})
-    for (std::size_t N : {1, 3, 10, 17, 33, 128})
+    for (std::size_t N : {1, 3, 10, 17, 33, 128, 400})
       for (std::size_t K : {1, 3, 17, 255, 300})
         for (int variant = 0; variant < 4; ++variant) {
           const bool ta = variant & 1, tb = variant & 2;
@@ -135,7 +135,8 @@ TEST_CASE("results are bit-identical whatever the thread count") {
     bool ta, tb;
   };
   for (const shape s : {shape{256, 256, 784, false, false}, shape{784, 256, 256, true, false},
-                        shape{256, 784, 256, false, true}, shape{300, 130, 513, false, false}, shape{16, 256, 784, false, false}}) {
+                        shape{256, 784, 256, false, true}, shape{300, 130, 513, false, false}, shape{16, 256, 784, false, false},
+                        shape{1, 784, 512, false, false}, shape{1, 300, 256, false, true}}) {
     const problem<float> pr(s.M, s.N, s.K, s.ta, s.tb, s.M + s.N + s.K);
     std::vector<std::vector<float>> out;
     for (std::size_t t : {1, 2, 3}) {

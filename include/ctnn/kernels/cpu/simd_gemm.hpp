@@ -153,37 +153,39 @@ void micro_rows(std::size_t kc, const T* a, std::size_t ars, const T* b, std::si
 }
 
 // y[0:n] = epi(bias + x[0:k] * B[k x n]) for a row-major B (row stride ldb):
-// one output row, column chunks of 4 vectors, two partial sums over p.
+// one output row. Column chunks of V = 16 or 8 vectors (AVX-512; 8 or 4 with
+// 16 registers) keep V accumulators in registers while rows of B stream
+// through contiguously; the last columns go one vector at a time with two
+// partial sums over p.
+template <class Arch, std::size_t V, class T>
+void gemv_chunk(std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, bool relu) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  B acc[V];
+  for (std::size_t v = 0; v < V; ++v) acc[v] = bias ? B::load_unaligned(bias + v * L) : B(T(0));
+  for (std::size_t p = 0; p < k; ++p) {
+    const B xv(x[p]);
+    const T* row = b + p * ldb;
+#pragma GCC unroll 16
+    for (std::size_t v = 0; v < V; ++v) acc[v] = xsimd::fma(xv, B::load_unaligned(row + v * L), acc[v]);
+  }
+  for (std::size_t v = 0; v < V; ++v) (relu ? xsimd::max(acc[v], B(T(0))) : acc[v]).store_unaligned(y + v * L);
+}
+
 template <class Arch, class T>
 void gemv(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, bool relu) {
   using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size, W = 4;
+  constexpr std::size_t L = B::size, W = L * sizeof(T) >= 64 ? 16 : 8;  // 32 or 16 registers
   auto finish = [&](B s, std::size_t j, std::size_t cnt) {
     if (bias) s += load_n<Arch>(bias + j, cnt);
     if (relu) s = xsimd::max(s, B(T(0)));
     store_n<Arch>(s, y + j, cnt);
   };
   std::size_t j = 0;
-  for (; j + W * L <= n; j += W * L) {
-    B s0[W], s1[W];
-    for (std::size_t v = 0; v < W; ++v) s0[v] = s1[v] = B(T(0));
-    std::size_t p = 0;
-    for (; p + 2 <= k; p += 2) {
-      const B x0(x[p]), x1(x[p + 1]);
-      const T* r0 = b + p * ldb + j;
-      const T* r1 = r0 + ldb;
-#pragma GCC unroll 4
-      for (std::size_t v = 0; v < W; ++v) {
-        s0[v] = xsimd::fma(x0, B::load_unaligned(r0 + v * L), s0[v]);
-        s1[v] = xsimd::fma(x1, B::load_unaligned(r1 + v * L), s1[v]);
-      }
-    }
-    if (p < k) {
-      const B x0(x[p]);
-#pragma GCC unroll 4
-      for (std::size_t v = 0; v < W; ++v) s0[v] = xsimd::fma(x0, B::load_unaligned(b + p * ldb + j + v * L), s0[v]);
-    }
-    for (std::size_t v = 0; v < W; ++v) finish(s0[v] + s1[v], j + v * L, L);
+  for (; j + W * L <= n; j += W * L) gemv_chunk<Arch, W>(k, x, b + j, ldb, y + j, bias ? bias + j : nullptr, relu);
+  if (j + W / 2 * L <= n) {
+    gemv_chunk<Arch, W / 2>(k, x, b + j, ldb, y + j, bias ? bias + j : nullptr, relu);
+    j += W / 2 * L;
   }
   for (; j < n; j += L) {
     const std::size_t cnt = std::min(L, n - j);
@@ -206,6 +208,42 @@ void gemv(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb,
       for (; p < k; ++p) s0 = xsimd::fma(B(x[p]), load_n<Arch>(b + p * ldb + j, cnt), s0);
     }
     finish(s0 + s1, j, cnt);
+  }
+}
+
+// y[j] = epi(bias[j] + sum_p x[p] * b[j*ldb + p]) for j < n: one output row
+// and a B whose columns are contiguous (B = W^T of dX = dY W^T): dot products
+// of 4 columns at a time, vectorized along p, one horizontal sum each.
+template <class Arch, class T>
+void gemv_t(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, bool relu) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size, R = 4;
+  const std::size_t kv = k / L * L;
+  auto finish = [&](T s, std::size_t j) {
+    if (bias) s += bias[j];
+    y[j] = relu && s < T(0) ? T(0) : s;
+  };
+  std::size_t j = 0;
+  for (; j + R <= n; j += R) {
+    B acc[R];
+    for (std::size_t r = 0; r < R; ++r) acc[r] = B(T(0));
+    for (std::size_t p = 0; p < kv; p += L) {
+      const B xv = B::load_unaligned(x + p);
+#pragma GCC unroll 4
+      for (std::size_t r = 0; r < R; ++r) acc[r] = xsimd::fma(xv, B::load_unaligned(b + (j + r) * ldb + p), acc[r]);
+    }
+    for (std::size_t r = 0; r < R; ++r) {
+      T s = xsimd::hadd(acc[r]);
+      for (std::size_t p = kv; p < k; ++p) s += x[p] * b[(j + r) * ldb + p];
+      finish(s, j + r);
+    }
+  }
+  for (; j < n; ++j) {
+    B acc(T(0));
+    for (std::size_t p = 0; p < kv; p += L) acc = xsimd::fma(B::load_unaligned(x + p), B::load_unaligned(b + j * ldb + p), acc);
+    T s = xsimd::hadd(acc);
+    for (std::size_t p = kv; p < k; ++p) s += x[p] * b[j * ldb + p];
+    finish(s, j);
   }
 }
 
@@ -386,9 +424,9 @@ void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, stride
       for (std::size_t p = 0; p < K; ++p) xs[p] = a.p[p * a.cs];
       x = xs;
     }
-    // Column chunks of 128 on the pool when the weights are large: each core
-    // then streams its own part of B (batch-1 latency is bound by that).
-    constexpr std::size_t CH = 128;
+    // Column chunks of 8 vectors on the pool when the weights are large: each
+    // core then streams its own part of B (batch-1 latency is bound by that).
+    constexpr std::size_t CH = 8 * xsimd::batch<T, Arch>::size;
     if (N * K >= (std::size_t(1) << 16) && N >= 2 * CH && pool.size() > 1) {
       pool.run((N + CH - 1) / CH, [&](std::size_t t) {
         const std::size_t j0 = t * CH, n = std::min(CH, N - j0);
@@ -397,6 +435,18 @@ void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, stride
     } else {
       simd::gemv<Arch>(N, K, x, b.p, b.rs, c, bias, relu);
     }
+    return;
+  }
+
+  // One output row and B with contiguous columns: dot products.
+  if (M == 1 && b.rs == 1 && K >= xsimd::batch<T, Arch>::size) {
+    const T* x = a.p;
+    if (a.cs != 1) {
+      T* xs = simd::scratch<T, 0>(K);
+      for (std::size_t p = 0; p < K; ++p) xs[p] = a.p[p * a.cs];
+      x = xs;
+    }
+    simd::gemv_t<Arch>(N, K, x, b.p, b.cs, c, bias, relu);
     return;
   }
 
