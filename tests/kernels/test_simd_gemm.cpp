@@ -1,10 +1,11 @@
 // kernels/cpu/simd_gemm.hpp on every xsimd architecture the compiler enables
-// and this CPU runs (checked at run time), against a scalar reference in
+// and this CPU runs (checked at run time with kernels/cpu/arch.hpp), against a scalar reference in
 // double precision, on awkward sizes, transposed operands, bias and relu; and
 // bit-identical results whatever the thread count (kernels/cpu/thread_pool.hpp).
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
+#include <ctnn/kernels/cpu/arch.hpp>
 #include <ctnn/kernels/cpu/gemm.hpp>
 #include <ctnn/kernels/cpu/simd_gemm.hpp>
 #include <ctnn/kernels/cpu/thread_pool.hpp>

@@ -3,9 +3,10 @@
 // Computes y = activation(x * W + b) for a flat input x of K features.
 // Parameters: the kernel W[K, N] (row-major, Keras' layout), then the bias
 // b[N]: K*N + N values. Init as Keras: Glorot-uniform kernel
-// (limit sqrt(6 / (K + N))), zero bias. The regularizer (default none) applies
-// to the kernel. Requires: N > 0 and a rank-1 input (else a compile error
-// naming the layer's position and the input's rank). Output: shape<N>.
+// (limit sqrt(6 / (K + N))), zero bias; relu is fused into the forward GEMM.
+// The regularizer (default none) applies to the kernel. Requires: N > 0 and a
+// rank-1 input (else a compile error naming the layer's position and the
+// input's rank). Output: shape<N>.
 #pragma once
 #include <cmath>
 #include <cstddef>
