@@ -315,13 +315,18 @@ template <class Arch, std::size_t NV, class T>
 void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c, std::size_t ldc,
              const T* bias, bool relu, bool parallel, thread_pool& pool) {
   using blk = blocking<T, Arch>;
-  constexpr std::size_t NR = NV * blk::L, KC = blk::KC, NC = 4 * NR;
+  constexpr std::size_t NR = NV * blk::L, KC = blk::KC;
   auto run = [&](std::size_t tasks, auto&& f) {
     if (parallel) pool.run(tasks, f);
     else
       for (std::size_t t = 0; t < tasks; ++t) f(t);
   };
-  constexpr std::size_t MR = blk::MR, MC = 4 * MR;  // MC x NC: the output block of one task
+  // MC x NC: the output block of one task. Small tasks (about 2^17
+  // multiply-adds, 1 to 8 panels of columns), so that a worker the OS
+  // deschedules holds back little of the product; the partition depends on
+  // the sizes only, never on the thread count.
+  constexpr std::size_t MR = blk::MR, MC = 4 * MR;
+  const std::size_t NC = NR * std::clamp<std::size_t>((std::size_t(1) << 17) / (MC * NR * K), 1, 8);
   const std::size_t row_blocks = (M + MR - 1) / MR, panels = (N + NR - 1) / NR;
   // One column panel and row-major A: read A's rows in place (packing would
   // cost as much as the product).
