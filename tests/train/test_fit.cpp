@@ -114,6 +114,22 @@ TEST_CASE("validation data adds val_ keys; timing and input share are logged") {
   CHECK_THROWS_WITH_AS(h["nope"], doctest::Contains("history: no key 'nope'"), std::out_of_range);
 }
 
+TEST_CASE("validation with a larger batch than training does not change training") {
+  // Evaluating the validation data grows the model's arena; the updates of the
+  // next epochs must still reach the (moved) parameters.
+  const auto train = make_xor().batch(2);
+  const auto val = make_xor().batch(4);
+  auto m1 = make_model<xor_net>(7);
+  auto m2 = make_model<xor_net>(7);
+  adam o1, o2;
+  auto h1 = fit(m1, sparse_categorical_crossentropy{.from_logits = true}, o1, train, epochs{3});
+  auto h2 = fit(m2, sparse_categorical_crossentropy{.from_logits = true}, o2, train, epochs{3}, validation_data(val));
+  CHECK(h1["loss"] == h2["loss"]);
+  const auto p1 = m1.parameters();
+  const auto p2 = m2.parameters();
+  CHECK(std::vector<float>(p1.begin(), p1.end()) == std::vector<float>(p2.begin(), p2.end()));
+}
+
 TEST_CASE("callbacks: hooks are called in order; stop_training ends early") {
   auto m = make_model<xor_net>(7);
   adam opt;

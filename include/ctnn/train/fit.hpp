@@ -205,6 +205,11 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
       detail::update_metrics<MT>(metrics, y, b);
       m.backward();
       m.add_penalty_gradients();
+      // The arena may have grown since the spans were taken (evaluating the
+      // validation data with a larger batch reallocates it): take them again.
+      params = m.parameters();
+      grads = m.gradients();
+      slots = m.optimizer_slots();
       opt.update(params.data(), grads.data(), slots.data(), n_params, opt.iterations);
       ++opt.iterations;
       loss_sum += batch_sum + pen * double(b.size);
