@@ -38,16 +38,34 @@ void compare(std::size_t m) {
   CHECK(close(dw, dwr, m));
   CHECK(close(db, dbr, m));
   CHECK(close(dx, dxr, N));
+  // relu fused into the forward epilogue
+  std::vector<float> yrelu(m * N);
+  kernels::cpu::dense_forward<K, N, kernels::cpu::epilogue::relu>(x.data(), w.data(), b.data(), yrelu.data(), m);
+  for (auto& e : yr) e = std::max(e, 0.0f);
+  CHECK(close(yrelu, yr, K));
 }
 
 TEST_CASE("dense kernels equal the reference on awkward sizes") {
-  for (std::size_t m : {1, 3, 17, 64}) {
+  for (std::size_t m : {1, 3, 17, 64, 255}) {
     compare<1, 1>(m);
     compare<3, 17>(m);
     compare<17, 3>(m);
     compare<255, 33>(m);
     compare<784, 10>(m);
     compare<64, 256>(m);
+    compare<300, 40>(m);
+  }
+}
+
+TEST_CASE("dense kernels in double equal the reference") {
+  for (std::size_t m : {1, 5, 40}) {
+    std::vector<double> x(m * 33), w(33 * 19), b(19), y(m * 19), yr(m * 19);
+    rng g(m);
+    for (auto* v : {&x, &w, &b})
+      for (auto& e : *v) e = g.uniform(-1, 1);
+    kernels::cpu::dense_forward<33, 19>(x.data(), w.data(), b.data(), y.data(), m);
+    kernels::reference::gemm_nn(x.data(), w.data(), b.data(), yr.data(), m, 33, 19);
+    for (std::size_t i = 0; i < y.size(); ++i) CHECK(std::abs(y[i] - yr[i]) <= 1e-13);
   }
 }
 

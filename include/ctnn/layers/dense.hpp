@@ -3,9 +3,10 @@
 // Computes y = activation(x * W + b) for a flat input x of K features.
 // Parameters: the kernel W[K, N] (row-major, Keras' layout), then the bias
 // b[N]: K*N + N values. Init as Keras: Glorot-uniform kernel
-// (limit sqrt(6 / (K + N))), zero bias. The regularizer (default none) applies
-// to the kernel. Requires: N > 0 and a rank-1 input (else a compile error
-// naming the layer's position and the input's rank). Output: shape<N>.
+// (limit sqrt(6 / (K + N))), zero bias; relu is fused into the forward GEMM.
+// The regularizer (default none) applies to the kernel. Requires: N > 0 and a
+// rank-1 input (else a compile error naming the layer's position and the
+// input's rank). Output: shape<N>.
 #pragma once
 #include <array>
 #include <cmath>
@@ -78,8 +79,13 @@ struct dense_layer {
   }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
-    kernels::cpu::dense_forward<K, N>(x, s.params, s.params + kernel_count, y, r.batch);
-    Act::forward(y, r.batch, N);
+    if constexpr (std::is_same_v<Act, relu>) {
+      // relu is fused into the GEMM's epilogue.
+      kernels::cpu::dense_forward<K, N, kernels::cpu::epilogue::relu>(x, s.params, s.params + kernel_count, y, r.batch);
+    } else {
+      kernels::cpu::dense_forward<K, N>(x, s.params, s.params + kernel_count, y, r.batch);
+      Act::forward(y, r.batch, N);
+    }
   }
 
   // dy is turned into dL/dz in place.

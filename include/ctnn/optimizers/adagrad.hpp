@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "../kernels/cpu/updates.hpp"
 #include "../schedules/constant.hpp"
 #include "detail.hpp"
 
@@ -41,11 +42,7 @@ struct adagrad {
   template <class T>
   void update(T* w, const T* g, T* slots, std::size_t n, std::int64_t it) const {
     const T lr = T(learning_rate(it)), eps = T(epsilon);
-    T* acc = slots;
-    for (std::size_t i = 0; i < n; ++i) {
-      acc[i] += g[i] * g[i];
-      w[i] -= lr * g[i] / std::sqrt(acc[i] + eps);
-    }
+    kernels::cpu::adagrad_update(w, g, slots, n, lr, eps);
   }
 };
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 
+#include "../kernels/cpu/updates.hpp"
 #include "../schedules/constant.hpp"
 #include "detail.hpp"
 
@@ -47,19 +48,7 @@ struct adam {
     const double t = double(it + 1);
     const double alpha_d = learning_rate(it) * std::sqrt(1.0 - std::pow(beta_2, t)) / (1.0 - std::pow(beta_1, t));
     const T alpha = T(alpha_d), b1 = T(1.0 - beta_1), b2 = T(1.0 - beta_2), eps = T(epsilon);
-    T* m = slots;
-    T* v = slots + n;
-    T* vh = slots + 2 * n;
-    for (std::size_t i = 0; i < n; ++i) {
-      m[i] += (g[i] - m[i]) * b1;
-      v[i] += (g[i] * g[i] - v[i]) * b2;
-      T vv = v[i];
-      if (amsgrad) {
-        vh[i] = std::max(vh[i], v[i]);
-        vv = vh[i];
-      }
-      w[i] -= alpha * m[i] / (std::sqrt(vv) + eps);
-    }
+    kernels::cpu::adam_update(w, g, slots, slots + n, slots + 2 * n, n, alpha, b1, b2, eps, amsgrad);
   }
 };
 

@@ -1,33 +1,106 @@
 // ctnn/kernels/cpu/gemm.hpp — the three products of a dense layer, with the
-// layer's sizes (K inputs, N outputs) known at compile time.
+// layer's sizes (K inputs, N outputs) known at compile time, and a run-time GEMM.
 //
-//   forward:  Y[m,N]  = X[m,K] * W[K,N] + b[N]
+//   forward:  Y[m,N]  = epi(X[m,K] * W[K,N] + b[N])      (epi: none or relu)
 //   weights:  dW[K,N] = X[m,K]^T * dY[m,N],  db[N] = colsum(dY)
 //   input:    dX[m,K] = dY[m,N] * W[K,N]^T
-// m (the batch) is a run-time value. These entry points are what layers call;
-// the implementation behind them may change (SIMD, threads) while the scalar
-// reference (reference.hpp) stays the definition the tests compare against.
+//   gemm:     C[M,N]  = epi(A(M x K) * B(K x N) + bias), A and B strided views
+// m (the batch) is a run-time value. float and double run the xsimd kernels
+// of simd_gemm.hpp for xsimd::default_arch, the best architecture the compiler
+// flags enable (-march=native: AVX-512 here; no flags: SSE2), on the shared
+// thread pool; results do not depend on the thread count. Without any SIMD
+// architecture the scalar reference (reference.hpp) runs; it stays the
+// definition the tests compare against.
 #pragma once
 #include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
 
+#include "arch.hpp"
 #include "reference.hpp"
+#include "simd_gemm.hpp"
 
 namespace ctnn::kernels::cpu {
 
-template <std::size_t K, std::size_t N, class T>
+// C = epi(A * B + bias) with run-time sizes; C (row stride ldc >= N) is overwritten.
+// Throws std::invalid_argument naming the bad argument for null pointers or ldc < N.
+template <class T>
+void gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c, std::size_t ldc,
+          const T* bias = nullptr, epilogue epi = epilogue::none) {
+  if (ldc < N)
+    throw std::invalid_argument("kernels::cpu::gemm: ldc (" + std::to_string(ldc) + ") is smaller than N (" +
+                                std::to_string(N) + ")");
+  if (M && N && (!c || (K && (!a.p || !b.p))))
+    throw std::invalid_argument("kernels::cpu::gemm: a null matrix pointer with M=" + std::to_string(M) +
+                                ", N=" + std::to_string(N) + ", K=" + std::to_string(K));
+  if constexpr (has_simd_v<T>) {
+    simd_gemm<default_arch>(M, N, K, a, b, c, ldc, bias, epi);
+  } else {
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j) {
+        T s = bias ? bias[j] : T(0);
+        for (std::size_t p = 0; p < K; ++p) s += a.p[i * a.rs + p * a.cs] * b.p[p * b.rs + j * b.cs];
+        c[i * ldc + j] = epi == epilogue::relu && s < T(0) ? T(0) : s;
+      }
+  }
+}
+
+template <std::size_t K, std::size_t N, epilogue Epi = epilogue::none, class T>
 void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m) {
-  reference::gemm_nn(x, w, b, y, m, K, N);
+  if constexpr (has_simd_v<T>) {
+    simd_gemm<default_arch>(m, N, K, strided<T>{x, K, 1}, strided<T>{w, N, 1}, y, N, b, Epi);
+  } else {
+    reference::gemm_nn(x, w, b, y, m, K, N);
+    if constexpr (Epi == epilogue::relu)
+      for (std::size_t i = 0; i < m * N; ++i) y[i] = y[i] > T(0) ? y[i] : T(0);
+  }
+}
+
+// db[j] = sum over rows of dy[., j], rows added in order.
+template <std::size_t N, class T>
+void column_sum(const T* dy, T* db, std::size_t m) {
+  if constexpr (has_simd_v<T>) {
+    using B = xsimd::batch<T, default_arch>;
+    constexpr std::size_t L = B::size;
+    constexpr std::size_t full = N / L * L;
+    for (std::size_t j = 0; j < full; j += L) {
+      B s = B::load_unaligned(dy + j);
+      for (std::size_t i = 1; i < m; ++i) s += B::load_unaligned(dy + i * N + j);
+      s.store_unaligned(db + j);
+    }
+    if constexpr (full < N) {
+      for (std::size_t j = full; j < N; ++j) {
+        T s = dy[j];
+        for (std::size_t i = 1; i < m; ++i) s += dy[i * N + j];
+        db[j] = s;
+      }
+    }
+  } else {
+    reference::col_sum(dy, db, m, N);
+  }
 }
 
 template <std::size_t K, std::size_t N, class T>
 void dense_backward_weights(const T* x, const T* dy, T* dw, T* db, std::size_t m) {
-  reference::gemm_tn(x, dy, dw, m, K, N);
-  reference::col_sum(dy, db, m, N);
+  if constexpr (has_simd_v<T>) {
+    simd_gemm<default_arch>(K, N, m, strided<T>{x, 1, K}, strided<T>{dy, N, 1}, dw, N, static_cast<const T*>(nullptr),
+                            epilogue::none);
+    column_sum<N>(dy, db, m);
+  } else {
+    reference::gemm_tn(x, dy, dw, m, K, N);
+    reference::col_sum(dy, db, m, N);
+  }
 }
 
 template <std::size_t K, std::size_t N, class T>
 void dense_backward_input(const T* dy, const T* w, T* dx, std::size_t m) {
-  reference::gemm_nt(dy, w, dx, m, K, N);
+  if constexpr (has_simd_v<T>) {
+    simd_gemm<default_arch>(m, K, N, strided<T>{dy, N, 1}, strided<T>{w, 1, N}, dx, K, static_cast<const T*>(nullptr),
+                            epilogue::none);
+  } else {
+    reference::gemm_nt(dy, w, dx, m, K, N);
+  }
 }
 
 }  // namespace ctnn::kernels::cpu

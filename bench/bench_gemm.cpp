@@ -1,0 +1,100 @@
+// GFLOP/s of the dense layer's three products (kernels/cpu/gemm.hpp) on the
+// shapes of the 784-256-128-10 MLP at batch 1, 16, 64, 256, and of a
+// 1024x1024x1024 GEMM, on 1 and 2 threads; OpenBLAS cblas_sgemm on the same
+// products (same operand layouts) as the peer. Counter GFLOP/s = 2*M*N*K / time.
+//   fwd: Y = X W + b (+relu)   bww: dW = X^T dY   bwi: dX = dY W^T
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <ctnn/core/rng.hpp>
+#include <ctnn/kernels/cpu/gemm.hpp>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace ctnn;
+
+enum op { fwd, bww, bwi };
+
+struct operands {
+  std::vector<float> x, w, b, y, dy, dw, db, dx;
+  operands(std::size_t m, std::size_t k, std::size_t n)
+      : x(m * k), w(k * n), b(n), y(m * n), dy(m * n), dw(k * n), db(n), dx(m * k) {
+    rng g(m + k + n);
+    for (auto* v : {&x, &w, &b, &dy})
+      for (auto& e : *v) e = float(g.uniform(-1, 1));
+  }
+};
+
+void counters(benchmark::State& s, std::size_t m, std::size_t k, std::size_t n, int threads) {
+  s.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(m) * double(k) * double(n) * 1e-9,
+                                             benchmark::Counter::kIsIterationInvariantRate);
+  s.counters["threads"] = threads;
+}
+
+template <std::size_t K, std::size_t N, op Op>
+void ctnn_dense(benchmark::State& s) {
+  const std::size_t m = std::size_t(s.range(0));
+  const int t = int(s.range(1));
+  kernels::cpu::set_threads(std::size_t(t));
+  operands o(m, K, N);
+  for (auto _ : s) {
+    if constexpr (Op == fwd)
+      kernels::cpu::dense_forward<K, N, kernels::cpu::epilogue::relu>(o.x.data(), o.w.data(), o.b.data(), o.y.data(), m);
+    else if constexpr (Op == bww)
+      kernels::cpu::dense_backward_weights<K, N>(o.x.data(), o.dy.data(), o.dw.data(), o.db.data(), m);
+    else
+      kernels::cpu::dense_backward_input<K, N>(o.dy.data(), o.w.data(), o.dx.data(), m);
+    benchmark::ClobberMemory();
+  }
+  counters(s, m, K, N, t);
+  kernels::cpu::set_threads(1);
+}
+
+template <std::size_t K, std::size_t N, op Op>
+void openblas_dense(benchmark::State& s) {
+  const std::size_t m = std::size_t(s.range(0));
+  const int t = int(s.range(1));
+  openblas_set_num_threads(t);
+  operands o(m, K, N);
+  const int M = int(m), Ki = int(K), Ni = int(N);
+  for (auto _ : s) {
+    if constexpr (Op == fwd)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, Ni, Ki, 1.f, o.x.data(), Ki, o.w.data(), Ni, 0.f, o.y.data(), Ni);
+    else if constexpr (Op == bww)
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Ki, Ni, M, 1.f, o.x.data(), Ki, o.dy.data(), Ni, 0.f, o.dw.data(), Ni);
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, Ki, Ni, 1.f, o.dy.data(), Ni, o.w.data(), Ni, 0.f, o.dx.data(), Ki);
+    benchmark::ClobberMemory();
+  }
+  counters(s, m, K, N, t);
+}
+
+void mlp_args(benchmark::internal::Benchmark* b) {
+  for (int t : {1, 2})
+    for (int m : {1, 16, 64, 256}) b->Args({m, t});
+}
+void square_args(benchmark::internal::Benchmark* b) {
+  for (int t : {1, 2}) b->Args({1024, t});
+}
+
+}  // namespace
+
+#define CTNN_GEMM_BENCH(K, N, OP)                                                               \
+  BENCHMARK(ctnn_dense<K, N, OP>)->Name("gemm/ctnn/" #OP "/" #K "x" #N)->Apply(mlp_args);         \
+  BENCHMARK(openblas_dense<K, N, OP>)->Name("gemm/openblas/" #OP "/" #K "x" #N)->Apply(mlp_args);
+
+CTNN_GEMM_BENCH(784, 256, fwd)
+CTNN_GEMM_BENCH(784, 256, bww)
+CTNN_GEMM_BENCH(784, 256, bwi)
+CTNN_GEMM_BENCH(256, 128, fwd)
+CTNN_GEMM_BENCH(256, 128, bww)
+CTNN_GEMM_BENCH(256, 128, bwi)
+CTNN_GEMM_BENCH(128, 10, fwd)
+CTNN_GEMM_BENCH(128, 10, bww)
+CTNN_GEMM_BENCH(128, 10, bwi)
+
+BENCHMARK(ctnn_dense<1024, 1024, fwd>)->Name("gemm/ctnn/square/1024")->Apply(square_args);
+BENCHMARK(openblas_dense<1024, 1024, fwd>)->Name("gemm/openblas/square/1024")->Apply(square_args);

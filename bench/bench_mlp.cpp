@@ -1,0 +1,83 @@
+// The Fashion-MNIST MLP of examples/fashion_mnist_mlp.cpp (784-256-128-10,
+// relu, logits) trained with Adam and sparse categorical cross-entropy:
+//   mlp/train_step: one step as fit() does it (forward, loss, backward, Adam) on
+//                   a fixed batch; counter samples/s.
+//   mlp/epoch:      fit() for one epoch over the 60000 training images
+//                   (shuffled, batched); counter samples/s.
+//   mlp/infer:      forward of one image (batch 1): the latency is the time.
+// Arguments: batch size, threads (kernels::cpu::set_threads).
+#include <benchmark/benchmark.h>
+
+#include <ctnn/ctnn.hpp>
+
+#include <algorithm>
+#include <vector>
+
+namespace {
+
+using net = ctnn::sequential<ctnn::input<28, 28>, ctnn::flatten, ctnn::dense<256, ctnn::relu>,
+                             ctnn::dense<128, ctnn::relu>, ctnn::dense<10>>;
+
+const ctnn::data::fashion_mnist::dataset& train_set() {
+  static const auto d = ctnn::data::fashion_mnist::train();
+  return d;
+}
+
+void train_step(benchmark::State& s) {
+  const std::size_t batch = std::size_t(s.range(0));
+  ctnn::kernels::cpu::set_threads(std::size_t(s.range(1)));
+  const auto& d = train_set();
+  auto model = ctnn::make_model<net>(42);
+  ctnn::adam opt;
+  const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
+  using O = decltype(opt);
+  model.reserve(batch, O::slots_per_parameter);
+  auto params = model.parameters();
+  auto grads = model.gradients();
+  auto slots = model.optimizer_slots();
+  ctnn::data::minibatch<float, ctnn::sparse_labels> b;
+  auto cur = d.batch(batch).open(0);
+  cur.next(b);
+  for (auto _ : s) {
+    const float* y = model.forward(b.x.data(), b.size, true);
+    benchmark::DoNotOptimize(loss.compute<10>(y, b.y.data(), model.output_gradient(), b.size));
+    model.backward();
+    opt.update(params.data(), grads.data(), slots.data(), params.size(), opt.iterations);
+    ++opt.iterations;
+  }
+  s.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
+  ctnn::kernels::cpu::set_threads(1);
+}
+
+void epoch(benchmark::State& s) {
+  const std::size_t batch = std::size_t(s.range(0));
+  ctnn::kernels::cpu::set_threads(std::size_t(s.range(1)));
+  const auto train = train_set().shuffle(1).batch(batch);
+  for (auto _ : s) {
+    auto model = ctnn::make_model<net>(42);
+    ctnn::adam opt;
+    auto h = ctnn::fit(model, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt, train, ctnn::epochs{1});
+    benchmark::DoNotOptimize(h);
+  }
+  s.counters["samples/s"] = benchmark::Counter(double(train.size()), benchmark::Counter::kIsIterationInvariantRate);
+  ctnn::kernels::cpu::set_threads(1);
+}
+
+void infer(benchmark::State& s) {
+  ctnn::kernels::cpu::set_threads(std::size_t(s.range(1)));
+  const auto& d = train_set();
+  auto model = ctnn::make_model<net>(42);
+  ctnn::data::minibatch<float, ctnn::sparse_labels> b;
+  auto cur = d.batch(1).open(0);
+  cur.next(b);
+  for (auto _ : s) benchmark::DoNotOptimize(model.forward(b.x.data(), 1, false));
+  ctnn::kernels::cpu::set_threads(1);
+}
+
+}  // namespace
+
+BENCHMARK(train_step)->Name("mlp/train_step")->UseRealTime()->ArgNames({"batch", "threads"})
+    ->Args({16, 1})->Args({64, 1})->Args({256, 1})->Args({16, 2})->Args({64, 2})->Args({256, 2});
+BENCHMARK(epoch)->Name("mlp/epoch")->UseRealTime()->ArgNames({"batch", "threads"})->Unit(benchmark::kMillisecond)->Iterations(1)
+    ->Args({16, 1})->Args({64, 1})->Args({256, 1})->Args({16, 2})->Args({64, 2})->Args({256, 2});
+BENCHMARK(infer)->Name("mlp/infer")->UseRealTime()->ArgNames({"batch", "threads"})->Args({1, 1})->Args({1, 2});

@@ -1,0 +1,15 @@
+#!/bin/sh
+# Runs the benchmark suite and its PyTorch peer back to back and prints the
+# tables of docs/performance.md. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are
+# unset for the whole run (the peers need their own kernels for this CPU).
+#   cmake --preset bench && cmake --build --preset bench -j2 && bench/run.sh [outdir]
+set -eu
+out=${1:-build/bench/results}
+mkdir -p "$out"
+peer() { env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$@"; }
+peer ./build/bench/bench/ctnn_bench --benchmark_min_time=0.3 \
+  --benchmark_out="$out/bench.json" --benchmark_out_format=json | tee "$out/bench.txt"
+peer OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/peers/torch_mlp.py --threads 1 | tee "$out/torch1.txt"
+peer OPENBLAS_NUM_THREADS=2 /usr/bin/python3 bench/peers/torch_mlp.py --threads 1 --batches 256 | tee "$out/torch2a.txt"
+peer OPENBLAS_NUM_THREADS=2 /usr/bin/python3 bench/peers/torch_mlp.py --threads 2 --batches 256 | tee "$out/torch2b.txt"
+python3 bench/report.py "$out/bench.json" "$out/torch1.txt" "$out/torch2a.txt" "$out/torch2b.txt" | tee "$out/report.md"

@@ -1,0 +1,481 @@
+// ctnn/kernels/cpu/simd_gemm.hpp — the xsimd GEMM behind kernels/cpu/gemm.hpp.
+//
+// simd_gemm<Arch>(M, N, K, A, B, C, ldc, bias, epi) computes, for any xsimd
+// architecture Arch:  C[i,j] = epi(bias[j] + sum_p A(i,p) * B(p,j))
+// where A(i,p) = a.p[i*a.rs + p*a.cs] and B(p,j) = b.p[p*b.rs + j*b.cs] (so
+// transposed operands are strides, not copies), bias may be null (0), epi is
+// none or relu, C is row-major with row stride ldc and is overwritten.
+// Method: A is packed into MR-row micro-panels, B into NR-column panels (or read
+// in place for small M when row-major), K is blocked by KC, and an MR x NR
+// register-blocked micro-kernel accumulates with FMAs. Work is split into
+// tasks by blocks of output rows and columns, each output computed by one task
+// with the same summation order, so results do not depend on the thread count.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <type_traits>
+
+#include <xsimd/xsimd.hpp>
+
+#include "../../config.hpp"
+#include "arch.hpp"
+#include "thread_pool.hpp"
+
+namespace ctnn::kernels::cpu {
+
+enum class epilogue { none, relu };
+
+// A strided read-only matrix view: element (i, j) is p[i*rs + j*cs].
+template <class T>
+struct strided {
+  const T* p;
+  std::size_t rs, cs;
+};
+
+namespace simd {
+
+// Register blocking per architecture: MR rows x NV vectors of output.
+template <class T, class Arch>
+struct blocking {
+  static constexpr std::size_t L = xsimd::batch<T, Arch>::size;
+  static constexpr bool wide = L * sizeof(T) >= 64;  // 32 vector registers (AVX-512)
+  // 8 x 2 vectors: 16 accumulators. 12 x 2 (24) measured no faster on this
+  // machine and costs compile time; 16 registers (AVX2, SSE): 6 x 2.
+  static constexpr std::size_t MR = wide ? 8 : 6;
+  static constexpr std::size_t NV = 2;
+  static constexpr std::size_t NR = NV * L;
+  static constexpr std::size_t KC = 256;  // a KC x NR panel of B stays in L1
+};
+
+// Per-thread scratch, 64-byte aligned, grown on demand, never shrunk.
+template <class T, int Slot>
+T* scratch(std::size_t n) {
+  struct buf {
+    T* p = nullptr;
+    std::size_t n = 0;
+    ~buf() {
+      if (p) ::operator delete[](p, std::align_val_t{64});
+    }
+  };
+  thread_local buf b;
+  if (n > b.n) {
+    if (b.p) ::operator delete[](b.p, std::align_val_t{64});
+    b.p = static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{64}));
+    b.n = n;
+  }
+  return b.p;
+}
+
+template <class Arch, class T>
+CTNN_FORCEINLINE xsimd::batch<T, Arch> load_n(const T* p, std::size_t n) {
+  using B = xsimd::batch<T, Arch>;
+  if (n >= B::size) return B::load_unaligned(p);
+  alignas(64) T tmp[B::size] = {};
+  for (std::size_t i = 0; i < n; ++i) tmp[i] = p[i];
+  return B::load_aligned(tmp);
+}
+template <class Arch, class T>
+CTNN_FORCEINLINE void store_n(xsimd::batch<T, Arch> v, T* p, std::size_t n) {
+  using B = xsimd::batch<T, Arch>;
+  if (n >= B::size) return v.store_unaligned(p);
+  alignas(64) T tmp[B::size];
+  v.store_aligned(tmp);
+  for (std::size_t i = 0; i < n; ++i) p[i] = tmp[i];
+}
+
+// C[0:mr, 0:nr] (=|+=) A_panel[MRt rows] * B_panel[kc x NV*L].
+// a: element (r, p) at a[p*ars + r] when packed (PA), else at a[r*ars + p]
+// (rows read in place); b: element (p, j) at b[p*ldb + j].
+// init: start from bias (or 0) instead of C. relu: applied before the store.
+template <class Arch, std::size_t MRt, std::size_t NV, bool PA, class T>
+void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t ldb, T* c, std::size_t ldc,
+           std::size_t mr, std::size_t nr, const T* bias, bool init, bool relu) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  auto cols = [&](std::size_t v) { return nr > v * L ? std::min(L, nr - v * L) : std::size_t(0); };
+  B acc[MRt][NV];
+  if (init) {
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < NV; ++v) {
+      const B bv = bias && cols(v) ? load_n<Arch>(bias + v * L, cols(v)) : B(T(0));
+#pragma GCC unroll 16
+      for (std::size_t r = 0; r < MRt; ++r) acc[r][v] = bv;
+    }
+  } else {
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < MRt; ++r)
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < NV; ++v)
+        acc[r][v] = r < mr && cols(v) ? load_n<Arch>(c + r * ldc + v * L, cols(v)) : B(T(0));
+  }
+  // In-place rows past mr repeat row mr-1 (computed, never stored).
+  const T* rows[MRt];
+  for (std::size_t r = 0; r < MRt; ++r) rows[r] = PA ? a + r : a + std::min(r, mr - 1) * ars;
+  for (std::size_t p = 0; p < kc; ++p) {
+    B bb[NV];
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < NV; ++v) bb[v] = B::load_unaligned(b + p * ldb + v * L);
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < MRt; ++r) {
+      const B av(PA ? a[p * ars + r] : rows[r][p]);
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bb[v], acc[r][v]);
+    }
+  }
+  if (relu) {
+    const B zero(T(0));
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < MRt; ++r)
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < NV; ++v) acc[r][v] = xsimd::max(acc[r][v], zero);
+  }
+#pragma GCC unroll 16
+  for (std::size_t r = 0; r < MRt; ++r) {
+    if (r >= mr) break;
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < NV; ++v)
+      if (cols(v)) store_n<Arch>(acc[r][v], c + r * ldc + v * L, cols(v));
+  }
+}
+
+// The micro-kernel instance for mr (<= MR) valid rows: 4 or MR rows (packed
+// rows past mr are zero; in-place rows past mr repeat row mr-1). Few
+// instances keep the compile time down.
+template <class Arch, std::size_t NV, bool PA, class T>
+void micro_rows(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t ldb, T* c, std::size_t ldc,
+                std::size_t mr, std::size_t nr, const T* bias, bool init, bool relu) {
+  constexpr std::size_t MR = blocking<T, Arch>::MR;
+  if (mr <= 4) return micro<Arch, 4, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
+  return micro<Arch, MR, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
+}
+
+// y[0:n] = epi(bias + x[0:k] * B[k x n]) for a row-major B (row stride ldb):
+// one output row. Column chunks of V = 16 or 8 vectors (AVX-512; 8 or 4 with
+// 16 registers) keep V accumulators in registers while rows of B stream
+// through contiguously; the last columns go one vector at a time with two
+// partial sums over p.
+template <class Arch, std::size_t V, class T>
+void gemv_chunk(std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, bool relu) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  B acc[V];
+  for (std::size_t v = 0; v < V; ++v) acc[v] = bias ? B::load_unaligned(bias + v * L) : B(T(0));
+  for (std::size_t p = 0; p < k; ++p) {
+    const B xv(x[p]);
+    const T* row = b + p * ldb;
+#pragma GCC unroll 16
+    for (std::size_t v = 0; v < V; ++v) acc[v] = xsimd::fma(xv, B::load_unaligned(row + v * L), acc[v]);
+  }
+  for (std::size_t v = 0; v < V; ++v) (relu ? xsimd::max(acc[v], B(T(0))) : acc[v]).store_unaligned(y + v * L);
+}
+
+template <class Arch, class T>
+void gemv(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, bool relu) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size, W = L * sizeof(T) >= 64 ? 16 : 8;  // 32 or 16 registers
+  auto finish = [&](B s, std::size_t j, std::size_t cnt) {
+    if (bias) s += load_n<Arch>(bias + j, cnt);
+    if (relu) s = xsimd::max(s, B(T(0)));
+    store_n<Arch>(s, y + j, cnt);
+  };
+  std::size_t j = 0;
+  for (; j + W * L <= n; j += W * L) gemv_chunk<Arch, W>(k, x, b + j, ldb, y + j, bias ? bias + j : nullptr, relu);
+  if (j + W / 2 * L <= n) {
+    gemv_chunk<Arch, W / 2>(k, x, b + j, ldb, y + j, bias ? bias + j : nullptr, relu);
+    j += W / 2 * L;
+  }
+  for (; j < n; j += L) {
+    const std::size_t cnt = std::min(L, n - j);
+    B s0(T(0)), s1(T(0));
+    std::size_t p = 0;
+    if (cnt == L) {
+      for (; p + 2 <= k; p += 2) {
+        s0 = xsimd::fma(B(x[p]), B::load_unaligned(b + p * ldb + j), s0);
+        s1 = xsimd::fma(B(x[p + 1]), B::load_unaligned(b + (p + 1) * ldb + j), s1);
+      }
+      if (p < k) s0 = xsimd::fma(B(x[p]), B::load_unaligned(b + p * ldb + j), s0);
+    } else {
+      // A full vector from row p < k-1 ends inside B when L - cnt <= ldb (its
+      // extra lanes are never stored); only the last row needs a partial load.
+      const std::size_t safe = L - cnt <= ldb ? k - 1 : 0;
+      for (; p + 2 <= safe; p += 2) {
+        s0 = xsimd::fma(B(x[p]), B::load_unaligned(b + p * ldb + j), s0);
+        s1 = xsimd::fma(B(x[p + 1]), B::load_unaligned(b + (p + 1) * ldb + j), s1);
+      }
+      for (; p < k; ++p) s0 = xsimd::fma(B(x[p]), load_n<Arch>(b + p * ldb + j, cnt), s0);
+    }
+    finish(s0 + s1, j, cnt);
+  }
+}
+
+// y[j] = epi(bias[j] + sum_p x[p] * b[j*ldb + p]) for j < n: one output row
+// and a B whose columns are contiguous (B = W^T of dX = dY W^T): dot products
+// of 4 columns at a time, vectorized along p, one horizontal sum each.
+template <class Arch, class T>
+void gemv_t(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, bool relu) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size, R = 4;
+  const std::size_t kv = k / L * L;
+  auto finish = [&](T s, std::size_t j) {
+    if (bias) s += bias[j];
+    y[j] = relu && s < T(0) ? T(0) : s;
+  };
+  std::size_t j = 0;
+  for (; j + R <= n; j += R) {
+    B acc[R];
+    for (std::size_t r = 0; r < R; ++r) acc[r] = B(T(0));
+    for (std::size_t p = 0; p < kv; p += L) {
+      const B xv = B::load_unaligned(x + p);
+#pragma GCC unroll 4
+      for (std::size_t r = 0; r < R; ++r) acc[r] = xsimd::fma(xv, B::load_unaligned(b + (j + r) * ldb + p), acc[r]);
+    }
+    for (std::size_t r = 0; r < R; ++r) {
+      T s = xsimd::hadd(acc[r]);
+      for (std::size_t p = kv; p < k; ++p) s += x[p] * b[(j + r) * ldb + p];
+      finish(s, j + r);
+    }
+  }
+  for (; j < n; ++j) {
+    B acc(T(0));
+    for (std::size_t p = 0; p < kv; p += L) acc = xsimd::fma(B::load_unaligned(x + p), B::load_unaligned(b + j * ldb + p), acc);
+    T s = xsimd::hadd(acc);
+    for (std::size_t p = kv; p < k; ++p) s += x[p] * b[j * ldb + p];
+    finish(s, j);
+  }
+}
+
+// Packs rows [i0, i0+MR) of A (zero past m) as ap[p*MR + r], p in [0, k).
+template <class T>
+void pack_a(std::size_t MR, strided<T> a, std::size_t i0, std::size_t m, std::size_t k, T* ap) {
+  const std::size_t rows = std::min(MR, m - i0);
+  if (a.cs == 1) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      const T* src = a.p + (i0 + r) * a.rs;
+      for (std::size_t p = 0; p < k; ++p) ap[p * MR + r] = src[p];
+    }
+    for (std::size_t r = rows; r < MR; ++r)
+      for (std::size_t p = 0; p < k; ++p) ap[p * MR + r] = T(0);
+  } else {
+    for (std::size_t p = 0; p < k; ++p) {
+      const T* src = a.p + p * a.cs + i0 * a.rs;
+      T* dst = ap + p * MR;
+      for (std::size_t r = 0; r < rows; ++r) dst[r] = src[r * a.rs];
+      for (std::size_t r = rows; r < MR; ++r) dst[r] = T(0);
+    }
+  }
+}
+
+// Packs columns [j0, j0+NR) of B (zero past n) as bp[p*NR + j], p in [0, k).
+template <class T>
+void pack_b(std::size_t NR, strided<T> b, std::size_t j0, std::size_t n, std::size_t k, T* bp) {
+  const std::size_t cols = std::min(NR, n - j0);
+  if (b.cs == 1) {
+    for (std::size_t p = 0; p < k; ++p) {
+      const T* src = b.p + p * b.rs + j0;
+      T* dst = bp + p * NR;
+      std::memcpy(dst, src, cols * sizeof(T));
+      for (std::size_t j = cols; j < NR; ++j) dst[j] = T(0);
+    }
+  } else {
+    // Blocks of 8 values of each of the panel's columns: reads stay in a few
+    // cache lines per column, writes are contiguous.
+    constexpr std::size_t PB = 8;
+    const T* src = b.p + j0 * b.cs;
+    std::size_t p0 = 0;
+    if (b.rs == 1)
+      for (; p0 + PB <= k; p0 += PB) {
+        T* dst = bp + p0 * NR;
+        for (std::size_t j = 0; j < cols; ++j) {
+          const T* s = src + j * b.cs + p0;
+#pragma GCC unroll 8
+          for (std::size_t q = 0; q < PB; ++q) dst[q * NR + j] = s[q];
+        }
+        for (std::size_t q = 0; q < PB; ++q)
+          for (std::size_t j = cols; j < NR; ++j) dst[q * NR + j] = T(0);
+      }
+    for (std::size_t p = p0; p < k; ++p) {
+      for (std::size_t j = 0; j < cols; ++j) bp[p * NR + j] = src[j * b.cs + p * b.rs];
+      for (std::size_t j = cols; j < NR; ++j) bp[p * NR + j] = T(0);
+    }
+  }
+}
+
+// Below this many multiply-adds a product runs on the calling thread alone.
+inline constexpr std::size_t parallel_threshold = std::size_t(1) << 20;
+
+}  // namespace simd
+
+namespace simd {
+
+// The packed, register-blocked product with output panels NV vectors wide.
+template <class Arch, std::size_t NV, class T>
+void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c, std::size_t ldc,
+             const T* bias, bool relu, bool parallel, thread_pool& pool) {
+  using blk = blocking<T, Arch>;
+  constexpr std::size_t NR = NV * blk::L, KC = blk::KC;
+  auto run = [&](std::size_t tasks, auto&& f) {
+    if (parallel) pool.run(tasks, f);
+    else
+      for (std::size_t t = 0; t < tasks; ++t) f(t);
+  };
+  // MC x NC: the output block of one task. Small tasks (about 2^17
+  // multiply-adds, 1 to 8 panels of columns), so that a worker the OS
+  // deschedules holds back little of the product; the partition depends on
+  // the sizes only, never on the thread count.
+  constexpr std::size_t MR = blk::MR, MC = 4 * MR;
+  const std::size_t NC = NR * std::clamp<std::size_t>((std::size_t(1) << 17) / (MC * NR * K), 1, 8);
+  const std::size_t row_blocks = (M + MR - 1) / MR, panels = (N + NR - 1) / NR;
+  // One column panel and row-major A: read A's rows in place (packing would
+  // cost as much as the product).
+  const bool direct_a = NV == 1 && a.cs == 1;
+  T* ap = nullptr;
+  if (!direct_a) {
+    ap = scratch<T, 1>(row_blocks * MR * K);
+    run(row_blocks, [&](std::size_t ib) { pack_a(MR, a, ib * MR, M, K, ap + ib * MR * K); });
+  }
+
+  // Small M and row-major B: read B in place (its rows are read once or twice
+  // anyway), except for the last, partial panel, which is packed with zeros.
+  // When the partial panel's extra columns fit in one row (NR - N % NR <=
+  // b.rs), rows 0..K-2 are read in place too (the extra lanes read the next
+  // row and are never stored) and only row K-1 is copied (split_tail).
+  const bool direct = M <= 2 * blk::MR && b.cs == 1;
+  const bool split_tail = direct && N % NR && K >= 2 && NR - N % NR <= b.rs;
+  T* bp = nullptr;
+  if (split_tail) {
+    bp = scratch<T, 2>(NR);
+    strided<T> last{b.p + (K - 1) * b.rs, b.rs, 1};
+    pack_b(NR, last, (panels - 1) * NR, N, 1, bp);
+  } else if (direct) {
+    if (N % NR) {
+      bp = scratch<T, 2>(NR * K);
+      pack_b(NR, b, (panels - 1) * NR, N, K, bp);
+    }
+  } else {
+    bp = scratch<T, 2>(panels * NR * K);
+    run(panels, [&](std::size_t jp) { pack_b(NR, b, jp * NR, N, K, bp + jp * NR * K); });
+  }
+  auto b_panel = [&](std::size_t jp, std::size_t p0, std::size_t& ldb) -> const T* {
+    if (direct) {
+      if (jp + 1 < panels || N % NR == 0 || split_tail) {
+        ldb = b.rs;
+        return b.p + p0 * b.rs + jp * NR;
+      }
+      ldb = NR;
+      return bp + p0 * NR;
+    }
+    ldb = NR;
+    return bp + jp * NR * K + p0 * NR;
+  };
+
+  const std::size_t kc_max = direct ? K : KC;
+  const std::size_t mblocks = (M + MC - 1) / MC, nblocks = (N + NC - 1) / NC;
+  run(mblocks * nblocks, [&](std::size_t task) {
+    const std::size_t i_lo = (task / nblocks) * MC, i_hi = std::min(M, i_lo + MC);
+    const std::size_t j_lo = (task % nblocks) * NC, j_hi = std::min(N, j_lo + NC);
+    for (std::size_t p0 = 0; p0 < K; p0 += kc_max) {
+      const std::size_t kc = std::min(kc_max, K - p0);
+      const bool first = p0 == 0, last = p0 + kc == K;
+      for (std::size_t j0 = j_lo; j0 < j_hi; j0 += NR) {
+        std::size_t ldb;
+        const T* bpanel = b_panel(j0 / NR, p0, ldb);
+        const std::size_t nr = std::min(NR, N - j0);
+        for (std::size_t i0 = i_lo; i0 < i_hi; i0 += MR) {
+          T* ct = c + i0 * ldc + j0;
+          const std::size_t mr = std::min(MR, M - i0);
+          const T* bj = bias ? bias + j0 : nullptr;
+          auto part = [&](std::size_t q0, std::size_t n_k, const T* bq, std::size_t ldq, bool init, bool fin) {
+            if constexpr (NV == 1)
+              if (direct_a)
+                return micro_rows<Arch, NV, false>(n_k, a.p + i0 * a.rs + q0, a.rs, bq, ldq, ct, ldc, mr, nr, bj, init,
+                                                   relu && fin);
+            micro_rows<Arch, NV, true>(n_k, ap + (i0 / MR) * MR * K + q0 * MR, MR, bq, ldq, ct, ldc, mr, nr, bj, init,
+                                       relu && fin);
+          };
+          if (split_tail && nr < NR) {
+            part(0, K - 1, bpanel, ldb, true, false);
+            part(K - 1, 1, bp, NR, false, true);
+          } else {
+            part(p0, kc, bpanel, ldb, first, last);
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace simd
+
+template <class Arch, class T>
+void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c, std::size_t ldc,
+               const T* bias, epilogue epi, thread_pool& pool = thread_pool::global()) {
+  const bool relu = epi == epilogue::relu;
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j) c[i * ldc + j] = relu ? std::max(bias ? bias[j] : T(0), T(0)) : (bias ? bias[j] : T(0));
+    return;
+  }
+  const bool parallel = M * N * K >= simd::parallel_threshold && pool.size() > 1;
+
+  // One output row and a row-major B: a matrix-vector product.
+  if (M == 1 && b.cs == 1) {
+    const T* x = a.p;
+    if (a.cs != 1) {
+      T* xs = simd::scratch<T, 0>(K);
+      for (std::size_t p = 0; p < K; ++p) xs[p] = a.p[p * a.cs];
+      x = xs;
+    }
+    // Column chunks of 8 vectors on the pool when the weights are large: each
+    // core then streams its own part of B (batch-1 latency is bound by that).
+    constexpr std::size_t CH = 8 * xsimd::batch<T, Arch>::size;
+    if (N * K >= (std::size_t(1) << 16) && N >= 2 * CH && pool.size() > 1) {
+      pool.run((N + CH - 1) / CH, [&](std::size_t t) {
+        const std::size_t j0 = t * CH, n = std::min(CH, N - j0);
+        simd::gemv<Arch>(n, K, x, b.p + j0, b.rs, c + j0, bias ? bias + j0 : nullptr, relu);
+      });
+    } else {
+      simd::gemv<Arch>(N, K, x, b.p, b.rs, c, bias, relu);
+    }
+    return;
+  }
+
+  // One output row and B with contiguous columns: dot products.
+  if (M == 1 && b.rs == 1 && K >= xsimd::batch<T, Arch>::size) {
+    const T* x = a.p;
+    if (a.cs != 1) {
+      T* xs = simd::scratch<T, 0>(K);
+      for (std::size_t p = 0; p < K; ++p) xs[p] = a.p[p * a.cs];
+      x = xs;
+    }
+    simd::gemv_t<Arch>(N, K, x, b.p, b.cs, c, bias, relu);
+    return;
+  }
+
+  // Fewer columns than a vector and A a transposed view (dW = X^T dY of a
+  // narrow layer): compute C^T = B^T A^T, whose B operand (A's storage) is
+  // row-major, then transpose it, adding the bias and the epilogue.
+  constexpr std::size_t L = xsimd::batch<T, Arch>::size;
+  if (N < L && a.rs == 1 && a.cs != 1 && M >= 2 * L) {
+    T* ct = simd::scratch<T, 3>(N * M);
+    simd_gemm<Arch>(N, M, K, strided<T>{b.p, b.cs, b.rs}, strided<T>{a.p, a.cs, a.rs}, ct, M, static_cast<const T*>(nullptr),
+                    epilogue::none, pool);
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j) {
+        const T v = ct[j * M + i] + (bias ? bias[j] : T(0));
+        c[i * ldc + j] = relu && v < T(0) ? T(0) : v;
+      }
+    return;
+  }
+
+  // One vector of columns or fewer: panels one vector wide.
+  if (N <= xsimd::batch<T, Arch>::size)
+    simd::blocked<Arch, 1>(M, N, K, a, b, c, ldc, bias, relu, parallel, pool);
+  else
+    simd::blocked<Arch, simd::blocking<T, Arch>::NV>(M, N, K, a, b, c, ldc, bias, relu, parallel, pool);
+}
+
+}  // namespace ctnn::kernels::cpu

@@ -1,0 +1,166 @@
+// ctnn/kernels/cpu/thread_pool.hpp — the small thread pool the CPU kernels share.
+//
+// thread_pool::global() holds size()-1 worker threads; the calling thread is
+// the size()-th. Its size is CTNN_NUM_THREADS when set (1..256), else
+// std::thread::hardware_concurrency(); set_threads(n) changes it.
+// run(tasks, f) calls f(t) once for every t in [0, tasks) and returns when all
+// are done. Which thread runs a task is not fixed, so a kernel that wants the
+// same result whatever the thread count gives each task its own outputs and
+// computes each output within one task. A run() from inside a task, or while
+// another thread's run() is in progress, executes serially on the caller.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace ctnn::kernels::cpu {
+
+class thread_pool {
+ public:
+  explicit thread_pool(std::size_t threads) { start(threads); }
+  thread_pool(const thread_pool&) = delete;
+  thread_pool& operator=(const thread_pool&) = delete;
+  ~thread_pool() { stop(); }
+
+  static thread_pool& global() {
+    static thread_pool pool(default_threads());
+    return pool;
+  }
+
+  std::size_t size() const noexcept { return workers_.size() + 1; }
+
+  // Restarts the pool with n threads in all (n >= 1); not while a run() is in progress.
+  void resize(std::size_t n) {
+    if (n == 0 || n > 256)
+      throw std::invalid_argument("thread_pool::resize: the thread count must be in [1, 256], got " + std::to_string(n));
+    std::lock_guard<std::mutex> run_lock(run_mutex_);
+    if (n == size()) return;
+    stop();
+    start(n);
+  }
+
+  template <class F>
+  void run(std::size_t tasks, F&& f) {
+    if (tasks == 0) return;
+    std::unique_lock<std::mutex> run_lock(run_mutex_, std::try_to_lock);
+    if (tasks == 1 || workers_.empty() || in_task() || !run_lock.owns_lock()) {
+      for (std::size_t t = 0; t < tasks; ++t) f(t);
+      return;
+    }
+    using FD = std::remove_reference_t<F>;
+    {
+      // Wait until no worker is still inside the previous run's work().
+      std::unique_lock<std::mutex> lk(m_);
+      while (active_.load(std::memory_order_acquire) != 0) {
+        lk.unlock();
+        std::this_thread::yield();
+        lk.lock();
+      }
+      ctx_ = const_cast<void*>(static_cast<const void*>(&f));
+      fn_ = [](void* c, std::size_t t) { (*static_cast<FD*>(c))(t); };
+      count_ = tasks;
+      next_.store(0, std::memory_order_relaxed);
+      done_.store(0, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    cv_.notify_all();
+    work();
+    for (unsigned i = 0; done_.load(std::memory_order_acquire) != tasks; ++i) relax(i);
+  }
+
+ private:
+  static std::size_t default_threads() {
+    if (const char* e = std::getenv("CTNN_NUM_THREADS")) {
+      const long v = std::strtol(e, nullptr, 10);
+      if (v >= 1 && v <= 256) return std::size_t(v);
+    }
+    return std::max<std::size_t>(1, std::thread::hardware_concurrency());
+  }
+  static void cpu_pause() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  // Busy-waits, yielding only now and then.
+  static void relax(unsigned i) noexcept {
+    if (i % 1024 == 1023) std::this_thread::yield();
+    else cpu_pause();
+  }
+  static bool& in_task() {
+    thread_local bool flag = false;
+    return flag;
+  }
+
+  void start(std::size_t n) {
+    quit_ = false;
+    const std::uint64_t g = generation_.load(std::memory_order_acquire);
+    for (std::size_t i = 1; i < n; ++i) workers_.emplace_back([this, g] { loop(g); });
+  }
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      quit_ = true;
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    cv_.notify_all();
+    for (auto& w : workers_) w.join();
+    workers_.clear();
+  }
+
+  // Takes tasks until none is left.
+  void work() {
+    in_task() = true;
+    std::size_t finished = 0;
+    for (std::size_t t; (t = next_.fetch_add(1, std::memory_order_relaxed)) < count_; ++finished) fn_(ctx_, t);
+    in_task() = false;
+    if (finished) done_.fetch_add(finished, std::memory_order_acq_rel);
+  }
+
+  void loop(std::uint64_t seen) {
+    for (;;) {
+      // Spin for about 200 us (the kernels of one training step come in quick
+      // succession; yielding instead can cost a whole time slice on a busy
+      // machine), then sleep until the next run().
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+      for (unsigned i = 1; generation_.load(std::memory_order_acquire) == seen; ++i) {
+        cpu_pause();
+        if (i % 256 == 0 && std::chrono::steady_clock::now() > until) break;
+      }
+      {
+        std::unique_lock<std::mutex> lk(m_);
+        cv_.wait(lk, [&] { return quit_ || generation_.load(std::memory_order_acquire) != seen; });
+        seen = generation_.load(std::memory_order_acquire);
+        if (quit_) return;
+        active_.fetch_add(1, std::memory_order_relaxed);
+      }
+      work();
+      active_.fetch_sub(1, std::memory_order_release);
+    }
+  }
+
+  std::vector<std::thread> workers_;
+  std::mutex m_, run_mutex_;
+  std::condition_variable cv_;
+  std::atomic<std::uint64_t> generation_{0};
+  std::atomic<std::size_t> next_{0}, done_{0}, active_{0};
+  std::size_t count_ = 0;
+  void* ctx_ = nullptr;
+  void (*fn_)(void*, std::size_t) = nullptr;
+  bool quit_ = false;
+};
+
+// Threads the CPU kernels use in all (the caller included).
+inline std::size_t threads() { return thread_pool::global().size(); }
+inline void set_threads(std::size_t n) { thread_pool::global().resize(n); }
+
+}  // namespace ctnn::kernels::cpu

@@ -1,0 +1,171 @@
+// kernels/cpu/simd_gemm.hpp on every xsimd architecture the compiler enables
+// and this CPU runs (checked at run time with kernels/cpu/arch.hpp), against a scalar reference in
+// double precision, on awkward sizes, transposed operands, bias and relu; and
+// bit-identical results whatever the thread count (kernels/cpu/thread_pool.hpp).
+#include <doctest/doctest.h>
+
+#include <ctnn/core/rng.hpp>
+#include <ctnn/kernels/cpu/arch.hpp>
+#include <ctnn/kernels/cpu/gemm.hpp>
+#include <ctnn/kernels/cpu/simd_gemm.hpp>
+#include <ctnn/kernels/cpu/thread_pool.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace ctnn;
+using kernels::cpu::epilogue;
+using kernels::cpu::strided;
+
+namespace {
+
+template <class T>
+struct problem {
+  std::size_t M, N, K;
+  bool ta, tb;  // A stored as K x M, B stored as N x K
+  std::vector<T> a, b, bias;
+  problem(std::size_t m, std::size_t n, std::size_t k, bool ta_, bool tb_, std::uint64_t seed)
+      : M(m), N(n), K(k), ta(ta_), tb(tb_), a(m * k), b(k * n), bias(n) {
+    rng g(seed);
+    for (auto* v : {&a, &b, &bias})
+      for (auto& e : *v) e = T(g.uniform(-1, 1));
+  }
+  strided<T> A() const { return ta ? strided<T>{a.data(), 1, M} : strided<T>{a.data(), K, 1}; }
+  strided<T> B() const { return tb ? strided<T>{b.data(), 1, K} : strided<T>{b.data(), N, 1}; }
+  // Reference in double, and the scale sum |a||b| each output may be off by a few ulps of.
+  void reference(const T* bias_p, bool relu, std::vector<double>& out, std::vector<double>& scale) const {
+    out.assign(M * N, 0);
+    scale.assign(M * N, 0);
+    const auto A_ = A(), B_ = B();
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j) {
+        double s = bias_p ? double(bias_p[j]) : 0.0, sc = bias_p ? std::abs(double(bias_p[j])) : 0.0;
+        for (std::size_t p = 0; p < K; ++p) {
+          const double t = double(A_.p[i * A_.rs + p * A_.cs]) * double(B_.p[p * B_.rs + j * B_.cs]);
+          s += t;
+          sc += std::abs(t);
+        }
+        out[i * N + j] = relu ? std::max(s, 0.0) : s;
+        scale[i * N + j] = sc;
+      }
+  }
+};
+
+template <class Arch, class T>
+void check_arch(const char* name) {
+  const double eps = std::is_same_v<T, float> ? 1.2e-7 : 2.3e-16;
+  for (std::size_t M : {1, 2, 3, 8, 17, 24, 25, 64, 255})
+    for (std::size_t N : {1, 3, 10, 17, 33, 128, 400})
+      for (std::size_t K : {1, 3, 17, 255, 300})
+        for (int variant = 0; variant < 4; ++variant) {
+          const bool ta = variant & 1, tb = variant & 2;
+          const problem<T> pr(M, N, K, ta, tb, M * 10007 + N * 101 + K + variant);
+          const bool with_bias = (M + N + K + variant) % 2 == 0, relu = variant == 1 || variant == 2;
+          const T* bias = with_bias ? pr.bias.data() : nullptr;
+          std::vector<T> c(M * N + 5, T(7));
+          kernels::cpu::simd_gemm<Arch>(M, N, K, pr.A(), pr.B(), c.data(), N, bias, relu ? epilogue::relu : epilogue::none);
+          std::vector<double> ref, scale;
+          pr.reference(bias, relu, ref, scale);
+          double worst = 0;  // error in units of (K + 2) * eps * scale
+          for (std::size_t i = 0; i < M * N; ++i)
+            worst = std::max(worst, std::abs(double(c[i]) - ref[i]) / ((double(K) + 2) * eps * scale[i] + 1e-300));
+          INFO(name << " M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb << " bias=" << with_bias
+                    << " relu=" << relu);
+          CHECK(worst <= 1.0);
+          // nothing written past C
+          for (std::size_t i = M * N; i < c.size(); ++i) CHECK(c[i] == T(7));
+        }
+}
+
+template <class Arch>
+void check_if_available(const char* name, int& ran) {
+  if constexpr (Arch::supported()) {
+    if (kernels::cpu::arch_available<Arch>()) {
+      check_arch<Arch, float>(name);
+      check_arch<Arch, double>(name);
+      ++ran;
+      MESSAGE("simd_gemm checked on " << std::string(name));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("simd_gemm equals the reference on every architecture this CPU runs") {
+  int ran = 0;
+  check_if_available<xsimd::avx512bw>("avx512bw", ran);
+  check_if_available<xsimd::avx512f>("avx512f", ran);
+  check_if_available<xsimd::fma3<xsimd::avx2>>("fma3<avx2>", ran);
+  check_if_available<xsimd::avx2>("avx2", ran);
+  check_if_available<xsimd::sse2>("sse2", ran);
+  CHECK(ran >= 1);  // x86-64 always has SSE2
+}
+
+TEST_CASE("the default architecture is one the CPU runs") {
+  CHECK(kernels::cpu::arch_available<kernels::cpu::default_arch>());
+}
+
+TEST_CASE("run-time gemm: strided operands, ldc > N, and bad arguments") {
+  const problem<float> pr(5, 7, 300, true, true, 3);
+  std::vector<float> c(5 * 9, -1.0f);
+  kernels::cpu::gemm(5, 7, 300, pr.A(), pr.B(), c.data(), 9, pr.bias.data(), epilogue::relu);
+  std::vector<double> ref, scale;
+  pr.reference(pr.bias.data(), true, ref, scale);
+  for (std::size_t i = 0; i < 5; ++i) {
+    for (std::size_t j = 0; j < 7; ++j) CHECK(std::abs(c[i * 9 + j] - ref[i * 7 + j]) <= 1e-5 * (scale[i * 7 + j] + 1));
+    CHECK(c[i * 9 + 7] == -1.0f);  // the gap between rows is untouched
+    CHECK(c[i * 9 + 8] == -1.0f);
+  }
+  // K = 0: the bias (through the epilogue) alone
+  std::vector<float> z(3 * 7);
+  kernels::cpu::gemm<float>(3, 7, 0, {nullptr, 0, 1}, {nullptr, 7, 1}, z.data(), 7, pr.bias.data());
+  for (std::size_t j = 0; j < 7; ++j) CHECK(z[2 * 7 + j] == pr.bias[j]);
+  CHECK_THROWS_WITH(kernels::cpu::gemm(5, 7, 300, pr.A(), pr.B(), c.data(), 6),
+                    doctest::Contains("kernels::cpu::gemm: ldc (6) is smaller than N (7)"));
+  CHECK_THROWS_WITH(kernels::cpu::gemm<float>(5, 7, 300, {nullptr, 300, 1}, pr.B(), c.data(), 9),
+                    doctest::Contains("null matrix pointer"));
+}
+
+TEST_CASE("results are bit-identical whatever the thread count") {
+  const std::size_t before = kernels::cpu::threads();
+  struct shape {
+    std::size_t M, N, K;
+    bool ta, tb;
+  };
+  for (const shape s : {shape{256, 256, 784, false, false}, shape{784, 256, 256, true, false},
+                        shape{256, 784, 256, false, true}, shape{300, 130, 513, false, false}, shape{16, 256, 784, false, false},
+                        shape{1, 784, 512, false, false}, shape{1, 300, 256, false, true}}) {
+    const problem<float> pr(s.M, s.N, s.K, s.ta, s.tb, s.M + s.N + s.K);
+    std::vector<std::vector<float>> out;
+    for (std::size_t t : {1, 2, 3}) {
+      kernels::cpu::set_threads(t);
+      CHECK(kernels::cpu::threads() == t);
+      std::vector<float> c(s.M * s.N);
+      kernels::cpu::gemm(s.M, s.N, s.K, pr.A(), pr.B(), c.data(), s.N, pr.bias.data(), epilogue::none);
+      out.push_back(std::move(c));
+    }
+    INFO("M=" << s.M << " N=" << s.N << " K=" << s.K);
+    CHECK(std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(out[0].data(), out[2].data(), out[0].size() * sizeof(float)) == 0);
+  }
+  kernels::cpu::set_threads(before);
+}
+
+TEST_CASE("thread_pool runs every task exactly once, nested runs serially, and checks its size") {
+  kernels::cpu::thread_pool pool(3);
+  CHECK(pool.size() == 3);
+  for (std::size_t tasks : {0, 1, 2, 7, 1000}) {
+    std::vector<int> hits(tasks, 0);
+    pool.run(tasks, [&](std::size_t t) {
+      ++hits[t];
+      pool.run(2, [&](std::size_t) {});  // nested: serial on this thread, no deadlock
+    });
+    CHECK(std::count(hits.begin(), hits.end(), 1) == std::ptrdiff_t(tasks));
+  }
+  pool.resize(1);
+  CHECK(pool.size() == 1);
+  CHECK_THROWS_WITH(pool.resize(0), doctest::Contains("thread_pool::resize: the thread count must be in [1, 256], got 0"));
+}

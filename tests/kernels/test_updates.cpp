@@ -1,0 +1,77 @@
+// kernels/cpu/updates.hpp (the optimizers' update loops, vectorized) against
+// the scalar formulas written out here, on awkward sizes, float and double.
+#include <doctest/doctest.h>
+
+#include <ctnn/core/rng.hpp>
+#include <ctnn/kernels/cpu/updates.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+using namespace ctnn;
+
+namespace {
+
+template <class T>
+std::vector<T> draw(std::size_t n, double lo, double hi, std::uint64_t seed) {
+  rng g(seed);
+  std::vector<T> v(n);
+  for (auto& e : v) e = T(g.uniform(lo, hi));
+  return v;
+}
+
+template <class T>
+void check_adam(std::size_t n, bool amsgrad) {
+  auto w = draw<T>(n, -1, 1, n), g = draw<T>(n, -1, 1, n + 1), m = draw<T>(n, -0.1, 0.1, n + 2),
+       v = draw<T>(n, 0, 0.1, n + 3), vh = draw<T>(n, 0, 0.1, n + 4);
+  auto w2 = w, m2 = m, v2 = v, vh2 = vh;
+  const T alpha = T(1e-3), b1 = T(0.1), b2 = T(0.001), eps = T(1e-7);
+  for (int step = 0; step < 3; ++step) {
+    kernels::cpu::adam_update(w.data(), g.data(), m.data(), v.data(), vh.data(), n, alpha, b1, b2, eps, amsgrad);
+    for (std::size_t i = 0; i < n; ++i) {
+      m2[i] += (g[i] - m2[i]) * b1;
+      v2[i] += (g[i] * g[i] - v2[i]) * b2;
+      if (amsgrad) vh2[i] = std::max(vh2[i], v2[i]);
+      w2[i] -= alpha * m2[i] / (std::sqrt(amsgrad ? vh2[i] : v2[i]) + eps);
+    }
+  }
+  const double tol = std::is_same_v<T, float> ? 1e-6 : 1e-14;
+  INFO("n=" << n << " amsgrad=" << amsgrad);
+  for (std::size_t i = 0; i < n; ++i) {
+    CHECK(std::abs(double(w[i]) - double(w2[i])) <= tol);
+    CHECK(std::abs(double(m[i]) - double(m2[i])) <= tol);
+    CHECK(std::abs(double(v[i]) - double(v2[i])) <= tol);
+    CHECK(std::abs(double(vh[i]) - double(vh2[i])) <= tol);
+  }
+}
+
+template <class T>
+void check_adagrad(std::size_t n) {
+  auto w = draw<T>(n, -1, 1, n), g = draw<T>(n, -1, 1, n + 1), acc = draw<T>(n, 0.1, 0.2, n + 2);
+  auto w2 = w, acc2 = acc;
+  const T lr = T(0.01), eps = T(1e-7);
+  kernels::cpu::adagrad_update(w.data(), g.data(), acc.data(), n, lr, eps);
+  for (std::size_t i = 0; i < n; ++i) {
+    acc2[i] += g[i] * g[i];
+    w2[i] -= lr * g[i] / std::sqrt(acc2[i] + eps);
+  }
+  const double tol = std::is_same_v<T, float> ? 1e-6 : 1e-14;
+  for (std::size_t i = 0; i < n; ++i) {
+    CHECK(std::abs(double(w[i]) - double(w2[i])) <= tol);
+    CHECK(std::abs(double(acc[i]) - double(acc2[i])) <= tol);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("vectorized adam and adagrad updates equal the scalar formulas") {
+  for (std::size_t n : {1, 3, 17, 255, 1000}) {
+    for (bool ams : {false, true}) {
+      check_adam<float>(n, ams);
+      check_adam<double>(n, ams);
+    }
+    check_adagrad<float>(n);
+    check_adagrad<double>(n);
+  }
+}
