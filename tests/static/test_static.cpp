@@ -57,3 +57,10 @@ TEST_CASE("static: the compile-time checks of this file were built") {
   CHECK(mlp::spec_string() == "input<28x28> | flatten | dense<256, relu, l2<0.001>> | dense<128, relu> | dense<10>");
   CHECK(mlp::fingerprint() != sequential<input<28, 28>, flatten, dense<10>>::fingerprint());
 }
+
+// core/diagnostics.hpp: every check is a class template that passes when its
+// condition holds (the failing side is locked in by tests/compile_fail).
+static_assert(diag::dense_input_not_flat<diag::layer<1>, diag::input_rank<1>, true>::value);
+static_assert(diag::reshape_element_count_mismatch<diag::layer<2>, diag::input_elements<6>, diag::target_elements<6>,
+                                                   true>::value);
+static_assert(diag::dataset_input_mismatch<diag::dataset_elements<4>, diag::network_elements<4>, true>::value);
