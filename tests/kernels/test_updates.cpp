@@ -1,5 +1,6 @@
-// kernels/cpu/updates.hpp (the optimizers' update loops, vectorized) against
-// the scalar formulas written out here, on awkward sizes, float and double.
+// kernels/cpu/updates.hpp (the optimizers' update loops, vectorized: adam,
+// adagrad, sgd, rmsprop) against the scalar formulas written out here, on
+// awkward sizes, float and double.
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
@@ -63,6 +64,65 @@ void check_adagrad(std::size_t n) {
   }
 }
 
+template <class T>
+void check_sgd(std::size_t n, T mom, bool nesterov) {
+  auto w = draw<T>(n, -1, 1, n), g = draw<T>(n, -1, 1, n + 1), m = draw<T>(n, -0.1, 0.1, n + 2);
+  auto w2 = w, m2 = m;
+  const T lr = T(0.05);
+  for (int step = 0; step < 3; ++step) {
+    kernels::cpu::sgd_update(w.data(), g.data(), m.data(), n, lr, mom, nesterov);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (mom == T(0)) {
+        w2[i] -= lr * g[i];
+        continue;
+      }
+      m2[i] = mom * m2[i] - lr * g[i];
+      w2[i] += nesterov ? mom * m2[i] - lr * g[i] : m2[i];
+    }
+  }
+  const double tol = std::is_same_v<T, float> ? 1e-6 : 1e-14;
+  INFO("n=" << n << " mom=" << mom << " nesterov=" << nesterov);
+  for (std::size_t i = 0; i < n; ++i) {
+    CHECK(std::abs(double(w[i]) - double(w2[i])) <= tol);
+    CHECK(std::abs(double(m[i]) - double(m2[i])) <= tol);  // untouched without momentum
+  }
+}
+
+template <class T>
+void check_rmsprop(std::size_t n, T mom, bool centered) {
+  auto w = draw<T>(n, -1, 1, n), g = draw<T>(n, -1, 1, n + 1), vel = draw<T>(n, 0.1, 0.2, n + 2),
+       mb = draw<T>(n, -0.01, 0.01, n + 3), avg = draw<T>(n, -0.05, 0.05, n + 4);
+  auto w2 = w, vel2 = vel, mb2 = mb, avg2 = avg;
+  const T lr = T(0.01), r = T(0.8), r1 = T(1.0 - 0.8), eps = T(1e-7);
+  for (int step = 0; step < 3; ++step) {
+    kernels::cpu::rmsprop_update(w.data(), g.data(), vel.data(), mb.data(), avg.data(), n, lr, r, r1, eps, mom,
+                                 centered);
+    for (std::size_t i = 0; i < n; ++i) {
+      vel2[i] = r * vel2[i] + r1 * g[i] * g[i];
+      T denom = vel2[i] + eps;
+      if (centered) {
+        avg2[i] = r * avg2[i] + r1 * g[i];
+        denom = vel2[i] - avg2[i] * avg2[i] + eps;
+      }
+      const T inc = lr * g[i] / std::sqrt(denom);
+      if (mom > T(0)) {
+        mb2[i] = mom * mb2[i] + inc;
+        w2[i] -= mb2[i];
+      } else {
+        w2[i] -= inc;
+      }
+    }
+  }
+  const double tol = std::is_same_v<T, float> ? 1e-6 : 1e-14;
+  INFO("n=" << n << " mom=" << mom << " centered=" << centered);
+  for (std::size_t i = 0; i < n; ++i) {
+    CHECK(std::abs(double(w[i]) - double(w2[i])) <= tol);
+    CHECK(std::abs(double(vel[i]) - double(vel2[i])) <= tol);
+    CHECK(std::abs(double(mb[i]) - double(mb2[i])) <= tol);
+    CHECK(std::abs(double(avg[i]) - double(avg2[i])) <= tol);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("vectorized adam and adagrad updates equal the scalar formulas") {
@@ -73,5 +133,18 @@ TEST_CASE("vectorized adam and adagrad updates equal the scalar formulas") {
     }
     check_adagrad<float>(n);
     check_adagrad<double>(n);
+  }
+}
+
+TEST_CASE("vectorized sgd and rmsprop updates equal the scalar formulas") {
+  for (std::size_t n : {1, 3, 17, 255, 1000}) {
+    for (double mom : {0.0, 0.9}) {
+      for (bool flag : {false, true}) {
+        check_sgd<float>(n, float(mom), flag);
+        check_sgd<double>(n, mom, flag);
+        check_rmsprop<float>(n, float(mom), flag);
+        check_rmsprop<double>(n, mom, flag);
+      }
+    }
   }
 }

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 
+#include "../kernels/cpu/updates.hpp"
 #include "../schedules/constant.hpp"
 #include "detail.hpp"
 
@@ -45,26 +46,8 @@ struct rmsprop {
   template <class T>
   void update(T* w, const T* g, T* slots, std::size_t n, std::int64_t it) const {
     const T lr = T(learning_rate(it)), r = T(rho), r1 = T(1.0 - rho), eps = T(epsilon), mom = T(momentum);
-    T* vel = slots;
-    T* mb = slots + n;
-    T* avg = slots + 2 * n;
-    for (std::size_t i = 0; i < n; ++i) {
-      vel[i] = r * vel[i] + r1 * g[i] * g[i];
-      T denom;
-      if (centered) {
-        avg[i] = r * avg[i] + r1 * g[i];
-        denom = vel[i] - avg[i] * avg[i] + eps;
-      } else {
-        denom = vel[i] + eps;
-      }
-      const T inc = lr * g[i] / std::sqrt(denom);
-      if (momentum > 0) {
-        mb[i] = mom * mb[i] + inc;
-        w[i] -= mb[i];
-      } else {
-        w[i] -= inc;
-      }
-    }
+    kernels::cpu::rmsprop_update(w, g, slots, slots + n, slots + 2 * n, n, lr, r, r1, eps, momentum > 0 ? mom : T(0),
+                                 centered);
   }
 };
 

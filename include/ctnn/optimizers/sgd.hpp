@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "../kernels/cpu/updates.hpp"
 #include "../schedules/constant.hpp"
 #include "detail.hpp"
 
@@ -37,17 +38,7 @@ struct sgd {
 
   template <class T>
   void update(T* w, const T* g, T* slots, std::size_t n, std::int64_t it) const {
-    const T lr = T(learning_rate(it));
-    if (momentum == 0.0) {
-      for (std::size_t i = 0; i < n; ++i) w[i] -= lr * g[i];
-      return;
-    }
-    const T mom = T(momentum);
-    T* m = slots;
-    for (std::size_t i = 0; i < n; ++i) {
-      m[i] = mom * m[i] - lr * g[i];
-      w[i] += nesterov ? mom * m[i] - lr * g[i] : m[i];
-    }
+    kernels::cpu::sgd_update(w, g, slots, n, T(learning_rate(it)), momentum == 0.0 ? T(0) : T(momentum), nesterov);
   }
 };
 

@@ -8,6 +8,10 @@
 //   adam:    m += (g - m) b1; v += (g^2 - v) b2; (amsgrad: vh = max(vh, v), used as v)
 //            w -= alpha m / (sqrt(v) + eps)
 //   adagrad: acc += g^2; w -= lr g / sqrt(acc + eps)
+//   sgd:     mom == 0: w -= lr g; else m = mom m - lr g; w += m (nesterov: w += mom m - lr g)
+//   rmsprop: vel = rho vel + (1 - rho) g^2;
+//            centered: avg = rho avg + (1 - rho) g; denom = vel - avg^2 + eps, else vel + eps
+//            inc = lr g / sqrt(denom); mom > 0: mb = mom mb + inc; w -= mb, else w -= inc
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -68,6 +72,88 @@ void adagrad_update(T* w, const T* g, T* acc, std::size_t n, T lr, T eps) {
   for (; i < n; ++i) {
     acc[i] += g[i] * g[i];
     w[i] -= lr * g[i] / std::sqrt(acc[i] + eps);
+  }
+}
+
+// m is unused (may be null) when mom == 0.
+template <class T>
+void sgd_update(T* w, const T* g, T* m, std::size_t n, T lr, T mom, bool nesterov) {
+  std::size_t i = 0;
+  if constexpr (has_simd_v<T>) {
+    using B = xsimd::batch<T, default_arch>;
+    constexpr std::size_t L = B::size;
+    const B vlr(lr), vmom(mom);
+    if (mom == T(0)) {
+      for (; i + L <= n; i += L)
+        (B::load_unaligned(w + i) - vlr * B::load_unaligned(g + i)).store_unaligned(w + i);
+    } else {
+      for (; i + L <= n; i += L) {
+        const B lg = vlr * B::load_unaligned(g + i);
+        const B mi = vmom * B::load_unaligned(m + i) - lg;
+        mi.store_unaligned(m + i);
+        const B wi = B::load_unaligned(w + i) + (nesterov ? vmom * mi - lg : mi);
+        wi.store_unaligned(w + i);
+      }
+    }
+  }
+  if (mom == T(0)) {
+    for (; i < n; ++i) w[i] -= lr * g[i];
+    return;
+  }
+  for (; i < n; ++i) {
+    m[i] = mom * m[i] - lr * g[i];
+    w[i] += nesterov ? mom * m[i] - lr * g[i] : m[i];
+  }
+}
+
+// r1 = 1 - rho. avg is used only when centered, mb only when mom > 0.
+template <class T>
+void rmsprop_update(T* w, const T* g, T* vel, T* mb, T* avg, std::size_t n, T lr, T r, T r1, T eps, T mom,
+                    bool centered) {
+  std::size_t i = 0;
+  const bool use_mom = mom > T(0);
+  if constexpr (has_simd_v<T>) {
+    using B = xsimd::batch<T, default_arch>;
+    constexpr std::size_t L = B::size;
+    const B vlr(lr), vr(r), vr1(r1), veps(eps), vmom(mom);
+    for (; i + L <= n; i += L) {
+      const B gi = B::load_unaligned(g + i);
+      const B ve = vr * B::load_unaligned(vel + i) + vr1 * gi * gi;
+      ve.store_unaligned(vel + i);
+      B denom;
+      if (centered) {
+        const B ai = vr * B::load_unaligned(avg + i) + vr1 * gi;
+        ai.store_unaligned(avg + i);
+        denom = ve - ai * ai + veps;
+      } else {
+        denom = ve + veps;
+      }
+      const B inc = vlr * gi / xsimd::sqrt(denom);
+      if (use_mom) {
+        const B mi = vmom * B::load_unaligned(mb + i) + inc;
+        mi.store_unaligned(mb + i);
+        (B::load_unaligned(w + i) - mi).store_unaligned(w + i);
+      } else {
+        (B::load_unaligned(w + i) - inc).store_unaligned(w + i);
+      }
+    }
+  }
+  for (; i < n; ++i) {
+    vel[i] = r * vel[i] + r1 * g[i] * g[i];
+    T denom;
+    if (centered) {
+      avg[i] = r * avg[i] + r1 * g[i];
+      denom = vel[i] - avg[i] * avg[i] + eps;
+    } else {
+      denom = vel[i] + eps;
+    }
+    const T inc = lr * g[i] / std::sqrt(denom);
+    if (use_mom) {
+      mb[i] = mom * mb[i] + inc;
+      w[i] -= mb[i];
+    } else {
+      w[i] -= inc;
+    }
   }
 }
 

@@ -1,0 +1,151 @@
+// kernels/cpu/activations.hpp (vectorized activations and softmax rows)
+// against the scalar reference kernels/cpu/activations_reference.hpp, on
+// sizes 1, 3, 17, 255, 1000 (full batches and every tail), float and double.
+#include <doctest/doctest.h>
+
+#include <ctnn/core/rng.hpp>
+#include <ctnn/kernels/cpu/activations.hpp>
+#include <ctnn/kernels/cpu/activations_reference.hpp>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+using namespace ctnn;
+namespace cpu = ctnn::kernels::cpu;
+namespace ref = ctnn::kernels::reference;
+
+namespace {
+
+constexpr std::size_t sizes[] = {1, 3, 17, 255, 1000};
+
+template <class T>
+std::vector<T> draw(std::size_t n, double lo, double hi, std::uint64_t seed) {
+  rng g(seed);
+  std::vector<T> v(n);
+  for (auto& e : v) e = T(g.uniform(lo, hi));
+  return v;
+}
+
+// |a - b| <= rtol |b| + atol, elementwise; exp/tanh of xsimd may differ by a few ulps.
+template <class T>
+bool close(const std::vector<T>& a, const std::vector<T>& b) {
+  const double rtol = std::is_same_v<T, float> ? 1e-6 : 1e-14;
+  const double atol = std::is_same_v<T, float> ? 1e-7 : 1e-15;
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double x = double(a[i]), y = double(b[i]);
+    if (!std::isfinite(x) || !(std::abs(x - y) <= rtol * std::abs(y) + atol)) {
+      MESSAGE("index " << i << ": " << x << " vs " << y);
+      return false;
+    }
+  }
+  return true;
+}
+
+// z in [-8, 8] with exact zeros and a few extreme values mixed in.
+template <class T>
+std::vector<T> inputs(std::size_t n, std::uint64_t seed) {
+  auto z = draw<T>(n, -8, 8, seed);
+  for (std::size_t i = 0; i < n; i += 7) z[i] = T(0);
+  for (std::size_t i = 3; i < n; i += 11) z[i] = (i % 2) ? T(1000) : T(-1000);
+  for (std::size_t i = 5; i < n; i += 13) z[i] = (i % 2) ? T(40) : T(-40);
+  return z;
+}
+
+template <class T>
+void check_elementwise(std::size_t n) {
+  INFO("n=" << n << " float=" << std::is_same_v<T, float>);
+  const auto z = inputs<T>(n, n);
+  const auto d = draw<T>(n, -1, 1, n + 1);
+  const T alpha = T(0.2);
+  auto fwd = [&](auto vec, auto scalar) {
+    auto a = z, b = z;
+    vec(a.data());
+    scalar(b.data());
+    CHECK(close(a, b));
+    return b;
+  };
+  auto bwd = [&](const std::vector<T>& y, auto vec, auto scalar) {
+    auto a = d, b = d;
+    vec(y.data(), a.data());
+    scalar(y.data(), b.data());
+    CHECK(close(a, b));
+  };
+  {
+    const auto y = fwd([&](T* p) { cpu::relu_forward(p, n); }, [&](T* p) { ref::relu_forward(p, n); });
+    bwd(y, [&](const T* p, T* q) { cpu::relu_backward(p, q, n); }, [&](const T* p, T* q) { ref::relu_backward(p, q, n); });
+  }
+  {
+    const auto y = fwd([&](T* p) { cpu::leaky_relu_forward(p, n, alpha); },
+                       [&](T* p) { ref::leaky_relu_forward(p, n, alpha); });
+    bwd(y, [&](const T* p, T* q) { cpu::leaky_relu_backward(p, q, n, alpha); },
+        [&](const T* p, T* q) { ref::leaky_relu_backward(p, q, n, alpha); });
+  }
+  {
+    const auto y = fwd([&](T* p) { cpu::sigmoid_forward(p, n); }, [&](T* p) { ref::sigmoid_forward(p, n); });
+    bwd(y, [&](const T* p, T* q) { cpu::sigmoid_backward(p, q, n); },
+        [&](const T* p, T* q) { ref::sigmoid_backward(p, q, n); });
+  }
+  {
+    const auto y = fwd([&](T* p) { cpu::tanh_forward(p, n); }, [&](T* p) { ref::tanh_forward(p, n); });
+    bwd(y, [&](const T* p, T* q) { cpu::tanh_backward(p, q, n); }, [&](const T* p, T* q) { ref::tanh_backward(p, q, n); });
+  }
+}
+
+template <class T>
+void check_softmax(std::size_t cols) {
+  INFO("cols=" << cols << " float=" << std::is_same_v<T, float>);
+  const std::size_t rows = 3;
+  auto z = draw<T>(rows * cols, -8, 8, cols + 7);
+  z[cols / 2] = T(60);  // a large logit in row 0: the max must be subtracted
+  auto a = z, b = z;
+  cpu::softmax_forward(a.data(), rows, cols);
+  ref::softmax_forward(b.data(), rows, cols);
+  CHECK(close(a, b));
+  for (std::size_t r = 0; r < rows; ++r) {
+    double s = 0;
+    for (std::size_t j = 0; j < cols; ++j) s += double(a[r * cols + j]);
+    CHECK(std::abs(s - 1.0) <= (std::is_same_v<T, float> ? 1e-5 : 1e-12));
+  }
+  const auto d = draw<T>(rows * cols, -1, 1, cols + 8);
+  auto da = d, db = d;
+  cpu::softmax_backward(b.data(), da.data(), rows, cols);
+  ref::softmax_backward(b.data(), db.data(), rows, cols);
+  CHECK(close(da, db));
+}
+
+}  // namespace
+
+TEST_CASE("vectorized relu, leaky_relu, sigmoid, tanh equal the scalar reference") {
+  for (std::size_t n : sizes) {
+    check_elementwise<float>(n);
+    check_elementwise<double>(n);
+  }
+}
+
+TEST_CASE("vectorized softmax rows equal the scalar reference") {
+  for (std::size_t n : sizes) {
+    check_softmax<float>(n);
+    check_softmax<double>(n);
+  }
+}
+
+TEST_CASE("vectorized sigmoid is overflow-safe for |z| = 1000") {
+  std::vector<float> f(35, 1000.0f);
+  for (std::size_t i = 0; i < f.size(); i += 2) f[i] = -1000.0f;
+  cpu::sigmoid_forward(f.data(), f.size());
+  for (std::size_t i = 0; i < f.size(); ++i) CHECK(f[i] == (i % 2 ? 1.0f : 0.0f));
+  std::vector<double> g(19, -1000.0);
+  g[4] = 1000.0;
+  cpu::sigmoid_forward(g.data(), g.size());
+  for (std::size_t i = 0; i < g.size(); ++i) CHECK(g[i] == (i == 4 ? 1.0 : 0.0));
+}
+
+TEST_CASE("vectorized relu maps negative values and zero to zero and keeps positives") {
+  std::vector<float> y{-2, -0.0f, 0, 1, 2, -3, 4, 5, -6, 7, 8, -9, 10, 11, 12, -13, 14, 15};
+  auto e = y;
+  for (auto& v : e) v = v > 0 ? v : 0.0f;
+  cpu::relu_forward(y.data(), y.size());
+  CHECK(y == e);
+}
