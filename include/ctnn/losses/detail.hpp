@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "../kernels/cpu/activations.hpp"
 #include "../kernels/cpu/arch.hpp"
 
 namespace ctnn::detail {
@@ -70,15 +71,7 @@ double crossentropy_logits_row_simd(const float* z, Target&& t, std::size_t n, f
   using B = xsimd::batch<float, kernels::cpu::default_arch>;
   constexpr std::size_t L = B::size;
   const std::size_t nv = n - n % L;
-  float mx = z[0];
-  if (nv) {
-    B bm = B::load_unaligned(z);
-    for (std::size_t j = L; j < nv; j += L) bm = xsimd::max(bm, B::load_unaligned(z + j));
-    alignas(64) float lanes[L];
-    bm.store_unaligned(lanes);
-    mx = *std::max_element(lanes, lanes + L);
-  }
-  for (std::size_t j = nv; j < n; ++j) mx = std::max(mx, z[j]);
+  const float mx = kernels::cpu::row_max(z, n);
   const B bmx(mx);
   B bs(0.0f);
   for (std::size_t j = 0; j < nv; j += L) {

@@ -44,6 +44,25 @@ std::size_t map_batches2(const T* y, T* d, std::size_t n, F f) {
 }
 }  // namespace detail
 
+// The largest of x[0, n), n > 0 (float or double), vectorized; xsimd 8 has no
+// horizontal max, so the lanes are reduced through memory.
+template <class T>
+T row_max(const T* x, std::size_t n) {
+  using B = xsimd::batch<T, default_arch>;
+  constexpr std::size_t L = B::size;
+  const std::size_t nv = n - n % L;
+  T mx = x[0];
+  if (nv) {
+    B bm = B::load_unaligned(x);
+    for (std::size_t j = L; j < nv; j += L) bm = xsimd::max(bm, B::load_unaligned(x + j));
+    alignas(64) T lanes[L];
+    bm.store_unaligned(lanes);
+    mx = *std::max_element(lanes, lanes + L);
+  }
+  for (std::size_t j = nv; j < n; ++j) mx = std::max(mx, x[j]);
+  return mx;
+}
+
 template <class T>
 void relu_forward(T* y, std::size_t n) {
   const std::size_t i = detail::map_batches(y, n, [](auto z) {
@@ -123,15 +142,7 @@ void softmax_forward(T* y, std::size_t rows, std::size_t cols) {
     const std::size_t nv = cols - cols % L;
     for (std::size_t r = 0; r < rows; ++r) {
       T* row = y + r * cols;
-      T mx = cols ? row[0] : T(0);
-      if (nv) {
-        B bm = B::load_unaligned(row);
-        for (std::size_t j = L; j < nv; j += L) bm = xsimd::max(bm, B::load_unaligned(row + j));
-        alignas(64) T lanes[L];
-        bm.store_unaligned(lanes);
-        mx = *std::max_element(lanes, lanes + L);
-      }
-      for (std::size_t j = nv; j < cols; ++j) mx = std::max(mx, row[j]);
+      const T mx = cols ? row_max(row, cols) : T(0);
       const B bmx(mx);
       B bs(T(0));
       for (std::size_t j = 0; j < nv; j += L) {
