@@ -65,17 +65,7 @@ struct conv2d {
   struct bind {
     static_assert(std::is_same_v<Backend, cpu>, "conv2d: this backend has no specialization of this layer");
     static constexpr std::size_t H = dim_or<In, 0>(), W = dim_or<In, 1>(), C = dim_or<In, 2>();
-    static constexpr kernels::conv_geometry geometry{H,
-                                                     W,
-                                                     C,
-                                                     F,
-                                                     KH,
-                                                     KW,
-                                                     Stride,
-                                                     padded_out(H, KH, Stride, Pad),
-                                                     padded_out(W, KW, Stride, Pad),
-                                                     pad_before(H, KH, Stride, Pad),
-                                                     pad_before(W, KW, Stride, Pad)};
+    static constexpr kernels::conv_geometry geometry = window_geometry(H, W, C, F, KH, KW, Stride, Pad);
     using value_type = T;
     using in_shape = In;
     using out_shape = shape<geometry.oh, geometry.ow, F>;

@@ -11,6 +11,7 @@
 #include <cstddef>
 
 #include "../core/shape.hpp"
+#include "../kernels/cpu/conv_reference.hpp"
 
 namespace ctnn {
 
@@ -31,6 +32,15 @@ constexpr std::size_t pad_before(std::size_t in, std::size_t window, std::size_t
   const std::size_t out = padded_out(in, window, stride, p);
   const std::size_t need = (out - 1) * stride + window;
   return need > in ? (need - in) / 2 : 0;
+}
+
+// The geometry of a KH x KW window sliding over an H x W x C input with the
+// given stride and padding, producing F output channels (conv2d: F filters;
+// pooling: F = C).
+constexpr kernels::conv_geometry window_geometry(std::size_t H, std::size_t W, std::size_t C, std::size_t F,
+                                                 std::size_t KH, std::size_t KW, std::size_t stride, padding p) {
+  return {H, W, C, F, KH, KW, stride, padded_out(H, KH, stride, p), padded_out(W, KW, stride, p),
+          pad_before(H, KH, stride, p), pad_before(W, KW, stride, p)};
 }
 
 template <Shape S, std::size_t I>

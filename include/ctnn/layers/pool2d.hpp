@@ -52,17 +52,7 @@ struct pool2d_spec {
   struct bind {
     static_assert(std::is_same_v<Backend, cpu>, "pool2d: this backend has no specialization of this layer");
     static constexpr std::size_t H = dim_or<In, 0>(), W = dim_or<In, 1>(), C = dim_or<In, 2>();
-    static constexpr kernels::conv_geometry geometry{H,
-                                                     W,
-                                                     C,
-                                                     C,
-                                                     Pool,
-                                                     Pool,
-                                                     Stride,
-                                                     padded_out(H, Pool, Stride, Pad),
-                                                     padded_out(W, Pool, Stride, Pad),
-                                                     pad_before(H, Pool, Stride, Pad),
-                                                     pad_before(W, Pool, Stride, Pad)};
+    static constexpr kernels::conv_geometry geometry = window_geometry(H, W, C, C, Pool, Pool, Stride, Pad);
     using value_type = T;
     using in_shape = In;
     using out_shape = shape<geometry.oh, geometry.ow, C>;
