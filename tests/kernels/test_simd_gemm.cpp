@@ -137,7 +137,9 @@ TEST_CASE("results are bit-identical whatever the thread count") {
   };
   for (const shape s : {shape{256, 256, 784, false, false}, shape{784, 256, 256, true, false},
                         shape{256, 784, 256, false, true}, shape{300, 130, 513, false, false}, shape{16, 256, 784, false, false},
-                        shape{1, 784, 512, false, false}, shape{1, 300, 256, false, true}}) {
+                        shape{1, 784, 512, false, false}, shape{1, 300, 256, false, true},
+                        shape{288, 64, 7744, true, false} /* dW of a conv: K blocks outermost */,
+                        shape{9, 32, 5000, true, false} /* few rows, long K */}) {
     const problem<float> pr(s.M, s.N, s.K, s.ta, s.tb, s.M + s.N + s.K);
     std::vector<std::vector<float>> out;
     for (std::size_t t : {1, 2, 3}) {

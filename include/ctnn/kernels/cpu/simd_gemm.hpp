@@ -5,8 +5,9 @@
 // where A(i,p) = a.p[i*a.rs + p*a.cs] and B(p,j) = b.p[p*b.rs + j*b.cs] (so
 // transposed operands are strides, not copies), bias may be null (0), epi is
 // none or relu, C is row-major with row stride ldc and is overwritten.
-// Method: A is packed into MR-row micro-panels, B into NR-column panels (or read
-// in place for small M when row-major), K is blocked by KC, and an MR x NR
+// Method: A is read in place when one of its strides is 1 (else packed into
+// MR-row micro-panels), B is packed into NR-column panels (or read in place
+// for small M when row-major), K is blocked by KC, and an MR x NR
 // register-blocked micro-kernel accumulates with FMAs. Work is split into
 // tasks by blocks of output rows and columns, each output computed by one task
 // with the same summation order, so results do not depend on the thread count.
@@ -332,10 +333,20 @@ void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<
   // contiguous in k). Packing them cost as much as the product for one column
   // panel and 6-20 % of the forward GEMMs of the MLP (784x256, 256x128 at
   // batch 64 and 256) and about 19 % of a CNN step (im2col rows); only a
-  // transposed A (dW = X^T dY) is packed.
-  const bool direct_a = a.cs == 1;
+  // transposed A (dW = X^T dY) already has the packed layout, MR values of
+  // column p contiguous, with a row stride of a.cs instead of MR: its full
+  // row blocks are read in place too (packing them cost 12 % of a CNN step),
+  // only a last partial block is packed (its missing rows must read zeros,
+  // not memory past A). A with neither stride 1 is packed.
+  const bool direct_a = a.cs == 1, direct_at = !direct_a && a.rs == 1;
+  const std::size_t full_blocks = M / MR;
   T* ap = nullptr;
-  if (!direct_a) {
+  if (direct_at) {
+    if (M % MR) {
+      ap = scratch<T, 1>(MR * K);
+      pack_a(MR, a, full_blocks * MR, M, K, ap);
+    }
+  } else if (!direct_a) {
     ap = scratch<T, 1>(row_blocks * MR * K);
     run(row_blocks, [&](std::size_t ib) { pack_a(MR, a, ib * MR, M, K, ap + ib * MR * K); });
   }
@@ -346,7 +357,20 @@ void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<
   // b.rs), rows 0..K-2 are read in place too (the extra lanes read the next
   // row and are never stored) and only row K-1 is copied (split_tail).
   const bool direct = M <= 2 * blk::MR && b.cs == 1;
+  // K blocks of equal length, at most KC (K = 288 is two blocks of 144, not
+  // 256 + 32: a short last block pays the load and store of C for little work).
+  const std::size_t kcb = (K + (K + KC - 1) / KC - 1) / ((K + KC - 1) / KC);
   const bool split_tail = direct && N % NR && K >= 2 && NR - N % NR <= b.rs;
+  // Long K and small blocks of A and B (dW of a convolution: K = batch x
+  // positions): K-block by K-block over every output tile, so that each
+  // K block of A and B is read from memory once and stays in L2 while all
+  // tiles use it; B is packed one K block at a time. Otherwise (large M or N)
+  // each task runs through all of K for its tile. Every output still sums
+  // its K blocks in ascending order, so results do not depend on the mode's
+  // threads either.
+  constexpr std::size_t l2_budget = std::size_t(512) << 10;
+  const bool k_outer =
+      !direct && K > KC && (M + N) * KC * sizeof(T) <= l2_budget && M * N * sizeof(T) <= l2_budget;
   T* bp = nullptr;
   if (split_tail) {
     bp = scratch<T, 2>(NR);
@@ -357,10 +381,13 @@ void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<
       bp = scratch<T, 2>(NR * K);
       pack_b(NR, b, (panels - 1) * NR, N, K, bp);
     }
+  } else if (k_outer) {
+    bp = scratch<T, 2>(panels * NR * kcb);
   } else {
     bp = scratch<T, 2>(panels * NR * K);
     run(panels, [&](std::size_t jp) { pack_b(NR, b, jp * NR, N, K, bp + jp * NR * K); });
   }
+  // Panel jp of B from row p0 on (k_outer: of the packed K block) and its row stride.
   auto b_panel = [&](std::size_t jp, std::size_t p0, std::size_t& ldb) -> const T* {
     if (direct) {
       if (jp + 1 < panels || N % NR == 0 || split_tail) {
@@ -371,41 +398,58 @@ void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<
       return bp + p0 * NR;
     }
     ldb = NR;
+    if (k_outer) return bp + jp * NR * std::min(kcb, K - p0);
     return bp + jp * NR * K + p0 * NR;
   };
 
-  const std::size_t kc_max = direct ? K : KC;
+  const std::size_t kc_max = direct ? K : kcb;
   const std::size_t mblocks = (M + MC - 1) / MC, nblocks = (N + NC - 1) / NC;
-  run(mblocks * nblocks, [&](std::size_t task) {
+  // The tile of one task, for K rows [p0, p0 + kc).
+  auto tile = [&](std::size_t task, std::size_t p0, std::size_t kc) {
     const std::size_t i_lo = (task / nblocks) * MC, i_hi = std::min(M, i_lo + MC);
     const std::size_t j_lo = (task % nblocks) * NC, j_hi = std::min(N, j_lo + NC);
-    for (std::size_t p0 = 0; p0 < K; p0 += kc_max) {
-      const std::size_t kc = std::min(kc_max, K - p0);
-      const bool first = p0 == 0, last = p0 + kc == K;
-      for (std::size_t j0 = j_lo; j0 < j_hi; j0 += NR) {
-        std::size_t ldb;
-        const T* bpanel = b_panel(j0 / NR, p0, ldb);
-        const std::size_t nr = std::min(NR, N - j0);
-        for (std::size_t i0 = i_lo; i0 < i_hi; i0 += MR) {
-          T* ct = c + i0 * ldc + j0;
-          const std::size_t mr = std::min(MR, M - i0);
-          const T* bj = bias ? bias + j0 : nullptr;
-          auto part = [&](std::size_t q0, std::size_t n_k, const T* bq, std::size_t ldq, bool init, bool fin) {
-            if (direct_a)
-                return micro_rows<Arch, NV, false>(n_k, a.p + i0 * a.rs + q0, a.rs, bq, ldq, ct, ldc, mr, nr, bj, init,
-                                                   relu && fin);
-            micro_rows<Arch, NV, true>(n_k, ap + (i0 / MR) * MR * K + q0 * MR, MR, bq, ldq, ct, ldc, mr, nr, bj, init,
-                                       relu && fin);
-          };
-          if (split_tail && nr < NR) {
-            part(0, K - 1, bpanel, ldb, true, false);
-            part(K - 1, 1, bp, NR, false, true);
-          } else {
-            part(p0, kc, bpanel, ldb, first, last);
+    const bool first = p0 == 0, last = p0 + kc == K;
+    for (std::size_t j0 = j_lo; j0 < j_hi; j0 += NR) {
+      std::size_t ldb;
+      const T* bpanel = b_panel(j0 / NR, p0, ldb);
+      const std::size_t nr = std::min(NR, N - j0);
+      for (std::size_t i0 = i_lo; i0 < i_hi; i0 += MR) {
+        T* ct = c + i0 * ldc + j0;
+        const std::size_t mr = std::min(MR, M - i0);
+        const T* bj = bias ? bias + j0 : nullptr;
+        auto part = [&](std::size_t q0, std::size_t n_k, const T* bq, std::size_t ldq, bool init, bool fin) {
+          if (direct_a)
+            return micro_rows<Arch, NV, false>(n_k, a.p + i0 * a.rs + q0, a.rs, bq, ldq, ct, ldc, mr, nr, bj, init,
+                                               relu && fin);
+          if (direct_at) {
+            if (i0 / MR < full_blocks)
+              return micro_rows<Arch, NV, true>(n_k, a.p + i0 + q0 * a.cs, a.cs, bq, ldq, ct, ldc, mr, nr, bj, init,
+                                                relu && fin);
+            return micro_rows<Arch, NV, true>(n_k, ap + q0 * MR, MR, bq, ldq, ct, ldc, mr, nr, bj, init, relu && fin);
           }
+          micro_rows<Arch, NV, true>(n_k, ap + (i0 / MR) * MR * K + q0 * MR, MR, bq, ldq, ct, ldc, mr, nr, bj, init,
+                                     relu && fin);
+        };
+        if (split_tail && nr < NR) {
+          part(0, K - 1, bpanel, ldb, true, false);
+          part(K - 1, 1, bp, NR, false, true);
+        } else {
+          part(p0, kc, bpanel, ldb, first, last);
         }
       }
     }
+  };
+  if (k_outer) {
+    for (std::size_t p0 = 0; p0 < K; p0 += kcb) {
+      const std::size_t kc = std::min(kcb, K - p0);
+      const strided<T> block{b.p + p0 * b.rs, b.rs, b.cs};
+      for (std::size_t jp = 0; jp < panels; ++jp) pack_b(NR, block, jp * NR, N, kc, bp + jp * NR * kc);
+      run(mblocks * nblocks, [&](std::size_t task) { tile(task, p0, kc); });
+    }
+    return;
+  }
+  run(mblocks * nblocks, [&](std::size_t task) {
+    for (std::size_t p0 = 0; p0 < K; p0 += kc_max) tile(task, p0, std::min(kc_max, K - p0));
   });
 }
 
