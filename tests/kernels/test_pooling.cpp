@@ -6,6 +6,7 @@
 #include <ctnn/layers/padding.hpp>
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 using namespace ctnn;
@@ -91,4 +92,36 @@ TEST_CASE("pooling: global average over positions, per channel and sample") {
   const std::vector<float> dy{2, 4, 6, 8};
   kernels::cpu::global_average_backward<2, 2>(dy.data(), dx.data(), 2);
   CHECK(dx == std::vector<float>{1, 2, 1, 2, 3, 4, 3, 4});
+}
+
+namespace {
+// The float vector path of max_pool_forward against max_pool_forward_scalar,
+// bit for bit (values and recorded offsets), on channel counts with and
+// without a scalar tail, strides below/at the window, same padding, ties and -inf.
+template <conv_geometry G>
+void check_max_pool_paths(std::size_t batch) {
+  INFO("H=" << G.h << " W=" << G.w << " C=" << G.c << " K=" << G.kh << " S=" << G.stride << " pad=" << G.pt);
+  std::vector<float> x(batch * G.in_size());
+  std::uint64_t s = G.h * 131 + G.c;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x[i] = float(int(s >> 59) - 16);  // small integers: many ties
+    if (i % 97 == 5) x[i] = -std::numeric_limits<float>::infinity();
+  }
+  const std::size_t outs = batch * G.out_size();
+  std::vector<float> y(outs, 7.f), yr(outs, 9.f);
+  std::vector<std::uint32_t> idx(outs, 1), idxr(outs, 2);
+  kernels::cpu::max_pool_forward<G>(x.data(), y.data(), bytes(idx), batch);
+  kernels::cpu::max_pool_forward_scalar<G>(x.data(), yr.data(), bytes(idxr), batch);
+  CHECK(y == yr);
+  CHECK(idx == idxr);
+}
+}  // namespace
+
+TEST_CASE("pooling: the vectorized float max pooling equals the scalar loop") {
+  check_max_pool_paths<pool_geom<26, 26, 32, 2, 2, padding::valid>()>(3);  // the CNN's first pooling
+  check_max_pool_paths<pool_geom<11, 11, 64, 2, 2, padding::valid>()>(2);  // its second (odd size)
+  check_max_pool_paths<pool_geom<7, 9, 17, 3, 2, padding::same>()>(2);     // tail of 1 channel, overhang
+  check_max_pool_paths<pool_geom<6, 5, 35, 3, 1, padding::same>()>(1);     // overlapping windows
+  check_max_pool_paths<pool_geom<5, 5, 16, 2, 2, padding::same>()>(2);
 }

@@ -7,7 +7,9 @@
 // max_pool_forward records, per output, the input offset of the first
 // maximal position (row-major window order); max_pool_backward sends the
 // output gradient there.
-// These loops are direct: they are their own scalar reference.
+// These loops are direct: they are their own scalar reference, except the
+// float max pooling, which runs on xsimd vectors of channels
+// (detail::max_pool_forward_simd) and is tested against the scalar loop.
 // global_average_*: x[batch, P, C] -> y[batch, C], the mean over P positions.
 #pragma once
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include <cstddef>
 #include <limits>
 
+#include "arch.hpp"
 #include "conv_reference.hpp"
 
 namespace ctnn::kernels::cpu {
@@ -34,23 +37,80 @@ constexpr void window(std::size_t oh, std::size_t ow, std::size_t& r0, std::size
   s0 = ss < G.pl ? 0 : ss - G.pl;
   s1 = std::min(G.w, ss + G.kw - G.pl);
 }
+
+// The float max pooling, L channels at a time: the running maxima and the
+// offsets (uint32 bits carried in float lanes, blended by the same mask) stay
+// in registers; the last G.c % L channels run the scalar loop. Ties keep the
+// first position, as the scalar loop does.
+template <conv_geometry G>
+void max_pool_forward_simd(const float* x, float* y, unsigned char* idx, std::size_t batch) {
+  using B = xsimd::batch<float, default_arch>;
+  using U = xsimd::batch<std::uint32_t, default_arch>;
+  constexpr std::size_t L = B::size, CV = G.c / L * L;
+  alignas(64) std::uint32_t iota[L];
+  for (std::size_t l = 0; l < L; ++l) iota[l] = std::uint32_t(l);
+  const U lane = U::load_aligned(iota);
+  alignas(64) float bits[L];
+  for (std::size_t n = 0; n < batch; ++n) {
+    const float* xs = x + n * G.in_size();
+    for (std::size_t oh = 0; oh < G.oh; ++oh)
+      for (std::size_t ow = 0; ow < G.ow; ++ow) {
+        const std::size_t o = ((n * G.oh + oh) * G.ow + ow) * G.c;
+        std::size_t r0, r1, s0, s1;
+        window<G>(oh, ow, r0, r1, s0, s1);
+        for (std::size_t c0 = 0; c0 < CV; c0 += L) {
+          B mx(std::numeric_limits<float>::lowest());
+          B io = xsimd::bitwise_cast<B>(U(std::uint32_t((r0 * G.w + s0) * G.c + c0)) + lane);
+          for (std::size_t r = r0; r < r1; ++r)
+            for (std::size_t s = s0; s < s1; ++s) {
+              const std::size_t base = (r * G.w + s) * G.c + c0;
+              const B v = B::load_unaligned(xs + base);
+              const auto more = v > mx;
+              mx = xsimd::select(more, v, mx);
+              io = xsimd::select(more, xsimd::bitwise_cast<B>(U(std::uint32_t(base)) + lane), io);
+            }
+          mx.store_unaligned(y + o + c0);
+          io.store_aligned(bits);
+          std::memcpy(idx + (o + c0) * sizeof(std::uint32_t), bits, sizeof bits);
+        }
+        for (std::size_t c = CV; c < G.c; ++c) {
+          float m = std::numeric_limits<float>::lowest();
+          std::uint32_t k = std::uint32_t((r0 * G.w + s0) * G.c + c);
+          for (std::size_t r = r0; r < r1; ++r)
+            for (std::size_t s = s0; s < s1; ++s) {
+              const std::size_t off = (r * G.w + s) * G.c + c;
+              if (xs[off] > m) {
+                m = xs[off];
+                k = std::uint32_t(off);
+              }
+            }
+          y[o + c] = m;
+          std::memcpy(idx + (o + c) * sizeof(std::uint32_t), &k, sizeof k);
+        }
+      }
+  }
+}
 }  // namespace detail
 
 // y = the window maxima; idx receives, per output o, the offset within its
 // sample of the first maximal input (row-major window order), as a 32-bit
 // integer at bytes [4o, 4o + 4). idx is raw storage (the layer's cache), so it
 // is written and read with memcpy.
+// max_pool_forward_scalar is the scalar loop (the reference of the float
+// vector path, and the path of other types and of fewer channels than a vector).
 template <conv_geometry G, class T>
-void max_pool_forward(const T* x, T* y, unsigned char* idx, std::size_t batch) {
+void max_pool_forward_scalar(const T* x, T* y, unsigned char* idx, std::size_t batch) {
   static_assert(G.in_size() <= 0xFFFFFFFFull, "max_pool2d: a sample is too large for 32-bit indices");
-  std::array<std::uint32_t, G.c> io;
+  // The running maxima and their offsets live in local arrays (no aliasing
+  // with x), so the channel loops vectorize.
+  alignas(64) std::array<std::uint32_t, G.c> io;
+  alignas(64) std::array<T, G.c> mx;
   for (std::size_t n = 0; n < batch; ++n) {
     const T* xs = x + n * G.in_size();
     for (std::size_t oh = 0; oh < G.oh; ++oh)
       for (std::size_t ow = 0; ow < G.ow; ++ow) {
         const std::size_t o = ((n * G.oh + oh) * G.ow + ow) * G.c;
-        T* yo = y + o;
-        std::fill(yo, yo + G.c, std::numeric_limits<T>::lowest());
+        mx.fill(std::numeric_limits<T>::lowest());
         std::size_t r0, r1, s0, s1;
         detail::window<G>(oh, ow, r0, r1, s0, s1);
         // seed with the first position (it stays when every value is -inf or NaN)
@@ -60,14 +120,23 @@ void max_pool_forward(const T* x, T* y, unsigned char* idx, std::size_t batch) {
             const std::size_t base = (r * G.w + s) * G.c;
             const T* xi = xs + base;
             for (std::size_t c = 0; c < G.c; ++c) {
-              const bool more = xi[c] > yo[c];
-              yo[c] = more ? xi[c] : yo[c];
+              const bool more = xi[c] > mx[c];
+              mx[c] = more ? xi[c] : mx[c];
               io[c] = more ? std::uint32_t(base + c) : io[c];
             }
           }
+        std::memcpy(y + o, mx.data(), G.c * sizeof(T));
         std::memcpy(idx + o * sizeof(std::uint32_t), io.data(), G.c * sizeof(std::uint32_t));
       }
   }
+}
+
+template <conv_geometry G, class T>
+void max_pool_forward(const T* x, T* y, unsigned char* idx, std::size_t batch) {
+  if constexpr (std::is_same_v<T, float> && has_simd_v<float> && G.c >= xsimd::batch<float, default_arch>::size)
+    detail::max_pool_forward_simd<G>(x, y, idx, batch);
+  else
+    max_pool_forward_scalar<G>(x, y, idx, batch);
 }
 
 // dx (overwritten): each dy goes to the input whose offset forward recorded in idx.
