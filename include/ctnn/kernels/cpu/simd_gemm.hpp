@@ -70,10 +70,25 @@ T* scratch(std::size_t n) {
   return b.p;
 }
 
+// The first n < L lanes of a vector: AVX-512 masked loads and stores (no
+// memory past p[n-1] is touched, as the scalar loops below); other ISAs go
+// through a stack buffer.
+template <class Arch, class T>
+inline constexpr bool masked_v = std::is_base_of_v<xsimd::avx512f, Arch> &&
+                                 (std::is_same_v<T, float> || std::is_same_v<T, double>);
+
 template <class Arch, class T>
 CTNN_FORCEINLINE xsimd::batch<T, Arch> load_n(const T* p, std::size_t n) {
   using B = xsimd::batch<T, Arch>;
   if (n >= B::size) return B::load_unaligned(p);
+#if defined(__AVX512F__)
+  if constexpr (masked_v<Arch, T>) {
+    if constexpr (std::is_same_v<T, float>)
+      return B(_mm512_maskz_loadu_ps(__mmask16((1u << n) - 1), p));
+    else
+      return B(_mm512_maskz_loadu_pd(__mmask8((1u << n) - 1), p));
+  }
+#endif
   alignas(64) T tmp[B::size] = {};
   for (std::size_t i = 0; i < n; ++i) tmp[i] = p[i];
   return B::load_aligned(tmp);
@@ -82,6 +97,15 @@ template <class Arch, class T>
 CTNN_FORCEINLINE void store_n(xsimd::batch<T, Arch> v, T* p, std::size_t n) {
   using B = xsimd::batch<T, Arch>;
   if (n >= B::size) return v.store_unaligned(p);
+#if defined(__AVX512F__)
+  if constexpr (masked_v<Arch, T>) {
+    if constexpr (std::is_same_v<T, float>)
+      _mm512_mask_storeu_ps(p, __mmask16((1u << n) - 1), v);
+    else
+      _mm512_mask_storeu_pd(p, __mmask8((1u << n) - 1), v);
+    return;
+  }
+#endif
   alignas(64) T tmp[B::size];
   v.store_aligned(tmp);
   for (std::size_t i = 0; i < n; ++i) p[i] = tmp[i];
@@ -340,23 +364,32 @@ void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<
   // not memory past A). A with neither stride 1 is packed.
   const bool direct_a = a.cs == 1, direct_at = !direct_a && a.rs == 1;
   const std::size_t full_blocks = M / MR;
+  const bool partial_in_place = direct_at && a.cs >= MR;
   T* ap = nullptr;
   if (direct_at) {
+    // A last partial block is read in place too for columns p < K-1 (the
+    // missing rows then read the next column's first values, inside A, and
+    // are never stored: they lie within MR - 1 values past the block, inside
+    // A when a.cs >= MR); only column K-1, where they would lie past A, is
+    // copied, with zeros. With a.cs < MR the whole partial block is packed.
     if (M % MR) {
-      ap = scratch<T, 1>(MR * K);
-      pack_a(MR, a, full_blocks * MR, M, K, ap);
+      ap = scratch<T, 1>(partial_in_place ? MR : MR * K);
+      if (partial_in_place)
+        pack_a(MR, strided<T>{a.p + (K - 1) * a.cs, a.rs, a.cs}, full_blocks * MR, M, 1, ap);
+      else
+        pack_a(MR, a, full_blocks * MR, M, K, ap);
     }
   } else if (!direct_a) {
     ap = scratch<T, 1>(row_blocks * MR * K);
     run(row_blocks, [&](std::size_t ib) { pack_a(MR, a, ib * MR, M, K, ap + ib * MR * K); });
   }
 
-  // Small M and row-major B: read B in place (its rows are read once or twice
-  // anyway), except for the last, partial panel, which is packed with zeros.
+  // Small M or a single panel, and row-major B: read B in place (its rows are
+  // read once or twice anyway, or it is small), except for the last, partial panel, which is packed with zeros.
   // When the partial panel's extra columns fit in one row (NR - N % NR <=
   // b.rs), rows 0..K-2 are read in place too (the extra lanes read the next
   // row and are never stored) and only row K-1 is copied (split_tail).
-  const bool direct = M <= 2 * blk::MR && b.cs == 1;
+  const bool direct = b.cs == 1 && (M <= 2 * blk::MR || N <= NR);
   // K blocks of equal length, at most KC (K = 288 is two blocks of 144, not
   // 256 + 32: a short last block pays the load and store of C for little work).
   const std::size_t kcb = (K + (K + KC - 1) / KC - 1) / ((K + KC - 1) / KC);
@@ -425,7 +458,16 @@ void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<
             if (i0 / MR < full_blocks)
               return micro_rows<Arch, NV, true>(n_k, a.p + i0 + q0 * a.cs, a.cs, bq, ldq, ct, ldc, mr, nr, bj, init,
                                                 relu && fin);
-            return micro_rows<Arch, NV, true>(n_k, ap + q0 * MR, MR, bq, ldq, ct, ldc, mr, nr, bj, init, relu && fin);
+            if (!partial_in_place)
+              return micro_rows<Arch, NV, true>(n_k, ap + q0 * MR, MR, bq, ldq, ct, ldc, mr, nr, bj, init, relu && fin);
+            // the partial block: in place up to column K-2, column K-1 from the copy
+            const std::size_t in_place = std::min(n_k, K - 1 - q0);
+            if (in_place)
+              micro_rows<Arch, NV, true>(in_place, a.p + i0 + q0 * a.cs, a.cs, bq, ldq, ct, ldc, mr, nr, bj, init,
+                                         relu && fin && in_place == n_k);
+            if (in_place == n_k) return;
+            return micro_rows<Arch, NV, true>(1, ap, MR, bq + (n_k - 1) * ldq, ldq, ct, ldc, mr, nr, bj,
+                                              init && !in_place, relu && fin);
           }
           micro_rows<Arch, NV, true>(n_k, ap + (i0 / MR) * MR * K + q0 * MR, MR, bq, ldq, ct, ldc, mr, nr, bj, init,
                                      relu && fin);
