@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 using namespace ctnn;
@@ -59,7 +60,7 @@ std::vector<T> inputs(std::size_t n, std::uint64_t seed) {
 
 template <class T, class Arch>
 void check_elementwise(std::size_t n, const char* arch) {
-  INFO(arch << " n=" << n << " float=" << std::is_same_v<T, float>);
+  INFO(std::string(arch) << " n=" << n << " float=" << std::is_same_v<T, float>);
   const auto z = inputs<T>(n, n);
   const auto d = draw<T>(n, -1, 1, n + 1);
   const T alpha = T(0.2);
@@ -99,7 +100,7 @@ void check_elementwise(std::size_t n, const char* arch) {
 
 template <class T, class Arch>
 void check_softmax(std::size_t cols, const char* arch) {
-  INFO(arch << " cols=" << cols << " float=" << std::is_same_v<T, float>);
+  INFO(std::string(arch) << " cols=" << cols << " float=" << std::is_same_v<T, float>);
   const std::size_t rows = 3;
   auto z = draw<T>(rows * cols, -8, 8, cols + 7);
   z[cols / 2] = T(60);  // a large logit in row 0: the max must be subtracted
@@ -122,7 +123,7 @@ void check_softmax(std::size_t cols, const char* arch) {
 // row_max is exact: the same maximum as a scalar scan, wherever it lies.
 template <class T, class Arch>
 void check_row_max(std::size_t n, const char* arch) {
-  INFO(arch << " n=" << n << " float=" << std::is_same_v<T, float>);
+  INFO(std::string(arch) << " n=" << n << " float=" << std::is_same_v<T, float>);
   auto z = inputs<T>(n, n + 3);
   for (std::size_t at : {std::size_t(0), n / 2, n - 1}) {
     auto x = z;
@@ -135,7 +136,7 @@ void check_row_max(std::size_t n, const char* arch) {
 // sigmoid from exp(-|z|): exactly 0 and 1 at |z| = 1000, in the batches and the tail.
 template <class T, class Arch>
 void check_sigmoid_extremes(const char* arch) {
-  INFO(arch << " float=" << std::is_same_v<T, float>);
+  INFO(std::string(arch) << " float=" << std::is_same_v<T, float>);
   std::vector<T> f(35, T(1000));
   for (std::size_t i = 0; i < f.size(); i += 2) f[i] = T(-1000);
   cpu::sigmoid_forward<T, Arch>(f.data(), f.size());

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 using namespace ctnn;
@@ -86,7 +87,7 @@ TEST_CASE("reference gemm on a 2x2 example") {
 template <std::size_t N, class T, class Arch>
 void check_column_sum(const char* arch) {
   for (std::size_t m : {0, 1, 3, 17}) {
-    INFO(arch << " N=" << N << " m=" << m << " float=" << std::is_same_v<T, float>);
+    INFO(std::string(arch) << " N=" << N << " m=" << m << " float=" << std::is_same_v<T, float>);
     rng g(N * 100 + m);
     std::vector<T> dy(m * N + 1);  // + 1: a non-null pointer when m = 0
     for (auto& e : dy) e = T(g.uniform(-1, 1));

@@ -75,7 +75,7 @@ void check_arch(const char* name) {
           double worst = 0;  // error in units of (K + 2) * eps * scale
           for (std::size_t i = 0; i < M * N; ++i)
             worst = std::max(worst, std::abs(double(c[i]) - ref[i]) / ((double(K) + 2) * eps * scale[i] + 1e-300));
-          INFO(name << " M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb << " bias=" << with_bias
+          INFO(std::string(name) << " M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb << " bias=" << with_bias
                     << " relu=" << relu);
           CHECK(worst <= 1.0);
           // nothing written past C

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 using namespace ctnn;
@@ -42,7 +43,7 @@ void check_adam(std::size_t n, bool amsgrad, const char* arch) {
     }
   }
   const double tol = std::is_same_v<T, float> ? 1e-6 : 1e-14;
-  INFO(arch << " n=" << n << " amsgrad=" << amsgrad << " float=" << std::is_same_v<T, float>);
+  INFO(std::string(arch) << " n=" << n << " amsgrad=" << amsgrad << " float=" << std::is_same_v<T, float>);
   for (std::size_t i = 0; i < n; ++i) {
     CHECK(std::abs(double(w[i]) - double(w2[i])) <= tol);
     CHECK(std::abs(double(m[i]) - double(m2[i])) <= tol);
@@ -62,7 +63,7 @@ void check_adagrad(std::size_t n, const char* arch) {
     w2[i] -= lr * g[i] / std::sqrt(acc2[i] + eps);
   }
   const double tol = std::is_same_v<T, float> ? 1e-6 : 1e-14;
-  INFO(arch << " n=" << n << " float=" << std::is_same_v<T, float>);
+  INFO(std::string(arch) << " n=" << n << " float=" << std::is_same_v<T, float>);
   for (std::size_t i = 0; i < n; ++i) {
     CHECK(std::abs(double(w[i]) - double(w2[i])) <= tol);
     CHECK(std::abs(double(acc[i]) - double(acc2[i])) <= tol);
@@ -86,7 +87,7 @@ void check_sgd(std::size_t n, T mom, bool nesterov, const char* arch) {
     }
   }
   const double tol = std::is_same_v<T, float> ? 1e-6 : 1e-14;
-  INFO(arch << " n=" << n << " mom=" << mom << " nesterov=" << nesterov << " float=" << std::is_same_v<T, float>);
+  INFO(std::string(arch) << " n=" << n << " mom=" << mom << " nesterov=" << nesterov << " float=" << std::is_same_v<T, float>);
   for (std::size_t i = 0; i < n; ++i) {
     CHECK(std::abs(double(w[i]) - double(w2[i])) <= tol);
     CHECK(std::abs(double(m[i]) - double(m2[i])) <= tol);  // untouched without momentum
@@ -119,7 +120,7 @@ void check_rmsprop(std::size_t n, T mom, bool centered, const char* arch) {
     }
   }
   const double tol = std::is_same_v<T, float> ? 1e-6 : 1e-14;
-  INFO(arch << " n=" << n << " mom=" << mom << " centered=" << centered << " float=" << std::is_same_v<T, float>);
+  INFO(std::string(arch) << " n=" << n << " mom=" << mom << " centered=" << centered << " float=" << std::is_same_v<T, float>);
   for (std::size_t i = 0; i < n; ++i) {
     CHECK(std::abs(double(w[i]) - double(w2[i])) <= tol);
     CHECK(std::abs(double(vel[i]) - double(vel2[i])) <= tol);

@@ -11,6 +11,7 @@
 #include "kernels/archs.hpp"
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 using namespace ctnn;
@@ -19,7 +20,7 @@ namespace {
 
 template <class Arch>
 void check_row(std::size_t n, double spread, bool soft, const char* arch) {
-  INFO(arch << " n=" << n << " spread=" << spread << " soft=" << soft);
+  INFO(std::string(arch) << " n=" << n << " spread=" << spread << " soft=" << soft);
   rng g(n * 31 + std::size_t(spread));
   std::vector<float> z(n);
   for (auto& e : z) e = float(g.uniform(-spread, spread));
@@ -45,7 +46,7 @@ void check_row(std::size_t n, double spread, bool soft, const char* arch) {
 // A huge logit in a batch or in the tail: no overflow, loss 0, gradient 0 there.
 template <class Arch>
 void check_huge(std::size_t at, const char* arch) {
-  INFO(arch << " huge logit at " << at);
+  INFO(std::string(arch) << " huge logit at " << at);
   std::vector<float> z(20, 0.0f);
   z[at] = 1000.0f;
   auto t = [at](std::size_t j) { return j == at ? 1.0 : 0.0; };
