@@ -93,6 +93,12 @@ TEST_CASE("simd_gemm equals the reference on every architecture this CPU runs") 
   CHECK(ran >= 1);  // x86-64 always has SSE2
 }
 
+// simd_v<T, Arch>: xsimd for float and double on an architecture the compiler targets, else scalar.
+static_assert(kernels::cpu::simd_v<float, xsimd::sse2> && kernels::cpu::simd_v<double, xsimd::sse2>);
+static_assert(!kernels::cpu::simd_v<int, xsimd::sse2> && !kernels::cpu::simd_v<long double, xsimd::sse2>);
+static_assert(!kernels::cpu::simd_v<float, xsimd::unavailable>);
+static_assert(kernels::cpu::has_simd_v<float> == kernels::cpu::simd_v<float, kernels::cpu::default_arch>);
+
 TEST_CASE("the default architecture is one the CPU runs") {
   CHECK(kernels::cpu::arch_available<kernels::cpu::default_arch>());
 }
