@@ -1,14 +1,19 @@
-// kernels/cpu/activations.hpp (vectorized activations and softmax rows)
-// against the scalar reference kernels/cpu/activations_reference.hpp, on
-// sizes 1, 3, 17, 255, 1000 (full batches and every tail), float and double.
+// kernels/cpu/activations.hpp (vectorized activations, row_max and softmax
+// rows) against the scalar reference kernels/cpu/activations_reference.hpp, on
+// sizes 1, 3, 17, 255, 1000 (full batches and every tail), float and double,
+// on every xsimd architecture this CPU runs (tests/kernels/archs.hpp).
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
 #include <ctnn/kernels/cpu/activations.hpp>
 #include <ctnn/kernels/cpu/activations_reference.hpp>
 
+#include "kernels/archs.hpp"
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 using namespace ctnn;
@@ -53,9 +58,9 @@ std::vector<T> inputs(std::size_t n, std::uint64_t seed) {
   return z;
 }
 
-template <class T>
-void check_elementwise(std::size_t n) {
-  INFO("n=" << n << " float=" << std::is_same_v<T, float>);
+template <class T, class Arch>
+void check_elementwise(std::size_t n, const char* arch) {
+  INFO(std::string(arch) << " n=" << n << " float=" << std::is_same_v<T, float>);
   const auto z = inputs<T>(n, n);
   const auto d = draw<T>(n, -1, 1, n + 1);
   const T alpha = T(0.2);
@@ -73,34 +78,34 @@ void check_elementwise(std::size_t n) {
     CHECK(close(a, b));
   };
   {
-    const auto y = fwd([&](T* p) { cpu::relu_forward(p, n); }, [&](T* p) { ref::relu_forward(p, n); });
-    bwd(y, [&](const T* p, T* q) { cpu::relu_backward(p, q, n); }, [&](const T* p, T* q) { ref::relu_backward(p, q, n); });
+    const auto y = fwd([&](T* p) { cpu::relu_forward<T, Arch>(p, n); }, [&](T* p) { ref::relu_forward(p, n); });
+    bwd(y, [&](const T* p, T* q) { cpu::relu_backward<T, Arch>(p, q, n); }, [&](const T* p, T* q) { ref::relu_backward(p, q, n); });
   }
   {
-    const auto y = fwd([&](T* p) { cpu::leaky_relu_forward(p, n, alpha); },
+    const auto y = fwd([&](T* p) { cpu::leaky_relu_forward<T, Arch>(p, n, alpha); },
                        [&](T* p) { ref::leaky_relu_forward(p, n, alpha); });
-    bwd(y, [&](const T* p, T* q) { cpu::leaky_relu_backward(p, q, n, alpha); },
+    bwd(y, [&](const T* p, T* q) { cpu::leaky_relu_backward<T, Arch>(p, q, n, alpha); },
         [&](const T* p, T* q) { ref::leaky_relu_backward(p, q, n, alpha); });
   }
   {
-    const auto y = fwd([&](T* p) { cpu::sigmoid_forward(p, n); }, [&](T* p) { ref::sigmoid_forward(p, n); });
-    bwd(y, [&](const T* p, T* q) { cpu::sigmoid_backward(p, q, n); },
+    const auto y = fwd([&](T* p) { cpu::sigmoid_forward<T, Arch>(p, n); }, [&](T* p) { ref::sigmoid_forward(p, n); });
+    bwd(y, [&](const T* p, T* q) { cpu::sigmoid_backward<T, Arch>(p, q, n); },
         [&](const T* p, T* q) { ref::sigmoid_backward(p, q, n); });
   }
   {
-    const auto y = fwd([&](T* p) { cpu::tanh_forward(p, n); }, [&](T* p) { ref::tanh_forward(p, n); });
-    bwd(y, [&](const T* p, T* q) { cpu::tanh_backward(p, q, n); }, [&](const T* p, T* q) { ref::tanh_backward(p, q, n); });
+    const auto y = fwd([&](T* p) { cpu::tanh_forward<T, Arch>(p, n); }, [&](T* p) { ref::tanh_forward(p, n); });
+    bwd(y, [&](const T* p, T* q) { cpu::tanh_backward<T, Arch>(p, q, n); }, [&](const T* p, T* q) { ref::tanh_backward(p, q, n); });
   }
 }
 
-template <class T>
-void check_softmax(std::size_t cols) {
-  INFO("cols=" << cols << " float=" << std::is_same_v<T, float>);
+template <class T, class Arch>
+void check_softmax(std::size_t cols, const char* arch) {
+  INFO(std::string(arch) << " cols=" << cols << " float=" << std::is_same_v<T, float>);
   const std::size_t rows = 3;
   auto z = draw<T>(rows * cols, -8, 8, cols + 7);
   z[cols / 2] = T(60);  // a large logit in row 0: the max must be subtracted
   auto a = z, b = z;
-  cpu::softmax_forward(a.data(), rows, cols);
+  cpu::softmax_forward<T, Arch>(a.data(), rows, cols);
   ref::softmax_forward(b.data(), rows, cols);
   CHECK(close(a, b));
   for (std::size_t r = 0; r < rows; ++r) {
@@ -110,25 +115,53 @@ void check_softmax(std::size_t cols) {
   }
   const auto d = draw<T>(rows * cols, -1, 1, cols + 8);
   auto da = d, db = d;
-  cpu::softmax_backward(b.data(), da.data(), rows, cols);
+  cpu::softmax_backward<T, Arch>(b.data(), da.data(), rows, cols);
   ref::softmax_backward(b.data(), db.data(), rows, cols);
   CHECK(close(da, db));
 }
 
-}  // namespace
-
-TEST_CASE("vectorized relu, leaky_relu, sigmoid, tanh equal the scalar reference") {
-  for (std::size_t n : sizes) {
-    check_elementwise<float>(n);
-    check_elementwise<double>(n);
+// row_max is exact: the same maximum as a scalar scan, wherever it lies.
+template <class T, class Arch>
+void check_row_max(std::size_t n, const char* arch) {
+  INFO(std::string(arch) << " n=" << n << " float=" << std::is_same_v<T, float>);
+  auto z = inputs<T>(n, n + 3);
+  for (std::size_t at : {std::size_t(0), n / 2, n - 1}) {
+    auto x = z;
+    x[at] = T(5000);
+    CHECK(cpu::row_max<T, Arch>(x.data(), n) == T(5000));
   }
+  CHECK(cpu::row_max<T, Arch>(z.data(), n) == *std::max_element(z.begin(), z.end()));
 }
 
-TEST_CASE("vectorized softmax rows equal the scalar reference") {
+// sigmoid from exp(-|z|): exactly 0 and 1 at |z| = 1000, in the batches and the tail.
+template <class T, class Arch>
+void check_sigmoid_extremes(const char* arch) {
+  INFO(std::string(arch) << " float=" << std::is_same_v<T, float>);
+  std::vector<T> f(35, T(1000));
+  for (std::size_t i = 0; i < f.size(); i += 2) f[i] = T(-1000);
+  cpu::sigmoid_forward<T, Arch>(f.data(), f.size());
+  for (std::size_t i = 0; i < f.size(); ++i) CHECK(f[i] == (i % 2 ? T(1) : T(0)));
+}
+
+template <class T, class Arch>
+void check_all(const char* arch) {
   for (std::size_t n : sizes) {
-    check_softmax<float>(n);
-    check_softmax<double>(n);
+    check_elementwise<T, Arch>(n, arch);
+    check_softmax<T, Arch>(n, arch);
+    check_row_max<T, Arch>(n, arch);
   }
+  check_sigmoid_extremes<T, Arch>(arch);
+}
+
+}  // namespace
+
+TEST_CASE("vectorized relu, leaky_relu, sigmoid, tanh, row_max and softmax equal the scalar reference on every "
+          "architecture this CPU runs") {
+  const int ran = test::for_each_arch("activations", [](auto arch, const char* name) {
+    check_all<float, decltype(arch)>(name);
+    check_all<double, decltype(arch)>(name);
+  });
+  CHECK(ran >= 1);  // x86-64 always has SSE2
 }
 
 TEST_CASE("vectorized sigmoid is overflow-safe for |z| = 1000") {

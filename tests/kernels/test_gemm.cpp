@@ -1,6 +1,7 @@
 // kernels/cpu/gemm.hpp (the entry points layers call) against the scalar
-// reference (kernels/cpu/reference.hpp) on awkward sizes; activations.hpp
-// is covered through tests/layers and tests/gradcheck.
+// reference (kernels/cpu/reference.hpp) on awkward sizes; column_sum (the
+// bias gradient) bit for bit on every xsimd architecture this CPU runs
+// (tests/kernels/archs.hpp). activations.hpp has its own test_activations.cpp.
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
@@ -8,8 +9,11 @@
 #include <ctnn/kernels/cpu/gemm.hpp>
 #include <ctnn/kernels/cpu/reference.hpp>
 
+#include "kernels/archs.hpp"
+
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 using namespace ctnn;
@@ -77,4 +81,37 @@ TEST_CASE("reference gemm on a 2x2 example") {
   CHECK(y[1] == 22);
   CHECK(y[2] == 43);
   CHECK(y[3] == 50);
+}
+
+// column_sum adds 0 and then the rows in order, as reference::col_sum: equal bit for bit.
+template <std::size_t N, class T, class Arch>
+void check_column_sum(const char* arch) {
+  for (std::size_t m : {0, 1, 3, 17}) {
+    INFO(std::string(arch) << " N=" << N << " m=" << m << " float=" << std::is_same_v<T, float>);
+    rng g(N * 100 + m);
+    std::vector<T> dy(m * N + 1);  // + 1: a non-null pointer when m = 0
+    for (auto& e : dy) e = T(g.uniform(-1, 1));
+    std::vector<T> db(N + 3, T(7)), dbr(N);
+    kernels::cpu::column_sum<N, T, Arch>(dy.data(), db.data(), m);
+    kernels::reference::col_sum(dy.data(), dbr.data(), m, N);
+    CHECK(std::equal(dbr.begin(), dbr.end(), db.begin()));
+    CHECK(std::count(db.begin() + N, db.end(), T(7)) == 3);  // nothing written past N
+  }
+}
+
+template <class T, class Arch>
+void check_column_sums(const char* arch) {
+  check_column_sum<1, T, Arch>(arch);
+  check_column_sum<3, T, Arch>(arch);
+  check_column_sum<17, T, Arch>(arch);
+  check_column_sum<255, T, Arch>(arch);
+  check_column_sum<1000, T, Arch>(arch);
+}
+
+TEST_CASE("column_sum equals reference::col_sum bit for bit on every architecture this CPU runs") {
+  const int ran = test::for_each_arch("column_sum", [](auto arch, const char* name) {
+    check_column_sums<float, decltype(arch)>(name);
+    check_column_sums<double, decltype(arch)>(name);
+  });
+  CHECK(ran >= 1);  // x86-64 always has SSE2
 }

@@ -1,5 +1,6 @@
 // kernels/cpu/simd_gemm.hpp on every xsimd architecture the compiler enables
-// and this CPU runs (checked at run time with kernels/cpu/arch.hpp), against a scalar reference in
+// and this CPU runs (the list in tests/kernels/archs.hpp, checked at run time
+// with kernels/cpu/arch.hpp), against a scalar reference in
 // double precision, on awkward sizes, transposed operands, bias and relu; and
 // bit-identical results whatever the thread count (kernels/cpu/thread_pool.hpp).
 #include <doctest/doctest.h>
@@ -9,6 +10,8 @@
 #include <ctnn/kernels/cpu/gemm.hpp>
 #include <ctnn/kernels/cpu/simd_gemm.hpp>
 #include <ctnn/kernels/cpu/thread_pool.hpp>
+
+#include "kernels/archs.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -72,7 +75,7 @@ void check_arch(const char* name) {
           double worst = 0;  // error in units of (K + 2) * eps * scale
           for (std::size_t i = 0; i < M * N; ++i)
             worst = std::max(worst, std::abs(double(c[i]) - ref[i]) / ((double(K) + 2) * eps * scale[i] + 1e-300));
-          INFO(name << " M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb << " bias=" << with_bias
+          INFO(std::string(name) << " M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb << " bias=" << with_bias
                     << " relu=" << relu);
           CHECK(worst <= 1.0);
           // nothing written past C
@@ -80,29 +83,21 @@ void check_arch(const char* name) {
         }
 }
 
-template <class Arch>
-void check_if_available(const char* name, int& ran) {
-  if constexpr (Arch::supported()) {
-    if (kernels::cpu::arch_available<Arch>()) {
-      check_arch<Arch, float>(name);
-      check_arch<Arch, double>(name);
-      ++ran;
-      MESSAGE("simd_gemm checked on " << std::string(name));
-    }
-  }
-}
-
 }  // namespace
 
 TEST_CASE("simd_gemm equals the reference on every architecture this CPU runs") {
-  int ran = 0;
-  check_if_available<xsimd::avx512bw>("avx512bw", ran);
-  check_if_available<xsimd::avx512f>("avx512f", ran);
-  check_if_available<xsimd::fma3<xsimd::avx2>>("fma3<avx2>", ran);
-  check_if_available<xsimd::avx2>("avx2", ran);
-  check_if_available<xsimd::sse2>("sse2", ran);
+  const int ran = test::for_each_arch("simd_gemm", [](auto arch, const char* name) {
+    check_arch<decltype(arch), float>(name);
+    check_arch<decltype(arch), double>(name);
+  });
   CHECK(ran >= 1);  // x86-64 always has SSE2
 }
+
+// simd_v<T, Arch>: xsimd for float and double on an architecture the compiler targets, else scalar.
+static_assert(kernels::cpu::simd_v<float, xsimd::sse2> && kernels::cpu::simd_v<double, xsimd::sse2>);
+static_assert(!kernels::cpu::simd_v<int, xsimd::sse2> && !kernels::cpu::simd_v<long double, xsimd::sse2>);
+static_assert(!kernels::cpu::simd_v<float, xsimd::unavailable>);
+static_assert(kernels::cpu::has_simd_v<float> == kernels::cpu::simd_v<float, kernels::cpu::default_arch>);
 
 TEST_CASE("the default architecture is one the CPU runs") {
   CHECK(kernels::cpu::arch_available<kernels::cpu::default_arch>());

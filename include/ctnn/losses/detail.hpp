@@ -1,9 +1,10 @@
 // ctnn/losses/detail.hpp — shared math of the cross-entropy losses.
 //
-// One row at a time, loss in double. crossentropy_logits_row runs the
-// xsimd path for float rows (max and exp vectorized, within 1e-6 of the
-// double reference, tested in tests/losses/test_logits_simd.cpp) and the
-// all-double crossentropy_logits_row_reference otherwise.
+// One row at a time, loss in double. crossentropy_logits_row<T, Arch> runs
+// the xsimd path (batch<float, Arch>, Arch defaulting to default_arch) for
+// float rows (max and exp vectorized, within 1e-6 of the double reference,
+// tested on every architecture the CPU runs in tests/losses/test_logits_simd.cpp)
+// and the all-double crossentropy_logits_row_reference otherwise.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -66,12 +67,12 @@ double crossentropy_logits_row_reference(const T* z, Target&& t, std::size_t n, 
 // float rows with SIMD: max and e_j = exp(z_j - max) vectorized in float
 // (e_j kept in d, which then gets e_j / sum * sum(t) - t_j), the sum of e_j
 // per lane in float, everything after it in double as in the reference.
-template <class Target>
+template <class Arch, class Target>
 double crossentropy_logits_row_simd(const float* z, Target&& t, std::size_t n, float* d, double scale) {
-  using B = xsimd::batch<float, kernels::cpu::default_arch>;
+  using B = xsimd::batch<float, Arch>;
   constexpr std::size_t L = B::size;
   const std::size_t nv = n - n % L;
-  const float mx = kernels::cpu::row_max(z, n);
+  const float mx = kernels::cpu::row_max<float, Arch>(z, n);
   const B bmx(mx);
   B bs(0.0f);
   for (std::size_t j = 0; j < nv; j += L) {
@@ -97,10 +98,10 @@ double crossentropy_logits_row_simd(const float* z, Target&& t, std::size_t n, f
   return loss;
 }
 
-template <class T, class Target>
+template <class T, class Arch = kernels::cpu::default_arch, class Target>
 double crossentropy_logits_row(const T* z, Target&& t, std::size_t n, T* d, double scale) {
-  if constexpr (std::is_same_v<T, float> && kernels::cpu::has_simd_v<float>)
-    return crossentropy_logits_row_simd(z, t, n, d, scale);
+  if constexpr (std::is_same_v<T, float> && kernels::cpu::simd_v<float, Arch>)
+    return crossentropy_logits_row_simd<Arch>(z, t, n, d, scale);
   else
     return crossentropy_logits_row_reference(z, t, n, d, scale);
 }

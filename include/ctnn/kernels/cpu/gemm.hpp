@@ -2,7 +2,7 @@
 // layer's sizes (K inputs, N outputs) known at compile time, and a run-time GEMM.
 //
 //   forward:  Y[m,N]  = epi(X[m,K] * W[K,N] + b[N])      (epi: none or relu)
-//   weights:  dW[K,N] = X[m,K]^T * dY[m,N],  db[N] = colsum(dY)
+//   weights:  dW[K,N] = X[m,K]^T * dY[m,N],  db[N] = colsum(dY) (column_sum<N, T, Arch>)
 //   input:    dX[m,K] = dY[m,N] * W[K,N]^T
 //   gemm:     C[M,N]  = epi(A(M x K) * B(K x N) + bias), A and B strided views
 // m (the batch) is a run-time value. float and double run the xsimd kernels
@@ -57,22 +57,24 @@ void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m) {
   }
 }
 
-// db[j] = sum over rows of dy[., j], rows added in order.
-template <std::size_t N, class T>
+// db[j] = sum over rows of dy[., j]: 0 plus the rows in order, as
+// reference::col_sum (so equal to it bit for bit; m = 0 gives zeros), in
+// xsimd::batch<T, Arch> columns (the tests pass each Arch the CPU runs).
+template <std::size_t N, class T, class Arch = default_arch>
 void column_sum(const T* dy, T* db, std::size_t m) {
-  if constexpr (has_simd_v<T>) {
-    using B = xsimd::batch<T, default_arch>;
+  if constexpr (simd_v<T, Arch>) {
+    using B = xsimd::batch<T, Arch>;
     constexpr std::size_t L = B::size;
     constexpr std::size_t full = N / L * L;
     for (std::size_t j = 0; j < full; j += L) {
-      B s = B::load_unaligned(dy + j);
-      for (std::size_t i = 1; i < m; ++i) s += B::load_unaligned(dy + i * N + j);
+      B s(T(0));
+      for (std::size_t i = 0; i < m; ++i) s += B::load_unaligned(dy + i * N + j);
       s.store_unaligned(db + j);
     }
     if constexpr (full < N) {
       for (std::size_t j = full; j < N; ++j) {
-        T s = dy[j];
-        for (std::size_t i = 1; i < m; ++i) s += dy[i * N + j];
+        T s(0);
+        for (std::size_t i = 0; i < m; ++i) s += dy[i * N + j];
         db[j] = s;
       }
     }

@@ -2,9 +2,10 @@
 //
 // Each function applies one step to n parameters w from gradients g and the
 // optimizer's slots, exactly the formulas of optimizers/*.hpp (which call
-// them), vectorized with xsimd for float and double (arch.hpp) and scalar for
-// the last n % L elements and for other types. Element-wise only, so results
-// do not depend on how the loop is split.
+// them), vectorized with xsimd::batch<T, Arch> for float and double (Arch
+// defaults to default_arch, arch.hpp; the tests pass each one the CPU runs)
+// and scalar for the last n % L elements and for other types. Element-wise
+// only, so results do not depend on how the loop is split.
 //   adam:    m += (g - m) b1; v += (g^2 - v) b2; (amsgrad: vh = max(vh, v), used as v)
 //            w -= alpha m / (sqrt(v) + eps)
 //   adagrad: acc += g^2; w -= lr g / sqrt(acc + eps)
@@ -21,11 +22,11 @@
 
 namespace ctnn::kernels::cpu {
 
-template <class T>
+template <class T, class Arch = default_arch>
 void adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, T alpha, T b1, T b2, T eps, bool amsgrad) {
   std::size_t i = 0;
-  if constexpr (has_simd_v<T>) {
-    using B = xsimd::batch<T, default_arch>;
+  if constexpr (simd_v<T, Arch>) {
+    using B = xsimd::batch<T, Arch>;
     constexpr std::size_t L = B::size;
     const B va(alpha), vb1(b1), vb2(b2), veps(eps);
     for (; i + L <= n; i += L) {
@@ -55,11 +56,11 @@ void adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, T alpha, T 
   }
 }
 
-template <class T>
+template <class T, class Arch = default_arch>
 void adagrad_update(T* w, const T* g, T* acc, std::size_t n, T lr, T eps) {
   std::size_t i = 0;
-  if constexpr (has_simd_v<T>) {
-    using B = xsimd::batch<T, default_arch>;
+  if constexpr (simd_v<T, Arch>) {
+    using B = xsimd::batch<T, Arch>;
     constexpr std::size_t L = B::size;
     const B vlr(lr), veps(eps);
     for (; i + L <= n; i += L) {
@@ -76,11 +77,11 @@ void adagrad_update(T* w, const T* g, T* acc, std::size_t n, T lr, T eps) {
 }
 
 // m is unused (may be null) when mom == 0.
-template <class T>
+template <class T, class Arch = default_arch>
 void sgd_update(T* w, const T* g, T* m, std::size_t n, T lr, T mom, bool nesterov) {
   std::size_t i = 0;
-  if constexpr (has_simd_v<T>) {
-    using B = xsimd::batch<T, default_arch>;
+  if constexpr (simd_v<T, Arch>) {
+    using B = xsimd::batch<T, Arch>;
     constexpr std::size_t L = B::size;
     const B vlr(lr), vmom(mom);
     if (mom == T(0)) {
@@ -107,13 +108,13 @@ void sgd_update(T* w, const T* g, T* m, std::size_t n, T lr, T mom, bool nestero
 }
 
 // r1 = 1 - rho. avg is used only when centered, mb only when mom > 0.
-template <class T>
+template <class T, class Arch = default_arch>
 void rmsprop_update(T* w, const T* g, T* vel, T* mb, T* avg, std::size_t n, T lr, T r, T r1, T eps, T mom,
                     bool centered) {
   std::size_t i = 0;
   const bool use_mom = mom > T(0);
-  if constexpr (has_simd_v<T>) {
-    using B = xsimd::batch<T, default_arch>;
+  if constexpr (simd_v<T, Arch>) {
+    using B = xsimd::batch<T, Arch>;
     constexpr std::size_t L = B::size;
     const B vlr(lr), vr(r), vr1(r1), veps(eps), vmom(mom);
     for (; i + L <= n; i += L) {
