@@ -56,6 +56,8 @@ TEST_CASE("dense kernels equal the reference on awkward sizes") {
     compare<17, 3>(m);
     compare<255, 33>(m);
     compare<784, 10>(m);
+    compare<128, 10>(m);  // narrow_weights_gradient: whole panels of X
+    compare<70, 7>(m);    // and a partial last panel
     compare<64, 256>(m);
     compare<300, 40>(m);
   }

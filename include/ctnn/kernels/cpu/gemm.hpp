@@ -71,7 +71,12 @@ void column_sum(const T* dy, T* db, std::size_t m) {
       for (std::size_t i = 0; i < m; ++i) s += B::load_unaligned(dy + i * N + j);
       s.store_unaligned(db + j);
     }
-    if constexpr (full < N) {
+    if constexpr (full < N && simd::masked_v<Arch, T>) {
+      // the last N % L columns: a masked vector per row, same order
+      B s(T(0));
+      for (std::size_t i = 0; i < m; ++i) s += simd::load_n<Arch>(dy + i * N + full, N - full);
+      simd::store_n<Arch>(s, db + full, N - full);
+    } else if constexpr (full < N) {
       for (std::size_t j = full; j < N; ++j) {
         T s(0);
         for (std::size_t i = 0; i < m; ++i) s += dy[i * N + j];
@@ -86,8 +91,11 @@ void column_sum(const T* dy, T* db, std::size_t m) {
 template <std::size_t K, std::size_t N, class T>
 void dense_backward_weights(const T* x, const T* dy, T* dw, T* db, std::size_t m) {
   if constexpr (has_simd_v<T>) {
-    simd_gemm<default_arch>(K, N, m, strided<T>{x, 1, K}, strided<T>{dy, N, 1}, dw, N, static_cast<const T*>(nullptr),
-                            epilogue::none);
+    if constexpr (N < xsimd::batch<T, default_arch>::size)
+      simd::narrow_weights_gradient<default_arch, N>(K, m, x, dy, dw);
+    else
+      simd_gemm<default_arch>(K, N, m, strided<T>{x, 1, K}, strided<T>{dy, N, 1}, dw, N, static_cast<const T*>(nullptr),
+                              epilogue::none);
     column_sum<N>(dy, db, m);
   } else {
     reference::gemm_tn(x, dy, dw, m, K, N);

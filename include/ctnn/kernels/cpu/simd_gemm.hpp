@@ -335,6 +335,51 @@ inline constexpr std::size_t parallel_threshold = std::size_t(1) << 20;
 
 namespace simd {
 
+// dW = X^T dY (K x N) of a layer with fewer outputs than a vector (N < L, a
+// compile-time constant; X is m x K, dY is m x N, both row-major): computed
+// as dW^T = dY^T X by one N-row micro-kernel per panel of NR columns of X, so
+// that every lane of every FMA is useful, dY and X are read in place (the
+// last partial panel of X is packed), then transposed into dW. simd_gemm,
+// whose N is a run-time value, has to split those N rows into a full block
+// and a partial one. Panels go to the pool; each is one task, so the result
+// does not depend on the thread count.
+template <class Arch, std::size_t N, class T>
+void narrow_weights_gradient(std::size_t K, std::size_t m, const T* x, const T* dy, T* dw,
+                             thread_pool& pool = thread_pool::global()) {
+  using blk = blocking<T, Arch>;
+  constexpr std::size_t NV = blk::wide ? 2 : 1, NR = NV * blk::L;  // N*NV + NV + 1 registers
+  static_assert(N >= 1 && N < blk::L, "narrow_weights_gradient: N must be below the vector length");
+  if (K == 0) return;
+  if (m == 0) {
+    std::fill(dw, dw + K * N, T(0));
+    return;
+  }
+  T* ct = scratch<T, 3>(N * K);
+  const std::size_t panels = (K + NR - 1) / NR;
+  T* tail = nullptr;
+  if (K % NR) {
+    tail = scratch<T, 2>(NR * m);
+    pack_b(NR, strided<T>{x, K, 1}, (panels - 1) * NR, K, m, tail);
+  }
+  auto panel = [&](std::size_t jp) {
+    const std::size_t j0 = jp * NR, nr = std::min(NR, K - j0);
+    const bool in_place = nr == NR;
+    micro<Arch, N, NV, true>(m, dy, N, in_place ? x + j0 : tail, in_place ? K : NR, ct + j0, K, N, nr,
+                             static_cast<const T*>(nullptr), true, false);
+  };
+  if (m * N * K >= parallel_threshold && pool.size() > 1)
+    pool.run(panels, panel);
+  else
+    for (std::size_t jp = 0; jp < panels; ++jp) panel(jp);
+  for (std::size_t i = 0; i < K; ++i)
+#pragma GCC unroll 16
+    for (std::size_t j = 0; j < N; ++j) dw[i * N + j] = ct[j * K + i];
+}
+
+}  // namespace simd
+
+namespace simd {
+
 // The packed, register-blocked product with output panels NV vectors wide.
 template <class Arch, std::size_t NV, class T>
 void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c, std::size_t ldc,
