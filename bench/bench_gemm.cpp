@@ -7,7 +7,9 @@
 #include <cblas.h>
 
 #include <ctnn/core/rng.hpp>
+#include <ctnn/kernels/cpu/arch.hpp>
 #include <ctnn/kernels/cpu/gemm.hpp>
+#include <ctnn/kernels/cpu/thread_pool.hpp>
 
 #include <string>
 #include <vector>
@@ -80,7 +82,41 @@ void square_args(benchmark::internal::Benchmark* b) {
   for (int t : {1, 2}) b->Args({1024, t});
 }
 
+// The machine's measured fp32 FMA peak: 16 independent accumulator chains
+// of xsimd FMAs on registers (default_arch), no memory traffic, on each of
+// `threads` threads of the thread pool at once. GFLOP/s = 2 * lanes * FMAs /
+// time, summed over the threads (floating-point FMAs are not reassociated
+// without -ffast-math, so every one runs). The GEMM figures are read against it.
+void peak_fma(benchmark::State& s) {
+  using B = xsimd::batch<float, kernels::cpu::default_arch>;
+  constexpr std::size_t chains = 16, steps = 1 << 16;
+  const std::size_t t = std::size_t(s.range(0));
+  kernels::cpu::set_threads(t);
+  float sink[8] = {};
+  for (auto _ : s) {
+    kernels::cpu::thread_pool::global().run(t, [&](std::size_t task) {
+      B acc[chains];
+      for (std::size_t c = 0; c < chains; ++c) acc[c] = B(1.0f + float(c) * 1e-7f + float(task));
+      const B m(0.9999999f), a(1e-7f);
+      for (std::size_t k = 0; k < steps; ++k) {
+#pragma GCC unroll 16
+        for (std::size_t c = 0; c < chains; ++c) acc[c] = xsimd::fma(acc[c], m, a);
+      }
+      B total = acc[0];
+      for (std::size_t c = 1; c < chains; ++c) total += acc[c];
+      sink[task % 8] = xsimd::hadd(total);
+    });
+    benchmark::DoNotOptimize(sink);
+  }
+  s.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(B::size) * double(chains * steps) * double(t) * 1e-9,
+                                             benchmark::Counter::kIsIterationInvariantRate);
+  s.counters["threads"] = double(t);
+  kernels::cpu::set_threads(1);
+}
+
 }  // namespace
+
+BENCHMARK(peak_fma)->Name("peak/fma")->Arg(1)->Arg(2)->UseRealTime();
 
 #define CTNN_GEMM_BENCH(K, N, OP)                                                               \
   BENCHMARK(ctnn_dense<K, N, OP>)->Name("gemm/ctnn/" #OP "/" #K "x" #N)->Apply(mlp_args);         \
