@@ -12,4 +12,10 @@ peer ./build/bench/bench/ctnn_bench --benchmark_min_time=0.3 \
 peer OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/peers/torch_mlp.py --threads 1 | tee "$out/torch1.txt"
 peer OPENBLAS_NUM_THREADS=2 /usr/bin/python3 bench/peers/torch_mlp.py --threads 1 --batches 256 | tee "$out/torch2a.txt"
 peer OPENBLAS_NUM_THREADS=2 /usr/bin/python3 bench/peers/torch_mlp.py --threads 2 --batches 256 | tee "$out/torch2b.txt"
+if [ -x ./build/bench/bench/peer_dlib_mlp ]; then
+  peer OPENBLAS_NUM_THREADS=1 ./build/bench/bench/peer_dlib_mlp --benchmark_min_time=0.3 \
+    --benchmark_out="$out/dlib.json" --benchmark_out_format=json | tee "$out/dlib.txt"
+else
+  echo "bench/run.sh: peer_dlib_mlp not built (apt-get install libdlib-dev, then cmake --preset bench)" >&2
+fi
 python3 bench/report.py "$out/bench.json" "$out/torch1.txt" "$out/torch2a.txt" "$out/torch2b.txt" | tee "$out/report.md"

@@ -4,6 +4,8 @@
 // Covers sgd.hpp, adam.hpp, rmsprop.hpp, adagrad.hpp.
 #include <doctest/doctest.h>
 
+#include <ctnn/core/rng.hpp>
+#include <ctnn/kernels/cpu/thread_pool.hpp>
 #include <ctnn/optimizers/adagrad.hpp>
 #include <ctnn/optimizers/adam.hpp>
 #include <ctnn/optimizers/rmsprop.hpp>
@@ -80,4 +82,38 @@ TEST_CASE("optimizers reject invalid hyperparameters, naming them") {
   CHECK_THROWS_AS(rmsprop(0.001, -0.1), std::invalid_argument);
   CHECK_THROWS_AS(adagrad(0.001, -1.0), std::invalid_argument);
   CHECK_THROWS_WITH_AS(sgd(-0.1), "constant: the learning rate must be finite and > 0, got -0.1", std::invalid_argument);
+}
+
+namespace {
+// One update of n parameters by opt on `threads` threads; returns w and the slots.
+template <class Opt>
+std::vector<float> update_on(const Opt& opt, std::size_t n, std::size_t threads) {
+  const std::size_t before = kernels::cpu::threads();
+  kernels::cpu::set_threads(threads);
+  rng gen(n);
+  std::vector<float> w(n), g(n), slots(3 * n, 0.0f);
+  for (auto& e : w) e = float(gen.uniform(-1, 1));
+  for (auto& e : g) e = float(gen.uniform(-1, 1));
+  opt.template init_slots<float>(slots.data(), n);
+  for (std::int64_t it = 0; it < 3; ++it) opt.update(w.data(), g.data(), slots.data(), n, it);
+  kernels::cpu::set_threads(before);
+  w.insert(w.end(), slots.begin(), slots.end());
+  return w;
+}
+template <class Opt>
+void same_bits_on_1_2_3_threads(const Opt& opt) {
+  const std::size_t n = 3 * (std::size_t(1) << 15) + 77;  // four chunks of kernels::cpu::for_chunks, a scalar tail
+  const auto one = update_on(opt, n, 1);
+  CHECK(update_on(opt, n, 2) == one);
+  CHECK(update_on(opt, n, 3) == one);
+}
+}  // namespace
+
+TEST_CASE("optimizer updates of large networks run on the thread pool with the same bits for 1, 2, 3 threads") {
+  same_bits_on_1_2_3_threads(adam{1e-3});
+  same_bits_on_1_2_3_threads(adam{1e-3, 0.9, 0.999, 1e-7, true});
+  same_bits_on_1_2_3_threads(rmsprop{1e-3, 0.9, 0.5, 1e-7, true});
+  same_bits_on_1_2_3_threads(sgd{0.01, 0.9, true});
+  same_bits_on_1_2_3_threads(sgd{0.01});
+  same_bits_on_1_2_3_threads(adagrad{0.01});
 }

@@ -42,7 +42,9 @@ struct adagrad {
   template <class T>
   void update(T* w, const T* g, T* slots, std::size_t n, std::int64_t it) const {
     const T lr = T(learning_rate(it)), eps = T(epsilon);
-    kernels::cpu::adagrad_update(w, g, slots, n, lr, eps);
+    kernels::cpu::for_chunks(n, [&](std::size_t lo, std::size_t hi) {
+      kernels::cpu::adagrad_update(w + lo, g + lo, slots + lo, hi - lo, lr, eps);
+    });
   }
 };
 

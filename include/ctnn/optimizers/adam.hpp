@@ -48,7 +48,10 @@ struct adam {
     const double t = double(it + 1);
     const double alpha_d = learning_rate(it) * std::sqrt(1.0 - std::pow(beta_2, t)) / (1.0 - std::pow(beta_1, t));
     const T alpha = T(alpha_d), b1 = T(1.0 - beta_1), b2 = T(1.0 - beta_2), eps = T(epsilon);
-    kernels::cpu::adam_update(w, g, slots, slots + n, slots + 2 * n, n, alpha, b1, b2, eps, amsgrad);
+    kernels::cpu::for_chunks(n, [&](std::size_t lo, std::size_t hi) {
+      kernels::cpu::adam_update(w + lo, g + lo, slots + lo, slots + n + lo, slots + 2 * n + lo, hi - lo, alpha, b1, b2, eps,
+                                amsgrad);
+    });
   }
 };
 

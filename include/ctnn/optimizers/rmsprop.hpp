@@ -46,8 +46,10 @@ struct rmsprop {
   template <class T>
   void update(T* w, const T* g, T* slots, std::size_t n, std::int64_t it) const {
     const T lr = T(learning_rate(it)), r = T(rho), r1 = T(1.0 - rho), eps = T(epsilon), mom = T(momentum);
-    kernels::cpu::rmsprop_update(w, g, slots, slots + n, slots + 2 * n, n, lr, r, r1, eps, momentum > 0 ? mom : T(0),
-                                 centered);
+    kernels::cpu::for_chunks(n, [&](std::size_t lo, std::size_t hi) {
+      kernels::cpu::rmsprop_update(w + lo, g + lo, slots + lo, slots + n + lo, slots + 2 * n + lo, hi - lo, lr, r, r1, eps,
+                                   momentum > 0 ? mom : T(0), centered);
+    });
   }
 };
 

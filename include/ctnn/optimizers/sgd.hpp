@@ -38,7 +38,10 @@ struct sgd {
 
   template <class T>
   void update(T* w, const T* g, T* slots, std::size_t n, std::int64_t it) const {
-    kernels::cpu::sgd_update(w, g, slots, n, T(learning_rate(it)), momentum == 0.0 ? T(0) : T(momentum), nesterov);
+    const T lr = T(learning_rate(it)), mom = momentum == 0.0 ? T(0) : T(momentum);
+    kernels::cpu::for_chunks(n, [&](std::size_t lo, std::size_t hi) {
+      kernels::cpu::sgd_update(w + lo, g + lo, slots ? slots + lo : nullptr, hi - lo, lr, mom, nesterov);
+    });
   }
 };
 

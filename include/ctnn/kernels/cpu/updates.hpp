@@ -19,8 +19,24 @@
 #include <cstddef>
 
 #include "arch.hpp"
+#include "thread_pool.hpp"
 
 namespace ctnn::kernels::cpu {
+
+// Runs f(lo, hi) over [0, n) in chunks of 2^15 elements on the global thread
+// pool (the optimizers' update of a large network is memory-bound and takes
+// 10-20 % of a step of the MLP). The chunk length is a multiple of every
+// vector length and the partition depends on n only, so each element takes
+// the same vector or scalar path, and gets the same bits, whatever the
+// thread count (f(0, n) on one thread).
+template <class F>
+void for_chunks(std::size_t n, F&& f) {
+  constexpr std::size_t chunk = std::size_t(1) << 15;
+  const std::size_t chunks = (n + chunk - 1) / chunk;
+  thread_pool& pool = thread_pool::global();
+  if (chunks <= 1 || pool.size() <= 1) return f(std::size_t(0), n);
+  pool.run(chunks, [&](std::size_t c) { f(c * chunk, std::min(n, (c + 1) * chunk)); });
+}
 
 template <class T, class Arch = default_arch>
 void adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, T alpha, T b1, T b2, T eps, bool amsgrad) {
