@@ -480,7 +480,11 @@ void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<
     return bp + jp * NR * K + p0 * NR;
   };
 
-  const std::size_t kc_max = direct ? K : kcb;
+  // In-place B is K-blocked too when there are several row blocks (dW of a
+  // first convolution: 9 rows, K = batch x positions), so that they share
+  // each block of B while it is in cache instead of streaming all of B once
+  // per row block; one row block, or split_tail, runs all of K at once.
+  const std::size_t kc_max = direct && (split_tail || M <= MR) ? K : kcb;
   const std::size_t mblocks = (M + MC - 1) / MC, nblocks = (N + NC - 1) / NC;
   // The tile of one task, for K rows [p0, p0 + kc).
   auto tile = [&](std::size_t task, std::size_t p0, std::size_t kc) {
