@@ -123,6 +123,15 @@ void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t 
   auto cols = [&](std::size_t v) { return nr > v * L ? std::min(L, nr - v * L) : std::size_t(0); };
   B acc[MRt][NV];
   if (init) {
+    // C is only written: ask for its lines now (with write intent), so that
+    // the misses of a fresh output (an im2col gradient, 9 MB) overlap the
+    // FMAs instead of stalling the stores at the end (not worth its
+    // instructions for short K, where the tile is little work).
+    if (kc >= 32)
+      for (std::size_t r = 0; r < mr; ++r)
+#pragma GCC unroll 4
+        for (std::size_t v = 0; v < NV; ++v)
+          if (cols(v)) __builtin_prefetch(c + r * ldc + v * L, 1, 3);
 #pragma GCC unroll 4
     for (std::size_t v = 0; v < NV; ++v) {
       const B bv = bias && cols(v) ? load_n<Arch>(bias + v * L, cols(v)) : B(T(0));
