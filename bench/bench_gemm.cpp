@@ -11,6 +11,7 @@
 #include <ctnn/kernels/cpu/gemm.hpp>
 #include <ctnn/kernels/cpu/thread_pool.hpp>
 
+#include <new>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,22 @@ using namespace ctnn;
 
 enum op { fwd, bww, bwi };
 
+// 64-byte aligned, as a model's arena aligns every parameter and activation
+// (an unaligned 64-byte load spans two cache lines).
+template <class T>
+struct aligned_allocator {
+  using value_type = T;
+  aligned_allocator() = default;
+  template <class U>
+  aligned_allocator(const aligned_allocator<U>&) {}
+  T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64})); }
+  void deallocate(T* p, std::size_t) { ::operator delete(p, std::align_val_t{64}); }
+  bool operator==(const aligned_allocator&) const { return true; }
+};
+using fvec = std::vector<float, aligned_allocator<float>>;
+
 struct operands {
-  std::vector<float> x, w, b, y, dy, dw, db, dx;
+  fvec x, w, b, y, dy, dw, db, dx;
   operands(std::size_t m, std::size_t k, std::size_t n)
       : x(m * k), w(k * n), b(n), y(m * n), dy(m * n), dw(k * n), db(n), dx(m * k) {
     rng g(m + k + n);

@@ -3,9 +3,11 @@
 bench/peers/torch_mlp.py into the markdown tables of docs/performance.md:
 every ctnn figure next to its peer from the same run, as a ratio.
 
-  python3 bench/report.py bench.json torch1.txt torch2.txt...
+  python3 bench/report.py bench.json torch1.txt torch2.txt... [--dlib dlib.json]
 torch1.txt: torch_mlp.py --threads 1 with OPENBLAS_NUM_THREADS=1 (the one-thread peer);
 torch2.txt...: two-core settings; the best batch-256 figure among them is the two-core peer.
+dlib.json: peer_dlib_mlp --benchmark_out (batch-1 inference), when it was built.
+The measured FMA peak (peak/fma in ctnn_bench) gives each GEMM's share of the machine.
 """
 import json
 import re
@@ -35,10 +37,20 @@ def load_torch(path):
 
 
 def main():
-    bench = load_bench(sys.argv[1])
-    t1 = load_torch(sys.argv[2])
-    t2s = [load_torch(p) for p in sys.argv[3:]]
+    args = sys.argv[1:]
+    dlib = None
+    if "--dlib" in args:
+        i = args.index("--dlib")
+        dlib = load_bench(args[i + 1])
+        del args[i:i + 2]
+    bench = load_bench(args[0])
+    t1 = load_torch(args[1])
+    t2s = [load_torch(p) for p in args[2:]]
     gf = lambda n: bench[n]["GFLOP/s"] / 1e9 if bench[n]["GFLOP/s"] > 1e6 else bench[n]["GFLOP/s"]
+    peak = {t: gf(f"peak/fma/{t}") for t in (1, 2) if f"peak/fma/{t}" in bench}
+    if peak:
+        print("Measured fp32 FMA peak (peak/fma, same run): " +
+              ", ".join(f"{peak[t]:.1f} GFLOP/s on {t} thread{'s' if t > 1 else ''}" for t in sorted(peak)) + "\n")
 
     print("### GEMM (GFLOP/s; ratio = ctnn / OpenBLAS sgemm, same operand layouts)\n")
     print("| product | shape K x N | batch | ctnn 1T | OpenBLAS 1T | ratio 1T | ctnn 2T | OpenBLAS 2T | ratio 2T |")
@@ -54,6 +66,11 @@ def main():
         print(f"| square 1024 | 1024x1024 | 1024 | {'' if t == 2 else f'{c:.1f}'} | {'' if t == 2 else f'{o:.1f}'} | "
               f"{'' if t == 2 else f'{c / o:.2f}'} | {'' if t == 1 else f'{c:.1f}'} | {'' if t == 1 else f'{o:.1f}'} | "
               f"{'' if t == 1 else f'{c / o:.2f}'} |")
+    for t in sorted(peak):
+        c, o = gf(f"gemm/ctnn/square/1024/1024/{t}"), gf(f"gemm/openblas/square/1024/1024/{t}")
+        print(f"\nSquare 1024, {t} thread{'s' if t > 1 else ''}: ctnn at {100 * c / peak[t]:.0f} % of the measured peak, "
+              f"OpenBLAS at {100 * o / peak[t]:.0f} %.", end="")
+    print()
 
     print("\n### Training the MLP with Adam, one epoch of Fashion-MNIST (samples/s)\n")
     print(f"Peer: {t1[0]}\n")
@@ -83,6 +100,12 @@ def main():
         c = bench[n]["real_time"] / (1000.0 if bench[n]["time_unit"] == "ns" else 1.0)
         peer = t1[2].get(1) if t == 1 else next((x[2].get(2) for x in t2s if 2 in x[2]), None)
         print(f"| {t} | {c:.2f} | {peer if peer else '-'} | {peer / c:.2f} |" if peer else f"| {t} | {c:.2f} | - | - |")
+    if dlib:
+        d = dlib["peer/dlib/infer/batch:1/threads:1"]
+        us = d["real_time"] / (1000.0 if d["time_unit"] == "ns" else 1.0)
+        c = bench["mlp/infer/batch:1/threads:1"]
+        cu = c["real_time"] / (1000.0 if c["time_unit"] == "ns" else 1.0)
+        print(f"\ndlib 19.24 (`peer_dlib_mlp`, net(image), 1 thread): {us:.2f} us; ratio dlib / ctnn = {us / cu:.2f}")
 
 
 if __name__ == "__main__":

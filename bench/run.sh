@@ -18,4 +18,5 @@ if [ -x ./build/bench/bench/peer_dlib_mlp ]; then
 else
   echo "bench/run.sh: peer_dlib_mlp not built (apt-get install libdlib-dev, then cmake --preset bench)" >&2
 fi
-python3 bench/report.py "$out/bench.json" "$out/torch1.txt" "$out/torch2a.txt" "$out/torch2b.txt" | tee "$out/report.md"
+dl=""; [ -f "$out/dlib.json" ] && dl="--dlib $out/dlib.json"
+python3 bench/report.py "$out/bench.json" "$out/torch1.txt" "$out/torch2a.txt" "$out/torch2b.txt" $dl | tee "$out/report.md"

@@ -13,6 +13,7 @@
 // with the same summation order, so results do not depend on the thread count.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -245,40 +246,86 @@ void gemv(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb,
   }
 }
 
-// y[j] = epi(bias[j] + sum_p x[p] * b[j*ldb + p]) for j < n: one output row
-// and a B whose columns are contiguous (B = W^T of dX = dY W^T): dot products
-// of 4 columns at a time, vectorized along p, one horizontal sum each.
+// C[i,j] = epi(bias[j] + sum_p A[i*lda + p] * B[j*ldb + p]) for a row-major A
+// and a B whose columns are contiguous (dX = dY W^T reads W's rows): dot
+// products vectorized along p, with no packing. A tile of R rows x J = L/R
+// columns keeps L accumulators, folded by xsimd::haddp into one vector of
+// the L sums; the last p % L values are masked loads. Column groups are the
+// outer loop, so a group's J rows of B stay in L1 while every row of A
+// (few: M <= 16) passes; each group is one task of the pool, so results do
+// not depend on the thread count. Rows past M and columns past N repeat the
+// last one (computed, never stored).
+// Where xsimd::haddp(rows) puts the sum of rows[l]: lane l, as documented,
+// except in xsimd 8.1's AVX-512 float version, which swaps lanes 2-3 with
+// 4-5 and 10-11 with 12-13. Probed once, so any xsimd version is read right.
 template <class Arch, class T>
-void gemv_t(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, bool relu) {
-  using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size, R = 4;
-  const std::size_t kv = k / L * L;
-  auto finish = [&](T s, std::size_t j) {
-    if (bias) s += bias[j];
-    y[j] = relu && s < T(0) ? T(0) : s;
-  };
-  std::size_t j = 0;
-  for (; j + R <= n; j += R) {
-    B acc[R];
-    for (std::size_t r = 0; r < R; ++r) acc[r] = B(T(0));
-    for (std::size_t p = 0; p < kv; p += L) {
-      const B xv = B::load_unaligned(x + p);
+const std::array<unsigned char, xsimd::batch<T, Arch>::size>& haddp_lanes() {
+  using V = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = V::size;
+  static const std::array<unsigned char, L> lane = [] {
+    V probe[L];
+    for (std::size_t l = 0; l < L; ++l) probe[l] = V(T(l));
+    alignas(64) T out[L];
+    xsimd::haddp(probe).store_aligned(out);
+    std::array<unsigned char, L> where{};
+    for (std::size_t k = 0; k < L; ++k) where[std::size_t(out[k] / T(L) + T(0.5))] = static_cast<unsigned char>(k);
+    return where;
+  }();
+  return lane;
+}
+
+template <class Arch, std::size_t R, class T>
+void dot_nt(std::size_t M, std::size_t N, std::size_t K, const T* a, std::size_t lda, const T* b, std::size_t ldb, T* c,
+            std::size_t ldc, const T* bias, bool relu, bool parallel, thread_pool& pool) {
+  using V = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = V::size, J = L / R;
+  static_assert(L % R == 0, "dot_nt: R must divide the vector length");
+  const std::size_t kv = K / L * L, kt = K - kv;
+  const auto& lane = haddp_lanes<Arch, T>();
+  auto group = [&](std::size_t g) {
+    const std::size_t j0 = g * J, nj = std::min(J, N - j0);
+    const T* bj[J];
+    for (std::size_t jj = 0; jj < J; ++jj) bj[jj] = b + std::min(j0 + jj, N - 1) * ldb;
+    for (std::size_t i0 = 0; i0 < M; i0 += R) {
+      const std::size_t ni = std::min(R, M - i0);
+      const T* ai[R];
+      for (std::size_t r = 0; r < R; ++r) ai[r] = a + std::min(i0 + r, M - 1) * lda;
+      V acc[L];
+#pragma GCC unroll 16
+      for (std::size_t l = 0; l < L; ++l) acc[l] = V(T(0));
+      for (std::size_t p = 0; p < kv; p += L) {
+        V av[R];
 #pragma GCC unroll 4
-      for (std::size_t r = 0; r < R; ++r) acc[r] = xsimd::fma(xv, B::load_unaligned(b + (j + r) * ldb + p), acc[r]);
+        for (std::size_t r = 0; r < R; ++r) av[r] = V::load_unaligned(ai[r] + p);
+#pragma GCC unroll 16
+        for (std::size_t jj = 0; jj < J; ++jj) {
+          const V bv = V::load_unaligned(bj[jj] + p);
+#pragma GCC unroll 4
+          for (std::size_t r = 0; r < R; ++r) acc[r * J + jj] = xsimd::fma(av[r], bv, acc[r * J + jj]);
+        }
+      }
+      if (kt) {
+        V av[R];
+        for (std::size_t r = 0; r < R; ++r) av[r] = load_n<Arch>(ai[r] + kv, kt);
+        for (std::size_t jj = 0; jj < J; ++jj) {
+          const V bv = load_n<Arch>(bj[jj] + kv, kt);
+          for (std::size_t r = 0; r < R; ++r) acc[r * J + jj] = xsimd::fma(av[r], bv, acc[r * J + jj]);
+        }
+      }
+      alignas(64) T out[L];
+      xsimd::haddp(acc).store_aligned(out);
+      for (std::size_t r = 0; r < ni; ++r)
+        for (std::size_t jj = 0; jj < nj; ++jj) {
+          T v = out[lane[r * J + jj]] + (bias ? bias[j0 + jj] : T(0));
+          c[(i0 + r) * ldc + j0 + jj] = relu && v < T(0) ? T(0) : v;
+        }
     }
-    for (std::size_t r = 0; r < R; ++r) {
-      T s = xsimd::hadd(acc[r]);
-      for (std::size_t p = kv; p < k; ++p) s += x[p] * b[(j + r) * ldb + p];
-      finish(s, j + r);
-    }
-  }
-  for (; j < n; ++j) {
-    B acc(T(0));
-    for (std::size_t p = 0; p < kv; p += L) acc = xsimd::fma(B::load_unaligned(x + p), B::load_unaligned(b + j * ldb + p), acc);
-    T s = xsimd::hadd(acc);
-    for (std::size_t p = kv; p < k; ++p) s += x[p] * b[j * ldb + p];
-    finish(s, j);
-  }
+  };
+  const std::size_t groups = (N + J - 1) / J;
+  if (parallel)
+    pool.run(groups, group);
+  else
+    for (std::size_t g = 0; g < groups; ++g) group(g);
 }
 
 // Packs rows [i0, i0+MR) of A (zero past m) as ap[p*MR + r], p in [0, k).
@@ -589,15 +636,17 @@ void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, stride
     return;
   }
 
-  // One output row and B with contiguous columns: dot products.
-  if (M == 1 && b.rs == 1 && K >= xsimd::batch<T, Arch>::size) {
-    const T* x = a.p;
-    if (a.cs != 1) {
-      T* xs = simd::scratch<T, 0>(K);
-      for (std::size_t p = 0; p < K; ++p) xs[p] = a.p[p * a.cs];
-      x = xs;
-    }
-    simd::gemv_t<Arch>(N, K, x, b.p, b.cs, c, bias, relu);
+  // One row, or few rows and a long K, with row-major A and B with contiguous
+  // columns (dX = dY W^T at small batch): dot products, instead of packing
+  // the transpose of B (as much memory traffic as the product itself at these
+  // sizes). Measured: better than packing at batch 1 for every MLP shape and
+  // at batch 16 for K = 256; worse at batch 16 for K = 128 and 10, where the
+  // fold of each tile's sums weighs more.
+  if ((M == 1 || (M <= 16 && K >= 256)) && a.cs == 1 && b.rs == 1 && b.cs != 1) {
+    if (M == 1)
+      simd::dot_nt<Arch, 1>(M, N, K, a.p, a.rs, b.p, b.cs, c, ldc, bias, relu, parallel, pool);
+    else
+      simd::dot_nt<Arch, 2>(M, N, K, a.p, a.rs, b.p, b.cs, c, ldc, bias, relu, parallel, pool);
     return;
   }
 
