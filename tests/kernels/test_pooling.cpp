@@ -125,3 +125,34 @@ TEST_CASE("pooling: the vectorized float max pooling equals the scalar loop") {
   check_max_pool_paths<pool_geom<6, 5, 35, 3, 1, padding::same>()>(1);     // overlapping windows
   check_max_pool_paths<pool_geom<5, 5, 16, 2, 2, padding::same>()>(2);
 }
+
+namespace {
+// The float max-pooling gradient for non-overlapping windows against
+// max_pool_backward_scalar, bit for bit, after a forward pass recorded the offsets.
+template <conv_geometry G>
+void check_max_pool_backward(std::size_t batch) {
+  INFO("H=" << G.h << " W=" << G.w << " C=" << G.c << " K=" << G.kh << " S=" << G.stride << " pad=" << G.pt);
+  std::vector<float> x(batch * G.in_size()), dy(batch * G.out_size());
+  std::uint64_t s = G.w * 7 + G.c;
+  auto next = [&] {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return float(int(s >> 58) - 32) * 0.25f;
+  };
+  for (auto& v : x) v = next();
+  for (auto& v : dy) v = next();
+  std::vector<float> y(dy.size());
+  std::vector<std::uint32_t> idx(dy.size());
+  kernels::cpu::max_pool_forward<G>(x.data(), y.data(), bytes(idx), batch);
+  std::vector<float> dx(x.size(), 5.f), dxr(x.size(), 6.f);
+  kernels::cpu::max_pool_backward<G>(bytes(idx), dy.data(), dx.data(), batch);
+  kernels::cpu::max_pool_backward_scalar<G>(bytes(idx), dy.data(), dxr.data(), batch);
+  CHECK(dx == dxr);
+}
+}  // namespace
+
+TEST_CASE("pooling: the vectorized float max-pooling gradient equals the scalar loop") {
+  check_max_pool_backward<pool_geom<26, 26, 32, 2, 2, padding::valid>()>(3);  // windows tile the input
+  check_max_pool_backward<pool_geom<11, 11, 64, 2, 2, padding::valid>()>(2);  // a border no window covers
+  check_max_pool_backward<pool_geom<7, 9, 17, 2, 3, padding::same>()>(2);     // stride > window, overhang, tail
+  check_max_pool_backward<pool_geom<9, 9, 48, 3, 3, padding::same>()>(1);
+}

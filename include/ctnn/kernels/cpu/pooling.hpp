@@ -9,7 +9,9 @@
 // output gradient there.
 // These loops are direct: they are their own scalar reference, except the
 // float max pooling, which runs on xsimd vectors of channels
-// (detail::max_pool_forward_simd) and is tested against the scalar loop.
+// (detail::max_pool_forward_simd, and detail::max_pool_backward_simd for
+// windows that do not overlap) and is tested bit for bit against the scalar
+// loops max_pool_forward_scalar and max_pool_backward_scalar.
 // global_average_*: x[batch, P, C] -> y[batch, C], the mean over P positions.
 #pragma once
 #include <algorithm>
@@ -139,9 +141,8 @@ void max_pool_forward(const T* x, T* y, unsigned char* idx, std::size_t batch) {
     max_pool_forward_scalar<G>(x, y, idx, batch);
 }
 
-// dx (overwritten): each dy goes to the input whose offset forward recorded in idx.
 template <conv_geometry G, class T>
-void max_pool_backward(const unsigned char* idx, const T* dy, T* dx, std::size_t batch) {
+void max_pool_backward_scalar(const unsigned char* idx, const T* dy, T* dx, std::size_t batch) {
   std::fill(dx, dx + batch * G.in_size(), T(0));
   constexpr std::size_t per = G.oh * G.ow * G.c;
   for (std::size_t n = 0; n < batch; ++n) {
@@ -154,6 +155,75 @@ void max_pool_backward(const unsigned char* idx, const T* dy, T* dx, std::size_t
       dxs[k] += d[o];
     }
   }
+}
+
+namespace detail {
+// Float, windows that do not overlap (stride >= window): every input lies in
+// at most one window, so each window writes its inputs directly, dy where
+// the recorded offset is that input and 0 elsewhere, L channels at a time
+// (offsets compared as uint32 vectors). Inputs outside every window (the
+// border a valid pooling leaves) are zeroed first; when the windows tile the
+// input exactly, nothing is written twice and no zero-fill pass is needed.
+template <conv_geometry G>
+void max_pool_backward_simd(const unsigned char* idx, const float* dy, float* dx, std::size_t batch) {
+  using B = xsimd::batch<float, default_arch>;
+  using U = xsimd::batch<std::uint32_t, default_arch>;
+  constexpr std::size_t L = B::size, CV = G.c / L * L;
+  constexpr bool tiles = G.pt == 0 && G.pl == 0 && G.oh * G.stride == G.h && G.ow * G.stride == G.w &&
+                         G.kh == G.stride && G.kw == G.stride;
+  if constexpr (!tiles) std::fill(dx, dx + batch * G.in_size(), 0.0f);
+  alignas(64) std::uint32_t iota[L];
+  for (std::size_t l = 0; l < L; ++l) iota[l] = std::uint32_t(l);
+  const U lane = U::load_aligned(iota);
+  constexpr std::size_t per = G.oh * G.ow * G.c;
+  for (std::size_t n = 0; n < batch; ++n) {
+    float* dxs = dx + n * G.in_size();
+    const unsigned char* is = idx + n * per * sizeof(std::uint32_t);
+    const float* d = dy + n * per;
+    for (std::size_t oh = 0; oh < G.oh; ++oh)
+      for (std::size_t ow = 0; ow < G.ow; ++ow) {
+        const std::size_t o = (oh * G.ow + ow) * G.c;
+        std::size_t r0, r1, s0, s1;
+        window<G>(oh, ow, r0, r1, s0, s1);
+        for (std::size_t c0 = 0; c0 < CV; c0 += L) {
+          alignas(64) std::uint32_t k[L];
+          std::memcpy(k, is + (o + c0) * sizeof(std::uint32_t), sizeof k);
+          const U kv = U::load_aligned(k);
+          const U dbits = xsimd::bitwise_cast<U>(B::load_unaligned(d + o + c0));
+          for (std::size_t r = r0; r < r1; ++r)
+            for (std::size_t s = s0; s < s1; ++s) {
+              const std::size_t base = (r * G.w + s) * G.c + c0;
+              // compared and blended as integers (float compares of the bits would
+              // treat the small offsets as denormals, which -ffast-math flushes to 0)
+              const auto hit = kv == U(std::uint32_t(base)) + lane;
+              xsimd::bitwise_cast<B>(xsimd::select(hit, dbits, U(0u))).store_unaligned(dxs + base);
+            }
+        }
+        for (std::size_t c = CV; c < G.c; ++c) {
+          std::uint32_t k;
+          std::memcpy(&k, is + (o + c) * sizeof(std::uint32_t), sizeof k);
+          for (std::size_t r = r0; r < r1; ++r)
+            for (std::size_t s = s0; s < s1; ++s) {
+              const std::size_t off = (r * G.w + s) * G.c + c;
+              dxs[off] = off == k ? d[o + c] : 0.0f;
+            }
+        }
+      }
+  }
+}
+}  // namespace detail
+
+// dx (overwritten): each dy goes to the input whose offset forward recorded
+// in idx. max_pool_backward_scalar is the scalar loop (zero dx, then add each
+// dy at its offset), the reference of the float path for non-overlapping
+// windows.
+template <conv_geometry G, class T>
+void max_pool_backward(const unsigned char* idx, const T* dy, T* dx, std::size_t batch) {
+  if constexpr (std::is_same_v<T, float> && has_simd_v<float> && G.c >= xsimd::batch<float, default_arch>::size &&
+                G.stride >= G.kh && G.stride >= G.kw)
+    detail::max_pool_backward_simd<G>(idx, dy, dx, batch);
+  else
+    max_pool_backward_scalar<G>(idx, dy, dx, batch);
 }
 
 template <conv_geometry G, class T>
