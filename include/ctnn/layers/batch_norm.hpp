@@ -11,6 +11,7 @@
 // (momentum 0.99, epsilon 1e-3). Cache: the batch mean and 1/sqrt(var + eps)
 // (2C values; the plan's cache_per_sample * batch holds them).
 #pragma once
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <string>
@@ -57,6 +58,8 @@ struct batch_normalization {
       }
     }
 
+    // The per-channel sums and coefficients live in local arrays (no aliasing
+    // with x, y or dy), so the loops over channels vectorize.
     static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
       const T* gamma = s.params;
       const T* beta = s.params + C;
@@ -64,18 +67,20 @@ struct batch_normalization {
       T* inv = s.cache + C;
       const std::size_t rows = r.batch * P;
       if (r.training) {
-        for (std::size_t c = 0; c < C; ++c) mean[c] = inv[c] = T(0);
+        std::array<T, C> sum{}, sq{};
         for (std::size_t i = 0; i < rows; ++i)
-          for (std::size_t c = 0; c < C; ++c) mean[c] += x[i * C + c];
-        for (std::size_t c = 0; c < C; ++c) mean[c] /= T(rows);
+          for (std::size_t c = 0; c < C; ++c) sum[c] += x[i * C + c];
+        std::array<T, C> mu;
+        for (std::size_t c = 0; c < C; ++c) mu[c] = sum[c] / T(rows);
         for (std::size_t i = 0; i < rows; ++i)
           for (std::size_t c = 0; c < C; ++c) {
-            const T d = x[i * C + c] - mean[c];
-            inv[c] += d * d;
+            const T d = x[i * C + c] - mu[c];
+            sq[c] += d * d;
           }
         for (std::size_t c = 0; c < C; ++c) {
-          const T var = inv[c] / T(rows);
-          s.state[c] = s.state[c] * T(Momentum) + mean[c] * (T(1) - T(Momentum));
+          const T var = sq[c] / T(rows);
+          mean[c] = mu[c];
+          s.state[c] = s.state[c] * T(Momentum) + mu[c] * (T(1) - T(Momentum));
           s.state[C + c] = s.state[C + c] * T(Momentum) + var * (T(1) - T(Momentum));
           inv[c] = T(1) / std::sqrt(var + T(Epsilon));
         }
@@ -85,8 +90,15 @@ struct batch_normalization {
           inv[c] = T(1) / std::sqrt(s.state[C + c] + T(Epsilon));
         }
       }
+      std::array<T, C> g, m, v, b;
+      for (std::size_t c = 0; c < C; ++c) {
+        g[c] = gamma[c];
+        m[c] = mean[c];
+        v[c] = inv[c];
+        b[c] = beta[c];
+      }
       for (std::size_t i = 0; i < rows; ++i)
-        for (std::size_t c = 0; c < C; ++c) y[i * C + c] = gamma[c] * (x[i * C + c] - mean[c]) * inv[c] + beta[c];
+        for (std::size_t c = 0; c < C; ++c) y[i * C + c] = g[c] * (x[i * C + c] - m[c]) * v[c] + b[c];
     }
 
     // Training: the gradient through the batch statistics,
@@ -96,27 +108,36 @@ struct batch_normalization {
       const T* gamma = s.params;
       T* dgamma = s.grads;
       T* dbeta = s.grads + C;
-      const T* mean = s.cache;
-      const T* inv = s.cache + C;
       const std::size_t rows = r.batch * P;
-      for (std::size_t c = 0; c < C; ++c) dgamma[c] = dbeta[c] = T(0);
+      std::array<T, C> m, v, dg{}, db{};
+      for (std::size_t c = 0; c < C; ++c) {
+        m[c] = s.cache[c];
+        v[c] = s.cache[C + c];
+      }
       for (std::size_t i = 0; i < rows; ++i)
         for (std::size_t c = 0; c < C; ++c) {
-          const T xhat = (x[i * C + c] - mean[c]) * inv[c];
-          dbeta[c] += dy[i * C + c];
-          dgamma[c] += dy[i * C + c] * xhat;
+          const T xhat = (x[i * C + c] - m[c]) * v[c];
+          db[c] += dy[i * C + c];
+          dg[c] += dy[i * C + c] * xhat;
         }
+      for (std::size_t c = 0; c < C; ++c) {
+        dgamma[c] = dg[c];
+        dbeta[c] = db[c];
+      }
       if (!dx) return;
+      std::array<T, C> k;
       if (!r.training) {
+        for (std::size_t c = 0; c < C; ++c) k[c] = gamma[c] * v[c];
         for (std::size_t i = 0; i < rows; ++i)
-          for (std::size_t c = 0; c < C; ++c) dx[i * C + c] = gamma[c] * inv[c] * dy[i * C + c];
+          for (std::size_t c = 0; c < C; ++c) dx[i * C + c] = k[c] * dy[i * C + c];
         return;
       }
-      const T m = T(rows);
+      const T mm = T(rows);
+      for (std::size_t c = 0; c < C; ++c) k[c] = gamma[c] * v[c] / mm;
       for (std::size_t i = 0; i < rows; ++i)
         for (std::size_t c = 0; c < C; ++c) {
-          const T xhat = (x[i * C + c] - mean[c]) * inv[c];
-          dx[i * C + c] = gamma[c] * inv[c] / m * (m * dy[i * C + c] - dbeta[c] - xhat * dgamma[c]);
+          const T xhat = (x[i * C + c] - m[c]) * v[c];
+          dx[i * C + c] = k[c] * (mm * dy[i * C + c] - db[c] - xhat * dg[c]);
         }
     }
   };
