@@ -15,9 +15,13 @@ import sys
 
 
 def load_bench(path):
+    """Benchmark entries by name; with repetitions, the median of each."""
     out = {}
     for b in json.load(open(path))["benchmarks"]:
-        name = b["name"].replace("/real_time", "").replace("/iterations:1", "")
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
+        name = b["name"].replace("_median", "").replace("/real_time", "").replace("/iterations:1", "")
+        name = re.sub(r"/repeats:\d+", "", name)
         out[name] = b
     return out
 

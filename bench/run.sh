@@ -7,7 +7,11 @@ set -eu
 out=${1:-build/bench/results}
 mkdir -p "$out"
 peer() { env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$@"; }
-peer ./build/bench/bench/ctnn_bench --benchmark_min_time=0.3 \
+# Five repetitions of every benchmark in random interleaved order; the
+# report uses the medians (single runs on a shared 2-core machine swing by
+# 10-15 %).
+peer ./build/bench/bench/ctnn_bench --benchmark_min_time=0.2 --benchmark_repetitions=5 \
+  --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true \
   --benchmark_out="$out/bench.json" --benchmark_out_format=json | tee "$out/bench.txt"
 peer OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/peers/torch_mlp.py --threads 1 | tee "$out/torch1.txt"
 peer OPENBLAS_NUM_THREADS=2 /usr/bin/python3 bench/peers/torch_mlp.py --threads 1 --batches 256 | tee "$out/torch2a.txt"
