@@ -7,7 +7,7 @@
 // none or relu, C is row-major with row stride ldc and is overwritten.
 // Method: A is read in place when one of its strides is 1 (else packed into
 // MR-row micro-panels), B is packed into NR-column panels (or read in place
-// for small M when row-major), K is blocked by KC, and an MR x NR
+// for M <= 8 MR or a single panel when row-major), K is blocked by KC, and an MR x NR
 // register-blocked micro-kernel accumulates with FMAs. Work is split into
 // tasks by blocks of output rows and columns, each output computed by one task
 // with the same summation order, so results do not depend on the thread count.
@@ -246,15 +246,6 @@ void gemv(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb,
   }
 }
 
-// C[i,j] = epi(bias[j] + sum_p A[i*lda + p] * B[j*ldb + p]) for a row-major A
-// and a B whose columns are contiguous (dX = dY W^T reads W's rows): dot
-// products vectorized along p, with no packing. A tile of R rows x J = L/R
-// columns keeps L accumulators, folded by xsimd::haddp into one vector of
-// the L sums; the last p % L values are masked loads. Column groups are the
-// outer loop, so a group's J rows of B stay in L1 while every row of A
-// (few: M <= 16) passes; each group is one task of the pool, so results do
-// not depend on the thread count. Rows past M and columns past N repeat the
-// last one (computed, never stored).
 // Where xsimd::haddp(rows) puts the sum of rows[l]: lane l, as documented,
 // except in xsimd 8.1's AVX-512 float version, which swaps lanes 2-3 with
 // 4-5 and 10-11 with 12-13. Probed once, so any xsimd version is read right.
@@ -274,6 +265,15 @@ const std::array<unsigned char, xsimd::batch<T, Arch>::size>& haddp_lanes() {
   return lane;
 }
 
+// C[i,j] = epi(bias[j] + sum_p A[i*lda + p] * B[j*ldb + p]) for a row-major A
+// and a B whose columns are contiguous (dX = dY W^T reads W's rows): dot
+// products vectorized along p, with no packing. A tile of R rows x J = L/R
+// columns keeps L accumulators, folded by xsimd::haddp into one vector of
+// the L sums; the last p % L values are masked loads. Column groups are the
+// outer loop, so a group's J rows of B stay in L1 while every row of A
+// (few: at most 16) passes; each group is one task of the pool, so results do
+// not depend on the thread count. Rows past M and columns past N repeat the
+// last one (computed, never stored).
 template <class Arch, std::size_t R, class T>
 void dot_nt(std::size_t M, std::size_t N, std::size_t K, const T* a, std::size_t lda, const T* b, std::size_t ldb, T* c,
             std::size_t ldc, const T* bias, bool relu, bool parallel, thread_pool& pool) {
@@ -387,9 +387,6 @@ void pack_b(std::size_t NR, strided<T> b, std::size_t j0, std::size_t n, std::si
 // Below this many multiply-adds a product runs on the calling thread alone.
 inline constexpr std::size_t parallel_threshold = std::size_t(1) << 20;
 
-}  // namespace simd
-
-namespace simd {
 
 // dW = X^T dY (K x N) of a layer with fewer outputs than a vector (N < L, a
 // compile-time constant; X is m x K, dY is m x N, both row-major): computed
@@ -432,9 +429,6 @@ void narrow_weights_gradient(std::size_t K, std::size_t m, const T* x, const T* 
     for (std::size_t j = 0; j < N; ++j) dw[i * N + j] = ct[j * K + i];
 }
 
-}  // namespace simd
-
-namespace simd {
 
 // The packed, register-blocked product with output panels NV vectors wide.
 template <class Arch, std::size_t NV, class T>
@@ -487,7 +481,8 @@ void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<
 
   // Small M (up to 8 row blocks: packing B cost 10-17 % of Y = X W at batch
   // 64, where each panel is read by 8 row blocks at most) or a single panel,
-  // and row-major B: read B in place, except for the last, partial panel, which is packed with zeros.
+  // and row-major B: read B in place, except for the last, partial panel,
+  // which is packed with zeros.
   // When the partial panel's extra columns fit in one row (NR - N % NR <=
   // b.rs), rows 0..K-2 are read in place too (the extra lanes read the next
   // row and are never stored) and only row K-1 is copied (split_tail).
