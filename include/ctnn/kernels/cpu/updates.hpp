@@ -24,8 +24,8 @@
 namespace ctnn::kernels::cpu {
 
 // Runs f(lo, hi) over [0, n) in chunks of 2^15 elements on the global thread
-// pool (the optimizers' update of a large network is memory-bound and takes
-// 10-20 % of a step of the MLP). The chunk length is a multiple of every
+// pool (an optimizer's update of a large network streams four to seven arrays
+// of n values through memory once per step). The chunk length is a multiple of every
 // vector length and the partition depends on n only, so each element takes
 // the same vector or scalar path, and gets the same bits, whatever the
 // thread count (f(0, n) on one thread).
