@@ -40,6 +40,14 @@ constexpr void window(std::size_t oh, std::size_t ow, std::size_t& r0, std::size
   s1 = std::min(G.w, ss + G.kw - G.pl);
 }
 
+// 0, 1, ..., L-1: the channel offset of each lane (offsets are carried as uint32).
+template <class U>
+U lane_offsets() {
+  alignas(64) std::uint32_t iota[U::size];
+  for (std::size_t l = 0; l < U::size; ++l) iota[l] = std::uint32_t(l);
+  return U::load_aligned(iota);
+}
+
 // The float max pooling, L channels at a time: the running maxima and the
 // offsets (uint32 bits carried in float lanes, blended by the same mask) stay
 // in registers; the last G.c % L channels run the scalar loop. Ties keep the
@@ -49,9 +57,7 @@ void max_pool_forward_simd(const float* x, float* y, unsigned char* idx, std::si
   using B = xsimd::batch<float, default_arch>;
   using U = xsimd::batch<std::uint32_t, default_arch>;
   constexpr std::size_t L = B::size, CV = G.c / L * L;
-  alignas(64) std::uint32_t iota[L];
-  for (std::size_t l = 0; l < L; ++l) iota[l] = std::uint32_t(l);
-  const U lane = U::load_aligned(iota);
+  const U lane = lane_offsets<U>();
   alignas(64) float bits[L];
   for (std::size_t n = 0; n < batch; ++n) {
     const float* xs = x + n * G.in_size();
@@ -172,9 +178,7 @@ void max_pool_backward_simd(const unsigned char* idx, const float* dy, float* dx
   constexpr bool tiles = G.pt == 0 && G.pl == 0 && G.oh * G.stride == G.h && G.ow * G.stride == G.w &&
                          G.kh == G.stride && G.kw == G.stride;
   if constexpr (!tiles) std::fill(dx, dx + batch * G.in_size(), 0.0f);
-  alignas(64) std::uint32_t iota[L];
-  for (std::size_t l = 0; l < L; ++l) iota[l] = std::uint32_t(l);
-  const U lane = U::load_aligned(iota);
+  const U lane = lane_offsets<U>();
   constexpr std::size_t per = G.oh * G.ow * G.c;
   for (std::size_t n = 0; n < batch; ++n) {
     float* dxs = dx + n * G.in_size();
