@@ -36,20 +36,13 @@ void cnn_train_step(benchmark::State& st) {
   for (auto& v : x) v = float(g.uniform());
   for (auto& v : y) v = std::int32_t(g.below(10));
 
+  // fit's training step (train/step.hpp): forward, loss, backward, update.
+  ctnn::train_step step{m, loss, opt};
   m.reserve(batch, decltype(opt)::slots_per_parameter);
-  auto params = m.parameters();
-  auto grads = m.gradients();
-  auto slots = m.optimizer_slots();
-  for (std::size_t s = 0; s < decltype(opt)::slots_per_parameter; ++s)
-    opt.template init_slots<float>(slots.data() + s * params.size(), params.size());
+  std::size_t i = 0;
   for (auto _ : st) {
-    const float* out = m.forward(x.data(), batch, true);
-    const double l = loss.compute<10>(out, y.data(), m.output_gradient(), batch);
-    benchmark::DoNotOptimize(l);
-    m.backward();
-    m.add_penalty_gradients();
-    opt.update(params.data(), grads.data(), slots.data(), params.size(), opt.iterations);
-    ++opt.iterations;
+    const ctnn::step_result r = step.run(x.data(), y.data(), batch, 0, i++);
+    benchmark::DoNotOptimize(r.loss_sum);
   }
   st.SetItemsProcessed(std::int64_t(st.iterations()) * std::int64_t(batch));
   st.counters["samples_per_s"] = benchmark::Counter(double(st.iterations()) * double(batch), benchmark::Counter::kIsRate);

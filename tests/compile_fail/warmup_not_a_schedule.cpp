@@ -1,6 +1,6 @@
 // warmup<S> wraps only a schedule: the failed constraint is named.
 // expect: Schedule
-// expect: describe
+// expect: has_schedule_name
 #include <ctnn/schedules/warmup.hpp>
 struct not_a_schedule {
   double operator()(long) const { return 0.1; }

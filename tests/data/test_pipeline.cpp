@@ -187,7 +187,7 @@ TEST_CASE("pipeline: fit trains on a pipeline and logs the input verdict") {
                  return s;
                }).batch(4)));
   CHECK(h.epochs() == 3);
-  CHECK(opt.iterations == 15);
+  CHECK(m.optimizer_iterations() == 15);
   CHECK(h.contains("input_bound"));
   CHECK(h.contains("val_loss"));
   const double share = h["input_share"][2];

@@ -29,7 +29,7 @@ inline double rel_err(double a, double b) { return std::abs(a - b) / std::max(1.
 
 template <class Spec, class InShape>
 double check_layer(options o = {}) {
-  using L = typename Spec::template bind<InShape, double, ctnn::cpu>;
+  using L = typename Spec::template bind<InShape, double, ctnn::cpu<>>;
   constexpr std::size_t in = L::in_shape::size, out = L::out_shape::size;
   const std::size_t B = o.batch;
   ctnn::rng g(123);

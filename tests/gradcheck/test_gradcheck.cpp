@@ -58,7 +58,7 @@ TEST_CASE("gradcheck: losses") {
 }
 
 TEST_CASE("gradcheck: the l2 penalty") {
-  using L = dense<4, identity, l2<0.01f>>::bind<shape<3>, double, cpu>;
+  using L = dense<4, identity, l2<0.01f>>::bind<shape<3>, double, cpu<>>;
   std::vector<double> p(L::parameter_count), gr(L::parameter_count, 0.0);
   rng g(3);
   for (auto& v : p) v = g.uniform(-1, 1);

@@ -55,7 +55,7 @@ TEST_CASE("gradcheck: a small CNN stack, layer by layer") {
 
 TEST_CASE("gradcheck: the l1 and l1_l2 penalties of a conv2d kernel") {
   auto check_penalty = []<class Spec>() {
-    using L = typename Spec::template bind<shape<4, 4, 2>, double, cpu>;
+    using L = typename Spec::template bind<shape<4, 4, 2>, double, cpu<>>;
     std::vector<double> p(L::parameter_count), gr(L::parameter_count, 0.0);
     rng g(3);
     for (auto& v : p) v = g.uniform(-1, 1);

@@ -1,11 +1,18 @@
-// weights.hpp and atomic_file.hpp: round trip, wrong network, corruption, atomicity.
+// weights.hpp and atomic_file.hpp: round trip, wrong network, corruption, atomicity; the version-2
+// format of logical tensors and the loading of version-1 files.
 #include <doctest/doctest.h>
 
 #include <ctnn/io/atomic_file.hpp>
 #include <ctnn/io/weights.hpp>
+#include <ctnn/layers/batch_norm.hpp>
+#include <ctnn/layers/reshape.hpp>
 #include <ctnn/layers/dense.hpp>
+#include <ctnn/train/model.hpp>
 
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
+#include <string>
 #include <fstream>
 #include <vector>
 
@@ -53,7 +60,7 @@ TEST_CASE("loading into a different network names both architectures") {
                                          "'input<3> | dense<5, relu> | dense<2>'"),
                        io::weights_error);
   auto d = make_model<net, double>(1);
-  CHECK_THROWS_WITH_AS(io::load_weights(d, t.p / "w.ctnn"), doctest::Contains("32-bit values"), io::weights_error);
+  CHECK_THROWS_WITH_AS(io::load_weights(d, t.p / "w.ctnn"), doctest::Contains("holds float32 values but this model uses float64"), io::weights_error);
 }
 
 TEST_CASE("truncated, corrupted and foreign files are rejected and the model is untouched") {
@@ -92,4 +99,117 @@ TEST_CASE("a failed write leaves the old file intact and no temporary behind") {
   for (auto& e : fs::directory_iterator(t.p)) n += e.path().filename().string().find(".tmp-") != std::string::npos;
   CHECK(n == 0);
   CHECK(slurp(t.p / "f") == std::vector<char>{'o', 'l', 'd'});
+}
+
+namespace {
+using bn_net = sequential<input<3, 2>, batch_norm, flatten, dense<2>>;
+void put_crc(std::vector<char>& d) {  // rewrites the trailing CRC-32 after an edit
+  const auto crc = std::uint32_t(::crc32(0L, reinterpret_cast<const Bytef*>(d.data()), uInt(d.size() - 4)));
+  std::memcpy(d.data() + d.size() - 4, &crc, 4);
+}
+}  // namespace
+
+TEST_CASE("version 2 holds logical tensors: names, dtypes, shapes, no padding, state included") {
+  tmpdir t;
+  auto a = make_model<bn_net>(1);
+  auto st = a.state();
+  for (std::size_t i = 0; i < bn_net::state_count; ++i) st[i] = float(i) + 0.5f;  // moving statistics must travel too
+  io::save_weights(a, t.p / "w.ctnn");
+  const auto d = slurp(t.p / "w.ctnn");
+  // header 8 + 4 + 8 + 4 + text + 4; per tensor 4 + 4 + 4 + name + 8 * rank + values; CRC 4
+  const std::string arch = bn_net::spec_string();
+  std::size_t want = 8 + 4 + 8 + 4 + arch.size() + 4 + 4;
+  std::vector<std::string> names;
+  a.for_each_variable([&](const variable_ref& v) {
+    want += 12 + v.name.size() + 8 * v.rank + v.extent * v.element_bytes;
+    names.emplace_back(v.name);
+  });
+  CHECK(d.size() == want);
+  CHECK(names == std::vector<std::string>{"gamma", "beta", "moving_mean", "moving_variance", "kernel", "bias"});
+  auto b = make_model<bn_net>(2);
+  io::load_weights(b, t.p / "w.ctnn");
+  CHECK(std::vector<float>(b.state().begin(), b.state().end()) == std::vector<float>(st.begin(), st.end()));
+  CHECK(std::vector<float>(b.parameters().begin(), b.parameters().end()) ==
+        std::vector<float>(a.parameters().begin(), a.parameters().end()));
+}
+
+TEST_CASE("weights: the last byte is checksummed; version, dtype, shape and fingerprint mismatches are named") {
+  tmpdir t;
+  auto a = make_model<net>(1), b = make_model<net>(2);
+  const std::vector<float> before(b.parameters().begin(), b.parameters().end());
+  io::save_weights(a, t.p / "w.ctnn");
+  const auto good = slurp(t.p / "w.ctnn");
+
+  auto last = good;
+  last[good.size() - 5] ^= 0x01;  // the last value byte, just before the CRC
+  spit(t.p / "l.ctnn", last);
+  CHECK_THROWS_WITH_AS(io::load_weights(b, t.p / "l.ctnn"), doctest::Contains("checksum mismatch"), io::weights_error);
+  auto crc_byte = good;
+  crc_byte.back() ^= 0x01;
+  spit(t.p / "k.ctnn", crc_byte);
+  CHECK_THROWS_WITH_AS(io::load_weights(b, t.p / "k.ctnn"), doctest::Contains("checksum mismatch"), io::weights_error);
+
+  auto v3 = good;
+  v3[8] = 3;
+  put_crc(v3);
+  spit(t.p / "v.ctnn", v3);
+  CHECK_THROWS_WITH_AS(io::load_weights(b, t.p / "v.ctnn"),
+                       doctest::Contains("format version 3 is not supported (this build reads versions 1 and 2)"),
+                       io::weights_error);
+
+  auto fp = good;
+  fp[12] ^= 0x40;
+  put_crc(fp);
+  spit(t.p / "f.ctnn", fp);
+  CHECK_THROWS_WITH_AS(io::load_weights(b, t.p / "f.ctnn"), doctest::Contains("saved from the network"), io::weights_error);
+
+  // the first tensor (layer 1's kernel, 3x4): its dtype byte, then its first dimension
+  const std::size_t first = 8 + 4 + 8 + 4 + net::spec_string().size() + 4;
+  auto dt = good;
+  dt[first + 5] = 2;  // float64
+  put_crc(dt);
+  spit(t.p / "d.ctnn", dt);
+  CHECK_THROWS_WITH_AS(io::load_weights(b, t.p / "d.ctnn"),
+                       doctest::Contains("layer 1 parameter 'kernel' holds float64 values but this model uses float32"),
+                       io::weights_error);
+  auto sh = good;
+  sh[first + 12 + 6] = 5;  // after the 12-byte tensor header and the name "kernel": dims[0] = 5
+  put_crc(sh);
+  spit(t.p / "s.ctnn", sh);
+  CHECK_THROWS_WITH_AS(io::load_weights(b, t.p / "s.ctnn"),
+                       doctest::Contains("layer 1 parameter 'kernel' has shape [5x4] but this model's is [3x4]"),
+                       io::weights_error);
+  CHECK(std::vector<float>(b.parameters().begin(), b.parameters().end()) == before);
+  CHECK_THROWS_WITH_AS(io::load_weights(b, t.p), doctest::Contains("is a directory"), io::weights_error);
+}
+
+TEST_CASE("version-1 files (the padded arena of ctnn 0.1) still load") {
+  tmpdir t;
+  auto a = make_model<bn_net>(3);
+  auto st = a.state();
+  for (std::size_t i = 0; i < bn_net::state_count; ++i) st[i] = 2.0f + float(i);
+  const auto p = a.parameters();
+  const std::string arch = bn_net::spec_string();
+  std::string out(io::weights_magic, 8);
+  auto put = [&](auto v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(std::uint32_t(1));
+  put(std::uint32_t(4));
+  put(bn_net::fingerprint());
+  put(std::uint64_t(p.size()));
+  put(std::uint64_t(st.size()));
+  put(std::uint32_t(arch.size()));
+  out += arch;
+  out.append(reinterpret_cast<const char*>(p.data()), p.size_bytes());
+  out.append(reinterpret_cast<const char*>(st.data()), st.size_bytes());
+  put(std::uint32_t(::crc32(0L, reinterpret_cast<const Bytef*>(out.data()), uInt(out.size()))));
+  std::vector<char> v1(out.begin(), out.end());
+  spit(t.p / "v1.ctnn", v1);
+  auto b = make_model<bn_net>(4);
+  io::load_weights(b, t.p / "v1.ctnn");
+  CHECK(std::vector<float>(b.parameters().begin(), b.parameters().end()) == std::vector<float>(p.begin(), p.end()));
+  CHECK(std::vector<float>(b.state().begin(), b.state().end()) == std::vector<float>(st.begin(), st.end()));
+  auto d = make_model<bn_net, double>(4);
+  CHECK_THROWS_WITH_AS(io::load_weights(d, t.p / "v1.ctnn"),
+                       doctest::Contains("a version-1 file, holds 32-bit values but this model uses 64-bit values"),
+                       io::weights_error);
 }

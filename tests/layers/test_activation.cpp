@@ -12,7 +12,7 @@ TEST_CASE("activation values") {
   std::vector<double> v{-2, -0.5, 0, 0.5, 2};
   auto run = [&](auto act) {
     auto y = v;
-    decltype(act)::forward(y.data(), 1, y.size());
+    decltype(act)::template forward<cpu<>>(y.data(), 1, y.size());
     return y;
   };
   CHECK(run(relu{}) == std::vector<double>{0, 0, 0, 0.5, 2});
@@ -35,17 +35,17 @@ TEST_CASE("activation values") {
 
 TEST_CASE("sigmoid and softmax do not overflow") {
   std::vector<float> v{-1000, 1000};
-  sigmoid::forward(v.data(), 1, 2);
+  sigmoid::forward<cpu<>>(v.data(), 1, 2);
   CHECK(v[0] == 0.0f);
   CHECK(v[1] == 1.0f);
   std::vector<float> w{1000, 1000, -1000};
-  softmax::forward(w.data(), 1, 3);
+  softmax::forward<cpu<>>(w.data(), 1, 3);
   CHECK(w[0] == doctest::Approx(0.5));
   CHECK(w[2] == 0.0f);
 }
 
 TEST_CASE("softmax as a layer normalises each row of the last axis") {
-  using L = softmax::bind<shape<2, 3>, float, cpu>;
+  using L = softmax::bind<shape<2, 3>, float, cpu<>>;
   static_assert(L::out_shape::size == 6 && L::parameter_count == 0);
   const std::vector<float> x{1, 2, 3, 0, 0, 0};
   std::vector<float> y(6);

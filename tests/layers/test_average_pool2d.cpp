@@ -9,15 +9,15 @@
 using namespace ctnn;
 
 template <class Spec, class In>
-using bound = typename Spec::template bind<In, float, cpu>;
+using bound = typename Spec::template bind<In, float, cpu<>>;
 
 static_assert(std::is_same_v<bound<average_pool2d<>, shape<26, 26, 32>>::out_shape, shape<13, 13, 32>>);
 static_assert(std::is_same_v<bound<average_pool2d<3>, shape<10, 10, 1>>::out_shape, shape<3, 3, 1>>);
 static_assert(std::is_same_v<bound<average_pool2d<3, 3, padding::same>, shape<10, 10, 1>>::out_shape, shape<4, 4, 1>>);
 
 TEST_CASE("average_pool2d spec text and layer wiring") {
-  CHECK(average_pool2d<>::spec() == "average_pool2d<2>");
-  CHECK(average_pool2d<3, 1, padding::same>::spec() == "average_pool2d<3, 1, same>");
+  CHECK(average_pool2d<>::name() == "average_pool2d<2>");
+  CHECK(average_pool2d<3, 1, padding::same>::name() == "average_pool2d<3, 1, same>");
   using L = bound<average_pool2d<2>, shape<2, 4, 1>>;
   static_assert(L::cache_per_sample == 0);
   const std::vector<float> x{1, 5, 2, 0, 3, 4, 8, 2};

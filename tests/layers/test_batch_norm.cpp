@@ -9,10 +9,10 @@
 
 using namespace ctnn;
 
-using L = batch_norm::bind<shape<2, 3>, double, cpu>;  // 2 positions, 3 channels
+using L = batch_norm::bind<shape<2, 3>, double, cpu<>>;  // 2 positions, 3 channels
 static_assert(L::parameter_count == 6 && L::state_count == 6);
 static_assert(std::is_same_v<L::out_shape, shape<2, 3>>);
-static_assert(batch_norm::momentum == 0.99f && batch_norm::epsilon == 1e-3f);
+static_assert(batch_norm::momentum == 0.99 && batch_norm::epsilon == 1e-3);  // exact in double (Keras defaults)
 
 namespace {
 struct fixture {
@@ -74,6 +74,6 @@ TEST_CASE("batch_norm inference: uses the moving statistics and leaves them alon
 }
 
 TEST_CASE("batch_norm spec text: the defaults print as batch_norm") {
-  CHECK(batch_norm::spec() == "batch_norm");
-  CHECK(batch_normalization<0.9f, 1e-5f>::spec() == "batch_normalization<0.9, 1e-05>");
+  CHECK(batch_norm::name() == "batch_norm");
+  CHECK(batch_normalization<0.9f, 1e-5f>::name() == "batch_normalization<0.9, 1e-05>");
 }

@@ -12,7 +12,7 @@
 using namespace ctnn;
 
 template <class Spec, class In>
-using bound = typename Spec::template bind<In, float, cpu>;
+using bound = typename Spec::template bind<In, float, cpu<>>;
 
 // output shapes: valid / same, strides, rank-2 input as one channel
 static_assert(std::is_same_v<bound<conv2d<32, 3, 3>, shape<28, 28, 1>>::out_shape, shape<26, 26, 32>>);
@@ -27,8 +27,8 @@ static_assert(bound<conv2d<64, 3, 3>, shape<13, 13, 32>>::cache_per_sample == 11
 static_assert(bound<conv2d<64, 3, 3>, shape<13, 13, 32>>::state_count == 0);
 
 TEST_CASE("conv2d spec text names every template argument") {
-  CHECK(conv2d<32, 3, 3>::spec() == "conv2d<32, 3, 3, 1, valid>");
-  CHECK(conv2d<8, 5, 3, 2, padding::same, relu, l1<0.5f>>::spec() == "conv2d<8, 5, 3, 2, same, relu, l1<0.5>>");
+  CHECK(conv2d<32, 3, 3>::name() == "conv2d<32, 3, 3, 1, valid>");
+  CHECK(conv2d<8, 5, 3, 2, padding::same, relu, l1<0.5f>>::name() == "conv2d<8, 5, 3, 2, same, relu, l1<0.5>>");
 }
 
 TEST_CASE("conv2d forward by hand: 2x2 ones kernel over a 3x3 image, relu") {

@@ -9,7 +9,7 @@
 using namespace ctnn;
 
 TEST_CASE("dense forward: y = act(x W + b) with W row-major [in, out]") {
-  using L = dense<2, relu>::bind<shape<3>, float, cpu>;
+  using L = dense<2, relu>::bind<shape<3>, float, cpu<>>;
   static_assert(L::parameter_count == 3 * 2 + 2);
   std::vector<float> p{1, -1,   // W row 0
                        2, 0,    // W row 1
@@ -26,7 +26,7 @@ TEST_CASE("dense forward: y = act(x W + b) with W row-major [in, out]") {
 }
 
 TEST_CASE("dense init: Glorot-uniform kernel within sqrt(6 / (in + out)), zero bias, seeded") {
-  using L = dense<50>::bind<shape<30>, float, cpu>;
+  using L = dense<50>::bind<shape<30>, float, cpu<>>;
   std::vector<float> a(L::parameter_count), b(L::parameter_count);
   rng g1(9), g2(9);
   L::init({a.data(), nullptr, nullptr, nullptr}, g1);
@@ -44,13 +44,13 @@ TEST_CASE("dense init: Glorot-uniform kernel within sqrt(6 / (in + out)), zero b
 }
 
 TEST_CASE("dense spec text names units, activation and regularizer") {
-  CHECK(dense<10>::spec() == "dense<10>");
-  CHECK(dense<3, sigmoid, l2<0.5f>>::spec() == "dense<3, sigmoid, l2<0.5>>");
-  CHECK(dense<3, leaky_relu<0.1f>>::spec() == "dense<3, leaky_relu<0.1>>");
+  CHECK(dense<10>::name() == "dense<10>");
+  CHECK(dense<3, sigmoid, l2<0.5f>>::name() == "dense<3, sigmoid, l2<0.5>>");
+  CHECK(dense<3, leaky_relu<0.1f>>::name() == "dense<3, leaky_relu<0.1>>");
 }
 
 TEST_CASE("l2 penalty of a dense layer: lambda * sum of squared kernel weights, bias excluded") {
-  using L = dense<1, identity, l2<0.5f>>::bind<shape<2>, float, cpu>;
+  using L = dense<1, identity, l2<0.5f>>::bind<shape<2>, float, cpu<>>;
   std::vector<float> p{3, 4, 100};
   CHECK(L::penalty({p.data(), nullptr, nullptr, nullptr}) == doctest::Approx(0.5 * 25));
 }

@@ -8,7 +8,7 @@
 
 using namespace ctnn;
 
-using L = dropout<0.25f>::bind<shape<1000>, float, cpu>;
+using L = dropout<0.25f>::bind<shape<1000>, float, cpu<>>;
 static_assert(L::cache_per_sample == 1000 && L::parameter_count == 0 && L::state_count == 0);
 static_assert(std::is_same_v<L::out_shape, shape<1000>>);
 
@@ -58,12 +58,12 @@ TEST_CASE("dropout masks are drawn from the generator: same seed, same mask; nex
 }
 
 TEST_CASE("dropout<0> keeps everything; spec text; a missing generator is an error") {
-  using Z = dropout<0.0f>::bind<shape<4>, float, cpu>;
+  using Z = dropout<0.0f>::bind<shape<4>, float, cpu<>>;
   std::vector<float> x{1, 2, 3, 4}, y(4), cache(4);
   rng g(3);
   Z::forward({nullptr, nullptr, nullptr, cache.data()}, x.data(), y.data(), run_info{1, true, &g});
   CHECK(y == x);
-  CHECK(dropout<0.5f>::spec() == "dropout<0.5>");
+  CHECK(dropout<0.5f>::name() == "dropout<0.5>");
   CHECK_THROWS_WITH(Z::forward({nullptr, nullptr, nullptr, cache.data()}, x.data(), y.data(), run_info{1, true, nullptr}),
                     doctest::Contains("dropout: training needs a random generator"));
 }

@@ -9,7 +9,7 @@
 using namespace ctnn;
 
 template <class Spec, class In>
-using bound = typename Spec::template bind<In, float, cpu>;
+using bound = typename Spec::template bind<In, float, cpu<>>;
 
 static_assert(std::is_same_v<bound<max_pool2d<>, shape<26, 26, 32>>::out_shape, shape<13, 13, 32>>);
 static_assert(std::is_same_v<bound<max_pool2d<2>, shape<11, 11, 64>>::out_shape, shape<5, 5, 64>>);
@@ -20,9 +20,9 @@ static_assert(bound<max_pool2d<>, shape<4, 4, 1>>::parameter_count == 0);
 static_assert(max_pool2d<3>::pool_size == 3 && max_pool2d<3>::stride == 3);
 
 TEST_CASE("max_pool2d spec text: pool size, then stride and padding when not the defaults") {
-  CHECK(max_pool2d<>::spec() == "max_pool2d<2>");
-  CHECK(max_pool2d<3, 2>::spec() == "max_pool2d<3, 2>");
-  CHECK(max_pool2d<2, 2, padding::same>::spec() == "max_pool2d<2, 2, same>");
+  CHECK(max_pool2d<>::name() == "max_pool2d<2>");
+  CHECK(max_pool2d<3, 2>::name() == "max_pool2d<3, 2>");
+  CHECK(max_pool2d<2, 2, padding::same>::name() == "max_pool2d<2, 2, same>");
 }
 
 TEST_CASE("max_pool2d layer: forward and backward through the kernels") {

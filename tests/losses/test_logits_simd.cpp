@@ -6,7 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
-#include <ctnn/losses/detail.hpp>
+#include <ctnn/kernels/cpu/crossentropy.hpp>
 
 #include "kernels/archs.hpp"
 
@@ -35,12 +35,12 @@ void check_row(std::size_t n, double spread, bool soft, const char* arch) {
   auto t = [&](std::size_t j) { return tv[j]; };
   const double scale = 0.25;
   std::vector<float> d1(n), d2(n);
-  const double l1 = detail::crossentropy_logits_row<float, Arch>(z.data(), t, n, d1.data(), scale);
-  const double l2 = detail::crossentropy_logits_row_reference(z.data(), t, n, d2.data(), scale);
+  const double l1 = kernels::cpu::crossentropy_logits_row<float, Arch>(z.data(), t, n, d1.data(), scale);
+  const double l2 = kernels::cpu::crossentropy_logits_row_reference(z.data(), t, n, d2.data(), scale);
   CHECK(std::abs(l1 - l2) <= 1e-6);
   for (std::size_t j = 0; j < n; ++j) CHECK(std::abs(double(d1[j]) - double(d2[j])) <= 1e-6);
   // without a gradient buffer, the same loss
-  CHECK(detail::crossentropy_logits_row<float, Arch>(z.data(), t, n, static_cast<float*>(nullptr), scale) == l1);
+  CHECK(kernels::cpu::crossentropy_logits_row<float, Arch>(z.data(), t, n, static_cast<float*>(nullptr), scale) == l1);
 }
 
 // A huge logit in a batch or in the tail: no overflow, loss 0, gradient 0 there.
@@ -51,7 +51,7 @@ void check_huge(std::size_t at, const char* arch) {
   z[at] = 1000.0f;
   auto t = [at](std::size_t j) { return j == at ? 1.0 : 0.0; };
   std::vector<float> d(20);
-  const double l = detail::crossentropy_logits_row<float, Arch>(z.data(), t, z.size(), d.data(), 1.0);
+  const double l = kernels::cpu::crossentropy_logits_row<float, Arch>(z.data(), t, z.size(), d.data(), 1.0);
   CHECK(std::abs(l) <= 1e-12);
   for (std::size_t j = 0; j < z.size(); ++j) CHECK(std::isfinite(d[j]));
   CHECK(std::abs(d[at]) <= 1e-12);
@@ -76,8 +76,8 @@ TEST_CASE("crossentropy_logits_row with the default architecture is the path the
   for (auto& e : z) e = float(g.uniform(-8, 8));
   auto t = [](std::size_t j) { return j == 2 ? 1.0 : 0.0; };
   std::vector<float> d1(37), d2(37);
-  const double l1 = detail::crossentropy_logits_row(z.data(), t, z.size(), d1.data(), 1.0);
-  const double l2 = detail::crossentropy_logits_row_reference(z.data(), t, z.size(), d2.data(), 1.0);
+  const double l1 = kernels::cpu::crossentropy_logits_row(z.data(), t, z.size(), d1.data(), 1.0);
+  const double l2 = kernels::cpu::crossentropy_logits_row_reference(z.data(), t, z.size(), d2.data(), 1.0);
   CHECK(std::abs(l1 - l2) <= 1e-6);
   for (std::size_t j = 0; j < z.size(); ++j) CHECK(std::abs(double(d1[j]) - double(d2[j])) <= 1e-6);
 }

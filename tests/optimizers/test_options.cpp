@@ -16,17 +16,34 @@ namespace {
 // 2 -> 2 dense: kernel (4 values) then bias (2 values), then alignment padding.
 using tiny = sequential<input<2>, dense<2>>;
 
+using tiny_model = model<tiny>;
+
+// Phases 4-6 of the training step (train/step.hpp) with gradients set by hand.
+template <class O>
+struct stepper {
+  tiny_model m = make_model<tiny>(1);
+  O opt;
+  train_step<tiny_model, mean_squared_error, O> step{m, mean_squared_error{}, opt};
+  explicit stepper(O o) : opt(std::move(o)) {}
+  // Sets the gradient to g (the first values, the rest 0) and runs the phases.
+  void operator()(const std::vector<float>& g) {
+    auto grads = m.gradients();
+    std::fill(grads.begin(), grads.end(), 0.0f);
+    std::copy(g.begin(), g.end(), grads.begin());
+    step.apply_gradients();
+  }
+};
+
 // One step of opt with gradient g (kernel, bias) from w = 0; returns -w (= lr * processed gradient).
 template <class O>
 std::vector<float> processed(O opt, std::vector<float> g6) {
-  auto m = make_model<tiny>(1);
-  const std::size_t n = m.parameters().size();
-  std::vector<float> w(n, 0.0f), g(n, 0.0f), slots(n * O::slots_per_parameter, 0.0f);
-  std::copy(g6.begin(), g6.end(), g.begin());
-  opt.step(m, w.data(), g.data(), slots.data(), n);
+  stepper<O> st(std::move(opt));
+  auto w = st.m.parameters();
+  std::fill(w.begin(), w.end(), 0.0f);
+  st(g6);
   std::vector<float> out;
   for (std::size_t i = 0; i < 6; ++i) out.push_back(-w[i]);
-  for (std::size_t i = 6; i < n; ++i) CHECK(w[i] == 0.0f);  // padding stays zero
+  for (std::size_t i = 6; i < w.size(); ++i) CHECK(w[i] == 0.0f);  // padding stays zero
   return out;
 }
 void expect(const std::vector<float>& got, const std::vector<double>& want) {
@@ -37,7 +54,7 @@ void expect(const std::vector<float>& got, const std::vector<double>& want) {
 
 static_assert(Optimizer<with_options<adam<>>>);
 static_assert(with_options<adam<>>::slots_per_parameter == 5);
-static_assert(std::is_same_v<decltype(with_options{sgd{0.1}, optimizer_options{}}), with_options<sgd<constant>>>);
+static_assert(std::is_same_v<decltype(with_options{sgd{0.1}, optimizer_options{}}), with_options<sgd<constant_schedule>>>);
 
 TEST_CASE("clipping: clipnorm per variable, global_clipnorm jointly, clipvalue elementwise") {
   const std::vector<float> g{3, 4, 0, 0, 0.6f, 0.8f};  // kernel norm 5, bias norm 1
@@ -66,39 +83,30 @@ TEST_CASE("optimizer_options: invalid combinations and values are refused, namin
 }
 
 TEST_CASE("decoupled weight decay: w -= w * wd * lr before the update") {
-  auto m = make_model<tiny>(1);
-  const std::size_t n = m.parameters().size();
-  with_options opt{sgd{0.1}, {.weight_decay = 0.5}};
-  std::vector<float> w(n, 0.0f), g(n, 0.0f), slots(n * 3, 0.0f);
+  stepper st(with_options{sgd{0.1}, {.weight_decay = 0.5}});
+  auto w = st.m.parameters();
+  std::fill(w.begin(), w.end(), 0.0f);
   w[0] = 2;
-  auto run = [&] {
-    g[0] = 1;  // the step may overwrite g
-    opt.step(m, w.data(), g.data(), slots.data(), n);
-  };
-  run();  // 2 - 2 * 0.5 * 0.1 = 1.9, then - 0.1 * 1 = 1.8
+  st({1});  // 2 - 2 * 0.5 * 0.1 = 1.9, then - 0.1 * 1 = 1.8
   CHECK(w[0] == doctest::Approx(1.8));
-  run();  // 1.8 - 0.09 = 1.71, - 0.1 = 1.61
+  st({1});  // 1.8 - 0.09 = 1.71, - 0.1 = 1.61
   CHECK(w[0] == doctest::Approx(1.61));
-  CHECK(opt.iterations == 2);
-  // The decay uses the current rate: halving lr_scale (reduce_lr_on_plateau) halves it too.
-  opt.lr_scale = 0.5;
-  run();  // 1.61 - 1.61 * 0.5 * 0.05 = 1.56975, - 0.05 = 1.51975
+  CHECK(st.m.optimizer_iterations() == 2);
+  // The decay uses the current rate: halving the model's learning-rate scale (reduce_lr_on_plateau) halves it too.
+  detail::training_access::optimizer_state(st.m).learning_rate_scale = 0.5;
+  st({1});  // 1.61 - 1.61 * 0.5 * 0.05 = 1.56975, - 0.05 = 1.51975
   CHECK(w[0] == doctest::Approx(1.51975));
 }
 
 TEST_CASE("moving average of the weights: first update copies, then m * ema + (1 - m) * w; overwrite and finalize") {
-  auto m = make_model<tiny>(1);
-  const std::size_t n = m.parameters().size();
   auto run = [&](int overwrite, int steps) {
-    with_options opt{sgd{0.1}, {.use_ema = true, .ema_momentum = 0.5, .ema_overwrite_frequency = overwrite}};
-    std::vector<float> w(n, 0.0f), g(n, 0.0f), slots(n * 3, 0.0f);
+    stepper st(with_options{sgd{0.1}, {.use_ema = true, .ema_momentum = 0.5, .ema_overwrite_frequency = overwrite}});
+    auto w = st.m.parameters();
+    std::fill(w.begin(), w.end(), 0.0f);
     w[0] = 1;
-    for (int s = 0; s < steps; ++s) {
-      g[0] = 1;
-      opt.step(m, w.data(), g.data(), slots.data(), n);
-    }
+    for (int s = 0; s < steps; ++s) st({1});
     const float before = w[0];
-    opt.finalize(m, w.data(), slots.data(), n);
+    st.opt.finalize(st.m);
     return std::pair{before, w[0]};
   };
   // w: 0.9, 0.8, 0.7; ema: 0.9, 0.85, 0.775
@@ -124,23 +132,27 @@ data::in_memory<shape<4>, sparse_labels> acc_data() {
   for (std::size_t i = 0; i < 64; ++i) y[i] = std::int32_t(i % 3);
   return {x, y};
 }
+std::int64_t last_iterations = 0, last_steps = 0;
 template <class O>
 std::vector<float> train(O& opt, std::size_t batch, std::size_t n_epochs) {
   auto m = make_model<acc_net>(9);
   fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt, acc_data().batch(batch), epochs{n_epochs});
+  last_iterations = m.optimizer_state().iterations;
+  last_steps = m.optimizer_state().steps;
   return {m.parameters().begin(), m.parameters().end()};
 }
 }  // namespace
 
-TEST_CASE("gradient accumulation: 4 micro-batches of 16 give the update of one batch of 64") {
+TEST_CASE("gradient accumulation counting real updates: 4 micro-batches of 16 give the update of one batch of 64") {
   SUBCASE("sgd with momentum and a schedule that counts real updates") {
-    with_options accumulated{sgd{exponential_decay{0.5, 1, 0.5, true}, 0.9}, {.gradient_accumulation_steps = 4}};
+    with_options accumulated{sgd{exponential_decay{0.5, 1, 0.5, true}, 0.9},
+                             {.gradient_accumulation_steps = 4, .count_micro_steps = false}};
     sgd whole{exponential_decay{0.5, 1, 0.5, true}, 0.9};
     const auto a = train(accumulated, 16, 2);
+    CHECK(last_iterations == 2);
+    CHECK(last_steps == 8);
     const auto b = train(whole, 64, 2);
-    CHECK(accumulated.iterations == 2);
-    CHECK(accumulated.micro_steps == 8);
-    CHECK(whole.iterations == 2);
+    CHECK(last_iterations == 2);
     REQUIRE(a.size() == b.size());
     std::size_t differ = 0;
     for (std::size_t i = 0; i < a.size(); ++i) differ += !(a[i] == doctest::Approx(b[i]).epsilon(1e-5).scale(1e-6));
@@ -153,11 +165,11 @@ TEST_CASE("gradient accumulation: 4 micro-batches of 16 give the update of one b
     CHECK(dist > 1e-2);
   }
   SUBCASE("adam (bias correction sees one update)") {
-    with_options accumulated{adam{0.01}, {.gradient_accumulation_steps = 4}};
+    with_options accumulated{adam{0.01}, {.gradient_accumulation_steps = 4, .count_micro_steps = false}};
     adam whole{0.01};
     const auto a = train(accumulated, 16, 1);
+    CHECK(last_iterations == 1);
     const auto b = train(whole, 64, 1);
-    CHECK(accumulated.iterations == 1);
     double worst = 0;
     for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(double(a[i]) - double(b[i])));
     CHECK(worst < 1e-5);
@@ -168,9 +180,34 @@ TEST_CASE("with_options through fit: EMA weights at the end, learning rate logge
   with_options opt{adam{0.01}, {.clipnorm = 1.0, .weight_decay = 0.01, .use_ema = true, .ema_momentum = 0.9}};
   auto m = make_model<acc_net>(9);
   auto h = fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt, acc_data().batch(16), epochs{3});
-  CHECK(opt.iterations == 12);
+  CHECK(m.optimizer_iterations() == 12);
   const std::size_t n = m.parameters().size();
   const float* avg = m.optimizer_slots().data() + (with_options<adam<>>::inner_slots + 1) * n;
   for (std::size_t i = 0; i < n; ++i) CHECK(m.parameters()[i] == avg[i]);
   CHECK(std::isfinite(h["loss"].back()));
+}
+
+TEST_CASE("gradient accumulation as Keras 3: the update count, the schedule and the EMA advance on every step") {
+  // 4 accumulation steps; the schedule halves the rate at every count.
+  stepper st(with_options{sgd{exponential_decay{1.0, 1, 0.5, true}},
+                          {.gradient_accumulation_steps = 4, .use_ema = true, .ema_momentum = 0.5}});
+  auto w = st.m.parameters();
+  std::fill(w.begin(), w.end(), 0.0f);
+  for (int i = 0; i < 3; ++i) st({1});
+  CHECK(w[0] == 0.0f);  // no update yet
+  CHECK(st.m.optimizer_iterations() == 3);
+  const float* avg = st.m.optimizer_slots().data() + (with_options<sgd<exponential_decay>>::inner_slots + 1) * w.size();
+  CHECK(avg[0] == 0.0f);  // the EMA moved (of zeros) on every step
+  st({5});  // mean gradient (1 + 1 + 1 + 5) / 4 = 2 at count 3: rate 1 * 0.5^3 = 0.125 -> w = -0.25
+  CHECK(w[0] == doctest::Approx(-0.25));
+  CHECK(st.m.optimizer_iterations() == 4);
+  CHECK(avg[0] == doctest::Approx(0.5 * 0.0 + 0.5 * -0.25));
+  // With count_micro_steps = false the same four steps are one update at count 0: rate 1.
+  stepper updates_only(with_options{sgd{exponential_decay{1.0, 1, 0.5, true}},
+                                    {.gradient_accumulation_steps = 4, .count_micro_steps = false}});
+  auto w2 = updates_only.m.parameters();
+  std::fill(w2.begin(), w2.end(), 0.0f);
+  for (float g : {1.0f, 1.0f, 1.0f, 5.0f}) updates_only({g});
+  CHECK(w2[0] == doctest::Approx(-2.0));
+  CHECK(updates_only.m.optimizer_iterations() == 1);
 }

@@ -16,6 +16,6 @@ TEST_CASE("l1: Lambda * sum |w|, gradient Lambda * sign(w)") {
   std::vector<double> g{1, 1, 1, 1};
   l1<0.5f>::add_gradient(w.data(), g.data(), 4);
   CHECK(g == std::vector<double>{1.5, 0.5, 1, 1.5});
-  CHECK(l1<0.01f>::describe() == "l1<0.01>");
-  CHECK(dense<3, relu, l1<0.01f>>::spec() == "dense<3, relu, l1<0.01>>");
+  CHECK(l1<0.01f>::name() == "l1<0.01>");
+  CHECK(dense<3, relu, l1<0.01f>>::name() == "dense<3, relu, l1<0.01>>");
 }

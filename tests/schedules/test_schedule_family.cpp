@@ -7,7 +7,7 @@
 
 #include <ctnn/core/concepts.hpp>
 #include <ctnn/optimizers/adam.hpp>
-#include <ctnn/schedules/constant.hpp>
+#include <ctnn/schedules/constant_schedule.hpp>
 #include <ctnn/schedules/cosine_decay.hpp>
 #include <ctnn/schedules/exponential_decay.hpp>
 #include <ctnn/schedules/inverse_time_decay.hpp>
@@ -37,7 +37,7 @@ TEST_CASE("piecewise_constant: values[i] up to and including boundaries[i]") {
   CHECK(s(20) == 0.5);
   CHECK(s(21) == 0.1);
   CHECK(s(1'000'000) == 0.1);
-  CHECK(s.describe() == "piecewise_constant(1 |10| 0.5 |20| 0.1)");
+  CHECK(s.name() == "piecewise_constant(1 |10| 0.5 |20| 0.1)");
   CHECK_THROWS_WITH_AS(piecewise_constant({10, 20}, {1.0, 0.5}),
                        "piecewise_constant: values must have one more entry than boundaries, got 2 values for 2 boundaries",
                        std::invalid_argument);
@@ -120,6 +120,6 @@ TEST_CASE("warmup<S> wraps any schedule; warmup<cosine_decay> equals Keras' cosi
   CHECK(e(14) == doctest::Approx(0.05));
   const warmup none{0.5, 0, inverse_time_decay{0.1, 10, 0.5}};
   CHECK(none(0) == doctest::Approx(0.1));
-  CHECK(e.describe() == "warmup(0.01 over 4 steps, then exponential_decay(0.1, 10, 0.5))");
-  CHECK_THROWS_WITH_AS(warmup(0.0, -1, constant{0.1}), "warmup: warmup_steps must be >= 0, got -1", std::invalid_argument);
+  CHECK(e.name() == "warmup(0.01 over 4 steps, then exponential_decay(0.1, 10, 0.5))");
+  CHECK_THROWS_WITH_AS(warmup(0.0, -1, constant_schedule{0.1}), "warmup: warmup_steps must be >= 0, got -1", std::invalid_argument);
 }

@@ -1,7 +1,7 @@
 // constant.hpp and exponential_decay.hpp: values at chosen steps (computed by hand).
 #include <doctest/doctest.h>
 
-#include <ctnn/schedules/constant.hpp>
+#include <ctnn/schedules/constant_schedule.hpp>
 #include <ctnn/schedules/exponential_decay.hpp>
 
 #include <limits>
@@ -10,11 +10,11 @@
 using namespace ctnn;
 
 TEST_CASE("constant") {
-  const constant c{0.25};
+  const constant_schedule c{0.25};
   CHECK(c(0) == 0.25);
   CHECK(c(1'000'000) == 0.25);
-  CHECK_THROWS_AS(constant(0.0), std::invalid_argument);
-  CHECK_THROWS_AS(constant(std::numeric_limits<double>::quiet_NaN()), std::invalid_argument);
+  CHECK_THROWS_AS(constant_schedule(0.0), std::invalid_argument);
+  CHECK_THROWS_AS(constant_schedule(std::numeric_limits<double>::quiet_NaN()), std::invalid_argument);
 }
 
 TEST_CASE("exponential_decay, smooth and staircase") {

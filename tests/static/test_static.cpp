@@ -35,12 +35,12 @@ static_assert(mlp::memory_plan<double>(1).parameters == 2 * mlp::memory_plan<flo
 // concepts
 static_assert(LayerSpec<dense<3>> && LayerSpec<relu> && LayerSpec<flatten> && LayerSpec<reshape<2, 2>>);
 static_assert(!LayerSpec<int> && !LayerSpec<input<3>>);
-static_assert(BoundLayer<dense<3, relu>::bind<shape<5>, float, cpu>>);
-static_assert(BoundLayer<softmax::bind<shape<2, 5>, double, cpu>>);
+static_assert(BoundLayer<dense<3, relu>::bind<shape<5>, float, cpu<>>>);
+static_assert(BoundLayer<softmax::bind<shape<2, 5>, double, cpu<>>>);
 static_assert(Optimizer<sgd<>> && Optimizer<adam<>> && Optimizer<rmsprop<>> && Optimizer<adagrad<>>);
 static_assert(Optimizer<adam<exponential_decay>>);
 static_assert(!Optimizer<int>);
-static_assert(Schedule<constant> && Schedule<exponential_decay> && !Schedule<int>);
+static_assert(Schedule<constant_schedule> && Schedule<exponential_decay> && !Schedule<int>);
 static_assert(Loss<sparse_categorical_crossentropy> && Loss<categorical_crossentropy> && Loss<mean_squared_error>);
 static_assert(Metric<accuracy> && Metric<sparse_categorical_accuracy> && Metric<mean_absolute_error>);
 static_assert(Callback<epoch_logger> && !Callback<int>);
@@ -48,9 +48,9 @@ static_assert(data::Dataset<data::fashion_mnist::dataset>);
 static_assert(Network<mlp> && !Network<int>);
 static_assert(Model<model<mlp>>);
 
-// CTAD picks the constant schedule for a number
-static_assert(std::is_same_v<decltype(adam{0.01}), adam<constant>>);
-static_assert(std::is_same_v<decltype(sgd{0.1, 0.9}), sgd<constant>>);
+// CTAD picks constant_schedule for a number
+static_assert(std::is_same_v<decltype(adam{0.01}), adam<constant_schedule>>);
+static_assert(std::is_same_v<decltype(sgd{0.1, 0.9}), sgd<constant_schedule>>);
 
 // the architecture text and its fingerprint distinguish networks
 TEST_CASE("static: the compile-time checks of this file were built") {

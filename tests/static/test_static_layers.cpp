@@ -13,12 +13,12 @@ using cnn = sequential<input<28, 28>, conv2d<32, 3, 3, 1, padding::valid, relu>,
 
 static_assert(LayerSpec<conv2d<8, 3, 3>> && LayerSpec<max_pool2d<>> && LayerSpec<average_pool2d<>> &&
               LayerSpec<global_average_pool> && LayerSpec<dropout<0.1f>> && LayerSpec<batch_norm>);
-static_assert(BoundLayer<conv2d<8, 3, 3, 2, padding::same>::bind<shape<9, 9, 3>, float, cpu>>);
-static_assert(BoundLayer<max_pool2d<2>::bind<shape<4, 4, 2>, double, cpu>>);
-static_assert(BoundLayer<average_pool2d<2>::bind<shape<4, 4, 2>, float, cpu>>);
-static_assert(BoundLayer<global_average_pool::bind<shape<4, 4, 2>, float, cpu>>);
-static_assert(BoundLayer<dropout<0.5f>::bind<shape<10>, float, cpu>>);
-static_assert(BoundLayer<batch_norm::bind<shape<4, 4, 2>, float, cpu>>);
+static_assert(BoundLayer<conv2d<8, 3, 3, 2, padding::same>::bind<shape<9, 9, 3>, float, cpu<>>>);
+static_assert(BoundLayer<max_pool2d<2>::bind<shape<4, 4, 2>, double, cpu<>>>);
+static_assert(BoundLayer<average_pool2d<2>::bind<shape<4, 4, 2>, float, cpu<>>>);
+static_assert(BoundLayer<global_average_pool::bind<shape<4, 4, 2>, float, cpu<>>>);
+static_assert(BoundLayer<dropout<0.5f>::bind<shape<10>, float, cpu<>>>);
+static_assert(BoundLayer<batch_norm::bind<shape<4, 4, 2>, float, cpu<>>>);
 static_assert(Regularizer<l1<0.1f>> && Regularizer<l1_l2<>> && Regularizer<l2<0.1f>>);
 
 // shapes through the network: 28x28 -> 26x26x32 -> 13x13x32 -> 11x11x64 -> 5x5x64 -> 1600 -> 128 -> 10
@@ -32,7 +32,7 @@ static_assert(cnn::parameter_count ==
               320 + 64 + 18'496 + 128 + 1600 * 128 + 128 + 128 * 10 + 10);  // Keras' summary: 225,226 trainable
 static_assert(cnn::state_count == 192);                                      // Keras: 192 non-trainable
 // the plan holds the largest cache: the second conv's im2col rows, 11*11 * 3*3*32 per sample
-static_assert(cnn::layout<float>(64, 2).cache_size >= 64 * (26 * 26 * 9 + 11 * 11 * 288));
+static_assert(cnn::plan<float>::bytes(role::cache, 64, 2) >= 64 * (26 * 26 * 9 + 11 * 11 * 288) * sizeof(float));
 
 TEST_CASE("static: the compile-time checks of the issue-5 layers were built") {
   CHECK(cnn::spec_string() ==

@@ -23,7 +23,7 @@ static_assert(cnn::state_count == 2 * 4);
 // the plan holds every layer's cache per sample: conv im2col rows, max-pool indices, batch_norm
 // statistics, dropout mask
 constexpr std::size_t cache_elems = 64 * 9 * 1 + 4 * 4 * 4 + 2 * 4 + 4 * 9 * 4 + 4 * 8;
-static_assert(cnn::layout<float>(32, 0).cache_size >= cache_elems * 32);
+static_assert(cnn::plan<float>::bytes(role::cache, 32) >= cache_elems * 32 * sizeof(float));
 static_assert(cnn::memory_plan<float>(32, 2).activations >= cache_elems * 32 * sizeof(float));
 
 // Class 1: a bright 3x3 square in the top-left quadrant; class 0: in the bottom-right one.

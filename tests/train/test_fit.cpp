@@ -54,7 +54,7 @@ TEST_CASE("end to end: a small network learns XOR") {
   CHECK(h.epochs() == 300);
   const auto r = evaluate(m, sparse_categorical_crossentropy{.from_logits = true}, ds, accuracy{});
   CHECK(r["accuracy"] == 1.0);
-  CHECK(opt.iterations == 300);
+  CHECK(m.optimizer_iterations() == 300);
 }
 
 TEST_CASE("end to end: regression with mean squared error and l2") {

@@ -25,7 +25,7 @@ TEST_CASE("the arena is laid out by the constexpr plan and grows keeping paramet
   const std::vector<float> before(m.parameters().begin(), m.parameters().end());
   m.reserve(100, 3);
   CHECK(m.batch_capacity() == 100);
-  CHECK(m.arena_bytes() == net::memory_plan<float>(100, 3).total);
+  CHECK(m.memory_bytes() == net::memory_plan<float>(100, 3).total);
   CHECK(std::vector<float>(m.parameters().begin(), m.parameters().end()) == before);
   CHECK(reinterpret_cast<std::uintptr_t>(m.parameters().data()) % 64 == 0);
   CHECK(reinterpret_cast<std::uintptr_t>(m.layer_parameters<2>().data()) % 64 == 0);

@@ -1,20 +1,77 @@
-// ctnn/core/backend.hpp — backend tags.
+// ctnn/core/backend.hpp — backends: where a model's memory lives and who runs its ops.
 //
-// The backend is a template parameter of a bound layer and of a model, never a
-// macro. `cpu` runs the kernels of kernels/cpu. `cuda` names the half-precision
-// specializations that live in kernels/cuda/*.cuh and are only seen by nvcc; a
-// translation unit compiled without CUDA can name the tag but not instantiate
-// a CUDA layer.
+// A backend is a type. It provides
+//   memory    — allocate(bytes) / deallocate(p, bytes) / copy(dst, src, bytes)
+//               (64-byte aligned; host_accessible says whether the host may
+//               read the bytes directly);
+//   executor  — what runs parallel work (the CPU thread pool; a stream later);
+//   ops<B>    — a specialization of ctnn::ops (kernels/cpu/ops.hpp for cpu<Arch>)
+//               through which layers, losses, activations and optimizers call
+//               every kernel; they never name kernels::cpu.
+// cpu<Arch> carries its xsimd architecture in the type, so two translation
+// units built with different -march flags instantiate different functions
+// instead of two bodies of one (an ODR violation). cuda<SM> names the CUDA
+// half-precision specializations, which only nvcc sees.
 #pragma once
+#include <cstddef>
+#include <cstring>
+#include <new>
+#include <string>
+#include <type_traits>
+
+#include "../kernels/cpu/arch.hpp"
 
 namespace ctnn {
 
-struct cpu {
-  static constexpr const char* name = "cpu";
+inline constexpr std::size_t memory_alignment = 64;
+
+// Host memory: 64-byte-aligned operator new, zero-filled.
+struct host_memory {
+  static constexpr bool host_accessible = true;
+  static void* allocate(std::size_t bytes) {
+    if (bytes == 0) return nullptr;
+    void* p = ::operator new(bytes, std::align_val_t{memory_alignment});
+    std::memset(p, 0, bytes);
+    return p;
+  }
+  static void deallocate(void* p, std::size_t) noexcept {
+    if (p) ::operator delete(p, std::align_val_t{memory_alignment});
+  }
+  static void copy(void* dst, const void* src, std::size_t bytes) noexcept {
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
 };
 
-struct cuda {
-  static constexpr const char* name = "cuda";
+// The ops of backend B; each backend specializes it (never defined in general).
+template <class B>
+struct ops;
+
+template <class Arch = kernels::cpu::default_arch>
+struct cpu {
+  using arch = Arch;
+  using memory = host_memory;
+  static std::string name() { return std::string("cpu<") + Arch::name() + ">"; }
 };
+
+template <int SM>
+struct cuda {
+  static constexpr int sm = SM;
+  static std::string name() { return "cuda<" + std::to_string(SM) + ">"; }
+};
+
+// ---- Backend: named sub-concepts ----
+template <class B>
+concept has_backend_memory = requires(void* p, const void* q, std::size_t n) {
+  { B::memory::allocate(n) } -> std::same_as<void*>;
+  B::memory::deallocate(p, n);
+  B::memory::copy(p, q, n);
+  { B::memory::host_accessible } -> std::convertible_to<bool>;
+};
+template <class B>
+concept has_backend_ops = requires { sizeof(ops<B>); };
+template <class B>
+concept has_backend_name = requires { { B::name() } -> std::convertible_to<std::string>; };
+template <class B>
+concept Backend = has_backend_memory<B> && has_backend_name<B>;
 
 }  // namespace ctnn

@@ -2,29 +2,41 @@
 //
 // Each public concept is built from small named sub-concepts, so a failed
 // constraint names the missing piece ("does not satisfy has_backward").
-//   LayerSpec  — a user-facing, stateless layer description with bind<In, T, B>.
-//   BoundLayer — a spec bound to an input shape, element type and backend.
-//   Loss, Metric, Optimizer, Schedule, Dataset, Callback — see each below.
+//   LayerSpec  — a user-facing, stateless layer description: name() and
+//                bind<In, P, B> (P a precision policy or element type, B a backend).
+//   BoundLayer — a spec bound to an input shape, a precision and a backend:
+//                shapes, its declared buffers (core/plan.hpp), init, forward, backward.
+//   Schedule, Optimizer — below; Loss, Metric, Dataset, Callback beside their kinds.
+// No concept names a fixed element type: each is checked for the element
+// type the caller will use (the model's variable_type).
 #pragma once
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "backend.hpp"
+#include "plan.hpp"
+#include "precision.hpp"
 #include "rng.hpp"
 #include "shape.hpp"
 
 namespace ctnn {
 
-// Pointers a bound layer works on; all of them point into the model's arena.
-template <class T>
+// Typed pointers into the model's plan that one bound layer works on: its
+// blocks of the parameter, gradient and state regions (W: the policy's
+// variable_type), its first cache buffer (C: compute_type; a buffer of
+// another element kind is reached through `at`), its mask and metadata blocks.
+template <class W, class C = W>
 struct layer_slot {
-  T* params = nullptr;  // parameter_count trainable values
-  T* grads = nullptr;   // parameter_count gradients (written by backward)
-  T* state = nullptr;   // state_count non-trainable values (moving statistics)
-  T* cache = nullptr;   // cache_per_sample * batch scratch kept from forward to backward
+  W* params = nullptr;  // parameter buffers, in declaration order
+  W* grads = nullptr;   // their gradients (written by backward)
+  W* state = nullptr;   // state buffers (moving statistics)
+  C* cache = nullptr;   // cache buffers, batch * per-sample extent each
+  std::uint8_t* mask = nullptr;
+  std::byte* metadata = nullptr;
 };
 
 // What a forward/backward call needs to know about the current step.
@@ -36,52 +48,75 @@ struct run_info {
 
 // ---- LayerSpec ----
 template <class S>
-concept has_bind = requires { typename S::template bind<shape<1>, float, cpu>; };
+concept has_spec_name = requires { { S::name() } -> std::convertible_to<std::string>; };
+// bind is an alias of a namespace-level *_layer template, so naming it instantiates nothing.
 template <class S>
-concept has_spec_name = requires { { S::spec() } -> std::convertible_to<std::string>; };
+concept has_bind = requires { typename S::template bind<shape<1>, precision::float32, cpu<>>; };
 template <class S>
-concept LayerSpec = has_spec_name<S> && requires { typename S::is_layer_spec; };
+concept LayerSpec = has_spec_name<S> && has_bind<S> && requires { typename S::is_layer_spec; };
 
 // ---- BoundLayer ----
 template <class L>
 concept has_shapes = Shape<typename L::in_shape> && Shape<typename L::out_shape>;
 template <class L>
-concept has_parameter_count = requires {
-  { L::parameter_count } -> std::convertible_to<std::size_t>;
-  { L::state_count } -> std::convertible_to<std::size_t>;
-  { L::cache_per_sample } -> std::convertible_to<std::size_t>;
+concept has_buffers = std::same_as<typename std::remove_cvref_t<decltype(L::buffers)>::value_type, buffer>;
+template <class L>
+concept has_value_types = requires {
+  typename L::variable_type;
+  typename L::compute_type;
 };
 template <class L>
-concept has_init = requires(layer_slot<typename L::value_type> s, rng& g) { L::init(s, g); };
+using slot_of = layer_slot<typename L::variable_type, typename L::compute_type>;
 template <class L>
-concept has_forward = requires(layer_slot<typename L::value_type> s, const typename L::value_type* x,
-                               typename L::value_type* y, run_info r) { L::forward(s, x, y, r); };
+concept has_init = requires(slot_of<L> s, rng& g) { L::init(s, g); };
 template <class L>
-concept has_backward = requires(layer_slot<typename L::value_type> s, const typename L::value_type* x,
-                                const typename L::value_type* y, typename L::value_type* dy,
-                                typename L::value_type* dx, run_info r) { L::backward(s, x, y, dy, dx, r); };
+concept has_forward = requires(slot_of<L> s, const typename L::compute_type* x, typename L::compute_type* y,
+                               run_info r) { L::forward(s, x, y, r); };
 template <class L>
-concept BoundLayer = has_shapes<L> && has_parameter_count<L> && has_init<L> && has_forward<L> && has_backward<L>;
+concept has_backward = requires(slot_of<L> s, const typename L::compute_type* x, const typename L::compute_type* y,
+                                typename L::compute_type* dy, typename L::compute_type* dx,
+                                run_info r) { L::backward(s, x, y, dy, dx, r); };
+template <class L>
+concept BoundLayer = has_shapes<L> && has_value_types<L> && has_buffers<L> && has_init<L> && has_forward<L> &&
+                     has_backward<L>;
 
 // ---- Schedule: a learning rate as a function of the update count ----
 template <class S>
-concept Schedule = requires(const S& s, std::int64_t step) {
+concept has_schedule_name = requires(const S& s) { { s.name() } -> std::convertible_to<std::string>; };
+template <class S>
+concept Schedule = has_schedule_name<S> && requires(const S& s, std::int64_t step) {
   { s(step) } -> std::convertible_to<double>;
-  { s.describe() } -> std::convertible_to<std::string>;
 };
 
 // ---- Optimizer ----
+// One update of n parameters w (flat, the model's parameter region) from
+// their gradients g with the optimizer's slots (slot k of parameter i at
+// slots[k * n + i]), at update `iteration` (0-based) with learning rate lr.
+template <class T>
+struct update_args {
+  T* w = nullptr;
+  const T* g = nullptr;
+  T* slots = nullptr;
+  std::size_t n = 0;
+  std::int64_t iteration = 0;
+  double learning_rate = 0;
+};
+
 template <class O>
 concept has_slots = requires { { O::slots_per_parameter } -> std::convertible_to<std::size_t>; };
-template <class O>
-concept has_update = requires(O& o, float* w, const float* g, float* slots, std::size_t n, std::int64_t it) {
-  o.update(w, g, slots, n, it);
-};
+template <class O, class T>
+concept has_update = requires(const O& o, const update_args<T>& a) { o.template update<cpu<>>(a); };
+template <class O, class T>
+concept has_init_slots = requires(const O& o, T* s, std::size_t n) { o.init_slots(s, n); };
 template <class O>
 concept has_learning_rate = requires(const O& o, std::int64_t it) {
   { o.learning_rate(it) } -> std::convertible_to<double>;
 };
 template <class O>
-concept Optimizer = has_slots<O> && has_update<O> && has_learning_rate<O>;
+concept has_optimizer_name = requires(const O& o) { { o.name() } -> std::convertible_to<std::string>; };
+// T: the element type of the variables it updates (the model's variable_type).
+template <class O, class T = float>
+concept Optimizer = has_slots<O> && has_update<O, T> && has_init_slots<O, T> && has_learning_rate<O> &&
+                    has_optimizer_name<O>;
 
 }  // namespace ctnn

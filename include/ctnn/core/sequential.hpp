@@ -6,10 +6,14 @@
 // layer after input). Everything below is a compile-time constant:
 //   input_shape, output_shape (values of shape<...>), layer_count,
 //   parameter_count, state_count, spec_string() (the architecture text),
-//   layout<T>(batch, optimizer_slots) — the arena plan, in elements,
-//   memory_plan<T>(batch, optimizer_slots) — the same plan in bytes.
-// bound<T, Backend> is the std::tuple of bound layers a model runs.
+//   plan<P, B> — the typed memory plan of the binding that runs under
+//                precision policy P on backend B (core/plan.hpp):
+//                plan<P, B>::bytes(role, batch, slots), ::layout(batch, slots),
+//   memory_plan<P>(batch, optimizer_slots) — its bytes per role on cpu<>.
+// bound<P, B> is the std::tuple of bound layers a model runs (P: a policy,
+// or float/double for float32/float64).
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -17,11 +21,12 @@
 #include <tuple>
 #include <type_traits>
 
-#include "../layers/input.hpp"
-#include "arena.hpp"
 #include "backend.hpp"
 #include "concepts.hpp"
 #include "diagnostics.hpp"
+#include "input.hpp"
+#include "plan.hpp"
+#include "precision.hpp"
 #include "shape.hpp"
 
 namespace ctnn {
@@ -74,31 +79,85 @@ struct as_tuple<type_list<L...>> {
   using type = std::tuple<L...>;
 };
 
+template <class Tuple, class P>
+struct net_plan;
+
+// The typed memory plan of a bound network (a std::tuple of bound layers)
+// under precision policy P: every region's bytes and each layer's offsets,
+// computed from the buffers each bound layer declares. All constexpr.
+template <class P, class... L>
+struct net_plan<std::tuple<L...>, P> {
+  using policy = P;
+  using compute = typename P::compute_type;
+  static constexpr std::size_t layer_count = sizeof...(L);
+  static constexpr std::array<std::size_t, layer_count> outs{L::out_shape::size...};
+  static constexpr std::array<std::size_t, layer_count> ins{L::in_shape::size...};
+
+  // bytes of layer i's region of role r (cache: per sample; activation: its output per sample)
+  static constexpr std::size_t unit_bytes(std::size_t i, role r) {
+    if (r == role::activation) return outs[i] * sizeof(compute);
+    if (r == role::gradient) r = role::parameter;
+    constexpr std::array<std::array<std::size_t, role_count>, layer_count> table{{[] {
+      std::array<std::size_t, role_count> a{};
+      for (std::size_t k = 0; k < role_count; ++k) a[k] = layer_role_bytes<P>(L::buffers, role(k));
+      return a;
+    }()...}};
+    return table[i][std::size_t(r)];
+  }
+  static constexpr bool per_sample(role r) { return r == role::cache || r == role::activation; }
+
+  // Byte offset of layer i's block inside the region of role r; each block starts 64-byte aligned.
+  static constexpr std::size_t offset(std::size_t i, role r, std::size_t batch) {
+    std::size_t o = 0;
+    for (std::size_t j = 0; j < i; ++j) o += align_bytes(unit_bytes(j, r) * (per_sample(r) ? batch : 1));
+    return o;
+  }
+  static constexpr std::size_t region(role r, std::size_t batch) { return offset(layer_count, r, batch); }
+
+  // Widest tensor a backward pass hands between layers (per sample).
+  static constexpr std::size_t max_width() {
+    std::size_t m = 0;
+    for (std::size_t i = 0; i < layer_count; ++i) m = std::max({m, outs[i], ins[i]});
+    return m;
+  }
+  // One delta buffer (the two alternate): max_width() * batch compute values.
+  static constexpr std::size_t delta_bytes(std::size_t batch) { return align_bytes(max_width() * batch * sizeof(compute)); }
+
+  // The whole plan at a batch size and an optimizer keeping `slots` values per parameter.
+  // Regions in this order: the batch-independent ones first, so growing the
+  // batch keeps their offsets.
+  static constexpr plan_layout layout(std::size_t batch, std::size_t slots) {
+    plan_layout l;
+    constexpr std::array<role, role_count> order{role::parameter, role::gradient, role::state,      role::mask,  role::metadata,
+                                                 role::optimizer_slot, role::activation, role::delta, role::cache};
+    std::size_t at = 0;
+    for (role r : order) {
+      std::size_t n = 0;
+      if (r == role::optimizer_slot) n = region(role::parameter, 1) * slots;
+      else if (r == role::delta) n = 2 * delta_bytes(batch);
+      else n = region(r, batch);
+      l.offset[std::size_t(r)] = at;
+      l.size[std::size_t(r)] = n;
+      at += n;
+    }
+    l.total = at;
+    return l;
+  }
+  static constexpr std::size_t bytes(role r, std::size_t batch, std::size_t slots = 0) { return layout(batch, slots).bytes(r); }
+  static constexpr memory_plan_bytes memory(std::size_t batch, std::size_t slots = 0) {
+    return memory_plan_bytes::of(layout(batch, slots));
+  }
+};
+
 template <class Tuple>
-struct layer_constants;
+struct element_counts;
 template <class... L>
-struct layer_constants<std::tuple<L...>> {
-  static constexpr std::size_t count = sizeof...(L);
-  static constexpr std::array<std::size_t, count> params{L::parameter_count...};
-  static constexpr std::array<std::size_t, count> states{L::state_count...};
-  static constexpr std::array<std::size_t, count> caches{L::cache_per_sample...};
-  static constexpr std::array<std::size_t, count> outs{L::out_shape::size...};
-  static constexpr std::array<std::size_t, count> ins{L::in_shape::size...};
+struct element_counts<std::tuple<L...>> {
+  static constexpr std::size_t parameters = (std::size_t{0} + ... + count_of(L::buffers, role::parameter));
+  static constexpr std::size_t state = (std::size_t{0} + ... + count_of(L::buffers, role::state));
 };
 
 }  // namespace detail
-
-// Where everything of a model lives in its arena, in elements of T.
-struct arena_layout {
-  std::size_t parameters = 0, gradients = 0, state = 0, optimizer = 0, activations = 0, deltas = 0, cache = 0;
-  std::size_t parameters_size = 0, state_size = 0, optimizer_size = 0, activations_size = 0, deltas_size = 0,
-              cache_size = 0, total = 0;
-};
-
-// The same plan in bytes.
-struct memory_plan_bytes {
-  std::size_t parameters = 0, gradients = 0, state = 0, optimizer = 0, activations = 0, total = 0;
-};
 
 template <class First, class... Layers>
 struct sequential {
@@ -108,102 +167,37 @@ struct sequential {
   using input_type = typename First::shape_type;
   static constexpr input_type input_shape{};
 
-  template <class T, class Backend = cpu>
-  using bound = typename detail::as_tuple<typename detail::bind_all<input_type, T, Backend, 1, Layers...>::type>::type;
+  // The bound layers for element type or precision policy P and backend B.
+  template <class P, class B = cpu<>>
+  using bound = typename detail::as_tuple<
+      typename detail::bind_all<input_type, precision::policy_of_t<P>, B, 1, Layers...>::type>::type;
+
+  // The typed memory plan of the binding that runs under policy P on backend B.
+  template <class P = precision::float32, class B = cpu<>>
+  using plan = detail::net_plan<bound<P, B>, precision::policy_of_t<P>>;
 
  private:
-  using probe = bound<float, cpu>;
-  using consts = detail::layer_constants<probe>;
-
-  template <std::size_t... I>
-  static constexpr std::size_t sum(const std::array<std::size_t, sizeof...(Layers)>& a,
-                                   std::index_sequence<I...>) {
-    return (std::size_t{0} + ... + a[I]);
-  }
+  using probe = bound<precision::float32, cpu<>>;  // shapes and element counts only
 
  public:
   using output_type = typename std::tuple_element_t<sizeof...(Layers) - 1, probe>::out_shape;
   static constexpr output_type output_shape{};
   static constexpr std::size_t layer_count = sizeof...(Layers);
-  static constexpr std::size_t parameter_count = sum(consts::params, std::make_index_sequence<layer_count>{});
-  static constexpr std::size_t state_count = sum(consts::states, std::make_index_sequence<layer_count>{});
-
-  // Per-layer offsets (in elements of T) into the parameter, state,
-  // activation and cache regions; each layer's block starts 64-byte aligned.
-  template <class T>
-  static constexpr std::array<std::size_t, layer_count + 1> param_offsets() {
-    std::array<std::size_t, layer_count + 1> o{};
-    for (std::size_t i = 0; i < layer_count; ++i) o[i + 1] = o[i] + aligned_count<T>(consts::params[i]);
-    return o;
-  }
-  template <class T>
-  static constexpr std::array<std::size_t, layer_count + 1> state_offsets() {
-    std::array<std::size_t, layer_count + 1> o{};
-    for (std::size_t i = 0; i < layer_count; ++i) o[i + 1] = o[i] + aligned_count<T>(consts::states[i]);
-    return o;
-  }
-  template <class T>
-  static constexpr std::array<std::size_t, layer_count + 1> activation_offsets(std::size_t batch) {
-    std::array<std::size_t, layer_count + 1> o{};
-    for (std::size_t i = 0; i < layer_count; ++i) o[i + 1] = o[i] + aligned_count<T>(consts::outs[i] * batch);
-    return o;
-  }
-  template <class T>
-  static constexpr std::array<std::size_t, layer_count + 1> cache_offsets(std::size_t batch) {
-    std::array<std::size_t, layer_count + 1> o{};
-    for (std::size_t i = 0; i < layer_count; ++i) o[i + 1] = o[i] + aligned_count<T>(consts::caches[i] * batch);
-    return o;
-  }
-  // Widest tensor a backward pass hands between layers (per sample).
-  static constexpr std::size_t max_width() {
-    std::size_t m = 0;
-    for (std::size_t i = 0; i < layer_count; ++i) {
-      m = consts::outs[i] > m ? consts::outs[i] : m;
-      m = consts::ins[i] > m ? consts::ins[i] : m;
-    }
-    return m;
-  }
-
-  template <class T>
-  static constexpr arena_layout layout(std::size_t batch, std::size_t optimizer_slots) {
-    arena_layout l;
-    l.parameters_size = param_offsets<T>()[layer_count];
-    l.state_size = state_offsets<T>()[layer_count];
-    l.optimizer_size = aligned_count<T>(parameter_count) * optimizer_slots;
-    l.activations_size = activation_offsets<T>(batch)[layer_count];
-    l.deltas_size = 2 * aligned_count<T>(max_width() * batch);
-    l.cache_size = cache_offsets<T>(batch)[layer_count];
-    l.parameters = 0;
-    l.gradients = l.parameters + l.parameters_size;
-    l.state = l.gradients + l.parameters_size;
-    l.optimizer = l.state + l.state_size;
-    l.activations = l.optimizer + l.optimizer_size;
-    l.deltas = l.activations + l.activations_size;
-    l.cache = l.deltas + l.deltas_size;
-    l.total = l.cache + l.cache_size;
-    return l;
-  }
+  static constexpr std::size_t parameter_count = detail::element_counts<probe>::parameters;
+  static constexpr std::size_t state_count = detail::element_counts<probe>::state;
 
   // Bytes needed to train at `batch` with an optimizer keeping
-  // `optimizer_slots` values per parameter (e.g. adam<>::slots_per_parameter).
-  // activations counts layer outputs, the two backward buffers and caches.
-  template <class T = float>
+  // `optimizer_slots` values per parameter (e.g. adam<>::slots_per_parameter),
+  // for element type or policy P on the default CPU backend; plan<P, B> for another.
+  template <class P = float>
   static constexpr memory_plan_bytes memory_plan(std::size_t batch, std::size_t optimizer_slots = 0) {
-    const arena_layout l = layout<T>(batch, optimizer_slots);
-    memory_plan_bytes m;
-    m.parameters = l.parameters_size * sizeof(T);
-    m.gradients = l.parameters_size * sizeof(T);
-    m.state = l.state_size * sizeof(T);
-    m.optimizer = l.optimizer_size * sizeof(T);
-    m.activations = (l.activations_size + l.deltas_size + l.cache_size) * sizeof(T);
-    m.total = l.total * sizeof(T);
-    return m;
+    return plan<P>::memory(batch, optimizer_slots);
   }
 
   // The architecture as text: "input<28x28> | flatten | dense<256, relu> | dense<10>".
   static std::string spec_string() {
     std::string s = "input<" + input_type::str() + ">";
-    ((s += " | " + Layers::spec()), ...);
+    ((s += " | " + Layers::name()), ...);
     return s;
   }
 

@@ -1,21 +1,31 @@
 // ctnn/io/weights.hpp — saving and loading a model's weights.
 //
-// File format (version 1), all integers little-endian:
+// File format (version 2), all integers little-endian:
 //   offset 0   8 bytes  magic "CTNNWTS\0"
-//          8   u32      format version (1)
-//         12   u32      element size in bytes (4 = float32, 8 = float64)
-//         16   u64      architecture fingerprint (FNV-1a of Net::spec_string())
-//         24   u64      parameter value count  (P, as parameters().size())
-//         32   u64      state value count      (S, as state().size())
-//         40   u32      length L of the architecture text
-//         44   L bytes  architecture text, e.g. "input<28x28> | flatten | dense<10>"
-//              P values parameters, then S values state (IEEE, little-endian)
+//          8   u32      format version (2)
+//         12   u64      architecture fingerprint (FNV-1a of Net::spec_string())
+//         20   u32      length L of the architecture text
+//         24   L bytes  architecture text, e.g. "input<28x28> | flatten | dense<10>"
+//              u32      tensor count
+//              per tensor, in the model's order (layer by layer, each
+//              layer's declared parameter, state, mask and metadata buffers):
+//                u32 layer (0-based), u8 role, u8 dtype, u8 rank, u8 0,
+//                u32 name length, the name ("kernel", "moving_mean", ...),
+//                rank u64 dimensions, then the values (IEEE / unsigned,
+//                little-endian), nothing else: no arena padding
 //   last       u32      CRC-32 (zlib) of every byte before it
-// save_weights writes to a temporary file and renames it. load_weights reads
-// the whole file, checks size, magic, version, checksum, element size and
-// fingerprint before touching the model, and throws ctnn::io::weights_error
+// dtype: 1 float32, 2 float64, 3 uint8, 4 uint32. Only logical tensors are
+// stored, so files do not depend on the model's memory layout or alignment.
+// save_weights writes to a temporary file and renames it (io/atomic_file.hpp).
+// load_weights reads the whole file and checks size, magic, version,
+// checksum, fingerprint and every tensor's layer, role, name, element type
+// and shape before it changes the model; it throws ctnn::io::weights_error
 // naming the file and the problem (a different network names both
-// architectures).
+// architectures). Version-1 files (the padded arena of ctnn 0.1) still load
+// into a model whose element type and layout match theirs.
+//
+// Works on any model type M with for_each_variable (train/model.hpp): io/
+// does not include train/.
 #pragma once
 #include <zlib.h>
 
@@ -24,11 +34,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "../train/model.hpp"
+#include "../core/plan.hpp"
+#include "../core/precision.hpp"
 #include "atomic_file.hpp"
 
 namespace ctnn::io {
@@ -41,81 +53,245 @@ class weights_error : public std::runtime_error {
 };
 
 inline constexpr char weights_magic[8] = {'C', 'T', 'N', 'N', 'W', 'T', 'S', '\0'};
-inline constexpr std::uint32_t weights_version = 1;
+inline constexpr std::uint32_t weights_version = 2;
+
+// A model whose variables can be saved: its network type and for_each_variable.
+template <class M>
+concept SavableModel = requires(const M& m) {
+  typename M::network;
+  typename M::variable_type;
+  m.for_each_variable([](const variable_ref&) {});
+};
 
 namespace detail {
 template <class V>
 void put(std::string& s, V v) {
   s.append(reinterpret_cast<const char*>(&v), sizeof v);
 }
-template <class V>
-V get(const std::vector<char>& d, std::size_t off) {
-  V v;
-  std::memcpy(&v, d.data() + off, sizeof v);
-  return v;
+
+enum dtype : std::uint8_t { f32 = 1, f64 = 2, u8 = 3, u32 = 4 };
+
+template <class M>
+std::uint8_t dtype_of(const variable_ref& v) {
+  if (v.type == elem::u8) return u8;
+  if (v.type == elem::u32) return u32;
+  if (v.type == elem::f32) return f32;
+  return v.element_bytes == 8 ? f64 : f32;
+}
+inline std::string dtype_name(std::uint8_t d) {
+  switch (d) {
+    case f32: return "float32";
+    case f64: return "float64";
+    case u8: return "uint8";
+    case u32: return "uint32";
+  }
+  return "unknown type " + std::to_string(d);
+}
+inline std::size_t dtype_bytes(std::uint8_t d) { return d == f64 ? 8 : d == u8 ? 1 : 4; }
+
+inline std::string shape_text(const std::uint64_t* d, std::size_t rank) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < rank; ++i) s += (i ? "x" : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+// Bounds-checked reading of the file's bytes.
+struct reader {
+  const std::vector<char>& d;
+  std::size_t at = 0;
+  std::size_t end;
+  bool ok = true;
+  template <class V>
+  V get() {
+    V v{};
+    if (end - at < sizeof v) {
+      ok = false;
+      return v;
+    }
+    std::memcpy(&v, d.data() + at, sizeof v);
+    at += sizeof v;
+    return v;
+  }
+  const char* take(std::uint64_t n) {
+    if (end - at < n) {
+      ok = false;
+      return nullptr;
+    }
+    const char* p = d.data() + at;
+    at += std::size_t(n);
+    return p;
+  }
+};
+
+inline std::vector<char> read_all(const std::filesystem::path& path, const std::string& who) {
+  const std::string name = path.string();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw weights_error(who + ": " + name + ": no such file");
+  if (std::filesystem::is_directory(path, ec)) throw weights_error(who + ": " + name + ": is a directory, not a file");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw weights_error(who + ": " + name + ": cannot open for reading");
+  std::vector<char> d((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (f.bad()) throw weights_error(who + ": " + name + ": read error");
+  return d;
 }
 }  // namespace detail
 
-template <class Net, class T, class B>
-void save_weights(const model<Net, T, B>& m, const std::filesystem::path& path) {
+template <SavableModel M>
+void save_weights(const M& m, const std::filesystem::path& path) {
+  using Net = typename M::network;
   const std::string arch = Net::spec_string();
-  const auto p = m.parameters();
-  const auto s = m.state();
   std::string out;
-  out.reserve(64 + arch.size() + (p.size() + s.size()) * sizeof(T));
   out.append(weights_magic, 8);
   detail::put<std::uint32_t>(out, weights_version);
-  detail::put<std::uint32_t>(out, sizeof(T));
   detail::put<std::uint64_t>(out, Net::fingerprint());
-  detail::put<std::uint64_t>(out, p.size());
-  detail::put<std::uint64_t>(out, s.size());
   detail::put<std::uint32_t>(out, std::uint32_t(arch.size()));
   out += arch;
-  out.append(reinterpret_cast<const char*>(p.data()), p.size() * sizeof(T));
-  out.append(reinterpret_cast<const char*>(s.data()), s.size() * sizeof(T));
+  std::uint32_t count = 0;
+  m.for_each_variable([&](const variable_ref&) { ++count; });
+  detail::put<std::uint32_t>(out, count);
+  m.for_each_variable([&](const variable_ref& v) {
+    detail::put<std::uint32_t>(out, std::uint32_t(v.layer));
+    detail::put<std::uint8_t>(out, std::uint8_t(v.kind));
+    detail::put<std::uint8_t>(out, detail::dtype_of<M>(v));
+    detail::put<std::uint8_t>(out, std::uint8_t(v.rank));
+    detail::put<std::uint8_t>(out, 0);
+    detail::put<std::uint32_t>(out, std::uint32_t(v.name.size()));
+    out.append(v.name);
+    for (std::size_t i = 0; i < v.rank; ++i) detail::put<std::uint64_t>(out, v.dims[i]);
+    out.append(reinterpret_cast<const char*>(v.data), v.extent * v.element_bytes);
+  });
   const auto crc = std::uint32_t(::crc32(0L, reinterpret_cast<const Bytef*>(out.data()), uInt(out.size())));
   detail::put<std::uint32_t>(out, crc);
   write_file_atomically(path, out);
 }
 
-template <class Net, class T, class B>
-void load_weights(model<Net, T, B>& m, const std::filesystem::path& path) {
-  const std::string name = path.string();
-  auto fail = [&](const std::string& what) { throw weights_error("load_weights: " + name + ": " + what); };
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(std::filesystem::exists(path) ? "cannot open for reading" : "no such file");
-  std::vector<char> d((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  constexpr std::size_t header = 44;
-  if (d.size() < header + 4) fail("truncated (" + std::to_string(d.size()) + " bytes, too short for a header)");
-  if (std::memcmp(d.data(), weights_magic, 8) != 0) fail("not a ctnn weights file (wrong magic)");
-  const auto version = detail::get<std::uint32_t>(d, 8);
-  if (version != weights_version)
-    fail("format version " + std::to_string(version) + " is not supported (this build reads version " +
-         std::to_string(weights_version) + ")");
-  const auto arch_len = detail::get<std::uint32_t>(d, 40);
-  const auto np = detail::get<std::uint64_t>(d, 24);
-  const auto ns = detail::get<std::uint64_t>(d, 32);
-  const auto esize = detail::get<std::uint32_t>(d, 12);
-  if (esize != 4 && esize != 8) fail("corrupt header (element size " + std::to_string(esize) + ")");
-  const std::uint64_t expected = header + std::uint64_t(arch_len) + (np + ns) * esize + 4;
-  if (np > (1ull << 40) || ns > (1ull << 40) || d.size() != expected)
-    fail(d.size() < expected ? "truncated (" + std::to_string(d.size()) + " of " + std::to_string(expected) + " bytes)"
-                             : "corrupt (size " + std::to_string(d.size()) + " does not match its header)");
-  const auto stored_crc = detail::get<std::uint32_t>(d, d.size() - 4);
-  const auto crc = std::uint32_t(::crc32(0L, reinterpret_cast<const Bytef*>(d.data()), uInt(d.size() - 4)));
-  if (crc != stored_crc) fail("checksum mismatch: the file is corrupt");
-  const std::string arch(d.data() + header, arch_len);
-  if (detail::get<std::uint64_t>(d, 16) != Net::fingerprint() || arch != Net::spec_string())
-    fail("it was saved from the network '" + arch + "' but this model is '" + Net::spec_string() + "'");
-  if (esize != sizeof(T))
-    fail("it holds " + std::to_string(esize * 8) + "-bit values but this model uses " + std::to_string(sizeof(T) * 8) +
+namespace detail {
+// Version 1: magic, u32 1, u32 element size, u64 fingerprint, u64 P, u64 S,
+// u32 L, the text, P parameter values then S state values (the padded
+// arena), u32 CRC. It loads when the element size and both counts match the
+// model's padded regions (the same 64-byte blocks per layer).
+template <class M>
+void load_v1(M& m, const std::vector<char>& d, const std::string& name) {
+  using Net = typename M::network;
+  using W = typename M::variable_type;
+  auto fail = [&](const std::string& what) {
+    throw weights_error("load_weights: " + name + ": a version-1 file, " + what);
+  };
+  reader r{d, 12, d.size() - 4};
+  const auto esize = r.get<std::uint32_t>();
+  const auto fp = r.get<std::uint64_t>();
+  const auto np = r.get<std::uint64_t>();
+  const auto ns = r.get<std::uint64_t>();
+  const auto len = r.get<std::uint32_t>();
+  const char* text = r.take(len);
+  if (!r.ok) fail("truncated");
+  const std::string arch(text, len);
+  if (fp != Net::fingerprint() || arch != Net::spec_string())
+    fail("saved from the network '" + arch + "' but this model is '" + Net::spec_string() + "'");
+  if (esize != sizeof(W))
+    fail("holds " + std::to_string(esize * 8) + "-bit values but this model uses " + std::to_string(sizeof(W) * 8) +
          "-bit values");
   auto p = m.parameters();
   auto s = m.state();
-  if (np != p.size() || ns != s.size()) fail("its parameter layout differs from this build's");
-  const char* src = d.data() + header + arch_len;
-  std::memcpy(p.data(), src, np * sizeof(T));
-  std::memcpy(s.data(), src + np * sizeof(T), ns * sizeof(T));
+  if (np != p.size() || ns != s.size())
+    fail("its padded layout (" + std::to_string(np) + " parameter and " + std::to_string(ns) +
+         " state values) differs from this build's (" + std::to_string(p.size()) + " and " + std::to_string(s.size()) +
+         "); re-save it with ctnn 0.1");
+  const char* src = r.take((np + ns) * esize);
+  if (!r.ok || r.at != r.end) fail("its size does not match its header");
+  std::memcpy(p.data(), src, np * esize);
+  std::memcpy(s.data(), src + np * esize, ns * esize);
+}
+}  // namespace detail
+
+template <SavableModel M>
+void load_weights(M& m, const std::filesystem::path& path) {
+  using Net = typename M::network;
+  const std::string name = path.string();
+  auto fail = [&](const std::string& what) { throw weights_error("load_weights: " + name + ": " + what); };
+  const std::vector<char> d = detail::read_all(path, "load_weights");
+  if (d.size() < 16) fail("truncated (" + std::to_string(d.size()) + " bytes, too short for a header)");
+  if (std::memcmp(d.data(), weights_magic, 8) != 0) fail("not a ctnn weights file (wrong magic)");
+  std::uint32_t version;
+  std::memcpy(&version, d.data() + 8, 4);
+  if (version != 1 && version != weights_version)
+    fail("format version " + std::to_string(version) + " is not supported (this build reads versions 1 and " +
+         std::to_string(weights_version) + ")");
+  std::uint32_t stored_crc;
+  std::memcpy(&stored_crc, d.data() + d.size() - 4, 4);
+  const auto crc = std::uint32_t(::crc32(0L, reinterpret_cast<const Bytef*>(d.data()), uInt(d.size() - 4)));
+  if (crc != stored_crc) fail("checksum mismatch: the file is corrupt or truncated");
+  if (version == 1) return detail::load_v1(m, d, name);
+
+  detail::reader r{d, 12, d.size() - 4};
+  const auto fp = r.get<std::uint64_t>();
+  const auto len = r.get<std::uint32_t>();
+  const char* text = r.take(len);
+  const auto count = r.get<std::uint32_t>();
+  if (!r.ok) fail("truncated header");
+  const std::string arch(text, len);
+  if (fp != Net::fingerprint() || arch != Net::spec_string())
+    fail("it was saved from the network '" + arch + "' but this model is '" + Net::spec_string() + "'");
+  std::uint32_t expected = 0;
+  m.for_each_variable([&](const variable_ref&) { ++expected; });
+  if (count != expected)
+    fail("it holds " + std::to_string(count) + " tensors but this model has " + std::to_string(expected));
+
+  // Check every tensor against the model first; copy only when all match.
+  struct pending {
+    std::byte* dst;
+    const char* src;
+    std::size_t bytes;
+  };
+  std::vector<pending> copies;
+  copies.reserve(count);
+  std::string error;
+  m.for_each_variable([&](const variable_ref& v) {
+    if (!error.empty()) return;
+    const auto layer = r.get<std::uint32_t>();
+    const auto kind = r.get<std::uint8_t>();
+    const auto type = r.get<std::uint8_t>();
+    const auto rank = r.get<std::uint8_t>();
+    r.get<std::uint8_t>();
+    const auto nlen = r.get<std::uint32_t>();
+    const char* tname = r.take(nlen);
+    std::uint64_t dims[255] = {};
+    for (std::size_t i = 0; i < rank && r.ok; ++i) dims[i] = r.get<std::uint64_t>();
+    if (!r.ok) {
+      error = "truncated inside tensor '" + std::string(v.name) + "' of layer " + std::to_string(v.layer + 1);
+      return;
+    }
+    const std::string where = "layer " + std::to_string(v.layer + 1) + " " + std::string(role_name(v.kind)) + " '" +
+                              std::string(v.name) + "'";
+    const std::string stored(tname, nlen);
+    if (layer != v.layer || kind != std::uint8_t(v.kind) || stored != v.name) {
+      error = "expected " + where + " but found layer " + std::to_string(layer + 1) + " tensor '" + stored + "'";
+      return;
+    }
+    const std::uint8_t want = detail::dtype_of<M>(v);
+    if (type != want) {
+      error = where + " holds " + detail::dtype_name(type) + " values but this model uses " + detail::dtype_name(want);
+      return;
+    }
+    std::uint64_t want_dims[4] = {v.dims[0], v.dims[1], v.dims[2], v.dims[3]};
+    bool same = rank == v.rank;
+    for (std::size_t i = 0; same && i < rank; ++i) same = dims[i] == v.dims[i];
+    if (!same) {
+      error = where + " has shape " + detail::shape_text(dims, rank) + " but this model's is " +
+              detail::shape_text(want_dims, v.rank);
+      return;
+    }
+    const std::size_t bytes = v.extent * v.element_bytes;
+    const char* src = r.take(bytes);
+    if (!r.ok) {
+      error = "truncated inside the values of " + where;
+      return;
+    }
+    copies.push_back({v.data, src, bytes});
+  });
+  if (!error.empty()) fail(error);
+  if (r.at != r.end) fail("corrupt: " + std::to_string(r.end - r.at) + " bytes follow the last tensor");
+  for (const pending& c : copies) std::memcpy(c.dst, c.src, c.bytes);
 }
 
 }  // namespace ctnn::io

@@ -7,8 +7,8 @@
 // (layers/padding.hpp). No parameters, no cache.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
-#include "../kernels/cpu/pooling.hpp"
 #include "pool2d.hpp"
 
 namespace ctnn {
@@ -17,13 +17,13 @@ namespace detail {
 struct average_pool_kind {
   static constexpr const char* name = "average_pool2d";
   static constexpr bool keeps_indices = false;
-  template <kernels::conv_geometry G, class T>
-  static void forward(const T* x, T* y, T*, std::size_t batch) {
-    kernels::cpu::average_pool_forward<G>(x, y, batch);
+  template <class O, kernels::conv_geometry G, class T>
+  static void forward(const T* x, T* y, std::uint32_t*, std::size_t batch) {
+    O::template average_pool_forward<G>(x, y, batch);
   }
-  template <kernels::conv_geometry G, class T>
-  static void backward(const T*, const T*, const T* dy, T* dx, T*, std::size_t batch) {
-    kernels::cpu::average_pool_backward<G>(dy, dx, batch);
+  template <class O, kernels::conv_geometry G, class T>
+  static void backward(const T* dy, T* dx, const std::uint32_t*, std::size_t batch) {
+    O::template average_pool_backward<G>(dy, dx, batch);
   }
 };
 }  // namespace detail

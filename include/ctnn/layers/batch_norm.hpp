@@ -20,34 +20,54 @@
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
 #include "../core/format.hpp"
+#include "../core/plan.hpp"
+#include "../core/precision.hpp"
 #include "../core/shape.hpp"
 
 namespace ctnn {
 
-template <float Momentum = 0.99f, float Epsilon = 1e-3f>
-struct batch_normalization {
-  static_assert(Momentum >= 0.0f && Momentum <= 1.0f, "batch_norm: the momentum must be in [0, 1]");
-  static_assert(Epsilon > 0.0f && Epsilon < 1e30f, "batch_norm: epsilon must be finite and > 0");
-  using is_layer_spec = void;
-  static constexpr float momentum = Momentum, epsilon = Epsilon;
+template <class Spec, Shape In, class Pol, class Backend>
+struct batch_norm_layer;
 
-  static std::string spec() {
-    if (Momentum == 0.99f && Epsilon == 1e-3f) return "batch_norm";
+template <auto Momentum = 0.99, auto Epsilon = 1e-3>
+struct batch_normalization {
+  static_assert(std::is_floating_point_v<decltype(Momentum)> && std::is_floating_point_v<decltype(Epsilon)>,
+                "batch_norm: the momentum and epsilon must be floating-point numbers");
+  static_assert(Momentum >= 0 && Momentum <= 1, "batch_norm: the momentum must be in [0, 1]");
+  static_assert(Epsilon > 0 && Epsilon < 1e30, "batch_norm: epsilon must be finite and > 0");
+  using is_layer_spec = void;
+  static constexpr double momentum = double(Momentum), epsilon = double(Epsilon);
+
+  static std::string name() {
+    if (std::is_same_v<batch_normalization, batch_normalization<>>) return "batch_norm";
     return "batch_normalization<" + detail::format_number(Momentum) + ", " + detail::format_number(Epsilon) + ">";
   }
 
-  template <Shape In, class T, class Backend>
-  struct bind {
-    static_assert(std::is_same_v<Backend, cpu>, "batch_norm: this backend has no specialization of this layer");
+  template <Shape In, class P, class Backend>
+  using bind = batch_norm_layer<batch_normalization, In, precision::policy_of_t<P>, Backend>;
+};
+
+// The bound batch normalization: plain loops over channels (no kernel of its own yet).
+template <class Spec, Shape In, class Pol, class Backend>
+struct batch_norm_layer {
+    static_assert(Pol::uniform, "batch_norm: this backend has no mixed-precision specialization of this layer");
+    static_assert(Backend::memory::host_accessible, "batch_norm: this backend has no specialization of this layer");
+    using T = typename Pol::compute_type;
+    static constexpr double Momentum = Spec::momentum, Epsilon = Spec::epsilon;
     static constexpr std::size_t C = last_dim_v<In>;
     static constexpr std::size_t P = In::size / C;  // positions per sample
-    using value_type = T;
+    using variable_type = typename Pol::variable_type;
+    using compute_type = T;
     using in_shape = In;
     using out_shape = In;
-    static constexpr std::size_t parameter_count = 2 * C;  // gamma, beta
-    static constexpr std::size_t state_count = 2 * C;      // moving_mean, moving_variance
-    static constexpr std::size_t cache_per_sample = 2 * C; // batch mean, inverse std (only 2C are used)
-    static std::string name() { return spec(); }
+    static constexpr std::array<buffer, 5> buffers{
+        buffer::parameter("gamma", {C}), buffer::parameter("beta", {C}), buffer::state("moving_mean", {C}),
+        buffer::state("moving_variance", {C}),
+        buffer::cache("batch_statistics", 2 * C)};  // batch mean, inverse std (only 2C of batch * 2C are used)
+    static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
+    static constexpr std::size_t state_count = count_of(buffers, role::state);
+    static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
+    static std::string name() { return Spec::name(); }
 
     static void init(layer_slot<T> s, rng&) {
       for (std::size_t c = 0; c < C; ++c) {
@@ -140,7 +160,6 @@ struct batch_normalization {
           dx[i * C + c] = k[c] * (mm * dy[i * C + c] - db[c] - xhat * dg[c]);
         }
     }
-  };
 };
 
 using batch_norm = batch_normalization<>;

@@ -12,6 +12,7 @@
 // padding, a kernel that fits (compile errors naming the position and sizes).
 // Runs as im2col + GEMM (kernels/cpu/conv.hpp); cache: the im2col matrix.
 #pragma once
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <string>
@@ -21,12 +22,16 @@
 #include "../core/concepts.hpp"
 #include "../core/diagnostics.hpp"
 #include "../core/shape.hpp"
-#include "../kernels/cpu/conv.hpp"
+#include "../core/plan.hpp"
+#include "../kernels/cpu/ops.hpp"
 #include "../regularizers/regularizers.hpp"
 #include "activation.hpp"
 #include "padding.hpp"
 
 namespace ctnn {
+
+template <class Spec, Shape In, class P, class Backend>
+struct conv2d_layer;
 
 template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t Stride = 1, padding Pad = padding::valid,
           Activation Act = identity, Regularizer Reg = no_regularizer>
@@ -37,13 +42,14 @@ struct conv2d {
   using is_layer_spec = void;
   using activation = Act;
   using regularizer = Reg;
-  static constexpr std::size_t filters = F;
+  static constexpr std::size_t filters = F, kernel_height = KH, kernel_width = KW, stride = Stride;
+  static constexpr padding pad = Pad;
 
-  static std::string spec() {
+  static std::string name() {
     std::string s = "conv2d<" + std::to_string(F) + ", " + std::to_string(KH) + ", " + std::to_string(KW) + ", " +
                     std::to_string(Stride) + ", " + padding_name(Pad);
-    if (!std::is_same_v<Act, identity>) s += ", " + Act::describe();
-    if (Reg::active) s += ", " + Reg::describe();
+    if (!std::is_same_v<Act, identity>) s += ", " + Act::name();
+    if (Reg::active) s += ", " + Reg::name();
     return s + ">";
   }
 
@@ -61,41 +67,54 @@ struct conv2d {
     return rank_ok;
   }
 
-  template <Shape In, class T, class Backend>
-  struct bind {
-    static_assert(std::is_same_v<Backend, cpu>, "conv2d: this backend has no specialization of this layer");
-    static constexpr std::size_t H = dim_or<In, 0>(), W = dim_or<In, 1>(), C = dim_or<In, 2>();
-    static constexpr kernels::conv_geometry geometry = window_geometry(H, W, C, F, KH, KW, Stride, Pad);
-    using value_type = T;
-    using in_shape = In;
-    using out_shape = shape<geometry.oh, geometry.ow, F>;
-    static constexpr std::size_t K = KH * KW * C;  // one im2col row
-    static constexpr std::size_t kernel_count = K * F;
-    static constexpr std::size_t parameter_count = K * F + F;
-    static constexpr std::size_t state_count = 0;
-    static constexpr std::size_t cache_per_sample = geometry.oh * geometry.ow * K;
-    static std::string name() { return spec(); }
+  template <Shape In, class P, class Backend>
+  using bind = conv2d_layer<conv2d, In, precision::policy_of_t<P>, Backend>;
+};
 
-    static void init(layer_slot<T> s, rng& g) {
-      const double limit = std::sqrt(6.0 / double(KH * KW * (C + F)));
-      for (std::size_t i = 0; i < kernel_count; ++i) s.params[i] = T(g.uniform(-limit, limit));
-      for (std::size_t j = 0; j < F; ++j) s.params[kernel_count + j] = T(0);
-    }
+// The bound convolution (im2col + GEMM through ops<Backend>).
+template <class Spec, Shape In, class P, class Backend>
+struct conv2d_layer {
+  static_assert(P::uniform, "conv2d: this backend has no mixed-precision specialization of this layer");
+  static constexpr std::size_t F = Spec::filters, KH = Spec::kernel_height, KW = Spec::kernel_width;
+  using Act = typename Spec::activation;
+  using Reg = typename Spec::regularizer;
+  using T = typename P::compute_type;
+  using O = ops<Backend>;
+  static constexpr std::size_t H = dim_or<In, 0>(), W = dim_or<In, 1>(), C = dim_or<In, 2>();
+  static constexpr kernels::conv_geometry geometry = window_geometry(H, W, C, F, KH, KW, Spec::stride, Spec::pad);
+  using variable_type = typename P::variable_type;
+  using compute_type = T;
+  using in_shape = In;
+  using out_shape = shape<geometry.oh, geometry.ow, F>;
+  static constexpr std::size_t K = KH * KW * C;  // one im2col row
+  static constexpr std::size_t kernel_count = K * F;
+  static constexpr std::array<buffer, 3> buffers{buffer::parameter("kernel", {KH, KW, C, F}),
+                                                 buffer::parameter("bias", {F}),
+                                                 buffer::cache("columns", geometry.oh * geometry.ow * K)};
+  static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
+  static constexpr std::size_t state_count = 0;
+  static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
+  static std::string name() { return Spec::name(); }
 
-    static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
-      kernels::cpu::conv_forward<geometry>(x, s.params, s.params + kernel_count, y, s.cache, r.batch);
-      Act::forward(y, r.batch * geometry.oh * geometry.ow, F);
-    }
+  static void init(layer_slot<T> s, rng& g) {
+    const double limit = std::sqrt(6.0 / double(KH * KW * (C + F)));
+    for (std::size_t i = 0; i < kernel_count; ++i) s.params[i] = T(g.uniform(-limit, limit));
+    for (std::size_t j = 0; j < F; ++j) s.params[kernel_count + j] = T(0);
+  }
 
-    // dy is turned into dL/dz in place; the im2col matrix in the cache is reused.
-    static void backward(layer_slot<T> s, const T*, const T* y, T* dy, T* dx, run_info r) {
-      Act::backward(y, dy, r.batch * geometry.oh * geometry.ow, F);
-      kernels::cpu::conv_backward<geometry>(dy, s.params, s.grads, s.grads + kernel_count, dx, s.cache, r.batch);
-    }
+  static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
+    O::template conv_forward<geometry>(x, s.params, s.params + kernel_count, y, s.cache, r.batch);
+    Act::template forward<Backend>(y, r.batch * geometry.oh * geometry.ow, F);
+  }
 
-    static T penalty(layer_slot<T> s) { return Reg::penalty(s.params, kernel_count); }
-    static void add_penalty_gradient(layer_slot<T> s) { Reg::add_gradient(s.params, s.grads, kernel_count); }
-  };
+  // dy is turned into dL/dz in place; the im2col matrix in the cache is reused.
+  static void backward(layer_slot<T> s, const T*, const T* y, T* dy, T* dx, run_info r) {
+    Act::template backward<Backend>(y, dy, r.batch * geometry.oh * geometry.ow, F);
+    O::template conv_backward<geometry>(dy, s.params, s.grads, s.grads + kernel_count, dx, s.cache, r.batch);
+  }
+
+  static T penalty(layer_slot<T> s) { return Reg::penalty(s.params, kernel_count); }
+  static void add_penalty_gradient(layer_slot<T> s) { Reg::add_gradient(s.params, s.grads, kernel_count); }
 };
 
 }  // namespace ctnn

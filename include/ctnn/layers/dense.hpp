@@ -17,14 +17,15 @@
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
 #include "../core/diagnostics.hpp"
+#include "../core/plan.hpp"
 #include "../core/shape.hpp"
-#include "../kernels/cpu/gemm.hpp"
+#include "../kernels/cpu/ops.hpp"
 #include "../regularizers/regularizers.hpp"
 #include "activation.hpp"
 
 namespace ctnn {
 
-template <class Spec, Shape In, class T, class Backend>
+template <class Spec, Shape In, class P, class Backend>
 struct dense_layer;
 
 template <std::size_t N, Activation Act = identity, Regularizer Reg = no_regularizer>
@@ -35,10 +36,10 @@ struct dense {
   using regularizer = Reg;
   static constexpr std::size_t units = N;
 
-  static std::string spec() {
+  static std::string name() {
     std::string s = "dense<" + std::to_string(N);
-    if (!std::is_same_v<Act, identity>) s += ", " + Act::describe();
-    if (Reg::active) s += ", " + Reg::describe();
+    if (!std::is_same_v<Act, identity>) s += ", " + Act::name();
+    if (Reg::active) s += ", " + Reg::name();
     return s + ">";
   }
 
@@ -47,28 +48,32 @@ struct dense {
     return diag::dense_input_not_flat<diag::layer<Pos>, diag::input_rank<In::rank>, In::rank == 1>::value;
   }
 
-  template <Shape In, class T, class Backend>
-  using bind = dense_layer<dense, In, T, Backend>;
+  template <Shape In, class P, class Backend>
+  using bind = dense_layer<dense, In, precision::policy_of_t<P>, Backend>;
 };
 
-// The bound dense layer. This primary template is the CPU implementation;
-// another backend partially specializes dense_layer<Spec, In, T, Backend>
-// (CUDA: in kernels/cuda, seen only by nvcc), so the network type a user
-// writes is the same for every backend.
-template <class Spec, Shape In, class T, class Backend>
+// The bound dense layer, for any backend whose ops<Backend> has the dense
+// products (cpu<Arch> and backends built on it). A backend with its own
+// memory layout or precision (CUDA's half specializations, seen only by
+// nvcc) partially specializes dense_layer<Spec, In, P, Backend>, so the
+// network type a user writes is the same for every backend.
+template <class Spec, Shape In, class P, class Backend>
 struct dense_layer {
-  static_assert(std::is_same_v<Backend, cpu>, "dense: this backend has no specialization of this layer");
+  static_assert(P::uniform, "dense: this backend has no mixed-precision specialization of this layer");
   static constexpr std::size_t N = Spec::units;
   using Act = typename Spec::activation;
   using Reg = typename Spec::regularizer;
-  static std::string name() { return Spec::spec(); }
-  using value_type = T;
+  using T = typename P::compute_type;
+  using O = ops<Backend>;
+  static std::string name() { return Spec::name(); }
+  using variable_type = typename P::variable_type;
+  using compute_type = T;
   using in_shape = In;
   using out_shape = shape<N>;
   static constexpr std::size_t K = In::size;
   static constexpr std::size_t kernel_count = K * N;
-  static constexpr std::size_t parameter_count = K * N + N;
-  static constexpr std::array<std::size_t, 2> variable_sizes{kernel_count, N};  // kernel, bias (clipnorm)
+  static constexpr std::array<buffer, 2> buffers{buffer::parameter("kernel", {K, N}), buffer::parameter("bias", {N})};
+  static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
   static constexpr std::size_t state_count = 0;
   static constexpr std::size_t cache_per_sample = 0;
 
@@ -81,18 +86,18 @@ struct dense_layer {
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     if constexpr (std::is_same_v<Act, relu>) {
       // relu is fused into the GEMM's epilogue.
-      kernels::cpu::dense_forward<K, N, kernels::cpu::epilogue::relu>(x, s.params, s.params + kernel_count, y, r.batch);
+      O::template dense_forward<K, N, O::epilogue::relu>(x, s.params, s.params + kernel_count, y, r.batch);
     } else {
-      kernels::cpu::dense_forward<K, N>(x, s.params, s.params + kernel_count, y, r.batch);
-      Act::forward(y, r.batch, N);
+      O::template dense_forward<K, N>(x, s.params, s.params + kernel_count, y, r.batch);
+      Act::template forward<Backend>(y, r.batch, N);
     }
   }
 
   // dy is turned into dL/dz in place.
   static void backward(layer_slot<T> s, const T* x, const T* y, T* dy, T* dx, run_info r) {
-    Act::backward(y, dy, r.batch, N);
-    kernels::cpu::dense_backward_weights<K, N>(x, dy, s.grads, s.grads + kernel_count, r.batch);
-    if (dx) kernels::cpu::dense_backward_input<K, N>(dy, s.params, dx, r.batch);
+    Act::template backward<Backend>(y, dy, r.batch, N);
+    O::template dense_backward_weights<K, N>(x, dy, s.grads, s.grads + kernel_count, r.batch);
+    if (dx) O::template dense_backward_input<K, N>(dy, s.params, dx, r.batch);
   }
 
   static T penalty(layer_slot<T> s) { return Reg::penalty(s.params, kernel_count); }

@@ -13,41 +13,51 @@
 #include "../core/concepts.hpp"
 #include "../core/diagnostics.hpp"
 #include "../core/shape.hpp"
-#include "../kernels/cpu/pooling.hpp"
+#include "../core/plan.hpp"
+#include "../core/precision.hpp"
+#include "../kernels/cpu/ops.hpp"
 
 namespace ctnn {
 
+template <Shape In, class P, class Backend>
+struct global_average_pool_layer;
+
 struct global_average_pool {
   using is_layer_spec = void;
-  static std::string spec() { return "global_average_pool"; }
+  static std::string name() { return "global_average_pool"; }
 
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {
     return diag::global_average_pool_input_rank<diag::layer<Pos>, diag::input_rank<In::rank>, (In::rank >= 2)>::value;
   }
 
-  template <Shape In, class T, class Backend>
-  struct bind {
-    static_assert(std::is_same_v<Backend, cpu>,
-                  "global_average_pool: this backend has no specialization of this layer");
-    static constexpr std::size_t C = last_dim_v<In>;
-    static constexpr std::size_t P = In::size / C;  // positions
-    using value_type = T;
-    using in_shape = In;
-    using out_shape = shape<C>;
-    static constexpr std::size_t parameter_count = 0;
-    static constexpr std::size_t state_count = 0;
-    static constexpr std::size_t cache_per_sample = 0;
-    static std::string name() { return spec(); }
+  template <Shape In, class P, class Backend>
+  using bind = global_average_pool_layer<In, precision::policy_of_t<P>, Backend>;
+};
 
-    static void init(layer_slot<T>, rng&) {}
-    static void forward(layer_slot<T>, const T* x, T* y, run_info r) {
-      kernels::cpu::global_average_forward<P, C>(x, y, r.batch);
-    }
-    static void backward(layer_slot<T>, const T*, const T*, T* dy, T* dx, run_info r) {
-      if (dx) kernels::cpu::global_average_backward<P, C>(dy, dx, r.batch);
-    }
-  };
+template <Shape In, class Pol, class Backend>
+struct global_average_pool_layer {
+  static_assert(Pol::uniform, "global_average_pool: this backend has no mixed-precision specialization of this layer");
+  using T = typename Pol::compute_type;
+  static constexpr std::size_t C = last_dim_v<In>;
+  static constexpr std::size_t P = In::size / C;  // positions
+  using variable_type = typename Pol::variable_type;
+  using compute_type = T;
+  using in_shape = In;
+  using out_shape = shape<C>;
+  static constexpr auto buffers = no_buffers;
+  static constexpr std::size_t parameter_count = 0;
+  static constexpr std::size_t state_count = 0;
+  static constexpr std::size_t cache_per_sample = 0;
+  static std::string name() { return global_average_pool::name(); }
+
+  static void init(layer_slot<T>, rng&) {}
+  static void forward(layer_slot<T>, const T* x, T* y, run_info r) {
+    ops<Backend>::template global_average_forward<P, C>(x, y, r.batch);
+  }
+  static void backward(layer_slot<T>, const T*, const T*, T* dy, T* dx, run_info r) {
+    if (dx) ops<Backend>::template global_average_backward<P, C>(dy, dx, r.batch);
+  }
 };
 
 }  // namespace ctnn

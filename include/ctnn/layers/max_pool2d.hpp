@@ -10,7 +10,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "../kernels/cpu/pooling.hpp"
 #include "pool2d.hpp"
 
 namespace ctnn {
@@ -18,15 +17,14 @@ namespace ctnn {
 namespace detail {
 struct max_pool_kind {
   static constexpr const char* name = "max_pool2d";
-  static constexpr bool keeps_indices = true;  // one index per output value, in the cache
-  template <kernels::conv_geometry G, class T>
-  static void forward(const T* x, T* y, T* cache, std::size_t batch) {
-    static_assert(sizeof(T) >= sizeof(std::uint32_t));
-    kernels::cpu::max_pool_forward<G>(x, y, reinterpret_cast<unsigned char*>(cache), batch);
+  static constexpr bool keeps_indices = true;  // one uint32 index per output value, in the cache
+  template <class O, kernels::conv_geometry G, class T>
+  static void forward(const T* x, T* y, std::uint32_t* idx, std::size_t batch) {
+    O::template max_pool_forward<G>(x, y, idx, batch);
   }
-  template <kernels::conv_geometry G, class T>
-  static void backward(const T*, const T*, const T* dy, T* dx, T* cache, std::size_t batch) {
-    kernels::cpu::max_pool_backward<G>(reinterpret_cast<const unsigned char*>(cache), dy, dx, batch);
+  template <class O, kernels::conv_geometry G, class T>
+  static void backward(const T* dy, T* dx, const std::uint32_t* idx, std::size_t batch) {
+    O::template max_pool_backward<G>(idx, dy, dx, batch);
   }
 };
 }  // namespace detail

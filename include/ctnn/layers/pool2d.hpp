@@ -8,7 +8,9 @@
 // sizes). Kind supplies the name, the forward/backward kernels and whether
 // it keeps one index per output value in the cache (max pooling does).
 #pragma once
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 
@@ -16,19 +18,28 @@
 #include "../core/concepts.hpp"
 #include "../core/diagnostics.hpp"
 #include "../core/shape.hpp"
-#include "../kernels/cpu/conv_reference.hpp"
+#include "../core/plan.hpp"
+#include "../core/precision.hpp"
+#include "../kernels/cpu/ops.hpp"
 #include "padding.hpp"
 
-namespace ctnn::detail {
+namespace ctnn {
+
+template <class Spec, Shape In, class P, class Backend>
+struct pool2d_layer;
+
+namespace detail {
 
 template <class Kind, std::size_t Pool, std::size_t Stride, padding Pad>
 struct pool2d_spec {
   static_assert(Pool > 0, "pool2d: the pool size must be > 0");
   static_assert(Stride > 0, "pool2d: the stride must be > 0");
   using is_layer_spec = void;
+  using kind = Kind;
   static constexpr std::size_t pool_size = Pool, stride = Stride;
+  static constexpr padding pad = Pad;
 
-  static std::string spec() {
+  static std::string name() {
     std::string s = std::string(Kind::name) + "<" + std::to_string(Pool);
     if (Stride != Pool || Pad != padding::valid) s += ", " + std::to_string(Stride);
     if (Pad != padding::valid) s += ", " + std::string(padding_name(Pad));
@@ -48,27 +59,47 @@ struct pool2d_spec {
     return rank_ok;
   }
 
-  template <Shape In, class T, class Backend>
-  struct bind {
-    static_assert(std::is_same_v<Backend, cpu>, "pool2d: this backend has no specialization of this layer");
-    static constexpr std::size_t H = dim_or<In, 0>(), W = dim_or<In, 1>(), C = dim_or<In, 2>();
-    static constexpr kernels::conv_geometry geometry = window_geometry(H, W, C, C, Pool, Pool, Stride, Pad);
-    using value_type = T;
-    using in_shape = In;
-    using out_shape = shape<geometry.oh, geometry.ow, C>;
-    static constexpr std::size_t parameter_count = 0;
-    static constexpr std::size_t state_count = 0;
-    static constexpr std::size_t cache_per_sample = Kind::keeps_indices ? out_shape::size : 0;
-    static std::string name() { return spec(); }
-
-    static void init(layer_slot<T>, rng&) {}
-    static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
-      Kind::template forward<geometry>(x, y, s.cache, r.batch);
-    }
-    static void backward(layer_slot<T> s, const T* x, const T* y, T* dy, T* dx, run_info r) {
-      if (dx) Kind::template backward<geometry>(x, y, dy, dx, s.cache, r.batch);
-    }
-  };
+  template <Shape In, class P, class Backend>
+  using bind = pool2d_layer<pool2d_spec, In, precision::policy_of_t<P>, Backend>;
 };
 
-}  // namespace ctnn::detail
+}  // namespace detail
+
+// The bound pooling layer: Spec::kind says which kernels (through ops<Backend>)
+// and whether it keeps one uint32 index per output value in its cache.
+template <class Spec, Shape In, class P, class Backend>
+struct pool2d_layer {
+  static_assert(P::uniform, "pool2d: this backend has no mixed-precision specialization of this layer");
+  using Kind = typename Spec::kind;
+  using T = typename P::compute_type;
+  static constexpr std::size_t H = dim_or<In, 0>(), W = dim_or<In, 1>(), C = dim_or<In, 2>();
+  static constexpr kernels::conv_geometry geometry =
+      window_geometry(H, W, C, C, Spec::pool_size, Spec::pool_size, Spec::stride, Spec::pad);
+  using variable_type = typename P::variable_type;
+  using compute_type = T;
+  using in_shape = In;
+  using out_shape = shape<geometry.oh, geometry.ow, C>;
+  static constexpr auto buffers = [] {
+    if constexpr (Kind::keeps_indices)
+      return std::array<buffer, 1>{buffer::cache("argmax", out_shape::size, elem::u32)};
+    else
+      return no_buffers;
+  }();
+  static constexpr std::size_t parameter_count = 0;
+  static constexpr std::size_t state_count = 0;
+  static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
+  static std::string name() { return Spec::name(); }
+
+  // The index cache, when the kind keeps one, is the layer's first cache buffer (uint32).
+  static std::uint32_t* indices(layer_slot<T> s) { return reinterpret_cast<std::uint32_t*>(s.cache); }
+
+  static void init(layer_slot<T>, rng&) {}
+  static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
+    Kind::template forward<ops<Backend>, geometry>(x, y, indices(s), r.batch);
+  }
+  static void backward(layer_slot<T> s, const T*, const T*, T* dy, T* dx, run_info r) {
+    if (dx) Kind::template backward<ops<Backend>, geometry>(dy, dx, indices(s), r.batch);
+  }
+};
+
+}  // namespace ctnn

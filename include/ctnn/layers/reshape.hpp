@@ -12,53 +12,57 @@
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
 #include "../core/diagnostics.hpp"
+#include "../core/plan.hpp"
+#include "../core/precision.hpp"
 #include "../core/shape.hpp"
+#include "../kernels/cpu/ops.hpp"
 
 namespace ctnn {
 
-namespace detail {
-template <Shape In, class Out, class T, class Backend>
+template <class Spec, Shape In, class P, class Backend>
 struct reshape_layer {
-  static_assert(std::is_same_v<Backend, cpu>, "reshape: this backend has no specialization of this layer");
-  using value_type = T;
+  using T = typename P::compute_type;
+  using variable_type = typename P::variable_type;
+  using compute_type = T;
   using in_shape = In;
-  using out_shape = Out;
+  using out_shape = typename Spec::template output<In>;
+  static constexpr auto buffers = no_buffers;
   static constexpr std::size_t parameter_count = 0;
   static constexpr std::size_t state_count = 0;
   static constexpr std::size_t cache_per_sample = 0;
+  static std::string name() { return Spec::name(); }
 
   static void init(layer_slot<T>, rng&) {}
-  static void forward(layer_slot<T>, const T* x, T* y, run_info r) { std::copy(x, x + r.batch * In::size, y); }
+  static void forward(layer_slot<T>, const T* x, T* y, run_info r) { ops<Backend>::copy(x, y, r.batch * In::size); }
   static void backward(layer_slot<T>, const T*, const T*, T* dy, T* dx, run_info r) {
-    if (dx) std::copy(dy, dy + r.batch * In::size, dx);
+    if (dx) ops<Backend>::copy(dy, dx, r.batch * In::size);
   }
 };
-}  // namespace detail
 
 struct flatten {
   using is_layer_spec = void;
-  static std::string spec() { return "flatten"; }
-  template <Shape In, class T, class Backend>
-  struct bind : detail::reshape_layer<In, shape<In::size>, T, Backend> {
-    static std::string name() { return "flatten"; }
-  };
+  static std::string name() { return "flatten"; }
+  template <Shape In>
+  using output = shape<In::size>;
+  template <Shape In, class P, class Backend>
+  using bind = reshape_layer<flatten, In, precision::policy_of_t<P>, Backend>;
 };
 
 template <std::size_t... D>
 struct reshape {
   using is_layer_spec = void;
   using target = shape<D...>;
-  static std::string spec() { return "reshape<" + target::str() + ">"; }
+  template <Shape In>
+  using output = target;
+  static std::string name() { return "reshape<" + target::str() + ">"; }
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {
     return diag::reshape_element_count_mismatch<diag::layer<Pos>, diag::input_elements<In::size>,
                                                 diag::target_elements<target::size>,
                                                 In::size == target::size>::value;
   }
-  template <Shape In, class T, class Backend>
-  struct bind : detail::reshape_layer<In, target, T, Backend> {
-    static std::string name() { return spec(); }
-  };
+  template <Shape In, class P, class Backend>
+  using bind = reshape_layer<reshape, In, precision::policy_of_t<P>, Backend>;
 };
 
 }  // namespace ctnn

@@ -10,6 +10,7 @@
 
 #include "../core/diagnostics.hpp"
 #include "../core/targets.hpp"
+#include "../kernels/cpu/ops.hpp"
 #include "detail.hpp"
 
 namespace ctnn {
@@ -21,7 +22,7 @@ struct categorical_crossentropy {
 
   std::string name() const { return "categorical_crossentropy"; }
 
-  template <std::size_t N, class T>
+  template <std::size_t N, class B = cpu<>, class T>
   double compute(const T* y, const T* targets, T* dy, std::size_t batch) const {
     static_assert(diag::classification_needs_two_classes<diag::output_width<N>, (N >= 2)>::value);
     const double scale = 1.0 / double(batch);
@@ -30,7 +31,7 @@ struct categorical_crossentropy {
       const T* tr = targets + i * N;
       auto t = [tr](std::size_t j) { return double(tr[j]); };
       T* d = dy ? dy + i * N : nullptr;
-      total += from_logits ? detail::crossentropy_logits_row(y + i * N, t, N, d, scale)
+      total += from_logits ? ops<B>::crossentropy_logits_row(y + i * N, t, N, d, scale)
                            : detail::crossentropy_probs_row(y + i * N, t, N, d, scale);
     }
     return total;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 
+#include "../core/backend.hpp"
 #include "../core/targets.hpp"
 
 namespace ctnn {
@@ -16,7 +17,7 @@ struct mean_squared_error {
 
   std::string name() const { return "mean_squared_error"; }
 
-  template <std::size_t N, class T>
+  template <std::size_t N, class B = cpu<>, class T>
   double compute(const T* y, const T* targets, T* dy, std::size_t batch) const {
     const double g = 2.0 / double(N) / double(batch);
     double total = 0;

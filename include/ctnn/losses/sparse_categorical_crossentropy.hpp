@@ -14,6 +14,7 @@
 
 #include "../core/diagnostics.hpp"
 #include "../core/targets.hpp"
+#include "../kernels/cpu/ops.hpp"
 #include "detail.hpp"
 
 namespace ctnn {
@@ -26,7 +27,7 @@ struct sparse_categorical_crossentropy {
 
   // Sum over the batch of per-sample losses; dy (if not null) receives the
   // gradient of the batch mean.
-  template <std::size_t N, class T>
+  template <std::size_t N, class B = cpu<>, class T>
   double compute(const T* y, const std::int32_t* labels, T* dy, std::size_t batch) const {
     static_assert(diag::classification_needs_two_classes<diag::output_width<N>, (N >= 2)>::value);
     const double scale = 1.0 / double(batch);
@@ -38,7 +39,7 @@ struct sparse_categorical_crossentropy {
                                 std::to_string(i) + " in the batch is outside [0, " + std::to_string(N) + ")");
       auto t = [l](std::size_t j) { return j == std::size_t(l) ? 1.0 : 0.0; };
       T* d = dy ? dy + i * N : nullptr;
-      total += from_logits ? detail::crossentropy_logits_row(y + i * N, t, N, d, scale)
+      total += from_logits ? ops<B>::crossentropy_logits_row(y + i * N, t, N, d, scale)
                            : detail::crossentropy_probs_row(y + i * N, t, N, d, scale);
     }
     return total;

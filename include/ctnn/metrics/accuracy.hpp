@@ -1,8 +1,10 @@
 // ctnn/metrics/accuracy.hpp — accuracy as Keras' metrics=["accuracy"] picks it.
 //
-// With sparse labels: sparse categorical accuracy (argmax == label).
-// With dense targets of width N >= 2: categorical accuracy
-// (argmax(y) == argmax(t)). With width 1: binary accuracy, (y > 0.5) == (t > 0.5).
+// With sparse labels: sparse categorical accuracy (argmax == label; a label
+// outside [0, N) throws std::out_of_range). With dense targets of width
+// N >= 2: categorical accuracy (argmax(y) == argmax(t)). With width 1: binary
+// accuracy, (y > 0.5) == (t > 0.5). Shares its counting with
+// sparse_categorical_accuracy (detail::accuracy_counter).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -12,28 +14,15 @@
 
 namespace ctnn {
 
-struct accuracy {
-  detail::running_mean acc;
+struct accuracy : detail::accuracy_counter {
   std::string name() const { return "accuracy"; }
-  void reset() { acc.reset(); }
-  double result() const { return acc.result(); }
-
   template <std::size_t N, class T>
   void update(const T* y, const std::int32_t* labels, std::size_t batch) {
-    for (std::size_t i = 0; i < batch; ++i)
-      acc.total += detail::argmax(y + i * N, N) == std::size_t(labels[i]) ? 1.0 : 0.0;
-    acc.count += double(batch);
+    update_sparse<N>(y, labels, batch, "accuracy");
   }
   template <std::size_t N, class T>
   void update(const T* y, const T* targets, std::size_t batch) {
-    for (std::size_t i = 0; i < batch; ++i) {
-      if constexpr (N == 1) {
-        acc.total += (y[i] > T(0.5)) == (targets[i] > T(0.5)) ? 1.0 : 0.0;
-      } else {
-        acc.total += detail::argmax(y + i * N, N) == detail::argmax(targets + i * N, N) ? 1.0 : 0.0;
-      }
-    }
-    acc.count += double(batch);
+    update_dense<N>(y, targets, batch);
   }
 };
 

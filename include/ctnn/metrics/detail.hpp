@@ -1,6 +1,9 @@
 // ctnn/metrics/detail.hpp — shared pieces of the metrics.
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
 
 namespace ctnn::detail {
 
@@ -19,6 +22,37 @@ struct running_mean {
   double count = 0;
   void reset() { total = count = 0; }
   double result() const { return count > 0 ? total / count : 0.0; }
+};
+
+// The streaming accuracy both accuracy and sparse_categorical_accuracy are:
+// sparse labels count argmax == label (a label outside [0, N) throws
+// std::out_of_range naming the sample, as the loss does); dense targets of
+// width N >= 2 count argmax(y) == argmax(t), width 1 counts (y > 0.5) == (t > 0.5).
+struct accuracy_counter {
+  running_mean acc;
+  void reset() { acc.reset(); }
+  double result() const { return acc.result(); }
+  template <std::size_t N, class T>
+  void update_sparse(const T* y, const std::int32_t* labels, std::size_t batch, const char* who) {
+    for (std::size_t i = 0; i < batch; ++i) {
+      if (labels[i] < 0 || std::size_t(labels[i]) >= N)
+        throw std::out_of_range(std::string(who) + ": label " + std::to_string(labels[i]) + " of sample " +
+                                std::to_string(i) + " in the batch is outside [0, " + std::to_string(N) + ")");
+      acc.total += argmax(y + i * N, N) == std::size_t(labels[i]) ? 1.0 : 0.0;
+    }
+    acc.count += double(batch);
+  }
+  template <std::size_t N, class T>
+  void update_dense(const T* y, const T* targets, std::size_t batch) {
+    for (std::size_t i = 0; i < batch; ++i) {
+      if constexpr (N == 1) {
+        acc.total += (y[i] > T(0.5)) == (targets[i] > T(0.5)) ? 1.0 : 0.0;
+      } else {
+        acc.total += argmax(y + i * N, N) == argmax(targets + i * N, N) ? 1.0 : 0.0;
+      }
+    }
+    acc.count += double(batch);
+  }
 };
 
 }  // namespace ctnn::detail

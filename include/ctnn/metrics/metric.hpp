@@ -4,6 +4,8 @@
 // result(), and has a name() used as its key in the history ("val_" + name
 // for validation data).
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace ctnn {
@@ -15,7 +17,13 @@ concept has_result = requires(M& m) {
   m.reset();
   { m.result() } -> std::convertible_to<double>;
 };
-template <class M>
-concept Metric = has_metric_name<M> && has_result<M>;
+// update<N>(y, targets, batch) for outputs of element type T, with sparse
+// labels or dense targets (whichever the metric takes).
+template <class M, class T>
+concept has_metric_update = requires(M& m, const T* y, const std::int32_t* labels, std::size_t n) {
+  m.template update<2>(y, labels, n);
+} || requires(M& m, const T* y, const T* targets, std::size_t n) { m.template update<2>(y, targets, n); };
+template <class M, class T = float>
+concept Metric = has_metric_name<M> && has_result<M> && has_metric_update<M, T>;
 
 }  // namespace ctnn

@@ -11,21 +11,20 @@
 #include <cstdint>
 #include <string>
 
-#include "../kernels/cpu/updates.hpp"
-#include "../schedules/constant.hpp"
+#include "../kernels/cpu/ops.hpp"
+#include "../core/concepts.hpp"
+#include "../schedules/constant_schedule.hpp"
 #include "detail.hpp"
 
 namespace ctnn {
 
-template <class S = constant>
+template <class S = constant_schedule>
 struct adagrad {
   static constexpr std::size_t slots_per_parameter = 1;
   S schedule;
   double initial_accumulator_value = 0.1, epsilon = 1e-7;
-  std::int64_t iterations = 0;
-  double lr_scale = 1.0;  // multiplies the schedule's rate; set by callbacks (reduce_lr_on_plateau)
 
-  adagrad() requires std::is_same_v<S, constant> : adagrad(constant{0.001}) {}
+  adagrad() requires std::is_same_v<S, constant_schedule> : adagrad(constant_schedule{0.001}) {}
   explicit adagrad(S lr, double initial = 0.1, double eps = 1e-7)
       : schedule(std::move(lr)), initial_accumulator_value(initial), epsilon(eps) {
     detail::require_range("adagrad", "initial_accumulator_value", initial, 0.0, 1e30);
@@ -33,24 +32,29 @@ struct adagrad {
   }
 
   std::string name() const { return "adagrad"; }
-  double learning_rate(std::int64_t it) const { return double(schedule(it)) * lr_scale; }
+  // The schedule's rate at update `it` (the model's training state may scale it: reduce_lr_on_plateau).
+  double learning_rate(std::int64_t it) const { return double(schedule(it)); }
   template <class T>
   void init_slots(T* slots, std::size_t n) const {
     for (std::size_t i = 0; i < n; ++i) slots[i] = T(initial_accumulator_value);
   }
 
-  template <class T>
-  void update(T* w, const T* g, T* slots, std::size_t n, std::int64_t it) const {
-    const T lr = T(learning_rate(it)), eps = T(epsilon);
-    kernels::cpu::for_chunks(n, [&](std::size_t lo, std::size_t hi) {
-      kernels::cpu::adagrad_update(w + lo, g + lo, slots + lo, hi - lo, lr, eps);
+  template <class B, class T>
+  void update(const update_args<T>& a) const {
+    T* w = a.w;
+    const T* g = a.g;
+    T* slots = a.slots;
+    const std::size_t n = a.n;
+    const T lr = T(a.learning_rate), eps = T(epsilon);
+    ops<B>::for_chunks(n, [&](std::size_t lo, std::size_t hi) {
+      ops<B>::adagrad_update(w + lo, g + lo, slots + lo, hi - lo, lr, eps);
     });
   }
 };
 
-adagrad()->adagrad<constant>;
-adagrad(double, double = 0.1, double = 1e-7)->adagrad<constant>;
-adagrad(float, double = 0.1, double = 1e-7)->adagrad<constant>;
+adagrad()->adagrad<constant_schedule>;
+adagrad(double, double = 0.1, double = 1e-7)->adagrad<constant_schedule>;
+adagrad(float, double = 0.1, double = 1e-7)->adagrad<constant_schedule>;
 template <class S>
 adagrad(S, double = 0.1, double = 1e-7) -> adagrad<S>;
 

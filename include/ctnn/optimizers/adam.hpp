@@ -15,22 +15,21 @@
 #include <cstdint>
 #include <string>
 
-#include "../kernels/cpu/updates.hpp"
-#include "../schedules/constant.hpp"
+#include "../kernels/cpu/ops.hpp"
+#include "../core/concepts.hpp"
+#include "../schedules/constant_schedule.hpp"
 #include "detail.hpp"
 
 namespace ctnn {
 
-template <class S = constant>
+template <class S = constant_schedule>
 struct adam {
   static constexpr std::size_t slots_per_parameter = 3;
   S schedule;
   double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;
   bool amsgrad = false;
-  std::int64_t iterations = 0;
-  double lr_scale = 1.0;  // multiplies the schedule's rate; set by callbacks (reduce_lr_on_plateau)
 
-  adam() requires std::is_same_v<S, constant> : adam(constant{0.001}) {}
+  adam() requires std::is_same_v<S, constant_schedule> : adam(constant_schedule{0.001}) {}
   explicit adam(S lr, double b1 = 0.9, double b2 = 0.999, double eps = 1e-7, bool ams = false)
       : schedule(std::move(lr)), beta_1(b1), beta_2(b2), epsilon(eps), amsgrad(ams) {
     detail::require_range("adam", "beta_1", beta_1, 0.0, 1.0);
@@ -39,25 +38,31 @@ struct adam {
   }
 
   std::string name() const { return "adam"; }
-  double learning_rate(std::int64_t it) const { return double(schedule(it)) * lr_scale; }
+  // The schedule's rate at update `it` (the model's training state may scale it: reduce_lr_on_plateau).
+  double learning_rate(std::int64_t it) const { return double(schedule(it)); }
+  // slots: slots_per_parameter arrays of n values, zero-filled by the model.
   template <class T>
   void init_slots(T*, std::size_t) const {}
 
-  template <class T>
-  void update(T* w, const T* g, T* slots, std::size_t n, std::int64_t it) const {
-    const double t = double(it + 1);
-    const double alpha_d = learning_rate(it) * std::sqrt(1.0 - std::pow(beta_2, t)) / (1.0 - std::pow(beta_1, t));
+  template <class B, class T>
+  void update(const update_args<T>& a) const {
+    T* w = a.w;
+    const T* g = a.g;
+    T* slots = a.slots;
+    const std::size_t n = a.n;
+    const double t = double(a.iteration + 1);
+    const double alpha_d = a.learning_rate * std::sqrt(1.0 - std::pow(beta_2, t)) / (1.0 - std::pow(beta_1, t));
     const T alpha = T(alpha_d), b1 = T(1.0 - beta_1), b2 = T(1.0 - beta_2), eps = T(epsilon);
-    kernels::cpu::for_chunks(n, [&](std::size_t lo, std::size_t hi) {
-      kernels::cpu::adam_update(w + lo, g + lo, slots + lo, slots + n + lo, slots + 2 * n + lo, hi - lo, alpha, b1, b2, eps,
+    ops<B>::for_chunks(n, [&](std::size_t lo, std::size_t hi) {
+      ops<B>::adam_update(w + lo, g + lo, slots + lo, slots + n + lo, slots + 2 * n + lo, hi - lo, alpha, b1, b2, eps,
                                 amsgrad);
     });
   }
 };
 
-adam()->adam<constant>;
-adam(double, double = 0.9, double = 0.999, double = 1e-7, bool = false)->adam<constant>;
-adam(float, double = 0.9, double = 0.999, double = 1e-7, bool = false)->adam<constant>;
+adam()->adam<constant_schedule>;
+adam(double, double = 0.9, double = 0.999, double = 1e-7, bool = false)->adam<constant_schedule>;
+adam(float, double = 0.9, double = 0.999, double = 1e-7, bool = false)->adam<constant_schedule>;
 template <class S>
 adam(S, double = 0.9, double = 0.999, double = 1e-7, bool = false) -> adam<S>;
 

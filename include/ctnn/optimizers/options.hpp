@@ -1,20 +1,28 @@
 // ctnn/optimizers/options.hpp — Keras 3's optimizer options, for any optimizer.
 //
 // with_options{adam{1e-3}, {.clipnorm = 1.0, .weight_decay = 0.004,
-//   .gradient_accumulation_steps = 4, .use_ema = true}} is an adam that, per
-// call of step() (fit calls it once per mini-batch):
-//  1. accumulates: with N = gradient_accumulation_steps > 1, N - 1 calls only
-//     add their gradient up; the N-th uses the mean of the N gradients;
-//  2. clips: clipnorm (each variable's L2 norm, Keras' per-tensor rule),
-//     global_clipnorm (all gradients' joint norm) or clipvalue (elementwise);
-//     at most one of the three (std::invalid_argument otherwise);
-//  3. decays the weights: w -= w * weight_decay * lr (decoupled, before the update);
-//  4. runs the optimizer's own update, then counts it in `iterations`
-//     (schedules and Adam's bias correction see real updates only);
-//  5. keeps an exponential moving average of the weights (use_ema):
-//     ema = m * ema + (1 - m) * w with m = ema_momentum (0 on the first
-//     update); every ema_overwrite_frequency updates (0: never) w = ema; at the
-//     end of fit (finalize) w = ema, as Keras' finalize_variable_values.
+//   .gradient_accumulation_steps = 4, .use_ema = true}} is an adam that, in
+// the training step's phases (train/step.hpp), as Keras 3's base optimizer:
+//  transform_gradients:
+//  1. accumulates: with N = gradient_accumulation_steps > 1, N - 1 steps only
+//     add their gradient up (no update); the N-th uses the mean of the N;
+//  2. on an update step, clips: clipnorm (each variable's L2 norm: every
+//     parameter buffer a layer declares, e.g. a kernel and its bias
+//     separately), global_clipnorm (all gradients' joint norm) or clipvalue
+//     (elementwise); at most one of the three (std::invalid_argument otherwise);
+//  3. on an update step, decays the weights: w -= w * weight_decay * lr
+//     (decoupled, before the update);
+//  update: the optimizer's own update;
+//  after_update:
+//  4. keeps an exponential moving average of the weights (use_ema):
+//     ema = m * ema + (1 - m) * w with m = ema_momentum (0 when the update
+//     count is 0); every ema_overwrite_frequency counts (0: never) w = ema;
+//     at the end of fit (finalize) w = ema, as Keras' finalize_variable_values.
+// The update count (the model's optimizer_state().iterations, which the
+// schedule, Adam's bias correction, weight decay and the EMA see) advances on
+// every step, update or not, as Keras 3's `iterations` does; with
+// count_micro_steps = false it advances on real updates only (and the EMA
+// moves only then), so N accumulated steps behave as one larger batch.
 // It adds two slot arrays (the accumulator, the average) to the optimizer's.
 #pragma once
 #include <algorithm>
@@ -29,6 +37,7 @@
 #include <utility>
 
 #include "../core/concepts.hpp"
+#include "../core/plan.hpp"
 #include "../core/format.hpp"
 
 namespace ctnn {
@@ -42,6 +51,7 @@ struct optimizer_options {
   bool use_ema = false;
   double ema_momentum = 0.99;
   int ema_overwrite_frequency = 0;  // 0: only at the end of fit
+  bool count_micro_steps = true;    // Keras 3: every step counts; false: only updates count
 
   void validate() const {
     auto bad = [](const std::string& what) { throw std::invalid_argument("optimizer_options: " + what); };
@@ -66,32 +76,6 @@ struct optimizer_options {
 
 namespace detail {
 
-// Calls f(offset, size) for every variable of model M, offsets relative to
-// parameters().data(). A bound layer may list its variables' sizes in
-// `variable_sizes` (dense: kernel, bias); otherwise its parameters are one variable.
-template <class M, class F>
-void for_each_variable(M& m, F&& f) {
-  const auto* base = m.parameters().data();
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (
-        [&] {
-          using L = std::tuple_element_t<I, typename M::layers>;
-          if constexpr (L::parameter_count > 0) {
-            std::size_t off = std::size_t(m.template layer_parameters<I>().data() - base);
-            if constexpr (requires { L::variable_sizes; }) {
-              for (std::size_t n : L::variable_sizes) {
-                f(off, n);
-                off += n;
-              }
-            } else {
-              f(off, L::parameter_count);
-            }
-          }
-        }(),
-        ...);
-  }(std::make_index_sequence<M::layer_count>{});
-}
-
 // Keras' clip_by_norm: g * limit / max(||g||, limit).
 template <class T>
 void clip_by_norm(T* g, std::size_t n, double limit) {
@@ -110,33 +94,36 @@ struct with_options : O {
   static constexpr std::size_t inner_slots = O::slots_per_parameter;
   static constexpr std::size_t slots_per_parameter = O::slots_per_parameter + 2;  // + accumulator, average
   optimizer_options options;
-  std::int64_t micro_steps = 0;  // calls of step() (Keras' _iterations with accumulation)
 
   with_options(O inner, optimizer_options opts) : O(std::move(inner)), options(std::move(opts)) { options.validate(); }
 
-  // One mini-batch: w, g (overwritten: accumulated, clipped), slots of n values each.
-  template <class M, class T>
-  void step(M& m, T* w, T* g, T* slots, std::size_t n) {
+  // Phase 4 of the step: accumulate, clip, decay.
+  template <class State>
+  void transform_gradients(State& s) const {
+    using T = typename std::remove_cvref_t<decltype(s.gradients)>::value_type;
+    T* g = s.gradients.data();
+    T* w = s.parameters.data();
+    const std::size_t n = s.gradients.size();
     const int N = options.gradient_accumulation_steps;
     if (N > 1) {
-      T* acc = slots + inner_slots * n;
-      const int phase = int(micro_steps % N);
-      ++micro_steps;
-      if (phase == 0) {
-        std::copy(g, g + n, acc);
-        return;
-      }
+      T* acc = s.slots.data() + inner_slots * n;
+      const std::int64_t phase = s.micro_step % N;
       if (phase < N - 1) {
         for (std::size_t i = 0; i < n; ++i) acc[i] += g[i];
+        s.apply_update = false;
+        s.count_iteration = options.count_micro_steps;
         return;
       }
       const T inv = T(1) / T(N);
-      for (std::size_t i = 0; i < n; ++i) g[i] = (acc[i] + g[i]) * inv;
-    } else {
-      ++micro_steps;
+      for (std::size_t i = 0; i < n; ++i) {
+        g[i] = (acc[i] + g[i]) * inv;
+        acc[i] = T(0);
+      }
     }
     if (options.clipnorm) {
-      detail::for_each_variable(m, [&](std::size_t off, std::size_t len) { detail::clip_by_norm(g + off, len, *options.clipnorm); });
+      s.model.for_each_variable([&](const variable_ref& v) {
+        if (v.kind == role::parameter) detail::clip_by_norm(g + v.offset / sizeof(T), v.extent, *options.clipnorm);
+      });
     } else if (options.global_clipnorm) {
       detail::clip_by_norm(g, n, *options.global_clipnorm);
     } else if (options.clipvalue) {
@@ -144,26 +131,32 @@ struct with_options : O {
       for (std::size_t i = 0; i < n; ++i) g[i] = std::clamp(g[i], -c, c);
     }
     if (options.weight_decay) {
-      const T k = T(*options.weight_decay * this->learning_rate(this->iterations));
+      const T k = T(*options.weight_decay * s.learning_rate);
       for (std::size_t i = 0; i < n; ++i) w[i] -= w[i] * k;
     }
-    O::update(w, g, slots, n, this->iterations);
-    if (options.use_ema) {
-      T* avg = slots + (inner_slots + 1) * n;
-      const T mom = this->iterations == 0 ? T(0) : T(options.ema_momentum), rest = T(1) - mom;
-      for (std::size_t i = 0; i < n; ++i) avg[i] = mom * avg[i] + rest * w[i];
-      if (options.ema_overwrite_frequency > 0 && (this->iterations + 1) % options.ema_overwrite_frequency == 0)
-        std::copy(avg, avg + n, w);
-    }
-    ++this->iterations;
+  }
+
+  // Phase 6: the moving average of the weights.
+  template <class State>
+  void after_update(State& s) const {
+    if (!options.use_ema || !s.count_iteration) return;
+    using T = typename std::remove_cvref_t<decltype(s.parameters)>::value_type;
+    const std::size_t n = s.parameters.size();
+    T* w = s.parameters.data();
+    T* avg = s.slots.data() + (inner_slots + 1) * n;
+    const T mom = s.iteration == 0 ? T(0) : T(options.ema_momentum), rest = T(1) - mom;
+    for (std::size_t i = 0; i < n; ++i) avg[i] = mom * avg[i] + rest * w[i];
+    if (options.ema_overwrite_frequency > 0 && (s.iteration + 1) % options.ema_overwrite_frequency == 0)
+      std::copy(avg, avg + n, w);
   }
 
   // End of fit: the weights become their moving average (use_ema).
-  template <class M, class T>
-  void finalize(M&, T* w, T* slots, std::size_t n) const {
-    if (!options.use_ema || this->iterations == 0) return;
-    const T* avg = slots + (inner_slots + 1) * n;
-    std::copy(avg, avg + n, w);
+  template <class M>
+  void finalize(M& m) const {
+    if (!options.use_ema || m.optimizer_iterations() == 0) return;
+    auto w = m.parameters();
+    const auto* avg = m.optimizer_slots().data() + (inner_slots + 1) * w.size();
+    std::copy(avg, avg + w.size(), w.data());
   }
 };
 

@@ -15,22 +15,21 @@
 #include <cstdint>
 #include <string>
 
-#include "../kernels/cpu/updates.hpp"
-#include "../schedules/constant.hpp"
+#include "../kernels/cpu/ops.hpp"
+#include "../core/concepts.hpp"
+#include "../schedules/constant_schedule.hpp"
 #include "detail.hpp"
 
 namespace ctnn {
 
-template <class S = constant>
+template <class S = constant_schedule>
 struct rmsprop {
   static constexpr std::size_t slots_per_parameter = 3;
   S schedule;
   double rho = 0.9, momentum = 0.0, epsilon = 1e-7;
   bool centered = false;
-  std::int64_t iterations = 0;
-  double lr_scale = 1.0;  // multiplies the schedule's rate; set by callbacks (reduce_lr_on_plateau)
 
-  rmsprop() requires std::is_same_v<S, constant> : rmsprop(constant{0.001}) {}
+  rmsprop() requires std::is_same_v<S, constant_schedule> : rmsprop(constant_schedule{0.001}) {}
   explicit rmsprop(S lr, double rho_ = 0.9, double momentum_ = 0.0, double eps = 1e-7, bool centered_ = false)
       : schedule(std::move(lr)), rho(rho_), momentum(momentum_), epsilon(eps), centered(centered_) {
     detail::require_range("rmsprop", "rho", rho, 0.0, 1.0);
@@ -39,23 +38,29 @@ struct rmsprop {
   }
 
   std::string name() const { return "rmsprop"; }
-  double learning_rate(std::int64_t it) const { return double(schedule(it)) * lr_scale; }
+  // The schedule's rate at update `it` (the model's training state may scale it: reduce_lr_on_plateau).
+  double learning_rate(std::int64_t it) const { return double(schedule(it)); }
+  // slots: slots_per_parameter arrays of n values, zero-filled by the model.
   template <class T>
   void init_slots(T*, std::size_t) const {}
 
-  template <class T>
-  void update(T* w, const T* g, T* slots, std::size_t n, std::int64_t it) const {
-    const T lr = T(learning_rate(it)), r = T(rho), r1 = T(1.0 - rho), eps = T(epsilon), mom = T(momentum);
-    kernels::cpu::for_chunks(n, [&](std::size_t lo, std::size_t hi) {
-      kernels::cpu::rmsprop_update(w + lo, g + lo, slots + lo, slots + n + lo, slots + 2 * n + lo, hi - lo, lr, r, r1, eps,
+  template <class B, class T>
+  void update(const update_args<T>& a) const {
+    T* w = a.w;
+    const T* g = a.g;
+    T* slots = a.slots;
+    const std::size_t n = a.n;
+    const T lr = T(a.learning_rate), r = T(rho), r1 = T(1.0 - rho), eps = T(epsilon), mom = T(momentum);
+    ops<B>::for_chunks(n, [&](std::size_t lo, std::size_t hi) {
+      ops<B>::rmsprop_update(w + lo, g + lo, slots + lo, slots + n + lo, slots + 2 * n + lo, hi - lo, lr, r, r1, eps,
                                    momentum > 0 ? mom : T(0), centered);
     });
   }
 };
 
-rmsprop()->rmsprop<constant>;
-rmsprop(double, double = 0.9, double = 0.0, double = 1e-7, bool = false)->rmsprop<constant>;
-rmsprop(float, double = 0.9, double = 0.0, double = 1e-7, bool = false)->rmsprop<constant>;
+rmsprop()->rmsprop<constant_schedule>;
+rmsprop(double, double = 0.9, double = 0.0, double = 1e-7, bool = false)->rmsprop<constant_schedule>;
+rmsprop(float, double = 0.9, double = 0.0, double = 1e-7, bool = false)->rmsprop<constant_schedule>;
 template <class S>
 rmsprop(S, double = 0.9, double = 0.0, double = 1e-7, bool = false) -> rmsprop<S>;
 

@@ -7,18 +7,20 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <type_traits>
 
 #include "../core/format.hpp"
 #include "regularizers.hpp"
 
 namespace ctnn {
 
-template <float Lambda>
+template <auto Lambda>
 struct l1 {
-  static_assert(Lambda >= 0.0f && Lambda < 1e30f, "l1: the factor must be finite and >= 0");
+  static_assert(std::is_arithmetic_v<decltype(Lambda)>, "l1: the factor must be a number");
+  static_assert(Lambda >= 0 && Lambda < 1e30, "l1: the factor must be finite and >= 0");
   static constexpr bool active = true;
-  static constexpr float lambda = Lambda;
-  static std::string describe() { return "l1<" + detail::format_number(Lambda) + ">"; }
+  static constexpr double lambda = double(Lambda);
+  static std::string name() { return "l1<" + detail::format_number(Lambda) + ">"; }
   template <class T>
   static T penalty(const T* w, std::size_t n) {
     T s = 0;

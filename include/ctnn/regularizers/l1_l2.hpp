@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <type_traits>
 
 #include "../core/format.hpp"
 #include "l1.hpp"
@@ -14,13 +15,13 @@
 
 namespace ctnn {
 
-template <float L1 = 0.01f, float L2 = 0.01f>
+template <auto L1 = 0.01, auto L2 = 0.01>
 struct l1_l2 {
-  static_assert(L1 >= 0.0f && L1 < 1e30f && L2 >= 0.0f && L2 < 1e30f,
+  static_assert(L1 >= 0 && L1 < 1e30 && L2 >= 0 && L2 < 1e30,
                 "l1_l2: both factors must be finite and >= 0");
   static constexpr bool active = true;
-  static constexpr float lambda1 = L1, lambda2 = L2;
-  static std::string describe() {
+  static constexpr double lambda1 = double(L1), lambda2 = double(L2);
+  static std::string name() {
     return "l1_l2<" + detail::format_number(L1) + ", " + detail::format_number(L2) + ">";
   }
   template <class T>

@@ -8,6 +8,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <type_traits>
 
 #include "../core/format.hpp"
 
@@ -15,7 +16,7 @@ namespace ctnn {
 
 struct no_regularizer {
   static constexpr bool active = false;
-  static std::string describe() { return ""; }
+  static std::string name() { return ""; }
   template <class T>
   static T penalty(const T*, std::size_t) {
     return T(0);
@@ -24,12 +25,13 @@ struct no_regularizer {
   static void add_gradient(const T*, T*, std::size_t) {}
 };
 
-template <float Lambda>
+template <auto Lambda>
 struct l2 {
-  static_assert(Lambda >= 0.0f && Lambda < 1e30f, "l2: the factor must be finite and >= 0");
+  static_assert(std::is_arithmetic_v<decltype(Lambda)>, "l2: the factor must be a number");
+  static_assert(Lambda >= 0 && Lambda < 1e30, "l2: the factor must be finite and >= 0");
   static constexpr bool active = true;
-  static constexpr float lambda = Lambda;
-  static std::string describe() { return "l2<" + detail::format_number(Lambda) + ">"; }
+  static constexpr double lambda = double(Lambda);
+  static std::string name() { return "l2<" + detail::format_number(Lambda) + ">"; }
   template <class T>
   static T penalty(const T* w, std::size_t n) {
     T s = 0;
@@ -43,12 +45,12 @@ struct l2 {
   }
 };
 
+// A regularizer: active, name(), and the templates penalty<T>(w, n) and
+// add_gradient<T>(w, g, n) for the layer's variable type.
 template <class R>
-concept Regularizer = requires(const float* w, float* g, std::size_t n) {
+concept Regularizer = requires {
   { R::active } -> std::convertible_to<bool>;
-  R::penalty(w, n);
-  R::add_gradient(w, g, n);
-  { R::describe() } -> std::convertible_to<std::string>;
+  { R::name() } -> std::convertible_to<std::string>;
 };
 
 }  // namespace ctnn

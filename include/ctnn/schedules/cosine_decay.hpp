@@ -53,7 +53,7 @@ struct cosine_decay {
     if (s < w) return (target - initial_learning_rate) * (s / w) + initial_learning_rate;
     return decayed(s - w, target);
   }
-  std::string describe() const {
+  std::string name() const {
     std::string r = "cosine_decay(" + detail::format_number(initial_learning_rate) + ", " + std::to_string(decay_steps) +
                     ", alpha " + detail::format_number(alpha);
     if (warmup_target)

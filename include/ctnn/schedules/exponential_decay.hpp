@@ -37,7 +37,7 @@ struct exponential_decay {
     if (staircase) p = std::floor(p);
     return initial_learning_rate * std::pow(decay_rate, p);
   }
-  std::string describe() const {
+  std::string name() const {
     return "exponential_decay(" + detail::format_number(initial_learning_rate) + ", " +
            std::to_string(decay_steps) + ", " + detail::format_number(decay_rate) +
            (staircase ? ", staircase)" : ")");

@@ -32,7 +32,7 @@ struct inverse_time_decay {
     if (staircase) p = std::floor(p);
     return initial_learning_rate / (1.0 + decay_rate * p);
   }
-  std::string describe() const {
+  std::string name() const {
     return "inverse_time_decay(" + detail::format_number(initial_learning_rate) + ", " + std::to_string(decay_steps) +
            ", " + detail::format_number(decay_rate) + (staircase ? ", staircase)" : ")");
   }

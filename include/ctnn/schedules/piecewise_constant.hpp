@@ -39,7 +39,7 @@ struct piecewise_constant {
     while (i < boundaries.size() && step > boundaries[i]) ++i;
     return values[i];
   }
-  std::string describe() const {
+  std::string name() const {
     std::string s = "piecewise_constant(";
     for (std::size_t i = 0; i < values.size(); ++i) {
       s += detail::format_number(values[i]);

@@ -39,7 +39,7 @@ struct polynomial_decay {
       s = std::min(s, d);
     return (initial_learning_rate - end_learning_rate) * std::pow(1.0 - s / d, power) + end_learning_rate;
   }
-  std::string describe() const {
+  std::string name() const {
     return "polynomial_decay(" + detail::format_number(initial_learning_rate) + ", " + std::to_string(decay_steps) +
            ", end " + detail::format_number(end_learning_rate) + ", power " + detail::format_number(power) +
            (cycle ? ", cycle)" : ")");

@@ -35,9 +35,9 @@ struct warmup {
     }
     return double(after(step - warmup_steps));
   }
-  std::string describe() const {
+  std::string name() const {
     return "warmup(" + detail::format_number(initial_learning_rate) + " over " + std::to_string(warmup_steps) +
-           " steps, then " + after.describe() + ")";
+           " steps, then " + after.name() + ")";
   }
 };
 

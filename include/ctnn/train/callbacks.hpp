@@ -4,10 +4,15 @@
 // context (train_context<Model, Optimizer>):
 //   on_train_begin, on_epoch_begin, on_batch_begin, on_batch_end,
 //   on_epoch_end, on_train_end.
-// The context exposes epoch, epochs, step (within the epoch), batch_loss,
-// epoch_logs, history, model, optimizer and stop_training (set it to stop
-// after the current batch/epoch) and, during an epoch, running_logs() (the
-// loss and metrics so far). epoch_logger prints one line per epoch,
+// The context is all a callback sees:
+//   epoch, epochs, step (within the epoch), steps (per epoch, 0 unknown),
+//   batch_loss, epoch_logs, hist, stop_training (set it to stop after the
+//   current batch/epoch), running_logs() during an epoch (the loss and
+//   metrics so far), model (its variables: save, restore, checkpoint),
+//   optimizer (const: hyperparameters and schedule),
+//   learning_rate() (the rate the next update uses) and
+//   scale_learning_rate(f) (multiplies it from the next update on; the scale
+//   is kept with the model's optimizer state). epoch_logger prints one line per epoch,
 // ending with the input-pipeline verdict (train/input_analysis.hpp); the Keras
 // callbacks live one per header beside this one (early_stopping.hpp, ...).
 #pragma once
@@ -22,13 +27,14 @@
 
 #include "../core/format.hpp"
 #include "history.hpp"
+#include "model.hpp"
 
 namespace ctnn {
 
 template <class Model, class Optimizer>
 struct train_context {
   Model& model;
-  Optimizer& optimizer;
+  const Optimizer& optimizer;
   history& hist;
   std::size_t epoch = 0;   // 0-based
   std::size_t epochs = 0;  // total asked for
@@ -38,6 +44,14 @@ struct train_context {
   logs epoch_logs;
   bool stop_training = false;
   std::function<logs()> running_logs;  // during an epoch: the loss and metrics so far (progress_bar)
+
+  double learning_rate() const {
+    const auto& os = model.optimizer_state();
+    return optimizer.learning_rate(os.iterations) * os.learning_rate_scale;
+  }
+  void scale_learning_rate(double factor) {
+    detail::training_access::optimizer_state(model).learning_rate_scale *= factor;
+  }
 };
 
 namespace detail {

@@ -2,17 +2,18 @@
 //
 // fit(model, loss, optimizer, dataset, epochs{n}, extras...) trains in the
 // dataset's mini-batches for n epochs and returns the history. extras, in any
-// order: metrics (ctnn::Metric), callbacks (ctnn::Callback) and
-// validation_data(ds). Each step: wait for the next batch (timed as data
-// time), forward, loss + regularization penalties, backward, one optimizer
-// update (timed as compute). Per epoch the logs hold loss, each metric,
+// order: metrics (ctnn::Metric), callbacks (ctnn::Callback), step hooks
+// (ctnn::StepHook), validation_data(ds) and ieee_denormals{}. Each step:
+// wait for the next batch (timed as data time), then one train_step
+// (train/step.hpp: forward, loss, backward, gradient transform, update,
+// after-update; timed as compute). Per epoch the logs hold loss, each metric,
 // val_loss and val_<metric> when validation data is given, learning_rate,
 // seconds, data_seconds, compute_seconds, input_share (data time / step
 // time) and input_bound (0 not, 1 moderately, 2 highly; train/input_analysis.hpp). A non-finite loss throws ctnn::numeric_error naming the epoch and
 // step, unless a callback sets stop_training in on_batch_end (then the bad
-// update is not applied). An optimizer with a step(model, w, g, slots, n)
-// member (with_options) applies its own update and counts it, and its
-// finalize(...) runs before on_train_end. The dataset's sample size and
+// update is not applied). The optimizer's slots and update count are the
+// model's (train/model.hpp); an optimizer's finalize(model) (with_options'
+// EMA) runs before on_train_end. The dataset's sample size and
 // target kind are checked against the network and loss at compile time.
 //
 // evaluate(model, loss, dataset, metrics...) returns logs with loss and metrics.
@@ -36,6 +37,7 @@
 #include "history.hpp"
 #include "input_analysis.hpp"
 #include "model.hpp"
+#include "step.hpp"
 
 namespace ctnn {
 
@@ -99,7 +101,8 @@ logs evaluate_impl(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics,
   std::size_t n = 0;
   while (cur.next(b)) {
     const auto* y = m.forward(b.x.data(), b.size, false);
-    total += loss.template compute<M::output_size>(y, b.y.data(), static_cast<typename M::value_type*>(nullptr), b.size);
+    total += loss.template compute<M::output_size, typename M::backend>(y, b.y.data(),
+                                                                        static_cast<typename M::value_type*>(nullptr), b.size);
     update_metrics<M>(metrics, y, b);
     n += b.size;
   }
@@ -112,40 +115,72 @@ logs evaluate_impl(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics,
 
 }  // namespace detail
 
-template <Model M, Loss L, data::Dataset D, Metric... Ms>
+template <Model M, class L, data::Dataset D, class... Ms>
+  requires Loss<L, typename std::remove_cvref_t<M>::compute_type> &&
+           (Metric<Ms, typename std::remove_cvref_t<M>::compute_type> && ...)
 logs evaluate(M& m, const L& loss, const D& ds, Ms... metrics) {
   static_assert(detail::check_compatible<std::remove_cvref_t<M>, L, D>());
   std::tuple<Ms...> mt{metrics...};
   return detail::evaluate_impl(m, loss, ds, mt, "");
 }
 
-template <Model M, Loss L, Optimizer O, data::Dataset D, class... Extras>
+// fit's own options, passed as an extra argument: ieee_denormals{} keeps IEEE
+// denormals during the steps (by default the step flushes them to zero;
+// train/step.hpp).
+struct ieee_denormals {};
+
+namespace detail {
+template <class E, class M>
+constexpr bool is_fit_extra() {
+  using X = std::remove_cvref_t<E>;
+  return Metric<X, typename M::compute_type> || Callback<X> || is_validation_v<X> || StepHook<X, M> ||
+         std::is_same_v<X, ieee_denormals>;
+}
+// The extras of kind Pred as a tuple of references (callbacks, hooks) or copies (metrics).
+template <template <class> class Pred, bool Copy, class... E>
+auto select(E&... e) {
+  return std::tuple_cat([&]() -> decltype(auto) {
+    using X = std::remove_cvref_t<E>;
+    if constexpr (!Pred<X>::value) return std::tuple<>();
+    else if constexpr (Copy) return std::tuple<X>(e);
+    else return std::tuple<E&>(e);
+  }()...);
+}
+template <class M>
+struct is_hook_for {
+  template <class X>
+  struct pred : std::bool_constant<StepHook<X, M> && !Callback<X>> {};
+};
+template <class M>
+struct is_metric_for {
+  template <class X>
+  struct pred : std::bool_constant<Metric<X, typename M::compute_type>> {};
+};
+template <class X>
+struct is_callback : std::bool_constant<Callback<X>> {};
+}  // namespace detail
+
+// Trains m for ep.count epochs: per epoch, one train_step (train/step.hpp) per
+// mini-batch of `train`, then validation and the callbacks.
+template <Model M, class L, class O, data::Dataset D, class... Extras>
+  requires Loss<L, typename std::remove_cvref_t<M>::compute_type> &&
+           Optimizer<O, typename std::remove_cvref_t<M>::variable_type>
 history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... extras) {
   using MT = std::remove_cvref_t<M>;
-  using T = typename MT::value_type;
+  using T = typename MT::compute_type;
   static_assert(detail::check_compatible<MT, L, D>());
-  static_assert(((Metric<std::remove_cvref_t<Extras>> || Callback<std::remove_cvref_t<Extras>> ||
-                  is_validation_v<std::remove_cvref_t<Extras>>) && ...),
-                "fit: every extra argument must be a metric, a callback or validation_data(...)");
+  static_assert((detail::is_fit_extra<Extras, MT>() && ...),
+                "fit: every extra argument must be a metric, a callback, a step hook, validation_data(...) or "
+                "ieee_denormals{}");
   using clock = std::chrono::steady_clock;
   auto secs = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
 
-  // Metrics are copied twice (training, validation); callbacks are kept by reference.
-  auto metrics = std::tuple_cat([&]() -> decltype(auto) {
-    using E = std::remove_cvref_t<Extras>;
-    if constexpr (Metric<E>) return std::tuple<E>(extras);
-    else return std::tuple<>();
-  }()...);
+  // Metrics are copied twice (training, validation); callbacks and hooks are kept by reference.
+  auto metrics = detail::select<detail::is_metric_for<MT>::template pred, true>(extras...);
   auto val_metrics = metrics;
-  auto callbacks = std::tuple_cat([&]() -> decltype(auto) {
-    using E = std::remove_cvref_t<Extras>;
-    if constexpr (Callback<E>) return std::tuple<E&>(const_cast<E&>(static_cast<const E&>(extras)));
-    else return std::tuple<>();
-  }()...);
-  const void* val_ptr = nullptr;
-  ((void)[&] {
-    if constexpr (is_validation_v<std::remove_cvref_t<Extras>>) val_ptr = &extras;
-  }(), ...);
+  auto callbacks = detail::select<detail::is_callback, false>(extras...);
+  auto hooks = detail::select<detail::is_hook_for<MT>::template pred, false>(extras...);
+  constexpr bool keep_denormals = (std::is_same_v<std::remove_cvref_t<Extras>, ieee_denormals> || ...);
 
   history hist;
   train_context<MT, O> ctx{m, opt, hist};
@@ -153,27 +188,26 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
   if constexpr (requires { train.batches_per_epoch(); }) ctx.steps = train.batches_per_epoch();
 
   auto call = [&](auto hook) { std::apply([&](auto&... cb) { (hook(cb), ...); }, callbacks); };
-#define CTNN_FIT_HOOK(name)                                                   \
-  call([&](auto& cb) {                                                        \
-    if constexpr (has_##name<std::remove_cvref_t<decltype(cb)>>) cb.name(ctx); \
-  })
+  auto on_train_begin = [&] { call([&](auto& cb) { if constexpr (has_on_train_begin<std::remove_cvref_t<decltype(cb)>>) cb.on_train_begin(ctx); }); };
+  auto on_train_end = [&] { call([&](auto& cb) { if constexpr (has_on_train_end<std::remove_cvref_t<decltype(cb)>>) cb.on_train_end(ctx); }); };
+  auto on_epoch_begin = [&] { call([&](auto& cb) { if constexpr (has_on_epoch_begin<std::remove_cvref_t<decltype(cb)>>) cb.on_epoch_begin(ctx); }); };
+  auto on_epoch_end = [&] { call([&](auto& cb) { if constexpr (has_on_epoch_end<std::remove_cvref_t<decltype(cb)>>) cb.on_epoch_end(ctx); }); };
+  auto on_batch_begin = [&] { call([&](auto& cb) { if constexpr (has_on_batch_begin<std::remove_cvref_t<decltype(cb)>>) cb.on_batch_begin(ctx); }); };
+  auto on_batch_end = [&] { call([&](auto& cb) { if constexpr (has_on_batch_end<std::remove_cvref_t<decltype(cb)>>) cb.on_batch_end(ctx); }); };
 
-  // The arena may move when a larger batch arrives (validation too), so the
-  // parameter, gradient and slot views are taken afresh at every step.
-  m.reserve(1, O::slots_per_parameter);
-  auto slots = m.optimizer_slots();
-  const std::size_t n_params = m.parameters().size();  // includes alignment padding (its gradient is always zero)
-  if (opt.iterations == 0) {
-    std::fill(slots.begin(), slots.end(), T(0));
-    for (std::size_t s = 0; s < O::slots_per_parameter; ++s) opt.template init_slots<T>(slots.data() + s * n_params, n_params);
-  }
+  // The model's optimizer state is (re)initialised here for this optimizer (train/model.hpp).
+  auto step = std::apply(
+      [&](auto&... h) {
+        return train_step<MT, L, O, std::remove_reference_t<decltype(h)>...>(m, loss, opt, std::tie(h...), keep_denormals);
+      },
+      hooks);
 
   data::minibatch<T, typename D::target_kind> b;
-  CTNN_FIT_HOOK(on_train_begin);
+  on_train_begin();
   for (std::size_t e = 0; e < ep.count && !ctx.stop_training; ++e) {
     ctx.epoch = e;
     ctx.epoch_logs = logs{};
-    CTNN_FIT_HOOK(on_epoch_begin);
+    on_epoch_begin();
     std::apply([](auto&... mm) { (mm.reset(), ...); }, metrics);
     double loss_sum = 0, data_s = 0, compute_s = 0;
     std::size_t seen = 0;
@@ -185,45 +219,28 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
       std::apply([&](auto&... mm) { (r.set(mm.name(), mm.result()), ...); }, metrics);
       return r;
     };
-    for (std::size_t step = 0;; ++step) {
+    for (std::size_t s = 0;; ++s) {
       const auto t0 = clock::now();
       if (!cur.next(b)) break;
       const auto t1 = clock::now();
       data_s += secs(t1 - t0);
-      ctx.step = step;
-      CTNN_FIT_HOOK(on_batch_begin);
-
-      // The arena may have moved (a larger batch here, or validation/callbacks running a
-      // larger batch through the model): take the views afresh every step.
-      if (b.size > m.batch_capacity()) m.reserve(b.size, O::slots_per_parameter);
-      const auto params = m.parameters();
-      const auto grads = m.gradients();
-      const auto step_slots = m.optimizer_slots();
-      const T* y = m.forward(b.x.data(), b.size, true);
-      const double batch_sum = loss.template compute<MT::output_size>(y, b.y.data(), m.output_gradient(), b.size);
-      const double pen = m.penalty();
-      const double batch_loss = batch_sum / double(b.size) + pen;
+      ctx.step = s;
+      on_batch_begin();
+      const step_result r = step.run(b.x.data(), b.y.data(), b.size, e, s);
+      const double batch_loss = r.loss_sum / double(b.size) + r.penalty;
       ctx.batch_loss = batch_loss;
       if (!std::isfinite(batch_loss)) {
-        CTNN_FIT_HOOK(on_batch_end);
+        on_batch_end();
         if (ctx.stop_training) break;
         throw numeric_error("fit: the loss became " + std::string(std::isnan(batch_loss) ? "NaN" : "infinite") +
-                            " at epoch " + std::to_string(e + 1) + ", step " + std::to_string(step + 1) +
-                            " (learning rate " + detail::format_number(opt.learning_rate(opt.iterations)) + ")");
+                            " at epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1) +
+                            " (learning rate " + detail::format_number(ctx.learning_rate()) + ")");
       }
-      detail::update_metrics<MT>(metrics, y, b);
-      m.backward();
-      m.add_penalty_gradients();
-      if constexpr (requires { opt.step(m, params.data(), grads.data(), step_slots.data(), n_params); }) {
-        opt.step(m, params.data(), grads.data(), step_slots.data(), n_params);  // counts its own updates
-      } else {
-        opt.update(params.data(), grads.data(), step_slots.data(), n_params, opt.iterations);
-        ++opt.iterations;
-      }
-      loss_sum += batch_sum + pen * double(b.size);
+      detail::update_metrics<MT>(metrics, step.output(), b);
+      loss_sum += r.loss_sum + r.penalty * double(b.size);
       seen += b.size;
       compute_s += secs(clock::now() - t1);
-      CTNN_FIT_HOOK(on_batch_end);
+      on_batch_end();
       if (ctx.stop_training) break;
     }
     ctx.running_logs = nullptr;
@@ -232,27 +249,23 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
     logs& l = ctx.epoch_logs;
     l.set("loss", loss_sum / double(seen));
     std::apply([&](auto&... mm) { (l.set(mm.name(), mm.result()), ...); }, metrics);
-    if (val_ptr) {
-      ((void)[&] {
-        if constexpr (is_validation_v<std::remove_cvref_t<Extras>>) {
-          logs vl = detail::evaluate_impl(m, loss, extras.data, val_metrics, "val_");
-          for (auto& [k, v] : vl.items) l.set(k, v);
-        }
-      }(), ...);
-    }
-    l.set("learning_rate", opt.learning_rate(opt.iterations));
+    ((void)[&] {
+      if constexpr (is_validation_v<std::remove_cvref_t<Extras>>) {
+        logs vl = detail::evaluate_impl(m, loss, extras.data, val_metrics, "val_");
+        for (auto& [k, v] : vl.items) l.set(k, v);
+      }
+    }(), ...);
+    l.set("learning_rate", ctx.learning_rate());
     l.set("seconds", secs(clock::now() - epoch_start));
     l.set("data_seconds", data_s);
     l.set("compute_seconds", compute_s);
     l.set("input_share", data_s + compute_s > 0 ? data_s / (data_s + compute_s) : 0.0);
     l.set("input_bound", double(int(input_bound(l["input_share"]))));
-    CTNN_FIT_HOOK(on_epoch_end);
+    on_epoch_end();
     hist.append(ctx.epoch_logs);
   }
-  if constexpr (requires { opt.finalize(m, m.parameters().data(), m.optimizer_slots().data(), n_params); })
-    opt.finalize(m, m.parameters().data(), m.optimizer_slots().data(), n_params);  // e.g. the EMA weights replace the weights
-  CTNN_FIT_HOOK(on_train_end);
-#undef CTNN_FIT_HOOK
+  if constexpr (requires { opt.finalize(m); }) opt.finalize(m);  // e.g. the EMA weights replace the weights
+  on_train_end();
   return hist;
 }
 

@@ -1,128 +1,213 @@
-// ctnn/train/model.hpp — model<Net, T, Backend>: a network's storage and its passes.
+// ctnn/train/model.hpp — model<Net, Precision, Backend>: a network's storage and its passes.
 //
-// A model owns ONE aligned arena laid out by Net::layout<T>(batch, slots):
-// parameters | gradients | state | optimizer slots | activations | deltas | caches.
-// make_model<Net>(seed) initialises the parameters deterministically from the
-// seed. forward(x, batch, training) runs the layers and returns the output
-// rows; the caller keeps x alive until backward(). backward() starts from
-// output_gradient() (written by the loss) and leaves the parameter gradients
-// in gradients(). The arena grows (one reallocation, parameters kept) when a
-// larger batch or more optimizer slots are asked for; it never shrinks.
+// A model owns ONE allocation of its backend's memory, laid out by the typed
+// plan Net::plan<Precision, Backend> (core/plan.hpp): parameters | gradients
+// | state | masks | metadata | optimizer slots | activations | deltas |
+// caches, each layer's block 64-byte aligned. Layers get typed pointers to
+// their blocks (layer_slot); users get spans and, per declared buffer, a
+// variable_ref with its name, role, element type and logical shape
+// (for_each_variable). make_model<Net>(seed) initialises the parameters
+// deterministically from the seed. forward(x, batch, training) runs the
+// layers and returns the output rows; the caller keeps x alive until
+// backward(), which starts from output_gradient() (written by the loss) and
+// leaves the parameter gradients in gradients(). The allocation grows (one
+// reallocation, variables and optimizer state kept) when a larger batch or
+// more optimizer slots are asked for; it never shrinks.
+//
+// The optimizer's state belongs to the model it updates: its slots are a plan
+// region and its update count and learning-rate scale live here
+// (optimizer_state()). fit() (re)initialises them when the model meets an
+// optimizer of another kind than the one its slots were made for, or none
+// yet; reset_optimizer() forgets them.
 #pragma once
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
 
-#include "../core/arena.hpp"
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
+#include "../core/plan.hpp"
+#include "../core/precision.hpp"
 #include "../core/rng.hpp"
 #include "../core/sequential.hpp"
 
 namespace ctnn {
 
-template <Network Net, class T = float, class Backend = cpu>
+// The optimizer's bookkeeping kept with the model (its slots are in the plan).
+struct optimizer_state {
+  std::int64_t iterations = 0;       // Keras' optimizer.iterations (updates, or with gradient
+                                     // accumulation every step: optimizer_options)
+  std::int64_t steps = 0;            // training steps seen (calls of the step)
+  double learning_rate_scale = 1.0;  // multiplies the schedule's rate (reduce_lr_on_plateau)
+  const void* kind = nullptr;        // which optimizer type the slots were made for (nullptr: none)
+};
+
+namespace detail {
+template <class O>
+inline constexpr char optimizer_kind_tag = 0;
+struct training_access;
+}  // namespace detail
+
+// The plan's memory, allocated through Backend::memory.
+template <class Backend>
+class plan_memory {
+ public:
+  plan_memory() = default;
+  explicit plan_memory(std::size_t bytes) : p_(static_cast<std::byte*>(Backend::memory::allocate(bytes))), n_(bytes) {}
+  plan_memory(const plan_memory& o) : plan_memory(o.n_) { Backend::memory::copy(p_, o.p_, n_); }
+  plan_memory(plan_memory&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  plan_memory& operator=(plan_memory o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+    return *this;
+  }
+  ~plan_memory() { Backend::memory::deallocate(p_, n_); }
+  std::byte* data() const noexcept { return p_; }
+  std::size_t size() const noexcept { return n_; }
+
+ private:
+  std::byte* p_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+template <Network Net, class Precision = float, class Backend = cpu<>>
 class model {
  public:
   using network = Net;
-  using value_type = T;
+  using policy = precision::policy_of_t<Precision>;
+  using variable_type = typename policy::variable_type;
+  using compute_type = typename policy::compute_type;
+  using value_type = compute_type;  // the element type of inputs and outputs
   using backend = Backend;
-  using layers = typename Net::template bound<T, Backend>;
+  using layers = typename Net::template bound<policy, Backend>;
+  using plan = typename Net::template plan<policy, Backend>;
   static constexpr std::size_t layer_count = Net::layer_count;
   static constexpr std::size_t input_size = Net::input_type::size;
   static constexpr std::size_t output_size = Net::output_type::size;
   static constexpr std::size_t parameter_count = Net::parameter_count;
   static constexpr std::size_t state_count = Net::state_count;
+  static_assert(Backend::memory::host_accessible || requires { typename Backend::device_model; },
+                "model: this backend's memory is not host-accessible and it provides no device model");
 
   explicit model(std::uint64_t seed = 0) : seed_(seed), gen_(seed) {
     reserve(1, 0);
     initialize(seed);
   }
 
-  // Re-draws every parameter from `seed` (as a fresh make_model would).
+  // Re-draws every parameter from `seed` (as a fresh make_model would) and forgets the optimizer state.
   void initialize(std::uint64_t seed) {
     seed_ = seed;
     rng init_gen(seed);
-    for_each_layer([&]<std::size_t I, class L>() { L::init(slot<I>(0), init_gen); });
+    for_each_layer([&]<std::size_t I, class L>() { L::init(slot<I>(), init_gen); });
     gen_ = rng::derive(seed, 0x64726f70ull);  // stream for dropout and other run-time randomness
+    reset_optimizer();
   }
 
   std::uint64_t seed() const noexcept { return seed_; }
   rng& generator() noexcept { return gen_; }
 
-  // Ensures the arena holds a batch of `batch` samples and `slots` optimizer
-  // values per parameter. Parameters, state and (same slot count) slots survive.
+  // Ensures the memory holds a batch of `batch` samples and `slots` optimizer
+  // values per parameter. Variables and (same slot count) slots survive.
   void reserve(std::size_t batch, std::size_t slots) {
     if (batch <= batch_capacity_ && slots == slots_) return;
     const std::size_t new_batch = std::max(batch, batch_capacity_);
-    const arena_layout nl = Net::template layout<T>(new_batch, slots);
-    arena<T> na(nl.total);
+    const plan_layout nl = plan::layout(new_batch, slots);
+    plan_memory<Backend> nm(nl.total);
     if (mem_.size()) {
-      std::memcpy(na.data() + nl.parameters, mem_.data() + lay_.parameters, lay_.parameters_size * sizeof(T));
-      std::memcpy(na.data() + nl.state, mem_.data() + lay_.state, lay_.state_size * sizeof(T));
+      // parameters .. metadata do not depend on the batch or the slots: same offsets, one copy
+      Backend::memory::copy(nm.data(), mem_.data(), lay_.at(role::optimizer_slot));
       if (slots == slots_)
-        std::memcpy(na.data() + nl.optimizer, mem_.data() + lay_.optimizer, lay_.optimizer_size * sizeof(T));
+        Backend::memory::copy(nm.data() + nl.at(role::optimizer_slot), mem_.data() + lay_.at(role::optimizer_slot),
+                              lay_.bytes(role::optimizer_slot));
+      else
+        opt_.kind = nullptr;  // the slots are gone: the next fit initialises them
     }
-    mem_ = std::move(na);
+    mem_ = std::move(nm);
     lay_ = nl;
     batch_capacity_ = new_batch;
     slots_ = slots;
   }
 
   std::size_t batch_capacity() const noexcept { return batch_capacity_; }
-  std::size_t arena_bytes() const noexcept { return mem_.size() * sizeof(T); }
+  std::size_t memory_bytes() const noexcept { return mem_.size(); }
+  const plan_layout& layout() const noexcept { return lay_; }
 
-  // The flat parameter vector (layers one after another, each 64-byte aligned;
-  // padding between layers is zero and stays zero).
-  std::span<T> parameters() noexcept { return {mem_.data() + lay_.parameters, lay_.parameters_size}; }
-  std::span<const T> parameters() const noexcept { return {mem_.data() + lay_.parameters, lay_.parameters_size}; }
-  std::span<T> gradients() noexcept { return {mem_.data() + lay_.gradients, lay_.parameters_size}; }
-  std::span<T> state() noexcept { return {mem_.data() + lay_.state, lay_.state_size}; }
-  std::span<const T> state() const noexcept { return {mem_.data() + lay_.state, lay_.state_size}; }
-  std::span<T> optimizer_slots() noexcept { return {mem_.data() + lay_.optimizer, lay_.optimizer_size}; }
+  // The regions as flat spans (layers one after another, each block 64-byte
+  // aligned; padding between blocks is zero and stays zero).
+  std::span<variable_type> parameters() noexcept { return region<variable_type>(role::parameter); }
+  std::span<const variable_type> parameters() const noexcept { return region<const variable_type>(role::parameter); }
+  std::span<variable_type> gradients() noexcept { return region<variable_type>(role::gradient); }
+  std::span<variable_type> state() noexcept { return region<variable_type>(role::state); }
+  std::span<const variable_type> state() const noexcept { return region<const variable_type>(role::state); }
+  std::span<std::uint8_t> masks() noexcept { return region<std::uint8_t>(role::mask); }
+  std::span<variable_type> optimizer_slots() noexcept { return region<variable_type>(role::optimizer_slot); }
 
-  // Parameters of layer I: [offset, offset + parameter_count).
+  // Parameters of layer I (all its parameter buffers, in declaration order).
   template <std::size_t I>
-  std::span<T> layer_parameters() noexcept {
+  std::span<variable_type> layer_parameters() noexcept {
     using L = std::tuple_element_t<I, layers>;
-    return {mem_.data() + lay_.parameters + Net::template param_offsets<T>()[I], L::parameter_count};
+    return {slot<I>().params, L::parameter_count};
   }
   template <std::size_t I>
-  std::span<T> layer_gradients() noexcept {
+  std::span<variable_type> layer_gradients() noexcept {
     using L = std::tuple_element_t<I, layers>;
-    return {mem_.data() + lay_.gradients + Net::template param_offsets<T>()[I], L::parameter_count};
+    return {slot<I>().grads, L::parameter_count};
+  }
+
+  // Calls f(variable_ref) for every declared parameter, state, mask and
+  // metadata buffer, layer by layer in declaration order.
+  template <class F>
+  void for_each_variable(F&& f) const {
+    for_each_layer([&]<std::size_t I, class L>() {
+      for (std::size_t b = 0; b < L::buffers.size(); ++b) {
+        const buffer& d = L::buffers[b];
+        if (d.kind == role::cache) continue;
+        variable_ref v;
+        v.layer = I;
+        v.name = d.name;
+        v.kind = d.kind;
+        v.type = d.type;
+        v.element_bytes = elem_bytes<policy>(d.type);
+        v.dims = d.dims;
+        v.rank = d.rank;
+        v.extent = d.extent;
+        v.offset = plan::offset(I, d.kind, batch_capacity_) + buffer_offset<policy>(L::buffers, b);
+        v.data = mem_.data() + lay_.at(d.kind) + v.offset;
+        f(v);
+      }
+    });
   }
 
   // Runs every layer on x[batch, input_size]; returns the output rows.
-  const T* forward(const T* x, std::size_t batch, bool training) {
+  const compute_type* forward(const compute_type* x, std::size_t batch, bool training) {
     if (batch == 0) throw std::invalid_argument("model::forward: the batch is empty");
     reserve(batch, slots_);
     x_ = x;
     batch_ = batch;
     const run_info r{batch, training, &gen_};
-    for_each_layer([&]<std::size_t I, class L>() { L::forward(slot<I>(batch), input_of<I>(), activation<I>(), r); });
+    for_each_layer([&]<std::size_t I, class L>() { L::forward(slot<I>(), input_of<I>(), activation<I>(), r); });
     return activation<layer_count - 1>();
   }
-  const T* output() const noexcept { return mem_.data() + lay_.activations + Net::template activation_offsets<T>(batch_capacity_)[layer_count - 1]; }
+  const compute_type* output() noexcept { return activation<layer_count - 1>(); }
 
   // Where the loss writes dL/d(output) for the last forward's batch.
-  T* output_gradient() noexcept { return mem_.data() + lay_.deltas; }
+  compute_type* output_gradient() noexcept { return delta(0); }
 
   // Back-propagates output_gradient() through every layer.
   void backward() {
     const run_info r{batch_, true, &gen_};
-    T* cur = mem_.data() + lay_.deltas;
-    T* other = cur + lay_.deltas_size / 2;
+    compute_type* cur = delta(0);
+    compute_type* other = delta(1);
     for_each_layer_reverse([&]<std::size_t I, class L>() {
-      T* dx = I == 0 ? nullptr : other;
-      L::backward(slot<I>(batch_), input_of<I>(), activation<I>(), cur, dx, r);
+      compute_type* dx = I == 0 ? nullptr : other;
+      L::backward(slot<I>(), input_of<I>(), activation<I>(), cur, dx, r);
       std::swap(cur, other);
     });
   }
@@ -131,30 +216,39 @@ class model {
   double penalty() {
     double p = 0;
     for_each_layer([&]<std::size_t I, class L>() {
-      if constexpr (requires { L::penalty(slot<I>(0)); }) p += double(L::penalty(slot<I>(0)));
+      if constexpr (requires { L::penalty(slot<I>()); }) p += double(L::penalty(slot<I>()));
     });
     return p;
   }
   void add_penalty_gradients() {
     for_each_layer([&]<std::size_t I, class L>() {
-      if constexpr (requires { L::add_penalty_gradient(slot<I>(0)); }) L::add_penalty_gradient(slot<I>(0));
+      if constexpr (requires { L::add_penalty_gradient(slot<I>()); }) L::add_penalty_gradient(slot<I>());
     });
   }
 
   // Outputs for n samples, computed in chunks of at most `batch` samples.
-  std::vector<T> predict(const T* x, std::size_t n, std::size_t batch = 256) {
-    std::vector<T> out(n * output_size);
+  std::vector<compute_type> predict(const compute_type* x, std::size_t n, std::size_t batch = 256) {
+    std::vector<compute_type> out(n * output_size);
     for (std::size_t i = 0; i < n; i += batch) {
       const std::size_t b = std::min(batch, n - i);
-      const T* y = forward(x + i * input_size, b, false);
+      const compute_type* y = forward(x + i * input_size, b, false);
       std::copy(y, y + b * output_size, out.data() + i * output_size);
     }
     return out;
   }
 
+  // The optimizer's update count and learning-rate scale (read-only: fit and
+  // the training context change them).
+  const ctnn::optimizer_state& optimizer_state() const noexcept { return opt_; }
+  std::int64_t optimizer_iterations() const noexcept { return opt_.iterations; }
+  // Forgets the optimizer state: the next fit starts with fresh slots and update count 0.
+  void reset_optimizer() noexcept { opt_ = ctnn::optimizer_state{}; }
+
   static std::string architecture() { return Net::spec_string(); }
 
  private:
+  friend struct detail::training_access;
+
   template <class F>
   static void for_each_layer(F&& f) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -168,20 +262,30 @@ class model {
     }(std::make_index_sequence<layer_count>{});
   }
 
+  template <class U>
+  std::span<U> region(role r) const noexcept {
+    return {reinterpret_cast<U*>(mem_.data() + lay_.at(r)), lay_.bytes(r) / sizeof(U)};
+  }
+  template <class U>
+  U* block(role r, std::size_t i) const noexcept {
+    return reinterpret_cast<U*>(mem_.data() + lay_.at(r) + plan::offset(i, r, batch_capacity_));
+  }
+
   template <std::size_t I>
-  layer_slot<T> slot(std::size_t) noexcept {
-    T* base = mem_.data();
-    return layer_slot<T>{base + lay_.parameters + Net::template param_offsets<T>()[I],
-                         base + lay_.gradients + Net::template param_offsets<T>()[I],
-                         base + lay_.state + Net::template state_offsets<T>()[I],
-                         base + lay_.cache + Net::template cache_offsets<T>(batch_capacity_)[I]};
+  layer_slot<variable_type, compute_type> slot() const noexcept {
+    return {block<variable_type>(role::parameter, I), block<variable_type>(role::gradient, I),
+            block<variable_type>(role::state, I),     block<compute_type>(role::cache, I),
+            block<std::uint8_t>(role::mask, I),       block<std::byte>(role::metadata, I)};
   }
   template <std::size_t I>
-  T* activation() noexcept {
-    return mem_.data() + lay_.activations + Net::template activation_offsets<T>(batch_capacity_)[I];
+  compute_type* activation() const noexcept {
+    return block<compute_type>(role::activation, I);
+  }
+  compute_type* delta(std::size_t k) const noexcept {
+    return reinterpret_cast<compute_type*>(mem_.data() + lay_.at(role::delta) + k * plan::delta_bytes(batch_capacity_));
   }
   template <std::size_t I>
-  const T* input_of() noexcept {
+  const compute_type* input_of() const noexcept {
     if constexpr (I == 0) {
       return x_;
     } else {
@@ -191,24 +295,50 @@ class model {
 
   std::uint64_t seed_;
   rng gen_;
-  arena<T> mem_;
-  arena_layout lay_{};
+  plan_memory<Backend> mem_;
+  plan_layout lay_{};
   std::size_t batch_capacity_ = 0;
   std::size_t slots_ = 0;
   std::size_t batch_ = 0;
-  const T* x_ = nullptr;
+  const compute_type* x_ = nullptr;
+  ctnn::optimizer_state opt_{};
 };
 
-// The model of network Net, its parameters drawn from `seed`.
-template <Network Net, class T = float, class Backend = cpu>
-model<Net, T, Backend> make_model(std::uint64_t seed = 0) {
-  return model<Net, T, Backend>(seed);
+namespace detail {
+// What fit's training step may change in a model besides its variables.
+struct training_access {
+  template <class M>
+  static ctnn::optimizer_state& optimizer_state(M& m) noexcept {
+    return m.opt_;
+  }
+  // Makes m's slots fit optimizer O: on a first fit, or after another kind of
+  // optimizer, the slots are zeroed and O::init_slots runs, the update count
+  // and the learning-rate scale restart.
+  template <class M, class O>
+  static void prepare_optimizer(M& m, const O& opt) {
+    m.reserve(1, O::slots_per_parameter);
+    const void* kind = &optimizer_kind_tag<O>;
+    if (m.opt_.kind == kind) return;
+    auto slots = m.optimizer_slots();
+    std::fill(slots.begin(), slots.end(), typename M::variable_type(0));
+    opt.init_slots(slots.data(), m.parameters().size());
+    m.opt_ = ctnn::optimizer_state{};
+    m.opt_.kind = kind;
+  }
+};
+}  // namespace detail
+
+// The model of network Net, its parameters drawn from `seed`; Precision is an
+// element type (float, double) or a precision policy, Backend a backend type.
+template <Network Net, class Precision = float, class Backend = cpu<>>
+model<Net, Precision, Backend> make_model(std::uint64_t seed = 0) {
+  return model<Net, Precision, Backend>(seed);
 }
 
 template <class M>
 inline constexpr bool is_model_v = false;
-template <class N, class T, class B>
-inline constexpr bool is_model_v<model<N, T, B>> = true;
+template <class N, class P, class B>
+inline constexpr bool is_model_v<model<N, P, B>> = true;
 template <class M>
 concept Model = is_model_v<std::remove_cvref_t<M>>;
 

@@ -6,8 +6,9 @@
 // (current < best - min_delta, or > best + min_delta when maximizing) resets
 // wait; otherwise (not in cooldown) wait += 1 and when wait >= patience the
 // rate becomes max(lr * factor, min_lr) if lr > min_lr, then cooldown starts
-// and wait = 0. The rate is changed through the optimizer's lr_scale, which
-// multiplies its schedule's value from then on. Requires factor in (0, 1),
+// and wait = 0. The rate is changed through the context's
+// scale_learning_rate (a scale kept with the model's optimizer state, which
+// multiplies the schedule's value from then on). Requires factor in (0, 1),
 // patience, cooldown, min_delta, min_lr >= 0 (checked at on_train_begin).
 #pragma once
 #include <algorithm>
@@ -70,11 +71,10 @@ struct reduce_lr_on_plateau {
       best = current;
       wait = 0;
     } else if (cooldown_counter == 0 && ++wait >= patience) {
-      auto& opt = ctx.optimizer;
-      const double old_lr = opt.learning_rate(opt.iterations);
+      const double old_lr = ctx.learning_rate();
       if (float(old_lr) > float(min_lr)) {  // compared in float, as Keras compares its float32 variable
         const double new_lr = std::max(old_lr * factor, min_lr);
-        opt.lr_scale *= new_lr / old_lr;
+        ctx.scale_learning_rate(new_lr / old_lr);
         reduced_at.push_back(ctx.epoch);
         if (verbose)
           *verbose << "Epoch " << ctx.epoch + 1 << ": reduce_lr_on_plateau reducing learning rate to "

@@ -39,7 +39,7 @@ inline std::string pad(std::string s, std::size_t w, bool right = false) {
 
 template <Network Net>
 void summary(std::ostream& out = std::cout) {
-  using layers = typename Net::template bound<float, cpu>;
+  using layers = typename Net::template bound<float, cpu<>>;
   std::size_t w = 28;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     ((w = std::max(w, std::tuple_element_t<I, layers>::name().size() + 2)), ...);

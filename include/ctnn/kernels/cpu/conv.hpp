@@ -80,19 +80,19 @@ void col2im(const T* cols, T* dx, std::size_t batch) {
 }
 
 // y[batch*OH*OW, F] = im2col(x) * w + b; cols must hold batch * OH*OW * KH*KW*C values.
-template <conv_geometry G, class T>
+template <conv_geometry G, class Arch = default_arch, class T>
 void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t batch) {
   im2col<G>(x, cols, batch);
-  dense_forward<G.patch(), G.f>(cols, w, b, y, batch * G.oh * G.ow);
+  dense_forward<G.patch(), G.f, epilogue::none, Arch>(cols, w, b, y, batch * G.oh * G.ow);
 }
 
 // cols: what conv_forward left there (overwritten when dx is wanted).
-template <conv_geometry G, class T>
+template <conv_geometry G, class Arch = default_arch, class T>
 void conv_backward(const T* dy, const T* w, T* dw, T* db, T* dx, T* cols, std::size_t batch) {
   const std::size_t m = batch * G.oh * G.ow;
-  dense_backward_weights<G.patch(), G.f>(cols, dy, dw, db, m);
+  dense_backward_weights<G.patch(), G.f, Arch>(cols, dy, dw, db, m);
   if (!dx) return;
-  dense_backward_input<G.patch(), G.f>(dy, w, cols, m);
+  dense_backward_input<G.patch(), G.f, Arch>(dy, w, cols, m);
   col2im<G>(cols, dx, batch);
 }
 

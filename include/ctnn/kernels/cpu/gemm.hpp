@@ -6,8 +6,8 @@
 //   input:    dX[m,K] = dY[m,N] * W[K,N]^T
 //   gemm:     C[M,N]  = epi(A(M x K) * B(K x N) + bias), A and B strided views
 // m (the batch) is a run-time value. float and double run the xsimd kernels
-// of simd_gemm.hpp for xsimd::default_arch, the best architecture the compiler
-// flags enable (-march=native: AVX-512 here; no flags: SSE2), on the shared
+// of simd_gemm.hpp for the architecture Arch (default xsimd::default_arch, the best architecture the compiler
+// flags enable (-march=native: AVX-512 here; no flags: SSE2); the cpu<Arch> backend passes its own), on the shared
 // thread pool; results do not depend on the thread count. Without any SIMD
 // architecture the scalar reference (reference.hpp) runs; it stays the
 // definition the tests compare against.
@@ -25,7 +25,7 @@ namespace ctnn::kernels::cpu {
 
 // C = epi(A * B + bias) with run-time sizes; C (row stride ldc >= N) is overwritten.
 // Throws std::invalid_argument naming the bad argument for null pointers or ldc < N.
-template <class T>
+template <class T, class Arch = default_arch>
 void gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c, std::size_t ldc,
           const T* bias = nullptr, epilogue epi = epilogue::none) {
   if (ldc < N)
@@ -34,8 +34,8 @@ void gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> 
   if (M && N && (!c || (K && (!a.p || !b.p))))
     throw std::invalid_argument("kernels::cpu::gemm: a null matrix pointer with M=" + std::to_string(M) +
                                 ", N=" + std::to_string(N) + ", K=" + std::to_string(K));
-  if constexpr (has_simd_v<T>) {
-    simd_gemm<default_arch>(M, N, K, a, b, c, ldc, bias, epi);
+  if constexpr (simd_v<T, Arch>) {
+    simd_gemm<Arch>(M, N, K, a, b, c, ldc, bias, epi);
   } else {
     for (std::size_t i = 0; i < M; ++i)
       for (std::size_t j = 0; j < N; ++j) {
@@ -46,10 +46,10 @@ void gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> 
   }
 }
 
-template <std::size_t K, std::size_t N, epilogue Epi = epilogue::none, class T>
+template <std::size_t K, std::size_t N, epilogue Epi = epilogue::none, class Arch = default_arch, class T>
 void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m) {
-  if constexpr (has_simd_v<T>) {
-    simd_gemm<default_arch>(m, N, K, strided<T>{x, K, 1}, strided<T>{w, N, 1}, y, N, b, Epi);
+  if constexpr (simd_v<T, Arch>) {
+    simd_gemm<Arch>(m, N, K, strided<T>{x, K, 1}, strided<T>{w, N, 1}, y, N, b, Epi);
   } else {
     reference::gemm_nn(x, w, b, y, m, K, N);
     if constexpr (Epi == epilogue::relu)
@@ -88,26 +88,26 @@ void column_sum(const T* dy, T* db, std::size_t m) {
   }
 }
 
-template <std::size_t K, std::size_t N, class T>
+template <std::size_t K, std::size_t N, class Arch = default_arch, class T>
 void dense_backward_weights(const T* x, const T* dy, T* dw, T* db, std::size_t m) {
-  if constexpr (has_simd_v<T>) {
-    if constexpr (N < xsimd::batch<T, default_arch>::size)
-      simd::narrow_weights_gradient<default_arch, N>(K, m, x, dy, dw);
+  if constexpr (simd_v<T, Arch>) {
+    if constexpr (N < xsimd::batch<T, Arch>::size)
+      simd::narrow_weights_gradient<Arch, N>(K, m, x, dy, dw);
     else
-      simd_gemm<default_arch>(K, N, m, strided<T>{x, 1, K}, strided<T>{dy, N, 1}, dw, N, static_cast<const T*>(nullptr),
-                              epilogue::none);
-    column_sum<N>(dy, db, m);
+      simd_gemm<Arch>(K, N, m, strided<T>{x, 1, K}, strided<T>{dy, N, 1}, dw, N, static_cast<const T*>(nullptr),
+                      epilogue::none);
+    column_sum<N, T, Arch>(dy, db, m);
   } else {
     reference::gemm_tn(x, dy, dw, m, K, N);
     reference::col_sum(dy, db, m, N);
   }
 }
 
-template <std::size_t K, std::size_t N, class T>
+template <std::size_t K, std::size_t N, class Arch = default_arch, class T>
 void dense_backward_input(const T* dy, const T* w, T* dx, std::size_t m) {
-  if constexpr (has_simd_v<T>) {
-    simd_gemm<default_arch>(m, K, N, strided<T>{dy, N, 1}, strided<T>{w, 1, N}, dx, K, static_cast<const T*>(nullptr),
-                            epilogue::none);
+  if constexpr (simd_v<T, Arch>) {
+    simd_gemm<Arch>(m, K, N, strided<T>{dy, N, 1}, strided<T>{w, 1, N}, dx, K, static_cast<const T*>(nullptr),
+                    epilogue::none);
   } else {
     reference::gemm_nt(dy, w, dx, m, K, N);
   }

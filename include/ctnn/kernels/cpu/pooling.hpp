@@ -52,10 +52,10 @@ U lane_offsets() {
 // offsets (uint32 bits carried in float lanes, blended by the same mask) stay
 // in registers; the last G.c % L channels run the scalar loop. Ties keep the
 // first position, as the scalar loop does.
-template <conv_geometry G>
+template <conv_geometry G, class Arch>
 void max_pool_forward_simd(const float* x, float* y, unsigned char* idx, std::size_t batch) {
-  using B = xsimd::batch<float, default_arch>;
-  using U = xsimd::batch<std::uint32_t, default_arch>;
+  using B = xsimd::batch<float, Arch>;
+  using U = xsimd::batch<std::uint32_t, Arch>;
   constexpr std::size_t L = B::size, CV = G.c / L * L;
   const U lane = lane_offsets<U>();
   alignas(64) float bits[L];
@@ -139,10 +139,10 @@ void max_pool_forward_scalar(const T* x, T* y, unsigned char* idx, std::size_t b
   }
 }
 
-template <conv_geometry G, class T>
+template <conv_geometry G, class Arch = default_arch, class T>
 void max_pool_forward(const T* x, T* y, unsigned char* idx, std::size_t batch) {
-  if constexpr (std::is_same_v<T, float> && has_simd_v<float> && G.c >= xsimd::batch<float, default_arch>::size)
-    detail::max_pool_forward_simd<G>(x, y, idx, batch);
+  if constexpr (std::is_same_v<T, float> && simd_v<float, Arch> && G.c >= xsimd::batch<float, Arch>::size)
+    detail::max_pool_forward_simd<G, Arch>(x, y, idx, batch);
   else
     max_pool_forward_scalar<G>(x, y, idx, batch);
 }
@@ -170,10 +170,10 @@ namespace detail {
 // (offsets compared as uint32 vectors). Inputs outside every window (the
 // border a valid pooling leaves) are zeroed first; when the windows tile the
 // input exactly, nothing is written twice and no zero-fill pass is needed.
-template <conv_geometry G>
+template <conv_geometry G, class Arch>
 void max_pool_backward_simd(const unsigned char* idx, const float* dy, float* dx, std::size_t batch) {
-  using B = xsimd::batch<float, default_arch>;
-  using U = xsimd::batch<std::uint32_t, default_arch>;
+  using B = xsimd::batch<float, Arch>;
+  using U = xsimd::batch<std::uint32_t, Arch>;
   constexpr std::size_t L = B::size, CV = G.c / L * L;
   constexpr bool tiles = G.pt == 0 && G.pl == 0 && G.oh * G.stride == G.h && G.ow * G.stride == G.w &&
                          G.kh == G.stride && G.kw == G.stride;
@@ -221,11 +221,11 @@ void max_pool_backward_simd(const unsigned char* idx, const float* dy, float* dx
 // in idx. max_pool_backward_scalar is the scalar loop (zero dx, then add each
 // dy at its offset), the reference of the float path for non-overlapping
 // windows.
-template <conv_geometry G, class T>
+template <conv_geometry G, class Arch = default_arch, class T>
 void max_pool_backward(const unsigned char* idx, const T* dy, T* dx, std::size_t batch) {
-  if constexpr (std::is_same_v<T, float> && has_simd_v<float> && G.c >= xsimd::batch<float, default_arch>::size &&
+  if constexpr (std::is_same_v<T, float> && simd_v<float, Arch> && G.c >= xsimd::batch<float, Arch>::size &&
                 G.stride >= G.kh && G.stride >= G.kw)
-    detail::max_pool_backward_simd<G>(idx, dy, dx, batch);
+    detail::max_pool_backward_simd<G, Arch>(idx, dy, dx, batch);
   else
     max_pool_backward_scalar<G>(idx, dy, dx, batch);
 }

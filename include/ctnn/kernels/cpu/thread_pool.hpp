@@ -8,6 +8,9 @@
 // same result whatever the thread count gives each task its own outputs and
 // computes each output within one task. A run() from inside a task, or while
 // another thread's run() is in progress, executes serially on the caller.
+// Workers run a run()'s tasks under the caller's floating-point mode (x86
+// MXCSR: flush-to-zero, denormals-are-zero, rounding; denormals.hpp) and
+// restore their own afterwards.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -22,6 +25,8 @@
 #include <thread>
 #include <type_traits>
 #include <vector>
+
+#include "denormals.hpp"
 
 namespace ctnn::kernels::cpu {
 
@@ -66,6 +71,7 @@ class thread_pool {
         std::this_thread::yield();
         lk.lock();
       }
+      mode_ = fp_mode();
       ctx_ = const_cast<void*>(static_cast<const void*>(&f));
       fn_ = [](void* c, std::size_t t) { (*static_cast<FD*>(c))(t); };
       count_ = tasks;
@@ -143,7 +149,10 @@ class thread_pool {
         if (quit_) return;
         active_.fetch_add(1, std::memory_order_relaxed);
       }
+      const unsigned own = fp_mode() & ~fp_status_bits, want = mode_ & ~fp_status_bits;
+      if (own != want) set_fp_mode(want);
       work();
+      if (own != want) set_fp_mode(own);
       active_.fetch_sub(1, std::memory_order_release);
     }
   }
@@ -154,6 +163,7 @@ class thread_pool {
   std::atomic<std::uint64_t> generation_{0};
   std::atomic<std::size_t> next_{0}, done_{0}, active_{0};
   std::size_t count_ = 0;
+  unsigned mode_ = 0;  // the floating-point mode of the thread that called run()
   void* ctx_ = nullptr;
   void (*fn_)(void*, std::size_t) = nullptr;
   bool quit_ = false;

@@ -1,11 +1,11 @@
-// ctnn/layers/input.hpp — input<D...>: the shape of one sample.
+// ctnn/core/input.hpp — input<D...>: the shape of one sample.
 //
 // Always the first element of sequential<...>; it has no parameters and is
 // not counted as a layer (positions in error messages start after it).
 #pragma once
 #include <cstddef>
 
-#include "../core/shape.hpp"
+#include "shape.hpp"
 
 namespace ctnn {
 

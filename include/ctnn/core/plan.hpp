@@ -1,0 +1,192 @@
+// ctnn/core/plan.hpp — buffers a bound layer declares, and the typed memory plan.
+//
+// A bound layer lists its buffers as `static constexpr std::array<buffer, n>
+// buffers`: each with a role, an element kind, an extent (elements; per
+// sample for per-sample roles), a name and a logical shape. Roles:
+//   parameter  trainable variables (a gradient buffer and the optimizer's slots
+//              follow each one automatically)
+//   state      non-trainable variables saved with the weights (moving statistics)
+//   mask       saved with the weights, never updated by the optimizer (pruning)
+//   metadata   small per-layer values saved with the weights (indices, counters)
+//   cache      per-sample scratch kept from forward to backward
+// The element kind is resolved by the precision policy: variable (the
+// policy's variable_type), compute (its compute_type) or a fixed type (f32,
+// u8, u32). Activations (each layer's output), the two backward delta buffers
+// and the optimizer slots are added by the plan itself.
+//
+// plan_layout<Net, P>(batch, slots) (used by Net::plan<P, B>) gives each role
+// region's byte offset and size, 64-byte aligned per layer; it is constexpr.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace ctnn {
+
+enum class role : std::uint8_t { parameter, gradient, state, mask, metadata, optimizer_slot, activation, delta, cache };
+inline constexpr std::size_t role_count = 9;
+
+constexpr std::string_view role_name(role r) {
+  constexpr std::array<std::string_view, role_count> n{"parameter", "gradient", "state",      "mask",  "metadata",
+                                                       "optimizer_slot", "activation", "delta", "cache"};
+  return n[std::size_t(r)];
+}
+
+enum class elem : std::uint8_t { variable, compute, f32, u8, u32 };
+
+struct buffer {
+  role kind = role::parameter;
+  elem type = elem::variable;
+  std::size_t extent = 0;  // elements (per sample for role::cache)
+  std::string_view name{};
+  std::array<std::size_t, 4> dims{};  // logical shape (rank dims), e.g. {K, N} for a dense kernel
+  std::size_t rank = 1;
+
+  static constexpr buffer make(role r, elem e, std::string_view name, std::initializer_list<std::size_t> shape) {
+    buffer b;
+    b.kind = r;
+    b.type = e;
+    b.name = name;
+    b.rank = 0;
+    b.extent = 1;
+    for (std::size_t d : shape) {
+      b.dims[b.rank++] = d;
+      b.extent *= d;
+    }
+    return b;
+  }
+  static constexpr buffer parameter(std::string_view name, std::initializer_list<std::size_t> shape) {
+    return make(role::parameter, elem::variable, name, shape);
+  }
+  static constexpr buffer state(std::string_view name, std::initializer_list<std::size_t> shape) {
+    return make(role::state, elem::variable, name, shape);
+  }
+  static constexpr buffer mask(std::string_view name, std::initializer_list<std::size_t> shape) {
+    return make(role::mask, elem::u8, name, shape);
+  }
+  static constexpr buffer cache(std::string_view name, std::size_t per_sample, elem e = elem::compute) {
+    return make(role::cache, e, name, {per_sample});
+  }
+};
+
+inline constexpr std::array<buffer, 0> no_buffers{};
+
+// Elements of one role a buffer list declares (per sample for caches).
+template <std::size_t N>
+constexpr std::size_t count_of(const std::array<buffer, N>& bs, role r) {
+  std::size_t n = 0;
+  for (const buffer& b : bs)
+    if (b.kind == r) n += b.extent;
+  return n;
+}
+template <std::size_t N>
+constexpr std::size_t buffers_of(const std::array<buffer, N>& bs, role r) {
+  std::size_t n = 0;
+  for (const buffer& b : bs) n += b.kind == r;
+  return n;
+}
+
+// Element size of a kind under policy P.
+template <class P>
+constexpr std::size_t elem_bytes(elem e) {
+  switch (e) {
+    case elem::variable: return sizeof(typename P::variable_type);
+    case elem::compute: return sizeof(typename P::compute_type);
+    case elem::f32: return 4;
+    case elem::u8: return 1;
+    case elem::u32: return 4;
+  }
+  return 0;
+}
+
+template <elem E, class P>
+struct elem_type;
+template <class P>
+struct elem_type<elem::variable, P> {
+  using type = typename P::variable_type;
+};
+template <class P>
+struct elem_type<elem::compute, P> {
+  using type = typename P::compute_type;
+};
+template <class P>
+struct elem_type<elem::f32, P> {
+  using type = float;
+};
+template <class P>
+struct elem_type<elem::u8, P> {
+  using type = std::uint8_t;
+};
+template <class P>
+struct elem_type<elem::u32, P> {
+  using type = std::uint32_t;
+};
+template <elem E, class P>
+using elem_t = typename elem_type<E, P>::type;
+
+constexpr std::size_t align_bytes(std::size_t n) noexcept { return (n + 63) / 64 * 64; }
+
+// Bytes of one layer's buffers of role r (one region per role, buffers packed
+// in declaration order, batch samples for per-sample roles).
+template <class P, std::size_t N>
+constexpr std::size_t layer_role_bytes(const std::array<buffer, N>& bs, role r, std::size_t batch = 1) {
+  std::size_t n = 0;
+  for (const buffer& b : bs)
+    if (b.kind == r) n += b.extent * elem_bytes<P>(b.type) * (r == role::cache ? batch : 1);
+  return n;
+}
+// Byte offset of buffer i inside its layer's region of its role.
+template <class P, std::size_t N>
+constexpr std::size_t buffer_offset(const std::array<buffer, N>& bs, std::size_t i, std::size_t batch = 1) {
+  std::size_t n = 0;
+  for (std::size_t j = 0; j < i; ++j)
+    if (bs[j].kind == bs[i].kind) n += bs[j].extent * elem_bytes<P>(bs[j].type) * (bs[j].kind == role::cache ? batch : 1);
+  return n;
+}
+
+// Where every region of a model lives, in bytes from the start of its one allocation.
+struct plan_layout {
+  std::array<std::size_t, role_count> offset{};
+  std::array<std::size_t, role_count> size{};
+  std::size_t total = 0;
+  constexpr std::size_t bytes(role r) const { return size[std::size_t(r)]; }
+  constexpr std::size_t at(role r) const { return offset[std::size_t(r)]; }
+};
+
+// What a model of a network needs, in bytes per role, at a batch size and an
+// optimizer's slot count: Net::memory_plan(...) and Net::plan<P, B>::bytes(...).
+struct memory_plan_bytes {
+  std::size_t parameters = 0, gradients = 0, state = 0, masks = 0, metadata = 0, optimizer = 0;
+  std::size_t activations = 0;  // layer outputs, the two backward buffers and caches
+  std::size_t total = 0;
+  static constexpr memory_plan_bytes of(const plan_layout& l) {
+    memory_plan_bytes m;
+    m.parameters = l.bytes(role::parameter);
+    m.gradients = l.bytes(role::gradient);
+    m.state = l.bytes(role::state);
+    m.masks = l.bytes(role::mask);
+    m.metadata = l.bytes(role::metadata);
+    m.optimizer = l.bytes(role::optimizer_slot);
+    m.activations = l.bytes(role::activation) + l.bytes(role::delta) + l.bytes(role::cache);
+    m.total = l.total;
+    return m;
+  }
+};
+
+// One declared buffer of one layer, as the model holds it.
+struct variable_ref {
+  std::size_t layer = 0;        // 0-based position among the layers (messages print layer + 1)
+  std::string_view name;        // the buffer's name ("kernel", "moving_mean", ...)
+  role kind = role::parameter;  // parameter, state, mask or metadata
+  elem type = elem::variable;
+  std::size_t element_bytes = 0;
+  std::array<std::size_t, 4> dims{};
+  std::size_t rank = 0;
+  std::size_t extent = 0;       // elements
+  std::byte* data = nullptr;    // extent * element_bytes bytes in the model's memory
+  std::size_t offset = 0;       // byte offset inside its role's region (a parameter's gradient and
+                                // slots sit at the same offset of theirs)
+};
+
+}  // namespace ctnn

@@ -1,0 +1,136 @@
+// ctnn/kernels/cpu/ops.hpp — ops<cpu<Arch>>: what layers, losses, activations
+// and optimizers call on the CPU backend.
+//
+// Every function forwards to the kernel of kernels/cpu with the backend's
+// architecture Arch, so a model of cpu<avx2> and one of cpu<sse2> in two
+// translation units instantiate different kernels (no ODR violation). A
+// backend that runs on the host with another memory (tests' counting
+// backend) inherits these ops: struct ops<my_backend> : ops<cpu<>> {}.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+
+#include "../../core/backend.hpp"
+#include "activations.hpp"
+#include "conv.hpp"
+#include "crossentropy.hpp"
+#include "gemm.hpp"
+#include "pooling.hpp"
+#include "thread_pool.hpp"
+#include "updates.hpp"
+
+namespace ctnn {
+
+template <class Arch>
+struct ops<cpu<Arch>> {
+  using arch = Arch;
+  using epilogue = kernels::cpu::epilogue;
+
+  // ---- executor ----
+  template <class F>
+  static void for_chunks(std::size_t n, F&& f) { kernels::cpu::for_chunks(n, f); }
+  static std::size_t threads() { return kernels::cpu::thread_pool::global().size(); }
+
+  // ---- dense products (K inputs, N outputs, m rows) ----
+  template <std::size_t K, std::size_t N, epilogue E = epilogue::none, class T>
+  static void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m) {
+    kernels::cpu::dense_forward<K, N, E, Arch>(x, w, b, y, m);
+  }
+  template <std::size_t K, std::size_t N, class T>
+  static void dense_backward_weights(const T* x, const T* dy, T* dw, T* db, std::size_t m) {
+    kernels::cpu::dense_backward_weights<K, N, Arch>(x, dy, dw, db, m);
+  }
+  template <std::size_t K, std::size_t N, class T>
+  static void dense_backward_input(const T* dy, const T* w, T* dx, std::size_t m) {
+    kernels::cpu::dense_backward_input<K, N, Arch>(dy, w, dx, m);
+  }
+
+  // ---- convolution and pooling (geometry G) ----
+  template <kernels::conv_geometry G, class T>
+  static void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t batch) {
+    kernels::cpu::conv_forward<G, Arch>(x, w, b, y, cols, batch);
+  }
+  template <kernels::conv_geometry G, class T>
+  static void conv_backward(const T* dy, const T* w, T* dw, T* db, T* dx, T* cols, std::size_t batch) {
+    kernels::cpu::conv_backward<G, Arch>(dy, w, dw, db, dx, cols, batch);
+  }
+  template <kernels::conv_geometry G, class T>
+  static void max_pool_forward(const T* x, T* y, std::uint32_t* idx, std::size_t batch) {
+    kernels::cpu::max_pool_forward<G, Arch>(x, y, reinterpret_cast<unsigned char*>(idx), batch);
+  }
+  template <kernels::conv_geometry G, class T>
+  static void max_pool_backward(const std::uint32_t* idx, const T* dy, T* dx, std::size_t batch) {
+    kernels::cpu::max_pool_backward<G, Arch>(reinterpret_cast<const unsigned char*>(idx), dy, dx, batch);
+  }
+  template <kernels::conv_geometry G, class T>
+  static void average_pool_forward(const T* x, T* y, std::size_t batch) {
+    kernels::cpu::average_pool_forward<G>(x, y, batch);
+  }
+  template <kernels::conv_geometry G, class T>
+  static void average_pool_backward(const T* dy, T* dx, std::size_t batch) {
+    kernels::cpu::average_pool_backward<G>(dy, dx, batch);
+  }
+  template <std::size_t P, std::size_t C, class T>
+  static void global_average_forward(const T* x, T* y, std::size_t batch) {
+    kernels::cpu::global_average_forward<P, C>(x, y, batch);
+  }
+  template <std::size_t P, std::size_t C, class T>
+  static void global_average_backward(const T* dy, T* dx, std::size_t batch) {
+    kernels::cpu::global_average_backward<P, C>(dy, dx, batch);
+  }
+
+  // ---- element-wise and row-wise ----
+  template <class T>
+  static void copy(const T* x, T* y, std::size_t n) { std::copy(x, x + n, y); }
+  template <class T>
+  static void relu_forward(T* y, std::size_t n) { kernels::cpu::relu_forward<T, Arch>(y, n); }
+  template <class T>
+  static void relu_backward(const T* y, T* d, std::size_t n) { kernels::cpu::relu_backward<T, Arch>(y, d, n); }
+  template <class T>
+  static void leaky_relu_forward(T* y, std::size_t n, T a) { kernels::cpu::leaky_relu_forward<T, Arch>(y, n, a); }
+  template <class T>
+  static void leaky_relu_backward(const T* y, T* d, std::size_t n, T a) {
+    kernels::cpu::leaky_relu_backward<T, Arch>(y, d, n, a);
+  }
+  template <class T>
+  static void sigmoid_forward(T* y, std::size_t n) { kernels::cpu::sigmoid_forward<T, Arch>(y, n); }
+  template <class T>
+  static void sigmoid_backward(const T* y, T* d, std::size_t n) { kernels::cpu::sigmoid_backward<T, Arch>(y, d, n); }
+  template <class T>
+  static void tanh_forward(T* y, std::size_t n) { kernels::cpu::tanh_forward<T, Arch>(y, n); }
+  template <class T>
+  static void tanh_backward(const T* y, T* d, std::size_t n) { kernels::cpu::tanh_backward<T, Arch>(y, d, n); }
+  template <class T>
+  static void softmax_forward(T* y, std::size_t rows, std::size_t cols) {
+    kernels::cpu::softmax_forward<T, Arch>(y, rows, cols);
+  }
+  template <class T>
+  static void softmax_backward(const T* y, T* d, std::size_t rows, std::size_t cols) {
+    kernels::cpu::softmax_backward<T, Arch>(y, d, rows, cols);
+  }
+  template <class T, class Target>
+  static double crossentropy_logits_row(const T* z, Target&& t, std::size_t n, T* d, double scale) {
+    return kernels::cpu::crossentropy_logits_row<T, Arch>(z, t, n, d, scale);
+  }
+
+  // ---- optimizer updates (element-wise over n parameters) ----
+  template <class T>
+  static void adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, T alpha, T b1, T b2, T eps, bool ams) {
+    kernels::cpu::adam_update<T, Arch>(w, g, m, v, vh, n, alpha, b1, b2, eps, ams);
+  }
+  template <class T>
+  static void adagrad_update(T* w, const T* g, T* acc, std::size_t n, T lr, T eps) {
+    kernels::cpu::adagrad_update<T, Arch>(w, g, acc, n, lr, eps);
+  }
+  template <class T>
+  static void sgd_update(T* w, const T* g, T* m, std::size_t n, T lr, T mom, bool nesterov) {
+    kernels::cpu::sgd_update<T, Arch>(w, g, m, n, lr, mom, nesterov);
+  }
+  template <class T>
+  static void rmsprop_update(T* w, const T* g, T* vel, T* mb, T* avg, std::size_t n, T lr, T r, T r1, T eps, T mom,
+                             bool centered) {
+    kernels::cpu::rmsprop_update<T, Arch>(w, g, vel, mb, avg, n, lr, r, r1, eps, mom, centered);
+  }
+};
+
+}  // namespace ctnn

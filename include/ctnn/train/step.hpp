@@ -1,0 +1,174 @@
+// ctnn/train/step.hpp — one training step in fixed phases.
+//
+// train_step<M, L, O, Hooks...>::run(batch) runs, in this order:
+//   1. forward             the model on the batch (training mode)
+//   2. loss                loss and dL/dy, the latter multiplied by
+//                          state.loss_scale (hooks' scale_loss may set it)
+//   3. backward            gradients of every parameter, plus the
+//                          regularization penalties' gradients
+//   4. transform_gradients each hook's transform_gradients(state), then the
+//                          optimizer's (with_options: accumulate, clip). A hook
+//                          undoes the loss scale here, and may set
+//                          state.apply_update = false (skip this update) or
+//                          state.count_iteration = false. Reducing across
+//                          replicas belongs here too.
+//   5. update              the optimizer's update of the whole parameter region
+//                          (skipped when apply_update is false)
+//   6. after_update        the optimizer's after_update (EMA), then each hook's
+//                          (masks); then the model's update count advances
+//                          (when count_iteration).
+// A hook is any object with one or more of scale_loss, transform_gradients,
+// after_update taking step_state<M>&; fit passes every extra argument that is
+// one (StepHook). The step runs with flush-to-zero and denormals-are-zero set
+// on the calling thread and the pool's workers (kernels/cpu/denormals.hpp)
+// unless ieee_denormals is true; the caller's mode is restored afterwards.
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <tuple>
+
+#include "../kernels/cpu/denormals.hpp"
+#include "model.hpp"
+
+namespace ctnn {
+
+// What the phases of one step share; hooks read and change it.
+template <class M>
+struct step_state {
+  M& model;
+  std::size_t epoch = 0, step = 0;  // 0-based
+  std::size_t batch = 0;            // samples in this batch
+  std::int64_t iteration = 0;       // the model's optimizer update count before this step
+  std::int64_t micro_step = 0;      // steps before this one (with gradient accumulation, iteration may lag)
+  double learning_rate = 0;         // schedule(iteration) * the model's learning-rate scale
+  double loss_scale = 1.0;          // dL/dy is multiplied by it in the loss phase
+  bool apply_update = true;         // false: phase 5 is skipped
+  bool count_iteration = true;      // false: the update count stays
+  std::span<typename M::variable_type> parameters, gradients, slots;
+};
+
+template <class H, class M>
+concept has_scale_loss = requires(H& h, step_state<M>& s) { h.scale_loss(s); };
+template <class H, class M>
+concept has_transform_gradients = requires(H& h, step_state<M>& s) { h.transform_gradients(s); };
+template <class H, class M>
+concept has_after_update = requires(H& h, step_state<M>& s) { h.after_update(s); };
+// A customisation of the step's phases (loss scaling, masks, replica reduction).
+template <class H, class M>
+concept StepHook = has_scale_loss<H, M> || has_transform_gradients<H, M> || has_after_update<H, M>;
+
+// What one step did.
+struct step_result {
+  double loss_sum = 0;   // sum of the per-sample losses (unscaled)
+  double penalty = 0;    // regularization penalty
+  bool updated = false;  // the optimizer's update ran
+};
+
+template <class M, class L, class O, class... Hooks>
+class train_step {
+ public:
+  using T = typename M::compute_type;
+  using B = typename M::backend;
+
+  train_step(M& m, L loss, O& opt, std::tuple<Hooks&...> hooks = {}, bool ieee_denormals = false)
+      : m_(m), loss_(loss), opt_(opt), hooks_(hooks), ieee_denormals_(ieee_denormals) {
+    detail::training_access::prepare_optimizer(m_, opt_);
+  }
+
+  // One step on a batch of `n` samples x (n * input_size values) with targets y.
+  template <class Target>
+  step_result run(const T* x, const Target* y, std::size_t n, std::size_t epoch, std::size_t step) {
+    const kernels::cpu::denormal_guard fp(!ieee_denormals_);
+    if (n > m_.batch_capacity()) m_.reserve(n, O::slots_per_parameter);
+    step_state<M> s = state(epoch, step, n);
+    each([&](auto& h) {
+      if constexpr (has_scale_loss<std::remove_cvref_t<decltype(h)>, M>) h.scale_loss(s);
+    });
+
+    step_result r;
+    // 1. forward
+    const T* out = m_.forward(x, n, true);
+    // 2. loss
+    r.loss_sum = loss_.template compute<M::output_size, B>(out, y, m_.output_gradient(), n);
+    r.penalty = m_.penalty();
+    last_output_ = out;
+    if (!std::isfinite(r.loss_sum + r.penalty)) return r;  // the caller decides (fit raises numeric_error)
+    if (s.loss_scale != 1.0) scale(m_.output_gradient(), n * M::output_size, T(s.loss_scale));
+    // 3. backward
+    m_.backward();
+    m_.add_penalty_gradients();
+    // 4. - 6.
+    r.updated = apply_gradients(s);
+    return r;
+  }
+
+  // Phases 4 to 6 on the gradients the model holds now (run() calls it after
+  // backward; a test or a custom loop may fill gradients() itself).
+  bool apply_gradients(std::size_t epoch = 0, std::size_t step = 0) {
+    const kernels::cpu::denormal_guard fp(!ieee_denormals_);
+    step_state<M> s = state(epoch, step, 0);
+    return apply_gradients(s);
+  }
+
+  // The outputs of the last run's forward pass (batch rows).
+  const T* output() const noexcept { return last_output_; }
+
+ private:
+  step_state<M> state(std::size_t epoch, std::size_t step, std::size_t n) {
+    const optimizer_state& os = m_.optimizer_state();
+    step_state<M> s{m_};
+    s.epoch = epoch;
+    s.step = step;
+    s.batch = n;
+    s.iteration = os.iterations;
+    s.micro_step = os.steps;
+    s.learning_rate = opt_.learning_rate(os.iterations) * os.learning_rate_scale;
+    s.parameters = m_.parameters();
+    s.gradients = m_.gradients();
+    s.slots = m_.optimizer_slots();
+    return s;
+  }
+
+  bool apply_gradients(step_state<M>& s) {
+    // 4. transform the gradients
+    each([&](auto& h) {
+      if constexpr (has_transform_gradients<std::remove_cvref_t<decltype(h)>, M>) h.transform_gradients(s);
+    });
+    if constexpr (has_transform_gradients<O, M>) opt_.transform_gradients(s);
+    // 5. update
+    if (s.apply_update)
+      opt_.template update<B>(update_args<typename M::variable_type>{s.parameters.data(), s.gradients.data(),
+                                                                     s.slots.data(), s.parameters.size(),
+                                                                     s.iteration, s.learning_rate});
+    // 6. after the update
+    if constexpr (has_after_update<O, M>) opt_.after_update(s);
+    each([&](auto& h) {
+      if constexpr (has_after_update<std::remove_cvref_t<decltype(h)>, M>) h.after_update(s);
+    });
+    optimizer_state& os = detail::training_access::optimizer_state(m_);
+    if (s.count_iteration) ++os.iterations;
+    ++os.steps;
+    return s.apply_update;
+  }
+  static void scale(T* d, std::size_t n, T k) {
+    for (std::size_t i = 0; i < n; ++i) d[i] *= k;
+  }
+  template <class F>
+  void each(F&& f) {
+    std::apply([&](auto&... h) { (f(h), ...); }, hooks_);
+  }
+
+  M& m_;
+  L loss_;
+  O& opt_;
+  std::tuple<Hooks&...> hooks_;
+  bool ieee_denormals_;
+  const T* last_output_ = nullptr;
+};
+
+template <class M, class L, class O>
+train_step(M&, L, O&) -> train_step<M, L, O>;
+
+}  // namespace ctnn

@@ -1,0 +1,225 @@
+// step.hpp (and the optimizer state model.hpp keeps): the phases of one
+// training step and their customisation points, the optimizer state that
+// belongs to the model, per-variable clipping for every layer, and the
+// floating-point mode (flush-to-zero) of the step.
+#include <doctest/doctest.h>
+
+#include <ctnn/ctnn.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace ctnn;
+
+namespace {
+using net = sequential<input<4>, dense<8, ctnn::tanh>, dense<3>>;
+data::in_memory<shape<4>, sparse_labels> toy_data() {
+  std::vector<float> x(48 * 4);
+  std::vector<std::int32_t> y(48);
+  rng g(5);
+  for (auto& v : x) v = float(g.uniform(-1, 1));
+  for (std::size_t i = 0; i < 48; ++i) y[i] = std::int32_t(i % 3);
+  return {x, y};
+}
+template <class M>
+std::vector<float> params(const M& m) {
+  return {m.parameters().begin(), m.parameters().end()};
+}
+const sparse_categorical_crossentropy xent{.from_logits = true};
+}  // namespace
+
+TEST_CASE("optimizer state belongs to the model: fit(m2, opt) after fit(m1, opt) starts m2 afresh") {
+  SUBCASE("adagrad: m2's accumulators start at initial_accumulator_value") {
+    adagrad shared{0.1};
+    auto m1 = make_model<net>(1), m2 = make_model<net>(2);
+    fit(m1, xent, shared, toy_data().batch(8), epochs{2});
+    fit(m2, xent, shared, toy_data().batch(8), epochs{2});
+    adagrad fresh{0.1};
+    auto m3 = make_model<net>(2);
+    fit(m3, xent, fresh, toy_data().batch(8), epochs{2});
+    CHECK(params(m2) == params(m3));
+    CHECK(m2.optimizer_iterations() == 12);
+    // a model that meets the optimizer gets its slots made: every accumulator at 0.1
+    auto m4 = make_model<net>(3);
+    train_step<model<net>, sparse_categorical_crossentropy, adagrad<>> step{m4, xent, shared};
+    const auto slots = m4.optimizer_slots();
+    CHECK(std::all_of(slots.begin(), slots.begin() + std::ptrdiff_t(m4.parameters().size()),
+                      [](float v) { return v == 0.1f; }));
+    CHECK(m4.optimizer_iterations() == 0);
+  }
+  SUBCASE("adam: m2's bias correction starts at step 1") {
+    adam shared{0.01};
+    auto m1 = make_model<net>(1), m2 = make_model<net>(2);
+    fit(m1, xent, shared, toy_data().batch(8), epochs{1});
+    fit(m2, xent, shared, toy_data().batch(8), epochs{1});
+    adam fresh{0.01};
+    auto m3 = make_model<net>(2);
+    fit(m3, xent, fresh, toy_data().batch(8), epochs{1});
+    CHECK(params(m2) == params(m3));
+  }
+  SUBCASE("the same model continues (Keras: fit twice), another optimizer kind or reset_optimizer restarts") {
+    adam opt{0.01};
+    auto a = make_model<net>(4), b = make_model<net>(4);
+    fit(a, xent, opt, toy_data().batch(8), epochs{2});
+    fit(b, xent, opt, toy_data().batch(8), epochs{1});
+    fit(b, xent, opt, toy_data().batch(8), epochs{1});  // epoch 0 again: toy_data is not shuffled, same batches
+    CHECK(params(a) == params(b));
+    CHECK(b.optimizer_iterations() == 12);
+    sgd other{0.1};
+    fit(b, xent, other, toy_data().batch(8), epochs{1});
+    CHECK(b.optimizer_iterations() == 6);
+    b.reset_optimizer();
+    CHECK(b.optimizer_iterations() == 0);
+    CHECK(b.optimizer_state().kind == nullptr);
+  }
+}
+
+namespace {
+// Records the phases it is called in and can scale the loss, undoing it on the gradients.
+struct recording_hook {
+  std::vector<std::string>* log;
+  double scale = 1.0;
+  bool skip = false;
+  template <class S>
+  void scale_loss(S& s) {
+    log->push_back("scale_loss");
+    s.loss_scale = scale;
+  }
+  template <class S>
+  void transform_gradients(S& s) {
+    log->push_back("transform_gradients");
+    for (auto& g : s.gradients) g /= float(s.loss_scale);
+    if (skip) {
+      s.apply_update = false;
+      s.count_iteration = false;
+    }
+  }
+  template <class S>
+  void after_update(S&) {
+    log->push_back("after_update");
+  }
+};
+}  // namespace
+
+TEST_CASE("train_step: hooks run in their phases; a loss scale undone in transform_gradients changes nothing") {
+  std::vector<std::string> log;
+  recording_hook h{&log, 1024.0};
+  static_assert(StepHook<recording_hook, model<net>>);
+  auto a = make_model<net>(7), b = make_model<net>(7);
+  sgd o1{0.1}, o2{0.1};
+  fit(a, xent, o1, toy_data().batch(16), epochs{1}, h);
+  fit(b, xent, o2, toy_data().batch(16), epochs{1});
+  const std::vector<std::string> want{"scale_loss", "transform_gradients", "after_update"};
+  REQUIRE(log.size() == 9);
+  CHECK(std::vector<std::string>(log.begin(), log.begin() + 3) == want);
+  // 1024 is a power of two: scaling and unscaling are exact
+  CHECK(params(a) == params(b));
+
+  SUBCASE("a hook can skip the update and the count") {
+    std::vector<std::string> l2;
+    recording_hook skipper{&l2, 1.0, true};
+    auto c = make_model<net>(7);
+    const auto before = params(c);
+    sgd o3{0.1};
+    fit(c, xent, o3, toy_data().batch(16), epochs{1}, skipper);
+    CHECK(params(c) == before);
+    CHECK(c.optimizer_iterations() == 0);
+    CHECK(c.optimizer_state().steps == 3);
+  }
+}
+
+TEST_CASE("clipnorm is per variable for every layer: conv2d's kernel and bias, batch_norm's gamma and beta") {
+  using cnn = sequential<input<4, 4, 1>, conv2d<2, 3, 3>, batch_norm, flatten, dense<2>>;
+  using M = model<cnn>;
+  auto m = make_model<cnn>(1);
+  with_options opt{sgd{1.0}, {.clipnorm = 1.0}};
+  train_step<M, mean_squared_error, decltype(opt)> step{m, mean_squared_error{}, opt};
+  auto w = m.parameters();
+  std::fill(w.begin(), w.end(), 0.0f);
+  auto g = m.gradients();
+  std::fill(g.begin(), g.end(), 0.0f);
+  // every variable's gradient is all 3s: each is clipped to norm 1 on its own
+  std::vector<std::pair<std::size_t, std::size_t>> vars;  // offset (elements), extent
+  m.for_each_variable([&](const variable_ref& v) {
+    if (v.kind != role::parameter) return;
+    vars.emplace_back(v.offset / sizeof(float), v.extent);
+    for (std::size_t i = 0; i < v.extent; ++i) g[v.offset / sizeof(float) + i] = 3.0f;
+  });
+  REQUIRE(vars.size() == 6);  // conv kernel, conv bias, gamma, beta, dense kernel, dense bias
+  step.apply_gradients();
+  for (auto [off, n] : vars) {
+    double sq = 0;
+    for (std::size_t i = 0; i < n; ++i) sq += double(w[off + i]) * double(w[off + i]);
+    CHECK(std::sqrt(sq) == doctest::Approx(1.0).epsilon(1e-6));  // w = -clipped gradient
+    CHECK(w[off] == doctest::Approx(-1.0 / std::sqrt(double(n))).epsilon(1e-6));
+  }
+}
+
+namespace {
+// Checks the floating-point mode inside the step: on this thread and in the pool's tasks.
+struct mode_probe {
+  int steps = 0, flushing = 0, pool_tasks = 0, pool_flushing = 0;
+  template <class S>
+  void transform_gradients(S&) {
+    ++steps;
+    flushing += kernels::cpu::flushing_denormals();
+    std::atomic<int> t{0}, f{0};
+    kernels::cpu::thread_pool::global().run(8, [&](std::size_t) {
+      ++t;
+      f += kernels::cpu::flushing_denormals();
+    });
+    pool_tasks += t;
+    pool_flushing += f;
+  }
+};
+}  // namespace
+
+TEST_CASE("the step flushes denormals to zero on this thread and the pool's workers, and restores the mode") {
+#if CTNN_HAS_MXCSR
+  const std::size_t threads = kernels::cpu::threads();
+  kernels::cpu::set_threads(2);
+  REQUIRE_FALSE(kernels::cpu::flushing_denormals());
+  const unsigned before = kernels::cpu::fp_mode();
+  auto m = make_model<net>(1);
+  adam opt;
+  mode_probe p;
+  fit(m, xent, opt, toy_data().batch(16), epochs{2}, p);
+  CHECK(p.steps == 6);
+  CHECK(p.flushing == 6);
+  CHECK(p.pool_tasks == 48);
+  CHECK(p.pool_flushing == 48);
+  const unsigned control = ~kernels::cpu::fp_status_bits;
+  CHECK((kernels::cpu::fp_mode() & control) == (before & control));  // restored after fit
+  // ... and a denormal really is flushed inside (1e-39 * 0.5 is 0, not a denormal)
+  {
+    const kernels::cpu::denormal_guard g;
+    volatile float tiny = 1e-39f;
+    CHECK(tiny * 0.5f == 0.0f);
+  }
+  volatile float tiny = 1e-39f;
+  CHECK(tiny * 0.5f != 0.0f);
+
+  SUBCASE("ieee_denormals{} keeps IEEE denormals in the step") {
+    mode_probe q;
+    auto m2 = make_model<net>(1);
+    adam o2;
+    fit(m2, xent, o2, toy_data().batch(16), epochs{1}, q, ieee_denormals{});
+    CHECK(q.flushing == 0);
+    CHECK(q.pool_flushing == 0);
+  }
+  SUBCASE("a caller that already flushes keeps flushing after fit") {
+    kernels::cpu::set_fp_mode(before | kernels::cpu::ftz_daz_bits);
+    auto m3 = make_model<net>(1);
+    adam o3;
+    fit(m3, xent, o3, toy_data().batch(16), epochs{1});
+    CHECK(kernels::cpu::flushing_denormals());
+    kernels::cpu::set_fp_mode(before);
+  }
+  kernels::cpu::set_threads(threads);
+#else
+  MESSAGE("CTNN_SKIP: no MXCSR on this target (the guard changes nothing)");
+#endif
+}
