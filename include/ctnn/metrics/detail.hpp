@@ -1,6 +1,9 @@
 // ctnn/metrics/detail.hpp — shared pieces of the metrics.
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
 
 namespace ctnn::detail {
 
@@ -11,6 +14,14 @@ std::size_t argmax(const T* row, std::size_t n) {
   for (std::size_t j = 1; j < n; ++j)
     if (row[j] > row[best]) best = j;
   return best;
+}
+
+// Throws std::out_of_range, as the sparse losses do, when a label is not a
+// class of an n-class output.
+inline void check_label(const char* metric, std::int32_t label, std::size_t sample, std::size_t n) {
+  if (label < 0 || std::size_t(label) >= n)
+    throw std::out_of_range(std::string(metric) + ": label " + std::to_string(label) + " of sample " +
+                            std::to_string(sample) + " is not a class of the " + std::to_string(n) + " outputs");
 }
 
 // A running mean: total / count.
