@@ -160,3 +160,12 @@ TEST_CASE("read_idx: a directory or a device is an idx_error (an io_error) namin
   }
   if (fs::exists("/dev/null")) CHECK_THROWS_WITH_AS(read_idx("/dev/null"), doctest::Contains("not a regular file"), idx_error);
 }
+
+TEST_CASE("read_idx: a truncated gzip whose header announces 45 GB allocates nothing of the kind (found by fuzz_idx)") {
+  tmpdir t;
+  const std::vector<unsigned char> crash{0x1f, 0x8b, 0x8, 0x0, 0x0, 0x0, 0x0, 0x0, 0x2, 0x3, 0x63, 0x60,
+                                         0xe0, 0x60, 0x62, 0x60, 0x60, 0x75, 0x41, 0x10, 0x0, 0x0, 0x0};
+  write(t.p / "c.gz", crash);
+  // Before: reserve() of the announced size (bad_alloc, or an ASan out-of-memory report).
+  CHECK_THROWS_AS(read_idx(t.p / "c.gz"), idx_error);
+}
