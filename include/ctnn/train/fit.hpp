@@ -10,7 +10,10 @@
 // seconds, data_seconds, compute_seconds, input_share (data time / step
 // time) and input_bound (0 not, 1 moderately, 2 highly; train/input_analysis.hpp). A non-finite loss throws ctnn::numeric_error naming the epoch and
 // step, unless a callback sets stop_training in on_batch_end (then the bad
-// update is not applied). An optimizer with a step(model, w, g, slots, n)
+// update is not applied); so does a parameter or state value that is not
+// finite after an update (train/numerics.hpp), and a non-finite loss in
+// evaluate or on validation data. Validation data is checked against the
+// network at compile time as the training data is. An optimizer with a step(model, w, g, slots, n)
 // member (with_options) applies its own update and counts it, and its
 // finalize(...) runs before on_train_end. The dataset's sample size and
 // target kind are checked against the network and loss at compile time.
@@ -36,13 +39,9 @@
 #include "history.hpp"
 #include "input_analysis.hpp"
 #include "model.hpp"
+#include "numerics.hpp"
 
 namespace ctnn {
-
-class numeric_error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct epochs {
   std::size_t count = 1;
@@ -53,6 +52,7 @@ struct epochs {
 
 template <data::Dataset D>
 struct validation_data_t {
+  using dataset_type = D;
   const D& data;
 };
 template <data::Dataset D>
@@ -84,6 +84,13 @@ constexpr bool check_compatible() {
   return true;
 }
 
+// Validation data is checked against the network as the training data is.
+template <class M, class L, class E>
+constexpr bool check_validation() {
+  if constexpr (is_validation_v<E>) return check_compatible<M, L, typename E::dataset_type>();
+  else return true;
+}
+
 template <class M, class... Ms, class B>
 void update_metrics(std::tuple<Ms...>& ms, const typename M::value_type* y, const B& b) {
   std::apply([&](auto&... m) { (m.template update<M::output_size>(y, b.y.data(), b.size), ...); }, ms);
@@ -97,9 +104,13 @@ logs evaluate_impl(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics,
   auto cur = ds.open(0);
   double total = 0;
   std::size_t n = 0;
-  while (cur.next(b)) {
+  for (std::size_t batch = 0; cur.next(b); ++batch) {
     const auto* y = m.forward(b.x.data(), b.size, false);
-    total += loss.template compute<M::output_size>(y, b.y.data(), static_cast<typename M::value_type*>(nullptr), b.size);
+    const double batch_sum =
+        loss.template compute<M::output_size>(y, b.y.data(), static_cast<typename M::value_type*>(nullptr), b.size);
+    if (!std::isfinite(batch_sum))
+      check_loss_finite(batch_sum, (prefix.empty() ? "evaluate: batch " : "fit: validation batch ") + std::to_string(batch + 1));
+    total += batch_sum;
     update_metrics<M>(metrics, y, b);
     n += b.size;
   }
@@ -124,6 +135,7 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
   using MT = std::remove_cvref_t<M>;
   using T = typename MT::value_type;
   static_assert(detail::check_compatible<MT, L, D>());
+  static_assert((detail::check_validation<MT, L, std::remove_cvref_t<Extras>>() && ...));
   static_assert(((Metric<std::remove_cvref_t<Extras>> || Callback<std::remove_cvref_t<Extras>> ||
                   is_validation_v<std::remove_cvref_t<Extras>>) && ...),
                 "fit: every extra argument must be a metric, a callback or validation_data(...)");
@@ -220,6 +232,9 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
         opt.update(params.data(), grads.data(), step_slots.data(), n_params, opt.iterations);
         ++opt.iterations;
       }
+      detail::check_model_finite(m, [&] {
+        return "fit: after the update of epoch " + std::to_string(e + 1) + ", step " + std::to_string(step + 1);
+      });
       loss_sum += batch_sum + pen * double(b.size);
       seen += b.size;
       compute_s += secs(clock::now() - t1);
