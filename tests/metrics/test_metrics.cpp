@@ -51,7 +51,7 @@ TEST_CASE("mean absolute error") {
 }
 
 // Issue 14, item 8: the metrics refuse a label that is not a class, as the sparse loss does.
-TEST_CASE("sparse_categorical_accuracy and accuracy: a label outside [0, N) throws std::out_of_range naming the sample") {
+TEST_CASE("sparse_categorical_accuracy and accuracy: a label that is not a class throws std::out_of_range naming the sample") {
   const std::vector<float> y{0.1f, 0.9f, 0.8f, 0.2f, 0.3f, 0.7f};  // 3 samples, 2 classes
   for (std::int32_t bad : {2, 12, -1}) {
     const std::vector<std::int32_t> labels{1, 0, bad};
