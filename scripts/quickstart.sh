@@ -3,8 +3,9 @@
 # builds the release preset, then runs the Fashion-MNIST demo or the whole
 # test suite.
 #   scripts/quickstart.sh demo [epochs]   train and evaluate the MLP on Fashion-MNIST
-#   scripts/quickstart.sh test            build and run every test, then the data and train
-#                                         tests under ThreadSanitizer (what CI runs)
+#   scripts/quickstart.sh test            build and run every test; then the suite under
+#                                         ASan + UBSan, and the data and train tests under
+#                                         ThreadSanitizer (what CI runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,8 @@ case "$mode" in
 esac
 
 packages=(cmake g++ make libxtensor-dev libxsimd-dev doctest-dev libbenchmark-dev zlib1g-dev dataset-fashion-mnist)
+# The test command also builds with clang 19 and its libFuzzer/sanitizer runtimes.
+[[ $mode == test ]] && packages+=(clang-19 libclang-rt-19-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -44,6 +47,15 @@ if [[ $mode == demo ]]; then
   exec ./build/release/examples/fashion_mnist_mlp "${2:-15}"
 else
   ctest --preset release -j "$jobs"
+  # The whole suite but the demo under AddressSanitizer + UndefinedBehaviorSanitizer.
+  cmake --preset asan
+  cmake --build --preset asan -j "$jobs"
+  ctest --preset asan -j "$jobs"
+  # Not yet run here: the clang 19 build (clang preset) with the libFuzzer targets and
+  # scripts/fuzz.sh, because clang 19 rejects kernels/cpu/simd_gemm.hpp:257 (a lambda using
+  # 'L' without capturing it). Once that compiles, add:
+  #   cmake --preset clang && cmake --build --preset clang -j "$jobs" && ctest --preset clang -j "$jobs"
+  #   scripts/fuzz.sh "${CTNN_FUZZ_SECONDS:-60}"
   # The threaded input pipeline under ThreadSanitizer (the data and train tests, ~2 min on 2 cores).
   cmake --preset tsan
   cmake --build --preset tsan -j "$jobs"

@@ -125,3 +125,13 @@ TEST_CASE("cache(path): a damaged or foreign cache file is reported, never used 
                        data::pipeline_error);
   CHECK(labels(counted(20, reads).cache(file)).size() == 20);  // intact again: used
 }
+
+// Issue 14, item 5.
+TEST_CASE("cache(path): a directory at path is an io_error naming it") {
+  tmpdir t;
+  auto reads = std::make_shared<std::atomic<int>>(0);
+  fs::create_directory(t.p / "c");
+  const auto d = counted(3, reads).cache(t.p / "c");
+  const std::string want = "cache: " + (t.p / "c").string() + ": is a directory";
+  CHECK_THROWS_WITH_AS(labels(d), doctest::Contains(want.c_str()), ctnn::io_error);
+}

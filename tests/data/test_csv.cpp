@@ -94,3 +94,34 @@ TEST_CASE("from_csv: a bad row in a later file comes after the good rows, throug
   }
   CHECK_THROWS_WITH_AS(c.next(s), doctest::Contains("bad.csv:2:3: 'oops' is not a number"), data::csv_error);
 }
+
+// Issue 14, items 5 and 8.
+TEST_CASE("from_csv: nan, inf, a doubled sign and out-of-range numbers are refused with the reason") {
+  tmpdir t;
+  auto err = [&](const std::string& text) {
+    const auto f = t.write("odd.csv", text);
+    try {
+      (void)all(data::from_csv<shape<3>>(f));
+    } catch (const data::csv_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string at = "from_csv: " + (t.p / "odd.csv").string();
+  CHECK(err("1,nan,3,4\n") == at + ":1:2: 'nan' is not a finite number");
+  CHECK(err("1,2,-inf,4\n") == at + ":1:3: '-inf' is not a finite number");
+  CHECK(err("1,2,3,Infinity\n") == at + ":1:4: 'Infinity' is not a finite number");
+  CHECK(err("1,+-5,3,4\n") == at + ":1:2: '+-5' is not a number");
+  CHECK(err("1,++5,3,4\n") == at + ":1:2: '++5' is not a number");
+  CHECK(err("1,1e400,3,4\n") == at + ":1:2: '1e400' is out of range for a 32-bit floating-point value");
+  CHECK(err("1,1e39,3,4\n") == at + ":1:2: '1e39' is out of range for a 32-bit floating-point value");
+  CHECK(err("99999999999,1,2,3\n") == at + ":1:1: '99999999999' is out of range for a class label (a 32-bit integer)");
+  CHECK(err("1,+5,-2,3e2\n") == "no error");
+}
+
+TEST_CASE("from_csv: a directory is a csv_error (an io_error) naming it") {
+  tmpdir t;
+  fs::create_directory(t.p / "d.csv");
+  CHECK_THROWS_WITH_AS(all(data::from_csv<shape<3>>(t.p / "d.csv")), doctest::Contains("d.csv: is a directory"),
+                       ctnn::io_error);
+}

@@ -13,7 +13,7 @@ using namespace ctnn;
 TEST_CASE("Fashion-MNIST: 60000 + 10000 images of 28x28 in [0, 1], labels 0..9") {
   const auto dir = data::fashion_mnist::default_dir();
   if (!std::filesystem::exists(dir / "t10k-images-idx3-ubyte.gz")) {
-    MESSAGE("skipped: " << dir << " is missing (apt-get install dataset-fashion-mnist)");
+    MESSAGE("CTNN_SKIP: " << dir << " is missing (apt-get install dataset-fashion-mnist)");  // CTest reports it as skipped
     return;
   }
   const auto test = data::fashion_mnist::test();

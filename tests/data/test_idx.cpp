@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <filesystem>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -106,4 +107,65 @@ TEST_CASE("read_idx: every bad file is reported with its name and the problem") 
 
   write(t.p / "empty.idx", {});
   CHECK_THROWS_WITH_AS(read_idx(t.p / "empty.idx"), doctest::Contains("truncated header"), idx_error);
+}
+
+// Issue 14, item 4 and 5: found by fuzzing and by hand.
+TEST_CASE("read_idx: dimensions whose product does not fit in 64 bits are refused, not wrapped") {
+  tmpdir t;
+  write(t.p / "big.idx", idx_bytes(0x0D, {0xFFFFFFFFu, 0xFFFFFFFFu, 0x40000000u}, {}));
+  CHECK_THROWS_WITH_AS(read_idx(t.p / "big.idx"), doctest::Contains("more values than 64 bits can count"), idx_error);
+  // The 12-byte file of the report: 2^31 x 2^30 float64 values = 2^61 values of 8 bytes = 2^64 bytes, which
+  // wrapped to 0, so the empty data matched and the file was accepted.
+  write(t.p / "twelve.idx", idx_bytes(0x0E, {0x80000000u, 0x40000000u}, {}));
+  CHECK_THROWS_WITH_AS(read_idx(t.p / "twelve.idx"), doctest::Contains("twelve.idx: the header's dimensions announce more"),
+                       idx_error);
+}
+
+TEST_CASE("read_idx: as<int>() refuses values an int cannot hold instead of converting them (UB)") {
+  tmpdir t;
+  auto f32 = [](float v) {
+    std::uint32_t u;
+    std::memcpy(&u, &v, 4);
+    return std::vector<unsigned char>{std::uint8_t(u >> 24), std::uint8_t(u >> 16), std::uint8_t(u >> 8), std::uint8_t(u)};
+  };
+  write(t.p / "huge.idx", idx_bytes(0x0D, {1}, f32(1e16f)));
+  const auto a = read_idx(t.p / "huge.idx");
+  CHECK_THROWS_WITH_AS(a.as<std::int32_t>(), doctest::Contains("value 1e+16 at index 0 is not a whole number"),
+                       idx_error);
+  CHECK(a.as<float>()[0] == 1e16f);
+  write(t.p / "half.idx", idx_bytes(0x0D, {1}, f32(2.5f)));
+  CHECK_THROWS_WITH_AS(read_idx(t.p / "half.idx").as<std::int32_t>(), doctest::Contains("half.idx"), idx_error);
+}
+
+TEST_CASE("read_idx: a gzip bomb is rejected as soon as the data exceeds what the header announces") {
+  tmpdir t;
+  // Header: one ubyte value; then 64 MiB of zeros, compressed to about 64 KiB.
+  auto b = idx_bytes(0x08, {1}, {7});
+  b.resize(b.size() + (64u << 20), 0);
+  write_gz(t.p / "bomb.gz", b);
+  CHECK(fs::file_size(t.p / "bomb.gz") < (1u << 20));
+  CHECK_THROWS_WITH_AS(read_idx(t.p / "bomb.gz"), doctest::Contains("holds more than the 9 bytes the header announces"),
+                       idx_error);
+}
+
+TEST_CASE("read_idx: a directory or a device is an idx_error (an io_error) naming it, not std::ios_base::failure") {
+  tmpdir t;
+  fs::create_directory(t.p / "dir");
+  CHECK_THROWS_WITH_AS(read_idx(t.p / "dir"), doctest::Contains("dir: is a directory"), idx_error);
+  CHECK_THROWS_AS(read_idx(t.p / "dir"), ctnn::io_error);
+  try {
+    (void)read_idx(t.p / "dir");
+  } catch (const ctnn::io_error& e) {
+    CHECK(e.path() == t.p / "dir");
+  }
+  if (fs::exists("/dev/null")) CHECK_THROWS_WITH_AS(read_idx("/dev/null"), doctest::Contains("not a regular file"), idx_error);
+}
+
+TEST_CASE("read_idx: a truncated gzip whose header announces 45 GB allocates nothing of the kind (found by fuzz_idx)") {
+  tmpdir t;
+  const std::vector<unsigned char> crash{0x1f, 0x8b, 0x8, 0x0, 0x0, 0x0, 0x0, 0x0, 0x2, 0x3, 0x63, 0x60,
+                                         0xe0, 0x60, 0x62, 0x60, 0x60, 0x75, 0x41, 0x10, 0x0, 0x0, 0x0};
+  write(t.p / "c.gz", crash);
+  // Before: reserve() of the announced size (bad_alloc, or an ASan out-of-memory report).
+  CHECK_THROWS_AS(read_idx(t.p / "c.gz"), idx_error);
 }

@@ -196,3 +196,22 @@ TEST_CASE("pipeline: fit trains on a pipeline and logs the input verdict") {
   // The same pipeline, evaluated.
   CHECK(std::isfinite(evaluate(m, loss, train)["loss"]));
 }
+
+// Issue 14, item 2.
+TEST_CASE("pipeline: batch(n) holds what arrives; a batch size that would wrap throws size_error") {
+  CHECK_THROWS_WITH_AS(numbers(3).batch(std::size_t(1) << 62), doctest::Contains("does not fit in 64 bits"), size_error);
+  CHECK_THROWS_AS(numbers(3).batch(std::size_t(-1)), std::length_error);
+  // 100 samples in a batch of 10 million: one batch of 100, buffers of 100 samples, not 10 million.
+  const auto d = numbers(100).batch(10'000'000);
+  auto c = d.open(0);
+  data::minibatch<float, sparse_labels> b;
+  REQUIRE(c.next(b));
+  CHECK(b.size == 100);
+  CHECK(b.x.capacity() < 1000);
+  CHECK(b.y.capacity() < 1000);
+  CHECK(!c.next(b));
+  // in_memory: the same checks.
+  const data::in_memory<shape<2>, sparse_labels> m(std::vector<float>(200), std::vector<int>(100));
+  CHECK_THROWS_AS(m.batch(std::size_t(1) << 62), size_error);
+  CHECK(m.batch(std::size_t(-1) / 16).batches_per_epoch() == 1);
+}

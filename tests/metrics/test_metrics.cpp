@@ -7,6 +7,8 @@
 #include <ctnn/metrics/sparse_categorical_accuracy.hpp>
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 using namespace ctnn;
@@ -46,4 +48,21 @@ TEST_CASE("mean absolute error") {
   m.update<2>(y.data(), t.data(), 2);
   CHECK(m.result() == doctest::Approx(0.75));
   static_assert(Metric<mean_absolute_error>);
+}
+
+// Issue 14, item 8: the metrics refuse a label that is not a class, as the sparse loss does.
+TEST_CASE("sparse_categorical_accuracy and accuracy: a label that is not a class throws std::out_of_range naming the sample") {
+  const std::vector<float> y{0.1f, 0.9f, 0.8f, 0.2f, 0.3f, 0.7f};  // 3 samples, 2 classes
+  for (std::int32_t bad : {2, 12, -1}) {
+    const std::vector<std::int32_t> labels{1, 0, bad};
+    sparse_categorical_accuracy m;
+    const std::string want = "label " + std::to_string(bad) + " of sample 2";
+    CHECK_THROWS_WITH_AS(m.update<2>(y.data(), labels.data(), 3), doctest::Contains(want.c_str()), std::out_of_range);
+    accuracy a;
+    CHECK_THROWS_AS(a.update<2>(y.data(), labels.data(), 3), std::out_of_range);
+  }
+  sparse_categorical_accuracy m;
+  const std::vector<std::int32_t> ok{1, 0, 1};
+  m.update<2>(y.data(), ok.data(), 3);
+  CHECK(m.result() == doctest::Approx(1.0));
 }

@@ -11,7 +11,8 @@
 // bytes, payload (write_element per element), u32 CRC-32 of everything before.
 // A file at path that is truncated, corrupt or made for another element type
 // throws pipeline_error naming the file and the problem; it is never
-// silently rebuilt or skipped.
+// silently rebuilt or skipped. A path that cannot be read (a directory, no
+// permission) or written throws ctnn::io_error naming it.
 #pragma once
 #include <zlib.h>
 
@@ -26,7 +27,9 @@
 #include <utility>
 #include <vector>
 
+#include "../core/errors.hpp"
 #include "../io/atomic_file.hpp"
+#include "../io/read_file.hpp"
 #include "element.hpp"
 #include "stage.hpp"
 
@@ -166,12 +169,7 @@ class file_cache_stage final : public stage<E> {
     };
     auto it = std::make_unique<replay>();
     it->path = name;
-    {
-      std::ifstream f(path_, std::ios::binary);
-      if (!f) return fail("cannot open for reading");
-      it->bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-      if (f.bad()) return fail("read error");
-    }
+    it->bytes = io::read_file(path_, "cache");  // io_error naming the path: a directory, unreadable, ...
     const std::string& b = it->bytes;
     if (b.size() < 10 + 4 || std::memcmp(b.data(), magic, 10) != 0) return fail("not a ctnn cache file (bad magic)");
     std::uint32_t name_len = 0;

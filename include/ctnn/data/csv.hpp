@@ -4,12 +4,16 @@
 // order, read line by line on each pass) is one sample: S::size feature
 // columns and K::width target columns, the targets first
 // (options.targets_first, as in the MNIST CSV files) or last. A sparse label
-// must be a non-negative integer. options.header skips each file's first
+// must be a non-negative integer; a feature or dense target a finite number
+// (at most one sign; "nan", "inf" and values beyond T's range are refused,
+// the latter as "out of range"). options.header skips each file's first
 // line; options.delimiter separates fields (default ','). Any problem throws
 // csv_error "from_csv: <file>:<line>:<column>: <what>" (line and column
 // counted from 1) when the pass reaches it; earlier rows have been delivered.
 #pragma once
 #include <charconv>
+#include <cmath>
+#include <limits>
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
@@ -20,14 +24,15 @@
 #include <utility>
 #include <vector>
 
+#include "../core/errors.hpp"
 #include "element.hpp"
 #include "stage.hpp"
 
 namespace ctnn::data {
 
-class csv_error : public std::runtime_error {
+class csv_error : public io_error {
  public:
-  using std::runtime_error::runtime_error;
+  using io_error::io_error;
 };
 
 struct csv_options {
@@ -52,14 +57,14 @@ class csv_stage final : public stage<sample<S, K, T>> {
 
     [[noreturn]] void fail(std::size_t col, const std::string& what) const {
       throw csv_error("from_csv: " + (*files)[file].string() + ":" + std::to_string(line) +
-                      (col ? ":" + std::to_string(col) : std::string()) + ": " + what);
+                          (col ? ":" + std::to_string(col) : std::string()) + ": " + what,
+                      (*files)[file]);
     }
     bool next(E& out) override {
       for (;;) {
         if (!is_open) {
           if (file == files->size()) return false;
-          in = std::ifstream((*files)[file]);
-          if (!in) throw csv_error("from_csv: " + (*files)[file].string() + ": cannot open for reading");
+          open_file((*files)[file]);
           is_open = true;
           line = 0;
         }
@@ -78,6 +83,15 @@ class csv_stage final : public stage<sample<S, K, T>> {
         return true;
       }
     }
+    void open_file(const std::filesystem::path& p) {
+      // A directory opens as an ifstream and fails on the first read with std::ios_base::failure: refuse it here.
+      std::error_code ec;
+      const auto st = std::filesystem::status(p, ec);
+      if (ec || !std::filesystem::exists(st)) throw csv_error("from_csv", p, "cannot open for reading (no such file)");
+      if (std::filesystem::is_directory(st)) throw csv_error("from_csv", p, "is a directory, not a file");
+      in = std::ifstream(p);
+      if (!in) throw csv_error("from_csv", p, "cannot open for reading");
+    }
     void parse(E& out) {
       out.x.resize(S::size);
       out.y.resize(K::width);
@@ -92,22 +106,33 @@ class csv_stage final : public stage<sample<S, K, T>> {
                         " features + " + std::to_string(K::width) + " targets)");
         while (!f.empty() && (f.front() == ' ' || f.front() == '\t')) f.remove_prefix(1);
         while (!f.empty() && (f.back() == ' ' || f.back() == '\t')) f.remove_suffix(1);
-        if (!f.empty() && f.front() == '+') f.remove_prefix(1);
+        const std::string shown(f);
+        if (!f.empty() && f.front() == '+') {
+          f.remove_prefix(1);  // from_chars does not take a '+'; one sign at most
+          if (!f.empty() && (f.front() == '+' || f.front() == '-')) fail(col, "'" + shown + "' is not a number");
+        }
         const bool target = opt.targets_first ? col <= K::width : col > S::size;
         if constexpr (is_sparse_v<K>) {
           if (target) {
             std::int32_t v = 0;
             auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
+            if (ec == std::errc::result_out_of_range)
+              fail(col, "'" + shown + "' is out of range for a class label (a 32-bit integer)");
             if (ec != std::errc() || p != f.data() + f.size() || v < 0)
-              fail(col, "'" + std::string(f) + "' is not a class label (a non-negative integer)");
+              fail(col, "'" + shown + "' is not a class label (a non-negative integer)");
             out.y[0] = v;
           }
         }
         if (!target || !is_sparse_v<K>) {
           double v = 0;
           auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
+          if (!f.empty() && ec == std::errc::result_out_of_range && p == f.data() + f.size())
+            fail(col, "'" + shown + "' is out of range for a " + std::to_string(8 * sizeof(T)) + "-bit floating-point value");
           if (f.empty() || ec != std::errc() || p != f.data() + f.size())
-            fail(col, "'" + std::string(f) + "' is not a number");
+            fail(col, "'" + shown + "' is not a number");
+          if (!std::isfinite(v)) fail(col, "'" + shown + "' is not a finite number");
+          if (std::abs(v) > double(std::numeric_limits<T>::max()))
+            fail(col, "'" + shown + "' is out of range for a " + std::to_string(8 * sizeof(T)) + "-bit floating-point value");
           const std::size_t k = opt.targets_first ? col - 1 - (target ? 0 : K::width) : col - 1 - (target ? S::size : 0);
           if (target) out.y[k] = static_cast<Y>(v);
           else out.x[k] = static_cast<T>(v);

@@ -80,7 +80,7 @@ void put_values(std::string& out, const std::vector<V>& v, std::size_t n) {
 }
 template <class V>
 bool get_values(const char*& p, const char* end, std::vector<V>& v, std::size_t n) {
-  if (std::size_t(end - p) < n * sizeof(V)) return false;
+  if (n > std::size_t(end - p) / sizeof(V)) return false;  // no n * sizeof(V) that could wrap
   v.resize(n);
   std::memcpy(v.data(), p, n * sizeof(V));
   p += n * sizeof(V);

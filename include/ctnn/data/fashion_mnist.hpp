@@ -31,7 +31,7 @@ inline std::filesystem::path find(const std::filesystem::path& dir, const std::s
     auto p = dir / (stem + ext);
     if (std::filesystem::exists(p)) return p;
   }
-  throw idx_error("fashion_mnist: neither " + (dir / (stem + ".gz")).string() + " nor " + (dir / stem).string() +
+  throw idx_error("fashion_mnist", dir / stem, "neither " + (dir / (stem + ".gz")).string() + " nor " + (dir / stem).string() +
                   " exists (install Debian's dataset-fashion-mnist or set CTNN_FASHION_MNIST_DIR)");
 }
 
@@ -41,16 +41,16 @@ inline dataset load(const std::filesystem::path& dir, const std::string& prefix)
   const idx_array images = read_idx(ipath);
   const idx_array labels = read_idx(lpath);
   if (images.type != 0x08 || images.dims.size() != 3 || images.dims[1] != 28 || images.dims[2] != 28)
-    throw idx_error("fashion_mnist: " + ipath.string() + " does not hold 28x28 ubyte images");
+    throw idx_error("fashion_mnist", ipath, "does not hold 28x28 ubyte images");
   if (labels.type != 0x08 || labels.dims.size() != 1)
-    throw idx_error("fashion_mnist: " + lpath.string() + " does not hold ubyte labels");
+    throw idx_error("fashion_mnist", lpath, "does not hold ubyte labels");
   if (labels.dims[0] != images.dims[0])
-    throw idx_error("fashion_mnist: " + ipath.string() + " has " + std::to_string(images.dims[0]) + " images but " +
+    throw idx_error("fashion_mnist", ipath, "has " + std::to_string(images.dims[0]) + " images but " +
                     lpath.string() + " has " + std::to_string(labels.dims[0]) + " labels");
   auto y = labels.as<std::int32_t>();
   for (std::size_t i = 0; i < y.size(); ++i)
     if (y[i] < 0 || y[i] >= std::int32_t(classes))
-      throw idx_error("fashion_mnist: " + lpath.string() + ": label " + std::to_string(y[i]) + " of sample " +
+      throw idx_error("fashion_mnist", lpath, "label " + std::to_string(y[i]) + " of sample " +
                       std::to_string(i) + " is not a class 0..9");
   return dataset(images.as<float>(1.0 / 255.0), std::move(y));
 }

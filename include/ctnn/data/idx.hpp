@@ -5,34 +5,46 @@
 // then each dimension as a big-endian uint32, then the values, big-endian.
 // read_idx(path) decompresses gzip (detected by its magic bytes, via zlib),
 // checks the header and that the data holds exactly the values the
-// dimensions announce. Every failure throws ctnn::data::idx_error whose
-// message names the file and what is wrong: missing, unreadable, corrupt or
-// truncated gzip stream, bad magic, unknown type code, too few or too many
-// bytes.
+// dimensions announce. Every failure throws ctnn::data::idx_error (a
+// ctnn::io_error) whose message names the file and what is wrong: missing,
+// a directory or not a regular file, unreadable, corrupt or truncated gzip
+// stream, bad magic, unknown type code, dimensions whose product does not fit
+// in 64 bits, too few or too many bytes. A gzip stream is inflated only as far
+// as the header allows: inflating stops, and the file is rejected, as soon as
+// the data exceeds the size the header announces. as<T>() range-checks every
+// value: one that T cannot hold (a label 1e16 or 2.5 read as int32, a float64
+// beyond float's range) throws idx_error naming the file and the index.
 #pragma once
 #include <zlib.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
+
+#include "../core/errors.hpp"
+#include "../io/read_file.hpp"
 
 namespace ctnn::data {
 
-class idx_error : public std::runtime_error {
+class idx_error : public io_error {
  public:
-  using std::runtime_error::runtime_error;
+  using io_error::io_error;
 };
 
 struct idx_array {
   std::uint8_t type = 0;              // IDX type code
   std::vector<std::uint32_t> dims;    // e.g. {60000, 28, 28}
   std::vector<unsigned char> bytes;   // the values, still big-endian
+  std::string name;                   // the file it came from (for error messages)
   std::size_t count() const {
     std::size_t n = 1;
     for (auto d : dims) n *= d;
@@ -56,21 +68,50 @@ inline std::size_t idx_type_size(std::uint8_t t) {
 }
 
 inline std::vector<unsigned char> read_file_bytes(const std::filesystem::path& p) {
-  std::error_code ec;
-  if (!std::filesystem::exists(p, ec)) throw idx_error("read_idx: " + p.string() + ": no such file");
-  std::ifstream f(p, std::ios::binary);
-  if (!f) throw idx_error("read_idx: " + p.string() + ": cannot open for reading");
-  std::vector<unsigned char> raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) throw idx_error("read_idx: " + p.string() + ": read error");
-  return raw;
+  return io::read_file<std::vector<unsigned char>, idx_error>(p, "read_idx");
 }
 
-// Inflates a whole gzip file held in memory (several concatenated members allowed).
+// The whole size in bytes (header + values) that an IDX image starting with
+// d[0..n) announces, or nullopt while fewer bytes than the header are known.
+// Throws idx_error on a bad magic number, type code or rank, or when the size
+// does not fit in 64 bits.
+inline std::optional<std::size_t> idx_announced_size(const unsigned char* d, std::size_t n, const std::string& name) {
+  if (n < 4) return std::nullopt;
+  if (d[0] != 0 || d[1] != 0)
+    throw idx_error("read_idx", name, "wrong magic number (first two bytes must be 0, the file is not IDX)");
+  const std::size_t esize = idx_type_size(d[2]);
+  if (!esize) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02X", unsigned(d[2]));
+    throw idx_error("read_idx", name, std::string("unknown IDX type code ") + hex);
+  }
+  const std::size_t rank = d[3];
+  if (rank == 0) throw idx_error("read_idx", name, "IDX header declares 0 dimensions");
+  const std::size_t header = 4 + 4 * rank;
+  if (n < header) return std::nullopt;
+  std::size_t total = esize;
+  for (std::size_t i = 0; i < rank; ++i) {
+    const unsigned char* p = d + 4 + 4 * i;
+    const std::uint32_t v = (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) | p[3];
+    if (v != 0 && total > (std::numeric_limits<std::size_t>::max() - header) / v)
+      throw idx_error("read_idx", name, "the header's dimensions announce more values than 64 bits can count");
+    total *= v;
+  }
+  return header + total;
+}
+
+// Inflates a whole gzip file held in memory (several concatenated members
+// allowed), stopping with idx_error as soon as the output exceeds the size
+// the IDX header at its start announces.
 inline std::vector<unsigned char> gunzip(const std::vector<unsigned char>& in, const std::string& name) {
   std::vector<unsigned char> out;
-  out.reserve(in.size() * 4);
+  std::optional<std::size_t> limit;
   z_stream s{};
-  if (inflateInit2(&s, 15 + 16) != Z_OK) throw idx_error("read_idx: " + name + ": zlib initialisation failed");
+  if (inflateInit2(&s, 15 + 16) != Z_OK) throw idx_error("read_idx", name, "zlib initialisation failed");
+  struct ender {
+    z_stream* s;
+    ~ender() { inflateEnd(s); }
+  } end_guard{&s};
   s.next_in = const_cast<Bytef*>(in.data());
   s.avail_in = static_cast<uInt>(in.size());
   unsigned char buf[1 << 16];
@@ -80,59 +121,57 @@ inline std::vector<unsigned char> gunzip(const std::vector<unsigned char>& in, c
     s.avail_out = sizeof buf;
     rc = inflate(&s, Z_NO_FLUSH);
     out.insert(out.end(), buf, buf + (sizeof buf - s.avail_out));
+    if (!limit) {
+      limit = idx_announced_size(out.data(), out.size(), name);
+      // No reserve(*limit): a few bytes of header must not allocate what they announce (found by fuzz_idx).
+    }
+    if (limit && out.size() > *limit)
+      throw idx_error("read_idx", name, "corrupt file: the decompressed data holds more than the " +
+                                            std::to_string(*limit) + " bytes the header announces");
     if (rc == Z_STREAM_END) {
       if (s.avail_in == 0) break;
       inflateReset(&s);  // next gzip member
       continue;
     }
     if (rc == Z_OK) continue;
-    if (rc == Z_BUF_ERROR && s.avail_in == 0) {
-      inflateEnd(&s);
-      throw idx_error("read_idx: " + name + ": truncated gzip stream (ended after " + std::to_string(in.size()) +
-                      " compressed bytes)");
-    }
+    if (rc == Z_BUF_ERROR && s.avail_in == 0)
+      throw idx_error("read_idx", name, "truncated gzip stream (ended after " + std::to_string(in.size()) +
+                                            " compressed bytes)");
     const std::string msg = s.msg ? s.msg : "error " + std::to_string(rc);
-    inflateEnd(&s);
-    throw idx_error("read_idx: " + name + ": corrupt gzip data (" + msg + ")");
+    throw idx_error("read_idx", name, "corrupt gzip data (" + msg + ")");
   }
-  inflateEnd(&s);
   return out;
+}
+
+inline std::string idx_show(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
 }
 
 }  // namespace detail
 
 // Parses an IDX image held in memory; `name` is used in error messages.
 inline idx_array parse_idx(const std::vector<unsigned char>& d, const std::string& name) {
-  if (d.size() < 4) throw idx_error("read_idx: " + name + ": truncated header (" + std::to_string(d.size()) + " bytes)");
-  if (d[0] != 0 || d[1] != 0)
-    throw idx_error("read_idx: " + name + ": wrong magic number (first two bytes must be 0, the file is not IDX)");
+  const std::optional<std::size_t> total = detail::idx_announced_size(d.data(), d.size(), name);
+  if (!total) throw idx_error("read_idx", name, "truncated header (" + std::to_string(d.size()) + " bytes)");
   idx_array a;
   a.type = d[2];
-  const std::size_t esize = detail::idx_type_size(a.type);
-  if (!esize) {
-    char hex[8];
-    std::snprintf(hex, sizeof hex, "0x%02X", unsigned(a.type));
-    throw idx_error("read_idx: " + name + ": unknown IDX type code " + hex);
-  }
+  a.name = name;
   const std::size_t rank = d[3];
-  if (rank == 0) throw idx_error("read_idx: " + name + ": IDX header declares 0 dimensions");
   const std::size_t header = 4 + 4 * rank;
-  if (d.size() < header) throw idx_error("read_idx: " + name + ": truncated header");
-  std::size_t count = 1;
   for (std::size_t i = 0; i < rank; ++i) {
     const unsigned char* p = d.data() + 4 + 4 * i;
-    const std::uint32_t v = (std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) | p[3];
-    a.dims.push_back(v);
-    count *= v;
+    a.dims.push_back((std::uint32_t(p[0]) << 24) | (std::uint32_t(p[1]) << 16) | (std::uint32_t(p[2]) << 8) | p[3]);
   }
-  const std::size_t expected = count * esize;
+  const std::size_t expected = *total - header;
   const std::size_t have = d.size() - header;
   if (have < expected)
-    throw idx_error("read_idx: " + name + ": truncated data: the header announces " + std::to_string(expected) +
-                    " bytes of values but the file holds " + std::to_string(have));
+    throw idx_error("read_idx", name, "truncated data: the header announces " + std::to_string(expected) +
+                                          " bytes of values but the file holds " + std::to_string(have));
   if (have > expected)
-    throw idx_error("read_idx: " + name + ": corrupt file: " + std::to_string(have - expected) +
-                    " bytes after the values the header announces");
+    throw idx_error("read_idx", name, "corrupt file: " + std::to_string(have - expected) +
+                                          " bytes after the values the header announces");
   a.bytes.assign(d.begin() + std::ptrdiff_t(header), d.end());
   return a;
 }
@@ -164,7 +203,21 @@ std::vector<T> idx_array::as(double scale) const {
       case 0x0D: { std::uint32_t u = std::uint32_t(be(i, 4)); float f; std::memcpy(&f, &u, 4); v = f; break; }
       case 0x0E: { std::uint64_t u = be(i, 8); double f; std::memcpy(&f, &u, 8); v = f; break; }
     }
-    out[i] = static_cast<T>(v * scale);
+    v *= scale;
+    if constexpr (std::is_integral_v<T>) {
+      // Only whole values that T holds: a float label 1e16 or 2.5 is not a class.
+      if (!(v >= double(std::numeric_limits<T>::min()) && v <= double(std::numeric_limits<T>::max())) ||
+          v != std::trunc(v))
+        throw idx_error("read_idx", name, "value " + detail::idx_show(v) + " at index " + std::to_string(i) +
+                                              " is not a whole number that fits in a " +
+                                              std::to_string(8 * sizeof(T)) + "-bit integer");
+    } else {
+      if (std::isfinite(v) && std::abs(v) > double(std::numeric_limits<T>::max()))
+        throw idx_error("read_idx", name, "value " + detail::idx_show(v) + " at index " + std::to_string(i) +
+                                              " is out of range for a " + std::to_string(8 * sizeof(T)) +
+                                              "-bit floating-point value");
+    }
+    out[i] = static_cast<T>(v);
   }
   return out;
 }

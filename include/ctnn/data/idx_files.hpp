@@ -51,20 +51,20 @@ class idx_files_stage final : public stage<sample<S, K, T>> {
       const idx_array lb = read_idx(s.labels);
       const std::size_t count = im.dims[0];
       if (im.count() != count * S::size)
-        throw idx_error("from_idx: " + s.images.string() + ": samples of " + std::to_string(count ? im.count() / count : 0) +
+        throw idx_error("from_idx", s.images, "samples of " + std::to_string(count ? im.count() / count : 0) +
                         " values, but the pipeline's sample shape " + S::str() + " has " + std::to_string(S::size));
       if (lb.dims[0] != count)
-        throw idx_error("from_idx: " + s.images.string() + " has " + std::to_string(count) + " samples but " +
-                        s.labels.string() + " has " + std::to_string(lb.dims[0]) + " labels");
+        throw idx_error("from_idx", s.images, "has " + std::to_string(count) + " samples but " + s.labels.string() +
+                                                  " has " + std::to_string(lb.dims[0]) + " labels");
       if (lb.count() != count * K::width)
-        throw idx_error("from_idx: " + s.labels.string() + ": " + std::to_string(lb.count() / std::max<std::size_t>(1, count)) +
+        throw idx_error("from_idx", s.labels, std::to_string(lb.count() / std::max<std::size_t>(1, count)) +
                         " target values per sample, expected " + std::to_string(K::width));
       x = im.as<T>(scale);
       y = lb.as<Y>();
       if constexpr (is_sparse_v<K>)
         for (std::size_t j = 0; j < y.size(); ++j)
           if (y[j] < 0)
-            throw idx_error("from_idx: " + s.labels.string() + ": label " + std::to_string(y[j]) + " of sample " +
+            throw idx_error("from_idx", s.labels, "label " + std::to_string(y[j]) + " of sample " +
                             std::to_string(j) + " is negative");
       n = count;
       i = 0;

@@ -7,7 +7,9 @@
 //   .shuffle(seed)                     a fresh permutation every epoch,
 //                                      drawn from (seed, epoch)
 //   .take(n) / .skip(n)                the first n samples / all but them
-// Sizes are checked when constructed (std::invalid_argument naming both).
+// Sizes are checked when constructed (std::invalid_argument naming both); a
+// batch size whose batch would not fit in 64 bits of bytes throws
+// ctnn::size_error. A pass's buffers hold at most the samples there are.
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -19,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/errors.hpp"
 #include "../core/rng.hpp"
 #include "../core/shape.hpp"
 #include "../core/targets.hpp"
@@ -59,6 +62,8 @@ class in_memory {
 
   in_memory batch(std::size_t n, bool drop_remainder = false) const {
     if (n == 0) throw std::invalid_argument("in_memory::batch: the batch size must be > 0");
+    checked_mul(checked_mul(n, S::size, "in_memory::batch: the batch size times the sample size"), sizeof(T),
+                "in_memory::batch: the batch's bytes");
     in_memory d = *this;
     d.batch_ = n;
     d.drop_remainder_ = drop_remainder;
@@ -85,7 +90,7 @@ class in_memory {
   std::size_t size() const noexcept { return count_; }
   std::size_t batch_size() const noexcept { return batch_; }
   std::size_t batches_per_epoch() const noexcept {
-    return drop_remainder_ ? count_ / batch_ : (count_ + batch_ - 1) / batch_;
+    return count_ / batch_ + (!drop_remainder_ && count_ % batch_ != 0);
   }
   const T* features() const noexcept { return data_->x.data() + first_ * S::size; }
   const target_type* targets() const noexcept { return data_->y.data() + first_ * target_width; }

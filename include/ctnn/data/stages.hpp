@@ -7,7 +7,9 @@
 //   coming from rng::derive(seed, pass), so every pass has a fresh order and
 //   the same seed gives the same orders. n >= the dataset size is a full shuffle.
 // batch_stage<S, K, T>: n samples -> one batch_of; the last, smaller batch is
-//   dropped with drop_remainder.
+//   dropped with drop_remainder. Its buffers hold what arrives, not n samples
+//   up front; an n whose batch would not fit in 64 bits of bytes throws
+//   ctnn::size_error (a std::length_error) when the stage is made.
 // repeat_stage<E>: `count` passes of upstream (count = forever: endless); each
 //   inner pass gets its own pass number, so shuffles below differ per pass.
 // take_stage / skip_stage: the first n elements / all but the first n.
@@ -20,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/errors.hpp"
 #include "../core/rng.hpp"
 #include "element.hpp"
 #include "stage.hpp"
@@ -166,8 +169,10 @@ class batch_stage final : public stage<batch_of<S, K, T>> {
     bool drop = false;
     In s;
     bool next(Out& out) override {
-      out.x.resize(n * S::size);
-      out.y.resize(n * K::width);
+      // The buffers grow with the samples that arrive (their capacity is kept
+      // between batches): batch(10'000'000) over 100 samples holds 100.
+      out.x.clear();
+      out.y.clear();
       std::size_t k = 0;
       for (; k < n && up->next(s); ++k) {
         if (s.x.size() != S::size || s.y.size() != K::width)
@@ -175,12 +180,10 @@ class batch_stage final : public stage<batch_of<S, K, T>> {
                                std::to_string(s.y.size()) + " targets, but its type says " +
                                std::to_string(S::size) + " and " + std::to_string(K::width) +
                                " (did a map resize it?)");
-        std::copy(s.x.begin(), s.x.end(), out.x.begin() + std::ptrdiff_t(k * S::size));
-        std::copy(s.y.begin(), s.y.end(), out.y.begin() + std::ptrdiff_t(k * K::width));
+        out.x.insert(out.x.end(), s.x.begin(), s.x.end());
+        out.y.insert(out.y.end(), s.y.begin(), s.y.end());
       }
       if (k == 0 || (drop && k < n)) return false;
-      out.x.resize(k * S::size);
-      out.y.resize(k * K::width);
       out.size = k;
       return true;
     }
@@ -189,6 +192,9 @@ class batch_stage final : public stage<batch_of<S, K, T>> {
  public:
   batch_stage(stage_ptr<In> up, std::size_t n, bool drop_remainder) : up_(std::move(up)), n_(n), drop_(drop_remainder) {
     if (n == 0) throw std::invalid_argument("batch: the batch size must be >= 1, got 0");
+    // A batch's values must be countable in bytes: refuse a size that would wrap.
+    checked_mul(checked_mul(n, S::size, "batch: the batch size times the sample size"), sizeof(T),
+                "batch: the batch's bytes");
   }
   iterator_ptr<Out> open(const open_context& ctx) const override {
     auto it = std::make_unique<iter>();

@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/errors.hpp"
 #include "../core/plan.hpp"
 #include "../core/precision.hpp"
 #include "atomic_file.hpp"
@@ -47,9 +48,10 @@ namespace ctnn::io {
 
 static_assert(std::endian::native == std::endian::little, "ctnn weight files assume a little-endian host");
 
-class weights_error : public std::runtime_error {
+// A weights file that cannot be read or does not fit the model (an io_error naming the path).
+class weights_error : public io_error {
  public:
-  using std::runtime_error::runtime_error;
+  using io_error::io_error;
 };
 
 inline constexpr char weights_magic[8] = {'C', 'T', 'N', 'N', 'W', 'T', 'S', '\0'};
@@ -126,12 +128,12 @@ struct reader {
 inline std::vector<char> read_all(const std::filesystem::path& path, const std::string& who) {
   const std::string name = path.string();
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw weights_error(who + ": " + name + ": no such file");
-  if (std::filesystem::is_directory(path, ec)) throw weights_error(who + ": " + name + ": is a directory, not a file");
+  if (!std::filesystem::exists(path, ec)) throw weights_error(who, path, "no such file");
+  if (std::filesystem::is_directory(path, ec)) throw weights_error(who, path, "is a directory, not a file");
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw weights_error(who + ": " + name + ": cannot open for reading");
+  if (!f) throw weights_error(who, path, "cannot open for reading");
   std::vector<char> d((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) throw weights_error(who + ": " + name + ": read error");
+  if (f.bad()) throw weights_error(who, path, "read error");
   return d;
 }
 }  // namespace detail
@@ -174,9 +176,7 @@ template <class M>
 void load_v1(M& m, const std::vector<char>& d, const std::string& name) {
   using Net = typename M::network;
   using W = typename M::variable_type;
-  auto fail = [&](const std::string& what) {
-    throw weights_error("load_weights: " + name + ": a version-1 file, " + what);
-  };
+  auto fail = [&](const std::string& what) { throw weights_error("load_weights", name, "a version-1 file, " + what); };
   reader r{d, 12, d.size() - 4};
   const auto esize = r.get<std::uint32_t>();
   const auto fp = r.get<std::uint64_t>();
@@ -208,7 +208,7 @@ template <SavableModel M>
 void load_weights(M& m, const std::filesystem::path& path) {
   using Net = typename M::network;
   const std::string name = path.string();
-  auto fail = [&](const std::string& what) { throw weights_error("load_weights: " + name + ": " + what); };
+  auto fail = [&](const std::string& what) { throw weights_error("load_weights", path, what); };
   const std::vector<char> d = detail::read_all(path, "load_weights");
   if (d.size() < 16) fail("truncated (" + std::to_string(d.size()) + " bytes, too short for a header)");
   if (std::memcmp(d.data(), weights_magic, 8) != 0) fail("not a ctnn weights file (wrong magic)");

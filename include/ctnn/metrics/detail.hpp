@@ -16,6 +16,14 @@ std::size_t argmax(const T* row, std::size_t n) {
   return best;
 }
 
+// Throws std::out_of_range, as the sparse losses do, when a label is not a
+// class of an n-class output.
+inline void check_label(const char* metric, std::int32_t label, std::size_t sample, std::size_t n) {
+  if (label < 0 || std::size_t(label) >= n)
+    throw std::out_of_range(std::string(metric) + ": label " + std::to_string(label) + " of sample " +
+                            std::to_string(sample) + " is not a class of the " + std::to_string(n) + " outputs");
+}
+
 // A running mean: total / count.
 struct running_mean {
   double total = 0;
@@ -34,12 +42,8 @@ struct accuracy_counter {
   double result() const { return acc.result(); }
   template <std::size_t N, class T>
   void update_sparse(const T* y, const std::int32_t* labels, std::size_t batch, const char* who) {
-    for (std::size_t i = 0; i < batch; ++i) {
-      if (labels[i] < 0 || std::size_t(labels[i]) >= N)
-        throw std::out_of_range(std::string(who) + ": label " + std::to_string(labels[i]) + " of sample " +
-                                std::to_string(i) + " in the batch is outside [0, " + std::to_string(N) + ")");
-      acc.total += argmax(y + i * N, N) == std::size_t(labels[i]) ? 1.0 : 0.0;
-    }
+    for (std::size_t i = 0; i < batch; ++i) check_label(who, labels[i], i, N);  // the batch is then not counted
+    for (std::size_t i = 0; i < batch; ++i) acc.total += argmax(y + i * N, N) == std::size_t(labels[i]) ? 1.0 : 0.0;
     acc.count += double(batch);
   }
   template <std::size_t N, class T>

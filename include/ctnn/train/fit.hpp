@@ -11,9 +11,12 @@
 // seconds, data_seconds, compute_seconds, input_share (data time / step
 // time) and input_bound (0 not, 1 moderately, 2 highly; train/input_analysis.hpp). A non-finite loss throws ctnn::numeric_error naming the epoch and
 // step, unless a callback sets stop_training in on_batch_end (then the bad
-// update is not applied). The optimizer's slots and update count are the
-// model's (train/model.hpp); an optimizer's finalize(model) (with_options'
-// EMA) runs before on_train_end. The dataset's sample size and
+// update is not applied); so does a parameter or state value that is not
+// finite after an update (train/numerics.hpp), and a non-finite loss in
+// evaluate or on validation data. Validation data is checked against the
+// network at compile time as the training data is. The optimizer's slots and
+// update count are the model's (train/model.hpp); an optimizer's
+// finalize(model) (with_options' EMA) runs before on_train_end. The dataset's sample size and
 // target kind are checked against the network and loss at compile time.
 //
 // evaluate(model, loss, dataset, metrics...) returns logs with loss and metrics.
@@ -37,14 +40,10 @@
 #include "history.hpp"
 #include "input_analysis.hpp"
 #include "model.hpp"
+#include "numerics.hpp"
 #include "step.hpp"
 
 namespace ctnn {
-
-class numeric_error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct epochs {
   std::size_t count = 1;
@@ -55,6 +54,7 @@ struct epochs {
 
 template <data::Dataset D>
 struct validation_data_t {
+  using dataset_type = D;
   const D& data;
 };
 template <data::Dataset D>
@@ -86,6 +86,13 @@ constexpr bool check_compatible() {
   return true;
 }
 
+// Validation data is checked against the network as the training data is.
+template <class M, class L, class E>
+constexpr bool check_validation() {
+  if constexpr (is_validation_v<E>) return check_compatible<M, L, typename E::dataset_type>();
+  else return true;
+}
+
 template <class M, class... Ms, class B>
 void update_metrics(std::tuple<Ms...>& ms, const typename M::value_type* y, const B& b) {
   std::apply([&](auto&... m) { (m.template update<M::output_size>(y, b.y.data(), b.size), ...); }, ms);
@@ -99,10 +106,13 @@ logs evaluate_impl(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics,
   auto cur = ds.open(0);
   double total = 0;
   std::size_t n = 0;
-  while (cur.next(b)) {
+  for (std::size_t batch = 0; cur.next(b); ++batch) {
     const auto* y = m.forward(b.x.data(), b.size, false);
-    total += loss.template compute<M::output_size, typename M::backend>(y, b.y.data(),
-                                                                        static_cast<typename M::value_type*>(nullptr), b.size);
+    const double batch_sum = loss.template compute<M::output_size, typename M::backend>(
+        y, b.y.data(), static_cast<typename M::value_type*>(nullptr), b.size);
+    if (!std::isfinite(batch_sum))
+      check_loss_finite(batch_sum, (prefix.empty() ? "evaluate: batch " : "fit: validation batch ") + std::to_string(batch + 1));
+    total += batch_sum;
     update_metrics<M>(metrics, y, b);
     n += b.size;
   }
@@ -169,6 +179,7 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
   using MT = std::remove_cvref_t<M>;
   using T = typename MT::compute_type;
   static_assert(detail::check_compatible<MT, L, D>());
+  static_assert((detail::check_validation<MT, L, std::remove_cvref_t<Extras>>() && ...));
   static_assert((detail::is_fit_extra<Extras, MT>() && ...),
                 "fit: every extra argument must be a metric, a callback, a step hook, validation_data(...) or "
                 "ieee_denormals{}");
@@ -237,6 +248,10 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
                             " (learning rate " + detail::format_number(ctx.learning_rate()) + ")");
       }
       detail::update_metrics<MT>(metrics, step.output(), b);
+      if (r.updated)
+        detail::check_model_finite(m, [&] {
+          return "fit: after the update of epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1);
+        });
       loss_sum += r.loss_sum + r.penalty * double(b.size);
       seen += b.size;
       compute_s += secs(clock::now() - t1);

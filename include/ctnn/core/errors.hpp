@@ -1,0 +1,56 @@
+// ctnn/core/errors.hpp — ctnn's own exception types for bad files and bad sizes.
+//
+// io_error: a file could not be read or written, or its contents are not what
+// the reader expects. what() is "<operation>: <path>: <reason>", e.g.
+// "read_idx: data/x.idx: is a directory". path() and reason() give the two
+// parts. Readers that have their own error type (data::idx_error,
+// data::csv_error) derive from it, so `catch (const ctnn::io_error&)` catches
+// every file problem. size_error: a size computed from user input (a batch
+// size times a sample size, an IDX header's dimensions) does not fit in
+// std::size_t; checked_mul(a, b, what) throws it instead of wrapping.
+// numeric_error: a NaN or infinity where a finite number is required (a loss,
+// a parameter after an update, an input value under data::check_numerics);
+// the message names where (epoch and step, or the sample).
+#pragma once
+#include <cstddef>
+#include <filesystem>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace ctnn {
+
+class io_error : public std::runtime_error {
+ public:
+  io_error(const std::string& operation, const std::filesystem::path& path, const std::string& reason)
+      : std::runtime_error(operation + ": " + path.string() + ": " + reason), path_(path), reason_(reason) {}
+  // A message already formatted by the reader (e.g. "from_csv: f.csv:3:2: ..."), about `path`.
+  io_error(const std::string& message, const std::filesystem::path& path)
+      : std::runtime_error(message), path_(path), reason_(message) {}
+  const std::filesystem::path& path() const noexcept { return path_; }
+  const std::string& reason() const noexcept { return reason_; }
+
+ private:
+  std::filesystem::path path_;
+  std::string reason_;
+};
+
+class numeric_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class size_error : public std::length_error {
+ public:
+  using std::length_error::length_error;
+};
+
+// a * b, or size_error("<what>: a x b does not fit in 64 bits") when it would wrap.
+inline std::size_t checked_mul(std::size_t a, std::size_t b, const std::string& what) {
+  if (a != 0 && b > std::numeric_limits<std::size_t>::max() / a)
+    throw size_error(what + ": " + std::to_string(a) + " x " + std::to_string(b) + " does not fit in " +
+                     std::to_string(8 * sizeof(std::size_t)) + " bits");
+  return a * b;
+}
+
+}  // namespace ctnn

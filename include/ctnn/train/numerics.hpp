@@ -1,0 +1,63 @@
+// ctnn/train/numerics.hpp — finding NaN and infinity in a model and a loss.
+//
+// first_non_finite(p, n): the index of the first NaN or infinite value of
+// p[0..n), or n when all are finite (a branch-free integer scan of the
+// exponent bits, so it vectorizes without fast-math). check_model_finite(m,
+// where) throws ctnn::numeric_error "<where>: parameter i is NaN (...)" when a
+// parameter or a state value (batch_norm's moving statistics) is not finite
+// (where() builds "<where>" only then); fit calls it after every update, with
+// "fit: after the update of epoch e, step s", so input data holding a NaN that a relu hides from the
+// loss still stops training at the step that took it in. check_loss_finite(l,
+// where) does the same for a loss value (evaluate, validation).
+#pragma once
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "../core/errors.hpp"
+
+namespace ctnn::detail {
+
+template <class T>
+std::size_t first_non_finite(const T* p, std::size_t n) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "first_non_finite: float or double values");
+  using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  constexpr U exp = sizeof(T) == 4 ? U(0x7f800000u) : U(0x7ff0000000000000ull);
+  constexpr std::size_t block = 256;
+  for (std::size_t i = 0; i < n; i += block) {
+    const std::size_t e = i + block < n ? i + block : n;
+    U any = 0;
+    for (std::size_t j = i; j < e; ++j) any |= U((std::bit_cast<U>(p[j]) & exp) == exp);
+    if (any)
+      for (std::size_t j = i; j < e; ++j)
+        if (!std::isfinite(p[j])) return j;
+  }
+  return n;
+}
+
+inline std::string non_finite_name(double v) { return std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf"; }
+
+// where() builds the message's start only when something is wrong.
+template <class M, class Where>
+void check_model_finite(M& m, Where&& where) {
+  const auto params = m.parameters();
+  if (const std::size_t i = first_non_finite(params.data(), params.size()); i != params.size())
+    throw numeric_error(where() + ": parameter " + std::to_string(i) + " is " + non_finite_name(double(params[i])) +
+                        " (a NaN or infinity in the input data, or a learning rate too large;"
+                        " data::check_numerics names the sample)");
+  if constexpr (requires { m.state(); }) {
+    const auto st = m.state();
+    if (const std::size_t i = first_non_finite(st.data(), st.size()); i != st.size())
+      throw numeric_error(where() + ": state value " + std::to_string(i) + " (e.g. a moving statistic) is " +
+                          non_finite_name(double(st[i])));
+  }
+}
+
+inline void check_loss_finite(double loss, const std::string& where) {
+  if (!std::isfinite(loss)) throw numeric_error(where + ": the loss is " + non_finite_name(loss));
+}
+
+}  // namespace ctnn::detail

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs ctnn's libFuzzer targets (tests/fuzz), each for a bounded time, starting from the
+# seed corpus in tests/fuzz/corpus/<target> and growing a working corpus in
+# build/clang/fuzz-corpus/<target> (kept between runs). Needs the 'clang' preset built:
+#   cmake --preset clang && cmake --build --preset clang
+#   scripts/fuzz.sh [seconds-per-target] [target...]     (default: 60 s, every target)
+# CI runs it with 60 s per target; for a long run, e.g. an hour each on 2 cores:
+#   scripts/fuzz.sh 3600 idx weights
+# A crash, a leak, a sanitizer report or a run past the limits below stops it with the
+# reproducer written to build/clang/fuzz-artifacts/<target>/ (replay: build/clang/tests/fuzz/fuzz_<target> FILE).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+shift || true
+targets=("$@")
+((${#targets[@]})) || targets=(idx csv cache weights)
+for t in "${targets[@]}"; do
+  bin=build/clang/tests/fuzz/fuzz_$t
+  [[ -x $bin ]] || { echo "fuzz.sh: $bin is missing (cmake --preset clang && cmake --build --preset clang)" >&2; exit 2; }
+  work=build/clang/fuzz-corpus/$t
+  art=build/clang/fuzz-artifacts/$t/
+  mkdir -p "$work" "$art"
+  echo "fuzz.sh: fuzz_$t for ${seconds} s"
+  # -rss_limit_mb: a reader that allocates what a small file announces (a gzip bomb, a huge header) fails here.
+  log=build/clang/fuzz-artifacts/$t.log
+  rc=0
+  "$bin" -max_total_time="$seconds" -rss_limit_mb=1024 -malloc_limit_mb=1024 -timeout=10 -print_final_stats=1 \
+    -artifact_prefix="$art" "$work" "tests/fuzz/corpus/$t" >"$log" 2>&1 || rc=$?
+  grep -E "^stat::number_of_executed_units|^SUMMARY|ERROR|^Done" "$log" || true
+  if ((rc != 0)); then
+    tail -n 60 "$log" >&2
+    echo "fuzz.sh: fuzz_$t failed (exit $rc); reproducer in $art, log $log" >&2
+    exit 1
+  fi
+done
