@@ -37,7 +37,7 @@ void train_step(benchmark::State& s) {
   const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
   // fit's training step (train/step.hpp): forward, loss, backward, update.
   ctnn::train_step step{model, loss, opt};
-  ctnn::data::minibatch<float, ctnn::sparse_labels> b;
+  ctnn::data::batch_of<ctnn::shape<28, 28>, ctnn::sparse_labels> b;
   auto cur = d.batch(batch).open(0);
   cur.next(b);
   std::size_t i = 0;
@@ -73,7 +73,7 @@ void infer(benchmark::State& s) {
   ctnn::kernels::cpu::set_threads(std::size_t(s.range(1)));
   const auto& d = train_set();
   auto model = ctnn::make_model<net>(42);
-  ctnn::data::minibatch<float, ctnn::sparse_labels> b;
+  ctnn::data::batch_of<ctnn::shape<28, 28>, ctnn::sparse_labels> b;
   auto cur = d.batch(1).open(0);
   cur.next(b);
   for (auto _ : s) benchmark::DoNotOptimize(model.forward(b.x.data(), 1, false));

@@ -16,7 +16,7 @@ TEST_CASE("check_numerics: names the value, the sample and the pass of the first
   const auto checked = data::check_numerics(ds.batch(4));
   static_assert(data::Dataset<decltype(checked)>);
   auto c = checked.open(2);
-  data::minibatch<float, sparse_labels> b;
+  data::batch_for<decltype(checked)> b;
   CHECK(c.next(b));  // samples 0..3
   CHECK_THROWS_WITH_AS(c.next(b), "check_numerics: input value 2 of sample 7 of pass 2 (batch 1, row 3) is NaN",
                        numeric_error);

@@ -40,7 +40,7 @@ TEST_CASE("in_memory: batching, remainder, take and skip") {
   const data::in_memory<shape<1>, sparse_labels> ds(x, y);
   CHECK(ds.batch(4).batches_per_epoch() == 3);
   CHECK(ds.batch(4, true).batches_per_epoch() == 2);
-  data::minibatch<float, sparse_labels> b;
+  data::batch_of<shape<1>, sparse_labels> b;
   auto c = ds.batch(4).open(0);
   std::vector<std::size_t> sizes;
   while (c.next(b)) sizes.push_back(b.size);

@@ -90,9 +90,10 @@ TEST_CASE("pipeline: batch packs samples row-major; drop_remainder drops the sho
   CHECK(labels(numbers(5).batch(2, true)) == iota(0, 4));
   CHECK_THROWS_AS(numbers(5).batch(0), std::invalid_argument);
 
-  // The trainer's minibatch gets the batch by swapping vectors.
+  // The trainer's batch is the pipeline's element type (one batch type: data::batch_of).
+  static_assert(std::is_same_v<data::batch_for<decltype(d)>, B2>);
   auto c2 = d.open(0);
-  data::minibatch<float, sparse_labels> mb;
+  data::batch_for<decltype(d)> mb;
   REQUIRE(c2.next(mb));
   CHECK(mb.size == 2);
   CHECK(mb.y == std::vector<int>{0, 1});
@@ -204,7 +205,7 @@ TEST_CASE("pipeline: batch(n) holds what arrives; a batch size that would wrap t
   // 100 samples in a batch of 10 million: one batch of 100, buffers of 100 samples, not 10 million.
   const auto d = numbers(100).batch(10'000'000);
   auto c = d.open(0);
-  data::minibatch<float, sparse_labels> b;
+  data::batch_for<decltype(d)> b;
   REQUIRE(c.next(b));
   CHECK(b.size == 100);
   CHECK(b.x.capacity() < 1000);

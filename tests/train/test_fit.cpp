@@ -89,7 +89,7 @@ TEST_CASE("shuffling draws a new order every epoch, the same for the same seed")
   for (int i = 0; i < 10; ++i) x[i] = float(i), y[i] = i;
   const auto ds = data::in_memory<shape<1>, sparse_labels>(x, y).batch(10).shuffle(1);
   auto order = [&](std::size_t epoch) {
-    data::minibatch<float, sparse_labels> b;
+    data::batch_for<decltype(ds)> b;
     auto c = ds.open(epoch);
     c.next(b);
     return b.y;

@@ -34,7 +34,7 @@ struct recorder {
   struct cursor {
     ds_t::cursor c;
     std::vector<int>* order;
-    bool next(data::minibatch<float, sparse_labels>& b) {
+    bool next(data::batch_for<ds_t>& b) {
       if (!c.next(b)) return false;
       order->insert(order->end(), b.y.begin(), b.y.begin() + std::ptrdiff_t(b.size));
       return true;

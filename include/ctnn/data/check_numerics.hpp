@@ -14,7 +14,7 @@
 
 #include "../core/errors.hpp"
 #include "../train/numerics.hpp"
-#include "batch.hpp"
+#include "element.hpp"
 #include "dataset.hpp"
 
 namespace ctnn::data {
@@ -25,7 +25,7 @@ class checked_dataset {
   using sample_shape = typename D::sample_shape;
   using value_type = typename D::value_type;
   using target_kind = typename D::target_kind;
-  using batch_type = minibatch<value_type, target_kind>;
+  using batch_type = batch_of<typename D::sample_shape, target_kind, value_type>;
 
   explicit checked_dataset(D d) : d_(std::move(d)) {}
 

@@ -9,7 +9,7 @@
 #include <cstddef>
 
 #include "../core/shape.hpp"
-#include "batch.hpp"
+#include "element.hpp"
 
 namespace ctnn::data {
 
@@ -21,11 +21,16 @@ concept has_sample_description = requires {
 } && Shape<typename D::sample_shape>;
 
 template <class D>
-concept has_open = requires(const D& d, std::size_t epoch, minibatch<typename D::value_type, typename D::target_kind>& b) {
+concept has_open = requires(const D& d, std::size_t epoch,
+                            batch_of<typename D::sample_shape, typename D::target_kind, typename D::value_type>& b) {
   { d.open(epoch).next(b) } -> std::convertible_to<bool>;
 };
 
 template <class D>
 concept Dataset = has_sample_description<D> && has_open<D>;
+
+// The batch type a dataset's cursors fill (the one batch type: data/element.hpp).
+template <class D>
+using batch_for = batch_of<typename D::sample_shape, typename D::target_kind, typename D::value_type>;
 
 }  // namespace ctnn::data

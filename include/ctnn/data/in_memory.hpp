@@ -25,7 +25,7 @@
 #include "../core/rng.hpp"
 #include "../core/shape.hpp"
 #include "../core/targets.hpp"
-#include "batch.hpp"
+#include "element.hpp"
 
 namespace ctnn::data {
 
@@ -36,7 +36,7 @@ class in_memory {
   using value_type = T;
   using target_kind = TargetKind;
   using target_type = target_element_t<TargetKind, T>;
-  using batch_type = minibatch<T, TargetKind>;
+  using batch_type = batch_of<S, TargetKind, T>;
   static constexpr std::size_t target_width = TargetKind::width;
 
  private:

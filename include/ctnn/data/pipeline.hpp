@@ -24,7 +24,6 @@
 #include <utility>
 #include <vector>
 
-#include "batch.hpp"
 #include "cache.hpp"
 #include "csv.hpp"
 #include "element.hpp"
@@ -102,16 +101,6 @@ class dataset : public detail::dataset_types<E> {
       have_last_ = true;
       return got;
     }
-    // What the trainer calls: the batch's vectors are swapped in, so no copy is made.
-    template <class B>
-      requires Batch<E> && std::is_same_v<B, minibatch<typename E::value_type, typename E::target_kind>>
-    bool next(B& b) {
-      if (!next(buf_)) return false;
-      b.x.swap(buf_.x);
-      b.y.swap(buf_.y);
-      b.size = buf_.size;
-      return true;
-    }
 
    private:
     friend class dataset;
@@ -121,7 +110,6 @@ class dataset : public detail::dataset_types<E> {
     bool timed_ = false, have_last_ = false;
     clock::time_point last_{};
     double last_cpu_ = 0;
-    E buf_{};
   };
 
   cursor open(std::size_t pass) const {

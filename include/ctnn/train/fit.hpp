@@ -32,7 +32,7 @@
 
 #include "../core/concepts.hpp"
 #include "../core/diagnostics.hpp"
-#include "../data/batch.hpp"
+#include "../data/element.hpp"
 #include "../data/dataset.hpp"
 #include "../losses/loss.hpp"
 #include "../metrics/metric.hpp"
@@ -102,7 +102,7 @@ void update_metrics(std::tuple<Ms...>& ms, const typename M::value_type* y, cons
 template <class M, class L, class D, class... Ms>
 logs evaluate_impl(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics, const std::string& prefix) {
   std::apply([](auto&... mm) { (mm.reset(), ...); }, metrics);
-  data::minibatch<typename D::value_type, typename D::target_kind> b;
+  data::batch_for<D> b;
   auto cur = ds.open(0);
   double total = 0;
   std::size_t n = 0;
@@ -213,7 +213,7 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
       },
       hooks);
 
-  data::minibatch<T, typename D::target_kind> b;
+  data::batch_for<D> b;
   on_train_begin();
   for (std::size_t e = 0; e < ep.count && !ctx.stop_training; ++e) {
     ctx.epoch = e;

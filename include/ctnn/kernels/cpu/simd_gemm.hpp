@@ -252,7 +252,7 @@ void gemv(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb,
 template <class Arch, class T>
 const std::array<unsigned char, xsimd::batch<T, Arch>::size>& haddp_lanes() {
   using V = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = V::size;
+  static constexpr std::size_t L = V::size;  // static: the lambda below uses it without a capture (clang)
   static const std::array<unsigned char, L> lane = [] {
     V probe[L];
     for (std::size_t l = 0; l < L; ++l) probe[l] = V(T(l));
