@@ -11,6 +11,8 @@
 #include "kernels/archs.hpp"
 
 #include <algorithm>
+#include <array>
+#include <limits>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -151,4 +153,41 @@ TEST_CASE("vectorized adam, adagrad, sgd and rmsprop updates equal the scalar fo
     check_all<double, decltype(arch)>(name);
   });
   CHECK(ran >= 1);  // x86-64 always has SSE2
+}
+
+namespace {
+// Each update reports whether every new w is finite: a NaN or infinite gradient at position `bad`
+// (in the vector part or in the scalar tail) makes it return false; finite inputs return true.
+template <class T, class Arch>
+void check_finite_flag(std::size_t n, std::size_t bad, T poison, const char* arch) {
+  INFO(std::string(arch) << " n=" << n << " bad=" << bad << " poison=" << double(poison));
+  auto run = [&](bool poisoned) {
+    auto w = draw<T>(n, -1, 1, n), g = draw<T>(n, -1, 1, n + 1), s1 = draw<T>(n, 0.1, 0.2, n + 2),
+         s2 = draw<T>(n, 0.1, 0.2, n + 3), s3 = draw<T>(n, 0.1, 0.2, n + 4);
+    if (poisoned) g[bad] = poison;
+    const T lr = T(0.01);
+    return std::array<bool, 5>{
+        kernels::cpu::adam_update<T, Arch>(w.data(), g.data(), s1.data(), s2.data(), s3.data(), n, lr, T(0.1), T(0.001),
+                                           T(1e-7), false),
+        kernels::cpu::adagrad_update<T, Arch>(w.data(), g.data(), s1.data(), n, lr, T(1e-7)),
+        kernels::cpu::sgd_update<T, Arch>(w.data(), g.data(), s1.data(), n, lr, T(0.9), true),
+        kernels::cpu::sgd_update<T, Arch>(w.data(), g.data(), nullptr, n, lr, T(0), false),
+        kernels::cpu::rmsprop_update<T, Arch>(w.data(), g.data(), s1.data(), s2.data(), s3.data(), n, lr, T(0.9), T(0.1),
+                                              T(1e-7), T(0.5), true)};
+  };
+  for (bool ok : run(false)) CHECK(ok);
+  for (bool ok : run(true)) CHECK_FALSE(ok);
+}
+}  // namespace
+
+TEST_CASE("updates report a non-finite parameter, in the vector part and in the scalar tail, on every architecture") {
+  const int ran = test::for_each_arch("updates: finite flag", [](auto arch, const char* name) {
+    using A = decltype(arch);
+    for (std::size_t bad : {std::size_t(0), std::size_t(37), std::size_t(99)}) {
+      check_finite_flag<float, A>(100, bad, std::numeric_limits<float>::quiet_NaN(), name);
+      check_finite_flag<float, A>(100, bad, std::numeric_limits<float>::infinity(), name);
+      check_finite_flag<double, A>(100, bad, -std::numeric_limits<double>::infinity(), name);
+    }
+  });
+  CHECK(ran >= 1);
 }

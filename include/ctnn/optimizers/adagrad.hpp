@@ -6,6 +6,7 @@
 //   acc += g^2;  w -= lr * g / sqrt(acc + epsilon)
 // Requires initial_accumulator_value >= 0 and epsilon > 0.
 #pragma once
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -39,16 +40,20 @@ struct adagrad {
     for (std::size_t i = 0; i < n; ++i) slots[i] = T(initial_accumulator_value);
   }
 
+  // One update through ops<B>; true when every new parameter is finite.
   template <class B, class T>
-  void update(const update_args<T>& a) const {
+  bool update(const update_args<T>& a) const {
     T* w = a.w;
     const T* g = a.g;
     T* slots = a.slots;
     const std::size_t n = a.n;
     const T lr = T(a.learning_rate), eps = T(epsilon);
+    std::atomic<bool> finite{true};
     ops<B>::for_chunks(n, [&](std::size_t lo, std::size_t hi) {
-      ops<B>::adagrad_update(w + lo, g + lo, slots + lo, hi - lo, lr, eps);
+      if (!ops<B>::adagrad_update(w + lo, g + lo, slots + lo, hi - lo, lr, eps))
+        finite.store(false, std::memory_order_relaxed);
     });
+    return finite.load(std::memory_order_relaxed);
   }
 };
 

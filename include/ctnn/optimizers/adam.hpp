@@ -10,6 +10,7 @@
 // Requires beta_1, beta_2 in [0, 1) and epsilon > 0.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -44,8 +45,9 @@ struct adam {
   template <class T>
   void init_slots(T*, std::size_t) const {}
 
+  // One update through ops<B>; true when every new parameter is finite.
   template <class B, class T>
-  void update(const update_args<T>& a) const {
+  bool update(const update_args<T>& a) const {
     T* w = a.w;
     const T* g = a.g;
     T* slots = a.slots;
@@ -53,10 +55,13 @@ struct adam {
     const double t = double(a.iteration + 1);
     const double alpha_d = a.learning_rate * std::sqrt(1.0 - std::pow(beta_2, t)) / (1.0 - std::pow(beta_1, t));
     const T alpha = T(alpha_d), b1 = T(1.0 - beta_1), b2 = T(1.0 - beta_2), eps = T(epsilon);
+    std::atomic<bool> finite{true};
     ops<B>::for_chunks(n, [&](std::size_t lo, std::size_t hi) {
-      ops<B>::adam_update(w + lo, g + lo, slots + lo, slots + n + lo, slots + 2 * n + lo, hi - lo, alpha, b1, b2, eps,
-                                amsgrad);
+      if (!ops<B>::adam_update(w + lo, g + lo, slots + lo, slots + n + lo, slots + 2 * n + lo, hi - lo, alpha, b1, b2, eps,
+                                amsgrad))
+        finite.store(false, std::memory_order_relaxed);
     });
+    return finite.load(std::memory_order_relaxed);
   }
 };
 

@@ -6,6 +6,7 @@
 //                               w += momentum * m - lr * g   (nesterov)
 // Requires momentum in [0, 1].
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -37,16 +38,20 @@ struct sgd {
   template <class T>
   void init_slots(T*, std::size_t) const {}
 
+  // One update through ops<B>; true when every new parameter is finite.
   template <class B, class T>
-  void update(const update_args<T>& a) const {
+  bool update(const update_args<T>& a) const {
     T* w = a.w;
     const T* g = a.g;
     T* slots = a.slots;
     const std::size_t n = a.n;
     const T lr = T(a.learning_rate), mom = momentum == 0.0 ? T(0) : T(momentum);
+    std::atomic<bool> finite{true};
     ops<B>::for_chunks(n, [&](std::size_t lo, std::size_t hi) {
-      ops<B>::sgd_update(w + lo, g + lo, slots ? slots + lo : nullptr, hi - lo, lr, mom, nesterov);
+      if (!ops<B>::sgd_update(w + lo, g + lo, slots ? slots + lo : nullptr, hi - lo, lr, mom, nesterov))
+        finite.store(false, std::memory_order_relaxed);
     });
+    return finite.load(std::memory_order_relaxed);
   }
 };
 

@@ -249,9 +249,9 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
       }
       detail::update_metrics<MT>(metrics, step.output(), b);
       if (r.updated)
-        detail::check_model_finite(m, [&] {
-          return "fit: after the update of epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1);
-        });
+        detail::check_model_finite(
+            m, [&] { return "fit: after the update of epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1); },
+            r.parameters_finite);
       loss_sum += r.loss_sum + r.penalty * double(b.size);
       seen += b.size;
       compute_s += secs(clock::now() - t1);

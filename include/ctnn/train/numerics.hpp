@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "../core/errors.hpp"
+#include "../core/plan.hpp"
 
 namespace ctnn::detail {
 
@@ -40,14 +41,28 @@ std::size_t first_non_finite(const T* p, std::size_t n) {
 
 inline std::string non_finite_name(double v) { return std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf"; }
 
-// where() builds the message's start only when something is wrong.
+// where() builds the message's start only when something is wrong. With
+// parameters_finite (the optimizer's update already found every new
+// parameter finite, kernels/cpu/updates.hpp) only the state is scanned.
 template <class M, class Where>
-void check_model_finite(M& m, Where&& where) {
+void check_model_finite(M& m, Where&& where, bool parameters_finite = false) {
   const auto params = m.parameters();
-  if (const std::size_t i = first_non_finite(params.data(), params.size()); i != params.size())
-    throw numeric_error(where() + ": parameter " + std::to_string(i) + " is " + non_finite_name(double(params[i])) +
+  const std::size_t i = parameters_finite ? params.size() : first_non_finite(params.data(), params.size());
+  if (i != params.size()) {
+    std::string which;  // "layer 2 'kernel' [37]" when the model names its variables
+    if constexpr (requires { m.for_each_variable([](const auto&) {}); }) {
+      const std::size_t byte = i * sizeof(params[0]);
+      m.for_each_variable([&](const auto& v) {
+        if (v.kind == role::parameter && byte >= v.offset && byte < v.offset + v.extent * v.element_bytes)
+          which = " (layer " + std::to_string(v.layer + 1) + " '" + std::string(v.name) + "' [" +
+                  std::to_string((byte - v.offset) / v.element_bytes) + "])";
+      });
+    }
+    throw numeric_error(where() + ": parameter " + std::to_string(i) + which + " is " +
+                        non_finite_name(double(params[i])) +
                         " (a NaN or infinity in the input data, or a learning rate too large;"
                         " data::check_numerics names the sample)");
+  }
   if constexpr (requires { m.state(); }) {
     const auto st = m.state();
     if (const std::size_t i = first_non_finite(st.data(), st.size()); i != st.size())

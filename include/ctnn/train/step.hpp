@@ -13,7 +13,8 @@
 //                          state.count_iteration = false. Reducing across
 //                          replicas belongs here too.
 //   5. update              the optimizer's update of the whole parameter region
-//                          (skipped when apply_update is false)
+//                          (skipped when apply_update is false); it reports
+//                          whether every new parameter is finite
 //   6. after_update        the optimizer's after_update (EMA), then each hook's
 //                          (masks); then the model's update count advances
 //                          (when count_iteration).
@@ -31,6 +32,7 @@
 
 #include "../kernels/cpu/denormals.hpp"
 #include "model.hpp"
+#include "numerics.hpp"
 
 namespace ctnn {
 
@@ -45,6 +47,7 @@ struct step_state {
   double learning_rate = 0;         // schedule(iteration) * the model's learning-rate scale
   double loss_scale = 1.0;          // dL/dy is multiplied by it in the loss phase
   bool apply_update = true;         // false: phase 5 is skipped
+  bool parameters_finite = true;    // phase 5 found every new parameter finite
   bool count_iteration = true;      // false: the update count stays
   std::span<typename M::variable_type> parameters, gradients, slots;
 };
@@ -64,6 +67,7 @@ struct step_result {
   double loss_sum = 0;   // sum of the per-sample losses (unscaled)
   double penalty = 0;    // regularization penalty
   bool updated = false;  // the optimizer's update ran
+  bool parameters_finite = true;  // ... and left every parameter finite (checked inside its loop)
 };
 
 template <class M, class L, class O, class... Hooks>
@@ -101,6 +105,7 @@ class train_step {
     m_.add_penalty_gradients();
     // 4. - 6.
     r.updated = apply_gradients(s);
+    r.parameters_finite = s.parameters_finite;
     return r;
   }
 
@@ -138,10 +143,16 @@ class train_step {
     });
     if constexpr (has_transform_gradients<O, M>) opt_.transform_gradients(s);
     // 5. update
-    if (s.apply_update)
-      opt_.template update<B>(update_args<typename M::variable_type>{s.parameters.data(), s.gradients.data(),
-                                                                     s.slots.data(), s.parameters.size(),
-                                                                     s.iteration, s.learning_rate});
+    if (s.apply_update) {
+      const update_args<typename M::variable_type> a{s.parameters.data(), s.gradients.data(), s.slots.data(),
+                                                     s.parameters.size(), s.iteration,      s.learning_rate};
+      if constexpr (std::is_same_v<decltype(opt_.template update<B>(a)), bool>) {
+        s.parameters_finite = opt_.template update<B>(a);
+      } else {  // an optimizer that does not report it: scan
+        opt_.template update<B>(a);
+        s.parameters_finite = detail::first_non_finite(s.parameters.data(), s.parameters.size()) == s.parameters.size();
+      }
+    }
     // 6. after the update
     if constexpr (has_after_update<O, M>) opt_.after_update(s);
     each([&](auto& h) {

@@ -113,23 +113,23 @@ struct ops<cpu<Arch>> {
     return kernels::cpu::crossentropy_logits_row<T, Arch>(z, t, n, d, scale);
   }
 
-  // ---- optimizer updates (element-wise over n parameters) ----
+  // ---- optimizer updates (element-wise over n parameters; true when every new w is finite) ----
   template <class T>
-  static void adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, T alpha, T b1, T b2, T eps, bool ams) {
-    kernels::cpu::adam_update<T, Arch>(w, g, m, v, vh, n, alpha, b1, b2, eps, ams);
+  static bool adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, T alpha, T b1, T b2, T eps, bool ams) {
+    return kernels::cpu::adam_update<T, Arch>(w, g, m, v, vh, n, alpha, b1, b2, eps, ams);
   }
   template <class T>
-  static void adagrad_update(T* w, const T* g, T* acc, std::size_t n, T lr, T eps) {
-    kernels::cpu::adagrad_update<T, Arch>(w, g, acc, n, lr, eps);
+  static bool adagrad_update(T* w, const T* g, T* acc, std::size_t n, T lr, T eps) {
+    return kernels::cpu::adagrad_update<T, Arch>(w, g, acc, n, lr, eps);
   }
   template <class T>
-  static void sgd_update(T* w, const T* g, T* m, std::size_t n, T lr, T mom, bool nesterov) {
-    kernels::cpu::sgd_update<T, Arch>(w, g, m, n, lr, mom, nesterov);
+  static bool sgd_update(T* w, const T* g, T* m, std::size_t n, T lr, T mom, bool nesterov) {
+    return kernels::cpu::sgd_update<T, Arch>(w, g, m, n, lr, mom, nesterov);
   }
   template <class T>
-  static void rmsprop_update(T* w, const T* g, T* vel, T* mb, T* avg, std::size_t n, T lr, T r, T r1, T eps, T mom,
+  static bool rmsprop_update(T* w, const T* g, T* vel, T* mb, T* avg, std::size_t n, T lr, T r, T r1, T eps, T mom,
                              bool centered) {
-    kernels::cpu::rmsprop_update<T, Arch>(w, g, vel, mb, avg, n, lr, r, r1, eps, mom, centered);
+    return kernels::cpu::rmsprop_update<T, Arch>(w, g, vel, mb, avg, n, lr, r, r1, eps, mom, centered);
   }
 };
 

@@ -5,7 +5,10 @@
 // them), vectorized with xsimd::batch<T, Arch> for float and double (Arch
 // defaults to default_arch, arch.hpp; the tests pass each one the CPU runs)
 // and scalar for the last n % L elements and for other types. Element-wise
-// only, so results do not depend on how the loop is split.
+// only, so results do not depend on how the loop is split. Each returns
+// whether every updated w is finite, folded into the loop as a running sum of
+// w - w (0 for a finite value, NaN for NaN and infinity): two vector
+// operations per vector of parameters, no second pass over memory.
 //   adam:    m += (g - m) b1; v += (g^2 - v) b2; (amsgrad: vh = max(vh, v), used as v)
 //            w -= alpha m / (sqrt(v) + eps)
 //   adagrad: acc += g^2; w -= lr g / sqrt(acc + eps)
@@ -39,12 +42,15 @@ void for_chunks(std::size_t n, F&& f) {
 }
 
 template <class T, class Arch = default_arch>
-void adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, T alpha, T b1, T b2, T eps, bool amsgrad) {
+bool adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, T alpha, T b1, T b2, T eps, bool amsgrad) {
   std::size_t i = 0;
+  bool bad = false;  // a SIMD lane saw a non-finite w
+  T tail(0);         // the scalar loop's running sum of w - w
   if constexpr (simd_v<T, Arch>) {
     using B = xsimd::batch<T, Arch>;
     constexpr std::size_t L = B::size;
     const B va(alpha), vb1(b1), vb2(b2), veps(eps);
+    B nf(T(0));
     for (; i + L <= n; i += L) {
       const B gi = B::load_unaligned(g + i);
       B mi = B::load_unaligned(m + i), vi = B::load_unaligned(v + i);
@@ -58,7 +64,9 @@ void adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, T alpha, T 
       }
       const B wi = B::load_unaligned(w + i) - va * mi / (xsimd::sqrt(vi) + veps);
       wi.store_unaligned(w + i);
+      nf += wi - wi;
     }
+    bad = xsimd::hadd(nf) != T(0);
   }
   for (; i < n; ++i) {
     m[i] += (g[i] - m[i]) * b1;
@@ -69,40 +77,56 @@ void adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, T alpha, T 
       vv = vh[i];
     }
     w[i] -= alpha * m[i] / (std::sqrt(vv) + eps);
+    tail += w[i] - w[i];
   }
+  return !bad && tail == T(0);
 }
 
 template <class T, class Arch = default_arch>
-void adagrad_update(T* w, const T* g, T* acc, std::size_t n, T lr, T eps) {
+bool adagrad_update(T* w, const T* g, T* acc, std::size_t n, T lr, T eps) {
   std::size_t i = 0;
+  bool bad = false;  // a SIMD lane saw a non-finite w
+  T tail(0);         // the scalar loop's running sum of w - w
   if constexpr (simd_v<T, Arch>) {
     using B = xsimd::batch<T, Arch>;
     constexpr std::size_t L = B::size;
     const B vlr(lr), veps(eps);
+    B nf(T(0));
     for (; i + L <= n; i += L) {
       const B gi = B::load_unaligned(g + i);
       const B ai = xsimd::fma(gi, gi, B::load_unaligned(acc + i));
       ai.store_unaligned(acc + i);
-      (B::load_unaligned(w + i) - vlr * gi / xsimd::sqrt(ai + veps)).store_unaligned(w + i);
+      const B wi = B::load_unaligned(w + i) - vlr * gi / xsimd::sqrt(ai + veps);
+      wi.store_unaligned(w + i);
+      nf += wi - wi;
     }
+    bad = xsimd::hadd(nf) != T(0);
   }
   for (; i < n; ++i) {
     acc[i] += g[i] * g[i];
     w[i] -= lr * g[i] / std::sqrt(acc[i] + eps);
+    tail += w[i] - w[i];
   }
+  return !bad && tail == T(0);
 }
 
 // m is unused (may be null) when mom == 0.
 template <class T, class Arch = default_arch>
-void sgd_update(T* w, const T* g, T* m, std::size_t n, T lr, T mom, bool nesterov) {
+bool sgd_update(T* w, const T* g, T* m, std::size_t n, T lr, T mom, bool nesterov) {
   std::size_t i = 0;
+  bool bad = false;  // a SIMD lane saw a non-finite w
+  T tail(0);         // the scalar loop's running sum of w - w
   if constexpr (simd_v<T, Arch>) {
     using B = xsimd::batch<T, Arch>;
     constexpr std::size_t L = B::size;
     const B vlr(lr), vmom(mom);
+    B nf(T(0));
     if (mom == T(0)) {
-      for (; i + L <= n; i += L)
-        (B::load_unaligned(w + i) - vlr * B::load_unaligned(g + i)).store_unaligned(w + i);
+      for (; i + L <= n; i += L) {
+        const B wi = B::load_unaligned(w + i) - vlr * B::load_unaligned(g + i);
+        wi.store_unaligned(w + i);
+        nf += wi - wi;
+      }
     } else {
       for (; i + L <= n; i += L) {
         const B lg = vlr * B::load_unaligned(g + i);
@@ -110,29 +134,39 @@ void sgd_update(T* w, const T* g, T* m, std::size_t n, T lr, T mom, bool nestero
         mi.store_unaligned(m + i);
         const B wi = B::load_unaligned(w + i) + (nesterov ? vmom * mi - lg : mi);
         wi.store_unaligned(w + i);
+        nf += wi - wi;
       }
     }
+    bad = xsimd::hadd(nf) != T(0);
   }
   if (mom == T(0)) {
-    for (; i < n; ++i) w[i] -= lr * g[i];
-    return;
+    for (; i < n; ++i) {
+      w[i] -= lr * g[i];
+      tail += w[i] - w[i];
+    }
+    return !bad && tail == T(0);
   }
   for (; i < n; ++i) {
     m[i] = mom * m[i] - lr * g[i];
     w[i] += nesterov ? mom * m[i] - lr * g[i] : m[i];
+    tail += w[i] - w[i];
   }
+  return !bad && tail == T(0);
 }
 
 // r1 = 1 - rho. avg is used only when centered, mb only when mom > 0.
 template <class T, class Arch = default_arch>
-void rmsprop_update(T* w, const T* g, T* vel, T* mb, T* avg, std::size_t n, T lr, T r, T r1, T eps, T mom,
+bool rmsprop_update(T* w, const T* g, T* vel, T* mb, T* avg, std::size_t n, T lr, T r, T r1, T eps, T mom,
                     bool centered) {
   std::size_t i = 0;
+  bool bad = false;  // a SIMD lane saw a non-finite w
+  T tail(0);         // the scalar loop's running sum of w - w
   const bool use_mom = mom > T(0);
   if constexpr (simd_v<T, Arch>) {
     using B = xsimd::batch<T, Arch>;
     constexpr std::size_t L = B::size;
     const B vlr(lr), vr(r), vr1(r1), veps(eps), vmom(mom);
+    B nf(T(0));
     for (; i + L <= n; i += L) {
       const B gi = B::load_unaligned(g + i);
       const B ve = vr * B::load_unaligned(vel + i) + vr1 * gi * gi;
@@ -146,14 +180,18 @@ void rmsprop_update(T* w, const T* g, T* vel, T* mb, T* avg, std::size_t n, T lr
         denom = ve + veps;
       }
       const B inc = vlr * gi / xsimd::sqrt(denom);
+      B wi;
       if (use_mom) {
         const B mi = vmom * B::load_unaligned(mb + i) + inc;
         mi.store_unaligned(mb + i);
-        (B::load_unaligned(w + i) - mi).store_unaligned(w + i);
+        wi = B::load_unaligned(w + i) - mi;
       } else {
-        (B::load_unaligned(w + i) - inc).store_unaligned(w + i);
+        wi = B::load_unaligned(w + i) - inc;
       }
+      wi.store_unaligned(w + i);
+      nf += wi - wi;
     }
+    bad = xsimd::hadd(nf) != T(0);
   }
   for (; i < n; ++i) {
     vel[i] = r * vel[i] + r1 * g[i] * g[i];
@@ -171,7 +209,9 @@ void rmsprop_update(T* w, const T* g, T* vel, T* mb, T* avg, std::size_t n, T lr
     } else {
       w[i] -= inc;
     }
+    tail += w[i] - w[i];
   }
+  return !bad && tail == T(0);
 }
 
 }  // namespace ctnn::kernels::cpu
