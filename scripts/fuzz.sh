@@ -4,7 +4,7 @@
 # build/clang/fuzz-corpus/<target> (kept between runs). Needs the 'clang' preset built:
 #   cmake --preset clang && cmake --build --preset clang
 #   scripts/fuzz.sh [seconds-per-target] [target...]     (default: 60 s, every target)
-# CI runs it with 60 s per target; for a long run, e.g. an hour each on 2 cores:
+# CI runs it with 30 s per target (CTNN_FUZZ_SECONDS); for a long run, e.g. an hour each on 2 cores:
 #   scripts/fuzz.sh 3600 idx weights
 # A crash, a leak, a sanitizer report or a run past the limits below stops it with the
 # reproducer written to build/clang/fuzz-artifacts/<target>/ (replay: build/clang/tests/fuzz/fuzz_<target> FILE).

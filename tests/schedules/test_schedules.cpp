@@ -14,7 +14,7 @@ TEST_CASE("constant") {
   CHECK(c(0) == 0.25);
   CHECK(c(1'000'000) == 0.25);
   CHECK_THROWS_AS(constant_schedule(0.0), std::invalid_argument);
-  CHECK_THROWS_AS(constant_schedule(std::numeric_limits<double>::quiet_NaN()), std::invalid_argument);
+  CHECK_THROWS_AS(constant_schedule{std::numeric_limits<double>::quiet_NaN()}, std::invalid_argument);
 }
 
 TEST_CASE("exponential_decay, smooth and staircase") {

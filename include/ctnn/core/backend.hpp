@@ -4,10 +4,11 @@
 //   memory    — allocate(bytes) / deallocate(p, bytes) / copy(dst, src, bytes)
 //               (64-byte aligned; host_accessible says whether the host may
 //               read the bytes directly);
-//   executor  — what runs parallel work (the CPU thread pool; a stream later);
 //   ops<B>    — a specialization of ctnn::ops (kernels/cpu/ops.hpp for cpu<Arch>)
 //               through which layers, losses, activations and optimizers call
-//               every kernel; they never name kernels::cpu.
+//               every kernel; they never name kernels::cpu. It is also the
+//               executor: ops<B>::for_chunks runs parallel work (the CPU
+//               thread pool; a stream later) and ops<B>::threads() says how wide.
 // cpu<Arch> carries its xsimd architecture in the type, so two translation
 // units built with different -march flags instantiate different functions
 // instead of two bodies of one (an ODR violation). cuda<SM> names the CUDA
@@ -72,6 +73,6 @@ concept has_backend_ops = requires { sizeof(ops<B>); };
 template <class B>
 concept has_backend_name = requires { { B::name() } -> std::convertible_to<std::string>; };
 template <class B>
-concept Backend = has_backend_memory<B> && has_backend_name<B>;
+concept Backend = has_backend_memory<B> && has_backend_name<B> && has_backend_ops<B>;
 
 }  // namespace ctnn

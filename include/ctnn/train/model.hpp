@@ -93,8 +93,8 @@ class model {
   static constexpr std::size_t output_size = Net::output_type::size;
   static constexpr std::size_t parameter_count = Net::parameter_count;
   static constexpr std::size_t state_count = Net::state_count;
-  static_assert(Backend::memory::host_accessible || requires { typename Backend::device_model; },
-                "model: this backend's memory is not host-accessible and it provides no device model");
+  static_assert(Backend::memory::host_accessible,
+                "model: this backend's memory is not host-accessible; a device backend brings its own model");
 
   explicit model(std::uint64_t seed = 0) : seed_(seed), gen_(seed) {
     reserve(1, 0);
