@@ -22,6 +22,7 @@ TEST_CASE("gradcheck: conv2d") {
   CHECK(gradcheck::check_layer<conv2d<4, 3, 3, 1, padding::same>, shape<5, 5, 2>>() < tol);
   CHECK(gradcheck::check_layer<conv2d<2, 3, 2, 2, padding::same, ctnn::tanh>, shape<7, 6, 3>>() < tol);
   CHECK(gradcheck::check_layer<conv2d<2, 4, 4, 3, padding::valid, sigmoid>, shape<10, 9, 2>>() < tol);
+  CHECK(gradcheck::check_layer<conv2d<2, 2, 2, 3>, shape<8, 7, 2>>() < tol);  // stride larger than the kernel
   CHECK(gradcheck::check_layer<conv2d<3, 2, 2, 1, padding::same, relu>, shape<4, 4, 2>>() < tol);
 }
 

@@ -58,9 +58,10 @@ TEST_CASE("conv2d init: Glorot-uniform with fan_in = KH*KW*C, fan_out = KH*KW*F,
   for (std::size_t j = 0; j < 16; ++j) CHECK(a[L::kernel_count + j] == 0.0f);
 }
 
-TEST_CASE("conv2d layer equals the direct reference convolution, forward and backward") {
-  using L = bound<conv2d<5, 3, 3, 2, padding::same>, shape<7, 6, 3>>;
+template <class L>
+void check_against_reference() {
   constexpr std::size_t B = 2;
+  constexpr std::size_t F = L::out_shape::dims[2];
   rng g(11);
   std::vector<float> p(L::parameter_count), gr(L::parameter_count), cache(L::cache_per_sample * B);
   std::vector<float> x(B * L::in_shape::size), y(B * L::out_shape::size), dy(y.size()), dx(x.size());
@@ -71,12 +72,21 @@ TEST_CASE("conv2d layer equals the direct reference convolution, forward and bac
   std::vector<float> yr(y.size());
   kernels::reference::conv_forward(L::geometry, x.data(), p.data(), p.data() + L::kernel_count, yr.data(), B);
   for (std::size_t i = 0; i < y.size(); ++i) CHECK(y[i] == doctest::Approx(yr[i]).epsilon(1e-5));
-  std::vector<float> dw(L::kernel_count), db(5), dxr(x.size());
+  std::vector<float> dw(L::kernel_count), db(F), dxr(x.size());
   kernels::reference::conv_backward(L::geometry, x.data(), p.data(), dy.data(), dw.data(), db.data(), dxr.data(), B);
   L::backward(s, x.data(), y.data(), dy.data(), dx.data(), run_info{B, true, nullptr});
   for (std::size_t i = 0; i < dw.size(); ++i) CHECK(gr[i] == doctest::Approx(dw[i]).epsilon(1e-4));
   for (std::size_t i = 0; i < db.size(); ++i) CHECK(gr[L::kernel_count + i] == doctest::Approx(db[i]).epsilon(1e-4));
   for (std::size_t i = 0; i < dx.size(); ++i) CHECK(dx[i] == doctest::Approx(dxr[i]).epsilon(1e-4));
+}
+
+TEST_CASE("conv2d layer equals the direct reference convolution, forward and backward") {
+  check_against_reference<bound<conv2d<5, 3, 3, 2, padding::same>, shape<7, 6, 3>>>();
+  // a stride larger than the kernel: inputs between the windows get no gradient
+  using S = bound<conv2d<3, 2, 2, 3>, shape<8, 7, 2>>;
+  static_assert(std::is_same_v<S::out_shape, shape<3, 2, 3>>);  // (8 - 2) / 3 + 1, (7 - 2) / 3 + 1
+  check_against_reference<S>();
+  check_against_reference<bound<conv2d<2, 1, 3, 4, padding::same>, shape<9, 9, 1>>>();
 }
 
 TEST_CASE("conv2d regularizer: penalty over the kernel only") {
