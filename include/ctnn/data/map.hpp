@@ -6,14 +6,17 @@
 // hand the result back; at most 2 * workers results wait ahead of the
 // consumer. Results come out in input order unless order::any was asked for.
 // With autotune it starts max(2, hardware cores, budget cores) workers and
-// lets knob.value of them work.
+// lets knob.value of them work; they add the time they spend in f to the
+// knob (busy_ns), the tuner's measure of the loading cost.
 // If f throws on element i, the elements before i are delivered and then
 // next() throws pipeline_error("map: the function threw on element i of pass
 // e: ...") with f's exception nested; an upstream exception is rethrown as
 // is, after the elements before it. Destroying the iterator stops and joins
 // every worker (a worker inside f finishes that call first).
 #pragma once
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstddef>
 #include <deque>
 #include <exception>
@@ -142,12 +145,16 @@ class map_parallel final : public iterator<Out> {
       result r;
       r.index = seq;
       if (got) {
+        const auto t0 = std::chrono::steady_clock::now();
         try {
           r.value = (*f_)(std::move(in));
         } catch (...) {
           r.error = std::current_exception();
           r.from_f = true;
         }
+        if (knob_)  // the tuner's measure of the loading cost
+          knob_->busy_ns += std::uint64_t(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
       }
       {
         std::lock_guard lk(m_);
