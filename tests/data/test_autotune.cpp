@@ -118,7 +118,7 @@ TEST_CASE("policy: load-bound pipeline - converges from every start to within 5%
       CHECK(r.step <= 1.05 * s.best(4, 64));
       CHECK(r.p >= 2);               // loading needed more than one worker
       CHECK(r.changes_after == 0);   // settled: no more changes, no oscillation
-      CHECK(r.windows_to_settle < 60);
+      CHECK(r.windows_to_settle < 100);
       REQUIRE(pol.verdicts().size() == 1);
       CHECK(pol.verdicts()[0].limit != data::autotune_limit::compute);
     }
@@ -202,10 +202,10 @@ TEST_CASE("policy: a memory budget caps the prefetch depth, from any start, and 
     CAPTURE(d0);
     sim s{.load = 1e-3, .compute = 1e-3, .cores = 8, .compute_threads = 2, .jitter = 0.6};
     data::autotune_policy pol({.cores = 8, .memory_bytes = 4000, .log = nullptr, .probe_machine = false});
-    auto k = knobs(2, d0, 8, 1000);  // 1000 bytes a batch: at most 4 buffered
+    auto k = knobs(2, d0, 2, 1000);  // 2 workers at most; 1000 bytes a batch: at most 4 buffered
     const auto r = drive(pol, s, k);
     CHECK(r.d <= 4);
-    CHECK(r.step <= 1.05 * s.best(8, 4));
+    CHECK(r.step <= 1.05 * s.best(2, 4));
     CHECK(r.changes_after == 0);
     REQUIRE(pol.verdicts().size() == 1);
     CHECK(pol.verdicts()[0].limit == data::autotune_limit::memory);

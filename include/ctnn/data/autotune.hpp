@@ -10,15 +10,18 @@
 //   - the objective is the mean step time (the epoch time), measured, so giving
 //     a core to loading or leaving it to compute is decided by what it costs;
 //   - it measures the current setting for 2 windows, tries one neighbour
-//     (map parallelism +-1, prefetch depth x2 or /2) for 2 windows and keeps it
+//     (map parallelism +-1, prefetch depth x2 or /2) for 2 windows, alternating
+//     with 2 fresh windows of the current setting (T B T B), and keeps it
 //     only if its best window is >= 3% faster (a deeper prefetch, which costs
 //     only memory within the budget: if faster at all); a setting tried in a
 //     search is never tried again in it, so a search ends (no oscillation);
 //   - when no neighbour helps it settles and says, in one line, what it
 //     changed, why it stopped, which resource is the limit and the share of
 //     step time spent waiting; the line is printed when the verdict changes;
-//   - settled, it searches again only when the step time moves by > 25% for
-//     3 windows in a row (costs changed).
+//   - settled, it searches again only when, for 3 windows in a row, the step
+//     time moves by > 25% or the cores other processes take move by >= 0.5
+//     (the costs changed); a search that ends where the previous one did
+//     doubles that number of windows (up to 64 x), so noise alone dies out.
 // Every thread that competes for the cores is counted in the verdict: the
 // compute threads (the CPU kernels' pool unless the budget says otherwise),
 // the map workers and the prefetch threads.
@@ -183,9 +186,12 @@ class autotune_policy {
     const double per_step = w.step_s / double(w.steps);
     switch (phase_) {
       case phase::settled: {
-        const bool moved = per_step > settled_step_ * (1 + opt_.drift) || per_step < settled_step_ * (1 - opt_.drift);
+        // The costs moved: the step time, or the cores other processes leave (by >= half a core).
+        const double other = w.machine_busy >= 0 && w.cpu_s >= 0 ? w.machine_busy - w.cpu_s / w.step_s : -1;
+        const bool moved = per_step > settled_step_ * (1 + opt_.drift) || per_step < settled_step_ * (1 - opt_.drift) ||
+                           (other >= 0 && settled_other_ >= 0 && std::abs(other - settled_other_) >= 0.5);
         drifting_ = moved ? drifting_ + 1 : 0;
-        if (drifting_ >= opt_.drift_windows) {
+        if (drifting_ >= opt_.drift_windows * patience_) {
           ++searches_;
           restart(knobs);
         }
@@ -196,18 +202,27 @@ class autotune_policy {
         if (base_.windows < opt_.windows_per_setting) return false;
         return next_trial(knobs, index);
       case phase::trial:
-        add(trial_, w);
-        if (trial_.windows < opt_.windows_per_setting) return false;
+        // Windows alternate between the neighbour and the current setting (T B T B), so a change in
+        // the machine's load while it is measured falls on both alike.
+        add(on_trial_ ? trial_ : fresh_, w);
+        if (trial_.windows < opt_.windows_per_setting || fresh_.windows < opt_.windows_per_setting) {
+          on_trial_ = fresh_.windows >= opt_.windows_per_setting ||
+                      (trial_.windows < opt_.windows_per_setting && !on_trial_);
+          knobs[move_.knob].value = on_trial_ ? move_.to : move_.from;
+          return false;
+        }
+        base_ = fresh_;
+        fresh_ = {};
         ++tried_;
         // A deeper prefetch costs only memory (within the budget): kept if faster at all. Anything
         // else (a thread more or less, a shallower queue) must be `gain` faster.
         const bool deeper = kinds_[move_.knob] == knob::prefetch_depth && move_.to > move_.from;
         if (trial_.best < base_.best * (deeper ? 1.0 : 1 - opt_.gain)) {
+          knobs[move_.knob].value = move_.to;
           base_ = trial_;  // kept: the trial's windows measure the new setting
           last_move_ = move_;
         } else {
           knobs[move_.knob].value = move_.from;  // back, and never again in this search
-          ++changes_;
           last_move_ = {};
         }
         trial_ = {};
@@ -217,7 +232,7 @@ class autotune_policy {
   }
 
   bool settled() const { return phase_ == phase::settled; }
-  std::size_t changes() const { return changes_; }    // knob values changed, reverts included
+  std::size_t changes() const { return changes_; }    // neighbours tried and depths lowered to fit memory
   std::size_t searches() const { return searches_; }  // searches started because the costs moved
   std::size_t windows() const { return windows_; }
   const std::vector<autotune_verdict>& verdicts() const { return verdicts_; }
@@ -260,7 +275,7 @@ class autotune_policy {
     kinds_.clear();
     for (auto& k : knobs) kinds_.push_back(k.kind);
     phase_ = phase::base;
-    base_ = trial_ = {};
+    base_ = trial_ = fresh_ = {};
     visited_.clear();
     visited_.push_back(values(knobs));
     start_ = values(knobs);
@@ -333,12 +348,18 @@ class autotune_policy {
       const std::size_t i = last_move_.knob;
       moves.push_back({i, k[i].value, last_move_.to > last_move_.from ? up(i) : down(i)});
     }
-    for (std::size_t i = 0; i < k.size(); ++i)
-      if (waiting) moves.push_back({i, k[i].value, up(i)});
-    for (std::size_t i = 0; i < k.size(); ++i) moves.push_back({i, k[i].value, down(i)});
+    // Map workers before prefetch depth: a thread is the bigger lever.
+    for (auto kind : {knob::map_parallelism, knob::prefetch_depth})
+      for (std::size_t i = 0; i < k.size(); ++i)
+        if (waiting && k[i].kind == kind) moves.push_back({i, k[i].value, up(i)});
+    for (auto kind : {knob::map_parallelism, knob::prefetch_depth})
+      for (std::size_t i = 0; i < k.size(); ++i)
+        if (k[i].kind == kind) moves.push_back({i, k[i].value, down(i)});
     for (auto& m : moves) {
       if (m.to == m.from || !allowed(k, m.knob, m.to)) continue;
       move_ = m;
+      on_trial_ = true;
+      fresh_ = trial_ = {};
       k[m.knob].value = m.to;
       visited_.push_back(values(k));
       ++changes_;
@@ -347,7 +368,13 @@ class autotune_policy {
     }
     // Nothing left to try: settle on this setting.
     phase_ = phase::settled;
+    // A search that ends where the previous one did doubles the patience of the next (a noisy
+    // machine then stops causing searches); one that moves resets it.
+    const auto now_values = values(k);
+    patience_ = settled_values_ == now_values ? std::min<std::size_t>(patience_ * 2, 64) : 1;
+    settled_values_ = now_values;
     settled_step_ = base_.step / double(base_.steps);
+    settled_other_ = base_.busy_known && base_.cpu_known ? (base_.busy - base_.cpu) / base_.step : -1;
     drifting_ = 0;
     return say(k, index);
   }
@@ -430,11 +457,14 @@ class autotune_policy {
   std::vector<knob::kind_t> kinds_;
   std::vector<std::vector<std::size_t>> visited_;
   std::vector<std::size_t> start_;
-  stats base_, trial_;
+  stats base_, trial_, fresh_;
+  bool on_trial_ = true;
   move move_, last_move_;
   autotune_window last_;
   std::size_t windows_ = 0, changes_ = 0, searches_ = 0, tried_ = 0, drifting_ = 0;
-  double settled_step_ = 0;
+  double settled_step_ = 0, settled_other_ = -1;
+  std::size_t patience_ = 1;
+  std::vector<std::size_t> settled_values_;
   bool cpu_capped_ = false, mem_capped_ = false;
   std::vector<autotune_verdict> verdicts_;
 };
@@ -524,6 +554,14 @@ class tuner {
   bool settled() const {
     std::lock_guard lk(m_);
     return policy_.settled();
+  }
+  std::size_t changes() const {  // neighbours tried so far (and depths lowered to fit memory)
+    std::lock_guard lk(m_);
+    return policy_.changes();
+  }
+  std::size_t searches() const {  // searches started again because the costs moved
+    std::lock_guard lk(m_);
+    return policy_.searches();
   }
 
  private:
