@@ -14,6 +14,14 @@
 // (b) augment_p1 / p2 / autotune: a map costing ~1 ms per batch (calibrated
 //     at start) on 200 batches, followed by prefetch(2) (autotune: both tuned).
 // (c) augment_p1_no_prefetch vs augment_p1 (prefetch 2).
+// Autotuned runs first train warm-up epochs until the tuner has settled (at
+// most 20; counter settle_epochs).
+// (d) vs_hand_augment / _augment_heavy (~4 ms per batch) / _augment_memory
+// (memory budget of 2.5 batches): the autotuned pipeline against the same
+// pipeline hand-tuned by a grid over (map parallelism 1, 2) x (prefetch
+// depth), epochs interleaved; vs_picked = faster of p1, p2 (prefetch 2) /
+// autotuned, vs_grid = best grid setting / autotuned (best epochs; >= 1: the
+// tuner is as fast).
 // Run: build/bench/bench/bench_pipeline --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
