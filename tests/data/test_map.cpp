@@ -201,3 +201,29 @@ TEST_CASE("map: autotuned to 1 maps in the consumer's thread, on workers when ra
   std::iota(all.begin(), all.end(), 0);
   CHECK(seen == all);
 }
+
+TEST_CASE("map: a knob switched between 1 and 2 while elements flow keeps every element, in order") {
+  const int n = 3000;
+  std::vector<float> x(n);
+  std::vector<int> y(n);
+  std::iota(y.begin(), y.end(), 0);
+  auto src = std::make_shared<data::tensors_stage<shape<1>, sparse_labels, float>>(x, y);
+  auto f = [](S1 s) { return s; };
+  data::map_stage<S1, S1, decltype(f)> m(src, f, data::autotune, data::order::preserved, 2);
+  auto it = m.open(data::open_context{0, nullptr});
+  std::atomic<bool> done{false};
+  std::thread flipper([&] {
+    for (std::size_t i = 0; !done; ++i) {
+      m.tuned()->value = 1 + i % 2;
+      std::this_thread::yield();
+    }
+  });
+  S1 s;
+  std::vector<int> seen;
+  while (it->next(s)) seen.push_back(s.y[0]);
+  done = true;
+  flipper.join();
+  std::vector<int> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  CHECK(seen == all);
+}

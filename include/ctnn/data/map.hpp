@@ -103,8 +103,11 @@ class map_parallel final : public iterator<Out> {
       // Tuned to 1: f runs in this thread, as map(f, 1) would (no hand-off to a worker and back),
       // once the workers' results are all delivered.
       if (tuned_to_one() && reserved_ == 0 && !upstream_done_) {
+        // The pull lock is taken before m_ is let go: a worker that reserves from here on (the knob
+        // may be raised meanwhile) pulls after this element, so the order holds.
+        std::unique_lock pl(pull_m_);
         lk.unlock();
-        return next_inline(out);
+        return next_inline(out, pl);
       }
       worker_cv_.notify_all();  // the knob may have been raised since they last looked
       consumer_cv_.wait(lk);
@@ -131,24 +134,22 @@ class map_parallel final : public iterator<Out> {
     return v <= 1 ? 0 : std::min(v, workers_);  // 1: the consumer's thread maps (next_inline)
   }
 
-  // The next element mapped in the consumer's thread; only while no worker holds an element.
-  bool next_inline(Out& out) {
+  // The next element mapped in the consumer's thread; only while no worker holds an element, and
+  // called with pull_m_ held (pl).
+  bool next_inline(Out& out, std::unique_lock<std::mutex>& pl) {
     In in{};
     bool got = false;
     std::exception_ptr up_error;
-    std::size_t seq = 0;
-    {
-      std::lock_guard pl(pull_m_);
-      seq = pulled_++;
-      if (!upstream_finished_) {
-        try {
-          got = up_->next(in);
-        } catch (...) {
-          up_error = std::current_exception();
-        }
-        if (!got) upstream_finished_ = true;
+    const std::size_t seq = pulled_++;
+    if (!upstream_finished_) {
+      try {
+        got = up_->next(in);
+      } catch (...) {
+        up_error = std::current_exception();
       }
+      if (!got) upstream_finished_ = true;
     }
+    pl.unlock();
     if (!got) {
       {
         std::lock_guard lk(m_);
