@@ -227,3 +227,29 @@ TEST_CASE("map: a knob switched between 1 and 2 while elements flow keeps every 
   std::iota(all.begin(), all.end(), 0);
   CHECK(seen == all);
 }
+
+TEST_CASE("map: a knob dropped to 1 while the consumer waits for the workers does not stall the pass") {
+  const int n = 400;
+  std::vector<float> x(n);
+  std::vector<int> y(n);
+  std::iota(y.begin(), y.end(), 0);
+  auto src = std::make_shared<data::tensors_stage<shape<1>, sparse_labels, float>>(x, y);
+  auto f = [](S1 s) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));  // the consumer waits on the workers
+    return s;
+  };
+  data::map_stage<S1, S1, decltype(f)> m(src, f, data::autotune, data::order::preserved, 2);
+  m.tuned()->value = 2;
+  auto it = m.open(data::open_context{0, nullptr});
+  S1 s;
+  std::vector<int> seen;
+  for (int i = 0; i < n; ++i) {
+    if (i % 7 == 3) m.tuned()->value = 1 + (i / 7) % 2;  // down and up between two next() calls
+    REQUIRE(it->next(s));
+    seen.push_back(s.y[0]);
+  }
+  CHECK(!it->next(s));
+  std::vector<int> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  CHECK(seen == all);
+}

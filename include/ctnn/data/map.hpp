@@ -110,7 +110,10 @@ class map_parallel final : public iterator<Out> {
         return next_inline(out, pl);
       }
       worker_cv_.notify_all();  // the knob may have been raised since they last looked
-      consumer_cv_.wait(lk);
+      // Tuned, the knob may drop to 1 while this waits and the workers then start nothing, so
+      // it looks again every millisecond (results still wake it at once).
+      if (knob_) consumer_cv_.wait_for(lk, std::chrono::milliseconds(1));
+      else consumer_cv_.wait(lk);
     }
     result r = std::move(it->second);
     ready_.erase(it);
