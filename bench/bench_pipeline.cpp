@@ -14,6 +14,14 @@
 // (b) augment_p1 / p2 / autotune: a map costing ~1 ms per batch (calibrated
 //     at start) on 200 batches, followed by prefetch(2) (autotune: both tuned).
 // (c) augment_p1_no_prefetch vs augment_p1 (prefetch 2).
+// Autotuned runs first train warm-up epochs until the tuner has settled (at
+// most 20; counter settle_epochs).
+// (d) vs_hand_augment / _augment_heavy (~4 ms per batch) / _augment_memory
+// (memory budget of 2.5 batches): the autotuned pipeline against the same
+// pipeline hand-tuned by a grid over (map parallelism 1, 2) x (prefetch
+// depth), epochs interleaved; vs_picked = faster of p1, p2 (prefetch 2) /
+// autotuned, vs_grid = best grid setting / autotuned (best epochs; >= 1: the
+// tuner is as fast).
 // Run: build/bench/bench/bench_pipeline --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
@@ -23,6 +31,8 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <string>
+#include <vector>
 
 using namespace ctnn;
 using net = sequential<input<28, 28>, flatten, dense<64, relu>, dense<10>>;
@@ -152,10 +162,100 @@ void augment_p1_no_prefetch(benchmark::State& state) {
 }
 void augment_p1(benchmark::State& state) { run(state, ready().map(augment{reps_for_1ms()}).prefetch(2), true); }
 void augment_p2(benchmark::State& state) { run(state, ready().map(augment{reps_for_1ms()}, 2).prefetch(2), true); }
+// The autotuned pipeline of (b): map(f, autotune).prefetch(autotune) with its own tuner.
+data::dataset<batch> tuned(int reps, data::autotune_budget b) {
+  b.log = nullptr;  // the verdicts go into the label
+  return ready().map(augment{reps}, data::autotune).prefetch(data::autotune).with_budget(b);
+}
+data::dataset<batch> hand(int reps, std::size_t p, std::size_t d) { return ready().map(augment{reps}, p).prefetch(d); }
+
+// Epochs until the tuner has settled (at most `cap`): the warm-up of every autotuned run.
+int settle(const data::dataset<batch>& d, model<net>& m, adam<>& opt, int cap = 20) {
+  int n = 0;
+  while (n < cap) {
+    train_epoch(d, m, opt);
+    ++n;
+    if (d.autotuner().settled()) break;
+  }
+  return n;
+}
+std::string last_verdict(const data::dataset<batch>& d) {
+  const auto v = d.autotuner().messages();
+  return v.empty() ? std::string("(no verdict)") : v.back();
+}
+
 void augment_autotune(benchmark::State& state) {
-  const auto d = ready().map(augment{reps_for_1ms()}, data::autotune).prefetch(data::autotune);
+  const auto d = tuned(reps_for_1ms(), {});
+  auto m = make_model<net>(1);
+  adam<> opt;
+  state.counters["settle_epochs"] = settle(d, m, opt);
   run(state, d, true);
-  for (auto& msg : d.autotuner().messages()) state.SetLabel(msg);
+  state.SetLabel(last_verdict(d));
+}
+
+// (d) The autotuned pipeline against the same pipeline hand-tuned by a grid over
+// (map parallelism x prefetch depth), in the same run: every round trains one
+// epoch of each grid setting and one of the autotuned pipeline, interleaved, so
+// the machine's load changes alike for all. Counters: auto_s and grid_s (best
+// epoch of the autotuned pipeline / of the best grid setting), picked_s (the
+// faster of p1 and p2 with prefetch 2, the hand-picked settings of (b)),
+// vs_grid = grid_s / auto_s and vs_picked = picked_s / auto_s (>= 1: the tuner
+// is as fast), settle_epochs (warm-up epochs the tuner needed to settle),
+// grid_p, grid_d (the best grid setting), auto_p, auto_d (what the tuner chose),
+// auto_changes (knob changes the tuner made during the timed epochs).
+void vs_hand(benchmark::State& state, int reps, std::size_t memory_bytes, std::vector<std::size_t> depths) {
+  const auto d = tuned(reps, {.memory_bytes = memory_bytes});
+  auto m = make_model<net>(1);
+  adam<> opt;
+  state.counters["settle_epochs"] = settle(d, m, opt);
+  struct setting {
+    std::size_t p, d;
+    data::dataset<batch> ds;
+    double best = 1e9;
+  };
+  std::vector<setting> grid;
+  for (std::size_t p : {1, 2})
+    for (std::size_t dd : depths) grid.push_back({p, dd, hand(reps, p, dd)});
+  double best_auto = 1e9;
+  const std::size_t changes = d.autotuner().changes();
+  for (auto _ : state) {
+    for (auto& g : grid) g.best = std::min(g.best, train_epoch(g.ds, m, opt).epoch);
+    best_auto = std::min(best_auto, train_epoch(d, m, opt).epoch);
+  }
+  const auto top = std::min_element(grid.begin(), grid.end(), [](auto& a, auto& b) { return a.best < b.best; });
+  double picked = 1e9;
+  for (auto& g : grid)
+    if (g.d == 2) picked = std::min(picked, g.best);
+  state.counters["auto_s"] = best_auto;
+  state.counters["grid_s"] = top->best;
+  state.counters["vs_grid"] = top->best / best_auto;
+  state.counters["grid_p"] = double(top->p);
+  state.counters["grid_d"] = double(top->d);
+  if (picked < 1e9) {
+    state.counters["picked_s"] = picked;
+    state.counters["vs_picked"] = picked / best_auto;
+  }
+  const auto v = d.autotuner().verdicts();
+  if (!v.empty())  // the knobs in enlisting order: the prefetch (outer stage) opens first
+    for (std::size_t i = 0; i < v.back().values.size(); ++i)
+      state.counters[i == 0 ? "auto_d" : "auto_p"] = double(v.back().values[i]);
+  state.counters["verdicts"] = double(v.size());
+  state.counters["auto_changes"] = double(d.autotuner().changes() - changes);  // during the timed epochs
+  state.SetLabel(last_verdict(d));
+}
+// (b)'s augmentation, ~1 ms per batch.
+void vs_hand_augment(benchmark::State& state) { vs_hand(state, reps_for_1ms(), std::size_t(256) << 20, {1, 2, 4, 8}); }
+// CPU-heavy augmentation, ~4 ms per batch: loading is 8x the compute.
+void vs_hand_augment_heavy(benchmark::State& state) {
+  vs_hand(state, 4 * reps_for_1ms(), std::size_t(256) << 20, {1, 2, 8});
+}
+// Memory-limited: the budget holds 2.5 batches, so prefetch depth <= 2 (the grid too).
+void vs_hand_augment_memory(benchmark::State& state) {
+  batch b;
+  b.x.resize(batch_size * 784);
+  b.y.resize(batch_size);
+  const std::size_t one = data::element_bytes(b);
+  vs_hand(state, reps_for_1ms(), one * 5 / 2, {1, 2});
 }
 
 }  // namespace
@@ -167,5 +267,8 @@ BENCHMARK(augment_p1_no_prefetch)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(augment_p1)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(augment_p2)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(augment_autotune)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(vs_hand_augment)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(vs_hand_augment_heavy)->Unit(benchmark::kMillisecond)->Iterations(5);
+BENCHMARK(vs_hand_augment_memory)->Unit(benchmark::kMillisecond)->Iterations(5);
 
 BENCHMARK_MAIN();

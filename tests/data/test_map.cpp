@@ -162,3 +162,94 @@ TEST_CASE("map: fit stops early or throws with worker threads running, and retur
                        doctest::Contains("map: the function threw on element 37 of pass 0: corrupt image"),
                        data::pipeline_error);
 }
+
+TEST_CASE("map: autotuned to 1 maps in the consumer's thread, on workers when raised, in order across the switches") {
+  std::vector<float> x(40);
+  std::vector<int> y(40);
+  std::iota(x.begin(), x.end(), 0.f);
+  std::iota(y.begin(), y.end(), 0);
+  auto src = std::make_shared<data::tensors_stage<shape<1>, sparse_labels, float>>(x, y);
+  auto f = [](S1 s) {
+    s.x[0] = float(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 1000003);
+    return s;
+  };
+  data::map_stage<S1, S1, decltype(f)> m(src, f, data::autotune, data::order::preserved, 2);
+  REQUIRE(m.tuned());
+  auto it = m.open(data::open_context{0, nullptr});
+  const float me = float(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 1000003);
+  S1 s;
+  std::vector<int> seen;
+  for (int i = 0; i < 10; ++i) {  // value 1: here
+    REQUIRE(it->next(s));
+    CHECK(s.x[0] == me);
+    seen.push_back(s.y[0]);
+  }
+  m.tuned()->value = 2;  // on the workers
+  for (int i = 0; i < 10; ++i) {
+    REQUIRE(it->next(s));
+    CHECK(s.x[0] != me);
+    seen.push_back(s.y[0]);
+  }
+  m.tuned()->value = 1;  // back here once the workers' results (at most 4 ahead) are delivered
+  std::size_t here = 0;
+  while (it->next(s)) {
+    here += s.x[0] == me;
+    seen.push_back(s.y[0]);
+  }
+  CHECK(here >= 20 - 4);
+  std::vector<int> all(40);
+  std::iota(all.begin(), all.end(), 0);
+  CHECK(seen == all);
+}
+
+TEST_CASE("map: a knob switched between 1 and 2 while elements flow keeps every element, in order") {
+  const int n = 3000;
+  std::vector<float> x(n);
+  std::vector<int> y(n);
+  std::iota(y.begin(), y.end(), 0);
+  auto src = std::make_shared<data::tensors_stage<shape<1>, sparse_labels, float>>(x, y);
+  auto f = [](S1 s) { return s; };
+  data::map_stage<S1, S1, decltype(f)> m(src, f, data::autotune, data::order::preserved, 2);
+  auto it = m.open(data::open_context{0, nullptr});
+  std::atomic<bool> done{false};
+  std::thread flipper([&] {
+    for (std::size_t i = 0; !done; ++i) {
+      m.tuned()->value = 1 + i % 2;
+      std::this_thread::yield();
+    }
+  });
+  S1 s;
+  std::vector<int> seen;
+  while (it->next(s)) seen.push_back(s.y[0]);
+  done = true;
+  flipper.join();
+  std::vector<int> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  CHECK(seen == all);
+}
+
+TEST_CASE("map: a knob dropped to 1 while the consumer waits for the workers does not stall the pass") {
+  const int n = 400;
+  std::vector<float> x(n);
+  std::vector<int> y(n);
+  std::iota(y.begin(), y.end(), 0);
+  auto src = std::make_shared<data::tensors_stage<shape<1>, sparse_labels, float>>(x, y);
+  auto f = [](S1 s) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));  // the consumer waits on the workers
+    return s;
+  };
+  data::map_stage<S1, S1, decltype(f)> m(src, f, data::autotune, data::order::preserved, 2);
+  m.tuned()->value = 2;
+  auto it = m.open(data::open_context{0, nullptr});
+  S1 s;
+  std::vector<int> seen;
+  for (int i = 0; i < n; ++i) {
+    if (i % 7 == 3) m.tuned()->value = 1 + (i / 7) % 2;  // down and up between two next() calls
+    REQUIRE(it->next(s));
+    seen.push_back(s.y[0]);
+  }
+  CHECK(!it->next(s));
+  std::vector<int> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  CHECK(seen == all);
+}

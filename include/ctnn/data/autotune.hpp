@@ -3,29 +3,46 @@
 // A stage given data::autotune owns a knob (its parallelism or depth). When a
 // pipeline is opened its knobs enlist with the dataset's tuner; the cursor the
 // trainer reads from reports, per step, the time spent waiting for the next
-// element, the whole step time and the process CPU time. Every window (>= 10
-// steps and >= 50 ms) the tuner compares the waiting share with the previous
-// one: while >= 5% of step time is spent waiting it raises one knob (map
-// parallelism +1 up to the core budget, then prefetch depth x2 up to the
-// memory budget) and keeps the change only if the next window's mean wait
-// per step fell by >= 10% and its mean step time did not grow by > 2%.
-// The reason names the CPU when the process, or the whole machine (other
-// processes, read from /proc/stat), uses >= 85% of the cores.
-// When nothing is left to try, or the wait is already small, it says so
-// once, in plain words with the reason (messages(); also printed to
-// budget.log unless null); it goes on tuning if the wait grows again later.
+// element, the whole step time and the process CPU time. The tuner adds them
+// up into windows (>= 10 steps and >= 50 ms), adds the map workers' busy time
+// and the machine's busy cores (/proc/stat), and hands each window to
+// autotune_policy, the pure, deterministic decision logic:
+//   - the objective is the mean step time (the epoch time), measured, so giving
+//     a core to loading or leaving it to compute is decided by what it costs;
+//   - it measures the current setting for 2 windows, tries one neighbour
+//     (map parallelism +-1, prefetch depth x2 or /2) for 2 windows, alternating
+//     with 2 fresh windows of the current setting (T B T B), and keeps it
+//     only if its best window is >= 3% faster (a deeper prefetch, which costs
+//     only memory within the budget: if faster at all); a setting tried in a
+//     search is never tried again in it, so a search ends (no oscillation);
+//   - when no neighbour helps it settles and says, in one line, what it
+//     changed, why it stopped, which resource is the limit and the share of
+//     step time spent waiting; the line is printed when the verdict changes;
+//   - settled, it searches again only when, for 3 windows in a row, the step
+//     time moves by > 25% or the cores other processes take move by >= 0.5
+//     (the costs changed); a search that ends where the previous one did
+//     doubles that number of windows (up to 64 x), so noise alone dies out.
+// Every thread that competes for the cores is counted in the verdict: the
+// compute threads (the CPU kernels' pool unless the budget says otherwise),
+// the map workers and the prefetch threads.
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <mutex>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "../kernels/cpu/thread_pool.hpp"
 
 namespace ctnn::data {
 
@@ -33,11 +50,22 @@ struct autotune_t {};
 inline constexpr autotune_t autotune{};
 
 struct autotune_budget {
-  std::size_t cores = std::max(1u, std::thread::hardware_concurrency());  // total map workers
+  std::size_t cores = std::max(1u, std::thread::hardware_concurrency());  // map workers in all, at most
   std::size_t memory_bytes = std::size_t(256) << 20;                       // all prefetch buffers
   std::ostream* log = &std::clog;                                           // where verdicts are said
-  bool probe_machine = true;  // read /proc/stat to tell when other processes take the cores
+  bool probe_machine = true;       // read /proc/stat to tell when other processes take the cores
+  std::size_t compute_threads = 0;  // threads the model computes on; 0: the CPU kernels' pool size
 };
+
+// Throws std::invalid_argument naming `where` and the field when a budget cannot work.
+inline void check_budget(const autotune_budget& b, const char* where) {
+  if (b.cores == 0) throw std::invalid_argument(std::string(where) + ": autotune_budget.cores must be >= 1, got 0");
+  if (b.memory_bytes == 0)
+    throw std::invalid_argument(std::string(where) + ": autotune_budget.memory_bytes must be >= 1, got 0");
+  if (b.compute_threads > 4096)
+    throw std::invalid_argument(std::string(where) + ": autotune_budget.compute_threads must be <= 4096, got " +
+                                std::to_string(b.compute_threads));
+}
 
 namespace detail {
 // Cores of the whole machine busy since the previous call, from /proc/stat (-1 if unreadable).
@@ -56,7 +84,11 @@ class machine_cpu {
     const unsigned long long idle = v[3] + v[4];
     const double cores = std::max(1u, std::thread::hardware_concurrency());
     double r = -1;
-    if (total_ && total > total_) r = cores * double((total - idle) - (total_ - idle_)) / double(total - total_);
+    if (total_ && total > total_) {
+      // signed: the kernel's iowait count can move backwards, so busy time may seem to shrink
+      const double busy = double(total - idle) - double(total_ - idle_);
+      r = std::clamp(cores * busy / double(total - total_), 0.0, cores);
+    }
     total_ = total;
     idle_ = idle;
     return r;
@@ -70,17 +102,387 @@ class machine_cpu {
 // One tunable value. Stages read `value` from their threads; the tuner writes it.
 struct knob {
   enum kind_t { map_parallelism, prefetch_depth };
-  knob(kind_t k, std::size_t start, std::size_t hard_max) : kind(k), value(start), max(hard_max) {}
+  knob(kind_t k, std::size_t start, std::size_t hard_max) : kind(k), value(start), max(hard_max) {
+    if (start == 0 || start > hard_max)
+      throw std::invalid_argument("autotune: a knob's start value must be in [1, " + std::to_string(hard_max) +
+                                  "], got " + std::to_string(start));
+  }
   kind_t kind;
   std::atomic<std::size_t> value;
-  std::size_t max;                            // what the stage can do (threads it started, queue limit)
-  std::atomic<std::size_t> unit_bytes{0};     // prefetch: bytes of one buffered element
-  bool exhausted = false;                     // raising it did not help (tuner thread only)
+  std::size_t max;                          // what the stage can do (threads it started, queue limit)
+  std::atomic<std::size_t> unit_bytes{0};   // prefetch: bytes of one buffered element
+  std::atomic<std::uint64_t> busy_ns{0};    // map: time its workers spent in f, in all
 };
+
+// ---- the decision logic: pure, deterministic, no threads, no clocks ----
+
+// What one window measured (sums over its steps).
+struct autotune_window {
+  std::size_t steps = 0;
+  double wait_s = 0;               // waiting for the next element
+  double step_s = 0;               // whole steps (wait + compute)
+  double cpu_s = -1;               // process CPU time (-1: unknown)
+  double load_s = -1;              // map workers' time in f (-1: unknown)
+  double machine_busy = -1;        // busy cores of the whole machine, all processes (-1: unknown)
+  std::size_t machine_cores = 0;   // cores of the machine (0: unknown)
+  std::size_t compute_threads = 1;  // threads the model computes on
+};
+
+// A knob as the policy sees it; observe() may change `value`.
+struct knob_setting {
+  knob::kind_t kind;
+  std::size_t value, max, unit_bytes = 0;
+};
+
+enum class autotune_limit { compute, loading, cpu, other_processes, memory, serial_stages };
+
+inline const char* to_string(autotune_limit l) {
+  switch (l) {
+    case autotune_limit::compute: return "compute";
+    case autotune_limit::loading: return "loading";
+    case autotune_limit::cpu: return "cpu";
+    case autotune_limit::other_processes: return "other processes";
+    case autotune_limit::memory: return "memory";
+    case autotune_limit::serial_stages: return "serial stages";
+  }
+  return "?";
+}
+
+struct autotune_verdict {
+  std::size_t window = 0;            // the window (counted from 0) after which it was said
+  autotune_limit limit{};
+  double wait_share = 0;             // of step time, in the settled setting's windows
+  std::vector<std::size_t> values;   // the knobs' settled values, in enlisting order
+  std::string text;                  // the one-line explanation
+};
+
+// How cautious the policy is.
+struct autotune_options {
+  double gain = 0.03;                  // a neighbour is kept if its best window is this much faster
+  std::size_t windows_per_setting = 2;
+  double drift = 0.25;                 // settled: step time moving by this much ...
+  std::size_t drift_windows = 3;       // ... this many windows in a row starts a new search
+  double waiting = 0.05;               // below this share of waiting the input is not the bottleneck
+};
+
+class autotune_policy {
+ public:
+  using options = autotune_options;
+
+  explicit autotune_policy(autotune_budget b = {}, options o = {}) : budget_(b), opt_(o) {
+    check_budget(b, "autotune_policy");
+    if (o.windows_per_setting == 0 || o.drift_windows == 0 || !(o.gain >= 0 && o.gain < 1) || !(o.drift > 0))
+      throw std::invalid_argument("autotune_policy: options need windows_per_setting >= 1, drift_windows >= 1, "
+                                  "0 <= gain < 1 and drift > 0");
+  }
+
+  // One window measured with `knobs` at their values; may change the values (the caller applies them).
+  // Returns true when it settled with a new verdict in this window.
+  bool observe(const autotune_window& w, std::vector<knob_setting>& knobs) {
+    const std::size_t index = windows_++;
+    if (w.steps == 0 || !(w.step_s > 0)) return false;
+    if (knobs.size() != kinds_.size() || !same_kinds(knobs)) restart(knobs);  // a knob enlisted: search anew
+    last_ = w;
+    if (fit_memory(knobs)) {  // a depth over the memory budget is lowered before anything is measured
+      restart(knobs);
+      return false;
+    }
+    const double per_step = w.step_s / double(w.steps);
+    switch (phase_) {
+      case phase::settled: {
+        // The costs moved: the step time, or the cores other processes leave (by >= half a core).
+        const double other = w.machine_busy >= 0 && w.cpu_s >= 0 ? w.machine_busy - w.cpu_s / w.step_s : -1;
+        const bool moved = per_step > settled_step_ * (1 + opt_.drift) || per_step < settled_step_ * (1 - opt_.drift) ||
+                           (other >= 0 && settled_other_ >= 0 && std::abs(other - settled_other_) >= 0.5);
+        drifting_ = moved ? drifting_ + 1 : 0;
+        if (drifting_ >= opt_.drift_windows * patience_) {
+          ++searches_;
+          restart(knobs);
+        }
+        return false;
+      }
+      case phase::base:
+        add(base_, w);
+        if (base_.windows < opt_.windows_per_setting) return false;
+        return next_trial(knobs, index);
+      case phase::trial:
+        // Windows alternate between the neighbour and the current setting (T B T B), so a change in
+        // the machine's load while it is measured falls on both alike.
+        add(on_trial_ ? trial_ : fresh_, w);
+        if (trial_.windows < opt_.windows_per_setting || fresh_.windows < opt_.windows_per_setting) {
+          on_trial_ = fresh_.windows >= opt_.windows_per_setting ||
+                      (trial_.windows < opt_.windows_per_setting && !on_trial_);
+          knobs[move_.knob].value = on_trial_ ? move_.to : move_.from;
+          return false;
+        }
+        base_ = fresh_;
+        fresh_ = {};
+        ++tried_;
+        // A deeper prefetch costs only memory (within the budget): kept if faster at all. Anything
+        // else (a thread more or less, a shallower queue) must be `gain` faster.
+        const bool deeper = kinds_[move_.knob] == knob::prefetch_depth && move_.to > move_.from;
+        if (trial_.best < base_.best * (deeper ? 1.0 : 1 - opt_.gain)) {
+          knobs[move_.knob].value = move_.to;
+          base_ = trial_;  // kept: the trial's windows measure the new setting
+          last_move_ = move_;
+        } else {
+          knobs[move_.knob].value = move_.from;  // back, and never again in this search
+          last_move_ = {};
+        }
+        trial_ = {};
+        return next_trial(knobs, index);
+    }
+    return false;
+  }
+
+  bool settled() const { return phase_ == phase::settled; }
+  std::size_t changes() const { return changes_; }    // neighbours tried and depths lowered to fit memory
+  std::size_t searches() const { return searches_; }  // searches started because the costs moved
+  std::size_t windows() const { return windows_; }
+  const std::vector<autotune_verdict>& verdicts() const { return verdicts_; }
+  std::string explanation() const { return verdicts_.empty() ? std::string() : verdicts_.back().text; }
+
+ private:
+  enum class phase { base, trial, settled };
+  struct stats {
+    std::size_t windows = 0, steps = 0;
+    double best = 0;  // fastest mean step time of a window
+    double wait = 0, step = 0, cpu = 0, load = 0, busy = 0;
+    bool cpu_known = true, load_known = true, busy_known = true;
+  };
+  struct move {
+    std::size_t knob = std::size_t(-1), from = 0, to = 0;
+  };
+
+  static void add(stats& s, const autotune_window& w) {
+    const double per = w.step_s / double(w.steps);
+    s.best = s.windows == 0 ? per : std::min(s.best, per);
+    ++s.windows;
+    s.steps += w.steps;
+    s.wait += w.wait_s;
+    s.step += w.step_s;
+    if (w.cpu_s < 0) s.cpu_known = false;
+    else s.cpu += w.cpu_s;
+    if (w.load_s < 0) s.load_known = false;
+    else s.load += w.load_s;
+    if (w.machine_busy < 0) s.busy_known = false;
+    else s.busy += w.machine_busy * w.step_s;  // time-weighted
+  }
+
+  bool same_kinds(const std::vector<knob_setting>& k) const {
+    for (std::size_t i = 0; i < k.size(); ++i)
+      if (k[i].kind != kinds_[i]) return false;
+    return true;
+  }
+
+  void restart(const std::vector<knob_setting>& knobs) {
+    kinds_.clear();
+    for (auto& k : knobs) kinds_.push_back(k.kind);
+    phase_ = phase::base;
+    base_ = trial_ = fresh_ = {};
+    visited_.clear();
+    visited_.push_back(values(knobs));
+    start_ = values(knobs);
+    tried_ = 0;
+    drifting_ = 0;
+    last_move_ = {};
+    cpu_capped_ = mem_capped_ = false;
+  }
+
+  static std::vector<std::size_t> values(const std::vector<knob_setting>& k) {
+    std::vector<std::size_t> v;
+    for (auto& x : k) v.push_back(x.value);
+    return v;
+  }
+  std::size_t bytes(const std::vector<knob_setting>& k) const {
+    std::size_t n = 0;
+    for (auto& x : k)
+      if (x.kind == knob::prefetch_depth) n += x.value * x.unit_bytes;
+    return n;
+  }
+  std::size_t workers(const std::vector<knob_setting>& k) const {
+    std::size_t n = 0;
+    for (auto& x : k)
+      if (x.kind == knob::map_parallelism) n += x.value;
+    return n;
+  }
+  bool fit_memory(std::vector<knob_setting>& k) {
+    bool lowered = false;
+    while (bytes(k) > budget_.memory_bytes) {
+      knob_setting* deepest = nullptr;
+      for (auto& x : k)
+        if (x.kind == knob::prefetch_depth && x.value > 1 && (!deepest || x.value > deepest->value)) deepest = &x;
+      if (!deepest) break;
+      deepest->value /= 2;
+      ++changes_;
+      lowered = true;
+    }
+    return lowered;
+  }
+
+  // Can knob i go to value v? Notes why not when the budget stops it.
+  bool allowed(std::vector<knob_setting>& k, std::size_t i, std::size_t v) {
+    if (v == 0 || v > k[i].max) return false;
+    if (k[i].kind == knob::map_parallelism && v > k[i].value && workers(k) + (v - k[i].value) > budget_.cores) {
+      cpu_capped_ = true;
+      return false;
+    }
+    if (k[i].kind == knob::prefetch_depth && v > k[i].value &&
+        bytes(k) + (v - k[i].value) * k[i].unit_bytes > budget_.memory_bytes) {
+      mem_capped_ = true;
+      return false;
+    }
+    const std::size_t old = k[i].value;
+    k[i].value = v;
+    const auto cfg = values(k);
+    k[i].value = old;
+    return std::find(visited_.begin(), visited_.end(), cfg) == visited_.end();
+  }
+
+  // Picks the next neighbour to try, or settles.
+  bool next_trial(std::vector<knob_setting>& k, std::size_t index) {
+    const bool waiting = base_.wait / base_.step >= opt_.waiting;
+    std::vector<move> moves;
+    auto up = [&](std::size_t i) {
+      return k[i].kind == knob::map_parallelism ? k[i].value + 1 : std::min(k[i].max, 2 * k[i].value);
+    };
+    auto down = [&](std::size_t i) { return k[i].kind == knob::map_parallelism ? k[i].value - 1 : k[i].value / 2; };
+    // The direction that just helped first; then up while waiting for data, down (fewer threads, less memory) always.
+    if (last_move_.knob != std::size_t(-1)) {
+      const std::size_t i = last_move_.knob;
+      moves.push_back({i, k[i].value, last_move_.to > last_move_.from ? up(i) : down(i)});
+    }
+    // Map workers before prefetch depth: a thread is the bigger lever.
+    for (auto kind : {knob::map_parallelism, knob::prefetch_depth})
+      for (std::size_t i = 0; i < k.size(); ++i)
+        if (waiting && k[i].kind == kind) moves.push_back({i, k[i].value, up(i)});
+    for (auto kind : {knob::map_parallelism, knob::prefetch_depth})
+      for (std::size_t i = 0; i < k.size(); ++i)
+        if (k[i].kind == kind) moves.push_back({i, k[i].value, down(i)});
+    for (auto& m : moves) {
+      if (m.to == m.from || !allowed(k, m.knob, m.to)) continue;
+      move_ = m;
+      on_trial_ = true;
+      fresh_ = trial_ = {};
+      k[m.knob].value = m.to;
+      visited_.push_back(values(k));
+      ++changes_;
+      phase_ = phase::trial;
+      return false;
+    }
+    // Nothing left to try: settle on this setting.
+    phase_ = phase::settled;
+    // A search that ends where the previous one did doubles the patience of the next (a noisy
+    // machine then stops causing searches); one that moves resets it.
+    const auto now_values = values(k);
+    patience_ = settled_values_ == now_values ? std::min<std::size_t>(patience_ * 2, 64) : 1;
+    settled_values_ = now_values;
+    settled_step_ = base_.step / double(base_.steps);
+    settled_other_ = base_.busy_known && base_.cpu_known ? (base_.busy - base_.cpu) / base_.step : -1;
+    drifting_ = 0;
+    return say(k, index);
+  }
+
+  static std::string fmt(const char* f, double v) {
+    char b[48];
+    std::snprintf(b, sizeof b, f, v);
+    return b;
+  }
+  static std::string pct(double share) { return fmt("%.0f%%", 100 * share); }
+
+  bool say(const std::vector<knob_setting>& k, std::size_t index) {
+    const double share = base_.wait / base_.step;
+    const double cpu_cores = base_.cpu_known ? base_.cpu / base_.step : -1;
+    const double busy = base_.busy_known ? base_.busy / base_.step : -1;
+    const std::size_t cores = last_.machine_cores ? last_.machine_cores : budget_.cores;
+    std::size_t prefetchers = 0;
+    for (auto& x : k)
+      if (x.kind == knob::prefetch_depth) ++prefetchers;
+    const std::size_t maps = workers(k);
+    const std::string threads = std::to_string(last_.compute_threads) + " compute thread" +
+                                (last_.compute_threads == 1 ? "" : "s") + ", " + std::to_string(maps) + " map worker" +
+                                (maps == 1 ? "" : "s") + ", " + std::to_string(prefetchers) + " prefetch thread" +
+                                (prefetchers == 1 ? "" : "s");
+    autotune_limit limit;
+    std::string why;
+    const double other = busy >= 0 && cpu_cores >= 0 ? busy - cpu_cores : -1;
+    if (share < opt_.waiting) {
+      limit = autotune_limit::compute;
+      why = "compute (the input pipeline is not the bottleneck)";
+    } else if (busy >= 0.85 * double(cores) && other >= 0.5) {
+      limit = autotune_limit::other_processes;
+      why = "CPU: all " + std::to_string(cores) + " cores of the machine are busy, other processes use " +
+            fmt("%.1f", other) + " of them (" + threads + " here)";
+    } else if (cpu_cores >= 0.85 * double(cores)) {
+      limit = autotune_limit::cpu;
+      why = "CPU: the process keeps " + fmt("%.1f", cpu_cores) + " of " + std::to_string(cores) + " cores busy (" +
+            threads + ")";
+    } else if (mem_capped_) {
+      limit = autotune_limit::memory;
+      why = "memory budget: a deeper prefetch would exceed " + fmt("%.2f", double(budget_.memory_bytes) / 1048576.0) +
+            " MiB";
+    } else if (cpu_capped_) {
+      limit = autotune_limit::loading;
+      why = "loading: map workers fill the budget of " + std::to_string(budget_.cores) + " cores";
+    } else {
+      limit = autotune_limit::serial_stages;
+      why = "serial stages: more map workers or a deeper prefetch did not help (reading, filter, shuffle, batch or a "
+            "map without autotune set the pace)";
+    }
+    std::string costs;
+    if (base_.load_known && base_.load > 0)
+      costs = " (map work " + fmt("%.2f", 1e3 * base_.load / double(base_.steps)) + " ms, compute " +
+              fmt("%.2f", 1e3 * (base_.step - base_.wait) / double(base_.steps)) + " ms per step)";
+
+    std::string changed;
+    const auto now = values(k);
+    for (std::size_t i = 0; i < k.size(); ++i) {
+      if (!changed.empty()) changed += ", ";
+      changed += k[i].kind == knob::map_parallelism ? "map parallelism " : "prefetch depth ";
+      changed += start_[i] == now[i] ? std::to_string(now[i]) + " (kept)"
+                                     : std::to_string(start_[i]) + " -> " + std::to_string(now[i]);
+    }
+    const std::string stopped =
+        tried_ == 0 && share < opt_.waiting
+            ? "nothing to gain, less than " + pct(opt_.waiting) + " of step time waiting and no knob to lower"
+            : "none of the " + std::to_string(tried_) + " neighbouring settings tried was faster (by " +
+                  pct(opt_.gain) + "; a deeper prefetch by any margin)";
+    const std::string text = changed + "; stopped: " + stopped + "; limit: " + why + costs + "; " + pct(share) +
+                             " of step time is spent waiting for data";
+    const bool same = !verdicts_.empty() && verdicts_.back().limit == limit && verdicts_.back().values == now;
+    if (same) return false;
+    verdicts_.push_back({index, limit, share, now, text});
+    return true;
+  }
+
+  autotune_budget budget_;
+  options opt_;
+  phase phase_ = phase::base;
+  std::vector<knob::kind_t> kinds_;
+  std::vector<std::vector<std::size_t>> visited_;
+  std::vector<std::size_t> start_;
+  stats base_, trial_, fresh_;
+  bool on_trial_ = true;
+  move move_, last_move_;
+  autotune_window last_;
+  std::size_t windows_ = 0, changes_ = 0, searches_ = 0, tried_ = 0, drifting_ = 0;
+  double settled_step_ = 0, settled_other_ = -1;
+  std::size_t patience_ = 1;
+  std::vector<std::size_t> settled_values_;
+  bool cpu_capped_ = false, mem_capped_ = false;
+  std::vector<autotune_verdict> verdicts_;
+};
+
+// ---- the tuner: measurements from the running pipeline, decisions by the policy ----
 
 class tuner {
  public:
-  explicit tuner(autotune_budget b = {}) : budget_(b) {}
+  static constexpr std::size_t window_steps = 10;
+  static constexpr double window_seconds = 0.05;
+  static constexpr std::size_t skip_after_change = 5;  // steps not measured after a knob changed (refill)
+  static constexpr std::size_t skip_after_open = 3;    // ... and at the start of a pass
+
+  explicit tuner(autotune_budget b = {}) : budget_((check_budget(b, "with_budget"), b)), policy_(b) { reset_window(); }
 
   const autotune_budget& budget() const { return budget_; }
 
@@ -89,138 +491,98 @@ class tuner {
     for (auto& h : knobs_)
       if (h == k) return;
     knobs_.push_back(k);
+    busy_seen_.push_back(k->busy_ns.load());
   }
   bool active() const {
     std::lock_guard lk(m_);
     return !knobs_.empty();
   }
 
+  // A pass starts: its first steps refill the pipeline and are not measured.
+  void begin_pass() {
+    std::lock_guard lk(m_);
+    reset_window();
+    skip_ = skip_after_open;
+  }
+
   // One consumer step: wait_s waiting for data out of step_s in all; cpu_s process CPU time in it.
   void observe(double wait_s, double step_s, double cpu_s) {
     std::lock_guard lk(m_);
-    wait_ += wait_s;
-    total_ += step_s;
-    cpu_ += cpu_s;
-    if (++steps_ < 10 || total_ < 0.05) return;
-    machine_ = budget_.probe_machine ? probe_.busy_cores() : -1;
-    decide(wait_ / total_, cpu_ / total_, wait_ / double(steps_), total_ / double(steps_));
-    wait_ = total_ = cpu_ = 0;
-    steps_ = 0;
+    if (skip_) {
+      --skip_;
+      if (!skip_) reset_window();
+      return;
+    }
+    w_.wait_s += wait_s;
+    w_.step_s += step_s;
+    w_.cpu_s += cpu_s;
+    if (++w_.steps < window_steps || w_.step_s < window_seconds) return;
+    w_.load_s = 0;
+    for (std::size_t i = 0; i < knobs_.size(); ++i) {
+      const std::uint64_t b = knobs_[i]->busy_ns.load();
+      w_.load_s += 1e-9 * double(b - busy_seen_[i]);
+    }
+    w_.machine_busy = budget_.probe_machine ? probe_.busy_cores() : -1;
+    w_.machine_cores = budget_.probe_machine ? std::max(1u, std::thread::hardware_concurrency()) : 0;
+    w_.compute_threads = budget_.compute_threads ? budget_.compute_threads : kernels::cpu::threads();
+    std::vector<knob_setting> ks;
+    for (auto& k : knobs_) ks.push_back({k->kind, k->value.load(), k->max, k->unit_bytes.load()});
+    const bool said = policy_.observe(w_, ks);
+    bool changed = false;
+    for (std::size_t i = 0; i < knobs_.size(); ++i)
+      if (knobs_[i]->value.load() != ks[i].value) {
+        knobs_[i]->value = ks[i].value;
+        changed = true;
+      }
+    if (said && budget_.log) *budget_.log << "ctnn autotune: " << policy_.explanation() << std::endl;
+    reset_window();
+    if (changed) skip_ = skip_after_change;
   }
 
+  // The one-line explanations, one per change of verdict, oldest first.
   std::vector<std::string> messages() const {
     std::lock_guard lk(m_);
-    return messages_;
+    std::vector<std::string> r;
+    for (auto& v : policy_.verdicts()) r.push_back(v.text);
+    return r;
+  }
+  std::vector<autotune_verdict> verdicts() const {
+    std::lock_guard lk(m_);
+    return policy_.verdicts();
+  }
+  // The latest explanation ("" before the first verdict): what fit can copy into an epoch's record.
+  std::string explanation() const {
+    std::lock_guard lk(m_);
+    return policy_.explanation();
   }
   bool settled() const {
     std::lock_guard lk(m_);
-    return said_;
+    return policy_.settled();
+  }
+  std::size_t changes() const {  // neighbours tried so far (and depths lowered to fit memory)
+    std::lock_guard lk(m_);
+    return policy_.changes();
+  }
+  std::size_t searches() const {  // searches started again because the costs moved
+    std::lock_guard lk(m_);
+    return policy_.searches();
   }
 
  private:
-  static std::string pct(double share) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%.0f%%", 100 * share);
-    return b;
-  }
-  std::size_t threads_in_use() const {
-    std::size_t n = 0;
-    for (auto& k : knobs_)
-      if (k->kind == knob::map_parallelism) n += k->value;
-    return n;
-  }
-  std::size_t prefetch_bytes() const {
-    std::size_t n = 0;
-    for (auto& k : knobs_)
-      if (k->kind == knob::prefetch_depth) n += k->value * k->unit_bytes;
-    return n;
-  }
-  void say(const std::string& s) {
-    said_ = true;
-    messages_.push_back(s);
-    if (budget_.log) *budget_.log << "ctnn autotune: " << s << std::endl;
-  }
-
-  // share: waiting / step time; wait, step: mean seconds per step in the window.
-  void decide(double share, double cores_used, double wait, double step) {
-    if (trial_) {
-      // Kept only if the wait fell by >= 10% without making the steps slower
-      // (more workers can steal the cores the model computes on).
-      if (wait <= trial_wait_ * 0.9 && step <= trial_step_ * 1.02) {
-        trial_->exhausted = false;
-      } else {
-        trial_->value = trial_old_;  // no gain: back to what it was, and do not try it again
-        trial_->exhausted = true;
-      }
-      trial_.reset();
-      return;  // the next window measures the settled state
-    }
-    if (share < 0.05) {
-      if (++calm_ >= 3 && !said_)
-        say("input pipeline is not the bottleneck: " + pct(share) + " of step time is spent waiting for data");
-      return;
-    }
-    calm_ = 0;
-    bool cpu_capped = false, mem_capped = false;
-    for (auto& k : knobs_) {
-      if (k->exhausted || k->value >= k->max) continue;
-      if (k->kind == knob::map_parallelism && threads_in_use() + 1 > budget_.cores) {
-        cpu_capped = true;
-        continue;
-      }
-      if (k->kind == knob::prefetch_depth) {
-        const std::size_t next = std::min(k->max, 2 * k->value);
-        if (prefetch_bytes() + (next - k->value) * k->unit_bytes > budget_.memory_bytes) {
-          mem_capped = true;
-          continue;
-        }
-      }
-      trial_ = k;
-      trial_old_ = k->value;
-      trial_wait_ = wait;
-      trial_step_ = step;
-      k->value = k->kind == knob::map_parallelism ? k->value + 1 : std::min(k->max, 2 * k->value);
-      return;
-    }
-    if (said_) return;  // keeps tuning when the wait comes back, but says it once
-    const std::string waiting = pct(share) + " of step time is spent waiting for data";
-    if (cores_used >= 0.85 * double(budget_.cores)) {
-      char b[160];
-      std::snprintf(b, sizeof b, "limited by the CPU budget: all %zu cores are busy (the process used %.1f); ",
-                    budget_.cores, cores_used);
-      say(b + waiting);
-    } else if (machine_ >= 0.85 * std::max(1u, std::thread::hardware_concurrency())) {
-      char b[200];
-      std::snprintf(b, sizeof b,
-                    "limited by the CPU: all %u cores of the machine are busy (this process uses %.1f of them, other "
-                    "processes the rest); ",
-                    std::max(1u, std::thread::hardware_concurrency()), cores_used);
-      say(b + waiting);
-    } else if (cpu_capped) {
-      say("limited by the CPU budget: map workers use all " + std::to_string(budget_.cores) +
-          " cores of the budget; " + waiting);
-    } else if (mem_capped) {
-      say("limited by the memory budget: a deeper prefetch would exceed " +
-          std::to_string(budget_.memory_bytes >> 20) + " MiB; " + waiting);
-    } else {
-      say("no tunable parameter reduces the wait: " + waiting +
-          ", and more map workers or a deeper prefetch did not help (the serial stages - reading, filter, "
-          "shuffle, batch - or a map without autotune set the pace)");
-    }
+  void reset_window() {
+    w_ = {};
+    w_.cpu_s = 0;
+    for (std::size_t i = 0; i < knobs_.size(); ++i) busy_seen_[i] = knobs_[i]->busy_ns.load();
   }
 
   autotune_budget budget_;
   mutable std::mutex m_;
+  autotune_policy policy_;
   std::vector<std::shared_ptr<knob>> knobs_;
-  std::vector<std::string> messages_;
+  std::vector<std::uint64_t> busy_seen_;
   detail::machine_cpu probe_;
-  double machine_ = -1;  // busy cores of the machine in the last window (-1: unknown)
-  double wait_ = 0, total_ = 0, cpu_ = 0;
-  std::size_t steps_ = 0, calm_ = 0;
-  std::shared_ptr<knob> trial_;
-  std::size_t trial_old_ = 0;
-  double trial_wait_ = 0, trial_step_ = 0;
-  bool said_ = false;
+  autotune_window w_{};
+  std::size_t skip_ = 0;
 };
 
 }  // namespace ctnn::data

@@ -6,14 +6,19 @@
 // hand the result back; at most 2 * workers results wait ahead of the
 // consumer. Results come out in input order unless order::any was asked for.
 // With autotune it starts max(2, hardware cores, budget cores) workers and
-// lets knob.value of them work.
+// lets knob.value of them work; tuned to 1, f runs in the consumer's thread
+// (as with parallelism 1) once the workers' results are delivered. The time
+// spent in f is added to the knob (busy_ns), the tuner's measure of the
+// loading cost.
 // If f throws on element i, the elements before i are delivered and then
 // next() throws pipeline_error("map: the function threw on element i of pass
 // e: ...") with f's exception nested; an upstream exception is rethrown as
 // is, after the elements before it. Destroying the iterator stops and joins
 // every worker (a worker inside f finishes that call first).
 #pragma once
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstddef>
 #include <deque>
 #include <exception>
@@ -95,7 +100,20 @@ class map_parallel final : public iterator<Out> {
       it = ordered_ ? ready_.find(delivered_) : ready_.begin();
       if (it != ready_.end()) break;
       if (delivered_ >= end_) return false;
-      consumer_cv_.wait(lk);
+      // Tuned to 1: f runs in this thread, as map(f, 1) would (no hand-off to a worker and back),
+      // once the workers' results are all delivered.
+      if (tuned_to_one() && reserved_ == 0 && !upstream_done_) {
+        // The pull lock is taken before m_ is let go: a worker that reserves from here on (the knob
+        // may be raised meanwhile) pulls after this element, so the order holds.
+        std::unique_lock pl(pull_m_);
+        lk.unlock();
+        return next_inline(out, pl);
+      }
+      worker_cv_.notify_all();  // the knob may have been raised since they last looked
+      // Tuned, the knob may drop to 1 while this waits and the workers then start nothing, so
+      // it looks again every millisecond (results still wake it at once).
+      if (knob_) consumer_cv_.wait_for(lk, std::chrono::milliseconds(1));
+      else consumer_cv_.wait(lk);
     }
     result r = std::move(it->second);
     ready_.erase(it);
@@ -112,7 +130,55 @@ class map_parallel final : public iterator<Out> {
   }
 
  private:
-  std::size_t limit() const { return knob_ ? std::min(knob_->value.load(), workers_) : workers_; }
+  bool tuned_to_one() const { return knob_ && knob_->value.load() <= 1; }
+  std::size_t limit() const {
+    if (!knob_) return workers_;
+    const std::size_t v = knob_->value.load();
+    return v <= 1 ? 0 : std::min(v, workers_);  // 1: the consumer's thread maps (next_inline)
+  }
+
+  // The next element mapped in the consumer's thread; only while no worker holds an element, and
+  // called with pull_m_ held (pl).
+  bool next_inline(Out& out, std::unique_lock<std::mutex>& pl) {
+    In in{};
+    bool got = false;
+    std::exception_ptr up_error;
+    const std::size_t seq = pulled_++;
+    if (!upstream_finished_) {
+      try {
+        got = up_->next(in);
+      } catch (...) {
+        up_error = std::current_exception();
+      }
+      if (!got) upstream_finished_ = true;
+    }
+    pl.unlock();
+    if (!got) {
+      {
+        std::lock_guard lk(m_);
+        end_ = std::min(end_, seq);
+        upstream_done_ = true;
+      }
+      worker_cv_.notify_all();
+      if (up_error) std::rethrow_exception(up_error);
+      return false;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    std::exception_ptr error;
+    try {
+      out = (*f_)(std::move(in));
+    } catch (...) {
+      error = std::current_exception();
+    }
+    knob_->busy_ns += std::uint64_t(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+    {
+      std::lock_guard lk(m_);
+      ++delivered_;
+    }
+    if (error) rethrow_user_error(error, "map", seq, epoch_);
+    return true;
+  }
 
   void work() {
     for (;;) {
@@ -142,12 +208,16 @@ class map_parallel final : public iterator<Out> {
       result r;
       r.index = seq;
       if (got) {
+        const auto t0 = std::chrono::steady_clock::now();
         try {
           r.value = (*f_)(std::move(in));
         } catch (...) {
           r.error = std::current_exception();
           r.from_f = true;
         }
+        if (knob_)  // the tuner's measure of the loading cost
+          knob_->busy_ns += std::uint64_t(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
       }
       {
         std::lock_guard lk(m_);

@@ -117,6 +117,7 @@ class dataset : public detail::dataset_types<E> {
     c.it_ = stage_->open(open_context{pass, tuner_.get()});
     c.tuner_ = tuner_;
     c.timed_ = tuner_->active();
+    if (c.timed_) tuner_->begin_pass();
     return c;
   }
 

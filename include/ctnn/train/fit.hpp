@@ -278,6 +278,8 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
     l.set("input_bound", double(int(input_bound(l["input_share"]))));
     on_epoch_end();
     hist.append(ctx.epoch_logs);
+    if constexpr (requires { train.autotuner().explanation(); }) hist.autotune.push_back(train.autotuner().explanation());
+    else hist.autotune.emplace_back();
   }
   if constexpr (requires { opt.finalize(m); }) opt.finalize(m);  // e.g. the EMA weights replace the weights
   on_train_end();

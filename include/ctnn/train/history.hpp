@@ -42,6 +42,9 @@ struct logs {
 struct history {
   std::vector<std::string> keys;  // in first-seen order
   std::map<std::string, std::vector<double>> values;
+  // Per epoch, the input-pipeline autotuner's one-line explanation at the epoch's end
+  // (data/autotune.hpp; empty when the training dataset has no tuner).
+  std::vector<std::string> autotune;
 
   void append(const logs& l) {
     for (auto& [k, v] : l.items) {
