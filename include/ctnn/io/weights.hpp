@@ -33,8 +33,6 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -43,6 +41,7 @@
 #include "../core/plan.hpp"
 #include "../core/precision.hpp"
 #include "atomic_file.hpp"
+#include "read_file.hpp"
 
 namespace ctnn::io {
 
@@ -125,17 +124,6 @@ struct reader {
   }
 };
 
-inline std::vector<char> read_all(const std::filesystem::path& path, const std::string& who) {
-  const std::string name = path.string();
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw weights_error(who, path, "no such file");
-  if (std::filesystem::is_directory(path, ec)) throw weights_error(who, path, "is a directory, not a file");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw weights_error(who, path, "cannot open for reading");
-  std::vector<char> d((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) throw weights_error(who, path, "read error");
-  return d;
-}
 }  // namespace detail
 
 template <SavableModel M>
@@ -209,7 +197,7 @@ void load_weights(M& m, const std::filesystem::path& path) {
   using Net = typename M::network;
   const std::string name = path.string();
   auto fail = [&](const std::string& what) { throw weights_error("load_weights", path, what); };
-  const std::vector<char> d = detail::read_all(path, "load_weights");
+  const auto d = read_file<std::vector<char>, weights_error>(path, "load_weights");
   if (d.size() < 16) fail("truncated (" + std::to_string(d.size()) + " bytes, too short for a header)");
   if (std::memcmp(d.data(), weights_magic, 8) != 0) fail("not a ctnn weights file (wrong magic)");
   std::uint32_t version;
