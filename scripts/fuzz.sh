@@ -1,28 +1,31 @@
 #!/usr/bin/env bash
 # Runs ctnn's libFuzzer targets (tests/fuzz), each for a bounded time, starting from the
 # seed corpus in tests/fuzz/corpus/<target> and growing a working corpus in
-# build/clang/fuzz-corpus/<target> (kept between runs). Needs the 'clang' preset built:
-#   cmake --preset clang && cmake --build --preset clang
+# $CTNN_FUZZ_BUILD/fuzz-corpus/<target> (kept between runs). Needs a build with the
+# fuzzers: the 'asan' preset (clang 19 + ASan + UBSan; the default CTNN_FUZZ_BUILD=build/asan)
+# or the 'clang' preset (CTNN_FUZZ_BUILD=build/clang):
+#   cmake --preset asan && cmake --build --preset asan
 #   scripts/fuzz.sh [seconds-per-target] [target...]     (default: 60 s, every target)
 # CI runs it with 30 s per target (CTNN_FUZZ_SECONDS); for a long run, e.g. an hour each on 2 cores:
 #   scripts/fuzz.sh 3600 idx weights
 # A crash, a leak, a sanitizer report or a run past the limits below stops it with the
-# reproducer written to build/clang/fuzz-artifacts/<target>/ (replay: build/clang/tests/fuzz/fuzz_<target> FILE).
+# reproducer written to $CTNN_FUZZ_BUILD/fuzz-artifacts/<target>/ (replay: $CTNN_FUZZ_BUILD/tests/fuzz/fuzz_<target> FILE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
 ((${#targets[@]})) || targets=(idx csv cache weights)
+build=${CTNN_FUZZ_BUILD:-build/asan}
 for t in "${targets[@]}"; do
-  bin=build/clang/tests/fuzz/fuzz_$t
-  [[ -x $bin ]] || { echo "fuzz.sh: $bin is missing (cmake --preset clang && cmake --build --preset clang)" >&2; exit 2; }
-  work=build/clang/fuzz-corpus/$t
-  art=build/clang/fuzz-artifacts/$t/
+  bin=$build/tests/fuzz/fuzz_$t
+  [[ -x $bin ]] || { echo "fuzz.sh: $bin is missing (cmake --preset asan && cmake --build --preset asan)" >&2; exit 2; }
+  work=$build/fuzz-corpus/$t
+  art=$build/fuzz-artifacts/$t/
   mkdir -p "$work" "$art"
   echo "fuzz.sh: fuzz_$t for ${seconds} s"
   # -rss_limit_mb: a reader that allocates what a small file announces (a gzip bomb, a huge header) fails here.
-  log=build/clang/fuzz-artifacts/$t.log
+  log=$build/fuzz-artifacts/$t.log
   rc=0
   "$bin" -max_total_time="$seconds" -rss_limit_mb=1024 -malloc_limit_mb=1024 -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$art" "$work" "tests/fuzz/corpus/$t" >"$log" 2>&1 || rc=$?

@@ -47,15 +47,12 @@ if [[ $mode == demo ]]; then
   exec ./build/release/examples/fashion_mnist_mlp "${2:-15}"
 else
   ctest --preset release -j "$jobs"
-  # The whole suite but the demo under AddressSanitizer + UndefinedBehaviorSanitizer.
+  # The whole suite but the demo built by clang 19 under AddressSanitizer + UndefinedBehaviorSanitizer,
+  # with the libFuzzer targets replaying their seed corpora; then a short bounded fuzzing run of
+  # each target (docs/fuzzing.md has the long-run command).
   cmake --preset asan
   cmake --build --preset asan -j "$jobs"
   ctest --preset asan -j "$jobs"
-  # The whole suite built by clang 19, with the libFuzzer targets replaying their seed corpora,
-  # then a short bounded fuzzing run of each target (docs/fuzzing.md has the long-run command).
-  cmake --preset clang
-  cmake --build --preset clang -j "$jobs"
-  ctest --preset clang -j "$jobs"
   scripts/fuzz.sh "${CTNN_FUZZ_SECONDS:-30}"
   # The threaded input pipeline under ThreadSanitizer (the data and train tests, ~2 min on 2 cores).
   cmake --preset tsan
