@@ -118,6 +118,16 @@ TEST_CASE("train_step: hooks run in their phases; a loss scale undone in transfo
   // 1024 is a power of two: scaling and unscaling are exact
   CHECK(params(a) == params(b));
 
+  SUBCASE("with a regularizer the penalty's gradient is added unscaled, after the hooks") {
+    using reg = sequential<input<4>, dense<8, ctnn::tanh, l2<0.01>>, dense<3, identity, l1<0.001>>>;
+    std::vector<std::string> l1;
+    recording_hook scaler{&l1, 1024.0};
+    auto c = make_model<reg>(7), d = make_model<reg>(7);
+    sgd o3{0.1}, o4{0.1};
+    fit(c, xent, o3, toy_data().batch(16), epochs{1}, scaler);
+    fit(d, xent, o4, toy_data().batch(16), epochs{1});
+    CHECK(params(c) == params(d));
+  }
   SUBCASE("a hook can skip the update and the count") {
     std::vector<std::string> l2;
     recording_hook skipper{&l2, 1.0, true};

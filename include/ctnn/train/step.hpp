@@ -4,11 +4,11 @@
 //   1. forward             the model on the batch (training mode)
 //   2. loss                loss and dL/dy, the latter multiplied by
 //                          state.loss_scale (hooks' scale_loss may set it)
-//   3. backward            gradients of every parameter, plus the
-//                          regularization penalties' gradients
+//   3. backward            gradients of every parameter from dL/dy
 //   4. transform_gradients each hook's transform_gradients(state), then the
-//                          optimizer's (with_options: accumulate, clip). A hook
-//                          undoes the loss scale here, and may set
+//                          regularization penalties' gradients are added
+//                          (unscaled), then the optimizer's (with_options:
+//                          accumulate, clip). A hook undoes the loss scale here, and may set
 //                          state.apply_update = false (skip this update) or
 //                          state.count_iteration = false. Reducing across
 //                          replicas belongs here too.
@@ -100,9 +100,8 @@ class train_step {
     last_output_ = out;
     if (!std::isfinite(r.loss_sum + r.penalty)) return r;  // the caller decides (fit raises numeric_error)
     if (s.loss_scale != 1.0) scale(m_.output_gradient(), n * M::output_size, T(s.loss_scale));
-    // 3. backward
+    // 3. backward (the regularizers' gradients are added in phase 4, unscaled)
     m_.backward();
-    m_.add_penalty_gradients();
     // 4. - 6.
     r.updated = apply_gradients(s);
     r.parameters_finite = s.parameters_finite;
@@ -137,10 +136,12 @@ class train_step {
   }
 
   bool apply_gradients(step_state<M>& s) {
-    // 4. transform the gradients
+    // 4. transform the gradients: the hooks (which undo a loss scale), then the
+    //    regularizers' gradients (never scaled), then the optimizer's transform
     each([&](auto& h) {
       if constexpr (has_transform_gradients<std::remove_cvref_t<decltype(h)>, M>) h.transform_gradients(s);
     });
+    m_.add_penalty_gradients();
     if constexpr (has_transform_gradients<O, M>) opt_.transform_gradients(s);
     // 5. update
     if (s.apply_update) {
