@@ -80,12 +80,6 @@ constexpr std::size_t count_of(const std::array<buffer, N>& bs, role r) {
     if (b.kind == r) n += b.extent;
   return n;
 }
-template <std::size_t N>
-constexpr std::size_t buffers_of(const std::array<buffer, N>& bs, role r) {
-  std::size_t n = 0;
-  for (const buffer& b : bs) n += b.kind == r;
-  return n;
-}
 
 // Element size of a kind under policy P.
 template <class P>
@@ -99,31 +93,6 @@ constexpr std::size_t elem_bytes(elem e) {
   }
   return 0;
 }
-
-template <elem E, class P>
-struct elem_type;
-template <class P>
-struct elem_type<elem::variable, P> {
-  using type = typename P::variable_type;
-};
-template <class P>
-struct elem_type<elem::compute, P> {
-  using type = typename P::compute_type;
-};
-template <class P>
-struct elem_type<elem::f32, P> {
-  using type = float;
-};
-template <class P>
-struct elem_type<elem::u8, P> {
-  using type = std::uint8_t;
-};
-template <class P>
-struct elem_type<elem::u32, P> {
-  using type = std::uint32_t;
-};
-template <elem E, class P>
-using elem_t = typename elem_type<E, P>::type;
 
 constexpr std::size_t align_bytes(std::size_t n) noexcept { return (n + 63) / 64 * 64; }
 

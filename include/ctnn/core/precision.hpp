@@ -9,7 +9,6 @@
 // the network type never changes with it. policy_of_t<X> maps a plain
 // element type (float, double) to its uniform policy and a policy to itself.
 #pragma once
-#include <string>
 #include <type_traits>
 
 namespace ctnn::precision {
@@ -34,17 +33,5 @@ struct policy_of<policy<V, C>> {
 };
 template <class X>
 using policy_of_t = typename policy_of<X>::type;
-
-template <class P>
-inline constexpr bool is_policy_v = false;
-template <class V, class C>
-inline constexpr bool is_policy_v<policy<V, C>> = true;
-
-template <class T>
-std::string type_name() {
-  if constexpr (std::is_same_v<T, float>) return "float32";
-  else if constexpr (std::is_same_v<T, double>) return "float64";
-  else return "other" + std::to_string(sizeof(T) * 8);
-}
 
 }  // namespace ctnn::precision

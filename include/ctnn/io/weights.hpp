@@ -72,8 +72,7 @@ void put(std::string& s, V v) {
 
 enum dtype : std::uint8_t { f32 = 1, f64 = 2, u8 = 3, u32 = 4 };
 
-template <class M>
-std::uint8_t dtype_of(const variable_ref& v) {
+inline std::uint8_t dtype_of(const variable_ref& v) {
   if (v.type == elem::u8) return u8;
   if (v.type == elem::u32) return u32;
   if (v.type == elem::f32) return f32;
@@ -142,7 +141,7 @@ void save_weights(const M& m, const std::filesystem::path& path) {
   m.for_each_variable([&](const variable_ref& v) {
     detail::put<std::uint32_t>(out, std::uint32_t(v.layer));
     detail::put<std::uint8_t>(out, std::uint8_t(v.kind));
-    detail::put<std::uint8_t>(out, detail::dtype_of<M>(v));
+    detail::put<std::uint8_t>(out, detail::dtype_of(v));
     detail::put<std::uint8_t>(out, std::uint8_t(v.rank));
     detail::put<std::uint8_t>(out, 0);
     detail::put<std::uint32_t>(out, std::uint32_t(v.name.size()));
@@ -256,7 +255,7 @@ void load_weights(M& m, const std::filesystem::path& path) {
       error = "expected " + where + " but found layer " + std::to_string(layer + 1) + " tensor '" + stored + "'";
       return;
     }
-    const std::uint8_t want = detail::dtype_of<M>(v);
+    const std::uint8_t want = detail::dtype_of(v);
     if (type != want) {
       error = where + " holds " + detail::dtype_name(type) + " values but this model uses " + detail::dtype_name(want);
       return;
