@@ -3,13 +3,22 @@
 // A policy names variable_type (parameters, their gradients, non-trainable
 // state, optimizer slots: what is saved and updated) and compute_type
 // (activations, backward deltas, caches: what the layers compute in).
-// float32 and float64 use one type for both; the mixed policies of the
-// mixed-precision issue keep float variables and compute in a 16-bit type.
+// float32 and float64 use one type for both. mixed_float16 and
+// mixed_bfloat16 (Keras' policies of those names) keep the variables,
+// gradients and optimizer slots in float and store activations, deltas in
+// float16_t / bfloat16_t; float16 stores everything in float16_t (inference:
+// half the memory of a deployed model). io_type is what a model takes and
+// returns (inputs, outputs, the loss's dL/dy): float for the 16-bit policies,
+// so losses, metrics and the final softmax run in float32. On a host backend
+// the layers of a 16-bit policy compute in float32 from the 16-bit storage
+// (core/mixed_layer.hpp); keep_float32<Spec> opts one layer out.
 // A model's precision is chosen where it is made (make_model<Net, P, B>);
 // the network type never changes with it. policy_of_t<X> maps a plain
 // element type (float, double) to its uniform policy and a policy to itself.
 #pragma once
 #include <type_traits>
+
+#include "half.hpp"
 
 namespace ctnn::precision {
 
@@ -18,10 +27,30 @@ struct policy {
   using variable_type = Variable;
   using compute_type = Compute;
   static constexpr bool uniform = std::is_same_v<Variable, Compute>;
+  // a 16-bit storage type is involved (the layers run through core/mixed_layer.hpp on the CPU)
+  static constexpr bool half = is_half_v<Variable> || is_half_v<Compute>;
+  using io_type = std::conditional_t<half, float, Compute>;
 };
 
 using float32 = policy<float>;
 using float64 = policy<double>;
+using mixed_float16 = policy<float, float16_t>;
+using mixed_bfloat16 = policy<float, bfloat16_t>;
+using float16 = policy<float16_t, float16_t>;  // inference: variables stored in float16 too
+
+// Whether P is one of the 16-bit policies (mixed or float16).
+template <class P>
+inline constexpr bool is_half_policy_v = P::half;
+// The policy's name, as Keras spells it ("float32", "mixed_float16", ...).
+template <class P>
+constexpr const char* name_of() {
+  if constexpr (std::is_same_v<P, float32>) return "float32";
+  else if constexpr (std::is_same_v<P, float64>) return "float64";
+  else if constexpr (std::is_same_v<P, mixed_float16>) return "mixed_float16";
+  else if constexpr (std::is_same_v<P, mixed_bfloat16>) return "mixed_bfloat16";
+  else if constexpr (std::is_same_v<P, float16>) return "float16";
+  else return "custom";
+}
 
 template <class X>
 struct policy_of {

@@ -25,6 +25,7 @@
 #include "concepts.hpp"
 #include "diagnostics.hpp"
 #include "input.hpp"
+#include "mixed_layer.hpp"
 #include "plan.hpp"
 #include "precision.hpp"
 #include "shape.hpp"
@@ -55,6 +56,20 @@ constexpr bool check_layer() {
   }
 }
 
+// One spec bound under policy P on backend B. Under a 16-bit policy on a host
+// backend, the spec's float32 binding runs inside mixed_layer
+// (core/mixed_layer.hpp); keep_float32<S> keeps its variables unrounded.
+template <class S, Shape In, class P, class B>
+struct bind_one {
+  using type = typename S::template bind<In, P, B>;
+};
+template <class S, Shape In, class P, class B>
+  requires(P::half && requires { B::memory::host_accessible; } && B::memory::host_accessible)
+struct bind_one<S, In, P, B> {
+  using spec = std::conditional_t<is_keep_float32_v<S>, typename keep_spec<S>::type, S>;
+  using type = mixed_layer<typename spec::template bind<In, precision::float32, B>, P, B, !is_keep_float32_v<S>>;
+};
+
 // Binds specs one after another, threading the output shape through.
 template <Shape In, class T, class B, std::size_t Pos, class... Specs>
 struct bind_all {
@@ -65,7 +80,7 @@ template <Shape In, class T, class B, std::size_t Pos, class S, class... Rest>
 struct bind_all<In, T, B, Pos, S, Rest...> {
   static_assert(check_spec_v<S>);
   static_assert(check_layer<S, In, Pos>());
-  using layer = typename S::template bind<In, T, B>;
+  using layer = typename bind_one<S, In, T, B>::type;
   static_assert(BoundLayer<layer>, "sequential: a bound layer does not satisfy ctnn::BoundLayer");
   using next = bind_all<typename layer::out_shape, T, B, Pos + 1, Rest...>;
   using type = typename prepend<layer, typename next::type>::type;
@@ -89,13 +104,14 @@ template <class P, class... L>
 struct net_plan<std::tuple<L...>, P> {
   using policy = P;
   using compute = typename P::compute_type;
+  using io = typename P::io_type;  // the last layer's output and dL/dy
   static constexpr std::size_t layer_count = sizeof...(L);
   static constexpr std::array<std::size_t, layer_count> outs{L::out_shape::size...};
   static constexpr std::array<std::size_t, layer_count> ins{L::in_shape::size...};
 
   // bytes of layer i's region of role r (cache: per sample; activation: its output per sample)
   static constexpr std::size_t unit_bytes(std::size_t i, role r) {
-    if (r == role::activation) return outs[i] * sizeof(compute);
+    if (r == role::activation) return outs[i] * (i + 1 == layer_count ? sizeof(io) : sizeof(compute));
     if (r == role::gradient) r = role::parameter;
     constexpr std::array<std::array<std::size_t, role_count>, layer_count> table{{[] {
       std::array<std::size_t, role_count> a{};
@@ -120,8 +136,11 @@ struct net_plan<std::tuple<L...>, P> {
     for (std::size_t i = 0; i < layer_count; ++i) m = std::max({m, outs[i], ins[i]});
     return m;
   }
-  // One delta buffer (the two alternate): max_width() * batch compute values.
-  static constexpr std::size_t delta_bytes(std::size_t batch) { return align_bytes(max_width() * batch * sizeof(compute)); }
+  // One delta buffer (the two alternate): max_width() * batch compute values
+  // (or the output's io values, dL/dy, when those take more bytes).
+  static constexpr std::size_t delta_bytes(std::size_t batch) {
+    return align_bytes(std::max(max_width() * sizeof(compute), outs[layer_count - 1] * sizeof(io)) * batch);
+  }
 
   // The whole plan at a batch size and an optimizer keeping `slots` values per parameter.
   // Regions in this order: the batch-independent ones first, so growing the

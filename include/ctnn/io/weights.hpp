@@ -14,8 +14,11 @@
 //                rank u64 dimensions, then the values (IEEE / unsigned,
 //                little-endian), nothing else: no arena padding
 //   last       u32      CRC-32 (zlib) of every byte before it
-// dtype: 1 float32, 2 float64, 3 uint8, 4 uint32. Only logical tensors are
-// stored, so files do not depend on the model's memory layout or alignment.
+// dtype: 1 float32, 2 float64, 3 uint8, 4 uint32, 5 float16, 6 bfloat16.
+// Only logical tensors are stored, so files do not depend on the model's
+// memory layout or alignment. A float32 file loads into a model whose
+// variables are 16-bit (precision::float16) and back: each value is converted
+// (round to nearest even; core/half.hpp); other element types must match.
 // save_weights writes to a temporary file and renames it (io/atomic_file.hpp).
 // load_weights reads the whole file and checks size, magic, version,
 // checksum, fingerprint and every tensor's layer, role, name, element type
@@ -29,9 +32,12 @@
 #pragma once
 #include <zlib.h>
 
+#include "../core/half.hpp"
+
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -70,13 +76,39 @@ void put(std::string& s, V v) {
   s.append(reinterpret_cast<const char*>(&v), sizeof v);
 }
 
-enum dtype : std::uint8_t { f32 = 1, f64 = 2, u8 = 3, u32 = 4 };
+enum dtype : std::uint8_t { f32 = 1, f64 = 2, u8 = 3, u32 = 4, f16 = 5, bf16 = 6 };
 
-inline std::uint8_t dtype_of(const variable_ref& v) {
+// W: the model's variable_type (tells float16 from bfloat16 for 2-byte variables).
+template <class W = float>
+std::uint8_t dtype_of(const variable_ref& v) {
   if (v.type == elem::u8) return u8;
   if (v.type == elem::u32) return u32;
   if (v.type == elem::f32) return f32;
+  if (v.element_bytes == 2) return std::is_same_v<W, bfloat16_t> ? bf16 : f16;
   return v.element_bytes == 8 ? f64 : f32;
+}
+// float32 <-> 16-bit: converted on load.
+inline bool converts(std::uint8_t from, std::uint8_t to) {
+  auto half = [](std::uint8_t d) { return d == f16 || d == bf16; };
+  return from != to && (from == f32 || half(from)) && (to == f32 || half(to)) && (half(from) || half(to));
+}
+inline float dtype_value(const char* p, std::uint8_t d) {
+  std::uint16_t h;
+  if (d == f32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  std::memcpy(&h, p, 2);
+  return d == f16 ? float(float16_t::from_bits(h)) : float(bfloat16_t::from_bits(h));
+}
+inline void put_dtype_value(std::byte* p, std::uint8_t d, float f) {
+  if (d == f32) {
+    std::memcpy(p, &f, 4);
+    return;
+  }
+  const std::uint16_t h = d == f16 ? float16_t(f).bits : bfloat16_t(f).bits;
+  std::memcpy(p, &h, 2);
 }
 inline std::string dtype_name(std::uint8_t d) {
   switch (d) {
@@ -84,10 +116,12 @@ inline std::string dtype_name(std::uint8_t d) {
     case f64: return "float64";
     case u8: return "uint8";
     case u32: return "uint32";
+    case f16: return "float16";
+    case bf16: return "bfloat16";
   }
   return "unknown type " + std::to_string(d);
 }
-inline std::size_t dtype_bytes(std::uint8_t d) { return d == f64 ? 8 : d == u8 ? 1 : 4; }
+inline std::size_t dtype_bytes(std::uint8_t d) { return d == f64 ? 8 : d == u8 ? 1 : (d == f16 || d == bf16) ? 2 : 4; }
 
 inline std::string shape_text(const std::uint64_t* d, std::size_t rank) {
   std::string s = "[";
@@ -141,7 +175,7 @@ void save_weights(const M& m, const std::filesystem::path& path) {
   m.for_each_variable([&](const variable_ref& v) {
     detail::put<std::uint32_t>(out, std::uint32_t(v.layer));
     detail::put<std::uint8_t>(out, std::uint8_t(v.kind));
-    detail::put<std::uint8_t>(out, detail::dtype_of(v));
+    detail::put<std::uint8_t>(out, detail::dtype_of<typename M::variable_type>(v));
     detail::put<std::uint8_t>(out, std::uint8_t(v.rank));
     detail::put<std::uint8_t>(out, 0);
     detail::put<std::uint32_t>(out, std::uint32_t(v.name.size()));
@@ -229,6 +263,8 @@ void load_weights(M& m, const std::filesystem::path& path) {
     std::byte* dst;
     const char* src;
     std::size_t bytes;
+    std::uint8_t from = 0, to = 0;  // dtypes when converted (float32 <-> 16-bit)
+    std::size_t count = 0;
   };
   std::vector<pending> copies;
   copies.reserve(count);
@@ -255,8 +291,8 @@ void load_weights(M& m, const std::filesystem::path& path) {
       error = "expected " + where + " but found layer " + std::to_string(layer + 1) + " tensor '" + stored + "'";
       return;
     }
-    const std::uint8_t want = detail::dtype_of(v);
-    if (type != want) {
+    const std::uint8_t want = detail::dtype_of<typename M::variable_type>(v);
+    if (type != want && !detail::converts(type, want)) {
       error = where + " holds " + detail::dtype_name(type) + " values but this model uses " + detail::dtype_name(want);
       return;
     }
@@ -268,17 +304,26 @@ void load_weights(M& m, const std::filesystem::path& path) {
               detail::shape_text(want_dims, v.rank);
       return;
     }
-    const std::size_t bytes = v.extent * v.element_bytes;
+    const std::size_t bytes = v.extent * detail::dtype_bytes(type);
     const char* src = r.take(bytes);
     if (!r.ok) {
       error = "truncated inside the values of " + where;
       return;
     }
-    copies.push_back({v.data, src, bytes});
+    if (type == want) copies.push_back({v.data, src, bytes});
+    else copies.push_back({v.data, src, bytes, type, want, v.extent});
   });
   if (!error.empty()) fail(error);
   if (r.at != r.end) fail("corrupt: " + std::to_string(r.end - r.at) + " bytes follow the last tensor");
-  for (const pending& c : copies) std::memcpy(c.dst, c.src, c.bytes);
+  for (const pending& c : copies) {
+    if (!c.from) {
+      std::memcpy(c.dst, c.src, c.bytes);
+      continue;
+    }
+    const std::size_t sb = detail::dtype_bytes(c.from), db = detail::dtype_bytes(c.to);
+    for (std::size_t i = 0; i < c.count; ++i)
+      detail::put_dtype_value(c.dst + i * db, c.to, detail::dtype_value(c.src + i * sb, c.from));
+  }
 }
 
 }  // namespace ctnn::io

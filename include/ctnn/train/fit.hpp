@@ -126,8 +126,8 @@ logs evaluate_impl(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics,
 }  // namespace detail
 
 template <Model M, class L, data::Dataset D, class... Ms>
-  requires Loss<L, typename std::remove_cvref_t<M>::compute_type> &&
-           (Metric<Ms, typename std::remove_cvref_t<M>::compute_type> && ...)
+  requires Loss<L, typename std::remove_cvref_t<M>::value_type> &&
+           (Metric<Ms, typename std::remove_cvref_t<M>::value_type> && ...)
 logs evaluate(M& m, const L& loss, const D& ds, Ms... metrics) {
   static_assert(detail::check_compatible<std::remove_cvref_t<M>, L, D>());
   std::tuple<Ms...> mt{metrics...};
@@ -143,7 +143,7 @@ namespace detail {
 template <class E, class M>
 constexpr bool is_fit_extra() {
   using X = std::remove_cvref_t<E>;
-  return Metric<X, typename M::compute_type> || Callback<X> || is_validation_v<X> || StepHook<X, M> ||
+  return Metric<X, typename M::value_type> || Callback<X> || is_validation_v<X> || StepHook<X, M> ||
          std::is_same_v<X, ieee_denormals>;
 }
 // The extras of kind Pred as a tuple of references (callbacks, hooks) or copies (metrics).
@@ -164,7 +164,7 @@ struct is_hook_for {
 template <class M>
 struct is_metric_for {
   template <class X>
-  struct pred : std::bool_constant<Metric<X, typename M::compute_type>> {};
+  struct pred : std::bool_constant<Metric<X, typename M::value_type>> {};
 };
 template <class X>
 struct is_callback : std::bool_constant<Callback<X>> {};
@@ -173,11 +173,11 @@ struct is_callback : std::bool_constant<Callback<X>> {};
 // Trains m for ep.count epochs: per epoch, one train_step (train/step.hpp) per
 // mini-batch of `train`, then validation and the callbacks.
 template <Model M, class L, class O, data::Dataset D, class... Extras>
-  requires Loss<L, typename std::remove_cvref_t<M>::compute_type> &&
+  requires Loss<L, typename std::remove_cvref_t<M>::value_type> &&
            Optimizer<O, typename std::remove_cvref_t<M>::variable_type>
 history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... extras) {
   using MT = std::remove_cvref_t<M>;
-  using T = typename MT::compute_type;
+  using T = typename MT::value_type;
   static_assert(detail::check_compatible<MT, L, D>());
   static_assert((detail::check_validation<MT, L, std::remove_cvref_t<Extras>>() && ...));
   static_assert((detail::is_fit_extra<Extras, MT>() && ...),
@@ -276,6 +276,9 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
     l.set("compute_seconds", compute_s);
     l.set("input_share", data_s + compute_s > 0 ? data_s / (data_s + compute_s) : 0.0);
     l.set("input_bound", double(int(input_bound(l["input_share"]))));
+    std::apply([&](auto&... h) {  // hooks that log (loss_scale: the scale, skipped steps)
+      ((void)[&] { if constexpr (requires { h.log_epoch(l); }) h.log_epoch(l); }(), ...);
+    }, hooks);
     on_epoch_end();
     hist.append(ctx.epoch_logs);
     if constexpr (requires { train.autotuner().explanation(); }) hist.autotune.push_back(train.autotuner().explanation());

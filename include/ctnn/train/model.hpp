@@ -84,7 +84,9 @@ class model {
   using policy = precision::policy_of_t<Precision>;
   using variable_type = typename policy::variable_type;
   using compute_type = typename policy::compute_type;
-  using value_type = compute_type;  // the element type of inputs and outputs
+  // the element type of inputs, outputs and dL/dy: compute_type, or float
+  // under the 16-bit policies (losses and metrics run in float32 there)
+  using value_type = typename policy::io_type;
   using backend = Backend;
   using layers = typename Net::template bound<policy, Backend>;
   using plan = typename Net::template plan<policy, Backend>;
@@ -186,7 +188,7 @@ class model {
   }
 
   // Runs every layer on x[batch, input_size]; returns the output rows.
-  const compute_type* forward(const compute_type* x, std::size_t batch, bool training) {
+  const value_type* forward(const value_type* x, std::size_t batch, bool training) {
     if (batch == 0) throw std::invalid_argument("model::forward: the batch is empty");
     reserve(batch, slots_);
     x_ = x;
@@ -195,20 +197,21 @@ class model {
     for_each_layer([&]<std::size_t I, class L>() { L::forward(slot<I>(), input_of<I>(), activation<I>(), r); });
     return activation<layer_count - 1>();
   }
-  const compute_type* output() noexcept { return activation<layer_count - 1>(); }
+  const value_type* output() noexcept { return activation<layer_count - 1>(); }
 
   // Where the loss writes dL/d(output) for the last forward's batch.
-  compute_type* output_gradient() noexcept { return delta(0); }
+  value_type* output_gradient() noexcept { return delta<value_type>(0); }
 
   // Back-propagates output_gradient() through every layer.
   void backward() {
     const run_info r{batch_, true, &gen_};
-    compute_type* cur = delta(0);
-    compute_type* other = delta(1);
+    std::size_t cur = 0;  // which delta buffer holds this layer's dL/d(output)
     for_each_layer_reverse([&]<std::size_t I, class L>() {
-      compute_type* dx = I == 0 ? nullptr : other;
-      L::backward(slot<I>(), input_of<I>(), activation<I>(), cur, dx, r);
-      std::swap(cur, other);
+      using In = std::remove_cv_t<std::remove_pointer_t<decltype(input_of<I>())>>;
+      using Out = std::remove_pointer_t<decltype(activation<I>())>;
+      In* dx = I == 0 ? nullptr : delta<In>(1 - cur);
+      L::backward(slot<I>(), input_of<I>(), activation<I>(), delta<Out>(cur), dx, r);
+      cur = 1 - cur;
     });
   }
 
@@ -227,11 +230,11 @@ class model {
   }
 
   // Outputs for n samples, computed in chunks of at most `batch` samples.
-  std::vector<compute_type> predict(const compute_type* x, std::size_t n, std::size_t batch = 256) {
-    std::vector<compute_type> out(n * output_size);
+  std::vector<value_type> predict(const value_type* x, std::size_t n, std::size_t batch = 256) {
+    std::vector<value_type> out(n * output_size);
     for (std::size_t i = 0; i < n; i += batch) {
       const std::size_t b = std::min(batch, n - i);
-      const compute_type* y = forward(x + i * input_size, b, false);
+      const value_type* y = forward(x + i * input_size, b, false);
       std::copy(y, y + b * output_size, out.data() + i * output_size);
     }
     return out;
@@ -277,15 +280,18 @@ class model {
             block<variable_type>(role::state, I),     block<compute_type>(role::cache, I),
             block<std::uint8_t>(role::mask, I),       block<std::byte>(role::metadata, I)};
   }
+  // Layer I's output: compute_type, the last layer's value_type.
   template <std::size_t I>
-  compute_type* activation() const noexcept {
-    return block<compute_type>(role::activation, I);
+  auto* activation() const noexcept {
+    using U = std::conditional_t<I + 1 == layer_count, value_type, compute_type>;
+    return block<U>(role::activation, I);
   }
-  compute_type* delta(std::size_t k) const noexcept {
-    return reinterpret_cast<compute_type*>(mem_.data() + lay_.at(role::delta) + k * plan::delta_bytes(batch_capacity_));
+  template <class U = compute_type>
+  U* delta(std::size_t k) const noexcept {
+    return reinterpret_cast<U*>(mem_.data() + lay_.at(role::delta) + k * plan::delta_bytes(batch_capacity_));
   }
   template <std::size_t I>
-  const compute_type* input_of() const noexcept {
+  auto input_of() const noexcept {
     if constexpr (I == 0) {
       return x_;
     } else {
@@ -300,7 +306,7 @@ class model {
   std::size_t batch_capacity_ = 0;
   std::size_t slots_ = 0;
   std::size_t batch_ = 0;
-  const compute_type* x_ = nullptr;
+  const value_type* x_ = nullptr;
   ctnn::optimizer_state opt_{};
 };
 

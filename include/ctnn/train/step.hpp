@@ -10,8 +10,11 @@
 //                          (unscaled), then the optimizer's (with_options:
 //                          accumulate, clip). A hook undoes the loss scale here, and may set
 //                          state.apply_update = false (skip this update) or
-//                          state.count_iteration = false. Reducing across
-//                          replicas belongs here too.
+//                          state.count_iteration = false, or reject the
+//                          step (state.skip_step = true: non-finite scaled
+//                          gradients): then nothing below runs, no variable,
+//                          slot or count changes. Reducing across replicas
+//                          belongs here too.
 //   5. update              the optimizer's update of the whole parameter region
 //                          (skipped when apply_update is false); it reports
 //                          whether every new parameter is finite
@@ -29,6 +32,7 @@
 #include <cstdint>
 #include <span>
 #include <tuple>
+#include <type_traits>
 
 #include "../kernels/cpu/denormals.hpp"
 #include "model.hpp"
@@ -49,6 +53,7 @@ struct step_state {
   bool apply_update = true;         // false: phase 5 is skipped
   bool parameters_finite = true;    // phase 5 found every new parameter finite
   bool count_iteration = true;      // false: the update count stays
+  bool skip_step = false;           // a hook rejected the gradients: phases 4 (rest) to 6 and the counts are skipped
   std::span<typename M::variable_type> parameters, gradients, slots;
 };
 
@@ -67,14 +72,18 @@ struct step_result {
   double loss_sum = 0;   // sum of the per-sample losses (unscaled)
   double penalty = 0;    // regularization penalty
   bool updated = false;  // the optimizer's update ran
+  bool skipped = false;  // a hook rejected the step (loss scaling: non-finite gradients)
   bool parameters_finite = true;  // ... and left every parameter finite (checked inside its loop)
 };
 
 template <class M, class L, class O, class... Hooks>
 class train_step {
  public:
-  using T = typename M::compute_type;
+  using T = typename M::value_type;  // inputs, outputs and dL/dy
   using B = typename M::backend;
+  static_assert(std::is_floating_point_v<typename M::variable_type>,
+                "train_step: this model's variables are 16-bit (precision::float16 is for inference); train under "
+                "precision::mixed_float16 or mixed_bfloat16, whose variables are float32");
 
   train_step(M& m, L loss, O& opt, std::tuple<Hooks&...> hooks = {}, bool ieee_denormals = false)
       : m_(m), loss_(loss), opt_(opt), hooks_(hooks), ieee_denormals_(ieee_denormals) {
@@ -105,6 +114,7 @@ class train_step {
     // 4. - 6.
     r.updated = apply_gradients(s);
     r.parameters_finite = s.parameters_finite;
+    r.skipped = s.skip_step;
     return r;
   }
 
@@ -139,8 +149,11 @@ class train_step {
     // 4. transform the gradients: the hooks (which undo a loss scale), then the
     //    regularizers' gradients (never scaled), then the optimizer's transform
     each([&](auto& h) {
-      if constexpr (has_transform_gradients<std::remove_cvref_t<decltype(h)>, M>) h.transform_gradients(s);
+      if constexpr (has_transform_gradients<std::remove_cvref_t<decltype(h)>, M>) {
+        if (!s.skip_step) h.transform_gradients(s);
+      }
     });
+    if (s.skip_step) return false;  // rejected: weights, slots and counts stay as they are
     m_.add_penalty_gradients();
     if constexpr (has_transform_gradients<O, M>) opt_.transform_gradients(s);
     // 5. update

@@ -1,0 +1,132 @@
+// ctnn/train/loss_scale.hpp — loss scaling, as Keras 3's LossScaleOptimizer.
+//
+// loss_scale is a step hook (train/step.hpp) passed to fit as an extra
+// argument, beside any optimizer and with_options:
+//   scale_loss           dL/dy is multiplied by the current scale, so small
+//                        gradients survive 16-bit deltas (float16's smallest
+//                        subnormal is 2^-24);
+//   transform_gradients  if every gradient is finite they are divided by the
+//                        scale (before clipping and accumulation, which see
+//                        unscaled gradients); otherwise the step is skipped
+//                        (step_state::skip_step: no weight, optimizer slot or
+//                        update count changes) and a dynamic scale halves.
+// Dynamic (the default, Keras' values): initial scale 2^15, doubled after
+// dynamic_growth_steps (2000) finite steps in a row, halved on each skipped
+// step. fixed(s) keeps s; a non-finite gradient under a fixed scale raises
+// numeric_error instead of being skipped. A dynamic scale raises numeric_error
+// after max_consecutive_skips skipped steps in a row (the scale is then
+// 2^-25: no overflow of a scaled loss survives that, the model or the data
+// produce the NaN). A NaN or infinite *loss* (a NaN in the data) never reaches
+// the hook: the step stops before the backward pass and fit raises its
+// "the loss became NaN" error, as without loss scaling.
+// fit records, per epoch, "loss_scale" (the scale at the epoch's end) and
+// "skipped_steps" (steps skipped in that epoch) in the history.
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "../core/errors.hpp"
+#include "history.hpp"
+#include "step.hpp"
+
+namespace ctnn {
+
+struct loss_scale_options {
+  double initial_scale = 32768.0;       // Keras: 2 ** 15
+  std::int64_t dynamic_growth_steps = 2000;
+  bool dynamic = true;
+  std::int64_t max_consecutive_skips = 40;
+  void validate() const {
+    if (!(initial_scale > 0) || !std::isfinite(initial_scale))
+      throw std::invalid_argument("loss_scale: initial_scale must be finite and > 0, got " + std::to_string(initial_scale));
+    if (dynamic_growth_steps < 1)
+      throw std::invalid_argument("loss_scale: dynamic_growth_steps must be >= 1, got " +
+                                  std::to_string(dynamic_growth_steps));
+    if (max_consecutive_skips < 1)
+      throw std::invalid_argument("loss_scale: max_consecutive_skips must be >= 1, got " +
+                                  std::to_string(max_consecutive_skips));
+  }
+};
+
+class loss_scale {
+ public:
+  loss_scale() : loss_scale(loss_scale_options{}) {}
+  explicit loss_scale(loss_scale_options o) : o_(o), scale_(o.initial_scale) { o_.validate(); }
+  static loss_scale fixed(double scale) {
+    loss_scale_options o;
+    o.initial_scale = scale;
+    o.dynamic = false;
+    return loss_scale(o);
+  }
+
+  double scale() const noexcept { return scale_; }
+  bool dynamic() const noexcept { return o_.dynamic; }
+  const loss_scale_options& options() const noexcept { return o_; }
+  std::int64_t skipped_steps() const noexcept { return skipped_; }  // since construction
+  std::int64_t good_steps() const noexcept { return good_; }        // finite steps since the last change of scale
+
+  template <class M>
+  void scale_loss(step_state<M>& s) const {
+    s.loss_scale = scale_;
+  }
+
+  template <class M>
+  void transform_gradients(step_state<M>& s) {
+    auto g = s.gradients;
+    if (!all_finite(g.data(), g.size())) {
+      if (!o_.dynamic)
+        throw numeric_error("loss_scale: a gradient became non-finite at epoch " + std::to_string(s.epoch + 1) +
+                            ", step " + std::to_string(s.step + 1) + " under the fixed loss scale " +
+                            std::to_string(scale_) + "; lower it or use the dynamic scale");
+      s.skip_step = true;
+      ++skipped_;
+      ++epoch_skipped_;
+      if (++consecutive_ >= o_.max_consecutive_skips)
+        throw numeric_error("loss_scale: the gradients stayed non-finite for " + std::to_string(consecutive_) +
+                            " steps in a row (epoch " + std::to_string(s.epoch + 1) + ", step " +
+                            std::to_string(s.step + 1) +
+                            "): not an overflow of the scaled loss; the model or the data produce NaN or infinity");
+      scale_ /= 2;
+      good_ = 0;
+      return;
+    }
+    consecutive_ = 0;
+    const auto inv = static_cast<typename decltype(g)::value_type>(1.0 / scale_);
+    if (scale_ != 1.0)
+      for (auto& v : g) v *= inv;
+    if (o_.dynamic && ++good_ >= o_.dynamic_growth_steps) {
+      scale_ *= 2;
+      good_ = 0;
+    }
+  }
+
+  // fit calls it at each epoch's end: the scale and the steps skipped in that epoch.
+  void log_epoch(logs& l) {
+    l.set("loss_scale", scale_);
+    l.set("skipped_steps", double(epoch_skipped_));
+    epoch_skipped_ = 0;
+  }
+
+ private:
+  template <class T>
+  static bool all_finite(const T* g, std::size_t n) {
+    // x * 0 is 0 for every finite x and NaN for inf and NaN; eight partial sums vectorize.
+    T acc[8] = {};
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      for (std::size_t k = 0; k < 8; ++k) acc[k] += g[i + k] * T(0);
+    for (; i < n; ++i) acc[0] += g[i] * T(0);
+    T sum = 0;
+    for (T a : acc) sum += a;
+    return sum == T(0);
+  }
+
+  loss_scale_options o_;
+  double scale_;
+  std::int64_t good_ = 0, skipped_ = 0, epoch_skipped_ = 0, consecutive_ = 0;
+};
+
+}  // namespace ctnn
