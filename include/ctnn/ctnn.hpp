@@ -10,6 +10,7 @@
 #include "core/half.hpp"
 #include "core/mixed_layer.hpp"
 #include "core/precision.hpp"
+#include "core/precision_memory.hpp"
 #include "core/rng.hpp"
 #include "core/sequential.hpp"
 #include "core/shape.hpp"

@@ -1,0 +1,175 @@
+// Mixed precision: every layer under mixed_float16 / mixed_bfloat16 against
+// float32, the memory each policy saves (static), keep_float32, the float16
+// inference model, loss scaling (underflow, overflow, growth, NaN in the
+// data) and, when the dataset is installed, fp16 inference on Fashion-MNIST.
+#include <doctest/doctest.h>
+
+#include <ctnn/ctnn.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <vector>
+
+using namespace ctnn;
+
+namespace {
+
+using mlp = sequential<input<28, 28>, flatten, dense<256, relu>, dense<128, relu>, dense<10>>;
+
+// The memory plans, at compile time (batch 256, Adam's 2 slots).
+constexpr auto f32_plan = mlp::memory_plan<precision::float32>(256, 2);
+constexpr auto m16_plan = mlp::memory_plan<precision::mixed_float16>(256, 2);
+constexpr auto i16_plan = mlp::memory_plan<precision::float16>(256, 0);
+// variables, gradients and slots stay float32 under mixed_float16
+static_assert(m16_plan.parameters == f32_plan.parameters && m16_plan.gradients == f32_plan.gradients &&
+              m16_plan.optimizer == f32_plan.optimizer);
+// activations: flatten, dense 256, dense 128 in 2 bytes, the logits in 4; two
+// delta buffers of the widest tensor (784) in 2 bytes; all x 256 samples
+static_assert(f32_plan.activations == 256 * ((784 + 256 + 128 + 10) * 4 + 2 * 784 * 4));
+static_assert(m16_plan.activations == 256 * ((784 + 256 + 128) * 2 + 10 * 4 + 2 * 784 * 2));
+static_assert(memory_saved<mlp, precision::mixed_float16>(256, 2).activations == 256 * ((784 + 256 + 128) * 2 + 2 * 784 * 2));
+static_assert(memory_saved<mlp, precision::mixed_bfloat16>(256, 2).total == memory_saved<mlp, precision::mixed_float16>(256, 2).total);
+// float16 (inference): the parameters in half (each layer's block 64-byte aligned)
+static_assert(i16_plan.parameters == (784 * 256 + 256) * 2 + (256 * 128 + 128) * 2 + 2624);
+static_assert(mlp::memory_plan<precision::float32>(256, 0).parameters == (784 * 256 + 256) * 4 + (256 * 128 + 128) * 4 + 5184);
+static_assert(memory_saved<mlp, precision::float16>(1, 0).parameters == 401920 + 65792 + 5184 - 2624);
+
+// A network with every layer kind: conv (valid and same), batch norm, both
+// poolings, dropout, global pooling, reshape, dense, a softmax layer.
+using cnn = sequential<input<8, 8, 2>, conv2d<4, 3, 3, 1, padding::valid, relu>, batch_norm, max_pool2d<2>,
+                       conv2d<6, 3, 3, 1, padding::same, ctnn::tanh>, average_pool2d<1>, dropout<0.25f>,
+                       global_average_pool, reshape<6>, dense<5, sigmoid>, dense<3>, softmax>;
+
+template <class Net>
+std::vector<float> inputs(std::size_t n, std::uint64_t seed = 11) {
+  std::vector<float> x(n * Net::input_type::size);
+  rng g(seed);
+  for (auto& v : x) v = float(g.uniform(-1, 1));
+  return x;
+}
+
+double max_abs(const std::vector<float>& v) {
+  double m = 0;
+  for (float x : v) m = std::max(m, double(std::fabs(x)));
+  return m;
+}
+double rel_l2(std::span<const float> a, std::span<const float> b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    den += double(b[i]) * b[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+// Forward (training mode) + the loss's dL/dy + backward on one batch.
+template <class M>
+void one_backward(M& m, const std::vector<float>& x, const std::vector<std::int32_t>& y) {
+  const std::size_t n = y.size();
+  const float* out = m.forward(x.data(), n, true);
+  sparse_categorical_crossentropy{}.compute<M::output_size, cpu<>>(out, y.data(), m.output_gradient(), n);
+  m.backward();
+}
+
+template <class P>
+void compare_with_float32(double out_tol, double grad_tol) {
+  const std::size_t n = 16;
+  const auto x = inputs<cnn>(n);
+  std::vector<std::int32_t> y(n);
+  for (std::size_t i = 0; i < n; ++i) y[i] = std::int32_t(i % 3);
+  auto ref = make_model<cnn>(3);
+  auto low = make_model<cnn, P>(3);
+  // inference
+  const auto p_ref = ref.predict(x.data(), n), p_low = low.predict(x.data(), n);
+  std::vector<float> diff(p_ref.size());
+  for (std::size_t i = 0; i < diff.size(); ++i) diff[i] = p_low[i] - p_ref[i];
+  CHECK(max_abs(diff) <= out_tol * std::max(1.0, max_abs(p_ref)));
+  // training-mode forward and backward: the same dropout masks (same seed), batch statistics
+  one_backward(ref, x, y);
+  one_backward(low, x, y);
+  const double e = rel_l2(low.gradients(), ref.gradients());
+  MESSAGE(std::string(precision::name_of<P>()) << ": max output error " << max_abs(diff) << ", gradient relative L2 error " << e);
+  CHECK(e <= grad_tol);
+  CHECK(e > 0);  // 16-bit activations do change the bits
+}
+
+}  // namespace
+
+TEST_CASE("mixed_float16 / mixed_bfloat16: every layer kind agrees with float32 within the type's precision") {
+  static_assert(std::is_same_v<decltype(make_model<cnn, precision::mixed_float16>(0))::value_type, float>);
+  static_assert(std::is_same_v<decltype(make_model<cnn, precision::mixed_float16>(0))::compute_type, float16_t>);
+  compare_with_float32<precision::mixed_float16>(1e-3, 5e-3);
+  compare_with_float32<precision::mixed_bfloat16>(1e-2, 1e-1);
+}
+
+TEST_CASE("mixed_float16: activations and deltas are stored in float16, the output in float") {
+  auto m = make_model<mlp, precision::mixed_float16>(1);
+  const auto x = inputs<mlp>(2);
+  m.forward(x.data(), 2, false);
+  // the model's memory holds exactly the plan at batch 2 (and 0 slots)
+  CHECK(m.memory_bytes() == m.layout().total);
+  CHECK(m.layout().bytes(role::activation) == 784 * 2 * 2 + 256 * 2 * 2 + 128 * 2 * 2 + 128 /* 10 floats x 2, aligned */);
+}
+
+TEST_CASE("keep_float32<dense>: computes with the float32 kernel; the mixed layer with it rounded to float16") {
+  using plain = sequential<input<1>, dense<1>>;
+  using kept = sequential<input<1>, keep_float32<dense<1>>>;
+  static_assert(kept::parameter_count == 1 + 1);
+  CHECK(kept::spec_string() == "input<1> | keep_float32<dense<1>>");
+  auto a = make_model<plain, precision::mixed_float16>(0);
+  auto b = make_model<kept, precision::mixed_float16>(0);
+  auto c = make_model<kept>(0);  // under float32 it is dense<1>
+  const float w = 1.0f + std::ldexp(1.0f, -12);  // not a float16 value: rounds to 1
+  for (auto* p : {a.parameters().data(), b.parameters().data(), c.parameters().data()}) {
+    p[0] = w;
+    p[1] = 0;
+  }
+  const float x = 1.0f;
+  CHECK(a.predict(&x, 1)[0] == 1.0f);
+  CHECK(b.predict(&x, 1)[0] == w);
+  CHECK(c.predict(&x, 1)[0] == w);
+}
+
+TEST_CASE("float16 inference: weights stored in half, loaded from a float32 file, same predictions as mixed_float16") {
+  const auto dir = std::filesystem::temp_directory_path() / "ctnn_precision_test";
+  std::filesystem::create_directories(dir);
+  auto trained = make_model<cnn>(5);
+  io::save_weights(trained, dir / "f32.ctnn");
+  auto inf = make_model<cnn, precision::float16>(0);
+  auto mixed = make_model<cnn, precision::mixed_float16>(0);
+  io::load_weights(inf, dir / "f32.ctnn");
+  io::load_weights(mixed, dir / "f32.ctnn");
+  static_assert(sizeof(decltype(inf)::variable_type) == 2);
+  // every stored variable is the float32 one rounded to nearest even (the
+  // layouts differ: each layer's block is 64-byte aligned in its own type)
+  auto values = [](const auto& m) {
+    std::vector<float> v;
+    m.for_each_variable([&](const variable_ref& r) {
+      for (std::size_t i = 0; i < r.extent; ++i) {
+        if (r.element_bytes == 4) v.push_back(reinterpret_cast<const float*>(r.data)[i]);
+        else v.push_back(float(reinterpret_cast<const float16_t*>(r.data)[i]));
+      }
+    });
+    return v;
+  };
+  const auto wi = values(inf), wf = values(trained);
+  REQUIRE(wi.size() == wf.size());
+  for (std::size_t i = 0; i < wf.size(); ++i) REQUIRE(wi[i] == float(float16_t(wf[i])));
+  const auto x = inputs<cnn>(32);
+  const auto a = inf.predict(x.data(), 32), b = mixed.predict(x.data(), 32);
+  CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);  // mixed rounds its kernels the same way
+  // and back: a float16 file loads into a float32 model (exactly)
+  io::save_weights(inf, dir / "f16.ctnn");
+  auto back = make_model<cnn>(0);
+  io::load_weights(back, dir / "f16.ctnn");
+  CHECK(values(back) == wi);
+  // a float64 model still refuses a float32 file (only 16-bit <-> float32 converts)
+  auto d = make_model<cnn, double>(0);
+  CHECK_THROWS_WITH_AS(io::load_weights(d, dir / "f32.ctnn"), doctest::Contains("holds float32 values but this model uses float64"),
+                       io::weights_error);
+  std::filesystem::remove_all(dir);
+}
