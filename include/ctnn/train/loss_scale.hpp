@@ -16,9 +16,12 @@
 // numeric_error instead of being skipped. A dynamic scale raises numeric_error
 // after max_consecutive_skips skipped steps in a row (the scale is then
 // 2^-25: no overflow of a scaled loss survives that, the model or the data
-// produce the NaN). A NaN or infinite *loss* (a NaN in the data) never reaches
-// the hook: the step stops before the backward pass and fit raises its
-// "the loss became NaN" error, as without loss scaling.
+// produce the NaN). A NaN in the data is not skipped: a NaN or infinite loss
+// stops the step before the backward pass and fit raises "the loss became
+// NaN"; a NaN input a relu hides from the loss (non-finite gradients, a
+// non-finite value in step_state::inputs) is let through to the update, and
+// fit raises "after the update of epoch e, step s: parameter i is NaN" —
+// the errors fit gives without loss scaling.
 // fit records, per epoch, "loss_scale" (the scale at the epoch's end) and
 // "skipped_steps" (steps skipped in that epoch) in the history.
 #pragma once
@@ -30,6 +33,7 @@
 
 #include "../core/errors.hpp"
 #include "history.hpp"
+#include "numerics.hpp"
 #include "step.hpp"
 
 namespace ctnn {
@@ -77,6 +81,11 @@ class loss_scale {
   void transform_gradients(step_state<M>& s) {
     auto g = s.gradients;
     if (!all_finite(g.data(), g.size())) {
+      // A NaN or infinity in the batch's inputs (one a relu hid from the loss)
+      // is the data's, not an overflow: the step is not skipped, the update
+      // makes the parameters non-finite and fit stops with its error, as
+      // without loss scaling.
+      if (s.inputs && detail::first_non_finite(s.inputs, s.batch * M::input_size) < s.batch * M::input_size) return;
       if (!o_.dynamic)
         throw numeric_error("loss_scale: a gradient became non-finite at epoch " + std::to_string(s.epoch + 1) +
                             ", step " + std::to_string(s.step + 1) + " under the fixed loss scale " +

@@ -55,6 +55,7 @@ struct step_state {
   bool count_iteration = true;      // false: the update count stays
   bool skip_step = false;           // a hook rejected the gradients: phases 4 (rest) to 6 and the counts are skipped
   std::span<typename M::variable_type> parameters, gradients, slots;
+  const typename M::value_type* inputs = nullptr;  // the batch's input values (batch * input_size; run() only)
 };
 
 template <class H, class M>
@@ -96,6 +97,7 @@ class train_step {
     const kernels::cpu::denormal_guard fp(!ieee_denormals_);
     if (n > m_.batch_capacity()) m_.reserve(n, O::slots_per_parameter);
     step_state<M> s = state(epoch, step, n);
+    s.inputs = x;
     each([&](auto& h) {
       if constexpr (has_scale_loss<std::remove_cvref_t<decltype(h)>, M>) h.scale_loss(s);
     });
