@@ -1,12 +1,15 @@
 // Trains dense<256, relu> -> dense<128, relu> -> dense<10> on Fashion-MNIST
 // and prints per-epoch loss and accuracy and the final test accuracy.
-//   fashion_mnist_mlp [epochs=15] [data_dir]
+//   fashion_mnist_mlp [epochs=15] [data_dir] [precision=float32]
+// precision: float32, mixed_float16 or mixed_bfloat16 (docs/mixed-precision.md);
+// the mixed policies train with dynamic loss scaling.
 #include <ctnn/ctnn.hpp>
 
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <string>
 
 using net = ctnn::sequential<ctnn::input<28, 28>,
                              ctnn::flatten,
@@ -17,25 +20,38 @@ using net = ctnn::sequential<ctnn::input<28, 28>,
 static_assert(net::output_shape == ctnn::shape<10>{});
 static_assert(net::parameter_count == 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);
 
-int main(int argc, char** argv) try {
-  const std::size_t n_epochs = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 15;
-  const auto dir = argc > 2 ? std::filesystem::path(argv[2]) : ctnn::data::fashion_mnist::default_dir();
-
-  const auto train = ctnn::data::fashion_mnist::train(dir).shuffle(/*seed=*/1).batch(64);
-  const auto test = ctnn::data::fashion_mnist::test(dir).batch(1000);
-  std::cout << "Fashion-MNIST: " << train.size() << " training and " << test.size() << " test images\n";
-  ctnn::summary<net>();
-
-  auto model = ctnn::make_model<net>(/*seed=*/42);
+template <class Precision, class Train, class Test, class... Extras>
+void run(std::size_t n_epochs, const Train& train, const Test& test, Extras&&... extras) {
+  auto model = ctnn::make_model<net, Precision>(/*seed=*/42);
   ctnn::adam opt{ctnn::exponential_decay{1e-3, 5000, 0.7, /*staircase=*/false}};
   const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
 
   auto hist = ctnn::fit(model, loss, opt, train, ctnn::epochs{n_epochs}, ctnn::sparse_categorical_accuracy{},
-                        ctnn::validation_data(test), ctnn::epoch_logger{});
+                        ctnn::validation_data(test), ctnn::epoch_logger{}, extras...);
 
   const auto result = ctnn::evaluate(model, loss, test, ctnn::sparse_categorical_accuracy{});
   std::printf("test loss: %.4f  test accuracy: %.4f\n", result["loss"], result["sparse_categorical_accuracy"]);
   (void)hist;
+}
+
+int main(int argc, char** argv) try {
+  const std::size_t n_epochs = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 15;
+  const auto dir = argc > 2 ? std::filesystem::path(argv[2]) : ctnn::data::fashion_mnist::default_dir();
+  const std::string precision = argc > 3 ? argv[3] : "float32";
+
+  const auto train = ctnn::data::fashion_mnist::train(dir).shuffle(/*seed=*/1).batch(64);
+  const auto test = ctnn::data::fashion_mnist::test(dir).batch(1000);
+  std::cout << "Fashion-MNIST: " << train.size() << " training and " << test.size() << " test images, precision "
+            << precision << "\n";
+  ctnn::summary<net>();
+
+  ctnn::loss_scale scale;  // dynamic: 2^15, as Keras' LossScaleOptimizer
+  if (precision == "float32") run<ctnn::precision::float32>(n_epochs, train, test);
+  else if (precision == "mixed_float16") run<ctnn::precision::mixed_float16>(n_epochs, train, test, scale);
+  else if (precision == "mixed_bfloat16") run<ctnn::precision::mixed_bfloat16>(n_epochs, train, test, scale);
+  else throw std::invalid_argument("unknown precision '" + precision + "' (float32, mixed_float16, mixed_bfloat16)");
+  if (precision != "float32")
+    std::printf("loss scale at the end: %g, skipped steps: %lld\n", scale.scale(), static_cast<long long>(scale.skipped_steps()));
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "fashion_mnist_mlp: " << e.what() << "\n";

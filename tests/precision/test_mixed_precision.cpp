@@ -173,3 +173,36 @@ TEST_CASE("float16 inference: weights stored in half, loaded from a float32 file
                        io::weights_error);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("float16 inference on Fashion-MNIST: the fp32 model's predictions on >= 99.5 % of the test set") {
+  const auto dir = data::fashion_mnist::default_dir();
+  if (!std::filesystem::exists(dir / "t10k-images-idx3-ubyte.gz")) {
+    MESSAGE("CTNN_SKIP: " << dir << " is missing (apt-get install dataset-fashion-mnist)");
+    return;
+  }
+  const auto train = data::fashion_mnist::train(dir).shuffle(1).batch(64);
+  const auto test = data::fashion_mnist::test(dir);
+  auto f32 = make_model<mlp>(42);
+  adam opt{1e-3f};
+  fit(f32, sparse_categorical_crossentropy{.from_logits = true}, opt, train, epochs{2});
+  const auto file = std::filesystem::temp_directory_path() / "ctnn_fp16_inference.ctnn";
+  io::save_weights(f32, file);
+  auto f16 = make_model<mlp, precision::float16>(0);
+  io::load_weights(f16, file);
+  std::filesystem::remove(file);
+  const std::size_t n = test.size();
+  const auto a = f32.predict(test.features(), n), b = f16.predict(test.features(), n);
+  auto argmax = [](const float* p) { return std::size_t(std::max_element(p, p + 10) - p); };
+  std::size_t same = 0, right32 = 0, right16 = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t p = argmax(a.data() + i * 10), q = argmax(b.data() + i * 10);
+    same += p == q;
+    right32 += p == std::size_t(test.targets()[i]);
+    right16 += q == std::size_t(test.targets()[i]);
+  }
+  MESSAGE("float16 inference agrees with float32 on " << same << " of " << n << " test images; accuracy "
+          << double(right32) / n << " (float32) vs " << double(right16) / n << " (float16); model bytes "
+          << f16.layout().bytes(role::parameter) << " vs " << f32.layout().bytes(role::parameter));
+  CHECK(double(same) / double(n) >= 0.995);
+  CHECK(f16.layout().bytes(role::parameter) * 2 <= f32.layout().bytes(role::parameter) + 128);
+}
