@@ -7,8 +7,10 @@
 #include <ctnn/core/half.hpp>
 #include <ctnn/core/precision.hpp>
 #include <ctnn/core/rng.hpp>
+#include <ctnn/kernels/cpu/bf16_gemm.hpp>
 #include <ctnn/kernels/cpu/convert.hpp>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -140,4 +142,24 @@ TEST_CASE("convert: SIMD float16 and bfloat16 conversions give the scalar refere
                  << kernels::cpu::convert_is_simd<Arch, float, bfloat16_t>());
   });
   CHECK(ran >= 1);
+}
+
+TEST_CASE("gemm_nt_bf16: AVX512-BF16 dot products and the conversion fallback against the scalar reference") {
+  MESSAGE("this CPU " << std::string(kernels::cpu::has_avx512_bf16() ? "has" : "lacks") << " AVX512-BF16");
+  for (auto [m, n, k] : {std::array<std::size_t, 3>{1, 1, 1}, {3, 5, 17}, {7, 9, 33}, {4, 4, 64}, {9, 13, 784}}) {
+    std::vector<bfloat16_t> a(m * k), bm(n * k);
+    rng g(m * 31 + k);
+    for (auto& v : a) v = bfloat16_t(float(g.uniform(-1, 1)));
+    for (auto& v : bm) v = bfloat16_t(float(g.uniform(-1, 1)));
+    std::vector<float> ref(m * n), fast(m * n), conv(m * n);
+    kernels::cpu::gemm_nt_bf16_reference(a.data(), bm.data(), ref.data(), m, n, k);
+    kernels::cpu::gemm_nt_bf16(a.data(), bm.data(), fast.data(), m, n, k);
+    kernels::cpu::gemm_nt_bf16(a.data(), bm.data(), conv.data(), m, n, k, /*use_bf16_instructions=*/false);
+    for (std::size_t i = 0; i < m * n; ++i) {
+      // exact products, float32 sums in another order: within K ulps of the sum of |products| (<= k)
+      const double tol = 1e-6 * double(k);
+      REQUIRE(std::fabs(fast[i] - ref[i]) <= tol);
+      REQUIRE(std::fabs(conv[i] - ref[i]) <= tol);
+    }
+  }
 }

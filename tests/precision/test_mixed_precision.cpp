@@ -33,6 +33,8 @@ static_assert(f32_plan.activations == 256 * ((784 + 256 + 128 + 10) * 4 + 2 * 78
 static_assert(m16_plan.activations == 256 * ((784 + 256 + 128) * 2 + 10 * 4 + 2 * 784 * 2));
 static_assert(memory_saved<mlp, precision::mixed_float16>(256, 2).activations == 256 * ((784 + 256 + 128) * 2 + 2 * 784 * 2));
 static_assert(memory_saved<mlp, precision::mixed_bfloat16>(256, 2).total == memory_saved<mlp, precision::mixed_float16>(256, 2).total);
+// the totals docs/mixed-precision.md tabulates
+static_assert(f32_plan.total == 6574336 && m16_plan.total == 5173504 && i16_plan.total == 2351744);
 // float16 (inference): the parameters in half (each layer's block 64-byte aligned)
 static_assert(i16_plan.parameters == (784 * 256 + 256) * 2 + (256 * 128 + 128) * 2 + 2624);
 static_assert(mlp::memory_plan<precision::float32>(256, 0).parameters == (784 * 256 + 256) * 4 + (256 * 128 + 128) * 4 + 5184);
@@ -205,4 +207,32 @@ TEST_CASE("float16 inference on Fashion-MNIST: the fp32 model's predictions on >
           << f16.layout().bytes(role::parameter) << " vs " << f32.layout().bytes(role::parameter));
   CHECK(double(same) / double(n) >= 0.995);
   CHECK(f16.layout().bytes(role::parameter) * 2 <= f32.layout().bytes(role::parameter) + 128);
+}
+
+TEST_CASE("mixed_bfloat16: a dense layer fed bfloat16 (AVX512-BF16 when the CPU has it) computes the rounded product") {
+  using two = sequential<input<64>, dense<32, relu>, dense<16>>;
+  auto m = make_model<two, precision::mixed_bfloat16>(8);
+  const auto x = inputs<two>(5);
+  const auto y = m.predict(x.data(), 5);
+  // the reference: every operand rounded to bfloat16, float32 sums
+  auto rnd = [](float v) { return float(bfloat16_t(v)); };
+  const float* p = m.parameters().data();
+  const float* w2 = m.layer_parameters<1>().data();
+  double worst = 0;
+  for (std::size_t i = 0; i < 5; ++i) {
+    std::vector<float> h(32);
+    for (std::size_t j = 0; j < 32; ++j) {
+      float s = 0;
+      for (std::size_t k = 0; k < 64; ++k) s += x[i * 64 + k] * rnd(p[k * 32 + j]);
+      h[j] = rnd(std::max(0.0f, s + rnd(p[64 * 32 + j])));
+    }
+    for (std::size_t j = 0; j < 16; ++j) {
+      float s = 0;
+      for (std::size_t k = 0; k < 32; ++k) s += h[k] * rnd(w2[k * 16 + j]);
+      s += rnd(w2[32 * 16 + j]);
+      worst = std::max(worst, double(std::fabs(s - y[i * 16 + j])));
+    }
+  }
+  MESSAGE("largest difference " << worst << std::string(kernels::cpu::has_avx512_bf16() ? " (AVX512-BF16 path)" : " (conversion path)"));
+  CHECK(worst < 1e-4);
 }

@@ -16,6 +16,10 @@
 // as they are. Under float16 (inference) the variables are stored in
 // float16 and converted for each pass; such a model does not train (the
 // train step refuses it at compile time).
+// A dense layer under mixed_bfloat16 whose input is bfloat16 runs its forward
+// product on AVX512-BF16 dot products when the CPU has them
+// (kernels/cpu/bf16_gemm.hpp: the same bfloat16 operands, float32 sums in
+// another order), else the conversion path above.
 // The workspace is the one allocation outside the model's plan: four
 // float buffers of at most batch x the widest layer, plus one layer's variables,
 // per thread; it grows and is reused, never shrinks.
@@ -28,6 +32,7 @@
 #include <type_traits>
 
 #include "../kernels/cpu/arch.hpp"
+#include "../kernels/cpu/bf16_gemm.hpp"
 #include "../kernels/cpu/convert.hpp"
 #include "backend.hpp"
 #include "concepts.hpp"
@@ -65,7 +70,7 @@ class float_scratch {
 };
 
 struct mixed_workspace {
-  float_scratch x, y, dy, dx, params, state, rounded;
+  float_scratch x, y, dy, dx, params, state, rounded, transposed;
   static mixed_workspace& local() {
     thread_local mixed_workspace ws;
     return ws;
@@ -125,6 +130,9 @@ struct mixed_layer {
   template <class X, class Y>
   static void forward(layer_slot<V, C> s, const X* x, Y* y, run_info r) {
     auto& ws = detail::mixed_workspace::local();
+    if constexpr (Round && std::is_same_v<X, bfloat16_t> && std::is_same_v<V, float> && requires { L32::is_dense; }) {
+      if (kernels::cpu::has_avx512_bf16()) return dense_forward_bf16(s, x, y, r, ws);
+    }
     const float* xf = as_float(x, r.batch * in_shape::size, ws.x);
     float* yf = out_float(y, r.batch * out_shape::size, ws.y);
     float* st = state_float(s, ws);
@@ -162,6 +170,22 @@ struct mixed_layer {
   }
 
  private:
+  // y = act(x W + b) with W rounded to bfloat16 and transposed (N x K) for the dot products.
+  template <class Y>
+  static void dense_forward_bf16(layer_slot<V, C> s, const bfloat16_t* x, Y* y, run_info r, detail::mixed_workspace& ws) {
+    constexpr std::size_t K = L32::K, N = L32::N;
+    bfloat16_t* wt = reinterpret_cast<bfloat16_t*>(ws.transposed.get(K * N / 2 + 1));
+    for (std::size_t k = 0; k < K; ++k)
+      for (std::size_t j = 0; j < N; ++j) wt[j * K + k] = bfloat16_t(s.params[k * N + j]);
+    float* yf = out_float(y, r.batch * N, ws.y);
+    kernels::cpu::gemm_nt_bf16(x, wt, yf, r.batch, N, K);
+    const float* bias = s.params + L32::kernel_count;
+    for (std::size_t i = 0; i < r.batch; ++i)
+      for (std::size_t j = 0; j < N; ++j) yf[i * N + j] += float(bfloat16_t(bias[j]));
+    L32::Act::template forward<Backend>(yf, r.batch, N);
+    if constexpr (!std::is_same_v<Y, float>) kernels::cpu::convert<arch>(yf, y, r.batch * N);
+  }
+
   static layer_slot<float, float> float_slot(layer_slot<V, C> s, float* params, float* state) {
     layer_slot<float, float> f;
     f.params = params;

@@ -72,6 +72,7 @@ struct dense_layer {
   using out_shape = shape<N>;
   static constexpr std::size_t K = In::size;
   static constexpr std::size_t kernel_count = K * N;
+  static constexpr bool is_dense = true;  // core/mixed_layer.hpp: the AVX512-BF16 forward
   static constexpr std::array<buffer, 2> buffers{buffer::parameter("kernel", {K, N}), buffer::parameter("bias", {N})};
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
   static constexpr std::size_t state_count = 0;
