@@ -98,11 +98,11 @@ inline void gemm_nt_bf16_convert(const bfloat16_t* a, const bfloat16_t* b, float
       const float* x = af.data() + i * k;
       const float* y = bf.data() + j * k;
       float s[8] = {};
-      std::size_t p = 0;
-      for (; p + 8 <= k; p += 8)
+      const std::size_t k8 = k / 8 * 8;
+      for (std::size_t p = 0; p < k8; p += 8)
         for (std::size_t l = 0; l < 8; ++l) s[l] += x[p + l] * y[p + l];
       float t = 0;
-      for (; p < k; ++p) t += x[p] * y[p];
+      for (std::size_t p = k8; p < k; ++p) t += x[p] * y[p];
       for (float v : s) t += v;
       c[i * n + j] = t;
     }
