@@ -1,0 +1,9 @@
+// A model whose variables are float16 (the inference policy) cannot be trained.
+// expect: train_step: this model's variables are 16-bit
+#include <ctnn/ctnn.hpp>
+using net = ctnn::sequential<ctnn::input<4>, ctnn::dense<2>>;
+void train(const ctnn::data::in_memory<ctnn::shape<4>, ctnn::sparse_labels>& ds) {
+  auto m = ctnn::make_model<net, ctnn::precision::float16>(0);
+  ctnn::sgd opt{0.1f};
+  ctnn::fit(m, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt, ds, ctnn::epochs{1});
+}
