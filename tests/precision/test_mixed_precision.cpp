@@ -182,11 +182,15 @@ TEST_CASE("float16 inference on Fashion-MNIST: the fp32 model's predictions on >
     MESSAGE("CTNN_SKIP: " << dir << " is missing (apt-get install dataset-fashion-mnist)");
     return;
   }
-  const auto train = data::fashion_mnist::train(dir).shuffle(1).batch(64);
+  // one epoch on 20000 images keeps it cheap under the sanitizers; the
+  // agreement is about the arithmetic, not how far the model trained
+  const auto train = data::fashion_mnist::train(dir).take(20000).shuffle(1).batch(64);
   const auto test = data::fashion_mnist::test(dir);
   auto f32 = make_model<mlp>(42);
   adam opt{1e-3f};
-  fit(f32, sparse_categorical_crossentropy{.from_logits = true}, opt, train, epochs{2});
+  fit(f32, sparse_categorical_crossentropy{.from_logits = true}, opt, train, epochs{1});
+  CHECK(evaluate(f32, sparse_categorical_crossentropy{.from_logits = true}, test.batch(1000),
+                 sparse_categorical_accuracy{})["sparse_categorical_accuracy"] > 0.75);  // a trained model
   const auto file = std::filesystem::temp_directory_path() / "ctnn_fp16_inference.ctnn";
   io::save_weights(f32, file);
   auto f16 = make_model<mlp, precision::float16>(0);

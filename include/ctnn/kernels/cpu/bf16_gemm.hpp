@@ -71,16 +71,14 @@ CTNN_BF16_TARGET inline void tile_bf16(const bfloat16_t* a, const bfloat16_t* b,
 
 CTNN_BF16_TARGET inline void gemm_nt_bf16_avx512(const bfloat16_t* a, const bfloat16_t* b, float* c, std::size_t m,
                                                  std::size_t n, std::size_t k) {
-  std::size_t i = 0;
-  for (; i + 4 <= m; i += 4) {
-    std::size_t j = 0;
-    for (; j + 4 <= n; j += 4) tile_bf16<4, 4>(a + i * k, b + j * k, c + i * n + j, n, k);
-    for (; j < n; ++j) tile_bf16<4, 1>(a + i * k, b + j * k, c + i * n + j, n, k);
+  const std::size_t m4 = m / 4 * 4, n4 = n / 4 * 4;
+  for (std::size_t i = 0; i < m4; i += 4) {
+    for (std::size_t j = 0; j < n4; j += 4) tile_bf16<4, 4>(a + i * k, b + j * k, c + i * n + j, n, k);
+    for (std::size_t j = n4; j < n; ++j) tile_bf16<4, 1>(a + i * k, b + j * k, c + i * n + j, n, k);
   }
-  for (; i < m; ++i) {
-    std::size_t j = 0;
-    for (; j + 4 <= n; j += 4) tile_bf16<1, 4>(a + i * k, b + j * k, c + i * n + j, n, k);
-    for (; j < n; ++j) tile_bf16<1, 1>(a + i * k, b + j * k, c + i * n + j, n, k);
+  for (std::size_t i = m4; i < m; ++i) {
+    for (std::size_t j = 0; j < n4; j += 4) tile_bf16<1, 4>(a + i * k, b + j * k, c + i * n + j, n, k);
+    for (std::size_t j = n4; j < n; ++j) tile_bf16<1, 1>(a + i * k, b + j * k, c + i * n + j, n, k);
   }
 }
 #undef CTNN_BF16_TARGET

@@ -46,51 +46,51 @@ template <class Arch>
 inline constexpr bool x86_avx512_v = std::is_base_of_v<xsimd::avx512f, Arch>;
 
 __attribute__((target("avx2,f16c"))) inline void f16_to_f32_avx2(const float16_t* s, float* d, std::size_t n) {
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8)
+  const std::size_t nv = n / 8 * 8;
+  for (std::size_t i = 0; i < nv; i += 8)
     _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
-  for (; i < n; ++i) d[i] = float(s[i]);
+  for (std::size_t i = nv; i < n; ++i) d[i] = float(s[i]);
 }
 __attribute__((target("avx2,f16c"))) inline void f32_to_f16_avx2(const float* s, float16_t* d, std::size_t n) {
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8)
+  const std::size_t nv = n / 8 * 8;
+  for (std::size_t i = 0; i < nv; i += 8)
     _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
-  for (; i < n; ++i) d[i] = float16_t(s[i]);
+  for (std::size_t i = nv; i < n; ++i) d[i] = float16_t(s[i]);
 }
 __attribute__((target("avx512f"))) inline void f16_to_f32_avx512(const float16_t* s, float* d, std::size_t n) {
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16)
+  const std::size_t nv = n / 16 * 16;
+  for (std::size_t i = 0; i < nv; i += 16)
     _mm512_storeu_ps(d + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i))));
-  for (; i < n; ++i) d[i] = float(s[i]);
+  for (std::size_t i = nv; i < n; ++i) d[i] = float(s[i]);
 }
 __attribute__((target("avx512f"))) inline void f32_to_f16_avx512(const float* s, float16_t* d, std::size_t n) {
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16)
+  const std::size_t nv = n / 16 * 16;
+  for (std::size_t i = 0; i < nv; i += 16)
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i),
                         _mm512_cvtps_ph(_mm512_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
-  for (; i < n; ++i) d[i] = float16_t(s[i]);
+  for (std::size_t i = nv; i < n; ++i) d[i] = float16_t(s[i]);
 }
 __attribute__((target("avx2"))) inline void bf16_to_f32_avx2(const bfloat16_t* s, float* d, std::size_t n) {
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
+  const std::size_t nv = n / 8 * 8;
+  for (std::size_t i = 0; i < nv; i += 8) {
     const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), _mm256_slli_epi32(w, 16));
   }
-  for (; i < n; ++i) d[i] = float(s[i]);
+  for (std::size_t i = nv; i < n; ++i) d[i] = float(s[i]);
 }
 __attribute__((target("avx512f"))) inline void bf16_to_f32_avx512(const bfloat16_t* s, float* d, std::size_t n) {
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
+  const std::size_t nv = n / 16 * 16;
+  for (std::size_t i = 0; i < nv; i += 16) {
     const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
     _mm512_storeu_si512(d + i, _mm512_slli_epi32(w, 16));
   }
-  for (; i < n; ++i) d[i] = float(s[i]);
+  for (std::size_t i = nv; i < n; ++i) d[i] = float(s[i]);
 }
 __attribute__((target("avx512f"))) inline void f32_to_bf16_avx512(const float* s, bfloat16_t* d, std::size_t n) {
-  std::size_t i = 0;
+  const std::size_t nv = n / 16 * 16;
   const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff), absm = _mm512_set1_epi32(0x7fffffff),
                 inf = _mm512_set1_epi32(0x7f800000), quiet = _mm512_set1_epi32(0x40);
-  for (; i + 16 <= n; i += 16) {
+  for (std::size_t i = 0; i < nv; i += 16) {
     const __m512i x = _mm512_loadu_si512(s + i);
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), one);
     const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, bias), lsb), 16);
@@ -98,7 +98,7 @@ __attribute__((target("avx512f"))) inline void f32_to_bf16_avx512(const float* s
     const __m512i r = _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(_mm512_srli_epi32(x, 16), quiet));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), _mm512_cvtepi32_epi16(r));
   }
-  for (; i < n; ++i) d[i] = bfloat16_t(s[i]);
+  for (std::size_t i = nv; i < n; ++i) d[i] = bfloat16_t(s[i]);
 }
 #endif
 
