@@ -190,7 +190,7 @@ TEST_CASE("loss_scale: a real overflow (initial scale 2^24) is skipped until the
   CHECK(m.optimizer_iterations() == 8 * 12 - std::int64_t(total));  // skipped steps are not counted
 }
 
-TEST_CASE("loss_scale: the scale doubles after dynamic_growth_steps finite steps; fixed never changes") {
+TEST_CASE("loss_scale: the scale doubles after dynamic_growth_steps finite steps, a fixed one never changes") {
   loss_scale_options o;
   o.dynamic_growth_steps = 3;
   loss_scale ls(o);

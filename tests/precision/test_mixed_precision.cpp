@@ -117,7 +117,7 @@ TEST_CASE("mixed_float16: activations and deltas are stored in float16, the outp
   CHECK(m.layout().bytes(role::activation) == 784 * 2 * 2 + 256 * 2 * 2 + 128 * 2 * 2 + 128 /* 10 floats x 2, aligned */);
 }
 
-TEST_CASE("keep_float32<dense>: computes with the float32 kernel; the mixed layer with it rounded to float16") {
+TEST_CASE("keep_float32<dense>: computes with the float32 kernel, the mixed layer with it rounded to float16") {
   using plain = sequential<input<1>, dense<1>>;
   using kept = sequential<input<1>, keep_float32<dense<1>>>;
   static_assert(kept::parameter_count == 1 + 1);
