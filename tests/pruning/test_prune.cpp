@@ -170,3 +170,27 @@ TEST_CASE("pruned weights are exactly 0 after every update, for every optimizer 
     run(with_options{sgd{0.1, 0.9}, {.clipnorm = 0.5, .gradient_accumulation_steps = 2}});
   }
 }
+
+TEST_CASE("prune_low_magnitude<conv2d>: the mask has the kernel's shape, the filters' weights are pruned per layer") {
+  using cnn = sequential<input<6, 6>, prune_low_magnitude<conv2d<4, 3, 3, 1, padding::valid, relu>, constant_sparsity<0.5>>,
+                         flatten, dense<3>>;
+  static_assert(cnn::memory_plan(1).masks == align_bytes(3 * 3 * 1 * 4));  // one 64-byte aligned block
+  static_assert(std::tuple_element_t<0, cnn::bound<float>>::final_nnz == 18);
+  auto m = make_model<cnn>(5);
+  m.for_each_variable([&](const variable_ref& v) {
+    if (v.kind != role::mask) return;
+    CHECK(v.rank == 4);
+    CHECK(v.dims[0] == 3);
+    CHECK(v.dims[3] == 4);
+  });
+  std::vector<float> x(32 * 36);
+  std::vector<std::int32_t> y(32);
+  rng g(1);
+  for (auto& v : x) v = float(g.uniform(0, 1));
+  for (std::size_t i = 0; i < 32; ++i) y[i] = std::int32_t(i % 3);
+  adam opt{0.01};
+  auto h = fit(m, xent, opt, data::in_memory<shape<6, 6>, sparse_labels>{x, y}.batch(8), epochs{1}, update_pruning_step{});
+  CHECK(h["sparsity_layer_1"][0] == 0.5);
+  auto w = m.layer_parameters<0>();
+  CHECK(std::count(w.begin(), w.begin() + 36, 0.0f) == 18);
+}

@@ -26,7 +26,7 @@ template <std::size_t> struct kernel_cols {};
 
 template <class Layer, class Sparsity, bool Ok>
 struct prune_sparsity_out_of_range {
-  static_assert(Ok, "prune_low_magnitude: the schedule's sparsity for this layer must be in [0, 1)");
+  static_assert(Ok, "prune_low_magnitude: the schedule's sparsity for this layer must be >= 0 and < 1");
   static constexpr bool value = Ok;
 };
 template <class Layer, class Begin, class End, bool Ok>
