@@ -5,4 +5,5 @@
 #include "pruning/masks.hpp"
 #include "pruning/prune.hpp"
 #include "pruning/schedules.hpp"
+#include "pruning/strip.hpp"
 #include "pruning/update_pruning_step.hpp"

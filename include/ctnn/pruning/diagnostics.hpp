@@ -61,3 +61,16 @@ struct prune_not_prunable {
 };
 
 }  // namespace ctnn::diag
+
+namespace ctnn::diag {
+template <class Layer, class Has, class Wants, bool Ok>
+struct sparse_dense_input_mismatch {
+  static_assert(Ok, "sparse_dense: the input of this layer is not flat or its feature count differs from K");
+  static constexpr bool value = Ok;
+};
+template <class Layer, bool Ok>
+struct sparse_dense_nnz_too_large {
+  static_assert(Ok, "sparse_dense: this layer's NNZ exceeds K * N");
+  static constexpr bool value = Ok;
+};
+}  // namespace ctnn::diag

@@ -1,0 +1,122 @@
+// ctnn/pruning/strip.hpp — strip_pruning: a trained pruned model to a compact network type.
+//
+// stripped_t<Net> replaces, in a network type, every
+//   prune_low_magnitude<dense<N, Act, Reg>, S, Pattern>  by  sparse_dense<K, N, NNZ, Act>
+// where K is the layer's input width and NNZ its pruned_layer's final_nnz (a
+// compile-time constant from the schedule's final sparsity and the pattern),
+// and every prune_low_magnitude<conv2d<...>, ...> by the conv2d itself (its
+// kernel keeps its dense storage, with the pruned weights 0). Regularizers
+// are dropped from the stripped dense layers (stripping is for inference).
+// Other layers stay. strip_pruning(m) returns a model of stripped_t<Net>
+// (same precision, backend and seed) holding m's weights: each pruned dense
+// kernel is packed from the weights its mask keeps, every other parameter,
+// state and metadata buffer is copied. It throws std::invalid_argument naming
+// the layer when a mask keeps more weights than NNZ (the schedule has not
+// reached its final sparsity: train to its end step first). The stripped
+// model's predictions equal the masked model's up to float rounding (the
+// sums run in another order).
+#pragma once
+#include <cstddef>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "../layers/sparse_dense.hpp"
+#include "../train/model.hpp"
+#include "prune.hpp"
+
+namespace ctnn {
+
+namespace pruning::detail {
+template <class Spec, class Bound>
+struct strip_spec {
+  using type = Spec;
+};
+template <class L, class S, class P, class Bound>
+struct strip_spec<prune_low_magnitude<L, S, P>, Bound> {
+  using type = L;
+};
+template <std::size_t N, class Act, class Reg, class S, class P, class Bound>
+struct strip_spec<prune_low_magnitude<dense<N, Act, Reg>, S, P>, Bound> {
+  using type = sparse_dense<Bound::K, N, Bound::final_nnz, Act>;
+};
+
+template <class In, class Bound, class... Ls, std::size_t... I>
+auto strip_all(std::index_sequence<I...>) -> sequential<In, typename strip_spec<Ls, std::tuple_element_t<I, Bound>>::type...>;
+
+template <class Net>
+struct stripped;
+template <class In, class... Ls>
+struct stripped<sequential<In, Ls...>> {
+  using bound = typename sequential<In, Ls...>::template bound<float>;
+  using type = decltype(strip_all<In, bound, Ls...>(std::index_sequence_for<Ls...>{}));
+};
+
+template <class M>
+std::vector<variable_ref> variables(const M& m) {
+  std::vector<variable_ref> v;
+  m.for_each_variable([&](const variable_ref& r) { v.push_back(r); });
+  return v;
+}
+inline const variable_ref* find(const std::vector<variable_ref>& vs, std::size_t layer, std::string_view name) {
+  for (const auto& v : vs)
+    if (v.layer == layer && v.name == name) return &v;
+  return nullptr;
+}
+}  // namespace pruning::detail
+
+template <class Net>
+using stripped_t = typename pruning::detail::stripped<Net>::type;
+
+template <class Net, class P, class B>
+model<stripped_t<Net>, P, B> strip_pruning(const model<Net, P, B>& m) {
+  using src_layers = typename model<Net, P, B>::layers;
+  using dst_model = model<stripped_t<Net>, P, B>;
+  using dst_layers = typename dst_model::layers;
+  using V = typename dst_model::variable_type;
+  dst_model out(m.seed());
+  const auto src = pruning::detail::variables(m);
+  const auto dst = pruning::detail::variables(out);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&] {
+          using S = std::tuple_element_t<I, src_layers>;
+          using D = std::tuple_element_t<I, dst_layers>;
+          if constexpr (PrunedLayer<S> && requires { D::NNZ; }) {
+            const V* w = reinterpret_cast<const V*>(pruning::detail::find(src, I, "kernel")->data);
+            const auto* keep = reinterpret_cast<const std::uint8_t*>(pruning::detail::find(src, I, "kernel_mask")->data);
+            V* values = reinterpret_cast<V*>(pruning::detail::find(dst, I, "values")->data);
+            std::byte* meta = pruning::detail::find(dst, I, "offsets")->data;
+            const std::size_t kept = kernels::cpu::sparse::pack(w, keep, D::K, D::N, values, D::NNZ, D::offsets(meta),
+                                                                D::bitmap(meta));
+            if (kept > D::NNZ)
+              throw std::invalid_argument("strip_pruning: layer " + std::to_string(I + 1) + " keeps " +
+                                          std::to_string(kept) + " weights, more than the " + std::to_string(D::NNZ) +
+                                          " its final sparsity allows; train until the schedule's end step");
+            const auto* bs = pruning::detail::find(src, I, "bias");
+            std::memcpy(pruning::detail::find(dst, I, "bias")->data, bs->data, bs->extent * bs->element_bytes);
+          } else {
+            for (const auto& d : dst) {
+              if (d.layer != I) continue;
+              const auto* s = pruning::detail::find(src, I, d.name);
+              std::memcpy(d.data, s->data, d.extent * d.element_bytes);
+              if constexpr (PrunedLayer<S>) {  // a pruned conv2d: its kernel with the mask applied
+                if (d.name == "kernel") {
+                  const auto* keep = reinterpret_cast<const std::uint8_t*>(pruning::detail::find(src, I, "kernel_mask")->data);
+                  V* w = reinterpret_cast<V*>(d.data);
+                  for (std::size_t i = 0; i < d.extent; ++i)
+                    if (!keep[i]) w[i] = V(0);
+                }
+              }
+            }
+          }
+        }(),
+        ...);
+  }(std::make_index_sequence<std::tuple_size_v<src_layers>>{});
+  return out;
+}
+
+}  // namespace ctnn
