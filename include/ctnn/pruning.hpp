@@ -5,5 +5,6 @@
 #include "pruning/masks.hpp"
 #include "pruning/prune.hpp"
 #include "pruning/schedules.hpp"
+#include "pruning/sensitivity.hpp"
 #include "pruning/strip.hpp"
 #include "pruning/update_pruning_step.hpp"
