@@ -14,7 +14,8 @@
 // the layer when a mask keeps more weights than NNZ (the schedule has not
 // reached its final sparsity: train to its end step first). The stripped
 // model's predictions equal the masked model's up to float rounding (the
-// sums run in another order).
+// sums run in another order). copy_variables(from, to) moves trained weights
+// between two network types that share buffers (a dense model into its pruned type).
 #pragma once
 #include <cstddef>
 #include <cstring>
@@ -70,6 +71,22 @@ inline const variable_ref* find(const std::vector<variable_ref>& vs, std::size_t
 
 template <class Net>
 using stripped_t = typename pruning::detail::stripped<Net>::type;
+
+// Copies every buffer of `from` into the buffer of `to` with the same layer,
+// name, role and shape (a trained dense model into its pruned network type,
+// whose masks stay as they are); returns how many were copied.
+template <class A, class B>
+std::size_t copy_variables(const A& from, B& to) {
+  const auto src = pruning::detail::variables(from);
+  std::size_t n = 0;
+  to.for_each_variable([&](const variable_ref& d) {
+    const auto* s = pruning::detail::find(src, d.layer, d.name);
+    if (!s || s->kind != d.kind || s->rank != d.rank || s->dims != d.dims || s->element_bytes != d.element_bytes) return;
+    std::memcpy(d.data, s->data, d.extent * d.element_bytes);
+    ++n;
+  });
+  return n;
+}
 
 template <class Net, class P, class B>
 model<stripped_t<Net>, P, B> strip_pruning(const model<Net, P, B>& m) {
