@@ -146,3 +146,41 @@ TEST_CASE("copy_variables: a trained dense model into its pruned type; the masks
   CHECK(std::equal(d.parameters().begin(), d.parameters().end(), p.parameters().begin()));
   CHECK(std::all_of(p.masks().begin(), p.masks().begin() + 64 * 40, [](std::uint8_t v) { return v == 1; }));
 }
+
+TEST_CASE("units: dense<40> pruned to 60 % of its units strips to dense<16>, and the next layer's input shrinks") {
+  using unet = sequential<input<64>, prune_low_magnitude<dense<40, ctnn::sigmoid>, constant_sparsity<0.6>, units>, dense<3>>;
+  static_assert(std::is_same_v<stripped_t<unet>, sequential<input<64>, dense<16, ctnn::sigmoid>, dense<3>>>);
+  static_assert(stripped_t<unet>::parameter_count == 64 * 16 + 16 + 16 * 3 + 3);
+  auto m = make_model<unet>(6);
+  adam opt{0.01};
+  fit(m, xent, opt, toy_data().batch(16), epochs{2}, update_pruning_step{});
+  // whole columns are masked: every row of the mask is the same
+  std::size_t kept = 0;
+  for (std::size_t j = 0; j < 40; ++j) kept += m.masks()[j];
+  CHECK(kept == 16);
+  for (std::size_t k = 1; k < 64; ++k)
+    for (std::size_t j = 0; j < 40; ++j) CHECK(m.masks()[k * 40 + j] == m.masks()[j]);
+  auto s = strip_pruning(m);
+  std::vector<float> xs(50 * 64);
+  rng g(4);
+  for (auto& v : xs) v = float(g.uniform(-1, 1));
+  // sigmoid(b_j) of the removed units went into the next bias: same predictions
+  const auto a = m.predict(xs.data(), 50), b = s.predict(xs.data(), 50);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-5).scale(1.0));
+}
+
+TEST_CASE("blocks: 1x4 and 4x4 block masks strip to sparse_dense with whole blocks kept") {
+  using b14 = sequential<input<64>, prune_low_magnitude<dense<40, relu>, constant_sparsity<0.75>, block<1, 4>>, dense<3>>;
+  using b44 = sequential<input<64>, prune_low_magnitude<dense<40, relu>, constant_sparsity<0.5>, block<4, 4>>, dense<3>>;
+  static_assert(std::is_same_v<stripped_t<b14>, sequential<input<64>, sparse_dense<64, 40, 640, relu>, dense<3>>>);
+  static_assert(std::is_same_v<stripped_t<b44>, sequential<input<64>, sparse_dense<64, 40, 1280, relu>, dense<3>>>);
+  auto m = make_model<b44>(2);
+  adam opt{0.01};
+  fit(m, xent, opt, toy_data().batch(16), epochs{1}, update_pruning_step{});
+  for (std::size_t k = 0; k < 64; ++k)
+    for (std::size_t j = 0; j < 40; ++j) CHECK(m.masks()[k * 40 + j] == m.masks()[(k / 4 * 4) * 40 + j / 4 * 4]);
+  auto s = strip_pruning(m);
+  std::vector<float> xs(20 * 64, 0.5f);
+  const auto a = m.predict(xs.data(), 20), b = s.predict(xs.data(), 20);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-5).scale(1.0));
+}

@@ -7,17 +7,18 @@
 //   n_of_m<N, M>  per column, the N largest |w| of each group of M
 //                 consecutive rows (s is not used)
 //   block<R, C>   the keep_count(blocks, s) R x C blocks of largest mean |w|
+//   units         the keep_count(cols, s) columns of largest L2 norm
 // Ties are broken by position (the earlier weight or block stays), so the
 // count kept is exact, where TFMOT's `abs(w) >= threshold` keeps every tied
 // weight; with real-valued weights ties are rare except among weights that
-// are already zero. global_threshold(...) gives the magnitude at which one
-// threshold over several layers keeps `keep` weights in all (global pruning).
+// are already zero.
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 #include "prune.hpp"
@@ -66,6 +67,14 @@ void compute_mask(const T* w, std::size_t rows, std::size_t cols, double s, std:
     detail::keep_largest(score, ctnn::detail::keep_count(br * bc, s), kept);
     for (std::size_t i = 0; i < rows; ++i)
       for (std::size_t j = 0; j < cols; ++j) mask[i * cols + j] = kept[(i / R) * bc + j / C];
+  } else if constexpr (std::is_same_v<Pattern, units>) {
+    std::vector<double> score(cols, 0.0);
+    for (std::size_t i = 0; i < rows; ++i)
+      for (std::size_t j = 0; j < cols; ++j) score[j] += double(w[i * cols + j]) * double(w[i * cols + j]);
+    std::vector<std::uint8_t> kept;
+    detail::keep_largest(score, ctnn::detail::keep_count(cols, s), kept);
+    for (std::size_t i = 0; i < rows; ++i)
+      for (std::size_t j = 0; j < cols; ++j) mask[i * cols + j] = kept[j];
   } else {
     std::vector<double> score(n);
     for (std::size_t i = 0; i < n; ++i) score[i] = std::abs(double(w[i]));

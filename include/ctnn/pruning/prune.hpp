@@ -12,6 +12,8 @@
 //                   unit are kept (2:4 is n_of_m<2, 4>); the sparsity is 1 - N/M
 //                   whatever the schedule says; the schedule says when
 //   block<R, C>     R x C blocks of the kernel matrix, ranked by their mean |w|
+//   units           whole columns (a dense layer's units) by their L2 norm;
+//                   strip_pruning narrows the layer and the next dense layer
 // final_nnz, the number of kernel weights kept at the schedule's final
 // sparsity, is a compile-time constant: keep = max(round_half_even(n * (1 -
 // s)), 1) of n candidates (weights or blocks), as TFMOT's top-k. Masks change
@@ -52,6 +54,13 @@ struct block {
   static std::string name() { return "block<" + std::to_string(R) + ", " + std::to_string(C) + ">"; }
 };
 
+// Whole units (kernel columns: a dense layer's outputs) by the L2 norm of
+// their weights; strip_pruning makes the layer narrower and the next one's
+// input with it.
+struct units {
+  static std::string name() { return "units"; }
+};
+
 template <class P>
 inline constexpr bool is_n_of_m_v = false;
 template <std::size_t N, std::size_t M>
@@ -79,6 +88,7 @@ template <class P, std::size_t Rows, std::size_t Cols>
 constexpr std::size_t kept_at(double s) {
   if constexpr (is_n_of_m_v<P>) return Rows / P::m * P::n * Cols;
   else if constexpr (is_block_v<P>) return keep_count((Rows / P::rows) * (Cols / P::cols), s) * P::rows * P::cols;
+  else if constexpr (std::is_same_v<P, units>) return keep_count(Cols, s) * Rows;
   else return keep_count(Rows * Cols, s);
 }
 template <class L>
@@ -177,6 +187,7 @@ struct pruned_layer : Inner {
   static constexpr std::size_t rows = Inner::K, cols = Inner::kernel_count / Inner::K;
   static constexpr std::array<buffer, Inner::buffers.size() + 1> buffers = detail::with_kernel_mask(Inner::buffers);
   static constexpr std::size_t final_nnz = detail::kept_at<pattern, rows, cols>(schedule::final_sparsity);
+  static constexpr std::size_t final_units = detail::keep_count(cols, schedule::final_sparsity);  // units pattern
   static std::string name() { return Spec::name(); }
 
   template <class Slot>
