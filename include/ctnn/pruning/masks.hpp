@@ -53,7 +53,8 @@ void compute_mask(const T* w, std::size_t rows, std::size_t cols, double s, std:
         std::array<std::size_t, M> idx{};
         for (std::size_t t = 0; t < M; ++t) idx[t] = t;
         auto mag = [&](std::size_t t) { return std::abs(double(w[(g + t) * cols + j])); };
-        std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return mag(a) > mag(b); });
+        for (std::size_t a = 1; a < M; ++a)  // insertion sort, descending, stable (ties: the earlier row first)
+          for (std::size_t b = a; b > 0 && mag(idx[b]) > mag(idx[b - 1]); --b) std::swap(idx[b], idx[b - 1]);
         for (std::size_t t = 0; t < M; ++t) mask[(g + t) * cols + j] = 0;
         for (std::size_t t = 0; t < N; ++t) mask[(g + idx[t]) * cols + j] = 1;
       }
