@@ -10,6 +10,7 @@
 #include <benchmark/benchmark.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/pruning/strip_csc.hpp>
 
 #include <cstdint>
 #include <vector>
@@ -51,6 +52,14 @@ void stripped(benchmark::State& st) {
   run(st, m);
 }
 
+template <class Net>
+void stripped_csc(benchmark::State& st) {
+  auto p = ctnn::make_model<Net>(1);
+  ctnn::prune_at_step(p, 0);
+  auto m = ctnn::strip_pruning_csc(p);
+  run(st, m);
+}
+
 }  // namespace
 
 BENCHMARK(dense)->Arg(1)->Arg(64);
@@ -58,4 +67,8 @@ BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.5>>)->Name("st
 BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.8>>)->Name("stripped_80")->Arg(1)->Arg(64);
 BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.9>>)->Name("stripped_90")->Arg(1)->Arg(64);
 BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("stripped_2of4")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.5>>)->Name("csc_50")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.8>>)->Name("csc_80")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.9>>)->Name("csc_90")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("csc_2of4")->Arg(1)->Arg(64);
 BENCHMARK_MAIN();
