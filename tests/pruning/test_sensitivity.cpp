@@ -7,7 +7,7 @@
 
 using namespace ctnn;
 
-TEST_CASE("sensitivity_analysis: one layer at a time, without retraining; the model is unchanged") {
+TEST_CASE("sensitivity_analysis: one layer at a time, without retraining, the model unchanged") {
   using net = sequential<input<8>, dense<16, relu>, dense<3>>;
   std::vector<float> x(120 * 8);
   std::vector<std::int32_t> y(120);

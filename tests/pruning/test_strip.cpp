@@ -139,7 +139,7 @@ TEST_CASE("strip_pruning: a mask short of the final sparsity is an error naming 
   CHECK_THROWS_WITH(strip_pruning(m), doctest::Contains("strip_pruning: layer 1 keeps 2560 weights, more than the 1280"));
 }
 
-TEST_CASE("copy_variables: a trained dense model into its pruned type; the masks stay") {
+TEST_CASE("copy_variables: a trained dense model into its pruned type, the masks kept") {
   auto d = make_model<plain>(8);
   auto p = make_model<net50>(1);
   CHECK(copy_variables(d, p) == 4);  // two kernels and two biases
