@@ -76,3 +76,4 @@
 #include "train/numerics.hpp"
 #include "train/step.hpp"
 #include "train/summary.hpp"
+#include "pruning.hpp"

@@ -8,11 +8,14 @@
 // a fixed draw. Returns the largest relative error seen.
 #pragma once
 #include <ctnn/core/concepts.hpp>
+#include <ctnn/core/plan.hpp>
+#include <ctnn/core/precision.hpp>
 #include <ctnn/core/rng.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace gradcheck {
@@ -35,7 +38,11 @@ double check_layer(options o = {}) {
   ctnn::rng g(123);
   std::vector<double> params(L::parameter_count + 1), grads(L::parameter_count + 1), state(L::state_count + 1),
       cache(L::cache_per_sample * B + 1);
-  ctnn::layer_slot<double> slot{params.data(), grads.data(), state.data(), cache.data()};
+  // mask and metadata blocks (pruned and sparse layers), as the plan sizes them; init fills them
+  std::vector<std::uint64_t> mask((ctnn::layer_role_bytes<ctnn::precision::float64>(L::buffers, ctnn::role::mask) + 15) / 8),
+      meta((ctnn::layer_role_bytes<ctnn::precision::float64>(L::buffers, ctnn::role::metadata) + 15) / 8);
+  ctnn::layer_slot<double> slot{params.data(), grads.data(), state.data(), cache.data(),
+                                reinterpret_cast<std::uint8_t*>(mask.data()), reinterpret_cast<std::byte*>(meta.data())};
   L::init(slot, g);
   for (std::size_t i = 0; i < L::parameter_count; ++i) params[i] += g.uniform(-0.1, 0.1);
   for (std::size_t i = 0; i < L::state_count; ++i) state[i] = g.uniform(0.5, 1.5);

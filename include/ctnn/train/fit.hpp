@@ -159,7 +159,7 @@ auto select(E&... e) {
 template <class M>
 struct is_hook_for {
   template <class X>
-  struct pred : std::bool_constant<StepHook<X, M> && !Callback<X>> {};
+  struct pred : std::bool_constant<StepHook<X, M>> {};  // may be a callback too (update_pruning_step)
 };
 template <class M>
 struct is_metric_for {

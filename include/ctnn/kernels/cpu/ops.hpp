@@ -16,6 +16,7 @@
 #include "crossentropy.hpp"
 #include "gemm.hpp"
 #include "pooling.hpp"
+#include "sparse.hpp"
 #include "thread_pool.hpp"
 #include "updates.hpp"
 
@@ -43,6 +44,13 @@ struct ops<cpu<Arch>> {
   template <std::size_t K, std::size_t N, class T>
   static void dense_backward_input(const T* dy, const T* w, T* dx, std::size_t m) {
     kernels::cpu::dense_backward_input<K, N, Arch>(dy, w, dx, m);
+  }
+
+  // ---- sparse dense product (kernels/cpu/sparse.hpp layout) ----
+  template <std::size_t K, std::size_t N, class T>
+  static void sparse_dense_forward(const T* x, const T* values, const std::uint32_t* offsets,
+                                   const std::uint16_t* bitmap, const T* b, T* y, std::size_t m, bool relu) {
+    kernels::cpu::sparse::forward<K, N, Arch>(x, values, offsets, bitmap, b, y, m, relu);
   }
 
   // ---- convolution and pooling (geometry G) ----

@@ -1,0 +1,74 @@
+// Inference time of the Fashion-MNIST MLP (784 -> 256 relu -> 128 relu -> 10)
+// dense and stripped after pruning its two hidden layers to 50 %, 80 %, 90 %
+// (unstructured, by magnitude) and 2:4, at batch 1 and 64, in one run. The
+// stripped layers are sparse_dense (layers/sparse_dense.hpp); the weights are
+// random (the work does not depend on their values, only on the mask). Run
+// on one thread (the sparse kernel is single-threaded; so is the dense GEMM
+// with CTNN_NUM_THREADS=1):
+//   CTNN_NUM_THREADS=1 build/bench/bench/bench_pruning --benchmark_repetitions=3
+// The figure to read is the ratio stripped / dense in the same run.
+#include <benchmark/benchmark.h>
+
+#include <ctnn/ctnn.hpp>
+#include <ctnn/pruning/strip_csc.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace {
+
+template <class Sched, class Pattern = ctnn::unstructured>
+using pruned_mlp = ctnn::sequential<ctnn::input<784>,
+                                    ctnn::prune_low_magnitude<ctnn::dense<256, ctnn::relu>, Sched, Pattern>,
+                                    ctnn::prune_low_magnitude<ctnn::dense<128, ctnn::relu>, Sched, Pattern>,
+                                    ctnn::dense<10>>;
+using dense_mlp = ctnn::sequential<ctnn::input<784>, ctnn::dense<256, ctnn::relu>, ctnn::dense<128, ctnn::relu>, ctnn::dense<10>>;
+
+std::vector<float> inputs(std::size_t batch) {
+  ctnn::rng g(3);
+  std::vector<float> x(batch * 784);
+  for (auto& v : x) v = float(g.uniform());
+  return x;
+}
+
+template <class M>
+void run(benchmark::State& st, M& m) {
+  const std::size_t batch = std::size_t(st.range(0));
+  const auto x = inputs(batch);
+  for (auto _ : st) benchmark::DoNotOptimize(m.forward(x.data(), batch, false));
+  st.SetItemsProcessed(std::int64_t(st.iterations() * batch));
+}
+
+void dense(benchmark::State& st) {
+  auto m = ctnn::make_model<dense_mlp>(1);
+  run(st, m);
+}
+
+template <class Net>
+void stripped(benchmark::State& st) {
+  auto p = ctnn::make_model<Net>(1);
+  ctnn::prune_at_step(p, 0);  // constant_sparsity prunes at step 0 to its final sparsity
+  auto m = ctnn::strip_pruning(p);
+  run(st, m);
+}
+
+template <class Net>
+void stripped_csc(benchmark::State& st) {
+  auto p = ctnn::make_model<Net>(1);
+  ctnn::prune_at_step(p, 0);
+  auto m = ctnn::strip_pruning_csc(p);
+  run(st, m);
+}
+
+}  // namespace
+
+BENCHMARK(dense)->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.5>>)->Name("stripped_50")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.8>>)->Name("stripped_80")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.9>>)->Name("stripped_90")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("stripped_2of4")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.5>>)->Name("csc_50")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.8>>)->Name("csc_80")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.9>>)->Name("csc_90")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("csc_2of4")->Arg(1)->Arg(64);
+BENCHMARK_MAIN();

@@ -1,0 +1,227 @@
+// ctnn/kernels/cpu/sparse.hpp — products of a sparse kernel stored as 16-column bitmaps and packed values.
+//
+// Layout of a sparse K x N kernel W (layers/sparse_dense.hpp): the columns
+// are cut into chunks of 16 (the last may be narrower); for chunk c and input
+// row k, bitmap[c * K + k] (16 bits) says which of the chunk's columns hold a
+// weight; the weights follow in that order (chunk, row, column) in `values`,
+// chunk c's first at offsets[c]; offsets[chunks] is the count used. The
+// layout does not depend on the SIMD width, so files do not either.
+//   forward_reference: y = x W + b (relu optional), the scalar loop that
+//                      defines the products;
+//   forward<Arch>:     the same with xsimd; on AVX-512 each row's 16 weights
+//                      are expanded from the packed values with one masked
+//                      expand-load (vexpandps: xsimd 8.1 has no word for it),
+//                      elsewhere expanded by a scalar loop into a vector;
+//                      up to 8 batch rows share each expanded row, and a
+//                      single row runs 4 accumulators;
+//   backward_reference: dvalues, dbias and dx (scalar; training a stripped
+//                      model is rare and its gradients are checked by
+//                      finite differences).
+#pragma once
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include <xsimd/xsimd.hpp>
+
+#include "arch.hpp"
+
+namespace ctnn::kernels::cpu::sparse {
+
+inline constexpr std::size_t chunk_width = 16;
+constexpr std::size_t chunks(std::size_t n) { return (n + chunk_width - 1) / chunk_width; }
+
+template <class T>
+void forward_reference(const T* x, const T* values, const std::uint32_t* offsets, const std::uint16_t* bitmap,
+                       const T* bias, T* y, std::size_t batch, std::size_t K, std::size_t N, bool relu) {
+  for (std::size_t b = 0; b < batch; ++b) {
+    for (std::size_t j = 0; j < N; ++j) y[b * N + j] = bias[j];
+    for (std::size_t c = 0; c < chunks(N); ++c) {
+      const T* v = values + offsets[c];
+      for (std::size_t k = 0; k < K; ++k) {
+        const unsigned m = bitmap[c * K + k];
+        for (std::size_t l = 0; l < chunk_width; ++l)
+          if (m >> l & 1u) y[b * N + c * chunk_width + l] += x[b * K + k] * *v++;
+      }
+    }
+    if (relu)
+      for (std::size_t j = 0; j < N; ++j) y[b * N + j] = std::max(y[b * N + j], T(0));
+  }
+}
+
+// dz: dL/d(pre-activation) [batch x N]; dvalues, dbias are overwritten; dx (may be null) too.
+template <class T>
+void backward_reference(const T* x, const T* dz, const T* values, const std::uint32_t* offsets,
+                        const std::uint16_t* bitmap, T* dvalues, T* dbias, T* dx, std::size_t batch, std::size_t K,
+                        std::size_t N) {
+  for (std::size_t j = 0; j < N; ++j) {
+    T s = 0;
+    for (std::size_t b = 0; b < batch; ++b) s += dz[b * N + j];
+    dbias[j] = s;
+  }
+  if (dx) std::fill(dx, dx + batch * K, T(0));
+  for (std::size_t c = 0; c < chunks(N); ++c) {
+    std::size_t p = offsets[c];
+    for (std::size_t k = 0; k < K; ++k) {
+      const unsigned m = bitmap[c * K + k];
+      for (std::size_t l = 0; l < chunk_width; ++l)
+        if (m >> l & 1u) {
+          const std::size_t j = c * chunk_width + l;
+          T s = 0;
+          for (std::size_t b = 0; b < batch; ++b) {
+            s += x[b * K + k] * dz[b * N + j];
+            if (dx) dx[b * K + k] += values[p] * dz[b * N + j];
+          }
+          dvalues[p++] = s;
+        }
+    }
+  }
+}
+
+namespace detail {
+
+template <class Arch>
+inline constexpr bool avx512_v = std::is_base_of_v<xsimd::avx512f, Arch>;
+
+#if defined(__AVX512F__)
+// The 16 weights of one chunk row: a masked load of the popcount(m) packed
+// values, spread to the set lanes by a register expand (the memory form of
+// vexpandps is several times slower on Intel cores).
+inline __m512 expand_row(unsigned m, const float* v) {
+  return _mm512_maskz_expand_ps(__mmask16(m), _mm512_maskz_loadu_ps(__mmask16((1u << std::popcount(m)) - 1u), v));
+}
+#endif
+
+// RB batch rows of one chunk: acc[r] = bias + sum_k x[r, k] * expand(bitmap[k], values)
+template <class Arch, std::size_t RB>
+void chunk_rows(const float* x, std::size_t K, const float* v, const std::uint16_t* bm, const float* bias, float* y,
+                std::size_t N, std::size_t width, bool relu) {
+#if defined(__AVX512F__)
+  if constexpr (avx512_v<Arch>) {
+    const __mmask16 lanes = __mmask16((1u << width) - 1u);
+    const __m512 b = _mm512_maskz_loadu_ps(lanes, bias);
+    if constexpr (RB == 1) {
+      // one row: 4 accumulators break the FMA dependency chain
+      __m512 a0 = b, a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+      std::size_t k = 0;
+      for (; k + 4 <= K; k += 4) {
+        const unsigned m0 = bm[k], m1 = bm[k + 1], m2 = bm[k + 2], m3 = bm[k + 3];
+        const __m512 w0 = expand_row(m0, v);
+        v += std::popcount(m0);
+        const __m512 w1 = expand_row(m1, v);
+        v += std::popcount(m1);
+        const __m512 w2 = expand_row(m2, v);
+        v += std::popcount(m2);
+        const __m512 w3 = expand_row(m3, v);
+        v += std::popcount(m3);
+        a0 = _mm512_fmadd_ps(_mm512_set1_ps(x[k]), w0, a0);
+        a1 = _mm512_fmadd_ps(_mm512_set1_ps(x[k + 1]), w1, a1);
+        a2 = _mm512_fmadd_ps(_mm512_set1_ps(x[k + 2]), w2, a2);
+        a3 = _mm512_fmadd_ps(_mm512_set1_ps(x[k + 3]), w3, a3);
+      }
+      for (; k < K; ++k) {
+        const unsigned m = bm[k];
+        a0 = _mm512_fmadd_ps(_mm512_set1_ps(x[k]), expand_row(m, v), a0);
+        v += std::popcount(m);
+      }
+      __m512 s = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+      if (relu) s = _mm512_max_ps(s, _mm512_setzero_ps());
+      _mm512_mask_storeu_ps(y, lanes, s);
+    } else {
+      __m512 acc[RB];
+      for (std::size_t r = 0; r < RB; ++r) acc[r] = b;
+      for (std::size_t k = 0; k < K; ++k) {
+        const unsigned m = bm[k];
+        if (!m) continue;
+        const __m512 w = expand_row(m, v);
+        v += std::popcount(m);
+        for (std::size_t r = 0; r < RB; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(x[r * K + k]), w, acc[r]);
+      }
+      for (std::size_t r = 0; r < RB; ++r) {
+        if (relu) acc[r] = _mm512_max_ps(acc[r], _mm512_setzero_ps());
+        _mm512_mask_storeu_ps(y + r * N, lanes, acc[r]);
+      }
+    }
+    return;
+  }
+#endif
+  // Any other architecture: expand into a 16-float row by a scalar loop, then vectors of L lanes.
+  using V = xsimd::batch<float, Arch>;
+  constexpr std::size_t L = V::size, NV = chunk_width / L;
+  alignas(64) float row[chunk_width];
+  alignas(64) float bpad[chunk_width] = {};
+  std::copy(bias, bias + width, bpad);
+  V acc[RB][NV];
+  for (std::size_t r = 0; r < RB; ++r)
+    for (std::size_t q = 0; q < NV; ++q) acc[r][q] = V::load_aligned(bpad + q * L);
+  for (std::size_t k = 0; k < K; ++k) {
+    const unsigned m = bm[k];
+    if (!m) continue;
+    for (std::size_t l = 0; l < chunk_width; ++l) row[l] = (m >> l & 1u) ? *v++ : 0.0f;
+    for (std::size_t q = 0; q < NV; ++q) {
+      const V w = V::load_aligned(row + q * L);
+      for (std::size_t r = 0; r < RB; ++r) acc[r][q] = xsimd::fma(V(x[r * K + k]), w, acc[r][q]);
+    }
+  }
+  for (std::size_t r = 0; r < RB; ++r) {
+    alignas(64) float out[chunk_width];
+    for (std::size_t q = 0; q < NV; ++q) {
+      V s = acc[r][q];
+      if (relu) s = xsimd::max(s, V(0.0f));
+      s.store_aligned(out + q * L);
+    }
+    std::copy(out, out + width, y + r * N);
+  }
+}
+
+}  // namespace detail
+
+// y[batch x N] = x[batch x K] W + bias, relu optional; the scalar reference for types without SIMD.
+template <std::size_t K, std::size_t N, class Arch = default_arch, class T>
+void forward(const T* x, const T* values, const std::uint32_t* offsets, const std::uint16_t* bitmap, const T* bias,
+             T* y, std::size_t batch, bool relu) {
+  if constexpr (std::is_same_v<T, float> && simd_v<float, Arch> && chunk_width % xsimd::batch<float, Arch>::size == 0) {
+    constexpr std::size_t RB = 8;
+    for (std::size_t c = 0; c < chunks(N); ++c) {
+      const std::size_t j0 = c * chunk_width, width = std::min(chunk_width, N - j0);
+      const float* v = values + offsets[c];
+      const std::uint16_t* bm = bitmap + c * K;
+      std::size_t b = 0;
+      for (; b + RB <= batch; b += RB)
+        detail::chunk_rows<Arch, RB>(x + b * K, K, v, bm, bias + j0, y + b * N + j0, N, width, relu);
+      for (; b < batch; ++b) detail::chunk_rows<Arch, 1>(x + b * K, K, v, bm, bias + j0, y + b * N + j0, N, width, relu);
+    }
+  } else {
+    forward_reference(x, values, offsets, bitmap, bias, y, batch, K, N, relu);
+  }
+}
+
+// Packs kernel w[K x N] (row-major) where keep[i] != 0 into the layout above;
+// values beyond the kept count (up to capacity) are zero. Returns the count kept.
+template <class T, class M>
+std::size_t pack(const T* w, const M* keep, std::size_t K, std::size_t N, T* values, std::size_t capacity,
+                 std::uint32_t* offsets, std::uint16_t* bitmap) {
+  std::size_t p = 0;
+  for (std::size_t c = 0; c < chunks(N); ++c) {
+    offsets[c] = std::uint32_t(p);
+    for (std::size_t k = 0; k < K; ++k) {
+      unsigned m = 0;
+      for (std::size_t l = 0; l < chunk_width && c * chunk_width + l < N; ++l) {
+        const std::size_t i = k * N + c * chunk_width + l;
+        if (keep[i]) {
+          if (p < capacity) values[p] = w[i];
+          ++p;
+          m |= 1u << l;
+        }
+      }
+      bitmap[c * K + k] = std::uint16_t(m);
+    }
+  }
+  offsets[chunks(N)] = std::uint32_t(p);
+  for (std::size_t q = p; q < capacity; ++q) values[q] = T(0);
+  return p;
+}
+
+}  // namespace ctnn::kernels::cpu::sparse

@@ -1,0 +1,76 @@
+// ctnn/pruning/diagnostics.hpp — the compile-time messages of the pruning wrapper.
+//
+// As core/diagnostics.hpp: each check is a class template whose arguments
+// carry the layer's position and the numbers involved, and whose
+// static_assert is one sentence naming the component. Sparsities are shown
+// in thousandths (sparsity_permille<1200> is 1.2), since a class template
+// argument list prints integers most readably.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "../core/diagnostics.hpp"
+
+namespace ctnn::diag {
+
+template <std::int64_t> struct sparsity_permille {};
+template <std::int64_t> struct begin_step {};
+template <std::int64_t> struct end_step {};
+template <std::int64_t> struct frequency {};
+template <std::size_t> struct n_kept {};
+template <std::size_t> struct m_group {};
+template <std::size_t> struct block_rows {};
+template <std::size_t> struct block_cols {};
+template <std::size_t> struct kernel_rows {};
+template <std::size_t> struct kernel_cols {};
+
+template <class Layer, class Sparsity, bool Ok>
+struct prune_sparsity_out_of_range {
+  static_assert(Ok, "prune_low_magnitude: the schedule's sparsity for this layer must be >= 0 and < 1");
+  static constexpr bool value = Ok;
+};
+template <class Layer, class Begin, class End, bool Ok>
+struct prune_schedule_ends_before_it_begins {
+  static_assert(Ok, "prune_low_magnitude: the schedule for this layer ends before it begins (end_step <= begin_step)");
+  static constexpr bool value = Ok;
+};
+template <class Layer, class Begin, class Frequency, bool Ok>
+struct prune_schedule_bad_steps {
+  static_assert(Ok, "prune_low_magnitude: the schedule for this layer needs begin_step >= 0, frequency > 0 and power >= 1");
+  static constexpr bool value = Ok;
+};
+template <class Layer, class N, class M, bool Ok>
+struct prune_n_of_m_invalid {
+  static_assert(Ok, "prune_low_magnitude: N:M sparsity for this layer needs 0 < N < M (N kept of every M)");
+  static constexpr bool value = Ok;
+};
+template <class Layer, class Rows, class M, bool Ok>
+struct prune_n_of_m_rows {
+  static_assert(Ok, "prune_low_magnitude: N:M sparsity for this layer needs the kernel's input dimension to be a multiple of M");
+  static constexpr bool value = Ok;
+};
+template <class Layer, class Rows, class Cols, class BR, class BC, bool Ok>
+struct prune_block_does_not_tile {
+  static_assert(Ok, "prune_low_magnitude: the pruning block for this layer does not tile its kernel matrix");
+  static constexpr bool value = Ok;
+};
+template <class Layer, bool Ok>
+struct prune_not_prunable {
+  static_assert(Ok, "prune_low_magnitude: this layer has no kernel to prune (dense and conv2d are prunable)");
+  static constexpr bool value = Ok;
+};
+
+}  // namespace ctnn::diag
+
+namespace ctnn::diag {
+template <class Layer, class Has, class Wants, bool Ok>
+struct sparse_dense_input_mismatch {
+  static_assert(Ok, "sparse_dense: the input of this layer is not flat or its feature count differs from K");
+  static constexpr bool value = Ok;
+};
+template <class Layer, bool Ok>
+struct sparse_dense_nnz_too_large {
+  static_assert(Ok, "sparse_dense: this layer's NNZ exceeds K * N");
+  static constexpr bool value = Ok;
+};
+}  // namespace ctnn::diag

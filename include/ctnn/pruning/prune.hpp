@@ -1,0 +1,203 @@
+// ctnn/pruning/prune.hpp — prune_low_magnitude<Layer, Schedule, Pattern>: a pruned layer spec.
+//
+// Wraps a dense or conv2d spec (as tfmot.sparsity.keras.prune_low_magnitude):
+// the bound layer is the wrapped one (same forward, backward, parameters)
+// plus a uint8 mask buffer "kernel_mask" of the kernel's shape in the
+// model's plan (role::mask, saved with the weights). The kernel is viewed as
+// a matrix of `rows` (inputs: K of a dense layer, KH*KW*C of a convolution)
+// by `cols` (units, filters); the bias is never pruned. Pattern says which
+// weights go at a pruning step (pruning/masks.hpp):
+//   unstructured    the smallest |w| of the layer (TFMOT's default)
+//   n_of_m<N, M>    the N largest |w| of every M consecutive inputs of each
+//                   unit are kept (2:4 is n_of_m<2, 4>); the sparsity is 1 - N/M
+//                   whatever the schedule says; the schedule says when
+//   block<R, C>     R x C blocks of the kernel matrix, ranked by their mean |w|
+//   units           whole columns (a dense layer's units) by their L2 norm;
+//                   strip_pruning narrows the layer and the next dense layer
+// final_nnz, the number of kernel weights kept at the schedule's final
+// sparsity, is a compile-time constant: keep = max(round_half_even(n * (1 -
+// s)), 1) of n candidates (weights or blocks), as TFMOT's top-k. Masks change
+// only in the training step (pruning/update_pruning_step.hpp).
+// Compile errors (one sentence, the layer's position in the instantiation):
+// a sparsity outside [0, 1), a schedule that ends before it begins, N:M with
+// N >= M or N = 0, rows not a multiple of M, a block that does not tile.
+#pragma once
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "../core/concepts.hpp"
+#include "../core/plan.hpp"
+#include "../core/shape.hpp"
+#include "../layers/conv2d.hpp"
+#include "../layers/dense.hpp"
+#include "diagnostics.hpp"
+#include "schedules.hpp"
+
+namespace ctnn {
+
+// ---- patterns ----
+struct unstructured {
+  static std::string name() { return ""; }
+};
+template <std::size_t N, std::size_t M>
+struct n_of_m {
+  static constexpr std::size_t n = N, m = M;
+  static std::string name() { return "n_of_m<" + std::to_string(N) + ", " + std::to_string(M) + ">"; }
+};
+template <std::size_t R, std::size_t C>
+struct block {
+  static constexpr std::size_t rows = R, cols = C;
+  static std::string name() { return "block<" + std::to_string(R) + ", " + std::to_string(C) + ">"; }
+};
+
+// Whole units (kernel columns: a dense layer's outputs) by the L2 norm of
+// their weights; strip_pruning makes the layer narrower and the next one's
+// input with it.
+struct units {
+  static std::string name() { return "units"; }
+};
+
+template <class P>
+inline constexpr bool is_n_of_m_v = false;
+template <std::size_t N, std::size_t M>
+inline constexpr bool is_n_of_m_v<n_of_m<N, M>> = true;
+template <class P>
+inline constexpr bool is_block_v = false;
+template <std::size_t R, std::size_t C>
+inline constexpr bool is_block_v<block<R, C>> = true;
+
+namespace detail {
+// tf.math.round: half to even.
+constexpr double round_half_even(double v) {
+  const double f = double(std::int64_t(v));  // v >= 0 here
+  const double d = v - f;
+  if (d > 0.5) return f + 1;
+  if (d < 0.5) return f;
+  return (std::int64_t(f) % 2 == 0) ? f : f + 1;
+}
+// How many of n candidates TFMOT's top-k keeps at sparsity s.
+constexpr std::size_t keep_count(std::size_t n, double s) {
+  const double k = round_half_even(double(n) * (1.0 - s));
+  return k < 1 ? 1 : std::size_t(k);
+}
+template <class P, std::size_t Rows, std::size_t Cols>
+constexpr std::size_t kept_at(double s) {
+  if constexpr (is_n_of_m_v<P>) return Rows / P::m * P::n * Cols;
+  else if constexpr (is_block_v<P>) return keep_count((Rows / P::rows) * (Cols / P::cols), s) * P::rows * P::cols;
+  else if constexpr (std::is_same_v<P, units>) return keep_count(Cols, s) * Rows;
+  else return keep_count(Rows * Cols, s);
+}
+template <class L>
+concept prunable_layer = requires {
+  L::K;
+  L::kernel_count;
+};
+}  // namespace detail
+
+template <class Spec, class Inner>
+struct pruned_layer;
+
+template <LayerSpec Layer, PruningSchedule Schedule, class Pattern = unstructured>
+struct prune_low_magnitude {
+  using is_layer_spec = void;
+  using layer_spec = Layer;
+  using schedule = Schedule;
+  using pattern = Pattern;
+
+  static std::string name() {
+    std::string s = "prune_low_magnitude<" + Layer::name() + ", " + Schedule::name();
+    if (!std::is_same_v<Pattern, unstructured>) s += ", " + Pattern::name();
+    return s + ">";
+  }
+
+  template <Shape In, std::size_t Pos>
+  static constexpr bool check() {
+    using S = Schedule;
+    constexpr auto permille = [](double v) { return std::int64_t(v * 1000 + (v < 0 ? -0.5 : 0.5)); };
+    constexpr bool s0 = diag::prune_sparsity_out_of_range<diag::layer<Pos>, diag::sparsity_permille<permille(S::initial_sparsity)>,
+                                                          (S::initial_sparsity >= 0 && S::initial_sparsity < 1)>::value;
+    constexpr bool s1 = diag::prune_sparsity_out_of_range<diag::layer<Pos>, diag::sparsity_permille<permille(S::final_sparsity)>,
+                                                          (S::final_sparsity >= 0 && S::final_sparsity < 1)>::value;
+    constexpr bool steps = diag::prune_schedule_bad_steps<diag::layer<Pos>, diag::begin_step<S::begin_step>,
+                                                          diag::frequency<S::frequency>,
+                                                          (S::begin_step >= 0 && S::frequency > 0 && S::power >= 1)>::value;
+    constexpr bool order = diag::prune_schedule_ends_before_it_begins<diag::layer<Pos>, diag::begin_step<S::begin_step>,
+                                                                      diag::end_step<S::end_step>,
+                                                                      (S::end_step == -1 || S::end_step > S::begin_step)>::value;
+    bool ok = s0 && s1 && steps && order;
+    if constexpr (requires { Layer::template check<In, Pos>(); }) {
+      if (!Layer::template check<In, Pos>()) return false;
+    }
+    using inner = typename Layer::template bind<In, precision::float32, cpu<>>;
+    constexpr bool prunable = diag::prune_not_prunable<diag::layer<Pos>, detail::prunable_layer<inner>>::value;
+    if constexpr (prunable) {
+      constexpr std::size_t rows = inner::K, cols = inner::kernel_count / inner::K;
+      if constexpr (is_n_of_m_v<Pattern>) {
+        constexpr bool nm = diag::prune_n_of_m_invalid<diag::layer<Pos>, diag::n_kept<Pattern::n>, diag::m_group<Pattern::m>,
+                                                       (Pattern::n > 0 && Pattern::n < Pattern::m)>::value;
+        constexpr bool fits = diag::prune_n_of_m_rows<diag::layer<Pos>, diag::kernel_rows<rows>, diag::m_group<Pattern::m>,
+                                                      (Pattern::m > 0 && rows % Pattern::m == 0)>::value;
+        ok = ok && nm && fits;
+      } else if constexpr (is_block_v<Pattern>) {
+        constexpr bool tiles = diag::prune_block_does_not_tile<
+            diag::layer<Pos>, diag::kernel_rows<rows>, diag::kernel_cols<cols>, diag::block_rows<Pattern::rows>,
+            diag::block_cols<Pattern::cols>,
+            (Pattern::rows > 0 && Pattern::cols > 0 && rows % Pattern::rows == 0 && cols % Pattern::cols == 0)>::value;
+        ok = ok && tiles;
+      }
+    }
+    return ok && prunable;
+  }
+
+  template <Shape In, class P, class Backend>
+  using bind = pruned_layer<prune_low_magnitude, typename Layer::template bind<In, P, Backend>>;
+};
+
+template <class S>
+inline constexpr bool is_pruned_spec_v = false;
+template <class L, class S, class P>
+inline constexpr bool is_pruned_spec_v<prune_low_magnitude<L, S, P>> = true;
+
+namespace detail {
+template <std::size_t N>
+constexpr std::array<buffer, N + 1> with_kernel_mask(const std::array<buffer, N>& in) {
+  std::array<buffer, N + 1> out{};
+  for (std::size_t i = 0; i < N; ++i) out[i] = in[i];
+  buffer m = in[0];  // the kernel
+  m.kind = role::mask;
+  m.type = elem::u8;
+  m.name = "kernel_mask";
+  out[N] = m;
+  return out;
+}
+}  // namespace detail
+
+// The bound pruned layer: the wrapped layer's computation, plus its mask.
+template <class Spec, class Inner>
+struct pruned_layer : Inner {
+  using inner = Inner;
+  using spec = Spec;
+  using schedule = typename Spec::schedule;
+  using pattern = typename Spec::pattern;
+  static constexpr bool is_pruned = true;
+  static constexpr std::size_t rows = Inner::K, cols = Inner::kernel_count / Inner::K;
+  static constexpr std::array<buffer, Inner::buffers.size() + 1> buffers = detail::with_kernel_mask(Inner::buffers);
+  static constexpr std::size_t final_nnz = detail::kept_at<pattern, rows, cols>(schedule::final_sparsity);
+  static constexpr std::size_t final_units = detail::keep_count(cols, schedule::final_sparsity);  // units pattern
+  static std::string name() { return Spec::name(); }
+
+  template <class Slot>
+  static void init(Slot s, rng& g) {
+    Inner::init(s, g);
+    for (std::size_t i = 0; i < Inner::kernel_count; ++i) s.mask[i] = 1;
+  }
+};
+
+template <class L>
+concept PrunedLayer = requires { requires L::is_pruned; };
+
+}  // namespace ctnn

@@ -1,0 +1,136 @@
+// ctnn/pruning/update_pruning_step.hpp — the training-step hook that prunes (TFMOT's UpdatePruningStep).
+//
+// Pass update_pruning_step{} to fit with a model whose network has
+// prune_low_magnitude layers. It is a step hook (train/step.hpp) and a
+// callback (train/callbacks.hpp):
+//   before the forward pass of the step at update count t (the step's first
+//   phase), for each pruned layer whose schedule says should_prune(t): a new
+//   mask from the kernel's magnitudes at sparsity(t) (pruning/masks.hpp), as
+//   TFMOT's wrapper does in its call() at pruning_step t;
+//   transform_gradients: the gradients of pruned weights are set to 0, so no
+//   optimizer transform (accumulation, clipping) sees them;
+//   after_update (after the optimizer's own, e.g. the EMA): pruned weights and
+//   every optimizer slot of a pruned weight (momentum, Adam's moments, the
+//   EMA average, the accumulator) are set to exactly 0, so after every update
+//   the pruned weights are exactly 0, and no slot can bring them back later
+//   (not even with_options' final EMA copy);
+//   on_epoch_end: logs "sparsity_layer_<position>" (the fraction of the
+//   kernel that is masked; positions count from 1 after input) for every
+//   pruned layer into the epoch's logs, hence the history.
+// apply_masks(model) zeroes the masked weights of every pruned layer
+// (after loading or editing weights by hand); layer_sparsities(model) returns
+// (position, sparsity) pairs.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "../train/step.hpp"
+#include "masks.hpp"
+#include "prune.hpp"
+
+namespace ctnn {
+
+namespace pruning::detail {
+
+// Calls f.template operator()<I, L>(kernel, grads, mask, offset) for every pruned layer I of model m, where
+// offset is the kernel's index in the parameter region.
+template <class M, class F>
+void for_each_pruned(M& m, F&& f) {
+  using layers = typename M::layers;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&] {
+          using L = std::tuple_element_t<I, layers>;
+          if constexpr (PrunedLayer<L>) {
+            std::uint8_t* mask = nullptr;
+            m.for_each_variable([&](const variable_ref& v) {
+              if (v.layer == I && v.kind == role::mask) mask = reinterpret_cast<std::uint8_t*>(v.data);
+            });
+            auto w = m.template layer_parameters<I>();
+            auto g = m.template layer_gradients<I>();
+            const std::size_t offset = std::size_t(w.data() - m.parameters().data());
+            f.template operator()<I, L>(w.data(), g.data(), mask, offset);
+          }
+        }(),
+        ...);
+  }(std::make_index_sequence<std::tuple_size_v<layers>>{});
+}
+
+}  // namespace pruning::detail
+
+// Zeroes the weights every pruned layer's mask removes.
+template <class M>
+void apply_masks(M& m) {
+  pruning::detail::for_each_pruned(m, [&]<std::size_t I, class L>(auto* w, auto*, const std::uint8_t* mask, std::size_t) {
+    for (std::size_t i = 0; i < L::kernel_count; ++i)
+      if (!mask[i]) w[i] = 0;
+  });
+}
+
+// (position from 1, fraction of the kernel masked) for every pruned layer.
+template <class M>
+std::vector<std::pair<std::size_t, double>> layer_sparsities(M& m) {
+  std::vector<std::pair<std::size_t, double>> r;
+  pruning::detail::for_each_pruned(m, [&]<std::size_t I, class L>(auto*, auto*, const std::uint8_t* mask, std::size_t) {
+    r.emplace_back(I + 1, pruning::mask_sparsity(mask, L::kernel_count));
+  });
+  return r;
+}
+
+// Recomputes the mask of every pruned layer whose schedule prunes at `step`, and applies every mask.
+template <class M>
+void prune_at_step(M& m, std::int64_t step) {
+  pruning::detail::for_each_pruned(m, [&]<std::size_t I, class L>(auto* w, auto*, std::uint8_t* mask, std::size_t) {
+    using S = typename L::schedule;
+    if (S::should_prune(step)) pruning::compute_mask<typename L::pattern>(w, L::rows, L::cols, S::sparsity(step), mask);
+  });
+  apply_masks(m);
+}
+
+struct update_pruning_step {
+  // Phase 1 (before the forward pass): the masks of step t.
+  template <class M>
+  void scale_loss(step_state<M>& s) {
+    if (s.iteration == last_step_) return;  // gradient accumulation: one mask update per update count
+    last_step_ = s.iteration;
+    prune_at_step(s.model, s.iteration);
+  }
+  // Phase 4: pruned weights get no gradient.
+  template <class M>
+  void transform_gradients(step_state<M>& s) {
+    pruning::detail::for_each_pruned(s.model, [&]<std::size_t I, class L>(auto*, auto* g, const std::uint8_t* mask, std::size_t) {
+      for (std::size_t i = 0; i < L::kernel_count; ++i)
+        if (!mask[i]) g[i] = 0;
+    });
+  }
+  // Phase 6: pruned weights and their optimizer slots are exactly 0.
+  template <class M>
+  void after_update(step_state<M>& s) {
+    const std::size_t n = s.parameters.size();
+    const std::size_t slots = n ? s.slots.size() / n : 0;
+    pruning::detail::for_each_pruned(s.model, [&]<std::size_t I, class L>(auto* w, auto*, const std::uint8_t* mask, std::size_t off) {
+      for (std::size_t i = 0; i < L::kernel_count; ++i)
+        if (!mask[i]) {
+          w[i] = 0;
+          for (std::size_t k = 0; k < slots; ++k) s.slots[k * n + off + i] = 0;
+        }
+    });
+  }
+  template <class Ctx>
+  void on_train_begin(Ctx&) {
+    last_step_ = -1;
+  }
+  template <class Ctx>
+  void on_epoch_end(Ctx& ctx) {
+    for (auto [pos, sp] : layer_sparsities(ctx.model)) ctx.epoch_logs.set("sparsity_layer_" + std::to_string(pos), sp);
+  }
+
+ private:
+  std::int64_t last_step_ = -1;
+};
+
+}  // namespace ctnn

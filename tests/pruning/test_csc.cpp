@@ -1,0 +1,88 @@
+// pruning/strip_csc.hpp, layers/sparse_dense_csc.hpp, kernels/cpu/sparse_csc.hpp:
+// the column layout for inference speed, against its scalar reference and
+// the masked model.
+#include <doctest/doctest.h>
+
+#include <ctnn/ctnn.hpp>
+#include <ctnn/pruning/strip_csc.hpp>
+
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+#include "gradcheck/gradcheck.hpp"
+#include "kernels/archs.hpp"
+
+using namespace ctnn;
+
+namespace {
+using csc_net = sequential<input<64>, prune_low_magnitude<dense<40, relu>, constant_sparsity<0.8>>,
+                           prune_low_magnitude<dense<24, ctnn::tanh>, constant_sparsity<0.0>, n_of_m<2, 4>>, dense<3>>;
+}
+
+static_assert(std::is_same_v<stripped_csc_t<csc_net>, sequential<input<64>, sparse_dense_csc<64, 40, 512, relu>,
+                                                                 sparse_dense_csc<40, 24, 480, ctnn::tanh>, dense<3>>>);
+static_assert(stripped_csc_t<csc_net>::parameter_count == 512 + 40 + 480 + 24 + 24 * 3 + 3);
+
+TEST_CASE("csc kernels: forward equals the scalar reference on every architecture, every batch path") {
+  auto run = [](auto arch, const char*) {
+    using Arch = decltype(arch);
+    auto one = [&]<std::size_t K, std::size_t N>(double density, std::size_t batch, bool relu) {
+      rng g(K * 7 + N * 3 + batch);
+      std::vector<float> w(K * N), x(batch * K), bias(N);
+      std::vector<std::uint8_t> keep(K * N);
+      for (std::size_t i = 0; i < K * N; ++i) {
+        keep[i] = g.uniform() < density;
+        w[i] = float(g.uniform(-1, 1));
+      }
+      for (auto& v : x) v = float(g.uniform(-1, 1));
+      for (auto& v : bias) v = float(g.uniform(-1, 1));
+      std::vector<float> values(K * N + 1), scratch((K + N) * batch);
+      std::vector<std::uint32_t> col(N + 1);
+      std::vector<std::uint16_t> rows(K * N + 1);
+      kernels::cpu::csc::pack(w.data(), keep.data(), K, N, values.data(), values.size(), col.data(), rows.data());
+      std::vector<float> y(batch * N), ref(batch * N);
+      kernels::cpu::csc::forward<K, N, Arch>(x.data(), values.data(), col.data(), rows.data(), bias.data(), y.data(),
+                                             batch, relu, scratch.data());
+      for (std::size_t b = 0; b < batch; ++b)
+        for (std::size_t j = 0; j < N; ++j) {
+          double s = bias[j];
+          for (std::size_t k = 0; k < K; ++k) s += keep[k * N + j] ? double(x[b * K + k]) * w[k * N + j] : 0.0;
+          ref[b * N + j] = float(relu ? std::max(s, 0.0) : s);
+        }
+      for (std::size_t i = 0; i < y.size(); ++i) CHECK(y[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1.0));
+    };
+    for (double d : {0.0, 0.1, 0.5, 1.0})
+      for (std::size_t batch : {1, 3, 16, 17, 64, 100}) {
+        one.template operator()<1, 1>(d, batch, false);
+        one.template operator()<3, 17>(d, batch, true);
+        one.template operator()<64, 40>(d, batch, true);
+        one.template operator()<255, 33>(d, batch, false);
+      }
+  };
+  CHECK(test::for_each_arch("csc forward", run) >= 1);
+}
+
+TEST_CASE("sparse_dense_csc: finite-difference gradients") {
+  CHECK(gradcheck::check_layer<sparse_dense_csc<8, 20, 60, ctnn::tanh>, shape<8>>() < 1e-6);
+  CHECK(gradcheck::check_layer<sparse_dense_csc<5, 3, 15>, shape<5>>() < 1e-6);
+}
+
+TEST_CASE("strip_pruning_csc: predictions equal the masked model's and strip_pruning's at every batch size") {
+  auto m = make_model<csc_net>(3);
+  prune_at_step(m, 0);
+  auto c = strip_pruning_csc(m);
+  auto b = strip_pruning(m);
+  std::vector<float> xs(70 * 64);
+  rng g(2);
+  for (auto& v : xs) v = float(g.uniform(-1, 1));
+  for (std::size_t batch : {1, 16, 64}) {
+    const auto pm = m.predict(xs.data(), 70, batch), pc = c.predict(xs.data(), 70, batch), pb = b.predict(xs.data(), 70, batch);
+    for (std::size_t i = 0; i < pm.size(); ++i) {
+      CHECK(pc[i] == doctest::Approx(pm[i]).epsilon(1e-5).scale(1.0));
+      CHECK(pb[i] == doctest::Approx(pm[i]).epsilon(1e-5).scale(1.0));
+    }
+  }
+  auto fresh = make_model<csc_net>(3);  // nothing pruned: more weights than NNZ
+  CHECK_THROWS_WITH(strip_pruning_csc(fresh), doctest::Contains("strip_pruning_csc: layer 1 keeps 2560 weights"));
+}

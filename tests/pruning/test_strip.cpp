@@ -1,0 +1,186 @@
+// pruning/strip.hpp, layers/sparse_dense.hpp, kernels/cpu/sparse.hpp: the
+// stripped network type and its compile-time sizes, the sparse kernels
+// against their scalar reference on every architecture, predictions equal to
+// the masked model's, smaller weight files, and the sparse layer's gradients.
+#include <doctest/doctest.h>
+
+#include <ctnn/ctnn.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "gradcheck/gradcheck.hpp"
+#include "kernels/archs.hpp"
+
+using namespace ctnn;
+
+namespace {
+using net50 = sequential<input<64>, prune_low_magnitude<dense<40, relu>, constant_sparsity<0.5>>, dense<3>>;
+using plain = sequential<input<64>, dense<40, relu>, dense<3>>;
+using net_nm = sequential<input<64>, prune_low_magnitude<dense<40, relu>, constant_sparsity<0.0>, n_of_m<2, 4>>, dense<3>>;
+using net_poly = sequential<input<64>, prune_low_magnitude<dense<40, relu>, polynomial_sparsity<0.0, 0.9, 0, 20, 3, 4>>,
+                            prune_low_magnitude<dense<16, ctnn::tanh>, constant_sparsity<0.75>>, dense<3>>;
+
+data::in_memory<shape<64>, sparse_labels> toy_data() {
+  std::vector<float> x(96 * 64);
+  std::vector<std::int32_t> y(96);
+  rng g(11);
+  for (auto& v : x) v = float(g.uniform(-1, 1));
+  for (std::size_t i = 0; i < 96; ++i) y[i] = std::int32_t(i % 3);
+  return {x, y};
+}
+const sparse_categorical_crossentropy xent{.from_logits = true};
+}  // namespace
+
+// The stripped type and its sizes are compile-time facts.
+static_assert(std::is_same_v<stripped_t<net50>, sequential<input<64>, sparse_dense<64, 40, 1280, relu>, dense<3>>>);
+static_assert(std::is_same_v<stripped_t<net_nm>, sequential<input<64>, sparse_dense<64, 40, 1280, relu>, dense<3>>>);
+static_assert(std::is_same_v<stripped_t<net_poly>, sequential<input<64>, sparse_dense<64, 40, 256, relu>,
+                                                              sparse_dense<40, 16, 160, ctnn::tanh>, dense<3>>>);
+static_assert(stripped_t<net50>::parameter_count == 1280 + 40 + 40 * 3 + 3);
+static_assert(net50::parameter_count == 64 * 40 + 40 + 40 * 3 + 3);
+// parameters 4 * (1280 + 40) + metadata 4 * 4 + 2 * 3 * 64 bytes against 4 * (2560 + 40): 46% fewer bytes
+static_assert(stripped_t<net50>::memory_plan(1).metadata == align_bytes(4 * 4 + 2 * 3 * 64));
+static_assert(stripped_t<net50>::memory_plan(1).parameters + stripped_t<net50>::memory_plan(1).metadata <
+              0.6 * double(plain::memory_plan(1).parameters));
+
+TEST_CASE("sparse kernels: forward equals the scalar reference on every architecture") {
+  auto run = [](auto arch, const char*) {
+    using Arch = decltype(arch);
+    auto one = [&]<std::size_t K, std::size_t N>(double density, std::size_t batch, bool relu) {
+      rng g(K * 131 + N + batch);
+      std::vector<float> w(K * N), x(batch * K), bias(N);
+      std::vector<std::uint8_t> keep(K * N);
+      for (std::size_t i = 0; i < K * N; ++i) {
+        keep[i] = g.uniform() < density;
+        w[i] = float(g.uniform(-1, 1));
+      }
+      for (auto& v : x) v = float(g.uniform(-1, 1));
+      for (auto& v : bias) v = float(g.uniform(-1, 1));
+      std::vector<float> values(K * N + 1);
+      std::vector<std::uint32_t> off(kernels::cpu::sparse::chunks(N) + 1);
+      std::vector<std::uint16_t> bm(kernels::cpu::sparse::chunks(N) * K);
+      kernels::cpu::sparse::pack(w.data(), keep.data(), K, N, values.data(), values.size(), off.data(), bm.data());
+      std::vector<float> y(batch * N), ref(batch * N), dense_ref(batch * N);
+      kernels::cpu::sparse::forward<K, N, Arch>(x.data(), values.data(), off.data(), bm.data(), bias.data(), y.data(),
+                                                batch, relu);
+      kernels::cpu::sparse::forward_reference(x.data(), values.data(), off.data(), bm.data(), bias.data(), ref.data(),
+                                              batch, K, N, relu);
+      // the reference itself: the dense product of the masked kernel
+      for (std::size_t b = 0; b < batch; ++b)
+        for (std::size_t j = 0; j < N; ++j) {
+          double s = bias[j];
+          for (std::size_t k = 0; k < K; ++k) s += keep[k * N + j] ? double(x[b * K + k]) * w[k * N + j] : 0.0;
+          dense_ref[b * N + j] = float(relu ? std::max(s, 0.0) : s);
+        }
+      for (std::size_t i = 0; i < y.size(); ++i) {
+        CHECK(y[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1.0));
+        CHECK(ref[i] == doctest::Approx(dense_ref[i]).epsilon(1e-5).scale(1.0));
+      }
+    };
+    for (double d : {0.0, 0.1, 0.5, 1.0})
+      for (std::size_t batch : {1, 3, 8, 17}) {
+        one.template operator()<1, 1>(d, batch, false);
+        one.template operator()<3, 17>(d, batch, true);
+        one.template operator()<17, 16>(d, batch, false);
+        one.template operator()<64, 40>(d, batch, true);
+        one.template operator()<255, 33>(d, batch, false);
+      }
+  };
+  CHECK(test::for_each_arch("sparse forward", run) >= 1);
+}
+
+TEST_CASE("sparse_dense: finite-difference gradients") {
+  CHECK(gradcheck::check_layer<sparse_dense<8, 20, 60, ctnn::tanh>, shape<8>>() < 1e-6);
+  CHECK(gradcheck::check_layer<sparse_dense<5, 3, 15>, shape<5>>() < 1e-6);
+}
+
+TEST_CASE("strip_pruning: predictions equal the masked model's, the weights file is smaller") {
+  auto check_strip = [](auto m, std::size_t epochs_n) {
+    adam opt{0.01};
+    fit(m, xent, opt, toy_data().batch(16), epochs{epochs_n}, update_pruning_step{});
+    auto s = strip_pruning(m);
+    auto x = toy_data();
+    std::vector<float> xs(96 * 64);
+    rng g(2);
+    for (auto& v : xs) v = float(g.uniform(-1, 1));
+    const auto a = m.predict(xs.data(), 96, 7), b = s.predict(xs.data(), 96, 7);
+    double worst = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, double(std::abs(a[i] - b[i])));
+    CHECK(worst < 1e-5);
+    return s;
+  };
+  SUBCASE("50% unstructured") {
+    auto s = check_strip(make_model<net50>(3), 2);
+    const auto dir = std::filesystem::temp_directory_path();
+    auto d = make_model<plain>(3);
+    io::save_weights(d, dir / "ctnn_plain.bin");
+    io::save_weights(s, dir / "ctnn_stripped.bin");
+    const auto dense_bytes = std::filesystem::file_size(dir / "ctnn_plain.bin");
+    const auto sparse_bytes = std::filesystem::file_size(dir / "ctnn_stripped.bin");
+    MESSAGE("weights file: dense " << dense_bytes << " bytes, stripped at 50% " << sparse_bytes << " bytes");
+    CHECK(double(sparse_bytes) < 0.6 * double(dense_bytes));
+    // the stripped file loads back
+    auto s2 = make_model<stripped_t<net50>>(9);
+    io::load_weights(s2, dir / "ctnn_stripped.bin");
+    CHECK(std::equal(s.parameters().begin(), s.parameters().end(), s2.parameters().begin()));
+    std::filesystem::remove(dir / "ctnn_plain.bin");
+    std::filesystem::remove(dir / "ctnn_stripped.bin");
+  }
+  SUBCASE("2:4") { check_strip(make_model<net_nm>(4), 1); }
+  SUBCASE("polynomial to 90% and a second pruned layer") { check_strip(make_model<net_poly>(5), 4); }
+}
+
+TEST_CASE("strip_pruning: a mask short of the final sparsity is an error naming the layer") {
+  auto m = make_model<net50>(1);  // masks all ones: nothing pruned yet
+  CHECK_THROWS_WITH(strip_pruning(m), doctest::Contains("strip_pruning: layer 1 keeps 2560 weights, more than the 1280"));
+}
+
+TEST_CASE("copy_variables: a trained dense model into its pruned type, the masks kept") {
+  auto d = make_model<plain>(8);
+  auto p = make_model<net50>(1);
+  CHECK(copy_variables(d, p) == 4);  // two kernels and two biases
+  CHECK(std::equal(d.parameters().begin(), d.parameters().end(), p.parameters().begin()));
+  CHECK(std::all_of(p.masks().begin(), p.masks().begin() + 64 * 40, [](std::uint8_t v) { return v == 1; }));
+}
+
+TEST_CASE("units: dense<40> pruned to 60 % of its units strips to dense<16>, and the next layer's input shrinks") {
+  using unet = sequential<input<64>, prune_low_magnitude<dense<40, ctnn::sigmoid>, constant_sparsity<0.6>, units>, dense<3>>;
+  static_assert(std::is_same_v<stripped_t<unet>, sequential<input<64>, dense<16, ctnn::sigmoid>, dense<3>>>);
+  static_assert(stripped_t<unet>::parameter_count == 64 * 16 + 16 + 16 * 3 + 3);
+  auto m = make_model<unet>(6);
+  adam opt{0.01};
+  fit(m, xent, opt, toy_data().batch(16), epochs{2}, update_pruning_step{});
+  // whole columns are masked: every row of the mask is the same
+  std::size_t kept = 0;
+  for (std::size_t j = 0; j < 40; ++j) kept += m.masks()[j];
+  CHECK(kept == 16);
+  for (std::size_t k = 1; k < 64; ++k)
+    for (std::size_t j = 0; j < 40; ++j) CHECK(m.masks()[k * 40 + j] == m.masks()[j]);
+  auto s = strip_pruning(m);
+  std::vector<float> xs(50 * 64);
+  rng g(4);
+  for (auto& v : xs) v = float(g.uniform(-1, 1));
+  // sigmoid(b_j) of the removed units went into the next bias: same predictions
+  const auto a = m.predict(xs.data(), 50), b = s.predict(xs.data(), 50);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-5).scale(1.0));
+}
+
+TEST_CASE("blocks: 1x4 and 4x4 block masks strip to sparse_dense with whole blocks kept") {
+  using b14 = sequential<input<64>, prune_low_magnitude<dense<40, relu>, constant_sparsity<0.75>, block<1, 4>>, dense<3>>;
+  using b44 = sequential<input<64>, prune_low_magnitude<dense<40, relu>, constant_sparsity<0.5>, block<4, 4>>, dense<3>>;
+  static_assert(std::is_same_v<stripped_t<b14>, sequential<input<64>, sparse_dense<64, 40, 640, relu>, dense<3>>>);
+  static_assert(std::is_same_v<stripped_t<b44>, sequential<input<64>, sparse_dense<64, 40, 1280, relu>, dense<3>>>);
+  auto m = make_model<b44>(2);
+  adam opt{0.01};
+  fit(m, xent, opt, toy_data().batch(16), epochs{1}, update_pruning_step{});
+  for (std::size_t k = 0; k < 64; ++k)
+    for (std::size_t j = 0; j < 40; ++j) CHECK(m.masks()[k * 40 + j] == m.masks()[(k / 4 * 4) * 40 + j / 4 * 4]);
+  auto s = strip_pruning(m);
+  std::vector<float> xs(20 * 64, 0.5f);
+  const auto a = m.predict(xs.data(), 20), b = s.predict(xs.data(), 20);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-5).scale(1.0));
+}
