@@ -23,6 +23,7 @@ struct options {
   bool training = true;
   double input_min_abs = 0.05;  // keep inputs away from kinks at 0
   std::size_t max_checks = 400; // per tensor, sampled evenly
+  std::vector<float> metadata{};  // f32 values written over the layer's metadata block after init (run-time factors)
 };
 
 inline double rel_err(double a, double b) { return std::abs(a - b) / std::max(1.0, std::max(std::abs(a), std::abs(b))); }
@@ -35,8 +36,11 @@ double check_layer(options o = {}) {
   ctnn::rng g(123);
   std::vector<double> params(L::parameter_count + 1), grads(L::parameter_count + 1), state(L::state_count + 1),
       cache(L::cache_per_sample * B + 1);
-  ctnn::layer_slot<double> slot{params.data(), grads.data(), state.data(), cache.data()};
+  std::vector<float> metadata(16);
+  ctnn::layer_slot<double> slot{params.data(), grads.data(), state.data(), cache.data(), nullptr,
+                                reinterpret_cast<std::byte*>(metadata.data())};
   L::init(slot, g);
+  std::copy(o.metadata.begin(), o.metadata.end(), metadata.begin());
   for (std::size_t i = 0; i < L::parameter_count; ++i) params[i] += g.uniform(-0.1, 0.1);
   for (std::size_t i = 0; i < L::state_count; ++i) state[i] = g.uniform(0.5, 1.5);
   std::vector<double> x(in * B), r(out * B), y(out * B), dy(out * B), dx(in * B);
