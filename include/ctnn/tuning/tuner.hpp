@@ -228,6 +228,24 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
     }
   }
 
+  // Builds what a trial with values v trains: the model of v's architecture (weights drawn from
+  // `seed`, dropout and regularization factors set from v) and v's optimizer at v's learning
+  // rate, and calls f(model, optimizer, batch_size) (Keras Tuner's hypermodel.build(hp), e.g. to
+  // retrain the best values on more data).
+  template <class F>
+  void build(const values& v, std::uint64_t seed, F&& f) const {
+    const std::size_t batch = std::size_t(v.get_or<std::int64_t>("batch_size", 32));
+    if (batch == 0) throw std::invalid_argument("tuner: batch_size must be > 0");
+    visit_architecture(arch_index(v), [&]<class Net>() {
+      auto m = make_model<Net, float>(seed);
+      configure_values(m, v);
+      visit_optimizer(opt_index(v), [&]<class O>() {
+        O opt = v.has("learning_rate") ? O(v.get<double>("learning_rate")) : O{};
+        f(m, opt, batch);
+      });
+    });
+  }
+
   // Calls f(model, trial) with the best trial's model, its checkpoint (best epoch) loaded.
   template <class F>
   void with_best_model(F&& f, std::size_t rank = 0) const {
@@ -316,23 +334,17 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
         initial = std::size_t(t.hp.get<std::int64_t>("tuner/initial_epoch"));
       }
       const std::size_t batch = std::size_t(t.hp.get_or<std::int64_t>("batch_size", 32));
-      if (batch == 0) throw std::invalid_argument("tuner: batch_size must be > 0");
-      visit_architecture(arch_index(t.hp), [&]<class Net>() {
-        auto m = make_model<Net, float>(trial_seed(t.id));
-        configure_values(m, t.hp);
+      build(t.hp, trial_seed(t.id), [&](auto& m, auto& opt, std::size_t) {
         if (t.hp.has("tuner/trial_id"))
           ctnn::io::load_weights(m, trial_dir(t.hp.get<std::string>("tuner/trial_id")) / "checkpoint.ctnn");
-        visit_optimizer(opt_index(t.hp), [&]<class O>() {
-          O opt = t.hp.has("learning_rate") ? O(t.hp.get<double>("learning_rate")) : O{};
-          detail::trial_recorder rec{&t, &opt_.objective, dir / "checkpoint.ctnn", dir / "trial.json", initial};
-          auto copies = std::make_tuple(extras...);
-          const auto tb = train.batch(batch);
-          std::apply(
-              [&](auto&... x) {
-                ctnn::fit(m, loss, opt, tb, ctnn::epochs{until - initial}, ctnn::validation_data(validation), x..., rec);
-              },
-              copies);
-        });
+        detail::trial_recorder rec{&t, &opt_.objective, dir / "checkpoint.ctnn", dir / "trial.json", initial};
+        auto copies = std::make_tuple(extras...);
+        const auto tb = train.batch(batch);
+        std::apply(
+            [&](auto&... x) {
+              ctnn::fit(m, loss, opt, tb, ctnn::epochs{until - initial}, ctnn::validation_data(validation), x..., rec);
+            },
+            copies);
       });
       t.status = t.score ? trial_status::completed : trial_status::failed;
       if (!t.score) t.message = "the objective '" + opt_.objective.name + "' was never finite";
