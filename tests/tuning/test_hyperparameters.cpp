@@ -38,9 +38,14 @@ TEST_CASE("hyperparameters: real, linear and log, continuous and stepped") {
   auto& lg = s.real("learning_rate", 1e-4, 1e-2, 0, sampling::log);
   CHECK(std::get<double>(lg.from_prob(0.5)) == doctest::Approx(1e-3).epsilon(1e-12));
   CHECK(lg.to_prob(1e-3) == doctest::Approx(0.5));
-  auto& st = s.real("momentum", 0.0, 0.9, 0.3);  // 0, 0.3, 0.6, 0.9
+  auto& st = s.real("momentum", 0.0, 0.9, 0.3);  // 0, 0.3, 0.6, 0.9 (0.9 // 0.3 is 3 in Python)
   CHECK(st.count() == 4);
   CHECK(std::get<double>(st.from_prob(0.6)) == doctest::Approx(0.6));
+  // Keras Tuner counts with Python's 0.5 // 0.1, which is 4: the values are 0, 0.1, ..., 0.4.
+  auto& dr = s.real("rate", 0.0, 0.5, 0.1);
+  CHECK(dr.count() == 5);
+  CHECK(std::get<double>(dr.from_prob(0.99)) == 0.4);
+  CHECK(python_floordiv(0.5, 0.25) == 2);
 }
 
 TEST_CASE("hyperparameters: choice, boolean and a conditional value") {

@@ -9,7 +9,8 @@
 // parent is active and takes one of those values; an inactive hyperparameter
 // has no value in a trial. Sampling maps a probability p in [0, 1) to a value
 // as Keras Tuner 1.4 does (prob_to_value): with a step, index = floor(p * n)
-// of n = (max - min) / step + 1 values (log: min * step^index); without,
+// of n = (max - min) // step + 1 values (Python's floor division: real(0, 0.5,
+// 0.1) has the 5 values 0 to 0.4, as in Keras Tuner) (log: min * step^index); without,
 // min + p (max - min) (log: exp(log min + p (log max - log min))); a choice
 // (and a boolean, the choice {false, true}) takes values[floor(p * n)].
 // value_to_prob is the inverse used by Bayesian optimisation ((index + 0.5) / n
@@ -81,6 +82,16 @@ inline value value_from_json(const nlohmann::json& j) {
 }
 
 enum class sampling { linear, log };
+
+// Python's float a // b for a >= 0, b > 0 (Keras Tuner counts stepped values with it):
+// the floor of the exact quotient, so 0.5 // 0.1 is 4 (0.1 is a little above 1/10).
+inline double python_floordiv(double a, double b) {
+  const double mod = std::fmod(a, b);
+  const double div = (a - mod) / b;
+  double f = std::floor(div);
+  if (div - f > 0.5) f += 1;
+  return f;
+}
 
 // The values of one trial, in the order of the search space.
 class values {
@@ -173,7 +184,7 @@ struct hyperparameter {
     if (type == kind::choice || type == kind::boolean || type == kind::fixed) return choices.size();
     const double s = step > 0 ? step : 1;
     if (scale == sampling::log) return std::size_t(std::log(max / min) / std::log(s) + 1e-8) + 1;
-    return std::size_t(std::floor((max - min) / s + 1e-9)) + 1;
+    return std::size_t(python_floordiv(max - min, s)) + 1;
   }
   value default_value() const {
     if (type == kind::integer) return std::int64_t(min);

@@ -45,6 +45,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -65,11 +66,15 @@ namespace ctnn::tuning {
 template <class... Nets>
 struct architectures {
   static_assert(sizeof...(Nets) > 0, "tuning::architectures: give at least one network type");
+  static_assert((Network<Nets> && ...), "tuning::architectures: every type must be a network (ctnn::sequential<input<...>, ...>)");
   static constexpr std::size_t size = sizeof...(Nets);
 };
 template <class... Os>
 struct optimizers {
   static_assert(sizeof...(Os) > 0, "tuning::optimizers: give at least one optimizer type");
+  static_assert((Optimizer<Os> && ...), "tuning::optimizers: every type must satisfy ctnn::Optimizer (adam<>, sgd<>, ...)");
+  static_assert((std::is_constructible_v<Os, double> && ...),
+                "tuning::optimizers: every optimizer must be constructible from a learning rate (a double)");
   static constexpr std::size_t size = sizeof...(Os);
 };
 
