@@ -150,8 +150,9 @@ TEST_CASE("hyperband: max_epochs 9, factor 3 gives Keras Tuner's brackets, round
   }
   // Round 1 of bracket 2 continues the three best of its round 0, best first, with their values.
   std::vector<std::size_t> order{0, 1, 2, 3, 4, 5, 6, 7, 8};
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return *trials[a].score > *trials[b].score; });
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return *trials[a].score != *trials[b].score ? *trials[a].score > *trials[b].score : a < b;
+  });
   for (std::size_t k = 0; k < 3; ++k) {
     CHECK(trials[9 + k].hp.get<std::string>("tuner/trial_id") == trials[order[k]].id);
     CHECK(trials[9 + k].hp.get<double>("x") == trials[order[k]].hp.get<double>("x"));

@@ -87,8 +87,7 @@ class hyperband : public oracle {
           if (t && t->status == trial_status::completed && t->score) candidates.push_back(t);
         }
         if (std::int64_t(candidates.size()) > past_sz - sz) {
-          std::stable_sort(candidates.begin(), candidates.end(),
-                           [&](const trial* x, const trial* y) { return objective_.better(*x->score, *y->score); });
+          sort_best_first(candidates, objective_);
           const trial* best = candidates.front();
           values v = best->hp;
           v.set("tuner/trial_id", best->id);

@@ -15,6 +15,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -94,6 +95,16 @@ struct trial {
   }
 };
 
+// Sorts trials (pointers into one vector) best score first; ties keep their order
+// (Python's sorted is stable, and Keras Tuner sorts with it).
+inline void sort_best_first(std::vector<const trial*>& v, const objective& obj) {
+  std::sort(v.begin(), v.end(), [&](const trial* a, const trial* b) {
+    if (obj.better(*a->score, *b->score)) return true;
+    if (obj.better(*b->score, *a->score)) return false;
+    return std::less<const trial*>()(a, b);
+  });
+}
+
 class oracle {
  public:
   virtual ~oracle() = default;
@@ -137,7 +148,7 @@ class oracle {
     std::vector<const trial*> r;
     for (auto& t : trials)
       if (t.status == trial_status::completed && t.score) r.push_back(&t);
-    std::stable_sort(r.begin(), r.end(), [&](const trial* a, const trial* b) { return objective_.better(*a->score, *b->score); });
+    sort_best_first(r, objective_);
     return r;
   }
 

@@ -203,12 +203,12 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
 
   // COMPLETED trials, best first (Keras Tuner's oracle.get_best_trials).
   std::vector<trial> best_trials(std::size_t n = 1) const {
-    std::vector<trial> r;
+    std::vector<const trial*> p;
     for (auto& t : trials_)
-      if (t.status == trial_status::completed && t.score) r.push_back(t);
-    std::stable_sort(r.begin(), r.end(),
-                     [&](const trial& a, const trial& b) { return opt_.objective.better(*a.score, *b.score); });
-    if (r.size() > n) r.resize(n);
+      if (t.status == trial_status::completed && t.score) p.push_back(&t);
+    sort_best_first(p, opt_.objective);
+    std::vector<trial> r;
+    for (std::size_t i = 0; i < p.size() && i < n; ++i) r.push_back(*p[i]);
     return r;
   }
   std::vector<values> best_hyperparameters(std::size_t n = 1) const {
@@ -298,12 +298,12 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
   template <class F>
   static void visit_architecture(std::size_t i, F&& f) {
     std::size_t k = 0;
-    ((k++ == i ? (f.template operator()<Nets>(), true) : false) || ...);
+    (void)((k++ == i ? (f.template operator()<Nets>(), true) : false) || ...);
   }
   template <class F>
   static void visit_optimizer(std::size_t i, F&& f) {
     std::size_t k = 0;
-    ((k++ == i ? (f.template operator()<Os>(), true) : false) || ...);
+    (void)((k++ == i ? (f.template operator()<Os>(), true) : false) || ...);
   }
 
   template <class M>
