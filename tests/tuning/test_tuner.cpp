@@ -237,7 +237,7 @@ TEST_CASE("tuner: early_stopping is copied fresh into every trial") {
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("tuner: hyperband continues trials from their checkpoints; summary and best model") {
+TEST_CASE("tuner: hyperband continues trials from their checkpoints, then results_summary and the best model") {
   const auto dir = scratch("hb");
   auto o = options(dir);
   tiny_tuner t(space(), std::make_unique<tn::hyperband>(3, 3), o);
