@@ -15,7 +15,7 @@ case "$mode" in
   *) echo "usage: $0 demo [epochs] | test" >&2; exit 2 ;;
 esac
 
-packages=(cmake g++ make libxtensor-dev libxsimd-dev doctest-dev libbenchmark-dev zlib1g-dev dataset-fashion-mnist)
+packages=(cmake g++ make libxtensor-dev libxsimd-dev doctest-dev libbenchmark-dev zlib1g-dev nlohmann-json3-dev dataset-fashion-mnist)
 # The test command also builds with clang 19 and its libFuzzer/sanitizer runtimes.
 [[ $mode == test ]] && packages+=(clang-19 libclang-rt-19-dev)
 missing=()

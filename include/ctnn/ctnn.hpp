@@ -68,6 +68,7 @@
 #include "train/monitor.hpp"
 #include "train/progress_bar.hpp"
 #include "train/reduce_lr_on_plateau.hpp"
+#include "train/runtime_factors.hpp"
 #include "train/terminate_on_nan.hpp"
 #include "train/fit.hpp"
 #include "train/history.hpp"

@@ -88,9 +88,9 @@ struct conv2d_layer {
   using out_shape = shape<geometry.oh, geometry.ow, F>;
   static constexpr std::size_t K = KH * KW * C;  // one im2col row
   static constexpr std::size_t kernel_count = K * F;
-  static constexpr std::array<buffer, 3> buffers{buffer::parameter("kernel", {KH, KW, C, F}),
-                                                 buffer::parameter("bias", {F}),
-                                                 buffer::cache("columns", geometry.oh * geometry.ow * K)};
+  static constexpr auto buffers = detail::with_regularizer_buffers<Reg>(
+      std::array<buffer, 3>{buffer::parameter("kernel", {KH, KW, C, F}), buffer::parameter("bias", {F}),
+                            buffer::cache("columns", geometry.oh * geometry.ow * K)});
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
   static constexpr std::size_t state_count = 0;
   static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
@@ -100,6 +100,7 @@ struct conv2d_layer {
     const double limit = std::sqrt(6.0 / double(KH * KW * (C + F)));
     for (std::size_t i = 0; i < kernel_count; ++i) s.params[i] = T(g.uniform(-limit, limit));
     for (std::size_t j = 0; j < F; ++j) s.params[kernel_count + j] = T(0);
+    detail::init_regularizer<Reg>(s);
   }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
@@ -113,8 +114,8 @@ struct conv2d_layer {
     O::template conv_backward<geometry>(dy, s.params, s.grads, s.grads + kernel_count, dx, s.cache, r.batch);
   }
 
-  static T penalty(layer_slot<T> s) { return Reg::penalty(s.params, kernel_count); }
-  static void add_penalty_gradient(layer_slot<T> s) { Reg::add_gradient(s.params, s.grads, kernel_count); }
+  static T penalty(layer_slot<T> s) { return detail::regularizer_penalty<Reg, T>(s, kernel_count); }
+  static void add_penalty_gradient(layer_slot<T> s) { detail::add_regularizer_gradient<Reg>(s, kernel_count); }
 };
 
 }  // namespace ctnn

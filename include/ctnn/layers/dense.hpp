@@ -73,7 +73,8 @@ struct dense_layer {
   static constexpr std::size_t K = In::size;
   static constexpr std::size_t kernel_count = K * N;
   static constexpr bool is_dense = true;  // core/mixed_layer.hpp: the AVX512-BF16 forward
-  static constexpr std::array<buffer, 2> buffers{buffer::parameter("kernel", {K, N}), buffer::parameter("bias", {N})};
+  static constexpr auto buffers = detail::with_regularizer_buffers<Reg>(
+      std::array<buffer, 2>{buffer::parameter("kernel", {K, N}), buffer::parameter("bias", {N})});
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
   static constexpr std::size_t state_count = 0;
   static constexpr std::size_t cache_per_sample = 0;
@@ -82,6 +83,7 @@ struct dense_layer {
     const double limit = std::sqrt(6.0 / double(K + N));
     for (std::size_t i = 0; i < kernel_count; ++i) s.params[i] = T(g.uniform(-limit, limit));
     for (std::size_t j = 0; j < N; ++j) s.params[kernel_count + j] = T(0);
+    detail::init_regularizer<Reg>(s);
   }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
@@ -101,8 +103,8 @@ struct dense_layer {
     if (dx) O::template dense_backward_input<K, N>(dy, s.params, dx, r.batch);
   }
 
-  static T penalty(layer_slot<T> s) { return Reg::penalty(s.params, kernel_count); }
-  static void add_penalty_gradient(layer_slot<T> s) { Reg::add_gradient(s.params, s.grads, kernel_count); }
+  static T penalty(layer_slot<T> s) { return detail::regularizer_penalty<Reg, T>(s, kernel_count); }
+  static void add_penalty_gradient(layer_slot<T> s) { detail::add_regularizer_gradient<Reg>(s, kernel_count); }
 };
 
 }  // namespace ctnn

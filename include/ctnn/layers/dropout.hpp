@@ -7,10 +7,18 @@
 // draw per value: kept when u >= Rate. The mask (0 or the scale) is kept in the
 // cache for backward, which multiplies dy by it. Rate in [0, 1) (compile-time
 // check). Output shape = input shape; no parameters.
+//
+// dynamic_dropout: the same layer with its rate a run-time value, kept in the
+// layer's metadata buffer "rate" (one f32, saved with the weights; 0 after
+// init). set_dropout_rate(model, r) sets every dynamic_dropout of a model, so
+// a tuner changes the rate without instantiating new code. A rate outside
+// [0, 1) throws std::invalid_argument when set and when a training pass meets it.
 #pragma once
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -64,6 +72,79 @@ struct dropout_layer {
       return;
     }
     if (!r.gen) throw std::invalid_argument("dropout: training needs a random generator (run_info::gen is null)");
+    const T scale = T(1) / (T(1) - T(Rate));
+    for (std::size_t i = 0; i < n; ++i) {
+      const T m = r.gen->uniform() >= Rate ? scale : T(0);
+      s.cache[i] = m;
+      y[i] = x[i] * m;
+    }
+  }
+
+  static void backward(layer_slot<T> s, const T*, const T*, T* dy, T* dx, run_info r) {
+    if (!dx) return;
+    const std::size_t n = r.batch * In::size;
+    if (!r.training) {
+      std::copy(dy, dy + n, dx);
+      return;
+    }
+    for (std::size_t i = 0; i < n; ++i) dx[i] = dy[i] * s.cache[i];
+  }
+};
+
+template <class Spec, Shape In, class P, class Backend>
+struct dynamic_dropout_layer;
+
+struct dynamic_dropout {
+  using is_layer_spec = void;
+  static std::string name() { return "dynamic_dropout"; }
+
+  template <Shape In, class P, class Backend>
+  using bind = dynamic_dropout_layer<dynamic_dropout, In, precision::policy_of_t<P>, Backend>;
+};
+
+namespace detail {
+inline void check_dropout_rate(double rate, const char* where) {
+  if (!(rate >= 0 && rate < 1))
+    throw std::invalid_argument(std::string(where) + ": the dropout rate must be in [0, 1), got " + format_number(rate));
+}
+}  // namespace detail
+
+template <class Spec, Shape In, class P, class Backend>
+struct dynamic_dropout_layer {
+  static_assert(P::uniform, "dynamic_dropout: this backend has no mixed-precision specialization of this layer");
+  static_assert(Backend::memory::host_accessible, "dynamic_dropout: this backend has no specialization of this layer");
+  using T = typename P::compute_type;
+  using variable_type = typename P::variable_type;
+  using compute_type = T;
+  using in_shape = In;
+  using out_shape = In;
+  static constexpr std::array<buffer, 2> buffers{buffer::cache("mask", In::size),
+                                                 buffer::make(role::metadata, elem::f32, "rate", {1})};
+  static constexpr std::size_t parameter_count = 0;
+  static constexpr std::size_t state_count = 0;
+  static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
+  static std::string name() { return Spec::name(); }
+
+  static double rate(layer_slot<T> s) {
+    float r;
+    std::memcpy(&r, s.metadata, sizeof r);
+    return double(r);
+  }
+  static void init(layer_slot<T> s, rng&) {
+    const float zero = 0;
+    std::memcpy(s.metadata, &zero, sizeof zero);
+  }
+
+  // The same arithmetic as dropout_layer with Rate read from the metadata.
+  static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
+    const std::size_t n = r.batch * In::size;
+    if (!r.training) {
+      std::copy(x, x + n, y);
+      return;
+    }
+    if (!r.gen) throw std::invalid_argument("dynamic_dropout: training needs a random generator (run_info::gen is null)");
+    const double Rate = rate(s);
+    detail::check_dropout_rate(Rate, "dynamic_dropout");
     const T scale = T(1) / (T(1) - T(Rate));
     for (std::size_t i = 0; i < n; ++i) {
       const T m = r.gen->uniform() >= Rate ? scale : T(0);

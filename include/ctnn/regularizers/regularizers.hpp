@@ -5,12 +5,24 @@
 // gradient. A regularizer applies to a layer's kernel, not its bias, as
 // Keras' kernel_regularizer. Lambda must be finite and >= 0 (checked at
 // compile time).
+//
+// dynamic_l2 / dynamic_l1: the same penalties with a run-time factor, kept in
+// the layer's metadata buffer "l2" / "l1" (one f32, saved with the weights, 0
+// after init), so a tuner changes it without instantiating new code
+// (set_regularization in train/runtime_factors.hpp). A layer that takes a
+// regularizer declares its factor_buffers and calls the detail:: helpers
+// below, which call the compile-time forms exactly as before.
 #pragma once
+#include <array>
+#include <cmath>
 #include <cstddef>
+#include <cstring>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 
 #include "../core/format.hpp"
+#include "../core/plan.hpp"
 
 namespace ctnn {
 
@@ -44,6 +56,82 @@ struct l2 {
     for (std::size_t i = 0; i < n; ++i) g[i] += f * w[i];
   }
 };
+
+namespace detail {
+inline double regularization_factor(const std::byte* metadata, const char* who) {
+  float f;
+  std::memcpy(&f, metadata, sizeof f);
+  if (!(f >= 0) || !std::isfinite(f))
+    throw std::invalid_argument(std::string(who) + ": the factor must be finite and >= 0, got " + format_number(f));
+  return double(f);
+}
+}  // namespace detail
+
+// l2 with its factor read from the layer's metadata buffer "l2".
+struct dynamic_l2 {
+  static constexpr bool active = true;
+  static constexpr std::array<buffer, 1> factor_buffers{buffer::make(role::metadata, elem::f32, "l2", {1})};
+  static std::string name() { return "dynamic_l2"; }
+  template <class T>
+  static T penalty(const T* w, std::size_t n, const std::byte* metadata) {
+    T s = 0;
+    for (std::size_t i = 0; i < n; ++i) s += w[i] * w[i];
+    return T(detail::regularization_factor(metadata, "dynamic_l2")) * s;
+  }
+  template <class T>
+  static void add_gradient(const T* w, T* g, std::size_t n, const std::byte* metadata) {
+    const T f = T(2) * T(detail::regularization_factor(metadata, "dynamic_l2"));
+    for (std::size_t i = 0; i < n; ++i) g[i] += f * w[i];
+  }
+};
+
+// l1 with its factor read from the layer's metadata buffer "l1".
+struct dynamic_l1 {
+  static constexpr bool active = true;
+  static constexpr std::array<buffer, 1> factor_buffers{buffer::make(role::metadata, elem::f32, "l1", {1})};
+  static std::string name() { return "dynamic_l1"; }
+  template <class T>
+  static T penalty(const T* w, std::size_t n, const std::byte* metadata) {
+    T s = 0;
+    for (std::size_t i = 0; i < n; ++i) s += w[i] < T(0) ? -w[i] : w[i];
+    return T(detail::regularization_factor(metadata, "dynamic_l1")) * s;
+  }
+  template <class T>
+  static void add_gradient(const T* w, T* g, std::size_t n, const std::byte* metadata) {
+    const T f = T(detail::regularization_factor(metadata, "dynamic_l1"));
+    for (std::size_t i = 0; i < n; ++i) g[i] += w[i] > T(0) ? f : (w[i] < T(0) ? -f : T(0));
+  }
+};
+
+namespace detail {
+// A layer's buffers followed by its regularizer's factor buffers (if it has any).
+template <class Reg, std::size_t N>
+constexpr auto with_regularizer_buffers(std::array<buffer, N> b) {
+  if constexpr (requires { Reg::factor_buffers; }) {
+    std::array<buffer, N + Reg::factor_buffers.size()> r{};
+    for (std::size_t i = 0; i < N; ++i) r[i] = b[i];
+    for (std::size_t i = 0; i < Reg::factor_buffers.size(); ++i) r[N + i] = Reg::factor_buffers[i];
+    return r;
+  } else {
+    return b;
+  }
+}
+// The layer's metadata block starts with the factor (its only metadata buffer).
+template <class Reg, class Slot>
+void init_regularizer(const Slot& s) {
+  if constexpr (requires { Reg::factor_buffers; }) std::memset(s.metadata, 0, 4 * Reg::factor_buffers.size());
+}
+template <class Reg, class T, class Slot>
+T regularizer_penalty(const Slot& s, std::size_t n) {
+  if constexpr (requires { Reg::factor_buffers; }) return Reg::penalty(s.params, n, s.metadata);
+  else return Reg::penalty(s.params, n);
+}
+template <class Reg, class Slot>
+void add_regularizer_gradient(const Slot& s, std::size_t n) {
+  if constexpr (requires { Reg::factor_buffers; }) Reg::add_gradient(s.params, s.grads, n, s.metadata);
+  else Reg::add_gradient(s.params, s.grads, n);
+}
+}  // namespace detail
 
 // A regularizer: active, name(), and the templates penalty<T>(w, n) and
 // add_gradient<T>(w, g, n) for the layer's variable type.

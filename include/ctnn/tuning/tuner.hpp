@@ -1,0 +1,416 @@
+// ctnn/tuning/tuner.hpp — a Keras Tuner search over run-time values and compile-time architectures.
+//
+// tuner<architectures<Net...>, optimizers<O...>>(space, oracle, options)
+// runs trials the oracle proposes (oracle.hpp, hyperband.hpp, bayesian.hpp).
+// Each network and each optimizer type is instantiated once, when the tuner
+// is compiled; a trial only picks among them and sets run-time values:
+//   "architecture"  choice of options.architecture_names (added by the tuner
+//                   when there are several networks)
+//   "optimizer"     choice of options.optimizer_names (added when several)
+//   "learning_rate" the optimizer's constant rate (O(lr)); absent: O{}
+//   "batch_size"    the training batch (train.batch(n)); absent: 32
+//   "dropout"       every dynamic_dropout's rate (train/runtime_factors.hpp)
+//   "l2", "l1"      every dynamic_l2 / dynamic_l1 factor
+// Other hyperparameters are recorded and searched but not applied to the
+// model (a network's structure is its type). search(loss, train, validation, epochs, extras...) fits each
+// trial's model with copies of the extras (metrics, callbacks such as
+// early_stopping: fresh per trial, as Keras Tuner copies them) and records
+// after every epoch the metrics, and when the objective improved the weights
+// (io::save_weights) as the trial's checkpoint. A trial's model is seeded with
+// rng-derived (seed, trial number), so a search is reproducible from its seed.
+// A trial that throws (NaN loss, an invalid value) is FAILED with the message
+// and the search goes on.
+//
+// Project directory <directory>/<project_name>/, every file written with
+// io::write_file_atomically: oracle.json (oracle kind and state, the space,
+// objective, trial ids), trial_<id>/trial.json (values, status, score,
+// best_step, metrics, message), trial_<id>/checkpoint.ctnn (best weights).
+// A tuner constructed on an existing project resumes: COMPLETED and FAILED
+// trials are kept, a RUNNING one (the process died) is run again from its
+// start with the same values and seed, and the oracle continues from its
+// saved state, so a killed search ends as an uninterrupted one would
+// (overwrite = true starts afresh). Hyperband trials with "tuner/trial_id"
+// start from that trial's checkpoint and train from "tuner/initial_epoch" to
+// "tuner/epochs", as Keras Tuner's Hyperband.run_trial.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../core/rng.hpp"
+#include "../io/atomic_file.hpp"
+#include "../io/read_file.hpp"
+#include "../io/weights.hpp"
+#include "../train/fit.hpp"
+#include "../train/model.hpp"
+#include "../train/runtime_factors.hpp"
+#include "hyperparameters.hpp"
+#include "oracle.hpp"
+
+namespace ctnn::tuning {
+
+template <class... Nets>
+struct architectures {
+  static_assert(sizeof...(Nets) > 0, "tuning::architectures: give at least one network type");
+  static_assert((Network<Nets> && ...), "tuning::architectures: every type must be a network (ctnn::sequential<input<...>, ...>)");
+  static constexpr std::size_t size = sizeof...(Nets);
+};
+template <class... Os>
+struct optimizers {
+  static_assert(sizeof...(Os) > 0, "tuning::optimizers: give at least one optimizer type");
+  static_assert((Optimizer<Os> && ...), "tuning::optimizers: every type must satisfy ctnn::Optimizer (adam<>, sgd<>, ...)");
+  static_assert((std::is_constructible_v<Os, double> && ...),
+                "tuning::optimizers: every optimizer must be constructible from a learning rate (a double)");
+  static constexpr std::size_t size = sizeof...(Os);
+};
+
+struct tuner_options {
+  std::filesystem::path directory = "tuning";
+  std::string project_name = "project";
+  tuning::objective objective = objective::min("val_loss");
+  std::uint64_t seed = 0;
+  bool overwrite = false;
+  std::vector<std::string> architecture_names;  // default "0", "1", ...
+  std::vector<std::string> optimizer_names;     // default "0", "1", ...
+  std::ostream* log = nullptr;                  // one line per trial when set
+};
+
+namespace detail {
+inline nlohmann::json read_json(const std::filesystem::path& p) {
+  const auto text = ctnn::io::read_file<std::string, ctnn::io_error>(p, "tuner");
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw ctnn::io_error("tuner", p, std::string("not valid JSON (") + e.what() + ")");
+  }
+}
+inline void write_json(const std::filesystem::path& p, const nlohmann::json& j) {
+  ctnn::io::write_file_atomically(p, j.dump(2) + "\n");
+}
+inline std::vector<std::string> names_or_indices(std::vector<std::string> names, std::size_t n, const char* what) {
+  if (names.empty())
+    for (std::size_t i = 0; i < n; ++i) names.push_back(std::to_string(i));
+  if (names.size() != n)
+    throw std::invalid_argument(std::string("tuner: ") + what + "_names has " + std::to_string(names.size()) +
+                                " names for " + std::to_string(n) + " types");
+  return names;
+}
+
+// Records a trial's epochs and saves its best weights (a Callback of fit).
+struct trial_recorder {
+  trial* t;
+  const tuning::objective* obj;
+  std::filesystem::path checkpoint, trial_file;
+  std::size_t initial_epoch = 0;
+
+  template <class Ctx>
+  void on_epoch_end(Ctx& ctx) {
+    for (auto& [k, v] : ctx.epoch_logs.items) t->metrics[k].push_back(v);
+    if (!ctx.epoch_logs.contains(obj->name)) {
+      std::string have;
+      for (auto& [k, v] : ctx.epoch_logs.items) have += (have.empty() ? "" : ", ") + k;
+      throw std::invalid_argument("tuner: the objective '" + obj->name + "' is not in the epoch logs (they have: " + have + ")");
+    }
+    const double v = ctx.epoch_logs[obj->name];
+    if (std::isfinite(v) && (!t->score || obj->better(v, *t->score))) {
+      t->score = v;
+      t->best_step = initial_epoch + ctx.epoch;
+      ctnn::io::save_weights(ctx.model, checkpoint);
+    }
+    write_json(trial_file, t->to_json());
+  }
+};
+}  // namespace detail
+
+template <class Archs, class Opts>
+class tuner;
+
+template <class... Nets, class... Os>
+class tuner<architectures<Nets...>, optimizers<Os...>> {
+ public:
+  tuner(search_space space, std::unique_ptr<tuning::oracle> o, tuner_options opt)
+      : oracle_(std::move(o)), opt_(std::move(opt)) {
+    if (!oracle_) throw std::invalid_argument("tuner: no oracle");
+    arch_names_ = detail::names_or_indices(opt_.architecture_names, sizeof...(Nets), "architecture");
+    opt_names_ = detail::names_or_indices(opt_.optimizer_names, sizeof...(Os), "optimizer");
+    search_space full;
+    auto strings = [](const std::vector<std::string>& n) {
+      std::vector<value> v;
+      for (auto& s : n) v.push_back(s);
+      return v;
+    };
+    if (sizeof...(Nets) > 1) full.choice("architecture", strings(arch_names_));
+    if (sizeof...(Os) > 1) full.choice("optimizer", strings(opt_names_));
+    for (auto& h : space.items()) {
+      if (full.contains(h.name))
+        throw std::invalid_argument("tuner: '" + h.name + "' is set by the tuner from its type list; do not define it");
+      auto& added = h.type == hyperparameter::kind::integer ? full.integer(h.name, std::int64_t(h.min), std::int64_t(h.max), std::int64_t(h.step), h.scale)
+                    : h.type == hyperparameter::kind::real  ? full.real(h.name, h.min, h.max, h.step, h.scale)
+                    : h.type == hyperparameter::kind::choice ? full.choice(h.name, h.choices)
+                    : h.type == hyperparameter::kind::boolean ? full.boolean(h.name)
+                                                              : full.fixed(h.name, h.choices.front());
+      if (!h.parent.empty()) added.when(h.parent, h.parent_values);
+    }
+    oracle_->configure(std::move(full), opt_.objective, opt_.seed);
+    project_ = opt_.directory / opt_.project_name;
+    if (opt_.overwrite) std::filesystem::remove_all(project_);
+    std::filesystem::create_directories(project_);
+    if (std::filesystem::exists(project_ / "oracle.json")) reload();
+  }
+
+  const std::filesystem::path& project_dir() const noexcept { return project_; }
+  const std::vector<trial>& trials() const noexcept { return trials_; }
+  const tuning::oracle& oracle() const noexcept { return *oracle_; }
+  // How many trials this process has trained (resumed trials included, kept ones not).
+  std::size_t trials_run() const noexcept { return run_count_; }
+
+  // Runs the search until the oracle stops or max_trials trials exist.
+  template <class Loss, class Train, class Val, class... Extras>
+  void search(const Loss& loss, const Train& train, const Val& validation, std::size_t epochs, const Extras&... extras) {
+    if (epochs == 0) throw std::invalid_argument("tuner: epochs must be > 0");
+    for (auto& t : trials_)
+      if (t.status == trial_status::running) run_trial(t, loss, train, validation, epochs, extras...);
+    for (;;) {
+      if (oracle_->max_trials() && trials_.size() >= *oracle_->max_trials()) break;
+      const std::string id = trial_id(trials_.size());
+      std::optional<values> v = oracle_->populate(id, trials_);
+      if (!v) break;
+      trial t;
+      t.id = id;
+      t.hp = std::move(*v);
+      trials_.push_back(std::move(t));
+      std::filesystem::create_directories(trial_dir(id));
+      detail::write_json(trial_dir(id) / "trial.json", trials_.back().to_json());
+      save_oracle();
+      run_trial(trials_.back(), loss, train, validation, epochs, extras...);
+    }
+    save_oracle();
+  }
+
+  // COMPLETED trials, best first (Keras Tuner's oracle.get_best_trials).
+  std::vector<trial> best_trials(std::size_t n = 1) const {
+    std::vector<const trial*> p;
+    for (auto& t : trials_)
+      if (t.status == trial_status::completed && t.score) p.push_back(&t);
+    sort_best_first(p, opt_.objective);
+    std::vector<trial> r;
+    for (std::size_t i = 0; i < p.size() && i < n; ++i) r.push_back(*p[i]);
+    return r;
+  }
+  std::vector<values> best_hyperparameters(std::size_t n = 1) const {
+    std::vector<values> r;
+    for (auto& t : best_trials(n)) r.push_back(t.hp);
+    return r;
+  }
+
+  // Keras Tuner's results_summary(num_trials).
+  void results_summary(std::ostream& out = std::cout, std::size_t num_trials = 10) const {
+    out << "Results summary\n";
+    out << "Results in " << project_.string() << "\n";
+    out << "Showing " << num_trials << " best trials\n";
+    out << opt_.objective.repr() << "\n";
+    for (auto& t : best_trials(num_trials)) {
+      out << "\n";
+      out << "Trial " << t.id << " summary\n";
+      out << "Hyperparameters:\n";
+      for (auto& [k, v] : t.hp.items()) out << k << ": " << to_string(v) << "\n";
+      if (t.score) out << "Score: " << python_repr(*t.score) << "\n";
+      if (!t.message.empty()) out << t.message << "\n";
+    }
+  }
+
+  // Builds what a trial with values v trains: the model of v's architecture (weights drawn from
+  // `seed`, dropout and regularization factors set from v) and v's optimizer at v's learning
+  // rate, and calls f(model, optimizer, batch_size) (Keras Tuner's hypermodel.build(hp), e.g. to
+  // retrain the best values on more data).
+  template <class F>
+  void build(const values& v, std::uint64_t seed, F&& f) const {
+    const std::size_t batch = std::size_t(v.get_or<std::int64_t>("batch_size", 32));
+    if (batch == 0) throw std::invalid_argument("tuner: batch_size must be > 0");
+    visit_architecture(arch_index(v), [&]<class Net>() {
+      auto m = make_model<Net, float>(seed);
+      configure_values(m, v);
+      visit_optimizer(opt_index(v), [&]<class O>() {
+        O opt = v.has("learning_rate") ? O(v.get<double>("learning_rate")) : O{};
+        f(m, opt, batch);
+      });
+    });
+  }
+
+  // Calls f(model, trial) with the best trial's model, its checkpoint (best epoch) loaded.
+  template <class F>
+  void with_best_model(F&& f, std::size_t rank = 0) const {
+    const auto best = best_trials(rank + 1);
+    if (best.size() <= rank) throw std::runtime_error("tuner: no completed trial with a score yet");
+    const trial& t = best[rank];
+    visit_architecture(arch_index(t.hp), [&]<class Net>() {
+      auto m = make_model<Net, float>(trial_seed(t.id));
+      configure_values(m, t.hp);
+      ctnn::io::load_weights(m, trial_dir(t.id) / "checkpoint.ctnn");
+      f(m, t);
+    });
+  }
+  // The best model when its network is Net (else std::runtime_error naming the best architecture).
+  template <class Net>
+  model<Net, float> load_best_model() const {
+    std::optional<model<Net, float>> r;
+    with_best_model([&]<class M>(M& m, const trial& t) {
+      if constexpr (std::is_same_v<typename M::network, Net>) r.emplace(std::move(m));
+      else throw std::runtime_error("tuner: the best trial " + t.id + " uses architecture '" + arch_names_[arch_index(t.hp)] + "'");
+    });
+    return std::move(*r);
+  }
+
+ private:
+  std::filesystem::path trial_dir(const std::string& id) const { return project_ / ("trial_" + id); }
+  std::string trial_id(std::size_t i) const {
+    std::size_t width = 4;
+    if (oracle_->max_trials()) width = std::to_string(*oracle_->max_trials() - 1).size();
+    std::string s = std::to_string(i);
+    return std::string(s.size() < width ? width - s.size() : 0, '0') + s;
+  }
+  std::uint64_t trial_seed(const std::string& id) const { return rng::derive(opt_.seed, std::stoull(id)).next(); }
+
+  std::size_t index_in(const values& v, const char* key, const std::vector<std::string>& names) const {
+    if (names.size() == 1) return 0;
+    const std::string n = v.get<std::string>(key);
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (names[i] == n) return i;
+    throw std::invalid_argument(std::string("tuner: unknown ") + key + " '" + n + "'");
+  }
+  std::size_t arch_index(const values& v) const { return index_in(v, "architecture", arch_names_); }
+  std::size_t opt_index(const values& v) const { return index_in(v, "optimizer", opt_names_); }
+
+  template <class F>
+  static void visit_architecture(std::size_t i, F&& f) {
+    std::size_t k = 0;
+    (void)((k++ == i ? (f.template operator()<Nets>(), true) : false) || ...);
+  }
+  template <class F>
+  static void visit_optimizer(std::size_t i, F&& f) {
+    std::size_t k = 0;
+    (void)((k++ == i ? (f.template operator()<Os>(), true) : false) || ...);
+  }
+
+  template <class M>
+  void configure_values(M& m, const values& v) const {
+    if (v.has("dropout")) {
+      const double r = v.get<double>("dropout");
+      if (set_dropout_rate(m, r) == 0)
+        throw std::invalid_argument("tuner: 'dropout' is set but network " + M::architecture() + " has no dynamic_dropout");
+    }
+    for (const char* k : {"l2", "l1"})
+      if (v.has(k) && set_regularization(m, k, v.get<double>(k)) == 0)
+        throw std::invalid_argument(std::string("tuner: '") + k + "' is set but network " + M::architecture() +
+                                    " has no dynamic_" + k + " regularizer");
+  }
+
+  template <class Loss, class Train, class Val, class... Extras>
+  void run_trial(trial& t, const Loss& loss, const Train& train, const Val& validation, std::size_t epochs,
+                 const Extras&... extras) {
+    ++run_count_;
+    t.status = trial_status::running;
+    t.score.reset();
+    t.best_step = 0;
+    t.metrics.clear();
+    t.message.clear();
+    const auto start = std::chrono::steady_clock::now();
+    const std::filesystem::path dir = trial_dir(t.id);
+    std::filesystem::create_directories(dir);
+    std::filesystem::remove(dir / "checkpoint.ctnn");
+    try {
+      std::size_t initial = 0, until = epochs;
+      if (t.hp.has("tuner/epochs")) {
+        until = std::size_t(t.hp.get<std::int64_t>("tuner/epochs"));
+        initial = std::size_t(t.hp.get<std::int64_t>("tuner/initial_epoch"));
+      }
+      const std::size_t batch = std::size_t(t.hp.get_or<std::int64_t>("batch_size", 32));
+      build(t.hp, trial_seed(t.id), [&](auto& m, auto& opt, std::size_t) {
+        if (t.hp.has("tuner/trial_id"))
+          ctnn::io::load_weights(m, trial_dir(t.hp.get<std::string>("tuner/trial_id")) / "checkpoint.ctnn");
+        detail::trial_recorder rec{&t, &opt_.objective, dir / "checkpoint.ctnn", dir / "trial.json", initial};
+        auto copies = std::make_tuple(extras...);
+        const auto tb = train.batch(batch);
+        std::apply(
+            [&](auto&... x) {
+              ctnn::fit(m, loss, opt, tb, ctnn::epochs{until - initial}, ctnn::validation_data(validation), x..., rec);
+            },
+            copies);
+      });
+      t.status = t.score ? trial_status::completed : trial_status::failed;
+      if (!t.score) t.message = "the objective '" + opt_.objective.name + "' was never finite";
+    } catch (const std::exception& e) {
+      t.status = trial_status::failed;
+      t.message = e.what();
+    }
+    t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    detail::write_json(dir / "trial.json", t.to_json());
+    save_oracle();
+    if (opt_.log) {
+      *opt_.log << "Trial " << t.id << " " << status_name(t.status);
+      if (t.score) *opt_.log << " - " << opt_.objective.name << ": " << python_repr(*t.score);
+      if (!t.message.empty()) *opt_.log << " - " << t.message;
+      char buf[32];
+      std::snprintf(buf, sizeof buf, " - %.1fs", t.seconds);
+      *opt_.log << buf << " - ";
+      bool first = true;
+      for (auto& [k, v] : t.hp.items()) {
+        *opt_.log << (first ? "" : ", ") << k << "=" << to_string(v);
+        first = false;
+      }
+      *opt_.log << std::endl;
+    }
+  }
+
+  void save_oracle() const {
+    nlohmann::json ids = nlohmann::json::array();
+    for (auto& t : trials_) ids.push_back(t.id);
+    detail::write_json(project_ / "oracle.json", {{"oracle", oracle_->kind()},
+                                                  {"objective", {{"name", opt_.objective.name},
+                                                                 {"direction", opt_.objective.maximize ? "max" : "min"}}},
+                                                  {"space", oracle_->space().to_json()},
+                                                  {"state", oracle_->state()},
+                                                  {"trials", ids}});
+  }
+
+  void reload() {
+    const auto path = project_ / "oracle.json";
+    const nlohmann::json j = detail::read_json(path);
+    auto mismatch = [&](const std::string& what) {
+      throw std::invalid_argument("tuner: " + path.string() + ": the project was made with another " + what +
+                                  " (give another project_name or overwrite = true)");
+    };
+    if (j.at("oracle").get<std::string>() != oracle_->kind()) mismatch("oracle (" + j.at("oracle").get<std::string>() + ")");
+    if (j.at("space") != oracle_->space().to_json()) mismatch("search space");
+    if (j.at("objective").at("name").get<std::string>() != opt_.objective.name) mismatch("objective");
+    oracle_->set_state(j.at("state"));
+    const auto order = oracle_->space().names();
+    for (auto& id : j.at("trials")) {
+      const auto p = trial_dir(id.get<std::string>()) / "trial.json";
+      trials_.push_back(trial::from_json(detail::read_json(p), order));
+    }
+  }
+
+  std::unique_ptr<tuning::oracle> oracle_;
+  tuner_options opt_;
+  std::vector<std::string> arch_names_, opt_names_;
+  std::filesystem::path project_;
+  std::vector<trial> trials_;
+  std::size_t run_count_ = 0;
+};
+
+}  // namespace ctnn::tuning

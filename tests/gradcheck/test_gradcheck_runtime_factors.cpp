@@ -1,0 +1,55 @@
+// Finite-difference checks of the layers and regularizers whose factor is a
+// run-time value (dynamic_dropout, dynamic_l2, dynamic_l1), in double precision.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <vector>
+
+#include <ctnn/layers/dense.hpp>
+#include <ctnn/layers/dropout.hpp>
+#include <ctnn/regularizers/regularizers.hpp>
+
+#include "gradcheck.hpp"
+
+using namespace ctnn;
+
+TEST_CASE("gradcheck: dynamic_dropout at rate 0.3 in training (fixed mask) and at inference") {
+  CHECK(gradcheck::check_layer<dynamic_dropout, shape<4, 5>>({.training = true, .metadata = {0.3f}}) < 1e-6);
+  CHECK(gradcheck::check_layer<dynamic_dropout, shape<20>>({.training = false, .metadata = {0.5f}}) < 1e-6);
+}
+
+TEST_CASE("gradcheck: dense with dynamic_l2 and dynamic_l1, data and penalties") {
+  CHECK(gradcheck::check_layer<dense<4, relu, dynamic_l2>, shape<3>>({.metadata = {0.01f}}) < 1e-6);
+  auto penalty_check = [](auto spec, float factor) {
+    using L = typename decltype(spec)::template bind<shape<3>, double, cpu<>>;
+    std::vector<double> p(L::parameter_count), gr(L::parameter_count, 0.0);
+    rng g(3);
+    for (auto& v : p) v = g.uniform(-1, 1);
+    float meta[4] = {factor};
+    layer_slot<double> s{p.data(), gr.data(), nullptr, nullptr, nullptr, reinterpret_cast<std::byte*>(meta)};
+    L::add_penalty_gradient(s);
+    double worst = 0;
+    for (std::size_t i = 0; i < L::kernel_count; ++i) {
+      const double keep = p[i];
+      p[i] = keep + 1e-6;
+      const double fp = L::penalty(s);
+      p[i] = keep - 1e-6;
+      const double fm = L::penalty(s);
+      p[i] = keep;
+      worst = std::max(worst, gradcheck::rel_err((fp - fm) / 2e-6, gr[i]));
+    }
+    for (std::size_t i = L::kernel_count; i < L::parameter_count; ++i) CHECK(gr[i] == 0.0);  // bias not regularized
+    return worst;
+  };
+  CHECK(penalty_check(dense<4, identity, dynamic_l2>{}, 0.01f) < 1e-6);
+  CHECK(penalty_check(dense<4, identity, dynamic_l1>{}, 0.02f) < 1e-6);
+  // The penalty is the compile-time form's with the same factor.
+  using A = dense<4, identity, l2<0.01f>>::bind<shape<3>, double, cpu<>>;
+  using B = dense<4, identity, dynamic_l2>::bind<shape<3>, double, cpu<>>;
+  std::vector<double> p(A::parameter_count, 0.5);
+  float meta[4] = {0.01f};
+  layer_slot<double> sa{p.data()}, sb{p.data(), nullptr, nullptr, nullptr, nullptr, reinterpret_cast<std::byte*>(meta)};
+  CHECK(A::penalty(sa) == B::penalty(sb));
+  meta[0] = -1.0f;
+  CHECK_THROWS_WITH(B::penalty(sb), doctest::Contains("dynamic_l2: the factor must be finite and >= 0, got -1"));
+}
