@@ -55,12 +55,14 @@ struct conv2d {
 
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {
+    constexpr bool located = diag::require<In::rank == 2 || In::rank == 3, &diag::conv2d_rank_text<Pos, F, KH, KW, In>>();
     constexpr bool rank_ok =
-        diag::conv2d_input_rank<diag::layer<Pos>, diag::input_rank<In::rank>,
+        located && diag::conv2d_input_rank<diag::layer<Pos>, diag::input_rank<In::rank>,
                                     In::rank == 2 || In::rank == 3>::value;
     if constexpr (rank_ok && Pad == padding::valid) {
       constexpr std::size_t H = In::dims[0], W = In::dims[1];
-      return diag::conv2d_kernel_larger_than_input<diag::layer<Pos>, diag::input_height<H>, diag::input_width<W>,
+      constexpr bool located = diag::require<(KH <= H && KW <= W), &diag::conv2d_kernel_text<Pos, F, KH, KW, In>>();
+      return located && diag::conv2d_kernel_larger_than_input<diag::layer<Pos>, diag::input_height<H>, diag::input_width<W>,
                                                    diag::window_height<KH>, diag::window_width<KW>,
                                                    (KH <= H && KW <= W)>::value;
     }

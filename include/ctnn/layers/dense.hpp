@@ -45,7 +45,8 @@ struct dense {
 
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {
-    return diag::dense_input_not_flat<diag::layer<Pos>, diag::input_rank<In::rank>, In::rank == 1>::value;
+    constexpr bool located = diag::require<In::rank == 1, &diag::dense_not_flat_text<Pos, N, In>>();
+    return located && diag::dense_input_not_flat<diag::layer<Pos>, diag::input_rank<In::rank>, In::rank == 1>::value;
   }
 
   template <Shape In, class P, class Backend>

@@ -71,6 +71,8 @@ namespace detail {
 template <class M, class L, class D>
 constexpr bool check_compatible() {
   constexpr std::size_t n_in = M::input_size, n_out = M::output_size;
+  static_assert(diag::require<D::sample_shape::size == n_in,
+                              &diag::dataset_input_text<typename D::sample_shape, typename M::network::input_type>>());
   static_assert(diag::dataset_input_mismatch<diag::dataset_elements<D::sample_shape::size>,
                                              diag::network_elements<n_in>, D::sample_shape::size == n_in>::value);
   using want = loss_target_kind_t<L, n_out>;
