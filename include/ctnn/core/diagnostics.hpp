@@ -125,7 +125,7 @@ struct global_average_pool_input_rank {
 
 // ---- first-line messages (diag::require) ----
 // "layer 2 (dense<128>): input has rank 3 (26x26x8); put ctnn::flatten before it"
-template <std::size_t Pos, std::size_t N, class In>
+template <std::size_t Pos, long long N, class In>
 constexpr message dense_not_flat_text() {
   message m;
   m << "layer " << Pos << " (dense<" << N << ">): input has rank " << In::rank << " (";
@@ -180,6 +180,14 @@ constexpr message global_average_pool_rank_text() {
   message m;
   m << "layer " << Pos << " (global_average_pool): input has rank " << In::rank << " (";
   m.dims(In::dims) << "); it takes rank 2 or more (positions..., channels)";
+  return m;
+}
+
+// "dense<-1>: the number of units must be > 0"
+template <long long N>
+constexpr message units_text() {
+  message m;
+  m << "dense<" << N << ">: the number of units must be > 0";
   return m;
 }
 

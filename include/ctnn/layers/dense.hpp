@@ -28,9 +28,10 @@ namespace ctnn {
 template <class Spec, Shape In, class P, class Backend>
 struct dense_layer;
 
-template <std::size_t N, Activation Act = identity, Regularizer Reg = no_regularizer>
+// N is signed so that dense<-1> meets this check, not a narrowing error.
+template <long long N, Activation Act = identity, Regularizer Reg = no_regularizer>
 struct dense {
-  static_assert(N > 0, "dense: the number of units must be > 0");
+  static_assert(diag::require<(N > 0), &diag::units_text<N>>(), "dense: the number of units must be > 0");
   using is_layer_spec = void;
   using activation = Act;
   using regularizer = Reg;

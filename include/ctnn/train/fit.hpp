@@ -172,6 +172,23 @@ template <class X>
 struct is_callback : std::bool_constant<Callback<X>> {};
 }  // namespace detail
 
+// fit and evaluate given something that is not a dataset of batches: one
+// error line instead of the unsatisfied constraints of every candidate.
+template <class M, class L, class O, class D, class... Extras>
+  requires(!data::Dataset<D>)
+history fit(M&, const L&, O&, const D&, epochs, Extras&&...) {
+  static_assert(data::Dataset<D>,
+                "fit: the 4th argument is not a dataset of batches (data::Dataset); a pipeline of samples needs .batch(n)");
+  return {};
+}
+template <class M, class L, class D, class... Ms>
+  requires(!data::Dataset<D>)
+logs evaluate(M&, const L&, const D&, Ms...) {
+  static_assert(data::Dataset<D>,
+                "evaluate: the 3rd argument is not a dataset of batches (data::Dataset); a pipeline of samples needs .batch(n)");
+  return {};
+}
+
 // Trains m for ep.count epochs: per epoch, one train_step (train/step.hpp) per
 // mini-batch of `train`, then validation and the callbacks.
 template <Model M, class L, class O, data::Dataset D, class... Extras>
