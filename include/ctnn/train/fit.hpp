@@ -41,6 +41,7 @@
 #include "input_analysis.hpp"
 #include "model.hpp"
 #include "numerics.hpp"
+#include "output_check.hpp"
 #include "step.hpp"
 
 namespace ctnn {
@@ -77,6 +78,7 @@ constexpr bool check_compatible() {
                                              diag::network_elements<n_in>, D::sample_shape::size == n_in>::value);
   using want = loss_target_kind_t<L, n_out>;
   using have = typename D::target_kind;
+  static_assert(check_output<L, typename M::network::output_type, have>());
   if constexpr (is_sparse_v<want> || is_sparse_v<have>) {
     static_assert(diag::loss_target_kind_mismatch<L, std::is_same_v<want, have>>::value);
   } else {
@@ -86,6 +88,14 @@ constexpr bool check_compatible() {
   static_assert(std::is_same_v<typename D::value_type, typename M::value_type>,
                 "fit: the dataset's value type differs from the model's element type");
   return true;
+}
+
+// A metric's `accepts` against the network's output and the dataset's targets
+// (train/output_check.hpp); other extras pass.
+template <class M, class X, class D>
+constexpr bool check_metric() {
+  if constexpr (Metric<X, typename M::compute_type>) return check_output<X, typename M::network::output_type, typename D::target_kind>();
+  else return true;
 }
 
 // Validation data is checked against the network as the training data is.
@@ -132,6 +142,7 @@ template <Model M, class L, data::Dataset D, class... Ms>
            (Metric<Ms, typename std::remove_cvref_t<M>::compute_type> && ...)
 logs evaluate(M& m, const L& loss, const D& ds, Ms... metrics) {
   static_assert(detail::check_compatible<std::remove_cvref_t<M>, L, D>());
+  static_assert((detail::check_metric<std::remove_cvref_t<M>, Ms, D>() && ...));
   std::tuple<Ms...> mt{metrics...};
   return detail::evaluate_impl(m, loss, ds, mt, "");
 }
@@ -199,6 +210,7 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
   using T = typename MT::compute_type;
   static_assert(detail::check_compatible<MT, L, D>());
   static_assert((detail::check_validation<MT, L, std::remove_cvref_t<Extras>>() && ...));
+  static_assert((detail::check_metric<MT, std::remove_cvref_t<Extras>, D>() && ...));
   static_assert((detail::is_fit_extra<Extras, MT>() && ...),
                 "fit: every extra argument must be a metric, a callback, a step hook, validation_data(...) or "
                 "ieee_denormals{}");
