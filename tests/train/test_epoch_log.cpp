@@ -15,6 +15,20 @@ using tiny = sequential<input<2>, dense<2>>;
 data::in_memory<shape<2>, sparse_labels> four() {
   return {std::vector<float>{0, 1, 1, 0, 1, 1, 0, 0}, std::vector<std::int32_t>{0, 1, 1, 0}};
 }
+// A callback adding 12 values to the epoch's logs.
+struct many {
+  template <class Ctx>
+  void on_epoch_end(Ctx& ctx) {
+    for (int i = 0; i < 12; ++i) ctx.epoch_logs.set("extra_value_" + std::to_string(i), 0.5);
+  }
+};
+// A callback logging "score": 1.0, then worse every epoch.
+struct script {
+  template <class Ctx>
+  void on_epoch_end(Ctx& ctx) {
+    ctx.epoch_logs.set("score", 1.0 + double(ctx.epoch));
+  }
+};
 std::vector<std::string> lines_of(const std::string& s) {
   std::vector<std::string> out;
   std::istringstream in(s);
@@ -62,12 +76,6 @@ TEST_CASE("epoch_logger: the compact line fits 80 columns, abbreviated; verbose 
 }
 
 TEST_CASE("epoch_logger: a line with more values than fit continues on indented lines") {
-  struct many {
-    template <class Ctx>
-    void on_epoch_end(Ctx& ctx) {
-      for (int i = 0; i < 12; ++i) ctx.epoch_logs.set("extra_value_" + std::to_string(i), 0.5);
-    }
-  };
   auto m = make_model<tiny>(1);
   sgd opt;
   std::ostringstream out;
@@ -82,23 +90,18 @@ TEST_CASE("epoch_logger: a line with more values than fit continues on indented 
 }
 
 TEST_CASE("early_stopping: says when and why it stopped, through fit; quiet with verbose = 0") {
-  struct script {  // the monitored value: 1.0 then worse every epoch
-    template <class Ctx>
-    void on_epoch_end(Ctx& ctx) {
-      ctx.epoch_logs.set("score", 1.0 + double(ctx.epoch));
-    }
-  };
   auto m = make_model<tiny>(1);
   sgd opt;
   std::ostringstream out;
   early_stopping es{.monitor = "score", .patience = 2, .baseline = 0.5};
   es.out = &out;
   auto h = fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt, four().batch(2), epochs{10}, script{}, es);
-  CHECK(h.epochs() == 3);
-  CHECK(es.stopped_epoch == 2);
+  // Keras' baseline rule: epoch 1's 1.0 is the best but does not beat 0.5, so the wait goes on.
+  CHECK(h.epochs() == 2);
+  CHECK(es.stopped_epoch == 1);
   CHECK(es.best_epoch == 0);
   CHECK(out.str() ==
-        "Epoch 3: early stopping: score did not improve for 2 epochs (patience 2); the best was 1 at epoch 1, "
+        "Epoch 2: early stopping: score did not improve for 2 epochs (patience 2); the best was 1 at epoch 1, "
         "which never beat the baseline 0.5\n");
   std::ostringstream quiet;
   early_stopping q{.monitor = "score", .patience = 0};
@@ -120,4 +123,26 @@ TEST_CASE("progress_bar: the epoch's end says the input verdict in words, not as
                      s.find(" - moderately input-bound") != std::string::npos ||
                      s.find(" - highly input-bound") != std::string::npos;
   CHECK(words);
+}
+
+TEST_CASE("fit warns when the first batch's output is all zeros") {
+  // All-zero inputs and zero biases: every output is 0.
+  data::in_memory<shape<2>, sparse_labels> zeros(std::vector<float>(8, 0.0f), std::vector<std::int32_t>{0, 1, 1, 0});
+  auto m = make_model<tiny>(1);
+  sgd opt;
+  std::ostringstream captured;
+  auto* old = std::clog.rdbuf(captured.rdbuf());
+  fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt, zeros.batch(2), epochs{2});
+  std::clog.rdbuf(old);
+  CHECK(captured.str().find("the network's output for the first batch is all zeros") != std::string::npos);
+  CHECK(captured.str().find("he_uniform") != std::string::npos);
+  // Said once, not per batch or epoch.
+  CHECK(captured.str().find("all zeros", captured.str().find("all zeros") + 1) == std::string::npos);
+
+  std::ostringstream quiet;
+  old = std::clog.rdbuf(quiet.rdbuf());
+  auto m2 = make_model<tiny>(1);
+  fit(m2, sparse_categorical_crossentropy{.from_logits = true}, opt, four().batch(2), epochs{1});
+  std::clog.rdbuf(old);
+  CHECK(quiet.str().empty());
 }

@@ -26,6 +26,7 @@
 #include "../kernels/cpu/ops.hpp"
 #include "../regularizers/regularizers.hpp"
 #include "activation.hpp"
+#include "initializers.hpp"
 #include "padding.hpp"
 
 namespace ctnn {
@@ -34,7 +35,7 @@ template <class Spec, Shape In, class P, class Backend>
 struct conv2d_layer;
 
 template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t Stride = 1, padding Pad = padding::valid,
-          Activation Act = identity, Regularizer Reg = no_regularizer>
+          Activation Act = identity, Regularizer Reg = no_regularizer, Initializer Init = glorot_uniform>
 struct conv2d {
   static_assert(F > 0, "conv2d: the number of filters must be > 0");
   static_assert(KH > 0 && KW > 0, "conv2d: the kernel height and width must be > 0");
@@ -42,6 +43,7 @@ struct conv2d {
   using is_layer_spec = void;
   using activation = Act;
   using regularizer = Reg;
+  using initializer = Init;
   static constexpr std::size_t filters = F, kernel_height = KH, kernel_width = KW, stride = Stride;
   static constexpr padding pad = Pad;
 
@@ -50,6 +52,7 @@ struct conv2d {
                     std::to_string(Stride) + ", " + padding_name(Pad);
     if (!std::is_same_v<Act, identity>) s += ", " + Act::name();
     if (Reg::active) s += ", " + Reg::name();
+    if (!std::is_same_v<Init, glorot_uniform>) s += ", " + Init::name();
     return s + ">";
   }
 
@@ -99,8 +102,7 @@ struct conv2d_layer {
   static std::string name() { return Spec::name(); }
 
   static void init(layer_slot<T> s, rng& g) {
-    const double limit = std::sqrt(6.0 / double(KH * KW * (C + F)));
-    for (std::size_t i = 0; i < kernel_count; ++i) s.params[i] = T(g.uniform(-limit, limit));
+    Spec::initializer::fill(s.params, kernel_count, KH * KW * C, KH * KW * F, g);
     for (std::size_t j = 0; j < F; ++j) s.params[kernel_count + j] = T(0);
   }
 

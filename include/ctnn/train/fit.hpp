@@ -19,11 +19,15 @@
 // finalize(model) (with_options' EMA) runs before on_train_end. The dataset's sample size and
 // target kind are checked against the network and loss at compile time.
 //
+// When the network's output for the first training batch is all zeros, fit
+// writes a warning to std::clog (detail::warn_if_all_zero).
+//
 // evaluate(model, loss, dataset, metrics...) returns logs with loss and metrics.
 #pragma once
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <iostream>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -108,6 +112,17 @@ constexpr bool check_validation() {
 template <class M, class... Ms, class B>
 void update_metrics(std::tuple<Ms...>& ms, const typename M::value_type* y, const B& b) {
   std::apply([&](auto&... m) { (m.template update<M::output_size>(y, b.y.data(), b.size), ...); }, ms);
+}
+
+// The first batch's output all zeros is a dead network (a deep relu stack
+// under glorot_uniform, a dead relu layer): fit says so on std::clog once.
+template <class M, class T>
+bool warn_if_all_zero(const T* y, std::size_t batch, std::ostream& out = std::clog) {
+  for (std::size_t i = 0; i < batch * M::output_size; ++i)
+    if (y[i] != T(0)) return false;
+  out << "fit: warning: the network's output for the first batch is all zeros; training will not move it. "
+         "A deep relu stack under glorot_uniform does this: try he_uniform or he_normal (dense<N, relu, he_uniform>)\n";
+  return true;
 }
 
 // Forward + loss over a whole dataset, no training.
@@ -278,6 +293,7 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
                             " at epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1) +
                             " (learning rate " + detail::format_number(ctx.learning_rate()) + ")");
       }
+      if (e == 0 && s == 0) detail::warn_if_all_zero<MT>(step.output(), b.size);
       detail::update_metrics<MT>(metrics, step.output(), b);
       if (r.updated)
         detail::check_model_finite(
