@@ -58,21 +58,42 @@ TEST_CASE("epoch_logger: the compact line fits 80 columns, abbreviated; verbose 
       accuracy{}, validation_data(d), epoch_logger{brief}, epoch_logger{full, /*verbose=*/true});
   const auto lines = lines_of(brief.str());
   REQUIRE(lines.size() >= 2);
-  CHECK(lines[0].rfind("epoch 1/2 - ", 0) == 0);
+  CHECK(lines[0].rfind("epoch 1/2  ", 0) == 0);
   for (const auto& l : lines) CHECK(l.size() <= 80);
   const std::string b = brief.str();
-  CHECK(b.find(" acc: ") != std::string::npos);
+  CHECK(b.find("  acc: ") != std::string::npos);
+  CHECK(b.find("  loss: ") != std::string::npos);
   CHECK(b.find("val_acc: ") != std::string::npos);
   CHECK(b.find("sparse_categorical_accuracy") == std::string::npos);
   CHECK(b.find("learning_rate") == std::string::npos);
   CHECK(b.find("0.00s") == std::string::npos);
-  CHECK(b.find("input-bound") != std::string::npos);
+  CHECK(b.find("not input-bound") == std::string::npos);  // said only when it is input-bound
   const std::string f = full.str();
   CHECK(f.find("val_sparse_categorical_accuracy: ") != std::string::npos);
   CHECK(f.find("learning_rate: 0.01") != std::string::npos);
   CHECK(f.find(" - data: ") != std::string::npos);
+  CHECK(f.find(" - loss: ") != std::string::npos);
   CHECK(f.find(" of step time is spent waiting for data") != std::string::npos);
   CHECK(f.find("0.00s") == std::string::npos);
+}
+
+TEST_CASE("epoch_logger: the demo's line (4 values, 2-digit epochs) fits 80 columns on one line") {
+  struct demo_ctx {
+    std::size_t epoch = 14, epochs = 15;
+    logs epoch_logs;
+  } ctx;
+  for (auto [k, v] : {std::pair{"loss", 0.1575}, {"sparse_categorical_accuracy", 0.9409}, {"val_loss", 0.3240},
+                      {"val_sparse_categorical_accuracy", 0.8974}, {"learning_rate", 0.000123}, {"seconds", 13.2},
+                      {"data_seconds", 0.4}, {"compute_seconds", 12.1}, {"input_share", 0.2}, {"input_bound", 2.0}})
+    ctx.epoch_logs.set(k, v);
+  std::ostringstream out;
+  epoch_logger{out}.on_epoch_end(ctx);
+  CHECK(out.str() == "epoch 15/15  13s  loss: 0.1575  acc: 0.9409  val_loss: 0.3240  val_acc: 0.8974\n"
+                     "   highly input-bound\n");
+  ctx.epoch_logs.set("input_share", 0.01);
+  std::ostringstream quiet;
+  epoch_logger{quiet}.on_epoch_end(ctx);
+  CHECK(quiet.str() == "epoch 15/15  13s  loss: 0.1575  acc: 0.9409  val_loss: 0.3240  val_acc: 0.8974\n");
 }
 
 TEST_CASE("epoch_logger: a line with more values than fit continues on indented lines") {

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <iostream>
 #include <ostream>
@@ -109,12 +110,13 @@ inline bool is_timing_key(const std::string& k) {
 
 // epoch_logger: one line per epoch that fits `columns` characters (80),
 // continued on indented lines when there are more values than fit:
-//   "epoch 3/10 - 1.2s - loss: 0.3012 - acc: 0.8901 - val_loss: 0.3301 - val_acc: 0.8800 - not input-bound"
+//   "epoch 3/10  1.2s  loss: 0.3012  acc: 0.8901  val_loss: 0.3301  val_acc: 0.8800"
 // Long keys are abbreviated (sparse_categorical_accuracy and accuracy: acc,
 // mean_absolute_error: mae, mean_squared_error: mse); the epoch's time reads
-// 12s, 1.2s, 850ms or <1ms; the input verdict is said in words (train/input_analysis.hpp).
+// 12s, 1.2s, 850ms or <1ms; an input-bound epoch ends with the verdict in
+// words ("moderately input-bound", "highly input-bound"; train/input_analysis.hpp).
 // verbose = true prints every key under its full name, learning_rate, the
-// timing keys and the verdict's whole sentence instead.
+// timing keys and the verdict's whole sentence (also "not input-bound: ...").
 struct epoch_logger {
   std::ostream* out = &std::cout;
   bool verbose = false;
@@ -137,17 +139,21 @@ struct epoch_logger {
       if (l.contains("data_seconds")) items.push_back("data: " + detail::duration_text(l["data_seconds"]));
       if (l.contains("compute_seconds")) items.push_back("compute: " + detail::duration_text(l["compute_seconds"]));
     }
-    if (l.contains("input_share"))
-      items.push_back(verbose ? input_verdict(l["input_share"]) : input_bound_words(input_bound(l["input_share"])));
+    if (l.contains("input_share")) {
+      if (verbose) items.push_back(input_verdict(l["input_share"]));
+      else if (input_bound(l["input_share"]) != input_bound_level::no)
+        items.push_back(input_bound_words(input_bound(l["input_share"])));
+    }
     std::string text = "epoch " + std::to_string(ctx.epoch + 1) + "/" + std::to_string(ctx.epochs);
     std::size_t line_start = 0;
     for (const std::string& item : items) {
-      if (text.size() - line_start + 3 + item.size() > columns) {
+      const char* sep = verbose ? " - " : "  ";
+      if (text.size() - line_start + std::strlen(sep) + item.size() > columns) {
         text += "\n   ";
         line_start = text.size() - 3;
         text += item;
       } else {
-        text += " - " + item;
+        text += sep + item;
       }
     }
     *out << text << std::endl;
