@@ -1,8 +1,10 @@
 // Trains dense<256, relu> -> dense<128, relu> -> dense<10> on Fashion-MNIST
 // and prints per-epoch loss and accuracy and the final test accuracy.
-//   fashion_mnist_mlp [epochs=15] [data_dir] [precision=float32]
-// precision: float32, mixed_float16 or mixed_bfloat16 (docs/mixed-precision.md);
-// the mixed policies train with dynamic loss scaling.
+//   fashion_mnist_mlp [epochs=15] [data_dir] [precision=float32] [history.csv]
+// An empty data_dir is the default one. precision: float32, mixed_float16 or
+// mixed_bfloat16 (docs/mixed-precision.md); the mixed policies train with
+// dynamic loss scaling. history.csv receives csv_logger's per-epoch logs
+// (scripts/plot_history.sh draws them).
 #include <ctnn/ctnn.hpp>
 
 #include <cstdio>
@@ -20,6 +22,19 @@ using net = ctnn::sequential<ctnn::input<28, 28>,
 static_assert(net::output_shape == ctnn::shape<10>{});
 static_assert(net::parameter_count == 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);
 
+// csv_logger when a file name was given, nothing otherwise.
+struct optional_csv {
+  ctnn::csv_logger log;
+  template <class Ctx>
+  void on_train_begin(Ctx& ctx) {
+    if (!log.filename.empty()) log.on_train_begin(ctx);
+  }
+  template <class Ctx>
+  void on_epoch_end(Ctx& ctx) {
+    if (!log.filename.empty()) log.on_epoch_end(ctx);
+  }
+};
+
 template <class Precision, class Train, class Test, class... Extras>
 void run(std::size_t n_epochs, const Train& train, const Test& test, Extras&&... extras) {
   auto model = ctnn::make_model<net, Precision>(/*seed=*/42);
@@ -36,8 +51,9 @@ void run(std::size_t n_epochs, const Train& train, const Test& test, Extras&&...
 
 int main(int argc, char** argv) try {
   const std::size_t n_epochs = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 15;
-  const auto dir = argc > 2 ? std::filesystem::path(argv[2]) : ctnn::data::fashion_mnist::default_dir();
-  const std::string precision = argc > 3 ? argv[3] : "float32";
+  const auto dir = argc > 2 && *argv[2] ? std::filesystem::path(argv[2]) : ctnn::data::fashion_mnist::default_dir();
+  const std::string precision = argc > 3 && *argv[3] ? argv[3] : "float32";
+  optional_csv history_file{{.filename = argc > 4 ? argv[4] : ""}};
 
   const auto train = ctnn::data::fashion_mnist::train(dir).shuffle(/*seed=*/1).batch(64);
   const auto test = ctnn::data::fashion_mnist::test(dir).batch(1000);
@@ -46,9 +62,9 @@ int main(int argc, char** argv) try {
   ctnn::summary<net>();
 
   ctnn::loss_scale scale;  // dynamic: 2^15, as Keras' LossScaleOptimizer
-  if (precision == "float32") run<ctnn::precision::float32>(n_epochs, train, test);
-  else if (precision == "mixed_float16") run<ctnn::precision::mixed_float16>(n_epochs, train, test, scale);
-  else if (precision == "mixed_bfloat16") run<ctnn::precision::mixed_bfloat16>(n_epochs, train, test, scale);
+  if (precision == "float32") run<ctnn::precision::float32>(n_epochs, train, test, history_file);
+  else if (precision == "mixed_float16") run<ctnn::precision::mixed_float16>(n_epochs, train, test, history_file, scale);
+  else if (precision == "mixed_bfloat16") run<ctnn::precision::mixed_bfloat16>(n_epochs, train, test, history_file, scale);
   else throw std::invalid_argument("unknown precision '" + precision + "' (float32, mixed_float16, mixed_bfloat16)");
   if (precision != "float32")
     std::printf("loss scale at the end: %g, skipped steps: %lld\n", scale.scale(), static_cast<long long>(scale.skipped_steps()));

@@ -2,7 +2,8 @@
 # ctnn quick start: installs what this Debian machine lacks, configures and
 # builds the release preset, then runs the Fashion-MNIST demo or the whole
 # test suite.
-#   scripts/quickstart.sh demo [epochs]   train and evaluate the MLP on Fashion-MNIST
+#   scripts/quickstart.sh demo [epochs]   train and evaluate the MLP on Fashion-MNIST, then plot
+#                                         its curves to build/release/mlp_history.png
 #   scripts/quickstart.sh test            build and run every test; then the suite under
 #                                         ASan + UBSan, and the data and train tests under
 #                                         ThreadSanitizer (what CI runs)
@@ -15,7 +16,8 @@ case "$mode" in
   *) echo "usage: $0 demo [epochs] | test" >&2; exit 2 ;;
 esac
 
-packages=(cmake g++ make libxtensor-dev libxsimd-dev doctest-dev libbenchmark-dev zlib1g-dev nlohmann-json3-dev dataset-fashion-mnist)
+packages=(cmake g++ make libxtensor-dev libxsimd-dev doctest-dev libbenchmark-dev zlib1g-dev nlohmann-json3-dev
+          dataset-fashion-mnist gnuplot-nox)
 # The test command also builds with clang 19 and its libFuzzer/sanitizer runtimes.
 [[ $mode == test ]] && packages+=(clang-19 libclang-rt-19-dev)
 missing=()
@@ -44,7 +46,10 @@ cmake --preset release
 cmake --build --preset release -j "$jobs"
 
 if [[ $mode == demo ]]; then
-  exec ./build/release/examples/fashion_mnist_mlp "${2:-15}"
+  # The demo writes its history (csv_logger) and plots the training curves (gnuplot).
+  ./build/release/examples/fashion_mnist_mlp "${2:-15}" "" float32 build/release/mlp_history.csv
+  exec scripts/plot_history.sh build/release/mlp_history.csv build/release/mlp_history.png \
+    "Fashion-MNIST MLP (dense 256-128-10, Adam)"
 else
   ctest --preset release -j "$jobs"
   # The whole suite but the demo built by clang 19 under AddressSanitizer + UndefinedBehaviorSanitizer,

@@ -32,6 +32,7 @@
 #include "layers/batch_norm.hpp"
 #include "layers/conv2d.hpp"
 #include "layers/dense.hpp"
+#include "layers/initializers.hpp"
 #include "layers/dropout.hpp"
 #include "layers/global_average_pool.hpp"
 #include "layers/max_pool2d.hpp"

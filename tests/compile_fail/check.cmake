@@ -1,8 +1,10 @@
-# Compiles CASE and passes only if the compiler rejects it and its output
-# holds every line of the case that starts with "// expect: ".
+# Compiles CASE and passes only if the compiler rejects it, its output holds
+# every line of the case that starts with "// expect: ", and its first line
+# that holds "error:" contains the text of each "// first-error: " line.
 file(STRINGS ${CASE} expectations REGEX "^// expect: ")
-if(NOT expectations)
-  message(FATAL_ERROR "${CASE}: no '// expect: ' line")
+file(STRINGS ${CASE} first_expectations REGEX "^// first-error: ")
+if(NOT expectations AND NOT first_expectations)
+  message(FATAL_ERROR "${CASE}: no '// expect: ' or '// first-error: ' line")
 endif()
 execute_process(
   COMMAND ${CXX} -std=c++20 -fsyntax-only -I${INCLUDE} ${CASE}
@@ -17,4 +19,21 @@ foreach(line IN LISTS expectations)
     message(FATAL_ERROR "${CASE}: the compiler output lacks '${want}'. It said:\n${err}")
   endif()
 endforeach()
+if(first_expectations)
+  # The first line with "error:" (g++ and clang both write "file:line:col: error: ...").
+  string(FIND "${err}${out}" "error:" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "${CASE}: the compiler output has no 'error:' line. It said:\n${err}")
+  endif()
+  string(SUBSTRING "${err}${out}" ${at} -1 rest)
+  string(FIND "${rest}" "\n" eol)
+  string(SUBSTRING "${rest}" 0 ${eol} first)
+  foreach(line IN LISTS first_expectations)
+    string(REPLACE "// first-error: " "" want "${line}")
+    string(FIND "${first}" "${want}" pos)
+    if(pos EQUAL -1)
+      message(FATAL_ERROR "${CASE}: the first error line lacks '${want}'. It is:\n${first}\nThe compiler said:\n${err}")
+    endif()
+  endforeach()
+endif()
 message(STATUS "${CASE}: rejected with the expected message")

@@ -1,4 +1,5 @@
 // mean_squared_error needs dense targets; Fashion-MNIST has sparse labels.
+// first-error: mean_squared_error takes dense target vectors; the dataset has sparse class labels
 // expect: static assertion failed: loss: this loss needs the other kind of target (sparse class labels vs dense target vectors)
 #include <ctnn/ctnn.hpp>
 using net = ctnn::sequential<ctnn::input<28, 28>, ctnn::flatten, ctnn::dense<10>>;

@@ -1,6 +1,5 @@
-// A pipeline of single samples (no .batch(n)) is not a Dataset fit can train on.
-// expect: has_sample_description<D>
-// expect: D = ctnn::data::dataset<ctnn::data::sample<ctnn::shape<28, 28>, ctnn::sparse_labels, float> >
+// A pipeline of single samples (no .batch(n)) is not a Dataset fit can train on: one line says so.
+// first-error: fit: the 4th argument is not a dataset of batches (data::Dataset); a pipeline of samples needs .batch(n)
 #include <ctnn/ctnn.hpp>
 using net = ctnn::sequential<ctnn::input<28, 28>, ctnn::flatten, ctnn::dense<10>>;
 void f() {

@@ -52,7 +52,7 @@ TEST_CASE("from_csv: dense targets last, another delimiter, several files in ord
   using K = dense_targets<shape<2>>;
   const auto f1 = t.write("1.csv", "1;2;3;0.5;0.25\n");
   const auto f2 = t.write("2.csv", "4;5;6;1;0\n");
-  auto rows = all(data::from_csv<shape<3>, K>({f1, f2}, {.delimiter = ';', .targets_first = false}));
+  auto rows = all(data::from_csv<shape<3>, K>({f1, f2}, {.delimiter = ';', .targets = data::column::last}));
   REQUIRE(rows.size() == 2);
   CHECK(rows[0].x == std::vector<float>{1, 2, 3});
   CHECK(rows[0].y == std::vector<float>{0.5f, 0.25f});
@@ -75,8 +75,10 @@ TEST_CASE("from_csv: every bad row is reported with file, line and column") {
   CHECK(err("1,2,3,4\n1,2,,4\n") == at + ":2:3: '' is not a number");
   CHECK(err("1,2,3\n") == at + ":1: 3 columns, a sample needs 4 (3 features + 1 targets)");
   CHECK(err("1,2,3,4,5\n") == at + ":1:5: more than the 4 columns a sample needs (3 features + 1 targets)");
-  CHECK(err("0,1,2,3\n-1,2,3,4\n") == at + ":2:1: '-1' is not a class label (a non-negative integer)");
-  CHECK(err("2.5,2,3,4\n") == at + ":1:1: '2.5' is not a class label (a non-negative integer)");
+  const std::string hint = "; the targets are read from column 1 (targets = column::first, the default; a file with its "
+                           "targets last needs targets = column::last)";
+  CHECK(err("0,1,2,3\n-1,2,3,4\n") == at + ":2:1: '-1' is not a class label (a non-negative integer)" + hint);
+  CHECK(err("2.5,2,3,4\n") == at + ":1:1: '2.5' is not a class label (a non-negative integer)" + hint);
   CHECK_THROWS_WITH_AS(all(data::from_csv<shape<3>>(t.p / "missing.csv")), doctest::Contains("missing.csv: cannot open"),
                        data::csv_error);
 }
@@ -115,7 +117,9 @@ TEST_CASE("from_csv: nan, inf, a doubled sign and out-of-range numbers are refus
   CHECK(err("1,++5,3,4\n") == at + ":1:2: '++5' is not a number");
   CHECK(err("1,1e400,3,4\n") == at + ":1:2: '1e400' is out of range for a 32-bit floating-point value");
   CHECK(err("1,1e39,3,4\n") == at + ":1:2: '1e39' is out of range for a 32-bit floating-point value");
-  CHECK(err("99999999999,1,2,3\n") == at + ":1:1: '99999999999' is out of range for a class label (a 32-bit integer)");
+  CHECK(err("99999999999,1,2,3\n") == at + ":1:1: '99999999999' is out of range for a class label (a 32-bit integer)" +
+                                           "; the targets are read from column 1 (targets = column::first, the default; a "
+                                           "file with its targets last needs targets = column::last)");
   CHECK(err("1,+5,-2,3e2\n") == "no error");
 }
 
@@ -124,4 +128,50 @@ TEST_CASE("from_csv: a directory is a csv_error (an io_error) naming it") {
   fs::create_directory(t.p / "d.csv");
   CHECK_THROWS_WITH_AS(all(data::from_csv<shape<3>>(t.p / "d.csv")), doctest::Contains("d.csv: is a directory"),
                        ctnn::io_error);
+}
+
+TEST_CASE("from_csv: targets = column::first (the default), column::last or column::named") {
+  tmpdir t;
+  static_assert(std::is_same_v<decltype(data::csv_options{}.targets), data::column>);
+  CHECK(data::csv_options{}.targets.where == data::column::kind::first);  // the default, explicit
+  const auto last = t.write("last.csv", "a,b,c,label\n0.5,1,2,3\n");
+  auto rows = all(data::from_csv<shape<3>>(last, {.header = true, .targets = data::column::last}));
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].x == std::vector<float>{0.5f, 1, 2});
+  CHECK(rows[0].y[0] == 3);
+  const auto mid = t.write("mid.csv", "a,label,b,c\n0.5,4,1,2\n");
+  rows = all(data::from_csv<shape<3>>(mid, {.header = true, .targets = data::column::named("label")}));
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].x == std::vector<float>{0.5f, 1, 2});
+  CHECK(rows[0].y[0] == 4);
+  // two dense target columns starting at the named one
+  const auto two = t.write("two.csv", "a,t1,t2,b\n1,0.25,0.75,2\n");
+  auto r2 = all(data::from_csv<shape<2>, dense_targets<shape<2>>>(two, {.header = true, .targets = data::column::named("t1")}));
+  REQUIRE(r2.size() == 1);
+  CHECK(r2[0].x == std::vector<float>{1, 2});
+  CHECK(r2[0].y == std::vector<float>{0.25f, 0.75f});
+}
+
+TEST_CASE("from_csv: a file with its target last is not read silently with the default") {
+  tmpdir t;
+  // The header says where the label is: refused with a hint.
+  const auto f = t.write("h.csv", "pixel0,pixel1,pixel2,label\n0,12,255,3\n");
+  CHECK_THROWS_WITH_AS(all(data::from_csv<shape<3>>(f, {.header = true})),
+                       doctest::Contains(":1: the header names the last column 'label' but the targets are read from "
+                                         "the first ('pixel0'); set targets = column::last or column::named(\"label\")"),
+                       data::csv_error);
+  // The mirror mistake.
+  const auto g = t.write("g.csv", "Label,a,b,c\n3,0,12,255\n");
+  CHECK_THROWS_WITH_AS(all(data::from_csv<shape<3>>(g, {.header = true, .targets = data::column::last})),
+                       doctest::Contains("the header names the first column 'Label'"), data::csv_error);
+  // No header: a feature that is not a label says where the targets were read from.
+  const auto h = t.write("n.csv", "0.5,0.25,1,3\n");
+  CHECK_THROWS_WITH_AS(all(data::from_csv<shape<3>>(h)),
+                       doctest::Contains("a file with its targets last needs targets = column::last"), data::csv_error);
+  // A name that is not in the header, and a name without a header.
+  CHECK_THROWS_WITH_AS(all(data::from_csv<shape<3>>(f, {.header = true, .targets = data::column::named("y")})),
+                       doctest::Contains("the header has no column named 'y' (it has: pixel0, pixel1, pixel2, label)"),
+                       data::csv_error);
+  CHECK_THROWS_WITH_AS(data::from_csv<shape<3>>(f, {.targets = data::column::named("label")}),
+                       doctest::Contains("needs header = true"), std::invalid_argument);
 }

@@ -253,3 +253,32 @@ TEST_CASE("map: a knob dropped to 1 while the consumer waits for the workers doe
   std::iota(all.begin(), all.end(), 0);
   CHECK(seen == all);
 }
+
+TEST_CASE("map with a random source: same seed, any number of workers, any order: same output") {
+  // "Augmentation": each sample gets noise drawn from its own generator.
+  auto augment = [](S1 s, rng& g) {
+    s.x[0] += float(g.uniform(-1.0, 1.0));
+    return s;
+  };
+  auto run = [&](std::uint64_t seed, data::parallelism p, data::order o, std::size_t pass) {
+    auto d = numbers(200).map(augment, data::random_seed{seed}, p, o);
+    std::vector<std::pair<int, float>> out;  // (label, value)
+    auto c = d.open(pass);
+    S1 s;
+    while (c.next(s)) out.emplace_back(s.y[0], s.x[0]);
+    if (o == data::order::any) std::sort(out.begin(), out.end());
+    return out;
+  };
+  const auto one = run(7, 1, data::order::preserved, 0);
+  REQUIRE(one.size() == 200);
+  CHECK(run(7, 2, data::order::preserved, 0) == one);
+  CHECK(run(7, 4, data::order::preserved, 0) == one);
+  CHECK(run(7, 3, data::order::any, 0) == one);  // sorted by label, which is the input order
+  CHECK(run(7, data::autotune, data::order::preserved, 0) == one);
+  CHECK(run(8, 1, data::order::preserved, 0) != one);  // another seed
+  CHECK(run(7, 2, data::order::preserved, 1) != one);  // another pass
+  CHECK(run(7, 4, data::order::preserved, 1) == run(7, 1, data::order::preserved, 1));
+  // The noise is really there and within its range.
+  for (const auto& [label, value] : one) CHECK(std::abs(value - float(label)) <= 1.0f);
+  CHECK(std::any_of(one.begin(), one.end(), [](const auto& p) { return p.second != float(p.first); }));
+}

@@ -34,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     drain(ctnn::data::from_csv<ctnn::shape<2>, ctnn::dense_targets<ctnn::shape<2>>>(
-        file(), {.header = true, .delimiter = ';', .targets_first = false}));
+        file(), {.header = true, .delimiter = ';', .targets = ctnn::data::column::last}));
   } catch (const ctnn::data::csv_error&) {
   }
   return 0;

@@ -212,10 +212,18 @@ TEST_CASE("early_stopping: restore_best_weights puts back the best epoch's weigh
   CHECK(es.stopped_epoch == 3);
   CHECK(m.parameters()[0] == 4.0f);
   std::ostringstream out;
-  es.verbose = &out;
+  es.out = &out;
   es.on_train_end(ctx);
   CHECK(std::all_of(m.parameters().begin(), m.parameters().end(), [](float v) { return v == 2.0f; }));
-  CHECK(out.str() == "Epoch 4: early stopping\nRestoring model weights from the end of the best epoch: 2.\n");
+  CHECK(out.str() ==
+        "Epoch 4: early stopping: loss did not improve for 2 epochs (patience 2); the best was 0.5 at epoch 2\n"
+        "Restoring model weights from the end of the best epoch: 2.\n");
+  // verbose = 0: quiet
+  std::ostringstream quiet;
+  es.out = &quiet;
+  es.verbose = 0;
+  es.on_train_end(ctx);
+  CHECK(quiet.str().empty());
 }
 
 TEST_CASE("reduce_lr_on_plateau and early_stopping through fit act on the documented epochs") {

@@ -110,7 +110,8 @@ TEST_CASE("validation data adds val_ keys; timing and input share are logged") {
     CHECK(h.contains(k));
   CHECK(h["input_share"][0] >= 0.0);
   CHECK(h["input_share"][0] <= 1.0);
-  CHECK(out.str().find("epoch 2/2 - loss: ") != std::string::npos);
+  CHECK(out.str().find("epoch 2/2  ") != std::string::npos);
+  CHECK(out.str().find("  loss: ") != std::string::npos);
   CHECK_THROWS_WITH_AS(h["nope"], doctest::Contains("history: no key 'nope'"), std::out_of_range);
 }
 

@@ -10,8 +10,18 @@
 //   error: static assertion failed: reshape: the input's element count differs
 //       from the target shape's element count
 // Positions count the layers after input<...>, starting at 1.
+//
+// The checks that know the place and the sizes also fail first through
+// diag::require (core/compile_message.hpp), so the first `error:` line itself
+// reads, for example (g++ 12; clang 19 prints the first 34 characters):
+//   error: invalid application of 'sizeof' to incomplete type
+//     'ctnn::diag::error<ctnn::diag::text<78>{"layer 2 (dense<128>): input has
+//      rank 3 (26x26x8); put ctnn::flatten before it"}>'
+// The messages are made by the *_text functions below.
 #pragma once
 #include <cstddef>
+
+#include "compile_message.hpp"
 
 namespace ctnn::diag {
 
@@ -112,5 +122,84 @@ struct global_average_pool_input_rank {
   static_assert(Ok, "global_average_pool: the input of this layer must have rank >= 2 (positions..., channels)");
   static constexpr bool value = Ok;
 };
+
+// ---- first-line messages (diag::require) ----
+// "layer 2 (dense<128>): input has rank 3 (26x26x8); put ctnn::flatten before it"
+template <std::size_t Pos, long long N, class In>
+constexpr message dense_not_flat_text() {
+  message m;
+  m << "layer " << Pos << " (dense<" << N << ">): input has rank " << In::rank << " (";
+  m.dims(In::dims) << "); put ctnn::flatten before it";
+  return m;
+}
+
+template <std::size_t Pos, class Target, class In>
+constexpr message reshape_count_text() {
+  message m;
+  m << "layer " << Pos << " (reshape<";
+  m.dims(Target::dims) << ">): input has " << In::size << " elements (";
+  m.dims(In::dims) << "), the target shape " << Target::size;
+  return m;
+}
+
+template <std::size_t Pos, std::size_t F, std::size_t KH, std::size_t KW, class In>
+constexpr message conv2d_rank_text() {
+  message m;
+  m << "layer " << Pos << " (conv2d<" << F << ", " << KH << ", " << KW << ">): input has rank " << In::rank << " (";
+  m.dims(In::dims) << "); conv2d takes rank 3 (height x width x channels) or 2 (height x width)";
+  return m;
+}
+
+template <std::size_t Pos, std::size_t F, std::size_t KH, std::size_t KW, class In>
+constexpr message conv2d_kernel_text() {
+  message m;
+  m << "layer " << Pos << " (conv2d<" << F << ", " << KH << ", " << KW << ">): the " << KH << "x" << KW
+    << " kernel does not fit the input ";
+  m.dims(In::dims) << " with padding::valid";
+  return m;
+}
+
+template <std::size_t Pos, class Kind, std::size_t P, class In>
+constexpr message pool2d_rank_text() {
+  message m;
+  m << "layer " << Pos << " (" << Kind::name << "<" << P << ">): input has rank " << In::rank << " (";
+  m.dims(In::dims) << "); pooling takes rank 3 (height x width x channels)";
+  return m;
+}
+
+template <std::size_t Pos, class Kind, std::size_t P, class In>
+constexpr message pool2d_window_text() {
+  message m;
+  m << "layer " << Pos << " (" << Kind::name << "<" << P << ">): the " << P << "x" << P << " window does not fit the input ";
+  m.dims(In::dims) << " with padding::valid";
+  return m;
+}
+
+template <std::size_t Pos, class In>
+constexpr message global_average_pool_rank_text() {
+  message m;
+  m << "layer " << Pos << " (global_average_pool): input has rank " << In::rank << " (";
+  m.dims(In::dims) << "); it takes rank 2 or more (positions..., channels)";
+  return m;
+}
+
+// "dense<-1>: the number of units must be > 0"
+template <long long N>
+constexpr message units_text() {
+  message m;
+  m << "dense<" << N << ">: the number of units must be > 0";
+  return m;
+}
+
+// "fit: the samples of the dataset are 28x28 (784 values); the network takes input<100> (100 values)"
+// (no apostrophes in first-line messages: g++ prints them as \')
+template <class DataShape, class NetShape>
+constexpr message dataset_input_text() {
+  message m;
+  m << "fit: the samples of the dataset are ";
+  m.dims(DataShape::dims) << " (" << DataShape::size << " values); the network takes input<";
+  m.dims(NetShape::dims) << "> (" << NetShape::size << " values)";
+  return m;
+}
 
 }  // namespace ctnn::diag

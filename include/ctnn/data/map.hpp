@@ -15,6 +15,10 @@
 // e: ...") with f's exception nested; an upstream exception is rethrown as
 // is, after the elements before it. Destroying the iterator stops and joins
 // every worker (a worker inside f finishes that call first).
+// A seeded map (dataset::map(f, random_seed{s}, ...), f(E, rng&)) gets, for
+// element i of pass e, its own generator drawn from (s, e, i): the same
+// numbers whichever worker runs it and however many there are, so random
+// augmentation on parallel workers is reproducible; every pass differs.
 #pragma once
 #include <chrono>
 #include <condition_variable>
@@ -29,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/rng.hpp"
 #include "stage.hpp"
 
 namespace ctnn::data {
@@ -45,7 +50,39 @@ struct parallelism {
   parallelism(autotune_t) : tuned(true) {}  // NOLINT
 };
 
+// The seed of a map whose function takes a random source: map(f, random_seed{42}, ...).
+struct random_seed {
+  std::uint64_t value = 0;
+};
+
 namespace detail {
+
+// f with its seed: called as f(element, generator of (seed, pass, index)).
+template <class F>
+struct seeded_fn {
+  F f;
+  std::uint64_t seed;
+};
+template <class F>
+struct is_seeded : std::false_type {};
+template <class F>
+struct is_seeded<seeded_fn<F>> : std::true_type {};
+
+// The generator of element `index` of pass `pass`.
+inline rng map_rng(std::uint64_t seed, std::size_t pass, std::size_t index) {
+  return rng::derive(rng::derive(seed, pass).next(), index);
+}
+
+template <class F, class In>
+decltype(auto) call_map(const F& f, In&& in, std::size_t index, std::size_t pass) {
+  if constexpr (is_seeded<F>::value) {
+    rng g = map_rng(f.seed, pass, index);
+    return f.f(std::forward<In>(in), g);
+  } else {
+    (void)index, (void)pass;
+    return f(std::forward<In>(in));
+  }
+}
 
 template <class In, class Out, class F>
 class map_inline final : public iterator<Out> {
@@ -56,7 +93,7 @@ class map_inline final : public iterator<Out> {
     if (!up_->next(in_)) return false;
     const std::size_t i = index_++;
     try {
-      out = (*f_)(std::move(in_));
+      out = call_map(*f_, std::move(in_), i, epoch_);
     } catch (...) {
       rethrow_user_error(std::current_exception(), "map", i, epoch_);
     }
@@ -166,7 +203,7 @@ class map_parallel final : public iterator<Out> {
     const auto t0 = std::chrono::steady_clock::now();
     std::exception_ptr error;
     try {
-      out = (*f_)(std::move(in));
+      out = call_map(*f_, std::move(in), seq, epoch_);
     } catch (...) {
       error = std::current_exception();
     }
@@ -210,7 +247,7 @@ class map_parallel final : public iterator<Out> {
       if (got) {
         const auto t0 = std::chrono::steady_clock::now();
         try {
-          r.value = (*f_)(std::move(in));
+          r.value = call_map(*f_, std::move(in), seq, epoch_);
         } catch (...) {
           r.error = std::current_exception();
           r.from_f = true;

@@ -131,6 +131,20 @@ class dataset : public detail::dataset_types<E> {
         {std::size_t(2), std::size_t(std::thread::hardware_concurrency()), tuner_->budget().cores});
     return dataset<R>(std::make_shared<map_stage<E, R, F>>(stage_, std::move(f), p, o, tuned_workers), tuner_);
   }
+  // f(E, rng&) with a generator per element drawn from (seed, pass, element
+  // index): reproducible with any parallelism and order (data/map.hpp).
+  template <class F>
+    requires std::invocable<const F&, E&&, rng&>
+  auto map(F f, random_seed seed, parallelism p = 1, order o = order::preserved) const {
+    using R = std::remove_cvref_t<std::invoke_result_t<const F&, E&&, rng&>>;
+    static_assert(std::is_default_constructible_v<R> && std::is_move_assignable_v<R>,
+                  "map: the function must return a default-constructible, movable element");
+    using G = detail::seeded_fn<F>;
+    const std::size_t tuned_workers = std::max<std::size_t>(
+        {std::size_t(2), std::size_t(std::thread::hardware_concurrency()), tuner_->budget().cores});
+    return dataset<R>(std::make_shared<map_stage<E, R, G>>(stage_, G{std::move(f), seed.value}, p, o, tuned_workers),
+                      tuner_);
+  }
   template <class P>
     requires std::predicate<const P&, const E&>
   dataset filter(P p) const {

@@ -26,6 +26,7 @@
 #include "../kernels/cpu/ops.hpp"
 #include "../regularizers/regularizers.hpp"
 #include "activation.hpp"
+#include "initializers.hpp"
 #include "padding.hpp"
 
 namespace ctnn {
@@ -34,7 +35,7 @@ template <class Spec, Shape In, class P, class Backend>
 struct conv2d_layer;
 
 template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t Stride = 1, padding Pad = padding::valid,
-          Activation Act = identity, Regularizer Reg = no_regularizer>
+          Activation Act = identity, Regularizer Reg = no_regularizer, Initializer Init = glorot_uniform>
 struct conv2d {
   static_assert(F > 0, "conv2d: the number of filters must be > 0");
   static_assert(KH > 0 && KW > 0, "conv2d: the kernel height and width must be > 0");
@@ -42,6 +43,7 @@ struct conv2d {
   using is_layer_spec = void;
   using activation = Act;
   using regularizer = Reg;
+  using initializer = Init;
   static constexpr std::size_t filters = F, kernel_height = KH, kernel_width = KW, stride = Stride;
   static constexpr padding pad = Pad;
 
@@ -50,17 +52,20 @@ struct conv2d {
                     std::to_string(Stride) + ", " + padding_name(Pad);
     if (!std::is_same_v<Act, identity>) s += ", " + Act::name();
     if (Reg::active) s += ", " + Reg::name();
+    if (!std::is_same_v<Init, glorot_uniform>) s += ", " + Init::name();
     return s + ">";
   }
 
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {
+    constexpr bool located = diag::require<In::rank == 2 || In::rank == 3, &diag::conv2d_rank_text<Pos, F, KH, KW, In>>();
     constexpr bool rank_ok =
-        diag::conv2d_input_rank<diag::layer<Pos>, diag::input_rank<In::rank>,
+        located && diag::conv2d_input_rank<diag::layer<Pos>, diag::input_rank<In::rank>,
                                     In::rank == 2 || In::rank == 3>::value;
     if constexpr (rank_ok && Pad == padding::valid) {
       constexpr std::size_t H = In::dims[0], W = In::dims[1];
-      return diag::conv2d_kernel_larger_than_input<diag::layer<Pos>, diag::input_height<H>, diag::input_width<W>,
+      constexpr bool located = diag::require<(KH <= H && KW <= W), &diag::conv2d_kernel_text<Pos, F, KH, KW, In>>();
+      return located && diag::conv2d_kernel_larger_than_input<diag::layer<Pos>, diag::input_height<H>, diag::input_width<W>,
                                                    diag::window_height<KH>, diag::window_width<KW>,
                                                    (KH <= H && KW <= W)>::value;
     }
@@ -97,8 +102,7 @@ struct conv2d_layer {
   static std::string name() { return Spec::name(); }
 
   static void init(layer_slot<T> s, rng& g) {
-    const double limit = std::sqrt(6.0 / double(KH * KW * (C + F)));
-    for (std::size_t i = 0; i < kernel_count; ++i) s.params[i] = T(g.uniform(-limit, limit));
+    Spec::initializer::fill(s.params, kernel_count, KH * KW * C, KH * KW * F, g);
     for (std::size_t j = 0; j < F; ++j) s.params[kernel_count + j] = T(0);
     detail::init_regularizer<Reg>(s);
   }

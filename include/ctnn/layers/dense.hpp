@@ -3,7 +3,8 @@
 // Computes y = activation(x * W + b) for a flat input x of K features.
 // Parameters: the kernel W[K, N] (row-major, Keras' layout), then the bias
 // b[N]: K*N + N values. Init as Keras: Glorot-uniform kernel
-// (limit sqrt(6 / (K + N))), zero bias; relu is fused into the forward GEMM.
+// (limit sqrt(6 / (K + N))) unless an initializer is given (he_uniform, ...:
+// layers/initializers.hpp), zero bias; relu is fused into the forward GEMM.
 // The regularizer (default none) applies to the kernel. Requires: N > 0 and a
 // rank-1 input (else a compile error naming the layer's position and the
 // input's rank). Output: shape<N>.
@@ -22,30 +23,41 @@
 #include "../kernels/cpu/ops.hpp"
 #include "../regularizers/regularizers.hpp"
 #include "activation.hpp"
+#include "initializers.hpp"
 
 namespace ctnn {
 
 template <class Spec, Shape In, class P, class Backend>
 struct dense_layer;
 
-template <std::size_t N, Activation Act = identity, Regularizer Reg = no_regularizer>
+// N is signed so that dense<-1> meets this check, not a narrowing error.
+// After the activation come a regularizer and/or an initializer, in either
+// order: dense<256, relu, he_uniform>, dense<256, relu, l2<0.001f>, he_normal>.
+template <long long N, Activation Act = identity, class Opt1 = no_regularizer, class Opt2 = detail::no_option>
 struct dense {
-  static_assert(N > 0, "dense: the number of units must be > 0");
+  static_assert(diag::require<(N > 0), &diag::units_text<N>>(), "dense: the number of units must be > 0");
+  static_assert((Regularizer<Opt1> || Initializer<Opt1>) &&
+                    (Regularizer<Opt2> || Initializer<Opt2> || std::is_same_v<Opt2, detail::no_option>) &&
+                    !(Regularizer<Opt1> && Regularizer<Opt2>) && !(Initializer<Opt1> && Initializer<Opt2>),
+                "dense: after the activation come at most one regularizer and one initializer (he_uniform, ...)");
   using is_layer_spec = void;
   using activation = Act;
-  using regularizer = Reg;
+  using regularizer = std::conditional_t<Regularizer<Opt2>, Opt2, std::conditional_t<Regularizer<Opt1>, Opt1, no_regularizer>>;
+  using initializer = detail::initializer_of<Opt1, Opt2>;
   static constexpr std::size_t units = N;
 
   static std::string name() {
     std::string s = "dense<" + std::to_string(N);
     if (!std::is_same_v<Act, identity>) s += ", " + Act::name();
-    if (Reg::active) s += ", " + Reg::name();
+    if (regularizer::active) s += ", " + regularizer::name();
+    if (!std::is_same_v<initializer, glorot_uniform>) s += ", " + initializer::name();
     return s + ">";
   }
 
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {
-    return diag::dense_input_not_flat<diag::layer<Pos>, diag::input_rank<In::rank>, In::rank == 1>::value;
+    constexpr bool located = diag::require<In::rank == 1, &diag::dense_not_flat_text<Pos, N, In>>();
+    return located && diag::dense_input_not_flat<diag::layer<Pos>, diag::input_rank<In::rank>, In::rank == 1>::value;
   }
 
   template <Shape In, class P, class Backend>
@@ -80,8 +92,7 @@ struct dense_layer {
   static constexpr std::size_t cache_per_sample = 0;
 
   static void init(layer_slot<T> s, rng& g) {
-    const double limit = std::sqrt(6.0 / double(K + N));
-    for (std::size_t i = 0; i < kernel_count; ++i) s.params[i] = T(g.uniform(-limit, limit));
+    Spec::initializer::fill(s.params, kernel_count, K, N, g);
     for (std::size_t j = 0; j < N; ++j) s.params[kernel_count + j] = T(0);
     detail::init_regularizer<Reg>(s);
   }

@@ -28,7 +28,8 @@ struct global_average_pool {
 
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {
-    return diag::global_average_pool_input_rank<diag::layer<Pos>, diag::input_rank<In::rank>, (In::rank >= 2)>::value;
+    constexpr bool located = diag::require<(In::rank >= 2), &diag::global_average_pool_rank_text<Pos, In>>();
+    return located && diag::global_average_pool_input_rank<diag::layer<Pos>, diag::input_rank<In::rank>, (In::rank >= 2)>::value;
   }
 
   template <Shape In, class P, class Backend>

@@ -48,11 +48,13 @@ struct pool2d_spec {
 
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {
+    constexpr bool located = diag::require<In::rank == 3, &diag::pool2d_rank_text<Pos, Kind, Pool, In>>();
     constexpr bool rank_ok =
-        diag::pool2d_input_not_rank3<diag::layer<Pos>, diag::input_rank<In::rank>, In::rank == 3>::value;
+        located && diag::pool2d_input_not_rank3<diag::layer<Pos>, diag::input_rank<In::rank>, In::rank == 3>::value;
     if constexpr (rank_ok && Pad == padding::valid) {
       constexpr std::size_t H = In::dims[0], W = In::dims[1];
-      return diag::pool2d_window_larger_than_input<diag::layer<Pos>, diag::input_height<H>, diag::input_width<W>,
+      constexpr bool located = diag::require<(Pool <= H && Pool <= W), &diag::pool2d_window_text<Pos, Kind, Pool, In>>();
+      return located && diag::pool2d_window_larger_than_input<diag::layer<Pos>, diag::input_height<H>, diag::input_width<W>,
                                                    diag::window_height<Pool>, diag::window_width<Pool>,
                                                    (Pool <= H && Pool <= W)>::value;
     }

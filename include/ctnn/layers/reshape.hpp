@@ -57,7 +57,8 @@ struct reshape {
   static std::string name() { return "reshape<" + target::str() + ">"; }
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {
-    return diag::reshape_element_count_mismatch<diag::layer<Pos>, diag::input_elements<In::size>,
+    constexpr bool located = diag::require<In::size == target::size, &diag::reshape_count_text<Pos, target, In>>();
+    return located && diag::reshape_element_count_mismatch<diag::layer<Pos>, diag::input_elements<In::size>,
                                                 diag::target_elements<target::size>,
                                                 In::size == target::size>::value;
   }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "../core/diagnostics.hpp"
+#include "../core/output_rule.hpp"
 #include "../core/targets.hpp"
 #include "../kernels/cpu/ops.hpp"
 #include "detail.hpp"
@@ -18,9 +19,11 @@ namespace ctnn {
 struct categorical_crossentropy {
   template <std::size_t N>
   using target_kind_for = dense_targets<shape<N>>;
+  // Output: rank 1, one score per class, as many as the targets' width (core/output_rule.hpp).
+  static constexpr accepts_output accepts{"categorical_crossentropy", output_rule::class_scores, target_rule::dense};
   bool from_logits = false;
 
-  std::string name() const { return "categorical_crossentropy"; }
+  std::string name() const { return accepts.name; }
 
   template <std::size_t N, class B = cpu<>, class T>
   double compute(const T* y, const T* targets, T* dy, std::size_t batch) const {

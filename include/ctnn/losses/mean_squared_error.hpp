@@ -7,6 +7,7 @@
 #include <string>
 
 #include "../core/backend.hpp"
+#include "../core/output_rule.hpp"
 #include "../core/targets.hpp"
 
 namespace ctnn {
@@ -14,8 +15,10 @@ namespace ctnn {
 struct mean_squared_error {
   template <std::size_t N>
   using target_kind_for = dense_targets<shape<N>>;
+  // Output: any rank, as many values per sample as the targets (core/output_rule.hpp).
+  static constexpr accepts_output accepts{"mean_squared_error", output_rule::any_shape, target_rule::dense};
 
-  std::string name() const { return "mean_squared_error"; }
+  std::string name() const { return accepts.name; }
 
   template <std::size_t N, class B = cpu<>, class T>
   double compute(const T* y, const T* targets, T* dy, std::size_t batch) const {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "../core/diagnostics.hpp"
+#include "../core/output_rule.hpp"
 #include "../core/targets.hpp"
 #include "../kernels/cpu/ops.hpp"
 #include "detail.hpp"
@@ -21,9 +22,12 @@ namespace ctnn {
 
 struct sparse_categorical_crossentropy {
   using target_kind = sparse_labels;
+  // Output: rank 1, N >= 2 class scores (core/output_rule.hpp).
+  static constexpr accepts_output accepts{"sparse_categorical_crossentropy", output_rule::class_scores,
+                                          target_rule::sparse};
   bool from_logits = false;
 
-  std::string name() const { return "sparse_categorical_crossentropy"; }
+  std::string name() const { return accepts.name; }
 
   // Sum over the batch of per-sample losses; dy (if not null) receives the
   // gradient of the batch mean.

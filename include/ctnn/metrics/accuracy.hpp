@@ -10,12 +10,15 @@
 #include <cstdint>
 #include <string>
 
+#include "../core/output_rule.hpp"
 #include "detail.hpp"
 
 namespace ctnn {
 
 struct accuracy : detail::accuracy_counter {
-  std::string name() const { return "accuracy"; }
+  // Output: rank 1 class scores (width 1 with dense targets: a binary score; core/output_rule.hpp).
+  static constexpr accepts_output accepts{"accuracy", output_rule::class_scores, target_rule::either};
+  std::string name() const { return accepts.name; }
   template <std::size_t N, class T>
   void update(const T* y, const std::int32_t* labels, std::size_t batch) {
     update_sparse<N>(y, labels, batch, "accuracy");

@@ -6,13 +6,16 @@
 #include <cstddef>
 #include <string>
 
+#include "../core/output_rule.hpp"
 #include "detail.hpp"
 
 namespace ctnn {
 
 struct mean_absolute_error {
   detail::running_mean acc;
-  std::string name() const { return "mean_absolute_error"; }
+  // Output: any rank, as many values per sample as the targets (core/output_rule.hpp).
+  static constexpr accepts_output accepts{"mean_absolute_error", output_rule::any_shape, target_rule::dense};
+  std::string name() const { return accepts.name; }
   void reset() { acc.reset(); }
   double result() const { return acc.result(); }
   template <std::size_t N, class T>

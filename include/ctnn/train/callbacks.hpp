@@ -20,13 +20,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <iostream>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "../core/format.hpp"
 #include "history.hpp"
+#include "input_analysis.hpp"
 #include "model.hpp"
 
 namespace ctnn {
@@ -78,31 +81,82 @@ template <class C>
 concept Callback = has_on_train_begin<C> || has_on_train_end<C> || has_on_epoch_begin<C> || has_on_epoch_end<C> ||
                    has_on_batch_begin<C> || has_on_batch_end<C>;
 
-// Prints "epoch 3/10 - 2.1s - loss: 0.3012 - accuracy: 0.8901 - val_loss: ..."
+namespace detail {
+// Durations as a person reads them: "12s", "1.2s", "850ms", "<1ms" (never "0.00s").
+inline std::string duration_text(double s) {
+  char buf[32];
+  if (s >= 10) std::snprintf(buf, sizeof buf, "%.0fs", s);
+  else if (s >= 1) std::snprintf(buf, sizeof buf, "%.1fs", s);
+  else if (s >= 0.001) std::snprintf(buf, sizeof buf, "%.0fms", s * 1e3);
+  else return "<1ms";
+  return buf;
+}
+// The short names of the compact epoch line ("val_" kept): Keras' own
+// abbreviations (acc, mae, mse, lr).
+inline std::string short_key(const std::string& k) {
+  const bool val = k.rfind("val_", 0) == 0;
+  const std::string base = val ? k.substr(4) : k;
+  std::string s = base;
+  if (base == "sparse_categorical_accuracy" || base == "categorical_accuracy" || base == "accuracy") s = "acc";
+  else if (base == "mean_absolute_error") s = "mae";
+  else if (base == "mean_squared_error") s = "mse";
+  else if (base == "learning_rate") s = "lr";
+  return val ? "val_" + s : s;
+}
+inline bool is_timing_key(const std::string& k) {
+  return k == "seconds" || k == "data_seconds" || k == "compute_seconds" || k == "input_share" || k == "input_bound";
+}
+}  // namespace detail
+
+// epoch_logger: one line per epoch that fits `columns` characters (80),
+// continued on indented lines when there are more values than fit:
+//   "epoch 3/10  1.2s  loss: 0.3012  acc: 0.8901  val_loss: 0.3301  val_acc: 0.8800"
+// Long keys are abbreviated (sparse_categorical_accuracy and accuracy: acc,
+// mean_absolute_error: mae, mean_squared_error: mse); the epoch's time reads
+// 12s, 1.2s, 850ms or <1ms; an input-bound epoch ends with the verdict in
+// words ("moderately input-bound", "highly input-bound"; train/input_analysis.hpp).
+// verbose = true prints every key under its full name, learning_rate, the
+// timing keys and the verdict's whole sentence (also "not input-bound: ...").
 struct epoch_logger {
   std::ostream* out = &std::cout;
+  bool verbose = false;
+  std::size_t columns = 80;
   epoch_logger() = default;
-  explicit epoch_logger(std::ostream& o) : out(&o) {}
+  explicit epoch_logger(std::ostream& o, bool verbose_ = false) : out(&o), verbose(verbose_) {}
 
   template <class Ctx>
   void on_epoch_end(Ctx& ctx) {
-    std::string line = "epoch " + std::to_string(ctx.epoch + 1) + "/" + std::to_string(ctx.epochs);
-    for (auto& [k, v] : ctx.epoch_logs.items) {
+    const logs& l = ctx.epoch_logs;
+    std::vector<std::string> items;
+    if (l.contains("seconds")) items.push_back(detail::duration_text(l["seconds"]));
+    for (auto& [k, v] : l.items) {
       char buf[64];
-      if (k == "seconds" || k == "data_seconds" || k == "compute_seconds")
-        std::snprintf(buf, sizeof buf, "%.2fs", v);
-      else if (k == "input_share")
-        std::snprintf(buf, sizeof buf, "%.1f%%", 100 * v);
-      else if (k == "input_bound")
-        continue;  // said in words at the end of the line
-      else if (k == "learning_rate")
-        std::snprintf(buf, sizeof buf, "%.4g", v);
-      else
-        std::snprintf(buf, sizeof buf, "%.4f", v);
-      line += " - " + k + ": " + buf;
+      if (detail::is_timing_key(k) || (!verbose && k == "learning_rate")) continue;
+      std::snprintf(buf, sizeof buf, k == "learning_rate" ? "%.4g" : "%.4f", v);
+      items.push_back((verbose ? k : detail::short_key(k)) + ": " + buf);
     }
-    if (ctx.epoch_logs.contains("input_share")) line += " - " + input_verdict(ctx.epoch_logs["input_share"]);
-    *out << line << std::endl;
+    if (verbose) {
+      if (l.contains("data_seconds")) items.push_back("data: " + detail::duration_text(l["data_seconds"]));
+      if (l.contains("compute_seconds")) items.push_back("compute: " + detail::duration_text(l["compute_seconds"]));
+    }
+    if (l.contains("input_share")) {
+      if (verbose) items.push_back(input_verdict(l["input_share"]));
+      else if (input_bound(l["input_share"]) != input_bound_level::no)
+        items.push_back(input_bound_words(input_bound(l["input_share"])));
+    }
+    std::string text = "epoch " + std::to_string(ctx.epoch + 1) + "/" + std::to_string(ctx.epochs);
+    std::size_t line_start = 0;
+    for (const std::string& item : items) {
+      const char* sep = verbose ? " - " : "  ";
+      if (text.size() - line_start + std::strlen(sep) + item.size() > columns) {
+        text += "\n   ";
+        line_start = text.size() - 3;
+        text += item;
+      } else {
+        text += sep + item;
+      }
+    }
+    *out << text << std::endl;
   }
 };
 

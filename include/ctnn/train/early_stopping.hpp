@@ -10,16 +10,23 @@
 // training stops. At train end the best epoch's weights (parameters and
 // state) are put back when restore_best_weights is set, whether or not
 // training stopped early (Keras 3). Requires patience, start_from_epoch >= 0.
+// Unless verbose = 0, it says when and why it stopped, on `out` (std::cout):
+//   "Epoch 5: early stopping: val_loss did not improve for 3 epochs (patience 3);
+//    the best was 0.3012 at epoch 2"
+// and, when restoring, "Restoring model weights from the end of the best epoch: 2."
+// (epochs counted from 1 in messages; stopped_epoch and best_epoch are 0-based).
 #pragma once
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <iostream>
 #include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "../core/format.hpp"
 #include "monitor.hpp"
 
 namespace ctnn {
@@ -32,13 +39,14 @@ struct early_stopping {
   std::optional<double> baseline;
   bool restore_best_weights = false;
   int start_from_epoch = 0;
-  std::ostream* verbose = nullptr;  // "Epoch n: early stopping" and the restore message when set
+  int verbose = 1;                  // 0: quiet
+  std::ostream* out = &std::cout;   // where the messages go
 
   // State, reset by on_train_begin.
   int wait = 0;
-  std::size_t stopped_epoch = 0;  // 0-based epoch at whose end training stopped (0: it did not)
+  std::size_t stopped_epoch = 0;  // 0-based epoch at whose end training stopped (0: it did not; it never stops at epoch 0)
   std::optional<double> best;
-  std::size_t best_epoch = 0;
+  std::size_t best_epoch = 0;  // 0-based epoch of `best`
   std::vector<unsigned char> best_weights;  // raw bytes of parameters then state
 
   void validate() const {
@@ -81,9 +89,10 @@ struct early_stopping {
 
   template <class Ctx>
   void on_train_end(Ctx& ctx) {
-    if (stopped_epoch > 0 && verbose) *verbose << "Epoch " << stopped_epoch + 1 << ": early stopping\n";
+    const bool say = verbose != 0 && out != nullptr;
+    if (stopped_epoch > 0 && say) *out << "Epoch " << stopped_epoch + 1 << ": early stopping: " << reason() << "\n";
     if (restore_best_weights && !best_weights.empty()) {
-      if (verbose) *verbose << "Restoring model weights from the end of the best epoch: " << best_epoch + 1 << ".\n";
+      if (say) *out << "Restoring model weights from the end of the best epoch: " << best_epoch + 1 << ".\n";
       auto p = ctx.model.parameters();
       auto s = ctx.model.state();
       std::memcpy(p.data(), best_weights.data(), p.size_bytes());
@@ -92,6 +101,15 @@ struct early_stopping {
   }
 
  private:
+  // Why training stopped, in one sentence.
+  std::string reason() const {
+    std::string s = monitor + " did not improve";
+    if (min_delta != 0) s += " by more than " + detail::format_number(std::abs(min_delta));
+    s += " for " + std::to_string(wait) + (wait == 1 ? " epoch" : " epochs") + " (patience " + std::to_string(patience) + ")";
+    if (best) s += "; the best was " + detail::format_number(*best) + " at epoch " + std::to_string(best_epoch + 1);
+    if (baseline && best && !improves(*best, baseline)) s += ", which never beat the baseline " + detail::format_number(*baseline);
+    return s;
+  }
   bool improves(double current, const std::optional<double>& reference) const {
     if (!reference) return true;
     const double d = std::abs(min_delta);

@@ -19,11 +19,15 @@
 // finalize(model) (with_options' EMA) runs before on_train_end. The dataset's sample size and
 // target kind are checked against the network and loss at compile time.
 //
+// When the network's output for the first training batch is all zeros, fit
+// writes a warning to std::clog (detail::warn_if_all_zero).
+//
 // evaluate(model, loss, dataset, metrics...) returns logs with loss and metrics.
 #pragma once
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <iostream>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -41,6 +45,7 @@
 #include "input_analysis.hpp"
 #include "model.hpp"
 #include "numerics.hpp"
+#include "output_check.hpp"
 #include "step.hpp"
 
 namespace ctnn {
@@ -71,10 +76,13 @@ namespace detail {
 template <class M, class L, class D>
 constexpr bool check_compatible() {
   constexpr std::size_t n_in = M::input_size, n_out = M::output_size;
+  static_assert(diag::require<D::sample_shape::size == n_in,
+                              &diag::dataset_input_text<typename D::sample_shape, typename M::network::input_type>>());
   static_assert(diag::dataset_input_mismatch<diag::dataset_elements<D::sample_shape::size>,
                                              diag::network_elements<n_in>, D::sample_shape::size == n_in>::value);
   using want = loss_target_kind_t<L, n_out>;
   using have = typename D::target_kind;
+  static_assert(check_output<L, typename M::network::output_type, have>());
   if constexpr (is_sparse_v<want> || is_sparse_v<have>) {
     static_assert(diag::loss_target_kind_mismatch<L, std::is_same_v<want, have>>::value);
   } else {
@@ -84,6 +92,14 @@ constexpr bool check_compatible() {
   static_assert(std::is_same_v<typename D::value_type, typename M::value_type>,
                 "fit: the dataset's value type differs from the model's element type");
   return true;
+}
+
+// A metric's `accepts` against the network's output and the dataset's targets
+// (train/output_check.hpp); other extras pass.
+template <class M, class X, class D>
+constexpr bool check_metric() {
+  if constexpr (Metric<X, typename M::compute_type>) return check_output<X, typename M::network::output_type, typename D::target_kind>();
+  else return true;
 }
 
 // Validation data is checked against the network as the training data is.
@@ -96,6 +112,17 @@ constexpr bool check_validation() {
 template <class M, class... Ms, class B>
 void update_metrics(std::tuple<Ms...>& ms, const typename M::value_type* y, const B& b) {
   std::apply([&](auto&... m) { (m.template update<M::output_size>(y, b.y.data(), b.size), ...); }, ms);
+}
+
+// The first batch's output all zeros is a dead network (a deep relu stack
+// under glorot_uniform, a dead relu layer): fit says so on std::clog once.
+template <class M, class T>
+bool warn_if_all_zero(const T* y, std::size_t batch, std::ostream& out = std::clog) {
+  for (std::size_t i = 0; i < batch * M::output_size; ++i)
+    if (y[i] != T(0)) return false;
+  out << "fit: warning: the network's output for the first batch is all zeros; training will not move it. "
+         "A deep relu stack under glorot_uniform does this: try he_uniform or he_normal (dense<N, relu, he_uniform>)\n";
+  return true;
 }
 
 // Forward + loss over a whole dataset, no training.
@@ -130,6 +157,7 @@ template <Model M, class L, data::Dataset D, class... Ms>
            (Metric<Ms, typename std::remove_cvref_t<M>::value_type> && ...)
 logs evaluate(M& m, const L& loss, const D& ds, Ms... metrics) {
   static_assert(detail::check_compatible<std::remove_cvref_t<M>, L, D>());
+  static_assert((detail::check_metric<std::remove_cvref_t<M>, Ms, D>() && ...));
   std::tuple<Ms...> mt{metrics...};
   return detail::evaluate_impl(m, loss, ds, mt, "");
 }
@@ -170,6 +198,23 @@ template <class X>
 struct is_callback : std::bool_constant<Callback<X>> {};
 }  // namespace detail
 
+// fit and evaluate given something that is not a dataset of batches: one
+// error line instead of the unsatisfied constraints of every candidate.
+template <class M, class L, class O, class D, class... Extras>
+  requires(!data::Dataset<D>)
+history fit(M&, const L&, O&, const D&, epochs, Extras&&...) {
+  static_assert(data::Dataset<D>,
+                "fit: the 4th argument is not a dataset of batches (data::Dataset); a pipeline of samples needs .batch(n)");
+  return {};
+}
+template <class M, class L, class D, class... Ms>
+  requires(!data::Dataset<D>)
+logs evaluate(M&, const L&, const D&, Ms...) {
+  static_assert(data::Dataset<D>,
+                "evaluate: the 3rd argument is not a dataset of batches (data::Dataset); a pipeline of samples needs .batch(n)");
+  return {};
+}
+
 // Trains m for ep.count epochs: per epoch, one train_step (train/step.hpp) per
 // mini-batch of `train`, then validation and the callbacks.
 template <Model M, class L, class O, data::Dataset D, class... Extras>
@@ -180,6 +225,7 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
   using T = typename MT::value_type;
   static_assert(detail::check_compatible<MT, L, D>());
   static_assert((detail::check_validation<MT, L, std::remove_cvref_t<Extras>>() && ...));
+  static_assert((detail::check_metric<MT, std::remove_cvref_t<Extras>, D>() && ...));
   static_assert((detail::is_fit_extra<Extras, MT>() && ...),
                 "fit: every extra argument must be a metric, a callback, a step hook, validation_data(...) or "
                 "ieee_denormals{}");
@@ -247,6 +293,7 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
                             " at epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1) +
                             " (learning rate " + detail::format_number(ctx.learning_rate()) + ")");
       }
+      if (e == 0 && s == 0) detail::warn_if_all_zero<MT>(step.output(), b.size);
       detail::update_metrics<MT>(metrics, step.output(), b);
       if (r.updated)
         detail::check_model_finite(

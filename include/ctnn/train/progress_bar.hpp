@@ -7,7 +7,9 @@
 // (steps, bar, ETA, time per step, running loss and metrics), finished at the
 // epoch end with the elapsed time and the validation values. Not interactive:
 // one line per epoch, "Epoch 1/10 - 938/938 - 8s - 9ms/step - loss: ... - val_loss: ...".
-// Values print as %.4f (%.4e below 1e-3); timing keys and learning_rate are left out.
+// Values print as %.4f (%.4e below 1e-3); timing keys and learning_rate are
+// left out; the epoch's end says the input verdict in words ("not input-bound",
+// "moderately input-bound", "highly input-bound"; train/input_analysis.hpp).
 #pragma once
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 #include <string>
 
 #include "history.hpp"
+#include "input_analysis.hpp"
 
 namespace ctnn {
 
@@ -54,12 +57,14 @@ inline std::string eta_text(double s) {
   return buf;
 }
 inline bool shown_in_progress(const std::string& k) {
-  return k != "seconds" && k != "data_seconds" && k != "compute_seconds" && k != "input_share" && k != "learning_rate";
+  return k != "seconds" && k != "data_seconds" && k != "compute_seconds" && k != "input_share" && k != "input_bound" &&
+         k != "learning_rate";
 }
 inline std::string progress_logs(const logs& l) {
   std::string s;
   for (auto& [k, v] : l.items)
     if (shown_in_progress(k)) s += " - " + k + ": " + progress_value(v);
+  if (l.contains("input_share")) s += std::string(" - ") + input_bound_words(input_bound(l["input_share"]));
   return s;
 }
 

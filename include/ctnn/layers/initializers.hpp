@@ -1,0 +1,100 @@
+// ctnn/layers/initializers.hpp — kernel initializers (Keras 3's VarianceScaling family).
+//
+// An initializer fills a kernel of `count` values with fan_in inputs and
+// fan_out outputs per unit (dense: K and N; conv2d: KH*KW*C and KH*KW*F)
+// from the model's rng:
+//   glorot_uniform  U(-l, l), l = sqrt(6 / (fan_in + fan_out))   (the default, as Keras)
+//   glorot_normal   truncated normal, stddev sqrt(2 / (fan_in + fan_out)) / 0.8796...
+//   he_uniform      U(-l, l), l = sqrt(6 / fan_in)
+//   he_normal       truncated normal, stddev sqrt(2 / fan_in) / 0.8796...
+// "Truncated" as Keras: values beyond two standard deviations are drawn
+// again; 0.87962566103423978 is the stddev of a standard normal truncated at
+// +-2, so the kernel's variance is the one named. He initializers suit relu
+// stacks: deep relu stacks under Glorot shrink the signal until the output
+// is all zeros (fit warns when the first batch's output is; train/fit.hpp).
+// Usage: dense<256, relu, he_uniform>, dense<256, relu, l2<0.001f>, he_normal>,
+// conv2d<..., Act, Reg, he_uniform>.
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include "../core/rng.hpp"
+
+namespace ctnn {
+
+template <class I>
+concept Initializer = requires {
+  typename I::is_initializer;
+  { I::name() } -> std::convertible_to<std::string>;
+};
+
+namespace detail {
+// A standard normal value within [-2, 2] (Box-Muller, redrawn beyond).
+inline double truncated_standard_normal(rng& g) {
+  for (;;) {
+    const double u1 = 1.0 - g.uniform();  // (0, 1]
+    const double u2 = g.uniform();
+    const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+    if (std::abs(z) <= 2.0) return z;
+  }
+}
+inline constexpr double truncation_stddev = 0.87962566103423978;
+
+template <class T>
+void fill_uniform(T* w, std::size_t count, double limit, rng& g) {
+  for (std::size_t i = 0; i < count; ++i) w[i] = T(g.uniform(-limit, limit));
+}
+template <class T>
+void fill_truncated_normal(T* w, std::size_t count, double stddev, rng& g) {
+  for (std::size_t i = 0; i < count; ++i) w[i] = T(stddev * truncated_standard_normal(g));
+}
+}  // namespace detail
+
+struct glorot_uniform {
+  using is_initializer = void;
+  static std::string name() { return "glorot_uniform"; }
+  template <class T>
+  static void fill(T* w, std::size_t count, std::size_t fan_in, std::size_t fan_out, rng& g) {
+    detail::fill_uniform(w, count, std::sqrt(6.0 / double(fan_in + fan_out)), g);
+  }
+};
+struct glorot_normal {
+  using is_initializer = void;
+  static std::string name() { return "glorot_normal"; }
+  template <class T>
+  static void fill(T* w, std::size_t count, std::size_t fan_in, std::size_t fan_out, rng& g) {
+    detail::fill_truncated_normal(w, count, std::sqrt(2.0 / double(fan_in + fan_out)) / detail::truncation_stddev, g);
+  }
+};
+struct he_uniform {
+  using is_initializer = void;
+  static std::string name() { return "he_uniform"; }
+  template <class T>
+  static void fill(T* w, std::size_t count, std::size_t fan_in, std::size_t, rng& g) {
+    detail::fill_uniform(w, count, std::sqrt(6.0 / double(fan_in)), g);
+  }
+};
+struct he_normal {
+  using is_initializer = void;
+  static std::string name() { return "he_normal"; }
+  template <class T>
+  static void fill(T* w, std::size_t count, std::size_t fan_in, std::size_t, rng& g) {
+    detail::fill_truncated_normal(w, count, std::sqrt(2.0 / double(fan_in)) / detail::truncation_stddev, g);
+  }
+};
+
+// The layer options after the activation, in either order: a regularizer
+// and/or an initializer (dense<N, Act, Opts...>).
+// Regularizer comes from regularizers/regularizers.hpp, included by the layers.
+namespace detail {
+struct no_option {};
+template <class X>
+inline constexpr bool is_initializer_v = Initializer<X>;
+// The initializer among A, B (glorot_uniform when neither is one).
+template <class A, class B>
+using initializer_of = std::conditional_t<Initializer<A>, A, std::conditional_t<Initializer<B>, B, glorot_uniform>>;
+}  // namespace detail
+
+}  // namespace ctnn

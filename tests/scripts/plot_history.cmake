@@ -1,0 +1,25 @@
+# Runs scripts/plot_history.sh on a csv_logger file and checks that it writes a
+# PNG, and that it refuses a file that is not one. Skips without gnuplot.
+find_program(GNUPLOT gnuplot)
+if(NOT GNUPLOT)
+  message("CTNN_SKIP: gnuplot is missing (apt-get install gnuplot-nox)")
+  return()
+endif()
+file(REMOVE ${WORK}/curves.png)
+file(MAKE_DIRECTORY ${WORK})
+execute_process(COMMAND bash ${SOURCE}/scripts/plot_history.sh ${SOURCE}/tests/scripts/history.csv ${WORK}/curves.png "test"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "plot_history.sh failed (${rc}): ${out}${err}")
+endif()
+file(READ ${WORK}/curves.png magic LIMIT 8 HEX)
+if(NOT magic STREQUAL "89504e470d0a1a0a")
+  message(FATAL_ERROR "plot_history.sh wrote no PNG (the file starts with ${magic})")
+endif()
+file(WRITE ${WORK}/not_a_history.csv "a,b\n1,2\n")
+execute_process(COMMAND bash ${SOURCE}/scripts/plot_history.sh ${WORK}/not_a_history.csv ${WORK}/bad.png
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "the first column is not 'epoch'" OR EXISTS ${WORK}/bad.png)
+  message(FATAL_ERROR "plot_history.sh accepted a file that is not a csv_logger file: ${rc} ${err}")
+endif()
+message(STATUS "plot_history.sh: wrote a PNG and refused a foreign file")
