@@ -2,7 +2,7 @@
 //
 //   save_npy(path, e)                any xtensor expression to path (written to a
 //                                    temporary and renamed: io/atomic_file.hpp)
-//   load_npy<T>(path)                xt::xarray<T>; load_npy<T, R>(path): xt::xtensor<T, R>
+//   load_npy<T, R>(path)             xt::xtensor<T, R>
 //   load_inputs_npy<M>(path)         a batch for model type M: (n, input shape...) of its
 //                                    value type, ready for predict / evaluate
 //   save_variables_npy(m, dir)       every parameter, state, mask and metadata buffer of m
@@ -96,13 +96,6 @@ inline std::filesystem::path variable_file(const std::filesystem::path& dir, con
 template <class E>
 void save_npy(const std::filesystem::path& path, const xt::xexpression<E>& e) {
   io::write_file_atomically(path, xt::dump_npy(e));
-}
-
-template <class T>
-xt::xarray<T> load_npy(const std::filesystem::path& path) {
-  auto f = npyd::read(path, "load_npy");
-  npyd::check_dtype<T>(f, path, "load_npy");
-  return std::move(f).cast<T, xt::layout_type::row_major>();
 }
 
 template <class T, std::size_t R>

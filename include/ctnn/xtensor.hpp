@@ -21,11 +21,14 @@
 //   variable(m, layer, "kernel")  the same with a run-time layer and name (rank dynamic)
 // Shapes are checked against the network at compile time when the expression's
 // rank (xt::xtensor<T, N>, views of it) or its shape (xt::xtensor_fixed) is
-// static; a dynamic rank or extent (xt::xarray, runtime sizes) is checked at
+// static; a dynamic rank or extent (xt::xarray, an adaptor with a std::vector
+// shape, runtime sizes) is checked at
 // run time: std::invalid_argument naming the function, the shape given and the
 // shape wanted. The element type converts to the model's (float) as xtensor
 // assignment converts; a contiguous row-major container of the model's type is
-// read in place.
+// read in place. (xtensor 0.24's xt::xarray does not compile with clang >= 16,
+// an xtensor bug; these headers do not use it, so they compile with g++ and
+// clang alike.)
 #pragma once
 #include <array>
 #include <cstddef>
@@ -39,7 +42,6 @@
 #include <vector>
 
 #include <xtensor/xadapt.hpp>
-#include <xtensor/xarray.hpp>
 #include <xtensor/xfixed.hpp>
 #include <xtensor/xtensor.hpp>
 
@@ -187,10 +189,10 @@ struct row_major_values {
                                      { e.data() } -> std::convertible_to<const T*>;
                                      e.data_offset();
                                    };
-  std::conditional_t<in_place, const E*, xt::xarray<T, xt::layout_type::row_major>> held;
+  std::conditional_t<in_place, const E*, std::vector<T>> held;
   explicit row_major_values(const E& e) {
     if constexpr (in_place) held = std::addressof(e);
-    else held = e;
+    else held.assign(e.begin(), e.end());  // xtensor iterates in row-major order
   }
   const T* data() const {
     if constexpr (in_place) return held->data() + held->data_offset();
@@ -355,8 +357,10 @@ logs evaluate(M& m, const L& loss, const xt::xexpression<EX>& x, const xt::xexpr
   if constexpr (std::is_same_v<typename EX::value_type, T>) {
     return evaluate(m, loss, data::from_xtensor<I, K>(x, y).batch(32), metrics...);
   } else {
-    const xt::xarray<T> xc = x.derived_cast();
-    return evaluate(m, loss, data::from_xtensor<I, K>(xc, y).batch(32), metrics...);
+    const EX& e = x.derived_cast();
+    std::vector<T> values(e.begin(), e.end());
+    const std::vector<std::size_t> sh(e.shape().begin(), e.shape().end());
+    return evaluate(m, loss, data::from_xtensor<I, K>(xt::adapt(values, sh), y).batch(32), metrics...);
   }
 }
 

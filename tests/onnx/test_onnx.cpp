@@ -65,7 +65,7 @@ model<cnn> trained_cnn() {
 
 // Runs the model file with onnxruntime on x; false (after CTNN_SKIP) when python3,
 // numpy or onnxruntime are missing.
-bool onnxruntime_predict(const fs::path& model_file, const auto& x, xt::xarray<float>& y, const fs::path& dir) {
+bool onnxruntime_predict(const fs::path& model_file, const auto& x, xt::xtensor<float, 2>& y, const fs::path& dir) {
   save_npy(dir / "x.npy", x);
   const std::string cmd = "python3 " CTNN_ONNX_TEST_DIR "/run_onnxruntime.py " + model_file.string() + " " +
                           (dir / "x.npy").string() + " " + (dir / "y.npy").string();
@@ -75,7 +75,7 @@ bool onnxruntime_predict(const fs::path& model_file, const auto& x, xt::xarray<f
     return false;
   }
   REQUIRE(rc == 0);
-  y = load_npy<float>(dir / "y.npy");
+  y = load_npy<float, 2>(dir / "y.npy");
   return true;
 }
 
@@ -99,7 +99,7 @@ TEST_CASE("export_onnx: onnxruntime computes ctnn's predictions within 1e-5") {
   export_onnx(a, d.path / "cnn.onnx");
   const auto x = random_inputs<shape<6, 6, 2>>(10, 2);
   const auto ours = ctnn::predict(a, x);
-  xt::xarray<float> theirs;
+  xt::xtensor<float, 2> theirs;
   if (!onnxruntime_predict(d.path / "cnn.onnx", x, theirs, d.path)) return;
   REQUIRE(theirs.dimension() == 2);
   CHECK(theirs.shape()[0] == 10);
