@@ -431,6 +431,7 @@ inline std::vector<float> floats_of(const onnx::TensorProto& t, const std::strin
 struct matcher {
   const graph_view& gv;
   const std::filesystem::path& path;
+  std::int64_t opset = 17;
   std::size_t next = 0;
   std::string where;  // "layer 2 (dense<10>)"
 
@@ -473,15 +474,17 @@ struct matcher {
                     dims_str(want));
     return floats_of(t, where + ": " + node_name(n), path);
   }
+  // rank: the data's rank at this point, batch axis included
   template <class A>
-  void activation() {
+  void activation(std::int64_t rank) {
     constexpr const char* op = act_op<A>::op;
     if constexpr (!std::string_view(op).empty()) {
       const auto& n = take(op);
       if constexpr (std::string_view(op) == "Softmax") {
-        const std::int64_t axis = attr_i(n, "axis", -1);
-        if (axis != -1 && axis != std::int64_t(gv.input_dims.size()) - 1 && axis != 1)
-          fail(node_name(n) + " normalises over axis " + std::to_string(axis) + "; ctnn's softmax the last one");
+        const std::int64_t axis = attr_i(n, "axis", opset < 13 ? 1 : -1);
+        if ((axis != -1 && axis != rank - 1) || (opset < 13 && rank > 2))
+          fail(node_name(n) + " normalises over axis " + std::to_string(axis) + " (opset " + std::to_string(opset) +
+               ") of rank-" + std::to_string(rank) + " data; ctnn's softmax over the last one");
       }
       if constexpr (std::string_view(op) == "LeakyRelu") {
         const double a = attr_f(n, "alpha", 0.01);
@@ -560,6 +563,8 @@ void import_onnx(M& m, const std::filesystem::path& path) {
   }
 
   matcher mt{gv, path};
+  for (const auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") mt.opset = o.version();
   std::vector<std::map<std::string, std::vector<float>, std::less<>>> vars(MM::layer_count);
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (
@@ -596,7 +601,7 @@ void import_onnx(M& m, const std::filesystem::path& path) {
                 v["bias"] = mt.values(a, which, "bias", {N}, "bias");
               }
             }
-            mt.template activation<typename L::Act>();
+            mt.template activation<typename L::Act>(2);
           } else if constexpr (k == k_conv || k == k_pool) {
             using S = typename spec_of<L>::type;
             constexpr std::size_t H = dim_or<LIn, 0>(), W = dim_or<LIn, 1>(), C = dim_or<LIn, 2>();
@@ -617,7 +622,7 @@ void import_onnx(M& m, const std::filesystem::path& path) {
               v["bias"] = n.input_size() > 2 && !n.input(2).empty()
                               ? mt.values(n, 2, "bias", {std::int64_t(G.f)}, "bias")
                               : std::vector<float>(G.f, 0.f);
-              mt.template activation<typename L::Act>();
+              mt.template activation<typename L::Act>(4);
             } else {
               constexpr auto G = window_geometry(H, W, C, C, S::pool_size, S::pool_size, S::stride, S::pad);
               constexpr bool is_max = std::is_same_v<typename S::kind, detail::max_pool_kind>;
@@ -638,7 +643,7 @@ void import_onnx(M& m, const std::filesystem::path& path) {
             v["moving_mean"] = mt.values(n, 3, "mean", {C}, "moving_mean");
             v["moving_variance"] = mt.values(n, 4, "variance", {C}, "moving_variance");
           } else if constexpr (k == k_activation) {
-            mt.template activation<typename spec_of<L>::type>();
+            mt.template activation<typename spec_of<L>::type>(std::int64_t(LIn::rank) + 1);
           } else if constexpr (k == k_gap) {
             mt.take("GlobalAveragePool", "ReduceMean");
           }  // dropout, flatten, reshape: nothing to compute
