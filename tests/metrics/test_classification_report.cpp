@@ -62,6 +62,8 @@ TEST_CASE("classification_report: counts and ratios match the hand computation")
   const std::string s = r.str({"tee", "pants", "coat", "bag"});
   CHECK(s.find("   coat     1.0000     0.7500     0.8571          4") != std::string::npos);
   CHECK(s.find("   pants      1      2      0      0") != std::string::npos);
+  const char* const names[] = {"tee", "pants", "coat", "bag"};  // as data::fashion_mnist::class_names
+  CHECK(r.str(names) == s);
 }
 
 TEST_CASE("classification_report: dense targets, bad labels, reset") {

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <ranges>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -101,6 +102,12 @@ class classification_report {
 
   // A table like scikit-learn's classification_report, then the confusion
   // matrix; `names` (optional) labels the classes (fashion_mnist::class_names).
+  // Any range of names works too: report.str(data::fashion_mnist::class_names).
+  template <std::ranges::input_range R>
+    requires std::convertible_to<std::ranges::range_reference_t<const R&>, std::string_view>
+  std::string str(const R& names) const {
+    return str(std::vector<std::string_view>(std::ranges::begin(names), std::ranges::end(names)));
+  }
   std::string str(const std::vector<std::string_view>& names = {}) const {
     if (!names.empty() && names.size() != t_->classes)
       throw std::invalid_argument("classification_report: " + std::to_string(names.size()) + " class names for " +
