@@ -20,6 +20,8 @@ packages=(cmake g++ make libxtensor-dev libxsimd-dev doctest-dev libbenchmark-de
           dataset-fashion-mnist gnuplot-nox)
 # The test command also builds with clang 19 and its libFuzzer/sanitizer runtimes.
 [[ $mode == test ]] && packages+=(clang-19 libclang-rt-19-dev)
+# The optional ONNX component (ctnn::onnx) and its tests.
+[[ $mode == test ]] && packages+=(libonnx-dev libprotobuf-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -39,6 +41,11 @@ if ((${#missing[@]})); then
     echo "quickstart: run as root, or install them first: sudo apt-get install ${missing[*]}" >&2
     exit 1
   fi
+fi
+
+# onnxruntime runs the exported ONNX models in tests/onnx (they report themselves skipped without it).
+if [[ $mode == test ]] && ! python3 -c 'import onnxruntime, numpy' 2>/dev/null; then
+  python3 -m pip install -q onnxruntime || echo "quickstart: onnxruntime not installed: the ONNX runtime tests will be skipped"
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)

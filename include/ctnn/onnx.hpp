@@ -1,0 +1,671 @@
+// ctnn/onnx.hpp — ONNX export of a model, and import of an ONNX graph's weights into a matching model.
+//
+// Optional: link the CMake target ctnn::onnx (defined when Debian's
+// libonnx-dev and libprotobuf-dev are found); the core never includes this.
+//
+// export_onnx(m, path, opset = 17) writes the network and its current
+// variables as an ONNX model (IR 8): graph input "input" of shape
+// (batch, input shape...), output "output" of shape (batch, output shape...),
+// in ctnn's channels-last layout. Layers map to
+//   dense -> Gemm (+ activation), conv2d -> Conv (+ activation), max_pool2d ->
+//   MaxPool, average_pool2d -> AveragePool (count_include_pad = 0, as ctnn
+//   divides by the real positions), batch_normalization -> BatchNormalization
+//   (inference: moving statistics), dropout -> nothing (identity at inference),
+//   flatten/reshape -> Reshape, global_average_pool -> ReduceMean over the
+//   positions, activations relu, leaky_relu, sigmoid, tanh, softmax (last axis).
+// Spatial layers are wrapped in Transposes (channels-last <-> ONNX's
+// channels-first); onnxruntime folds adjacent pairs. A layer without an ONNX
+// mapping is a compile error naming it. Variables must be float.
+//
+// import_onnx(m, path) reads an ONNX model's weights into m when its graph
+// computes what m's network computes: the computing nodes (Gemm or MatMul [+
+// Add], Conv, MaxPool, AveragePool, BatchNormalization, GlobalAveragePool or
+// ReduceMean, Relu, LeakyRelu, Sigmoid, Tanh, Softmax), in order, must match the
+// layers one for one with the same sizes, strides, paddings, slopes and epsilons;
+// shape plumbing (Reshape, Flatten, Transpose, Dropout, Identity, Constant,
+// Shape, Gather, Unsqueeze, Squeeze, Concat, Cast) is skipped. A Gemm with
+// transB = 1 (PyTorch's Linear: weight out x in) is transposed into ctnn's in x
+// out kernel. Everything is checked before any variable is written; the first
+// mismatch is thrown as ctnn::io_error naming the layer (1-based, with its
+// spec), the node and both sides ("layer 2 (dense<10>): Gemm '/fc2/Gemm' has a
+// weight of 10 x 32; this layer's kernel is 64 x 10"). A graph whose input is
+// channels-first (N, C, H, W) imports only into a network without spatial
+// layers, whose input has the same values in the same order.
+#pragma once
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "core/plan.hpp"
+#include "core/shape.hpp"
+#include "io/atomic_file.hpp"
+#include "io/read_file.hpp"
+#include "layers/activation.hpp"
+#include "layers/average_pool2d.hpp"
+#include "layers/batch_norm.hpp"
+#include "layers/conv2d.hpp"
+#include "layers/dense.hpp"
+#include "layers/dropout.hpp"
+#include "layers/global_average_pool.hpp"
+#include "layers/max_pool2d.hpp"
+#include "layers/padding.hpp"
+#include "layers/reshape.hpp"
+#include "train/model.hpp"
+
+namespace ctnn {
+
+namespace diag {
+template <class Layer, bool Ok>
+struct no_onnx_mapping {
+  static_assert(Ok, "export_onnx: this layer or activation has no ONNX mapping (see ctnn/onnx.hpp)");
+  static constexpr bool value = true;
+};
+}  // namespace diag
+
+namespace onnx_detail {
+
+// ---- what each bound layer is ----
+template <class L> struct kind_of { static constexpr int value = 0; };
+template <class S, Shape In, class P, class B> struct kind_of<dense_layer<S, In, P, B>> { static constexpr int value = 1; };
+template <class S, Shape In, class P, class B> struct kind_of<conv2d_layer<S, In, P, B>> { static constexpr int value = 2; };
+template <class S, Shape In, class P, class B> struct kind_of<pool2d_layer<S, In, P, B>> { static constexpr int value = 3; };
+template <class S, Shape In, class P, class B> struct kind_of<batch_norm_layer<S, In, P, B>> { static constexpr int value = 4; };
+template <class S, Shape In, class P, class B> struct kind_of<dropout_layer<S, In, P, B>> { static constexpr int value = 5; };
+template <class S, Shape In, class P, class B> struct kind_of<reshape_layer<S, In, P, B>> { static constexpr int value = 6; };
+template <class A, Shape In, class P, class B> struct kind_of<activation_layer<A, In, P, B>> { static constexpr int value = 7; };
+template <Shape In, class P, class B> struct kind_of<global_average_pool_layer<In, P, B>> { static constexpr int value = 8; };
+enum : int { k_dense = 1, k_conv = 2, k_pool = 3, k_bn = 4, k_dropout = 5, k_reshape = 6, k_activation = 7, k_gap = 8 };
+
+template <class L> struct spec_of;
+template <class S, Shape In, class P, class B> struct spec_of<conv2d_layer<S, In, P, B>> { using type = S; };
+template <class S, Shape In, class P, class B> struct spec_of<pool2d_layer<S, In, P, B>> { using type = S; };
+template <class S, Shape In, class P, class B> struct spec_of<batch_norm_layer<S, In, P, B>> { using type = S; };
+template <class A, Shape In, class P, class B> struct spec_of<activation_layer<A, In, P, B>> { using type = A; };
+
+// The ONNX op of an activation ("" for identity, nullptr for none known).
+template <class A> struct act_op { static constexpr const char* op = nullptr; };
+template <> struct act_op<identity> { static constexpr const char* op = ""; };
+template <> struct act_op<relu> { static constexpr const char* op = "Relu"; };
+template <> struct act_op<sigmoid> { static constexpr const char* op = "Sigmoid"; };
+template <> struct act_op<ctnn::tanh> { static constexpr const char* op = "Tanh"; };
+template <> struct act_op<softmax> { static constexpr const char* op = "Softmax"; };
+template <auto A> struct act_op<leaky_relu<A>> { static constexpr const char* op = "LeakyRelu"; };
+template <class A> inline constexpr double act_alpha = 0.0;
+template <auto A> inline constexpr double act_alpha<leaky_relu<A>> = double(A);
+
+template <class L>
+consteval bool exportable() {
+  constexpr int k = kind_of<L>::value;
+  if constexpr (k == 0) return false;
+  else if constexpr (k == k_dense || k == k_conv) return act_op<typename L::Act>::op != nullptr;
+  else if constexpr (k == k_activation) return act_op<typename spec_of<L>::type>::op != nullptr;
+  else return true;
+}
+
+// Graph input/output and intermediate names, initializers and nodes.
+struct builder {
+  onnx::GraphProto* g;
+  std::size_t counter = 0;
+  std::string cur = "input";
+
+  std::string fresh(const std::string& base) { return base + "_" + std::to_string(counter++); }
+
+  std::string init_floats(const std::string& name, const std::vector<std::int64_t>& dims, const std::vector<float>& v) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (auto d : dims) t->add_dims(d);
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+    return name;
+  }
+  std::string init_ints(const std::string& name, const std::vector<std::int64_t>& v) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(std::int64_t(v.size()));
+    for (auto x : v) t->add_int64_data(x);
+    return name;
+  }
+  onnx::NodeProto* node(const std::string& op, std::vector<std::string> inputs, const std::string& base) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(fresh(base));
+    for (auto& i : inputs) n->add_input(i);
+    cur = n->name() + "_out";
+    n->add_output(cur);
+    return n;
+  }
+  static void attr_int(onnx::NodeProto* n, const char* name, std::int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  static void attr_float(onnx::NodeProto* n, const char* name, float v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  }
+  static void attr_ints(onnx::NodeProto* n, const char* name, const std::vector<std::int64_t>& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (auto x : v) a->add_ints(x);
+  }
+  void reshape(const std::vector<std::int64_t>& dims_with_batch) {
+    const std::string s = init_ints(fresh("shape"), dims_with_batch);
+    node("Reshape", {cur, s}, "reshape");
+  }
+  void transpose(const std::vector<std::int64_t>& perm) { attr_ints(node("Transpose", {cur}, "transpose"), "perm", perm); }
+  template <class A>
+  void activation(const std::string& base) {
+    constexpr const char* op = act_op<A>::op;
+    if constexpr (std::string_view(op).empty()) return;
+    else {
+      auto* n = node(op, {cur}, base);
+      if constexpr (std::string_view(op) == "Softmax") attr_int(n, "axis", -1);
+      if constexpr (std::string_view(op) == "LeakyRelu") attr_float(n, "alpha", float(act_alpha<A>));
+    }
+  }
+};
+
+template <class V>
+std::vector<float> values_of(const variable_ref& v) {
+  std::vector<float> out(v.extent);
+  std::memcpy(out.data(), v.data, v.extent * sizeof(float));
+  return out;
+}
+
+inline std::vector<std::int64_t> spatial_pads(const kernels::conv_geometry& g) {
+  auto after = [](std::size_t in, std::size_t out, std::size_t k, std::size_t s, std::size_t before) {
+    const std::int64_t need = std::int64_t((out - 1) * s + k) - std::int64_t(in) - std::int64_t(before);
+    return std::max<std::int64_t>(need, 0);
+  };
+  return {std::int64_t(g.pt), std::int64_t(g.pl), after(g.h, g.oh, g.kh, g.stride, g.pt),
+          after(g.w, g.ow, g.kw, g.stride, g.pl)};
+}
+
+template <Shape S>
+std::vector<std::int64_t> with_batch(std::int64_t n = -1) {
+  std::vector<std::int64_t> d{n};
+  for (auto x : S::dims) d.push_back(std::int64_t(x));
+  return d;
+}
+
+}  // namespace onnx_detail
+
+// Writes m as an ONNX model (see the top of this file).
+template <Model M>
+void export_onnx(const M& m, const std::filesystem::path& path, int opset = 17) {
+  using MM = std::remove_cvref_t<M>;
+  using Net = typename MM::network;
+  static_assert(std::is_same_v<typename MM::variable_type, float> && std::is_same_v<typename MM::compute_type, float>,
+                "export_onnx: only float models are exported");
+  using namespace onnx_detail;
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.set_producer_name("ctnn");
+  model.set_producer_version("0.1.0");
+  model.add_opset_import()->set_version(opset);
+  onnx::GraphProto* g = model.mutable_graph();
+  g->set_name(Net::spec_string());
+  auto value_info = [](onnx::ValueInfoProto* vi, const std::string& name, const std::vector<std::size_t>& dims) {
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    auto* sh = tt->mutable_shape();
+    sh->add_dim()->set_dim_param("batch");
+    for (auto d : dims) sh->add_dim()->set_dim_value(std::int64_t(d));
+  };
+  using In = typename Net::input_type;
+  using Out = typename Net::output_type;
+  value_info(g->add_input(), "input", {In::dims.begin(), In::dims.end()});
+
+  // the variables of each layer, by name
+  std::vector<std::map<std::string, std::vector<float>, std::less<>>> vars(MM::layer_count);
+  m.for_each_variable([&](const variable_ref& v) { vars[v.layer][std::string(v.name)] = values_of<float>(v); });
+
+  builder b{g};
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&] {
+          using L = std::tuple_element_t<I, typename MM::layers>;
+          static_assert(diag::no_onnx_mapping<diag::layer<I + 1>, exportable<L>()>::value);
+          constexpr int k = kind_of<L>::value;
+          using LIn = typename L::in_shape;
+          using LOut = typename L::out_shape;
+          const std::string base = "layer" + std::to_string(I + 1);
+          auto& v = vars[I];
+          if constexpr (k == k_dense) {
+            const auto w = b.init_floats(base + "_kernel", {std::int64_t(LIn::size), std::int64_t(LOut::size)}, v["kernel"]);
+            const auto bias = b.init_floats(base + "_bias", {std::int64_t(LOut::size)}, v["bias"]);
+            b.node("Gemm", {b.cur, w, bias}, base + "_gemm");
+            b.template activation<typename L::Act>(base + "_act");
+          } else if constexpr (k == k_conv || k == k_pool) {
+            constexpr std::size_t H = dim_or<LIn, 0>(), W = dim_or<LIn, 1>(), C = dim_or<LIn, 2>();
+            using S = typename spec_of<L>::type;
+            if constexpr (LIn::rank == 2) b.reshape({-1, std::int64_t(H), std::int64_t(W), 1});
+            b.transpose({0, 3, 1, 2});
+            if constexpr (k == k_conv) {
+              constexpr auto G = window_geometry(H, W, C, S::filters, S::kernel_height, S::kernel_width, S::stride, S::pad);
+              // ctnn's kernel is (kh, kw, c, f); ONNX's (f, c, kh, kw)
+              const auto& kv = v["kernel"];
+              std::vector<float> t(kv.size());
+              for (std::size_t y = 0; y < G.kh; ++y)
+                for (std::size_t x = 0; x < G.kw; ++x)
+                  for (std::size_t c = 0; c < C; ++c)
+                    for (std::size_t f = 0; f < G.f; ++f)
+                      t[((f * C + c) * G.kh + y) * G.kw + x] = kv[((y * G.kw + x) * C + c) * G.f + f];
+              const auto w = b.init_floats(base + "_kernel",
+                                           {std::int64_t(G.f), std::int64_t(C), std::int64_t(G.kh), std::int64_t(G.kw)}, t);
+              const auto bias = b.init_floats(base + "_bias", {std::int64_t(G.f)}, v["bias"]);
+              auto* n = b.node("Conv", {b.cur, w, bias}, base + "_conv");
+              builder::attr_ints(n, "kernel_shape", {std::int64_t(G.kh), std::int64_t(G.kw)});
+              builder::attr_ints(n, "strides", {std::int64_t(G.stride), std::int64_t(G.stride)});
+              builder::attr_ints(n, "pads", spatial_pads(G));
+              b.transpose({0, 2, 3, 1});
+              b.template activation<typename L::Act>(base + "_act");
+            } else {
+              constexpr auto G = window_geometry(H, W, C, C, S::pool_size, S::pool_size, S::stride, S::pad);
+              constexpr bool is_max = std::is_same_v<typename S::kind, detail::max_pool_kind>;
+              auto* n = b.node(is_max ? "MaxPool" : "AveragePool", {b.cur}, base + (is_max ? "_maxpool" : "_avgpool"));
+              builder::attr_ints(n, "kernel_shape", {std::int64_t(G.kh), std::int64_t(G.kw)});
+              builder::attr_ints(n, "strides", {std::int64_t(G.stride), std::int64_t(G.stride)});
+              builder::attr_ints(n, "pads", spatial_pads(G));
+              if constexpr (!is_max) builder::attr_int(n, "count_include_pad", 0);
+              b.transpose({0, 2, 3, 1});
+            }
+          } else if constexpr (k == k_bn) {
+            constexpr std::size_t r = LIn::rank;
+            constexpr std::int64_t C = std::int64_t(last_dim_v<LIn>);
+            if constexpr (r >= 2) {  // the channels (last axis) to axis 1
+              std::vector<std::int64_t> p{0, std::int64_t(r)};
+              for (std::size_t a = 1; a < r; ++a) p.push_back(std::int64_t(a));
+              b.transpose(p);
+            }
+            const auto s = b.init_floats(base + "_gamma", {C}, v["gamma"]);
+            const auto be = b.init_floats(base + "_beta", {C}, v["beta"]);
+            const auto mu = b.init_floats(base + "_moving_mean", {C}, v["moving_mean"]);
+            const auto var = b.init_floats(base + "_moving_variance", {C}, v["moving_variance"]);
+            auto* n = b.node("BatchNormalization", {b.cur, s, be, mu, var}, base + "_batchnorm");
+            builder::attr_float(n, "epsilon", float(spec_of<L>::type::epsilon));
+            if constexpr (r >= 2) {
+              std::vector<std::int64_t> p{0};
+              for (std::size_t a = 2; a <= r; ++a) p.push_back(std::int64_t(a));
+              p.push_back(1);
+              b.transpose(p);
+            }
+          } else if constexpr (k == k_reshape) {
+            b.reshape(with_batch<LOut>());
+          } else if constexpr (k == k_activation) {
+            b.template activation<typename spec_of<L>::type>(base + "_act");
+          } else if constexpr (k == k_gap) {
+            std::vector<std::int64_t> axes;
+            for (std::size_t a = 1; a < LIn::rank; ++a) axes.push_back(std::int64_t(a));
+            auto* n = b.node("ReduceMean", {b.cur}, base + "_mean");
+            builder::attr_ints(n, "axes", axes);
+            builder::attr_int(n, "keepdims", 0);
+          }  // dropout: the identity at inference
+        }(),
+        ...);
+  }(std::make_index_sequence<MM::layer_count>{});
+  b.node("Identity", {b.cur}, "output_identity");
+  g->mutable_node(g->node_size() - 1)->set_output(0, "output");
+  value_info(g->add_output(), "output", {Out::dims.begin(), Out::dims.end()});
+
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) throw io_error("export_onnx", path, "the model could not be serialized");
+  io::write_file_atomically(path, bytes);
+}
+
+// ---------------------------------------------------------------- import
+
+namespace onnx_detail {
+
+struct graph_view {
+  std::map<std::string, const onnx::TensorProto*, std::less<>> init;
+  std::vector<const onnx::NodeProto*> compute;  // computing nodes, in graph order
+  std::vector<std::int64_t> input_dims;         // the graph input's dims (-1: symbolic)
+};
+
+inline bool is_plumbing(const std::string& op) {
+  static const char* const ops[] = {"Reshape", "Flatten", "Transpose", "Dropout", "Identity", "Constant",
+                                    "Shape",   "Gather",  "Unsqueeze", "Squeeze", "Concat",   "Cast"};
+  return std::find(std::begin(ops), std::end(ops), op) != std::end(ops);
+}
+
+inline const onnx::AttributeProto* attr(const onnx::NodeProto& n, std::string_view name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+inline std::int64_t attr_i(const onnx::NodeProto& n, std::string_view name, std::int64_t dflt) {
+  const auto* a = attr(n, name);
+  return a ? a->i() : dflt;
+}
+inline double attr_f(const onnx::NodeProto& n, std::string_view name, double dflt) {
+  const auto* a = attr(n, name);
+  return a ? double(a->f()) : dflt;
+}
+inline std::vector<std::int64_t> attr_is(const onnx::NodeProto& n, std::string_view name,
+                                         std::vector<std::int64_t> dflt) {
+  const auto* a = attr(n, name);
+  if (!a) return dflt;
+  return {a->ints().begin(), a->ints().end()};
+}
+
+inline std::string dims_str(const std::vector<std::int64_t>& d) {
+  std::string s;
+  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? " x " : "") + std::to_string(d[i]);
+  return s.empty() ? "a scalar" : s;
+}
+inline std::string list_str(const std::vector<std::int64_t>& d) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+// Reads the graph: initializers (and Constant nodes' tensors), the computing nodes.
+inline graph_view view_of(const onnx::GraphProto& g, const std::filesystem::path& path) {
+  graph_view v;
+  for (const auto& t : g.initializer()) v.init[t.name()] = &t;
+  for (const auto& n : g.node()) {
+    if (n.op_type() == "Constant") {
+      if (const auto* a = attr(n, "value"); a && n.output_size() == 1) v.init[n.output(0)] = &a->t();
+      continue;
+    }
+    if (is_plumbing(n.op_type())) continue;
+    v.compute.push_back(&n);
+  }
+  for (const auto& in : g.input()) {
+    if (v.init.count(in.name())) continue;  // old exporters list initializers as inputs
+    for (const auto& d : in.type().tensor_type().shape().dim())
+      v.input_dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    break;
+  }
+  if (v.input_dims.empty()) throw io_error("import_onnx", path, "the graph has no input");
+  return v;
+}
+
+// A float tensor's values (raw_data or float_data).
+inline std::vector<float> floats_of(const onnx::TensorProto& t, const std::string& where,
+                                    const std::filesystem::path& path) {
+  if (t.data_type() != onnx::TensorProto::FLOAT)
+    throw io_error("import_onnx", path, where + ": tensor '" + t.name() + "' is not float32 (ONNX type " +
+                                            std::to_string(t.data_type()) + ")");
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    throw io_error("import_onnx", path, where + ": tensor '" + t.name() + "' is stored in an external file");
+  std::size_t n = 1;
+  for (auto d : t.dims()) n *= std::size_t(d);
+  std::vector<float> v(n);
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != n * sizeof(float))
+      throw io_error("import_onnx", path, where + ": tensor '" + t.name() + "' holds " +
+                                              std::to_string(t.raw_data().size()) + " bytes for " +
+                                              std::to_string(n) + " floats");
+    std::memcpy(v.data(), t.raw_data().data(), n * sizeof(float));
+  } else {
+    if (std::size_t(t.float_data_size()) != n)
+      throw io_error("import_onnx", path, where + ": tensor '" + t.name() + "' holds " +
+                                              std::to_string(t.float_data_size()) + " values for " +
+                                              std::to_string(n));
+    std::copy(t.float_data().begin(), t.float_data().end(), v.begin());
+  }
+  return v;
+}
+
+// Walks the computing nodes against the layers.
+struct matcher {
+  const graph_view& gv;
+  const std::filesystem::path& path;
+  std::int64_t opset = 17;
+  std::size_t next = 0;
+  std::string where;  // "layer 2 (dense<10>)"
+
+  [[noreturn]] void fail(const std::string& what) const { throw io_error("import_onnx", path, where + ": " + what); }
+  static std::string node_name(const onnx::NodeProto& n) { return n.op_type() + " '" + n.name() + "'"; }
+
+  const onnx::NodeProto& take(std::string_view op, std::string_view alt = {}) {
+    if (next >= gv.compute.size())
+      fail("the graph has no more computing nodes; this layer needs " + std::string(op));
+    const onnx::NodeProto& n = *gv.compute[next];
+    if (n.op_type() != op && (alt.empty() || n.op_type() != alt))
+      fail("the graph's next node is " + node_name(n) + "; this layer needs " + std::string(op) +
+           (alt.empty() ? "" : " or " + std::string(alt)));
+    ++next;
+    return n;
+  }
+  const onnx::TensorProto& tensor(const onnx::NodeProto& n, int input, const char* what) {
+    if (n.input_size() <= input || n.input(input).empty()) fail(node_name(n) + " has no " + what);
+    auto it = gv.init.find(n.input(input));
+    if (it == gv.init.end()) fail(node_name(n) + "'s " + what + " '" + n.input(input) + "' is not a constant");
+    return *it->second;
+  }
+  std::vector<float> values(const onnx::NodeProto& n, int input, const char* what,
+                            const std::vector<std::int64_t>& want, const std::string& ours) {
+    const auto& t = tensor(n, input, what);
+    std::vector<std::int64_t> d(t.dims().begin(), t.dims().end());
+    std::size_t count = 1;
+    for (auto x : d) count *= std::size_t(x);
+    std::size_t want_count = 1;
+    for (auto x : want) want_count *= std::size_t(x);
+    // (N) and (1, N) biases are the same values
+    bool same = d == want;
+    if (!same && count == want_count) {
+      std::vector<std::int64_t> a, b;
+      for (auto x : d) if (x != 1) a.push_back(x);
+      for (auto x : want) if (x != 1) b.push_back(x);
+      same = a == b;
+    }
+    if (!same) fail(node_name(n) + " has a " + what + " of " + dims_str(d) + "; this layer's " + ours + " is " +
+                    dims_str(want));
+    return floats_of(t, where + ": " + node_name(n), path);
+  }
+  // rank: the data's rank at this point, batch axis included
+  template <class A>
+  void activation(std::int64_t rank) {
+    constexpr const char* op = act_op<A>::op;
+    if constexpr (!std::string_view(op).empty()) {
+      const auto& n = take(op);
+      if constexpr (std::string_view(op) == "Softmax") {
+        const std::int64_t axis = attr_i(n, "axis", opset < 13 ? 1 : -1);
+        if ((axis != -1 && axis != rank - 1) || (opset < 13 && rank > 2))
+          fail(node_name(n) + " normalises over axis " + std::to_string(axis) + " (opset " + std::to_string(opset) +
+               ") of rank-" + std::to_string(rank) + " data; ctnn's softmax over the last one");
+      }
+      if constexpr (std::string_view(op) == "LeakyRelu") {
+        const double a = attr_f(n, "alpha", 0.01);
+        if (std::abs(a - act_alpha<A>) > 1e-6 * act_alpha<A>)
+          fail(node_name(n) + " has alpha " + std::to_string(a) + "; this layer's slope is " +
+               std::to_string(act_alpha<A>));
+      }
+    }
+  }
+  void window(const onnx::NodeProto& n, const kernels::conv_geometry& G) {
+    const auto ks = attr_is(n, "kernel_shape", {});
+    if (!ks.empty() && ks != std::vector<std::int64_t>{std::int64_t(G.kh), std::int64_t(G.kw)})
+      fail(node_name(n) + " has a window of " + dims_str(ks) + "; this layer's is " + std::to_string(G.kh) + " x " +
+           std::to_string(G.kw));
+    const auto st = attr_is(n, "strides", {1, 1});
+    if (st != std::vector<std::int64_t>{std::int64_t(G.stride), std::int64_t(G.stride)})
+      fail(node_name(n) + " has strides " + list_str(st) + "; this layer's stride is " + std::to_string(G.stride));
+    const auto* ap = attr(n, "auto_pad");
+    const std::string auto_pad = ap ? ap->s() : "NOTSET";
+    const auto want = spatial_pads(G);
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      if (G.oh != (G.h + G.stride - 1) / G.stride || G.ow != (G.w + G.stride - 1) / G.stride)
+        fail(node_name(n) + " pads to the same size; this layer does not");
+    } else if (auto_pad == "VALID") {
+      if (want != std::vector<std::int64_t>(4, 0)) fail(node_name(n) + " does not pad; this layer pads " + list_str(want));
+    } else {
+      const auto pads = attr_is(n, "pads", {0, 0, 0, 0});
+      if (pads != want) fail(node_name(n) + " has pads " + list_str(pads) + "; this layer's are " + list_str(want));
+    }
+    for (auto d : attr_is(n, "dilations", {1, 1}))
+      if (d != 1) fail(node_name(n) + " is dilated; ctnn's windows are not");
+    if (attr_i(n, "ceil_mode", 0) != 0) fail(node_name(n) + " rounds its output size up (ceil_mode); ctnn rounds down");
+  }
+};
+
+}  // namespace onnx_detail
+
+// Reads an ONNX model's weights into m (see the top of this file).
+template <Model M>
+void import_onnx(M& m, const std::filesystem::path& path) {
+  using MM = std::remove_cvref_t<M>;
+  using Net = typename MM::network;
+  static_assert(std::is_same_v<typename MM::variable_type, float>, "import_onnx: only float models are imported");
+  using namespace onnx_detail;
+  const std::string bytes = io::read_file(path, "import_onnx");
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) throw io_error("import_onnx", path, "not an ONNX model (protobuf parse failed)");
+  const graph_view gv = view_of(model.graph(), path);
+
+  // The input: the same dims (channels-last), or for a network without
+  // spatial layers, the same number of values.
+  using In = typename Net::input_type;
+  {
+    std::vector<std::int64_t> theirs(gv.input_dims.begin() + 1, gv.input_dims.end()), ours;
+    for (auto d : In::dims) ours.push_back(std::int64_t(d));
+    auto squeeze = [](std::vector<std::int64_t> d) {
+      std::erase(d, std::int64_t(1));
+      return d;
+    };
+    constexpr bool spatial = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return ((kind_of<std::tuple_element_t<I, typename MM::layers>>::value == k_conv ||
+               kind_of<std::tuple_element_t<I, typename MM::layers>>::value == k_pool ||
+               kind_of<std::tuple_element_t<I, typename MM::layers>>::value == k_gap) ||
+              ...);
+    }(std::make_index_sequence<MM::layer_count>{});
+    std::int64_t n_theirs = 1;
+    for (auto d : theirs) n_theirs *= d;
+    const bool same = squeeze(theirs) == squeeze(ours);
+    if (!same && (spatial || n_theirs != std::int64_t(In::size)))
+      throw io_error("import_onnx", path,
+                     "the graph's input is (batch, " + dims_str(theirs) + "); this network's is (batch, " +
+                         dims_str(ours) + ")" +
+                         (spatial && n_theirs == std::int64_t(In::size)
+                              ? " (a channels-first graph imports only into a network without spatial layers)"
+                              : ""));
+  }
+
+  matcher mt{gv, path};
+  for (const auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") mt.opset = o.version();
+  std::vector<std::map<std::string, std::vector<float>, std::less<>>> vars(MM::layer_count);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&] {
+          using L = std::tuple_element_t<I, typename MM::layers>;
+          constexpr int k = kind_of<L>::value;
+          using LIn = typename L::in_shape;
+          using LOut = typename L::out_shape;
+          mt.where = "layer " + std::to_string(I + 1) + " (" + L::name() + ")";
+          auto& v = vars[I];
+          if constexpr (k == k_dense) {
+            constexpr auto K = std::int64_t(LIn::size), N = std::int64_t(LOut::size);
+            const auto& n = mt.take("Gemm", "MatMul");
+            if (n.op_type() == "Gemm") {
+              if (attr_f(n, "alpha", 1) != 1 || attr_f(n, "beta", 1) != 1 || attr_i(n, "transA", 0) != 0)
+                mt.fail(matcher::node_name(n) + " scales or transposes its input (alpha, beta, transA)");
+              if (attr_i(n, "transB", 0)) {  // weight (N, K): PyTorch's Linear
+                const auto w = mt.values(n, 1, "weight", {N, K}, "kernel (transposed)");
+                std::vector<float> t(w.size());
+                for (std::int64_t r = 0; r < N; ++r)
+                  for (std::int64_t c = 0; c < K; ++c) t[c * N + r] = w[r * K + c];
+                v["kernel"] = std::move(t);
+              } else {
+                v["kernel"] = mt.values(n, 1, "weight", {K, N}, "kernel");
+              }
+              v["bias"] = n.input_size() > 2 && !n.input(2).empty() ? mt.values(n, 2, "bias", {N}, "bias")
+                                                                     : std::vector<float>(std::size_t(N), 0.f);
+            } else {
+              v["kernel"] = mt.values(n, 1, "weight", {K, N}, "kernel");
+              v["bias"] = std::vector<float>(std::size_t(N), 0.f);
+              if (mt.next < gv.compute.size() && gv.compute[mt.next]->op_type() == "Add") {
+                const auto& a = *gv.compute[mt.next++];
+                const int which = gv.init.count(a.input(1)) ? 1 : 0;
+                v["bias"] = mt.values(a, which, "bias", {N}, "bias");
+              }
+            }
+            mt.template activation<typename L::Act>(2);
+          } else if constexpr (k == k_conv || k == k_pool) {
+            using S = typename spec_of<L>::type;
+            constexpr std::size_t H = dim_or<LIn, 0>(), W = dim_or<LIn, 1>(), C = dim_or<LIn, 2>();
+            if constexpr (k == k_conv) {
+              constexpr auto G = window_geometry(H, W, C, S::filters, S::kernel_height, S::kernel_width, S::stride, S::pad);
+              const auto& n = mt.take("Conv");
+              mt.window(n, G);
+              if (attr_i(n, "group", 1) != 1) mt.fail(matcher::node_name(n) + " is a grouped convolution");
+              const auto w = mt.values(n, 1, "weight", {std::int64_t(G.f), std::int64_t(C), std::int64_t(G.kh), std::int64_t(G.kw)},
+                                       "kernel (as f x c x kh x kw)");
+              std::vector<float> t(w.size());
+              for (std::size_t y = 0; y < G.kh; ++y)
+                for (std::size_t x = 0; x < G.kw; ++x)
+                  for (std::size_t c = 0; c < C; ++c)
+                    for (std::size_t f = 0; f < G.f; ++f)
+                      t[((y * G.kw + x) * C + c) * G.f + f] = w[((f * C + c) * G.kh + y) * G.kw + x];
+              v["kernel"] = std::move(t);
+              v["bias"] = n.input_size() > 2 && !n.input(2).empty()
+                              ? mt.values(n, 2, "bias", {std::int64_t(G.f)}, "bias")
+                              : std::vector<float>(G.f, 0.f);
+              mt.template activation<typename L::Act>(4);
+            } else {
+              constexpr auto G = window_geometry(H, W, C, C, S::pool_size, S::pool_size, S::stride, S::pad);
+              constexpr bool is_max = std::is_same_v<typename S::kind, detail::max_pool_kind>;
+              const auto& n = mt.take(is_max ? "MaxPool" : "AveragePool");
+              mt.window(n, G);
+              if (!is_max && attr_i(n, "count_include_pad", 0) != 0 && G.pt + G.pl > 0)
+                mt.fail(matcher::node_name(n) + " counts the padding in its averages; ctnn does not");
+            }
+          } else if constexpr (k == k_bn) {
+            constexpr auto C = std::int64_t(last_dim_v<LIn>);
+            const auto& n = mt.take("BatchNormalization");
+            const double eps = attr_f(n, "epsilon", 1e-5), ours = spec_of<L>::type::epsilon;
+            if (std::abs(eps - ours) > 1e-6 * ours)
+              mt.fail(matcher::node_name(n) + " has epsilon " + std::to_string(eps) + "; this layer's is " +
+                      std::to_string(ours));
+            v["gamma"] = mt.values(n, 1, "scale", {C}, "gamma");
+            v["beta"] = mt.values(n, 2, "bias", {C}, "beta");
+            v["moving_mean"] = mt.values(n, 3, "mean", {C}, "moving_mean");
+            v["moving_variance"] = mt.values(n, 4, "variance", {C}, "moving_variance");
+          } else if constexpr (k == k_activation) {
+            mt.template activation<typename spec_of<L>::type>(std::int64_t(LIn::rank) + 1);
+          } else if constexpr (k == k_gap) {
+            mt.take("GlobalAveragePool", "ReduceMean");
+          }  // dropout, flatten, reshape: nothing to compute
+        }(),
+        ...);
+  }(std::make_index_sequence<MM::layer_count>{});
+  if (mt.next < gv.compute.size()) {
+    mt.where = "after the last layer";
+    mt.fail("the graph goes on with " + matcher::node_name(*gv.compute[mt.next]) + "; this network ends here");
+  }
+  // everything matched and every variable has its values: copy
+  m.for_each_variable([&](const variable_ref& r) {
+    if (r.kind != role::parameter && r.kind != role::state) return;
+    const auto it = vars[r.layer].find(r.name);
+    if (it == vars[r.layer].end() || it->second.size() != r.extent)
+      throw io_error("import_onnx", path, "layer " + std::to_string(r.layer + 1) + ": the graph gives no '" +
+                                              std::string(r.name) + "' of " + std::to_string(r.extent) + " values");
+  });
+  m.for_each_variable([&](const variable_ref& r) {
+    if (r.kind != role::parameter && r.kind != role::state) return;
+    std::memcpy(r.data, vars[r.layer].find(r.name)->second.data(), r.extent * sizeof(float));
+  });
+}
+
+}  // namespace ctnn

@@ -1,0 +1,420 @@
+// ctnn/xtensor.hpp — xtensor at the edges of a model: inputs, outputs, datasets, variables.
+//
+// Include it to use xtensor with ctnn; the core headers never include xtensor
+// (its headers cost more compile time than ctnn's core). With M a ctnn::model
+// of network Net (input shape I = Net::input_type, output shape O):
+//   input_tensor_t<M>, output_tensor_t<M>   xt::xtensor_fixed of one sample of I, of O
+//   predict_sample(m, x)        one sample (x of shape I, any xtensor expression) ->
+//                               output_tensor_t<M>
+//   predict(m, x, batch = 256)  x of shape (n, I...) -> xt::xtensor<T, 1 + rank O>
+//                               (n, O...); like Keras, predict wants the batch axis
+//                               first (one sample: predict_sample)
+//   evaluate(m, loss, x, y, metrics...)  Keras' evaluate(x, y) in batches of 32: y holds
+//                               class indices (any integer type, shape (n) or (n, 1))
+//                               for a sparse loss, else (n, width) targets
+//   as_output_tensor<M>(rows)   the row-major outputs of predict(m, dataset) as (n, O...)
+//   data::from_xtensor<S, K>(x, y)  a dataset of samples of shape S from x (n, S...) and
+//                               targets y (K = sparse_labels: integers (n); dense: (n, width))
+//   variable<L, "kernel">(m)    layer L's buffer as a writable xt::xtensor_adaptor with its
+//                               shape (dense kernel: in x units; conv2d: kh x kw x c x f);
+//                               the name is checked at compile time
+//   variable(m, layer, "kernel")  the same with a run-time layer and name (rank dynamic)
+// Shapes are checked against the network at compile time when the expression's
+// rank (xt::xtensor<T, N>, views of it) or its shape (xt::xtensor_fixed) is
+// static; a dynamic rank or extent (xt::xarray, an adaptor with a std::vector
+// shape, runtime sizes) is checked at
+// run time: std::invalid_argument naming the function, the shape given and the
+// shape wanted. The element type converts to the model's (float) as xtensor
+// assignment converts; a contiguous row-major container of the model's type is
+// read in place. (xtensor 0.24's xt::xarray does not compile with clang >= 16,
+// an xtensor bug; these headers do not use it, so they compile with g++ and
+// clang alike.)
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <xtensor/xadapt.hpp>
+#include <xtensor/xfixed.hpp>
+#include <xtensor/xtensor.hpp>
+
+#include "core/plan.hpp"
+#include "core/shape.hpp"
+#include "core/targets.hpp"
+#include "data/pipeline.hpp"
+#include "losses/loss.hpp"
+#include "train/fit.hpp"
+#include "train/model.hpp"
+#include "train/predict.hpp"
+
+namespace ctnn {
+
+namespace diag {
+template <std::size_t> struct expression_rank {};
+template <std::size_t> struct wanted_rank {};
+template <std::size_t> struct axis {};
+template <std::size_t> struct expression_extent {};
+template <std::size_t> struct wanted_extent {};
+
+template <class Have, class Want, bool Ok>
+struct xtensor_batch_rank_mismatch {
+  static_assert(Ok, "ctnn xtensor: the input's rank is not the network's input rank + 1 (put the batch axis "
+                    "first; one sample: predict_sample)");
+  static constexpr bool value = true;
+};
+template <class Have, class Want, bool Ok>
+struct xtensor_sample_rank_mismatch {
+  static_assert(Ok, "ctnn xtensor: predict_sample: the sample's rank is not the network's input rank");
+  static constexpr bool value = true;
+};
+template <class Axis, class Have, class Want, bool Ok>
+struct xtensor_extent_mismatch {
+  static_assert(Ok, "ctnn xtensor: an axis of the input has another extent than the network's input shape");
+  static constexpr bool value = true;
+};
+template <class Layer, auto Name, bool Ok>
+struct no_such_variable {
+  static_assert(Ok, "ctnn::variable: this layer declares no variable of this name");
+  static constexpr bool value = true;
+};
+template <class Layer, class Count, bool Ok>
+struct variable_layer_out_of_range {
+  static_assert(Ok, "ctnn::variable: the network has no layer at this index (layers count from 0)");
+  static constexpr bool value = true;
+};
+}  // namespace diag
+
+namespace xtd {
+
+template <class T, class S>
+struct fixed_of;
+template <class T, std::size_t... D>
+struct fixed_of<T, shape<D...>> {
+  using type = xt::xtensor_fixed<T, xt::xshape<D...>>;
+};
+
+// The static extents of an expression, when its shape type carries them.
+template <class ST>
+struct static_dims {
+  static constexpr bool known = false;
+};
+template <std::size_t... X>
+struct static_dims<xt::fixed_shape<X...>> {
+  static constexpr bool known = true;
+  static constexpr std::array<std::size_t, sizeof...(X)> dims{X...};
+};
+
+template <class E>
+inline constexpr std::size_t rank_of = xt::get_rank<std::decay_t<E>>::value;  // SIZE_MAX: dynamic
+inline constexpr std::size_t dynamic_rank = std::numeric_limits<std::size_t>::max();
+
+template <class Shp>
+std::string shape_str(const Shp& s) {
+  std::string r = "(";
+  for (std::size_t i = 0; i < std::size(s); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + (std::size(s) == 1 ? ",)" : ")");
+}
+
+// Compile-time checks of an expression against a sample shape S, with `lead`
+// leading axes (1: a batch axis) before the sample's axes.
+// xtensor_fixed carries its shape as a template argument; an expression of
+// fixed-shape operands (a + b) as its inner_shape_type.
+template <class E>
+struct fixed_dims_of : static_dims<void> {};
+template <class E>
+  requires requires { typename E::inner_shape_type; }
+struct fixed_dims_of<E> : static_dims<typename E::inner_shape_type> {};
+template <class T, class S, xt::layout_type L, bool Sh, class Tag>
+struct fixed_dims_of<xt::xfixed_container<T, S, L, Sh, Tag>> : static_dims<S> {};
+
+template <class E>
+constexpr std::size_t static_rank() {
+  if constexpr (fixed_dims_of<E>::known) return fixed_dims_of<E>::dims.size();
+  else return rank_of<E>;
+}
+
+template <class E, Shape S, std::size_t Lead>
+constexpr bool check_static() {
+  constexpr std::size_t r = static_rank<E>();
+  if constexpr (r != dynamic_rank) {
+    if constexpr (Lead == 1)
+      static_assert(diag::xtensor_batch_rank_mismatch<diag::expression_rank<r>, diag::wanted_rank<S::rank + 1>,
+                                                      r == S::rank + 1>::value);
+    else
+      static_assert(diag::xtensor_sample_rank_mismatch<diag::expression_rank<r>, diag::wanted_rank<S::rank>,
+                                                       r == S::rank>::value);
+    using st = fixed_dims_of<E>;
+    if constexpr (r == S::rank + Lead && st::known) {
+      [&]<std::size_t... A>(std::index_sequence<A...>) {
+        static_assert((diag::xtensor_extent_mismatch<diag::axis<A + Lead>,
+                                                     diag::expression_extent<st::dims[A + Lead]>,
+                                                     diag::wanted_extent<S::dims[A]>,
+                                                     st::dims[A + Lead] == S::dims[A]>::value &&
+                       ...));
+      }(std::make_index_sequence<S::rank>{});
+    }
+  }
+  return true;
+}
+
+// Run-time check of the same; returns the leading extent (the sample count).
+template <Shape S, std::size_t Lead, class Shp>
+std::size_t check_shape(const char* who, const Shp& s) {
+  const std::size_t r = std::size(s);
+  bool ok = r == S::rank + Lead;
+  for (std::size_t a = 0; ok && a < S::rank; ++a) ok = std::size_t(s[a + Lead]) == S::dims[a];
+  if (!ok) {
+    std::string want = Lead ? "(n" : "(";
+    for (std::size_t a = 0; a < S::rank; ++a) want += (a || Lead ? ", " : "") + std::to_string(S::dims[a]);
+    want += (Lead + S::rank == 1) ? ",)" : ")";
+    throw std::invalid_argument(std::string(who) + ": the input has shape " + shape_str(s) + "; this network takes " +
+                                want);
+  }
+  return Lead ? std::size_t(s[0]) : 1;
+}
+
+// A row-major copy of e in T, or e's own memory when it already is one.
+template <class T, class E>
+struct row_major_values {
+  static constexpr bool in_place = std::is_same_v<typename E::value_type, T> &&
+                                   requires { requires E::static_layout == xt::layout_type::row_major; } &&
+                                   requires(const E& e) {
+                                     { e.data() } -> std::convertible_to<const T*>;
+                                     e.data_offset();
+                                   };
+  std::conditional_t<in_place, const E*, std::vector<T>> held;
+  explicit row_major_values(const E& e) {
+    if constexpr (in_place) held = std::addressof(e);
+    else held.assign(e.begin(), e.end());  // xtensor iterates in row-major order
+  }
+  const T* data() const {
+    if constexpr (in_place) return held->data() + held->data_offset();
+    else return held.data();
+  }
+};
+
+template <class M>
+using value_t = typename std::remove_cvref_t<M>::value_type;
+template <class M>
+using out_shape_t = typename std::remove_cvref_t<M>::network::output_type;
+template <class M>
+using in_shape_t = typename std::remove_cvref_t<M>::network::input_type;
+
+template <class T, Shape S>
+xt::xtensor<T, S::rank + 1> batch_tensor(std::size_t n) {
+  std::array<std::size_t, S::rank + 1> sh{};
+  sh[0] = n;
+  for (std::size_t a = 0; a < S::rank; ++a) sh[a + 1] = S::dims[a];
+  return xt::xtensor<T, S::rank + 1>::from_shape(sh);
+}
+
+template <std::size_t N>
+struct name_literal {
+  char s[N]{};
+  constexpr name_literal(const char (&a)[N]) {
+    for (std::size_t i = 0; i < N; ++i) s[i] = a[i];
+  }
+  constexpr std::string_view view() const { return {s, N - 1}; }
+};
+
+template <class Buffers>
+constexpr std::size_t find_buffer(const Buffers& bs, std::string_view name) {
+  for (std::size_t i = 0; i < bs.size(); ++i)
+    if (bs[i].kind != role::cache && bs[i].name == name) return i;
+  return bs.size();
+}
+
+template <class M, elem E>
+using elem_type_t = std::conditional_t<
+    E == elem::variable, typename M::variable_type,
+    std::conditional_t<E == elem::compute, typename M::compute_type,
+                       std::conditional_t<E == elem::f32, float,
+                                          std::conditional_t<E == elem::u8, std::uint8_t, std::uint32_t>>>>;
+
+template <class M>
+std::byte* find_variable(const M& m, std::size_t layer, std::string_view name, variable_ref* out = nullptr) {
+  std::byte* p = nullptr;
+  m.for_each_variable([&](const variable_ref& v) {
+    if (!p && v.layer == layer && v.name == name) {
+      p = v.data;
+      if (out) *out = v;
+    }
+  });
+  return p;
+}
+
+}  // namespace xtd
+
+template <class M>
+using input_tensor_t = typename xtd::fixed_of<xtd::value_t<M>, xtd::in_shape_t<M>>::type;
+template <class M>
+using output_tensor_t = typename xtd::fixed_of<xtd::value_t<M>, xtd::out_shape_t<M>>::type;
+
+// One sample in, one sample out, both typed by the network's shapes.
+template <Model M, class E>
+output_tensor_t<M> predict_sample(M& m, const xt::xexpression<E>& x) {
+  using I = xtd::in_shape_t<M>;
+  using T = xtd::value_t<M>;
+  static_assert(xtd::check_static<E, I, 0>());
+  const E& e = x.derived_cast();
+  xtd::check_shape<I, 0>("predict_sample", e.shape());
+  const xtd::row_major_values<T, E> v(e);
+  const T* y = m.forward(v.data(), 1, false);
+  output_tensor_t<M> out;
+  std::copy(y, y + std::remove_cvref_t<M>::output_size, out.data());
+  return out;
+}
+
+// Outputs for a batch of samples: x is (n, input shape...), the result (n, output shape...).
+template <Model M, class E>
+xt::xtensor<xtd::value_t<M>, xtd::out_shape_t<M>::rank + 1> predict(M& m, const xt::xexpression<E>& x,
+                                                                      std::size_t batch = 256) {
+  using I = xtd::in_shape_t<M>;
+  using O = xtd::out_shape_t<M>;
+  using T = xtd::value_t<M>;
+  static_assert(xtd::check_static<E, I, 1>());
+  if (batch == 0) throw std::invalid_argument("predict: the batch size must be > 0");
+  const E& e = x.derived_cast();
+  const std::size_t n = xtd::check_shape<I, 1>("predict", e.shape());
+  auto out = xtd::batch_tensor<T, O>(n);
+  if (n == 0) return out;
+  const xtd::row_major_values<T, E> v(e);
+  const auto rows = m.predict(v.data(), n, batch);
+  std::copy(rows.begin(), rows.end(), out.data());
+  return out;
+}
+
+// predict(m, dataset)'s row-major outputs (or any n x output_size rows) as (n, output shape...).
+template <Model M>
+xt::xtensor<xtd::value_t<M>, xtd::out_shape_t<M>::rank + 1> as_output_tensor(
+    const std::vector<xtd::value_t<M>>& rows) {
+  using O = xtd::out_shape_t<M>;
+  if (rows.size() % O::size != 0)
+    throw std::invalid_argument("as_output_tensor: " + std::to_string(rows.size()) +
+                                " values are not rows of the output shape " + O::str());
+  auto out = xtd::batch_tensor<xtd::value_t<M>, O>(rows.size() / O::size);
+  std::copy(rows.begin(), rows.end(), out.data());
+  return out;
+}
+
+namespace data {
+
+// Samples of shape S from x (n, S...) and their targets y: class indices
+// (integers, shape (n) or (n, 1)) for sparse_labels, (n, width...) values for
+// dense_targets. The values are copied; x's element type is the dataset's.
+template <Shape S, class K = sparse_labels, class EX, class EY>
+dataset<sample<S, K, typename EX::value_type>> from_xtensor(const xt::xexpression<EX>& x,
+                                                            const xt::xexpression<EY>& y) {
+  using T = typename EX::value_type;
+  static_assert(std::is_floating_point_v<T>, "from_xtensor: the inputs must be floating-point values");
+  static_assert(xtd::check_static<EX, S, 1>());
+  const EX& xe = x.derived_cast();
+  const EY& ye = y.derived_cast();
+  const std::size_t n = xtd::check_shape<S, 1>("from_xtensor", xe.shape());
+  if (ye.dimension() == 0 || std::size_t(ye.shape()[0]) != n || std::size_t(ye.size()) != n * K::width)
+    throw std::invalid_argument("from_xtensor: " + std::to_string(n) + " samples but targets of shape " +
+                                xtd::shape_str(ye.shape()) + " (expected " + std::to_string(n) +
+                                (K::width == 1 ? "" : " x " + std::to_string(K::width)) + " values)");
+  std::vector<T> xs(n * S::size);
+  std::copy(xe.begin(), xe.end(), xs.begin());  // row-major traversal of any expression
+  std::vector<target_element_t<K, T>> ys(n * K::width);
+  if constexpr (is_sparse_v<K>) {
+    static_assert(std::is_integral_v<typename EY::value_type>,
+                  "from_xtensor: sparse labels must be integers (class indices)");
+    std::size_t i = 0;
+    for (auto v : ye) {
+      if (v < 0 || static_cast<std::uint64_t>(v) > std::uint64_t(std::numeric_limits<std::int32_t>::max()))
+        throw std::invalid_argument("from_xtensor: label " + std::to_string(v) + " of sample " + std::to_string(i) +
+                                    " is not a class index");
+      ys[i++] = std::int32_t(v);
+    }
+  } else {
+    std::copy(ye.begin(), ye.end(), ys.begin());
+  }
+  return from_tensors<S, K, T>(std::move(xs), std::move(ys));
+}
+
+}  // namespace data
+
+// Keras' evaluate(x, y): the loss and metrics over x (n, input shape...) and
+// y, in batches of 32. The target kind is the loss's (sparse: class indices).
+template <Model M, class L, class EX, class EY, class... Ms>
+  requires Loss<L, typename std::remove_cvref_t<M>::compute_type> &&
+           (Metric<Ms, typename std::remove_cvref_t<M>::compute_type> && ...)
+logs evaluate(M& m, const L& loss, const xt::xexpression<EX>& x, const xt::xexpression<EY>& y, Ms... metrics) {
+  using MM = std::remove_cvref_t<M>;
+  using I = xtd::in_shape_t<M>;
+  using T = xtd::value_t<M>;
+  using K = loss_target_kind_t<L, MM::output_size>;
+  static_assert(xtd::check_static<EX, I, 1>());
+  if constexpr (std::is_same_v<typename EX::value_type, T>) {
+    return evaluate(m, loss, data::from_xtensor<I, K>(x, y).batch(32), metrics...);
+  } else {
+    const EX& e = x.derived_cast();
+    std::vector<T> values(e.begin(), e.end());
+    const std::vector<std::size_t> sh(e.shape().begin(), e.shape().end());
+    return evaluate(m, loss, data::from_xtensor<I, K>(xt::adapt(values, sh), y).batch(32), metrics...);
+  }
+}
+
+// Layer L's variable `Name` (a parameter, state, mask or metadata buffer) as a
+// writable view with its declared shape; it stays valid until the model's
+// memory grows (a larger batch than any before, or another optimizer).
+template <std::size_t L, xtd::name_literal Name, Model M>
+auto variable(M& m) {
+  using MM = std::remove_cvref_t<M>;
+  static_assert(diag::variable_layer_out_of_range<diag::layer<L>, diag::network_elements<MM::layer_count>,
+                                                  (L < MM::layer_count)>::value);
+  if constexpr (L < MM::layer_count) {
+    using Layer = std::tuple_element_t<L, typename MM::layers>;
+    constexpr std::size_t b = xtd::find_buffer(Layer::buffers, Name.view());
+    static_assert(diag::no_such_variable<diag::layer<L>, Name,
+                                         (b < Layer::buffers.size())>::value);
+    if constexpr (b < Layer::buffers.size()) {
+      constexpr buffer d = Layer::buffers[b];
+      using V = xtd::elem_type_t<MM, d.type>;
+      using P = std::conditional_t<std::is_const_v<M>, const V*, V*>;
+      std::array<std::size_t, d.rank> sh{};
+      for (std::size_t a = 0; a < d.rank; ++a) sh[a] = d.dims[a];
+      auto* p = reinterpret_cast<P>(xtd::find_variable(m, L, Name.view()));
+      return xt::adapt(p, d.extent, xt::no_ownership(), sh);
+    }
+  }
+}
+
+// The same with a run-time layer index and name: a view of the model's
+// variable type, rank dynamic; std::invalid_argument names what is missing.
+template <Model M>
+auto variable(M& m, std::size_t layer, std::string_view name) {
+  using MM = std::remove_cvref_t<M>;
+  using V = typename MM::variable_type;
+  using P = std::conditional_t<std::is_const_v<M>, const V*, V*>;
+  if (layer >= MM::layer_count)
+    throw std::invalid_argument("variable: the network has " + std::to_string(MM::layer_count) +
+                                " layers (counted from 0); there is no layer " + std::to_string(layer));
+  variable_ref v;
+  std::byte* p = xtd::find_variable(m, layer, name, &v);
+  if (!p) {
+    std::string have;
+    m.for_each_variable([&](const variable_ref& r) {
+      if (r.layer == layer) have += (have.empty() ? "" : ", ") + std::string(r.name);
+    });
+ throw std::invalid_argument("variable: layer " + std::to_string(layer) + " has no variable '" + std::string(name) + "'" +
+                                (have.empty() ? "; it has none" : "; it has " + have));
+  }
+  if (v.type != elem::variable)
+    throw std::invalid_argument("variable: layer " + std::to_string(layer) + " '" + std::string(name) +
+                                "' is not of the model's variable type; use variable<" + std::to_string(layer) +
+                                ", \"" + std::string(name) + "\">(m)");
+  std::vector<std::size_t> sh(v.dims.begin(), v.dims.begin() + v.rank);
+  return xt::adapt(reinterpret_cast<P>(p), v.extent, xt::no_ownership(), sh);
+}
+
+}  // namespace ctnn
