@@ -1,0 +1,268 @@
+// ctnn/cuda/fit.cuh — fit and evaluate for model<Net, P, cuda<SM>>.
+//
+// fit(model, sparse_categorical_crossentropy{.from_logits = true}, optimizer,
+// dataset, epochs{n}) trains on the device: the same phases as
+// train/step.hpp (forward, loss, backward, update) and the same optimizer
+// state (update count, learning-rate scale, slots in the plan). Batches are
+// staged in two pinned host buffers and copied on the context's copy stream
+// while the compute stream runs the previous step: step s's forward and
+// backward are queued first, then the host reads batch s + 1 from the
+// dataset and queues its copy, then the update runs (it waits for the
+// device: its finite flag). Events order the streams (a copy waits until the
+// step that last read its device buffer is done; a step waits for its copy).
+// Per epoch the logs hold loss, accuracy (argmax == label), learning_rate,
+// seconds, data_seconds (host time spent in the dataset), device_wait_seconds
+// (CUDA events: time the compute stream waited for a batch's copy),
+// compute_seconds (CUDA events: from the end of that wait to the end of the
+// update) and input_share = (data_seconds + device_wait_seconds) / seconds.
+// A non-finite loss or parameter throws ctnn::numeric_error naming the epoch
+// and step, as the CPU fit does. Supported today: the sparse softmax
+// cross-entropy from logits, the optimizers' own update (adam, sgd, rmsprop,
+// adagrad; not with_options), no metrics, callbacks or hooks (a compile error
+// names what is missing), float32.
+#pragma once
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "../core/errors.hpp"
+#include "../data/dataset.hpp"
+#include "../losses/sparse_categorical_crossentropy.hpp"
+#include "../train/fit.hpp"
+#include "../train/history.hpp"
+#include "model.cuh"
+
+namespace ctnn {
+
+namespace cuda_detail {
+
+// A CUDA event, destroyed with its owner.
+struct event {
+  cudaEvent_t e = nullptr;
+  event() { CTNN_CUDA_CHECK(cudaEventCreate(&e)); }
+  event(const event&) = delete;
+  event& operator=(const event&) = delete;
+  ~event() {
+    if (e) cudaEventDestroy(e);
+  }
+  operator cudaEvent_t() const noexcept { return e; }
+};
+inline double elapsed(const event& a, const event& b) {
+  float ms = 0;
+  CTNN_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  return double(ms) / 1000.0;
+}
+
+// Two staging slots: pinned host rows and labels, their device copies, and the events that order them.
+template <class T>
+struct staging {
+  pinned_buffer<T> hx[2];
+  pinned_buffer<std::int32_t> hy[2];
+  device_buffer<T> dx[2];
+  device_buffer<std::int32_t> dy[2];
+  event copied[2], released[2];
+  std::size_t size[2] = {0, 0};
+  std::size_t capacity = 0;
+
+  void ensure(std::size_t rows, std::size_t width) {
+    if (rows <= capacity) return;
+    CTNN_CUDA_CHECK(cudaDeviceSynchronize());
+    for (int k = 0; k < 2; ++k) {
+      hx[k] = pinned_buffer<T>(rows * width);
+      hy[k] = pinned_buffer<std::int32_t>(rows);
+      dx[k] = device_buffer<T>(rows * width);
+      dy[k] = device_buffer<std::int32_t>(rows);
+    }
+    capacity = rows;
+  }
+};
+
+}  // namespace cuda_detail
+
+template <Network Net, class P, int SM, class O, data::Dataset D>
+history fit(model<Net, P, cuda<SM>>& m, const sparse_categorical_crossentropy& loss, O& opt, const D& train,
+            epochs ep) {
+  using M = model<Net, P, cuda<SM>>;
+  using T = typename M::compute_type;
+  using B = cuda<SM>;
+  using Ops = ops<B>;
+  static_assert(std::is_same_v<T, float> && std::is_same_v<typename D::value_type, float>,
+                "fit on cuda: float32 models and float datasets only (the mixed policies are not wired yet)");
+  static_assert(detail::check_compatible<M, sparse_categorical_crossentropy, D>());
+  static_assert(!requires { O::inner_slots; },
+                "fit on cuda: with_options (clipping, weight decay, accumulation, EMA) is not wired on the device yet");
+  if (!loss.from_logits)
+    throw std::invalid_argument("fit on cuda: sparse_categorical_crossentropy needs from_logits = true on the device");
+  using clock = std::chrono::steady_clock;
+  auto secs = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  constexpr std::size_t width = M::input_size, classes = M::output_size;
+
+  m.prepare_optimizer(opt);
+  cuda_context& ctx = cuda_context::get();
+  const cudaStream_t compute = ctx.compute(), copy = ctx.copy();
+  cuda_detail::staging<T> st;
+  cuda_detail::event wait0, start, end;
+  // device accumulators: [0] loss sum (double), [1] bad row (int), [2] correct count (u64)
+  device_buffer<double> acc(3);
+  pinned_buffer<double> hacc(3);
+
+  history hist;
+  data::batch_for<D> b;
+  for (std::size_t e = 0; e < ep.count; ++e) {
+    const auto epoch_start = clock::now();
+    double data_s = 0, wait_s = 0, compute_s = 0;
+    std::size_t seen = 0;
+    {
+      const double zero[3] = {0, 0, 0};
+      CTNN_CUDA_CHECK(cudaMemcpyAsync(acc.data(), zero, sizeof zero, cudaMemcpyHostToDevice, compute));
+      const int none = INT_MAX;
+      CTNN_CUDA_CHECK(cudaMemcpyAsync(acc.data() + 1, &none, sizeof none, cudaMemcpyHostToDevice, compute));
+      CTNN_CUDA_CHECK(cudaStreamSynchronize(compute));
+    }
+    double* loss_sum = acc.data();
+    int* bad_row = reinterpret_cast<int*>(acc.data() + 1);
+    auto* correct = reinterpret_cast<unsigned long long*>(acc.data() + 2);
+    auto cur = train.open(e);
+    // Reads the next batch into slot k and queues its copy; false at the end of the epoch.
+    auto load = [&](int k) {
+      const auto t0 = clock::now();
+      const bool got = cur.next(b);
+      data_s += secs(clock::now() - t0);
+      if (!got) return false;
+      st.ensure(b.size, width);
+      CTNN_CUDA_CHECK(cudaEventSynchronize(st.copied[k]));  // the pinned slot's last copy is done
+      std::memcpy(st.hx[k].data(), b.x.data(), b.size * width * sizeof(T));
+      std::memcpy(st.hy[k].data(), b.y.data(), b.size * sizeof(std::int32_t));
+      st.size[k] = b.size;
+      CTNN_CUDA_CHECK(cudaStreamWaitEvent(copy, st.released[k], 0));  // the step that read dx[k] is done
+      CTNN_CUDA_CHECK(cudaMemcpyAsync(st.dx[k].data(), st.hx[k].data(), b.size * width * sizeof(T),
+                                      cudaMemcpyHostToDevice, copy));
+      CTNN_CUDA_CHECK(cudaMemcpyAsync(st.dy[k].data(), st.hy[k].data(), b.size * sizeof(std::int32_t),
+                                      cudaMemcpyHostToDevice, copy));
+      CTNN_CUDA_CHECK(cudaEventRecord(st.copied[k], copy));
+      return true;
+    };
+    bool have = load(0);
+    if (!have) throw std::invalid_argument("fit: the training dataset yielded no batch in epoch " + std::to_string(e + 1));
+    for (std::size_t s = 0; have; ++s) {
+      const int k = int(s % 2);
+      const std::size_t n = st.size[k];
+      CTNN_CUDA_CHECK(cudaEventRecord(wait0, compute));
+      CTNN_CUDA_CHECK(cudaStreamWaitEvent(compute, st.copied[k], 0));
+      CTNN_CUDA_CHECK(cudaEventRecord(start, compute));
+      // 1-3. forward, loss (dL/dy of the batch mean), backward
+      const T* y = m.forward(st.dx[k].data(), n, true);
+      Ops::sparse_crossentropy_logits_async(y, st.dy[k].data(), m.output_gradient(), n, classes, float(1.0 / double(n)),
+                                            loss_sum, bad_row);
+      cuda_kernels::count_correct<<<Ops::grid(n), Ops::block, 0, compute>>>(y, st.dy[k].data(), n, classes, correct);
+      Ops::launched();
+      m.backward();
+      CTNN_CUDA_CHECK(cudaEventRecord(st.released[k], compute));
+      CTNN_CUDA_CHECK(cudaMemcpyAsync(hacc.data(), acc.data(), 3 * sizeof(double), cudaMemcpyDeviceToHost, compute));
+      // the next batch is read and its copy queued while the device works
+      have = load(1 - k);
+      // 5. update (waits for the device)
+      optimizer_state& os = m.mutable_optimizer_state();
+      const double lr = opt.learning_rate(os.iterations) * os.learning_rate_scale;
+      const update_args<typename M::variable_type> a{m.parameters().data(), m.gradients().data(),
+                                                     m.optimizer_slots().data(), m.parameters().size(),
+                                                     os.iterations, lr};
+      const bool finite = opt.template update<B>(a);
+      ++os.iterations;
+      ++os.steps;
+      CTNN_CUDA_CHECK(cudaEventRecord(end, compute));
+      CTNN_CUDA_CHECK(cudaEventSynchronize(end));
+      wait_s += cuda_detail::elapsed(wait0, start);
+      compute_s += cuda_detail::elapsed(start, end);
+      int bad;
+      std::memcpy(&bad, hacc.data() + 1, sizeof bad);
+      if (bad != INT_MAX)
+        throw std::out_of_range("sparse_categorical_crossentropy: the label of sample " + std::to_string(bad) +
+                                " of a batch in epoch " + std::to_string(e + 1) + " is outside [0, " +
+                                std::to_string(classes) + ")");
+      if (!std::isfinite(hacc.data()[0]))
+        throw numeric_error("fit: the loss became " + std::string(std::isnan(hacc.data()[0]) ? "NaN" : "infinite") +
+                            " at epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1));
+      if (!finite)
+        throw numeric_error("fit: after the update of epoch " + std::to_string(e + 1) + ", step " +
+                            std::to_string(s + 1) + ": a parameter is not finite");
+      seen += n;
+    }
+    logs l;
+    unsigned long long right;
+    std::memcpy(&right, hacc.data() + 2, sizeof right);
+    const double seconds = secs(clock::now() - epoch_start);
+    l.set("loss", hacc.data()[0] / double(seen));
+    l.set("accuracy", double(right) / double(seen));
+    l.set("learning_rate", opt.learning_rate(m.optimizer_state().iterations) * m.optimizer_state().learning_rate_scale);
+    l.set("seconds", seconds);
+    l.set("data_seconds", data_s);
+    l.set("device_wait_seconds", wait_s);
+    l.set("compute_seconds", compute_s);
+    l.set("input_share", seconds > 0 ? (data_s + wait_s) / seconds : 0.0);
+    hist.append(l);
+    hist.autotune.emplace_back();
+  }
+  return hist;
+}
+
+// loss (mean) and accuracy of the model on a dataset, batch by batch (inference mode).
+template <Network Net, class P, int SM, data::Dataset D>
+logs evaluate(model<Net, P, cuda<SM>>& m, const sparse_categorical_crossentropy& loss, const D& ds) {
+  using M = model<Net, P, cuda<SM>>;
+  using T = typename M::compute_type;
+  using Ops = ops<cuda<SM>>;
+  static_assert(std::is_same_v<T, float>, "evaluate on cuda: float32 models only (the mixed policies are not wired yet)");
+  static_assert(detail::check_compatible<M, sparse_categorical_crossentropy, D>());
+  if (!loss.from_logits)
+    throw std::invalid_argument("evaluate on cuda: sparse_categorical_crossentropy needs from_logits = true");
+  constexpr std::size_t width = M::input_size, classes = M::output_size;
+  const cudaStream_t compute = cuda_context::get().compute();
+  device_buffer<double> acc(3);
+  pinned_buffer<double> hacc(3);
+  const int none = INT_MAX;
+  CTNN_CUDA_CHECK(cudaMemcpyAsync(acc.data() + 1, &none, sizeof none, cudaMemcpyHostToDevice, compute));
+  device_buffer<T> dx;
+  device_buffer<std::int32_t> dy;
+  data::batch_for<D> b;
+  std::size_t seen = 0;
+  auto cur = ds.open(0);
+  while (cur.next(b)) {
+    if (dx.size() < b.size * width) {
+      Ops::synchronize();
+      dx = device_buffer<T>(b.size * width);
+      dy = device_buffer<std::int32_t>(b.size);
+    }
+    Ops::synchronize();  // the previous batch's kernels are done with dx
+    cuda_device_memory::copy(dx.data(), b.x.data(), b.size * width * sizeof(T));
+    cuda_device_memory::copy(dy.data(), b.y.data(), b.size * sizeof(std::int32_t));
+    const T* y = m.forward(dx.data(), b.size, false);
+    Ops::sparse_crossentropy_logits_async(y, dy.data(), static_cast<T*>(nullptr), b.size, classes, 1.0f, acc.data(),
+                                          reinterpret_cast<int*>(acc.data() + 1));
+    cuda_kernels::count_correct<<<Ops::grid(b.size), Ops::block, 0, compute>>>(
+        y, dy.data(), b.size, classes, reinterpret_cast<unsigned long long*>(acc.data() + 2));
+    Ops::launched();
+    seen += b.size;
+  }
+  if (seen == 0) throw std::invalid_argument("evaluate: the dataset is empty");
+  CTNN_CUDA_CHECK(cudaMemcpyAsync(hacc.data(), acc.data(), 3 * sizeof(double), cudaMemcpyDeviceToHost, compute));
+  Ops::synchronize();
+  int bad;
+  std::memcpy(&bad, hacc.data() + 1, sizeof bad);
+  if (bad != INT_MAX) throw std::out_of_range("evaluate: a label is outside [0, " + std::to_string(classes) + ")");
+  unsigned long long right;
+  std::memcpy(&right, hacc.data() + 2, sizeof right);
+  logs l;
+  l.set("loss", hacc.data()[0] / double(seen));
+  l.set("accuracy", double(right) / double(seen));
+  if (!std::isfinite(l["loss"])) throw numeric_error("evaluate: the loss is not finite");
+  return l;
+}
+
+}  // namespace ctnn
