@@ -28,6 +28,12 @@ TEST_CASE_TEMPLATE("dense forward (bias, bias + relu epilogues) matches the CPU"
     ref::relu_forward(want.data(), want.size());
     G::dense_forward<K, N, G::epilogue::relu>(dx.data(), dw.data(), db.data(), dy.data(), m);
     CHECK_CLOSE(T, to_host(dy, m * N), want);
+    // a bias one element past an aligned address (as in a model's parameter block): the unfused path
+    std::vector<float> b1(N + 1, 0.0f);
+    std::copy(b.begin(), b.end(), b1.begin() + 1);
+    auto db1 = to_device<T>(b1);
+    G::dense_forward<K, N, G::epilogue::relu>(dx.data(), dw.data(), db1.data() + 1, dy.data(), m);
+    CHECK_CLOSE(T, to_host(dy, m * N), want);
   }
 }
 

@@ -68,18 +68,17 @@ struct staging {
   device_buffer<std::int32_t> dy[2];
   event copied[2], released[2];
   std::size_t size[2] = {0, 0};
-  std::size_t capacity = 0;
+  std::size_t capacity[2] = {0, 0};
 
-  void ensure(std::size_t rows, std::size_t width) {
-    if (rows <= capacity) return;
-    CTNN_CUDA_CHECK(cudaDeviceSynchronize());
-    for (int k = 0; k < 2; ++k) {
-      hx[k] = pinned_buffer<T>(rows * width);
-      hy[k] = pinned_buffer<std::int32_t>(rows);
-      dx[k] = device_buffer<T>(rows * width);
-      dy[k] = device_buffer<std::int32_t>(rows);
-    }
-    capacity = rows;
+  // Slot k holds `rows` rows (grown when needed; its old contents are not needed then).
+  void ensure(int k, std::size_t rows, std::size_t width) {
+    if (rows <= capacity[k]) return;
+    CTNN_CUDA_CHECK(cudaDeviceSynchronize());  // nothing may still read or fill the slot
+    hx[k] = pinned_buffer<T>(rows * width);
+    hy[k] = pinned_buffer<std::int32_t>(rows);
+    dx[k] = device_buffer<T>(rows * width);
+    dy[k] = device_buffer<std::int32_t>(rows);
+    capacity[k] = rows;
   }
 };
 
@@ -135,7 +134,7 @@ history fit(model<Net, P, cuda<SM>>& m, const sparse_categorical_crossentropy& l
       const bool got = cur.next(b);
       data_s += secs(clock::now() - t0);
       if (!got) return false;
-      st.ensure(b.size, width);
+      st.ensure(k, b.size, width);
       CTNN_CUDA_CHECK(cudaEventSynchronize(st.copied[k]));  // the pinned slot's last copy is done
       std::memcpy(st.hx[k].data(), b.x.data(), b.size * width * sizeof(T));
       std::memcpy(st.hy[k].data(), b.y.data(), b.size * sizeof(std::int32_t));

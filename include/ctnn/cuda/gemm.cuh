@@ -10,7 +10,8 @@
 // descriptors and the heuristic's algorithm are cached per shape, type,
 // epilogue and pointer alignment (one map per host thread). When cuBLASLt
 // offers no algorithm with the fused epilogue (an alignment it does not
-// support), the plain GEMM runs and bias_act_kernel adds the bias and relu.
+// support, or a bias that is not 16-byte aligned), the plain GEMM runs and
+// bias_act_kernel adds the bias and relu.
 // Everything is queued on cuda_context::get().compute().
 #pragma once
 #include <cstddef>
@@ -111,22 +112,24 @@ void lt_matmul(bool ta, bool tb, int M, int N, int K, const T* A, int lda, const
                const T* bias, lt_epilogue e) {
   using namespace cuda_detail;
   if (M == 0 || N == 0) return;
+  if (K == 0) throw cuda_error("ctnn cuda: lt_matmul: the inner dimension K is 0");
   cuda_context& ctx = cuda_context::get();
   if (e != lt_epilogue::none && !bias) e = lt_epilogue::none;
   const std::uint32_t al_a = alignment_of(A), al_b = alignment_of(B), al_d = alignment_of(D),
                       al_bias = e == lt_epilogue::none ? 0 : alignment_of(bias);
+  // a bias that is not 16-byte aligned (a half bias after an odd-sized kernel) is never given to the epilogue
+  const bool try_fused = e != lt_epilogue::none && al_bias >= 16;
   thread_local std::map<lt_key, lt_plan> plans;
   const lt_key key{int(storage<T>::data_type), ta, tb, M, N, K, lda, ldb, ldd, int(e), al_a, al_b, al_d, al_bias};
   auto it = plans.find(key);
   if (it == plans.end()) {
     it = plans.try_emplace(key).first;
     lt_plan& p = it->second;
-    if (!make_plan(p, storage<T>::data_type, ta, tb, M, N, K, lda, ldb, ldd, e, al_a, al_b, al_d)) {
+    if (!try_fused || !make_plan(p, storage<T>::data_type, ta, tb, M, N, K, lda, ldb, ldd, e, al_a, al_b, al_d)) {
       // no fused algorithm: the plain GEMM (and bias_act_kernel after it)
       p.~lt_plan();
       new (&p) lt_plan();
-      if (e == lt_epilogue::none ||
-          !make_plan(p, storage<T>::data_type, ta, tb, M, N, K, lda, ldb, ldd, lt_epilogue::none, al_a, al_b, al_d))
+      if (!make_plan(p, storage<T>::data_type, ta, tb, M, N, K, lda, ldb, ldd, lt_epilogue::none, al_a, al_b, al_d))
         throw cuda_error("ctnn cuda: cuBLASLt has no algorithm for a " + std::string(storage<T>::name) + " GEMM of " +
                          std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K));
     }
@@ -135,13 +138,9 @@ void lt_matmul(bool ta, bool tb, int M, int N, int K, const T* A, int lda, const
   if (p.fused)
     CTNN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
   const float alpha = 1.0f, beta = 0.0f;
-  if (K == 0) {  // an empty product: D = 0 (+ bias)
-    for (int j = 0; j < N; ++j) CTNN_CUDA_CHECK(cudaMemsetAsync(D + std::size_t(j) * ldd, 0, M * sizeof(T), ctx.compute()));
-  } else {
-    CTNN_CUBLAS_CHECK(cublasLtMatmul(ctx.lt(), p.op, &alpha, A, p.a, B, p.b, &beta, D, p.d, D, p.d, &p.algo,
-                                     ctx.workspace(), cuda_context::workspace_bytes, ctx.compute()));
-  }
-  if (e != lt_epilogue::none && (!p.fused || K == 0)) {
+  CTNN_CUBLAS_CHECK(cublasLtMatmul(ctx.lt(), p.op, &alpha, A, p.a, B, p.b, &beta, D, p.d, D, p.d, &p.algo,
+                                   ctx.workspace(), cuda_context::workspace_bytes, ctx.compute()));
+  if (e != lt_epilogue::none && !p.fused) {
     // D is M x N column-major with ldd == M here (the ops' only use): rows of N, bias per element of a column
     bias_act_kernel<T><<<grid_for(std::size_t(M) * N), 256, 0, ctx.compute()>>>(D, bias, std::size_t(N),
                                                                                  std::size_t(M), e == lt_epilogue::relu_bias);
