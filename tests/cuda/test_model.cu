@@ -113,7 +113,7 @@ TEST_CASE_TEMPLATE("a device model starts from the CPU model's bits and its forw
               std::vector<float>(cm.gradients().begin(), cm.gradients().end()));
 }
 
-TEST_CASE_TEMPLATE("fit on the device follows the CPU fit (adam, sgd with momentum), with the same update count", Net, mlp, cnn) {
+TEST_CASE_TEMPLATE("fit on the device follows the CPU fit (every optimizer, with_options' phases), with the same update count", Net, mlp, cnn) {
   CTNN_REQUIRE_DEVICE();
   const auto data = dataset<Net>(100, 120).batch(16);  // 7 steps, the last of 4 samples
   const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
@@ -141,6 +141,13 @@ TEST_CASE_TEMPLATE("fit on the device follows the CPU fit (adam, sgd with moment
   };
   run([] { return ctnn::adam{1e-2}; }, "adam");
   run([] { return ctnn::sgd{0.05, 0.9, true}; }, "sgd nesterov");
+  run([] {
+    return ctnn::with_options{ctnn::adam{1e-2}, {.clipnorm = 0.05, .weight_decay = 0.01, .gradient_accumulation_steps = 2,
+                                                 .use_ema = true, .ema_overwrite_frequency = 3}};
+  }, "adam with clipnorm, weight decay, accumulation, EMA");
+  run([] { return ctnn::with_options{ctnn::rmsprop{1e-2}, {.global_clipnorm = 0.1, .count_micro_steps = false}}; },
+      "rmsprop with global_clipnorm");
+  run([] { return ctnn::with_options{ctnn::adagrad{0.1}, {.clipvalue = 0.01}}; }, "adagrad with clipvalue");
 }
 
 TEST_CASE("fit on the device stops with the CPU's errors: a non-finite loss, a label out of range") {

@@ -17,9 +17,11 @@
 // update) and input_share = (data_seconds + device_wait_seconds) / seconds.
 // A non-finite loss or parameter throws ctnn::numeric_error naming the epoch
 // and step, as the CPU fit does. Supported today: the sparse softmax
-// cross-entropy from logits, the optimizers' own update (adam, sgd, rmsprop,
-// adagrad; not with_options), no metrics, callbacks or hooks (a compile error
-// names what is missing), float32.
+// cross-entropy from logits; adam, sgd, rmsprop, adagrad, also in
+// with_options (accumulation, clipnorm, global_clipnorm, clipvalue, weight
+// decay, EMA: the phases of optimizers/options.hpp through ops<cuda<SM>>);
+// float32. No metrics, callbacks, hooks or validation data yet (fit's
+// signature takes none).
 #pragma once
 #include <chrono>
 #include <climits>
@@ -35,6 +37,7 @@
 #include "../data/dataset.hpp"
 #include "../losses/sparse_categorical_crossentropy.hpp"
 #include "../train/fit.hpp"
+#include "../optimizers/options.hpp"
 #include "../train/history.hpp"
 #include "model.cuh"
 
@@ -82,6 +85,82 @@ struct staging {
   }
 };
 
+template <class O>
+concept has_options = requires(const O& o) {
+  O::inner_slots;
+  { o.options } -> std::convertible_to<optimizer_options>;
+};
+
+// Phases 4-6 of train/step.hpp on the device for one step: with_options'
+// accumulation, clipping and weight decay, the optimizer's update, the
+// moving average; then the update count. Returns whether the parameters are
+// finite (true when no update ran); *updated says whether one did.
+template <class B, class M, class O>
+bool device_update(M& m, const O& opt, bool& updated) {
+  using Ops = ops<B>;
+  using V = typename M::variable_type;
+  optimizer_state& os = m.mutable_optimizer_state();
+  const double lr = opt.learning_rate(os.iterations) * os.learning_rate_scale;
+  V* w = m.parameters().data();
+  V* g = m.gradients().data();
+  V* slots = m.optimizer_slots().data();
+  const std::size_t n = m.parameters().size();
+  bool apply = true, count = true, finite = true;
+  if constexpr (has_options<O>) {
+    const optimizer_options& o = opt.options;
+    const int N = o.gradient_accumulation_steps;
+    if (N > 1) {
+      V* acc = slots + O::inner_slots * n;
+      if (os.steps % N < N - 1) {
+        Ops::accumulate(acc, g, n);
+        apply = false;
+        count = o.count_micro_steps;
+      } else {
+        Ops::accumulated_mean(g, acc, n, float(1.0 / double(N)));
+      }
+    }
+    if (apply) {
+      if (o.clipnorm) {
+        m.for_each_variable([&](const variable_ref& v) {
+          if (v.kind == role::parameter) Ops::clip_by_norm(g + v.offset / sizeof(V), v.extent, *o.clipnorm);
+        });
+      } else if (o.global_clipnorm) {
+        Ops::clip_by_norm(g, n, *o.global_clipnorm);
+      } else if (o.clipvalue) {
+        Ops::clip_value(g, n, float(*o.clipvalue));
+      }
+      if (o.weight_decay) Ops::scale(w, n, float(1.0 - double(V(*o.weight_decay * lr))));
+    }
+  }
+  if (apply) {
+    const update_args<V> a{w, g, slots, n, os.iterations, lr};
+    finite = opt.template update<B>(a);
+  }
+  if constexpr (has_options<O>) {
+    const optimizer_options& o = opt.options;
+    if (o.use_ema && count) {
+      V* avg = slots + (O::inner_slots + 1) * n;
+      Ops::moving_average(avg, w, n, os.iterations == 0 ? 0.0f : float(o.ema_momentum));
+      if (o.ema_overwrite_frequency > 0 && (os.iterations + 1) % o.ema_overwrite_frequency == 0) Ops::copy(avg, w, n);
+    }
+  }
+  if (count) ++os.iterations;
+  ++os.steps;
+  updated = apply;
+  return finite;
+}
+
+// End of fit: with use_ema the weights become their moving average (with_options::finalize).
+template <class B, class M, class O>
+void device_finalize(M& m, const O& opt) {
+  if constexpr (has_options<O>) {
+    if (!opt.options.use_ema || m.optimizer_iterations() == 0) return;
+    const std::size_t n = m.parameters().size();
+    ops<B>::copy(m.optimizer_slots().data() + (O::inner_slots + 1) * n, m.parameters().data(), n);
+    ops<B>::synchronize();
+  }
+}
+
 }  // namespace cuda_detail
 
 template <Network Net, class P, int SM, class O, data::Dataset D>
@@ -94,8 +173,6 @@ history fit(model<Net, P, cuda<SM>>& m, const sparse_categorical_crossentropy& l
   static_assert(std::is_same_v<T, float> && std::is_same_v<typename D::value_type, float>,
                 "fit on cuda: float32 models and float datasets only (the mixed policies are not wired yet)");
   static_assert(detail::check_compatible<M, sparse_categorical_crossentropy, D>());
-  static_assert(!requires { O::inner_slots; },
-                "fit on cuda: with_options (clipping, weight decay, accumulation, EMA) is not wired on the device yet");
   if (!loss.from_logits)
     throw std::invalid_argument("fit on cuda: sparse_categorical_crossentropy needs from_logits = true on the device");
   using clock = std::chrono::steady_clock;
@@ -166,15 +243,9 @@ history fit(model<Net, P, cuda<SM>>& m, const sparse_categorical_crossentropy& l
       CTNN_CUDA_CHECK(cudaMemcpyAsync(hacc.data(), acc.data(), 3 * sizeof(double), cudaMemcpyDeviceToHost, compute));
       // the next batch is read and its copy queued while the device works
       have = load(1 - k);
-      // 5. update (waits for the device)
-      optimizer_state& os = m.mutable_optimizer_state();
-      const double lr = opt.learning_rate(os.iterations) * os.learning_rate_scale;
-      const update_args<typename M::variable_type> a{m.parameters().data(), m.gradients().data(),
-                                                     m.optimizer_slots().data(), m.parameters().size(),
-                                                     os.iterations, lr};
-      const bool finite = opt.template update<B>(a);
-      ++os.iterations;
-      ++os.steps;
+      // 4-6. gradient transform, update (waits for the device), after-update
+      bool updated = true;
+      const bool finite = cuda_detail::device_update<B>(m, opt, updated);
       CTNN_CUDA_CHECK(cudaEventRecord(end, compute));
       CTNN_CUDA_CHECK(cudaEventSynchronize(end));
       wait_s += cuda_detail::elapsed(wait0, start);
@@ -188,7 +259,7 @@ history fit(model<Net, P, cuda<SM>>& m, const sparse_categorical_crossentropy& l
       if (!std::isfinite(hacc.data()[0]))
         throw numeric_error("fit: the loss became " + std::string(std::isnan(hacc.data()[0]) ? "NaN" : "infinite") +
                             " at epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1));
-      if (!finite)
+      if (updated && !finite)
         throw numeric_error("fit: after the update of epoch " + std::to_string(e + 1) + ", step " +
                             std::to_string(s + 1) + ": a parameter is not finite");
       seen += n;
@@ -208,6 +279,7 @@ history fit(model<Net, P, cuda<SM>>& m, const sparse_categorical_crossentropy& l
     hist.append(l);
     hist.autotune.emplace_back();
   }
+  cuda_detail::device_finalize<B>(m, opt);
   return hist;
 }
 

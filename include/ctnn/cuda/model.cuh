@@ -133,6 +133,30 @@ class model<Net, Precision, cuda<SM>> {
     return h;
   }
 
+  // Calls f(variable_ref) for every declared parameter, state, mask and
+  // metadata buffer, as the CPU model does; data points into device memory.
+  template <class F>
+  void for_each_variable(F&& f) const {
+    for_each_layer([&]<std::size_t I, class L>() {
+      for (std::size_t b = 0; b < L::buffers.size(); ++b) {
+        const buffer& d = L::buffers[b];
+        if (d.kind == role::cache) continue;
+        variable_ref v;
+        v.layer = I;
+        v.name = d.name;
+        v.kind = d.kind;
+        v.type = d.type;
+        v.element_bytes = elem_bytes<policy>(d.type);
+        v.dims = d.dims;
+        v.rank = d.rank;
+        v.extent = d.extent;
+        v.offset = plan::offset(I, d.kind, batch_capacity_) + buffer_offset<policy>(L::buffers, b);
+        v.data = mem_.data() + lay_.at(d.kind) + v.offset;
+        f(v);
+      }
+    });
+  }
+
   // Runs every layer on the device rows x[batch, input_size]; returns the device output rows.
   const compute_type* forward(const compute_type* x, std::size_t batch, bool training) {
     if (batch == 0) throw std::invalid_argument("model::forward: the batch is empty");
