@@ -177,23 +177,67 @@ __global__ void count_correct(const T* z, const std::int32_t* labels, std::size_
   }
 }
 
-// ---- dense helpers ----
-// db[j] = sum over m rows of dy[i, j] (overwrites); a block of 32 x 8 threads per 32 columns.
-template <class T>
-__global__ void column_sum(const T* dy, T* db, std::size_t m, std::size_t n) {
+// ---- column reductions: out[j] = sum over rows i of f(i, j), deterministic ----
+// Stage 1: a grid of (column tiles of 32) x (row chunks); a 32 x 8 block sums
+// its chunk's rows for 32 columns into partial[chunk * cols + j]. Stage 2: one
+// thread per column adds the chunks' partials in chunk order. The partition
+// depends on the sizes only, so the result does not vary from run to run.
+// f is a functor: __device__ float operator()(std::size_t i, std::size_t j) const.
+template <class F>
+__global__ void column_partial_sums(F f, std::size_t rows, std::size_t cols, std::size_t rows_per_chunk,
+                                    float* partial) {
   __shared__ float part[8][33];
   const std::size_t j = blockIdx.x * std::size_t(32) + threadIdx.x;
+  const std::size_t r0 = blockIdx.y * rows_per_chunk;
+  const std::size_t r1 = r0 + rows_per_chunk < rows ? r0 + rows_per_chunk : rows;
   float s = 0;
-  if (j < n)
-    for (std::size_t i = threadIdx.y; i < m; i += 8) s += load(dy[i * n + j]);
+  if (j < cols)
+    for (std::size_t i = r0 + threadIdx.y; i < r1; i += 8) s += f(i, j);
   part[threadIdx.y][threadIdx.x] = s;
   __syncthreads();
-  if (threadIdx.y == 0 && j < n) {
+  if (threadIdx.y == 0 && j < cols) {
     float t = 0;
     for (int k = 0; k < 8; ++k) t += part[k][threadIdx.x];
-    db[j] = store<T>(t);
+    partial[blockIdx.y * cols + j] = t;
   }
 }
+template <class Out>
+__global__ void column_finish(const float* partial, std::size_t chunks, std::size_t cols, Out* out) {
+  const std::size_t j = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  if (j >= cols) return;
+  float t = 0;
+  for (std::size_t c = 0; c < chunks; ++c) t += partial[c * cols + j];
+  out[j] = store<Out>(t);
+}
+
+// The functors of the reductions.
+template <class T>
+struct value_of {  // x[i, j]
+  const T* x;
+  std::size_t cols;
+  __device__ float operator()(std::size_t i, std::size_t j) const { return load(x[i * cols + j]); }
+};
+template <class T>
+struct squared_deviation {  // (x[i, j] - mean[j])^2
+  const T* x;
+  const float* mean;
+  std::size_t cols;
+  __device__ float operator()(std::size_t i, std::size_t j) const {
+    const float d = load(x[i * cols + j]) - mean[j];
+    return d * d;
+  }
+};
+template <class T>
+struct times_normalized {  // dy[i, j] * (x[i, j] - mean[j]) * inv[j]
+  const T* dy;
+  const T* x;
+  const T* mean;
+  const T* inv;
+  std::size_t cols;
+  __device__ float operator()(std::size_t i, std::size_t j) const {
+    return load(dy[i * cols + j]) * (load(x[i * cols + j]) - load(mean[j])) * load(inv[j]);
+  }
+};
 
 // ---- optimizer updates (kernels/cpu/updates.hpp's formulas); *bad = 1 when a new w is not finite ----
 template <class T>
@@ -320,41 +364,25 @@ __global__ void dropout_forward(const T* x, T* y, T* mask, std::size_t n, float 
 }
 
 // ---- batch normalization over the last axis (C channels, rows = batch * positions) ----
-// One block per channel: mean, biased variance (two passes, float32), the
-// moving statistics and the cached mean and 1/sqrt(var + eps).
+// The per-channel sums come from the column reductions above (float32,
+// deterministic); this kernel turns sum(x) and sum((x - mean)^2) into the
+// cached mean and 1/sqrt(var + eps) and the moving statistics (biased variance).
 template <class T, class V>
-__global__ void batch_norm_statistics(const T* x, std::size_t rows, std::size_t C, V* moving_mean, V* moving_var,
-                                      T* mean_out, T* inv_out, float momentum, float epsilon) {
-  __shared__ float part[32];
-  __shared__ float total;
-  const std::size_t c = blockIdx.x;
-  auto block_sum = [&](float s) {
-    s = warp_sum(s);
-    if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = s;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-      float t = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0.0f;
-      t = warp_sum(t);
-      if (threadIdx.x == 0) total = t;
-    }
-    __syncthreads();
-    return total;
-  };
-  float s = 0;
-  for (std::size_t i = threadIdx.x; i < rows; i += blockDim.x) s += load(x[i * C + c]);
-  const float mu = block_sum(s) / float(rows);
-  float q = 0;
-  for (std::size_t i = threadIdx.x; i < rows; i += blockDim.x) {
-    const float dv = load(x[i * C + c]) - mu;
-    q += dv * dv;
-  }
-  const float var = block_sum(q) / float(rows);
-  if (threadIdx.x == 0) {
-    mean_out[c] = store<T>(mu);
-    moving_mean[c] = store<V>(load(moving_mean[c]) * momentum + mu * (1.0f - momentum));
-    moving_var[c] = store<V>(load(moving_var[c]) * momentum + var * (1.0f - momentum));
-    inv_out[c] = store<T>(1.0f / sqrtf(var + epsilon));
-  }
+__global__ void batch_norm_statistics(const float* mean, const float* sq, std::size_t rows, std::size_t C,
+                                      V* moving_mean, V* moving_var, T* mean_out, T* inv_out, float momentum,
+                                      float epsilon) {
+  const std::size_t c = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  if (c >= C) return;
+  const float mu = mean[c], var = sq[c] / float(rows);
+  mean_out[c] = store<T>(mu);
+  moving_mean[c] = store<V>(load(moving_mean[c]) * momentum + mu * (1.0f - momentum));
+  moving_var[c] = store<V>(load(moving_var[c]) * momentum + var * (1.0f - momentum));
+  inv_out[c] = store<T>(1.0f / sqrtf(var + epsilon));
+}
+template <class U>
+__global__ void divide(U* x, std::size_t n, float d) {
+  const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  if (i < n) x[i] /= d;
 }
 template <class T, class V>
 __global__ void batch_norm_inference_statistics(const V* moving_mean, const V* moving_var, T* mean_out, T* inv_out,
@@ -370,35 +398,6 @@ __global__ void batch_norm_apply(const T* x, T* y, const V* gamma, const V* beta
   CTNN_GRID_STRIDE(i, rows * C) {
     const std::size_t c = i % C;
     y[i] = store<T>(load(gamma[c]) * (load(x[i]) - load(mean[c])) * load(inv[c]) + load(beta[c]));
-  }
-}
-// dgamma = sum dy * xhat, dbeta = sum dy (one block per channel, overwrites).
-template <class T, class V>
-__global__ void batch_norm_parameter_gradients(const T* x, const T* dy, const T* mean, const T* inv, V* dgamma, V* dbeta,
-                                               std::size_t rows, std::size_t C) {
-  __shared__ float pg[32], pb[32];
-  const std::size_t c = blockIdx.x;
-  const float m = load(mean[c]), v = load(inv[c]);
-  float g = 0, b = 0;
-  for (std::size_t i = threadIdx.x; i < rows; i += blockDim.x) {
-    const float d = load(dy[i * C + c]);
-    b += d;
-    g += d * (load(x[i * C + c]) - m) * v;
-  }
-  g = warp_sum(g);
-  b = warp_sum(b);
-  if (threadIdx.x % 32 == 0) {
-    pg[threadIdx.x / 32] = g;
-    pb[threadIdx.x / 32] = b;
-  }
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    const bool in = threadIdx.x < blockDim.x / 32;
-    float tg = warp_sum(in ? pg[threadIdx.x] : 0.0f), tb = warp_sum(in ? pb[threadIdx.x] : 0.0f);
-    if (threadIdx.x == 0) {
-      dgamma[c] = store<V>(tg);
-      dbeta[c] = store<V>(tb);
-    }
   }
 }
 // training: dx = gamma inv / M (M dy - dbeta - xhat dgamma); inference: dx = gamma inv dy

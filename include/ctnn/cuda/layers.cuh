@@ -9,7 +9,8 @@
 //   dropout:    the keep/drop draw is a counter-based hash of (a 64-bit seed
 //               drawn from run_info::gen per training forward, element index):
 //               the same rate and scaling as the CPU layer, not the same mask.
-//   batch_norm: statistics per channel in float32, one block per channel.
+//   batch_norm: per-channel sums in float32 by ops::column_sums (two stages,
+//               deterministic), two passes for the variance as on the CPU.
 // init() runs on the host: the device model (model.cuh) calls it on a host
 // mirror of the parameters and copies them to the device.
 #pragma once
@@ -91,12 +92,21 @@ struct batch_norm_layer<Spec, In, Pol, cuda<SM>> {
     const std::size_t rows = r.batch * P;
     T* mean = s.cache;
     T* inv = s.cache + C;
-    if (r.training)
-      cuda_kernels::batch_norm_statistics<<<unsigned(C), 256, 0, O::stream()>>>(
-          x, rows, C, s.state, s.state + C, mean, inv, float(Momentum), float(Epsilon));
-    else
+    if (r.training) {
+      // sum(x) -> mean, then sum((x - mean)^2), in float32 at the workspace's end
+      float* mean_f = O::workspace_tail(2 * C);
+      float* sq_f = mean_f + C;
+      O::column_sums(cuda_kernels::value_of<T>{x, C}, rows, C, mean_f, 2 * C);
+      cuda_kernels::divide<<<unsigned((C + 255) / 256), 256, 0, O::stream()>>>(mean_f, C, float(rows));
+      O::launched();
+      O::column_sums(cuda_kernels::squared_deviation<T>{x, mean_f, C}, rows, C, sq_f, 2 * C);
+      cuda_kernels::batch_norm_statistics<<<unsigned((C + 255) / 256), 256, 0, O::stream()>>>(
+          static_cast<const float*>(mean_f), static_cast<const float*>(sq_f), rows, C, s.state, s.state + C, mean, inv,
+          float(Momentum), float(Epsilon));
+    } else {
       cuda_kernels::batch_norm_inference_statistics<<<unsigned((C + 255) / 256), 256, 0, O::stream()>>>(
           static_cast<const V*>(s.state), static_cast<const V*>(s.state + C), mean, inv, C, float(Epsilon));
+    }
     O::launched();
     cuda_kernels::batch_norm_apply<<<O::grid(rows * C), O::block, 0, O::stream()>>>(
         x, y, static_cast<const V*>(s.params), static_cast<const V*>(s.params + C), static_cast<const T*>(mean),
@@ -108,9 +118,8 @@ struct batch_norm_layer<Spec, In, Pol, cuda<SM>> {
     const std::size_t rows = r.batch * P;
     const T* mean = s.cache;
     const T* inv = s.cache + C;
-    cuda_kernels::batch_norm_parameter_gradients<<<unsigned(C), 256, 0, O::stream()>>>(x, dy, mean, inv, s.grads,
-                                                                                       s.grads + C, rows, C);
-    O::launched();
+    O::column_sums(cuda_kernels::times_normalized<T>{dy, x, mean, inv, C}, rows, C, s.grads);  // dgamma
+    O::column_sums(cuda_kernels::value_of<T>{dy, C}, rows, C, s.grads + C);                      // dbeta
     if (!dx) return;
     cuda_kernels::batch_norm_input_gradient<<<O::grid(rows * C), O::block, 0, O::stream()>>>(
         x, dy, dx, static_cast<const V*>(s.params), mean, inv, static_cast<const V*>(s.grads),

@@ -11,7 +11,7 @@
 //   dense_*:  cuBLASLt (gemm.cuh). Row-major Y[m, N] = X[m, K] W[K, N] + b is
 //             the column-major Y^T = W^T X^T, so W, X, Y are passed as they
 //             lie; bias (+ relu) is the GEMM's fused epilogue. The bias
-//             gradient is cuda_kernels::column_sum (deterministic).
+//             gradient is column_sums (two stages, deterministic).
 //   conv_*:   im2col + the dense GEMMs + col2im (kernels.cuh), as the CPU path.
 //   *_update: the optimizers' element-wise updates; true when every new w is
 //             finite (one 4-byte device-to-host read per call).
@@ -60,15 +60,38 @@ struct ops<cuda<SM>> {
   template <std::size_t K, std::size_t N, cuda_storage T>
   static void dense_backward_weights(const T* x, const T* dy, T* dw, T* db, std::size_t m) {
     lt_matmul<T>(false, true, int(N), int(K), int(m), dy, int(N), x, int(K), dw, int(N), nullptr, lt_epilogue::none);
-    if (db) {
-      cuda_kernels::column_sum<T><<<unsigned((N + 31) / 32), dim3(32, 8), 0, stream()>>>(dy, db, m, N);
-      launched();
-    }
+    if (db) column_sums(cuda_kernels::value_of<T>{dy, N}, m, N, db);
   }
   // dX[m, K] = dY W^T (column-major dX^T = W dY^T with W^T stored: transpose A).
   template <std::size_t K, std::size_t N, cuda_storage T>
   static void dense_backward_input(const T* dy, const T* w, T* dx, std::size_t m) {
     lt_matmul<T>(true, false, int(K), int(m), int(N), w, int(N), dy, int(N), dx, int(K), nullptr, lt_epilogue::none);
+  }
+
+  // ---- column reductions ----
+  // out[j] = sum over `rows` rows of f(i, j), j < cols (kernels.cuh's two
+  // stages; the partial sums live in the cuBLASLt workspace, which only work
+  // queued on this stream uses). The last reserve_floats floats of the
+  // workspace are left alone (batch_norm keeps its statistics there).
+  template <class Out, class F>
+  static void column_sums(F f, std::size_t rows, std::size_t cols, Out* out, std::size_t reserve_floats = 0) {
+    constexpr std::size_t min_rows = 64, max_chunks = 1024;
+    const std::size_t budget = cuda_context::workspace_bytes / sizeof(float) - reserve_floats;
+    const std::size_t fit = budget / cols;
+    if (fit == 0) throw cuda_error("ctnn cuda: column_sums: " + std::to_string(cols) + " columns exceed the workspace");
+    const std::size_t most = std::min(max_chunks, fit);
+    const std::size_t per = std::max(min_rows, (rows + most - 1) / most);
+    const std::size_t chunks = std::max<std::size_t>(1, (rows + per - 1) / per);
+    float* partial = static_cast<float*>(cuda_context::get().workspace());
+    cuda_kernels::column_partial_sums<<<dim3(unsigned((cols + 31) / 32), unsigned(chunks)), dim3(32, 8), 0, stream()>>>(
+        f, rows, cols, per, partial);
+    launched();
+    cuda_kernels::column_finish<<<unsigned((cols + 255) / 256), 256, 0, stream()>>>(partial, chunks, cols, out);
+    launched();
+  }
+  // The last n floats of the workspace (see column_sums' reserve_floats).
+  static float* workspace_tail(std::size_t n) {
+    return static_cast<float*>(cuda_context::get().workspace()) + cuda_context::workspace_bytes / sizeof(float) - n;
   }
 
   // ---- convolution and pooling (geometry G) ----
