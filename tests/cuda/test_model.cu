@@ -113,6 +113,27 @@ TEST_CASE_TEMPLATE("a device model starts from the CPU model's bits and its forw
               std::vector<float>(cm.gradients().begin(), cm.gradients().end()));
 }
 
+TEST_CASE_TEMPLATE("a uniform 16-bit model on the device predicts as the float CPU model", H, __half, __nv_bfloat16) {
+  CTNN_REQUIRE_DEVICE();
+  // Every layer in H (weights, activations; float32 inside the GEMMs and
+  // kernels): the parameters are the float model's draws rounded to H.
+  auto cm = ctnn::make_model<mlp>(3);
+  auto hm = ctnn::make_model<mlp, ctnn::precision::policy<H>, dev>(3);
+  const std::size_t batch = 16;
+  const auto x = rounded<H>(random_values(batch * 12, 140));
+  std::vector<H> hx(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) hx[i] = ctnn::cuda_detail::store<H>(x[i]);
+  const auto want = cm.predict(x.data(), batch);
+  const auto got_h = hm.predict(hx.data(), batch);
+  std::vector<float> got(got_h.size());
+  for (std::size_t i = 0; i < got.size(); ++i) got[i] = ctnn::cuda_detail::load(got_h[i]);
+  // three layers of rounding (weights, each activation): 8 units of the significand at the largest output
+  const double tol = std::is_same_v<H, __half> ? 8.0 / 1024 : 8.0 / 128;
+  const double e = relative_error(got, want);
+  INFO(ctnn::storage<H>::name << " model: relative error " << e);
+  CHECK(e <= tol);
+}
+
 TEST_CASE_TEMPLATE("fit on the device follows the CPU fit (every optimizer, with_options' phases), with the same update count", Net, mlp, cnn) {
   CTNN_REQUIRE_DEVICE();
   const auto data = dataset<Net>(100, 120).batch(16);  // 7 steps, the last of 4 samples
