@@ -105,6 +105,12 @@ for net in ("mlp", "cnn"):
         ratio(f"torch_autocast/torch_float32_{net}_batch{batch}", f"torch_train_{net}_autocast_batch{batch}_samples_per_s",
               f"torch_train_{net}_float32_batch{batch}_samples_per_s")
 ratio("torch_latency/ctnn_latency_mlp_batch1", "torch_infer_mlp_batch1_latency", "infer_mlp_batch1_latency")
+ratio("torch_latency/ctnn_graph_latency_mlp_batch1", "torch_infer_mlp_batch1_latency", "infer_mlp_batch1_graph_latency")
+for t in ("float", "half", "bfloat16"):
+    for shape in ("256x784x256", "256x256x128", "8192x784x256", "8192x256x128", "4096x4096x4096"):
+        k = f"gemm_{t}_{shape}_ratio"
+        if k in v:
+            print(f"ratio ctnn_gemm/cublaslt_{t}_{shape} {v[k]:.3f}")
 PY
 cat "$fig.ratios" >>"$fig" 2>/dev/null && rm -f "$fig.ratios"
 note "total: $(elapsed) s"

@@ -9,7 +9,8 @@
 //   train  one epoch (60000 synthetic 28x28 samples, after a warm-up epoch) of
 //          the Fashion-MNIST MLP (784-256-128-10) and CNN (examples/fashion_mnist_cnn.cpp)
 //          through fit on cuda<90>, float32, batch 256 and 8192: samples/s
-//   infer  batch-1 MLP inference latency (forward + stream synchronize), median of 2000
+//   infer  batch-1 MLP inference latency (forward + stream synchronize), median of
+//          2000, as kernel launches and as one captured CUDA graph (forward_graph)
 #include <ctnn/cuda/cuda.cuh>
 
 #include <algorithm>
@@ -139,6 +140,15 @@ void infer() {
   }
   std::sort(t.begin(), t.end());
   figure("infer_mlp_batch1_latency", t[t.size() / 2], "us");
+  t.clear();
+  for (int i = 0; i < 2200; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    m.forward_graph(x.data(), 1);
+    G::synchronize();
+    if (i >= 200) t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  figure("infer_mlp_batch1_graph_latency", t[t.size() / 2], "us");
 }
 
 }  // namespace

@@ -9,6 +9,8 @@ using dev = ctnn::cuda<90>;
 using ctnn::layer_slot;
 using ctnn::run_info;
 
+static_assert(ctnn::Backend<dev>, "cuda<90> is a complete backend where the CUDA headers are included");
+
 TEST_CASE("dropout on the device: the rate, the scale, backward through the same mask, identity at inference") {
   CTNN_REQUIRE_DEVICE();
   using L = ctnn::dropout<0.25f>::bind<ctnn::shape<1000>, ctnn::precision::float32, dev>;
@@ -100,6 +102,19 @@ TEST_CASE_TEMPLATE("a device model starts from the CPU model's bits and its forw
   const auto x = random_values(batch * in, 110);
   const auto want = cm.predict(x.data(), batch);
   CHECK_CLOSE(float, gm.predict(x.data(), batch), want);
+  // inference as a captured CUDA graph: the same bits as the plain forward, and it sees new values in x
+  {
+    auto gx = to_device<float>(x);
+    ctnn::device_buffer<float> y1(batch * out), y2(batch * out);
+    ctnn::ops<dev>::copy(gm.forward(gx.data(), batch, false), y1.data(), batch * out);
+    ctnn::ops<dev>::copy(gm.forward_graph(gx.data(), batch), y2.data(), batch * out);
+    CHECK(to_host(y2, batch * out) == to_host(y1, batch * out));
+    const auto x2 = random_values(batch * in, 112);
+    gx.upload(x2.data(), x2.size());
+    ctnn::ops<dev>::copy(gm.forward_graph(gx.data(), batch), y2.data(), batch * out);
+    CHECK(gm.captured_graphs() == 1);
+    CHECK_CLOSE(float, to_host(y2, batch * out), cm.predict(x2.data(), batch));
+  }
   // one backward from the same output gradient
   const auto dy = random_values(batch * out, 111);
   cm.forward(x.data(), batch, true);

@@ -10,7 +10,8 @@
 // regions, then one copy), so a CPU and a device model of one seed start
 // from the same bits. forward() takes and returns device pointers;
 // predict() takes and returns host values; get_variables()/set_variables()
-// copy the variable regions (parameters .. metadata) to and from the host.
+// copy the variable regions (parameters .. metadata) to and from the host;
+// forward_graph() replays inference as one captured CUDA graph.
 // Regularizers are not supported on the device yet (a compile error says so).
 // Precision: float32 runs today; the kernels take __half / __nv_bfloat16
 // storage, the mixed policies are wired by the precision work.
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -33,6 +35,32 @@
 namespace ctnn {
 
 namespace cuda_detail {
+// Instantiated CUDA graphs keyed by (input pointer, batch). A copy starts
+// empty: a graph holds the pointers of the model that captured it.
+class graph_cache {
+ public:
+  graph_cache() = default;
+  graph_cache(const graph_cache&) {}
+  graph_cache& operator=(const graph_cache&) {
+    clear();
+    return *this;
+  }
+  ~graph_cache() { clear(); }
+  cudaGraphExec_t find(const void* x, std::size_t batch) const {
+    const auto it = execs_.find({x, batch});
+    return it == execs_.end() ? nullptr : it->second;
+  }
+  void add(const void* x, std::size_t batch, cudaGraphExec_t e) { execs_[{x, batch}] = e; }
+  void clear() noexcept {
+    for (auto& [k, e] : execs_) cudaGraphExecDestroy(e);
+    execs_.clear();
+  }
+  std::size_t size() const noexcept { return execs_.size(); }
+
+ private:
+  std::map<std::pair<const void*, std::size_t>, cudaGraphExec_t> execs_;
+};
+
 template <class L>
 constexpr bool regularized() {
   if constexpr (requires { L::Reg::active; })
@@ -96,6 +124,7 @@ class model<Net, Precision, cuda<SM>> {
       else
         opt_.kind = nullptr;
     }
+    graphs_.clear();  // they captured the old memory's pointers
     mem_ = std::move(nm);
     lay_ = nl;
     batch_capacity_ = new_batch;
@@ -168,6 +197,39 @@ class model<Net, Precision, cuda<SM>> {
     return activation<layer_count - 1>();
   }
   const compute_type* output() noexcept { return activation<layer_count - 1>(); }
+
+  // Inference through a CUDA graph: the first call for an (x, batch) pair
+  // captures forward(x, batch, false) on the compute stream and instantiates
+  // it; every call launches that graph (one launch instead of one per kernel
+  // and GEMM; the values in x may change between calls, the pointer may not).
+  // Returns the device output rows, ready once the stream is synchronized.
+  const compute_type* forward_graph(const compute_type* x, std::size_t batch) {
+    if (batch == 0) throw std::invalid_argument("model::forward_graph: the batch is empty");
+    reserve(batch, slots_);
+    const cudaStream_t s = ops<backend>::stream();
+    cudaGraphExec_t e = graphs_.find(x, batch);
+    if (!e) {
+      CTNN_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      cudaGraph_t g = nullptr;
+      try {
+        forward(x, batch, false);
+      } catch (...) {
+        cudaStreamEndCapture(s, &g);
+        if (g) cudaGraphDestroy(g);
+        throw;
+      }
+      CTNN_CUDA_CHECK(cudaStreamEndCapture(s, &g));
+      const cudaError_t r = cudaGraphInstantiate(&e, g, 0);
+      cudaGraphDestroy(g);
+      CTNN_CUDA_CHECK(r);
+      graphs_.add(x, batch, e);
+    }
+    x_ = x;
+    batch_ = batch;
+    CTNN_CUDA_CHECK(cudaGraphLaunch(e, s));
+    return output();
+  }
+  std::size_t captured_graphs() const noexcept { return graphs_.size(); }
   compute_type* output_gradient() noexcept { return delta(0); }
 
   void backward() {
@@ -276,6 +338,7 @@ class model<Net, Precision, cuda<SM>> {
   std::size_t batch_ = 0;
   const compute_type* x_ = nullptr;
   ctnn::optimizer_state opt_{};
+  cuda_detail::graph_cache graphs_;
 };
 
 }  // namespace ctnn
