@@ -72,6 +72,28 @@ TEST_CASE_TEMPLATE("dense backward (weights, bias, input) matches the CPU", T, C
   }
 }
 
+TEST_CASE_TEMPLATE("the naive GEMM (cuBLASLt's last-resort fallback) matches the CPU in the three dense products", T,
+                   CTNN_STORAGE_TYPES) {
+  CTNN_REQUIRE_DEVICE();
+  const int K = 21, N = 13, m = 9;
+  const auto x = rounded<T>(random_values(m * K, 15)), w = rounded<T>(random_values(K * N, 16)),
+             d = rounded<T>(random_values(m * N, 17));
+  auto gx = to_device<T>(x), gw = to_device<T>(w), gd = to_device<T>(d);
+  ctnn::device_buffer<T> y(m * N), dw(K * N), dx(m * K);
+  std::vector<float> want_y(m * N), want_w(K * N), want_x(m * K);
+  ref::gemm_nn(x.data(), w.data(), static_cast<const float*>(nullptr), want_y.data(), m, K, N);
+  ref::gemm_tn(x.data(), d.data(), want_w.data(), m, K, N);
+  ref::gemm_nt(d.data(), w.data(), want_x.data(), m, K, N);
+  const cudaStream_t s = G::stream();
+  ctnn::cuda_detail::naive_gemm<T><<<4, 64, 0, s>>>(false, false, N, m, K, gw.data(), N, gx.data(), K, y.data(), N);
+  ctnn::cuda_detail::naive_gemm<T><<<4, 64, 0, s>>>(false, true, N, K, m, gd.data(), N, gx.data(), K, dw.data(), N);
+  ctnn::cuda_detail::naive_gemm<T><<<4, 64, 0, s>>>(true, false, K, m, N, gw.data(), N, gd.data(), N, dx.data(), K);
+  CTNN_CUDA_CHECK(cudaGetLastError());
+  CHECK_CLOSE(T, to_host(y, m * N), want_y);
+  CHECK_CLOSE(T, to_host(dw, K * N), want_w);
+  CHECK_CLOSE(T, to_host(dx, m * K), want_x);
+}
+
 TEST_CASE_TEMPLATE("activations forward and backward match the CPU", T, CTNN_STORAGE_TYPES) {
   CTNN_REQUIRE_DEVICE();
   const std::size_t rows = 37, cols = 13, n = rows * cols;

@@ -11,7 +11,8 @@
 // epilogue and pointer alignment (one map per host thread). When cuBLASLt
 // offers no algorithm with the fused epilogue (an alignment it does not
 // support, or a bias that is not 16-byte aligned), the plain GEMM runs and
-// bias_act_kernel adds the bias and relu.
+// bias_act_kernel adds the bias and relu; when it has no algorithm at all,
+// naive_gemm (one thread per output, float32 accumulation) runs instead.
 // Everything is queued on cuda_context::get().compute().
 #pragma once
 #include <cstddef>
@@ -40,6 +41,24 @@ __global__ void bias_act_kernel(T* y, const T* b, std::size_t rows, std::size_t 
   }
 }
 
+// The last resort when cuBLASLt has no algorithm for a shape, type and
+// alignment: one thread per element of D, float32 accumulation in k order.
+template <class T>
+__global__ void naive_gemm(bool ta, bool tb, int M, int N, int K, const T* A, int lda, const T* B, int ldb, T* D,
+                           int ldd) {
+  for (std::size_t e = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; e < std::size_t(M) * N;
+       e += std::size_t(gridDim.x) * blockDim.x) {
+    const int r = int(e % M), c = int(e / M);
+    float acc = 0;
+    for (int k = 0; k < K; ++k) {
+      const float a = load(ta ? A[std::size_t(r) * lda + k] : A[std::size_t(k) * lda + r]);
+      const float b = load(tb ? B[std::size_t(k) * ldb + c] : B[std::size_t(c) * ldb + k]);
+      acc += a * b;
+    }
+    D[std::size_t(c) * ldd + r] = store<T>(acc);
+  }
+}
+
 inline unsigned grid_for(std::size_t n, unsigned block = 256) {
   const std::size_t g = (n + block - 1) / block;
   return unsigned(g < 65535 * 16 ? (g ? g : 1) : 65535 * 16);
@@ -57,6 +76,7 @@ struct lt_plan {
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo{};
   bool fused = false;  // the epilogue runs inside the GEMM
+  bool naive = false;  // no cuBLASLt algorithm: naive_gemm
   lt_plan() = default;
   lt_plan(const lt_plan&) = delete;
   lt_plan& operator=(const lt_plan&) = delete;
@@ -130,11 +150,20 @@ void lt_matmul(bool ta, bool tb, int M, int N, int K, const T* A, int lda, const
       p.~lt_plan();
       new (&p) lt_plan();
       if (!make_plan(p, storage<T>::data_type, ta, tb, M, N, K, lda, ldb, ldd, lt_epilogue::none, al_a, al_b, al_d))
-        throw cuda_error("ctnn cuda: cuBLASLt has no algorithm for a " + std::string(storage<T>::name) + " GEMM of " +
-                         std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K));
+        p.naive = true;
     }
   }
   lt_plan& p = it->second;
+  if (p.naive) {
+    naive_gemm<T><<<grid_for(std::size_t(M) * N), 256, 0, ctx.compute()>>>(ta, tb, M, N, K, A, lda, B, ldb, D, ldd);
+    CTNN_CUDA_CHECK(cudaGetLastError());
+    if (e != lt_epilogue::none) {
+      bias_act_kernel<T><<<grid_for(std::size_t(M) * N), 256, 0, ctx.compute()>>>(D, bias, std::size_t(N),
+                                                                                   std::size_t(M), e == lt_epilogue::relu_bias);
+      CTNN_CUDA_CHECK(cudaGetLastError());
+    }
+    return;
+  }
   if (p.fused)
     CTNN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
   const float alpha = 1.0f, beta = 0.0f;
