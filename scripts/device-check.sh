@@ -12,7 +12,8 @@
 # figure, the test summary and the ratios of ctnn to its peers to ONE file.
 # Each stage has a time limit (build 200 s, tests 100 s, bench 90 s, peer 90 s:
 # 480 s at worst), so the whole run stays within 8 minutes.
-# Environment: CTNN_CUDA_ARCH (default: the device's, else 90), NVCC, CTNN_DEVICE_DEPS, OUT.
+# Environment: CTNN_CUDA_ARCH (default: the device's, else 90), NVCC, CTNN_DEVICE_DEPS, OUT,
+# CTNN_DEVICE_BUILD_TIMEOUT (seconds per nvcc process, default 200).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -39,16 +40,18 @@ flags=(-std=c++20 -O3 -DNDEBUG "-arch=sm_$arch" --expt-relaxed-constexpr -diag-s
 libs=(-lcublasLt -lcudart "$deps/lib/libz.a" -lpthread)
 fm="$root/$deps/fashion-mnist"
 
-# ---- build: four nvcc processes in parallel ----
+# ---- build: four nvcc processes in parallel (old outputs removed first, so a failed build runs nothing stale) ----
 b=build/device
-timeout 200 "$nvcc" "${flags[@]}" -c tests/main.cpp -o $b/main.o >$b/main.log 2>&1 &
+rm -f $b/*.o $b/test_cuda $b/bench_cuda
+bt=${CTNN_DEVICE_BUILD_TIMEOUT:-200}
+timeout $bt "$nvcc" "${flags[@]}" -c tests/main.cpp -o $b/main.o >$b/main.log 2>&1 &
 p1=$!
-timeout 200 "$nvcc" "${flags[@]}" -c tests/cuda/test_ops.cu -o $b/test_ops.o >$b/test_ops.log 2>&1 &
+timeout $bt "$nvcc" "${flags[@]}" -c tests/cuda/test_ops.cu -o $b/test_ops.o >$b/test_ops.log 2>&1 &
 p2=$!
-timeout 200 "$nvcc" "${flags[@]}" "-DCTNN_FASHION_MNIST_DIR=\"$fm\"" -c tests/cuda/test_model.cu -o $b/test_model.o \
+timeout $bt "$nvcc" "${flags[@]}" "-DCTNN_FASHION_MNIST_DIR=\"$fm\"" -c tests/cuda/test_model.cu -o $b/test_model.o \
   >$b/test_model.log 2>&1 &
 p3=$!
-timeout 200 "$nvcc" "${flags[@]}" bench/cuda/bench_cuda.cu -o $b/bench_cuda "${libs[@]}" >$b/bench.log 2>&1 &
+timeout $bt "$nvcc" "${flags[@]}" bench/cuda/bench_cuda.cu -o $b/bench_cuda "${libs[@]}" >$b/bench.log 2>&1 &
 p4=$!
 build_ok=1
 for p in $p1 $p2 $p3 $p4; do wait $p || build_ok=0; done
