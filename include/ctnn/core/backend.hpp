@@ -54,9 +54,14 @@ struct cpu {
   static std::string name() { return std::string("cpu<") + Arch::name() + ">"; }
 };
 
+// Device memory of the CUDA backends; defined by cuda/memory.cuh, which only
+// nvcc translation units include (cuda<SM> is a complete Backend there).
+struct cuda_device_memory;
+
 template <int SM>
 struct cuda {
   static constexpr int sm = SM;
+  using memory = cuda_device_memory;
   static std::string name() { return "cuda<" + std::to_string(SM) + ">"; }
 };
 

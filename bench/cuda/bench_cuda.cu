@@ -1,0 +1,179 @@
+// bench/cuda/bench_cuda.cu — the CUDA backend's figures, one line each:
+//   <name> <value> <unit>
+// No Google Benchmark (the device machine has none): CUDA events time the
+// device work, steady_clock the host loops; each figure is the median of
+// repeats after a warm-up. Sections (argv[1], default all):
+//   gemm   ctnn's dense_forward (bias + relu fused, ops<cuda<90>>) against a
+//          plain cuBLASLt matmul of the same shape and type (heuristic's first
+//          algorithm, no epilogue): TFLOP/s each and the ratio
+//   train  one epoch (60000 synthetic 28x28 samples, after a warm-up epoch) of
+//          the Fashion-MNIST MLP (784-256-128-10) and CNN (examples/fashion_mnist_cnn.cpp)
+//          through fit on cuda<90>, float32, batch 256 and 8192: samples/s
+//   infer  batch-1 MLP inference latency (forward + stream synchronize), median of
+//          2000, as kernel launches and as one captured CUDA graph (forward_graph)
+#include <ctnn/cuda/cuda.cuh>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using dev = ctnn::cuda<90>;
+using G = ctnn::ops<dev>;
+
+void figure(const std::string& name, double value, const char* unit) {
+  std::printf("%s %.6g %s\n", name.c_str(), value, unit);
+  std::fflush(stdout);
+}
+
+template <class F>
+double median_ms(F&& f, int reps) {
+  cudaStream_t s = ctnn::cuda_context::get().compute();
+  cudaEvent_t a, b;
+  CTNN_CUDA_CHECK(cudaEventCreate(&a));
+  CTNN_CUDA_CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i) f();
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    CTNN_CUDA_CHECK(cudaEventRecord(a, s));
+    f();
+    CTNN_CUDA_CHECK(cudaEventRecord(b, s));
+    CTNN_CUDA_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CTNN_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+template <class T>
+ctnn::device_buffer<T> filled(std::size_t n, float scale) {
+  std::mt19937 g(1);
+  std::uniform_real_distribution<float> d(-scale, scale);
+  std::vector<T> h(n);
+  for (auto& v : h) v = ctnn::cuda_detail::store<T>(d(g));
+  ctnn::device_buffer<T> b(n);
+  b.upload(h.data(), n);
+  return b;
+}
+
+template <class T, std::size_t K, std::size_t N>
+void gemm(std::size_t m) {
+  auto x = filled<T>(m * K, 1.0f), w = filled<T>(K * N, 0.05f), b = filled<T>(N, 0.1f);
+  ctnn::device_buffer<T> y(m * N);
+  const double flop = 2.0 * double(m) * K * N;
+  // 10 calls per timed repeat, so launch gaps do not dominate small shapes
+  const double ctnn_ms = median_ms([&] {
+    for (int i = 0; i < 10; ++i) G::dense_forward<K, N, G::epilogue::relu>(x.data(), w.data(), b.data(), y.data(), m);
+  }, 20) / 10;
+  const double lt_ms = median_ms([&] {
+    for (int i = 0; i < 10; ++i)
+      ctnn::lt_matmul<T>(false, false, int(N), int(m), int(K), w.data(), int(N), x.data(), int(K), y.data(), int(N),
+                         nullptr, ctnn::lt_epilogue::none);
+  }, 20) / 10;
+  const std::string name = std::string("gemm_") + ctnn::storage<T>::name + "_" + std::to_string(m) + "x" +
+                           std::to_string(K) + "x" + std::to_string(N);
+  figure(name + "_ctnn_bias_relu", flop / ctnn_ms * 1e-9, "TFLOP/s");
+  figure(name + "_cublaslt_plain", flop / lt_ms * 1e-9, "TFLOP/s");
+  figure(name + "_ratio", lt_ms / ctnn_ms, "x");
+}
+
+template <class T>
+void gemms() {
+  for (std::size_t m : {256, 8192}) {
+    gemm<T, 784, 256>(m);
+    gemm<T, 256, 128>(m);
+  }
+  gemm<T, 4096, 4096>(4096);
+}
+
+using mlp = ctnn::sequential<ctnn::input<28, 28>, ctnn::flatten, ctnn::dense<256, ctnn::relu>,
+                             ctnn::dense<128, ctnn::relu>, ctnn::dense<10>>;
+using cnn = ctnn::sequential<ctnn::input<28, 28>, ctnn::conv2d<32, 3, 3, 1, ctnn::padding::valid, ctnn::relu>,
+                             ctnn::max_pool2d<2>, ctnn::batch_norm,
+                             ctnn::conv2d<64, 3, 3, 1, ctnn::padding::valid, ctnn::relu>, ctnn::max_pool2d<2>,
+                             ctnn::batch_norm, ctnn::flatten, ctnn::dense<128, ctnn::relu>, ctnn::dropout<0.5f>,
+                             ctnn::dense<10>>;
+
+auto synthetic(std::size_t n) {
+  std::mt19937 g(7);
+  std::uniform_real_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(n * 784);
+  for (auto& v : x) v = d(g);
+  std::vector<std::int32_t> y(n);
+  for (auto& v : y) v = std::int32_t(g() % 10);
+  return ctnn::data::in_memory<ctnn::shape<28, 28>, ctnn::sparse_labels, float>(std::move(x), std::move(y));
+}
+
+template <class Net>
+void train(const char* what, std::size_t batch) {
+  const auto data = synthetic(60000).shuffle(1).batch(batch);
+  auto m = ctnn::make_model<Net, ctnn::precision::float32, dev>(42);
+  ctnn::adam opt{1e-3};
+  const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
+  ctnn::fit(m, loss, opt, data, ctnn::epochs{1});  // warm-up: allocations, cuBLASLt plans
+  const auto h = ctnn::fit(m, loss, opt, data, ctnn::epochs{1});
+  const std::string name = std::string("train_") + what + "_float32_batch" + std::to_string(batch);
+  figure(name + "_samples_per_s", 60000.0 / h.values.at("seconds")[0], "samples/s");
+  figure(name + "_compute_s", h.values.at("compute_seconds")[0], "s");
+  figure(name + "_data_s", h.values.at("data_seconds")[0], "s");
+  figure(name + "_device_wait_s", h.values.at("device_wait_seconds")[0], "s");
+}
+
+void infer() {
+  auto m = ctnn::make_model<mlp, ctnn::precision::float32, dev>(42);
+  auto x = filled<float>(784, 1.0f);
+  std::vector<double> t;
+  for (int i = 0; i < 2200; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    m.forward(x.data(), 1, false);
+    G::synchronize();
+    if (i >= 200) t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  figure("infer_mlp_batch1_latency", t[t.size() / 2], "us");
+  t.clear();
+  for (int i = 0; i < 2200; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    m.forward_graph(x.data(), 1);
+    G::synchronize();
+    if (i >= 200) t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  figure("infer_mlp_batch1_graph_latency", t[t.size() / 2], "us");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const std::string what = argc > 1 ? argv[1] : "all";
+  if (ctnn::device_count() == 0) {
+    std::printf("CTNN_SKIP: %s\n", ctnn::device_status().c_str());
+    return 0;
+  }
+  std::printf("# device: %s\n", ctnn::device_status().c_str());
+  if (what == "all" || what == "gemm") {
+    gemms<float>();
+    gemms<__half>();
+    gemms<__nv_bfloat16>();
+  }
+  if (what == "all" || what == "train") {
+    for (std::size_t b : {256, 8192}) {
+      train<mlp>("mlp", b);
+      train<cnn>("cnn", b);
+    }
+  }
+  if (what == "all" || what == "infer") infer();
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "bench_cuda: %s\n", e.what());
+  return 1;
+}

@@ -1,0 +1,561 @@
+// ctnn/cuda/kernels.cuh — ctnn's own CUDA kernels (everything but the GEMMs).
+//
+// Every kernel is templated on the storage type T (float, __half,
+// __nv_bfloat16) and computes in float32 (load/store of types.cuh). Layouts
+// and formulas are those of the CPU kernels they mirror (kernels/cpu/*.hpp):
+// row-major rows, channels-last images (x[batch, H, W, C]), Keras' kernel
+// layouts. Reductions whose result is a parameter gradient or a statistic
+// (column sums, batch-norm sums) are deterministic: one thread or one block
+// owns each output and sums in a fixed order. Backward passes of im2col and
+// pooling gather (each input element sums what its windows send) instead of
+// scattering with atomics, for the same reason. The non-finite flag of the
+// optimizer updates and the loss sum are the only atomics (a flag set to 1;
+// a double sum used for reporting only).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "../kernels/cpu/conv_reference.hpp"
+#include "types.cuh"
+
+namespace ctnn::cuda_kernels {
+
+using cuda_detail::load;
+using cuda_detail::store;
+using kernels::conv_geometry;
+
+#define CTNN_GRID_STRIDE(i, n)                                                             \
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < (n); \
+       i += std::size_t(gridDim.x) * blockDim.x)
+
+// ---- element-wise ----
+template <class T>
+__global__ void convert(const float* x, T* y, std::size_t n) {
+  CTNN_GRID_STRIDE(i, n) y[i] = store<T>(x[i]);
+}
+template <class T>
+__global__ void widen(const T* x, float* y, std::size_t n) {
+  CTNN_GRID_STRIDE(i, n) y[i] = load(x[i]);
+}
+template <class T>
+__global__ void scale(T* x, std::size_t n, float k) {
+  CTNN_GRID_STRIDE(i, n) x[i] = store<T>(load(x[i]) * k);
+}
+// y[i] = x[i] * m[i] (dropout's mask, the identity's copy with m == nullptr)
+template <class T>
+__global__ void multiply(const T* x, const T* m, T* y, std::size_t n) {
+  CTNN_GRID_STRIDE(i, n) y[i] = m ? store<T>(load(x[i]) * load(m[i])) : x[i];
+}
+template <class T>
+__global__ void clip_value(T* g, std::size_t n, float c) {
+  CTNN_GRID_STRIDE(i, n) g[i] = store<T>(fminf(fmaxf(load(g[i]), -c), c));
+}
+
+// ---- activations (in place, as activations_reference.hpp) ----
+enum class act { relu, leaky_relu, sigmoid, tanh };
+
+template <act A, class T>
+__global__ void activation_forward(T* y, std::size_t n, float alpha) {
+  CTNN_GRID_STRIDE(i, n) {
+    const float z = load(y[i]);
+    float v;
+    if constexpr (A == act::relu)
+      v = z > 0.0f ? z : 0.0f;
+    else if constexpr (A == act::leaky_relu)
+      v = z > 0.0f ? z : alpha * z;
+    else if constexpr (A == act::sigmoid)
+      v = z >= 0.0f ? 1.0f / (1.0f + expf(-z)) : expf(z) / (1.0f + expf(z));
+    else
+      v = tanhf(z);
+    y[i] = store<T>(v);
+  }
+}
+template <act A, class T>
+__global__ void activation_backward(const T* y, T* d, std::size_t n, float alpha) {
+  CTNN_GRID_STRIDE(i, n) {
+    const float yv = load(y[i]), dv = load(d[i]);
+    float v;
+    if constexpr (A == act::relu)
+      v = yv > 0.0f ? dv : 0.0f;
+    else if constexpr (A == act::leaky_relu)
+      v = yv > 0.0f ? dv : alpha * dv;
+    else if constexpr (A == act::sigmoid)
+      v = dv * yv * (1.0f - yv);
+    else
+      v = dv * (1.0f - yv * yv);
+    d[i] = store<T>(v);
+  }
+}
+
+// ---- warp reductions ----
+__device__ inline float warp_sum(float v) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ inline float warp_max(float v) {
+  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// ---- softmax over rows: one warp per row ----
+template <class T>
+__global__ void softmax_forward(T* y, std::size_t rows, std::size_t cols) {
+  const std::size_t r = blockIdx.x * std::size_t(blockDim.x / 32) + threadIdx.x / 32;
+  const unsigned lane = threadIdx.x % 32;
+  if (r >= rows) return;
+  T* row = y + r * cols;
+  float mx = -INFINITY;
+  for (std::size_t j = lane; j < cols; j += 32) mx = fmaxf(mx, load(row[j]));
+  mx = warp_max(mx);
+  float sum = 0;
+  for (std::size_t j = lane; j < cols; j += 32) sum += expf(load(row[j]) - mx);
+  sum = warp_sum(sum);
+  const float inv = 1.0f / sum;
+  for (std::size_t j = lane; j < cols; j += 32) row[j] = store<T>(expf(load(row[j]) - mx) * inv);
+}
+template <class T>
+__global__ void softmax_backward(const T* y, T* d, std::size_t rows, std::size_t cols) {
+  const std::size_t r = blockIdx.x * std::size_t(blockDim.x / 32) + threadIdx.x / 32;
+  const unsigned lane = threadIdx.x % 32;
+  if (r >= rows) return;
+  const T* yr = y + r * cols;
+  T* dr = d + r * cols;
+  float dot = 0;
+  for (std::size_t j = lane; j < cols; j += 32) dot += load(dr[j]) * load(yr[j]);
+  dot = warp_sum(dot);
+  for (std::size_t j = lane; j < cols; j += 32) dr[j] = store<T>(load(yr[j]) * (load(dr[j]) - dot));
+}
+
+// Softmax cross-entropy of rows of logits against class labels, one warp per
+// row, in float32 whatever T is: d = (softmax(z) - onehot) * scale, the row's
+// loss (log-sum-exp - z[label]) added to *loss. A label outside [0, cols)
+// leaves its row's d at zero and records the smallest such row in *bad_row.
+template <class T>
+__global__ void sparse_crossentropy_logits(const T* z, const std::int32_t* labels, T* d, std::size_t rows,
+                                           std::size_t cols, float scale, double* loss, int* bad_row) {
+  const std::size_t r = blockIdx.x * std::size_t(blockDim.x / 32) + threadIdx.x / 32;
+  const unsigned lane = threadIdx.x % 32;
+  if (r >= rows) return;
+  const T* zr = z + r * cols;
+  T* dr = d ? d + r * cols : nullptr;
+  const std::int32_t l = labels[r];
+  if (l < 0 || std::size_t(l) >= cols) {
+    if (lane == 0) atomicMin(bad_row, int(r));
+    if (dr)
+      for (std::size_t j = lane; j < cols; j += 32) dr[j] = store<T>(0.0f);
+    return;
+  }
+  float mx = -INFINITY;
+  for (std::size_t j = lane; j < cols; j += 32) mx = fmaxf(mx, load(zr[j]));
+  mx = warp_max(mx);
+  float sum = 0;
+  for (std::size_t j = lane; j < cols; j += 32) sum += expf(load(zr[j]) - mx);
+  sum = warp_sum(sum);
+  const float lse = mx + logf(sum);
+  if (dr)
+    for (std::size_t j = lane; j < cols; j += 32)
+      dr[j] = store<T>((expf(load(zr[j]) - lse) - (j == std::size_t(l) ? 1.0f : 0.0f)) * scale);
+  if (lane == 0) atomicAdd(loss, double(lse) - double(load(zr[l])));
+}
+
+// Rows whose largest value (first of equals) is at the label, added to *correct.
+template <class T>
+__global__ void count_correct(const T* z, const std::int32_t* labels, std::size_t rows, std::size_t cols,
+                              unsigned long long* correct) {
+  CTNN_GRID_STRIDE(r, rows) {
+    const T* zr = z + r * cols;
+    std::size_t best = 0;
+    float bv = load(zr[0]);
+    for (std::size_t j = 1; j < cols; ++j) {
+      const float v = load(zr[j]);
+      if (v > bv) {
+        bv = v;
+        best = j;
+      }
+    }
+    if (std::int64_t(best) == std::int64_t(labels[r])) atomicAdd(correct, 1ull);
+  }
+}
+
+// ---- column reductions: out[j] = sum over rows i of f(i, j), deterministic ----
+// Stage 1: a grid of (column tiles of 32) x (row chunks); a 32 x 8 block sums
+// its chunk's rows for 32 columns into partial[chunk * cols + j]. Stage 2: one
+// thread per column adds the chunks' partials in chunk order. The partition
+// depends on the sizes only, so the result does not vary from run to run.
+// f is a functor: __device__ float operator()(std::size_t i, std::size_t j) const.
+template <class F>
+__global__ void column_partial_sums(F f, std::size_t rows, std::size_t cols, std::size_t rows_per_chunk,
+                                    float* partial) {
+  __shared__ float part[8][33];
+  const std::size_t j = blockIdx.x * std::size_t(32) + threadIdx.x;
+  const std::size_t r0 = blockIdx.y * rows_per_chunk;
+  const std::size_t r1 = r0 + rows_per_chunk < rows ? r0 + rows_per_chunk : rows;
+  float s = 0;
+  if (j < cols)
+    for (std::size_t i = r0 + threadIdx.y; i < r1; i += 8) s += f(i, j);
+  part[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && j < cols) {
+    float t = 0;
+    for (int k = 0; k < 8; ++k) t += part[k][threadIdx.x];
+    partial[blockIdx.y * cols + j] = t;
+  }
+}
+template <class Out>
+__global__ void column_finish(const float* partial, std::size_t chunks, std::size_t cols, Out* out) {
+  const std::size_t j = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  if (j >= cols) return;
+  float t = 0;
+  for (std::size_t c = 0; c < chunks; ++c) t += partial[c * cols + j];
+  out[j] = store<Out>(t);
+}
+
+// The functors of the reductions.
+template <class T>
+struct value_of {  // x[i, j]
+  const T* x;
+  std::size_t cols;
+  __device__ float operator()(std::size_t i, std::size_t j) const { return load(x[i * cols + j]); }
+};
+template <class T>
+struct squared_deviation {  // (x[i, j] - mean[j])^2
+  const T* x;
+  const float* mean;
+  std::size_t cols;
+  __device__ float operator()(std::size_t i, std::size_t j) const {
+    const float d = load(x[i * cols + j]) - mean[j];
+    return d * d;
+  }
+};
+template <class T>
+struct times_normalized {  // dy[i, j] * (x[i, j] - mean[j]) * inv[j]
+  const T* dy;
+  const T* x;
+  const T* mean;
+  const T* inv;
+  std::size_t cols;
+  __device__ float operator()(std::size_t i, std::size_t j) const {
+    return load(dy[i * cols + j]) * (load(x[i * cols + j]) - load(mean[j])) * load(inv[j]);
+  }
+};
+
+// ---- optimizer updates (kernels/cpu/updates.hpp's formulas); *bad = 1 when a new w is not finite ----
+template <class T>
+__device__ inline void put_w(T* w, std::size_t i, float v, int* bad) {
+  const T s = store<T>(v);
+  w[i] = s;
+  if (!isfinite(load(s))) *bad = 1;
+}
+template <class T>
+__global__ void adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, float alpha, float b1, float b2,
+                            float eps, bool amsgrad, int* bad) {
+  CTNN_GRID_STRIDE(i, n) {
+    const float gi = load(g[i]);
+    float mi = load(m[i]), vi = load(v[i]);
+    mi = fmaf(gi - mi, b1, mi);
+    vi = fmaf(gi * gi - vi, b2, vi);
+    m[i] = store<T>(mi);
+    v[i] = store<T>(vi);
+    if (amsgrad) {
+      vi = fmaxf(load(vh[i]), vi);
+      vh[i] = store<T>(vi);
+    }
+    put_w(w, i, load(w[i]) - alpha * mi / (sqrtf(vi) + eps), bad);
+  }
+}
+template <class T>
+__global__ void adagrad_update(T* w, const T* g, T* acc, std::size_t n, float lr, float eps, int* bad) {
+  CTNN_GRID_STRIDE(i, n) {
+    const float gi = load(g[i]);
+    const float a = fmaf(gi, gi, load(acc[i]));
+    acc[i] = store<T>(a);
+    put_w(w, i, load(w[i]) - lr * gi / sqrtf(a + eps), bad);
+  }
+}
+template <class T>
+__global__ void sgd_update(T* w, const T* g, T* m, std::size_t n, float lr, float mom, bool nesterov, int* bad) {
+  CTNN_GRID_STRIDE(i, n) {
+    const float lg = lr * load(g[i]);
+    if (mom == 0.0f) {
+      put_w(w, i, load(w[i]) - lg, bad);
+    } else {
+      const float mi = mom * load(m[i]) - lg;
+      m[i] = store<T>(mi);
+      put_w(w, i, load(w[i]) + (nesterov ? mom * mi - lg : mi), bad);
+    }
+  }
+}
+template <class T>
+__global__ void rmsprop_update(T* w, const T* g, T* vel, T* mb, T* avg, std::size_t n, float lr, float r, float r1,
+                               float eps, float mom, bool centered, int* bad) {
+  CTNN_GRID_STRIDE(i, n) {
+    const float gi = load(g[i]);
+    const float ve = r * load(vel[i]) + r1 * gi * gi;
+    vel[i] = store<T>(ve);
+    float denom;
+    if (centered) {
+      const float ai = r * load(avg[i]) + r1 * gi;
+      avg[i] = store<T>(ai);
+      denom = ve - ai * ai + eps;
+    } else {
+      denom = ve + eps;
+    }
+    const float inc = lr * gi / sqrtf(denom);
+    if (mom > 0.0f) {
+      const float mi = mom * load(mb[i]) + inc;
+      mb[i] = store<T>(mi);
+      put_w(w, i, load(w[i]) - mi, bad);
+    } else {
+      put_w(w, i, load(w[i]) - inc, bad);
+    }
+  }
+}
+
+// Sum of squares of x[0, n) added to *out (one atomic per block; for norms only).
+template <class T>
+__global__ void sum_squares(const T* x, std::size_t n, double* out) {
+  __shared__ float part[32];
+  float s = 0;
+  CTNN_GRID_STRIDE(i, n) {
+    const float v = load(x[i]);
+    s += v * v;
+  }
+  s = warp_sum(s);
+  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = s;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    float t = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0.0f;
+    t = warp_sum(t);
+    if (threadIdx.x == 0) atomicAdd(out, double(t));
+  }
+}
+// The with_options phases: acc += g; g = (acc + g) / N, acc = 0; w -= w k; avg = mom avg + (1 - mom) w.
+template <class T>
+__global__ void accumulate(T* acc, const T* g, std::size_t n) {
+  CTNN_GRID_STRIDE(i, n) acc[i] = store<T>(load(acc[i]) + load(g[i]));
+}
+template <class T>
+__global__ void accumulated_mean(T* g, T* acc, std::size_t n, float inv) {
+  CTNN_GRID_STRIDE(i, n) {
+    g[i] = store<T>((load(acc[i]) + load(g[i])) * inv);
+    acc[i] = store<T>(0.0f);
+  }
+}
+template <class T>
+__global__ void moving_average(T* avg, const T* w, std::size_t n, float mom) {
+  CTNN_GRID_STRIDE(i, n) avg[i] = store<T>(mom * load(avg[i]) + (1.0f - mom) * load(w[i]));
+}
+
+// ---- dropout: a counter-based hash (no state): uniform u(seed, i) in [0, 1) ----
+__device__ inline float hash_uniform(std::uint64_t seed, std::uint64_t i) {
+  std::uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;  // splitmix64 of (seed, i)
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return float(z >> 40) * (1.0f / 16777216.0f);
+}
+template <class T>
+__global__ void dropout_forward(const T* x, T* y, T* mask, std::size_t n, float rate, float scale, std::uint64_t seed) {
+  CTNN_GRID_STRIDE(i, n) {
+    const float m = hash_uniform(seed, i) >= rate ? scale : 0.0f;
+    mask[i] = store<T>(m);
+    y[i] = store<T>(load(x[i]) * m);
+  }
+}
+
+// ---- batch normalization over the last axis (C channels, rows = batch * positions) ----
+// The per-channel sums come from the column reductions above (float32,
+// deterministic); this kernel turns sum(x) and sum((x - mean)^2) into the
+// cached mean and 1/sqrt(var + eps) and the moving statistics (biased variance).
+template <class T, class V>
+__global__ void batch_norm_statistics(const float* mean, const float* sq, std::size_t rows, std::size_t C,
+                                      V* moving_mean, V* moving_var, T* mean_out, T* inv_out, float momentum,
+                                      float epsilon) {
+  const std::size_t c = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  if (c >= C) return;
+  const float mu = mean[c], var = sq[c] / float(rows);
+  mean_out[c] = store<T>(mu);
+  moving_mean[c] = store<V>(load(moving_mean[c]) * momentum + mu * (1.0f - momentum));
+  moving_var[c] = store<V>(load(moving_var[c]) * momentum + var * (1.0f - momentum));
+  inv_out[c] = store<T>(1.0f / sqrtf(var + epsilon));
+}
+template <class U>
+__global__ void divide(U* x, std::size_t n, float d) {
+  const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  if (i < n) x[i] /= d;
+}
+template <class T, class V>
+__global__ void batch_norm_inference_statistics(const V* moving_mean, const V* moving_var, T* mean_out, T* inv_out,
+                                                std::size_t C, float epsilon) {
+  const std::size_t c = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  if (c >= C) return;
+  mean_out[c] = store<T>(load(moving_mean[c]));
+  inv_out[c] = store<T>(1.0f / sqrtf(load(moving_var[c]) + epsilon));
+}
+template <class T, class V>
+__global__ void batch_norm_apply(const T* x, T* y, const V* gamma, const V* beta, const T* mean, const T* inv,
+                                 std::size_t rows, std::size_t C) {
+  CTNN_GRID_STRIDE(i, rows * C) {
+    const std::size_t c = i % C;
+    y[i] = store<T>(load(gamma[c]) * (load(x[i]) - load(mean[c])) * load(inv[c]) + load(beta[c]));
+  }
+}
+// training: dx = gamma inv / M (M dy - dbeta - xhat dgamma); inference: dx = gamma inv dy
+template <class T, class V>
+__global__ void batch_norm_input_gradient(const T* x, const T* dy, T* dx, const V* gamma, const T* mean, const T* inv,
+                                          const V* dgamma, const V* dbeta, std::size_t rows, std::size_t C,
+                                          bool training) {
+  CTNN_GRID_STRIDE(i, rows * C) {
+    const std::size_t c = i % C;
+    const float v = load(inv[c]), gm = load(gamma[c]);
+    if (!training) {
+      dx[i] = store<T>(gm * v * load(dy[i]));
+    } else {
+      const float mm = float(rows), xhat = (load(x[i]) - load(mean[c])) * v;
+      dx[i] = store<T>(gm * v / mm * (mm * load(dy[i]) - load(dbeta[c]) - xhat * load(dgamma[c])));
+    }
+  }
+}
+
+// ---- pooling (pooling.hpp's windows: clipped to the input, padding never counted) ----
+__device__ inline void pool_window(const conv_geometry& G, std::size_t oh, std::size_t ow, std::size_t& r0,
+                                   std::size_t& r1, std::size_t& s0, std::size_t& s1) {
+  const std::size_t rr = oh * G.stride, ss = ow * G.stride;
+  r0 = rr < G.pt ? 0 : rr - G.pt;
+  r1 = rr + G.kh - G.pt < G.h ? rr + G.kh - G.pt : G.h;
+  s0 = ss < G.pl ? 0 : ss - G.pl;
+  s1 = ss + G.kw - G.pl < G.w ? ss + G.kw - G.pl : G.w;
+}
+// The output rows [o0, o1) whose windows hold input row r (same for columns).
+__device__ inline void covering(std::size_t r, std::size_t pad, std::size_t k, std::size_t stride, std::size_t out,
+                                std::size_t& o0, std::size_t& o1) {
+  const std::size_t p = r + pad;  // padded coordinate
+  o0 = p + 1 > k ? (p + 1 - k + stride - 1) / stride : 0;
+  o1 = p / stride + 1;
+  if (o1 > out) o1 = out;
+}
+template <class T>
+__global__ void max_pool_forward(const conv_geometry G, const T* x, T* y, std::uint32_t* idx, std::size_t batch) {
+  CTNN_GRID_STRIDE(o, batch * G.oh * G.ow * G.c) {
+    const std::size_t c = o % G.c, ow = o / G.c % G.ow, oh = o / (G.c * G.ow) % G.oh, n = o / (G.c * G.ow * G.oh);
+    const T* xs = x + n * G.in_size();
+    std::size_t r0, r1, s0, s1;
+    pool_window(G, oh, ow, r0, r1, s0, s1);
+    float mx = -3.402823466e38f;
+    std::uint32_t k = std::uint32_t((r0 * G.w + s0) * G.c + c);
+    for (std::size_t r = r0; r < r1; ++r)
+      for (std::size_t s = s0; s < s1; ++s) {
+        const std::size_t off = (r * G.w + s) * G.c + c;
+        const float v = load(xs[off]);
+        if (v > mx) {
+          mx = v;
+          k = std::uint32_t(off);
+        }
+      }
+    y[o] = store<T>(mx);
+    idx[o] = k;
+  }
+}
+template <class T>
+__global__ void max_pool_backward(const conv_geometry G, const std::uint32_t* idx, const T* dy, T* dx, std::size_t batch) {
+  CTNN_GRID_STRIDE(e, batch * G.in_size()) {
+    const std::size_t off = e % G.in_size(), n = e / G.in_size();
+    const std::size_t c = off % G.c, s = off / G.c % G.w, r = off / (G.c * G.w);
+    std::size_t oh0, oh1, ow0, ow1;
+    covering(r, G.pt, G.kh, G.stride, G.oh, oh0, oh1);
+    covering(s, G.pl, G.kw, G.stride, G.ow, ow0, ow1);
+    float acc = 0;
+    for (std::size_t oh = oh0; oh < oh1; ++oh)
+      for (std::size_t ow = ow0; ow < ow1; ++ow) {
+        const std::size_t o = ((n * G.oh + oh) * G.ow + ow) * G.c + c;
+        if (idx[o] == off) acc += load(dy[o]);
+      }
+    dx[e] = store<T>(acc);
+  }
+}
+template <class T>
+__global__ void average_pool_forward(const conv_geometry G, const T* x, T* y, std::size_t batch) {
+  CTNN_GRID_STRIDE(o, batch * G.oh * G.ow * G.c) {
+    const std::size_t c = o % G.c, ow = o / G.c % G.ow, oh = o / (G.c * G.ow) % G.oh, n = o / (G.c * G.ow * G.oh);
+    const T* xs = x + n * G.in_size();
+    std::size_t r0, r1, s0, s1;
+    pool_window(G, oh, ow, r0, r1, s0, s1);
+    float acc = 0;
+    for (std::size_t r = r0; r < r1; ++r)
+      for (std::size_t s = s0; s < s1; ++s) acc += load(xs[(r * G.w + s) * G.c + c]);
+    y[o] = store<T>(acc * (1.0f / float((r1 - r0) * (s1 - s0))));
+  }
+}
+template <class T>
+__global__ void average_pool_backward(const conv_geometry G, const T* dy, T* dx, std::size_t batch) {
+  CTNN_GRID_STRIDE(e, batch * G.in_size()) {
+    const std::size_t off = e % G.in_size(), n = e / G.in_size();
+    const std::size_t c = off % G.c, s = off / G.c % G.w, r = off / (G.c * G.w);
+    std::size_t oh0, oh1, ow0, ow1;
+    covering(r, G.pt, G.kh, G.stride, G.oh, oh0, oh1);
+    covering(s, G.pl, G.kw, G.stride, G.ow, ow0, ow1);
+    float acc = 0;
+    for (std::size_t oh = oh0; oh < oh1; ++oh)
+      for (std::size_t ow = ow0; ow < ow1; ++ow) {
+        std::size_t r0, r1, s0, s1;
+        pool_window(G, oh, ow, r0, r1, s0, s1);
+        acc += load(dy[((n * G.oh + oh) * G.ow + ow) * G.c + c]) * (1.0f / float((r1 - r0) * (s1 - s0)));
+      }
+    dx[e] = store<T>(acc);
+  }
+}
+template <std::size_t P, std::size_t C, class T>
+__global__ void global_average_forward(const T* x, T* y, std::size_t batch) {
+  CTNN_GRID_STRIDE(o, batch * C) {
+    const std::size_t c = o % C, n = o / C;
+    float acc = 0;
+    for (std::size_t p = 0; p < P; ++p) acc += load(x[(n * P + p) * C + c]);
+    y[o] = store<T>(acc * (1.0f / float(P)));
+  }
+}
+template <std::size_t P, std::size_t C, class T>
+__global__ void global_average_backward(const T* dy, T* dx, std::size_t batch) {
+  CTNN_GRID_STRIDE(e, batch * P * C) {
+    const std::size_t c = e % C, n = e / (P * C);
+    dx[e] = store<T>(load(dy[n * C + c]) * (1.0f / float(P)));
+  }
+}
+
+// ---- convolution: im2col (one thread per column value) and its gather adjoint ----
+template <class T>
+__global__ void im2col(const conv_geometry G, const T* x, T* cols, std::size_t batch) {
+  const std::size_t P = G.patch();
+  CTNN_GRID_STRIDE(e, batch * G.oh * G.ow * P) {
+    const std::size_t p = e % P, row = e / P;
+    const std::size_t c = p % G.c, j = p / G.c % G.kw, i = p / (G.c * G.kw);
+    const std::size_t ow = row % G.ow, oh = row / G.ow % G.oh, n = row / (G.ow * G.oh);
+    const std::size_t rr = oh * G.stride + i, ss = ow * G.stride + j;
+    T v = store<T>(0.0f);
+    if (rr >= G.pt && ss >= G.pl && rr - G.pt < G.h && ss - G.pl < G.w)
+      v = x[n * G.in_size() + ((rr - G.pt) * G.w + (ss - G.pl)) * G.c + c];
+    cols[e] = v;
+  }
+}
+// dx[n, r, s, c] = sum over the windows holding (r, s) of cols[row, (i, j, c)] (overwrites).
+template <class T>
+__global__ void col2im(const conv_geometry G, const T* cols, T* dx, std::size_t batch) {
+  const std::size_t P = G.patch();
+  CTNN_GRID_STRIDE(e, batch * G.in_size()) {
+    const std::size_t off = e % G.in_size(), n = e / G.in_size();
+    const std::size_t c = off % G.c, s = off / G.c % G.w, r = off / (G.c * G.w);
+    std::size_t oh0, oh1, ow0, ow1;
+    covering(r, G.pt, G.kh, G.stride, G.oh, oh0, oh1);
+    covering(s, G.pl, G.kw, G.stride, G.ow, ow0, ow1);
+    float acc = 0;
+    for (std::size_t oh = oh0; oh < oh1; ++oh)
+      for (std::size_t ow = ow0; ow < ow1; ++ow) {
+        const std::size_t i = r + G.pt - oh * G.stride, j = s + G.pl - ow * G.stride;
+        acc += load(cols[((n * G.oh + oh) * G.ow + ow) * P + (i * G.kw + j) * G.c + c]);
+      }
+    dx[e] = store<T>(acc);
+  }
+}
+
+#undef CTNN_GRID_STRIDE
+
+}  // namespace ctnn::cuda_kernels

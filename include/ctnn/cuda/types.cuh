@@ -1,0 +1,55 @@
+// ctnn/cuda/types.cuh — the storage types of the CUDA kernels.
+//
+// Every CUDA op is templated on its storage type T: float, __half or
+// __nv_bfloat16. Arithmetic is float32 whatever T is: load() widens a stored
+// value to float, store<T>() rounds a float to T (round to nearest even), and
+// storage<T>::data_type names T for cuBLASLt (CUDA_R_32F, CUDA_R_16F,
+// CUDA_R_16BF). cuda_storage<T> is the concept the ops require.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <library_types.h>
+
+#include <type_traits>
+
+namespace ctnn {
+
+template <class T>
+struct storage;
+template <>
+struct storage<float> {
+  static constexpr cudaDataType_t data_type = CUDA_R_32F;
+  static constexpr const char* name = "float";
+};
+template <>
+struct storage<__half> {
+  static constexpr cudaDataType_t data_type = CUDA_R_16F;
+  static constexpr const char* name = "half";
+};
+template <>
+struct storage<__nv_bfloat16> {
+  static constexpr cudaDataType_t data_type = CUDA_R_16BF;
+  static constexpr const char* name = "bfloat16";
+};
+
+template <class T>
+concept cuda_storage =
+    std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+
+namespace cuda_detail {
+__host__ __device__ inline float load(float v) { return v; }
+__host__ __device__ inline float load(__half v) { return __half2float(v); }
+__host__ __device__ inline float load(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <class T>
+__host__ __device__ inline T store(float v) {
+  if constexpr (std::is_same_v<T, float>)
+    return v;
+  else if constexpr (std::is_same_v<T, __half>)
+    return __float2half_rn(v);
+  else
+    return __float2bfloat16_rn(v);
+}
+}  // namespace cuda_detail
+
+}  // namespace ctnn

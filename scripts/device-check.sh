@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# scripts/device-check.sh — the CUDA backend on a machine with an NVIDIA GPU.
+#
+# For a machine with nvcc, a C++20 host compiler and PyTorch but none of
+# ctnn's Debian packages and no network. Beforehand, on the Debian machine:
+#   scripts/device-deps.sh        # headers, libz.a, Fashion-MNIST -> build/device-deps
+# then carry build/device-deps to the GPU machine with the working tree and run
+#   scripts/device-check.sh       # figures -> $OUT/device-figures.txt (OUT defaults to build/device-out)
+# It builds tests/cuda and bench/cuda with nvcc directly (no CMake, so no
+# find_package of packages that are not there), runs every CUDA test, then
+# bench_cuda and the PyTorch peer bench/peers/torch_cuda.py, and writes every
+# figure, the test summary and the ratios of ctnn to its peers to ONE file.
+# Each stage has a time limit (build 200 s, tests 100 s, bench 90 s, peer 90 s:
+# 480 s at worst), so the whole run stays within 8 minutes.
+# Environment: CTNN_CUDA_ARCH (default: the device's, else 90), NVCC, CTNN_DEVICE_DEPS, OUT,
+# CTNN_DEVICE_BUILD_TIMEOUT (seconds per nvcc process, default 200).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+deps=${CTNN_DEVICE_DEPS:-build/device-deps}
+out=${OUT:-build/device-out}
+mkdir -p "$out" build/device
+fig="$out/device-figures.txt"
+: >"$fig"
+t_start=$(date +%s)
+note() { echo "$*" | tee -a "$fig"; }
+elapsed() { echo $(($(date +%s) - t_start)); }
+
+[[ -d $deps/include/xtensor ]] || { note "device-check: $deps is missing: run scripts/device-deps.sh first"; exit 1; }
+nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+arch=${CTNN_CUDA_ARCH:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d '.')}
+arch=${arch:-90}
+note "# ctnn device check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+note "# gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -n1)"
+note "# nvcc: $("$nvcc" --version | tail -n1); host compiler: $(c++ --version 2>/dev/null | head -n1); sm_$arch"
+note "# cpu: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1), $(nproc) cores"
+
+flags=(-std=c++20 -O3 -DNDEBUG "-arch=sm_$arch" --expt-relaxed-constexpr -diag-suppress=1675,186
+       -Iinclude "-I$deps/include" -Itests)
+libs=(-lcublasLt -lcudart "$deps/lib/libz.a" -lpthread)
+fm="$root/$deps/fashion-mnist"
+
+# ---- build: four nvcc processes in parallel (old outputs removed first, so a failed build runs nothing stale) ----
+b=build/device
+rm -f $b/*.o $b/test_cuda $b/bench_cuda
+bt=${CTNN_DEVICE_BUILD_TIMEOUT:-200}
+timeout $bt "$nvcc" "${flags[@]}" -c tests/main.cpp -o $b/main.o >$b/main.log 2>&1 &
+p1=$!
+timeout $bt "$nvcc" "${flags[@]}" -c tests/cuda/test_ops.cu -o $b/test_ops.o >$b/test_ops.log 2>&1 &
+p2=$!
+timeout $bt "$nvcc" "${flags[@]}" "-DCTNN_FASHION_MNIST_DIR=\"$fm\"" -c tests/cuda/test_model.cu -o $b/test_model.o \
+  >$b/test_model.log 2>&1 &
+p3=$!
+timeout $bt "$nvcc" "${flags[@]}" bench/cuda/bench_cuda.cu -o $b/bench_cuda "${libs[@]}" >$b/bench.log 2>&1 &
+p4=$!
+build_ok=1
+for p in $p1 $p2 $p3 $p4; do wait $p || build_ok=0; done
+cat $b/*.log >"$out/build.log"
+if ((build_ok)) && "$nvcc" "${flags[@]}" $b/main.o $b/test_ops.o $b/test_model.o -o $b/test_cuda "${libs[@]}" \
+  >>"$out/build.log" 2>&1; then
+  note "build: ok ($(elapsed) s)"
+else
+  note "build: FAILED ($(elapsed) s); the errors are in $out/build.log:"
+  grep -m 20 -E "error" "$out/build.log" | tee -a "$fig"
+fi
+
+# ---- tests ----
+if [[ -x $b/test_cuda ]]; then
+  timeout 100 $b/test_cuda --duration=true >"$out/test_cuda.txt" 2>&1
+  rc=$?
+  note "tests: exit $rc; $(grep -E '^\[doctest\] (test cases|assertions)' "$out/test_cuda.txt" | tr '\n' ' ')"
+  skips=$(grep -c "CTNN_SKIP" "$out/test_cuda.txt")
+  ((skips)) && note "tests: $skips test cases SKIPPED: $(grep -m1 -o 'CTNN_SKIP: .*' "$out/test_cuda.txt")"
+  grep -E "MESSAGE|ERROR|CHECK|REQUIRE|relative error|device MLP" "$out/test_cuda.txt" | grep -v CTNN_SKIP |
+    head -n 60 >>"$fig"
+fi
+
+# ---- benchmarks: ctnn, then the PyTorch peer ----
+if [[ -x $b/bench_cuda ]]; then
+  timeout 90 $b/bench_cuda all 2>&1 | tee -a "$fig"
+  note "bench_cuda: done ($(elapsed) s)"
+fi
+py=${PYTHON:-$(command -v python3 || command -v python)}
+if [[ -n $py ]] && timeout 90 "$py" bench/peers/torch_cuda.py all 2>&1 | tee -a "$fig"; then
+  note "torch peer: done ($(elapsed) s)"
+else
+  note "torch peer: failed or missing ($(elapsed) s)"
+fi
+
+# ---- ratios, each from figures of this run ----
+"${py:-python3}" - "$fig" <<'PY' 2>&1 | tee -a "$fig.ratios"
+import sys
+v = {}
+for line in open(sys.argv[1]):
+    p = line.split()
+    if len(p) == 3 and not line.startswith("#"):
+        try:
+            v[p[0]] = float(p[1])
+        except ValueError:
+            pass
+def ratio(label, a, b):
+    if a in v and b in v and v[b] > 0:
+        print(f"ratio {label} {v[a] / v[b]:.3f}")
+for net in ("mlp", "cnn"):
+    for batch in (256, 8192):
+        c = f"train_{net}_float32_batch{batch}_samples_per_s"
+        ratio(f"ctnn_float32/torch_autocast_{net}_batch{batch}", c, f"torch_train_{net}_autocast_batch{batch}_samples_per_s")
+        ratio(f"ctnn_float32/torch_float32_{net}_batch{batch}", c, f"torch_train_{net}_float32_batch{batch}_samples_per_s")
+        ratio(f"torch_autocast/torch_float32_{net}_batch{batch}", f"torch_train_{net}_autocast_batch{batch}_samples_per_s",
+              f"torch_train_{net}_float32_batch{batch}_samples_per_s")
+ratio("torch_latency/ctnn_latency_mlp_batch1", "torch_infer_mlp_batch1_latency", "infer_mlp_batch1_latency")
+ratio("torch_latency/ctnn_graph_latency_mlp_batch1", "torch_infer_mlp_batch1_latency", "infer_mlp_batch1_graph_latency")
+for t in ("float", "half", "bfloat16"):
+    for shape in ("256x784x256", "256x256x128", "8192x784x256", "8192x256x128", "4096x4096x4096"):
+        k = f"gemm_{t}_{shape}_ratio"
+        if k in v:
+            print(f"ratio ctnn_gemm/cublaslt_{t}_{shape} {v[k]:.3f}")
+PY
+cat "$fig.ratios" >>"$fig" 2>/dev/null && rm -f "$fig.ratios"
+note "total: $(elapsed) s"

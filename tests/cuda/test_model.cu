@@ -1,0 +1,228 @@
+// The CUDA layers that have their own kernels (dropout, batch_norm), and
+// model / fit / evaluate on cuda<90> against the CPU model of the same seed.
+#include "cuda_test.hpp"
+
+#include <filesystem>
+
+using namespace ctnn_test;
+using dev = ctnn::cuda<90>;
+using ctnn::layer_slot;
+using ctnn::run_info;
+
+static_assert(ctnn::Backend<dev>, "cuda<90> is a complete backend where the CUDA headers are included");
+
+TEST_CASE("dropout on the device: the rate, the scale, backward through the same mask, identity at inference") {
+  CTNN_REQUIRE_DEVICE();
+  using L = ctnn::dropout<0.25f>::bind<ctnn::shape<1000>, ctnn::precision::float32, dev>;
+  const std::size_t batch = 20, n = batch * 1000;
+  const auto x = random_values(n, 90, 0.5f, 1.5f), dy = random_values(n, 91);
+  auto gx = to_device<float>(x), gdy = to_device<float>(dy);
+  ctnn::device_buffer<float> gy(n), gdx(n), mask(n);
+  layer_slot<float> s;
+  s.cache = mask.data();
+  ctnn::rng gen(7);
+  L::forward(s, gx.data(), gy.data(), run_info{batch, true, &gen});
+  L::backward(s, gx.data(), gy.data(), gdy.data(), gdx.data(), run_info{batch, true, &gen});
+  const auto y = to_host(gy, n), m = to_host(mask, n), dx = to_host(gdx, n);
+  std::size_t dropped = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool kept = m[i] != 0.0f;
+    dropped += !kept;
+    if (kept) REQUIRE(m[i] == doctest::Approx(1.0 / 0.75));
+    REQUIRE(y[i] == doctest::Approx(x[i] * m[i]));
+    REQUIRE(dx[i] == doctest::Approx(dy[i] * m[i]));
+  }
+  // 20000 Bernoulli(0.25) draws: the count is within 5 standard deviations (~61) of 5000
+  CHECK(std::abs(double(dropped) - 5000.0) < 310.0);
+  // another forward draws another mask
+  L::forward(s, gx.data(), gy.data(), run_info{batch, true, &gen});
+  CHECK(to_host(mask, n) != m);
+  // inference: the identity, forward and backward
+  L::forward(s, gx.data(), gy.data(), run_info{batch, false, &gen});
+  CHECK(to_host(gy, n) == x);
+  L::backward(s, gx.data(), gy.data(), gdy.data(), gdx.data(), run_info{batch, false, &gen});
+  CHECK(to_host(gdx, n) == dy);
+}
+
+TEST_CASE("batch_norm on the device matches the CPU layer (training and inference, forward and backward)") {
+  CTNN_REQUIRE_DEVICE();
+  using In = ctnn::shape<5, 4, 6>;
+  using spec = ctnn::batch_normalization<0.9, 1e-3>;
+  using LC = spec::bind<In, ctnn::precision::float32, ctnn::cpu<>>;
+  using LG = spec::bind<In, ctnn::precision::float32, dev>;
+  constexpr std::size_t C = 6;
+  const std::size_t batch = 7, n = batch * In::size;
+  const auto x = random_values(n, 100, -2.0f, 3.0f), dy = random_values(n, 101);
+  for (bool training : {true, false}) {
+    INFO("training = " << training);
+    // parameters gamma, beta; state moving mean, variance; cache 2C (the CPU layer uses 2C of it)
+    std::vector<float> params = random_values(2 * C, 102, 0.5f, 1.5f), state = random_values(2 * C, 103, 0.1f, 1.0f),
+                       grads(2 * C), cache(2 * C), y(n), dx(n);
+    auto gp = to_device<float>(params), gs = to_device<float>(state);
+    ctnn::device_buffer<float> gg(2 * C), gc(2 * C), gy(n), gdx(n);
+    auto gx = to_device<float>(x), gdy = to_device<float>(dy);
+    layer_slot<float> sc{params.data(), grads.data(), state.data(), cache.data()};
+    layer_slot<float> sg{gp.data(), gg.data(), gs.data(), gc.data()};
+    const run_info r{batch, training, nullptr};
+    LC::forward(sc, x.data(), y.data(), r);
+    LG::forward(sg, gx.data(), gy.data(), r);
+    CHECK_CLOSE(float, to_host(gy, n), y);
+    CHECK_CLOSE(float, to_host(gs, 2 * C), state);
+    auto d = dy;
+    LC::backward(sc, x.data(), y.data(), d.data(), dx.data(), r);
+    LG::backward(sg, gx.data(), gy.data(), gdy.data(), gdx.data(), r);
+    CHECK_CLOSE(float, to_host(gg, 2 * C), grads);
+    CHECK_CLOSE(float, to_host(gdx, n), dx);
+  }
+}
+
+namespace {
+using mlp = ctnn::sequential<ctnn::input<12>, ctnn::dense<16, ctnn::relu>, ctnn::dense<8, ctnn::tanh>, ctnn::dense<4>>;
+using cnn = ctnn::sequential<ctnn::input<8, 8, 2>, ctnn::conv2d<4, 3, 3, 1, ctnn::padding::same, ctnn::relu>, ctnn::max_pool2d<2>, ctnn::flatten,
+                             ctnn::dense<5, ctnn::sigmoid>, ctnn::dense<3>>;
+
+template <class Net>
+auto dataset(std::size_t n, std::uint32_t seed) {
+  constexpr std::size_t K = Net::output_type::size;
+  std::vector<std::int32_t> labels(n);
+  for (std::size_t i = 0; i < n; ++i) labels[i] = std::int32_t((i * 5 + seed) % K);
+  return ctnn::data::in_memory<typename Net::input_type, ctnn::sparse_labels, float>(
+      random_values(n * Net::input_type::size, seed), labels);
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("a device model starts from the CPU model's bits and its forward and backward match", Net, mlp, cnn) {
+  CTNN_REQUIRE_DEVICE();
+  auto cm = ctnn::make_model<Net>(3);
+  auto gm = ctnn::make_model<Net, ctnn::precision::float32, dev>(3);
+  const auto cp = std::vector<float>(cm.parameters().begin(), cm.parameters().end());
+  CHECK(gm.download(ctnn::role::parameter) == cp);
+  constexpr std::size_t in = Net::input_type::size, out = Net::output_type::size;
+  const std::size_t batch = 9;
+  const auto x = random_values(batch * in, 110);
+  const auto want = cm.predict(x.data(), batch);
+  CHECK_CLOSE(float, gm.predict(x.data(), batch), want);
+  // inference as a captured CUDA graph: the same bits as the plain forward, and it sees new values in x
+  {
+    auto gx = to_device<float>(x);
+    ctnn::device_buffer<float> y1(batch * out), y2(batch * out);
+    ctnn::ops<dev>::copy(gm.forward(gx.data(), batch, false), y1.data(), batch * out);
+    ctnn::ops<dev>::copy(gm.forward_graph(gx.data(), batch), y2.data(), batch * out);
+    CHECK(to_host(y2, batch * out) == to_host(y1, batch * out));
+    const auto x2 = random_values(batch * in, 112);
+    gx.upload(x2.data(), x2.size());
+    ctnn::ops<dev>::copy(gm.forward_graph(gx.data(), batch), y2.data(), batch * out);
+    CHECK(gm.captured_graphs() == 1);
+    CHECK_CLOSE(float, to_host(y2, batch * out), cm.predict(x2.data(), batch));
+  }
+  // one backward from the same output gradient
+  const auto dy = random_values(batch * out, 111);
+  cm.forward(x.data(), batch, true);
+  std::copy(dy.begin(), dy.end(), cm.output_gradient());
+  cm.backward();
+  auto gx = to_device<float>(x);
+  gm.forward(gx.data(), batch, true);
+  ctnn::cuda_device_memory::copy(gm.output_gradient(), dy.data(), dy.size() * sizeof(float));
+  gm.backward();
+  CHECK_CLOSE(float, gm.download(ctnn::role::gradient),
+              std::vector<float>(cm.gradients().begin(), cm.gradients().end()));
+}
+
+TEST_CASE_TEMPLATE("a uniform 16-bit model on the device predicts as the float CPU model", H, __half, __nv_bfloat16) {
+  CTNN_REQUIRE_DEVICE();
+  // Every layer in H (weights, activations; float32 inside the GEMMs and
+  // kernels): the parameters are the float model's draws rounded to H.
+  auto cm = ctnn::make_model<mlp>(3);
+  auto hm = ctnn::make_model<mlp, ctnn::precision::policy<H>, dev>(3);
+  const std::size_t batch = 16;
+  const auto x = rounded<H>(random_values(batch * 12, 140));
+  std::vector<H> hx(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) hx[i] = ctnn::cuda_detail::store<H>(x[i]);
+  const auto want = cm.predict(x.data(), batch);
+  const auto got_h = hm.predict(hx.data(), batch);
+  std::vector<float> got(got_h.size());
+  for (std::size_t i = 0; i < got.size(); ++i) got[i] = ctnn::cuda_detail::load(got_h[i]);
+  // three layers of rounding (weights, each activation): 8 units of the significand at the largest output
+  const double tol = std::is_same_v<H, __half> ? 8.0 / 1024 : 8.0 / 128;
+  const double e = relative_error(got, want);
+  INFO(ctnn::storage<H>::name << " model: relative error " << e);
+  CHECK(e <= tol);
+}
+
+TEST_CASE_TEMPLATE("fit on the device follows the CPU fit (every optimizer, with_options' phases), with the same update count", Net, mlp, cnn) {
+  CTNN_REQUIRE_DEVICE();
+  const auto data = dataset<Net>(100, 120).batch(16);  // 7 steps, the last of 4 samples
+  const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
+  auto run = [&](auto make_opt, const char* what) {
+    INFO(what);
+    auto cm = ctnn::make_model<Net>(5);
+    auto gm = ctnn::make_model<Net, ctnn::precision::float32, dev>(5);
+    auto o1 = make_opt();
+    auto o2 = make_opt();
+    const auto hc = ctnn::fit(cm, loss, o1, data, ctnn::epochs{2});
+    const auto hg = ctnn::fit(gm, loss, o2, data, ctnn::epochs{2});
+    CHECK(gm.optimizer_iterations() == cm.optimizer_iterations());
+    // 14 updates from the same start: float32 round-off of another summation order, not more
+    const double e = relative_error(gm.download(ctnn::role::parameter),
+                                    std::vector<float>(cm.parameters().begin(), cm.parameters().end()));
+    INFO("parameters' relative error " << e);
+    CHECK(e < 1e-4);
+    for (std::size_t k = 0; k < 2; ++k)
+      CHECK(hg.values.at("loss")[k] == doctest::Approx(hc.values.at("loss")[k]).epsilon(1e-4));
+    const auto ec = ctnn::evaluate(cm, loss, data);
+    const auto eg = ctnn::evaluate(gm, loss, data);
+    CHECK(eg["loss"] == doctest::Approx(ec["loss"]).epsilon(1e-4));
+    for (const char* k : {"data_seconds", "device_wait_seconds", "compute_seconds", "accuracy"})
+      CHECK(hg.values.count(k) == 1);
+  };
+  run([] { return ctnn::adam{1e-2}; }, "adam");
+  run([] { return ctnn::sgd{0.05, 0.9, true}; }, "sgd nesterov");
+  run([] {
+    return ctnn::with_options{ctnn::adam{1e-2}, {.clipnorm = 0.05, .weight_decay = 0.01, .gradient_accumulation_steps = 2,
+                                                 .use_ema = true, .ema_overwrite_frequency = 3}};
+  }, "adam with clipnorm, weight decay, accumulation, EMA");
+  run([] { return ctnn::with_options{ctnn::rmsprop{1e-2}, {.global_clipnorm = 0.1, .count_micro_steps = false}}; },
+      "rmsprop with global_clipnorm");
+  run([] { return ctnn::with_options{ctnn::adagrad{0.1}, {.clipvalue = 0.01}}; }, "adagrad with clipvalue");
+}
+
+TEST_CASE("fit on the device stops with the CPU's errors: a non-finite loss, a label out of range") {
+  CTNN_REQUIRE_DEVICE();
+  const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
+  auto xs = random_values(40 * 12, 130);
+  xs[5 * 12 + 3] = std::nanf("");
+  std::vector<std::int32_t> labels(40, 1);
+  const auto bad_x = ctnn::data::in_memory<ctnn::shape<12>, ctnn::sparse_labels, float>(xs, labels).batch(8);
+  auto gm = ctnn::make_model<mlp, ctnn::precision::float32, dev>(1);
+  ctnn::adam opt{1e-3};
+  CHECK_THROWS_WITH_AS(ctnn::fit(gm, loss, opt, bad_x, ctnn::epochs{1}), doctest::Contains("epoch 1, step 1"),
+                       ctnn::numeric_error);
+  labels[30] = 4;
+  const auto bad_y =
+      ctnn::data::in_memory<ctnn::shape<12>, ctnn::sparse_labels, float>(random_values(40 * 12, 131), labels).batch(8);
+  auto gm2 = ctnn::make_model<mlp, ctnn::precision::float32, dev>(1);
+  CHECK_THROWS_AS(ctnn::fit(gm2, loss, opt, bad_y, ctnn::epochs{1}), std::out_of_range);
+}
+
+TEST_CASE("the Fashion-MNIST MLP (784-256-128-10) trained on the device reaches 0.88 test accuracy") {
+  CTNN_REQUIRE_DEVICE();
+  const std::filesystem::path dir = CTNN_FASHION_MNIST_DIR;
+  if (!std::filesystem::exists(dir / "train-images-idx3-ubyte.gz")) {
+    MESSAGE("CTNN_SKIP: " << dir.string() << " has no Fashion-MNIST files");
+    return;
+  }
+  using net = ctnn::sequential<ctnn::input<28, 28>, ctnn::flatten, ctnn::dense<256, ctnn::relu>,
+                               ctnn::dense<128, ctnn::relu>, ctnn::dense<10>>;
+  const auto train = ctnn::data::fashion_mnist::train(dir).shuffle(1).batch(64);
+  const auto test = ctnn::data::fashion_mnist::test(dir).batch(1000);
+  auto m = ctnn::make_model<net, ctnn::precision::float32, dev>(42);
+  ctnn::adam opt{ctnn::exponential_decay{1e-3, 5000, 0.7, false}};
+  const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
+  const auto h = ctnn::fit(m, loss, opt, train, ctnn::epochs{10});
+  const auto r = ctnn::evaluate(m, loss, test);
+  MESSAGE("device MLP: test accuracy " << r["accuracy"] << ", last epoch " << h.values.at("seconds").back()
+                                       << " s (compute " << h.values.at("compute_seconds").back() << " s, data "
+                                       << h.values.at("data_seconds").back() << " s, device wait "
+                                       << h.values.at("device_wait_seconds").back() << " s)");
+  CHECK(r["accuracy"] >= 0.88);
+}

@@ -1,0 +1,329 @@
+// ops<cuda<90>> against the CPU reference (ops<cpu<>> and kernels/cpu/*_reference.hpp),
+// on the host: float32 within 1e-5, half and bfloat16 within tolerance<T>() (cuda_test.hpp).
+#include "cuda_test.hpp"
+
+#include <ctnn/kernels/cpu/activations_reference.hpp>
+#include <ctnn/kernels/cpu/conv_reference.hpp>
+#include <ctnn/kernels/cpu/reference.hpp>
+
+using namespace ctnn_test;
+using G = ctnn::ops<ctnn::cuda<90>>;
+using C = ctnn::ops<ctnn::cpu<>>;
+namespace ref = ctnn::kernels::reference;
+
+#define CTNN_STORAGE_TYPES float, __half, __nv_bfloat16
+
+TEST_CASE_TEMPLATE("dense forward (bias, bias + relu epilogues) matches the CPU", T, CTNN_STORAGE_TYPES) {
+  CTNN_REQUIRE_DEVICE();
+  constexpr std::size_t K = 37, N = 19;  // odd sizes: unaligned bias, the unfused fallback may run
+  for (std::size_t m : {1, 33, 256}) {
+    const auto x = rounded<T>(random_values(m * K, 1)), w = rounded<T>(random_values(K * N, 2)),
+               b = rounded<T>(random_values(N, 3));
+    auto dx = to_device<T>(x), dw = to_device<T>(w), db = to_device<T>(b);
+    ctnn::device_buffer<T> dy(m * N);
+    std::vector<float> want(m * N);
+    ref::gemm_nn(x.data(), w.data(), b.data(), want.data(), m, K, N);
+    G::dense_forward<K, N>(dx.data(), dw.data(), db.data(), dy.data(), m);
+    CHECK_CLOSE(T, to_host(dy, m * N), want);
+    ref::relu_forward(want.data(), want.size());
+    G::dense_forward<K, N, G::epilogue::relu>(dx.data(), dw.data(), db.data(), dy.data(), m);
+    CHECK_CLOSE(T, to_host(dy, m * N), want);
+    // a bias one element past an aligned address (as in a model's parameter block): the unfused path
+    std::vector<float> b1(N + 1, 0.0f);
+    std::copy(b.begin(), b.end(), b1.begin() + 1);
+    auto db1 = to_device<T>(b1);
+    G::dense_forward<K, N, G::epilogue::relu>(dx.data(), dw.data(), db1.data() + 1, dy.data(), m);
+    CHECK_CLOSE(T, to_host(dy, m * N), want);
+  }
+}
+
+TEST_CASE_TEMPLATE("dense forward on Tensor Core shapes (784-256-128-10) matches the CPU", T, CTNN_STORAGE_TYPES) {
+  CTNN_REQUIRE_DEVICE();
+  constexpr std::size_t K = 784, N = 256;
+  const std::size_t m = 128;
+  const auto x = rounded<T>(random_values(m * K, 4, 0.0f, 1.0f)), w = rounded<T>(random_values(K * N, 5, -0.08f, 0.08f)),
+             b = rounded<T>(random_values(N, 6));
+  auto dx = to_device<T>(x), dw = to_device<T>(w), db = to_device<T>(b);
+  ctnn::device_buffer<T> dy(m * N);
+  std::vector<float> want(m * N);
+  ref::gemm_nn(x.data(), w.data(), b.data(), want.data(), m, K, N);
+  ref::relu_forward(want.data(), want.size());
+  G::dense_forward<K, N, G::epilogue::relu>(dx.data(), dw.data(), db.data(), dy.data(), m);
+  CHECK_CLOSE(T, to_host(dy, m * N), want);
+}
+
+TEST_CASE_TEMPLATE("dense backward (weights, bias, input) matches the CPU", T, CTNN_STORAGE_TYPES) {
+  CTNN_REQUIRE_DEVICE();
+  constexpr std::size_t K = 45, N = 24;
+  for (std::size_t m : {1, 70}) {
+    const auto x = rounded<T>(random_values(m * K, 7)), w = rounded<T>(random_values(K * N, 8)),
+               d = rounded<T>(random_values(m * N, 9));
+    auto dx = to_device<T>(x), dw = to_device<T>(w), dd = to_device<T>(d);
+    ctnn::device_buffer<T> gw(K * N), gb(N), gx(m * K);
+    std::vector<float> want_w(K * N), want_b(N), want_x(m * K);
+    ref::gemm_tn(x.data(), d.data(), want_w.data(), m, K, N);
+    ref::col_sum(d.data(), want_b.data(), m, N);
+    ref::gemm_nt(d.data(), w.data(), want_x.data(), m, K, N);
+    G::dense_backward_weights<K, N>(dx.data(), dd.data(), gw.data(), gb.data(), m);
+    G::dense_backward_input<K, N>(dd.data(), dw.data(), gx.data(), m);
+    CHECK_CLOSE(T, to_host(gw, K * N), want_w);
+    CHECK_CLOSE(T, to_host(gb, N), want_b);
+    CHECK_CLOSE(T, to_host(gx, m * K), want_x);
+  }
+}
+
+TEST_CASE_TEMPLATE("the naive GEMM (cuBLASLt's last-resort fallback) matches the CPU in the three dense products", T,
+                   CTNN_STORAGE_TYPES) {
+  CTNN_REQUIRE_DEVICE();
+  const int K = 21, N = 13, m = 9;
+  const auto x = rounded<T>(random_values(m * K, 15)), w = rounded<T>(random_values(K * N, 16)),
+             d = rounded<T>(random_values(m * N, 17));
+  auto gx = to_device<T>(x), gw = to_device<T>(w), gd = to_device<T>(d);
+  ctnn::device_buffer<T> y(m * N), dw(K * N), dx(m * K);
+  std::vector<float> want_y(m * N), want_w(K * N), want_x(m * K);
+  ref::gemm_nn(x.data(), w.data(), static_cast<const float*>(nullptr), want_y.data(), m, K, N);
+  ref::gemm_tn(x.data(), d.data(), want_w.data(), m, K, N);
+  ref::gemm_nt(d.data(), w.data(), want_x.data(), m, K, N);
+  const cudaStream_t s = G::stream();
+  ctnn::cuda_detail::naive_gemm<T><<<4, 64, 0, s>>>(false, false, N, m, K, gw.data(), N, gx.data(), K, y.data(), N);
+  ctnn::cuda_detail::naive_gemm<T><<<4, 64, 0, s>>>(false, true, N, K, m, gd.data(), N, gx.data(), K, dw.data(), N);
+  ctnn::cuda_detail::naive_gemm<T><<<4, 64, 0, s>>>(true, false, K, m, N, gw.data(), N, gd.data(), N, dx.data(), K);
+  CTNN_CUDA_CHECK(cudaGetLastError());
+  CHECK_CLOSE(T, to_host(y, m * N), want_y);
+  CHECK_CLOSE(T, to_host(dw, K * N), want_w);
+  CHECK_CLOSE(T, to_host(dx, m * K), want_x);
+}
+
+TEST_CASE_TEMPLATE("activations forward and backward match the CPU", T, CTNN_STORAGE_TYPES) {
+  CTNN_REQUIRE_DEVICE();
+  const std::size_t rows = 37, cols = 13, n = rows * cols;
+  const auto z = rounded<T>(random_values(n, 10, -4.0f, 4.0f)), d = rounded<T>(random_values(n, 11));
+  auto run = [&](auto fwd, auto bwd, auto rfwd, auto rbwd, const char* what) {
+    INFO(what);
+    auto dz = to_device<T>(z), dd = to_device<T>(d);
+    std::vector<float> y = z, g = d;
+    rfwd(y.data());
+    fwd(dz.data());
+    const auto got_y = to_host(dz, n);
+    CHECK_CLOSE(T, got_y, y);
+    // backward from the device's own outputs, so only the backward's error is measured
+    std::vector<float> yy = got_y;
+    rbwd(yy.data(), g.data());
+    bwd(dz.data(), dd.data());
+    CHECK_CLOSE(T, to_host(dd, n), g);
+  };
+  run([&](T* p) { G::relu_forward(p, n); }, [&](const T* y, T* p) { G::relu_backward(y, p, n); },
+      [&](float* p) { ref::relu_forward(p, n); }, [&](const float* y, float* p) { ref::relu_backward(y, p, n); }, "relu");
+  run([&](T* p) { G::leaky_relu_forward(p, n, 0.2f); }, [&](const T* y, T* p) { G::leaky_relu_backward(y, p, n, 0.2f); },
+      [&](float* p) { ref::leaky_relu_forward(p, n, 0.2f); },
+      [&](const float* y, float* p) { ref::leaky_relu_backward(y, p, n, 0.2f); }, "leaky_relu");
+  run([&](T* p) { G::sigmoid_forward(p, n); }, [&](const T* y, T* p) { G::sigmoid_backward(y, p, n); },
+      [&](float* p) { ref::sigmoid_forward(p, n); }, [&](const float* y, float* p) { ref::sigmoid_backward(y, p, n); },
+      "sigmoid");
+  run([&](T* p) { G::tanh_forward(p, n); }, [&](const T* y, T* p) { G::tanh_backward(y, p, n); },
+      [&](float* p) { ref::tanh_forward(p, n); }, [&](const float* y, float* p) { ref::tanh_backward(y, p, n); }, "tanh");
+  run([&](T* p) { G::softmax_forward(p, rows, cols); }, [&](const T* y, T* p) { G::softmax_backward(y, p, rows, cols); },
+      [&](float* p) { ref::softmax_forward(p, rows, cols); },
+      [&](const float* y, float* p) { ref::softmax_backward(y, p, rows, cols); }, "softmax");
+}
+
+TEST_CASE_TEMPLATE("sparse softmax cross-entropy (float32 inside) matches the CPU loss", T, CTNN_STORAGE_TYPES) {
+  CTNN_REQUIRE_DEVICE();
+  constexpr std::size_t rows = 50, cols = 10;
+  const auto z = rounded<T>(random_values(rows * cols, 12, -8.0f, 8.0f));
+  std::vector<std::int32_t> labels(rows);
+  for (std::size_t i = 0; i < rows; ++i) labels[i] = std::int32_t((i * 7) % cols);
+  std::vector<float> want_d(rows * cols);
+  double want = 0;
+  const double scale = 1.0 / rows;
+  for (std::size_t i = 0; i < rows; ++i) {
+    const std::int32_t l = labels[i];
+    want += ctnn::kernels::cpu::crossentropy_logits_row_reference(
+        z.data() + i * cols, [l](std::size_t j) { return j == std::size_t(l) ? 1.0 : 0.0; }, cols,
+        want_d.data() + i * cols, scale);
+  }
+  auto dz = to_device<T>(z);
+  ctnn::device_buffer<std::int32_t> dl(rows);
+  dl.upload(labels.data(), rows);
+  ctnn::device_buffer<T> dd(rows * cols);
+  const double got = G::sparse_crossentropy_logits(dz.data(), dl.data(), dd.data(), rows, cols, float(scale));
+  CHECK(std::abs(got - want) <= 1e-5 * std::abs(want));
+  CHECK_CLOSE(T, to_host(dd, rows * cols), want_d);
+  labels[17] = 10;  // out of range
+  dl.upload(labels.data(), rows);
+  CHECK_THROWS_WITH_AS(G::sparse_crossentropy_logits(dz.data(), dl.data(), dd.data(), rows, cols, float(scale)),
+                       doctest::Contains("sample 17"), std::out_of_range);
+}
+
+// ---- optimizer updates: the device against kernels/cpu/updates.hpp, float32 ----
+namespace {
+struct update_case {
+  std::vector<float> w, g, s1, s2, s3;
+  static update_case make(std::size_t n, std::uint32_t seed) {
+    update_case c;
+    c.w = random_values(n, seed);
+    c.g = random_values(n, seed + 1);
+    c.s1 = random_values(n, seed + 2, 0.0f, 0.5f);
+    c.s2 = random_values(n, seed + 3, 0.0f, 0.5f);
+    c.s3 = random_values(n, seed + 4, 0.0f, 0.5f);
+    return c;
+  }
+};
+}  // namespace
+
+TEST_CASE("every optimizer update and option matches the CPU, and reports non-finite weights") {
+  CTNN_REQUIRE_DEVICE();
+  const std::size_t n = 1000;
+  auto check = [&](const char* what, auto dev, auto cpu) {
+    INFO(what);
+    auto c = update_case::make(n, 20);
+    auto w = to_device<float>(c.w), g = to_device<float>(c.g), a = to_device<float>(c.s1), b = to_device<float>(c.s2),
+         h = to_device<float>(c.s3);
+    const bool fin = dev(w.data(), g.data(), a.data(), b.data(), h.data());
+    const bool cfin = cpu(c.w.data(), c.g.data(), c.s1.data(), c.s2.data(), c.s3.data());
+    CHECK(fin == cfin);
+    CHECK_CLOSE(float, to_host(w, n), c.w);
+    CHECK_CLOSE(float, to_host(a, n), c.s1);
+    CHECK_CLOSE(float, to_host(b, n), c.s2);
+    CHECK_CLOSE(float, to_host(h, n), c.s3);
+  };
+  for (bool ams : {false, true})
+    check(ams ? "adam amsgrad" : "adam",
+          [&](float* w, float* g, float* m, float* v, float* vh) { return G::adam_update(w, g, m, v, vh, n, 1e-3f, 0.1f, 1e-3f, 1e-7f, ams); },
+          [&](float* w, float* g, float* m, float* v, float* vh) { return C::adam_update(w, g, m, v, vh, n, 1e-3f, 0.1f, 1e-3f, 1e-7f, ams); });
+  check("adagrad", [&](float* w, float* g, float* a, float*, float*) { return G::adagrad_update(w, g, a, n, 0.01f, 1e-7f); },
+        [&](float* w, float* g, float* a, float*, float*) { return C::adagrad_update(w, g, a, n, 0.01f, 1e-7f); });
+  for (float mom : {0.0f, 0.9f})
+    for (bool nest : {false, true})
+      check("sgd", [&](float* w, float* g, float* m, float*, float*) { return G::sgd_update(w, g, m, n, 0.01f, mom, nest); },
+            [&](float* w, float* g, float* m, float*, float*) { return C::sgd_update(w, g, m, n, 0.01f, mom, nest); });
+  for (float mom : {0.0f, 0.5f})
+    for (bool centered : {false, true})
+      check("rmsprop",
+            [&](float* w, float* g, float* v, float* mb, float* av) { return G::rmsprop_update(w, g, v, mb, av, n, 1e-3f, 0.9f, 0.1f, 1e-7f, mom, centered); },
+            [&](float* w, float* g, float* v, float* mb, float* av) { return C::rmsprop_update(w, g, v, mb, av, n, 1e-3f, 0.9f, 0.1f, 1e-7f, mom, centered); });
+  // a NaN gradient makes a weight NaN: the flag says so, on both
+  auto c = update_case::make(n, 30);
+  c.g[123] = std::nanf("");
+  auto w = to_device<float>(c.w), g = to_device<float>(c.g), m = to_device<float>(c.s1);
+  CHECK_FALSE(G::sgd_update(w.data(), g.data(), m.data(), n, 0.01f, 0.0f, false));
+  CHECK_FALSE(C::sgd_update(c.w.data(), c.g.data(), c.s1.data(), n, 0.01f, 0.0f, false));
+  // and the next clean update reports finite again (the flag is per call)
+  auto w2 = to_device<float>(random_values(n, 31)), g2 = to_device<float>(random_values(n, 32));
+  CHECK(G::sgd_update(w2.data(), g2.data(), m.data(), n, 0.01f, 0.0f, false));
+
+  // the options' phases: norms, clipping, accumulation, moving average
+  const auto v = random_values(n, 40);
+  double sq = 0;
+  for (float x : v) sq += double(x) * x;
+  auto dv = to_device<float>(v);
+  CHECK(std::abs(G::sum_squares(dv.data(), n) - sq) <= 1e-5 * sq);
+  G::clip_by_norm(dv.data(), n, 1.0);
+  CHECK(std::abs(G::sum_squares(dv.data(), n) - 1.0) <= 1e-5);
+  auto cv = to_device<float>(v);
+  G::clip_value(cv.data(), n, 0.25f);
+  auto want = v;
+  for (auto& x : want) x = std::clamp(x, -0.25f, 0.25f);
+  CHECK_CLOSE(float, to_host(cv, n), want);
+  auto acc = to_device<float>(std::vector<float>(n, 0.0f)), gg = to_device<float>(v);
+  G::accumulate(acc.data(), gg.data(), n);
+  G::accumulated_mean(gg.data(), acc.data(), n, 0.5f);  // (v + v) / 2 = v, acc zeroed
+  CHECK_CLOSE(float, to_host(gg, n), v);
+  CHECK(to_host(acc, n) == std::vector<float>(n, 0.0f));
+  auto avg = to_device<float>(std::vector<float>(n, 1.0f));
+  G::moving_average(avg.data(), gg.data(), n, 0.75f);
+  for (auto& x : want = v) x = 0.75f + 0.25f * x;
+  CHECK_CLOSE(float, to_host(avg, n), want);
+}
+
+TEST_CASE_TEMPLATE("the updates in 16-bit storage match the CPU from the same rounded values", T, __half, __nv_bfloat16) {
+  CTNN_REQUIRE_DEVICE();
+  const std::size_t n = 512;
+  auto c = update_case::make(n, 50);
+  for (auto* v : {&c.w, &c.g, &c.s1, &c.s2, &c.s3}) *v = rounded<T>(*v);
+  auto w = to_device<T>(c.w), g = to_device<T>(c.g), m = to_device<T>(c.s1), v = to_device<T>(c.s2), h = to_device<T>(c.s3);
+  CHECK(G::adam_update(w.data(), g.data(), m.data(), v.data(), h.data(), n, 1e-2f, 0.1f, 1e-3f, 1e-7f, false));
+  CHECK(C::adam_update(c.w.data(), c.g.data(), c.s1.data(), c.s2.data(), c.s3.data(), n, 1e-2f, 0.1f, 1e-3f, 1e-7f, false));
+  CHECK_CLOSE(T, to_host(w, n), c.w);
+  CHECK_CLOSE(T, to_host(m, n), c.s1);
+}
+
+// ---- convolution and pooling: geometries with padding and strides ----
+namespace {
+constexpr ctnn::kernels::conv_geometry conv_valid{7, 6, 3, 5, 3, 3, 1, 5, 4, 0, 0};
+constexpr ctnn::kernels::conv_geometry conv_same_s2{7, 6, 3, 4, 3, 3, 2, 4, 3, 1, 1};
+constexpr ctnn::kernels::conv_geometry pool_22{6, 8, 5, 5, 2, 2, 2, 3, 4, 0, 0};
+constexpr ctnn::kernels::conv_geometry pool_33_s2_same{7, 7, 4, 4, 3, 3, 2, 4, 4, 1, 1};
+constexpr ctnn::kernels::conv_geometry pool_33_s1{5, 5, 2, 2, 3, 3, 1, 3, 3, 0, 0};
+}  // namespace
+
+template <ctnn::kernels::conv_geometry Geo, class T>
+void check_conv() {
+  const std::size_t batch = 3;
+  const auto x = rounded<T>(random_values(batch * Geo.in_size(), 60)), w = rounded<T>(random_values(Geo.patch() * Geo.f, 61)),
+             b = rounded<T>(random_values(Geo.f, 62)), dy = rounded<T>(random_values(batch * Geo.out_size(), 63));
+  std::vector<float> y(batch * Geo.out_size()), dw(Geo.patch() * Geo.f), db(Geo.f), dx(batch * Geo.in_size());
+  ref::conv_forward(Geo, x.data(), w.data(), b.data(), y.data(), batch);
+  ref::conv_backward(Geo, x.data(), w.data(), dy.data(), dw.data(), db.data(), dx.data(), batch);
+  auto gx = to_device<T>(x), gw = to_device<T>(w), gb = to_device<T>(b), gdy = to_device<T>(dy);
+  ctnn::device_buffer<T> gy(y.size()), cols(batch * Geo.oh * Geo.ow * Geo.patch()), gdw(dw.size()), gdb(db.size()),
+      gdx(dx.size());
+  G::conv_forward<Geo>(gx.data(), gw.data(), gb.data(), gy.data(), cols.data(), batch);
+  CHECK_CLOSE(T, to_host(gy, y.size()), y);
+  G::conv_backward<Geo>(gdy.data(), gw.data(), gdw.data(), gdb.data(), gdx.data(), cols.data(), batch);
+  CHECK_CLOSE(T, to_host(gdw, dw.size()), dw);
+  CHECK_CLOSE(T, to_host(gdb, db.size()), db);
+  CHECK_CLOSE(T, to_host(gdx, dx.size()), dx);
+}
+
+TEST_CASE_TEMPLATE("conv2d (im2col + cuBLASLt + col2im) matches the direct reference", T, CTNN_STORAGE_TYPES) {
+  CTNN_REQUIRE_DEVICE();
+  check_conv<conv_valid, T>();
+  check_conv<conv_same_s2, T>();
+}
+
+template <ctnn::kernels::conv_geometry Geo, class T>
+void check_pool() {
+  const std::size_t batch = 2, nin = batch * Geo.in_size(), nout = batch * Geo.oh * Geo.ow * Geo.c;
+  const auto x = rounded<T>(random_values(nin, 70)), dy = rounded<T>(random_values(nout, 71));
+  // the CPU's scalar loops (their own reference) in float
+  std::vector<float> y(nout), dx(nin), ya(nout), dxa(nin);
+  std::vector<std::uint32_t> idx(nout);
+  ctnn::kernels::cpu::max_pool_forward_scalar<Geo>(x.data(), y.data(), reinterpret_cast<unsigned char*>(idx.data()), batch);
+  ctnn::kernels::cpu::max_pool_backward_scalar<Geo>(reinterpret_cast<const unsigned char*>(idx.data()), dy.data(),
+                                                    dx.data(), batch);
+  ctnn::kernels::cpu::average_pool_forward<Geo>(x.data(), ya.data(), batch);
+  ctnn::kernels::cpu::average_pool_backward<Geo>(dy.data(), dxa.data(), batch);
+  auto gx = to_device<T>(x), gdy = to_device<T>(dy);
+  ctnn::device_buffer<T> gy(nout), gdx(nin);
+  ctnn::device_buffer<std::uint32_t> gidx(nout);
+  G::max_pool_forward<Geo>(gx.data(), gy.data(), gidx.data(), batch);
+  CHECK_CLOSE(T, to_host(gy, nout), y);
+  std::vector<std::uint32_t> hidx(nout);
+  gidx.download(hidx.data(), nout);
+  CHECK(hidx == idx);
+  G::max_pool_backward<Geo>(gidx.data(), gdy.data(), gdx.data(), batch);
+  CHECK_CLOSE(T, to_host(gdx, nin), dx);
+  G::average_pool_forward<Geo>(gx.data(), gy.data(), batch);
+  CHECK_CLOSE(T, to_host(gy, nout), ya);
+  G::average_pool_backward<Geo>(gdy.data(), gdx.data(), batch);
+  CHECK_CLOSE(T, to_host(gdx, nin), dxa);
+}
+
+TEST_CASE_TEMPLATE("max and average pooling (valid, same, overlapping) match the CPU", T, CTNN_STORAGE_TYPES) {
+  CTNN_REQUIRE_DEVICE();
+  check_pool<pool_22, T>();
+  check_pool<pool_33_s2_same, T>();
+  check_pool<pool_33_s1, T>();
+  constexpr std::size_t P = 12, Ch = 7, batch = 3;
+  const auto x = rounded<T>(random_values(batch * P * Ch, 80)), dy = rounded<T>(random_values(batch * Ch, 81));
+  std::vector<float> y(batch * Ch), dx(batch * P * Ch);
+  C::global_average_forward<P, Ch>(x.data(), y.data(), batch);
+  C::global_average_backward<P, Ch>(dy.data(), dx.data(), batch);
+  auto gx = to_device<T>(x), gdy = to_device<T>(dy);
+  ctnn::device_buffer<T> gy(y.size()), gdx(dx.size());
+  G::global_average_forward<P, Ch>(gx.data(), gy.data(), batch);
+  G::global_average_backward<P, Ch>(gdy.data(), gdx.data(), batch);
+  CHECK_CLOSE(T, to_host(gy, y.size()), y);
+  CHECK_CLOSE(T, to_host(gdx, dx.size()), dx);
+}
