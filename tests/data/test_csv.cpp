@@ -37,7 +37,7 @@ std::vector<E> all(const data::dataset<E>& d) {
 using S3 = data::sample<shape<3>>;
 }  // namespace
 
-TEST_CASE("from_csv: label first, features after; header, CRLF and blank lines") {
+TEST_CASE("from_csv: label first, features after, header, CRLF and blank lines") {
   tmpdir t;
   const auto f = t.write("a.csv", "label,a,b,c\r\n2, 0.5,1,-3\r\n\r\n0,1e-2,+2,4\r\n");
   auto rows = all(data::from_csv<shape<3>>(f, {.header = true}));

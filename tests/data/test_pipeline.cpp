@@ -46,7 +46,7 @@ std::vector<int> iota(int from, int to) {
 }
 }  // namespace
 
-TEST_CASE("pipeline: the element type carries the sample shape; only batches are a Dataset") {
+TEST_CASE("pipeline: the element type carries the sample shape, only batches are a Dataset") {
   static_assert(data::Sample<S2> && !data::Batch<S2> && data::Batch<B2>);
   static_assert(data::Dataset<data::dataset<B2>>);
   static_assert(!data::Dataset<data::dataset<S2>>);  // fit needs .batch(n)
@@ -74,7 +74,7 @@ TEST_CASE("pipeline: from_tensors checks sizes and yields every sample in order"
   CHECK_FALSE(c.next(s));
 }
 
-TEST_CASE("pipeline: batch packs samples row-major; drop_remainder drops the short last batch") {
+TEST_CASE("pipeline: batch packs samples row-major, drop_remainder drops the short last batch") {
   auto d = numbers(5).batch(2);
   auto c = d.open(0);
   B2 b;
@@ -199,7 +199,7 @@ TEST_CASE("pipeline: fit trains on a pipeline and logs the input verdict") {
 }
 
 // Issue 14, item 2.
-TEST_CASE("pipeline: batch(n) holds what arrives; a batch size that would wrap throws size_error") {
+TEST_CASE("pipeline: batch(n) holds what arrives, a batch size that would wrap throws size_error") {
   CHECK_THROWS_WITH_AS(numbers(3).batch(std::size_t(1) << 62), doctest::Contains("does not fit in 64 bits"), size_error);
   CHECK_THROWS_AS(numbers(3).batch(std::size_t(-1)), std::length_error);
   // 100 samples in a batch of 10 million: one batch of 100, buffers of 100 samples, not 10 million.

@@ -1,7 +1,11 @@
 // tests/docs/doc_blocks.cpp — compiles every C++ code block of Markdown files.
 //
 // Usage: ctnn_doc_blocks --cxx COMPILER --include DIR --root REPO --work DIR
+//                        [--cxxflag FLAG]... [--not-compiled examples/snippets/NAME.cpp]...
 //                        [--expect-fail LINE,LINE,...] FILE.md...
+// --cxxflag adds a compiler flag (the build passes ONNX's definitions when
+// ctnn::onnx exists); --not-compiled names a snippet file whose blocks are only
+// checked against the file (its optional component is missing here).
 //
 // A block is a fence that opens with ```cpp or ```c++. The line just before it
 // may say how the block is completed (blank or other lines: a complete program):
@@ -145,6 +149,8 @@ int main(int argc, char** argv) try {
   std::set<std::size_t> expect_fail;
   bool testing_checker = false;
   std::vector<fs::path> files;
+  std::string extra_flags;
+  std::set<std::string> not_compiled;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -155,6 +161,8 @@ int main(int argc, char** argv) try {
     else if (a == "--include") include = value();
     else if (a == "--root") root = value();
     else if (a == "--work") work = value();
+    else if (a == "--cxxflag") extra_flags += " \"" + value() + "\"";
+    else if (a == "--not-compiled") not_compiled.insert(value());
     else if (a == "--expect-fail") {
       testing_checker = true;
       std::istringstream s(value());
@@ -178,13 +186,20 @@ int main(int argc, char** argv) try {
         failed.insert(b.line);
         continue;
       }
+      if (const auto m = b.marker.find("examples/snippets/"); m != std::string::npos) {
+        const std::string file = b.marker.substr(m, b.marker.find(".cpp", m) + 4 - m);
+        if (not_compiled.count(file)) {
+          std::cout << where << ": equals " << file << " (not compiled: its optional component is missing)\n";
+          continue;
+        }
+      }
       std::string stem = name;
       for (char& c : stem)
         if (c == '/' || c == '.') c = '_';
       const fs::path cpp = work / (stem + "_" + std::to_string(b.line) + ".cpp");
       const fs::path log = work / (stem + "_" + std::to_string(b.line) + ".log");
       std::ofstream(cpp, std::ios::binary) << src;
-      const std::string cmd = "\"" + cxx + "\" -std=c++20 -fsyntax-only -I\"" + include + "\" \"" + cpp.string() +
+      const std::string cmd = "\"" + cxx + "\" -std=c++20 -fsyntax-only" + extra_flags + " -I\"" + include + "\" \"" + cpp.string() +
                               "\" > \"" + log.string() + "\" 2>&1";
       if (std::system(cmd.c_str()) != 0) {
         std::cout << where << ": the block does not compile (" << cpp.string() << "):\n" << read(log) << "\n";

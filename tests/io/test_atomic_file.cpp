@@ -102,7 +102,7 @@ TEST_CASE("write_file_atomically: the temporaries of dead processes are removed 
   CHECK(fs::exists(lookalike));
 }
 
-TEST_CASE("write_file_atomically: kill -9 at random moments never leaves a torn file; the next write cleans up") {
+TEST_CASE("write_file_atomically: kill -9 at random moments never leaves a torn file, the next write cleans up") {
   tmpdir t;
   const fs::path f = t.p / "ckpt";
   std::mt19937 g(14);

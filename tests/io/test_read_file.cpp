@@ -13,7 +13,7 @@
 using namespace ctnn;
 namespace fs = std::filesystem;
 
-TEST_CASE("read_file: bytes of a regular file; directories, devices, missing files and size limits refused, named") {
+TEST_CASE("read_file: bytes of a regular file, directories, devices, missing files and size limits refused, named") {
   const fs::path dir = fs::temp_directory_path() / ("ctnn_read_file_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::ofstream(dir / "f", std::ios::binary) << std::string("abc\0def", 7);

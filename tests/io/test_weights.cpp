@@ -133,7 +133,7 @@ TEST_CASE("version 2 holds logical tensors: names, dtypes, shapes, no padding, s
         std::vector<float>(a.parameters().begin(), a.parameters().end()));
 }
 
-TEST_CASE("weights: the last byte is checksummed; version, dtype, shape and fingerprint mismatches are named") {
+TEST_CASE("weights: the last byte is checksummed, version, dtype, shape and fingerprint mismatches are named") {
   tmpdir t;
   auto a = make_model<net>(1), b = make_model<net>(2);
   const std::vector<float> before(b.parameters().begin(), b.parameters().end());

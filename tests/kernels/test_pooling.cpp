@@ -45,7 +45,7 @@ TEST_CASE("pooling: 2x2 max and average over a 4x4 one-channel input") {
   CHECK(dx == std::vector<float>{2.5f, 2.5f, 5, 5, 2.5f, 2.5f, 5, 5, 7.5f, 7.5f, 10, 10, 7.5f, 7.5f, 10, 10});
 }
 
-TEST_CASE("pooling: overlapping windows add their gradients; ties send it to the first maximum only") {
+TEST_CASE("pooling: overlapping windows add their gradients, ties send it to the first maximum only") {
   {
     // 3x3 input, 2x2 window, stride 1: the centre is the maximum of all four windows.
     constexpr auto o = pool_geom<3, 3, 1, 2, 1, padding::valid>();
@@ -65,7 +65,7 @@ TEST_CASE("pooling: overlapping windows add their gradients; ties send it to the
   CHECK(dx == std::vector<float>{1, 0, 0, 0});
 }
 
-TEST_CASE("pooling: same padding averages only the real positions; channels stay apart") {
+TEST_CASE("pooling: same padding averages only the real positions, channels stay apart") {
   // 3x3 input, 2 channels, 2x2 window, stride 2, same: out 2x2, pad 0 before, 1 after.
   constexpr auto g = pool_geom<3, 3, 2, 2, 2, padding::same>();
   static_assert(g.oh == 2 && g.ow == 2 && g.pt == 0 && g.pl == 0);

@@ -55,7 +55,7 @@ TEST_CASE("dense init: the default is glorot_uniform, drawn exactly as before it
   for (std::size_t i = 0; i < L::kernel_count; ++i) CHECK(a[i] == float(ref.uniform(-limit, limit)));
 }
 
-TEST_CASE("dense init: he_uniform, he_normal, glorot_normal have Keras' variances; options in either order") {
+TEST_CASE("dense init: he_uniform, he_normal, glorot_normal have Keras' variances, options in either order") {
   // fan_in 400, fan_out 300: 120,000 kernel values
   auto stats = [](auto spec) {
     using L = typename decltype(spec)::template bind<shape<400>, float, cpu<>>;

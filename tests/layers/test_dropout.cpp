@@ -46,7 +46,7 @@ TEST_CASE("dropout in training: about Rate of the values dropped, the rest scale
   for (std::size_t i = 0; i < dx.size(); ++i) CHECK(dx[i] == cache[i]);
 }
 
-TEST_CASE("dropout masks are drawn from the generator: same seed, same mask; next draw differs") {
+TEST_CASE("dropout masks are drawn from the generator: same seed, same mask, next draw differs") {
   std::vector<float> x(1000, 1.0f), a(1000), b(1000), c(1000), cache(1000);
   rng g1(42), g2(42);
   layer_slot<float> s{nullptr, nullptr, nullptr, cache.data()};
@@ -57,7 +57,7 @@ TEST_CASE("dropout masks are drawn from the generator: same seed, same mask; nex
   CHECK(a != c);
 }
 
-TEST_CASE("dropout<0> keeps everything; spec text; a missing generator is an error") {
+TEST_CASE("dropout<0> keeps everything, spec text, a missing generator is an error") {
   using Z = dropout<0.0f>::bind<shape<4>, float, cpu<>>;
   std::vector<float> x{1, 2, 3, 4}, y(4), cache(4);
   rng g(3);

@@ -51,7 +51,7 @@ TEST_CASE("a label outside the classes is reported with its sample") {
                        std::out_of_range);
 }
 
-TEST_CASE("categorical cross-entropy equals the sparse one on one-hot targets; batch mean") {
+TEST_CASE("categorical cross-entropy equals the sparse one on one-hot targets, batch mean") {
   const std::vector<double> z{1, 2, 3, 0.5, -1, 2};
   const std::vector<double> onehot{0, 0, 1, 1, 0, 0};
   const std::vector<std::int32_t> labels{2, 0};

@@ -98,7 +98,7 @@ TEST_CASE("decoupled weight decay: w -= w * wd * lr before the update") {
   CHECK(w[0] == doctest::Approx(1.51975));
 }
 
-TEST_CASE("moving average of the weights: first update copies, then m * ema + (1 - m) * w; overwrite and finalize") {
+TEST_CASE("moving average of the weights: first update copies, then m * ema + (1 - m) * w, overwrite and finalize") {
   auto run = [&](int overwrite, int steps) {
     stepper st(with_options{sgd{0.1}, {.use_ema = true, .ema_momentum = 0.5, .ema_overwrite_frequency = overwrite}});
     auto w = st.m.parameters();

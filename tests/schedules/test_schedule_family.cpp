@@ -109,7 +109,7 @@ TEST_CASE("cosine_decay: plain, alpha, Keras 3 warmup") {
   CHECK_THROWS_AS(cosine_decay(0.1, 100, 0.0, -0.2, 10), std::invalid_argument);
 }
 
-TEST_CASE("warmup<S> wraps any schedule; warmup<cosine_decay> equals Keras' cosine warmup") {
+TEST_CASE("warmup<S> wraps any schedule, warmup<cosine_decay> equals Keras' cosine warmup") {
   const warmup w{0.0, 10, cosine_decay{0.2, 100, 0.1}};
   const cosine_decay keras{0.0, 100, 0.1, 0.2, 10};
   for (std::int64_t s : {0, 1, 4, 9, 10, 11, 35, 60, 109, 110, 111, 500}) CHECK(w(s) == doctest::Approx(keras(s)).epsilon(1e-12));

@@ -363,7 +363,7 @@ TEST_CASE("terminate_on_nan: stops fit at the bad batch instead of throwing") {
   CHECK(std::isnan(h2["loss"][0]));
 }
 
-TEST_CASE("progress_bar: Keras' formats; one line per epoch when not a terminal") {
+TEST_CASE("progress_bar: Keras' formats, one line per epoch when not a terminal") {
   CHECK(detail::per_step(0.0123) == "12ms/step");
   CHECK(detail::per_step(2.4) == "2s/step");
   CHECK(detail::per_step(0.00025) == "250us/step");

@@ -37,7 +37,7 @@ std::vector<std::string> lines_of(const std::string& s) {
 }
 }  // namespace
 
-TEST_CASE("epoch_logger: durations never read 0.00s; Keras' short keys") {
+TEST_CASE("epoch_logger: durations never read 0.00s, Keras' short keys") {
   CHECK(detail::duration_text(0.0) == "<1ms");
   CHECK(detail::duration_text(0.0004) == "<1ms");
   CHECK(detail::duration_text(0.0123) == "12ms");
@@ -49,7 +49,7 @@ TEST_CASE("epoch_logger: durations never read 0.00s; Keras' short keys") {
   CHECK(detail::short_key("loss") == "loss");
 }
 
-TEST_CASE("epoch_logger: the compact line fits 80 columns, abbreviated; verbose has every key") {
+TEST_CASE("epoch_logger: the compact line fits 80 columns, abbreviated, verbose has every key") {
   auto m = make_model<tiny>(1);
   sgd opt;
   const auto d = four().batch(2);
@@ -110,7 +110,7 @@ TEST_CASE("epoch_logger: a line with more values than fit continues on indented 
   CHECK(out.str().find("extra_value_11: 0.5000") != std::string::npos);
 }
 
-TEST_CASE("early_stopping: says when and why it stopped, through fit; quiet with verbose = 0") {
+TEST_CASE("early_stopping: says when and why it stopped, through fit, quiet with verbose = 0") {
   auto m = make_model<tiny>(1);
   sgd opt;
   std::ostringstream out;

@@ -98,7 +98,7 @@ TEST_CASE("shuffling draws a new order every epoch, the same for the same seed")
   CHECK(order(0) != order(1));
 }
 
-TEST_CASE("validation data adds val_ keys; timing and input share are logged") {
+TEST_CASE("validation data adds val_ keys, timing and input share are logged") {
   auto m = make_model<xor_net>(7);
   adam opt;
   const auto ds = make_xor().batch(2);
@@ -115,7 +115,7 @@ TEST_CASE("validation data adds val_ keys; timing and input share are logged") {
   CHECK_THROWS_WITH_AS(h["nope"], doctest::Contains("history: no key 'nope'"), std::out_of_range);
 }
 
-TEST_CASE("a validation batch larger than the training batch moves the arena; training carries on") {
+TEST_CASE("a validation batch larger than the training batch moves the arena, training carries on") {
   auto m = make_model<xor_net>(7);
   adam opt{0.05};
   std::vector<float> x;
@@ -132,7 +132,7 @@ TEST_CASE("a validation batch larger than the training batch moves the arena; tr
   CHECK(h["loss"].back() < 0.05);
 }
 
-TEST_CASE("callbacks: hooks are called in order; stop_training ends early") {
+TEST_CASE("callbacks: hooks are called in order, stop_training ends early") {
   auto m = make_model<xor_net>(7);
   adam opt;
   hook_recorder rec;

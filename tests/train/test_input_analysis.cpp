@@ -21,7 +21,7 @@ TEST_CASE("input_analysis: thresholds of the TF profiler (20% highly, 5% moderat
 
 using net = sequential<input<2>, dense<2>>;
 
-TEST_CASE("input_analysis: fit logs input_bound; history and epoch_logger give the verdict") {
+TEST_CASE("input_analysis: fit logs input_bound, history and epoch_logger give the verdict") {
   data::in_memory<shape<2>, sparse_labels> d(std::vector<float>{0, 1, 1, 0, 1, 1, 0, 0}, std::vector<int>{0, 1, 1, 0});
   auto m = make_model<net>(1);
   sgd opt;

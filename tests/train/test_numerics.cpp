@@ -46,7 +46,7 @@ TEST_CASE("fit: a NaN or -Inf input value stops training at the step that took i
   }
 }
 
-TEST_CASE("fit: finite data trains without a numeric_error; the parameters stay finite") {
+TEST_CASE("fit: finite data trains without a numeric_error, the parameters stay finite") {
   auto m = make_model<net>(3);
   adam opt;
   fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt, data_with(~std::size_t(0), 0).batch(8), epochs{3});

@@ -104,7 +104,7 @@ struct recording_hook {
 };
 }  // namespace
 
-TEST_CASE("train_step: hooks run in their phases; a loss scale undone in transform_gradients changes nothing") {
+TEST_CASE("train_step: hooks run in their phases, a loss scale undone in transform_gradients changes nothing") {
   std::vector<std::string> log;
   recording_hook h{&log, 1024.0};
   static_assert(StepHook<recording_hook, model<net>>);

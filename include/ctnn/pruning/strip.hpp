@@ -1,7 +1,7 @@
 // ctnn/pruning/strip.hpp — strip_pruning: a trained pruned model to a compact network type.
 //
 // stripped_t<Net> replaces, in a network type, every
-//   prune_low_magnitude<dense<N, Act, Reg>, S, Pattern>  by  sparse_dense<K, N, NNZ, Act>
+//   prune_low_magnitude<dense<N, Act, Options...>, S, Pattern>  by  sparse_dense<K, N, NNZ, Act>
 // where K is the layer's input width and NNZ its pruned_layer's final_nnz (a
 // compile-time constant from the schedule's final sparsity and the pattern),
 // and every prune_low_magnitude<conv2d<...>, ...> by the conv2d itself (its
@@ -44,14 +44,14 @@ template <class L, class S, class P, class Bound>
 struct strip_spec<prune_low_magnitude<L, S, P>, Bound> {
   using type = L;
 };
-template <std::size_t N, class Act, class Reg, class S, class P, class Bound>
-struct strip_spec<prune_low_magnitude<dense<N, Act, Reg>, S, P>, Bound> {
-  using type = sparse_dense<Bound::K, N, Bound::final_nnz, Act>;
+template <long long N, class Act, class O1, class O2, class S, class P, class Bound>
+struct strip_spec<prune_low_magnitude<dense<N, Act, O1, O2>, S, P>, Bound> {
+  using type = sparse_dense<Bound::K, static_cast<std::size_t>(N), Bound::final_nnz, Act>;
 };
 
-template <std::size_t N, class Act, class Reg, class S, class Bound>
-struct strip_spec<prune_low_magnitude<dense<N, Act, Reg>, S, units>, Bound> {
-  using type = dense<Bound::final_units, Act, Reg>;
+template <long long N, class Act, class O1, class O2, class S, class Bound>
+struct strip_spec<prune_low_magnitude<dense<N, Act, O1, O2>, S, units>, Bound> {
+  using type = dense<static_cast<long long>(Bound::final_units), Act, O1, O2>;
 };
 template <class L>
 constexpr bool units_pruned() {

@@ -25,10 +25,10 @@ template <class Spec, class Bound>
 struct strip_spec_csc {
   using type = typename strip_spec<Spec, Bound>::type;
 };
-template <std::size_t N, class Act, class Reg, class S, class P, class Bound>
+template <long long N, class Act, class O1, class O2, class S, class P, class Bound>
   requires(!std::is_same_v<P, units>)
-struct strip_spec_csc<prune_low_magnitude<dense<N, Act, Reg>, S, P>, Bound> {
-  using type = sparse_dense_csc<Bound::K, N, Bound::final_nnz, Act>;
+struct strip_spec_csc<prune_low_magnitude<dense<N, Act, O1, O2>, S, P>, Bound> {
+  using type = sparse_dense_csc<Bound::K, static_cast<std::size_t>(N), Bound::final_nnz, Act>;
 };
 template <class In, class Bound, class... Ls, std::size_t... I>
 auto strip_all_csc(std::index_sequence<I...>)

@@ -207,8 +207,14 @@ history fit(M&, const L&, O&, const D&, epochs, Extras&&...) {
                 "fit: the 4th argument is not a dataset of batches (data::Dataset); a pipeline of samples needs .batch(n)");
   return {};
 }
+namespace detail {
+// An xtensor expression (it names its expression_tag): ctnn/xtensor.hpp's
+// evaluate(m, loss, x, y, metrics...) takes those, so the fallback below must not.
+template <class D>
+concept tensor_expression = requires { typename D::expression_tag; };
+}  // namespace detail
 template <class M, class L, class D, class... Ms>
-  requires(!data::Dataset<D>)
+  requires(!data::Dataset<D> && !detail::tensor_expression<D>)
 logs evaluate(M&, const L&, const D&, Ms...) {
   static_assert(data::Dataset<D>,
                 "evaluate: the 3rd argument is not a dataset of batches (data::Dataset); a pipeline of samples needs .batch(n)");
