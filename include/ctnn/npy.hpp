@@ -47,6 +47,38 @@ inline std::string dtype_name(const std::string& typestring) {
 // The file's header and values, read by xtensor's reader.
 inline xt::detail::npy_file read(const std::filesystem::path& path, const char* who) {
   const std::string bytes = io::read_file(path, who);
+  // The header first, by xtensor's own parser: a corrupt header announcing a huge
+  // shape is refused here, before xtensor's reader would allocate for it.
+  try {
+    std::istringstream head(bytes);
+    unsigned char major = 0, minor = 0;
+    xt::detail::read_magic(head, &major, &minor);
+    std::string header;
+    if (major == 1 && minor == 0) header = xt::detail::read_header_1_0(head);
+    else if (major == 2 && minor == 0) header = xt::detail::read_header_2_0(head);
+    else throw std::runtime_error("unsupported file format version");
+    std::string typestr;
+    bool fortran = false;
+    std::vector<std::size_t> shape;
+    xt::detail::parse_header(header, typestr, &fortran, shape);
+    const auto start = head.tellg();
+    if (!head || start < 0) throw std::runtime_error("the header is cut short");
+    const std::size_t available = bytes.size() - static_cast<std::size_t>(start);
+    std::size_t announced = typestr.size() > 2 ? static_cast<std::size_t>(std::atoi(typestr.c_str() + 2)) : 1;
+    for (const std::size_t d : shape) {
+      if (d != 0 && announced > available / d) {
+        announced = available + 1;  // more than the file holds (and no overflow)
+        break;
+      }
+      announced *= d;
+    }
+    if (announced > available)
+      throw io_error(who, path, "truncated: the header announces more values than the file holds");
+  } catch (const io_error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw io_error(who, path, std::string("not a valid .npy file (") + e.what() + ")");
+  }
   std::istringstream in(bytes);
   auto f = [&] {
     try {

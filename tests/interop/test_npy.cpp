@@ -77,6 +77,22 @@ TEST_CASE("load_npy: a wrong dtype, rank or shape, a truncated or foreign file i
   }
   CHECK(message_of([&] { load_npy<float, 3>(p); }) ==
         "load_npy: " + p.string() + ": truncated: the header announces more values than the file holds");
+  {
+    // a corrupt header announcing 2^61 values (16 EiB) is refused before anything is allocated for it
+    std::string bytes(xt::dump_npy(inputs(2)));
+    const std::string from = "'shape': (2, 2, 2), ";
+    const std::string to = "'shape': (2305843009213693952,), ";
+    const auto at = bytes.find(from);
+    REQUIRE(at != std::string::npos);
+    bytes.replace(at, from.size(), to);
+    // keep the header length: take the extra characters out of the space padding
+    const auto pad = bytes.find("   ", at);
+    REQUIRE(pad != std::string::npos);
+    bytes.erase(pad, to.size() - from.size());
+    std::ofstream(p, std::ios::binary) << bytes;
+  }
+  CHECK(message_of([&] { load_npy<float, 1>(p); }) ==
+        "load_npy: " + p.string() + ": truncated: the header announces more values than the file holds");
   std::ofstream(p, std::ios::binary) << "hello, this is not numpy";
   CHECK(message_of([&] { load_npy<float, 3>(p); }).starts_with("load_npy: " + p.string() + ": not a valid .npy file ("));
   CHECK(message_of([&] { load_npy<float, 3>(d.path / "missing.npy"); }) ==
