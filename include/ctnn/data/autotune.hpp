@@ -13,8 +13,13 @@
 //     (map parallelism +-1, prefetch depth x2 or /2) for 2 windows, alternating
 //     with 2 fresh windows of the current setting (T B T B), and keeps it
 //     only if its best window is >= 3% faster (a deeper prefetch, which costs
-//     only memory within the budget: if faster at all); a setting tried in a
-//     search is never tried again in it, so a search ends (no oscillation);
+//     only memory within the budget: if faster at all); a trial that comes
+//     within 2 x 3% of the current setting is measured again (one more round
+//     of T B T B, the best window of both rounds deciding), and so is a map
+//     worker more that the measurements predict to help (the consumer
+//     waits and every map worker is busy), so one disturbed window does not
+//     decide; a setting tried in a search is never tried again in it, so a
+//     search ends (no oscillation);
 //   - when no neighbour helps it settles and says, in one line, what it
 //     changed, why it stopped, which resource is the limit and the share of
 //     step time spent waiting; the line is printed when the verdict changes;
@@ -160,6 +165,7 @@ struct autotune_verdict {
 struct autotune_options {
   double gain = 0.03;                  // a neighbour is kept if its best window is this much faster
   std::size_t windows_per_setting = 2;
+  std::size_t extra_rounds = 1;        // more rounds of windows for a trial too close to call
   double drift = 0.25;                 // settled: step time moving by this much ...
   std::size_t drift_windows = 3;       // ... this many windows in a row starts a new search
   double waiting = 0.05;               // below this share of waiting the input is not the bottleneck
@@ -209,19 +215,30 @@ class autotune_policy {
         // Windows alternate between the neighbour and the current setting (T B T B), so a change in
         // the machine's load while it is measured falls on both alike.
         add(on_trial_ ? trial_ : fresh_, w);
-        if (trial_.windows < opt_.windows_per_setting || fresh_.windows < opt_.windows_per_setting) {
-          on_trial_ = fresh_.windows >= opt_.windows_per_setting ||
-                      (trial_.windows < opt_.windows_per_setting && !on_trial_);
+        const std::size_t need = opt_.windows_per_setting * (rounds_ + 1);
+        if (trial_.windows < need || fresh_.windows < need) {
+          on_trial_ = fresh_.windows >= need || (trial_.windows < need && !on_trial_);
           knobs[move_.knob].value = on_trial_ ? move_.to : move_.from;
           return false;
         }
-        base_ = fresh_;
-        fresh_ = {};
-        ++tried_;
         // A deeper prefetch costs only memory (within the budget): kept if faster at all. Anything
         // else (a thread more or less, a shallower queue) must be `gain` faster.
         const bool deeper = kinds_[move_.knob] == knob::prefetch_depth && move_.to > move_.from;
-        if (trial_.best < base_.best * (deeper ? 1.0 : 1 - opt_.gain)) {
+        const double bar = deeper ? 1.0 : 1 - opt_.gain;
+        const bool faster = trial_.best < fresh_.best * bar;
+        if (!faster && measure_again(bar)) {
+          // Not shown faster, but the measurement does not settle it: measure both again (T B T B),
+          // the best window of each over all rounds deciding.
+          ++rounds_;
+          on_trial_ = true;
+          knobs[move_.knob].value = move_.to;
+          return false;
+        }
+        rounds_ = 0;
+        base_ = fresh_;
+        fresh_ = {};
+        ++tried_;
+        if (faster) {
           knobs[move_.knob].value = move_.to;
           base_ = trial_;  // kept: the trial's windows measure the new setting
           last_move_ = move_;
@@ -269,6 +286,21 @@ class autotune_policy {
     else s.busy += w.machine_busy * w.step_s;  // time-weighted
   }
 
+  // After a trial that did not show its neighbour faster: is one more round of windows worth it?
+  // Yes (up to extra_rounds) when the two settings came within 2 x `gain` of each other (noise can
+  // hide or fake a gain that small), and when a map worker more was refused although the
+  // measurements predict it helps: the consumer waits for data and every map worker is busy
+  // nearly all the time (a trial disturbed by another process would otherwise be final).
+  bool measure_again(double bar) const {
+    if (rounds_ >= opt_.extra_rounds) return false;
+    const double r = trial_.best / fresh_.best;
+    if (r < bar * (1 + 2 * opt_.gain)) return true;
+    const bool more_workers = kinds_[move_.knob] == knob::map_parallelism && move_.to > move_.from;
+    const bool predicted = base_.step > 0 && base_.wait / base_.step >= 2 * opt_.waiting && base_.load_known &&
+                           base_.load >= 0.8 * double(move_.from) * base_.step;
+    return more_workers && predicted;
+  }
+
   bool same_kinds(const std::vector<knob_setting>& k) const {
     for (std::size_t i = 0; i < k.size(); ++i)
       if (k[i].kind != kinds_[i]) return false;
@@ -285,6 +317,7 @@ class autotune_policy {
     start_ = values(knobs);
     tried_ = 0;
     drifting_ = 0;
+    rounds_ = 0;
     last_move_ = {};
     cpu_capped_ = mem_capped_ = false;
   }
@@ -465,7 +498,7 @@ class autotune_policy {
   bool on_trial_ = true;
   move move_, last_move_;
   autotune_window last_;
-  std::size_t windows_ = 0, changes_ = 0, searches_ = 0, tried_ = 0, drifting_ = 0;
+  std::size_t windows_ = 0, changes_ = 0, searches_ = 0, tried_ = 0, drifting_ = 0, rounds_ = 0;
   double settled_step_ = 0, settled_other_ = -1;
   std::size_t patience_ = 1;
   std::vector<std::size_t> settled_values_;
