@@ -17,12 +17,14 @@
 // each layer with NNZ = min(its kernel size, global_nnz) (a bound that always
 // holds), and strip_pruning_to<Target>(m) takes tighter NNZs chosen from
 // global_kept(m), checked when it strips. Every layer of the group must have
-// the same schedule (a compile error otherwise).
+// the same schedule (a compile error naming the first that differs).
 #pragma once
 #include <cstddef>
+#include <initializer_list>
 #include <tuple>
 #include <type_traits>
 
+#include "diagnostics.hpp"
 #include "prune.hpp"
 
 namespace ctnn::pruning {
@@ -64,6 +66,15 @@ constexpr double final_sparsity_of() {
   else return S::final_sparsity;
 }
 
+constexpr std::size_t first_true(std::initializer_list<bool> v) {
+  std::size_t i = 0;
+  for (bool b : v) {
+    ++i;
+    if (b) return i;
+  }
+  return 0;
+}
+
 template <class Layers>
 struct global_group;
 template <class... L>
@@ -71,10 +82,13 @@ struct global_group<std::tuple<L...>> {
   using schedule = typename first_global_schedule<L...>::type;  // void when no layer is global
   static constexpr std::size_t layers = (std::size_t(is_global<L>()) + ... + 0);
   static constexpr std::size_t weights = (global_weights_of<L>() + ... + 0);
-  static constexpr bool same_schedule = (global_schedule_is<L, schedule>() && ...);
-  static_assert(same_schedule,
-                "prune_low_magnitude: every layer pruned with global_magnitude must have the same schedule (one "
-                "threshold, one sparsity for the group)");
+  // positions from 1 (0: none) of the first global layer and of the first whose schedule differs from its
+  static constexpr std::size_t first_position = first_true({is_global<L>()...});
+  static constexpr std::size_t differing_position = first_true({!global_schedule_is<L, schedule>()...});
+  static constexpr bool same_schedule =
+      diag::prune_global_schedules_differ<diag::layer<differing_position>, diag::first_global_layer<first_position>,
+                                          differing_position == 0>::value;
+  static_assert(same_schedule);  // (the message is the diagnostic's above)
   static constexpr std::size_t final_nnz =
       layers ? ctnn::detail::keep_count(weights, final_sparsity_of<schedule>()) : 0;
 };
