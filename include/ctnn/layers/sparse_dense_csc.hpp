@@ -2,16 +2,17 @@
 //
 // Computes what sparse_dense does (layers/sparse_dense.hpp), y =
 // activation(x W + b) with at most NNZ non-zero weights, but stores W by
-// columns (CSC: values [NNZ], 16-bit input rows [NNZ], column starts
-// [N + 1], the last two in one metadata buffer "index"; kernels/cpu/sparse_csc.hpp), so inference work falls with NNZ:
-// it is the layout for speed, the bitmap one for size. Stored bytes:
+// columns (CSC: values [NNZ] as parameters; column starts [N + 1] (uint32)
+// then 16-bit input rows [NNZ] in one metadata buffer "index";
+// kernels/cpu/sparse_csc.hpp), so inference work falls with NNZ: it is the
+// layout for speed (layout::csc), the bitmap one for size. Stored bytes:
 // 6 NNZ + 4 N + 4 (N + 1) (bitmap: 4 NNZ + 2 K ceil(N/16) + ...), so it is
 // smaller than dense only below about 2/3 of the weights. Cache: K + N
 // values per sample (transposes). Made by strip_pruning<layout::csc>
-// (pruning/strip.hpp; strip_pruning_csc). Requires K <= 65536, an input of K features, 0 <
-// NNZ <= K N. Output: shape<N>. Forward: AVX-512 gathers (batch < 16) or
-// batch-vectorized FMAs; other architectures the scalar reference;
-// backward: the scalar reference.
+// (pruning/strip.hpp; also spelled strip_pruning_csc). Requires K <= 65536,
+// an input of K features, 0 < NNZ <= K N. Output: shape<N>. Forward:
+// AVX-512 gathers (batch < 16) or batch-vectorized FMAs; other
+// architectures the scalar reference; backward: the scalar reference.
 #pragma once
 #include <array>
 #include <cmath>
