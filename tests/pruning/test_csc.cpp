@@ -1,6 +1,6 @@
 // pruning/strip_csc.hpp, layers/sparse_dense_csc.hpp, kernels/cpu/sparse_csc.hpp:
-// the column layout for inference speed, against its scalar reference and
-// the masked model.
+// the column layout's kernels against their scalar reference (what every
+// layout shares, stripping and gradients, is tested in test_strip.cpp).
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
@@ -10,7 +10,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "gradcheck/gradcheck.hpp"
 #include "kernels/archs.hpp"
 
 using namespace ctnn;
@@ -22,6 +21,7 @@ using csc_net = sequential<input<64>, prune_low_magnitude<dense<40, relu>, const
 
 static_assert(std::is_same_v<stripped_csc_t<csc_net>, sequential<input<64>, sparse_dense_csc<64, 40, 512, relu>,
                                                                  sparse_dense_csc<40, 24, 480, ctnn::tanh>, dense<3>>>);
+static_assert(std::is_same_v<stripped_csc_t<csc_net>, stripped_t<csc_net, layout::csc>>);
 static_assert(stripped_csc_t<csc_net>::parameter_count == 512 + 40 + 480 + 24 + 24 * 3 + 3);
 
 TEST_CASE("csc kernels: forward equals the scalar reference on every architecture, every batch path") {
@@ -61,28 +61,4 @@ TEST_CASE("csc kernels: forward equals the scalar reference on every architectur
       }
   };
   CHECK(test::for_each_arch("csc forward", run) >= 1);
-}
-
-TEST_CASE("sparse_dense_csc: finite-difference gradients") {
-  CHECK(gradcheck::check_layer<sparse_dense_csc<8, 20, 60, ctnn::tanh>, shape<8>>() < 1e-6);
-  CHECK(gradcheck::check_layer<sparse_dense_csc<5, 3, 15>, shape<5>>() < 1e-6);
-}
-
-TEST_CASE("strip_pruning_csc: predictions equal the masked model's and strip_pruning's at every batch size") {
-  auto m = make_model<csc_net>(3);
-  prune_at_step(m, 0);
-  auto c = strip_pruning_csc(m);
-  auto b = strip_pruning(m);
-  std::vector<float> xs(70 * 64);
-  rng g(2);
-  for (auto& v : xs) v = float(g.uniform(-1, 1));
-  for (std::size_t batch : {1, 16, 64}) {
-    const auto pm = m.predict(xs.data(), 70, batch), pc = c.predict(xs.data(), 70, batch), pb = b.predict(xs.data(), 70, batch);
-    for (std::size_t i = 0; i < pm.size(); ++i) {
-      CHECK(pc[i] == doctest::Approx(pm[i]).epsilon(1e-5).scale(1.0));
-      CHECK(pb[i] == doctest::Approx(pm[i]).epsilon(1e-5).scale(1.0));
-    }
-  }
-  auto fresh = make_model<csc_net>(3);  // nothing pruned: more weights than NNZ
-  CHECK_THROWS_WITH(strip_pruning_csc(fresh), doctest::Contains("strip_pruning_csc: layer 1 keeps 2560 weights"));
 }

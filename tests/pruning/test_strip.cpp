@@ -1,7 +1,8 @@
-// pruning/strip.hpp, layers/sparse_dense.hpp, kernels/cpu/sparse.hpp: the
-// stripped network type and its compile-time sizes, the sparse kernels
-// against their scalar reference on every architecture, predictions equal to
-// the masked model's, smaller weight files, and the sparse layer's gradients.
+// pruning/strip.hpp, pruning/layout.hpp, layers/sparse_dense.hpp,
+// kernels/cpu/sparse.hpp: the stripped network type and its compile-time
+// sizes for every layout, the bitmap kernels against their scalar reference
+// on every architecture, predictions equal to the masked model's for every
+// layout, smaller weight files, and the sparse layers' gradients.
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
@@ -14,8 +15,15 @@
 
 #include "gradcheck/gradcheck.hpp"
 #include "kernels/archs.hpp"
+#include "pruning/strip_common.hpp"
+
+TYPE_TO_STRING(ctnn::layout::bitmap);
+TYPE_TO_STRING(ctnn::layout::csc);
 
 using namespace ctnn;
+using strip_test::toy_data;
+using strip_test::worst_difference;
+using strip_test::xent;
 
 namespace {
 using net50 = sequential<input<64>, prune_low_magnitude<dense<40, relu>, constant_sparsity<0.5>>, dense<3>>;
@@ -23,29 +31,30 @@ using plain = sequential<input<64>, dense<40, relu>, dense<3>>;
 using net_nm = sequential<input<64>, prune_low_magnitude<dense<40, relu>, constant_sparsity<0.0>, n_of_m<2, 4>>, dense<3>>;
 using net_poly = sequential<input<64>, prune_low_magnitude<dense<40, relu>, polynomial_sparsity<0.0, 0.9, 0, 20, 3, 4>>,
                             prune_low_magnitude<dense<16, ctnn::tanh>, constant_sparsity<0.75>>, dense<3>>;
-
-data::in_memory<shape<64>, sparse_labels> toy_data() {
-  std::vector<float> x(96 * 64);
-  std::vector<std::int32_t> y(96);
-  rng g(11);
-  for (auto& v : x) v = float(g.uniform(-1, 1));
-  for (std::size_t i = 0; i < 96; ++i) y[i] = std::int32_t(i % 3);
-  return {x, y};
-}
-const sparse_categorical_crossentropy xent{.from_logits = true};
 }  // namespace
 
-// The stripped type and its sizes are compile-time facts.
+// The layouts meet the contract; a tag without it does not.
+static_assert(SparseLayout<layout::bitmap> && SparseLayout<layout::csc>);
+static_assert(!SparseLayout<unstructured> && !SparseLayout<int>);
+
+// The stripped type and its sizes are compile-time facts, for every layout.
 static_assert(std::is_same_v<stripped_t<net50>, sequential<input<64>, sparse_dense<64, 40, 1280, relu>, dense<3>>>);
+static_assert(std::is_same_v<stripped_t<net50>, stripped_t<net50, layout::bitmap>>);
+static_assert(std::is_same_v<stripped_t<net50, layout::csc>, sequential<input<64>, sparse_dense_csc<64, 40, 1280, relu>, dense<3>>>);
 static_assert(std::is_same_v<stripped_t<net_nm>, sequential<input<64>, sparse_dense<64, 40, 1280, relu>, dense<3>>>);
 static_assert(std::is_same_v<stripped_t<net_poly>, sequential<input<64>, sparse_dense<64, 40, 256, relu>,
                                                               sparse_dense<40, 16, 160, ctnn::tanh>, dense<3>>>);
+static_assert(std::is_same_v<stripped_t<net_poly, layout::csc>, sequential<input<64>, sparse_dense_csc<64, 40, 256, relu>,
+                                                                           sparse_dense_csc<40, 16, 160, ctnn::tanh>, dense<3>>>);
 static_assert(stripped_t<net50>::parameter_count == 1280 + 40 + 40 * 3 + 3);
+static_assert(stripped_t<net50, layout::csc>::parameter_count == 1280 + 40 + 40 * 3 + 3);
 static_assert(net50::parameter_count == 64 * 40 + 40 + 40 * 3 + 3);
 // parameters 4 * (1280 + 40) + metadata 4 * 4 + 2 * 3 * 64 bytes against 4 * (2560 + 40): 46% fewer bytes
 static_assert(stripped_t<net50>::memory_plan(1).metadata == align_bytes(4 * 4 + 2 * 3 * 64));
 static_assert(stripped_t<net50>::memory_plan(1).parameters + stripped_t<net50>::memory_plan(1).metadata <
               0.6 * double(plain::memory_plan(1).parameters));
+// csc: column starts 4 * 41 bytes and 2 bytes of row per weight
+static_assert(stripped_t<net50, layout::csc>::memory_plan(1).metadata == align_bytes(4 * 41 + 2 * 1280));
 
 TEST_CASE("sparse kernels: forward equals the scalar reference on every architecture") {
   auto run = [](auto arch, const char*) {
@@ -93,50 +102,74 @@ TEST_CASE("sparse kernels: forward equals the scalar reference on every architec
   CHECK(test::for_each_arch("sparse forward", run) >= 1);
 }
 
-TEST_CASE("sparse_dense: finite-difference gradients") {
-  CHECK(gradcheck::check_layer<sparse_dense<8, 20, 60, ctnn::tanh>, shape<8>>() < 1e-6);
-  CHECK(gradcheck::check_layer<sparse_dense<5, 3, 15>, shape<5>>() < 1e-6);
+TEST_CASE_TEMPLATE("sparse layers of every layout: finite-difference gradients", Layout, layout::bitmap, layout::csc) {
+  CHECK(gradcheck::check_layer<typename Layout::template layer<8, 20, 60, ctnn::tanh>, shape<8>>() < 1e-6);
+  CHECK(gradcheck::check_layer<typename Layout::template layer<5, 3, 15, identity>, shape<5>>() < 1e-6);
 }
 
-TEST_CASE("strip_pruning: predictions equal the masked model's, the weights file is smaller") {
+TEST_CASE_TEMPLATE("strip_pruning<Layout>: predictions equal the masked model's", Layout, layout::bitmap, layout::csc) {
   auto check_strip = [](auto m, std::size_t epochs_n) {
     adam opt{0.01};
-    fit(m, xent, opt, toy_data().batch(16), epochs{epochs_n}, update_pruning_step{});
-    auto s = strip_pruning(m);
-    auto x = toy_data();
-    std::vector<float> xs(96 * 64);
-    rng g(2);
-    for (auto& v : xs) v = float(g.uniform(-1, 1));
-    const auto a = m.predict(xs.data(), 96, 7), b = s.predict(xs.data(), 96, 7);
-    double worst = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, double(std::abs(a[i] - b[i])));
-    CHECK(worst < 1e-5);
+    fit(m, xent, opt, toy_data<64>().batch(16), epochs{epochs_n}, update_pruning_step{});
+    auto s = strip_pruning<Layout>(m);
+    const auto xs = strip_test::random_inputs(96 * 64, 2);
+    for (std::size_t batch : {1, 7, 16, 64}) CHECK(worst_difference(m, s, xs, 96, batch) < 1e-5);
     return s;
   };
-  SUBCASE("50% unstructured") {
-    auto s = check_strip(make_model<net50>(3), 2);
-    const auto dir = std::filesystem::temp_directory_path();
-    auto d = make_model<plain>(3);
-    io::save_weights(d, dir / "ctnn_plain.bin");
-    io::save_weights(s, dir / "ctnn_stripped.bin");
-    const auto dense_bytes = std::filesystem::file_size(dir / "ctnn_plain.bin");
-    const auto sparse_bytes = std::filesystem::file_size(dir / "ctnn_stripped.bin");
-    MESSAGE("weights file: dense " << dense_bytes << " bytes, stripped at 50% " << sparse_bytes << " bytes");
-    CHECK(double(sparse_bytes) < 0.6 * double(dense_bytes));
-    // the stripped file loads back
-    auto s2 = make_model<stripped_t<net50>>(9);
-    io::load_weights(s2, dir / "ctnn_stripped.bin");
-    CHECK(std::equal(s.parameters().begin(), s.parameters().end(), s2.parameters().begin()));
-    std::filesystem::remove(dir / "ctnn_plain.bin");
-    std::filesystem::remove(dir / "ctnn_stripped.bin");
-  }
+  SUBCASE("50% unstructured") { check_strip(make_model<net50>(3), 2); }
   SUBCASE("2:4") { check_strip(make_model<net_nm>(4), 1); }
   SUBCASE("polynomial to 90% and a second pruned layer") { check_strip(make_model<net_poly>(5), 4); }
+  SUBCASE("a mask short of the final sparsity is an error naming the layer") {
+    auto m = make_model<net50>(1);  // masks all ones: nothing pruned yet
+    CHECK_THROWS_WITH(strip_pruning<Layout>(m), doctest::Contains("strip_pruning: layer 1 keeps 2560 weights, more than the 1280"));
+  }
 }
 
-TEST_CASE("strip_pruning: a mask short of the final sparsity is an error naming the layer") {
-  auto m = make_model<net50>(1);  // masks all ones: nothing pruned yet
-  CHECK_THROWS_WITH(strip_pruning(m), doctest::Contains("strip_pruning: layer 1 keeps 2560 weights, more than the 1280"));
+TEST_CASE("strip_pruning: the documented spellings, strip_pruning(m) and strip_pruning_csc(m)") {
+  auto m = make_model<net50>(3);
+  prune_at_step(m, 0);
+  auto b = strip_pruning(m);
+  auto c = strip_pruning_csc(m);
+  static_assert(std::is_same_v<decltype(b), decltype(strip_pruning<layout::bitmap>(m))>);
+  static_assert(std::is_same_v<decltype(c), decltype(strip_pruning<layout::csc>(m))>);
+  const auto xs = strip_test::random_inputs(20 * 64, 5);
+  CHECK(worst_difference(b, c, xs, 20) < 1e-5);
+  CHECK_THROWS_WITH(strip_pruning_csc(make_model<net50>(1)), doctest::Contains("strip_pruning: layer 1 keeps 2560 weights"));
+}
+
+TEST_CASE("strip_pruning: the bitmap-stripped weights file is smaller and loads back") {
+  auto m = make_model<net50>(3);
+  adam opt{0.01};
+  fit(m, xent, opt, toy_data<64>().batch(16), epochs{1}, update_pruning_step{});
+  auto s = strip_pruning(m);
+  const auto dir = std::filesystem::temp_directory_path();
+  auto d = make_model<plain>(3);
+  io::save_weights(d, dir / "ctnn_plain.bin");
+  io::save_weights(s, dir / "ctnn_stripped.bin");
+  const auto dense_bytes = std::filesystem::file_size(dir / "ctnn_plain.bin");
+  const auto sparse_bytes = std::filesystem::file_size(dir / "ctnn_stripped.bin");
+  MESSAGE("weights file: dense " << dense_bytes << " bytes, stripped at 50% " << sparse_bytes << " bytes");
+  CHECK(double(sparse_bytes) < 0.6 * double(dense_bytes));
+  auto s2 = make_model<stripped_t<net50>>(9);
+  io::load_weights(s2, dir / "ctnn_stripped.bin");
+  CHECK(std::equal(s.parameters().begin(), s.parameters().end(), s2.parameters().begin()));
+  const auto xs = strip_test::random_inputs(10 * 64, 3);
+  CHECK(worst_difference(s, s2, xs, 10) == 0.0);
+  std::filesystem::remove(dir / "ctnn_plain.bin");
+  std::filesystem::remove(dir / "ctnn_stripped.bin");
+}
+
+TEST_CASE("strip_pruning_to: a target type of other layouts and tighter NNZs, checked when it strips") {
+  auto m = make_model<net_poly>(5);
+  adam opt{0.01};
+  fit(m, xent, opt, toy_data<64>().batch(16), epochs{4}, update_pruning_step{});
+  // layer 1 keeps 256 weights, layer 2 keeps 160: a mixed target with room for exactly that
+  using mixed = sequential<input<64>, sparse_dense_csc<64, 40, 256, relu>, sparse_dense<40, 16, 200, ctnn::tanh>, dense<3>>;
+  auto s = strip_pruning_to<mixed>(m);
+  const auto xs = strip_test::random_inputs(30 * 64, 8);
+  CHECK(worst_difference(m, s, xs, 30) < 1e-5);
+  using small = sequential<input<64>, sparse_dense<64, 40, 255, relu>, sparse_dense<40, 16, 160, ctnn::tanh>, dense<3>>;
+  CHECK_THROWS_WITH(strip_pruning_to<small>(m), doctest::Contains("strip_pruning: layer 1 keeps 256 weights, more than the 255"));
 }
 
 TEST_CASE("copy_variables: a trained dense model into its pruned type, the masks kept") {
@@ -153,7 +186,7 @@ TEST_CASE("units: dense<40> pruned to 60 % of its units strips to dense<16>, and
   static_assert(stripped_t<unet>::parameter_count == 64 * 16 + 16 + 16 * 3 + 3);
   auto m = make_model<unet>(6);
   adam opt{0.01};
-  fit(m, xent, opt, toy_data().batch(16), epochs{2}, update_pruning_step{});
+  fit(m, xent, opt, toy_data<64>().batch(16), epochs{2}, update_pruning_step{});
   // whole columns are masked: every row of the mask is the same
   std::size_t kept = 0;
   for (std::size_t j = 0; j < 40; ++j) kept += m.masks()[j];
@@ -176,7 +209,7 @@ TEST_CASE("blocks: 1x4 and 4x4 block masks strip to sparse_dense with whole bloc
   static_assert(std::is_same_v<stripped_t<b44>, sequential<input<64>, sparse_dense<64, 40, 1280, relu>, dense<3>>>);
   auto m = make_model<b44>(2);
   adam opt{0.01};
-  fit(m, xent, opt, toy_data().batch(16), epochs{1}, update_pruning_step{});
+  fit(m, xent, opt, toy_data<64>().batch(16), epochs{1}, update_pruning_step{});
   for (std::size_t k = 0; k < 64; ++k)
     for (std::size_t j = 0; j < 40; ++j) CHECK(m.masks()[k * 40 + j] == m.masks()[(k / 4 * 4) * 40 + j / 4 * 4]);
   auto s = strip_pruning(m);

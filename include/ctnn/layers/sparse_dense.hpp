@@ -1,17 +1,21 @@
-// ctnn/layers/sparse_dense.hpp — sparse_dense<K, N, NNZ, Activation>: a dense layer with NNZ weights.
+// ctnn/layers/sparse_dense.hpp — sparse_dense<K, N, NNZ, Activation>: a dense layer with NNZ weights (layout::bitmap).
 //
 // Computes y = activation(x W + b) for a flat input of K features, where the
 // kernel W[K, N] has at most NNZ non-zero weights, stored as the packed
-// values [NNZ] (parameters), 16-column bitmaps [chunks, K] and chunk offsets
-// [chunks + 1] (metadata: kernels/cpu/sparse.hpp), chunks = ceil(N / 16).
-// It is what strip_pruning (pruning/strip.hpp) makes of a pruned dense layer:
-// NNZ follows from the pruning schedule's final sparsity, so parameter_count
-// (NNZ + N) and the memory plan are compile-time constants. Stored bytes:
-// 4 NNZ + 4 N + 2 K chunks + 4 (chunks + 1), against 4 K N + 4 N dense.
-// A fresh layer (make_model) spreads its NNZ weights evenly over W, Glorot-
-// uniform as dense. Requires an input of K features (rank 1), 0 < NNZ <= K N.
-// Output: shape<N>. Forward: xsimd (AVX-512 expand-loads); backward: the
-// scalar reference.
+// values [NNZ] (parameters) and one metadata buffer "index": the chunk
+// offsets [chunks + 1] (uint32) then 16-column bitmaps [chunks, K] (uint16)
+// (kernels/cpu/sparse.hpp), chunks = ceil(N / 16). It is what
+// strip_pruning (pruning/strip.hpp) makes of a pruned dense layer with the
+// default layout, layout::bitmap: NNZ follows from the pruning schedule's
+// final sparsity, so parameter_count (NNZ + N) and the memory plan are
+// compile-time constants. Stored bytes: 4 NNZ + 4 N + 2 K chunks + 4 (chunks
+// + 1), against 4 K N + 4 N dense. A fresh layer (make_model) spreads its NNZ
+// weights evenly over W, Glorot-uniform as dense. Requires an input of K
+// features (rank 1), 0 < NNZ <= K N. Output: shape<N>. Forward: xsimd
+// (AVX-512 expand-loads); backward: the scalar reference.
+// Also here: detail::sparse_dense_spec and detail::sparse_dense_common, the
+// part every sparse layout's layer shares (pruning/layout.hpp has the
+// layout contract).
 #pragma once
 #include <array>
 #include <cmath>
@@ -19,6 +23,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
@@ -31,18 +36,19 @@
 
 namespace ctnn {
 
-template <class Spec, Shape In, class P, class Backend>
-struct sparse_dense_layer;
-
-template <std::size_t K, std::size_t N, std::size_t NNZ, Activation Act = identity>
-struct sparse_dense {
+namespace detail {
+// The spec part every sparse dense layout shares: Self names itself
+// (Self::spec_name), K inputs, N units, NNZ stored weights.
+template <class Self, std::size_t K, std::size_t N, std::size_t NNZ, class Act>
+struct sparse_dense_spec {
   static_assert(K > 0 && N > 0 && NNZ > 0, "sparse_dense: K, N and NNZ must be > 0");
   using is_layer_spec = void;
   using activation = Act;
   static constexpr std::size_t inputs = K, units = N, nnz = NNZ;
 
   static std::string name() {
-    std::string s = "sparse_dense<" + std::to_string(K) + ", " + std::to_string(N) + ", " + std::to_string(NNZ);
+    std::string s = std::string(Self::spec_name) + "<" + std::to_string(K) + ", " + std::to_string(N) + ", " +
+                    std::to_string(NNZ);
     if (!std::is_same_v<Act, identity>) s += ", " + Act::name();
     return s + ">";
   }
@@ -54,57 +60,75 @@ struct sparse_dense {
     constexpr bool nnz_ok = diag::sparse_dense_nnz_too_large<diag::layer<Pos>, (NNZ <= K * N)>::value;
     return in_ok && nnz_ok;
   }
+};
 
+// The bound part every sparse dense layout shares: sizes, types, shapes, and
+// the initialisation (NNZ positions spread evenly over W in row-major order,
+// Glorot-uniform values, stored through the layout's own pack).
+template <class Spec, Shape In, class P>
+struct sparse_dense_common {
+  static_assert(P::uniform, "sparse_dense: this backend has no mixed-precision specialization of this layer");
+  static constexpr std::size_t K = Spec::inputs, N = Spec::units, NNZ = Spec::nnz;
+  using Act = typename Spec::activation;
+  using T = typename P::compute_type;
+  using variable_type = typename P::variable_type;
+  using compute_type = T;
+  using in_shape = In;
+  using out_shape = shape<N>;
+  static constexpr std::size_t state_count = 0;
+  static std::string name() { return Spec::name(); }
+
+  template <class Layer>
+  static void init_packed(layer_slot<T> s, rng& g) {
+    const std::size_t total = K * N;
+    const double limit = std::sqrt(6.0 / double(K + N));
+    std::vector<T> w(total, T(0));
+    std::vector<std::uint8_t> keep(total, 0);
+    for (std::size_t q = 0; q < total; ++q)
+      if ((q + 1) * NNZ / total > q * NNZ / total) {
+        keep[q] = 1;
+        w[q] = T(g.uniform(-limit, limit));
+      }
+    Layer::template pack<T>(w.data(), keep.data(), s.params, s.metadata);
+    for (std::size_t j = 0; j < N; ++j) s.params[NNZ + j] = T(0);
+  }
+};
+}  // namespace detail
+
+template <class Spec, Shape In, class P, class Backend>
+struct sparse_dense_layer;
+
+template <std::size_t K, std::size_t N, std::size_t NNZ, Activation Act = identity>
+struct sparse_dense : detail::sparse_dense_spec<sparse_dense<K, N, NNZ, Act>, K, N, NNZ, Act> {
+  static constexpr const char* spec_name = "sparse_dense";
   template <Shape In, class P, class Backend>
   using bind = sparse_dense_layer<sparse_dense, In, precision::policy_of_t<P>, Backend>;
 };
 
 template <class Spec, Shape In, class P, class Backend>
-struct sparse_dense_layer {
-  static_assert(P::uniform, "sparse_dense: this backend has no mixed-precision specialization of this layer");
-  static constexpr std::size_t K = Spec::inputs, N = Spec::units, NNZ = Spec::nnz;
-  static constexpr std::size_t chunks = kernels::cpu::sparse::chunks(N);
-  using Act = typename Spec::activation;
-  using T = typename P::compute_type;
+struct sparse_dense_layer : detail::sparse_dense_common<Spec, In, P> {
+  using base = detail::sparse_dense_common<Spec, In, P>;
+  using base::K, base::N, base::NNZ;
+  using typename base::Act, typename base::T;
   using O = ops<Backend>;
-  using variable_type = typename P::variable_type;
-  using compute_type = T;
-  using in_shape = In;
-  using out_shape = shape<N>;
-  static constexpr std::array<buffer, 4> buffers{
+  static constexpr std::size_t chunks = kernels::cpu::sparse::chunks(N);
+  static constexpr std::array<buffer, 3> buffers{
       buffer::parameter("values", {NNZ}), buffer::parameter("bias", {N}),
-      buffer::make(role::metadata, elem::u32, "offsets", {chunks + 1}),  // first: 4-byte aligned
-      buffer::make(role::metadata, elem::u8, "bitmap", {chunks, K, 2})};  // 16 bits per chunk and row
+      buffer::make(role::metadata, elem::u8, "index", {4 * (chunks + 1) + 2 * chunks * K})};  // offsets, then bitmaps
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
-  static constexpr std::size_t state_count = 0;
   static constexpr std::size_t cache_per_sample = 0;
-  static std::string name() { return Spec::name(); }
 
   static std::uint32_t* offsets(std::byte* meta) { return reinterpret_cast<std::uint32_t*>(meta); }
   static std::uint16_t* bitmap(std::byte* meta) { return reinterpret_cast<std::uint16_t*>(meta + 4 * (chunks + 1)); }
 
-  static void init(layer_slot<T> s, rng& g) {
-    // NNZ positions spread evenly over W (in the packed order), Glorot-uniform values
-    std::size_t p = 0, q = 0;
-    std::uint32_t* off = offsets(s.metadata);
-    std::uint16_t* bm = bitmap(s.metadata);
-    const std::size_t total = K * N;
-    const double limit = std::sqrt(6.0 / double(K + N));
-    for (std::size_t c = 0; c < chunks; ++c) {
-      off[c] = std::uint32_t(p);
-      for (std::size_t k = 0; k < K; ++k) {
-        unsigned m = 0;
-        for (std::size_t l = 0; l < kernels::cpu::sparse::chunk_width && c * kernels::cpu::sparse::chunk_width + l < N; ++l, ++q)
-          if ((q + 1) * NNZ / total > q * NNZ / total) {
-            m |= 1u << l;
-            s.params[p++] = T(g.uniform(-limit, limit));
-          }
-        bm[c * K + k] = std::uint16_t(m);
-      }
-    }
-    off[chunks] = std::uint32_t(p);
-    for (std::size_t j = 0; j < N; ++j) s.params[NNZ + j] = T(0);
+  // The layout contract (pruning/layout.hpp): packs the weights `keep` marks
+  // of a K x N row-major kernel; returns how many there are (at most NNZ are written).
+  template <class V>
+  static std::size_t pack(const V* kernel, const std::uint8_t* keep, V* values, std::byte* meta) {
+    return kernels::cpu::sparse::pack(kernel, keep, K, N, values, NNZ, offsets(meta), bitmap(meta));
   }
+
+  static void init(layer_slot<T> s, rng& g) { base::template init_packed<sparse_dense_layer>(s, g); }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     constexpr bool fuse = std::is_same_v<Act, relu>;
@@ -119,5 +143,15 @@ struct sparse_dense_layer {
                                              s.grads + NNZ, dx, r.batch, K, N);
   }
 };
+
+namespace layout {
+// Stripping to sparse_dense: 1 bit per kernel entry plus the kept values; the
+// smallest files at moderate sparsity (the default layout of strip_pruning).
+struct bitmap {
+  template <long long K, long long N, long long NNZ, class Act>
+  using layer = sparse_dense<std::size_t(K), std::size_t(N), std::size_t(NNZ), Act>;
+  static std::string name() { return "bitmap"; }
+};
+}  // namespace layout
 
 }  // namespace ctnn

@@ -54,6 +54,13 @@ struct prune_block_does_not_tile {
   static_assert(Ok, "prune_low_magnitude: the pruning block for this layer does not tile its kernel matrix");
   static constexpr bool value = Ok;
 };
+template <std::size_t> struct first_global_layer {};
+template <class Layer, class FirstGlobal, bool Ok>
+struct prune_global_schedules_differ {
+  static_assert(Ok, "prune_low_magnitude: every layer pruned with global_magnitude must have the same schedule (one "
+                    "threshold, one sparsity for the group): this layer's differs from the first global layer's");
+  static constexpr bool value = Ok;
+};
 template <class Layer, bool Ok>
 struct prune_not_prunable {
   static_assert(Ok, "prune_low_magnitude: this layer has no kernel to prune (dense and conv2d are prunable)");

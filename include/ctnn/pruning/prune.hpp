@@ -12,10 +12,14 @@
 //                   unit are kept (2:4 is n_of_m<2, 4>); the sparsity is 1 - N/M
 //                   whatever the schedule says; the schedule says when
 //   block<R, C>     R x C blocks of the kernel matrix, ranked by their mean |w|
-//   units           whole columns (a dense layer's units) by their L2 norm;
-//                   strip_pruning narrows the layer and the next dense layer
+//   units           whole columns (a dense layer's units, a conv2d's filters)
+//                   by their L2 norm; strip_pruning narrows the layer and
+//                   the next dense or conv2d layer (through the layers between)
+//   global_magnitude  the smallest |w| across every layer of the network
+//                   pruned with it (one threshold; pruning/global.hpp)
 // final_nnz, the number of kernel weights kept at the schedule's final
-// sparsity, is a compile-time constant: keep = max(round_half_even(n * (1 -
+// sparsity (for global_magnitude: the kernel's size, a bound; the group's
+// total is pruning::global_nnz<Net>), is a compile-time constant: keep = max(round_half_even(n * (1 -
 // s)), 1) of n candidates (weights or blocks), as TFMOT's top-k. Masks change
 // only in the training step (pruning/update_pruning_step.hpp).
 // Compile errors (one sentence, the layer's position in the instantiation):
@@ -54,11 +58,19 @@ struct block {
   static std::string name() { return "block<" + std::to_string(R) + ", " + std::to_string(C) + ">"; }
 };
 
-// Whole units (kernel columns: a dense layer's outputs) by the L2 norm of
-// their weights; strip_pruning makes the layer narrower and the next one's
-// input with it.
+// Whole units (kernel columns: a dense layer's outputs, a convolution's
+// filters) by the L2 norm of their weights; strip_pruning makes the layer
+// narrower and the next one's input with it.
 struct units {
   static std::string name() { return "units"; }
+};
+
+// Global magnitude: every layer of a network pruned with global_magnitude
+// joins one group, ranked together by |w| (one threshold across them, so the
+// layers whose weights matter more keep more; pruning/global.hpp). The
+// group's layers share one schedule; its final sparsity is the group's.
+struct global_magnitude {
+  static std::string name() { return "global_magnitude"; }
 };
 
 template <class P>
@@ -89,6 +101,7 @@ constexpr std::size_t kept_at(double s) {
   if constexpr (is_n_of_m_v<P>) return Rows / P::m * P::n * Cols;
   else if constexpr (is_block_v<P>) return keep_count((Rows / P::rows) * (Cols / P::cols), s) * P::rows * P::cols;
   else if constexpr (std::is_same_v<P, units>) return keep_count(Cols, s) * Rows;
+  else if constexpr (std::is_same_v<P, global_magnitude>) return Rows * Cols;  // only the group's total is known
   else return keep_count(Rows * Cols, s);
 }
 template <class L>

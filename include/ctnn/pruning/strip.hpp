@@ -1,58 +1,109 @@
 // ctnn/pruning/strip.hpp — strip_pruning: a trained pruned model to a compact network type.
 //
-// stripped_t<Net> replaces, in a network type, every
-//   prune_low_magnitude<dense<N, Act, Options...>, S, Pattern>  by  sparse_dense<K, N, NNZ, Act>
+// stripped_t<Net, Layout = layout::bitmap> replaces, in a network type, every
+//   prune_low_magnitude<dense<N, Act, Options...>, S, Pattern>
+// by Layout::layer<K, N, NNZ, Act> (layout::bitmap: sparse_dense, layout::csc:
+// sparse_dense_csc; pruning/layout.hpp has the contract a layout meets),
 // where K is the layer's input width and NNZ its pruned_layer's final_nnz (a
-// compile-time constant from the schedule's final sparsity and the pattern),
-// and every prune_low_magnitude<conv2d<...>, ...> by the conv2d itself (its
-// kernel keeps its dense storage, with the pruned weights 0). Regularizers
-// are dropped from the stripped dense layers (stripping is for inference).
-// A prune_low_magnitude<dense<N, ...>, S, units> becomes dense<U, ...> with U
-// = max(round_half_even(N (1 - final sparsity)), 1) units, and the next layer
-// (which must be an unpruned dense layer) loses the matching inputs; the
-// removed units' constant outputs act(b_j) move into its bias, so the
-// predictions do not change. Other layers stay. strip_pruning(m) returns a model of stripped_t<Net>
-// (same precision, backend and seed) holding m's weights: each pruned dense
-// kernel is packed from the weights its mask keeps, every other parameter,
-// state and metadata buffer is copied. It throws std::invalid_argument naming
-// the layer when a mask keeps more weights than NNZ (the schedule has not
-// reached its final sparsity: train to its end step first). The stripped
-// model's predictions equal the masked model's up to float rounding (the
-// sums run in another order). copy_variables(from, to) moves trained weights
-// between two network types that share buffers (a dense model into its pruned type).
+// compile-time constant from the schedule's final sparsity and the pattern;
+// for global_magnitude, min(K N, pruning::global_nnz<Net>)), and every
+// prune_low_magnitude<conv2d<...>, ...> by the conv2d itself (its kernel
+// keeps its dense storage, with the pruned weights 0). Regularizers are
+// dropped from the stripped sparse layers (stripping is for inference).
+// Units and filters: prune_low_magnitude<dense<N, ...>, S, units> becomes
+// dense<U, ...> and prune_low_magnitude<conv2d<F, ...>, S, units> becomes
+// conv2d<U, ...>, U = max(round_half_even(N (1 - final sparsity)), 1), and the
+// layers after it shrink with it: the channel-keeping layers (activations,
+// batch_norm's gamma, beta and moving statistics, max and average pooling,
+// dropout, global_average_pool, flatten) down to the next unpruned dense
+// (its rows; after flatten, those of the kept channels at every position of
+// the channels-last layout) or conv2d (its input channels). A removed unit's
+// output is the constant act(b_j), carried through those layers (batch_norm
+// at inference) and moved into the consumer's bias, so the predictions do
+// not change; a same-padded conv2d cannot absorb a non-zero constant (its
+// border windows see zeros), which is an error at strip time.
+// strip_pruning<Layout>(m) returns a model of stripped_t<Net, Layout> (same
+// precision, backend and seed) holding m's weights; strip_pruning_to<Target>(m)
+// strips into a network type Target of the same layers chosen by the user
+// (tighter NNZs for global_magnitude layers, from global_kept(m)). Each pruned
+// dense kernel is packed by the layout's pack from the weights its mask
+// keeps; every other parameter, state and metadata buffer is copied. It
+// throws std::invalid_argument naming the layer when a mask keeps more
+// weights than NNZ (the schedule has not reached its final sparsity: train
+// to its end step first), or when a buffer of Target has no counterpart of
+// its size. The stripped model's predictions equal the masked model's up to
+// float rounding (the sums run in another order). copy_variables(from, to)
+// moves trained weights between two network types that share buffers (a
+// dense model into its pruned type).
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "../layers/activation.hpp"
+#include "../layers/batch_norm.hpp"
+#include "../layers/conv2d.hpp"
+#include "../layers/dense.hpp"
+#include "../layers/dropout.hpp"
+#include "../layers/global_average_pool.hpp"
+#include "../layers/pool2d.hpp"
+#include "../layers/reshape.hpp"
 #include "../layers/sparse_dense.hpp"
+#include "../layers/sparse_dense_csc.hpp"
 #include "../train/model.hpp"
+#include "global.hpp"
+#include "layout.hpp"
 #include "prune.hpp"
 
 namespace ctnn {
 
 namespace pruning::detail {
-template <class Spec, class Bound>
+// ---- the stripped network type ----
+template <class Layout, std::size_t GlobalNNZ, class Spec, class Bound>
 struct strip_spec {
   using type = Spec;
 };
-template <class L, class S, class P, class Bound>
-struct strip_spec<prune_low_magnitude<L, S, P>, Bound> {
+template <class Layout, std::size_t G, class L, class S, class P, class Bound>
+struct strip_spec<Layout, G, prune_low_magnitude<L, S, P>, Bound> {
   using type = L;
 };
-template <long long N, class Act, class O1, class O2, class S, class P, class Bound>
-struct strip_spec<prune_low_magnitude<dense<N, Act, O1, O2>, S, P>, Bound> {
-  using type = sparse_dense<Bound::K, static_cast<std::size_t>(N), Bound::final_nnz, Act>;
+template <class Layout, std::size_t G, long long N, class Act, class O1, class O2, class S, class P, class Bound>
+struct strip_spec<Layout, G, prune_low_magnitude<dense<N, Act, O1, O2>, S, P>, Bound> {
+  static constexpr std::size_t nnz =
+      std::is_same_v<P, global_magnitude> ? std::min(Bound::kernel_count, G) : Bound::final_nnz;
+  using type = typename Layout::template layer<static_cast<long long>(Bound::K), N, static_cast<long long>(nnz), Act>;
 };
-
-template <long long N, class Act, class O1, class O2, class S, class Bound>
-struct strip_spec<prune_low_magnitude<dense<N, Act, O1, O2>, S, units>, Bound> {
+template <class Layout, std::size_t G, long long N, class Act, class O1, class O2, class S, class Bound>
+struct strip_spec<Layout, G, prune_low_magnitude<dense<N, Act, O1, O2>, S, units>, Bound> {
   using type = dense<static_cast<long long>(Bound::final_units), Act, O1, O2>;
 };
+template <class Layout, std::size_t G, std::size_t F, std::size_t KH, std::size_t KW, std::size_t St, padding Pad,
+          class Act, class Reg, class Init, class S, class Bound>
+struct strip_spec<Layout, G, prune_low_magnitude<conv2d<F, KH, KW, St, Pad, Act, Reg, Init>, S, units>, Bound> {
+  using type = conv2d<Bound::final_units, KH, KW, St, Pad, Act, Reg, Init>;
+};
+
+template <class Layout, std::size_t G, class In, class Bound, class... Ls, std::size_t... I>
+auto strip_all(std::index_sequence<I...>)
+    -> sequential<In, typename strip_spec<Layout, G, Ls, std::tuple_element_t<I, Bound>>::type...>;
+
+template <class Net, class Layout>
+struct stripped;
+template <class Layout, class In, class... Ls>
+struct stripped<sequential<In, Ls...>, Layout> {
+  using bound = typename sequential<In, Ls...>::template bound<float>;
+  static constexpr std::size_t global = global_group<bound>::final_nnz;
+  using type = decltype(strip_all<Layout, global, In, bound, Ls...>(std::index_sequence_for<Ls...>{}));
+};
+
+// ---- bound layer kinds ----
 template <class L>
 constexpr bool units_pruned() {
   if constexpr (PrunedLayer<L>) return std::is_same_v<typename L::pattern, units>;
@@ -62,18 +113,45 @@ template <class L>
 inline constexpr bool is_dense_layer_v = false;
 template <class Spec, class In, class P, class B>
 inline constexpr bool is_dense_layer_v<dense_layer<Spec, In, P, B>> = true;
-
-template <class In, class Bound, class... Ls, std::size_t... I>
-auto strip_all(std::index_sequence<I...>) -> sequential<In, typename strip_spec<Ls, std::tuple_element_t<I, Bound>>::type...>;
-
-template <class Net>
-struct stripped;
-template <class In, class... Ls>
-struct stripped<sequential<In, Ls...>> {
-  using bound = typename sequential<In, Ls...>::template bound<float>;
-  using type = decltype(strip_all<In, bound, Ls...>(std::index_sequence_for<Ls...>{}));
+template <class L>
+struct conv2d_layer_traits {
+  static constexpr bool value = false;
 };
+template <class Spec, class In, class P, class B>
+struct conv2d_layer_traits<conv2d_layer<Spec, In, P, B>> {
+  static constexpr bool value = true;
+  static constexpr padding pad = Spec::pad;
+};
+template <class L>
+inline constexpr bool is_batch_norm_layer_v = false;
+template <class Spec, class In, class P, class B>
+inline constexpr bool is_batch_norm_layer_v<batch_norm_layer<Spec, In, P, B>> = true;
+template <class L>
+struct activation_layer_traits {
+  static constexpr bool value = false;
+};
+template <class A, class In, class P, class B>
+struct activation_layer_traits<activation_layer<A, In, P, B>> {
+  static constexpr bool value = true;
+  using act = A;
+};
+// Layers that keep every channel apart and a constant channel constant (at inference).
+template <class L>
+inline constexpr bool keeps_channels_v = false;
+template <class Spec, class In, class P, class B>
+inline constexpr bool keeps_channels_v<pool2d_layer<Spec, In, P, B>> = true;  // max; average over real positions
+template <class Spec, class In, class P, class B>
+inline constexpr bool keeps_channels_v<dropout_layer<Spec, In, P, B>> = true;
+template <class Spec, class In, class P, class B>
+inline constexpr bool keeps_channels_v<dynamic_dropout_layer<Spec, In, P, B>> = true;
+template <class In, class P, class B>
+inline constexpr bool keeps_channels_v<global_average_pool_layer<In, P, B>> = true;
+template <class In, class P, class B>
+inline constexpr bool keeps_channels_v<reshape_layer<flatten, In, P, B>> = true;
+template <class>
+inline constexpr bool always_false_v = false;
 
+// ---- the variables of a model ----
 template <class M>
 std::vector<variable_ref> variables(const M& m) {
   std::vector<variable_ref> v;
@@ -85,10 +163,27 @@ inline const variable_ref* find(const std::vector<variable_ref>& vs, std::size_t
     if (v.layer == layer && v.name == name) return &v;
   return nullptr;
 }
+inline const variable_ref* find_role(const std::vector<variable_ref>& vs, std::size_t layer, role r) {
+  for (const auto& v : vs)
+    if (v.layer == layer && v.kind == r) return &v;
+  return nullptr;
+}
+template <class V>
+const V* src_data(const std::vector<variable_ref>& vs, std::size_t layer, std::string_view name) {
+  const auto* v = find(vs, layer, name);
+  if (!v) throw std::logic_error("strip_pruning: layer " + std::to_string(layer + 1) + " has no " + std::string(name));
+  return reinterpret_cast<const V*>(v->data);
+}
+template <class V>
+V* dst_data(const std::vector<variable_ref>& vs, std::size_t layer, std::string_view name) {
+  const auto* v = find(vs, layer, name);
+  if (!v) throw std::logic_error("strip_pruning: layer " + std::to_string(layer + 1) + " has no " + std::string(name));
+  return reinterpret_cast<V*>(v->data);
+}
 }  // namespace pruning::detail
 
-template <class Net>
-using stripped_t = typename pruning::detail::stripped<Net>::type;
+template <class Net, class Layout = layout::bitmap>
+using stripped_t = typename pruning::detail::stripped<Net, Layout>::type;
 
 // Copies every buffer of `from` into the buffer of `to` with the same layer,
 // name, role and shape (a trained dense model into its pruned network type,
@@ -107,93 +202,190 @@ std::size_t copy_variables(const A& from, B& to) {
 }
 
 namespace pruning::detail {
-// Layer I (dense, pruned by units) keeps its unmasked columns; layer I + 1
-// (dense) keeps the matching rows, and the constant output act(b_j) of every
-// removed unit j moves into its bias: b' = b + sum_j act(b_j) W[j, :].
-template <std::size_t I, class S, class Next, class Backend>
-void strip_units(const std::vector<variable_ref>& src, const std::vector<variable_ref>& dst) {
-  using V = typename S::variable_type;
+// What removing units or filters of one layer leaves to the layers after it.
+struct channel_cut {
+  std::size_t layer = 0;             // the pruned layer (0-based)
+  std::vector<std::size_t> kept;     // the kept channels, ascending
+  std::vector<double> value;         // per channel: the constant a removed one carries (kept: unused)
+  std::vector<std::uint8_t> keep;    // per channel: 1 when kept
+};
+
+// Layer I (dense or conv2d, pruned by units) keeps its unmasked kernel columns and their biases.
+template <std::size_t I, class S, class Backend, class V>
+channel_cut strip_units(const std::vector<variable_ref>& src, const std::vector<variable_ref>& dst) {
   using Act = typename S::inner::Act;
-  constexpr std::size_t K = S::rows, N = S::cols, M = Next::out_shape::size;
-  const V* w = reinterpret_cast<const V*>(find(src, I, "kernel")->data);
-  const V* b = reinterpret_cast<const V*>(find(src, I, "bias")->data);
-  const auto* keep = reinterpret_cast<const std::uint8_t*>(find(src, I, "kernel_mask")->data);
-  const V* wn = reinterpret_cast<const V*>(find(src, I + 1, "kernel")->data);
-  const V* bn = reinterpret_cast<const V*>(find(src, I + 1, "bias")->data);
-  V* dw = reinterpret_cast<V*>(find(dst, I, "kernel")->data);
-  V* db = reinterpret_cast<V*>(find(dst, I, "bias")->data);
-  V* dwn = reinterpret_cast<V*>(find(dst, I + 1, "kernel")->data);
-  V* dbn = reinterpret_cast<V*>(find(dst, I + 1, "bias")->data);
+  constexpr std::size_t K = S::rows, N = S::cols;
+  const V* w = src_data<V>(src, I, "kernel");
+  const V* b = src_data<V>(src, I, "bias");
+  const auto* mask = src_data<std::uint8_t>(src, I, "kernel_mask");
+  V* dw = dst_data<V>(dst, I, "kernel");
+  V* db = dst_data<V>(dst, I, "bias");
   const std::size_t kept_n = find(dst, I, "bias")->extent;
-  std::vector<std::size_t> cols;
+  channel_cut cut;
+  cut.layer = I;
+  cut.value.assign(N, 0.0);
+  cut.keep.assign(N, 0);
   for (std::size_t j = 0; j < N; ++j)
-    if (keep[j]) cols.push_back(j);
-  if (cols.size() != kept_n)
-    throw std::invalid_argument("strip_pruning: layer " + std::to_string(I + 1) + " keeps " + std::to_string(cols.size()) +
-                                " units, not the " + std::to_string(kept_n) +
+    if (mask[j]) {
+      cut.kept.push_back(j);
+      cut.keep[j] = 1;
+    }
+  if (cut.kept.size() != kept_n)
+    throw std::invalid_argument("strip_pruning: layer " + std::to_string(I + 1) + " keeps " +
+                                std::to_string(cut.kept.size()) + " units, not the " + std::to_string(kept_n) +
                                 " its final sparsity gives; train until the schedule's end step");
   for (std::size_t k = 0; k < K; ++k)
-    for (std::size_t c = 0; c < kept_n; ++c) dw[k * kept_n + c] = w[k * N + cols[c]];
-  for (std::size_t c = 0; c < kept_n; ++c) db[c] = b[cols[c]];
-  std::vector<double> bias(bn, bn + M);
-  for (std::size_t j = 0; j < N; ++j) {
-    if (keep[j]) continue;
-    V a = b[j];
-    Act::template forward<Backend>(&a, 1, 1);
-    for (std::size_t o = 0; o < M; ++o) bias[o] += double(a) * double(wn[j * M + o]);
+    for (std::size_t c = 0; c < kept_n; ++c) dw[k * kept_n + c] = w[k * N + cut.kept[c]];
+  for (std::size_t c = 0; c < kept_n; ++c) db[c] = b[cut.kept[c]];
+  for (std::size_t j = 0; j < N; ++j)
+    if (!cut.keep[j]) {
+      V a = b[j];
+      Act::template forward<Backend>(&a, 1, 1);
+      cut.value[j] = double(a);
+    }
+  return cut;
+}
+
+// The consumer of a cut: rows r = p * C + c of a [Rows x M] matrix (p: position,
+// c: channel) keep the kept channels; the removed ones' constants go into the bias.
+template <class V>
+void cut_rows(const channel_cut& cut, std::size_t rows, std::size_t m, const V* w, const V* b, V* dw, V* db) {
+  const std::size_t C = cut.keep.size(), U = cut.kept.size(), P = rows / C;
+  std::vector<double> bias(b, b + m);
+  for (std::size_t p = 0; p < P; ++p)
+    for (std::size_t c = 0; c < C; ++c) {
+      if (cut.keep[c] || cut.value[c] == 0.0) continue;
+      for (std::size_t o = 0; o < m; ++o) bias[o] += cut.value[c] * double(w[(p * C + c) * m + o]);
+    }
+  for (std::size_t o = 0; o < m; ++o) db[o] = V(bias[o]);
+  for (std::size_t p = 0; p < P; ++p)
+    for (std::size_t u = 0; u < U; ++u)
+      std::copy(w + (p * C + cut.kept[u]) * m, w + (p * C + cut.kept[u] + 1) * m, dw + (p * U + u) * m);
+}
+
+// Layers J, J + 1, ... after a cut of C channels, down to the consumer; marks them done.
+template <std::size_t J, class Layers, std::size_t C, class Backend, class V>
+void shrink_after(channel_cut& cut, const std::vector<variable_ref>& src, const std::vector<variable_ref>& dst,
+                  std::vector<bool>& done) {
+  if constexpr (J >= std::tuple_size_v<Layers>) {
+    static_assert(always_false_v<Layers>,
+                  "strip_pruning: a layer pruned by units or filters must be followed, through layers that keep "
+                  "channels, by an unpruned dense or conv2d layer");
+  } else {
+    using L = std::tuple_element_t<J, Layers>;
+    done[J] = true;
+    const std::string here = "strip_pruning: layer " + std::to_string(J + 1);
+    if constexpr (PrunedLayer<L>) {
+      static_assert(always_false_v<L>,
+                    "strip_pruning: the dense or conv2d layer after one pruned by units or filters must not be pruned "
+                    "itself");
+    } else if constexpr (is_dense_layer_v<L>) {
+      static_assert(L::K % C == 0, "strip_pruning: the dense layer after a unit- or filter-pruned layer must read "
+                                   "whole channels (its input width a multiple of the channels)");
+      constexpr std::size_t M = L::out_shape::size;
+      cut_rows<V>(cut, L::K, M, src_data<V>(src, J, "kernel"), src_data<V>(src, J, "bias"), dst_data<V>(dst, J, "kernel"),
+                  dst_data<V>(dst, J, "bias"));
+    } else if constexpr (conv2d_layer_traits<L>::value) {
+      static_assert(L::C == C, "strip_pruning: the conv2d after a filter-pruned layer must read its channels");
+      if constexpr (conv2d_layer_traits<L>::pad == padding::same)
+        for (std::size_t c = 0; c < C; ++c)
+          if (!cut.keep[c] && cut.value[c] != 0.0)
+            throw std::invalid_argument(
+                here + " (conv2d, padding::same) cannot take the constant output " + std::to_string(cut.value[c]) +
+                " of the filter " + std::to_string(c) + " removed from layer " + std::to_string(cut.layer + 1) +
+                " into its bias (its border windows read zero padding there); use padding::valid");
+      // kernel [KH, KW, C, F] as rows (kh, kw, c) = p * C + c of an [KH KW C x F] matrix
+      cut_rows<V>(cut, L::K, L::F, src_data<V>(src, J, "kernel"), src_data<V>(src, J, "bias"),
+                  dst_data<V>(dst, J, "kernel"), dst_data<V>(dst, J, "bias"));
+    } else if constexpr (is_batch_norm_layer_v<L>) {
+      static_assert(L::C == C, "strip_pruning: the batch_norm after a unit- or filter-pruned layer must normalize its "
+                               "channels (the last axis)");
+      const V* gamma = src_data<V>(src, J, "gamma");
+      const V* beta = src_data<V>(src, J, "beta");
+      const V* mean = src_data<V>(src, J, "moving_mean");
+      const V* var = src_data<V>(src, J, "moving_variance");
+      for (const char* name : {"gamma", "beta", "moving_mean", "moving_variance"}) {
+        const V* s = src_data<V>(src, J, name);
+        V* d = dst_data<V>(dst, J, name);
+        for (std::size_t u = 0; u < cut.kept.size(); ++u) d[u] = s[cut.kept[u]];
+      }
+      for (std::size_t c = 0; c < C; ++c)
+        if (!cut.keep[c])
+          cut.value[c] = double(gamma[c]) * (cut.value[c] - double(mean[c])) / std::sqrt(double(var[c]) + L::Epsilon) +
+                         double(beta[c]);
+      shrink_after<J + 1, Layers, C, Backend, V>(cut, src, dst, done);
+    } else if constexpr (activation_layer_traits<L>::value) {
+      using A = typename activation_layer_traits<L>::act;
+      static_assert(!std::is_same_v<A, softmax>, "strip_pruning: a softmax mixes channels: it cannot follow a "
+                                                  "unit- or filter-pruned layer before the next dense or conv2d");
+      for (std::size_t c = 0; c < C; ++c)
+        if (!cut.keep[c]) {
+          V a = V(cut.value[c]);
+          A::template forward<Backend>(&a, 1, 1);
+          cut.value[c] = double(a);
+        }
+      shrink_after<J + 1, Layers, C, Backend, V>(cut, src, dst, done);
+    } else if constexpr (keeps_channels_v<L>) {
+      shrink_after<J + 1, Layers, C, Backend, V>(cut, src, dst, done);
+    } else {
+      static_assert(always_false_v<L>,
+                    "strip_pruning: only activations, batch_norm, pooling, dropout, global_average_pool and flatten "
+                    "may stand between a unit- or filter-pruned layer and the next dense or conv2d layer");
+    }
   }
-  for (std::size_t o = 0; o < M; ++o) dbn[o] = V(bias[o]);
-  for (std::size_t c = 0; c < kept_n; ++c)
-    for (std::size_t o = 0; o < M; ++o) dwn[c * M + o] = wn[cols[c] * M + o];
 }
 }  // namespace pruning::detail
 
-template <class Net, class P, class B>
-model<stripped_t<Net>, P, B> strip_pruning(const model<Net, P, B>& m) {
+// Strips model m into the network type Target: the same layers as stripped_t<Net>
+// (any layout per layer, any NNZ that holds the kept weights).
+template <class Target, class Net, class P, class B>
+model<Target, P, B> strip_pruning_to(const model<Net, P, B>& m) {
   using src_layers = typename model<Net, P, B>::layers;
-  using dst_model = model<stripped_t<Net>, P, B>;
+  using dst_model = model<Target, P, B>;
   using dst_layers = typename dst_model::layers;
   using V = typename dst_model::variable_type;
+  static_assert(std::tuple_size_v<src_layers> == std::tuple_size_v<dst_layers>,
+                "strip_pruning_to: the target network must have as many layers as the pruned one");
   dst_model out(m.seed());
   const auto src = pruning::detail::variables(m);
   const auto dst = pruning::detail::variables(out);
+  std::vector<bool> done(std::tuple_size_v<src_layers>, false);
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (
         [&] {
           using S = std::tuple_element_t<I, src_layers>;
           using D = std::tuple_element_t<I, dst_layers>;
-          constexpr bool after_units = [] {
-            if constexpr (I == 0) return false;
-            else return pruning::detail::units_pruned<std::tuple_element_t<I - 1, src_layers>>();
-          }();
-          if constexpr (after_units) {
-            // done with the unit-pruned layer before it
-          } else if constexpr (pruning::detail::units_pruned<S>()) {
-            static_assert(I + 1 < std::tuple_size_v<src_layers> &&
-                              pruning::detail::is_dense_layer_v<std::tuple_element_t<I + 1, src_layers>>,
-                          "strip_pruning: a layer pruned by units must be followed by an unpruned dense layer");
-            pruning::detail::strip_units<I, S, std::tuple_element_t<I + 1, src_layers>, B>(src, dst);
+          if (done[I]) return;  // shrunk with a unit- or filter-pruned layer before it
+          const std::string here = "strip_pruning: layer " + std::to_string(I + 1);
+          if constexpr (pruning::detail::units_pruned<S>()) {
+            auto cut = pruning::detail::strip_units<I, S, B, V>(src, dst);
+            pruning::detail::shrink_after<I + 1, src_layers, S::cols, B, V>(cut, src, dst, done);
           } else if constexpr (PrunedLayer<S> && requires { D::NNZ; }) {
-            const V* w = reinterpret_cast<const V*>(pruning::detail::find(src, I, "kernel")->data);
-            const auto* keep = reinterpret_cast<const std::uint8_t*>(pruning::detail::find(src, I, "kernel_mask")->data);
-            V* values = reinterpret_cast<V*>(pruning::detail::find(dst, I, "values")->data);
-            std::byte* meta = pruning::detail::find(dst, I, "offsets")->data;
-            const std::size_t kept = kernels::cpu::sparse::pack(w, keep, D::K, D::N, values, D::NNZ, D::offsets(meta),
-                                                                D::bitmap(meta));
+            static_assert(D::K == S::rows && D::N == S::cols,
+                          "strip_pruning_to: a sparse layer of the target must have the pruned layer's inputs and units");
+            const V* w = pruning::detail::src_data<V>(src, I, "kernel");
+            const auto* keep = pruning::detail::src_data<std::uint8_t>(src, I, "kernel_mask");
+            V* values = pruning::detail::dst_data<V>(dst, I, "values");
+            std::byte* meta = pruning::detail::find_role(dst, I, role::metadata)->data;
+            const std::size_t kept = D::template pack<V>(w, keep, values, meta);
             if (kept > D::NNZ)
-              throw std::invalid_argument("strip_pruning: layer " + std::to_string(I + 1) + " keeps " +
-                                          std::to_string(kept) + " weights, more than the " + std::to_string(D::NNZ) +
-                                          " its final sparsity allows; train until the schedule's end step");
+              throw std::invalid_argument(here + " keeps " + std::to_string(kept) + " weights, more than the " +
+                                          std::to_string(D::NNZ) +
+                                          " its stripped type stores (from its final sparsity); train until the "
+                                          "schedule's end step");
             const auto* bs = pruning::detail::find(src, I, "bias");
             std::memcpy(pruning::detail::find(dst, I, "bias")->data, bs->data, bs->extent * bs->element_bytes);
           } else {
             for (const auto& d : dst) {
               if (d.layer != I) continue;
               const auto* s = pruning::detail::find(src, I, d.name);
+              if (!s || s->extent != d.extent || s->element_bytes != d.element_bytes)
+                throw std::invalid_argument(here + "'s " + std::string(d.name) + " (" + std::to_string(d.extent) +
+                                            " values) has no counterpart of that size in the pruned model");
               std::memcpy(d.data, s->data, d.extent * d.element_bytes);
               if constexpr (PrunedLayer<S>) {  // a pruned conv2d: its kernel with the mask applied
                 if (d.name == "kernel") {
-                  const auto* keep = reinterpret_cast<const std::uint8_t*>(pruning::detail::find(src, I, "kernel_mask")->data);
+                  const auto* keep = pruning::detail::src_data<std::uint8_t>(src, I, "kernel_mask");
                   V* w = reinterpret_cast<V*>(d.data);
                   for (std::size_t i = 0; i < d.extent; ++i)
                     if (!keep[i]) w[i] = V(0);
@@ -205,6 +397,19 @@ model<stripped_t<Net>, P, B> strip_pruning(const model<Net, P, B>& m) {
         ...);
   }(std::make_index_sequence<std::tuple_size_v<src_layers>>{});
   return out;
+}
+
+// Strips model m into stripped_t<Net, Layout>: strip_pruning(m) (the bitmap
+// layout, for size), strip_pruning<layout::csc>(m) (for speed at high sparsity).
+template <SparseLayout Layout = layout::bitmap, class Net, class P, class B>
+model<stripped_t<Net, Layout>, P, B> strip_pruning(const model<Net, P, B>& m) {
+  return strip_pruning_to<stripped_t<Net, Layout>>(m);
+}
+
+// The documented spelling of strip_pruning<layout::csc>(m).
+template <class Net, class P, class B>
+model<stripped_t<Net, layout::csc>, P, B> strip_pruning_csc(const model<Net, P, B>& m) {
+  return strip_pruning<layout::csc>(m);
 }
 
 }  // namespace ctnn

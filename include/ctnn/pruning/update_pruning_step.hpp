@@ -19,8 +19,13 @@
 //   pruned layer into the epoch's logs, hence the history.
 // apply_masks(model) zeroes the masked weights of every pruned layer
 // (after loading or editing weights by hand); layer_sparsities(model) returns
-// (position, sparsity) pairs.
+// (position, sparsity) pairs. The layers pruned with global_magnitude get
+// their masks together (pruning/global.hpp): global_sparsities(model) and
+// global_kept(model) report, per such layer, the sparsity and the kept count
+// the group's threshold chose.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -29,6 +34,7 @@
 #include <vector>
 
 #include "../train/step.hpp"
+#include "global.hpp"
 #include "masks.hpp"
 #include "prune.hpp"
 
@@ -81,14 +87,69 @@ std::vector<std::pair<std::size_t, double>> layer_sparsities(M& m) {
   return r;
 }
 
-// Recomputes the mask of every pruned layer whose schedule prunes at `step`, and applies every mask.
+namespace pruning::detail {
+// The masks of the global_magnitude group at sparsity s: its kernels ranked together by |w|.
+template <class M>
+void global_masks(M& m, double s) {
+  using group = global_group<typename M::layers>;
+  std::vector<double> score;
+  score.reserve(group::weights);
+  for_each_pruned(m, [&]<std::size_t I, class L>(auto* w, auto*, std::uint8_t*, std::size_t) {
+    if constexpr (is_global<L>())
+      for (std::size_t i = 0; i < L::kernel_count; ++i) score.push_back(std::abs(double(w[i])));
+  });
+  std::vector<std::uint8_t> kept;
+  keep_largest(score, ctnn::detail::keep_count(group::weights, s), kept);
+  std::size_t at = 0;
+  for_each_pruned(m, [&]<std::size_t I, class L>(auto*, auto*, std::uint8_t* mask, std::size_t) {
+    if constexpr (is_global<L>()) {
+      std::copy(kept.begin() + std::ptrdiff_t(at), kept.begin() + std::ptrdiff_t(at + L::kernel_count), mask);
+      at += L::kernel_count;
+    }
+  });
+}
+}  // namespace pruning::detail
+
+// Recomputes the mask of every pruned layer whose schedule prunes at `step`
+// (the global_magnitude group's together), and applies every mask.
 template <class M>
 void prune_at_step(M& m, std::int64_t step) {
   pruning::detail::for_each_pruned(m, [&]<std::size_t I, class L>(auto* w, auto*, std::uint8_t* mask, std::size_t) {
-    using S = typename L::schedule;
-    if (S::should_prune(step)) pruning::compute_mask<typename L::pattern>(w, L::rows, L::cols, S::sparsity(step), mask);
+    if constexpr (!pruning::detail::is_global<L>()) {
+      using S = typename L::schedule;
+      if (S::should_prune(step)) pruning::compute_mask<typename L::pattern>(w, L::rows, L::cols, S::sparsity(step), mask);
+    }
   });
+  using group = pruning::detail::global_group<typename M::layers>;
+  if constexpr (group::layers > 0) {
+    using S = typename group::schedule;
+    if (S::should_prune(step)) pruning::detail::global_masks(m, S::sparsity(step));
+  }
   apply_masks(m);
+}
+
+// (position from 1, fraction of the kernel masked) for every layer pruned with global_magnitude.
+template <class M>
+std::vector<std::pair<std::size_t, double>> global_sparsities(M& m) {
+  std::vector<std::pair<std::size_t, double>> r;
+  pruning::detail::for_each_pruned(m, [&]<std::size_t I, class L>(auto*, auto*, const std::uint8_t* mask, std::size_t) {
+    if constexpr (pruning::detail::is_global<L>()) r.emplace_back(I + 1, pruning::mask_sparsity(mask, L::kernel_count));
+  });
+  return r;
+}
+
+// (position from 1, kernel weights its mask keeps) for every layer pruned with global_magnitude.
+template <class M>
+std::vector<std::pair<std::size_t, std::size_t>> global_kept(M& m) {
+  std::vector<std::pair<std::size_t, std::size_t>> r;
+  pruning::detail::for_each_pruned(m, [&]<std::size_t I, class L>(auto*, auto*, const std::uint8_t* mask, std::size_t) {
+    if constexpr (pruning::detail::is_global<L>()) {
+      std::size_t n = 0;
+      for (std::size_t i = 0; i < L::kernel_count; ++i) n += mask[i] != 0;
+      r.emplace_back(I + 1, n);
+    }
+  });
+  return r;
 }
 
 struct update_pruning_step {

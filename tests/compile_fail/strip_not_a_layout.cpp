@@ -1,0 +1,10 @@
+// strip_pruning's layout must meet the layout contract (pruning/layout.hpp); a pattern is not a layout.
+// first-error: no matching function for call to
+// expect: has_layout_layer<L>
+// expect: [with L = ctnn::unstructured]
+// expect: SparseLayout<Layout>
+#include <ctnn/ctnn.hpp>
+using net = ctnn::sequential<ctnn::input<16>,
+                             ctnn::prune_low_magnitude<ctnn::dense<8, ctnn::relu>, ctnn::constant_sparsity<0.5>>,
+                             ctnn::dense<3>>;
+void f(const ctnn::model<net>& m) { auto s = ctnn::strip_pruning<ctnn::unstructured>(m); }
