@@ -102,8 +102,8 @@ inline unsigned code_in_byte(const std::uint8_t* meta, std::size_t p) {
 // then yT [N][bp]); units in tiles of T = 4 walk the groups together, so a
 // group's M input rows serve the tile from L1, and each weight, decoded once,
 // multiplies up to 4 blocks of L samples (one FMA each).
-template <class Arch, std::size_t K, std::size_t Nk, std::size_t M>
-void grouped(const float* x, std::size_t N, std::size_t bp, const float* values, const std::uint8_t* meta,
+template <class Arch, std::size_t K, std::size_t N, std::size_t Nk, std::size_t M>
+void grouped(const float* x, std::size_t bp, const float* values, const std::uint8_t* meta,
              std::size_t bytes, const float* bias, float* y, bool relu, float* scratch) {
   using V = xsimd::batch<float, Arch>;
   constexpr std::size_t L = V::size, G = K / M, U = G * Nk, bits = code_bits(M);
@@ -137,9 +137,8 @@ void grouped(const float* x, std::size_t N, std::size_t bp, const float* values,
       }
   };
   auto units = [&]<std::size_t Q>(std::size_t q0) {
-    std::size_t j = 0;
-    for (; j + 4 <= N; j += 4) tile.template operator()<4, Q>(q0, j);
-    for (; j < N; ++j) tile.template operator()<1, Q>(q0, j);
+    for (std::size_t j = 0; j < N / 4 * 4; j += 4) tile.template operator()<4, Q>(q0, j);
+    for (std::size_t j = N / 4 * 4; j < N; ++j) tile.template operator()<1, Q>(q0, j);
   };
   const std::size_t blocks = bp / L;
   for (std::size_t q0 = 0; q0 < blocks; q0 += 4) {
@@ -196,8 +195,7 @@ void two_of_four(const float* x, const float* values, const std::uint8_t* meta, 
     __m512 acc[C][R];
     for (std::size_t c = 0; c < C; ++c)
       for (std::size_t r = 0; r < R; ++r) acc[c][r] = _mm512_setzero_ps();
-    std::size_t b = 0;
-    for (; b + C <= nb; b += C) {
+    for (std::size_t b = 0; b < nb / C * C; b += C) {
       __m512i i[C];
       __m512 w[C];
       for (std::size_t c = 0; c < C; ++c) {
@@ -207,16 +205,16 @@ void two_of_four(const float* x, const float* values, const std::uint8_t* meta, 
       for (std::size_t r = 0; r < R; ++r)
         for (std::size_t c = 0; c < C; ++c) acc[c][r] = block(x + r * K + 32 * (b + c), i[c], w[c], acc[c][r]);
     }
-    for (; b < nb; ++b) {
+    for (std::size_t b = nb / C * C; b < nb; ++b) {
       const __m512i i0 = lanes(at + 32 * b, true);
       const __m512 w0 = _mm512_loadu_ps(v + 16 * b);
       for (std::size_t r = 0; r < R; ++r) acc[0][r] = block(x + r * K + 32 * b, i0, w0, acc[0][r]);
     }
     if constexpr (rem != 0) {  // lanes past the unit's weights are zeroed (their codes belong to the next unit)
-      const __m512i i0 = lanes(at + 32 * b, false);
-      const __m512 w0 = _mm512_maskz_loadu_ps(tail_w, v + 16 * b);
+      const __m512i i0 = lanes(at + 32 * nb, false);
+      const __m512 w0 = _mm512_maskz_loadu_ps(tail_w, v + 16 * nb);
       for (std::size_t r = 0; r < R; ++r) {
-        const float* xr = x + r * K + 32 * b;
+        const float* xr = x + r * K + 32 * nb;
         const __m512 xv = _mm512_maskz_permutex2var_ps(tail_w, _mm512_maskz_loadu_ps(tail_lo, xr), i0,
                                                        _mm512_maskz_loadu_ps(tail_hi, xr + 16));
         acc[1][r] = _mm512_fmadd_ps(xv, w0, acc[1][r]);
@@ -290,7 +288,7 @@ void forward(const T* x, const T* values, const std::uint8_t* meta, const T* bia
     constexpr std::size_t L = xsimd::batch<float, Arch>::size;
     constexpr std::size_t bytes = meta_bytes(K, N, Nk, M);
     const std::size_t bp = batch / L * L;
-    if (bp) detail::grouped<Arch, K, Nk, M>(x, N, bp, values, meta, bytes, bias, y, relu, scratch);
+    if (bp) detail::grouped<Arch, K, N, Nk, M>(x, bp, values, meta, bytes, bias, y, relu, scratch);
     std::size_t b = bp;
     for (; b + 4 <= batch; b += 4) detail::rows_of<K, Arch, 4, Nk, M>(x + b * K, values, meta, bytes, bias, y + b * N, N, relu);
     for (; b < batch; ++b) detail::rows_of<K, Arch, 1, Nk, M>(x + b * K, values, meta, bytes, bias, y + b * N, N, relu);
