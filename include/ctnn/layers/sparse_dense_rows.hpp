@@ -5,9 +5,10 @@
 // W transposed: kernels/cpu/sparse_rows.hpp): the values [NNZ] (parameters)
 // and one metadata buffer "index": unit starts [N + 1] (uint32) then the
 // kept inputs [NNZ] (uint16). Stored bytes: 6 NNZ + 4 N + 4 (N + 1).
-// Inference work falls with NNZ: the layout for speed at high sparsity, at
-// batch 1 (gathers of x) and at large batches (transposed blocks). Cache: K +
-// N values per sample (the transposes). layout::rows is its tag for
+// Inference work falls with NNZ (gathers of x below 16 samples on AVX-512,
+// transposed blocks above): the layout for speed at high sparsity (at 90 %,
+// as fast as dense at batch 1 and faster at batch 64: docs/pruning.md).
+// Cache: K + N values per sample (the transposes). layout::rows is its tag for
 // strip_pruning (the layout contract of pruning/layout.hpp: layer<K, N, NNZ,
 // Act> and the bound layer's pack). A fresh layer spreads its NNZ weights
 // evenly over W, Glorot-uniform. Requires K <= 65536, an input of K features

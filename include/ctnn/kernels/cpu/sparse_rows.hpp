@@ -6,11 +6,11 @@
 // count stored. The work is proportional to the number of weights:
 //   forward_reference: y = x W + b (relu optional), the scalar loop that
 //                      defines the product;
-//   forward<K, N, Arch>: xsimd. Samples in whole blocks of 4 L (L = lanes of
-//                      the architecture; fewer blocks at the end) are
-//                      transposed into `scratch` ((K + N) x batch values),
-//                      so each weight multiplies L samples in one FMA; the
-//                      samples left (fewer than L) run with gathers of x:
+//   forward<K, N, Arch>: xsimd. Whole blocks of L samples (L = lanes of the
+//                      architecture) are transposed into `scratch` ((K + N)
+//                      x batch values), so each weight multiplies L samples
+//                      in one FMA, 4 blocks sharing each broadcast weight;
+//                      the samples left (fewer than L) run with gathers of x:
 //                      per unit, L weights at a time, one gather of L
 //                      inputs per sample (AVX-512 and AVX2: vgatherdps; SSE2:
 //                      xsimd's emulated gather), 4 samples sharing each
