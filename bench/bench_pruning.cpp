@@ -1,18 +1,26 @@
 // Inference time of the Fashion-MNIST MLP (784 -> 256 relu -> 128 relu -> 10)
 // dense and stripped after pruning its two hidden layers to 50 %, 80 %, 90 %
-// (unstructured, by magnitude) and 2:4, at batch 1 and 64, in one run. The
-// stripped layers are sparse_dense (layers/sparse_dense.hpp); the weights are
-// random (the work does not depend on their values, only on the mask). Run
-// on one thread (the sparse kernel is single-threaded; so is the dense GEMM
-// with CTNN_NUM_THREADS=1):
+// (unstructured, by magnitude) and 2:4, at batch 1 and 64, in one run, in
+// each stripped layout: bitmap (layers/sparse_dense.hpp), csc
+// (layers/sparse_dense_csc.hpp), rows (layers/sparse_dense_rows.hpp) and, for
+// 2:4, nm (layers/sparse_dense_nm.hpp: values and 2-bit indices). The weights
+// are random (the work does not depend on their values, only on the mask).
+// Run on one thread (the sparse kernels are single-threaded; so is the dense
+// GEMM with CTNN_NUM_THREADS=1):
 //   CTNN_NUM_THREADS=1 build/bench/bench/bench_pruning --benchmark_repetitions=3
 // The figure to read is the ratio stripped / dense in the same run.
 #include <benchmark/benchmark.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/layers/sparse_dense_nm.hpp>
+#include <ctnn/layers/sparse_dense_rows.hpp>
 #include <ctnn/pruning/strip_csc.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <stdexcept>
+#include <string_view>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -60,6 +68,51 @@ void stripped_csc(benchmark::State& st) {
   run(st, m);
 }
 
+// The pruned MLP stripped to layout Layout: its two hidden layers packed with
+// the layout's pack (the layout contract of pruning/layout.hpp), the output
+// layer copied.
+template <class Layout, class M>
+auto strip_to(const M& p) {
+  using src = typename M::layers;
+  constexpr long long nnz1 = std::tuple_element_t<0, src>::final_nnz, nnz2 = std::tuple_element_t<1, src>::final_nnz;
+  using out_net = ctnn::sequential<ctnn::input<784>, typename Layout::template layer<784, 256, nnz1, ctnn::relu>,
+                                   typename Layout::template layer<256, 128, nnz2, ctnn::relu>, ctnn::dense<10>>;
+  auto out = ctnn::make_model<out_net>(1);
+  auto find = [](auto& m, std::size_t layer, std::string_view name) {
+    ctnn::variable_ref v{};
+    m.for_each_variable([&](const ctnn::variable_ref& r) {
+      if (r.layer == layer && r.name == name) v = r;
+    });
+    return v;
+  };
+  using dst = typename decltype(out)::layers;
+  auto pack = [&]<std::size_t I>() {
+    using D = std::tuple_element_t<I, dst>;
+    const std::size_t kept =
+        D::pack(reinterpret_cast<const float*>(find(p, I, "kernel").data),
+                reinterpret_cast<const std::uint8_t*>(find(p, I, "kernel_mask").data),
+                reinterpret_cast<float*>(find(out, I, "values").data), find(out, I, "index").data);
+    if (kept > D::NNZ) throw std::runtime_error("bench_pruning: a mask keeps more than NNZ");
+    const auto b = find(p, I, "bias");
+    std::copy_n(b.data, b.extent * b.element_bytes, find(out, I, "bias").data);
+  };
+  pack.template operator()<0>();
+  pack.template operator()<1>();
+  for (const char* n : {"kernel", "bias"}) {
+    const auto v = find(p, 2, n);
+    std::copy_n(v.data, v.extent * v.element_bytes, find(out, 2, n).data);
+  }
+  return out;
+}
+
+template <class Layout, class Net>
+void stripped_to(benchmark::State& st) {
+  auto p = ctnn::make_model<Net>(1);
+  ctnn::prune_at_step(p, 0);
+  auto m = strip_to<Layout>(p);
+  run(st, m);
+}
+
 }  // namespace
 
 BENCHMARK(dense)->Arg(1)->Arg(64);
@@ -71,4 +124,9 @@ BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.5>>)->Name
 BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.8>>)->Name("csc_80")->Arg(1)->Arg(64);
 BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.9>>)->Name("csc_90")->Arg(1)->Arg(64);
 BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("csc_2of4")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::rows, pruned_mlp<ctnn::constant_sparsity<0.5>>)->Name("rows_50")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::rows, pruned_mlp<ctnn::constant_sparsity<0.8>>)->Name("rows_80")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::rows, pruned_mlp<ctnn::constant_sparsity<0.9>>)->Name("rows_90")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::rows, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("rows_2of4")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::nm<2, 4>, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("nm_2of4")->Arg(1)->Arg(64);
 BENCHMARK_MAIN();

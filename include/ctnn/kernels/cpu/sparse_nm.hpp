@@ -1,0 +1,344 @@
+// ctnn/kernels/cpu/sparse_nm.hpp — products of an N:M-sparse kernel packed as values and compact indices.
+//
+// Layout of a K x N kernel W with Nk weights kept in each group of M
+// consecutive inputs of each unit (layers/sparse_dense_nm.hpp; K a multiple
+// of M; G = K / M groups, U = G Nk values per unit): value p = j U + g Nk + s
+// is unit j's s-th weight of group g (inputs g M .. g M + M - 1), at input
+// g M + code(p); code(p) takes `bits` = bit_width(M - 1) bits (2 for M = 4)
+// at bit p bits of the metadata, least significant first (a byte stream:
+// ceil(N U bits / 8) bytes). A group that keeps fewer than Nk weights is
+// padded with zero weights at its lowest unkept inputs.
+//   forward_reference: y = x W + b (relu optional), the scalar loop;
+//   forward<K, N, Nk, M, Arch>: whole blocks of L samples (L: lanes)
+//                      transposed, units in tiles of 4 walking the groups
+//                      together (a group's inputs are read from L1), each
+//                      weight decoded once for up to 4 blocks of L samples,
+//                      one FMA each; the samples left: for 2:4 on AVX-512, per
+//                      unit 16 weights at a time cover 32 inputs, which sit
+//                      in two registers: their codes (32 bits) become a lane
+//                      index (vpsrlvd, vpternlogd) and vpermt2ps picks the
+//                      inputs, no gather; otherwise the indices are decoded
+//                      and x gathered (xsimd). Other types: the reference.
+//   backward_reference: dvalues, dbias and dx (scalar).
+// Indices are read as little-endian bytes (x86, AArch64).
+#pragma once
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include <xsimd/xsimd.hpp>
+
+#include "arch.hpp"
+#include "sparse_rows.hpp"
+
+namespace ctnn::kernels::cpu::nm {
+
+constexpr std::size_t code_bits(std::size_t m) { return std::size_t(std::bit_width(m - 1)); }
+// Values of a K x N kernel with Nk of every M inputs kept.
+constexpr std::size_t capacity(std::size_t K, std::size_t N, std::size_t Nk, std::size_t M) { return K / M * Nk * N; }
+constexpr std::size_t meta_bytes(std::size_t K, std::size_t N, std::size_t Nk, std::size_t M) {
+  return (capacity(K, N, Nk, M) * code_bits(M) + 7) / 8;
+}
+constexpr std::size_t scratch_per_sample(std::size_t K, std::size_t N) { return rows::scratch_per_sample(K, N); }
+
+// The code of value p (bits <= 8: it spans at most two bytes).
+inline unsigned code(const std::uint8_t* meta, std::size_t bytes, std::size_t bits, std::size_t p) {
+  const std::size_t at = p * bits, o = at >> 3;
+  unsigned w = meta[o];
+  if (o + 1 < bytes) w |= unsigned(meta[o + 1]) << 8;
+  return (w >> (at & 7)) & ((1u << bits) - 1u);
+}
+
+template <std::size_t Nk, std::size_t M, class T>
+void forward_reference(const T* x, const T* values, const std::uint8_t* meta, const T* bias, T* y, std::size_t batch,
+                       std::size_t K, std::size_t N, bool relu) {
+  const std::size_t U = K / M * Nk, bytes = meta_bytes(K, N, Nk, M);
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t j = 0; j < N; ++j) {
+      T s = bias[j];
+      for (std::size_t t = 0; t < U; ++t)
+        s += x[b * K + t / Nk * M + code(meta, bytes, code_bits(M), j * U + t)] * values[j * U + t];
+      y[b * N + j] = relu ? std::max(s, T(0)) : s;
+    }
+}
+
+// dz: dL/d(pre-activation) [batch x N]; dvalues, dbias are overwritten; dx (may be null) too.
+template <std::size_t Nk, std::size_t M, class T>
+void backward_reference(const T* x, const T* dz, const T* values, const std::uint8_t* meta, T* dvalues, T* dbias, T* dx,
+                        std::size_t batch, std::size_t K, std::size_t N) {
+  const std::size_t U = K / M * Nk, bytes = meta_bytes(K, N, Nk, M);
+  if (dx) std::fill(dx, dx + batch * K, T(0));
+  for (std::size_t j = 0; j < N; ++j) {
+    T sb = 0;
+    for (std::size_t b = 0; b < batch; ++b) sb += dz[b * N + j];
+    dbias[j] = sb;
+    for (std::size_t t = 0; t < U; ++t) {
+      const std::size_t p = j * U + t, k = t / Nk * M + code(meta, bytes, code_bits(M), p);
+      T s = 0;
+      for (std::size_t b = 0; b < batch; ++b) {
+        s += x[b * K + k] * dz[b * N + j];
+        if (dx) dx[b * K + k] += values[p] * dz[b * N + j];
+      }
+      dvalues[p] = s;
+    }
+  }
+}
+
+namespace detail {
+
+// The code of value p when codes never straddle bytes (bits dividing 8).
+template <std::size_t Bits>
+inline unsigned code_in_byte(const std::uint8_t* meta, std::size_t p) {
+  static_assert(8 % Bits == 0);
+  return (meta[p * Bits / 8] >> (p * Bits % 8)) & ((1u << Bits) - 1u);
+}
+
+// Whole blocks of L samples (bp of them) transposed into scratch (xT [K][bp],
+// then yT [N][bp]); units in tiles of T = 4 walk the groups together, so a
+// group's M input rows serve the tile from L1, and each weight, decoded once,
+// multiplies up to 4 blocks of L samples (one FMA each).
+template <class Arch, std::size_t K, std::size_t N, std::size_t Nk, std::size_t M>
+void grouped(const float* x, std::size_t bp, const float* values, const std::uint8_t* meta,
+             std::size_t bytes, const float* bias, float* y, bool relu, float* scratch) {
+  using V = xsimd::batch<float, Arch>;
+  constexpr std::size_t L = V::size, G = K / M, U = G * Nk, bits = code_bits(M);
+  float* xt = scratch;
+  float* yt = scratch + K * bp;
+  for (std::size_t k = 0; k < K; ++k)  // contiguous writes; the bp rows read stay in L1
+    for (std::size_t b = 0; b < bp; ++b) xt[k * bp + b] = x[b * K + k];
+  auto at = [&](std::size_t p) {
+    if constexpr (8 % bits == 0) return code_in_byte<bits>(meta, p);
+    else return code(meta, bytes, bits, p);
+  };
+  auto tile = [&]<std::size_t T, std::size_t Q>(std::size_t q0, std::size_t j0) {
+    V acc[T][Q];
+    for (std::size_t u = 0; u < T; ++u)
+      for (std::size_t q = 0; q < Q; ++q) acc[u][q] = V(bias[j0 + u]);
+    for (std::size_t g = 0; g < G; ++g) {
+      const float* xg = xt + g * M * bp + q0 * L;
+      for (std::size_t u = 0; u < T; ++u) {
+        const std::size_t p = (j0 + u) * U + g * Nk;
+        for (std::size_t s = 0; s < Nk; ++s) {
+          const float* xr = xg + at(p + s) * bp;
+          const V w(values[p + s]);
+          for (std::size_t q = 0; q < Q; ++q) acc[u][q] = xsimd::fma(V::load_unaligned(xr + q * L), w, acc[u][q]);
+        }
+      }
+    }
+    for (std::size_t u = 0; u < T; ++u)
+      for (std::size_t q = 0; q < Q; ++q) {
+        if (relu) acc[u][q] = xsimd::max(acc[u][q], V(0.0f));
+        acc[u][q].store_unaligned(yt + (j0 + u) * bp + (q0 + q) * L);
+      }
+  };
+  auto units = [&]<std::size_t Q>(std::size_t q0) {
+    for (std::size_t j = 0; j < N / 4 * 4; j += 4) tile.template operator()<4, Q>(q0, j);
+    for (std::size_t j = N / 4 * 4; j < N; ++j) tile.template operator()<1, Q>(q0, j);
+  };
+  const std::size_t blocks = bp / L;
+  for (std::size_t q0 = 0; q0 < blocks; q0 += 4) {
+    switch (std::min<std::size_t>(4, blocks - q0)) {
+      case 4: units.template operator()<4>(q0); break;
+      case 3: units.template operator()<3>(q0); break;
+      case 2: units.template operator()<2>(q0); break;
+      default: units.template operator()<1>(q0); break;
+    }
+  }
+  for (std::size_t b = 0; b < bp; ++b)
+    for (std::size_t j = 0; j < N; ++j) y[b * N + j] = yt[j * bp + b];
+}
+
+// 32 bits of the metadata from bit `at` (zeros past its end).
+inline std::uint32_t bits32(const std::uint8_t* meta, std::size_t bytes, std::size_t at) {
+  const std::size_t o = at >> 3;
+  std::uint64_t w = 0;
+  if (o + 8 <= bytes) std::memcpy(&w, meta + o, 8);
+  else if (o < bytes) std::memcpy(&w, meta + o, bytes - o);
+  return std::uint32_t(w >> (at & 7));
+}
+
+#if defined(__AVX512F__)
+// 2:4 on AVX-512, R samples (K apart): 16 weights cover 32 inputs held in two registers.
+template <std::size_t K, std::size_t R>
+void two_of_four(const float* x, const float* values, const std::uint8_t* meta, std::size_t bytes, const float* bias,
+                 float* y, std::size_t N, bool relu) {
+  constexpr std::size_t U = K / 2, nb = K / 32, rem = K % 32;  // rem: a multiple of 4, rem / 2 weights
+  constexpr std::size_t C = R == 1 ? 4 : 2;                     // independent chains (blocks per step)
+  const __m512i base = _mm512_setr_epi32(0, 0, 4, 4, 8, 8, 12, 12, 16, 16, 20, 20, 24, 24, 28, 28);
+  const __m512i shifts = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i three = _mm512_set1_epi32(3);
+  constexpr __mmask16 tail_w = __mmask16((1u << (rem / 2)) - 1u);
+  constexpr __mmask16 tail_lo = __mmask16(rem >= 16 ? 0xFFFFu : (1u << rem) - 1u);
+  constexpr __mmask16 tail_hi = __mmask16(rem > 16 ? (1u << (rem - 16)) - 1u : 0u);
+  // lane i: input 4 (i / 2) + code i, i.e. (codes >> 2 i) & 3 | base (vpternlogd 0xEA: (a & b) | c)
+  auto lanes = [&](std::size_t at, bool whole) {
+    std::uint32_t c;
+    if constexpr (K % 8 == 0) {  // byte-aligned: a broadcast load
+      if (whole) std::memcpy(&c, meta + at / 8, 4);
+      else c = bits32(meta, bytes, at);
+    } else {
+      c = bits32(meta, bytes, at);
+    }
+    return _mm512_ternarylogic_epi32(_mm512_srlv_epi32(_mm512_set1_epi32(int(c)), shifts), three, base, 0xEA);
+  };
+  auto block = [&](const float* xr, __m512i i, __m512 w, __m512 acc) {
+    return _mm512_fmadd_ps(_mm512_permutex2var_ps(_mm512_loadu_ps(xr), i, _mm512_loadu_ps(xr + 16)), w, acc);
+  };
+  for (std::size_t j = 0; j < N; ++j) {
+    const float* v = values + j * U;
+    const std::size_t at = j * K;  // 2 bits per weight, K / 2 weights per unit
+    __m512 acc[C][R];
+    for (std::size_t c = 0; c < C; ++c)
+      for (std::size_t r = 0; r < R; ++r) acc[c][r] = _mm512_setzero_ps();
+    for (std::size_t b = 0; b < nb / C * C; b += C) {
+      __m512i i[C];
+      __m512 w[C];
+      for (std::size_t c = 0; c < C; ++c) {
+        i[c] = lanes(at + 32 * (b + c), true);
+        w[c] = _mm512_loadu_ps(v + 16 * (b + c));
+      }
+      for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t c = 0; c < C; ++c) acc[c][r] = block(x + r * K + 32 * (b + c), i[c], w[c], acc[c][r]);
+    }
+    for (std::size_t b = nb / C * C; b < nb; ++b) {
+      const __m512i i0 = lanes(at + 32 * b, true);
+      const __m512 w0 = _mm512_loadu_ps(v + 16 * b);
+      for (std::size_t r = 0; r < R; ++r) acc[0][r] = block(x + r * K + 32 * b, i0, w0, acc[0][r]);
+    }
+    if constexpr (rem != 0) {  // lanes past the unit's weights are zeroed (their codes belong to the next unit)
+      const __m512i i0 = lanes(at + 32 * nb, false);
+      const __m512 w0 = _mm512_maskz_loadu_ps(tail_w, v + 16 * nb);
+      for (std::size_t r = 0; r < R; ++r) {
+        const float* xr = x + r * K + 32 * nb;
+        const __m512 xv = _mm512_maskz_permutex2var_ps(tail_w, _mm512_maskz_loadu_ps(tail_lo, xr), i0,
+                                                       _mm512_maskz_loadu_ps(tail_hi, xr + 16));
+        acc[1][r] = _mm512_fmadd_ps(xv, w0, acc[1][r]);
+      }
+    }
+    for (std::size_t r = 0; r < R; ++r) {
+      __m512 t = _mm512_add_ps(acc[0][r], acc[1][r]);
+      if constexpr (C == 4) t = _mm512_add_ps(t, _mm512_add_ps(acc[2][r], acc[3][r]));
+      const float s = bias[j] + _mm512_reduce_add_ps(t);
+      y[r * N + j] = relu ? std::max(s, 0.0f) : s;
+    }
+  }
+}
+#endif
+
+// Any pattern and architecture, R samples: the indices decoded, x gathered.
+template <class Arch, std::size_t R, std::size_t Nk, std::size_t M>
+void gathered(const float* x, std::size_t K, const float* values, const std::uint8_t* meta, std::size_t bytes,
+              const float* bias, float* y, std::size_t N, bool relu) {
+  using V = xsimd::batch<float, Arch>;
+  using I = xsimd::batch<std::int32_t, Arch>;
+  constexpr std::size_t L = V::size, bits = code_bits(M);
+  const std::size_t U = K / M * Nk;
+  alignas(64) std::int32_t k[L];
+  for (std::size_t j = 0; j < N; ++j) {
+    const std::size_t p0 = j * U;
+    V acc[R];
+    float tail[R];
+    for (std::size_t r = 0; r < R; ++r) {
+      acc[r] = V(0.0f);
+      tail[r] = 0.0f;
+    }
+    std::size_t t = 0;
+    for (; t + L <= U; t += L) {
+      for (std::size_t i = 0; i < L; ++i) k[i] = std::int32_t((t + i) / Nk * M + code(meta, bytes, bits, p0 + t + i));
+      const I ki = I::load_aligned(k);
+      const V w = V::load_unaligned(values + p0 + t);
+      for (std::size_t r = 0; r < R; ++r) acc[r] = xsimd::fma(V::gather(x + r * K, ki), w, acc[r]);
+    }
+    for (; t < U; ++t) {
+      const std::size_t kk = t / Nk * M + code(meta, bytes, bits, p0 + t);
+      for (std::size_t r = 0; r < R; ++r) tail[r] += x[r * K + kk] * values[p0 + t];
+    }
+    for (std::size_t r = 0; r < R; ++r) {
+      const float s = bias[j] + (xsimd::hadd(acc[r]) + tail[r]);
+      y[r * N + j] = relu ? std::max(s, 0.0f) : s;
+    }
+  }
+}
+
+template <std::size_t K, class Arch, std::size_t R, std::size_t Nk, std::size_t M>
+void rows_of(const float* x, const float* values, const std::uint8_t* meta, std::size_t bytes,
+             const float* bias, float* y, std::size_t N, bool relu) {
+#if defined(__AVX512F__)
+  if constexpr (rows::detail::avx512_v<Arch> && Nk == 2 && M == 4) {
+    two_of_four<K, R>(x, values, meta, bytes, bias, y, N, relu);
+    return;
+  }
+#endif
+  gathered<Arch, R, Nk, M>(x, K, values, meta, bytes, bias, y, N, relu);
+}
+
+}  // namespace detail
+
+// y[batch x N] = x[batch x K] W + bias, relu optional; scratch: (K + N) batch values.
+template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M, class Arch = default_arch, class T>
+void forward(const T* x, const T* values, const std::uint8_t* meta, const T* bias, T* y, std::size_t batch, bool relu,
+             T* scratch) {
+  static_assert(K % M == 0 && Nk > 0 && Nk < M && M <= 256, "nm::forward: needs 0 < Nk < M <= 256 and M dividing K");
+  if constexpr (rows::fast_v<T, Arch>) {
+    constexpr std::size_t L = xsimd::batch<float, Arch>::size;
+    constexpr std::size_t bytes = meta_bytes(K, N, Nk, M);
+    const std::size_t bp = batch / L * L;
+    if (bp) detail::grouped<Arch, K, N, Nk, M>(x, bp, values, meta, bytes, bias, y, relu, scratch);
+    std::size_t b = bp;
+    for (; b + 4 <= batch; b += 4) detail::rows_of<K, Arch, 4, Nk, M>(x + b * K, values, meta, bytes, bias, y + b * N, N, relu);
+    for (; b < batch; ++b) detail::rows_of<K, Arch, 1, Nk, M>(x + b * K, values, meta, bytes, bias, y + b * N, N, relu);
+  } else {
+    (void)scratch;
+    forward_reference<Nk, M>(x, values, meta, bias, y, batch, K, N, relu);
+  }
+}
+
+// Packs kernel w[K x N] (row-major) where keep[i] != 0 into values
+// [capacity(K, N, Nk, M)] and meta [meta_bytes(...)]. Returns the count kept;
+// when it exceeds the capacity nothing is written. Throws
+// std::invalid_argument naming the unit and inputs when a group keeps more
+// than Nk weights (the mask is not Nk:M).
+template <std::size_t Nk, std::size_t M, class T, class Mk>
+std::size_t pack(const T* w, const Mk* keep, std::size_t K, std::size_t N, T* values, std::uint8_t* meta) {
+  static_assert(Nk > 0 && Nk < M && M <= 256, "nm::pack: needs 0 < Nk < M <= 256");
+  const std::size_t cap = capacity(K, N, Nk, M), bytes = meta_bytes(K, N, Nk, M), bits = code_bits(M);
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < K * N; ++i) kept += keep[i] ? 1 : 0;
+  if (kept > cap) return kept;
+  for (std::size_t j = 0; j < N; ++j)
+    for (std::size_t g = 0; g < K / M; ++g) {
+      std::size_t c = 0;
+      for (std::size_t i = 0; i < M; ++i) c += keep[(g * M + i) * N + j] ? 1 : 0;
+      if (c > Nk)
+        throw std::invalid_argument("nm::pack: unit " + std::to_string(j) + " keeps " + std::to_string(c) +
+                                    " of the inputs " + std::to_string(g * M) + ".." + std::to_string(g * M + M - 1) +
+                                    ", more than " + std::to_string(Nk) + " of " + std::to_string(M));
+    }
+  std::fill(meta, meta + bytes, std::uint8_t(0));
+  std::size_t p = 0;
+  for (std::size_t j = 0; j < N; ++j)
+    for (std::size_t g = 0; g < K / M; ++g) {
+      bool take[256] = {};
+      std::size_t c = 0;
+      for (std::size_t i = 0; i < M; ++i)
+        if (keep[(g * M + i) * N + j]) take[i] = true, ++c;
+      for (std::size_t i = 0; i < M && c < Nk; ++i)  // pad with zero weights at the lowest unkept inputs
+        if (!take[i]) take[i] = true, ++c;
+      for (std::size_t i = 0; i < M; ++i) {
+        if (!take[i]) continue;
+        const std::size_t k = g * M + i, at = p * bits;
+        values[p] = keep[k * N + j] ? w[k * N + j] : T(0);
+        meta[at >> 3] |= std::uint8_t(i << (at & 7));
+        if ((at & 7) + bits > 8) meta[(at >> 3) + 1] |= std::uint8_t(i >> (8 - (at & 7)));
+        ++p;
+      }
+    }
+  return kept;
+}
+
+}  // namespace ctnn::kernels::cpu::nm

@@ -1,0 +1,262 @@
+// ctnn/kernels/cpu/sparse_rows.hpp — products of a sparse kernel stored per output unit (CSR over the transposed kernel).
+//
+// Layout of a sparse K x N kernel W (layers/sparse_dense_rows.hpp): unit
+// (column) j's weights are values[starts[j] .. starts[j + 1]), their input
+// indices in idx[...] (16-bit: K <= 65536), ascending; starts[N] is the
+// count stored. The work is proportional to the number of weights:
+//   forward_reference: y = x W + b (relu optional), the scalar loop that
+//                      defines the product;
+//   forward<K, N, Arch>: xsimd. Whole blocks of L samples (L = lanes of the
+//                      architecture) are transposed into `scratch` ((K + N)
+//                      x batch values), so each weight multiplies L samples
+//                      in one FMA, 4 blocks sharing each broadcast weight;
+//                      the samples left (fewer than L) run with gathers of x:
+//                      per unit, L weights at a time, one gather of L
+//                      inputs per sample (AVX-512 and AVX2: vgatherdps; SSE2:
+//                      xsimd's emulated gather), 4 samples sharing each
+//                      loaded index vector. Other types: the reference.
+//   backward_reference: dvalues, dbias and dx (scalar).
+// detail::transposed<Arch> is shared with the N:M layout (sparse_nm.hpp): it
+// takes the per-unit ranges and the input index of each weight as functions.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include <xsimd/xsimd.hpp>
+
+#include "arch.hpp"
+
+namespace ctnn::kernels::cpu::rows {
+
+// Metadata bytes: starts (uint32, N + 1) then indices (uint16, nnz).
+constexpr std::size_t meta_bytes(std::size_t N, std::size_t nnz) { return 4 * (N + 1) + 2 * nnz; }
+// Scratch values forward<Arch> needs per sample (x and y transposed).
+constexpr std::size_t scratch_per_sample(std::size_t K, std::size_t N) { return K + N; }
+
+template <class T>
+void forward_reference(const T* x, const T* values, const std::uint32_t* starts, const std::uint16_t* idx, const T* bias,
+                       T* y, std::size_t batch, std::size_t K, std::size_t N, bool relu) {
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t j = 0; j < N; ++j) {
+      T s = bias[j];
+      for (std::uint32_t p = starts[j]; p < starts[j + 1]; ++p) s += x[b * K + idx[p]] * values[p];
+      y[b * N + j] = relu ? std::max(s, T(0)) : s;
+    }
+}
+
+// dz: dL/d(pre-activation) [batch x N]; dvalues, dbias are overwritten; dx (may be null) too.
+template <class T>
+void backward_reference(const T* x, const T* dz, const T* values, const std::uint32_t* starts, const std::uint16_t* idx,
+                        T* dvalues, T* dbias, T* dx, std::size_t batch, std::size_t K, std::size_t N) {
+  if (dx) std::fill(dx, dx + batch * K, T(0));
+  for (std::size_t j = 0; j < N; ++j) {
+    T sb = 0;
+    for (std::size_t b = 0; b < batch; ++b) sb += dz[b * N + j];
+    dbias[j] = sb;
+    for (std::uint32_t p = starts[j]; p < starts[j + 1]; ++p) {
+      T s = 0;
+      for (std::size_t b = 0; b < batch; ++b) {
+        s += x[b * K + idx[p]] * dz[b * N + j];
+        if (dx) dx[b * K + idx[p]] += values[p] * dz[b * N + j];
+      }
+      dvalues[p] = s;
+    }
+  }
+}
+
+namespace detail {
+
+template <class Arch>
+inline constexpr bool avx512_v = std::is_base_of_v<xsimd::avx512f, Arch>;
+template <class Arch>
+inline constexpr bool avx2_v = std::is_base_of_v<xsimd::avx2, Arch>;
+
+// L 16-bit indices widened to 32 bits.
+template <class Arch>
+inline xsimd::batch<std::int32_t, Arch> load_index(const std::uint16_t* p) {
+#if defined(__AVX512F__)
+  if constexpr (avx512_v<Arch>) return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+#endif
+#if defined(__AVX2__)
+  if constexpr (avx2_v<Arch> && !avx512_v<Arch>)
+    return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+#endif
+  using I = xsimd::batch<std::int32_t, Arch>;
+  alignas(64) std::int32_t k[I::size];
+  for (std::size_t i = 0; i < I::size; ++i) k[i] = p[i];
+  return I::load_aligned(k);
+}
+
+// R samples (rows of x, K apart) of all N units, x gathered: y[r, j] = bias[j] + sum_p x[r, idx[p]] values[p].
+template <class Arch, std::size_t R>
+void gathered(const float* x, std::size_t K, const float* values, const std::uint32_t* starts, const std::uint16_t* idx,
+              const float* bias, float* y, std::size_t N, bool relu) {
+#if defined(__AVX512F__)
+  if constexpr (avx512_v<Arch>) {
+    for (std::size_t j = 0; j < N; ++j) {
+      __m512 acc[R], acc2[R];
+      for (std::size_t r = 0; r < R; ++r) acc[r] = acc2[r] = _mm512_setzero_ps();
+      std::uint32_t p = starts[j];
+      const std::uint32_t e = starts[j + 1];
+      for (; p + 32 <= e; p += 32) {  // two independent chains
+        const __m512i k0 = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx + p)));
+        const __m512i k1 = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx + p + 16)));
+        const __m512 w0 = _mm512_loadu_ps(values + p), w1 = _mm512_loadu_ps(values + p + 16);
+        for (std::size_t r = 0; r < R; ++r) {
+          acc[r] = _mm512_fmadd_ps(_mm512_i32gather_ps(k0, x + r * K, 4), w0, acc[r]);
+          acc2[r] = _mm512_fmadd_ps(_mm512_i32gather_ps(k1, x + r * K, 4), w1, acc2[r]);
+        }
+      }
+      if (p + 16 <= e) {
+        const __m512i k0 = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx + p)));
+        const __m512 w0 = _mm512_loadu_ps(values + p);
+        for (std::size_t r = 0; r < R; ++r) acc[r] = _mm512_fmadd_ps(_mm512_i32gather_ps(k0, x + r * K, 4), w0, acc[r]);
+        p += 16;
+      }
+      if (p < e) {
+        const __mmask16 m = __mmask16((1u << (e - p)) - 1u);
+        const __m512i k0 = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, idx + p));
+        const __m512 w0 = _mm512_maskz_loadu_ps(m, values + p);
+        for (std::size_t r = 0; r < R; ++r)
+          acc2[r] = _mm512_fmadd_ps(_mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, k0, x + r * K, 4), w0, acc2[r]);
+      }
+      for (std::size_t r = 0; r < R; ++r) {
+        const float s = bias[j] + _mm512_reduce_add_ps(_mm512_add_ps(acc[r], acc2[r]));
+        y[r * N + j] = relu ? std::max(s, 0.0f) : s;
+      }
+    }
+    return;
+  }
+#endif
+  using V = xsimd::batch<float, Arch>;
+  constexpr std::size_t L = V::size;
+  for (std::size_t j = 0; j < N; ++j) {
+    V acc[R];
+    float tail[R];
+    for (std::size_t r = 0; r < R; ++r) {
+      acc[r] = V(0.0f);
+      tail[r] = 0.0f;
+    }
+    std::uint32_t p = starts[j];
+    const std::uint32_t e = starts[j + 1];
+    for (; p + L <= e; p += L) {
+      const auto k = load_index<Arch>(idx + p);
+      const V w = V::load_unaligned(values + p);
+      for (std::size_t r = 0; r < R; ++r) acc[r] = xsimd::fma(V::gather(x + r * K, k), w, acc[r]);
+    }
+    for (; p < e; ++p)
+      for (std::size_t r = 0; r < R; ++r) tail[r] += x[r * K + idx[p]] * values[p];
+    for (std::size_t r = 0; r < R; ++r) {
+      const float s = bias[j] + (xsimd::hadd(acc[r]) + tail[r]);
+      y[r * N + j] = relu ? std::max(s, 0.0f) : s;
+    }
+  }
+}
+
+// Whole blocks of L samples (bp = blocks * L of them): xT[k][b] and yT[j][b]
+// in scratch ((K + N) bp values); each weight multiplies L samples per FMA,
+// 4 blocks at a time sharing the broadcast weight. Unit j's weights are p in
+// [begin(j), begin(j + 1)), weight p's input row is row(j, p).
+template <class Arch, class Begin, class Row>
+void transposed(const float* x, std::size_t K, std::size_t N, std::size_t bp, const float* values, const float* bias,
+                float* y, bool relu, float* scratch, Begin begin, Row row) {
+  using V = xsimd::batch<float, Arch>;
+  constexpr std::size_t L = V::size;
+  const std::size_t blocks = bp / L;
+  float* xt = scratch;
+  float* yt = scratch + K * bp;
+  for (std::size_t k = 0; k < K; ++k)  // contiguous writes; the bp rows read stay in L1
+    for (std::size_t b = 0; b < bp; ++b) xt[k * bp + b] = x[b * K + k];
+  for (std::size_t j = 0; j < N; ++j) {
+    const std::size_t p0 = begin(j), e = begin(j + 1);
+    for (std::size_t q0 = 0; q0 < blocks; q0 += 4) {
+      const std::size_t nq = std::min<std::size_t>(4, blocks - q0);
+      V acc[4], acc2[4];
+      for (std::size_t q = 0; q < 4; ++q) {
+        acc[q] = V(bias[j]);
+        acc2[q] = V(0.0f);
+      }
+      std::size_t p = p0;
+      if (nq == 4) {
+        for (; p + 2 <= e; p += 2) {  // two accumulator sets over alternate weights: two FMA chains per block
+          const V w(values[p]), w2(values[p + 1]);
+          const float* xr = xt + std::size_t(row(j, p)) * bp + q0 * L;
+          const float* xr2 = xt + std::size_t(row(j, p + 1)) * bp + q0 * L;
+          for (std::size_t q = 0; q < 4; ++q) {
+            acc[q] = xsimd::fma(V::load_unaligned(xr + q * L), w, acc[q]);
+            acc2[q] = xsimd::fma(V::load_unaligned(xr2 + q * L), w2, acc2[q]);
+          }
+        }
+      }
+      for (; p < e; ++p) {
+        const V w(values[p]);
+        const float* xr = xt + std::size_t(row(j, p)) * bp + q0 * L;
+        for (std::size_t q = 0; q < nq; ++q) acc[q] = xsimd::fma(V::load_unaligned(xr + q * L), w, acc[q]);
+      }
+      for (std::size_t q = 0; q < nq; ++q) {
+        V s = acc[q] + acc2[q];
+        if (relu) s = xsimd::max(s, V(0.0f));
+        s.store_unaligned(yt + j * bp + (q0 + q) * L);
+      }
+    }
+  }
+  for (std::size_t b = 0; b < bp; ++b)
+    for (std::size_t j = 0; j < N; ++j) y[b * N + j] = yt[j * bp + b];
+}
+
+}  // namespace detail
+
+// Whether forward<K, N, Arch> runs xsimd kernels for T (else the reference).
+template <class T, class Arch>
+inline constexpr bool fast_v = std::is_same_v<T, float> && simd_v<float, Arch>;
+
+// y[batch x N] = x[batch x K] W + bias, relu optional. scratch: (K + N) batch
+// values (a layer's cache block), used when batch >= L.
+template <std::size_t K, std::size_t N, class Arch = default_arch, class T>
+void forward(const T* x, const T* values, const std::uint32_t* starts, const std::uint16_t* idx, const T* bias, T* y,
+             std::size_t batch, bool relu, T* scratch) {
+  if constexpr (fast_v<T, Arch>) {
+    constexpr std::size_t L = xsimd::batch<float, Arch>::size;
+    const std::size_t bp = batch / L * L;
+    if (bp)
+      detail::transposed<Arch>(
+          x, K, N, bp, values, bias, y, relu, scratch, [&](std::size_t j) { return std::size_t(starts[j]); },
+          [&](std::size_t, std::size_t p) { return idx[p]; });
+    std::size_t b = bp;
+    for (; b + 4 <= batch; b += 4) detail::gathered<Arch, 4>(x + b * K, K, values, starts, idx, bias, y + b * N, N, relu);
+    for (; b < batch; ++b) detail::gathered<Arch, 1>(x + b * K, K, values, starts, idx, bias, y + b * N, N, relu);
+  } else {
+    (void)scratch;
+    forward_reference(x, values, starts, idx, bias, y, batch, K, N, relu);
+  }
+}
+
+// Packs kernel w[K x N] (row-major) where keep[i] != 0, unit by unit, inputs
+// ascending. Returns the count kept; when it exceeds capacity nothing is
+// written. Otherwise values and indices past the count (up to capacity) are 0.
+template <class T, class M>
+std::size_t pack(const T* w, const M* keep, std::size_t K, std::size_t N, T* values, std::size_t capacity,
+                 std::uint32_t* starts, std::uint16_t* idx) {
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < K * N; ++i) kept += keep[i] ? 1 : 0;
+  if (kept > capacity) return kept;
+  std::size_t p = 0;
+  for (std::size_t j = 0; j < N; ++j) {
+    starts[j] = std::uint32_t(p);
+    for (std::size_t k = 0; k < K; ++k)
+      if (keep[k * N + j]) {
+        values[p] = w[k * N + j];
+        idx[p++] = std::uint16_t(k);
+      }
+  }
+  starts[N] = std::uint32_t(p);
+  for (; p < capacity; ++p) {
+    values[p] = T(0);
+    idx[p] = 0;
+  }
+  return kept;
+}
+
+}  // namespace ctnn::kernels::cpu::rows

@@ -1,0 +1,146 @@
+// ctnn/layers/sparse_dense_nm.hpp — sparse_dense_nm<K, N, Nk, M, Activation>: a dense layer keeping Nk of every M inputs.
+//
+// Computes y = activation(x W + b) for a flat input of K features, where each
+// unit of the kernel W[K, N] keeps Nk weights in every group of M consecutive
+// inputs (2:4 is sparse_dense_nm<K, N, 2, 4>), packed
+// (kernels/cpu/sparse_nm.hpp): the values [NNZ = K N Nk / M] (parameters)
+// and one metadata buffer "index" holding each value's position in its group
+// in bit_width(M - 1) bits (2 for M = 4): ceil(NNZ bits / 8) bytes. Both sizes
+// are compile-time constants (parameter_count = NNZ + N). Stored bytes for
+// 2:4: 4 NNZ + NNZ / 4 + 4 N = 2.125 K N + 4 N (dense: 4 K N + 4 N).
+// layout::nm<Nk, M> is its tag for strip_pruning (pruning/layout.hpp; the
+// NNZ the contract passes is not needed: the pattern fixes it). Cache: K + N
+// values per sample. A fresh layer keeps Nk inputs of each group (rotating
+// with unit and group), Glorot-uniform. Requires 0 < Nk < M <= 256, M
+// dividing K, an input of K features (rank 1). Output: shape<N>. Forward:
+// xsimd (2:4 on AVX-512: register permutes, no gathers); backward: the
+// scalar reference.
+#pragma once
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../core/backend.hpp"
+#include "../core/concepts.hpp"
+#include "../core/plan.hpp"
+#include "../core/shape.hpp"
+#include "../kernels/cpu/ops.hpp"
+#include "../kernels/cpu/sparse_nm.hpp"
+#include "../pruning/diagnostics.hpp"
+#include "activation.hpp"
+
+namespace ctnn {
+
+template <class Spec, Shape In, class P, class Backend>
+struct sparse_dense_nm_layer;
+
+template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M, Activation Act = identity>
+struct sparse_dense_nm {
+  static_assert(K > 0 && N > 0, "sparse_dense_nm: K and N must be > 0");
+  static_assert(Nk > 0 && Nk < M && M <= 256, "sparse_dense_nm: Nk of M needs 0 < Nk < M <= 256");
+  static_assert(K % M == 0, "sparse_dense_nm: the inputs K must be a multiple of the group size M");
+  using is_layer_spec = void;
+  using activation = Act;
+  static constexpr std::size_t inputs = K, units = N, kept = Nk, group = M;
+  static constexpr std::size_t nnz = kernels::cpu::nm::capacity(K, N, Nk, M);
+
+  static std::string name() {
+    std::string s = "sparse_dense_nm<" + std::to_string(K) + ", " + std::to_string(N) + ", " + std::to_string(Nk) +
+                    ", " + std::to_string(M);
+    if (!std::is_same_v<Act, identity>) s += ", " + Act::name();
+    return s + ">";
+  }
+
+  template <Shape In, std::size_t Pos>
+  static constexpr bool check() {
+    return diag::sparse_dense_input_mismatch<diag::layer<Pos>, diag::input_elements<In::size>, diag::kernel_rows<K>,
+                                             (In::rank == 1 && In::size == K)>::value;
+  }
+
+  template <Shape In, class P, class Backend>
+  using bind = sparse_dense_nm_layer<sparse_dense_nm, In, precision::policy_of_t<P>, Backend>;
+};
+
+namespace layout {
+// strip_pruning's tag for sparse_dense_nm (pruning/layout.hpp); NNZ is
+// implied by the pattern (K N Nk / M), so the one passed is not used.
+template <std::size_t Nk, std::size_t M>
+struct nm {
+  template <long long K, long long N, long long NNZ, class Act>
+  using layer = sparse_dense_nm<std::size_t(K), std::size_t(N), Nk, M, Act>;
+};
+}  // namespace layout
+
+// The N:M product for backend B: the CPU kernels of B's architecture.
+template <class B>
+struct sparse_nm_ops {
+  using arch = typename ops<B>::arch;
+  template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M, class T>
+  static void forward(const T* x, const T* values, const std::uint8_t* meta, const T* b, T* y, std::size_t m, bool relu,
+                      T* scratch) {
+    kernels::cpu::nm::forward<K, N, Nk, M, arch>(x, values, meta, b, y, m, relu, scratch);
+  }
+};
+
+template <class Spec, Shape In, class P, class Backend>
+struct sparse_dense_nm_layer {
+  static_assert(P::uniform, "sparse_dense_nm: this backend has no mixed-precision specialization of this layer");
+  static constexpr std::size_t K = Spec::inputs, N = Spec::units, Nk = Spec::kept, M = Spec::group, NNZ = Spec::nnz;
+  static constexpr std::size_t index_bytes = kernels::cpu::nm::meta_bytes(K, N, Nk, M);
+  using Act = typename Spec::activation;
+  using T = typename P::compute_type;
+  using variable_type = typename P::variable_type;
+  using compute_type = T;
+  using in_shape = In;
+  using out_shape = shape<N>;
+  static constexpr std::array<buffer, 4> buffers{
+      buffer::parameter("values", {NNZ}), buffer::parameter("bias", {N}),
+      buffer::make(role::metadata, elem::u8, "index", {index_bytes}),
+      buffer::cache("transposed", kernels::cpu::nm::scratch_per_sample(K, N))};
+  static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
+  static constexpr std::size_t state_count = 0;
+  static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
+  static std::string name() { return Spec::name(); }
+
+  static std::uint8_t* index(std::byte* meta) { return reinterpret_cast<std::uint8_t*>(meta); }
+
+  // The layout contract: stores the weights keep marks (kernel: K x N
+  // row-major) and returns how many; more than NNZ: nothing is written. A
+  // group keeping more than Nk weights throws std::invalid_argument.
+  template <class V>
+  static std::size_t pack(const V* kernel, const std::uint8_t* keep, V* values, std::byte* meta) {
+    return kernels::cpu::nm::pack<Nk, M>(kernel, keep, K, N, values, index(meta));
+  }
+
+  // Nk inputs of each group, rotating with unit and group; Glorot-uniform values.
+  static void init(layer_slot<T> s, rng& g) {
+    std::vector<T> w(K * N);
+    std::vector<std::uint8_t> keep(K * N);
+    const double limit = std::sqrt(6.0 / double(K + N));
+    for (std::size_t j = 0; j < N; ++j)
+      for (std::size_t gr = 0; gr < K / M; ++gr)
+        for (std::size_t t = 0; t < Nk; ++t) keep[(gr * M + (t + j + gr) % M) * N + j] = 1;
+    for (auto& v : w) v = T(g.uniform(-limit, limit));
+    kernels::cpu::nm::pack<Nk, M>(w.data(), keep.data(), K, N, s.params, index(s.metadata));
+    for (std::size_t j = 0; j < N; ++j) s.params[NNZ + j] = T(0);
+  }
+
+  static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
+    constexpr bool fuse = std::is_same_v<Act, relu>;
+    sparse_nm_ops<Backend>::template forward<K, N, Nk, M>(x, s.params, index(s.metadata), s.params + NNZ, y, r.batch,
+                                                          fuse, s.cache);
+    if constexpr (!fuse) Act::template forward<Backend>(y, r.batch, N);
+  }
+
+  static void backward(layer_slot<T> s, const T* x, const T* y, T* dy, T* dx, run_info r) {
+    Act::template backward<Backend>(y, dy, r.batch, N);
+    kernels::cpu::nm::backward_reference<Nk, M>(x, dy, s.params, index(s.metadata), s.grads, s.grads + NNZ, dx, r.batch,
+                                                K, N);
+  }
+};
+
+}  // namespace ctnn
