@@ -68,48 +68,11 @@ void stripped_csc(benchmark::State& st) {
   run(st, m);
 }
 
-// The pruned MLP stripped to layout Layout: its two hidden layers packed with
-// the layout's pack (the layout contract of pruning/layout.hpp), the output
-// layer copied.
-template <class Layout, class M>
-auto strip_to(const M& p) {
-  using src = typename M::layers;
-  constexpr long long nnz1 = std::tuple_element_t<0, src>::final_nnz, nnz2 = std::tuple_element_t<1, src>::final_nnz;
-  using out_net = ctnn::sequential<ctnn::input<784>, typename Layout::template layer<784, 256, nnz1, ctnn::relu>,
-                                   typename Layout::template layer<256, 128, nnz2, ctnn::relu>, ctnn::dense<10>>;
-  auto out = ctnn::make_model<out_net>(1);
-  auto find = [](auto& m, std::size_t layer, std::string_view name) {
-    ctnn::variable_ref v{};
-    m.for_each_variable([&](const ctnn::variable_ref& r) {
-      if (r.layer == layer && r.name == name) v = r;
-    });
-    return v;
-  };
-  using dst = typename decltype(out)::layers;
-  auto pack = [&]<std::size_t I>() {
-    using D = std::tuple_element_t<I, dst>;
-    const std::size_t kept =
-        D::pack(reinterpret_cast<const float*>(find(p, I, "kernel").data),
-                reinterpret_cast<const std::uint8_t*>(find(p, I, "kernel_mask").data),
-                reinterpret_cast<float*>(find(out, I, "values").data), find(out, I, "index").data);
-    if (kept > D::NNZ) throw std::runtime_error("bench_pruning: a mask keeps more than NNZ");
-    const auto b = find(p, I, "bias");
-    std::copy_n(b.data, b.extent * b.element_bytes, find(out, I, "bias").data);
-  };
-  pack.template operator()<0>();
-  pack.template operator()<1>();
-  for (const char* n : {"kernel", "bias"}) {
-    const auto v = find(p, 2, n);
-    std::copy_n(v.data, v.extent * v.element_bytes, find(out, 2, n).data);
-  }
-  return out;
-}
-
 template <class Layout, class Net>
 void stripped_to(benchmark::State& st) {
   auto p = ctnn::make_model<Net>(1);
   ctnn::prune_at_step(p, 0);
-  auto m = strip_to<Layout>(p);
+  auto m = ctnn::strip_pruning<Layout>(p);
   run(st, m);
 }
 

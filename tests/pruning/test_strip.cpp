@@ -6,6 +6,8 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/layers/sparse_dense_nm.hpp>
+#include <ctnn/layers/sparse_dense_rows.hpp>
 
 #include <cmath>
 #include <filesystem>
@@ -19,6 +21,7 @@
 
 TYPE_TO_STRING(ctnn::layout::bitmap);
 TYPE_TO_STRING(ctnn::layout::csc);
+TYPE_TO_STRING(ctnn::layout::rows);
 
 using namespace ctnn;
 using strip_test::toy_data;
@@ -102,12 +105,14 @@ TEST_CASE("sparse kernels: forward equals the scalar reference on every architec
   CHECK(test::for_each_arch("sparse forward", run) >= 1);
 }
 
-TEST_CASE_TEMPLATE("sparse layers of every layout: finite-difference gradients", Layout, layout::bitmap, layout::csc) {
+TEST_CASE_TEMPLATE("sparse layers of every layout: finite-difference gradients", Layout, layout::bitmap, layout::csc,
+                   layout::rows) {
   CHECK(gradcheck::check_layer<typename Layout::template layer<8, 20, 60, ctnn::tanh>, shape<8>>() < 1e-6);
   CHECK(gradcheck::check_layer<typename Layout::template layer<5, 3, 15, identity>, shape<5>>() < 1e-6);
 }
 
-TEST_CASE_TEMPLATE("strip_pruning<Layout>: predictions equal the masked model's", Layout, layout::bitmap, layout::csc) {
+TEST_CASE_TEMPLATE("strip_pruning<Layout>: predictions equal the masked model's", Layout, layout::bitmap, layout::csc,
+                   layout::rows) {
   auto check_strip = [](auto m, std::size_t epochs_n) {
     adam opt{0.01};
     fit(m, xent, opt, toy_data<64>().batch(16), epochs{epochs_n}, update_pruning_step{});
@@ -123,6 +128,27 @@ TEST_CASE_TEMPLATE("strip_pruning<Layout>: predictions equal the masked model's"
     auto m = make_model<net50>(1);  // masks all ones: nothing pruned yet
     CHECK_THROWS_WITH(strip_pruning<Layout>(m), doctest::Contains("strip_pruning: layer 1 keeps 2560 weights, more than the 1280"));
   }
+}
+
+// The 2:4-packed layout through the same strip routine: its type, its compile-time size, and the
+// masked model's predictions.
+static_assert(SparseLayout<layout::rows> && SparseLayout<layout::nm<2, 4>>);
+static_assert(std::is_same_v<stripped_t<net_nm, layout::nm<2, 4>>,
+                             sequential<input<64>, sparse_dense_nm<64, 40, 2, 4, relu>, dense<3>>>);
+static_assert(stripped_t<net_nm, layout::nm<2, 4>>::parameter_count == 64 * 40 / 2 + 40 + 40 * 3 + 3);
+
+TEST_CASE("strip_pruning<layout::nm<2, 4>>: a 2:4-pruned model packed with 2-bit indices predicts as the masked one") {
+  auto m = make_model<net_nm>(4);
+  adam opt{0.01};
+  fit(m, xent, opt, toy_data<64>().batch(16), epochs{1}, update_pruning_step{});
+  auto s = strip_pruning<layout::nm<2, 4>>(m);
+  const auto xs = strip_test::random_inputs(96 * 64, 2);
+  for (std::size_t batch : {1, 7, 16, 64}) CHECK(worst_difference(m, s, xs, 96, batch) < 1e-5);
+  // 50 % unstructured is not 2:4: a group keeping 3 or 4 of its weights is refused, naming the unit
+  auto u = make_model<net50>(3);
+  prune_at_step(u, 0);
+  auto strip_nm = [&] { return strip_pruning<layout::nm<2, 4>>(u); };
+  CHECK_THROWS_AS(strip_nm(), std::invalid_argument);
 }
 
 TEST_CASE("strip_pruning: the documented spellings, strip_pruning(m) and strip_pruning_csc(m)") {
