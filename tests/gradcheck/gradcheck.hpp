@@ -6,6 +6,9 @@
 // random) with central differences. The layer's generator is reseeded before
 // every forward so layers that draw random numbers (dropout) are checked with
 // a fixed draw. Returns the largest relative error seen.
+// check_penalty<Spec, InShape>(metadata) does the same for the regularization
+// penalty of a layer's kernel: add_penalty_gradient against central
+// differences of penalty().
 #pragma once
 #include <ctnn/core/concepts.hpp>
 #include <ctnn/core/plan.hpp>
@@ -16,6 +19,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace gradcheck {
@@ -93,6 +97,35 @@ double check_layer(options o = {}) {
   };
   probe(x, x.size(), adx);
   probe(params, L::parameter_count, agrad);
+  return worst;
+}
+
+// Checks L::add_penalty_gradient against central differences of L::penalty
+// over the kernel (the first L::kernel_count parameters, drawn in [-1, 1)),
+// with `metadata` (f32 values: a run-time factor) as the layer's metadata.
+// Returns the largest relative error, or infinity when a parameter outside the
+// kernel (a bias) got a penalty gradient.
+template <class Spec, class InShape>
+double check_penalty(std::vector<float> metadata = {}, double eps = 1e-6) {
+  using L = typename Spec::template bind<InShape, double, ctnn::cpu<>>;
+  std::vector<double> p(L::parameter_count), gr(L::parameter_count, 0.0);
+  ctnn::rng g(3);
+  for (auto& v : p) v = g.uniform(-1, 1);
+  const ctnn::layer_slot<double> s{p.data(), gr.data(), nullptr, nullptr, nullptr,
+                                   metadata.empty() ? nullptr : reinterpret_cast<std::byte*>(metadata.data())};
+  L::add_penalty_gradient(s);
+  double worst = 0;
+  for (std::size_t i = 0; i < L::kernel_count; ++i) {
+    const double keep = p[i];
+    p[i] = keep + eps;
+    const double fp = L::penalty(s);
+    p[i] = keep - eps;
+    const double fm = L::penalty(s);
+    p[i] = keep;
+    worst = std::max(worst, rel_err((fp - fm) / (2 * eps), gr[i]));
+  }
+  for (std::size_t i = L::kernel_count; i < L::parameter_count; ++i)
+    if (gr[i] != 0.0) return std::numeric_limits<double>::infinity();  // the bias is not regularized
   return worst;
 }
 

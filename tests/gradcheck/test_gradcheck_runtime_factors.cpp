@@ -20,29 +20,8 @@ TEST_CASE("gradcheck: dynamic_dropout at rate 0.3 in training (fixed mask) and a
 
 TEST_CASE("gradcheck: dense with dynamic_l2 and dynamic_l1, data and penalties") {
   CHECK(gradcheck::check_layer<dense<4, relu, dynamic_l2>, shape<3>>({.metadata = {0.01f}}) < 1e-6);
-  auto penalty_check = [](auto spec, float factor) {
-    using L = typename decltype(spec)::template bind<shape<3>, double, cpu<>>;
-    std::vector<double> p(L::parameter_count), gr(L::parameter_count, 0.0);
-    rng g(3);
-    for (auto& v : p) v = g.uniform(-1, 1);
-    float meta[4] = {factor};
-    layer_slot<double> s{p.data(), gr.data(), nullptr, nullptr, nullptr, reinterpret_cast<std::byte*>(meta)};
-    L::add_penalty_gradient(s);
-    double worst = 0;
-    for (std::size_t i = 0; i < L::kernel_count; ++i) {
-      const double keep = p[i];
-      p[i] = keep + 1e-6;
-      const double fp = L::penalty(s);
-      p[i] = keep - 1e-6;
-      const double fm = L::penalty(s);
-      p[i] = keep;
-      worst = std::max(worst, gradcheck::rel_err((fp - fm) / 2e-6, gr[i]));
-    }
-    for (std::size_t i = L::kernel_count; i < L::parameter_count; ++i) CHECK(gr[i] == 0.0);  // bias not regularized
-    return worst;
-  };
-  CHECK(penalty_check(dense<4, identity, dynamic_l2>{}, 0.01f) < 1e-6);
-  CHECK(penalty_check(dense<4, identity, dynamic_l1>{}, 0.02f) < 1e-6);
+  CHECK(gradcheck::check_penalty<dense<4, identity, dynamic_l2>, shape<3>>({0.01f}) < 1e-6);
+  CHECK(gradcheck::check_penalty<dense<4, identity, dynamic_l1>, shape<3>>({0.02f}) < 1e-6);
   // The penalty is the compile-time form's with the same factor.
   using A = dense<4, identity, l2<0.01f>>::bind<shape<3>, double, cpu<>>;
   using B = dense<4, identity, dynamic_l2>::bind<shape<3>, double, cpu<>>;

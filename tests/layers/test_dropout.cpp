@@ -4,6 +4,8 @@
 
 #include <ctnn/layers/dropout.hpp>
 
+#include <cstddef>
+#include <cstring>
 #include <vector>
 
 using namespace ctnn;
@@ -66,4 +68,43 @@ TEST_CASE("dropout<0> keeps everything, spec text, a missing generator is an err
   CHECK(dropout<0.5f>::name() == "dropout<0.5>");
   CHECK_THROWS_WITH(Z::forward({nullptr, nullptr, nullptr, cache.data()}, x.data(), y.data(), run_info{1, true, nullptr}),
                     doctest::Contains("dropout: training needs a random generator"));
+}
+
+TEST_CASE("dynamic_dropout gives dropout<Rate>'s masks and outputs bit for bit, forward and backward") {
+  auto same_as_fixed = []<class T, auto Rate>() {
+    using F = typename dropout<Rate>::template bind<shape<300>, T, cpu<>>;
+    using D = dynamic_dropout::bind<shape<300>, T, cpu<>>;
+    std::vector<T> x(600), yf(600), yd(600), cf(600), cd(600), dy(600, T(1.5)), dxf(600), dxd(600);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = T(i % 17) - T(8.25);
+    const float rate = float(Rate);
+    std::byte meta[4];
+    std::memcpy(meta, &rate, sizeof rate);
+    rng gf(9), gd(9);
+    const layer_slot<T> sf{nullptr, nullptr, nullptr, cf.data()};
+    const layer_slot<T> sd{nullptr, nullptr, nullptr, cd.data(), nullptr, meta};
+    F::forward(sf, x.data(), yf.data(), run_info{2, true, &gf});
+    D::forward(sd, x.data(), yd.data(), run_info{2, true, &gd});
+    F::backward(sf, x.data(), yf.data(), dy.data(), dxf.data(), run_info{2, true, &gf});
+    D::backward(sd, x.data(), yd.data(), dy.data(), dxd.data(), run_info{2, true, &gd});
+    return D::rate(sd) == double(Rate) && yf == yd && cf == cd && dxf == dxd && gf.next() == gd.next();
+  };
+  CHECK(same_as_fixed.template operator()<float, 0.25f>());
+  CHECK(same_as_fixed.template operator()<double, 0.3f>());
+  CHECK(same_as_fixed.template operator()<float, 0.0f>());
+}
+
+TEST_CASE("dynamic_dropout refuses a rate outside 0 <= rate < 1 in training only, after the generator check") {
+  using D = dynamic_dropout::bind<shape<4>, float, cpu<>>;
+  std::vector<float> x{1, 2, 3, 4}, y(4), cache(4);
+  const float bad = 1.0f;
+  std::byte meta[4];
+  std::memcpy(meta, &bad, sizeof bad);
+  const layer_slot<float> s{nullptr, nullptr, nullptr, cache.data(), nullptr, meta};
+  rng g(1);
+  CHECK_THROWS_WITH(D::forward(s, x.data(), y.data(), run_info{1, true, &g}),
+                    "dynamic_dropout: the dropout rate must be in [0, 1), got 1");
+  CHECK_THROWS_WITH(D::forward(s, x.data(), y.data(), run_info{1, true, nullptr}),
+                    doctest::Contains("dynamic_dropout: training needs a random generator"));
+  D::forward(s, x.data(), y.data(), run_info{1, false, nullptr});
+  CHECK(y == x);
 }

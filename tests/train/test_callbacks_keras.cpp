@@ -55,15 +55,17 @@ struct keep_epoch1 {
   }
 };
 
-// Runs cb over the scripted losses; returns the epoch at whose end it set stop_training (or -1).
-template <class CB, class Ctx>
-int drive(CB& cb, Ctx& ctx, const std::vector<double>& losses) {
+// Runs cb over the scripted losses, calling after_epoch() after each epoch end; returns the
+// epoch at whose end it set stop_training (or -1).
+template <class CB, class Ctx, class After = void (*)()>
+int drive(CB& cb, Ctx& ctx, const std::vector<double>& losses, After after_epoch = [] {}) {
   cb.on_train_begin(ctx);
   for (std::size_t e = 0; e < losses.size(); ++e) {
     ctx.epoch = e;
     ctx.epoch_logs = logs{};
     ctx.epoch_logs.set("loss", losses[e]);
     cb.on_epoch_end(ctx);
+    after_epoch();
     if (ctx.stop_training) return int(e);
   }
   return -1;
@@ -102,14 +104,7 @@ TEST_CASE("reduce_lr_on_plateau: reduces at the documented epochs (patience, coo
   // e5 wait 2 -> 0.025; e6 wait 1; e7 wait 2 -> max(0.0125, 0.02) = 0.02; then lr == min_lr: no more reductions.
   const std::vector<double> losses{1.0, 0.9, 0.95, 0.92, 0.91, 0.899, 0.95, 0.96, 0.97, 0.98, 0.99, 1.0};
   std::vector<double> lr_after;
-  cb.on_train_begin(ctx);
-  for (std::size_t e = 0; e < losses.size(); ++e) {
-    ctx.epoch = e;
-    ctx.epoch_logs = logs{};
-    ctx.epoch_logs.set("loss", losses[e]);
-    cb.on_epoch_end(ctx);
-    lr_after.push_back(ctx.learning_rate());
-  }
+  CHECK(drive(cb, ctx, losses, [&] { lr_after.push_back(ctx.learning_rate()); }) == -1);
   CHECK(cb.reduced_at == std::vector<std::size_t>{3, 5, 7});
   const std::vector<double> want{0.1, 0.1, 0.1, 0.05, 0.05, 0.025, 0.025, 0.02, 0.02, 0.02, 0.02, 0.02};
   for (std::size_t e = 0; e < want.size(); ++e) CHECK(lr_after[e] == doctest::Approx(want[e]).epsilon(1e-12));

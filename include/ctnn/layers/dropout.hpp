@@ -47,6 +47,44 @@ struct dropout {
   using bind = dropout_layer<dropout, In, precision::policy_of_t<P>, Backend>;
 };
 
+namespace detail {
+inline void check_dropout_rate(double rate, const char* where) {
+  if (!(rate >= 0 && rate < 1))
+    throw std::invalid_argument(std::string(where) + ": the dropout rate must be in [0, 1), got " + format_number(rate));
+}
+
+// The body of dropout and dynamic_dropout over n values. At inference y = x; in
+// training the rate (checked then, naming `who`) gives each value one uniform draw
+// u from r.gen: mask = 1 / (1 - rate) when u >= rate, else 0, kept in `mask` for
+// backward, and y = x * mask.
+template <class T>
+void dropout_forward(T* mask, const T* x, T* y, std::size_t n, double rate, const run_info& r, const char* who) {
+  if (!r.training) {
+    std::copy(x, x + n, y);
+    return;
+  }
+  if (!r.gen) throw std::invalid_argument(std::string(who) + ": training needs a random generator (run_info::gen is null)");
+  check_dropout_rate(rate, who);
+  const T scale = T(1) / (T(1) - T(rate));
+  for (std::size_t i = 0; i < n; ++i) {
+    const T m = r.gen->uniform() >= rate ? scale : T(0);
+    mask[i] = m;
+    y[i] = x[i] * m;
+  }
+}
+
+// dx = dy * mask in training, dx = dy at inference; nothing when dx is null.
+template <class T>
+void dropout_backward(const T* mask, const T* dy, T* dx, std::size_t n, const run_info& r) {
+  if (!dx) return;
+  if (!r.training) {
+    std::copy(dy, dy + n, dx);
+    return;
+  }
+  for (std::size_t i = 0; i < n; ++i) dx[i] = dy[i] * mask[i];
+}
+}  // namespace detail
+
 template <class Spec, Shape In, class P, class Backend>
 struct dropout_layer {
   static_assert(P::uniform, "dropout: this backend has no mixed-precision specialization of this layer");
@@ -66,28 +104,10 @@ struct dropout_layer {
   static void init(layer_slot<T>, rng&) {}
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
-    const std::size_t n = r.batch * In::size;
-    if (!r.training) {
-      std::copy(x, x + n, y);
-      return;
-    }
-    if (!r.gen) throw std::invalid_argument("dropout: training needs a random generator (run_info::gen is null)");
-    const T scale = T(1) / (T(1) - T(Rate));
-    for (std::size_t i = 0; i < n; ++i) {
-      const T m = r.gen->uniform() >= Rate ? scale : T(0);
-      s.cache[i] = m;
-      y[i] = x[i] * m;
-    }
+    detail::dropout_forward(s.cache, x, y, r.batch * In::size, Rate, r, "dropout");
   }
-
   static void backward(layer_slot<T> s, const T*, const T*, T* dy, T* dx, run_info r) {
-    if (!dx) return;
-    const std::size_t n = r.batch * In::size;
-    if (!r.training) {
-      std::copy(dy, dy + n, dx);
-      return;
-    }
-    for (std::size_t i = 0; i < n; ++i) dx[i] = dy[i] * s.cache[i];
+    detail::dropout_backward(s.cache, dy, dx, r.batch * In::size, r);
   }
 };
 
@@ -101,13 +121,6 @@ struct dynamic_dropout {
   template <Shape In, class P, class Backend>
   using bind = dynamic_dropout_layer<dynamic_dropout, In, precision::policy_of_t<P>, Backend>;
 };
-
-namespace detail {
-inline void check_dropout_rate(double rate, const char* where) {
-  if (!(rate >= 0 && rate < 1))
-    throw std::invalid_argument(std::string(where) + ": the dropout rate must be in [0, 1), got " + format_number(rate));
-}
-}  // namespace detail
 
 template <class Spec, Shape In, class P, class Backend>
 struct dynamic_dropout_layer {
@@ -135,32 +148,12 @@ struct dynamic_dropout_layer {
     std::memcpy(s.metadata, &zero, sizeof zero);
   }
 
-  // The same arithmetic as dropout_layer with Rate read from the metadata.
+  // dropout_layer's body with the rate read from the metadata.
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
-    const std::size_t n = r.batch * In::size;
-    if (!r.training) {
-      std::copy(x, x + n, y);
-      return;
-    }
-    if (!r.gen) throw std::invalid_argument("dynamic_dropout: training needs a random generator (run_info::gen is null)");
-    const double Rate = rate(s);
-    detail::check_dropout_rate(Rate, "dynamic_dropout");
-    const T scale = T(1) / (T(1) - T(Rate));
-    for (std::size_t i = 0; i < n; ++i) {
-      const T m = r.gen->uniform() >= Rate ? scale : T(0);
-      s.cache[i] = m;
-      y[i] = x[i] * m;
-    }
+    detail::dropout_forward(s.cache, x, y, r.batch * In::size, rate(s), r, "dynamic_dropout");
   }
-
   static void backward(layer_slot<T> s, const T*, const T*, T* dy, T* dx, run_info r) {
-    if (!dx) return;
-    const std::size_t n = r.batch * In::size;
-    if (!r.training) {
-      std::copy(dy, dy + n, dx);
-      return;
-    }
-    for (std::size_t i = 0; i < n; ++i) dx[i] = dy[i] * s.cache[i];
+    detail::dropout_backward(s.cache, dy, dx, r.batch * In::size, r);
   }
 };
 

@@ -6,7 +6,6 @@
 //   acc += g^2;  w -= lr * g / sqrt(acc + epsilon)
 // Requires initial_accumulator_value >= 0 and epsilon > 0.
 #pragma once
-#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -48,12 +47,9 @@ struct adagrad {
     T* slots = a.slots;
     const std::size_t n = a.n;
     const T lr = T(a.learning_rate), eps = T(epsilon);
-    std::atomic<bool> finite{true};
-    ops<B>::for_chunks(n, [&](std::size_t lo, std::size_t hi) {
-      if (!ops<B>::adagrad_update(w + lo, g + lo, slots + lo, hi - lo, lr, eps))
-        finite.store(false, std::memory_order_relaxed);
+    return detail::update_in_chunks<B>(n, [&](std::size_t lo, std::size_t hi) {
+      return ops<B>::adagrad_update(w + lo, g + lo, slots + lo, hi - lo, lr, eps);
     });
-    return finite.load(std::memory_order_relaxed);
   }
 };
 

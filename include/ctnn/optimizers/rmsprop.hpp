@@ -10,7 +10,6 @@
 //   momentum > 0: mom = momentum * mom + increment; w -= mom   else w -= increment
 // Requires rho in [0, 1), momentum in [0, 1], epsilon > 0.
 #pragma once
-#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -53,13 +52,10 @@ struct rmsprop {
     T* slots = a.slots;
     const std::size_t n = a.n;
     const T lr = T(a.learning_rate), r = T(rho), r1 = T(1.0 - rho), eps = T(epsilon), mom = T(momentum);
-    std::atomic<bool> finite{true};
-    ops<B>::for_chunks(n, [&](std::size_t lo, std::size_t hi) {
-      if (!ops<B>::rmsprop_update(w + lo, g + lo, slots + lo, slots + n + lo, slots + 2 * n + lo, hi - lo, lr, r, r1, eps,
-                                   momentum > 0 ? mom : T(0), centered))
-        finite.store(false, std::memory_order_relaxed);
+    return detail::update_in_chunks<B>(n, [&](std::size_t lo, std::size_t hi) {
+      return ops<B>::rmsprop_update(w + lo, g + lo, slots + lo, slots + n + lo, slots + 2 * n + lo, hi - lo, lr, r, r1, eps,
+                                    momentum > 0 ? mom : T(0), centered);
     });
-    return finite.load(std::memory_order_relaxed);
   }
 };
 

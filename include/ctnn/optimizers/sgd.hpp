@@ -6,7 +6,6 @@
 //                               w += momentum * m - lr * g   (nesterov)
 // Requires momentum in [0, 1].
 #pragma once
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -46,12 +45,9 @@ struct sgd {
     T* slots = a.slots;
     const std::size_t n = a.n;
     const T lr = T(a.learning_rate), mom = momentum == 0.0 ? T(0) : T(momentum);
-    std::atomic<bool> finite{true};
-    ops<B>::for_chunks(n, [&](std::size_t lo, std::size_t hi) {
-      if (!ops<B>::sgd_update(w + lo, g + lo, slots ? slots + lo : nullptr, hi - lo, lr, mom, nesterov))
-        finite.store(false, std::memory_order_relaxed);
+    return detail::update_in_chunks<B>(n, [&](std::size_t lo, std::size_t hi) {
+      return ops<B>::sgd_update(w + lo, g + lo, slots ? slots + lo : nullptr, hi - lo, lr, mom, nesterov);
     });
-    return finite.load(std::memory_order_relaxed);
   }
 };
 

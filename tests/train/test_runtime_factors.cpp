@@ -1,0 +1,123 @@
+// train/runtime_factors.hpp: set_dropout_rate and set_regularization write
+// every matching metadata value of a model and return how many layers they
+// set; a value out of range throws and changes nothing; the values set act
+// as the compile-time factors would (the same outputs in training, the same
+// penalty), and a rate put out of range behind their back is refused by the
+// next training pass.
+#include <ctnn/train/runtime_factors.hpp>
+
+#include <doctest/doctest.h>
+
+#include <ctnn/layers/dense.hpp>
+#include <ctnn/layers/dropout.hpp>
+#include <ctnn/regularizers/l1.hpp>
+#include <ctnn/regularizers/regularizers.hpp>
+#include <ctnn/train/model.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+using namespace ctnn;
+
+namespace {
+
+using dyn_net = sequential<input<6>, dense<8, relu, dynamic_l2>, dynamic_dropout, dense<4, identity, dynamic_l1>,
+                           dynamic_dropout>;
+using fixed_net = sequential<input<6>, dense<8, relu, l2<0.01f>>, dropout<0.5f>, dense<4, identity, l1<0.02f>>,
+                             dropout<0.5f>>;
+using plain_net = sequential<input<6>, dense<4>>;
+
+// The f32 metadata values named `name`, layer by layer.
+template <class M>
+std::vector<float> values(const M& m, std::string_view name) {
+  std::vector<float> v;
+  m.for_each_variable([&](const variable_ref& r) {
+    if (r.kind != role::metadata || r.name != name) return;
+    float f;
+    std::memcpy(&f, r.data, sizeof f);
+    v.push_back(f);
+  });
+  return v;
+}
+
+std::vector<float> inputs(std::size_t batch) {
+  std::vector<float> x(batch * 6);
+  rng g(17);
+  for (auto& v : x) v = float(g.uniform(-1, 1));
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("set_dropout_rate and set_regularization set every matching layer and count them") {
+  auto m = make_model<dyn_net>(3);
+  CHECK(values(m, "rate") == std::vector<float>{0.0f, 0.0f});  // init: no dropout, no penalty
+  CHECK(values(m, "l2") == std::vector<float>{0.0f});
+  CHECK(values(m, "l1") == std::vector<float>{0.0f});
+  CHECK(m.penalty() == 0.0);
+
+  CHECK(set_dropout_rate(m, 0.5) == 2);
+  CHECK(values(m, "rate") == std::vector<float>{0.5f, 0.5f});
+  CHECK(set_regularization(m, "l2", 0.01) == 1);
+  CHECK(set_regularization(m, "l1", 0.02) == 1);
+  CHECK(values(m, "l2") == std::vector<float>{0.01f});
+  CHECK(values(m, "l1") == std::vector<float>{0.02f});
+  CHECK(values(m, "rate") == std::vector<float>{0.5f, 0.5f});  // each setter touches its own buffers only
+
+  // set_metadata_value is the common writer: any f32 metadata buffer by name.
+  CHECK(set_metadata_value(m, "rate", 0.25f) == 2);
+  CHECK(values(m, "rate") == std::vector<float>{0.25f, 0.25f});
+  CHECK(set_metadata_value(m, "no such buffer", 1.0f) == 0);
+
+  // A network without run-time factors: nothing to set, no error.
+  auto plain = make_model<plain_net>(3);
+  CHECK(set_dropout_rate(plain, 0.3) == 0);
+  CHECK(set_regularization(plain, "l2", 0.1) == 0);
+}
+
+TEST_CASE("runtime factors out of range throw, naming the setter and the value, and change nothing") {
+  auto m = make_model<dyn_net>(3);
+  set_dropout_rate(m, 0.5);
+  set_regularization(m, "l2", 0.01);
+  CHECK_THROWS_WITH(set_dropout_rate(m, 1.0), "set_dropout_rate: the dropout rate must be in [0, 1), got 1");
+  CHECK_THROWS_WITH(set_dropout_rate(m, -0.25), "set_dropout_rate: the dropout rate must be in [0, 1), got -0.25");
+  CHECK_THROWS_AS(set_dropout_rate(m, std::numeric_limits<double>::quiet_NaN()), std::invalid_argument);
+  CHECK_THROWS_WITH(set_regularization(m, "l3", 0.1), "set_regularization: the kind must be \"l2\" or \"l1\", got \"l3\"");
+  CHECK_THROWS_WITH(set_regularization(m, "l2", -1.0),
+                    "set_regularization: the l2 factor must be finite and >= 0, got -1");
+  CHECK_THROWS_AS(set_regularization(m, "l1", std::numeric_limits<double>::infinity()), std::invalid_argument);
+  CHECK(values(m, "rate") == std::vector<float>{0.5f, 0.5f});
+  CHECK(values(m, "l2") == std::vector<float>{0.01f});
+  CHECK(values(m, "l1") == std::vector<float>{0.0f});
+}
+
+TEST_CASE("runtime factors act as the compile-time ones: the same training outputs and penalty, bit for bit") {
+  auto fixed = make_model<fixed_net>(5);
+  auto dyn = make_model<dyn_net>(5);
+  const std::vector<float> x = inputs(3);
+
+  // Rate 0 (after init): training passes keep every value.
+  std::vector<float> inference(dyn.predict(x.data(), 3));
+  const float* y = dyn.forward(x.data(), 3, true);
+  CHECK(std::vector<float>(y, y + 12) == inference);
+
+  auto dyn_again = make_model<dyn_net>(5);  // a fresh generator, as `fixed` has
+  set_dropout_rate(dyn_again, 0.5);
+  set_regularization(dyn_again, "l2", 0.01);
+  set_regularization(dyn_again, "l1", 0.02);
+  for (int pass = 0; pass < 3; ++pass) {  // the masks differ per pass and agree between the two models
+    const float* a = fixed.forward(x.data(), 3, true);
+    const float* b = dyn_again.forward(x.data(), 3, true);
+    CHECK(std::vector<float>(a, a + 12) == std::vector<float>(b, b + 12));
+  }
+  CHECK(dyn_again.penalty() == fixed.penalty());
+  CHECK(dyn_again.penalty() > 0.0);
+
+  // A rate made invalid behind the setter's back is refused by the next training pass, not by inference.
+  CHECK(set_metadata_value(dyn_again, "rate", 1.5f) == 2);
+  CHECK_THROWS_WITH(dyn_again.forward(x.data(), 3, true), "dynamic_dropout: the dropout rate must be in [0, 1), got 1.5");
+  CHECK_NOTHROW(dyn_again.forward(x.data(), 3, false));
+}
