@@ -358,7 +358,7 @@ class model<Net, Precision, cuda<SM>> {
   // it; every call launches that graph (one launch instead of one per kernel
   // and GEMM; the values in x may change between calls, the pointer may not).
   // Returns the device output rows, ready once the stream is synchronized.
-  // When capture fails the forward runs uncaptured.
+  // When capture fails the forward runs uncaptured (and later calls do not try again).
   const compute_type* forward_graph(const compute_type* x, std::size_t batch) {
     if (batch == 0) throw std::invalid_argument("model::forward_graph: the batch is empty");
     reserve(batch, slots_);
@@ -370,8 +370,10 @@ class model<Net, Precision, cuda<SM>> {
       CTNN_CUDA_CHECK(cudaGraphLaunch(e, s));
       return output();
     }
-    if (!cuda_detail::capture_and_launch(graphs_, x, batch, s, [&] { forward(x, batch, false); }))
+    if (graph_failed_ || !cuda_detail::capture_and_launch(graphs_, x, batch, s, [&] { forward(x, batch, false); })) {
+      graph_failed_ = true;  // not tried again for this model
       forward(x, batch, false);
+    }
     return output();
   }
   std::size_t captured_graphs() const noexcept { return graphs_.size(); }
@@ -627,6 +629,7 @@ class model<Net, Precision, cuda<SM>> {
   ctnn::optimizer_state opt_{};
   cuda_model_options options_{};
   cuda_detail::graph_cache graphs_;
+  bool graph_failed_ = false;
 };
 
 }  // namespace ctnn
