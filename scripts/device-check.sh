@@ -40,7 +40,7 @@ flags=(-std=c++20 -O3 -DNDEBUG "-arch=sm_$arch" --expt-relaxed-constexpr -diag-s
 libs=(-lcublasLt -lcudart "$deps/lib/libz.a" -lpthread)
 fm="$root/$deps/fashion-mnist"
 
-# ---- build: four nvcc processes in parallel (old outputs removed first, so a failed build runs nothing stale) ----
+# ---- build: five nvcc processes in parallel (old outputs removed first, so a failed build runs nothing stale) ----
 b=build/device
 rm -f $b/*.o $b/test_cuda $b/bench_cuda
 bt=${CTNN_DEVICE_BUILD_TIMEOUT:-200}
@@ -51,12 +51,15 @@ p2=$!
 timeout $bt "$nvcc" "${flags[@]}" "-DCTNN_FASHION_MNIST_DIR=\"$fm\"" -c tests/cuda/test_model.cu -o $b/test_model.o \
   >$b/test_model.log 2>&1 &
 p3=$!
+timeout $bt "$nvcc" "${flags[@]}" "-DCTNN_FASHION_MNIST_DIR=\"$fm\"" -c tests/cuda/test_mixed.cu -o $b/test_mixed.o \
+  >$b/test_mixed.log 2>&1 &
+p5=$!
 timeout $bt "$nvcc" "${flags[@]}" bench/cuda/bench_cuda.cu -o $b/bench_cuda "${libs[@]}" >$b/bench.log 2>&1 &
 p4=$!
 build_ok=1
-for p in $p1 $p2 $p3 $p4; do wait $p || build_ok=0; done
+for p in $p1 $p2 $p3 $p4 $p5; do wait $p || build_ok=0; done
 cat $b/*.log >"$out/build.log"
-if ((build_ok)) && "$nvcc" "${flags[@]}" $b/main.o $b/test_ops.o $b/test_model.o -o $b/test_cuda "${libs[@]}" \
+if ((build_ok)) && "$nvcc" "${flags[@]}" $b/main.o $b/test_ops.o $b/test_model.o $b/test_mixed.o -o $b/test_cuda "${libs[@]}" \
   >>"$out/build.log" 2>&1; then
   note "build: ok ($(elapsed) s)"
 else
@@ -108,6 +111,14 @@ for net in ("mlp", "cnn"):
         ratio(f"ctnn_float32/torch_float32_{net}_batch{batch}", c, f"torch_train_{net}_float32_batch{batch}_samples_per_s")
         ratio(f"torch_autocast/torch_float32_{net}_batch{batch}", f"torch_train_{net}_autocast_batch{batch}_samples_per_s",
               f"torch_train_{net}_float32_batch{batch}_samples_per_s")
+for net in ("mlp", "cnn"):
+    for p in ("mixed_float16", "mixed_bfloat16"):
+        ratio(f"ctnn_{p}/ctnn_float32_{net}_batch8192", f"train_{net}_{p}_batch8192_samples_per_s",
+              f"train_{net}_float32_batch8192_samples_per_s")
+        ratio(f"ctnn_{p}/torch_autocast_{net}_batch8192", f"train_{net}_{p}_batch8192_samples_per_s",
+              f"torch_train_{net}_autocast_batch8192_samples_per_s")
+ratio("ctnn_graph/ctnn_nograph_mlp_batch256", "train_mlp_float32_batch256_samples_per_s",
+      "train_mlp_float32_batch256_nograph_samples_per_s")
 ratio("torch_latency/ctnn_latency_mlp_batch1", "torch_infer_mlp_batch1_latency", "infer_mlp_batch1_latency")
 ratio("torch_latency/ctnn_graph_latency_mlp_batch1", "torch_infer_mlp_batch1_latency", "infer_mlp_batch1_graph_latency")
 for t in ("float", "half", "bfloat16"):

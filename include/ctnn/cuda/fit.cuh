@@ -1,27 +1,49 @@
 // ctnn/cuda/fit.cuh — fit and evaluate for model<Net, P, cuda<SM>>.
 //
 // fit(model, sparse_categorical_crossentropy{.from_logits = true}, optimizer,
-// dataset, epochs{n}) trains on the device: the same phases as
-// train/step.hpp (forward, loss, backward, update) and the same optimizer
-// state (update count, learning-rate scale, slots in the plan). Batches are
-// staged in two pinned host buffers and copied on the context's copy stream
-// while the compute stream runs the previous step: step s's forward and
-// backward are queued first, then the host reads batch s + 1 from the
-// dataset and queues its copy, then the update runs (it waits for the
-// device: its finite flag). Events order the streams (a copy waits until the
-// step that last read its device buffer is done; a step waits for its copy).
-// Per epoch the logs hold loss, accuracy (argmax == label), learning_rate,
-// seconds, data_seconds (host time spent in the dataset), device_wait_seconds
-// (CUDA events: time the compute stream waited for a batch's copy),
+// dataset, epochs{n}, extras...) trains on the device: the phases of
+// train/step.hpp (forward, loss (scaled), backward, gradient transform,
+// update, after-update) and the same optimizer state (update count,
+// learning-rate scale, slots in the plan). Batches are staged in two pinned
+// host buffers and copied on the context's copy stream while the compute
+// stream runs the previous step; events order the streams.
+// extras, in any order: metrics (computed on the host from the step's
+// logits, copied back widened to float: no device metric exists yet),
+// callbacks (the same train_context as the CPU fit: on_train_begin ..
+// on_batch_end; stop_training), validation_data(ds) (evaluated on the
+// device, val_loss, val_accuracy and val_<metric>) and a loss_scale
+// (train/loss_scale.hpp: its decisions, record(), are the host's; the
+// gradients are checked and unscaled on the device). Other step hooks run
+// on the CPU only (a compile error says so).
+// Precision: float32, mixed_float16, mixed_bfloat16 (cuda/model.cuh). Under
+// mixed_float16 fit scales the loss with a dynamic loss_scale of its own when
+// none is given (Keras' model.fit does the same); under mixed_bfloat16 and
+// float32 only a loss_scale passed as an extra scales. With a loss scale the
+// step queues: dL/dy * scale (the scale read from device memory), backward,
+// the gradients times 1/scale into the float32 gradients with a non-finite
+// flag; then the host reads the flag and loss_scale::record decides: skip
+// (no variable, slot or count changes; the scale halves) or go on
+// (regularizer gradients, clipping etc., update, the 16-bit weights
+// refreshed). The history then holds loss_scale and skipped_steps.
+// CUDA graphs: when m.options().graph_training (default) and no layer draws
+// random numbers (dropout), the step's device part (input conversion,
+// forward, loss, backward, unscaling, logits for the metrics) runs
+// uncaptured the first time a (staging buffer, batch size) pair is seen (its
+// cuBLASLt plans are made then), is captured the second time and replayed
+// from then on; the optimizer update
+// (its learning rate and bias correction change every step) runs after it,
+// uncaptured. When capture fails the step runs uncaptured for the rest of
+// fit. Per epoch "graph_steps" counts the steps that ran as a graph.
+// Per epoch the logs hold loss, accuracy (argmax == label), each metric,
+// val_*, learning_rate, seconds, data_seconds (host time in the dataset),
+// device_wait_seconds (CUDA events: the compute stream waiting for a copy),
 // compute_seconds (CUDA events: from the end of that wait to the end of the
-// update) and input_share = (data_seconds + device_wait_seconds) / seconds.
-// A non-finite loss or parameter throws ctnn::numeric_error naming the epoch
-// and step, as the CPU fit does. Supported today: the sparse softmax
-// cross-entropy from logits; adam, sgd, rmsprop, adagrad, also in
-// with_options (accumulation, clipnorm, global_clipnorm, clipvalue, weight
-// decay, EMA: the phases of optimizers/options.hpp through ops<cuda<SM>>);
-// float32. No metrics, callbacks, hooks or validation data yet (fit's
-// signature takes none).
+// update), input_share = (data_seconds + device_wait_seconds) / seconds,
+// input_bound, graph_steps. A non-finite loss throws ctnn::numeric_error
+// naming the epoch and step (unless a callback stops training in
+// on_batch_end), as does a non-finite parameter after an update; a label out
+// of range throws std::out_of_range. Not on the device yet: other losses,
+// the all-zero-output warning of the CPU fit, ieee_denormals.
 #pragma once
 #include <chrono>
 #include <climits>
@@ -31,7 +53,11 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <set>
+#include <span>
+#include <tuple>
 #include <type_traits>
+#include <vector>
 
 #include "../core/errors.hpp"
 #include "../data/dataset.hpp"
@@ -39,6 +65,7 @@
 #include "../train/fit.hpp"
 #include "../optimizers/options.hpp"
 #include "../train/history.hpp"
+#include "../train/loss_scale.hpp"
 #include "model.cuh"
 
 namespace ctnn {
@@ -62,28 +89,130 @@ inline double elapsed(const event& a, const event& b) {
   return double(ms) / 1000.0;
 }
 
-// Two staging slots: pinned host rows and labels, their device copies, and the events that order them.
-template <class T>
+// Two staging slots: pinned host rows and labels, their device copies (and
+// the rows in the compute type C when it is not T), and the events that order them.
+template <class T, class C = T>
 struct staging {
   pinned_buffer<T> hx[2];
   pinned_buffer<std::int32_t> hy[2];
   device_buffer<T> dx[2];
+  device_buffer<C> dc[2];
   device_buffer<std::int32_t> dy[2];
   event copied[2], released[2];
   std::size_t size[2] = {0, 0};
   std::size_t capacity[2] = {0, 0};
 
-  // Slot k holds `rows` rows (grown when needed; its old contents are not needed then).
-  void ensure(int k, std::size_t rows, std::size_t width) {
-    if (rows <= capacity[k]) return;
+  staging() = default;
+  staging(const staging&) = delete;
+  staging& operator=(const staging&) = delete;
+  ~staging() { cudaDeviceSynchronize(); }  // no copy may still use the buffers (errors are not thrown here)
+
+  // Slot k holds `rows` rows (grown when needed; its old contents are not
+  // needed then). True when it was reallocated (graphs that captured it are stale).
+  bool ensure(int k, std::size_t rows, std::size_t width) {
+    if (rows <= capacity[k]) return false;
     CTNN_CUDA_CHECK(cudaDeviceSynchronize());  // nothing may still read or fill the slot
     hx[k] = pinned_buffer<T>(rows * width);
     hy[k] = pinned_buffer<std::int32_t>(rows);
     dx[k] = device_buffer<T>(rows * width);
+    if constexpr (!std::is_same_v<T, C>) dc[k] = device_buffer<C>(rows * width);
     dy[k] = device_buffer<std::int32_t>(rows);
     capacity[k] = rows;
+    return true;
+  }
+  // The device rows of slot k in the compute type.
+  const C* rows(int k) const {
+    if constexpr (std::is_same_v<T, C>) return dx[k].data();
+    else return dc[k].data();
   }
 };
+
+// Labels on the host beside host logits: what detail::update_metrics reads.
+struct host_batch {
+  std::span<const std::int32_t> y;
+  std::size_t size = 0;
+};
+
+// The step's logits as float rows in out (device): widened, or copied.
+template <class B, class C>
+void logits_to_float(const C* y, float* out, std::size_t n) {
+  if constexpr (std::is_same_v<C, float>) ops<B>::copy(y, out, n);
+  else ops<B>::widen(y, out, n);
+}
+
+// Loss (mean, + the regularization penalty), accuracy and the metrics of
+// model m on dataset ds, batch by batch in inference mode, keys prefixed.
+template <class M, class D, class Ms>
+logs evaluate_device(M& m, const D& ds, Ms& metrics, const std::string& prefix) {
+  using T = typename M::value_type;
+  using C = typename M::compute_type;
+  using B = typename M::backend;
+  using Ops = ops<B>;
+  constexpr std::size_t width = M::input_size, classes = M::output_size;
+  constexpr bool with_metrics = std::tuple_size_v<Ms> > 0;
+  std::apply([](auto&... mm) { (mm.reset(), ...); }, metrics);
+  const cudaStream_t compute = cuda_context::get().compute();
+  device_buffer<double> acc(3);
+  pinned_buffer<double> hacc(3);
+  CTNN_CUDA_CHECK(cudaMemsetAsync(acc.data(), 0, 3 * sizeof(double), compute));
+  const int none = INT_MAX;
+  CTNN_CUDA_CHECK(cudaMemcpyAsync(acc.data() + 1, &none, sizeof none, cudaMemcpyHostToDevice, compute));
+  device_buffer<T> dx;
+  device_buffer<C> dc;
+  device_buffer<std::int32_t> dy;
+  device_buffer<float> dlog;
+  std::vector<float> hlog;
+  data::batch_for<D> b;
+  std::size_t seen = 0;
+  auto cur = ds.open(0);
+  while (cur.next(b)) {
+    Ops::synchronize();  // the previous batch's kernels are done with dx
+    if (dx.size() < b.size * width) {
+      dx = device_buffer<T>(b.size * width);
+      if constexpr (!std::is_same_v<T, C>) dc = device_buffer<C>(b.size * width);
+      dy = device_buffer<std::int32_t>(b.size);
+      if constexpr (with_metrics) dlog = device_buffer<float>(b.size * classes);
+    }
+    cuda_device_memory::copy(dx.data(), b.x.data(), b.size * width * sizeof(T));
+    cuda_device_memory::copy(dy.data(), b.y.data(), b.size * sizeof(std::int32_t));
+    const C* in;
+    if constexpr (std::is_same_v<T, C>) {
+      in = dx.data();
+    } else {
+      Ops::convert(static_cast<const float*>(dx.data()), dc.data(), b.size * width);
+      in = dc.data();
+    }
+    const C* y = m.forward(in, b.size, false);
+    Ops::sparse_crossentropy_logits_async(y, dy.data(), static_cast<C*>(nullptr), b.size, classes, 1.0f, acc.data(),
+                                          reinterpret_cast<int*>(acc.data() + 1));
+    cuda_kernels::count_correct<<<Ops::grid(b.size), Ops::block, 0, compute>>>(
+        y, dy.data(), b.size, classes, reinterpret_cast<unsigned long long*>(acc.data() + 2));
+    Ops::launched();
+    if constexpr (with_metrics) {
+      logits_to_float<B>(y, dlog.data(), b.size * classes);
+      hlog.resize(b.size * classes);
+      Ops::synchronize();
+      cuda_device_memory::copy(hlog.data(), dlog.data(), hlog.size() * sizeof(float));
+      detail::update_metrics<M>(metrics, hlog.data(), host_batch{{b.y.data(), b.size}, b.size});
+    }
+    seen += b.size;
+  }
+  if (seen == 0) throw std::invalid_argument("evaluate: the dataset is empty");
+  CTNN_CUDA_CHECK(cudaMemcpyAsync(hacc.data(), acc.data(), 3 * sizeof(double), cudaMemcpyDeviceToHost, compute));
+  Ops::synchronize();
+  int bad;
+  std::memcpy(&bad, hacc.data() + 1, sizeof bad);
+  if (bad != INT_MAX) throw std::out_of_range("evaluate: a label is outside [0, " + std::to_string(classes) + ")");
+  unsigned long long right;
+  std::memcpy(&right, hacc.data() + 2, sizeof right);
+  logs l;
+  l.set(prefix + "loss", hacc.data()[0] / double(seen) + (M::regularized ? m.penalty() : 0.0));
+  l.set(prefix + "accuracy", double(right) / double(seen));
+  std::apply([&](auto&... mm) { (l.set(prefix + mm.name(), mm.result()), ...); }, metrics);
+  if (!std::isfinite(l[prefix + "loss"]))
+    throw numeric_error(prefix.empty() ? "evaluate: the loss is not finite" : "fit: the validation loss is not finite");
+  return l;
+}
 
 template <class O>
 concept has_options = requires(const O& o) {
@@ -157,61 +286,127 @@ void device_finalize(M& m, const O& opt) {
     if (!opt.options.use_ema || m.optimizer_iterations() == 0) return;
     const std::size_t n = m.parameters().size();
     ops<B>::copy(m.optimizer_slots().data() + (O::inner_slots + 1) * n, m.parameters().data(), n);
+    m.push_parameters();
     ops<B>::synchronize();
   }
 }
 
+
+template <class X>
+struct is_loss_scale : std::bool_constant<std::is_same_v<X, loss_scale>> {};
+template <class E, class M>
+constexpr bool is_device_fit_extra() {
+  using X = std::remove_cvref_t<E>;
+  return Metric<X, typename M::value_type> || Callback<X> || is_validation_v<X> || std::is_same_v<X, loss_scale>;
+}
+
 }  // namespace cuda_detail
 
-template <Network Net, class P, int SM, class O, data::Dataset D>
+template <Network Net, class P, int SM, class O, data::Dataset D, class... Extras>
 history fit(model<Net, P, cuda<SM>>& m, const sparse_categorical_crossentropy& loss, O& opt, const D& train,
-            epochs ep) {
+            epochs ep, Extras&&... extras) {
   using M = model<Net, P, cuda<SM>>;
-  using T = typename M::compute_type;
+  using T = typename M::value_type;
+  using C = typename M::compute_type;
   using B = cuda<SM>;
   using Ops = ops<B>;
-  static_assert(std::is_same_v<T, float> && std::is_same_v<typename D::value_type, float>,
-                "fit on cuda: float32 models and float datasets only (the mixed policies are not wired yet)");
+  static_assert(std::is_same_v<typename M::variable_type, float>,
+                "fit on cuda: this model's variables are 16-bit (precision::float16 or a uniform 16-bit policy is for "
+                "inference); train under precision::float32, mixed_float16 or mixed_bfloat16");
   static_assert(detail::check_compatible<M, sparse_categorical_crossentropy, D>());
+  static_assert((detail::check_validation<M, sparse_categorical_crossentropy, std::remove_cvref_t<Extras>>() && ...));
+  static_assert((detail::check_metric<M, std::remove_cvref_t<Extras>, D>() && ...));
+  static_assert((cuda_detail::is_device_fit_extra<Extras, M>() && ...),
+                "fit on cuda: every extra argument must be a metric, a callback, validation_data(...) or a loss_scale "
+                "(other step hooks and ieee_denormals run on the CPU only)");
   if (!loss.from_logits)
     throw std::invalid_argument("fit on cuda: sparse_categorical_crossentropy needs from_logits = true on the device");
   using clock = std::chrono::steady_clock;
   auto secs = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
   constexpr std::size_t width = M::input_size, classes = M::output_size;
 
-  m.prepare_optimizer(opt);
-  cuda_context& ctx = cuda_context::get();
-  const cudaStream_t compute = ctx.compute(), copy = ctx.copy();
-  cuda_detail::staging<T> st;
-  cuda_detail::event wait0, start, end;
-  // device accumulators: [0] loss sum (double), [1] bad row (int), [2] correct count (u64)
-  device_buffer<double> acc(3);
-  pinned_buffer<double> hacc(3);
+  auto metrics = detail::select<detail::is_metric_for<M>::template pred, true>(extras...);
+  auto val_metrics = metrics;
+  auto callbacks = detail::select<detail::is_callback, false>(extras...);
+  auto scales = detail::select<cuda_detail::is_loss_scale, false>(extras...);
+  static_assert(std::tuple_size_v<decltype(scales)> <= 1, "fit on cuda: at most one loss_scale");
+  constexpr bool with_metrics = std::tuple_size_v<decltype(metrics)> > 0;
+  constexpr bool with_callbacks = std::tuple_size_v<decltype(callbacks)> > 0;
+  // mixed_float16 scales the loss by default (Keras' model.fit wraps the optimizer in a LossScaleOptimizer)
+  constexpr bool default_scale = M::mixed && std::is_same_v<C, __half>;
+  constexpr bool scaled = default_scale || std::tuple_size_v<decltype(scales)> > 0;
+  loss_scale own;
+  loss_scale* ls = nullptr;
+  if constexpr (std::tuple_size_v<decltype(scales)> > 0) ls = &std::get<0>(scales);
+  else if constexpr (default_scale) ls = &own;
+  // the host must see the step's loss and flags before the update
+  constexpr bool pre_sync = scaled || M::regularized || with_metrics || with_callbacks;
 
+  m.prepare_optimizer(opt);
   history hist;
+  train_context<M, O> ctx{m, opt, hist};
+  ctx.epochs = ep.count;
+  if constexpr (requires { train.batches_per_epoch(); }) ctx.steps = train.batches_per_epoch();
+  auto call = [&](auto hook) { std::apply([&](auto&... cb) { (hook(cb), ...); }, callbacks); };
+  auto on_train_begin = [&] { call([&](auto& cb) { if constexpr (has_on_train_begin<std::remove_cvref_t<decltype(cb)>>) cb.on_train_begin(ctx); }); };
+  auto on_train_end = [&] { call([&](auto& cb) { if constexpr (has_on_train_end<std::remove_cvref_t<decltype(cb)>>) cb.on_train_end(ctx); }); };
+  auto on_epoch_begin = [&] { call([&](auto& cb) { if constexpr (has_on_epoch_begin<std::remove_cvref_t<decltype(cb)>>) cb.on_epoch_begin(ctx); }); };
+  auto on_epoch_end = [&] { call([&](auto& cb) { if constexpr (has_on_epoch_end<std::remove_cvref_t<decltype(cb)>>) cb.on_epoch_end(ctx); }); };
+  auto on_batch_begin = [&] { call([&](auto& cb) { if constexpr (has_on_batch_begin<std::remove_cvref_t<decltype(cb)>>) cb.on_batch_begin(ctx); }); };
+  auto on_batch_end = [&] { call([&](auto& cb) { if constexpr (has_on_batch_end<std::remove_cvref_t<decltype(cb)>>) cb.on_batch_end(ctx); }); };
+
+  cuda_context& cc = cuda_context::get();
+  const cudaStream_t compute = cc.compute(), copy = cc.copy();
+  cuda_detail::graph_cache graphs;  // destroyed after st (whose destructor waits for the device)
+  cuda_detail::staging<T, C> st;
+  cuda_detail::event wait0, start, end;
+  // device: [0] loss sum (double), [1] bad row (int), [2] correct count (u64), [3] non-finite gradient flag (int)
+  device_buffer<double> acc(4);
+  pinned_buffer<double> hacc(4);
+  // device: [0] the loss scale, [1] its inverse (written before each step)
+  device_buffer<float> dscale(2);
+  pinned_buffer<float> hscale(2);
+  device_buffer<float> dlog;
+  pinned_buffer<float> hlog;
+  double* loss_sum = acc.data();
+  int* bad_row = reinterpret_cast<int*>(acc.data() + 1);
+  auto* correct = reinterpret_cast<unsigned long long*>(acc.data() + 2);
+  int* grad_bad = reinterpret_cast<int*>(acc.data() + 3);
+  const void* graph_memory = nullptr;
+  std::set<std::pair<const void*, std::size_t>> warm;  // (staging buffer, batch) run once uncaptured
+  bool capture_failed = false;
+  const bool use_graphs = !M::draws_random && m.options().graph_training;
+
   data::batch_for<D> b;
-  for (std::size_t e = 0; e < ep.count; ++e) {
+  on_train_begin();
+  for (std::size_t e = 0; e < ep.count && !ctx.stop_training; ++e) {
+    ctx.epoch = e;
+    ctx.epoch_logs = logs{};
+    on_epoch_begin();
+    std::apply([](auto&... mm) { (mm.reset(), ...); }, metrics);
     const auto epoch_start = clock::now();
-    double data_s = 0, wait_s = 0, compute_s = 0;
-    std::size_t seen = 0;
+    double data_s = 0, wait_s = 0, compute_s = 0, penalty_sum = 0, last_sum = 0;
+    std::size_t seen = 0, graph_steps = 0;
     {
-      const double zero[3] = {0, 0, 0};
-      CTNN_CUDA_CHECK(cudaMemcpyAsync(acc.data(), zero, sizeof zero, cudaMemcpyHostToDevice, compute));
+      CTNN_CUDA_CHECK(cudaMemsetAsync(acc.data(), 0, 4 * sizeof(double), compute));
       const int none = INT_MAX;
-      CTNN_CUDA_CHECK(cudaMemcpyAsync(acc.data() + 1, &none, sizeof none, cudaMemcpyHostToDevice, compute));
+      CTNN_CUDA_CHECK(cudaMemcpyAsync(bad_row, &none, sizeof none, cudaMemcpyHostToDevice, compute));
       CTNN_CUDA_CHECK(cudaStreamSynchronize(compute));
     }
-    double* loss_sum = acc.data();
-    int* bad_row = reinterpret_cast<int*>(acc.data() + 1);
-    auto* correct = reinterpret_cast<unsigned long long*>(acc.data() + 2);
     auto cur = train.open(e);
+    ctx.running_logs = [&] {
+      logs r;
+      r.set("loss", seen ? (last_sum + penalty_sum) / double(seen) : 0.0);
+      std::apply([&](auto&... mm) { (r.set(mm.name(), mm.result()), ...); }, metrics);
+      return r;
+    };
     // Reads the next batch into slot k and queues its copy; false at the end of the epoch.
     auto load = [&](int k) {
       const auto t0 = clock::now();
       const bool got = cur.next(b);
       data_s += secs(clock::now() - t0);
       if (!got) return false;
-      st.ensure(k, b.size, width);
+      if (st.ensure(k, b.size, width)) graphs.clear();  // the device is idle (ensure synchronized)
       CTNN_CUDA_CHECK(cudaEventSynchronize(st.copied[k]));  // the pinned slot's last copy is done
       std::memcpy(st.hx[k].data(), b.x.data(), b.size * width * sizeof(T));
       std::memcpy(st.hy[k].data(), b.y.data(), b.size * sizeof(std::int32_t));
@@ -229,111 +424,164 @@ history fit(model<Net, P, cuda<SM>>& m, const sparse_categorical_crossentropy& l
     for (std::size_t s = 0; have; ++s) {
       const int k = int(s % 2);
       const std::size_t n = st.size[k];
+      ctx.step = s;
+      on_batch_begin();
+      m.reserve(n, O::slots_per_parameter);  // never inside a capture
+      if constexpr (with_metrics)
+        if (dlog.size() < n * classes) {
+          Ops::synchronize();
+          graphs.clear();  // they captured the old buffer
+          dlog = device_buffer<float>(n * classes);
+          hlog = pinned_buffer<float>(n * classes);
+        }
+      const double used_scale = ls ? ls->scale() : 1.0;
+      hscale.data()[0] = float(used_scale);
+      hscale.data()[1] = float(1.0 / used_scale);
       CTNN_CUDA_CHECK(cudaEventRecord(wait0, compute));
       CTNN_CUDA_CHECK(cudaStreamWaitEvent(compute, st.copied[k], 0));
       CTNN_CUDA_CHECK(cudaEventRecord(start, compute));
-      // 1-3. forward, loss (dL/dy of the batch mean), backward
-      const T* y = m.forward(st.dx[k].data(), n, true);
-      Ops::sparse_crossentropy_logits_async(y, st.dy[k].data(), m.output_gradient(), n, classes, float(1.0 / double(n)),
-                                            loss_sum, bad_row);
-      cuda_kernels::count_correct<<<Ops::grid(n), Ops::block, 0, compute>>>(y, st.dy[k].data(), n, classes, correct);
-      Ops::launched();
-      m.backward();
+      CTNN_CUDA_CHECK(cudaMemcpyAsync(dscale.data(), hscale.data(), 2 * sizeof(float), cudaMemcpyHostToDevice, compute));
+      // 1-3. forward, loss (dL/dy of the batch mean, times the scale), backward, the gradients unscaled
+      auto queue = [&] {
+        if constexpr (!std::is_same_v<T, C>) Ops::convert(static_cast<const float*>(st.dx[k].data()), st.dc[k].data(), n * width);
+        const C* y = m.forward(st.rows(k), n, true);
+        Ops::sparse_crossentropy_logits_async(y, st.dy[k].data(), m.output_gradient(), n, classes, float(1.0 / double(n)),
+                                              loss_sum, bad_row, scaled ? dscale.data() : nullptr);
+        cuda_kernels::count_correct<<<Ops::grid(n), Ops::block, 0, compute>>>(y, st.dy[k].data(), n, classes, correct);
+        Ops::launched();
+        m.backward();
+        if constexpr (scaled || M::mixed) {
+          CTNN_CUDA_CHECK(cudaMemsetAsync(grad_bad, 0, sizeof(int), compute));
+          m.unscale_gradients(dscale.data() + 1, grad_bad);
+        }
+        if constexpr (with_metrics) cuda_detail::logits_to_float<B>(y, dlog.data(), n * classes);
+      };
+      bool graphed = false;
+      if (use_graphs && !capture_failed) {
+        if (m.memory_id() != graph_memory) {
+          graphs.clear();
+          warm.clear();
+          graph_memory = m.memory_id();
+        }
+        if (cudaGraphExec_t g = graphs.find(st.dx[k].data(), n)) {
+          CTNN_CUDA_CHECK(cudaGraphLaunch(g, compute));
+          graphed = true;
+        } else if (!warm.insert({st.dx[k].data(), n}).second) {
+          // seen once uncaptured (its cuBLASLt plans made outside a capture): capture it now
+          graphed = cuda_detail::capture_and_launch(graphs, st.dx[k].data(), n, compute, queue);
+          capture_failed = !graphed;
+        }
+      }
+      if (!graphed) queue();
+      graph_steps += graphed;
       CTNN_CUDA_CHECK(cudaEventRecord(st.released[k], compute));
-      CTNN_CUDA_CHECK(cudaMemcpyAsync(hacc.data(), acc.data(), 3 * sizeof(double), cudaMemcpyDeviceToHost, compute));
+      CTNN_CUDA_CHECK(cudaMemcpyAsync(hacc.data(), acc.data(), 4 * sizeof(double), cudaMemcpyDeviceToHost, compute));
+      if constexpr (with_metrics)
+        CTNN_CUDA_CHECK(cudaMemcpyAsync(hlog.data(), dlog.data(), n * classes * sizeof(float), cudaMemcpyDeviceToHost, compute));
       // the next batch is read and its copy queued while the device works
       have = load(1 - k);
+      // The loss, the labels and (scaled) the gradients' flag: false when a callback stopped training.
+      double penalty = 0;
+      auto check_loss = [&] {
+        int bad;
+        std::memcpy(&bad, hacc.data() + 1, sizeof bad);
+        if (bad != INT_MAX)
+          throw std::out_of_range("sparse_categorical_crossentropy: the label of sample " + std::to_string(bad) +
+                                  " of a batch in epoch " + std::to_string(e + 1) + " is outside [0, " +
+                                  std::to_string(classes) + ")");
+        const double batch_loss = (hacc.data()[0] - last_sum) / double(n) + penalty;
+        ctx.batch_loss = batch_loss;
+        if (std::isfinite(batch_loss)) return true;
+        on_batch_end();
+        if (ctx.stop_training) return false;
+        throw numeric_error("fit: the loss became " + std::string(std::isnan(batch_loss) ? "NaN" : "infinite") +
+                            " at epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1));
+      };
       // 4-6. gradient transform, update (waits for the device), after-update
-      bool updated = true;
-      const bool finite = cuda_detail::device_update<B>(m, opt, updated);
+      bool go = true, updated = false, finite = true;
+      if constexpr (pre_sync) {
+        CTNN_CUDA_CHECK(cudaStreamSynchronize(compute));
+        if constexpr (M::regularized) penalty = m.penalty();  // the weights of this step's forward, as the CPU step
+        if (!check_loss()) break;
+        if constexpr (scaled) {
+          int gb;
+          std::memcpy(&gb, hacc.data() + 3, sizeof gb);
+          const bool grads_finite = gb == 0;
+          const bool data_bad =
+              !grads_finite && detail::first_non_finite(st.hx[k].data(), n * width) < n * width;
+          go = ls->record(grads_finite, data_bad, e, s);
+        }
+      }
+      if (go) {
+        if constexpr (M::regularized) m.add_penalty_gradients();
+        finite = cuda_detail::device_update<B>(m, opt, updated);
+        m.push_parameters();  // mixed: the update (or the EMA's overwrite) into the 16-bit weights
+      }
       CTNN_CUDA_CHECK(cudaEventRecord(end, compute));
       CTNN_CUDA_CHECK(cudaEventSynchronize(end));
       wait_s += cuda_detail::elapsed(wait0, start);
       compute_s += cuda_detail::elapsed(start, end);
-      int bad;
-      std::memcpy(&bad, hacc.data() + 1, sizeof bad);
-      if (bad != INT_MAX)
-        throw std::out_of_range("sparse_categorical_crossentropy: the label of sample " + std::to_string(bad) +
-                                " of a batch in epoch " + std::to_string(e + 1) + " is outside [0, " +
-                                std::to_string(classes) + ")");
-      if (!std::isfinite(hacc.data()[0]))
-        throw numeric_error("fit: the loss became " + std::string(std::isnan(hacc.data()[0]) ? "NaN" : "infinite") +
-                            " at epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1));
+      if constexpr (!pre_sync)
+        if (!check_loss()) break;
       if (updated && !finite)
         throw numeric_error("fit: after the update of epoch " + std::to_string(e + 1) + ", step " +
                             std::to_string(s + 1) + ": a parameter is not finite");
+      if constexpr (with_metrics)
+        detail::update_metrics<M>(metrics, static_cast<const float*>(hlog.data()),
+                                  cuda_detail::host_batch{{st.hy[k].data(), n}, n});
+      last_sum = hacc.data()[0];
+      penalty_sum += penalty * double(n);
       seen += n;
+      on_batch_end();
+      if (ctx.stop_training) break;
     }
-    logs l;
+    ctx.running_logs = nullptr;
+    if (seen == 0 && !ctx.stop_training)
+      throw std::invalid_argument("fit: the training dataset yielded no batch in epoch " + std::to_string(e + 1));
+    if (seen == 0) break;
+    logs& l = ctx.epoch_logs;
     unsigned long long right;
     std::memcpy(&right, hacc.data() + 2, sizeof right);
-    const double seconds = secs(clock::now() - epoch_start);
-    l.set("loss", hacc.data()[0] / double(seen));
+    l.set("loss", (last_sum + penalty_sum) / double(seen));
     l.set("accuracy", double(right) / double(seen));
-    l.set("learning_rate", opt.learning_rate(m.optimizer_state().iterations) * m.optimizer_state().learning_rate_scale);
+    std::apply([&](auto&... mm) { (l.set(mm.name(), mm.result()), ...); }, metrics);
+    ((void)[&] {
+      if constexpr (is_validation_v<std::remove_cvref_t<Extras>>) {
+        logs vl = cuda_detail::evaluate_device(m, extras.data, val_metrics, "val_");
+        for (auto& [key, v] : vl.items) l.set(key, v);
+      }
+    }(), ...);
+    const double seconds = secs(clock::now() - epoch_start);
+    l.set("learning_rate", ctx.learning_rate());
     l.set("seconds", seconds);
     l.set("data_seconds", data_s);
     l.set("device_wait_seconds", wait_s);
     l.set("compute_seconds", compute_s);
     l.set("input_share", seconds > 0 ? (data_s + wait_s) / seconds : 0.0);
-    hist.append(l);
+    l.set("input_bound", double(int(input_bound(l["input_share"]))));
+    l.set("graph_steps", double(graph_steps));
+    if (ls) ls->log_epoch(l);
+    on_epoch_end();
+    hist.append(ctx.epoch_logs);
     hist.autotune.emplace_back();
   }
   cuda_detail::device_finalize<B>(m, opt);
+  on_train_end();
   return hist;
 }
 
-// loss (mean) and accuracy of the model on a dataset, batch by batch (inference mode).
-template <Network Net, class P, int SM, data::Dataset D>
-logs evaluate(model<Net, P, cuda<SM>>& m, const sparse_categorical_crossentropy& loss, const D& ds) {
+// loss (mean, + the regularization penalty), accuracy and the metrics of the
+// model on a dataset, batch by batch (inference mode).
+template <Network Net, class P, int SM, data::Dataset D, class... Ms>
+logs evaluate(model<Net, P, cuda<SM>>& m, const sparse_categorical_crossentropy& loss, const D& ds, Ms... metrics) {
   using M = model<Net, P, cuda<SM>>;
-  using T = typename M::compute_type;
-  using Ops = ops<cuda<SM>>;
-  static_assert(std::is_same_v<T, float>, "evaluate on cuda: float32 models only (the mixed policies are not wired yet)");
   static_assert(detail::check_compatible<M, sparse_categorical_crossentropy, D>());
+  static_assert((Metric<Ms, typename M::value_type> && ...), "evaluate on cuda: every extra argument must be a metric");
+  static_assert((detail::check_metric<M, Ms, D>() && ...));
   if (!loss.from_logits)
     throw std::invalid_argument("evaluate on cuda: sparse_categorical_crossentropy needs from_logits = true");
-  constexpr std::size_t width = M::input_size, classes = M::output_size;
-  const cudaStream_t compute = cuda_context::get().compute();
-  device_buffer<double> acc(3);
-  pinned_buffer<double> hacc(3);
-  const int none = INT_MAX;
-  CTNN_CUDA_CHECK(cudaMemcpyAsync(acc.data() + 1, &none, sizeof none, cudaMemcpyHostToDevice, compute));
-  device_buffer<T> dx;
-  device_buffer<std::int32_t> dy;
-  data::batch_for<D> b;
-  std::size_t seen = 0;
-  auto cur = ds.open(0);
-  while (cur.next(b)) {
-    if (dx.size() < b.size * width) {
-      Ops::synchronize();
-      dx = device_buffer<T>(b.size * width);
-      dy = device_buffer<std::int32_t>(b.size);
-    }
-    Ops::synchronize();  // the previous batch's kernels are done with dx
-    cuda_device_memory::copy(dx.data(), b.x.data(), b.size * width * sizeof(T));
-    cuda_device_memory::copy(dy.data(), b.y.data(), b.size * sizeof(std::int32_t));
-    const T* y = m.forward(dx.data(), b.size, false);
-    Ops::sparse_crossentropy_logits_async(y, dy.data(), static_cast<T*>(nullptr), b.size, classes, 1.0f, acc.data(),
-                                          reinterpret_cast<int*>(acc.data() + 1));
-    cuda_kernels::count_correct<<<Ops::grid(b.size), Ops::block, 0, compute>>>(
-        y, dy.data(), b.size, classes, reinterpret_cast<unsigned long long*>(acc.data() + 2));
-    Ops::launched();
-    seen += b.size;
-  }
-  if (seen == 0) throw std::invalid_argument("evaluate: the dataset is empty");
-  CTNN_CUDA_CHECK(cudaMemcpyAsync(hacc.data(), acc.data(), 3 * sizeof(double), cudaMemcpyDeviceToHost, compute));
-  Ops::synchronize();
-  int bad;
-  std::memcpy(&bad, hacc.data() + 1, sizeof bad);
-  if (bad != INT_MAX) throw std::out_of_range("evaluate: a label is outside [0, " + std::to_string(classes) + ")");
-  unsigned long long right;
-  std::memcpy(&right, hacc.data() + 2, sizeof right);
-  logs l;
-  l.set("loss", hacc.data()[0] / double(seen));
-  l.set("accuracy", double(right) / double(seen));
-  if (!std::isfinite(l["loss"])) throw numeric_error("evaluate: the loss is not finite");
-  return l;
+  std::tuple<Ms...> mt{metrics...};
+  return cuda_detail::evaluate_device(m, ds, mt, "");
 }
 
 }  // namespace ctnn

@@ -130,9 +130,13 @@ __global__ void softmax_backward(const T* y, T* d, std::size_t rows, std::size_t
 // row, in float32 whatever T is: d = (softmax(z) - onehot) * scale, the row's
 // loss (log-sum-exp - z[label]) added to *loss. A label outside [0, cols)
 // leaves its row's d at zero and records the smallest such row in *bad_row.
+// scale_by (may be null): a device float that multiplies scale (the loss
+// scale, read when the kernel runs, so a captured graph sees its changes).
 template <class T>
 __global__ void sparse_crossentropy_logits(const T* z, const std::int32_t* labels, T* d, std::size_t rows,
-                                           std::size_t cols, float scale, double* loss, int* bad_row) {
+                                           std::size_t cols, float scale, const float* scale_by, double* loss,
+                                           int* bad_row) {
+  if (scale_by) scale *= *scale_by;
   const std::size_t r = blockIdx.x * std::size_t(blockDim.x / 32) + threadIdx.x / 32;
   const unsigned lane = threadIdx.x % 32;
   if (r >= rows) return;
@@ -239,17 +243,26 @@ struct times_normalized {  // dy[i, j] * (x[i, j] - mean[j]) * inv[j]
   }
 };
 
-// ---- optimizer updates (kernels/cpu/updates.hpp's formulas); *bad = 1 when a new w is not finite ----
-template <class T>
-__device__ inline void put_w(T* w, std::size_t i, float v, int* bad) {
-  const T s = store<T>(v);
-  w[i] = s;
-  if (!isfinite(load(s))) *bad = 1;
+// ---- optimizer updates (kernels/cpu/updates.hpp's formulas) ----
+// One kernel body for every update: F (a functor, one per optimizer) reads
+// parameter i's gradient and slots, writes its slots and returns the new w
+// in float; update() stores it and sets *bad = 1 when the stored value is
+// not finite.
+template <class T, class F>
+__global__ void update(T* w, std::size_t n, F f, int* bad) {
+  CTNN_GRID_STRIDE(i, n) {
+    const T s = store<T>(f(load(w[i]), i));
+    w[i] = s;
+    if (!isfinite(load(s))) *bad = 1;
+  }
 }
 template <class T>
-__global__ void adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, float alpha, float b1, float b2,
-                            float eps, bool amsgrad, int* bad) {
-  CTNN_GRID_STRIDE(i, n) {
+struct adam_step {
+  const T* g;
+  T *m, *v, *vh;
+  float alpha, b1, b2, eps;
+  bool amsgrad;
+  __device__ float operator()(float w, std::size_t i) const {
     const float gi = load(g[i]);
     float mi = load(m[i]), vi = load(v[i]);
     mi = fmaf(gi - mi, b1, mi);
@@ -260,35 +273,42 @@ __global__ void adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, 
       vi = fmaxf(load(vh[i]), vi);
       vh[i] = store<T>(vi);
     }
-    put_w(w, i, load(w[i]) - alpha * mi / (sqrtf(vi) + eps), bad);
+    return w - alpha * mi / (sqrtf(vi) + eps);
   }
-}
+};
 template <class T>
-__global__ void adagrad_update(T* w, const T* g, T* acc, std::size_t n, float lr, float eps, int* bad) {
-  CTNN_GRID_STRIDE(i, n) {
+struct adagrad_step {
+  const T* g;
+  T* acc;
+  float lr, eps;
+  __device__ float operator()(float w, std::size_t i) const {
     const float gi = load(g[i]);
     const float a = fmaf(gi, gi, load(acc[i]));
     acc[i] = store<T>(a);
-    put_w(w, i, load(w[i]) - lr * gi / sqrtf(a + eps), bad);
+    return w - lr * gi / sqrtf(a + eps);
   }
-}
+};
 template <class T>
-__global__ void sgd_update(T* w, const T* g, T* m, std::size_t n, float lr, float mom, bool nesterov, int* bad) {
-  CTNN_GRID_STRIDE(i, n) {
+struct sgd_step {
+  const T* g;
+  T* m;
+  float lr, mom;
+  bool nesterov;
+  __device__ float operator()(float w, std::size_t i) const {
     const float lg = lr * load(g[i]);
-    if (mom == 0.0f) {
-      put_w(w, i, load(w[i]) - lg, bad);
-    } else {
-      const float mi = mom * load(m[i]) - lg;
-      m[i] = store<T>(mi);
-      put_w(w, i, load(w[i]) + (nesterov ? mom * mi - lg : mi), bad);
-    }
+    if (mom == 0.0f) return w - lg;
+    const float mi = mom * load(m[i]) - lg;
+    m[i] = store<T>(mi);
+    return w + (nesterov ? mom * mi - lg : mi);
   }
-}
+};
 template <class T>
-__global__ void rmsprop_update(T* w, const T* g, T* vel, T* mb, T* avg, std::size_t n, float lr, float r, float r1,
-                               float eps, float mom, bool centered, int* bad) {
-  CTNN_GRID_STRIDE(i, n) {
+struct rmsprop_step {
+  const T* g;
+  T *vel, *mb, *avg;
+  float lr, r, r1, eps, mom;
+  bool centered;
+  __device__ float operator()(float w, std::size_t i) const {
     const float gi = load(g[i]);
     const float ve = r * load(vel[i]) + r1 * gi * gi;
     vel[i] = store<T>(ve);
@@ -304,21 +324,43 @@ __global__ void rmsprop_update(T* w, const T* g, T* vel, T* mb, T* avg, std::siz
     if (mom > 0.0f) {
       const float mi = mom * load(mb[i]) + inc;
       mb[i] = store<T>(mi);
-      put_w(w, i, load(w[i]) - mi, bad);
-    } else {
-      put_w(w, i, load(w[i]) - inc, bad);
+      return w - mi;
     }
+    return w - inc;
+  }
+};
+
+// Loss scaling and regularizers (cuda/fit.cuh, cuda/model.cuh).
+// out[i] = g[i] * *inv (float32; out may be g itself when T is float);
+// *bad = 1 when a g[i] is not finite.
+template <class T>
+__global__ void unscale_gradients(const T* g, float* out, std::size_t n, const float* inv, int* bad) {
+  const float k = *inv;
+  CTNN_GRID_STRIDE(i, n) {
+    const float v = load(g[i]);
+    if (!isfinite(v)) *bad = 1;
+    out[i] = v * k;
+  }
+}
+// g[i] += l1 sign(w[i]) + 2 l2 w[i] (the gradient of l1 sum|w| + l2 sum w^2).
+template <class T>
+__global__ void add_penalty_gradient(const T* w, T* g, std::size_t n, float l1, float l2) {
+  CTNN_GRID_STRIDE(i, n) {
+    const float wi = load(w[i]);
+    const float s = wi > 0.0f ? 1.0f : (wi < 0.0f ? -1.0f : 0.0f);
+    g[i] = store<T>(load(g[i]) + l1 * s + 2.0f * l2 * wi);
   }
 }
 
-// Sum of squares of x[0, n) added to *out (one atomic per block; for norms only).
-template <class T>
+// Sum of squares (Abs: of absolute values) of x[0, n) added to *out (one
+// atomic per block; for norms and penalties only).
+template <bool Abs = false, class T>
 __global__ void sum_squares(const T* x, std::size_t n, double* out) {
   __shared__ float part[32];
   float s = 0;
   CTNN_GRID_STRIDE(i, n) {
     const float v = load(x[i]);
-    s += v * v;
+    s += Abs ? fabsf(v) : v * v;
   }
   s = warp_sum(s);
   if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = s;

@@ -23,23 +23,15 @@
 
 namespace ctnn {
 
+// The buffers, shapes, counts, name and init are the CPU layer's (the base
+// class, bound on cpu<>: declarations only); forward and backward run here.
 template <class Spec, Shape In, class P, int SM>
-struct dropout_layer<Spec, In, P, cuda<SM>> {
-  static_assert(P::uniform, "dropout: the CUDA backend's mixed-precision specialization is not wired yet");
-  static constexpr double Rate = double(Spec::rate);
-  using T = typename P::compute_type;
+struct dropout_layer<Spec, In, P, cuda<SM>> : dropout_layer<Spec, In, P, cpu<>> {
+  using base = dropout_layer<Spec, In, P, cpu<>>;
+  static constexpr double Rate = base::Rate;
+  using T = typename base::T;
   using O = ops<cuda<SM>>;
-  using variable_type = typename P::variable_type;
-  using compute_type = T;
-  using in_shape = In;
-  using out_shape = In;
-  static constexpr std::array<buffer, 1> buffers{buffer::cache("mask", In::size)};
-  static constexpr std::size_t parameter_count = 0;
-  static constexpr std::size_t state_count = 0;
-  static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
-  static std::string name() { return Spec::name(); }
-
-  static void init(layer_slot<T>, rng&) {}
+  static constexpr bool draws_random = true;  // cuda/model.cuh: no captured training step
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     const std::size_t n = r.batch * In::size;

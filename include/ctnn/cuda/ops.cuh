@@ -215,12 +215,14 @@ struct ops<cuda<SM>> {
   // cols] (labels on the device): d = (softmax(z) - onehot) * scale (d may be
   // null), the sum of the rows' losses added to *loss_sum (device), the
   // smallest row with a label outside [0, cols) min-ed into *bad_row (device,
-  // start it at INT_MAX). Nothing waits.
+  // start it at INT_MAX); scale_by (device, may be null) multiplies scale
+  // when the kernel runs (the loss scale of a captured step). Nothing waits.
   template <cuda_storage T>
   static void sparse_crossentropy_logits_async(const T* z, const std::int32_t* labels, T* d, std::size_t rows,
-                                               std::size_t cols, float scale, double* loss_sum, int* bad_row) {
+                                               std::size_t cols, float scale, double* loss_sum, int* bad_row,
+                                               const float* scale_by = nullptr) {
     cuda_kernels::sparse_crossentropy_logits<<<grid(rows * 32), block, 0, stream()>>>(z, labels, d, rows, cols, scale,
-                                                                                       loss_sum, bad_row);
+                                                                                       scale_by, loss_sum, bad_row);
     launched();
   }
   // The same, waited for: returns the sum of the rows' losses; a label outside
@@ -250,44 +252,57 @@ struct ops<cuda<SM>> {
   // ---- optimizer updates (element-wise over n parameters; true when every new w is finite) ----
   template <cuda_storage T, class S>
   static bool adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, S alpha, S b1, S b2, S eps, bool ams) {
-    int* bad = begin_flag();
-    cuda_kernels::adam_update<<<grid(n), block, 0, stream()>>>(w, g, m, v, vh, n, float(alpha), float(b1), float(b2),
-                                                                float(eps), ams, bad);
-    launched();
-    return end_flag();
+    return run_update(w, n, cuda_kernels::adam_step<T>{g, m, v, vh, float(alpha), float(b1), float(b2), float(eps), ams});
   }
   template <cuda_storage T, class S>
   static bool adagrad_update(T* w, const T* g, T* acc, std::size_t n, S lr, S eps) {
-    int* bad = begin_flag();
-    cuda_kernels::adagrad_update<<<grid(n), block, 0, stream()>>>(w, g, acc, n, float(lr), float(eps), bad);
-    launched();
-    return end_flag();
+    return run_update(w, n, cuda_kernels::adagrad_step<T>{g, acc, float(lr), float(eps)});
   }
   template <cuda_storage T, class S>
   static bool sgd_update(T* w, const T* g, T* m, std::size_t n, S lr, S mom, bool nesterov) {
-    int* bad = begin_flag();
-    cuda_kernels::sgd_update<<<grid(n), block, 0, stream()>>>(w, g, m, n, float(lr), float(mom), nesterov, bad);
-    launched();
-    return end_flag();
+    return run_update(w, n, cuda_kernels::sgd_step<T>{g, m, float(lr), float(mom), nesterov});
   }
   template <cuda_storage T, class S>
   static bool rmsprop_update(T* w, const T* g, T* vel, T* mb, T* avg, std::size_t n, S lr, S r, S r1, S eps, S mom,
                              bool centered) {
-    int* bad = begin_flag();
-    cuda_kernels::rmsprop_update<<<grid(n), block, 0, stream()>>>(w, g, vel, mb, avg, n, float(lr), float(r), float(r1),
-                                                                   float(eps), float(mom), centered, bad);
+    return run_update(w, n,
+                      cuda_kernels::rmsprop_step<T>{g, vel, mb, avg, float(lr), float(r), float(r1), float(eps),
+                                                     float(mom), centered});
+  }
+
+  // ---- loss scaling and regularizers ----
+  // out = g * *inv in float32 (out may be g when T is float); *bad = 1 when a g is not finite. Nothing waits.
+  template <cuda_storage T>
+  static void unscale_gradients(const T* g, float* out, std::size_t n, const float* inv, int* bad) {
+    if (n == 0) return;
+    cuda_kernels::unscale_gradients<<<grid(n), block, 0, stream()>>>(g, out, n, inv, bad);
     launched();
-    return end_flag();
+  }
+  // Sum of |x| over x[0, n), waited for.
+  template <cuda_storage T>
+  static double sum_abs(const T* x, std::size_t n) {
+    return reduce<true>(x, n);
+  }
+  // g += l1 sign(w) + 2 l2 w over n values.
+  template <cuda_storage T>
+  static void add_penalty_gradient(const T* w, T* g, std::size_t n, float l1, float l2) {
+    if (n == 0) return;
+    cuda_kernels::add_penalty_gradient<<<grid(n), block, 0, stream()>>>(w, g, n, l1, l2);
+    launched();
   }
 
   // ---- the optimizer options' phases (optimizers/options.hpp) ----
   // Sum of squares of x[0, n) (float32 per block, double across blocks), waited for.
   template <cuda_storage T>
   static double sum_squares(const T* x, std::size_t n) {
+    return reduce<false>(x, n);
+  }
+  template <bool Abs, cuda_storage T>
+  static double reduce(const T* x, std::size_t n) {
     cuda_context& ctx = cuda_context::get();
     double* acc = ctx.scratch() + 3;
     CTNN_CUDA_CHECK(cudaMemsetAsync(acc, 0, sizeof(double), stream()));
-    cuda_kernels::sum_squares<<<std::min(grid(n), 1024u), block, 0, stream()>>>(x, n, acc);
+    cuda_kernels::sum_squares<Abs><<<std::min(grid(n), 1024u), block, 0, stream()>>>(x, n, acc);
     launched();
     CTNN_CUDA_CHECK(cudaMemcpyAsync(ctx.host_scratch() + 3, acc, sizeof(double), cudaMemcpyDeviceToHost, stream()));
     ctx.synchronize();
@@ -321,6 +336,13 @@ struct ops<cuda<SM>> {
   }
 
  private:
+  template <class T, class F>
+  static bool run_update(T* w, std::size_t n, F f) {
+    int* bad = begin_flag();
+    cuda_kernels::update<<<grid(n), block, 0, stream()>>>(w, n, f, bad);
+    launched();
+    return end_flag();
+  }
   static int* begin_flag() {
     int* bad = reinterpret_cast<int*>(cuda_context::get().scratch());
     CTNN_CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(int), stream()));

@@ -80,36 +80,55 @@ class loss_scale {
   template <class M>
   void transform_gradients(step_state<M>& s) {
     auto g = s.gradients;
-    if (!all_finite(g.data(), g.size())) {
-      // A NaN or infinity in the batch's inputs (one a relu hid from the loss)
-      // is the data's, not an overflow: the step is not skipped, the update
-      // makes the parameters non-finite and fit stops with its error, as
-      // without loss scaling.
-      if (s.inputs && detail::first_non_finite(s.inputs, s.batch * M::input_size) < s.batch * M::input_size) return;
-      if (!o_.dynamic)
-        throw numeric_error("loss_scale: a gradient became non-finite at epoch " + std::to_string(s.epoch + 1) +
-                            ", step " + std::to_string(s.step + 1) + " under the fixed loss scale " +
-                            std::to_string(scale_) + "; lower it or use the dynamic scale");
+    const double used = scale_;
+    const bool finite = all_finite(g.data(), g.size());
+    // A NaN or infinity in the batch's inputs (one a relu hid from the loss)
+    // is the data's, not an overflow: the step is not skipped, the update
+    // makes the parameters non-finite and fit stops with its error, as
+    // without loss scaling.
+    const bool data = !finite && s.inputs &&
+                      detail::first_non_finite(s.inputs, s.batch * M::input_size) < s.batch * M::input_size;
+    if (!record(finite, data, s.epoch, s.step)) {
       s.skip_step = true;
+      return;
+    }
+    if (!finite) return;
+    const auto inv = static_cast<typename decltype(g)::value_type>(1.0 / used);
+    if (used != 1.0)
+      for (auto& v : g) v *= inv;
+  }
+
+  // The decision of transform_gradients once it is known whether every
+  // gradient is finite (a device backend checks them where they live;
+  // cuda/fit.cuh): false when the step is to be skipped (the scale halved),
+  // true when it goes ahead (the gradients are to be divided by the scale in
+  // force before this call). non_finite_data: the batch's inputs hold a NaN
+  // or infinity (the step goes ahead; see transform_gradients). Throws
+  // numeric_error as described at the top.
+  bool record(bool finite, bool non_finite_data, std::size_t epoch, std::size_t step) {
+    if (!finite) {
+      if (non_finite_data) return true;
+      if (!o_.dynamic)
+        throw numeric_error("loss_scale: a gradient became non-finite at epoch " + std::to_string(epoch + 1) +
+                            ", step " + std::to_string(step + 1) + " under the fixed loss scale " +
+                            std::to_string(scale_) + "; lower it or use the dynamic scale");
       ++skipped_;
       ++epoch_skipped_;
       if (++consecutive_ >= o_.max_consecutive_skips)
         throw numeric_error("loss_scale: the gradients stayed non-finite for " + std::to_string(consecutive_) +
-                            " steps in a row (epoch " + std::to_string(s.epoch + 1) + ", step " +
-                            std::to_string(s.step + 1) +
+                            " steps in a row (epoch " + std::to_string(epoch + 1) + ", step " +
+                            std::to_string(step + 1) +
                             "): not an overflow of the scaled loss; the model or the data produce NaN or infinity");
       scale_ /= 2;
       good_ = 0;
-      return;
+      return false;
     }
     consecutive_ = 0;
-    const auto inv = static_cast<typename decltype(g)::value_type>(1.0 / scale_);
-    if (scale_ != 1.0)
-      for (auto& v : g) v *= inv;
     if (o_.dynamic && ++good_ >= o_.dynamic_growth_steps) {
       scale_ *= 2;
       good_ = 0;
     }
+    return true;
   }
 
   // fit calls it at each epoch's end: the scale and the steps skipped in that epoch.

@@ -55,6 +55,37 @@ inline constexpr char optimizer_kind_tag = 0;
 struct training_access;
 }  // namespace detail
 
+namespace detail {
+// Calls f(variable_ref) for every parameter, state, mask and metadata buffer
+// of the bound layers Layers (a std::tuple) laid out by Plan under Policy in
+// the memory at base (layout lay, batch capacity batch), layer by layer in
+// declaration order. The host model and the CUDA model (cuda/model.cuh) share it.
+template <class Layers, class Policy, class Plan, class F>
+void for_each_variable_in(std::byte* base, const plan_layout& lay, std::size_t batch, F&& f) {
+  auto layer = [&]<std::size_t K, class L>() {
+    for (std::size_t b = 0; b < L::buffers.size(); ++b) {
+      const buffer& d = L::buffers[b];
+      if (d.kind == role::cache) continue;
+      variable_ref v;
+      v.layer = K;
+      v.name = d.name;
+      v.kind = d.kind;
+      v.type = d.type;
+      v.element_bytes = elem_bytes<Policy>(d.type);
+      v.dims = d.dims;
+      v.rank = d.rank;
+      v.extent = d.extent;
+      v.offset = Plan::offset(K, d.kind, batch) + buffer_offset<Policy>(L::buffers, b);
+      v.data = base + lay.at(d.kind) + v.offset;
+      f(v);
+    }
+  };
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (layer.template operator()<I, std::tuple_element_t<I, Layers>>(), ...);
+  }(std::make_index_sequence<std::tuple_size_v<Layers>>{});
+}
+}  // namespace detail
+
 // The plan's memory, allocated through Backend::memory.
 template <class Backend>
 class plan_memory {
@@ -167,24 +198,7 @@ class model {
   // metadata buffer, layer by layer in declaration order.
   template <class F>
   void for_each_variable(F&& f) const {
-    for_each_layer([&]<std::size_t I, class L>() {
-      for (std::size_t b = 0; b < L::buffers.size(); ++b) {
-        const buffer& d = L::buffers[b];
-        if (d.kind == role::cache) continue;
-        variable_ref v;
-        v.layer = I;
-        v.name = d.name;
-        v.kind = d.kind;
-        v.type = d.type;
-        v.element_bytes = elem_bytes<policy>(d.type);
-        v.dims = d.dims;
-        v.rank = d.rank;
-        v.extent = d.extent;
-        v.offset = plan::offset(I, d.kind, batch_capacity_) + buffer_offset<policy>(L::buffers, b);
-        v.data = mem_.data() + lay_.at(d.kind) + v.offset;
-        f(v);
-      }
-    });
+    detail::for_each_variable_in<layers, policy, plan>(mem_.data(), lay_, batch_capacity_, f);
   }
 
   // Runs every layer on x[batch, input_size]; returns the output rows.

@@ -1,0 +1,344 @@
+// The device model under the mixed policies, loss scaling, fit's extras
+// (callbacks, metrics, validation data, regularizers), the captured training
+// step and the fused MLP kernel, each against the CPU model of the same seed.
+#include "cuda_test.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+
+using namespace ctnn_test;
+using dev = ctnn::cuda<90>;
+
+namespace {
+using mlp = ctnn::sequential<ctnn::input<12>, ctnn::dense<16, ctnn::relu>, ctnn::dense<8, ctnn::tanh>, ctnn::dense<4>>;
+using reg_mlp = ctnn::sequential<ctnn::input<12>, ctnn::dense<16, ctnn::relu, ctnn::l2<0.01f>>,
+                                 ctnn::dense<8, ctnn::sigmoid, ctnn::l1<0.001f>>, ctnn::dense<4>>;
+using drop_mlp = ctnn::sequential<ctnn::input<12>, ctnn::dense<16, ctnn::relu>, ctnn::dropout<0.25f>, ctnn::dense<4>>;
+using wide_mlp = ctnn::sequential<ctnn::input<100>, ctnn::dense<128, ctnn::relu>, ctnn::dense<128, ctnn::sigmoid>,
+                                  ctnn::dense<10>>;
+using flat_mlp = ctnn::sequential<ctnn::input<4, 8>, ctnn::flatten, ctnn::dense<32, ctnn::relu>, ctnn::dense<5>>;
+using cnn = ctnn::sequential<ctnn::input<8, 8, 2>, ctnn::conv2d<4, 3, 3, 1, ctnn::padding::same, ctnn::relu>,
+                             ctnn::max_pool2d<2>, ctnn::flatten, ctnn::dense<5, ctnn::sigmoid>, ctnn::dense<3>>;
+using too_wide = ctnn::sequential<ctnn::input<784>, ctnn::dense<128, ctnn::relu>, ctnn::dense<10>>;
+
+// The fused kernel is chosen at compile time from the network type.
+static_assert(ctnn::model<mlp, ctnn::precision::float32, dev>::fusable);
+static_assert(ctnn::model<wide_mlp, ctnn::precision::mixed_float16, dev>::fusable);
+static_assert(ctnn::model<flat_mlp, ctnn::precision::float32, dev>::fusable);
+static_assert(!ctnn::model<cnn, ctnn::precision::float32, dev>::fusable);
+static_assert(!ctnn::model<too_wide, ctnn::precision::float32, dev>::fusable);
+static_assert(!ctnn::model<drop_mlp, ctnn::precision::float32, dev>::fusable);
+// The mixed policies: float32 variables, 16-bit layers, float inputs and outputs.
+static_assert(std::is_same_v<ctnn::model<mlp, ctnn::precision::mixed_float16, dev>::variable_type, float>);
+static_assert(std::is_same_v<ctnn::model<mlp, ctnn::precision::mixed_float16, dev>::compute_type, __half>);
+static_assert(std::is_same_v<ctnn::model<mlp, ctnn::precision::mixed_bfloat16, dev>::compute_type, __nv_bfloat16>);
+static_assert(std::is_same_v<ctnn::model<mlp, ctnn::precision::mixed_float16, dev>::value_type, float>);
+static_assert(ctnn::model<mlp, ctnn::precision::mixed_float16, dev>::mixed);
+static_assert(!ctnn::model<mlp, ctnn::precision::float32, dev>::mixed);
+static_assert(ctnn::model<drop_mlp, ctnn::precision::float32, dev>::draws_random);
+static_assert(ctnn::model<reg_mlp, ctnn::precision::float32, dev>::regularized);
+
+template <class Net>
+auto dataset(std::size_t n, std::uint32_t seed, float scale = 1.0f) {
+  constexpr std::size_t K = Net::output_type::size;
+  std::vector<std::int32_t> labels(n);
+  for (std::size_t i = 0; i < n; ++i) labels[i] = std::int32_t((i * 5 + seed) % K);
+  return ctnn::data::in_memory<typename Net::input_type, ctnn::sparse_labels, float>(
+      random_values(n * Net::input_type::size, seed, -scale, scale), labels);
+}
+
+template <class P>
+using half_of = typename ctnn::cuda_detail::device_policy<P>::compute_type;
+
+}  // namespace
+
+namespace ctnn_test {
+// Counts the hooks fit calls; stops training at the end of epoch stop_at (1-based; 0: never).
+struct counting_callback {
+  int train_begin = 0, train_end = 0, epoch_begin = 0, epoch_end = 0, batch_begin = 0, batch_end = 0;
+  std::size_t stop_at = 0;
+  double last_batch_loss = 0;
+  template <class C>
+  void on_train_begin(C&) { ++train_begin; }
+  template <class C>
+  void on_train_end(C&) { ++train_end; }
+  template <class C>
+  void on_epoch_begin(C&) { ++epoch_begin; }
+  template <class C>
+  void on_epoch_end(C& c) {
+    ++epoch_end;
+    if (stop_at && c.epoch + 1 == stop_at) c.stop_training = true;
+  }
+  template <class C>
+  void on_batch_begin(C&) { ++batch_begin; }
+  template <class C>
+  void on_batch_end(C& c) {
+    ++batch_end;
+    last_batch_loss = c.batch_loss;
+  }
+};
+}  // namespace ctnn_test
+
+TEST_CASE_TEMPLATE("a mixed model on the device starts from the float32 bits and predicts as the CPU mixed model", P,
+                   ctnn::precision::mixed_float16, ctnn::precision::mixed_bfloat16) {
+  CTNN_REQUIRE_DEVICE();
+  using H = half_of<P>;
+  auto cm = ctnn::make_model<mlp, P>(3);  // CPU: float32 variables, 16-bit activations
+  auto gm = ctnn::make_model<mlp, P, dev>(3);
+  CHECK(gm.download(ctnn::role::parameter) == std::vector<float>(cm.parameters().begin(), cm.parameters().end()));
+  for (bool fused : {true, false}) {
+    INFO("fused = " << fused);
+    gm.options().fused_mlp = fused;
+    CHECK(gm.fused_active() == fused);
+    const std::size_t batch = 37;  // two full tiles of the fused kernel and a partial one
+    const auto x = random_values(batch * 12, 140);
+    const auto want = cm.predict(x.data(), batch);
+    const auto got = gm.predict(x.data(), batch);
+    // weights, inputs and each activation rounded to H: 8 units of the significand at the largest output
+    const double tol = std::is_same_v<H, __half> ? 8.0 / 1024 : 8.0 / 128;
+    const double e = relative_error(got, want);
+    INFO(ctnn::storage<H>::name << ": relative error " << e);
+    CHECK(e <= tol);
+  }
+}
+
+TEST_CASE_TEMPLATE("a mixed model's float32 gradients match the CPU mixed model's", P, ctnn::precision::mixed_float16,
+                   ctnn::precision::mixed_bfloat16) {
+  CTNN_REQUIRE_DEVICE();
+  using H = half_of<P>;
+  auto cm = ctnn::make_model<mlp, P>(4);
+  auto gm = ctnn::make_model<mlp, P, dev>(4);
+  const std::size_t batch = 9;
+  const auto x = rounded<H>(random_values(batch * 12, 150));
+  const auto dy = rounded<H>(random_values(batch * 4, 151));
+  cm.forward(x.data(), batch, true);
+  std::copy(dy.begin(), dy.end(), cm.output_gradient());
+  cm.backward();
+  auto gx = to_device<H>(x);
+  gm.forward(gx.data(), batch, true);
+  auto gdy = to_device<H>(dy);
+  ctnn::ops<dev>::copy(static_cast<const H*>(gdy.data()), gm.output_gradient(), dy.size());
+  gm.backward();
+  ctnn::device_buffer<float> inv(1);
+  const float one = 1.0f;
+  inv.upload(&one, 1);
+  ctnn::device_buffer<int> bad(1);
+  gm.unscale_gradients(inv.data(), bad.data());
+  const double tol = std::is_same_v<H, __half> ? 8.0 / 1024 : 8.0 / 128;
+  const double e = relative_error(gm.download(ctnn::role::gradient),
+                                  std::vector<float>(cm.gradients().begin(), cm.gradients().end()));
+  INFO(ctnn::storage<H>::name << ": gradients' relative error " << e);
+  CHECK(e <= tol);
+  CTNN_CUDA_CHECK(cudaDeviceSynchronize());
+  int hb = -1;
+  bad.download(&hb, 1);
+  CHECK(hb == 0);
+}
+
+TEST_CASE_TEMPLATE("fit under a mixed policy on the device follows the CPU mixed fit", P, ctnn::precision::mixed_float16,
+                   ctnn::precision::mixed_bfloat16) {
+  CTNN_REQUIRE_DEVICE();
+  const auto data = dataset<mlp>(100, 160).batch(16);
+  const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
+  auto cm = ctnn::make_model<mlp, P>(5);
+  auto gm = ctnn::make_model<mlp, P, dev>(5);
+  ctnn::adam o1{1e-2}, o2{1e-2};
+  ctnn::loss_scale s1, s2;
+  const auto hc = ctnn::fit(cm, loss, o1, data, ctnn::epochs{2}, s1);
+  const auto hg = ctnn::fit(gm, loss, o2, data, ctnn::epochs{2}, s2);
+  CHECK(gm.optimizer_iterations() == cm.optimizer_iterations());
+  for (std::size_t k = 0; k < 2; ++k) {
+    CHECK(hg.values.at("loss")[k] == doctest::Approx(hc.values.at("loss")[k]).epsilon(2e-2));
+    CHECK(hg.values.at("loss_scale")[k] == hc.values.at("loss_scale")[k]);
+    CHECK(hg.values.at("skipped_steps")[k] == 0);
+  }
+  // 14 Adam updates from one start, 16-bit activations: within a few units of the 16-bit significand
+  const double e = relative_error(gm.download(ctnn::role::parameter),
+                                  std::vector<float>(cm.parameters().begin(), cm.parameters().end()));
+  INFO("parameters' relative error " << e);
+  CHECK(e < (std::is_same_v<P, ctnn::precision::mixed_float16> ? 1e-2 : 5e-2));
+  const auto ec = ctnn::evaluate(cm, loss, data);
+  const auto eg = ctnn::evaluate(gm, loss, data);
+  CHECK(eg["loss"] == doctest::Approx(ec["loss"]).epsilon(2e-2));
+}
+
+TEST_CASE("mixed_float16 fit scales the loss by default, and an overflow skips the step and halves the scale") {
+  CTNN_REQUIRE_DEVICE();
+  const auto data = dataset<mlp>(100, 170).batch(16);  // 7 steps
+  const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
+  {
+    auto m = ctnn::make_model<mlp, ctnn::precision::mixed_float16, dev>(6);
+    ctnn::adam opt{1e-3};
+    const auto h = ctnn::fit(m, loss, opt, data, ctnn::epochs{1});
+    CHECK(h.values.at("loss_scale")[0] == 32768.0);  // Keras' 2^15, no overflow in 7 steps
+    CHECK(h.values.at("skipped_steps")[0] == 0);
+    CHECK(m.optimizer_iterations() == 7);
+  }
+  {
+    // 2^40 / 16 overflows float16 in dL/dy: every step is skipped, the scale halves each time
+    auto m = ctnn::make_model<mlp, ctnn::precision::mixed_float16, dev>(6);
+    const auto before = m.download(ctnn::role::parameter);
+    ctnn::adam opt{1e-3};
+    ctnn::loss_scale ls(ctnn::loss_scale_options{.initial_scale = std::ldexp(1.0, 40)});
+    const auto h = ctnn::fit(m, loss, opt, data, ctnn::epochs{1}, ls);
+    CHECK(h.values.at("skipped_steps")[0] == 7);
+    CHECK(h.values.at("loss_scale")[0] == std::ldexp(1.0, 33));
+    CHECK(m.optimizer_iterations() == 0);
+    CHECK(m.optimizer_state().steps == 0);
+    CHECK(m.download(ctnn::role::parameter) == before);
+    const auto slots = m.optimizer_slots();
+    std::vector<float> hs(slots.size());
+    ctnn::cuda_device_memory::copy(hs.data(), slots.data(), hs.size() * sizeof(float));
+    CHECK(std::all_of(hs.begin(), hs.end(), [](float v) { return v == 0.0f; }));
+  }
+  {
+    // the scale doubles after dynamic_growth_steps finite steps
+    auto m = ctnn::make_model<mlp, ctnn::precision::mixed_float16, dev>(6);
+    ctnn::adam opt{1e-3};
+    ctnn::loss_scale ls(ctnn::loss_scale_options{.initial_scale = 1024, .dynamic_growth_steps = 3});
+    const auto h = ctnn::fit(m, loss, opt, data, ctnn::epochs{1}, ls);
+    CHECK(h.values.at("loss_scale")[0] == 4096.0);
+    CHECK(h.values.at("skipped_steps")[0] == 0);
+  }
+  {
+    // a NaN in the data is not skipped: the loss is NaN and fit stops with its error
+    auto xs = random_values(40 * 12, 171);
+    xs[5 * 12 + 3] = std::nanf("");
+    const auto bad = ctnn::data::in_memory<ctnn::shape<12>, ctnn::sparse_labels, float>(
+                         xs, std::vector<std::int32_t>(40, 1)).batch(8);
+    auto m = ctnn::make_model<mlp, ctnn::precision::mixed_float16, dev>(6);
+    ctnn::adam opt{1e-3};
+    CHECK_THROWS_WITH_AS(ctnn::fit(m, loss, opt, bad, ctnn::epochs{1}), doctest::Contains("epoch 1, step 1"),
+                         ctnn::numeric_error);
+  }
+}
+
+TEST_CASE("fit on the device takes callbacks, metrics, validation data and regularizers as the CPU fit") {
+  CTNN_REQUIRE_DEVICE();
+  const auto train = dataset<reg_mlp>(100, 180).batch(16);
+  const auto val = dataset<reg_mlp>(50, 181).batch(20);
+  const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
+  auto cm = ctnn::make_model<reg_mlp>(7);
+  auto gm = ctnn::make_model<reg_mlp, ctnn::precision::float32, dev>(7);
+  CHECK(gm.penalty() == doctest::Approx(cm.penalty()).epsilon(1e-5));
+  ctnn::sgd o1{0.05, 0.9}, o2{0.05, 0.9};
+  counting_callback c1, c2;
+  c1.stop_at = c2.stop_at = 2;  // of 3 epochs
+  const auto hc = ctnn::fit(cm, loss, o1, train, ctnn::epochs{3}, ctnn::sparse_categorical_accuracy{},
+                            ctnn::validation_data(val), c1);
+  const auto hg = ctnn::fit(gm, loss, o2, train, ctnn::epochs{3}, ctnn::sparse_categorical_accuracy{},
+                            ctnn::validation_data(val), c2);
+  REQUIRE(hg.values.at("loss").size() == 2);
+  REQUIRE(hc.values.at("loss").size() == 2);
+  for (std::size_t e = 0; e < 2; ++e) {
+    INFO("epoch " << e + 1);
+    for (const char* k : {"loss", "val_loss"})
+      CHECK(hg.values.at(k)[e] == doctest::Approx(hc.values.at(k)[e]).epsilon(1e-4));
+    // accuracies: one argmax near a tie may flip (one sample of 100 or 50)
+    CHECK(std::abs(hg.values.at("sparse_categorical_accuracy")[e] - hc.values.at("sparse_categorical_accuracy")[e]) <= 0.011);
+    CHECK(std::abs(hg.values.at("val_sparse_categorical_accuracy")[e] - hc.values.at("val_sparse_categorical_accuracy")[e]) <=
+          0.021);
+  }
+  CHECK(c2.train_begin == 1);
+  CHECK(c2.train_end == 1);
+  CHECK(c2.epoch_begin == 2);
+  CHECK(c2.epoch_end == 2);
+  CHECK(c2.batch_begin == 14);
+  CHECK(c2.batch_end == 14);
+  CHECK(c2.last_batch_loss == doctest::Approx(c1.last_batch_loss).epsilon(1e-4));
+  const double e = relative_error(gm.download(ctnn::role::parameter),
+                                  std::vector<float>(cm.parameters().begin(), cm.parameters().end()));
+  INFO("parameters' relative error " << e);
+  CHECK(e < 1e-4);
+  const auto eg = ctnn::evaluate(gm, loss, val, ctnn::sparse_categorical_accuracy{});
+  const auto ec = ctnn::evaluate(cm, loss, val, ctnn::sparse_categorical_accuracy{});
+  CHECK(eg["loss"] == doctest::Approx(ec["loss"]).epsilon(1e-4));
+  CHECK(std::abs(eg["sparse_categorical_accuracy"] - ec["sparse_categorical_accuracy"]) <= 0.021);
+}
+
+TEST_CASE("the captured training step gives the bits of the uncaptured one, and dropout is never captured") {
+  CTNN_REQUIRE_DEVICE();
+  const auto data = dataset<mlp>(100, 190).batch(16);  // 6 steps of 16 and one of 4: three graphs
+  const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
+  auto run = [&](bool graph) {
+    auto m = ctnn::make_model<mlp, ctnn::precision::float32, dev>(8);
+    m.options().graph_training = graph;
+    ctnn::adam opt{1e-2};
+    const auto h = ctnn::fit(m, loss, opt, data, ctnn::epochs{2});
+    return std::pair{m.download(ctnn::role::parameter), h};
+  };
+  const auto [with, hw] = run(true);
+  const auto [without, hn] = run(false);
+  // epoch 1: the first step on each (staging buffer, batch) pair runs uncaptured (3 of 7)
+  CHECK(hw.values.at("graph_steps")[0] == 4);
+  CHECK(hw.values.at("graph_steps")[1] == 7);
+  CHECK(hn.values.at("graph_steps")[0] == 0);
+  CHECK(with == without);
+  CHECK(hw.values.at("loss")[1] == doctest::Approx(hn.values.at("loss")[1]).epsilon(1e-12));
+  // mixed_float16 (input conversion, loss scale read from the device) captured too
+  auto mm = ctnn::make_model<mlp, ctnn::precision::mixed_float16, dev>(8);
+  ctnn::adam o{1e-2};
+  const auto hm = ctnn::fit(mm, loss, o, data, ctnn::epochs{2});
+  CHECK(hm.values.at("graph_steps")[1] == 7);
+  auto dm = ctnn::make_model<drop_mlp, ctnn::precision::float32, dev>(8);
+  ctnn::adam od{1e-2};
+  const auto hd = ctnn::fit(dm, loss, od, dataset<drop_mlp>(100, 191).batch(16), ctnn::epochs{1});
+  CHECK(hd.values.at("graph_steps")[0] == 0);
+}
+
+TEST_CASE_TEMPLATE("the fused MLP kernel matches the unfused layers and the CPU model", Net, mlp, wide_mlp, flat_mlp) {
+  CTNN_REQUIRE_DEVICE();
+  constexpr std::size_t in = Net::input_type::size;
+  auto cm = ctnn::make_model<Net>(9);
+  auto gm = ctnn::make_model<Net, ctnn::precision::float32, dev>(9);
+  REQUIRE(gm.fused_active());
+  for (std::size_t batch : {1, 16, 50}) {
+    INFO("batch " << batch);
+    const auto x = random_values(batch * in, 200 + std::uint32_t(batch));
+    const auto fused = gm.predict(x.data(), batch);
+    gm.options().fused_mlp = false;
+    const auto unfused = gm.predict(x.data(), batch);
+    gm.options().fused_mlp = true;
+    CHECK_CLOSE(float, fused, unfused);
+    CHECK_CLOSE(float, fused, cm.predict(x.data(), batch));
+  }
+  // inside a captured inference graph too
+  const std::size_t batch = 20;
+  const auto x = random_values(batch * in, 230);
+  auto gx = to_device<float>(x);
+  ctnn::device_buffer<float> y(batch * Net::output_type::size);
+  ctnn::ops<dev>::copy(gm.forward_graph(gx.data(), batch), y.data(), y.size());
+  CHECK_CLOSE(float, to_host(y, y.size()), cm.predict(x.data(), batch));
+  // a 16-bit model: within the 16-bit tolerance of the float CPU model
+  auto hm = ctnn::make_model<Net, ctnn::precision::mixed_float16, dev>(9);
+  REQUIRE(hm.fused_active());
+  const auto xr = rounded<__half>(x);
+  const double e = relative_error(hm.predict(xr.data(), batch), cm.predict(xr.data(), batch));
+  INFO("mixed_float16 fused: relative error " << e);
+  CHECK(e <= 8.0 / 1024);
+}
+
+TEST_CASE("the Fashion-MNIST MLP (784-256-128-10) trained under mixed_float16 on the device reaches 0.88 test accuracy") {
+  CTNN_REQUIRE_DEVICE();
+  const std::filesystem::path dir = CTNN_FASHION_MNIST_DIR;
+  if (!std::filesystem::exists(dir / "train-images-idx3-ubyte.gz")) {
+    MESSAGE("CTNN_SKIP: " << dir.string() << " has no Fashion-MNIST files");
+    return;
+  }
+  using net = ctnn::sequential<ctnn::input<28, 28>, ctnn::flatten, ctnn::dense<256, ctnn::relu>,
+                               ctnn::dense<128, ctnn::relu>, ctnn::dense<10>>;
+  const auto train = ctnn::data::fashion_mnist::train(dir).shuffle(1).batch(64);
+  const auto test = ctnn::data::fashion_mnist::test(dir).batch(1000);
+  auto m = ctnn::make_model<net, ctnn::precision::mixed_float16, dev>(42);
+  ctnn::adam opt{ctnn::exponential_decay{1e-3, 5000, 0.7, false}};
+  const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
+  const auto h = ctnn::fit(m, loss, opt, train, ctnn::epochs{10});
+  const auto r = ctnn::evaluate(m, loss, test);
+  MESSAGE("device MLP mixed_float16: test accuracy " << r["accuracy"] << ", last epoch "
+                                                     << h.values.at("seconds").back() << " s, loss scale "
+                                                     << h.values.at("loss_scale").back() << ", skipped steps "
+                                                     << h.values.at("skipped_steps").back() << ", graph steps "
+                                                     << h.values.at("graph_steps").back());
+  CHECK(r["accuracy"] >= 0.88);
+}
