@@ -20,19 +20,43 @@ build=${CTNN_FUZZ_BUILD:-build/asan}
 for t in "${targets[@]}"; do
   bin=$build/tests/fuzz/fuzz_$t
   [[ -x $bin ]] || { echo "fuzz.sh: $bin is missing (cmake --preset asan && cmake --build --preset asan)" >&2; exit 2; }
-  work=$build/fuzz-corpus/$t
-  art=$build/fuzz-artifacts/$t/
+done
+
+# One target: fuzz for `seconds`, print its summary, fail with the reproducer's place.
+fuzz_one() {
+  local t=$1 bin=$build/tests/fuzz/fuzz_$1
+  local work=$build/fuzz-corpus/$t art=$build/fuzz-artifacts/$t/
+  local log=$build/fuzz-artifacts/$t.log rc=0
   mkdir -p "$work" "$art"
-  echo "fuzz.sh: fuzz_$t for ${seconds} s"
   # -rss_limit_mb: a reader that allocates what a small file announces (a gzip bomb, a huge header) fails here.
-  log=$build/fuzz-artifacts/$t.log
-  rc=0
   "$bin" -max_total_time="$seconds" -rss_limit_mb=1024 -malloc_limit_mb=1024 -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$art" "$work" "tests/fuzz/corpus/$t" >"$log" 2>&1 || rc=$?
-  grep -E "^stat::number_of_executed_units|^SUMMARY|ERROR|^Done" "$log" || true
+  local summary
+  summary=$(grep -E "^stat::number_of_executed_units|^SUMMARY|ERROR|^Done" "$log" || true)
+  printf 'fuzz.sh: fuzz_%s, %s s:\n%s\n' "$t" "$seconds" "$summary"  # one write: parallel targets do not interleave
   if ((rc != 0)); then
     tail -n 60 "$log" >&2
     echo "fuzz.sh: fuzz_$t failed (exit $rc); reproducer in $art, log $log" >&2
-    exit 1
+    return 1
   fi
+}
+
+# As many targets at a time as there are cores (CTNN_FUZZ_JOBS overrides); each fuzzer is one process.
+jobs=${CTNN_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+((jobs >= 1)) || jobs=1
+echo "fuzz.sh: ${#targets[@]} targets, ${seconds} s each, ${jobs} at a time"
+failed=0
+running=0
+for t in "${targets[@]}"; do
+  if ((running >= jobs)); then
+    wait -n || failed=1
+    running=$((running - 1))
+  fi
+  fuzz_one "$t" &
+  running=$((running + 1))
 done
+while ((running > 0)); do
+  wait -n || failed=1
+  running=$((running - 1))
+done
+exit "$failed"

@@ -10,7 +10,7 @@ function(run)
   endif()
 endfunction()
 set(gen -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release)
-run(${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK}/ctnn-build ${gen} -DCTNN_BUILD_TESTS=OFF -DCTNN_BUILD_EXAMPLES=OFF
+run(${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK}/ctnn-build ${gen} -DCTNN_BUILD_TESTS=OFF -DCTNN_BUILD_EXAMPLES=OFF -DCTNN_CUDA=OFF
     -DCMAKE_INSTALL_PREFIX=${WORK}/prefix)
 run(${CMAKE_COMMAND} --install ${WORK}/ctnn-build)
 if(NOT EXISTS ${WORK}/prefix/include/ctnn/ctnn.hpp)
