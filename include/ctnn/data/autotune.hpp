@@ -171,11 +171,16 @@ struct autotune_options {
   double waiting = 0.05;               // below this share of waiting the input is not the bottleneck
 };
 
-class autotune_policy {
+// autotune_policy and tuner are class templates of nothing (basic_*<>) so that
+// their member functions are compiled only in programs that run an autotuned
+// pipeline: as plain classes every translation unit including ctnn/ctnn.hpp
+// paid for them (docs/performance.md, "Compile time and memory").
+template <class = void>
+class basic_autotune_policy {
  public:
   using options = autotune_options;
 
-  explicit autotune_policy(autotune_budget b = {}, options o = {}) : budget_(b), opt_(o) {
+  explicit basic_autotune_policy(autotune_budget b = {}, options o = {}) : budget_(b), opt_(o) {
     check_budget(b, "autotune_policy");
     if (o.windows_per_setting == 0 || o.drift_windows == 0 || !(o.gain >= 0 && o.gain < 1) || !(o.drift > 0))
       throw std::invalid_argument("autotune_policy: options need windows_per_setting >= 1, drift_windows >= 1, "
@@ -506,16 +511,19 @@ class autotune_policy {
   std::vector<autotune_verdict> verdicts_;
 };
 
+using autotune_policy = basic_autotune_policy<>;
+
 // ---- the tuner: measurements from the running pipeline, decisions by the policy ----
 
-class tuner {
+template <class = void>
+class basic_tuner {
  public:
   static constexpr std::size_t window_steps = 10;
   static constexpr double window_seconds = 0.05;
   static constexpr std::size_t skip_after_change = 5;  // steps not measured after a knob changed (refill)
   static constexpr std::size_t skip_after_open = 3;    // ... and at the start of a pass
 
-  explicit tuner(autotune_budget b = {}) : budget_((check_budget(b, "with_budget"), b)), policy_(b) { reset_window(); }
+  explicit basic_tuner(autotune_budget b = {}) : budget_((check_budget(b, "with_budget"), b)), policy_(b) { reset_window(); }
 
   const autotune_budget& budget() const { return budget_; }
 
@@ -617,5 +625,7 @@ class tuner {
   autotune_window w_{};
   std::size_t skip_ = 0;
 };
+
+using tuner = basic_tuner<>;
 
 }  // namespace ctnn::data

@@ -14,11 +14,17 @@ namespace ctnn::data::fashion_mnist {
 
 using files_dataset = data::dataset<sample<shape<28, 28>, sparse_labels, float>>;
 
-inline files_dataset train_files(const std::filesystem::path& dir = default_dir()) {
+// Function templates (of nothing: called as train_files(dir)) so that a
+// program that never calls them does not instantiate the pipeline for them:
+// as plain inline functions they cost every translation unit that includes
+// ctnn/ctnn.hpp about 50 MB of compiler memory (docs/performance.md).
+template <int = 0>
+files_dataset train_files(const std::filesystem::path& dir = default_dir()) {
   return from_idx<shape<28, 28>>(detail::find(dir, "train-images-idx3-ubyte"), detail::find(dir, "train-labels-idx1-ubyte"),
                                  1.0 / 255.0);
 }
-inline files_dataset test_files(const std::filesystem::path& dir = default_dir()) {
+template <int = 0>
+files_dataset test_files(const std::filesystem::path& dir = default_dir()) {
   return from_idx<shape<28, 28>>(detail::find(dir, "t10k-images-idx3-ubyte"), detail::find(dir, "t10k-labels-idx1-ubyte"),
                                  1.0 / 255.0);
 }

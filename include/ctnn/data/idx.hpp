@@ -149,6 +149,17 @@ inline std::string idx_show(double v) {
   return b;
 }
 
+// as<T>()'s error, out of its loop: one cold copy instead of one per T.
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_idx_value_error(const std::string& name, double v, std::size_t i,
+                                                                        std::size_t bits, bool integral) {
+  if (integral)
+    throw idx_error("read_idx", name, "value " + idx_show(v) + " at index " + std::to_string(i) +
+                                          " is not a whole number that fits in a " + std::to_string(bits) +
+                                          "-bit integer");
+  throw idx_error("read_idx", name, "value " + idx_show(v) + " at index " + std::to_string(i) +
+                                        " is out of range for a " + std::to_string(bits) + "-bit floating-point value");
+}
+
 }  // namespace detail
 
 // Parses an IDX image held in memory; `name` is used in error messages.
@@ -208,14 +219,10 @@ std::vector<T> idx_array::as(double scale) const {
       // Only whole values that T holds: a float label 1e16 or 2.5 is not a class.
       if (!(v >= double(std::numeric_limits<T>::min()) && v <= double(std::numeric_limits<T>::max())) ||
           v != std::trunc(v))
-        throw idx_error("read_idx", name, "value " + detail::idx_show(v) + " at index " + std::to_string(i) +
-                                              " is not a whole number that fits in a " +
-                                              std::to_string(8 * sizeof(T)) + "-bit integer");
+        detail::throw_idx_value_error(name, v, i, 8 * sizeof(T), true);
     } else {
       if (std::isfinite(v) && std::abs(v) > double(std::numeric_limits<T>::max()))
-        throw idx_error("read_idx", name, "value " + detail::idx_show(v) + " at index " + std::to_string(i) +
-                                              " is out of range for a " + std::to_string(8 * sizeof(T)) +
-                                              "-bit floating-point value");
+        detail::throw_idx_value_error(name, v, i, 8 * sizeof(T), false);
     }
     out[i] = static_cast<T>(v);
   }

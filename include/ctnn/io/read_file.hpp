@@ -24,26 +24,52 @@
 
 namespace ctnn::io {
 
+namespace detail {
+enum class read_failure { open, stat, directory, not_regular, too_large, grew_too_large, read };
+
+// The reason text of a failure, built out of line and once: the error paths
+// are cold, and formatting them inline repeated that code in every instance
+// of read_file (docs/performance.md, compile memory).
+[[gnu::cold, gnu::noinline]] inline std::string read_failure_reason(read_failure f, int err, std::size_t size,
+                                                                    std::size_t max_bytes) {
+  switch (f) {
+    case read_failure::open:
+      return err == ENOENT ? std::string("no such file") : "cannot open for reading (" + std::string(std::strerror(err)) + ")";
+    case read_failure::stat: return "cannot stat (" + std::string(std::strerror(err)) + ")";
+    case read_failure::directory: return "is a directory, not a file";
+    case read_failure::not_regular: return "is not a regular file";
+    case read_failure::too_large:
+      return "the file holds " + std::to_string(size) + " bytes, more than the " + std::to_string(max_bytes) + " allowed";
+    case read_failure::grew_too_large: return "the file holds more than the " + std::to_string(max_bytes) + " bytes allowed";
+    case read_failure::read: return "read error (" + std::string(std::strerror(err)) + ")";
+  }
+  return "unknown failure";
+}
+
+template <class Error>
+[[noreturn, gnu::cold, gnu::noinline]] void throw_read_failure(const std::filesystem::path& path, const std::string& operation,
+                                                              read_failure f, int err, std::size_t size = 0,
+                                                              std::size_t max_bytes = 0) {
+  throw Error(operation, path, read_failure_reason(f, err, size, max_bytes));
+}
+}  // namespace detail
+
 template <class Bytes = std::string, class Error = io_error>
 Bytes read_file(const std::filesystem::path& path, const std::string& operation,
                 std::size_t max_bytes = std::numeric_limits<std::size_t>::max()) {
+  using detail::read_failure;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int e = errno;
-    throw Error(operation, path, e == ENOENT ? std::string("no such file") : "cannot open for reading (" +
-                                                                                    std::string(std::strerror(e)) + ")");
-  }
+  if (fd < 0) detail::throw_read_failure<Error>(path, operation, read_failure::open, errno);
   struct closer {
     int fd;
     ~closer() { ::close(fd); }
   } c{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) throw Error(operation, path, "cannot stat (" + std::string(std::strerror(errno)) + ")");
-  if (S_ISDIR(st.st_mode)) throw Error(operation, path, "is a directory, not a file");
-  if (!S_ISREG(st.st_mode)) throw Error(operation, path, "is not a regular file");
+  if (::fstat(fd, &st) != 0) detail::throw_read_failure<Error>(path, operation, read_failure::stat, errno);
+  if (S_ISDIR(st.st_mode)) detail::throw_read_failure<Error>(path, operation, read_failure::directory, 0);
+  if (!S_ISREG(st.st_mode)) detail::throw_read_failure<Error>(path, operation, read_failure::not_regular, 0);
   if (std::size_t(st.st_size) > max_bytes)
-    throw Error(operation, path, "the file holds " + std::to_string(st.st_size) + " bytes, more than the " +
-                                        std::to_string(max_bytes) + " allowed");
+    detail::throw_read_failure<Error>(path, operation, read_failure::too_large, 0, std::size_t(st.st_size), max_bytes);
   Bytes out;
   out.resize(std::size_t(st.st_size));
   std::size_t done = 0;
@@ -53,16 +79,16 @@ Bytes read_file(const std::filesystem::path& path, const std::string& operation,
         char probe;
         const ssize_t r = ::read(fd, &probe, 1);
         if (r == 0) break;
-        if (r > 0) throw Error(operation, path, "the file holds more than the " + std::to_string(max_bytes) + " bytes allowed");
+        if (r > 0) detail::throw_read_failure<Error>(path, operation, read_failure::grew_too_large, 0, 0, max_bytes);
         if (errno == EINTR) continue;
-        throw Error(operation, path, "read error (" + std::string(std::strerror(errno)) + ")");
+        detail::throw_read_failure<Error>(path, operation, read_failure::read, errno);
       }
       out.resize(std::min(max_bytes, out.size() + 65536));
     }
     const ssize_t r = ::read(fd, out.data() + done, out.size() - done);
     if (r < 0) {
       if (errno == EINTR) continue;
-      throw Error(operation, path, "read error (" + std::string(std::strerror(errno)) + ")");
+      detail::throw_read_failure<Error>(path, operation, read_failure::read, errno);
     }
     if (r == 0) break;
     done += std::size_t(r);

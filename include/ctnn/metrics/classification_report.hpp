@@ -16,11 +16,12 @@
 // refused at compile time.
 #pragma once
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
-#include <ranges>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -30,7 +31,11 @@
 
 namespace ctnn {
 
-class classification_report {
+// A class template of nothing (classification_report = basic_classification_report<>)
+// so that its member functions are compiled only in programs that use it, not
+// in every translation unit that includes ctnn/ctnn.hpp (docs/performance.md).
+template <class = void>
+class basic_classification_report {
  public:
   std::string name() const { return "macro_f1"; }
   void reset() {
@@ -103,10 +108,13 @@ class classification_report {
   // A table like scikit-learn's classification_report, then the confusion
   // matrix; `names` (optional) labels the classes (fashion_mnist::class_names).
   // Any range of names works too: report.str(data::fashion_mnist::class_names).
-  template <std::ranges::input_range R>
-    requires std::convertible_to<std::ranges::range_reference_t<const R&>, std::string_view>
+  template <class R>
+    requires requires(const R& r) {
+      { *std::begin(r) } -> std::convertible_to<std::string_view>;
+      std::end(r);
+    }
   std::string str(const R& names) const {
-    return str(std::vector<std::string_view>(std::ranges::begin(names), std::ranges::end(names)));
+    return str(std::vector<std::string_view>(std::begin(names), std::end(names)));
   }
   std::string str(const std::vector<std::string_view>& names = {}) const {
     if (!names.empty() && names.size() != t_->classes)
@@ -168,5 +176,7 @@ class classification_report {
     return s;
   }
 };
+
+using classification_report = basic_classification_report<>;
 
 }  // namespace ctnn

@@ -41,6 +41,27 @@ std::size_t first_non_finite(const T* p, std::size_t n) {
 
 inline std::string non_finite_name(double v) { return std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf"; }
 
+// The messages are built here, once, rather than in every model's instance of
+// check_model_finite: they are cold, and formatting them inline made each
+// instance several kilobytes of code (docs/performance.md, compile memory).
+// `variable` is null when the model does not name its variables.
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_non_finite_parameter(const std::string& where, std::size_t i,
+                                                                             const variable_ref* variable,
+                                                                             std::size_t element, double value) {
+  std::string which;  // "layer 2 'kernel' [37]" when the model names its variables
+  if (variable)
+    which = " (layer " + std::to_string(variable->layer + 1) + " '" + std::string(variable->name) + "' [" +
+            std::to_string(element) + "])";
+  throw numeric_error(where + ": parameter " + std::to_string(i) + which + " is " + non_finite_name(value) +
+                      " (a NaN or infinity in the input data, or a learning rate too large;"
+                      " data::check_numerics names the sample)");
+}
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_non_finite_state(const std::string& where, std::size_t i,
+                                                                         double value) {
+  throw numeric_error(where + ": state value " + std::to_string(i) + " (e.g. a moving statistic) is " +
+                      non_finite_name(value));
+}
+
 // where() builds the message's start only when something is wrong. With
 // parameters_finite (the optimizer's update already found every new
 // parameter finite, kernels/cpu/updates.hpp) only the state is scanned.
@@ -49,25 +70,26 @@ void check_model_finite(M& m, Where&& where, bool parameters_finite = false) {
   const auto params = m.parameters();
   const std::size_t i = parameters_finite ? params.size() : first_non_finite(params.data(), params.size());
   if (i != params.size()) {
-    std::string which;  // "layer 2 'kernel' [37]" when the model names its variables
+    variable_ref found{};
+    bool named = false;
+    std::size_t element = 0;
     if constexpr (requires { m.for_each_variable([](const auto&) {}); }) {
       const std::size_t byte = i * sizeof(params[0]);
       m.for_each_variable([&](const auto& v) {
-        if (v.kind == role::parameter && byte >= v.offset && byte < v.offset + v.extent * v.element_bytes)
-          which = " (layer " + std::to_string(v.layer + 1) + " '" + std::string(v.name) + "' [" +
-                  std::to_string((byte - v.offset) / v.element_bytes) + "])";
+        if (v.kind == role::parameter && byte >= v.offset && byte < v.offset + v.extent * v.element_bytes) {
+          found.layer = v.layer;
+          found.name = v.name;
+          named = true;
+          element = (byte - v.offset) / v.element_bytes;
+        }
       });
     }
-    throw numeric_error(where() + ": parameter " + std::to_string(i) + which + " is " +
-                        non_finite_name(double(params[i])) +
-                        " (a NaN or infinity in the input data, or a learning rate too large;"
-                        " data::check_numerics names the sample)");
+    throw_non_finite_parameter(where(), i, named ? &found : nullptr, element, double(params[i]));
   }
   if constexpr (requires { m.state(); }) {
     const auto st = m.state();
     if (const std::size_t i = first_non_finite(st.data(), st.size()); i != st.size())
-      throw numeric_error(where() + ": state value " + std::to_string(i) + " (e.g. a moving statistic) is " +
-                          non_finite_name(double(st[i])));
+      throw_non_finite_state(where(), i, double(st[i]));
   }
 }
 
