@@ -27,44 +27,20 @@
 #include <xsimd/xsimd.hpp>
 
 #include "arch.hpp"
+#include "sparse_csc.hpp"
 
 namespace ctnn::kernels::cpu::rows {
 
 // Metadata bytes: starts (uint32, N + 1) then indices (uint16, nnz).
 constexpr std::size_t meta_bytes(std::size_t N, std::size_t nnz) { return 4 * (N + 1) + 2 * nnz; }
-// Scratch values forward<Arch> needs per sample (x and y transposed).
-constexpr std::size_t scratch_per_sample(std::size_t K, std::size_t N) { return K + N; }
-
-template <class T>
-void forward_reference(const T* x, const T* values, const std::uint32_t* starts, const std::uint16_t* idx, const T* bias,
-                       T* y, std::size_t batch, std::size_t K, std::size_t N, bool relu) {
-  for (std::size_t b = 0; b < batch; ++b)
-    for (std::size_t j = 0; j < N; ++j) {
-      T s = bias[j];
-      for (std::uint32_t p = starts[j]; p < starts[j + 1]; ++p) s += x[b * K + idx[p]] * values[p];
-      y[b * N + j] = relu ? std::max(s, T(0)) : s;
-    }
-}
-
-// dz: dL/d(pre-activation) [batch x N]; dvalues, dbias are overwritten; dx (may be null) too.
-template <class T>
-void backward_reference(const T* x, const T* dz, const T* values, const std::uint32_t* starts, const std::uint16_t* idx,
-                        T* dvalues, T* dbias, T* dx, std::size_t batch, std::size_t K, std::size_t N) {
-  if (dx) std::fill(dx, dx + batch * K, T(0));
-  for (std::size_t j = 0; j < N; ++j) {
-    T sb = 0;
-    for (std::size_t b = 0; b < batch; ++b) sb += dz[b * N + j];
-    dbias[j] = sb;
-    for (std::uint32_t p = starts[j]; p < starts[j + 1]; ++p) {
-      T s = 0;
-      for (std::size_t b = 0; b < batch; ++b) {
-        s += x[b * K + idx[p]] * dz[b * N + j];
-        if (dx) dx[b * K + idx[p]] += values[p] * dz[b * N + j];
-      }
-      dvalues[p] = s;
-    }
-  }
-}
+// The storage is the column layout's (starts = csc's column starts, idx = its
+// rows), so the scalar definitions and the scratch size are csc's:
+// forward_reference(x, values, starts, idx, bias, y, batch, K, N, relu) and
+// backward_reference(x, dz, values, starts, idx, dvalues, dbias, dx, batch, K, N)
+// (dz: dL/d(pre-activation) [batch x N]; dvalues, dbias overwritten; dx may be null).
+using csc::backward_reference;
+using csc::forward_reference;
+using csc::scratch_per_sample;
 
 namespace detail {
 
