@@ -2,6 +2,12 @@
 // model / fit / evaluate on cuda<90> against the CPU model of the same seed.
 #include "cuda_test.hpp"
 
+// The headers under test, by name (cuda_test.hpp includes them all through ctnn/cuda/cuda.cuh).
+#include <ctnn/cuda/fit.cuh>
+#include <ctnn/cuda/fused_mlp.cuh>
+#include <ctnn/cuda/layers.cuh>
+#include <ctnn/cuda/model.cuh>
+
 #include <filesystem>
 
 using namespace ctnn_test;

@@ -2,6 +2,16 @@
 // on the host: float32 within 1e-5, half and bfloat16 within tolerance<T>() (cuda_test.hpp).
 #include "cuda_test.hpp"
 
+// The headers under test, by name (cuda_test.hpp includes them all through ctnn/cuda/cuda.cuh).
+#include <ctnn/cuda/context.cuh>
+#include <ctnn/cuda/cuda.cuh>
+#include <ctnn/cuda/error.cuh>
+#include <ctnn/cuda/gemm.cuh>
+#include <ctnn/cuda/kernels.cuh>
+#include <ctnn/cuda/memory.cuh>
+#include <ctnn/cuda/ops.cuh>
+#include <ctnn/cuda/types.cuh>
+
 #include <ctnn/kernels/cpu/activations_reference.hpp>
 #include <ctnn/kernels/cpu/conv_reference.hpp>
 #include <ctnn/kernels/cpu/reference.hpp>
