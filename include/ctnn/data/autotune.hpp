@@ -12,10 +12,12 @@
 //   - it measures the current setting for 2 windows, tries one neighbour
 //     (map parallelism +-1, prefetch depth x2 or /2) for 2 windows, alternating
 //     with 2 fresh windows of the current setting (T B T B), and keeps it
-//     only if its best window is >= 3% faster (a deeper prefetch, which costs
-//     only memory within the budget: if faster at all); a trial that comes
-//     within 2 x 3% of the current setting is measured again (one more round
-//     of T B T B, the best window of both rounds deciding), and so is a map
+//     only if its best window is >= 3% faster (any move: a deeper prefetch
+//     too, so noise alone does not walk the depth away from where it started,
+//     prefetch(autotune)'s depth 2); a trial that comes
+//     within 2 x 3% of that bar, either side of it, is measured again (one
+//     more round of T B T B, the best window of both rounds deciding: noise
+//     can hide a small gain or fake one), and so is a map
 //     worker more that the measurements predict to help (the consumer
 //     waits and every map worker is busy), so one disturbed window does not
 //     decide; a setting tried in a search is never tried again in it, so a
@@ -226,14 +228,14 @@ class basic_autotune_policy {
           knobs[move_.knob].value = on_trial_ ? move_.to : move_.from;
           return false;
         }
-        // A deeper prefetch costs only memory (within the budget): kept if faster at all. Anything
-        // else (a thread more or less, a shallower queue) must be `gain` faster.
-        const bool deeper = kinds_[move_.knob] == knob::prefetch_depth && move_.to > move_.from;
-        const double bar = deeper ? 1.0 : 1 - opt_.gain;
+        // Every move must be `gain` faster, a deeper prefetch too: were a deeper queue kept when
+        // faster by any margin, window-to-window noise of a few percent would walk the depth up to
+        // whatever the noise favoured (measured: 8 and 16 where 2 was 5-12 % faster over epochs).
+        const double bar = 1 - opt_.gain;
         const bool faster = trial_.best < fresh_.best * bar;
-        if (!faster && measure_again(bar)) {
-          // Not shown faster, but the measurement does not settle it: measure both again (T B T B),
-          // the best window of each over all rounds deciding.
+        if (measure_again(bar, faster)) {
+          // The measurement does not settle it: measure both again (T B T B), the best window of
+          // each over all rounds deciding.
           ++rounds_;
           on_trial_ = true;
           knobs[move_.knob].value = move_.to;
@@ -291,15 +293,18 @@ class basic_autotune_policy {
     else s.busy += w.machine_busy * w.step_s;  // time-weighted
   }
 
-  // After a trial that did not show its neighbour faster: is one more round of windows worth it?
-  // Yes (up to extra_rounds) when the two settings came within 2 x `gain` of each other (noise can
-  // hide or fake a gain that small), and when a map worker more was refused although the
-  // measurements predict it helps: the consumer waits for data and every map worker is busy
-  // nearly all the time (a trial disturbed by another process would otherwise be final).
-  bool measure_again(double bar) const {
+  // After a trial's round of windows: is one more round worth it? Yes (up to extra_rounds) when
+  // the result is a close call either way: the trial came within 2 x `gain` of the bar, above it
+  // (noise can hide a gain that small) or below it (noise can fake one: a neighbour that only
+  // seemed `gain` faster in one round must show it again over both); and when a map worker more
+  // was refused although the measurements predict it helps: the consumer waits for data and
+  // every map worker is busy nearly all the time (a trial disturbed by another process would
+  // otherwise be final).
+  bool measure_again(double bar, bool faster) const {
     if (rounds_ >= opt_.extra_rounds) return false;
     const double r = trial_.best / fresh_.best;
-    if (r < bar * (1 + 2 * opt_.gain)) return true;
+    if (r < bar * (1 + 2 * opt_.gain) && r > bar / (1 + 2 * opt_.gain)) return true;
+    if (faster) return false;
     const bool more_workers = kinds_[move_.knob] == knob::map_parallelism && move_.to > move_.from;
     const bool predicted = base_.step > 0 && base_.wait / base_.step >= 2 * opt_.waiting && base_.load_known &&
                            base_.load >= 0.8 * double(move_.from) * base_.step;
@@ -484,7 +489,7 @@ class basic_autotune_policy {
         tried_ == 0 && share < opt_.waiting
             ? "nothing to gain, less than " + pct(opt_.waiting) + " of step time waiting and no knob to lower"
             : "none of the " + std::to_string(tried_) + " neighbouring settings tried was faster (by " +
-                  pct(opt_.gain) + "; a deeper prefetch by any margin)";
+                  pct(opt_.gain) + ")";
     const std::string text = changed + "; stopped: " + stopped + "; limit: " + why + costs + "; " + pct(share) +
                              " of step time is spent waiting for data";
     const bool same = !verdicts_.empty() && verdicts_.back().limit == limit && verdicts_.back().values == now;

@@ -3,7 +3,9 @@
 // prefetch_stage<E>(up, depth): one thread pulls elements from upstream into
 // a queue holding at most `depth` of them, so loading the next elements
 // overlaps with whatever the consumer does in between (a training step).
-// With autotune the depth starts at 1 and the tuner may raise it up to 64,
+// With autotune the depth starts at 2 (one element ready while the next is
+// made: a step that costs a little more than usual does not stall the
+// consumer) and the tuner may lower it to 1 or raise it up to 64,
 // within its memory budget (the knob records the size of one element). An
 // upstream exception is delivered after the elements queued before it.
 // Destroying the iterator stops the producer and joins it.
@@ -103,11 +105,14 @@ template <class E>
 class prefetch_stage final : public stage<E> {
  public:
   static constexpr std::size_t max_tuned_depth = 64;
+  static constexpr std::size_t tuned_start_depth = 2;
   prefetch_stage(stage_ptr<E> up, std::size_t depth) : up_(std::move(up)), depth_(depth) {
     if (depth == 0) throw std::invalid_argument("prefetch: the depth must be >= 1 (or data::autotune), got 0");
   }
   prefetch_stage(stage_ptr<E> up, autotune_t)
-      : up_(std::move(up)), depth_(1), knob_(std::make_shared<knob>(knob::prefetch_depth, 1, max_tuned_depth)) {}
+      : up_(std::move(up)),
+        depth_(tuned_start_depth),
+        knob_(std::make_shared<knob>(knob::prefetch_depth, tuned_start_depth, max_tuned_depth)) {}
   iterator_ptr<E> open(const open_context& ctx) const override {
     if (knob_ && ctx.tune) ctx.tune->enlist(knob_);
     return std::make_unique<detail::prefetch_iter<E>>(up_->open(ctx), depth_, knob_);
