@@ -1,0 +1,30 @@
+# Runs bench/vs_hand_table.py on two recorded bench_pipeline runs (series A of
+# docs/performance.md, runs 1 and 2) and checks its table row and distribution
+# line, and that it refuses a truncated file, naming it. Skips without python3.
+find_program(PYTHON3 python3)
+if(NOT PYTHON3)
+  message("CTNN_SKIP: python3 is missing")
+  return()
+endif()
+set(runs ${SOURCE}/tests/scripts/vs_hand_run1.json ${SOURCE}/tests/scripts/vs_hand_run2.json)
+execute_process(COMMAND ${PYTHON3} ${SOURCE}/bench/vs_hand_table.py ${runs}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "vs_hand_table.py failed (${rc}): ${out}${err}")
+endif()
+foreach(want "\\| 1 \\| 0\\.73 / 0\\.67 \\(1,1; 2,4; 4\\) \\| 1\\.06 / 1\\.04 \\(2,1; 2,8; 2\\) \\| 0\\.98 / 0\\.94 \\(2,2; 2,1; 6\\) \\|"
+             "`vs_hand_augment`, vs_picked: min 0\\.73, median 0\\.88, max 1\\.04; >= 0\\.95 in 1 of 2, < 0\\.9 in 1"
+             "settle epochs min 2 median 4 max 6")
+  if(NOT out MATCHES "${want}")
+    message(FATAL_ERROR "vs_hand_table.py: no line matching '${want}' in:\n${out}")
+  endif()
+endforeach()
+file(MAKE_DIRECTORY ${WORK})
+file(READ ${SOURCE}/tests/scripts/vs_hand_run1.json json LIMIT 300)
+file(WRITE ${WORK}/truncated.json "${json}")
+execute_process(COMMAND ${PYTHON3} ${SOURCE}/bench/vs_hand_table.py ${WORK}/truncated.json
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "truncated.json: not a complete bench_pipeline JSON file")
+  message(FATAL_ERROR "vs_hand_table.py accepted a truncated file: ${rc} ${out}${err}")
+endif()
+message(STATUS "vs_hand_table.py: printed the table and the distribution, refused a truncated file")
