@@ -347,13 +347,13 @@ history fit(model<Net, P, cuda<SM>>& m, const sparse_categorical_crossentropy& l
   train_context<M, O> ctx{m, opt, hist};
   ctx.epochs = ep.count;
   if constexpr (requires { train.batches_per_epoch(); }) ctx.steps = train.batches_per_epoch();
-  auto call = [&](auto hook) { std::apply([&](auto&... cb) { (hook(cb), ...); }, callbacks); };
-  auto on_train_begin = [&] { call([&](auto& cb) { if constexpr (has_on_train_begin<std::remove_cvref_t<decltype(cb)>>) cb.on_train_begin(ctx); }); };
-  auto on_train_end = [&] { call([&](auto& cb) { if constexpr (has_on_train_end<std::remove_cvref_t<decltype(cb)>>) cb.on_train_end(ctx); }); };
-  auto on_epoch_begin = [&] { call([&](auto& cb) { if constexpr (has_on_epoch_begin<std::remove_cvref_t<decltype(cb)>>) cb.on_epoch_begin(ctx); }); };
-  auto on_epoch_end = [&] { call([&](auto& cb) { if constexpr (has_on_epoch_end<std::remove_cvref_t<decltype(cb)>>) cb.on_epoch_end(ctx); }); };
-  auto on_batch_begin = [&] { call([&](auto& cb) { if constexpr (has_on_batch_begin<std::remove_cvref_t<decltype(cb)>>) cb.on_batch_begin(ctx); }); };
-  auto on_batch_end = [&] { call([&](auto& cb) { if constexpr (has_on_batch_end<std::remove_cvref_t<decltype(cb)>>) cb.on_batch_end(ctx); }); };
+  using hook = detail::callback_hook;
+  auto on_train_begin = [&] { detail::call_callbacks<hook::train_begin>(callbacks, ctx); };
+  auto on_train_end = [&] { detail::call_callbacks<hook::train_end>(callbacks, ctx); };
+  auto on_epoch_begin = [&] { detail::call_callbacks<hook::epoch_begin>(callbacks, ctx); };
+  auto on_epoch_end = [&] { detail::call_callbacks<hook::epoch_end>(callbacks, ctx); };
+  auto on_batch_begin = [&] { detail::call_callbacks<hook::batch_begin>(callbacks, ctx); };
+  auto on_batch_end = [&] { detail::call_callbacks<hook::batch_end>(callbacks, ctx); };
 
   cuda_context& cc = cuda_context::get();
   const cudaStream_t compute = cc.compute(), copy = cc.copy();
