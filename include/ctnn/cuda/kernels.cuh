@@ -499,23 +499,6 @@ __global__ void max_pool_forward(const conv_geometry G, const T* x, T* y, std::u
   }
 }
 template <class T>
-__global__ void max_pool_backward(const conv_geometry G, const std::uint32_t* idx, const T* dy, T* dx, std::size_t batch) {
-  CTNN_GRID_STRIDE(e, batch * G.in_size()) {
-    const std::size_t off = e % G.in_size(), n = e / G.in_size();
-    const std::size_t c = off % G.c, s = off / G.c % G.w, r = off / (G.c * G.w);
-    std::size_t oh0, oh1, ow0, ow1;
-    covering(r, G.pt, G.kh, G.stride, G.oh, oh0, oh1);
-    covering(s, G.pl, G.kw, G.stride, G.ow, ow0, ow1);
-    float acc = 0;
-    for (std::size_t oh = oh0; oh < oh1; ++oh)
-      for (std::size_t ow = ow0; ow < ow1; ++ow) {
-        const std::size_t o = ((n * G.oh + oh) * G.ow + ow) * G.c + c;
-        if (idx[o] == off) acc += load(dy[o]);
-      }
-    dx[e] = store<T>(acc);
-  }
-}
-template <class T>
 __global__ void average_pool_forward(const conv_geometry G, const T* x, T* y, std::size_t batch) {
   CTNN_GRID_STRIDE(o, batch * G.oh * G.ow * G.c) {
     const std::size_t c = o % G.c, ow = o / G.c % G.ow, oh = o / (G.c * G.ow) % G.oh, n = o / (G.c * G.ow * G.oh);
@@ -528,8 +511,13 @@ __global__ void average_pool_forward(const conv_geometry G, const T* x, T* y, st
     y[o] = store<T>(acc * (1.0f / float((r1 - r0) * (s1 - s0))));
   }
 }
-template <class T>
-__global__ void average_pool_backward(const conv_geometry G, const T* dy, T* dx, std::size_t batch) {
+// Pooling backward as a gather: dx[e] = the sum of term(G, o, oh, ow, off)
+// over the outputs o (at output row oh, column ow) whose windows hold input
+// element e (off: e's offset within its sample), in a fixed order (output
+// row, then column). The two pooling layers differ only in the term:
+// max_pool_term and average_pool_term below.
+template <class T, class Term>
+__global__ void pool_backward(const conv_geometry G, Term term, T* dx, std::size_t batch) {
   CTNN_GRID_STRIDE(e, batch * G.in_size()) {
     const std::size_t off = e % G.in_size(), n = e / G.in_size();
     const std::size_t c = off % G.c, s = off / G.c % G.w, r = off / (G.c * G.w);
@@ -538,14 +526,30 @@ __global__ void average_pool_backward(const conv_geometry G, const T* dy, T* dx,
     covering(s, G.pl, G.kw, G.stride, G.ow, ow0, ow1);
     float acc = 0;
     for (std::size_t oh = oh0; oh < oh1; ++oh)
-      for (std::size_t ow = ow0; ow < ow1; ++ow) {
-        std::size_t r0, r1, s0, s1;
-        pool_window(G, oh, ow, r0, r1, s0, s1);
-        acc += load(dy[((n * G.oh + oh) * G.ow + ow) * G.c + c]) * (1.0f / float((r1 - r0) * (s1 - s0)));
-      }
+      for (std::size_t ow = ow0; ow < ow1; ++ow) acc += term(G, ((n * G.oh + oh) * G.ow + ow) * G.c + c, oh, ow, off);
     dx[e] = store<T>(acc);
   }
 }
+// Max pooling: the output's gradient goes to the input its forward chose (idx).
+template <class T>
+struct max_pool_term {
+  const std::uint32_t* idx;
+  const T* dy;
+  __device__ float operator()(const conv_geometry&, std::size_t o, std::size_t, std::size_t, std::size_t off) const {
+    return idx[o] == off ? load(dy[o]) : 0.0f;
+  }
+};
+// Average pooling: the output's gradient over its (clipped) window's size.
+template <class T>
+struct average_pool_term {
+  const T* dy;
+  __device__ float operator()(const conv_geometry& G, std::size_t o, std::size_t oh, std::size_t ow,
+                              std::size_t) const {
+    std::size_t r0, r1, s0, s1;
+    pool_window(G, oh, ow, r0, r1, s0, s1);
+    return load(dy[o]) * (1.0f / float((r1 - r0) * (s1 - s0)));
+  }
+};
 template <std::size_t P, std::size_t C, class T>
 __global__ void global_average_forward(const T* x, T* y, std::size_t batch) {
   CTNN_GRID_STRIDE(o, batch * C) {
