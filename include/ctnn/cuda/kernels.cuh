@@ -408,17 +408,18 @@ __global__ void dropout_forward(const T* x, T* y, T* mask, std::size_t n, float 
 // ---- batch normalization over the last axis (C channels, rows = batch * positions) ----
 // The per-channel sums come from the column reductions above (float32,
 // deterministic); this kernel turns sum(x) and sum((x - mean)^2) into the
-// cached mean and 1/sqrt(var + eps) and the moving statistics (biased variance).
-template <class T, class V>
+// cached mean and 1/sqrt(var + eps) and the moving statistics (biased variance;
+// S: their storage, float under a mixed policy, else the variables' type).
+template <class T, class S>
 __global__ void batch_norm_statistics(const float* mean, const float* sq, std::size_t rows, std::size_t C,
-                                      V* moving_mean, V* moving_var, T* mean_out, T* inv_out, float momentum,
+                                      S* moving_mean, S* moving_var, T* mean_out, T* inv_out, float momentum,
                                       float epsilon) {
   const std::size_t c = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
   if (c >= C) return;
   const float mu = mean[c], var = sq[c] / float(rows);
   mean_out[c] = store<T>(mu);
-  moving_mean[c] = store<V>(load(moving_mean[c]) * momentum + mu * (1.0f - momentum));
-  moving_var[c] = store<V>(load(moving_var[c]) * momentum + var * (1.0f - momentum));
+  moving_mean[c] = store<S>(load(moving_mean[c]) * momentum + mu * (1.0f - momentum));
+  moving_var[c] = store<S>(load(moving_var[c]) * momentum + var * (1.0f - momentum));
   inv_out[c] = store<T>(1.0f / sqrtf(var + epsilon));
 }
 template <class U>
@@ -426,8 +427,8 @@ __global__ void divide(U* x, std::size_t n, float d) {
   const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
   if (i < n) x[i] /= d;
 }
-template <class T, class V>
-__global__ void batch_norm_inference_statistics(const V* moving_mean, const V* moving_var, T* mean_out, T* inv_out,
+template <class T, class S>
+__global__ void batch_norm_inference_statistics(const S* moving_mean, const S* moving_var, T* mean_out, T* inv_out,
                                                 std::size_t C, float epsilon) {
   const std::size_t c = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
   if (c >= C) return;

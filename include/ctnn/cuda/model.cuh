@@ -16,7 +16,8 @@
 // precision::float16 (inference: everything __half), and the mixed policies
 // mixed_float16 / mixed_bfloat16 (as Keras): the layers compute in __half /
 // __nv_bfloat16 (activations, deltas, their copy of the weights, their
-// weight gradients, caches, batch_norm's moving statistics), and the model
+// weight gradients, caches; batch_norm's moving statistics stay float32 as
+// in Keras: cuda_detail::mixed_layer_policy, cuda/layers.cuh), and the model
 // keeps the float32 variables in front of the layers' plan in the same
 // allocation ("master" weights laid out by the float32 plan: parameters,
 // gradients, state, masks, metadata, optimizer slots). parameters(),
@@ -25,7 +26,7 @@
 // weights are refreshed from them after every update and set_variables
 // (push_parameters), their gradients widened into the float32 gradients
 // (with the loss scale undone) by cuda/fit.cuh, their moving statistics
-// widened on every read (pull_state). value_type (inputs, outputs of
+// copied into the float32 state on every read (pull_state). value_type (inputs, outputs of
 // predict, the datasets of fit) is float under the 16-bit policies.
 // Regularizers (l1, l2, l1_l2, dynamic_l1, dynamic_l2) run on the device:
 // penalty() (waits) and add_penalty_gradients() on the float32 variables.
@@ -170,17 +171,30 @@ template <class T>
 using device_type_t = typename device_type<T>::type;
 
 // How precision policy P runs on the device: the layers are bound under the
-// uniform policy of the compute type; mixed when the variables are wider.
+// uniform policy of the compute type (mixed_layer_policy when the variables
+// are wider: batch_norm's statistics stay float32, cuda/layers.cuh).
 template <class P>
 struct device_policy {
   using variable_type = device_type_t<typename P::variable_type>;
   using compute_type = device_type_t<typename P::compute_type>;
   static constexpr bool mixed = !std::is_same_v<variable_type, compute_type>;
-  using layer_policy = precision::policy<compute_type>;
+  using layer_policy =
+      std::conditional_t<mixed, mixed_layer_policy<compute_type>, precision::policy<compute_type>>;
   using io_type = std::conditional_t<P::half, float, compute_type>;
 };
 
 inline constexpr std::size_t align256(std::size_t n) { return (n + 255) / 256 * 256; }
+
+// Whether bound layer L keeps its state in float32 in the layers' plan under
+// policy P (batch_norm under mixed_layer_policy) rather than in compute_type.
+template <class L, class P>
+constexpr bool float32_state() {
+  constexpr std::size_t bytes = layer_role_bytes<P>(L::buffers, role::state);
+  static_assert(bytes == L::state_count * sizeof(float) ||
+                    bytes == L::state_count * sizeof(typename P::compute_type),
+                "model<cuda>: a layer's state buffers must be all float32 or all compute_type");
+  return L::state_count > 0 && bytes == L::state_count * sizeof(float);
+}
 }  // namespace cuda_detail
 
 // Options of a device model (model.options()).
@@ -582,7 +596,11 @@ class model<Net, Precision, cuda<SM>> {
         const auto m = master_slot<I>();
         const auto c = slot<I>(base());
         if constexpr (L::parameter_count > 0) ops<backend>::convert(static_cast<const float*>(m.params), c.params, L::parameter_count);
-        if constexpr (L::state_count > 0) ops<backend>::convert(static_cast<const float*>(m.state), c.state, L::state_count);
+        if constexpr (cuda_detail::float32_state<L, layer_policy>())
+          CTNN_CUDA_CHECK(cudaMemcpyAsync(c.state, m.state, L::state_count * sizeof(float), cudaMemcpyDeviceToDevice,
+                                          ops<backend>::stream()));
+        else if constexpr (L::state_count > 0)
+          ops<backend>::convert(static_cast<const float*>(m.state), c.state, L::state_count);
         constexpr std::size_t nm = layer_role_bytes<precision::float32>(M::buffers, role::mask);
         constexpr std::size_t nd = layer_role_bytes<precision::float32>(M::buffers, role::metadata);
         if constexpr (nm > 0) CTNN_CUDA_CHECK(cudaMemcpyAsync(c.mask, m.mask, nm, cudaMemcpyDeviceToDevice, ops<backend>::stream()));
@@ -591,11 +609,16 @@ class model<Net, Precision, cuda<SM>> {
       });
     }
   }
-  // Mixed: the layers' moving statistics widened into the float32 state.
+  // Mixed: the layers' state (batch_norm's float32 moving statistics; a
+  // 16-bit state would be widened) copied into the float32 state.
   void pull_state() const {
     if constexpr (mixed)
       for_each_layer([&]<std::size_t I, class L>() {
-        if constexpr (L::state_count > 0)
+        if constexpr (cuda_detail::float32_state<L, layer_policy>())
+          CTNN_CUDA_CHECK(cudaMemcpyAsync(master_slot<I>().state, slot<I>(base()).state,
+                                          L::state_count * sizeof(float), cudaMemcpyDeviceToDevice,
+                                          ops<backend>::stream()));
+        else if constexpr (L::state_count > 0)
           ops<backend>::widen(static_cast<const compute_type*>(slot<I>(base()).state), master_slot<I>().state,
                               L::state_count);
       });
