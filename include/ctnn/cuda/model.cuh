@@ -11,7 +11,11 @@
 // bits. forward() takes and returns device rows of compute_type; predict()
 // takes and returns host rows of value_type; get_variables()/set_variables()
 // copy the variable regions (parameters .. metadata) to and from the host;
-// forward_graph() replays inference as one captured CUDA graph.
+// forward_graph() replays inference as one captured CUDA graph;
+// variables_to_host() / variables_from_host() give the variables in host
+// memory with the CPU model's interface (cuda/host_variables.cuh), through
+// which io::save_weights(m, path) and io::load_weights(m, path) write and
+// read the CPU model's weights files.
 // Precision (P): float32, a uniform policy<__half> / policy<__nv_bfloat16>,
 // precision::float16 (inference: everything __half), and the mixed policies
 // mixed_float16 / mixed_bfloat16 (as Keras): the layers compute in __half /
@@ -51,6 +55,7 @@
 #include "../regularizers/regularizers.hpp"
 #include "../train/model.hpp"
 #include "fused_mlp.cuh"
+#include "host_variables.cuh"
 #include "layers.cuh"
 #include "memory.cuh"
 #include "ops.cuh"
@@ -220,6 +225,10 @@ class model<Net, Precision, cuda<SM>> {
   static constexpr bool mixed = device_policy::mixed;
   using master_layers = typename Net::template bound<precision::float32, backend>;
   using master_plan = typename Net::template plan<precision::float32, backend>;
+  // The variables the user sees (the float32 ones under a mixed policy): their bound layers, policy and plan.
+  using variable_layers = std::conditional_t<mixed, master_layers, layers>;
+  using variable_policy = std::conditional_t<mixed, precision::float32, layer_policy>;
+  using variable_plan = std::conditional_t<mixed, master_plan, plan>;
   static constexpr std::size_t layer_count = Net::layer_count;
   static constexpr std::size_t input_size = Net::input_type::size;
   static constexpr std::size_t output_size = Net::output_type::size;
@@ -318,6 +327,10 @@ class model<Net, Precision, cuda<SM>> {
     cuda_device_memory::copy(var_base(), h.data(), h.size());
     push_variables();
   }
+  // The variables in host memory (cuda/host_variables.cuh: parameters(),
+  // state(), for_each_variable, io::save_weights / load_weights) and back.
+  host_variables<model> variables_to_host() const { return host_variables<model>(get_variables()); }
+  void variables_from_host(const host_variables<model>& h) { set_variables(h.bytes()); }
   // One region (role::parameter, gradient, state) as host values.
   std::vector<variable_type> download(role r) const {
     if (r == role::state) pull_state();
