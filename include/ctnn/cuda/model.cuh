@@ -35,7 +35,9 @@
 // Regularizers (l1, l2, l1_l2, dynamic_l1, dynamic_l2) run on the device:
 // penalty() (waits) and add_penalty_gradients() on the float32 variables.
 // Inference of a small MLP (cuda/fused_mlp.cuh: dense layers of width <=
-// 128, flatten) runs as one fused kernel unless options().fused_mlp is false.
+// 128, flatten) runs as one fused kernel unless options().fused_mlp is false;
+// its training backward runs fused when options().fused_mlp_backward is set
+// (off by default: not yet run on a GPU).
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -206,6 +208,8 @@ constexpr bool float32_state() {
 struct cuda_model_options {
   bool fused_mlp = true;        // inference of a small MLP as one kernel (cuda/fused_mlp.cuh) when the network fits
   bool graph_training = true;   // fit captures the training step as a CUDA graph (cuda/fit.cuh) when it can
+  // training's backward of a small MLP as the fused backward kernel (cuda/fused_mlp.cuh); off until a device run checks it
+  bool fused_mlp_backward = false;
 };
 
 template <Network Net, class Precision, int SM>
@@ -379,6 +383,11 @@ class model<Net, Precision, cuda<SM>> {
     if constexpr (fusable) return options_.fused_mlp && fused_mlp_ready<layers>();
     else return false;
   }
+  // Whether backward() runs as the fused backward kernel (options().fused_mlp_backward, off by default).
+  bool fused_backward_active() const {
+    if constexpr (fusable) return options_.fused_mlp_backward && fused_mlp_backward_ready<layers>();
+    else return false;
+  }
 
   // Inference through a CUDA graph: the first call for an (x, batch) pair
   // captures forward(x, batch, false) on the compute stream and instantiates
@@ -407,6 +416,15 @@ class model<Net, Precision, cuda<SM>> {
   compute_type* output_gradient() noexcept { return delta(0); }
 
   void backward() {
+    if constexpr (fusable) {
+      if (fused_backward_active()) {
+        fused_mlp_backward<layers>(static_cast<const compute_type*>(delta(0)), batch_, [&]<std::size_t I>() {
+          const auto s = slot<I>(base());
+          return fused_layer_io<compute_type>{s.params, s.grads, input_of<I>(), activation<I>()};
+        });
+        return;
+      }
+    }
     const run_info r{batch_, true, &gen_};
     compute_type* cur = delta(0);
     compute_type* other = delta(1);
