@@ -40,7 +40,7 @@ flags=(-std=c++20 -O3 -DNDEBUG "-arch=sm_$arch" --expt-relaxed-constexpr -diag-s
 libs=(-lcublasLt -lcudart "$deps/lib/libz.a" -lpthread)
 fm="$root/$deps/fashion-mnist"
 
-# ---- build: five nvcc processes in parallel (old outputs removed first, so a failed build runs nothing stale) ----
+# ---- build: seven nvcc processes in parallel (old outputs removed first, so a failed build runs nothing stale) ----
 b=build/device
 rm -f $b/*.o $b/test_cuda $b/bench_cuda
 bt=${CTNN_DEVICE_BUILD_TIMEOUT:-200}
@@ -54,12 +54,16 @@ p3=$!
 timeout $bt "$nvcc" "${flags[@]}" "-DCTNN_FASHION_MNIST_DIR=\"$fm\"" -c tests/cuda/test_mixed.cu -o $b/test_mixed.o \
   >$b/test_mixed.log 2>&1 &
 p5=$!
+timeout $bt "$nvcc" "${flags[@]}" -c tests/cuda/test_weights.cu -o $b/test_weights.o >$b/test_weights.log 2>&1 &
+p6=$!
+timeout $bt "$nvcc" "${flags[@]}" -c tests/cuda/test_fused_tile.cu -o $b/test_fused_tile.o >$b/test_fused_tile.log 2>&1 &
+p7=$!
 timeout $bt "$nvcc" "${flags[@]}" bench/cuda/bench_cuda.cu -o $b/bench_cuda "${libs[@]}" >$b/bench.log 2>&1 &
 p4=$!
 build_ok=1
-for p in $p1 $p2 $p3 $p4 $p5; do wait $p || build_ok=0; done
+for p in $p1 $p2 $p3 $p4 $p5 $p6 $p7; do wait $p || build_ok=0; done
 cat $b/*.log >"$out/build.log"
-if ((build_ok)) && "$nvcc" "${flags[@]}" $b/main.o $b/test_ops.o $b/test_model.o $b/test_mixed.o -o $b/test_cuda "${libs[@]}" \
+if ((build_ok)) && "$nvcc" "${flags[@]}" $b/main.o $b/test_ops.o $b/test_model.o $b/test_mixed.o $b/test_weights.o $b/test_fused_tile.o -o $b/test_cuda "${libs[@]}" \
   >>"$out/build.log" 2>&1; then
   note "build: ok ($(elapsed) s)"
 else

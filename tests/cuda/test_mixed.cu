@@ -39,6 +39,32 @@ static_assert(!ctnn::model<mlp, ctnn::precision::float32, dev>::mixed);
 static_assert(ctnn::model<drop_mlp, ctnn::precision::float32, dev>::draws_random);
 static_assert(ctnn::model<reg_mlp, ctnn::precision::float32, dev>::regularized);
 
+// batch_norm's moving statistics on the device: float32 buffers of the layers'
+// plan under the mixed policies (as Keras and the CPU mixed model keep them),
+// the variables' type otherwise. 16 channels: 32 statistics take 128 bytes in
+// float32 and 64 in 16 bits, so the plan's state region tells them apart too.
+using bn_mlp = ctnn::sequential<ctnn::input<16>, ctnn::batch_normalization<0.999, 1e-3>, ctnn::dense<8, ctnn::relu>,
+                                ctnn::dense<4>>;
+template <class P>
+using bn_model = ctnn::model<bn_mlp, P, dev>;
+template <class P>
+using bn_layer = std::tuple_element_t<0, typename bn_model<P>::layers>;
+template <class P>
+constexpr bool float32_statistics() {
+  using L = bn_layer<P>;
+  return L::buffers[2].name == "moving_mean" && L::buffers[3].name == "moving_variance" &&
+         L::buffers[2].type == ctnn::elem::f32 && L::buffers[3].type == ctnn::elem::f32 &&
+         std::is_same_v<typename L::S, float> &&
+         bn_model<P>::plan::layout(1, 0).bytes(ctnn::role::state) == 32 * sizeof(float);
+}
+static_assert(float32_statistics<ctnn::precision::mixed_float16>());
+static_assert(float32_statistics<ctnn::precision::mixed_bfloat16>());
+static_assert(std::is_same_v<bn_layer<ctnn::precision::mixed_float16>::compute_type, __half>);
+static_assert(bn_layer<ctnn::precision::float16>::buffers[2].type == ctnn::elem::variable);
+static_assert(std::is_same_v<bn_layer<ctnn::precision::float16>::S, __half>);
+static_assert(bn_model<ctnn::precision::float16>::plan::layout(1, 0).bytes(ctnn::role::state) == 32 * sizeof(__half));
+static_assert(std::is_same_v<bn_layer<ctnn::precision::float32>::S, float>);
+
 template <class Net>
 auto dataset(std::size_t n, std::uint32_t seed, float scale = 1.0f) {
   constexpr std::size_t K = Net::output_type::size;
@@ -134,6 +160,35 @@ TEST_CASE_TEMPLATE("a mixed model's float32 gradients match the CPU mixed model'
   int hb = -1;
   bad.download(&hb, 1);
   CHECK(hb == 0);
+}
+
+TEST_CASE_TEMPLATE("batch_norm's moving statistics under a mixed policy on the device are float32, as the CPU mixed model's",
+                   P, ctnn::precision::mixed_float16, ctnn::precision::mixed_bfloat16) {
+  CTNN_REQUIRE_DEVICE();
+  using H = half_of<P>;
+  auto cm = ctnn::make_model<bn_mlp, P>(6);
+  auto gm = ctnn::make_model<bn_mlp, P, dev>(6);
+  // batch_norm is the first layer and its input is exact in H, so both sides
+  // compute the batch statistics in float32 from the same values. Momentum
+  // 0.999 moves the statistics by about one 16-bit unit per step: 16-bit
+  // statistics would be off by far more than the float32 tolerance below.
+  const std::size_t batch = 24;
+  for (std::uint32_t step = 0; step < 12; ++step) {
+    const auto x = rounded<H>(random_values(batch * 16, 180 + step, -2.0f, 3.0f));
+    cm.forward(x.data(), batch, true);
+    auto gx = to_device<H>(x);
+    gm.forward(gx.data(), batch, true);
+    CTNN_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  const auto got = gm.download(ctnn::role::state);
+  const std::vector<float> want(cm.state().begin(), cm.state().end());
+  REQUIRE(got.size() == want.size());
+  const double e = relative_error(got, want);
+  INFO("moving statistics' relative error " << e);
+  CHECK(e <= 1e-5);
+  // and they go back unchanged through the float32 variables (set_variables pushes them into the layer)
+  gm.set_variables(gm.get_variables());
+  CHECK(gm.download(ctnn::role::state) == got);
 }
 
 TEST_CASE_TEMPLATE("fit under a mixed policy on the device follows the CPU mixed fit", P, ctnn::precision::mixed_float16,

@@ -5,6 +5,8 @@
 //   ops.cuh      ops<cuda<SM>>: cuBLASLt GEMMs with fused epilogues, kernels.cuh
 //   layers.cuh   dropout and batch_norm for cuda<SM>
 //   model.cuh    model<Net, P, cuda<SM>>: one device allocation from the plan
+//   host_variables.cuh  its variables in host memory; io::save_weights / load_weights of it
+//   fused_mlp.cuh  small MLPs as fused kernels (inference; a training backward, off by default)
 //   fit.cuh      fit / evaluate on the device, batches staged on a second stream
 #pragma once
 #include "../ctnn.hpp"

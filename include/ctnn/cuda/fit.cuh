@@ -10,7 +10,10 @@
 // extras, in any order: metrics (computed on the host from the step's
 // logits, copied back widened to float: no device metric exists yet),
 // callbacks (the same train_context as the CPU fit: on_train_begin ..
-// on_batch_end; stop_training), validation_data(ds) (evaluated on the
+// on_batch_end; stop_training; ctx.model is a callback_model, the device
+// model's variables in host memory, copied from the device when a hook reads
+// them and back when it changed them: early_stopping's restore_best_weights
+// and model_checkpoint work as on the CPU), validation_data(ds) (evaluated on the
 // device, val_loss, val_accuracy and val_<metric>) and a loss_scale
 // (train/loss_scale.hpp: its decisions, record(), are the host's; the
 // gradients are checked and unscaled on the device). Other step hooks run
@@ -57,6 +60,7 @@
 #include <span>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../core/errors.hpp"
@@ -292,6 +296,85 @@ void device_finalize(M& m, const O& opt) {
 }
 
 
+// What callbacks see as ctx.model on the device: the CPU model's interface
+// to the variables in host memory (parameters(), gradients(), state(),
+// for_each_variable: a host_variables<M>, cuda/host_variables.cuh), the
+// optimizer state (learning_rate(), scale_learning_rate()), predict() and
+// device(), the device model itself. The variables are copied from the
+// device on the first access during a hook and copied back after the hook
+// when a callback changed their bytes (early_stopping's
+// restore_best_weights); a hook that does not touch them costs nothing, one
+// that only reads them (model_checkpoint's io::save_weights(ctx.model, path),
+// early_stopping's copy of the best weights) one copy from the device. Within
+// a hook, the device model does not see host changes until the hook returns.
+// M only needs variables_to_host(), variables_from_host(h),
+// optimizer_state(), mutable_optimizer_state() and predict().
+template <class M>
+class callback_model {
+ public:
+  using network = typename M::network;
+  using device_model = M;
+  using host_type = decltype(std::declval<const M&>().variables_to_host());
+  using variable_type = typename host_type::variable_type;
+  using value_type = typename M::value_type;
+  static constexpr std::size_t input_size = M::input_size, output_size = M::output_size;
+
+  explicit callback_model(M& m) : m_(m), opt_(m.mutable_optimizer_state()) {}
+  callback_model(const callback_model&) = delete;
+  callback_model& operator=(const callback_model&) = delete;
+
+  std::span<variable_type> parameters() { return host().parameters(); }
+  std::span<variable_type> gradients() { return host().gradients(); }
+  std::span<variable_type> state() { return host().state(); }
+  template <class F>
+  void for_each_variable(F&& f) const {
+    host().for_each_variable(f);
+  }
+  const ctnn::optimizer_state& optimizer_state() const noexcept { return m_.optimizer_state(); }
+  std::vector<value_type> predict(const value_type* x, std::size_t n, std::size_t batch = 256) {
+    return m_.predict(x, n, batch);
+  }
+  M& device() noexcept { return m_; }
+  // Whether the variables were copied from the device during this hook.
+  bool pulled() const noexcept { return pulled_; }
+
+  // Around every hook call (call_device_callbacks): after it, changed
+  // variables go back to the device and the next hook copies them afresh.
+  void end_hook() {
+    if (pulled_ && host_.bytes() != snapshot_) m_.variables_from_host(host_);
+    pulled_ = false;
+  }
+
+ private:
+  friend struct detail::training_access;  // optimizer_state(ctx.model): scale_learning_rate
+  host_type& host() const {
+    if (!pulled_) {
+      host_ = m_.variables_to_host();
+      snapshot_ = host_.bytes();
+      pulled_ = true;
+    }
+    return host_;
+  }
+  M& m_;
+  ctnn::optimizer_state& opt_;
+  mutable host_type host_{};
+  mutable std::vector<std::byte> snapshot_;
+  mutable bool pulled_ = false;
+};
+
+// Calls hook H of every callback with the device fit's context, whose model
+// is a callback_model: changed variables are copied back after the hook.
+template <detail::callback_hook H, class Callbacks, class Ctx>
+void call_device_callbacks(Callbacks& callbacks, Ctx& ctx) {
+  try {
+    detail::call_callbacks<H>(callbacks, ctx);
+  } catch (...) {
+    ctx.model.end_hook();
+    throw;
+  }
+  ctx.model.end_hook();
+}
+
 template <class X>
 struct is_loss_scale : std::bool_constant<std::is_same_v<X, loss_scale>> {};
 template <class E, class M>
@@ -344,16 +427,17 @@ history fit(model<Net, P, cuda<SM>>& m, const sparse_categorical_crossentropy& l
 
   m.prepare_optimizer(opt);
   history hist;
-  train_context<M, O> ctx{m, opt, hist};
+  cuda_detail::callback_model<M> view(m);  // ctx.model: the variables on the host for the callbacks
+  train_context<cuda_detail::callback_model<M>, O> ctx{view, opt, hist};
   ctx.epochs = ep.count;
   if constexpr (requires { train.batches_per_epoch(); }) ctx.steps = train.batches_per_epoch();
-  auto call = [&](auto hook) { std::apply([&](auto&... cb) { (hook(cb), ...); }, callbacks); };
-  auto on_train_begin = [&] { call([&](auto& cb) { if constexpr (has_on_train_begin<std::remove_cvref_t<decltype(cb)>>) cb.on_train_begin(ctx); }); };
-  auto on_train_end = [&] { call([&](auto& cb) { if constexpr (has_on_train_end<std::remove_cvref_t<decltype(cb)>>) cb.on_train_end(ctx); }); };
-  auto on_epoch_begin = [&] { call([&](auto& cb) { if constexpr (has_on_epoch_begin<std::remove_cvref_t<decltype(cb)>>) cb.on_epoch_begin(ctx); }); };
-  auto on_epoch_end = [&] { call([&](auto& cb) { if constexpr (has_on_epoch_end<std::remove_cvref_t<decltype(cb)>>) cb.on_epoch_end(ctx); }); };
-  auto on_batch_begin = [&] { call([&](auto& cb) { if constexpr (has_on_batch_begin<std::remove_cvref_t<decltype(cb)>>) cb.on_batch_begin(ctx); }); };
-  auto on_batch_end = [&] { call([&](auto& cb) { if constexpr (has_on_batch_end<std::remove_cvref_t<decltype(cb)>>) cb.on_batch_end(ctx); }); };
+  using hook = detail::callback_hook;
+  auto on_train_begin = [&] { cuda_detail::call_device_callbacks<hook::train_begin>(callbacks, ctx); };
+  auto on_train_end = [&] { cuda_detail::call_device_callbacks<hook::train_end>(callbacks, ctx); };
+  auto on_epoch_begin = [&] { cuda_detail::call_device_callbacks<hook::epoch_begin>(callbacks, ctx); };
+  auto on_epoch_end = [&] { cuda_detail::call_device_callbacks<hook::epoch_end>(callbacks, ctx); };
+  auto on_batch_begin = [&] { cuda_detail::call_device_callbacks<hook::batch_begin>(callbacks, ctx); };
+  auto on_batch_end = [&] { cuda_detail::call_device_callbacks<hook::batch_end>(callbacks, ctx); };
 
   cuda_context& cc = cuda_context::get();
   const cudaStream_t compute = cc.compute(), copy = cc.copy();

@@ -16,16 +16,29 @@
 // kernel + 128 bias + two 16 x 128 tiles, in floats (at most 82 432 bytes):
 // fused_mlp_ready() asks the device for it once (an opt-in above 48 KiB) and
 // is false when the device cannot give it (the model then stays unfused).
-// Inference only: training runs the unfused layers (their backward needs
-// every layer's output, which the fused kernel keeps in shared memory).
+// Training's forward stays unfused (the backward needs every layer's
+// output, which the fused forward keeps in shared memory only). Training's
+// backward can run fused (fused_mlp_backward; the device model uses it when
+// options().fused_mlp_backward is set, off by default: it has not run on a
+// GPU): blocks take tiles of fused_mlp_rows rows, read each dense layer's
+// input and output rows from the training forward, and keep the layer's
+// kernel, the tile's input, dL/dz and dL/dx in shared memory; each block
+// adds its tiles' weight gradients to its own row of partial sums (the
+// cuBLASLt workspace), and a second kernel adds the rows in block order
+// (deterministic) into each layer's gradients. The tile phases are
+// __host__ __device__ functions (fused_tile_*): tests/cuda/test_fused_tile.cu
+// runs them on the host, a loop over the threads simulating a block.
 // It runs on CUDA cores, not Tensor Cores: its gain is one launch instead of
 // two or three per layer, which is what small batches pay for.
 #pragma once
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <tuple>
 #include <type_traits>
 
+#include "../config.hpp"
 #include "../layers/activation.hpp"
 #include "../layers/dense.hpp"
 #include "../layers/reshape.hpp"
@@ -73,12 +86,83 @@ struct fused_mlp_params {
   int k[D], n[D], act[D];
 };
 
-__device__ inline float fused_activation(int a, float z) {
+CTNN_HOST_DEVICE inline float fused_activation(int a, float z) {
   switch (a) {
     case 1: return z > 0.0f ? z : 0.0f;
     case 2: return z >= 0.0f ? 1.0f / (1.0f + expf(-z)) : expf(z) / (1.0f + expf(z));
     case 3: return tanhf(z);
     default: return z;
+  }
+}
+// d act / dz from the activation's output y (as the unfused activation backward computes it).
+CTNN_HOST_DEVICE inline float fused_activation_slope(int a, float y) {
+  switch (a) {
+    case 1: return y > 0.0f ? 1.0f : 0.0f;
+    case 2: return y * (1.0f - y);
+    case 3: return 1.0f - y * y;
+    default: return 1.0f;
+  }
+}
+
+// ---- the tile logic: shared by the kernels and the host test (tests/cuda/test_fused_tile.cu) ----
+// A tile is nr <= R rows of the batch, held as float rows of stride
+// fused_mlp_width (W); a layer's kernel w is [K, N] row-major (Keras'
+// layout), its bias b [N]. Each function is one phase of a block between two
+// __syncthreads(): thread t of nt takes the elements t, t + nt, ... (a host
+// loop over t simulates the block). Values stored as the unfused path stores
+// them are rounded to T (load(store<T>(v))); sums are float32 in a fixed order.
+
+// o[r, j] = act(sum_k a[r, k] w[k, j] + b[j]), rounded to T.
+template <class T>
+CTNN_HOST_DEVICE void fused_tile_forward(int t, int nt, const float* a, const float* w, const float* b, int K, int N,
+                                         int act, int nr, float* o) {
+  constexpr int W = int(fused_mlp_width);
+  for (int i = t; i < nr * N; i += nt) {
+    const int r = i / N, j = i % N;
+    float acc = 0.0f;
+    for (int k = 0; k < K; ++k) acc = fmaf(a[r * W + k], w[k * N + j], acc);
+    o[r * W + j] = load(store<T>(fused_activation(act, acc + b[j])));
+  }
+}
+// d[r, j] *= act'(y[r, j]) in place (dL/dz from dL/dy), rounded to T; y has
+// row stride ldy (the layer's output rows in global memory: N).
+template <class T, class Y>
+CTNN_HOST_DEVICE void fused_tile_activation_backward(int t, int nt, const Y* y, int ldy, float* d, int N, int act,
+                                                     int nr) {
+  constexpr int W = int(fused_mlp_width);
+  for (int i = t; i < nr * N; i += nt) {
+    const int r = i / N, j = i % N;
+    d[r * W + j] = load(store<T>(d[r * W + j] * fused_activation_slope(act, load(y[r * ldy + j]))));
+  }
+}
+// The tile's share of the weight gradients, added to dw [K, N] and db [N]:
+// dw[k, j] += sum_r a[r, k] dz[r, j], db[j] += sum_r dz[r, j] (r in order).
+CTNN_HOST_DEVICE inline void fused_tile_weight_gradient(int t, int nt, const float* a, const float* dz, int K, int N,
+                                                        int nr, float* dw, float* db) {
+  constexpr int W = int(fused_mlp_width);
+  for (int i = t; i < K * N + N; i += nt) {
+    float acc = 0.0f;
+    if (i < K * N) {
+      const int k = i / N, j = i % N;
+      for (int r = 0; r < nr; ++r) acc = fmaf(a[r * W + k], dz[r * W + j], acc);
+      dw[i] += acc;
+    } else {
+      const int j = i - K * N;
+      for (int r = 0; r < nr; ++r) acc += dz[r * W + j];
+      db[j] += acc;
+    }
+  }
+}
+// dx[r, k] = sum_j dz[r, j] w[k, j], rounded to T (the previous layer's dL/dy).
+template <class T>
+CTNN_HOST_DEVICE void fused_tile_input_gradient(int t, int nt, const float* dz, const float* w, int K, int N, int nr,
+                                                float* dx) {
+  constexpr int W = int(fused_mlp_width);
+  for (int i = t; i < nr * K; i += nt) {
+    const int r = i / K, k = i % K;
+    float acc = 0.0f;
+    for (int j = 0; j < N; ++j) acc = fmaf(dz[r * W + j], w[k * N + j], acc);
+    dx[r * W + k] = load(store<T>(acc));
   }
 }
 
@@ -102,12 +186,7 @@ __global__ void fused_mlp_forward(const fused_mlp_params<T, D> p, int max_kn, co
     for (int i = threadIdx.x; i < K * N; i += blockDim.x) w[i] = load(p.w[d][i]);
     for (int j = threadIdx.x; j < N; j += blockDim.x) b[j] = load(p.w[d][K * N + j]);
     __syncthreads();
-    for (int i = threadIdx.x; i < nr * N; i += blockDim.x) {
-      const int r = i / N, j = i % N;
-      float acc = 0.0f;
-      for (int k = 0; k < K; ++k) acc = fmaf(a[r * W + k], w[k * N + j], acc);
-      o[r * W + j] = load(store<T>(fused_activation(act, acc + b[j])));
-    }
+    fused_tile_forward<T>(int(threadIdx.x), int(blockDim.x), a, w, b, K, N, act, nr, o);
     float* t = a;  // this layer's output is the next one's input
     a = o;
     o = t;
@@ -115,6 +194,68 @@ __global__ void fused_mlp_forward(const fused_mlp_params<T, D> p, int max_kn, co
   __syncthreads();
   const int N = p.n[D - 1];
   for (int i = threadIdx.x; i < nr * N; i += blockDim.x) y[(r0 + i / N) * N + i % N] = store<T>(a[(i / N) * W + i % N]);
+}
+
+// The training backward of the fused MLP: per dense layer d, its input and
+// output rows (global, from the training forward) and its gradients (kernel,
+// then bias); offset[d]: where its gradients start in a block's row of partial sums.
+template <class T, int D>
+struct fused_mlp_tensors {
+  const T* in[D];
+  const T* out[D];
+  T* grad[D];
+  int offset[D + 1];
+};
+
+// Grid-stride over tiles of R rows: block b takes tiles b, b + gridDim.x, ...
+// and adds their weight gradients to its row of partial sums (partial +
+// b * offset[D], zeroed first); dy: the network's output gradient rows.
+// smem = [max k*n kernel][R x 128 input][R x 128 dL/dz][R x 128 dL/dx] floats.
+template <class T, int D, int R>
+__global__ void fused_mlp_backward(const fused_mlp_params<T, D> p, const fused_mlp_tensors<T, D> v, int max_kn,
+                                   const T* dy, float* partial, std::size_t rows) {
+  extern __shared__ float smem[];
+  constexpr int W = int(fused_mlp_width);
+  const int t = int(threadIdx.x), nt = int(blockDim.x);
+  float* w = smem;
+  float* a = w + max_kn;
+  float* d = a + R * W;
+  float* e = d + R * W;
+  float* mine = partial + std::size_t(blockIdx.x) * v.offset[D];
+  for (int i = t; i < v.offset[D]; i += nt) mine[i] = 0.0f;
+  const std::size_t tiles = (rows + R - 1) / R;
+  for (std::size_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const std::size_t r0 = tile * R;
+    const int nr = rows - r0 < std::size_t(R) ? int(rows - r0) : R;
+    const int nl = p.n[D - 1];
+    __syncthreads();  // the zeroing, or the previous tile, is done
+    for (int i = t; i < nr * nl; i += nt) d[(i / nl) * W + i % nl] = load(dy[(r0 + i / nl) * nl + i % nl]);
+    for (int l = D - 1; l >= 0; --l) {
+      const int K = p.k[l], N = p.n[l];
+      __syncthreads();  // the layer above is done with w, a and e (now d)
+      for (int i = t; i < K * N; i += nt) w[i] = load(p.w[l][i]);
+      for (int i = t; i < nr * K; i += nt) a[(i / K) * W + i % K] = load(v.in[l][(r0 + i / K) * K + i % K]);
+      fused_tile_activation_backward<T>(t, nt, v.out[l] + r0 * N, N, d, N, p.act[l], nr);
+      __syncthreads();
+      fused_tile_weight_gradient(t, nt, a, d, K, N, nr, mine + v.offset[l], mine + v.offset[l] + K * N);
+      if (l > 0) fused_tile_input_gradient<T>(t, nt, d, w, K, N, nr, e);
+      float* s = d;  // dL/dx of this layer is dL/dy of the one below
+      d = e;
+      e = s;
+    }
+  }
+}
+// grad = the blocks' partial sums added in block order, rounded to T.
+template <class T, int D>
+__global__ void fused_mlp_gradients(const float* partial, int blocks, const fused_mlp_tensors<T, D> v) {
+  const int total = v.offset[D];
+  for (int i = int(blockIdx.x * blockDim.x + threadIdx.x); i < total; i += int(gridDim.x * blockDim.x)) {
+    float acc = 0.0f;
+    for (int b = 0; b < blocks; ++b) acc += partial[std::size_t(b) * total + i];
+    int l = 0;
+    while (i >= v.offset[l + 1]) ++l;
+    v.grad[l][i - v.offset[l]] = store<T>(acc);
+  }
 }
 
 template <class Layers>
@@ -143,7 +284,37 @@ struct fused_plan {
     return int(m);
   }();
   static constexpr std::size_t shared_bytes = (std::size_t(max_kn) + fused_mlp_width + 2 * fused_mlp_rows * fused_mlp_width) * 4;
+  static constexpr std::size_t backward_shared_bytes = (std::size_t(max_kn) + 3 * fused_mlp_rows * fused_mlp_width) * 4;
+  // floats of one block's row of partial weight gradients (every dense layer's K * N + N)
+  static constexpr int gradient_count = [] {
+    std::size_t m = 0;
+    if constexpr (fits)
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        ((void)[&] {
+          using F = fused_role<std::tuple_element_t<I, Layers>>;
+          if constexpr (F::kind == 1) m += F::k * F::n + F::n;
+        }(), ...);
+      }(std::make_index_sequence<count>{});
+    return int(m);
+  }();
 };
+
+// Whether the device gives kernel f `bytes` of dynamic shared memory (an opt-in above 48 KiB).
+template <class F>
+bool fused_shared_memory(F f, std::size_t bytes) {
+  int dev = 0, optin = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  if (bytes > std::size_t(optin)) return false;
+  if (bytes > 48 * 1024 && cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return true;
+}
 
 }  // namespace cuda_detail
 
@@ -161,22 +332,23 @@ bool fused_mlp_ready() {
   } else {
     using P = cuda_detail::fused_plan<Layers>;
     using T = typename std::tuple_element_t<0, Layers>::compute_type;
-    static const bool ok = [] {
-      int dev = 0, optin = 0;
-      if (cudaGetDevice(&dev) != cudaSuccess ||
-          cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
-        cudaGetLastError();
-        return false;
-      }
-      if (P::shared_bytes > std::size_t(optin)) return false;
-      if (P::shared_bytes > 48 * 1024 &&
-          cudaFuncSetAttribute(cuda_detail::fused_mlp_forward<T, P::dense, int(fused_mlp_rows)>,
-                               cudaFuncAttributeMaxDynamicSharedMemorySize, int(P::shared_bytes)) != cudaSuccess) {
-        cudaGetLastError();
-        return false;
-      }
-      return true;
-    }();
+    static const bool ok =
+        cuda_detail::fused_shared_memory(cuda_detail::fused_mlp_forward<T, P::dense, int(fused_mlp_rows)>, P::shared_bytes);
+    return ok;
+  }
+}
+// The same for the fused backward (its shared memory, and its partial sums fit the workspace).
+template <class Layers>
+bool fused_mlp_backward_ready() {
+  if constexpr (!fused_mlp_fits<Layers>()) {
+    return false;
+  } else {
+    using P = cuda_detail::fused_plan<Layers>;
+    using T = typename std::tuple_element_t<0, Layers>::compute_type;
+    static const bool ok =
+        std::size_t(P::gradient_count) * sizeof(float) <= cuda_context::workspace_bytes &&
+        cuda_detail::fused_shared_memory(cuda_detail::fused_mlp_backward<T, P::dense, int(fused_mlp_rows)>,
+                                         P::backward_shared_bytes);
     return ok;
   }
 }
@@ -206,6 +378,58 @@ void fused_mlp_forward(const T* x, T* y, std::size_t batch, Params&& params) {
   if (blocks > 0x7fffffffu) throw cuda_error("ctnn cuda: fused_mlp_forward: the batch is too large for one grid");
   cuda_detail::fused_mlp_forward<T, P::dense, int(fused_mlp_rows)>
       <<<unsigned(blocks), 256, P::shared_bytes, cuda_context::get().compute()>>>(p, P::max_kn, x, y, batch);
+  CTNN_CUDA_CHECK(cudaGetLastError());
+}
+
+// Training's backward of the network as two kernels: the fused backward
+// (tiles of fused_mlp_rows rows, every dense layer's dL/dz, weight gradients
+// and dL/dx in shared memory) and the ordered sum of the blocks' partial
+// weight gradients into each layer's gradients (T). io.template
+// operator()<I>() is layer I's fused_layer_io: its parameters (kernel, then
+// bias), gradients, input rows and output rows (from the training forward).
+// dy: the output gradient rows. The partial sums live in the cuBLASLt
+// workspace. Call only when fused_mlp_backward_ready<Layers>().
+template <class T>
+struct fused_layer_io {
+  const T* params;
+  T* grads;
+  const T* in;
+  const T* out;
+};
+template <class Layers, class T, class IO>
+void fused_mlp_backward(const T* dy, std::size_t batch, IO&& io) {
+  using P = cuda_detail::fused_plan<Layers>;
+  static_assert(fused_mlp_fits<Layers>(), "fused_mlp_backward: the network does not fit the fused MLP kernel");
+  cuda_detail::fused_mlp_params<T, P::dense> p{};
+  cuda_detail::fused_mlp_tensors<T, P::dense> v{};
+  int d = 0;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((void)[&] {
+      using F = cuda_detail::fused_role<std::tuple_element_t<I, Layers>>;
+      if constexpr (F::kind == 1) {
+        const fused_layer_io<T> l = io.template operator()<I>();
+        p.w[d] = l.params;
+        p.k[d] = int(F::k);
+        p.n[d] = int(F::n);
+        p.act[d] = F::act;
+        v.in[d] = l.in;
+        v.out[d] = l.out;
+        v.grad[d] = l.grads;
+        v.offset[d + 1] = v.offset[d] + int(F::k * F::n + F::n);
+        ++d;
+      }
+    }(), ...);
+  }(std::make_index_sequence<P::count>{});
+  const std::size_t tiles = (batch + fused_mlp_rows - 1) / fused_mlp_rows;
+  const std::size_t fit = cuda_context::workspace_bytes / (sizeof(float) * std::size_t(P::gradient_count));
+  const std::size_t blocks = std::min({tiles, fit, std::size_t(1024)});
+  cuda_context& cc = cuda_context::get();
+  float* partial = static_cast<float*>(cc.workspace());
+  cuda_detail::fused_mlp_backward<T, P::dense, int(fused_mlp_rows)>
+      <<<unsigned(blocks), 256, P::backward_shared_bytes, cc.compute()>>>(p, v, P::max_kn, dy, partial, batch);
+  CTNN_CUDA_CHECK(cudaGetLastError());
+  cuda_detail::fused_mlp_gradients<T, P::dense>
+      <<<unsigned((P::gradient_count + 255) / 256), 256, 0, cc.compute()>>>(partial, int(blocks), v);
   CTNN_CUDA_CHECK(cudaGetLastError());
 }
 

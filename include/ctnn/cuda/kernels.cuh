@@ -408,17 +408,18 @@ __global__ void dropout_forward(const T* x, T* y, T* mask, std::size_t n, float 
 // ---- batch normalization over the last axis (C channels, rows = batch * positions) ----
 // The per-channel sums come from the column reductions above (float32,
 // deterministic); this kernel turns sum(x) and sum((x - mean)^2) into the
-// cached mean and 1/sqrt(var + eps) and the moving statistics (biased variance).
-template <class T, class V>
+// cached mean and 1/sqrt(var + eps) and the moving statistics (biased variance;
+// S: their storage, float under a mixed policy, else the variables' type).
+template <class T, class S>
 __global__ void batch_norm_statistics(const float* mean, const float* sq, std::size_t rows, std::size_t C,
-                                      V* moving_mean, V* moving_var, T* mean_out, T* inv_out, float momentum,
+                                      S* moving_mean, S* moving_var, T* mean_out, T* inv_out, float momentum,
                                       float epsilon) {
   const std::size_t c = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
   if (c >= C) return;
   const float mu = mean[c], var = sq[c] / float(rows);
   mean_out[c] = store<T>(mu);
-  moving_mean[c] = store<V>(load(moving_mean[c]) * momentum + mu * (1.0f - momentum));
-  moving_var[c] = store<V>(load(moving_var[c]) * momentum + var * (1.0f - momentum));
+  moving_mean[c] = store<S>(load(moving_mean[c]) * momentum + mu * (1.0f - momentum));
+  moving_var[c] = store<S>(load(moving_var[c]) * momentum + var * (1.0f - momentum));
   inv_out[c] = store<T>(1.0f / sqrtf(var + epsilon));
 }
 template <class U>
@@ -426,8 +427,8 @@ __global__ void divide(U* x, std::size_t n, float d) {
   const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
   if (i < n) x[i] /= d;
 }
-template <class T, class V>
-__global__ void batch_norm_inference_statistics(const V* moving_mean, const V* moving_var, T* mean_out, T* inv_out,
+template <class T, class S>
+__global__ void batch_norm_inference_statistics(const S* moving_mean, const S* moving_var, T* mean_out, T* inv_out,
                                                 std::size_t C, float epsilon) {
   const std::size_t c = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
   if (c >= C) return;
@@ -499,23 +500,6 @@ __global__ void max_pool_forward(const conv_geometry G, const T* x, T* y, std::u
   }
 }
 template <class T>
-__global__ void max_pool_backward(const conv_geometry G, const std::uint32_t* idx, const T* dy, T* dx, std::size_t batch) {
-  CTNN_GRID_STRIDE(e, batch * G.in_size()) {
-    const std::size_t off = e % G.in_size(), n = e / G.in_size();
-    const std::size_t c = off % G.c, s = off / G.c % G.w, r = off / (G.c * G.w);
-    std::size_t oh0, oh1, ow0, ow1;
-    covering(r, G.pt, G.kh, G.stride, G.oh, oh0, oh1);
-    covering(s, G.pl, G.kw, G.stride, G.ow, ow0, ow1);
-    float acc = 0;
-    for (std::size_t oh = oh0; oh < oh1; ++oh)
-      for (std::size_t ow = ow0; ow < ow1; ++ow) {
-        const std::size_t o = ((n * G.oh + oh) * G.ow + ow) * G.c + c;
-        if (idx[o] == off) acc += load(dy[o]);
-      }
-    dx[e] = store<T>(acc);
-  }
-}
-template <class T>
 __global__ void average_pool_forward(const conv_geometry G, const T* x, T* y, std::size_t batch) {
   CTNN_GRID_STRIDE(o, batch * G.oh * G.ow * G.c) {
     const std::size_t c = o % G.c, ow = o / G.c % G.ow, oh = o / (G.c * G.ow) % G.oh, n = o / (G.c * G.ow * G.oh);
@@ -528,8 +512,13 @@ __global__ void average_pool_forward(const conv_geometry G, const T* x, T* y, st
     y[o] = store<T>(acc * (1.0f / float((r1 - r0) * (s1 - s0))));
   }
 }
-template <class T>
-__global__ void average_pool_backward(const conv_geometry G, const T* dy, T* dx, std::size_t batch) {
+// Pooling backward as a gather: dx[e] = the sum of term(G, o, oh, ow, off)
+// over the outputs o (at output row oh, column ow) whose windows hold input
+// element e (off: e's offset within its sample), in a fixed order (output
+// row, then column). The two pooling layers differ only in the term:
+// max_pool_term and average_pool_term below.
+template <class T, class Term>
+__global__ void pool_backward(const conv_geometry G, Term term, T* dx, std::size_t batch) {
   CTNN_GRID_STRIDE(e, batch * G.in_size()) {
     const std::size_t off = e % G.in_size(), n = e / G.in_size();
     const std::size_t c = off % G.c, s = off / G.c % G.w, r = off / (G.c * G.w);
@@ -538,14 +527,30 @@ __global__ void average_pool_backward(const conv_geometry G, const T* dy, T* dx,
     covering(s, G.pl, G.kw, G.stride, G.ow, ow0, ow1);
     float acc = 0;
     for (std::size_t oh = oh0; oh < oh1; ++oh)
-      for (std::size_t ow = ow0; ow < ow1; ++ow) {
-        std::size_t r0, r1, s0, s1;
-        pool_window(G, oh, ow, r0, r1, s0, s1);
-        acc += load(dy[((n * G.oh + oh) * G.ow + ow) * G.c + c]) * (1.0f / float((r1 - r0) * (s1 - s0)));
-      }
+      for (std::size_t ow = ow0; ow < ow1; ++ow) acc += term(G, ((n * G.oh + oh) * G.ow + ow) * G.c + c, oh, ow, off);
     dx[e] = store<T>(acc);
   }
 }
+// Max pooling: the output's gradient goes to the input its forward chose (idx).
+template <class T>
+struct max_pool_term {
+  const std::uint32_t* idx;
+  const T* dy;
+  __device__ float operator()(const conv_geometry&, std::size_t o, std::size_t, std::size_t, std::size_t off) const {
+    return idx[o] == off ? load(dy[o]) : 0.0f;
+  }
+};
+// Average pooling: the output's gradient over its (clipped) window's size.
+template <class T>
+struct average_pool_term {
+  const T* dy;
+  __device__ float operator()(const conv_geometry& G, std::size_t o, std::size_t oh, std::size_t ow,
+                              std::size_t) const {
+    std::size_t r0, r1, s0, s1;
+    pool_window(G, oh, ow, r0, r1, s0, s1);
+    return load(dy[o]) * (1.0f / float((r1 - r0) * (s1 - s0)));
+  }
+};
 template <std::size_t P, std::size_t C, class T>
 __global__ void global_average_forward(const T* x, T* y, std::size_t batch) {
   CTNN_GRID_STRIDE(o, batch * C) {

@@ -11,17 +11,41 @@
 //               the same rate and scaling as the CPU layer, not the same mask.
 //   batch_norm: per-channel sums in float32 by ops::column_sums (two stages,
 //               deterministic), two passes for the variance as on the CPU.
+//               Under a mixed model's layer policy (mixed_layer_policy below)
+//               its moving statistics are float32 buffers (elem::f32), as
+//               Keras and the CPU mixed model keep them; under any other
+//               policy they are variable_type, as on the CPU.
 // init() runs on the host: the device model (model.cuh) calls it on a host
 // mirror of the parameters and copies them to the device.
 #pragma once
 #include <cstddef>
 #include <stdexcept>
+#include <type_traits>
 
 #include "../layers/batch_norm.hpp"
 #include "../layers/dropout.hpp"
 #include "ops.cuh"
 
 namespace ctnn {
+
+namespace cuda_detail {
+// The layers' policy of a mixed model on the device (cuda/model.cuh): the
+// uniform policy of the 16-bit type C (every op and kernel runs in C), whose
+// batch_norm keeps its moving statistics in float32.
+template <class C>
+struct mixed_layer_policy : precision::policy<C> {};
+template <class P>
+inline constexpr bool float32_statistics_v = false;
+template <class C>
+inline constexpr bool float32_statistics_v<mixed_layer_policy<C>> = true;
+}  // namespace cuda_detail
+
+namespace precision {
+template <class C>
+struct policy_of<cuda_detail::mixed_layer_policy<C>> {  // a policy already: bound as it is
+  using type = cuda_detail::mixed_layer_policy<C>;
+};
+}  // namespace precision
 
 // The buffers, shapes, counts, name and init are the CPU layer's (the base
 // class, bound on cpu<>: declarations only); forward and backward run here.
@@ -63,20 +87,28 @@ struct batch_norm_layer<Spec, In, Pol, cuda<SM>> {
   using compute_type = T;
   using in_shape = In;
   using out_shape = In;
+  // The moving statistics' element: float32 under a mixed model's layer policy, else the variables'.
+  static constexpr bool float32_statistics = cuda_detail::float32_statistics_v<Pol>;
+  using S = std::conditional_t<float32_statistics, float, V>;
+  static constexpr elem statistics_elem = float32_statistics ? elem::f32 : elem::variable;
   static constexpr std::array<buffer, 5> buffers{
-      buffer::parameter("gamma", {C}), buffer::parameter("beta", {C}), buffer::state("moving_mean", {C}),
-      buffer::state("moving_variance", {C}), buffer::cache("batch_statistics", 2 * C)};
+      buffer::parameter("gamma", {C}), buffer::parameter("beta", {C}),
+      buffer::make(role::state, statistics_elem, "moving_mean", {C}),
+      buffer::make(role::state, statistics_elem, "moving_variance", {C}), buffer::cache("batch_statistics", 2 * C)};
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
   static constexpr std::size_t state_count = count_of(buffers, role::state);
   static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
   static std::string name() { return Spec::name(); }
 
+  // moving_mean then moving_variance: the slot's state block holds S values (the plan sized it from statistics_elem)
+  static S* statistics(layer_slot<T> s) noexcept { return reinterpret_cast<S*>(s.state); }
+
   static void init(layer_slot<T> s, rng&) {  // host mirror
     for (std::size_t c = 0; c < C; ++c) {
       s.params[c] = V(1);
       s.params[C + c] = V(0);
-      s.state[c] = V(0);
-      s.state[C + c] = V(1);
+      statistics(s)[c] = S(0);
+      statistics(s)[C + c] = S(1);
     }
   }
 
@@ -93,11 +125,12 @@ struct batch_norm_layer<Spec, In, Pol, cuda<SM>> {
       O::launched();
       O::column_sums(cuda_kernels::squared_deviation<T>{x, mean_f, C}, rows, C, sq_f, 2 * C);
       cuda_kernels::batch_norm_statistics<<<unsigned((C + 255) / 256), 256, 0, O::stream()>>>(
-          static_cast<const float*>(mean_f), static_cast<const float*>(sq_f), rows, C, s.state, s.state + C, mean, inv,
-          float(Momentum), float(Epsilon));
+          static_cast<const float*>(mean_f), static_cast<const float*>(sq_f), rows, C, statistics(s),
+          statistics(s) + C, mean, inv, float(Momentum), float(Epsilon));
     } else {
       cuda_kernels::batch_norm_inference_statistics<<<unsigned((C + 255) / 256), 256, 0, O::stream()>>>(
-          static_cast<const V*>(s.state), static_cast<const V*>(s.state + C), mean, inv, C, float(Epsilon));
+          static_cast<const S*>(statistics(s)), static_cast<const S*>(statistics(s) + C), mean, inv, C,
+          float(Epsilon));
     }
     O::launched();
     cuda_kernels::batch_norm_apply<<<O::grid(rows * C), O::block, 0, O::stream()>>>(

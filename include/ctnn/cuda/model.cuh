@@ -11,12 +11,17 @@
 // bits. forward() takes and returns device rows of compute_type; predict()
 // takes and returns host rows of value_type; get_variables()/set_variables()
 // copy the variable regions (parameters .. metadata) to and from the host;
-// forward_graph() replays inference as one captured CUDA graph.
+// forward_graph() replays inference as one captured CUDA graph;
+// variables_to_host() / variables_from_host() give the variables in host
+// memory with the CPU model's interface (cuda/host_variables.cuh), through
+// which io::save_weights(m, path) and io::load_weights(m, path) write and
+// read the CPU model's weights files.
 // Precision (P): float32, a uniform policy<__half> / policy<__nv_bfloat16>,
 // precision::float16 (inference: everything __half), and the mixed policies
 // mixed_float16 / mixed_bfloat16 (as Keras): the layers compute in __half /
 // __nv_bfloat16 (activations, deltas, their copy of the weights, their
-// weight gradients, caches, batch_norm's moving statistics), and the model
+// weight gradients, caches; batch_norm's moving statistics stay float32 as
+// in Keras: cuda_detail::mixed_layer_policy, cuda/layers.cuh), and the model
 // keeps the float32 variables in front of the layers' plan in the same
 // allocation ("master" weights laid out by the float32 plan: parameters,
 // gradients, state, masks, metadata, optimizer slots). parameters(),
@@ -25,12 +30,14 @@
 // weights are refreshed from them after every update and set_variables
 // (push_parameters), their gradients widened into the float32 gradients
 // (with the loss scale undone) by cuda/fit.cuh, their moving statistics
-// widened on every read (pull_state). value_type (inputs, outputs of
+// copied into the float32 state on every read (pull_state). value_type (inputs, outputs of
 // predict, the datasets of fit) is float under the 16-bit policies.
 // Regularizers (l1, l2, l1_l2, dynamic_l1, dynamic_l2) run on the device:
 // penalty() (waits) and add_penalty_gradients() on the float32 variables.
 // Inference of a small MLP (cuda/fused_mlp.cuh: dense layers of width <=
-// 128, flatten) runs as one fused kernel unless options().fused_mlp is false.
+// 128, flatten) runs as one fused kernel unless options().fused_mlp is false;
+// its training backward runs fused when options().fused_mlp_backward is set
+// (off by default: not yet run on a GPU).
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -50,6 +57,7 @@
 #include "../regularizers/regularizers.hpp"
 #include "../train/model.hpp"
 #include "fused_mlp.cuh"
+#include "host_variables.cuh"
 #include "layers.cuh"
 #include "memory.cuh"
 #include "ops.cuh"
@@ -170,23 +178,38 @@ template <class T>
 using device_type_t = typename device_type<T>::type;
 
 // How precision policy P runs on the device: the layers are bound under the
-// uniform policy of the compute type; mixed when the variables are wider.
+// uniform policy of the compute type (mixed_layer_policy when the variables
+// are wider: batch_norm's statistics stay float32, cuda/layers.cuh).
 template <class P>
 struct device_policy {
   using variable_type = device_type_t<typename P::variable_type>;
   using compute_type = device_type_t<typename P::compute_type>;
   static constexpr bool mixed = !std::is_same_v<variable_type, compute_type>;
-  using layer_policy = precision::policy<compute_type>;
+  using layer_policy =
+      std::conditional_t<mixed, mixed_layer_policy<compute_type>, precision::policy<compute_type>>;
   using io_type = std::conditional_t<P::half, float, compute_type>;
 };
 
 inline constexpr std::size_t align256(std::size_t n) { return (n + 255) / 256 * 256; }
+
+// Whether bound layer L keeps its state in float32 in the layers' plan under
+// policy P (batch_norm under mixed_layer_policy) rather than in compute_type.
+template <class L, class P>
+constexpr bool float32_state() {
+  constexpr std::size_t bytes = layer_role_bytes<P>(L::buffers, role::state);
+  static_assert(bytes == L::state_count * sizeof(float) ||
+                    bytes == L::state_count * sizeof(typename P::compute_type),
+                "model<cuda>: a layer's state buffers must be all float32 or all compute_type");
+  return L::state_count > 0 && bytes == L::state_count * sizeof(float);
+}
 }  // namespace cuda_detail
 
 // Options of a device model (model.options()).
 struct cuda_model_options {
   bool fused_mlp = true;        // inference of a small MLP as one kernel (cuda/fused_mlp.cuh) when the network fits
   bool graph_training = true;   // fit captures the training step as a CUDA graph (cuda/fit.cuh) when it can
+  // training's backward of a small MLP as the fused backward kernel (cuda/fused_mlp.cuh); off until a device run checks it
+  bool fused_mlp_backward = false;
 };
 
 template <Network Net, class Precision, int SM>
@@ -206,6 +229,10 @@ class model<Net, Precision, cuda<SM>> {
   static constexpr bool mixed = device_policy::mixed;
   using master_layers = typename Net::template bound<precision::float32, backend>;
   using master_plan = typename Net::template plan<precision::float32, backend>;
+  // The variables the user sees (the float32 ones under a mixed policy): their bound layers, policy and plan.
+  using variable_layers = std::conditional_t<mixed, master_layers, layers>;
+  using variable_policy = std::conditional_t<mixed, precision::float32, layer_policy>;
+  using variable_plan = std::conditional_t<mixed, master_plan, plan>;
   static constexpr std::size_t layer_count = Net::layer_count;
   static constexpr std::size_t input_size = Net::input_type::size;
   static constexpr std::size_t output_size = Net::output_type::size;
@@ -304,6 +331,10 @@ class model<Net, Precision, cuda<SM>> {
     cuda_device_memory::copy(var_base(), h.data(), h.size());
     push_variables();
   }
+  // The variables in host memory (cuda/host_variables.cuh: parameters(),
+  // state(), for_each_variable, io::save_weights / load_weights) and back.
+  host_variables<model> variables_to_host() const { return host_variables<model>(get_variables()); }
+  void variables_from_host(const host_variables<model>& h) { set_variables(h.bytes()); }
   // One region (role::parameter, gradient, state) as host values.
   std::vector<variable_type> download(role r) const {
     if (r == role::state) pull_state();
@@ -352,6 +383,11 @@ class model<Net, Precision, cuda<SM>> {
     if constexpr (fusable) return options_.fused_mlp && fused_mlp_ready<layers>();
     else return false;
   }
+  // Whether backward() runs as the fused backward kernel (options().fused_mlp_backward, off by default).
+  bool fused_backward_active() const {
+    if constexpr (fusable) return options_.fused_mlp_backward && fused_mlp_backward_ready<layers>();
+    else return false;
+  }
 
   // Inference through a CUDA graph: the first call for an (x, batch) pair
   // captures forward(x, batch, false) on the compute stream and instantiates
@@ -380,6 +416,15 @@ class model<Net, Precision, cuda<SM>> {
   compute_type* output_gradient() noexcept { return delta(0); }
 
   void backward() {
+    if constexpr (fusable) {
+      if (fused_backward_active()) {
+        fused_mlp_backward<layers>(static_cast<const compute_type*>(delta(0)), batch_, [&]<std::size_t I>() {
+          const auto s = slot<I>(base());
+          return fused_layer_io<compute_type>{s.params, s.grads, input_of<I>(), activation<I>()};
+        });
+        return;
+      }
+    }
     const run_info r{batch_, true, &gen_};
     compute_type* cur = delta(0);
     compute_type* other = delta(1);
@@ -582,7 +627,11 @@ class model<Net, Precision, cuda<SM>> {
         const auto m = master_slot<I>();
         const auto c = slot<I>(base());
         if constexpr (L::parameter_count > 0) ops<backend>::convert(static_cast<const float*>(m.params), c.params, L::parameter_count);
-        if constexpr (L::state_count > 0) ops<backend>::convert(static_cast<const float*>(m.state), c.state, L::state_count);
+        if constexpr (cuda_detail::float32_state<L, layer_policy>())
+          CTNN_CUDA_CHECK(cudaMemcpyAsync(c.state, m.state, L::state_count * sizeof(float), cudaMemcpyDeviceToDevice,
+                                          ops<backend>::stream()));
+        else if constexpr (L::state_count > 0)
+          ops<backend>::convert(static_cast<const float*>(m.state), c.state, L::state_count);
         constexpr std::size_t nm = layer_role_bytes<precision::float32>(M::buffers, role::mask);
         constexpr std::size_t nd = layer_role_bytes<precision::float32>(M::buffers, role::metadata);
         if constexpr (nm > 0) CTNN_CUDA_CHECK(cudaMemcpyAsync(c.mask, m.mask, nm, cudaMemcpyDeviceToDevice, ops<backend>::stream()));
@@ -591,11 +640,16 @@ class model<Net, Precision, cuda<SM>> {
       });
     }
   }
-  // Mixed: the layers' moving statistics widened into the float32 state.
+  // Mixed: the layers' state (batch_norm's float32 moving statistics; a
+  // 16-bit state would be widened) copied into the float32 state.
   void pull_state() const {
     if constexpr (mixed)
       for_each_layer([&]<std::size_t I, class L>() {
-        if constexpr (L::state_count > 0)
+        if constexpr (cuda_detail::float32_state<L, layer_policy>())
+          CTNN_CUDA_CHECK(cudaMemcpyAsync(master_slot<I>().state, slot<I>(base()).state,
+                                          L::state_count * sizeof(float), cudaMemcpyDeviceToDevice,
+                                          ops<backend>::stream()));
+        else if constexpr (L::state_count > 0)
           ops<backend>::widen(static_cast<const compute_type*>(slot<I>(base()).state), master_slot<I>().state,
                               L::state_count);
       });

@@ -117,7 +117,8 @@ struct ops<cuda<SM>> {
   }
   template <kernels::conv_geometry G, cuda_storage T>
   static void max_pool_backward(const std::uint32_t* idx, const T* dy, T* dx, std::size_t batch) {
-    cuda_kernels::max_pool_backward<<<grid(batch * G.in_size()), block, 0, stream()>>>(G, idx, dy, dx, batch);
+    cuda_kernels::pool_backward<<<grid(batch * G.in_size()), block, 0, stream()>>>(
+        G, cuda_kernels::max_pool_term<T>{idx, dy}, dx, batch);
     launched();
   }
   template <kernels::conv_geometry G, cuda_storage T>
@@ -127,7 +128,8 @@ struct ops<cuda<SM>> {
   }
   template <kernels::conv_geometry G, cuda_storage T>
   static void average_pool_backward(const T* dy, T* dx, std::size_t batch) {
-    cuda_kernels::average_pool_backward<<<grid(batch * G.in_size()), block, 0, stream()>>>(G, dy, dx, batch);
+    cuda_kernels::pool_backward<<<grid(batch * G.in_size()), block, 0, stream()>>>(
+        G, cuda_kernels::average_pool_term<T>{dy}, dx, batch);
     launched();
   }
   template <std::size_t P, std::size_t C, cuda_storage T>

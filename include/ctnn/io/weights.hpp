@@ -62,12 +62,20 @@ class weights_error : public io_error {
 inline constexpr char weights_magic[8] = {'C', 'T', 'N', 'N', 'W', 'T', 'S', '\0'};
 inline constexpr std::uint32_t weights_version = 2;
 
+namespace detail {
+// The callable SavableModel probes for_each_variable with (a named type, not a
+// lambda: nvcc 13 judges a concept with a lambda in its requires-expression false).
+struct variable_visitor {
+  void operator()(const variable_ref&) const {}
+};
+}  // namespace detail
+
 // A model whose variables can be saved: its network type and for_each_variable.
 template <class M>
-concept SavableModel = requires(const M& m) {
+concept SavableModel = requires(const M& m, detail::variable_visitor f) {
   typename M::network;
   typename M::variable_type;
-  m.for_each_variable([](const variable_ref&) {});
+  m.for_each_variable(f);
 };
 
 namespace detail {

@@ -174,6 +174,30 @@ constexpr bool is_fit_extra() {
   return Metric<X, typename M::value_type> || Callback<X> || is_validation_v<X> || StepHook<X, M> ||
          std::is_same_v<X, ieee_denormals>;
 }
+// The callbacks' hooks: call_callbacks<H>(callbacks, ctx) calls hook H with
+// ctx on every callback of the tuple that implements it, in argument order.
+// The CPU fit and the CUDA fit (cuda/fit.cuh) both call the callbacks through it.
+enum class callback_hook { train_begin, train_end, epoch_begin, epoch_end, batch_begin, batch_end };
+template <callback_hook H, class Callbacks, class Ctx>
+void call_callbacks(Callbacks& callbacks, Ctx& ctx) {
+  auto one = [&](auto& cb) {
+    using C = std::remove_cvref_t<decltype(cb)>;
+    if constexpr (H == callback_hook::train_begin) {
+      if constexpr (has_on_train_begin<C>) cb.on_train_begin(ctx);
+    } else if constexpr (H == callback_hook::train_end) {
+      if constexpr (has_on_train_end<C>) cb.on_train_end(ctx);
+    } else if constexpr (H == callback_hook::epoch_begin) {
+      if constexpr (has_on_epoch_begin<C>) cb.on_epoch_begin(ctx);
+    } else if constexpr (H == callback_hook::epoch_end) {
+      if constexpr (has_on_epoch_end<C>) cb.on_epoch_end(ctx);
+    } else if constexpr (H == callback_hook::batch_begin) {
+      if constexpr (has_on_batch_begin<C>) cb.on_batch_begin(ctx);
+    } else {
+      if constexpr (has_on_batch_end<C>) cb.on_batch_end(ctx);
+    }
+  };
+  std::apply([&](auto&... cb) { (one(cb), ...); }, callbacks);
+}
 // The extras of kind Pred as a tuple of references (callbacks, hooks) or copies (metrics).
 template <template <class> class Pred, bool Copy, class... E>
 auto select(E&... e) {
@@ -250,13 +274,13 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
   ctx.epochs = ep.count;
   if constexpr (requires { train.batches_per_epoch(); }) ctx.steps = train.batches_per_epoch();
 
-  auto call = [&](auto hook) { std::apply([&](auto&... cb) { (hook(cb), ...); }, callbacks); };
-  auto on_train_begin = [&] { call([&](auto& cb) { if constexpr (has_on_train_begin<std::remove_cvref_t<decltype(cb)>>) cb.on_train_begin(ctx); }); };
-  auto on_train_end = [&] { call([&](auto& cb) { if constexpr (has_on_train_end<std::remove_cvref_t<decltype(cb)>>) cb.on_train_end(ctx); }); };
-  auto on_epoch_begin = [&] { call([&](auto& cb) { if constexpr (has_on_epoch_begin<std::remove_cvref_t<decltype(cb)>>) cb.on_epoch_begin(ctx); }); };
-  auto on_epoch_end = [&] { call([&](auto& cb) { if constexpr (has_on_epoch_end<std::remove_cvref_t<decltype(cb)>>) cb.on_epoch_end(ctx); }); };
-  auto on_batch_begin = [&] { call([&](auto& cb) { if constexpr (has_on_batch_begin<std::remove_cvref_t<decltype(cb)>>) cb.on_batch_begin(ctx); }); };
-  auto on_batch_end = [&] { call([&](auto& cb) { if constexpr (has_on_batch_end<std::remove_cvref_t<decltype(cb)>>) cb.on_batch_end(ctx); }); };
+  using hook = detail::callback_hook;
+  auto on_train_begin = [&] { detail::call_callbacks<hook::train_begin>(callbacks, ctx); };
+  auto on_train_end = [&] { detail::call_callbacks<hook::train_end>(callbacks, ctx); };
+  auto on_epoch_begin = [&] { detail::call_callbacks<hook::epoch_begin>(callbacks, ctx); };
+  auto on_epoch_end = [&] { detail::call_callbacks<hook::epoch_end>(callbacks, ctx); };
+  auto on_batch_begin = [&] { detail::call_callbacks<hook::batch_begin>(callbacks, ctx); };
+  auto on_batch_end = [&] { detail::call_callbacks<hook::batch_end>(callbacks, ctx); };
 
   // The model's optimizer state is (re)initialised here for this optimizer (train/model.hpp).
   auto step = std::apply(
