@@ -571,18 +571,22 @@ void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<
       }
     }
   };
-  if (k_outer) {
-    for (std::size_t p0 = 0; p0 < K; p0 += kcb) {
-      const std::size_t kc = std::min(kcb, K - p0);
-      const strided<T> block{b.p + p0 * b.rs, b.rs, b.cs};
-      for (std::size_t jp = 0; jp < panels; ++jp) pack_b(NR, block, jp * NR, N, kc, bp + jp * NR * kc);
-      run(mblocks * nblocks, [&](std::size_t task) { tile(task, p0, kc); });
-    }
-    return;
+  // One task body for both modes (tile is compiled once): K rows [lo, hi) in
+  // steps of `step`; k_outer runs one K block [lo, lo + step) per run.
+  std::size_t lo = 0, hi = K, step = kc_max;
+  auto task = [&](std::size_t t) {
+    for (std::size_t p0 = lo; p0 < hi; p0 += step) tile(t, p0, std::min(step, hi - p0));
+  };
+  if (!k_outer) return run(mblocks * nblocks, task);
+  for (std::size_t p0 = 0; p0 < K; p0 += kcb) {
+    const std::size_t kc = std::min(kcb, K - p0);
+    const strided<T> block{b.p + p0 * b.rs, b.rs, b.cs};
+    for (std::size_t jp = 0; jp < panels; ++jp) pack_b(NR, block, jp * NR, N, kc, bp + jp * NR * kc);
+    lo = p0;
+    hi = p0 + kc;
+    step = kc;
+    run(mblocks * nblocks, task);
   }
-  run(mblocks * nblocks, [&](std::size_t task) {
-    for (std::size_t p0 = 0; p0 < K; p0 += kc_max) tile(task, p0, std::min(kc_max, K - p0));
-  });
 }
 
 }  // namespace simd
