@@ -14,9 +14,11 @@
 #include "kernels/archs.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace ctnn;
@@ -165,6 +167,43 @@ TEST_CASE("thread_pool runs every task exactly once, nested runs serially, and c
   pool.resize(1);
   CHECK(pool.size() == 1);
   CHECK_THROWS_WITH(pool.resize(0), doctest::Contains("thread_pool::resize: the thread count must be in [1, 256], got 0"));
+}
+
+TEST_CASE("thread_pool::run(tasks, f, parallel): serial runs go in order on the calling thread, functors are called in place") {
+  kernels::cpu::thread_pool pool(3);
+  const auto caller = std::this_thread::get_id();
+  std::vector<std::size_t> order;
+  std::vector<std::thread::id> where;
+  pool.run(
+      50,
+      [&](std::size_t t) {
+        order.push_back(t);
+        where.push_back(std::this_thread::get_id());
+      },
+      false);
+  REQUIRE(order.size() == 50);
+  for (std::size_t t = 0; t < 50; ++t) CHECK(order[t] == t);
+  CHECK(std::count(where.begin(), where.end(), caller) == 50);
+  // parallel: every task once, on any thread.
+  std::vector<std::atomic<int>> hits(200);
+  std::atomic<int> calls{0};
+  const auto counting = [&](std::size_t t) {
+    ++hits[t];
+    calls.fetch_add(1);
+  };
+  pool.run(200, counting, true);
+  CHECK(calls.load() == 200);
+  CHECK(std::all_of(hits.begin(), hits.end(), [](const std::atomic<int>& h) { return h.load() == 1; }));
+  // A functor with state, passed as an lvalue, is called on that object, not on a copy.
+  struct tally {
+    int n = 0;
+    void operator()(std::size_t) { ++n; }
+  } count;
+  pool.run(7, count, false);
+  pool.run(1, count);  // one task: on the caller
+  CHECK(count.n == 8);
+  pool.run(0, counting, false);  // no task, no call
+  CHECK(calls.load() == 200);
 }
 
 namespace {

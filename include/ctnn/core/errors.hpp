@@ -22,10 +22,11 @@ namespace ctnn {
 
 class io_error : public std::runtime_error {
  public:
-  io_error(const std::string& operation, const std::filesystem::path& path, const std::string& reason)
+  // cold: an error's path (callers' code around it is laid out as unlikely).
+  [[gnu::cold]] io_error(const std::string& operation, const std::filesystem::path& path, const std::string& reason)
       : std::runtime_error(operation + ": " + path.string() + ": " + reason), path_(path), reason_(reason) {}
   // A message already formatted by the reader (e.g. "from_csv: f.csv:3:2: ..."), about `path`.
-  io_error(const std::string& message, const std::filesystem::path& path)
+  [[gnu::cold]] io_error(const std::string& message, const std::filesystem::path& path)
       : std::runtime_error(message), path_(path), reason_(message) {}
   const std::filesystem::path& path() const noexcept { return path_; }
   const std::string& reason() const noexcept { return reason_; }
@@ -45,11 +46,18 @@ class size_error : public std::length_error {
   using std::length_error::length_error;
 };
 
+namespace detail {
+// checked_mul's error, built out of line (once per program, not at every call).
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_product_overflow(std::size_t a, std::size_t b,
+                                                                         const std::string& what) {
+  throw size_error(what + ": " + std::to_string(a) + " x " + std::to_string(b) + " does not fit in " +
+                   std::to_string(8 * sizeof(std::size_t)) + " bits");
+}
+}  // namespace detail
+
 // a * b, or size_error("<what>: a x b does not fit in 64 bits") when it would wrap.
 inline std::size_t checked_mul(std::size_t a, std::size_t b, const std::string& what) {
-  if (a != 0 && b > std::numeric_limits<std::size_t>::max() / a)
-    throw size_error(what + ": " + std::to_string(a) + " x " + std::to_string(b) + " does not fit in " +
-                     std::to_string(8 * sizeof(std::size_t)) + " bits");
+  if (a != 0 && b > std::numeric_limits<std::size_t>::max() / a) detail::throw_product_overflow(a, b, what);
   return a * b;
 }
 

@@ -26,8 +26,8 @@ struct shape {
     }
   }
 
-  // "28x28", "10", "" for rank 0
-  static std::string str() {
+  // "28x28", "10", "" for rank 0 (cold: for messages and summaries)
+  [[gnu::cold]] static std::string str() {
     std::string s;
     for (std::size_t i = 0; i < rank; ++i) {
       if (i) s += 'x';

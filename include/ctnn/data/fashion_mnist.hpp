@@ -26,7 +26,8 @@ inline std::filesystem::path default_dir() {
 }
 
 namespace detail {
-inline std::filesystem::path find(const std::filesystem::path& dir, const std::string& stem) {
+// cold: once per load, a file-system lookup (optimized for size).
+[[gnu::cold]] inline std::filesystem::path find(const std::filesystem::path& dir, const std::string& stem) {
   for (const char* ext : {".gz", ""}) {
     auto p = dir / (stem + ext);
     if (std::filesystem::exists(p)) return p;

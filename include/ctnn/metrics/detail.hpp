@@ -18,10 +18,13 @@ std::size_t argmax(const T* row, std::size_t n) {
 
 // Throws std::out_of_range, as the sparse losses do, when a label is not a
 // class of an n-class output.
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_bad_label(const char* metric, std::int32_t label,
+                                                                  std::size_t sample, std::size_t n) {
+  throw std::out_of_range(std::string(metric) + ": label " + std::to_string(label) + " of sample " +
+                          std::to_string(sample) + " is not a class of the " + std::to_string(n) + " outputs");
+}
 inline void check_label(const char* metric, std::int32_t label, std::size_t sample, std::size_t n) {
-  if (label < 0 || std::size_t(label) >= n)
-    throw std::out_of_range(std::string(metric) + ": label " + std::to_string(label) + " of sample " +
-                            std::to_string(sample) + " is not a class of the " + std::to_string(n) + " outputs");
+  if (label < 0 || std::size_t(label) >= n) throw_bad_label(metric, label, sample, n);
 }
 
 // A running mean: total / count.

@@ -13,15 +13,21 @@
 namespace ctnn::detail {
 
 // Throws std::invalid_argument("<who>: <what> must be in [lo, hi), got v").
+// The messages are built out of line (once per program, not at every check).
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_out_of_range(const char* who, const char* what, double v,
+                                                                     double lo, double hi, bool hi_inclusive) {
+  throw std::invalid_argument(std::string(who) + ": " + what + " must be in [" + format_number(lo) + ", " +
+                              format_number(hi) + (hi_inclusive ? "]" : ")") + ", got " + format_number(v));
+}
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_not_positive(const char* who, const char* what, double v) {
+  throw std::invalid_argument(std::string(who) + ": " + what + " must be finite and > 0, got " + format_number(v));
+}
 inline void require_range(const char* who, const char* what, double v, double lo, double hi, bool hi_inclusive = false) {
   const bool ok = std::isfinite(v) && v >= lo && (hi_inclusive ? v <= hi : v < hi);
-  if (!ok)
-    throw std::invalid_argument(std::string(who) + ": " + what + " must be in [" + format_number(lo) + ", " +
-                                format_number(hi) + (hi_inclusive ? "]" : ")") + ", got " + format_number(v));
+  if (!ok) throw_out_of_range(who, what, v, lo, hi, hi_inclusive);
 }
 inline void require_positive(const char* who, const char* what, double v) {
-  if (!(std::isfinite(v) && v > 0))
-    throw std::invalid_argument(std::string(who) + ": " + what + " must be finite and > 0, got " + format_number(v));
+  if (!(std::isfinite(v) && v > 0)) throw_not_positive(who, what, v);
 }
 
 // Runs update(lo, hi) on each of ops<B>'s chunks of [0, n) (in parallel where

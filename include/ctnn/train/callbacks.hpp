@@ -126,7 +126,15 @@ struct epoch_logger {
 
   template <class Ctx>
   void on_epoch_end(Ctx& ctx) {
-    const logs& l = ctx.epoch_logs;
+    write<>(ctx.epoch_logs, ctx.epoch, ctx.epochs);
+  }
+
+ private:
+  // The line itself: a template of nothing, not of Ctx, so that it is
+  // compiled only where a model logs, and once however many models log
+  // (cold: once an epoch, optimized for size).
+  template <class = void>
+  [[gnu::cold]] void write(const logs& l, std::size_t epoch, std::size_t epochs) const {
     std::vector<std::string> items;
     if (l.contains("seconds")) items.push_back(detail::duration_text(l["seconds"]));
     for (auto& [k, v] : l.items) {
@@ -144,7 +152,7 @@ struct epoch_logger {
       else if (input_bound(l["input_share"]) != input_bound_level::no)
         items.push_back(input_bound_words(input_bound(l["input_share"])));
     }
-    std::string text = "epoch " + std::to_string(ctx.epoch + 1) + "/" + std::to_string(ctx.epochs);
+    std::string text = "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs);
     std::size_t line_start = 0;
     for (const std::string& item : items) {
       const char* sep = verbose ? " - " : "  ";

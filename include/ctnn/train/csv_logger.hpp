@@ -35,6 +35,19 @@ struct csv_logger {
 
   template <class Ctx>
   void on_train_begin(Ctx&) {
+    begin<>();
+  }
+  template <class Ctx>
+  void on_epoch_end(Ctx& ctx) {
+    write<>(ctx.epoch_logs, ctx.epoch);
+  }
+
+ private:
+  // The hooks' bodies are templates of nothing, not of Ctx, so that they are
+  // compiled only where a model logs, and once however many models log
+  // (cold: once a run or an epoch, optimized for size).
+  template <class = void>
+  [[gnu::cold]] void begin() {
     if (filename.empty()) throw std::invalid_argument("csv_logger: filename is empty");
     content.clear();
     keys.clear();
@@ -47,9 +60,8 @@ struct csv_logger {
     header_needed = content.empty() || content.front() == '\n';
   }
 
-  template <class Ctx>
-  void on_epoch_end(Ctx& ctx) {
-    const logs& l = ctx.epoch_logs;
+  template <class = void>
+  [[gnu::cold]] void write(const logs& l, std::size_t epoch) {
     if (keys.empty()) {
       for (auto& [k, v] : l.items) keys.push_back(k);
       std::sort(keys.begin(), keys.end());
@@ -60,7 +72,7 @@ struct csv_logger {
         header_needed = false;
       }
     }
-    content += std::to_string(ctx.epoch);
+    content += std::to_string(epoch);
     for (auto& k : keys) content += separator + (l.contains(k) ? detail::format_number(l[k]) : std::string("NA"));
     content += '\n';
     io::write_file_atomically(filename, content);

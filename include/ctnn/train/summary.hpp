@@ -7,6 +7,8 @@
 //   dense<256, relu>            (None, 256)         200,960
 //   Total params: 203,530 (795.04 KB)
 #pragma once
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdio>
 #include <iostream>
@@ -35,33 +37,45 @@ inline std::string pad(std::string s, std::size_t w, bool right = false) {
   if (s.size() >= w) return s + " ";
   return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
 }
+struct summary_row {
+  std::string name, shape;
+  std::size_t parameters;
+};
+// The table itself: a template of nothing, so that it is compiled only in
+// a program that prints a summary, and once however many networks it prints
+// (cold: printed once, optimized for size).
+template <class = void>
+[[gnu::cold]] void print_summary(std::ostream& out, const summary_row* rows, std::size_t n,
+                                        std::size_t parameters, std::size_t states) {
+  std::size_t w = 28;
+  for (std::size_t i = 0; i < n; ++i) w = std::max(w, rows[i].name.size() + 2);
+  const std::string rule(w + 36, '=');
+  out << "Model: sequential\n" << rule << "\n"
+      << pad("Layer (type)", w) << pad("Output Shape", 22) << pad("Param #", 14, true) << "\n"
+      << rule << "\n";
+  for (std::size_t i = 0; i < n; ++i)
+    out << pad(rows[i].name, w) << pad(rows[i].shape, 22) << pad(group_thousands(rows[i].parameters), 14, true)
+        << "\n";
+  char kb[64];
+  std::snprintf(kb, sizeof kb, " (%.2f KB)", double(parameters * sizeof(float)) / 1024.0);
+  out << rule << "\n"
+      << "Total params: " << group_thousands(parameters + states) << kb << "\n"
+      << "Trainable params: " << group_thousands(parameters) << "\n"
+      << "Non-trainable params: " << group_thousands(states) << "\n";
+}
 }  // namespace detail
 
 template <Network Net>
 void summary(std::ostream& out = std::cout) {
   using layers = typename Net::template bound<float, cpu<>>;
-  std::size_t w = 28;
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((w = std::max(w, std::tuple_element_t<I, layers>::name().size() + 2)), ...);
+  const auto rows = []<std::size_t... I>(std::index_sequence<I...>) {
+    return std::array<detail::summary_row, sizeof...(I) + 1>{
+        detail::summary_row{"input", detail::keras_shape<typename Net::input_type>(), 0},
+        detail::summary_row{std::tuple_element_t<I, layers>::name(),
+                            detail::keras_shape<typename std::tuple_element_t<I, layers>::out_shape>(),
+                            std::size_t(std::tuple_element_t<I, layers>::parameter_count)}...};
   }(std::make_index_sequence<Net::layer_count>{});
-  const std::string rule(w + 36, '=');
-  out << "Model: sequential\n" << rule << "\n"
-      << detail::pad("Layer (type)", w) << detail::pad("Output Shape", 22) << detail::pad("Param #", 14, true) << "\n"
-      << rule << "\n";
-  out << detail::pad("input", w) << detail::pad(detail::keras_shape<typename Net::input_type>(), 22)
-      << detail::pad("0", 14, true) << "\n";
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((out << detail::pad(std::tuple_element_t<I, layers>::name(), w)
-          << detail::pad(detail::keras_shape<typename std::tuple_element_t<I, layers>::out_shape>(), 22)
-          << detail::pad(detail::group_thousands(std::tuple_element_t<I, layers>::parameter_count), 14, true) << "\n"),
-     ...);
-  }(std::make_index_sequence<Net::layer_count>{});
-  char kb[64];
-  std::snprintf(kb, sizeof kb, " (%.2f KB)", double(Net::parameter_count * sizeof(float)) / 1024.0);
-  out << rule << "\n"
-      << "Total params: " << detail::group_thousands(Net::parameter_count + Net::state_count) << kb << "\n"
-      << "Trainable params: " << detail::group_thousands(Net::parameter_count) << "\n"
-      << "Non-trainable params: " << detail::group_thousands(Net::state_count) << "\n";
+  detail::print_summary(out, rows.data(), rows.size(), Net::parameter_count, Net::state_count);
 }
 
 }  // namespace ctnn

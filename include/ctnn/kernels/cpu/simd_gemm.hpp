@@ -321,11 +321,7 @@ void dot_nt(std::size_t M, std::size_t N, std::size_t K, const T* a, std::size_t
         }
     }
   };
-  const std::size_t groups = (N + J - 1) / J;
-  if (parallel)
-    pool.run(groups, group);
-  else
-    for (std::size_t g = 0; g < groups; ++g) group(g);
+  pool.run((N + J - 1) / J, group, parallel);
 }
 
 // Packs rows [i0, i0+MR) of A (zero past m) as ap[p*MR + r], p in [0, k).
@@ -420,10 +416,7 @@ void narrow_weights_gradient(std::size_t K, std::size_t m, const T* x, const T* 
     micro<Arch, N, NV, true>(m, dy, N, in_place ? x + j0 : tail, in_place ? K : NR, ct + j0, K, N, nr,
                              static_cast<const T*>(nullptr), true, false);
   };
-  if (m * N * K >= parallel_threshold && pool.size() > 1)
-    pool.run(panels, panel);
-  else
-    for (std::size_t jp = 0; jp < panels; ++jp) panel(jp);
+  pool.run(panels, panel, m * N * K >= parallel_threshold && pool.size() > 1);
   for (std::size_t i = 0; i < K; ++i)
 #pragma GCC unroll 16
     for (std::size_t j = 0; j < N; ++j) dw[i * N + j] = ct[j * K + i];
@@ -436,11 +429,7 @@ void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<
              const T* bias, bool relu, bool parallel, thread_pool& pool) {
   using blk = blocking<T, Arch>;
   constexpr std::size_t NR = NV * blk::L, KC = blk::KC;
-  auto run = [&](std::size_t tasks, auto&& f) {
-    if (parallel) pool.run(tasks, f);
-    else
-      for (std::size_t t = 0; t < tasks; ++t) f(t);
-  };
+  auto run = [&](std::size_t tasks, auto&& f) { pool.run(tasks, f, parallel); };
   // MC x NC: the output block of one task. Small tasks (about 2^17
   // multiply-adds, 1 to 8 panels of columns), so that a worker the OS
   // deschedules holds back little of the product; the partition depends on
@@ -582,18 +571,22 @@ void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<
       }
     }
   };
-  if (k_outer) {
-    for (std::size_t p0 = 0; p0 < K; p0 += kcb) {
-      const std::size_t kc = std::min(kcb, K - p0);
-      const strided<T> block{b.p + p0 * b.rs, b.rs, b.cs};
-      for (std::size_t jp = 0; jp < panels; ++jp) pack_b(NR, block, jp * NR, N, kc, bp + jp * NR * kc);
-      run(mblocks * nblocks, [&](std::size_t task) { tile(task, p0, kc); });
-    }
-    return;
+  // One task body for both modes (tile is compiled once): K rows [lo, hi) in
+  // steps of `step`; k_outer runs one K block [lo, lo + step) per run.
+  std::size_t lo = 0, hi = K, step = kc_max;
+  auto task = [&](std::size_t t) {
+    for (std::size_t p0 = lo; p0 < hi; p0 += step) tile(t, p0, std::min(step, hi - p0));
+  };
+  if (!k_outer) return run(mblocks * nblocks, task);
+  for (std::size_t p0 = 0; p0 < K; p0 += kcb) {
+    const std::size_t kc = std::min(kcb, K - p0);
+    const strided<T> block{b.p + p0 * b.rs, b.rs, b.cs};
+    for (std::size_t jp = 0; jp < panels; ++jp) pack_b(NR, block, jp * NR, N, kc, bp + jp * NR * kc);
+    lo = p0;
+    hi = p0 + kc;
+    step = kc;
+    run(mblocks * nblocks, task);
   }
-  run(mblocks * nblocks, [&](std::size_t task) {
-    for (std::size_t p0 = 0; p0 < K; p0 += kc_max) tile(task, p0, std::min(kc_max, K - p0));
-  });
 }
 
 }  // namespace simd

@@ -7,7 +7,10 @@
 // are done. Which thread runs a task is not fixed, so a kernel that wants the
 // same result whatever the thread count gives each task its own outputs and
 // computes each output within one task. A run() from inside a task, or while
-// another thread's run() is in progress, executes serially on the caller.
+// another thread's run() is in progress, executes serially on the caller, as
+// does run(tasks, f, false) (a kernel whose work is too small to share).
+// f is called through one function pointer on every path, so its body is
+// compiled once per kernel, not once per path.
 // Workers run a run()'s tasks under the caller's floating-point mode (x86
 // MXCSR: flush-to-zero, denormals-are-zero, rounding; denormals.hpp) and
 // restore their own afterwards.
@@ -56,13 +59,33 @@ class thread_pool {
 
   template <class F>
   void run(std::size_t tasks, F&& f) {
+    run_tasks(tasks, const_cast<void*>(static_cast<const void*>(&f)), &call<std::remove_reference_t<F>>, true);
+  }
+  // run(tasks, f) when parallel, else f(0), f(1), ... in order on the calling
+  // thread, without the pool (a kernel that decides by the size of its work).
+  template <class F>
+  void run(std::size_t tasks, F&& f, bool parallel) {
+    run_tasks(tasks, const_cast<void*>(static_cast<const void*>(&f)), &call<std::remove_reference_t<F>>, parallel);
+  }
+
+ private:
+  // f's body is compiled once, into call<F>, which every path (the workers,
+  // the serial loops) reaches through one function pointer; run_tasks is not
+  // a template. A kernel that called f inline in its serial path and again
+  // through the pool compiled its task body two or three times.
+  template <class FD>
+  static void call(void* c, std::size_t t) {
+    (*static_cast<FD*>(c))(t);
+  }
+
+  [[gnu::noinline]] void run_tasks(std::size_t tasks, void* ctx, void (*fn)(void*, std::size_t), bool parallel) {
+    auto serial = [&] {
+      for (std::size_t t = 0; t < tasks; ++t) fn(ctx, t);
+    };
+    if (!parallel) return serial();
     if (tasks == 0) return;
     std::unique_lock<std::mutex> run_lock(run_mutex_, std::try_to_lock);
-    if (tasks == 1 || workers_.empty() || in_task() || !run_lock.owns_lock()) {
-      for (std::size_t t = 0; t < tasks; ++t) f(t);
-      return;
-    }
-    using FD = std::remove_reference_t<F>;
+    if (tasks == 1 || workers_.empty() || in_task() || !run_lock.owns_lock()) return serial();
     {
       // Wait until no worker is still inside the previous run's work().
       std::unique_lock<std::mutex> lk(m_);
@@ -72,8 +95,8 @@ class thread_pool {
         lk.lock();
       }
       mode_ = fp_mode();
-      ctx_ = const_cast<void*>(static_cast<const void*>(&f));
-      fn_ = [](void* c, std::size_t t) { (*static_cast<FD*>(c))(t); };
+      ctx_ = ctx;
+      fn_ = fn;
       count_ = tasks;
       next_.store(0, std::memory_order_relaxed);
       done_.store(0, std::memory_order_relaxed);
@@ -84,7 +107,6 @@ class thread_pool {
     for (unsigned i = 0; done_.load(std::memory_order_acquire) != tasks; ++i) relax(i);
   }
 
- private:
   static std::size_t default_threads() {
     if (const char* e = std::getenv("CTNN_NUM_THREADS")) {
       const long v = std::strtol(e, nullptr, 10);

@@ -37,8 +37,11 @@ void for_chunks(std::size_t n, F&& f) {
   constexpr std::size_t chunk = std::size_t(1) << 15;
   const std::size_t chunks = (n + chunk - 1) / chunk;
   thread_pool& pool = thread_pool::global();
-  if (chunks <= 1 || pool.size() <= 1) return f(std::size_t(0), n);
-  pool.run(chunks, [&](std::size_t c) { f(c * chunk, std::min(n, (c + 1) * chunk)); });
+  // One task, f(0, n), without the pool when there is one chunk or one thread;
+  // f is compiled once, inside the task.
+  const std::size_t tasks = chunks <= 1 || pool.size() <= 1 ? 1 : chunks;
+  pool.run(
+      tasks, [&](std::size_t c) { f(c * chunk, tasks == 1 ? n : std::min(n, (c + 1) * chunk)); }, tasks > 1);
 }
 
 template <class T, class Arch = default_arch>
