@@ -17,6 +17,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include "prune_common.hpp"
+
 namespace {
 
 // The CNN of examples/fashion_mnist_cnn.cpp (C1 = 32, C2 = 64, D = 128), with
@@ -59,29 +61,18 @@ int run(std::size_t epochs_n, std::size_t retrain, const std::filesystem::path& 
   const double dense_acc = accuracy(dense);
   std::printf("CNN, %zu epochs: test accuracy %.4f (%.0f s)\n", epochs_n, dense_acc, seconds());
 
-  // 2. the control: the same CNN trained retrain epochs more (fresh optimizer slots, as the pruned one gets)
-  auto control = dense;
-  control.reset_optimizer();
-  ctnn::adam opt_c{1e-3};
-  ctnn::fit(control, loss, opt_c, train, ctnn::epochs{retrain}, acc, ctnn::epoch_logger{});
+  // 2. the control: the same CNN trained retrain epochs more
+  auto control = prune_example::control(dense, train, loss, acc, retrain);
   const double control_acc = accuracy(control);
   std::printf("control, %zu + %zu epochs: test accuracy %.4f (%.0f s)\n", epochs_n, retrain, control_acc, seconds());
 
   // 3. from the trained CNN: half the second convolution's filters pruned while retraining, then stripped
-  auto pruned = ctnn::make_model<Pruned>(42);
-  ctnn::copy_variables(dense, pruned);
-  ctnn::adam opt_p{1e-3};
-  ctnn::fit(pruned, loss, opt_p, train, ctnn::epochs{retrain}, acc, ctnn::update_pruning_step{}, ctnn::epoch_logger{});
-  const double masked_acc = accuracy(pruned);
+  auto pruned = prune_example::retrain_pruned<Pruned>(dense, train, loss, acc, retrain);
   auto small = ctnn::strip_pruning(pruned);
-  const double small_acc = accuracy(small);
-  std::printf("filter-pruned, %zu + %zu epochs: masked %.4f, stripped %.4f (%.0f s)\n\n", epochs_n, retrain, masked_acc,
-              small_acc, seconds());
-
+  std::printf("filter-pruned, %zu + %zu epochs (%.0f s)\n", epochs_n, retrain, seconds());
+  prune_example::print_against_control("test accuracy", accuracy(pruned), accuracy(small), control_acc);
   std::printf("parameters (compile-time): CNN %zu, stripped %zu (%.1f %% fewer)\n", Dense::parameter_count,
               stripped::parameter_count, 100.0 * (1 - double(stripped::parameter_count) / Dense::parameter_count));
-  std::printf("test accuracy: control %.4f, stripped %.4f (%+.2f points against the control)\n", control_acc, small_acc,
-              100 * (small_acc - control_acc));
   ctnn::summary<stripped>();
   return 0;
 }

@@ -13,6 +13,8 @@
 #include <ctnn/ctnn.hpp>
 #include <zlib.h>
 
+#include "prune_common.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -50,6 +52,11 @@ constexpr std::size_t stored_bytes() {
   return p.parameters + p.state + p.metadata;
 }
 static_assert(stored_bytes<ctnn::stripped_t<at50>>() < 0.6 * stored_bytes<mlp>());  // >= 40 % smaller at 50 %
+
+// " | <what> <bytes> (<how much> % smaller)": against the dense MLP's stored bytes
+void print_stripped_bytes(const char* what, std::size_t bytes) {
+  std::printf(" | %s %zu (%.1f %% smaller)", what, bytes, 100.0 * (1 - double(bytes) / stored_bytes<mlp>()));
+}
 
 std::uintmax_t gzip_bytes(const std::filesystem::path& file) {
   const auto raw = ctnn::io::read_file(file, "gzip_bytes");
@@ -113,62 +120,37 @@ int main(int argc, char** argv) try {
     std::printf("  layer %zu: at most %.0f %% for <= 0.5 points lost\n", table.layers[i], 100 * suggested[i]);
 
   // The control: the dense model trained for as many more epochs as the pruned ones retrain
-  auto dense_more = dense;
-  dense_more.reset_optimizer();  // fresh slots, as the pruned models get
-  ctnn::adam opt_more{1e-3};
-  ctnn::fit(dense_more, loss, opt_more, train, ctnn::epochs{retrain_epochs}, acc);
+  auto dense_more = prune_example::control(dense, train, loss, acc, retrain_epochs);
   const double dense_more_acc = accuracy(dense_more);
 
   // 3. prune to 80 % with retraining, then strip
-  auto p80 = ctnn::make_model<to80>(42);
-  ctnn::copy_variables(dense, p80);
-  ctnn::adam opt80{1e-3};
-  ctnn::fit(p80, loss, opt80, train, ctnn::epochs{retrain_epochs}, acc, ctnn::update_pruning_step{}, ctnn::epoch_logger{});
-  const double p80_acc = accuracy(p80);
+  auto p80 = prune_example::retrain_pruned<to80>(dense, train, loss, acc, retrain_epochs);
   auto s80 = ctnn::strip_pruning(p80);
-  const double s80_acc = accuracy(s80);
   auto c80 = ctnn::strip_pruning<ctnn::layout::csc>(p80);  // the column layout: for speed
-  const double c80_acc = accuracy(c80);
-
   // 4. 2:4 with retraining, then strip
-  auto p24 = ctnn::make_model<two_of_four>(42);
-  ctnn::copy_variables(dense, p24);
-  ctnn::adam opt24{1e-3};
-  ctnn::fit(p24, loss, opt24, train, ctnn::epochs{retrain_epochs}, acc, ctnn::update_pruning_step{}, ctnn::epoch_logger{});
-  const double p24_acc = accuracy(p24);
+  auto p24 = prune_example::retrain_pruned<two_of_four>(dense, train, loss, acc, retrain_epochs);
   auto s24 = ctnn::strip_pruning(p24);
-  const double s24_acc = accuracy(s24);
-
   // 5. global magnitude to 80 % over all three layers, with retraining
-  auto g80 = ctnn::make_model<global80>(42);
-  ctnn::copy_variables(dense, g80);
-  ctnn::adam optg{1e-3};
-  ctnn::fit(g80, loss, optg, train, ctnn::epochs{retrain_epochs}, acc, ctnn::update_pruning_step{}, ctnn::epoch_logger{});
-  const double g80_acc = accuracy(g80);
+  auto g80 = prune_example::retrain_pruned<global80>(dense, train, loss, acc, retrain_epochs);
   auto sg80 = ctnn::strip_pruning(g80);
-  const double sg80_acc = accuracy(sg80);
 
   std::printf("\ntest accuracy: dense %.4f, dense trained %zu epochs more %.4f (the control)\n", dense_acc, retrain_epochs,
               dense_more_acc);
-  std::printf("  80 %%: masked %.4f, stripped %.4f (%+.2f points against the control), csc %.4f\n", p80_acc, s80_acc,
-              100 * (s80_acc - dense_more_acc), c80_acc);
-  std::printf("  2:4:  masked %.4f, stripped %.4f (%+.2f points against the control)\n", p24_acc, s24_acc,
-              100 * (s24_acc - dense_more_acc));
-  std::printf("  global 80 %% (all three layers): masked %.4f, stripped %.4f (%+.2f points against the control)\n",
-              g80_acc, sg80_acc, 100 * (sg80_acc - dense_more_acc));
+  prune_example::print_against_control("  80 %", accuracy(p80), accuracy(s80), dense_more_acc);
+  std::printf("  80 %%, stripped to csc: %.4f\n", accuracy(c80));
+  prune_example::print_against_control("  2:4", accuracy(p24), accuracy(s24), dense_more_acc);
+  prune_example::print_against_control("  global 80 % (all three layers)", accuracy(g80), accuracy(sg80), dense_more_acc);
   std::printf("  global 80 %%: the threshold kept");
   for (auto [pos, kept] : ctnn::global_kept(g80)) std::printf(" %zu (layer %zu)", kept, pos);
   std::printf(" of %zu; sparsities", ctnn::pruning::global_nnz<global80>);
   for (auto [pos, sp] : ctnn::global_sparsities(g80)) std::printf(" %.3f", sp);
   std::printf("\n");
   std::printf("\nstored bytes (parameters + metadata, compile-time constants):\n");
-  std::printf("  dense %zu | stripped 50 %% %zu (%.1f %% smaller) | 80 %% %zu (%.1f %% smaller) | 2:4 %zu (%.1f %% smaller)\n",
-              stored_bytes<mlp>(), stored_bytes<ctnn::stripped_t<at50>>(),
-              100.0 * (1 - double(stored_bytes<ctnn::stripped_t<at50>>()) / stored_bytes<mlp>()),
-              stored_bytes<ctnn::stripped_t<to80>>(),
-              100.0 * (1 - double(stored_bytes<ctnn::stripped_t<to80>>()) / stored_bytes<mlp>()),
-              stored_bytes<ctnn::stripped_t<two_of_four>>(),
-              100.0 * (1 - double(stored_bytes<ctnn::stripped_t<two_of_four>>()) / stored_bytes<mlp>()));
+  std::printf("  dense %zu", stored_bytes<mlp>());
+  print_stripped_bytes("stripped 50 %", stored_bytes<ctnn::stripped_t<at50>>());
+  print_stripped_bytes("80 %", stored_bytes<ctnn::stripped_t<to80>>());
+  print_stripped_bytes("2:4", stored_bytes<ctnn::stripped_t<two_of_four>>());
+  std::printf("\n");
   std::printf("weights files:\n");
   report_file("dense", dense);
   report_file("80 % masked (with masks)", p80);
@@ -176,7 +158,7 @@ int main(int argc, char** argv) try {
   report_file("80 % stripped, csc", c80);
   report_file("2:4 stripped", s24);
 
-  // 5. inference time over the first 2048 test images
+  // 6. inference time over the first 2048 test images
   std::vector<float> x;
   {
     ctnn::data::batch_for<std::remove_cvref_t<decltype(ctnn::data::fashion_mnist::test(dir).batch(2048))>> b;

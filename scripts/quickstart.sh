@@ -18,8 +18,9 @@ esac
 
 packages=(cmake g++ make libxtensor-dev libxsimd-dev doctest-dev libbenchmark-dev zlib1g-dev nlohmann-json3-dev
           dataset-fashion-mnist gnuplot-nox)
-# The test command also builds with clang 19 and its libFuzzer/sanitizer runtimes.
-[[ $mode == test ]] && packages+=(clang-19 libclang-rt-19-dev)
+# The test command also builds with clang 19 and its libFuzzer/sanitizer runtimes, and
+# llvm-19 brings llvm-symbolizer-19, which names the source lines in ASan's stack traces.
+[[ $mode == test ]] && packages+=(clang-19 libclang-rt-19-dev llvm-19)
 # The optional ONNX component (ctnn::onnx) and its tests.
 [[ $mode == test ]] && packages+=(libonnx-dev libprotobuf-dev)
 missing=()

@@ -1,4 +1,4 @@
-// What the stripping tests share: a toy dataset, random inputs, and the
+// What the pruning and stripping tests share: a toy dataset, random inputs, and the
 // largest difference between two models' predictions.
 #pragma once
 #include <ctnn/ctnn.hpp>

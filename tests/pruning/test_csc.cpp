@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/archs.hpp"
+#include "pruning/sparse_common.hpp"
 
 using namespace ctnn;
 
@@ -29,27 +30,15 @@ TEST_CASE("csc kernels: forward equals the scalar reference on every architectur
     using Arch = decltype(arch);
     auto one = [&]<std::size_t K, std::size_t N>(double density, std::size_t batch, bool relu) {
       rng g(K * 7 + N * 3 + batch);
-      std::vector<float> w(K * N), x(batch * K), bias(N);
-      std::vector<std::uint8_t> keep(K * N);
-      for (std::size_t i = 0; i < K * N; ++i) {
-        keep[i] = g.uniform() < density;
-        w[i] = float(g.uniform(-1, 1));
-      }
-      for (auto& v : x) v = float(g.uniform(-1, 1));
-      for (auto& v : bias) v = float(g.uniform(-1, 1));
+      const auto [w, x, bias, keep] = sparse_test::random_problem(K, N, batch, density, g);
       std::vector<float> values(K * N + 1), scratch((K + N) * batch);
       std::vector<std::uint32_t> col(N + 1);
       std::vector<std::uint16_t> rows(K * N + 1);
       kernels::cpu::csc::pack(w.data(), keep.data(), K, N, values.data(), values.size(), col.data(), rows.data());
-      std::vector<float> y(batch * N), ref(batch * N);
+      std::vector<float> y(batch * N);
       kernels::cpu::csc::forward<K, N, Arch>(x.data(), values.data(), col.data(), rows.data(), bias.data(), y.data(),
                                              batch, relu, scratch.data());
-      for (std::size_t b = 0; b < batch; ++b)
-        for (std::size_t j = 0; j < N; ++j) {
-          double s = bias[j];
-          for (std::size_t k = 0; k < K; ++k) s += keep[k * N + j] ? double(x[b * K + k]) * w[k * N + j] : 0.0;
-          ref[b * N + j] = float(relu ? std::max(s, 0.0) : s);
-        }
+      const auto ref = sparse_test::masked_dense(x, w, keep, bias, batch, K, N, relu);
       for (std::size_t i = 0; i < y.size(); ++i) CHECK(y[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1.0));
     };
     for (double d : {0.0, 0.1, 0.5, 1.0})

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "pruning/strip_common.hpp"
+
 using namespace ctnn;
 
 namespace {
@@ -17,15 +19,9 @@ using sched = polynomial_sparsity<0.0, 0.75, 0, 12, 3, 3>;
 using net = sequential<input<16>, prune_low_magnitude<dense<12, relu>, sched>, dense<3>>;
 using dense_net = sequential<input<16>, dense<12, relu>, dense<3>>;
 
-data::in_memory<shape<16>, sparse_labels> toy_data() {
-  std::vector<float> x(64 * 16);
-  std::vector<std::int32_t> y(64);
-  rng g(3);
-  for (auto& v : x) v = float(g.uniform(-1, 1));
-  for (std::size_t i = 0; i < 64; ++i) y[i] = std::int32_t(i % 3);
-  return {x, y};
-}
-const sparse_categorical_crossentropy xent{.from_logits = true};
+// 64 samples of 16 features in [-1, 1), classes i % 3
+auto toy_data() { return strip_test::toy_data<16>(64, 3); }
+using strip_test::xent;
 
 template <class M>
 std::size_t nonzero_kernel(M& m) {

@@ -8,34 +8,21 @@
 #include <ctnn/layers/sparse_dense_nm.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <stdexcept>
-#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <vector>
 
 #include "gradcheck/gradcheck.hpp"
 #include "kernels/archs.hpp"
+#include "pruning/sparse_common.hpp"
 
 using namespace ctnn;
+using namespace sparse_test;
 
 namespace {
 using nm_net = sequential<input<784>, sparse_dense_nm<784, 256, 2, 4, relu>, sparse_dense_nm<256, 128, 2, 4, relu>, dense<10>>;
-
-std::vector<float> masked_dense(const std::vector<float>& x, const std::vector<float>& w,
-                                const std::vector<std::uint8_t>& keep, const std::vector<float>& bias,
-                                std::size_t batch, std::size_t K, std::size_t N, bool relu) {
-  std::vector<float> y(batch * N);
-  for (std::size_t b = 0; b < batch; ++b)
-    for (std::size_t j = 0; j < N; ++j) {
-      double s = bias[j];
-      for (std::size_t k = 0; k < K; ++k) s += keep[k * N + j] ? double(x[b * K + k]) * w[k * N + j] : 0.0;
-      y[b * N + j] = float(relu ? std::max(s, 0.0) : s);
-    }
-  return y;
-}
 
 // a random Nk:M mask (some groups keep fewer, when `short_groups`)
 template <std::size_t Nk, std::size_t M>
@@ -50,15 +37,6 @@ std::vector<std::uint8_t> nm_mask(std::size_t K, std::size_t N, rng& g, bool sho
       }
     }
   return keep;
-}
-
-template <class Mdl>
-std::byte* variable(Mdl& m, std::size_t layer, std::string_view name) {
-  std::byte* p = nullptr;
-  m.for_each_variable([&](const variable_ref& r) {
-    if (r.layer == layer && r.name == name) p = r.data;
-  });
-  return p;
 }
 }  // namespace
 
@@ -86,9 +64,9 @@ TEST_CASE("nm kernels: forward equals the masked dense product on every architec
       rng g(K * 7 + N * 3 + batch + Nk);
       std::vector<float> w(K * N), x(batch * K), bias(N);
       const auto keep = nm_mask<Nk, M>(K, N, g, short_groups);
-      for (auto& v : w) v = float(g.uniform(-1, 1));
-      for (auto& v : x) v = float(g.uniform(-1, 1));
-      for (auto& v : bias) v = float(g.uniform(-1, 1));
+      fill_uniform(w, g);
+      fill_uniform(x, g);
+      fill_uniform(bias, g);
       std::vector<float> values(kernels::cpu::nm::capacity(K, N, Nk, M)), scratch((K + N) * batch);
       std::vector<std::uint8_t> meta(kernels::cpu::nm::meta_bytes(K, N, Nk, M));
       const std::size_t kept = kernels::cpu::nm::pack<Nk, M>(w.data(), keep.data(), K, N, values.data(), meta.data());
@@ -155,31 +133,21 @@ TEST_CASE("sparse_dense_nm: pack and forward in a model equal the dense forward 
   rng g(9);
   std::vector<float> w0(72 * 44), w1(44 * 19), b0(44), b1(19);
   const auto k0 = nm_mask<2, 4>(72, 44, g, false), k1 = nm_mask<1, 4>(44, 19, g, true);
-  for (auto& v : w0) v = float(g.uniform(-1, 1));
-  for (auto& v : w1) v = float(g.uniform(-1, 1));
-  for (auto& v : b0) v = float(g.uniform(-1, 1));
-  for (auto& v : b1) v = float(g.uniform(-1, 1));
-  CHECK(L0::pack(w0.data(), k0.data(), reinterpret_cast<float*>(variable(m, 0, "values")), variable(m, 0, "index")) ==
-        72 * 44 / 2);
-  CHECK(L1::pack(w1.data(), k1.data(), reinterpret_cast<float*>(variable(m, 1, "values")), variable(m, 1, "index")) <=
-        44 * 19 / 4);
-  std::copy(b0.begin(), b0.end(), reinterpret_cast<float*>(variable(m, 0, "bias")));
-  std::copy(b1.begin(), b1.end(), reinterpret_cast<float*>(variable(m, 1, "bias")));
+  fill_uniform(w0, g);
+  fill_uniform(w1, g);
+  fill_uniform(b0, g);
+  fill_uniform(b1, g);
+  CHECK(load_layer<L0>(m, 0, w0, k0, b0) == 72 * 44 / 2);
+  CHECK(load_layer<L1>(m, 1, w1, k1, b1) <= 44 * 19 / 4);
   std::vector<float> xs(70 * 72);
-  for (auto& v : xs) v = float(g.uniform(-1, 1));
+  fill_uniform(xs, g);
   const auto h = masked_dense(xs, w0, k0, b0, 70, 72, 44, true);
   const auto ref = masked_dense(h, w1, k1, b1, 70, 44, 19, false);
-  for (std::size_t batch : {1, 3, 16, 64, 70}) {
-    const auto y = m.predict(xs.data(), 70, batch);
-    for (std::size_t i = 0; i < y.size(); ++i) CHECK(y[i] == doctest::Approx(ref[i]).epsilon(1e-4).scale(1.0));
-  }
+  check_predictions(m, xs, 70, ref);
 }
 
 TEST_CASE("sparse_dense_nm: the MLP of the benchmark runs at batch 1 and 64") {
-  auto m = make_model<nm_net>(1);
-  std::vector<float> xs(64 * 784, 0.5f);
-  const auto a = m.predict(xs.data(), 64, 1), b = m.predict(xs.data(), 64, 64);
-  for (std::size_t i = 0; i < a.size(); ++i) CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-5).scale(1.0));
+  check_batch_1_as_64<nm_net>();
 }
 
 TEST_CASE("sparse_dense_nm: finite-difference gradients") {

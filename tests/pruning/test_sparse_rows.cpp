@@ -7,44 +7,21 @@
 #include <ctnn/layers/sparse_dense_rows.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <vector>
 
 #include "gradcheck/gradcheck.hpp"
 #include "kernels/archs.hpp"
+#include "pruning/sparse_common.hpp"
 
 using namespace ctnn;
+using namespace sparse_test;
 
 namespace {
 using rows_net = sequential<input<784>, sparse_dense_rows<784, 256, 20070, relu>, sparse_dense_rows<256, 128, 3277, relu>,
                             dense<10>>;
-
-// y = x (W masked) + b in double: what every path must give
-std::vector<float> masked_dense(const std::vector<float>& x, const std::vector<float>& w,
-                                const std::vector<std::uint8_t>& keep, const std::vector<float>& bias,
-                                std::size_t batch, std::size_t K, std::size_t N, bool relu) {
-  std::vector<float> y(batch * N);
-  for (std::size_t b = 0; b < batch; ++b)
-    for (std::size_t j = 0; j < N; ++j) {
-      double s = bias[j];
-      for (std::size_t k = 0; k < K; ++k) s += keep[k * N + j] ? double(x[b * K + k]) * w[k * N + j] : 0.0;
-      y[b * N + j] = float(relu ? std::max(s, 0.0) : s);
-    }
-  return y;
-}
-
-template <class M>
-std::byte* variable(M& m, std::size_t layer, std::string_view name) {
-  std::byte* p = nullptr;
-  m.for_each_variable([&](const variable_ref& r) {
-    if (r.layer == layer && r.name == name) p = r.data;
-  });
-  return p;
-}
 }  // namespace
 
 // the layout tag, sizes and the plan at compile time
@@ -62,14 +39,7 @@ TEST_CASE("rows kernels: forward equals the masked dense product on every archit
     auto one = [&]<std::size_t K, std::size_t N>(double density, std::size_t batch, bool relu) {
       INFO(name << " K=" << K << " N=" << N << " density=" << density << " batch=" << batch << " relu=" << relu);
       rng g(K * 7 + N * 3 + batch);
-      std::vector<float> w(K * N), x(batch * K), bias(N);
-      std::vector<std::uint8_t> keep(K * N);
-      for (std::size_t i = 0; i < K * N; ++i) {
-        keep[i] = g.uniform() < density;
-        w[i] = float(g.uniform(-1, 1));
-      }
-      for (auto& v : x) v = float(g.uniform(-1, 1));
-      for (auto& v : bias) v = float(g.uniform(-1, 1));
+      const auto [w, x, bias, keep] = random_problem(K, N, batch, density, g);
       std::vector<float> values(K * N + 1), scratch((K + N) * batch);
       std::vector<std::uint32_t> starts(N + 1);
       std::vector<std::uint16_t> idx(K * N + 1);
@@ -133,39 +103,26 @@ TEST_CASE("sparse_dense_rows: pack and forward in a model equal the dense forwar
   std::vector<std::uint8_t> k0(70 * 45), k1(45 * 19);
   for (std::size_t i = 0; i < w0.size(); ++i) w0[i] = float(g.uniform(-1, 1)), k0[i] = g.uniform() < 0.2;
   for (std::size_t i = 0; i < w1.size(); ++i) w1[i] = float(g.uniform(-1, 1)), k1[i] = g.uniform() < 0.5;
-  for (auto& v : b0) v = float(g.uniform(-1, 1));
-  for (auto& v : b1) v = float(g.uniform(-1, 1));
-  const std::size_t n0 = L0::pack(w0.data(), k0.data(), reinterpret_cast<float*>(variable(m, 0, "values")),
-                                  variable(m, 0, "index"));
-  const std::size_t n1 = L1::pack(w1.data(), k1.data(), reinterpret_cast<float*>(variable(m, 1, "values")),
-                                  variable(m, 1, "index"));
+  fill_uniform(b0, g);
+  fill_uniform(b1, g);
+  const std::size_t n0 = load_layer<L0>(m, 0, w0, k0, b0), n1 = load_layer<L1>(m, 1, w1, k1, b1);
   CHECK(n0 <= 700);
   CHECK(n1 <= 500);
   CHECK(n0 == std::size_t(std::count(k0.begin(), k0.end(), 1)));
-  std::copy(b0.begin(), b0.end(), reinterpret_cast<float*>(variable(m, 0, "bias")));
-  std::copy(b1.begin(), b1.end(), reinterpret_cast<float*>(variable(m, 1, "bias")));
   std::vector<float> xs(70 * 70);
-  for (auto& v : xs) v = float(g.uniform(-1, 1));
+  fill_uniform(xs, g);
   const auto h = masked_dense(xs, w0, k0, b0, 70, 70, 45, true);
   const auto ref = masked_dense(h, w1, k1, b1, 70, 45, 19, false);
-  for (std::size_t batch : {1, 3, 16, 64, 70}) {
-    const auto y = m.predict(xs.data(), 70, batch);
-    for (std::size_t i = 0; i < y.size(); ++i) CHECK(y[i] == doctest::Approx(ref[i]).epsilon(1e-4).scale(1.0));
-  }
+  check_predictions(m, xs, 70, ref);
   // a mask keeping more than NNZ: the count comes back, the model's values are as they were
   std::vector<std::uint8_t> all(70 * 45, 1);
-  std::vector<float> before(reinterpret_cast<float*>(variable(m, 0, "values")),
-                            reinterpret_cast<float*>(variable(m, 0, "values")) + 700);
-  CHECK(L0::pack(w0.data(), all.data(), reinterpret_cast<float*>(variable(m, 0, "values")), variable(m, 0, "index")) ==
-        70 * 45);
-  CHECK(std::equal(before.begin(), before.end(), reinterpret_cast<float*>(variable(m, 0, "values"))));
+  std::vector<float> before(floats(m, 0, "values"), floats(m, 0, "values") + 700);
+  CHECK(L0::pack(w0.data(), all.data(), floats(m, 0, "values"), variable(m, 0, "index")) == 70 * 45);
+  CHECK(std::equal(before.begin(), before.end(), floats(m, 0, "values")));
 }
 
 TEST_CASE("sparse_dense_rows: the MLP of the benchmark runs at batch 1 and 64") {
-  auto m = make_model<rows_net>(1);
-  std::vector<float> xs(64 * 784, 0.5f);
-  const auto a = m.predict(xs.data(), 64, 1), b = m.predict(xs.data(), 64, 64);
-  for (std::size_t i = 0; i < a.size(); ++i) CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-5).scale(1.0));
+  check_batch_1_as_64<rows_net>();
 }
 
 TEST_CASE("sparse_dense_rows: finite-difference gradients") {

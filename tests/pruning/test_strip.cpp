@@ -17,6 +17,7 @@
 
 #include "gradcheck/gradcheck.hpp"
 #include "kernels/archs.hpp"
+#include "pruning/sparse_common.hpp"
 #include "pruning/strip_common.hpp"
 
 TYPE_TO_STRING(ctnn::layout::bitmap);
@@ -64,30 +65,18 @@ TEST_CASE("sparse kernels: forward equals the scalar reference on every architec
     using Arch = decltype(arch);
     auto one = [&]<std::size_t K, std::size_t N>(double density, std::size_t batch, bool relu) {
       rng g(K * 131 + N + batch);
-      std::vector<float> w(K * N), x(batch * K), bias(N);
-      std::vector<std::uint8_t> keep(K * N);
-      for (std::size_t i = 0; i < K * N; ++i) {
-        keep[i] = g.uniform() < density;
-        w[i] = float(g.uniform(-1, 1));
-      }
-      for (auto& v : x) v = float(g.uniform(-1, 1));
-      for (auto& v : bias) v = float(g.uniform(-1, 1));
+      const auto [w, x, bias, keep] = sparse_test::random_problem(K, N, batch, density, g);
       std::vector<float> values(K * N + 1);
       std::vector<std::uint32_t> off(kernels::cpu::sparse::chunks(N) + 1);
       std::vector<std::uint16_t> bm(kernels::cpu::sparse::chunks(N) * K);
       kernels::cpu::sparse::pack(w.data(), keep.data(), K, N, values.data(), values.size(), off.data(), bm.data());
-      std::vector<float> y(batch * N), ref(batch * N), dense_ref(batch * N);
+      std::vector<float> y(batch * N), ref(batch * N);
       kernels::cpu::sparse::forward<K, N, Arch>(x.data(), values.data(), off.data(), bm.data(), bias.data(), y.data(),
                                                 batch, relu);
       kernels::cpu::sparse::forward_reference(x.data(), values.data(), off.data(), bm.data(), bias.data(), ref.data(),
                                               batch, K, N, relu);
       // the reference itself: the dense product of the masked kernel
-      for (std::size_t b = 0; b < batch; ++b)
-        for (std::size_t j = 0; j < N; ++j) {
-          double s = bias[j];
-          for (std::size_t k = 0; k < K; ++k) s += keep[k * N + j] ? double(x[b * K + k]) * w[k * N + j] : 0.0;
-          dense_ref[b * N + j] = float(relu ? std::max(s, 0.0) : s);
-        }
+      const auto dense_ref = sparse_test::masked_dense(x, w, keep, bias, batch, K, N, relu);
       for (std::size_t i = 0; i < y.size(); ++i) {
         CHECK(y[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1.0));
         CHECK(ref[i] == doctest::Approx(dense_ref[i]).epsilon(1e-5).scale(1.0));

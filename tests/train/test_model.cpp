@@ -1,10 +1,14 @@
-// model.hpp: one arena, deterministic init, growth keeps parameters, passes.
+// model.hpp: one arena, deterministic init, growth keeps parameters, passes;
+// predict (and predict over a dataset, train/predict.hpp) never moves the arena.
 #include <doctest/doctest.h>
 
+#include <ctnn/data/in_memory.hpp>
 #include <ctnn/layers/dense.hpp>
 #include <ctnn/layers/reshape.hpp>
 #include <ctnn/train/model.hpp>
+#include <ctnn/train/predict.hpp>
 
+#include <cstdint>
 #include <vector>
 
 using namespace ctnn;
@@ -61,4 +65,36 @@ TEST_CASE("backward leaves the gradient of the output gradient's dot product") {
 TEST_CASE("an empty batch is refused") {
   auto m = make_model<net>(0);
   CHECK_THROWS_AS(m.forward(nullptr, 0, false), std::invalid_argument);
+}
+
+TEST_CASE("predict above the batch capacity keeps the memory in place: spans taken before stay valid") {
+  auto m = make_model<net>(4);
+  const auto span = m.layer_parameters<1>();  // the first dense layer's kernel and bias
+  const float* const where = span.data();
+  const std::size_t capacity = m.batch_capacity(), bytes = m.memory_bytes();
+  REQUIRE(capacity < 64);
+  std::vector<float> xs(100 * 4);
+  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = float(i % 7) / 7 - 0.5f;
+  const auto y = m.predict(xs.data(), 100, 64);  // chunks of 64 and 36: above the capacity
+  CHECK(m.layer_parameters<1>().data() == where);
+  CHECK(m.batch_capacity() == capacity);
+  CHECK(m.memory_bytes() == bytes);
+  // Reading and writing through the span reaches the model (a stale span would be freed memory: ASan).
+  const float w0 = span[0];
+  CHECK(w0 == m.parameters()[0]);
+  span[0] = w0 + 1.0f;
+  CHECK(m.parameters()[0] == w0 + 1.0f);
+  span[0] = w0;
+  // The outputs are those of a model whose memory holds the batch.
+  auto grown = m;
+  grown.reserve(64, 0);
+  CHECK(y == grown.predict(xs.data(), 100, 64));
+  // and within the capacity, predict runs in the model's memory as before
+  CHECK(m.predict(xs.data(), 3, 1).size() == 3 * 3);
+  CHECK_THROWS_AS(m.predict(xs.data(), 3, 0), std::invalid_argument);
+  // predict over a dataset of batches of 50 neither
+  const data::in_memory<shape<2, 2>, sparse_labels> ds(xs, std::vector<std::int32_t>(100, 0));
+  CHECK(predict(m, ds.batch(50)) == grown.predict(xs.data(), 100, 50));
+  CHECK(m.layer_parameters<1>().data() == where);
+  CHECK(m.batch_capacity() == capacity);
 }

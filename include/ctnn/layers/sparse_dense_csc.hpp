@@ -13,6 +13,9 @@
 // an input of K features, 0 < NNZ <= K N. Output: shape<N>. Forward:
 // AVX-512 gathers (batch < 16) or batch-vectorized FMAs; other
 // architectures the scalar reference; backward: the scalar reference.
+// Also here: detail::sparse_dense_by_unit_layer, the bound layer this layout
+// shares with layout::rows (layers/sparse_dense_rows.hpp), parameterised by
+// the kernels.
 #pragma once
 #include <array>
 #include <cmath>
@@ -33,64 +36,77 @@
 
 namespace ctnn {
 
-// The CSC product for backend B: the CPU kernels of B's architecture (any
-// backend whose ops<B> names an `arch`, as ops<cpu<Arch>> and those built on it).
-template <class B>
-struct sparse_csc_ops {
-  using arch = typename ops<B>::arch;
-  template <std::size_t K, std::size_t N, class T>
-  static void forward(const T* x, const T* values, const std::uint32_t* col, const std::uint16_t* rows, const T* b, T* y,
-                      std::size_t m, bool relu, T* scratch) {
-    kernels::cpu::csc::forward<K, N, arch>(x, values, col, rows, b, y, m, relu, scratch);
+namespace detail {
+// The bound layer of the layouts that store W by output unit: values [NNZ]
+// (parameters), then one metadata buffer "index" of unit starts [N + 1]
+// (uint32) and 16-bit input indices [NNZ] (csc's column starts and rows; the
+// rows layout stores the same), and a cache of K + N values per sample (the
+// transposes). Kernels says how the product runs and how a kernel is packed
+// (csc_kernels, kernels/cpu/sparse_csc.hpp; rows_kernels,
+// layers/sparse_dense_rows.hpp): Kernels::forward<K, N, Arch>(x, values,
+// starts, idx, bias, y, batch, relu, scratch) and Kernels::pack(kernel, keep,
+// K, N, values, capacity, starts, idx). Both share the scalar backward and
+// the initialisation (sparse_dense_common::init_packed).
+template <class Spec, Shape In, class P, class Backend, class Kernels>
+struct sparse_dense_by_unit_layer : sparse_dense_common<Spec, In, P> {
+  using base = sparse_dense_common<Spec, In, P>;
+  using base::K, base::N, base::NNZ;
+  using typename base::Act, typename base::T;
+  static constexpr std::array<buffer, 4> buffers{
+      buffer::parameter("values", {NNZ}), buffer::parameter("bias", {N}),
+      buffer::make(role::metadata, elem::u8, "index", {4 * (N + 1) + 2 * NNZ}),  // unit starts, then 16-bit inputs
+      buffer::cache("transposed", kernels::cpu::csc::scratch_per_sample(K, N))};
+  static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
+  static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
+
+  static std::uint32_t* starts(std::byte* meta) { return reinterpret_cast<std::uint32_t*>(meta); }
+  static std::uint16_t* inputs(std::byte* meta) { return reinterpret_cast<std::uint16_t*>(meta + 4 * (N + 1)); }
+
+  // The layout contract (pruning/layout.hpp): stores the weights `keep` marks of a K x N row-major
+  // kernel (as dense stores it) and returns how many there are (more than NNZ: as Kernels::pack says).
+  template <class V>
+  static std::size_t pack(const V* kernel, const std::uint8_t* keep, V* values, std::byte* meta) {
+    return Kernels::pack(kernel, keep, K, N, values, NNZ, starts(meta), inputs(meta));
+  }
+
+  static void init(layer_slot<T> s, rng& g) { base::template init_packed<sparse_dense_by_unit_layer>(s, g); }
+
+  static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
+    constexpr bool fuse = std::is_same_v<Act, relu>;
+    Kernels::template forward<K, N, typename ops<Backend>::arch>(x, s.params, starts(s.metadata), inputs(s.metadata),
+                                                                 s.params + NNZ, y, r.batch, fuse, s.cache);
+    if constexpr (!fuse) Act::template forward<Backend>(y, r.batch, N);
+  }
+
+  static void backward(layer_slot<T> s, const T* x, const T* y, T* dy, T* dx, run_info r) {
+    Act::template backward<Backend>(y, dy, r.batch, N);
+    kernels::cpu::csc::backward_reference(x, dy, s.params, starts(s.metadata), inputs(s.metadata), s.grads,
+                                          s.grads + NNZ, dx, r.batch, K, N);
   }
 };
 
-template <class Spec, Shape In, class P, class Backend>
-struct sparse_dense_csc_layer;
+// The column layout's kernels (kernels/cpu/sparse_csc.hpp): pack writes at most `capacity` weights.
+struct csc_kernels {
+  template <std::size_t K, std::size_t N, class Arch, class T>
+  static void forward(const T* x, const T* values, const std::uint32_t* col, const std::uint16_t* rows, const T* b, T* y,
+                      std::size_t m, bool relu, T* scratch) {
+    kernels::cpu::csc::forward<K, N, Arch>(x, values, col, rows, b, y, m, relu, scratch);
+  }
+  template <class V>
+  static std::size_t pack(const V* w, const std::uint8_t* keep, std::size_t K, std::size_t N, V* values,
+                          std::size_t capacity, std::uint32_t* col, std::uint16_t* rows) {
+    return kernels::cpu::csc::pack(w, keep, K, N, values, capacity, col, rows);
+  }
+};
+}  // namespace detail
 
 template <std::size_t K, std::size_t N, std::size_t NNZ, Activation Act = identity>
 struct sparse_dense_csc : detail::sparse_dense_spec<sparse_dense_csc<K, N, NNZ, Act>, K, N, NNZ, Act> {
   static_assert(K <= 65536, "sparse_dense_csc: K must be <= 65536 (16-bit row indices)");
   static constexpr const char* spec_name = "sparse_dense_csc";
   template <Shape In, class P, class Backend>
-  using bind = sparse_dense_csc_layer<sparse_dense_csc, In, precision::policy_of_t<P>, Backend>;
-};
-
-template <class Spec, Shape In, class P, class Backend>
-struct sparse_dense_csc_layer : detail::sparse_dense_common<Spec, In, P> {
-  using base = detail::sparse_dense_common<Spec, In, P>;
-  using base::K, base::N, base::NNZ;
-  using typename base::Act, typename base::T;
-  static constexpr std::array<buffer, 4> buffers{
-      buffer::parameter("values", {NNZ}), buffer::parameter("bias", {N}),
-      buffer::make(role::metadata, elem::u8, "index", {4 * (N + 1) + 2 * NNZ}),  // column starts, then 16-bit rows
-      buffer::cache("transposed", kernels::cpu::csc::scratch_per_sample(K, N))};
-  static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
-  static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
-
-  static std::uint32_t* columns(std::byte* meta) { return reinterpret_cast<std::uint32_t*>(meta); }
-  static std::uint16_t* rows(std::byte* meta) { return reinterpret_cast<std::uint16_t*>(meta + 4 * (N + 1)); }
-
-  // The layout contract (pruning/layout.hpp).
-  template <class V>
-  static std::size_t pack(const V* kernel, const std::uint8_t* keep, V* values, std::byte* meta) {
-    return kernels::cpu::csc::pack(kernel, keep, K, N, values, NNZ, columns(meta), rows(meta));
-  }
-
-  static void init(layer_slot<T> s, rng& g) { base::template init_packed<sparse_dense_csc_layer>(s, g); }
-
-  static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
-    constexpr bool fuse = std::is_same_v<Act, relu>;
-    sparse_csc_ops<Backend>::template forward<K, N>(x, s.params, columns(s.metadata), rows(s.metadata), s.params + NNZ,
-                                                    y, r.batch, fuse, s.cache);
-    if constexpr (!fuse) Act::template forward<Backend>(y, r.batch, N);
-  }
-
-  static void backward(layer_slot<T> s, const T* x, const T* y, T* dy, T* dx, run_info r) {
-    Act::template backward<Backend>(y, dy, r.batch, N);
-    kernels::cpu::csc::backward_reference(x, dy, s.params, columns(s.metadata), rows(s.metadata), s.grads,
-                                          s.grads + NNZ, dx, r.batch, K, N);
-  }
+  using bind = detail::sparse_dense_by_unit_layer<sparse_dense_csc, In, precision::policy_of_t<P>, Backend,
+                                                  detail::csc_kernels>;
 };
 
 namespace layout {

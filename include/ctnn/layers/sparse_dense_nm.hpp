@@ -32,6 +32,7 @@
 #include "../kernels/cpu/sparse_nm.hpp"
 #include "../pruning/diagnostics.hpp"
 #include "activation.hpp"
+#include "sparse_dense.hpp"
 
 namespace ctnn {
 
@@ -87,24 +88,18 @@ struct sparse_nm_ops {
 };
 
 template <class Spec, Shape In, class P, class Backend>
-struct sparse_dense_nm_layer {
-  static_assert(P::uniform, "sparse_dense_nm: this backend has no mixed-precision specialization of this layer");
-  static constexpr std::size_t K = Spec::inputs, N = Spec::units, Nk = Spec::kept, M = Spec::group, NNZ = Spec::nnz;
+struct sparse_dense_nm_layer : detail::sparse_dense_common<Spec, In, P> {
+  using base = detail::sparse_dense_common<Spec, In, P>;
+  using base::K, base::N, base::NNZ;
+  using typename base::Act, typename base::T;
+  static constexpr std::size_t Nk = Spec::kept, M = Spec::group;
   static constexpr std::size_t index_bytes = kernels::cpu::nm::meta_bytes(K, N, Nk, M);
-  using Act = typename Spec::activation;
-  using T = typename P::compute_type;
-  using variable_type = typename P::variable_type;
-  using compute_type = T;
-  using in_shape = In;
-  using out_shape = shape<N>;
   static constexpr std::array<buffer, 4> buffers{
       buffer::parameter("values", {NNZ}), buffer::parameter("bias", {N}),
       buffer::make(role::metadata, elem::u8, "index", {index_bytes}),
       buffer::cache("transposed", kernels::cpu::nm::scratch_per_sample(K, N))};
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
-  static constexpr std::size_t state_count = 0;
   static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
-  static std::string name() { return Spec::name(); }
 
   static std::uint8_t* index(std::byte* meta) { return reinterpret_cast<std::uint8_t*>(meta); }
 

@@ -11,8 +11,11 @@
 // layers and returns the output rows; the caller keeps x alive until
 // backward(), which starts from output_gradient() (written by the loss) and
 // leaves the parameter gradients in gradients(). The allocation grows (one
-// reallocation, variables and optimizer state kept) when a larger batch or
-// more optimizer slots are asked for; it never shrinks.
+// reallocation, variables and optimizer state kept) when forward() or fit is
+// asked for a larger batch or more optimizer slots; it never shrinks.
+// predict() never reallocates it: a chunk larger than the batch capacity runs
+// its activations and caches in scratch memory of its own, so spans of the
+// variables (parameters(), layer_parameters<I>(), ...) stay valid.
 //
 // The optimizer's state belongs to the model it updates: its slots are a plan
 // region and its update count and learning-rate scale live here
@@ -23,6 +26,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -205,11 +209,7 @@ class model {
   const value_type* forward(const value_type* x, std::size_t batch, bool training) {
     if (batch == 0) throw std::invalid_argument("model::forward: the batch is empty");
     reserve(batch, slots_);
-    x_ = x;
-    batch_ = batch;
-    const run_info r{batch, training, &gen_};
-    for_each_layer([&]<std::size_t I, class L>() { L::forward(slot<I>(), input_of<I>(), activation<I>(), r); });
-    return activation<layer_count - 1>();
+    return run_layers(x, batch, training);
   }
   const value_type* output() noexcept { return activation<layer_count - 1>(); }
 
@@ -243,12 +243,30 @@ class model {
     });
   }
 
-  // Outputs for n samples, computed in chunks of at most `batch` samples.
+  // Outputs for n samples, computed in chunks of at most `batch` samples (inference: training off).
+  // The model's memory is never reallocated: a chunk above batch_capacity() runs in scratch memory.
   std::vector<value_type> predict(const value_type* x, std::size_t n, std::size_t batch = 256) {
     std::vector<value_type> out(n * output_size);
+    if (n == 0) return out;
+    if (batch == 0) throw std::invalid_argument("model::predict: the batch is empty");
+    const std::size_t widest = std::min(batch, n);
+    std::optional<predict_scratch> scratch;
+    if (widest > batch_capacity_) scratch.emplace(widest);
+    // While scratch_ is set, the layers' activations and caches are the scratch's; afterwards the
+    // model is as before (x_ and batch_ too, so a backward() never reads past the capacity).
+    struct restore {
+      model& m;
+      const value_type* x;
+      std::size_t batch;
+      ~restore() {
+        if (m.scratch_) m.x_ = x, m.batch_ = batch;
+        m.scratch_ = nullptr;
+      }
+    } guard{*this, x_, batch_};
+    scratch_ = scratch ? &*scratch : nullptr;
     for (std::size_t i = 0; i < n; i += batch) {
       const std::size_t b = std::min(batch, n - i);
-      const value_type* y = forward(x + i * input_size, b, false);
+      const value_type* y = run_layers(x + i * input_size, b, false);
       std::copy(y, y + b * output_size, out.data() + i * output_size);
     }
     return out;
@@ -283,8 +301,33 @@ class model {
   std::span<U> region(role r) const noexcept {
     return {reinterpret_cast<U*>(mem_.data() + lay_.at(r)), lay_.bytes(r) / sizeof(U)};
   }
+  // predict's memory for a chunk above the batch capacity: the activation and cache regions of the
+  // plan at that batch (all a forward pass without training writes), one after the other.
+  struct predict_scratch {
+    std::size_t batch;
+    plan_layout lay;
+    plan_memory<Backend> mem;
+    explicit predict_scratch(std::size_t b)
+        : batch(b), lay(plan::layout(b, 0)), mem(lay.bytes(role::activation) + lay.bytes(role::cache)) {}
+    std::byte* region(role r) const noexcept {
+      return mem.data() + (r == role::cache ? lay.bytes(role::activation) : 0);
+    }
+  };
+
+  // The runs every forward pass shares (forward reserves the memory first, predict does not).
+  const value_type* run_layers(const value_type* x, std::size_t batch, bool training) {
+    x_ = x;
+    batch_ = batch;
+    const run_info r{batch, training, &gen_};
+    for_each_layer([&]<std::size_t I, class L>() { L::forward(slot<I>(), input_of<I>(), activation<I>(), r); });
+    return activation<layer_count - 1>();
+  }
+
+  // Layer i's block of role r: in the model's memory, or (activations and caches during a predict
+  // above the capacity) in predict's scratch.
   template <class U>
   U* block(role r, std::size_t i) const noexcept {
+    if (scratch_ && plan::per_sample(r)) return reinterpret_cast<U*>(scratch_->region(r) + plan::offset(i, r, scratch_->batch));
     return reinterpret_cast<U*>(mem_.data() + lay_.at(r) + plan::offset(i, r, batch_capacity_));
   }
 
@@ -322,6 +365,7 @@ class model {
   std::size_t batch_ = 0;
   const value_type* x_ = nullptr;
   ctnn::optimizer_state opt_{};
+  const predict_scratch* scratch_ = nullptr;  // set only while predict runs above the capacity
 };
 
 namespace detail {

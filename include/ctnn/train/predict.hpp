@@ -4,7 +4,8 @@
 // of a batched dataset (its targets are ignored) and returns the outputs,
 // row-major: samples x Net::output_type::size values, as Keras'
 // model.predict(dataset) does. The dataset's sample shape and value type are
-// checked against the network at compile time, as fit's are.
+// checked against the network at compile time, as fit's are. Like
+// model::predict, it never reallocates the model's memory.
 //
 // softmax_rows(values, width) turns rows of logits into probabilities (a
 // softmax over each row of `width` values: the last axis); predict_proba(m, ds)
@@ -55,8 +56,10 @@ std::vector<typename std::remove_cvref_t<M>::value_type> predict(M& m, const D& 
   auto cur = ds.open(0);
   while (cur.next(b)) {
     if (b.size == 0) continue;
-    const auto* y = m.forward(b.x.data(), b.size, false);
-    out.insert(out.end(), y, y + b.size * MM::output_size);
+    // model::predict: a batch above the model's capacity runs in scratch memory, so spans of the
+    // variables taken before stay valid (forward() would reallocate the model's memory).
+    const auto rows = m.predict(b.x.data(), b.size, b.size);
+    out.insert(out.end(), rows.begin(), rows.end());
   }
   return out;
 }
