@@ -1,32 +1,73 @@
-// The tuner end to end on a tiny synthetic problem (tuner_common.hpp), two
-// architectures x two optimizers, and its project directory: random search's
-// reproducibility, a SIGKILL mid-trial and the resume, Hyperband's continued
-// trials, results_summary and the best model. What runs inside a trial is in
-// test_tuner_trials.cpp (two files, which a parallel build compiles side by side).
+// The tuner end to end on a tiny synthetic problem: two architectures x two
+// optimizers (each compiled once), run-time dropout and l2, reproducibility,
+// the project directory, failed trials, a SIGKILL mid-trial and the resume,
+// Hyperband's continued trials, results_summary and the best model.
 #include <doctest/doctest.h>
 
 #include <csignal>
 #include <cstdint>
 #include <filesystem>
-#include <memory>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/tuning/bayesian.hpp>
 #include <ctnn/tuning/hyperband.hpp>
 #include <ctnn/tuning/tuner.hpp>
 
-#include "tuning/tuner_common.hpp"
-
 using namespace ctnn;
-using namespace tuner_test;
+namespace tn = ctnn::tuning;
 
 namespace {
+using small = sequential<input<4>, dense<8, relu, dynamic_l2>, dynamic_dropout, dense<2>>;
+using wide = sequential<input<4>, dense<16, relu>, dynamic_dropout, dense<2>>;
+using tiny_tuner = tn::tuner<tn::architectures<small, wide>, tn::optimizers<adam<>, sgd<>>>;
+
+// Class 1 when x0 + x1 > x2 + x3.
+data::in_memory<shape<4>, sparse_labels> make_data(std::size_t n, std::uint64_t seed) {
+  rng g(seed);
+  std::vector<float> x(n * 4);
+  std::vector<std::int32_t> y(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (int k = 0; k < 4; ++k) x[i * 4 + k] = float(g.uniform(-1, 1));
+    y[i] = x[i * 4] + x[i * 4 + 1] > x[i * 4 + 2] + x[i * 4 + 3] ? 1 : 0;
+  }
+  return {x, y};
+}
+const auto train_data = make_data(96, 1).shuffle(5);
+const auto val_data = make_data(64, 2).batch(64);
+const sparse_categorical_crossentropy loss{.from_logits = true};
+
+tn::search_space space() {
+  tn::search_space s;
+  s.real("learning_rate", 1e-3, 1e-1, 0, tn::sampling::log);
+  s.choice("batch_size", {std::int64_t(16), std::int64_t(32)});
+  s.real("dropout", 0.0, 0.5, 0.25);
+  s.real("l2", 1e-4, 1e-2, 0, tn::sampling::log).when("architecture", {std::string("small")});
+  return s;
+}
+tn::tuner_options options(const std::filesystem::path& dir, std::uint64_t seed = 3) {
+  tn::tuner_options o;
+  o.directory = dir;
+  o.project_name = "p";
+  o.objective = tn::objective::max("val_sparse_categorical_accuracy");
+  o.seed = seed;
+  o.architecture_names = {"small", "wide"};
+  o.optimizer_names = {"adam", "sgd"};
+  return o;
+}
+std::filesystem::path scratch(const std::string& name) {
+  auto p = std::filesystem::temp_directory_path() / ("ctnn_tuning_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(p);
+  return p;
+}
+
 // Kills its own process (SIGKILL, nothing runs after it) at the end of epoch `at_epoch` of the
 // `at_trial`-th training this process starts.
-int trainings_started = 0;
+inline int trainings_started = 0;
 struct kill_at {
   int at_trial, at_epoch;
   int mine = -1;
@@ -40,6 +81,25 @@ struct kill_at {
   }
 };
 }  // namespace
+
+TEST_CASE("dynamic_dropout and dynamic_l2 train bit for bit as dropout<0.25> and l2<0.001f>") {
+  using fixed_net = sequential<input<4>, dense<8, relu, l2<0.001f>>, dropout<0.25>, dense<2>>;
+  using dyn_net = sequential<input<4>, dense<8, relu, dynamic_l2>, dynamic_dropout, dense<2>>;
+  auto a = make_model<fixed_net>(9);
+  auto b = make_model<dyn_net>(9);
+  CHECK(set_dropout_rate(b, 0.25) == 1);
+  CHECK(set_regularization(b, "l2", 0.001) == 1);
+  adam oa{0.01}, ob{0.01};
+  auto ha = fit(a, loss, oa, train_data.batch(16), epochs{2});
+  auto hb = fit(b, loss, ob, train_data.batch(16), epochs{2});
+  CHECK(ha["loss"] == hb["loss"]);
+  auto pa = a.parameters(), pb = b.parameters();
+  REQUIRE(pa.size() == pb.size());
+  CHECK(std::equal(pa.begin(), pa.end(), pb.begin()));
+  CHECK_THROWS_WITH(set_dropout_rate(b, 1.0), doctest::Contains("must be in [0, 1), got 1"));
+  CHECK_THROWS_WITH(set_regularization(b, "l2", -1.0), doctest::Contains("l2 factor must be finite and >= 0"));
+  CHECK(set_regularization(b, "l1", 0.1) == 0);  // no dynamic_l1 in this network
+}
 
 TEST_CASE("tuner: random search is reproducible from its seed and writes the project directory") {
   const auto d1 = scratch("rs1"), d2 = scratch("rs2");
@@ -132,6 +192,51 @@ TEST_CASE("tuner: killed by SIGKILL mid-trial, the search resumes without repeat
   std::filesystem::remove_all(killed);
 }
 
+TEST_CASE("tuner: a trial that throws is recorded as FAILED with its message and the search goes on") {
+  const auto dir = scratch("fail");
+  tn::search_space s;
+  s.choice("learning_rate", {0.01, 1e30});
+  s.choice("batch_size", {std::int64_t(32)});
+  auto o = options(dir);
+  o.objective = tn::objective::min("val_loss");
+  o.architecture_names = {};
+  o.optimizer_names = {};
+  tn::tuner<tn::architectures<wide>, tn::optimizers<sgd<>>> t(s, std::make_unique<tn::random_search>(6), o);
+  t.search(loss, train_data, val_data, 2);
+  // Random search stops after 20 collisions: both configurations, each once.
+  REQUIRE(t.trials().size() == 2);
+  int failed = 0, completed = 0;
+  for (auto& tr : t.trials()) {
+    if (tr.status == tn::trial_status::failed) {
+      ++failed;
+      CHECK(tr.hp.get<double>("learning_rate") == 1e30);
+      CHECK(tr.message.find("fit: ") == 0);
+      const auto j = nlohmann::json::parse(io::read_file(dir / "p" / ("trial_" + tr.id) / "trial.json", "test"));
+      CHECK(j.at("status") == "FAILED");
+      CHECK(j.at("message") == tr.message);
+    } else {
+      ++completed;
+    }
+  }
+  CHECK(failed == 1);
+  CHECK(completed == 1);
+  CHECK(t.best_trials(5).size() == 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("tuner: early_stopping is copied fresh into every trial") {
+  const auto dir = scratch("es");
+  tiny_tuner t(space(), std::make_unique<tn::random_search>(3), options(dir));
+  // No epoch improves on the first by min_delta = 100: each trial stops after its second epoch
+  // (Keras' rule: the first epoch sets the best, the second exhausts patience 0). A callback shared
+  // between trials would stop the later ones after their first epoch.
+  t.search(loss, train_data, val_data, 3, sparse_categorical_accuracy{},
+           early_stopping{.monitor = "val_loss", .min_delta = 100, .patience = 0});
+  REQUIRE(t.trials().size() == 3);
+  for (auto& tr : t.trials()) CHECK(tr.metrics.at("val_loss").size() == 2);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("tuner: hyperband continues trials from their checkpoints, then results_summary and the best model") {
   const auto dir = scratch("hb");
   auto o = options(dir);
@@ -178,6 +283,27 @@ TEST_CASE("tuner: hyperband continues trials from their checkpoints, then result
   } else {
     auto m = t.load_best_model<small>();
     CHECK_THROWS_WITH(t.load_best_model<wide>(), doctest::Contains("uses architecture 'small'"));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("tuner: bayesian optimisation runs its GP trials after the random ones") {
+  const auto dir = scratch("bo");
+  tn::search_space s;
+  s.real("learning_rate", 1e-3, 1e-1, 0, tn::sampling::log);
+  s.choice("batch_size", {std::int64_t(16), std::int64_t(32)});
+  auto o = options(dir);
+  o.architecture_names = {"wide"};
+  o.optimizer_names = {"adam"};
+  tn::tuner<tn::architectures<wide>, tn::optimizers<adam<>>> t(
+      s, std::make_unique<tn::bayesian_optimization>(tn::bayesian_optimization::options{.max_trials = 5, .num_initial_points = 2}), o);
+  t.search(loss, train_data, val_data, 1, sparse_categorical_accuracy{});
+  REQUIRE(t.trials().size() == 5);
+  for (auto& tr : t.trials()) {
+    CHECK(tr.status == tn::trial_status::completed);
+    const double lr = tr.hp.get<double>("learning_rate");
+    CHECK(lr >= 1e-3);
+    CHECK(lr <= 1e-1);
   }
   std::filesystem::remove_all(dir);
 }
