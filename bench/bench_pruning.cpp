@@ -12,6 +12,7 @@
 #include <benchmark/benchmark.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/pruning.hpp>
 #include <ctnn/layers/sparse_dense_nm.hpp>
 #include <ctnn/layers/sparse_dense_rows.hpp>
 #include <ctnn/pruning/strip_csc.hpp>

@@ -9,6 +9,7 @@
 // retrain_epochs must be 1 or more: the schedule reaches its final
 // sparsity at step 800 (938 steps per epoch at batch 64).
 #include <ctnn/ctnn.hpp>
+#include <ctnn/pruning.hpp>
 
 #include <chrono>
 #include <cstdio>

@@ -4,6 +4,7 @@
 // updates, and the line that reports a pruned model against the control.
 #pragma once
 #include <ctnn/ctnn.hpp>
+#include <ctnn/pruning.hpp>
 
 #include <cstddef>
 #include <cstdio>

@@ -11,6 +11,7 @@
 // retrain_epochs must be 2 or more: the schedule reaches 80 % at step 1600
 // (844 steps per epoch at batch 64).
 #include <ctnn/ctnn.hpp>
+#include <ctnn/pruning.hpp>
 #include <zlib.h>
 
 #include "prune_common.hpp"

@@ -1,6 +1,7 @@
 // docs/pruning.md's first example: a pruned network type, retraining with the
 // pruning hook, and stripping to the compact type.
 #include <ctnn/ctnn.hpp>
+#include <ctnn/pruning.hpp>
 
 // Prune the first hidden layer from 0 to 80 % between steps 0 and 2000
 // (a mask update every 100 steps), the second to 2:4.

@@ -1,4 +1,9 @@
-// ctnn/ctnn.hpp — the umbrella header: every public component of ctnn.
+// ctnn/ctnn.hpp — the umbrella header: every public component of ctnn but the
+// optional ones, which a program includes on its own after this one:
+//   ctnn/pruning.hpp  pruning (as TFMOT is a package of its own next to Keras;
+//                     left out, every program that does not prune compiles in
+//                     less time and memory: docs/performance.md)
+//   ctnn/xtensor.hpp, ctnn/npy.hpp, ctnn/onnx.hpp  interop (docs/interop.md)
 // Library code includes the narrow headers it needs; this one is for users.
 #pragma once
 #include "config.hpp"
@@ -80,4 +85,3 @@
 #include "train/predict.hpp"
 #include "train/step.hpp"
 #include "train/summary.hpp"
-#include "pruning.hpp"

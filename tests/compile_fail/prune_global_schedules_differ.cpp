@@ -2,6 +2,7 @@
 // expect: static assertion failed: prune_low_magnitude: every layer pruned with global_magnitude must have the same schedule
 // expect: prune_global_schedules_differ<ctnn::diag::layer<2>, ctnn::diag::first_global_layer<1>, false>
 #include <ctnn/ctnn.hpp>
+#include <ctnn/pruning.hpp>
 using net = ctnn::sequential<
     ctnn::input<16>,
     ctnn::prune_low_magnitude<ctnn::dense<8, ctnn::relu>, ctnn::constant_sparsity<0.5>, ctnn::global_magnitude>,

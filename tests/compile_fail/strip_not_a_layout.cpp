@@ -4,6 +4,7 @@
 // expect: [with L = ctnn::unstructured]
 // expect: SparseLayout<Layout>
 #include <ctnn/ctnn.hpp>
+#include <ctnn/pruning.hpp>
 using net = ctnn::sequential<ctnn::input<16>,
                              ctnn::prune_low_magnitude<ctnn::dense<8, ctnn::relu>, ctnn::constant_sparsity<0.5>>,
                              ctnn::dense<3>>;

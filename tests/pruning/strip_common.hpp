@@ -2,6 +2,7 @@
 // largest difference between two models' predictions.
 #pragma once
 #include <ctnn/ctnn.hpp>
+#include <ctnn/pruning.hpp>
 
 #include <algorithm>
 #include <cmath>

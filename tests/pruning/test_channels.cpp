@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/pruning.hpp>
 
 #include <type_traits>
 #include <vector>

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/pruning.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/pruning.hpp>
 
 #include <cmath>
 #include <filesystem>

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/pruning.hpp>
 
 #include <vector>
 

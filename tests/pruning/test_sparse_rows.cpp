@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/pruning.hpp>
 #include <ctnn/layers/sparse_dense_rows.hpp>
 
 #include <algorithm>

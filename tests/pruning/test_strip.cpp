@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/pruning.hpp>
 #include <ctnn/layers/sparse_dense_nm.hpp>
 #include <ctnn/layers/sparse_dense_rows.hpp>
 
