@@ -4,8 +4,8 @@
 #   done
 #   python3 bench/vs_hand_table.py run*.json
 # Prints the per-run markdown table of docs/performance.md (vs_picked / vs_grid, what the tuner
-# chose, the grid's best setting, settle epochs), then per case the distribution of vs_picked and
-# vs_grid (min, median, max; runs >= 0.95; runs < 0.9).
+# chose, the grid's best setting, settle epochs), then per case the distribution of vs_picked,
+# vs_grid and (where the runs have it) vs_picked_paired (min, median, max; runs >= 0.95; runs < 0.9).
 import json, re, statistics, sys
 
 def key(f):
@@ -36,8 +36,10 @@ for i, r in enumerate(runs, 1):
     print(f"| {i} | " + " | ".join(cell(r[c]) for c in cases) + " |")
 print()
 for c in cases:
-    for k in ('vs_picked', 'vs_grid'):
+    for k in ('vs_picked', 'vs_grid', 'vs_picked_paired'):
         v = [r[c][k] for r in runs if k in r[c]]
+        if not v:  # vs_picked_paired: runs from before 2026-12-01 lack it
+            continue
         print(f"- `{c}`, {k}: min {min(v):.2f}, median {statistics.median(v):.2f}, max {max(v):.2f}; "
               f">= 0.95 in {sum(x >= 0.95 for x in v)} of {len(v)}, < 0.9 in {sum(x < 0.9 for x in v)}")
 s = [r[c]['settle_epochs'] for r in runs for c in cases]
