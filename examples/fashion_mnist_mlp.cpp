@@ -1,17 +1,15 @@
 // Trains dense<256, relu> -> dense<128, relu> -> dense<10> on Fashion-MNIST
 // and prints per-epoch loss and accuracy and the final test accuracy.
-//   fashion_mnist_mlp [epochs=15] [data_dir] [precision=float32] [history.csv]
-// An empty data_dir is the default one. precision: float32, mixed_float16 or
-// mixed_bfloat16 (docs/mixed-precision.md); the mixed policies train with
-// dynamic loss scaling. history.csv receives csv_logger's per-epoch logs
-// (scripts/plot_history.sh draws them).
+//   fashion_mnist_mlp [epochs=15] [data_dir] [history.csv]
+// An empty data_dir is the default one. history.csv receives csv_logger's
+// per-epoch logs (scripts/plot_history.sh draws them). The same network
+// trained under mixed precision is examples/fashion_mnist_mixed_precision.cpp.
 #include <ctnn/ctnn.hpp>
 
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
-#include <string>
 
 using net = ctnn::sequential<ctnn::input<28, 28>,
                              ctnn::flatten,
@@ -35,39 +33,26 @@ struct optional_csv {
   }
 };
 
-template <class Precision, class Train, class Test, class... Extras>
-void run(std::size_t n_epochs, const Train& train, const Test& test, Extras&&... extras) {
-  auto model = ctnn::make_model<net, Precision>(/*seed=*/42);
+int main(int argc, char** argv) try {
+  const std::size_t n_epochs = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 15;
+  const auto dir = argc > 2 && *argv[2] ? std::filesystem::path(argv[2]) : ctnn::data::fashion_mnist::default_dir();
+  optional_csv history_file{{.filename = argc > 3 ? argv[3] : ""}};
+
+  const auto train = ctnn::data::fashion_mnist::train(dir).shuffle(/*seed=*/1).batch(64);
+  const auto test = ctnn::data::fashion_mnist::test(dir).batch(1000);
+  std::cout << "Fashion-MNIST: " << train.size() << " training and " << test.size() << " test images\n";
+  ctnn::summary<net>();
+
+  auto model = ctnn::make_model<net>(/*seed=*/42);
   ctnn::adam opt{ctnn::exponential_decay{1e-3, 5000, 0.7, /*staircase=*/false}};
   const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
 
   auto hist = ctnn::fit(model, loss, opt, train, ctnn::epochs{n_epochs}, ctnn::sparse_categorical_accuracy{},
-                        ctnn::validation_data(test), ctnn::epoch_logger{}, extras...);
+                        ctnn::validation_data(test), ctnn::epoch_logger{}, history_file);
 
   const auto result = ctnn::evaluate(model, loss, test, ctnn::sparse_categorical_accuracy{});
   std::printf("test loss: %.4f  test accuracy: %.4f\n", result["loss"], result["sparse_categorical_accuracy"]);
   (void)hist;
-}
-
-int main(int argc, char** argv) try {
-  const std::size_t n_epochs = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 15;
-  const auto dir = argc > 2 && *argv[2] ? std::filesystem::path(argv[2]) : ctnn::data::fashion_mnist::default_dir();
-  const std::string precision = argc > 3 && *argv[3] ? argv[3] : "float32";
-  optional_csv history_file{{.filename = argc > 4 ? argv[4] : ""}};
-
-  const auto train = ctnn::data::fashion_mnist::train(dir).shuffle(/*seed=*/1).batch(64);
-  const auto test = ctnn::data::fashion_mnist::test(dir).batch(1000);
-  std::cout << "Fashion-MNIST: " << train.size() << " training and " << test.size() << " test images, precision "
-            << precision << "\n";
-  ctnn::summary<net>();
-
-  ctnn::loss_scale scale;  // dynamic: 2^15, as Keras' LossScaleOptimizer
-  if (precision == "float32") run<ctnn::precision::float32>(n_epochs, train, test, history_file);
-  else if (precision == "mixed_float16") run<ctnn::precision::mixed_float16>(n_epochs, train, test, history_file, scale);
-  else if (precision == "mixed_bfloat16") run<ctnn::precision::mixed_bfloat16>(n_epochs, train, test, history_file, scale);
-  else throw std::invalid_argument("unknown precision '" + precision + "' (float32, mixed_float16, mixed_bfloat16)");
-  if (precision != "float32")
-    std::printf("loss scale at the end: %g, skipped steps: %lld\n", scale.scale(), static_cast<long long>(scale.skipped_steps()));
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "fashion_mnist_mlp: " << e.what() << "\n";

@@ -55,7 +55,7 @@ cmake --build --preset release -j "$jobs"
 
 if [[ $mode == demo ]]; then
   # The demo writes its history (csv_logger) and plots the training curves (gnuplot).
-  ./build/release/examples/fashion_mnist_mlp "${2:-15}" "" float32 build/release/mlp_history.csv
+  ./build/release/examples/fashion_mnist_mlp "${2:-15}" "" build/release/mlp_history.csv
   exec scripts/plot_history.sh build/release/mlp_history.csv build/release/mlp_history.png \
     "Fashion-MNIST MLP (dense 256-128-10, Adam)"
 else

@@ -332,6 +332,11 @@ TEST_CASE("csv_logger: sorted keys, 0-based epochs, NA, append keeps the header 
   CHECK(std::count(text.begin(), text.end(), '\n') == 4);
   CHECK(text.find("\n2,") != std::string::npos);
   CHECK(text.find(detail::format_number(h["loss"][2])) != std::string::npos);
+
+  // Appending to what cannot be read: an io_error naming the logger and the path.
+  csv_logger into_dir{.filename = dir.string(), .append = true};
+  CHECK_THROWS_WITH_AS(into_dir.on_train_begin(ctx), ("csv_logger: " + dir.string() + ": is a directory, not a file").c_str(),
+                       io_error);
   fs::remove_all(dir);
 }
 

@@ -7,18 +7,17 @@
 // rewritten with io::write_file_atomically, so it is never half-written.
 // append = false starts a new file at on_train_begin; append = true keeps
 // what the file held and adds a header only when it was missing or empty
-// (Keras' append semantics).
+// (Keras' append semantics); a file there that cannot be read (a directory,
+// no permission) is a ctnn::io_error "csv_logger: <path>: <reason>".
 #pragma once
-#include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "../core/format.hpp"
 #include "../io/atomic_file.hpp"
+#include "../io/read_file.hpp"
 #include "history.hpp"
 
 namespace ctnn {
@@ -52,9 +51,7 @@ struct csv_logger {
     content.clear();
     keys.clear();
     if (append && std::filesystem::exists(filename)) {
-      std::ifstream f(filename, std::ios::binary);
-      if (!f) throw std::runtime_error("csv_logger: " + filename + ": cannot open for reading");
-      content.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+      content = io::read_file(filename, "csv_logger");
       if (!content.empty() && content.back() != '\n') content += '\n';
     }
     header_needed = content.empty() || content.front() == '\n';
@@ -63,8 +60,11 @@ struct csv_logger {
   template <class = void>
   [[gnu::cold]] void write(const logs& l, std::size_t epoch) {
     if (keys.empty()) {
-      for (auto& [k, v] : l.items) keys.push_back(k);
-      std::sort(keys.begin(), keys.end());
+      for (auto& [k, v] : l.items) {  // sorted by insertion: a handful of keys
+        auto at = keys.begin();
+        while (at != keys.end() && *at < k) ++at;
+        keys.insert(at, k);
+      }
       if (header_needed) {
         content += "epoch";
         for (auto& k : keys) content += separator + k;
