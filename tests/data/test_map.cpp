@@ -282,3 +282,42 @@ TEST_CASE("map with a random source: same seed, any number of workers, any order
   for (const auto& [label, value] : one) CHECK(std::abs(value - float(label)) <= 1.0f);
   CHECK(std::any_of(one.begin(), one.end(), [](const auto& p) { return p.second != float(p.first); }));
 }
+
+TEST_CASE("map: a knob dropped to 1 by another thread while the consumer waits never strands the consumer") {
+  // The consumer checks the knob, wakes the workers and waits; if the knob drops to 1 before a
+  // worker reserves an element, no worker will make one: the first worker that sees it wakes the
+  // consumer, which maps in its own thread. A flipper thread moves the knob at random moments
+  // while the consumer waits on workers (f takes a few microseconds); every pass must end, with
+  // every element in order.
+  const int n = 2000;
+  std::vector<float> x(n);
+  std::vector<int> y(n);
+  std::iota(y.begin(), y.end(), 0);
+  auto src = std::make_shared<data::tensors_stage<shape<1>, sparse_labels, float>>(x, y);
+  auto f = [](S1 s) {
+    for (volatile int i = 0; i < 2000; i = i + 1) {
+    }
+    return s;
+  };
+  data::map_stage<S1, S1, decltype(f)> m(src, f, data::autotune, data::order::preserved, 2);
+  std::atomic<bool> done{false};
+  std::thread flipper([&] {
+    std::uint64_t r = 88172645463325252ull;
+    while (!done) {
+      r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+      m.tuned()->value = 1 + r % 2;
+      std::this_thread::sleep_for(std::chrono::microseconds(r % 50));
+    }
+  });
+  std::vector<int> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  for (std::size_t pass = 0; pass < 20; ++pass) {
+    auto it = m.open(data::open_context{pass, nullptr});
+    S1 s;
+    std::vector<int> seen;
+    while (it->next(s)) seen.push_back(s.y[0]);
+    CHECK(seen == all);
+  }
+  done = true;
+  flipper.join();
+}

@@ -147,10 +147,13 @@ class map_parallel final : public iterator<Out> {
         return next_inline(out, pl);
       }
       worker_cv_.notify_all();  // the knob may have been raised since they last looked
-      // Tuned, the knob may drop to 1 while this waits and the workers then start nothing, so
-      // it looks again every millisecond (results still wake it at once).
-      if (knob_) consumer_cv_.wait_for(lk, std::chrono::milliseconds(1));
-      else consumer_cv_.wait(lk);
+      // Tuned, the knob may drop to 1 after the check above, before a woken worker reserves: the
+      // workers then start nothing, and the first to see it wakes this thread (work()), which
+      // maps in its own thread. (Until 2026-12-02 this looked again every millisecond instead:
+      // on 2 cores those wake-ups cost the tuned pipeline 1-3 % of its epoch.)
+      consumer_waiting_ = true;
+      consumer_cv_.wait(lk);
+      consumer_waiting_ = false;
     }
     result r = std::move(it->second);
     ready_.erase(it);
@@ -168,11 +171,16 @@ class map_parallel final : public iterator<Out> {
 
  private:
   bool tuned_to_one() const { return knob_ && knob_->value.load() <= 1; }
-  std::size_t limit() const {
-    if (!knob_) return workers_;
-    const std::size_t v = knob_->value.load();
+  // The knob's value (workers_ untuned), read once per decision: it moves without telling anyone,
+  // so a decision that read it twice could see 2 and then 1 and wait although either alone says go.
+  std::size_t knob_value() const { return knob_ ? knob_->value.load() : workers_; }
+  // Workers that may be busy at knob value v.
+  std::size_t limit(std::size_t v) const {
     return v <= 1 ? 0 : std::min(v, workers_);  // 1: the consumer's thread maps (next_inline)
   }
+  // The consumer waits for a result no worker will make: nothing is in flight and the knob (at v)
+  // says the consumer's thread maps (called under m_).
+  bool consumer_stranded(std::size_t v) const { return knob_ && consumer_waiting_ && reserved_ == 0 && v <= 1; }
 
   // The next element mapped in the consumer's thread; only while no worker holds an element, and
   // called with pull_m_ held (pl).
@@ -221,8 +229,17 @@ class map_parallel final : public iterator<Out> {
     for (;;) {
       {
         std::unique_lock lk(m_);
-        worker_cv_.wait(lk, [&] { return stop_ || upstream_done_ || (reserved_ < window_ && busy_ < limit()); });
+        std::size_t v = 0;
+        worker_cv_.wait(lk, [&] {
+          v = knob_value();
+          return stop_ || upstream_done_ || (reserved_ < window_ && busy_ < limit(v)) || consumer_stranded(v);
+        });
         if (stop_ || upstream_done_) return;
+        if (consumer_stranded(v)) {  // tuned to 1 while the consumer waited for a worker: it maps itself
+          consumer_waiting_ = false;
+          consumer_cv_.notify_all();
+          continue;
+        }
         ++reserved_;
         ++busy_;
       }
@@ -301,7 +318,7 @@ class map_parallel final : public iterator<Out> {
   std::condition_variable worker_cv_, consumer_cv_;
   std::map<std::size_t, result> ready_;
   std::size_t reserved_ = 0, busy_ = 0, delivered_ = 0, end_ = std::size_t(-1);
-  bool stop_ = false, upstream_done_ = false;
+  bool stop_ = false, upstream_done_ = false, consumer_waiting_ = false;
   std::vector<std::thread> threads_;  // last: started after everything above exists
 };
 
