@@ -19,13 +19,13 @@
 // (d) vs_hand_augment / _augment_heavy (~4 ms per batch) / _augment_memory
 // (memory budget of 2.5 batches): the autotuned pipeline against the same
 // pipeline hand-tuned by a grid over (map parallelism 1, 2) x (prefetch
-// depth), epochs interleaved in a rotating order; vs_picked = the faster of
-// p1, p2 (prefetch 2; chosen by median epoch) / autotuned, vs_grid = the
-// grid's fastest setting / autotuned (best epochs; >= 1: the tuner is as
-// fast); vs_picked_paired = the median over rounds of the same round's
-// picked / autotuned epoch. 10 rounds: each side's best of 10 epochs of
-// ~0.15 s (the 1 ms cases) is the least disturbed measurement of a setting on
-// a shared machine; 5 rounds left single disturbed epochs in the ratio.
+// depth), epochs interleaved in a rotating order over 20 rounds; vs_picked =
+// the median epoch of the faster of p1, p2 (prefetch 2) / the autotuned
+// pipeline's, vs_grid = the grid's fastest setting's / the autotuned
+// pipeline's (>= 1: the tuner is as fast); vs_picked_paired = the median over
+// rounds of the same round's picked / autotuned epoch. The median: the epochs
+// of one setting spread by 5-7 % on a shared 2-core machine, and the best of
+// 10 of them was too noisy a figure (see vs_hand below).
 // Run: build/bench/bench/bench_pipeline --benchmark_counters_tabular=true
 #include <benchmark/benchmark.h>
 
@@ -33,6 +33,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -201,22 +202,27 @@ void augment_autotune(benchmark::State& state) {
 // (map parallelism x prefetch depth), in the same run: every round trains one
 // epoch of each grid setting and one of the autotuned pipeline, interleaved, so
 // the machine's load changes alike for all; the order rotates from round to
-// round, so no pipeline always runs first or right after another. A setting is
-// chosen by its median epoch over the rounds, then measured by its best epoch,
-// as the autotuned pipeline is: each side's figure is the best of the same
-// number of epochs. (Taking the best epoch of either p1 or p2 would compare a
-// minimum over 20 epochs with one over 10: with two settings of the same speed
-// that alone reads as a slower tuner, by the spread of the epochs.)
-// Counters: auto_s (best autotuned epoch), picked_s (best epoch of the faster
-// of p1 and p2 with prefetch 2, the hand-picked settings of (b)), grid_s (best
-// epoch of the grid's fastest setting), vs_picked = picked_s / auto_s and
-// vs_grid = grid_s / auto_s (>= 1: the tuner is as fast), vs_picked_paired
-// (the median over rounds of the same round's picked / autotuned epoch),
-// vs_picked_either (the best epoch of p1 or p2 / auto_s: the definition before
-// 2026-12-01, kept to compare series), settle_epochs (warm-up epochs the tuner
+// round, so no pipeline always runs first or right after another. Each
+// pipeline is measured by its median epoch over the rounds. (Until 2026-12-02
+// by its best epoch: on 2 cores the epochs of one setting spread by 5-7 %
+// (coefficient of variation), so the best of 10 epochs of two identical
+// settings differed by > 5 % in about 1 run in 9, by resampling 60 recorded
+// epochs of two such settings; their medians in about 1 in 40, and over 20 rounds 1 in 300.)
+// Counters: auto_s (median autotuned epoch), picked_s (median epoch of the
+// faster of p1 and p2 with prefetch 2, the hand-picked settings of (b)),
+// grid_s (median epoch of the grid's fastest setting), vs_picked = picked_s /
+// auto_s and vs_grid = grid_s / auto_s (>= 1: the tuner is as fast),
+// vs_picked_paired (the median over rounds of the same round's picked /
+// autotuned epoch), vs_picked_best and vs_grid_best (the same settings' best
+// epochs over the best autotuned epoch, auto_best_s: the definition of
+// 2026-12-01), vs_picked_either (the best epoch of p1 or p2 / auto_best_s: the
+// definition before 2026-12-01), settle_epochs (warm-up epochs the tuner
 // needed to settle), grid_p, grid_d (the grid's fastest setting), auto_p, auto_d
 // (what the tuner chose), auto_changes (knob changes during the timed epochs).
-void vs_hand(benchmark::State& state, int reps, std::size_t memory_bytes, std::vector<std::size_t> depths) {
+// CTNN_VS_HAND_ROUNDS=n sets the rounds (20); CTNN_VS_HAND_EPOCHS=1 prints
+// every epoch of every pipeline to stderr ("<case> <p1d2|auto> <seconds>...").
+void vs_hand(benchmark::State& state, const char* name, int reps, std::size_t memory_bytes,
+             std::vector<std::size_t> depths) {
   const auto d = tuned(reps, {.memory_bytes = memory_bytes});
   auto m = make_model<net>(1);
   adam<> opt;
@@ -227,11 +233,13 @@ void vs_hand(benchmark::State& state, int reps, std::size_t memory_bytes, std::v
     std::vector<double> epochs;  // one per round
   };
   std::vector<data::dataset<batch>> hand_sets;
-  for (std::size_t p : {1, 2})
-    for (std::size_t dd : depths) hand_sets.push_back(hand(reps, p, dd));
+  hand_sets.reserve(2 * depths.size());  // no reallocation: the entries point into it
   std::vector<entry> all;
-  for (std::size_t i = 0; i < hand_sets.size(); ++i)
-    all.push_back({i < depths.size() ? 1u : 2u, depths[i % depths.size()], &hand_sets[i], {}});
+  for (std::size_t p : {1, 2})
+    for (std::size_t dd : depths) {
+      hand_sets.push_back(hand(reps, p, dd));
+      all.push_back({p, dd, &hand_sets.back(), {}});
+    }
   all.push_back({0, 0, &d, {}});
   const std::size_t changes = d.autotuner().changes();
   std::size_t round = 0;
@@ -249,7 +257,7 @@ void vs_hand(benchmark::State& state, int reps, std::size_t memory_bytes, std::v
   };
   const auto best = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
   const entry& autotuned = all.back();
-  const double auto_s = best(autotuned.epochs);
+  const double auto_s = median(autotuned.epochs), auto_best = best(autotuned.epochs);
   // The fastest setting by median epoch among those that `keep` admits.
   const auto fastest = [&](auto keep) {
     const entry* top = nullptr;
@@ -259,20 +267,30 @@ void vs_hand(benchmark::State& state, int reps, std::size_t memory_bytes, std::v
   };
   const entry* grid = fastest([](const entry&) { return true; });
   state.counters["auto_s"] = auto_s;
-  state.counters["grid_s"] = best(grid->epochs);
-  state.counters["vs_grid"] = best(grid->epochs) / auto_s;
+  state.counters["auto_best_s"] = auto_best;
+  state.counters["grid_s"] = median(grid->epochs);
+  state.counters["vs_grid"] = median(grid->epochs) / auto_s;
+  state.counters["vs_grid_best"] = best(grid->epochs) / auto_best;
   state.counters["grid_p"] = double(grid->p);
   state.counters["grid_d"] = double(grid->d);
   if (const entry* picked = fastest([](const entry& e) { return e.d == 2; })) {
-    state.counters["picked_s"] = best(picked->epochs);
-    state.counters["vs_picked"] = best(picked->epochs) / auto_s;
+    state.counters["picked_s"] = median(picked->epochs);
+    state.counters["vs_picked"] = median(picked->epochs) / auto_s;
+    state.counters["vs_picked_best"] = best(picked->epochs) / auto_best;
     std::vector<double> paired;
     for (std::size_t r = 0; r < autotuned.epochs.size(); ++r) paired.push_back(picked->epochs[r] / autotuned.epochs[r]);
     state.counters["vs_picked_paired"] = median(paired);
     double either = 1e9;
     for (std::size_t i = 0; i + 1 < all.size(); ++i)
       if (all[i].d == 2) either = std::min(either, best(all[i].epochs));
-    state.counters["vs_picked_either"] = either / auto_s;
+    state.counters["vs_picked_either"] = either / auto_best;
+  }
+  if (std::getenv("CTNN_VS_HAND_EPOCHS")) {  // every epoch, for a look at their spread
+    for (const entry& e : all) {
+      std::fprintf(stderr, "%s %s", name, e.p ? ("p" + std::to_string(e.p) + "d" + std::to_string(e.d)).c_str() : "auto");
+      for (double t : e.epochs) std::fprintf(stderr, " %.6f", t);
+      std::fprintf(stderr, "\n");
+    }
   }
   const auto v = d.autotuner().verdicts();
   if (!v.empty())  // the knobs in enlisting order: the prefetch (outer stage) opens first
@@ -283,10 +301,10 @@ void vs_hand(benchmark::State& state, int reps, std::size_t memory_bytes, std::v
   state.SetLabel(last_verdict(d));
 }
 // (b)'s augmentation, ~1 ms per batch.
-void vs_hand_augment(benchmark::State& state) { vs_hand(state, reps_for_1ms(), std::size_t(256) << 20, {1, 2, 4, 8}); }
+void vs_hand_augment(benchmark::State& state) { vs_hand(state, "augment", reps_for_1ms(), std::size_t(256) << 20, {1, 2, 4, 8}); }
 // CPU-heavy augmentation, ~4 ms per batch: loading is 8x the compute.
 void vs_hand_augment_heavy(benchmark::State& state) {
-  vs_hand(state, 4 * reps_for_1ms(), std::size_t(256) << 20, {1, 2, 8});
+  vs_hand(state, "augment_heavy", 4 * reps_for_1ms(), std::size_t(256) << 20, {1, 2, 8});
 }
 // Memory-limited: the budget holds 2.5 batches, so prefetch depth <= 2 (the grid too).
 void vs_hand_augment_memory(benchmark::State& state) {
@@ -294,7 +312,13 @@ void vs_hand_augment_memory(benchmark::State& state) {
   b.x.resize(batch_size * 784);
   b.y.resize(batch_size);
   const std::size_t one = data::element_bytes(b);
-  vs_hand(state, reps_for_1ms(), one * 5 / 2, {1, 2});
+  vs_hand(state, "augment_memory", reps_for_1ms(), one * 5 / 2, {1, 2});
+}
+
+// Rounds of (d): 20, or CTNN_VS_HAND_ROUNDS.
+int vs_hand_rounds() {
+  const char* r = std::getenv("CTNN_VS_HAND_ROUNDS");
+  return r && std::atoi(r) > 0 ? std::atoi(r) : 20;
 }
 
 }  // namespace
@@ -306,8 +330,8 @@ BENCHMARK(augment_p1_no_prefetch)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(augment_p1)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(augment_p2)->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(augment_autotune)->Unit(benchmark::kMillisecond)->Iterations(5);
-BENCHMARK(vs_hand_augment)->Unit(benchmark::kMillisecond)->Iterations(10);
-BENCHMARK(vs_hand_augment_heavy)->Unit(benchmark::kMillisecond)->Iterations(10);
-BENCHMARK(vs_hand_augment_memory)->Unit(benchmark::kMillisecond)->Iterations(10);
+BENCHMARK(vs_hand_augment)->Unit(benchmark::kMillisecond)->Iterations(vs_hand_rounds());
+BENCHMARK(vs_hand_augment_heavy)->Unit(benchmark::kMillisecond)->Iterations(vs_hand_rounds());
+BENCHMARK(vs_hand_augment_memory)->Unit(benchmark::kMillisecond)->Iterations(vs_hand_rounds());
 
 BENCHMARK_MAIN();

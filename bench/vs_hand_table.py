@@ -5,9 +5,11 @@
 #   python3 bench/vs_hand_table.py run*.json
 # Prints the per-run markdown table of docs/performance.md (vs_picked / vs_grid, what the tuner
 # chose, the grid's best setting, settle epochs), then per case the distribution of vs_picked,
-# vs_grid and (where the runs have them) vs_picked_paired and vs_picked_either (min, median, max;
-# runs >= 0.95; runs < 0.9). Runs from before 2026-12-01 have no vs_picked_either, and their
-# vs_picked is what later runs call vs_picked_either (bench/bench_pipeline.cpp, case (d)).
+# vs_grid and (where the runs have them) vs_picked_paired, vs_picked_best, vs_grid_best and
+# vs_picked_either (min, median, max; runs >= 0.95; runs < 0.9). Since 2026-12-02 vs_picked and
+# vs_grid compare median epochs; in runs of 2026-12-01 they compared best epochs (what later runs
+# call vs_picked_best, vs_grid_best), and before 2026-12-01 vs_picked was what later runs call
+# vs_picked_either (bench/bench_pipeline.cpp, case (d)).
 import json, re, statistics, sys
 
 def key(f):
@@ -38,9 +40,9 @@ for i, r in enumerate(runs, 1):
     print(f"| {i} | " + " | ".join(cell(r[c]) for c in cases) + " |")
 print()
 for c in cases:
-    for k in ('vs_picked', 'vs_grid', 'vs_picked_paired', 'vs_picked_either'):
+    for k in ('vs_picked', 'vs_grid', 'vs_picked_paired', 'vs_picked_best', 'vs_grid_best', 'vs_picked_either'):
         v = [r[c][k] for r in runs if k in r[c]]
-        if not v:  # vs_picked_paired, vs_picked_either: older runs lack them
+        if not v:  # vs_picked_paired, _best, _either: older runs lack them
             continue
         print(f"- `{c}`, {k}: min {min(v):.2f}, median {statistics.median(v):.2f}, max {max(v):.2f}; "
               f">= 0.95 in {sum(x >= 0.95 for x in v)} of {len(v)}, < 0.9 in {sum(x < 0.9 for x in v)}")
