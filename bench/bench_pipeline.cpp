@@ -288,7 +288,8 @@ void vs_hand(benchmark::State& state, const char* name, int reps, std::size_t me
   }
   if (std::getenv("CTNN_VS_HAND_EPOCHS")) {  // every epoch, for a look at their spread
     for (const entry& e : all) {
-      std::fprintf(stderr, "%s %s", name, e.p ? ("p" + std::to_string(e.p) + "d" + std::to_string(e.d)).c_str() : "auto");
+      const std::string setting = e.p ? "p" + std::to_string(e.p) + "d" + std::to_string(e.d) : "auto";
+      std::fprintf(stderr, "%s %s", name, setting.c_str());
       for (double t : e.epochs) std::fprintf(stderr, " %.6f", t);
       std::fprintf(stderr, "\n");
     }
@@ -302,7 +303,9 @@ void vs_hand(benchmark::State& state, const char* name, int reps, std::size_t me
   state.SetLabel(last_verdict(d));
 }
 // (b)'s augmentation, ~1 ms per batch.
-void vs_hand_augment(benchmark::State& state) { vs_hand(state, "augment", reps_for_1ms(), std::size_t(256) << 20, {1, 2, 4, 8}); }
+void vs_hand_augment(benchmark::State& state) {
+  vs_hand(state, "augment", reps_for_1ms(), std::size_t(256) << 20, {1, 2, 4, 8});
+}
 // CPU-heavy augmentation, ~4 ms per batch: loading is 8x the compute.
 void vs_hand_augment_heavy(benchmark::State& state) {
   vs_hand(state, "augment_heavy", 4 * reps_for_1ms(), std::size_t(256) << 20, {1, 2, 8});
