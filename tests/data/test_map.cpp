@@ -18,13 +18,19 @@ using namespace ctnn;
 using S1 = data::sample<shape<1>>;
 
 namespace {
-data::dataset<S1> numbers(std::size_t n) {
-  std::vector<float> x(n);
+// 0, 1, ..., n - 1.
+std::vector<int> iota_labels(std::size_t n) {
   std::vector<int> y(n);
-  std::iota(x.begin(), x.end(), 0.f);
   std::iota(y.begin(), y.end(), 0);
-  return data::from_tensors<shape<1>>(x, y);
+  return y;
 }
+// n samples, sample i with x = i and label i: a source for map stages driven directly.
+data::stage_ptr<S1> counting_stage(std::size_t n) {
+  std::vector<float> x(n);
+  std::iota(x.begin(), x.end(), 0.f);
+  return std::make_shared<data::tensors_stage<shape<1>, sparse_labels, float>>(std::move(x), iota_labels(n));
+}
+data::dataset<S1> numbers(std::size_t n) { return data::dataset<S1>(counting_stage(n)); }
 std::vector<int> labels(const data::dataset<S1>& d) {
   std::vector<int> out;
   auto c = d.open(0);
@@ -164,11 +170,7 @@ TEST_CASE("map: fit stops early or throws with worker threads running, and retur
 }
 
 TEST_CASE("map: autotuned to 1 maps in the consumer's thread, on workers when raised, in order across the switches") {
-  std::vector<float> x(40);
-  std::vector<int> y(40);
-  std::iota(x.begin(), x.end(), 0.f);
-  std::iota(y.begin(), y.end(), 0);
-  auto src = std::make_shared<data::tensors_stage<shape<1>, sparse_labels, float>>(x, y);
+  auto src = counting_stage(40);
   auto f = [](S1 s) {
     s.x[0] = float(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 1000003);
     return s;
@@ -197,17 +199,12 @@ TEST_CASE("map: autotuned to 1 maps in the consumer's thread, on workers when ra
     seen.push_back(s.y[0]);
   }
   CHECK(here >= 20 - 4);
-  std::vector<int> all(40);
-  std::iota(all.begin(), all.end(), 0);
-  CHECK(seen == all);
+  CHECK(seen == iota_labels(40));
 }
 
 TEST_CASE("map: a knob switched between 1 and 2 while elements flow keeps every element, in order") {
   const int n = 3000;
-  std::vector<float> x(n);
-  std::vector<int> y(n);
-  std::iota(y.begin(), y.end(), 0);
-  auto src = std::make_shared<data::tensors_stage<shape<1>, sparse_labels, float>>(x, y);
+  auto src = counting_stage(n);
   auto f = [](S1 s) { return s; };
   data::map_stage<S1, S1, decltype(f)> m(src, f, data::autotune, data::order::preserved, 2);
   auto it = m.open(data::open_context{0, nullptr});
@@ -223,17 +220,12 @@ TEST_CASE("map: a knob switched between 1 and 2 while elements flow keeps every 
   while (it->next(s)) seen.push_back(s.y[0]);
   done = true;
   flipper.join();
-  std::vector<int> all(n);
-  std::iota(all.begin(), all.end(), 0);
-  CHECK(seen == all);
+  CHECK(seen == iota_labels(n));
 }
 
 TEST_CASE("map: a knob dropped to 1 while the consumer waits for the workers does not stall the pass") {
   const int n = 400;
-  std::vector<float> x(n);
-  std::vector<int> y(n);
-  std::iota(y.begin(), y.end(), 0);
-  auto src = std::make_shared<data::tensors_stage<shape<1>, sparse_labels, float>>(x, y);
+  auto src = counting_stage(n);
   auto f = [](S1 s) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));  // the consumer waits on the workers
     return s;
@@ -249,9 +241,7 @@ TEST_CASE("map: a knob dropped to 1 while the consumer waits for the workers doe
     seen.push_back(s.y[0]);
   }
   CHECK(!it->next(s));
-  std::vector<int> all(n);
-  std::iota(all.begin(), all.end(), 0);
-  CHECK(seen == all);
+  CHECK(seen == iota_labels(n));
 }
 
 TEST_CASE("map with a random source: same seed, any number of workers, any order: same output") {
@@ -290,13 +280,10 @@ TEST_CASE("map: a knob dropped to 1 by another thread while the consumer waits n
   // while the consumer waits on workers (f takes a few microseconds); every pass must end, with
   // every element in order.
   const int n = 2000;
-  std::vector<float> x(n);
-  std::vector<int> y(n);
-  std::iota(y.begin(), y.end(), 0);
-  auto src = std::make_shared<data::tensors_stage<shape<1>, sparse_labels, float>>(x, y);
+  auto src = counting_stage(n);
   auto f = [](S1 s) {
-    for (volatile int i = 0; i < 2000; i = i + 1) {
-    }
+    volatile double acc = 0;
+    for (int i = 0; i < 2000; ++i) acc = acc + i;
     return s;
   };
   data::map_stage<S1, S1, decltype(f)> m(src, f, data::autotune, data::order::preserved, 2);
@@ -309,8 +296,7 @@ TEST_CASE("map: a knob dropped to 1 by another thread while the consumer waits n
       std::this_thread::sleep_for(std::chrono::microseconds(r % 50));
     }
   });
-  std::vector<int> all(n);
-  std::iota(all.begin(), all.end(), 0);
+  const std::vector<int> all = iota_labels(n);
   for (std::size_t pass = 0; pass < 20; ++pass) {
     auto it = m.open(data::open_context{pass, nullptr});
     S1 s;
