@@ -2,42 +2,27 @@
 # docs/performance.md, runs 1 and 2) and on one of series H (2026-12-02, with
 # vs_picked_best), checks its table rows and distribution lines, and that it
 # refuses a truncated file, naming it. Skips without python3.
+include(${CMAKE_CURRENT_LIST_DIR}/expect.cmake)
 find_program(PYTHON3 python3)
 if(NOT PYTHON3)
   message("CTNN_SKIP: python3 is missing")
   return()
 endif()
-set(runs ${SOURCE}/tests/scripts/vs_hand_run1.json ${SOURCE}/tests/scripts/vs_hand_run2.json)
-execute_process(COMMAND ${PYTHON3} ${SOURCE}/bench/vs_hand_table.py ${runs}
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "vs_hand_table.py failed (${rc}): ${out}${err}")
-endif()
-foreach(want "\\| 1 \\| 0\\.73 / 0\\.67 \\(1,1; 2,4; 4\\) \\| 1\\.06 / 1\\.04 \\(2,1; 2,8; 2\\) \\| 0\\.98 / 0\\.94 \\(2,2; 2,1; 6\\) \\|"
-             "`vs_hand_augment`, vs_picked: min 0\\.73, median 0\\.88, max 1\\.04; >= 0\\.95 in 1 of 2, < 0\\.9 in 1"
-             "settle epochs min 2 median 4 max 6")
-  if(NOT out MATCHES "${want}")
-    message(FATAL_ERROR "vs_hand_table.py: no line matching '${want}' in:\n${out}")
-  endif()
-endforeach()
+set(script ${SOURCE}/bench/vs_hand_table.py)
+run_ok(out "vs_hand_table.py" ${PYTHON3} ${script} ${SOURCE}/tests/scripts/vs_hand_run1.json
+       ${SOURCE}/tests/scripts/vs_hand_run2.json)
+expect_lines("${out}" "vs_hand_table.py"
+  "\\| 1 \\| 0\\.73 / 0\\.67 \\(1,1; 2,4; 4\\) \\| 1\\.06 / 1\\.04 \\(2,1; 2,8; 2\\) \\| 0\\.98 / 0\\.94 \\(2,2; 2,1; 6\\) \\|"
+  "`vs_hand_augment`, vs_picked: min 0\\.73, median 0\\.88, max 1\\.04; >= 0\\.95 in 1 of 2, < 0\\.9 in 1"
+  "settle epochs min 2 median 4 max 6")
 # A run of 2026-12-02 (series H, run 1): medians as vs_picked, best epochs as vs_picked_best.
-execute_process(COMMAND ${PYTHON3} ${SOURCE}/bench/vs_hand_table.py ${SOURCE}/tests/scripts/vs_hand_run_h1.json
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "vs_hand_table.py failed on the series H run (${rc}): ${out}${err}")
-endif()
-foreach(want "\\| 1 \\| 0\\.99 / 0\\.97 \\(2,2; 2,4; 6\\) \\| 0\\.99 / 0\\.98 \\(2,8; 2,1; 4\\) \\| 1\\.00 / 1\\.00 \\(2,2; 2,2; 6\\) \\|"
-             "`vs_hand_augment_memory`, vs_picked_best: min 0\\.94, median 0\\.94, max 0\\.94; >= 0\\.95 in 0 of 1, < 0\\.9 in 0")
-  if(NOT out MATCHES "${want}")
-    message(FATAL_ERROR "vs_hand_table.py: no line matching '${want}' in:\n${out}")
-  endif()
-endforeach()
+run_ok(out "vs_hand_table.py on the series H run" ${PYTHON3} ${script} ${SOURCE}/tests/scripts/vs_hand_run_h1.json)
+expect_lines("${out}" "vs_hand_table.py on the series H run"
+  "\\| 1 \\| 0\\.99 / 0\\.97 \\(2,2; 2,4; 6\\) \\| 0\\.99 / 0\\.98 \\(2,8; 2,1; 4\\) \\| 1\\.00 / 1\\.00 \\(2,2; 2,2; 6\\) \\|"
+  "`vs_hand_augment_memory`, vs_picked_best: min 0\\.94, median 0\\.94, max 0\\.94; >= 0\\.95 in 0 of 1, < 0\\.9 in 0")
 file(MAKE_DIRECTORY ${WORK})
 file(READ ${SOURCE}/tests/scripts/vs_hand_run1.json json LIMIT 300)
 file(WRITE ${WORK}/truncated.json "${json}")
-execute_process(COMMAND ${PYTHON3} ${SOURCE}/bench/vs_hand_table.py ${WORK}/truncated.json
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(rc EQUAL 0 OR NOT err MATCHES "truncated.json: not a complete bench_pipeline JSON file")
-  message(FATAL_ERROR "vs_hand_table.py accepted a truncated file: ${rc} ${out}${err}")
-endif()
+expect_refused("vs_hand_table.py accepted a truncated file" "truncated.json: not a complete bench_pipeline JSON file"
+               ${PYTHON3} ${script} ${WORK}/truncated.json)
 message(STATUS "vs_hand_table.py: printed the table and the distribution, refused a truncated file")
