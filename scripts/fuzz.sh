@@ -15,7 +15,13 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(idx csv cache weights)
+# Default: every target the build has (one per tests/fuzz/fuzz_<name>.cpp).
+if ((${#targets[@]} == 0)); then
+  for src in tests/fuzz/fuzz_*.cpp; do
+    t=${src##*/fuzz_}
+    targets+=("${t%.cpp}")
+  done
+fi
 build=${CTNN_FUZZ_BUILD:-build/asan}
 for t in "${targets[@]}"; do
   bin=$build/tests/fuzz/fuzz_$t
