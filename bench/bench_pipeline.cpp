@@ -208,7 +208,7 @@ void augment_autotune(benchmark::State& state) {
 // (coefficient of variation), so the best of 10 epochs of two identical
 // settings differed by > 5 % in about 1 run in 10, their medians in 1 in 40,
 // and over 20 rounds in 1 in 500: bench/vs_hand_resample.py on 60 recorded
-// epochs of two such settings, docs/performance.md.)
+// epochs of two such settings, bench/results/2026-12-02-pipeline-autotune-series-g-h.md.)
 // Counters: auto_s (median autotuned epoch), picked_s (median epoch of the
 // faster of p1 and p2 with prefetch 2, the hand-picked settings of (b)),
 // grid_s (median epoch of the grid's fastest setting), vs_picked = picked_s /

@@ -3,7 +3,7 @@
 #     build/bench/bench/bench_pipeline --benchmark_filter=vs_hand --benchmark_format=json > run$i.json
 #   done
 #   python3 bench/vs_hand_table.py run*.json
-# Prints the per-run markdown table of docs/performance.md (vs_picked / vs_grid, what the tuner
+# Prints the per-run markdown table of bench/results/*-pipeline-autotune-*.md (vs_picked / vs_grid, what the tuner
 # chose, the grid's best setting, settle epochs), then per case the distribution of vs_picked,
 # vs_grid and (where the runs have them) vs_picked_paired, vs_picked_best, vs_grid_best and
 # vs_picked_either (min, median, max; runs >= 0.95; runs < 0.9). Since 2026-12-02 vs_picked and

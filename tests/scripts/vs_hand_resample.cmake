@@ -1,7 +1,7 @@
 # Runs bench/vs_hand_resample.py on the epochs of a recorded 30-round run (series G's 1 ms
-# case, docs/performance.md) and checks the pooled figures and two of its probabilities (the
-# draws are seeded); then that a file that is missing, or has a corrupt line, is refused with
-# its name (and line). Skips without python3.
+# case, bench/results/2026-12-02-pipeline-autotune-series-g-h.md) and checks the pooled
+# figures and two of its probabilities (the draws are seeded); then that a file that is
+# missing, or has a corrupt line, is refused with its name (and line). Skips without python3.
 include(${CMAKE_CURRENT_LIST_DIR}/expect.cmake)
 find_program(PYTHON3 python3)
 if(NOT PYTHON3)

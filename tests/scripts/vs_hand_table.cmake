@@ -1,7 +1,8 @@
-# Runs bench/vs_hand_table.py on two recorded bench_pipeline runs (series A of
-# docs/performance.md, runs 1 and 2) and on one of series H (2026-12-02, with
-# vs_picked_best), checks its table rows and distribution lines, and that it
-# refuses a truncated file, naming it. Skips without python3.
+# Runs bench/vs_hand_table.py on two recorded bench_pipeline runs (series A,
+# runs 1 and 2: bench/results/2026-12-01-pipeline-autotune-series-a-b.md) and on
+# one of series H (2026-12-02, with vs_picked_best), checks its table rows and
+# distribution lines, and that it refuses a truncated file, naming it. Skips
+# without python3.
 include(${CMAKE_CURRENT_LIST_DIR}/expect.cmake)
 find_program(PYTHON3 python3)
 if(NOT PYTHON3)
