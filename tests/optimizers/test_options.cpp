@@ -187,21 +187,22 @@ TEST_CASE("with_options through fit: EMA weights at the end, learning rate logge
   CHECK(std::isfinite(h["loss"].back()));
 }
 
-TEST_CASE("gradient accumulation as Keras 3: the update count, the schedule and the EMA advance on every step") {
-  // 4 accumulation steps; the schedule halves the rate at every count.
+TEST_CASE("gradient accumulation as Keras 3: the schedule sees every step, the EMA the update count") {
+  // 4 accumulation steps; the schedule halves the rate at every step count.
   stepper st(with_options{sgd{exponential_decay{1.0, 1, 0.5, true}},
                           {.gradient_accumulation_steps = 4, .use_ema = true, .ema_momentum = 0.5}});
   auto w = st.m.parameters();
   std::fill(w.begin(), w.end(), 0.0f);
   for (int i = 0; i < 3; ++i) st({1});
   CHECK(w[0] == 0.0f);  // no update yet
-  CHECK(st.m.optimizer_iterations() == 3);
+  CHECK(st.m.optimizer_iterations() == 0);
+  CHECK(st.m.optimizer_state().steps == 3);
   const float* avg = st.m.optimizer_slots().data() + (with_options<sgd<exponential_decay>>::inner_slots + 1) * w.size();
   CHECK(avg[0] == 0.0f);  // the EMA moved (of zeros) on every step
-  st({5});  // mean gradient (1 + 1 + 1 + 5) / 4 = 2 at count 3: rate 1 * 0.5^3 = 0.125 -> w = -0.25
+  st({5});  // mean gradient (1 + 1 + 1 + 5) / 4 = 2 at step count 3: rate 1 * 0.5^3 = 0.125 -> w = -0.25
   CHECK(w[0] == doctest::Approx(-0.25));
-  CHECK(st.m.optimizer_iterations() == 4);
-  CHECK(avg[0] == doctest::Approx(0.5 * 0.0 + 0.5 * -0.25));
+  CHECK(st.m.optimizer_iterations() == 1);
+  CHECK(avg[0] == doctest::Approx(-0.25));  // iterations 3 // 4 = 0 during that step: momentum 0, a copy
   // With count_micro_steps = false the same four steps are one update at count 0: rate 1.
   stepper updates_only(with_options{sgd{exponential_decay{1.0, 1, 0.5, true}},
                                     {.gradient_accumulation_steps = 4, .count_micro_steps = false}});
@@ -210,4 +211,134 @@ TEST_CASE("gradient accumulation as Keras 3: the update count, the schedule and 
   for (float g : {1.0f, 1.0f, 1.0f, 5.0f}) updates_only({g});
   CHECK(w2[0] == doctest::Approx(-2.0));
   CHECK(updates_only.m.optimizer_iterations() == 1);
+}
+
+// The tests below follow Keras 3's keras/src/optimizers/base_optimizer.py with
+// gradient_accumulation_steps = N: `_iterations` (k below) advances on every
+// apply(); `iterations` is k // N; step k updates when (k + 1) % N == 0, with
+// the mean of the N gradients; the learning-rate schedule (so weight decay)
+// is called with k; Adam's local_step is iterations + 1 (adam.py); on every
+// step the EMA uses momentum 0 when iterations == 0, then overwrites the
+// weights when (iterations + 1) % ema_overwrite_frequency == 0; fit ends with
+// finalize_variable_values (w = ema). ctnn: optimizer_iterations() is
+// iterations, optimizer_state().steps is k.
+
+TEST_CASE("gradient accumulation and Adam: the bias correction reads the update count (Keras: first update -0.1)") {
+  stepper st(with_options{adam{0.1}, {.gradient_accumulation_steps = 2}});
+  auto w = st.m.parameters();
+  std::fill(w.begin(), w.end(), 0.0f);
+  const double eps = 1e-7;
+  st({1});  // k = 0: accumulated
+  CHECK(w[0] == 0.0f);
+  st({1});  // k = 1: update with g = (1 + 1) / 2 = 1, iterations = 1 // 2 = 0, local_step = 1
+  // m = 0.1 g = 0.1, v = 0.001 g^2 = 0.001, alpha = 0.1 * sqrt(1 - 0.999) / (1 - 0.9)
+  const double alpha1 = 0.1 * std::sqrt(1 - 0.999) / (1 - 0.9);
+  const double w1 = -alpha1 * 0.1 / (std::sqrt(0.001) + eps);  // -0.09999968...
+  CHECK(w[0] == doctest::Approx(w1).epsilon(1e-6));
+  CHECK(w[0] == doctest::Approx(-0.1).epsilon(1e-5));  // (the micro-step count, local_step 2, gives -0.0744)
+  CHECK(st.m.optimizer_iterations() == 1);
+  st({1});  // k = 2: accumulated
+  st({1});  // k = 3: update, iterations = 3 // 2 = 1, local_step = 2
+  // m = 0.1 + 0.1 (1 - 0.1) = 0.19, v = 0.001 + 0.001 (1 - 0.001) = 0.001999
+  const double alpha2 = 0.1 * std::sqrt(1 - 0.999 * 0.999) / (1 - 0.9 * 0.9);
+  const double w2 = w1 - alpha2 * 0.19 / (std::sqrt(0.001999) + eps);
+  CHECK(w[0] == doctest::Approx(w2).epsilon(1e-6));
+  CHECK(st.m.optimizer_iterations() == 2);
+  CHECK(st.m.optimizer_state().steps == 4);
+}
+
+TEST_CASE("gradient accumulation and the EMA: momentum and overwrite read the update count (Keras: -1.5)") {
+  // sgd with rate 1, N = 2, ema_momentum 0.5, gradient 1 on every step, w = 0:
+  //   k = 0: accumulate;                   iterations 0: ema = w = 0
+  //   k = 1: w = 0 - 1 * (1 + 1) / 2 = -1;  iterations 0: ema = w = -1
+  //   k = 2: accumulate;                   iterations 1: ema = 0.5 * -1 + 0.5 * -1 = -1
+  //   k = 3: w = -1 - 1 = -2;              iterations 1: ema = 0.5 * -1 + 0.5 * -2 = -1.5
+  // (the micro-step count would give ema 0, -0.5, -0.75, -1.375)
+  auto run = [](int overwrite) {
+    stepper st(with_options{sgd{1.0}, {.gradient_accumulation_steps = 2, .use_ema = true, .ema_momentum = 0.5,
+                                       .ema_overwrite_frequency = overwrite}});
+    auto w = st.m.parameters();
+    std::fill(w.begin(), w.end(), 0.0f);
+    const float* avg = st.m.optimizer_slots().data() + (with_options<sgd<>>::inner_slots + 1) * w.size();
+    std::vector<float> ws, avgs;
+    for (int k = 0; k < 4; ++k) {
+      st({1});
+      ws.push_back(w[0]);
+      avgs.push_back(avg[0]);
+    }
+    st.opt.finalize(st.m);
+    ws.push_back(w[0]);
+    return std::pair{ws, avgs};
+  };
+  SUBCASE("no overwrite: the final weight is the average, -1.5") {
+    auto [ws, avgs] = run(0);
+    CHECK(avgs == std::vector<float>{0, -1, -1, -1.5f});
+    CHECK(ws == std::vector<float>{0, -1, -1, -2, -1.5f});
+  }
+  SUBCASE("overwrite every 2: w = ema when (iterations + 1) % 2 == 0, i.e. at k = 2 and 3") {
+    // k = 2: w = ema = -1; k = 3: w = -1 - 1 = -2, ema = 0.5 * -1 + 0.5 * -2 = -1.5, w = -1.5
+    // (the micro-step count would give 0, -0.5, -0.5, -1)
+    auto [ws, avgs] = run(2);
+    CHECK(ws == std::vector<float>{0, -1, -1, -1.5f, -1.5f});
+    CHECK(avgs == std::vector<float>{0, -1, -1, -1.5f});
+  }
+}
+
+TEST_CASE("gradient accumulation: the schedule and weight decay read the step count, optimizer_iterations() the updates") {
+  SUBCASE("sgd with a schedule and weight decay") {
+    // rate 0.5^k (exponential_decay{1, 1, 0.5, staircase}), weight_decay 0.5, N = 2, gradient 1, w = 2:
+    //   k = 1: rate 0.5^1: w = 2 - 2 * 0.5 * 0.5 = 1.5, then 1.5 - 0.5 * 1 = 1
+    //   k = 3: rate 0.5^3: w = 1 - 1 * 0.5 * 0.125 = 0.9375, then 0.9375 - 0.125 = 0.8125
+    stepper st(with_options{sgd{exponential_decay{1.0, 1, 0.5, true}}, {.weight_decay = 0.5, .gradient_accumulation_steps = 2}});
+    auto w = st.m.parameters();
+    std::fill(w.begin(), w.end(), 0.0f);
+    w[0] = 2;
+    st({1});
+    st({1});
+    CHECK(w[0] == doctest::Approx(1.0));
+    st({1});
+    CHECK(st.m.optimizer_iterations() == 1);  // 3 // 2
+    CHECK(st.m.optimizer_state().steps == 3);
+    st({1});
+    CHECK(w[0] == doctest::Approx(0.8125));
+    CHECK(st.m.optimizer_iterations() == 2);
+  }
+  SUBCASE("adam with a schedule: the rate at k = 1, the bias correction at iterations 0") {
+    // rate 0.5, local_step 1: w = -0.5 * sqrt(0.001) / (sqrt(0.001) + 1e-7)
+    stepper st(with_options{adam{exponential_decay{1.0, 1, 0.5, true}}, {.gradient_accumulation_steps = 2}});
+    auto w = st.m.parameters();
+    std::fill(w.begin(), w.end(), 0.0f);
+    st({1});
+    st({1});
+    CHECK(w[0] == doctest::Approx(-0.5 * std::sqrt(0.001) / (std::sqrt(0.001) + 1e-7)).epsilon(1e-6));
+  }
+  SUBCASE("through fit: the logged learning rate is the schedule's at the step count") {
+    with_options opt{sgd{exponential_decay{1.0, 1, 0.5, true}}, {.gradient_accumulation_steps = 2}};
+    auto m = make_model<acc_net>(9);
+    auto h = fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt, acc_data().batch(16), epochs{1});
+    CHECK(m.optimizer_state().steps == 4);
+    CHECK(m.optimizer_iterations() == 2);
+    CHECK(h["learning_rate"].back() == doctest::Approx(0.0625));  // 0.5^4, the rate the next update would use
+  }
+}
+
+TEST_CASE("gradient accumulation resumed mid-window: a second fit continues the accumulator and both counts") {
+  // 4 batches per epoch, N = 3: the first epoch ends with one micro-step in the accumulator.
+  auto make_opt = [] { return with_options{adam{0.01}, {.gradient_accumulation_steps = 3}}; };
+  auto xent = sparse_categorical_crossentropy{.from_logits = true};
+  auto split = make_model<acc_net>(9), whole = make_model<acc_net>(9);
+  auto o1 = make_opt(), o2 = make_opt(), o3 = make_opt();
+  fit(split, xent, o1, acc_data().batch(16), epochs{1});
+  CHECK(split.optimizer_iterations() == 1);  // k = 2 updated; k = 3 waits
+  CHECK(split.optimizer_state().steps == 4);
+  fit(split, xent, o2, acc_data().batch(16), epochs{1});
+  CHECK(split.optimizer_iterations() == 2);  // k = 5 updated (with k = 3's gradient); k = 6, 7 wait
+  CHECK(split.optimizer_state().steps == 8);
+  fit(whole, xent, o3, acc_data().batch(16), epochs{2});
+  CHECK(whole.optimizer_iterations() == 2);
+  const auto a = split.parameters(), b = whole.parameters();
+  REQUIRE(a.size() == b.size());
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) differ += !(a[i] == doctest::Approx(b[i]).epsilon(1e-6).scale(1e-7));
+  CHECK(differ == 0);
 }

@@ -124,6 +124,19 @@ TEST_CASE("update_pruning_step: sparsity follows the schedule and is logged per 
   CHECK(nonzero_kernel(m) <= 48);
 }
 
+TEST_CASE("update_pruning_step under gradient accumulation: the schedule reads the update count") {
+  // TFMOT's UpdatePruningStep drives pruning_step from the optimizer's
+  // iterations; with Keras 3's gradient accumulation those count updates
+  // (_iterations // N). 8 steps, N = 2: update counts 0, 0, 1, 1, 2, 2, 3, 3,
+  // so the masks of steps 0 and 3 only (the step count would reach 6).
+  auto m = make_model<net>(2);
+  with_options opt{sgd{0.05}, {.gradient_accumulation_steps = 2}};
+  auto h = fit(m, xent, opt, toy_data().batch(8), epochs{1}, update_pruning_step{});
+  CHECK(m.optimizer_iterations() == 4);
+  REQUIRE(sched::sparsity(3) != sched::sparsity(6));
+  CHECK(h["sparsity_layer_1"][0] == doctest::Approx(1.0 - double(detail::keep_count(192, sched::sparsity(3))) / 192));
+}
+
 // A callback checks after every batch (after the step's after_update).
 struct checker {
   std::size_t slots = 0, checks = 0;
@@ -143,11 +156,11 @@ struct checker {
 };
 
 TEST_CASE("pruned weights are exactly 0 after every update, for every optimizer and option") {
-  auto run = [&](auto opt) {
+  auto run = [&](auto opt, std::size_t n_epochs = 3) {
     const std::size_t slots = decltype(opt)::slots_per_parameter;
     auto m = make_model<net>(4);
     checker c{slots};
-    fit(m, xent, opt, toy_data().batch(8), epochs{3}, update_pruning_step{}, c);
+    fit(m, xent, opt, toy_data().batch(8), epochs{n_epochs}, update_pruning_step{}, c);
     CHECK(c.checks > 0);
     check_pruned_exactly_zero(m, slots);
   };
@@ -164,7 +177,8 @@ TEST_CASE("pruned weights are exactly 0 after every update, for every optimizer 
   }
   SUBCASE("weight decay") { run(with_options{adam{0.01}, {.weight_decay = 0.1}}); }
   SUBCASE("gradient accumulation and clipping") {
-    run(with_options{sgd{0.1, 0.9}, {.clipnorm = 0.5, .gradient_accumulation_steps = 2}});
+    // the schedule reads the update count: 4 epochs of 8 steps are 16 updates, past step 12's final mask
+    run(with_options{sgd{0.1, 0.9}, {.clipnorm = 0.5, .gradient_accumulation_steps = 2}}, 4);
   }
 }
 

@@ -226,19 +226,19 @@ concept has_options = requires(const O& o) {
 
 // Phases 4-6 of train/step.hpp on the device for one step: with_options'
 // accumulation, clipping and weight decay, the optimizer's update, the
-// moving average; then the update count. Returns whether the parameters are
+// moving average; then the counts (as train/step.hpp). Returns whether the parameters are
 // finite (true when no update ran); *updated says whether one did.
 template <class B, class M, class O>
 bool device_update(M& m, const O& opt, bool& updated) {
   using Ops = ops<B>;
   using V = typename M::variable_type;
   optimizer_state& os = m.mutable_optimizer_state();
-  const double lr = opt.learning_rate(os.iterations) * os.learning_rate_scale;
+  const double lr = ctnn::detail::current_learning_rate(opt, os);
   V* w = m.parameters().data();
   V* g = m.gradients().data();
   V* slots = m.optimizer_slots().data();
   const std::size_t n = m.parameters().size();
-  bool apply = true, count = true, finite = true;
+  bool apply = true, finite = true;
   if constexpr (has_options<O>) {
     const optimizer_options& o = opt.options;
     const int N = o.gradient_accumulation_steps;
@@ -247,7 +247,6 @@ bool device_update(M& m, const O& opt, bool& updated) {
       if (os.steps % N < N - 1) {
         Ops::accumulate(acc, g, n);
         apply = false;
-        count = o.count_micro_steps;
       } else {
         Ops::accumulated_mean(g, acc, n, float(1.0 / double(N)));
       }
@@ -271,13 +270,13 @@ bool device_update(M& m, const O& opt, bool& updated) {
   }
   if constexpr (has_options<O>) {
     const optimizer_options& o = opt.options;
-    if (o.use_ema && count) {
+    if (o.use_ema && (apply || o.count_micro_steps)) {
       V* avg = slots + (O::inner_slots + 1) * n;
       Ops::moving_average(avg, w, n, os.iterations == 0 ? 0.0f : float(o.ema_momentum));
       if (o.ema_overwrite_frequency > 0 && (os.iterations + 1) % o.ema_overwrite_frequency == 0) Ops::copy(avg, w, n);
     }
   }
-  if (count) ++os.iterations;
+  if (apply) ++os.iterations;
   ++os.steps;
   updated = apply;
   return finite;

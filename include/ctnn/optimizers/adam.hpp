@@ -2,7 +2,8 @@
 //
 // adam<Schedule>(learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999,
 //                epsilon = 1e-7, amsgrad = false). Slots: m, v (and v_hat
-// with amsgrad, 3 in all). With t = iterations + 1:
+// with amsgrad, 3 in all). With t = iterations + 1 (updates applied before
+// this one, as Keras' local_step; gradient accumulation: docs/training.md):
 //   alpha = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t)
 //   m += (g - m) * (1 - beta_1);  v += (g^2 - v) * (1 - beta_2)
 //   (amsgrad: v_hat = max(v_hat, v), used in place of v)

@@ -15,14 +15,17 @@
 //  update: the optimizer's own update;
 //  after_update:
 //  4. keeps an exponential moving average of the weights (use_ema):
-//     ema = m * ema + (1 - m) * w with m = ema_momentum (0 when the update
-//     count is 0); every ema_overwrite_frequency counts (0: never) w = ema;
-//     at the end of fit (finalize) w = ema, as Keras' finalize_variable_values.
-// The update count (the model's optimizer_state().iterations, which the
-// schedule, Adam's bias correction, weight decay and the EMA see) advances on
-// every step, update or not, as Keras 3's `iterations` does; with
-// count_micro_steps = false it advances on real updates only (and the EMA
-// moves only then), so N accumulated steps behave as one larger batch.
+//     ema = m * ema + (1 - m) * w with m = ema_momentum (0 while iterations
+//     is 0); w = ema when (iterations + 1) % ema_overwrite_frequency == 0
+//     (0: never); at the end of fit (finalize) w = ema, as Keras'
+//     finalize_variable_values.
+// Counts, as Keras 3: the model's optimizer_state().iterations counts applied
+// updates (Adam's bias correction, the EMA's first step and overwrite period
+// read it); .steps counts every step, micro-steps included (the learning-rate
+// schedule, hence weight decay, reads it under accumulation; with
+// count_micro_steps = false it reads iterations too and the EMA moves on
+// updates only, so N accumulated steps behave as one larger batch).
+// docs/training.md, "Which count each consumer reads", has the table.
 // It adds two slot arrays (the accumulator, the average) to the optimizer's.
 #pragma once
 #include <algorithm>
@@ -51,7 +54,7 @@ struct optimizer_options {
   bool use_ema = false;
   double ema_momentum = 0.99;
   int ema_overwrite_frequency = 0;  // 0: only at the end of fit
-  bool count_micro_steps = true;    // Keras 3: every step counts; false: only updates count
+  bool count_micro_steps = true;    // Keras 3: the schedule reads the step count; false: the update count
 
   void validate() const {
     auto bad = [](const std::string& what) { throw std::invalid_argument("optimizer_options: " + what); };
@@ -111,7 +114,6 @@ struct with_options : O {
       if (phase < N - 1) {
         for (std::size_t i = 0; i < n; ++i) acc[i] += g[i];
         s.apply_update = false;
-        s.count_iteration = options.count_micro_steps;
         return;
       }
       const T inv = T(1) / T(N);
@@ -136,10 +138,18 @@ struct with_options : O {
     }
   }
 
-  // Phase 6: the moving average of the weights.
+  // The count the learning-rate schedule reads (train/model.hpp's detail::schedule_step).
+  template <class State>  // optimizer_state
+  std::int64_t schedule_step(const State& os) const noexcept {
+    return options.gradient_accumulation_steps > 1 && options.count_micro_steps ? os.steps : os.iterations;
+  }
+
+  // Phase 6: the moving average of the weights, on every step (Keras 3), or
+  // on updates only with count_micro_steps = false; s.iteration is the
+  // number of updates applied before this step.
   template <class State>
   void after_update(State& s) const {
-    if (!options.use_ema || !s.count_iteration) return;
+    if (!options.use_ema || !s.count_iteration || (!s.apply_update && !options.count_micro_steps)) return;
     using T = typename std::remove_cvref_t<decltype(s.parameters)>::value_type;
     const std::size_t n = s.parameters.size();
     T* w = s.parameters.data();

@@ -4,7 +4,8 @@
 // prune_low_magnitude layers. It is a step hook (train/step.hpp) and a
 // callback (train/callbacks.hpp):
 //   before the forward pass of the step at update count t (the step's first
-//   phase), for each pruned layer whose schedule says should_prune(t): a new
+//   phase; updates applied, so once per gradient accumulation window:
+//   docs/training.md), for each pruned layer whose schedule says should_prune(t): a new
 //   mask from the kernel's magnitudes at sparsity(t) (pruning/masks.hpp), as
 //   TFMOT's wrapper does in its call() at pruning_step t;
 //   transform_gradients: the gradients of pruned weights are set to 0, so no

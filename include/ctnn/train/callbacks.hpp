@@ -48,10 +48,7 @@ struct train_context {
   bool stop_training = false;
   std::function<logs()> running_logs;  // during an epoch: the loss and metrics so far (progress_bar)
 
-  double learning_rate() const {
-    const auto& os = model.optimizer_state();
-    return optimizer.learning_rate(os.iterations) * os.learning_rate_scale;
-  }
+  double learning_rate() const { return detail::current_learning_rate(optimizer, model.optimizer_state()); }
   void scale_learning_rate(double factor) {
     detail::training_access::optimizer_state(model).learning_rate_scale *= factor;
   }

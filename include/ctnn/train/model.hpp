@@ -18,12 +18,13 @@
 // variables (parameters(), layer_parameters<I>(), ...) stay valid.
 //
 // The optimizer's state belongs to the model it updates: its slots are a plan
-// region and its update count and learning-rate scale live here
+// region and its update and step counts and learning-rate scale live here
 // (optimizer_state()). fit() (re)initialises them when the model meets an
 // optimizer of another kind than the one its slots were made for, or none
 // yet; reset_optimizer() forgets them.
 #pragma once
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -46,9 +47,9 @@ namespace ctnn {
 
 // The optimizer's bookkeeping kept with the model (its slots are in the plan).
 struct optimizer_state {
-  std::int64_t iterations = 0;       // Keras' optimizer.iterations (updates, or with gradient
-                                     // accumulation every step: optimizer_options)
-  std::int64_t steps = 0;            // training steps seen (calls of the step)
+  std::int64_t iterations = 0;       // updates applied: Keras 3's optimizer.iterations (with gradient
+                                     // accumulation, its _iterations // gradient_accumulation_steps)
+  std::int64_t steps = 0;            // training steps run, micro-steps included: Keras 3's _iterations
   double learning_rate_scale = 1.0;  // multiplies the schedule's rate (reduce_lr_on_plateau)
   const void* kind = nullptr;        // which optimizer type the slots were made for (nullptr: none)
 };
@@ -57,6 +58,22 @@ namespace detail {
 template <class O>
 inline constexpr char optimizer_kind_tag = 0;
 struct training_access;
+
+// The count an optimizer's learning-rate schedule reads: os.iterations, or
+// what O::schedule_step(os) says (with_options under gradient accumulation:
+// os.steps, as Keras 3). docs/training.md, "Which count each consumer reads", has the table.
+template <class O>
+std::int64_t schedule_step(const O& opt, const optimizer_state& os) {
+  if constexpr (requires { { opt.schedule_step(os) } -> std::convertible_to<std::int64_t>; })
+    return opt.schedule_step(os);
+  else
+    return os.iterations;
+}
+// The rate the next update uses: the schedule's at schedule_step, times the model's scale.
+template <class O>
+double current_learning_rate(const O& opt, const optimizer_state& os) {
+  return opt.learning_rate(schedule_step(opt, os)) * os.learning_rate_scale;
+}
 }  // namespace detail
 
 namespace detail {
@@ -272,9 +289,10 @@ class model {
     return out;
   }
 
-  // The optimizer's update count and learning-rate scale (read-only: fit and
-  // the training context change them).
+  // The optimizer's counts and learning-rate scale (read-only: fit and the
+  // training context change them).
   const ctnn::optimizer_state& optimizer_state() const noexcept { return opt_; }
+  // Updates applied (Keras 3's optimizer.iterations; gradient accumulation: docs/training.md).
   std::int64_t optimizer_iterations() const noexcept { return opt_.iterations; }
   // Forgets the optimizer state: the next fit starts with fresh slots and update count 0.
   void reset_optimizer() noexcept { opt_ = ctnn::optimizer_state{}; }

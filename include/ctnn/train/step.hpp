@@ -19,8 +19,10 @@
 //                          (skipped when apply_update is false); it reports
 //                          whether every new parameter is finite
 //   6. after_update        the optimizer's after_update (EMA), then each hook's
-//                          (masks); then the model's update count advances
-//                          (when count_iteration).
+//                          (masks); then the model's counts advance: steps
+//                          always, iterations when an update ran and
+//                          count_iteration (docs/training.md: which count
+//                          each consumer reads).
 // A hook is any object with one or more of scale_loss, transform_gradients,
 // after_update taking step_state<M>&; fit passes every extra argument that is
 // one (StepHook). The step runs with flush-to-zero and denormals-are-zero set
@@ -46,13 +48,13 @@ struct step_state {
   M& model;
   std::size_t epoch = 0, step = 0;  // 0-based
   std::size_t batch = 0;            // samples in this batch
-  std::int64_t iteration = 0;       // the model's optimizer update count before this step
-  std::int64_t micro_step = 0;      // steps before this one (with gradient accumulation, iteration may lag)
-  double learning_rate = 0;         // schedule(iteration) * the model's learning-rate scale
+  std::int64_t iteration = 0;       // updates applied before this step (Keras' optimizer.iterations)
+  std::int64_t micro_step = 0;      // steps before this one (Keras' _iterations; > iteration with accumulation)
+  double learning_rate = 0;         // detail::current_learning_rate: the schedule's rate * the model's scale
   double loss_scale = 1.0;          // dL/dy is multiplied by it in the loss phase
   bool apply_update = true;         // false: phase 5 is skipped
   bool parameters_finite = true;    // phase 5 found every new parameter finite
-  bool count_iteration = true;      // false: the update count stays
+  bool count_iteration = true;      // false: the update count stays even if an update ran
   bool skip_step = false;           // a hook rejected the gradients: phases 4 (rest) to 6 and the counts are skipped
   std::span<typename M::variable_type> parameters, gradients, slots;
   const typename M::value_type* inputs = nullptr;  // the batch's input values (batch * input_size; run() only)
@@ -140,7 +142,7 @@ class train_step {
     s.batch = n;
     s.iteration = os.iterations;
     s.micro_step = os.steps;
-    s.learning_rate = opt_.learning_rate(os.iterations) * os.learning_rate_scale;
+    s.learning_rate = detail::current_learning_rate(opt_, os);
     s.parameters = m_.parameters();
     s.gradients = m_.gradients();
     s.slots = m_.optimizer_slots();
@@ -175,7 +177,7 @@ class train_step {
       if constexpr (has_after_update<std::remove_cvref_t<decltype(h)>, M>) h.after_update(s);
     });
     optimizer_state& os = detail::training_access::optimizer_state(m_);
-    if (s.count_iteration) ++os.iterations;
+    if (s.apply_update && s.count_iteration) ++os.iterations;
     ++os.steps;
     return s.apply_update;
   }
