@@ -3,11 +3,15 @@
 #include <ctnn/ctnn.hpp>
 #include <ctnn/pruning.hpp>
 
-// Prune the first hidden layer from 0 to 80 % between steps 0 and 2000
-// (a mask update every 100 steps), the second to 2:4.
+#include <cmath>
+#include <cstdio>
+
+// Prune the first hidden layer from 0 to 80 % between steps 0 and 800
+// (a mask update every 100 steps; one epoch of 938 steps gets past it), the
+// second to 2:4.
 using net = ctnn::sequential<
     ctnn::input<28, 28>, ctnn::flatten,
-    ctnn::prune_low_magnitude<ctnn::dense<256, ctnn::relu>, ctnn::polynomial_sparsity<0.0, 0.8, 0, 2000>>,
+    ctnn::prune_low_magnitude<ctnn::dense<256, ctnn::relu>, ctnn::polynomial_sparsity<0.0, 0.8, 0, 800>>,
     ctnn::prune_low_magnitude<ctnn::dense<128, ctnn::relu>, ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>,
     ctnn::dense<10>>;
 
@@ -25,9 +29,12 @@ int main() {
   ctnn::adam opt{1e-3};
   const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
   // update_pruning_step is required, as TFMOT's UpdatePruningStep callback is
-  auto hist = ctnn::fit(model, loss, opt, train, ctnn::epochs{3}, ctnn::update_pruning_step{});
+  auto hist = ctnn::fit(model, loss, opt, train, ctnn::epochs{1}, ctnn::update_pruning_step{});
   // hist["sparsity_layer_2"] and hist["sparsity_layer_3"]: the sparsity after each epoch
   auto small = ctnn::strip_pruning(model);  // a model<compact>
   ctnn::io::save_weights(small, "pruned.weights");
-  return hist["sparsity_layer_2"].back() == 0.8 ? 0 : 1;
+  // 40141 of 200,704 weights kept (a rounded count): 0.799999, not exactly 0.8
+  const double sparsity = hist["sparsity_layer_2"].back();
+  std::printf("layer 2: sparsity %.6f, layer 3: %.6f\n", sparsity, hist["sparsity_layer_3"].back());
+  return std::abs(sparsity - 0.8) < 1e-4 ? 0 : 1;
 }

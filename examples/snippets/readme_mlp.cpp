@@ -16,7 +16,7 @@ int main() {
   auto train = ctnn::data::fashion_mnist::train().shuffle(/*seed=*/1).batch(64);
   auto test  = ctnn::data::fashion_mnist::test().batch(1000);
   auto hist  = ctnn::fit(model, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt, train,
-                         ctnn::epochs{10}, ctnn::sparse_categorical_accuracy{},
+                         ctnn::epochs{3}, ctnn::sparse_categorical_accuracy{},
                          ctnn::validation_data(test), ctnn::epoch_logger{});
   ctnn::io::save_weights(model, "mlp.ctnn");
 }

@@ -343,8 +343,31 @@ dataset<sample<S, K, typename EX::value_type>> from_xtensor(const xt::xexpressio
 
 }  // namespace data
 
+namespace xtd {
+// evaluate(x, y) given the wrong loss for y, said in words with the loss to
+// use (from_xtensor's size message would not name one): class labels (y of
+// rank 1) for a loss of dense target vectors, or rows as wide as the output
+// (one-hot or soft targets) for a loss of class labels.
+template <class K, std::size_t Out, class EY>
+void check_target_kind(const std::string& loss, const EY& y) {
+  const std::size_t n = y.dimension() == 0 ? 0 : std::size_t(y.shape()[0]);
+  if constexpr (is_sparse_v<K>) {
+    if (Out > 1 && y.dimension() == 2 && std::size_t(y.shape()[1]) == Out)
+      throw std::invalid_argument("evaluate: y holds " + std::to_string(n) + " rows of " + std::to_string(Out) +
+                                  " values (one-hot or soft targets) but " + loss +
+                                  " takes one class label per sample: use categorical_crossentropy instead");
+  } else {
+    if (K::width > 1 && y.dimension() == 1)
+      throw std::invalid_argument("evaluate: y holds one value per sample (class labels) but " + loss + " takes " +
+                                  std::to_string(K::width) +
+                                  " target values per sample: use sparse_categorical_crossentropy instead");
+  }
+}
+}  // namespace xtd
+
 // Keras' evaluate(x, y): the loss and metrics over x (n, input shape...) and
-// y, in batches of 32. The target kind is the loss's (sparse: class indices).
+// y, in batches of 32. The target kind is the loss's (sparse: class indices);
+// y of the other kind throws std::invalid_argument naming the loss to use.
 template <Model M, class L, class EX, class EY, class... Ms>
   requires Loss<L, typename std::remove_cvref_t<M>::compute_type> &&
            (Metric<Ms, typename std::remove_cvref_t<M>::compute_type> && ...)
@@ -354,6 +377,7 @@ logs evaluate(M& m, const L& loss, const xt::xexpression<EX>& x, const xt::xexpr
   using T = xtd::value_t<M>;
   using K = loss_target_kind_t<L, MM::output_size>;
   static_assert(xtd::check_static<EX, I, 1>());
+  xtd::check_target_kind<K, MM::output_size>(loss.name(), y.derived_cast());
   if constexpr (std::is_same_v<typename EX::value_type, T>) {
     return evaluate(m, loss, data::from_xtensor<I, K>(x, y).batch(32), metrics...);
   } else {

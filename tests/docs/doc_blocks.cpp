@@ -1,11 +1,16 @@
-// tests/docs/doc_blocks.cpp — compiles every C++ code block of Markdown files.
+// tests/docs/doc_blocks.cpp — compiles every C++ code block of Markdown files
+// and runs every block that is a whole program.
 //
 // Usage: ctnn_doc_blocks --cxx COMPILER --include DIR --root REPO --work DIR
-//                        [--cxxflag FLAG]... [--not-compiled examples/snippets/NAME.cpp]...
+//                        [--cxxflag FLAG]... [--run-flag FLAG]... [--link ARG]...
+//                        [--timeout SECONDS] [--not-compiled examples/snippets/NAME.cpp]...
 //                        [--expect-fail LINE,LINE,...] FILE.md...
 // --cxxflag adds a compiler flag (the build passes ONNX's definitions when
-// ctnn::onnx exists); --not-compiled names a snippet file whose blocks are only
-// checked against the file (its optional component is missing here).
+// ctnn::onnx exists); --run-flag adds a flag used only to build the programs
+// that are run (the build's optimisation flags), --link an argument of their
+// link line (libraries: zlib, -pthread, ONNX's); --not-compiled names a snippet
+// file whose blocks are only checked against the file (its optional component
+// is missing here).
 //
 // A block is a fence that opens with ```cpp or ```c++. The line just before it
 // may say how the block is completed (blank or other lines: a complete program):
@@ -13,16 +18,32 @@
 //       that file (checked character for character) and the file is compiled
 //   <!-- snippet: frame NAME -->  the block is pasted into
 //       examples/snippets/frames/NAME.cpp at its line "// @snippet@"
+//   <!-- snippet: compile only: WHY -->  a complete program that is compiled
+//       but not run; WHY (not empty) says why it cannot run in the test
+//   <!-- snippet: examples/snippets/NAME.cpp, compile only: WHY -->  both
 // Any other "<!-- snippet:" comment is an error, so a typo cannot skip a block.
-// Each block is compiled on its own with -std=c++20 -fsyntax-only (which still
-// instantiates templates and evaluates every static_assert). A failure prints
-// "FILE:LINE: ..." with the compiler's output and makes the run fail.
+// A fragment (a frame block) is compiled with -std=c++20 -fsyntax-only (which
+// still instantiates templates and evaluates every static_assert). A block
+// that is a whole program (its own text has "int main") is compiled and linked
+// with the --run-flag and --link arguments and run in an empty scratch
+// directory under --work (also its TMPDIR, so the files it writes stay there):
+// it must exit with 0 within --timeout seconds (default 120). A program that
+// reads Fashion-MNIST ("fashion_mnist::" in its text) while the data set is
+// missing ($CTNN_FASHION_MNIST_DIR, else /usr/share/datasets/fashion-mnist) is
+// only compiled; the run then ends with "CTNN_SKIP:" if nothing failed, which
+// CTest reports as skipped. A failure prints "FILE:LINE: ..." with the
+// compiler's or the program's output and makes the run fail.
 // --expect-fail turns the run into a test of this checker: it passes only if
 // exactly the blocks opening at those lines fail.
+#include <sys/wait.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -96,18 +117,55 @@ std::string line_directive(const block& b, const std::string& doc) {
   return "#line " + std::to_string(b.line + 1) + " \"" + doc + "\"\n";
 }
 
-bool source_of(const block& b, const std::string& doc, const fs::path& root, std::string& src, std::string& why) {
-  if (b.marker.empty()) {
-    src = line_directive(b, doc) + b.code;
-    return true;
-  }
-  std::string m = b.marker.substr(std::string("<!-- snippet:").size());
+// What the "<!-- snippet: ... -->" comment before a block says.
+struct marker_info {
+  std::string what;          // "", "examples/snippets/NAME.cpp" or "frame NAME"
+  bool compile_only = false;
+  std::string why;           // why a compile-only program is not run
+};
+
+bool parse_marker(const std::string& marker, marker_info& info, std::string& why) {
+  if (marker.empty()) return true;
+  std::string m = marker.substr(std::string("<!-- snippet:").size());
   const auto end = m.rfind("-->");
   if (end == std::string::npos) {
     why = "the snippet comment is not closed with -->";
     return false;
   }
   m = trim(m.substr(0, end));
+  const std::string tag = "compile only:";
+  if (const auto at = m.find(tag); at != std::string::npos) {
+    info.compile_only = true;
+    info.why = trim(m.substr(at + tag.size()));
+    m = trim(m.substr(0, at));
+    if (!m.empty() && m.back() == ',') m = trim(m.substr(0, m.size() - 1));
+    if (info.why.empty()) {
+      why = "'compile only:' must say why the program cannot run in the test";
+      return false;
+    }
+    if (m.rfind("frame ", 0) == 0) {
+      why = "'compile only' is for whole programs; a frame's fragment is never run";
+      return false;
+    }
+  }
+  if (m.empty() && info.compile_only) return true;
+  if (m.rfind("frame ", 0) == 0 ||
+      (m.rfind("examples/snippets/", 0) == 0 && m.size() > 4 && m.substr(m.size() - 4) == ".cpp")) {
+    info.what = m;
+    return true;
+  }
+  why = "unknown snippet comment '" + marker +
+        "' (use 'examples/snippets/NAME.cpp', 'frame NAME' or 'compile only: WHY')";
+  return false;
+}
+
+bool source_of(const block& b, const marker_info& info, const std::string& doc, const fs::path& root, std::string& src,
+               std::string& why) {
+  const std::string& m = info.what;
+  if (m.empty()) {
+    src = line_directive(b, doc) + b.code;
+    return true;
+  }
   if (m.rfind("frame ", 0) == 0) {
     const fs::path frame = root / "examples/snippets/frames" / (trim(m.substr(6)) + ".cpp");
     if (!fs::exists(frame)) {
@@ -124,21 +182,55 @@ bool source_of(const block& b, const std::string& doc, const fs::path& root, std
     src = f.substr(0, at) + line_directive(b, doc) + b.code + f.substr(at + mark.size());
     return true;
   }
-  if (m.rfind("examples/snippets/", 0) == 0 && m.size() > 4 && m.substr(m.size() - 4) == ".cpp") {
-    const fs::path file = root / m;
-    if (!fs::exists(file)) {
-      why = "no file " + file.string();
-      return false;
-    }
-    src = read(file);
-    if (src != b.code) {
-      why = "the block differs from " + m + " (copy the file into the document verbatim)";
-      return false;
-    }
-    return true;
+  const fs::path file = root / m;
+  if (!fs::exists(file)) {
+    why = "no file " + file.string();
+    return false;
   }
-  why = "unknown snippet comment '" + b.marker + "' (use 'examples/snippets/NAME.cpp' or 'frame NAME')";
-  return false;
+  src = read(file);
+  if (src != b.code) {
+    why = "the block differs from " + m + " (copy the file into the document verbatim)";
+    return false;
+  }
+  return true;
+}
+
+// A whole program: the block's own text defines main.
+bool is_program(const std::string& code) {
+  static const std::regex main_def(R"(\bint\s+main\s*\()");
+  return std::regex_search(code, main_def);
+}
+
+// Where a program that reads Fashion-MNIST finds it (data/fashion_mnist.hpp's default_dir).
+fs::path fashion_mnist_dir() {
+  if (const char* e = std::getenv("CTNN_FASHION_MNIST_DIR"); e && *e) return e;
+  return "/usr/share/datasets/fashion-mnist";
+}
+
+bool fashion_mnist_present() {
+  const fs::path d = fashion_mnist_dir();
+  for (const char* stem : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                           "t10k-labels-idx1-ubyte"})
+    if (!fs::exists(d / stem) && !fs::exists(d / (std::string(stem) + ".gz"))) return false;
+  return true;
+}
+
+// std::system's status as an exit code (-1 when the shell could not run it).
+int exit_code(int status) {
+  if (status == -1) return -1;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+std::string tail(const std::string& s, std::size_t n) {
+  return s.size() <= n ? s : "[...]\n" + s.substr(s.size() - n);
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
 }
 
 }  // namespace
@@ -149,7 +241,8 @@ int main(int argc, char** argv) try {
   std::set<std::size_t> expect_fail;
   bool testing_checker = false;
   std::vector<fs::path> files;
-  std::string extra_flags;
+  std::string extra_flags, run_flags, link_args;
+  int timeout_s = 120;
   std::set<std::string> not_compiled;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -161,7 +254,10 @@ int main(int argc, char** argv) try {
     else if (a == "--include") include = value();
     else if (a == "--root") root = value();
     else if (a == "--work") work = value();
-    else if (a == "--cxxflag") extra_flags += " \"" + value() + "\"";
+    else if (a == "--cxxflag") extra_flags += " " + quote(value());
+    else if (a == "--run-flag") run_flags += " " + quote(value());
+    else if (a == "--link") link_args += " " + quote(value());
+    else if (a == "--timeout") timeout_s = std::stoi(value());
     else if (a == "--not-compiled") not_compiled.insert(value());
     else if (a == "--expect-fail") {
       testing_checker = true;
@@ -170,10 +266,13 @@ int main(int argc, char** argv) try {
       while (std::getline(s, item, ',')) expect_fail.insert(std::stoul(item));
     } else files.emplace_back(a);
   }
-  if (cxx.empty() || include.empty() || root.empty() || work.empty() || files.empty())
-    throw std::runtime_error("usage: ctnn_doc_blocks --cxx C --include DIR --root DIR --work DIR [--expect-fail L,...] FILE.md...");
+  if (cxx.empty() || include.empty() || root.empty() || work.empty() || files.empty() || timeout_s <= 0)
+    throw std::runtime_error("usage: ctnn_doc_blocks --cxx C --include DIR --root DIR --work DIR [--cxxflag F]... "
+                             "[--run-flag F]... [--link A]... [--timeout S] [--expect-fail L,...] FILE.md...");
+  work = fs::absolute(work);
   fs::create_directories(work);
   std::set<std::size_t> failed;
+  std::vector<std::string> not_run;  // programs that were only compiled because their data set is missing
   std::size_t count = 0;
   for (const fs::path& md : files) {
     const std::string name = fs::relative(md, root).string();
@@ -181,32 +280,70 @@ int main(int argc, char** argv) try {
       ++count;
       const std::string where = name + ":" + std::to_string(b.line);
       std::string src, why;
-      if (!source_of(b, name, root, src, why)) {
+      marker_info info;
+      if (!parse_marker(b.marker, info, why) || !source_of(b, info, name, root, src, why)) {
         std::cout << where << ": " << why << "\n";
         failed.insert(b.line);
         continue;
       }
-      if (const auto m = b.marker.find("examples/snippets/"); m != std::string::npos) {
-        const std::string file = b.marker.substr(m, b.marker.find(".cpp", m) + 4 - m);
-        if (not_compiled.count(file)) {
-          std::cout << where << ": equals " << file << " (not compiled: its optional component is missing)\n";
-          continue;
-        }
+      if (not_compiled.count(info.what)) {
+        std::cout << where << ": equals " << info.what << " (not compiled: its optional component is missing)\n";
+        continue;
       }
       std::string stem = name;
       for (char& c : stem)
         if (c == '/' || c == '.') c = '_';
-      const fs::path cpp = work / (stem + "_" + std::to_string(b.line) + ".cpp");
-      const fs::path log = work / (stem + "_" + std::to_string(b.line) + ".log");
+      stem += "_" + std::to_string(b.line);
+      const fs::path cpp = work / (stem + ".cpp");
+      const fs::path log = work / (stem + ".log");
       std::ofstream(cpp, std::ios::binary) << src;
-      const std::string cmd = "\"" + cxx + "\" -std=c++20 -fsyntax-only" + extra_flags + " -I\"" + include + "\" \"" + cpp.string() +
-                              "\" > \"" + log.string() + "\" 2>&1";
-      if (std::system(cmd.c_str()) != 0) {
-        std::cout << where << ": the block does not compile (" << cpp.string() << "):\n" << read(log) << "\n";
+      const bool program = is_program(b.code);
+      const bool data_missing = program && b.code.find("fashion_mnist::") != std::string::npos && !fashion_mnist_present();
+      const bool run = program && !info.compile_only && !data_missing;
+      const fs::path exe = work / stem;
+      const std::string compile = quote(cxx) + " -std=c++20" + extra_flags + " -I" + quote(include) + " " +
+                                  (run ? run_flags + " " + quote(cpp.string()) + " -o " + quote(exe.string()) + link_args
+                                       : " -fsyntax-only " + quote(cpp.string())) +
+                                  " > " + quote(log.string()) + " 2>&1";
+      if (std::system(compile.c_str()) != 0) {
+        std::cout << where << ": the block does not " << (run ? "build" : "compile") << " (" << cpp.string() << "):\n"
+                  << read(log) << "\n";
         failed.insert(b.line);
-      } else {
-        std::cout << where << ": compiles\n";
+        continue;
       }
+      if (!run) {
+        std::cout << where << ": compiles";
+        if (info.compile_only) std::cout << " (a program not run: " << info.why << ")";
+        if (data_missing) {
+          std::cout << " (a program not run: " << fashion_mnist_dir().string() << " is missing)";
+          not_run.push_back(where);
+        }
+        std::cout << "\n";
+        continue;
+      }
+      // An empty scratch directory: the program's files (weights, a tuner's project) land there.
+      const fs::path dir = work / (stem + ".run");
+      fs::remove_all(dir);
+      fs::create_directories(dir);
+      const fs::path out = work / (stem + ".out");
+      const std::string cmd = "cd " + quote(dir.string()) + " && TMPDIR=" + quote(dir.string()) +
+                              " timeout --kill-after=5 " + std::to_string(timeout_s) + " " + quote(exe.string()) +
+                              " > " + quote(out.string()) + " 2>&1 < /dev/null";
+      const auto t0 = std::chrono::steady_clock::now();
+      const int code = exit_code(std::system(cmd.c_str()));
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::ostringstream took;
+      took << std::fixed << std::setprecision(1) << seconds << " s";
+      if (code == 0) {
+        std::cout << where << ": compiles and runs (exit 0, " << took.str() << ")\n";
+        continue;
+      }
+      std::cout << where << ": the program "
+                << (code == 124 || code == 128 + 9 ? "did not end within " + std::to_string(timeout_s) + " s"
+                                                   : "exited with " + std::to_string(code))
+                << " (" << took.str() << "; " << exe.string() << " in " << dir.string() << "); its output:\n"
+                << tail(read(out), 4000) << "\n";
+      failed.insert(b.line);
     }
   }
   if (testing_checker) {
@@ -218,7 +355,11 @@ int main(int argc, char** argv) try {
     return 0;
   }
   if (count == 0) std::cout << "no C++ blocks\n";
-  return failed.empty() ? 0 : 1;
+  if (!failed.empty()) return 1;
+  if (!not_run.empty())  // reported as skipped by CTest (SKIP_REGULAR_EXPRESSION), only when nothing failed
+    std::cout << "CTNN_SKIP: " << not_run.size() << " program(s) compiled but not run: " << fashion_mnist_dir().string()
+              << " is missing (apt-get install dataset-fashion-mnist)\n";
+  return 0;
 } catch (const std::exception& e) {
   std::cerr << "ctnn_doc_blocks: " << e.what() << "\n";
   return 2;

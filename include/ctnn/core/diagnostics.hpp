@@ -82,7 +82,8 @@ struct loss_target_width_mismatch {
 
 template <class Loss, bool Ok>
 struct loss_target_kind_mismatch {
-  static_assert(Ok, "loss: this loss needs the other kind of target (sparse class labels vs dense target vectors)");
+  static_assert(Ok, "loss: this loss needs the other kind of target (sparse class labels vs dense target vectors): "
+                    "sparse_categorical_crossentropy takes class labels, categorical_crossentropy one-hot rows");
   static constexpr bool value = Ok;
 };
 

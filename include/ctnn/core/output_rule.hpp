@@ -10,6 +10,8 @@
 //   output_rule::any_shape     any rank, as many values per sample as the
 //                              target width (regression)
 //   target_rule::sparse / dense / either: the target kinds it takes.
+// `instead` names what to use with the other kind of target; the mismatch
+// message ends with it ("...: use sparse_categorical_crossentropy instead").
 // A loss or metric without `accepts` is not checked (beyond the target width).
 #pragma once
 
@@ -22,6 +24,7 @@ struct accepts_output {
   const char* name;
   output_rule rule;
   target_rule targets = target_rule::either;
+  const char* instead = nullptr;  // the loss or metric for the other target kind
 };
 
 }  // namespace ctnn

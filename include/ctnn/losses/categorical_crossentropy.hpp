@@ -20,7 +20,8 @@ struct categorical_crossentropy {
   template <std::size_t N>
   using target_kind_for = dense_targets<shape<N>>;
   // Output: rank 1, one score per class, as many as the targets' width (core/output_rule.hpp).
-  static constexpr accepts_output accepts{"categorical_crossentropy", output_rule::class_scores, target_rule::dense};
+  static constexpr accepts_output accepts{"categorical_crossentropy", output_rule::class_scores, target_rule::dense,
+                                          "sparse_categorical_crossentropy"};
   bool from_logits = false;
 
   std::string name() const { return accepts.name; }

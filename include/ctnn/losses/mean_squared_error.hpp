@@ -16,7 +16,9 @@ struct mean_squared_error {
   template <std::size_t N>
   using target_kind_for = dense_targets<shape<N>>;
   // Output: any rank, as many values per sample as the targets (core/output_rule.hpp).
-  static constexpr accepts_output accepts{"mean_squared_error", output_rule::any_shape, target_rule::dense};
+  // With class labels a classifier's loss is meant: sparse_categorical_crossentropy.
+  static constexpr accepts_output accepts{"mean_squared_error", output_rule::any_shape, target_rule::dense,
+                                          "sparse_categorical_crossentropy"};
 
   std::string name() const { return accepts.name; }
 

@@ -24,7 +24,7 @@ struct sparse_categorical_crossentropy {
   using target_kind = sparse_labels;
   // Output: rank 1, N >= 2 class scores (core/output_rule.hpp).
   static constexpr accepts_output accepts{"sparse_categorical_crossentropy", output_rule::class_scores,
-                                          target_rule::sparse};
+                                          target_rule::sparse, "categorical_crossentropy"};
   bool from_logits = false;
 
   std::string name() const { return accepts.name; }

@@ -14,7 +14,8 @@ namespace ctnn {
 struct mean_absolute_error {
   detail::running_mean acc;
   // Output: any rank, as many values per sample as the targets (core/output_rule.hpp).
-  static constexpr accepts_output accepts{"mean_absolute_error", output_rule::any_shape, target_rule::dense};
+  static constexpr accepts_output accepts{"mean_absolute_error", output_rule::any_shape, target_rule::dense,
+                                          "sparse_categorical_accuracy"};
   std::string name() const { return accepts.name; }
   void reset() { acc.reset(); }
   double result() const { return acc.result(); }

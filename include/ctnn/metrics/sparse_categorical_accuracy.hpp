@@ -17,7 +17,7 @@ namespace ctnn {
 struct sparse_categorical_accuracy : detail::accuracy_counter {
   // Output: rank 1, N >= 2 class scores, with sparse labels (core/output_rule.hpp).
   static constexpr accepts_output accepts{"sparse_categorical_accuracy", output_rule::class_scores,
-                                          target_rule::sparse};
+                                          target_rule::sparse, "accuracy"};
   std::string name() const { return accepts.name; }
   template <std::size_t N, class T>
   void update(const T* y, const std::int32_t* labels, std::size_t batch) {

@@ -6,6 +6,9 @@
 //   "sparse_categorical_crossentropy: the output of the network is 26x26x10
 //    (rank 3); it takes one score per class (rank 1): end the network with
 //    flatten and dense<classes>"
+// or, for the wrong kind of target, "mean_squared_error takes dense target
+// vectors; the dataset has sparse class labels: use
+// sparse_categorical_crossentropy instead" (accepts.instead).
 #pragma once
 #include <cstddef>
 
@@ -51,6 +54,7 @@ constexpr diag::message output_targets_text() {
   diag::message m;
   m << X::accepts.name << " takes " << (Sparse ? "dense target vectors" : "sparse class labels") << "; the dataset has "
     << (Sparse ? "sparse class labels" : "dense target vectors");
+  if constexpr (X::accepts.instead != nullptr) m << ": use " << X::accepts.instead << " instead";
   return m;
 }
 
