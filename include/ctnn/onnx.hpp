@@ -577,7 +577,8 @@ void import_onnx(M& m, const std::filesystem::path& path) {
   using Net = typename MM::network;
   static_assert(std::is_same_v<typename MM::variable_type, float>, "import_onnx: only float models are imported");
   using namespace onnx_detail;
-  const std::string bytes = io::read_file(path, "import_onnx");
+  // protobuf parses at most 2 GiB - 1 bytes (a larger ONNX model keeps its weights in external files)
+  const std::string bytes = io::read_file(path, "import_onnx", std::size_t(std::numeric_limits<int>::max()));
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) throw io_error("import_onnx", path, "not an ONNX model (protobuf parse failed)");
   const graph_view gv = view_of(model.graph(), path);

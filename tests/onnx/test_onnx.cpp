@@ -335,6 +335,13 @@ TEST_CASE("import_onnx: a malformed graph is an io_error naming the layer, the n
     m.mutable_graph()->clear_input();
     CHECK(refused(m) == p + "the graph has no input");
   }
+  {  // a file larger than protobuf parses (sparse: nothing is written or read)
+    std::ofstream(f, std::ios::binary | std::ios::trunc).close();
+    fs::resize_file(f, std::uintmax_t(1) << 31);
+    CHECK(message_of([&] { import_onnx(b, f); }) ==
+          p + "the file holds 2147483648 bytes, more than the 2147483647 allowed");
+    fs::remove(f);
+  }
   {  // batch normalization without its statistics
     using bn_net = sequential<input<4>, batch_norm>;
     auto c = make_model<bn_net>(1);
