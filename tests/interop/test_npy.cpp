@@ -304,6 +304,9 @@ TEST_CASE("load_npy refuses hostile headers before allocating for them") {
         pre + "not a valid .npy file (the key 'descr' appears twice)");
   CHECK(refused(npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", f4)) ==
         pre + "not a valid .npy file (unknown key 'x')");
+  CHECK(refused(npy_file(1, "{'\x1b[2Jkey': 1}", f4)) == pre + "not a valid .npy file (unknown key '?[2Jkey')");
+  CHECK(refused(npy_file(1, "{'descr': '" + std::string(50, 'x') + "', 'fortran_order': False, 'shape': (2,)}", f4)) ==
+        pre + "holds '" + std::string(40, 'x') + "...' values; ctnn reads bool, integer and floating-point numbers");
   CHECK(refused(npy_file(1, "{'descr': '<f4', 'fortran_order': 0, 'shape': (2,)}", f4)) ==
         pre + "not a valid .npy file ('fortran_order' is not True or False)");
   CHECK(refused(npy_file(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2)}", f4)) ==
