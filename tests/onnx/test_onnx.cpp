@@ -290,6 +290,9 @@ TEST_CASE("import_onnx: a malformed graph is an io_error naming the layer, the n
     auto m = read_model(exported);
     initializer(m, "layer1_kernel")->set_dims(0, 5);
     CHECK(refused(m) == l1 + "Gemm 'layer1_gemm_0' (node 0) has a weight of 5 x 3; this layer's kernel is 4 x 3");
+    m.mutable_graph()->mutable_node(0)->set_name("\x1b[2Jgemm\n");  // names are printed as printable ASCII
+    CHECK(refused(m) == l1 + "Gemm '?[2Jgemm?' (node 0) has a weight of 5 x 3; this layer's kernel is 4 x 3");
+    m.mutable_graph()->mutable_node(0)->set_name("layer1_gemm_0");
     initializer(m, "layer1_kernel")->set_dims(0, -4);
     CHECK(refused(m) == l1 + "Gemm 'layer1_gemm_0' (node 0)'s weight 'layer1_kernel' has a negative dimension (-4 x 3)");
     initializer(m, "layer1_kernel")->set_dims(0, std::int64_t(1) << 62);
