@@ -278,7 +278,8 @@ inline void check_dtype(const array& f, const std::string& want, const std::file
 inline void copy_values(const array& f, void* out) {
   auto* dst = static_cast<char*>(out);
   const std::size_t r = f.shape.size(), w = f.item_size;
-  if (!f.fortran_order || r <= 1 || f.count == 0) {
+  if (f.count == 0) return;  // (an empty tensor's data() may be null, which memcpy may not be given)
+  if (!f.fortran_order || r <= 1) {
     std::memcpy(dst, f.data(), f.count * w);
     return;
   }

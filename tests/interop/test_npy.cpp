@@ -214,6 +214,13 @@ TEST_CASE("load_npy reads every dtype it accepts, format versions 1.0, 2.0 and 3
   CHECK(load_npy<float, 2>(p) == xt::xtensor<float, 2>{{1.5f}, {-2.f}});
   write(p, npy_file(3, "{\"descr\": \"<u1\", \"fortran_order\": False, \"shape\": (3,)}", raw<std::uint8_t>({7, 8, 9})));
   CHECK(load_npy<std::uint8_t, 1>(p) == xt::xtensor<std::uint8_t, 1>{7, 8, 9});
+  // ctnn's float16_t is NumPy's float16 ('<f2', IEEE binary16); bfloat16 has no NumPy dtype
+  write(p, npy_file(1, "{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }", raw<std::uint16_t>({0x3c00, 0xc100})));
+  const auto h = load_npy<float16_t, 1>(p);
+  CHECK(float(h(0)) == 1.f);
+  CHECK(float(h(1)) == -2.5f);
+  CHECK(message_of([&] { load_npy<bfloat16_t, 1>(p); }) ==
+        "load_npy: " + p.string() + ": bfloat16 values have no NumPy dtype");
   // a 0-d array holds one value; a zero-sized one none
   write(p, npy_file(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (), }", raw({42})));
   CHECK(load_npy<std::int32_t, 0>(p)() == 42);
