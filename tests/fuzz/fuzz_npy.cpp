@@ -39,6 +39,7 @@ void write_seeds(const fs::path& out) {
   ctnn::save_npy(out / "i8_3", xt::xtensor<std::int64_t, 1>{-1, 0, 7});
   ctnn::save_npy(out / "b1_2x2", xt::xtensor<bool, 2>{{true, false}, {false, true}});
   ctnn::save_npy(out / "u1_0d", xt::xtensor<std::uint8_t, 0>(7));
+  ctnn::save_npy(out / "f4_0x3", xt::xtensor<float, 2>::from_shape({0, 3}));  // no values
   const xt::xtensor<float, 2, xt::layout_type::column_major> cm{{0, 1, 2}, {3, 4, 5}};
   ctnn::save_npy(out / "f4_from_column_major", cm);
   // a Fortran-order file, version 3.0, keys out of order (as a hand-written or other writer's file may be)
