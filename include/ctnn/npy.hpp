@@ -17,7 +17,8 @@
 // and 'shape' in any order, a descr of a bool, integer or floating-point number
 // ('<f4', '|u1', '|b1', ...), and exactly shape x itemsize bytes of values after
 // the header. The dtype must be the requested one (np.float32 is '<f4'; no
-// silent conversion; big-endian files are refused); Fortran-order files are
+// silent conversion; big-endian files are refused; float16_t is '<f2', bfloat16_t
+// has no NumPy dtype and is refused); Fortran-order files are
 // read into C (row-major) order; bools must be 0 or 1. Every failure is a
 // ctnn::io_error "<function>: <path>: <what is wrong>", found before any value
 // is copied.
