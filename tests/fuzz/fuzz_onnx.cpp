@@ -21,9 +21,16 @@ using cnn = ctnn::sequential<ctnn::input<6, 6, 1>, ctnn::conv2d<2, 3, 3, 1, ctnn
                              ctnn::batch_norm, ctnn::average_pool2d<2, 1, ctnn::padding::same>, ctnn::max_pool2d<2>,
                              ctnn::flatten, ctnn::dense<3, ctnn::leaky_relu<0.1>>, ctnn::dense<2, ctnn::softmax>>;
 
+// A file of this process's own, removed when it exits.
 const fs::path& file() {
-  static const fs::path p = fs::temp_directory_path() / ("ctnn_fuzz_onnx_" + std::to_string(::getpid()) + ".onnx");
-  return p;
+  static const struct temp_file {
+    fs::path path = fs::temp_directory_path() / ("ctnn_fuzz_onnx_" + std::to_string(::getpid()) + ".onnx");
+    ~temp_file() {
+      std::error_code ec;
+      fs::remove(path, ec);
+    }
+  } f;
+  return f.path;
 }
 
 void write(const onnx::ModelProto& m, const fs::path& p) {
