@@ -15,14 +15,20 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-# Default: every target the build has (one per tests/fuzz/fuzz_<name>.cpp).
+build=${CTNN_FUZZ_BUILD:-build/asan}
+# Default: every target the build has (one per tests/fuzz/fuzz_<name>.cpp); fuzz_onnx exists only
+# in a build with ctnn::onnx (ONNX and protobuf found), so without it it is left out, saying so.
 if ((${#targets[@]} == 0)); then
   for src in tests/fuzz/fuzz_*.cpp; do
     t=${src##*/fuzz_}
-    targets+=("${t%.cpp}")
+    t=${t%.cpp}
+    if [[ $t == onnx && ! -x $build/tests/fuzz/fuzz_onnx ]]; then
+      echo "fuzz.sh: fuzz_onnx left out: this build has no ctnn::onnx (Debian: libonnx-dev libprotobuf-dev)" >&2
+      continue
+    fi
+    targets+=("$t")
   done
 fi
-build=${CTNN_FUZZ_BUILD:-build/asan}
 for t in "${targets[@]}"; do
   bin=$build/tests/fuzz/fuzz_$t
   [[ -x $bin ]] || { echo "fuzz.sh: $bin is missing (cmake --preset asan && cmake --build --preset asan)" >&2; exit 2; }

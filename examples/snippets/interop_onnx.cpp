@@ -27,7 +27,7 @@ int main() {
   try {
     ctnn::import_onnx(w, file);
   } catch (const ctnn::io_error& e) {
-    std::printf("%s\n", e.what());  // ...: layer 1 (conv2d<6, ...>): Conv 'layer1_conv_1' has a weight of 4 x 1 x 3 x 3; ...
+    std::printf("%s\n", e.what());  // ...: layer 1 (conv2d<6, ...>): Conv 'layer1_conv_1' (node 1) has a weight of 4 x 1 x 3 x 3; ...
   }
   const xt::xtensor<float, 4> x = xt::ones<float>({2, 8, 8, 1});
   const bool same = ctnn::predict(other, x) == ctnn::predict(m, x);

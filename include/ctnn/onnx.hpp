@@ -27,10 +27,15 @@
 // transB = 1 (PyTorch's Linear: weight out x in) is transposed into ctnn's in x
 // out kernel. Everything is checked before any variable is written; the first
 // mismatch is thrown as ctnn::io_error naming the layer (1-based, with its
-// spec), the node and both sides ("layer 2 (dense<10>): Gemm '/fc2/Gemm' has a
-// weight of 10 x 32; this layer's kernel is 64 x 10"). A graph whose input is
-// channels-first (N, C, H, W) imports only into a network without spatial
-// layers, whose input has the same values in the same order.
+// spec), the node (op, name, index in graph.node from 0) and both sides
+// ("layer 2 (dense<10>): Gemm '/fc2/Gemm' (node 3) has a weight of 10 x 32;
+// this layer's kernel is 64 x 10"). A malformed graph (a node without the
+// inputs its op needs, a weight that is no initializer, negative dims, another
+// data type, values that do not fill the dims, an attribute of another type
+// than ONNX defines) is an io_error the same way, never a protobuf check or a
+// read out of bounds. A graph whose input is channels-first (N, C, H, W)
+// imports only into a network without spatial layers, whose input has the
+// same values in the same order.
 #pragma once
 #include <onnx/onnx_pb.h>
 
@@ -40,6 +45,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <string>
 #include <string_view>
@@ -335,10 +341,26 @@ void export_onnx(const M& m, const std::filesystem::path& path, int opset = 17) 
 
 namespace onnx_detail {
 
+// A name from the file as it appears in a message: printable ASCII (other bytes as '?'), at most 80 characters.
+inline std::string printable(std::string_view text) {
+  std::string r;
+  for (const char c : text.substr(0, 80)) r += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return r + (text.size() > 80 ? "..." : "");
+}
+
 struct graph_view {
   std::map<std::string, const onnx::TensorProto*, std::less<>> init;
   std::vector<const onnx::NodeProto*> compute;  // computing nodes, in graph order
+  std::vector<int> compute_index;               // their indices in graph.node (from 0)
   std::vector<std::int64_t> input_dims;         // the graph input's dims (-1: symbolic)
+
+  // "Gemm '/fc1/Gemm' (node 3)": the op, the name and the index in graph.node
+  std::string name_of(const onnx::NodeProto& n) const {
+    std::string s = printable(n.op_type()) + " '" + printable(n.name()) + "'";
+    for (std::size_t i = 0; i < compute.size(); ++i)
+      if (compute[i] == &n) return s + " (node " + std::to_string(compute_index[i]) + ")";
+    return s;
+  }
 };
 
 inline bool is_plumbing(const std::string& op) {
@@ -352,19 +374,19 @@ inline const onnx::AttributeProto* attr(const onnx::NodeProto& n, std::string_vi
     if (a.name() == name) return &a;
   return nullptr;
 }
-inline std::int64_t attr_i(const onnx::NodeProto& n, std::string_view name, std::int64_t dflt) {
-  const auto* a = attr(n, name);
-  return a ? a->i() : dflt;
-}
-inline double attr_f(const onnx::NodeProto& n, std::string_view name, double dflt) {
-  const auto* a = attr(n, name);
-  return a ? double(a->f()) : dflt;
-}
-inline std::vector<std::int64_t> attr_is(const onnx::NodeProto& n, std::string_view name,
-                                         std::vector<std::int64_t> dflt) {
-  const auto* a = attr(n, name);
-  if (!a) return dflt;
-  return {a->ints().begin(), a->ints().end()};
+inline const char* attr_type_name(int t) {
+  switch (t) {
+    case onnx::AttributeProto::FLOAT: return "FLOAT";
+    case onnx::AttributeProto::INT: return "INT";
+    case onnx::AttributeProto::STRING: return "STRING";
+    case onnx::AttributeProto::TENSOR: return "TENSOR";
+    case onnx::AttributeProto::GRAPH: return "GRAPH";
+    case onnx::AttributeProto::FLOATS: return "FLOATS";
+    case onnx::AttributeProto::INTS: return "INTS";
+    case onnx::AttributeProto::STRINGS: return "STRINGS";
+    case onnx::AttributeProto::UNDEFINED: return "UNDEFINED";
+    default: return "of another type";
+  }
 }
 
 inline std::string dims_str(const std::vector<std::int64_t>& d) {
@@ -382,13 +404,16 @@ inline std::string list_str(const std::vector<std::int64_t>& d) {
 inline graph_view view_of(const onnx::GraphProto& g, const std::filesystem::path& path) {
   graph_view v;
   for (const auto& t : g.initializer()) v.init[t.name()] = &t;
-  for (const auto& n : g.node()) {
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& n = g.node(i);
     if (n.op_type() == "Constant") {
-      if (const auto* a = attr(n, "value"); a && n.output_size() == 1) v.init[n.output(0)] = &a->t();
+      if (const auto* a = attr(n, "value"); a && a->type() == onnx::AttributeProto::TENSOR && n.output_size() == 1)
+        v.init[n.output(0)] = &a->t();
       continue;
     }
     if (is_plumbing(n.op_type())) continue;
     v.compute.push_back(&n);
+    v.compute_index.push_back(i);
   }
   for (const auto& in : g.input()) {
     if (v.init.count(in.name())) continue;  // old exporters list initializers as inputs
@@ -404,26 +429,28 @@ inline graph_view view_of(const onnx::GraphProto& g, const std::filesystem::path
 inline std::vector<float> floats_of(const onnx::TensorProto& t, const std::string& where,
                                     const std::filesystem::path& path) {
   if (t.data_type() != onnx::TensorProto::FLOAT)
-    throw io_error("import_onnx", path, where + ": tensor '" + t.name() + "' is not float32 (ONNX type " +
+    throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name()) + "' is not float32 (ONNX type " +
                                             std::to_string(t.data_type()) + ")");
   if (t.data_location() == onnx::TensorProto::EXTERNAL)
-    throw io_error("import_onnx", path, where + ": tensor '" + t.name() + "' is stored in an external file");
+    throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name()) + "' is stored in an external file");
+  if (t.has_segment()) throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name()) + "' is split into segments");
+  // the values must be there before anything is allocated for them
   std::size_t n = 1;
-  for (auto d : t.dims()) n *= std::size_t(d);
-  std::vector<float> v(n);
-  if (t.has_raw_data()) {
-    if (t.raw_data().size() != n * sizeof(float))
-      throw io_error("import_onnx", path, where + ": tensor '" + t.name() + "' holds " +
-                                              std::to_string(t.raw_data().size()) + " bytes for " +
-                                              std::to_string(n) + " floats");
-    std::memcpy(v.data(), t.raw_data().data(), n * sizeof(float));
-  } else {
-    if (std::size_t(t.float_data_size()) != n)
-      throw io_error("import_onnx", path, where + ": tensor '" + t.name() + "' holds " +
-                                              std::to_string(t.float_data_size()) + " values for " +
-                                              std::to_string(n));
-    std::copy(t.float_data().begin(), t.float_data().end(), v.begin());
+  for (auto d : t.dims()) {
+    if (d < 0) throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name()) + "' has a negative dimension");
+    if (d != 0 && n > std::numeric_limits<std::size_t>::max() / sizeof(float) / std::size_t(d))
+      throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name()) + "' has more values than fit in memory");
+    n *= std::size_t(d);
   }
+  const std::size_t held = t.has_raw_data() ? t.raw_data().size() : std::size_t(t.float_data_size()) * sizeof(float);
+  if (held != n * sizeof(float))
+    throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name()) + "' holds " +
+                                            (t.has_raw_data() ? std::to_string(held) + " bytes"
+                                                              : std::to_string(t.float_data_size()) + " values") +
+                                            " for " + std::to_string(n) + " floats");
+  std::vector<float> v(n);
+  if (t.has_raw_data()) std::memcpy(v.data(), t.raw_data().data(), held);
+  else std::copy(t.float_data().begin(), t.float_data().end(), v.begin());
   return v;
 }
 
@@ -436,7 +463,34 @@ struct matcher {
   std::string where;  // "layer 2 (dense<10>)"
 
   [[noreturn]] void fail(const std::string& what) const { throw io_error("import_onnx", path, where + ": " + what); }
-  static std::string node_name(const onnx::NodeProto& n) { return n.op_type() + " '" + n.name() + "'"; }
+  std::string node_name(const onnx::NodeProto& n) const { return gv.name_of(n); }
+
+  // A node's attribute of the type ONNX defines for it, or dflt when absent.
+  const onnx::AttributeProto* typed_attr(const onnx::NodeProto& n, std::string_view name, int type) const {
+    const auto* a = attr(n, name);
+    if (a && a->type() != type)
+      fail(node_name(n) + "'s attribute '" + std::string(name) + "' is " + attr_type_name(a->type()) + ", not " +
+           attr_type_name(type));
+    return a;
+  }
+  std::int64_t attr_i(const onnx::NodeProto& n, std::string_view name, std::int64_t dflt) const {
+    const auto* a = typed_attr(n, name, onnx::AttributeProto::INT);
+    return a ? a->i() : dflt;
+  }
+  double attr_f(const onnx::NodeProto& n, std::string_view name, double dflt) const {
+    const auto* a = typed_attr(n, name, onnx::AttributeProto::FLOAT);
+    return a ? double(a->f()) : dflt;
+  }
+  std::vector<std::int64_t> attr_is(const onnx::NodeProto& n, std::string_view name,
+                                    std::vector<std::int64_t> dflt) const {
+    const auto* a = typed_attr(n, name, onnx::AttributeProto::INTS);
+    if (!a) return dflt;
+    return {a->ints().begin(), a->ints().end()};
+  }
+  std::string attr_s(const onnx::NodeProto& n, std::string_view name, std::string dflt) const {
+    const auto* a = typed_attr(n, name, onnx::AttributeProto::STRING);
+    return a ? a->s() : dflt;
+  }
 
   const onnx::NodeProto& take(std::string_view op, std::string_view alt = {}) {
     if (next >= gv.compute.size())
@@ -451,13 +505,15 @@ struct matcher {
   const onnx::TensorProto& tensor(const onnx::NodeProto& n, int input, const char* what) {
     if (n.input_size() <= input || n.input(input).empty()) fail(node_name(n) + " has no " + what);
     auto it = gv.init.find(n.input(input));
-    if (it == gv.init.end()) fail(node_name(n) + "'s " + what + " '" + n.input(input) + "' is not a constant");
+    if (it == gv.init.end()) fail(node_name(n) + "'s " + what + " '" + printable(n.input(input)) + "' is not a constant");
     return *it->second;
   }
   std::vector<float> values(const onnx::NodeProto& n, int input, const char* what,
                             const std::vector<std::int64_t>& want, const std::string& ours) {
     const auto& t = tensor(n, input, what);
     std::vector<std::int64_t> d(t.dims().begin(), t.dims().end());
+    for (auto x : d)
+      if (x < 0) fail(node_name(n) + "'s " + what + " '" + printable(t.name()) + "' has a negative dimension (" + dims_str(d) + ")");
     std::size_t count = 1;
     for (auto x : d) count *= std::size_t(x);
     std::size_t want_count = 1;
@@ -488,7 +544,7 @@ struct matcher {
       }
       if constexpr (std::string_view(op) == "LeakyRelu") {
         const double a = attr_f(n, "alpha", 0.01);
-        if (std::abs(a - act_alpha<A>) > 1e-6 * act_alpha<A>)
+        if (!(std::abs(a - act_alpha<A>) <= 1e-6 * act_alpha<A>))  // (a NaN alpha differs too)
           fail(node_name(n) + " has alpha " + std::to_string(a) + "; this layer's slope is " +
                std::to_string(act_alpha<A>));
       }
@@ -502,8 +558,7 @@ struct matcher {
     const auto st = attr_is(n, "strides", {1, 1});
     if (st != std::vector<std::int64_t>{std::int64_t(G.stride), std::int64_t(G.stride)})
       fail(node_name(n) + " has strides " + list_str(st) + "; this layer's stride is " + std::to_string(G.stride));
-    const auto* ap = attr(n, "auto_pad");
-    const std::string auto_pad = ap ? ap->s() : "NOTSET";
+    const std::string auto_pad = attr_s(n, "auto_pad", "NOTSET");
     const auto want = spatial_pads(G);
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       if (G.oh != (G.h + G.stride - 1) / G.stride || G.ow != (G.w + G.stride - 1) / G.stride)
@@ -529,7 +584,8 @@ void import_onnx(M& m, const std::filesystem::path& path) {
   using Net = typename MM::network;
   static_assert(std::is_same_v<typename MM::variable_type, float>, "import_onnx: only float models are imported");
   using namespace onnx_detail;
-  const std::string bytes = io::read_file(path, "import_onnx");
+  // protobuf parses at most 2 GiB - 1 bytes (a larger ONNX model keeps its weights in external files)
+  const std::string bytes = io::read_file(path, "import_onnx", std::size_t(std::numeric_limits<int>::max()));
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) throw io_error("import_onnx", path, "not an ONNX model (protobuf parse failed)");
   const graph_view gv = view_of(model.graph(), path);
@@ -550,8 +606,14 @@ void import_onnx(M& m, const std::filesystem::path& path) {
                kind_of<std::tuple_element_t<I, typename MM::layers>>::value == k_gap) ||
               ...);
     }(std::make_index_sequence<MM::layer_count>{});
-    std::int64_t n_theirs = 1;
-    for (auto d : theirs) n_theirs *= d;
+    std::int64_t n_theirs = 1;  // -1: unknown or more than this network's input
+    for (auto d : theirs) {
+      if (d <= 0 || n_theirs > std::int64_t(In::size) / d) {
+        n_theirs = -1;
+        break;
+      }
+      n_theirs *= d;
+    }
     const bool same = squeeze(theirs) == squeeze(ours);
     if (!same && (spatial || n_theirs != std::int64_t(In::size)))
       throw io_error("import_onnx", path,
@@ -579,9 +641,9 @@ void import_onnx(M& m, const std::filesystem::path& path) {
             constexpr auto K = std::int64_t(LIn::size), N = std::int64_t(LOut::size);
             const auto& n = mt.take("Gemm", "MatMul");
             if (n.op_type() == "Gemm") {
-              if (attr_f(n, "alpha", 1) != 1 || attr_f(n, "beta", 1) != 1 || attr_i(n, "transA", 0) != 0)
-                mt.fail(matcher::node_name(n) + " scales or transposes its input (alpha, beta, transA)");
-              if (attr_i(n, "transB", 0)) {  // weight (N, K): PyTorch's Linear
+              if (mt.attr_f(n, "alpha", 1) != 1 || mt.attr_f(n, "beta", 1) != 1 || mt.attr_i(n, "transA", 0) != 0)
+                mt.fail(mt.node_name(n) + " scales or transposes its input (alpha, beta, transA)");
+              if (mt.attr_i(n, "transB", 0)) {  // weight (N, K): PyTorch's Linear
                 const auto w = mt.values(n, 1, "weight", {N, K}, "kernel (transposed)");
                 std::vector<float> t(w.size());
                 for (std::int64_t r = 0; r < N; ++r)
@@ -597,6 +659,9 @@ void import_onnx(M& m, const std::filesystem::path& path) {
               v["bias"] = std::vector<float>(std::size_t(N), 0.f);
               if (mt.next < gv.compute.size() && gv.compute[mt.next]->op_type() == "Add") {
                 const auto& a = *gv.compute[mt.next++];
+                if (a.input_size() != 2)
+                  mt.fail(mt.node_name(a) + " has " + std::to_string(a.input_size()) +
+                          " inputs; an Add after MatMul adds the bias to its output: 2");
                 const int which = gv.init.count(a.input(1)) ? 1 : 0;
                 v["bias"] = mt.values(a, which, "bias", {N}, "bias");
               }
@@ -609,7 +674,7 @@ void import_onnx(M& m, const std::filesystem::path& path) {
               constexpr auto G = window_geometry(H, W, C, S::filters, S::kernel_height, S::kernel_width, S::stride, S::pad);
               const auto& n = mt.take("Conv");
               mt.window(n, G);
-              if (attr_i(n, "group", 1) != 1) mt.fail(matcher::node_name(n) + " is a grouped convolution");
+              if (mt.attr_i(n, "group", 1) != 1) mt.fail(mt.node_name(n) + " is a grouped convolution");
               const auto w = mt.values(n, 1, "weight", {std::int64_t(G.f), std::int64_t(C), std::int64_t(G.kh), std::int64_t(G.kw)},
                                        "kernel (as f x c x kh x kw)");
               std::vector<float> t(w.size());
@@ -628,15 +693,15 @@ void import_onnx(M& m, const std::filesystem::path& path) {
               constexpr bool is_max = std::is_same_v<typename S::kind, detail::max_pool_kind>;
               const auto& n = mt.take(is_max ? "MaxPool" : "AveragePool");
               mt.window(n, G);
-              if (!is_max && attr_i(n, "count_include_pad", 0) != 0 && G.pt + G.pl > 0)
-                mt.fail(matcher::node_name(n) + " counts the padding in its averages; ctnn does not");
+              if (!is_max && mt.attr_i(n, "count_include_pad", 0) != 0 && G.pt + G.pl > 0)
+                mt.fail(mt.node_name(n) + " counts the padding in its averages; ctnn does not");
             }
           } else if constexpr (k == k_bn) {
             constexpr auto C = std::int64_t(last_dim_v<LIn>);
             const auto& n = mt.take("BatchNormalization");
-            const double eps = attr_f(n, "epsilon", 1e-5), ours = spec_of<L>::type::epsilon;
-            if (std::abs(eps - ours) > 1e-6 * ours)
-              mt.fail(matcher::node_name(n) + " has epsilon " + std::to_string(eps) + "; this layer's is " +
+            const double eps = mt.attr_f(n, "epsilon", 1e-5), ours = spec_of<L>::type::epsilon;
+            if (!(std::abs(eps - ours) <= 1e-6 * ours))  // (a NaN epsilon differs too)
+              mt.fail(mt.node_name(n) + " has epsilon " + std::to_string(eps) + "; this layer's is " +
                       std::to_string(ours));
             v["gamma"] = mt.values(n, 1, "scale", {C}, "gamma");
             v["beta"] = mt.values(n, 2, "bias", {C}, "beta");
@@ -652,7 +717,7 @@ void import_onnx(M& m, const std::filesystem::path& path) {
   }(std::make_index_sequence<MM::layer_count>{});
   if (mt.next < gv.compute.size()) {
     mt.where = "after the last layer";
-    mt.fail("the graph goes on with " + matcher::node_name(*gv.compute[mt.next]) + "; this network ends here");
+    mt.fail("the graph goes on with " + mt.node_name(*gv.compute[mt.next]) + "; this network ends here");
   }
   // everything matched and every variable has its values: copy
   m.for_each_variable([&](const variable_ref& r) {

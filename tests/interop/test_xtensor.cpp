@@ -5,10 +5,12 @@
 
 #include <ctnn/layers/dense.hpp>
 #include <ctnn/layers/reshape.hpp>
+#include <ctnn/losses/mean_squared_error.hpp>
 #include <ctnn/losses/sparse_categorical_crossentropy.hpp>
 #include <ctnn/metrics/sparse_categorical_accuracy.hpp>
 #include <ctnn/xtensor.hpp>
 
+#include <xtensor/xmanipulation.hpp>
 #include <xtensor/xview.hpp>
 
 #include <cmath>
@@ -179,4 +181,71 @@ TEST_CASE("predict on a dataset, predict_proba and as_output_tensor") {
     CHECK(psum == doctest::Approx(1.0).epsilon(1e-6));
   }
   CHECK(message_of([&] { softmax_rows(std::vector<float>(5), 3); }) == "softmax_rows: 5 values are not rows of 3");
+}
+
+TEST_CASE("predict, predict_sample, evaluate and from_xtensor read every memory layout by index") {
+  // The same values (n, 2, 2) held in every layout an expression can have: each is read by
+  // its indices (value (i, j, k) is sample i's (j, k)), never as a row-major buffer.
+  auto m = make_model<net>(6);
+  const auto x = inputs(6);
+  const auto ref = ctnn::predict(m, x);
+  const std::array<std::size_t, 3> sh{6, 2, 2};
+  // column-major storage of x: (i, j, k) at i + 6 j + 12 k
+  std::vector<float> cm(24);
+  for (std::size_t i = 0; i < 6; ++i)
+    for (std::size_t j = 0; j < 2; ++j)
+      for (std::size_t k = 0; k < 2; ++k) cm[i + 6 * j + 12 * k] = x(i, j, k);
+
+  const xt::xtensor<float, 3, xt::layout_type::column_major> xc = x;
+  REQUIRE(std::vector<float>(xc.data(), xc.data() + 24) == cm);  // really column-major in memory
+  CHECK(close(ctnn::predict(m, xc), ref));
+  const auto adapted = xt::adapt<xt::layout_type::column_major>(cm.data(), 24, xt::no_ownership(), sh);
+  CHECK(close(ctnn::predict(m, adapted), ref));
+  const auto dynamic = xt::adapt<xt::layout_type::dynamic>(cm, sh, xt::layout_type::column_major);
+  CHECK(close(ctnn::predict(m, dynamic), ref));
+  // explicit strides (column-major ones), a dynamic-rank column-major adaptor
+  const auto strided = xt::adapt(cm.data(), 24, xt::no_ownership(), sh, std::array<std::size_t, 3>{1, 6, 12});
+  CHECK(close(ctnn::predict(m, strided), ref));
+  const auto dyn_rank =
+      xt::adapt<xt::layout_type::column_major>(cm, std::vector<std::size_t>{6, 2, 2});
+  CHECK(close(ctnn::predict(m, dyn_rank), ref));
+  // views: a transpose of (2, 2, n) data, a contiguous row-major window at an offset
+  xt::xtensor<float, 3> t = xt::xtensor<float, 3>::from_shape({2, 2, 6});
+  for (std::size_t i = 0; i < 6; ++i)
+    for (std::size_t j = 0; j < 2; ++j)
+      for (std::size_t k = 0; k < 2; ++k) t(k, j, i) = x(i, j, k);
+  CHECK(close(ctnn::predict(m, xt::transpose(t)), ref));
+  const auto window = xt::view(x, xt::range(2, 6), xt::all(), xt::all());
+  CHECK(close(ctnn::predict(m, window), xt::xtensor<float, 2>(xt::view(ref, xt::range(2, 6), xt::all()))));
+  // predict in chunks of 4 from a column-major tensor: each chunk is its samples
+  CHECK(close(ctnn::predict(m, xc, 4), ctnn::predict(m, x, 4)));
+
+  // one sample: column-major fixed tensor and adaptor, the transpose of a row-major one
+  xt::xtensor_fixed<float, xt::xshape<2, 2>, xt::layout_type::column_major> s;
+  for (std::size_t j = 0; j < 2; ++j)
+    for (std::size_t k = 0; k < 2; ++k) s(j, k) = x(3, j, k);
+  const auto want = predict_sample(m, xt::view(x, 3, xt::all(), xt::all()));
+  CHECK(close(predict_sample(m, s), want));
+  const std::array<float, 4> s_cm{x(3, 0, 0), x(3, 1, 0), x(3, 0, 1), x(3, 1, 1)};
+  CHECK(close(predict_sample(m, xt::adapt<xt::layout_type::column_major>(s_cm.data(), 4, xt::no_ownership(),
+                                                                          std::array<std::size_t, 2>{2, 2})),
+              want));
+  CHECK(close(predict_sample(m, xt::transpose(xt::view(t, xt::all(), xt::all(), 3))), want));
+
+  // evaluate and from_xtensor: column-major inputs, column-major labels (n, 1) and dense targets
+  const xt::xtensor<int, 1> labels{0, 1, 2, 2, 1, 0};
+  const xt::xtensor<int, 2, xt::layout_type::column_major> labels_cm = xt::reshape_view(labels, {6, 1});
+  const auto r = evaluate(m, sparse_categorical_crossentropy{true}, x, labels, sparse_categorical_accuracy{});
+  const auto rc = evaluate(m, sparse_categorical_crossentropy{true}, xc, labels_cm, sparse_categorical_accuracy{});
+  CHECK(rc["loss"] == doctest::Approx(r["loss"]).epsilon(1e-6));
+  CHECK(rc["sparse_categorical_accuracy"] == r["sparse_categorical_accuracy"]);
+  const xt::xtensor<double, 3, xt::layout_type::column_major> xcd = x;  // another element type too
+  CHECK(evaluate(m, sparse_categorical_crossentropy{true}, xcd, labels)["loss"] == doctest::Approx(r["loss"]).epsilon(1e-6));
+  xt::xtensor<float, 2> targets = xt::xtensor<float, 2>::from_shape({6, 3});
+  for (std::size_t i = 0; i < targets.size(); ++i) targets.data()[i] = 0.1f * float(i);
+  const xt::xtensor<float, 2, xt::layout_type::column_major> targets_cm = targets;
+  const auto mse = evaluate(m, mean_squared_error{}, x, targets);
+  CHECK(evaluate(m, mean_squared_error{}, xc, targets_cm)["loss"] == doctest::Approx(mse["loss"]).epsilon(1e-6));
+  const auto ds = data::from_xtensor<shape<2, 2>, dense_targets<shape<3>>>(xc, targets_cm).batch(6);
+  CHECK(evaluate(m, mean_squared_error{}, ds)["loss"] == doctest::Approx(mse["loss"]).epsilon(1e-6));
 }

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <unistd.h>
 
@@ -141,7 +142,7 @@ TEST_CASE("import_onnx refuses a graph that differs, naming the first mismatch, 
   auto m1 = make_model<more_filters>(1);
   const auto before = params(m1);
   CHECK(message_of([&] { import_onnx(m1, f); }) ==
-        p + "layer 1 (conv2d<5, 3, 3, 1, same, relu>): Conv 'layer1_conv_1' has a weight of 4 x 2 x 3 x 3; this "
+        p + "layer 1 (conv2d<5, 3, 3, 1, same, relu>): Conv 'layer1_conv_1' (node 1) has a weight of 4 x 2 x 3 x 3; this "
             "layer's kernel (as f x c x kh x kw) is 5 x 2 x 3 x 3");
   CHECK(params(m1) == before);
 
@@ -150,7 +151,7 @@ TEST_CASE("import_onnx refuses a graph that differs, naming the first mismatch, 
                              dense<3, softmax>>;
   auto m2 = make_model<no_relu>(1);
   CHECK(message_of([&] { import_onnx(m2, f); }) ==
-        p + "layer 2 (batch_norm): the graph's next node is Relu 'layer1_act_3'; this layer "
+        p + "layer 2 (batch_norm): the graph's next node is Relu 'layer1_act_3' (node 3); this layer "
             "needs BatchNormalization");
 
   using other_slope = sequential<input<6, 6, 2>, conv2d<4, 3, 3, 1, padding::same, relu>, batch_norm, max_pool2d<2>,
@@ -195,4 +196,169 @@ TEST_CASE("a PyTorch-exported MLP imported into ctnn predicts as PyTorch did") {
   const std::string msg = message_of([&] { import_onnx(w, dir / "torch_mlp.onnx"); });
   CHECK(msg.find("layer 1 (dense<17, relu>): Gemm '") != std::string::npos);
   CHECK(msg.find("has a weight of 16 x 8; this layer's kernel (transposed) is 17 x 8") != std::string::npos);
+}
+
+namespace {
+using mlp4 = sequential<input<4>, dense<3, leaky_relu<0.1>>, dense<2>>;
+
+onnx::ModelProto read_model(const fs::path& f) {
+  onnx::ModelProto m;
+  REQUIRE(m.ParseFromString(io::read_file(f, "test")));
+  return m;
+}
+void write_model(const onnx::ModelProto& m, const fs::path& f) {
+  std::string bytes;
+  REQUIRE(m.SerializeToString(&bytes));
+  io::write_file_atomically(f, bytes);
+}
+onnx::TensorProto* initializer(onnx::ModelProto& m, const std::string& name) {
+  for (auto& t : *m.mutable_graph()->mutable_initializer())
+    if (t.name() == name) return &t;
+  FAIL("no initializer " << name);
+  return nullptr;
+}
+// mlp4's graph with its first Gemm split into MatMul + Add (as TensorFlow exports a Dense layer):
+// nodes MatMul (0), Add (1), LeakyRelu (2), Gemm (3), Identity (4)
+onnx::ModelProto matmul_add(const fs::path& exported) {
+  auto m = read_model(exported);
+  auto* g = m.mutable_graph();
+  std::vector<onnx::NodeProto> nodes(g->node().begin(), g->node().end());
+  REQUIRE(nodes[0].op_type() == "Gemm");
+  onnx::NodeProto mm = nodes[0], add;
+  mm.set_op_type("MatMul");
+  mm.set_name("dense/MatMul");
+  mm.mutable_input()->RemoveLast();  // the bias goes to the Add
+  mm.set_output(0, "dense/MatMul_out");
+  add.set_op_type("Add");
+  add.set_name("dense/BiasAdd");
+  add.add_input("dense/MatMul_out");
+  add.add_input(nodes[0].input(2));
+  add.add_output(nodes[0].output(0));
+  g->clear_node();
+  *g->add_node() = mm;
+  *g->add_node() = add;
+  for (std::size_t i = 1; i < nodes.size(); ++i) *g->add_node() = nodes[i];
+  return m;
+}
+}  // namespace
+
+TEST_CASE("import_onnx: a malformed graph is an io_error naming the layer, the node and what is wrong") {
+  temp_dir d;
+  auto a = make_model<mlp4>(3);
+  const fs::path exported = d.path / "mlp.onnx", f = d.path / "bad.onnx";
+  export_onnx(a, exported);
+  const std::string p = "import_onnx: " + f.string() + ": ";
+  auto b = make_model<mlp4>(4);
+  const auto before = params(b);
+  auto refused = [&](const onnx::ModelProto& m) {
+    write_model(m, f);
+    std::string what = "(no exception)";
+    try {
+      import_onnx(b, f);
+    } catch (const io_error& e) {
+      what = e.what();
+    } catch (const std::exception& e) {
+      what = std::string("a foreign exception: ") + e.what();
+    }
+    CHECK(params(b) == before);
+    return what;
+  };
+  const std::string l1 = p + "layer 1 (dense<3, leaky_relu<0.1>>): ";
+
+  // MatMul + Add imports as a dense layer...
+  write_model(matmul_add(exported), f);
+  auto c = make_model<mlp4>(4);
+  import_onnx(c, f);
+  CHECK(params(c) == params(a));
+  // ... but an Add with one input was a protobuf FatalException (tests/fuzz/corpus/onnx/regress_add_one_input)
+  {
+    auto m = matmul_add(exported);
+    m.mutable_graph()->mutable_node(1)->mutable_input()->RemoveLast();
+    CHECK(refused(m) == l1 + "Add 'dense/BiasAdd' (node 1) has 1 inputs; an Add after MatMul adds the bias to its output: 2");
+    m.mutable_graph()->mutable_node(1)->clear_input();
+    CHECK(refused(m) == l1 + "Add 'dense/BiasAdd' (node 1) has 0 inputs; an Add after MatMul adds the bias to its output: 2");
+  }
+  {  // a MatMul without its weight, a Gemm whose weight is no initializer
+    auto m = matmul_add(exported);
+    m.mutable_graph()->mutable_node(0)->mutable_input()->RemoveLast();
+    CHECK(refused(m) == l1 + "MatMul 'dense/MatMul' (node 0) has no weight");
+    m = read_model(exported);
+    m.mutable_graph()->mutable_node(0)->set_input(1, "nowhere");
+    CHECK(refused(m) == l1 + "Gemm 'layer1_gemm_0' (node 0)'s weight 'nowhere' is not a constant");
+  }
+  {  // wrong, negative and huge dims, another data type, values that do not match the dims
+    auto m = read_model(exported);
+    initializer(m, "layer1_kernel")->set_dims(0, 5);
+    CHECK(refused(m) == l1 + "Gemm 'layer1_gemm_0' (node 0) has a weight of 5 x 3; this layer's kernel is 4 x 3");
+    m.mutable_graph()->mutable_node(0)->set_name("\x1b[2Jgemm\n");  // names are printed as printable ASCII
+    CHECK(refused(m) == l1 + "Gemm '?[2Jgemm?' (node 0) has a weight of 5 x 3; this layer's kernel is 4 x 3");
+    m.mutable_graph()->mutable_node(0)->set_name("layer1_gemm_0");
+    initializer(m, "layer1_kernel")->set_dims(0, -4);
+    CHECK(refused(m) == l1 + "Gemm 'layer1_gemm_0' (node 0)'s weight 'layer1_kernel' has a negative dimension (-4 x 3)");
+    initializer(m, "layer1_kernel")->set_dims(0, std::int64_t(1) << 62);
+    initializer(m, "layer1_kernel")->set_dims(1, std::int64_t(1) << 62);
+    CHECK(refused(m) == l1 + "Gemm 'layer1_gemm_0' (node 0) has a weight of 4611686018427387904 x 4611686018427387904; "
+                             "this layer's kernel is 4 x 3");
+    m = read_model(exported);
+    initializer(m, "layer1_kernel")->set_data_type(onnx::TensorProto::INT64);
+    CHECK(refused(m) == l1 + "Gemm 'layer1_gemm_0' (node 0): tensor 'layer1_kernel' is not float32 (ONNX type 7)");
+    m = read_model(exported);
+    initializer(m, "layer1_kernel")->mutable_raw_data()->resize(47);
+    CHECK(refused(m) == l1 + "Gemm 'layer1_gemm_0' (node 0): tensor 'layer1_kernel' holds 47 bytes for 12 floats");
+    m = read_model(exported);
+    auto* k = initializer(m, "layer1_kernel");
+    k->clear_raw_data();
+    for (int i = 0; i < 11; ++i) k->add_float_data(0.5f);
+    CHECK(refused(m) == l1 + "Gemm 'layer1_gemm_0' (node 0): tensor 'layer1_kernel' holds 11 values for 12 floats");
+    k->add_float_data(0.5f);
+    write_model(m, f);
+    import_onnx(c, f);  // float_data instead of raw_data is fine
+    CHECK(c.layer_parameters<0>()[11] == 0.5f);  // the first dense layer: kernel (3, 2)
+  }
+  {  // attributes of another type than ONNX defines, a NaN slope
+    auto m = read_model(exported);
+    auto* t = m.mutable_graph()->mutable_node(0)->add_attribute();
+    t->set_name("transB");
+    t->set_type(onnx::AttributeProto::FLOAT);
+    t->set_f(1);
+    CHECK(refused(m) == l1 + "Gemm 'layer1_gemm_0' (node 0)'s attribute 'transB' is FLOAT, not INT");
+    m = read_model(exported);
+    auto* alpha = m.mutable_graph()->mutable_node(1)->mutable_attribute(0);
+    REQUIRE(alpha->name() == "alpha");
+    alpha->set_f(std::numeric_limits<float>::quiet_NaN());
+    CHECK(refused(m).starts_with(l1 + "LeakyRelu 'layer1_act_1' (node 1) has alpha nan; this layer's slope is 0.1"));
+  }
+  {  // a graph input of huge dims (their product overflowed int64) or none
+    auto m = read_model(exported);
+    auto* shape = m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->mutable_dim(1)->set_dim_value(std::int64_t(1) << 62);
+    shape->add_dim()->set_dim_value(std::int64_t(1) << 62);
+    CHECK(refused(m) == p + "the graph's input is (batch, 4611686018427387904 x 4611686018427387904); this network's "
+                            "is (batch, 4)");
+    m.mutable_graph()->clear_input();
+    CHECK(refused(m) == p + "the graph has no input");
+  }
+  {  // a file larger than protobuf parses (sparse: nothing is written or read)
+    std::ofstream(f, std::ios::binary | std::ios::trunc).close();
+    fs::resize_file(f, std::uintmax_t(1) << 31);
+    CHECK(message_of([&] { import_onnx(b, f); }) ==
+          p + "the file holds 2147483648 bytes, more than the 2147483647 allowed");
+    fs::remove(f);
+  }
+  {  // batch normalization without its statistics
+    using bn_net = sequential<input<4>, batch_norm>;
+    auto c = make_model<bn_net>(1);
+    export_onnx(c, exported);
+    auto m = read_model(exported);
+    onnx::NodeProto* bn = nullptr;
+    for (auto& n : *m.mutable_graph()->mutable_node())
+      if (n.op_type() == "BatchNormalization") bn = &n;
+    REQUIRE(bn != nullptr);
+    bn->mutable_input()->RemoveLast();
+    bn->mutable_input()->RemoveLast();
+    write_model(m, f);
+    auto e = make_model<bn_net>(2);
+    CHECK(message_of([&] { import_onnx(e, f); }) ==
+          p + "layer 1 (batch_norm): BatchNormalization 'layer1_batchnorm_0' (node 0) has no mean");
+  }
 }
