@@ -452,7 +452,7 @@ struct slow_source final : data::stage<S4> {
 };
 }  // namespace
 
-TEST_CASE("stage names: by kind and position, or by the label named() gives; the knobs carry them") {
+TEST_CASE("stage names: by kind and position, or by the label named() gives, and the knobs carry them") {
   auto d = data::dataset<S4>::source(std::make_shared<slow_source>(64, 0), "from_csv", data::cache_advice::yes)
                .map([](S4 s) { return s; }, data::autotune)
                .map([](S4 s) { return s; }, data::autotune)
@@ -635,7 +635,8 @@ TEST_CASE("hysteresis: with steady costs and +-5% noise no search undoes an earl
   std::size_t reversals = 0, raised = 0;
   for (std::uint64_t seed = 1; seed <= 40; ++seed) {
     CAPTURE(seed);
-    sim s{.load = 1.5e-3, .compute = 1e-3, .cores = 2, .compute_threads = 2, .jitter = 0.02, .noise = 0.05, .seed = seed};
+    sim s{.load = 1.5e-3, .compute = 1e-3, .cores = 2, .compute_threads = 2, .jitter = 0.02, .noise = 0.05,
+          .seed = seed};
     data::autotune_policy pol({.cores = 2, .memory_bytes = 1 << 20, .log = nullptr, .probe_machine = false});
     std::vector<data::knob_setting> k = {{knob::prefetch_depth, 2, 64, 1000}};
     auto epoch = [&] {  // 40 windows, the first 3 slower (a new pass): each may start a search
@@ -664,7 +665,7 @@ TEST_CASE("hysteresis: with steady costs and +-5% noise no search undoes an earl
   CHECK(raised == 40);
 }
 
-TEST_CASE("history: autotune[e] holds every decision printed during epoch e, the first epoch's too") {
+TEST_CASE("history: hist.autotune of epoch e holds every decision printed during it, the first epoch's too") {
   // Every step waits ~2 ms for a sample; a memory budget below one element holds the prefetch at
   // depth 1, so the tuner settles (and prints) within the first epoch.
   std::vector<float> x(4 * 150);

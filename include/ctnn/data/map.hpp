@@ -130,8 +130,8 @@ class map_parallel final : public iterator<Out> {
  public:
   map_parallel(iterator_ptr<In> up, std::shared_ptr<const F> f, std::size_t workers, std::shared_ptr<knob> k,
                order o, std::size_t epoch, std::shared_ptr<stage_meter> m)
-      : up_(std::move(up)), f_(std::move(f)), knob_(std::move(k)), meter_(std::move(m)), ordered_(o == order::preserved),
-        epoch_(epoch), workers_(workers), window_(2 * workers) {
+      : up_(std::move(up)), f_(std::move(f)), knob_(std::move(k)), meter_(std::move(m)),
+        ordered_(o == order::preserved), epoch_(epoch), workers_(workers), window_(2 * workers) {
     try {
       for (std::size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
     } catch (...) {
@@ -353,7 +353,8 @@ class map_stage final : public stage<Out> {
       return std::make_unique<detail::map_parallel<In, Out, F>>(std::move(up), f_, knob_->max, knob_, order_, ctx.epoch,
                                                                 ctx.meter);
     }
-    if (p_.workers == 1) return std::make_unique<detail::map_inline<In, Out, F>>(std::move(up), f_, ctx.epoch, ctx.meter);
+    if (p_.workers == 1)
+      return std::make_unique<detail::map_inline<In, Out, F>>(std::move(up), f_, ctx.epoch, ctx.meter);
     return std::make_unique<detail::map_parallel<In, Out, F>>(std::move(up), f_, p_.workers, nullptr, order_, ctx.epoch,
                                                               ctx.meter);
   }
