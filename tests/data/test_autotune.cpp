@@ -7,13 +7,17 @@
 #include <ctnn/ctnn.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <numeric>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 using namespace ctnn;
 using data::knob;
@@ -226,7 +230,8 @@ TEST_CASE("policy: the explanation says what changed, why it stopped, the limit 
   CHECK(e.find(" neighbouring settings tried was faster (by 3%); limit: ") !=
         std::string::npos);
   CHECK(e.find("(map work 3.00 ms, compute ") != std::string::npos);
-  CHECK(e.find("% of step time is spent waiting for data") == e.size() - 40);
+  CHECK(e.find("; waiting for data: ") != std::string::npos);
+  CHECK(e.ends_with(" steps measured at this setting (not the epoch's input_share, which counts every step)"));
   CHECK(pol.verdicts()[0].values == std::vector<std::size_t>{k[0].value, k[1].value});
 }
 
@@ -328,7 +333,7 @@ TEST_CASE("policy: identical measurements keep the start setting (no gain, no ch
   REQUIRE(pol.verdicts().size() == 1);
   CHECK(pol.explanation().find("map parallelism 2 (kept), prefetch depth 4 (kept); stopped: none of the 4 "
                                "neighbouring settings tried was faster (by 3%); limit: serial stages") == 0);
-  CHECK(pol.explanation().find("; 20% of step time is spent waiting for data") != std::string::npos);
+  CHECK(pol.explanation().find("; waiting for data: 20% of step time over the ") != std::string::npos);
 }
 
 TEST_CASE("tuner: windows of steps drive the policy, knobs follow it, each new verdict is printed once") {
@@ -347,9 +352,11 @@ TEST_CASE("tuner: windows of steps drive the policy, knobs follow it, each new v
   CHECK(pf->value == 1);
   REQUIRE(t.messages().size() == 1);
   CHECK(t.messages()[0].find("map parallelism 1 (kept), prefetch depth 1 (kept); stopped: none of the 2") == 0);
-  CHECK(t.messages()[0].find("30% of step time is spent waiting for data") != std::string::npos);
+  CHECK(t.messages()[0].find("waiting for data: 30% of step time over the ") != std::string::npos);
   CHECK(t.explanation() == t.messages()[0]);
-  CHECK(log.str() == "ctnn autotune: " + t.messages()[0] + "\n");
+  const auto v = t.verdicts();
+  CHECK(v[0].pass == 0);
+  CHECK(log.str() == "ctnn autotune (epoch 1, step " + std::to_string(v[0].step) + "): " + t.messages()[0] + "\n");
   for (int i = 0; i < 500; ++i) t.observe(0.003, 0.010, 0.01);
   CHECK(t.messages().size() == 1);  // the same verdict is not said again
 }
@@ -390,12 +397,16 @@ TEST_CASE("autotune: a pipeline with autotuned map and prefetch trains, within i
   CHECK(h.epochs() == 3);
   // Whatever this noisy machine measured: every verdict printed once, in order, and kept.
   std::string printed;
-  for (auto& m : train.autotuner().messages()) printed += "ctnn autotune: " + m + "\n";
+  for (auto& v : train.autotuner().verdicts())
+    printed += "ctnn autotune (epoch " + std::to_string(v.pass + 1) + ", step " + std::to_string(v.step) + "): " +
+               v.text + "\n";
   CHECK(log.str() == printed);
   CHECK(train.autotuner().verdicts().size() == train.autotuner().messages().size());
-  // the history keeps the explanation of every epoch
+  // the history keeps, per epoch, the verdicts printed in it
   REQUIRE(h.autotune.size() == 3);
-  CHECK(h.autotune.back() == train.autotuner().explanation());
+  std::size_t kept = 0;
+  for (auto& e : h.autotune) kept += e.size();
+  CHECK(kept == train.autotuner().messages().size());
 }
 
 TEST_CASE("tuner: the machine probe reads busy cores from /proc/stat") {
@@ -412,4 +423,318 @@ TEST_CASE("tuner: the machine probe reads busy cores from /proc/stat") {
     CHECK(busy >= 0);
     CHECK(busy <= double(std::thread::hardware_concurrency()) + 1e-9);
   }
+}
+
+// ---- issue 24, item 6: names, the stage that dominates, hysteresis, history, the two shares ----
+
+namespace {
+// A source whose every element costs `us` microseconds of work (a parse), counting from 0.
+struct slow_source final : data::stage<S4> {
+  std::size_t n;
+  int us;
+  slow_source(std::size_t count, int micros) : n(count), us(micros) {}
+  struct iter final : data::iterator<S4> {
+    std::size_t i = 0, n;
+    int us;
+    iter(std::size_t count, int micros) : n(count), us(micros) {}
+    bool next(S4& out) override {
+      if (i == n) return false;
+      const auto t0 = std::chrono::steady_clock::now();
+      while (std::chrono::steady_clock::now() - t0 < std::chrono::microseconds(us)) {
+      }
+      out.x.assign(4, float(i));
+      out.y.assign(1, int(i % 2));
+      ++i;
+      return true;
+    }
+  };
+  data::iterator_ptr<S4> open(const data::open_context&) const override { return std::make_unique<iter>(n, us); }
+};
+}  // namespace
+
+TEST_CASE("stage names: by kind and position, or by the label named() gives, and the knobs carry them") {
+  auto d = data::dataset<S4>::source(std::make_shared<slow_source>(64, 0), "from_csv", data::cache_advice::yes)
+               .map([](S4 s) { return s; }, data::autotune)
+               .map([](S4 s) { return s; }, data::autotune)
+               .named("parse")
+               .shuffle(8, 1)
+               .batch(4)
+               .prefetch(data::autotune)
+               .with_budget({.cores = 2, .log = nullptr, .probe_machine = false});
+  CHECK(d.last_stage_name() == "prefetch #1 (stage 6)");
+  {
+    auto c = d.open(0);
+    data::batch_of<shape<4>> b;
+    while (c.next(b)) {
+    }
+  }
+  // Two maps, both tuned: no longer both "map parallelism 1 (kept)". (A prefetch enlists before
+  // the stages above it open, so it comes first.)
+  CHECK(d.autotuner().knob_stages() ==
+        std::vector<std::string>{"prefetch #1 (stage 6)", "map #1 (stage 2)", "map 'parse' (stage 3)"});
+  std::vector<std::string> metered;
+  for (auto& c : d.autotuner().stage_costs()) metered.push_back(c.name);
+  CHECK(metered == std::vector<std::string>{"from_csv #1 (stage 1)", "map #1 (stage 2)", "map 'parse' (stage 3)",
+                                            "shuffle #1 (stage 4)", "batch #1 (stage 5)", "prefetch #1 (stage 6)"});
+
+  // ... and the policy's line names each knob by its stage.
+  data::autotune_policy pol({.cores = 4, .log = nullptr, .probe_machine = false});
+  std::vector<data::knob_setting> k = {{knob::map_parallelism, 1, 4, 0, "map #1 (stage 2)"},
+                                       {knob::map_parallelism, 1, 4, 0, "map 'parse' (stage 3)"},
+                                       {knob::prefetch_depth, 2, 64, 100, "prefetch #1 (stage 6)"}};
+  data::autotune_window w{.steps = 10, .wait_s = 0.002, .step_s = 0.1};
+  for (int i = 0; i < 100 && !pol.settled(); ++i) pol.observe(w, k);
+  REQUIRE(pol.settled());
+  CHECK(pol.explanation().find("map #1 (stage 2) parallelism 1 (kept), map 'parse' (stage 3) parallelism 1 (kept), "
+                               "prefetch #1 (stage 6) depth ") == 0);
+}
+
+TEST_CASE("stage meters: each stage's own work, its upstream's excluded, is measured while a tuner is active") {
+  // A source that works 300 us per element, a map that does nothing, batches of 4.
+  auto d = data::dataset<S4>::source(std::make_shared<slow_source>(200, 300), "from_csv", data::cache_advice::yes)
+               .map([](S4 s) { return s; }, data::autotune)
+               .batch(4)
+               .prefetch(2)
+               .with_budget({.cores = 2, .log = nullptr, .probe_machine = false});
+  {
+    auto c = d.open(0);
+    data::batch_of<shape<4>> b;
+    while (c.next(b)) {
+    }
+  }
+  const auto costs = d.autotuner().stage_costs();
+  REQUIRE(costs.size() == 4);
+  CAPTURE(costs[0].work_s);
+  CAPTURE(costs[1].work_s);
+  CAPTURE(costs[2].work_s);
+  CHECK(costs[0].work_s >= 200 * 300e-6);                     // the source's work, all of it ...
+  CHECK(costs[2].work_s < 0.5 * costs[0].work_s);             // ... not counted again in batch, downstream
+  CHECK(costs[1].work_s < 0.5 * costs[0].work_s);             // the map's f is cheap
+  CHECK(costs[3].work_s == 0);                                // prefetch only waits
+  CHECK(costs[0].pass_bytes == doctest::Approx(200.0 * double(data::element_bytes(S4{{0, 0, 0, 0}, {0}}))));
+  // Without a tuned stage nothing is measured (no clock reads on a plain pipeline).
+  auto plain = data::dataset<S4>::source(std::make_shared<slow_source>(8, 0), "src").batch(4);
+  auto c = plain.open(0);
+  data::batch_of<shape<4>> b;
+  while (c.next(b)) {
+  }
+  for (auto& x : plain.autotuner().stage_costs()) CHECK(x.work_s == 0);
+}
+
+namespace {
+// A window of `steps` steps at `ms` per step, 40% of it waiting, with its stages' work per step.
+data::autotune_window stage_window(double ms, std::vector<data::autotune_window::stage_cost> per_step,
+                                   double machine_busy = -1, double memory = -1) {
+  data::autotune_window w{.steps = 20, .wait_s = 20 * 0.4 * ms * 1e-3, .step_s = 20 * ms * 1e-3,
+                          .cpu_s = 20 * 1.9 * ms * 1e-3, .load_s = -1, .machine_busy = machine_busy,
+                          .machine_cores = 2, .compute_threads = 2};
+  for (auto& s : per_step) s.work_s *= 20 * 1e-3;
+  w.stages = std::move(per_step);
+  w.memory_available = memory;
+  return w;
+}
+std::string settle(data::autotune_policy& pol, std::vector<data::knob_setting>& k, const data::autotune_window& w) {
+  for (int i = 0; i < 200 && !pol.settled(); ++i) pol.observe(w, k);
+  REQUIRE(pol.settled());
+  return pol.explanation();
+}
+}  // namespace
+
+TEST_CASE("verdict: names the stage whose work dominates and recommends cache() after a parse that fits in memory") {
+  // The user's CSV pipeline: 64 lines of 785 numbers parsed per step (1.9 ms), a cheap map; the
+  // process keeps its 2 cores busy with that and the machine probe sees no other load.
+  const std::vector<data::autotune_window::stage_cost> stages = {
+      {"from_csv #1 (stage 1)", data::cache_advice::yes, 1.9, 60000 * 3300.0},
+      {"map #1 (stage 2)", data::cache_advice::if_deterministic, 0.1, 60000 * 3300.0},
+      {"batch #1 (stage 3)", data::cache_advice::no, 0.05, 60000 * 3300.0}};
+  auto k = std::vector<data::knob_setting>{{knob::map_parallelism, 1, 1, 0, "map #1 (stage 2)"},
+                                           {knob::prefetch_depth, 2, 2, 100, "prefetch #1 (stage 4)"}};
+  data::autotune_policy pol({.cores = 2, .log = nullptr, .probe_machine = false});
+  const std::string e = settle(pol, k, stage_window(2.5, stages, /*machine_busy=*/1.9, /*memory=*/8e9));
+  CAPTURE(e);
+  CHECK(pol.verdicts().back().limit != data::autotune_limit::other_processes);  // no other load measured
+  CHECK(e.find("other processes") == std::string::npos);
+  CHECK(e.find("; most of the input work: from_csv #1 (stage 1), 1.90 ms per step (93% of it); cache() right after it "
+               "would do that work once instead of every epoch (its output, about 189 MiB a pass, fits in memory)") !=
+        std::string::npos);
+
+  // The same output with 300 MiB free: cache(path) instead.
+  data::autotune_policy pol2({.cores = 2, .log = nullptr, .probe_machine = false});
+  auto k2 = k;
+  const std::string e2 = settle(pol2, k2, stage_window(2.5, stages, 1.9, 300 * 1048576.0));
+  CHECK(e2.find("; its output, about 189 MiB a pass, does not fit in memory (300 MiB free): cache(path) right after it "
+                "would do that work once") != std::string::npos);
+
+  // A map of random augmentation that dominates is named, but not to be cached; a plain map is,
+  // if its function is deterministic.
+  auto aug = stages;
+  aug[1] = {"map 'augment' (stage 2)", data::cache_advice::no, 3.0, 1e6};
+  data::autotune_policy pol3({.cores = 2, .log = nullptr, .probe_machine = false});
+  auto k3 = k;
+  const std::string e3 = settle(pol3, k3, stage_window(4, aug, 1.9, 8e9));
+  CHECK(e3.find("; most of the input work: map 'augment' (stage 2), 3.00 ms per step (61% of it); waiting") !=
+        std::string::npos);
+  auto plain = aug;
+  plain[1].cache = data::cache_advice::if_deterministic;
+  data::autotune_policy pol4({.cores = 2, .log = nullptr, .probe_machine = false});
+  auto k4 = k;
+  CHECK(settle(pol4, k4, stage_window(4, plain, 1.9, 8e9))
+            .find("cache() right after it would do that work once instead of every epoch, if its function is "
+                  "deterministic (its output, about 1.0 MiB a pass, fits in memory)") != std::string::npos);
+
+  // Not waiting for data: no stage is blamed.
+  auto w = stage_window(2.5, stages, 1.9, 8e9);
+  w.wait_s = 0.01 * w.step_s;
+  data::autotune_policy pol5({.cores = 2, .log = nullptr, .probe_machine = false});
+  auto k5 = k;
+  CHECK(settle(pol5, k5, w).find("most of the input work") == std::string::npos);
+}
+
+TEST_CASE("hysteresis: a prefetch depth does not flip-flop 2 -> 1 -> 2 -> 1 over epochs when the costs are steady") {
+  // Depths 1 and 2 cost the same (1 ms per step, 30% waiting), 4 and more cost 12% more. Every
+  // setting tried is measured 4% faster than it is (noise at its worst: always for the trial),
+  // and each epoch starts with 3 slow windows (files reopened), which start a new search. With
+  // one bar both ways each search undid the previous one: 2 -> 1, 1 -> 2, 2 -> 1, ...
+  data::autotune_policy pol({.cores = 2, .memory_bytes = 1 << 20, .log = nullptr, .probe_machine = false});
+  std::vector<data::knob_setting> k = {{knob::prefetch_depth, 2, 64, 1000, "prefetch #1 (stage 4)"}};
+  double slow_depth_1 = 1.0;  // the real cost of depth 1, relative
+  std::size_t home = k[0].value;
+  bool was_settled = false;
+  auto run_epoch = [&] {
+    for (int w = 0; w < 40; ++w) {
+      const std::size_t d = k[0].value;
+      double ms = d >= 4 ? 1.12 : d == 1 ? slow_depth_1 : 1.0;
+      if (d != home) ms *= 0.96;  // the trial's windows, flattered by noise
+      if (w < 3) ms *= 1.4;
+      data::autotune_window win{.steps = 20, .wait_s = 20 * 0.3e-3 * ms, .step_s = 20 * 1e-3 * ms};
+      pol.observe(win, k);
+      if (was_settled && !pol.settled()) home = k[0].value;  // a new search starts from here
+      was_settled = pol.settled();
+      if (pol.settled()) home = k[0].value;
+    }
+    return k[0].value;
+  };
+  std::vector<std::size_t> depths;
+  for (int e = 0; e < 6; ++e) depths.push_back(run_epoch());
+  CAPTURE(depths[0]);
+  CAPTURE(depths[1]);
+  CAPTURE(depths[2]);
+  CAPTURE(depths[3]);
+  std::size_t changes = 0;
+  for (std::size_t i = 1; i < depths.size(); ++i) changes += depths[i] != depths[i - 1];
+  CHECK(changes == 0);  // one decision (the first search's), kept
+
+  // The costs change for real: depth 1 becomes 40% slower than 2. The decision is undone.
+  REQUIRE(k[0].value == 1);
+  slow_depth_1 = 1.4;
+  for (int e = 0; e < 3; ++e) run_epoch();
+  CHECK(k[0].value == 2);
+}
+
+TEST_CASE("hysteresis: with steady costs and +-5% noise no search undoes an earlier one (40 seeds)") {
+  std::size_t reversals = 0, raised = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    CAPTURE(seed);
+    sim s{.load = 1.5e-3, .compute = 1e-3, .cores = 2, .compute_threads = 2, .jitter = 0.02, .noise = 0.05,
+          .seed = seed};
+    data::autotune_policy pol({.cores = 2, .memory_bytes = 1 << 20, .log = nullptr, .probe_machine = false});
+    std::vector<data::knob_setting> k = {{knob::prefetch_depth, 2, 64, 1000}};
+    auto epoch = [&] {  // 40 windows, the first 3 slower (a new pass): each may start a search
+      for (int w = 0; w < 40; ++w) {
+        auto win = s.window(k);
+        if (w < 3) win.step_s *= 1.5;
+        pol.observe(win, k);
+      }
+      return k[0].value;
+    };
+    std::vector<std::size_t> depths{2};
+    for (int e = 0; e < 8; ++e) depths.push_back(epoch());
+    for (std::size_t i = 1; i < depths.size(); ++i)
+      if (depths[i] != depths[i - 1])
+        for (std::size_t j = 0; j + 1 < i; ++j)
+          if (depths[j] == depths[i] && depths[j + 1] != depths[i]) {
+            ++reversals;
+            break;
+          }
+    // The costs change for real: a consumer whose steps vary a lot (jitter) needs a deeper queue.
+    s.jitter = 2.0;
+    for (int e = 0; e < 4; ++e) epoch();
+    raised += k[0].value >= 4;
+  }
+  CHECK(reversals == 0);
+  CHECK(raised == 40);
+}
+
+TEST_CASE("history: hist.autotune of epoch e holds every decision printed during it, the first epoch's too") {
+  // Every step waits ~2 ms for a sample; a memory budget below one element holds the prefetch at
+  // depth 1, so the tuner settles (and prints) within the first epoch.
+  std::vector<float> x(4 * 150);
+  std::vector<int> y(150);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = int(i % 2);
+  std::ostringstream log;
+  auto train = data::from_tensors<shape<4>>(x, y)
+                   .map([](S4 s) {
+                     std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                     return s;
+                   })
+                   .batch(1)
+                   .prefetch(data::autotune)
+                   .with_budget({.cores = 2, .memory_bytes = 1, .log = &log, .probe_machine = false});
+  auto m = make_model<net>(1);
+  sgd opt;
+  auto h = fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt, train, epochs{2});
+  REQUIRE(h.autotune.size() == 2);
+  std::istringstream lines(log.str());
+  std::string line;
+  std::size_t printed = 0;
+  std::vector<std::size_t> per_epoch(2);
+  while (std::getline(lines, line)) {
+    CAPTURE(line);
+    std::size_t epoch = 0, step = 0;
+    int used = 0;
+    REQUIRE(std::sscanf(line.c_str(), "ctnn autotune (epoch %zu, step %zu): %n", &epoch, &step, &used) == 2);
+    REQUIRE(epoch >= 1);
+    REQUIRE(epoch <= 2);
+    const std::string text = line.substr(std::size_t(used));
+    const auto& kept = h.autotune[epoch - 1];
+    CHECK(std::find(kept.begin(), kept.end(), text) != kept.end());
+    ++printed;
+    ++per_epoch[epoch - 1];
+  }
+  CHECK(per_epoch[0] >= 1);  // a decision was printed in the first epoch ...
+  CHECK(h.autotune[0].size() == per_epoch[0]);  // ... and it is in autotune[0]
+  CHECK(h.autotune[1].size() == per_epoch[1]);
+  CHECK(printed == train.autotuner().messages().size());
+}
+
+TEST_CASE("the tuner's waiting share is labelled apart from the epoch's input_share, which counts every step") {
+  // One simulated epoch: 3 refill steps waiting 90% of 10 ms, then steps of 10 ms waiting 3 ms.
+  std::ostringstream log;
+  data::tuner t({.cores = 2, .memory_bytes = 1 << 20, .log = &log, .probe_machine = false, .compute_threads = 2});
+  auto pf = std::make_shared<knob>(knob::prefetch_depth, 1, 1);
+  t.enlist(pf, "prefetch #1 (stage 3)");
+  t.begin_pass(0);
+  double wait = 0, step = 0;
+  auto observe = [&](double w, double s) {
+    t.observe(w, s, 0.01);
+    wait += w;
+    step += s;
+  };
+  for (int i = 0; i < 3; ++i) observe(0.009, 0.010);
+  for (int i = 0; i < 400 && !t.settled(); ++i) observe(0.003, 0.010);
+  for (int i = 0; i < 20; ++i) observe(0.003, 0.010);
+  REQUIRE(t.settled());
+  const std::string said = t.explanation();
+  CAPTURE(said);
+  const std::string epoch_line = input_verdict(wait / step);  // what fit logs for the epoch
+  CAPTURE(epoch_line);
+  // Two different numbers of two different spans, each with its own label: the tuner's names
+  // its steps and says it is not the epoch's input_share; the epoch line's is the only
+  // "of step time is spent waiting for data".
+  CHECK(said.find("waiting for data: 30% of step time over the ") != std::string::npos);
+  CHECK(said.find("steps measured at this setting (not the epoch's input_share, which counts every step)") !=
+        std::string::npos);
+  CHECK(said.find("is spent waiting for data") == std::string::npos);
+  CHECK(epoch_line.find("of step time is spent waiting for data") != std::string::npos);
+  CHECK(wait / step > 0.30);
 }

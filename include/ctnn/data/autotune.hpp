@@ -23,12 +23,18 @@
 //     decide; a setting tried in a search is never tried again in it, so a
 //     search ends (no oscillation);
 //   - when no neighbour helps it settles and says, in one line, what it
-//     changed, why it stopped, which resource is the limit and the share of
-//     step time spent waiting; the line is printed when the verdict changes;
+//     changed (each knob named by its stage: "map 'parse' (stage 2)"), why it
+//     stopped, which resource is the limit, the stage whose own work is the
+//     largest (with cache() advice when its work repeats every pass) and the
+//     share of step time spent waiting in the steps it measured (labelled
+//     apart from the epoch's input_share); the line is printed, with the
+//     epoch and step it was said in, when the verdict changes;
 //   - settled, it searches again only when, for 3 windows in a row, the step
 //     time moves by > 25% or the cores other processes take move by >= 0.5
 //     (the costs changed); a search that ends where the previous one did
-//     doubles that number of windows (up to 64 x), so noise alone dies out.
+//     doubles that number of windows (up to 64 x), so noise alone dies out;
+//   - what a search moved is held: a later search undoes it only when that is
+//     2 x 3% faster over two rounds of windows (no 2 -> 1 -> 2 -> 1 by noise).
 // Every thread that competes for the cores is counted in the verdict: the
 // compute threads (the CPU kernels' pool unless the budget says otherwise),
 // the map workers and the prefetch threads.
@@ -47,7 +53,10 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 #include "../kernels/cpu/thread_pool.hpp"
 
@@ -104,7 +113,48 @@ class machine_cpu {
  private:
   unsigned long long total_ = 0, idle_ = 0;
 };
+
+// Bytes of memory the machine has free (-1 if unknown).
+inline double free_memory_bytes() {
+  const long pages = ::sysconf(_SC_AVPHYS_PAGES), size = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && size > 0 ? double(pages) * double(size) : -1;
+}
 }  // namespace detail
+
+// A stage as the tuner's explanations name it: "map #2 (stage 3)" (its kind, its number among
+// the stages of that kind, its position counted from the source, which is stage 1), or with a
+// label given by dataset::named("parse"): "map 'parse' (stage 3)".
+struct stage_name {
+  std::string kind;          // "from_csv", "map", "batch", ...; "" for a knob of no named stage
+  std::size_t position = 0;  // 1: the source, 2: the stage after it, ...
+  std::size_t ordinal = 0;   // 1: the first stage of its kind, ...
+  std::string label;         // "" if none
+  std::string str() const {
+    if (kind.empty()) return {};
+    const std::string where = "(stage " + std::to_string(position) + ")";
+    if (!label.empty()) return kind + " '" + label + "' " + where;
+    return kind + " #" + std::to_string(ordinal) + " " + where;
+  }
+};
+
+// Would cache() right after a stage save its work on later passes? `yes` for a reader that
+// parses or decodes files (the same output every pass), `if_deterministic` for a map without a
+// random seed (ctnn cannot see whether f is), `no` for the rest (random augmentation, shuffle,
+// stages that only copy).
+enum class cache_advice { no, yes, if_deterministic };
+
+// The measured cost of one stage, kept while a tuner is active (stages enlist it when a pass
+// opens; metering is on once a knob enlisted). work_ns is the time in the stage's own work, its
+// upstream's excluded: a map's time in f, a reader's time reading and parsing.
+struct stage_meter {
+  stage_meter(stage_name n, cache_advice c) : name(std::move(n)), cache(c) {}
+  const stage_name name;
+  const cache_advice cache;
+  std::atomic<bool> on{false};
+  std::atomic<std::uint64_t> work_ns{0};
+  std::atomic<std::uint64_t> elements{0}, bytes{0};  // what it delivered, in all passes
+  std::atomic<std::uint64_t> pass_elements{0};       // the most it delivered in one complete pass
+};
 
 // One tunable value. Stages read `value` from their threads; the tuner writes it.
 struct knob {
@@ -133,12 +183,21 @@ struct autotune_window {
   double machine_busy = -1;        // busy cores of the whole machine, all processes (-1: unknown)
   std::size_t machine_cores = 0;   // cores of the machine (0: unknown)
   std::size_t compute_threads = 1;  // threads the model computes on
+  struct stage_cost {
+    std::string name;                         // stage_name::str()
+    cache_advice cache = cache_advice::no;
+    double work_s = 0;                        // its own work in this window
+    double pass_bytes = -1;                   // its output in one pass, estimated (-1: unknown)
+  };
+  std::vector<stage_cost> stages;  // every metered stage, source first (empty: not measured)
+  double memory_available = -1;    // bytes the machine has free (-1: unknown)
 };
 
 // A knob as the policy sees it; observe() may change `value`.
 struct knob_setting {
   knob::kind_t kind;
   std::size_t value, max, unit_bytes = 0;
+  std::string stage;  // the stage's name ("map #2 (stage 3)"); "" prints "map parallelism", "prefetch depth"
 };
 
 enum class autotune_limit { compute, loading, cpu, other_processes, memory, serial_stages };
@@ -161,6 +220,7 @@ struct autotune_verdict {
   double wait_share = 0;             // of step time, in the settled setting's windows
   std::vector<std::size_t> values;   // the knobs' settled values, in enlisting order
   std::string text;                  // the one-line explanation
+  std::size_t pass = 0, step = 0;    // set by the tuner: the pass (epoch) and its step it was said in
 };
 
 // How cautious the policy is.
@@ -194,7 +254,10 @@ class basic_autotune_policy {
   bool observe(const autotune_window& w, std::vector<knob_setting>& knobs) {
     const std::size_t index = windows_++;
     if (w.steps == 0 || !(w.step_s > 0)) return false;
-    if (knobs.size() != kinds_.size() || !same_kinds(knobs)) restart(knobs);  // a knob enlisted: search anew
+    if (knobs.size() != kinds_.size() || !same_kinds(knobs)) {  // a knob enlisted: search anew
+      held_.clear();
+      restart(knobs);
+    }
     last_ = w;
     if (fit_memory(knobs)) {  // a depth over the memory budget is lowered before anything is measured
       restart(knobs);
@@ -231,7 +294,9 @@ class basic_autotune_policy {
         // Every move must be `gain` faster, a deeper prefetch too: were a deeper queue kept when
         // faster by any margin, window-to-window noise of a few percent would walk the depth up to
         // whatever the noise favoured (measured: 8 and 16 where 2 was 5-12 % faster over epochs).
-        const double bar = 1 - opt_.gain;
+        // A move that undoes an earlier search's decision must be 2 x `gain` faster (hysteresis):
+        // with one bar both ways, noise re-decided the depth at every search (2 -> 1 -> 2 -> 1).
+        const double bar = 1 - opt_.gain * (reverting_ ? 2 : 1);
         const bool faster = trial_.best < fresh_.best * bar;
         if (measure_again(bar, faster)) {
           // The measurement does not settle it: measure both again (T B T B), the best window of
@@ -273,10 +338,18 @@ class basic_autotune_policy {
     double best = 0;  // fastest mean step time of a window
     double wait = 0, step = 0, cpu = 0, load = 0, busy = 0;
     bool cpu_known = true, load_known = true, busy_known = true;
+    std::vector<autotune_window::stage_cost> stages;  // work summed over the windows, the rest as last seen
+    double memory_available = -1;
   };
   struct move {
     std::size_t knob = std::size_t(-1), from = 0, to = 0;
   };
+  // Does moving knob i to v undo what an earlier search decided for it (held_)?
+  bool reverts(const std::vector<knob_setting>& k, std::size_t i, std::size_t v) const {
+    for (auto& h : held_)
+      if (h.knob == i && k[i].value == h.to && (v > h.to) == (h.from > h.to)) return true;
+    return false;
+  }
 
   static void add(stats& s, const autotune_window& w) {
     const double per = w.step_s / double(w.steps);
@@ -291,6 +364,16 @@ class basic_autotune_policy {
     else s.load += w.load_s;
     if (w.machine_busy < 0) s.busy_known = false;
     else s.busy += w.machine_busy * w.step_s;  // time-weighted
+    if (s.windows == 1 || s.stages.size() != w.stages.size()) {
+      s.stages = w.stages;
+    } else {
+      for (std::size_t i = 0; i < w.stages.size(); ++i) {
+        const double sum = s.stages[i].work_s + w.stages[i].work_s;
+        s.stages[i] = w.stages[i];
+        s.stages[i].work_s = sum;
+      }
+    }
+    s.memory_available = w.memory_available;
   }
 
   // After a trial's round of windows: is one more round worth it? Yes (up to extra_rounds) when
@@ -302,6 +385,7 @@ class basic_autotune_policy {
   // otherwise be final).
   bool measure_again(double bar, bool faster) const {
     if (rounds_ >= opt_.extra_rounds) return false;
+    if (reverting_) return true;  // undoing an earlier decision: never on one round of windows
     const double r = trial_.best / fresh_.best;
     if (r < bar * (1 + 2 * opt_.gain) && r > bar / (1 + 2 * opt_.gain)) return true;
     if (faster) return false;
@@ -405,6 +489,7 @@ class basic_autotune_policy {
     for (auto& m : moves) {
       if (m.to == m.from || !allowed(k, m.knob, m.to)) continue;
       move_ = m;
+      reverting_ = reverts(k, m.knob, m.to);
       on_trial_ = true;
       fresh_ = trial_ = {};
       k[m.knob].value = m.to;
@@ -418,6 +503,12 @@ class basic_autotune_policy {
     // A search that ends where the previous one did doubles the patience of the next (a noisy
     // machine then stops causing searches); one that moves resets it.
     const auto now_values = values(k);
+    // What this search moved is held: a later search undoes it only when that is 2 x `gain` faster.
+    for (std::size_t i = 0; i < k.size(); ++i)
+      if (start_[i] != now_values[i]) {
+        std::erase_if(held_, [&](const held& h) { return h.knob == i; });
+        held_.push_back({i, start_[i], now_values[i]});
+      }
     patience_ = settled_values_ == now_values ? std::min<std::size_t>(patience_ * 2, 64) : 1;
     settled_values_ = now_values;
     settled_step_ = base_.step / double(base_.steps);
@@ -432,6 +523,40 @@ class basic_autotune_policy {
     return b;
   }
   static std::string pct(double share) { return fmt("%.0f%%", 100 * share); }
+
+  static std::string mib(double bytes) { return fmt(bytes < 10 * 1048576.0 ? "%.1f" : "%.0f", bytes / 1048576.0); }
+
+  // "; most of the input work: from_csv #1 (stage 1), 2.10 ms per step (84% of it); cache() right
+  // after it ...": the stage whose own work is the largest, while the consumer waits for data.
+  // The advice is the tf.data performance guide's ("Map and Cache": if the function passed to map
+  // is expensive, apply cache after the map as long as the resulting dataset still fits in memory
+  // or local storage): cache() when one pass of its output fits in half the free memory (or the
+  // free memory is unknown), cache(path) when it does not.
+  std::string slowest_stage(double share) const {
+    if (share < opt_.waiting || base_.stages.empty() || base_.steps == 0) return {};
+    std::size_t top = 0;
+    double total = 0;
+    for (std::size_t i = 0; i < base_.stages.size(); ++i) {
+      total += base_.stages[i].work_s;
+      if (base_.stages[i].work_s > base_.stages[top].work_s) top = i;
+    }
+    const auto& st = base_.stages[top];
+    if (!(total > 0) || st.name.empty()) return {};
+    std::string r = "; most of the input work: " + st.name + ", " + fmt("%.2f", 1e3 * st.work_s / double(base_.steps)) +
+                    " ms per step (" + pct(st.work_s / total) + " of it)";
+    if (st.cache == cache_advice::no) return r;
+    const std::string cond = st.cache == cache_advice::if_deterministic ? ", if its function is deterministic" : "";
+    const bool size_known = st.pass_bytes >= 0;
+    const bool fits = !size_known || base_.memory_available < 0 || st.pass_bytes <= base_.memory_available / 2;
+    if (fits)
+      r += "; cache() right after it would do that work once instead of every epoch" + cond +
+           (size_known ? " (its output, about " + mib(st.pass_bytes) + " MiB a pass, fits in memory)"
+                       : " (if its output fits in memory)");
+    else
+      r += "; its output, about " + mib(st.pass_bytes) + " MiB a pass, does not fit in memory (" +
+           mib(base_.memory_available) + " MiB free): cache(path) right after it would do that work once" + cond;
+    return r;
+  }
 
   bool say(const std::vector<knob_setting>& k, std::size_t index) {
     const double share = base_.wait / base_.step;
@@ -481,7 +606,8 @@ class basic_autotune_policy {
     const auto now = values(k);
     for (std::size_t i = 0; i < k.size(); ++i) {
       if (!changed.empty()) changed += ", ";
-      changed += k[i].kind == knob::map_parallelism ? "map parallelism " : "prefetch depth ";
+      if (k[i].stage.empty()) changed += k[i].kind == knob::map_parallelism ? "map parallelism " : "prefetch depth ";
+      else changed += k[i].stage + (k[i].kind == knob::map_parallelism ? " parallelism " : " depth ");
       changed += start_[i] == now[i] ? std::to_string(now[i]) + " (kept)"
                                      : std::to_string(start_[i]) + " -> " + std::to_string(now[i]);
     }
@@ -490,8 +616,13 @@ class basic_autotune_policy {
             ? "nothing to gain, less than " + pct(opt_.waiting) + " of step time waiting and no knob to lower"
             : "none of the " + std::to_string(tried_) + " neighbouring settings tried was faster (by " +
                   pct(opt_.gain) + ")";
-    const std::string text = changed + "; stopped: " + stopped + "; limit: " + why + costs + "; " + pct(share) +
-                             " of step time is spent waiting for data";
+    // The share is the consumer's wait over the windows measured at the settled setting, which
+    // leave out the first steps of a pass and the trials; the epoch line's input_share counts
+    // every step of the epoch. They differ, so the label says which this is.
+    const std::string text = changed + "; stopped: " + stopped + "; limit: " + why + costs + slowest_stage(share) +
+                             "; waiting for data: " + pct(share) + " of step time over the " +
+                             std::to_string(base_.steps) + " steps measured at this setting (not the epoch's " +
+                             "input_share, which counts every step)";
     const bool same = !verdicts_.empty() && verdicts_.back().limit == limit && verdicts_.back().values == now;
     if (same) return false;
     verdicts_.push_back({index, limit, share, now, text});
@@ -514,6 +645,11 @@ class basic_autotune_policy {
   std::vector<std::size_t> settled_values_;
   bool cpu_capped_ = false, mem_capped_ = false;
   std::vector<autotune_verdict> verdicts_;
+  struct held {
+    std::size_t knob, from, to;
+  };
+  std::vector<held> held_;  // the moves earlier searches kept, one per knob
+  bool reverting_ = false;  // the trial undoes one of them
 };
 
 using autotune_policy = basic_autotune_policy<>;
@@ -532,28 +668,45 @@ class basic_tuner {
 
   const autotune_budget& budget() const { return budget_; }
 
-  void enlist(const std::shared_ptr<knob>& k) {
+  // A stage's knob; `stage` is the stage's name for the explanations ("" in tests of the tuner alone).
+  void enlist(const std::shared_ptr<knob>& k, std::string stage = {}) {
     std::lock_guard lk(m_);
     for (auto& h : knobs_)
       if (h == k) return;
     knobs_.push_back(k);
+    knob_names_.push_back(std::move(stage));
     busy_seen_.push_back(k->busy_ns.load());
+    for (auto& m : meters_) m->on = true;  // a tuned pipeline: every stage measures its work
+  }
+  // A stage's meter (its own work), in pipeline order: the source first.
+  void enlist(const std::shared_ptr<stage_meter>& m) {
+    std::lock_guard lk(m_);
+    for (auto& h : meters_)
+      if (h == m) return;
+    meters_.push_back(m);
+    work_seen_.push_back(m->work_ns.load());
+    work_start_.push_back(m->work_ns.load());
+    if (!knobs_.empty()) m->on = true;
   }
   bool active() const {
     std::lock_guard lk(m_);
     return !knobs_.empty();
   }
 
-  // A pass starts: its first steps refill the pipeline and are not measured.
-  void begin_pass() {
+  // A pass starts: its first steps refill the pipeline and are not measured. `pass` is the epoch
+  // (counted from 0) that the printed decisions name.
+  void begin_pass(std::size_t pass = 0) {
     std::lock_guard lk(m_);
     reset_window();
     skip_ = skip_after_open;
+    pass_ = pass;
+    step_ = 0;
   }
 
   // One consumer step: wait_s waiting for data out of step_s in all; cpu_s process CPU time in it.
   void observe(double wait_s, double step_s, double cpu_s) {
     std::lock_guard lk(m_);
+    ++step_;
     if (skip_) {
       --skip_;
       if (!skip_) reset_window();
@@ -571,8 +724,13 @@ class basic_tuner {
     w_.machine_busy = budget_.probe_machine ? probe_.busy_cores() : -1;
     w_.machine_cores = budget_.probe_machine ? std::max(1u, std::thread::hardware_concurrency()) : 0;
     w_.compute_threads = budget_.compute_threads ? budget_.compute_threads : kernels::cpu::threads();
+    w_.memory_available = budget_.probe_machine ? detail::free_memory_bytes() : -1;
+    for (std::size_t i = 0; i < meters_.size(); ++i)
+      w_.stages.push_back(cost(i, meters_[i]->work_ns.load() - work_seen_[i]));
     std::vector<knob_setting> ks;
-    for (auto& k : knobs_) ks.push_back({k->kind, k->value.load(), k->max, k->unit_bytes.load()});
+    for (std::size_t i = 0; i < knobs_.size(); ++i)
+      ks.push_back({knobs_[i]->kind, knobs_[i]->value.load(), knobs_[i]->max, knobs_[i]->unit_bytes.load(),
+                    knob_names_[i]});
     const bool said = policy_.observe(w_, ks);
     bool changed = false;
     for (std::size_t i = 0; i < knobs_.size(); ++i)
@@ -580,7 +738,12 @@ class basic_tuner {
         knobs_[i]->value = ks[i].value;
         changed = true;
       }
-    if (said && budget_.log) *budget_.log << "ctnn autotune: " << policy_.explanation() << std::endl;
+    if (said) {
+      said_at_.push_back({pass_, step_});
+      if (budget_.log)
+        *budget_.log << "ctnn autotune (epoch " << pass_ + 1 << ", step " << step_ << "): " << policy_.explanation()
+                     << std::endl;
+    }
     reset_window();
     if (changed) skip_ = skip_after_change;
   }
@@ -594,7 +757,29 @@ class basic_tuner {
   }
   std::vector<autotune_verdict> verdicts() const {
     std::lock_guard lk(m_);
-    return policy_.verdicts();
+    auto v = policy_.verdicts();
+    for (std::size_t i = 0; i < v.size() && i < said_at_.size(); ++i) {
+      v[i].pass = said_at_[i].first;
+      v[i].step = said_at_[i].second;
+    }
+    return v;
+  }
+  // The stages of the enlisted knobs, in enlisting order ("map #1 (stage 2)", ...).
+  std::vector<std::string> knob_stages() const {
+    std::lock_guard lk(m_);
+    return knob_names_;
+  }
+  // Every metered stage (source first) with its work since it enlisted, in seconds, and the
+  // estimated bytes of one pass of its output.
+  std::vector<autotune_window::stage_cost> stage_costs() const {
+    std::lock_guard lk(m_);
+    std::vector<autotune_window::stage_cost> r;
+    for (std::size_t i = 0; i < meters_.size(); ++i) r.push_back(cost(i, meters_[i]->work_ns.load() - work_start_[i]));
+    return r;
+  }
+  std::size_t said() const {  // how many verdicts were said (printed) so far
+    std::lock_guard lk(m_);
+    return policy_.verdicts().size();
   }
   // The latest explanation ("" before the first verdict): what fit can copy into an epoch's record.
   std::string explanation() const {
@@ -615,10 +800,20 @@ class basic_tuner {
   }
 
  private:
+  // Meter i as the policy sees it, with `work_ns` of work; its output per pass is estimated from
+  // its mean element size and its largest complete pass (the elements so far before one ends).
+  autotune_window::stage_cost cost(std::size_t i, std::uint64_t work_ns) const {
+    const auto& m = *meters_[i];
+    const std::uint64_t n = m.elements.load(), pass_n = m.pass_elements.load();
+    const double per = n ? double(m.bytes.load()) / double(n) : 0;
+    return {m.name.str(), m.cache, 1e-9 * double(work_ns), n ? per * double(pass_n ? pass_n : n) : -1};
+  }
+
   void reset_window() {
     w_ = {};
     w_.cpu_s = 0;
     for (std::size_t i = 0; i < knobs_.size(); ++i) busy_seen_[i] = knobs_[i]->busy_ns.load();
+    for (std::size_t i = 0; i < meters_.size(); ++i) work_seen_[i] = meters_[i]->work_ns.load();
   }
 
   autotune_budget budget_;
@@ -626,9 +821,13 @@ class basic_tuner {
   autotune_policy policy_;
   std::vector<std::shared_ptr<knob>> knobs_;
   std::vector<std::uint64_t> busy_seen_;
+  std::vector<std::string> knob_names_;
+  std::vector<std::shared_ptr<stage_meter>> meters_;
+  std::vector<std::uint64_t> work_seen_, work_start_;
   detail::machine_cpu probe_;
   autotune_window w_{};
-  std::size_t skip_ = 0;
+  std::size_t skip_ = 0, pass_ = 0, step_ = 0;
+  std::vector<std::pair<std::size_t, std::size_t>> said_at_;  // (pass, step) of each verdict
 };
 
 using tuner = basic_tuner<>;

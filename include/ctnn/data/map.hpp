@@ -9,7 +9,8 @@
 // lets knob.value of them work; tuned to 1, f runs in the consumer's thread
 // (as with parallelism 1) once the workers' results are delivered. The time
 // spent in f is added to the knob (busy_ns), the tuner's measure of the
-// loading cost.
+// loading cost, and to the stage's meter (stage_meter::work_ns) while a
+// tuner is active, with or without autotune.
 // If f throws on element i, the elements before i are delivered and then
 // next() throws pipeline_error("map: the function threw on element i of pass
 // e: ...") with f's exception nested; an upstream exception is rethrown as
@@ -84,19 +85,28 @@ decltype(auto) call_map(const F& f, In&& in, std::size_t index, std::size_t pass
   }
 }
 
+// Adds the time since t0 to the meter (the stage's own work), when it measures.
+inline void add_work(const std::shared_ptr<stage_meter>& m, std::chrono::steady_clock::time_point t0) {
+  m->work_ns += std::uint64_t(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+}
+
 template <class In, class Out, class F>
 class map_inline final : public iterator<Out> {
  public:
-  map_inline(iterator_ptr<In> up, std::shared_ptr<const F> f, std::size_t epoch)
-      : up_(std::move(up)), f_(std::move(f)), epoch_(epoch) {}
+  map_inline(iterator_ptr<In> up, std::shared_ptr<const F> f, std::size_t epoch, std::shared_ptr<stage_meter> m)
+      : up_(std::move(up)), f_(std::move(f)), epoch_(epoch), meter_(std::move(m)) {}
   bool next(Out& out) override {
     if (!up_->next(in_)) return false;
     const std::size_t i = index_++;
+    const bool timed = meter_ && meter_->on.load(std::memory_order_relaxed);
+    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     try {
       out = call_map(*f_, std::move(in_), i, epoch_);
     } catch (...) {
       rethrow_user_error(std::current_exception(), "map", i, epoch_);
     }
+    if (timed) add_work(meter_, t0);
     return true;
   }
 
@@ -104,6 +114,7 @@ class map_inline final : public iterator<Out> {
   iterator_ptr<In> up_;
   std::shared_ptr<const F> f_;
   std::size_t epoch_, index_ = 0;
+  std::shared_ptr<stage_meter> meter_;
   In in_{};
 };
 
@@ -118,9 +129,9 @@ class map_parallel final : public iterator<Out> {
 
  public:
   map_parallel(iterator_ptr<In> up, std::shared_ptr<const F> f, std::size_t workers, std::shared_ptr<knob> k,
-               order o, std::size_t epoch)
-      : up_(std::move(up)), f_(std::move(f)), knob_(std::move(k)), ordered_(o == order::preserved), epoch_(epoch),
-        workers_(workers), window_(2 * workers) {
+               order o, std::size_t epoch, std::shared_ptr<stage_meter> m)
+      : up_(std::move(up)), f_(std::move(f)), knob_(std::move(k)), meter_(std::move(m)),
+        ordered_(o == order::preserved), epoch_(epoch), workers_(workers), window_(2 * workers) {
     try {
       for (std::size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
     } catch (...) {
@@ -215,8 +226,10 @@ class map_parallel final : public iterator<Out> {
     } catch (...) {
       error = std::current_exception();
     }
-    knob_->busy_ns += std::uint64_t(
+    const auto ns = std::uint64_t(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+    knob_->busy_ns += ns;
+    if (meter_ && meter_->on.load(std::memory_order_relaxed)) meter_->work_ns += ns;
     {
       std::lock_guard lk(m_);
       ++delivered_;
@@ -269,9 +282,10 @@ class map_parallel final : public iterator<Out> {
           r.error = std::current_exception();
           r.from_f = true;
         }
-        if (knob_)  // the tuner's measure of the loading cost
-          knob_->busy_ns += std::uint64_t(
-              std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+        const auto ns = std::uint64_t(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+        if (knob_) knob_->busy_ns += ns;  // the tuner's measure of the loading cost
+        if (meter_ && meter_->on.load(std::memory_order_relaxed)) meter_->work_ns += ns;
       }
       {
         std::lock_guard lk(m_);
@@ -307,6 +321,7 @@ class map_parallel final : public iterator<Out> {
   iterator_ptr<In> up_;
   std::shared_ptr<const F> f_;
   std::shared_ptr<knob> knob_;
+  std::shared_ptr<stage_meter> meter_;
   bool ordered_;
   std::size_t epoch_, workers_, window_;
 
@@ -334,11 +349,14 @@ class map_stage final : public stage<Out> {
   iterator_ptr<Out> open(const open_context& ctx) const override {
     auto up = up_->open(ctx);
     if (knob_) {
-      if (ctx.tune) ctx.tune->enlist(knob_);
-      return std::make_unique<detail::map_parallel<In, Out, F>>(std::move(up), f_, knob_->max, knob_, order_, ctx.epoch);
+      if (ctx.tune) ctx.tune->enlist(knob_, ctx.meter ? ctx.meter->name.str() : std::string());
+      return std::make_unique<detail::map_parallel<In, Out, F>>(std::move(up), f_, knob_->max, knob_, order_, ctx.epoch,
+                                                                ctx.meter);
     }
-    if (p_.workers == 1) return std::make_unique<detail::map_inline<In, Out, F>>(std::move(up), f_, ctx.epoch);
-    return std::make_unique<detail::map_parallel<In, Out, F>>(std::move(up), f_, p_.workers, nullptr, order_, ctx.epoch);
+    if (p_.workers == 1)
+      return std::make_unique<detail::map_inline<In, Out, F>>(std::move(up), f_, ctx.epoch, ctx.meter);
+    return std::make_unique<detail::map_parallel<In, Out, F>>(std::move(up), f_, p_.workers, nullptr, order_, ctx.epoch,
+                                                              ctx.meter);
   }
   const std::shared_ptr<knob>& tuned() const { return knob_; }
 

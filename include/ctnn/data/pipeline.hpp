@@ -5,7 +5,10 @@
 // after .batch(n). Every method returns a new dataset sharing the stages
 // before it: map(f, parallelism, order), filter(p), shuffle(buffer, seed),
 // batch(n, drop_remainder), cache() / cache(path), prefetch(n | autotune),
-// repeat(count), take(n), skip(n). A dataset of batches satisfies
+// repeat(count), take(n), skip(n); named(label) labels the last stage. Each
+// stage has a name by its kind and position ("map #2 (stage 3)", the source
+// being stage 1) or its label ("map 'parse' (stage 3)"), which the tuner's
+// explanations use. A dataset of batches satisfies
 // data::Dataset, so fit() takes it and checks its sample shape, target kind
 // and value type against the network at compile time. open(pass) starts one
 // pass; its cursor reports step timings to the dataset's tuner when a stage
@@ -13,6 +16,7 @@
 #pragma once
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -82,8 +86,9 @@ class dataset : public detail::dataset_types<E> {
  public:
   using element_type = E;
 
+  // A dataset whose source is s (named "source #1 (stage 1)" in the tuner's explanations).
   explicit dataset(stage_ptr<E> s, std::shared_ptr<tuner> t = nullptr)
-      : stage_(std::move(s)), tuner_(t ? std::move(t) : std::make_shared<tuner>()) {}
+      : dataset(std::move(s), std::move(t), {}, "source", cache_advice::no, true) {}
 
   class cursor {
    public:
@@ -117,7 +122,7 @@ class dataset : public detail::dataset_types<E> {
     c.it_ = stage_->open(open_context{pass, tuner_.get()});
     c.tuner_ = tuner_;
     c.timed_ = tuner_->active();
-    if (c.timed_) tuner_->begin_pass();
+    if (c.timed_) tuner_->begin_pass(pass);
     return c;
   }
 
@@ -129,7 +134,8 @@ class dataset : public detail::dataset_types<E> {
                   "map: the function must return a default-constructible, movable element");
     const std::size_t tuned_workers = std::max<std::size_t>(
         {std::size_t(2), std::size_t(std::thread::hardware_concurrency()), tuner_->budget().cores});
-    return dataset<R>(std::make_shared<map_stage<E, R, F>>(stage_, std::move(f), p, o, tuned_workers), tuner_);
+    return dataset<R>(std::make_shared<map_stage<E, R, F>>(stage_, std::move(f), p, o, tuned_workers), tuner_, kinds_,
+                      "map", cache_advice::if_deterministic, false);
   }
   // f(E, rng&) with a generator per element drawn from (seed, pass, element
   // index): reproducible with any parallelism and order (data/map.hpp).
@@ -143,15 +149,15 @@ class dataset : public detail::dataset_types<E> {
     const std::size_t tuned_workers = std::max<std::size_t>(
         {std::size_t(2), std::size_t(std::thread::hardware_concurrency()), tuner_->budget().cores});
     return dataset<R>(std::make_shared<map_stage<E, R, G>>(stage_, G{std::move(f), seed.value}, p, o, tuned_workers),
-                      tuner_);
+                      tuner_, kinds_, "map", cache_advice::no, false);  // random augmentation: not to be cached
   }
   template <class P>
     requires std::predicate<const P&, const E&>
   dataset filter(P p) const {
-    return dataset(std::make_shared<filter_stage<E, P>>(stage_, std::move(p)), tuner_);
+    return next(std::make_shared<filter_stage<E, P>>(stage_, std::move(p)), "filter");
   }
   dataset shuffle(std::size_t buffer, std::uint64_t seed) const {
-    return dataset(std::make_shared<shuffle_stage<E>>(stage_, buffer, seed), tuner_);
+    return next(std::make_shared<shuffle_stage<E>>(stage_, buffer, seed), "shuffle");
   }
   auto batch(std::size_t n, bool drop_remainder = false) const
     requires Sample<E>
@@ -159,51 +165,102 @@ class dataset : public detail::dataset_types<E> {
     using S = typename E::sample_shape;
     using K = typename E::target_kind;
     using T = typename E::value_type;
-    return dataset<batch_of<S, K, T>>(std::make_shared<batch_stage<S, K, T>>(stage_, n, drop_remainder), tuner_);
+    return dataset<batch_of<S, K, T>>(std::make_shared<batch_stage<S, K, T>>(stage_, n, drop_remainder), tuner_, kinds_,
+                                      "batch", cache_advice::no, true);
   }
-  dataset cache() const { return dataset(std::make_shared<memory_cache_stage<E>>(stage_), tuner_); }
+  dataset cache() const { return next(std::make_shared<memory_cache_stage<E>>(stage_), "cache"); }
   dataset cache(const std::filesystem::path& file) const
     requires Sample<E> || Batch<E>
   {
-    return dataset(std::make_shared<file_cache_stage<E>>(stage_, file), tuner_);
+    return next(std::make_shared<file_cache_stage<E>>(stage_, file), "cache");
   }
   dataset prefetch(std::size_t depth) const {
-    return dataset(std::make_shared<prefetch_stage<E>>(stage_, depth), tuner_);
+    return next(std::make_shared<prefetch_stage<E>>(stage_, depth), "prefetch", false);
   }
-  dataset prefetch(autotune_t a) const { return dataset(std::make_shared<prefetch_stage<E>>(stage_, a), tuner_); }
+  dataset prefetch(autotune_t a) const {
+    return next(std::make_shared<prefetch_stage<E>>(stage_, a), "prefetch", false);  // its next() only waits
+  }
   dataset repeat(std::size_t count = forever) const {
-    return dataset(std::make_shared<repeat_stage<E>>(stage_, count), tuner_);
+    return next(std::make_shared<repeat_stage<E>>(stage_, count), "repeat");
   }
-  dataset take(std::size_t n) const { return dataset(std::make_shared<take_stage<E>>(stage_, n), tuner_); }
-  dataset skip(std::size_t n) const { return dataset(std::make_shared<skip_stage<E>>(stage_, n), tuner_); }
+  dataset take(std::size_t n) const { return next(std::make_shared<take_stage<E>>(stage_, n), "take"); }
+  dataset skip(std::size_t n) const { return next(std::make_shared<skip_stage<E>>(stage_, n), "skip"); }
+
+  // The same pipeline, its last stage labelled: the tuner's explanations call it
+  // "map 'parse' (stage 2)" instead of "map #1 (stage 2)". The stage itself is shared.
+  dataset named(std::string label) const {
+    dataset r = *this;
+    r.name_.label = std::move(label);
+    r.stage_ = std::make_shared<metered_stage<E>>(raw_, r.name_, cache_, own_time_);
+    return r;
+  }
+  // The name of the last stage ("map #1 (stage 2)", "from_csv 'train' (stage 1)").
+  std::string last_stage_name() const { return name_.str(); }
+
+  // A dataset whose source is s, of this kind ("from_csv") for the tuner's explanations; `cache`
+  // says whether cache() after it saves work (a reader that parses or decodes files: yes).
+  static dataset source(stage_ptr<E> s, std::string kind, cache_advice cache = cache_advice::no) {
+    return dataset(std::move(s), nullptr, {}, std::move(kind), cache, true);
+  }
 
   // The same pipeline with its own tuner and this budget (cores for map workers,
   // bytes for prefetch buffers, where verdicts are printed).
-  dataset with_budget(const autotune_budget& b) const { return dataset(stage_, std::make_shared<tuner>(b)); }
+  dataset with_budget(const autotune_budget& b) const {
+    check_budget(b, "with_budget");
+    dataset r = *this;
+    r.tuner_ = std::make_shared<tuner>(b);
+    return r;
+  }
   const tuner& autotuner() const { return *tuner_; }
 
  private:
-  stage_ptr<E> stage_;
+  template <class>
+  friend class dataset;
+
+  // The stage `raw` after the stages named in `before` (their kinds, source first).
+  dataset(stage_ptr<E> raw, std::shared_ptr<tuner> t, std::vector<std::string> before, std::string kind,
+          cache_advice cache, bool own_time)
+      : raw_(std::move(raw)), tuner_(t ? std::move(t) : std::make_shared<tuner>()), kinds_(std::move(before)),
+        cache_(cache), own_time_(own_time) {
+    name_.ordinal = 1 + std::size_t(std::count(kinds_.begin(), kinds_.end(), kind));
+    name_.position = kinds_.size() + 1;
+    name_.kind = kind;
+    kinds_.push_back(std::move(kind));
+    stage_ = std::make_shared<metered_stage<E>>(raw_, name_, cache_, own_time_);
+  }
+  dataset next(stage_ptr<E> raw, std::string kind, bool own_time = true) const {
+    return dataset(std::move(raw), tuner_, kinds_, std::move(kind), cache_advice::no, own_time);
+  }
+
+  stage_ptr<E> raw_;    // the last stage
+  stage_ptr<E> stage_;  // the same, named and metered: what later stages read from
   std::shared_ptr<tuner> tuner_;
+  std::vector<std::string> kinds_;  // the kind of every stage, source first
+  data::stage_name name_;
+  cache_advice cache_ = cache_advice::no;
+  bool own_time_ = true;
 };
 
 // ---- sources ----
 
 template <Shape S, class K = sparse_labels, class T = float>
 dataset<sample<S, K, T>> from_tensors(std::vector<T> x, std::vector<target_element_t<K, T>> y) {
-  return dataset<sample<S, K, T>>(std::make_shared<tensors_stage<S, K, T>>(std::move(x), std::move(y)));
+  return dataset<sample<S, K, T>>::source(std::make_shared<tensors_stage<S, K, T>>(std::move(x), std::move(y)),
+                                          "from_tensors");
 }
 
 // The samples of an in_memory dataset (after its take/skip; its batch and shuffle settings do not apply).
 template <Shape S, class K, class T>
 dataset<sample<S, K, T>> from(const in_memory<S, K, T>& d) {
-  return dataset<sample<S, K, T>>(std::make_shared<detail::in_memory_stage<S, K, T>>(d));
+  return dataset<sample<S, K, T>>::source(std::make_shared<detail::in_memory_stage<S, K, T>>(d), "from");
 }
 
 template <Shape S, class K = sparse_labels, class T = float>
 dataset<sample<S, K, T>> from_idx(std::vector<idx_shard> shards, double scale = 1.0) {
   if (shards.empty()) throw std::invalid_argument("from_idx: no file given");
-  return dataset<sample<S, K, T>>(std::make_shared<idx_files_stage<S, K, T>>(std::move(shards), scale));
+  // reads and decodes (gunzip) the files on every pass: cache() after it saves that
+  return dataset<sample<S, K, T>>::source(std::make_shared<idx_files_stage<S, K, T>>(std::move(shards), scale),
+                                          "from_idx", cache_advice::yes);
 }
 template <Shape S, class K = sparse_labels, class T = float>
 dataset<sample<S, K, T>> from_idx(const std::filesystem::path& images, const std::filesystem::path& labels,
@@ -213,7 +270,9 @@ dataset<sample<S, K, T>> from_idx(const std::filesystem::path& images, const std
 
 template <Shape S, class K = sparse_labels, class T = float>
 dataset<sample<S, K, T>> from_csv(std::vector<std::filesystem::path> files, csv_options opt = {}) {
-  return dataset<sample<S, K, T>>(std::make_shared<csv_stage<S, K, T>>(std::move(files), opt));
+  // reads and parses the text on every pass: cache() after it saves that
+  return dataset<sample<S, K, T>>::source(std::make_shared<csv_stage<S, K, T>>(std::move(files), opt), "from_csv",
+                                          cache_advice::yes);
 }
 template <Shape S, class K = sparse_labels, class T = float>
 dataset<sample<S, K, T>> from_csv(const std::filesystem::path& file, csv_options opt = {}) {

@@ -114,7 +114,7 @@ class prefetch_stage final : public stage<E> {
         depth_(tuned_start_depth),
         knob_(std::make_shared<knob>(knob::prefetch_depth, tuned_start_depth, max_tuned_depth)) {}
   iterator_ptr<E> open(const open_context& ctx) const override {
-    if (knob_ && ctx.tune) ctx.tune->enlist(knob_);
+    if (knob_ && ctx.tune) ctx.tune->enlist(knob_, ctx.meter ? ctx.meter->name.str() : std::string());
     return std::make_unique<detail::prefetch_iter<E>>(up_->open(ctx), depth_, knob_);
   }
   const std::shared_ptr<knob>& tuned() const { return knob_; }

@@ -299,6 +299,8 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
     double loss_sum = 0, data_s = 0, compute_s = 0;
     std::size_t seen = 0;
     const auto epoch_start = clock::now();
+    std::size_t said_before = 0;  // the tuner's decisions printed before this epoch
+    if constexpr (requires { train.autotuner().said(); }) said_before = train.autotuner().said();
     auto cur = train.open(e);
     ctx.running_logs = [&] {
       logs r;
@@ -358,8 +360,11 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
     }, hooks);
     on_epoch_end();
     hist.append(ctx.epoch_logs);
-    if constexpr (requires { train.autotuner().explanation(); }) hist.autotune.push_back(train.autotuner().explanation());
-    else hist.autotune.emplace_back();
+    hist.autotune.emplace_back();  // the decisions printed during this epoch, the first epoch's too
+    if constexpr (requires { train.autotuner().messages(); }) {
+      const auto said = train.autotuner().messages();
+      for (std::size_t i = said_before; i < said.size(); ++i) hist.autotune.back().push_back(said[i]);
+    }
   }
   if constexpr (requires { opt.finalize(m); }) opt.finalize(m);  // e.g. the EMA weights replace the weights
   on_train_end();

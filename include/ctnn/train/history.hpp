@@ -3,7 +3,8 @@
 // logs: ordered (name, value) pairs, as Keras' logs dict ("loss",
 // "accuracy", "val_loss", ...). history: for every key, one value per epoch;
 // history["loss"] throws std::out_of_range naming the key and the keys there
-// are. input_verdict(epoch) says whether that epoch was input-bound.
+// are. input_verdict(epoch) says whether that epoch was input-bound;
+// autotune[epoch] holds the autotuner's decisions printed during it.
 #pragma once
 #include <cstddef>
 #include <map>
@@ -42,9 +43,11 @@ struct logs {
 struct history {
   std::vector<std::string> keys;  // in first-seen order
   std::map<std::string, std::vector<double>> values;
-  // Per epoch, the input-pipeline autotuner's one-line explanation at the epoch's end
-  // (data/autotune.hpp; empty when the training dataset has no tuner).
-  std::vector<std::string> autotune;
+  // Per epoch (from 0), every decision the input-pipeline autotuner printed during it, in order
+  // (data/autotune.hpp: the text after "ctnn autotune (epoch e+1, step s): "); empty when it
+  // printed none (or the training dataset has no tuner). The latest decision, whenever it was
+  // printed, is dataset.autotuner().explanation().
+  std::vector<std::vector<std::string>> autotune;
 
   void append(const logs& l) {
     for (auto& [k, v] : l.items) {
