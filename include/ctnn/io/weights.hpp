@@ -32,8 +32,9 @@
 // changes the model; it throws ctnn::io::weights_error naming the file and
 // the problem (a different network names both architectures). The checksum
 // only catches accidents: a hand-edited file with its CRC recomputed meets
-// the same checks, so no accepted file makes a kernel read out of bounds. Version-1 files (the padded arena of ctnn 0.1) still load
-// into a model whose element type and layout match theirs.
+// the same checks, so no accepted file makes a kernel read out of bounds.
+// Version-1 files (the padded arena of ctnn 0.1) still load into a model
+// whose element type and layout match theirs.
 //
 // Works on any model type M with for_each_variable (train/model.hpp): io/
 // does not include train/.
@@ -143,7 +144,7 @@ inline std::size_t dtype_bytes(std::uint8_t d) { return d == f64 ? 8 : d == u8 ?
 
 // n values of dtype `from` at p converted to `to` (float32 <-> 16-bit): "" when
 // every one is finite in the file and after the conversion, else the first that
-// is not ("value [i] is NaN in the file", "value [i] = 100000 overflows float16").
+// is not ("value [i] is NaN in the file", "value [i] = 1e+05 overflows float16").
 inline std::string conversion_fault(const char* p, std::uint8_t from, std::uint8_t to, std::size_t n) {
   const std::size_t sb = dtype_bytes(from);
   for (std::size_t i = 0; i < n; ++i) {
