@@ -7,10 +7,19 @@
 #include <ctnn/layers/batch_norm.hpp>
 #include <ctnn/layers/reshape.hpp>
 #include <ctnn/layers/dense.hpp>
+#include <ctnn/layers/dropout.hpp>
+#include <ctnn/layers/sparse_dense_csc.hpp>
+#include <ctnn/pruning/prune.hpp>
 #include <ctnn/train/model.hpp>
+#include <ctnn/train/runtime_factors.hpp>
 
+#include "io/weights_file.hpp"
+
+#include <array>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <span>
 #include <filesystem>
 #include <string>
 #include <fstream>
@@ -212,4 +221,121 @@ TEST_CASE("version-1 files (the padded arena of ctnn 0.1) still load") {
   CHECK_THROWS_WITH_AS(io::load_weights(d, t.p / "v1.ctnn"),
                        doctest::Contains("a version-1 file, holds 32-bit values but this model uses 64-bit values"),
                        io::weights_error);
+}
+
+// ---- every element type the loader reads has its shape checked; values it checks ----
+namespace {
+// A model holding one uint32 tensor [2 x 3] (no layer declares a saved uint32
+// buffer, but the format and the loader accept the type).
+struct u32_net {
+  static std::string spec_string() { return "u32 test"; }
+  static std::uint64_t fingerprint() { return 0x5eed; }
+};
+struct u32_model {
+  using network = u32_net;
+  using variable_type = float;
+  mutable std::array<std::uint32_t, 6> values{1, 2, 3, 4, 5, 6};
+  std::span<float> parameters() const { return {}; }  // what a version-1 file would load into
+  std::span<float> state() const { return {}; }
+  template <class F>
+  void for_each_variable(F&& f) const {
+    variable_ref v;
+    v.name = "counts";
+    v.kind = role::metadata;
+    v.type = elem::u32;
+    v.element_bytes = 4;
+    v.dims = {2, 3};
+    v.rank = 2;
+    v.extent = 6;
+    v.data = reinterpret_cast<std::byte*>(values.data());
+    f(v);
+  }
+};
+static_assert(io::SavableModel<u32_model>);
+
+// The bytes of every variable of m, to see that a refused load changed nothing.
+template <class M>
+std::vector<std::byte> variable_bytes(const M& m) {
+  std::vector<std::byte> out;
+  m.for_each_variable([&](const variable_ref& v) {
+    for (std::size_t i = 0; i < v.extent * v.element_bytes; ++i) out.push_back(v.data[i]);
+  });
+  return out;
+}
+
+// Saves a model made by make(seed), gives tensor `name` of layer `layer` (0-based) a
+// shape of the same rank it does not have (its two dimensions swapped, or one more
+// element), and checks that another model refuses the file with the shapes named and is
+// left as it was.
+template <class Make>
+void check_wrong_shape(const fs::path& dir, Make make, std::size_t layer, const std::string& name,
+                       std::uint8_t dtype, const std::string& want) {
+  CAPTURE(name);
+  auto a = make(1), b = make(2);
+  const auto before = variable_bytes(b);
+  io::save_weights(a, dir / "w.ctnn");
+  auto d = weights_file::slurp(dir / "w.ctnn");
+  const auto t = weights_file::find(d, layer, name);
+  REQUIRE(t.dtype == dtype);
+  if (t.rank == 2) {
+    const auto d0 = weights_file::get<std::uint64_t>(d, t.dims_at), d1 = weights_file::get<std::uint64_t>(d, t.dims_at + 8);
+    REQUIRE(d0 != d1);
+    weights_file::set(d, t.dims_at, d1);
+    weights_file::set(d, t.dims_at + 8, d0);
+  } else {
+    weights_file::set(d, t.dims_at, weights_file::get<std::uint64_t>(d, t.dims_at) + 1);
+  }
+  weights_file::put_crc(d);
+  weights_file::spit(dir / "s.ctnn", d);
+  CHECK_THROWS_WITH_AS(io::load_weights(b, dir / "s.ctnn"), doctest::Contains(want.c_str()), io::weights_error);
+  CHECK(variable_bytes(b) == before);
+}
+}  // namespace
+
+TEST_CASE("weights: a tensor of every element type the loader reads has its shape checked (float32, float64, float16, bfloat16, uint8 masks and indices, uint32)") {
+  tmpdir t;
+  using pruned = sequential<input<3>, prune_low_magnitude<dense<4>, constant_sparsity<0.5, 0>>, dense<2>>;
+  using sparse = sequential<input<8>, sparse_dense_csc<8, 4, 12>>;
+  check_wrong_shape(t.p, [](int s) { return make_model<net>(s); }, 0, "kernel", 1,
+                    "layer 1 parameter 'kernel' has shape [4x3] but this model's is [3x4]");
+  check_wrong_shape(t.p, [](int s) { return make_model<net, double>(s); }, 0, "kernel", 2,
+                    "layer 1 parameter 'kernel' has shape [4x3] but this model's is [3x4]");
+  check_wrong_shape(t.p, [](int s) { return make_model<net, precision::float16>(s); }, 1, "bias", 5,
+                    "layer 2 parameter 'bias' has shape [3] but this model's is [2]");
+  check_wrong_shape(t.p, [](int s) { return make_model<net, precision::policy<bfloat16_t>>(s); }, 0, "kernel", 6,
+                    "layer 1 parameter 'kernel' has shape [4x3] but this model's is [3x4]");
+  check_wrong_shape(t.p, [](int s) { return make_model<pruned>(s); }, 0, "kernel_mask", 3,
+                    "layer 1 mask 'kernel_mask' has shape [4x3] but this model's is [3x4]");
+  check_wrong_shape(t.p, [](int s) { return make_model<sparse>(s); }, 0, "index", 3,
+                    "layer 1 metadata 'index' has shape [45] but this model's is [44]");
+  check_wrong_shape(t.p, [](int) { return u32_model{}; }, 0, "counts", 4,
+                    "layer 1 metadata 'counts' has shape [3x2] but this model's is [2x3]");
+}
+
+TEST_CASE("weights: a dynamic_dropout rate in a file outside 0 <= rate < 1 is refused, naming the layer and the rate") {
+  tmpdir t;
+  using dnet = sequential<input<3>, dense<4, relu>, dynamic_dropout, dense<2>>;
+  auto a = make_model<dnet>(1), b = make_model<dnet>(2);
+  set_dropout_rate(a, 0.25);
+  io::save_weights(a, t.p / "w.ctnn");
+  io::load_weights(b, t.p / "w.ctnn");  // a rate in range travels
+  float r = 0;
+  b.for_each_variable([&](const variable_ref& v) {
+    if (v.name == "rate") std::memcpy(&r, v.data, 4);
+  });
+  CHECK(r == 0.25f);
+  set_dropout_rate(b, 0.5);
+  const auto before = variable_bytes(b);
+  for (const float bad : {1.0f, -0.1f, 7.0f, std::numeric_limits<float>::quiet_NaN()}) {
+    CAPTURE(bad);
+    auto d = weights_file::slurp(t.p / "w.ctnn");
+    weights_file::set(d, weights_file::find(d, 1, "rate").values_at, bad);
+    weights_file::put_crc(d);
+    weights_file::spit(t.p / "r.ctnn", d);
+    CHECK_THROWS_WITH_AS(io::load_weights(b, t.p / "r.ctnn"),
+                         doctest::Contains(("r.ctnn: layer 2 metadata 'rate': the dropout rate is " +
+                                           detail::format_number(double(bad)) + ", outside [0, 1)").c_str()),
+                         io::weights_error);
+    CHECK(variable_bytes(b) == before);
+  }
 }

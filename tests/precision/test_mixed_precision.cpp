@@ -240,3 +240,74 @@ TEST_CASE("mixed_bfloat16: a dense layer fed bfloat16 (AVX512-BF16 when the CPU 
   MESSAGE("largest difference " << worst << std::string(kernels::cpu::has_avx512_bf16() ? " (AVX512-BF16 path)" : " (conversion path)"));
   CHECK(worst < 1e-4);
 }
+
+namespace {
+using small = sequential<input<3>, dense<4, relu>, dense<2>>;
+template <class M>
+std::vector<std::byte> parameter_bytes(const M& m) {
+  const auto p = m.parameters();
+  const auto* b = reinterpret_cast<const std::byte*>(p.data());
+  return {b, b + p.size_bytes()};
+}
+// Saves a float32 model of `small` whose parameter i (0-11: layer 1's kernel, 12-15 its bias) is v.
+std::filesystem::path f32_file_with(std::size_t i, float v) {
+  const auto path = std::filesystem::temp_directory_path() / "ctnn_precision_convert.ctnn";
+  auto a = make_model<small>(1);
+  a.parameters()[i] = v;
+  io::save_weights(a, path);
+  return path;
+}
+}  // namespace
+
+TEST_CASE("16-bit models refuse a converted tensor holding NaN, an infinity or a value the type cannot hold, naming it") {
+  using bf16_policy = precision::policy<bfloat16_t>;
+  auto h = make_model<small, precision::float16>(2);
+  auto b = make_model<small, bf16_policy>(2);
+  const auto h0 = parameter_bytes(h), b0 = parameter_bytes(b);
+  // float16 holds at most 65504: 1e5 would become +Inf
+  auto big = f32_file_with(5, 1e5f);
+  CHECK_THROWS_WITH_AS(io::load_weights(h, big),
+                       doctest::Contains("layer 1 parameter 'kernel' value [5] = 1e+05 overflows float16 (largest "
+                                         "finite value 65504)"),
+                       io::weights_error);
+  CHECK(parameter_bytes(h) == h0);
+  io::load_weights(b, big);  // bfloat16 has float32's range
+  CHECK(float(b.parameters()[5]) == float(bfloat16_t(1e5f)));
+  io::load_weights(b, f32_file_with(5, 65504.0f));
+  io::load_weights(h, f32_file_with(5, 65504.0f));  // the largest float16 loads
+  CHECK(float(h.parameters()[5]) == 65504.0f);
+  // beyond bfloat16's largest value (3.3895e38) a float32 rounds to +Inf
+  CHECK_THROWS_WITH_AS(io::load_weights(b, f32_file_with(0, 3.4e38f)),
+                       doctest::Contains("layer 1 parameter 'kernel' value [0] = 3.4e+38 overflows bfloat16"),
+                       io::weights_error);
+  // NaN and infinities are refused by both
+  h = make_model<small, precision::float16>(2);
+  b = make_model<small, bf16_policy>(2);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  CHECK_THROWS_WITH_AS(io::load_weights(h, f32_file_with(13, nan)),
+                       doctest::Contains("layer 1 parameter 'bias' value [1] is NaN in the file (a float32 tensor "
+                                         "converted to float16 must hold finite values)"),
+                       io::weights_error);
+  CHECK_THROWS_WITH_AS(io::load_weights(b, f32_file_with(13, nan)),
+                       doctest::Contains("layer 1 parameter 'bias' value [1] is NaN in the file (a float32 tensor "
+                                         "converted to bfloat16 must hold finite values)"),
+                       io::weights_error);
+  CHECK_THROWS_WITH_AS(io::load_weights(b, f32_file_with(2, -inf)),
+                       doctest::Contains("layer 1 parameter 'kernel' value [2] is -Inf in the file"), io::weights_error);
+  CHECK(parameter_bytes(h) == h0);
+  CHECK(parameter_bytes(b) == b0);
+  // and the other way: a float16 file holding +Inf does not load into a float32 model
+  const auto path = std::filesystem::temp_directory_path() / "ctnn_precision_convert16.ctnn";
+  h.parameters()[3] = float16_t(inf);
+  io::save_weights(h, path);
+  auto f = make_model<small>(3);
+  CHECK_THROWS_WITH_AS(io::load_weights(f, path),
+                       doctest::Contains("layer 1 parameter 'kernel' value [3] is +Inf in the file (a float16 tensor "
+                                         "converted to float32 must hold finite values)"),
+                       io::weights_error);
+  // a float32 model keeps a float32 file's values bit for bit, NaN included (fit and evaluate report it)
+  io::load_weights(f, f32_file_with(13, nan));
+  CHECK(std::isnan(f.parameters()[13]));
+  std::filesystem::remove(path);
+  std::filesystem::remove(std::filesystem::temp_directory_path() / "ctnn_precision_convert.ctnn");
+}

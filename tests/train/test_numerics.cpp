@@ -64,3 +64,16 @@ TEST_CASE("evaluate and validation: a non-finite loss raises numeric_error namin
                                                         std::vector<float>(8), std::vector<float>(6)).batch(2)),
                   numeric_error);
 }
+
+TEST_CASE("evaluate: a NaN weight that a relu hides from the loss raises numeric_error naming it, as fit does") {
+  const ds_t good = data_with(~std::size_t(0), 0);
+  auto m = make_model<net>(3);
+  // layer 1's kernel [4 x 8] all NaN: its relu (y > 0 ? y : 0) outputs 0, so the logits are
+  // layer 2's bias alone, 0 after make_model: the loss is ln 3, finite
+  auto p = m.parameters();
+  for (std::size_t i = 0; i < 32; ++i) p[i] = qnan;
+  CHECK_THROWS_WITH_AS(evaluate(m, sparse_categorical_crossentropy{.from_logits = true}, good.batch(8)),
+                       "evaluate: the model's variables: parameter 0 (layer 1 'kernel' [0]) is NaN (a NaN or infinity "
+                       "in the input data, or a learning rate too large; data::check_numerics names the sample)",
+                       numeric_error);
+}

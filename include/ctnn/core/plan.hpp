@@ -20,6 +20,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace ctnn {
@@ -156,6 +157,12 @@ struct variable_ref {
   std::byte* data = nullptr;    // extent * element_bytes bytes in the model's memory
   std::size_t offset = 0;       // byte offset inside its role's region (a parameter's gradient and
                                 // slots sit at the same offset of theirs)
+  // For a metadata buffer whose layer declares
+  //   static std::string check_metadata(std::string_view name, const std::byte* bytes);
+  // that function: given the buffer's bytes as a file holds them (any alignment), it returns ""
+  // when the kernels can run on them, else what is wrong (an index past its range, ...).
+  // load_weights (io/weights.hpp) refuses a file when it returns a reason. Null otherwise.
+  std::string (*check)(std::string_view name, const std::byte* bytes) = nullptr;
 };
 
 }  // namespace ctnn

@@ -18,14 +18,23 @@
 // Only logical tensors are stored, so files do not depend on the model's
 // memory layout or alignment. A float32 file loads into a model whose
 // variables are 16-bit (precision::float16) and back: each value is converted
-// (round to nearest even; core/half.hpp); other element types must match.
+// (round to nearest even; core/half.hpp); other element types must match. A
+// converted tensor must hold finite values that stay finite: a NaN or infinity
+// in it, or a value the 16-bit type cannot hold (|x| > 65504 for float16), is
+// refused, naming the tensor and the value's index (a tensor of the model's
+// own type is copied bit for bit, NaN included: fit and evaluate report those).
 // save_weights writes to a temporary file and renames it (io/atomic_file.hpp).
 // load_weights reads the whole file and checks size, magic, version,
 // checksum, fingerprint and every tensor's layer, role, name, element type
-// and shape before it changes the model; it throws ctnn::io::weights_error
-// naming the file and the problem (a different network names both
-// architectures). Version-1 files (the padded arena of ctnn 0.1) still load
-// into a model whose element type and layout match theirs.
+// and shape (every element type alike), the conversions above, and each
+// metadata buffer whose layer checks it (variable_ref::check: a sparse
+// layout's indices, offsets and counts, a dynamic_dropout rate) before it
+// changes the model; it throws ctnn::io::weights_error naming the file and
+// the problem (a different network names both architectures). The checksum
+// only catches accidents: a hand-edited file with its CRC recomputed meets
+// the same checks, so no accepted file makes a kernel read out of bounds.
+// Version-1 files (the padded arena of ctnn 0.1) still load into a model
+// whose element type and layout match theirs.
 //
 // Works on any model type M with for_each_variable (train/model.hpp): io/
 // does not include train/.
@@ -35,6 +44,7 @@
 #include "../core/half.hpp"
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -44,6 +54,7 @@
 #include <vector>
 
 #include "../core/errors.hpp"
+#include "../core/format.hpp"
 #include "../core/plan.hpp"
 #include "../core/precision.hpp"
 #include "atomic_file.hpp"
@@ -130,6 +141,29 @@ inline std::string dtype_name(std::uint8_t d) {
   return "unknown type " + std::to_string(d);
 }
 inline std::size_t dtype_bytes(std::uint8_t d) { return d == f64 ? 8 : d == u8 ? 1 : (d == f16 || d == bf16) ? 2 : 4; }
+
+// n values of dtype `from` at p converted to `to` (float32 <-> 16-bit): "" when
+// every one is finite in the file and after the conversion, else the first that
+// is not ("value [i] is NaN in the file", "value [i] = 1e+05 overflows float16").
+inline std::string conversion_fault(const char* p, std::uint8_t from, std::uint8_t to, std::size_t n) {
+  const std::size_t sb = dtype_bytes(from);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float f = dtype_value(p + i * sb, from);
+    if (!std::isfinite(f))
+      return "value [" + std::to_string(i) + "] is " + (std::isnan(f) ? "NaN" : f > 0 ? "+Inf" : "-Inf") +
+             " in the file (a " + dtype_name(from) + " tensor converted to " + dtype_name(to) +
+             " must hold finite values)";
+    std::byte b[4];
+    put_dtype_value(b, to, f);
+    if (!std::isfinite(dtype_value(reinterpret_cast<const char*>(b), to)))
+      return "value [" + std::to_string(i) + "] = " + ctnn::detail::format_number(f) + " overflows " + dtype_name(to) +
+             " (largest finite value " +
+             ctnn::detail::format_number(to == f16 ? float(float16_t::from_bits(0x7bff))
+                                                   : float(bfloat16_t::from_bits(0x7f7f))) +
+             ")";
+  }
+  return {};
+}
 
 inline std::string shape_text(const std::uint64_t* d, std::size_t rank) {
   std::string s = "[";
@@ -318,8 +352,20 @@ void load_weights(M& m, const std::filesystem::path& path) {
       error = "truncated inside the values of " + where;
       return;
     }
-    if (type == want) copies.push_back({v.data, src, bytes});
-    else copies.push_back({v.data, src, bytes, type, want, v.extent});
+    if (v.check)
+      if (std::string why = v.check(v.name, reinterpret_cast<const std::byte*>(src)); !why.empty()) {
+        error = where + ": " + why;
+        return;
+      }
+    if (type == want) {
+      copies.push_back({v.data, src, bytes});
+      return;
+    }
+    if (std::string why = detail::conversion_fault(src, type, want, v.extent); !why.empty()) {
+      error = where + " " + why;
+      return;
+    }
+    copies.push_back({v.data, src, bytes, type, want, v.extent});
   });
   if (!error.empty()) fail(error);
   if (r.at != r.end) fail("corrupt: " + std::to_string(r.end - r.at) + " bytes follow the last tensor");

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "../core/backend.hpp"
@@ -142,6 +143,13 @@ struct dynamic_dropout_layer {
     float r;
     std::memcpy(&r, s.metadata, sizeof r);
     return double(r);
+  }
+  // The rate as a file holds it (io/weights.hpp checks it before loading): "" when in [0, 1).
+  static std::string check_metadata(std::string_view, const std::byte* bytes) {
+    float r;
+    std::memcpy(&r, bytes, sizeof r);
+    if (r >= 0 && r < 1) return {};
+    return "the dropout rate is " + detail::format_number(double(r)) + ", outside [0, 1)";
   }
   static void init(layer_slot<T> s, rng&) {
     const float zero = 0;

@@ -21,7 +21,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -129,6 +131,15 @@ struct sparse_dense_layer : detail::sparse_dense_common<Spec, In, P> {
   }
 
   static void init(layer_slot<T> s, rng& g) { base::template init_packed<sparse_dense_layer>(s, g); }
+
+  // The index as a file holds it (io/weights.hpp checks it before loading): "" when the kernels can run on it.
+  static std::string check_metadata(std::string_view, const std::byte* meta) {
+    std::vector<std::uint32_t> off(chunks + 1);
+    std::vector<std::uint16_t> bits(chunks * K);
+    std::memcpy(off.data(), meta, off.size() * 4);
+    std::memcpy(bits.data(), meta + 4 * (chunks + 1), bits.size() * 2);
+    return kernels::cpu::sparse::validate(off.data(), bits.data(), K, N, NNZ);
+  }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     constexpr bool fuse = std::is_same_v<Act, relu>;

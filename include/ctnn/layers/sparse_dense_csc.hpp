@@ -21,8 +21,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
@@ -70,6 +73,16 @@ struct sparse_dense_by_unit_layer : sparse_dense_common<Spec, In, P> {
   }
 
   static void init(layer_slot<T> s, rng& g) { base::template init_packed<sparse_dense_by_unit_layer>(s, g); }
+
+  // The index as a file holds it (io/weights.hpp checks it before loading): "" when the kernels can
+  // run on it (both layouts' kernels read the same: kernels::cpu::csc::validate).
+  static std::string check_metadata(std::string_view, const std::byte* meta) {
+    std::vector<std::uint32_t> st(N + 1);
+    std::vector<std::uint16_t> in(NNZ);
+    std::memcpy(st.data(), meta, st.size() * 4);
+    std::memcpy(in.data(), meta + 4 * (N + 1), in.size() * 2);
+    return kernels::cpu::csc::validate(st.data(), in.data(), K, N, NNZ);
+  }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     constexpr bool fuse = std::is_same_v<Act, relu>;

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -122,6 +123,11 @@ struct sparse_dense_nm_layer : detail::sparse_dense_common<Spec, In, P> {
     for (auto& v : w) v = T(g.uniform(-limit, limit));
     kernels::cpu::nm::pack<Nk, M>(w.data(), keep.data(), K, N, s.params, index(s.metadata));
     for (std::size_t j = 0; j < N; ++j) s.params[NNZ + j] = T(0);
+  }
+
+  // The index as a file holds it (io/weights.hpp checks it before loading): "" when the kernels can run on it.
+  static std::string check_metadata(std::string_view, const std::byte* meta) {
+    return kernels::cpu::nm::validate(reinterpret_cast<const std::uint8_t*>(meta), K, N, Nk, M);
   }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {

@@ -14,8 +14,12 @@
 // which stores the weights `keep` marks into values[0, NNZ) and the metadata
 // buffer, zeroes the unused values, and returns how many weights `keep` marks
 // (strip_pruning reports an error when that exceeds NNZ; pack must then not
-// write past NNZ values). layout::bitmap (layers/sparse_dense.hpp) and
-// layout::csc (layers/sparse_dense_csc.hpp) are the layouts shipped here.
+// write past NNZ values). It should also declare
+//   static std::string check_metadata(std::string_view name, const std::byte* bytes);
+// ("" when its kernels can run on an index read from a file, else what is
+// wrong), which load_weights (io/weights.hpp) calls before loading a file.
+// layout::bitmap (layers/sparse_dense.hpp) and layout::csc
+// (layers/sparse_dense_csc.hpp) are the layouts shipped here.
 #pragma once
 #include <algorithm>
 #include <concepts>

@@ -23,6 +23,9 @@
 // writes a warning to std::clog (detail::warn_if_all_zero).
 //
 // evaluate(model, loss, dataset, metrics...) returns logs with loss and metrics.
+// After the first batch's loss it checks the model's parameters and state as
+// fit does after each update (a NaN or infinity throws ctnn::numeric_error
+// naming the variable: a NaN weight behind a relu gives a finite loss).
 #pragma once
 #include <chrono>
 #include <cmath>
@@ -139,6 +142,10 @@ logs evaluate_impl(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics,
         y, b.y.data(), static_cast<typename M::value_type*>(nullptr), b.size);
     if (!std::isfinite(batch_sum))
       check_loss_finite(batch_sum, (prefix.empty() ? "evaluate: batch " : "fit: validation batch ") + std::to_string(batch + 1));
+    // evaluate (not fit's validation: fit checks after every update) checks the variables once,
+    // as fit does: a NaN weight behind a relu leaves the loss finite (ln 3 for 3 classes)
+    if constexpr (checks_numerics<std::remove_cvref_t<M>>)
+      if (batch == 0 && prefix.empty()) check_model_finite(m, [] { return std::string("evaluate: the model's variables"); });
     total += batch_sum;
     update_metrics<M>(metrics, y, b);
     n += b.size;

@@ -98,6 +98,10 @@ void for_each_variable_in(std::byte* base, const plan_layout& lay, std::size_t b
       v.extent = d.extent;
       v.offset = Plan::offset(K, d.kind, batch) + buffer_offset<Policy>(L::buffers, b);
       v.data = base + lay.at(d.kind) + v.offset;
+      if constexpr (requires(const std::byte* p) {
+                      { L::check_metadata(std::string_view{}, p) } -> std::same_as<std::string>;
+                    })
+        if (d.kind == role::metadata) v.check = &L::check_metadata;
       f(v);
     }
   };

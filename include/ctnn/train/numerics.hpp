@@ -93,6 +93,12 @@ void check_model_finite(M& m, Where&& where, bool parameters_finite = false) {
   }
 }
 
+// Whether check_model_finite can scan M's variables (float or double: a
+// 16-bit model's are not scanned).
+template <class M>
+inline constexpr bool checks_numerics = std::is_same_v<typename M::variable_type, float> ||
+                                        std::is_same_v<typename M::variable_type, double>;
+
 inline void check_loss_finite(double loss, const std::string& where) {
   if (!std::isfinite(loss)) throw numeric_error(where + ": the loss is " + non_finite_name(loss));
 }

@@ -22,6 +22,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include <xsimd/xsimd.hpp>
@@ -222,6 +223,41 @@ std::size_t pack(const T* w, const M* keep, std::size_t K, std::size_t N, T* val
   offsets[chunks(N)] = std::uint32_t(p);
   for (std::size_t q = p; q < capacity; ++q) values[q] = T(0);
   return p;
+}
+
+// Whether forward and backward can run on an index (one read from a file):
+// offsets[0] = 0; the bitmaps of the last chunk mark no column >= N; each
+// chunk starts where the one before ends (offsets[c + 1] = offsets[c] + the
+// weights chunk c's bitmaps mark); the last ends at most at `capacity` (the
+// values stored). Returns "" when so, else the first fault with its chunk, input
+// and value.
+inline std::string validate(const std::uint32_t* offsets, const std::uint16_t* bitmap, std::size_t K, std::size_t N,
+                            std::size_t capacity) {
+  auto columns = [&](std::size_t c) {
+    return "chunk " + std::to_string(c) + " (columns " + std::to_string(c * chunk_width) + ".." +
+           std::to_string(std::min(N, (c + 1) * chunk_width) - 1) + ")";
+  };
+  if (offsets[0] != 0) return columns(0) + " starts at value " + std::to_string(offsets[0]) + ", not 0";
+  for (std::size_t c = 0; c < chunks(N); ++c) {
+    const std::size_t width = std::min(chunk_width, N - c * chunk_width);
+    std::size_t end = offsets[c];
+    for (std::size_t k = 0; k < K; ++k) {
+      const unsigned m = bitmap[c * K + k];
+      if (m >> width)
+        return "the bitmap of input " + std::to_string(k) + " in " + columns(c) + " marks column " +
+               std::to_string(c * chunk_width + std::size_t(std::bit_width(m)) - 1) + ", past the " + std::to_string(N) +
+               " units";
+      end += std::size_t(std::popcount(m));
+    }
+    if (end > capacity)
+      return columns(c) + " marks weights up to value " + std::to_string(end) + ", past the " +
+             std::to_string(capacity) + " values stored";
+    if (offsets[c + 1] != end)
+      return columns(c) + " starts at value " + std::to_string(offsets[c]) + " and marks " +
+             std::to_string(end - offsets[c]) + " weights, but the next offset is " + std::to_string(offsets[c + 1]) +
+             ", not " + std::to_string(end);
+  }
+  return {};
 }
 
 }  // namespace ctnn::kernels::cpu::sparse

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include <xsimd/xsimd.hpp>
@@ -166,6 +167,33 @@ std::size_t pack(const T* w, const M* keep, std::size_t K, std::size_t N, T* val
     rows[q] = 0;
   }
   return p;
+}
+
+// Whether forward and backward can run on an index (one read from a file;
+// the rows layout, sparse_rows.hpp, stores the same): col[0] = 0, col never
+// decreases, col[N] <= capacity (the values stored), and each column's rows
+// are < K and strictly ascending. Returns "" when so, else the first fault with
+// its column, value and row.
+inline std::string validate(const std::uint32_t* col, const std::uint16_t* rows, std::size_t K, std::size_t N,
+                            std::size_t capacity) {
+  if (col[0] != 0) return "column 0 starts at value " + std::to_string(col[0]) + ", not 0";
+  for (std::size_t j = 0; j < N; ++j) {
+    const std::string column = "column " + std::to_string(j);
+    if (col[j + 1] < col[j])
+      return column + " ends at value " + std::to_string(col[j + 1]) + ", before its start " + std::to_string(col[j]);
+    if (col[j + 1] > capacity)
+      return column + " ends at value " + std::to_string(col[j + 1]) + ", past the " + std::to_string(capacity) +
+             " values stored";
+    for (std::size_t p = col[j]; p < col[j + 1]; ++p) {
+      if (rows[p] >= K)
+        return "value " + std::to_string(p) + " (" + column + ") has input row " + std::to_string(rows[p]) +
+               ", but the layer has " + std::to_string(K) + " inputs";
+      if (p > col[j] && rows[p] <= rows[p - 1])
+        return "value " + std::to_string(p) + " (" + column + ") has input row " + std::to_string(rows[p]) +
+               ", not above the row before it (" + std::to_string(rows[p - 1]) + "): rows ascend within a column";
+    }
+  }
+  return {};
 }
 
 }  // namespace ctnn::kernels::cpu::csc

@@ -298,6 +298,29 @@ void forward(const T* x, const T* values, const std::uint8_t* meta, const T* bia
   }
 }
 
+// Whether forward and backward can run on an index (one read from a file):
+// every position is < M (an input of its own group) and the Nk positions of
+// a group strictly ascend (as pack writes them: distinct inputs). Returns ""
+// when so, else the first fault with its unit, group, value and position.
+inline std::string validate(const std::uint8_t* meta, std::size_t K, std::size_t N, std::size_t Nk, std::size_t M) {
+  const std::size_t G = K / M, bytes = meta_bytes(K, N, Nk, M), bits = code_bits(M);
+  for (std::size_t j = 0; j < N; ++j)
+    for (std::size_t g = 0; g < G; ++g)
+      for (std::size_t s = 0; s < Nk; ++s) {
+        const std::size_t p = (j * G + g) * Nk + s;
+        const unsigned c = code(meta, bytes, bits, p);
+        auto where = [&] {
+          return "value " + std::to_string(p) + " (unit " + std::to_string(j) + ", inputs " + std::to_string(g * M) +
+                 ".." + std::to_string(g * M + M - 1) + ") has position " + std::to_string(c);
+        };
+        if (c >= M) return where() + ", but a group holds " + std::to_string(M) + " inputs";
+        if (s > 0 && c <= code(meta, bytes, bits, p - 1))
+          return where() + ", not above the one before it (" + std::to_string(code(meta, bytes, bits, p - 1)) +
+                 "): positions ascend within a group";
+      }
+  return {};
+}
+
 // Packs kernel w[K x N] (row-major) where keep[i] != 0 into values
 // [capacity(K, N, Nk, M)] and meta [meta_bytes(...)]. Returns the count kept;
 // when it exceeds the capacity nothing is written. Throws

@@ -1,0 +1,132 @@
+// libFuzzer target: load_weights from an arbitrary file into networks with a sparse layer of
+// every layout (bitmap, csc, rows, n:m 2:4 and 1:3), then predict a small batch with each
+// model that accepted it, at batch sizes that take the kernels' gather and transposed paths.
+// A bad file must throw weights_error (or io_error); anything else, and any out-of-bounds read
+// by predict on a file that loaded, is a bug (load_weights checks every index, offset and count:
+// io/weights.hpp, kernels/cpu/sparse*.hpp validate).
+#include <ctnn/ctnn.hpp>
+#include <ctnn/layers/sparse_dense_nm.hpp>
+#include <ctnn/layers/sparse_dense_rows.hpp>
+
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace {
+using bitmap_net = ctnn::sequential<ctnn::input<20>, ctnn::sparse_dense<20, 20, 60, ctnn::relu>, ctnn::dense<3>>;
+using csc_net = ctnn::sequential<ctnn::input<20>, ctnn::sparse_dense_csc<20, 5, 25, ctnn::relu>, ctnn::dense<3>>;
+using rows_net = ctnn::sequential<ctnn::input<20>, ctnn::sparse_dense_rows<20, 5, 25, ctnn::relu>, ctnn::dense<3>>;
+using nm24_net = ctnn::sequential<ctnn::input<32>, ctnn::sparse_dense_nm<32, 4, 2, 4>, ctnn::dense<3>>;
+using nm13_net = ctnn::sequential<ctnn::input<48>, ctnn::sparse_dense_nm<48, 4, 1, 3>, ctnn::dense<3>>;
+
+const std::filesystem::path& file() {
+  static const std::filesystem::path p =
+      std::filesystem::temp_directory_path() / ("ctnn_fuzz_weights_sparse_" + std::to_string(::getpid()) + ".ctnn");
+  return p;
+}
+
+// Loads the file into a model of Net; when it loads, predicts 17 samples at batches 17 and 3.
+template <class Net>
+void load_and_predict() {
+  static auto m = ctnn::make_model<Net>(1);
+  try {
+    ctnn::io::load_weights(m, file());
+  } catch (const ctnn::io::weights_error&) {
+    return;
+  } catch (const ctnn::io_error&) {
+    return;
+  }
+  static const std::vector<float> x = [] {
+    std::vector<float> v(17 * Net::input_type::size);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = float(int(i % 7) - 3) / 4.0f;
+    return v;
+  }();
+  (void)m.predict(x.data(), 17, 17);
+  (void)m.predict(x.data(), 17, 3);
+}
+
+// The seeds: a valid file of each network, and files whose index was edited (the CRC
+// recomputed) as the inputs that made predict read out of bounds before load_weights checked
+// indices: a csc input row and a rows input index past the inputs, a csc column end and a
+// bitmap chunk offset past the values.
+std::vector<char> slurp(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+// The offset of the first value of layer 0's "index" in a version-2 file.
+std::size_t index_at(const std::vector<char>& d) {
+  auto u32 = [&](std::size_t at) {
+    std::uint32_t v;
+    std::memcpy(&v, d.data() + at, 4);
+    return v;
+  };
+  std::size_t at = 24 + u32(20) + 4;
+  for (std::uint32_t i = 0, n = u32(24 + u32(20)); i < n; ++i) {
+    const auto type = std::uint8_t(d[at + 5]), rank = std::uint8_t(d[at + 6]);
+    const std::size_t nlen = u32(at + 8), dims = at + 12 + nlen;
+    std::uint64_t extent = 1;
+    for (std::size_t r = 0; r < rank; ++r) {
+      std::uint64_t e;
+      std::memcpy(&e, d.data() + dims + 8 * r, 8);
+      extent *= e;
+    }
+    if (u32(at) == 0 && std::string(d.data() + at + 12, nlen) == "index") return dims + 8 * rank;
+    at = dims + 8 * rank + extent * (type == 2 ? 8 : type == 3 ? 1 : (type == 5 || type == 6) ? 2 : 4);
+  }
+  std::abort();
+}
+template <class V>
+void write_edited(const std::string& from, const std::string& to, std::size_t offset, V v) {
+  auto d = slurp(from);
+  std::memcpy(d.data() + index_at(d) + offset, &v, sizeof v);
+  const auto crc = std::uint32_t(::crc32(0L, reinterpret_cast<const Bytef*>(d.data()), uInt(d.size() - 4)));
+  std::memcpy(d.data() + d.size() - 4, &crc, 4);
+  std::ofstream(to, std::ios::binary).write(d.data(), std::streamsize(d.size()));
+}
+template <class Net>
+void write_valid(const std::string& path) {
+  auto m = ctnn::make_model<Net>(7);
+  ctnn::io::save_weights(m, path);
+}
+void write_seeds(const std::string& dir) {
+  write_valid<bitmap_net>(dir + "/valid_bitmap");
+  write_valid<csc_net>(dir + "/valid_csc");
+  write_valid<rows_net>(dir + "/valid_rows");
+  write_valid<nm24_net>(dir + "/valid_nm_2_4");
+  write_valid<nm13_net>(dir + "/valid_nm_1_3");
+  // csc / rows index: 6 column starts (u32), then 25 input rows (u16)
+  write_edited(dir + "/valid_csc", dir + "/regress_csc_row_past_inputs", 24 + 2 * 7, std::uint16_t(65535));
+  write_edited(dir + "/valid_rows", dir + "/regress_rows_index_past_inputs", 24 + 2 * 3, std::uint16_t(40000));
+  write_edited(dir + "/valid_csc", dir + "/regress_csc_column_end_past_values", 4 * 5, std::uint32_t(1u << 30));
+  // bitmap index: 3 chunk offsets (u32), then 2 x 20 bitmaps (u16)
+  write_edited(dir + "/valid_bitmap", dir + "/regress_bitmap_offset_past_values", 4 * 1, std::uint32_t(1u << 30));
+  // 1:3 (16 groups, 2-bit positions, 16 bytes): the last value, unit 3's in inputs 45..47, gets
+  // position 3, input 48, past the inputs (byte 15 holds positions 0, 1, 2, 0 of values 60..63)
+  write_edited(dir + "/valid_nm_1_3", dir + "/regress_nm_position_past_inputs", 15, std::uint8_t(0xe4));
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  // CTNN_FUZZ_WRITE_SEED=dir writes the seed corpus (valid_* and regress_*) into dir first.
+  static const bool seeded = [] {
+    if (const char* dir = std::getenv("CTNN_FUZZ_WRITE_SEED")) write_seeds(dir);
+    return true;
+  }();
+  (void)seeded;
+  std::ofstream(file(), std::ios::binary).write(reinterpret_cast<const char*>(data), std::streamsize(size));
+  load_and_predict<bitmap_net>();
+  load_and_predict<csc_net>();
+  load_and_predict<rows_net>();
+  load_and_predict<nm24_net>();
+  load_and_predict<nm13_net>();
+  return 0;
+}
