@@ -9,6 +9,7 @@
 //                                    as dir/layer<i>_<name>.npy (i counted from 0, as in
 //                                    variable<i, "name">), with its declared shape and dtype
 //   load_variables_npy(m, dir)       reads them all back; every file is read and checked
+//                                    (a sparse layout's index as load_weights checks it)
 //                                    before anything is copied into m
 // The reader is ctnn's own (xtensor's trusts the header: it allocates what the
 // header length announces and reads an empty header out of bounds). It takes
@@ -423,6 +424,12 @@ void load_variables_npy(M& m, const std::filesystem::path& dir) {
       throw io_error("load_variables_npy", path,
                      "has shape " + npyd::dims_str(f.shape, f.shape.size()) + " but layer " + std::to_string(v.layer) +
                          "'s '" + std::string(v.name) + "' is " + npyd::dims_str(v.dims, v.rank));
+    if (v.check) {  // an index a kernel reads (sparse layouts): checked as load_weights checks it
+      std::vector<std::byte> values(f.count * f.item_size);
+      npyd::copy_values(f, values.data());
+      if (std::string why = v.check(v.name, values.data()); !why.empty())
+        throw io_error("load_variables_npy", path, "layer " + std::to_string(v.layer) + "'s '" + std::string(v.name) + "': " + why);
+    }
     files.push_back(std::move(f));
   });
   std::size_t i = 0;

@@ -4,6 +4,7 @@
 #include <ctnn/layers/batch_norm.hpp>
 #include <ctnn/layers/dense.hpp>
 #include <ctnn/layers/reshape.hpp>
+#include <ctnn/layers/sparse_dense_csc.hpp>
 #include <ctnn/npy.hpp>
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <unistd.h>
 
@@ -166,6 +168,44 @@ TEST_CASE("load_variables_npy names the first mismatching file and changes nothi
   CHECK(message_of([&] { load_variables_npy(b, d.path); }) ==
         "load_variables_npy: " + (d.path / "layer2_beta.npy").string() + ": no such file");
   CHECK(values(b.parameters()) == before);
+}
+
+TEST_CASE("load_variables_npy checks a sparse layout's index as load_weights does, and changes nothing") {
+  // A hand-edited index file must not reach the kernels: column 0 starting at value 2 (csc),
+  // and an input row past the 20 inputs, each refused naming the file and the entry.
+  using sparse_net = sequential<input<20>, sparse_dense_csc<20, 5, 25, ctnn::relu>, dense<3>>;
+  temp_dir d;
+  auto a = make_model<sparse_net>(1);
+  save_variables_npy(a, d.path);
+  const fs::path index = d.path / "layer0_index.npy";
+  REQUIRE(fs::exists(index));
+  std::string good;
+  {
+    std::ifstream in(index, std::ios::binary);
+    good.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  // version 1.0: a 2-byte header length after the 8 bytes of magic and version
+  const std::size_t data_at = 10 + std::size_t(std::uint8_t(good[8])) + 256 * std::size_t(std::uint8_t(good[9]));
+  auto b = make_model<sparse_net>(2);
+  const auto before = values(b.parameters());
+  std::vector<float> x(4 * 20, 0.5f);
+  const auto predicted = b.predict(x.data(), 4);
+  auto edited = [&](std::size_t at, auto value) {
+    std::string bad = good;
+    std::memcpy(bad.data() + data_at + at, &value, sizeof value);
+    write(index, bad);
+  };
+  edited(0, std::uint32_t(2));  // starts[0]
+  CHECK(message_of([&] { load_variables_npy(b, d.path); }) ==
+        "load_variables_npy: " + index.string() + ": layer 0's 'index': column 0 starts at value 2, not 0");
+  edited(4 * (5 + 1) + 2 * 1, std::uint16_t(20));  // input row of value 1 (column 0)
+  CHECK(message_of([&] { load_variables_npy(b, d.path); }) ==
+        "load_variables_npy: " + index.string() + ": layer 0's 'index': value 1 (column 0) has input row 20, but the layer has 20 inputs");
+  CHECK(values(b.parameters()) == before);
+  CHECK(b.predict(x.data(), 4) == predicted);
+  write(index, good);
+  load_variables_npy(b, d.path);
+  CHECK(b.predict(x.data(), 4) == a.predict(x.data(), 4));
 }
 
 TEST_CASE("NumPy reads the variables ctnn writes (skipped without python3 and numpy)") {
