@@ -145,6 +145,18 @@ TEST_CASE("tuner state: a corrupt Hyperband oracle.json is an io_error naming th
   }
   write_text(file, "{\"oracle\": ");
   CHECK(reload_error(dir, std::make_unique<tn::hyperband>(3, 3)).find("not valid JSON") != std::string::npos);
+  // current_iteration = iterations + 1 is what a finished project searched again recorded before the
+  // fix: it loads, and the search is over. One more is refused.
+  json j = good;
+  j["state"]["current_iteration"] = 3;
+  write(file, j);
+  CHECK(reload_error(dir, std::make_unique<tn::hyperband>(3, 3)).find("state.current_iteration: 3 is outside [0, 2]") != std::string::npos);
+  j["state"]["current_iteration"] = 2;
+  write(file, j);
+  state_tuner again(space(), std::make_unique<tn::hyperband>(3, 3), options(dir));
+  again.search(loss, train_data, val_data, 3);
+  CHECK(again.trials_run() == 0);
+  CHECK(again.trials().size() == 6);
   std::filesystem::remove_all(dir);
 }
 

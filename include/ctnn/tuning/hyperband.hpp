@@ -18,6 +18,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -142,7 +143,7 @@ class hyperband : public oracle {
   // equal this oracle's; at most num_brackets() x iterations brackets, each numbered in
   // [0, num_brackets()), with bracket_num + 1 rounds, round r holding at most size(b, r) entries;
   // every id a trial id seen once; past_id null in round 0 and, in round r > 0, an id of round
-  // r - 1 promoted once; current_bracket in [0, num_brackets()), current_iteration in [0, iterations].
+  // r - 1 promoted once; current_bracket in [0, num_brackets()), current_iteration in [0, iterations + 1].
   void set_state(const nlohmann::json& j) override {
     namespace st = state;
     oracle::set_state(j);
@@ -194,7 +195,9 @@ class hyperband : public oracle {
       brackets.push_back(std::move(br));
     }
     const int cb = int(st::integer(st::at(j, "state", "current_bracket"), "state.current_bracket", 0, nb - 1));
-    const std::int64_t ci = st::integer(st::at(j, "state", "current_iteration"), "state.current_iteration", 0, iterations_);
+    // iterations + 1: a finished project searched again before this was fixed counted one more iteration.
+    const std::int64_t max_iteration = iterations_ < std::numeric_limits<std::int64_t>::max() ? iterations_ + 1 : iterations_;
+    const std::int64_t ci = st::integer(st::at(j, "state", "current_iteration"), "state.current_iteration", 0, max_iteration);
     brackets_ = std::move(brackets);
     current_bracket_ = cb;
     current_iteration_ = ci;
