@@ -7,11 +7,16 @@
 // training images (never the test set). Each search's best checkpoint is tested
 // once on the 10,000 test images; Hyperband's best values are then retrained on
 // all 60,000 training images (`retrain_epochs`, default 12) and tested, as Keras
-// Tuner's guide retrains the best hyperparameters. Prints both results_summary
-// tables, each search's best validation accuracy, wall time and test accuracy.
+// Tuner's guide retrains the best hyperparameters (retrain_epochs 0: not). Prints
+// both results_summary tables, each search's best validation accuracy, wall time
+// and test accuracy.
 //   tune_fashion_mnist [max_epochs=9] [subset=15000] [retrain_epochs=12] [data_dir]
-// Project directories: ./tune_fashion_mnist/{hyperband,random} (overwritten; a
-// tuner constructed on an existing project without overwrite resumes it).
+//                      [projects=tune_fashion_mnist.projects]
+// An empty data_dir is the default one. Project directories:
+// <projects>/{hyperband,random} (overwritten; a tuner constructed on an existing
+// project without overwrite resumes it). The default has a dot so that it never
+// collides with an executable: a directory named tune_fashion_mnist beside the
+// program would be the program itself.
 #include <ctnn/ctnn.hpp>
 #include <ctnn/tuning/hyperband.hpp>
 #include <ctnn/tuning/tuner.hpp>
@@ -42,7 +47,8 @@ int main(int argc, char** argv) try {
   const std::int64_t max_epochs = argc > 1 ? std::strtol(argv[1], nullptr, 10) : 9;
   const std::size_t subset = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 15000;
   const std::size_t retrain_epochs = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 12;
-  const auto dir = argc > 4 ? std::filesystem::path(argv[4]) : ctnn::data::fashion_mnist::default_dir();
+  const auto dir = argc > 4 && *argv[4] ? std::filesystem::path(argv[4]) : ctnn::data::fashion_mnist::default_dir();
+  const std::filesystem::path projects = argc > 5 ? argv[5] : "tune_fashion_mnist.projects";
 
   const auto all = ctnn::data::fashion_mnist::train(dir);
   if (subset == 0 || subset > all.size() - 5000)
@@ -59,7 +65,7 @@ int main(int argc, char** argv) try {
   space.choice("batch_size", {std::int64_t(32), std::int64_t(64), std::int64_t(128)});
 
   tn::tuner_options opt;
-  opt.directory = "tune_fashion_mnist";
+  opt.directory = projects;
   opt.objective = tn::objective::max("val_sparse_categorical_accuracy");
   opt.seed = 7;
   opt.overwrite = true;
@@ -108,14 +114,16 @@ int main(int argc, char** argv) try {
 
   const auto best = hb.best_hyperparameters(1).at(0);
   double retrained = 0;
-  const auto r0 = clock::now();
-  hb.build(best, /*seed=*/42, [&](auto& model, auto& optimizer, std::size_t batch) {
-    ctnn::fit(model, loss, optimizer, full_train.batch(batch), ctnn::epochs{retrain_epochs},
-              ctnn::sparse_categorical_accuracy{});
-    retrained = ctnn::evaluate(model, loss, test, ctnn::sparse_categorical_accuracy{})["sparse_categorical_accuracy"];
-  });
-  std::printf("hyperband best values (%s) retrained %zu epochs on %zu images in %.1f s: test accuracy %.4f\n",
-              best.get<std::string>("architecture").c_str(), retrain_epochs, all.size(), seconds_since(r0), retrained);
+  if (retrain_epochs > 0) {
+    const auto r0 = clock::now();
+    hb.build(best, /*seed=*/42, [&](auto& model, auto& optimizer, std::size_t batch) {
+      ctnn::fit(model, loss, optimizer, full_train.batch(batch), ctnn::epochs{retrain_epochs},
+                ctnn::sparse_categorical_accuracy{});
+      retrained = ctnn::evaluate(model, loss, test, ctnn::sparse_categorical_accuracy{})["sparse_categorical_accuracy"];
+    });
+    std::printf("hyperband best values (%s) retrained %zu epochs on %zu images in %.1f s: test accuracy %.4f\n",
+                best.get<std::string>("architecture").c_str(), retrain_epochs, all.size(), seconds_since(r0), retrained);
+  }
 
   std::printf("\n%-14s %8s %8s %12s %14s %14s\n", "search", "trials", "epochs", "wall time", "best val acc",
               "its test acc");
@@ -123,8 +131,11 @@ int main(int argc, char** argv) try {
               *hb.best_trials(1).at(0).score, hb_ckpt);
   std::printf("%-14s %8zu %8zu %10.1f s %14.4f %14.4f\n", "random search", rs.trials().size(),
               random_trials * std::size_t(max_epochs), rs_seconds, *rs.best_trials(1).at(0).score, rs_ckpt);
-  std::printf("best model's test accuracy (hyperband's best values retrained on all the training images): %.4f\n",
-              retrained);
+  if (retrain_epochs > 0)
+    std::printf("best model's test accuracy (hyperband's best values retrained on all the training images): %.4f\n",
+                retrained);
+  else
+    std::printf("hyperband's best values (%s) not retrained (retrain_epochs 0)\n", best.get<std::string>("architecture").c_str());
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "tune_fashion_mnist: " << e.what() << "\n";

@@ -135,3 +135,15 @@ TEST_CASE("cache(path): a directory at path is an io_error naming it") {
   const std::string want = "cache: " + (t.p / "c").string() + ": is a directory";
   CHECK_THROWS_WITH_AS(labels(d), doctest::Contains(want.c_str()), ctnn::io_error);
 }
+
+// Issue 24, item 7: a cache file under a regular file, or with a name too long.
+TEST_CASE("cache(path): a path under a regular file or a name too long is an io_error naming it") {
+  tmpdir t;
+  auto reads = std::make_shared<std::atomic<int>>(0);
+  std::ofstream(t.p / "file") << "a regular file";
+  const fs::path under = t.p / "file" / "c.cache", longer = t.p / std::string(300, 'n');
+  CHECK_THROWS_WITH_AS(labels(counted(3, reads).cache(under)),
+                       ("write_file_atomically: " + under.string() + ": cannot stat (Not a directory)").c_str(), ctnn::io_error);
+  CHECK_THROWS_WITH_AS(labels(counted(3, reads).cache(longer)),
+                       ("write_file_atomically: " + longer.string() + ": cannot stat (File name too long)").c_str(), ctnn::io_error);
+}

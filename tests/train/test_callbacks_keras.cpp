@@ -300,6 +300,35 @@ TEST_CASE("model_checkpoint through fit keeps the best validation loss") {
   fs::remove_all(dir);
 }
 
+// Issue 24, item 7: checkpoints and CSV logs under a regular file, or with a name too long.
+TEST_CASE("model_checkpoint and csv_logger: a path under a regular file or a name too long is an io_error naming it") {
+  const fs::path dir = temp_dir("fs-errors");
+  std::ofstream(dir / "file") << "a regular file";
+  auto m = make_model<xor_net>(1);
+  sgd opt{0.1};
+  fake_ctx<decltype(m), decltype(opt)> ctx{m, opt};
+  const fs::path under = dir / "file" / "w.ctnn", longer = dir / std::string(300, 'n');
+  model_checkpoint into_file{.filepath = under.string(), .monitor = "loss"};
+  CHECK_THROWS_WITH_AS(drive(into_file, ctx, {1.0}), ("write_file_atomically: " + under.string() + ": cannot stat (Not a directory)").c_str(),
+                       io_error);
+  model_checkpoint too_long{.filepath = longer.string(), .monitor = "loss"};
+  CHECK_THROWS_WITH_AS(drive(too_long, ctx, {1.0}), ("write_file_atomically: " + longer.string() + ": cannot stat (File name too long)").c_str(),
+                       io_error);
+  for (bool append : {false, true}) {
+    CAPTURE(append);
+    csv_logger log{.filename = longer.string(), .append = append};
+    CHECK_THROWS_AS([&] {
+      log.on_train_begin(ctx);
+      ctx.epoch_logs.set("loss", 0.5);
+      log.on_epoch_end(ctx);
+    }(), io_error);
+  }
+  csv_logger appending{.filename = longer.string(), .append = true};  // std::filesystem::exists threw filesystem_error
+  CHECK_THROWS_WITH_AS(appending.on_train_begin(ctx),
+                       ("csv_logger: " + longer.string() + ": cannot open for reading (File name too long)").c_str(), io_error);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("csv_logger: sorted keys, 0-based epochs, NA, append keeps the header once") {
   const fs::path dir = temp_dir("csv");
   const fs::path file = dir / "log.csv";

@@ -8,11 +8,12 @@
 // append = false starts a new file at on_train_begin; append = true keeps
 // what the file held and adds a header only when it was missing or empty
 // (Keras' append semantics); a file there that cannot be read (a directory,
-// no permission) is a ctnn::io_error "csv_logger: <path>: <reason>".
+// no permission, a name too long) is a ctnn::io_error "csv_logger: <path>: <reason>".
 #pragma once
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "../core/format.hpp"
@@ -50,7 +51,8 @@ struct csv_logger {
     if (filename.empty()) throw std::invalid_argument("csv_logger: filename is empty");
     content.clear();
     keys.clear();
-    if (append && std::filesystem::exists(filename)) {
+    std::error_code ec;  // status, not exists: exists throws filesystem_error (e.g. a name too long); read_file reports it
+    if (append && std::filesystem::status(filename, ec).type() != std::filesystem::file_type::not_found) {
       content = io::read_file(filename, "csv_logger");
       if (!content.empty() && content.back() != '\n') content += '\n';
     }

@@ -106,6 +106,14 @@ class bayesian_optimization : public oracle {
     j["beta"] = o_.beta;
     return j;
   }
+  // The base state, and the options recorded beside it present with their types (the
+  // oracle's own options are the ones used).
+  void set_state(const nlohmann::json& j) override {
+    oracle::set_state(j);
+    state::unsigned_integer(state::at(j, "state", "num_initial_points"), "state.num_initial_points");
+    state::number(state::at(j, "state", "alpha"), "state.alpha");
+    state::number(state::at(j, "state", "beta"), "state.beta");
+  }
 
  private:
   options o_;

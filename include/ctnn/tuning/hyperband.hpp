@@ -12,13 +12,18 @@
 // size(b, r)). After bracket 0 of the last iteration the search stops. This is
 // keras_tuner/tuners/hyperband.py (populate_space and its helpers) line for
 // line, with trials run one at a time, so "IDLE" never arises; "tuner/bracket"
-// holds the current bracket as Keras Tuner writes it.
+// holds the current bracket as Keras Tuner writes it. Unlike Keras Tuner, a
+// finished search (the last bracket of the last iteration over) proposes nothing
+// more when searched again. set_state validates the whole state before taking any of it.
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -69,6 +74,10 @@ class hyperband : public oracle {
   const std::vector<bracket>& brackets() const noexcept { return brackets_; }
 
   std::optional<values> populate(const std::string& trial_id, const std::vector<trial>& trials) override {
+    // The last bracket of the last iteration is over (the stop below moved current_iteration_ to
+    // iterations_): a finished search stays finished. Keras Tuner's _increment_bracket_num resets the
+    // bracket here, so searching a finished project again starts a new bracket; ctnn does not.
+    if (current_iteration_ >= iterations_) return std::nullopt;
     remove_completed_brackets();
     for (auto& br : brackets_) {
       const int b = br.number;
@@ -130,27 +139,93 @@ class hyperband : public oracle {
     j["current_iteration"] = current_iteration_;
     return j;
   }
+  // Validates the whole state before taking any of it (state_error naming the key): the settings
+  // equal this oracle's; at most num_brackets() x iterations brackets, each numbered in
+  // [0, num_brackets()), with bracket_num + 1 rounds, round r holding at most size(b, r) entries;
+  // every id a trial id seen once; past_id null in round 0 and, in round r > 0, an id of round
+  // r - 1 promoted once; current_bracket in [0, num_brackets()), current_iteration in [0, iterations + 1].
   void set_state(const nlohmann::json& j) override {
+    namespace st = state;
     oracle::set_state(j);
-    if (j.at("max_epochs").get<std::int64_t>() != max_epochs_ || j.at("factor").get<std::int64_t>() != factor_ ||
-        j.at("hyperband_iterations").get<std::int64_t>() != iterations_)
-      throw std::invalid_argument("hyperband: the project was made with max_epochs " + j.at("max_epochs").dump() +
-                                  ", factor " + j.at("factor").dump() + ", iterations " +
-                                  j.at("hyperband_iterations").dump() + "; this oracle differs");
-    brackets_.clear();
-    for (auto& b : j.at("brackets")) {
-      bracket br{b.at("bracket_num").get<int>(), {}};
-      for (auto& r : b.at("rounds")) {
-        std::vector<round_entry> entries;
-        for (auto& e : r)
-          entries.push_back({e.at("past_id").is_null() ? std::string() : e.at("past_id").get<std::string>(),
-                             e.at("id").get<std::string>()});
-        br.rounds.push_back(std::move(entries));
+    const std::int64_t me = st::integer(st::at(j, "state", "max_epochs"), "state.max_epochs", 1);
+    const std::int64_t f = st::integer(st::at(j, "state", "factor"), "state.factor", 2);
+    const std::int64_t it = st::integer(st::at(j, "state", "hyperband_iterations"), "state.hyperband_iterations", 1);
+    if (me != max_epochs_ || f != factor_ || it != iterations_)
+      throw state_error("state: the project was made with max_epochs " + std::to_string(me) + ", factor " +
+                        std::to_string(f) + ", iterations " + std::to_string(it) + "; this oracle has " +
+                        std::to_string(max_epochs_) + ", " + std::to_string(factor_) + ", " + std::to_string(iterations_));
+    const int nb = num_brackets();
+    const std::size_t max_brackets =
+        std::uint64_t(iterations_) > std::uint64_t(1) << 32 ? std::size_t(-1) : std::size_t(nb) * std::size_t(iterations_);
+    std::vector<bracket> brackets;
+    std::set<std::string> ids;
+    const auto& bs = st::array(st::at(j, "state", "brackets"), "state.brackets", max_brackets);
+    for (std::size_t i = 0; i < bs.size(); ++i) {
+      const std::string wb = st::index("state.brackets", i);
+      bracket br{int(st::integer(st::at(bs[i], wb, "bracket_num"), wb + ".bracket_num", 0, nb - 1)), {}};
+      const std::string wr = wb + ".rounds";
+      const auto& rounds = st::array(st::at(bs[i], wb, "rounds"), wr);
+      if (rounds.size() != std::size_t(br.number) + 1)
+        st::fail(wr, "has " + std::to_string(rounds.size()) + " rounds; bracket " + std::to_string(br.number) + " has " +
+                         std::to_string(br.number + 1));
+      for (std::size_t r = 0; r < rounds.size(); ++r) {
+        const std::string we = st::index(wr, r);
+        const auto& entries = st::array(rounds[r], we, std::size_t(size(br.number, int(r))));
+        std::vector<round_entry> out;
+        for (std::size_t k = 0; k < entries.size(); ++k) {
+          const std::string w = st::index(we, k);
+          round_entry e;
+          e.id = st::trial_id(st::at(entries[k], w, "id"), w + ".id");
+          if (!ids.insert(e.id).second) st::fail(w + ".id", "trial " + e.id + " appears twice");
+          const auto& past = st::at(entries[k], w, "past_id");
+          if (r == 0) {
+            if (!past.is_null()) st::fail(w + ".past_id", "expected null in round 0, got " + st::describe(past));
+          } else {
+            e.past_id = st::trial_id(past, w + ".past_id");
+            bool in_past = false, promoted = false;
+            for (auto& x : br.rounds[r - 1]) in_past = in_past || x.id == e.past_id;
+            for (auto& x : out) promoted = promoted || x.past_id == e.past_id;
+            if (!in_past) st::fail(w + ".past_id", "trial " + e.past_id + " is not in round " + std::to_string(r - 1));
+            if (promoted) st::fail(w + ".past_id", "trial " + e.past_id + " is promoted twice");
+          }
+          out.push_back(std::move(e));
+        }
+        br.rounds.push_back(std::move(out));
       }
-      brackets_.push_back(std::move(br));
+      brackets.push_back(std::move(br));
     }
-    current_bracket_ = j.at("current_bracket").get<int>();
-    current_iteration_ = j.at("current_iteration").get<std::int64_t>();
+    const int cb = int(st::integer(st::at(j, "state", "current_bracket"), "state.current_bracket", 0, nb - 1));
+    // iterations + 1: a finished project searched again before this was fixed counted one more iteration.
+    const std::int64_t max_iteration = iterations_ < std::numeric_limits<std::int64_t>::max() ? iterations_ + 1 : iterations_;
+    const std::int64_t ci = st::integer(st::at(j, "state", "current_iteration"), "state.current_iteration", 0, max_iteration);
+    brackets_ = std::move(brackets);
+    current_bracket_ = cb;
+    current_iteration_ = ci;
+  }
+
+  // The space's values plus "tuner/epochs" in [1, max_epochs], "tuner/initial_epoch" in [0,
+  // tuner/epochs), "tuner/bracket" and "tuner/round" in [0, num_brackets()), and "tuner/trial_id"
+  // (a string) exactly when the round is > 0.
+  void check_values(const values& v, const std::string& where) const override {
+    check_space_values(v, where, {"tuner/epochs", "tuner/initial_epoch", "tuner/bracket", "tuner/round", "tuner/trial_id"});
+    auto integer = [&](const char* name, std::int64_t lo, std::int64_t hi) {
+      const std::string at = state::key(where, name);
+      if (!v.has(name)) state::fail(at, "missing");
+      const auto* x = std::get_if<std::int64_t>(&v.at(name));
+      if (!x) state::fail(at, "expected an integer, got " + to_string(v.at(name)));
+      if (*x < lo || *x > hi)
+        state::fail(at, std::to_string(*x) + " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      return *x;
+    };
+    const std::int64_t e = integer("tuner/epochs", 1, max_epochs_);
+    integer("tuner/initial_epoch", 0, e - 1);
+    integer("tuner/bracket", 0, num_brackets() - 1);
+    const std::int64_t r = integer("tuner/round", 0, num_brackets() - 1);
+    const std::string at = state::key(where, "tuner/trial_id");
+    if (r == 0 && v.has("tuner/trial_id")) state::fail(at, "set in round 0, which trains from scratch");
+    if (r > 0 && !v.has("tuner/trial_id")) state::fail(at, "missing (round " + std::to_string(r) + " continues a trial)");
+    if (r > 0 && !std::holds_alternative<std::string>(v.at("tuner/trial_id")))
+      state::fail(at, "expected a string, got " + to_string(v.at("tuner/trial_id")));
   }
 
  private:

@@ -192,6 +192,20 @@ struct hyperparameter {
     return choices.front();
   }
 
+  // Whether v is a value this hyperparameter takes: of its type, one of its choices, or in [min, max]
+  // (a real within a relative 1e-12 of the bounds, which a stepped value may round past).
+  bool admits(const value& v) const {
+    if (type == kind::integer) {
+      const auto* i = std::get_if<std::int64_t>(&v);
+      return i && double(*i) >= min && double(*i) <= max;
+    }
+    if (type == kind::real) {
+      const auto* d = std::get_if<double>(&v);
+      const double tol = 1e-12 * std::max({1.0, std::abs(min), std::abs(max)});
+      return d && std::isfinite(*d) && *d >= min - tol && *d <= max + tol;
+    }
+    return std::find(choices.begin(), choices.end(), v) != choices.end();
+  }
   // Keras Tuner's prob_to_value, p in [0, 1].
   value from_prob(double p) const {
     p = std::clamp(p, 0.0, 1.0);

@@ -11,11 +11,16 @@
 // rng::derive(seed, seed_state++) (Keras Tuner seeds Python's random with
 // seed_state and increments it per value) and redraws a configuration tried
 // before, giving up after 20 collisions (Keras Tuner's _max_collisions).
-// random_search is Keras Tuner's RandomSearchOracle.
+// random_search is Keras Tuner's RandomSearchOracle. set_state and
+// trial::from_json read a saved search back through state.hpp: a wrong type, a
+// value out of range or a key missing throws state_error naming the key, and
+// check_values checks a reloaded trial's values against the space.
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -28,6 +33,7 @@
 
 #include "../core/rng.hpp"
 #include "hyperparameters.hpp"
+#include "state.hpp"
 
 namespace ctnn::tuning {
 
@@ -81,16 +87,49 @@ struct trial {
                      {"seconds", seconds}};
     return j;
   }
+  // A trial read back from its file: every key present with its JSON type, the status one of the
+  // three, a COMPLETED trial with a score, metrics numbers (null: a NaN that was saved as null);
+  // state_error naming the key otherwise. Keys of "hyperparameters" come back in the order
+  // given by `order` (the space), then the rest sorted.
   static trial from_json(const nlohmann::json& j, const std::vector<std::string>& order) {
+    namespace st = state;
     trial t;
-    t.id = j.at("trial_id").get<std::string>();
-    t.hp = values::from_json(j.at("hyperparameters"), order);
-    t.status = status_from_name(j.at("status").get<std::string>());
-    if (!j.at("score").is_null()) t.score = j.at("score").get<double>();
-    t.best_step = j.at("best_step").get<std::size_t>();
-    t.metrics = j.at("metrics").get<std::map<std::string, std::vector<double>>>();
-    t.message = j.at("message").get<std::string>();
-    t.seconds = j.value("seconds", 0.0);
+    t.id = st::trial_id(st::at(j, "", "trial_id"), "trial_id");
+    const auto& hp = st::object(st::at(j, "", "hyperparameters"), "hyperparameters");
+    auto read = [&](const std::string& k, const nlohmann::json& v) {
+      if (!(v.is_boolean() || v.is_number() || v.is_string()))
+        st::fail(st::key("hyperparameters", k), "expected a boolean, number or string, got " + st::describe(v));
+      if (v.is_number_float() && !std::isfinite(v.get<double>())) st::fail(st::key("hyperparameters", k), "not finite");
+      if (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
+        st::fail(st::key("hyperparameters", k), "the integer " + v.dump() + " does not fit in 64 signed bits");
+      t.hp.set(k, value_from_json(v));
+    };
+    for (auto& k : order)
+      if (auto it = hp.find(k); it != hp.end()) read(k, *it);
+    for (auto& [k, v] : hp.items())
+      if (!t.hp.has(k)) read(k, v);
+    const std::string& status = st::string(st::at(j, "", "status"), "status");
+    if (status != "RUNNING" && status != "COMPLETED" && status != "FAILED")
+      st::fail("status", st::describe(st::at(j, "", "status")) + " is not RUNNING, COMPLETED or FAILED");
+    t.status = status_from_name(status);
+    if (const auto& sc = st::at(j, "", "score"); !sc.is_null()) t.score = st::number(sc, "score");
+    if (t.status == trial_status::completed && !t.score) st::fail("score", "null, but the trial is COMPLETED");
+    t.best_step = std::size_t(st::integer(st::at(j, "", "best_step"), "best_step", 0));
+    const auto& m = st::object(st::at(j, "", "metrics"), "metrics");
+    for (auto& [k, v] : m.items()) {
+      const std::string where = st::key("metrics", k);
+      auto& out = t.metrics[k];
+      std::size_t i = 0;
+      for (auto& x : st::array(v, where)) {
+        out.push_back(x.is_null() ? std::numeric_limits<double>::quiet_NaN() : st::number(x, st::index(where, i)));
+        ++i;
+      }
+    }
+    t.message = st::string(st::at(j, "", "message"), "message");
+    if (auto it = j.find("seconds"); it != j.end()) {  // optional, as before: older files lack it
+      t.seconds = st::number(*it, "seconds");
+      if (t.seconds < 0) st::fail("seconds", "negative");
+    }
     return t;
   }
 };
@@ -128,13 +167,42 @@ class oracle {
   virtual nlohmann::json state() const {
     return {{"seed", seed_}, {"seed_state", seed_state_}, {"tried_so_far", tried_}};
   }
+  // Restores state() as read back from a file; a value of the wrong type or out of range throws
+  // state_error naming its key ("state.seed_state: ...").
   virtual void set_state(const nlohmann::json& j) {
-    seed_ = j.at("seed").get<std::uint64_t>();
-    seed_state_ = j.at("seed_state").get<std::uint64_t>();
-    tried_ = j.at("tried_so_far").get<std::set<std::string>>();
+    namespace st = state;
+    st::object(j, "state");
+    seed_ = st::unsigned_integer(st::at(j, "state", "seed"), "state.seed");
+    seed_state_ = st::unsigned_integer(st::at(j, "state", "seed_state"), "state.seed_state");
+    std::set<std::string> tried;
+    std::size_t i = 0;
+    for (auto& s : st::array(st::at(j, "state", "tried_so_far"), "state.tried_so_far"))
+      tried.insert(st::string(s, st::index("state.tried_so_far", i++)));
+    tried_ = std::move(tried);
   }
 
+  // Checks the values of a trial read back from a file (at key path `where`) against what this
+  // oracle proposes: every active hyperparameter of the space with a value it can take, no
+  // inactive or unknown one; state_error naming the key otherwise. Hyperband adds its "tuner/..." values.
+  virtual void check_values(const values& v, const std::string& where) const { check_space_values(v, where, {}); }
+
  protected:
+  // check_values for the space, with the names in `extra` (checked by the caller) allowed besides.
+  void check_space_values(const values& v, const std::string& where, const std::vector<std::string>& extra) const {
+    for (auto& [k, x] : v.items()) {
+      if (space_.contains(k) || std::find(extra.begin(), extra.end(), k) != extra.end()) continue;
+      state::fail(state::key(where, k), "not a hyperparameter of the search space");
+    }
+    for (auto& h : space_.items()) {
+      const std::string at = state::key(where, h.name);
+      if (!space_.is_active(h, v)) {
+        if (v.has(h.name)) state::fail(at, "set, but inactive (its condition on '" + h.parent + "' does not hold)");
+        continue;
+      }
+      if (!v.has(h.name)) state::fail(at, "missing");
+      if (!h.admits(v.at(h.name))) state::fail(at, to_string(v.at(h.name)) + " is not a value of this hyperparameter");
+    }
+  }
   // A configuration not tried before, or nullopt after 20 collisions.
   std::optional<values> random_values() {
     for (int collisions = 0; collisions <= 20; ++collisions) {

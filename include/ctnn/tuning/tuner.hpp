@@ -29,12 +29,17 @@
 // trials are kept, a RUNNING one (the process died) is run again from its
 // start with the same values and seed, and the oracle continues from its
 // saved state, so a killed search ends as an uninterrupted one would
-// (overwrite = true starts afresh). Hyperband trials with "tuner/trial_id"
+// (overwrite = true starts afresh); everything read back is validated first
+// (docs/tuning.md), and a corrupt file, like any failure of the project
+// directory (io/directories.hpp), is a ctnn::io_error naming the file and the
+// key. Hyperband trials with "tuner/trial_id"
 // start from that trial's checkpoint and train from "tuner/initial_epoch" to
 // "tuner/epochs", as Keras Tuner's Hyperband.run_trial.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstddef>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -47,12 +52,14 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "../core/rng.hpp"
 #include "../io/atomic_file.hpp"
+#include "../io/directories.hpp"
 #include "../io/read_file.hpp"
 #include "../io/weights.hpp"
 #include "../train/fit.hpp"
@@ -60,6 +67,7 @@
 #include "../train/runtime_factors.hpp"
 #include "hyperparameters.hpp"
 #include "oracle.hpp"
+#include "state.hpp"
 
 namespace ctnn::tuning {
 
@@ -96,6 +104,21 @@ inline nlohmann::json read_json(const std::filesystem::path& p) {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw ctnn::io_error("tuner", p, std::string("not valid JSON (") + e.what() + ")");
+  }
+}
+// Runs f, reporting what it finds wrong in the file p (state_error, a value or JSON error) as io_error.
+template <class F>
+void as_io_error(const std::filesystem::path& p, F&& f) {
+  try {
+    f();
+  } catch (const state_error& e) {
+    throw ctnn::io_error("tuner", p, e.what());
+  } catch (const nlohmann::json::exception& e) {
+    throw ctnn::io_error("tuner", p, std::string("unexpected JSON (") + e.what() + ")");
+  } catch (const std::invalid_argument& e) {
+    throw ctnn::io_error("tuner", p, e.what());
+  } catch (const std::out_of_range& e) {
+    throw ctnn::io_error("tuner", p, e.what());
   }
 }
 inline void write_json(const std::filesystem::path& p, const nlohmann::json& j) {
@@ -167,9 +190,9 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
     }
     oracle_->configure(std::move(full), opt_.objective, opt_.seed);
     project_ = opt_.directory / opt_.project_name;
-    if (opt_.overwrite) std::filesystem::remove_all(project_);
-    std::filesystem::create_directories(project_);
-    if (std::filesystem::exists(project_ / "oracle.json")) reload();
+    if (opt_.overwrite) ctnn::io::remove_all(project_, "tuner");
+    ctnn::io::create_directories(project_, "tuner");
+    if (ctnn::io::exists(project_ / "oracle.json", "tuner")) reload();
   }
 
   const std::filesystem::path& project_dir() const noexcept { return project_; }
@@ -193,7 +216,7 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
       t.id = id;
       t.hp = std::move(*v);
       trials_.push_back(std::move(t));
-      std::filesystem::create_directories(trial_dir(id));
+      ctnn::io::create_directories(trial_dir(id), "tuner");
       detail::write_json(trial_dir(id) / "trial.json", trials_.back().to_json());
       save_oracle();
       run_trial(trials_.back(), loss, train, validation, epochs, extras...);
@@ -330,13 +353,16 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
     t.message.clear();
     const auto start = std::chrono::steady_clock::now();
     const std::filesystem::path dir = trial_dir(t.id);
-    std::filesystem::create_directories(dir);
-    std::filesystem::remove(dir / "checkpoint.ctnn");
+    ctnn::io::create_directories(dir, "tuner");
+    ctnn::io::remove_file(dir / "checkpoint.ctnn", "tuner");
     try {
       std::size_t initial = 0, until = epochs;
       if (t.hp.has("tuner/epochs")) {
         until = std::size_t(t.hp.get<std::int64_t>("tuner/epochs"));
         initial = std::size_t(t.hp.get<std::int64_t>("tuner/initial_epoch"));
+        if (initial >= until)  // checked on reload too; a wrapped until - initial would never end
+          throw std::invalid_argument("tuner: tuner/initial_epoch " + std::to_string(initial) + " is not below tuner/epochs " +
+                                      std::to_string(until));
       }
       const std::size_t batch = std::size_t(t.hp.get_or<std::int64_t>("batch_size", 32));
       build(t.hp, trial_seed(t.id), [&](auto& m, auto& opt, std::size_t) {
@@ -387,21 +413,54 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
                                                   {"trials", ids}});
   }
 
+  // Reads oracle.json and the trials it lists, validating all of it (state.hpp) before the search
+  // resumes: io_error naming the file and the key of the first thing wrong.
   void reload() {
+    namespace st = state;
     const auto path = project_ / "oracle.json";
     const nlohmann::json j = detail::read_json(path);
-    auto mismatch = [&](const std::string& what) {
-      throw std::invalid_argument("tuner: " + path.string() + ": the project was made with another " + what +
-                                  " (give another project_name or overwrite = true)");
-    };
-    if (j.at("oracle").get<std::string>() != oracle_->kind()) mismatch("oracle (" + j.at("oracle").get<std::string>() + ")");
-    if (j.at("space") != oracle_->space().to_json()) mismatch("search space");
-    if (j.at("objective").at("name").get<std::string>() != opt_.objective.name) mismatch("objective");
-    oracle_->set_state(j.at("state"));
+    std::vector<std::string> ids;
+    detail::as_io_error(path, [&] {
+      auto mismatch = [&](const std::string& what) {
+        throw state_error("the project was made with another " + what + " (give another project_name or overwrite = true)");
+      };
+      if (!j.is_object()) throw state_error("expected a JSON object, got " + st::describe(j));
+      const std::string& kind = st::string(st::at(j, "", "oracle"), "oracle");
+      if (kind != oracle_->kind()) mismatch("oracle (" + kind + ")");
+      if (st::at(j, "", "space") != oracle_->space().to_json()) mismatch("search space");
+      const auto& o = st::at(j, "", "objective");
+      const std::string& name = st::string(st::at(o, "objective", "name"), "objective.name");
+      const std::string& direction = st::string(st::at(o, "objective", "direction"), "objective.direction");
+      if (direction != "max" && direction != "min")
+        st::fail("objective.direction", st::describe(o.at("direction")) + " is not \"max\" or \"min\"");
+      if (name != opt_.objective.name || (direction == "max") != opt_.objective.maximize)
+        mismatch("objective (" + tuning::objective{name, direction == "max"}.repr() + ")");
+      oracle_->set_state(st::at(j, "", "state"));
+      const auto& listed = st::array(st::at(j, "", "trials"), "trials");
+      for (std::size_t i = 0; i < listed.size(); ++i) {
+        const std::string w = st::index("trials", i);
+        const std::string& id = st::trial_id(listed[i], w);
+        const std::size_t digits = id.find_first_not_of('0');
+        if ((digits == std::string::npos ? std::string("0") : id.substr(digits)) != std::to_string(i))
+          st::fail(w, "trial " + id + " is listed as trial number " + std::to_string(i) + " (ids count the trials from 0)");
+        ids.push_back(id);
+      }
+    });
     const auto order = oracle_->space().names();
-    for (auto& id : j.at("trials")) {
-      const auto p = trial_dir(id.get<std::string>()) / "trial.json";
-      trials_.push_back(trial::from_json(detail::read_json(p), order));
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const auto p = trial_dir(ids[i]) / "trial.json";
+      const nlohmann::json tj = detail::read_json(p);
+      detail::as_io_error(p, [&] {
+        trial t = trial::from_json(tj, order);
+        if (t.id != ids[i]) st::fail("trial_id", "\"" + t.id + "\", but oracle.json lists this file as trial " + ids[i]);
+        oracle_->check_values(t.hp, "hyperparameters");
+        if (t.hp.has("tuner/trial_id")) {  // the trial whose checkpoint this one continues
+          const auto* from = std::get_if<std::string>(&t.hp.at("tuner/trial_id"));
+          if (!from || std::find(ids.begin(), ids.begin() + std::ptrdiff_t(i), *from) == ids.begin() + std::ptrdiff_t(i))
+            st::fail("hyperparameters.tuner/trial_id", to_string(t.hp.at("tuner/trial_id")) + " is not a trial before this one");
+        }
+        trials_.push_back(std::move(t));
+      });
     }
   }
 
