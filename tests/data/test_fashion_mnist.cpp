@@ -31,6 +31,11 @@ TEST_CASE("Fashion-MNIST: a directory without the files gives a clear error") {
   CHECK_THROWS_WITH_AS(data::fashion_mnist::test("/nonexistent"),
                        doctest::Contains("install Debian's dataset-fashion-mnist or set CTNN_FASHION_MNIST_DIR"),
                        data::idx_error);
+  // a directory name the system refuses to look up is the reader's error too, naming the path and why
+  const std::filesystem::path longer = std::filesystem::path("/tmp") / std::string(300, 'n');
+  CHECK_THROWS_WITH_AS(data::fashion_mnist::test(longer),
+                       doctest::Contains("t10k-images-idx3-ubyte.gz: cannot be looked up (File name too long)"),
+                       data::idx_error);
 }
 
 TEST_CASE("in_memory: batching, remainder, take and skip") {

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <system_error>
 
 #include "in_memory.hpp"
 #include "idx.hpp"
@@ -30,7 +31,10 @@ namespace detail {
 [[gnu::cold]] inline std::filesystem::path find(const std::filesystem::path& dir, const std::string& stem) {
   for (const char* ext : {".gz", ""}) {
     auto p = dir / (stem + ext);
-    if (std::filesystem::exists(p)) return p;
+    std::error_code ec;  // a look-up the system refuses (a name too long) is this reader's error, not filesystem_error
+    const bool there = std::filesystem::exists(p, ec);
+    if (ec) throw idx_error("fashion_mnist", p, "cannot be looked up (" + ec.message() + ")");
+    if (there) return p;
   }
   throw idx_error("fashion_mnist", dir / stem, "neither " + (dir / (stem + ".gz")).string() + " nor " + (dir / stem).string() +
                   " exists (install Debian's dataset-fashion-mnist or set CTNN_FASHION_MNIST_DIR)");
