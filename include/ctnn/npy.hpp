@@ -79,13 +79,6 @@ std::string dims_str(const Dims& d, std::size_t rank) {
   return r + (rank == 1 ? ",)" : ")");
 }
 
-// Text from a file as it may appear in a message: printable ASCII, at most 40 characters.
-inline std::string printable_text(std::string_view text) {
-  std::string r;
-  for (const char c : text.substr(0, 40)) r += (c >= 0x20 && c < 0x7f) ? c : '?';
-  return r + (text.size() > 40 ? "..." : "");
-}
-
 // A .npy file, checked: its header and where its values are.
 struct array {
   std::string descr;  // normalised: one-byte types '|', native order '<' (on little-endian hosts)
@@ -206,11 +199,11 @@ inline array read(const std::filesystem::path& path, const char* who) {
     std::string key;
     if (!p.string(key)) break;
     if (!p.eat(':')) {
-      p.fail("no ':' after '" + printable_text(key) + "'");
+      p.fail("no ':' after '" + printable(key, 40) + "'");
       break;
     }
     bool* seen = key == "descr" ? &have_descr : key == "fortran_order" ? &have_fortran : key == "shape" ? &have_shape : nullptr;
-    if (!seen) p.fail("unknown key '" + printable_text(key) + "'");
+    if (!seen) p.fail("unknown key '" + printable(key, 40) + "'");
     else if (*seen) p.fail("the key '" + key + "' appears twice");
     else if (key == "descr") {
       if (p.eat('[')) p.fail("a structured dtype (a list of fields); ctnn reads numbers");
@@ -242,7 +235,7 @@ inline array read(const std::filesystem::path& path, const char* who) {
                                   : descr[1] == 'c' ? (size == 8 || size == 16 || size == 32)
                                                     : (size == 1 || size == 2 || size == 4 || size == 8));
   if (!size_ok)
-    throw io_error(who, path, "holds '" + printable_text(descr) + "' values; ctnn reads bool, integer and floating-point numbers");
+    throw io_error(who, path, "holds '" + printable(descr, 40) + "' values; ctnn reads bool, integer and floating-point numbers");
   const char native = std::endian::native == std::endian::little ? '<' : '>';
   descr[0] = size == 1 ? '|' : (descr[0] == '|' || descr[0] == '=') ? native : descr[0];
   f.descr = descr;

@@ -341,13 +341,6 @@ void export_onnx(const M& m, const std::filesystem::path& path, int opset = 17) 
 
 namespace onnx_detail {
 
-// A name from the file as it appears in a message: printable ASCII (other bytes as '?'), at most 80 characters.
-inline std::string printable(std::string_view text) {
-  std::string r;
-  for (const char c : text.substr(0, 80)) r += (c >= 0x20 && c < 0x7f) ? c : '?';
-  return r + (text.size() > 80 ? "..." : "");
-}
-
 struct graph_view {
   std::map<std::string, const onnx::TensorProto*, std::less<>> init;
   std::vector<const onnx::NodeProto*> compute;  // computing nodes, in graph order
@@ -356,7 +349,7 @@ struct graph_view {
 
   // "Gemm '/fc1/Gemm' (node 3)": the op, the name and the index in graph.node
   std::string name_of(const onnx::NodeProto& n) const {
-    std::string s = printable(n.op_type()) + " '" + printable(n.name()) + "'";
+    std::string s = printable(n.op_type(), 80) + " '" + printable(n.name(), 80) + "'";
     for (std::size_t i = 0; i < compute.size(); ++i)
       if (compute[i] == &n) return s + " (node " + std::to_string(compute_index[i]) + ")";
     return s;
@@ -429,22 +422,22 @@ inline graph_view view_of(const onnx::GraphProto& g, const std::filesystem::path
 inline std::vector<float> floats_of(const onnx::TensorProto& t, const std::string& where,
                                     const std::filesystem::path& path) {
   if (t.data_type() != onnx::TensorProto::FLOAT)
-    throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name()) + "' is not float32 (ONNX type " +
+    throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name(), 80) + "' is not float32 (ONNX type " +
                                             std::to_string(t.data_type()) + ")");
   if (t.data_location() == onnx::TensorProto::EXTERNAL)
-    throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name()) + "' is stored in an external file");
-  if (t.has_segment()) throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name()) + "' is split into segments");
+    throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name(), 80) + "' is stored in an external file");
+  if (t.has_segment()) throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name(), 80) + "' is split into segments");
   // the values must be there before anything is allocated for them
   std::size_t n = 1;
   for (auto d : t.dims()) {
-    if (d < 0) throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name()) + "' has a negative dimension");
+    if (d < 0) throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name(), 80) + "' has a negative dimension");
     if (d != 0 && n > std::numeric_limits<std::size_t>::max() / sizeof(float) / std::size_t(d))
-      throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name()) + "' has more values than fit in memory");
+      throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name(), 80) + "' has more values than fit in memory");
     n *= std::size_t(d);
   }
   const std::size_t held = t.has_raw_data() ? t.raw_data().size() : std::size_t(t.float_data_size()) * sizeof(float);
   if (held != n * sizeof(float))
-    throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name()) + "' holds " +
+    throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name(), 80) + "' holds " +
                                             (t.has_raw_data() ? std::to_string(held) + " bytes"
                                                               : std::to_string(t.float_data_size()) + " values") +
                                             " for " + std::to_string(n) + " floats");
@@ -505,7 +498,7 @@ struct matcher {
   const onnx::TensorProto& tensor(const onnx::NodeProto& n, int input, const char* what) {
     if (n.input_size() <= input || n.input(input).empty()) fail(node_name(n) + " has no " + what);
     auto it = gv.init.find(n.input(input));
-    if (it == gv.init.end()) fail(node_name(n) + "'s " + what + " '" + printable(n.input(input)) + "' is not a constant");
+    if (it == gv.init.end()) fail(node_name(n) + "'s " + what + " '" + printable(n.input(input), 80) + "' is not a constant");
     return *it->second;
   }
   std::vector<float> values(const onnx::NodeProto& n, int input, const char* what,
@@ -513,7 +506,7 @@ struct matcher {
     const auto& t = tensor(n, input, what);
     std::vector<std::int64_t> d(t.dims().begin(), t.dims().end());
     for (auto x : d)
-      if (x < 0) fail(node_name(n) + "'s " + what + " '" + printable(t.name()) + "' has a negative dimension (" + dims_str(d) + ")");
+      if (x < 0) fail(node_name(n) + "'s " + what + " '" + printable(t.name(), 80) + "' has a negative dimension (" + dims_str(d) + ")");
     std::size_t count = 1;
     for (auto x : d) count *= std::size_t(x);
     std::size_t want_count = 1;

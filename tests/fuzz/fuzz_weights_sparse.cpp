@@ -8,16 +8,15 @@
 #include <ctnn/layers/sparse_dense_nm.hpp>
 #include <ctnn/layers/sparse_dense_rows.hpp>
 
+#include "../io/weights_file.hpp"
+
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -58,39 +57,12 @@ void load_and_predict() {
 // recomputed) as the inputs that made predict read out of bounds before load_weights checked
 // indices: a csc input row and a rows input index past the inputs, a csc column end and a
 // bitmap chunk offset past the values.
-std::vector<char> slurp(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-// The offset of the first value of layer 0's "index" in a version-2 file.
-std::size_t index_at(const std::vector<char>& d) {
-  auto u32 = [&](std::size_t at) {
-    std::uint32_t v;
-    std::memcpy(&v, d.data() + at, 4);
-    return v;
-  };
-  std::size_t at = 24 + u32(20) + 4;
-  for (std::uint32_t i = 0, n = u32(24 + u32(20)); i < n; ++i) {
-    const auto type = std::uint8_t(d[at + 5]), rank = std::uint8_t(d[at + 6]);
-    const std::size_t nlen = u32(at + 8), dims = at + 12 + nlen;
-    std::uint64_t extent = 1;
-    for (std::size_t r = 0; r < rank; ++r) {
-      std::uint64_t e;
-      std::memcpy(&e, d.data() + dims + 8 * r, 8);
-      extent *= e;
-    }
-    if (u32(at) == 0 && std::string(d.data() + at + 12, nlen) == "index") return dims + 8 * rank;
-    at = dims + 8 * rank + extent * (type == 2 ? 8 : type == 3 ? 1 : (type == 5 || type == 6) ? 2 : 4);
-  }
-  std::abort();
-}
 template <class V>
 void write_edited(const std::string& from, const std::string& to, std::size_t offset, V v) {
-  auto d = slurp(from);
-  std::memcpy(d.data() + index_at(d) + offset, &v, sizeof v);
-  const auto crc = std::uint32_t(::crc32(0L, reinterpret_cast<const Bytef*>(d.data()), uInt(d.size() - 4)));
-  std::memcpy(d.data() + d.size() - 4, &crc, 4);
-  std::ofstream(to, std::ios::binary).write(d.data(), std::streamsize(d.size()));
+  auto d = weights_file::slurp(from);
+  weights_file::set(d, weights_file::find(d, 0, "index").values_at + offset, v);
+  weights_file::put_crc(d);
+  weights_file::spit(to, d);
 }
 template <class Net>
 void write_valid(const std::string& path) {

@@ -20,6 +20,8 @@
 #include <ctnn/tuning/hyperband.hpp>
 #include <ctnn/tuning/tuner.hpp>
 
+#include "tuning/toy_data.hpp"
+
 using namespace ctnn;
 namespace tn = ctnn::tuning;
 
@@ -27,16 +29,7 @@ namespace {
 using net = sequential<input<4>, dense<8, relu>, dense<2>>;
 using toy_tuner = tn::tuner<tn::architectures<net>, tn::optimizers<sgd<>>>;
 
-data::in_memory<shape<4>, sparse_labels> make_data(std::size_t n, std::uint64_t seed) {
-  rng g(seed);
-  std::vector<float> x(n * 4);
-  std::vector<std::int32_t> y(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    for (int k = 0; k < 4; ++k) x[i * 4 + k] = float(g.uniform(-1, 1));
-    y[i] = x[i * 4] > x[i * 4 + 1] ? 1 : 0;
-  }
-  return {x, y};
-}
+using toy_data::make_data;
 const auto train_data = make_data(16, 1);
 const auto val_data = make_data(16, 2).batch(16);
 const sparse_categorical_crossentropy loss{.from_logits = true};

@@ -17,6 +17,8 @@
 #include <ctnn/tuning/hyperband.hpp>
 #include <ctnn/tuning/tuner.hpp>
 
+#include "tuning/toy_data.hpp"
+
 using namespace ctnn;
 namespace tn = ctnn::tuning;
 using json = nlohmann::json;
@@ -25,16 +27,7 @@ namespace {
 using net = sequential<input<4>, dense<8, relu>, dense<2>>;
 using state_tuner = tn::tuner<tn::architectures<net>, tn::optimizers<sgd<>>>;
 
-data::in_memory<shape<4>, sparse_labels> make_data(std::size_t n, std::uint64_t seed) {
-  rng g(seed);
-  std::vector<float> x(n * 4);
-  std::vector<std::int32_t> y(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    for (int k = 0; k < 4; ++k) x[i * 4 + k] = float(g.uniform(-1, 1));
-    y[i] = x[i * 4] > x[i * 4 + 1] ? 1 : 0;
-  }
-  return {x, y};
-}
+using toy_data::make_data;
 const auto train_data = make_data(32, 1);
 const auto val_data = make_data(32, 2).batch(32);
 const sparse_categorical_crossentropy loss{.from_logits = true};
@@ -72,6 +65,28 @@ std::string reload_error(const std::filesystem::path& dir, std::unique_ptr<tn::o
   }
   return "";
 }
+
+struct corruption {
+  const char* name;
+  std::function<void(json&)> apply;
+  const char* message;  // what the error must say after "tuner: <file>: "
+};
+// Writes each case's corruption of good to file: a Hyperband tuner constructed on dir is an io_error
+// "tuner: <file>: ..." that says the case's message.
+void check_corruptions(const std::filesystem::path& dir, const std::filesystem::path& file, const json& good,
+                       const std::vector<corruption>& cases) {
+  for (auto& c : cases) {
+    const std::string name = c.name;
+    CAPTURE(name);
+    json j = good;
+    c.apply(j);
+    write(file, j);
+    const std::string e = reload_error(dir, std::make_unique<tn::hyperband>(3, 3));
+    CAPTURE(e);
+    CHECK(e.find("tuner: " + file.string() + ": ") == 0);
+    CHECK(e.find(c.message) != std::string::npos);
+  }
+}
 }  // namespace
 
 TEST_CASE("tuner state: a corrupt Hyperband oracle.json is an io_error naming the file and the key") {
@@ -84,11 +99,6 @@ TEST_CASE("tuner state: a corrupt Hyperband oracle.json is an io_error naming th
   const auto file = dir / "p" / "oracle.json";
   const json good = read(file);
   REQUIRE(reload_error(dir, std::make_unique<tn::hyperband>(3, 3)).empty());
-  struct corruption {
-    const char* name;
-    std::function<void(json&)> apply;
-    const char* message;  // what the error must say after "tuner: <file>: "
-  };
   const std::vector<corruption> cases = {
       // The issue's crashes: an empty rounds list (a null vector indexed), a huge current_bracket
       // (a 48 GB resize), floats where integers belong (float-to-int UB), an integer that overflows int.
@@ -132,17 +142,7 @@ TEST_CASE("tuner state: a corrupt Hyperband oracle.json is an io_error naming th
        "made with another objective (Objective(name=\"val_loss\", direction=\"max\"))"},
       {"an array", [](json& j) { j = json::array(); }, "expected a JSON object, got an array"},
   };
-  for (auto& c : cases) {
-    const std::string name = c.name;
-    CAPTURE(name);
-    json j = good;
-    c.apply(j);
-    write(file, j);
-    const std::string e = reload_error(dir, std::make_unique<tn::hyperband>(3, 3));
-    CAPTURE(e);
-    CHECK(e.find("tuner: " + file.string() + ": ") == 0);
-    CHECK(e.find(c.message) != std::string::npos);
-  }
+  check_corruptions(dir, file, good, cases);
   write_text(file, "{\"oracle\": ");
   CHECK(reload_error(dir, std::make_unique<tn::hyperband>(3, 3)).find("not valid JSON") != std::string::npos);
   // current_iteration = iterations + 1 is what a finished project searched again recorded before the
@@ -170,11 +170,6 @@ TEST_CASE("tuner state: a corrupt trial.json is an io_error naming the file and 
   }
   const auto file = dir / "p" / "trial_0003" / "trial.json";  // a continued trial: round 1 of bracket 1
   const json good = read(file);
-  struct corruption {
-    const char* name;
-    std::function<void(json&)> apply;
-    const char* message;
-  };
   const std::vector<corruption> cases = {
       // tuner/epochs below tuner/initial_epoch: until - initial wrapped and the resumed trial never ended.
       {"epochs below initial_epoch", [](json& j) { j["hyperparameters"]["tuner/epochs"] = 1; j["hyperparameters"]["tuner/initial_epoch"] = 2; },
@@ -209,17 +204,7 @@ TEST_CASE("tuner state: a corrupt trial.json is an io_error naming the file and 
       {"metrics of strings", [](json& j) { j["metrics"]["val_loss"][0] = "x"; }, "metrics.val_loss[0]: expected a number"},
       {"missing message", [](json& j) { j.erase("message"); }, "message: missing"},
   };
-  for (auto& c : cases) {
-    const std::string name = c.name;
-    CAPTURE(name);
-    json j = good;
-    c.apply(j);
-    write(file, j);
-    const std::string e = reload_error(dir, std::make_unique<tn::hyperband>(3, 3));
-    CAPTURE(e);
-    CHECK(e.find("tuner: " + file.string() + ": ") == 0);
-    CHECK(e.find(c.message) != std::string::npos);
-  }
+  check_corruptions(dir, file, good, cases);
   // A NaN saved as null in a metric's history reads back as NaN.
   json j = good;
   j["metrics"]["val_loss"][0] = nullptr;

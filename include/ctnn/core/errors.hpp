@@ -10,13 +10,15 @@
 // std::size_t; checked_mul(a, b, what) throws it instead of wrapping.
 // numeric_error: a NaN or infinity where a finite number is required (a loss,
 // a parameter after an update, an input value under data::check_numerics);
-// the message names where (epoch and step, or the sample).
+// the message names where (epoch and step, or the sample). printable(text, n):
+// text from a file as a message may show it (printable ASCII, at most n characters).
 #pragma once
 #include <cstddef>
 #include <filesystem>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace ctnn {
 
@@ -54,6 +56,14 @@ namespace detail {
                    std::to_string(8 * sizeof(std::size_t)) + " bits");
 }
 }  // namespace detail
+
+// Text from a file (a key, a name) as it may appear in a message: printable ASCII (other bytes as
+// '?'), at most max_chars characters, then "..." when cut.
+inline std::string printable(std::string_view text, std::size_t max_chars) {
+  std::string r;
+  for (const char c : text.substr(0, max_chars)) r += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return r + (text.size() > max_chars ? "..." : "");
+}
 
 // a * b, or size_error("<what>: a x b does not fit in 64 bits") when it would wrap.
 inline std::size_t checked_mul(std::size_t a, std::size_t b, const std::string& what) {

@@ -42,6 +42,16 @@ inline void check_parents(const std::filesystem::path& path, const std::string& 
       throw io_error(operation, path, "'" + prefix.string() + "' exists and is not a directory");
   }
 }
+// The type of what is at path itself (a symbolic link not followed), its parents checked first:
+// not_found when nothing is, or io_error.
+inline std::filesystem::file_type probe_entry(const std::filesystem::path& path, const std::string& operation) {
+  check_parents(path, operation);
+  std::error_code ec;
+  const auto st = std::filesystem::symlink_status(path, ec);
+  if (st.type() == std::filesystem::file_type::none)
+    throw io_error(operation, path, "cannot inspect it (" + ec.message() + ")");
+  return st.type();
+}
 }  // namespace detail
 
 inline bool exists(const std::filesystem::path& path, const std::string& operation) {
@@ -67,27 +77,21 @@ inline void create_directories(const std::filesystem::path& path, const std::str
 }
 
 inline void remove_all(const std::filesystem::path& path, const std::string& operation) {
-  detail::check_parents(path, operation);
-  std::error_code ec;
-  const auto st = std::filesystem::symlink_status(path, ec);
-  if (st.type() == std::filesystem::file_type::none)
-    throw io_error(operation, path, "cannot inspect it (" + ec.message() + ")");
-  if (st.type() == std::filesystem::file_type::not_found) return;
-  if (st.type() != std::filesystem::file_type::directory)
+  const auto t = detail::probe_entry(path, operation);
+  if (t == std::filesystem::file_type::not_found) return;
+  if (t != std::filesystem::file_type::directory)
     throw io_error(operation, path, "exists and is not a directory; refusing to remove it");
+  std::error_code ec;
   std::filesystem::remove_all(path, ec);
   if (ec) throw io_error(operation, path, "cannot remove it (" + ec.message() + ")");
 }
 
 inline void remove_file(const std::filesystem::path& path, const std::string& operation) {
-  detail::check_parents(path, operation);
-  std::error_code ec;
-  const auto st = std::filesystem::symlink_status(path, ec);
-  if (st.type() == std::filesystem::file_type::none)
-    throw io_error(operation, path, "cannot inspect it (" + ec.message() + ")");
-  if (st.type() == std::filesystem::file_type::not_found) return;
-  if (st.type() == std::filesystem::file_type::directory)
+  const auto t = detail::probe_entry(path, operation);
+  if (t == std::filesystem::file_type::not_found) return;
+  if (t == std::filesystem::file_type::directory)
     throw io_error(operation, path, "is a directory, not a file; refusing to remove it");
+  std::error_code ec;
   std::filesystem::remove(path, ec);
   if (ec) throw io_error(operation, path, "cannot remove it (" + ec.message() + ")");
 }
