@@ -1,4 +1,4 @@
-// GFLOP/s of the dense layer's three products (kernels/cpu/gemm.hpp) on the
+// GFLOP/s of the dense layer's three products (backends/cpu/gemm.hpp) on the
 // shapes of the 784-256-128-10 MLP at batch 1, 16, 64, 256, and of a
 // 1024x1024x1024 GEMM, on 1 and 2 threads; OpenBLAS cblas_sgemm on the same
 // products (same operand layouts) as the peer. Counter GFLOP/s = 2*M*N*K / time.
@@ -7,9 +7,9 @@
 #include <cblas.h>
 
 #include <ctnn/core/rng.hpp>
-#include <ctnn/kernels/cpu/arch.hpp>
-#include <ctnn/kernels/cpu/gemm.hpp>
-#include <ctnn/kernels/cpu/thread_pool.hpp>
+#include <ctnn/backends/cpu/arch.hpp>
+#include <ctnn/backends/cpu/gemm.hpp>
+#include <ctnn/backends/cpu/thread_pool.hpp>
 
 #include <new>
 #include <string>

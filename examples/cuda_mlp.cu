@@ -3,7 +3,7 @@
 // The network type is the CPU demo's; only make_model's backend changes.
 // Built by nvcc when CMake finds it (CTNN_CUDA); without a device it says so
 // and exits 0. docs/cuda.md includes this file.
-#include <ctnn/cuda/cuda.cuh>
+#include <ctnn/backends/cuda/cuda.cuh>
 
 #include <cstdio>
 #include <cstdlib>

@@ -15,7 +15,7 @@
 //          2000, as kernel launches and as one captured CUDA graph (forward_graph);
 //          a 64-128-128-10 MLP at batch 1 and 1024 through the fused MLP kernel
 //          and through the unfused layers (float32 and __half)
-#include <ctnn/cuda/cuda.cuh>
+#include <ctnn/backends/cuda/cuda.cuh>
 
 #include <algorithm>
 #include <chrono>

@@ -7,7 +7,8 @@
 // Library code includes the narrow headers it needs; this one is for users.
 #pragma once
 #include "config.hpp"
-#include "core/backend.hpp"
+#include "backends/cpu/backend.hpp"
+#include "backends/cuda/backend.hpp"
 #include "core/concepts.hpp"
 #include "core/errors.hpp"
 #include "core/input.hpp"
@@ -30,8 +31,8 @@
 #include "io/atomic_file.hpp"
 #include "io/read_file.hpp"
 #include "io/weights.hpp"
-#include "kernels/cpu/denormals.hpp"
-#include "kernels/cpu/ops.hpp"
+#include "backends/cpu/denormals.hpp"
+#include "backends/cpu/ops.hpp"
 #include "layers/activation.hpp"
 #include "layers/average_pool2d.hpp"
 #include "layers/batch_norm.hpp"

@@ -6,7 +6,7 @@
 // (FMA versus separate multiply and add).
 #include <doctest/doctest.h>
 
-#include <ctnn/kernels/cpu/arch.hpp>
+#include <ctnn/backends/cpu/arch.hpp>
 
 #include <cmath>
 

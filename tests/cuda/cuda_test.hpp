@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include <ctnn/cuda/cuda.cuh>
+#include <ctnn/backends/cuda/cuda.cuh>
 
 #define CTNN_REQUIRE_DEVICE()                                         \
   do {                                                                \

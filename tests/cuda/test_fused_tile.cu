@@ -5,8 +5,8 @@
 // runs the fused backward kernel on the device against the unfused layers.
 #include "cuda_test.hpp"
 
-// The header under test, by name (cuda_test.hpp includes it through ctnn/cuda/cuda.cuh).
-#include <ctnn/cuda/fused_mlp.cuh>
+// The header under test, by name (cuda_test.hpp includes it through ctnn/backends/cuda/cuda.cuh).
+#include <ctnn/backends/cuda/fused_mlp.cuh>
 
 #include <algorithm>
 #include <cstddef>

@@ -2,11 +2,11 @@
 // model / fit / evaluate on cuda<90> against the CPU model of the same seed.
 #include "cuda_test.hpp"
 
-// The headers under test, by name (cuda_test.hpp includes them all through ctnn/cuda/cuda.cuh).
-#include <ctnn/cuda/fit.cuh>
-#include <ctnn/cuda/fused_mlp.cuh>
-#include <ctnn/cuda/layers.cuh>
-#include <ctnn/cuda/model.cuh>
+// The headers under test, by name (cuda_test.hpp includes them all through ctnn/backends/cuda/cuda.cuh).
+#include <ctnn/backends/cuda/fit.cuh>
+#include <ctnn/backends/cuda/fused_mlp.cuh>
+#include <ctnn/backends/cuda/layers.cuh>
+#include <ctnn/backends/cuda/model.cuh>
 
 #include <filesystem>
 

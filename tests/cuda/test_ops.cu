@@ -1,20 +1,20 @@
-// ops<cuda<90>> against the CPU reference (ops<cpu<>> and kernels/cpu/*_reference.hpp),
+// ops<cuda<90>> against the CPU reference (ops<cpu<>> and backends/cpu/*_reference.hpp),
 // on the host: float32 within 1e-5, half and bfloat16 within tolerance<T>() (cuda_test.hpp).
 #include "cuda_test.hpp"
 
-// The headers under test, by name (cuda_test.hpp includes them all through ctnn/cuda/cuda.cuh).
-#include <ctnn/cuda/context.cuh>
-#include <ctnn/cuda/cuda.cuh>
-#include <ctnn/cuda/error.cuh>
-#include <ctnn/cuda/gemm.cuh>
-#include <ctnn/cuda/kernels.cuh>
-#include <ctnn/cuda/memory.cuh>
-#include <ctnn/cuda/ops.cuh>
-#include <ctnn/cuda/types.cuh>
+// The headers under test, by name (cuda_test.hpp includes them all through ctnn/backends/cuda/cuda.cuh).
+#include <ctnn/backends/cuda/context.cuh>
+#include <ctnn/backends/cuda/cuda.cuh>
+#include <ctnn/backends/cuda/error.cuh>
+#include <ctnn/backends/cuda/gemm.cuh>
+#include <ctnn/backends/cuda/kernels.cuh>
+#include <ctnn/backends/cuda/memory.cuh>
+#include <ctnn/backends/cuda/ops.cuh>
+#include <ctnn/backends/cuda/types.cuh>
 
-#include <ctnn/kernels/cpu/activations_reference.hpp>
-#include <ctnn/kernels/cpu/conv_reference.hpp>
-#include <ctnn/kernels/cpu/reference.hpp>
+#include <ctnn/kernels/activations_reference.hpp>
+#include <ctnn/kernels/conv_reference.hpp>
+#include <ctnn/kernels/reference.hpp>
 
 using namespace ctnn_test;
 using G = ctnn::ops<ctnn::cuda<90>>;
@@ -165,7 +165,7 @@ TEST_CASE_TEMPLATE("sparse softmax cross-entropy (float32 inside) matches the CP
                        doctest::Contains("sample 17"), std::out_of_range);
 }
 
-// ---- optimizer updates: the device against kernels/cpu/updates.hpp, float32 ----
+// ---- optimizer updates: the device against backends/cpu/updates.hpp, float32 ----
 namespace {
 struct update_case {
   std::vector<float> w, g, s1, s2, s3;

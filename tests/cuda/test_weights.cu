@@ -7,10 +7,10 @@
 // and callback_model's copies) and run wherever nvcc builds this file.
 #include "cuda_test.hpp"
 
-// The headers under test, by name (cuda_test.hpp includes them all through ctnn/cuda/cuda.cuh).
-#include <ctnn/cuda/fit.cuh>
-#include <ctnn/cuda/host_variables.cuh>
-#include <ctnn/cuda/model.cuh>
+// The headers under test, by name (cuda_test.hpp includes them all through ctnn/backends/cuda/cuda.cuh).
+#include <ctnn/backends/cuda/fit.cuh>
+#include <ctnn/backends/cuda/host_variables.cuh>
+#include <ctnn/backends/cuda/model.cuh>
 
 #include <cstdint>
 #include <filesystem>

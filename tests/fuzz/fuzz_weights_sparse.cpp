@@ -3,7 +3,7 @@
 // model that accepted it, at batch sizes that take the kernels' gather and transposed paths.
 // A bad file must throw weights_error (or io_error); anything else, and any out-of-bounds read
 // by predict on a file that loaded, is a bug (load_weights checks every index, offset and count:
-// io/weights.hpp, kernels/cpu/sparse*.hpp validate).
+// io/weights.hpp, backends/cpu/sparse*.hpp validate).
 #include <ctnn/ctnn.hpp>
 #include <ctnn/layers/sparse_dense_nm.hpp>
 #include <ctnn/layers/sparse_dense_rows.hpp>

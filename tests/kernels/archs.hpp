@@ -11,7 +11,7 @@
 #pragma once
 #include <doctest/doctest.h>
 
-#include <ctnn/kernels/cpu/arch.hpp>
+#include <ctnn/backends/cpu/arch.hpp>
 
 #include <string>
 

@@ -1,12 +1,12 @@
-// kernels/cpu/activations.hpp (vectorized activations, row_max and softmax
-// rows) against the scalar reference kernels/cpu/activations_reference.hpp, on
+// backends/cpu/activations.hpp (vectorized activations, row_max and softmax
+// rows) against the scalar reference kernels/activations_reference.hpp, on
 // sizes 1, 3, 17, 255, 1000 (full batches and every tail), float and double,
 // on every xsimd architecture this CPU runs (tests/kernels/archs.hpp).
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
-#include <ctnn/kernels/cpu/activations.hpp>
-#include <ctnn/kernels/cpu/activations_reference.hpp>
+#include <ctnn/backends/cpu/activations.hpp>
+#include <ctnn/kernels/activations_reference.hpp>
 
 #include "kernels/archs.hpp"
 

@@ -1,10 +1,10 @@
-// kernels/cpu/conv.hpp (im2col + GEMM) against kernels/cpu/conv_reference.hpp
+// backends/cpu/conv.hpp (im2col + GEMM) against kernels/conv_reference.hpp
 // (direct loops): forward, weight/bias gradients and input gradients for
 // valid and same padding, strides 1-3, one and several channels.
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
-#include <ctnn/kernels/cpu/conv.hpp>
+#include <ctnn/backends/cpu/conv.hpp>
 #include <ctnn/layers/padding.hpp>
 
 #include <algorithm>

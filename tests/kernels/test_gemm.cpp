@@ -1,13 +1,13 @@
-// kernels/cpu/gemm.hpp (the entry points layers call) against the scalar
-// reference (kernels/cpu/reference.hpp) on awkward sizes; column_sum (the
+// backends/cpu/gemm.hpp (the entry points layers call) against the scalar
+// reference (kernels/reference.hpp) on awkward sizes; column_sum (the
 // bias gradient) bit for bit on every xsimd architecture this CPU runs
 // (tests/kernels/archs.hpp). activations.hpp has its own test_activations.cpp.
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
-#include <ctnn/kernels/cpu/activations.hpp>
-#include <ctnn/kernels/cpu/gemm.hpp>
-#include <ctnn/kernels/cpu/reference.hpp>
+#include <ctnn/backends/cpu/activations.hpp>
+#include <ctnn/backends/cpu/gemm.hpp>
+#include <ctnn/kernels/reference.hpp>
 
 #include "kernels/archs.hpp"
 

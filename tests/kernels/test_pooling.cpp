@@ -1,8 +1,8 @@
-// kernels/cpu/pooling.hpp: max, average and global average pooling by hand,
+// backends/cpu/pooling.hpp: max, average and global average pooling by hand,
 // including windows that overhang the input with same padding.
 #include <doctest/doctest.h>
 
-#include <ctnn/kernels/cpu/pooling.hpp>
+#include <ctnn/backends/cpu/pooling.hpp>
 #include <ctnn/layers/padding.hpp>
 
 #include <cstdint>

@@ -1,15 +1,15 @@
-// kernels/cpu/simd_gemm.hpp on every xsimd architecture the compiler enables
+// backends/cpu/simd_gemm.hpp on every xsimd architecture the compiler enables
 // and this CPU runs (the list in tests/kernels/archs.hpp, checked at run time
-// with kernels/cpu/arch.hpp), against a scalar reference in
+// with backends/cpu/arch.hpp), against a scalar reference in
 // double precision, on awkward sizes, transposed operands, bias and relu; and
-// bit-identical results whatever the thread count (kernels/cpu/thread_pool.hpp).
+// bit-identical results whatever the thread count (backends/cpu/thread_pool.hpp).
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
-#include <ctnn/kernels/cpu/arch.hpp>
-#include <ctnn/kernels/cpu/gemm.hpp>
-#include <ctnn/kernels/cpu/simd_gemm.hpp>
-#include <ctnn/kernels/cpu/thread_pool.hpp>
+#include <ctnn/backends/cpu/arch.hpp>
+#include <ctnn/backends/cpu/gemm.hpp>
+#include <ctnn/backends/cpu/simd_gemm.hpp>
+#include <ctnn/backends/cpu/thread_pool.hpp>
 
 #include "kernels/archs.hpp"
 

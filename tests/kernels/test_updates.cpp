@@ -1,4 +1,4 @@
-// kernels/cpu/updates.hpp (the optimizers' update loops, vectorized: adam,
+// backends/cpu/updates.hpp (the optimizers' update loops, vectorized: adam,
 // amsgrad, adagrad, sgd, momentum, nesterov, rmsprop plain/centered/momentum)
 // against the scalar formulas written out here, on sizes 1, 3, 17, 255, 1000,
 // float and double, on every xsimd architecture this CPU runs
@@ -6,7 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
-#include <ctnn/kernels/cpu/updates.hpp>
+#include <ctnn/backends/cpu/updates.hpp>
 
 #include "kernels/archs.hpp"
 

@@ -2,7 +2,7 @@
 // spec text, forward/backward against the direct reference, regularizer wiring.
 #include <doctest/doctest.h>
 
-#include <ctnn/kernels/cpu/conv_reference.hpp>
+#include <ctnn/kernels/conv_reference.hpp>
 #include <ctnn/layers/conv2d.hpp>
 #include <ctnn/regularizers/l1.hpp>
 

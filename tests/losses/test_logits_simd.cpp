@@ -6,7 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
-#include <ctnn/kernels/cpu/crossentropy.hpp>
+#include <ctnn/backends/cpu/crossentropy.hpp>
 
 #include "kernels/archs.hpp"
 

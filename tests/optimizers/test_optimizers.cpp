@@ -5,8 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
-#include <ctnn/kernels/cpu/ops.hpp>
-#include <ctnn/kernels/cpu/thread_pool.hpp>
+#include <ctnn/backends/cpu/ops.hpp>
+#include <ctnn/backends/cpu/thread_pool.hpp>
 #include <ctnn/optimizers/adagrad.hpp>
 #include <ctnn/optimizers/adam.hpp>
 #include <ctnn/optimizers/rmsprop.hpp>

@@ -1,14 +1,14 @@
 // float16_t / bfloat16_t: the scalar conversions (core/half.hpp) on known
 // values and exhaustively, and the SIMD array conversions
-// (kernels/cpu/convert.hpp) bit for bit against them on every architecture
+// (backends/cpu/convert.hpp) bit for bit against them on every architecture
 // this CPU runs.
 #include <doctest/doctest.h>
 
 #include <ctnn/core/half.hpp>
 #include <ctnn/core/precision.hpp>
 #include <ctnn/core/rng.hpp>
-#include <ctnn/kernels/cpu/bf16_gemm.hpp>
-#include <ctnn/kernels/cpu/convert.hpp>
+#include <ctnn/backends/cpu/bf16_gemm.hpp>
+#include <ctnn/backends/cpu/convert.hpp>
 
 #include <array>
 #include <bit>

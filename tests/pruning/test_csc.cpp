@@ -1,4 +1,4 @@
-// pruning/strip_csc.hpp, layers/sparse_dense_csc.hpp, kernels/cpu/sparse_csc.hpp:
+// pruning/strip_csc.hpp, layers/sparse_dense_csc.hpp, backends/cpu/sparse_csc.hpp:
 // the column layout's kernels against their scalar reference (what every
 // layout shares, stripping and gradients, is tested in test_strip.cpp).
 #include <doctest/doctest.h>

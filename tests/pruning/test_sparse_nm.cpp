@@ -1,4 +1,4 @@
-// layers/sparse_dense_nm.hpp, kernels/cpu/sparse_nm.hpp: the N:M-packed
+// layers/sparse_dense_nm.hpp, backends/cpu/sparse_nm.hpp: the N:M-packed
 // layout (layout::nm<Nk, M>: values and 2-bit indices for 2:4) against a
 // dense product of the masked kernel, on every architecture and batch path,
 // its pack contract and its compile-time sizes.

@@ -1,4 +1,4 @@
-// layers/sparse_dense_rows.hpp, kernels/cpu/sparse_rows.hpp: the per-unit
+// layers/sparse_dense_rows.hpp, backends/cpu/sparse_rows.hpp: the per-unit
 // layout (layout::rows) against a dense product of the masked kernel, on
 // every architecture and batch path, its pack contract and its sizes.
 #include <doctest/doctest.h>

@@ -1,5 +1,5 @@
 // pruning/strip.hpp, pruning/layout.hpp, layers/sparse_dense.hpp,
-// kernels/cpu/sparse.hpp: the stripped network type and its compile-time
+// backends/cpu/sparse.hpp: the stripped network type and its compile-time
 // sizes for every layout, the bitmap kernels against their scalar reference
 // on every architecture, predictions equal to the masked model's for every
 // layout, smaller weight files, and the sparse layers' gradients.

@@ -4,66 +4,25 @@
 //   memory    — allocate(bytes) / deallocate(p, bytes) / copy(dst, src, bytes)
 //               (64-byte aligned; host_accessible says whether the host may
 //               read the bytes directly);
-//   ops<B>    — a specialization of ctnn::ops (kernels/cpu/ops.hpp for cpu<Arch>)
+//   ops<B>    — a specialization of ctnn::ops (backends/cpu/ops.hpp for cpu<Arch>)
 //               through which layers, losses, activations and optimizers call
 //               every kernel; they never name kernels::cpu. It is also the
 //               executor: ops<B>::for_chunks runs parallel work (the CPU
 //               thread pool; a stream later) and ops<B>::threads() says how wide.
-// cpu<Arch> carries its xsimd architecture in the type, so two translation
-// units built with different -march flags instantiate different functions
-// instead of two bodies of one (an ODR violation). cuda<SM> names the CUDA
-// half-precision specializations, which only nvcc sees.
+// This header names no backend: cpu<Arch> and host_memory are in
+// backends/cpu/backend.hpp, cuda<SM> in backends/cuda/backend.hpp.
 #pragma once
 #include <cstddef>
-#include <cstring>
-#include <new>
 #include <string>
 #include <type_traits>
-
-#include "../kernels/cpu/arch.hpp"
 
 namespace ctnn {
 
 inline constexpr std::size_t memory_alignment = 64;
 
-// Host memory: 64-byte-aligned operator new, zero-filled.
-struct host_memory {
-  static constexpr bool host_accessible = true;
-  static void* allocate(std::size_t bytes) {
-    if (bytes == 0) return nullptr;
-    void* p = ::operator new(bytes, std::align_val_t{memory_alignment});
-    std::memset(p, 0, bytes);
-    return p;
-  }
-  static void deallocate(void* p, std::size_t) noexcept {
-    if (p) ::operator delete(p, std::align_val_t{memory_alignment});
-  }
-  static void copy(void* dst, const void* src, std::size_t bytes) noexcept {
-    if (bytes) std::memcpy(dst, src, bytes);
-  }
-};
-
 // The ops of backend B; each backend specializes it (never defined in general).
 template <class B>
 struct ops;
-
-template <class Arch = kernels::cpu::default_arch>
-struct cpu {
-  using arch = Arch;
-  using memory = host_memory;
-  static std::string name() { return std::string("cpu<") + Arch::name() + ">"; }
-};
-
-// Device memory of the CUDA backends; defined by cuda/memory.cuh, which only
-// nvcc translation units include (cuda<SM> is a complete Backend there).
-struct cuda_device_memory;
-
-template <int SM>
-struct cuda {
-  static constexpr int sm = SM;
-  using memory = cuda_device_memory;
-  static std::string name() { return "cuda<" + std::to_string(SM) + ">"; }
-};
 
 // ---- Backend: named sub-concepts ----
 template <class B>

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "backend.hpp"
+#include "../backends/cpu/backend.hpp"
 #include "plan.hpp"
 #include "precision.hpp"
 #include "rng.hpp"

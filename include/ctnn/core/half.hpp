@@ -9,7 +9,7 @@
 // infinity, a NaN stays a (quiet) NaN with its sign, and float16 keeps
 // subnormals (no flush to zero: the conversions are bit manipulation and do
 // not depend on the floating-point mode). These scalar conversions are the
-// reference the SIMD conversions (kernels/cpu/convert.hpp) are tested against.
+// reference the SIMD conversions (backends/cpu/convert.hpp) are tested against.
 #pragma once
 #include <bit>
 #include <cstdint>

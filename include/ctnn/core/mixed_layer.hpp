@@ -6,7 +6,7 @@
 // them) and the model stores the variables in P::variable_type and the
 // activations and deltas in P::compute_type (the last layer's output and
 // dL/dy in float: P::io_type). Each pass converts its 16-bit inputs to
-// float32 in a per-thread workspace (kernels/cpu/convert.hpp: F16C / AVX-512),
+// float32 in a per-thread workspace (backends/cpu/convert.hpp: F16C / AVX-512),
 // runs L32's float32 kernels (float32 accumulation), and rounds its outputs to
 // the 16-bit type. Variables: with Round (the default) the layer computes with
 // its variables rounded to the compute type, as Keras casts a mixed layer's
@@ -18,7 +18,7 @@
 // train step refuses it at compile time).
 // A dense layer under mixed_bfloat16 whose input is bfloat16 runs its forward
 // product on AVX512-BF16 dot products when the CPU has them
-// (kernels/cpu/bf16_gemm.hpp: the same bfloat16 operands, float32 sums in
+// (backends/cpu/bf16_gemm.hpp: the same bfloat16 operands, float32 sums in
 // another order), else the conversion path above.
 // The workspace is the one allocation outside the model's plan: four
 // float buffers of at most batch x the widest layer, plus one layer's variables,
@@ -31,10 +31,10 @@
 #include <string>
 #include <type_traits>
 
-#include "../kernels/cpu/arch.hpp"
-#include "../kernels/cpu/bf16_gemm.hpp"
-#include "../kernels/cpu/convert.hpp"
-#include "backend.hpp"
+#include "../backends/cpu/arch.hpp"
+#include "../backends/cpu/bf16_gemm.hpp"
+#include "../backends/cpu/convert.hpp"
+#include "../backends/cpu/backend.hpp"
 #include "concepts.hpp"
 #include "plan.hpp"
 #include "precision.hpp"

@@ -21,7 +21,7 @@
 #include <tuple>
 #include <type_traits>
 
-#include "backend.hpp"
+#include "../backends/cpu/backend.hpp"
 #include "concepts.hpp"
 #include "diagnostics.hpp"
 #include "input.hpp"

@@ -58,7 +58,7 @@
 
 #include <unistd.h>
 
-#include "../kernels/cpu/thread_pool.hpp"
+#include "../backends/cpu/thread_pool.hpp"
 
 namespace ctnn::data {
 

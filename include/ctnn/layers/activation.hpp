@@ -16,7 +16,7 @@
 #include "../core/plan.hpp"
 #include "../core/precision.hpp"
 #include "../core/shape.hpp"
-#include "../kernels/cpu/ops.hpp"
+#include "../backends/cpu/ops.hpp"
 
 namespace ctnn {
 

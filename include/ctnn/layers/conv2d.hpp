@@ -10,7 +10,7 @@
 // Glorot-uniform with fan_in = KH*KW*C, fan_out = KH*KW*F; zero bias. The
 // regularizer applies to the kernel. Requires a rank-2 or 3 input and, with valid
 // padding, a kernel that fits (compile errors naming the position and sizes).
-// Runs as im2col + GEMM (kernels/cpu/conv.hpp); cache: the im2col matrix.
+// Runs as im2col + GEMM (backends/cpu/conv.hpp); cache: the im2col matrix.
 #pragma once
 #include <array>
 #include <cmath>
@@ -23,7 +23,7 @@
 #include "../core/diagnostics.hpp"
 #include "../core/shape.hpp"
 #include "../core/plan.hpp"
-#include "../kernels/cpu/ops.hpp"
+#include "../backends/cpu/ops.hpp"
 #include "../regularizers/regularizers.hpp"
 #include "activation.hpp"
 #include "initializers.hpp"

@@ -20,7 +20,7 @@
 #include "../core/diagnostics.hpp"
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
-#include "../kernels/cpu/ops.hpp"
+#include "../backends/cpu/ops.hpp"
 #include "../regularizers/regularizers.hpp"
 #include "activation.hpp"
 #include "initializers.hpp"

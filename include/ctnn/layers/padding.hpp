@@ -11,7 +11,7 @@
 #include <cstddef>
 
 #include "../core/shape.hpp"
-#include "../kernels/cpu/conv_reference.hpp"
+#include "../kernels/conv_reference.hpp"
 
 namespace ctnn {
 

@@ -20,7 +20,7 @@
 #include "../core/shape.hpp"
 #include "../core/plan.hpp"
 #include "../core/precision.hpp"
-#include "../kernels/cpu/ops.hpp"
+#include "../backends/cpu/ops.hpp"
 #include "padding.hpp"
 
 namespace ctnn {

@@ -4,7 +4,7 @@
 // kernel W[K, N] has at most NNZ non-zero weights, stored as the packed
 // values [NNZ] (parameters) and one metadata buffer "index": the chunk
 // offsets [chunks + 1] (uint32) then 16-column bitmaps [chunks, K] (uint16)
-// (kernels/cpu/sparse.hpp), chunks = ceil(N / 16). It is what
+// (backends/cpu/sparse.hpp), chunks = ceil(N / 16). It is what
 // strip_pruning (pruning/strip.hpp) makes of a pruned dense layer with the
 // default layout, layout::bitmap: NNZ follows from the pruning schedule's
 // final sparsity, so parameter_count (NNZ + N) and the memory plan are
@@ -31,8 +31,8 @@
 #include "../core/concepts.hpp"
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
-#include "../kernels/cpu/ops.hpp"
-#include "../kernels/cpu/sparse.hpp"
+#include "../backends/cpu/ops.hpp"
+#include "../backends/cpu/sparse.hpp"
 #include "../pruning/diagnostics.hpp"
 #include "activation.hpp"
 

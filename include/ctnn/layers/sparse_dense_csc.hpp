@@ -4,7 +4,7 @@
 // activation(x W + b) with at most NNZ non-zero weights, but stores W by
 // columns (CSC: values [NNZ] as parameters; column starts [N + 1] (uint32)
 // then 16-bit input rows [NNZ] in one metadata buffer "index";
-// kernels/cpu/sparse_csc.hpp), so inference work falls with NNZ: it is the
+// backends/cpu/sparse_csc.hpp), so inference work falls with NNZ: it is the
 // layout for speed (layout::csc), the bitmap one for size. Stored bytes:
 // 6 NNZ + 4 N + 4 (N + 1) (bitmap: 4 NNZ + 2 K ceil(N/16) + ...), so it is
 // smaller than dense only below about 2/3 of the weights. Cache: K + N
@@ -31,8 +31,8 @@
 #include "../core/concepts.hpp"
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
-#include "../kernels/cpu/ops.hpp"
-#include "../kernels/cpu/sparse_csc.hpp"
+#include "../backends/cpu/ops.hpp"
+#include "../backends/cpu/sparse_csc.hpp"
 #include "../pruning/diagnostics.hpp"
 #include "activation.hpp"
 #include "sparse_dense.hpp"
@@ -45,7 +45,7 @@ namespace detail {
 // (uint32) and 16-bit input indices [NNZ] (csc's column starts and rows; the
 // rows layout stores the same), and a cache of K + N values per sample (the
 // transposes). Kernels says how the product runs and how a kernel is packed
-// (csc_kernels, kernels/cpu/sparse_csc.hpp; rows_kernels,
+// (csc_kernels, backends/cpu/sparse_csc.hpp; rows_kernels,
 // layers/sparse_dense_rows.hpp): Kernels::forward<K, N, Arch>(x, values,
 // starts, idx, bias, y, batch, relu, scratch) and Kernels::pack(kernel, keep,
 // K, N, values, capacity, starts, idx). Both share the scalar backward and
@@ -98,7 +98,7 @@ struct sparse_dense_by_unit_layer : sparse_dense_common<Spec, In, P> {
   }
 };
 
-// The column layout's kernels (kernels/cpu/sparse_csc.hpp): pack writes at most `capacity` weights.
+// The column layout's kernels (backends/cpu/sparse_csc.hpp): pack writes at most `capacity` weights.
 struct csc_kernels {
   template <std::size_t K, std::size_t N, class Arch, class T>
   static void forward(const T* x, const T* values, const std::uint32_t* col, const std::uint16_t* rows, const T* b, T* y,

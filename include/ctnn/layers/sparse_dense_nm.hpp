@@ -3,7 +3,7 @@
 // Computes y = activation(x W + b) for a flat input of K features, where each
 // unit of the kernel W[K, N] keeps Nk weights in every group of M consecutive
 // inputs (2:4 is sparse_dense_nm<K, N, 2, 4>), packed
-// (kernels/cpu/sparse_nm.hpp): the values [NNZ = K N Nk / M] (parameters)
+// (backends/cpu/sparse_nm.hpp): the values [NNZ = K N Nk / M] (parameters)
 // and one metadata buffer "index" holding each value's position in its group
 // in bit_width(M - 1) bits (2 for M = 4): ceil(NNZ bits / 8) bytes. Both sizes
 // are compile-time constants (parameter_count = NNZ + N). Stored bytes for
@@ -29,8 +29,8 @@
 #include "../core/concepts.hpp"
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
-#include "../kernels/cpu/ops.hpp"
-#include "../kernels/cpu/sparse_nm.hpp"
+#include "../backends/cpu/ops.hpp"
+#include "../backends/cpu/sparse_nm.hpp"
 #include "../pruning/diagnostics.hpp"
 #include "activation.hpp"
 #include "sparse_dense.hpp"

@@ -2,7 +2,7 @@
 //
 // Computes y = activation(x W + b) for a flat input of K features, where the
 // kernel W[K, N] keeps at most NNZ weights, stored per output unit (CSR over
-// W transposed: kernels/cpu/sparse_rows.hpp): the values [NNZ] (parameters)
+// W transposed: backends/cpu/sparse_rows.hpp): the values [NNZ] (parameters)
 // and one metadata buffer "index": unit starts [N + 1] (uint32) then the
 // kept inputs [NNZ] (uint16). Stored bytes: 6 NNZ + 4 N + 4 (N + 1).
 // Inference work falls with NNZ (gathers of x below 16 samples on AVX-512,
@@ -22,7 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "../kernels/cpu/sparse_rows.hpp"
+#include "../backends/cpu/sparse_rows.hpp"
 #include "activation.hpp"
 #include "sparse_dense.hpp"
 #include "sparse_dense_csc.hpp"
@@ -30,7 +30,7 @@
 namespace ctnn {
 
 namespace detail {
-// The per-unit layout's kernels (kernels/cpu/sparse_rows.hpp): pack writes nothing when more than
+// The per-unit layout's kernels (backends/cpu/sparse_rows.hpp): pack writes nothing when more than
 // `capacity` weights are kept. Its storage is csc's, so the bound layer is csc's with these kernels.
 struct rows_kernels {
   template <std::size_t K, std::size_t N, class Arch, class T>

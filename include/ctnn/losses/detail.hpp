@@ -1,7 +1,7 @@
 // ctnn/losses/detail.hpp — shared math of the cross-entropy losses.
 //
 // One row at a time, loss in double: the probabilities' row here; the row of
-// logits is a kernel (kernels/cpu/crossentropy.hpp) the losses reach through
+// logits is a kernel (backends/cpu/crossentropy.hpp) the losses reach through
 // ops<Backend>::crossentropy_logits_row.
 #pragma once
 #include <algorithm>

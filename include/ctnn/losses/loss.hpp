@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <string>
 
-#include "../core/backend.hpp"
+#include "../backends/cpu/backend.hpp"
 #include "../core/targets.hpp"
 
 namespace ctnn {

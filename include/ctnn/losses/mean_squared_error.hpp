@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <string>
 
-#include "../core/backend.hpp"
+#include "../backends/cpu/backend.hpp"
 #include "../core/output_rule.hpp"
 #include "../core/targets.hpp"
 

@@ -15,7 +15,7 @@
 #include "../core/diagnostics.hpp"
 #include "../core/output_rule.hpp"
 #include "../core/targets.hpp"
-#include "../kernels/cpu/ops.hpp"
+#include "../backends/cpu/ops.hpp"
 #include "detail.hpp"
 
 namespace ctnn {

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <string>
 
-#include "../kernels/cpu/ops.hpp"
+#include "../backends/cpu/ops.hpp"
 #include "../core/concepts.hpp"
 #include "../schedules/constant_schedule.hpp"
 #include "detail.hpp"

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "../core/backend.hpp"
+#include "../backends/cpu/backend.hpp"
 #include "../core/format.hpp"
 
 namespace ctnn::detail {

@@ -27,7 +27,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "../core/backend.hpp"
+#include "../backends/cpu/backend.hpp"
 #include "../core/concepts.hpp"
 #include "../core/plan.hpp"
 #include "../core/precision.hpp"

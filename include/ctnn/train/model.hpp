@@ -36,7 +36,7 @@
 #include <utility>
 #include <vector>
 
-#include "../core/backend.hpp"
+#include "../backends/cpu/backend.hpp"
 #include "../core/concepts.hpp"
 #include "../core/plan.hpp"
 #include "../core/precision.hpp"

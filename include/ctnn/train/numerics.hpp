@@ -64,7 +64,7 @@ inline std::string non_finite_name(double v) { return std::isnan(v) ? "NaN" : v 
 
 // where() builds the message's start only when something is wrong. With
 // parameters_finite (the optimizer's update already found every new
-// parameter finite, kernels/cpu/updates.hpp) only the state is scanned.
+// parameter finite, backends/cpu/updates.hpp) only the state is scanned.
 template <class M, class Where>
 void check_model_finite(M& m, Where&& where, bool parameters_finite = false) {
   const auto params = m.parameters();

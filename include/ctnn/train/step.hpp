@@ -26,7 +26,7 @@
 // A hook is any object with one or more of scale_loss, transform_gradients,
 // after_update taking step_state<M>&; fit passes every extra argument that is
 // one (StepHook). The step runs with flush-to-zero and denormals-are-zero set
-// on the calling thread and the pool's workers (kernels/cpu/denormals.hpp)
+// on the calling thread and the pool's workers (backends/cpu/denormals.hpp)
 // unless ieee_denormals is true; the caller's mode is restored afterwards.
 #pragma once
 #include <cmath>
@@ -36,7 +36,7 @@
 #include <tuple>
 #include <type_traits>
 
-#include "../kernels/cpu/denormals.hpp"
+#include "../backends/cpu/denormals.hpp"
 #include "model.hpp"
 #include "numerics.hpp"
 

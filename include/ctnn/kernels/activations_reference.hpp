@@ -1,4 +1,4 @@
-// ctnn/kernels/cpu/activations_reference.hpp — scalar activation kernels.
+// ctnn/kernels/activations_reference.hpp — scalar activation kernels.
 //
 // The plain loops the vectorized kernels of activations.hpp are tested
 // against (and which they use for the last n % L elements). Same contracts:

@@ -14,7 +14,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "activations_reference.hpp"
+#include "../../kernels/activations_reference.hpp"
 #include "arch.hpp"
 
 namespace ctnn::kernels::cpu {

@@ -22,8 +22,8 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "../layers/batch_norm.hpp"
-#include "../layers/dropout.hpp"
+#include "../../layers/batch_norm.hpp"
+#include "../../layers/dropout.hpp"
 #include "ops.cuh"
 
 namespace ctnn {

@@ -18,7 +18,7 @@
 #include <type_traits>
 
 #include "arch.hpp"
-#include "reference.hpp"
+#include "../../kernels/reference.hpp"
 #include "simd_gemm.hpp"
 
 namespace ctnn::kernels::cpu {

@@ -15,7 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "../kernels/cpu/conv_reference.hpp"
+#include "../../kernels/conv_reference.hpp"
 #include "types.cuh"
 
 namespace ctnn::cuda_kernels {

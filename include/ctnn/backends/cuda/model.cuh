@@ -52,10 +52,10 @@
 #include <utility>
 #include <vector>
 
-#include "../regularizers/l1.hpp"
-#include "../regularizers/l1_l2.hpp"
-#include "../regularizers/regularizers.hpp"
-#include "../train/model.hpp"
+#include "../../regularizers/l1.hpp"
+#include "../../regularizers/l1_l2.hpp"
+#include "../../regularizers/regularizers.hpp"
+#include "../../train/model.hpp"
 #include "fused_mlp.cuh"
 #include "host_variables.cuh"
 #include "layers.cuh"

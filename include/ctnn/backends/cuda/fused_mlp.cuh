@@ -38,10 +38,10 @@
 #include <tuple>
 #include <type_traits>
 
-#include "../config.hpp"
-#include "../layers/activation.hpp"
-#include "../layers/dense.hpp"
-#include "../layers/reshape.hpp"
+#include "../../config.hpp"
+#include "../../layers/activation.hpp"
+#include "../../layers/dense.hpp"
+#include "../../layers/reshape.hpp"
 #include "context.cuh"
 #include "error.cuh"
 #include "types.cuh"

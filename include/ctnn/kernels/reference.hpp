@@ -1,4 +1,4 @@
-// ctnn/kernels/cpu/reference.hpp — scalar reference kernels.
+// ctnn/kernels/reference.hpp — scalar reference kernels.
 //
 // The plain loops every fast path is tested against. All matrices are
 // row-major. Sizes are run-time values here; the fast kernels (gemm.hpp)

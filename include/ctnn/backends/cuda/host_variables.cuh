@@ -26,10 +26,10 @@
 #include <utility>
 #include <vector>
 
-#include "../core/half.hpp"
-#include "../core/plan.hpp"
-#include "../io/weights.hpp"
-#include "../train/model.hpp"
+#include "../../core/half.hpp"
+#include "../../core/plan.hpp"
+#include "../../io/weights.hpp"
+#include "../../train/model.hpp"
 #include "types.cuh"
 
 namespace ctnn {

@@ -63,13 +63,13 @@
 #include <utility>
 #include <vector>
 
-#include "../core/errors.hpp"
-#include "../data/dataset.hpp"
-#include "../losses/sparse_categorical_crossentropy.hpp"
-#include "../train/fit.hpp"
-#include "../optimizers/options.hpp"
-#include "../train/history.hpp"
-#include "../train/loss_scale.hpp"
+#include "../../core/errors.hpp"
+#include "../../data/dataset.hpp"
+#include "../../losses/sparse_categorical_crossentropy.hpp"
+#include "../../train/fit.hpp"
+#include "../../optimizers/options.hpp"
+#include "../../train/history.hpp"
+#include "../../train/loss_scale.hpp"
 #include "model.cuh"
 
 namespace ctnn {

@@ -1,4 +1,4 @@
-// ctnn/kernels/cpu/conv_reference.hpp — direct (scalar) 2D convolution.
+// ctnn/kernels/conv_reference.hpp — direct (scalar) 2D convolution.
 //
 // The definition the fast convolution (conv.hpp) is tested against. Tensors
 // are channels-last and row-major: x[batch, H, W, C], y[batch, OH, OW, F],

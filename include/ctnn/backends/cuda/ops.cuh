@@ -25,7 +25,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "../core/backend.hpp"
+#include "backend.hpp"
 #include "context.cuh"
 #include "gemm.cuh"
 #include "kernels.cuh"

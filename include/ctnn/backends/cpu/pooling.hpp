@@ -22,7 +22,7 @@
 #include <limits>
 
 #include "arch.hpp"
-#include "conv_reference.hpp"
+#include "../../kernels/conv_reference.hpp"
 
 namespace ctnn::kernels::cpu {
 

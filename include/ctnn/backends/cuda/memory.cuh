@@ -16,7 +16,7 @@
 #include <string>
 #include <utility>
 
-#include "../core/backend.hpp"
+#include "backend.hpp"
 #include "error.cuh"
 
 namespace ctnn {

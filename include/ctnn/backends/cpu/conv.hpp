@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <cstring>
 
-#include "conv_reference.hpp"
+#include "../../kernels/conv_reference.hpp"
 #include "gemm.hpp"
 
 namespace ctnn::kernels::cpu {

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "../../core/backend.hpp"
+#include "backend.hpp"
 #include "activations.hpp"
 #include "conv.hpp"
 #include "crossentropy.hpp"
