@@ -11,8 +11,13 @@
 #include <ctnn/backends/cpu/gemm.hpp>
 #include <ctnn/backends/cpu/thread_pool.hpp>
 
+#include <immintrin.h>
+
+#include <algorithm>
 #include <new>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -97,41 +102,113 @@ void square_args(benchmark::internal::Benchmark* b) {
   for (int t : {1, 2}) b->Args({1024, t});
 }
 
-// The machine's measured fp32 FMA peak: 16 independent accumulator chains
-// of xsimd FMAs on registers (default_arch), no memory traffic, on each of
-// `threads` threads of the thread pool at once. GFLOP/s = 2 * lanes * FMAs /
-// time, summed over the threads (floating-point FMAs are not reassociated
-// without -ffast-math, so every one runs). The GEMM figures are read against it.
-void peak_fma(benchmark::State& s) {
-  using B = xsimd::batch<float, kernels::cpu::default_arch>;
-  constexpr std::size_t chains = 16, steps = 1 << 16;
+// The FMA chains a peak loop runs: enough independent accumulators to keep
+// every FMA unit busy (latency 4 cycles x 2 ports on Zen 3/4 and Skylake to
+// Sapphire Rapids: 8 in flight; twice that for slack) but no more than the
+// register file holds beside the loop's two constants and two spare: AVX-512
+// (32 zmm) 16 chains, AVX2 and below (16 registers) 12. 16 chains on AVX2
+// spill (issue 25: 52 GFLOP/s on a Zen 3 where 12 chains reach 93).
+template <class Arch>
+inline constexpr std::size_t vector_registers = std::is_base_of_v<xsimd::avx512f, Arch> ? 32 : 16;
+inline constexpr std::size_t fma_latency = 4, fma_ports = 2;
+template <class Arch>
+inline constexpr std::size_t fma_chains = std::min(vector_registers<Arch> - 4, 2 * fma_latency * fma_ports);
+
+// steps rounds of acc[c] = acc[c] * m + a over every chain (a fold: each
+// accumulator is a register of its own, no loop over an array).
+template <class V, class F, std::size_t... C>
+void fma_rounds(V (&acc)[sizeof...(C)], V m, V a, std::size_t steps, F fma, std::index_sequence<C...>) {
+  for (std::size_t k = 0; k < steps; ++k) ((acc[C] = fma(acc[C], m, a)), ...);
+}
+
+// Runs body(task) on `t` threads of the pool at once, per iteration, and sets
+// GFLOP/s = 2 * lanes * chains * steps * t / time (floating-point FMAs are not
+// reassociated without -ffast-math, so every one runs).
+template <class Body>
+void peak_loop(benchmark::State& s, std::size_t lanes, std::size_t chains, std::size_t steps, Body body) {
   const std::size_t t = std::size_t(s.range(0));
   kernels::cpu::set_threads(t);
   float sink[8] = {};
   for (auto _ : s) {
-    kernels::cpu::thread_pool::global().run(t, [&](std::size_t task) {
-      B acc[chains];
-      for (std::size_t c = 0; c < chains; ++c) acc[c] = B(1.0f + float(c) * 1e-7f + float(task));
-      const B m(0.9999999f), a(1e-7f);
-      for (std::size_t k = 0; k < steps; ++k) {
-#pragma GCC unroll 16
-        for (std::size_t c = 0; c < chains; ++c) acc[c] = xsimd::fma(acc[c], m, a);
-      }
-      B total = acc[0];
-      for (std::size_t c = 1; c < chains; ++c) total += acc[c];
-      sink[task % 8] = xsimd::hadd(total);
-    });
+    kernels::cpu::thread_pool::global().run(t, [&](std::size_t task) { sink[task % 8] = body(task); });
     benchmark::DoNotOptimize(sink);
   }
-  s.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(B::size) * double(chains * steps) * double(t) * 1e-9,
+  s.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(lanes) * double(chains * steps) * double(t) * 1e-9,
                                              benchmark::Counter::kIsIterationInvariantRate);
   s.counters["threads"] = double(t);
+  s.counters["chains"] = double(chains);
   kernels::cpu::set_threads(1);
+}
+
+inline constexpr std::size_t peak_steps = 1 << 16;
+
+// The machine's measured fp32 FMA peak: fma_chains<default_arch> independent
+// accumulator chains of xsimd FMAs on registers, no memory traffic, on each
+// of `threads` threads of the thread pool at once. The GEMM figures are read
+// against it.
+void peak_fma(benchmark::State& s) {
+  using B = xsimd::batch<float, kernels::cpu::default_arch>;
+  constexpr std::size_t chains = fma_chains<kernels::cpu::default_arch>;
+  peak_loop(s, B::size, chains, peak_steps, [](std::size_t task) {
+    B acc[chains];
+    for (std::size_t c = 0; c < chains; ++c) acc[c] = B(1.0f + float(c) * 1e-7f + float(task));
+    fma_rounds(acc, B(0.9999999f), B(1e-7f), peak_steps, [](B x, B m, B a) { return xsimd::fma(x, m, a); },
+               std::make_index_sequence<chains>{});
+    B total = acc[0];
+    for (std::size_t c = 1; c < chains; ++c) total += acc[c];
+    return xsimd::hadd(total);
+  });
+}
+
+// The independent check of peak/fma: the same measure written without xsimd,
+// with the compiler's intrinsics and another chain count sized for the
+// register file: 24 zmm chains with AVX-512 (of 32 registers), 10 ymm chains
+// with AVX2 + FMA (of 16). Both counts keep the FMA units busy, so the two
+// benchmarks agree within a few percent when neither spills or stalls; a
+// larger gap means peak/fma is wrong on this CPU.
+#if defined(__AVX512F__)
+using peak_vector = __m512;
+inline constexpr std::size_t independent_chains = 24;
+inline peak_vector peak_set(float v) { return _mm512_set1_ps(v); }
+inline peak_vector peak_fmadd(peak_vector x, peak_vector m, peak_vector a) { return _mm512_fmadd_ps(x, m, a); }
+inline peak_vector peak_add(peak_vector x, peak_vector y) { return _mm512_add_ps(x, y); }
+inline float peak_sum(peak_vector x) { return _mm512_reduce_add_ps(x); }
+#elif defined(__AVX2__) && defined(__FMA__)
+using peak_vector = __m256;
+inline constexpr std::size_t independent_chains = 10;
+inline peak_vector peak_set(float v) { return _mm256_set1_ps(v); }
+inline peak_vector peak_fmadd(peak_vector x, peak_vector m, peak_vector a) { return _mm256_fmadd_ps(x, m, a); }
+inline peak_vector peak_add(peak_vector x, peak_vector y) { return _mm256_add_ps(x, y); }
+inline float peak_sum(peak_vector x) {
+  alignas(32) float v[8];
+  _mm256_store_ps(v, x);
+  return v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+}
+#endif
+
+void peak_fma_independent(benchmark::State& s) {
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+  constexpr std::size_t chains = independent_chains;
+  peak_loop(s, sizeof(peak_vector) / sizeof(float), chains, peak_steps, [](std::size_t task) {
+    peak_vector acc[chains];
+    for (std::size_t c = 0; c < chains; ++c) acc[c] = peak_set(1.0f + float(c) * 1e-7f + float(task));
+    fma_rounds(
+        acc, peak_set(0.9999999f), peak_set(1e-7f), peak_steps,
+        [](peak_vector x, peak_vector m, peak_vector a) { return peak_fmadd(x, m, a); },
+        std::make_index_sequence<chains>{});
+    peak_vector total = acc[0];
+    for (std::size_t c = 1; c < chains; ++c) total = peak_add(total, acc[c]);
+    return peak_sum(total);
+  });
+#else
+  s.SkipWithError("peak/fma_independent needs AVX2 + FMA or AVX-512 (build with -march=x86-64-v3 or newer)");
+#endif
 }
 
 }  // namespace
 
 BENCHMARK(peak_fma)->Name("peak/fma")->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(peak_fma_independent)->Name("peak/fma_independent")->Arg(1)->Arg(2)->UseRealTime();
 
 #define CTNN_GEMM_BENCH(K, N, OP)                                                               \
   BENCHMARK(ctnn_dense<K, N, OP>)->Name("gemm/ctnn/" #OP "/" #K "x" #N)->Apply(mlp_args);         \
