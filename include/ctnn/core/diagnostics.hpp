@@ -44,6 +44,19 @@ struct dense_input_not_flat {
   static constexpr bool value = Ok;
 };
 
+// The sparse dense layers (layers/sparse_dense*.hpp): K rows of the kernel.
+template <std::size_t> struct kernel_rows {};
+template <class Layer, class Has, class Wants, bool Ok>
+struct sparse_dense_input_mismatch {
+  static_assert(Ok, "sparse_dense: the input of this layer is not flat or its feature count differs from K");
+  static constexpr bool value = Ok;
+};
+template <class Layer, bool Ok>
+struct sparse_dense_nnz_too_large {
+  static_assert(Ok, "sparse_dense: this layer's NNZ exceeds K * N");
+  static constexpr bool value = Ok;
+};
+
 template <class Layer, class Has, class Wants, bool Ok>
 struct reshape_element_count_mismatch {
   static_assert(Ok, "reshape: the input's element count differs from the target shape's element count");

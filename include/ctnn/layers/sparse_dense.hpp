@@ -2,26 +2,23 @@
 //
 // Computes y = activation(x W + b) for a flat input of K features, where the
 // kernel W[K, N] has at most NNZ non-zero weights, stored as the packed
-// values [NNZ] (parameters) and one metadata buffer "index": the chunk
-// offsets [chunks + 1] (uint32) then 16-column bitmaps [chunks, K] (uint16)
-// (backends/cpu/sparse.hpp), chunks = ceil(N / 16). It is what
-// strip_pruning (pruning/strip.hpp) makes of a pruned dense layer with the
-// default layout, layout::bitmap: NNZ follows from the pruning schedule's
-// final sparsity, so parameter_count (NNZ + N) and the memory plan are
-// compile-time constants. Stored bytes: 4 NNZ + 4 N + 2 K chunks + 4 (chunks
-// + 1), against 4 K N + 4 N dense. A fresh layer (make_model) spreads its NNZ
-// weights evenly over W, Glorot-uniform as dense. Requires an input of K
-// features (rank 1), 0 < NNZ <= K N. Output: shape<N>. Forward: xsimd
-// (AVX-512 expand-loads); backward: the scalar reference.
+// values [NNZ] (parameters) and one metadata buffer "index" of typed fields
+// (kernels/sparse_index.hpp): chunk offsets [chunks + 1] (uint32), then
+// 16-column bitmaps [chunks, K] (uint16), chunks = ceil(N / 16). What
+// strip_pruning (pruning/strip.hpp) makes of a pruned dense layer by default;
+// parameter_count (NNZ + N) and the memory plan are compile-time constants.
+// Stored bytes: 4 NNZ + 4 N + 2 K chunks + 4 (chunks + 1). A fresh layer
+// spreads its NNZ weights evenly over W, Glorot-uniform. Requires an input of
+// K features (rank 1), 0 < NNZ <= K N. Output: shape<N>. Products through
+// ops<B>::sparse_dense_forward / _backward with the layout's index view.
 // Also here: detail::sparse_dense_spec and detail::sparse_dense_common, the
-// part every sparse layout's layer shares (pruning/layout.hpp has the
-// layout contract).
+// part every sparse layout's layer shares. Layout contract and figures:
+// docs/pruning.md.
 #pragma once
 #include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -33,7 +30,8 @@
 #include "../core/shape.hpp"
 #include "../backends/cpu/ops.hpp"
 #include "../backends/cpu/sparse.hpp"
-#include "../pruning/diagnostics.hpp"
+#include "../core/diagnostics.hpp"
+#include "../kernels/sparse_index.hpp"
 #include "activation.hpp"
 
 namespace ctnn {
@@ -94,6 +92,21 @@ struct sparse_dense_common {
     Layer::template pack<T>(w.data(), keep.data(), s.params, s.metadata);
     for (std::size_t j = 0; j < N; ++j) s.params[NNZ + j] = T(0);
   }
+
+  // Every layout's products: its index view (Layer::view) through ops<Backend>; relu fused.
+  template <class Layer, class Backend>
+  static void forward_as(layer_slot<T> s, const T* x, T* y, run_info r) {
+    constexpr bool fuse = std::is_same_v<Act, relu>;
+    ops<Backend>::template sparse_dense_forward<K, N>(Layer::view(s.metadata), x, s.params, s.params + NNZ, y, r.batch,
+                                                      fuse, s.cache);
+    if constexpr (!fuse) Act::template forward<Backend>(y, r.batch, N);
+  }
+  template <class Layer, class Backend>
+  static void backward_as(layer_slot<T> s, const T* x, const T* y, T* dy, T* dx, run_info r) {
+    Act::template backward<Backend>(y, dy, r.batch, N);
+    ops<Backend>::template sparse_dense_backward<K, N>(Layer::view(s.metadata), x, dy, s.params, s.grads, s.grads + NNZ,
+                                                       dx, r.batch);
+  }
 };
 }  // namespace detail
 
@@ -111,47 +124,41 @@ template <class Spec, Shape In, class P, class Backend>
 struct sparse_dense_layer : detail::sparse_dense_common<Spec, In, P> {
   using base = detail::sparse_dense_common<Spec, In, P>;
   using base::K, base::N, base::NNZ;
-  using typename base::Act, typename base::T;
-  using O = ops<Backend>;
+  using typename base::T;
   static constexpr std::size_t chunks = kernels::cpu::sparse::chunks(N);
-  static constexpr std::array<buffer, 3> buffers{
-      buffer::parameter("values", {NNZ}), buffer::parameter("bias", {N}),
-      buffer::make(role::metadata, elem::u8, "index", {4 * (chunks + 1) + 2 * chunks * K})};  // offsets, then bitmaps
+  // The index: chunk offsets, then the bitmaps.
+  using index =
+      kernels::packed_index<kernels::field<std::uint32_t, chunks + 1>, kernels::field<std::uint16_t, chunks * K>>;
+  static constexpr std::array<buffer, 3> buffers{buffer::parameter("values", {NNZ}), buffer::parameter("bias", {N}),
+                                                 buffer::make(role::metadata, elem::u8, "index", {index::bytes})};
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
   static constexpr std::size_t cache_per_sample = 0;
 
-  static std::uint32_t* offsets(std::byte* meta) { return reinterpret_cast<std::uint32_t*>(meta); }
-  static std::uint16_t* bitmap(std::byte* meta) { return reinterpret_cast<std::uint16_t*>(meta + 4 * (chunks + 1)); }
+  static kernels::bitmap_index view(const std::byte* meta) {
+    return {index::template at<0>(meta), index::template at<1>(meta)};
+  }
 
-  // The layout contract (pruning/layout.hpp): packs the weights `keep` marks
-  // of a K x N row-major kernel; returns how many there are (at most NNZ are written).
+  // The layout contract (docs/pruning.md): packs the weights `keep` marks of a K x N row-major
+  // kernel; returns how many there are (at most NNZ are written).
   template <class V>
   static std::size_t pack(const V* kernel, const std::uint8_t* keep, V* values, std::byte* meta) {
-    return kernels::cpu::sparse::pack(kernel, keep, K, N, values, NNZ, offsets(meta), bitmap(meta));
+    return kernels::cpu::sparse::pack(kernel, keep, K, N, values, NNZ, index::template at<0>(meta),
+                                      index::template at<1>(meta));
   }
 
   static void init(layer_slot<T> s, rng& g) { base::template init_packed<sparse_dense_layer>(s, g); }
 
   // The index as a file holds it (io/weights.hpp checks it before loading): "" when the kernels can run on it.
   static std::string check_metadata(std::string_view, const std::byte* meta) {
-    std::vector<std::uint32_t> off(chunks + 1);
-    std::vector<std::uint16_t> bits(chunks * K);
-    std::memcpy(off.data(), meta, off.size() * 4);
-    std::memcpy(bits.data(), meta + 4 * (chunks + 1), bits.size() * 2);
-    return kernels::cpu::sparse::validate(off.data(), bits.data(), K, N, NNZ);
+    return kernels::cpu::sparse::validate(index::template read<0>(meta).data(), index::template read<1>(meta).data(), K,
+                                          N, NNZ);
   }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
-    constexpr bool fuse = std::is_same_v<Act, relu>;
-    O::template sparse_dense_forward<K, N>(x, s.params, offsets(s.metadata), bitmap(s.metadata), s.params + NNZ, y,
-                                           r.batch, fuse);
-    if constexpr (!fuse) Act::template forward<Backend>(y, r.batch, N);
+    base::template forward_as<sparse_dense_layer, Backend>(s, x, y, r);
   }
-
   static void backward(layer_slot<T> s, const T* x, const T* y, T* dy, T* dx, run_info r) {
-    Act::template backward<Backend>(y, dy, r.batch, N);
-    kernels::cpu::sparse::backward_reference(x, dy, s.params, offsets(s.metadata), bitmap(s.metadata), s.grads,
-                                             s.grads + NNZ, dx, r.batch, K, N);
+    base::template backward_as<sparse_dense_layer, Backend>(s, x, y, dy, dx, r);
   }
 };
 

@@ -4,17 +4,16 @@
 // unit of the kernel W[K, N] keeps Nk weights in every group of M consecutive
 // inputs (2:4 is sparse_dense_nm<K, N, 2, 4>), packed
 // (backends/cpu/sparse_nm.hpp): the values [NNZ = K N Nk / M] (parameters)
-// and one metadata buffer "index" holding each value's position in its group
-// in bit_width(M - 1) bits (2 for M = 4): ceil(NNZ bits / 8) bytes. Both sizes
-// are compile-time constants (parameter_count = NNZ + N). Stored bytes for
-// 2:4: 4 NNZ + NNZ / 4 + 4 N = 2.125 K N + 4 N (dense: 4 K N + 4 N).
-// layout::nm<Nk, M> is its tag for strip_pruning (pruning/layout.hpp; the
-// NNZ the contract passes is not needed: the pattern fixes it). Cache: K + N
-// values per sample. A fresh layer keeps Nk inputs of each group (rotating
-// with unit and group), Glorot-uniform. Requires 0 < Nk < M <= 256, M
-// dividing K, an input of K features (rank 1). Output: shape<N>. Forward:
-// xsimd (2:4 on AVX-512: register permutes, no gathers); backward: the
-// scalar reference.
+// and one metadata buffer "index" (one typed field of bytes) holding each
+// value's position in its group in bit_width(M - 1) bits: ceil(NNZ bits / 8)
+// bytes. Both sizes are compile-time constants (parameter_count = NNZ + N).
+// Stored bytes for 2:4: 2.125 K N + 4 N (dense: 4 K N + 4 N). layout::nm<Nk,
+// M> is its tag for strip_pruning (the NNZ the layout contract passes is not
+// needed: the pattern fixes it). Cache: K + N values per sample. A fresh
+// layer keeps Nk inputs of each group (rotating with unit and group),
+// Glorot-uniform. Requires 0 < Nk < M <= 256, M dividing K, an input of K
+// features (rank 1). Output: shape<N>. Products through ops<B> with the index
+// view kernels::nm_index<Nk, M>. Kernels and figures: docs/pruning.md.
 #pragma once
 #include <array>
 #include <cmath>
@@ -31,7 +30,8 @@
 #include "../core/shape.hpp"
 #include "../backends/cpu/ops.hpp"
 #include "../backends/cpu/sparse_nm.hpp"
-#include "../pruning/diagnostics.hpp"
+#include "../core/diagnostics.hpp"
+#include "../kernels/sparse_index.hpp"
 #include "activation.hpp"
 #include "sparse_dense.hpp"
 
@@ -77,17 +77,6 @@ struct nm {
 };
 }  // namespace layout
 
-// The N:M product for backend B: the CPU kernels of B's architecture.
-template <class B>
-struct sparse_nm_ops {
-  using arch = typename ops<B>::arch;
-  template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M, class T>
-  static void forward(const T* x, const T* values, const std::uint8_t* meta, const T* b, T* y, std::size_t m, bool relu,
-                      T* scratch) {
-    kernels::cpu::nm::forward<K, N, Nk, M, arch>(x, values, meta, b, y, m, relu, scratch);
-  }
-};
-
 template <class Spec, Shape In, class P, class Backend>
 struct sparse_dense_nm_layer : detail::sparse_dense_common<Spec, In, P> {
   using base = detail::sparse_dense_common<Spec, In, P>;
@@ -95,21 +84,23 @@ struct sparse_dense_nm_layer : detail::sparse_dense_common<Spec, In, P> {
   using typename base::Act, typename base::T;
   static constexpr std::size_t Nk = Spec::kept, M = Spec::group;
   static constexpr std::size_t index_bytes = kernels::cpu::nm::meta_bytes(K, N, Nk, M);
+  // The index: the packed positions, bytes.
+  using index = kernels::packed_index<kernels::field<std::uint8_t, index_bytes>>;
   static constexpr std::array<buffer, 4> buffers{
       buffer::parameter("values", {NNZ}), buffer::parameter("bias", {N}),
-      buffer::make(role::metadata, elem::u8, "index", {index_bytes}),
+      buffer::make(role::metadata, elem::u8, "index", {index::bytes}),
       buffer::cache("transposed", kernels::cpu::nm::scratch_per_sample(K, N))};
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
   static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
 
-  static std::uint8_t* index(std::byte* meta) { return reinterpret_cast<std::uint8_t*>(meta); }
+  static kernels::nm_index<Nk, M> view(const std::byte* meta) { return {index::template at<0>(meta)}; }
 
   // The layout contract: stores the weights keep marks (kernel: K x N
   // row-major) and returns how many; more than NNZ: nothing is written. A
   // group keeping more than Nk weights throws std::invalid_argument.
   template <class V>
   static std::size_t pack(const V* kernel, const std::uint8_t* keep, V* values, std::byte* meta) {
-    return kernels::cpu::nm::pack<Nk, M>(kernel, keep, K, N, values, index(meta));
+    return kernels::cpu::nm::pack<Nk, M>(kernel, keep, K, N, values, index::template at<0>(meta));
   }
 
   // Nk inputs of each group, rotating with unit and group; Glorot-uniform values.
@@ -121,26 +112,20 @@ struct sparse_dense_nm_layer : detail::sparse_dense_common<Spec, In, P> {
       for (std::size_t gr = 0; gr < K / M; ++gr)
         for (std::size_t t = 0; t < Nk; ++t) keep[(gr * M + (t + j + gr) % M) * N + j] = 1;
     for (auto& v : w) v = T(g.uniform(-limit, limit));
-    kernels::cpu::nm::pack<Nk, M>(w.data(), keep.data(), K, N, s.params, index(s.metadata));
+    pack<T>(w.data(), keep.data(), s.params, s.metadata);
     for (std::size_t j = 0; j < N; ++j) s.params[NNZ + j] = T(0);
   }
 
   // The index as a file holds it (io/weights.hpp checks it before loading): "" when the kernels can run on it.
   static std::string check_metadata(std::string_view, const std::byte* meta) {
-    return kernels::cpu::nm::validate(reinterpret_cast<const std::uint8_t*>(meta), K, N, Nk, M);
+    return kernels::cpu::nm::validate(index::template read<0>(meta).data(), K, N, Nk, M);
   }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
-    constexpr bool fuse = std::is_same_v<Act, relu>;
-    sparse_nm_ops<Backend>::template forward<K, N, Nk, M>(x, s.params, index(s.metadata), s.params + NNZ, y, r.batch,
-                                                          fuse, s.cache);
-    if constexpr (!fuse) Act::template forward<Backend>(y, r.batch, N);
+    base::template forward_as<sparse_dense_nm_layer, Backend>(s, x, y, r);
   }
-
   static void backward(layer_slot<T> s, const T* x, const T* y, T* dy, T* dx, run_info r) {
-    Act::template backward<Backend>(y, dy, r.batch, N);
-    kernels::cpu::nm::backward_reference<Nk, M>(x, dy, s.params, index(s.metadata), s.grads, s.grads + NNZ, dx, r.batch,
-                                                K, N);
+    base::template backward_as<sparse_dense_nm_layer, Backend>(s, x, y, dy, dx, r);
   }
 };
 

@@ -3,26 +3,22 @@
 // Computes y = activation(x W + b) for a flat input of K features, where the
 // kernel W[K, N] keeps at most NNZ weights, stored per output unit (CSR over
 // W transposed: backends/cpu/sparse_rows.hpp): the values [NNZ] (parameters)
-// and one metadata buffer "index": unit starts [N + 1] (uint32) then the
-// kept inputs [NNZ] (uint16). Stored bytes: 6 NNZ + 4 N + 4 (N + 1).
-// Inference work falls with NNZ (gathers of x below 16 samples on AVX-512,
-// transposed blocks above): the layout for speed at high sparsity (at 90 %,
-// as fast as dense at batch 1 and faster at batch 64: docs/pruning.md).
-// Cache: K + N values per sample (the transposes). layout::rows is its tag for
-// strip_pruning (the layout contract of pruning/layout.hpp: layer<K, N, NNZ,
-// Act> and the bound layer's pack). The storage is csc's
-// (layers/sparse_dense_csc.hpp), so the bound layer is csc's,
-// detail::sparse_dense_by_unit_layer, with this layout's forward kernel and
-// pack: both kernels stay (csc is faster at batch 64 and 90 %, rows at batch
-// 1: docs/pruning.md). A fresh layer spreads its NNZ weights evenly over W
-// (row-major), Glorot-uniform. Requires K <= 65536, an input of K features
-// (rank 1), 0 < NNZ <= K N. Output: shape<N>. Forward: xsimd; backward: the
-// scalar reference.
+// and one metadata buffer "index" of typed fields: unit starts [N + 1]
+// (uint32), then the kept inputs [NNZ] (uint16). Stored bytes: 6 NNZ + 4 N +
+// 4 (N + 1). Inference work falls with NNZ: the layout for speed at high
+// sparsity. Cache: K + N values per sample (the transposes). layout::rows is
+// its tag for strip_pruning. The storage is csc's, so the bound layer is
+// csc's (detail::sparse_dense_by_unit_layer) with this layout's index view
+// (kernels::rows_index: the per-unit kernels) and packing. A fresh layer
+// spreads its NNZ weights evenly over W, Glorot-uniform. Requires K <= 65536,
+// an input of K features (rank 1), 0 < NNZ <= K N. Output: shape<N>.
+// Kernels and figures: docs/pruning.md.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
 #include "../backends/cpu/sparse_rows.hpp"
+#include "../kernels/sparse_index.hpp"
 #include "activation.hpp"
 #include "sparse_dense.hpp"
 #include "sparse_dense_csc.hpp"
@@ -30,17 +26,12 @@
 namespace ctnn {
 
 namespace detail {
-// The per-unit layout's kernels (backends/cpu/sparse_rows.hpp): pack writes nothing when more than
-// `capacity` weights are kept. Its storage is csc's, so the bound layer is csc's with these kernels.
-struct rows_kernels {
-  template <std::size_t K, std::size_t N, class Arch, class T>
-  static void forward(const T* x, const T* values, const std::uint32_t* starts, const std::uint16_t* idx, const T* b,
-                      T* y, std::size_t m, bool relu, T* scratch) {
-    kernels::cpu::rows::forward<K, N, Arch>(x, values, starts, idx, b, y, m, relu, scratch);
-  }
+// The per-unit layout's packing (backends/cpu/sparse_rows.hpp): writes nothing when more than
+// `capacity` weights are kept.
+struct rows_pack {
   template <class V>
-  static std::size_t pack(const V* w, const std::uint8_t* keep, std::size_t K, std::size_t N, V* values,
-                          std::size_t capacity, std::uint32_t* starts, std::uint16_t* idx) {
+  static std::size_t apply(const V* w, const std::uint8_t* keep, std::size_t K, std::size_t N, V* values,
+                           std::size_t capacity, std::uint32_t* starts, std::uint16_t* idx) {
     return kernels::cpu::rows::pack(w, keep, K, N, values, capacity, starts, idx);
   }
 };
@@ -52,7 +43,7 @@ struct sparse_dense_rows : detail::sparse_dense_spec<sparse_dense_rows<K, N, NNZ
   static constexpr const char* spec_name = "sparse_dense_rows";
   template <Shape In, class P, class Backend>
   using bind = detail::sparse_dense_by_unit_layer<sparse_dense_rows, In, precision::policy_of_t<P>, Backend,
-                                                  detail::rows_kernels>;
+                                                  kernels::rows_index, detail::rows_pack>;
 };
 
 namespace layout {

@@ -21,7 +21,6 @@ template <std::size_t> struct n_kept {};
 template <std::size_t> struct m_group {};
 template <std::size_t> struct block_rows {};
 template <std::size_t> struct block_cols {};
-template <std::size_t> struct kernel_rows {};
 template <std::size_t> struct kernel_cols {};
 
 template <class Layer, class Sparsity, bool Ok>
@@ -67,17 +66,4 @@ struct prune_not_prunable {
   static constexpr bool value = Ok;
 };
 
-}  // namespace ctnn::diag
-
-namespace ctnn::diag {
-template <class Layer, class Has, class Wants, bool Ok>
-struct sparse_dense_input_mismatch {
-  static_assert(Ok, "sparse_dense: the input of this layer is not flat or its feature count differs from K");
-  static constexpr bool value = Ok;
-};
-template <class Layer, bool Ok>
-struct sparse_dense_nnz_too_large {
-  static_assert(Ok, "sparse_dense: this layer's NNZ exceeds K * N");
-  static constexpr bool value = Ok;
-};
 }  // namespace ctnn::diag

@@ -6,20 +6,18 @@
 // a dense layer of K inputs and N units (activation Act) whose kernel keeps
 // at most NNZ weights. Its bound layer (bound to shape<K>, float32, cpu<>)
 // has the buffers "values" and "bias" (parameters) and exactly one metadata
-// buffer (the layout's indices), and the static member
+// buffer (its index: typed fields declared with kernels::packed_index), and
 //   template <class V>
 //   static std::size_t pack(const V* kernel /* K x N row-major */,
 //                           const std::uint8_t* keep /* K x N */, V* values,
 //                           std::byte* meta);
-// which stores the weights `keep` marks into values[0, NNZ) and the metadata
-// buffer, zeroes the unused values, and returns how many weights `keep` marks
-// (strip_pruning reports an error when that exceeds NNZ; pack must then not
-// write past NNZ values). It should also declare
-//   static std::string check_metadata(std::string_view name, const std::byte* bytes);
-// ("" when its kernels can run on an index read from a file, else what is
-// wrong), which load_weights (io/weights.hpp) calls before loading a file.
-// layout::bitmap (layers/sparse_dense.hpp) and layout::csc
-// (layers/sparse_dense_csc.hpp) are the layouts shipped here.
+// which stores the weights `keep` marks, zeroes the unused values, never
+// writes past NNZ and returns how many weights `keep` marks. It should also
+// declare check_metadata(name, bytes) (load_weights calls it on a file's
+// index). Its products go through ops<B>::sparse_dense_forward / _backward
+// with its index view (kernels/sparse_index.hpp). The shipped layouts:
+// layout::bitmap, csc, rows and nm<Nk, M> (layers/sparse_dense*.hpp, all
+// included by ctnn/pruning.hpp). Details: docs/pruning.md, "The layout contract".
 #pragma once
 #include <algorithm>
 #include <concepts>
@@ -63,7 +61,8 @@ concept has_layout_pack = requires(const float* k, const std::uint8_t* keep, flo
 template <class L>
 concept has_layout_buffers = pruning::detail::has_layout_buffers<pruning::detail::layout_probe_bound<L>>();
 
-// Satisfied by layout::bitmap, layout::csc and any tag written to the contract above.
+// Satisfied by layout::bitmap, layout::csc, layout::rows, layout::nm<Nk, M> and any tag written to the
+// contract above.
 template <class L>
 concept SparseLayout = has_layout_layer<L> && has_layout_pack<L> && has_layout_buffers<L>;
 

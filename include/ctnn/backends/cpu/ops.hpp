@@ -16,7 +16,7 @@
 #include "crossentropy.hpp"
 #include "gemm.hpp"
 #include "pooling.hpp"
-#include "sparse.hpp"
+#include "sparse_kernels.hpp"
 #include "thread_pool.hpp"
 #include "updates.hpp"
 
@@ -46,11 +46,17 @@ struct ops<cpu<Arch>> {
     kernels::cpu::dense_backward_input<K, N, Arch>(dy, w, dx, m);
   }
 
-  // ---- sparse dense product (kernels/cpu/sparse.hpp layout) ----
-  template <std::size_t K, std::size_t N, class T>
-  static void sparse_dense_forward(const T* x, const T* values, const std::uint32_t* offsets,
-                                   const std::uint16_t* bitmap, const T* b, T* y, std::size_t m, bool relu) {
-    kernels::cpu::sparse::forward<K, N, Arch>(x, values, offsets, bitmap, b, y, m, relu);
+  // ---- sparse dense products: Index (kernels/sparse_index.hpp) names the layout,
+  // kernels::cpu::sparse_kernels<Index> (specialized beside its kernels) runs it ----
+  template <std::size_t K, std::size_t N, class Index, class T>
+  static void sparse_dense_forward(const Index& index, const T* x, const T* values, const T* b, T* y, std::size_t m,
+                                   bool relu, T* scratch) {
+    kernels::cpu::sparse_kernels<Index>::template forward<K, N, Arch>(index, x, values, b, y, m, relu, scratch);
+  }
+  template <std::size_t K, std::size_t N, class Index, class T>
+  static void sparse_dense_backward(const Index& index, const T* x, const T* dz, const T* values, T* dvalues, T* db,
+                                    T* dx, std::size_t m) {
+    kernels::cpu::sparse_kernels<Index>::template backward<K, N>(index, x, dz, values, dvalues, db, dx, m);
   }
 
   // ---- convolution and pooling (geometry G) ----

@@ -28,6 +28,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "arch.hpp"
+#include "sparse_kernels.hpp"
 
 namespace ctnn::kernels::cpu::sparse {
 
@@ -261,3 +262,19 @@ inline std::string validate(const std::uint32_t* offsets, const std::uint16_t* b
 }
 
 }  // namespace ctnn::kernels::cpu::sparse
+
+namespace ctnn::kernels::cpu {
+template <>
+struct sparse_kernels<bitmap_index> {
+  template <std::size_t K, std::size_t N, class Arch, class T>
+  static void forward(const bitmap_index& ix, const T* x, const T* values, const T* bias, T* y,
+                      std::size_t batch, bool relu, T*) {
+    sparse::forward<K, N, Arch>(x, values, ix.offsets, ix.bitmaps, bias, y, batch, relu);
+  }
+  template <std::size_t K, std::size_t N, class T>
+  static void backward(const bitmap_index& ix, const T* x, const T* dz, const T* values, T* dvalues, T* dbias, T* dx,
+                       std::size_t batch) {
+    sparse::backward_reference(x, dz, values, ix.offsets, ix.bitmaps, dvalues, dbias, dx, batch, K, N);
+  }
+};
+}  // namespace ctnn::kernels::cpu

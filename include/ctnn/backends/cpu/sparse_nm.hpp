@@ -35,6 +35,7 @@
 
 #include "arch.hpp"
 #include "sparse_rows.hpp"
+#include "sparse_kernels.hpp"
 
 namespace ctnn::kernels::cpu::nm {
 
@@ -365,3 +366,19 @@ std::size_t pack(const T* w, const Mk* keep, std::size_t K, std::size_t N, T* va
 }
 
 }  // namespace ctnn::kernels::cpu::nm
+
+namespace ctnn::kernels::cpu {
+template <std::size_t Nk, std::size_t M>
+struct sparse_kernels<nm_index<Nk, M>> {
+  template <std::size_t K, std::size_t N, class Arch, class T>
+  static void forward(const nm_index<Nk, M>& ix, const T* x, const T* values, const T* bias, T* y,
+                      std::size_t batch, bool relu, T* scratch) {
+    nm::forward<K, N, Nk, M, Arch>(x, values, ix.codes, bias, y, batch, relu, scratch);
+  }
+  template <std::size_t K, std::size_t N, class T>
+  static void backward(const nm_index<Nk, M>& ix, const T* x, const T* dz, const T* values, T* dvalues, T* dbias,
+                       T* dx, std::size_t batch) {
+    nm::backward_reference<Nk, M>(x, dz, values, ix.codes, dvalues, dbias, dx, batch, K, N);
+  }
+};
+}  // namespace ctnn::kernels::cpu

@@ -28,6 +28,7 @@
 
 #include "arch.hpp"
 #include "sparse_csc.hpp"
+#include "sparse_kernels.hpp"
 
 namespace ctnn::kernels::cpu::rows {
 
@@ -236,3 +237,19 @@ std::size_t pack(const T* w, const M* keep, std::size_t K, std::size_t N, T* val
 }
 
 }  // namespace ctnn::kernels::cpu::rows
+
+namespace ctnn::kernels::cpu {
+template <>
+struct sparse_kernels<rows_index> {
+  template <std::size_t K, std::size_t N, class Arch, class T>
+  static void forward(const rows_index& ix, const T* x, const T* values, const T* bias, T* y,
+                      std::size_t batch, bool relu, T* scratch) {
+    rows::forward<K, N, Arch>(x, values, ix.starts, ix.inputs, bias, y, batch, relu, scratch);
+  }
+  template <std::size_t K, std::size_t N, class T>
+  static void backward(const rows_index& ix, const T* x, const T* dz, const T* values, T* dvalues, T* dbias, T* dx,
+                       std::size_t batch) {
+    rows::backward_reference(x, dz, values, ix.starts, ix.inputs, dvalues, dbias, dx, batch, K, N);
+  }
+};
+}  // namespace ctnn::kernels::cpu
