@@ -16,11 +16,42 @@
 // the network type never changes with it. policy_of_t<X> maps a plain
 // element type (float, double) to its uniform policy and a policy to itself.
 #pragma once
+#include <array>
+#include <cstddef>
 #include <type_traits>
 
 #include "half.hpp"
 
 namespace ctnn::precision {
+
+// The Keras name of an element type: its own name() (float16_t, bfloat16_t:
+// core/half.hpp), "float32" for float and "float64" for double; null for others.
+template <class T>
+constexpr const char* element_name() {
+  if constexpr (requires { T::name(); }) return T::name();
+  else if constexpr (std::is_same_v<T, float>) return "float32";
+  else if constexpr (std::is_same_v<T, double>) return "float64";
+  else return nullptr;
+}
+
+namespace detail {
+// A policy's name from its types: uniform policies are named by their type,
+// float variables with a 16-bit compute type are "mixed_" and that type's
+// name (Keras' mixed_float16, mixed_bfloat16); anything else is "custom".
+template <class V, class C>
+struct policy_name {
+  static constexpr std::array<char, 32> text = [] {
+    constexpr bool mixed = std::is_same_v<V, float> && is_half_v<C>;
+    constexpr const char* type = std::is_same_v<V, C> || mixed ? element_name<C>() : nullptr;
+    std::array<char, 32> a{};
+    std::size_t n = 0;
+    for (const char* p = type ? (mixed ? "mixed_" : "") : "custom"; *p; ++p) a[n++] = *p;
+    if (type)
+      for (const char* p = type; *p; ++p) a[n++] = *p;
+    return a;
+  }();
+};
+}  // namespace detail
 
 template <class Variable, class Compute = Variable>
 struct policy {
@@ -30,6 +61,8 @@ struct policy {
   // a 16-bit storage type is involved (the layers run through core/mixed_layer.hpp on the CPU)
   static constexpr bool half = is_half_v<Variable> || is_half_v<Compute>;
   using io_type = std::conditional_t<half, float, Compute>;
+  // "float32", "float64", "float16", "mixed_float16", "mixed_bfloat16", else "custom"
+  static constexpr const char* name() { return detail::policy_name<Variable, Compute>::text.data(); }
 };
 
 using float32 = policy<float>;
@@ -41,15 +74,10 @@ using float16 = policy<float16_t, float16_t>;  // inference: variables stored in
 // Whether P is one of the 16-bit policies (mixed or float16).
 template <class P>
 inline constexpr bool is_half_policy_v = P::half;
-// The policy's name, as Keras spells it ("float32", "mixed_float16", ...).
+// The policy's name, as Keras spells it ("float32", "mixed_float16", ...): P::name().
 template <class P>
 constexpr const char* name_of() {
-  if constexpr (std::is_same_v<P, float32>) return "float32";
-  else if constexpr (std::is_same_v<P, float64>) return "float64";
-  else if constexpr (std::is_same_v<P, mixed_float16>) return "mixed_float16";
-  else if constexpr (std::is_same_v<P, mixed_bfloat16>) return "mixed_bfloat16";
-  else if constexpr (std::is_same_v<P, float16>) return "float16";
-  else return "custom";
+  return P::name();
 }
 
 template <class X>

@@ -46,6 +46,8 @@ struct global_average_pool_layer {
   using compute_type = T;
   using in_shape = In;
   using out_shape = shape<C>;
+  // Each channel averaged apart; a constant channel stays that constant (strip_pruning reads it).
+  static constexpr bool keeps_channels = true;
   static constexpr auto buffers = no_buffers;
   static constexpr std::size_t parameter_count = 0;
   static constexpr std::size_t state_count = 0;

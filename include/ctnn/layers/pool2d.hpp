@@ -81,6 +81,8 @@ struct pool2d_layer {
   using compute_type = T;
   using in_shape = In;
   using out_shape = shape<geometry.oh, geometry.ow, C>;
+  // Each channel pooled apart; a constant channel stays that constant (strip_pruning reads it).
+  static constexpr bool keeps_channels = true;
   static constexpr auto buffers = [] {
     if constexpr (Kind::keeps_indices)
       return std::array<buffer, 1>{buffer::cache("argmax", out_shape::size, elem::u32)};

@@ -26,6 +26,7 @@ struct reshape_layer {
   using compute_type = T;
   using in_shape = In;
   using out_shape = typename Spec::template output<In>;
+  static constexpr bool keeps_channels = Spec::keeps_channels;  // strip_pruning reads it
   static constexpr auto buffers = no_buffers;
   static constexpr std::size_t parameter_count = 0;
   static constexpr std::size_t state_count = 0;
@@ -41,6 +42,8 @@ struct reshape_layer {
 
 struct flatten {
   using is_layer_spec = void;
+  // channels-last order kept: channel c of position p is element p * C + c
+  static constexpr bool keeps_channels = true;
   static std::string name() { return "flatten"; }
   template <Shape In>
   using output = shape<In::size>;
@@ -51,6 +54,7 @@ struct flatten {
 template <std::size_t... D>
 struct reshape {
   using is_layer_spec = void;
+  static constexpr bool keeps_channels = false;
   using target = shape<D...>;
   template <Shape In>
   using output = target;

@@ -1,40 +1,24 @@
 // ctnn/pruning/strip.hpp — strip_pruning: a trained pruned model to a compact network type.
 //
 // stripped_t<Net, Layout = layout::bitmap> replaces, in a network type, every
-//   prune_low_magnitude<dense<N, Act, Options...>, S, Pattern>
-// by Layout::layer<K, N, NNZ, Act> (layout::bitmap: sparse_dense, layout::csc:
-// sparse_dense_csc; pruning/layout.hpp has the contract a layout meets),
-// where K is the layer's input width and NNZ its pruned_layer's final_nnz (a
-// compile-time constant from the schedule's final sparsity and the pattern;
-// for global_magnitude, min(K N, pruning::global_nnz<Net>)), and every
-// prune_low_magnitude<conv2d<...>, ...> by the conv2d itself (its kernel
-// keeps its dense storage, with the pruned weights 0). Regularizers are
-// dropped from the stripped sparse layers (stripping is for inference).
-// Units and filters: prune_low_magnitude<dense<N, ...>, S, units> becomes
-// dense<U, ...> and prune_low_magnitude<conv2d<F, ...>, S, units> becomes
-// conv2d<U, ...>, U = max(round_half_even(N (1 - final sparsity)), 1), and the
-// layers after it shrink with it: the channel-keeping layers (activations,
-// batch_norm's gamma, beta and moving statistics, max and average pooling,
-// dropout, global_average_pool, flatten) down to the next unpruned dense
-// (its rows; after flatten, those of the kept channels at every position of
-// the channels-last layout) or conv2d (its input channels). A removed unit's
-// output is the constant act(b_j), carried through those layers (batch_norm
-// at inference) and moved into the consumer's bias, so the predictions do
-// not change; a same-padded conv2d cannot absorb a non-zero constant (its
-// border windows see zeros), which is an error at strip time.
-// strip_pruning<Layout>(m) returns a model of stripped_t<Net, Layout> (same
-// precision, backend and seed) holding m's weights; strip_pruning_to<Target>(m)
-// strips into a network type Target of the same layers chosen by the user
-// (tighter NNZs for global_magnitude layers, from global_kept(m)). Each pruned
-// dense kernel is packed by the layout's pack from the weights its mask
-// keeps; every other parameter, state and metadata buffer is copied. It
-// throws std::invalid_argument naming the layer when a mask keeps more
-// weights than NNZ (the schedule has not reached its final sparsity: train
-// to its end step first), or when a buffer of Target has no counterpart of
-// its size. The stripped model's predictions equal the masked model's up to
-// float rounding (the sums run in another order). copy_variables(from, to)
-// moves trained weights between two network types that share buffers (a
-// dense model into its pruned type).
+// prune_low_magnitude<dense<N, Act, ...>, S, Pattern> by Layout::layer<K, N,
+// NNZ, Act> (pruning/layout.hpp: the layout contract), NNZ the pruned layer's
+// final_nnz (global_magnitude: min(K N, pruning::global_nnz<Net>)); a pruned
+// conv2d by the conv2d itself (masked weights 0); regularizers of the sparse
+// layers are dropped. Pattern units: the layer becomes dense<U> / conv2d<U>,
+// U = max(round_half_even(N (1 - final sparsity)), 1), and the layers after it
+// shrink down to the next unpruned dense or conv2d through the layers that
+// declare keeps_channels (activations and batch_norm too); a removed unit's
+// constant output moves into the consumer's bias (a same-padded conv2d cannot
+// take a non-zero one: an error at strip time).
+//   strip_pruning<Layout>(m)       a model of stripped_t<Net, Layout> holding m's weights
+//   strip_pruning_to<Target>(m)    the same into a network type Target of the user's choice
+//   strip_pruning_csc(m)           strip_pruning<layout::csc>(m)
+//   copy_variables(from, to)       every buffer of `from` into the same buffer of `to`
+// Throws std::invalid_argument naming the layer when a mask keeps more weights
+// than NNZ (train to the schedule's end step) or a buffer of Target has no
+// counterpart. Predictions equal the masked model's up to float rounding.
+// Details: docs/pruning.md, "Stripping to a compact network type".
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -135,19 +119,13 @@ struct activation_layer_traits<activation_layer<A, In, P, B>> {
   static constexpr bool value = true;
   using act = A;
 };
-// Layers that keep every channel apart and a constant channel constant (at inference).
+// Layers that keep every channel apart and a constant channel constant (at inference):
+// each says so itself (static constexpr bool keeps_channels, beside the layer).
 template <class L>
-inline constexpr bool keeps_channels_v = false;
-template <class Spec, class In, class P, class B>
-inline constexpr bool keeps_channels_v<pool2d_layer<Spec, In, P, B>> = true;  // max; average over real positions
-template <class Spec, class In, class P, class B>
-inline constexpr bool keeps_channels_v<dropout_layer<Spec, In, P, B>> = true;
-template <class Spec, class In, class P, class B>
-inline constexpr bool keeps_channels_v<dynamic_dropout_layer<Spec, In, P, B>> = true;
-template <class In, class P, class B>
-inline constexpr bool keeps_channels_v<global_average_pool_layer<In, P, B>> = true;
-template <class In, class P, class B>
-inline constexpr bool keeps_channels_v<reshape_layer<flatten, In, P, B>> = true;
+inline constexpr bool keeps_channels_v = [] {
+  if constexpr (requires { L::keeps_channels; }) return bool(L::keeps_channels);
+  else return false;
+}();
 template <class>
 inline constexpr bool always_false_v = false;
 
@@ -168,17 +146,27 @@ inline const variable_ref* find_role(const std::vector<variable_ref>& vs, std::s
     if (v.layer == layer && v.kind == r) return &v;
   return nullptr;
 }
+// Variable v's values as V, the type its elements have (checked: a logic error otherwise). The
+// model's arena is storage whose V objects exist implicitly, so the bytes are viewed, not converted.
+template <class V>
+V* values_of(const variable_ref& v) {
+  if (v.element_bytes != sizeof(V))
+    throw std::logic_error("strip_pruning: layer " + std::to_string(v.layer + 1) + "'s " + std::string(v.name) +
+                           " holds " + std::to_string(v.element_bytes) + "-byte elements, not " +
+                           std::to_string(sizeof(V)));
+  return static_cast<V*>(static_cast<void*>(v.data));
+}
 template <class V>
 const V* src_data(const std::vector<variable_ref>& vs, std::size_t layer, std::string_view name) {
   const auto* v = find(vs, layer, name);
   if (!v) throw std::logic_error("strip_pruning: layer " + std::to_string(layer + 1) + " has no " + std::string(name));
-  return reinterpret_cast<const V*>(v->data);
+  return values_of<V>(*v);
 }
 template <class V>
 V* dst_data(const std::vector<variable_ref>& vs, std::size_t layer, std::string_view name) {
   const auto* v = find(vs, layer, name);
   if (!v) throw std::logic_error("strip_pruning: layer " + std::to_string(layer + 1) + " has no " + std::string(name));
-  return reinterpret_cast<V*>(v->data);
+  return values_of<V>(*v);
 }
 }  // namespace pruning::detail
 
@@ -386,7 +374,7 @@ model<Target, P, B> strip_pruning_to(const model<Net, P, B>& m) {
               if constexpr (PrunedLayer<S>) {  // a pruned conv2d: its kernel with the mask applied
                 if (d.name == "kernel") {
                   const auto* keep = pruning::detail::src_data<std::uint8_t>(src, I, "kernel_mask");
-                  V* w = reinterpret_cast<V*>(d.data);
+                  V* w = pruning::detail::values_of<V>(d);
                   for (std::size_t i = 0; i < d.extent; ++i)
                     if (!keep[i]) w[i] = V(0);
                 }
