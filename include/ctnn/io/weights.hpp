@@ -1,43 +1,19 @@
 // ctnn/io/weights.hpp — saving and loading a model's weights.
 //
-// File format (version 2), all integers little-endian:
-//   offset 0   8 bytes  magic "CTNNWTS\0"
-//          8   u32      format version (2)
-//         12   u64      architecture fingerprint (FNV-1a of Net::spec_string())
-//         20   u32      length L of the architecture text
-//         24   L bytes  architecture text, e.g. "input<28x28> | flatten | dense<10>"
-//              u32      tensor count
-//              per tensor, in the model's order (layer by layer, each
-//              layer's declared parameter, state, mask and metadata buffers):
-//                u32 layer (0-based), u8 role, u8 dtype, u8 rank, u8 0,
-//                u32 name length, the name ("kernel", "moving_mean", ...),
-//                rank u64 dimensions, then the values (IEEE / unsigned,
-//                little-endian), nothing else: no arena padding
-//   last       u32      CRC-32 (zlib) of every byte before it
-// dtype: 1 float32, 2 float64, 3 uint8, 4 uint32, 5 float16, 6 bfloat16.
-// Only logical tensors are stored, so files do not depend on the model's
-// memory layout or alignment. A float32 file loads into a model whose
-// variables are 16-bit (precision::float16) and back: each value is converted
-// (round to nearest even; core/half.hpp); other element types must match. A
-// converted tensor must hold finite values that stay finite: a NaN or infinity
-// in it, or a value the 16-bit type cannot hold (|x| > 65504 for float16), is
-// refused, naming the tensor and the value's index (a tensor of the model's
-// own type is copied bit for bit, NaN included: fit and evaluate report those).
-// save_weights writes to a temporary file and renames it (io/atomic_file.hpp).
-// load_weights reads the whole file and checks size, magic, version,
-// checksum, fingerprint and every tensor's layer, role, name, element type
-// and shape (every element type alike), the conversions above, and each
-// metadata buffer whose layer checks it (variable_ref::check: a sparse
-// layout's indices, offsets and counts, a dynamic_dropout rate) before it
-// changes the model; it throws ctnn::io::weights_error naming the file and
-// the problem (a different network names both architectures). The checksum
-// only catches accidents: a hand-edited file with its CRC recomputed meets
-// the same checks, so no accepted file makes a kernel read out of bounds.
-// Version-1 files (the padded arena of ctnn 0.1) still load into a model
-// whose element type and layout match theirs.
-//
+// save_weights(m, path) writes every declared parameter, state, mask and
+// metadata buffer of m as a logical tensor (layer, role, dtype, name, shape,
+// values; no arena padding) after a magic, the format version (2) and the
+// architecture's fingerprint and text, then a CRC-32; to a temporary file
+// renamed over path (io/atomic_file.hpp). load_weights(m, path) reads the
+// whole file and checks size, magic, version, checksum, fingerprint, every
+// tensor's layer, role, name, element type and shape, the float32 <-> 16-bit
+// conversions (finite values only) and each metadata buffer whose layer
+// checks it (variable_ref::check: a sparse layout's index) before it changes
+// the model; it throws ctnn::io::weights_error naming the file and the
+// problem. Version-1 files load when their element type and layout match.
 // Works on any model type M with for_each_variable (train/model.hpp): io/
-// does not include train/.
+// does not include train/. The byte layout, dtypes and rules:
+// docs/weights-files.md.
 #pragma once
 #include <zlib.h>
 

@@ -2,29 +2,19 @@
 //
 // Wraps a dense or conv2d spec (as tfmot.sparsity.keras.prune_low_magnitude):
 // the bound layer is the wrapped one (same forward, backward, parameters)
-// plus a uint8 mask buffer "kernel_mask" of the kernel's shape in the
-// model's plan (role::mask, saved with the weights). The kernel is viewed as
-// a matrix of `rows` (inputs: K of a dense layer, KH*KW*C of a convolution)
-// by `cols` (units, filters); the bias is never pruned. Pattern says which
-// weights go at a pruning step (pruning/masks.hpp):
-//   unstructured    the smallest |w| of the layer (TFMOT's default)
-//   n_of_m<N, M>    the N largest |w| of every M consecutive inputs of each
-//                   unit are kept (2:4 is n_of_m<2, 4>); the sparsity is 1 - N/M
-//                   whatever the schedule says; the schedule says when
-//   block<R, C>     R x C blocks of the kernel matrix, ranked by their mean |w|
-//   units           whole columns (a dense layer's units, a conv2d's filters)
-//                   by their L2 norm; strip_pruning narrows the layer and
-//                   the next dense or conv2d layer (through the layers between)
-//   global_magnitude  the smallest |w| across every layer of the network
-//                   pruned with it (one threshold; pruning/global.hpp)
-// final_nnz, the number of kernel weights kept at the schedule's final
-// sparsity (for global_magnitude: the kernel's size, a bound; the group's
-// total is pruning::global_nnz<Net>), is a compile-time constant: keep = max(round_half_even(n * (1 -
-// s)), 1) of n candidates (weights or blocks), as TFMOT's top-k. Masks change
+// plus a uint8 mask buffer "kernel_mask" of the kernel's shape (role::mask,
+// saved with the weights). The kernel is a matrix of `rows` (K of a dense
+// layer, KH*KW*C of a convolution) by `cols` (units, filters); the bias is
+// never pruned. Pattern (pruning/masks.hpp): unstructured (TFMOT's default),
+// n_of_m<N, M>, block<R, C>, units, global_magnitude (pruning/global.hpp).
+// final_nnz, the kernel weights kept at the schedule's final sparsity, is a
+// compile-time constant: max(round_half_even(n (1 - s)), 1) of n candidates
+// (TFMOT's top-k; global_magnitude: the kernel's size, a bound). Masks change
 // only in the training step (pruning/update_pruning_step.hpp).
 // Compile errors (one sentence, the layer's position in the instantiation):
 // a sparsity outside [0, 1), a schedule that ends before it begins, N:M with
 // N >= M or N = 0, rows not a multiple of M, a block that does not tile.
+// Details: docs/pruning.md, "Pruned layers" and "Which weights go (patterns)".
 #pragma once
 #include <array>
 #include <cmath>

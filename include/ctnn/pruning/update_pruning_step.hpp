@@ -1,29 +1,19 @@
 // ctnn/pruning/update_pruning_step.hpp — the training-step hook that prunes (TFMOT's UpdatePruningStep).
 //
 // Pass update_pruning_step{} to fit with a model whose network has
-// prune_low_magnitude layers. It is a step hook (train/step.hpp) and a
+// prune_low_magnitude layers; it is a step hook (train/step.hpp) and a
 // callback (train/callbacks.hpp):
-//   before the forward pass of the step at update count t (the step's first
-//   phase; updates applied, so once per gradient accumulation window:
-//   docs/training.md), for each pruned layer whose schedule says should_prune(t): a new
-//   mask from the kernel's magnitudes at sparsity(t) (pruning/masks.hpp), as
-//   TFMOT's wrapper does in its call() at pruning_step t;
-//   transform_gradients: the gradients of pruned weights are set to 0, so no
-//   optimizer transform (accumulation, clipping) sees them;
-//   after_update (after the optimizer's own, e.g. the EMA): pruned weights and
-//   every optimizer slot of a pruned weight (momentum, Adam's moments, the
-//   EMA average, the accumulator) are set to exactly 0, so after every update
-//   the pruned weights are exactly 0, and no slot can bring them back later
-//   (not even with_options' final EMA copy);
-//   on_epoch_end: logs "sparsity_layer_<position>" (the fraction of the
-//   kernel that is masked; positions count from 1 after input) for every
-//   pruned layer into the epoch's logs, hence the history.
-// apply_masks(model) zeroes the masked weights of every pruned layer
-// (after loading or editing weights by hand); layer_sparsities(model) returns
-// (position, sparsity) pairs. The layers pruned with global_magnitude get
-// their masks together (pruning/global.hpp): global_sparsities(model) and
-// global_kept(model) report, per such layer, the sparsity and the kept count
-// the group's threshold chose.
+//   first phase of the step at update count t: each pruned layer whose
+//   schedule says should_prune(t) gets a new mask at sparsity(t)
+//   (pruning/masks.hpp; global_magnitude layers together, pruning/global.hpp);
+//   transform_gradients: the gradients of pruned weights are set to 0;
+//   after_update (after the optimizer's own): pruned weights and every
+//   optimizer slot of a pruned weight are set to exactly 0;
+//   on_epoch_end: logs "sparsity_layer_<position>" for every pruned layer.
+// apply_masks(model) zeroes the masked weights of every pruned layer;
+// layer_sparsities(model) returns (position, sparsity) pairs;
+// global_sparsities(model) and global_kept(model) report the global group's.
+// Details: docs/pruning.md, "Retraining: update_pruning_step".
 #pragma once
 #include <algorithm>
 #include <cmath>

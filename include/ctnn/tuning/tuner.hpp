@@ -2,39 +2,22 @@
 //
 // tuner<architectures<Net...>, optimizers<O...>>(space, oracle, options)
 // runs trials the oracle proposes (oracle.hpp, hyperband.hpp, bayesian.hpp).
-// Each network and each optimizer type is instantiated once, when the tuner
-// is compiled; a trial only picks among them and sets run-time values:
-//   "architecture"  choice of options.architecture_names (added by the tuner
-//                   when there are several networks)
-//   "optimizer"     choice of options.optimizer_names (added when several)
-//   "learning_rate" the optimizer's constant rate (O(lr)); absent: O{}
-//   "batch_size"    the training batch (train.batch(n)); absent: 32
-//   "dropout"       every dynamic_dropout's rate (train/runtime_factors.hpp)
-//   "l2", "l1"      every dynamic_l2 / dynamic_l1 factor
-// Other hyperparameters are recorded and searched but not applied to the
-// model (a network's structure is its type). search(loss, train, validation, epochs, extras...) fits each
-// trial's model with copies of the extras (metrics, callbacks such as
-// early_stopping: fresh per trial, as Keras Tuner copies them) and records
-// after every epoch the metrics, and when the objective improved the weights
-// (io::save_weights) as the trial's checkpoint. A trial's model is seeded with
-// rng-derived (seed, trial number), so a search is reproducible from its seed.
-// A trial that throws (NaN loss, an invalid value) is FAILED with the message
-// and the search goes on.
-//
-// Project directory <directory>/<project_name>/, every file written with
-// io::write_file_atomically: oracle.json (oracle kind and state, the space,
-// objective, trial ids), trial_<id>/trial.json (values, status, score,
-// best_step, metrics, message), trial_<id>/checkpoint.ctnn (best weights).
-// A tuner constructed on an existing project resumes: COMPLETED and FAILED
-// trials are kept, a RUNNING one (the process died) is run again from its
-// start with the same values and seed, and the oracle continues from its
-// saved state, so a killed search ends as an uninterrupted one would
-// (overwrite = true starts afresh); everything read back is validated first
-// (docs/tuning.md), and a corrupt file, like any failure of the project
-// directory (io/directories.hpp), is a ctnn::io_error naming the file and the
-// key. Hyperband trials with "tuner/trial_id"
-// start from that trial's checkpoint and train from "tuner/initial_epoch" to
-// "tuner/epochs", as Keras Tuner's Hyperband.run_trial.
+// Each network and optimizer type is instantiated once, when the tuner is
+// compiled; a trial picks among them ("architecture", "optimizer") and sets
+// run-time values: "learning_rate", "batch_size" (default 32), "dropout"
+// (every dynamic_dropout), "l2", "l1" (every dynamic_l2 / dynamic_l1); other
+// hyperparameters are recorded and searched but not applied.
+// search(loss, train, validation, epochs, extras...) fits each trial's model
+// (seeded from (seed, trial number)) with fresh copies of the extras, records
+// the metrics after every epoch and the best weights as the trial's
+// checkpoint; a trial that throws is FAILED with its message and the search
+// goes on. The project directory <directory>/<project_name>/ (oracle.json,
+// trial_<id>/trial.json, trial_<id>/checkpoint.ctnn) is written atomically,
+// so a tuner constructed on it resumes (a RUNNING trial runs again from its
+// start; overwrite = true starts afresh); everything read back is validated
+// and a corrupt file is a ctnn::io_error naming the file and the key.
+// Hyperband trials start from "tuner/trial_id"'s checkpoint. Details:
+// docs/tuning.md.
 #pragma once
 #include <algorithm>
 #include <chrono>
