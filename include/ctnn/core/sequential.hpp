@@ -56,15 +56,15 @@ constexpr bool check_layer() {
   }
 }
 
-// One spec bound under policy P on backend B. Under a 16-bit policy on a host
-// backend, the spec's float32 binding runs inside mixed_layer
+// One spec bound under policy P on backend B. Under a 16-bit policy on a backend
+// that runs host code (core/backend.hpp), the spec's float32 binding runs inside mixed_layer
 // (core/mixed_layer.hpp); keep_float32<S> keeps its variables unrounded.
 template <class S, Shape In, class P, class B>
 struct bind_one {
   using type = typename S::template bind<In, P, B>;
 };
 template <class S, Shape In, class P, class B>
-  requires(P::half && requires { B::memory::host_accessible; } && B::memory::host_accessible)
+  requires(P::half && runs_host_code<B>)
 struct bind_one<S, In, P, B> {
   using spec = std::conditional_t<is_keep_float32_v<S>, typename keep_spec<S>::type, S>;
   using type = mixed_layer<typename spec::template bind<In, precision::float32, B>, P, B, !is_keep_float32_v<S>>;

@@ -230,16 +230,24 @@ void load_v1(M& m, const std::vector<char>& d, const std::string& name) {
   if (esize != sizeof(W))
     fail("holds " + std::to_string(esize * 8) + "-bit values but this model uses " + std::to_string(sizeof(W) * 8) +
          "-bit values");
-  auto p = m.parameters();
-  auto s = m.state();
-  if (np != p.size() || ns != s.size())
+  const std::size_t p_size = m.parameters().size(), s_size = m.state().size();
+  if (np != p_size || ns != s_size)
     fail("its padded layout (" + std::to_string(np) + " parameter and " + std::to_string(ns) +
-         " state values) differs from this build's (" + std::to_string(p.size()) + " and " + std::to_string(s.size()) +
+         " state values) differs from this build's (" + std::to_string(p_size) + " and " + std::to_string(s_size) +
          "); re-save it with ctnn 0.1");
   const char* src = r.take((np + ns) * esize);
   if (!r.ok || r.at != r.end) fail("its size does not match its header");
-  std::memcpy(p.data(), src, np * esize);
-  std::memcpy(s.data(), src + np * esize, ns * esize);
+  if constexpr (requires { m.host_region(role::parameter, false); }) {  // any backend's model: host views
+    auto p = m.host_region(role::parameter, false);
+    auto s = m.host_region(role::state, false);
+    std::memcpy(p.data(), src, np * esize);
+    std::memcpy(s.data(), src + np * esize, ns * esize);
+    p.commit();
+    s.commit();
+  } else {
+    std::memcpy(m.parameters().data(), src, np * esize);
+    std::memcpy(m.state().data(), src + np * esize, ns * esize);
+  }
 }
 }  // namespace detail
 
@@ -276,9 +284,9 @@ void load_weights(M& m, const std::filesystem::path& path) {
   if (count != expected)
     fail("it holds " + std::to_string(count) + " tensors but this model has " + std::to_string(expected));
 
-  // Check every tensor against the model first; copy only when all match.
+  // Check every tensor against the model first; copy only when all match (a
+  // second walk in the same order: each tensor read gives one copy).
   struct pending {
-    std::byte* dst;
     const char* src;
     std::size_t bytes;
     std::uint8_t from = 0, to = 0;  // dtypes when converted (float32 <-> 16-bit)
@@ -334,26 +342,28 @@ void load_weights(M& m, const std::filesystem::path& path) {
         return;
       }
     if (type == want) {
-      copies.push_back({v.data, src, bytes});
+      copies.push_back({src, bytes});
       return;
     }
     if (std::string why = detail::conversion_fault(src, type, want, v.extent); !why.empty()) {
       error = where + " " + why;
       return;
     }
-    copies.push_back({v.data, src, bytes, type, want, v.extent});
+    copies.push_back({src, bytes, type, want, v.extent});
   });
   if (!error.empty()) fail(error);
   if (r.at != r.end) fail("corrupt: " + std::to_string(r.end - r.at) + " bytes follow the last tensor");
-  for (const pending& c : copies) {
+  std::size_t k = 0;
+  m.for_each_variable([&](const variable_ref& v) {
+    const pending& c = copies[k++];
     if (!c.from) {
-      std::memcpy(c.dst, c.src, c.bytes);
-      continue;
+      std::memcpy(v.data, c.src, c.bytes);
+      return;
     }
     const std::size_t sb = detail::dtype_bytes(c.from), db = detail::dtype_bytes(c.to);
     for (std::size_t i = 0; i < c.count; ++i)
-      detail::put_dtype_value(c.dst + i * db, c.to, detail::dtype_value(c.src + i * sb, c.from));
-  }
+      detail::put_dtype_value(v.data + i * db, c.to, detail::dtype_value(c.src + i * sb, c.from));
+  });
 }
 
 }  // namespace ctnn::io

@@ -51,7 +51,7 @@ struct batch_normalization {
 template <class Spec, Shape In, class Pol, class Backend>
 struct batch_norm_layer {
     static_assert(Pol::uniform, "batch_norm: this backend has no mixed-precision specialization of this layer");
-    static_assert(Backend::memory::host_accessible, "batch_norm: this backend has no specialization of this layer");
+    static_assert(runs_host_code<Backend>, "batch_norm: this backend has no specialization of this layer");
     using T = typename Pol::compute_type;
     static constexpr double Momentum = Spec::momentum, Epsilon = Spec::epsilon;
     static constexpr std::size_t C = last_dim_v<In>;

@@ -89,7 +89,7 @@ void dropout_backward(const T* mask, const T* dy, T* dx, std::size_t n, const ru
 template <class Spec, Shape In, class P, class Backend>
 struct dropout_layer {
   static_assert(P::uniform, "dropout: this backend has no mixed-precision specialization of this layer");
-  static_assert(Backend::memory::host_accessible, "dropout: this backend has no specialization of this layer");
+  static_assert(runs_host_code<Backend>, "dropout: this backend has no specialization of this layer");
   static constexpr double Rate = double(Spec::rate);
   using T = typename P::compute_type;
   using variable_type = typename P::variable_type;
@@ -128,7 +128,7 @@ struct dynamic_dropout {
 template <class Spec, Shape In, class P, class Backend>
 struct dynamic_dropout_layer {
   static_assert(P::uniform, "dynamic_dropout: this backend has no mixed-precision specialization of this layer");
-  static_assert(Backend::memory::host_accessible, "dynamic_dropout: this backend has no specialization of this layer");
+  static_assert(runs_host_code<Backend>, "dynamic_dropout: this backend has no specialization of this layer");
   using T = typename P::compute_type;
   using variable_type = typename P::variable_type;
   using compute_type = T;

@@ -30,13 +30,12 @@ struct categorical_crossentropy {
   double compute(const T* y, const T* targets, T* dy, std::size_t batch) const {
     static_assert(diag::classification_needs_two_classes<diag::output_width<N>, (N >= 2)>::value);
     const double scale = 1.0 / double(batch);
+    if (from_logits) return ops<B>::categorical_crossentropy_logits(y, targets, batch, N, dy, scale);
     double total = 0;
     for (std::size_t i = 0; i < batch; ++i) {
       const T* tr = targets + i * N;
       auto t = [tr](std::size_t j) { return double(tr[j]); };
-      T* d = dy ? dy + i * N : nullptr;
-      total += from_logits ? ops<B>::crossentropy_logits_row(y + i * N, t, N, d, scale)
-                           : detail::crossentropy_probs_row(y + i * N, t, N, d, scale);
+      total += detail::crossentropy_probs_row(y + i * N, t, N, dy ? dy + i * N : nullptr, scale);
     }
     return total;
   }

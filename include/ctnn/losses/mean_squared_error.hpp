@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <string>
 
-#include "../backends/cpu/backend.hpp"
+#include "../backends/cpu/ops.hpp"
 #include "../core/output_rule.hpp"
 #include "../core/targets.hpp"
 
@@ -24,14 +24,7 @@ struct mean_squared_error {
 
   template <std::size_t N, class B = cpu<>, class T>
   double compute(const T* y, const T* targets, T* dy, std::size_t batch) const {
-    const double g = 2.0 / double(N) / double(batch);
-    double total = 0;
-    for (std::size_t i = 0; i < batch * N; ++i) {
-      const double e = double(y[i]) - double(targets[i]);
-      total += e * e;
-      if (dy) dy[i] = T(g * e);
-    }
-    return total / double(N);
+    return ops<B>::squared_error(y, targets, batch * N, dy, 2.0 / double(N) / double(batch)) / double(N);
   }
 };
 

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "../core/format.hpp"
+#include "../core/plan.hpp"
 #include "monitor.hpp"
 
 namespace ctnn {
@@ -93,10 +94,7 @@ struct early_stopping {
     if (stopped_epoch > 0 && say) *out << "Epoch " << stopped_epoch + 1 << ": early stopping: " << reason() << "\n";
     if (restore_best_weights && !best_weights.empty()) {
       if (say) *out << "Restoring model weights from the end of the best epoch: " << best_epoch + 1 << ".\n";
-      auto p = ctx.model.parameters();
-      auto s = ctx.model.state();
-      std::memcpy(p.data(), best_weights.data(), p.size_bytes());
-      std::memcpy(s.data(), best_weights.data() + p.size_bytes(), s.size_bytes());
+      restore(ctx.model);
     }
   }
 
@@ -115,13 +113,40 @@ struct early_stopping {
     const double d = std::abs(min_delta);
     return detail::maximizes(monitor, mode) ? current - d > *reference : current + d < *reference;
   }
+  // Through host views (train/model.hpp: a device model's variables are copied), or
+  // the spans of a model without them (the CUDA fork's callback_model).
   template <class M>
   void save(M& m) {
-    auto p = m.parameters();
-    auto s = m.state();
-    best_weights.resize(p.size_bytes() + s.size_bytes());
-    std::memcpy(best_weights.data(), p.data(), p.size_bytes());
-    std::memcpy(best_weights.data() + p.size_bytes(), s.data(), s.size_bytes());
+    if constexpr (requires { m.host_region(role::parameter); }) {
+      const auto p = m.host_region(role::parameter);
+      const auto s = m.host_region(role::state);
+      keep(p.data(), p.size(), s.data(), s.size());
+    } else {
+      auto p = m.parameters();
+      auto s = m.state();
+      keep(p.data(), p.size_bytes(), s.data(), s.size_bytes());
+    }
+  }
+  void keep(const void* p, std::size_t pn, const void* s, std::size_t sn) {
+    best_weights.resize(pn + sn);
+    std::memcpy(best_weights.data(), p, pn);
+    std::memcpy(best_weights.data() + pn, s, sn);
+  }
+  template <class M>
+  void restore(M& m) {
+    if constexpr (requires { m.host_region(role::parameter, false); }) {
+      auto p = m.host_region(role::parameter, false);
+      auto s = m.host_region(role::state, false);
+      std::memcpy(p.data(), best_weights.data(), p.size());
+      std::memcpy(s.data(), best_weights.data() + p.size(), s.size());
+      p.commit();
+      s.commit();
+    } else {
+      auto p = m.parameters();
+      auto s = m.state();
+      std::memcpy(p.data(), best_weights.data(), p.size_bytes());
+      std::memcpy(s.data(), best_weights.data() + p.size_bytes(), s.size_bytes());
+    }
   }
 };
 

@@ -112,6 +112,8 @@ constexpr bool check_validation() {
   else return true;
 }
 
+// The metrics read the outputs on the host (model::host_outputs: one copy per
+// batch on a device backend).
 template <class M, class... Ms, class B>
 void update_metrics(std::tuple<Ms...>& ms, const typename M::value_type* y, const B& b) {
   std::apply([&](auto&... m) { (m.template update<M::output_size>(y, b.y.data(), b.size), ...); }, ms);
@@ -138,8 +140,11 @@ logs evaluate_impl(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics,
   std::size_t n = 0;
   for (std::size_t batch = 0; cur.next(b); ++batch) {
     const auto* y = m.forward(b.x.data(), b.size, false);
-    const double batch_sum = loss.template compute<M::output_size, typename M::backend>(
-        y, b.y.data(), static_cast<typename M::value_type*>(nullptr), b.size);
+    const auto* t = m.feed(1, b.y.data(), b.size * target_width<M, std::remove_cvref_t<decltype(b.y[0])>>());
+    const double batch_sum = m.run([&] {
+      return loss.template compute<M::output_size, typename M::backend>(
+          y, t, static_cast<typename M::value_type*>(nullptr), b.size);
+    });
     if (!std::isfinite(batch_sum))
       check_loss_finite(batch_sum, (prefix.empty() ? "evaluate: batch " : "fit: validation batch ") + std::to_string(batch + 1));
     // evaluate (not fit's validation: fit checks after every update) checks the variables once,
@@ -147,7 +152,7 @@ logs evaluate_impl(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics,
     if constexpr (checks_numerics<std::remove_cvref_t<M>>)
       if (batch == 0 && prefix.empty()) check_model_finite(m, [] { return std::string("evaluate: the model's variables"); });
     total += batch_sum;
-    update_metrics<M>(metrics, y, b);
+    if constexpr (sizeof...(Ms) > 0) update_metrics<M>(metrics, m.host_outputs(b.size).data(), b);
     n += b.size;
   }
   if (n == 0) throw std::invalid_argument("evaluate: the dataset is empty");
@@ -332,8 +337,9 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
                             " at epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1) +
                             " (learning rate " + detail::format_number(ctx.learning_rate()) + ")");
       }
-      if (e == 0 && s == 0) detail::warn_if_all_zero<MT>(step.output(), b.size);
-      detail::update_metrics<MT>(metrics, step.output(), b);
+      if (e == 0 && s == 0) detail::warn_if_all_zero<MT>(m.host_outputs(b.size).data(), b.size);
+      if constexpr (std::tuple_size_v<decltype(metrics)> > 0)
+        detail::update_metrics<MT>(metrics, m.host_outputs(b.size).data(), b);
       if (r.updated)
         detail::check_model_finite(
             m, [&] { return "fit: after the update of epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1); },

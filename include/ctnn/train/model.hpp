@@ -17,6 +17,12 @@
 // its activations and caches in scratch memory of its own, so spans of the
 // variables (parameters(), layer_parameters<I>(), ...) stay valid.
 //
+// Any backend (core/backend.hpp): the layers, losses and updates run through
+// its runner (run()); host code reaches the memory through host views
+// (host_region(), for_each_variable, host_outputs()) and inputs reach it
+// through its feeder, so on a device backend parameters(), gradients(),
+// output() and the other spans point into device memory (docs/design.md).
+//
 // The optimizer's state belongs to the model it updates: its slots are a plan
 // region and its update and step counts and learning-rate scale live here
 // (optimizer_state()). fit() (re)initialises them when the model meets an
@@ -151,8 +157,11 @@ class model {
   static constexpr std::size_t output_size = Net::output_type::size;
   static constexpr std::size_t parameter_count = Net::parameter_count;
   static constexpr std::size_t state_count = Net::state_count;
-  static_assert(Backend::memory::host_accessible,
-                "model: this backend's memory is not host-accessible; a device backend brings its own model");
+  // The backend's policies (core/backend.hpp); a host backend that names no
+  // runner gets the CPU's, so its steps flush denormals as cpu<>'s do.
+  using host_view_type = host_view_t<Backend>;
+  using feeder_type = feeder_t<Backend>;
+  using runner_type = runner_t<Backend, host_runner>;
 
   explicit model(std::uint64_t seed = 0) : seed_(seed), gen_(seed) {
     reserve(1, 0);
@@ -163,7 +172,9 @@ class model {
   void initialize(std::uint64_t seed) {
     seed_ = seed;
     rng init_gen(seed);
-    for_each_layer([&]<std::size_t I, class L>() { L::init(slot<I>(), init_gen); });
+    host_view_type v = variables_view();
+    for_each_layer([&]<std::size_t I, class L>() { L::init(slot<I>(v.data()), init_gen); });
+    v.commit();
     gen_ = rng::derive(seed, 0x64726f70ull);  // stream for dropout and other run-time randomness
     reset_optimizer();
   }
@@ -220,47 +231,103 @@ class model {
   }
 
   // Calls f(variable_ref) for every declared parameter, state, mask and
-  // metadata buffer, layer by layer in declaration order.
+  // metadata buffer, layer by layer in declaration order. v.data is host
+  // memory: the model's own on a host backend, else a host view of the
+  // variables which the non-const overload writes back when f returns.
   template <class F>
   void for_each_variable(F&& f) const {
-    detail::for_each_variable_in<layers, policy, plan>(mem_.data(), lay_, batch_capacity_, f);
+    host_view_type v = variables_view();
+    detail::for_each_variable_in<layers, policy, plan>(v.data(), lay_, batch_capacity_, f);
+  }
+  template <class F>
+  void for_each_variable(F&& f) {
+    host_view_type v = variables_view();
+    detail::for_each_variable_in<layers, policy, plan>(v.data(), lay_, batch_capacity_, f);
+    v.commit();
   }
 
-  // Runs every layer on x[batch, input_size]; returns the output rows.
+  // A host view of region r (core/backend.hpp): zero-copy on host memory, a
+  // copy elsewhere (read from the model when `read`; commit() writes it back).
+  host_view_type host_region(role r, bool read = true) const {
+    return host_view_type(mem_.data() + lay_.at(r), lay_.bytes(r), read);
+  }
+
+  // Calls f() as the backend runs work (core/backend.hpp's runner); with
+  // flush_denormals given, the CPU's runner sets (true) or clears (false)
+  // flush-to-zero for the call.
+  template <class F>
+  decltype(auto) run(F&& f) {
+    return runner_type::run(std::forward<F>(f));
+  }
+  template <class F>
+  decltype(auto) run(F&& f, bool flush_denormals) {
+    return runner_type::run(std::forward<F>(f), flush_denormals);
+  }
+
+  // Where the model reads n values of host's (the feeder's slot k: 0 inputs, 1 targets).
+  template <class U>
+  const U* feed(std::size_t k, const U* host, std::size_t n) {
+    return feeder_.feed(k, host, n);
+  }
+
+  // Runs every layer on x[batch, input_size] (host memory); returns the output rows.
   const value_type* forward(const value_type* x, std::size_t batch, bool training) {
     if (batch == 0) throw std::invalid_argument("model::forward: the batch is empty");
+    return forward_fed(feed(0, x, batch * input_size), batch, training);
+  }
+  // forward() on inputs already where the model reads them (feed(0, x, ...)).
+  const value_type* forward_fed(const value_type* x, std::size_t batch, bool training) {
+    if (batch == 0) throw std::invalid_argument("model::forward: the batch is empty");
     reserve(batch, slots_);
-    return run_layers(x, batch, training);
+    return run([&] { return run_layers(x, batch, training); });
   }
   const value_type* output() noexcept { return activation<layer_count - 1>(); }
+  // The last forward's first n output rows on the host (a view of the model's
+  // memory on a host backend, else a copy that lives until the next call).
+  std::span<const value_type> host_outputs(std::size_t n) {
+    const value_type* y = activation<layer_count - 1>();
+    if constexpr (Backend::memory::host_accessible) {
+      return {y, n * output_size};
+    } else {
+      host_out_.resize(n * output_size);
+      Backend::memory::copy(host_out_.data(), y, host_out_.size() * sizeof(value_type));
+      return host_out_;
+    }
+  }
 
   // Where the loss writes dL/d(output) for the last forward's batch.
   value_type* output_gradient() noexcept { return delta<value_type>(0); }
 
   // Back-propagates output_gradient() through every layer.
   void backward() {
-    const run_info r{batch_, true, &gen_};
-    std::size_t cur = 0;  // which delta buffer holds this layer's dL/d(output)
-    for_each_layer_reverse([&]<std::size_t I, class L>() {
-      using In = std::remove_cv_t<std::remove_pointer_t<decltype(input_of<I>())>>;
-      using Out = std::remove_pointer_t<decltype(activation<I>())>;
-      In* dx = I == 0 ? nullptr : delta<In>(1 - cur);
-      L::backward(slot<I>(), input_of<I>(), activation<I>(), delta<Out>(cur), dx, r);
-      cur = 1 - cur;
+    run([&] {
+      const run_info r{batch_, true, &gen_};
+      std::size_t cur = 0;  // which delta buffer holds this layer's dL/d(output)
+      for_each_layer_reverse([&]<std::size_t I, class L>() {
+        using In = std::remove_cv_t<std::remove_pointer_t<decltype(input_of<I>())>>;
+        using Out = std::remove_pointer_t<decltype(activation<I>())>;
+        In* dx = I == 0 ? nullptr : delta<In>(1 - cur);
+        L::backward(slot<I>(), input_of<I>(), activation<I>(), delta<Out>(cur), dx, r);
+        cur = 1 - cur;
+      });
     });
   }
 
   // Sum of the layers' regularization penalties.
   double penalty() {
-    double p = 0;
-    for_each_layer([&]<std::size_t I, class L>() {
-      if constexpr (requires { L::penalty(slot<I>()); }) p += double(L::penalty(slot<I>()));
+    return run([&] {
+      double p = 0;
+      for_each_layer([&]<std::size_t I, class L>() {
+        if constexpr (requires { L::penalty(slot<I>()); }) p += double(L::penalty(slot<I>()));
+      });
+      return p;
     });
-    return p;
   }
   void add_penalty_gradients() {
-    for_each_layer([&]<std::size_t I, class L>() {
-      if constexpr (requires { L::add_penalty_gradient(slot<I>()); }) L::add_penalty_gradient(slot<I>());
+    run([&] {
+      for_each_layer([&]<std::size_t I, class L>() {
+        if constexpr (requires { L::add_penalty_gradient(slot<I>()); }) L::add_penalty_gradient(slot<I>());
+      });
     });
   }
 
@@ -287,8 +354,9 @@ class model {
     scratch_ = scratch ? &*scratch : nullptr;
     for (std::size_t i = 0; i < n; i += batch) {
       const std::size_t b = std::min(batch, n - i);
-      const value_type* y = run_layers(x + i * input_size, b, false);
-      std::copy(y, y + b * output_size, out.data() + i * output_size);
+      const value_type* dx = feed(0, x + i * input_size, b * input_size);
+      const value_type* y = run([&] { return run_layers(dx, b, false); });
+      Backend::memory::copy(out.data() + i * output_size, y, b * output_size * sizeof(value_type));
     }
     return out;
   }
@@ -319,6 +387,9 @@ class model {
     }(std::make_index_sequence<layer_count>{});
   }
 
+  // A host view of the variable regions (parameters .. metadata: the bytes before the slots).
+  host_view_type variables_view() const { return host_view_type(mem_.data(), lay_.at(role::optimizer_slot), true); }
+
   template <class U>
   std::span<U> region(role r) const noexcept {
     return {reinterpret_cast<U*>(mem_.data() + lay_.at(r)), lay_.bytes(r) / sizeof(U)};
@@ -347,17 +418,21 @@ class model {
 
   // Layer i's block of role r: in the model's memory, or (activations and caches during a predict
   // above the capacity) in predict's scratch.
+  // (vars: the variable regions' base, mem_.data() or a host view of them.)
   template <class U>
-  U* block(role r, std::size_t i) const noexcept {
+  U* block(role r, std::size_t i, std::byte* vars = nullptr) const noexcept {
     if (scratch_ && plan::per_sample(r)) return reinterpret_cast<U*>(scratch_->region(r) + plan::offset(i, r, scratch_->batch));
-    return reinterpret_cast<U*>(mem_.data() + lay_.at(r) + plan::offset(i, r, batch_capacity_));
+    return reinterpret_cast<U*>((vars ? vars : mem_.data()) + lay_.at(r) + plan::offset(i, r, batch_capacity_));
   }
 
+  // Layer I's pointers; with vars (a host view of the variable regions) its
+  // variables are the view's and its cache is null.
   template <std::size_t I>
-  layer_slot<variable_type, compute_type> slot() const noexcept {
-    return {block<variable_type>(role::parameter, I), block<variable_type>(role::gradient, I),
-            block<variable_type>(role::state, I),     block<compute_type>(role::cache, I),
-            block<std::uint8_t>(role::mask, I),       block<std::byte>(role::metadata, I)};
+  layer_slot<variable_type, compute_type> slot(std::byte* vars = nullptr) const noexcept {
+    return {block<variable_type>(role::parameter, I, vars), block<variable_type>(role::gradient, I, vars),
+            block<variable_type>(role::state, I, vars),
+            vars ? nullptr : block<compute_type>(role::cache, I),
+            block<std::uint8_t>(role::mask, I, vars),       block<std::byte>(role::metadata, I, vars)};
   }
   // Layer I's output: compute_type, the last layer's value_type.
   template <std::size_t I>
@@ -388,6 +463,8 @@ class model {
   const value_type* x_ = nullptr;
   ctnn::optimizer_state opt_{};
   const predict_scratch* scratch_ = nullptr;  // set only while predict runs above the capacity
+  feeder_type feeder_{};
+  std::vector<value_type> host_out_;  // host_outputs' copy (device backends)
 };
 
 namespace detail {
@@ -405,9 +482,12 @@ struct training_access {
     m.reserve(1, O::slots_per_parameter);
     const void* kind = &optimizer_kind_tag<O>;
     if (m.opt_.kind == kind) return;
-    auto slots = m.optimizer_slots();
-    std::fill(slots.begin(), slots.end(), typename M::variable_type(0));
-    opt.init_slots(slots.data(), m.parameters().size());
+    using W = typename M::variable_type;
+    auto v = m.host_region(role::optimizer_slot, false);
+    W* slots = reinterpret_cast<W*>(v.data());
+    std::fill(slots, slots + v.size() / sizeof(W), W(0));
+    opt.init_slots(slots, m.parameters().size());
+    v.commit();
     m.opt_ = ctnn::optimizer_state{};
     m.opt_.kind = kind;
   }

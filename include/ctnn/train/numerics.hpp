@@ -65,10 +65,30 @@ inline std::string non_finite_name(double v) { return std::isnan(v) ? "NaN" : v 
 // where() builds the message's start only when something is wrong. With
 // parameters_finite (the optimizer's update already found every new
 // parameter finite, backends/cpu/updates.hpp) only the state is scanned.
+// A model with host_region (train/model.hpp) is read through host views, so a
+// device model's variables are scanned on the host.
+template <class M, role R>
+auto host_span_of(M& m) {
+  if constexpr (requires { m.host_region(R); }) {
+    using W = typename std::remove_cvref_t<M>::variable_type;
+    struct region {
+      decltype(m.host_region(R)) view;
+      const W* data() const noexcept { return reinterpret_cast<const W*>(view.data()); }
+      std::size_t size() const noexcept { return view.size() / sizeof(W); }
+      W operator[](std::size_t i) const noexcept { return data()[i]; }
+    };
+    return region{m.host_region(R)};
+  } else if constexpr (R == role::parameter) {
+    return m.parameters();
+  } else {
+    return m.state();
+  }
+}
+
 template <class M, class Where>
-void check_model_finite(M& m, Where&& where, bool parameters_finite = false) {
-  const auto params = m.parameters();
-  const std::size_t i = parameters_finite ? params.size() : first_non_finite(params.data(), params.size());
+void check_parameters_finite(M& m, Where&& where) {
+  const auto params = host_span_of<M, role::parameter>(m);
+  const std::size_t i = first_non_finite(params.data(), params.size());
   if (i != params.size()) {
     variable_ref found{};
     bool named = false;
@@ -86,8 +106,13 @@ void check_model_finite(M& m, Where&& where, bool parameters_finite = false) {
     }
     throw_non_finite_parameter(where(), i, named ? &found : nullptr, element, double(params[i]));
   }
+}
+
+template <class M, class Where>
+void check_model_finite(M& m, Where&& where, bool parameters_finite = false) {
+  if (!parameters_finite) check_parameters_finite(m, where);
   if constexpr (requires { m.state(); }) {
-    const auto st = m.state();
+    const auto st = host_span_of<M, role::state>(m);
     if (const std::size_t i = first_non_finite(st.data(), st.size()); i != st.size())
       throw_non_finite_state(where(), i, double(st[i]));
   }

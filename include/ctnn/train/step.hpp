@@ -25,9 +25,12 @@
 //                          each consumer reads).
 // A hook is any object with one or more of scale_loss, transform_gradients,
 // after_update taking step_state<M>&; fit passes every extra argument that is
-// one (StepHook). The step runs with flush-to-zero and denormals-are-zero set
-// on the calling thread and the pool's workers (backends/cpu/denormals.hpp)
-// unless ieee_denormals is true; the caller's mode is restored afterwards.
+// one (StepHook). The batch reaches the model through the backend's feeder
+// and phases 1 to 6 run through its runner (core/backend.hpp): on the CPU
+// with flush-to-zero and denormals-are-zero set on the calling thread and the
+// pool's workers (backends/cpu/denormals.hpp) unless ieee_denormals is true;
+// the caller's mode is restored afterwards. output() is in the backend's
+// memory (model::host_outputs reads it on the host).
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -36,11 +39,18 @@
 #include <tuple>
 #include <type_traits>
 
-#include "../backends/cpu/denormals.hpp"
 #include "model.hpp"
 #include "numerics.hpp"
 
 namespace ctnn {
+
+namespace detail {
+// Values per sample of a target array: one label (sparse), else one per output.
+template <class M, class Target>
+constexpr std::size_t target_width() {
+  return std::is_integral_v<Target> ? 1 : M::output_size;
+}
+}  // namespace detail
 
 // What the phases of one step share; hooks read and change it.
 template <class M>
@@ -96,38 +106,43 @@ class train_step {
   // One step on a batch of `n` samples x (n * input_size values) with targets y.
   template <class Target>
   step_result run(const T* x, const Target* y, std::size_t n, std::size_t epoch, std::size_t step) {
-    const kernels::cpu::denormal_guard fp(!ieee_denormals_);
     if (n > m_.batch_capacity()) m_.reserve(n, O::slots_per_parameter);
     step_state<M> s = state(epoch, step, n);
     s.inputs = x;
     each([&](auto& h) {
       if constexpr (has_scale_loss<std::remove_cvref_t<decltype(h)>, M>) h.scale_loss(s);
     });
+    // the batch where the model reads it (the feeder: zero-copy on the CPU)
+    const T* dx = m_.feed(0, x, n * M::input_size);
+    const Target* dy = m_.feed(1, y, n * detail::target_width<M, Target>());
 
-    step_result r;
-    // 1. forward
-    const T* out = m_.forward(x, n, true);
-    // 2. loss
-    r.loss_sum = loss_.template compute<M::output_size, B>(out, y, m_.output_gradient(), n);
-    r.penalty = m_.penalty();
-    last_output_ = out;
-    if (!std::isfinite(r.loss_sum + r.penalty)) return r;  // the caller decides (fit raises numeric_error)
-    if (s.loss_scale != 1.0) scale(m_.output_gradient(), n * M::output_size, T(s.loss_scale));
-    // 3. backward (the regularizers' gradients are added in phase 4, unscaled)
-    m_.backward();
-    // 4. - 6.
-    r.updated = apply_gradients(s);
-    r.parameters_finite = s.parameters_finite;
-    r.skipped = s.skip_step;
-    return r;
+    return m_.run(
+        [&] {
+          step_result r;
+          // 1. forward
+          const T* out = m_.forward_fed(dx, n, true);
+          // 2. loss
+          r.loss_sum = loss_.template compute<M::output_size, B>(out, dy, m_.output_gradient(), n);
+          r.penalty = m_.penalty();
+          last_output_ = out;
+          if (!std::isfinite(r.loss_sum + r.penalty)) return r;  // the caller decides (fit raises numeric_error)
+          if (s.loss_scale != 1.0) scale(m_.output_gradient(), n * M::output_size, T(s.loss_scale));
+          // 3. backward (the regularizers' gradients are added in phase 4, unscaled)
+          m_.backward();
+          // 4. - 6.
+          r.updated = apply_gradients(s);
+          r.parameters_finite = s.parameters_finite;
+          r.skipped = s.skip_step;
+          return r;
+        },
+        !ieee_denormals_);
   }
 
   // Phases 4 to 6 on the gradients the model holds now (run() calls it after
   // backward; a test or a custom loop may fill gradients() itself).
   bool apply_gradients(std::size_t epoch = 0, std::size_t step = 0) {
-    const kernels::cpu::denormal_guard fp(!ieee_denormals_);
     step_state<M> s = state(epoch, step, 0);
-    return apply_gradients(s);
+    return m_.run([&] { return apply_gradients(s); }, !ieee_denormals_);
   }
 
   // The outputs of the last run's forward pass (batch rows).

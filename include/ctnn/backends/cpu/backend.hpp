@@ -1,4 +1,4 @@
-// ctnn/backends/cpu/backend.hpp — the CPU backend's tag, cpu<Arch>, and its memory.
+// ctnn/backends/cpu/backend.hpp — the CPU backend's tag, cpu<Arch>, its memory, feeder and runner.
 //
 // cpu<Arch> carries its xsimd architecture in the type, so two translation
 // units built with different -march flags instantiate different functions
@@ -8,9 +8,11 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <utility>
 
 #include "../../core/backend.hpp"
 #include "arch.hpp"
+#include "denormals.hpp"
 
 namespace ctnn {
 
@@ -29,12 +31,26 @@ struct host_memory {
   static void copy(void* dst, const void* src, std::size_t bytes) noexcept {
     if (bytes) std::memcpy(dst, src, bytes);
   }
+  using host_view = zero_copy_view;
+};
+
+// The CPU's runner: the phases run on the calling thread (and the pool's
+// workers) with flush-to-zero and denormals-are-zero set unless
+// flush_denormals is false (denormals.hpp); the caller's mode is restored.
+struct host_runner {
+  template <class F>
+  static decltype(auto) run(F&& f, bool flush_denormals = true) {
+    const kernels::cpu::denormal_guard fp(flush_denormals);
+    return std::forward<F>(f)();
+  }
 };
 
 template <class Arch = kernels::cpu::default_arch>
 struct cpu {
   using arch = Arch;
   using memory = host_memory;
+  using feeder = zero_copy_feeder;  // the model reads the batch where it is
+  using runner = host_runner;
   static std::string name() { return std::string("cpu<") + Arch::name() + ">"; }
 };
 

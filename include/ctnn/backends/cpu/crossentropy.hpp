@@ -5,11 +5,13 @@
 // reference, tested on every architecture the CPU runs in
 // tests/losses/test_logits_simd.cpp) and the all-double
 // crossentropy_logits_row_reference otherwise. The losses reach it through
-// ops<cpu<Arch>>::crossentropy_logits_row.
+// ops<cpu<Arch>>: the batched sparse_crossentropy_logits and
+// categorical_crossentropy_logits (rows of it), squared_error (MSE).
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 #include "activations.hpp"
@@ -78,6 +80,49 @@ double crossentropy_logits_row(const T* z, Target&& t, std::size_t n, T* d, doub
     return crossentropy_logits_row_simd<Arch>(z, t, n, d, scale);
   else
     return crossentropy_logits_row_reference(z, t, n, d, scale);
+}
+
+// ---- the losses' batched kernels (ops<cpu<Arch>>: sparse_crossentropy_logits, ...) ----
+// Each returns the sum of the per-sample losses over `rows` samples and, when d
+// is not null, writes the gradient times scale (the losses pass 1 / batch).
+
+// Rows of logits z[rows, n] against one class index per row (each in [0, n): the loss checks).
+template <class T, class Arch = default_arch>
+double sparse_crossentropy_logits(const T* z, const std::int32_t* labels, std::size_t rows, std::size_t n, T* d,
+                                  double scale) {
+  double total = 0;
+  for (std::size_t i = 0; i < rows; ++i) {
+    const auto l = std::size_t(labels[i]);
+    auto t = [l](std::size_t j) { return j == l ? 1.0 : 0.0; };
+    total += crossentropy_logits_row<T, Arch>(z + i * n, t, n, d ? d + i * n : nullptr, scale);
+  }
+  return total;
+}
+
+// Rows of logits z[rows, n] against target weights t[rows, n] (one-hot or soft).
+template <class T, class Arch = default_arch>
+double categorical_crossentropy_logits(const T* z, const T* targets, std::size_t rows, std::size_t n, T* d,
+                                       double scale) {
+  double total = 0;
+  for (std::size_t i = 0; i < rows; ++i) {
+    const T* tr = targets + i * n;
+    auto t = [tr](std::size_t j) { return double(tr[j]); };
+    total += crossentropy_logits_row<T, Arch>(z + i * n, t, n, d ? d + i * n : nullptr, scale);
+  }
+  return total;
+}
+
+// Squared errors of y[count] against t[count]: returns sum (y - t)^2; d = scale * (y - t)
+// (the loss passes scale = 2 / (N * batch)).
+template <class T>
+double squared_error(const T* y, const T* t, std::size_t count, T* d, double scale) {
+  double total = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double e = double(y[i]) - double(t[i]);
+    total += e * e;
+    if (d) d[i] = T(scale * e);
+  }
+  return total;
 }
 
 }  // namespace ctnn::kernels::cpu

@@ -127,6 +127,22 @@ struct ops<cpu<Arch>> {
     return kernels::cpu::crossentropy_logits_row<T, Arch>(z, t, n, d, scale);
   }
 
+  // ---- loss kernels (batched; the sum of the per-sample losses, gradient times scale into d if not null) ----
+  template <class T>
+  static double sparse_crossentropy_logits(const T* z, const std::int32_t* labels, std::size_t rows, std::size_t n,
+                                           T* d, double scale) {
+    return kernels::cpu::sparse_crossentropy_logits<T, Arch>(z, labels, rows, n, d, scale);
+  }
+  template <class T>
+  static double categorical_crossentropy_logits(const T* z, const T* t, std::size_t rows, std::size_t n, T* d,
+                                                double scale) {
+    return kernels::cpu::categorical_crossentropy_logits<T, Arch>(z, t, rows, n, d, scale);
+  }
+  template <class T>
+  static double squared_error(const T* y, const T* t, std::size_t count, T* d, double scale) {
+    return kernels::cpu::squared_error(y, t, count, d, scale);
+  }
+
   // ---- optimizer updates (element-wise over n parameters; true when every new w is finite) ----
   template <class T>
   static bool adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, T alpha, T b1, T b2, T eps, bool ams) {

@@ -1,0 +1,182 @@
+// tests/device/simulated_device.hpp — a device backend tested without a device.
+//
+// sim::device's memory is not host-accessible: each allocation is its own
+// anonymous mmap (the arena), kept PROT_NONE except while the backend itself
+// works on it: memory::copy, every op of ops<sim::device> (the CPU kernels of
+// ops<cpu<>>) and the runner's calls (the forward/loss/backward/update phases
+// the model hands it; runs_host_code lets host-loop layers such as batch_norm
+// run there). Any other host access to a model's memory — the generic model,
+// fit, callbacks, weights files reading or writing it directly instead of
+// through host views, memory::copy or the feeder — is a SIGSEGV. Its
+// host_view and feeder are the defaults for device memory (host_mirror,
+// staging_feeder: core/backend.hpp). Single-threaded use of the arena: one
+// thread enters the backend at a time (the CPU pool's workers run inside).
+#pragma once
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+
+#include <cstddef>
+#include <cstring>
+#include <map>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include <ctnn/backends/cpu/ops.hpp>
+
+namespace sim {
+
+// The arena: every live mapping and its length; `depth` counts the backend's
+// nested calls (the arena is readable and writable while depth > 0).
+struct arena {
+  static inline std::map<void*, std::size_t> mappings;
+  static inline int depth = 0;
+  static inline std::size_t allocations = 0, copies = 0, bytes_copied = 0;
+
+  static std::size_t page() {
+    static const std::size_t p = std::size_t(::sysconf(_SC_PAGESIZE));
+    return p;
+  }
+  static std::size_t rounded(std::size_t n) { return (n + page() - 1) / page() * page(); }
+  static void protect(void* p, std::size_t n, bool open) {
+    if (::mprotect(p, n, open ? PROT_READ | PROT_WRITE : PROT_NONE) != 0)
+      throw std::runtime_error("simulated_device: mprotect failed");
+  }
+  static void set_all(bool open) {
+    for (auto& [p, n] : mappings) protect(p, n, open);
+  }
+};
+
+// While one lives, the backend is working: the arena is open.
+class scope {
+ public:
+  scope() {
+    if (arena::depth++ == 0) arena::set_all(true);
+  }
+  scope(const scope&) = delete;
+  scope& operator=(const scope&) = delete;
+  ~scope() {
+    if (--arena::depth == 0) arena::set_all(false);
+  }
+};
+
+struct memory {
+  static constexpr bool host_accessible = false;
+  static void* allocate(std::size_t bytes) {
+    if (bytes == 0) return nullptr;
+    const std::size_t n = arena::rounded(bytes);
+    void* p = ::mmap(nullptr, n, arena::depth > 0 ? PROT_READ | PROT_WRITE : PROT_NONE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);  // zero-filled, page (so 64-byte) aligned
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    arena::mappings.emplace(p, n);
+    ++arena::allocations;
+    return p;
+  }
+  static void deallocate(void* p, std::size_t) noexcept {
+    if (!p) return;
+    const auto it = arena::mappings.find(p);
+    if (it == arena::mappings.end()) return;
+    ::munmap(p, it->second);
+    arena::mappings.erase(it);
+  }
+  // Either direction (device <-> host, device <-> device), as cudaMemcpyDefault.
+  static void copy(void* dst, const void* src, std::size_t bytes) {
+    if (bytes == 0) return;
+    const scope s;
+    std::memcpy(dst, src, bytes);
+    ++arena::copies;
+    arena::bytes_copied += bytes;
+  }
+};
+
+// The runner: the phases run inside the backend (the arena open), with the CPU's denormal mode.
+struct runner {
+  template <class F>
+  static decltype(auto) run(F&& f) {
+    const scope s;
+    return std::forward<F>(f)();
+  }
+  template <class F>
+  static decltype(auto) run(F&& f, bool flush_denormals) {
+    const scope s;
+    return ctnn::host_runner::run(std::forward<F>(f), flush_denormals);
+  }
+};
+
+struct device {
+  using memory = sim::memory;
+  using runner = sim::runner;
+  static constexpr bool runs_host_code = true;  // host-loop layers (batch_norm, dropout) run in the runner
+  static std::string name() { return "simulated_device"; }
+};
+
+// True when reading p from the host (outside the backend) kills a forked child with SIGSEGV.
+inline bool faults_on_read(const void* p) {
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("simulated_device: fork failed");
+  if (pid == 0) {
+    const rlimit no_core{0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    std::signal(SIGSEGV, SIG_DFL);  // not the test framework's handler
+    const volatile unsigned char c = *static_cast<const volatile unsigned char*>(p);
+    (void)c;
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV;
+}
+
+}  // namespace sim
+
+// The ops: cpu<>'s kernels, each call inside the backend (the arena open).
+#define SIM_DEVICE_OP(name)                                        \
+  template <auto... V, class... A>                                 \
+  static decltype(auto) name(A&&... a) {                           \
+    const sim::scope s;                                            \
+    return base::template name<V...>(std::forward<A>(a)...);      \
+  }
+
+template <>
+struct ctnn::ops<sim::device> : ctnn::ops<ctnn::cpu<>> {
+  using base = ctnn::ops<ctnn::cpu<>>;
+  SIM_DEVICE_OP(dense_forward)
+  SIM_DEVICE_OP(dense_backward_weights)
+  SIM_DEVICE_OP(dense_backward_input)
+  SIM_DEVICE_OP(sparse_dense_forward)
+  SIM_DEVICE_OP(conv_forward)
+  SIM_DEVICE_OP(conv_backward)
+  SIM_DEVICE_OP(max_pool_forward)
+  SIM_DEVICE_OP(max_pool_backward)
+  SIM_DEVICE_OP(average_pool_forward)
+  SIM_DEVICE_OP(average_pool_backward)
+  SIM_DEVICE_OP(global_average_forward)
+  SIM_DEVICE_OP(global_average_backward)
+  SIM_DEVICE_OP(copy)
+  SIM_DEVICE_OP(relu_forward)
+  SIM_DEVICE_OP(relu_backward)
+  SIM_DEVICE_OP(leaky_relu_forward)
+  SIM_DEVICE_OP(leaky_relu_backward)
+  SIM_DEVICE_OP(sigmoid_forward)
+  SIM_DEVICE_OP(sigmoid_backward)
+  SIM_DEVICE_OP(tanh_forward)
+  SIM_DEVICE_OP(tanh_backward)
+  SIM_DEVICE_OP(softmax_forward)
+  SIM_DEVICE_OP(softmax_backward)
+  SIM_DEVICE_OP(crossentropy_logits_row)
+  SIM_DEVICE_OP(sparse_crossentropy_logits)
+  SIM_DEVICE_OP(categorical_crossentropy_logits)
+  SIM_DEVICE_OP(squared_error)
+  SIM_DEVICE_OP(adam_update)
+  SIM_DEVICE_OP(adagrad_update)
+  SIM_DEVICE_OP(sgd_update)
+  SIM_DEVICE_OP(rmsprop_update)
+};
+#undef SIM_DEVICE_OP
