@@ -10,7 +10,7 @@
 //   CTNN_NUM_THREADS=1 build/bench/bench/bench_precision --benchmark_repetitions=3
 #include <benchmark/benchmark.h>
 
-#include <ctnn/ctnn.hpp>
+#include <ctnn/mixed_precision.hpp>
 
 #include <cstdint>
 #include <vector>

@@ -5,7 +5,7 @@
 //   fashion_mnist_mixed_precision [epochs=10] [data_dir] [precision=mixed_float16]
 // An empty data_dir is the default one. precision: mixed_float16,
 // mixed_bfloat16 or float32 (the reference, no loss scaling).
-#include <ctnn/ctnn.hpp>
+#include <ctnn/mixed_precision.hpp>
 
 #include <cstdio>
 #include <cstdlib>

@@ -14,7 +14,6 @@
 #include "core/input.hpp"
 #include "core/plan.hpp"
 #include "core/half.hpp"
-#include "core/mixed_layer.hpp"
 #include "core/precision.hpp"
 #include "core/precision_memory.hpp"
 #include "core/rng.hpp"

@@ -1,6 +1,6 @@
 // A model whose variables are float16 (the inference policy) cannot be trained.
 // expect: train_step: this model's variables are 16-bit
-#include <ctnn/ctnn.hpp>
+#include <ctnn/mixed_precision.hpp>
 using net = ctnn::sequential<ctnn::input<4>, ctnn::dense<2>>;
 void train(const ctnn::data::in_memory<ctnn::shape<4>, ctnn::sparse_labels>& ds) {
   auto m = ctnn::make_model<net, ctnn::precision::float16>(0);

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include <ctnn/backends/cpu/half_ops.hpp>  // the CPU models under 16-bit policies the tests compare with
 #include <ctnn/backends/cuda/cuda.cuh>
 
 #define CTNN_REQUIRE_DEVICE()                                         \

@@ -151,6 +151,8 @@ struct ctnn::ops<sim::device> : ctnn::ops<ctnn::cpu<>> {
   SIM_DEVICE_OP(dense_backward_weights)
   SIM_DEVICE_OP(dense_backward_input)
   SIM_DEVICE_OP(sparse_dense_forward)
+  SIM_DEVICE_OP(sparse_dense_backward)
+  SIM_DEVICE_OP(convert)
   SIM_DEVICE_OP(conv_forward)
   SIM_DEVICE_OP(conv_backward)
   SIM_DEVICE_OP(max_pool_forward)

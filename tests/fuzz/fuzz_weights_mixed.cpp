@@ -2,7 +2,7 @@
 // mixed_bfloat16 (float32 variables, 16-bit compute copies) and float16 (16-bit variables: a
 // float32 or bfloat16 file is converted on load), then predict a small batch with each model
 // that accepted it. A bad file must throw weights_error (or io_error); anything else is a bug.
-#include <ctnn/ctnn.hpp>
+#include <ctnn/mixed_precision.hpp>
 
 #include <unistd.h>
 

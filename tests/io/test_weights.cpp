@@ -4,6 +4,7 @@
 
 #include <ctnn/io/atomic_file.hpp>
 #include <ctnn/io/weights.hpp>
+#include <ctnn/backends/cpu/half_ops.hpp>
 #include <ctnn/layers/batch_norm.hpp>
 #include <ctnn/layers/reshape.hpp>
 #include <ctnn/layers/dense.hpp>

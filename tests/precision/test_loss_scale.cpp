@@ -3,7 +3,7 @@
 // clipping and accumulation on unscaled gradients, NaN in the data.
 #include <doctest/doctest.h>
 
-#include <ctnn/ctnn.hpp>
+#include <ctnn/mixed_precision.hpp>
 
 #include <cmath>
 #include <cstdint>

@@ -4,7 +4,7 @@
 // data) and, when the dataset is installed, fp16 inference on Fashion-MNIST.
 #include <doctest/doctest.h>
 
-#include <ctnn/ctnn.hpp>
+#include <ctnn/mixed_precision.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -27,14 +27,18 @@ constexpr auto i16_plan = mlp::memory_plan<precision::float16>(256, 0);
 // variables, gradients and slots stay float32 under mixed_float16
 static_assert(m16_plan.parameters == f32_plan.parameters && m16_plan.gradients == f32_plan.gradients &&
               m16_plan.optimizer == f32_plan.optimizer);
-// activations: flatten, dense 256, dense 128 in 2 bytes, the logits in 4; two
-// delta buffers of the widest tensor (784) in 2 bytes; all x 256 samples
+// activations: flatten, dense 256, dense 128 and the logits in 2 bytes; the
+// converted input (784 values in 2 bytes) and the logits widened to float (4);
+// two delta buffers of the widest tensor (784) in 2 bytes; all x 256 samples
 static_assert(f32_plan.activations == 256 * ((784 + 256 + 128 + 10) * 4 + 2 * 784 * 4));
-static_assert(m16_plan.activations == 256 * ((784 + 256 + 128) * 2 + 10 * 4 + 2 * 784 * 2));
-static_assert(memory_saved<mlp, precision::mixed_float16>(256, 2).activations == 256 * ((784 + 256 + 128) * 2 + 2 * 784 * 2));
+static_assert(m16_plan.activations == 256 * ((784 + 256 + 128 + 10) * 2 + 784 * 2 + 10 * 4 + 2 * 784 * 2));
+static_assert(memory_saved<mlp, precision::mixed_float16>(256, 2).activations ==
+              256 * ((784 + 256 + 128 + 10) * 2 + 2 * 784 * 2 - 784 * 2 - 10 * 4));
+// the compute-type copy of the parameters and its gradients: 2 x the parameters in 2 bytes (blocks aligned)
+static_assert(m16_plan.compute_copies == 2 * ((784 * 256 + 256) * 2 + (256 * 128 + 128) * 2 + 2624));
 static_assert(memory_saved<mlp, precision::mixed_bfloat16>(256, 2).total == memory_saved<mlp, precision::mixed_float16>(256, 2).total);
 // the totals docs/mixed-precision.md tabulates
-static_assert(f32_plan.total == 6574336 && m16_plan.total == 5173504 && i16_plan.total == 2351744);
+static_assert(f32_plan.total == 6574336 && m16_plan.total == 6520704 && i16_plan.total == 2758272);
 // float16 (inference): the parameters in half (each layer's block 64-byte aligned)
 static_assert(i16_plan.parameters == (784 * 256 + 256) * 2 + (256 * 128 + 128) * 2 + 2624);
 static_assert(mlp::memory_plan<precision::float32>(256, 0).parameters == (784 * 256 + 256) * 4 + (256 * 128 + 128) * 4 + 5184);
@@ -114,7 +118,9 @@ TEST_CASE("mixed_float16: activations and deltas are stored in float16, the outp
   m.forward(x.data(), 2, false);
   // the model's memory holds exactly the plan at batch 2 (and 0 slots)
   CHECK(m.memory_bytes() == m.layout().total);
-  CHECK(m.layout().bytes(role::activation) == 784 * 2 * 2 + 256 * 2 * 2 + 128 * 2 * 2 + 128 /* 10 floats x 2, aligned */);
+  CHECK(m.layout().bytes(role::activation) == 784 * 2 * 2 + 256 * 2 * 2 + 128 * 2 * 2 + 64 /* 10 halves x 2, aligned */);
+  // the float input converted to float16, the logits widened to float after it
+  CHECK(m.layout().bytes(role::converted) == 784 * 2 * 2 + 128 /* 10 floats x 2, aligned */);
 }
 
 TEST_CASE("keep_float32<dense>: computes with the float32 kernel, the mixed layer with it rounded to float16") {
@@ -218,7 +224,8 @@ TEST_CASE("mixed_bfloat16: a dense layer fed bfloat16 (AVX512-BF16 when the CPU 
   auto m = make_model<two, precision::mixed_bfloat16>(8);
   const auto x = inputs<two>(5);
   const auto y = m.predict(x.data(), 5);
-  // the reference: every operand rounded to bfloat16, float32 sums
+  // the reference: every operand rounded to bfloat16 (the model's input too: the first layer computes in
+  // bfloat16), float32 sums, each layer's output rounded to bfloat16 (the last one then widened to float)
   auto rnd = [](float v) { return float(bfloat16_t(v)); };
   const float* p = m.parameters().data();
   const float* w2 = m.layer_parameters<1>().data();
@@ -227,14 +234,14 @@ TEST_CASE("mixed_bfloat16: a dense layer fed bfloat16 (AVX512-BF16 when the CPU 
     std::vector<float> h(32);
     for (std::size_t j = 0; j < 32; ++j) {
       float s = 0;
-      for (std::size_t k = 0; k < 64; ++k) s += x[i * 64 + k] * rnd(p[k * 32 + j]);
+      for (std::size_t k = 0; k < 64; ++k) s += rnd(x[i * 64 + k]) * rnd(p[k * 32 + j]);
       h[j] = rnd(std::max(0.0f, s + rnd(p[64 * 32 + j])));
     }
     for (std::size_t j = 0; j < 16; ++j) {
       float s = 0;
       for (std::size_t k = 0; k < 32; ++k) s += h[k] * rnd(w2[k * 16 + j]);
       s += rnd(w2[32 * 16 + j]);
-      worst = std::max(worst, double(std::fabs(s - y[i * 16 + j])));
+      worst = std::max(worst, double(std::fabs(rnd(s) - y[i * 16 + j])));
     }
   }
   MESSAGE("largest difference " << worst << std::string(kernels::cpu::has_avx512_bf16() ? " (AVX512-BF16 path)" : " (conversion path)"));

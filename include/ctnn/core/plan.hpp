@@ -11,8 +11,15 @@
 //   cache      per-sample scratch kept from forward to backward
 // The element kind is resolved by the precision policy: variable (the
 // policy's variable_type), compute (its compute_type) or a fixed type (f32,
-// u8, u32). Activations (each layer's output), the two backward delta buffers
-// and the optimizer slots are added by the plan itself.
+// u8, u32). Activations (each layer's output, in the layer's compute type),
+// the two backward delta buffers and the optimizer slots are added by the
+// plan itself; so are, for a layer whose compute type differs from the
+// variable type (the mixed policies), the compute-type copy of its
+// parameters (compute_parameter), its compute-type gradients
+// (compute_gradient, widened into the gradients after backward) and, where a
+// layer's input is of another type than it computes in (the model's float
+// input, a keep_float32 layer), the converted input (converted; also the
+// model's output widened to the io type).
 //
 // plan_layout<Net, P>(batch, slots) (used by Net::plan<P, B>) gives each role
 // region's byte offset and size, 64-byte aligned per layer; it is constexpr.
@@ -25,12 +32,26 @@
 
 namespace ctnn {
 
-enum class role : std::uint8_t { parameter, gradient, state, mask, metadata, optimizer_slot, activation, delta, cache };
-inline constexpr std::size_t role_count = 9;
+enum class role : std::uint8_t {
+  parameter,
+  gradient,
+  state,
+  mask,
+  metadata,
+  optimizer_slot,
+  activation,
+  delta,
+  cache,
+  compute_parameter,  // the parameters in the layer's compute type (mixed policies)
+  compute_gradient,   // the gradients a layer writes in its compute type (mixed policies)
+  converted           // a layer's input converted to its compute type; the output widened to io
+};
+inline constexpr std::size_t role_count = 12;
 
 constexpr std::string_view role_name(role r) {
-  constexpr std::array<std::string_view, role_count> n{"parameter", "gradient", "state",      "mask",  "metadata",
-                                                       "optimizer_slot", "activation", "delta", "cache"};
+  constexpr std::array<std::string_view, role_count> n{
+      "parameter",  "gradient", "state", "mask",          "metadata",         "optimizer_slot",
+      "activation", "delta",    "cache", "compute_parameter", "compute_gradient", "converted"};
   return n[std::size_t(r)];
 }
 
@@ -128,7 +149,8 @@ struct plan_layout {
 // optimizer's slot count: Net::memory_plan(...) and Net::plan<P, B>::bytes(...).
 struct memory_plan_bytes {
   std::size_t parameters = 0, gradients = 0, state = 0, masks = 0, metadata = 0, optimizer = 0;
-  std::size_t activations = 0;  // layer outputs, the two backward buffers and caches
+  std::size_t activations = 0;  // layer outputs, the two backward buffers, caches and converted inputs
+  std::size_t compute_copies = 0;  // the compute-type parameters and gradients (mixed policies; else 0)
   std::size_t total = 0;
   static constexpr memory_plan_bytes of(const plan_layout& l) {
     memory_plan_bytes m;
@@ -138,7 +160,8 @@ struct memory_plan_bytes {
     m.masks = l.bytes(role::mask);
     m.metadata = l.bytes(role::metadata);
     m.optimizer = l.bytes(role::optimizer_slot);
-    m.activations = l.bytes(role::activation) + l.bytes(role::delta) + l.bytes(role::cache);
+    m.activations = l.bytes(role::activation) + l.bytes(role::delta) + l.bytes(role::cache) + l.bytes(role::converted);
+    m.compute_copies = l.bytes(role::compute_parameter) + l.bytes(role::compute_gradient);
     m.total = l.total;
     return m;
   }

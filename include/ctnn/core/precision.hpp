@@ -9,9 +9,11 @@
 // float16_t / bfloat16_t; float16 stores everything in float16_t (inference:
 // half the memory of a deployed model). io_type is what a model takes and
 // returns (inputs, outputs, the loss's dL/dy): float for the 16-bit policies,
-// so losses, metrics and the final softmax run in float32. On a host backend
-// the layers of a 16-bit policy compute in float32 from the 16-bit storage
-// (core/mixed_layer.hpp); keep_float32<Spec> opts one layer out.
+// so losses, metrics and the final softmax run in float32. When the variable
+// and compute types differ, the plan adds a copy of the parameters in the
+// compute type and the layers are bound with ONE type, the compute type
+// (layer_policy_t<P>, docs/mixed-precision.md); keep_float32<Spec>
+// (core/sequential.hpp) binds one layer with float instead.
 // A model's precision is chosen where it is made (make_model<Net, P, B>);
 // the network type never changes with it. policy_of_t<X> maps a plain
 // element type (float, double) to its uniform policy and a policy to itself.
@@ -58,7 +60,7 @@ struct policy {
   using variable_type = Variable;
   using compute_type = Compute;
   static constexpr bool uniform = std::is_same_v<Variable, Compute>;
-  // a 16-bit storage type is involved (the layers run through core/mixed_layer.hpp on the CPU)
+  // a 16-bit storage type is involved (the CPU runs it through backends/cpu/half_ops.hpp)
   static constexpr bool half = is_half_v<Variable> || is_half_v<Compute>;
   using io_type = std::conditional_t<half, float, Compute>;
   // "float32", "float64", "float16", "mixed_float16", "mixed_bfloat16", else "custom"
@@ -80,6 +82,32 @@ constexpr const char* name_of() {
   return P::name();
 }
 
+// The policy a layer of a model under a non-uniform policy is bound with:
+// every buffer the layer sees in the compute type C, except its state
+// (batch_norm's moving statistics), which stays in the model's variable type
+// S (float32 under the mixed policies, as Keras). state_type_t<P> is that
+// type for any policy (the variable type of a plain one).
+template <class S, class C>
+struct layer_policy : policy<C> {
+  using state_type = S;
+};
+template <class P>
+struct state_type_of {
+  using type = typename P::variable_type;
+};
+template <class P>
+  requires requires { typename P::state_type; }
+struct state_type_of<P> {
+  using type = typename P::state_type;
+};
+template <class P>
+using state_type_t = typename state_type_of<P>::type;
+
+// The type a layer computes its scalar formulas in: float for the 16-bit
+// storage types (arithmetic on them happens in float), T otherwise.
+template <class T>
+using arithmetic_t = std::conditional_t<is_half_v<T>, float, T>;
+
 template <class X>
 struct policy_of {
   using type = policy<X>;
@@ -88,7 +116,23 @@ template <class V, class C>
 struct policy_of<policy<V, C>> {
   using type = policy<V, C>;
 };
+template <class S, class C>
+struct policy_of<layer_policy<S, C>> {
+  using type = layer_policy<S, C>;
+};
 template <class X>
 using policy_of_t = typename policy_of<X>::type;
+
+// The policy of a layer that computes in float where P's compute type is
+// 16-bit (keep_float32<Spec>, the sparse layers): P otherwise.
+template <class P>
+using float_compute_t =
+    std::conditional_t<!is_half_v<typename P::compute_type>, P,
+                       std::conditional_t<is_half_v<state_type_t<P>>, layer_policy<state_type_t<P>, float>, policy<float>>>;
+
+// The policy the layers of a model under policy P are bound with: P itself
+// when it is uniform, else layer_policy<variable_type, compute_type>.
+template <class P>
+using layer_policy_t = std::conditional_t<P::uniform, P, layer_policy<typename P::variable_type, typename P::compute_type>>;
 
 }  // namespace ctnn::precision

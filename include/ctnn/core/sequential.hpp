@@ -11,7 +11,10 @@
 //                plan<P, B>::bytes(role, batch, slots), ::layout(batch, slots),
 //   memory_plan<P>(batch, optimizer_slots) — its bytes per role on cpu<>.
 // bound<P, B> is the std::tuple of bound layers a model runs (P: a policy,
-// or float/double for float32/float64).
+// or float/double for float32/float64): each bound with ONE compute type
+// (under mixed_float16 every layer sees float16_t; keep_float32<S> float);
+// variable_bound<P, B> binds the same specs with the variable type (init,
+// penalties). keep_float32<Spec> is declared here.
 #pragma once
 #include <algorithm>
 #include <array>
@@ -25,14 +28,46 @@
 #include "concepts.hpp"
 #include "diagnostics.hpp"
 #include "input.hpp"
-#include "mixed_layer.hpp"
 #include "plan.hpp"
 #include "precision.hpp"
 #include "shape.hpp"
 
 namespace ctnn {
 
+// keep_float32<Spec>: Spec computing in float32 under any policy (Keras: a
+// layer made with dtype="float32" inside a mixed model): bound with float as
+// its compute type, it reads the float32 variables themselves (no
+// compute-type copy) and writes float32 gradients; the model converts its
+// input and output from and to its neighbours' types. Under float32 or
+// float64 it is Spec itself.
+template <class Spec>
+struct keep_float32 {
+  using is_layer_spec = void;
+  using spec = Spec;
+  static std::string name() { return "keep_float32<" + Spec::name() + ">"; }
+  template <Shape In, std::size_t Pos>
+  static constexpr bool check() {
+    if constexpr (requires { Spec::template check<In, Pos>(); }) return Spec::template check<In, Pos>();
+    else return true;
+  }
+  template <Shape In, class P, class Backend>
+  using bind = typename Spec::template bind<In, P, Backend>;  // sequential binds it with a float32 compute type
+};
+
+template <class S>
+inline constexpr bool is_keep_float32_v = false;
+template <class S>
+inline constexpr bool is_keep_float32_v<keep_float32<S>> = true;
+
 namespace detail {
+template <class S>
+struct keep_spec {
+  using type = S;
+};
+template <class S>
+struct keep_spec<keep_float32<S>> {
+  using type = S;
+};
 
 template <class... L>
 struct type_list {};
@@ -56,24 +91,30 @@ constexpr bool check_layer() {
   }
 }
 
-// One spec bound under policy P on backend B. Under a 16-bit policy on a backend
-// that runs host code (core/backend.hpp), the spec's float32 binding runs inside mixed_layer
-// (core/mixed_layer.hpp); keep_float32<S> keeps its variables unrounded.
+// One spec bound under policy P on backend B: with layer_policy_t<P> (the
+// compute type throughout, core/precision.hpp). keep_float32<S> binds S with
+// float as its compute type under a 16-bit policy (the model converts its
+// input and output). variable_binding is the spec bound with the variable
+// type (float when that is 16-bit): what init, penalty and the penalty
+// gradient run on, over the float32 variables (docs/mixed-precision.md).
+template <class P>
+using variable_policy_t =
+    std::conditional_t<is_half_v<typename P::variable_type>, precision::float32, precision::policy<typename P::variable_type>>;
+
 template <class S, Shape In, class P, class B>
 struct bind_one {
-  using type = typename S::template bind<In, P, B>;
-};
-template <class S, Shape In, class P, class B>
-  requires(P::half && runs_host_code<B>)
-struct bind_one<S, In, P, B> {
-  using spec = std::conditional_t<is_keep_float32_v<S>, typename keep_spec<S>::type, S>;
-  using type = mixed_layer<typename spec::template bind<In, precision::float32, B>, P, B, !is_keep_float32_v<S>>;
+  using spec = typename keep_spec<S>::type;
+  using layer_policy = std::conditional_t<is_keep_float32_v<S>, precision::float_compute_t<precision::layer_policy_t<P>>,
+                                          precision::layer_policy_t<P>>;
+  using type = typename spec::template bind<In, layer_policy, B>;
+  using variable_binding = typename spec::template bind<In, variable_policy_t<P>, B>;
 };
 
 // Binds specs one after another, threading the output shape through.
 template <Shape In, class T, class B, std::size_t Pos, class... Specs>
 struct bind_all {
   using type = type_list<>;
+  using variables = type_list<>;
   using out_shape = In;
 };
 template <Shape In, class T, class B, std::size_t Pos, class S, class... Rest>
@@ -84,6 +125,7 @@ struct bind_all<In, T, B, Pos, S, Rest...> {
   static_assert(BoundLayer<layer>, "sequential: a bound layer does not satisfy ctnn::BoundLayer");
   using next = bind_all<typename layer::out_shape, T, B, Pos + 1, Rest...>;
   using type = typename prepend<layer, typename next::type>::type;
+  using variables = typename prepend<typename bind_one<S, In, T, B>::variable_binding, typename next::variables>::type;
   using out_shape = typename next::out_shape;
 };
 
@@ -97,35 +139,75 @@ struct as_tuple<type_list<L...>> {
 template <class Tuple, class P>
 struct net_plan;
 
+// A bound layer's compute type (the policy's for a layer that does not name one).
+template <class L, class P>
+struct compute_of {
+  using type = typename P::compute_type;
+};
+template <class L, class P>
+  requires requires { typename L::compute_type; }
+struct compute_of<L, P> {
+  using type = typename L::compute_type;
+};
+
 // The typed memory plan of a bound network (a std::tuple of bound layers)
 // under precision policy P: every region's bytes and each layer's offsets,
-// computed from the buffers each bound layer declares. All constexpr.
+// computed from the buffers each bound layer declares, each sized by the
+// layer's own compute type. All constexpr.
 template <class P, class... L>
 struct net_plan<std::tuple<L...>, P> {
   using policy = P;
+  using variable = typename P::variable_type;
   using compute = typename P::compute_type;
-  using io = typename P::io_type;  // the last layer's output and dL/dy
+  using io = typename P::io_type;  // the model's input, output and dL/dy
   static constexpr std::size_t layer_count = sizeof...(L);
   static constexpr std::array<std::size_t, layer_count> outs{L::out_shape::size...};
   static constexpr std::array<std::size_t, layer_count> ins{L::in_shape::size...};
+  template <std::size_t I>
+  using compute_at = typename compute_of<std::tuple_element_t<I, std::tuple<L...>>, P>::type;
+  // the type of layer I's input: the model's io type, else the previous layer's compute type
+  template <std::size_t I>
+  using input_at = typename std::conditional_t<I == 0, std::type_identity<io>, compute_of<std::tuple_element_t<I - (I > 0), std::tuple<L...>>, P>>::type;
+  static constexpr std::array<std::size_t, layer_count> sizes{sizeof(typename compute_of<L, P>::type)...};
+  // layer i keeps a compute-type copy of its parameters (its compute type is not the variable type)
+  static constexpr std::array<bool, layer_count> copies{!std::is_same_v<typename compute_of<L, P>::type, variable>...};
+  // layer i's input is converted to its compute type first
+  static constexpr std::array<bool, layer_count> converts_input = []<std::size_t... I>(std::index_sequence<I...>) {
+    return std::array<bool, layer_count>{!std::is_same_v<input_at<I>, compute_at<I>>...};
+  }(std::make_index_sequence<layer_count>{});
+  // the last layer's output is widened to io
+  static constexpr bool converts_output = !std::is_same_v<compute_at<layer_count - 1>, io>;
 
-  // bytes of layer i's region of role r (cache: per sample; activation: its output per sample)
+  // bytes of layer i's region of role r (per sample for the per-sample roles)
   static constexpr std::size_t unit_bytes(std::size_t i, role r) {
-    if (r == role::activation) return outs[i] * (i + 1 == layer_count ? sizeof(io) : sizeof(compute));
+    if (r == role::activation) return outs[i] * sizes[i];
     if (r == role::gradient) r = role::parameter;
+    if (r == role::compute_gradient) r = role::compute_parameter;
     constexpr std::array<std::array<std::size_t, role_count>, layer_count> table{{[] {
+      using C = typename compute_of<L, P>::type;
       std::array<std::size_t, role_count> a{};
-      for (std::size_t k = 0; k < role_count; ++k) a[k] = layer_role_bytes<P>(L::buffers, role(k));
+      for (std::size_t k = 0; k < role_count; ++k) a[k] = layer_role_bytes<precision::policy<variable, C>>(L::buffers, role(k));
+      a[std::size_t(role::compute_parameter)] =
+          std::is_same_v<C, variable> ? 0 : layer_role_bytes<precision::policy<C>>(L::buffers, role::parameter);
       return a;
     }()...}};
     return table[i][std::size_t(r)];
   }
-  static constexpr bool per_sample(role r) { return r == role::cache || r == role::activation; }
+  static constexpr bool per_sample(role r) { return r == role::cache || r == role::activation || r == role::converted; }
+  // Bytes of layer i's converted-input part (its output widened to io follows, 64-byte aligned).
+  static constexpr std::size_t converted_input_bytes(std::size_t i, std::size_t batch) {
+    return converts_input[i] ? align_bytes(ins[i] * sizes[i] * batch) : 0;
+  }
+  static constexpr std::size_t block_bytes(std::size_t i, role r, std::size_t batch) {
+    if (r == role::converted)
+      return converted_input_bytes(i, batch) + (i + 1 == layer_count && converts_output ? outs[i] * sizeof(io) * batch : 0);
+    return unit_bytes(i, r) * (per_sample(r) ? batch : 1);
+  }
 
   // Byte offset of layer i's block inside the region of role r; each block starts 64-byte aligned.
   static constexpr std::size_t offset(std::size_t i, role r, std::size_t batch) {
     std::size_t o = 0;
-    for (std::size_t j = 0; j < i; ++j) o += align_bytes(unit_bytes(j, r) * (per_sample(r) ? batch : 1));
+    for (std::size_t j = 0; j < i; ++j) o += align_bytes(block_bytes(j, r, batch));
     return o;
   }
   static constexpr std::size_t region(role r, std::size_t batch) { return offset(layer_count, r, batch); }
@@ -136,10 +218,12 @@ struct net_plan<std::tuple<L...>, P> {
     for (std::size_t i = 0; i < layer_count; ++i) m = std::max({m, outs[i], ins[i]});
     return m;
   }
-  // One delta buffer (the two alternate): max_width() * batch compute values
-  // (or the output's io values, dL/dy, when those take more bytes).
+  // One delta buffer (the two alternate): the widest dL/dx or dL/dy of any
+  // layer in its compute type, or the output's dL/dy in io, times the batch.
   static constexpr std::size_t delta_bytes(std::size_t batch) {
-    return align_bytes(std::max(max_width() * sizeof(compute), outs[layer_count - 1] * sizeof(io)) * batch);
+    std::size_t m = outs[layer_count - 1] * sizeof(io);
+    for (std::size_t i = 0; i < layer_count; ++i) m = std::max(m, std::max(outs[i], ins[i]) * sizes[i]);
+    return align_bytes(m * batch);
   }
 
   // The whole plan at a batch size and an optimizer keeping `slots` values per parameter.
@@ -147,8 +231,10 @@ struct net_plan<std::tuple<L...>, P> {
   // batch keeps their offsets.
   static constexpr plan_layout layout(std::size_t batch, std::size_t slots) {
     plan_layout l;
-    constexpr std::array<role, role_count> order{role::parameter, role::gradient, role::state,      role::mask,  role::metadata,
-                                                 role::optimizer_slot, role::activation, role::delta, role::cache};
+    constexpr std::array<role, role_count> order{role::parameter,         role::gradient,         role::state,
+                                                 role::mask,              role::metadata,         role::optimizer_slot,
+                                                 role::compute_parameter, role::compute_gradient, role::activation,
+                                                 role::converted,         role::delta,            role::cache};
     std::size_t at = 0;
     for (role r : order) {
       std::size_t n = 0;
@@ -190,6 +276,11 @@ struct sequential {
   template <class P, class B = cpu<>>
   using bound = typename detail::as_tuple<
       typename detail::bind_all<input_type, precision::policy_of_t<P>, B, 1, Layers...>::type>::type;
+  // The same specs bound with the variable type (float when it is 16-bit):
+  // what a model runs init, penalty and the penalty gradient with.
+  template <class P, class B = cpu<>>
+  using variable_bound = typename detail::as_tuple<
+      typename detail::bind_all<input_type, precision::policy_of_t<P>, B, 1, Layers...>::variables>::type;
 
   // The typed memory plan of the binding that runs under policy P on backend B.
   template <class P = precision::float32, class B = cpu<>>

@@ -115,7 +115,6 @@ struct softmax : detail::activation_spec<softmax> {
 // An activation used as a layer of its own.
 template <class A, Shape In, class P, class Backend>
 struct activation_layer {
-  static_assert(P::uniform, "activation: this backend has no mixed-precision specialization of this layer");
   using T = typename P::compute_type;
   using O = ops<Backend>;
   using variable_type = typename P::variable_type;

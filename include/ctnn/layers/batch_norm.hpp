@@ -50,9 +50,10 @@ struct batch_normalization {
 // The bound batch normalization: plain loops over channels (no kernel of its own yet).
 template <class Spec, Shape In, class Pol, class Backend>
 struct batch_norm_layer {
-    static_assert(Pol::uniform, "batch_norm: this backend has no mixed-precision specialization of this layer");
     static_assert(runs_host_code<Backend>, "batch_norm: this backend has no specialization of this layer");
     using T = typename Pol::compute_type;
+    using A = precision::arithmetic_t<T>;      // what the formulas run in (float for a 16-bit T)
+    using S = precision::state_type_t<Pol>;    // the moving statistics (float32 under the mixed policies)
     static constexpr double Momentum = Spec::momentum, Epsilon = Spec::epsilon;
     static constexpr std::size_t C = last_dim_v<In>;
     static constexpr std::size_t P = In::size / C;  // positions per sample
@@ -69,12 +70,16 @@ struct batch_norm_layer {
     static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
     static std::string name() { return Spec::name(); }
 
+    // The moving statistics are S values: the model hands them as its state region.
+    static S* statistics(layer_slot<T> s) { return reinterpret_cast<S*>(s.state); }
+
     static void init(layer_slot<T> s, rng&) {
+      S* st = statistics(s);
       for (std::size_t c = 0; c < C; ++c) {
         s.params[c] = T(1);
         s.params[C + c] = T(0);
-        s.state[c] = T(0);
-        s.state[C + c] = T(1);
+        st[c] = S(0);
+        st[C + c] = S(1);
       }
     }
 
@@ -85,40 +90,42 @@ struct batch_norm_layer {
       const T* beta = s.params + C;
       T* mean = s.cache;
       T* inv = s.cache + C;
+      S* st = statistics(s);
       const std::size_t rows = r.batch * P;
+      std::array<A, C> m, v;
       if (r.training) {
-        std::array<T, C> sum{}, sq{};
+        std::array<A, C> sum{}, sq{};
         for (std::size_t i = 0; i < rows; ++i)
-          for (std::size_t c = 0; c < C; ++c) sum[c] += x[i * C + c];
-        std::array<T, C> mu;
-        for (std::size_t c = 0; c < C; ++c) mu[c] = sum[c] / T(rows);
+          for (std::size_t c = 0; c < C; ++c) sum[c] += A(x[i * C + c]);
+        std::array<A, C> mu;
+        for (std::size_t c = 0; c < C; ++c) mu[c] = sum[c] / A(rows);
         for (std::size_t i = 0; i < rows; ++i)
           for (std::size_t c = 0; c < C; ++c) {
-            const T d = x[i * C + c] - mu[c];
+            const A d = A(x[i * C + c]) - mu[c];
             sq[c] += d * d;
           }
         for (std::size_t c = 0; c < C; ++c) {
-          const T var = sq[c] / T(rows);
-          mean[c] = mu[c];
-          s.state[c] = s.state[c] * T(Momentum) + mu[c] * (T(1) - T(Momentum));
-          s.state[C + c] = s.state[C + c] * T(Momentum) + var * (T(1) - T(Momentum));
-          inv[c] = T(1) / std::sqrt(var + T(Epsilon));
+          const A var = sq[c] / A(rows);
+          st[c] = S(A(st[c]) * A(Momentum) + mu[c] * (A(1) - A(Momentum)));
+          st[C + c] = S(A(st[C + c]) * A(Momentum) + var * (A(1) - A(Momentum)));
+          m[c] = mu[c];
+          v[c] = A(1) / std::sqrt(var + A(Epsilon));
         }
       } else {
         for (std::size_t c = 0; c < C; ++c) {
-          mean[c] = s.state[c];
-          inv[c] = T(1) / std::sqrt(s.state[C + c] + T(Epsilon));
+          m[c] = A(st[c]);
+          v[c] = A(1) / std::sqrt(A(st[C + c]) + A(Epsilon));
         }
       }
-      std::array<T, C> g, m, v, b;
+      std::array<A, C> g, b;
       for (std::size_t c = 0; c < C; ++c) {
-        g[c] = gamma[c];
-        m[c] = mean[c];
-        v[c] = inv[c];
-        b[c] = beta[c];
+        mean[c] = T(m[c]);
+        inv[c] = T(v[c]);
+        g[c] = A(gamma[c]);
+        b[c] = A(beta[c]);
       }
       for (std::size_t i = 0; i < rows; ++i)
-        for (std::size_t c = 0; c < C; ++c) y[i * C + c] = g[c] * (x[i * C + c] - m[c]) * v[c] + b[c];
+        for (std::size_t c = 0; c < C; ++c) y[i * C + c] = T(g[c] * (A(x[i * C + c]) - m[c]) * v[c] + b[c]);
     }
 
     // Training: the gradient through the batch statistics,
@@ -129,35 +136,35 @@ struct batch_norm_layer {
       T* dgamma = s.grads;
       T* dbeta = s.grads + C;
       const std::size_t rows = r.batch * P;
-      std::array<T, C> m, v, dg{}, db{};
+      std::array<A, C> m, v, dg{}, db{};
       for (std::size_t c = 0; c < C; ++c) {
-        m[c] = s.cache[c];
-        v[c] = s.cache[C + c];
+        m[c] = A(s.cache[c]);
+        v[c] = A(s.cache[C + c]);
       }
       for (std::size_t i = 0; i < rows; ++i)
         for (std::size_t c = 0; c < C; ++c) {
-          const T xhat = (x[i * C + c] - m[c]) * v[c];
-          db[c] += dy[i * C + c];
-          dg[c] += dy[i * C + c] * xhat;
+          const A xhat = (A(x[i * C + c]) - m[c]) * v[c];
+          db[c] += A(dy[i * C + c]);
+          dg[c] += A(dy[i * C + c]) * xhat;
         }
       for (std::size_t c = 0; c < C; ++c) {
-        dgamma[c] = dg[c];
-        dbeta[c] = db[c];
+        dgamma[c] = T(dg[c]);
+        dbeta[c] = T(db[c]);
       }
       if (!dx) return;
-      std::array<T, C> k;
+      std::array<A, C> k;
       if (!r.training) {
-        for (std::size_t c = 0; c < C; ++c) k[c] = gamma[c] * v[c];
+        for (std::size_t c = 0; c < C; ++c) k[c] = A(gamma[c]) * v[c];
         for (std::size_t i = 0; i < rows; ++i)
-          for (std::size_t c = 0; c < C; ++c) dx[i * C + c] = k[c] * dy[i * C + c];
+          for (std::size_t c = 0; c < C; ++c) dx[i * C + c] = T(k[c] * A(dy[i * C + c]));
         return;
       }
-      const T mm = T(rows);
-      for (std::size_t c = 0; c < C; ++c) k[c] = gamma[c] * v[c] / mm;
+      const A mm = A(rows);
+      for (std::size_t c = 0; c < C; ++c) k[c] = A(gamma[c]) * v[c] / mm;
       for (std::size_t i = 0; i < rows; ++i)
         for (std::size_t c = 0; c < C; ++c) {
-          const T xhat = (x[i * C + c] - m[c]) * v[c];
-          dx[i * C + c] = k[c] * (mm * dy[i * C + c] - db[c] - xhat * dg[c]);
+          const A xhat = (A(x[i * C + c]) - m[c]) * v[c];
+          dx[i * C + c] = T(k[c] * (mm * A(dy[i * C + c]) - db[c] - xhat * dg[c]));
         }
     }
 };

@@ -79,7 +79,6 @@ struct conv2d {
 // The bound convolution (im2col + GEMM through ops<Backend>).
 template <class Spec, Shape In, class P, class Backend>
 struct conv2d_layer {
-  static_assert(P::uniform, "conv2d: this backend has no mixed-precision specialization of this layer");
   static constexpr std::size_t F = Spec::filters, KH = Spec::kernel_height, KW = Spec::kernel_width;
   using Act = typename Spec::activation;
   using Reg = typename Spec::regularizer;

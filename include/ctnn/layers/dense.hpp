@@ -71,7 +71,6 @@ struct dense {
 // network type a user writes is the same for every backend.
 template <class Spec, Shape In, class P, class Backend>
 struct dense_layer {
-  static_assert(P::uniform, "dense: this backend has no mixed-precision specialization of this layer");
   static constexpr std::size_t N = Spec::units;
   using Act = typename Spec::activation;
   using Reg = typename Spec::regularizer;
@@ -84,7 +83,6 @@ struct dense_layer {
   using out_shape = shape<N>;
   static constexpr std::size_t K = In::size;
   static constexpr std::size_t kernel_count = K * N;
-  static constexpr bool is_dense = true;  // core/mixed_layer.hpp: the AVX512-BF16 forward
   static constexpr auto buffers = detail::with_regularizer_buffers<Reg>(
       std::array<buffer, 2>{buffer::parameter("kernel", {K, N}), buffer::parameter("bias", {N})});
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);

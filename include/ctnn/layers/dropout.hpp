@@ -66,11 +66,12 @@ void dropout_forward(T* mask, const T* x, T* y, std::size_t n, double rate, cons
   }
   if (!r.gen) throw std::invalid_argument(std::string(who) + ": training needs a random generator (run_info::gen is null)");
   check_dropout_rate(rate, who);
-  const T scale = T(1) / (T(1) - T(rate));
+  using A = precision::arithmetic_t<T>;  // float for a 16-bit T
+  const A scale = A(1) / (A(1) - A(rate));
   for (std::size_t i = 0; i < n; ++i) {
-    const T m = r.gen->uniform() >= rate ? scale : T(0);
-    mask[i] = m;
-    y[i] = x[i] * m;
+    const A m = r.gen->uniform() >= rate ? scale : A(0);
+    mask[i] = T(m);
+    y[i] = T(A(x[i]) * m);
   }
 }
 
@@ -82,13 +83,13 @@ void dropout_backward(const T* mask, const T* dy, T* dx, std::size_t n, const ru
     std::copy(dy, dy + n, dx);
     return;
   }
-  for (std::size_t i = 0; i < n; ++i) dx[i] = dy[i] * mask[i];
+  using A = precision::arithmetic_t<T>;
+  for (std::size_t i = 0; i < n; ++i) dx[i] = T(A(dy[i]) * A(mask[i]));
 }
 }  // namespace detail
 
 template <class Spec, Shape In, class P, class Backend>
 struct dropout_layer {
-  static_assert(P::uniform, "dropout: this backend has no mixed-precision specialization of this layer");
   static_assert(runs_host_code<Backend>, "dropout: this backend has no specialization of this layer");
   static constexpr double Rate = double(Spec::rate);
   using T = typename P::compute_type;
@@ -127,7 +128,6 @@ struct dynamic_dropout {
 
 template <class Spec, Shape In, class P, class Backend>
 struct dynamic_dropout_layer {
-  static_assert(P::uniform, "dynamic_dropout: this backend has no mixed-precision specialization of this layer");
   static_assert(runs_host_code<Backend>, "dynamic_dropout: this backend has no specialization of this layer");
   using T = typename P::compute_type;
   using variable_type = typename P::variable_type;

@@ -38,7 +38,6 @@ struct global_average_pool {
 
 template <Shape In, class Pol, class Backend>
 struct global_average_pool_layer {
-  static_assert(Pol::uniform, "global_average_pool: this backend has no mixed-precision specialization of this layer");
   using T = typename Pol::compute_type;
   static constexpr std::size_t C = last_dim_v<In>;
   static constexpr std::size_t P = In::size / C;  // positions

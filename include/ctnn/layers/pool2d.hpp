@@ -71,7 +71,6 @@ struct pool2d_spec {
 // and whether it keeps one uint32 index per output value in its cache.
 template <class Spec, Shape In, class P, class Backend>
 struct pool2d_layer {
-  static_assert(P::uniform, "pool2d: this backend has no mixed-precision specialization of this layer");
   using Kind = typename Spec::kind;
   using T = typename P::compute_type;
   static constexpr std::size_t H = dim_or<In, 0>(), W = dim_or<In, 1>(), C = dim_or<In, 2>();

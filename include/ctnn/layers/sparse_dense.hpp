@@ -67,7 +67,6 @@ struct sparse_dense_spec {
 // Glorot-uniform values, stored through the layout's own pack).
 template <class Spec, Shape In, class P>
 struct sparse_dense_common {
-  static_assert(P::uniform, "sparse_dense: this backend has no mixed-precision specialization of this layer");
   static constexpr std::size_t K = Spec::inputs, N = Spec::units, NNZ = Spec::nnz;
   using Act = typename Spec::activation;
   using T = typename P::compute_type;
@@ -117,7 +116,7 @@ template <std::size_t K, std::size_t N, std::size_t NNZ, Activation Act = identi
 struct sparse_dense : detail::sparse_dense_spec<sparse_dense<K, N, NNZ, Act>, K, N, NNZ, Act> {
   static constexpr const char* spec_name = "sparse_dense";
   template <Shape In, class P, class Backend>
-  using bind = sparse_dense_layer<sparse_dense, In, precision::policy_of_t<P>, Backend>;
+  using bind = sparse_dense_layer<sparse_dense, In, precision::float_compute_t<precision::policy_of_t<P>>, Backend>;
 };
 
 template <class Spec, Shape In, class P, class Backend>

@@ -99,7 +99,7 @@ struct sparse_dense_csc : detail::sparse_dense_spec<sparse_dense_csc<K, N, NNZ, 
   static_assert(K <= 65536, "sparse_dense_csc: K must be <= 65536 (16-bit row indices)");
   static constexpr const char* spec_name = "sparse_dense_csc";
   template <Shape In, class P, class Backend>
-  using bind = detail::sparse_dense_by_unit_layer<sparse_dense_csc, In, precision::policy_of_t<P>, Backend,
+  using bind = detail::sparse_dense_by_unit_layer<sparse_dense_csc, In, precision::float_compute_t<precision::policy_of_t<P>>, Backend,
                                                   kernels::csc_index, detail::csc_pack>;
 };
 

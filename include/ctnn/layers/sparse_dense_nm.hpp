@@ -64,7 +64,7 @@ struct sparse_dense_nm {
   }
 
   template <Shape In, class P, class Backend>
-  using bind = sparse_dense_nm_layer<sparse_dense_nm, In, precision::policy_of_t<P>, Backend>;
+  using bind = sparse_dense_nm_layer<sparse_dense_nm, In, precision::float_compute_t<precision::policy_of_t<P>>, Backend>;
 };
 
 namespace layout {

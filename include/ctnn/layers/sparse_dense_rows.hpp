@@ -42,7 +42,7 @@ struct sparse_dense_rows : detail::sparse_dense_spec<sparse_dense_rows<K, N, NNZ
   static_assert(K <= 65536, "sparse_dense_rows: K must be <= 65536 (16-bit input indices)");
   static constexpr const char* spec_name = "sparse_dense_rows";
   template <Shape In, class P, class Backend>
-  using bind = detail::sparse_dense_by_unit_layer<sparse_dense_rows, In, precision::policy_of_t<P>, Backend,
+  using bind = detail::sparse_dense_by_unit_layer<sparse_dense_rows, In, precision::float_compute_t<precision::policy_of_t<P>>, Backend,
                                                   kernels::rows_index, detail::rows_pack>;
 };
 

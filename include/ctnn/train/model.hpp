@@ -23,6 +23,18 @@
 // through its feeder, so on a device backend parameters(), gradients(),
 // output() and the other spans point into device memory (docs/design.md).
 //
+// Mixed precision (docs/mixed-precision.md): the layers are bound with one
+// compute type; where it differs from the variable type the layer reads the
+// plan's compute-type copy of its parameters and writes compute-type
+// gradients, which backward() widens into gradients() through
+// ops<Backend>::convert. The copy is refreshed (refresh_compute_parameters(),
+// also through ops<Backend>::convert) by initialize() and, before the next
+// forward, after any writable view of the variables was handed out
+// (parameters(), layer_parameters(), for_each_variable(): an update, a load,
+// a restore; a write through a span kept across a forward needs an explicit
+// refresh_compute_parameters()). Inputs, outputs and dL/dy are io values (float under the
+// 16-bit policies), converted where a layer computes in another type.
+//
 // The optimizer's state belongs to the model it updates: its slots are a plan
 // region and its update and step counts and learning-rate scale live here
 // (optimizer_state()). fit() (re)initialises them when the model meets an
@@ -151,6 +163,8 @@ class model {
   using value_type = typename policy::io_type;
   using backend = Backend;
   using layers = typename Net::template bound<policy, Backend>;
+  // the specs bound with the variable type (float when it is 16-bit): init and the penalties
+  using variable_layers = typename Net::template variable_bound<policy, Backend>;
   using plan = typename Net::template plan<policy, Backend>;
   static constexpr std::size_t layer_count = Net::layer_count;
   static constexpr std::size_t input_size = Net::input_type::size;
@@ -173,8 +187,9 @@ class model {
     seed_ = seed;
     rng init_gen(seed);
     host_view_type v = variables_view();
-    for_each_layer([&]<std::size_t I, class L>() { L::init(slot<I>(v.data()), init_gen); });
+    for_each_layer([&]<std::size_t I, class L>() { init_layer<I>(init_gen, v.data()); });
     v.commit();
+    refresh_compute_parameters();
     gen_ = rng::derive(seed, 0x64726f70ull);  // stream for dropout and other run-time randomness
     reset_optimizer();
   }
@@ -198,6 +213,7 @@ class model {
       else
         opt_.kind = nullptr;  // the slots are gone: the next fit initialises them
     }
+    stale_ = true;  // the compute-type copy is not carried over
     mem_ = std::move(nm);
     lay_ = nl;
     batch_capacity_ = new_batch;
@@ -210,7 +226,10 @@ class model {
 
   // The regions as flat spans (layers one after another, each block 64-byte
   // aligned; padding between blocks is zero and stays zero).
-  std::span<variable_type> parameters() noexcept { return region<variable_type>(role::parameter); }
+  std::span<variable_type> parameters() noexcept {
+    stale_ = true;
+    return region<variable_type>(role::parameter);
+  }
   std::span<const variable_type> parameters() const noexcept { return region<const variable_type>(role::parameter); }
   std::span<variable_type> gradients() noexcept { return region<variable_type>(role::gradient); }
   std::span<variable_type> state() noexcept { return region<variable_type>(role::state); }
@@ -222,12 +241,24 @@ class model {
   template <std::size_t I>
   std::span<variable_type> layer_parameters() noexcept {
     using L = std::tuple_element_t<I, layers>;
-    return {slot<I>().params, L::parameter_count};
+    stale_ = true;
+    return {block<variable_type>(role::parameter, I), L::parameter_count};
   }
   template <std::size_t I>
   std::span<variable_type> layer_gradients() noexcept {
     using L = std::tuple_element_t<I, layers>;
-    return {slot<I>().grads, L::parameter_count};
+    return {block<variable_type>(role::gradient, I), L::parameter_count};
+  }
+
+  // Rewrites every layer's compute-type copy of its parameters from the
+  // variables (ops<Backend>::convert); nothing under a uniform policy.
+  void refresh_compute_parameters() {
+    for_each_layer([&]<std::size_t I, class L>() {
+      if constexpr (plan::copies[I] && L::parameter_count > 0)
+        ops<Backend>::convert(block<variable_type>(role::parameter, I), block<layer_type<I>>(role::compute_parameter, I),
+                              L::parameter_count);
+    });
+    stale_ = false;
   }
 
   // Calls f(variable_ref) for every declared parameter, state, mask and
@@ -236,11 +267,13 @@ class model {
   // variables which the non-const overload writes back when f returns.
   template <class F>
   void for_each_variable(F&& f) const {
+    stale_ = true;  // the refs may be written through (load_weights)
     host_view_type v = variables_view();
     detail::for_each_variable_in<layers, policy, plan>(v.data(), lay_, batch_capacity_, f);
   }
   template <class F>
   void for_each_variable(F&& f) {
+    stale_ = true;  // the refs are written through (load_weights)
     host_view_type v = variables_view();
     detail::for_each_variable_in<layers, policy, plan>(v.data(), lay_, batch_capacity_, f);
     v.commit();
@@ -281,11 +314,11 @@ class model {
     reserve(batch, slots_);
     return run([&] { return run_layers(x, batch, training); });
   }
-  const value_type* output() noexcept { return activation<layer_count - 1>(); }
+  const value_type* output() noexcept { return model_output(); }
   // The last forward's first n output rows on the host (a view of the model's
   // memory on a host backend, else a copy that lives until the next call).
   std::span<const value_type> host_outputs(std::size_t n) {
-    const value_type* y = activation<layer_count - 1>();
+    const value_type* y = model_output();
     if constexpr (Backend::memory::host_accessible) {
       return {y, n * output_size};
     } else {
@@ -299,35 +332,55 @@ class model {
   value_type* output_gradient() noexcept { return delta<value_type>(0); }
 
   // Back-propagates output_gradient() through every layer.
+  // Then widens the compute-type gradients of the layers that have them into gradients().
   void backward() {
+    static_assert(!is_half_v<variable_type>, "model::backward: this model's variables are 16-bit (precision::float16 "
+                                             "is for inference); train under mixed_float16");
     run([&] {
       const run_info r{batch_, true, &gen_};
       std::size_t cur = 0;  // which delta buffer holds this layer's dL/d(output)
+      // dL/d(output) arrives in io; each layer's dL/dx in its compute type: converted into the
+      // other buffer (free again) when the next layer down computes in another type.
       for_each_layer_reverse([&]<std::size_t I, class L>() {
-        using In = std::remove_cv_t<std::remove_pointer_t<decltype(input_of<I>())>>;
-        using Out = std::remove_pointer_t<decltype(activation<I>())>;
-        In* dx = I == 0 ? nullptr : delta<In>(1 - cur);
-        L::backward(slot<I>(), input_of<I>(), activation<I>(), delta<Out>(cur), dx, r);
+        using T = layer_type<I>;
+        using From = std::conditional_t<I + 1 == layer_count, value_type, layer_type<I + (I + 1 < layer_count)>>;
+        if constexpr (!std::is_same_v<From, T>) {
+          ops<Backend>::convert(delta<From>(cur), delta<T>(1 - cur), batch_ * L::out_shape::size);
+          cur = 1 - cur;
+        }
+        T* dx = I == 0 ? nullptr : delta<T>(1 - cur);
+        L::backward(slot<I>(), input_of<I>(), activation<I>(), delta<T>(cur), dx, r);
         cur = 1 - cur;
+      });
+      for_each_layer([&]<std::size_t I, class L>() {
+        if constexpr (plan::copies[I] && L::parameter_count > 0)
+          ops<Backend>::convert(block<layer_type<I>>(role::compute_gradient, I), block<variable_type>(role::gradient, I),
+                                L::parameter_count);
       });
     });
   }
 
   // Sum of the layers' regularization penalties.
+  // Both run on the float32 variables and gradients (the variable binding).
   double penalty() {
     return run([&] {
       double p = 0;
-      for_each_layer([&]<std::size_t I, class L>() {
-        if constexpr (requires { L::penalty(slot<I>()); }) p += double(L::penalty(slot<I>()));
-      });
+      if constexpr (!is_half_v<variable_type>)
+        for_each_layer([&]<std::size_t I, class>() {
+          using V = std::tuple_element_t<I, variable_layers>;
+          if constexpr (requires { V::penalty(variable_slot<I>()); }) p += double(V::penalty(variable_slot<I>()));
+        });
       return p;
     });
   }
   void add_penalty_gradients() {
     run([&] {
-      for_each_layer([&]<std::size_t I, class L>() {
-        if constexpr (requires { L::add_penalty_gradient(slot<I>()); }) L::add_penalty_gradient(slot<I>());
-      });
+      if constexpr (!is_half_v<variable_type>)
+        for_each_layer([&]<std::size_t I, class>() {
+          using V = std::tuple_element_t<I, variable_layers>;
+          if constexpr (requires { V::add_penalty_gradient(variable_slot<I>()); })
+            V::add_penalty_gradient(variable_slot<I>());
+        });
     });
   }
 
@@ -401,19 +454,33 @@ class model {
     plan_layout lay;
     plan_memory<Backend> mem;
     explicit predict_scratch(std::size_t b)
-        : batch(b), lay(plan::layout(b, 0)), mem(lay.bytes(role::activation) + lay.bytes(role::cache)) {}
+        : batch(b),
+          lay(plan::layout(b, 0)),
+          mem(lay.bytes(role::activation) + lay.bytes(role::cache) + lay.bytes(role::converted)) {}
     std::byte* region(role r) const noexcept {
-      return mem.data() + (r == role::cache ? lay.bytes(role::activation) : 0);
+      if (r == role::cache) return mem.data() + lay.bytes(role::activation);
+      if (r == role::converted) return mem.data() + lay.bytes(role::activation) + lay.bytes(role::cache);
+      return mem.data();
     }
   };
 
   // The runs every forward pass shares (forward reserves the memory first, predict does not).
+  // A layer whose input is of another type than it computes in gets it converted first; the
+  // last layer's output is widened to io.
   const value_type* run_layers(const value_type* x, std::size_t batch, bool training) {
+    if (stale_) refresh_compute_parameters();
     x_ = x;
     batch_ = batch;
     const run_info r{batch, training, &gen_};
-    for_each_layer([&]<std::size_t I, class L>() { L::forward(slot<I>(), input_of<I>(), activation<I>(), r); });
-    return activation<layer_count - 1>();
+    for_each_layer([&]<std::size_t I, class L>() {
+      if constexpr (plan::converts_input[I]) {
+        if constexpr (I == 0) ops<Backend>::convert(x, converted_input<0>(), batch * input_size);
+        else ops<Backend>::convert(activation<I - 1>(), converted_input<I>(), batch * L::in_shape::size);
+      }
+      L::forward(slot<I>(), input_of<I>(), activation<I>(), r);
+    });
+    if constexpr (plan::converts_output) ops<Backend>::convert(activation<layer_count - 1>(), model_output(), batch * output_size);
+    return model_output();
   }
 
   // Layer i's block of role r: in the model's memory, or (activations and caches during a predict
@@ -425,32 +492,75 @@ class model {
     return reinterpret_cast<U*>((vars ? vars : mem_.data()) + lay_.at(r) + plan::offset(i, r, batch_capacity_));
   }
 
-  // Layer I's pointers; with vars (a host view of the variable regions) its
-  // variables are the view's and its cache is null.
+  // Layer I's compute type (one for all its buffers).
   template <std::size_t I>
-  layer_slot<variable_type, compute_type> slot(std::byte* vars = nullptr) const noexcept {
+  using layer_type = typename plan::template compute_at<I>;
+
+  // What layer I sees: its parameters (the compute-type copy when it has one) and gradients,
+  // its state (in the state region's type; batch_norm reads it as such), caches, masks, metadata.
+  template <std::size_t I>
+  layer_slot<layer_type<I>> slot() const noexcept {
+    using T = layer_type<I>;
+    constexpr role p = plan::copies[I] ? role::compute_parameter : role::parameter;
+    constexpr role g = plan::copies[I] ? role::compute_gradient : role::gradient;
+    return {block<T>(p, I),           block<T>(g, I),           block<T>(role::state, I),
+            block<T>(role::cache, I), block<std::uint8_t>(role::mask, I), block<std::byte>(role::metadata, I)};
+  }
+  // What the variable binding of layer I sees: the variables and gradients themselves.
+  // (vars: a host view of the variable regions, as in block().)
+  template <std::size_t I>
+  layer_slot<variable_type> variable_slot(std::byte* vars = nullptr) const noexcept {
     return {block<variable_type>(role::parameter, I, vars), block<variable_type>(role::gradient, I, vars),
-            block<variable_type>(role::state, I, vars),
-            vars ? nullptr : block<compute_type>(role::cache, I),
+            block<variable_type>(role::state, I, vars),     nullptr,
             block<std::uint8_t>(role::mask, I, vars),       block<std::byte>(role::metadata, I, vars)};
   }
-  // Layer I's output: compute_type, the last layer's value_type.
+  // Draws layer I's variables: with its variable binding; a 16-bit variable type (float16) draws in
+  // float32 on the host and converts.
+  template <std::size_t I>
+  // (vars: a host view of the variable regions.)
+  void init_layer(rng& g, std::byte* vars) {
+    using V = std::tuple_element_t<I, variable_layers>;
+    if constexpr (!is_half_v<variable_type>) {
+      V::init(variable_slot<I>(vars), g);
+    } else {
+      std::vector<float> p(V::parameter_count + 1), st(V::state_count + 1);
+      layer_slot<float> f{p.data(), nullptr, st.data(), nullptr, block<std::uint8_t>(role::mask, I, vars),
+                          block<std::byte>(role::metadata, I, vars)};
+      V::init(f, g);
+      ops<Backend>::convert(p.data(), block<variable_type>(role::parameter, I, vars), V::parameter_count);
+      ops<Backend>::convert(st.data(), block<variable_type>(role::state, I, vars), V::state_count);
+    }
+  }
+  // Layer I's output, in its compute type.
   template <std::size_t I>
   auto* activation() const noexcept {
-    using U = std::conditional_t<I + 1 == layer_count, value_type, compute_type>;
-    return block<U>(role::activation, I);
+    return block<layer_type<I>>(role::activation, I);
   }
+  // Layer I's input converted to its compute type (plan::converts_input[I]).
+  template <std::size_t I>
+  layer_type<I>* converted_input() const noexcept {
+    return block<layer_type<I>>(role::converted, I);
+  }
+  // The model's output rows (io): the last activation, or its widened copy.
+  value_type* model_output() const noexcept {
+    if constexpr (plan::converts_output) {
+      const std::size_t b = scratch_ ? scratch_->batch : batch_capacity_;
+      return reinterpret_cast<value_type*>(reinterpret_cast<std::byte*>(block<std::byte>(role::converted, layer_count - 1)) +
+                                           plan::converted_input_bytes(layer_count - 1, b));
+    } else {
+      return activation<layer_count - 1>();
+    }
+  }
+
   template <class U = compute_type>
   U* delta(std::size_t k) const noexcept {
     return reinterpret_cast<U*>(mem_.data() + lay_.at(role::delta) + k * plan::delta_bytes(batch_capacity_));
   }
   template <std::size_t I>
-  auto input_of() const noexcept {
-    if constexpr (I == 0) {
-      return x_;
-    } else {
-      return activation<I - 1>();
-    }
+  const layer_type<I>* input_of() const noexcept {
+    if constexpr (plan::converts_input[I]) return converted_input<I>();
+    else if constexpr (I == 0) return x_;
+    else return activation<I - 1>();
   }
 
   std::uint64_t seed_;
@@ -465,6 +575,7 @@ class model {
   const predict_scratch* scratch_ = nullptr;  // set only while predict runs above the capacity
   feeder_type feeder_{};
   std::vector<value_type> host_out_;  // host_outputs' copy (device backends)
+  mutable bool stale_ = true;                  // the compute-type copy needs a refresh before the next forward
 };
 
 namespace detail {
