@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/mixed_precision.hpp>
 
 #include <filesystem>
 #include <fstream>
