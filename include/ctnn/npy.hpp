@@ -39,9 +39,11 @@
 
 #include "core/errors.hpp"
 #include "core/half.hpp"
+#include "core/plan.hpp"
 #include "io/atomic_file.hpp"
 #include "io/read_file.hpp"
-#include "xtensor.hpp"
+#include "train/model.hpp"
+#include "xtensor/shapes.hpp"
 
 namespace ctnn {
 
