@@ -8,6 +8,7 @@
 #include <ctnn/onnx.hpp>
 #include <ctnn/optimizers/sgd.hpp>
 #include <ctnn/train/fit.hpp>
+#include <ctnn/xtensor.hpp>  // predict on xtensor inputs (npy.hpp no longer brings it)
 
 #include <cstdlib>
 #include <filesystem>
