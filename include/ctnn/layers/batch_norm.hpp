@@ -47,11 +47,17 @@ struct batch_normalization {
   using bind = batch_norm_layer<batch_normalization, In, precision::policy_of_t<P>, Backend>;
 };
 
+namespace layer_kind {
+struct batch_norm {};  // the kind tag of batch_norm_layer (its member `kind`)
+}  // namespace layer_kind
+
 // The bound batch normalization: plain loops over channels (no kernel of its own yet).
 template <class Spec, Shape In, class Pol, class Backend>
 struct batch_norm_layer {
     static_assert(Pol::uniform, "batch_norm: this backend has no mixed-precision specialization of this layer");
     static_assert(Backend::memory::host_accessible, "batch_norm: this backend has no specialization of this layer");
+    using kind = layer_kind::batch_norm;  // what it is, for tools that map layers (onnx/export.hpp, onnx/import.hpp)
+    using spec = Spec;
     using T = typename Pol::compute_type;
     static constexpr double Momentum = Spec::momentum, Epsilon = Spec::epsilon;
     static constexpr std::size_t C = last_dim_v<In>;
