@@ -1,34 +1,22 @@
 // ctnn/xtensor.hpp — xtensor at the edges of a model: inputs, outputs, datasets, variables.
 //
-// Include it to use xtensor with ctnn; the core headers never include xtensor
-// (its headers cost more compile time than ctnn's core). With M a ctnn::model
-// of network Net (input shape I = Net::input_type, output shape O):
+// Link ctnn::xtensor; the core headers never include xtensor. With M a ctnn::model of
+// network Net (input shape I, output shape O):
 //   input_tensor_t<M>, output_tensor_t<M>   xt::xtensor_fixed of one sample of I, of O
-//   predict_sample(m, x)        one sample (x of shape I, any xtensor expression) ->
-//                               output_tensor_t<M>
-//   predict(m, x, batch = 256)  x of shape (n, I...) -> xt::xtensor<T, 1 + rank O>
-//                               (n, O...); like Keras, predict wants the batch axis
-//                               first (one sample: predict_sample)
-//   evaluate(m, loss, x, y, metrics...)  Keras' evaluate(x, y) in batches of 32: y holds
-//                               class indices (any integer type, shape (n) or (n, 1))
-//                               for a sparse loss, else (n, width) targets
-//   as_output_tensor<M>(rows)   the row-major outputs of predict(m, dataset) as (n, O...)
-//   data::from_xtensor<S, K>(x, y)  a dataset of samples of shape S from x (n, S...) and
-//                               targets y (K = sparse_labels: integers (n); dense: (n, width))
-//   variable<L, "kernel">(m)    layer L's buffer as a writable xt::xtensor_adaptor with its
-//                               shape (dense kernel: in x units; conv2d: kh x kw x c x f);
-//                               the name is checked at compile time
-//   variable(m, layer, "kernel")  the same with a run-time layer and name (rank dynamic)
-// Shapes are checked against the network at compile time when the expression's
-// rank (xt::xtensor<T, N>, views of it) or its shape (xt::xtensor_fixed) is
-// static; a dynamic rank or extent (xt::xarray, an adaptor with a std::vector
-// shape, runtime sizes) is checked at
-// run time: std::invalid_argument naming the function, the shape given and the
-// shape wanted. The element type converts to the model's (float) as xtensor
-// assignment converts; a contiguous row-major container of the model's type is
-// read in place. (xtensor 0.24's xt::xarray does not compile with clang >= 16,
-// an xtensor bug; these headers do not use it, so they compile with g++ and
-// clang alike.)
+//   predict_sample(m, x)        one sample (x of shape I) -> output_tensor_t<M>
+//   predict(m, x, batch = 256)  x of shape (n, I...) -> xt::xtensor (n, O...); the
+//                               batch axis first, as Keras
+//   evaluate(m, loss, x, y, metrics...)  Keras' evaluate(x, y) in batches of 32; y holds
+//                               class indices (n) or (n, 1) for a sparse loss, else (n, width)
+//   as_output_tensor<M>(rows)   predict(m, dataset)'s rows as (n, O...)
+//   data::from_xtensor<S, K>(x, y)  a dataset of samples of shape S from x (n, S...), y
+//   variable<L, "kernel">(m)    layer L's buffer as a writable adaptor with its shape; the
+//                               name is checked at compile time
+//   variable(m, layer, "kernel")  the same at run time (rank dynamic)
+// A static rank or fixed extent that does not fit is a compile error; a dynamic one an
+// std::invalid_argument naming the function and both shapes. Any layout is read by its
+// indices (a contiguous row-major container of the model's type in place).
+// Docs: docs/interop.md ("xtensor at the edges").
 #pragma once
 #include <array>
 #include <cstddef>
