@@ -11,18 +11,11 @@
 //   load_variables_npy(m, dir)       reads them all back; every file is read and checked
 //                                    (a sparse layout's index as load_weights checks it)
 //                                    before anything is copied into m
-// The reader is ctnn's own (xtensor's trusts the header: it allocates what the
-// header length announces and reads an empty header out of bounds). It takes
-// format versions 1.0, 2.0 and 3.0 (numpy/lib/format.py), a header of at most
-// 1 MiB that lies in the file, a dictionary of exactly 'descr', 'fortran_order'
-// and 'shape' in any order, a descr of a bool, integer or floating-point number
-// ('<f4', '|u1', '|b1', ...), and exactly shape x itemsize bytes of values after
-// the header. The dtype must be the requested one (np.float32 is '<f4'; no
-// silent conversion; big-endian files are refused; float16_t is '<f2', bfloat16_t
-// has no NumPy dtype and is refused); Fortran-order files are
-// read into C (row-major) order; bools must be 0 or 1. Every failure is a
-// ctnn::io_error "<function>: <path>: <what is wrong>", found before any value
-// is copied.
+// ctnn's own reader checks the whole file before it allocates or copies: format 1.0,
+// 2.0 or 3.0, a header of at most 1 MiB, the dtype asked for (no conversion; bfloat16
+// and big-endian refused), exactly the announced bytes; Fortran order is read into C
+// order. Every failure is a ctnn::io_error "<function>: <path>: <what is wrong>".
+// Needs xtensor (CMake target ctnn::xtensor). Docs: docs/interop.md (".npy files").
 #pragma once
 #include <algorithm>
 #include <array>
@@ -39,9 +32,11 @@
 
 #include "core/errors.hpp"
 #include "core/half.hpp"
+#include "core/plan.hpp"
 #include "io/atomic_file.hpp"
 #include "io/read_file.hpp"
-#include "xtensor.hpp"
+#include "train/model.hpp"
+#include "xtensor/shapes.hpp"
 
 namespace ctnn {
 

@@ -1,34 +1,22 @@
 // ctnn/xtensor.hpp — xtensor at the edges of a model: inputs, outputs, datasets, variables.
 //
-// Include it to use xtensor with ctnn; the core headers never include xtensor
-// (its headers cost more compile time than ctnn's core). With M a ctnn::model
-// of network Net (input shape I = Net::input_type, output shape O):
+// Link ctnn::xtensor; the core headers never include xtensor. With M a ctnn::model of
+// network Net (input shape I, output shape O):
 //   input_tensor_t<M>, output_tensor_t<M>   xt::xtensor_fixed of one sample of I, of O
-//   predict_sample(m, x)        one sample (x of shape I, any xtensor expression) ->
-//                               output_tensor_t<M>
-//   predict(m, x, batch = 256)  x of shape (n, I...) -> xt::xtensor<T, 1 + rank O>
-//                               (n, O...); like Keras, predict wants the batch axis
-//                               first (one sample: predict_sample)
-//   evaluate(m, loss, x, y, metrics...)  Keras' evaluate(x, y) in batches of 32: y holds
-//                               class indices (any integer type, shape (n) or (n, 1))
-//                               for a sparse loss, else (n, width) targets
-//   as_output_tensor<M>(rows)   the row-major outputs of predict(m, dataset) as (n, O...)
-//   data::from_xtensor<S, K>(x, y)  a dataset of samples of shape S from x (n, S...) and
-//                               targets y (K = sparse_labels: integers (n); dense: (n, width))
-//   variable<L, "kernel">(m)    layer L's buffer as a writable xt::xtensor_adaptor with its
-//                               shape (dense kernel: in x units; conv2d: kh x kw x c x f);
-//                               the name is checked at compile time
-//   variable(m, layer, "kernel")  the same with a run-time layer and name (rank dynamic)
-// Shapes are checked against the network at compile time when the expression's
-// rank (xt::xtensor<T, N>, views of it) or its shape (xt::xtensor_fixed) is
-// static; a dynamic rank or extent (xt::xarray, an adaptor with a std::vector
-// shape, runtime sizes) is checked at
-// run time: std::invalid_argument naming the function, the shape given and the
-// shape wanted. The element type converts to the model's (float) as xtensor
-// assignment converts; a contiguous row-major container of the model's type is
-// read in place. (xtensor 0.24's xt::xarray does not compile with clang >= 16,
-// an xtensor bug; these headers do not use it, so they compile with g++ and
-// clang alike.)
+//   predict_sample(m, x)        one sample (x of shape I) -> output_tensor_t<M>
+//   predict(m, x, batch = 256)  x of shape (n, I...) -> xt::xtensor (n, O...); the
+//                               batch axis first, as Keras
+//   evaluate(m, loss, x, y, metrics...)  Keras' evaluate(x, y) in batches of 32; y holds
+//                               class indices (n) or (n, 1) for a sparse loss, else (n, width)
+//   as_output_tensor<M>(rows)   predict(m, dataset)'s rows as (n, O...)
+//   data::from_xtensor<S, K>(x, y)  a dataset of samples of shape S from x (n, S...), y
+//   variable<L, "kernel">(m)    layer L's buffer as a writable adaptor with its shape; the
+//                               name is checked at compile time
+//   variable(m, layer, "kernel")  the same at run time (rank dynamic)
+// A static rank or fixed extent that does not fit is a compile error; a dynamic one an
+// std::invalid_argument naming the function and both shapes. Any layout is read by its
+// indices (a contiguous row-major container of the model's type in place).
+// Docs: docs/interop.md ("xtensor at the edges").
 #pragma once
 #include <array>
 #include <cstddef>
@@ -45,6 +33,7 @@
 #include <xtensor/xfixed.hpp>
 #include <xtensor/xtensor.hpp>
 
+#include "xtensor/shapes.hpp"
 #include "core/plan.hpp"
 #include "core/shape.hpp"
 #include "core/targets.hpp"
@@ -57,28 +46,6 @@
 namespace ctnn {
 
 namespace diag {
-template <std::size_t> struct expression_rank {};
-template <std::size_t> struct wanted_rank {};
-template <std::size_t> struct axis {};
-template <std::size_t> struct expression_extent {};
-template <std::size_t> struct wanted_extent {};
-
-template <class Have, class Want, bool Ok>
-struct xtensor_batch_rank_mismatch {
-  static_assert(Ok, "ctnn xtensor: the input's rank is not the network's input rank + 1 (put the batch axis "
-                    "first; one sample: predict_sample)");
-  static constexpr bool value = true;
-};
-template <class Have, class Want, bool Ok>
-struct xtensor_sample_rank_mismatch {
-  static_assert(Ok, "ctnn xtensor: predict_sample: the sample's rank is not the network's input rank");
-  static constexpr bool value = true;
-};
-template <class Axis, class Have, class Want, bool Ok>
-struct xtensor_extent_mismatch {
-  static_assert(Ok, "ctnn xtensor: an axis of the input has another extent than the network's input shape");
-  static constexpr bool value = true;
-};
 template <class Layer, auto Name, bool Ok>
 struct no_such_variable {
   static_assert(Ok, "ctnn::variable: this layer declares no variable of this name");
@@ -92,128 +59,6 @@ struct variable_layer_out_of_range {
 }  // namespace diag
 
 namespace xtd {
-
-template <class T, class S>
-struct fixed_of;
-template <class T, std::size_t... D>
-struct fixed_of<T, shape<D...>> {
-  using type = xt::xtensor_fixed<T, xt::xshape<D...>>;
-};
-
-// The static extents of an expression, when its shape type carries them.
-template <class ST>
-struct static_dims {
-  static constexpr bool known = false;
-};
-template <std::size_t... X>
-struct static_dims<xt::fixed_shape<X...>> {
-  static constexpr bool known = true;
-  static constexpr std::array<std::size_t, sizeof...(X)> dims{X...};
-};
-
-template <class E>
-inline constexpr std::size_t rank_of = xt::get_rank<std::decay_t<E>>::value;  // SIZE_MAX: dynamic
-inline constexpr std::size_t dynamic_rank = std::numeric_limits<std::size_t>::max();
-
-template <class Shp>
-std::string shape_str(const Shp& s) {
-  std::string r = "(";
-  for (std::size_t i = 0; i < std::size(s); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + (std::size(s) == 1 ? ",)" : ")");
-}
-
-// Compile-time checks of an expression against a sample shape S, with `lead`
-// leading axes (1: a batch axis) before the sample's axes.
-// xtensor_fixed carries its shape as a template argument; an expression of
-// fixed-shape operands (a + b) as its inner_shape_type.
-template <class E>
-struct fixed_dims_of : static_dims<void> {};
-template <class E>
-  requires requires { typename E::inner_shape_type; }
-struct fixed_dims_of<E> : static_dims<typename E::inner_shape_type> {};
-template <class T, class S, xt::layout_type L, bool Sh, class Tag>
-struct fixed_dims_of<xt::xfixed_container<T, S, L, Sh, Tag>> : static_dims<S> {};
-
-template <class E>
-constexpr std::size_t static_rank() {
-  if constexpr (fixed_dims_of<E>::known) return fixed_dims_of<E>::dims.size();
-  else return rank_of<E>;
-}
-
-template <class E, Shape S, std::size_t Lead>
-constexpr bool check_static() {
-  constexpr std::size_t r = static_rank<E>();
-  if constexpr (r != dynamic_rank) {
-    if constexpr (Lead == 1)
-      static_assert(diag::xtensor_batch_rank_mismatch<diag::expression_rank<r>, diag::wanted_rank<S::rank + 1>,
-                                                      r == S::rank + 1>::value);
-    else
-      static_assert(diag::xtensor_sample_rank_mismatch<diag::expression_rank<r>, diag::wanted_rank<S::rank>,
-                                                       r == S::rank>::value);
-    using st = fixed_dims_of<E>;
-    if constexpr (r == S::rank + Lead && st::known) {
-      [&]<std::size_t... A>(std::index_sequence<A...>) {
-        static_assert((diag::xtensor_extent_mismatch<diag::axis<A + Lead>,
-                                                     diag::expression_extent<st::dims[A + Lead]>,
-                                                     diag::wanted_extent<S::dims[A]>,
-                                                     st::dims[A + Lead] == S::dims[A]>::value &&
-                       ...));
-      }(std::make_index_sequence<S::rank>{});
-    }
-  }
-  return true;
-}
-
-// Run-time check of the same; returns the leading extent (the sample count).
-template <Shape S, std::size_t Lead, class Shp>
-std::size_t check_shape(const char* who, const Shp& s) {
-  const std::size_t r = std::size(s);
-  bool ok = r == S::rank + Lead;
-  for (std::size_t a = 0; ok && a < S::rank; ++a) ok = std::size_t(s[a + Lead]) == S::dims[a];
-  if (!ok) {
-    std::string want = Lead ? "(n" : "(";
-    for (std::size_t a = 0; a < S::rank; ++a) want += (a || Lead ? ", " : "") + std::to_string(S::dims[a]);
-    want += (Lead + S::rank == 1) ? ",)" : ")";
-    throw std::invalid_argument(std::string(who) + ": the input has shape " + shape_str(s) + "; this network takes " +
-                                want);
-  }
-  return Lead ? std::size_t(s[0]) : 1;
-}
-
-// A row-major copy of e in T, or e's own memory when it already is one.
-template <class T, class E>
-struct row_major_values {
-  static constexpr bool in_place = std::is_same_v<typename E::value_type, T> &&
-                                   requires { requires E::static_layout == xt::layout_type::row_major; } &&
-                                   requires(const E& e) {
-                                     { e.data() } -> std::convertible_to<const T*>;
-                                     e.data_offset();
-                                   };
-  std::conditional_t<in_place, const E*, std::vector<T>> held;
-  explicit row_major_values(const E& e) {
-    if constexpr (in_place) held = std::addressof(e);
-    else held.assign(e.begin(), e.end());  // xtensor iterates in row-major order
-  }
-  const T* data() const {
-    if constexpr (in_place) return held->data() + held->data_offset();
-    else return held.data();
-  }
-};
-
-template <class M>
-using value_t = typename std::remove_cvref_t<M>::value_type;
-template <class M>
-using out_shape_t = typename std::remove_cvref_t<M>::network::output_type;
-template <class M>
-using in_shape_t = typename std::remove_cvref_t<M>::network::input_type;
-
-template <class T, Shape S>
-xt::xtensor<T, S::rank + 1> batch_tensor(std::size_t n) {
-  std::array<std::size_t, S::rank + 1> sh{};
-  sh[0] = n;
-  for (std::size_t a = 0; a < S::rank; ++a) sh[a + 1] = S::dims[a];
-  return xt::xtensor<T, S::rank + 1>::from_shape(sh);
-}
 
 template <std::size_t N>
 struct name_literal {

@@ -6,6 +6,7 @@
 #include <ctnn/layers/reshape.hpp>
 #include <ctnn/layers/sparse_dense_csc.hpp>
 #include <ctnn/npy.hpp>
+#include <ctnn/xtensor.hpp>  // predict and variable<L, "name"> on xtensor
 
 #include <cstdint>
 #include <cstdlib>

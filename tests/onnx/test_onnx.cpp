@@ -8,6 +8,7 @@
 #include <ctnn/onnx.hpp>
 #include <ctnn/optimizers/sgd.hpp>
 #include <ctnn/train/fit.hpp>
+#include <ctnn/xtensor.hpp>  // predict on xtensor inputs (npy.hpp no longer brings it)
 
 #include <cstdlib>
 #include <filesystem>
@@ -361,4 +362,46 @@ TEST_CASE("import_onnx: a malformed graph is an io_error naming the layer, the n
     CHECK(message_of([&] { import_onnx(e, f); }) ==
           p + "layer 1 (batch_norm): BatchNormalization 'layer1_batchnorm_0' (node 0) has no mean");
   }
+}
+
+namespace {
+// An activation that declares no onnx_op, and a layer that declares no kind.
+struct no_onnx_act : detail::activation_spec<no_onnx_act> {
+  static std::string name() { return "no_onnx_act"; }
+  template <class B, class T>
+  static void forward(T*, std::size_t, std::size_t) {}
+  template <class B, class T>
+  static void backward(const T*, T*, std::size_t, std::size_t) {}
+};
+struct kindless_layer {};
+template <class Spec, class In = shape<4>>
+using bound = typename Spec::template bind<In, precision::float32, cpu<>>;
+}  // namespace
+
+TEST_CASE("export_onnx and import_onnx map each layer by the kind it declares, each activation by its onnx_op") {
+  using namespace onnx_detail;
+  static_assert(is_a<bound<dense<3, relu>>, layer_kind::dense>);
+  static_assert(is_a<bound<conv2d<2, 3, 3>, shape<6, 6, 1>>, layer_kind::conv2d>);
+  static_assert(is_a<bound<max_pool2d<2>, shape<6, 6, 1>>, layer_kind::pool2d>);
+  static_assert(is_a<bound<average_pool2d<2>, shape<6, 6, 1>>, layer_kind::pool2d>);
+  static_assert(is_a<bound<batch_norm>, layer_kind::batch_norm>);
+  static_assert(is_a<bound<dropout<0.5>>, layer_kind::dropout>);
+  static_assert(is_a<bound<flatten, shape<2, 2>>, layer_kind::reshape>);
+  static_assert(is_a<bound<global_average_pool, shape<3, 3, 2>>, layer_kind::global_average_pool>);
+  static_assert(is_a<bound<softmax>, layer_kind::activation>);
+  static_assert(!is_a<bound<dense<3>>, layer_kind::conv2d>);
+  static_assert(std::is_same_v<kind_of<kindless_layer>::type, void>);
+  // the spatial layers (between Transposes) are the kinds that say so
+  static_assert(is_spatial<bound<conv2d<2, 3, 3>, shape<6, 6, 1>>> && is_spatial<bound<max_pool2d<2>, shape<6, 6, 1>>> &&
+                is_spatial<bound<global_average_pool, shape<3, 3, 2>>> && !is_spatial<bound<dense<3>>>);
+  // an activation's ONNX operator is its own member; one without it, or a layer without a kind, is not exportable
+  CHECK(std::string_view(act_op<relu>()) == "Relu");
+  CHECK(std::string_view(act_op<identity>()).empty());
+  CHECK(act_alpha<leaky_relu<0.1>> == doctest::Approx(0.1));
+  static_assert(act_op<no_onnx_act>() == nullptr);
+  static_assert(exportable<bound<dense<3, leaky_relu<0.1>>>>());
+  static_assert(exportable<bound<dropout<0.5>>>());
+  static_assert(!exportable<bound<dense<3, no_onnx_act>>>());
+  static_assert(!exportable<bound<no_onnx_act>>());
+  static_assert(!exportable<kindless_layer>());
 }

@@ -42,6 +42,7 @@ concept Activation = has_activation_name<A> && requires { typename A::is_activat
 
 struct identity : detail::activation_spec<identity> {
   static std::string name() { return "identity"; }
+  static constexpr const char* onnx_op = "";  // its ONNX operator ("": none needed)
   template <class B, class T>
   static void forward(T*, std::size_t, std::size_t) {}
   template <class B, class T>
@@ -50,6 +51,7 @@ struct identity : detail::activation_spec<identity> {
 
 struct relu : detail::activation_spec<relu> {
   static std::string name() { return "relu"; }
+  static constexpr const char* onnx_op = "Relu";  // its ONNX operator (onnx/export.hpp, onnx/import.hpp)
   template <class B, class T>
   static void forward(T* y, std::size_t rows, std::size_t cols) {
     ops<B>::relu_forward(y, rows * cols);
@@ -66,6 +68,7 @@ struct leaky_relu : detail::activation_spec<leaky_relu<Alpha>> {
   static_assert(Alpha > 0 && Alpha < 1, "leaky_relu: the negative slope must be in (0, 1)");
   static constexpr double alpha = double(Alpha);
   static std::string name() { return "leaky_relu<" + detail::format_number(Alpha) + ">"; }
+  static constexpr const char* onnx_op = "LeakyRelu";  // its ONNX operator, with attribute alpha
   template <class B, class T>
   static void forward(T* y, std::size_t rows, std::size_t cols) {
     ops<B>::leaky_relu_forward(y, rows * cols, T(Alpha));
@@ -78,6 +81,7 @@ struct leaky_relu : detail::activation_spec<leaky_relu<Alpha>> {
 
 struct sigmoid : detail::activation_spec<sigmoid> {
   static std::string name() { return "sigmoid"; }
+  static constexpr const char* onnx_op = "Sigmoid";  // its ONNX operator (onnx/export.hpp, onnx/import.hpp)
   template <class B, class T>
   static void forward(T* y, std::size_t rows, std::size_t cols) {
     ops<B>::sigmoid_forward(y, rows * cols);
@@ -90,6 +94,7 @@ struct sigmoid : detail::activation_spec<sigmoid> {
 
 struct tanh : detail::activation_spec<tanh> {
   static std::string name() { return "tanh"; }
+  static constexpr const char* onnx_op = "Tanh";  // its ONNX operator (onnx/export.hpp, onnx/import.hpp)
   template <class B, class T>
   static void forward(T* y, std::size_t rows, std::size_t cols) {
     ops<B>::tanh_forward(y, rows * cols);
@@ -102,6 +107,7 @@ struct tanh : detail::activation_spec<tanh> {
 
 struct softmax : detail::activation_spec<softmax> {
   static std::string name() { return "softmax"; }
+  static constexpr const char* onnx_op = "Softmax";  // its ONNX operator (onnx/export.hpp, onnx/import.hpp)
   template <class B, class T>
   static void forward(T* y, std::size_t rows, std::size_t cols) {
     ops<B>::softmax_forward(y, rows, cols);
@@ -112,9 +118,15 @@ struct softmax : detail::activation_spec<softmax> {
   }
 };
 
+namespace layer_kind {
+struct activation {};  // the kind tag of activation_layer (its member `kind`)
+}  // namespace layer_kind
+
 // An activation used as a layer of its own.
 template <class A, Shape In, class P, class Backend>
 struct activation_layer {
+  using kind = layer_kind::activation;  // what it is, for tools that map layers (onnx/export.hpp, onnx/import.hpp)
+  using spec = A;
   using T = typename P::compute_type;
   using O = ops<Backend>;
   using variable_type = typename P::variable_type;

@@ -47,10 +47,16 @@ struct batch_normalization {
   using bind = batch_norm_layer<batch_normalization, In, precision::policy_of_t<P>, Backend>;
 };
 
+namespace layer_kind {
+struct batch_norm {};  // the kind tag of batch_norm_layer (its member `kind`)
+}  // namespace layer_kind
+
 // The bound batch normalization: plain loops over channels (no kernel of its own yet).
 template <class Spec, Shape In, class Pol, class Backend>
 struct batch_norm_layer {
     static_assert(runs_host_code<Backend>, "batch_norm: this backend has no specialization of this layer");
+    using kind = layer_kind::batch_norm;  // what it is, for tools that map layers (onnx/export.hpp, onnx/import.hpp)
+    using spec = Spec;
     using T = typename Pol::compute_type;
     using A = precision::arithmetic_t<T>;      // what the formulas run in (float for a 16-bit T)
     using S = precision::state_type_t<Pol>;    // the moving statistics (float32 under the mixed policies)

@@ -76,9 +76,15 @@ struct conv2d {
   using bind = conv2d_layer<conv2d, In, precision::policy_of_t<P>, Backend>;
 };
 
+namespace layer_kind {
+struct conv2d {};  // the kind tag of conv2d_layer (its member `kind`)
+}  // namespace layer_kind
+
 // The bound convolution (im2col + GEMM through ops<Backend>).
 template <class Spec, Shape In, class P, class Backend>
 struct conv2d_layer {
+  using kind = layer_kind::conv2d;  // what it is, for tools that map layers (onnx/export.hpp, onnx/import.hpp)
+  using spec = Spec;
   static constexpr std::size_t F = Spec::filters, KH = Spec::kernel_height, KW = Spec::kernel_width;
   using Act = typename Spec::activation;
   using Reg = typename Spec::regularizer;

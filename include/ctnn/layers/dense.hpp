@@ -64,6 +64,10 @@ struct dense {
   using bind = dense_layer<dense, In, precision::policy_of_t<P>, Backend>;
 };
 
+namespace layer_kind {
+struct dense {};  // the kind tag of dense_layer (its member `kind`)
+}  // namespace layer_kind
+
 // The bound dense layer, for any backend whose ops<Backend> has the dense
 // products (cpu<Arch> and backends built on it). A backend with its own
 // memory layout or precision (CUDA's half specializations, seen only by
@@ -71,6 +75,8 @@ struct dense {
 // network type a user writes is the same for every backend.
 template <class Spec, Shape In, class P, class Backend>
 struct dense_layer {
+  using kind = layer_kind::dense;  // what it is, for tools that map layers (onnx/export.hpp, onnx/import.hpp)
+  using spec = Spec;
   static constexpr std::size_t N = Spec::units;
   using Act = typename Spec::activation;
   using Reg = typename Spec::regularizer;

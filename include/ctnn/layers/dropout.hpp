@@ -88,9 +88,15 @@ void dropout_backward(const T* mask, const T* dy, T* dx, std::size_t n, const ru
 }
 }  // namespace detail
 
+namespace layer_kind {
+struct dropout {};  // the kind tag of dropout_layer (its member `kind`)
+}  // namespace layer_kind
+
 template <class Spec, Shape In, class P, class Backend>
 struct dropout_layer {
   static_assert(runs_host_code<Backend>, "dropout: this backend has no specialization of this layer");
+  using kind = layer_kind::dropout;  // what it is, for tools that map layers (onnx/export.hpp, onnx/import.hpp)
+  using spec = Spec;
   static constexpr double Rate = double(Spec::rate);
   using T = typename P::compute_type;
   using variable_type = typename P::variable_type;

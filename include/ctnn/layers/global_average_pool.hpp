@@ -36,8 +36,13 @@ struct global_average_pool {
   using bind = global_average_pool_layer<In, precision::policy_of_t<P>, Backend>;
 };
 
+namespace layer_kind {
+struct global_average_pool {};  // the kind tag of global_average_pool_layer (its member `kind`)
+}  // namespace layer_kind
+
 template <Shape In, class Pol, class Backend>
 struct global_average_pool_layer {
+  using kind = layer_kind::global_average_pool;  // what it is, for tools that map layers (onnx/export.hpp, onnx/import.hpp)
   using T = typename Pol::compute_type;
   static constexpr std::size_t C = last_dim_v<In>;
   static constexpr std::size_t P = In::size / C;  // positions

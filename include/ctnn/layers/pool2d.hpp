@@ -67,10 +67,16 @@ struct pool2d_spec {
 
 }  // namespace detail
 
+namespace layer_kind {
+struct pool2d {};  // the kind tag of pool2d_layer (its member `kind`)
+}  // namespace layer_kind
+
 // The bound pooling layer: Spec::kind says which kernels (through ops<Backend>)
 // and whether it keeps one uint32 index per output value in its cache.
 template <class Spec, Shape In, class P, class Backend>
 struct pool2d_layer {
+  using kind = layer_kind::pool2d;  // what it is, for tools that map layers (onnx/export.hpp, onnx/import.hpp)
+  using spec = Spec;
   using Kind = typename Spec::kind;
   using T = typename P::compute_type;
   static constexpr std::size_t H = dim_or<In, 0>(), W = dim_or<In, 1>(), C = dim_or<In, 2>();

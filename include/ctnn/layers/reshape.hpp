@@ -19,8 +19,14 @@
 
 namespace ctnn {
 
+namespace layer_kind {
+struct reshape {};  // the kind tag of reshape_layer (its member `kind`)
+}  // namespace layer_kind
+
 template <class Spec, Shape In, class P, class Backend>
 struct reshape_layer {
+  using kind = layer_kind::reshape;  // what it is, for tools that map layers (onnx/export.hpp, onnx/import.hpp)
+  using spec = Spec;
   using T = typename P::compute_type;
   using variable_type = typename P::variable_type;
   using compute_type = T;

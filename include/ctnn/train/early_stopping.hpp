@@ -3,11 +3,10 @@
 // early_stopping{.monitor = "val_loss", .min_delta = 0, .patience = 0,
 //   .mode = automatic, .baseline = none, .restore_best_weights = false,
 //   .start_from_epoch = 0}. At each epoch end from start_from_epoch on:
-// wait += 1; an improvement (current < best - |min_delta|, or
-// > best + |min_delta| when maximizing; the first value always is) records
-// best (and copies the weights when restoring) and resets wait only if it
-// also improves on baseline; otherwise, when wait >= patience and epoch > 0,
-// training stops. At train end the best epoch's weights (parameters and
+// an improvement on best by more than |min_delta| (plateau_monitor.hpp; the
+// first value always is one) records best (and copies the weights when
+// restoring) and resets wait only if it also improves on baseline, else wait
+// += 1; without one, when wait >= patience and epoch > 0, training stops. At train end the best epoch's weights (parameters and
 // state) are put back when restore_best_weights is set, whether or not
 // training stopped early (Keras 3). Requires patience, start_from_epoch >= 0.
 // Unless verbose = 0, it says when and why it stopped, on `out` (std::cout):
@@ -15,6 +14,7 @@
 //    the best was 0.3012 at epoch 2"
 // and, when restoring, "Restoring model weights from the end of the best epoch: 2."
 // (epochs counted from 1 in messages; stopped_epoch and best_epoch are 0-based).
+// Docs: docs/training.md, "Callbacks".
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -29,6 +29,7 @@
 #include "../core/format.hpp"
 #include "../core/plan.hpp"
 #include "monitor.hpp"
+#include "plateau_monitor.hpp"
 
 namespace ctnn {
 
@@ -74,15 +75,13 @@ struct early_stopping {
       save(ctx.model);
       best_epoch = ctx.epoch;
     }
-    ++wait;
-    if (improves(current, best)) {
-      best = current;
+    const plateau_monitor rule = plateau();
+    if (rule.observe(current, best, wait)) {
       best_epoch = ctx.epoch;
       if (restore_best_weights) save(ctx.model);
-      if (!baseline || improves(current, baseline)) wait = 0;
       return;
     }
-    if (wait >= patience && ctx.epoch > 0) {
+    if (rule.exhausted(wait) && ctx.epoch > 0) {
       stopped_epoch = ctx.epoch;
       ctx.stop_training = true;
     }
@@ -105,14 +104,10 @@ struct early_stopping {
     if (min_delta != 0) s += " by more than " + detail::format_number(std::abs(min_delta));
     s += " for " + std::to_string(wait) + (wait == 1 ? " epoch" : " epochs") + " (patience " + std::to_string(patience) + ")";
     if (best) s += "; the best was " + detail::format_number(*best) + " at epoch " + std::to_string(best_epoch + 1);
-    if (baseline && best && !improves(*best, baseline)) s += ", which never beat the baseline " + detail::format_number(*baseline);
+    if (baseline && best && !plateau().improves(*best, baseline)) s += ", which never beat the baseline " + detail::format_number(*baseline);
     return s;
   }
-  bool improves(double current, const std::optional<double>& reference) const {
-    if (!reference) return true;
-    const double d = std::abs(min_delta);
-    return detail::maximizes(monitor, mode) ? current - d > *reference : current + d < *reference;
-  }
+  plateau_monitor plateau() const { return {monitor, mode, min_delta, patience, baseline}; }
   // Through host views (train/model.hpp: a device model's variables are copied), or
   // the spans of a model without them (the CUDA fork's callback_model).
   template <class M>

@@ -7,8 +7,9 @@
 // std::invalid_argument naming the callback, the key and the keys there are
 // (Keras only warns; ctnn stops before a misconfigured run goes on silently).
 #pragma once
-#include <string>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
 #include "history.hpp"
 
@@ -18,8 +19,8 @@ enum class monitor_mode { automatic, min, max };
 
 namespace detail {
 
-inline bool maximizes(const std::string& monitor, monitor_mode m) {
-  if (m == monitor_mode::automatic) return monitor.find("acc") != std::string::npos;
+inline bool maximizes(std::string_view monitor, monitor_mode m) {
+  if (m == monitor_mode::automatic) return monitor.find("acc") != std::string_view::npos;
   return m == monitor_mode::max;
 }
 

@@ -2,18 +2,19 @@
 //
 // reduce_lr_on_plateau{.monitor = "val_loss", .factor = 0.1, .patience = 10,
 //   .mode = automatic, .min_delta = 1e-4, .cooldown = 0, .min_lr = 0}.
-// At each epoch end: in cooldown, count it down and reset wait; an improvement
-// (current < best - min_delta, or > best + min_delta when maximizing) resets
-// wait; otherwise (not in cooldown) wait += 1 and when wait >= patience the
-// rate becomes max(lr * factor, min_lr) if lr > min_lr, then cooldown starts
-// and wait = 0. The rate is changed through the context's
-// scale_learning_rate (a scale kept with the model's optimizer state, which
-// multiplies the schedule's value from then on). Requires factor in (0, 1),
-// patience, cooldown, min_delta, min_lr >= 0 (checked at on_train_begin).
+// `best` starts at the worst value (+inf; -inf when maximizing). At each epoch
+// end: in cooldown, count it down and reset wait; an improvement on best by more
+// than min_delta (plateau_monitor.hpp) resets wait; otherwise (not in cooldown)
+// wait += 1 and when wait >= patience the rate becomes max(lr * factor, min_lr)
+// if lr > min_lr, then cooldown starts and wait = 0. The rate is changed through
+// the context's scale_learning_rate (a scale kept with the model's optimizer
+// state, which multiplies the schedule's value from then on). Requires factor in
+// (0, 1), patience, cooldown, min_delta, min_lr >= 0 (checked at on_train_begin).
+// Docs: docs/training.md, "Callbacks".
 #pragma once
 #include <algorithm>
 #include <cstddef>
-#include <limits>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -21,6 +22,7 @@
 
 #include "../core/format.hpp"
 #include "monitor.hpp"
+#include "plateau_monitor.hpp"
 
 namespace ctnn {
 
@@ -35,7 +37,7 @@ struct reduce_lr_on_plateau {
   std::ostream* verbose = nullptr;  // a message per reduction when set
 
   // State, reset by on_train_begin.
-  double best = 0;
+  std::optional<double> best;  // +inf (-inf when maximizing) until a value improves on it
   int wait = 0;
   int cooldown_counter = 0;
   std::vector<std::size_t> reduced_at;  // 0-based epochs whose end reduced the rate
@@ -52,8 +54,7 @@ struct reduce_lr_on_plateau {
   template <class Ctx>
   void on_train_begin(Ctx&) {
     validate();
-    best = detail::maximizes(monitor, mode) ? -std::numeric_limits<double>::infinity()
-                                            : std::numeric_limits<double>::infinity();
+    best = plateau().worst();
     wait = 0;
     cooldown_counter = 0;
     reduced_at.clear();
@@ -66,11 +67,9 @@ struct reduce_lr_on_plateau {
       --cooldown_counter;
       wait = 0;
     }
-    const bool better = detail::maximizes(monitor, mode) ? current > best + min_delta : current < best - min_delta;
-    if (better) {
-      best = current;
-      wait = 0;
-    } else if (cooldown_counter == 0 && ++wait >= patience) {
+    const plateau_monitor rule = plateau();
+    const bool counting = cooldown_counter == 0;
+    if (!rule.observe(current, best, wait, counting) && counting && rule.exhausted(wait)) {
       const double old_lr = ctx.learning_rate();
       if (float(old_lr) > float(min_lr)) {  // compared in float, as Keras compares its float32 variable
         const double new_lr = std::max(old_lr * factor, min_lr);
@@ -84,6 +83,9 @@ struct reduce_lr_on_plateau {
       }
     }
   }
+
+ private:
+  plateau_monitor plateau() const { return {monitor, mode, min_delta, patience, {}}; }
 };
 
 }  // namespace ctnn

@@ -1,0 +1,418 @@
+// ctnn/onnx/import.hpp — import_onnx(m, path): an ONNX graph's weights into a
+// model whose network computes what the graph computes.
+//
+// The computing nodes (Gemm or MatMul [+ Add], Conv, MaxPool, AveragePool,
+// BatchNormalization, GlobalAveragePool or ReduceMean, Relu, LeakyRelu, Sigmoid,
+// Tanh, Softmax), in order, must match the layers one for one (by each layer's
+// kind) with the same sizes, strides, paddings, slopes and epsilons; shape plumbing
+// (Reshape, Flatten, Transpose, Dropout, Identity, ...) is skipped. A Gemm with
+// transB = 1 (PyTorch's Linear) is transposed into ctnn's in x out kernel. A
+// channels-first graph input imports only into a network without spatial layers.
+// Everything is checked before any variable is written; a mismatch or a malformed
+// graph is a ctnn::io_error naming the layer (1-based, with its spec), the node
+// (op, name, index) and both sides, never a protobuf check or a read out of bounds.
+// Variables must be float. Docs: docs/interop.md ("ONNX").
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "common.hpp"
+
+namespace ctnn {
+
+namespace onnx_detail {
+
+struct graph_view {
+  std::map<std::string, const onnx::TensorProto*, std::less<>> init;
+  std::vector<const onnx::NodeProto*> compute;  // computing nodes, in graph order
+  std::vector<int> compute_index;               // their indices in graph.node (from 0)
+  std::vector<std::int64_t> input_dims;         // the graph input's dims (-1: symbolic)
+
+  // "Gemm '/fc1/Gemm' (node 3)": the op, the name and the index in graph.node
+  std::string name_of(const onnx::NodeProto& n) const {
+    std::string s = printable(n.op_type(), 80) + " '" + printable(n.name(), 80) + "'";
+    for (std::size_t i = 0; i < compute.size(); ++i)
+      if (compute[i] == &n) return s + " (node " + std::to_string(compute_index[i]) + ")";
+    return s;
+  }
+};
+
+inline bool is_plumbing(const std::string& op) {
+  static const char* const ops[] = {"Reshape", "Flatten", "Transpose", "Dropout", "Identity", "Constant",
+                                    "Shape",   "Gather",  "Unsqueeze", "Squeeze", "Concat",   "Cast"};
+  return std::find(std::begin(ops), std::end(ops), op) != std::end(ops);
+}
+
+inline const onnx::AttributeProto* attr(const onnx::NodeProto& n, std::string_view name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+inline const char* attr_type_name(int t) {
+  switch (t) {
+    case onnx::AttributeProto::FLOAT: return "FLOAT";
+    case onnx::AttributeProto::INT: return "INT";
+    case onnx::AttributeProto::STRING: return "STRING";
+    case onnx::AttributeProto::TENSOR: return "TENSOR";
+    case onnx::AttributeProto::GRAPH: return "GRAPH";
+    case onnx::AttributeProto::FLOATS: return "FLOATS";
+    case onnx::AttributeProto::INTS: return "INTS";
+    case onnx::AttributeProto::STRINGS: return "STRINGS";
+    case onnx::AttributeProto::UNDEFINED: return "UNDEFINED";
+    default: return "of another type";
+  }
+}
+
+inline std::string dims_str(const std::vector<std::int64_t>& d) {
+  std::string s;
+  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? " x " : "") + std::to_string(d[i]);
+  return s.empty() ? "a scalar" : s;
+}
+inline std::string list_str(const std::vector<std::int64_t>& d) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+// Reads the graph: initializers (and Constant nodes' tensors), the computing nodes.
+inline graph_view view_of(const onnx::GraphProto& g, const std::filesystem::path& path) {
+  graph_view v;
+  for (const auto& t : g.initializer()) v.init[t.name()] = &t;
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& n = g.node(i);
+    if (n.op_type() == "Constant") {
+      if (const auto* a = attr(n, "value"); a && a->type() == onnx::AttributeProto::TENSOR && n.output_size() == 1)
+        v.init[n.output(0)] = &a->t();
+      continue;
+    }
+    if (is_plumbing(n.op_type())) continue;
+    v.compute.push_back(&n);
+    v.compute_index.push_back(i);
+  }
+  for (const auto& in : g.input()) {
+    if (v.init.count(in.name())) continue;  // old exporters list initializers as inputs
+    for (const auto& d : in.type().tensor_type().shape().dim())
+      v.input_dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    break;
+  }
+  if (v.input_dims.empty()) throw io_error("import_onnx", path, "the graph has no input");
+  return v;
+}
+
+// A float tensor's values (raw_data or float_data).
+inline std::vector<float> floats_of(const onnx::TensorProto& t, const std::string& where,
+                                    const std::filesystem::path& path) {
+  if (t.data_type() != onnx::TensorProto::FLOAT)
+    throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name(), 80) + "' is not float32 (ONNX type " +
+                                            std::to_string(t.data_type()) + ")");
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name(), 80) + "' is stored in an external file");
+  if (t.has_segment()) throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name(), 80) + "' is split into segments");
+  // the values must be there before anything is allocated for them
+  std::size_t n = 1;
+  for (auto d : t.dims()) {
+    if (d < 0) throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name(), 80) + "' has a negative dimension");
+    if (d != 0 && n > std::numeric_limits<std::size_t>::max() / sizeof(float) / std::size_t(d))
+      throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name(), 80) + "' has more values than fit in memory");
+    n *= std::size_t(d);
+  }
+  const std::size_t held = t.has_raw_data() ? t.raw_data().size() : std::size_t(t.float_data_size()) * sizeof(float);
+  if (held != n * sizeof(float))
+    throw io_error("import_onnx", path, where + ": tensor '" + printable(t.name(), 80) + "' holds " +
+                                            (t.has_raw_data() ? std::to_string(held) + " bytes"
+                                                              : std::to_string(t.float_data_size()) + " values") +
+                                            " for " + std::to_string(n) + " floats");
+  std::vector<float> v(n);
+  if (t.has_raw_data()) std::memcpy(v.data(), t.raw_data().data(), held);
+  else std::copy(t.float_data().begin(), t.float_data().end(), v.begin());
+  return v;
+}
+
+// Walks the computing nodes against the layers.
+struct matcher {
+  const graph_view& gv;
+  const std::filesystem::path& path;
+  std::int64_t opset = 17;
+  std::size_t next = 0;
+  std::string where;  // "layer 2 (dense<10>)"
+
+  [[noreturn]] void fail(const std::string& what) const { throw io_error("import_onnx", path, where + ": " + what); }
+  std::string node_name(const onnx::NodeProto& n) const { return gv.name_of(n); }
+
+  // A node's attribute of the type ONNX defines for it, or dflt when absent.
+  const onnx::AttributeProto* typed_attr(const onnx::NodeProto& n, std::string_view name, int type) const {
+    const auto* a = attr(n, name);
+    if (a && a->type() != type)
+      fail(node_name(n) + "'s attribute '" + std::string(name) + "' is " + attr_type_name(a->type()) + ", not " +
+           attr_type_name(type));
+    return a;
+  }
+  std::int64_t attr_i(const onnx::NodeProto& n, std::string_view name, std::int64_t dflt) const {
+    const auto* a = typed_attr(n, name, onnx::AttributeProto::INT);
+    return a ? a->i() : dflt;
+  }
+  double attr_f(const onnx::NodeProto& n, std::string_view name, double dflt) const {
+    const auto* a = typed_attr(n, name, onnx::AttributeProto::FLOAT);
+    return a ? double(a->f()) : dflt;
+  }
+  std::vector<std::int64_t> attr_is(const onnx::NodeProto& n, std::string_view name,
+                                    std::vector<std::int64_t> dflt) const {
+    const auto* a = typed_attr(n, name, onnx::AttributeProto::INTS);
+    if (!a) return dflt;
+    return {a->ints().begin(), a->ints().end()};
+  }
+  std::string attr_s(const onnx::NodeProto& n, std::string_view name, std::string dflt) const {
+    const auto* a = typed_attr(n, name, onnx::AttributeProto::STRING);
+    return a ? a->s() : dflt;
+  }
+
+  const onnx::NodeProto& take(std::string_view op, std::string_view alt = {}) {
+    if (next >= gv.compute.size())
+      fail("the graph has no more computing nodes; this layer needs " + std::string(op));
+    const onnx::NodeProto& n = *gv.compute[next];
+    if (n.op_type() != op && (alt.empty() || n.op_type() != alt))
+      fail("the graph's next node is " + node_name(n) + "; this layer needs " + std::string(op) +
+           (alt.empty() ? "" : " or " + std::string(alt)));
+    ++next;
+    return n;
+  }
+  const onnx::TensorProto& tensor(const onnx::NodeProto& n, int input, const char* what) {
+    if (n.input_size() <= input || n.input(input).empty()) fail(node_name(n) + " has no " + what);
+    auto it = gv.init.find(n.input(input));
+    if (it == gv.init.end()) fail(node_name(n) + "'s " + what + " '" + printable(n.input(input), 80) + "' is not a constant");
+    return *it->second;
+  }
+  std::vector<float> values(const onnx::NodeProto& n, int input, const char* what,
+                            const std::vector<std::int64_t>& want, const std::string& ours) {
+    const auto& t = tensor(n, input, what);
+    std::vector<std::int64_t> d(t.dims().begin(), t.dims().end());
+    for (auto x : d)
+      if (x < 0) fail(node_name(n) + "'s " + what + " '" + printable(t.name(), 80) + "' has a negative dimension (" + dims_str(d) + ")");
+    std::size_t count = 1;
+    for (auto x : d) count *= std::size_t(x);
+    std::size_t want_count = 1;
+    for (auto x : want) want_count *= std::size_t(x);
+    // (N) and (1, N) biases are the same values
+    bool same = d == want;
+    if (!same && count == want_count) {
+      std::vector<std::int64_t> a, b;
+      for (auto x : d) if (x != 1) a.push_back(x);
+      for (auto x : want) if (x != 1) b.push_back(x);
+      same = a == b;
+    }
+    if (!same) fail(node_name(n) + " has a " + what + " of " + dims_str(d) + "; this layer's " + ours + " is " +
+                    dims_str(want));
+    return floats_of(t, where + ": " + node_name(n), path);
+  }
+  // rank: the data's rank at this point, batch axis included
+  template <class A>
+  void activation(std::int64_t rank) {
+    constexpr const char* op = act_op<A>();
+    if constexpr (!std::string_view(op).empty()) {
+      const auto& n = take(op);
+      if constexpr (std::string_view(op) == "Softmax") {
+        const std::int64_t axis = attr_i(n, "axis", opset < 13 ? 1 : -1);
+        if ((axis != -1 && axis != rank - 1) || (opset < 13 && rank > 2))
+          fail(node_name(n) + " normalises over axis " + std::to_string(axis) + " (opset " + std::to_string(opset) +
+               ") of rank-" + std::to_string(rank) + " data; ctnn's softmax over the last one");
+      }
+      if constexpr (std::string_view(op) == "LeakyRelu") {
+        const double a = attr_f(n, "alpha", 0.01);
+        if (!(std::abs(a - act_alpha<A>) <= 1e-6 * act_alpha<A>))  // (a NaN alpha differs too)
+          fail(node_name(n) + " has alpha " + std::to_string(a) + "; this layer's slope is " +
+               std::to_string(act_alpha<A>));
+      }
+    }
+  }
+  void window(const onnx::NodeProto& n, const kernels::conv_geometry& G) {
+    const auto ks = attr_is(n, "kernel_shape", {});
+    if (!ks.empty() && ks != std::vector<std::int64_t>{std::int64_t(G.kh), std::int64_t(G.kw)})
+      fail(node_name(n) + " has a window of " + dims_str(ks) + "; this layer's is " + std::to_string(G.kh) + " x " +
+           std::to_string(G.kw));
+    const auto st = attr_is(n, "strides", {1, 1});
+    if (st != std::vector<std::int64_t>{std::int64_t(G.stride), std::int64_t(G.stride)})
+      fail(node_name(n) + " has strides " + list_str(st) + "; this layer's stride is " + std::to_string(G.stride));
+    const std::string auto_pad = attr_s(n, "auto_pad", "NOTSET");
+    const auto want = spatial_pads(G);
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      if (G.oh != (G.h + G.stride - 1) / G.stride || G.ow != (G.w + G.stride - 1) / G.stride)
+        fail(node_name(n) + " pads to the same size; this layer does not");
+    } else if (auto_pad == "VALID") {
+      if (want != std::vector<std::int64_t>(4, 0)) fail(node_name(n) + " does not pad; this layer pads " + list_str(want));
+    } else {
+      const auto pads = attr_is(n, "pads", {0, 0, 0, 0});
+      if (pads != want) fail(node_name(n) + " has pads " + list_str(pads) + "; this layer's are " + list_str(want));
+    }
+    for (auto d : attr_is(n, "dilations", {1, 1}))
+      if (d != 1) fail(node_name(n) + " is dilated; ctnn's windows are not");
+    if (attr_i(n, "ceil_mode", 0) != 0) fail(node_name(n) + " rounds its output size up (ceil_mode); ctnn rounds down");
+  }
+};
+
+}  // namespace onnx_detail
+
+// Reads an ONNX model's weights into m (see the top of this file).
+template <Model M>
+void import_onnx(M& m, const std::filesystem::path& path) {
+  using MM = std::remove_cvref_t<M>;
+  using Net = typename MM::network;
+  static_assert(std::is_same_v<typename MM::variable_type, float>, "import_onnx: only float models are imported");
+  using namespace onnx_detail;
+  // protobuf parses at most 2 GiB - 1 bytes (a larger ONNX model keeps its weights in external files)
+  const std::string bytes = io::read_file(path, "import_onnx", std::size_t(std::numeric_limits<int>::max()));
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) throw io_error("import_onnx", path, "not an ONNX model (protobuf parse failed)");
+  const graph_view gv = view_of(model.graph(), path);
+
+  // The input: the same dims (channels-last), or for a network without
+  // spatial layers, the same number of values.
+  using In = typename Net::input_type;
+  {
+    std::vector<std::int64_t> theirs(gv.input_dims.begin() + 1, gv.input_dims.end()), ours;
+    for (auto d : In::dims) ours.push_back(std::int64_t(d));
+    auto squeeze = [](std::vector<std::int64_t> d) {
+      std::erase(d, std::int64_t(1));
+      return d;
+    };
+    constexpr bool spatial = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return (is_spatial<std::tuple_element_t<I, typename MM::layers>> || ...);
+    }(std::make_index_sequence<MM::layer_count>{});
+    std::int64_t n_theirs = 1;  // -1: unknown or more than this network's input
+    for (auto d : theirs) {
+      if (d <= 0 || n_theirs > std::int64_t(In::size) / d) {
+        n_theirs = -1;
+        break;
+      }
+      n_theirs *= d;
+    }
+    const bool same = squeeze(theirs) == squeeze(ours);
+    if (!same && (spatial || n_theirs != std::int64_t(In::size)))
+      throw io_error("import_onnx", path,
+                     "the graph's input is (batch, " + dims_str(theirs) + "); this network's is (batch, " +
+                         dims_str(ours) + ")" +
+                         (spatial && n_theirs == std::int64_t(In::size)
+                              ? " (a channels-first graph imports only into a network without spatial layers)"
+                              : ""));
+  }
+
+  matcher mt{gv, path};
+  for (const auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") mt.opset = o.version();
+  std::vector<std::map<std::string, std::vector<float>, std::less<>>> vars(MM::layer_count);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&] {
+          using L = std::tuple_element_t<I, typename MM::layers>;
+          using LIn = typename L::in_shape;
+          using LOut = typename L::out_shape;
+          mt.where = "layer " + std::to_string(I + 1) + " (" + L::name() + ")";
+          auto& v = vars[I];
+          if constexpr (is_a<L, layer_kind::dense>) {
+            constexpr auto K = std::int64_t(LIn::size), N = std::int64_t(LOut::size);
+            const auto& n = mt.take("Gemm", "MatMul");
+            if (n.op_type() == "Gemm") {
+              if (mt.attr_f(n, "alpha", 1) != 1 || mt.attr_f(n, "beta", 1) != 1 || mt.attr_i(n, "transA", 0) != 0)
+                mt.fail(mt.node_name(n) + " scales or transposes its input (alpha, beta, transA)");
+              if (mt.attr_i(n, "transB", 0)) {  // weight (N, K): PyTorch's Linear
+                const auto w = mt.values(n, 1, "weight", {N, K}, "kernel (transposed)");
+                std::vector<float> t(w.size());
+                for (std::int64_t r = 0; r < N; ++r)
+                  for (std::int64_t c = 0; c < K; ++c) t[c * N + r] = w[r * K + c];
+                v["kernel"] = std::move(t);
+              } else {
+                v["kernel"] = mt.values(n, 1, "weight", {K, N}, "kernel");
+              }
+              v["bias"] = n.input_size() > 2 && !n.input(2).empty() ? mt.values(n, 2, "bias", {N}, "bias")
+                                                                     : std::vector<float>(std::size_t(N), 0.f);
+            } else {
+              v["kernel"] = mt.values(n, 1, "weight", {K, N}, "kernel");
+              v["bias"] = std::vector<float>(std::size_t(N), 0.f);
+              if (mt.next < gv.compute.size() && gv.compute[mt.next]->op_type() == "Add") {
+                const auto& a = *gv.compute[mt.next++];
+                if (a.input_size() != 2)
+                  mt.fail(mt.node_name(a) + " has " + std::to_string(a.input_size()) +
+                          " inputs; an Add after MatMul adds the bias to its output: 2");
+                const int which = gv.init.count(a.input(1)) ? 1 : 0;
+                v["bias"] = mt.values(a, which, "bias", {N}, "bias");
+              }
+            }
+            mt.template activation<typename L::Act>(2);
+          } else if constexpr (is_a<L, layer_kind::conv2d> || is_a<L, layer_kind::pool2d>) {
+            using S = typename L::spec;
+            constexpr std::size_t H = dim_or<LIn, 0>(), W = dim_or<LIn, 1>(), C = dim_or<LIn, 2>();
+            if constexpr (is_a<L, layer_kind::conv2d>) {
+              constexpr auto G = window_geometry(H, W, C, S::filters, S::kernel_height, S::kernel_width, S::stride, S::pad);
+              const auto& n = mt.take("Conv");
+              mt.window(n, G);
+              if (mt.attr_i(n, "group", 1) != 1) mt.fail(mt.node_name(n) + " is a grouped convolution");
+              const auto w = mt.values(n, 1, "weight", {std::int64_t(G.f), std::int64_t(C), std::int64_t(G.kh), std::int64_t(G.kw)},
+                                       "kernel (as f x c x kh x kw)");
+              std::vector<float> t(w.size());
+              for (std::size_t y = 0; y < G.kh; ++y)
+                for (std::size_t x = 0; x < G.kw; ++x)
+                  for (std::size_t c = 0; c < C; ++c)
+                    for (std::size_t f = 0; f < G.f; ++f)
+                      t[((y * G.kw + x) * C + c) * G.f + f] = w[((f * C + c) * G.kh + y) * G.kw + x];
+              v["kernel"] = std::move(t);
+              v["bias"] = n.input_size() > 2 && !n.input(2).empty()
+                              ? mt.values(n, 2, "bias", {std::int64_t(G.f)}, "bias")
+                              : std::vector<float>(G.f, 0.f);
+              mt.template activation<typename L::Act>(4);
+            } else {
+              constexpr auto G = window_geometry(H, W, C, C, S::pool_size, S::pool_size, S::stride, S::pad);
+              constexpr bool is_max = std::is_same_v<typename S::kind, detail::max_pool_kind>;
+              const auto& n = mt.take(is_max ? "MaxPool" : "AveragePool");
+              mt.window(n, G);
+              if (!is_max && mt.attr_i(n, "count_include_pad", 0) != 0 && G.pt + G.pl > 0)
+                mt.fail(mt.node_name(n) + " counts the padding in its averages; ctnn does not");
+            }
+          } else if constexpr (is_a<L, layer_kind::batch_norm>) {
+            constexpr auto C = std::int64_t(last_dim_v<LIn>);
+            const auto& n = mt.take("BatchNormalization");
+            const double eps = mt.attr_f(n, "epsilon", 1e-5), ours = L::spec::epsilon;
+            if (!(std::abs(eps - ours) <= 1e-6 * ours))  // (a NaN epsilon differs too)
+              mt.fail(mt.node_name(n) + " has epsilon " + std::to_string(eps) + "; this layer's is " +
+                      std::to_string(ours));
+            v["gamma"] = mt.values(n, 1, "scale", {C}, "gamma");
+            v["beta"] = mt.values(n, 2, "bias", {C}, "beta");
+            v["moving_mean"] = mt.values(n, 3, "mean", {C}, "moving_mean");
+            v["moving_variance"] = mt.values(n, 4, "variance", {C}, "moving_variance");
+          } else if constexpr (is_a<L, layer_kind::activation>) {
+            mt.template activation<typename L::spec>(std::int64_t(LIn::rank) + 1);
+          } else if constexpr (is_a<L, layer_kind::global_average_pool>) {
+            mt.take("GlobalAveragePool", "ReduceMean");
+          }  // dropout, flatten, reshape: nothing to compute
+        }(),
+        ...);
+  }(std::make_index_sequence<MM::layer_count>{});
+  if (mt.next < gv.compute.size()) {
+    mt.where = "after the last layer";
+    mt.fail("the graph goes on with " + mt.node_name(*gv.compute[mt.next]) + "; this network ends here");
+  }
+  // everything matched and every variable has its values: copy
+  m.for_each_variable([&](const variable_ref& r) {
+    if (r.kind != role::parameter && r.kind != role::state) return;
+    const auto it = vars[r.layer].find(r.name);
+    if (it == vars[r.layer].end() || it->second.size() != r.extent)
+      throw io_error("import_onnx", path, "layer " + std::to_string(r.layer + 1) + ": the graph gives no '" +
+                                              std::string(r.name) + "' of " + std::to_string(r.extent) + " values");
+  });
+  m.for_each_variable([&](const variable_ref& r) {
+    if (r.kind != role::parameter && r.kind != role::state) return;
+    std::memcpy(r.data, vars[r.layer].find(r.name)->second.data(), r.extent * sizeof(float));
+  });
+}
+
+}  // namespace ctnn
