@@ -6,9 +6,11 @@
 //               read the bytes directly);
 //   ops<B>    — a specialization of ctnn::ops (backends/cpu/ops.hpp for cpu<Arch>)
 //               through which layers, losses, activations and optimizers call
-//               every kernel; they never name kernels::cpu. It is also the
-//               executor: ops<B>::for_chunks runs parallel work (the CPU
-//               thread pool; a stream later) and ops<B>::threads() says how wide.
+//               every kernel; they never name kernels::cpu. It satisfies
+//               BackendOps<B> (backend_ops.hpp: products, element-wise maps,
+//               reductions, conversions, optimizer updates, loss kernels).
+//               How a backend parallelises (the CPU thread pool, a stream)
+//               is its own business, not part of the op set.
 // This header names no backend: cpu<Arch> and host_memory are in
 // backends/cpu/backend.hpp, cuda<SM> in backends/cuda/backend.hpp.
 #pragma once
@@ -16,13 +18,11 @@
 #include <string>
 #include <type_traits>
 
+#include "backend_ops.hpp"
+
 namespace ctnn {
 
 inline constexpr std::size_t memory_alignment = 64;
-
-// The ops of backend B; each backend specializes it (never defined in general).
-template <class B>
-struct ops;
 
 // ---- Backend: named sub-concepts ----
 template <class B>
@@ -33,10 +33,8 @@ concept has_backend_memory = requires(void* p, const void* q, std::size_t n) {
   { B::memory::host_accessible } -> std::convertible_to<bool>;
 };
 template <class B>
-concept has_backend_ops = requires { sizeof(ops<B>); };
-template <class B>
 concept has_backend_name = requires { { B::name() } -> std::convertible_to<std::string>; };
 template <class B>
-concept Backend = has_backend_memory<B> && has_backend_name<B> && has_backend_ops<B>;
+concept Backend = has_backend_memory<B> && has_backend_name<B> && BackendOps<B>;
 
 }  // namespace ctnn

@@ -5,6 +5,9 @@
 // As a layer its output shape is its input shape; softmax normalises over the
 // last dimension. Gradients are computed from the outputs alone.
 // leaky_relu's slope defaults to 0.2, as keras.activations.leaky_relu.
+// The element-wise ones (identity, relu, leaky_relu, sigmoid, tanh) also
+// give their rule of kernels/functors.hpp, rule<T>(), which dense fuses
+// into its GEMM.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -17,6 +20,7 @@
 #include "../core/precision.hpp"
 #include "../core/shape.hpp"
 #include "../backends/cpu/ops.hpp"
+#include "../kernels/functors.hpp"
 
 namespace ctnn {
 
@@ -42,6 +46,8 @@ concept Activation = has_activation_name<A> && requires { typename A::is_activat
 
 struct identity : detail::activation_spec<identity> {
   static std::string name() { return "identity"; }
+  template <class T>
+  static constexpr fn::identity_fn rule() { return {}; }
   template <class B, class T>
   static void forward(T*, std::size_t, std::size_t) {}
   template <class B, class T>
@@ -50,6 +56,8 @@ struct identity : detail::activation_spec<identity> {
 
 struct relu : detail::activation_spec<relu> {
   static std::string name() { return "relu"; }
+  template <class T>
+  static constexpr fn::relu_fn rule() { return {}; }
   template <class B, class T>
   static void forward(T* y, std::size_t rows, std::size_t cols) {
     ops<B>::relu_forward(y, rows * cols);
@@ -66,6 +74,8 @@ struct leaky_relu : detail::activation_spec<leaky_relu<Alpha>> {
   static_assert(Alpha > 0 && Alpha < 1, "leaky_relu: the negative slope must be in (0, 1)");
   static constexpr double alpha = double(Alpha);
   static std::string name() { return "leaky_relu<" + detail::format_number(Alpha) + ">"; }
+  template <class T>
+  static constexpr fn::leaky_relu_fn<T> rule() { return {T(Alpha)}; }
   template <class B, class T>
   static void forward(T* y, std::size_t rows, std::size_t cols) {
     ops<B>::leaky_relu_forward(y, rows * cols, T(Alpha));
@@ -78,6 +88,8 @@ struct leaky_relu : detail::activation_spec<leaky_relu<Alpha>> {
 
 struct sigmoid : detail::activation_spec<sigmoid> {
   static std::string name() { return "sigmoid"; }
+  template <class T>
+  static constexpr fn::sigmoid_fn rule() { return {}; }
   template <class B, class T>
   static void forward(T* y, std::size_t rows, std::size_t cols) {
     ops<B>::sigmoid_forward(y, rows * cols);
@@ -90,6 +102,8 @@ struct sigmoid : detail::activation_spec<sigmoid> {
 
 struct tanh : detail::activation_spec<tanh> {
   static std::string name() { return "tanh"; }
+  template <class T>
+  static constexpr fn::tanh_fn rule() { return {}; }
   template <class B, class T>
   static void forward(T* y, std::size_t rows, std::size_t cols) {
     ops<B>::tanh_forward(y, rows * cols);

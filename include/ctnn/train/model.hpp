@@ -144,6 +144,7 @@ class model {
   // under the 16-bit policies (losses and metrics run in float32 there)
   using value_type = typename policy::io_type;
   using backend = Backend;
+  static_assert(BackendOps<Backend>, "model: ops<Backend> must provide the whole op set (core/backend_ops.hpp)");
   using layers = typename Net::template bound<policy, Backend>;
   using plan = typename Net::template plan<policy, Backend>;
   static constexpr std::size_t layer_count = Net::layer_count;
