@@ -64,7 +64,7 @@ void ctnn_dense(benchmark::State& s) {
   operands o(m, K, N);
   for (auto _ : s) {
     if constexpr (Op == fwd)
-      kernels::cpu::dense_forward<K, N, kernels::cpu::epilogue::relu>(o.x.data(), o.w.data(), o.b.data(), o.y.data(), m);
+      kernels::cpu::dense_forward<K, N, ctnn::fn::relu_fn>(o.x.data(), o.w.data(), o.b.data(), o.y.data(), m);
     else if constexpr (Op == bww)
       kernels::cpu::dense_backward_weights<K, N>(o.x.data(), o.dy.data(), o.dw.data(), o.db.data(), m);
     else

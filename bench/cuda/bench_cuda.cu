@@ -76,7 +76,7 @@ void gemm(std::size_t m) {
   const double flop = 2.0 * double(m) * K * N;
   // 10 calls per timed repeat, so launch gaps do not dominate small shapes
   const double ctnn_ms = median_ms([&] {
-    for (int i = 0; i < 10; ++i) G::dense_forward<K, N, G::epilogue::relu>(x.data(), w.data(), b.data(), y.data(), m);
+    for (int i = 0; i < 10; ++i) G::dense_forward<K, N, ctnn::fn::relu_fn>(x.data(), w.data(), b.data(), y.data(), m);
   }, 20) / 10;
   const double lt_ms = median_ms([&] {
     for (int i = 0; i < 10; ++i)

@@ -79,8 +79,8 @@ TEST_CASE_TEMPLATE("ops<cpu> on 16-bit values: the float32 op on the widened val
   // forward with the relu epilogue (AVX512-BF16 for bfloat16 where the CPU has it: other sums, so a tolerance)
   std::vector<H> yh(m * N);
   std::vector<float> yr(m * N);
-  F::dense_forward<K, N, F::epilogue::relu>(xh.data(), wh.data(), wh.data() + K * N, yh.data(), m);
-  F::dense_forward<K, N, F::epilogue::relu>(xr.data(), wr.data(), wr.data() + K * N, yr.data(), m);
+  F::dense_forward<K, N>(xh.data(), wh.data(), wh.data() + K * N, yh.data(), m, fn::relu_fn{});
+  F::dense_forward<K, N>(xr.data(), wr.data(), wr.data() + K * N, yr.data(), m, fn::relu_fn{});
   const bool exact = !(std::is_same_v<H, bfloat16_t> && kernels::cpu::has_avx512_bf16());
   for (std::size_t i = 0; i < m * N; ++i) {
     if (exact) CHECK(yh[i].bits == H(yr[i]).bits);

@@ -2,6 +2,8 @@
 // on the host: float32 within 1e-5, half and bfloat16 within tolerance<T>() (cuda_test.hpp).
 #include "cuda_test.hpp"
 
+#include <limits>
+
 // The headers under test, by name (cuda_test.hpp includes them all through ctnn/backends/cuda/cuda.cuh).
 #include <ctnn/backends/cuda/context.cuh>
 #include <ctnn/backends/cuda/cuda.cuh>
@@ -18,6 +20,11 @@
 
 using namespace ctnn_test;
 using G = ctnn::ops<ctnn::cuda<90>>;
+// The op-set contract (core/backend_ops.hpp), each part by name.
+static_assert(ctnn::has_product_ops<ctnn::cuda<90>> && ctnn::has_elementwise_ops<ctnn::cuda<90>> &&
+              ctnn::has_reduction_ops<ctnn::cuda<90>> && ctnn::has_conversion_ops<ctnn::cuda<90>> &&
+              ctnn::has_optimizer_update_ops<ctnn::cuda<90>> && ctnn::has_loss_ops<ctnn::cuda<90>>);
+static_assert(ctnn::BackendOps<ctnn::cuda<90>>);
 using C = ctnn::ops<ctnn::cpu<>>;
 namespace ref = ctnn::kernels::reference;
 
@@ -36,13 +43,39 @@ TEST_CASE_TEMPLATE("dense forward (bias, bias + relu epilogues) matches the CPU"
     G::dense_forward<K, N>(dx.data(), dw.data(), db.data(), dy.data(), m);
     CHECK_CLOSE(T, to_host(dy, m * N), want);
     ref::relu_forward(want.data(), want.size());
-    G::dense_forward<K, N, G::epilogue::relu>(dx.data(), dw.data(), db.data(), dy.data(), m);
+    G::dense_forward<K, N, ctnn::fn::relu_fn>(dx.data(), dw.data(), db.data(), dy.data(), m);
     CHECK_CLOSE(T, to_host(dy, m * N), want);
     // a bias one element past an aligned address (as in a model's parameter block): the unfused path
     std::vector<float> b1(N + 1, 0.0f);
     std::copy(b.begin(), b.end(), b1.begin() + 1);
     auto db1 = to_device<T>(b1);
-    G::dense_forward<K, N, G::epilogue::relu>(dx.data(), dw.data(), db1.data() + 1, dy.data(), m);
+    G::dense_forward<K, N, ctnn::fn::relu_fn>(dx.data(), dw.data(), db1.data() + 1, dy.data(), m);
+    CHECK_CLOSE(T, to_host(dy, m * N), want);
+  }
+}
+
+TEST_CASE_TEMPLATE("dense forward with sigmoid, tanh and leaky_relu epilogues (functors.hpp) matches the CPU", T,
+                   CTNN_STORAGE_TYPES) {
+  CTNN_REQUIRE_DEVICE();
+  constexpr std::size_t K = 37, N = 19;
+  for (std::size_t m : {1, 33, 256}) {
+    const auto x = rounded<T>(random_values(m * K, 11)), w = rounded<T>(random_values(K * N, 12)),
+               b = rounded<T>(random_values(N, 13));
+    auto dx = to_device<T>(x), dw = to_device<T>(w), db = to_device<T>(b);
+    ctnn::device_buffer<T> dy(m * N);
+    std::vector<float> pre(m * N);
+    ref::gemm_nn(x.data(), w.data(), b.data(), pre.data(), m, K, N);
+    auto want = pre;
+    ref::sigmoid_forward(want.data(), want.size());
+    G::dense_forward<K, N>(dx.data(), dw.data(), db.data(), dy.data(), m, ctnn::fn::sigmoid_fn{});
+    CHECK_CLOSE(T, to_host(dy, m * N), want);
+    want = pre;
+    ref::tanh_forward(want.data(), want.size());
+    G::dense_forward<K, N>(dx.data(), dw.data(), db.data(), dy.data(), m, ctnn::fn::tanh_fn{});
+    CHECK_CLOSE(T, to_host(dy, m * N), want);
+    want = pre;
+    ref::leaky_relu_forward(want.data(), want.size(), 0.1f);
+    G::dense_forward<K, N>(dx.data(), dw.data(), db.data(), dy.data(), m, ctnn::fn::leaky_relu_fn<float>{0.1f});
     CHECK_CLOSE(T, to_host(dy, m * N), want);
   }
 }
@@ -58,7 +91,7 @@ TEST_CASE_TEMPLATE("dense forward on Tensor Core shapes (784-256-128-10) matches
   std::vector<float> want(m * N);
   ref::gemm_nn(x.data(), w.data(), b.data(), want.data(), m, K, N);
   ref::relu_forward(want.data(), want.size());
-  G::dense_forward<K, N, G::epilogue::relu>(dx.data(), dw.data(), db.data(), dy.data(), m);
+  G::dense_forward<K, N, ctnn::fn::relu_fn>(dx.data(), dw.data(), db.data(), dy.data(), m);
   CHECK_CLOSE(T, to_host(dy, m * N), want);
 }
 
@@ -244,6 +277,20 @@ TEST_CASE("every optimizer update and option matches the CPU, and reports non-fi
   G::moving_average(avg.data(), gg.data(), n, 0.75f);
   for (auto& x : want = v) x = 0.75f + 0.25f * x;
   CHECK_CLOSE(float, to_host(avg, n), want);
+  // fill, unscale and all_finite, as ops<cpu> (the same functors)
+  auto fv = to_device<float>(v);
+  CHECK(G::all_finite(fv.data(), n));
+  CHECK(G::unscale(fv.data(), n, 0.5f));
+  for (auto& x : want = v) x *= 0.5f;
+  CHECK(to_host(fv, n) == want);
+  G::fill(fv.data(), n, 3.0f);
+  CHECK(to_host(fv, n) == std::vector<float>(n, 3.0f));
+  auto nv = v;
+  nv[n - 1] = std::numeric_limits<float>::infinity();
+  auto dn = to_device<float>(nv);
+  CHECK_FALSE(G::all_finite(dn.data(), n));
+  CHECK_FALSE(G::unscale(dn.data(), n, 0.5f));
+  CHECK_FALSE(C::unscale(nv.data(), n, 0.5f));
 }
 
 TEST_CASE_TEMPLATE("the updates in 16-bit storage match the CPU from the same rounded values", T, __half, __nv_bfloat16) {

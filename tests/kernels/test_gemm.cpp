@@ -1,12 +1,17 @@
 // backends/cpu/gemm.hpp (the entry points layers call) against the scalar
 // reference (kernels/reference.hpp) on awkward sizes; column_sum (the
 // bias gradient) bit for bit on every xsimd architecture this CPU runs
-// (tests/kernels/archs.hpp). activations.hpp has its own test_activations.cpp.
+// (tests/kernels/archs.hpp); dense_forward with each activation rule of
+// kernels/functors.hpp fused into the GEMM against the reference product
+// followed by the scalar activation (kernels/activations_reference.hpp), on
+// every architecture. activations.hpp has its own test_activations.cpp.
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
 #include <ctnn/backends/cpu/activations.hpp>
 #include <ctnn/backends/cpu/gemm.hpp>
+#include <ctnn/kernels/activations_reference.hpp>
+#include <ctnn/kernels/functors.hpp>
 #include <ctnn/kernels/reference.hpp>
 
 #include "kernels/archs.hpp"
@@ -44,7 +49,7 @@ void compare(std::size_t m) {
   CHECK(close(dx, dxr, N));
   // relu fused into the forward epilogue
   std::vector<float> yrelu(m * N);
-  kernels::cpu::dense_forward<K, N, kernels::cpu::epilogue::relu>(x.data(), w.data(), b.data(), yrelu.data(), m);
+  kernels::cpu::dense_forward<K, N, fn::relu_fn>(x.data(), w.data(), b.data(), yrelu.data(), m);
   for (auto& e : yr) e = std::max(e, 0.0f);
   CHECK(close(yrelu, yr, K));
 }
@@ -116,4 +121,50 @@ TEST_CASE("column_sum equals reference::col_sum bit for bit on every architectur
     check_column_sums<double, decltype(arch)>(name);
   });
   CHECK(ran >= 1);  // x86-64 always has SSE2
+}
+
+namespace {
+// y = act(x W + b) fused (rule E) against the reference GEMM and then the scalar activation.
+template <class T, class Arch, std::size_t K, std::size_t N>
+void compare_fused(std::size_t m, const char* arch) {
+  rng g(K * 7 + N * 3 + m);
+  std::vector<T> x(m * K), w(K * N), b(N);
+  for (auto* v : {&x, &w, &b})
+    for (auto& e : *v) e = T(g.uniform(-1, 1));
+  std::vector<T> pre(m * N);
+  kernels::reference::gemm_nn(x.data(), w.data(), b.data(), pre.data(), m, K, N);
+  const double tol = (std::is_same_v<T, float> ? 2e-5 : 1e-12) * double(K);
+  auto check = [&](auto rule, auto reference, const char* name) {
+    std::vector<T> y(m * N), want = pre;
+    kernels::cpu::dense_forward<K, N, decltype(rule), Arch>(x.data(), w.data(), b.data(), y.data(), m, rule);
+    reference(want.data(), want.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::abs(double(y[i]) - double(want[i])));
+    INFO(arch << " " << name << " K=" << K << " N=" << N << " m=" << m << " float=" << std::is_same_v<T, float>);
+    CHECK(worst <= tol);
+  };
+  namespace ref = kernels::reference;
+  check(fn::sigmoid_fn{}, [](T* p, std::size_t n) { ref::sigmoid_forward(p, n); }, "sigmoid");
+  check(fn::tanh_fn{}, [](T* p, std::size_t n) { ref::tanh_forward(p, n); }, "tanh");
+  check(fn::leaky_relu_fn<T>{T(0.1)}, [](T* p, std::size_t n) { ref::leaky_relu_forward(p, n, T(0.1)); }, "leaky_relu");
+  check(fn::relu_fn{}, [](T* p, std::size_t n) { ref::relu_forward(p, n); }, "relu");
+  check(fn::identity_fn{}, [](T*, std::size_t) {}, "identity");
+}
+template <class T, class Arch>
+void compare_fused_sizes(const char* arch) {
+  for (std::size_t m : {1, 3, 17, 64, 255}) {
+    compare_fused<T, Arch, 17, 3>(m, arch);
+    compare_fused<T, Arch, 64, 256>(m, arch);
+    compare_fused<T, Arch, 300, 40>(m, arch);
+    compare_fused<T, Arch, 784, 10>(m, arch);
+  }
+}
+}  // namespace
+
+TEST_CASE("dense_forward fuses sigmoid, tanh, leaky_relu and relu into the GEMM on every architecture") {
+  const int ran = test::for_each_arch("fused dense epilogues", [](auto arch, const char* name) {
+    compare_fused_sizes<float, decltype(arch)>(name);
+    compare_fused_sizes<double, decltype(arch)>(name);
+  });
+  CHECK(ran >= 1);
 }

@@ -18,6 +18,11 @@ struct recording_backend {
 std::vector<std::string> calls;
 }  // namespace
 
+// Every backend provides the whole op set (core/backend_ops.hpp; a model checks it); this
+// one computes on the host, so the CPU's ops do.
+template <>
+struct ctnn::ops<recording_backend> : ctnn::ops<ctnn::cpu<>> {};
+
 template <class Spec, ctnn::Shape In>
 struct ctnn::dense_layer<Spec, In, ctnn::precision::float32, recording_backend> {
   using variable_type = float;

@@ -9,7 +9,11 @@
 //               memory, host_mirror elsewhere);
 //   ops<B>    — a specialization of ctnn::ops (backends/cpu/ops.hpp for cpu<Arch>)
 //               through which layers, losses, activations and optimizers call
-//               every kernel; they never name kernels::cpu.
+//               every kernel; they never name kernels::cpu. It satisfies
+//               BackendOps<B> (backend_ops.hpp: products, element-wise maps,
+//               reductions, conversions, optimizer updates, loss kernels).
+//               How a backend parallelises (the CPU thread pool, a stream)
+//               is its own business, not part of the op set.
 //   feeder    — (optional) how a batch reaches the model: feed(slot, host, n)
 //               returns where the model reads it (zero_copy_feeder: the host
 //               pointer itself; staging_feeder: a copy in the backend's memory);
@@ -27,13 +31,11 @@
 #include <type_traits>
 #include <utility>
 
+#include "backend_ops.hpp"
+
 namespace ctnn {
 
 inline constexpr std::size_t memory_alignment = 64;
-
-// The ops of backend B; each backend specializes it (never defined in general).
-template <class B>
-struct ops;
 
 // ---- Backend: named sub-concepts ----
 template <class B>
@@ -44,11 +46,9 @@ concept has_backend_memory = requires(void* p, const void* q, std::size_t n) {
   { B::memory::host_accessible } -> std::convertible_to<bool>;
 };
 template <class B>
-concept has_backend_ops = requires { sizeof(ops<B>); };
-template <class B>
 concept has_backend_name = requires { { B::name() } -> std::convertible_to<std::string>; };
 template <class B>
-concept Backend = has_backend_memory<B> && has_backend_name<B> && has_backend_ops<B>;
+concept Backend = has_backend_memory<B> && has_backend_name<B> && BackendOps<B>;
 
 // Whether host code may run on B's memory inside B's runner: host memory, or
 // a backend that says so (static constexpr bool runs_host_code = true: the

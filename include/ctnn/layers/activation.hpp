@@ -5,6 +5,9 @@
 // As a layer its output shape is its input shape; softmax normalises over the
 // last dimension. Gradients are computed from the outputs alone.
 // leaky_relu's slope defaults to 0.2, as keras.activations.leaky_relu.
+// The element-wise ones (identity, relu, leaky_relu, sigmoid, tanh) also
+// give their rule of kernels/functors.hpp, rule<T>(), which dense fuses
+// into its GEMM.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -17,6 +20,7 @@
 #include "../core/precision.hpp"
 #include "../core/shape.hpp"
 #include "../backends/cpu/ops.hpp"
+#include "../kernels/functors.hpp"
 
 namespace ctnn {
 
@@ -43,6 +47,8 @@ concept Activation = has_activation_name<A> && requires { typename A::is_activat
 struct identity : detail::activation_spec<identity> {
   static std::string name() { return "identity"; }
   static constexpr const char* onnx_op = "";  // its ONNX operator ("": none needed)
+  template <class T>
+  static constexpr fn::identity_fn rule() { return {}; }
   template <class B, class T>
   static void forward(T*, std::size_t, std::size_t) {}
   template <class B, class T>
@@ -52,6 +58,8 @@ struct identity : detail::activation_spec<identity> {
 struct relu : detail::activation_spec<relu> {
   static std::string name() { return "relu"; }
   static constexpr const char* onnx_op = "Relu";  // its ONNX operator (onnx/export.hpp, onnx/import.hpp)
+  template <class T>
+  static constexpr fn::relu_fn rule() { return {}; }
   template <class B, class T>
   static void forward(T* y, std::size_t rows, std::size_t cols) {
     ops<B>::relu_forward(y, rows * cols);
@@ -69,6 +77,8 @@ struct leaky_relu : detail::activation_spec<leaky_relu<Alpha>> {
   static constexpr double alpha = double(Alpha);
   static std::string name() { return "leaky_relu<" + detail::format_number(Alpha) + ">"; }
   static constexpr const char* onnx_op = "LeakyRelu";  // its ONNX operator, with attribute alpha
+  template <class T>
+  static constexpr fn::leaky_relu_fn<T> rule() { return {T(Alpha)}; }
   template <class B, class T>
   static void forward(T* y, std::size_t rows, std::size_t cols) {
     ops<B>::leaky_relu_forward(y, rows * cols, T(Alpha));
@@ -82,6 +92,8 @@ struct leaky_relu : detail::activation_spec<leaky_relu<Alpha>> {
 struct sigmoid : detail::activation_spec<sigmoid> {
   static std::string name() { return "sigmoid"; }
   static constexpr const char* onnx_op = "Sigmoid";  // its ONNX operator (onnx/export.hpp, onnx/import.hpp)
+  template <class T>
+  static constexpr fn::sigmoid_fn rule() { return {}; }
   template <class B, class T>
   static void forward(T* y, std::size_t rows, std::size_t cols) {
     ops<B>::sigmoid_forward(y, rows * cols);
@@ -95,6 +107,8 @@ struct sigmoid : detail::activation_spec<sigmoid> {
 struct tanh : detail::activation_spec<tanh> {
   static std::string name() { return "tanh"; }
   static constexpr const char* onnx_op = "Tanh";  // its ONNX operator (onnx/export.hpp, onnx/import.hpp)
+  template <class T>
+  static constexpr fn::tanh_fn rule() { return {}; }
   template <class B, class T>
   static void forward(T* y, std::size_t rows, std::size_t cols) {
     ops<B>::tanh_forward(y, rows * cols);

@@ -123,8 +123,8 @@ struct conv2d_layer {
     O::template conv_backward<geometry>(dy, s.params, s.grads, s.grads + kernel_count, dx, s.cache, r.batch);
   }
 
-  static T penalty(layer_slot<T> s) { return detail::regularizer_penalty<Reg, T>(s, kernel_count); }
-  static void add_penalty_gradient(layer_slot<T> s) { detail::add_regularizer_gradient<Reg>(s, kernel_count); }
+  static T penalty(layer_slot<T> s) { return detail::regularizer_penalty<Reg, T, Backend>(s, kernel_count); }
+  static void add_penalty_gradient(layer_slot<T> s) { detail::add_regularizer_gradient<Reg, Backend>(s, kernel_count); }
 };
 
 }  // namespace ctnn

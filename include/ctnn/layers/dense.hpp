@@ -4,7 +4,9 @@
 // Parameters: the kernel W[K, N] (row-major, Keras' layout), then the bias
 // b[N]: K*N + N values. Init as Keras: Glorot-uniform kernel
 // (limit sqrt(6 / (K + N))) unless an initializer is given (he_uniform, ...:
-// layers/initializers.hpp), zero bias; relu is fused into the forward GEMM.
+// layers/initializers.hpp), zero bias; an element-wise activation (its
+// rule<T>(), kernels/functors.hpp: relu, leaky_relu, sigmoid, tanh) is fused
+// into the forward GEMM, softmax runs after it.
 // The regularizer (default none) applies to the kernel. Requires: N > 0 and a
 // rank-1 input (else a compile error naming the layer's position and the
 // input's rank). Output: shape<N>.
@@ -102,9 +104,9 @@ struct dense_layer {
   }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
-    if constexpr (std::is_same_v<Act, relu>) {
-      // relu is fused into the GEMM's epilogue.
-      O::template dense_forward<K, N, O::epilogue::relu>(x, s.params, s.params + kernel_count, y, r.batch);
+    if constexpr (requires { Act::template rule<T>(); }) {
+      // the activation's rule runs in the GEMM's epilogue
+      O::template dense_forward<K, N>(x, s.params, s.params + kernel_count, y, r.batch, Act::template rule<T>());
     } else {
       O::template dense_forward<K, N>(x, s.params, s.params + kernel_count, y, r.batch);
       Act::template forward<Backend>(y, r.batch, N);
@@ -118,8 +120,8 @@ struct dense_layer {
     if (dx) O::template dense_backward_input<K, N>(dy, s.params, dx, r.batch);
   }
 
-  static T penalty(layer_slot<T> s) { return detail::regularizer_penalty<Reg, T>(s, kernel_count); }
-  static void add_penalty_gradient(layer_slot<T> s) { detail::add_regularizer_gradient<Reg>(s, kernel_count); }
+  static T penalty(layer_slot<T> s) { return detail::regularizer_penalty<Reg, T, Backend>(s, kernel_count); }
+  static void add_penalty_gradient(layer_slot<T> s) { detail::add_regularizer_gradient<Reg, Backend>(s, kernel_count); }
 };
 
 }  // namespace ctnn

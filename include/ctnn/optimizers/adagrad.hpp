@@ -47,9 +47,7 @@ struct adagrad {
     T* slots = a.slots;
     const std::size_t n = a.n;
     const T lr = T(a.learning_rate), eps = T(epsilon);
-    return detail::update_in_chunks<B>(n, [&](std::size_t lo, std::size_t hi) {
-      return ops<B>::adagrad_update(w + lo, g + lo, slots + lo, hi - lo, lr, eps);
-    });
+    return ops<B>::adagrad_update(w, g, slots, n, lr, eps);
   }
 };
 

@@ -55,10 +55,7 @@ struct adam {
     const double t = double(a.iteration + 1);
     const double alpha_d = a.learning_rate * std::sqrt(1.0 - std::pow(beta_2, t)) / (1.0 - std::pow(beta_1, t));
     const T alpha = T(alpha_d), b1 = T(1.0 - beta_1), b2 = T(1.0 - beta_2), eps = T(epsilon);
-    return detail::update_in_chunks<B>(n, [&](std::size_t lo, std::size_t hi) {
-      return ops<B>::adam_update(w + lo, g + lo, slots + lo, slots + n + lo, slots + 2 * n + lo, hi - lo, alpha, b1, b2, eps,
-                                 amsgrad);
-    });
+    return ops<B>::adam_update(w, g, slots, slots + n, slots + 2 * n, n, alpha, b1, b2, eps, amsgrad);
   }
 };
 

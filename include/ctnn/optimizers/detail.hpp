@@ -1,13 +1,10 @@
-// ctnn/optimizers/detail.hpp — what the optimizers share: hyperparameter
-// checks, and running an update over ops<B>'s chunks of the parameters.
+// ctnn/optimizers/detail.hpp — what the optimizers share: hyperparameter checks.
 #pragma once
-#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
 
-#include "../backends/cpu/backend.hpp"
 #include "../core/format.hpp"
 
 namespace ctnn::detail {
@@ -28,17 +25,6 @@ inline void require_range(const char* who, const char* what, double v, double lo
 }
 inline void require_positive(const char* who, const char* what, double v) {
   if (!(std::isfinite(v) && v > 0)) throw_not_positive(who, what, v);
-}
-
-// Runs update(lo, hi) on each of ops<B>'s chunks of [0, n) (in parallel where
-// B's executor does); true when every call returned true (every new value finite).
-template <class B, class F>
-bool update_in_chunks(std::size_t n, F&& update) {
-  std::atomic<bool> finite{true};
-  ops<B>::for_chunks(n, [&](std::size_t lo, std::size_t hi) {
-    if (!update(lo, hi)) finite.store(false, std::memory_order_relaxed);
-  });
-  return finite.load(std::memory_order_relaxed);
 }
 
 }  // namespace ctnn::detail

@@ -39,6 +39,7 @@
 #include <tuple>
 #include <utility>
 
+#include "../core/backend.hpp"
 #include "../core/concepts.hpp"
 #include "../core/plan.hpp"
 #include "../core/format.hpp"
@@ -77,21 +78,6 @@ struct optimizer_options {
   }
 };
 
-namespace detail {
-
-// Keras' clip_by_norm: g * limit / max(||g||, limit).
-template <class T>
-void clip_by_norm(T* g, std::size_t n, double limit) {
-  double sq = 0;
-  for (std::size_t i = 0; i < n; ++i) sq += double(g[i]) * double(g[i]);
-  const double norm = std::sqrt(sq);
-  if (norm <= limit) return;
-  const T scale = T(limit / norm);
-  for (std::size_t i = 0; i < n; ++i) g[i] *= scale;
-}
-
-}  // namespace detail
-
 template <Optimizer O>
 struct with_options : O {
   static constexpr std::size_t inner_slots = O::slots_per_parameter;
@@ -104,6 +90,7 @@ struct with_options : O {
   template <class State>
   void transform_gradients(State& s) const {
     using T = typename std::remove_cvref_t<decltype(s.gradients)>::value_type;
+    using X = ops<typename std::remove_cvref_t<decltype(s.model)>::backend>;
     T* g = s.gradients.data();
     T* w = s.parameters.data();
     const std::size_t n = s.gradients.size();
@@ -112,30 +99,23 @@ struct with_options : O {
       T* acc = s.slots.data() + inner_slots * n;
       const std::int64_t phase = s.micro_step % N;
       if (phase < N - 1) {
-        for (std::size_t i = 0; i < n; ++i) acc[i] += g[i];
+        X::accumulate(acc, g, n);
         s.apply_update = false;
         return;
       }
-      const T inv = T(1) / T(N);
-      for (std::size_t i = 0; i < n; ++i) {
-        g[i] = (acc[i] + g[i]) * inv;
-        acc[i] = T(0);
-      }
+      X::accumulated_mean(g, acc, n, T(1) / T(N));
     }
     if (options.clipnorm) {
       s.model.for_each_variable([&](const variable_ref& v) {
-        if (v.kind == role::parameter) detail::clip_by_norm(g + v.offset / sizeof(T), v.extent, *options.clipnorm);
+        if (v.kind == role::parameter) X::clip_by_norm(g + v.offset / sizeof(T), v.extent, *options.clipnorm);
       });
     } else if (options.global_clipnorm) {
-      detail::clip_by_norm(g, n, *options.global_clipnorm);
+      X::clip_by_norm(g, n, *options.global_clipnorm);
     } else if (options.clipvalue) {
-      const T c = T(*options.clipvalue);
-      for (std::size_t i = 0; i < n; ++i) g[i] = std::clamp(g[i], -c, c);
+      X::clip_value(g, n, T(*options.clipvalue));
     }
-    if (options.weight_decay) {
-      const T k = T(*options.weight_decay * s.learning_rate);
-      for (std::size_t i = 0; i < n; ++i) w[i] -= w[i] * k;
-    }
+    // w -= w k, as w *= 1 - k
+    if (options.weight_decay) X::scale(w, n, T(1) - T(*options.weight_decay * s.learning_rate));
   }
 
   // The count the learning-rate schedule reads (train/model.hpp's detail::schedule_step).
@@ -151,13 +131,13 @@ struct with_options : O {
   void after_update(State& s) const {
     if (!options.use_ema || !s.count_iteration || (!s.apply_update && !options.count_micro_steps)) return;
     using T = typename std::remove_cvref_t<decltype(s.parameters)>::value_type;
+    using X = ops<typename std::remove_cvref_t<decltype(s.model)>::backend>;
     const std::size_t n = s.parameters.size();
     T* w = s.parameters.data();
     T* avg = s.slots.data() + (inner_slots + 1) * n;
-    const T mom = s.iteration == 0 ? T(0) : T(options.ema_momentum), rest = T(1) - mom;
-    for (std::size_t i = 0; i < n; ++i) avg[i] = mom * avg[i] + rest * w[i];
+    X::moving_average(avg, w, n, s.iteration == 0 ? T(0) : T(options.ema_momentum));
     if (options.ema_overwrite_frequency > 0 && (s.iteration + 1) % options.ema_overwrite_frequency == 0)
-      std::copy(avg, avg + n, w);
+      X::copy(avg, w, n);
   }
 
   // End of fit: the weights become their moving average (use_ema).
@@ -166,7 +146,7 @@ struct with_options : O {
     if (!options.use_ema || m.optimizer_iterations() == 0) return;
     auto w = m.parameters();
     const auto* avg = m.optimizer_slots().data() + (inner_slots + 1) * w.size();
-    std::copy(avg, avg + w.size(), w.data());
+    ops<typename M::backend>::copy(avg, w.data(), w.size());
   }
 };
 

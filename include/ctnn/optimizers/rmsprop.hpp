@@ -52,10 +52,8 @@ struct rmsprop {
     T* slots = a.slots;
     const std::size_t n = a.n;
     const T lr = T(a.learning_rate), r = T(rho), r1 = T(1.0 - rho), eps = T(epsilon), mom = T(momentum);
-    return detail::update_in_chunks<B>(n, [&](std::size_t lo, std::size_t hi) {
-      return ops<B>::rmsprop_update(w + lo, g + lo, slots + lo, slots + n + lo, slots + 2 * n + lo, hi - lo, lr, r, r1, eps,
-                                    momentum > 0 ? mom : T(0), centered);
-    });
+    return ops<B>::rmsprop_update(w, g, slots, slots + n, slots + 2 * n, n, lr, r, r1, eps, momentum > 0 ? mom : T(0),
+                                  centered);
   }
 };
 

@@ -45,9 +45,7 @@ struct sgd {
     T* slots = a.slots;
     const std::size_t n = a.n;
     const T lr = T(a.learning_rate), mom = momentum == 0.0 ? T(0) : T(momentum);
-    return detail::update_in_chunks<B>(n, [&](std::size_t lo, std::size_t hi) {
-      return ops<B>::sgd_update(w + lo, g + lo, slots ? slots + lo : nullptr, hi - lo, lr, mom, nesterov);
-    });
+    return ops<B>::sgd_update(w, g, slots, n, lr, mom, nesterov);
   }
 };
 

@@ -21,16 +21,13 @@ struct l1 {
   static constexpr bool active = true;
   static constexpr double lambda = double(Lambda);
   static std::string name() { return "l1<" + detail::format_number(Lambda) + ">"; }
-  template <class T>
+  template <class B = cpu<>, class T>
   static T penalty(const T* w, std::size_t n) {
-    T s = 0;
-    for (std::size_t i = 0; i < n; ++i) s += w[i] < T(0) ? -w[i] : w[i];
-    return T(Lambda) * s;
+    return T(Lambda) * T(ops<B>::sum_abs(w, n));
   }
-  template <class T>
+  template <class B = cpu<>, class T>
   static void add_gradient(const T* w, T* g, std::size_t n) {
-    const T f = T(Lambda);
-    for (std::size_t i = 0; i < n; ++i) g[i] += w[i] > T(0) ? f : (w[i] < T(0) ? -f : T(0));
+    ops<B>::add_penalty_gradient(w, g, n, T(Lambda), T(0));
   }
 };
 

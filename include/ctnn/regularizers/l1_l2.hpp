@@ -24,14 +24,14 @@ struct l1_l2 {
   static std::string name() {
     return "l1_l2<" + detail::format_number(L1) + ", " + detail::format_number(L2) + ">";
   }
-  template <class T>
+  template <class B = cpu<>, class T>
   static T penalty(const T* w, std::size_t n) {
-    return l1<L1>::penalty(w, n) + l2<L2>::penalty(w, n);
+    return l1<L1>::template penalty<B>(w, n) + l2<L2>::template penalty<B>(w, n);
   }
-  template <class T>
+  // one pass: g += L1 sign(w) + 2 L2 w
+  template <class B = cpu<>, class T>
   static void add_gradient(const T* w, T* g, std::size_t n) {
-    l1<L1>::add_gradient(w, g, n);
-    l2<L2>::add_gradient(w, g, n);
+    ops<B>::add_penalty_gradient(w, g, n, T(L1), T(L2));
   }
 };
 

@@ -6,6 +6,8 @@
 // Keras' kernel_regularizer. Lambda must be finite and >= 0 (checked at
 // compile time).
 //
+// penalty<B>(w, n) and add_gradient<B>(w, g, n) run through ops<B>
+// (sum_squares / sum_abs, add_penalty_gradient); B defaults to cpu<>.
 // dynamic_l2 / dynamic_l1: the same penalties with a run-time factor, kept in
 // the layer's metadata buffer "l2" / "l1" (one f32, saved with the weights, 0
 // after init), so a tuner changes it without instantiating new code
@@ -21,6 +23,7 @@
 #include <string>
 #include <type_traits>
 
+#include "../backends/cpu/ops.hpp"
 #include "../core/format.hpp"
 #include "../core/plan.hpp"
 
@@ -29,11 +32,11 @@ namespace ctnn {
 struct no_regularizer {
   static constexpr bool active = false;
   static std::string name() { return ""; }
-  template <class T>
+  template <class B = cpu<>, class T>
   static T penalty(const T*, std::size_t) {
     return T(0);
   }
-  template <class T>
+  template <class B = cpu<>, class T>
   static void add_gradient(const T*, T*, std::size_t) {}
 };
 
@@ -44,16 +47,13 @@ struct l2 {
   static constexpr bool active = true;
   static constexpr double lambda = double(Lambda);
   static std::string name() { return "l2<" + detail::format_number(Lambda) + ">"; }
-  template <class T>
+  template <class B = cpu<>, class T>
   static T penalty(const T* w, std::size_t n) {
-    T s = 0;
-    for (std::size_t i = 0; i < n; ++i) s += w[i] * w[i];
-    return T(Lambda) * s;
+    return T(Lambda) * T(ops<B>::sum_squares(w, n));
   }
-  template <class T>
+  template <class B = cpu<>, class T>
   static void add_gradient(const T* w, T* g, std::size_t n) {
-    const T f = T(2) * T(Lambda);
-    for (std::size_t i = 0; i < n; ++i) g[i] += f * w[i];
+    ops<B>::add_penalty_gradient(w, g, n, T(0), T(Lambda));
   }
 };
 
@@ -72,16 +72,14 @@ struct dynamic_l2 {
   static constexpr bool active = true;
   static constexpr std::array<buffer, 1> factor_buffers{buffer::make(role::metadata, elem::f32, "l2", {1})};
   static std::string name() { return "dynamic_l2"; }
-  template <class T>
+  template <class B = cpu<>, class T>
   static T penalty(const T* w, std::size_t n, const std::byte* metadata) {
-    T s = 0;
-    for (std::size_t i = 0; i < n; ++i) s += w[i] * w[i];
-    return T(detail::regularization_factor(metadata, "dynamic_l2")) * s;
+    const T f = T(detail::regularization_factor(metadata, "dynamic_l2"));
+    return f * T(ops<B>::sum_squares(w, n));
   }
-  template <class T>
+  template <class B = cpu<>, class T>
   static void add_gradient(const T* w, T* g, std::size_t n, const std::byte* metadata) {
-    const T f = T(2) * T(detail::regularization_factor(metadata, "dynamic_l2"));
-    for (std::size_t i = 0; i < n; ++i) g[i] += f * w[i];
+    ops<B>::add_penalty_gradient(w, g, n, T(0), T(detail::regularization_factor(metadata, "dynamic_l2")));
   }
 };
 
@@ -90,16 +88,14 @@ struct dynamic_l1 {
   static constexpr bool active = true;
   static constexpr std::array<buffer, 1> factor_buffers{buffer::make(role::metadata, elem::f32, "l1", {1})};
   static std::string name() { return "dynamic_l1"; }
-  template <class T>
+  template <class B = cpu<>, class T>
   static T penalty(const T* w, std::size_t n, const std::byte* metadata) {
-    T s = 0;
-    for (std::size_t i = 0; i < n; ++i) s += w[i] < T(0) ? -w[i] : w[i];
-    return T(detail::regularization_factor(metadata, "dynamic_l1")) * s;
-  }
-  template <class T>
-  static void add_gradient(const T* w, T* g, std::size_t n, const std::byte* metadata) {
     const T f = T(detail::regularization_factor(metadata, "dynamic_l1"));
-    for (std::size_t i = 0; i < n; ++i) g[i] += w[i] > T(0) ? f : (w[i] < T(0) ? -f : T(0));
+    return f * T(ops<B>::sum_abs(w, n));
+  }
+  template <class B = cpu<>, class T>
+  static void add_gradient(const T* w, T* g, std::size_t n, const std::byte* metadata) {
+    ops<B>::add_penalty_gradient(w, g, n, T(detail::regularization_factor(metadata, "dynamic_l1")), T(0));
   }
 };
 
@@ -121,20 +117,20 @@ template <class Reg, class Slot>
 void init_regularizer(const Slot& s) {
   if constexpr (requires { Reg::factor_buffers; }) std::memset(s.metadata, 0, 4 * Reg::factor_buffers.size());
 }
-template <class Reg, class T, class Slot>
+template <class Reg, class T, class B, class Slot>
 T regularizer_penalty(const Slot& s, std::size_t n) {
-  if constexpr (requires { Reg::factor_buffers; }) return Reg::penalty(s.params, n, s.metadata);
-  else return Reg::penalty(s.params, n);
+  if constexpr (requires { Reg::factor_buffers; }) return Reg::template penalty<B>(s.params, n, s.metadata);
+  else return Reg::template penalty<B>(s.params, n);
 }
-template <class Reg, class Slot>
+template <class Reg, class B, class Slot>
 void add_regularizer_gradient(const Slot& s, std::size_t n) {
-  if constexpr (requires { Reg::factor_buffers; }) Reg::add_gradient(s.params, s.grads, n, s.metadata);
-  else Reg::add_gradient(s.params, s.grads, n);
+  if constexpr (requires { Reg::factor_buffers; }) Reg::template add_gradient<B>(s.params, s.grads, n, s.metadata);
+  else Reg::template add_gradient<B>(s.params, s.grads, n);
 }
 }  // namespace detail
 
-// A regularizer: active, name(), and the templates penalty<T>(w, n) and
-// add_gradient<T>(w, g, n) for the layer's variable type.
+// A regularizer: active, name(), and the templates penalty<B, T>(w, n) and
+// add_gradient<B, T>(w, g, n) for the layer's backend and variable type.
 template <class R>
 concept Regularizer = requires {
   { R::active } -> std::convertible_to<bool>;

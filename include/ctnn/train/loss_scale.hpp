@@ -79,23 +79,20 @@ class loss_scale {
 
   template <class M>
   void transform_gradients(step_state<M>& s) {
+    using O = ops<typename M::backend>;
     auto g = s.gradients;
     const double used = scale_;
-    const bool finite = all_finite(g.data(), g.size());
+    // Divided by the scale and checked in one pass (ops<B>::unscale); a
+    // skipped step's gradients are left divided too, unused (the next
+    // backward overwrites them).
+    const bool finite = used != 1.0 ? O::unscale(g.data(), g.size(), 1.0 / used) : O::all_finite(g.data(), g.size());
     // A NaN or infinity in the batch's inputs (one a relu hid from the loss)
     // is the data's, not an overflow: the step is not skipped, the update
     // makes the parameters non-finite and fit stops with its error, as
     // without loss scaling.
     const bool data = !finite && s.inputs &&
                       detail::first_non_finite(s.inputs, s.batch * M::input_size) < s.batch * M::input_size;
-    if (!record(finite, data, s.epoch, s.step)) {
-      s.skip_step = true;
-      return;
-    }
-    if (!finite) return;
-    const auto inv = static_cast<typename decltype(g)::value_type>(1.0 / used);
-    if (used != 1.0)
-      for (auto& v : g) v *= inv;
+    if (!record(finite, data, s.epoch, s.step)) s.skip_step = true;
   }
 
   // The decision of transform_gradients once it is known whether every
@@ -139,19 +136,6 @@ class loss_scale {
   }
 
  private:
-  template <class T>
-  static bool all_finite(const T* g, std::size_t n) {
-    // x * 0 is 0 for every finite x and NaN for inf and NaN; eight partial sums vectorize.
-    T acc[8] = {};
-    std::size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-      for (std::size_t k = 0; k < 8; ++k) acc[k] += g[i + k] * T(0);
-    for (; i < n; ++i) acc[0] += g[i] * T(0);
-    T sum = 0;
-    for (T a : acc) sum += a;
-    return sum == T(0);
-  }
-
   loss_scale_options o_;
   double scale_;
   std::int64_t good_ = 0, skipped_ = 0, epoch_skipped_ = 0, consecutive_ = 0;

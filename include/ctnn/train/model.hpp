@@ -162,6 +162,7 @@ class model {
   // under the 16-bit policies (losses and metrics run in float32 there)
   using value_type = typename policy::io_type;
   using backend = Backend;
+  static_assert(BackendOps<Backend>, "model: ops<Backend> must provide the whole op set (core/backend_ops.hpp)");
   using layers = typename Net::template bound<policy, Backend>;
   // the specs bound with the variable type (float when it is 16-bit): init and the penalties
   using variable_layers = typename Net::template variable_bound<policy, Backend>;

@@ -183,7 +183,7 @@ class train_step {
         s.parameters_finite = opt_.template update<B>(a);
       } else {  // an optimizer that does not report it: scan
         opt_.template update<B>(a);
-        s.parameters_finite = detail::first_non_finite(s.parameters.data(), s.parameters.size()) == s.parameters.size();
+        s.parameters_finite = ops<B>::all_finite(s.parameters.data(), s.parameters.size());
       }
     }
     // 6. after the update
@@ -196,9 +196,7 @@ class train_step {
     ++os.steps;
     return s.apply_update;
   }
-  static void scale(T* d, std::size_t n, T k) {
-    for (std::size_t i = 0; i < n; ++i) d[i] *= k;
-  }
+  static void scale(T* d, std::size_t n, T k) { ops<B>::scale(d, n, k); }
   template <class F>
   void each(F&& f) {
     std::apply([&](auto&... h) { (f(h), ...); }, hooks_);

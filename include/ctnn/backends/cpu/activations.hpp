@@ -1,49 +1,25 @@
-// ctnn/kernels/cpu/activations.hpp — elementwise activations and softmax.
+// ctnn/backends/cpu/activations.hpp — elementwise activations and softmax.
 //
 // forward_* transform pre-activations z into outputs y in place.
 // backward_* turn dL/dy into dL/dz in place, from the outputs y alone (every
-// activation here has a derivative expressible through its output).
+// activation here has a derivative expressible through its output): the
+// rules of kernels/functors.hpp (relu_fn, ...) run by map.hpp, xsimd batches
+// for the body and the same rule on scalars for the last n % L elements.
 // Softmax works on rows of `cols` values (max, exp, sum and scale per row).
-// Vectorized with xsimd::batch<T, Arch> for float and double; Arch defaults to
-// default_arch (arch.hpp), the tests pass each one the CPU runs. The last
-// n % L elements and other types run the scalar reference
-// (activations_reference.hpp), which the tests compare against. sigmoid is
-// computed from exp(-|z|), so it is overflow-safe for any |z|.
+// Arch defaults to default_arch (arch.hpp), the tests pass each one the CPU
+// runs and compare with the scalar references (activations_reference.hpp).
+// sigmoid is computed from exp(-|z|), so it is overflow-safe for any |z|.
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 
 #include "../../kernels/activations_reference.hpp"
+#include "../../kernels/functors.hpp"
 #include "arch.hpp"
+#include "map.hpp"
 
 namespace ctnn::kernels::cpu {
-
-namespace detail {
-// Applies f(batch) -> batch to y[0, n - n % L) in place; returns the index
-// where the scalar tail starts (0 without SIMD for T on Arch).
-template <class T, class Arch, class F>
-std::size_t map_batches(T* y, std::size_t n, F f) {
-  std::size_t i = 0;
-  if constexpr (simd_v<T, Arch>) {
-    using B = xsimd::batch<T, Arch>;
-    constexpr std::size_t L = B::size;
-    for (; i + L <= n; i += L) f(B::load_unaligned(y + i)).store_unaligned(y + i);
-  }
-  return i;
-}
-// d[i] = f(y_batch, d_batch) on d[0, n - n % L); returns the tail start.
-template <class T, class Arch, class F>
-std::size_t map_batches2(const T* y, T* d, std::size_t n, F f) {
-  std::size_t i = 0;
-  if constexpr (simd_v<T, Arch>) {
-    using B = xsimd::batch<T, Arch>;
-    constexpr std::size_t L = B::size;
-    for (; i + L <= n; i += L) f(B::load_unaligned(y + i), B::load_unaligned(d + i)).store_unaligned(d + i);
-  }
-  return i;
-}
-}  // namespace detail
 
 // The largest of x[0, n), n > 0, vectorized for float and double; xsimd 8 has
 // no horizontal max, so the lanes are reduced through memory.
@@ -67,73 +43,38 @@ T row_max(const T* x, std::size_t n) {
   return mx;
 }
 
+// The rules of kernels/functors.hpp, in place over n values through map.hpp.
 template <class T, class Arch = default_arch>
 void relu_forward(T* y, std::size_t n) {
-  const std::size_t i = detail::map_batches<T, Arch>(y, n, [](auto z) {
-    using B = decltype(z);
-    return xsimd::select(z > B(T(0)), z, B(T(0)));
-  });
-  reference::relu_forward(y + i, n - i);
+  map<Arch>(fn::forward_of<fn::relu_fn>{}, n, y);
 }
 template <class T, class Arch = default_arch>
 void relu_backward(const T* y, T* d, std::size_t n) {
-  const std::size_t i = detail::map_batches2<T, Arch>(y, d, n, [](auto yb, auto db) {
-    using B = decltype(yb);
-    return xsimd::select(yb > B(T(0)), db, B(T(0)));
-  });
-  reference::relu_backward(y + i, d + i, n - i);
+  map<Arch>(fn::backward_of<fn::relu_fn>{}, n, y, d);
 }
-
 template <class T, class Arch = default_arch>
 void leaky_relu_forward(T* y, std::size_t n, T alpha) {
-  const std::size_t i = detail::map_batches<T, Arch>(y, n, [alpha](auto z) {
-    using B = decltype(z);
-    return xsimd::select(z > B(T(0)), z, B(alpha) * z);
-  });
-  reference::leaky_relu_forward(y + i, n - i, alpha);
+  map<Arch>(fn::forward_of<fn::leaky_relu_fn<T>>{{alpha}}, n, y);
 }
-// For 0 < alpha, y > 0 exactly when z > 0.
 template <class T, class Arch = default_arch>
 void leaky_relu_backward(const T* y, T* d, std::size_t n, T alpha) {
-  const std::size_t i = detail::map_batches2<T, Arch>(y, d, n, [alpha](auto yb, auto db) {
-    using B = decltype(yb);
-    return xsimd::select(yb > B(T(0)), db, B(alpha) * db);
-  });
-  reference::leaky_relu_backward(y + i, d + i, n - i, alpha);
+  map<Arch>(fn::backward_of<fn::leaky_relu_fn<T>>{{alpha}}, n, y, d);
 }
-
-// e = exp(-|z|) never overflows: y = 1 / (1 + e) for z >= 0, e / (1 + e) below.
 template <class T, class Arch = default_arch>
 void sigmoid_forward(T* y, std::size_t n) {
-  const std::size_t i = detail::map_batches<T, Arch>(y, n, [](auto z) {
-    using B = decltype(z);
-    const B e = xsimd::exp(-xsimd::abs(z));
-    const B s = B(T(1)) / (B(T(1)) + e);
-    return xsimd::select(z >= B(T(0)), s, e * s);
-  });
-  reference::sigmoid_forward(y + i, n - i);
+  map<Arch>(fn::forward_of<fn::sigmoid_fn>{}, n, y);
 }
 template <class T, class Arch = default_arch>
 void sigmoid_backward(const T* y, T* d, std::size_t n) {
-  const std::size_t i = detail::map_batches2<T, Arch>(y, d, n, [](auto yb, auto db) {
-    using B = decltype(yb);
-    return db * (yb * (B(T(1)) - yb));
-  });
-  reference::sigmoid_backward(y + i, d + i, n - i);
+  map<Arch>(fn::backward_of<fn::sigmoid_fn>{}, n, y, d);
 }
-
 template <class T, class Arch = default_arch>
 void tanh_forward(T* y, std::size_t n) {
-  const std::size_t i = detail::map_batches<T, Arch>(y, n, [](auto z) { return xsimd::tanh(z); });
-  reference::tanh_forward(y + i, n - i);
+  map<Arch>(fn::forward_of<fn::tanh_fn>{}, n, y);
 }
 template <class T, class Arch = default_arch>
 void tanh_backward(const T* y, T* d, std::size_t n) {
-  const std::size_t i = detail::map_batches2<T, Arch>(y, d, n, [](auto yb, auto db) {
-    using B = decltype(yb);
-    return db * (B(T(1)) - yb * yb);
-  });
-  reference::tanh_backward(y + i, d + i, n - i);
+  map<Arch>(fn::backward_of<fn::tanh_fn>{}, n, y, d);
 }
 
 template <class T, class Arch = default_arch>

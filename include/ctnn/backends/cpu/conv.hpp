@@ -83,7 +83,7 @@ void col2im(const T* cols, T* dx, std::size_t batch) {
 template <conv_geometry G, class Arch = default_arch, class T>
 void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t batch) {
   im2col<G>(x, cols, batch);
-  dense_forward<G.patch(), G.f, epilogue::none, Arch>(cols, w, b, y, batch * G.oh * G.ow);
+  dense_forward<G.patch(), G.f, fn::identity_fn, Arch>(cols, w, b, y, batch * G.oh * G.ow);
 }
 
 // cols: what conv_forward left there (overwritten when dx is wanted).

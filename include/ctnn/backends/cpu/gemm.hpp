@@ -1,7 +1,8 @@
 // ctnn/kernels/cpu/gemm.hpp — the three products of a dense layer, with the
 // layer's sizes (K inputs, N outputs) known at compile time, and a run-time GEMM.
 //
-//   forward:  Y[m,N]  = epi(X[m,K] * W[K,N] + b[N])      (epi: none or relu)
+//   forward:  Y[m,N]  = e(X[m,K] * W[K,N] + b[N])   (e: an activation rule of
+//             kernels/functors.hpp, fused into the GEMM's tiles; default identity)
 //   weights:  dW[K,N] = X[m,K]^T * dY[m,N],  db[N] = colsum(dY) (column_sum<N, T, Arch>)
 //   input:    dX[m,K] = dY[m,N] * W[K,N]^T
 //   gemm:     C[M,N]  = epi(A(M x K) * B(K x N) + bias), A and B strided views
@@ -18,7 +19,9 @@
 #include <type_traits>
 
 #include "arch.hpp"
+#include "../../kernels/functors.hpp"
 #include "../../kernels/reference.hpp"
+#include "map.hpp"
 #include "simd_gemm.hpp"
 
 namespace ctnn::kernels::cpu {
@@ -46,14 +49,13 @@ void gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> 
   }
 }
 
-template <std::size_t K, std::size_t N, epilogue Epi = epilogue::none, class Arch = default_arch, class T>
-void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m) {
+template <std::size_t K, std::size_t N, class E = fn::identity_fn, class Arch = default_arch, class T>
+void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m, const E& e = {}) {
   if constexpr (simd_v<T, Arch>) {
-    simd_gemm<Arch>(m, N, K, strided<T>{x, K, 1}, strided<T>{w, N, 1}, y, N, b, Epi);
+    simd_gemm<Arch>(m, N, K, strided<T>{x, K, 1}, strided<T>{w, N, 1}, y, N, b, e);
   } else {
     reference::gemm_nn(x, w, b, y, m, K, N);
-    if constexpr (Epi == epilogue::relu)
-      for (std::size_t i = 0; i < m * N; ++i) y[i] = y[i] > T(0) ? y[i] : T(0);
+    if constexpr (!std::is_same_v<E, fn::identity_fn>) map<Arch>(fn::forward_of<E>{e}, m * N, y);
   }
 }
 

@@ -66,7 +66,6 @@ struct half_workspace {
 template <class Arch>
 struct half_ops {
   using F = ctnn::ops<ctnn::cpu<Arch>>;  // the float32 ops
-  using epilogue = kernels::cpu::epilogue;
 
   template <class S, class D>
   static void convert(const S* src, D* dst, std::size_t n) {
@@ -74,17 +73,18 @@ struct half_ops {
   }
 
   // ---- dense products ----
-  template <std::size_t K, std::size_t N, epilogue E, class T>
-  static void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m) {
+  // e: the activation rule of the epilogue (kernels/functors.hpp), on the float32 sums.
+  template <std::size_t K, std::size_t N, class T, class E>
+  static void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m, const E& e) {
     auto& ws = detail::half_workspace::local();
     if constexpr (std::is_same_v<T, bfloat16_t>) {
-      if (has_avx512_bf16()) return dense_forward_bf16<K, N, E>(x, w, b, y, m, ws);
+      if (has_avx512_bf16()) return dense_forward_bf16<K, N>(x, w, b, y, m, ws, e);
     }
     const float* xf = widen(x, m * K, ws.buf[0]);
     const float* wf = widen(w, K * N, ws.buf[1]);
     const float* bf = widen(b, N, ws.buf[2]);
     float* yf = ws.buf[3].get(m * N);
-    F::template dense_forward<K, N, E>(xf, wf, bf, yf, m);
+    F::template dense_forward<K, N>(xf, wf, bf, yf, m, e);
     convert(yf, y, m * N);
   }
   template <std::size_t K, std::size_t N, class T>
@@ -216,10 +216,10 @@ struct half_ops {
     return f;
   }
 
-  // y = epilogue(x W + b) with W (K x N) transposed to N x K for the bfloat16 dot products.
-  template <std::size_t K, std::size_t N, epilogue E>
+  // y = e.forward(x W + b) with W (K x N) transposed to N x K for the bfloat16 dot products.
+  template <std::size_t K, std::size_t N, class E>
   static void dense_forward_bf16(const bfloat16_t* x, const bfloat16_t* w, const bfloat16_t* b, bfloat16_t* y,
-                                 std::size_t m, detail::half_workspace& ws) {
+                                 std::size_t m, detail::half_workspace& ws, const E& e) {
     bfloat16_t* wt = reinterpret_cast<bfloat16_t*>(ws.buf[1].get(K * N / 2 + 1));
     for (std::size_t k = 0; k < K; ++k)
       for (std::size_t j = 0; j < N; ++j) wt[j * K + k] = w[k * N + j];
@@ -228,7 +228,7 @@ struct half_ops {
     for (std::size_t i = 0; i < m; ++i)
       for (std::size_t j = 0; j < N; ++j) {
         const float v = yf[i * N + j] + float(b[j]);
-        yf[i * N + j] = E == epilogue::relu ? std::max(v, 0.0f) : v;
+        yf[i * N + j] = e.forward(v);
       }
     convert(yf, y, m * N);
   }

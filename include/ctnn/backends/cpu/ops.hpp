@@ -1,28 +1,36 @@
-// ctnn/kernels/cpu/ops.hpp — ops<cpu<Arch>>: what layers, losses, activations
-// and optimizers call on the CPU backend.
+// ctnn/backends/cpu/ops.hpp — ops<cpu<Arch>>: what layers, losses, activations
+// and optimizers call on the CPU backend; it satisfies BackendOps
+// (core/backend_ops.hpp, which lists each op's contract).
 //
-// Every function forwards to the kernel of kernels/cpu with the backend's
+// Every function forwards to a kernel of backends/cpu with the backend's
 // architecture Arch, so a model of cpu<avx2> and one of cpu<sse2> in two
-// translation units instantiate different kernels (no ODR violation). A
-// backend that runs on the host with another memory (tests' counting
-// backend) inherits these ops: struct ops<my_backend> : ops<cpu<>> {}.
+// translation units instantiate different kernels (no ODR violation). The
+// element-wise ops run a rule of kernels/functors.hpp through map (map.hpp:
+// xsimd batches, a scalar tail, the thread pool above 2^15 elements); map is
+// public for a CPU caller with a rule of its own. The thread pool is this
+// backend's own business and not part of the op set. A backend that runs on
+// the host with another memory (tests' counting backend) inherits these ops:
+// struct ops<my_backend> : ops<cpu<>> {}.
 // An op on float16_t / bfloat16_t values runs through half_ops<Arch>
 // (half_ops.hpp: convert, the float32 kernel, round), which a program using
 // a 16-bit policy includes; convert(src, dst, n) converts between element
 // types (a copy when they are the same).
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <type_traits>
 
 #include "../../core/half.hpp"
-
-#include "backend.hpp"
+#include "../../kernels/functors.hpp"
 #include "activations.hpp"
+#include "backend.hpp"
 #include "conv.hpp"
 #include "crossentropy.hpp"
 #include "gemm.hpp"
+#include "map.hpp"
 #include "pooling.hpp"
+#include "reduce.hpp"
 #include "sparse_kernels.hpp"
 #include "thread_pool.hpp"
 #include "updates.hpp"
@@ -47,7 +55,6 @@ struct half_exec {
 template <class Arch>
 struct ops<cpu<Arch>> {
   using arch = Arch;
-  using epilogue = kernels::cpu::epilogue;
   template <class T>
   using half = typename detail::half_exec<Arch, T>::type;
 
@@ -60,16 +67,27 @@ struct ops<cpu<Arch>> {
       for (std::size_t i = 0; i < n; ++i) dst[i] = D(src[i]);
   }
 
-  // ---- executor ----
-  template <class F>
-  static void for_chunks(std::size_t n, F&& f) { kernels::cpu::for_chunks(n, f); }
-  static std::size_t threads() { return kernels::cpu::thread_pool::global().size(); }
+  using float16 = float16_t;  // the 16-bit storage types of convert / widen
+  using bfloat16 = bfloat16_t;
+  // The arithmetic type of the element-wise ops on T (16-bit types compute in float).
+  template <class T>
+  using compute_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+  // ---- map: a rule of kernels/functors.hpp over n elements of each array ----
+  // (map.hpp: by-reference arguments are stored back; true when every value the
+  // rule returns is finite, true for a rule that returns nothing)
+  template <class F, class... P>
+  static bool map(const F& f, std::size_t n, P*... p) {
+    return kernels::cpu::map<Arch>(f, n, p...);
+  }
 
   // ---- dense products (K inputs, N outputs, m rows) ----
-  template <std::size_t K, std::size_t N, epilogue E = epilogue::none, class T>
-  static void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m) {
-    if constexpr (is_half_v<T>) half<T>::template dense_forward<K, N, E>(x, w, b, y, m);
-    else kernels::cpu::dense_forward<K, N, E, Arch>(x, w, b, y, m);
+  // y = e.forward(x W + b): e, an activation rule of kernels/functors.hpp, runs
+  // on the GEMM's accumulators before they are stored (identity: none).
+  template <std::size_t K, std::size_t N, class E = fn::identity_fn, class T>
+  static void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m, const E& e = {}) {
+    if constexpr (is_half_v<T>) half<T>::template dense_forward<K, N>(x, w, b, y, m, e);
+    else kernels::cpu::dense_forward<K, N, E, Arch>(x, w, b, y, m, e);
   }
   template <std::size_t K, std::size_t N, class T>
   static void dense_backward_weights(const T* x, const T* dy, T* dw, T* db, std::size_t m) {
@@ -140,6 +158,57 @@ struct ops<cpu<Arch>> {
   // ---- element-wise and row-wise ----
   template <class T>
   static void copy(const T* x, T* y, std::size_t n) { std::copy(x, x + n, y); }
+  template <class T, class S>
+  static void fill(T* x, std::size_t n, S v) { map(fn::fill<compute_t<T>>{compute_t<T>(v)}, n, x); }
+  template <class T>
+  static void fill_zero(T* x, std::size_t n) { fill(x, n, 0); }
+  template <class T, class S>
+  static void scale(T* x, std::size_t n, S k) { map(fn::scale<compute_t<T>>{compute_t<T>(k)}, n, x); }
+  // g = clamp(g, -c, c)
+  template <class T, class S>
+  static void clip_value(T* g, std::size_t n, S c) { map(fn::clip<compute_t<T>>{compute_t<T>(c)}, n, g); }
+  // acc += g
+  template <class T>
+  static void accumulate(T* acc, const T* g, std::size_t n) { map(fn::accumulate{}, n, acc, g); }
+  // g = (acc + g) * inv; acc = 0
+  template <class T, class S>
+  static void accumulated_mean(T* g, T* acc, std::size_t n, S inv) {
+    map(fn::accumulated_mean<compute_t<T>>{compute_t<T>(inv)}, n, g, acc);
+  }
+  // avg = mom avg + (1 - mom) w
+  template <class T, class S>
+  static void moving_average(T* avg, const T* w, std::size_t n, S mom) {
+    using C = compute_t<T>;
+    map(fn::moving_average<C>{C(mom), C(1) - C(mom)}, n, avg, w);
+  }
+  // g += l1 sign(w) + 2 l2 w
+  template <class T, class S>
+  static void add_penalty_gradient(const T* w, T* g, std::size_t n, S l1, S l2) {
+    using C = compute_t<T>;
+    map(fn::penalty_gradient<C>{C(l1), C(2) * C(l2)}, n, w, g);
+  }
+  // g *= inv; true when every g was finite before.
+  template <class T, class S>
+  static bool unscale(T* g, std::size_t n, S inv) { return map(fn::unscale<compute_t<T>>{compute_t<T>(inv)}, n, g); }
+  template <class T>
+  static bool all_finite(const T* x, std::size_t n) { return map(fn::check_finite{}, n, x); }
+
+  // ---- reductions (double results) ----
+  template <class T>
+  static double sum_squares(const T* x, std::size_t n) { return kernels::cpu::sum_of<Arch, false>(x, n); }
+  template <class T>
+  static double sum_abs(const T* x, std::size_t n) { return kernels::cpu::sum_of<Arch, true>(x, n); }
+  // Keras' clip_by_norm: g *= limit / max(||g||, limit).
+  template <class T>
+  static void clip_by_norm(T* g, std::size_t n, double limit) {
+    const double norm = std::sqrt(sum_squares(g, n));
+    if (norm > limit) scale(g, n, limit / norm);
+  }
+
+  // ---- conversions between float32 and a 16-bit storage type ----
+  // (convert(src, dst, n) above; widen is convert to float32)
+  template <class T>
+  static void widen(const T* x, float* y, std::size_t n) { convert(x, y, n); }
   // An in-place op on y (f(y)) or on a delta d given y (f(y, d)); 16-bit values through half_ops.
   template <class T>
   static void relu_forward(T* y, std::size_t n) {

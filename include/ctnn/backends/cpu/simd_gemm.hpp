@@ -4,7 +4,9 @@
 // architecture Arch:  C[i,j] = epi(bias[j] + sum_p A(i,p) * B(p,j))
 // where A(i,p) = a.p[i*a.rs + p*a.cs] and B(p,j) = b.p[p*b.rs + j*b.cs] (so
 // transposed operands are strides, not copies), bias may be null (0), epi is
-// none or relu, C is row-major with row stride ldc and is overwritten.
+// none or relu, or any activation rule of kernels/functors.hpp (its forward
+// runs on the accumulators before the store), C is row-major with row stride
+// ldc and is overwritten.
 // Method: A is read in place when one of its strides is 1 (else packed into
 // MR-row micro-panels), B is packed into NR-column panels (or read in place
 // for M <= 8 MR or a single panel when row-major), K is blocked by KC, and an MR x NR
@@ -23,6 +25,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "../../config.hpp"
+#include "../../kernels/functors.hpp"
 #include "arch.hpp"
 #include "thread_pool.hpp"
 
@@ -112,13 +115,26 @@ CTNN_FORCEINLINE void store_n(xsimd::batch<T, Arch> v, T* p, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) p[i] = tmp[i];
 }
 
+// e.forward on a vector of accumulators. In host code only: nvcc's device
+// pass, which reads host code too, must not instantiate a host-device rule
+// (kernels/functors.hpp) with an xsimd type (a CUDA test compares with the CPU).
+template <class E, class V>
+CTNN_FORCEINLINE V epilogue_forward(const E& e, const V& v) {
+#if defined(__CUDA_ARCH__)
+  (void)e;
+  return v;
+#else
+  return e.forward(v);
+#endif
+}
+
 // C[0:mr, 0:nr] (=|+=) A_panel[MRt rows] * B_panel[kc x NV*L].
 // a: element (r, p) at a[p*ars + r] when packed (PA), else at a[r*ars + p]
 // (rows read in place); b: element (p, j) at b[p*ldb + j].
-// init: start from bias (or 0) instead of C. relu: applied before the store.
-template <class Arch, std::size_t MRt, std::size_t NV, bool PA, class T>
+// init: start from bias (or 0) instead of C. act: e.forward applied before the store.
+template <class Arch, std::size_t MRt, std::size_t NV, bool PA, class T, class E>
 void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t ldb, T* c, std::size_t ldc,
-           std::size_t mr, std::size_t nr, const T* bias, bool init, bool relu) {
+           std::size_t mr, std::size_t nr, const T* bias, bool init, const E& e, bool act) {
   using B = xsimd::batch<T, Arch>;
   constexpr std::size_t L = B::size;
   auto cols = [&](std::size_t v) { return nr > v * L ? std::min(L, nr - v * L) : std::size_t(0); };
@@ -160,12 +176,11 @@ void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t 
       for (std::size_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bb[v], acc[r][v]);
     }
   }
-  if (relu) {
-    const B zero(T(0));
+  if (act) {
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < MRt; ++r)
 #pragma GCC unroll 4
-      for (std::size_t v = 0; v < NV; ++v) acc[r][v] = xsimd::max(acc[r][v], zero);
+      for (std::size_t v = 0; v < NV; ++v) acc[r][v] = epilogue_forward(e, acc[r][v]);
   }
 #pragma GCC unroll 16
   for (std::size_t r = 0; r < MRt; ++r) {
@@ -179,12 +194,12 @@ void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t 
 // The micro-kernel instance for mr (<= MR) valid rows: 4 or MR rows (packed
 // rows past mr are zero; in-place rows past mr repeat row mr-1). Few
 // instances keep the compile time down.
-template <class Arch, std::size_t NV, bool PA, class T>
+template <class Arch, std::size_t NV, bool PA, class T, class E>
 void micro_rows(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t ldb, T* c, std::size_t ldc,
-                std::size_t mr, std::size_t nr, const T* bias, bool init, bool relu) {
+                std::size_t mr, std::size_t nr, const T* bias, bool init, const E& e, bool act) {
   constexpr std::size_t MR = blocking<T, Arch>::MR;
-  if (mr <= 4) return micro<Arch, 4, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
-  return micro<Arch, MR, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, relu);
+  if (mr <= 4) return micro<Arch, 4, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, e, act);
+  return micro<Arch, MR, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, e, act);
 }
 
 // y[0:n] = epi(bias + x[0:k] * B[k x n]) for a row-major B (row stride ldb):
@@ -192,8 +207,8 @@ void micro_rows(std::size_t kc, const T* a, std::size_t ars, const T* b, std::si
 // 16 registers) keep V accumulators in registers while rows of B stream
 // through contiguously; the last columns go one vector at a time with two
 // partial sums over p.
-template <class Arch, std::size_t V, class T>
-void gemv_chunk(std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, bool relu) {
+template <class Arch, std::size_t V, class T, class E>
+void gemv_chunk(std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, const E& e, bool act) {
   using B = xsimd::batch<T, Arch>;
   constexpr std::size_t L = B::size;
   B acc[V];
@@ -204,22 +219,23 @@ void gemv_chunk(std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, co
 #pragma GCC unroll 16
     for (std::size_t v = 0; v < V; ++v) acc[v] = xsimd::fma(xv, B::load_unaligned(row + v * L), acc[v]);
   }
-  for (std::size_t v = 0; v < V; ++v) (relu ? xsimd::max(acc[v], B(T(0))) : acc[v]).store_unaligned(y + v * L);
+  for (std::size_t v = 0; v < V; ++v) (act ? epilogue_forward(e, acc[v]) : acc[v]).store_unaligned(y + v * L);
 }
 
-template <class Arch, class T>
-void gemv(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, bool relu) {
+template <class Arch, class T, class E>
+void gemv(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, const E& e,
+          bool act) {
   using B = xsimd::batch<T, Arch>;
   constexpr std::size_t L = B::size, W = L * sizeof(T) >= 64 ? 16 : 8;  // 32 or 16 registers
   auto finish = [&](B s, std::size_t j, std::size_t cnt) {
     if (bias) s += load_n<Arch>(bias + j, cnt);
-    if (relu) s = xsimd::max(s, B(T(0)));
+    if (act) s = epilogue_forward(e, s);
     store_n<Arch>(s, y + j, cnt);
   };
   std::size_t j = 0;
-  for (; j + W * L <= n; j += W * L) gemv_chunk<Arch, W>(k, x, b + j, ldb, y + j, bias ? bias + j : nullptr, relu);
+  for (; j + W * L <= n; j += W * L) gemv_chunk<Arch, W>(k, x, b + j, ldb, y + j, bias ? bias + j : nullptr, e, act);
   if (j + W / 2 * L <= n) {
-    gemv_chunk<Arch, W / 2>(k, x, b + j, ldb, y + j, bias ? bias + j : nullptr, relu);
+    gemv_chunk<Arch, W / 2>(k, x, b + j, ldb, y + j, bias ? bias + j : nullptr, e, act);
     j += W / 2 * L;
   }
   for (; j < n; j += L) {
@@ -274,9 +290,9 @@ const std::array<unsigned char, xsimd::batch<T, Arch>::size>& haddp_lanes() {
 // (few: at most 16) passes; each group is one task of the pool, so results do
 // not depend on the thread count. Rows past M and columns past N repeat the
 // last one (computed, never stored).
-template <class Arch, std::size_t R, class T>
+template <class Arch, std::size_t R, class T, class E>
 void dot_nt(std::size_t M, std::size_t N, std::size_t K, const T* a, std::size_t lda, const T* b, std::size_t ldb, T* c,
-            std::size_t ldc, const T* bias, bool relu, bool parallel, thread_pool& pool) {
+            std::size_t ldc, const T* bias, const E& e, bool act, bool parallel, thread_pool& pool) {
   using V = xsimd::batch<T, Arch>;
   constexpr std::size_t L = V::size, J = L / R;
   static_assert(L % R == 0, "dot_nt: R must divide the vector length");
@@ -317,7 +333,7 @@ void dot_nt(std::size_t M, std::size_t N, std::size_t K, const T* a, std::size_t
       for (std::size_t r = 0; r < ni; ++r)
         for (std::size_t jj = 0; jj < nj; ++jj) {
           T v = out[lane[r * J + jj]] + (bias ? bias[j0 + jj] : T(0));
-          c[(i0 + r) * ldc + j0 + jj] = relu && v < T(0) ? T(0) : v;
+          c[(i0 + r) * ldc + j0 + jj] = act ? e.forward(v) : v;
         }
     }
   };
@@ -414,7 +430,7 @@ void narrow_weights_gradient(std::size_t K, std::size_t m, const T* x, const T* 
     const std::size_t j0 = jp * NR, nr = std::min(NR, K - j0);
     const bool in_place = nr == NR;
     micro<Arch, N, NV, true>(m, dy, N, in_place ? x + j0 : tail, in_place ? K : NR, ct + j0, K, N, nr,
-                             static_cast<const T*>(nullptr), true, false);
+                             static_cast<const T*>(nullptr), true, fn::relu_fn{}, false);
   };
   pool.run(panels, panel, m * N * K >= parallel_threshold && pool.size() > 1);
   for (std::size_t i = 0; i < K; ++i)
@@ -424,9 +440,9 @@ void narrow_weights_gradient(std::size_t K, std::size_t m, const T* x, const T* 
 
 
 // The packed, register-blocked product with output panels NV vectors wide.
-template <class Arch, std::size_t NV, class T>
+template <class Arch, std::size_t NV, class T, class E>
 void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c, std::size_t ldc,
-             const T* bias, bool relu, bool parallel, thread_pool& pool) {
+             const T* bias, const E& e, bool act, bool parallel, thread_pool& pool) {
   using blk = blocking<T, Arch>;
   constexpr std::size_t NR = NV * blk::L, KC = blk::KC;
   auto run = [&](std::size_t tasks, auto&& f) { pool.run(tasks, f, parallel); };
@@ -543,24 +559,24 @@ void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<
         auto part = [&](std::size_t q0, std::size_t n_k, const T* bq, std::size_t ldq, bool init, bool fin) {
           if (direct_a)
             return micro_rows<Arch, NV, false>(n_k, a.p + i0 * a.rs + q0, a.rs, bq, ldq, ct, ldc, mr, nr, bj, init,
-                                               relu && fin);
+                                               e, act && fin);
           if (direct_at) {
             if (i0 / MR < full_blocks)
               return micro_rows<Arch, NV, true>(n_k, a.p + i0 + q0 * a.cs, a.cs, bq, ldq, ct, ldc, mr, nr, bj, init,
-                                                relu && fin);
+                                                e, act && fin);
             if (!partial_in_place)
-              return micro_rows<Arch, NV, true>(n_k, ap + q0 * MR, MR, bq, ldq, ct, ldc, mr, nr, bj, init, relu && fin);
+              return micro_rows<Arch, NV, true>(n_k, ap + q0 * MR, MR, bq, ldq, ct, ldc, mr, nr, bj, init, e, act && fin);
             // the partial block: in place up to column K-2, column K-1 from the copy
             const std::size_t in_place = std::min(n_k, K - 1 - q0);
             if (in_place)
               micro_rows<Arch, NV, true>(in_place, a.p + i0 + q0 * a.cs, a.cs, bq, ldq, ct, ldc, mr, nr, bj, init,
-                                         relu && fin && in_place == n_k);
+                                         e, act && fin && in_place == n_k);
             if (in_place == n_k) return;
             return micro_rows<Arch, NV, true>(1, ap, MR, bq + (n_k - 1) * ldq, ldq, ct, ldc, mr, nr, bj,
-                                              init && !in_place, relu && fin);
+                                              init && !in_place, e, act && fin);
           }
           micro_rows<Arch, NV, true>(n_k, ap + (i0 / MR) * MR * K + q0 * MR, MR, bq, ldq, ct, ldc, mr, nr, bj, init,
-                                     relu && fin);
+                                     e, act && fin);
         };
         if (split_tail && nr < NR) {
           part(0, K - 1, bpanel, ldb, true, false);
@@ -591,14 +607,18 @@ void blocked(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<
 
 }  // namespace simd
 
-template <class Arch, class T>
-void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c, std::size_t ldc,
-               const T* bias, epilogue epi, thread_pool& pool = thread_pool::global()) {
-  const bool relu = epi == epilogue::relu;
+// The product with e.forward applied to every output when act is true (one
+// instance for relu and none: both enum epilogues pass fn::relu_fn).
+template <class Arch, class T, class E>
+void simd_gemm_epilogue(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c, std::size_t ldc,
+                        const T* bias, const E& e, bool act, thread_pool& pool) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     for (std::size_t i = 0; i < M; ++i)
-      for (std::size_t j = 0; j < N; ++j) c[i * ldc + j] = relu ? std::max(bias ? bias[j] : T(0), T(0)) : (bias ? bias[j] : T(0));
+      for (std::size_t j = 0; j < N; ++j) {
+        const T v = bias ? bias[j] : T(0);
+        c[i * ldc + j] = act ? e.forward(v) : v;
+      }
     return;
   }
   const bool parallel = M * N * K >= simd::parallel_threshold && pool.size() > 1;
@@ -617,10 +637,10 @@ void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, stride
     if (N * K >= (std::size_t(1) << 16) && N >= 2 * CH && pool.size() > 1) {
       pool.run((N + CH - 1) / CH, [&](std::size_t t) {
         const std::size_t j0 = t * CH, n = std::min(CH, N - j0);
-        simd::gemv<Arch>(n, K, x, b.p + j0, b.rs, c + j0, bias ? bias + j0 : nullptr, relu);
+        simd::gemv<Arch>(n, K, x, b.p + j0, b.rs, c + j0, bias ? bias + j0 : nullptr, e, act);
       });
     } else {
-      simd::gemv<Arch>(N, K, x, b.p, b.rs, c, bias, relu);
+      simd::gemv<Arch>(N, K, x, b.p, b.rs, c, bias, e, act);
     }
     return;
   }
@@ -633,9 +653,9 @@ void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, stride
   // fold of each tile's sums weighs more.
   if ((M == 1 || (M <= 16 && K >= 256)) && a.cs == 1 && b.rs == 1 && b.cs != 1) {
     if (M == 1)
-      simd::dot_nt<Arch, 1>(M, N, K, a.p, a.rs, b.p, b.cs, c, ldc, bias, relu, parallel, pool);
+      simd::dot_nt<Arch, 1>(M, N, K, a.p, a.rs, b.p, b.cs, c, ldc, bias, e, act, parallel, pool);
     else
-      simd::dot_nt<Arch, 2>(M, N, K, a.p, a.rs, b.p, b.cs, c, ldc, bias, relu, parallel, pool);
+      simd::dot_nt<Arch, 2>(M, N, K, a.p, a.rs, b.p, b.cs, c, ldc, bias, e, act, parallel, pool);
     return;
   }
 
@@ -645,21 +665,38 @@ void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, stride
   constexpr std::size_t L = xsimd::batch<T, Arch>::size;
   if (N < L && a.rs == 1 && a.cs != 1 && M >= 2 * L) {
     T* ct = simd::scratch<T, 3>(N * M);
-    simd_gemm<Arch>(N, M, K, strided<T>{b.p, b.cs, b.rs}, strided<T>{a.p, a.cs, a.rs}, ct, M, static_cast<const T*>(nullptr),
-                    epilogue::none, pool);
+    simd_gemm_epilogue<Arch>(N, M, K, strided<T>{b.p, b.cs, b.rs}, strided<T>{a.p, a.cs, a.rs}, ct, M,
+                             static_cast<const T*>(nullptr), fn::relu_fn{}, false, pool);
     for (std::size_t i = 0; i < M; ++i)
       for (std::size_t j = 0; j < N; ++j) {
         const T v = ct[j * M + i] + (bias ? bias[j] : T(0));
-        c[i * ldc + j] = relu && v < T(0) ? T(0) : v;
+        c[i * ldc + j] = act ? e.forward(v) : v;
       }
     return;
   }
 
   // One vector of columns or fewer: panels one vector wide.
   if (N <= xsimd::batch<T, Arch>::size)
-    simd::blocked<Arch, 1>(M, N, K, a, b, c, ldc, bias, relu, parallel, pool);
+    simd::blocked<Arch, 1>(M, N, K, a, b, c, ldc, bias, e, act, parallel, pool);
   else
-    simd::blocked<Arch, simd::blocking<T, Arch>::NV>(M, N, K, a, b, c, ldc, bias, relu, parallel, pool);
+    simd::blocked<Arch, simd::blocking<T, Arch>::NV>(M, N, K, a, b, c, ldc, bias, e, act, parallel, pool);
+}
+
+template <class Arch, class T>
+void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c, std::size_t ldc,
+               const T* bias, epilogue epi, thread_pool& pool = thread_pool::global()) {
+  simd_gemm_epilogue<Arch>(M, N, K, a, b, c, ldc, bias, fn::relu_fn{}, epi == epilogue::relu, pool);
+}
+// The epilogue an activation rule E (kernels/functors.hpp): relu and identity
+// share the enum's instance, any other rule gets its own.
+template <class Arch, class T, class E>
+  requires(!std::is_same_v<E, epilogue>)
+void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c, std::size_t ldc,
+               const T* bias, const E& e, thread_pool& pool = thread_pool::global()) {
+  if constexpr (std::is_same_v<E, fn::identity_fn> || std::is_same_v<E, fn::relu_fn>)
+    simd_gemm_epilogue<Arch>(M, N, K, a, b, c, ldc, bias, fn::relu_fn{}, std::is_same_v<E, fn::relu_fn>, pool);
+  else
+    simd_gemm_epilogue<Arch>(M, N, K, a, b, c, ldc, bias, e, true, pool);
 }
 
 }  // namespace ctnn::kernels::cpu

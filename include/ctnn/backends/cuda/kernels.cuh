@@ -8,14 +8,19 @@
 // (column sums, batch-norm sums) are deterministic: one thread or one block
 // owns each output and sums in a fixed order. Backward passes of im2col and
 // pooling gather (each input element sums what its windows send) instead of
-// scattering with atomics, for the same reason. The non-finite flag of the
-// optimizer updates and the loss sum are the only atomics (a flag set to 1;
-// a double sum used for reporting only).
+// scattering with atomics, for the same reason. The element-wise rules
+// (activations, optimizer updates, the options' maps) are not written here:
+// map runs a functor of kernels/functors.hpp per thread, the CPU's formulas.
+// The non-finite flag of map and the loss sum are the only atomics (a flag
+// set to 1; a double sum used for reporting only).
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "../../kernels/conv_reference.hpp"
+#include "../../kernels/functors.hpp"
 #include "types.cuh"
 
 namespace ctnn::cuda_kernels {
@@ -37,54 +42,42 @@ template <class T>
 __global__ void widen(const T* x, float* y, std::size_t n) {
   CTNN_GRID_STRIDE(i, n) y[i] = load(x[i]);
 }
-template <class T>
-__global__ void scale(T* x, std::size_t n, float k) {
-  CTNN_GRID_STRIDE(i, n) x[i] = store<T>(load(x[i]) * k);
-}
 // y[i] = x[i] * m[i] (dropout's mask, the identity's copy with m == nullptr)
 template <class T>
 __global__ void multiply(const T* x, const T* m, T* y, std::size_t n) {
   CTNN_GRID_STRIDE(i, n) y[i] = m ? store<T>(load(x[i]) * load(m[i])) : x[i];
 }
+// ---- map: one rule of kernels/functors.hpp per element, in float32 ----
+// Each thread loads element i of every array, runs f on the values (arrays
+// behind a const pointer are only read) and stores the others back in T.
+// When f returns a value (an update's new w, unscale's gradient), *bad = 1
+// where that value, rounded to the first array's type, is not finite.
 template <class T>
-__global__ void clip_value(T* g, std::size_t n, float c) {
-  CTNN_GRID_STRIDE(i, n) g[i] = store<T>(fminf(fmaxf(load(g[i]), -c), c));
+__device__ inline void store_back(float v, T* p, std::size_t i) {
+  p[i] = store<T>(v);
 }
+template <class T>
+__device__ inline void store_back(float, const T*, std::size_t) {}
+template <class F, class... P>
+inline constexpr bool map_returns =
+    !std::is_void_v<decltype(std::declval<const F&>()((void(std::declval<P>()), std::declval<float&>())...))>;
 
-// ---- activations (in place, as activations_reference.hpp) ----
-enum class act { relu, leaky_relu, sigmoid, tanh };
-
-template <act A, class T>
-__global__ void activation_forward(T* y, std::size_t n, float alpha) {
-  CTNN_GRID_STRIDE(i, n) {
-    const float z = load(y[i]);
-    float v;
-    if constexpr (A == act::relu)
-      v = z > 0.0f ? z : 0.0f;
-    else if constexpr (A == act::leaky_relu)
-      v = z > 0.0f ? z : alpha * z;
-    else if constexpr (A == act::sigmoid)
-      v = z >= 0.0f ? 1.0f / (1.0f + expf(-z)) : expf(z) / (1.0f + expf(z));
-    else
-      v = tanhf(z);
-    y[i] = store<T>(v);
+template <class F, std::size_t... I, class P0, class... P>
+__device__ inline void map_one(const F& f, std::size_t i, int* bad, std::index_sequence<I...>, P0* p0, P*... p) {
+  float v[] = {load(p0[i]), load(p[i])...};
+  if constexpr (map_returns<F, P0*, P*...>) {
+    const float r = f(v[I]...);
+    if (!isfinite(load(store<std::remove_const_t<P0>>(r)))) *bad = 1;
+  } else {
+    f(v[I]...);
   }
+  store_back(v[0], p0, i);
+  std::size_t k = 1;
+  (store_back(v[k++], p, i), ...);
 }
-template <act A, class T>
-__global__ void activation_backward(const T* y, T* d, std::size_t n, float alpha) {
-  CTNN_GRID_STRIDE(i, n) {
-    const float yv = load(y[i]), dv = load(d[i]);
-    float v;
-    if constexpr (A == act::relu)
-      v = yv > 0.0f ? dv : 0.0f;
-    else if constexpr (A == act::leaky_relu)
-      v = yv > 0.0f ? dv : alpha * dv;
-    else if constexpr (A == act::sigmoid)
-      v = dv * yv * (1.0f - yv);
-    else
-      v = dv * (1.0f - yv * yv);
-    d[i] = store<T>(v);
-  }
+template <class F, class... P>
+__global__ void map(F f, std::size_t n, int* bad, P*... p) {
+  CTNN_GRID_STRIDE(i, n) map_one(f, i, bad, std::make_index_sequence<sizeof...(P)>{}, p...);
 }
 
 // ---- warp reductions ----
@@ -243,93 +236,6 @@ struct times_normalized {  // dy[i, j] * (x[i, j] - mean[j]) * inv[j]
   }
 };
 
-// ---- optimizer updates (kernels/cpu/updates.hpp's formulas) ----
-// One kernel body for every update: F (a functor, one per optimizer) reads
-// parameter i's gradient and slots, writes its slots and returns the new w
-// in float; update() stores it and sets *bad = 1 when the stored value is
-// not finite.
-template <class T, class F>
-__global__ void update(T* w, std::size_t n, F f, int* bad) {
-  CTNN_GRID_STRIDE(i, n) {
-    const T s = store<T>(f(load(w[i]), i));
-    w[i] = s;
-    if (!isfinite(load(s))) *bad = 1;
-  }
-}
-template <class T>
-struct adam_step {
-  const T* g;
-  T *m, *v, *vh;
-  float alpha, b1, b2, eps;
-  bool amsgrad;
-  __device__ float operator()(float w, std::size_t i) const {
-    const float gi = load(g[i]);
-    float mi = load(m[i]), vi = load(v[i]);
-    mi = fmaf(gi - mi, b1, mi);
-    vi = fmaf(gi * gi - vi, b2, vi);
-    m[i] = store<T>(mi);
-    v[i] = store<T>(vi);
-    if (amsgrad) {
-      vi = fmaxf(load(vh[i]), vi);
-      vh[i] = store<T>(vi);
-    }
-    return w - alpha * mi / (sqrtf(vi) + eps);
-  }
-};
-template <class T>
-struct adagrad_step {
-  const T* g;
-  T* acc;
-  float lr, eps;
-  __device__ float operator()(float w, std::size_t i) const {
-    const float gi = load(g[i]);
-    const float a = fmaf(gi, gi, load(acc[i]));
-    acc[i] = store<T>(a);
-    return w - lr * gi / sqrtf(a + eps);
-  }
-};
-template <class T>
-struct sgd_step {
-  const T* g;
-  T* m;
-  float lr, mom;
-  bool nesterov;
-  __device__ float operator()(float w, std::size_t i) const {
-    const float lg = lr * load(g[i]);
-    if (mom == 0.0f) return w - lg;
-    const float mi = mom * load(m[i]) - lg;
-    m[i] = store<T>(mi);
-    return w + (nesterov ? mom * mi - lg : mi);
-  }
-};
-template <class T>
-struct rmsprop_step {
-  const T* g;
-  T *vel, *mb, *avg;
-  float lr, r, r1, eps, mom;
-  bool centered;
-  __device__ float operator()(float w, std::size_t i) const {
-    const float gi = load(g[i]);
-    const float ve = r * load(vel[i]) + r1 * gi * gi;
-    vel[i] = store<T>(ve);
-    float denom;
-    if (centered) {
-      const float ai = r * load(avg[i]) + r1 * gi;
-      avg[i] = store<T>(ai);
-      denom = ve - ai * ai + eps;
-    } else {
-      denom = ve + eps;
-    }
-    const float inc = lr * gi / sqrtf(denom);
-    if (mom > 0.0f) {
-      const float mi = mom * load(mb[i]) + inc;
-      mb[i] = store<T>(mi);
-      return w - mi;
-    }
-    return w - inc;
-  }
-};
-
 // Loss scaling and regularizers (cuda/fit.cuh, cuda/model.cuh).
 // out[i] = g[i] * *inv (float32; out may be g itself when T is float);
 // *bad = 1 when a g[i] is not finite.
@@ -342,16 +248,6 @@ __global__ void unscale_gradients(const T* g, float* out, std::size_t n, const f
     out[i] = v * k;
   }
 }
-// g[i] += l1 sign(w[i]) + 2 l2 w[i] (the gradient of l1 sum|w| + l2 sum w^2).
-template <class T>
-__global__ void add_penalty_gradient(const T* w, T* g, std::size_t n, float l1, float l2) {
-  CTNN_GRID_STRIDE(i, n) {
-    const float wi = load(w[i]);
-    const float s = wi > 0.0f ? 1.0f : (wi < 0.0f ? -1.0f : 0.0f);
-    g[i] = store<T>(load(g[i]) + l1 * s + 2.0f * l2 * wi);
-  }
-}
-
 // Sum of squares (Abs: of absolute values) of x[0, n) added to *out (one
 // atomic per block; for norms and penalties only).
 template <bool Abs = false, class T>
@@ -371,23 +267,6 @@ __global__ void sum_squares(const T* x, std::size_t n, double* out) {
     if (threadIdx.x == 0) atomicAdd(out, double(t));
   }
 }
-// The with_options phases: acc += g; g = (acc + g) / N, acc = 0; w -= w k; avg = mom avg + (1 - mom) w.
-template <class T>
-__global__ void accumulate(T* acc, const T* g, std::size_t n) {
-  CTNN_GRID_STRIDE(i, n) acc[i] = store<T>(load(acc[i]) + load(g[i]));
-}
-template <class T>
-__global__ void accumulated_mean(T* g, T* acc, std::size_t n, float inv) {
-  CTNN_GRID_STRIDE(i, n) {
-    g[i] = store<T>((load(acc[i]) + load(g[i])) * inv);
-    acc[i] = store<T>(0.0f);
-  }
-}
-template <class T>
-__global__ void moving_average(T* avg, const T* w, std::size_t n, float mom) {
-  CTNN_GRID_STRIDE(i, n) avg[i] = store<T>(mom * load(avg[i]) + (1.0f - mom) * load(w[i]));
-}
-
 // ---- dropout: a counter-based hash (no state): uniform u(seed, i) in [0, 1) ----
 __device__ inline float hash_uniform(std::uint64_t seed, std::uint64_t i) {
   std::uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;  // splitmix64 of (seed, i)

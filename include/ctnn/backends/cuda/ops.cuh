@@ -13,8 +13,12 @@
 //             lie; bias (+ relu) is the GEMM's fused epilogue. The bias
 //             gradient is column_sums (two stages, deterministic).
 //   conv_*:   im2col + the dense GEMMs + col2im (kernels.cuh), as the CPU path.
-//   *_update: the optimizers' element-wise updates; true when every new w is
-//             finite (one 4-byte device-to-host read per call).
+//   element-wise: map runs a rule of kernels/functors.hpp per thread
+//             (kernels.cuh's map kernel): the activations, the updates and
+//             the options' maps are the CPU's formulas, written once. A rule
+//             that returns a value (an update's new w) makes map wait and
+//             report whether every one is finite (one 4-byte read).
+// It satisfies BackendOps (core/backend_ops.hpp; tests/cuda/test_ops.cu).
 #pragma once
 #include <algorithm>
 #include <climits>
@@ -24,7 +28,9 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
+#include "../../kernels/functors.hpp"
 #include "backend.hpp"
 #include "context.cuh"
 #include "gemm.cuh"
@@ -35,26 +41,48 @@ namespace ctnn {
 
 template <int SM>
 struct ops<cuda<SM>> {
-  enum class epilogue { none, relu };
   static constexpr unsigned block = 256;
+  using float16 = __half;  // the 16-bit storage types of convert / widen
+  using bfloat16 = __nv_bfloat16;
 
-  // ---- executor: one launch covers every element (the stream is the parallelism) ----
-  template <class F>
-  static void for_chunks(std::size_t n, F&& f) {
-    f(std::size_t(0), n);
-  }
-  static std::size_t threads() { return 1; }
   static cudaStream_t stream() { return cuda_context::get().compute(); }
   static void synchronize() { cuda_context::get().synchronize(); }
   static unsigned grid(std::size_t n) { return cuda_detail::grid_for(n, block); }
   static void launched() { CTNN_CUDA_CHECK(cudaGetLastError()); }
 
+  // ---- map: rule f of kernels/functors.hpp over n elements of each array, per thread in float32 ----
+  // Returns at once (true) for a rule that returns nothing; waits and says
+  // whether every returned value is finite for one that does.
+  template <class F, class... P>
+  static bool map(const F& f, std::size_t n, P*... p) {
+    if constexpr (cuda_kernels::map_returns<F, P*...>) {
+      int* bad = begin_flag();
+      if (n) {
+        cuda_kernels::map<<<grid(n), block, 0, stream()>>>(f, n, bad, p...);
+        launched();
+      }
+      return end_flag();
+    } else {
+      if (n) {
+        cuda_kernels::map<<<grid(n), block, 0, stream()>>>(f, n, static_cast<int*>(nullptr), p...);
+        launched();
+      }
+      return true;
+    }
+  }
+
   // ---- dense products (K inputs, N outputs, m rows) ----
-  template <std::size_t K, std::size_t N, epilogue E = epilogue::none, cuda_storage T>
-  static void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m) {
-    const lt_epilogue e = !b ? lt_epilogue::none : E == epilogue::relu ? lt_epilogue::relu_bias : lt_epilogue::bias;
-    lt_matmul<T>(false, false, int(N), int(m), int(K), w, int(N), x, int(K), y, int(N), b, e);
-    if (!b && E == epilogue::relu) relu_forward(y, m * N);
+  // y = e.forward(x W + b): relu (and identity) fuse into cuBLASLt's bias
+  // epilogue; any other activation rule of kernels/functors.hpp runs as one
+  // map over y after the GEMM.
+  template <std::size_t K, std::size_t N, class E = fn::identity_fn, cuda_storage T>
+  static void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m, E e = {}) {
+    constexpr bool relu = std::is_same_v<E, fn::relu_fn>, none = std::is_same_v<E, fn::identity_fn>;
+    const lt_epilogue le = !b ? lt_epilogue::none : relu ? lt_epilogue::relu_bias : lt_epilogue::bias;
+    lt_matmul<T>(false, false, int(N), int(m), int(K), w, int(N), x, int(K), y, int(N), b, le);
+    if constexpr (!none) {
+      if (!relu || !b) map(fn::forward_of<E>{e}, m * N, y);
+    }
   }
   // dW[K, N] = X^T dY (column-major dW^T = dY^T X), db = column sums of dY; both overwritten.
   template <std::size_t K, std::size_t N, cuda_storage T>
@@ -152,10 +180,13 @@ struct ops<cuda<SM>> {
   static void fill_zero(T* x, std::size_t n) {
     if (n) CTNN_CUDA_CHECK(cudaMemsetAsync(x, 0, n * sizeof(T), stream()));
   }
-  template <cuda_storage T>
-  static void scale(T* x, std::size_t n, float k) {
-    cuda_kernels::scale<<<grid(n), block, 0, stream()>>>(x, n, k);
-    launched();
+  template <cuda_storage T, class S>
+  static void fill(T* x, std::size_t n, S v) {
+    map(fn::fill<float>{float(v)}, n, x);
+  }
+  template <cuda_storage T, class S>
+  static void scale(T* x, std::size_t n, S k) {
+    map(fn::scale<float>{float(k)}, n, x);
   }
   template <cuda_storage T>
   static void multiply(const T* x, const T* m, T* y, std::size_t n) {
@@ -173,34 +204,26 @@ struct ops<cuda<SM>> {
     launched();
   }
 
-  template <cuda_kernels::act A, class T>
-  static void act_forward(T* y, std::size_t n, float a) {
-    cuda_kernels::activation_forward<A><<<grid(n), block, 0, stream()>>>(y, n, a);
-    launched();
-  }
-  template <cuda_kernels::act A, class T>
-  static void act_backward(const T* y, T* d, std::size_t n, float a) {
-    cuda_kernels::activation_backward<A><<<grid(n), block, 0, stream()>>>(y, d, n, a);
-    launched();
-  }
   template <cuda_storage T>
-  static void relu_forward(T* y, std::size_t n) { act_forward<cuda_kernels::act::relu>(y, n, 0.0f); }
+  static void relu_forward(T* y, std::size_t n) { map(fn::forward_of<fn::relu_fn>{}, n, y); }
   template <cuda_storage T>
-  static void relu_backward(const T* y, T* d, std::size_t n) { act_backward<cuda_kernels::act::relu>(y, d, n, 0.0f); }
+  static void relu_backward(const T* y, T* d, std::size_t n) { map(fn::backward_of<fn::relu_fn>{}, n, y, d); }
   template <cuda_storage T, class A>
-  static void leaky_relu_forward(T* y, std::size_t n, A a) { act_forward<cuda_kernels::act::leaky_relu>(y, n, float(a)); }
+  static void leaky_relu_forward(T* y, std::size_t n, A a) {
+    map(fn::forward_of<fn::leaky_relu_fn<float>>{{float(a)}}, n, y);
+  }
   template <cuda_storage T, class A>
   static void leaky_relu_backward(const T* y, T* d, std::size_t n, A a) {
-    act_backward<cuda_kernels::act::leaky_relu>(y, d, n, float(a));
+    map(fn::backward_of<fn::leaky_relu_fn<float>>{{float(a)}}, n, y, d);
   }
   template <cuda_storage T>
-  static void sigmoid_forward(T* y, std::size_t n) { act_forward<cuda_kernels::act::sigmoid>(y, n, 0.0f); }
+  static void sigmoid_forward(T* y, std::size_t n) { map(fn::forward_of<fn::sigmoid_fn>{}, n, y); }
   template <cuda_storage T>
-  static void sigmoid_backward(const T* y, T* d, std::size_t n) { act_backward<cuda_kernels::act::sigmoid>(y, d, n, 0.0f); }
+  static void sigmoid_backward(const T* y, T* d, std::size_t n) { map(fn::backward_of<fn::sigmoid_fn>{}, n, y, d); }
   template <cuda_storage T>
-  static void tanh_forward(T* y, std::size_t n) { act_forward<cuda_kernels::act::tanh>(y, n, 0.0f); }
+  static void tanh_forward(T* y, std::size_t n) { map(fn::forward_of<fn::tanh_fn>{}, n, y); }
   template <cuda_storage T>
-  static void tanh_backward(const T* y, T* d, std::size_t n) { act_backward<cuda_kernels::act::tanh>(y, d, n, 0.0f); }
+  static void tanh_backward(const T* y, T* d, std::size_t n) { map(fn::backward_of<fn::tanh_fn>{}, n, y, d); }
   template <cuda_storage T>
   static void softmax_forward(T* y, std::size_t rows, std::size_t cols) {
     cuda_kernels::softmax_forward<<<grid(rows * 32), block, 0, stream()>>>(y, rows, cols);
@@ -254,22 +277,28 @@ struct ops<cuda<SM>> {
   // ---- optimizer updates (element-wise over n parameters; true when every new w is finite) ----
   template <cuda_storage T, class S>
   static bool adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, S alpha, S b1, S b2, S eps, bool ams) {
-    return run_update(w, n, cuda_kernels::adam_step<T>{g, m, v, vh, float(alpha), float(b1), float(b2), float(eps), ams});
+    if (ams) return map(fn::amsgrad_update<float>{float(alpha), float(b1), float(b2), float(eps)}, n, w, g, m, v, vh);
+    return map(fn::adam_update<float>{float(alpha), float(b1), float(b2), float(eps)}, n, w, g, m, v);
   }
   template <cuda_storage T, class S>
   static bool adagrad_update(T* w, const T* g, T* acc, std::size_t n, S lr, S eps) {
-    return run_update(w, n, cuda_kernels::adagrad_step<T>{g, acc, float(lr), float(eps)});
+    return map(fn::adagrad_update<float>{float(lr), float(eps)}, n, w, g, acc);
   }
   template <cuda_storage T, class S>
   static bool sgd_update(T* w, const T* g, T* m, std::size_t n, S lr, S mom, bool nesterov) {
-    return run_update(w, n, cuda_kernels::sgd_step<T>{g, m, float(lr), float(mom), nesterov});
+    if (float(mom) == 0.0f) return map(fn::sgd_update<float>{float(lr)}, n, w, g);
+    return map(fn::momentum_update<float>{float(lr), float(mom), nesterov}, n, w, g, m);
   }
   template <cuda_storage T, class S>
   static bool rmsprop_update(T* w, const T* g, T* vel, T* mb, T* avg, std::size_t n, S lr, S r, S r1, S eps, S mom,
                              bool centered) {
-    return run_update(w, n,
-                      cuda_kernels::rmsprop_step<T>{g, vel, mb, avg, float(lr), float(r), float(r1), float(eps),
-                                                     float(mom), centered});
+    const float f[] = {float(lr), float(r), float(r1), float(eps), float(mom)};
+    const bool use_mom = f[4] > 0.0f;
+    if (centered && use_mom)
+      return map(fn::rmsprop_update<float, true, true>{f[0], f[1], f[2], f[3], f[4]}, n, w, g, vel, avg, mb);
+    if (centered) return map(fn::rmsprop_update<float, true, false>{f[0], f[1], f[2], f[3], f[4]}, n, w, g, vel, avg);
+    if (use_mom) return map(fn::rmsprop_update<float, false, true>{f[0], f[1], f[2], f[3], f[4]}, n, w, g, vel, mb);
+    return map(fn::rmsprop_update<float, false, false>{f[0], f[1], f[2], f[3], f[4]}, n, w, g, vel);
   }
 
   // ---- loss scaling and regularizers ----
@@ -286,11 +315,18 @@ struct ops<cuda<SM>> {
     return reduce<true>(x, n);
   }
   // g += l1 sign(w) + 2 l2 w over n values.
+  template <cuda_storage T, class S>
+  static void add_penalty_gradient(const T* w, T* g, std::size_t n, S l1, S l2) {
+    map(fn::penalty_gradient<float>{float(l1), 2.0f * float(l2)}, n, w, g);
+  }
+  // g *= inv; waits: true when every g was finite.
+  template <cuda_storage T, class S>
+  static bool unscale(T* g, std::size_t n, S inv) {
+    return map(fn::unscale<float>{float(inv)}, n, g);
+  }
   template <cuda_storage T>
-  static void add_penalty_gradient(const T* w, T* g, std::size_t n, float l1, float l2) {
-    if (n == 0) return;
-    cuda_kernels::add_penalty_gradient<<<grid(n), block, 0, stream()>>>(w, g, n, l1, l2);
-    launched();
+  static bool all_finite(const T* x, std::size_t n) {
+    return map(fn::check_finite{}, n, x);
   }
 
   // ---- the optimizer options' phases (optimizers/options.hpp) ----
@@ -316,35 +352,24 @@ struct ops<cuda<SM>> {
     const double norm = std::sqrt(sum_squares(g, n));
     if (norm > limit) scale(g, n, float(limit / norm));
   }
-  template <cuda_storage T>
-  static void clip_value(T* g, std::size_t n, float c) {
-    cuda_kernels::clip_value<<<grid(n), block, 0, stream()>>>(g, n, c);
-    launched();
+  template <cuda_storage T, class S>
+  static void clip_value(T* g, std::size_t n, S c) {
+    map(fn::clip<float>{float(c)}, n, g);
   }
   template <cuda_storage T>
   static void accumulate(T* acc, const T* g, std::size_t n) {
-    cuda_kernels::accumulate<<<grid(n), block, 0, stream()>>>(acc, g, n);
-    launched();
+    map(fn::accumulate{}, n, acc, g);
   }
-  template <cuda_storage T>
-  static void accumulated_mean(T* g, T* acc, std::size_t n, float inv) {
-    cuda_kernels::accumulated_mean<<<grid(n), block, 0, stream()>>>(g, acc, n, inv);
-    launched();
+  template <cuda_storage T, class S>
+  static void accumulated_mean(T* g, T* acc, std::size_t n, S inv) {
+    map(fn::accumulated_mean<float>{float(inv)}, n, g, acc);
   }
-  template <cuda_storage T>
-  static void moving_average(T* avg, const T* w, std::size_t n, float mom) {
-    cuda_kernels::moving_average<<<grid(n), block, 0, stream()>>>(avg, w, n, mom);
-    launched();
+  template <cuda_storage T, class S>
+  static void moving_average(T* avg, const T* w, std::size_t n, S mom) {
+    map(fn::moving_average<float>{float(mom), 1.0f - float(mom)}, n, avg, w);
   }
 
  private:
-  template <class T, class F>
-  static bool run_update(T* w, std::size_t n, F f) {
-    int* bad = begin_flag();
-    cuda_kernels::update<<<grid(n), block, 0, stream()>>>(w, n, f, bad);
-    launched();
-    return end_flag();
-  }
   static int* begin_flag() {
     int* bad = reinterpret_cast<int*>(cuda_context::get().scratch());
     CTNN_CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(int), stream()));

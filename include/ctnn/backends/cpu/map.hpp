@@ -1,0 +1,113 @@
+// ctnn/backends/cpu/map.hpp — runs an element-wise rule (kernels/functors.hpp)
+// over n elements of k arrays on the CPU.
+//
+// map<Arch>(f, n, p...) calls f once per element i with one value per array
+// p: xsimd::batch<T, Arch> for the body (float and double on an Arch the
+// compiler targets), the same f on scalars for the last n % L elements
+// (float or double; a 16-bit storage type computes in float). Every array
+// holds T; an argument f takes by reference is stored back to its array, a
+// const pointer is only read. When f returns a value, map returns whether
+// every value it returned was finite (folded into the loop as a running sum
+// of r - r: 0 for finite values, NaN otherwise); else it returns true.
+// Above one chunk (2^15 elements) the chunks run on the global thread pool
+// (for_chunks). The partition depends on n only and the rule is element-wise,
+// so each element takes the same vector or scalar path, and gets the same
+// bits, whatever the thread count. for_chunks and the pool are this
+// backend's own: they are not part of the op set (core/backend_ops.hpp).
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "../../config.hpp"
+#include "arch.hpp"
+#include "thread_pool.hpp"
+
+namespace ctnn::kernels::cpu {
+
+// Runs f(lo, hi) over [0, n) in chunks of 2^15 elements on the global thread
+// pool. The chunk length is a multiple of every vector length; f(0, n) on one
+// thread when there is one chunk or one thread.
+template <class F>
+void for_chunks(std::size_t n, F&& f) {
+  constexpr std::size_t chunk = std::size_t(1) << 15;
+  const std::size_t chunks = (n + chunk - 1) / chunk;
+  thread_pool& pool = thread_pool::global();
+  const std::size_t tasks = chunks <= 1 || pool.size() <= 1 ? 1 : chunks;
+  pool.run(
+      tasks, [&](std::size_t c) { f(c * chunk, tasks == 1 ? n : std::min(n, (c + 1) * chunk)); }, tasks > 1);
+}
+
+namespace map_detail {
+
+template <class T>
+using scalar_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <class V, class T>
+CTNN_FORCEINLINE V load(const T* p, std::size_t i) {
+  if constexpr (std::is_arithmetic_v<V>) return V(p[i]);
+  else return V::load_unaligned(p + i);
+}
+template <class V, class T>
+CTNN_FORCEINLINE void store(const V& v, T* p, std::size_t i) {
+  if constexpr (std::is_arithmetic_v<V>) p[i] = T(v);
+  else v.store_unaligned(p + i);
+}
+template <class V, class T>
+CTNN_FORCEINLINE void store(const V&, const T*, std::size_t) {}
+
+template <class V, class F, class... P>
+inline constexpr bool returns_v = !std::is_void_v<decltype(std::declval<const F&>()((void(std::declval<P>()), std::declval<V&>())...))>;
+
+// One element (or one batch of L) at i; nf collects r - r when f returns r.
+template <class V, class F, std::size_t... I, class... P>
+CTNN_FORCEINLINE void step(const F& f, std::size_t i, V& nf, std::index_sequence<I...>, P*... p) {
+  V v[] = {load<V>(p, i)...};
+  if constexpr (returns_v<V, F, P*...>) {
+    const V r = f(v[I]...);
+    nf += r - r;
+  } else {
+    f(v[I]...);
+  }
+  (store(v[I], p, i), ...);
+}
+
+}  // namespace map_detail
+
+// f over [lo, hi) of each array, on one thread; true when every returned value is finite.
+template <class Arch, class F, class P0, class... P>
+bool map_range(const F& f, std::size_t lo, std::size_t hi, P0* p0, P*... p) {
+  using T = std::remove_const_t<P0>;
+  static_assert((std::is_same_v<T, std::remove_const_t<P>> && ...), "map: every array holds the same type");
+  using idx = std::make_index_sequence<1 + sizeof...(P)>;
+  std::size_t i = lo;
+  bool ok = true;
+#if !defined(__CUDA_ARCH__)  // nvcc's device pass reads host code too: no xsimd type may reach a host-device rule there
+  if constexpr (simd_v<T, Arch>) {
+    using B = xsimd::batch<T, Arch>;
+    constexpr std::size_t L = B::size;
+    B nf(T(0));
+    for (; i + L <= hi; i += L) map_detail::step<B>(f, i, nf, idx{}, p0, p...);
+    if constexpr (map_detail::returns_v<B, F, P0*, P*...>) ok = xsimd::hadd(nf) == T(0);
+  }
+#endif
+  using S = map_detail::scalar_t<T>;
+  S tail(0);
+  for (; i < hi; ++i) map_detail::step<S>(f, i, tail, idx{}, p0, p...);
+  return ok && tail == S(0);
+}
+
+// f over [0, n) of each array, in chunks on the thread pool above 2^15 elements.
+template <class Arch, class F, class... P>
+bool map(const F& f, std::size_t n, P*... p) {
+  std::atomic<bool> finite{true};
+  for_chunks(n, [&](std::size_t lo, std::size_t hi) {
+    if (!map_range<Arch>(f, lo, hi, p...)) finite.store(false, std::memory_order_relaxed);
+  });
+  return finite.load(std::memory_order_relaxed);
+}
+
+}  // namespace ctnn::kernels::cpu

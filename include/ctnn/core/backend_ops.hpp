@@ -1,0 +1,135 @@
+// ctnn/core/backend_ops.hpp — BackendOps<B>: the op set every backend's ops<B> provides.
+//
+// Layers, losses, optimizers, optimizer options, regularizers and the training
+// step call kernels only through ops<B>, so this is the whole contract of a
+// backend's compute. It is the conjunction of six named sub-concepts (a
+// failed check names the missing one); each is checked with float arrays and
+// lists what it requires and who satisfies it. Pointers are B's memory; an op
+// that returns a value waits for it, the others may return before the work
+// is done (a device queue). Every op is element-wise or row-wise unless said.
+// Satisfied by ops<cpu<Arch>> (backends/cpu/ops.hpp; tests/static) and
+// ops<cuda<SM>> (backends/cuda/ops.cuh; tests/cuda/test_ops.cu under nvcc).
+// docs/design.md ("The op set") has the formulas.
+#pragma once
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+
+#include "../kernels/conv_reference.hpp"
+#include "../kernels/functors.hpp"
+
+namespace ctnn {
+
+template <class B>
+struct ops;
+
+namespace detail {
+// A small convolution / pooling geometry the checks instantiate the products with.
+inline constexpr kernels::conv_geometry ops_probe_geometry{4, 4, 2, 2, 2, 2, 1, 3, 3, 0, 0};
+}  // namespace detail
+
+// Products: dense_forward<K, N> (y = e.forward(x W + b) for any activation rule e of
+// kernels/functors.hpp, fused where the backend can; default identity), dense_backward_weights,
+// dense_backward_input; conv_forward / conv_backward<G> (im2col + the dense products);
+// max_pool, average_pool and global_average forward / backward.
+// Satisfied by: ops<cpu<A>> (simd_gemm, conv, pooling), ops<cuda<SM>> (cuBLASLt, kernels.cuh).
+template <class B>
+concept has_product_ops = requires(const float* x, float* y, std::uint32_t* idx, const std::uint32_t* cidx,
+                                   std::size_t m) {
+  ops<B>::template dense_forward<4, 4>(x, x, x, y, m);
+  ops<B>::template dense_forward<4, 4>(x, x, x, y, m, fn::sigmoid_fn{});
+  ops<B>::template dense_backward_weights<4, 4>(x, x, y, y, m);
+  ops<B>::template dense_backward_input<4, 4>(x, x, y, m);
+  ops<B>::template conv_forward<detail::ops_probe_geometry>(x, x, x, y, y, m);
+  ops<B>::template conv_backward<detail::ops_probe_geometry>(x, x, y, y, y, y, m);
+  ops<B>::template max_pool_forward<detail::ops_probe_geometry>(x, y, idx, m);
+  ops<B>::template max_pool_backward<detail::ops_probe_geometry>(cidx, x, y, m);
+  ops<B>::template average_pool_forward<detail::ops_probe_geometry>(x, y, m);
+  ops<B>::template average_pool_backward<detail::ops_probe_geometry>(x, y, m);
+  ops<B>::template global_average_forward<4, 2>(x, y, m);
+  ops<B>::template global_average_backward<4, 2>(x, y, m);
+};
+
+// Element-wise maps: copy, fill, fill_zero, scale (x *= k), clip_value,
+// accumulate (a += g), accumulated_mean (g = (acc + g) inv, acc = 0),
+// moving_average (avg = mom avg + (1 - mom) w), add_penalty_gradient
+// (g += l1 sign(w) + 2 l2 w) and the activations' forward / backward (relu,
+// leaky_relu, sigmoid, tanh): the rules of kernels/functors.hpp.
+// Satisfied by: ops<cpu<A>> (map.hpp), ops<cuda<SM>> (one map kernel per rule).
+template <class B>
+concept has_elementwise_ops = requires(const float* x, float* y, std::size_t n, float k) {
+  ops<B>::copy(x, y, n);
+  ops<B>::fill(y, n, k);
+  ops<B>::fill_zero(y, n);
+  ops<B>::scale(y, n, k);
+  ops<B>::clip_value(y, n, k);
+  ops<B>::accumulate(y, x, n);
+  ops<B>::accumulated_mean(y, y, n, k);
+  ops<B>::moving_average(y, x, n, k);
+  ops<B>::add_penalty_gradient(x, y, n, k, k);
+  ops<B>::relu_forward(y, n);
+  ops<B>::relu_backward(x, y, n);
+  ops<B>::leaky_relu_forward(y, n, k);
+  ops<B>::leaky_relu_backward(x, y, n, k);
+  ops<B>::sigmoid_forward(y, n);
+  ops<B>::sigmoid_backward(x, y, n);
+  ops<B>::tanh_forward(y, n);
+  ops<B>::tanh_backward(x, y, n);
+};
+
+// Reductions and checks (waited for): sum_squares, sum_abs (double
+// accumulation), clip_by_norm (g *= limit / max(||g||, limit)), all_finite,
+// unscale (g *= inv; true when every g was finite).
+// Satisfied by: ops<cpu<A>> (reduce.hpp, map.hpp), ops<cuda<SM>> (kernels.cuh's sum_squares).
+template <class B>
+concept has_reduction_ops = requires(const float* x, float* y, std::size_t n, float k) {
+  { ops<B>::sum_squares(x, n) } -> std::convertible_to<double>;
+  { ops<B>::sum_abs(x, n) } -> std::convertible_to<double>;
+  ops<B>::clip_by_norm(y, n, 1.0);
+  { ops<B>::all_finite(x, n) } -> std::convertible_to<bool>;
+  { ops<B>::unscale(y, n, k) } -> std::convertible_to<bool>;
+};
+
+// Conversions between float32 and the backend's 16-bit storage types
+// ops<B>::float16 and ops<B>::bfloat16: convert (round to nearest even), widen.
+// Satisfied by: ops<cpu<A>> (convert.hpp: float16_t, bfloat16_t), ops<cuda<SM>> (__half, __nv_bfloat16).
+template <class B>
+concept has_conversion_ops = requires(const float* x, float* y, typename ops<B>::float16* h,
+                                      typename ops<B>::bfloat16* b, std::size_t n) {
+  ops<B>::convert(x, h, n);
+  ops<B>::widen(static_cast<const typename ops<B>::float16*>(h), y, n);
+  ops<B>::convert(x, b, n);
+  ops<B>::widen(static_cast<const typename ops<B>::bfloat16*>(b), y, n);
+};
+
+// Optimizer updates over n parameters (optimizers/*.hpp's formulas; true when
+// every new w is finite): adam_update (amsgrad too), adagrad_update,
+// sgd_update (momentum, nesterov), rmsprop_update (centered, momentum).
+// Satisfied by: ops<cpu<A>> (updates.hpp), ops<cuda<SM>> (kernels.cuh's update kernel).
+template <class B>
+concept has_optimizer_update_ops = requires(float* w, const float* g, std::size_t n, float k, bool f) {
+  { ops<B>::adam_update(w, g, w, w, w, n, k, k, k, k, f) } -> std::convertible_to<bool>;
+  { ops<B>::adagrad_update(w, g, w, n, k, k) } -> std::convertible_to<bool>;
+  { ops<B>::sgd_update(w, g, w, n, k, k, f) } -> std::convertible_to<bool>;
+  { ops<B>::rmsprop_update(w, g, w, w, w, n, k, k, k, k, k, f) } -> std::convertible_to<bool>;
+};
+
+// Loss kernels: the row-wise softmax forward / backward the probabilistic
+// losses and the softmax activation use.
+// Satisfied by: ops<cpu<A>> (activations.hpp), ops<cuda<SM>> (one warp per row).
+template <class B>
+concept has_loss_ops = requires(const float* x, float* y, std::size_t rows, std::size_t cols) {
+  ops<B>::softmax_forward(y, rows, cols);
+  ops<B>::softmax_backward(x, y, rows, cols);
+};
+
+// ops<B> is complete (a backend specializes it) ...
+template <class B>
+concept has_backend_ops = requires { sizeof(ops<B>); };
+
+// ... and provides the whole op set.
+template <class B>
+concept BackendOps = has_backend_ops<B> && has_product_ops<B> && has_elementwise_ops<B> && has_reduction_ops<B> &&
+                     has_conversion_ops<B> && has_optimizer_update_ops<B> && has_loss_ops<B>;
+
+}  // namespace ctnn

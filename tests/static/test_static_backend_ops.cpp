@@ -1,0 +1,65 @@
+// The op-set contract (core/backend_ops.hpp): ops<cpu<Arch>> satisfies
+// BackendOps and each of its named sub-concepts on every architecture type; a
+// backend whose ops lack a part fails exactly the sub-concept of that part
+// (tests/compile_fail/backend_ops_missing_updates.cpp shows the message a
+// model of it gives); cuda<90> is checked under nvcc (tests/cuda/test_ops.cu).
+#include <doctest/doctest.h>
+
+#include <ctnn/backends/cpu/ops.hpp>
+#include <ctnn/core/backend.hpp>
+
+#include <string>
+
+using namespace ctnn;
+
+static_assert(BackendOps<cpu<>>);
+static_assert(Backend<cpu<>>);
+static_assert(has_product_ops<cpu<>> && has_elementwise_ops<cpu<>> && has_reduction_ops<cpu<>> &&
+              has_conversion_ops<cpu<>> && has_optimizer_update_ops<cpu<>> && has_loss_ops<cpu<>>);
+static_assert(BackendOps<cpu<xsimd::sse2>>);
+#if XSIMD_WITH_AVX2
+static_assert(BackendOps<cpu<xsimd::avx2>>);
+#endif
+// The thread pool is the CPU backend's own: for_chunks and threads() are not ops.
+template <class B>
+concept exposes_executor = requires { ops<B>::threads(); } || requires { ops<B>::for_chunks(1, [](std::size_t, std::size_t) {}); };
+static_assert(!exposes_executor<cpu<>>);
+
+namespace {
+// A host backend whose ops are the CPU's but for the optimizer updates.
+struct partial_backend {
+  using memory = host_memory;
+  static std::string name() { return "partial"; }
+};
+// One with no ops at all.
+struct no_ops_backend {
+  using memory = host_memory;
+  static std::string name() { return "no_ops"; }
+};
+}  // namespace
+
+template <>
+struct ctnn::ops<partial_backend> {
+  using base = ops<cpu<>>;
+  template <std::size_t K, std::size_t N, class T>
+  static void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m) {
+    base::dense_forward<K, N>(x, w, b, y, m);
+  }
+};
+
+static_assert(has_backend_ops<partial_backend> && !BackendOps<partial_backend> && !Backend<partial_backend>);
+static_assert(!has_optimizer_update_ops<partial_backend> && !has_elementwise_ops<partial_backend>);
+static_assert(!has_backend_ops<no_ops_backend> && !BackendOps<no_ops_backend>);
+
+// A host backend that inherits the CPU's ops (the counting backend of tests/train) satisfies all of it.
+namespace {
+struct inheriting_backend {
+  using memory = host_memory;
+  static std::string name() { return "inheriting"; }
+};
+}  // namespace
+template <>
+struct ctnn::ops<inheriting_backend> : ctnn::ops<ctnn::cpu<>> {};
+static_assert(BackendOps<inheriting_backend> && Backend<inheriting_backend>);
+
+TEST_CASE("the op-set contract holds for cpu<> at compile time") { CHECK(BackendOps<cpu<>>); }
