@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/backends/cpu/ops.hpp>
+#include <ctnn/mixed_precision.hpp>  // the 16-bit conversions (half_ops, convert.hpp)
 #include <ctnn/core/rng.hpp>
 
 #include "kernels/archs.hpp"
