@@ -152,7 +152,6 @@ struct ctnn::ops<sim::device> : ctnn::ops<ctnn::cpu<>> {
   SIM_DEVICE_OP(dense_backward_input)
   SIM_DEVICE_OP(sparse_dense_forward)
   SIM_DEVICE_OP(sparse_dense_backward)
-  SIM_DEVICE_OP(convert)
   SIM_DEVICE_OP(conv_forward)
   SIM_DEVICE_OP(conv_backward)
   SIM_DEVICE_OP(max_pool_forward)
@@ -194,6 +193,17 @@ struct ctnn::ops<sim::device> : ctnn::ops<ctnn::cpu<>> {
   SIM_DEVICE_OP(sum_squares)
   SIM_DEVICE_OP(sum_abs)
   SIM_DEVICE_OP(clip_by_norm)
-  SIM_DEVICE_OP(widen)
+  // convert / widen declare their return type, so BackendOps' check on 16-bit types does not
+  // instantiate their bodies (a float32 program includes no 16-bit execution).
+  template <class S, class D>
+  static void convert(const S* src, D* dst, std::size_t n) {
+    const sim::scope s;
+    base::convert(src, dst, n);
+  }
+  template <class T>
+  static void widen(const T* x, float* y, std::size_t n) {
+    const sim::scope s;
+    base::widen(x, y, n);
+  }
 };
 #undef SIM_DEVICE_OP
