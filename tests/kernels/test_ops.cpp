@@ -192,7 +192,9 @@ void check_map(std::size_t n, const char* arch) {
   auto r = z;
   for (std::size_t i = 0; i < n; ++i) r[i] = x[i] * y[i] + r[i];
   CHECK(O::map(fma_rule{}, n, static_cast<const T*>(x.data()), static_cast<const T*>(y.data()), z.data()));
-  CHECK(close(z, r, tol<T>));
+  // x y + z with terms up to 1: a fused and an unfused multiply-add (the compiler's choice) differ
+  // by a rounding of the terms, not of the (possibly cancelled) result
+  CHECK(close(z, r, tol<T>, 1.0));
   CHECK(x == x0);
   CHECK(y == y0);
   // a non-finite result anywhere (body, tail, any chunk) is reported

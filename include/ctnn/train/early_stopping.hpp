@@ -124,16 +124,16 @@ struct early_stopping {
   }
   void keep(const void* p, std::size_t pn, const void* s, std::size_t sn) {
     best_weights.resize(pn + sn);
-    std::memcpy(best_weights.data(), p, pn);
-    std::memcpy(best_weights.data() + pn, s, sn);
+    if (pn) std::memcpy(best_weights.data(), p, pn);  // a region of 0 bytes may have no pointer (host_mirror)
+    if (sn) std::memcpy(best_weights.data() + pn, s, sn);
   }
   template <class M>
   void restore(M& m) {
     if constexpr (requires { m.host_region(role::parameter, false); }) {
       auto p = m.host_region(role::parameter, false);
       auto s = m.host_region(role::state, false);
-      std::memcpy(p.data(), best_weights.data(), p.size());
-      std::memcpy(s.data(), best_weights.data() + p.size(), s.size());
+      if (p.size()) std::memcpy(p.data(), best_weights.data(), p.size());
+      if (s.size()) std::memcpy(s.data(), best_weights.data() + p.size(), s.size());
       p.commit();
       s.commit();
     } else {
