@@ -1,6 +1,7 @@
 // examples/cuda_mlp.cu — the Fashion-MNIST MLP trained on a CUDA device.
 //
-// The network type is the CPU demo's; only make_model's backend changes.
+// The network type is the CPU demo's; only make_model's backend changes: the
+// model, fit and evaluate are the generic ones.
 // Built by nvcc when CMake finds it (CTNN_CUDA); without a device it says so
 // and exits 0. docs/cuda.md includes this file.
 #include <ctnn/backends/cuda/cuda.cuh>
@@ -29,15 +30,16 @@ int main(int argc, char** argv) try {
   ctnn::adam opt{ctnn::exponential_decay{1e-3, 5000, 0.7, /*staircase=*/false}};
   const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
 
-  // Batches are staged in pinned memory and copied on a second stream while the device computes.
-  const auto hist = ctnn::fit(model, loss, opt, train, ctnn::epochs{n_epochs});
+  // Batches are staged in pinned memory and copied on a second stream (cuda<90>'s feeder).
+  const auto hist = ctnn::fit(model, loss, opt, train, ctnn::epochs{n_epochs}, ctnn::sparse_categorical_accuracy{});
   for (std::size_t e = 0; e < n_epochs; ++e)
     std::printf("epoch %zu: loss %.4f accuracy %.4f, %.2f s (device compute %.2f s, waiting for data %.3f s)\n",
-                e + 1, hist.values.at("loss")[e], hist.values.at("accuracy")[e], hist.values.at("seconds")[e],
-                hist.values.at("compute_seconds")[e], hist.values.at("device_wait_seconds")[e]);
+                e + 1, hist.values.at("loss")[e], hist.values.at("sparse_categorical_accuracy")[e],
+                hist.values.at("seconds")[e], hist.values.at("device_compute_seconds")[e],
+                hist.values.at("device_wait_seconds")[e]);
 
-  const auto result = ctnn::evaluate(model, loss, test);
-  std::printf("test loss: %.4f  test accuracy: %.4f\n", result["loss"], result["accuracy"]);
+  const auto result = ctnn::evaluate(model, loss, test, ctnn::sparse_categorical_accuracy{});
+  std::printf("test loss: %.4f  test accuracy: %.4f\n", result["loss"], result["sparse_categorical_accuracy"]);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "cuda_mlp: %s\n", e.what());

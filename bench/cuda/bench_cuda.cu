@@ -9,12 +9,11 @@
 //   train  one epoch (60000 synthetic 28x28 samples, after a warm-up epoch) of
 //          the Fashion-MNIST MLP (784-256-128-10) and CNN (examples/fashion_mnist_cnn.cpp)
 //          through fit on cuda<90>, float32, batch 256 and 8192: samples/s;
-//          mixed_float16 / mixed_bfloat16 at batch 8192 (against float32), and
-//          the MLP at batch 256 without the captured training step (_nograph)
+//          mixed_float16 / mixed_bfloat16 at batch 8192 (against float32)
 //   infer  batch-1 MLP inference latency (forward + stream synchronize), median of
-//          2000, as kernel launches and as one captured CUDA graph (forward_graph);
-//          a 64-128-128-10 MLP at batch 1 and 1024 through the fused MLP kernel
-//          and through the unfused layers (float32 and __half)
+//          2000: the model's forward, which its runner replays as a captured CUDA
+//          graph after two passes per staging buffer; a 64-128-128-10 MLP at
+//          batch 1 and 1024 (float32 and float16) through the same path
 #include <ctnn/backends/cuda/cuda.cuh>
 
 #include <algorithm>
@@ -120,74 +119,51 @@ auto synthetic(std::size_t n) {
 // One timed epoch of Net under policy P (after a warm-up on 2 batches' worth
 // of samples, at least 6000: allocations, cuBLASLt plans, the captured graphs).
 template <class Net, class P = ctnn::precision::float32>
-void train(const char* what, std::size_t batch, bool graph = true) {
+void train(const char* what, std::size_t batch) {
   const auto data = synthetic(60000).shuffle(1).batch(batch);
   const auto warm = synthetic(std::max<std::size_t>(6000, 2 * batch)).batch(batch);
   auto m = ctnn::make_model<Net, P, dev>(42);
-  m.options().graph_training = graph;
   ctnn::adam opt{1e-3};
   const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
   ctnn::fit(m, loss, opt, warm, ctnn::epochs{1});
   const auto h = ctnn::fit(m, loss, opt, data, ctnn::epochs{1});
   const std::string name = std::string("train_") + what + "_" + ctnn::precision::name_of<P>() + "_batch" +
-                           std::to_string(batch) + (graph ? "" : "_nograph");
+                           std::to_string(batch);
   figure(name + "_samples_per_s", 60000.0 / h.values.at("seconds")[0], "samples/s");
   figure(name + "_compute_s", h.values.at("compute_seconds")[0], "s");
   figure(name + "_data_s", h.values.at("data_seconds")[0], "s");
   figure(name + "_device_wait_s", h.values.at("device_wait_seconds")[0], "s");
+  figure(name + "_device_compute_s", h.values.at("device_compute_seconds")[0], "s");
   figure(name + "_graph_steps", h.values.at("graph_steps")[0], "steps");
 }
 
-// The fused small-MLP kernel (cuda/fused_mlp.cuh) against the unfused
-// layers: inference latency (forward + synchronize), median of 1000.
+// A small MLP's inference latency (forward + synchronize), median of 1000
+// (the fused small-MLP kernel becomes a backend hook of the generic model: cudahooks).
 using small_mlp = ctnn::sequential<ctnn::input<64>, ctnn::dense<128, ctnn::relu>, ctnn::dense<128, ctnn::relu>,
                                    ctnn::dense<10>>;
-template <class P>
-void fused(std::size_t batch, const char* label) {
-  auto m = ctnn::make_model<small_mlp, P, dev>(42);
-  using C = typename decltype(m)::compute_type;
-  auto x = filled<C>(64 * batch, 1.0f);
-  double lat[2];
-  for (int f = 0; f < 2; ++f) {
-    m.options().fused_mlp = f == 0;
-    std::vector<double> t;
-    for (int i = 0; i < 1100; ++i) {
-      const auto t0 = std::chrono::steady_clock::now();
-      m.forward(x.data(), batch, false);
-      G::synchronize();
-      if (i >= 100) t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(t.begin(), t.end());
-    lat[f] = t[t.size() / 2];
+template <class Net, class P>
+double latency_us(std::size_t in, std::size_t batch, int reps) {
+  auto m = ctnn::make_model<Net, P, dev>(42);
+  const std::vector<float> x(in * batch, 0.5f);
+  std::vector<double> t;
+  for (int i = 0; i < reps + reps / 10; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    m.forward(x.data(), batch, false);
+    G::synchronize();
+    if (i >= reps / 10) t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
-  const std::string name = std::string("infer_small_mlp_") + label + "_batch" + std::to_string(batch);
-  figure(name + "_fused_latency", lat[0], "us");
-  figure(name + "_unfused_latency", lat[1], "us");
-  figure(name + "_unfused_over_fused", lat[1] / lat[0], "x");
-  if (!m.fused_active()) std::printf("# %s: the fused kernel was not active (the device refused its shared memory)\n", name.c_str());
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
 }
 
 void infer() {
-  auto m = ctnn::make_model<mlp, ctnn::precision::float32, dev>(42);
-  auto x = filled<float>(784, 1.0f);
-  std::vector<double> t;
-  for (int i = 0; i < 2200; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    m.forward(x.data(), 1, false);
-    G::synchronize();
-    if (i >= 200) t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  figure("infer_mlp_batch1_latency", latency_us<mlp, ctnn::precision::float32>(784, 1, 2000), "us");
+  for (std::size_t b : {1, 1024}) {
+    figure("infer_small_mlp_float32_batch" + std::to_string(b) + "_latency",
+           latency_us<small_mlp, ctnn::precision::float32>(64, b, 1000), "us");
+    figure("infer_small_mlp_float16_batch" + std::to_string(b) + "_latency",
+           latency_us<small_mlp, ctnn::precision::float16>(64, b, 1000), "us");
   }
-  std::sort(t.begin(), t.end());
-  figure("infer_mlp_batch1_latency", t[t.size() / 2], "us");
-  t.clear();
-  for (int i = 0; i < 2200; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    m.forward_graph(x.data(), 1);
-    G::synchronize();
-    if (i >= 200) t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  figure("infer_mlp_batch1_graph_latency", t[t.size() / 2], "us");
 }
 
 }  // namespace
@@ -209,19 +185,12 @@ int main(int argc, char** argv) try {
       train<mlp>("mlp", b);
       train<cnn>("cnn", b);
     }
-    // mixed precision against float32 at a large batch; the captured step against launches
+    // mixed precision against float32 at a large batch
     train<mlp, ctnn::precision::mixed_float16>("mlp", 8192);
     train<mlp, ctnn::precision::mixed_bfloat16>("mlp", 8192);
     train<cnn, ctnn::precision::mixed_float16>("cnn", 8192);
-    train<mlp>("mlp", 256, false);
   }
-  if (what == "all" || what == "infer") {
-    infer();
-    for (std::size_t b : {1, 1024}) {
-      fused<ctnn::precision::float32>(b, "float32");
-      fused<ctnn::precision::policy<__half>>(b, "half");
-    }
-  }
+  if (what == "all" || what == "infer") infer();
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "bench_cuda: %s\n", e.what());

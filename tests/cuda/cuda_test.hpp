@@ -7,9 +7,9 @@
 // computed from exactly the values the device sees: rounded()). Closeness is
 // judged relative to the largest magnitude of the reference array:
 //   max |got - want| <= tol * max(max |want|, 1e-30)
-// tolerance<T>: float 1e-5; __half 2e-3 (two units of the 11-bit
+// tolerance<T>: float 1e-5; __half (float16_t) 2e-3 (two units of the 11-bit
 // significand at the largest value: the output's rounding plus float32
-// accumulation in another order); __nv_bfloat16 1.6e-2 (the same for its
+// accumulation in another order); __nv_bfloat16 (bfloat16_t) 1.6e-2 (the same for its
 // 8-bit significand).
 #pragma once
 #include <doctest/doctest.h>
@@ -38,7 +38,7 @@ template <class T>
 inline double tolerance() {
   if constexpr (std::is_same_v<T, float>)
     return 1e-5;
-  else if constexpr (std::is_same_v<T, __half>)
+  else if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, ctnn::float16_t>)
     return 2e-3;
   else
     return 1.6e-2;

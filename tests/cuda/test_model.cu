@@ -1,12 +1,12 @@
-// The CUDA layers that have their own kernels (dropout, batch_norm), and
-// model / fit / evaluate on cuda<90> against the CPU model of the same seed.
+// The CUDA layers that have their own kernels (dropout, batch_norm), and the
+// generic model / fit / evaluate / predict (train/) on cuda<90> through its
+// feeder and runner, against the CPU model of the same seed.
 #include "cuda_test.hpp"
 
 // The headers under test, by name (cuda_test.hpp includes them all through ctnn/backends/cuda/cuda.cuh).
-#include <ctnn/backends/cuda/fit.cuh>
-#include <ctnn/backends/cuda/fused_mlp.cuh>
+#include <ctnn/backends/cuda/feeder.cuh>
 #include <ctnn/backends/cuda/layers.cuh>
-#include <ctnn/backends/cuda/model.cuh>
+#include <ctnn/backends/cuda/runner.cuh>
 
 #include <filesystem>
 
@@ -16,6 +16,15 @@ using ctnn::layer_slot;
 using ctnn::run_info;
 
 static_assert(ctnn::Backend<dev>, "cuda<90> is a complete backend where the CUDA headers are included");
+// its policies (core/backend.hpp): the model takes them from the tag
+static_assert(std::is_same_v<ctnn::host_view_t<dev>, ctnn::cuda_host_view>);
+static_assert(std::is_same_v<ctnn::feeder_t<dev>, ctnn::cuda_feeder>);
+static_assert(std::is_same_v<ctnn::model<ctnn::sequential<ctnn::input<4>, ctnn::dense<2>>, float, dev>::runner_type,
+                             ctnn::cuda_runner>);
+// the CUDA layers keep the CPU layers' traits (strip, onnx and the plan read them)
+static_assert(std::is_same_v<ctnn::batch_norm::bind<ctnn::shape<4, 3>, ctnn::precision::float32, dev>::kind,
+                             ctnn::layer_kind::batch_norm>);
+static_assert(ctnn::dropout<0.5f>::bind<ctnn::shape<4>, ctnn::precision::float32, dev>::keeps_channels);
 
 TEST_CASE("dropout on the device: the rate, the scale, backward through the same mask, identity at inference") {
   CTNN_REQUIRE_DEVICE();
@@ -87,6 +96,15 @@ using mlp = ctnn::sequential<ctnn::input<12>, ctnn::dense<16, ctnn::relu>, ctnn:
 using cnn = ctnn::sequential<ctnn::input<8, 8, 2>, ctnn::conv2d<4, 3, 3, 1, ctnn::padding::same, ctnn::relu>, ctnn::max_pool2d<2>, ctnn::flatten,
                              ctnn::dense<5, ctnn::sigmoid>, ctnn::dense<3>>;
 
+// Region r of a model's memory as float values on the host (a host view: core/backend.hpp).
+template <class M>
+std::vector<float> download(const M& m, ctnn::role r) {
+  const auto v = m.host_region(r);
+  const float* p = reinterpret_cast<const float*>(v.data());
+  return std::vector<float>(p, p + v.size() / sizeof(float));
+}
+std::vector<float> values(std::span<const float> s) { return {s.begin(), s.end()}; }
+
 template <class Net>
 auto dataset(std::size_t n, std::uint32_t seed) {
   constexpr std::size_t K = Net::output_type::size;
@@ -102,54 +120,56 @@ TEST_CASE_TEMPLATE("a device model starts from the CPU model's bits and its forw
   auto cm = ctnn::make_model<Net>(3);
   auto gm = ctnn::make_model<Net, ctnn::precision::float32, dev>(3);
   const auto cp = std::vector<float>(cm.parameters().begin(), cm.parameters().end());
-  CHECK(gm.download(ctnn::role::parameter) == cp);
+  CHECK(download(gm, ctnn::role::parameter) == cp);
   constexpr std::size_t in = Net::input_type::size, out = Net::output_type::size;
   const std::size_t batch = 9;
   const auto x = random_values(batch * in, 110);
   const auto want = cm.predict(x.data(), batch);
   CHECK_CLOSE(float, gm.predict(x.data(), batch), want);
-  // inference as a captured CUDA graph: the same bits as the plain forward, and it sees new values in x
+  // inference replayed as captured CUDA graphs (runner.cuh, keyed by the feeder's buffer and the batch):
+  // the same bits as the uncaptured forward, and a graph reads the new values fed into its buffer
   {
-    auto gx = to_device<float>(x);
-    ctnn::device_buffer<float> y1(batch * out), y2(batch * out);
-    ctnn::ops<dev>::copy(gm.forward(gx.data(), batch, false), y1.data(), batch * out);
-    ctnn::ops<dev>::copy(gm.forward_graph(gx.data(), batch), y2.data(), batch * out);
-    CHECK(to_host(y2, batch * out) == to_host(y1, batch * out));
+    ctnn::logs before;
+    gm.log_epoch(before);  // restarts the runner's counts
+    std::vector<float> first;
+    for (int k = 0; k < 6; ++k) {  // two staging buffers, each run uncaptured at most once, then captured, replayed
+      gm.forward(x.data(), batch, false);
+      if (k == 0) first = values(gm.host_outputs(batch));
+      else CHECK(values(gm.host_outputs(batch)) == first);
+    }
+    ctnn::logs l;
+    gm.log_epoch(l);
+    CHECK(l["graph_steps"] >= 4);
     const auto x2 = random_values(batch * in, 112);
-    gx.upload(x2.data(), x2.size());
-    ctnn::ops<dev>::copy(gm.forward_graph(gx.data(), batch), y2.data(), batch * out);
-    CHECK(gm.captured_graphs() == 1);
-    CHECK_CLOSE(float, to_host(y2, batch * out), cm.predict(x2.data(), batch));
+    gm.forward(x2.data(), batch, false);
+    CHECK_CLOSE(float, values(gm.host_outputs(batch)), cm.predict(x2.data(), batch));
   }
   // one backward from the same output gradient
   const auto dy = random_values(batch * out, 111);
   cm.forward(x.data(), batch, true);
   std::copy(dy.begin(), dy.end(), cm.output_gradient());
   cm.backward();
-  auto gx = to_device<float>(x);
-  gm.forward(gx.data(), batch, true);
+  gm.forward(x.data(), batch, true);
   ctnn::cuda_device_memory::copy(gm.output_gradient(), dy.data(), dy.size() * sizeof(float));
   gm.backward();
-  CHECK_CLOSE(float, gm.download(ctnn::role::gradient),
+  CHECK_CLOSE(float, download(gm, ctnn::role::gradient),
               std::vector<float>(cm.gradients().begin(), cm.gradients().end()));
 }
 
-TEST_CASE_TEMPLATE("a uniform 16-bit model on the device predicts as the float CPU model", H, __half, __nv_bfloat16) {
+TEST_CASE_TEMPLATE("a uniform 16-bit model on the device predicts as the float CPU model", H, ctnn::float16_t,
+                   ctnn::bfloat16_t) {
   CTNN_REQUIRE_DEVICE();
   // Every layer in H (weights, activations; float32 inside the GEMMs and
-  // kernels): the parameters are the float model's draws rounded to H.
+  // kernels): the parameters are the float model's draws rounded to H;
+  // inputs and outputs are float (the 16-bit policies' io type).
   auto cm = ctnn::make_model<mlp>(3);
   auto hm = ctnn::make_model<mlp, ctnn::precision::policy<H>, dev>(3);
   const std::size_t batch = 16;
   const auto x = rounded<H>(random_values(batch * 12, 140));
-  std::vector<H> hx(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) hx[i] = ctnn::cuda_detail::store<H>(x[i]);
   const auto want = cm.predict(x.data(), batch);
-  const auto got_h = hm.predict(hx.data(), batch);
-  std::vector<float> got(got_h.size());
-  for (std::size_t i = 0; i < got.size(); ++i) got[i] = ctnn::cuda_detail::load(got_h[i]);
+  const auto got = hm.predict(x.data(), batch);
   // three layers of rounding (weights, each activation): 8 units of the significand at the largest output
-  const double tol = std::is_same_v<H, __half> ? 8.0 / 1024 : 8.0 / 128;
+  const double tol = std::is_same_v<H, ctnn::float16_t> ? 8.0 / 1024 : 8.0 / 128;
   const double e = relative_error(got, want);
   INFO(ctnn::storage<H>::name << " model: relative error " << e);
   CHECK(e <= tol);
@@ -165,11 +185,11 @@ TEST_CASE_TEMPLATE("fit on the device follows the CPU fit (every optimizer, with
     auto gm = ctnn::make_model<Net, ctnn::precision::float32, dev>(5);
     auto o1 = make_opt();
     auto o2 = make_opt();
-    const auto hc = ctnn::fit(cm, loss, o1, data, ctnn::epochs{2});
-    const auto hg = ctnn::fit(gm, loss, o2, data, ctnn::epochs{2});
+    const auto hc = ctnn::fit(cm, loss, o1, data, ctnn::epochs{2}, ctnn::sparse_categorical_accuracy{});
+    const auto hg = ctnn::fit(gm, loss, o2, data, ctnn::epochs{2}, ctnn::sparse_categorical_accuracy{});
     CHECK(gm.optimizer_iterations() == cm.optimizer_iterations());
     // 14 updates from the same start: float32 round-off of another summation order, not more
-    const double e = relative_error(gm.download(ctnn::role::parameter),
+    const double e = relative_error(download(gm, ctnn::role::parameter),
                                     std::vector<float>(cm.parameters().begin(), cm.parameters().end()));
     INFO("parameters' relative error " << e);
     CHECK(e < 1e-4);
@@ -178,7 +198,10 @@ TEST_CASE_TEMPLATE("fit on the device follows the CPU fit (every optimizer, with
     const auto ec = ctnn::evaluate(cm, loss, data);
     const auto eg = ctnn::evaluate(gm, loss, data);
     CHECK(eg["loss"] == doctest::Approx(ec["loss"]).epsilon(1e-4));
-    for (const char* k : {"data_seconds", "device_wait_seconds", "compute_seconds", "accuracy"})
+    for (std::size_t k = 0; k < 2; ++k)
+      CHECK(hg.values.at("sparse_categorical_accuracy")[k] == doctest::Approx(hc.values.at("sparse_categorical_accuracy")[k]));
+    // the generic fit's figures, and the CUDA feeder's and runner's (model::log_epoch)
+    for (const char* k : {"data_seconds", "compute_seconds", "device_wait_seconds", "device_compute_seconds", "graph_steps"})
       CHECK(hg.values.count(k) == 1);
   };
   run([] { return ctnn::adam{1e-2}; }, "adam");
@@ -225,10 +248,10 @@ TEST_CASE("the Fashion-MNIST MLP (784-256-128-10) trained on the device reaches 
   ctnn::adam opt{ctnn::exponential_decay{1e-3, 5000, 0.7, false}};
   const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
   const auto h = ctnn::fit(m, loss, opt, train, ctnn::epochs{10});
-  const auto r = ctnn::evaluate(m, loss, test);
-  MESSAGE("device MLP: test accuracy " << r["accuracy"] << ", last epoch " << h.values.at("seconds").back()
+  const auto r = ctnn::evaluate(m, loss, test, ctnn::sparse_categorical_accuracy{});
+  MESSAGE("device MLP: test accuracy " << r["sparse_categorical_accuracy"] << ", last epoch " << h.values.at("seconds").back()
                                        << " s (compute " << h.values.at("compute_seconds").back() << " s, data "
                                        << h.values.at("data_seconds").back() << " s, device wait "
                                        << h.values.at("device_wait_seconds").back() << " s)");
-  CHECK(r["accuracy"] >= 0.88);
+  CHECK(r["sparse_categorical_accuracy"] >= 0.88);
 }

@@ -189,12 +189,12 @@ TEST_CASE_TEMPLATE("sparse softmax cross-entropy (float32 inside) matches the CP
   ctnn::device_buffer<std::int32_t> dl(rows);
   dl.upload(labels.data(), rows);
   ctnn::device_buffer<T> dd(rows * cols);
-  const double got = G::sparse_crossentropy_logits(dz.data(), dl.data(), dd.data(), rows, cols, float(scale));
+  const double got = G::sparse_crossentropy_logits(dz.data(), dl.data(), rows, cols, dd.data(), scale);
   CHECK(std::abs(got - want) <= 1e-5 * std::abs(want));
   CHECK_CLOSE(T, to_host(dd, rows * cols), want_d);
   labels[17] = 10;  // out of range
   dl.upload(labels.data(), rows);
-  CHECK_THROWS_WITH_AS(G::sparse_crossentropy_logits(dz.data(), dl.data(), dd.data(), rows, cols, float(scale)),
+  CHECK_THROWS_WITH_AS(G::sparse_crossentropy_logits(dz.data(), dl.data(), rows, cols, dd.data(), scale),
                        doctest::Contains("sample 17"), std::out_of_range);
 }
 

@@ -1,16 +1,14 @@
-// cuda/host_variables.cuh and the callbacks that need host variables on the
-// device: a device model's weights file is the CPU model's (version 2,
-// logical tensors), early_stopping(restore_best_weights) and
-// model_checkpoint run on fit's callback_model (cuda/fit.cuh).
-// The cases before "on the device" need no device: they check the host side
-// (the variable walk and the file of every policy against the CPU model's,
-// and callback_model's copies) and run wherever nvcc builds this file.
+// A device model's variables through the generic model's host views
+// (cuda<SM>::memory::host_view, memory.cuh): its weights file is the CPU
+// model's (version 2, logical tensors), and early_stopping
+// (restore_best_weights) and model_checkpoint run on it in the generic fit.
+// The cases before "on the device" need no device: they check that the
+// device model's plan lays the variables out as the CPU model's, so its
+// variable walk (and so its file) is the CPU model's, for every policy.
 #include "cuda_test.hpp"
 
 // The headers under test, by name (cuda_test.hpp includes them all through ctnn/backends/cuda/cuda.cuh).
-#include <ctnn/backends/cuda/fit.cuh>
-#include <ctnn/backends/cuda/host_variables.cuh>
-#include <ctnn/backends/cuda/model.cuh>
+#include <ctnn/backends/cuda/memory.cuh>
 
 #include <cstdint>
 #include <filesystem>
@@ -50,166 +48,56 @@ std::vector<float> floats(std::span<T> s) {
   return v;
 }
 
-// Applies f to every value of the tensors of role r (not to the padding between layers, which no file holds).
-template <class HV, class F>
-void change(HV& h, ctnn::role r, F f) {
-  using V = typename HV::variable_type;
-  h.for_each_variable([&](const ctnn::variable_ref& v) {
-    if (v.kind != r) return;
-    auto* p = reinterpret_cast<V*>(v.data);
-    for (std::size_t i = 0; i < v.extent; ++i) p[i] = V(f(float(p[i])));
-  });
+// Region r of a model's memory as float values on the host (a host view).
+template <class M>
+std::vector<float> download(const M& m, ctnn::role r) {
+  const auto v = m.host_region(r);
+  const float* p = reinterpret_cast<const float*>(v.data());
+  return std::vector<float>(p, p + v.size() / sizeof(float));
 }
-
-// Stands in for model<Net, P, cuda<90>> where there is no device: its
-// variables live in host memory, and it counts the copies back.
-template <class Net, class P>
-struct host_device_model {
-  using real = ctnn::model<Net, P, dev>;
-  using network = Net;
-  using variable_type = typename real::variable_type;
-  using value_type = typename real::value_type;
-  using variable_layers = typename real::variable_layers;
-  using variable_policy = typename real::variable_policy;
-  using variable_plan = typename real::variable_plan;
-  static constexpr std::size_t input_size = real::input_size, output_size = real::output_size;
-  ctnn::host_variables<host_device_model> stored;
-  ctnn::optimizer_state opt{};
-  mutable int pulls = 0;
-  int pushes = 0;
-  ctnn::host_variables<host_device_model> variables_to_host() const {
-    ++pulls;
-    return stored;
+// The variable regions' bytes (parameters .. metadata) on the host.
+template <class M>
+std::vector<std::byte> variable_bytes(const M& m) {
+  std::vector<std::byte> b;
+  for (ctnn::role r : {ctnn::role::parameter, ctnn::role::state, ctnn::role::mask, ctnn::role::metadata}) {
+    const auto v = m.host_region(r);
+    b.insert(b.end(), v.data(), v.data() + v.size());
   }
-  void variables_from_host(const ctnn::host_variables<host_device_model>& h) {
-    stored = h;
-    ++pushes;
-  }
-  const ctnn::optimizer_state& optimizer_state() const noexcept { return opt; }
-  ctnn::optimizer_state& mutable_optimizer_state() noexcept { return opt; }
-  std::vector<value_type> predict(const value_type*, std::size_t n, std::size_t = 256) {
-    return std::vector<value_type>(n * output_size);
-  }
-};
+  return b;
+}
 }  // namespace
 
-// The device model's variables as the host sees them: float32 under float32
-// and the mixed policies, float16_t under precision::float16.
-static_assert(std::is_same_v<ctnn::host_variables<ctnn::model<bn_cnn, ctnn::precision::float32, dev>>::variable_type, float>);
-static_assert(std::is_same_v<ctnn::host_variables<ctnn::model<bn_cnn, ctnn::precision::mixed_float16, dev>>::variable_type, float>);
-static_assert(std::is_same_v<ctnn::host_variables<ctnn::model<bn_cnn, ctnn::precision::float16, dev>>::variable_type,
-                             ctnn::float16_t>);
-static_assert(std::is_same_v<ctnn::host_variables<ctnn::model<bn_cnn, ctnn::precision::policy<__nv_bfloat16>, dev>>::variable_type,
-                             ctnn::bfloat16_t>);
-
-TEST_CASE_TEMPLATE("a device model's host variables read and write the CPU model's weights file, byte for byte", P,
+TEST_CASE_TEMPLATE("a device model's variables are laid out and walked as the CPU model's (so its weights file is the CPU's)", P,
                    ctnn::precision::float32, ctnn::precision::mixed_float16, ctnn::precision::mixed_bfloat16,
                    ctnn::precision::float16) {
-  // no device needed: host_variables is host memory laid out by the device model's plan
+  // no device needed: the walk runs on host bytes laid out by the device model's plan
   using GM = ctnn::model<bn_cnn, P, dev>;
-  tmpdir t;
+  using CM = ctnn::model<bn_cnn, P>;
+  static_assert(std::is_same_v<typename GM::variable_type, typename CM::variable_type>);
+  static_assert(std::is_same_v<typename GM::compute_type, typename CM::compute_type>);
+  const ctnn::plan_layout gl = GM::plan::layout(1, 0), cl = CM::plan::layout(1, 0);
+  for (ctnn::role r : {ctnn::role::parameter, ctnn::role::gradient, ctnn::role::state, ctnn::role::mask,
+                       ctnn::role::metadata, ctnn::role::compute_parameter, ctnn::role::compute_gradient}) {
+    CHECK(gl.bytes(r) == cl.bytes(r));
+    if (gl.bytes(r)) CHECK(gl.at(r) == cl.at(r));
+  }
   auto cm = ctnn::make_model<bn_cnn, P>(7);
-  // moving statistics that are not the initial 0 and 1
-  const auto x = random_values(5 * 72, 190);
-  cm.forward(x.data(), 5, true);
-  ctnn::io::save_weights(cm, t.p / "cpu.ctnn");
-
-  ctnn::host_variables<GM> h;
-  ctnn::io::load_weights(h, t.p / "cpu.ctnn");
-  CHECK(floats(h.parameters()) == floats(cm.parameters()));
-  CHECK(floats(h.state()) == floats(cm.state()));
-  std::size_t tensors = 0;
-  cm.for_each_variable([&](const ctnn::variable_ref&) { ++tensors; });
-  std::size_t seen = 0;
-  h.for_each_variable([&](const ctnn::variable_ref& v) {
-    ++seen;
-    CHECK(v.data >= h.bytes().data());
-    CHECK(v.data + v.extent * v.element_bytes <= h.bytes().data() + h.bytes().size());
-  });
-  CHECK(seen == tensors);
-  // saved again from the device layout: the same file
-  ctnn::io::save_weights(h, t.p / "dev.ctnn");
-  CHECK(slurp(t.p / "dev.ctnn") == slurp(t.p / "cpu.ctnn"));
-
-  // and back: changed values load into a CPU model as they are
-  change(h, ctnn::role::parameter, [](float w) { return w * 0.5f + 0.25f; });
-  change(h, ctnn::role::state, [](float w) { return w + 0.125f; });
-  ctnn::io::save_weights(h, t.p / "dev2.ctnn");
-  auto cm2 = ctnn::make_model<bn_cnn, P>(8);
-  ctnn::io::load_weights(cm2, t.p / "dev2.ctnn");
-  CHECK(floats(cm2.parameters()) == floats(h.parameters()));
-  CHECK(floats(cm2.state()) == floats(h.state()));
-
-  // another network's file is refused, naming both architectures, and nothing changes
-  auto om = ctnn::make_model<other, P>(9);
-  ctnn::io::save_weights(om, t.p / "other.ctnn");
-  const auto before = h.bytes();
-  CHECK_THROWS_WITH_AS(ctnn::io::load_weights(h, t.p / "other.ctnn"), doctest::Contains("flatten | dense<4>"),
-                       ctnn::io::weights_error);
-  CHECK(h.bytes() == before);
-  CHECK_THROWS_WITH_AS(ctnn::host_variables<GM>(std::vector<std::byte>(3)), doctest::Contains("3 bytes given"),
-                       std::invalid_argument);
-}
-
-TEST_CASE("callbacks on the device: early_stopping restores and model_checkpoint saves through host copies of the variables") {
-  // no device needed: host_device_model stands in for the device model
-  using M = host_device_model<bn_cnn, ctnn::precision::float32>;
-  tmpdir t;
-  auto cm = ctnn::make_model<bn_cnn, ctnn::precision::float32>(11);
-  ctnn::io::save_weights(cm, t.p / "start.ctnn");
-  M dm;
-  ctnn::io::load_weights(dm.stored, t.p / "start.ctnn");
-  const auto start = dm.stored.bytes();
-
-  ctnn::early_stopping es{.monitor = "loss", .patience = 5, .restore_best_weights = true, .verbose = 0};
-  ctnn::model_checkpoint ck{.filepath = (t.p / "ck-{epoch}.ctnn").string(), .monitor = "loss"};
-  std::tuple<ctnn::early_stopping&, ctnn::model_checkpoint&> callbacks{es, ck};
-  ctnn::sgd opt{0.1};
-  ctnn::history hist;
-  ctnn::cuda_detail::callback_model<M> view(dm);
-  ctnn::train_context<ctnn::cuda_detail::callback_model<M>, ctnn::sgd<>> ctx{view, opt, hist};
-  using hook = ctnn::detail::callback_hook;
-
-  ctnn::cuda_detail::call_device_callbacks<hook::train_begin>(callbacks, ctx);
-  CHECK(dm.pulls == 0);  // a hook that does not touch the variables copies nothing
-  CHECK(!view.pulled());
-  ctx.epoch = 0;
-  ctx.epoch_logs.set("loss", 1.0);
-  ctnn::cuda_detail::call_device_callbacks<hook::epoch_end>(callbacks, ctx);
-  CHECK(dm.pulls == 1);   // early_stopping's copy of the best weights and the checkpoint share one copy
-  CHECK(dm.pushes == 0);  // read only: nothing goes back
-  CHECK(!view.pulled());
-
-  // "training" changes the device model's variables
-  change(dm.stored, ctnn::role::parameter, [](float w) { return w + 1.0f; });
-  change(dm.stored, ctnn::role::state, [](float w) { return w - 0.5f; });
-  const auto trained = dm.stored.bytes();
-  ctx.epoch = 1;
-  ctx.epoch_logs = ctnn::logs{};
-  ctx.epoch_logs.set("loss", 2.0);  // worse: not the best
-  ctnn::cuda_detail::call_device_callbacks<hook::epoch_end>(callbacks, ctx);
-  CHECK(dm.pulls == 2);  // a fresh copy: the device changed since the last hook
-  CHECK(dm.pushes == 0);
-  CHECK(ck.saved.size() == 2);
-
-  ctnn::cuda_detail::call_device_callbacks<hook::train_end>(callbacks, ctx);
-  CHECK(dm.pushes == 1);  // the best epoch's weights went back to the device
-  CHECK(dm.stored.bytes() == start);
-
-  // each checkpoint is the CPU model's file of that epoch's variables
-  auto c1 = ctnn::make_model<bn_cnn, ctnn::precision::float32>(12);
-  ctnn::io::load_weights(c1, t.p / "ck-1.ctnn");
-  CHECK(floats(c1.parameters()) == floats(cm.parameters()));
-  CHECK(floats(c1.state()) == floats(cm.state()));
-  ctnn::host_variables<M> h2(trained);
-  ctnn::io::load_weights(c1, t.p / "ck-2.ctnn");
-  CHECK(floats(c1.parameters()) == floats(h2.parameters()));
-  CHECK(floats(c1.state()) == floats(h2.state()));
-
-  // the optimizer state is the device model's (reduce_lr_on_plateau's scale_learning_rate)
-  ctx.scale_learning_rate(0.5);
-  CHECK(dm.opt.learning_rate_scale == 0.5);
-  CHECK(ctx.learning_rate() == doctest::Approx(0.05));
+  std::vector<ctnn::variable_ref> want, got;
+  cm.for_each_variable([&](const ctnn::variable_ref& v) { want.push_back(v); });
+  std::vector<std::byte> host(gl.at(ctnn::role::optimizer_slot));
+  ctnn::detail::for_each_variable_in<typename GM::layers, typename GM::policy, typename GM::plan>(
+      host.data(), gl, 1, [&](const ctnn::variable_ref& v) { got.push_back(v); });
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("variable " << i << ": " << want[i].name);
+    CHECK(std::string_view(got[i].name) == std::string_view(want[i].name));
+    CHECK(got[i].kind == want[i].kind);
+    CHECK(got[i].layer == want[i].layer);
+    CHECK(got[i].offset == want[i].offset);
+    CHECK(got[i].extent == want[i].extent);
+    CHECK(got[i].element_bytes == want[i].element_bytes);
+    CHECK(got[i].rank == want[i].rank);
+  }
 }
 
 TEST_CASE_TEMPLATE("on the device: io::save_weights and io::load_weights of a device model are the CPU model's files", P,
@@ -218,19 +106,22 @@ TEST_CASE_TEMPLATE("on the device: io::save_weights and io::load_weights of a de
   tmpdir t;
   auto gm = ctnn::make_model<bn_cnn, P, dev>(13);
   using H = typename ctnn::model<bn_cnn, P, dev>::compute_type;
-  auto gx = to_device<H>(random_values(5 * 72, 191));
-  gm.forward(gx.data(), 5, true);  // moving statistics that are not the initial 0 and 1
+  const auto x5 = random_values(5 * 72, 191);
+  gm.forward(x5.data(), 5, true);  // moving statistics that are not the initial 0 and 1
   ctnn::io::save_weights(gm, t.p / "dev.ctnn");
   auto cm = ctnn::make_model<bn_cnn, P>(14);
   ctnn::io::load_weights(cm, t.p / "dev.ctnn");
-  CHECK(gm.download(ctnn::role::parameter) == floats(cm.parameters()));
-  CHECK(gm.download(ctnn::role::state) == floats(cm.state()));
+  CHECK(download(gm, ctnn::role::parameter) == floats(cm.parameters()));
+  CHECK(download(gm, ctnn::role::state) == floats(cm.state()));
+  // byte for byte: the CPU model saves the file the device model saved
+  ctnn::io::save_weights(cm, t.p / "cpu_again.ctnn");
+  CHECK(slurp(t.p / "cpu_again.ctnn") == slurp(t.p / "dev.ctnn"));
 
   auto cm2 = ctnn::make_model<bn_cnn, P>(15);
   ctnn::io::save_weights(cm2, t.p / "cpu.ctnn");
   ctnn::io::load_weights(gm, t.p / "cpu.ctnn");
-  CHECK(gm.download(ctnn::role::parameter) == floats(cm2.parameters()));
-  CHECK(gm.download(ctnn::role::state) == floats(cm2.state()));
+  CHECK(download(gm, ctnn::role::parameter) == floats(cm2.parameters()));
+  CHECK(download(gm, ctnn::role::state) == floats(cm2.state()));
   const auto x = random_values(9 * 72, 192);
   const double tol = std::is_same_v<H, float> ? 1e-5 : 8.0 / 1024;
   CHECK(relative_error(gm.predict(x.data(), 9), cm2.predict(x.data(), 9)) <= tol);
@@ -238,9 +129,9 @@ TEST_CASE_TEMPLATE("on the device: io::save_weights and io::load_weights of a de
   // a foreign file leaves the device model as it was
   auto om = ctnn::make_model<other, P>(16);
   ctnn::io::save_weights(om, t.p / "other.ctnn");
-  const auto before = gm.get_variables();
+  const auto before = variable_bytes(gm);
   CHECK_THROWS_AS(ctnn::io::load_weights(gm, t.p / "other.ctnn"), ctnn::io::weights_error);
-  CHECK(gm.get_variables() == before);
+  CHECK(variable_bytes(gm) == before);
 }
 
 TEST_CASE("on the device: fit with early_stopping(restore_best_weights) and model_checkpoint") {
@@ -263,10 +154,10 @@ TEST_CASE("on the device: fit with early_stopping(restore_best_weights) and mode
   REQUIRE(ck.saved.size() == 4);
   auto best = ctnn::make_model<mlp, ctnn::precision::mixed_float16>(18);
   ctnn::io::load_weights(best, t.p / ("e" + std::to_string(es.best_epoch + 1) + ".ctnn"));
-  CHECK(gm.download(ctnn::role::parameter) == floats(best.parameters()));
-  CHECK(gm.download(ctnn::role::state) == floats(best.state()));
+  CHECK(download(gm, ctnn::role::parameter) == floats(best.parameters()));
+  CHECK(download(gm, ctnn::role::state) == floats(best.state()));
   auto last = ctnn::make_model<mlp, ctnn::precision::mixed_float16>(19);
   ctnn::io::load_weights(last, t.p / "e4.ctnn");
-  if (es.best_epoch != 3) CHECK(gm.download(ctnn::role::parameter) != floats(last.parameters()));
+  if (es.best_epoch != 3) CHECK(download(gm, ctnn::role::parameter) != floats(last.parameters()));
   CHECK(h.values.at("loss").size() == 4);
 }

@@ -188,7 +188,7 @@ constexpr bool is_fit_extra() {
 }
 // The callbacks' hooks: call_callbacks<H>(callbacks, ctx) calls hook H with
 // ctx on every callback of the tuple that implements it, in argument order.
-// The CPU fit and the CUDA fit (cuda/fit.cuh) both call the callbacks through it.
+// fit calls the callbacks through it.
 enum class callback_hook { train_begin, train_end, epoch_begin, epoch_end, batch_begin, batch_end };
 template <callback_hook H, class Callbacks, class Ctx>
 void call_callbacks(Callbacks& callbacks, Ctx& ctx) {
@@ -368,6 +368,7 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
     l.set("compute_seconds", compute_s);
     l.set("input_share", data_s + compute_s > 0 ? data_s / (data_s + compute_s) : 0.0);
     l.set("input_bound", double(int(input_bound(l["input_share"]))));
+    m.log_epoch(l);  // the backend's figures (CUDA: device_wait_seconds, device_compute_seconds, graph_steps)
     std::apply([&](auto&... h) {  // hooks that log (loss_scale: the scale, skipped steps)
       ((void)[&] { if constexpr (requires { h.log_epoch(l); }) h.log_epoch(l); }(), ...);
     }, hooks);

@@ -98,7 +98,7 @@ namespace detail {
 // Calls f(variable_ref) for every parameter, state, mask and metadata buffer
 // of the bound layers Layers (a std::tuple) laid out by Plan under Policy in
 // the memory at base (layout lay, batch capacity batch), layer by layer in
-// declaration order. The host model and the CUDA model (cuda/model.cuh) share it.
+// declaration order (tests/cuda walks a device layout on the host with it).
 template <class Layers, class Policy, class Plan, class F>
 void for_each_variable_in(std::byte* base, const plan_layout& lay, std::size_t batch, F&& f) {
   auto layer = [&]<std::size_t K, class L>() {
@@ -291,11 +291,18 @@ class model {
   // flush-to-zero for the call.
   template <class F>
   decltype(auto) run(F&& f) {
-    return runner_type::run(std::forward<F>(f));
+    return runner_.run(std::forward<F>(f));
   }
   template <class F>
   decltype(auto) run(F&& f, bool flush_denormals) {
-    return runner_type::run(std::forward<F>(f), flush_denormals);
+    return runner_.run(std::forward<F>(f), flush_denormals);
+  }
+  // The backend's figures for the epoch (the CUDA feeder's and runner's:
+  // device wait and compute seconds, graph steps) added to l; fit calls it.
+  template <class Logs>
+  void log_epoch(Logs& l) {
+    if constexpr (requires { feeder_.log_epoch(l); }) feeder_.log_epoch(l);
+    if constexpr (requires { runner_.log_epoch(l); }) runner_.log_epoch(l);
   }
 
   // Where the model reads n values of host's (the feeder's slot k: 0 inputs, 1 targets).
@@ -313,7 +320,7 @@ class model {
   const value_type* forward_fed(const value_type* x, std::size_t batch, bool training) {
     if (batch == 0) throw std::invalid_argument("model::forward: the batch is empty");
     reserve(batch, slots_);
-    return run([&] { return run_layers(x, batch, training); });
+    return run([&] { return training ? run_layers(x, batch, true) : run_inference(x, batch); });
   }
   const value_type* output() noexcept { return model_output(); }
   // The last forward's first n output rows on the host (a view of the model's
@@ -409,7 +416,7 @@ class model {
     for (std::size_t i = 0; i < n; i += batch) {
       const std::size_t b = std::min(batch, n - i);
       const value_type* dx = feed(0, x + i * input_size, b * input_size);
-      const value_type* y = run([&] { return run_layers(dx, b, false); });
+      const value_type* y = run([&] { return run_inference(dx, b); });
       Backend::memory::copy(out.data() + i * output_size, y, b * output_size * sizeof(value_type));
     }
     return out;
@@ -484,6 +491,20 @@ class model {
     return model_output();
   }
 
+  // An inference pass on fed inputs x: as a graph the backend's runner
+  // replays (CUDA: keyed by the feeder's buffer and the batch), else run_layers.
+  // The compute-type copy is refreshed first, outside any graph.
+  const value_type* run_inference(const value_type* x, std::size_t batch) {
+    if constexpr (requires { runner_.graph(mem_.data(), x, batch, [] {}); }) {
+      if (stale_) refresh_compute_parameters();
+      if (!scratch_) {
+        x_ = x, batch_ = batch;
+        if (runner_.graph(mem_.data(), x, batch, [&] { run_layers(x, batch, false); })) return model_output();
+      }
+    }
+    return run_layers(x, batch, false);
+  }
+
   // Layer i's block of role r: in the model's memory, or (activations and caches during a predict
   // above the capacity) in predict's scratch.
   // (vars: the variable regions' base, mem_.data() or a host view of them.)
@@ -528,8 +549,11 @@ class model {
       layer_slot<float> f{p.data(), nullptr, st.data(), nullptr, block<std::uint8_t>(role::mask, I, vars),
                           block<std::byte>(role::metadata, I, vars)};
       V::init(f, g);
-      ops<Backend>::convert(p.data(), block<variable_type>(role::parameter, I, vars), V::parameter_count);
-      ops<Backend>::convert(st.data(), block<variable_type>(role::state, I, vars), V::state_count);
+      // vars is host memory (a host view): converted on the host, whatever the backend
+      variable_type* pv = block<variable_type>(role::parameter, I, vars);
+      variable_type* sv = block<variable_type>(role::state, I, vars);
+      for (std::size_t i = 0; i < V::parameter_count; ++i) pv[i] = variable_type(p[i]);
+      for (std::size_t i = 0; i < V::state_count; ++i) sv[i] = variable_type(st[i]);
     }
   }
   // Layer I's output, in its compute type.
@@ -575,6 +599,7 @@ class model {
   ctnn::optimizer_state opt_{};
   const predict_scratch* scratch_ = nullptr;  // set only while predict runs above the capacity
   feeder_type feeder_{};
+  [[no_unique_address]] runner_type runner_{};
   std::vector<value_type> host_out_;  // host_outputs' copy (device backends)
   mutable bool stale_ = true;                  // the compute-type copy needs a refresh before the next forward
 };

@@ -1,8 +1,8 @@
-// ctnn/cuda/context.cuh — the streams, cuBLASLt handle and scratch the CUDA ops share.
+// ctnn/backends/cuda/context.cuh — the streams, cuBLASLt handle and scratch the CUDA ops share.
 //
 // cuda_context::get() is one per host thread (thread_local, made on first
 // use): a compute stream every op launches on, a copy stream for staging
-// batches (model.cuh), a cuBLASLt handle with a 32 MiB workspace, and a
+// batches (feeder.cuh), a cuBLASLt handle with a 32 MiB workspace, and a
 // small device scratch (finite flags, reduction sums) with its pinned host
 // mirror. Both streams are created blocking, so the synchronous
 // cuda_device_memory::copy (legacy default stream) is ordered after the work
@@ -59,5 +59,27 @@ class cuda_context {
   device_buffer<double> scratch_;
   pinned_buffer<double> host_scratch_;
 };
+
+// A CUDA event (timing enabled), destroyed with its owner; a copy is a new event.
+class cuda_event {
+ public:
+  cuda_event() { CTNN_CUDA_CHECK(cudaEventCreate(&e_)); }
+  cuda_event(const cuda_event&) : cuda_event() {}
+  cuda_event& operator=(const cuda_event&) { return *this; }
+  ~cuda_event() {
+    if (e_) cudaEventDestroy(e_);
+  }
+  operator cudaEvent_t() const noexcept { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+// Seconds from a to b (both recorded; waits for b).
+inline double elapsed_seconds(cudaEvent_t a, cudaEvent_t b) {
+  CTNN_CUDA_CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  CTNN_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  return double(ms) / 1000.0;
+}
 
 }  // namespace ctnn

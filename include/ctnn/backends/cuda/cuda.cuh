@@ -1,17 +1,20 @@
-// ctnn/cuda/cuda.cuh — the CUDA backend: include this (after or instead of
+// ctnn/backends/cuda/cuda.cuh — the CUDA backend: include this (after or instead of
 // <ctnn/ctnn.hpp>) in a translation unit nvcc compiles.
 //
-//   memory.cuh   cuda<SM>::memory (device allocation, pinned staging)
+//   backend.hpp  cuda<SM>: the tag naming the policies below
+//   memory.cuh   cuda<SM>::memory (device allocation, the host view, pinned staging)
+//   feeder.cuh   cuda<SM>::feeder (batches staged on the copy stream, double-buffered)
+//   runner.cuh   cuda<SM>::runner (the phases on the compute stream, event timing, graphs)
 //   ops.cuh      ops<cuda<SM>>: cuBLASLt GEMMs with fused epilogues, kernels.cuh
 //   layers.cuh   dropout and batch_norm for cuda<SM>
-//   model.cuh    model<Net, P, cuda<SM>>: one device allocation from the plan
-//   host_variables.cuh  its variables in host memory; io::save_weights / load_weights of it
-//   fused_mlp.cuh  small MLPs as fused kernels (inference; a training backward, off by default)
-//   fit.cuh      fit / evaluate on the device, batches staged on a second stream
+//   fused_mlp.cuh  small MLPs as fused kernels
+// model<Net, P, cuda<SM>>, fit, evaluate, predict, callbacks and the weights
+// files are the generic ones (train/, io/): make_model<Net, P, cuda<90>>(seed).
 #pragma once
 #include "../../ctnn.hpp"
-#include "fit.cuh"
+#include "feeder.cuh"
+#include "fused_mlp.cuh"
 #include "layers.cuh"
 #include "memory.cuh"
-#include "model.cuh"
 #include "ops.cuh"
+#include "runner.cuh"

@@ -34,9 +34,9 @@ using kernels::conv_geometry;
        i += std::size_t(gridDim.x) * blockDim.x)
 
 // ---- element-wise ----
-template <class T>
-__global__ void convert(const float* x, T* y, std::size_t n) {
-  CTNN_GRID_STRIDE(i, n) y[i] = store<T>(x[i]);
+template <class S, class T>
+__global__ void convert(const S* x, T* y, std::size_t n) {
+  CTNN_GRID_STRIDE(i, n) y[i] = store<T>(load(x[i]));
 }
 template <class T>
 __global__ void widen(const T* x, float* y, std::size_t n) {
@@ -236,7 +236,7 @@ struct times_normalized {  // dy[i, j] * (x[i, j] - mean[j]) * inv[j]
   }
 };
 
-// Loss scaling and regularizers (cuda/fit.cuh, cuda/model.cuh).
+// Loss scaling and regularizers (ops.cuh: unscale, penalties).
 // out[i] = g[i] * *inv (float32; out may be g itself when T is float);
 // *bad = 1 when a g[i] is not finite.
 template <class T>

@@ -1,11 +1,14 @@
-// ctnn/cuda/memory.cuh — cuda<SM>::memory: device memory, pinned host staging.
+// ctnn/backends/cuda/memory.cuh — cuda<SM>::memory: device memory, pinned host staging.
 //
 // cuda_device_memory is the memory of the cuda<SM> backends (core/backend.hpp
 // names it; this header defines it): allocate(bytes) = cudaMalloc (256-byte
 // aligned, zero-filled), deallocate = cudaFree, copy(dst, src, bytes) =
 // cudaMemcpy with cudaMemcpyDefault (unified addressing: host or device on
 // either side; synchronous with respect to the host). host_accessible = false:
-// the host never dereferences a model's device pointers.
+// the host never dereferences a model's device pointers. host_view is
+// cuda_host_view: a host_mirror (core/backend.hpp) made after the device has
+// finished the work queued on every stream (so a callback, a weights file or
+// a metric reads the bytes the last step wrote); commit() copies it back.
 // device_buffer<T> is an owning typed device array; pinned_buffer<T> an owning
 // page-locked host array (cudaMallocHost), what batches are staged in so that
 // cudaMemcpyAsync on a second stream really runs asynchronously.
@@ -21,8 +24,11 @@
 
 namespace ctnn {
 
+class cuda_host_view;
+
 struct cuda_device_memory {
   static constexpr bool host_accessible = false;
+  using host_view = cuda_host_view;
   static void* allocate(std::size_t bytes) {
     if (bytes == 0) return nullptr;
     void* p = nullptr;
@@ -39,6 +45,19 @@ struct cuda_device_memory {
   }
   static void copy(void* dst, const void* src, std::size_t bytes) {
     if (bytes) CTNN_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+  }
+};
+
+// The host's view of a range of device memory: a mirror read once the device is idle.
+class cuda_host_view : public host_mirror<cuda_device_memory> {
+ public:
+  cuda_host_view(std::byte* p, std::size_t bytes, bool read = true)
+      : host_mirror<cuda_device_memory>(idle(p, bytes), bytes, read) {}
+
+ private:
+  static std::byte* idle(std::byte* p, std::size_t bytes) {
+    if (bytes) CTNN_CUDA_CHECK(cudaDeviceSynchronize());
+    return p;
   }
 };
 

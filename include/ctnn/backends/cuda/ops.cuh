@@ -193,8 +193,9 @@ struct ops<cuda<SM>> {
     cuda_kernels::multiply<<<grid(n), block, 0, stream()>>>(x, m, y, n);
     launched();
   }
-  template <cuda_storage T>
-  static void convert(const float* x, T* y, std::size_t n) {
+  // any storage type to any other (float <-> 16-bit: the plan's compute-type copies, the model's deltas)
+  template <cuda_storage S, cuda_storage T>
+  static void convert(const S* x, T* y, std::size_t n) {
     cuda_kernels::convert<<<grid(n), block, 0, stream()>>>(x, y, n);
     launched();
   }
@@ -250,11 +251,11 @@ struct ops<cuda<SM>> {
                                                                                        scale_by, loss_sum, bad_row);
     launched();
   }
-  // The same, waited for: returns the sum of the rows' losses; a label outside
+  // The same, waited for, with ops<cpu>'s arguments: returns the sum of the rows' losses; a label outside
   // [0, cols) throws std::out_of_range naming the first such sample (as the CPU loss).
   template <cuda_storage T>
-  static double sparse_crossentropy_logits(const T* z, const std::int32_t* labels, T* d, std::size_t rows,
-                                           std::size_t cols, float scale) {
+  static double sparse_crossentropy_logits(const T* z, const std::int32_t* labels, std::size_t rows, std::size_t cols,
+                                           T* d, double scale) {
     cuda_context& ctx = cuda_context::get();
     double* acc = ctx.scratch() + 1;
     int* bad = reinterpret_cast<int*>(ctx.scratch() + 2);
@@ -262,7 +263,7 @@ struct ops<cuda<SM>> {
     const int none = INT_MAX;
     CTNN_CUDA_CHECK(cudaMemcpyAsync(acc, &zero, sizeof zero, cudaMemcpyHostToDevice, stream()));
     CTNN_CUDA_CHECK(cudaMemcpyAsync(bad, &none, sizeof none, cudaMemcpyHostToDevice, stream()));
-    sparse_crossentropy_logits_async(z, labels, d, rows, cols, scale, acc, bad);
+    sparse_crossentropy_logits_async(z, labels, d, rows, cols, float(scale), acc, bad);
     double* h = ctx.host_scratch();
     CTNN_CUDA_CHECK(cudaMemcpyAsync(h, acc, 2 * sizeof(double), cudaMemcpyDeviceToHost, stream()));
     ctx.synchronize();
