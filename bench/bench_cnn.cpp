@@ -38,7 +38,7 @@ void cnn_train_step(benchmark::State& st) {
 
   // fit's training step (train/step.hpp): forward, loss, backward, update.
   ctnn::train_step step{m, loss, opt};
-  m.reserve(batch, decltype(opt)::slots_per_parameter);
+  m.reserve(batch, opt.slots_per_parameter());
   std::size_t i = 0;
   for (auto _ : st) {
     const ctnn::step_result r = step.run(x.data(), y.data(), batch, 0, i++);

@@ -39,7 +39,7 @@ void train_step(benchmark::State& st) {
   const batch_data d(batch);
   ctnn::loss_scale scale;
   auto run = [&](auto& step) {
-    m.reserve(batch, decltype(opt)::slots_per_parameter);
+    m.reserve(batch, opt.slots_per_parameter());
     std::size_t i = 0;
     for (auto _ : st) {
       const ctnn::step_result r = step.run(d.x.data(), d.y.data(), batch, 0, i++);

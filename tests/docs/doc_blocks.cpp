@@ -21,6 +21,9 @@
 //   <!-- snippet: compile only: WHY -->  a complete program that is compiled
 //       but not run; WHY (not empty) says why it cannot run in the test
 //   <!-- snippet: examples/snippets/NAME.cpp, compile only: WHY -->  both
+//   <!-- snippet: include/ctnn/PATH.hpp -->  the block is a verbatim copy of
+//       that header (checked character for character), compiled as a
+//       translation unit that includes it
 // Any other "<!-- snippet:" comment is an error, so a typo cannot skip a block.
 // A fragment (a frame block) is compiled with -std=c++20 -fsyntax-only (which
 // still instantiates templates and evaluates every static_assert). A block
@@ -119,7 +122,7 @@ std::string line_directive(const block& b, const std::string& doc) {
 
 // What the "<!-- snippet: ... -->" comment before a block says.
 struct marker_info {
-  std::string what;          // "", "examples/snippets/NAME.cpp" or "frame NAME"
+  std::string what;          // "", "examples/snippets/NAME.cpp", "include/ctnn/PATH.hpp" or "frame NAME"
   bool compile_only = false;
   std::string why;           // why a compile-only program is not run
 };
@@ -150,12 +153,13 @@ bool parse_marker(const std::string& marker, marker_info& info, std::string& why
   }
   if (m.empty() && info.compile_only) return true;
   if (m.rfind("frame ", 0) == 0 ||
-      (m.rfind("examples/snippets/", 0) == 0 && m.size() > 4 && m.substr(m.size() - 4) == ".cpp")) {
+      (m.rfind("examples/snippets/", 0) == 0 && m.size() > 4 && m.substr(m.size() - 4) == ".cpp") ||
+      (m.rfind("include/ctnn/", 0) == 0 && m.size() > 4 && m.substr(m.size() - 4) == ".hpp" && !info.compile_only)) {
     info.what = m;
     return true;
   }
   why = "unknown snippet comment '" + marker +
-        "' (use 'examples/snippets/NAME.cpp', 'frame NAME' or 'compile only: WHY')";
+        "' (use 'examples/snippets/NAME.cpp', 'include/ctnn/PATH.hpp', 'frame NAME' or 'compile only: WHY')";
   return false;
 }
 
@@ -192,6 +196,7 @@ bool source_of(const block& b, const marker_info& info, const std::string& doc, 
     why = "the block differs from " + m + " (copy the file into the document verbatim)";
     return false;
   }
+  if (m.rfind("include/", 0) == 0) src = "#include <" + m.substr(8) + ">\n";  // a header: compiled where it lives
   return true;
 }
 

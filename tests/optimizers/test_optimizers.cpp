@@ -28,7 +28,7 @@ void apply(const O& opt, T* w, const T* g, T* slots, std::size_t n, std::int64_t
 template <class O>
 std::vector<double> run(O opt, std::array<double, 3> gs = {0.5, -0.3, 0.2}) {
   double w = 1.0;
-  std::vector<double> slots(O::slots_per_parameter, 0.0), out;
+  std::vector<double> slots(opt.slots_per_parameter(), 0.0), out;
   opt.init_slots(slots.data(), 1);
   std::int64_t it = 0;
   for (double g : gs) {

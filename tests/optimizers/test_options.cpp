@@ -53,7 +53,7 @@ void expect(const std::vector<float>& got, const std::vector<double>& want) {
 }  // namespace
 
 static_assert(Optimizer<with_options<adam<>>>);
-static_assert(with_options<adam<>>::slots_per_parameter == 5);
+static_assert(with_options<adam<>>::max_slots_per_parameter == 5);
 static_assert(std::is_same_v<decltype(with_options{sgd{0.1}, optimizer_options{}}), with_options<sgd<constant_schedule>>>);
 
 TEST_CASE("clipping: clipnorm per variable, global_clipnorm jointly, clipvalue elementwise") {
@@ -182,7 +182,7 @@ TEST_CASE("with_options through fit: EMA weights at the end, learning rate logge
   auto h = fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt, acc_data().batch(16), epochs{3});
   CHECK(m.optimizer_iterations() == 12);
   const std::size_t n = m.parameters().size();
-  const float* avg = m.optimizer_slots().data() + (with_options<adam<>>::inner_slots + 1) * n;
+  const float* avg = m.optimizer_slots().data() + (opt.inner_slots() + 1) * n;
   for (std::size_t i = 0; i < n; ++i) CHECK(m.parameters()[i] == avg[i]);
   CHECK(std::isfinite(h["loss"].back()));
 }
@@ -197,7 +197,7 @@ TEST_CASE("gradient accumulation as Keras 3: the schedule sees every step, the E
   CHECK(w[0] == 0.0f);  // no update yet
   CHECK(st.m.optimizer_iterations() == 0);
   CHECK(st.m.optimizer_state().steps == 3);
-  const float* avg = st.m.optimizer_slots().data() + (with_options<sgd<exponential_decay>>::inner_slots + 1) * w.size();
+  const float* avg = st.m.optimizer_slots().data() + (st.opt.inner_slots() + 1) * w.size();
   CHECK(avg[0] == 0.0f);  // the EMA moved (of zeros) on every step
   st({5});  // mean gradient (1 + 1 + 1 + 5) / 4 = 2 at step count 3: rate 1 * 0.5^3 = 0.125 -> w = -0.25
   CHECK(w[0] == doctest::Approx(-0.25));
@@ -259,7 +259,7 @@ TEST_CASE("gradient accumulation and the EMA: momentum and overwrite read the up
                                        .ema_overwrite_frequency = overwrite}});
     auto w = st.m.parameters();
     std::fill(w.begin(), w.end(), 0.0f);
-    const float* avg = st.m.optimizer_slots().data() + (with_options<sgd<>>::inner_slots + 1) * w.size();
+    const float* avg = st.m.optimizer_slots().data() + (st.opt.inner_slots() + 1) * w.size();
     std::vector<float> ws, avgs;
     for (int k = 0; k < 4; ++k) {
       st({1});

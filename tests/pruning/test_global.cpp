@@ -129,7 +129,7 @@ TEST_CASE("global_magnitude: training keeps the group's total exactly, the small
     auto h = fit(m, xent, opt, toy_data<16>(64, 3).batch(8), epochs{3}, update_pruning_step{}, cb);
     CHECK(checks > 0);
     auto v = view(m);
-    const std::size_t slots = decltype(opt)::slots_per_parameter;
+    const std::size_t slots = opt.slots_per_parameter();
     std::size_t kept = 0;
     for (std::size_t l = 0; l < 2; ++l)
       for (std::size_t i = 0; i < v.sizes[l]; ++i) {

@@ -157,7 +157,7 @@ struct checker {
 
 TEST_CASE("pruned weights are exactly 0 after every update, for every optimizer and option") {
   auto run = [&](auto opt, std::size_t n_epochs = 3) {
-    const std::size_t slots = decltype(opt)::slots_per_parameter;
+    const std::size_t slots = opt.slots_per_parameter();
     auto m = make_model<net>(4);
     checker c{slots};
     fit(m, xent, opt, toy_data().batch(8), epochs{n_epochs}, update_pruning_step{}, c);

@@ -21,7 +21,7 @@ static_assert(std::is_same_v<std::tuple_element_t<1, mlp::bound<float>>::out_sha
 static_assert(std::is_same_v<sequential<input<2, 3, 4>, reshape<6, 4>, softmax>::output_type, shape<6, 4>>);
 
 // the memory plan is constexpr and consistent
-constexpr auto plan = mlp::memory_plan<float>(64, adam<>::slots_per_parameter);
+constexpr auto plan = mlp::memory_plan<float>(64, adam<>::max_slots_per_parameter);
 static_assert(plan.parameters >= mlp::parameter_count * sizeof(float));
 static_assert(plan.parameters < mlp::parameter_count * sizeof(float) + 4 * 64);  // padding at most 64 B per layer
 static_assert(plan.gradients == plan.parameters);

@@ -35,7 +35,7 @@ static_assert(mlp::plan<precision::float32>::bytes(role::delta, 64) == 2 * 64 * 
 static_assert(mlp::plan<double>::bytes(role::parameter, 1) >= 2 * mlp::parameter_count * 4);
 static_assert(std::is_same_v<mlp::plan<float>, mlp::plan<precision::float32>>);
 // memory_plan is the same plan in bytes per role, and the total is the sum of the regions
-constexpr auto mp = mlp::memory_plan(64, adam<>::slots_per_parameter);
+constexpr auto mp = mlp::memory_plan(64, adam<>::max_slots_per_parameter);
 static_assert(mp.total == mp.parameters + mp.gradients + mp.state + mp.masks + mp.metadata + mp.optimizer + mp.activations);
 static_assert(mp.optimizer == 3 * mp.parameters);
 

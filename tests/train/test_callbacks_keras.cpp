@@ -282,6 +282,28 @@ TEST_CASE("model_checkpoint: writes only on improvement, atomically, with a form
   fs::remove_all(dir);
 }
 
+TEST_CASE("model_checkpoint: plateau_monitor's rule (mode, NaN never improves), as early_stopping's") {
+  const fs::path dir = temp_dir("ckpt-mode");
+  auto m = make_model<xor_net>(1);
+  sgd opt{0.1};
+  fake_ctx<decltype(m), decltype(opt)> ctx{m, opt};
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  model_checkpoint up{.filepath = (dir / "up-{epoch}.ctnn").string(), .monitor = "loss", .save_best_only = true,
+                      .mode = monitor_mode::max};
+  drive(up, ctx, {1.0, 0.5, 1.0, nan, 2.0});
+  CHECK(up.saved == std::vector<std::string>{(dir / "up-1.ctnn").string(), (dir / "up-5.ctnn").string()});
+  CHECK(*up.best == 2.0);
+  model_checkpoint down{.filepath = (dir / "down-{epoch}.ctnn").string(), .monitor = "loss", .save_best_only = true};
+  drive(down, ctx, {nan, 1.0, nan, 1.0, 0.5});
+  CHECK(down.saved == std::vector<std::string>{(dir / "down-2.ctnn").string(), (dir / "down-5.ctnn").string()});
+  // the same decision as plateau_monitor's with min_delta 0 at every step
+  const plateau_monitor rule{"loss", monitor_mode::min};
+  CHECK(rule.improves(1.0, std::nullopt));
+  CHECK_FALSE(rule.improves(nan, 1.0));
+  CHECK_FALSE(rule.improves(1.0, 1.0));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("model_checkpoint through fit keeps the best validation loss") {
   const fs::path dir = temp_dir("ckpt-fit");
   auto m = make_model<xor_net>(7);

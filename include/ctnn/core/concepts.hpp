@@ -102,8 +102,13 @@ struct update_args {
   double learning_rate = 0;
 };
 
+// slots_per_parameter(): the slot arrays this object uses (Adam: 3 only with
+// amsgrad); max_slots_per_parameter: their most, a constant (constexpr plans).
 template <class O>
-concept has_slots = requires { { O::slots_per_parameter } -> std::convertible_to<std::size_t>; };
+concept has_slots = requires(const O& o) {
+  { o.slots_per_parameter() } -> std::convertible_to<std::size_t>;
+  { O::max_slots_per_parameter } -> std::convertible_to<std::size_t>;
+};
 template <class O, class T>
 concept has_update = requires(const O& o, const update_args<T>& a) { o.template update<cpu<>>(a); };
 template <class O, class T>

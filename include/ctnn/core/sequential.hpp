@@ -297,7 +297,7 @@ struct sequential {
   static constexpr std::size_t state_count = detail::element_counts<probe>::state;
 
   // Bytes needed to train at `batch` with an optimizer keeping
-  // `optimizer_slots` values per parameter (e.g. adam<>::slots_per_parameter),
+  // `optimizer_slots` values per parameter (e.g. adam<>::max_slots_per_parameter),
   // for element type or policy P on the default CPU backend; plan<P, B> for another.
   template <class P = float>
   static constexpr memory_plan_bytes memory_plan(std::size_t batch, std::size_t optimizer_slots = 0) {

@@ -31,7 +31,7 @@ namespace ctnn {
 namespace diag {
 template <class Layer, bool Ok>
 struct no_onnx_mapping {
-  static_assert(Ok, "export_onnx: this layer or activation has no ONNX mapping (see ctnn/onnx.hpp)");
+  static_assert(Ok, "export_onnx: this layer or activation has no ONNX mapping (see ctnn/onnx/export.hpp)");
   static constexpr bool value = true;
 };
 }  // namespace diag

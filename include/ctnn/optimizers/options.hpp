@@ -1,32 +1,20 @@
 // ctnn/optimizers/options.hpp — Keras 3's optimizer options, for any optimizer.
 //
 // with_options{adam{1e-3}, {.clipnorm = 1.0, .weight_decay = 0.004,
-//   .gradient_accumulation_steps = 4, .use_ema = true}} is an adam that, in
-// the training step's phases (train/step.hpp), as Keras 3's base optimizer:
-//  transform_gradients:
-//  1. accumulates: with N = gradient_accumulation_steps > 1, N - 1 steps only
-//     add their gradient up (no update); the N-th uses the mean of the N;
-//  2. on an update step, clips: clipnorm (each variable's L2 norm: every
-//     parameter buffer a layer declares, e.g. a kernel and its bias
-//     separately), global_clipnorm (all gradients' joint norm) or clipvalue
-//     (elementwise); at most one of the three (std::invalid_argument otherwise);
-//  3. on an update step, decays the weights: w -= w * weight_decay * lr
-//     (decoupled, before the update);
-//  update: the optimizer's own update;
-//  after_update:
-//  4. keeps an exponential moving average of the weights (use_ema):
-//     ema = m * ema + (1 - m) * w with m = ema_momentum (0 while iterations
-//     is 0); w = ema when (iterations + 1) % ema_overwrite_frequency == 0
-//     (0: never); at the end of fit (finalize) w = ema, as Keras'
-//     finalize_variable_values.
-// Counts, as Keras 3: the model's optimizer_state().iterations counts applied
-// updates (Adam's bias correction, the EMA's first step and overwrite period
-// read it); .steps counts every step, micro-steps included (the learning-rate
-// schedule, hence weight decay, reads it under accumulation; with
-// count_micro_steps = false it reads iterations too and the EMA moves on
-// updates only, so N accumulated steps behave as one larger batch).
-// docs/training.md, "Which count each consumer reads", has the table.
-// It adds two slot arrays (the accumulator, the average) to the optimizer's.
+//   .gradient_accumulation_steps = 4, .use_ema = true}} is that adam with
+// Keras 3's base-optimizer options, run in the training step's phases
+// (train/step.hpp) through ops<B>:
+//  transform_gradients: accumulate N - 1 micro-steps (the N-th uses their
+//    mean), then clip (clipnorm per parameter buffer, global_clipnorm or
+//    clipvalue: at most one) and decay (w -= w * weight_decay * lr);
+//  after_update: the weights' moving average (use_ema), written over the
+//    weights every ema_overwrite_frequency updates and by finalize at the
+//    end of fit.
+// optimizer_options::validate throws std::invalid_argument naming a bad
+// option. Slots: the optimizer's slots_per_parameter() plus two (the
+// accumulator, the average), after the optimizer's own. Which count (steps or
+// iterations) each consumer reads: docs/training.md, "Which count each
+// consumer reads"; the options in full: docs/training.md, "Optimizer options".
 #pragma once
 #include <algorithm>
 #include <array>
@@ -80,11 +68,14 @@ struct optimizer_options {
 
 template <Optimizer O>
 struct with_options : O {
-  static constexpr std::size_t inner_slots = O::slots_per_parameter;
-  static constexpr std::size_t slots_per_parameter = O::slots_per_parameter + 2;  // + accumulator, average
+  static constexpr std::size_t max_slots_per_parameter = O::max_slots_per_parameter + 2;
   optimizer_options options;
 
   with_options(O inner, optimizer_options opts) : O(std::move(inner)), options(std::move(opts)) { options.validate(); }
+
+  // The optimizer's own slots come first; then the accumulator and the average.
+  std::size_t inner_slots() const noexcept { return O::slots_per_parameter(); }
+  std::size_t slots_per_parameter() const noexcept { return inner_slots() + 2; }
 
   // Phase 4 of the step: accumulate, clip, decay.
   template <class State>
@@ -96,7 +87,7 @@ struct with_options : O {
     const std::size_t n = s.gradients.size();
     const int N = options.gradient_accumulation_steps;
     if (N > 1) {
-      T* acc = s.slots.data() + inner_slots * n;
+      T* acc = s.slots.data() + inner_slots() * n;
       const std::int64_t phase = s.micro_step % N;
       if (phase < N - 1) {
         X::accumulate(acc, g, n);
@@ -134,7 +125,7 @@ struct with_options : O {
     using X = ops<typename std::remove_cvref_t<decltype(s.model)>::backend>;
     const std::size_t n = s.parameters.size();
     T* w = s.parameters.data();
-    T* avg = s.slots.data() + (inner_slots + 1) * n;
+    T* avg = s.slots.data() + (inner_slots() + 1) * n;
     X::moving_average(avg, w, n, s.iteration == 0 ? T(0) : T(options.ema_momentum));
     if (options.ema_overwrite_frequency > 0 && (s.iteration + 1) % options.ema_overwrite_frequency == 0)
       X::copy(avg, w, n);
@@ -145,7 +136,7 @@ struct with_options : O {
   void finalize(M& m) const {
     if (!options.use_ema || m.optimizer_iterations() == 0) return;
     auto w = m.parameters();
-    const auto* avg = m.optimizer_slots().data() + (inner_slots + 1) * w.size();
+    const auto* avg = m.optimizer_slots().data() + (inner_slots() + 1) * w.size();
     ops<typename M::backend>::copy(avg, w.data(), w.size());
   }
 };

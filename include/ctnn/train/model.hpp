@@ -616,7 +616,7 @@ struct training_access {
   // and the learning-rate scale restart.
   template <class M, class O>
   static void prepare_optimizer(M& m, const O& opt) {
-    m.reserve(1, O::slots_per_parameter);
+    m.reserve(1, opt.slots_per_parameter());
     const void* kind = &optimizer_kind_tag<O>;
     if (m.opt_.kind == kind) return;
     using W = typename M::variable_type;

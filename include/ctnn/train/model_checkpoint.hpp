@@ -7,8 +7,9 @@
 // 02d or .4f takes the epoch log's value) and the weights are written with
 // io::save_weights, atomically (temporary file, fsync, rename). With
 // save_best_only, only when the monitored value beats the best so far
-// (strictly; the best starts at initial_value_threshold or +-infinity and,
-// as in Keras, is kept across fit calls). An unknown key or a bad spec in
+// (plateau_monitor's rule with min_delta 0, as early_stopping's: strictly,
+// so NaN never; Keras 3 has no min_delta here; the best starts at
+// initial_value_threshold or +-infinity and, as in Keras, is kept across fits). An unknown key or a bad spec in
 // the path throws std::invalid_argument at on_train_begin.
 #pragma once
 #include <cctype>
@@ -25,6 +26,7 @@
 #include "../core/format.hpp"
 #include "../io/weights.hpp"
 #include "monitor.hpp"
+#include "plateau_monitor.hpp"
 
 namespace ctnn {
 
@@ -105,7 +107,8 @@ struct model_checkpoint {
     const std::string path = detail::format_checkpoint_path(filepath, ctx.epoch + 1, ctx.epoch_logs);
     if (save_best_only) {
       const double current = detail::monitored(ctx.epoch_logs, monitor, "model_checkpoint");
-      const bool better = !best || (detail::maximizes(monitor, mode) ? current > *best : current < *best);
+      const plateau_monitor rule{monitor, mode};
+      const bool better = rule.improves(current, best.value_or(rule.worst()));  // Keras: best starts at +-inf
       if (!better) {
         if (verbose) *verbose << "Epoch " << ctx.epoch + 1 << ": " << monitor << " did not improve\n";
         return;

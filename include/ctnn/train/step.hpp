@@ -106,7 +106,7 @@ class train_step {
   // One step on a batch of `n` samples x (n * input_size values) with targets y.
   template <class Target>
   step_result run(const T* x, const Target* y, std::size_t n, std::size_t epoch, std::size_t step) {
-    if (n > m_.batch_capacity()) m_.reserve(n, O::slots_per_parameter);
+    if (n > m_.batch_capacity()) m_.reserve(n, opt_.slots_per_parameter());
     step_state<M> s = state(epoch, step, n);
     s.inputs = x;
     each([&](auto& h) {

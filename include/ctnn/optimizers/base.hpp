@@ -1,0 +1,48 @@
+// ctnn/optimizers/base.hpp — optimizer_base: what every optimizer shares.
+//
+// An optimizer derives from optimizer_base<Schedule> and adds only its own:
+// its hyperparameters (checked in its constructor with detail::require_*),
+// name(), slots_per_parameter() (how many arrays of n values this object
+// uses: Adam 2, 3 with amsgrad) with max_slots_per_parameter its constexpr
+// bound (for a constexpr memory_plan), and update<B>(args), which builds its
+// rule (a functor of kernels/functors.hpp, or its own over a value type V)
+// and hands it to apply<B>: ops<B>::map(rule, n, w, g, slot k...) on every
+// backend. The base holds the learning-rate schedule (learning_rate(it) is
+// its rate at update it; the model's training state may scale it:
+// reduce_lr_on_plateau) and init_slots (none: the model zero-fills slots).
+// Keras 3's common options (clipping, weight decay, accumulation, EMA) wrap
+// any optimizer: optimizers/options.hpp. docs/design.md, "Add an optimizer".
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "../backends/cpu/ops.hpp"
+#include "../core/concepts.hpp"
+#include "../schedules/constant_schedule.hpp"
+#include "detail.hpp"
+
+namespace ctnn {
+
+template <class S = constant_schedule>
+struct optimizer_base {
+  using schedule_type = S;
+  S schedule;
+
+  explicit optimizer_base(S lr) : schedule(std::move(lr)) {}
+
+  double learning_rate(std::int64_t it) const { return double(schedule(it)); }
+  // slots: slots_per_parameter() arrays of n values, zero-filled by the model.
+  template <class T>
+  void init_slots(T*, std::size_t) const {}
+
+ protected:
+  // One update through ops<B>::map: rule(w, g, slot k...) for slot indices k,
+  // slot k of parameter i at a.slots[k * n + i]; true when every new w is finite.
+  template <class B, class T, class F, class... K>
+  static bool apply(const F& rule, const update_args<T>& a, K... k) {
+    return ops<B>::map(rule, a.n, a.w, a.g, (a.slots + std::size_t(k) * a.n)...);
+  }
+};
+
+}  // namespace ctnn
