@@ -289,7 +289,11 @@ struct fused_plan {
     using T0 = typename std::tuple_element_t<0, Layers>::compute_type;
     return (std::is_same_v<typename std::tuple_element_t<I, Layers>::compute_type, T0> && ...);
   }
-  static constexpr bool fits = all_fit(std::make_index_sequence<count>{}) && one_type(std::make_index_sequence<count>{});
+  // (one_type only once every layer is a dense or reshape layer, which name their compute type)
+  static constexpr bool fits = [] {
+    if constexpr (all_fit(std::make_index_sequence<count>{})) return one_type(std::make_index_sequence<count>{});
+    else return false;
+  }();
   static constexpr int dense = fits ? dense_count(std::make_index_sequence<count>{}) : 0;
   // the dense layers' activation rules (fused_acts<...>)
   using acts_of = fused_acts_of<decltype(fused_rules<Layers>())>;
