@@ -7,6 +7,7 @@
 // not ready), with cpu<>'s bits either way.
 #include <doctest/doctest.h>
 
+#include <ctnn/core/fused_mlp_hook.hpp>  // the header under test
 #include <ctnn/ctnn.hpp>
 
 #include <cstddef>
