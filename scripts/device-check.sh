@@ -7,7 +7,10 @@
 # then carry build/device-deps to the GPU machine with the working tree and run
 #   scripts/device-check.sh       # figures -> $OUT/device-figures.txt (OUT defaults to build/device-out)
 # It builds tests/cuda and bench/cuda with nvcc directly (no CMake, so no
-# find_package of packages that are not there), runs every CUDA test, then
+# find_package of packages that are not there), runs every CUDA test (the
+# CPU-vs-CUDA parity test over every layer type and policy, tests/cuda/test_parity_*.cu
+# with tests/parity/parity.hpp, included; linked only when all three build, so a
+# failure of their build is reported without losing the other tests), then
 # bench_cuda and the PyTorch peer bench/peers/torch_cuda.py, and writes every
 # figure, the test summary and the ratios of ctnn to its peers to ONE file.
 # Each stage has a time limit (build 200 s, tests 100 s, bench 90 s, peer 90 s:
@@ -40,7 +43,7 @@ flags=(-std=c++20 -O3 -DNDEBUG "-arch=sm_$arch" --expt-relaxed-constexpr -diag-s
 libs=(-lcublasLt -lcudart "$deps/lib/libz.a" -lpthread)
 fm="$root/$deps/fashion-mnist"
 
-# ---- build: seven nvcc processes in parallel (old outputs removed first, so a failed build runs nothing stale) ----
+# ---- build: ten nvcc processes in parallel (old outputs removed first, so a failed build runs nothing stale) ----
 b=build/device
 rm -f $b/*.o $b/test_cuda $b/bench_cuda
 bt=${CTNN_DEVICE_BUILD_TIMEOUT:-200}
@@ -58,12 +61,25 @@ timeout $bt "$nvcc" "${flags[@]}" -c tests/cuda/test_weights.cu -o $b/test_weigh
 p6=$!
 timeout $bt "$nvcc" "${flags[@]}" -c tests/cuda/test_fused_tile.cu -o $b/test_fused_tile.o >$b/test_fused_tile.log 2>&1 &
 p7=$!
+pp=()
+for g in dense sparse conv; do
+  timeout $bt "$nvcc" "${flags[@]}" -c tests/cuda/test_parity_$g.cu -o $b/test_parity_$g.o >$b/test_parity_$g.log 2>&1 &
+  pp+=($!)
+done
 timeout $bt "$nvcc" "${flags[@]}" bench/cuda/bench_cuda.cu -o $b/bench_cuda "${libs[@]}" >$b/bench.log 2>&1 &
 p4=$!
 build_ok=1
 for p in $p1 $p2 $p3 $p4 $p5 $p6 $p7; do wait $p || build_ok=0; done
+parity_ok=1
+for p in "${pp[@]}"; do wait $p || parity_ok=0; done
+parity=()
+if ((parity_ok)); then
+  parity=($b/test_parity_dense.o $b/test_parity_sparse.o $b/test_parity_conv.o)
+else
+  note "build: the parity test (tests/cuda/test_parity_*.cu) FAILED to build; the other tests run"
+fi
 cat $b/*.log >"$out/build.log"
-if ((build_ok)) && "$nvcc" "${flags[@]}" $b/main.o $b/test_ops.o $b/test_model.o $b/test_mixed.o $b/test_weights.o $b/test_fused_tile.o -o $b/test_cuda "${libs[@]}" \
+if ((build_ok)) && "$nvcc" "${flags[@]}" $b/main.o $b/test_ops.o $b/test_model.o $b/test_mixed.o $b/test_weights.o $b/test_fused_tile.o "${parity[@]}" -o $b/test_cuda "${libs[@]}" \
   >>"$out/build.log" 2>&1; then
   note "build: ok ($(elapsed) s)"
 else

@@ -56,6 +56,7 @@
 
 #include "../backends/cpu/backend.hpp"
 #include "../core/concepts.hpp"
+#include "../core/fused_mlp_hook.hpp"
 #include "../core/plan.hpp"
 #include "../core/precision.hpp"
 #include "../core/rng.hpp"
@@ -344,6 +345,7 @@ class model {
   void backward() {
     static_assert(!is_half_v<variable_type>, "model::backward: this model's variables are 16-bit (precision::float16 "
                                              "is for inference); train under mixed_float16");
+    if (fused_mlp_backward_active()) return run([&] { fused_backward(); });
     run([&] {
       const run_info r{batch_, true, &gen_};
       std::size_t cur = 0;  // which delta buffer holds this layer's dL/d(output)
@@ -432,6 +434,21 @@ class model {
 
   static std::string architecture() { return Net::spec_string(); }
 
+  // Whether the backend's optional fused small-MLP hook (core/fused_mlp_hook.hpp) runs where it has
+  // one for this network: inference (forward, on) and training's backward (backward, off).
+  ctnn::fused_mlp_options& fused_mlp() noexcept { return fused_; }
+  // Whether the next inference / training backward runs as the backend's fused pass.
+  bool fused_mlp_active() const {
+    if constexpr (has_fused_mlp_forward<Backend, layers, layer_type<0>>)
+      return fused_.forward && ops<Backend>::template fused_mlp_ready<layers>();
+    return false;
+  }
+  bool fused_mlp_backward_active() const {
+    if constexpr (has_fused_mlp_backward<Backend, layers, layer_type<0>>)
+      return fused_.backward && ops<Backend>::template fused_mlp_backward_ready<layers>();
+    return false;
+  }
+
  private:
   friend struct detail::training_access;
 
@@ -479,6 +496,7 @@ class model {
     if (stale_) refresh_compute_parameters();
     x_ = x;
     batch_ = batch;
+    if (!training && fused_mlp_active()) return fused_forward(x, batch);
     const run_info r{batch, training, &gen_};
     for_each_layer([&]<std::size_t I, class L>() {
       if constexpr (plan::converts_input[I]) {
@@ -503,6 +521,38 @@ class model {
       }
     }
     return run_layers(x, batch, false);
+  }
+
+  // The backend's fused passes (fused_mlp_active(), fused_mlp_backward_active()): the same
+  // conversions as run_layers / backward around one call of the hook.
+  const value_type* fused_forward(const value_type* x, std::size_t batch) {
+    if constexpr (has_fused_mlp_forward<Backend, layers, layer_type<0>>) {
+      if constexpr (plan::converts_input[0]) ops<Backend>::convert(x, converted_input<0>(), batch * input_size);
+      const layer_type<0>* p[layer_count];
+      for_each_layer([&]<std::size_t I, class>() { p[I] = slot<I>().params; });
+      ops<Backend>::template fused_mlp_forward<layers>(input_of<0>(), activation<layer_count - 1>(), batch, p);
+      if constexpr (plan::converts_output)
+        ops<Backend>::convert(activation<layer_count - 1>(), model_output(), batch * output_size);
+    }
+    return model_output();
+  }
+  void fused_backward() {
+    if constexpr (has_fused_mlp_backward<Backend, layers, layer_type<0>>) {
+      using T = layer_type<0>;
+      const T* dy = delta<T>(0);
+      if constexpr (!std::is_same_v<value_type, T>) {
+        ops<Backend>::convert(delta<value_type>(0), delta<T>(1), batch_ * output_size);
+        dy = delta<T>(1);
+      }
+      fused_layer_io<T> io[layer_count];
+      for_each_layer([&]<std::size_t I, class>() { io[I] = {slot<I>().params, slot<I>().grads, input_of<I>(), activation<I>()}; });
+      ops<Backend>::template fused_mlp_backward<layers>(dy, batch_, io);
+      for_each_layer([&]<std::size_t I, class L>() {
+        if constexpr (plan::copies[I] && L::parameter_count > 0)
+          ops<Backend>::convert(block<T>(role::compute_gradient, I), block<variable_type>(role::gradient, I),
+                                L::parameter_count);
+      });
+    }
   }
 
   // Layer i's block of role r: in the model's memory, or (activations and caches during a predict
@@ -602,6 +652,7 @@ class model {
   [[no_unique_address]] runner_type runner_{};
   std::vector<value_type> host_out_;  // host_outputs' copy (device backends)
   mutable bool stale_ = true;                  // the compute-type copy needs a refresh before the next forward
+  ctnn::fused_mlp_options fused_{};  // fused_mlp(): whether the backend's fused hook runs
 };
 
 namespace detail {

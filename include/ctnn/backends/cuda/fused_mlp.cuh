@@ -1,35 +1,22 @@
-// ctnn/cuda/fused_mlp.cuh — inference of a small MLP as ONE kernel (as tiny-cuda-nn's fully fused MLP).
+// ctnn/backends/cuda/fused_mlp.cuh — a small MLP as ONE kernel (as tiny-cuda-nn's fully fused MLP).
 //
-// A network whose bound layers are dense layers (identity, relu, sigmoid or
-// tanh; at most fused_mlp_width = 128 inputs and outputs each) and
-// flatten/reshape layers fits: fused_mlp_fits<Layers>() says so at compile
-// time, and the device model (cuda/model.cuh) then runs inference
-// (forward(x, batch, false), predict, forward_graph) through
-// fused_mlp_forward instead of one GEMM and kernel per layer, unless
-// options().fused_mlp is false. One block owns a tile of fused_mlp_rows rows
-// of the batch: it loads the tile's inputs into shared memory (float), then
-// for each dense layer loads that layer's kernel and bias (widened to float)
-// into shared memory and computes every output of the tile from them
-// (float32 accumulation in k order; the activation applied in float; each
-// layer's output rounded to the storage type T, as the unfused path stores
-// it), and writes the last layer's rows. Shared memory: the largest K x N
-// kernel + 128 bias + two 16 x 128 tiles, in floats (at most 82 432 bytes):
-// fused_mlp_ready() asks the device for it once (an opt-in above 48 KiB) and
-// is false when the device cannot give it (the model then stays unfused).
-// Training's forward stays unfused (the backward needs every layer's
-// output, which the fused forward keeps in shared memory only). Training's
-// backward can run fused (fused_mlp_backward; the device model uses it when
-// options().fused_mlp_backward is set, off by default: it has not run on a
-// GPU): blocks take tiles of fused_mlp_rows rows, read each dense layer's
-// input and output rows from the training forward, and keep the layer's
-// kernel, the tile's input, dL/dz and dL/dx in shared memory; each block
-// adds its tiles' weight gradients to its own row of partial sums (the
-// cuBLASLt workspace), and a second kernel adds the rows in block order
-// (deterministic) into each layer's gradients. The tile phases are
-// __host__ __device__ functions (fused_tile_*): tests/cuda/test_fused_tile.cu
-// runs them on the host, a loop over the threads simulating a block.
-// It runs on CUDA cores, not Tensor Cores: its gain is one launch instead of
-// two or three per layer, which is what small batches pay for.
+// Fits (fused_mlp_fits<Layers>(), at compile time): dense layers whose
+// activation has a rule of kernels/functors.hpp (identity, relu, leaky_relu,
+// sigmoid, tanh: every activation the CPU fuses into its GEMM; softmax does
+// not fit), at most fused_mlp_width = 128 inputs and outputs each, plus
+// flatten/reshape layers, all of one compute type. Each layer's activation
+// is a template parameter of the kernel (its functor, the formula the CPU
+// runs), never a code. One block owns a tile of fused_mlp_rows rows: inputs,
+// one layer's kernel and bias and the outputs in shared memory (float),
+// float32 sums in k order, each layer's output rounded to T as the unfused
+// path stores it. The training backward (fused_mlp_backward) adds each
+// block's tile gradients to its row of partial sums (the cuBLASLt
+// workspace), summed in block order by a second kernel (deterministic).
+// fused_mlp_ready / fused_mlp_backward_ready ask the device once for the
+// shared memory. ops<cuda<SM>> offers both as the optional hook of
+// core/fused_mlp_hook.hpp. The tile phases (fused_tile_*) are __host__
+// __device__: tests/cuda/test_fused_tile.cu runs them on the host. Details:
+// docs/cuda.md.
 #pragma once
 #include <algorithm>
 #include <array>
@@ -39,6 +26,8 @@
 #include <type_traits>
 
 #include "../../config.hpp"
+#include "../../core/fused_mlp_hook.hpp"
+#include "../../kernels/functors.hpp"
 #include "../../layers/activation.hpp"
 #include "../../layers/dense.hpp"
 #include "../../layers/reshape.hpp"
@@ -53,56 +42,80 @@ inline constexpr std::size_t fused_mlp_rows = 16;
 
 namespace cuda_detail {
 
-// How one bound layer takes part in the fused MLP: -1 it cannot; 0 it is a
-// reshape (no work); 1 a dense layer. act: 0 identity, 1 relu, 2 sigmoid, 3 tanh.
+// The activation rules of the fused dense layers, one per layer in order
+// (kernels/functors.hpp); visit(d, f) calls f(rule of dense layer d).
+template <std::size_t I, class A>
+struct fused_act_slot {
+  A a;
+};
+template <class Seq, class... A>
+struct fused_acts_impl;
+template <std::size_t... I, class... A>
+struct fused_acts_impl<std::index_sequence<I...>, A...> : fused_act_slot<I, A>... {
+  static constexpr int size = int(sizeof...(A));
+  static constexpr fused_acts_impl make(A... a) {
+    fused_acts_impl r{};
+    ((void)(static_cast<fused_act_slot<I, A>&>(r).a = a), ...);
+    return r;
+  }
+  template <class F>
+  CTNN_HOST_DEVICE void visit(int d, F&& f) const {
+    ((void)(d == int(I) ? (f(static_cast<const fused_act_slot<I, A>&>(*this).a), 0) : 0), ...);
+  }
+};
+template <class... A>
+using fused_acts = fused_acts_impl<std::index_sequence_for<A...>, A...>;
+
+// How one bound layer takes part in the fused MLP: kind -1 it cannot; 0 a
+// reshape (no work); 1 a dense layer, whose rule() is its activation's functor.
 template <class L>
 struct fused_role {
   static constexpr int kind = -1;
 };
-template <class A>
-constexpr int fused_act_code() {
-  if constexpr (std::is_same_v<A, ctnn::identity>) return 0;
-  else if constexpr (std::is_same_v<A, ctnn::relu>) return 1;
-  else if constexpr (std::is_same_v<A, ctnn::sigmoid>) return 2;
-  else if constexpr (std::is_same_v<A, ctnn::tanh>) return 3;
-  else return -1;
-}
 template <class Spec, Shape In, class P, class B>
 struct fused_role<dense_layer<Spec, In, P, B>> {
   using L = dense_layer<Spec, In, P, B>;
-  static constexpr int act = fused_act_code<typename Spec::activation>();
-  static constexpr bool fits = act >= 0 && L::K <= fused_mlp_width && L::N <= fused_mlp_width;
+  using Act = typename Spec::activation;
+  static constexpr bool has_rule = requires { Act::template rule<float>(); };
+  static constexpr bool fits = has_rule && L::K <= fused_mlp_width && L::N <= fused_mlp_width;
   static constexpr int kind = fits ? 1 : -1;
   static constexpr std::size_t k = L::K, n = L::N;
+  static constexpr auto rule() { return Act::template rule<float>(); }
 };
 template <class Spec, Shape In, class P, class B>
 struct fused_role<reshape_layer<Spec, In, P, B>> {
   static constexpr int kind = 0;
 };
 
-template <class T, int D>
-struct fused_mlp_params {
-  const T* w[D];  // layer d's kernel [k, n], then its bias [n]
-  int k[D], n[D], act[D];
+// The rules of Layers' dense layers as a std::tuple, then as fused_acts.
+template <class L>
+constexpr auto fused_rule_of() {
+  if constexpr (fused_role<L>::kind == 1) return std::tuple{fused_role<L>::rule()};
+  else return std::tuple<>{};
+}
+template <class Tuple>
+struct fused_acts_of;
+template <class... A>
+struct fused_acts_of<std::tuple<A...>> {
+  using type = fused_acts<A...>;
+  static constexpr type make(const std::tuple<A...>& t) {
+    return std::apply([](A... a) { return type::make(a...); }, t);
+  }
 };
+template <class Layers>
+constexpr auto fused_rules() {
+  return []<std::size_t... I>(std::index_sequence<I...>) {
+    return std::tuple_cat(fused_rule_of<std::tuple_element_t<I, Layers>>()...);
+  }(std::make_index_sequence<std::tuple_size_v<Layers>>{});
+}
 
-CTNN_HOST_DEVICE inline float fused_activation(int a, float z) {
-  switch (a) {
-    case 1: return z > 0.0f ? z : 0.0f;
-    case 2: return z >= 0.0f ? 1.0f / (1.0f + expf(-z)) : expf(z) / (1.0f + expf(z));
-    case 3: return tanhf(z);
-    default: return z;
-  }
-}
-// d act / dz from the activation's output y (as the unfused activation backward computes it).
-CTNN_HOST_DEVICE inline float fused_activation_slope(int a, float y) {
-  switch (a) {
-    case 1: return y > 0.0f ? 1.0f : 0.0f;
-    case 2: return y * (1.0f - y);
-    case 3: return 1.0f - y * y;
-    default: return 1.0f;
-  }
-}
+template <class T, class Acts>
+struct fused_mlp_params {
+  static constexpr int D = Acts::size;
+  const T* w[D];  // layer d's kernel [k, n], then its bias [n]
+  int k[D], n[D];
+  Acts act;  // layer d's activation rule
+};
 
 // ---- the tile logic: shared by the kernels and the host test (tests/cuda/test_fused_tile.cu) ----
 // A tile is nr <= R rows of the batch, held as float rows of stride
@@ -111,28 +124,29 @@ CTNN_HOST_DEVICE inline float fused_activation_slope(int a, float y) {
 // __syncthreads(): thread t of nt takes the elements t, t + nt, ... (a host
 // loop over t simulates the block). Values stored as the unfused path stores
 // them are rounded to T (load(store<T>(v))); sums are float32 in a fixed order.
+// act: the layer's activation rule (kernels/functors.hpp), run on float.
 
-// o[r, j] = act(sum_k a[r, k] w[k, j] + b[j]), rounded to T.
-template <class T>
+// o[r, j] = act.forward(sum_k a[r, k] w[k, j] + b[j]), rounded to T.
+template <class T, class Act>
 CTNN_HOST_DEVICE void fused_tile_forward(int t, int nt, const float* a, const float* w, const float* b, int K, int N,
-                                         int act, int nr, float* o) {
+                                         Act act, int nr, float* o) {
   constexpr int W = int(fused_mlp_width);
   for (int i = t; i < nr * N; i += nt) {
     const int r = i / N, j = i % N;
     float acc = 0.0f;
     for (int k = 0; k < K; ++k) acc = fmaf(a[r * W + k], w[k * N + j], acc);
-    o[r * W + j] = load(store<T>(fused_activation(act, acc + b[j])));
+    o[r * W + j] = load(store<T>(act.forward(acc + b[j])));
   }
 }
-// d[r, j] *= act'(y[r, j]) in place (dL/dz from dL/dy), rounded to T; y has
-// row stride ldy (the layer's output rows in global memory: N).
-template <class T, class Y>
-CTNN_HOST_DEVICE void fused_tile_activation_backward(int t, int nt, const Y* y, int ldy, float* d, int N, int act,
+// d[r, j] = act.backward(y[r, j], d[r, j]) in place (dL/dz from dL/dy),
+// rounded to T; y has row stride ldy (the layer's output rows in global memory: N).
+template <class T, class Y, class Act>
+CTNN_HOST_DEVICE void fused_tile_activation_backward(int t, int nt, const Y* y, int ldy, float* d, int N, Act act,
                                                      int nr) {
   constexpr int W = int(fused_mlp_width);
   for (int i = t; i < nr * N; i += nt) {
     const int r = i / N, j = i % N;
-    d[r * W + j] = load(store<T>(d[r * W + j] * fused_activation_slope(act, load(y[r * ldy + j]))));
+    d[r * W + j] = load(store<T>(act.backward(float(load(y[r * ldy + j])), d[r * W + j])));
   }
 }
 // The tile's share of the weight gradients, added to dw [K, N] and db [N]:
@@ -167,8 +181,8 @@ CTNN_HOST_DEVICE void fused_tile_input_gradient(int t, int nt, const float* dz, 
 }
 
 // One block per tile of R rows; smem = [max k*n kernel][128 bias][R x 128 in][R x 128 out] floats.
-template <class T, int D, int R>
-__global__ void fused_mlp_forward(const fused_mlp_params<T, D> p, int max_kn, const T* x, T* y, std::size_t rows) {
+template <class T, class Acts, int R>
+__global__ void fused_mlp_forward(const fused_mlp_params<T, Acts> p, int max_kn, const T* x, T* y, std::size_t rows) {
   extern __shared__ float smem[];
   constexpr int W = int(fused_mlp_width);
   float* w = smem;
@@ -180,13 +194,14 @@ __global__ void fused_mlp_forward(const fused_mlp_params<T, D> p, int max_kn, co
   const int nr = rows - r0 < std::size_t(R) ? int(rows - r0) : R;
   const int k0 = p.k[0];
   for (int i = threadIdx.x; i < nr * k0; i += blockDim.x) a[(i / k0) * W + i % k0] = load(x[(r0 + i / k0) * k0 + i % k0]);
+  constexpr int D = Acts::size;
   for (int d = 0; d < D; ++d) {
-    const int K = p.k[d], N = p.n[d], act = p.act[d];
+    const int K = p.k[d], N = p.n[d];
     __syncthreads();  // the previous layer is done reading w and writing its output
     for (int i = threadIdx.x; i < K * N; i += blockDim.x) w[i] = load(p.w[d][i]);
     for (int j = threadIdx.x; j < N; j += blockDim.x) b[j] = load(p.w[d][K * N + j]);
     __syncthreads();
-    fused_tile_forward<T>(int(threadIdx.x), int(blockDim.x), a, w, b, K, N, act, nr, o);
+    p.act.visit(d, [&](auto act) { fused_tile_forward<T>(int(threadIdx.x), int(blockDim.x), a, w, b, K, N, act, nr, o); });
     float* t = a;  // this layer's output is the next one's input
     a = o;
     o = t;
@@ -211,11 +226,11 @@ struct fused_mlp_tensors {
 // and adds their weight gradients to its row of partial sums (partial +
 // b * offset[D], zeroed first); dy: the network's output gradient rows.
 // smem = [max k*n kernel][R x 128 input][R x 128 dL/dz][R x 128 dL/dx] floats.
-template <class T, int D, int R>
-__global__ void fused_mlp_backward(const fused_mlp_params<T, D> p, const fused_mlp_tensors<T, D> v, int max_kn,
+template <class T, class Acts, int R>
+__global__ void fused_mlp_backward(const fused_mlp_params<T, Acts> p, const fused_mlp_tensors<T, Acts::size> v, int max_kn,
                                    const T* dy, float* partial, std::size_t rows) {
   extern __shared__ float smem[];
-  constexpr int W = int(fused_mlp_width);
+  constexpr int W = int(fused_mlp_width), D = Acts::size;
   const int t = int(threadIdx.x), nt = int(blockDim.x);
   float* w = smem;
   float* a = w + max_kn;
@@ -235,7 +250,7 @@ __global__ void fused_mlp_backward(const fused_mlp_params<T, D> p, const fused_m
       __syncthreads();  // the layer above is done with w, a and e (now d)
       for (int i = t; i < K * N; i += nt) w[i] = load(p.w[l][i]);
       for (int i = t; i < nr * K; i += nt) a[(i / K) * W + i % K] = load(v.in[l][(r0 + i / K) * K + i % K]);
-      fused_tile_activation_backward<T>(t, nt, v.out[l] + r0 * N, N, d, N, p.act[l], nr);
+      p.act.visit(l, [&](auto act) { fused_tile_activation_backward<T>(t, nt, v.out[l] + r0 * N, N, d, N, act, nr); });
       __syncthreads();
       fused_tile_weight_gradient(t, nt, a, d, K, N, nr, mine + v.offset[l], mine + v.offset[l] + K * N);
       if (l > 0) fused_tile_input_gradient<T>(t, nt, d, w, K, N, nr, e);
@@ -269,8 +284,20 @@ struct fused_plan {
   static constexpr int dense_count(std::index_sequence<I...>) {
     return ((fused_role<std::tuple_element_t<I, Layers>>::kind == 1 ? 1 : 0) + ...);
   }
-  static constexpr bool fits = all_fit(std::make_index_sequence<count>{});
+  template <std::size_t... I>
+  static constexpr bool one_type(std::index_sequence<I...>) {
+    using T0 = typename std::tuple_element_t<0, Layers>::compute_type;
+    return (std::is_same_v<typename std::tuple_element_t<I, Layers>::compute_type, T0> && ...);
+  }
+  // (one_type only once every layer is a dense or reshape layer, which name their compute type)
+  static constexpr bool fits = [] {
+    if constexpr (all_fit(std::make_index_sequence<count>{})) return one_type(std::make_index_sequence<count>{});
+    else return false;
+  }();
   static constexpr int dense = fits ? dense_count(std::make_index_sequence<count>{}) : 0;
+  // the dense layers' activation rules (fused_acts<...>)
+  using acts_of = fused_acts_of<decltype(fused_rules<Layers>())>;
+  using acts = typename acts_of::type;
   // the largest kernel, in values
   static constexpr int max_kn = [] {
     std::size_t m = 0;
@@ -333,7 +360,7 @@ bool fused_mlp_ready() {
     using P = cuda_detail::fused_plan<Layers>;
     using T = typename std::tuple_element_t<0, Layers>::compute_type;
     static const bool ok =
-        cuda_detail::fused_shared_memory(cuda_detail::fused_mlp_forward<T, P::dense, int(fused_mlp_rows)>, P::shared_bytes);
+        cuda_detail::fused_shared_memory(cuda_detail::fused_mlp_forward<T, typename P::acts, int(fused_mlp_rows)>, P::shared_bytes);
     return ok;
   }
 }
@@ -347,7 +374,7 @@ bool fused_mlp_backward_ready() {
     using T = typename std::tuple_element_t<0, Layers>::compute_type;
     static const bool ok =
         std::size_t(P::gradient_count) * sizeof(float) <= cuda_context::workspace_bytes &&
-        cuda_detail::fused_shared_memory(cuda_detail::fused_mlp_backward<T, P::dense, int(fused_mlp_rows)>,
+        cuda_detail::fused_shared_memory(cuda_detail::fused_mlp_backward<T, typename P::acts, int(fused_mlp_rows)>,
                                          P::backward_shared_bytes);
     return ok;
   }
@@ -360,7 +387,8 @@ template <class Layers, class T, class Params>
 void fused_mlp_forward(const T* x, T* y, std::size_t batch, Params&& params) {
   using P = cuda_detail::fused_plan<Layers>;
   static_assert(fused_mlp_fits<Layers>(), "fused_mlp_forward: the network does not fit the fused MLP kernel");
-  cuda_detail::fused_mlp_params<T, P::dense> p{};
+  cuda_detail::fused_mlp_params<T, typename P::acts> p{};
+  p.act = P::acts_of::make(cuda_detail::fused_rules<Layers>());
   int d = 0;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     ((void)[&] {
@@ -369,14 +397,13 @@ void fused_mlp_forward(const T* x, T* y, std::size_t batch, Params&& params) {
         p.w[d] = params.template operator()<I>();
         p.k[d] = int(F::k);
         p.n[d] = int(F::n);
-        p.act[d] = F::act;
         ++d;
       }
     }(), ...);
   }(std::make_index_sequence<P::count>{});
   const std::size_t blocks = (batch + fused_mlp_rows - 1) / fused_mlp_rows;
   if (blocks > 0x7fffffffu) throw cuda_error("ctnn cuda: fused_mlp_forward: the batch is too large for one grid");
-  cuda_detail::fused_mlp_forward<T, P::dense, int(fused_mlp_rows)>
+  cuda_detail::fused_mlp_forward<T, typename P::acts, int(fused_mlp_rows)>
       <<<unsigned(blocks), 256, P::shared_bytes, cuda_context::get().compute()>>>(p, P::max_kn, x, y, batch);
   CTNN_CUDA_CHECK(cudaGetLastError());
 }
@@ -389,18 +416,12 @@ void fused_mlp_forward(const T* x, T* y, std::size_t batch, Params&& params) {
 // bias), gradients, input rows and output rows (from the training forward).
 // dy: the output gradient rows. The partial sums live in the cuBLASLt
 // workspace. Call only when fused_mlp_backward_ready<Layers>().
-template <class T>
-struct fused_layer_io {
-  const T* params;
-  T* grads;
-  const T* in;
-  const T* out;
-};
 template <class Layers, class T, class IO>
 void fused_mlp_backward(const T* dy, std::size_t batch, IO&& io) {
   using P = cuda_detail::fused_plan<Layers>;
   static_assert(fused_mlp_fits<Layers>(), "fused_mlp_backward: the network does not fit the fused MLP kernel");
-  cuda_detail::fused_mlp_params<T, P::dense> p{};
+  cuda_detail::fused_mlp_params<T, typename P::acts> p{};
+  p.act = P::acts_of::make(cuda_detail::fused_rules<Layers>());
   cuda_detail::fused_mlp_tensors<T, P::dense> v{};
   int d = 0;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -411,7 +432,6 @@ void fused_mlp_backward(const T* dy, std::size_t batch, IO&& io) {
         p.w[d] = l.params;
         p.k[d] = int(F::k);
         p.n[d] = int(F::n);
-        p.act[d] = F::act;
         v.in[d] = l.in;
         v.out[d] = l.out;
         v.grad[d] = l.grads;
@@ -425,7 +445,7 @@ void fused_mlp_backward(const T* dy, std::size_t batch, IO&& io) {
   const std::size_t blocks = std::min({tiles, fit, std::size_t(1024)});
   cuda_context& cc = cuda_context::get();
   float* partial = static_cast<float*>(cc.workspace());
-  cuda_detail::fused_mlp_backward<T, P::dense, int(fused_mlp_rows)>
+  cuda_detail::fused_mlp_backward<T, typename P::acts, int(fused_mlp_rows)>
       <<<unsigned(blocks), 256, P::backward_shared_bytes, cc.compute()>>>(p, v, P::max_kn, dy, partial, batch);
   CTNN_CUDA_CHECK(cudaGetLastError());
   cuda_detail::fused_mlp_gradients<T, P::dense>

@@ -33,6 +33,7 @@
 #include "../../kernels/functors.hpp"
 #include "backend.hpp"
 #include "context.cuh"
+#include "fused_mlp.cuh"
 #include "gemm.cuh"
 #include "kernels.cuh"
 #include "memory.cuh"
@@ -368,6 +369,28 @@ struct ops<cuda<SM>> {
   template <cuda_storage T, class S>
   static void moving_average(T* avg, const T* w, std::size_t n, S mom) {
     map(fn::moving_average<float>{float(mom), 1.0f - float(mom)}, n, avg, w);
+  }
+
+  // ---- the optional fused small-MLP hook (core/fused_mlp_hook.hpp): only for networks that fit ----
+  template <class Layers>
+    requires(fused_mlp_fits<Layers>())
+  static bool fused_mlp_ready() {
+    return ctnn::fused_mlp_ready<Layers>();
+  }
+  template <class Layers, cuda_storage T>
+    requires(fused_mlp_fits<Layers>())
+  static void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* params) {
+    ctnn::fused_mlp_forward<Layers>(x, y, batch, [&]<std::size_t I>() { return params[I]; });
+  }
+  template <class Layers>
+    requires(fused_mlp_fits<Layers>())
+  static bool fused_mlp_backward_ready() {
+    return ctnn::fused_mlp_backward_ready<Layers>();
+  }
+  template <class Layers, cuda_storage T>
+    requires(fused_mlp_fits<Layers>())
+  static void fused_mlp_backward(const T* dy, std::size_t batch, const fused_layer_io<T>* io) {
+    ctnn::fused_mlp_backward<Layers>(dy, batch, [&]<std::size_t I>() { return io[I]; });
   }
 
  private:

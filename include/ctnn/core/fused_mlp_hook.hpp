@@ -1,0 +1,53 @@
+// ctnn/core/fused_mlp_hook.hpp — the optional fused small-MLP hook of a backend.
+//
+// A backend MAY run a whole network as one fused pass. The generic model
+// (train/model.hpp) finds it with these concepts and otherwise runs the
+// layers one by one; no backend has to provide it (cpu<> and the simulated
+// device do not; ops<cuda<SM>> does, backends/cuda/fused_mlp.cuh). For the
+// bound layers Layers (a std::tuple) computing in T:
+//   ops<B>::fused_mlp_ready<Layers>() -> bool: the hook can run now;
+//   ops<B>::fused_mlp_forward<Layers>(x, y, batch, params): y = the network
+//     on x (inference), params[i] layer i's parameter block (compute type);
+//   ops<B>::fused_mlp_backward_ready<Layers>() / fused_mlp_backward<Layers>(
+//     dy, batch, io): every layer's parameter gradients from dL/dy (training's
+//     backward after an unfused training forward); io[i]: fused_layer_io.
+// Each is declared only for the layer lists it takes (a requires clause), so
+// has_fused_mlp_forward<B, Layers, T> is false for any other network.
+// fused_mlp_options says whether the model uses them (model::fused_mlp()).
+#pragma once
+#include <concepts>
+#include <cstddef>
+
+#include "backend_ops.hpp"
+
+namespace ctnn {
+
+// Layer i's buffers as the fused backward reads and writes them.
+template <class T>
+struct fused_layer_io {
+  const T* params;  // its parameters (kernel, then bias)
+  T* grads;         // its gradients (written)
+  const T* in;      // its input rows from the training forward
+  const T* out;     // its output rows from the training forward
+};
+
+// Whether the model runs the hook where the backend has it: inference as one
+// fused pass (forward, on by default), training's backward fused (backward,
+// off by default: CUDA's fused backward has not yet run on a GPU).
+struct fused_mlp_options {
+  bool forward = true;
+  bool backward = false;
+};
+
+template <class B, class Layers, class T>
+concept has_fused_mlp_forward = requires(const T* x, T* y, std::size_t n, const T* const* params) {
+  { ops<B>::template fused_mlp_ready<Layers>() } -> std::convertible_to<bool>;
+  ops<B>::template fused_mlp_forward<Layers>(x, y, n, params);
+};
+template <class B, class Layers, class T>
+concept has_fused_mlp_backward = requires(const T* dy, std::size_t n, const fused_layer_io<T>* io) {
+  { ops<B>::template fused_mlp_backward_ready<Layers>() } -> std::convertible_to<bool>;
+  ops<B>::template fused_mlp_backward<Layers>(dy, n, io);
+};
+
+}  // namespace ctnn
