@@ -77,7 +77,11 @@ for path in glob.glob(f"{runs}/*.json"):
         scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[bm["time_unit"]]
         t.setdefault((arch, name), {}).setdefault(side, []).append(bm["cpu_time"] * scale)
 load = [float(x) for x in open(f"{runs}/load")]
-print(f"\nCPU time per iteration (us), min and median of {len(next(iter(t.values()))['before'])} runs per side; "
+t = {k: v for k, v in t.items() if "before" in v and "after" in v}  # rows both sides ran
+if not t:
+    sys.exit("no benchmark ran on both sides")
+n = sorted({len(v[side]) for v in t.values() for side in v})
+print(f"\nCPU time per iteration (us), min and median of {'/'.join(map(str, n))} runs per side; "
       f"ratio = after / before (above 1: slower); load average (1 min) {min(load):.2f}-{max(load):.2f}\n")
 print("| benchmark | arch | before min | after min | ratio (min) | before median | after median | ratio (median) |")
 print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
