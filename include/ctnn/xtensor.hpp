@@ -111,9 +111,10 @@ output_tensor_t<M> predict_sample(M& m, const xt::xexpression<E>& x) {
   const E& e = x.derived_cast();
   xtd::check_shape<I, 0>("predict_sample", e.shape());
   const xtd::row_major_values<T, E> v(e);
-  const T* y = m.forward(v.data(), 1, false);
+  m.forward(v.data(), 1, false);
+  const auto y = m.host_outputs(1);  // on the host (a copy on a device backend)
   output_tensor_t<M> out;
-  std::copy(y, y + std::remove_cvref_t<M>::output_size, out.data());
+  std::copy(y.begin(), y.end(), out.data());
   return out;
 }
 

@@ -9,7 +9,8 @@
 // fit, callbacks, weights files reading or writing it directly instead of
 // through host views, memory::copy or the feeder — is a SIGSEGV. Its
 // host_view and feeder are the defaults for device memory (host_mirror,
-// staging_feeder: core/backend.hpp). Single-threaded use of the arena: one
+// staging_feeder: core/backend.hpp). arena counts the copies, and the reads
+// (arena to host) in and outside the runner. Single-threaded use of the arena: one
 // thread enters the backend at a time (the CPU pool's workers run inside).
 #pragma once
 #include <sys/mman.h>
@@ -38,6 +39,16 @@ struct arena {
   static inline std::map<void*, std::size_t> mappings;
   static inline int depth = 0;
   static inline std::size_t allocations = 0, copies = 0, bytes_copied = 0;
+  // copies from the arena to host memory (reads), and those made while the runner runs
+  static inline std::size_t reads = 0, bytes_read = 0, reads_in_runner = 0;
+  static inline int runner_depth = 0;
+
+  static bool contains(const void* p) {
+    auto it = mappings.upper_bound(const_cast<void*>(p));
+    if (it == mappings.begin()) return false;
+    --it;
+    return static_cast<const char*>(p) < static_cast<const char*>(it->first) + it->second;
+  }
 
   static std::size_t page() {
     static const std::size_t p = std::size_t(::sysconf(_SC_PAGESIZE));
@@ -92,19 +103,33 @@ struct memory {
     std::memcpy(dst, src, bytes);
     ++arena::copies;
     arena::bytes_copied += bytes;
+    if (arena::contains(src) && !arena::contains(dst)) {
+      ++arena::reads;
+      arena::bytes_read += bytes;
+      if (arena::runner_depth > 0) ++arena::reads_in_runner;
+    }
   }
 };
 
 // The runner: the phases run inside the backend (the arena open), with the CPU's denormal mode.
+// runner_depth counts its nested calls (arena::reads_in_runner).
 struct runner {
+  struct depth {
+    depth() { ++arena::runner_depth; }
+    depth(const depth&) = delete;
+    depth& operator=(const depth&) = delete;
+    ~depth() { --arena::runner_depth; }
+  };
   template <class F>
   static decltype(auto) run(F&& f) {
     const scope s;
+    const depth d;
     return std::forward<F>(f)();
   }
   template <class F>
   static decltype(auto) run(F&& f, bool flush_denormals) {
     const scope s;
+    const depth d;
     return ctnn::host_runner::run(std::forward<F>(f), flush_denormals);
   }
 };
@@ -175,6 +200,9 @@ struct ctnn::ops<sim::device> : ctnn::ops<ctnn::cpu<>> {
   SIM_DEVICE_OP(sparse_crossentropy_logits)
   SIM_DEVICE_OP(categorical_crossentropy_logits)
   SIM_DEVICE_OP(squared_error)
+  SIM_DEVICE_OP(sparse_crossentropy_loss)
+  SIM_DEVICE_OP(categorical_crossentropy_loss)
+  SIM_DEVICE_OP(squared_error_loss)
   SIM_DEVICE_OP(adam_update)
   SIM_DEVICE_OP(adagrad_update)
   SIM_DEVICE_OP(sgd_update)

@@ -17,6 +17,7 @@
 
 #include "../kernels/conv_reference.hpp"
 #include "../kernels/functors.hpp"
+#include "plan.hpp"
 
 namespace ctnn {
 
@@ -115,12 +116,23 @@ concept has_optimizer_update_ops = requires(float* w, const float* g, std::size_
 };
 
 // Loss kernels: the row-wise softmax forward / backward the probabilistic
-// losses and the softmax activation use.
-// Satisfied by: ops<cpu<A>> (activations.hpp), ops<cuda<SM>> (one warp per row).
+// losses and the softmax activation use, and the batched losses into a step's
+// scalars (core/plan.hpp's step_scalars, in B's memory): sparse_crossentropy_loss
+// (one class index per row), categorical_crossentropy_loss (target weights per
+// row), both of logits or probabilities, and squared_error_loss (sum (y - t)^2 /
+// divisor). Each adds its rows' loss sum to s->loss_sum, sets s->non_finite when
+// that sum is not finite, and writes dL/dy times scale times s->loss_scale into d
+// (when not null); none waits (the step reads the scalars once, after backward).
+// Satisfied by: ops<cpu<A>> (activations.hpp, crossentropy.hpp), ops<cuda<SM>>
+// (one warp per row; kernels.cuh's loss kernels).
 template <class B>
-concept has_loss_ops = requires(const float* x, float* y, std::size_t rows, std::size_t cols) {
+concept has_loss_ops = requires(const float* x, float* y, const std::int32_t* labels, std::size_t rows,
+                                std::size_t cols, step_scalars* s) {
   ops<B>::softmax_forward(y, rows, cols);
   ops<B>::softmax_backward(x, y, rows, cols);
+  ops<B>::sparse_crossentropy_loss(x, labels, rows, cols, y, 1.0, true, s);
+  ops<B>::categorical_crossentropy_loss(x, x, rows, cols, y, 1.0, true, s);
+  ops<B>::squared_error_loss(x, x, rows, y, 1.0, 1.0, s);
 };
 
 // ops<B> is complete (a backend specializes it) ...

@@ -23,6 +23,9 @@
 //
 // plan_layout<Net, P>(batch, slots) (used by Net::plan<P, B>) gives each role
 // region's byte offset and size, 64-byte aligned per layer; it is constexpr.
+// step_scalars is the step's scalars region (the model keeps one in the
+// backend's memory, beside the plan's allocation): the loss ops of ops<B>
+// accumulate into it, the step reads it once per step (docs/training.md).
 #pragma once
 #include <array>
 #include <cstddef>
@@ -166,6 +169,19 @@ struct memory_plan_bytes {
     return m;
   }
 };
+
+// The scalars one training step shares between its phases, in the backend's
+// memory: the step writes it before the forward pass (sum 0, the loss scale),
+// the loss ops (has_loss_ops) accumulate into it, and the step reads it once
+// after the backward pass (train/step.hpp). Plain data, the same bytes on
+// every backend.
+struct step_scalars {
+  double loss_sum = 0;           // sum of the per-sample losses (unscaled)
+  double loss_scale = 1;         // dL/dy is multiplied by it (read by the loss ops)
+  std::uint32_t non_finite = 0;  // nonzero when a loss sum added was NaN or infinite
+  std::uint32_t reserved = 0;
+};
+inline constexpr std::size_t step_scalars_bytes = align_bytes(sizeof(step_scalars));
 
 // One declared buffer of one layer, as the model holds it.
 struct variable_ref {

@@ -10,9 +10,9 @@
 
 #include "../core/diagnostics.hpp"
 #include "../core/output_rule.hpp"
+#include "../core/plan.hpp"
 #include "../core/targets.hpp"
 #include "../backends/cpu/ops.hpp"
-#include "detail.hpp"
 
 namespace ctnn {
 
@@ -26,18 +26,22 @@ struct categorical_crossentropy {
 
   std::string name() const { return accepts.name; }
 
+  // The loss through ops<B> into the step's scalars s (B's memory, as y, targets and dy): the sum of
+  // the per-sample losses added to s->loss_sum; dy (if not null) receives the gradient of the batch
+  // mean times s->loss_scale.
+  template <std::size_t N, class B = cpu<>, class T>
+  void accumulate(const T* y, const T* targets, T* dy, std::size_t batch, step_scalars* s) const {
+    static_assert(diag::classification_needs_two_classes<diag::output_width<N>, (N >= 2)>::value);
+    ops<B>::categorical_crossentropy_loss(y, targets, batch, N, dy, 1.0 / double(batch), from_logits, s);
+  }
+
+  // Sum over the batch of per-sample losses; dy (if not null) receives the gradient of the batch
+  // mean. Host memory (a host backend's).
   template <std::size_t N, class B = cpu<>, class T>
   double compute(const T* y, const T* targets, T* dy, std::size_t batch) const {
-    static_assert(diag::classification_needs_two_classes<diag::output_width<N>, (N >= 2)>::value);
-    const double scale = 1.0 / double(batch);
-    if (from_logits) return ops<B>::categorical_crossentropy_logits(y, targets, batch, N, dy, scale);
-    double total = 0;
-    for (std::size_t i = 0; i < batch; ++i) {
-      const T* tr = targets + i * N;
-      auto t = [tr](std::size_t j) { return double(tr[j]); };
-      total += detail::crossentropy_probs_row(y + i * N, t, N, dy ? dy + i * N : nullptr, scale);
-    }
-    return total;
+    step_scalars s;
+    accumulate<N, B>(y, targets, dy, batch, &s);
+    return s.loss_sum;
   }
 };
 

@@ -8,6 +8,7 @@
 
 #include "../backends/cpu/ops.hpp"
 #include "../core/output_rule.hpp"
+#include "../core/plan.hpp"
 #include "../core/targets.hpp"
 
 namespace ctnn {
@@ -22,9 +23,21 @@ struct mean_squared_error {
 
   std::string name() const { return accepts.name; }
 
+  // The loss through ops<B> into the step's scalars s (B's memory, as y, targets and dy): the sum of
+  // the per-sample losses added to s->loss_sum; dy (if not null) receives the gradient of the batch
+  // mean times s->loss_scale.
+  template <std::size_t N, class B = cpu<>, class T>
+  void accumulate(const T* y, const T* targets, T* dy, std::size_t batch, step_scalars* s) const {
+    ops<B>::squared_error_loss(y, targets, batch * N, dy, 2.0 / double(N) / double(batch), double(N), s);
+  }
+
+  // Sum over the batch of per-sample losses; dy (if not null) receives the gradient of the batch
+  // mean. Host memory (a host backend's).
   template <std::size_t N, class B = cpu<>, class T>
   double compute(const T* y, const T* targets, T* dy, std::size_t batch) const {
-    return ops<B>::squared_error(y, targets, batch * N, dy, 2.0 / double(N) / double(batch)) / double(N);
+    step_scalars s;
+    accumulate<N, B>(y, targets, dy, batch, &s);
+    return s.loss_sum;
   }
 };
 

@@ -14,9 +14,9 @@
 
 #include "../core/diagnostics.hpp"
 #include "../core/output_rule.hpp"
+#include "../core/plan.hpp"
 #include "../core/targets.hpp"
 #include "../backends/cpu/ops.hpp"
-#include "detail.hpp"
 
 namespace ctnn {
 
@@ -29,33 +29,34 @@ struct sparse_categorical_crossentropy {
 
   std::string name() const { return accepts.name; }
 
+  // Throws std::out_of_range naming the first sample whose label (host memory) is outside [0, N).
+  template <std::size_t N>
+  void check_targets(const std::int32_t* labels, std::size_t batch) const {
+    for (std::size_t i = 0; i < batch; ++i) {
+      const std::int32_t l = labels[i];
+      if (l < 0 || std::size_t(l) >= N)
+        throw std::out_of_range("sparse_categorical_crossentropy: label " + std::to_string(l) + " of sample " +
+                                std::to_string(i) + " in the batch is outside [0, " + std::to_string(N) + ")");
+    }
+  }
+
+  // The loss through ops<B> into the step's scalars s (B's memory, as y, labels and dy): the sum of
+  // the per-sample losses added to s->loss_sum; dy (if not null) receives the gradient of the batch
+  // mean times s->loss_scale. The labels are checked on the host before (check_targets).
+  template <std::size_t N, class B = cpu<>, class T>
+  void accumulate(const T* y, const std::int32_t* labels, T* dy, std::size_t batch, step_scalars* s) const {
+    static_assert(diag::classification_needs_two_classes<diag::output_width<N>, (N >= 2)>::value);
+    ops<B>::sparse_crossentropy_loss(y, labels, batch, N, dy, 1.0 / double(batch), from_logits, s);
+  }
+
   // Sum over the batch of per-sample losses; dy (if not null) receives the
-  // gradient of the batch mean.
+  // gradient of the batch mean. Host memory (a host backend's); nothing is written for a bad label.
   template <std::size_t N, class B = cpu<>, class T>
   double compute(const T* y, const std::int32_t* labels, T* dy, std::size_t batch) const {
-    static_assert(diag::classification_needs_two_classes<diag::output_width<N>, (N >= 2)>::value);
-    const double scale = 1.0 / double(batch);
-    if constexpr (!runs_host_code<B>) {  // a device backend: its op checks the labels (no device op for probabilities)
-      if (!from_logits)
-        throw std::invalid_argument("sparse_categorical_crossentropy: from_logits = false has no device op (" +
-                                    B::name() + ")");
-      return ops<B>::sparse_crossentropy_logits(y, labels, batch, N, dy, scale);
-    } else {
-      for (std::size_t i = 0; i < batch; ++i) {  // every label first: nothing is written for a bad batch
-        const std::int32_t l = labels[i];
-        if (l < 0 || std::size_t(l) >= N)
-          throw std::out_of_range("sparse_categorical_crossentropy: label " + std::to_string(l) + " of sample " +
-                                  std::to_string(i) + " in the batch is outside [0, " + std::to_string(N) + ")");
-      }
-      if (from_logits) return ops<B>::sparse_crossentropy_logits(y, labels, batch, N, dy, scale);
-      double total = 0;
-      for (std::size_t i = 0; i < batch; ++i) {
-        const auto l = std::size_t(labels[i]);
-        auto t = [l](std::size_t j) { return j == l ? 1.0 : 0.0; };
-        total += detail::crossentropy_probs_row(y + i * N, t, N, dy ? dy + i * N : nullptr, scale);
-      }
-      return total;
-    }
+    check_targets<N>(labels, batch);  // every label first: nothing is written for a bad batch
+    step_scalars s;
+    accumulate<N, B>(y, labels, dy, batch, &s);
+    return s.loss_sum;
   }
 };
 

@@ -85,10 +85,15 @@ sensitivity_table sensitivity_analysis(const M& m, const L& loss, const D& valid
             std::vector<std::uint8_t> mask(Ly::kernel_count);
             for (double s : sparsities) {
               MT c = m;
-              auto w = c.template layer_parameters<I>();
-              pruning::compute_mask<unstructured>(w.data(), Ly::K, Ly::kernel_count / Ly::K, s, mask.data());
+              // the kernel through a host view of the parameters (the model's memory on a host backend)
+              using W = typename MT::variable_type;
+              const std::size_t at = std::size_t(c.template layer_parameters<I>().data() - c.parameters().data());
+              auto v = c.host_region(role::parameter);
+              W* w = reinterpret_cast<W*>(v.data()) + at;
+              pruning::compute_mask<unstructured>(w, Ly::K, Ly::kernel_count / Ly::K, s, mask.data());
               for (std::size_t i = 0; i < Ly::kernel_count; ++i)
                 if (!mask[i]) w[i] = 0;
+              v.commit();
               row.push_back(evaluate(c, loss, validation, metric)[t.metric]);
             }
             t.value.push_back(std::move(row));

@@ -139,12 +139,15 @@ logs evaluate_impl(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics,
   double total = 0;
   std::size_t n = 0;
   for (std::size_t batch = 0; cur.next(b); ++batch) {
+    check_loss_targets<M::output_size>(loss, b.y.data(), b.size);
+    m.reset_scalars();
     const auto* y = m.forward(b.x.data(), b.size, false);
     const auto* t = m.feed(1, b.y.data(), b.size * target_width<M, std::remove_cvref_t<decltype(b.y[0])>>());
-    const double batch_sum = m.run([&] {
-      return loss.template compute<M::output_size, typename M::backend>(
-          y, t, static_cast<typename M::value_type*>(nullptr), b.size);
+    m.run([&] {
+      loss_into<M::output_size, typename M::backend>(loss, y, t, static_cast<typename M::value_type*>(nullptr), b.size,
+                                                    m.scalars());
     });
+    const double batch_sum = m.read_scalars().loss_sum;  // the one read of the batch's scalars
     if (!std::isfinite(batch_sum))
       check_loss_finite(batch_sum, (prefix.empty() ? "evaluate: batch " : "fit: validation batch ") + std::to_string(batch + 1));
     // evaluate (not fit's validation: fit checks after every update) checks the variables once,

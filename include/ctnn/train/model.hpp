@@ -51,6 +51,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -339,6 +340,30 @@ class model {
 
   // Where the loss writes dL/d(output) for the last forward's batch.
   value_type* output_gradient() noexcept { return delta<value_type>(0); }
+
+  // The step's scalars (core/plan.hpp's step_scalars) in the backend's memory: a member on a
+  // host-accessible backend (the model's one allocation stays the plan's), else a small allocation
+  // of its own. The loss ops accumulate into scalars(); reset_scalars writes them (sums 0, the loss
+  // scale) and read_scalars reads them (one memory::copy each way on a device).
+  step_scalars* scalars() noexcept {
+    if constexpr (Backend::memory::host_accessible) return &scalars_;
+    else return reinterpret_cast<step_scalars*>(scalars_.data());
+  }
+  void reset_scalars(double loss_scale = 1.0) {
+    step_scalars h;
+    h.loss_scale = loss_scale;
+    if constexpr (Backend::memory::host_accessible) scalars_ = h;
+    else Backend::memory::copy(scalars_.data(), &h, sizeof h);
+  }
+  step_scalars read_scalars() const {
+    if constexpr (Backend::memory::host_accessible) {
+      return scalars_;
+    } else {
+      step_scalars h;
+      Backend::memory::copy(&h, scalars_.data(), sizeof h);
+      return h;
+    }
+  }
 
   // Back-propagates output_gradient() through every layer.
   // Then widens the compute-type gradients of the layers that have them into gradients().
@@ -641,6 +666,13 @@ class model {
   std::uint64_t seed_;
   rng gen_;
   plan_memory<Backend> mem_;
+  // the step's scalars (scalars())
+  using scalars_storage = std::conditional_t<Backend::memory::host_accessible, step_scalars, plan_memory<Backend>>;
+  static scalars_storage make_scalars() {
+    if constexpr (Backend::memory::host_accessible) return step_scalars{};
+    else return plan_memory<Backend>(step_scalars_bytes);
+  }
+  scalars_storage scalars_ = make_scalars();
   plan_layout lay_{};
   std::size_t batch_capacity_ = 0;
   std::size_t slots_ = 0;

@@ -3,8 +3,11 @@
 // train_step<M, L, O, Hooks...>::run(batch) runs, in this order:
 //   1. forward             the model on the batch (training mode)
 //   2. loss                loss and dL/dy, the latter multiplied by
-//                          state.loss_scale (hooks' scale_loss may set it)
-//   3. backward            gradients of every parameter from dL/dy
+//                          state.loss_scale (hooks' scale_loss may set it),
+//                          through ops<B> into the model's scalars
+//   3. backward            gradients of every parameter from dL/dy; then the
+//                          step reads the scalars once (loss sum, non-finite
+//                          flag) and stops when the loss (+ penalty) is not finite
 //   4. transform_gradients each hook's transform_gradients(state), then the
 //                          regularization penalties' gradients are added
 //                          (unscaled), then the optimizer's (with_options:
@@ -39,6 +42,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "../losses/loss.hpp"
 #include "model.hpp"
 #include "numerics.hpp"
 
@@ -112,24 +116,33 @@ class train_step {
     each([&](auto& h) {
       if constexpr (has_scale_loss<std::remove_cvref_t<decltype(h)>, M>) h.scale_loss(s);
     });
+    detail::check_loss_targets<M::output_size>(loss_, y, n);  // on the host, before anything runs
+    m_.reset_scalars(s.loss_scale);                              // sums 0, the loss scale the loss ops read
     // the batch where the model reads it (the feeder: zero-copy on the CPU)
     const T* dx = m_.feed(0, x, n * M::input_size);
     const Target* dy = m_.feed(1, y, n * detail::target_width<M, Target>());
 
-    return m_.run(
+    // 1. - 3. nothing here reads the backend's memory on the host (a device runner may capture them)
+    m_.run(
         [&] {
-          step_result r;
           // 1. forward
           const T* out = m_.forward_fed(dx, n, true);
-          // 2. loss
-          r.loss_sum = loss_.template compute<M::output_size, B>(out, dy, m_.output_gradient(), n);
-          r.penalty = m_.penalty();
+          // 2. loss: the loss sum into the scalars, dL/dy times the loss scale
+          detail::loss_into<M::output_size, B>(loss_, out, dy, m_.output_gradient(), n, m_.scalars());
           last_output_ = out;
-          if (!std::isfinite(r.loss_sum + r.penalty)) return r;  // the caller decides (fit raises numeric_error)
-          if (s.loss_scale != 1.0) scale(m_.output_gradient(), n * M::output_size, T(s.loss_scale));
           // 3. backward (the regularizers' gradients are added in phase 4, unscaled)
           m_.backward();
-          // 4. - 6.
+        },
+        !ieee_denormals_);
+    // the one read of the scalars per step, then the host decides
+    const step_scalars sc = m_.read_scalars();
+    step_result r;
+    r.loss_sum = sc.loss_sum;
+    r.penalty = m_.run([&] { return m_.penalty(); }, !ieee_denormals_);  // the variables are as phases 1-3 saw them
+    if (sc.non_finite || !std::isfinite(r.loss_sum + r.penalty)) return r;  // the caller decides (fit raises numeric_error)
+    // 4. - 6.
+    return m_.run(
+        [&] {
           r.updated = apply_gradients(s);
           r.parameters_finite = s.parameters_finite;
           r.skipped = s.skip_step;
@@ -196,7 +209,6 @@ class train_step {
     ++os.steps;
     return s.apply_update;
   }
-  static void scale(T* d, std::size_t n, T k) { ops<B>::scale(d, n, k); }
   template <class F>
   void each(F&& f) {
     std::apply([&](auto&... h) { (f(h), ...); }, hooks_);

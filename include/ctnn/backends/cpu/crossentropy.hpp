@@ -6,7 +6,8 @@
 // tests/losses/test_logits_simd.cpp) and the all-double
 // crossentropy_logits_row_reference otherwise. The losses reach it through
 // ops<cpu<Arch>>: the batched sparse_crossentropy_logits and
-// categorical_crossentropy_logits (rows of it), squared_error (MSE).
+// categorical_crossentropy_logits (rows of it), squared_error (MSE); the
+// probabilities' row (crossentropy_probs_row, Keras' clipping) and its batches.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -82,6 +83,33 @@ double crossentropy_logits_row(const T* z, Target&& t, std::size_t n, T* d, doub
     return crossentropy_logits_row_reference(z, t, n, d, scale);
 }
 
+inline constexpr double probability_epsilon = 1e-7;  // keras.config.epsilon()
+
+// Cross-entropy of one row of probabilities p[n] against target weights t[n]
+// (one-hot or soft). As Keras: o = p / sum(p), c = clip(o, eps, 1 - eps),
+// loss = -sum t log c. If d is given it receives d loss / d p, times scale.
+template <class T, class Target>
+double crossentropy_probs_row(const T* p, Target&& t, std::size_t n, T* d, double scale) {
+  double s = 0;
+  for (std::size_t j = 0; j < n; ++j) s += double(p[j]);
+  const double eps = probability_epsilon;
+  double loss = 0, dot = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    const double o = double(p[j]) / s;
+    const double c = std::clamp(o, eps, 1.0 - eps);
+    const double tj = t(j);
+    loss -= tj * std::log(c);
+    if (d) {
+      const double g = (o > eps && o < 1.0 - eps) ? -tj / c : 0.0;  // d loss / d o
+      d[j] = T(g);
+      dot += g * o;
+    }
+  }
+  if (d)
+    for (std::size_t j = 0; j < n; ++j) d[j] = T((double(d[j]) - dot) / s * scale);
+  return loss;
+}
+
 // ---- the losses' batched kernels (ops<cpu<Arch>>: sparse_crossentropy_logits, ...) ----
 // Each returns the sum of the per-sample losses over `rows` samples and, when d
 // is not null, writes the gradient times scale (the losses pass 1 / batch).
@@ -108,6 +136,32 @@ double categorical_crossentropy_logits(const T* z, const T* targets, std::size_t
     const T* tr = targets + i * n;
     auto t = [tr](std::size_t j) { return double(tr[j]); };
     total += crossentropy_logits_row<T, Arch>(z + i * n, t, n, d ? d + i * n : nullptr, scale);
+  }
+  return total;
+}
+
+// Rows of probabilities p[rows, n] against one class index per row (in [0, n)).
+template <class T>
+double sparse_crossentropy_probs(const T* p, const std::int32_t* labels, std::size_t rows, std::size_t n, T* d,
+                                 double scale) {
+  double total = 0;
+  for (std::size_t i = 0; i < rows; ++i) {
+    const auto l = std::size_t(labels[i]);
+    auto t = [l](std::size_t j) { return j == l ? 1.0 : 0.0; };
+    total += crossentropy_probs_row(p + i * n, t, n, d ? d + i * n : nullptr, scale);
+  }
+  return total;
+}
+
+// Rows of probabilities p[rows, n] against target weights t[rows, n].
+template <class T>
+double categorical_crossentropy_probs(const T* p, const T* targets, std::size_t rows, std::size_t n, T* d,
+                                      double scale) {
+  double total = 0;
+  for (std::size_t i = 0; i < rows; ++i) {
+    const T* tr = targets + i * n;
+    auto t = [tr](std::size_t j) { return double(tr[j]); };
+    total += crossentropy_probs_row(p + i * n, t, n, d ? d + i * n : nullptr, scale);
   }
   return total;
 }

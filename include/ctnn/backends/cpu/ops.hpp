@@ -19,9 +19,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 #include "../../core/half.hpp"
+#include "../../core/plan.hpp"
 #include "../../kernels/functors.hpp"
 #include "activations.hpp"
 #include "backend.hpp"
@@ -281,6 +283,38 @@ struct ops<cpu<Arch>> {
   template <class T>
   static double squared_error(const T* y, const T* t, std::size_t count, T* d, double scale) {
     return kernels::cpu::squared_error(y, t, count, d, scale);
+  }
+
+  // ---- losses into a step's scalars (has_loss_ops; core/plan.hpp's step_scalars) ----
+  // Each adds the sum of its rows' losses to s->loss_sum (s->non_finite set when that sum is NaN
+  // or infinite) and, when d is not null, writes the gradient of the batch mean times scale, then
+  // multiplied by s->loss_scale (when not 1). Labels are in [0, n) (the loss checks them on the host).
+  template <class T>
+  static void sparse_crossentropy_loss(const T* y, const std::int32_t* labels, std::size_t rows, std::size_t n, T* d,
+                                       double scale, bool from_logits, step_scalars* s) {
+    finish_loss(from_logits ? sparse_crossentropy_logits(y, labels, rows, n, d, scale)
+                            : kernels::cpu::sparse_crossentropy_probs(y, labels, rows, n, d, scale),
+                d, rows * n, s);
+  }
+  template <class T>
+  static void categorical_crossentropy_loss(const T* y, const T* t, std::size_t rows, std::size_t n, T* d,
+                                            double scale, bool from_logits, step_scalars* s) {
+    finish_loss(from_logits ? categorical_crossentropy_logits(y, t, rows, n, d, scale)
+                            : kernels::cpu::categorical_crossentropy_probs(y, t, rows, n, d, scale),
+                d, rows * n, s);
+  }
+  // The sum of (y - t)^2 over count values divided by divisor (MSE: the outputs per sample);
+  // d = scale * (y - t).
+  template <class T>
+  static void squared_error_loss(const T* y, const T* t, std::size_t count, T* d, double scale, double divisor,
+                                 step_scalars* s) {
+    finish_loss(squared_error(y, t, count, d, scale) / divisor, d, count, s);
+  }
+  template <class T>
+  static void finish_loss(double sum, T* d, std::size_t count, step_scalars* s) {
+    s->loss_sum += sum;
+    if (!std::isfinite(sum)) s->non_finite = 1;
+    if (d && s->loss_scale != 1.0) scale(d, count, T(s->loss_scale));
   }
 
   // ---- optimizer updates (element-wise over n parameters; true when every new w is finite) ----

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "../../kernels/conv_reference.hpp"
+#include "../../core/plan.hpp"
 #include "../../kernels/functors.hpp"
 #include "types.cuh"
 
@@ -483,5 +484,94 @@ __global__ void col2im(const conv_geometry G, const T* cols, T* dx, std::size_t 
 }
 
 #undef CTNN_GRID_STRIDE
+
+
+// ---- the batched losses into a step's scalars (ops<cuda<SM>>::*_loss; core/plan.hpp's step_scalars) ----
+// The formulas of the CPU kernels (backends/cpu/crossentropy.hpp), one warp per row, the row's sums
+// in double. d = gradient * scale, then times s->loss_scale (read when the kernel runs, so a
+// captured step sees the scale of each replay); the row's loss is added to s->loss_sum and a
+// non-finite one sets s->non_finite. Labels are in [0, cols) (the loss checks them on the host;
+// one outside adds nothing but a zero gradient row here).
+__device__ inline double warp_sum_double(double v) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ inline void add_loss(step_scalars* s, double loss) {
+  atomicAdd(&s->loss_sum, loss);
+  if (!isfinite(loss)) atomicOr(&s->non_finite, 1u);
+}
+// Targets: labels (one class per row) when not null, else target weights t[rows, cols].
+template <class T>
+__global__ void crossentropy_loss(const T* z, const std::int32_t* labels, const T* targets, T* d, std::size_t rows,
+                                  std::size_t cols, double scale, bool from_logits, step_scalars* s) {
+  const std::size_t r = blockIdx.x * std::size_t(blockDim.x / 32) + threadIdx.x / 32;
+  const unsigned lane = threadIdx.x % 32;
+  if (r >= rows) return;
+  const T* zr = z + r * cols;
+  T* dr = d ? d + r * cols : nullptr;
+  const std::int64_t label = labels ? std::int64_t(labels[r]) : -1;
+  auto t = [&](std::size_t j) -> double {
+    return labels ? (std::int64_t(j) == label ? 1.0 : 0.0) : double(load(targets[r * cols + j]));
+  };
+  const double ls = s->loss_scale;
+  double loss = 0;
+  if (from_logits) {
+    float mx = -INFINITY;
+    for (std::size_t j = lane; j < cols; j += 32) mx = fmaxf(mx, load(zr[j]));
+    mx = warp_max(mx);
+    double sum = 0, tsum = 0;
+    for (std::size_t j = lane; j < cols; j += 32) sum += exp(double(load(zr[j])) - double(mx)), tsum += t(j);
+    sum = warp_sum_double(sum);
+    tsum = warp_sum_double(tsum);
+    const double lse = double(mx) + log(sum);
+    for (std::size_t j = lane; j < cols; j += 32) {
+      const double zj = double(load(zr[j]));
+      loss -= t(j) * (zj - lse);
+      if (dr) dr[j] = store<T>(load(store<T>(float((exp(zj - lse) * tsum - t(j)) * scale))) * float(ls));
+    }
+  } else {
+    const double eps = 1e-7;  // keras.config.epsilon()
+    double sum = 0;
+    for (std::size_t j = lane; j < cols; j += 32) sum += double(load(zr[j]));
+    sum = warp_sum_double(sum);
+    double dot = 0;
+    for (std::size_t j = lane; j < cols; j += 32) {
+      const double o = double(load(zr[j])) / sum, c = fmin(fmax(o, eps), 1.0 - eps);
+      loss -= t(j) * log(c);
+      const double g = (o > eps && o < 1.0 - eps) ? -t(j) / c : 0.0;
+      dot += g * o;
+    }
+    dot = warp_sum_double(dot);
+    if (dr)
+      for (std::size_t j = lane; j < cols; j += 32) {
+        const double o = double(load(zr[j])) / sum, c = fmin(fmax(o, eps), 1.0 - eps);
+        const double g = (o > eps && o < 1.0 - eps) ? -t(j) / c : 0.0;
+        dr[j] = store<T>(load(store<T>(float((g - dot) / sum * scale))) * float(ls));
+      }
+  }
+  loss = warp_sum_double(loss);
+  if (lane == 0) add_loss(s, loss);
+}
+// sum (y - t)^2 / divisor over count values (each warp's part added), d = scale (y - t) loss_scale.
+template <class T>
+__global__ void squared_error_loss(const T* y, const T* t, T* d, std::size_t count, double scale, double divisor,
+                                   step_scalars* s) {
+  const double ls = s->loss_scale;
+  double part = 0;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  const std::size_t first = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  // every lane of a warp runs the same number of rounds (the warp sum below needs them all)
+  const std::size_t warp_first = first - threadIdx.x % 32;
+  for (std::size_t base = warp_first; base < count; base += stride) {
+    const std::size_t i = base + threadIdx.x % 32;
+    if (i < count) {
+      const double e = double(load(y[i])) - double(load(t[i]));
+      part += e * e;
+      if (d) d[i] = store<T>(load(store<T>(float(scale * e))) * float(ls));
+    }
+  }
+  part = warp_sum_double(part);
+  if (threadIdx.x % 32 == 0 && warp_first < count) add_loss(s, part / divisor);
+}
 
 }  // namespace ctnn::cuda_kernels

@@ -276,6 +276,32 @@ struct ops<cuda<SM>> {
     return h[0];
   }
 
+  // ---- losses into a step's scalars (has_loss_ops; s in device memory): nothing waits ----
+  template <cuda_storage T>
+  static void sparse_crossentropy_loss(const T* y, const std::int32_t* labels, std::size_t rows, std::size_t n, T* d,
+                                       double scale, bool from_logits, step_scalars* s) {
+    if (!rows) return;
+    cuda_kernels::crossentropy_loss<<<grid(rows * 32), block, 0, stream()>>>(y, labels, static_cast<const T*>(nullptr), d,
+                                                                             rows, n, scale, from_logits, s);
+    launched();
+  }
+  template <cuda_storage T>
+  static void categorical_crossentropy_loss(const T* y, const T* t, std::size_t rows, std::size_t n, T* d,
+                                            double scale, bool from_logits, step_scalars* s) {
+    if (!rows) return;
+    cuda_kernels::crossentropy_loss<<<grid(rows * 32), block, 0, stream()>>>(
+        y, static_cast<const std::int32_t*>(nullptr), t, d, rows, n, scale, from_logits, s);
+    launched();
+  }
+  template <cuda_storage T>
+  static void squared_error_loss(const T* y, const T* t, std::size_t count, T* d, double scale, double divisor,
+                                 step_scalars* s) {
+    if (!count) return;
+    cuda_kernels::squared_error_loss<<<std::min(grid(count), 1024u), block, 0, stream()>>>(y, t, d, count, scale,
+                                                                                           divisor, s);
+    launched();
+  }
+
   // ---- optimizer updates (element-wise over n parameters; true when every new w is finite) ----
   template <cuda_storage T, class S>
   static bool adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, S alpha, S b1, S b2, S eps, bool ams) {
