@@ -3,9 +3,7 @@
 // device runs cpu<>'s kernels, so every comparison asks for the same bits
 // except under float64 (there predict after a step differs from cpu<>'s in the
 // last bits for the activation-layer network at batch 7: compared within
-// 1e-10), and the pruned network trains without update_pruning_step, which
-// still reads the weights from the host directly (pruning/update_pruning_step.hpp:
-// a SIGSEGV on this backend until it goes through a host view).
+// 1e-10); the pruned network trains with update_pruning_step (through host views).
 #include "device/simulated_device.hpp"
 #include "parity/parity.hpp"
 
@@ -13,7 +11,5 @@ template <class P>
 inline constexpr bool parity::exact<sim::device, P> = !std::is_same_v<P, ctnn::precision::float64>;
 template <>
 inline constexpr bool parity::same_dropout_draw<sim::device> = true;
-template <>
-inline constexpr bool parity::pruning_step<sim::device> = false;
 
 PARITY_SPARSE_CASES(sim::device, "parity on the simulated device")
