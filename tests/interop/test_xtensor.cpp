@@ -28,7 +28,7 @@ xt::xtensor<float, 3> inputs(std::size_t n) {
   return x;
 }
 
-// Different batch sizes take different GEMM paths (core/design.md), so outputs of
+// Different batch sizes take different GEMM paths (docs/design.md), so outputs of
 // one sample computed in batches of different sizes agree to rounding, not to the bit.
 bool close(const auto& a, const auto& b) {
   if (a.size() != b.size()) return false;

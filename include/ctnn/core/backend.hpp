@@ -1,29 +1,19 @@
 // ctnn/core/backend.hpp — backends: where a model's memory lives and who runs its ops.
 //
 // A backend is a type. It provides
-//   memory    — allocate(bytes) / deallocate(p, bytes) / copy(dst, src, bytes)
-//               (64-byte aligned; copy works between the backend's memory and
-//               the host in either direction; host_accessible says whether
-//               the host may read the bytes directly) and memory::host_view
-//               (optional: by default zero_copy_view on host-accessible
-//               memory, host_mirror elsewhere);
-//   ops<B>    — a specialization of ctnn::ops (backends/cpu/ops.hpp for cpu<Arch>)
-//               through which layers, losses, activations and optimizers call
-//               every kernel; they never name kernels::cpu. It satisfies
-//               BackendOps<B> (backend_ops.hpp: products, element-wise maps,
-//               reductions, conversions, optimizer updates, loss kernels).
-//               How a backend parallelises (the CPU thread pool, a stream)
-//               is its own business, not part of the op set.
-//   feeder    — (optional) how a batch reaches the model: feed(slot, host, n)
-//               returns where the model reads it (zero_copy_feeder: the host
-//               pointer itself; staging_feeder: a copy in the backend's memory);
-//   runner    — (optional) how the forward/loss/backward/update phases run:
-//               run(f, flush_denormals) calls f as the backend executes work
-//               (plain_runner: a plain call; the CPU's adds its denormal guard).
-// The model, the step, fit, callbacks and weights files are the same for every
-// backend: host code reaches a model's memory only through host_view or
-// memory::copy. This header names no backend: cpu<Arch> and host_memory are in
-// backends/cpu/backend.hpp, cuda<SM> in backends/cuda/backend.hpp.
+//   memory  — allocate(bytes) / deallocate(p, bytes) / copy(dst, src, bytes) (64-byte
+//             aligned; copy works to and from the host), host_accessible, and optionally
+//             memory::host_view (default: zero_copy_view on host memory, host_mirror elsewhere);
+//   ops<B>  — the op set every layer, loss, activation and optimizer calls; it satisfies
+//             BackendOps<B> (backend_ops.hpp). How it parallelises is its own business;
+//   feeder  — (optional) feed(slot, host, n): where the model reads a batch
+//             (zero_copy_feeder on host memory, staging_feeder elsewhere);
+//   runner  — (optional) run(f, flush_denormals): how the phases of a step execute
+//             (plain_runner; the CPU's adds its denormal guard; CUDA's times and captures).
+// The model, step, fit, callbacks and weights files are the same for every backend: host
+// code reaches a model's memory only through a host view or memory::copy. This header names
+// no backend (cpu<Arch>: backends/cpu/backend.hpp; cuda<SM>: backends/cuda/backend.hpp).
+// docs/design.md, "The backend" and "Add a backend".
 #pragma once
 #include <cstddef>
 #include <new>

@@ -1,31 +1,18 @@
 // ctnn/core/plan.hpp — buffers a bound layer declares, and the typed memory plan.
 //
-// A bound layer lists its buffers as `static constexpr std::array<buffer, n>
-// buffers`: each with a role, an element kind, an extent (elements; per
-// sample for per-sample roles), a name and a logical shape. Roles:
-//   parameter  trainable variables (a gradient buffer and the optimizer's slots
-//              follow each one automatically)
-//   state      non-trainable variables saved with the weights (moving statistics)
-//   mask       saved with the weights, never updated by the optimizer (pruning)
-//   metadata   small per-layer values saved with the weights (indices, counters)
-//   cache      per-sample scratch kept from forward to backward
-// The element kind is resolved by the precision policy: variable (the
-// policy's variable_type), compute (its compute_type) or a fixed type (f32,
-// u8, u32). Activations (each layer's output, in the layer's compute type),
-// the two backward delta buffers and the optimizer slots are added by the
-// plan itself; so are, for a layer whose compute type differs from the
-// variable type (the mixed policies), the compute-type copy of its
-// parameters (compute_parameter), its compute-type gradients
-// (compute_gradient, widened into the gradients after backward) and, where a
-// layer's input is of another type than it computes in (the model's float
-// input, a keep_float32 layer), the converted input (converted; also the
-// model's output widened to the io type).
-//
-// plan_layout<Net, P>(batch, slots) (used by Net::plan<P, B>) gives each role
-// region's byte offset and size, 64-byte aligned per layer; it is constexpr.
-// step_scalars is the step's scalars region (the model keeps one in the
-// backend's memory, beside the plan's allocation): the loss ops of ops<B>
-// accumulate into it, the step reads it once per step (docs/training.md).
+// A bound layer lists `static constexpr std::array<buffer, n> buffers`: each with a role, an
+// element kind, an extent (per sample for per-sample roles), a name and a logical shape.
+// Declared roles: parameter (trainable; its gradient and optimizer slots follow
+// automatically), state (saved, not trained), mask (saved, never updated: pruning),
+// metadata (small saved values), cache (per-sample scratch from forward to backward).
+// The element kind is resolved by the precision policy: variable, compute, or a fixed type.
+// The plan adds activations, the two delta buffers and the optimizer slots, and, where a
+// layer computes in another type than its variables (mixed precision), compute_parameter,
+// compute_gradient and converted. plan_layout<Net, P>(batch, slots) (Net::plan<P, B>) gives
+// each role region's offset and size, 64-byte aligned per layer; it is constexpr.
+// step_scalars is the step's scalars region (loss sum, loss scale, non-finite flag), kept by
+// the model in the backend's memory beside the plan's allocation.
+// docs/design.md, "The plan", has the table of roles and regions.
 #pragma once
 #include <array>
 #include <cstddef>

@@ -109,7 +109,7 @@ struct early_stopping {
   }
   plateau_monitor plateau() const { return {monitor, mode, min_delta, patience, baseline}; }
   // Through host views (train/model.hpp: a device model's variables are copied), or
-  // the spans of a model without them (the CUDA fork's callback_model).
+  // the spans of a model type without them.
   template <class M>
   void save(M& m) {
     if constexpr (requires { m.host_region(role::parameter); }) {

@@ -1,31 +1,19 @@
 // ctnn/train/fit.hpp — fit, evaluate.
 //
-// fit(model, loss, optimizer, dataset, epochs{n}, extras...) trains in the
-// dataset's mini-batches for n epochs and returns the history. extras, in any
-// order: metrics (ctnn::Metric), callbacks (ctnn::Callback), step hooks
-// (ctnn::StepHook), validation_data(ds) and ieee_denormals{}. Each step:
-// wait for the next batch (timed as data time), then one train_step
-// (train/step.hpp: forward, loss, backward, gradient transform, update,
-// after-update; timed as compute). Per epoch the logs hold loss, each metric,
-// val_loss and val_<metric> when validation data is given, learning_rate,
-// seconds, data_seconds, compute_seconds, input_share (data time / step
-// time) and input_bound (0 not, 1 moderately, 2 highly; train/input_analysis.hpp). A non-finite loss throws ctnn::numeric_error naming the epoch and
-// step, unless a callback sets stop_training in on_batch_end (then the bad
-// update is not applied); so does a parameter or state value that is not
-// finite after an update (train/numerics.hpp), and a non-finite loss in
-// evaluate or on validation data. Validation data is checked against the
-// network at compile time as the training data is. The optimizer's slots and
-// update count are the model's (train/model.hpp); an optimizer's
-// finalize(model) (with_options' EMA) runs before on_train_end. The dataset's sample size and
-// target kind are checked against the network and loss at compile time.
+// fit(model, loss, optimizer, dataset, epochs{n}, extras...) trains for n epochs in the
+// dataset's mini-batches and returns the history. extras, in any order: metrics, callbacks,
+// step hooks, validation_data(ds), ieee_denormals{}. Each step waits for the next batch (data
+// time), then runs one train_step (train/step.hpp; compute time). Per epoch the logs hold
+// loss, each metric, val_* with validation data, learning_rate, seconds, data_seconds,
+// compute_seconds, input_share, input_bound, and whatever the backend's feeder and runner
+// log (model::log_epoch). A non-finite loss, or a non-finite parameter or state value after
+// an update, throws ctnn::numeric_error naming epoch and step (unless a callback stops
+// training in on_batch_end). Dataset and validation shapes are checked at compile time. An
+// optimizer's finalize(model) (with_options' EMA) runs before on_train_end; an all-zero
+// output on the first batch gives a warning on std::clog.
 //
-// When the network's output for the first training batch is all zeros, fit
-// writes a warning to std::clog (detail::warn_if_all_zero).
-//
-// evaluate(model, loss, dataset, metrics...) returns logs with loss and metrics.
-// After the first batch's loss it checks the model's parameters and state as
-// fit does after each update (a NaN or infinity throws ctnn::numeric_error
-// naming the variable: a NaN weight behind a relu gives a finite loss).
+// evaluate(model, loss, dataset, metrics...) returns loss and metrics, and checks the
+// model's variables for non-finite values as fit does. docs/training.md has the details.
 #pragma once
 #include <chrono>
 #include <cmath>

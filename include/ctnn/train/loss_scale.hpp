@@ -1,29 +1,16 @@
 // ctnn/train/loss_scale.hpp — loss scaling, as Keras 3's LossScaleOptimizer.
 //
-// loss_scale is a step hook (train/step.hpp) passed to fit as an extra
-// argument, beside any optimizer and with_options:
-//   scale_loss           dL/dy is multiplied by the current scale, so small
-//                        gradients survive 16-bit deltas (float16's smallest
-//                        subnormal is 2^-24);
-//   transform_gradients  if every gradient is finite they are divided by the
-//                        scale (before clipping and accumulation, which see
-//                        unscaled gradients); otherwise the step is skipped
-//                        (step_state::skip_step: no weight, optimizer slot or
-//                        update count changes) and a dynamic scale halves.
-// Dynamic (the default, Keras' values): initial scale 2^15, doubled after
-// dynamic_growth_steps (2000) finite steps in a row, halved on each skipped
-// step. fixed(s) keeps s; a non-finite gradient under a fixed scale raises
-// numeric_error instead of being skipped. A dynamic scale raises numeric_error
-// after max_consecutive_skips skipped steps in a row (the scale is then
-// 2^-25: no overflow of a scaled loss survives that, the model or the data
-// produce the NaN). A NaN in the data is not skipped: a NaN or infinite loss
-// stops the step before the backward pass and fit raises "the loss became
-// NaN"; a NaN input a relu hides from the loss (non-finite gradients, a
-// non-finite value in step_state::inputs) is let through to the update, and
-// fit raises "after the update of epoch e, step s: parameter i is NaN" —
-// the errors fit gives without loss scaling.
-// fit records, per epoch, "loss_scale" (the scale at the epoch's end) and
-// "skipped_steps" (steps skipped in that epoch) in the history.
+// loss_scale is a step hook (train/step.hpp) passed to fit as an extra argument:
+//   scale_loss           dL/dy is multiplied by the current scale (small gradients survive
+//                        16-bit deltas);
+//   transform_gradients  all gradients finite: divided by the scale (before clipping and
+//                        accumulation); otherwise the step is skipped (no weight, slot or
+//                        count changes) and a dynamic scale halves.
+// Dynamic (default, Keras' values): 2^15, doubled after dynamic_growth_steps (2000) finite
+// steps, halved on each skip; numeric_error after max_consecutive_skips skips in a row.
+// fixed(s) keeps s and raises numeric_error on a non-finite gradient. A NaN loss (NaN data)
+// is not skipped: fit raises "the loss became NaN" as without loss scaling.
+// fit records "loss_scale" and "skipped_steps" per epoch. docs/mixed-precision.md has the rest.
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -97,7 +84,7 @@ class loss_scale {
 
   // The decision of transform_gradients once it is known whether every
   // gradient is finite (a device backend checks them where they live;
-  // cuda/fit.cuh): false when the step is to be skipped (the scale halved),
+  // ops<B>::unscale): false when the step is to be skipped (the scale halved),
   // true when it goes ahead (the gradients are to be divided by the scale in
   // force before this call). non_finite_data: the batch's inputs hold a NaN
   // or infinity (the step goes ahead; see transform_gradients). Throws

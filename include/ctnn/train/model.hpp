@@ -1,45 +1,22 @@
 // ctnn/train/model.hpp — model<Net, Precision, Backend>: a network's storage and its passes.
 //
-// A model owns ONE allocation of its backend's memory, laid out by the typed
-// plan Net::plan<Precision, Backend> (core/plan.hpp): parameters | gradients
-// | state | masks | metadata | optimizer slots | activations | deltas |
-// caches, each layer's block 64-byte aligned. Layers get typed pointers to
-// their blocks (layer_slot); users get spans and, per declared buffer, a
-// variable_ref with its name, role, element type and logical shape
-// (for_each_variable). make_model<Net>(seed) initialises the parameters
-// deterministically from the seed. forward(x, batch, training) runs the
-// layers and returns the output rows; the caller keeps x alive until
-// backward(), which starts from output_gradient() (written by the loss) and
-// leaves the parameter gradients in gradients(). The allocation grows (one
-// reallocation, variables and optimizer state kept) when forward() or fit is
-// asked for a larger batch or more optimizer slots; it never shrinks.
-// predict() never reallocates it: a chunk larger than the batch capacity runs
-// its activations and caches in scratch memory of its own, so spans of the
-// variables (parameters(), layer_parameters<I>(), ...) stay valid.
-//
-// Any backend (core/backend.hpp): the layers, losses and updates run through
-// its runner (run()); host code reaches the memory through host views
-// (host_region(), for_each_variable, host_outputs()) and inputs reach it
-// through its feeder, so on a device backend parameters(), gradients(),
-// output() and the other spans point into device memory (docs/design.md).
-//
-// Mixed precision (docs/mixed-precision.md): the layers are bound with one
-// compute type; where it differs from the variable type the layer reads the
-// plan's compute-type copy of its parameters and writes compute-type
-// gradients, which backward() widens into gradients() through
-// ops<Backend>::convert. The copy is refreshed (refresh_compute_parameters(),
-// also through ops<Backend>::convert) by initialize() and, before the next
-// forward, after any writable view of the variables was handed out
-// (parameters(), layer_parameters(), for_each_variable(): an update, a load,
-// a restore; a write through a span kept across a forward needs an explicit
-// refresh_compute_parameters()). Inputs, outputs and dL/dy are io values (float under the
-// 16-bit policies), converted where a layer computes in another type.
-//
-// The optimizer's state belongs to the model it updates: its slots are a plan
-// region and its update and step counts and learning-rate scale live here
-// (optimizer_state()). fit() (re)initialises them when the model meets an
-// optimizer of another kind than the one its slots were made for, or none
-// yet; reset_optimizer() forgets them.
+// A model owns ONE allocation of its backend's memory laid out by Net::plan<Precision, Backend>
+// (core/plan.hpp), plus the step's scalars. make_model<Net>(seed) initialises the parameters
+// deterministically. forward(x, batch, training) returns the output rows (the caller keeps x
+// alive until backward()); backward() starts from output_gradient() and leaves the parameter
+// gradients in gradients(). The allocation grows (variables and optimizer state kept) when a
+// larger batch or more optimizer slots are asked for; it never shrinks, and predict() never
+// reallocates it (a larger chunk runs in scratch memory), so spans of the variables stay valid.
+// Every backend: layers, losses and updates run through its runner and ops<Backend>; host code
+// reaches the memory only through host views (host_region, for_each_variable, host_outputs)
+// and inputs through the feeder, so on a device the spans point into device memory.
+// Mixed precision: the layers compute in one type; the plan's compute-type copy of the
+// parameters is refreshed through ops<Backend>::convert before the next forward after any
+// writable view was handed out (a write through a span kept across a forward needs
+// refresh_compute_parameters()). The optimizer's slots are a plan region; its counts and
+// learning-rate scale live here (optimizer_state()); fit re-initialises them for an optimizer
+// of another kind. A backend's optional fused small-MLP hook runs where it applies
+// (fused_mlp()). docs/design.md ("The plan", "Training") and docs/mixed-precision.md.
 #pragma once
 #include <algorithm>
 #include <concepts>

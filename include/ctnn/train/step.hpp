@@ -1,39 +1,19 @@
 // ctnn/train/step.hpp — one training step in fixed phases.
 //
-// train_step<M, L, O, Hooks...>::run(batch) runs, in this order:
-//   1. forward             the model on the batch (training mode)
-//   2. loss                loss and dL/dy, the latter multiplied by
-//                          state.loss_scale (hooks' scale_loss may set it),
-//                          through ops<B> into the model's scalars
-//   3. backward            gradients of every parameter from dL/dy; then the
-//                          step reads the scalars once (loss sum, non-finite
-//                          flag) and stops when the loss (+ penalty) is not finite
-//   4. transform_gradients each hook's transform_gradients(state), then the
-//                          regularization penalties' gradients are added
-//                          (unscaled), then the optimizer's (with_options:
-//                          accumulate, clip). A hook undoes the loss scale here, and may set
-//                          state.apply_update = false (skip this update) or
-//                          state.count_iteration = false, or reject the
-//                          step (state.skip_step = true: non-finite scaled
-//                          gradients): then nothing below runs, no variable,
-//                          slot or count changes. Reducing across replicas
-//                          belongs here too.
-//   5. update              the optimizer's update of the whole parameter region
-//                          (skipped when apply_update is false); it reports
-//                          whether every new parameter is finite
-//   6. after_update        the optimizer's after_update (EMA), then each hook's
-//                          (masks); then the model's counts advance: steps
-//                          always, iterations when an update ran and
-//                          count_iteration (docs/training.md: which count
-//                          each consumer reads).
-// A hook is any object with one or more of scale_loss, transform_gradients,
-// after_update taking step_state<M>&; fit passes every extra argument that is
-// one (StepHook). The batch reaches the model through the backend's feeder
-// and phases 1 to 6 run through its runner (core/backend.hpp): on the CPU
-// with flush-to-zero and denormals-are-zero set on the calling thread and the
-// pool's workers (backends/cpu/denormals.hpp) unless ieee_denormals is true;
-// the caller's mode is restored afterwards. output() is in the backend's
-// memory (model::host_outputs reads it on the host).
+// train_step<M, L, O, Hooks...>::run(x, y, n, epoch, step):
+//   1. forward              the model on the batch (training mode)
+//   2. loss                 through ops<B> into the model's scalars; dL/dy times state.loss_scale
+//   3. backward             parameter gradients; then ONE read of the scalars: a non-finite
+//                           loss (+ penalty) ends the step here (fit raises numeric_error)
+//   4. transform_gradients  hooks (loss scale undone; may skip the update or reject the step),
+//                           regularizers' gradients (unscaled), the optimizer's (with_options)
+//   5. update               the optimizer on the whole parameter region (unless skipped)
+//   6. after_update         the optimizer's (EMA), the hooks' (masks); the counts advance
+// A hook (StepHook) has one or more of scale_loss, transform_gradients, after_update taking
+// step_state<M>&. The batch reaches the model through the backend's feeder; phases 1-3 run
+// as one runner call that reads nothing on the host (a device may capture it), phases 4-6 as
+// a second. On the CPU the runner sets flush-to-zero unless ieee_denormals is true.
+// The phases, hooks and counts in full: docs/training.md and docs/design.md, "Training".
 #pragma once
 #include <cmath>
 #include <cstddef>
