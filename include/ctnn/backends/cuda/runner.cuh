@@ -15,9 +15,10 @@
 // replay it. False (the caller runs queue() itself) when capture is off or
 // fails: then it is not tried again by this runner. A new `memory` (the
 // model reallocated) forgets the graphs. The model runs inference through it
-// (train/model.hpp); a training step's forward/loss/backward can, once the
-// loss writes the plan's scalars region instead of waiting for its sum (a
-// wait fails a capture, which then falls back to running uncaptured).
+// (train/model.hpp). A training step's phases 1-3 read nothing on the host
+// (the loss writes the step's scalars), so they could be captured too; the
+// step does not ask for it yet (a wait inside queue() fails the capture,
+// which then falls back to running uncaptured).
 // A copy of a runner starts with no graphs and no times.
 #pragma once
 #include <cstddef>
