@@ -128,3 +128,26 @@ TEST_CASE("evaluate reads each batch's loss from the scalars on the simulated de
   const logs lc = evaluate(c, sparse_categorical_crossentropy{.from_logits = true}, batched);
   CHECK(ld["loss"] == lc["loss"]);
 }
+
+TEST_CASE("with_options' clipnorm clips per variable on the device: no host copy of the variables per step") {
+  auto d = make_model<net, float, sim::device>(5);
+  auto c = make_model<net>(5);
+  optimizer_options oo;
+  oo.clipnorm = 0.05;
+  with_options o1{adam{1e-2}, oo}, o2{adam{1e-2}, oo};
+  const sparse_categorical_crossentropy loss{.from_logits = true};
+  train_step sd(d, loss, o1);
+  train_step sc(c, loss, o2);
+  for (std::size_t step = 0; step < 3; ++step) {
+    const batch_data b = make_batch(16, step + 7);
+    const std::size_t reads = sim::arena::reads, bytes = sim::arena::bytes_read;
+    sd.run(b.x.data(), b.y.data(), 16, 0, step);
+    CHECK(sim::arena::reads - reads == 1);  // the scalars only: the clip's offsets come from the plan
+    CHECK(sim::arena::bytes_read - bytes == sizeof(step_scalars));
+    sc.run(b.x.data(), b.y.data(), 16, 0, step);
+  }
+  const auto pd = d.host_region(role::parameter);
+  const auto pc = c.host_region(role::parameter);
+  REQUIRE(pd.size() == pc.size());
+  CHECK(std::memcmp(pd.data(), pc.data(), pd.size()) == 0);
+}

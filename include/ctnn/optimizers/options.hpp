@@ -97,7 +97,7 @@ struct with_options : O {
       X::accumulated_mean(g, acc, n, T(1) / T(N));
     }
     if (options.clipnorm) {
-      s.model.for_each_variable([&](const variable_ref& v) {
+      s.model.for_each_variable_in_memory([&](const variable_ref& v) {  // offsets only: no host copy
         if (v.kind == role::parameter) X::clip_by_norm(g + v.offset / sizeof(T), v.extent, *options.clipnorm);
       });
     } else if (options.global_clipnorm) {

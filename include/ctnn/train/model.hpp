@@ -259,6 +259,13 @@ class model {
     v.commit();
   }
 
+  // The same walk without a host view: v.data points into the backend's memory
+  // (for ops<Backend> and offsets; never read on the host of a device backend).
+  template <class F>
+  void for_each_variable_in_memory(F&& f) const {
+    detail::for_each_variable_in<layers, policy, plan>(mem_.data(), lay_, batch_capacity_, f);
+  }
+
   // A host view of region r (core/backend.hpp): zero-copy on host memory, a
   // copy elsewhere (read from the model when `read`; commit() writes it back).
   host_view_type host_region(role r, bool read = true) const {
