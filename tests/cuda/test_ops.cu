@@ -198,8 +198,32 @@ TEST_CASE_TEMPLATE("sparse softmax cross-entropy (float32 inside) matches the CP
                        doctest::Contains("sample 17"), std::out_of_range);
 }
 
-// ---- optimizer updates: the device against backends/cpu/updates.hpp, float32 ----
+// ---- optimizer updates: map with the rules of kernels/functors.hpp on the device against the CPU's map ----
 namespace {
+// Each optimizer's choice of rule and slots (optimizers/*.hpp), through O::map.
+template <class O, class T>
+bool adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, float a, float b1, float b2, float eps, bool ams) {
+  if (ams) return O::map(ctnn::fn::amsgrad_update<float>{a, b1, b2, eps}, n, w, g, m, v, vh);
+  return O::map(ctnn::fn::adam_update<float>{a, b1, b2, eps}, n, w, g, m, v);
+}
+template <class O, class T>
+bool adagrad_update(T* w, const T* g, T* acc, std::size_t n, float lr, float eps) {
+  return O::map(ctnn::fn::adagrad_update<float>{lr, eps}, n, w, g, acc);
+}
+template <class O, class T>
+bool sgd_update(T* w, const T* g, T* m, std::size_t n, float lr, float mom, bool nesterov) {
+  if (mom == 0.0f) return O::map(ctnn::fn::sgd_update<float>{lr}, n, w, g);
+  return O::map(ctnn::fn::momentum_update<float>{lr, mom, nesterov}, n, w, g, m);
+}
+template <class O, class T>
+bool rmsprop_update(T* w, const T* g, T* vel, T* mb, T* avg, std::size_t n, float lr, float r, float r1, float eps,
+                    float mom, bool centered) {
+  namespace fn = ctnn::fn;
+  if (centered && mom > 0) return O::map(fn::rmsprop_update<float, true, true>{lr, r, r1, eps, mom}, n, w, g, vel, avg, mb);
+  if (centered) return O::map(fn::rmsprop_update<float, true, false>{lr, r, r1, eps, mom}, n, w, g, vel, avg);
+  if (mom > 0) return O::map(fn::rmsprop_update<float, false, true>{lr, r, r1, eps, mom}, n, w, g, vel, mb);
+  return O::map(fn::rmsprop_update<float, false, false>{lr, r, r1, eps, mom}, n, w, g, vel);
+}
 struct update_case {
   std::vector<float> w, g, s1, s2, s3;
   static update_case make(std::size_t n, std::uint32_t seed) {
@@ -232,28 +256,28 @@ TEST_CASE("every optimizer update and option matches the CPU, and reports non-fi
   };
   for (bool ams : {false, true})
     check(ams ? "adam amsgrad" : "adam",
-          [&](float* w, float* g, float* m, float* v, float* vh) { return G::adam_update(w, g, m, v, vh, n, 1e-3f, 0.1f, 1e-3f, 1e-7f, ams); },
-          [&](float* w, float* g, float* m, float* v, float* vh) { return C::adam_update(w, g, m, v, vh, n, 1e-3f, 0.1f, 1e-3f, 1e-7f, ams); });
-  check("adagrad", [&](float* w, float* g, float* a, float*, float*) { return G::adagrad_update(w, g, a, n, 0.01f, 1e-7f); },
-        [&](float* w, float* g, float* a, float*, float*) { return C::adagrad_update(w, g, a, n, 0.01f, 1e-7f); });
+          [&](float* w, float* g, float* m, float* v, float* vh) { return adam_update<G>(w, g, m, v, vh, n, 1e-3f, 0.1f, 1e-3f, 1e-7f, ams); },
+          [&](float* w, float* g, float* m, float* v, float* vh) { return adam_update<C>(w, g, m, v, vh, n, 1e-3f, 0.1f, 1e-3f, 1e-7f, ams); });
+  check("adagrad", [&](float* w, float* g, float* a, float*, float*) { return adagrad_update<G>(w, g, a, n, 0.01f, 1e-7f); },
+        [&](float* w, float* g, float* a, float*, float*) { return adagrad_update<C>(w, g, a, n, 0.01f, 1e-7f); });
   for (float mom : {0.0f, 0.9f})
     for (bool nest : {false, true})
-      check("sgd", [&](float* w, float* g, float* m, float*, float*) { return G::sgd_update(w, g, m, n, 0.01f, mom, nest); },
-            [&](float* w, float* g, float* m, float*, float*) { return C::sgd_update(w, g, m, n, 0.01f, mom, nest); });
+      check("sgd", [&](float* w, float* g, float* m, float*, float*) { return sgd_update<G>(w, g, m, n, 0.01f, mom, nest); },
+            [&](float* w, float* g, float* m, float*, float*) { return sgd_update<C>(w, g, m, n, 0.01f, mom, nest); });
   for (float mom : {0.0f, 0.5f})
     for (bool centered : {false, true})
       check("rmsprop",
-            [&](float* w, float* g, float* v, float* mb, float* av) { return G::rmsprop_update(w, g, v, mb, av, n, 1e-3f, 0.9f, 0.1f, 1e-7f, mom, centered); },
-            [&](float* w, float* g, float* v, float* mb, float* av) { return C::rmsprop_update(w, g, v, mb, av, n, 1e-3f, 0.9f, 0.1f, 1e-7f, mom, centered); });
+            [&](float* w, float* g, float* v, float* mb, float* av) { return rmsprop_update<G>(w, g, v, mb, av, n, 1e-3f, 0.9f, 0.1f, 1e-7f, mom, centered); },
+            [&](float* w, float* g, float* v, float* mb, float* av) { return rmsprop_update<C>(w, g, v, mb, av, n, 1e-3f, 0.9f, 0.1f, 1e-7f, mom, centered); });
   // a NaN gradient makes a weight NaN: the flag says so, on both
   auto c = update_case::make(n, 30);
   c.g[123] = std::nanf("");
   auto w = to_device<float>(c.w), g = to_device<float>(c.g), m = to_device<float>(c.s1);
-  CHECK_FALSE(G::sgd_update(w.data(), g.data(), m.data(), n, 0.01f, 0.0f, false));
-  CHECK_FALSE(C::sgd_update(c.w.data(), c.g.data(), c.s1.data(), n, 0.01f, 0.0f, false));
+  CHECK_FALSE(sgd_update<G>(w.data(), g.data(), m.data(), n, 0.01f, 0.0f, false));
+  CHECK_FALSE(sgd_update<C>(c.w.data(), c.g.data(), c.s1.data(), n, 0.01f, 0.0f, false));
   // and the next clean update reports finite again (the flag is per call)
   auto w2 = to_device<float>(random_values(n, 31)), g2 = to_device<float>(random_values(n, 32));
-  CHECK(G::sgd_update(w2.data(), g2.data(), m.data(), n, 0.01f, 0.0f, false));
+  CHECK(sgd_update<G>(w2.data(), g2.data(), m.data(), n, 0.01f, 0.0f, false));
 
   // the options' phases: norms, clipping, accumulation, moving average
   const auto v = random_values(n, 40);
@@ -299,8 +323,8 @@ TEST_CASE_TEMPLATE("the updates in 16-bit storage match the CPU from the same ro
   auto c = update_case::make(n, 50);
   for (auto* v : {&c.w, &c.g, &c.s1, &c.s2, &c.s3}) *v = rounded<T>(*v);
   auto w = to_device<T>(c.w), g = to_device<T>(c.g), m = to_device<T>(c.s1), v = to_device<T>(c.s2), h = to_device<T>(c.s3);
-  CHECK(G::adam_update(w.data(), g.data(), m.data(), v.data(), h.data(), n, 1e-2f, 0.1f, 1e-3f, 1e-7f, false));
-  CHECK(C::adam_update(c.w.data(), c.g.data(), c.s1.data(), c.s2.data(), c.s3.data(), n, 1e-2f, 0.1f, 1e-3f, 1e-7f, false));
+  CHECK(adam_update<G>(w.data(), g.data(), m.data(), v.data(), h.data(), n, 1e-2f, 0.1f, 1e-3f, 1e-7f, false));
+  CHECK(adam_update<C>(c.w.data(), c.g.data(), c.s1.data(), c.s2.data(), c.s3.data(), n, 1e-2f, 0.1f, 1e-3f, 1e-7f, false));
   CHECK_CLOSE(T, to_host(w, n), c.w);
   CHECK_CLOSE(T, to_host(m, n), c.s1);
 }

@@ -1,12 +1,14 @@
-// backends/cpu/updates.hpp (the optimizers' update loops, vectorized: adam,
-// amsgrad, adagrad, sgd, momentum, nesterov, rmsprop plain/centered/momentum)
-// against the scalar formulas written out here, on sizes 1, 3, 17, 255, 1000,
-// float and double, on every xsimd architecture this CPU runs
-// (tests/kernels/archs.hpp).
+// The optimizers' update rules (kernels/functors.hpp: adam, amsgrad, adagrad,
+// sgd, momentum, nesterov, rmsprop plain/centered/momentum) run as the
+// optimizers run them, through the CPU's map (backends/cpu/map.hpp: xsimd
+// batches and a scalar tail), against the scalar formulas written out here,
+// on sizes 1, 3, 17, 255, 1000, float and double, on every xsimd architecture
+// this CPU runs (tests/kernels/archs.hpp).
 #include <doctest/doctest.h>
 
+#include <ctnn/backends/cpu/map.hpp>
 #include <ctnn/core/rng.hpp>
-#include <ctnn/backends/cpu/updates.hpp>
+#include <ctnn/kernels/functors.hpp>
 
 #include "kernels/archs.hpp"
 
@@ -20,6 +22,34 @@
 using namespace ctnn;
 
 namespace {
+
+// Each optimizer's choice of rule and slots (optimizers/*.hpp), through map<Arch>.
+template <class T, class Arch>
+bool adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, T alpha, T b1, T b2, T eps, bool amsgrad) {
+  using kernels::cpu::map;
+  if (amsgrad) return map<Arch>(fn::amsgrad_update<T>{alpha, b1, b2, eps}, n, w, g, m, v, vh);
+  return map<Arch>(fn::adam_update<T>{alpha, b1, b2, eps}, n, w, g, m, v);
+}
+template <class T, class Arch>
+bool adagrad_update(T* w, const T* g, T* acc, std::size_t n, T lr, T eps) {
+  return kernels::cpu::map<Arch>(fn::adagrad_update<T>{lr, eps}, n, w, g, acc);
+}
+template <class T, class Arch>
+bool sgd_update(T* w, const T* g, T* m, std::size_t n, T lr, T mom, bool nesterov) {
+  using kernels::cpu::map;
+  if (mom == T(0)) return map<Arch>(fn::sgd_update<T>{lr}, n, w, g);
+  return map<Arch>(fn::momentum_update<T>{lr, mom, nesterov}, n, w, g, m);
+}
+template <class T, class Arch>
+bool rmsprop_update(T* w, const T* g, T* vel, T* mb, T* avg, std::size_t n, T lr, T r, T r1, T eps, T mom,
+                    bool centered) {
+  using kernels::cpu::map;
+  const bool use_mom = mom > T(0);
+  if (centered && use_mom) return map<Arch>(fn::rmsprop_update<T, true, true>{lr, r, r1, eps, mom}, n, w, g, vel, avg, mb);
+  if (centered) return map<Arch>(fn::rmsprop_update<T, true, false>{lr, r, r1, eps, mom}, n, w, g, vel, avg);
+  if (use_mom) return map<Arch>(fn::rmsprop_update<T, false, true>{lr, r, r1, eps, mom}, n, w, g, vel, mb);
+  return map<Arch>(fn::rmsprop_update<T, false, false>{lr, r, r1, eps, mom}, n, w, g, vel);
+}
 
 template <class T>
 std::vector<T> draw(std::size_t n, double lo, double hi, std::uint64_t seed) {
@@ -36,7 +66,7 @@ void check_adam(std::size_t n, bool amsgrad, const char* arch) {
   auto w2 = w, m2 = m, v2 = v, vh2 = vh;
   const T alpha = T(1e-3), b1 = T(0.1), b2 = T(0.001), eps = T(1e-7);
   for (int step = 0; step < 3; ++step) {
-    kernels::cpu::adam_update<T, Arch>(w.data(), g.data(), m.data(), v.data(), vh.data(), n, alpha, b1, b2, eps, amsgrad);
+    adam_update<T, Arch>(w.data(), g.data(), m.data(), v.data(), vh.data(), n, alpha, b1, b2, eps, amsgrad);
     for (std::size_t i = 0; i < n; ++i) {
       m2[i] += (g[i] - m2[i]) * b1;
       v2[i] += (g[i] * g[i] - v2[i]) * b2;
@@ -59,7 +89,7 @@ void check_adagrad(std::size_t n, const char* arch) {
   auto w = draw<T>(n, -1, 1, n), g = draw<T>(n, -1, 1, n + 1), acc = draw<T>(n, 0.1, 0.2, n + 2);
   auto w2 = w, acc2 = acc;
   const T lr = T(0.01), eps = T(1e-7);
-  kernels::cpu::adagrad_update<T, Arch>(w.data(), g.data(), acc.data(), n, lr, eps);
+  adagrad_update<T, Arch>(w.data(), g.data(), acc.data(), n, lr, eps);
   for (std::size_t i = 0; i < n; ++i) {
     acc2[i] += g[i] * g[i];
     w2[i] -= lr * g[i] / std::sqrt(acc2[i] + eps);
@@ -78,7 +108,7 @@ void check_sgd(std::size_t n, T mom, bool nesterov, const char* arch) {
   auto w2 = w, m2 = m;
   const T lr = T(0.05);
   for (int step = 0; step < 3; ++step) {
-    kernels::cpu::sgd_update<T, Arch>(w.data(), g.data(), m.data(), n, lr, mom, nesterov);
+    sgd_update<T, Arch>(w.data(), g.data(), m.data(), n, lr, mom, nesterov);
     for (std::size_t i = 0; i < n; ++i) {
       if (mom == T(0)) {
         w2[i] -= lr * g[i];
@@ -103,7 +133,7 @@ void check_rmsprop(std::size_t n, T mom, bool centered, const char* arch) {
   auto w2 = w, vel2 = vel, mb2 = mb, avg2 = avg;
   const T lr = T(0.01), r = T(0.8), r1 = T(1.0 - 0.8), eps = T(1e-7);
   for (int step = 0; step < 3; ++step) {
-    kernels::cpu::rmsprop_update<T, Arch>(w.data(), g.data(), vel.data(), mb.data(), avg.data(), n, lr, r, r1, eps, mom,
+    rmsprop_update<T, Arch>(w.data(), g.data(), vel.data(), mb.data(), avg.data(), n, lr, r, r1, eps, mom,
                                  centered);
     for (std::size_t i = 0; i < n; ++i) {
       vel2[i] = r * vel2[i] + r1 * g[i] * g[i];
@@ -146,7 +176,7 @@ void check_all(const char* arch) {
 
 }  // namespace
 
-TEST_CASE("vectorized adam, adagrad, sgd and rmsprop updates equal the scalar formulas on every architecture this "
+TEST_CASE("map with the adam, adagrad, sgd and rmsprop rules equals the scalar formulas on every architecture this "
           "CPU runs") {
   const int ran = test::for_each_arch("updates", [](auto arch, const char* name) {
     check_all<float, decltype(arch)>(name);
@@ -167,12 +197,12 @@ void check_finite_flag(std::size_t n, std::size_t bad, T poison, const char* arc
     if (poisoned) g[bad] = poison;
     const T lr = T(0.01);
     return std::array<bool, 5>{
-        kernels::cpu::adam_update<T, Arch>(w.data(), g.data(), s1.data(), s2.data(), s3.data(), n, lr, T(0.1), T(0.001),
+        adam_update<T, Arch>(w.data(), g.data(), s1.data(), s2.data(), s3.data(), n, lr, T(0.1), T(0.001),
                                            T(1e-7), false),
-        kernels::cpu::adagrad_update<T, Arch>(w.data(), g.data(), s1.data(), n, lr, T(1e-7)),
-        kernels::cpu::sgd_update<T, Arch>(w.data(), g.data(), s1.data(), n, lr, T(0.9), true),
-        kernels::cpu::sgd_update<T, Arch>(w.data(), g.data(), nullptr, n, lr, T(0), false),
-        kernels::cpu::rmsprop_update<T, Arch>(w.data(), g.data(), s1.data(), s2.data(), s3.data(), n, lr, T(0.9), T(0.1),
+        adagrad_update<T, Arch>(w.data(), g.data(), s1.data(), n, lr, T(1e-7)),
+        sgd_update<T, Arch>(w.data(), g.data(), s1.data(), n, lr, T(0.9), true),
+        sgd_update<T, Arch>(w.data(), g.data(), nullptr, n, lr, T(0), false),
+        rmsprop_update<T, Arch>(w.data(), g.data(), s1.data(), s2.data(), s3.data(), n, lr, T(0.9), T(0.1),
                                               T(1e-7), T(0.5), true)};
   };
   for (bool ok : run(false)) CHECK(ok);

@@ -103,16 +103,16 @@ concept has_conversion_ops = requires(const float* x, float* y, typename ops<B>:
   ops<B>::widen(static_cast<const typename ops<B>::bfloat16*>(b), y, n);
 };
 
-// Optimizer updates over n parameters (optimizers/*.hpp's formulas; true when
-// every new w is finite): adam_update (amsgrad too), adagrad_update,
-// sgd_update (momentum, nesterov), rmsprop_update (centered, momentum).
-// Satisfied by: ops<cpu<A>> (updates.hpp), ops<cuda<SM>> (kernels.cuh's update kernel).
+// Optimizer updates: what optimizers/base.hpp's apply calls, ops<B>::map(rule, n, w, g,
+// slots...) with an update rule of kernels/functors.hpp (or an optimizer's own, lion.hpp)
+// over 0 to 3 slots; the rule returns the new w and map returns true when every one is finite.
+// Satisfied by: ops<cpu<A>> (map.hpp), ops<cuda<SM>> (kernels.cuh's map kernel).
 template <class B>
-concept has_optimizer_update_ops = requires(float* w, const float* g, std::size_t n, float k, bool f) {
-  { ops<B>::adam_update(w, g, w, w, w, n, k, k, k, k, f) } -> std::convertible_to<bool>;
-  { ops<B>::adagrad_update(w, g, w, n, k, k) } -> std::convertible_to<bool>;
-  { ops<B>::sgd_update(w, g, w, n, k, k, f) } -> std::convertible_to<bool>;
-  { ops<B>::rmsprop_update(w, g, w, w, w, n, k, k, k, k, k, f) } -> std::convertible_to<bool>;
+concept has_optimizer_update_ops = requires(float* w, const float* g, std::size_t n, float k) {
+  { ops<B>::map(fn::sgd_update<float>{k}, n, w, g) } -> std::convertible_to<bool>;
+  { ops<B>::map(fn::momentum_update<float>{k, k, true}, n, w, g, w) } -> std::convertible_to<bool>;
+  { ops<B>::map(fn::adam_update<float>{k, k, k, k}, n, w, g, w, w) } -> std::convertible_to<bool>;
+  { ops<B>::map(fn::amsgrad_update<float>{k, k, k, k}, n, w, g, w, w, w) } -> std::convertible_to<bool>;
 };
 
 // Loss kernels: the row-wise softmax forward / backward the probabilistic

@@ -64,7 +64,7 @@ inline std::string non_finite_name(double v) { return std::isnan(v) ? "NaN" : v 
 
 // where() builds the message's start only when something is wrong. With
 // parameters_finite (the optimizer's update already found every new
-// parameter finite, backends/cpu/updates.hpp) only the state is scanned.
+// parameter finite: ops<B>::map of its rule) only the state is scanned.
 // A model with host_region (train/model.hpp) is read through host views, so a
 // device model's variables are scanned on the host.
 template <class M, role R>

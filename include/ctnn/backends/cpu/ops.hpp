@@ -35,7 +35,6 @@
 #include "reduce.hpp"
 #include "sparse_kernels.hpp"
 #include "thread_pool.hpp"
-#include "updates.hpp"
 
 namespace ctnn {
 
@@ -315,25 +314,6 @@ struct ops<cpu<Arch>> {
     s->loss_sum += sum;
     if (!std::isfinite(sum)) s->non_finite = 1;
     if (d && s->loss_scale != 1.0) scale(d, count, T(s->loss_scale));
-  }
-
-  // ---- optimizer updates (element-wise over n parameters; true when every new w is finite) ----
-  template <class T>
-  static bool adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, T alpha, T b1, T b2, T eps, bool ams) {
-    return kernels::cpu::adam_update<T, Arch>(w, g, m, v, vh, n, alpha, b1, b2, eps, ams);
-  }
-  template <class T>
-  static bool adagrad_update(T* w, const T* g, T* acc, std::size_t n, T lr, T eps) {
-    return kernels::cpu::adagrad_update<T, Arch>(w, g, acc, n, lr, eps);
-  }
-  template <class T>
-  static bool sgd_update(T* w, const T* g, T* m, std::size_t n, T lr, T mom, bool nesterov) {
-    return kernels::cpu::sgd_update<T, Arch>(w, g, m, n, lr, mom, nesterov);
-  }
-  template <class T>
-  static bool rmsprop_update(T* w, const T* g, T* vel, T* mb, T* avg, std::size_t n, T lr, T r, T r1, T eps, T mom,
-                             bool centered) {
-    return kernels::cpu::rmsprop_update<T, Arch>(w, g, vel, mb, avg, n, lr, r, r1, eps, mom, centered);
   }
 };
 

@@ -302,33 +302,6 @@ struct ops<cuda<SM>> {
     launched();
   }
 
-  // ---- optimizer updates (element-wise over n parameters; true when every new w is finite) ----
-  template <cuda_storage T, class S>
-  static bool adam_update(T* w, const T* g, T* m, T* v, T* vh, std::size_t n, S alpha, S b1, S b2, S eps, bool ams) {
-    if (ams) return map(fn::amsgrad_update<float>{float(alpha), float(b1), float(b2), float(eps)}, n, w, g, m, v, vh);
-    return map(fn::adam_update<float>{float(alpha), float(b1), float(b2), float(eps)}, n, w, g, m, v);
-  }
-  template <cuda_storage T, class S>
-  static bool adagrad_update(T* w, const T* g, T* acc, std::size_t n, S lr, S eps) {
-    return map(fn::adagrad_update<float>{float(lr), float(eps)}, n, w, g, acc);
-  }
-  template <cuda_storage T, class S>
-  static bool sgd_update(T* w, const T* g, T* m, std::size_t n, S lr, S mom, bool nesterov) {
-    if (float(mom) == 0.0f) return map(fn::sgd_update<float>{float(lr)}, n, w, g);
-    return map(fn::momentum_update<float>{float(lr), float(mom), nesterov}, n, w, g, m);
-  }
-  template <cuda_storage T, class S>
-  static bool rmsprop_update(T* w, const T* g, T* vel, T* mb, T* avg, std::size_t n, S lr, S r, S r1, S eps, S mom,
-                             bool centered) {
-    const float f[] = {float(lr), float(r), float(r1), float(eps), float(mom)};
-    const bool use_mom = f[4] > 0.0f;
-    if (centered && use_mom)
-      return map(fn::rmsprop_update<float, true, true>{f[0], f[1], f[2], f[3], f[4]}, n, w, g, vel, avg, mb);
-    if (centered) return map(fn::rmsprop_update<float, true, false>{f[0], f[1], f[2], f[3], f[4]}, n, w, g, vel, avg);
-    if (use_mom) return map(fn::rmsprop_update<float, false, true>{f[0], f[1], f[2], f[3], f[4]}, n, w, g, vel, mb);
-    return map(fn::rmsprop_update<float, false, false>{f[0], f[1], f[2], f[3], f[4]}, n, w, g, vel);
-  }
-
   // ---- loss scaling and regularizers ----
   // out = g * *inv in float32 (out may be g when T is float); *bad = 1 when a g is not finite. Nothing waits.
   template <cuda_storage T>
