@@ -317,6 +317,44 @@ TEST_CASE("every optimizer update and option matches the CPU, and reports non-fi
   CHECK_FALSE(C::unscale(nv.data(), n, 0.5f));
 }
 
+TEST_CASE("add_penalty into the step's scalars and the factor-pointer penalty gradient match the CPU") {
+  CTNN_REQUIRE_DEVICE();
+  const std::size_t n = 3000;
+  const auto w = random_values(n, 70);
+  auto dw = to_device<float>(w);
+  ctnn::device_buffer<ctnn::step_scalars> ds{1};
+  ctnn::device_buffer<float> df{1};
+  auto scalars_of = [&] {
+    ctnn::step_scalars s;
+    ds.download(&s, 1);
+    return s;
+  };
+  for (const float factor : {0.5f, -1.0f, std::numeric_limits<float>::quiet_NaN()}) {
+    INFO("factor = " << factor);
+    ctnn::step_scalars h, c;
+    h.penalty = c.penalty = 0.25;
+    ds.upload(&h, 1);
+    df.upload(&factor, 1);
+    G::add_penalty(dw.data(), n, 0.01f, 0.02f, ds.data());        // l1_l2's
+    C::add_penalty(w.data(), n, 0.01f, 0.02f, &c);
+    G::add_penalty(dw.data(), n, 0.0f, 1.0f, df.data(), ds.data());  // dynamic_l2's
+    C::add_penalty(w.data(), n, 0.0f, 1.0f, &factor, &c);
+    const ctnn::step_scalars g = scalars_of();
+    if (factor >= 0) CHECK(std::abs(g.penalty - c.penalty) <= 1e-5 * std::abs(c.penalty));
+    else CHECK(std::isnan(g.penalty));
+    CHECK(std::isnan(c.penalty) == std::isnan(g.penalty));
+    CHECK(g.loss_sum == 0.0);
+    CHECK(g.non_finite == 0);
+    auto grad = random_values(n, 71);
+    auto dg = to_device<float>(grad);
+    G::add_penalty_gradient(dw.data(), dg.data(), n, 1.0f, 0.0f, df.data());  // dynamic_l1's
+    C::add_penalty_gradient(w.data(), grad.data(), n, 1.0f, 0.0f, &factor);
+    const auto got = to_host(dg, n);
+    if (factor >= 0) CHECK_CLOSE(float, got, grad);
+    else CHECK(std::isnan(got[0]));
+  }
+}
+
 TEST_CASE_TEMPLATE("the updates in 16-bit storage match the CPU from the same rounded values", T, __half, __nv_bfloat16) {
   CTNN_REQUIRE_DEVICE();
   const std::size_t n = 512;

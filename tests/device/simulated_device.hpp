@@ -9,8 +9,8 @@
 // fit, callbacks, weights files reading or writing it directly instead of
 // through host views, memory::copy or the feeder — is a SIGSEGV. Its
 // host_view and feeder are the defaults for device memory (host_mirror,
-// staging_feeder: core/backend.hpp). arena counts the copies, and the reads
-// (arena to host) in and outside the runner. Single-threaded use of the arena: one
+// staging_feeder: core/backend.hpp). arena counts the copies, the reads
+// (arena to host) in and outside the runner, and the waited-for reductions. Single-threaded use of the arena: one
 // thread enters the backend at a time (the CPU pool's workers run inside).
 #pragma once
 #include <sys/mman.h>
@@ -41,6 +41,8 @@ struct arena {
   static inline std::size_t allocations = 0, copies = 0, bytes_copied = 0;
   // copies from the arena to host memory (reads), and those made while the runner runs
   static inline std::size_t reads = 0, bytes_read = 0, reads_in_runner = 0;
+  // calls of the reductions that return a value (sum_squares, sum_abs: a device waits for each)
+  static inline std::size_t waits = 0;
   static inline int runner_depth = 0;
 
   static bool contains(const void* p) {
@@ -168,6 +170,14 @@ inline bool faults_on_read(const void* p) {
     const sim::scope s;                                            \
     return base::template name<V...>(std::forward<A>(a)...);      \
   }
+// ... and a reduction that returns a value, counted in arena::waits.
+#define SIM_DEVICE_WAIT(name)                                      \
+  template <auto... V, class... A>                                 \
+  static decltype(auto) name(A&&... a) {                           \
+    ++sim::arena::waits;                                           \
+    const sim::scope s;                                            \
+    return base::template name<V...>(std::forward<A>(a)...);      \
+  }
 
 template <>
 struct ctnn::ops<sim::device> : ctnn::ops<ctnn::cpu<>> {
@@ -212,10 +222,11 @@ struct ctnn::ops<sim::device> : ctnn::ops<ctnn::cpu<>> {
   SIM_DEVICE_OP(accumulated_mean)
   SIM_DEVICE_OP(moving_average)
   SIM_DEVICE_OP(add_penalty_gradient)
+  SIM_DEVICE_OP(add_penalty)
   SIM_DEVICE_OP(unscale)
   SIM_DEVICE_OP(all_finite)
-  SIM_DEVICE_OP(sum_squares)
-  SIM_DEVICE_OP(sum_abs)
+  SIM_DEVICE_WAIT(sum_squares)
+  SIM_DEVICE_WAIT(sum_abs)
   SIM_DEVICE_OP(clip_by_norm)
   // convert / widen declare their return type, so BackendOps' check on 16-bit types does not
   // instantiate their bodies (a float32 program includes no 16-bit execution).
@@ -231,3 +242,4 @@ struct ctnn::ops<sim::device> : ctnn::ops<ctnn::cpu<>> {
   }
 };
 #undef SIM_DEVICE_OP
+#undef SIM_DEVICE_WAIT

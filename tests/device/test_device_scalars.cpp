@@ -1,6 +1,6 @@
 // The step's scalars region (core/plan.hpp's step_scalars) on the simulated
-// device (simulated_device.hpp): the loss runs through ops<B> into it, and
-// train_step reads it exactly once per step, after the runner's phases 1-3
+// device (simulated_device.hpp): the loss and the regularizers' penalty run
+// through ops<B> into it, and train_step reads it exactly once per step, after the runner's phases 1-3
 // (no read from the device inside the runner), with cpu<>'s bits; loss
 // scaling, a non-finite loss and a bad label take the same paths as on cpu<>.
 #include <doctest/doctest.h>
@@ -146,6 +146,41 @@ TEST_CASE("with_options' clipnorm clips per variable on the device: no host copy
     CHECK(sim::arena::bytes_read - bytes == sizeof(step_scalars));
     sc.run(b.x.data(), b.y.data(), 16, 0, step);
   }
+  const auto pd = d.host_region(role::parameter);
+  const auto pc = c.host_region(role::parameter);
+  REQUIRE(pd.size() == pc.size());
+  CHECK(std::memcmp(pd.data(), pc.data(), pd.size()) == 0);
+}
+
+TEST_CASE("the regularizers' penalty goes into the scalars: still one read per step, with cpu<>'s bits (l2, dynamic_l1)") {
+  using reg_net = sequential<input<12>, dense<16, relu, l2<0.01f>>, dense<4, identity, dynamic_l1>>;
+  auto d = make_model<reg_net, float, sim::device>(11);
+  auto c = make_model<reg_net>(11);
+  CHECK(set_regularization(d, "l1", 0.02) == 1);
+  CHECK(set_regularization(c, "l1", 0.02) == 1);
+  adam o1{1e-2}, o2{1e-2};
+  const sparse_categorical_crossentropy loss{.from_logits = true};
+  train_step sd(d, loss, o1);
+  train_step sc(c, loss, o2);
+  for (std::size_t step = 0; step < 4; ++step) {
+    const batch_data b = make_batch(16, step + 21);
+    const std::size_t reads = sim::arena::reads, bytes = sim::arena::bytes_read, inside = sim::arena::reads_in_runner,
+                      waits = sim::arena::waits;
+    const step_result rd = sd.run(b.x.data(), b.y.data(), 16, 0, step);
+    CHECK(sim::arena::reads - reads == 1);  // the scalars, the penalty in them
+    CHECK(sim::arena::bytes_read - bytes == sizeof(step_scalars));
+    CHECK(sim::arena::reads_in_runner == inside);
+    CHECK(sim::arena::waits == waits);  // no sum_squares / sum_abs waited for
+    const step_result rc = sc.run(b.x.data(), b.y.data(), 16, 0, step);
+    CHECK(rd.loss_sum == rc.loss_sum);
+    CHECK(rd.penalty == rc.penalty);
+    CHECK(rd.penalty > 0.0);
+    CHECK(rd.updated);
+  }
+  // model::penalty (fit's and evaluate's) is the same op and one read of the scalars
+  const std::size_t reads = sim::arena::reads;
+  CHECK(d.penalty() == c.penalty());
+  CHECK(sim::arena::reads - reads == 1);
   const auto pd = d.host_region(role::parameter);
   const auto pc = c.host_region(role::parameter);
   REQUIRE(pd.size() == pc.size());

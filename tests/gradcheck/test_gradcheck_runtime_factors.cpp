@@ -2,7 +2,9 @@
 // run-time value (dynamic_dropout, dynamic_l2, dynamic_l1), in double precision.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include <ctnn/layers/dense.hpp>
@@ -29,6 +31,15 @@ TEST_CASE("gradcheck: dense with dynamic_l2 and dynamic_l1, data and penalties")
   float meta[4] = {0.01f};
   layer_slot<double> sa{p.data()}, sb{p.data(), nullptr, nullptr, nullptr, nullptr, reinterpret_cast<std::byte*>(meta)};
   CHECK(A::penalty(sa) == B::penalty(sb));
-  meta[0] = -1.0f;
-  CHECK_THROWS_WITH(B::penalty(sb), doctest::Contains("dynamic_l2: the factor must be finite and >= 0, got -1"));
+  // A factor made bad behind set_regularization's back is no silent number: the penalty and
+  // the gradient it adds are NaN (the step then stops on a non-finite loss).
+  for (const float bad : {-1.0f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    meta[0] = bad;
+    CHECK(std::isnan(B::penalty(sb)));
+    std::vector<double> g(B::parameter_count, 0.0);
+    sb.grads = g.data();
+    B::add_penalty_gradient(sb);
+    CHECK(std::isnan(g[0]));
+    CHECK(g[B::kernel_count] == 0.0);  // the bias takes no penalty
+  }
 }

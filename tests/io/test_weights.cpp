@@ -21,6 +21,7 @@
 #include <cstring>
 #include <limits>
 #include <span>
+#include <tuple>
 #include <filesystem>
 #include <string>
 #include <fstream>
@@ -311,6 +312,32 @@ TEST_CASE("weights: a tensor of every element type the loader reads has its shap
                     "layer 1 metadata 'index' has shape [45] but this model's is [44]");
   check_wrong_shape(t.p, [](int) { return u32_model{}; }, 0, "counts", 4,
                     "layer 1 metadata 'counts' has shape [3x2] but this model's is [2x3]");
+}
+
+TEST_CASE("weights: a dynamic_l2 / dynamic_l1 factor in a file that is negative or not finite is refused, naming it") {
+  tmpdir t;
+  using rnet = sequential<input<3>, dense<4, relu, dynamic_l2>, dense<2, identity, dynamic_l1>>;
+  auto a = make_model<rnet>(1), b = make_model<rnet>(2);
+  set_regularization(a, "l2", 0.125);
+  set_regularization(a, "l1", 0.5);
+  io::save_weights(a, t.p / "w.ctnn");
+  io::load_weights(b, t.p / "w.ctnn");  // factors in range travel
+  CHECK(b.penalty() == a.penalty());
+  CHECK(b.penalty() > 0.0);
+  const auto before = variable_bytes(b);
+  for (const float bad : {-1.0f, -0.0001f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    CAPTURE(bad);
+    for (const auto& [layer, name, who] : {std::tuple{0, "l2", "dynamic_l2"}, std::tuple{1, "l1", "dynamic_l1"}}) {
+      auto d = weights_file::slurp(t.p / "w.ctnn");
+      weights_file::set(d, weights_file::find(d, layer, name).values_at, bad);
+      weights_file::put_crc(d);
+      weights_file::spit(t.p / "r.ctnn", d);
+      const std::string want = "r.ctnn: layer " + std::to_string(layer + 1) + " metadata '" + name + "': " + who +
+                               ": the factor is " + detail::format_number(double(bad)) + ", not finite and >= 0";
+      CHECK_THROWS_WITH_AS(io::load_weights(b, t.p / "r.ctnn"), doctest::Contains(want.c_str()), io::weights_error);
+      CHECK(variable_bytes(b) == before);
+    }
+  }
 }
 
 TEST_CASE("weights: a dynamic_dropout rate in a file outside 0 <= rate < 1 is refused, naming the layer and the rate") {

@@ -1,7 +1,7 @@
 // backends/cpu/ops.hpp's element-wise ops, reductions and conversions (fill,
 // scale, clip_value, accumulate, accumulated_mean, moving_average,
 // add_penalty_gradient, unscale, all_finite, sum_squares, sum_abs,
-// clip_by_norm, convert / widen) and map itself, run through
+// add_penalty, clip_by_norm, convert / widen) and map itself, run through
 // ops<cpu<Arch>> against the scalar formulas written out here, on sizes with
 // every tail and one of several thread-pool chunks, float and double, on
 // every xsimd architecture this CPU runs (tests/kernels/archs.hpp).
@@ -102,6 +102,19 @@ void check_maps(std::size_t n, const char* arch) {
   for (std::size_t i = 0; i < n; ++i)
     r[i] = r[i] + (w[i] > 0 ? T(0.125) : w[i] < 0 ? T(-0.125) : T(0)) + T(2) * T(0.0625) * w[i];
   CHECK(close(a, r, tol<T>, 4.0));
+  // the same with the factors times *factor (a dynamic regularizer's), read as the map runs:
+  // the bits of the constant form with the multiplied factors; a bad factor gives NaN
+  const float factor = 0.5f;
+  a = y;
+  auto b = y;
+  O::add_penalty_gradient(w.data(), a.data(), n, T(0.25), T(0.125), &factor);
+  O::add_penalty_gradient(w.data(), b.data(), n, T(0.125), T(0.0625));
+  CHECK(a == b);
+  for (const float bad : {-0.5f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    a = y;
+    O::add_penalty_gradient(w.data(), a.data(), n, T(0), T(1), &bad);
+    CHECK(std::all_of(a.begin(), a.end(), [](T v) { return std::isnan(v); }));
+  }
 
   // unscale: g *= inv, true when every g was finite; all_finite
   a = x;
@@ -136,6 +149,24 @@ void check_reductions(std::size_t n, const char* arch) {
   CHECK(std::abs(O::sum_squares(x.data(), n) - sq) <= rt * sq);
   CHECK(std::abs(O::sum_abs(x.data(), n) - ab) <= rt * ab);
   CHECK(O::sum_squares(x.data(), 0) == 0.0);
+
+  // add_penalty: s->penalty += l1 sum |x| + l2 sum x^2 (times *factor when given), not waited for
+  step_scalars s;
+  s.penalty = 1.0;
+  O::add_penalty(x.data(), n, T(0.25), T(0.5), &s);
+  const double p = 0.25 * ab + 0.5 * sq;
+  CHECK(std::abs(s.penalty - 1.0 - p) <= rt * p + 1e-12);
+  CHECK(s.loss_sum == 0.0);
+  CHECK(s.non_finite == 0);
+  const float factor = 4.0f;
+  step_scalars f;
+  O::add_penalty(x.data(), n, T(0), T(0.125), &factor, &f);
+  CHECK(std::abs(f.penalty - 0.5 * sq) <= rt * sq);
+  for (const float bad : {-1.0f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    step_scalars e;
+    O::add_penalty(x.data(), n, T(1), T(0), &bad, &e);
+    CHECK(std::isnan(e.penalty));
+  }
 
   // clip_by_norm: g *= limit / ||g|| above the limit, unchanged below
   const double norm = std::sqrt(sq);

@@ -26,6 +26,8 @@ std::map<std::string, int>& calls() {
 template <>
 struct ctnn::ops<traced_cpu> : ctnn::ops<ctnn::cpu<>> {
   using base = ctnn::ops<ctnn::cpu<>>;
+  using base::add_penalty;  // the overloads with a factor pointer stay the base's
+  using base::add_penalty_gradient;
   template <class T, class S>
   static void scale(T* x, std::size_t n, S k) {
     ++calls()["scale"];
@@ -61,15 +63,24 @@ struct ctnn::ops<traced_cpu> : ctnn::ops<ctnn::cpu<>> {
     ++calls()["add_penalty_gradient"];
     base::add_penalty_gradient(w, g, n, l1, l2);
   }
-  template <class T>
-  static double sum_squares(const T* x, std::size_t n) {
-    ++calls()["sum_squares"];
-    return base::sum_squares(x, n);
+  template <class T, class S>
+  static void add_penalty(const T* w, std::size_t n, S l1, S l2, ctnn::step_scalars* s) {
+    ++calls()["add_penalty"];
+    base::add_penalty(w, n, l1, l2, s);
   }
+  // The loss op applies the scalars' loss scale to dy itself: counted when dy is the
+  // unscaled gradient times s->loss_scale (!= 1).
   template <class T>
-  static double sum_abs(const T* x, std::size_t n) {
-    ++calls()["sum_abs"];
-    return base::sum_abs(x, n);
+  static void squared_error_loss(const T* y, const T* t, std::size_t count, T* d, double scale, double divisor,
+                                 ctnn::step_scalars* s) {
+    ctnn::step_scalars one = *s;
+    one.loss_scale = 1.0;
+    std::vector<T> unscaled(count);
+    base::squared_error_loss(y, t, count, unscaled.data(), scale, divisor, &one);
+    base::squared_error_loss(y, t, count, d, scale, divisor, s);
+    bool scaled = s->loss_scale != 1.0;
+    for (std::size_t i = 0; i < count; ++i) scaled = scaled && d[i] == T(unscaled[i] * T(s->loss_scale));
+    ++calls()[scaled ? "dy_times_loss_scale" : "dy_not_scaled"];
   }
   template <class T, class S>
   static bool unscale(T* g, std::size_t n, S inv) {
@@ -110,10 +121,11 @@ TEST_CASE("with_options, loss scaling and the regularizers call ops<B>, with the
     CHECK(traced == plain);
     auto& c = calls();
     CHECK(c["unscale"] == 3);                // loss_scale's phase 4
-    CHECK(c["scale"] >= 3);                  // phase 2's loss scale, and the weight decay
+    CHECK(c["dy_times_loss_scale"] == 3);    // phase 2's loss scale, applied by the loss op
+    CHECK(c["dy_not_scaled"] == 0);
+    CHECK(c["scale"] == (o.clipnorm ? 1 : 3));  // the weight decay, once per update
     CHECK(c["add_penalty_gradient"] == 3);   // l1_l2's gradient, one pass
-    CHECK(c["sum_abs"] == 3);                // its penalty
-    CHECK(c["sum_squares"] >= 3);
+    CHECK(c["add_penalty"] == 3);            // its penalty, into the step's scalars
     if (o.clipnorm) {
       CHECK(c["accumulate"] == 2);           // micro-steps 0 and 2
       CHECK(c["accumulated_mean"] == 1);     // micro-step 1

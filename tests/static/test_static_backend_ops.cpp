@@ -62,4 +62,23 @@ template <>
 struct ctnn::ops<inheriting_backend> : ctnn::ops<ctnn::cpu<>> {};
 static_assert(BackendOps<inheriting_backend> && Backend<inheriting_backend>);
 
+// One whose ops lack map, through which every optimizer's update runs (optimizers/base.hpp):
+// only has_optimizer_update_ops fails (the CPU's named element-wise ops call their own map).
+namespace {
+struct no_map_backend {
+  using memory = host_memory;
+  static std::string name() { return "no_map"; }
+};
+}  // namespace
+template <>
+struct ctnn::ops<no_map_backend> : ctnn::ops<ctnn::cpu<>> {
+  static void map() = delete;
+};
+static_assert(!has_optimizer_update_ops<no_map_backend> && !BackendOps<no_map_backend>);
+static_assert(has_product_ops<no_map_backend> && has_elementwise_ops<no_map_backend> &&
+              has_reduction_ops<no_map_backend> && has_conversion_ops<no_map_backend> && has_loss_ops<no_map_backend>);
+
+// The step's scalars region: 32 bytes (loss sum, loss scale, penalty, flag), 8-byte aligned.
+static_assert(sizeof(step_scalars) == 32 && alignof(step_scalars) == 8 && step_scalars_bytes == 64);
+
 TEST_CASE("the op-set contract holds for cpu<> at compile time") { CHECK(BackendOps<cpu<>>); }

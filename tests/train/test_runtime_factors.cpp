@@ -2,17 +2,21 @@
 // every matching metadata value of a model and return how many layers they
 // set; a value out of range throws and changes nothing; the values set act
 // as the compile-time factors would (the same outputs in training, the same
-// penalty), and a rate put out of range behind their back is refused by the
-// next training pass.
+// penalty), a rate put out of range behind their back is refused by the
+// next training pass, and a regularization factor put out of range gives a NaN
+// penalty (read by the ops where they run), so the step stops before updating.
 #include <ctnn/train/runtime_factors.hpp>
 
 #include <doctest/doctest.h>
 
 #include <ctnn/layers/dense.hpp>
 #include <ctnn/layers/dropout.hpp>
+#include <ctnn/losses/sparse_categorical_crossentropy.hpp>
+#include <ctnn/optimizers/sgd.hpp>
 #include <ctnn/regularizers/l1.hpp>
 #include <ctnn/regularizers/regularizers.hpp>
 #include <ctnn/train/model.hpp>
+#include <ctnn/train/step.hpp>
 
 #include <cmath>
 #include <cstring>
@@ -120,4 +124,27 @@ TEST_CASE("runtime factors act as the compile-time ones: the same training outpu
   CHECK(set_metadata_value(dyn_again, "rate", 1.5f) == 2);
   CHECK_THROWS_WITH(dyn_again.forward(x.data(), 3, true), "dynamic_dropout: the dropout rate must be in [0, 1), got 1.5");
   CHECK_NOTHROW(dyn_again.forward(x.data(), 3, false));
+}
+
+TEST_CASE("a regularization factor made bad behind the setter's back gives a NaN penalty: the step stops, no update") {
+  auto m = make_model<dyn_net>(5);
+  set_regularization(m, "l2", 0.01);
+  const std::vector<float> x = inputs(3);
+  const std::vector<std::int32_t> y{0, 3, 1};
+  sgd opt{0.1};
+  train_step step(m, sparse_categorical_crossentropy{.from_logits = true}, opt);
+  CHECK(std::isfinite(step.run(x.data(), y.data(), 3, 0, 0).penalty));
+  for (const float bad : {-1.0f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    CAPTURE(bad);
+    CHECK(set_metadata_value(m, "l2", bad) == 1);
+    const auto before = std::vector<float>(m.parameters().begin(), m.parameters().end());
+    const std::int64_t updates = m.optimizer_iterations();
+    const step_result r = step.run(x.data(), y.data(), 3, 0, 1);
+    CHECK(std::isnan(r.penalty));
+    CHECK(std::isfinite(r.loss_sum));
+    CHECK_FALSE(r.updated);
+    CHECK(std::vector<float>(m.parameters().begin(), m.parameters().end()) == before);
+    CHECK(m.optimizer_iterations() == updates);
+    CHECK(std::isnan(m.penalty()));
+  }
 }

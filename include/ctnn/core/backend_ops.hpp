@@ -54,7 +54,8 @@ concept has_product_ops = requires(const float* x, float* y, std::uint32_t* idx,
 // Element-wise maps: copy, fill, fill_zero, scale (x *= k), clip_value,
 // accumulate (a += g), accumulated_mean (g = (acc + g) inv, acc = 0),
 // moving_average (avg = mom avg + (1 - mom) w), add_penalty_gradient
-// (g += l1 sign(w) + 2 l2 w) and the activations' forward / backward (relu,
+// (g += l1 sign(w) + 2 l2 w; with a factor pointer in B's memory, l1 and l2
+// times *factor read where it runs) and the activations' forward / backward (relu,
 // leaky_relu, sigmoid, tanh): the rules of kernels/functors.hpp.
 // Satisfied by: ops<cpu<A>> (map.hpp), ops<cuda<SM>> (one map kernel per rule).
 template <class B>
@@ -68,6 +69,7 @@ concept has_elementwise_ops = requires(const float* x, float* y, std::size_t n, 
   ops<B>::accumulated_mean(y, y, n, k);
   ops<B>::moving_average(y, x, n, k);
   ops<B>::add_penalty_gradient(x, y, n, k, k);
+  ops<B>::add_penalty_gradient(x, y, n, k, k, x);
   ops<B>::relu_forward(y, n);
   ops<B>::relu_backward(x, y, n);
   ops<B>::leaky_relu_forward(y, n, k);
@@ -80,15 +82,20 @@ concept has_elementwise_ops = requires(const float* x, float* y, std::size_t n, 
 
 // Reductions and checks (waited for): sum_squares, sum_abs (double
 // accumulation), clip_by_norm (g *= limit / max(||g||, limit)), all_finite,
-// unscale (g *= inv; true when every g was finite).
-// Satisfied by: ops<cpu<A>> (reduce.hpp, map.hpp), ops<cuda<SM>> (kernels.cuh's sum_squares).
+// unscale (g *= inv; true when every g was finite). Not waited for: add_penalty
+// (s->penalty += l1 sum |w| + l2 sum w^2 in a step's scalars; with a factor pointer
+// in B's memory, l1 and l2 times *factor read where it runs; a negative or
+// non-finite factor gives NaN).
+// Satisfied by: ops<cpu<A>> (reduce.hpp, map.hpp), ops<cuda<SM>> (kernels.cuh's sum_squares, add_penalty).
 template <class B>
-concept has_reduction_ops = requires(const float* x, float* y, std::size_t n, float k) {
+concept has_reduction_ops = requires(const float* x, float* y, std::size_t n, float k, step_scalars* s) {
   { ops<B>::sum_squares(x, n) } -> std::convertible_to<double>;
   { ops<B>::sum_abs(x, n) } -> std::convertible_to<double>;
   ops<B>::clip_by_norm(y, n, 1.0);
   { ops<B>::all_finite(x, n) } -> std::convertible_to<bool>;
   { ops<B>::unscale(y, n, k) } -> std::convertible_to<bool>;
+  ops<B>::add_penalty(x, n, k, k, s);
+  ops<B>::add_penalty(x, n, k, k, x, s);
 };
 
 // Conversions between float32 and the backend's 16-bit storage types

@@ -10,7 +10,7 @@
 // layer computes in another type than its variables (mixed precision), compute_parameter,
 // compute_gradient and converted. plan_layout<Net, P>(batch, slots) (Net::plan<P, B>) gives
 // each role region's offset and size, 64-byte aligned per layer; it is constexpr.
-// step_scalars is the step's scalars region (loss sum, loss scale, non-finite flag), kept by
+// step_scalars is the step's scalars region (loss sum, loss scale, penalty, non-finite flag), kept by
 // the model in the backend's memory beside the plan's allocation.
 // docs/design.md, "The plan", has the table of roles and regions.
 #pragma once
@@ -158,13 +158,14 @@ struct memory_plan_bytes {
 };
 
 // The scalars one training step shares between its phases, in the backend's
-// memory: the step writes it before the forward pass (sum 0, the loss scale),
-// the loss ops (has_loss_ops) accumulate into it, and the step reads it once
-// after the backward pass (train/step.hpp). Plain data, the same bytes on
-// every backend.
+// memory: the step writes it before the forward pass (sums 0, the loss scale),
+// the loss ops (has_loss_ops) and the penalty (ops<B>::add_penalty) accumulate
+// into it, and the step reads it once after the backward pass (train/step.hpp).
+// Plain data, 32 bytes, the same on every backend.
 struct step_scalars {
   double loss_sum = 0;           // sum of the per-sample losses (unscaled)
   double loss_scale = 1;         // dL/dy is multiplied by it (read by the loss ops)
+  double penalty = 0;            // the regularizers' penalty (ops<B>::add_penalty)
   std::uint32_t non_finite = 0;  // nonzero when a loss sum added was NaN or infinite
   std::uint32_t reserved = 0;
 };

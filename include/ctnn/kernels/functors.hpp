@@ -154,6 +154,19 @@ struct penalty_gradient {  // g += l1 sign(w) + l2x2 w (sign(0) = 0, as TensorFl
     g = g + select(w > V(0), V(l1), select(w < V(0), V(-l1), V(0))) + V(l2x2) * w;
   }
 };
+// A run-time regularization factor as the kernels use it: itself when finite and >= 0, else NaN,
+// so a bad factor gives a NaN penalty and gradient (the step stops), never a silently wrong one.
+CTNN_HOST_DEVICE inline float checked_factor(float f) { return f >= 0.0f && f <= 3.40282347e38f ? f : NAN; }
+template <class S>
+struct penalty_gradient_by {  // penalty_gradient with l1 and l2x2 times *factor (B's memory), read where it runs
+  S l1, l2x2;
+  const float* factor;
+  template <class V>
+  CTNN_HOST_DEVICE void operator()(V w, V& g) const {
+    const S f = S(checked_factor(*factor));
+    penalty_gradient<S>{l1 * f, l2x2 * f}(w, g);
+  }
+};
 struct check_finite {  // returns x: a map of it says whether every x is finite
   template <class V>
   CTNN_HOST_DEVICE V operator()(V x) const { return x; }

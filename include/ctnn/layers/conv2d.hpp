@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "../core/backend.hpp"
@@ -123,7 +124,21 @@ struct conv2d_layer {
     O::template conv_backward<geometry>(dy, s.params, s.grads, s.grads + kernel_count, dx, s.cache, r.batch);
   }
 
-  static T penalty(layer_slot<T> s) { return detail::regularizer_penalty<Reg, T, Backend>(s, kernel_count); }
+  // The regularizer's penalty of the kernel added to sc (Backend's memory; nothing waits);
+  // penalty(s): its value on a host backend. Its run-time factor, if any, as a file holds it: check_metadata.
+  static void add_penalty(layer_slot<T> s, step_scalars* sc) {
+    detail::add_regularizer_penalty<Reg, Backend>(s, kernel_count, sc);
+  }
+  static T penalty(layer_slot<T> s)
+    requires(Backend::memory::host_accessible)
+  {
+    step_scalars sc;
+    add_penalty(s, &sc);
+    return T(sc.penalty);
+  }
+  static std::string check_metadata(std::string_view, const std::byte* bytes) {
+    return detail::check_regularizer_metadata<Reg>(bytes);
+  }
   static void add_penalty_gradient(layer_slot<T> s) { detail::add_regularizer_gradient<Reg, Backend>(s, kernel_count); }
 };
 

@@ -54,23 +54,13 @@ void check_loss_targets(const L& loss, const Target* host_targets, std::size_t b
   if constexpr (requires { loss.template check_targets<N>(host_targets, batch); })
     loss.template check_targets<N>(host_targets, batch);
 }
-// The loss of a batch into the scalars s (B's memory): accumulate<N, B>, or for a loss that has
-// only compute, compute on a host backend (its sum and finiteness added to s on the host).
-// On a host backend s is host memory: the loss scale is read here and applied through
-// ops<B>::scale after the loss op (the same rounding as the op's own, and a backend deriving
-// from ops<cpu<>> sees the call).
+// The loss of a batch into the scalars s (B's memory): accumulate<N, B> (the loss ops apply
+// s->loss_scale to dy themselves, on every backend), or for a loss that has only compute,
+// compute on a host backend (its sum and finiteness added to s on the host).
 template <std::size_t N, class B, class L, class T, class Target>
 void loss_into(const L& loss, const T* y, const Target* t, T* dy, std::size_t batch, step_scalars* s) {
   if constexpr (requires { loss.template accumulate<N, B>(y, t, dy, batch, s); }) {
-    if constexpr (B::memory::host_accessible) {
-      const double scale = s->loss_scale;
-      s->loss_scale = 1.0;
-      loss.template accumulate<N, B>(y, t, dy, batch, s);
-      s->loss_scale = scale;
-      if (dy && scale != 1.0) ops<B>::scale(dy, batch * N, T(scale));
-    } else {
-      loss.template accumulate<N, B>(y, t, dy, batch, s);
-    }
+    loss.template accumulate<N, B>(y, t, dy, batch, s);
   } else {
     static_assert(B::memory::host_accessible,
                   "loss: a loss without accumulate<N, B>(y, targets, dy, batch, scalars) runs only on a host backend");

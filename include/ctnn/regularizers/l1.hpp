@@ -26,6 +26,10 @@ struct l1 {
     return T(Lambda) * T(ops<B>::sum_abs(w, n));
   }
   template <class B = cpu<>, class T>
+  static void add_penalty(const T* w, std::size_t n, step_scalars* s) {
+    ops<B>::add_penalty(w, n, T(Lambda), T(0), s);
+  }
+  template <class B = cpu<>, class T>
   static void add_gradient(const T* w, T* g, std::size_t n) {
     ops<B>::add_penalty_gradient(w, g, n, T(Lambda), T(0));
   }

@@ -28,6 +28,10 @@ struct l1_l2 {
   static T penalty(const T* w, std::size_t n) {
     return l1<L1>::template penalty<B>(w, n) + l2<L2>::template penalty<B>(w, n);
   }
+  template <class B = cpu<>, class T>
+  static void add_penalty(const T* w, std::size_t n, step_scalars* s) {
+    ops<B>::add_penalty(w, n, T(L1), T(L2), s);
+  }
   // one pass: g += L1 sign(w) + 2 L2 w
   template <class B = cpu<>, class T>
   static void add_gradient(const T* w, T* g, std::size_t n) {

@@ -6,14 +6,16 @@
 // Keras' kernel_regularizer. Lambda must be finite and >= 0 (checked at
 // compile time).
 //
-// penalty<B>(w, n) and add_gradient<B>(w, g, n) run through ops<B>
-// (sum_squares / sum_abs, add_penalty_gradient); B defaults to cpu<>.
+// add_penalty<B>(w, n, s) adds the penalty to a step's scalars s (core/plan.hpp,
+// B's memory; ops<B>::add_penalty, nothing waits); add_gradient<B>(w, g, n) runs
+// ops<B>::add_penalty_gradient; penalty<B>(w, n) returns it (waits). B defaults to cpu<>.
 // dynamic_l2 / dynamic_l1: the same penalties with a run-time factor, kept in
 // the layer's metadata buffer "l2" / "l1" (one f32, saved with the weights, 0
-// after init), so a tuner changes it without instantiating new code
-// (set_regularization in train/runtime_factors.hpp). A layer that takes a
-// regularizer declares its factor_buffers and calls the detail:: helpers
-// below, which call the compile-time forms exactly as before.
+// after init) and read by the ops where they run (never on the host), so a tuner
+// changes it without instantiating new code. It is checked where it is set
+// (set_regularization, train/runtime_factors.hpp) and loaded (check_factor, for
+// load_weights); one made bad behind their back (set_metadata_value) gives a NaN
+// penalty and gradient, so the step reports a non-finite loss (fit raises).
 #pragma once
 #include <array>
 #include <cmath>
@@ -37,6 +39,8 @@ struct no_regularizer {
     return T(0);
   }
   template <class B = cpu<>, class T>
+  static void add_penalty(const T*, std::size_t, step_scalars*) {}
+  template <class B = cpu<>, class T>
   static void add_gradient(const T*, T*, std::size_t) {}
 };
 
@@ -52,51 +56,55 @@ struct l2 {
     return T(Lambda) * T(ops<B>::sum_squares(w, n));
   }
   template <class B = cpu<>, class T>
+  static void add_penalty(const T* w, std::size_t n, step_scalars* s) {
+    ops<B>::add_penalty(w, n, T(0), T(Lambda), s);
+  }
+  template <class B = cpu<>, class T>
   static void add_gradient(const T* w, T* g, std::size_t n) {
     ops<B>::add_penalty_gradient(w, g, n, T(0), T(Lambda));
   }
 };
 
 namespace detail {
-inline double regularization_factor(const std::byte* metadata, const char* who) {
+// "" when the factor a file holds (4 bytes, any alignment) is finite and >= 0, else what is wrong.
+inline std::string check_regularization_factor(const char* who, const std::byte* bytes) {
   float f;
-  std::memcpy(&f, metadata, sizeof f);
-  if (!(f >= 0) || !std::isfinite(f))
-    throw std::invalid_argument(std::string(who) + ": the factor must be finite and >= 0, got " + format_number(f));
-  return double(f);
+  std::memcpy(&f, bytes, sizeof f);
+  if (f >= 0 && std::isfinite(f)) return {};
+  return std::string(who) + ": the factor is " + format_number(double(f)) + ", not finite and >= 0";
 }
 }  // namespace detail
 
-// l2 with its factor read from the layer's metadata buffer "l2".
+// l2 with its factor read from the layer's metadata buffer "l2" (B's memory).
 struct dynamic_l2 {
   static constexpr bool active = true;
   static constexpr std::array<buffer, 1> factor_buffers{buffer::make(role::metadata, elem::f32, "l2", {1})};
   static std::string name() { return "dynamic_l2"; }
   template <class B = cpu<>, class T>
-  static T penalty(const T* w, std::size_t n, const std::byte* metadata) {
-    const T f = T(detail::regularization_factor(metadata, "dynamic_l2"));
-    return f * T(ops<B>::sum_squares(w, n));
+  static void add_penalty(const T* w, std::size_t n, const float* factor, step_scalars* s) {
+    ops<B>::add_penalty(w, n, T(0), T(1), factor, s);
   }
   template <class B = cpu<>, class T>
-  static void add_gradient(const T* w, T* g, std::size_t n, const std::byte* metadata) {
-    ops<B>::add_penalty_gradient(w, g, n, T(0), T(detail::regularization_factor(metadata, "dynamic_l2")));
+  static void add_gradient(const T* w, T* g, std::size_t n, const float* factor) {
+    ops<B>::add_penalty_gradient(w, g, n, T(0), T(1), factor);
   }
+  static std::string check_factor(const std::byte* bytes) { return detail::check_regularization_factor("dynamic_l2", bytes); }
 };
 
-// l1 with its factor read from the layer's metadata buffer "l1".
+// l1 with its factor read from the layer's metadata buffer "l1" (B's memory).
 struct dynamic_l1 {
   static constexpr bool active = true;
   static constexpr std::array<buffer, 1> factor_buffers{buffer::make(role::metadata, elem::f32, "l1", {1})};
   static std::string name() { return "dynamic_l1"; }
   template <class B = cpu<>, class T>
-  static T penalty(const T* w, std::size_t n, const std::byte* metadata) {
-    const T f = T(detail::regularization_factor(metadata, "dynamic_l1"));
-    return f * T(ops<B>::sum_abs(w, n));
+  static void add_penalty(const T* w, std::size_t n, const float* factor, step_scalars* s) {
+    ops<B>::add_penalty(w, n, T(1), T(0), factor, s);
   }
   template <class B = cpu<>, class T>
-  static void add_gradient(const T* w, T* g, std::size_t n, const std::byte* metadata) {
-    ops<B>::add_penalty_gradient(w, g, n, T(detail::regularization_factor(metadata, "dynamic_l1")), T(0));
+  static void add_gradient(const T* w, T* g, std::size_t n, const float* factor) {
+    ops<B>::add_penalty_gradient(w, g, n, T(1), T(0), factor);
   }
+  static std::string check_factor(const std::byte* bytes) { return detail::check_regularization_factor("dynamic_l1", bytes); }
 };
 
 namespace detail {
@@ -117,20 +125,33 @@ template <class Reg, class Slot>
 void init_regularizer(const Slot& s) {
   if constexpr (requires { Reg::factor_buffers; }) std::memset(s.metadata, 0, 4 * Reg::factor_buffers.size());
 }
-template <class Reg, class T, class B, class Slot>
-T regularizer_penalty(const Slot& s, std::size_t n) {
-  if constexpr (requires { Reg::factor_buffers; }) return Reg::template penalty<B>(s.params, n, s.metadata);
-  else return Reg::template penalty<B>(s.params, n);
+// The factor: the first f32 of the layer's metadata block (B's memory; only the ops read it).
+template <class Slot>
+const float* regularizer_factor(const Slot& s) {
+  return reinterpret_cast<const float*>(s.metadata);
+}
+template <class Reg, class B, class Slot>
+void add_regularizer_penalty(const Slot& s, std::size_t n, step_scalars* sc) {
+  if constexpr (requires { Reg::factor_buffers; }) Reg::template add_penalty<B>(s.params, n, regularizer_factor(s), sc);
+  else Reg::template add_penalty<B>(s.params, n, sc);
 }
 template <class Reg, class B, class Slot>
 void add_regularizer_gradient(const Slot& s, std::size_t n) {
-  if constexpr (requires { Reg::factor_buffers; }) Reg::template add_gradient<B>(s.params, s.grads, n, s.metadata);
+  if constexpr (requires { Reg::factor_buffers; })
+    Reg::template add_gradient<B>(s.params, s.grads, n, regularizer_factor(s));
   else Reg::template add_gradient<B>(s.params, s.grads, n);
+}
+// A layer's check_metadata for its regularizer's factor (io/weights.hpp calls it on a file's bytes).
+template <class Reg>
+std::string check_regularizer_metadata(const std::byte* bytes) {
+  if constexpr (requires { Reg::check_factor(bytes); }) return Reg::check_factor(bytes);
+  else return {};
 }
 }  // namespace detail
 
-// A regularizer: active, name(), and the templates penalty<B, T>(w, n) and
-// add_gradient<B, T>(w, g, n) for the layer's backend and variable type.
+// A regularizer: active, name(), and the templates add_penalty<B, T>(w, n, s) and
+// add_gradient<B, T>(w, g, n) (a dynamic one: with its factor pointer) for the layer's
+// backend and variable type.
 template <class R>
 concept Regularizer = requires {
   { R::active } -> std::convertible_to<bool>;

@@ -74,6 +74,12 @@ double current_learning_rate(const O& opt, const optimizer_state& os) {
 }  // namespace detail
 
 namespace detail {
+// Whether bound layer L takes a regularizer that adds a penalty (dense, conv2d: L::Reg).
+template <class L>
+constexpr bool has_active_regularizer() {
+  if constexpr (requires { L::Reg::active; }) return bool(L::Reg::active);
+  else return false;
+}
 // Calls f(variable_ref) for every parameter, state, mask and metadata buffer
 // of the bound layers Layers (a std::tuple) laid out by Plan under Policy in
 // the memory at base (layout lay, batch capacity batch), layer by layer in
@@ -379,18 +385,31 @@ class model {
     });
   }
 
-  // Sum of the layers' regularization penalties.
+  // Whether a layer has an active regularizer (else penalty() is 0 and reads nothing).
+  static constexpr bool has_penalty = []<std::size_t... I>(std::index_sequence<I...>) {
+    return (detail::has_active_regularizer<std::tuple_element_t<I, variable_layers>>() || ...);
+  }(std::make_index_sequence<layer_count>{});
+  // Adds the layers' regularization penalties to s (the step's scalars, in Backend's memory)
+  // through ops<Backend>::add_penalty: nothing is read on the host, nothing waits (the step runs
+  // it inside phases 1-3). penalty() is the sum now: the scalars reset, the ops, one read.
   // Both run on the float32 variables and gradients (the variable binding).
-  double penalty() {
-    return run([&] {
-      double p = 0;
+  void add_penalty(step_scalars* s) {
+    run([&] {
       if constexpr (!is_half_v<variable_type>)
         for_each_layer([&]<std::size_t I, class>() {
           using V = std::tuple_element_t<I, variable_layers>;
-          if constexpr (requires { V::penalty(variable_slot<I>()); }) p += double(V::penalty(variable_slot<I>()));
+          if constexpr (requires { V::add_penalty(variable_slot<I>(), s); }) V::add_penalty(variable_slot<I>(), s);
         });
-      return p;
     });
+  }
+  double penalty() {
+    if constexpr (!has_penalty || is_half_v<variable_type>) {
+      return 0.0;
+    } else {
+      reset_scalars();
+      add_penalty(scalars());
+      return read_scalars().penalty;
+    }
   }
   void add_penalty_gradients() {
     run([&] {

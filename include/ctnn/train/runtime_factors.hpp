@@ -5,8 +5,10 @@
 // dynamic_l2 / dynamic_l1 factor (layers/dropout.hpp,
 // regularizers/regularizers.hpp). Both return how many layers they set (0 when
 // the network has none) and throw std::invalid_argument for a value out of
-// range (a rate outside [0, 1), a factor that is negative or not finite).
-// Nothing is instantiated per value: the factors are data in the plan.
+// range (a rate outside [0, 1), a factor that is negative or not finite; the
+// ops read a factor where they run and turn one made bad behind these setters'
+// back, by set_metadata_value, into a NaN penalty). Nothing is instantiated
+// per value: the factors are data in the plan.
 #pragma once
 #include <cmath>
 #include <cstddef>

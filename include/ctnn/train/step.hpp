@@ -2,7 +2,8 @@
 //
 // train_step<M, L, O, Hooks...>::run(x, y, n, epoch, step):
 //   1. forward              the model on the batch (training mode)
-//   2. loss                 through ops<B> into the model's scalars; dL/dy times state.loss_scale
+//   2. loss                 through ops<B> into the model's scalars; dL/dy times state.loss_scale;
+//                           the regularizers' penalty into the scalars (ops<B>::add_penalty)
 //   3. backward             parameter gradients; then ONE read of the scalars: a non-finite
 //                           loss (+ penalty) ends the step here (fit raises numeric_error)
 //   4. transform_gradients  hooks (loss scale undone; may skip the update or reject the step),
@@ -109,6 +110,7 @@ class train_step {
           const T* out = m_.forward_fed(dx, n, true);
           // 2. loss: the loss sum into the scalars, dL/dy times the loss scale
           detail::loss_into<M::output_size, B>(loss_, out, dy, m_.output_gradient(), n, m_.scalars());
+          m_.add_penalty(m_.scalars());  // the regularizers' penalty into the scalars too
           last_output_ = out;
           // 3. backward (the regularizers' gradients are added in phase 4, unscaled)
           m_.backward();
@@ -118,7 +120,7 @@ class train_step {
     const step_scalars sc = m_.read_scalars();
     step_result r;
     r.loss_sum = sc.loss_sum;
-    r.penalty = m_.run([&] { return m_.penalty(); }, !ieee_denormals_);  // the variables are as phases 1-3 saw them
+    r.penalty = sc.penalty;
     if (sc.non_finite || !std::isfinite(r.loss_sum + r.penalty)) return r;  // the caller decides (fit raises numeric_error)
     // 4. - 6.
     return m_.run(

@@ -188,6 +188,12 @@ struct ops<cpu<Arch>> {
     using C = compute_t<T>;
     map(fn::penalty_gradient<C>{C(l1), C(2) * C(l2)}, n, w, g);
   }
+  // The same with l1 and l2 times *factor (a dynamic regularizer's, in B's memory), read as the map runs.
+  template <class T, class S>
+  static void add_penalty_gradient(const T* w, T* g, std::size_t n, S l1, S l2, const float* factor) {
+    using C = compute_t<T>;
+    map(fn::penalty_gradient_by<C>{C(l1), C(2) * C(l2), factor}, n, w, g);
+  }
   // g *= inv; true when every g was finite before.
   template <class T, class S>
   static bool unscale(T* g, std::size_t n, S inv) { return map(fn::unscale<compute_t<T>>{compute_t<T>(inv)}, n, g); }
@@ -204,6 +210,25 @@ struct ops<cpu<Arch>> {
   static void clip_by_norm(T* g, std::size_t n, double limit) {
     const double norm = std::sqrt(sum_squares(g, n));
     if (norm > limit) scale(g, n, limit / norm);
+  }
+  // s->penalty += l1 sum |w| + l2 sum w^2 (the sums in double, the products in the compute type;
+  // a term whose factor is 0 is not summed). With a factor (a dynamic regularizer's, in B's
+  // memory) l1 and l2 times *factor, read here: fn::checked_factor (a bad one gives NaN).
+  template <class T, class S>
+  static void add_penalty(const T* w, std::size_t n, S l1, S l2, step_scalars* s) {
+    add_penalty_times(w, n, l1, l2, compute_t<T>(1), s);
+  }
+  template <class T, class S>
+  static void add_penalty(const T* w, std::size_t n, S l1, S l2, const float* factor, step_scalars* s) {
+    add_penalty_times(w, n, l1, l2, compute_t<T>(fn::checked_factor(*factor)), s);
+  }
+  template <class T, class S>
+  static void add_penalty_times(const T* w, std::size_t n, S l1, S l2, compute_t<T> f, step_scalars* s) {
+    using C = compute_t<T>;
+    C p = 0;
+    if (l1 != S(0)) p += C(l1) * f * C(sum_abs(w, n));
+    if (l2 != S(0)) p += C(l2) * f * C(sum_squares(w, n));
+    s->penalty += double(p);
   }
 
   // ---- conversions between float32 and a 16-bit storage type ----

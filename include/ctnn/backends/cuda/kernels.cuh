@@ -268,6 +268,36 @@ __global__ void sum_squares(const T* x, std::size_t n, double* out) {
     if (threadIdx.x == 0) atomicAdd(out, double(t));
   }
 }
+// The regularizers' penalty of x[0, n): l1 sum |x| + l2 sum x^2 (a term whose factor is 0 is not
+// summed), both times fn::checked_factor(*factor) when factor is not null (read when the kernel
+// runs), added to s->penalty (float32 per block, one double atomic per block).
+template <class T>
+__global__ void add_penalty(const T* x, std::size_t n, float l1, float l2, const float* factor, step_scalars* s) {
+  __shared__ float pa[32], pq[32];
+  float a = 0, q = 0;
+  CTNN_GRID_STRIDE(i, n) {
+    const float v = load(x[i]);
+    a += fabsf(v);
+    q += v * v;
+  }
+  a = warp_sum(a);
+  q = warp_sum(q);
+  if (threadIdx.x % 32 == 0) pa[threadIdx.x / 32] = a, pq[threadIdx.x / 32] = q;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    const bool in = threadIdx.x < blockDim.x / 32;
+    float ta = in ? pa[threadIdx.x] : 0.0f, tq = in ? pq[threadIdx.x] : 0.0f;
+    ta = warp_sum(ta);
+    tq = warp_sum(tq);
+    if (threadIdx.x == 0) {
+      const float f = factor ? fn::checked_factor(*factor) : 1.0f;
+      double p = 0;
+      if (l1 != 0.0f) p += double(l1 * f) * double(ta);
+      if (l2 != 0.0f) p += double(l2 * f) * double(tq);
+      atomicAdd(&s->penalty, p);
+    }
+  }
+}
 // ---- dropout: a counter-based hash (no state): uniform u(seed, i) in [0, 1) ----
 __device__ inline float hash_uniform(std::uint64_t seed, std::uint64_t i) {
   std::uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;  // splitmix64 of (seed, i)

@@ -320,6 +320,23 @@ struct ops<cuda<SM>> {
   static void add_penalty_gradient(const T* w, T* g, std::size_t n, S l1, S l2) {
     map(fn::penalty_gradient<float>{float(l1), 2.0f * float(l2)}, n, w, g);
   }
+  // The same with l1 and l2 times *factor (device memory), read by each thread.
+  template <cuda_storage T, class S>
+  static void add_penalty_gradient(const T* w, T* g, std::size_t n, S l1, S l2, const float* factor) {
+    map(fn::penalty_gradient_by<float>{float(l1), 2.0f * float(l2), factor}, n, w, g);
+  }
+  // s->penalty += l1 sum |w| + l2 sum w^2 (times *factor when not null, read by the kernel:
+  // fn::checked_factor); float32 per block, double across blocks. Nothing waits.
+  template <cuda_storage T, class S>
+  static void add_penalty(const T* w, std::size_t n, S l1, S l2, step_scalars* s) {
+    add_penalty(w, n, l1, l2, static_cast<const float*>(nullptr), s);
+  }
+  template <cuda_storage T, class S>
+  static void add_penalty(const T* w, std::size_t n, S l1, S l2, const float* factor, step_scalars* s) {
+    if (!n) return;
+    cuda_kernels::add_penalty<<<std::min(grid(n), 1024u), block, 0, stream()>>>(w, n, float(l1), float(l2), factor, s);
+    launched();
+  }
   // g *= inv; waits: true when every g was finite.
   template <cuda_storage T, class S>
   static bool unscale(T* g, std::size_t n, S inv) {
