@@ -1,11 +1,12 @@
-// The CUDA layers that have their own kernels (dropout, batch_norm), and the
-// generic model / fit / evaluate / predict (train/) on cuda<90> through its
-// feeder and runner, against the CPU model of the same seed.
+// dropout, dynamic_dropout and batch_norm on cuda<90> (the generic layers through
+// ops<cuda<SM>>'s has_layer_ops), and the generic model / fit / evaluate /
+// predict (train/) on cuda<90> through its feeder and runner, against the CPU
+// model of the same seed.
 #include "cuda_test.hpp"
 
 // The headers under test, by name (cuda_test.hpp includes them all through ctnn/backends/cuda/cuda.cuh).
 #include <ctnn/backends/cuda/feeder.cuh>
-#include <ctnn/backends/cuda/layers.cuh>
+#include <ctnn/backends/cuda/ops.cuh>
 #include <ctnn/backends/cuda/runner.cuh>
 
 #include <filesystem>
@@ -21,7 +22,7 @@ static_assert(std::is_same_v<ctnn::host_view_t<dev>, ctnn::cuda_host_view>);
 static_assert(std::is_same_v<ctnn::feeder_t<dev>, ctnn::cuda_feeder>);
 static_assert(std::is_same_v<ctnn::model<ctnn::sequential<ctnn::input<4>, ctnn::dense<2>>, float, dev>::runner_type,
                              ctnn::cuda_runner>);
-// the CUDA layers keep the CPU layers' traits (strip, onnx and the plan read them)
+// the layers are the generic ones (strip, onnx and the plan read their traits)
 static_assert(std::is_same_v<ctnn::batch_norm::bind<ctnn::shape<4, 3>, ctnn::precision::float32, dev>::kind,
                              ctnn::layer_kind::batch_norm>);
 static_assert(ctnn::dropout<0.5f>::bind<ctnn::shape<4>, ctnn::precision::float32, dev>::keeps_channels);
@@ -57,6 +58,32 @@ TEST_CASE("dropout on the device: the rate, the scale, backward through the same
   CHECK(to_host(gy, n) == x);
   L::backward(s, gx.data(), gy.data(), gdy.data(), gdx.data(), run_info{batch, false, &gen});
   CHECK(to_host(gdx, n) == dy);
+}
+
+TEST_CASE("dynamic_dropout on the device reads its rate from device memory: the rate, the scale, the same mask backward") {
+  CTNN_REQUIRE_DEVICE();
+  using L = ctnn::dynamic_dropout::bind<ctnn::shape<1000>, ctnn::precision::float32, dev>;
+  const std::size_t batch = 20, n = batch * 1000;
+  const auto x = random_values(n, 92, 0.5f, 1.5f), dy = random_values(n, 93);
+  auto gx = to_device<float>(x), gdy = to_device<float>(dy), rate = to_device<float>(std::vector<float>{0.25f});
+  ctnn::device_buffer<float> gy(n), gdx(n), mask(n);
+  layer_slot<float> s;
+  s.cache = mask.data();
+  s.metadata = reinterpret_cast<std::byte*>(rate.data());
+  ctnn::rng gen(8);
+  L::forward(s, gx.data(), gy.data(), run_info{batch, true, &gen});
+  L::backward(s, gx.data(), gy.data(), gdy.data(), gdx.data(), run_info{batch, true, &gen});
+  const auto y = to_host(gy, n), m = to_host(mask, n), dx = to_host(gdx, n);
+  std::size_t dropped = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    dropped += m[i] == 0.0f;
+    if (m[i] != 0.0f) REQUIRE(m[i] == doctest::Approx(1.0 / 0.75));
+    REQUIRE(y[i] == doctest::Approx(x[i] * m[i]));
+    REQUIRE(dx[i] == doctest::Approx(dy[i] * m[i]));
+  }
+  CHECK(std::abs(double(dropped) - 5000.0) < 310.0);  // within 5 standard deviations
+  L::forward(s, gx.data(), gy.data(), run_info{batch, false, &gen});
+  CHECK(to_host(gy, n) == x);
 }
 
 TEST_CASE("batch_norm on the device matches the CPU layer (training and inference, forward and backward)") {

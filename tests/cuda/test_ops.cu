@@ -24,6 +24,7 @@ using G = ctnn::ops<ctnn::cuda<90>>;
 static_assert(ctnn::has_product_ops<ctnn::cuda<90>> && ctnn::has_elementwise_ops<ctnn::cuda<90>> &&
               ctnn::has_reduction_ops<ctnn::cuda<90>> && ctnn::has_conversion_ops<ctnn::cuda<90>> &&
               ctnn::has_optimizer_update_ops<ctnn::cuda<90>> && ctnn::has_loss_ops<ctnn::cuda<90>>);
+static_assert(ctnn::has_layer_ops<ctnn::cuda<90>>);  // batch_norm and dropout (ops.cuh)
 static_assert(ctnn::BackendOps<ctnn::cuda<90>>);
 using C = ctnn::ops<ctnn::cpu<>>;
 namespace ref = ctnn::kernels::reference;

@@ -2,12 +2,13 @@
 //
 // sim::device's memory is not host-accessible: each allocation is its own
 // anonymous mmap (the arena), kept PROT_NONE except while the backend itself
-// works on it: memory::copy, every op of ops<sim::device> (the CPU kernels of
-// ops<cpu<>>) and the runner's calls (the forward/loss/backward/update phases
-// the model hands it; runs_host_code lets host-loop layers such as batch_norm
-// run there). Any other host access to a model's memory — the generic model,
-// fit, callbacks, weights files reading or writing it directly instead of
-// through host views, memory::copy or the feeder — is a SIGSEGV. Its
+// works on it: memory::copy (so the feeder and host views) and every op of
+// ops<sim::device> (the CPU kernels of ops<cpu<>>). The runner does not open
+// it: host code in the phases it runs (a layer, loss or optimizer reading the
+// model's memory other than through ops<B>) faults as anywhere else. Any other
+// host access to a model's memory — the generic model, fit, callbacks, weights
+// files reading or writing it directly instead of through host views,
+// memory::copy or the feeder — is a SIGSEGV. Its
 // host_view and feeder are the defaults for device memory (host_mirror,
 // staging_feeder: core/backend.hpp). arena counts the copies, the reads
 // (arena to host) in and outside the runner, and the waited-for reductions. Single-threaded use of the arena: one
@@ -113,8 +114,8 @@ struct memory {
   }
 };
 
-// The runner: the phases run inside the backend (the arena open), with the CPU's denormal mode.
-// runner_depth counts its nested calls (arena::reads_in_runner).
+// The runner: the phases run with the CPU's denormal mode and the arena closed (only the ops,
+// memory::copy and the feeder open it). runner_depth counts its nested calls (arena::reads_in_runner).
 struct runner {
   struct depth {
     depth() { ++arena::runner_depth; }
@@ -124,13 +125,11 @@ struct runner {
   };
   template <class F>
   static decltype(auto) run(F&& f) {
-    const scope s;
     const depth d;
     return std::forward<F>(f)();
   }
   template <class F>
   static decltype(auto) run(F&& f, bool flush_denormals) {
-    const scope s;
     const depth d;
     return ctnn::host_runner::run(std::forward<F>(f), flush_denormals);
   }
@@ -139,7 +138,6 @@ struct runner {
 struct device {
   using memory = sim::memory;
   using runner = sim::runner;
-  static constexpr bool runs_host_code = true;  // host-loop layers (batch_norm, dropout) run in the runner
   static std::string name() { return "simulated_device"; }
 };
 
@@ -195,6 +193,10 @@ struct ctnn::ops<sim::device> : ctnn::ops<ctnn::cpu<>> {
   SIM_DEVICE_OP(average_pool_backward)
   SIM_DEVICE_OP(global_average_forward)
   SIM_DEVICE_OP(global_average_backward)
+  SIM_DEVICE_OP(batch_norm_forward)
+  SIM_DEVICE_OP(batch_norm_backward)
+  SIM_DEVICE_OP(dropout_forward)
+  SIM_DEVICE_OP(dropout_backward)
   SIM_DEVICE_OP(copy)
   SIM_DEVICE_OP(relu_forward)
   SIM_DEVICE_OP(relu_backward)

@@ -81,6 +81,23 @@ TEST_CASE("the simulated device's memory faults on a host access outside the bac
   CHECK(sim::faults_on_read(m.output()));
 }
 
+TEST_CASE("the runner keeps the arena closed: host code in a phase faults, the ops it calls do not") {
+  float* p = static_cast<float*>(sim::memory::allocate(16 * sizeof(float)));
+  REQUIRE(p != nullptr);
+  auto phase = [p] {
+    const bool host_read_faults = sim::faults_on_read(p);  // a layer's host loop would read like this
+    ops<sim::device>::fill(p, 16, 2.0f);                     // an op opens the arena for itself
+    ops<sim::device>::scale(p, 16, 1.5f);
+    return host_read_faults && sim::faults_on_read(p);
+  };
+  CHECK(sim::runner::run(phase));
+  CHECK(sim::runner::run(phase, true));  // the denormal-guarded form, as the model calls it
+  std::vector<float> out(16);
+  sim::memory::copy(out.data(), p, out.size() * sizeof(float));
+  CHECK(out == std::vector<float>(16, 3.0f));
+  sim::memory::deallocate(p, 16 * sizeof(float));
+}
+
 TEST_CASE("the demo MLP trains, evaluates and predicts on the simulated device with cpu<>'s bits") {
   auto d = make_model<mlp, float, sim::device>(42);
   auto c = make_model<mlp>(42);

@@ -77,7 +77,7 @@ TEST_CASE("dynamic_dropout gives dropout<Rate>'s masks and outputs bit for bit, 
     std::vector<T> x(600), yf(600), yd(600), cf(600), cd(600), dy(600, T(1.5)), dxf(600), dxd(600);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = T(i % 17) - T(8.25);
     const float rate = float(Rate);
-    std::byte meta[4];
+    alignas(float) std::byte meta[4];
     std::memcpy(meta, &rate, sizeof rate);
     rng gf(9), gd(9);
     const layer_slot<T> sf{nullptr, nullptr, nullptr, cf.data()};
@@ -97,7 +97,7 @@ TEST_CASE("dynamic_dropout refuses a rate outside 0 <= rate < 1 in training only
   using D = dynamic_dropout::bind<shape<4>, float, cpu<>>;
   std::vector<float> x{1, 2, 3, 4}, y(4), cache(4);
   const float bad = 1.0f;
-  std::byte meta[4];
+  alignas(float) std::byte meta[4];
   std::memcpy(meta, &bad, sizeof bad);
   const layer_slot<float> s{nullptr, nullptr, nullptr, cache.data(), nullptr, meta};
   rng g(1);

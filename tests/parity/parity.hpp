@@ -13,7 +13,8 @@
 // ulps of the 16-bit type carried through a few layers). Dropout: where
 // same_dropout_draw<B> (the simulated device) the network is compared as
 // the others; elsewhere only its inference and, in training, its rate and
-// scaling (statistics over 4096 values). Uniform 16-bit policies are
+// scaling (statistics over 4096 values); dynamic_dropout (its rate set on
+// both models) likewise. Uniform 16-bit policies are
 // inference-only (no training step). A backend opts out of a policy with
 // takes_policy<B, P> (CUDA: float64), out of the pruned network's
 // update_pruning_step with pruning_step<B>, out of a layer type with
@@ -126,6 +127,11 @@ struct dropout_net {
   static constexpr const char* name = "dropout";
   using net = sequential<input<12>, dense<16, relu>, dropout<0.25f>, dense<3>>;
 };
+struct dynamic_dropout_net {  // the rate set on both models (set_dropout_rate), read by the op where it lives
+  static constexpr const char* name = "dynamic_dropout (rate 0.25)";
+  using net = sequential<input<12>, dense<16, relu>, dynamic_dropout, dense<3>>;
+  static constexpr double rate = 0.25;
+};
 
 // ---- data, variables and the comparison ----
 constexpr std::size_t samples = 24;
@@ -194,10 +200,11 @@ void compare(const char* what, const std::vector<T>& got, const std::vector<T>& 
 }
 
 // Dropout's training draw where the backend's generator differs: the rate and the scaling.
-template <class B>
+template <class B, bool Dynamic>
 void dropout_statistics() {
-  using net = sequential<input<4096>, dropout<0.25f>>;
+  using net = sequential<input<4096>, std::conditional_t<Dynamic, dynamic_dropout, dropout<0.25f>>>;
   auto m = make_model<net, float, B>(3);
+  if constexpr (Dynamic) CHECK(set_dropout_rate(m, 0.25) == 1);
   const std::vector<float> x(4096, 1.0f);
   m.forward(x.data(), 1, true);
   const auto y = m.host_outputs(1);
@@ -223,11 +230,15 @@ void check_case() {
   using Net = typename Case::net;
   constexpr bool bits = exact<B, P>;
   constexpr double tol = tolerance<P>();
-  constexpr bool dropout_case = std::is_same_v<Case, dropout_net>;
+  constexpr bool dropout_case = std::is_same_v<Case, dropout_net> || std::is_same_v<Case, dynamic_dropout_net>;
   INFO("layer type: " << std::string(Case::name) << ", policy: " << std::string(precision::policy_of_t<P>::name())
                       << ", backend: " << B::name());
   auto c = make_model<Net, P>(11);
   auto d = make_model<Net, P, B>(11);
+  if constexpr (requires { Case::rate; }) {
+    CHECK(set_dropout_rate(c, Case::rate) == 1);
+    CHECK(set_dropout_rate(d, Case::rate) == 1);
+  }
   {
     const auto vc = variables_of(c), vd = variables_of(d);
     compare("initial variables", vd.values, vc.values, bits, tol);
@@ -249,7 +260,7 @@ void check_case() {
       CHECK(vd.bytes == vc.bytes);
       compare("predict after the step", predict(d, test.batch(7)), predict(c, test.batch(7)), bits, tol);
     } else {
-      dropout_statistics<B>();
+      dropout_statistics<B, std::is_same_v<Case, dynamic_dropout_net>>();
     }
   }
 }
@@ -299,4 +310,5 @@ void check_policies() {
   PARITY_TEST_CASE(B, prefix, max_pool_net)           \
   PARITY_TEST_CASE(B, prefix, average_pool_net)       \
   PARITY_TEST_CASE(B, prefix, batch_norm_net)         \
-  PARITY_TEST_CASE(B, prefix, dropout_net)
+  PARITY_TEST_CASE(B, prefix, dropout_net)           \
+  PARITY_TEST_CASE(B, prefix, dynamic_dropout_net)

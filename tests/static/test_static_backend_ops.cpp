@@ -16,6 +16,7 @@ static_assert(BackendOps<cpu<>>);
 static_assert(Backend<cpu<>>);
 static_assert(has_product_ops<cpu<>> && has_elementwise_ops<cpu<>> && has_reduction_ops<cpu<>> &&
               has_conversion_ops<cpu<>> && has_optimizer_update_ops<cpu<>> && has_loss_ops<cpu<>>);
+static_assert(has_layer_ops<cpu<>>);  // batch_norm and dropout (backends/cpu/normalization.hpp)
 static_assert(BackendOps<cpu<xsimd::sse2>>);
 #if XSIMD_WITH_AVX2
 static_assert(BackendOps<cpu<xsimd::avx2>>);
@@ -50,6 +51,7 @@ struct ctnn::ops<partial_backend> {
 static_assert(has_backend_ops<partial_backend> && !BackendOps<partial_backend> && !Backend<partial_backend>);
 static_assert(!has_optimizer_update_ops<partial_backend> && !has_elementwise_ops<partial_backend>);
 static_assert(!has_backend_ops<no_ops_backend> && !BackendOps<no_ops_backend>);
+static_assert(!has_layer_ops<partial_backend>);
 
 // A host backend that inherits the CPU's ops (the counting backend of tests/train) satisfies all of it.
 namespace {

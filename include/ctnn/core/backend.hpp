@@ -40,13 +40,6 @@ concept has_backend_name = requires { { B::name() } -> std::convertible_to<std::
 template <class B>
 concept Backend = has_backend_memory<B> && has_backend_name<B> && BackendOps<B>;
 
-// Whether host code may run on B's memory inside B's runner: host memory, or
-// a backend that says so (static constexpr bool runs_host_code = true: the
-// tests' simulated device). Layers written as host loops (batch_norm,
-// dropout) need it until their loops are ops.
-template <class B>
-concept runs_host_code = B::memory::host_accessible || requires { requires bool(B::runs_host_code); };
-
 // ---- host views: the host's window on a range of a backend's memory ----
 // A view is made on (p, bytes, read): data() is host memory holding the
 // range's bytes (when read) and commit() makes the range hold data()'s bytes.

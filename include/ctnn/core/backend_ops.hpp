@@ -2,7 +2,7 @@
 //
 // Layers, losses, optimizers, optimizer options, regularizers and the training
 // step call kernels only through ops<B>, so this is the whole contract of a
-// backend's compute. It is the conjunction of six named sub-concepts (a
+// backend's compute. It is the conjunction of seven named sub-concepts (a
 // failed check names the missing one); each is checked with float arrays and
 // lists what it requires and who satisfies it. Pointers are B's memory; an op
 // that returns a value waits for it, the others may return before the work
@@ -18,6 +18,7 @@
 #include "../kernels/conv_reference.hpp"
 #include "../kernels/functors.hpp"
 #include "plan.hpp"
+#include "rng.hpp"
 
 namespace ctnn {
 
@@ -142,6 +143,24 @@ concept has_loss_ops = requires(const float* x, float* y, const std::int32_t* la
   ops<B>::squared_error_loss(x, x, rows, y, 1.0, 1.0, s);
 };
 
+// Batch normalization and dropout: batch_norm_forward<C> over rows x C values (training:
+// the batch's mean and biased variance, moving = moving mom + batch (1 - mom), caches mean
+// and inv = 1 / sqrt(var + eps); inference: the moving statistics; y = gamma (x - mean) inv +
+// beta; moving statistics of their own type S), batch_norm_backward<C> (dgamma, dbeta; dx
+// through the batch statistics in training, gamma inv dy when frozen; none when dx is null),
+// dropout_forward (the mask, 1 / (1 - rate) or 0, drawn from the generator; the rate a value
+// or one float in B's memory) and dropout_backward (dx = dy mask).
+// Satisfied by: ops<cpu<A>> (normalization.hpp: cpu<>'s draws from gen in order),
+// ops<cuda<SM>> (kernels.cuh: column sums; a hash of one 64-bit seed drawn from gen).
+template <class B>
+concept has_layer_ops = requires(const float* x, float* y, std::size_t n, rng& gen) {
+  ops<B>::template batch_norm_forward<4>(x, y, x, x, y, y, y, y, n, 0.99, 1e-3, true);
+  ops<B>::template batch_norm_backward<4>(x, x, y, x, x, x, y, y, n, true);
+  ops<B>::dropout_forward(x, y, y, n, 0.25, gen);
+  ops<B>::dropout_forward(x, y, y, n, x, gen);
+  ops<B>::dropout_backward(x, x, y, n);
+};
+
 // ops<B> is complete (a backend specializes it) ...
 template <class B>
 concept has_backend_ops = requires { sizeof(ops<B>); };
@@ -149,6 +168,7 @@ concept has_backend_ops = requires { sizeof(ops<B>); };
 // ... and provides the whole op set.
 template <class B>
 concept BackendOps = has_backend_ops<B> && has_product_ops<B> && has_elementwise_ops<B> && has_reduction_ops<B> &&
-                     has_conversion_ops<B> && has_optimizer_update_ops<B> && has_loss_ops<B>;
+                     has_conversion_ops<B> && has_optimizer_update_ops<B> && has_loss_ops<B> &&
+                     has_layer_ops<B>;
 
 }  // namespace ctnn

@@ -23,6 +23,7 @@
 #include "../core/plan.hpp"
 #include "../core/precision.hpp"
 #include "../core/shape.hpp"
+#include "../backends/cpu/ops.hpp"
 
 namespace ctnn {
 
@@ -51,14 +52,12 @@ namespace layer_kind {
 struct batch_norm {};  // the kind tag of batch_norm_layer (its member `kind`)
 }  // namespace layer_kind
 
-// The bound batch normalization: plain loops over channels (no kernel of its own yet).
+// The bound batch normalization: its buffers, and ops<Backend>'s batch_norm_forward / _backward.
 template <class Spec, Shape In, class Pol, class Backend>
 struct batch_norm_layer {
-    static_assert(runs_host_code<Backend>, "batch_norm: this backend has no specialization of this layer");
     using kind = layer_kind::batch_norm;  // what it is, for tools that map layers (onnx/export.hpp, onnx/import.hpp)
     using spec = Spec;
     using T = typename Pol::compute_type;
-    using A = precision::arithmetic_t<T>;      // what the formulas run in (float for a 16-bit T)
     using S = precision::state_type_t<Pol>;    // the moving statistics (float32 under the mixed policies)
     static constexpr double Momentum = Spec::momentum, Epsilon = Spec::epsilon;
     static constexpr std::size_t C = last_dim_v<In>;
@@ -89,89 +88,19 @@ struct batch_norm_layer {
       }
     }
 
-    // The per-channel sums and coefficients live in local arrays (no aliasing
-    // with x, y or dy), so the loops over channels vectorize.
+    // The formulas run in ops<Backend> (has_layer_ops: backends/cpu/normalization.hpp, backends/cuda).
     static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
-      const T* gamma = s.params;
-      const T* beta = s.params + C;
-      T* mean = s.cache;
-      T* inv = s.cache + C;
       S* st = statistics(s);
-      const std::size_t rows = r.batch * P;
-      std::array<A, C> m, v;
-      if (r.training) {
-        std::array<A, C> sum{}, sq{};
-        for (std::size_t i = 0; i < rows; ++i)
-          for (std::size_t c = 0; c < C; ++c) sum[c] += A(x[i * C + c]);
-        std::array<A, C> mu;
-        for (std::size_t c = 0; c < C; ++c) mu[c] = sum[c] / A(rows);
-        for (std::size_t i = 0; i < rows; ++i)
-          for (std::size_t c = 0; c < C; ++c) {
-            const A d = A(x[i * C + c]) - mu[c];
-            sq[c] += d * d;
-          }
-        for (std::size_t c = 0; c < C; ++c) {
-          const A var = sq[c] / A(rows);
-          st[c] = S(A(st[c]) * A(Momentum) + mu[c] * (A(1) - A(Momentum)));
-          st[C + c] = S(A(st[C + c]) * A(Momentum) + var * (A(1) - A(Momentum)));
-          m[c] = mu[c];
-          v[c] = A(1) / std::sqrt(var + A(Epsilon));
-        }
-      } else {
-        for (std::size_t c = 0; c < C; ++c) {
-          m[c] = A(st[c]);
-          v[c] = A(1) / std::sqrt(A(st[C + c]) + A(Epsilon));
-        }
-      }
-      std::array<A, C> g, b;
-      for (std::size_t c = 0; c < C; ++c) {
-        mean[c] = T(m[c]);
-        inv[c] = T(v[c]);
-        g[c] = A(gamma[c]);
-        b[c] = A(beta[c]);
-      }
-      for (std::size_t i = 0; i < rows; ++i)
-        for (std::size_t c = 0; c < C; ++c) y[i * C + c] = T(g[c] * (A(x[i * C + c]) - m[c]) * v[c] + b[c]);
+      ops<Backend>::template batch_norm_forward<C>(x, y, s.params, s.params + C, st, st + C, s.cache, s.cache + C,
+                                                   r.batch * P, Momentum, Epsilon, r.training);
     }
 
     // Training: the gradient through the batch statistics,
     //   dx = gamma * inv / M * (M * dy - sum(dy) - xhat * sum(dy * xhat)).
     // Inference (frozen statistics): dx = gamma * inv * dy.
     static void backward(layer_slot<T> s, const T* x, const T*, T* dy, T* dx, run_info r) {
-      const T* gamma = s.params;
-      T* dgamma = s.grads;
-      T* dbeta = s.grads + C;
-      const std::size_t rows = r.batch * P;
-      std::array<A, C> m, v, dg{}, db{};
-      for (std::size_t c = 0; c < C; ++c) {
-        m[c] = A(s.cache[c]);
-        v[c] = A(s.cache[C + c]);
-      }
-      for (std::size_t i = 0; i < rows; ++i)
-        for (std::size_t c = 0; c < C; ++c) {
-          const A xhat = (A(x[i * C + c]) - m[c]) * v[c];
-          db[c] += A(dy[i * C + c]);
-          dg[c] += A(dy[i * C + c]) * xhat;
-        }
-      for (std::size_t c = 0; c < C; ++c) {
-        dgamma[c] = T(dg[c]);
-        dbeta[c] = T(db[c]);
-      }
-      if (!dx) return;
-      std::array<A, C> k;
-      if (!r.training) {
-        for (std::size_t c = 0; c < C; ++c) k[c] = A(gamma[c]) * v[c];
-        for (std::size_t i = 0; i < rows; ++i)
-          for (std::size_t c = 0; c < C; ++c) dx[i * C + c] = T(k[c] * A(dy[i * C + c]));
-        return;
-      }
-      const A mm = A(rows);
-      for (std::size_t c = 0; c < C; ++c) k[c] = A(gamma[c]) * v[c] / mm;
-      for (std::size_t i = 0; i < rows; ++i)
-        for (std::size_t c = 0; c < C; ++c) {
-          const A xhat = (A(x[i * C + c]) - m[c]) * v[c];
-          dx[i * C + c] = T(k[c] * (mm * A(dy[i * C + c]) - db[c] - xhat * dg[c]));
-        }
+      ops<Backend>::template batch_norm_backward<C>(x, dy, dx, s.params, s.cache, s.cache + C, s.grads, s.grads + C,
+                                                    r.batch * P, r.training);
     }
 };
 

@@ -3,16 +3,18 @@
 // keras.layers.Dropout: in training (run_info::training), each value is kept
 // with probability 1 - Rate and scaled by 1 / (1 - Rate) (inverted dropout),
 // or set to 0; at inference the layer is the identity. The mask is drawn from
-// run_info::gen, the model's generator (seeded by make_model), one uniform
-// draw per value: kept when u >= Rate. The mask (0 or the scale) is kept in the
-// cache for backward, which multiplies dy by it. Rate in [0, 1) (compile-time
-// check). Output shape = input shape; no parameters.
+// run_info::gen, the model's generator (seeded by make_model) by
+// ops<Backend>::dropout_forward: on the CPU one uniform draw per value, kept
+// when u >= Rate (CUDA hashes one seed drawn from it). The mask (0 or the
+// scale) is kept in the cache for backward, which multiplies dy by it. Rate in
+// [0, 1) (compile-time check). Output shape = input shape; no parameters.
 //
 // dynamic_dropout: the same layer with its rate a run-time value, kept in the
 // layer's metadata buffer "rate" (one f32, saved with the weights; 0 after
 // init). set_dropout_rate(model, r) sets every dynamic_dropout of a model, so
 // a tuner changes the rate without instantiating new code. A rate outside
-// [0, 1) throws std::invalid_argument when set and when a training pass meets it.
+// [0, 1) throws std::invalid_argument when set and when a training pass meets
+// it (the op reads it where it lives; ops<cuda> does not check it there).
 #pragma once
 #include <algorithm>
 #include <array>
@@ -30,6 +32,7 @@
 #include "../core/plan.hpp"
 #include "../core/precision.hpp"
 #include "../core/shape.hpp"
+#include "../backends/cpu/ops.hpp"
 
 namespace ctnn {
 
@@ -49,42 +52,27 @@ struct dropout {
 };
 
 namespace detail {
-inline void check_dropout_rate(double rate, const char* where) {
-  if (!(rate >= 0 && rate < 1))
-    throw std::invalid_argument(std::string(where) + ": the dropout rate must be in [0, 1), got " + format_number(rate));
-}
-
-// The body of dropout and dynamic_dropout over n values. At inference y = x; in
-// training the rate (checked then, naming `who`) gives each value one uniform draw
-// u from r.gen: mask = 1 / (1 - rate) when u >= rate, else 0, kept in `mask` for
-// backward, and y = x * mask.
-template <class T>
-void dropout_forward(T* mask, const T* x, T* y, std::size_t n, double rate, const run_info& r, const char* who) {
-  if (!r.training) {
-    std::copy(x, x + n, y);
-    return;
-  }
+// The body of dropout and dynamic_dropout over n values through ops<B>. At inference
+// y = x; in training (a generator needed, checked first) ops<B>::dropout_forward draws
+// the mask from r.gen into `mask` for backward (the rate a value, or dynamic_dropout's
+// float in B's memory, checked there: its message is prefixed with `who`).
+template <class B, class T, class R>
+void dropout_forward(T* mask, const T* x, T* y, std::size_t n, R rate, const run_info& r, const char* who) {
+  if (!r.training) return ops<B>::copy(x, y, n);
   if (!r.gen) throw std::invalid_argument(std::string(who) + ": training needs a random generator (run_info::gen is null)");
-  check_dropout_rate(rate, who);
-  using A = precision::arithmetic_t<T>;  // float for a 16-bit T
-  const A scale = A(1) / (A(1) - A(rate));
-  for (std::size_t i = 0; i < n; ++i) {
-    const A m = r.gen->uniform() >= rate ? scale : A(0);
-    mask[i] = T(m);
-    y[i] = T(A(x[i]) * m);
+  try {
+    ops<B>::dropout_forward(x, y, mask, n, rate, *r.gen);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string(who) + ": " + e.what());
   }
 }
 
 // dx = dy * mask in training, dx = dy at inference; nothing when dx is null.
-template <class T>
+template <class B, class T>
 void dropout_backward(const T* mask, const T* dy, T* dx, std::size_t n, const run_info& r) {
   if (!dx) return;
-  if (!r.training) {
-    std::copy(dy, dy + n, dx);
-    return;
-  }
-  using A = precision::arithmetic_t<T>;
-  for (std::size_t i = 0; i < n; ++i) dx[i] = T(A(dy[i]) * A(mask[i]));
+  if (!r.training) return ops<B>::copy(dy, dx, n);
+  ops<B>::dropout_backward(mask, dy, dx, n);
 }
 }  // namespace detail
 
@@ -94,7 +82,6 @@ struct dropout {};  // the kind tag of dropout_layer (its member `kind`)
 
 template <class Spec, Shape In, class P, class Backend>
 struct dropout_layer {
-  static_assert(runs_host_code<Backend>, "dropout: this backend has no specialization of this layer");
   using kind = layer_kind::dropout;  // what it is, for tools that map layers (onnx/export.hpp, onnx/import.hpp)
   using spec = Spec;
   static constexpr double Rate = double(Spec::rate);
@@ -105,6 +92,7 @@ struct dropout_layer {
   using out_shape = In;
   // Channels apart; the identity at inference (strip_pruning reads it).
   static constexpr bool keeps_channels = true;
+  static constexpr bool draws_random = true;  // a training pass draws masks (a device runner does not replay it)
   static constexpr std::array<buffer, 1> buffers{buffer::cache("mask", In::size)};
   static constexpr std::size_t parameter_count = 0;
   static constexpr std::size_t state_count = 0;
@@ -114,10 +102,10 @@ struct dropout_layer {
   static void init(layer_slot<T>, rng&) {}
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
-    detail::dropout_forward(s.cache, x, y, r.batch * In::size, Rate, r, "dropout");
+    detail::dropout_forward<Backend>(s.cache, x, y, r.batch * In::size, Rate, r, "dropout");
   }
   static void backward(layer_slot<T> s, const T*, const T*, T* dy, T* dx, run_info r) {
-    detail::dropout_backward(s.cache, dy, dx, r.batch * In::size, r);
+    detail::dropout_backward<Backend>(s.cache, dy, dx, r.batch * In::size, r);
   }
 };
 
@@ -134,7 +122,6 @@ struct dynamic_dropout {
 
 template <class Spec, Shape In, class P, class Backend>
 struct dynamic_dropout_layer {
-  static_assert(runs_host_code<Backend>, "dynamic_dropout: this backend has no specialization of this layer");
   using T = typename P::compute_type;
   using variable_type = typename P::variable_type;
   using compute_type = T;
@@ -142,6 +129,7 @@ struct dynamic_dropout_layer {
   using out_shape = In;
   // Channels apart; the identity at inference (strip_pruning reads it).
   static constexpr bool keeps_channels = true;
+  static constexpr bool draws_random = true;  // a training pass draws masks (a device runner does not replay it)
   static constexpr std::array<buffer, 2> buffers{buffer::cache("mask", In::size),
                                                  buffer::make(role::metadata, elem::f32, "rate", {1})};
   static constexpr std::size_t parameter_count = 0;
@@ -149,6 +137,7 @@ struct dynamic_dropout_layer {
   static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
   static std::string name() { return Spec::name(); }
 
+  // The rate of a slot in host memory (tests; a device model's is read through a host view).
   static double rate(layer_slot<T> s) {
     float r;
     std::memcpy(&r, s.metadata, sizeof r);
@@ -166,12 +155,13 @@ struct dynamic_dropout_layer {
     std::memcpy(s.metadata, &zero, sizeof zero);
   }
 
-  // dropout_layer's body with the rate read from the metadata.
+  // dropout_layer's body with the rate read from the metadata by the op (in the backend's memory).
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
-    detail::dropout_forward(s.cache, x, y, r.batch * In::size, rate(s), r, "dynamic_dropout");
+    detail::dropout_forward<Backend>(s.cache, x, y, r.batch * In::size, reinterpret_cast<const float*>(s.metadata), r,
+                                     "dynamic_dropout");
   }
   static void backward(layer_slot<T> s, const T*, const T*, T* dy, T* dx, run_info r) {
-    detail::dropout_backward(s.cache, dy, dx, r.batch * In::size, r);
+    detail::dropout_backward<Backend>(s.cache, dy, dx, r.batch * In::size, r);
   }
 };
 

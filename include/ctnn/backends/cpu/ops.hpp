@@ -31,6 +31,7 @@
 #include "crossentropy.hpp"
 #include "gemm.hpp"
 #include "map.hpp"
+#include "normalization.hpp"
 #include "pooling.hpp"
 #include "reduce.hpp"
 #include "sparse_kernels.hpp"
@@ -154,6 +155,34 @@ struct ops<cpu<Arch>> {
   static void global_average_backward(const T* dy, T* dx, std::size_t batch) {
     if constexpr (is_half_v<T>) half<T>::template global_average_backward<P, C>(dy, dx, batch);
     else kernels::cpu::global_average_backward<P, C>(dy, dx, batch);
+  }
+
+  // ---- batch normalization and dropout (has_layer_ops; normalization.hpp) ----
+  // rows x C values; moving statistics of type S, caches mean and inv = 1 / sqrt(var + eps).
+  template <std::size_t C, class T, class S>
+  static void batch_norm_forward(const T* x, T* y, const T* gamma, const T* beta, S* moving_mean, S* moving_var,
+                                 T* mean, T* inv, std::size_t rows, double momentum, double epsilon, bool training) {
+    kernels::cpu::batch_norm_forward<C>(x, y, gamma, beta, moving_mean, moving_var, mean, inv, rows, momentum, epsilon,
+                                        training);
+  }
+  template <std::size_t C, class T>
+  static void batch_norm_backward(const T* x, const T* dy, T* dx, const T* gamma, const T* mean, const T* inv,
+                                  T* dgamma, T* dbeta, std::size_t rows, bool training) {
+    kernels::cpu::batch_norm_backward<C>(x, dy, dx, gamma, mean, inv, dgamma, dbeta, rows, training);
+  }
+  // The mask drawn from gen (n uniforms, in order); the rate a value or one float in this memory
+  // (dynamic_dropout's metadata). A rate outside [0, 1) throws std::invalid_argument.
+  template <class T>
+  static void dropout_forward(const T* x, T* y, T* mask, std::size_t n, double rate, rng& gen) {
+    kernels::cpu::dropout_forward(x, y, mask, n, rate, gen);
+  }
+  template <class T>
+  static void dropout_forward(const T* x, T* y, T* mask, std::size_t n, const float* rate, rng& gen) {
+    kernels::cpu::dropout_forward(x, y, mask, n, double(*rate), gen);
+  }
+  template <class T>
+  static void dropout_backward(const T* mask, const T* dy, T* dx, std::size_t n) {
+    kernels::cpu::dropout_backward(mask, dy, dx, n);
   }
 
   // ---- element-wise and row-wise ----

@@ -6,7 +6,6 @@
 //   feeder.cuh   cuda<SM>::feeder (batches staged on the copy stream, double-buffered)
 //   runner.cuh   cuda<SM>::runner (the phases on the compute stream, event timing, graphs)
 //   ops.cuh      ops<cuda<SM>>: cuBLASLt GEMMs with fused epilogues, kernels.cuh
-//   layers.cuh   dropout and batch_norm for cuda<SM>
 //   fused_mlp.cuh  small MLPs as fused kernels
 // model<Net, P, cuda<SM>>, fit, evaluate, predict, callbacks and the weights
 // files are the generic ones (train/, io/): make_model<Net, P, cuda<90>>(seed).
@@ -14,7 +13,6 @@
 #include "../../ctnn.hpp"
 #include "feeder.cuh"
 #include "fused_mlp.cuh"
-#include "layers.cuh"
 #include "memory.cuh"
 #include "ops.cuh"
 #include "runner.cuh"

@@ -306,8 +306,12 @@ __device__ inline float hash_uniform(std::uint64_t seed, std::uint64_t i) {
   z ^= z >> 31;
   return float(z >> 40) * (1.0f / 16777216.0f);
 }
+// The rate is *rate_at when not null (dynamic_dropout's metadata, read here), else `rate`.
 template <class T>
-__global__ void dropout_forward(const T* x, T* y, T* mask, std::size_t n, float rate, float scale, std::uint64_t seed) {
+__global__ void dropout_forward(const T* x, T* y, T* mask, std::size_t n, float rate, const float* rate_at,
+                                std::uint64_t seed) {
+  if (rate_at) rate = *rate_at;
+  const float scale = 1.0f / (1.0f - rate);
   CTNN_GRID_STRIDE(i, n) {
     const float m = hash_uniform(seed, i) >= rate ? scale : 0.0f;
     mask[i] = store<T>(m);

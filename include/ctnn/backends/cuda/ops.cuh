@@ -13,6 +13,7 @@
 //             lie; bias (+ relu) is the GEMM's fused epilogue. The bias
 //             gradient is column_sums (two stages, deterministic).
 //   conv_*:   im2col + the dense GEMMs + col2im (kernels.cuh), as the CPU path.
+//   batch_norm_*, dropout_*: has_layer_ops (column sums; a hash of one seed per pass).
 //   element-wise: map runs a rule of kernels/functors.hpp per thread
 //             (kernels.cuh's map kernel): the activations, the updates and
 //             the options' maps are the CPU's formulas, written once. A rule
@@ -30,6 +31,7 @@
 #include <string>
 #include <type_traits>
 
+#include "../../core/rng.hpp"
 #include "../../kernels/functors.hpp"
 #include "backend.hpp"
 #include "context.cuh"
@@ -101,7 +103,7 @@ struct ops<cuda<SM>> {
   // out[j] = sum over `rows` rows of f(i, j), j < cols (kernels.cuh's two
   // stages; the partial sums live in the cuBLASLt workspace, which only work
   // queued on this stream uses). The last reserve_floats floats of the
-  // workspace are left alone (batch_norm keeps its statistics there).
+  // workspace are left alone (batch_norm_forward keeps its statistics there).
   template <class Out, class F>
   static void column_sums(F f, std::size_t rows, std::size_t cols, Out* out, std::size_t reserve_floats = 0) {
     constexpr std::size_t min_rows = 64, max_chunks = 1024;
@@ -121,6 +123,67 @@ struct ops<cuda<SM>> {
   // The last n floats of the workspace (see column_sums' reserve_floats).
   static float* workspace_tail(std::size_t n) {
     return static_cast<float*>(cuda_context::get().workspace()) + cuda_context::workspace_bytes / sizeof(float) - n;
+  }
+
+  // ---- batch normalization and dropout (has_layer_ops) ----
+  // batch_norm: per-channel sums in float32 by column_sums (two stages, deterministic), two passes
+  // for the variance as on the CPU; moving statistics of type S (float32 under the mixed policies).
+  template <std::size_t C, cuda_storage T, class S>
+  static void batch_norm_forward(const T* x, T* y, const T* gamma, const T* beta, S* moving_mean, S* moving_var,
+                                 T* mean, T* inv, std::size_t rows, double momentum, double epsilon, bool training) {
+    constexpr unsigned channel_blocks = unsigned((C + 255) / 256);
+    if (training) {
+      // sum(x) -> mean, then sum((x - mean)^2), in float32 at the workspace's end
+      float* mean_f = workspace_tail(2 * C);
+      float* sq_f = mean_f + C;
+      column_sums(cuda_kernels::value_of<T>{x, C}, rows, C, mean_f, 2 * C);
+      cuda_kernels::divide<<<channel_blocks, 256, 0, stream()>>>(mean_f, C, float(rows));
+      launched();
+      column_sums(cuda_kernels::squared_deviation<T>{x, mean_f, C}, rows, C, sq_f, 2 * C);
+      cuda_kernels::batch_norm_statistics<<<channel_blocks, 256, 0, stream()>>>(
+          static_cast<const float*>(mean_f), static_cast<const float*>(sq_f), rows, C, moving_mean, moving_var, mean,
+          inv, float(momentum), float(epsilon));
+    } else {
+      cuda_kernels::batch_norm_inference_statistics<<<channel_blocks, 256, 0, stream()>>>(
+          static_cast<const S*>(moving_mean), static_cast<const S*>(moving_var), mean, inv, C, float(epsilon));
+    }
+    launched();
+    if (!rows) return;
+    cuda_kernels::batch_norm_apply<<<grid(rows * C), block, 0, stream()>>>(
+        x, y, gamma, beta, static_cast<const T*>(mean), static_cast<const T*>(inv), rows, C);
+    launched();
+  }
+  template <std::size_t C, cuda_storage T>
+  static void batch_norm_backward(const T* x, const T* dy, T* dx, const T* gamma, const T* mean, const T* inv,
+                                  T* dgamma, T* dbeta, std::size_t rows, bool training) {
+    column_sums(cuda_kernels::times_normalized<T>{dy, x, mean, inv, C}, rows, C, dgamma);
+    column_sums(cuda_kernels::value_of<T>{dy, C}, rows, C, dbeta);
+    if (!dx || !rows) return;
+    cuda_kernels::batch_norm_input_gradient<<<grid(rows * C), block, 0, stream()>>>(
+        x, dy, dx, gamma, mean, inv, static_cast<const T*>(dgamma), static_cast<const T*>(dbeta), rows, C, training);
+    launched();
+  }
+  // The keep/drop draw is a counter-based hash of (one 64-bit seed drawn from gen, element index):
+  // the CPU's rate and scaling, not its masks. A rate in device memory (dynamic_dropout's) is read
+  // by the kernel and not checked (set_dropout_rate and the weights loader check it).
+  template <cuda_storage T>
+  static void dropout_forward(const T* x, T* y, T* mask, std::size_t n, double rate, rng& gen) {
+    dropout_draw(x, y, mask, n, float(rate), nullptr, gen);
+  }
+  template <cuda_storage T>
+  static void dropout_forward(const T* x, T* y, T* mask, std::size_t n, const float* rate, rng& gen) {
+    dropout_draw(x, y, mask, n, 0.0f, rate, gen);
+  }
+  template <cuda_storage T>
+  static void dropout_backward(const T* mask, const T* dy, T* dx, std::size_t n) {
+    if (n) multiply(dy, mask, dx, n);
+  }
+  template <cuda_storage T>
+  static void dropout_draw(const T* x, T* y, T* mask, std::size_t n, float rate, const float* rate_at, rng& gen) {
+    const std::uint64_t seed = gen.next();  // one draw per pass, whatever n
+    if (!n) return;
+    cuda_kernels::dropout_forward<<<grid(n), block, 0, stream()>>>(x, y, mask, n, rate, rate_at, seed);
+    launched();
   }
 
   // ---- convolution and pooling (geometry G) ----

@@ -1,0 +1,131 @@
+// ctnn/backends/cpu/normalization.hpp — batch normalization and dropout on the CPU.
+//
+// The kernels behind ops<cpu<Arch>>'s has_layer_ops (core/backend_ops.hpp):
+// batch_norm_forward / _backward over rows x C values (C channels, the last
+// axis; per-channel sums in local arrays, so the loops over channels
+// vectorize), dropout_forward (one uniform draw from the generator per value,
+// in order) and dropout_backward (dy times the mask). T is the compute type
+// (16-bit types compute in float: precision::arithmetic_t), S the moving
+// statistics' type. layers/batch_norm.hpp and layers/dropout.hpp have the
+// formulas; docs/design.md ("The op set").
+#pragma once
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+#include "../../core/format.hpp"
+#include "../../core/precision.hpp"
+#include "../../core/rng.hpp"
+
+namespace ctnn::kernels::cpu {
+
+// Training (batch statistics, biased variance; the moving statistics updated) or inference
+// (the moving statistics): mean and inv = 1 / sqrt(var + epsilon) cached, y = gamma (x - mean) inv + beta.
+template <std::size_t C, class T, class S>
+void batch_norm_forward(const T* x, T* y, const T* gamma, const T* beta, S* moving_mean, S* moving_var, T* mean,
+                        T* inv, std::size_t rows, double momentum, double epsilon, bool training) {
+  using A = precision::arithmetic_t<T>;
+  std::array<A, C> m, v;
+  if (training) {
+    std::array<A, C> sum{}, sq{};
+    for (std::size_t i = 0; i < rows; ++i)
+      for (std::size_t c = 0; c < C; ++c) sum[c] += A(x[i * C + c]);
+    std::array<A, C> mu;
+    for (std::size_t c = 0; c < C; ++c) mu[c] = sum[c] / A(rows);
+    for (std::size_t i = 0; i < rows; ++i)
+      for (std::size_t c = 0; c < C; ++c) {
+        const A d = A(x[i * C + c]) - mu[c];
+        sq[c] += d * d;
+      }
+    for (std::size_t c = 0; c < C; ++c) {
+      const A var = sq[c] / A(rows);
+      moving_mean[c] = S(A(moving_mean[c]) * A(momentum) + mu[c] * (A(1) - A(momentum)));
+      moving_var[c] = S(A(moving_var[c]) * A(momentum) + var * (A(1) - A(momentum)));
+      m[c] = mu[c];
+      v[c] = A(1) / std::sqrt(var + A(epsilon));
+    }
+  } else {
+    for (std::size_t c = 0; c < C; ++c) {
+      m[c] = A(moving_mean[c]);
+      v[c] = A(1) / std::sqrt(A(moving_var[c]) + A(epsilon));
+    }
+  }
+  std::array<A, C> g, b;
+  for (std::size_t c = 0; c < C; ++c) {
+    mean[c] = T(m[c]);
+    inv[c] = T(v[c]);
+    g[c] = A(gamma[c]);
+    b[c] = A(beta[c]);
+  }
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t c = 0; c < C; ++c) y[i * C + c] = T(g[c] * (A(x[i * C + c]) - m[c]) * v[c] + b[c]);
+}
+
+// dgamma = sum dy xhat, dbeta = sum dy (overwritten); dx (when not null) through the batch statistics
+// in training, dx = gamma inv / M (M dy - dbeta - xhat dgamma), else dx = gamma inv dy.
+template <std::size_t C, class T>
+void batch_norm_backward(const T* x, const T* dy, T* dx, const T* gamma, const T* mean, const T* inv, T* dgamma,
+                         T* dbeta, std::size_t rows, bool training) {
+  using A = precision::arithmetic_t<T>;
+  std::array<A, C> m, v, dg{}, db{};
+  for (std::size_t c = 0; c < C; ++c) {
+    m[c] = A(mean[c]);
+    v[c] = A(inv[c]);
+  }
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t c = 0; c < C; ++c) {
+      const A xhat = (A(x[i * C + c]) - m[c]) * v[c];
+      db[c] += A(dy[i * C + c]);
+      dg[c] += A(dy[i * C + c]) * xhat;
+    }
+  for (std::size_t c = 0; c < C; ++c) {
+    dgamma[c] = T(dg[c]);
+    dbeta[c] = T(db[c]);
+  }
+  if (!dx) return;
+  std::array<A, C> k;
+  if (!training) {
+    for (std::size_t c = 0; c < C; ++c) k[c] = A(gamma[c]) * v[c];
+    for (std::size_t i = 0; i < rows; ++i)
+      for (std::size_t c = 0; c < C; ++c) dx[i * C + c] = T(k[c] * A(dy[i * C + c]));
+    return;
+  }
+  const A mm = A(rows);
+  for (std::size_t c = 0; c < C; ++c) k[c] = A(gamma[c]) * v[c] / mm;
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t c = 0; c < C; ++c) {
+      const A xhat = (A(x[i * C + c]) - m[c]) * v[c];
+      dx[i * C + c] = T(k[c] * (mm * A(dy[i * C + c]) - db[c] - xhat * dg[c]));
+    }
+}
+
+// A rate outside [0, 1) throws std::invalid_argument ("the dropout rate must be in [0, 1), got r").
+inline void check_dropout_rate(double rate) {
+  if (!(rate >= 0 && rate < 1))
+    throw std::invalid_argument("the dropout rate must be in [0, 1), got " + ctnn::detail::format_number(rate));
+}
+
+// Each of n values gets one uniform draw u from gen, in order: mask = 1 / (1 - rate) when
+// u >= rate, else 0; y = x * mask.
+template <class T>
+void dropout_forward(const T* x, T* y, T* mask, std::size_t n, double rate, rng& gen) {
+  check_dropout_rate(rate);
+  using A = precision::arithmetic_t<T>;
+  const A scale = A(1) / (A(1) - A(rate));
+  for (std::size_t i = 0; i < n; ++i) {
+    const A m = gen.uniform() >= rate ? scale : A(0);
+    mask[i] = T(m);
+    y[i] = T(A(x[i]) * m);
+  }
+}
+
+// dx = dy * mask
+template <class T>
+void dropout_backward(const T* mask, const T* dy, T* dx, std::size_t n) {
+  using A = precision::arithmetic_t<T>;
+  for (std::size_t i = 0; i < n; ++i) dx[i] = T(A(dy[i]) * A(mask[i]));
+}
+
+}  // namespace ctnn::kernels::cpu

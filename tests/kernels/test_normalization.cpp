@@ -1,0 +1,153 @@
+// backends/cpu/normalization.hpp (ops<cpu<>>'s has_layer_ops) against scalar
+// references written out here in double: batch normalization forward (training,
+// inference) and backward (training, frozen), for float, double and a 16-bit
+// compute type with float32 moving statistics; dropout's masks are the
+// generator's uniforms in order, and backward multiplies by them.
+#include <doctest/doctest.h>
+
+#include <ctnn/backends/cpu/normalization.hpp>
+#include <ctnn/backends/cpu/ops.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <type_traits>
+#include <vector>
+
+using namespace ctnn;
+
+namespace {
+constexpr std::size_t C = 5, rows = 37;
+
+struct reference {  // every value in double
+  std::vector<double> y, mean, inv, moving_mean, moving_var, dgamma, dbeta, dx;
+};
+
+reference batch_norm_reference(const std::vector<double>& x, const std::vector<double>& dy,
+                               const std::vector<double>& gamma, const std::vector<double>& beta,
+                               std::vector<double> mm, std::vector<double> mv, double mom, double eps, bool training) {
+  reference r;
+  r.mean.assign(C, 0), r.inv.assign(C, 0), r.y.assign(rows * C, 0), r.dx.assign(rows * C, 0);
+  r.dgamma.assign(C, 0), r.dbeta.assign(C, 0);
+  for (std::size_t c = 0; c < C; ++c) {
+    double mu = 0, var = 0;
+    if (training) {
+      for (std::size_t i = 0; i < rows; ++i) mu += x[i * C + c] / rows;
+      for (std::size_t i = 0; i < rows; ++i) var += (x[i * C + c] - mu) * (x[i * C + c] - mu) / rows;
+      mm[c] = mm[c] * mom + mu * (1 - mom);
+      mv[c] = mv[c] * mom + var * (1 - mom);
+    } else {
+      mu = mm[c], var = mv[c];
+    }
+    const double inv = 1 / std::sqrt(var + eps);
+    r.mean[c] = mu, r.inv[c] = inv;
+    for (std::size_t i = 0; i < rows; ++i) {
+      const double xhat = (x[i * C + c] - mu) * inv;
+      r.y[i * C + c] = gamma[c] * xhat + beta[c];
+      r.dgamma[c] += dy[i * C + c] * xhat;
+      r.dbeta[c] += dy[i * C + c];
+    }
+    for (std::size_t i = 0; i < rows; ++i) {
+      const double xhat = (x[i * C + c] - mu) * inv;
+      r.dx[i * C + c] = training ? gamma[c] * inv / rows * (rows * dy[i * C + c] - r.dbeta[c] - xhat * r.dgamma[c])
+                                 : gamma[c] * inv * dy[i * C + c];
+    }
+  }
+  r.moving_mean = mm, r.moving_var = mv;
+  return r;
+}
+
+template <class T>
+std::vector<double> wide(const std::vector<T>& v) {
+  std::vector<double> r(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if constexpr (std::is_same_v<T, double>) r[i] = v[i];
+    else r[i] = double(float(v[i]));
+  }
+  return r;
+}
+template <class T>
+std::vector<T> narrow(const std::vector<double>& v) {
+  std::vector<T> r(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) r[i] = T(v[i]);
+  return r;
+}
+
+// max |got - want| / max(1, max |want|)
+double error(const std::vector<double>& got, const std::vector<double>& want) {
+  double d = 0, s = 1;
+  for (std::size_t i = 0; i < want.size(); ++i) d = std::max(d, std::abs(got[i] - want[i])), s = std::max(s, std::abs(want[i]));
+  return d / s;
+}
+
+template <class T, class S>
+void check_batch_norm(double tol) {
+  rng g(5);
+  std::vector<double> x(rows * C), dy(rows * C), gamma(C), beta(C), mm(C), mv(C);
+  for (auto& v : x) v = g.uniform(-2, 3);
+  for (auto& v : dy) v = g.uniform(-1, 1);
+  for (std::size_t c = 0; c < C; ++c) gamma[c] = g.uniform(0.5, 1.5), beta[c] = g.uniform(-1, 1),
+                                      mm[c] = g.uniform(-0.5, 0.5), mv[c] = g.uniform(0.5, 2);
+  // the reference reads the inputs as the kernel sees them (rounded to T and S)
+  x = wide(narrow<T>(x)), dy = wide(narrow<T>(dy)), gamma = wide(narrow<T>(gamma)), beta = wide(narrow<T>(beta));
+  mm = wide(narrow<S>(mm)), mv = wide(narrow<S>(mv));
+  for (bool training : {true, false}) {
+    INFO("training = " << training);
+    const reference want = batch_norm_reference(x, dy, gamma, beta, mm, mv, 0.9, 1e-3, training);
+    const auto tx = narrow<T>(x), tdy = narrow<T>(dy), tg = narrow<T>(gamma), tb = narrow<T>(beta);
+    auto smm = narrow<S>(mm), smv = narrow<S>(mv);
+    std::vector<T> y(rows * C), mean(C), inv(C), dg(C), db(C), dx(rows * C);
+    ops<cpu<>>::batch_norm_forward<C>(tx.data(), y.data(), tg.data(), tb.data(), smm.data(), smv.data(), mean.data(),
+                                      inv.data(), rows, 0.9, 1e-3, training);
+    ops<cpu<>>::batch_norm_backward<C>(tx.data(), tdy.data(), dx.data(), tg.data(), mean.data(), inv.data(), dg.data(),
+                                       db.data(), rows, training);
+    CHECK(error(wide(y), want.y) <= tol);
+    CHECK(error(wide(mean), want.mean) <= tol);
+    CHECK(error(wide(inv), want.inv) <= tol);
+    CHECK(error(wide(smm), want.moving_mean) <= tol);
+    CHECK(error(wide(smv), want.moving_var) <= tol);
+    CHECK(error(wide(dg), want.dgamma) <= tol * rows);  // sums over the rows
+    CHECK(error(wide(db), want.dbeta) <= tol * rows);
+    CHECK(error(wide(dx), want.dx) <= tol * 4);
+    std::vector<T> dg2(C), db2(C);  // dx may be null: the parameter gradients alone
+    ops<cpu<>>::batch_norm_backward<C>(tx.data(), tdy.data(), static_cast<T*>(nullptr), tg.data(), mean.data(),
+                                       inv.data(), dg2.data(), db2.data(), rows, training);
+    CHECK(wide(dg2) == wide(dg));
+    CHECK(wide(db2) == wide(db));
+  }
+}
+}  // namespace
+
+TEST_CASE("batch_norm_forward and _backward of ops<cpu<>> match the scalar reference") {
+  SUBCASE("double") { check_batch_norm<double, double>(1e-12); }
+  SUBCASE("float") { check_batch_norm<float, float>(1e-5); }
+  SUBCASE("float16_t with float32 moving statistics (mixed_float16)") { check_batch_norm<float16_t, float>(4e-3); }
+}
+
+TEST_CASE("dropout_forward of ops<cpu<>> draws one uniform per value from the generator, in order") {
+  const std::size_t n = 3001;
+  std::vector<float> x(n), y(n), mask(n), dy(n), dx(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = float(i % 13) - 6.5f, dy[i] = float(i % 7) - 3.0f;
+  const float rate_in_memory = 0.3f;
+  for (int pass = 0; pass < 2; ++pass) {
+    INFO("rate " << (pass ? "in memory" : "as a value"));
+    rng gen(17), draws(17);
+    if (pass == 0) ops<cpu<>>::dropout_forward(x.data(), y.data(), mask.data(), n, double(rate_in_memory), gen);
+    else ops<cpu<>>::dropout_forward(x.data(), y.data(), mask.data(), n, &rate_in_memory, gen);
+    const float scale = 1.0f / (1.0f - rate_in_memory);
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const float m = draws.uniform() >= double(rate_in_memory) ? scale : 0.0f;
+      wrong += mask[i] != m || y[i] != x[i] * m;
+    }
+    CHECK(wrong == 0);
+    CHECK(gen.next() == draws.next());  // exactly n draws
+    ops<cpu<>>::dropout_backward(mask.data(), dy.data(), dx.data(), n);
+    for (std::size_t i = 0; i < n; ++i) wrong += dx[i] != dy[i] * mask[i];
+    CHECK(wrong == 0);
+  }
+  rng gen(1);
+  const float bad = 1.0f;
+  CHECK_THROWS_WITH(ops<cpu<>>::dropout_forward(x.data(), y.data(), mask.data(), n, &bad, gen),
+                    "the dropout rate must be in [0, 1), got 1");
+}
