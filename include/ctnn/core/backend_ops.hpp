@@ -17,6 +17,7 @@
 
 #include "../kernels/conv_reference.hpp"
 #include "../kernels/functors.hpp"
+#include "../kernels/sparse_index.hpp"
 #include "plan.hpp"
 
 namespace ctnn {
@@ -32,8 +33,10 @@ inline constexpr kernels::conv_geometry ops_probe_geometry{4, 4, 2, 2, 2, 2, 1, 
 // Products: dense_forward<K, N> (y = e.forward(x W + b) for any activation rule e of
 // kernels/functors.hpp, fused where the backend can; default identity), dense_backward_weights,
 // dense_backward_input; conv_forward / conv_backward<G> (im2col + the dense products);
-// max_pool, average_pool and global_average forward / backward.
-// Satisfied by: ops<cpu<A>> (simd_gemm, conv, pooling), ops<cuda<SM>> (cuBLASLt, kernels.cuh).
+// max_pool, average_pool and global_average forward / backward; sparse_dense_forward /
+// _backward<K, N> for every sparse layout's index view (kernels/sparse_index.hpp).
+// Satisfied by: ops<cpu<A>> (simd_gemm, conv, pooling, sparse*), ops<cuda<SM>> (cuBLASLt,
+// kernels.cuh, sparse.cuh).
 template <class B>
 concept has_product_ops = requires(const float* x, float* y, std::uint32_t* idx, const std::uint32_t* cidx,
                                    std::size_t m) {
@@ -49,6 +52,14 @@ concept has_product_ops = requires(const float* x, float* y, std::uint32_t* idx,
   ops<B>::template average_pool_backward<detail::ops_probe_geometry>(x, y, m);
   ops<B>::template global_average_forward<4, 2>(x, y, m);
   ops<B>::template global_average_backward<4, 2>(x, y, m);
+  ops<B>::template sparse_dense_forward<4, 4>(kernels::bitmap_index{}, x, x, x, y, m, true, y);
+  ops<B>::template sparse_dense_forward<4, 4>(kernels::csc_index{}, x, x, x, y, m, true, y);
+  ops<B>::template sparse_dense_forward<4, 4>(kernels::rows_index{}, x, x, x, y, m, true, y);
+  ops<B>::template sparse_dense_forward<4, 4>(kernels::nm_index<2, 4>{}, x, x, x, y, m, true, y);
+  ops<B>::template sparse_dense_backward<4, 4>(kernels::bitmap_index{}, x, x, x, y, y, y, m);
+  ops<B>::template sparse_dense_backward<4, 4>(kernels::csc_index{}, x, x, x, y, y, y, m);
+  ops<B>::template sparse_dense_backward<4, 4>(kernels::rows_index{}, x, x, x, y, y, y, m);
+  ops<B>::template sparse_dense_backward<4, 4>(kernels::nm_index<2, 4>{}, x, x, x, y, y, y, m);
 };
 
 // Element-wise maps: copy, fill, fill_zero, scale (x *= k), clip_value,
