@@ -12,7 +12,7 @@
 #include <ctnn/backends/cuda/kernels.cuh>
 #include <ctnn/backends/cuda/memory.cuh>
 #include <ctnn/backends/cuda/ops.cuh>
-#include <ctnn/backends/cuda/sparse.cuh>
+#include <ctnn/backends/cuda/sparse_products.cuh>
 #include <ctnn/backends/cuda/types.cuh>
 #include <ctnn/pruning.hpp>
 
@@ -387,7 +387,7 @@ TEST_CASE_TEMPLATE("max and average pooling (valid, same, overlapping) match the
   CHECK_CLOSE(T, to_host(gdx, dx.size()), dx);
 }
 
-// ---- the sparse dense products of every layout (sparse.cuh) against ops<cpu<>> on the same packed index ----
+// ---- the sparse dense products of every layout (sparse_products.cuh) against ops<cpu<>> on the same packed index ----
 namespace {
 // Layer L (a sparse layout bound on cpu<>, float32) initialised on the host (its own init: a valid index),
 // then forward and backward (relu fused; dx) on both backends at batches 1 and 70 (three warps of samples).

@@ -36,7 +36,7 @@ inline constexpr kernels::conv_geometry ops_probe_geometry{4, 4, 2, 2, 2, 2, 1, 
 // max_pool, average_pool and global_average forward / backward; sparse_dense_forward /
 // _backward<K, N> for every sparse layout's index view (kernels/sparse_index.hpp).
 // Satisfied by: ops<cpu<A>> (simd_gemm, conv, pooling, sparse*), ops<cuda<SM>> (cuBLASLt,
-// kernels.cuh, sparse.cuh).
+// kernels.cuh, sparse_products.cuh).
 template <class B>
 concept has_product_ops = requires(const float* x, float* y, std::uint32_t* idx, const std::uint32_t* cidx,
                                    std::size_t m) {

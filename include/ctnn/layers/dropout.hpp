@@ -105,6 +105,7 @@ struct dropout_layer {
   using out_shape = In;
   // Channels apart; the identity at inference (strip_pruning reads it).
   static constexpr bool keeps_channels = true;
+  static constexpr bool draws_random = true;  // a training pass is never replayed as a graph (train_pass)
   static constexpr std::array<buffer, 1> buffers{buffer::cache("mask", In::size)};
   static constexpr std::size_t parameter_count = 0;
   static constexpr std::size_t state_count = 0;
@@ -142,6 +143,7 @@ struct dynamic_dropout_layer {
   using out_shape = In;
   // Channels apart; the identity at inference (strip_pruning reads it).
   static constexpr bool keeps_channels = true;
+  static constexpr bool draws_random = true;  // a training pass is never replayed as a graph (train_pass)
   static constexpr std::array<buffer, 2> buffers{buffer::cache("mask", In::size),
                                                  buffer::make(role::metadata, elem::f32, "rate", {1})};
   static constexpr std::size_t parameter_count = 0;

@@ -13,7 +13,7 @@
 //             lie; bias (+ relu) is the GEMM's fused epilogue. The bias
 //             gradient is column_sums (two stages, deterministic).
 //   conv_*:   im2col + the dense GEMMs + col2im (kernels.cuh), as the CPU path.
-//   sparse_dense_*: every sparse layout's index (sparse.cuh), deterministic.
+//   sparse_dense_*: every sparse layout's index (sparse_products.cuh), deterministic.
 //   element-wise: map runs a rule of kernels/functors.hpp per thread
 //             (kernels.cuh's map kernel): the activations, the updates and
 //             the options' maps are the CPU's formulas, written once. A rule
@@ -38,7 +38,7 @@
 #include "gemm.cuh"
 #include "kernels.cuh"
 #include "memory.cuh"
-#include "sparse.cuh"
+#include "sparse_products.cuh"
 
 namespace ctnn {
 
@@ -99,7 +99,7 @@ struct ops<cuda<SM>> {
     lt_matmul<T>(true, false, int(K), int(m), int(N), w, int(N), dy, int(N), dx, int(K), nullptr, lt_epilogue::none);
   }
 
-  // ---- sparse dense products: Index (kernels/sparse_index.hpp) names the layout (sparse.cuh) ----
+  // ---- sparse dense products: Index (kernels/sparse_index.hpp) names the layout (sparse_products.cuh) ----
   // y = bias + x W (relu optional); dz: dL/d(pre-activation); dvalues, db overwritten, dx (may be null) too.
   // scratch (the CPU's transposed blocks) is not used. Nothing waits.
   template <std::size_t K, std::size_t N, class Index, cuda_storage T>

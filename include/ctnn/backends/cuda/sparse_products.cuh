@@ -1,4 +1,4 @@
-// ctnn/backends/cuda/sparse.cuh — the sparse dense products of every layout on a CUDA device.
+// ctnn/backends/cuda/sparse_products.cuh — the sparse dense products of every layout on a CUDA device.
 //
 // ops<cuda<SM>>::sparse_dense_forward / _backward (ops.cuh) run these for an
 // index view of kernels/sparse_index.hpp (bitmap_index, csc_index,
