@@ -27,6 +27,7 @@ static_assert(ctnn::has_product_ops<ctnn::cuda<90>> && ctnn::has_elementwise_ops
               ctnn::has_reduction_ops<ctnn::cuda<90>> && ctnn::has_conversion_ops<ctnn::cuda<90>> &&
               ctnn::has_optimizer_update_ops<ctnn::cuda<90>> && ctnn::has_loss_ops<ctnn::cuda<90>>);
 static_assert(ctnn::BackendOps<ctnn::cuda<90>>);
+static_assert(ctnn::has_sparse_product_ops<ctnn::cuda<90>>);  // every sparse layout (pruning.hpp included)
 using C = ctnn::ops<ctnn::cpu<>>;
 namespace ref = ctnn::kernels::reference;
 

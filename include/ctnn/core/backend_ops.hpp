@@ -33,10 +33,8 @@ inline constexpr kernels::conv_geometry ops_probe_geometry{4, 4, 2, 2, 2, 2, 1, 
 // Products: dense_forward<K, N> (y = e.forward(x W + b) for any activation rule e of
 // kernels/functors.hpp, fused where the backend can; default identity), dense_backward_weights,
 // dense_backward_input; conv_forward / conv_backward<G> (im2col + the dense products);
-// max_pool, average_pool and global_average forward / backward; sparse_dense_forward /
-// _backward<K, N> for every sparse layout's index view (kernels/sparse_index.hpp).
-// Satisfied by: ops<cpu<A>> (simd_gemm, conv, pooling, sparse*), ops<cuda<SM>> (cuBLASLt,
-// kernels.cuh, sparse_products.cuh).
+// max_pool, average_pool and global_average forward / backward.
+// Satisfied by: ops<cpu<A>> (simd_gemm, conv, pooling), ops<cuda<SM>> (cuBLASLt, kernels.cuh).
 template <class B>
 concept has_product_ops = requires(const float* x, float* y, std::uint32_t* idx, const std::uint32_t* cidx,
                                    std::size_t m) {
@@ -52,6 +50,16 @@ concept has_product_ops = requires(const float* x, float* y, std::uint32_t* idx,
   ops<B>::template average_pool_backward<detail::ops_probe_geometry>(x, y, m);
   ops<B>::template global_average_forward<4, 2>(x, y, m);
   ops<B>::template global_average_backward<4, 2>(x, y, m);
+};
+
+// Sparse products: sparse_dense_forward / _backward<K, N>(index, ...) for every sparse layout's
+// index view (kernels/sparse_index.hpp: bitmap, csc, rows, N:M). Not part of BackendOps: the CPU's
+// kernels for a view are parsed only with its layer (ctnn/pruning.hpp includes them all), so it is
+// checked where they are: tests/device/test_parity_sparse.cpp (cpu<>, the simulated device),
+// tests/cuda/test_ops.cu (cuda<90>). Satisfied by: ops<cpu<A>> (sparse*.hpp), ops<cuda<SM>>
+// (sparse_products.cuh).
+template <class B>
+concept has_sparse_product_ops = requires(const float* x, float* y, std::size_t m) {
   ops<B>::template sparse_dense_forward<4, 4>(kernels::bitmap_index{}, x, x, x, y, m, true, y);
   ops<B>::template sparse_dense_forward<4, 4>(kernels::csc_index{}, x, x, x, y, m, true, y);
   ops<B>::template sparse_dense_forward<4, 4>(kernels::rows_index{}, x, x, x, y, m, true, y);
