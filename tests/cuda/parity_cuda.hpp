@@ -2,8 +2,8 @@
 //
 // tests/cuda/test_parity_{dense,sparse,conv}.cu compare cpu<> with cuda<90>
 // over every layer type and every policy CUDA takes (tests/parity/parity.hpp;
-// float64 is not a CUDA storage type; the sparse_dense layouts have no CUDA
-// products and are reported, not compared), through the GENERIC model API
+// float64 is not a CUDA storage type; every sparse_dense layout runs through
+// ops<cuda<SM>>'s sparse products, sparse_products.cuh), through the GENERIC model API
 // (make_model<Net, P, cuda<90>>, fit, predict, host views): within parity's
 // documented tolerances, never bits; dropout by its rate and scaling (the
 // device draws its own masks). Each case skips without a device.
@@ -15,12 +15,3 @@
 
 template <>
 inline constexpr bool parity::takes_policy<ctnn::cuda<90>, ctnn::precision::float64> = false;
-// ops<cuda<SM>> has no sparse_dense products (the sparse layouts are CPU-only for now)
-template <>
-inline constexpr bool parity::takes_case<ctnn::cuda<90>, parity::sparse_net> = false;
-template <>
-inline constexpr bool parity::takes_case<ctnn::cuda<90>, parity::sparse_csc_net> = false;
-template <>
-inline constexpr bool parity::takes_case<ctnn::cuda<90>, parity::sparse_rows_net> = false;
-template <>
-inline constexpr bool parity::takes_case<ctnn::cuda<90>, parity::sparse_nm_net> = false;

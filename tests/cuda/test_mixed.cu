@@ -316,7 +316,7 @@ TEST_CASE("fit on the device takes callbacks, metrics, validation data and regul
   CHECK(std::abs(eg["sparse_categorical_accuracy"] - ec["sparse_categorical_accuracy"]) <= 0.021);
 }
 
-TEST_CASE("fit's validation passes replay captured graphs without changing training; dropout trains uncaptured") {
+TEST_CASE("fit's training steps and validation passes replay captured graphs without changing training; dropout trains uncaptured") {
   CTNN_REQUIRE_DEVICE();
   const auto data = dataset<mlp>(100, 190).batch(16);
   const auto val = dataset<mlp>(60, 192).batch(20);  // 3 validation passes of 20 per epoch
@@ -333,10 +333,12 @@ TEST_CASE("fit's validation passes replay captured graphs without changing train
   const auto [with, hw] = run(true);
   const auto [without, hn] = run(false);
   CHECK(with == without);
-  // training steps run uncaptured (the loss waits for its sum until it writes the plan's scalars region)
-  for (std::size_t e = 0; e < 3; ++e) CHECK(hn.values.at("graph_steps")[e] == 0);
-  // validation: each (staging buffer, batch) pair runs uncaptured once, is captured the next time, then replayed
-  CHECK(hw.values.at("graph_steps")[2] == 3);
+  // training steps (phases 1-3, model::train_pass): each (staging buffers, batch) pair runs uncaptured once,
+  // is captured the next time, then replayed: by the third epoch every full batch of 16 (six) is a replay
+  CHECK(hn.values.at("graph_steps")[0] >= 1);
+  CHECK(hn.values.at("graph_steps")[2] >= 6);
+  // validation the same (three passes of 20 in the third epoch), besides the training steps
+  CHECK(hw.values.at("graph_steps")[2] >= 6 + 3);
   // the replayed passes give the CPU model's validation loss for the same weights
   auto c = ctnn::make_model<mlp>(9);
   ctnn::io::load_weights(c, file);

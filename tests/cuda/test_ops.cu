@@ -12,7 +12,9 @@
 #include <ctnn/backends/cuda/kernels.cuh>
 #include <ctnn/backends/cuda/memory.cuh>
 #include <ctnn/backends/cuda/ops.cuh>
+#include <ctnn/backends/cuda/sparse_products.cuh>
 #include <ctnn/backends/cuda/types.cuh>
+#include <ctnn/pruning.hpp>
 
 #include <ctnn/kernels/activations_reference.hpp>
 #include <ctnn/kernels/conv_reference.hpp>
@@ -26,6 +28,7 @@ static_assert(ctnn::has_product_ops<ctnn::cuda<90>> && ctnn::has_elementwise_ops
               ctnn::has_optimizer_update_ops<ctnn::cuda<90>> && ctnn::has_loss_ops<ctnn::cuda<90>>);
 static_assert(ctnn::has_layer_ops<ctnn::cuda<90>>);  // batch_norm and dropout (ops.cuh)
 static_assert(ctnn::BackendOps<ctnn::cuda<90>>);
+static_assert(ctnn::has_sparse_product_ops<ctnn::cuda<90>>);  // every sparse layout (pruning.hpp included)
 using C = ctnn::ops<ctnn::cpu<>>;
 namespace ref = ctnn::kernels::reference;
 
@@ -446,4 +449,58 @@ TEST_CASE_TEMPLATE("max and average pooling (valid, same, overlapping) match the
   G::global_average_backward<P, Ch>(gdy.data(), gdx.data(), batch);
   CHECK_CLOSE(T, to_host(gy, y.size()), y);
   CHECK_CLOSE(T, to_host(gdx, dx.size()), dx);
+}
+
+// ---- the sparse dense products of every layout (sparse_products.cuh) against ops<cpu<>> on the same packed index ----
+namespace {
+// Layer L (a sparse layout bound on cpu<>, float32) initialised on the host (its own init: a valid index),
+// then forward and backward (relu fused; dx) on both backends at batches 1 and 70 (three warps of samples).
+template <class L>
+void check_sparse_layout() {
+  constexpr std::size_t K = L::K, N = L::N, NNZ = L::NNZ, bytes = L::index::bytes;
+  INFO("layout: " << L::name());
+  std::vector<float> params(NNZ + N);
+  std::vector<std::byte> meta(bytes);
+  ctnn::rng g(5);
+  ctnn::layer_slot<float> s;
+  s.params = params.data();
+  s.metadata = meta.data();
+  L::init(s, g);
+  const auto bias = random_values(N, 4);
+  std::copy(bias.begin(), bias.end(), params.begin() + NNZ);
+  ctnn::device_buffer<std::uint8_t> dmeta(bytes);
+  dmeta.upload(reinterpret_cast<const std::uint8_t*>(meta.data()), bytes);
+  auto dparams = to_device<float>(params);
+  const auto hv = L::view(meta.data());
+  const auto dv = L::view(reinterpret_cast<const std::byte*>(dmeta.data()));
+  for (std::size_t m : {1, 70}) {
+    for (bool relu : {false, true}) {
+      const auto x = random_values(m * K, 6), dz = random_values(m * N, 7);
+      std::vector<float> y(m * N), scratch((K + N) * m), dvalues(NNZ, 0.0f), db(N), dx(m * K);
+      C::sparse_dense_forward<K, N>(hv, x.data(), params.data(), params.data() + NNZ, y.data(), m, relu, scratch.data());
+      C::sparse_dense_backward<K, N>(hv, x.data(), dz.data(), params.data(), dvalues.data(), db.data(), dx.data(), m);
+      auto gx = to_device<float>(x), gdz = to_device<float>(dz), gdv = to_device<float>(std::vector<float>(NNZ, 0.0f));
+      ctnn::device_buffer<float> gy(m * N), gdb(N), gdx(m * K);
+      G::sparse_dense_forward<K, N>(dv, gx.data(), dparams.data(), dparams.data() + NNZ, gy.data(), m, relu,
+                                    static_cast<float*>(nullptr));
+      G::sparse_dense_backward<K, N>(dv, gx.data(), gdz.data(), dparams.data(), gdv.data(), gdb.data(), gdx.data(), m);
+      CHECK_CLOSE(float, to_host(gy, m * N), y);
+      CHECK_CLOSE(float, to_host(gdv, NNZ), dvalues);
+      CHECK_CLOSE(float, to_host(gdb, N), db);
+      CHECK_CLOSE(float, to_host(gdx, m * K), dx);
+    }
+  }
+}
+template <class Spec, std::size_t K>
+using bound_sparse = typename Spec::template bind<ctnn::shape<K>, ctnn::precision::float32, ctnn::cpu<>>;
+}  // namespace
+
+TEST_CASE("sparse dense products of every layout (bitmap, csc, rows, N:M) match the CPU") {
+  CTNN_REQUIRE_DEVICE();
+  // 37 units: three bitmap chunks, the last 5 wide; 2:4 and 3:8 (3-bit codes that straddle bytes)
+  check_sparse_layout<bound_sparse<ctnn::sparse_dense<45, 37, 600>, 45>>();
+  check_sparse_layout<bound_sparse<ctnn::sparse_dense_csc<45, 37, 600>, 45>>();
+  check_sparse_layout<bound_sparse<ctnn::sparse_dense_rows<45, 37, 600>, 45>>();
+  check_sparse_layout<bound_sparse<ctnn::sparse_dense_nm<44, 37, 2, 4>, 44>>();
+  check_sparse_layout<bound_sparse<ctnn::sparse_dense_nm<48, 37, 3, 8>, 48>>();
 }

@@ -7,6 +7,9 @@
 #include "device/simulated_device.hpp"
 #include "parity/parity.hpp"
 
+// the sparse products of every layout (core/backend_ops.hpp), with their kernels parsed
+static_assert(ctnn::has_sparse_product_ops<ctnn::cpu<>> && ctnn::has_sparse_product_ops<sim::device>);
+
 template <class P>
 inline constexpr bool parity::exact<sim::device, P> = !std::is_same_v<P, ctnn::precision::float64>;
 template <>

@@ -18,8 +18,8 @@
 // inference-only (no training step). A backend opts out of a policy with
 // takes_policy<B, P> (CUDA: float64), out of the pruned network's
 // update_pruning_step with pruning_step<B>, out of a layer type with
-// takes_case<B, Case> (CUDA: the sparse_dense layouts, which ops<cuda<SM>>
-// lacks; reported by a MESSAGE). Used by tests/device/test_parity_*.cpp
+// takes_case<B, Case> (reported by a MESSAGE; no backend opts out today: CUDA
+// runs every sparse layout). Used by tests/device/test_parity_*.cpp
 // (sim::device) and tests/cuda/test_parity_*.cu (cuda<90>, parity_cuda.hpp).
 #pragma once
 #include <doctest/doctest.h>

@@ -13,6 +13,8 @@
 //   csc_index      column starts [N + 1], input rows [NNZ]               (layers/sparse_dense_csc.hpp)
 //   rows_index     csc's storage, read by the per-unit kernels           (layers/sparse_dense_rows.hpp)
 //   nm_index<Nk, M> the packed group positions                           (layers/sparse_dense_nm.hpp)
+// The index decoding both backends share (host and device): bitmap_index::chunk_width,
+// nm_code (the position of an N:M value).
 #pragma once
 #include <array>
 #include <cstddef>
@@ -21,6 +23,8 @@
 #include <tuple>
 #include <type_traits>
 #include <vector>
+
+#include "../config.hpp"
 
 namespace ctnn::kernels {
 
@@ -81,6 +85,7 @@ struct packed_index {
 
 // ---- the views the products take ----
 struct bitmap_index {
+  static constexpr std::size_t chunk_width = 16;  // columns per chunk
   const std::uint32_t* offsets;  // chunk c's first value; [chunks] the count used
   const std::uint16_t* bitmaps;  // [c * K + k]: which of chunk c's 16 columns input k feeds
 };
@@ -96,5 +101,14 @@ template <std::size_t Nk, std::size_t M>
 struct nm_index {
   const std::uint8_t* codes;  // each value's position in its group of M inputs, bit_width(M - 1) bits
 };
+// The position of value p in its group: `bits` (<= 8) bits at bit p bits of
+// codes[bytes], least significant first (a code spans at most two bytes).
+CTNN_HOST_DEVICE inline unsigned nm_code(const std::uint8_t* codes, std::size_t bytes, std::size_t bits,
+                                         std::size_t p) {
+  const std::size_t at = p * bits, o = at >> 3;
+  unsigned w = codes[o];
+  if (o + 1 < bytes) w |= unsigned(codes[o + 1]) << 8;
+  return (w >> (at & 7)) & ((1u << bits) - 1u);
+}
 
 }  // namespace ctnn::kernels

@@ -66,6 +66,13 @@ std::int64_t schedule_step(const O& opt, const optimizer_state& os) {
   else
     return os.iterations;
 }
+// A bound layer that draws random numbers in training (dropout): a replayed graph would repeat its draws.
+template <class L>
+concept draws_random_layer = requires { requires bool(L::draws_random); };
+template <class Layers>
+inline constexpr bool any_draws_random = false;
+template <class... L>
+inline constexpr bool any_draws_random<std::tuple<L...>> = (draws_random_layer<L> || ...);
 // The rate the next update uses: the schedule's at schedule_step, times the model's scale.
 template <class O>
 double current_learning_rate(const O& opt, const optimizer_state& os) {
@@ -162,6 +169,8 @@ class model {
   using host_view_type = host_view_t<Backend>;
   using feeder_type = feeder_t<Backend>;
   using runner_type = runner_t<Backend, host_runner>;
+  // whether a training pass draws random numbers (no captured training pass: train_pass)
+  static constexpr bool draws_random = detail::any_draws_random<layers>;
 
   explicit model(std::uint64_t seed = 0) : seed_(seed), gen_(seed) {
     reserve(1, 0);
@@ -353,6 +362,34 @@ class model {
       Backend::memory::copy(&h, scalars_.data(), sizeof h);
       return h;
     }
+  }
+
+  // Phases 1-3 of a training step (train/step.hpp) on fed inputs x and targets y: the training
+  // forward, loss(outputs) (the caller's: into scalars(), dL/dy into output_gradient()), backward;
+  // returns the outputs. As a graph the backend's runner replays (CUDA: keyed by x, y, the batch and
+  // `pass`, the step's id) unless a layer draws random numbers (draws_random), else plainly.
+  template <class Loss>
+  const value_type* train_pass(const value_type* x, const void* y, std::size_t batch, std::uint64_t pass, Loss&& loss,
+                               bool flush_denormals) {
+    if (batch == 0) throw std::invalid_argument("model::forward: the batch is empty");
+    reserve(batch, slots_);
+    return run(
+        [&]() -> const value_type* {
+          auto queue = [&]() -> const value_type* {
+            const value_type* out = run_layers(x, batch, true);
+            loss(out);
+            backward();
+            return out;
+          };
+          if constexpr (!draws_random && requires { runner_.graph(mem_.data(), x, y, batch, pass, [] {}); }) {
+            if (stale_) refresh_compute_parameters();  // outside the graph: it reads the variables as they are then
+            x_ = x, batch_ = batch;                     // what the pass sets on the host, also when it is replayed
+            const std::uint64_t key = pass * 2 + (fused_mlp_backward_active() ? 1 : 0);
+            if (runner_.graph(mem_.data(), x, y, batch, key, [&] { queue(); })) return model_output();
+          }
+          return queue();
+        },
+        flush_denormals);
   }
 
   // Back-propagates output_gradient() through every layer.

@@ -12,10 +12,11 @@
 //   6. after_update         the optimizer's (EMA), the hooks' (masks); the counts advance
 // A hook (StepHook) has one or more of scale_loss, transform_gradients, after_update taking
 // step_state<M>&. The batch reaches the model through the backend's feeder; phases 1-3 run
-// as one runner call that reads nothing on the host (a device may capture it), phases 4-6 as
-// a second. On the CPU the runner sets flush-to-zero unless ieee_denormals is true.
+// as one call (model::train_pass) that reads nothing on the host (CUDA captures it as a graph
+// unless a layer draws random numbers), phases 4-6 as a second. On the CPU the runner sets flush-to-zero unless ieee_denormals is true.
 // The phases, hooks and counts in full: docs/training.md and docs/design.md, "Training".
 #pragma once
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +31,11 @@
 namespace ctnn {
 
 namespace detail {
+// A fresh id (> 0) per train_step: a runner never replays one step's captured pass for another.
+inline std::uint64_t next_step_id() {
+  static std::atomic<std::uint64_t> n{0};
+  return ++n;
+}
 // Values per sample of a target array: one label (sparse), else one per output.
 template <class M, class Target>
 constexpr std::size_t target_width() {
@@ -103,17 +109,15 @@ class train_step {
     const T* dx = m_.feed(0, x, n * M::input_size);
     const Target* dy = m_.feed(1, y, n * detail::target_width<M, Target>());
 
-    // 1. - 3. nothing here reads the backend's memory on the host (a device runner may capture them)
-    m_.run(
-        [&] {
-          // 1. forward
-          const T* out = m_.forward_fed(dx, n, true);
-          // 2. loss: the loss sum into the scalars, dL/dy times the loss scale
+    // 1. - 3. nothing here reads the backend's memory on the host (a device runner captures them:
+    //         model::train_pass; the loss scale is read from the scalars where the loss runs)
+    // 1. forward, 2. loss: the loss sum into the scalars, dL/dy times the loss scale,
+    // 3. backward (the regularizers' gradients are added in phase 4, unscaled)
+    last_output_ = m_.train_pass(
+        dx, dy, n, id_,
+        [&](const T* out) {
           detail::loss_into<M::output_size, B>(loss_, out, dy, m_.output_gradient(), n, m_.scalars());
           m_.add_penalty(m_.scalars());  // the regularizers' penalty into the scalars too
-          last_output_ = out;
-          // 3. backward (the regularizers' gradients are added in phase 4, unscaled)
-          m_.backward();
         },
         !ieee_denormals_);
     // the one read of the scalars per step, then the host decides
@@ -202,6 +206,7 @@ class train_step {
   std::tuple<Hooks&...> hooks_;
   bool ieee_denormals_;
   const T* last_output_ = nullptr;
+  std::uint64_t id_ = detail::next_step_id();  // keys this step's captured passes (model::train_pass)
 };
 
 template <class M, class L, class O>

@@ -32,7 +32,7 @@
 
 namespace ctnn::kernels::cpu::sparse {
 
-inline constexpr std::size_t chunk_width = 16;
+inline constexpr std::size_t chunk_width = bitmap_index::chunk_width;
 constexpr std::size_t chunks(std::size_t n) { return (n + chunk_width - 1) / chunk_width; }
 
 template <class T>

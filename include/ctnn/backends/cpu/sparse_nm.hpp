@@ -49,10 +49,7 @@ constexpr std::size_t scratch_per_sample(std::size_t K, std::size_t N) { return 
 
 // The code of value p (bits <= 8: it spans at most two bytes).
 inline unsigned code(const std::uint8_t* meta, std::size_t bytes, std::size_t bits, std::size_t p) {
-  const std::size_t at = p * bits, o = at >> 3;
-  unsigned w = meta[o];
-  if (o + 1 < bytes) w |= unsigned(meta[o + 1]) << 8;
-  return (w >> (at & 7)) & ((1u << bits) - 1u);
+  return nm_code(meta, bytes, bits, p);  // kernels/sparse_index.hpp (CUDA decodes with it too)
 }
 
 template <std::size_t Nk, std::size_t M, class T>

@@ -14,6 +14,7 @@
 //             gradient is column_sums (two stages, deterministic).
 //   conv_*:   im2col + the dense GEMMs + col2im (kernels.cuh), as the CPU path.
 //   batch_norm_*, dropout_*: has_layer_ops (column sums; a hash of one seed per pass).
+//   sparse_dense_*: every sparse layout's index (sparse_products.cuh), deterministic.
 //   element-wise: map runs a rule of kernels/functors.hpp per thread
 //             (kernels.cuh's map kernel): the activations, the updates and
 //             the options' maps are the CPU's formulas, written once. A rule
@@ -39,6 +40,7 @@
 #include "gemm.cuh"
 #include "kernels.cuh"
 #include "memory.cuh"
+#include "sparse_products.cuh"
 
 namespace ctnn {
 
@@ -97,6 +99,27 @@ struct ops<cuda<SM>> {
   template <std::size_t K, std::size_t N, cuda_storage T>
   static void dense_backward_input(const T* dy, const T* w, T* dx, std::size_t m) {
     lt_matmul<T>(true, false, int(K), int(m), int(N), w, int(N), dy, int(N), dx, int(K), nullptr, lt_epilogue::none);
+  }
+
+  // ---- sparse dense products: Index (kernels/sparse_index.hpp) names the layout (sparse_products.cuh) ----
+  // y = bias + x W (relu optional); dz: dL/d(pre-activation); dvalues, db overwritten, dx (may be null) too.
+  // scratch (the CPU's transposed blocks) is not used. Nothing waits.
+  template <std::size_t K, std::size_t N, class Index, cuda_storage T>
+  static void sparse_dense_forward(const Index& index, const T* x, const T* values, const T* b, T* y, std::size_t m,
+                                   bool relu, T*) {
+    if (!m) return;
+    cuda_kernels::sparse_forward<<<grid(m * N), block, 0, stream()>>>(index, x, values, b, y, m, K, N, relu);
+    launched();
+  }
+  template <std::size_t K, std::size_t N, class Index, cuda_storage T>
+  static void sparse_dense_backward(const Index& index, const T* x, const T* dz, const T* values, T* dvalues, T* db,
+                                    T* dx, std::size_t m) {
+    cuda_kernels::sparse_backward_weights<<<grid(N * 32), block, 0, stream()>>>(index, x, dz, dvalues, db, m, K, N);
+    launched();
+    if (!dx || !m) return;
+    cuda_kernels::sparse_backward_input<<<grid(K * ((m + 31) / 32) * 32), block, 0, stream()>>>(index, dz, values, dx,
+                                                                                                 m, K, N);
+    launched();
   }
 
   // ---- column reductions ----

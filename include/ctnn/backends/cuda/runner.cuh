@@ -13,16 +13,21 @@
 // cuBLASLt plans are made then), the second captures what it queues on the
 // compute stream as a graph, instantiates and launches it, later calls
 // replay it. False (the caller runs queue() itself) when capture is off or
-// fails: then it is not tried again by this runner. A new `memory` (the
-// model reallocated) forgets the graphs. The model runs inference through it
-// (train/model.hpp). A training step's phases 1-3 read nothing on the host
-// (the loss writes the step's scalars), so they could be captured too; the
-// step does not ask for it yet (a wait inside queue() fails the capture,
-// which then falls back to running uncaptured).
+// fails: then that kind of pass (inference or training) is not tried again
+// by this runner. A new `memory` (the model reallocated) forgets the graphs.
+// The model runs inference through it (train/model.hpp).
+// graph(memory, x, y, batch, pass, queue): the same for a training step's
+// phases 1-3 (model::train_pass): keyed by the fed inputs x and targets y,
+// the batch and `pass` (the step's id: another step, with another loss, never
+// replays it; a new pass forgets the training graphs of the others). The loss
+// scale is read from the step's scalars when the graph runs; the model keeps
+// a network whose layers draw random numbers (draws_random) uncaptured.
 // A copy of a runner starts with no graphs and no times.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "backend.hpp"
@@ -64,31 +69,24 @@ class cuda_runner {
   // queue() as a CUDA graph (above); true when it ran as one.
   template <class F>
   bool graph(const void* memory, const void* key, std::size_t batch, F&& queue) {
-    if (failed_) return false;
-    if (memory != memory_) {
-      clear();
-      memory_ = memory;
-    }
-    const cudaStream_t s = cuda_context::get().compute();
-    const auto k = std::make_pair(key, batch);
-    if (const auto it = graphs_.find(k); it != graphs_.end()) {
-      if (it->second) {
-        CTNN_CUDA_CHECK(cudaGraphLaunch(it->second, s));
-        ++graph_steps_;
-        return true;
-      }
-      if (capture(s, queue, it->second)) {
-        ++graph_steps_;
-        return true;
-      }
-      failed_ = true;  // not tried again
-      graphs_.erase(it);
-      return false;
-    }
-    graphs_.emplace(k, nullptr);  // seen once: uncaptured this time
-    return false;
+    return run_graph(memory, graph_key{key, nullptr, batch, 0}, queue);
   }
-
+  // A training step's phases 1-3 as a CUDA graph (above); pass: the step's id (> 0).
+  template <class F>
+  bool graph(const void* memory, const void* x, const void* y, std::size_t batch, std::uint64_t pass, F&& queue) {
+    if (pass != pass_) {  // another step: its graphs would replay another loss
+      for (auto it = graphs_.begin(); it != graphs_.end();) {
+        if (std::get<3>(it->first) != 0) {
+          if (it->second) cudaGraphExecDestroy(it->second);
+          it = graphs_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      pass_ = pass;
+    }
+    return run_graph(memory, graph_key{x, y, batch, pass}, queue);
+  }
   template <class Logs>
   void log_epoch(Logs& l) {
     take(spans_[0]);
@@ -105,6 +103,34 @@ class cuda_runner {
   }
 
  private:
+  // (inputs, targets, batch, pass): pass 0 is inference
+  using graph_key = std::tuple<const void*, const void*, std::size_t, std::uint64_t>;
+  template <class F>
+  bool run_graph(const void* memory, const graph_key& k, F& queue) {
+    bool& failed = failed_[std::get<3>(k) != 0];
+    if (failed) return false;
+    if (memory != memory_) {
+      clear();
+      memory_ = memory;
+    }
+    const cudaStream_t s = cuda_context::get().compute();
+    if (const auto it = graphs_.find(k); it != graphs_.end()) {
+      if (it->second) {
+        CTNN_CUDA_CHECK(cudaGraphLaunch(it->second, s));
+        ++graph_steps_;
+        return true;
+      }
+      if (capture(s, queue, it->second)) {
+        ++graph_steps_;
+        return true;
+      }
+      failed = true;  // not tried again
+      graphs_.erase(it);
+      return false;
+    }
+    graphs_.emplace(k, nullptr);  // seen once: uncaptured this time
+    return false;
+  }
   struct span {
     cuda_event begin, end;
     bool timed = false;
@@ -146,9 +172,10 @@ class cuda_runner {
     graphs_.clear();
   }
 
-  std::map<std::pair<const void*, std::size_t>, cudaGraphExec_t> graphs_;
+  std::map<graph_key, cudaGraphExec_t> graphs_;
   const void* memory_ = nullptr;
-  bool failed_ = false;
+  bool failed_[2] = {false, false};  // inference, training
+  std::uint64_t pass_ = 0;           // the training step whose graphs are kept
   int depth_ = 0;
   span spans_[2];
   int next_ = 0;
