@@ -4,11 +4,11 @@
 //                     left out, every program that does not prune compiles in
 //                     less time and memory: docs/performance.md)
 //   ctnn/xtensor.hpp, ctnn/npy.hpp, ctnn/onnx.hpp  interop (docs/interop.md)
+//   ctnn/backends/cuda/backend.hpp  the tag cuda<SM> (nvcc: backends/cuda/cuda.cuh)
 // Library code includes the narrow headers it needs; this one is for users.
 #pragma once
 #include "config.hpp"
 #include "backends/cpu/backend.hpp"
-#include "backends/cuda/backend.hpp"
 #include "core/concepts.hpp"
 #include "core/errors.hpp"
 #include "core/input.hpp"

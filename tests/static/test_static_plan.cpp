@@ -4,6 +4,7 @@
 // doctest case so the file registers).
 #include <doctest/doctest.h>
 
+#include <ctnn/backends/cuda/backend.hpp>
 #include <ctnn/ctnn.hpp>
 
 #include <cstdint>

@@ -27,6 +27,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "../../kernels/sparse_index.hpp"
 #include "arch.hpp"
 #include "sparse_kernels.hpp"
 

@@ -11,9 +11,9 @@
 // It is specialized beside each layout's kernels (sparse.hpp, sparse_csc.hpp,
 // sparse_rows.hpp, sparse_nm.hpp), which the layout's layer includes;
 // ops<cpu<Arch>>::sparse_dense_forward / _backward (ops.hpp) call it, so
-// ops.hpp parses none of those kernels.
+// ops.hpp parses none of those kernels nor the index views (a float32 dense
+// or conv program parses no sparse header).
 #pragma once
-#include "../../kernels/sparse_index.hpp"
 
 namespace ctnn::kernels::cpu {
 

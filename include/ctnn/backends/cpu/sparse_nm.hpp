@@ -33,6 +33,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "../../kernels/sparse_index.hpp"
 #include "arch.hpp"
 #include "sparse_rows.hpp"
 #include "sparse_kernels.hpp"
