@@ -1,5 +1,6 @@
 // ops<cuda<90>> against the CPU reference (ops<cpu<>> and backends/cpu/*_reference.hpp),
 // on the host: float32 within 1e-5, half and bfloat16 within tolerance<T>() (cuda_test.hpp).
+#include <ctnn/core/sparse_product_ops.hpp>
 #include "cuda_test.hpp"
 
 #include <limits>

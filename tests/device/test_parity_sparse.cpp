@@ -4,10 +4,11 @@
 // except under float64 (there predict after a step differs from cpu<>'s in the
 // last bits for the activation-layer network at batch 7: compared within
 // 1e-10); the pruned network trains with update_pruning_step (through host views).
+#include <ctnn/core/sparse_product_ops.hpp>
 #include "device/simulated_device.hpp"
 #include "parity/parity.hpp"
 
-// the sparse products of every layout (core/backend_ops.hpp), with their kernels parsed
+// the sparse products of every layout (core/sparse_product_ops.hpp), with their kernels parsed
 static_assert(ctnn::has_sparse_product_ops<ctnn::cpu<>> && ctnn::has_sparse_product_ops<sim::device>);
 
 template <class P>

@@ -17,7 +17,6 @@
 
 #include "../kernels/conv_reference.hpp"
 #include "../kernels/functors.hpp"
-#include "../kernels/sparse_index.hpp"
 #include "plan.hpp"
 #include "rng.hpp"
 
@@ -51,24 +50,6 @@ concept has_product_ops = requires(const float* x, float* y, std::uint32_t* idx,
   ops<B>::template average_pool_backward<detail::ops_probe_geometry>(x, y, m);
   ops<B>::template global_average_forward<4, 2>(x, y, m);
   ops<B>::template global_average_backward<4, 2>(x, y, m);
-};
-
-// Sparse products: sparse_dense_forward / _backward<K, N>(index, ...) for every sparse layout's
-// index view (kernels/sparse_index.hpp: bitmap, csc, rows, N:M). Not part of BackendOps: the CPU's
-// kernels for a view are parsed only with its layer (ctnn/pruning.hpp includes them all), so it is
-// checked where they are: tests/device/test_parity_sparse.cpp (cpu<>, the simulated device),
-// tests/cuda/test_ops.cu (cuda<90>). Satisfied by: ops<cpu<A>> (sparse*.hpp), ops<cuda<SM>>
-// (sparse_products.cuh).
-template <class B>
-concept has_sparse_product_ops = requires(const float* x, float* y, std::size_t m) {
-  ops<B>::template sparse_dense_forward<4, 4>(kernels::bitmap_index{}, x, x, x, y, m, true, y);
-  ops<B>::template sparse_dense_forward<4, 4>(kernels::csc_index{}, x, x, x, y, m, true, y);
-  ops<B>::template sparse_dense_forward<4, 4>(kernels::rows_index{}, x, x, x, y, m, true, y);
-  ops<B>::template sparse_dense_forward<4, 4>(kernels::nm_index<2, 4>{}, x, x, x, y, m, true, y);
-  ops<B>::template sparse_dense_backward<4, 4>(kernels::bitmap_index{}, x, x, x, y, y, y, m);
-  ops<B>::template sparse_dense_backward<4, 4>(kernels::csc_index{}, x, x, x, y, y, y, m);
-  ops<B>::template sparse_dense_backward<4, 4>(kernels::rows_index{}, x, x, x, y, y, y, m);
-  ops<B>::template sparse_dense_backward<4, 4>(kernels::nm_index<2, 4>{}, x, x, x, y, y, y, m);
 };
 
 // Element-wise maps: copy, fill, fill_zero, scale (x *= k), clip_value,
