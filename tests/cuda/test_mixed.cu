@@ -316,7 +316,7 @@ TEST_CASE("fit on the device takes callbacks, metrics, validation data and regul
   CHECK(std::abs(eg["sparse_categorical_accuracy"] - ec["sparse_categorical_accuracy"]) <= 0.021);
 }
 
-TEST_CASE("fit's training steps and validation passes replay captured graphs without changing training; dropout trains uncaptured") {
+TEST_CASE("fit's training steps and validation passes replay captured graphs without changing training, dropout trains uncaptured") {
   CTNN_REQUIRE_DEVICE();
   const auto data = dataset<mlp>(100, 190).batch(16);
   const auto val = dataset<mlp>(60, 192).batch(20);  // 3 validation passes of 20 per epoch
