@@ -10,6 +10,8 @@
 #include <ctnn/backends/cuda/runner.cuh>
 
 #include <filesystem>
+#include <limits>
+#include <cmath>
 
 using namespace ctnn_test;
 using dev = ctnn::cuda<90>;
@@ -84,6 +86,30 @@ TEST_CASE("dynamic_dropout on the device reads its rate from device memory: the 
   CHECK(std::abs(double(dropped) - 5000.0) < 310.0);  // within 5 standard deviations
   L::forward(s, gx.data(), gy.data(), run_info{batch, false, &gen});
   CHECK(to_host(gy, n) == x);
+}
+
+TEST_CASE("dynamic_dropout on the device: a rate outside [0, 1) in device memory makes every output NaN, not a silent mask") {
+  CTNN_REQUIRE_DEVICE();
+  using L = ctnn::dynamic_dropout::bind<ctnn::shape<100>, ctnn::precision::float32, dev>;
+  const std::size_t n = 3 * 100;
+  const auto x = random_values(n, 94, 0.5f, 1.5f);
+  for (float bad : {1.0f, 1.5f, -0.25f, std::numeric_limits<float>::quiet_NaN()}) {
+    INFO("rate = " << bad);
+    auto gx = to_device<float>(x), rate = to_device<float>(std::vector<float>{bad});
+    ctnn::device_buffer<float> gy(n), mask(n);
+    layer_slot<float> s;
+    s.cache = mask.data();
+    s.metadata = reinterpret_cast<std::byte*>(rate.data());
+    ctnn::rng gen(9);
+    L::forward(s, gx.data(), gy.data(), run_info{3, true, &gen});
+    for (float v : to_host(gy, n)) REQUIRE(std::isnan(v));
+  }
+  // a rate given as a value is checked on the host, as ops<cpu<>> does
+  using O = ctnn::ops<dev>;
+  ctnn::device_buffer<float> a(4), b(4), m(4);
+  ctnn::rng gen(10);
+  CHECK_THROWS_WITH(O::dropout_forward(a.data(), b.data(), m.data(), 4, 1.0, gen),
+                    "the dropout rate must be in [0, 1), got 1");
 }
 
 TEST_CASE("batch_norm on the device matches the CPU layer (training and inference, forward and backward)") {

@@ -14,7 +14,8 @@
 // init). set_dropout_rate(model, r) sets every dynamic_dropout of a model, so
 // a tuner changes the rate without instantiating new code. A rate outside
 // [0, 1) throws std::invalid_argument when set and when a training pass meets
-// it (the op reads it where it lives; ops<cuda> does not check it there).
+// it (the op reads it where it lives; ops<cuda>'s kernel cannot throw, so a
+// rate outside [0, 1) there makes the outputs NaN: a non-finite loss).
 #pragma once
 #include <algorithm>
 #include <array>

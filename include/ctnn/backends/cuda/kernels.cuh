@@ -307,13 +307,16 @@ __device__ inline float hash_uniform(std::uint64_t seed, std::uint64_t i) {
   return float(z >> 40) * (1.0f / 16777216.0f);
 }
 // The rate is *rate_at when not null (dynamic_dropout's metadata, read here), else `rate`.
+// A rate outside [0, 1) (NaN included) cannot throw here: every mask and output becomes NaN,
+// so the step's loss is not finite and fit raises numeric_error instead of training on it.
 template <class T>
 __global__ void dropout_forward(const T* x, T* y, T* mask, std::size_t n, float rate, const float* rate_at,
                                 std::uint64_t seed) {
   if (rate_at) rate = *rate_at;
-  const float scale = 1.0f / (1.0f - rate);
+  const bool valid = rate >= 0.0f && rate < 1.0f;
+  const float scale = valid ? 1.0f / (1.0f - rate) : __int_as_float(0x7fc00000);
   CTNN_GRID_STRIDE(i, n) {
-    const float m = hash_uniform(seed, i) >= rate ? scale : 0.0f;
+    const float m = !valid ? scale : hash_uniform(seed, i) >= rate ? scale : 0.0f;
     mask[i] = store<T>(m);
     y[i] = store<T>(load(x[i]) * m);
   }

@@ -32,6 +32,7 @@
 #include <string>
 #include <type_traits>
 
+#include "../../core/format.hpp"
 #include "../../core/rng.hpp"
 #include "../../kernels/functors.hpp"
 #include "backend.hpp"
@@ -187,10 +188,13 @@ struct ops<cuda<SM>> {
     launched();
   }
   // The keep/drop draw is a counter-based hash of (one 64-bit seed drawn from gen, element index):
-  // the CPU's rate and scaling, not its masks. A rate in device memory (dynamic_dropout's) is read
-  // by the kernel and not checked (set_dropout_rate and the weights loader check it).
+  // the CPU's rate and scaling, not its masks. A rate value outside [0, 1) throws as on the CPU; a
+  // rate in device memory (dynamic_dropout's; set_dropout_rate and the weights loader check it) is
+  // read by the kernel, which turns one outside [0, 1) into NaN outputs (a non-finite loss).
   template <cuda_storage T>
   static void dropout_forward(const T* x, T* y, T* mask, std::size_t n, double rate, rng& gen) {
+    if (!(rate >= 0 && rate < 1))
+      throw std::invalid_argument("the dropout rate must be in [0, 1), got " + ctnn::detail::format_number(rate));
     dropout_draw(x, y, mask, n, float(rate), nullptr, gen);
   }
   template <cuda_storage T>
@@ -200,13 +204,6 @@ struct ops<cuda<SM>> {
   template <cuda_storage T>
   static void dropout_backward(const T* mask, const T* dy, T* dx, std::size_t n) {
     if (n) multiply(dy, mask, dx, n);
-  }
-  template <cuda_storage T>
-  static void dropout_draw(const T* x, T* y, T* mask, std::size_t n, float rate, const float* rate_at, rng& gen) {
-    const std::uint64_t seed = gen.next();  // one draw per pass, whatever n
-    if (!n) return;
-    cuda_kernels::dropout_forward<<<grid(n), block, 0, stream()>>>(x, y, mask, n, rate, rate_at, seed);
-    launched();
   }
 
   // ---- convolution and pooling (geometry G) ----
@@ -496,6 +493,13 @@ struct ops<cuda<SM>> {
   }
 
  private:
+  template <cuda_storage T>
+  static void dropout_draw(const T* x, T* y, T* mask, std::size_t n, float rate, const float* rate_at, rng& gen) {
+    const std::uint64_t seed = gen.next();  // one draw per pass, whatever n
+    if (!n) return;
+    cuda_kernels::dropout_forward<<<grid(n), block, 0, stream()>>>(x, y, mask, n, rate, rate_at, seed);
+    launched();
+  }
   static int* begin_flag() {
     int* bad = reinterpret_cast<int*>(cuda_context::get().scratch());
     CTNN_CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(int), stream()));
