@@ -17,6 +17,14 @@ static_assert(Backend<cpu<>>);
 static_assert(has_product_ops<cpu<>> && has_elementwise_ops<cpu<>> && has_reduction_ops<cpu<>> &&
               has_conversion_ops<cpu<>> && has_optimizer_update_ops<cpu<>> && has_loss_ops<cpu<>>);
 static_assert(has_layer_ops<cpu<>>);  // batch_norm and dropout (backends/cpu/normalization.hpp)
+// A GEMM epilogue is a rule or a list of them (kernels/functors.hpp), on scalars and on batches;
+// has_product_ops passes dense_forward a list (fn::chain) as well as a single rule.
+static_assert(fn::epilogue_rule<fn::chain<fn::tanh_fn, fn::affine_fn<float>, fn::relu_fn>, float> &&
+              fn::epilogue_rule<fn::chain<fn::tanh_fn, fn::affine_fn<float>, fn::relu_fn>, double> &&
+              fn::epilogue_rule<fn::chain<fn::sigmoid_fn, fn::leaky_relu_fn<float>>, xsimd::batch<float>> &&
+              fn::epilogue_rule<fn::chain<>, float> && fn::epilogue_rule<fn::relu_fn, xsimd::batch<double>>);
+static_assert(!fn::epilogue_rule<fn::scale<float>, float>);  // a map rule, not an epilogue
+static_assert(sizeof(fn::chain<fn::leaky_relu_fn<float>, fn::affine_fn<float>>) == 3 * sizeof(float));  // flat
 static_assert(BackendOps<cpu<xsimd::sse2>>);
 #if XSIMD_WITH_AVX2
 static_assert(BackendOps<cpu<xsimd::avx2>>);

@@ -31,7 +31,7 @@ inline constexpr kernels::conv_geometry ops_probe_geometry{4, 4, 2, 2, 2, 2, 1, 
 }  // namespace detail
 
 // Products: dense_forward<K, N> (y = e.forward(x W + b) for any activation rule e of
-// kernels/functors.hpp, fused where the backend can; default identity), dense_backward_weights,
+// kernels/functors.hpp or list of them, fn::chain, fused; default identity), dense_backward_weights,
 // dense_backward_input; conv_forward / conv_backward<G> (im2col + the dense products);
 // max_pool, average_pool and global_average forward / backward.
 // Satisfied by: ops<cpu<A>> (simd_gemm, conv, pooling), ops<cuda<SM>> (cuBLASLt, kernels.cuh).
@@ -40,6 +40,7 @@ concept has_product_ops = requires(const float* x, float* y, std::uint32_t* idx,
                                    std::size_t m) {
   ops<B>::template dense_forward<4, 4>(x, x, x, y, m);
   ops<B>::template dense_forward<4, 4>(x, x, x, y, m, fn::sigmoid_fn{});
+  ops<B>::template dense_forward<4, 4>(x, x, x, y, m, fn::chain<fn::tanh_fn, fn::affine_fn<float>>{});
   ops<B>::template dense_backward_weights<4, 4>(x, x, y, y, m);
   ops<B>::template dense_backward_input<4, 4>(x, x, y, m);
   ops<B>::template conv_forward<detail::ops_probe_geometry>(x, x, x, y, y, m);

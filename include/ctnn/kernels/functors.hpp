@@ -12,12 +12,16 @@
 // includes no xsimd and nvcc compiles it. Activations have forward(z) and
 // backward(y, d) (the derivative from the output y); forward_of / backward_of
 // make them in-place map rules, and the GEMM epilogue calls forward on its
-// accumulators. The formulas are those of the scalar references in
-// kernels/ (activations_reference.hpp) and of optimizers/*.hpp.
+// accumulators (epilogue_rule); chain<F...> is a list of rules applied in
+// order, one epilogue (forward only). The formulas are those of the scalar
+// references in kernels/ (activations_reference.hpp) and of optimizers/*.hpp.
 #pragma once
 #include <math.h>
 
+#include <concepts>
+#include <cstddef>
 #include <type_traits>
+#include <utility>
 
 #include "../config.hpp"
 
@@ -82,6 +86,54 @@ struct tanh_fn {
   CTNN_HOST_DEVICE V forward(V z) const { return tanh(z); }
   template <class V>
   CTNN_HOST_DEVICE V backward(V y, V d) const { return d * (V(1) - y * y); }
+};
+
+// What a GEMM epilogue runs on its accumulators (value type V): V forward(V).
+// Satisfied by the activations above and by chain<F...>.
+template <class E, class V>
+concept epilogue_rule = std::is_trivially_copyable_v<E> && requires(const E& e, V v) {
+  { e.forward(v) } -> std::same_as<V>;
+};
+
+// A list of rules as one rule: forward(z) = Fn.forward(... F1.forward(z)), a
+// fold, no nesting (chain<> is the identity). Forward only: a backward would
+// need every intermediate value, so a list is an epilogue (ops<B>::dense_forward),
+// not a layer's activation: fn::chain{fn::relu_fn{}, fn::affine_fn<float>{2, 0}}.
+namespace detail {
+template <std::size_t I, class F>
+struct link {
+  F f;
+};
+template <class Is, class... F>
+struct chain_links;
+template <std::size_t... I, class... F>
+struct chain_links<std::index_sequence<I...>, F...> : link<I, F>... {
+  constexpr chain_links() = default;
+  CTNN_HOST_DEVICE constexpr chain_links(const F&... f)
+    requires(sizeof...(F) > 0)
+      : link<I, F>{f}... {}
+  template <class V>
+  CTNN_HOST_DEVICE V forward(V z) const {
+    ((z = static_cast<const link<I, F>&>(*this).f.forward(z)), ...);
+    return z;
+  }
+};
+}  // namespace detail
+template <class... F>
+struct chain : detail::chain_links<std::index_sequence_for<F...>, F...> {
+  using detail::chain_links<std::index_sequence_for<F...>, F...>::chain_links;
+};
+template <class... F>
+chain(F...) -> chain<F...>;
+
+// An affine rule, y = k z + c, for lists (a rescaled activation: chain{tanh_fn{}, affine_fn<float>{0.5f, 0.5f}}).
+template <class S>
+struct affine_fn {
+  S k, c;
+  template <class V>
+  CTNN_HOST_DEVICE V forward(V z) const { return fma(z, V(k), V(c)); }
+  template <class V>
+  CTNN_HOST_DEVICE V backward(V, V d) const { return V(k) * d; }
 };
 
 // In-place map rules of an activation: y = forward(y); d = backward(y, d).

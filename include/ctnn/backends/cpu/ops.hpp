@@ -84,10 +84,12 @@ struct ops<cpu<Arch>> {
   }
 
   // ---- dense products (K inputs, N outputs, m rows) ----
-  // y = e.forward(x W + b): e, an activation rule of kernels/functors.hpp, runs
-  // on the GEMM's accumulators before they are stored (identity: none).
+  // y = e.forward(x W + b): e, an activation rule of kernels/functors.hpp or a list
+  // of them (fn::chain), runs on the GEMM's accumulators before they are stored.
   template <std::size_t K, std::size_t N, class E = fn::identity_fn, class T>
   static void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m, const E& e = {}) {
+    static_assert(fn::epilogue_rule<E, std::conditional_t<is_half_v<T>, float, T>>,
+                  "ops<cpu>::dense_forward: the epilogue must be a rule of kernels/functors.hpp (V forward(V))");
     if constexpr (is_half_v<T>) half<T>::template dense_forward<K, N>(x, w, b, y, m, e);
     else kernels::cpu::dense_forward<K, N, E, Arch>(x, w, b, y, m, e);
   }

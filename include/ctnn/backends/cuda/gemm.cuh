@@ -13,6 +13,8 @@
 // support, or a bias that is not 16-byte aligned), the plain GEMM runs and
 // bias_act_kernel adds the bias and relu; when it has no algorithm at all,
 // naive_gemm (one thread per output, float32 accumulation) runs instead.
+// With unfused_ok = false neither second pass runs: lt_matmul returns false
+// having queued nothing (dense_forward then runs gemm_epilogue.cuh's kernel).
 // Everything is queued on cuda_context::get().compute().
 #pragma once
 #include <cstddef>
@@ -128,10 +130,10 @@ inline bool make_plan(lt_plan& p, cudaDataType_t t, bool ta, bool tb, int M, int
 }  // namespace cuda_detail
 
 template <cuda_storage T>
-void lt_matmul(bool ta, bool tb, int M, int N, int K, const T* A, int lda, const T* B, int ldb, T* D, int ldd,
-               const T* bias, lt_epilogue e) {
+bool lt_matmul(bool ta, bool tb, int M, int N, int K, const T* A, int lda, const T* B, int ldb, T* D, int ldd,
+               const T* bias, lt_epilogue e, bool unfused_ok = true) {
   using namespace cuda_detail;
-  if (M == 0 || N == 0) return;
+  if (M == 0 || N == 0) return true;
   if (K == 0) throw cuda_error("ctnn cuda: lt_matmul: the inner dimension K is 0");
   cuda_context& ctx = cuda_context::get();
   if (e != lt_epilogue::none && !bias) e = lt_epilogue::none;
@@ -154,6 +156,7 @@ void lt_matmul(bool ta, bool tb, int M, int N, int K, const T* A, int lda, const
     }
   }
   lt_plan& p = it->second;
+  if (e != lt_epilogue::none && !p.fused && !unfused_ok) return false;
   if (p.naive) {
     naive_gemm<T><<<grid_for(std::size_t(M) * N), 256, 0, ctx.compute()>>>(ta, tb, M, N, K, A, lda, B, ldb, D, ldd);
     CTNN_CUDA_CHECK(cudaGetLastError());
@@ -162,7 +165,7 @@ void lt_matmul(bool ta, bool tb, int M, int N, int K, const T* A, int lda, const
                                                                                    std::size_t(M), e == lt_epilogue::relu_bias);
       CTNN_CUDA_CHECK(cudaGetLastError());
     }
-    return;
+    return true;
   }
   if (p.fused)
     CTNN_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
@@ -175,6 +178,7 @@ void lt_matmul(bool ta, bool tb, int M, int N, int K, const T* A, int lda, const
                                                                                  std::size_t(M), e == lt_epilogue::relu_bias);
     CTNN_CUDA_CHECK(cudaGetLastError());
   }
+  return true;
 }
 
 }  // namespace ctnn

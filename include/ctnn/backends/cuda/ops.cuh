@@ -10,8 +10,9 @@
 // which wait for the stream.
 //   dense_*:  cuBLASLt (gemm.cuh). Row-major Y[m, N] = X[m, K] W[K, N] + b is
 //             the column-major Y^T = W^T X^T, so W, X, Y are passed as they
-//             lie; bias (+ relu) is the GEMM's fused epilogue. The bias
-//             gradient is column_sums (two stages, deterministic).
+//             lie; bias (+ relu) is the GEMM's fused epilogue; any other
+//             rule or list of rules fuses into gemm_epilogue.cuh's tiled GEMM.
+//             The bias gradient is column_sums (two stages, deterministic).
 //   conv_*:   im2col + the dense GEMMs + col2im (kernels.cuh), as the CPU path.
 //   batch_norm_*, dropout_*: has_layer_ops (column sums; a hash of one seed per pass).
 //   sparse_dense_*: every sparse layout's index (sparse_products.cuh), deterministic.
@@ -39,6 +40,7 @@
 #include "context.cuh"
 #include "fused_mlp.cuh"
 #include "gemm.cuh"
+#include "gemm_epilogue.cuh"
 #include "kernels.cuh"
 #include "memory.cuh"
 #include "sparse_products.cuh"
@@ -78,17 +80,25 @@ struct ops<cuda<SM>> {
   }
 
   // ---- dense products (K inputs, N outputs, m rows) ----
-  // y = e.forward(x W + b): relu (and identity) fuse into cuBLASLt's bias
-  // epilogue; any other activation rule of kernels/functors.hpp runs as one
-  // map over y after the GEMM.
+  // y = e.forward(x W + b) in one pass, never a map after it: identity and relu with
+  // a bias are cuBLASLt's BIAS / RELU_BIAS epilogues (identity without one its
+  // plain GEMM) when it has a fused algorithm for the shape and alignment; any
+  // other rule of kernels/functors.hpp, a list of them (fn::chain), and those
+  // cases without a fused algorithm run gemm_epilogue.cuh's tiled kernel.
   template <std::size_t K, std::size_t N, class E = fn::identity_fn, cuda_storage T>
   static void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m, E e = {}) {
-    constexpr bool relu = std::is_same_v<E, fn::relu_fn>, none = std::is_same_v<E, fn::identity_fn>;
-    const lt_epilogue le = !b ? lt_epilogue::none : relu ? lt_epilogue::relu_bias : lt_epilogue::bias;
-    lt_matmul<T>(false, false, int(N), int(m), int(K), w, int(N), x, int(K), y, int(N), b, le);
-    if constexpr (!none) {
-      if (!relu || !b) map(fn::forward_of<E>{e}, m * N, y);
+    static_assert(fn::epilogue_rule<E, float>,
+                  "ops<cuda>::dense_forward: the epilogue must be a rule of kernels/functors.hpp (V forward(V))");
+    if (!m) return;
+    constexpr bool relu = std::is_same_v<E, fn::relu_fn> || std::is_same_v<E, fn::chain<fn::relu_fn>>;
+    constexpr bool none = std::is_same_v<E, fn::identity_fn> || std::is_same_v<E, fn::chain<>>;
+    if constexpr (none || relu) {
+      const lt_epilogue le = !b ? lt_epilogue::none : relu ? lt_epilogue::relu_bias : lt_epilogue::bias;
+      if ((b || none) && lt_matmul<T>(false, false, int(N), int(m), int(K), w, int(N), x, int(K), y, int(N), b, le,
+                                      /*unfused_ok=*/false))
+        return;
     }
+    gemm_epilogue<T>(x, w, b, y, m, K, N, e);
   }
   // dW[K, N] = X^T dY (column-major dW^T = dY^T X), db = column sums of dY; both overwritten.
   template <std::size_t K, std::size_t N, cuda_storage T>
