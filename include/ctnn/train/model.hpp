@@ -248,11 +248,12 @@ class model {
   // Rewrites every layer's compute-type copy of its parameters from the
   // variables (ops<Backend>::convert); nothing under a uniform policy.
   void refresh_compute_parameters() {
-    for_each_layer([&]<std::size_t I, class L>() {
-      if constexpr (plan::copies[I] && L::parameter_count > 0)
-        ops<Backend>::convert(block<variable_type>(role::parameter, I), block<layer_type<I>>(role::compute_parameter, I),
-                              L::parameter_count);
-    });
+    if constexpr (any_copies)
+      for_each_layer([&]<std::size_t I, class L>() {
+        if constexpr (plan::copies[I] && L::parameter_count > 0)
+          ops<Backend>::convert(block<variable_type>(role::parameter, I), block<layer_type<I>>(role::compute_parameter, I),
+                                L::parameter_count);
+      });
     stale_ = false;
   }
 
@@ -397,29 +398,7 @@ class model {
   void backward() {
     static_assert(!is_half_v<variable_type>, "model::backward: this model's variables are 16-bit (precision::float16 "
                                              "is for inference); train under mixed_float16");
-    if (fused_mlp_backward_active()) return run([&] { fused_backward(); });
-    run([&] {
-      const run_info r{batch_, true, &gen_};
-      std::size_t cur = 0;  // which delta buffer holds this layer's dL/d(output)
-      // dL/d(output) arrives in io; each layer's dL/dx in its compute type: converted into the
-      // other buffer (free again) when the next layer down computes in another type.
-      for_each_layer_reverse([&]<std::size_t I, class L>() {
-        using T = layer_type<I>;
-        using From = std::conditional_t<I + 1 == layer_count, value_type, layer_type<I + (I + 1 < layer_count)>>;
-        if constexpr (!std::is_same_v<From, T>) {
-          ops<Backend>::convert(delta<From>(cur), delta<T>(1 - cur), batch_ * L::out_shape::size);
-          cur = 1 - cur;
-        }
-        T* dx = I == 0 ? nullptr : delta<T>(1 - cur);
-        L::backward(slot<I>(), input_of<I>(), activation<I>(), delta<T>(cur), dx, r);
-        cur = 1 - cur;
-      });
-      for_each_layer([&]<std::size_t I, class L>() {
-        if constexpr (plan::copies[I] && L::parameter_count > 0)
-          ops<Backend>::convert(block<layer_type<I>>(role::compute_gradient, I), block<variable_type>(role::gradient, I),
-                                L::parameter_count);
-      });
-    });
+    run(pass{this, fused_mlp_backward_active() ? &model::fused_backward : &model::backward_layers});
   }
 
   // Whether a layer has an active regularizer (else penalty() is 0 and reads nothing).
@@ -430,15 +409,7 @@ class model {
   // through ops<Backend>::add_penalty: nothing is read on the host, nothing waits (the step runs
   // it inside phases 1-3). penalty() is the sum now: the scalars reset, the ops, one read.
   // Both run on the float32 variables and gradients (the variable binding).
-  void add_penalty(step_scalars* s) {
-    run([&] {
-      if constexpr (!is_half_v<variable_type>)
-        for_each_layer([&]<std::size_t I, class>() {
-          using V = std::tuple_element_t<I, variable_layers>;
-          if constexpr (requires { V::add_penalty(variable_slot<I>(), s); }) V::add_penalty(variable_slot<I>(), s);
-        });
-    });
-  }
+  void add_penalty(step_scalars* s) { run(pass{this, &model::add_penalty_layers, s}); }
   double penalty() {
     if constexpr (!has_penalty || is_half_v<variable_type>) {
       return 0.0;
@@ -448,16 +419,7 @@ class model {
       return read_scalars().penalty;
     }
   }
-  void add_penalty_gradients() {
-    run([&] {
-      if constexpr (!is_half_v<variable_type>)
-        for_each_layer([&]<std::size_t I, class>() {
-          using V = std::tuple_element_t<I, variable_layers>;
-          if constexpr (requires { V::add_penalty_gradient(variable_slot<I>()); })
-            V::add_penalty_gradient(variable_slot<I>());
-        });
-    });
-  }
+  void add_penalty_gradients() { run(pass{this, &model::add_penalty_gradient_layers}); }
 
   // Outputs for n samples, computed in chunks of at most `batch` samples (inference: training off).
   // The model's memory is never reallocated: a chunk above batch_capacity() runs in scratch memory.
@@ -516,6 +478,61 @@ class model {
 
  private:
   friend struct detail::training_access;
+
+  // whether a layer keeps a compute-type copy of its parameters (a mixed policy)
+  static constexpr bool any_copies = [] {
+    for (bool c : plan::copies)
+      if (c) return true;
+    return false;
+  }();
+  // A member pass handed to the runner: one type for backward and the penalties, so the
+  // runner's run is instantiated once for them (compile time and memory, docs/performance.md).
+  struct pass {
+    model* m;
+    void (model::*f)(step_scalars*);
+    step_scalars* s = nullptr;
+    void operator()() const { (m->*f)(s); }
+  };
+  // backward()'s layers: dL/d(output) arrives in io; each layer's dL/dx in its compute type:
+  // converted into the other buffer (free again) when the next layer down computes in another
+  // type. Then the compute-type gradients widened into gradients().
+  void backward_layers(step_scalars*) {
+    const run_info r{batch_, true, &gen_};
+    std::size_t cur = 0;  // which delta buffer holds this layer's dL/d(output)
+    for_each_layer_reverse([&]<std::size_t I, class L>() {
+      using T = layer_type<I>;
+      using From = std::conditional_t<I + 1 == layer_count, value_type, layer_type<I + (I + 1 < layer_count)>>;
+      if constexpr (!std::is_same_v<From, T>) {
+        ops<Backend>::convert(delta<From>(cur), delta<T>(1 - cur), batch_ * L::out_shape::size);
+        cur = 1 - cur;
+      }
+      T* dx = I == 0 ? nullptr : delta<T>(1 - cur);
+      L::backward(slot<I>(), input_of<I>(), activation<I>(), delta<T>(cur), dx, r);
+      cur = 1 - cur;
+    });
+    if constexpr (any_copies)
+      for_each_layer([&]<std::size_t I, class L>() {
+        if constexpr (plan::copies[I] && L::parameter_count > 0)
+          ops<Backend>::convert(block<layer_type<I>>(role::compute_gradient, I), block<variable_type>(role::gradient, I),
+                                L::parameter_count);
+      });
+  }
+  // add_penalty's and add_penalty_gradients' layers (the variable binding; none with 16-bit variables).
+  void add_penalty_layers(step_scalars* s) {
+    if constexpr (!is_half_v<variable_type>)
+      for_each_layer([&]<std::size_t I, class>() {
+        using V = std::tuple_element_t<I, variable_layers>;
+        if constexpr (requires { V::add_penalty(variable_slot<I>(), s); }) V::add_penalty(variable_slot<I>(), s);
+      });
+  }
+  void add_penalty_gradient_layers(step_scalars*) {
+    if constexpr (!is_half_v<variable_type>)
+      for_each_layer([&]<std::size_t I, class>() {
+        using V = std::tuple_element_t<I, variable_layers>;
+        if constexpr (requires { V::add_penalty_gradient(variable_slot<I>()); })
+          V::add_penalty_gradient(variable_slot<I>());
+      });
+  }
 
   template <class F>
   static void for_each_layer(F&& f) {
@@ -601,7 +618,7 @@ class model {
     }
     return model_output();
   }
-  void fused_backward() {
+  void fused_backward(step_scalars* = nullptr) {
     if constexpr (has_fused_mlp_backward<Backend, layers, layer_type<0>>) {
       using T = layer_type<0>;
       const T* dy = delta<T>(0);
@@ -612,11 +629,12 @@ class model {
       fused_layer_io<T> io[layer_count];
       for_each_layer([&]<std::size_t I, class>() { io[I] = {slot<I>().params, slot<I>().grads, input_of<I>(), activation<I>()}; });
       ops<Backend>::template fused_mlp_backward<layers>(dy, batch_, io);
-      for_each_layer([&]<std::size_t I, class L>() {
-        if constexpr (plan::copies[I] && L::parameter_count > 0)
-          ops<Backend>::convert(block<T>(role::compute_gradient, I), block<variable_type>(role::gradient, I),
-                                L::parameter_count);
-      });
+      if constexpr (any_copies)
+        for_each_layer([&]<std::size_t I, class L>() {
+          if constexpr (plan::copies[I] && L::parameter_count > 0)
+            ops<Backend>::convert(block<T>(role::compute_gradient, I), block<variable_type>(role::gradient, I),
+                                  L::parameter_count);
+        });
     }
   }
 

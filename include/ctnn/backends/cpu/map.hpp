@@ -31,14 +31,21 @@ namespace ctnn::kernels::cpu {
 // Runs f(lo, hi) over [0, n) in chunks of 2^15 elements on the global thread
 // pool. The chunk length is a multiple of every vector length; f(0, n) on one
 // thread when there is one chunk or one thread.
+inline constexpr std::size_t map_chunk = std::size_t(1) << 15;
+// How many tasks for_chunks and map split n elements into (1: f(0, n) on the calling thread).
+inline std::size_t chunk_tasks(std::size_t n, const thread_pool& pool) {
+  const std::size_t chunks = (n + map_chunk - 1) / map_chunk;
+  return chunks <= 1 || pool.size() <= 1 ? 1 : chunks;
+}
+// Task c's range [lo, hi) of n elements split into `tasks` chunks.
+inline std::size_t chunk_end(std::size_t n, std::size_t tasks, std::size_t c) {
+  return tasks == 1 ? n : std::min(n, (c + 1) * map_chunk);
+}
 template <class F>
 void for_chunks(std::size_t n, F&& f) {
-  constexpr std::size_t chunk = std::size_t(1) << 15;
-  const std::size_t chunks = (n + chunk - 1) / chunk;
   thread_pool& pool = thread_pool::global();
-  const std::size_t tasks = chunks <= 1 || pool.size() <= 1 ? 1 : chunks;
-  pool.run(
-      tasks, [&](std::size_t c) { f(c * chunk, tasks == 1 ? n : std::min(n, (c + 1) * chunk)); }, tasks > 1);
+  const std::size_t tasks = chunk_tasks(n, pool);
+  pool.run(tasks, [&](std::size_t c) { f(c * map_chunk, chunk_end(n, tasks, c)); }, tasks > 1);
 }
 
 namespace map_detail {
@@ -107,12 +114,19 @@ bool map_range(const F& rule, std::size_t lo, std::size_t hi, P0* p0, P*... p) {
 }
 
 // f over [0, n) of each array, in chunks on the thread pool above 2^15 elements.
+// (The chunks as for_chunks makes them, without its wrapper: one task type per rule and arrays,
+// fewer instantiations per rule; docs/performance.md, "Compile time and memory".)
 template <class Arch, class F, class... P>
 bool map(const F& f, std::size_t n, P*... p) {
   std::atomic<bool> finite{true};
-  for_chunks(n, [&](std::size_t lo, std::size_t hi) {
-    if (!map_range<Arch>(f, lo, hi, p...)) finite.store(false, std::memory_order_relaxed);
-  });
+  thread_pool& pool = thread_pool::global();
+  const std::size_t tasks = chunk_tasks(n, pool);
+  pool.run(
+      tasks,
+      [&](std::size_t c) {
+        if (!map_range<Arch>(f, c * map_chunk, chunk_end(n, tasks, c), p...)) finite.store(false, std::memory_order_relaxed);
+      },
+      tasks > 1);
   return finite.load(std::memory_order_relaxed);
 }
 
