@@ -53,7 +53,7 @@ constexpr bool slots_ok(gemm_problem p, gemm_target t) {
     case gemm_mode::transposed: {
       const gemm_plan in = make_gemm_plan(transposed_problem(p), t);
       return s.ct.size == p.M * p.N && s.inner >= s.ct.end() && aligned({s.inner, 0}, t) &&
-             s.inner + in.scratch.total <= s.total && in.mode != gemm_mode::transposed && slots_ok(transposed_problem(p), t);
+             s.inner + in.scratch.total <= s.total && (in.mode == gemm_mode::gemv || in.mode == gemm_mode::blocked) && slots_ok(transposed_problem(p), t);
     }
     case gemm_mode::blocked: {
       const std::size_t kb = g.b == b_access::k_outer ? g.kcb : p.K;

@@ -73,7 +73,6 @@ void narrow_weights_gradient(std::size_t K, std::size_t m, const T* x, const T* 
     for (std::size_t j = 0; j < N; ++j) dw[i * N + j] = ct[j * K + i];
 }
 
-
 // The blocked mode of a plan (make_gemm_plan), with output panels NV vectors
 // wide: A and B read in place or packed to the plan's slots a and b of buf,
 // the output split into MC x NC tasks, each through all of K (or, k_outer,
@@ -179,6 +178,24 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
   }
 }
 
+// The gemv mode of plan g: A's row gathered into slot x when not contiguous;
+// column chunks on the pool when g.gemv_parallel.
+template <class Arch, class T, class E>
+void run_gemv(const gemm_plan& g, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c,
+              const T* bias, const E& e, bool act, T* buf, thread_pool& pool) {
+  const T* x = a.p;
+  if (g.scratch.x.size) {
+    T* xs = buf + g.scratch.x.offset;
+    for (std::size_t p = 0; p < K; ++p) xs[p] = a.p[p * a.cs];
+    x = xs;
+  }
+  if (!g.gemv_parallel) return gemv<Arch>(N, K, x, b.p, b.rs, c, bias, e, act);
+  const std::size_t CH = g.chunk;
+  pool.run((N + CH - 1) / CH, [&](std::size_t t) {
+    const std::size_t j0 = t * CH, n = std::min(CH, N - j0);
+    gemv<Arch>(n, K, x, b.p + j0, b.rs, c + j0, bias ? bias + j0 : nullptr, e, act);
+  });
+}
 
 // Runs plan g (make_gemm_plan of these sizes and strides) with its scratch
 // slots in buf (g.scratch.total values).
@@ -195,24 +212,8 @@ void run_plan(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, s
           c[i * ldc + j] = act ? e.forward(v) : v;
         }
       return;
-    case gemm_mode::gemv: {
-      const T* x = a.p;
-      if (g.scratch.x.size) {
-        T* xs = buf + g.scratch.x.offset;
-        for (std::size_t p = 0; p < K; ++p) xs[p] = a.p[p * a.cs];
-        x = xs;
-      }
-      if (g.gemv_parallel) {
-        const std::size_t CH = g.chunk;
-        pool.run((N + CH - 1) / CH, [&](std::size_t t) {
-          const std::size_t j0 = t * CH, n = std::min(CH, N - j0);
-          gemv<Arch>(n, K, x, b.p + j0, b.rs, c + j0, bias ? bias + j0 : nullptr, e, act);
-        });
-      } else {
-        gemv<Arch>(N, K, x, b.p, b.rs, c, bias, e, act);
-      }
-      return;
-    }
+    case gemm_mode::gemv:
+      return run_gemv<Arch>(g, N, K, a, b, c, bias, e, act, buf, pool);
     case gemm_mode::dot_nt:
       if (g.dot_rows == 1)
         return dot_nt<Arch, 1>(M, N, K, a.p, a.rs, b.p, b.cs, c, ldc, bias, e, act, g.parallel, pool);
@@ -220,9 +221,16 @@ void run_plan(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, s
     case gemm_mode::transposed: {
       T* ct = buf + g.scratch.ct.offset;
       const gemm_problem tp = transposed_problem({M, N, K, a.rs, a.cs, b.rs, b.cs, pool.size()});
-      run_plan<Arch>(make_gemm_plan(tp, gemm_target_of<T, Arch>()), N, M, K, strided<T>{b.p, b.cs, b.rs},
-                     strided<T>{a.p, a.cs, a.rs}, ct, M, static_cast<const T*>(nullptr), fn::relu_fn{}, false,
-                     buf + g.scratch.inner, pool);
+      const gemm_plan in = make_gemm_plan(tp, gemm_target_of<T, Arch>());  // gemv or blocked (test_gemm_plan.cpp)
+      const strided<T> at{b.p, b.cs, b.rs}, bt{a.p, a.cs, a.rs};
+      const T* no_bias = nullptr;
+      if (in.mode == gemm_mode::gemv)
+        run_gemv<Arch>(in, M, K, at, bt, ct, no_bias, fn::relu_fn{}, false, buf + g.scratch.inner, pool);
+      else if (in.NV == 1)
+        blocked<Arch, 1>(in, N, M, K, at, bt, ct, M, no_bias, fn::relu_fn{}, false, buf + g.scratch.inner, pool);
+      else
+        blocked<Arch, blocking<T, Arch>::NV>(in, N, M, K, at, bt, ct, M, no_bias, fn::relu_fn{}, false,
+                                             buf + g.scratch.inner, pool);
       for (std::size_t i = 0; i < M; ++i)
         for (std::size_t j = 0; j < N; ++j) {
           const T v = ct[j * M + i] + (bias ? bias[j] : T(0));
@@ -239,12 +247,23 @@ void run_plan(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, s
 }  // namespace simd
 
 // The product with e.forward applied to every output when act is true (one
-// instance for relu and none: both enum epilogues pass fn::relu_fn).
+// instance for relu and none: both enum epilogues pass fn::relu_fn). `inline`
+// (a hint to GCC): it stays small and is inlined into its callers, as before the split.
 template <class Arch, class T, class E>
-void simd_gemm_epilogue(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c, std::size_t ldc,
-                        const T* bias, const E& e, bool act, thread_pool& pool) {
+inline void simd_gemm_epilogue(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c,
+                               std::size_t ldc, const T* bias, const E& e, bool act, thread_pool& pool) {
   const gemm_plan g = make_gemm_plan({M, N, K, a.rs, a.cs, b.rs, b.cs, pool.size()}, gemm_target_of<T, Arch>());
-  simd::run_plan<Arch>(g, M, N, K, a, b, c, ldc, bias, e, act, simd::scratch<T>(g.scratch.total), pool);
+  // The one-row paths are called from here, not through run_plan: at batch 1 the
+  // extra call cost 25-40 ns of 55-190 (bench_gemm, 128 x 10, AVX-512).
+  if (g.mode == gemm_mode::gemv && !g.gemv_parallel && !g.scratch.x.size)
+    return simd::gemv<Arch>(N, K, a.p, b.p, b.rs, c, bias, e, act);
+  if (g.mode == gemm_mode::dot_nt) {
+    if (g.dot_rows == 1)
+      return simd::dot_nt<Arch, 1>(M, N, K, a.p, a.rs, b.p, b.cs, c, ldc, bias, e, act, g.parallel, pool);
+    return simd::dot_nt<Arch, 2>(M, N, K, a.p, a.rs, b.p, b.cs, c, ldc, bias, e, act, g.parallel, pool);
+  }
+  simd::run_plan<Arch>(g, M, N, K, a, b, c, ldc, bias, e, act,
+                       g.scratch.total ? simd::scratch<T>(g.scratch.total) : nullptr, pool);
 }
 
 template <class Arch, class T>

@@ -101,9 +101,10 @@ constexpr std::size_t round_up(std::size_t n, gemm_target t) {
 }
 }  // namespace simd
 
-// The blocked mode with panels NV vectors wide.
-constexpr gemm_plan plan_blocked(gemm_problem p, gemm_target t, std::size_t NV) {
-  gemm_plan g;
+// The blocked mode with panels NV vectors wide, into g (filled in place: one
+// plan object from make_gemm_plan's start to its return, no copies). Not
+// inlined: the callers of simd_gemm inline the cheap mode tests only.
+[[gnu::noinline]] constexpr void plan_blocked(gemm_plan& g, gemm_problem p, gemm_target t, std::size_t NV) {
   g.mode = gemm_mode::blocked;
   const std::size_t M = p.M, N = p.N, K = p.K;
   g.NV = NV;
@@ -170,7 +171,6 @@ constexpr gemm_plan plan_blocked(gemm_problem p, gemm_target t, std::size_t NV) 
   g.scratch.a = {0, a_size};
   g.scratch.b = {simd::round_up(a_size, t), b_size};
   g.scratch.total = g.scratch.b.end();
-  return g;
 }
 
 // The product C^T = B^T A^T that the transposed mode runs.
@@ -218,9 +218,8 @@ constexpr gemm_plan make_gemm_plan(gemm_problem p, gemm_target t) {
     return g;
   }
   // One vector of columns or fewer: panels one vector wide.
-  gemm_plan b = plan_blocked(p, t, N <= L ? 1 : simd::block_vectors);
-  b.parallel = g.parallel;
-  return b;
+  plan_blocked(g, p, t, N <= L ? 1 : simd::block_vectors);
+  return g;
 }
 
 // Scratch of simd::narrow_weights_gradient (dW^T = dY^T X, N x K, then
