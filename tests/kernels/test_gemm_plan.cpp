@@ -21,14 +21,17 @@ namespace {
 constexpr gemm_target avx2{8, 16, 4}, avx512{16, 32, 4};
 
 // The three products of a dense layer K -> N at batch m (backends/cpu/gemm.hpp's strides).
-constexpr gemm_plan forward(std::size_t m, std::size_t K, std::size_t N, gemm_target t, std::size_t threads = 1) {
-  return make_gemm_plan({m, N, K, K, 1, N, 1, threads}, t);  // Y = X W
+template <gemm_target t>
+constexpr gemm_plan forward(std::size_t m, std::size_t K, std::size_t N, std::size_t threads = 1) {
+  return make_gemm_plan<t>({m, N, K, K, 1, N, 1, threads});  // Y = X W
 }
-constexpr gemm_plan weights(std::size_t m, std::size_t K, std::size_t N, gemm_target t) {
-  return make_gemm_plan({K, N, m, 1, K, N, 1, 1}, t);  // dW = X^T dY
+template <gemm_target t>
+constexpr gemm_plan weights(std::size_t m, std::size_t K, std::size_t N) {
+  return make_gemm_plan<t>({K, N, m, 1, K, N, 1, 1});  // dW = X^T dY
 }
-constexpr gemm_plan input(std::size_t m, std::size_t K, std::size_t N, gemm_target t) {
-  return make_gemm_plan({m, K, N, N, 1, 1, N, 1}, t);  // dX = dY W^T
+template <gemm_target t>
+constexpr gemm_plan input(std::size_t m, std::size_t K, std::size_t N) {
+  return make_gemm_plan<t>({m, K, N, N, 1, 1, N, 1});  // dX = dY W^T
 }
 
 constexpr bool disjoint(scratch_slot x, scratch_slot y) {
@@ -38,8 +41,9 @@ constexpr bool aligned(scratch_slot s, gemm_target t) { return s.offset % (64 / 
 
 // The slots of g (and of a transposed product's inner plan, placed at g.scratch.inner) are
 // 64-byte aligned, pairwise disjoint, inside g.scratch.total, and as large as the mode packs.
-constexpr bool slots_ok(gemm_problem p, gemm_target t) {
-  const gemm_plan g = make_gemm_plan(p, t);
+template <gemm_target t>
+constexpr bool slots_ok(gemm_problem p) {
+  const gemm_plan g = make_gemm_plan<t>(p);
   const gemm_scratch& s = g.scratch;
   const scratch_slot all[] = {s.x, s.a, s.b, s.ct};
   for (const scratch_slot& x : all) {
@@ -51,9 +55,9 @@ constexpr bool slots_ok(gemm_problem p, gemm_target t) {
     case gemm_mode::gemv:
       return s.x.size == (p.a_cs != 1 ? p.K : 0);
     case gemm_mode::transposed: {
-      const gemm_plan in = make_gemm_plan(transposed_problem(p), t);
+      const gemm_plan in = make_gemm_plan<t>(transposed_problem(p));
       return s.ct.size == p.M * p.N && s.inner >= s.ct.end() && aligned({s.inner, 0}, t) &&
-             s.inner + in.scratch.total <= s.total && (in.mode == gemm_mode::gemv || in.mode == gemm_mode::blocked) && slots_ok(transposed_problem(p), t);
+             s.inner + in.scratch.total <= s.total && (in.mode == gemm_mode::gemv || in.mode == gemm_mode::blocked) && slots_ok<t>(transposed_problem(p));
     }
     case gemm_mode::blocked: {
       const std::size_t kb = g.b == b_access::k_outer ? g.kcb : p.K;
@@ -85,76 +89,83 @@ constexpr bool same_but_threads(const gemm_plan& x, const gemm_plan& y) {
 }
 
 // ---- batch 1: gemv forward, dot products for dX
-static_assert(forward(1, 784, 256, avx2).mode == gemm_mode::gemv && forward(1, 784, 256, avx512).mode == gemm_mode::gemv);
-static_assert(forward(1, 784, 256, avx512).scratch.total == 0);                   // x read in place
-static_assert(make_gemm_plan({1, 256, 784, 784, 3, 256, 1}, avx2).scratch.x.size == 784);  // x gathered
-static_assert(!forward(1, 784, 256, avx512, 1).gemv_parallel && forward(1, 784, 256, avx512, 2).gemv_parallel);
-static_assert(!forward(1, 128, 10, avx512, 2).gemv_parallel);                       // small weights: one thread
-static_assert(input(1, 784, 256, avx2).mode == gemm_mode::dot_nt && input(1, 784, 256, avx2).dot_rows == 1);
+static_assert(forward<avx2>(1, 784, 256).mode == gemm_mode::gemv && forward<avx512>(1, 784, 256).mode == gemm_mode::gemv);
+static_assert(forward<avx512>(1, 784, 256).scratch.total == 0);                   // x read in place
+static_assert(make_gemm_plan<avx2>({1, 256, 784, 784, 3, 256, 1}).scratch.x.size == 784);  // x gathered
+static_assert(!forward<avx512>(1, 784, 256, 1).gemv_parallel && forward<avx512>(1, 784, 256, 2).gemv_parallel);
+static_assert(!forward<avx512>(1, 128, 10, 2).gemv_parallel);                       // small weights: one thread
+static_assert(input<avx2>(1, 784, 256).mode == gemm_mode::dot_nt && input<avx2>(1, 784, 256).dot_rows == 1);
 
 // ---- small m: dot products for dX at K >= 256, panels otherwise
-static_assert(input(16, 784, 256, avx512).mode == gemm_mode::dot_nt && input(16, 784, 256, avx512).dot_rows == 2);
-static_assert(input(16, 256, 128, avx512).mode == gemm_mode::blocked && input(16, 256, 128, avx512).b == b_access::packed);
-static_assert(forward(2, 17, 3, avx2).mode == gemm_mode::blocked && forward(2, 17, 3, avx2).NV == 1);
-static_assert(forward(2, 17, 3, avx2).b == b_access::in_place_tail);                // 5 extra lanes > a row of 3
-static_assert(forward(2, 17, 3, avx2).scratch.b.size == 8 * 17);
+static_assert(input<avx512>(16, 784, 256).mode == gemm_mode::dot_nt && input<avx512>(16, 784, 256).dot_rows == 2);
+static_assert(input<avx512>(16, 256, 128).mode == gemm_mode::blocked && input<avx512>(16, 256, 128).b == b_access::packed);
+static_assert(forward<avx2>(2, 17, 3).mode == gemm_mode::blocked && forward<avx2>(2, 17, 3).NV == 1);
+static_assert(forward<avx2>(2, 17, 3).b == b_access::in_place_tail);                // 5 extra lanes > a row of 3
+static_assert(forward<avx2>(2, 17, 3).scratch.b.size == 8 * 17);
 
 // ---- the MLP's forward products: register tiles per architecture, B in place at small batch
-static_assert(forward(16, 784, 256, avx2).MR == 6 && forward(16, 784, 256, avx2).NR == 16);
-static_assert(forward(16, 784, 256, avx512).MR == 8 && forward(16, 784, 256, avx512).NR == 32);
-static_assert(forward(16, 784, 256, avx2).a == a_access::rows && forward(16, 784, 256, avx2).b == b_access::in_place);
-static_assert(forward(16, 784, 256, avx2).kcb == 196 && forward(16, 784, 256, avx2).kc_max == 196);  // 4 equal K blocks
-static_assert(forward(64, 784, 256, avx512).b == b_access::in_place);               // 8 row blocks of 8
-static_assert(forward(64, 784, 256, avx2).b == b_access::k_outer);                 // 11 row blocks of 6
-static_assert(forward(256, 784, 256, avx2).b == b_access::k_outer && forward(256, 784, 256, avx512).b == b_access::k_outer);
-static_assert(forward(256, 256, 128, avx512).b == b_access::packed);                // K = 256: one K block
-static_assert(forward(256, 128, 10, avx512).NV == 1 && forward(256, 128, 10, avx2).NV == 2);
-static_assert(forward(256, 128, 10, avx2).b == b_access::split_tail && forward(256, 128, 10, avx2).scratch.b.size == 16);
-static_assert(forward(256, 784, 256, avx512).scratch.total == 8 * 32 * 196);        // one packed K block of B
+static_assert(forward<avx2>(16, 784, 256).MR == 6 && forward<avx2>(16, 784, 256).NR == 16);
+static_assert(forward<avx512>(16, 784, 256).MR == 8 && forward<avx512>(16, 784, 256).NR == 32);
+static_assert(forward<avx2>(16, 784, 256).a == a_access::rows && forward<avx2>(16, 784, 256).b == b_access::in_place);
+static_assert(forward<avx2>(16, 784, 256).kcb == 196 && forward<avx2>(16, 784, 256).kc_max == 196);  // 4 equal K blocks
+static_assert(forward<avx512>(64, 784, 256).b == b_access::in_place);               // 8 row blocks of 8
+static_assert(forward<avx2>(64, 784, 256).b == b_access::k_outer);                 // 11 row blocks of 6
+static_assert(forward<avx2>(256, 784, 256).b == b_access::k_outer && forward<avx512>(256, 784, 256).b == b_access::k_outer);
+static_assert(forward<avx512>(256, 256, 128).b == b_access::packed);                // K = 256: one K block
+static_assert(forward<avx512>(256, 128, 10).NV == 1 && forward<avx2>(256, 128, 10).NV == 2);
+static_assert(forward<avx2>(256, 128, 10).b == b_access::split_tail && forward<avx2>(256, 128, 10).scratch.b.size == 16);
+static_assert(forward<avx512>(256, 784, 256).scratch.total == 8 * 32 * 196);        // one packed K block of B
 
 // ---- the MLP's weight gradients: A transposed, read in place
-static_assert(weights(64, 784, 256, avx2).a == a_access::columns && weights(64, 784, 256, avx2).tail == a_tail::last_column);
-static_assert(weights(64, 784, 256, avx512).a == a_access::columns && weights(64, 784, 256, avx512).tail == a_tail::none);
-static_assert(weights(256, 128, 10, avx512).mode == gemm_mode::transposed);         // N = 10 below 16 lanes
-static_assert(weights(256, 128, 10, avx512).scratch.ct.size == 1280 && weights(256, 128, 10, avx512).scratch.inner == 1280);
-static_assert(weights(256, 128, 10, avx2).mode == gemm_mode::blocked && weights(256, 128, 10, avx2).b == b_access::split_tail);
+static_assert(weights<avx2>(64, 784, 256).a == a_access::columns && weights<avx2>(64, 784, 256).tail == a_tail::last_column);
+static_assert(weights<avx512>(64, 784, 256).a == a_access::columns && weights<avx512>(64, 784, 256).tail == a_tail::none);
+static_assert(weights<avx512>(256, 128, 10).mode == gemm_mode::transposed);         // N = 10 below 16 lanes
+static_assert(weights<avx512>(256, 128, 10).scratch.ct.size == 1280 && weights<avx512>(256, 128, 10).scratch.inner == 1280);
+static_assert(weights<avx2>(256, 128, 10).mode == gemm_mode::blocked && weights<avx2>(256, 128, 10).b == b_access::split_tail);
 
 // ---- 1024^2: all of B packed; a convolution's dW (K = batch x positions): K blocks outermost
-static_assert(forward(1024, 1024, 1024, avx2).b == b_access::packed && forward(1024, 1024, 1024, avx2).scratch.b.size == 1024 * 1024);
-static_assert(forward(1024, 1024, 1024, avx512).mblocks == 32 && forward(1024, 1024, 1024, avx512).NC == 32);
-static_assert(weights(7744, 288, 64, avx512).b == b_access::k_outer && weights(7744, 288, 64, avx512).kcb == 250);
-static_assert(weights(5000, 9, 32, avx2).b == b_access::in_place && weights(5000, 9, 32, avx2).kc_max == 250);
+static_assert(forward<avx2>(1024, 1024, 1024).b == b_access::packed && forward<avx2>(1024, 1024, 1024).scratch.b.size == 1024 * 1024);
+static_assert(forward<avx512>(1024, 1024, 1024).mblocks == 32 && forward<avx512>(1024, 1024, 1024).NC == 32);
+static_assert(weights<avx512>(7744, 288, 64).b == b_access::k_outer && weights<avx512>(7744, 288, 64).kcb == 250);
+static_assert(weights<avx2>(5000, 9, 32).b == b_access::in_place && weights<avx2>(5000, 9, 32).kc_max == 250);
 
 // ---- A with no unit stride: packed
-static_assert(make_gemm_plan({100, 64, 30, 60, 2, 64, 1}, avx2).a == a_access::packed);
-static_assert(make_gemm_plan({100, 64, 30, 60, 2, 64, 1}, avx2).scratch.a.size == 17 * 6 * 30);
+static_assert(make_gemm_plan<avx2>({100, 64, 30, 60, 2, 64, 1}).a == a_access::packed);
+static_assert(make_gemm_plan<avx2>({100, 64, 30, 60, 2, 64, 1}).scratch.a.size == 17 * 6 * 30);
 
 // ---- the slots of representative plans
-static_assert(slots_ok({1, 256, 784, 784, 3, 256, 1}, avx2) && slots_ok({256, 10, 128, 1, 256, 10, 1}, avx512));
-static_assert(slots_ok({100, 64, 30, 60, 2, 64, 1}, avx512) && slots_ok({9, 32, 5000, 1, 9, 32, 1}, avx2));
+static_assert(slots_ok<avx2>({1, 256, 784, 784, 3, 256, 1}) && slots_ok<avx512>({256, 10, 128, 1, 256, 10, 1}));
+static_assert(slots_ok<avx512>({100, 64, 30, 60, 2, 64, 1}) && slots_ok<avx2>({9, 32, 5000, 1, 9, 32, 1}));
 
 }  // namespace
 
-TEST_CASE("gemm plans: slots aligned, disjoint and inside the scratch, the thread count changes only the pool's use") {
+// Every shape of the grid on target t; returns how many were checked.
+template <gemm_target t>
+int check_grid() {
   int checked = 0;
-  for (const gemm_target t : {avx2, avx512, gemm_target{4, 16, 8}, gemm_target{8, 32, 8}})
-    for (std::size_t M : {0, 1, 2, 5, 8, 16, 17, 33, 64, 100, 256, 1024})
-      for (std::size_t N : {1, 3, 7, 8, 10, 16, 17, 33, 64, 128, 130, 256, 784})
-        for (std::size_t K : {0, 1, 3, 17, 255, 256, 300, 784, 7744})
-          for (int var = 0; var < 6; ++var) {
-            std::size_t ars = K, acs = 1, brs = N, bcs = 1;
-            if (var == 1 || var == 3) ars = 1, acs = M;       // A transposed
-            if (var == 2 || var == 3) brs = 1, bcs = K;       // B transposed
-            if (var == 4) ars = 2 * K, acs = 2;               // A with no unit stride
-            if (var == 5) brs = 2 * N, bcs = 2;               // B with no unit stride
-            const gemm_problem p{M, N, K, ars, acs, brs, bcs, 1};
-            gemm_problem p8 = p;
-            p8.threads = 8;
-            INFO("lanes=" << t.lanes << " M=" << M << " N=" << N << " K=" << K << " variant=" << var);
-            CHECK(slots_ok(p, t));
-            CHECK(same_but_threads(make_gemm_plan(p, t), make_gemm_plan(p8, t)));
-            ++checked;
-          }
+  for (std::size_t M : {0, 1, 2, 5, 8, 16, 17, 33, 64, 100, 256, 1024})
+    for (std::size_t N : {1, 3, 7, 8, 10, 16, 17, 33, 64, 128, 130, 256, 784})
+      for (std::size_t K : {0, 1, 3, 17, 255, 256, 300, 784, 7744})
+        for (int var = 0; var < 6; ++var) {
+          std::size_t ars = K, acs = 1, brs = N, bcs = 1;
+          if (var == 1 || var == 3) ars = 1, acs = M;  // A transposed
+          if (var == 2 || var == 3) brs = 1, bcs = K;  // B transposed
+          if (var == 4) ars = 2 * K, acs = 2;          // A with no unit stride
+          if (var == 5) brs = 2 * N, bcs = 2;          // B with no unit stride
+          const gemm_problem p{M, N, K, ars, acs, brs, bcs, 1};
+          gemm_problem p8 = p;
+          p8.threads = 8;
+          INFO("lanes=" << t.lanes << " M=" << M << " N=" << N << " K=" << K << " variant=" << var);
+          CHECK(slots_ok<t>(p));
+          CHECK(same_but_threads(make_gemm_plan<t>(p), make_gemm_plan<t>(p8)));
+          ++checked;
+        }
+  return checked;
+}
+
+TEST_CASE("gemm plans: slots aligned, disjoint and inside the scratch, the thread count changes only the pool's use") {
+  const int checked = check_grid<avx2>() + check_grid<avx512>() + check_grid<gemm_target{4, 16, 8}>() +
+                      check_grid<gemm_target{8, 32, 8}>();
   CHECK(checked == 4 * 12 * 13 * 9 * 6);
 }
 

@@ -221,7 +221,7 @@ void run_plan(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, s
     case gemm_mode::transposed: {
       T* ct = buf + g.scratch.ct.offset;
       const gemm_problem tp = transposed_problem({M, N, K, a.rs, a.cs, b.rs, b.cs, pool.size()});
-      const gemm_plan in = make_gemm_plan(tp, gemm_target_of<T, Arch>());  // gemv or blocked (test_gemm_plan.cpp)
+      const gemm_plan in = make_gemm_plan<gemm_target_of<T, Arch>()>(tp);  // gemv or blocked (test_gemm_plan.cpp)
       const strided<T> at{b.p, b.cs, b.rs}, bt{a.p, a.cs, a.rs};
       const T* no_bias = nullptr;
       if (in.mode == gemm_mode::gemv)
@@ -252,7 +252,7 @@ void run_plan(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, s
 template <class Arch, class T, class E>
 inline void simd_gemm_epilogue(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c,
                                std::size_t ldc, const T* bias, const E& e, bool act, thread_pool& pool) {
-  const gemm_plan g = make_gemm_plan({M, N, K, a.rs, a.cs, b.rs, b.cs, pool.size()}, gemm_target_of<T, Arch>());
+  const gemm_plan g = make_gemm_plan<gemm_target_of<T, Arch>()>({M, N, K, a.rs, a.cs, b.rs, b.cs, pool.size()});
   // The one-row paths are called from here, not through run_plan: at batch 1 the
   // extra call cost 25-40 ns of 55-190 (bench_gemm, 128 x 10, AVX-512).
   if (g.mode == gemm_mode::gemv && !g.gemv_parallel && !g.scratch.x.size)

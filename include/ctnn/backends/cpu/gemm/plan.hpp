@@ -1,6 +1,6 @@
 // ctnn/backends/cpu/gemm/plan.hpp — which path simd_gemm takes, as a constexpr value.
 //
-// make_gemm_plan(problem, target) returns, for C = e(A B + bias) with sizes M,
+// make_gemm_plan<target>(problem) returns, for C = e(A B + bias) with sizes M,
 // N, K, the strides of A and B, the thread count, and a target (vector lanes,
 // vector registers, element bytes: gemm_target_of<T, Arch> in
 // microkernel.hpp), the mode that runs (gemv, dot_nt, transposed, blocked...),
@@ -103,15 +103,17 @@ constexpr std::size_t round_up(std::size_t n, gemm_target t) {
 
 // The blocked mode with panels NV vectors wide, into g (filled in place: one
 // plan object from make_gemm_plan's start to its return, no copies). Not
-// inlined: the callers of simd_gemm inline the cheap mode tests only.
-[[gnu::noinline]] constexpr void plan_blocked(gemm_plan& g, gemm_problem p, gemm_target t, std::size_t NV) {
+// inlined: the callers of simd_gemm inline the cheap mode tests only. t and
+// NV are template arguments, so divisions by MR and NR are by constants.
+template <gemm_target t, std::size_t NV>
+[[gnu::noinline]] constexpr void plan_blocked(gemm_plan& g, gemm_problem p) {
   g.mode = gemm_mode::blocked;
   const std::size_t M = p.M, N = p.N, K = p.K;
+  constexpr std::size_t MR = simd::block_rows(t), NR = NV * t.lanes, KC = simd::block_k;
   g.NV = NV;
-  g.NR = NV * t.lanes;
-  g.KC = simd::block_k;
-  g.MR = simd::block_rows(t);
-  const std::size_t MR = g.MR, NR = g.NR, KC = g.KC;
+  g.NR = NR;
+  g.KC = KC;
+  g.MR = MR;
   // MC x NC: the output block of one task. Small tasks (about 2^17
   // multiply-adds, 1 to 8 panels of columns), so that a worker the OS
   // deschedules holds back little of the product; the partition depends on
@@ -178,7 +180,8 @@ constexpr gemm_problem transposed_problem(gemm_problem p) {
   return {p.N, p.M, p.K, p.b_cs, p.b_rs, p.a_cs, p.a_rs, p.threads};
 }
 
-constexpr gemm_plan make_gemm_plan(gemm_problem p, gemm_target t) {
+template <gemm_target t>
+constexpr gemm_plan make_gemm_plan(gemm_problem p) {
   const std::size_t M = p.M, N = p.N, K = p.K, L = t.lanes;
   gemm_plan g;
   if (M == 0 || N == 0) return g;
@@ -214,11 +217,14 @@ constexpr gemm_plan make_gemm_plan(gemm_problem p, gemm_target t) {
     g.mode = gemm_mode::transposed;
     g.scratch.ct = {0, N * M};
     g.scratch.inner = simd::round_up(N * M, t);
-    g.scratch.total = g.scratch.inner + make_gemm_plan(transposed_problem(p), t).scratch.total;
+    g.scratch.total = g.scratch.inner + make_gemm_plan<t>(transposed_problem(p)).scratch.total;
     return g;
   }
   // One vector of columns or fewer: panels one vector wide.
-  plan_blocked(g, p, t, N <= L ? 1 : simd::block_vectors);
+  if (N <= L)
+    plan_blocked<t, 1>(g, p);
+  else
+    plan_blocked<t, simd::block_vectors>(g, p);
   return g;
 }
 
