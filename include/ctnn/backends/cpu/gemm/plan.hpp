@@ -103,13 +103,16 @@ constexpr std::size_t round_up(std::size_t n, gemm_target t) {
 
 // The blocked mode with panels NV vectors wide, into g (filled in place: one
 // plan object from make_gemm_plan's start to its return, no copies). Not
-// inlined: the callers of simd_gemm inline the cheap mode tests only. t and
-// NV are template arguments, so divisions by MR and NR are by constants.
-template <gemm_target t, std::size_t NV>
-[[gnu::noinline]] constexpr void plan_blocked(gemm_plan& g, gemm_problem p) {
+// inlined: the callers of simd_gemm inline the cheap mode tests only. t is a
+// template argument, so divisions by MR and NR are by constants.
+template <gemm_target t>
+[[gnu::noinline]] constexpr void plan_blocked(gemm_plan& g, gemm_problem p, std::size_t NV) {
   g.mode = gemm_mode::blocked;
   const std::size_t M = p.M, N = p.N, K = p.K;
-  constexpr std::size_t MR = simd::block_rows(t), NR = NV * t.lanes, KC = simd::block_k;
+  constexpr std::size_t MR = simd::block_rows(t), KC = simd::block_k;
+  const std::size_t NR = NV * t.lanes;
+  // N / NR and N % NR with constant divisors (NV is 1 or block_vectors)
+  const std::size_t n_full = NV == 1 ? N / t.lanes : N / (simd::block_vectors * t.lanes), n_rem = N - n_full * NR;
   g.NV = NV;
   g.NR = NR;
   g.KC = KC;
@@ -121,7 +124,7 @@ template <gemm_target t, std::size_t NV>
   g.MC = 4 * MR;
   g.NC = NR * std::clamp<std::size_t>((std::size_t(1) << 17) / (g.MC * NR * K), 1, 8);
   g.row_blocks = (M + MR - 1) / MR;
-  g.panels = (N + NR - 1) / NR;
+  g.panels = n_full + (n_rem != 0);
   g.full_blocks = M / MR;
   // Row-major A: the micro-kernel reads A's rows in place (packing them cost
   // as much as the product for one column panel and 6-20 % of the MLP's
@@ -141,13 +144,13 @@ template <gemm_target t, std::size_t NV>
   // Small M (up to 8 row blocks: packing B cost 10-17 % of Y = X W at batch
   // 64) or a single panel, and row-major B: B read in place, the last partial
   // panel packed with zeros; when its extra columns fit in one row
-  // (NR - N % NR <= b_rs), rows 0..K-2 are read in place too and only row
+  // (NR - n_rem <= b_rs), rows 0..K-2 are read in place too and only row
   // K-1 is copied (split_tail).
   const bool direct = p.b_cs == 1 && (M <= 8 * MR || N <= NR);
   // K blocks of equal length, at most KC (K = 288 is two blocks of 144, not
   // 256 + 32: a short last block pays the load and store of C for little work).
   g.kcb = (K + (K + KC - 1) / KC - 1) / ((K + KC - 1) / KC);
-  const bool split_tail = direct && N % NR && K >= 2 && NR - N % NR <= p.b_rs;
+  const bool split_tail = direct && n_rem && K >= 2 && NR - n_rem <= p.b_rs;
   // Long K and small blocks of A and B (dW of a convolution: K = batch x
   // positions): K block by K block over every output tile, so that each K
   // block of A and B is read from memory once and stays in L2 while all
@@ -155,7 +158,7 @@ template <gemm_target t, std::size_t NV>
   constexpr std::size_t l2_budget = std::size_t(512) << 10;
   const bool k_outer = !direct && K > KC && (M + N) * KC * t.bytes <= l2_budget && M * N * t.bytes <= l2_budget;
   g.b = split_tail ? b_access::split_tail
-        : direct   ? (N % NR ? b_access::in_place_tail : b_access::in_place)
+        : direct   ? (n_rem ? b_access::in_place_tail : b_access::in_place)
         : k_outer  ? b_access::k_outer
                    : b_access::packed;
   const std::size_t b_size = g.b == b_access::split_tail      ? NR
@@ -221,10 +224,7 @@ constexpr gemm_plan make_gemm_plan(gemm_problem p) {
     return g;
   }
   // One vector of columns or fewer: panels one vector wide.
-  if (N <= L)
-    plan_blocked<t, 1>(g, p);
-  else
-    plan_blocked<t, simd::block_vectors>(g, p);
+  plan_blocked<t>(g, p, N <= L ? 1 : simd::block_vectors);
   return g;
 }
 
