@@ -1,0 +1,161 @@
+// ctnn/backends/cpu/gemm/gemv.hpp — the GEMM paths for one or few output rows, without packing.
+//
+// simd::gemv<Arch>(n, k, x, B, ldb, y, bias, e, act): y = e(bias + x B) for a
+// row-major B, column chunks of vectors held in registers while B streams.
+// simd::dot_nt<Arch, R>(M, N, K, A, lda, B, ldb, C, ldc, bias, e, act, parallel,
+// pool): C = e(bias + A B^T) for a row-major A and B with contiguous columns
+// (dX = dY W^T at small batch), dot products along K folded by xsimd::haddp.
+// make_gemm_plan (plan.hpp) chooses them (modes gemv and dot_nt). Each output
+// is computed by one task, so results do not depend on the thread count.
+// docs/design.md, "SIMD".
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cstddef>
+
+#include <xsimd/xsimd.hpp>
+
+#include "../thread_pool.hpp"
+#include "microkernel.hpp"
+
+namespace ctnn::kernels::cpu::simd {
+
+// y[0:n] = epi(bias + x[0:k] * B[k x n]) for a row-major B (row stride ldb):
+// one output row. Column chunks of V = 16 or 8 vectors (AVX-512; 8 or 4 with
+// 16 registers) keep V accumulators in registers while rows of B stream
+// through contiguously; the last columns go one vector at a time with two
+// partial sums over p.
+template <class Arch, std::size_t V, class T, class E>
+void gemv_chunk(std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, const E& e, bool act) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  B acc[V];
+  for (std::size_t v = 0; v < V; ++v) acc[v] = bias ? B::load_unaligned(bias + v * L) : B(T(0));
+  for (std::size_t p = 0; p < k; ++p) {
+    const B xv(x[p]);
+    const T* row = b + p * ldb;
+#pragma GCC unroll 16
+    for (std::size_t v = 0; v < V; ++v) acc[v] = xsimd::fma(xv, B::load_unaligned(row + v * L), acc[v]);
+  }
+  for (std::size_t v = 0; v < V; ++v) (act ? epilogue_forward(e, acc[v]) : acc[v]).store_unaligned(y + v * L);
+}
+
+template <class Arch, class T, class E>
+void gemv(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, const E& e,
+          bool act) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size, W = L * sizeof(T) >= 64 ? 16 : 8;  // 32 or 16 registers
+  auto finish = [&](B s, std::size_t j, std::size_t cnt) {
+    if (bias) s += load_n<Arch>(bias + j, cnt);
+    if (act) s = epilogue_forward(e, s);
+    store_n<Arch>(s, y + j, cnt);
+  };
+  std::size_t j = 0;
+  for (; j + W * L <= n; j += W * L) gemv_chunk<Arch, W>(k, x, b + j, ldb, y + j, bias ? bias + j : nullptr, e, act);
+  if (j + W / 2 * L <= n) {
+    gemv_chunk<Arch, W / 2>(k, x, b + j, ldb, y + j, bias ? bias + j : nullptr, e, act);
+    j += W / 2 * L;
+  }
+  for (; j < n; j += L) {
+    const std::size_t cnt = std::min(L, n - j);
+    B s0(T(0)), s1(T(0));
+    std::size_t p = 0;
+    if (cnt == L) {
+      for (; p + 2 <= k; p += 2) {
+        s0 = xsimd::fma(B(x[p]), B::load_unaligned(b + p * ldb + j), s0);
+        s1 = xsimd::fma(B(x[p + 1]), B::load_unaligned(b + (p + 1) * ldb + j), s1);
+      }
+      if (p < k) s0 = xsimd::fma(B(x[p]), B::load_unaligned(b + p * ldb + j), s0);
+    } else {
+      // A full vector from row p < k-1 ends inside B when L - cnt <= ldb (its
+      // extra lanes are never stored); only the last row needs a partial load.
+      const std::size_t safe = L - cnt <= ldb ? k - 1 : 0;
+      for (; p + 2 <= safe; p += 2) {
+        s0 = xsimd::fma(B(x[p]), B::load_unaligned(b + p * ldb + j), s0);
+        s1 = xsimd::fma(B(x[p + 1]), B::load_unaligned(b + (p + 1) * ldb + j), s1);
+      }
+      for (; p < k; ++p) s0 = xsimd::fma(B(x[p]), load_n<Arch>(b + p * ldb + j, cnt), s0);
+    }
+    finish(s0 + s1, j, cnt);
+  }
+}
+
+// Where xsimd::haddp(rows) puts the sum of rows[l]: lane l, as documented,
+// except in xsimd 8.1's AVX-512 float version, which swaps lanes 2-3 with
+// 4-5 and 10-11 with 12-13. Probed once, so any xsimd version is read right.
+template <class Arch, class T>
+const std::array<unsigned char, xsimd::batch<T, Arch>::size>& haddp_lanes() {
+  using V = xsimd::batch<T, Arch>;
+  static constexpr std::size_t L = V::size;  // static: the lambda below uses it without a capture (clang)
+  static const std::array<unsigned char, L> lane = [] {
+    V probe[L];
+    for (std::size_t l = 0; l < L; ++l) probe[l] = V(T(l));
+    alignas(64) T out[L];
+    xsimd::haddp(probe).store_aligned(out);
+    std::array<unsigned char, L> where{};
+    for (std::size_t k = 0; k < L; ++k) where[std::size_t(out[k] / T(L) + T(0.5))] = static_cast<unsigned char>(k);
+    return where;
+  }();
+  return lane;
+}
+
+// C[i,j] = epi(bias[j] + sum_p A[i*lda + p] * B[j*ldb + p]) for a row-major A
+// and a B whose columns are contiguous (dX = dY W^T reads W's rows): dot
+// products vectorized along p, with no packing. A tile of R rows x J = L/R
+// columns keeps L accumulators, folded by xsimd::haddp into one vector of
+// the L sums; the last p % L values are masked loads. Column groups are the
+// outer loop, so a group's J rows of B stay in L1 while every row of A
+// (few: at most 16) passes; each group is one task of the pool, so results do
+// not depend on the thread count. Rows past M and columns past N repeat the
+// last one (computed, never stored).
+template <class Arch, std::size_t R, class T, class E>
+void dot_nt(std::size_t M, std::size_t N, std::size_t K, const T* a, std::size_t lda, const T* b, std::size_t ldb, T* c,
+            std::size_t ldc, const T* bias, const E& e, bool act, bool parallel, thread_pool& pool) {
+  using V = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = V::size, J = L / R;
+  static_assert(L % R == 0, "dot_nt: R must divide the vector length");
+  const std::size_t kv = K / L * L, kt = K - kv;
+  const auto& lane = haddp_lanes<Arch, T>();
+  auto group = [&](std::size_t g) {
+    const std::size_t j0 = g * J, nj = std::min(J, N - j0);
+    const T* bj[J];
+    for (std::size_t jj = 0; jj < J; ++jj) bj[jj] = b + std::min(j0 + jj, N - 1) * ldb;
+    for (std::size_t i0 = 0; i0 < M; i0 += R) {
+      const std::size_t ni = std::min(R, M - i0);
+      const T* ai[R];
+      for (std::size_t r = 0; r < R; ++r) ai[r] = a + std::min(i0 + r, M - 1) * lda;
+      V acc[L];
+#pragma GCC unroll 16
+      for (std::size_t l = 0; l < L; ++l) acc[l] = V(T(0));
+      for (std::size_t p = 0; p < kv; p += L) {
+        V av[R];
+#pragma GCC unroll 4
+        for (std::size_t r = 0; r < R; ++r) av[r] = V::load_unaligned(ai[r] + p);
+#pragma GCC unroll 16
+        for (std::size_t jj = 0; jj < J; ++jj) {
+          const V bv = V::load_unaligned(bj[jj] + p);
+#pragma GCC unroll 4
+          for (std::size_t r = 0; r < R; ++r) acc[r * J + jj] = xsimd::fma(av[r], bv, acc[r * J + jj]);
+        }
+      }
+      if (kt) {
+        V av[R];
+        for (std::size_t r = 0; r < R; ++r) av[r] = load_n<Arch>(ai[r] + kv, kt);
+        for (std::size_t jj = 0; jj < J; ++jj) {
+          const V bv = load_n<Arch>(bj[jj] + kv, kt);
+          for (std::size_t r = 0; r < R; ++r) acc[r * J + jj] = xsimd::fma(av[r], bv, acc[r * J + jj]);
+        }
+      }
+      alignas(64) T out[L];
+      xsimd::haddp(acc).store_aligned(out);
+      for (std::size_t r = 0; r < ni; ++r)
+        for (std::size_t jj = 0; jj < nj; ++jj) {
+          T v = out[lane[r * J + jj]] + (bias ? bias[j0 + jj] : T(0));
+          c[(i0 + r) * ldc + j0 + jj] = act ? e.forward(v) : v;
+        }
+    }
+  };
+  pool.run((N + J - 1) / J, group, parallel);
+}
+
+}  // namespace ctnn::kernels::cpu::simd

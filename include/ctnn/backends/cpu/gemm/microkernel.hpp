@@ -1,0 +1,173 @@
+// ctnn/backends/cpu/gemm/microkernel.hpp — the MR x NR register-blocked GEMM micro-kernel.
+//
+// simd::micro<Arch, MRt, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, e, act)
+// computes C[0:mr, 0:nr] (=|+=) A[mr x kc] B[kc x nr] with MRt x NV vector
+// accumulators and FMAs, for any xsimd architecture Arch; micro_rows picks
+// the 4- or MR-row instance. Also here: gemm_target_of<T, Arch> (the plan's
+// view of an architecture), simd::blocking (MR, NV, NR, KC from the plan),
+// and load_n / store_n, the first n lanes of a vector (AVX-512 masked).
+// Summation order per output: bias (or C), then p = 0, 1, ... kc-1.
+// docs/design.md, "SIMD".
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+
+#include <xsimd/xsimd.hpp>
+
+#include "../../../config.hpp"
+#include "plan.hpp"
+
+namespace ctnn::kernels::cpu {
+
+// The plan's view of an xsimd architecture: lanes, vector registers, element bytes.
+template <class T, class Arch>
+constexpr gemm_target gemm_target_of() {
+  constexpr std::size_t L = xsimd::batch<T, Arch>::size;
+  return {L, L * sizeof(T) >= 64 ? 32 : 16, sizeof(T)};  // 32 vector registers: AVX-512
+}
+
+namespace simd {
+
+// Register blocking per architecture (make_gemm_plan's blocked tiles): MR rows x NV vectors of output.
+template <class T, class Arch>
+struct blocking {
+  static constexpr gemm_target target = gemm_target_of<T, Arch>();
+  static constexpr std::size_t L = target.lanes;
+  static constexpr bool wide = target.registers >= 32;
+  static constexpr std::size_t MR = block_rows(target);
+  static constexpr std::size_t NV = block_vectors;
+  static constexpr std::size_t NR = NV * L;
+  static constexpr std::size_t KC = block_k;
+};
+
+// The first n < L lanes of a vector: AVX-512 masked loads and stores (no
+// memory past p[n-1] is touched, as the scalar loops below); other ISAs go
+// through a stack buffer.
+template <class Arch, class T>
+inline constexpr bool masked_v = std::is_base_of_v<xsimd::avx512f, Arch> &&
+                                 (std::is_same_v<T, float> || std::is_same_v<T, double>);
+
+template <class Arch, class T>
+CTNN_FORCEINLINE xsimd::batch<T, Arch> load_n(const T* p, std::size_t n) {
+  using B = xsimd::batch<T, Arch>;
+  if (n >= B::size) return B::load_unaligned(p);
+#if defined(__AVX512F__)
+  if constexpr (masked_v<Arch, T>) {
+    if constexpr (std::is_same_v<T, float>)
+      return B(_mm512_maskz_loadu_ps(__mmask16((1u << n) - 1), p));
+    else
+      return B(_mm512_maskz_loadu_pd(__mmask8((1u << n) - 1), p));
+  }
+#endif
+  alignas(64) T tmp[B::size] = {};
+  for (std::size_t i = 0; i < n; ++i) tmp[i] = p[i];
+  return B::load_aligned(tmp);
+}
+template <class Arch, class T>
+CTNN_FORCEINLINE void store_n(xsimd::batch<T, Arch> v, T* p, std::size_t n) {
+  using B = xsimd::batch<T, Arch>;
+  if (n >= B::size) return v.store_unaligned(p);
+#if defined(__AVX512F__)
+  if constexpr (masked_v<Arch, T>) {
+    if constexpr (std::is_same_v<T, float>)
+      _mm512_mask_storeu_ps(p, __mmask16((1u << n) - 1), v);
+    else
+      _mm512_mask_storeu_pd(p, __mmask8((1u << n) - 1), v);
+    return;
+  }
+#endif
+  alignas(64) T tmp[B::size];
+  v.store_aligned(tmp);
+  for (std::size_t i = 0; i < n; ++i) p[i] = tmp[i];
+}
+
+// e.forward on a vector of accumulators. In host code only: nvcc's device
+// pass, which reads host code too, must not instantiate a host-device rule
+// (kernels/functors.hpp) with an xsimd type (a CUDA test compares with the CPU).
+template <class E, class V>
+CTNN_FORCEINLINE V epilogue_forward(const E& e, const V& v) {
+#if defined(__CUDA_ARCH__)
+  (void)e;
+  return v;
+#else
+  return e.forward(v);
+#endif
+}
+
+// C[0:mr, 0:nr] (=|+=) A_panel[MRt rows] * B_panel[kc x NV*L].
+// a: element (r, p) at a[p*ars + r] when packed (PA), else at a[r*ars + p]
+// (rows read in place); b: element (p, j) at b[p*ldb + j].
+// init: start from bias (or 0) instead of C. act: e.forward applied before the store.
+template <class Arch, std::size_t MRt, std::size_t NV, bool PA, class T, class E>
+void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t ldb, T* c, std::size_t ldc,
+           std::size_t mr, std::size_t nr, const T* bias, bool init, const E& e, bool act) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  auto cols = [&](std::size_t v) { return nr > v * L ? std::min(L, nr - v * L) : std::size_t(0); };
+  B acc[MRt][NV];
+  if (init) {
+    // C is only written: ask for its lines now (with write intent), so that
+    // the misses of a fresh output (an im2col gradient, 9 MB) overlap the
+    // FMAs instead of stalling the stores at the end (not worth its
+    // instructions for short K, where the tile is little work).
+    if (kc >= 32)
+      for (std::size_t r = 0; r < mr; ++r)
+#pragma GCC unroll 4
+        for (std::size_t v = 0; v < NV; ++v)
+          if (cols(v)) __builtin_prefetch(c + r * ldc + v * L, 1, 3);
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < NV; ++v) {
+      const B bv = bias && cols(v) ? load_n<Arch>(bias + v * L, cols(v)) : B(T(0));
+#pragma GCC unroll 16
+      for (std::size_t r = 0; r < MRt; ++r) acc[r][v] = bv;
+    }
+  } else {
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < MRt; ++r)
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < NV; ++v)
+        acc[r][v] = r < mr && cols(v) ? load_n<Arch>(c + r * ldc + v * L, cols(v)) : B(T(0));
+  }
+  // In-place rows past mr repeat row mr-1 (computed, never stored).
+  const T* rows[MRt];
+  for (std::size_t r = 0; r < MRt; ++r) rows[r] = PA ? a + r : a + std::min(r, mr - 1) * ars;
+  for (std::size_t p = 0; p < kc; ++p) {
+    B bb[NV];
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < NV; ++v) bb[v] = B::load_unaligned(b + p * ldb + v * L);
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < MRt; ++r) {
+      const B av(PA ? a[p * ars + r] : rows[r][p]);
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bb[v], acc[r][v]);
+    }
+  }
+  if (act) {
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < MRt; ++r)
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < NV; ++v) acc[r][v] = epilogue_forward(e, acc[r][v]);
+  }
+#pragma GCC unroll 16
+  for (std::size_t r = 0; r < MRt; ++r) {
+    if (r >= mr) break;
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < NV; ++v)
+      if (cols(v)) store_n<Arch>(acc[r][v], c + r * ldc + v * L, cols(v));
+  }
+}
+
+// The micro-kernel instance for mr (<= MR) valid rows: 4 or MR rows (packed
+// rows past mr are zero; in-place rows past mr repeat row mr-1). Few
+// instances keep the compile time down.
+template <class Arch, std::size_t NV, bool PA, class T, class E>
+void micro_rows(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t ldb, T* c, std::size_t ldc,
+                std::size_t mr, std::size_t nr, const T* bias, bool init, const E& e, bool act) {
+  constexpr std::size_t MR = blocking<T, Arch>::MR;
+  if (mr <= 4) return micro<Arch, 4, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, e, act);
+  return micro<Arch, MR, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, e, act);
+}
+
+}  // namespace simd
+}  // namespace ctnn::kernels::cpu

@@ -1,0 +1,243 @@
+// ctnn/backends/cpu/gemm/plan.hpp — which path simd_gemm takes, as a constexpr value.
+//
+// make_gemm_plan<target>(problem) returns, for C = e(A B + bias) with sizes M,
+// N, K, the strides of A and B, the thread count, and a target (vector lanes,
+// vector registers, element bytes: gemm_target_of<T, Arch> in
+// microkernel.hpp), the mode that runs (gemv, dot_nt, transposed, blocked...),
+// the blocked mode's tiles and how it reads A and B, and the per-thread
+// scratch it needs as named slots (offsets and sizes in elements, 64-byte
+// aligned, disjoint, inside scratch.total). It reads no memory and includes
+// no xsimd, so tests check it with static_assert (tests/kernels/test_gemm_plan.cpp).
+// The kernels (simd_gemm.hpp) read the plan; results depend on the sizes and
+// strides only, never on the thread count. docs/design.md, "SIMD".
+#pragma once
+#include <algorithm>
+#include <cstddef>
+
+namespace ctnn::kernels::cpu {
+
+enum class epilogue { none, relu };
+
+// A strided read-only matrix view: element (i, j) is p[i*rs + j*cs].
+template <class T>
+struct strided {
+  const T* p;
+  std::size_t rs, cs;
+};
+
+// What the plan needs of an architecture and element type.
+struct gemm_target {
+  std::size_t lanes;      // values per vector
+  std::size_t registers;  // vector registers (16: SSE/AVX2, 32: AVX-512)
+  std::size_t bytes;      // sizeof the element
+};
+
+// The product's sizes, the strides of A (a_rs, a_cs) and B (b_rs, b_cs), and the pool's thread count.
+struct gemm_problem {
+  std::size_t M, N, K, a_rs, a_cs, b_rs, b_cs, threads = 1;
+};
+
+enum class gemm_mode : unsigned char {
+  empty,       // M or N is 0: nothing is written
+  bias_only,   // K = 0: C = e(bias)
+  gemv,        // one row, row-major B: matrix-vector product (A gathered to slot x when not contiguous)
+  dot_nt,      // few rows, row-major A, B with contiguous columns: dot products along K
+  transposed,  // N below a vector, A transposed: C^T = B^T A^T into slot ct, then transposed
+  blocked      // packed / in-place panels and the MR x NR micro-kernel
+};
+// blocked: how A is read. rows: in place, row-major; columns: in place, A
+// transposed (full MR-row blocks; a_tail says how a last partial block is
+// read); packed: neither stride is 1, every block packed to slot a.
+enum class a_access : unsigned char { rows, columns, packed };
+enum class a_tail : unsigned char { none, last_column, packed };
+// blocked: how B is read. in_place: row-major B read where it lies (few row
+// blocks or one panel); in_place_tail: the same, the last partial panel packed
+// to slot b; split_tail: in place but the last row of the partial panel, copied
+// to slot b; k_outer: one K block at a time packed to slot b, K blocks
+// outermost; packed: all of B packed to slot b before the tiles run.
+enum class b_access : unsigned char { in_place, in_place_tail, split_tail, k_outer, packed };
+
+struct scratch_slot {
+  std::size_t offset = 0, size = 0;  // in elements
+  constexpr std::size_t end() const { return offset + size; }
+};
+// Named slots of one per-thread buffer: x (gemv's gathered row), a and b (packed
+// panels), ct (the transposed product); inner: where a transposed product's own
+// plan places its slots.
+struct gemm_scratch {
+  scratch_slot x, a, b, ct;
+  std::size_t inner = 0, total = 0;
+};
+
+struct gemm_plan {
+  gemm_mode mode = gemm_mode::empty;
+  bool parallel = false;  // tasks go to the pool (M N K >= parallel_threshold and threads > 1)
+  // gemv: columns in chunks of `chunk` on the pool when gemv_parallel
+  bool gemv_parallel = false;
+  std::size_t chunk = 0;
+  std::size_t dot_rows = 0;  // dot_nt: rows per tile (1 or 2)
+  // blocked: register tile MR x NR (NV vectors), K blocks of kcb (at most KC),
+  // task tiles MC x NC, K rows per tile pass kc_max
+  std::size_t MR = 0, NV = 0, NR = 0, KC = 0, kcb = 0, kc_max = 0, MC = 0, NC = 0;
+  std::size_t row_blocks = 0, full_blocks = 0, panels = 0, mblocks = 0, nblocks = 0;
+  a_access a = a_access::rows;
+  a_tail tail = a_tail::none;
+  b_access b = b_access::in_place;
+  gemm_scratch scratch;
+  constexpr bool b_in_place() const { return b == b_access::in_place || b == b_access::in_place_tail || b == b_access::split_tail; }
+};
+
+namespace simd {
+// Below this many multiply-adds a product runs on the calling thread alone.
+inline constexpr std::size_t parallel_threshold = std::size_t(1) << 20;
+// Register blocking: MR rows x NV vectors of output. 8 x 2 vectors with 32
+// registers (16 accumulators; 12 x 2 measured no faster and costs compile
+// time); 6 x 2 with 16 registers. A KC x NR panel of B stays in L1.
+constexpr std::size_t block_rows(gemm_target t) { return t.registers >= 32 ? 8 : 6; }
+inline constexpr std::size_t block_vectors = 2, block_k = 256;
+constexpr std::size_t round_up(std::size_t n, gemm_target t) {
+  const std::size_t q = 64 / t.bytes;  // 64-byte aligned slots
+  return (n + q - 1) / q * q;
+}
+}  // namespace simd
+
+// The blocked mode with panels NV vectors wide, into g (filled in place: one
+// plan object from make_gemm_plan's start to its return, no copies). Not
+// inlined: the callers of simd_gemm inline the cheap mode tests only. t is a
+// template argument, so divisions by MR and NR are by constants.
+template <gemm_target t>
+[[gnu::noinline]] constexpr void plan_blocked(gemm_plan& g, gemm_problem p, std::size_t NV) {
+  g.mode = gemm_mode::blocked;
+  const std::size_t M = p.M, N = p.N, K = p.K;
+  constexpr std::size_t MR = simd::block_rows(t), KC = simd::block_k;
+  const std::size_t NR = NV * t.lanes;
+  // N / NR and N % NR with constant divisors (NV is 1 or block_vectors)
+  const std::size_t n_full = NV == 1 ? N / t.lanes : N / (simd::block_vectors * t.lanes), n_rem = N - n_full * NR;
+  g.NV = NV;
+  g.NR = NR;
+  g.KC = KC;
+  g.MR = MR;
+  // MC x NC: the output block of one task. Small tasks (about 2^17
+  // multiply-adds, 1 to 8 panels of columns), so that a worker the OS
+  // deschedules holds back little of the product; the partition depends on
+  // the sizes only, never on the thread count.
+  g.MC = 4 * MR;
+  g.NC = NR * std::clamp<std::size_t>((std::size_t(1) << 17) / (g.MC * NR * K), 1, 8);
+  g.row_blocks = (M + MR - 1) / MR;
+  g.panels = n_full + (n_rem != 0);
+  g.full_blocks = M / MR;
+  // Row-major A: the micro-kernel reads A's rows in place (packing them cost
+  // as much as the product for one column panel and 6-20 % of the MLP's
+  // forward GEMMs). A transposed A (dW = X^T dY) already has the packed
+  // layout (MR values of column p contiguous, row stride a_cs): its full row
+  // blocks are read in place too; a last partial block is read in place up
+  // to column K-2 (its missing rows read the next column, inside A when
+  // a_cs >= MR, never stored) with column K-1 copied with zeros, or packed
+  // whole when a_cs < MR. A with neither stride 1 is packed.
+  const bool direct_a = p.a_cs == 1, direct_at = !direct_a && p.a_rs == 1;
+  g.a = direct_a ? a_access::rows : direct_at ? a_access::columns : a_access::packed;
+  if (direct_at && M % MR) g.tail = p.a_cs >= MR ? a_tail::last_column : a_tail::packed;
+  const std::size_t a_size = g.a == a_access::packed ? g.row_blocks * MR * K
+                             : g.tail == a_tail::last_column ? MR
+                             : g.tail == a_tail::packed      ? MR * K
+                                                             : 0;
+  // Small M (up to 8 row blocks: packing B cost 10-17 % of Y = X W at batch
+  // 64) or a single panel, and row-major B: B read in place, the last partial
+  // panel packed with zeros; when its extra columns fit in one row
+  // (NR - n_rem <= b_rs), rows 0..K-2 are read in place too and only row
+  // K-1 is copied (split_tail).
+  const bool direct = p.b_cs == 1 && (M <= 8 * MR || N <= NR);
+  // K blocks of equal length, at most KC (K = 288 is two blocks of 144, not
+  // 256 + 32: a short last block pays the load and store of C for little work).
+  g.kcb = (K + (K + KC - 1) / KC - 1) / ((K + KC - 1) / KC);
+  const bool split_tail = direct && n_rem && K >= 2 && NR - n_rem <= p.b_rs;
+  // Long K and small blocks of A and B (dW of a convolution: K = batch x
+  // positions): K block by K block over every output tile, so that each K
+  // block of A and B is read from memory once and stays in L2 while all
+  // tiles use it. Every output still sums its K blocks in ascending order.
+  constexpr std::size_t l2_budget = std::size_t(512) << 10;
+  const bool k_outer = !direct && K > KC && (M + N) * KC * t.bytes <= l2_budget && M * N * t.bytes <= l2_budget;
+  g.b = split_tail ? b_access::split_tail
+        : direct   ? (n_rem ? b_access::in_place_tail : b_access::in_place)
+        : k_outer  ? b_access::k_outer
+                   : b_access::packed;
+  const std::size_t b_size = g.b == b_access::split_tail      ? NR
+                             : g.b == b_access::in_place_tail ? NR * K
+                             : g.b == b_access::k_outer       ? g.panels * NR * g.kcb
+                             : g.b == b_access::packed        ? g.panels * NR * K
+                                                              : 0;
+  // In-place B is K-blocked too when there are several row blocks (dW of a
+  // first convolution: 9 rows, K = batch x positions), so that they share
+  // each block of B while it is in cache; one row block, or split_tail, runs
+  // all of K at once.
+  g.kc_max = direct && (split_tail || M <= MR) ? K : g.kcb;
+  g.mblocks = (M + g.MC - 1) / g.MC;
+  g.nblocks = (N + g.NC - 1) / g.NC;
+  g.scratch.a = {0, a_size};
+  g.scratch.b = {simd::round_up(a_size, t), b_size};
+  g.scratch.total = g.scratch.b.end();
+}
+
+// The product C^T = B^T A^T that the transposed mode runs.
+constexpr gemm_problem transposed_problem(gemm_problem p) {
+  return {p.N, p.M, p.K, p.b_cs, p.b_rs, p.a_cs, p.a_rs, p.threads};
+}
+
+template <gemm_target t>
+constexpr gemm_plan make_gemm_plan(gemm_problem p) {
+  const std::size_t M = p.M, N = p.N, K = p.K, L = t.lanes;
+  gemm_plan g;
+  if (M == 0 || N == 0) return g;
+  g.parallel = M * N * K >= simd::parallel_threshold && p.threads > 1;
+  if (K == 0) {
+    g.mode = gemm_mode::bias_only;
+    return g;
+  }
+  // One output row and a row-major B: a matrix-vector product; column chunks
+  // of 8 vectors on the pool when the weights are large (each core then
+  // streams its own part of B: batch-1 latency is bound by that).
+  if (M == 1 && p.b_cs == 1) {
+    g.mode = gemm_mode::gemv;
+    g.chunk = 8 * L;
+    g.gemv_parallel = N * K >= (std::size_t(1) << 16) && N >= 2 * g.chunk && p.threads > 1;
+    if (p.a_cs != 1) g.scratch.x = {0, K};
+    g.scratch.total = g.scratch.x.end();
+    return g;
+  }
+  // One row, or few rows and a long K, with row-major A and B with contiguous
+  // columns (dX = dY W^T at small batch): dot products instead of packing the
+  // transpose of B. Measured better at batch 1 for every MLP shape and at
+  // batch 16 for K = 256; worse at batch 16 for K = 128 and 10.
+  if ((M == 1 || (M <= 16 && K >= 256)) && p.a_cs == 1 && p.b_rs == 1 && p.b_cs != 1) {
+    g.mode = gemm_mode::dot_nt;
+    g.dot_rows = M == 1 ? 1 : 2;
+    return g;
+  }
+  // Fewer columns than a vector and A transposed (dW = X^T dY of a narrow
+  // layer): C^T = B^T A^T (its B operand, A's storage, is row-major) into
+  // slot ct, then transposed with the bias and the epilogue.
+  if (N < L && p.a_rs == 1 && p.a_cs != 1 && M >= 2 * L) {
+    g.mode = gemm_mode::transposed;
+    g.scratch.ct = {0, N * M};
+    g.scratch.inner = simd::round_up(N * M, t);
+    g.scratch.total = g.scratch.inner + make_gemm_plan<t>(transposed_problem(p)).scratch.total;
+    return g;
+  }
+  // One vector of columns or fewer: panels one vector wide.
+  plan_blocked<t>(g, p, N <= L ? 1 : simd::block_vectors);
+  return g;
+}
+
+// Scratch of simd::narrow_weights_gradient (dW^T = dY^T X, N x K, then
+// transposed): ct holds dW^T, b the last partial panel of X (NR x m) when
+// K % NR != 0.
+constexpr gemm_scratch narrow_gradient_scratch(std::size_t N, std::size_t K, std::size_t m, std::size_t NR,
+                                               gemm_target t) {
+  gemm_scratch s;
+  s.ct = {0, N * K};
+  if (K % NR) s.b = {simd::round_up(N * K, t), NR * m};
+  s.total = std::max(s.ct.end(), s.b.end());
+  return s;
+}
+
+}  // namespace ctnn::kernels::cpu

@@ -1,0 +1,181 @@
+// backends/cpu/gemm/plan.hpp: the mode, tiles and scratch slots make_gemm_plan chooses, as
+// static_asserts for the MLP's products (784-256-128-10 at batch 1, 16, 64, 256), 1024^2, a
+// convolution's dW, transposed operands, on fma3<avx2> (8 floats, 16 registers) and avx512bw
+// (16 floats, 32 registers); and, over a grid of shapes and strides, that the named slots are
+// aligned, disjoint and inside the scratch size, hold what the mode packs, and that the thread
+// count changes only whether tasks go to the pool.
+#include <doctest/doctest.h>
+
+#include <ctnn/backends/cpu/arch.hpp>
+#include <ctnn/backends/cpu/gemm/microkernel.hpp>
+#include <ctnn/backends/cpu/gemm/plan.hpp>
+
+#include "kernels/archs.hpp"
+
+#include <string>
+
+using namespace ctnn::kernels::cpu;
+
+namespace {
+
+constexpr gemm_target avx2{8, 16, 4}, avx512{16, 32, 4};
+
+// The three products of a dense layer K -> N at batch m (backends/cpu/gemm.hpp's strides).
+template <gemm_target t>
+constexpr gemm_plan forward(std::size_t m, std::size_t K, std::size_t N, std::size_t threads = 1) {
+  return make_gemm_plan<t>({m, N, K, K, 1, N, 1, threads});  // Y = X W
+}
+template <gemm_target t>
+constexpr gemm_plan weights(std::size_t m, std::size_t K, std::size_t N) {
+  return make_gemm_plan<t>({K, N, m, 1, K, N, 1, 1});  // dW = X^T dY
+}
+template <gemm_target t>
+constexpr gemm_plan input(std::size_t m, std::size_t K, std::size_t N) {
+  return make_gemm_plan<t>({m, K, N, N, 1, 1, N, 1});  // dX = dY W^T
+}
+
+constexpr bool disjoint(scratch_slot x, scratch_slot y) {
+  return !x.size || !y.size || x.end() <= y.offset || y.end() <= x.offset;
+}
+constexpr bool aligned(scratch_slot s, gemm_target t) { return s.offset % (64 / t.bytes) == 0; }
+
+// The slots of g (and of a transposed product's inner plan, placed at g.scratch.inner) are
+// 64-byte aligned, pairwise disjoint, inside g.scratch.total, and as large as the mode packs.
+template <gemm_target t>
+constexpr bool slots_ok(gemm_problem p) {
+  const gemm_plan g = make_gemm_plan<t>(p);
+  const gemm_scratch& s = g.scratch;
+  const scratch_slot all[] = {s.x, s.a, s.b, s.ct};
+  for (const scratch_slot& x : all) {
+    if (!aligned(x, t) || x.end() > s.total) return false;
+    for (const scratch_slot& y : all)
+      if (&x != &y && !disjoint(x, y)) return false;
+  }
+  switch (g.mode) {
+    case gemm_mode::gemv:
+      return s.x.size == (p.a_cs != 1 ? p.K : 0);
+    case gemm_mode::transposed: {
+      const gemm_plan in = make_gemm_plan<t>(transposed_problem(p));
+      return s.ct.size == p.M * p.N && s.inner >= s.ct.end() && aligned({s.inner, 0}, t) &&
+             s.inner + in.scratch.total <= s.total && (in.mode == gemm_mode::gemv || in.mode == gemm_mode::blocked) && slots_ok<t>(transposed_problem(p));
+    }
+    case gemm_mode::blocked: {
+      const std::size_t kb = g.b == b_access::k_outer ? g.kcb : p.K;
+      const bool a_ok = g.a == a_access::packed       ? s.a.size >= g.row_blocks * g.MR * p.K
+                        : g.tail == a_tail::packed      ? s.a.size >= g.MR * p.K
+                        : g.tail == a_tail::last_column ? s.a.size >= g.MR
+                                                        : s.a.size == 0;
+      const bool b_ok = g.b == b_access::in_place        ? s.b.size == 0
+                        : g.b == b_access::split_tail      ? s.b.size >= g.NR
+                        : g.b == b_access::in_place_tail   ? s.b.size >= g.NR * p.K
+                                                           : s.b.size >= g.panels * g.NR * kb;
+      return a_ok && b_ok && g.MR * g.NV + g.NV + 1 <= t.registers && g.NR == g.NV * t.lanes &&
+             g.kcb <= g.KC && g.mblocks * g.MC >= p.M && g.nblocks * g.NC >= p.N;
+    }
+    default:
+      return s.total == 0;
+  }
+}
+
+// Everything but whether tasks go to the pool.
+constexpr bool same_but_threads(const gemm_plan& x, const gemm_plan& y) {
+  auto same = [](scratch_slot a, scratch_slot b) { return a.offset == b.offset && a.size == b.size; };
+  return x.mode == y.mode && x.chunk == y.chunk && x.dot_rows == y.dot_rows && x.MR == y.MR && x.NV == y.NV &&
+         x.NR == y.NR && x.KC == y.KC && x.kcb == y.kcb && x.kc_max == y.kc_max && x.MC == y.MC && x.NC == y.NC &&
+         x.row_blocks == y.row_blocks && x.full_blocks == y.full_blocks && x.panels == y.panels &&
+         x.mblocks == y.mblocks && x.nblocks == y.nblocks && x.a == y.a && x.tail == y.tail && x.b == y.b &&
+         same(x.scratch.x, y.scratch.x) && same(x.scratch.a, y.scratch.a) && same(x.scratch.b, y.scratch.b) &&
+         same(x.scratch.ct, y.scratch.ct) && x.scratch.inner == y.scratch.inner && x.scratch.total == y.scratch.total;
+}
+
+// ---- batch 1: gemv forward, dot products for dX
+static_assert(forward<avx2>(1, 784, 256).mode == gemm_mode::gemv && forward<avx512>(1, 784, 256).mode == gemm_mode::gemv);
+static_assert(forward<avx512>(1, 784, 256).scratch.total == 0);                   // x read in place
+static_assert(make_gemm_plan<avx2>({1, 256, 784, 784, 3, 256, 1}).scratch.x.size == 784);  // x gathered
+static_assert(!forward<avx512>(1, 784, 256, 1).gemv_parallel && forward<avx512>(1, 784, 256, 2).gemv_parallel);
+static_assert(!forward<avx512>(1, 128, 10, 2).gemv_parallel);                       // small weights: one thread
+static_assert(input<avx2>(1, 784, 256).mode == gemm_mode::dot_nt && input<avx2>(1, 784, 256).dot_rows == 1);
+
+// ---- small m: dot products for dX at K >= 256, panels otherwise
+static_assert(input<avx512>(16, 784, 256).mode == gemm_mode::dot_nt && input<avx512>(16, 784, 256).dot_rows == 2);
+static_assert(input<avx512>(16, 256, 128).mode == gemm_mode::blocked && input<avx512>(16, 256, 128).b == b_access::packed);
+static_assert(forward<avx2>(2, 17, 3).mode == gemm_mode::blocked && forward<avx2>(2, 17, 3).NV == 1);
+static_assert(forward<avx2>(2, 17, 3).b == b_access::in_place_tail);                // 5 extra lanes > a row of 3
+static_assert(forward<avx2>(2, 17, 3).scratch.b.size == 8 * 17);
+
+// ---- the MLP's forward products: register tiles per architecture, B in place at small batch
+static_assert(forward<avx2>(16, 784, 256).MR == 6 && forward<avx2>(16, 784, 256).NR == 16);
+static_assert(forward<avx512>(16, 784, 256).MR == 8 && forward<avx512>(16, 784, 256).NR == 32);
+static_assert(forward<avx2>(16, 784, 256).a == a_access::rows && forward<avx2>(16, 784, 256).b == b_access::in_place);
+static_assert(forward<avx2>(16, 784, 256).kcb == 196 && forward<avx2>(16, 784, 256).kc_max == 196);  // 4 equal K blocks
+static_assert(forward<avx512>(64, 784, 256).b == b_access::in_place);               // 8 row blocks of 8
+static_assert(forward<avx2>(64, 784, 256).b == b_access::k_outer);                 // 11 row blocks of 6
+static_assert(forward<avx2>(256, 784, 256).b == b_access::k_outer && forward<avx512>(256, 784, 256).b == b_access::k_outer);
+static_assert(forward<avx512>(256, 256, 128).b == b_access::packed);                // K = 256: one K block
+static_assert(forward<avx512>(256, 128, 10).NV == 1 && forward<avx2>(256, 128, 10).NV == 2);
+static_assert(forward<avx2>(256, 128, 10).b == b_access::split_tail && forward<avx2>(256, 128, 10).scratch.b.size == 16);
+static_assert(forward<avx512>(256, 784, 256).scratch.total == 8 * 32 * 196);        // one packed K block of B
+
+// ---- the MLP's weight gradients: A transposed, read in place
+static_assert(weights<avx2>(64, 784, 256).a == a_access::columns && weights<avx2>(64, 784, 256).tail == a_tail::last_column);
+static_assert(weights<avx512>(64, 784, 256).a == a_access::columns && weights<avx512>(64, 784, 256).tail == a_tail::none);
+static_assert(weights<avx512>(256, 128, 10).mode == gemm_mode::transposed);         // N = 10 below 16 lanes
+static_assert(weights<avx512>(256, 128, 10).scratch.ct.size == 1280 && weights<avx512>(256, 128, 10).scratch.inner == 1280);
+static_assert(weights<avx2>(256, 128, 10).mode == gemm_mode::blocked && weights<avx2>(256, 128, 10).b == b_access::split_tail);
+
+// ---- 1024^2: all of B packed; a convolution's dW (K = batch x positions): K blocks outermost
+static_assert(forward<avx2>(1024, 1024, 1024).b == b_access::packed && forward<avx2>(1024, 1024, 1024).scratch.b.size == 1024 * 1024);
+static_assert(forward<avx512>(1024, 1024, 1024).mblocks == 32 && forward<avx512>(1024, 1024, 1024).NC == 32);
+static_assert(weights<avx512>(7744, 288, 64).b == b_access::k_outer && weights<avx512>(7744, 288, 64).kcb == 250);
+static_assert(weights<avx2>(5000, 9, 32).b == b_access::in_place && weights<avx2>(5000, 9, 32).kc_max == 250);
+
+// ---- A with no unit stride: packed
+static_assert(make_gemm_plan<avx2>({100, 64, 30, 60, 2, 64, 1}).a == a_access::packed);
+static_assert(make_gemm_plan<avx2>({100, 64, 30, 60, 2, 64, 1}).scratch.a.size == 17 * 6 * 30);
+
+// ---- the slots of representative plans
+static_assert(slots_ok<avx2>({1, 256, 784, 784, 3, 256, 1}) && slots_ok<avx512>({256, 10, 128, 1, 256, 10, 1}));
+static_assert(slots_ok<avx512>({100, 64, 30, 60, 2, 64, 1}) && slots_ok<avx2>({9, 32, 5000, 1, 9, 32, 1}));
+
+}  // namespace
+
+// Every shape of the grid on target t; returns how many were checked.
+template <gemm_target t>
+int check_grid() {
+  int checked = 0;
+  for (std::size_t M : {0, 1, 2, 5, 8, 16, 17, 33, 64, 100, 256, 1024})
+    for (std::size_t N : {1, 3, 7, 8, 10, 16, 17, 33, 64, 128, 130, 256, 784})
+      for (std::size_t K : {0, 1, 3, 17, 255, 256, 300, 784, 7744})
+        for (int var = 0; var < 6; ++var) {
+          std::size_t ars = K, acs = 1, brs = N, bcs = 1;
+          if (var == 1 || var == 3) ars = 1, acs = M;  // A transposed
+          if (var == 2 || var == 3) brs = 1, bcs = K;  // B transposed
+          if (var == 4) ars = 2 * K, acs = 2;          // A with no unit stride
+          if (var == 5) brs = 2 * N, bcs = 2;          // B with no unit stride
+          const gemm_problem p{M, N, K, ars, acs, brs, bcs, 1};
+          gemm_problem p8 = p;
+          p8.threads = 8;
+          INFO("lanes=" << t.lanes << " M=" << M << " N=" << N << " K=" << K << " variant=" << var);
+          CHECK(slots_ok<t>(p));
+          CHECK(same_but_threads(make_gemm_plan<t>(p), make_gemm_plan<t>(p8)));
+          ++checked;
+        }
+  return checked;
+}
+
+TEST_CASE("gemm plans: slots aligned, disjoint and inside the scratch, the thread count changes only the pool's use") {
+  const int checked = check_grid<avx2>() + check_grid<avx512>() + check_grid<gemm_target{4, 16, 8}>() +
+                      check_grid<gemm_target{8, 32, 8}>();
+  CHECK(checked == 4 * 12 * 13 * 9 * 6);
+}
+
+TEST_CASE("gemm_target_of: lanes and registers of the architectures this CPU runs") {
+  const int ran = ctnn::test::for_each_arch("gemm_target_of", [](auto arch, const char*) {
+    using A = decltype(arch);
+    constexpr gemm_target t = gemm_target_of<float, A>();
+    CHECK(t.lanes == xsimd::batch<float, A>::size);
+    CHECK(t.registers == (std::is_base_of_v<xsimd::avx512f, A> ? 32u : 16u));
+    CHECK(t.bytes == 4);
+  });
+  CHECK(ran >= 1);
+}
