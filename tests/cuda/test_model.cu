@@ -88,7 +88,7 @@ TEST_CASE("dynamic_dropout on the device reads its rate from device memory: the 
   CHECK(to_host(gy, n) == x);
 }
 
-TEST_CASE("dynamic_dropout on the device: a rate outside [0, 1) in device memory makes every output NaN, not a silent mask") {
+TEST_CASE("dynamic_dropout on the device: a rate not in 0 <= r < 1 in device memory makes every output NaN, not a silent mask") {
   CTNN_REQUIRE_DEVICE();
   using L = ctnn::dynamic_dropout::bind<ctnn::shape<100>, ctnn::precision::float32, dev>;
   const std::size_t n = 3 * 100;
