@@ -15,7 +15,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -133,7 +132,7 @@ class in_memory {
     c.drop_remainder_ = drop_remainder_;
     if (seed_) {
       c.order_.resize(count_);
-      std::iota(c.order_.begin(), c.order_.end(), 0u);
+      for (std::size_t i = 0; i < count_; ++i) c.order_[i] = std::uint32_t(i);  // 0, 1, ... (no <numeric>)
       rng g = rng::derive(*seed_, epoch);
       ctnn::shuffle(c.order_.begin(), count_, g);
     }

@@ -21,7 +21,6 @@
 // numbers whichever worker runs it and however many there are, so random
 // augmentation on parallel workers is reproducible; every pass differs.
 #pragma once
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstddef>
@@ -34,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/narrow_std.hpp"
 #include "../core/rng.hpp"
 #include "stage.hpp"
 

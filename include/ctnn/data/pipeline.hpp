@@ -17,7 +17,6 @@
 #include <time.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -28,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/narrow_std.hpp"
 #include "cache.hpp"
 #include "csv.hpp"
 #include "element.hpp"

@@ -13,7 +13,6 @@
 // tuner is active, measures the stage's own work (its time in next() less
 // its upstream's, per thread) for the tuner's verdict.
 #pragma once
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -21,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "../core/narrow_std.hpp"
 #include "autotune.hpp"
 #include "element.hpp"
 

@@ -16,18 +16,17 @@
 // ending with the input-pipeline verdict (train/input_analysis.hpp); the Keras
 // callbacks live one per header beside this one (early_stopping.hpp, ...).
 #pragma once
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <iostream>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "../core/format.hpp"
+#include "../core/narrow_std.hpp"
 #include "history.hpp"
 #include "input_analysis.hpp"
 #include "model.hpp"

@@ -15,7 +15,6 @@
 // evaluate(model, loss, dataset, metrics...) returns loss and metrics, and checks the
 // model's variables for non-finite values as fit does. docs/training.md has the details.
 #pragma once
-#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <iostream>
@@ -27,6 +26,7 @@
 
 #include "../core/concepts.hpp"
 #include "../core/diagnostics.hpp"
+#include "../core/narrow_std.hpp"
 #include "../data/element.hpp"
 #include "../data/dataset.hpp"
 #include "../losses/loss.hpp"

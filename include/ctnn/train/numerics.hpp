@@ -85,25 +85,34 @@ auto host_span_of(M& m) {
   }
 }
 
+// The variable holding parameter element i (throws when none does); one instance per
+// model, whatever the caller's where.
+template <class M>
+[[gnu::cold, gnu::noinline]] bool find_parameter(M& m, std::size_t i, std::size_t element_bytes, variable_ref& found,
+                                                 std::size_t& element) {
+  bool named = false;
+  if constexpr (requires { m.for_each_variable([](const auto&) {}); }) {
+    const std::size_t byte = i * element_bytes;
+    m.for_each_variable([&](const auto& v) {
+      if (v.kind == role::parameter && byte >= v.offset && byte < v.offset + v.extent * v.element_bytes) {
+        found.layer = v.layer;
+        found.name = v.name;
+        named = true;
+        element = (byte - v.offset) / v.element_bytes;
+      }
+    });
+  }
+  return named;
+}
+
 template <class M, class Where>
 void check_parameters_finite(M& m, Where&& where) {
   const auto params = host_span_of<M, role::parameter>(m);
   const std::size_t i = first_non_finite(params.data(), params.size());
   if (i != params.size()) {
     variable_ref found{};
-    bool named = false;
     std::size_t element = 0;
-    if constexpr (requires { m.for_each_variable([](const auto&) {}); }) {
-      const std::size_t byte = i * sizeof(params[0]);
-      m.for_each_variable([&](const auto& v) {
-        if (v.kind == role::parameter && byte >= v.offset && byte < v.offset + v.extent * v.element_bytes) {
-          found.layer = v.layer;
-          found.name = v.name;
-          named = true;
-          element = (byte - v.offset) / v.element_bytes;
-        }
-      });
-    }
+    const bool named = find_parameter(m, i, sizeof(params[0]), found, element);
     throw_non_finite_parameter(where(), i, named ? &found : nullptr, element, double(params[i]));
   }
 }

@@ -13,7 +13,6 @@
 #pragma once
 #include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
@@ -21,6 +20,7 @@
 #include <ostream>
 #include <string>
 
+#include "../core/narrow_std.hpp"
 #include "history.hpp"
 #include "input_analysis.hpp"
 

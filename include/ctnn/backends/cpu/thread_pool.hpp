@@ -17,7 +17,6 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -29,6 +28,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../../core/narrow_std.hpp"
 #include "denormals.hpp"
 
 namespace ctnn::kernels::cpu {

@@ -17,7 +17,6 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -29,6 +28,7 @@
 #include <vector>
 
 #include "../../backends/cpu/thread_pool.hpp"
+#include "../../core/narrow_std.hpp"
 #include "machine.hpp"
 #include "policy.hpp"
 
