@@ -43,24 +43,21 @@ inline constexpr std::size_t fused_mlp_rows = 16;
 namespace cuda_detail {
 
 // The activation rules of the fused dense layers, one per layer in order
-// (kernels/functors.hpp); visit(d, f) calls f(rule of dense layer d).
-template <std::size_t I, class A>
-struct fused_act_slot {
-  A a;
-};
+// (kernels/functors.hpp); visit(d, f) calls f(rule of dense layer d). The rules are held
+// as fn::chain's indexed links (fn::detail::link<I, A>), flat bases, not a nested tuple.
 template <class Seq, class... A>
 struct fused_acts_impl;
 template <std::size_t... I, class... A>
-struct fused_acts_impl<std::index_sequence<I...>, A...> : fused_act_slot<I, A>... {
+struct fused_acts_impl<std::index_sequence<I...>, A...> : fn::detail::link<I, A>... {
   static constexpr int size = int(sizeof...(A));
   static constexpr fused_acts_impl make(A... a) {
     fused_acts_impl r{};
-    ((void)(static_cast<fused_act_slot<I, A>&>(r).a = a), ...);
+    ((void)(static_cast<fn::detail::link<I, A>&>(r).f = a), ...);
     return r;
   }
   template <class F>
   CTNN_HOST_DEVICE void visit(int d, F&& f) const {
-    ((void)(d == int(I) ? (f(static_cast<const fused_act_slot<I, A>&>(*this).a), 0) : 0), ...);
+    ((void)(d == int(I) ? (f(static_cast<const fn::detail::link<I, A>&>(*this).f), 0) : 0), ...);
   }
 };
 template <class... A>
