@@ -109,7 +109,8 @@ static_assert(forward<avx512>(16, 784, 256).MR == 8 && forward<avx512>(16, 784, 
 static_assert(forward<avx2>(16, 784, 256).a == a_access::rows && forward<avx2>(16, 784, 256).b == b_access::in_place);
 static_assert(forward<avx2>(16, 784, 256).kcb == 196 && forward<avx2>(16, 784, 256).kc_max == 196);  // 4 equal K blocks
 static_assert(forward<avx512>(64, 784, 256).b == b_access::in_place);               // 8 row blocks of 8
-static_assert(forward<avx2>(64, 784, 256).b == b_access::k_outer);                 // 11 row blocks of 6
+static_assert(forward<avx2>(64, 784, 256).b == b_access::in_place);              // 64 rows: 11 row blocks of 6
+static_assert(forward<avx2>(65, 784, 256).b == b_access::k_outer && forward<avx512>(65, 784, 256).b == b_access::k_outer);
 static_assert(forward<avx2>(256, 784, 256).b == b_access::k_outer && forward<avx512>(256, 784, 256).b == b_access::k_outer);
 static_assert(forward<avx512>(256, 256, 128).b == b_access::packed);                // K = 256: one K block
 static_assert(forward<avx512>(256, 128, 10).NV == 1 && forward<avx2>(256, 128, 10).NV == 2);
@@ -121,7 +122,11 @@ static_assert(weights<avx2>(64, 784, 256).a == a_access::columns && weights<avx2
 static_assert(weights<avx512>(64, 784, 256).a == a_access::columns && weights<avx512>(64, 784, 256).tail == a_tail::none);
 static_assert(weights<avx512>(256, 128, 10).mode == gemm_mode::transposed);         // N = 10 below 16 lanes
 static_assert(weights<avx512>(256, 128, 10).scratch.ct.size == 1280 && weights<avx512>(256, 128, 10).scratch.inner == 1280);
-static_assert(weights<avx2>(256, 128, 10).mode == gemm_mode::blocked && weights<avx2>(256, 128, 10).b == b_access::split_tail);
+static_assert(weights<avx2>(256, 128, 10).mode == gemm_mode::transposed);           // 10 in (8, 16): transposed with 16 registers
+static_assert(weights<avx2>(256, 128, 16).mode == gemm_mode::blocked && weights<avx512>(256, 128, 20).mode == gemm_mode::blocked);
+constexpr gemm_plan narrow_inner = make_gemm_plan<avx2>(transposed_problem({128, 10, 256, 1, 128, 10, 1}));
+static_assert(narrow_inner.mode == gemm_mode::blocked && narrow_inner.row_blocks == 2 && narrow_inner.panels == 8);  // 6 + 4 rows
+static_assert(narrow_inner.a == a_access::columns && narrow_inner.b == b_access::in_place);  // dY and X read in place
 
 // ---- 1024^2: all of B packed; a convolution's dW (K = batch x positions): K blocks outermost
 static_assert(forward<avx2>(1024, 1024, 1024).b == b_access::packed && forward<avx2>(1024, 1024, 1024).scratch.b.size == 1024 * 1024);

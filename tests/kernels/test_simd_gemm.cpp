@@ -136,7 +136,10 @@ TEST_CASE("results are bit-identical whatever the thread count") {
                         shape{256, 784, 256, false, true}, shape{300, 130, 513, false, false}, shape{16, 256, 784, false, false},
                         shape{1, 784, 512, false, false}, shape{1, 300, 256, false, true},
                         shape{288, 64, 7744, true, false} /* dW of a conv: K blocks outermost */,
-                        shape{9, 32, 5000, true, false} /* few rows, long K */}) {
+                        shape{9, 32, 5000, true, false} /* few rows, long K */,
+                        shape{128, 10, 4096, true, false} /* dW of a 10-wide layer: C^T on AVX2 */,
+                        shape{64, 784, 256, false, true} /* dX: B^T packed by 8 x 8 transposes */,
+                        shape{64, 784, 256, false, false} /* 64 rows: B in place */}) {
     const problem<float> pr(s.M, s.N, s.K, s.ta, s.tb, s.M + s.N + s.K);
     std::vector<std::vector<float>> out;
     for (std::size_t t : {1, 2, 3}) {

@@ -59,7 +59,7 @@ void narrow_weights_gradient(std::size_t K, std::size_t m, const T* x, const T* 
   T* tail = nullptr;
   if (K % NR) {
     tail = buf + slots.b.offset;
-    pack_b(NR, strided<T>{x, K, 1}, (panels - 1) * NR, K, m, tail);
+    pack_b<Arch>(NR, strided<T>{x, K, 1}, (panels - 1) * NR, K, m, tail);
   }
   auto panel = [&](std::size_t jp) {
     const std::size_t j0 = jp * NR, nr = std::min(NR, K - j0);
@@ -96,11 +96,11 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
   else if (g.a == a_access::packed)
     run(g.row_blocks, [&](std::size_t ib) { pack_a(MR, a, ib * MR, M, K, ap + ib * MR * K); });
   if (split_tail)
-    pack_b(NR, strided<T>{b.p + (K - 1) * b.rs, b.rs, 1}, (panels - 1) * NR, N, 1, bp);
+    pack_b<Arch>(NR, strided<T>{b.p + (K - 1) * b.rs, b.rs, 1}, (panels - 1) * NR, N, 1, bp);
   else if (g.b == b_access::in_place_tail)
-    pack_b(NR, b, (panels - 1) * NR, N, K, bp);
+    pack_b<Arch>(NR, b, (panels - 1) * NR, N, K, bp);
   else if (g.b == b_access::packed)
-    run(panels, [&](std::size_t jp) { pack_b(NR, b, jp * NR, N, K, bp + jp * NR * K); });
+    run(panels, [&](std::size_t jp) { pack_b<Arch>(NR, b, jp * NR, N, K, bp + jp * NR * K); });
   // Panel jp of B from row p0 on (k_outer: of the packed K block) and its row stride.
   auto b_panel = [&](std::size_t jp, std::size_t p0, std::size_t& ldb) -> const T* {
     if (direct) {
@@ -170,7 +170,7 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
   for (std::size_t p0 = 0; p0 < K; p0 += kcb) {
     const std::size_t kc = std::min(kcb, K - p0);
     const strided<T> block{b.p + p0 * b.rs, b.rs, b.cs};
-    for (std::size_t jp = 0; jp < panels; ++jp) pack_b(NR, block, jp * NR, N, kc, bp + jp * NR * kc);
+    for (std::size_t jp = 0; jp < panels; ++jp) pack_b<Arch>(NR, block, jp * NR, N, kc, bp + jp * NR * kc);
     lo = p0;
     hi = p0 + kc;
     step = kc;

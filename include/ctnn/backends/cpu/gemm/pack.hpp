@@ -1,7 +1,7 @@
 // ctnn/backends/cpu/gemm/pack.hpp — packing of GEMM operands, and the per-thread scratch they go to.
 //
 // simd::pack_a(MR, a, i0, m, k, ap): rows [i0, i0+MR) of a strided A as
-// ap[p*MR + r] (zero rows past m). simd::pack_b(NR, b, j0, n, k, bp): columns
+// ap[p*MR + r] (zero rows past m). simd::pack_b<Arch>(NR, b, j0, n, k, bp): columns
 // [j0, j0+NR) of B as bp[p*NR + j] (zero columns past n). simd::scratch<T>(n):
 // this thread's buffer of at least n values, 64-byte aligned, grown on demand,
 // never shrunk; a gemm_plan's named slots (plan.hpp) are offsets into it.
@@ -11,7 +11,11 @@
 #include <cstddef>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
+#include <xsimd/xsimd.hpp>
+
+#include "../../../config.hpp"
 #include "plan.hpp"
 
 namespace ctnn::kernels::cpu::simd {
@@ -56,8 +60,42 @@ void pack_a(std::size_t MR, strided<T> a, std::size_t i0, std::size_t m, std::si
   }
 }
 
+// Whether pack_b transposes 8 x 8 blocks of floats with AVX shuffles on Arch.
+template <class Arch, class T>
+inline constexpr bool avx_transpose_v =
+    std::is_same_v<T, float> && (std::is_base_of_v<xsimd::avx, Arch> || std::is_base_of_v<xsimd::avx512f, Arch>);
+
+#if defined(__AVX__)
+// dst[q*ld + j] = src[j*cs + q] for j, q in [0, 8): eight columns of B (8
+// contiguous values each) to eight rows of the panel.
+CTNN_FORCEINLINE void transpose8(const float* src, std::size_t cs, float* dst, std::size_t ld) {
+  __m256 r[8], t[8], s[8];
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(src + j * cs);
+#pragma GCC unroll 4
+  for (int j = 0; j < 8; j += 2) {
+    t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
+    t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 8; h += 4) {
+    s[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+    s[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xEE);
+    s[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+    s[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xEE);
+  }
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) {
+    _mm256_storeu_ps(dst + q * ld, _mm256_permute2f128_ps(s[q], s[q + 4], 0x20));
+    _mm256_storeu_ps(dst + (q + 4) * ld, _mm256_permute2f128_ps(s[q], s[q + 4], 0x31));
+  }
+}
+#endif
+
 // Packs columns [j0, j0+NR) of B (zero past n) as bp[p*NR + j], p in [0, k).
-template <class T>
+// B with contiguous columns (dX = dY W^T): 8 x 8 blocks transposed in
+// registers on AVX and AVX-512 (floats), one value at a time otherwise.
+template <class Arch, class T>
 void pack_b(std::size_t NR, strided<T> b, std::size_t j0, std::size_t n, std::size_t k, T* bp) {
   const std::size_t cols = std::min(NR, n - j0);
   if (b.cs == 1) {
@@ -76,7 +114,12 @@ void pack_b(std::size_t NR, strided<T> b, std::size_t j0, std::size_t n, std::si
     if (b.rs == 1)
       for (; p0 + PB <= k; p0 += PB) {
         T* dst = bp + p0 * NR;
-        for (std::size_t j = 0; j < cols; ++j) {
+        std::size_t j = 0;
+#if defined(__AVX__)
+        if constexpr (avx_transpose_v<Arch, T>)
+          for (; j + 8 <= cols; j += 8) transpose8(src + j * b.cs + p0, b.cs, dst + j, NR);
+#endif
+        for (; j < cols; ++j) {
           const T* s = src + j * b.cs + p0;
 #pragma GCC unroll 8
           for (std::size_t q = 0; q < PB; ++q) dst[q * NR + j] = s[q];

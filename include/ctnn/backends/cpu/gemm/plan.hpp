@@ -42,7 +42,7 @@ enum class gemm_mode : unsigned char {
   bias_only,   // K = 0: C = e(bias)
   gemv,        // one row, row-major B: matrix-vector product (A gathered to slot x when not contiguous)
   dot_nt,      // few rows, row-major A, B with contiguous columns: dot products along K
-  transposed,  // N below a vector, A transposed: C^T = B^T A^T into slot ct, then transposed
+  transposed,  // N below a vector (16 registers: or not a multiple of one below two), A transposed: C^T = B^T A^T into slot ct, then transposed
   blocked      // packed / in-place panels and the MR x NR micro-kernel
 };
 // blocked: how A is read. rows: in place, row-major; columns: in place, A
@@ -141,12 +141,13 @@ template <gemm_target t>
                              : g.tail == a_tail::last_column ? MR
                              : g.tail == a_tail::packed      ? MR * K
                                                              : 0;
-  // Small M (up to 8 row blocks: packing B cost 10-17 % of Y = X W at batch
-  // 64) or a single panel, and row-major B: B read in place, the last partial
-  // panel packed with zeros; when its extra columns fit in one row
+  // Small M (up to 64 rows: packing B cost 10-17 % of Y = X W at batch 64,
+  // on AVX2's 11 row blocks of 6 as on AVX-512's 8 of 8) or a single panel,
+  // and row-major B: B read in place, the last partial panel packed with
+  // zeros; when its extra columns fit in one row
   // (NR - n_rem <= b_rs), rows 0..K-2 are read in place too and only row
   // K-1 is copied (split_tail).
-  const bool direct = p.b_cs == 1 && (M <= 8 * MR || N <= NR);
+  const bool direct = p.b_cs == 1 && (M <= 64 || N <= NR);
   // K blocks of equal length, at most KC (K = 288 is two blocks of 144, not
   // 256 + 32: a short last block pays the load and store of C for little work).
   g.kcb = (K + (K + KC - 1) / KC - 1) / ((K + KC - 1) / KC);
@@ -215,8 +216,12 @@ constexpr gemm_plan make_gemm_plan(gemm_problem p) {
   }
   // Fewer columns than a vector and A transposed (dW = X^T dY of a narrow
   // layer): C^T = B^T A^T (its B operand, A's storage, is row-major) into
-  // slot ct, then transposed with the bias and the epilogue.
-  if (N < L && p.a_rs == 1 && p.a_cs != 1 && M >= 2 * L) {
+  // slot ct, then transposed with the bias and the epilogue. With 16
+  // registers also between one and two vectors, not a multiple of one (N =
+  // 10 on AVX2: 10 of 16 lanes used in panels, 10 of 12 rows transposed;
+  // dW of 128 x 10 measured 1.4-1.7x faster).
+  const bool narrow = N < L || (t.registers < 32 && N < 2 * L && N % L != 0);
+  if (narrow && p.a_rs == 1 && p.a_cs != 1 && M >= 2 * L) {
     g.mode = gemm_mode::transposed;
     g.scratch.ct = {0, N * M};
     g.scratch.inner = simd::round_up(N * M, t);
