@@ -1,7 +1,8 @@
 // ctnn/backends/cpu/gemm/gemv.hpp — the GEMM paths for one or few output rows, without packing.
 //
 // simd::gemv<Arch>(n, k, x, B, ldb, y, bias, e, act): y = e(bias + x B) for a
-// row-major B, column chunks of vectors held in registers while B streams.
+// row-major B, column chunks of vectors held in registers while B streams;
+// the rows of B where x is 0 are skipped (not read) when at least 1/8 of x is.
 // simd::dot_nt<Arch, R>(M, N, K, A, lda, B, ldb, C, ldc, bias, e, act, parallel,
 // pool): C = e(bias + A B^T) for a row-major A and B with contiguous columns
 // (dX = dY W^T at small batch), dot products along K folded by xsimd::haddp.
@@ -89,19 +90,24 @@ void gemv_chunk(std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, co
   for (std::size_t v = 0; v < V; ++v) (act ? epilogue_forward(e, acc[v]) : acc[v]).store_unaligned(y + v * L);
 }
 
+// The rows gemv reads: words (nonzero_words of them) filled by nonzero_rows
+// when at least 1/8 of x[0:k] is 0, else null (every row: the plain loop is
+// cheaper).
+template <class Arch, class T>
+const std::uint64_t* rows_to_read(std::size_t k, const T* x, std::uint64_t* words) {
+  if (k > nonzero_words * 64) return nullptr;
+  nonzero_rows<Arch>(k, x, words);
+  std::size_t nz = 0;
+  for (std::size_t w = 0; w * 64 < k; ++w) nz += std::size_t(std::popcount(words[w]));
+  return 8 * nz <= 7 * k ? words : nullptr;
+}
+
+// gemv reading the rows of B that rows (rows_to_read of x) selects.
 template <class Arch, class T, class E>
-void gemv(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, const E& e,
-          bool act) {
+void gemv_rows(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, const E& e,
+               bool act, const std::uint64_t* rows) {
   using B = xsimd::batch<T, Arch>;
   constexpr std::size_t L = B::size, W = L * sizeof(T) >= 64 ? 16 : 8;  // 32 or 16 registers
-  std::uint64_t words[nonzero_words];
-  const std::uint64_t* rows = nullptr;
-  if (k <= nonzero_words * 64) {
-    nonzero_rows<Arch>(k, x, words);
-    std::size_t nz = 0;
-    for (std::size_t w = 0; w * 64 < k; ++w) nz += std::size_t(std::popcount(words[w]));
-    if (8 * nz <= 7 * k) rows = words;  // else every row: the plain loop is cheaper
-  }
   auto finish = [&](B s, std::size_t j, std::size_t cnt) {
     if (bias) s += load_n<Arch>(bias + j, cnt);
     if (act) s = epilogue_forward(e, s);
@@ -129,6 +135,13 @@ void gemv(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb,
     });
     finish(s[0] + s[1], j, cnt);
   }
+}
+
+template <class Arch, class T, class E>
+void gemv(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, const E& e,
+          bool act) {
+  std::uint64_t words[nonzero_words];
+  gemv_rows<Arch>(n, k, x, b, ldb, y, bias, e, act, rows_to_read<Arch>(k, x, words));
 }
 
 // Where xsimd::haddp(rows) puts the sum of rows[l]: lane l, as documented,
