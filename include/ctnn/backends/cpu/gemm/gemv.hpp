@@ -1,7 +1,8 @@
 // ctnn/backends/cpu/gemm/gemv.hpp — the GEMM paths for one or few output rows, without packing.
 //
 // simd::gemv<Arch>(n, k, x, B, ldb, y, bias, e, act): y = e(bias + x B) for a
-// row-major B, column chunks of vectors held in registers while B streams.
+// row-major B, column chunks of vectors held in registers while B streams;
+// the rows of B where x is 0 are skipped (not read) when at least 1/8 of x is.
 // simd::dot_nt<Arch, R>(M, N, K, A, lda, B, ldb, C, ldc, bias, e, act, parallel,
 // pool): C = e(bias + A B^T) for a row-major A and B with contiguous columns
 // (dX = dY W^T at small batch), dot products along K folded by xsimd::haddp.
@@ -11,7 +12,9 @@
 #pragma once
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
+#include <cstdint>
 
 #include <xsimd/xsimd.hpp>
 
@@ -20,29 +23,89 @@
 
 namespace ctnn::kernels::cpu::simd {
 
+// Which rows of B a gemv reads: bit p % 64 of word p / 64 is set when x[p] !=
+// 0. A row where x is 0 adds exactly nothing to a sum that does not start at
+// -0, so gemv skips it when at least 1/8 of x is 0 (ReLU outputs and image
+// backgrounds are about half zeros); its weights are then not read (an
+// infinite or NaN weight there does not make the output NaN). Up to
+// nonzero_words x 64 values of x; a longer x reads every row.
+inline constexpr std::size_t nonzero_words = 64;
+template <class Arch, class T>
+void nonzero_rows(std::size_t k, const T* x, std::uint64_t* words) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;  // 2 to 16: 64 % L == 0
+  // Lane l of a vector's mask is 2^l: their sum (hadd, exact) is its bits.
+  alignas(64) static constexpr auto pow2 = [] {
+    std::array<T, L> a{};
+    for (std::size_t l = 0; l < L; ++l) a[l] = T(std::uint64_t(1) << l);
+    return a;
+  }();
+  const B bit = B::load_aligned(pow2.data()), zero(T(0));
+  auto bits = [&](const B& v) { return std::uint64_t(std::uint32_t(xsimd::hadd(xsimd::select(v != zero, bit, zero)))); };
+  std::size_t w = 0;
+  for (; w * 64 + 64 <= k; ++w) {  // whole words: 64 / L vectors
+    std::uint64_t m = 0;
+#pragma GCC unroll 32
+    for (std::size_t i = 0; i < 64; i += L) m |= bits(B::load_unaligned(x + w * 64 + i)) << i;
+    words[w] = m;
+  }
+  if (w * 64 < k) {
+    std::uint64_t m = 0;
+    for (std::size_t i = 0; w * 64 + i < k; i += L) m |= bits(load_n<Arch>(x + w * 64 + i, k - w * 64 - i)) << i;
+    words[w] = m;  // lanes past k are 0
+  }
+}
+
+// Calls f(p) for every row p < k that rows (nonzero_rows of x) selects, in
+// ascending order; every row when rows is null.
+template <class F>
+CTNN_FORCEINLINE void for_each_row(std::size_t k, const std::uint64_t* rows, F&& f) {
+  if (!rows) {
+    for (std::size_t p = 0; p < k; ++p) f(p);
+    return;
+  }
+  for (std::size_t w = 0; w * 64 < k; ++w)
+    for (std::uint64_t m = rows[w]; m; m &= m - 1) f(w * 64 + std::size_t(std::countr_zero(m)));
+}
+
 // y[0:n] = epi(bias + x[0:k] * B[k x n]) for a row-major B (row stride ldb):
 // one output row. Column chunks of V = 16 or 8 vectors (AVX-512; 8 or 4 with
-// 16 registers) keep V accumulators in registers while rows of B stream
-// through contiguously; the last columns go one vector at a time with two
-// partial sums over p.
+// 16 registers) keep V accumulators in registers while the rows of B that
+// `rows` selects stream through contiguously, in ascending order (so each
+// output's sum does not depend on the chunking); the last columns go one
+// vector at a time with two partial sums (alternate selected rows).
 template <class Arch, std::size_t V, class T, class E>
-void gemv_chunk(std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, const E& e, bool act) {
+void gemv_chunk(std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, const E& e, bool act,
+                const std::uint64_t* rows) {
   using B = xsimd::batch<T, Arch>;
   constexpr std::size_t L = B::size;
   B acc[V];
   for (std::size_t v = 0; v < V; ++v) acc[v] = bias ? B::load_unaligned(bias + v * L) : B(T(0));
-  for (std::size_t p = 0; p < k; ++p) {
+  for_each_row(k, rows, [&](std::size_t p) {
     const B xv(x[p]);
     const T* row = b + p * ldb;
 #pragma GCC unroll 16
     for (std::size_t v = 0; v < V; ++v) acc[v] = xsimd::fma(xv, B::load_unaligned(row + v * L), acc[v]);
-  }
+  });
   for (std::size_t v = 0; v < V; ++v) (act ? epilogue_forward(e, acc[v]) : acc[v]).store_unaligned(y + v * L);
 }
 
+// The rows gemv reads: words (nonzero_words of them) filled by nonzero_rows
+// when at least 1/8 of x[0:k] is 0, else null (every row: the plain loop is
+// cheaper).
+template <class Arch, class T>
+const std::uint64_t* rows_to_read(std::size_t k, const T* x, std::uint64_t* words) {
+  if (k > nonzero_words * 64) return nullptr;
+  nonzero_rows<Arch>(k, x, words);
+  std::size_t nz = 0;
+  for (std::size_t w = 0; w * 64 < k; ++w) nz += std::size_t(std::popcount(words[w]));
+  return 8 * nz <= 7 * k ? words : nullptr;
+}
+
+// gemv reading the rows of B that rows (rows_to_read of x) selects.
 template <class Arch, class T, class E>
-void gemv(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, const E& e,
-          bool act) {
+void gemv_rows(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, const E& e,
+               bool act, const std::uint64_t* rows) {
   using B = xsimd::batch<T, Arch>;
   constexpr std::size_t L = B::size, W = L * sizeof(T) >= 64 ? 16 : 8;  // 32 or 16 registers
   auto finish = [&](B s, std::size_t j, std::size_t cnt) {
@@ -51,33 +114,34 @@ void gemv(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb,
     store_n<Arch>(s, y + j, cnt);
   };
   std::size_t j = 0;
-  for (; j + W * L <= n; j += W * L) gemv_chunk<Arch, W>(k, x, b + j, ldb, y + j, bias ? bias + j : nullptr, e, act);
+  for (; j + W * L <= n; j += W * L)
+    gemv_chunk<Arch, W>(k, x, b + j, ldb, y + j, bias ? bias + j : nullptr, e, act, rows);
   if (j + W / 2 * L <= n) {
-    gemv_chunk<Arch, W / 2>(k, x, b + j, ldb, y + j, bias ? bias + j : nullptr, e, act);
+    gemv_chunk<Arch, W / 2>(k, x, b + j, ldb, y + j, bias ? bias + j : nullptr, e, act, rows);
     j += W / 2 * L;
   }
   for (; j < n; j += L) {
     const std::size_t cnt = std::min(L, n - j);
-    B s0(T(0)), s1(T(0));
-    std::size_t p = 0;
-    if (cnt == L) {
-      for (; p + 2 <= k; p += 2) {
-        s0 = xsimd::fma(B(x[p]), B::load_unaligned(b + p * ldb + j), s0);
-        s1 = xsimd::fma(B(x[p + 1]), B::load_unaligned(b + (p + 1) * ldb + j), s1);
-      }
-      if (p < k) s0 = xsimd::fma(B(x[p]), B::load_unaligned(b + p * ldb + j), s0);
-    } else {
-      // A full vector from row p < k-1 ends inside B when L - cnt <= ldb (its
-      // extra lanes are never stored); only the last row needs a partial load.
-      const std::size_t safe = L - cnt <= ldb ? k - 1 : 0;
-      for (; p + 2 <= safe; p += 2) {
-        s0 = xsimd::fma(B(x[p]), B::load_unaligned(b + p * ldb + j), s0);
-        s1 = xsimd::fma(B(x[p + 1]), B::load_unaligned(b + (p + 1) * ldb + j), s1);
-      }
-      for (; p < k; ++p) s0 = xsimd::fma(B(x[p]), load_n<Arch>(b + p * ldb + j, cnt), s0);
-    }
-    finish(s0 + s1, j, cnt);
+    // A full vector from row p < k-1 ends inside B when L - cnt <= ldb (its
+    // extra lanes are never stored); only the last row needs a partial load.
+    const std::size_t safe = cnt == L ? k : L - cnt <= ldb ? k - 1 : 0;
+    B s[2] = {B(T(0)), B(T(0))};
+    bool odd = false;
+    for_each_row(k, rows, [&](std::size_t p) {
+      const B bv = p < safe ? B::load_unaligned(b + p * ldb + j) : load_n<Arch>(b + p * ldb + j, cnt);
+      if (odd) s[1] = xsimd::fma(B(x[p]), bv, s[1]);
+      else s[0] = xsimd::fma(B(x[p]), bv, s[0]);
+      odd = !odd;
+    });
+    finish(s[0] + s[1], j, cnt);
   }
+}
+
+template <class Arch, class T, class E>
+void gemv(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, const E& e,
+          bool act) {
+  std::uint64_t words[nonzero_words];
+  gemv_rows<Arch>(n, k, x, b, ldb, y, bias, e, act, rows_to_read<Arch>(k, x, words));
 }
 
 // Where xsimd::haddp(rows) puts the sum of rows[l]: lane l, as documented,

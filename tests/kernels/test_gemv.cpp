@@ -1,0 +1,153 @@
+// backends/cpu/gemm/gemv.hpp: the one-row product (simd_gemm's gemv mode, M = 1)
+// on every xsimd architecture this CPU runs (tests/kernels/archs.hpp), against
+// a scalar reference in double, with x holding zeros as ReLU outputs and
+// image backgrounds do (the rows of B they select are skipped): tails of N
+// and K, K = 1, K past the skip's bit words (every row read), bias or not,
+// relu or none, x contiguous or strided (gathered first); rows skipped are
+// never read; results bit-identical whatever the thread count.
+#include <doctest/doctest.h>
+
+#include <ctnn/backends/cpu/gemm.hpp>
+#include <ctnn/backends/cpu/simd_gemm.hpp>
+#include <ctnn/backends/cpu/thread_pool.hpp>
+#include <ctnn/core/rng.hpp>
+
+#include "kernels/archs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+using namespace ctnn;
+using kernels::cpu::epilogue;
+using kernels::cpu::strided;
+
+namespace {
+
+// x[p] for p < k: 0 where pattern says so, else uniform in [-1, 1] (never 0).
+//   0: no zeros; 1: every other one; 2: about half, at random; 3: all but the
+//   last; 4: all zeros; 5: the first 300 (a background), then every third.
+template <class T>
+std::vector<T> make_x(std::size_t k, int pattern, rng& g) {
+  std::vector<T> x(k);
+  for (std::size_t p = 0; p < k; ++p) {
+    const double u = g.uniform(-1, 1), v = g.uniform(0, 1);
+    const bool zero = pattern == 1 ? p % 2 == 0
+                      : pattern == 2 ? v < 0.5
+                      : pattern == 3 ? p + 1 < k
+                      : pattern == 4 ? true
+                      : pattern == 5 ? p < 300 || p % 3 == 0
+                                     : false;
+    x[p] = zero ? T(0) : T(u == 0 ? 0.5 : u);
+  }
+  return x;
+}
+
+template <class Arch, class T>
+void check_gemv(const char* name) {
+  const double eps = std::is_same_v<T, float> ? 1.2e-7 : 2.3e-16;
+  rng g(11);
+  for (std::size_t N : {1, 3, 10, 17, 33, 64, 128, 256, 400})
+    for (std::size_t K : {1, 2, 3, 17, 64, 65, 255, 784, 4097})
+      for (int pattern = 0; pattern < 6; ++pattern)
+        for (int variant = 0; variant < 4; ++variant) {
+          if (K == 4097 && pattern % 2) continue;  // the long K: fewer cases
+          const bool with_bias = variant & 1, relu = variant & 2, strided_x = (N + K + pattern) % 3 == 0;
+          const std::vector<T> x = make_x<T>(K, pattern, g);
+          std::vector<T> xs(2 * K, T(9)), b(K * N), bias(N);
+          for (std::size_t p = 0; p < K; ++p) xs[2 * p] = x[p];
+          for (auto& e : b) e = T(g.uniform(-1, 1));
+          for (auto& e : bias) e = T(g.uniform(-1, 1));
+          std::vector<T> y(N + 5, T(7));
+          const strided<T> a = strided_x ? strided<T>{xs.data(), 2 * K, 2} : strided<T>{x.data(), K, 1};
+          kernels::cpu::simd_gemm<Arch>(1, N, K, a, strided<T>{b.data(), N, 1}, y.data(), N,
+                                        with_bias ? bias.data() : nullptr, relu ? epilogue::relu : epilogue::none);
+          double worst = 0;  // error in units of (K + 2) * eps * sum |terms|
+          for (std::size_t j = 0; j < N; ++j) {
+            double s = with_bias ? double(bias[j]) : 0.0, sc = std::abs(s);
+            for (std::size_t p = 0; p < K; ++p) {
+              s += double(x[p]) * double(b[p * N + j]);
+              sc += std::abs(double(x[p]) * double(b[p * N + j]));
+            }
+            if (relu) s = std::max(s, 0.0);
+            worst = std::max(worst, std::abs(double(y[j]) - s) / ((double(K) + 2) * eps * sc + 1e-300));
+          }
+          INFO(std::string(name) << " N=" << N << " K=" << K << " pattern=" << pattern << " bias=" << with_bias
+                                 << " relu=" << relu << " strided x=" << strided_x);
+          CHECK(worst <= 1.0);
+          for (std::size_t j = N; j < y.size(); ++j) CHECK(y[j] == T(7));  // nothing past y
+        }
+}
+
+// The rows of B where x is 0 are not read: NaN there leaves y finite (a
+// dense product gives NaN: 0 x NaN), where x is not 0 it reaches y.
+template <class Arch, class T>
+void check_skipped_rows(const char* name) {
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  for (std::size_t N : {3, 10, 64, 256})
+    for (std::size_t K : {1, 2, 70, 784}) {
+      rng g(N + K);
+      std::vector<T> x = make_x<T>(K, 2, g), b(K * N), y(N);
+      x[0] = T(0);
+      if (K > 1) x[K - 1] = T(0.5);
+      for (std::size_t p = 0; p < K; ++p)
+        for (std::size_t j = 0; j < N; ++j) b[p * N + j] = x[p] == T(0) ? nan : T(g.uniform(-1, 1));
+      kernels::cpu::simd_gemm<Arch>(1, N, K, strided<T>{x.data(), K, 1}, strided<T>{b.data(), N, 1}, y.data(), N,
+                                    static_cast<const T*>(nullptr), epilogue::none);
+      INFO(std::string(name) << " N=" << N << " K=" << K);
+      CHECK(std::all_of(y.begin(), y.end(), [](T v) { return std::isfinite(v); }));
+      if (K > 1) {
+        const std::size_t p = std::size_t(std::find_if(x.begin(), x.end(), [](T v) { return v != T(0); }) - x.begin());
+        REQUIRE(p < K);
+        b[p * N + N - 1] = nan;  // a row that is read
+        kernels::cpu::simd_gemm<Arch>(1, N, K, strided<T>{x.data(), K, 1}, strided<T>{b.data(), N, 1}, y.data(), N,
+                                      static_cast<const T*>(nullptr), epilogue::none);
+        CHECK(std::isnan(y[N - 1]));
+      }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("gemv (one row) with zeros in x equals the reference on every architecture this CPU runs") {
+  const int ran = test::for_each_arch("gemv", [](auto arch, const char* name) {
+    check_gemv<decltype(arch), float>(name);
+    check_gemv<decltype(arch), double>(name);
+  });
+  CHECK(ran >= 1);  // x86-64 always has SSE2
+}
+
+TEST_CASE("gemv reads no row of B where x is 0, on every architecture this CPU runs") {
+  const int ran = test::for_each_arch("gemv skipped rows", [](auto arch, const char* name) {
+    check_skipped_rows<decltype(arch), float>(name);
+    check_skipped_rows<decltype(arch), double>(name);
+  });
+  CHECK(ran >= 1);
+}
+
+TEST_CASE("gemv with zeros in x: bit-identical whatever the thread count") {
+  const std::size_t before = kernels::cpu::threads();
+  for (std::size_t N : {256, 300, 784})
+    for (std::size_t K : {512, 784}) {
+      rng g(N * K);
+      const std::vector<float> x = make_x<float>(K, 5, g);
+      std::vector<float> b(K * N), bias(N);
+      for (auto& e : b) e = float(g.uniform(-1, 1));
+      for (auto& e : bias) e = float(g.uniform(-1, 1));
+      std::vector<std::vector<float>> out;
+      for (std::size_t t : {1, 2, 3}) {
+        kernels::cpu::set_threads(t);
+        std::vector<float> y(N);
+        kernels::cpu::gemm(1, N, K, strided<float>{x.data(), K, 1}, strided<float>{b.data(), N, 1}, y.data(), N,
+                           bias.data(), epilogue::relu);
+        out.push_back(std::move(y));
+      }
+      INFO("N=" << N << " K=" << K);
+      CHECK(std::memcmp(out[0].data(), out[1].data(), N * sizeof(float)) == 0);
+      CHECK(std::memcmp(out[0].data(), out[2].data(), N * sizeof(float)) == 0);
+    }
+  kernels::cpu::set_threads(before);
+}
