@@ -214,6 +214,11 @@ def main():
         i = args.index("--dlib")
         dlib = load_bench(args[i + 1])
         del args[i:i + 2]
+    cnn = None
+    if "--cnn" in args:
+        i = args.index("--cnn")
+        cnn = args[i + 1:i + 5]
+        del args[i:i + 5]
     bench = load_bench(args[0])
     t1 = load_torch(args[1])
     t2s = [load_torch(p) for p in args[2:]]
@@ -245,21 +250,33 @@ def main():
 
     print("\n### Training the MLP with Adam, one epoch of Fashion-MNIST (samples/s)\n")
     print(f"Peer: {t1[0]}\n")
-    print("| batch | threads | ctnn fit() | PyTorch | ratio | ctnn train step alone |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+    share = lambda v, t: f"{100 * v * MLP_STEP_FLOP * 1e-9 / peak[t]:.0f} %" if t in peak else "-"
+    print("| batch | threads | ctnn fit() | PyTorch | ratio | ctnn fit, % of peak | ctnn train step alone | step, % of peak |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for m in (16, 64, 256):
         c = bench[f"mlp/epoch/batch:{m}/threads:1"]["samples/s"]
         s = bench[f"mlp/train_step/batch:{m}/threads:1"]["samples/s"]
         p = t1[1][m]
-        print(f"| {m} | 1 | {c:,.0f} | {p:,.0f} | {c / p:.2f} | {s:,.0f} |")
+        print(f"| {m} | 1 | {c:,.0f} | {p:,.0f} | {c / p:.2f} | {share(c, 1)} | {s:,.0f} | {share(s, 1)} |")
     best = max(((t[1].get(256, 0.0), t[0]) for t in t2s), default=(0.0, ""))
     c = bench["mlp/epoch/batch:256/threads:2"]["samples/s"]
     s = bench["mlp/train_step/batch:256/threads:2"]["samples/s"]
     if best[0]:
-        print(f"| 256 | 2 | {c:,.0f} | {best[0]:,.0f} | {c / best[0]:.2f} | {s:,.0f} |")
+        print(f"| 256 | 2 | {c:,.0f} | {best[0]:,.0f} | {c / best[0]:.2f} | {share(c, 2)} | {s:,.0f} | {share(s, 2)} |")
         print(f"\nTwo-core peer (best of the settings tried): {best[1]}")
         for t in t2s:
             print(f"- {t[0]}: {t[1].get(256, 0):,.0f} samples/s at batch 256")
+
+    if cnn:
+        print("\n### CNN training step, batch 64 (samples/s)\n")
+        print("| threads | ctnn | PyTorch | ratio | ctnn, % of peak (convolutions and dense products) |")
+        print("| ---: | ---: | ---: | ---: | ---: |")
+        for t, (cj, tt) in enumerate(((cnn[0], cnn[1]), (cnn[2], cnn[3])), start=1):
+            c = next(iter(load_bench(cj).values()))["samples_per_s"]
+            m = re.search(r"samples/s=([\d.]+)", open(tt).read())
+            p = float(m[1]) if m else 0.0
+            pk = f"{100 * c * CNN_STEP_FLOP * 1e-9 / peak[t]:.0f} %" if t in peak else "-"
+            print(f"| {t} | {c:,.0f} | {p:,.0f} | {c / p if p else 0:.2f} | {pk} |")
 
     print("\n### Batch-1 inference latency (us; ratio = PyTorch / ctnn)\n")
     print("| threads | ctnn | PyTorch | ratio |")
