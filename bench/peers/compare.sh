@@ -67,7 +67,7 @@ march_of() { case $1 in avx2) echo x86-64-v3 ;; avx512) echo native ;; *) echo "
 isa_env() { [ "$1" = avx2 ] && echo "ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2"; true; }
 
 echo "ctnn: $here ($(git -C "$here" rev-parse --short HEAD)$(git -C "$here" diff --quiet HEAD -- include bench || echo +dirty))"
-echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores; $(g++ --version | head -n 1)"
+echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -n 1) (family $(lscpu | sed -n 's/^CPU family: *//p'), model $(lscpu | sed -n 's/^Model: *//p')), $(nproc) cores; $(g++ --version | head -n 1)"
 echo "peer: $("$py" "$here/bench/peers/torch_env.py" 2> /dev/null || "$py" -c 'import torch; print(torch.__version__)')"
 
 probe=$out/arch_probe.cpp
