@@ -9,6 +9,16 @@ import sys
 import torch
 
 
+def capability():
+    """The kernels' instruction set PyTorch dispatches to (2.x; 1.13 names it
+    only in its config: "CPU capability usage: AVX2")."""
+    cpu = getattr(torch.backends, "cpu", None)
+    if cpu is not None and hasattr(cpu, "get_cpu_capability"):
+        return cpu.get_cpu_capability()
+    m = re.search(r"CPU capability usage: (\w+)", torch.__config__.show())
+    return m[1] if m else "?"
+
+
 def describe():
     cfg = torch.__config__.show()
     blas = re.search(r"BLAS_INFO=(\w+)", cfg)
@@ -18,7 +28,7 @@ def describe():
                                                     "OMP_NUM_THREADS") if k in os.environ)
     return (f"torch {torch.__version__} python {sys.executable} "
             f"BLAS {blas[1] if blas else '?'} oneDNN {onednn[1] if onednn else '-'} "
-            f"capability {torch.backends.cpu.get_cpu_capability()} "
+            f"capability {capability()} "
             f"intra-op threads {torch.get_num_threads()}" + (f" env {env}" if env else ""))
 
 
