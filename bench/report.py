@@ -156,6 +156,8 @@ def compare(runs):
             for b in (64, 256):
                 n = f"mlp/epoch/batch:{b}/threads:{th}"
                 x, y = med(c, arch, n), med(t, arch, n)
+                if x is None and y is None:
+                    continue
                 goal = 2.5 if b == 64 else 1.5
                 met = "" if x is None or y is None else (" met" if x / y >= goal else " missed")
                 print(f"| {b} | {th} | {x or 0:,.0f} | {y or 0:,.0f} | {ratio(arch, n)} | >= {goal}x:{met} | "
@@ -181,6 +183,8 @@ def compare(runs):
         for th in (1, 2):
             n = f"cnn/threads:{th}"
             x, y = med(c, arch, n), med(t, arch, n)
+            if x is None and y is None:
+                continue
             goal = 3 if th == 1 else 2
             met = "" if x is None or y is None else (" met" if x / y >= goal else " missed")
             print(f"| {th} | {x or 0:,.0f} | {y or 0:,.0f} | {ratio(arch, n)} | >= {goal}x:{met} | "
