@@ -20,7 +20,8 @@
 #   cnn_torch.py at --threads 1 (pinned alike) and 2.
 # The 1-minute load average is logged before every run. -T only prints the
 # table of OUT/runs (bench/report.py compare); a new run moves an old
-# OUT/runs aside. Quiet machine: about 7 minutes for 3 rounds of both.
+# OUT/runs aside. 3 rounds of both took 17 minutes under load 2-8 (2026-12-03,
+# 2 cores; PyTorch's two-thread runs suffer most); quiet, about 8 expected.
 set -euo pipefail
 
 rounds=3
