@@ -2,13 +2,16 @@
 """PyTorch peer of bench/bench_cnn.cpp: training throughput (samples/s) of the
 Fashion-MNIST CNN of examples/fashion_mnist_cnn.cpp (conv32-pool-bn-conv64-
 pool-bn-dense128-dropout-dense10), batch 64, Adam, on a fixed batch of
-synthetic 28x28 images, with the thread count given (default 1).
+synthetic 28x28 images, with the thread count given (default 1). Python:
+build/peers-venv/bin/python (bench/peers/setup.sh, PyTorch 2.x from PyPI) or
+Debian's /usr/bin/python3 (python3-torch 1.13).
 
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE MALLOC_MMAP_THRESHOLD_=33554432 \
-      MALLOC_TRIM_THRESHOLD_=4294967296 python3 bench/peers/cnn_torch.py --threads 1
+      MALLOC_TRIM_THRESHOLD_=4294967296 build/peers-venv/bin/python bench/peers/cnn_torch.py --threads 1
 
 The malloc settings keep glibc from returning PyTorch's large buffers to the
-kernel after every step. Prints the median of --repeats timed runs.
+kernel after every step. Prints which Python and PyTorch ran (torch_env.py),
+then the median of --repeats timed runs of --steps steps.
 """
 import argparse
 import statistics
@@ -16,6 +19,8 @@ import time
 
 import torch
 from torch import nn
+
+from torch_env import describe
 
 
 def make_net():
@@ -57,9 +62,9 @@ def main():
         for _ in range(a.steps):
             step()
         rates.append(a.steps * a.batch / (time.perf_counter() - t0))
-    print(f"torch {torch.__version__} threads={a.threads} batch={a.batch}: "
-          f"{statistics.median(rates):.0f} samples/s (median of {a.repeats}: "
-          + ", ".join(f"{r:.0f}" for r in rates) + ")")
+    print(describe())
+    print(f"torch/cnn/batch:{a.batch}/threads:{a.threads} samples/s={statistics.median(rates):.0f} "
+          f"(median of {a.repeats} x {a.steps} steps: " + ", ".join(f"{r:.0f}" for r in rates) + ")")
 
 
 if __name__ == "__main__":

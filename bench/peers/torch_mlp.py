@@ -3,11 +3,13 @@
 (logits), Adam (lr 1e-3, betas 0.9/0.999, eps 1e-7 as Keras), cross-entropy on
 Fashion-MNIST, one shuffled epoch over the 60000 training images at each batch
 size; batch-1 inference latency (median). Threads: --threads sets
-torch.set_num_threads (intra-op); BLAS threads come from the environment
-(OPENBLAS_NUM_THREADS). Prints one line per measurement.
+torch.set_num_threads (intra-op: MKL and oneDNN in PyPI's PyTorch 2.x); with
+Debian's 1.13 the BLAS threads come from OPENBLAS_NUM_THREADS. Prints which
+Python and PyTorch ran (torch_env.py), then one line per measurement.
 
+  PY=build/peers-venv/bin/python   # bench/peers/setup.sh; or Debian's /usr/bin/python3
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 \
-      /usr/bin/python3 bench/peers/torch_mlp.py --threads 1
+      taskset -c 0 $PY bench/peers/torch_mlp.py --threads 1
 """
 import argparse
 import gzip
@@ -17,6 +19,8 @@ import time
 
 import numpy as np
 import torch
+
+from torch_env import describe
 
 
 def load(dir_, prefix):
@@ -33,14 +37,16 @@ def mlp():
                                torch.nn.ReLU(), torch.nn.Linear(128, 10))
 
 
-def epoch(x, y, batch):
+def epoch(x, y, batch, warmup=0):
+    """samples/s of one epoch; warmup > 0 runs only that many steps, untimed
+    (a fresh process's first steps pay PyTorch's one-time set-up)."""
     model = mlp()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-7)
     loss_fn = torch.nn.CrossEntropyLoss()
     g = torch.Generator().manual_seed(1)
     t0 = time.perf_counter()
     perm = torch.randperm(x.shape[0], generator=g)
-    for i in range(0, x.shape[0], batch):
+    for i in range(0, warmup * batch if warmup else x.shape[0], batch):
         idx = perm[i:i + batch]
         xb, yb = x[idx], y[idx]
         opt.zero_grad(set_to_none=True)
@@ -68,15 +74,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--batches", default="16,64,256")
+    ap.add_argument("--no-infer", action="store_true", help="skip the batch-1 latency")
     ap.add_argument("--data", default=os.environ.get("CTNN_FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist"))
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     x, y = load(a.data, "train")
-    print(f"torch {torch.__version__} intra-op threads {torch.get_num_threads()} "
-          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
-    for b in (int(s) for s in a.batches.split(",")):
-        print(f"torch/epoch/batch:{b}/threads:{a.threads} samples/s={epoch(x, y, b):.0f}")
-    print(f"torch/infer/batch:1/threads:{a.threads} latency_us={infer_latency(x):.2f}")
+    print(describe(), flush=True)
+    for b in (int(s) for s in a.batches.split(",") if s):
+        epoch(x, y, b, warmup=20)
+        print(f"torch/epoch/batch:{b}/threads:{a.threads} samples/s={epoch(x, y, b):.0f}", flush=True)
+    if not a.no_infer:
+        print(f"torch/infer/batch:1/threads:{a.threads} latency_us={infer_latency(x):.2f}")
 
 
 if __name__ == "__main__":
