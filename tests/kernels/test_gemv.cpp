@@ -110,6 +110,24 @@ void check_skipped_rows(const char* name) {
     }
 }
 
+// A NaN or infinite x is not 0: its row is read and y is NaN or infinite, as a
+// dense product's (fit's NaN-loss checks and terminate_on_nan rely on it), also
+// when the rest of x is zeros (the skipping path).
+template <class Arch, class T>
+void check_nonfinite_x(const char* name) {
+  for (T bad : {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity()})
+    for (std::size_t N : {1, 3, 10, 64, 256})
+      for (std::size_t K : {1, 2, 9, 70, 784})
+        for (std::size_t at : {std::size_t(0), K / 2, K - 1}) {
+          std::vector<T> x(K, T(0)), b(K * N, T(1)), y(N);
+          x[at] = bad;
+          kernels::cpu::simd_gemm<Arch>(1, N, K, strided<T>{x.data(), K, 1}, strided<T>{b.data(), N, 1}, y.data(), N,
+                                        static_cast<const T*>(nullptr), epilogue::none);
+          INFO(std::string(name) << " N=" << N << " K=" << K << " at=" << at << " x=" << bad);
+          CHECK(std::all_of(y.begin(), y.end(), [&](T v) { return std::isnan(bad) ? std::isnan(v) : std::isinf(v); }));
+        }
+}
+
 }  // namespace
 
 TEST_CASE("gemv (one row) with zeros in x equals the reference on every architecture this CPU runs") {
@@ -118,6 +136,14 @@ TEST_CASE("gemv (one row) with zeros in x equals the reference on every architec
     check_gemv<decltype(arch), double>(name);
   });
   CHECK(ran >= 1);  // x86-64 always has SSE2
+}
+
+TEST_CASE("gemv reads the row of a NaN or infinite x (not 0) on every architecture this CPU runs") {
+  const int ran = test::for_each_arch("gemv nonfinite x", [](auto arch, const char* name) {
+    check_nonfinite_x<decltype(arch), float>(name);
+    check_nonfinite_x<decltype(arch), double>(name);
+  });
+  CHECK(ran >= 1);
 }
 
 TEST_CASE("gemv reads no row of B where x is 0, on every architecture this CPU runs") {

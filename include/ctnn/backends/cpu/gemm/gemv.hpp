@@ -41,7 +41,8 @@ void nonzero_rows(std::size_t k, const T* x, std::uint64_t* words) {
     return a;
   }();
   const B bit = B::load_aligned(pow2.data()), zero(T(0));
-  auto bits = [&](const B& v) { return std::uint64_t(std::uint32_t(xsimd::hadd(xsimd::select(v != zero, bit, zero)))); };
+  // x == 0 is false for NaN (an ordered compare), so a NaN in x is read and reaches y.
+  auto bits = [&](const B& v) { return std::uint64_t(std::uint32_t(xsimd::hadd(xsimd::select(v == zero, zero, bit)))); };
   std::size_t w = 0;
   for (; w * 64 + 64 <= k; ++w) {  // whole words: 64 / L vectors
     std::uint64_t m = 0;
