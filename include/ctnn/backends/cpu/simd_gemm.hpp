@@ -189,11 +189,14 @@ void run_gemv(const gemm_plan& g, std::size_t N, std::size_t K, strided<T> a, st
     for (std::size_t p = 0; p < K; ++p) xs[p] = a.p[p * a.cs];
     x = xs;
   }
-  if (!g.gemv_parallel) return gemv<Arch>(N, K, x, b.p, b.rs, c, bias, e, act);
+  // The rows of B to read (x's nonzeros), chosen once for every column chunk.
+  std::uint64_t words[nonzero_words];
+  const std::uint64_t* rows = rows_to_read<Arch>(K, x, words);
+  if (!g.gemv_parallel) return gemv_rows<Arch>(N, K, x, b.p, b.rs, c, bias, e, act, rows);
   const std::size_t CH = g.chunk;
   pool.run((N + CH - 1) / CH, [&](std::size_t t) {
     const std::size_t j0 = t * CH, n = std::min(CH, N - j0);
-    gemv<Arch>(n, K, x, b.p + j0, b.rs, c + j0, bias ? bias + j0 : nullptr, e, act);
+    gemv_rows<Arch>(n, K, x, b.p + j0, b.rs, c + j0, bias ? bias + j0 : nullptr, e, act, rows);
   });
 }
 
