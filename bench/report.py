@@ -119,6 +119,10 @@ def compare(runs):
         for line in open(os.path.join(runs, "load")):
             a, v = line.split()
             loads.setdefault(a, []).append(float(v))
+    # The runs themselves keep the 1-minute load near 1-1.4 on 2 CPUs (81fc675's quiet run: 0.75-1.36);
+    # above the CPU count (runs/cpus, written by compare.sh) something else was running.
+    cpus_file = os.path.join(runs, "cpus")
+    cpus = int(open(cpus_file).read().split()[0]) if os.path.exists(cpus_file) else (os.cpu_count() or 1)
     med = lambda d, a, n: statistics.median(d[(a, n)]) if (a, n) in d else None
 
     def ratio(a, n, inverse=False):  # median ratio and the range of the per-round ratios
@@ -138,7 +142,7 @@ def compare(runs):
         print(f"## {tag}\n")
         print(f"Medians of {n_rounds} rounds, ctnn and PyTorch alternating; ratios: of the medians "
               f"(per-round range in brackets). Load average (1 min) before the runs: "
-              + (f"{min(ld):.2f}-{max(ld):.2f}" + (" (loaded)" if max(ld) > 0.5 else "") if ld else "not logged")
+              + (f"{min(ld):.2f}-{max(ld):.2f}" + (f" (loaded: above the {cpus} CPUs)" if max(ld) > cpus else "") if ld else "not logged")
               + ".\n")
         for h in sorted(hdr.get(arch, [])):
             print(f"Peer: {h}\n")

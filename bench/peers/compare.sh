@@ -18,7 +18,8 @@
 #   batch 16/64/256, mlp/epoch (fit) at 64/256, mlp/infer, cnn_train_step;
 #   two threads (CTNN_NUM_THREADS=2): the same at 2; PyTorch: torch_mlp.py and
 #   cnn_torch.py at --threads 1 (pinned alike) and 2.
-# The 1-minute load average is logged before every run. -T only prints the
+# The 1-minute load average is logged before every run (with the CPU count in
+# OUT/runs/cpus: the report calls a run above it loaded). -T only prints the
 # table of OUT/runs (bench/report.py compare); a new run moves an old
 # OUT/runs aside. 3 rounds of both took 17 minutes under load 2-8 (2026-12-03,
 # 2 cores; PyTorch's two-thread runs suffer most); quiet, about 8 expected.
@@ -92,6 +93,7 @@ done
 
 [ -d "$runs" ] && mv "$runs" "$runs.$(date -u -r "$runs" +%Y%m%dT%H%M%S)"
 mkdir -p "$runs"
+nproc > "$runs/cpus"  # report.py calls a load average above this "loaded"
 peer() { env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$@"; }
 load() { echo "$1 $(cut -d' ' -f1 /proc/loadavg)" >> "$runs/load"; }
 ctnn() {  # ROUND ARCH THREADS
