@@ -2,10 +2,12 @@
 // patch) against kernels/conv_reference.hpp (direct loops): forward,
 // weight/bias gradients and input gradients for valid and same padding,
 // strides 1-3, one and several channels, on every architecture (archs.hpp);
-// the rule that picks the direct kernels; the same bits whatever the thread count.
+// the rule that picks the direct kernels; the same bits whatever the thread count;
+// batch_split.hpp's for_samples covers the batch once, in contiguous ranges.
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
+#include <ctnn/backends/cpu/batch_split.hpp>
 #include <ctnn/backends/cpu/conv.hpp>
 #include <ctnn/backends/cpu/thread_pool.hpp>
 #include <ctnn/layers/padding.hpp>
@@ -14,6 +16,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 using namespace ctnn;
@@ -151,6 +155,30 @@ TEST_CASE("conv: the same bits whatever the thread count (im2col, col2im and the
     for (std::size_t t : {2, 3, 4}) {
       CHECK(conv_run<first>(t, batch) == one);
       CHECK(conv_run<second>(t, batch) == one_b);
+    }
+  }
+  kernels::cpu::set_threads(before);
+}
+
+TEST_CASE("for_samples: contiguous ranges that cover the batch once; one range below sample_split_min") {
+  const std::size_t before = kernels::cpu::threads();
+  for (std::size_t t : {1, 2, 3}) {
+    kernels::cpu::set_threads(t);
+    for (std::size_t batch : {1, 2, 5, 64}) {
+      for (std::size_t per : {std::size_t(1), kernels::cpu::sample_split_min}) {
+        std::vector<int> seen(batch, 0);
+        std::vector<std::pair<std::size_t, std::size_t>> ranges(t + 1, {0, 0});
+        std::size_t calls = 0;
+        std::mutex m;
+        kernels::cpu::for_samples(batch, per, [&](std::size_t n0, std::size_t n1) {
+          std::lock_guard<std::mutex> lock(m);
+          ranges[std::min(calls++, t)] = {n0, n1};
+          for (std::size_t n = n0; n < n1; ++n) ++seen[n];
+        });
+        CHECK(std::all_of(seen.begin(), seen.end(), [](int k) { return k == 1; }));
+        const bool split = batch * per >= kernels::cpu::sample_split_min && batch >= 2 && t >= 2;
+        CHECK(calls == (split ? std::min(batch, t) : 1));
+      }
     }
   }
   kernels::cpu::set_threads(before);
