@@ -160,7 +160,7 @@ TEST_CASE("conv: the same bits whatever the thread count (im2col, col2im and the
   kernels::cpu::set_threads(before);
 }
 
-TEST_CASE("for_samples: contiguous ranges that cover the batch once; one range below sample_split_min") {
+TEST_CASE("for_samples: contiguous ranges that cover the batch once, one range below sample_split_min") {
   const std::size_t before = kernels::cpu::threads();
   for (std::size_t t : {1, 2, 3}) {
     kernels::cpu::set_threads(t);
