@@ -1,14 +1,23 @@
-// backends/cpu/conv.hpp (im2col + GEMM) against kernels/conv_reference.hpp
-// (direct loops): forward, weight/bias gradients and input gradients for
-// valid and same padding, strides 1-3, one and several channels.
+// backends/cpu/conv.hpp (im2col + GEMM, and the direct kernels of a small
+// patch) against kernels/conv_reference.hpp (direct loops): forward,
+// weight/bias gradients and input gradients for valid and same padding,
+// strides 1-3, one and several channels, on every architecture (archs.hpp);
+// the rule that picks the direct kernels; the same bits whatever the thread count;
+// batch_split.hpp's for_samples covers the batch once, in contiguous ranges.
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
+#include <ctnn/backends/cpu/batch_split.hpp>
 #include <ctnn/backends/cpu/conv.hpp>
+#include <ctnn/backends/cpu/thread_pool.hpp>
 #include <ctnn/layers/padding.hpp>
+
+#include "kernels/archs.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 using namespace ctnn;
@@ -39,24 +48,48 @@ double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
   return m;
 }
 
-template <conv_geometry G>
+template <conv_geometry G, class Arch = kernels::cpu::default_arch>
 void compare(std::size_t batch) {
   rng g(G.h * 131 + G.c * 7 + G.stride);
   std::vector<float> x(batch * G.in_size()), w(G.patch() * G.f), b(G.f), dy(batch * G.out_size());
   for (auto* v : {&x, &w, &b, &dy})
     for (auto& e : *v) e = float(g.uniform(-1, 1));
   std::vector<float> y_fast(dy.size()), y_ref(dy.size()), cols(batch * G.oh * G.ow * G.patch());
-  kernels::cpu::conv_forward<G>(x.data(), w.data(), b.data(), y_fast.data(), cols.data(), batch);
+  kernels::cpu::conv_forward<G, Arch>(x.data(), w.data(), b.data(), y_fast.data(), cols.data(), batch);
   kernels::reference::conv_forward(G, x.data(), w.data(), b.data(), y_ref.data(), batch);
   CHECK(max_rel(y_fast, y_ref) < 1e-5);
 
   std::vector<float> dw_f(w.size()), db_f(b.size()), dx_f(x.size(), 7.0f), dw_r(w.size()), db_r(b.size()),
       dx_r(x.size());
-  kernels::cpu::conv_backward<G>(dy.data(), w.data(), dw_f.data(), db_f.data(), dx_f.data(), cols.data(), batch);
+  kernels::cpu::conv_backward<G, Arch>(dy.data(), w.data(), dw_f.data(), db_f.data(), dx_f.data(), cols.data(),
+                                      batch);
   kernels::reference::conv_backward(G, x.data(), w.data(), dy.data(), dw_r.data(), db_r.data(), dx_r.data(), batch);
   CHECK(max_rel(dw_f, dw_r) < 1e-4);
   CHECK(max_rel(db_f, db_r) < 1e-4);
   CHECK(max_rel(dx_f, dx_r) < 1e-4);
+  // the first layer's backward: no dx, the same dw and db
+  std::vector<float> dw_n(w.size()), db_n(b.size());
+  kernels::cpu::conv_forward<G, Arch>(x.data(), w.data(), b.data(), y_fast.data(), cols.data(), batch);
+  kernels::cpu::conv_backward<G, Arch>(dy.data(), w.data(), dw_n.data(), db_n.data(), static_cast<float*>(nullptr),
+                                      cols.data(), batch);
+  CHECK(max_rel(dw_n, dw_r) < 1e-4);
+  CHECK(max_rel(db_n, db_r) < 1e-4);
+}
+
+// Small patches (the direct kernels where direct_conv_v holds for Arch, im2col + GEMM elsewhere):
+// C = 1 to 3, F one to four vectors and not a multiple of the vector, odd widths, padding, strides.
+template <class Arch>
+void compare_small_patches() {
+  compare<geom<28, 28, 1, 32, 3, 3, 1, padding::valid>(), Arch>(3);  // the Fashion-MNIST CNN's first layer
+  compare<geom<13, 11, 1, 32, 3, 3, 1, padding::same>(), Arch>(1);
+  compare<geom<9, 9, 1, 16, 3, 3, 2, padding::valid>(), Arch>(2);
+  compare<geom<15, 15, 1, 16, 3, 3, 2, padding::valid>(), Arch>(5);
+  compare<geom<7, 9, 1, 48, 3, 3, 2, padding::same>(), Arch>(3);
+  compare<geom<11, 13, 1, 64, 5, 5, 1, padding::same>(), Arch>(1);
+  compare<geom<10, 7, 2, 32, 3, 3, 1, padding::same>(), Arch>(2);
+  compare<geom<9, 8, 3, 16, 3, 3, 1, padding::valid>(), Arch>(1);
+  compare<geom<8, 8, 1, 20, 3, 3, 1, padding::same>(), Arch>(2);  // F not a multiple of the vector
+  compare<geom<5, 31, 1, 8, 2, 3, 1, padding::valid>(), Arch>(3);  // a long row: several register blocks and a tail
 }
 
 }  // namespace
@@ -73,6 +106,82 @@ TEST_CASE("conv: im2col + GEMM equals the direct reference, same padding") {
   compare<geom<7, 9, 3, 5, 3, 3, 2, padding::same>()>(2);
   compare<geom<5, 5, 2, 3, 4, 4, 1, padding::same>()>(2);  // even kernel: more padding after than before
   compare<geom<9, 9, 2, 3, 5, 5, 3, padding::same>()>(1);
+}
+
+TEST_CASE("conv: small patches (direct kernels) equal the direct reference on every architecture") {
+  CHECK(test::for_each_arch("conv small patches", [](auto arch, const char*) {
+          compare_small_patches<decltype(arch)>();
+        }) >= 1);
+}
+
+// The rule: the C = 1 first layer of the Fashion-MNIST CNN runs direct on AVX2 and AVX-512; its second layer
+// (patch 288), double, a 64-wide SSE2 filter set (16 vectors) and C = 2 on AVX2 (patch 18 > 12) do not.
+constexpr conv_geometry first = geom<28, 28, 1, 32, 3, 3, 1, padding::valid>();
+constexpr conv_geometry second = geom<13, 13, 32, 64, 3, 3, 1, padding::valid>();
+static_assert(kernels::cpu::direct_conv_v<first, xsimd::fma3<xsimd::avx2>, float>);
+static_assert(!kernels::cpu::direct_conv_v<first, xsimd::fma3<xsimd::avx2>, double>);
+static_assert(!kernels::cpu::direct_conv_v<second, xsimd::fma3<xsimd::avx2>, float>);
+static_assert(!kernels::cpu::direct_conv_v<geom<10, 7, 2, 32, 3, 3, 1, padding::same>(), xsimd::fma3<xsimd::avx2>, float>);
+static_assert(!kernels::cpu::direct_conv_v<geom<8, 8, 1, 20, 3, 3, 1, padding::same>(), xsimd::fma3<xsimd::avx2>, float>);
+static_assert(!kernels::cpu::direct_conv_v<geom<8, 8, 1, 64, 3, 3, 1, padding::same>(), xsimd::sse2, float>);
+static_assert(kernels::cpu::direct_conv_v<geom<15, 15, 1, 16, 3, 3, 2, padding::valid>(), xsimd::fma3<xsimd::avx2>, float>);
+// one sample's cols (16 x 9 values) cannot hold x (81) and a partial dW, db (144 + 16)
+static_assert(!kernels::cpu::direct_conv_v<geom<9, 9, 1, 16, 3, 3, 2, padding::valid>(), xsimd::fma3<xsimd::avx2>, float>);
+#if defined(__AVX512BW__)
+static_assert(kernels::cpu::direct_conv_v<first, xsimd::avx512bw, float>);
+static_assert(kernels::cpu::direct_conv_v<geom<10, 7, 2, 32, 3, 3, 1, padding::same>(), xsimd::avx512bw, float>);
+static_assert(!kernels::cpu::direct_conv_v<second, xsimd::avx512bw, float>);
+#endif
+
+// conv_forward / conv_backward of geometry G on `threads` threads: y, dw, db, dx, all concatenated.
+template <conv_geometry G>
+std::vector<float> conv_run(std::size_t threads, std::size_t batch) {
+  kernels::cpu::set_threads(threads);
+  rng g(5);
+  std::vector<float> x(batch * G.in_size()), w(G.patch() * G.f), b(G.f), dy(batch * G.out_size());
+  for (auto* v : {&x, &w, &b, &dy})
+    for (auto& e : *v) e = float(g.uniform(-1, 1));
+  std::vector<float> y(dy.size()), cols(batch * G.oh * G.ow * G.patch()), dw(w.size()), db(b.size()), dx(x.size());
+  kernels::cpu::conv_forward<G>(x.data(), w.data(), b.data(), y.data(), cols.data(), batch);
+  kernels::cpu::conv_backward<G>(dy.data(), w.data(), dw.data(), db.data(), dx.data(), cols.data(), batch);
+  for (auto* v : {&dw, &db, &dx}) y.insert(y.end(), v->begin(), v->end());
+  return y;
+}
+
+TEST_CASE("conv: the same bits whatever the thread count (im2col, col2im and the direct kernels on the pool)") {
+  const std::size_t before = kernels::cpu::threads();
+  for (std::size_t batch : {1, 7, 9, 64}) {
+    const auto one = conv_run<first>(1, batch), one_b = conv_run<second>(1, batch);
+    for (std::size_t t : {2, 3, 4}) {
+      CHECK(conv_run<first>(t, batch) == one);
+      CHECK(conv_run<second>(t, batch) == one_b);
+    }
+  }
+  kernels::cpu::set_threads(before);
+}
+
+TEST_CASE("for_samples: contiguous ranges that cover the batch once, one range below sample_split_min") {
+  const std::size_t before = kernels::cpu::threads();
+  for (std::size_t t : {1, 2, 3}) {
+    kernels::cpu::set_threads(t);
+    for (std::size_t batch : {1, 2, 5, 64}) {
+      for (std::size_t per : {std::size_t(1), kernels::cpu::sample_split_min}) {
+        std::vector<int> seen(batch, 0);
+        std::vector<std::pair<std::size_t, std::size_t>> ranges(t + 1, {0, 0});
+        std::size_t calls = 0;
+        std::mutex m;
+        kernels::cpu::for_samples(batch, per, [&](std::size_t n0, std::size_t n1) {
+          std::lock_guard<std::mutex> lock(m);
+          ranges[std::min(calls++, t)] = {n0, n1};
+          for (std::size_t n = n0; n < n1; ++n) ++seen[n];
+        });
+        CHECK(std::all_of(seen.begin(), seen.end(), [](int k) { return k == 1; }));
+        const bool split = batch * per >= kernels::cpu::sample_split_min && batch >= 2 && t >= 2;
+        CHECK(calls == (split ? std::min(batch, t) : 1));
+      }
+    }
+  }
+  kernels::cpu::set_threads(before);
 }
 
 TEST_CASE("conv: reference by hand, 3x3 input, 2x2 kernel, one channel") {

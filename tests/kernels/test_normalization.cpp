@@ -2,11 +2,13 @@
 // references written out here in double: batch normalization forward (training,
 // inference) and backward (training, frozen), for float, double and a 16-bit
 // compute type with float32 moving statistics; dropout's masks are the
-// generator's uniforms in order, and backward multiplies by them.
+// generator's uniforms in order, and backward multiplies by them; batch
+// normalization gives the same bits whatever the thread count.
 #include <doctest/doctest.h>
 
 #include <ctnn/backends/cpu/normalization.hpp>
 #include <ctnn/backends/cpu/ops.hpp>
+#include <ctnn/backends/cpu/thread_pool.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -122,6 +124,41 @@ TEST_CASE("batch_norm_forward and _backward of ops<cpu<>> match the scalar refer
   SUBCASE("double") { check_batch_norm<double, double>(1e-12); }
   SUBCASE("float") { check_batch_norm<float, float>(1e-5); }
   SUBCASE("float16_t with float32 moving statistics (mixed_float16)") { check_batch_norm<float16_t, float>(4e-3); }
+}
+
+namespace {
+// batch_norm_forward then _backward (training or not) of rows x CC floats on `threads` threads: every output.
+template <std::size_t CC>
+std::vector<float> batch_norm_run(std::size_t threads, std::size_t n, bool training) {
+  kernels::cpu::set_threads(threads);
+  rng g(9);
+  std::vector<float> x(n * CC), dy(n * CC), gamma(CC), beta(CC), mm(CC, 0.1f), mv(CC, 1.5f);
+  for (auto& v : x) v = float(g.uniform(-2, 3));
+  for (auto& v : dy) v = float(g.uniform(-1, 1));
+  for (std::size_t c = 0; c < CC; ++c) gamma[c] = float(g.uniform(0.5, 1.5)), beta[c] = float(g.uniform(-1, 1));
+  std::vector<float> y(n * CC), mean(CC), inv(CC), dg(CC), db(CC), dx(n * CC);
+  ops<cpu<>>::batch_norm_forward<CC>(x.data(), y.data(), gamma.data(), beta.data(), mm.data(), mv.data(), mean.data(),
+                                     inv.data(), n, 0.9, 1e-3, training);
+  ops<cpu<>>::batch_norm_backward<CC>(x.data(), dy.data(), dx.data(), gamma.data(), mean.data(), inv.data(), dg.data(),
+                                      db.data(), n, training);
+  for (auto* v : {&mean, &inv, &mm, &mv, &dg, &db, &dx}) y.insert(y.end(), v->begin(), v->end());
+  return y;
+}
+}  // namespace
+
+TEST_CASE("batch_norm of ops<cpu<>> gives the same bits whatever the thread count (rows split over the pool)") {
+  const std::size_t before = kernels::cpu::threads();
+  for (bool training : {true, false}) {
+    INFO("training = " << training);
+    const auto a = batch_norm_run<32>(1, 64 * 169, training), b = batch_norm_run<64>(1, 64 * 25, training);
+    const auto c = batch_norm_run<5>(1, 4099, training);  // odd rows and channels
+    for (std::size_t t : {2, 3, 4}) {
+      CHECK(batch_norm_run<32>(t, 64 * 169, training) == a);
+      CHECK(batch_norm_run<64>(t, 64 * 25, training) == b);
+      CHECK(batch_norm_run<5>(t, 4099, training) == c);
+    }
+  }
+  kernels::cpu::set_threads(before);
 }
 
 TEST_CASE("dropout_forward of ops<cpu<>> draws one uniform per value from the generator, in order") {

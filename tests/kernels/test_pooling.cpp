@@ -1,8 +1,10 @@
 // backends/cpu/pooling.hpp: max, average and global average pooling by hand,
-// including windows that overhang the input with same padding.
+// including windows that overhang the input with same padding; max pooling
+// gives the same bits whatever the thread count.
 #include <doctest/doctest.h>
 
 #include <ctnn/backends/cpu/pooling.hpp>
+#include <ctnn/backends/cpu/thread_pool.hpp>
 #include <ctnn/layers/padding.hpp>
 
 #include <cstdint>
@@ -155,4 +157,37 @@ TEST_CASE("pooling: the vectorized float max-pooling gradient equals the scalar 
   check_max_pool_backward<pool_geom<11, 11, 64, 2, 2, padding::valid>()>(2);  // a border no window covers
   check_max_pool_backward<pool_geom<7, 9, 17, 2, 3, padding::same>()>(2);     // stride > window, overhang, tail
   check_max_pool_backward<pool_geom<9, 9, 48, 3, 3, padding::same>()>(1);
+}
+
+namespace {
+// max_pool_forward then max_pool_backward on `threads` threads: y, the offsets (as floats) and dx.
+template <conv_geometry G>
+std::vector<float> max_pool_run(std::size_t threads, std::size_t batch) {
+  kernels::cpu::set_threads(threads);
+  std::vector<float> x(batch * G.in_size()), dy(batch * G.out_size());
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float((i * 7919) % 61) - 30.0f;
+  for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = float((i * 104729) % 37) * 0.125f;
+  std::vector<float> y(dy.size()), dx(x.size(), 3.0f);
+  std::vector<std::uint32_t> idx(dy.size());
+  kernels::cpu::max_pool_forward<G>(x.data(), y.data(), bytes(idx), batch);
+  kernels::cpu::max_pool_backward<G>(bytes(idx), dy.data(), dx.data(), batch);
+  for (auto k : idx) y.push_back(float(k));
+  y.insert(y.end(), dx.begin(), dx.end());
+  return y;
+}
+}  // namespace
+
+TEST_CASE("pooling: max pooling gives the same bits whatever the thread count (samples split over the pool)") {
+  const std::size_t before = kernels::cpu::threads();
+  for (std::size_t batch : {1, 5, 64}) {
+    const auto a = max_pool_run<pool_geom<26, 26, 32, 2, 2, padding::valid>()>(1, batch);
+    const auto b = max_pool_run<pool_geom<11, 11, 64, 2, 2, padding::valid>()>(1, batch);
+    const auto c = max_pool_run<pool_geom<9, 9, 17, 3, 2, padding::same>()>(1, batch);  // overlapping: scalar backward
+    for (std::size_t t : {2, 3, 4}) {
+      CHECK(max_pool_run<pool_geom<26, 26, 32, 2, 2, padding::valid>()>(t, batch) == a);
+      CHECK(max_pool_run<pool_geom<11, 11, 64, 2, 2, padding::valid>()>(t, batch) == b);
+      CHECK(max_pool_run<pool_geom<9, 9, 17, 3, 2, padding::same>()>(t, batch) == c);
+    }
+  }
+  kernels::cpu::set_threads(before);
 }

@@ -1,29 +1,40 @@
-// ctnn/kernels/cpu/conv.hpp — 2D convolution as im2col + the dense GEMMs.
+// ctnn/kernels/cpu/conv.hpp — 2D convolution: im2col + the dense GEMMs, or direct.
 //
 // With the geometry G a compile-time constant, conv_forward<G> gathers every
 // output position's input patch into a row of `cols` (im2col: rows
 // batch*OH*OW, columns KH*KW*C, padding as zeros) and multiplies by the
-// kernel [KH*KW*C, F] with dense_forward (gemm.hpp), so the convolution runs
-// on whatever GEMM stands behind those entry points. conv_backward<G> takes
+// kernel [KH*KW*C, F] with dense_forward (gemm.hpp). conv_backward<G> takes
 // the same `cols` (kept from forward) for dW = cols^T dY and db, then, when dx
 // is wanted, reuses `cols` for dcols = dY W^T and scatters it back (col2im).
-// reference: kernels/cpu/conv_reference.hpp (direct loops); tests compare.
+// im2col and col2im run over the thread pool by samples (batch_split.hpp).
+// A small patch (direct_conv_v<G, Arch, T>: float, KH*KW*C within the
+// register budget, F a multiple of the vector length, e.g. the C = 1 first
+// layer) runs direct instead: the F filters are vector lanes, forward keeps a
+// row of output positions in registers, `cols` keeps a copy of x for dW and
+// the partial dW of fixed chunks of samples (summed in order: the same bits
+// whatever the thread count).
+// reference: kernels/conv_reference.hpp (direct loops); tests compare.
 #pragma once
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
+#include "../../config.hpp"
 #include "../../kernels/conv_reference.hpp"
+#include "arch.hpp"
+#include "batch_split.hpp"
 #include "gemm.hpp"
 
 namespace ctnn::kernels::cpu {
 
 using kernels::conv_geometry;
 
+namespace detail {
 template <conv_geometry G, class T>
-void im2col(const T* x, T* cols, std::size_t batch) {
+void im2col_samples(const T* x, T* cols, std::size_t n0, std::size_t n1) {
   constexpr std::size_t P = G.patch();
-  for (std::size_t n = 0; n < batch; ++n) {
+  for (std::size_t n = n0; n < n1; ++n) {
     const T* xs = x + n * G.in_size();
     for (std::size_t oh = 0; oh < G.oh; ++oh)
       for (std::size_t ow = 0; ow < G.ow; ++ow) {
@@ -53,12 +64,11 @@ void im2col(const T* x, T* cols, std::size_t batch) {
   }
 }
 
-// dx = 0, then every column value is added back to the input position it came from.
 template <conv_geometry G, class T>
-void col2im(const T* cols, T* dx, std::size_t batch) {
+void col2im_samples(const T* cols, T* dx, std::size_t n0, std::size_t n1) {
   constexpr std::size_t P = G.patch();
-  std::fill(dx, dx + batch * G.in_size(), T(0));
-  for (std::size_t n = 0; n < batch; ++n) {
+  std::fill(dx + n0 * G.in_size(), dx + n1 * G.in_size(), T(0));
+  for (std::size_t n = n0; n < n1; ++n) {
     T* xs = dx + n * G.in_size();
     for (std::size_t oh = 0; oh < G.oh; ++oh)
       for (std::size_t ow = 0; ow < G.ow; ++ow) {
@@ -78,10 +88,217 @@ void col2im(const T* cols, T* dx, std::size_t batch) {
       }
   }
 }
+}  // namespace detail
+
+// The rows of `cols` (batch*OH*OW of them, KH*KW*C values each), over the thread pool by samples.
+template <conv_geometry G, class T>
+void im2col(const T* x, T* cols, std::size_t batch) {
+  for_samples(batch, G.oh * G.ow * G.patch(),
+              [&](std::size_t n0, std::size_t n1) { detail::im2col_samples<G>(x, cols, n0, n1); });
+}
+
+// dx = 0, then every column value is added back to the input position it came from
+// (each sample's dx within one task: the same bits whatever the thread count).
+template <conv_geometry G, class T>
+void col2im(const T* cols, T* dx, std::size_t batch) {
+  for_samples(batch, G.oh * G.ow * G.patch(),
+              [&](std::size_t n0, std::size_t n1) { detail::col2im_samples<G>(cols, dx, n0, n1); });
+}
+
+// ---- direct convolution for a small patch, the F filters as vector lanes ----
+namespace detail {
+// Vector registers of Arch (32 on AVX-512, 16 below).
+template <class Arch>
+constexpr std::size_t vector_registers() {
+  return xsimd::batch<float, Arch>::size * sizeof(float) == 64 ? 32 : 16;
+}
+}  // namespace detail
+
+// The rule that picks the direct kernels (compile time): float, F a multiple of
+// the vector length L with at most 4 vectors, a patch that fits the registers
+// next to the dW accumulators (KH*KW*C <= registers - 4: 12 on AVX2, 28 on
+// AVX-512), and one sample's `cols` large enough for its x and one partial dW, db.
+template <conv_geometry G, class Arch, class T>
+constexpr bool direct_conv_v = [] {
+  if constexpr (!std::is_same_v<T, float> || !simd_v<float, Arch>) return false;
+  else {
+    constexpr std::size_t L = xsimd::batch<float, Arch>::size;
+    return G.f % L == 0 && G.f / L <= 4 && G.patch() + 4 <= detail::vector_registers<Arch>() &&
+           G.in_size() + G.patch() * G.f + G.f <= G.oh * G.ow * G.patch();
+  }
+}();
+
+// Samples per partial dW, db of the direct kernels (fixed, so the sums do not depend on the thread count).
+inline constexpr std::size_t direct_dw_chunk = 4;
+
+namespace detail {
+// Filter vectors per pass (FG) and output positions per register block (R) of the forward kernel.
+template <conv_geometry G, class Arch>
+struct direct_plan {
+  static constexpr std::size_t L = xsimd::batch<float, Arch>::size, FV = G.f / L;
+  static constexpr std::size_t FG = FV % 2 == 0 ? 2 : 1;
+  static constexpr std::size_t R = std::min<std::size_t>(12, (vector_registers<Arch>() - FG - 2) / FG);
+};
+
+// Outputs ow0 .. ow0+RR-1 of row oh, filter vectors [v0, v0+FG): acc = bias + sum over the window.
+// Inside: every column of the block's windows is inside the input (no column checks).
+template <conv_geometry G, class Arch, std::size_t RR, bool Inside>
+CTNN_FORCEINLINE void direct_block(const float* xs, const float* w, const float* b, float* y, std::size_t oh,
+                                   std::size_t ow0, std::size_t v0) {
+  using B = xsimd::batch<float, Arch>;
+  using P = direct_plan<G, Arch>;
+  constexpr std::size_t L = P::L, FG = P::FG;
+  B acc[RR][FG];
+  for (std::size_t v = 0; v < FG; ++v) {
+    const B bv = b ? B::load_unaligned(b + (v0 + v) * L) : B(0.0f);
+    for (std::size_t r = 0; r < RR; ++r) acc[r][v] = bv;
+  }
+  for (std::size_t i = 0; i < G.kh; ++i) {
+    const std::size_t rr = oh * G.stride + i;
+    if (rr < G.pt || rr - G.pt >= G.h) continue;
+    const float* xr = xs + (rr - G.pt) * G.w * G.c;
+    for (std::size_t j = 0; j < G.kw; ++j)
+      for (std::size_t c = 0; c < G.c; ++c) {
+        const float* wp = w + ((i * G.kw + j) * G.c + c) * G.f + v0 * L;
+        B wv[FG];
+        for (std::size_t v = 0; v < FG; ++v) wv[v] = B::load_unaligned(wp + v * L);
+        for (std::size_t r = 0; r < RR; ++r) {
+          const std::size_t ss = (ow0 + r) * G.stride + j;
+          if constexpr (!Inside)
+            if (ss < G.pl || ss - G.pl >= G.w) continue;
+          const B xv(xr[(ss - G.pl) * G.c + c]);
+          for (std::size_t v = 0; v < FG; ++v) acc[r][v] = xsimd::fma(xv, wv[v], acc[r][v]);
+        }
+      }
+  }
+  for (std::size_t r = 0; r < RR; ++r)
+    for (std::size_t v = 0; v < FG; ++v) acc[r][v].store_unaligned(y + (ow0 + r) * G.f + (v0 + v) * L);
+}
+
+template <conv_geometry G, class Arch, std::size_t RR>
+CTNN_FORCEINLINE void direct_block_at(const float* xs, const float* w, const float* b, float* y, std::size_t oh,
+                                      std::size_t ow0, std::size_t v0) {
+  const bool inside = ow0 * G.stride >= G.pl && (ow0 + RR - 1) * G.stride + G.kw <= G.w + G.pl;
+  if (inside) direct_block<G, Arch, RR, true>(xs, w, b, y, oh, ow0, v0);
+  else direct_block<G, Arch, RR, false>(xs, w, b, y, oh, ow0, v0);
+}
+
+template <conv_geometry G, class Arch>
+void direct_forward_samples(const float* x, const float* w, const float* b, float* y, std::size_t n0,
+                            std::size_t n1) {
+  using P = direct_plan<G, Arch>;
+  for (std::size_t n = n0; n < n1; ++n) {
+    const float* xs = x + n * G.in_size();
+    for (std::size_t oh = 0; oh < G.oh; ++oh) {
+      float* yr = y + (n * G.oh + oh) * G.ow * G.f;
+      for (std::size_t v0 = 0; v0 < P::FV; v0 += P::FG) {
+        std::size_t ow = 0;
+        for (; ow + P::R <= G.ow; ow += P::R) direct_block_at<G, Arch, P::R>(xs, w, b, yr, oh, ow, v0);
+        for (; ow < G.ow; ++ow) direct_block_at<G, Arch, 1>(xs, w, b, yr, oh, ow, v0);
+      }
+    }
+  }
+}
+
+// dW[p, f] = sum over the positions of samples [n0, n1) of patch value p times dy[f]; db[f] = sum dy[f]
+// (overwritten), one filter vector at a time: KH*KW*C + 1 accumulators.
+template <conv_geometry G, class Arch>
+void direct_backward_weights_samples(const float* x, const float* dy, float* dw, float* db, std::size_t n0,
+                                     std::size_t n1) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr std::size_t L = B::size, FV = G.f / L, P = G.patch();
+  for (std::size_t v = 0; v < FV; ++v) {
+    B acc[P], dbv(0.0f);
+    for (std::size_t p = 0; p < P; ++p) acc[p] = B(0.0f);
+    for (std::size_t n = n0; n < n1; ++n) {
+      const float* xs = x + n * G.in_size();
+      for (std::size_t oh = 0; oh < G.oh; ++oh)
+        for (std::size_t ow = 0; ow < G.ow; ++ow) {
+          const B d = B::load_unaligned(dy + ((n * G.oh + oh) * G.ow + ow) * G.f + v * L);
+          dbv += d;
+          const std::size_t r0 = oh * G.stride, s0 = ow * G.stride;
+          const bool inside = r0 >= G.pt && r0 + G.kh <= G.h + G.pt && s0 >= G.pl && s0 + G.kw <= G.w + G.pl;
+          for (std::size_t i = 0; i < G.kh; ++i)
+            for (std::size_t j = 0; j < G.kw; ++j) {
+              const std::size_t rr = r0 + i, ss = s0 + j;
+              if (!inside && (rr < G.pt || rr - G.pt >= G.h || ss < G.pl || ss - G.pl >= G.w)) continue;
+              const float* xp = xs + ((rr - G.pt) * G.w + (ss - G.pl)) * G.c;
+              for (std::size_t c = 0; c < G.c; ++c) {
+                const std::size_t p = (i * G.kw + j) * G.c + c;
+                acc[p] = xsimd::fma(B(xp[c]), d, acc[p]);
+              }
+            }
+        }
+    }
+    for (std::size_t p = 0; p < P; ++p) acc[p].store_unaligned(dw + p * G.f + v * L);
+    dbv.store_unaligned(db + v * L);
+  }
+}
+
+// dW, db over the batch: one partial per chunk of direct_dw_chunk samples (in `partial`, chunks x
+// (KH*KW*C*F + F) floats), the chunks over the thread pool, then summed in chunk order.
+template <conv_geometry G, class Arch>
+void direct_backward_weights(const float* x, const float* dy, float* dw, float* db, float* partial,
+                             std::size_t batch) {
+  constexpr std::size_t PF = G.patch() * G.f, PS = PF + G.f;
+  const std::size_t chunks = (batch + direct_dw_chunk - 1) / direct_dw_chunk;
+  thread_pool::global().run(
+      chunks,
+      [&](std::size_t k) {
+        float* p = partial + k * PS;
+        direct_backward_weights_samples<G, Arch>(x, dy, p, p + PF, k * direct_dw_chunk,
+                                                 std::min(batch, (k + 1) * direct_dw_chunk));
+      },
+      chunks > 1 && batch * G.out_size() * G.patch() >= sample_split_min);
+  std::copy(partial, partial + PF, dw);
+  std::copy(partial + PF, partial + PS, db);
+  for (std::size_t k = 1; k < chunks; ++k) {
+    const float* p = partial + k * PS;
+    for (std::size_t i = 0; i < PF; ++i) dw[i] += p[i];
+    for (std::size_t f = 0; f < G.f; ++f) db[f] += p[PF + f];
+  }
+}
+
+// dx[n, r, s, c] (overwritten) = sum over the outputs whose window holds (r, s) of dy . w[i, j, c, :].
+template <conv_geometry G, class Arch>
+void direct_backward_input_samples(const float* dy, const float* w, float* dx, std::size_t n0, std::size_t n1) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr std::size_t L = B::size, FV = G.f / L;
+  std::fill(dx + n0 * G.in_size(), dx + n1 * G.in_size(), 0.0f);
+  for (std::size_t n = n0; n < n1; ++n) {
+    float* xs = dx + n * G.in_size();
+    for (std::size_t oh = 0; oh < G.oh; ++oh)
+      for (std::size_t ow = 0; ow < G.ow; ++ow) {
+        const float* d = dy + ((n * G.oh + oh) * G.ow + ow) * G.f;
+        B dv[FV];
+        for (std::size_t v = 0; v < FV; ++v) dv[v] = B::load_unaligned(d + v * L);
+        for (std::size_t i = 0; i < G.kh; ++i)
+          for (std::size_t j = 0; j < G.kw; ++j) {
+            const std::size_t rr = oh * G.stride + i, ss = ow * G.stride + j;
+            if (rr < G.pt || rr - G.pt >= G.h || ss < G.pl || ss - G.pl >= G.w) continue;
+            float* xp = xs + ((rr - G.pt) * G.w + (ss - G.pl)) * G.c;
+            for (std::size_t c = 0; c < G.c; ++c) {
+              const float* wp = w + ((i * G.kw + j) * G.c + c) * G.f;
+              B t = dv[0] * B::load_unaligned(wp);
+              for (std::size_t v = 1; v < FV; ++v) t = xsimd::fma(dv[v], B::load_unaligned(wp + v * L), t);
+              xp[c] += xsimd::hadd(t);
+            }
+          }
+      }
+  }
+}
+}  // namespace detail
 
 // y[batch*OH*OW, F] = im2col(x) * w + b; cols must hold batch * OH*OW * KH*KW*C values.
 template <conv_geometry G, class Arch = default_arch, class T>
 void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t batch) {
+  if constexpr (direct_conv_v<G, Arch, T>) {
+    std::copy(x, x + batch * G.in_size(), cols);  // conv_backward's dW reads it
+    for_samples(batch, G.out_size() * G.patch(), [&](std::size_t n0, std::size_t n1) {
+      detail::direct_forward_samples<G, Arch>(x, w, b, y, n0, n1);
+    });
+    return;
+  }
   im2col<G>(x, cols, batch);
   dense_forward<G.patch(), G.f, fn::identity_fn, Arch>(cols, w, b, y, batch * G.oh * G.ow);
 }
@@ -89,6 +306,14 @@ void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t
 // cols: what conv_forward left there (overwritten when dx is wanted).
 template <conv_geometry G, class Arch = default_arch, class T>
 void conv_backward(const T* dy, const T* w, T* dw, T* db, T* dx, T* cols, std::size_t batch) {
+  if constexpr (direct_conv_v<G, Arch, T>) {
+    detail::direct_backward_weights<G, Arch>(cols, dy, dw, db, cols + batch * G.in_size(), batch);
+    if (dx)
+      for_samples(batch, G.out_size() * G.patch(), [&](std::size_t n0, std::size_t n1) {
+        detail::direct_backward_input_samples<G, Arch>(dy, w, dx, n0, n1);
+      });
+    return;
+  }
   const std::size_t m = batch * G.oh * G.ow;
   dense_backward_weights<G.patch(), G.f, Arch>(cols, dy, dw, db, m);
   if (!dx) return;

@@ -6,8 +6,10 @@
 // vectorize), dropout_forward (one uniform draw from the generator per value,
 // in order) and dropout_backward (dy times the mask). T is the compute type
 // (16-bit types compute in float: precision::arithmetic_t), S the moving
-// statistics' type. layers/batch_norm.hpp and layers/dropout.hpp have the
-// formulas; docs/design.md ("The op set").
+// statistics' type. The per-channel sums run in row order on the calling
+// thread; the element-wise passes (y, dx) over the thread pool by rows
+// (batch_split.hpp; the same bits whatever the thread count).
+// layers/batch_norm.hpp and layers/dropout.hpp have the formulas; docs/design.md ("The op set").
 #pragma once
 #include <array>
 #include <cmath>
@@ -18,6 +20,7 @@
 #include "../../core/format.hpp"
 #include "../../core/precision.hpp"
 #include "../../core/rng.hpp"
+#include "batch_split.hpp"
 
 namespace ctnn::kernels::cpu {
 
@@ -59,8 +62,10 @@ void batch_norm_forward(const T* x, T* y, const T* gamma, const T* beta, S* movi
     g[c] = A(gamma[c]);
     b[c] = A(beta[c]);
   }
-  for (std::size_t i = 0; i < rows; ++i)
-    for (std::size_t c = 0; c < C; ++c) y[i * C + c] = T(g[c] * (A(x[i * C + c]) - m[c]) * v[c] + b[c]);
+  for_samples(rows, C, [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t i = r0; i < r1; ++i)
+      for (std::size_t c = 0; c < C; ++c) y[i * C + c] = T(g[c] * (A(x[i * C + c]) - m[c]) * v[c] + b[c]);
+  });
 }
 
 // dgamma = sum dy xhat, dbeta = sum dy (overwritten); dx (when not null) through the batch statistics
@@ -88,17 +93,21 @@ void batch_norm_backward(const T* x, const T* dy, T* dx, const T* gamma, const T
   std::array<A, C> k;
   if (!training) {
     for (std::size_t c = 0; c < C; ++c) k[c] = A(gamma[c]) * v[c];
-    for (std::size_t i = 0; i < rows; ++i)
-      for (std::size_t c = 0; c < C; ++c) dx[i * C + c] = T(k[c] * A(dy[i * C + c]));
+    for_samples(rows, C, [&](std::size_t r0, std::size_t r1) {
+      for (std::size_t i = r0; i < r1; ++i)
+        for (std::size_t c = 0; c < C; ++c) dx[i * C + c] = T(k[c] * A(dy[i * C + c]));
+    });
     return;
   }
   const A mm = A(rows);
   for (std::size_t c = 0; c < C; ++c) k[c] = A(gamma[c]) * v[c] / mm;
-  for (std::size_t i = 0; i < rows; ++i)
-    for (std::size_t c = 0; c < C; ++c) {
-      const A xhat = (A(x[i * C + c]) - m[c]) * v[c];
-      dx[i * C + c] = T(k[c] * (mm * A(dy[i * C + c]) - db[c] - xhat * dg[c]));
-    }
+  for_samples(rows, C, [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t i = r0; i < r1; ++i)
+      for (std::size_t c = 0; c < C; ++c) {
+        const A xhat = (A(x[i * C + c]) - m[c]) * v[c];
+        dx[i * C + c] = T(k[c] * (mm * A(dy[i * C + c]) - db[c] - xhat * dg[c]));
+      }
+  });
 }
 
 // A rate outside [0, 1) throws std::invalid_argument ("the dropout rate must be in [0, 1), got r").

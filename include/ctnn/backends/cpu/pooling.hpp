@@ -11,7 +11,9 @@
 // float max pooling, which runs on xsimd vectors of channels
 // (detail::max_pool_forward_simd, and detail::max_pool_backward_simd for
 // windows that do not overlap) and is tested bit for bit against the scalar
-// loops max_pool_forward_scalar and max_pool_backward_scalar.
+// loops max_pool_forward_scalar and max_pool_backward_scalar. max_pool_forward
+// and max_pool_backward run over the thread pool by samples (batch_split.hpp:
+// every output belongs to one sample, so the bits do not depend on the thread count).
 // global_average_*: x[batch, P, C] -> y[batch, C], the mean over P positions.
 #pragma once
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include <limits>
 
 #include "arch.hpp"
+#include "batch_split.hpp"
 #include "../../kernels/conv_reference.hpp"
 
 namespace ctnn::kernels::cpu {
@@ -141,10 +144,16 @@ void max_pool_forward_scalar(const T* x, T* y, unsigned char* idx, std::size_t b
 
 template <conv_geometry G, class Arch = default_arch, class T>
 void max_pool_forward(const T* x, T* y, unsigned char* idx, std::size_t batch) {
-  if constexpr (std::is_same_v<T, float> && simd_v<float, Arch> && G.c >= xsimd::batch<float, Arch>::size)
-    detail::max_pool_forward_simd<G, Arch>(x, y, idx, batch);
-  else
-    max_pool_forward_scalar<G>(x, y, idx, batch);
+  constexpr std::size_t out = G.oh * G.ow * G.c;
+  for_samples(batch, G.in_size(), [&](std::size_t n0, std::size_t n1) {
+    const T* xs = x + n0 * G.in_size();
+    T* ys = y + n0 * out;
+    unsigned char* is = idx + n0 * out * sizeof(std::uint32_t);
+    if constexpr (std::is_same_v<T, float> && simd_v<float, Arch> && G.c >= xsimd::batch<float, Arch>::size)
+      detail::max_pool_forward_simd<G, Arch>(xs, ys, is, n1 - n0);
+    else
+      max_pool_forward_scalar<G>(xs, ys, is, n1 - n0);
+  });
 }
 
 template <conv_geometry G, class T>
@@ -223,11 +232,17 @@ void max_pool_backward_simd(const unsigned char* idx, const float* dy, float* dx
 // windows.
 template <conv_geometry G, class Arch = default_arch, class T>
 void max_pool_backward(const unsigned char* idx, const T* dy, T* dx, std::size_t batch) {
-  if constexpr (std::is_same_v<T, float> && simd_v<float, Arch> && G.c >= xsimd::batch<float, Arch>::size &&
-                G.stride >= G.kh && G.stride >= G.kw)
-    detail::max_pool_backward_simd<G, Arch>(idx, dy, dx, batch);
-  else
-    max_pool_backward_scalar<G>(idx, dy, dx, batch);
+  constexpr std::size_t out = G.oh * G.ow * G.c;
+  for_samples(batch, G.in_size(), [&](std::size_t n0, std::size_t n1) {
+    const unsigned char* is = idx + n0 * out * sizeof(std::uint32_t);
+    const T* ds = dy + n0 * out;
+    T* dxs = dx + n0 * G.in_size();
+    if constexpr (std::is_same_v<T, float> && simd_v<float, Arch> && G.c >= xsimd::batch<float, Arch>::size &&
+                  G.stride >= G.kh && G.stride >= G.kw)
+      detail::max_pool_backward_simd<G, Arch>(is, ds, dxs, n1 - n0);
+    else
+      max_pool_backward_scalar<G>(is, ds, dxs, n1 - n0);
+  });
 }
 
 template <conv_geometry G, class T>
