@@ -200,18 +200,5 @@ inline std::string validate(const std::uint32_t* col, const std::uint16_t* rows,
 
 }  // namespace ctnn::kernels::cpu::csc
 
-namespace ctnn::kernels::cpu {
-template <>
-struct sparse_kernels<csc_index> {
-  template <std::size_t K, std::size_t N, class Arch, class T>
-  static void forward(const csc_index& ix, const T* x, const T* values, const T* bias, T* y,
-                      std::size_t batch, bool relu, T* scratch) {
-    csc::forward<K, N, Arch>(x, values, ix.starts, ix.rows, bias, y, batch, relu, scratch);
-  }
-  template <std::size_t K, std::size_t N, class T>
-  static void backward(const csc_index& ix, const T* x, const T* dz, const T* values, T* dvalues, T* dbias, T* dx,
-                       std::size_t batch) {
-    csc::backward_reference(x, dz, values, ix.starts, ix.rows, dvalues, dbias, dx, batch, K, N);
-  }
-};
-}  // namespace ctnn::kernels::cpu
+// sparse_kernels<csc_index> (the layer's dispatch) is in sparse_rows.hpp: off AVX-512 it runs the
+// rows kernels, which read the same storage.
