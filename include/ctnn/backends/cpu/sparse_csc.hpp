@@ -12,7 +12,9 @@
 //                      transposed into `scratch` ((K + N) x batch values),
 //                      so each weight multiplies 16 samples with one FMA,
 //                      and transposed back; the rest go one by one. Other
-//                      architectures and types run the reference;
+//                      architectures and types run the reference (the
+//                      layer's dispatch, sparse_kernels<csc_index> in
+//                      sparse_rows.hpp, runs the rows kernels there);
 //   backward_reference: dvalues, dbias and dx (scalar).
 #pragma once
 #include <algorithm>
