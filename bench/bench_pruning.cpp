@@ -57,7 +57,7 @@ template <class Net>
 void stripped(benchmark::State& st) {
   auto p = ctnn::make_model<Net>(1);
   ctnn::prune_at_step(p, 0);  // constant_sparsity prunes at step 0 to its final sparsity
-  auto m = ctnn::strip_pruning(p);
+  auto m = ctnn::strip_pruning<ctnn::layout::bitmap>(p);  // named: strip_pruning's default depends on the arch
   run(st, m);
 }
 
@@ -93,4 +93,13 @@ BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::rows, pruned_mlp<ctnn::constant_sp
 BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::rows, pruned_mlp<ctnn::constant_sparsity<0.9>>)->Name("rows_90")->Arg(1)->Arg(64);
 BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::rows, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("rows_2of4")->Arg(1)->Arg(64);
 BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::nm<2, 4>, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("nm_2of4")->Arg(1)->Arg(64);
+using lanes_block = ctnn::block<1, xsimd::batch<float>::size>;
+BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::block<1, xsimd::batch<float>::size>,
+                   pruned_mlp<ctnn::constant_sparsity<0.8>, lanes_block>)->Name("block_80")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::block<1, xsimd::batch<float>::size>,
+                   pruned_mlp<ctnn::constant_sparsity<0.9>, lanes_block>)->Name("block_90")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::block<4, 4>, pruned_mlp<ctnn::constant_sparsity<0.8>, ctnn::block<4, 4>>)
+    ->Name("block4x4_80")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::block<4, 4>, pruned_mlp<ctnn::constant_sparsity<0.9>, ctnn::block<4, 4>>)
+    ->Name("block4x4_90")->Arg(1)->Arg(64);
 BENCHMARK_MAIN();

@@ -2,7 +2,8 @@
 // docs/pruning.md describes: train it (on the first 54,000 training images),
 // print the sensitivity table (on the other 6,000, held out), prune the
 // two hidden layers to 80 % with a polynomial schedule (and, separately, to
-// 2:4, and all three layers to 80 % with one global magnitude threshold)
+// 2:4, all three layers to 80 % with one global magnitude threshold, and
+// the hidden layers to 80 % in 1x16 blocks, stripped to layout::block<1, 16>)
 // while retraining, strip, and print accuracy before and after,
 // parameter bytes, weights-file bytes (raw and gzip-compressed) and
 // inference time dense vs stripped.
@@ -45,6 +46,8 @@ using global80 = ctnn::sequential<
     ctnn::prune_low_magnitude<ctnn::dense<10>, global80_schedule, ctnn::global_magnitude>>;
 static_assert(ctnn::pruning::global_nnz<global80> == 46950);  // 20 % of 784 * 256 + 256 * 128 + 128 * 10
 using at50 = pruned<ctnn::constant_sparsity<0.5>>;
+// 80 % in blocks of 1 x 16 (16 units of one input: one AVX-512 vector, two AVX2 ones), same schedule
+using block80 = pruned<ctnn::polynomial_sparsity<0.0, 0.8, 0, 1600, 3, 100>, ctnn::block<1, 16>>;
 
 // Stored bytes of the variables (parameters, state, masks excluded, metadata): compile-time.
 template <class Net>
@@ -52,7 +55,7 @@ constexpr std::size_t stored_bytes() {
   const auto p = Net::memory_plan(1);
   return p.parameters + p.state + p.metadata;
 }
-static_assert(stored_bytes<ctnn::stripped_t<at50>>() < 0.6 * stored_bytes<mlp>());  // >= 40 % smaller at 50 %
+static_assert(stored_bytes<ctnn::stripped_t<at50, ctnn::layout::bitmap>>() < 0.6 * stored_bytes<mlp>());  // >= 40 % smaller at 50 %
 
 // " | <what> <bytes> (<how much> % smaller)": against the dense MLP's stored bytes
 void print_stripped_bytes(const char* what, std::size_t bytes) {
@@ -126,7 +129,7 @@ int main(int argc, char** argv) try {
 
   // 3. prune to 80 % with retraining, then strip
   auto p80 = prune_example::retrain_pruned<to80>(dense, train, loss, acc, retrain_epochs);
-  auto s80 = ctnn::strip_pruning(p80);
+  auto s80 = ctnn::strip_pruning<ctnn::layout::bitmap>(p80);  // the smallest files
   auto c80 = ctnn::strip_pruning<ctnn::layout::csc>(p80);  // the column layout: for speed
   // 4. 2:4 with retraining, then strip
   auto p24 = prune_example::retrain_pruned<two_of_four>(dense, train, loss, acc, retrain_epochs);
@@ -134,6 +137,9 @@ int main(int argc, char** argv) try {
   // 5. global magnitude to 80 % over all three layers, with retraining
   auto g80 = prune_example::retrain_pruned<global80>(dense, train, loss, acc, retrain_epochs);
   auto sg80 = ctnn::strip_pruning(g80);
+  // 6. 80 % in 1x16 blocks with retraining; strip_pruning's default for them is layout::block<1, 16>
+  auto pb80 = prune_example::retrain_pruned<block80>(dense, train, loss, acc, retrain_epochs);
+  auto sb80 = ctnn::strip_pruning(pb80);
 
   std::printf("\ntest accuracy: dense %.4f, dense trained %zu epochs more %.4f (the control)\n", dense_acc, retrain_epochs,
               dense_more_acc);
@@ -141,6 +147,7 @@ int main(int argc, char** argv) try {
   std::printf("  80 %%, stripped to csc: %.4f\n", accuracy(c80));
   prune_example::print_against_control("  2:4", accuracy(p24), accuracy(s24), dense_more_acc);
   prune_example::print_against_control("  global 80 % (all three layers)", accuracy(g80), accuracy(sg80), dense_more_acc);
+  prune_example::print_against_control("  80 % in 1x16 blocks", accuracy(pb80), accuracy(sb80), dense_more_acc);
   std::printf("  global 80 %%: the threshold kept");
   for (auto [pos, kept] : ctnn::global_kept(g80)) std::printf(" %zu (layer %zu)", kept, pos);
   std::printf(" of %zu; sparsities", ctnn::pruning::global_nnz<global80>);
@@ -148,9 +155,10 @@ int main(int argc, char** argv) try {
   std::printf("\n");
   std::printf("\nstored bytes (parameters + metadata, compile-time constants):\n");
   std::printf("  dense %zu", stored_bytes<mlp>());
-  print_stripped_bytes("stripped 50 %", stored_bytes<ctnn::stripped_t<at50>>());
-  print_stripped_bytes("80 %", stored_bytes<ctnn::stripped_t<to80>>());
-  print_stripped_bytes("2:4", stored_bytes<ctnn::stripped_t<two_of_four>>());
+  print_stripped_bytes("stripped 50 %", stored_bytes<ctnn::stripped_t<at50, ctnn::layout::bitmap>>());
+  print_stripped_bytes("80 %", stored_bytes<ctnn::stripped_t<to80, ctnn::layout::bitmap>>());
+  print_stripped_bytes("2:4", stored_bytes<ctnn::stripped_t<two_of_four, ctnn::layout::bitmap>>());
+  print_stripped_bytes("80 % 1x16 blocks", stored_bytes<ctnn::stripped_t<block80>>());
   std::printf("\n");
   std::printf("weights files:\n");
   report_file("dense", dense);
@@ -158,8 +166,9 @@ int main(int argc, char** argv) try {
   report_file("80 % stripped", s80);
   report_file("80 % stripped, csc", c80);
   report_file("2:4 stripped", s24);
+  report_file("80 % 1x16 blocks stripped", sb80);
 
-  // 6. inference time over the first 2048 test images
+  // 7. inference time over the first 2048 test images
   std::vector<float> x;
   {
     ctnn::data::batch_for<std::remove_cvref_t<decltype(ctnn::data::fashion_mnist::test(dir).batch(2048))>> b;
@@ -170,9 +179,11 @@ int main(int argc, char** argv) try {
   std::printf("inference, microseconds per sample (this machine; noisy, compare within a run):\n");
   for (std::size_t batch : {std::size_t(1), std::size_t(64)}) {
     const double d = us_per_sample(dense, x, 2048, batch), a = us_per_sample(s80, x, 2048, batch),
-                 k = us_per_sample(c80, x, 2048, batch), c = us_per_sample(s24, x, 2048, batch);
-    std::printf("  batch %2zu: dense %.2f | stripped 80 %% %.2f (%.2fx) | csc 80 %% %.2f (%.2fx) | stripped 2:4 %.2f (%.2fx)\n",
-                batch, d, a, d / a, k, d / k, c, d / c);
+                 k = us_per_sample(c80, x, 2048, batch), c = us_per_sample(s24, x, 2048, batch),
+                 bl = us_per_sample(sb80, x, 2048, batch);
+    std::printf("  batch %2zu: dense %.2f | bitmap 80 %% %.2f (%.2fx) | csc 80 %% %.2f (%.2fx) | stripped 2:4 %.2f (%.2fx)"
+                " | 1x16 blocks 80 %% %.2f (%.2fx)\n",
+                batch, d, a, d / a, k, d / k, c, d / c, bl, d / bl);
   }
   return 0;
 } catch (const std::exception& e) {

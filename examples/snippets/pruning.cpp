@@ -16,7 +16,7 @@ using net = ctnn::sequential<
     ctnn::dense<10>>;
 
 // The stripped type is known before anything runs.
-using compact = ctnn::stripped_t<net>;
+using compact = ctnn::stripped_t<net, ctnn::layout::bitmap>;  // strip_pruning(model): the arch's layout
 static_assert(std::is_same_v<compact, ctnn::sequential<ctnn::input<28, 28>, ctnn::flatten,
                                                        ctnn::sparse_dense<784, 256, 40141, ctnn::relu>,
                                                        ctnn::sparse_dense<256, 128, 16384, ctnn::relu>,
@@ -31,7 +31,7 @@ int main() {
   // update_pruning_step is required, as TFMOT's UpdatePruningStep callback is
   auto hist = ctnn::fit(model, loss, opt, train, ctnn::epochs{1}, ctnn::update_pruning_step{});
   // hist["sparsity_layer_2"] and hist["sparsity_layer_3"]: the sparsity after each epoch
-  auto small = ctnn::strip_pruning(model);  // a model<compact>
+  auto small = ctnn::strip_pruning<ctnn::layout::bitmap>(model);  // a model<compact>
   ctnn::io::save_weights(small, "pruned.weights");
   // 40141 of 200,704 weights kept (a rounded count): 0.799999, not exactly 0.8
   const double sparsity = hist["sparsity_layer_2"].back();

@@ -6,6 +6,7 @@
 #include <ctnn/ctnn.hpp>
 #include <ctnn/pruning.hpp>
 #include <ctnn/pruning/strip_csc.hpp>
+#include <ctnn/backends/cpu/sparse_rows.hpp>
 
 #include <cmath>
 #include <type_traits>
@@ -41,6 +42,12 @@ TEST_CASE("csc kernels: forward equals the scalar reference on every architectur
                                              batch, relu, scratch.data());
       const auto ref = sparse_test::masked_dense(x, w, keep, bias, batch, K, N, relu);
       for (std::size_t i = 0; i < y.size(); ++i) CHECK(y[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1.0));
+      // the layer's dispatch (the rows kernels off AVX-512)
+      std::vector<float> y2(batch * N);
+      kernels::cpu::sparse_kernels<kernels::csc_index>::forward<K, N, Arch>(
+          kernels::csc_index{col.data(), rows.data()}, x.data(), values.data(), bias.data(), y2.data(), batch, relu,
+          scratch.data());
+      for (std::size_t i = 0; i < y2.size(); ++i) CHECK(y2[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1.0));
     };
     for (double d : {0.0, 0.1, 0.5, 1.0})
       for (std::size_t batch : {1, 3, 16, 17, 64, 100}) {

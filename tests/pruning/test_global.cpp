@@ -67,7 +67,7 @@ static_assert(pruning::global_weights<tiny> == 12 + 6);
 static_assert(pruning::global_nnz<tiny> == 9);
 static_assert(pruning::global_weights<gnet> == 16 * 12 + 12 * 8);
 static_assert(pruning::global_nnz<gnet> == 72);  // keep_count(288, 0.75)
-static_assert(std::is_same_v<stripped_t<tiny>, sequential<input<4>, sparse_dense<4, 3, 9, relu>, sparse_dense<3, 2, 6>>>);
+static_assert(std::is_same_v<stripped_t<tiny, layout::bitmap>, sequential<input<4>, sparse_dense<4, 3, 9, relu>, sparse_dense<3, 2, 6>>>);
 static_assert(std::is_same_v<stripped_t<gnet, layout::csc>, sequential<input<16>, sparse_dense_csc<16, 12, 72, relu>,
                                                                        sparse_dense_csc<12, 8, 72, relu>, dense<3>>>);
 

@@ -1,5 +1,5 @@
 // Loading the weights of a sparse layer of every layout (bitmap, csc, rows,
-// n:m) from a hand-edited file: each index, offset and count the kernels read
+// n:m, block) from a hand-edited file: each index, offset and count the kernels read
 // is checked when the file loads (io/weights.hpp, variable_ref::check), so an
 // edited file with its CRC recomputed is refused with io::weights_error
 // naming the file, the layer's 'index' and the bad value, the model is left
@@ -157,5 +157,23 @@ TEST_CASE("sparse_dense_nm weights: positions outside their group or not ascendi
   check_edits<sequential<input<48>, sparse_dense_nm<48, 4, 1, 3>, dense<3>>>({
       {[](auto& d, auto& t) { d[t.values_at + 4] = char(std::uint8_t(d[t.values_at + 4]) | 0x0c); },
        "value 17 (unit 1, inputs 3..5) has position 3, but a group holds 3 inputs"},
+  });
+}
+
+TEST_CASE("sparse_dense_block weights: block column starts and block rows out of range or out of order are refused") {
+  // 5 blocks of 2 x 4 in a 20 x 8 kernel (10 block rows, 2 block columns), spread evenly: all
+  // in block column 1, block rows 1, 3, 5, 7, 9; the index: starts {0, 0, 5} (u32), then the rows (u16)
+  check_edits<sequential<input<20>, sparse_dense_block<20, 8, 40, 2, 4, relu>, dense<3>>>({
+      {[](auto& d, auto& t) { set32(d, t.values_at, 0, 1); }, "block column 0 starts at block 1, not 0"},
+      {[](auto& d, auto& t) { set32(d, t.values_at, 2, 6); }, "block column 1 ends at block 6, past the 5 blocks stored"},
+      {[](auto& d, auto& t) {
+         set32(d, t.values_at, 1, 4);
+         set32(d, t.values_at, 2, 3);
+       },
+       "block column 1 ends at block 3, before it starts (4)"},
+      {[](auto& d, auto& t) { set16(d, t.values_at + 12, 0, 10); },
+       "block 0 (block column 1) has block row 10, but the layer has 10"},
+      {[](auto& d, auto& t) { set16(d, t.values_at + 12, 1, get16(d, t.values_at + 12, 0)); },
+       "block 1 (block column 1) has block row 1, not above the one before (1)"},
   });
 }

@@ -90,6 +90,7 @@ TEST_CASE("nm kernels: forward equals the masked dense product on every architec
         one.template operator()<36, 33, 2, 4>(batch, false, short_groups);   // one block of 32 inputs and a tail
         one.template operator()<64, 40, 2, 4>(batch, true, short_groups);    // whole blocks
         one.template operator()<100, 7, 2, 4>(batch, true, short_groups);    // 3 blocks, tail of 4
+        one.template operator()<28, 5, 2, 4>(batch, true, short_groups);     // AVX2: one block of 16 inputs, tail of 12
         one.template operator()<60, 9, 1, 4>(batch, false, short_groups);
         one.template operator()<48, 5, 3, 8>(batch, true, short_groups);     // 3-bit codes across bytes
         one.template operator()<30, 6, 1, 2>(batch, false, short_groups);

@@ -43,20 +43,27 @@ static_assert(SparseLayout<layout::bitmap> && SparseLayout<layout::csc>);
 static_assert(!SparseLayout<unstructured> && !SparseLayout<int>);
 
 // The stripped type and its sizes are compile-time facts, for every layout.
-static_assert(std::is_same_v<stripped_t<net50>, sequential<input<64>, sparse_dense<64, 40, 1280, relu>, dense<3>>>);
-static_assert(std::is_same_v<stripped_t<net50>, stripped_t<net50, layout::bitmap>>);
+static_assert(std::is_same_v<stripped_t<net50, layout::bitmap>, sequential<input<64>, sparse_dense<64, 40, 1280, relu>, dense<3>>>);
+// the default layout is the architecture's (layout::fastest): bitmap on AVX-512, csc on AVX2 and below
+static_assert(std::is_same_v<layout::default_for<xsimd::avx512bw>, layout::bitmap>);
+static_assert(std::is_same_v<layout::default_for<xsimd::avx512f>, layout::bitmap>);
+static_assert(std::is_same_v<layout::default_for<xsimd::fma3<xsimd::avx2>>, layout::csc>);
+static_assert(std::is_same_v<layout::default_for<xsimd::avx2>, layout::csc>);
+static_assert(std::is_same_v<layout::default_for<xsimd::sse2>, layout::csc>);
+static_assert(std::is_same_v<stripped_t<net50>, stripped_t<net50, layout::default_for<kernels::cpu::default_arch>>>);
+static_assert(SparseLayout<layout::fastest>);
 static_assert(std::is_same_v<stripped_t<net50, layout::csc>, sequential<input<64>, sparse_dense_csc<64, 40, 1280, relu>, dense<3>>>);
-static_assert(std::is_same_v<stripped_t<net_nm>, sequential<input<64>, sparse_dense<64, 40, 1280, relu>, dense<3>>>);
-static_assert(std::is_same_v<stripped_t<net_poly>, sequential<input<64>, sparse_dense<64, 40, 256, relu>,
+static_assert(std::is_same_v<stripped_t<net_nm, layout::bitmap>, sequential<input<64>, sparse_dense<64, 40, 1280, relu>, dense<3>>>);
+static_assert(std::is_same_v<stripped_t<net_poly, layout::bitmap>, sequential<input<64>, sparse_dense<64, 40, 256, relu>,
                                                               sparse_dense<40, 16, 160, ctnn::tanh>, dense<3>>>);
 static_assert(std::is_same_v<stripped_t<net_poly, layout::csc>, sequential<input<64>, sparse_dense_csc<64, 40, 256, relu>,
                                                                            sparse_dense_csc<40, 16, 160, ctnn::tanh>, dense<3>>>);
-static_assert(stripped_t<net50>::parameter_count == 1280 + 40 + 40 * 3 + 3);
+static_assert(stripped_t<net50, layout::bitmap>::parameter_count == 1280 + 40 + 40 * 3 + 3);
 static_assert(stripped_t<net50, layout::csc>::parameter_count == 1280 + 40 + 40 * 3 + 3);
 static_assert(net50::parameter_count == 64 * 40 + 40 + 40 * 3 + 3);
 // parameters 4 * (1280 + 40) + metadata 4 * 4 + 2 * 3 * 64 bytes against 4 * (2560 + 40): 46% fewer bytes
-static_assert(stripped_t<net50>::memory_plan(1).metadata == align_bytes(4 * 4 + 2 * 3 * 64));
-static_assert(stripped_t<net50>::memory_plan(1).parameters + stripped_t<net50>::memory_plan(1).metadata <
+static_assert(stripped_t<net50, layout::bitmap>::memory_plan(1).metadata == align_bytes(4 * 4 + 2 * 3 * 64));
+static_assert(stripped_t<net50, layout::bitmap>::memory_plan(1).parameters + stripped_t<net50, layout::bitmap>::memory_plan(1).metadata <
               0.6 * double(plain::memory_plan(1).parameters));
 // csc: column starts 4 * 41 bytes and 2 bytes of row per weight
 static_assert(stripped_t<net50, layout::csc>::memory_plan(1).metadata == align_bytes(4 * 41 + 2 * 1280));
@@ -146,7 +153,7 @@ TEST_CASE("strip_pruning: the documented spellings, strip_pruning(m) and strip_p
   prune_at_step(m, 0);
   auto b = strip_pruning(m);
   auto c = strip_pruning_csc(m);
-  static_assert(std::is_same_v<decltype(b), decltype(strip_pruning<layout::bitmap>(m))>);
+  static_assert(std::is_same_v<decltype(b), decltype(strip_pruning<layout::fastest>(m))>);
   static_assert(std::is_same_v<decltype(c), decltype(strip_pruning<layout::csc>(m))>);
   const auto xs = strip_test::random_inputs(20 * 64, 5);
   CHECK(worst_difference(b, c, xs, 20) < 1e-5);
@@ -157,7 +164,7 @@ TEST_CASE("strip_pruning: the bitmap-stripped weights file is smaller and loads 
   auto m = make_model<net50>(3);
   adam opt{0.01};
   fit(m, xent, opt, toy_data<64>().batch(16), epochs{1}, update_pruning_step{});
-  auto s = strip_pruning(m);
+  auto s = strip_pruning<layout::bitmap>(m);
   const auto dir = std::filesystem::temp_directory_path();
   auto d = make_model<plain>(3);
   io::save_weights(d, dir / "ctnn_plain.bin");
@@ -166,7 +173,7 @@ TEST_CASE("strip_pruning: the bitmap-stripped weights file is smaller and loads 
   const auto sparse_bytes = std::filesystem::file_size(dir / "ctnn_stripped.bin");
   MESSAGE("weights file: dense " << dense_bytes << " bytes, stripped at 50% " << sparse_bytes << " bytes");
   CHECK(double(sparse_bytes) < 0.6 * double(dense_bytes));
-  auto s2 = make_model<stripped_t<net50>>(9);
+  auto s2 = make_model<stripped_t<net50, layout::bitmap>>(9);
   io::load_weights(s2, dir / "ctnn_stripped.bin");
   CHECK(std::equal(s.parameters().begin(), s.parameters().end(), s2.parameters().begin()));
   const auto xs = strip_test::random_inputs(10 * 64, 3);
@@ -218,11 +225,14 @@ TEST_CASE("units: dense<40> pruned to 60 % of its units strips to dense<16>, and
   for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-5).scale(1.0));
 }
 
-TEST_CASE("blocks: 1x4 and 4x4 block masks strip to sparse_dense with whole blocks kept") {
+TEST_CASE("blocks: 1x4 and 4x4 block masks strip to sparse_dense_block (the default) with whole blocks kept") {
   using b14 = sequential<input<64>, prune_low_magnitude<dense<40, relu>, constant_sparsity<0.75>, block<1, 4>>, dense<3>>;
   using b44 = sequential<input<64>, prune_low_magnitude<dense<40, relu>, constant_sparsity<0.5>, block<4, 4>>, dense<3>>;
-  static_assert(std::is_same_v<stripped_t<b14>, sequential<input<64>, sparse_dense<64, 40, 640, relu>, dense<3>>>);
-  static_assert(std::is_same_v<stripped_t<b44>, sequential<input<64>, sparse_dense<64, 40, 1280, relu>, dense<3>>>);
+  static_assert(std::is_same_v<stripped_t<b14, layout::bitmap>, sequential<input<64>, sparse_dense<64, 40, 640, relu>, dense<3>>>);
+  static_assert(std::is_same_v<stripped_t<b44, layout::bitmap>, sequential<input<64>, sparse_dense<64, 40, 1280, relu>, dense<3>>>);
+  // by default a block-pruned layer strips to the block layout of its blocks
+  static_assert(std::is_same_v<stripped_t<b14>, sequential<input<64>, sparse_dense_block<64, 40, 640, 1, 4, relu>, dense<3>>>);
+  static_assert(std::is_same_v<stripped_t<b44>, sequential<input<64>, sparse_dense_block<64, 40, 1280, 4, 4, relu>, dense<3>>>);
   auto m = make_model<b44>(2);
   adam opt{0.01};
   fit(m, xent, opt, toy_data<64>().batch(16), epochs{1}, update_pruning_step{});

@@ -13,6 +13,7 @@
 //   csc_index      column starts [N + 1], input rows [NNZ]               (layers/sparse_dense_csc.hpp)
 //   rows_index     csc's storage, read by the per-unit kernels           (layers/sparse_dense_rows.hpp)
 //   nm_index<Nk, M> the packed group positions                           (layers/sparse_dense_nm.hpp)
+//   block_index<R, C> block column starts [N / C + 1], block rows [NB]     (layers/sparse_dense_block.hpp)
 // The index decoding both backends share (host and device): bitmap_index::chunk_width,
 // nm_code (the position of an N:M value).
 #pragma once
@@ -96,6 +97,11 @@ struct csc_index {
 struct rows_index {
   const std::uint32_t* starts;  // unit j's values: [starts[j], starts[j + 1])
   const std::uint16_t* inputs;  // each value's input, ascending per unit
+};
+template <std::size_t R, std::size_t C>
+struct block_index {
+  const std::uint32_t* starts;  // block column jb's blocks: [starts[jb], starts[jb + 1])
+  const std::uint16_t* rows;    // each block's block row, ascending per block column
 };
 template <std::size_t Nk, std::size_t M>
 struct nm_index {

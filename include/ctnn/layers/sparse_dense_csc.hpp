@@ -29,6 +29,7 @@
 #include "../core/shape.hpp"
 #include "../backends/cpu/ops.hpp"
 #include "../backends/cpu/sparse_csc.hpp"
+#include "../backends/cpu/sparse_rows.hpp"  // sparse_kernels<csc_index>
 #include "../core/diagnostics.hpp"
 #include "../kernels/sparse_index.hpp"
 #include "activation.hpp"

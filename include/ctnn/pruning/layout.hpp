@@ -16,7 +16,7 @@
 // declare check_metadata(name, bytes) (load_weights calls it on a file's
 // index). Its products go through ops<B>::sparse_dense_forward / _backward
 // with its index view (kernels/sparse_index.hpp). The shipped layouts:
-// layout::bitmap, csc, rows and nm<Nk, M> (layers/sparse_dense*.hpp, all
+// layout::bitmap, csc, rows, nm<Nk, M> and block<R, C> (layers/sparse_dense*.hpp, all
 // included by ctnn/pruning.hpp). Details: docs/pruning.md, "The layout contract".
 #pragma once
 #include <algorithm>
@@ -46,9 +46,9 @@ constexpr bool has_layout_buffers() {
   return values == 1 && bias == 1 && meta == 1;
 }
 template <class L>
-using layout_probe = typename L::template layer<8, 8, 16, identity>;
+using layout_probe = typename L::template layer<16, 16, 16, identity>;
 template <class L>
-using layout_probe_bound = typename layout_probe<L>::template bind<shape<8>, precision::float32, cpu<>>;
+using layout_probe_bound = typename layout_probe<L>::template bind<shape<16>, precision::float32, cpu<>>;
 }  // namespace pruning::detail
 
 template <class L>
@@ -61,7 +61,7 @@ concept has_layout_pack = requires(const float* k, const std::uint8_t* keep, flo
 template <class L>
 concept has_layout_buffers = pruning::detail::has_layout_buffers<pruning::detail::layout_probe_bound<L>>();
 
-// Satisfied by layout::bitmap, layout::csc, layout::rows, layout::nm<Nk, M> and any tag written to the
+// Satisfied by layout::bitmap, csc, rows, nm<Nk, M>, block<R, C> (R, C dividing 16) and any tag written to the
 // contract above.
 template <class L>
 concept SparseLayout = has_layout_layer<L> && has_layout_pack<L> && has_layout_buffers<L>;

@@ -1,8 +1,9 @@
 // ctnn/pruning/strip.hpp — strip_pruning: a trained pruned model to a compact network type.
 //
-// stripped_t<Net, Layout = layout::bitmap> replaces, in a network type, every
+// stripped_t<Net, Layout = layout::fastest> replaces, in a network type, every
 // prune_low_magnitude<dense<N, Act, ...>, S, Pattern> by Layout::layer<K, N,
-// NNZ, Act> (pruning/layout.hpp: the layout contract), NNZ the pruned layer's
+// NNZ, Act> (pruning/layout.hpp: the layout contract; layout::fastest: bitmap
+// on AVX-512, csc elsewhere, block<R, C> for Pattern block<R, C>), NNZ the pruned layer's
 // final_nnz (global_magnitude: min(K N, pruning::global_nnz<Net>)); a pruned
 // conv2d by the conv2d itself (masked weights 0); regularizers of the sparse
 // layers are dropped. Pattern units: the layer becomes dense<U> / conv2d<U>,
@@ -40,6 +41,7 @@
 #include "../layers/pool2d.hpp"
 #include "../layers/reshape.hpp"
 #include "../layers/sparse_dense.hpp"
+#include "../layers/sparse_dense_block.hpp"
 #include "../layers/sparse_dense_csc.hpp"
 #include "../train/model.hpp"
 #include "global.hpp"
@@ -47,6 +49,22 @@
 #include "prune.hpp"
 
 namespace ctnn {
+
+namespace layout {
+// strip_pruning's default layout for a pruned dense layer, by target architecture (docs/pruning.md,
+// "Which layout"): bitmap on AVX-512 (there its expand-load makes it the fastest at 50 % and 2:4 at
+// batch 1 and the smallest files), csc elsewhere (AVX2 and below: bitmap at 2.5-3x dense time at
+// batch 1 and 64, csc 1.5-2.8x at 80 %, and faster than dense at 90 % and batch 64).
+template <class Arch>
+using default_for = std::conditional_t<std::is_base_of_v<xsimd::avx512f, Arch>, bitmap, csc>;
+// The default tag: default_for<the build's architecture>, except that a layer pruned with
+// block<R, C> strips to block<R, C> (one vector FMA per kept block: the fastest on every arch).
+struct fastest {
+  template <long long K, long long N, long long NNZ, class Act>
+  using layer = typename default_for<kernels::cpu::default_arch>::template layer<K, N, NNZ, Act>;
+  static std::string name() { return "fastest"; }
+};
+}  // namespace layout
 
 namespace pruning::detail {
 // ---- the stripped network type ----
@@ -63,6 +81,11 @@ struct strip_spec<Layout, G, prune_low_magnitude<dense<N, Act, O1, O2>, S, P>, B
   static constexpr std::size_t nnz =
       std::is_same_v<P, global_magnitude> ? std::min(Bound::kernel_count, G) : Bound::final_nnz;
   using type = typename Layout::template layer<static_cast<long long>(Bound::K), N, static_cast<long long>(nnz), Act>;
+};
+template <std::size_t G, long long N, class Act, class O1, class O2, class S, std::size_t R, std::size_t C, class Bound>
+struct strip_spec<layout::fastest, G, prune_low_magnitude<dense<N, Act, O1, O2>, S, block<R, C>>, Bound> {
+  using type = typename layout::block<R, C>::template layer<static_cast<long long>(Bound::K), N,
+                                                            static_cast<long long>(Bound::final_nnz), Act>;
 };
 template <class Layout, std::size_t G, long long N, class Act, class O1, class O2, class S, class Bound>
 struct strip_spec<Layout, G, prune_low_magnitude<dense<N, Act, O1, O2>, S, units>, Bound> {
@@ -170,7 +193,7 @@ V* dst_data(const std::vector<variable_ref>& vs, std::size_t layer, std::string_
 }
 }  // namespace pruning::detail
 
-template <class Net, class Layout = layout::bitmap>
+template <class Net, class Layout = layout::fastest>
 using stripped_t = typename pruning::detail::stripped<Net, Layout>::type;
 
 // Copies every buffer of `from` into the buffer of `to` with the same layer,
@@ -387,9 +410,10 @@ model<Target, P, B> strip_pruning_to(const model<Net, P, B>& m) {
   return out;
 }
 
-// Strips model m into stripped_t<Net, Layout>: strip_pruning(m) (the bitmap
-// layout, for size), strip_pruning<layout::csc>(m) (for speed at high sparsity).
-template <SparseLayout Layout = layout::bitmap, class Net, class P, class B>
+// Strips model m into stripped_t<Net, Layout>: strip_pruning(m) (layout::fastest: the
+// architecture's default, block<R, C> for block-pruned layers), strip_pruning<layout::bitmap>(m)
+// (the smallest files), strip_pruning<layout::csc>(m) (for speed at high sparsity).
+template <SparseLayout Layout = layout::fastest, class Net, class P, class B>
 model<stripped_t<Net, Layout>, P, B> strip_pruning(const model<Net, P, B>& m) {
   return strip_pruning_to<stripped_t<Net, Layout>>(m);
 }

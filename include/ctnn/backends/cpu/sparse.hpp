@@ -11,7 +11,9 @@
 //   forward<Arch>:     the same with xsimd; on AVX-512 each row's 16 weights
 //                      are expanded from the packed values with one masked
 //                      expand-load (vexpandps: xsimd 8.1 has no word for it),
-//                      elsewhere expanded by a scalar loop into a vector;
+//                      on AVX2 (no expand) each half row by a permute
+//                      from a 256-entry table (expand8); elsewhere by a
+//                      scalar loop into a vector;
 //                      up to 8 batch rows share each expanded row, and a
 //                      single row runs 4 accumulators;
 //   backward_reference: dvalues, dbias and dx (scalar; training a stripped
@@ -97,6 +99,85 @@ inline __m512 expand_row(unsigned m, const float* v) {
 }
 #endif
 
+#if defined(__AVX2__) && defined(__FMA__)
+// AVX2 has no expand: per 8-bit mask a lane permutation (lane l takes the rank of bit l among the
+// set bits; an unset lane takes lane popcount, which the masked load zeroed) and per count the
+// load mask: 8 kB + 288 B of tables, in L1 after the first rows.
+struct expand_tables {
+  alignas(32) std::int32_t perm[256][8];
+  alignas(32) std::int32_t load[9][8];
+};
+constexpr expand_tables make_expand_tables() {
+  expand_tables t{};
+  for (unsigned m = 0; m < 256; ++m) {
+    const int pc = std::popcount(m);
+    int rank = 0;
+    for (unsigned l = 0; l < 8; ++l) t.perm[m][l] = (m >> l & 1u) ? rank++ : (pc < 8 ? pc : 7);
+  }
+  for (int c = 0; c <= 8; ++c)
+    for (int l = 0; l < 8; ++l) t.load[c][l] = l < c ? -1 : 0;
+  return t;
+}
+inline constexpr expand_tables expand_lut = make_expand_tables();
+
+// The 8 weights of one half chunk row (mask m8, 8 bits) from the packed values at v.
+inline __m256 expand8(unsigned m8, const float* v) {
+  const __m256i load = _mm256_load_si256(reinterpret_cast<const __m256i*>(expand_lut.load[std::popcount(m8)]));
+  const __m256i perm = _mm256_load_si256(reinterpret_cast<const __m256i*>(expand_lut.perm[m8]));
+  return _mm256_permutevar8x32_ps(_mm256_maskload_ps(v, load), perm);
+}
+
+// RB batch rows of one chunk on AVX2: each row's 16 weights expanded by two table permutes (the
+// scalar expand loop of the generic path branches on every bit: about 40x slower than dense).
+template <std::size_t RB>
+void chunk_rows_avx2(const float* x, std::size_t K, const float* v, const std::uint16_t* bm, const float* bias,
+                     float* y, std::size_t N, std::size_t width, bool relu) {
+  alignas(32) float bpad[chunk_width] = {};
+  std::copy(bias, bias + width, bpad);
+  constexpr std::size_t S = RB == 1 ? 2 : 1;  // one row: 2 accumulator sets break the FMA chain
+  __m256 acc[S][RB][2];
+  for (std::size_t s = 0; s < S; ++s)
+    for (std::size_t r = 0; r < RB; ++r) {
+      acc[s][r][0] = s == 0 ? _mm256_load_ps(bpad) : _mm256_setzero_ps();
+      acc[s][r][1] = s == 0 ? _mm256_load_ps(bpad + 8) : _mm256_setzero_ps();
+    }
+  auto step = [&](std::size_t s, std::size_t k) {
+    const unsigned m = bm[k];
+    if (!m) return;
+    const unsigned lo = m & 0xFFu, pl = unsigned(std::popcount(lo));
+    const __m256 w0 = expand8(lo, v), w1 = expand8(m >> 8, v + pl);
+    v += std::popcount(m);
+    for (std::size_t r = 0; r < RB; ++r) {
+      const __m256 xb = _mm256_broadcast_ss(x + r * K + k);
+      acc[s][r][0] = _mm256_fmadd_ps(xb, w0, acc[s][r][0]);
+      acc[s][r][1] = _mm256_fmadd_ps(xb, w1, acc[s][r][1]);
+    }
+  };
+  std::size_t k = 0;
+  if constexpr (S == 2)
+    for (; k + 2 <= K; k += 2) {
+      step(0, k);
+      step(1, k + 1);
+    }
+  for (; k < K; ++k) step(0, k);
+  for (std::size_t r = 0; r < RB; ++r) {
+    alignas(32) float out[chunk_width];
+    __m256 s0 = acc[0][r][0], s1 = acc[0][r][1];
+    if constexpr (S == 2) {
+      s0 = _mm256_add_ps(s0, acc[1][r][0]);
+      s1 = _mm256_add_ps(s1, acc[1][r][1]);
+    }
+    if (relu) {
+      s0 = _mm256_max_ps(s0, _mm256_setzero_ps());
+      s1 = _mm256_max_ps(s1, _mm256_setzero_ps());
+    }
+    _mm256_store_ps(out, s0);
+    _mm256_store_ps(out + 8, s1);
+    std::copy(out, out + width, y + r * N);
+  }
+}
+#endif
+
 // RB batch rows of one chunk: acc[r] = bias + sum_k x[r, k] * expand(bitmap[k], values)
 template <class Arch, std::size_t RB>
 void chunk_rows(const float* x, std::size_t K, const float* v, const std::uint16_t* bm, const float* bias, float* y,
@@ -147,6 +228,12 @@ void chunk_rows(const float* x, std::size_t K, const float* v, const std::uint16
         _mm512_mask_storeu_ps(y + r * N, lanes, acc[r]);
       }
     }
+    return;
+  }
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+  if constexpr (std::is_base_of_v<xsimd::avx2, Arch>) {
+    chunk_rows_avx2<RB>(x, K, v, bm, bias, y, N, width, relu);
     return;
   }
 #endif

@@ -12,7 +12,9 @@
 //                      transposed into `scratch` ((K + N) x batch values),
 //                      so each weight multiplies 16 samples with one FMA,
 //                      and transposed back; the rest go one by one. Other
-//                      architectures and types run the reference;
+//                      architectures and types run the reference (the
+//                      layer's dispatch, sparse_kernels<csc_index> in
+//                      sparse_rows.hpp, runs the rows kernels there);
 //   backward_reference: dvalues, dbias and dx (scalar).
 #pragma once
 #include <algorithm>
@@ -200,18 +202,5 @@ inline std::string validate(const std::uint32_t* col, const std::uint16_t* rows,
 
 }  // namespace ctnn::kernels::cpu::csc
 
-namespace ctnn::kernels::cpu {
-template <>
-struct sparse_kernels<csc_index> {
-  template <std::size_t K, std::size_t N, class Arch, class T>
-  static void forward(const csc_index& ix, const T* x, const T* values, const T* bias, T* y,
-                      std::size_t batch, bool relu, T* scratch) {
-    csc::forward<K, N, Arch>(x, values, ix.starts, ix.rows, bias, y, batch, relu, scratch);
-  }
-  template <std::size_t K, std::size_t N, class T>
-  static void backward(const csc_index& ix, const T* x, const T* dz, const T* values, T* dvalues, T* dbias, T* dx,
-                       std::size_t batch) {
-    csc::backward_reference(x, dz, values, ix.starts, ix.rows, dvalues, dbias, dx, batch, K, N);
-  }
-};
-}  // namespace ctnn::kernels::cpu
+// sparse_kernels<csc_index> (the layer's dispatch) is in sparse_rows.hpp: off AVX-512 it runs the
+// rows kernels, which read the same storage.

@@ -17,8 +17,10 @@
 //                      unit 16 weights at a time cover 32 inputs, which sit
 //                      in two registers: their codes (32 bits) become a lane
 //                      index (vpsrlvd, vpternlogd) and vpermt2ps picks the
-//                      inputs, no gather; otherwise the indices are decoded
-//                      and x gathered (xsimd). Other types: the reference.
+//                      inputs, no gather; on AVX2, 8 weights cover 16
+//                      inputs: two vpermps and a blend (two_of_four_avx2);
+//                      otherwise the indices are decoded and x gathered
+//                      (xsimd). Other types: the reference.
 //   backward_reference: dvalues, dbias and dx (scalar).
 // Indices are read as little-endian bytes (x86, AArch64).
 #pragma once
@@ -229,6 +231,75 @@ void two_of_four(const float* x, const float* values, const std::uint8_t* meta, 
 }
 #endif
 
+#if defined(__AVX2__) && defined(__FMA__)
+// 2:4 on AVX2, R samples (K apart): 8 weights cover 16 inputs held in two registers; lane i takes
+// input 4 (i / 2) + code i: a vpermps from each register by (code | 0, 0, 4, 4, 0, 0, 4, 4), then a
+// blend (lanes 0-3 from the first 8 inputs, 4-7 from the next 8). No gather, no scalar decoding.
+template <std::size_t K, std::size_t R>
+void two_of_four_avx2(const float* x, const float* values, const std::uint8_t* meta, std::size_t bytes,
+                      const float* bias, float* y, std::size_t N, bool relu) {
+  constexpr std::size_t U = K / 2, nb = K / 16, rem = K % 16;  // rem: a multiple of 4, rem / 2 weights
+  constexpr std::size_t C = R == 1 ? 4 : 2;                     // independent chains
+  const __m256i base = _mm256_setr_epi32(0, 0, 4, 4, 0, 0, 4, 4);
+  const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+  const __m256i three = _mm256_set1_epi32(3);
+  auto lanes = [&](std::size_t at) {
+    const std::uint32_t c = bits32(meta, bytes, at);
+    return _mm256_or_si256(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(c)), shifts), three), base);
+  };
+  auto pick = [](__m256 lo, __m256 hi, __m256i i) {
+    return _mm256_blend_ps(_mm256_permutevar8x32_ps(lo, i), _mm256_permutevar8x32_ps(hi, i), 0xF0);
+  };
+  auto first = [](std::size_t n) {  // lanes [0, n) set
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  };
+  for (std::size_t j = 0; j < N; ++j) {
+    const float* v = values + j * U;
+    const std::size_t at = j * K;  // 2 bits per weight, K / 2 weights per unit
+    __m256 acc[C][R];
+    for (std::size_t c = 0; c < C; ++c)
+      for (std::size_t r = 0; r < R; ++r) acc[c][r] = _mm256_setzero_ps();
+    std::size_t b = 0;
+    for (; b + C <= nb; b += C)
+      for (std::size_t c = 0; c < C; ++c) {
+        const __m256i i = lanes(at + 16 * (b + c));
+        const __m256 w = _mm256_loadu_ps(v + 8 * (b + c));
+        for (std::size_t r = 0; r < R; ++r) {
+          const float* xr = x + r * K + 16 * (b + c);
+          acc[c][r] = _mm256_fmadd_ps(pick(_mm256_loadu_ps(xr), _mm256_loadu_ps(xr + 8), i), w, acc[c][r]);
+        }
+      }
+    for (; b < nb; ++b) {
+      const __m256i i = lanes(at + 16 * b);
+      const __m256 w = _mm256_loadu_ps(v + 8 * b);
+      for (std::size_t r = 0; r < R; ++r) {
+        const float* xr = x + r * K + 16 * b;
+        acc[0][r] = _mm256_fmadd_ps(pick(_mm256_loadu_ps(xr), _mm256_loadu_ps(xr + 8), i), w, acc[0][r]);
+      }
+    }
+    if constexpr (rem != 0) {  // lanes past the unit's weights are zeroed (their codes belong to the next unit)
+      const __m256i i = lanes(at + 16 * nb), wl = first(rem / 2);
+      const __m256i lo = first(rem < 8 ? rem : 8), hi = first(rem > 8 ? rem - 8 : 0);
+      const __m256 w = _mm256_maskload_ps(v + 8 * nb, wl);
+      for (std::size_t r = 0; r < R; ++r) {
+        const float* xr = x + r * K + 16 * nb;
+        const __m256 xv = _mm256_and_ps(pick(_mm256_maskload_ps(xr, lo), _mm256_maskload_ps(xr + 8, hi), i),
+                                        _mm256_castsi256_ps(wl));
+        acc[1 % C][r] = _mm256_fmadd_ps(xv, w, acc[1 % C][r]);
+      }
+    }
+    for (std::size_t r = 0; r < R; ++r) {
+      __m256 t = _mm256_add_ps(acc[0][r], acc[1][r]);
+      if constexpr (C == 4) t = _mm256_add_ps(t, _mm256_add_ps(acc[2][r], acc[3][r]));
+      const __m128 h = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+      const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
+      const float s = bias[j] + _mm_cvtss_f32(_mm_add_ss(q, _mm_shuffle_ps(q, q, 1)));
+      y[r * N + j] = relu ? std::max(s, 0.0f) : s;
+    }
+  }
+}
+#endif
+
 // Any pattern and architecture, R samples: the indices decoded, x gathered.
 template <class Arch, std::size_t R, std::size_t Nk, std::size_t M>
 void gathered(const float* x, std::size_t K, const float* values, const std::uint8_t* meta, std::size_t bytes,
@@ -270,6 +341,12 @@ void rows_of(const float* x, const float* values, const std::uint8_t* meta, std:
 #if defined(__AVX512F__)
   if constexpr (rows::detail::avx512_v<Arch> && Nk == 2 && M == 4) {
     two_of_four<K, R>(x, values, meta, bytes, bias, y, N, relu);
+    return;
+  }
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+  if constexpr (std::is_base_of_v<xsimd::avx2, Arch> && Nk == 2 && M == 4) {
+    two_of_four_avx2<K, R>(x, values, meta, bytes, bias, y, N, relu);
     return;
   }
 #endif

@@ -2,7 +2,7 @@
 //
 // ops<cuda<SM>>::sparse_dense_forward / _backward (ops.cuh) run these for an
 // index view of kernels/sparse_index.hpp (bitmap_index, csc_index,
-// rows_index, nm_index<Nk, M>), whose buffers are device memory (the plan's
+// rows_index, nm_index<Nk, M>, block_index<R, C>), whose buffers are device memory (the plan's
 // metadata region). The semantics are the CPU op's (backends/cpu/sparse*.hpp):
 //   forward:  y[b, j] = bias[j] + sum over unit j's weights p of x[b, k(p)] values[p]
 //             (relu optional); one thread per (b, j), weights in the CPU's order;
@@ -106,6 +106,34 @@ struct sparse_walk<kernels::bitmap_index> {
       const unsigned m = bm[k];
       for (unsigned l = 0; l < W; ++l)
         if (m >> l & 1u) f(p++, c * W + l);
+    }
+  }
+};
+
+// Blocks: block column jb = j / C holds blocks [starts[jb], starts[jb + 1]), block rows ascending;
+// block p's value (r, c) at p R C + r C + c is input rows[p] R + r, unit jb C + c.
+template <std::size_t R, std::size_t C>
+struct sparse_walk<kernels::block_index<R, C>> {
+  template <class F>
+  __device__ static void unit(const kernels::block_index<R, C>& ix, std::size_t, std::size_t, std::size_t j, F&& f) {
+    const std::size_t jb = j / C, c = j % C;
+    for (std::uint32_t p = ix.starts[jb], e = ix.starts[jb + 1]; p < e; ++p)
+      for (std::size_t r = 0; r < R; ++r) f(std::size_t(p) * R * C + r * C + c, std::size_t(ix.rows[p]) * R + r);
+  }
+  // input k's block in block column jb: a binary search of the column's ascending block rows
+  template <class F>
+  __device__ static void input(const kernels::block_index<R, C>& ix, std::size_t, std::size_t N, std::size_t k,
+                               unsigned, F&& f) {
+    const std::size_t kb = k / R, r = k % R;
+    for (std::size_t jb = 0; jb < N / C; ++jb) {
+      std::uint32_t lo = ix.starts[jb], hi = ix.starts[jb + 1];
+      while (lo < hi) {
+        const std::uint32_t mid = lo + (hi - lo) / 2;
+        if (ix.rows[mid] < kb) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo < ix.starts[jb + 1] && ix.rows[lo] == kb)
+        for (std::size_t c = 0; c < C; ++c) f(std::size_t(lo) * R * C + r * C + c, jb * C + c);
     }
   }
 };
