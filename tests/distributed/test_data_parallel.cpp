@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/distributed/communicator.hpp>
+#include <ctnn/distributed/data_parallel.hpp>
 
 // <ctnn/ctnn.hpp> never includes <mpi.h> (only ctnn/distributed/mpi.hpp does).
 #if defined(MPI_VERSION) || defined(OMPI_MPI_H) || defined(MPI_INCLUDED)
