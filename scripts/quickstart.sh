@@ -25,6 +25,8 @@ packages=(cmake g++ make libxtensor-dev libxsimd-dev doctest-dev libbenchmark-de
 [[ $mode == test ]] && packages+=(clang-19 libclang-rt-19-dev llvm-19)
 # The optional ONNX component (ctnn::onnx) and its tests.
 [[ $mode == test ]] && packages+=(libonnx-dev libprotobuf-dev)
+# The optional MPI component (ctnn::mpi) and its tests, which mpirun starts (docs/distributed.md).
+[[ $mode == test ]] && packages+=(libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

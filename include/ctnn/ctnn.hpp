@@ -5,6 +5,7 @@
 //                     less time and memory: docs/performance.md)
 //   ctnn/xtensor.hpp, ctnn/npy.hpp, ctnn/onnx.hpp  interop (docs/interop.md)
 //   ctnn/backends/cuda/backend.hpp  the tag cuda<SM> (nvcc: backends/cuda/cuda.cuh)
+//   ctnn/distributed/mpi.hpp  distributed::mpi (the only header with <mpi.h>; ctnn::mpi)
 // Library code includes the narrow headers it needs; this one is for users.
 #pragma once
 #include "config.hpp"
@@ -78,6 +79,8 @@
 #include "train/runtime_factors.hpp"
 #include "train/terminate_on_nan.hpp"
 #include "train/fit.hpp"
+#include "distributed/communicator.hpp"
+#include "distributed/data_parallel.hpp"
 #include "train/history.hpp"
 #include "train/input_analysis.hpp"
 #include "train/model.hpp"

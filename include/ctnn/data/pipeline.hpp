@@ -5,7 +5,9 @@
 // after .batch(n). Every method returns a new dataset sharing the stages
 // before it: map(f, parallelism, order), filter(p), shuffle(buffer, seed),
 // batch(n, drop_remainder), cache() / cache(path), prefetch(n | autotune),
-// repeat(count), take(n), skip(n); named(label) labels the last stage. Each
+// repeat(count), take(n), skip(n), shard(count, index); named(label) labels the last stage.
+// After shard(count, index), shuffle and map(f, random_seed) draw from shard_seed(seed):
+// each shard its own stream (docs/distributed.md); before it, every shard the same. Each
 // stage has a name by its kind and position ("map #2 (stage 3)", the source
 // being stage 1) or its label ("map 'parse' (stage 3)"), which the tuner's
 // explanations use. A dataset of batches satisfies
@@ -134,8 +136,8 @@ class dataset : public detail::dataset_types<E> {
                   "map: the function must return a default-constructible, movable element");
     const std::size_t tuned_workers = std::max<std::size_t>(
         {std::size_t(2), std::size_t(std::thread::hardware_concurrency()), tuner_->budget().cores});
-    return dataset<R>(std::make_shared<map_stage<E, R, F>>(stage_, std::move(f), p, o, tuned_workers), tuner_, kinds_,
-                      "map", cache_advice::if_deterministic, false);
+    return with_shard(dataset<R>(std::make_shared<map_stage<E, R, F>>(stage_, std::move(f), p, o, tuned_workers), tuner_,
+                                 kinds_, "map", cache_advice::if_deterministic, false));
   }
   // f(E, rng&) with a generator per element drawn from (seed, pass, element
   // index): reproducible with any parallelism and order (data/map.hpp).
@@ -148,8 +150,9 @@ class dataset : public detail::dataset_types<E> {
     using G = detail::seeded_fn<F>;
     const std::size_t tuned_workers = std::max<std::size_t>(
         {std::size_t(2), std::size_t(std::thread::hardware_concurrency()), tuner_->budget().cores});
-    return dataset<R>(std::make_shared<map_stage<E, R, G>>(stage_, G{std::move(f), seed.value}, p, o, tuned_workers),
-                      tuner_, kinds_, "map", cache_advice::no, false);  // random augmentation: not to be cached
+    return with_shard(dataset<R>(std::make_shared<map_stage<E, R, G>>(stage_, G{std::move(f), shard_seed(seed.value)}, p, o,
+                                                                     tuned_workers),
+                                 tuner_, kinds_, "map", cache_advice::no, false));  // random augmentation: not to be cached
   }
   template <class P>
     requires std::predicate<const P&, const E&>
@@ -157,16 +160,34 @@ class dataset : public detail::dataset_types<E> {
     return next(std::make_shared<filter_stage<E, P>>(stage_, std::move(p)), "filter");
   }
   dataset shuffle(std::size_t buffer, std::uint64_t seed) const {
-    return next(std::make_shared<shuffle_stage<E>>(stage_, buffer, seed), "shuffle");
+    return next(std::make_shared<shuffle_stage<E>>(stage_, buffer, shard_seed(seed)), "shuffle");
   }
+  // Of each pass, the elements i (0-based) with i % count == index: rank `index` of `count`
+  // workers reads its part (tf.data's shard). Shards compose: shard(a, i).shard(b, j) is
+  // shard(a * b, i + a * j). count 0 or index >= count throws std::invalid_argument.
+  dataset shard(std::size_t count, std::size_t index) const {
+    dataset r = next(std::make_shared<shard_stage<E>>(stage_, count, index), "shard");
+    r.shard_index_ = shard_index_ + shard_count_ * index;
+    r.shard_count_ = shard_count_ * count;
+    return r;
+  }
+  // The seed a shuffle or a seeded map after shard(count, index) uses for `seed`: seed itself
+  // when the pipeline has no shard (or count 1), else rng::derive(seed, tag).next() with
+  // tag = 2^32 * count + index: one stream per shard, reproducible from (seed, count, index).
+  std::uint64_t shard_seed(std::uint64_t seed) const noexcept {
+    if (shard_count_ == 1) return seed;
+    return rng::derive(seed, (std::uint64_t(shard_count_) << 32) + std::uint64_t(shard_index_)).next();
+  }
+  std::size_t shard_count() const noexcept { return shard_count_; }
+  std::size_t shard_index() const noexcept { return shard_index_; }
   auto batch(std::size_t n, bool drop_remainder = false) const
     requires Sample<E>
   {
     using S = typename E::sample_shape;
     using K = typename E::target_kind;
     using T = typename E::value_type;
-    return dataset<batch_of<S, K, T>>(std::make_shared<batch_stage<S, K, T>>(stage_, n, drop_remainder), tuner_, kinds_,
-                                      "batch", cache_advice::no, true);
+    return with_shard(dataset<batch_of<S, K, T>>(std::make_shared<batch_stage<S, K, T>>(stage_, n, drop_remainder), tuner_,
+                                                 kinds_, "batch", cache_advice::no, true));
   }
   dataset cache() const { return next(std::make_shared<memory_cache_stage<E>>(stage_), "cache"); }
   dataset cache(const std::filesystem::path& file) const
@@ -229,7 +250,14 @@ class dataset : public detail::dataset_types<E> {
     stage_ = std::make_shared<metered_stage<E>>(raw_, name_, cache_, own_time_);
   }
   dataset next(stage_ptr<E> raw, std::string kind, bool own_time = true) const {
-    return dataset(std::move(raw), tuner_, kinds_, std::move(kind), cache_advice::no, own_time);
+    return with_shard(dataset(std::move(raw), tuner_, kinds_, std::move(kind), cache_advice::no, own_time));
+  }
+  // d (a dataset made from this one's stages) with this one's shard.
+  template <class D>
+  D with_shard(D d) const {
+    d.shard_count_ = shard_count_;
+    d.shard_index_ = shard_index_;
+    return d;
   }
 
   stage_ptr<E> raw_;    // the last stage
@@ -239,6 +267,7 @@ class dataset : public detail::dataset_types<E> {
   data::stage_name name_;
   cache_advice cache_ = cache_advice::no;
   bool own_time_ = true;
+  std::size_t shard_count_ = 1, shard_index_ = 0;  // the shards before the last stage, composed
 };
 
 // ---- sources ----

@@ -13,12 +13,15 @@
 // repeat_stage<E>: `count` passes of upstream (count = forever: endless); each
 //   inner pass gets its own pass number, so shuffles below differ per pass.
 // take_stage / skip_stage: the first n elements / all but the first n.
+// shard_stage<E>: of each pass, the elements i (0-based) with i % count == index (tf.data's
+//   shard); count 0 or index >= count throws std::invalid_argument naming both.
 #pragma once
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -311,6 +314,38 @@ class skip_stage final : public stage<E> {
  private:
   stage_ptr<E> up_;
   std::size_t n_;
+};
+
+template <class E>
+class shard_stage final : public stage<E> {
+  struct iter final : iterator<E> {
+    iterator_ptr<E> up;
+    std::size_t count = 1, index = 0, i = 0;
+    bool next(E& out) override {
+      while (up->next(out))
+        if (i++ % count == index) return true;
+      return false;
+    }
+  };
+
+ public:
+  shard_stage(stage_ptr<E> up, std::size_t count, std::size_t index) : up_(std::move(up)), count_(count), index_(index) {
+    if (count == 0) throw std::invalid_argument("shard: count must be >= 1, got 0 (index " + std::to_string(index) + ")");
+    if (index >= count)
+      throw std::invalid_argument("shard: index " + std::to_string(index) + " is not below count " +
+                                  std::to_string(count) + " (index must be in [0, count))");
+  }
+  iterator_ptr<E> open(const open_context& ctx) const override {
+    auto it = std::make_unique<iter>();
+    it->up = up_->open(ctx);
+    it->count = count_;
+    it->index = index_;
+    return it;
+  }
+
+ private:
+  stage_ptr<E> up_;
+  std::size_t count_, index_;
 };
 
 }  // namespace ctnn::data

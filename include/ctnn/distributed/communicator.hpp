@@ -1,0 +1,62 @@
+// ctnn/distributed/communicator.hpp — what data-parallel training asks of a communicator.
+//
+// A Communicator (Horovod's / DDP's process group) has rank() in [0, size()), size() >= 1,
+// broadcast(span<T>, root) (T trivially copyable: root's values into every rank's span),
+// all_reduce_average(span<float|double>) (every rank's span becomes the element-wise sum over
+// the ranks divided by size()) and barrier(). Every rank calls the collectives in the same
+// order with spans of the same size. distributed::none (the default: one process) is all of
+// this with nothing to do; distributed::mpi (ctnn/distributed/mpi.hpp, the only header that
+// includes <mpi.h>) runs them on MPI. distributed_error names the failed call. docs/distributed.md.
+#pragma once
+#include <concepts>
+#include <cstddef>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+namespace ctnn {
+
+// A collective failed; what() names the call ("MPI_Allreduce: ...").
+class distributed_error : public std::runtime_error {
+ public:
+  [[gnu::cold]] explicit distributed_error(const std::string& what) : std::runtime_error(what) {}
+};
+
+namespace distributed {
+
+template <class C>
+concept has_rank_and_size = requires(const C& c) {
+  { c.rank() } -> std::convertible_to<int>;
+  { c.size() } -> std::convertible_to<int>;
+};
+template <class C>
+concept has_broadcast = requires(C& c, std::span<float> f, std::span<unsigned char> b) {
+  c.broadcast(f, 0);
+  c.broadcast(b, 0);
+};
+template <class C>
+concept has_all_reduce_average = requires(C& c, std::span<float> f, std::span<double> d) {
+  c.all_reduce_average(f);
+  c.all_reduce_average(d);
+};
+template <class C>
+concept has_barrier = requires(C& c) { c.barrier(); };
+template <class C>
+concept Communicator = has_rank_and_size<C> && has_broadcast<C> && has_all_reduce_average<C> && has_barrier<C>;
+
+// One process: rank 0 of 1; every collective leaves the data as it is.
+struct none {
+  static constexpr int rank() noexcept { return 0; }
+  static constexpr int size() noexcept { return 1; }
+  template <class T>
+  void broadcast(std::span<T>, int root = 0) const {
+    if (root != 0) throw std::invalid_argument("broadcast: root " + std::to_string(root) + " is not a rank of distributed::none (size 1)");
+  }
+  template <class T>
+  void all_reduce_average(std::span<T>) const noexcept {}
+  void barrier() const noexcept {}
+};
+static_assert(Communicator<none>);
+
+}  // namespace distributed
+}  // namespace ctnn

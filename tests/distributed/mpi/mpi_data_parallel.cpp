@@ -1,0 +1,151 @@
+// ctnn/distributed/mpi.hpp through mpirun -np 2 (tests/CMakeLists.txt): the communicator's
+// collectives and errors, and data-parallel fit: 2 ranks x batch 32 reach the weights of
+// 1 process x batch 64 on the same data order (within float rounding, after 8 Adam steps),
+// with every rank holding bit-identical weights and optimizer slots after every step.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <ctnn/ctnn.hpp>
+#include <ctnn/distributed/mpi.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace ctnn;
+
+namespace {
+using net = sequential<input<8>, dense<16, ctnn::tanh>, dense<4>>;
+const sparse_categorical_crossentropy xent{.from_logits = true};
+constexpr std::size_t samples = 256, global_batch = 64;
+
+struct toy {
+  std::vector<float> x;
+  std::vector<int> y;
+};
+toy toy_data() {
+  toy t;
+  rng g(11);
+  for (std::size_t i = 0; i < samples; ++i) {
+    float s = 0;
+    for (std::size_t j = 0; j < 8; ++j) {
+      const float v = float(g.uniform(-1, 1));
+      t.x.push_back(v);
+      s += v * float(j % 3);
+    }
+    t.y.push_back(int(i % 2) * 2 + (s > 0 ? 1 : 0));
+  }
+  return t;
+}
+std::vector<float> copy(std::span<const float> s) { return {s.begin(), s.end()}; }
+
+// After every step: rank 0's parameters and slots, broadcast, must equal this rank's bit for bit.
+struct identical_on_every_rank {
+  distributed::mpi comm;
+  int steps = 0, differing_steps = 0;
+  template <class Ctx>
+  void on_batch_end(Ctx& ctx) {
+    ++steps;
+    auto mine = copy(ctx.model.parameters());
+    auto slots = copy(ctx.model.optimizer_slots());
+    auto root = mine, root_slots = slots;
+    comm.broadcast(std::span<float>(root), 0);
+    comm.broadcast(std::span<float>(root_slots), 0);
+    if (std::memcmp(root.data(), mine.data(), mine.size() * sizeof(float)) != 0 ||
+        std::memcmp(root_slots.data(), slots.data(), slots.size() * sizeof(float)) != 0)
+      ++differing_steps;
+  }
+};
+
+double max_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(double(a[i]) - double(b[i])));
+  return d;
+}
+}  // namespace
+
+TEST_CASE("mpi: rank and size, broadcast from any root, all_reduce_average = sum / size") {
+  distributed::mpi comm;
+  REQUIRE(comm.size() == 2);
+  CHECK((comm.rank() == 0 || comm.rank() == 1));
+  std::vector<float> v{float(comm.rank() * 10), float(comm.rank() * 10 + 1)};
+  comm.broadcast(std::span<float>(v), 1);
+  CHECK(v == std::vector<float>{10.f, 11.f});
+  std::vector<std::uint8_t> bytes{std::uint8_t(comm.rank() + 1), 7};
+  comm.broadcast(std::span<std::uint8_t>(bytes), 0);
+  CHECK(bytes == std::vector<std::uint8_t>{1, 7});
+  std::vector<float> f{float(comm.rank() + 1), 3.f * float(comm.rank())};
+  comm.all_reduce_average(std::span<float>(f));
+  CHECK(f == std::vector<float>{1.5f, 1.5f});
+  std::vector<double> d{double(comm.rank()), 1e300};
+  comm.all_reduce_average(std::span<double>(d));
+  CHECK(d == std::vector<double>{0.5, 1e300});
+  comm.barrier();
+  distributed::data_parallel<distributed::mpi> dp{comm};
+  CHECK(dp.size() == 2);
+}
+
+TEST_CASE("mpi: a bad root and a failed MPI call are exceptions naming what failed") {
+  distributed::mpi comm;
+  std::vector<float> v(3);
+  CHECK_THROWS_WITH_AS(comm.broadcast(std::span<float>(v), 2),
+                       "broadcast: root 2 is not a rank of this communicator (size 2)", std::invalid_argument);
+  try {
+    distributed::mpi bad{MPI_COMM_NULL};
+    FAIL("distributed::mpi{MPI_COMM_NULL} did not throw");
+  } catch (const distributed_error& e) {
+    const std::string what = e.what();
+    CHECK(what.rfind("MPI_Comm_set_errhandler: ", 0) == 0);
+    CHECK(what.size() > std::string("MPI_Comm_set_errhandler: ").size());
+  }
+}
+
+TEST_CASE("data-parallel fit: 2 ranks x batch 32 == 1 process x batch 64, bit-identical ranks after every step") {
+  distributed::mpi comm;
+  REQUIRE(comm.size() == 2);
+  const toy t = toy_data();
+  const auto all = data::from_tensors<shape<8>>(t.x, t.y);
+
+  // one process, the global batch: every rank computes it alone
+  auto ref = make_model<net>(42);
+  const auto initial = copy(ref.parameters());
+  adam ref_opt{0.01};
+  fit(ref, xent, ref_opt, all.batch(global_batch), epochs{2});
+
+  // this rank's half of every global batch; rank 1 starts from other weights, which the
+  // broadcast before the first step replaces with rank 0's
+  auto m = make_model<net>(42 + std::uint64_t(comm.rank()));
+  adam opt{0.01};
+  distributed::data_parallel<distributed::mpi> dp{comm};
+  identical_on_every_rank check{comm};
+  const auto shard = all.shard(std::size_t(comm.size()), std::size_t(comm.rank()));
+  const history h = fit(m, xent, opt, shard.batch(global_batch / 2), epochs{2}, dp, check);
+
+  CHECK(check.steps == 8);
+  CHECK(check.differing_steps == 0);
+  CHECK(dp.reductions() == 8);
+  CHECK(h["allreduce_seconds"][1] >= 0.0);
+  CHECK(m.optimizer_iterations() == 8);
+  const auto got = copy(m.parameters()), want = copy(ref.parameters());
+  const double diff = max_difference(got, want), moved = max_difference(want, initial);
+  std::printf("rank %d: max |2x32 - 1x64| = %.3g (the weights moved up to %.3g)\n", comm.rank(), diff, moved);
+  CHECK(moved > 1e-2);
+  CHECK(diff <= 1e-5);
+
+  // without the all-reduce a rank follows its own half: far from the 1 x 64 weights
+  auto alone = make_model<net>(42);
+  adam alone_opt{0.01};
+  fit(alone, xent, alone_opt, shard.batch(global_batch / 2), epochs{2});
+  CHECK(max_difference(copy(alone.parameters()), want) > 1e-3);
+}
+
+int main(int argc, char** argv) {
+  distributed::mpi_session session(argc, argv);
+  doctest::Context context(argc, argv);
+  return context.run();
+}
