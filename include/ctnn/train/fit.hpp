@@ -16,6 +16,8 @@
 // model's variables for non-finite values as fit does. docs/training.md has the details.
 #pragma once
 #include <cmath>
+#include <concepts>
+#include <exception>
 #include <cstddef>
 #include <iostream>
 #include <stdexcept>
@@ -248,6 +250,19 @@ logs evaluate(M&, const L&, const D&, Ms...) {
   return {};
 }
 
+namespace detail {
+// An exception's what(), for on_failure.
+[[gnu::cold]] inline std::string exception_text(std::exception_ptr p) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception not derived from std::exception";
+  }
+}
+}  // namespace detail
+
 // Trains m for ep.count epochs: per epoch, one train_step (train/step.hpp) per
 // mini-batch of `train`, then validation and the callbacks.
 template <Model M, class L, class O, data::Dataset D, class... Extras>
@@ -276,6 +291,9 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
   train_context<MT, O> ctx{m, opt, hist};
   ctx.epochs = ep.count;
   if constexpr (requires { train.batches_per_epoch(); }) ctx.steps = train.batches_per_epoch();
+  ((void)[&] {  // data-parallel training: this process's rank, before any callback runs
+    if constexpr (requires { { extras.process_role() } -> std::convertible_to<process_role>; }) ctx.role = extras.process_role();
+  }(), ...);
 
   using hook = detail::callback_hook;
   auto on_train_begin = [&] { detail::call_callbacks<hook::train_begin>(callbacks, ctx); };
@@ -293,6 +311,9 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
       hooks);
 
   data::batch_for<D> b;
+  // A failure here (an exception of the step, a callback or a check) is told to the extras that
+  // have on_failure(what) (data_parallel: the other ranks then throw too) and rethrown.
+  try {
   on_train_begin();
   for (std::size_t e = 0; e < ep.count && !ctx.stop_training; ++e) {
     ctx.epoch = e;
@@ -328,7 +349,7 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
                             " at epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1) +
                             " (learning rate " + detail::format_number(ctx.learning_rate()) + ")");
       }
-      if (e == 0 && s == 0) detail::warn_if_all_zero<MT>(m.host_outputs(b.size).data(), b.size);
+      if (e == 0 && s == 0 && ctx.role.chief()) detail::warn_if_all_zero<MT>(m.host_outputs(b.size).data(), b.size);
       if constexpr (std::tuple_size_v<decltype(metrics)> > 0)
         detail::update_metrics<MT>(metrics, m.host_outputs(b.size).data(), b);
       if (r.updated)
@@ -353,6 +374,9 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
         for (auto& [k, v] : vl.items) l.set(k, v);
       }
     }(), ...);
+    std::apply([&](auto&... h) {  // hooks that reduce the loss, metrics and val_* across ranks (data_parallel)
+      ((void)[&] { if constexpr (requires { h.reduce_logs(l, seen); }) h.reduce_logs(l, seen); }(), ...);
+    }, hooks);
     l.set("learning_rate", ctx.learning_rate());
     l.set("seconds", secs(clock::now() - epoch_start));
     l.set("data_seconds", data_s);
@@ -373,6 +397,11 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
   }
   if constexpr (requires { opt.finalize(m); }) opt.finalize(m);  // e.g. the EMA weights replace the weights
   on_train_end();
+  } catch (...) {
+    const std::string what = detail::exception_text(std::current_exception());
+    ((void)[&] { if constexpr (requires { extras.on_failure(what); }) extras.on_failure(what); }(), ...);
+    throw;
+  }
   return hist;
 }
 
