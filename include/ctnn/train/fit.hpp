@@ -10,7 +10,10 @@
 // an update, throws ctnn::numeric_error naming epoch and step (unless a callback stops
 // training in on_batch_end). Dataset and validation shapes are checked at compile time. An
 // optimizer's finalize(model) (with_options' EMA) runs before on_train_end; an all-zero
-// output on the first batch gives a warning on std::clog.
+// output on the first batch gives a warning on std::clog (rank 0). For data-parallel training
+// (distributed::data_parallel) fit takes ctx.role from an extra's process_role(), lets hooks
+// reduce_logs(logs, samples) before the callbacks, and on an exception calls the extras'
+// on_failure(what) before rethrowing: docs/distributed.md.
 //
 // evaluate(model, loss, dataset, metrics...) returns loss and metrics, and checks the
 // model's variables for non-finite values as fit does. docs/training.md has the details.
