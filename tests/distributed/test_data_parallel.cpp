@@ -14,11 +14,16 @@
 #endif
 
 #include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
 #include <cstdint>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace ctnn;
 
@@ -39,27 +44,52 @@ std::vector<float> params(const M& m) {
 }
 const sparse_categorical_crossentropy xent{.from_logits = true};
 
-// Rank 1 of 2 in a pretend job: a broadcast writes "rank 0's" values (root_value), an
-// all-reduce records its span and replaces the gradients by reduced_value.
+// Rank 1 of 2 in a pretend job: a broadcast writes "rank 0's" values (root_value; text: peer_text),
+// a float all-reduce records its span and replaces the gradients by reduced_value. A double
+// all-reduce of 4 values is data_parallel's agreement: rank 0's slots are filled as rank 0 would
+// (at the same point, failed at its agreement number peer_fails_at, or peer_skew agreements off);
+// other double spans (the logs) are left as they are (rank 0 sent the same).
 struct recording_comm {
   float root_value = 0.5f, reduced_value = 0.0f;
   std::vector<std::pair<const void*, std::size_t>>* reduced = nullptr;
   int* broadcasts = nullptr;
-  int rank() const { return 1; }
+  int my_rank = 1;
+  int peer_fails_at = -1, peer_skew = 0;
+  const char* peer_text = "rank 0's exception";
+  std::vector<double>* my_agreements = nullptr;  // this rank's own slots, failed flag and position
+  int rank() const { return my_rank; }
   int size() const { return 2; }
   template <class T>
-  void broadcast(std::span<T> s, int) const {
+  void broadcast(std::span<T> s, int root) const {
     ++*broadcasts;
     if constexpr (std::is_same_v<T, float>) std::fill(s.begin(), s.end(), root_value);
+    if constexpr (std::is_same_v<T, char>)
+      if (root != my_rank) std::copy_n(peer_text, std::strlen(peer_text) + 1, s.begin());
   }
   template <class T>
   void all_reduce_average(std::span<T> s) const {
-    reduced->emplace_back(s.data(), s.size());
-    std::fill(s.begin(), s.end(), T(reduced_value));
+    if constexpr (std::is_same_v<T, float>) {
+      reduced->emplace_back(s.data(), s.size());
+      std::fill(s.begin(), s.end(), T(reduced_value));
+    } else if (s.size() == 4) {
+      const std::size_t me = std::size_t(my_rank), peer = 1 - me;
+      if (my_agreements) my_agreements->insert(my_agreements->end(), {s[2 * me], s[2 * me + 1]});
+      const int count = my_agreements ? int(my_agreements->size() / 2) - 1 : 0;
+      s[2 * peer] = count == peer_fails_at ? 1.0 : 0.0;
+      s[2 * peer + 1] = s[2 * me + 1] + 8.0 * peer_skew;
+      for (auto& v : s) v /= 2;
+    }
   }
   void barrier() const {}
 };
 static_assert(distributed::Communicator<recording_comm>);
+
+struct throws_at_step_2 {
+  template <class Ctx>
+  void on_batch_end(Ctx& ctx) {
+    if (ctx.step == 1) throw std::runtime_error("a callback failed");
+  }
+};
 }  // namespace
 
 TEST_CASE("distributed::none: rank 0 of 1, collectives leave the data as it is") {
@@ -118,4 +148,115 @@ TEST_CASE("data_parallel: the regularizers' gradients are added after the all-re
   CHECK(k[0] == doctest::Approx(0.5f * (1 - 0.1f * 2 * 0.01f)).epsilon(1e-6));
   const auto out = m.layer_parameters<1>();
   CHECK(out[0] == 0.5f);
+}
+
+TEST_CASE("data_parallel: an agreement before the broadcast, before every gradient all-reduce, at every epoch's end and at the end") {
+  std::vector<std::pair<const void*, std::size_t>> reduced;
+  std::vector<double> agreements;
+  int broadcasts = 0;
+  auto m = make_model<net>(3);
+  sgd opt{0.1};
+  recording_comm c{0.5f, 0.0f, &reduced, &broadcasts};
+  c.my_agreements = &agreements;
+  distributed::data_parallel<recording_comm> dp{c};
+  const history h = fit(m, xent, opt, toy_data().batch(8), epochs{2}, dp);
+  // begin, 6 steps, epoch end, 6 steps, epoch end, end: positions 8 * sequence + point
+  const std::vector<int> points{1, 2, 2, 2, 2, 2, 2, 3, 2, 2, 2, 2, 2, 2, 3, 4};
+  REQUIRE(agreements.size() == 2 * points.size());
+  CHECK(dp.agreements() == points.size());
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    CHECK(agreements[2 * i] == 0.0);  // not failed
+    CHECK(agreements[2 * i + 1] == double(8 * i + std::size_t(points[i])));
+  }
+  CHECK(std::isfinite(h["loss"][1]));  // the logs' reduction (here: both ranks alike) keeps them
+}
+
+TEST_CASE("data_parallel: another rank's failure makes this rank throw, naming the rank and its error") {
+  std::vector<std::pair<const void*, std::size_t>> reduced;
+  std::vector<double> agreements;
+  int broadcasts = 0;
+  auto m = make_model<net>(3);
+  sgd opt{0.1};
+  recording_comm c{0.5f, 0.0f, &reduced, &broadcasts};
+  c.my_agreements = &agreements;
+  c.peer_fails_at = 3;  // at this rank's third step's agreement
+  c.peer_text = "fit: the loss became NaN at epoch 1, step 3";
+  distributed::data_parallel<recording_comm> dp{c};
+  CHECK_THROWS_WITH_AS(fit(m, xent, opt, toy_data().batch(8), epochs{2}, dp),
+                       "data_parallel: rank 0 failed: fit: the loss became NaN at epoch 1, step 3 (rank 1 stopped at "
+                       "a step's gradient all-reduce)",
+                       distributed_error);
+  CHECK(dp.reductions() == 2);  // two steps, then the failure: no third all-reduce
+  CHECK(broadcasts == 6 + 1);   // the variables, then rank 0's message
+}
+
+TEST_CASE("data_parallel: this rank's failure is told to the others in the agreement they wait in, then rethrown") {
+  std::vector<std::pair<const void*, std::size_t>> reduced;
+  std::vector<double> agreements;
+  int broadcasts = 0;
+  auto m = make_model<net>(3);
+  sgd opt{0.1};
+  recording_comm c{0.5f, 0.0f, &reduced, &broadcasts};
+  c.my_agreements = &agreements;
+  throws_at_step_2 bad;
+  distributed::data_parallel<recording_comm> dp{c};
+  CHECK_THROWS_WITH_AS(fit(m, xent, opt, toy_data().batch(8), epochs{1}, dp, bad), "a callback failed", std::runtime_error);
+  // begin, 2 steps, then the failure: failed = 1
+  REQUIRE(agreements.size() == 2 * 4);
+  CHECK(agreements[6] == 1.0);
+  CHECK(broadcasts == 6 + 1);  // the variables, then this rank's message (it fails first)
+}
+
+TEST_CASE("data_parallel: ranks at different points (a rank with fewer batches) throw out of step instead of hanging") {
+  std::vector<std::pair<const void*, std::size_t>> reduced;
+  std::vector<double> agreements;
+  int broadcasts = 0;
+  auto m = make_model<net>(3);
+  sgd opt{0.1};
+  recording_comm c{0.5f, 0.0f, &reduced, &broadcasts};
+  c.my_agreements = &agreements;
+  c.peer_skew = 1;
+  distributed::data_parallel<recording_comm> dp{c};
+  CHECK_THROWS_WITH_AS(fit(m, xent, opt, toy_data().batch(8), epochs{1}, dp),
+                       "data_parallel: the ranks are out of step: rank 1 at the start of training (agreement 1), rank 0 "
+                       "at the start of training (agreement 2); every rank must run the same number of steps and "
+                       "epochs (equal shards; callbacks that stop training alike)",
+                       distributed_error);
+}
+
+TEST_CASE("data_parallel: on rank 1 the callbacks write no file and print nothing, on rank 0 they do") {
+  namespace fs = std::filesystem;
+  for (const int rank : {1, 0}) {
+    const fs::path dir = fs::temp_directory_path() / ("ctnn_dp_rank" + std::to_string(rank) + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::vector<std::pair<const void*, std::size_t>> reduced;
+    int broadcasts = 0;
+    auto m = make_model<net>(3);
+    sgd opt{0.1};
+    recording_comm c{0.5f, 0.0f, &reduced, &broadcasts};
+    c.my_rank = rank;
+    distributed::data_parallel<recording_comm> dp{c};
+    std::ostringstream bar_out, log_out, stop_out;
+    progress_bar bar{bar_out};
+    epoch_logger line{log_out};
+    csv_logger csv{(dir / "log.csv").string()};
+    model_checkpoint ckpt{(dir / "w{epoch}.ctnn").string()};
+    early_stopping stop{.monitor = "loss", .min_delta = 100, .patience = 0, .out = &stop_out};
+    fit(m, xent, opt, toy_data().batch(8), epochs{2}, dp, bar, line, csv, ckpt, stop);
+    CHECK(stop.stopped_epoch == 1);  // decided on every rank
+    const auto files = std::distance(fs::directory_iterator(dir), fs::directory_iterator{});
+    if (rank == 1) {
+      CHECK(files == 0);
+      CHECK(bar_out.str().empty());
+      CHECK(log_out.str().empty());
+      CHECK(stop_out.str().empty());
+    } else {
+      CHECK(files == 3);  // log.csv, w1.ctnn, w2.ctnn
+      CHECK(!bar_out.str().empty());
+      CHECK(!log_out.str().empty());
+      CHECK(!stop_out.str().empty());
+    }
+    fs::remove_all(dir);
+  }
 }

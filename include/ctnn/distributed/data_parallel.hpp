@@ -2,22 +2,34 @@
 //
 // data_parallel<C>{comm} is a step hook and a callback, passed to fit as an extra (put it
 // before a loss_scale hook: every rank then sees the same averaged gradients and decides alike):
-//   on_train_begin       broadcast_variables(comm, model): rank 0's parameters, states, masks,
-//                        optimizer slots and counts to every rank, before the first step
-//   transform_gradients  (phase 4, before the regularizers and the optimizer) the model's whole
-//                        gradient region averaged over the ranks in one all-reduce: sum / size,
-//                        so equal per-rank batches give the gradient of the global batch
-//   log_epoch            "allreduce_seconds": the epoch's time spent in that all-reduce
-// With a communicator of size 1 (distributed::none) it does nothing. The gradients must be host
-// memory (the CPU backend). One all-reduce after backward, no overlap yet: docs/distributed.md.
+//   on_train_begin       an agreement, then broadcast_variables(comm, model): rank 0's
+//                        parameters, states, masks, optimizer slots and counts to every rank
+//   transform_gradients  (phase 4) an agreement, then the model's whole gradient region averaged
+//                        over the ranks in one all-reduce (sum / size)
+//   reduce_logs          (end of epoch, before the callbacks) an agreement, then the epoch's loss
+//                        and metrics averaged weighted by each rank's samples, val_* plainly
+//   on_train_end         a last agreement; log_epoch adds "allreduce_seconds"
+//   process_role()       fit's ctx.role: rank 0 writes and prints
+//   on_failure(what)     (fit, on an exception) joins the pending agreement as failed
+// An agreement is one all-reduce of 2 x size doubles (each rank: failed?, where it is): a rank
+// that failed makes the others throw distributed_error "rank r failed: what", ranks at different
+// points throw "out of step". Size 1 (distributed::none): nothing. Host memory only (CPU
+// backend). docs/distributed.md.
 #pragma once
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <vector>
 #include <cstdint>
 #include <span>
 #include <utility>
 
 #include "../train/history.hpp"
 #include "../train/model.hpp"
+#include "../train/process_role.hpp"
 #include "../train/step.hpp"
 #include "communicator.hpp"
 
@@ -47,38 +59,139 @@ void broadcast_variables(C& comm, M& m, int root = 0) {
 template <Communicator C>
 class data_parallel {
  public:
-  explicit data_parallel(C comm = C{}) : comm_(std::move(comm)) {}
+  explicit data_parallel(C comm = C{}) : comm_(std::move(comm)), active_(comm_.size() > 1) {}
 
   const C& communicator() const noexcept { return comm_; }
   int rank() const { return comm_.rank(); }
   int size() const { return comm_.size(); }
+  ctnn::process_role process_role() const { return {comm_.rank(), comm_.size()}; }
 
   template <class Ctx>
   void on_train_begin(Ctx& ctx) {
-    broadcast_variables(comm_, ctx.model);
+    active_ = comm_.size() > 1;
+    broken_ = false;
+    seq_ = 0;
+    agree(point::train_begin);
+    if (active_) collective([&] { broadcast_variables(comm_, ctx.model); });
   }
   template <class M>
   void transform_gradients(step_state<M>& s) {
     static_assert(M::backend::memory::host_accessible,
                   "data_parallel: this backend's gradients are device memory; averaging them needs NCCL or a host "
                   "copy (not yet: docs/distributed.md)");
-    if (comm_.size() == 1) return;
+    if (!active_) return;
+    agree(point::step);
     const auto t0 = std::chrono::steady_clock::now();
-    comm_.all_reduce_average(s.gradients);
+    collective([&] { comm_.all_reduce_average(s.gradients); });
     seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++reductions_;
+  }
+  // The epoch's loss and metrics (every key fit has set so far) averaged across the ranks, each
+  // rank's weighted by its `samples`; val_* unweighted (each rank's validation is one value).
+  void reduce_logs(logs& l, std::size_t samples) {
+    if (!active_) return;
+    agree(point::epoch_end);
+    std::vector<double> v;
+    v.reserve(l.items.size() + 1);
+    for (auto& [k, x] : l.items) v.push_back(is_validation(k) ? x : x * double(samples));
+    v.push_back(double(samples));
+    collective([&] { comm_.all_reduce_average(std::span<double>(v)); });
+    const double mean_samples = v.back();
+    std::size_t i = 0;
+    for (auto& [k, x] : l.items) {
+      x = is_validation(k) ? v[i] : v[i] / mean_samples;
+      ++i;
+    }
+  }
+  template <class Ctx>
+  void on_train_end(Ctx&) {
+    agree(point::train_end);
+    active_ = false;  // a failure after this point has nobody to wait for it
+  }
+  // fit calls it when training ends in an exception on this rank: the others learn it in the
+  // agreement they wait in. Not after this object's own collective failed (the others left it).
+  void on_failure(const std::string& what) {
+    if (!active_ || broken_) return;
+    agree(point::failed, what);
   }
   void log_epoch(logs& l) {
     l.set("allreduce_seconds", seconds_);
     seconds_ = 0;
   }
-  // All-reduces run so far (one per step that reached phase 4).
+  // All-reduces of the gradients run so far (one per step that reached phase 4).
   std::size_t reductions() const noexcept { return reductions_; }
+  // Agreements run so far (one before each collective, one at the end of training).
+  std::size_t agreements() const noexcept { return agreements_; }
 
  private:
+  enum class point : int { failed = 0, train_begin = 1, step = 2, epoch_end = 3, train_end = 4 };
+  static constexpr std::size_t message_bytes = 512;
+
+  static bool is_validation(const std::string& k) { return k.rfind("val_", 0) == 0; }
+  static const char* point_name(int p) {
+    switch (point(p)) {
+      case point::failed: return "failed";
+      case point::train_begin: return "the start of training";
+      case point::step: return "a step's gradient all-reduce";
+      case point::epoch_end: return "the end of an epoch";
+      case point::train_end: return "the end of training";
+    }
+    return "?";
+  }
+  template <class F>
+  void collective(F&& f) {
+    try {
+      f();
+    } catch (...) {
+      broken_ = true;
+      throw;
+    }
+  }
+  // Every rank says whether it failed and where it is; throws on this rank unless all are well
+  // and at the same point (or this rank is the one that failed: fit rethrows its own exception).
+  void agree(point where, const std::string& what = {}) {
+    if (!active_) return;
+    ++agreements_;
+    const int n = comm_.size(), r = comm_.rank();
+    std::vector<double> v(2 * std::size_t(n), 0.0);
+    v[2 * std::size_t(r)] = where == point::failed ? 1.0 : 0.0;
+    v[2 * std::size_t(r) + 1] = double(seq_) * 8 + double(int(where));
+    ++seq_;
+    collective([&] { comm_.all_reduce_average(std::span<double>(v)); });
+    for (double& x : v) x = std::round(x * n);  // each slot had one rank's value: the sum, exactly
+    int failed = -1;
+    for (int i = 0; i < n && failed < 0; ++i)
+      if (v[2 * std::size_t(i)] != 0) failed = i;
+    if (failed >= 0) {
+      char text[message_bytes] = {};
+      if (r == failed) std::strncpy(text, what.c_str(), message_bytes - 1);
+      collective([&] { comm_.broadcast(std::span<char>(text), failed); });
+      text[message_bytes - 1] = 0;
+      broken_ = true;  // the others leave too: no more collectives
+      if (where == point::failed) return;
+      throw distributed_error("data_parallel: rank " + std::to_string(failed) + " failed: " + text + " (rank " +
+                              std::to_string(r) + " stopped at " + point_name(int(where)) + ")");
+    }
+    for (int i = 0; i < n; ++i) {
+      const double p = v[2 * std::size_t(i) + 1];
+      if (p == v[2 * std::size_t(r) + 1]) continue;
+      broken_ = true;
+      const auto at = [&](int k) {
+        const double q = v[2 * std::size_t(k) + 1];
+        return "rank " + std::to_string(k) + " at " + point_name(int(std::fmod(q, 8))) + " (agreement " +
+               std::to_string(std::int64_t(q / 8) + 1) + ")";
+      };
+      throw distributed_error("data_parallel: the ranks are out of step: " + at(r) + ", " + at(i) +
+                              "; every rank must run the same number of steps and epochs (equal shards; callbacks "
+                              "that stop training alike)");
+    }
+  }
+
   C comm_;
+  bool active_ = false, broken_ = false;
+  std::int64_t seq_ = 0;
   double seconds_ = 0;
-  std::size_t reductions_ = 0;
+  std::size_t reductions_ = 0, agreements_ = 0;
 };
 
 }  // namespace ctnn::distributed

@@ -12,7 +12,9 @@
 //   optimizer (const: hyperparameters and schedule),
 //   learning_rate() (the rate the next update uses) and
 //   scale_learning_rate(f) (multiplies it from the next update on; the scale
-//   is kept with the model's optimizer state). epoch_logger prints one line per epoch,
+//   is kept with the model's optimizer state), role (this process's rank and
+//   size in data-parallel training; the callbacks that write files or print do
+//   so on rank 0 only: docs/distributed.md). epoch_logger prints one line per epoch,
 // ending with the input-pipeline verdict (train/input_analysis.hpp); the Keras
 // callbacks live one per header beside this one (early_stopping.hpp, ...).
 #pragma once
@@ -30,6 +32,7 @@
 #include "history.hpp"
 #include "input_analysis.hpp"
 #include "model.hpp"
+#include "process_role.hpp"
 
 namespace ctnn {
 
@@ -46,6 +49,7 @@ struct train_context {
   logs epoch_logs;
   bool stop_training = false;
   std::function<logs()> running_logs;  // during an epoch: the loss and metrics so far (progress_bar)
+  process_role role;                   // rank 0 writes and prints (docs/distributed.md)
 
   double learning_rate() const { return detail::current_learning_rate(optimizer, model.optimizer_state()); }
   void scale_learning_rate(double factor) {
@@ -122,6 +126,7 @@ struct epoch_logger {
 
   template <class Ctx>
   void on_epoch_end(Ctx& ctx) {
+    if (!detail::writes_output(ctx)) return;
     write<>(ctx.epoch_logs, ctx.epoch, ctx.epochs);
   }
 

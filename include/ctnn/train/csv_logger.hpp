@@ -20,6 +20,7 @@
 #include "../io/atomic_file.hpp"
 #include "../io/read_file.hpp"
 #include "history.hpp"
+#include "process_role.hpp"
 
 namespace ctnn {
 
@@ -39,6 +40,7 @@ struct csv_logger {
   }
   template <class Ctx>
   void on_epoch_end(Ctx& ctx) {
+    if (!detail::writes_output(ctx)) return;  // rank 0 writes (docs/distributed.md)
     write<>(ctx.epoch_logs, ctx.epoch);
   }
 

@@ -29,6 +29,7 @@
 #include "../core/format.hpp"
 #include "../core/plan.hpp"
 #include "monitor.hpp"
+#include "process_role.hpp"
 #include "plateau_monitor.hpp"
 
 namespace ctnn {
@@ -89,7 +90,7 @@ struct early_stopping {
 
   template <class Ctx>
   void on_train_end(Ctx& ctx) {
-    const bool say = verbose != 0 && out != nullptr;
+    const bool say = verbose != 0 && out != nullptr && detail::writes_output(ctx);  // rank 0 prints
     if (stopped_epoch > 0 && say) *out << "Epoch " << stopped_epoch + 1 << ": early stopping: " << reason() << "\n";
     if (restore_best_weights && !best_weights.empty()) {
       if (say) *out << "Restoring model weights from the end of the best epoch: " << best_epoch + 1 << ".\n";

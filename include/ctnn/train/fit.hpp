@@ -10,12 +10,17 @@
 // an update, throws ctnn::numeric_error naming epoch and step (unless a callback stops
 // training in on_batch_end). Dataset and validation shapes are checked at compile time. An
 // optimizer's finalize(model) (with_options' EMA) runs before on_train_end; an all-zero
-// output on the first batch gives a warning on std::clog.
+// output on the first batch gives a warning on std::clog (rank 0). For data-parallel training
+// (distributed::data_parallel) fit takes ctx.role from an extra's process_role(), lets hooks
+// reduce_logs(logs, samples) before the callbacks, and on an exception calls the extras'
+// on_failure(what) before rethrowing: docs/distributed.md.
 //
 // evaluate(model, loss, dataset, metrics...) returns loss and metrics, and checks the
 // model's variables for non-finite values as fit does. docs/training.md has the details.
 #pragma once
 #include <cmath>
+#include <concepts>
+#include <exception>
 #include <cstddef>
 #include <iostream>
 #include <stdexcept>
@@ -248,6 +253,19 @@ logs evaluate(M&, const L&, const D&, Ms...) {
   return {};
 }
 
+namespace detail {
+// An exception's what(), for on_failure.
+[[gnu::cold]] inline std::string exception_text(std::exception_ptr p) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception not derived from std::exception";
+  }
+}
+}  // namespace detail
+
 // Trains m for ep.count epochs: per epoch, one train_step (train/step.hpp) per
 // mini-batch of `train`, then validation and the callbacks.
 template <Model M, class L, class O, data::Dataset D, class... Extras>
@@ -276,6 +294,9 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
   train_context<MT, O> ctx{m, opt, hist};
   ctx.epochs = ep.count;
   if constexpr (requires { train.batches_per_epoch(); }) ctx.steps = train.batches_per_epoch();
+  ((void)[&] {  // data-parallel training: this process's rank, before any callback runs
+    if constexpr (requires { { extras.process_role() } -> std::convertible_to<process_role>; }) ctx.role = extras.process_role();
+  }(), ...);
 
   using hook = detail::callback_hook;
   auto on_train_begin = [&] { detail::call_callbacks<hook::train_begin>(callbacks, ctx); };
@@ -285,94 +306,106 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
   auto on_batch_begin = [&] { detail::call_callbacks<hook::batch_begin>(callbacks, ctx); };
   auto on_batch_end = [&] { detail::call_callbacks<hook::batch_end>(callbacks, ctx); };
 
-  // The model's optimizer state is (re)initialised here for this optimizer (train/model.hpp).
-  auto step = std::apply(
-      [&](auto&... h) {
-        return train_step<MT, L, O, std::remove_reference_t<decltype(h)>...>(m, loss, opt, std::tie(h...), keep_denormals);
-      },
-      hooks);
+  // A failure from here on (an exception of the step, a callback or a check) is told to the
+  // extras that have on_failure(what) (data_parallel: the other ranks then throw too), rethrown.
+  try {
+    // The model's optimizer state is (re)initialised here for this optimizer (train/model.hpp).
+    auto step = std::apply(
+        [&](auto&... h) {
+          return train_step<MT, L, O, std::remove_reference_t<decltype(h)>...>(m, loss, opt, std::tie(h...),
+                                                                                keep_denormals);
+        },
+        hooks);
 
-  data::batch_for<D> b;
-  on_train_begin();
-  for (std::size_t e = 0; e < ep.count && !ctx.stop_training; ++e) {
-    ctx.epoch = e;
-    ctx.epoch_logs = logs{};
-    on_epoch_begin();
-    std::apply([](auto&... mm) { (mm.reset(), ...); }, metrics);
-    double loss_sum = 0, data_s = 0, compute_s = 0;
-    std::size_t seen = 0;
-    const auto epoch_start = clock::now();
-    std::size_t said_before = 0;  // the tuner's decisions printed before this epoch
-    if constexpr (requires { train.autotuner().said(); }) said_before = train.autotuner().said();
-    auto cur = train.open(e);
-    ctx.running_logs = [&] {
-      logs r;
-      r.set("loss", seen ? loss_sum / double(seen) : 0.0);
-      std::apply([&](auto&... mm) { (r.set(mm.name(), mm.result()), ...); }, metrics);
-      return r;
-    };
-    for (std::size_t s = 0;; ++s) {
-      const auto t0 = clock::now();
-      if (!cur.next(b)) break;
-      const auto t1 = clock::now();
-      data_s += secs(t1 - t0);
-      ctx.step = s;
-      on_batch_begin();
-      const step_result r = step.run(b.x.data(), b.y.data(), b.size, e, s);
-      const double batch_loss = r.loss_sum / double(b.size) + r.penalty;
-      ctx.batch_loss = batch_loss;
-      if (!std::isfinite(batch_loss)) {
+    data::batch_for<D> b;
+    on_train_begin();
+    for (std::size_t e = 0; e < ep.count && !ctx.stop_training; ++e) {
+      ctx.epoch = e;
+      ctx.epoch_logs = logs{};
+      on_epoch_begin();
+      std::apply([](auto&... mm) { (mm.reset(), ...); }, metrics);
+      double loss_sum = 0, data_s = 0, compute_s = 0;
+      std::size_t seen = 0;
+      const auto epoch_start = clock::now();
+      std::size_t said_before = 0;  // the tuner's decisions printed before this epoch
+      if constexpr (requires { train.autotuner().said(); }) said_before = train.autotuner().said();
+      auto cur = train.open(e);
+      ctx.running_logs = [&] {
+        logs r;
+        r.set("loss", seen ? loss_sum / double(seen) : 0.0);
+        std::apply([&](auto&... mm) { (r.set(mm.name(), mm.result()), ...); }, metrics);
+        return r;
+      };
+      for (std::size_t s = 0;; ++s) {
+        const auto t0 = clock::now();
+        if (!cur.next(b)) break;
+        const auto t1 = clock::now();
+        data_s += secs(t1 - t0);
+        ctx.step = s;
+        on_batch_begin();
+        const step_result r = step.run(b.x.data(), b.y.data(), b.size, e, s);
+        const double batch_loss = r.loss_sum / double(b.size) + r.penalty;
+        ctx.batch_loss = batch_loss;
+        if (!std::isfinite(batch_loss)) {
+          on_batch_end();
+          if (ctx.stop_training) break;
+          throw numeric_error("fit: the loss became " + std::string(std::isnan(batch_loss) ? "NaN" : "infinite") +
+                              " at epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1) +
+                              " (learning rate " + detail::format_number(ctx.learning_rate()) + ")");
+        }
+        if (e == 0 && s == 0 && ctx.role.chief()) detail::warn_if_all_zero<MT>(m.host_outputs(b.size).data(), b.size);
+        if constexpr (std::tuple_size_v<decltype(metrics)> > 0)
+          detail::update_metrics<MT>(metrics, m.host_outputs(b.size).data(), b);
+        if (r.updated)
+          detail::check_model_finite(
+              m, [&] { return "fit: after the update of epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1); },
+              r.parameters_finite);
+        loss_sum += r.loss_sum + r.penalty * double(b.size);
+        seen += b.size;
+        compute_s += secs(clock::now() - t1);
         on_batch_end();
         if (ctx.stop_training) break;
-        throw numeric_error("fit: the loss became " + std::string(std::isnan(batch_loss) ? "NaN" : "infinite") +
-                            " at epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1) +
-                            " (learning rate " + detail::format_number(ctx.learning_rate()) + ")");
       }
-      if (e == 0 && s == 0) detail::warn_if_all_zero<MT>(m.host_outputs(b.size).data(), b.size);
-      if constexpr (std::tuple_size_v<decltype(metrics)> > 0)
-        detail::update_metrics<MT>(metrics, m.host_outputs(b.size).data(), b);
-      if (r.updated)
-        detail::check_model_finite(
-            m, [&] { return "fit: after the update of epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1); },
-            r.parameters_finite);
-      loss_sum += r.loss_sum + r.penalty * double(b.size);
-      seen += b.size;
-      compute_s += secs(clock::now() - t1);
-      on_batch_end();
-      if (ctx.stop_training) break;
-    }
-    ctx.running_logs = nullptr;
-    if (seen == 0 && !ctx.stop_training)
-      throw std::invalid_argument("fit: the training dataset yielded no batch in epoch " + std::to_string(e + 1));
-    logs& l = ctx.epoch_logs;
-    l.set("loss", loss_sum / double(seen));
-    std::apply([&](auto&... mm) { (l.set(mm.name(), mm.result()), ...); }, metrics);
-    ((void)[&] {
-      if constexpr (is_validation_v<std::remove_cvref_t<Extras>>) {
-        logs vl = detail::evaluate_impl(m, loss, extras.data, val_metrics, "val_");
-        for (auto& [k, v] : vl.items) l.set(k, v);
+      ctx.running_logs = nullptr;
+      if (seen == 0 && !ctx.stop_training)
+        throw std::invalid_argument("fit: the training dataset yielded no batch in epoch " + std::to_string(e + 1));
+      logs& l = ctx.epoch_logs;
+      l.set("loss", loss_sum / double(seen));
+      std::apply([&](auto&... mm) { (l.set(mm.name(), mm.result()), ...); }, metrics);
+      ((void)[&] {
+        if constexpr (is_validation_v<std::remove_cvref_t<Extras>>) {
+          logs vl = detail::evaluate_impl(m, loss, extras.data, val_metrics, "val_");
+          for (auto& [k, v] : vl.items) l.set(k, v);
+        }
+      }(), ...);
+      std::apply([&](auto&... h) {  // hooks that reduce the loss, metrics and val_* across ranks (data_parallel)
+        ((void)[&] { if constexpr (requires { h.reduce_logs(l, seen); }) h.reduce_logs(l, seen); }(), ...);
+      }, hooks);
+      l.set("learning_rate", ctx.learning_rate());
+      l.set("seconds", secs(clock::now() - epoch_start));
+      l.set("data_seconds", data_s);
+      l.set("compute_seconds", compute_s);
+      l.set("input_share", data_s + compute_s > 0 ? data_s / (data_s + compute_s) : 0.0);
+      l.set("input_bound", double(int(input_bound(l["input_share"]))));
+      m.log_epoch(l);  // the backend's figures (CUDA: device_wait_seconds, device_compute_seconds, graph_steps)
+      std::apply([&](auto&... h) {  // hooks that log (loss_scale: the scale, skipped steps)
+        ((void)[&] { if constexpr (requires { h.log_epoch(l); }) h.log_epoch(l); }(), ...);
+      }, hooks);
+      on_epoch_end();
+      hist.append(ctx.epoch_logs);
+      hist.autotune.emplace_back();  // the decisions printed during this epoch, the first epoch's too
+      if constexpr (requires { train.autotuner().messages(); }) {
+        const auto said = train.autotuner().messages();
+        for (std::size_t i = said_before; i < said.size(); ++i) hist.autotune.back().push_back(said[i]);
       }
-    }(), ...);
-    l.set("learning_rate", ctx.learning_rate());
-    l.set("seconds", secs(clock::now() - epoch_start));
-    l.set("data_seconds", data_s);
-    l.set("compute_seconds", compute_s);
-    l.set("input_share", data_s + compute_s > 0 ? data_s / (data_s + compute_s) : 0.0);
-    l.set("input_bound", double(int(input_bound(l["input_share"]))));
-    m.log_epoch(l);  // the backend's figures (CUDA: device_wait_seconds, device_compute_seconds, graph_steps)
-    std::apply([&](auto&... h) {  // hooks that log (loss_scale: the scale, skipped steps)
-      ((void)[&] { if constexpr (requires { h.log_epoch(l); }) h.log_epoch(l); }(), ...);
-    }, hooks);
-    on_epoch_end();
-    hist.append(ctx.epoch_logs);
-    hist.autotune.emplace_back();  // the decisions printed during this epoch, the first epoch's too
-    if constexpr (requires { train.autotuner().messages(); }) {
-      const auto said = train.autotuner().messages();
-      for (std::size_t i = said_before; i < said.size(); ++i) hist.autotune.back().push_back(said[i]);
     }
+    if constexpr (requires { opt.finalize(m); }) opt.finalize(m);  // e.g. the EMA weights replace the weights
+    on_train_end();
+  } catch (...) {
+    const std::string what = detail::exception_text(std::current_exception());
+    ((void)[&] { if constexpr (requires { extras.on_failure(what); }) extras.on_failure(what); }(), ...);
+    throw;
   }
-  if constexpr (requires { opt.finalize(m); }) opt.finalize(m);  // e.g. the EMA weights replace the weights
-  on_train_end();
   return hist;
 }
 

@@ -26,6 +26,7 @@
 #include "../core/format.hpp"
 #include "../io/weights.hpp"
 #include "monitor.hpp"
+#include "process_role.hpp"
 #include "plateau_monitor.hpp"
 
 namespace ctnn {
@@ -104,6 +105,7 @@ struct model_checkpoint {
 
   template <class Ctx>
   void on_epoch_end(Ctx& ctx) {
+    if (!detail::writes_output(ctx)) return;  // rank 0 writes (docs/distributed.md)
     const std::string path = detail::format_checkpoint_path(filepath, ctx.epoch + 1, ctx.epoch_logs);
     if (save_best_only) {
       const double current = detail::monitored(ctx.epoch_logs, monitor, "model_checkpoint");

@@ -22,6 +22,7 @@
 
 #include "../core/narrow_std.hpp"
 #include "history.hpp"
+#include "process_role.hpp"
 #include "input_analysis.hpp"
 
 namespace ctnn {
@@ -82,6 +83,7 @@ struct progress_bar {
 
   template <class Ctx>
   void on_epoch_begin(Ctx& ctx) {
+    if (!detail::writes_output(ctx)) return;  // rank 0 prints (docs/distributed.md)
     start_ = last_draw_ = clock::now();
     done_ = 0;
     last_len_ = 0;
@@ -90,6 +92,7 @@ struct progress_bar {
 
   template <class Ctx>
   void on_batch_end(Ctx& ctx) {
+    if (!detail::writes_output(ctx)) return;
     done_ = ctx.step + 1;
     const auto now = clock::now();
     last_batch_ = now;
@@ -107,6 +110,7 @@ struct progress_bar {
 
   template <class Ctx>
   void on_epoch_end(Ctx& ctx) {
+    if (!detail::writes_output(ctx)) return;
     const double elapsed = std::chrono::duration<double>(clock::now() - start_).count();
     // Time per step counts the training steps only; the elapsed time includes validation.
     const double per = done_ ? std::chrono::duration<double>(last_batch_ - start_).count() / double(done_) : 0.0;

@@ -12,6 +12,8 @@
 #include <optional>
 #include <ostream>
 
+#include "process_role.hpp"
+
 namespace ctnn {
 
 struct terminate_on_nan {
@@ -21,7 +23,7 @@ struct terminate_on_nan {
   template <class Ctx>
   void on_batch_end(Ctx& ctx) {
     if (std::isfinite(ctx.batch_loss)) return;
-    if (out) *out << "Batch " << ctx.step << ": Invalid loss, terminating training\n";
+    if (out && detail::writes_output(ctx)) *out << "Batch " << ctx.step << ": Invalid loss, terminating training\n";
     stopped_epoch = ctx.epoch;
     stopped_step = ctx.step;
     ctx.stop_training = true;
