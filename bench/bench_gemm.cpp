@@ -1,6 +1,7 @@
 // GFLOP/s of the dense layer's three products (backends/cpu/gemm.hpp) on the
 // shapes of the 784-256-128-10 MLP at batch 1, 16, 64, 256, and of a
-// 1024x1024x1024 GEMM, on 1 and 2 threads; OpenBLAS cblas_sgemm on the same
+// 1024x1024x1024 GEMM, and of the CNN's conv2 (im2col: M 7744, K 288, N 64),
+// on 1 and 2 threads; OpenBLAS cblas_sgemm on the same
 // products (same operand layouts) as the peer. Counter GFLOP/s = 2*M*N*K / time.
 //   fwd: Y = X W + b (+relu)   bww: dW = X^T dY   bwi: dX = dY W^T
 #include <benchmark/benchmark.h>
@@ -97,6 +98,10 @@ void openblas_dense(benchmark::State& s) {
 void mlp_args(benchmark::internal::Benchmark* b) {
   for (int t : {1, 2})
     for (int m : {1, 16, 64, 256}) b->Args({m, t});
+}
+// conv2 of the CNN benchmark at batch 64: im2col rows 64 x 11 x 11, patch 3 x 3 x 32, 64 filters.
+void conv_args(benchmark::internal::Benchmark* b) {
+  for (int t : {1, 2}) b->Args({7744, t});
 }
 void square_args(benchmark::internal::Benchmark* b) {
   for (int t : {1, 2}) b->Args({1024, t});
@@ -223,6 +228,14 @@ CTNN_GEMM_BENCH(256, 128, bwi)
 CTNN_GEMM_BENCH(128, 10, fwd)
 CTNN_GEMM_BENCH(128, 10, bww)
 CTNN_GEMM_BENCH(128, 10, bwi)
+
+#define CTNN_CONV_BENCH(K, N, OP)                                                                \
+  BENCHMARK(ctnn_dense<K, N, OP>)->Name("gemm/ctnn/conv/" #OP "/" #K "x" #N)->Apply(conv_args);     \
+  BENCHMARK(openblas_dense<K, N, OP>)->Name("gemm/openblas/conv/" #OP "/" #K "x" #N)->Apply(conv_args);
+
+CTNN_CONV_BENCH(288, 64, fwd)
+CTNN_CONV_BENCH(288, 64, bww)
+CTNN_CONV_BENCH(288, 64, bwi)
 
 BENCHMARK(ctnn_dense<1024, 1024, fwd>)->Name("gemm/ctnn/square/1024")->Apply(square_args);
 BENCHMARK(openblas_dense<1024, 1024, fwd>)->Name("gemm/openblas/square/1024")->Apply(square_args);

@@ -1,6 +1,6 @@
 // backends/cpu/gemm/plan.hpp: the mode, tiles and scratch slots make_gemm_plan chooses, as
 // static_asserts for the MLP's products (784-256-128-10 at batch 1, 16, 64, 256), 1024^2, a
-// convolution's dW, transposed operands, on fma3<avx2> (8 floats, 16 registers) and avx512bw
+// convolution's forward and dW, transposed operands, on fma3<avx2> (8 floats, 16 registers) and avx512bw
 // (16 floats, 32 registers); and, over a grid of shapes and strides, that the named slots are
 // aligned, disjoint and inside the scratch size, hold what the mode packs, and that the thread
 // count changes only whether tasks go to the pool.
@@ -70,7 +70,7 @@ constexpr bool slots_ok(gemm_problem p) {
                         : g.b == b_access::in_place_tail   ? s.b.size >= g.NR * p.K
                                                            : s.b.size >= g.panels * g.NR * kb;
       return a_ok && b_ok && g.MR * g.NV + g.NV + 1 <= t.registers && g.NR == g.NV * t.lanes &&
-             g.kcb <= g.KC && g.mblocks * g.MC >= p.M && g.nblocks * g.NC >= p.N;
+             (g.kcb <= g.KC || g.kcb == p.K && p.K <= simd::block_k_max(t)) && g.mblocks * g.MC >= p.M && g.nblocks * g.NC >= p.N;
     }
     default:
       return s.total == 0;
@@ -132,6 +132,11 @@ static_assert(narrow_inner.a == a_access::columns && narrow_inner.b == b_access:
 static_assert(forward<avx2>(1024, 1024, 1024).b == b_access::packed && forward<avx2>(1024, 1024, 1024).scratch.b.size == 1024 * 1024);
 static_assert(forward<avx512>(1024, 1024, 1024).mblocks == 32 && forward<avx512>(1024, 1024, 1024).NC == 32);
 static_assert(weights<avx512>(7744, 288, 64).b == b_access::k_outer && weights<avx512>(7744, 288, 64).kcb == 250);
+// conv2 forward (im2col rows 7744, K 288, N 64): B packed; K one block with 16 registers, two of 144 with 32
+static_assert(forward<avx2>(7744, 288, 64).b == b_access::packed && forward<avx512>(7744, 288, 64).b == b_access::packed);
+static_assert(forward<avx2>(7744, 288, 64).kcb == 288 && forward<avx2>(7744, 288, 64).kc_max == 288);
+static_assert(forward<avx512>(7744, 288, 64).kcb == 144 && forward<avx512>(7744, 288, 64).kc_max == 144);
+static_assert(forward<avx2>(64, 385, 256).kcb == 193 && forward<avx2>(64, 384, 256).kcb == 384);  // above 1.5 KC: equal blocks
 static_assert(weights<avx2>(5000, 9, 32).b == b_access::in_place && weights<avx2>(5000, 9, 32).kc_max == 250);
 
 // ---- A with no unit stride: packed

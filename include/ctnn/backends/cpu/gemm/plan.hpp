@@ -76,7 +76,7 @@ struct gemm_plan {
   bool gemv_parallel = false;
   std::size_t chunk = 0;
   std::size_t dot_rows = 0;  // dot_nt: rows per tile (1 or 2)
-  // blocked: register tile MR x NR (NV vectors), K blocks of kcb (at most KC),
+  // blocked: register tile MR x NR (NV vectors), K blocks of kcb (at most KC, or all of K up to block_k_max),
   // task tiles MC x NC, K rows per tile pass kc_max
   std::size_t MR = 0, NV = 0, NR = 0, KC = 0, kcb = 0, kc_max = 0, MC = 0, NC = 0;
   std::size_t row_blocks = 0, full_blocks = 0, panels = 0, mblocks = 0, nblocks = 0;
@@ -95,6 +95,12 @@ inline constexpr std::size_t parallel_threshold = std::size_t(1) << 20;
 // time); 6 x 2 with 16 registers. A KC x NR panel of B stays in L1.
 constexpr std::size_t block_rows(gemm_target t) { return t.registers >= 32 ? 8 : 6; }
 inline constexpr std::size_t block_vectors = 2, block_k = 256;
+// The longest K run as one block: with 16 registers (NR = 16 floats, a K x NR
+// panel of B 64 bytes a row) up to 1.5 block_k, so that conv2's K = 288 is one
+// block of 288 (its C tiles loaded and stored once: 8-10 % faster on AVX2,
+// bench_gemm gemm/ctnn/conv/fwd); with 32 registers (128 bytes a row) the
+// panel of 288 rows fills most of L1 and measured no faster.
+constexpr std::size_t block_k_max(gemm_target t) { return t.registers >= 32 ? block_k : block_k + block_k / 2; }
 constexpr std::size_t round_up(std::size_t n, gemm_target t) {
   const std::size_t q = 64 / t.bytes;  // 64-byte aligned slots
   return (n + q - 1) / q * q;
@@ -148,9 +154,11 @@ template <gemm_target t>
   // (NR - n_rem <= b_rs), rows 0..K-2 are read in place too and only row
   // K-1 is copied (split_tail).
   const bool direct = p.b_cs == 1 && (M <= 64 || N <= NR);
-  // K blocks of equal length, at most KC (K = 288 is two blocks of 144, not
-  // 256 + 32: a short last block pays the load and store of C for little work).
-  g.kcb = (K + (K + KC - 1) / KC - 1) / ((K + KC - 1) / KC);
+  // K blocks of equal length, at most KC (K = 288 with 32 registers is two
+  // blocks of 144, not 256 + 32: a short last block pays the load and store
+  // of C for little work), or one block up to block_k_max.
+  const std::size_t k_blocks = K <= simd::block_k_max(t) ? 1 : (K + KC - 1) / KC;
+  g.kcb = (K + k_blocks - 1) / k_blocks;
   const bool split_tail = direct && n_rem && K >= 2 && NR - n_rem <= p.b_rs;
   // Long K and small blocks of A and B (dW of a convolution: K = batch x
   // positions): K block by K block over every output tile, so that each K
