@@ -1,10 +1,11 @@
 // libFuzzer target: load_weights from an arbitrary file into networks with a sparse layer of
-// every layout (bitmap, csc, rows, n:m 2:4 and 1:3), then predict a small batch with each
+// every layout (bitmap, csc, rows, n:m 2:4 and 1:3, blocks 1x8 and 4x4), then predict a small batch with each
 // model that accepted it, at batch sizes that take the kernels' gather and transposed paths.
 // A bad file must throw weights_error (or io_error); anything else, and any out-of-bounds read
 // by predict on a file that loaded, is a bug (load_weights checks every index, offset and count:
 // io/weights.hpp, backends/cpu/sparse*.hpp validate).
 #include <ctnn/ctnn.hpp>
+#include <ctnn/layers/sparse_dense_block.hpp>
 #include <ctnn/layers/sparse_dense_nm.hpp>
 #include <ctnn/layers/sparse_dense_rows.hpp>
 
@@ -26,6 +27,9 @@ using csc_net = ctnn::sequential<ctnn::input<20>, ctnn::sparse_dense_csc<20, 5, 
 using rows_net = ctnn::sequential<ctnn::input<20>, ctnn::sparse_dense_rows<20, 5, 25, ctnn::relu>, ctnn::dense<3>>;
 using nm24_net = ctnn::sequential<ctnn::input<32>, ctnn::sparse_dense_nm<32, 4, 2, 4>, ctnn::dense<3>>;
 using nm13_net = ctnn::sequential<ctnn::input<48>, ctnn::sparse_dense_nm<48, 4, 1, 3>, ctnn::dense<3>>;
+// 1 x 8 blocks: 8 of 64 (index: 3 block column starts, u32, then 8 block rows, u16); 4 x 4: 6 of 32.
+using block18_net = ctnn::sequential<ctnn::input<32>, ctnn::sparse_dense_block<32, 16, 64, 1, 8, ctnn::relu>, ctnn::dense<3>>;
+using block44_net = ctnn::sequential<ctnn::input<32>, ctnn::sparse_dense_block<32, 16, 96, 4, 4, ctnn::relu>, ctnn::dense<3>>;
 
 const std::filesystem::path& file() {
   static const std::filesystem::path p =
@@ -75,6 +79,8 @@ void write_seeds(const std::string& dir) {
   write_valid<rows_net>(dir + "/valid_rows");
   write_valid<nm24_net>(dir + "/valid_nm_2_4");
   write_valid<nm13_net>(dir + "/valid_nm_1_3");
+  write_valid<block18_net>(dir + "/valid_block_1_8");
+  write_valid<block44_net>(dir + "/valid_block_4_4");
   // csc / rows index: 6 column starts (u32), then 25 input rows (u16)
   write_edited(dir + "/valid_csc", dir + "/regress_csc_row_past_inputs", 24 + 2 * 7, std::uint16_t(65535));
   write_edited(dir + "/valid_rows", dir + "/regress_rows_index_past_inputs", 24 + 2 * 3, std::uint16_t(40000));
@@ -84,6 +90,10 @@ void write_seeds(const std::string& dir) {
   // 1:3 (16 groups, 2-bit positions, 16 bytes): the last value, unit 3's in inputs 45..47, gets
   // position 3, input 48, past the inputs (byte 15 holds positions 0, 1, 2, 0 of values 60..63)
   write_edited(dir + "/valid_nm_1_3", dir + "/regress_nm_position_past_inputs", 15, std::uint8_t(0xe4));
+  // block index: a block row past the inputs (1 x 8: row 40000 of 32), a column start past the blocks
+  // (4 x 4: 5 starts, u32, then 6 rows, u16)
+  write_edited(dir + "/valid_block_1_8", dir + "/regress_block_row_past_inputs", 12, std::uint16_t(40000));
+  write_edited(dir + "/valid_block_4_4", dir + "/regress_block_start_past_blocks", 4 * 2, std::uint32_t(1u << 30));
 }
 }  // namespace
 
@@ -100,5 +110,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   load_and_predict<rows_net>();
   load_and_predict<nm24_net>();
   load_and_predict<nm13_net>();
+  load_and_predict<block18_net>();
+  load_and_predict<block44_net>();
   return 0;
 }
