@@ -7,6 +7,7 @@
 #include <ctnn/ctnn.hpp>
 #include <ctnn/distributed/communicator.hpp>
 #include <ctnn/distributed/data_parallel.hpp>
+#include <ctnn/train/process_role.hpp>
 
 // <ctnn/ctnn.hpp> never includes <mpi.h> (only ctnn/distributed/mpi.hpp does).
 #if defined(MPI_VERSION) || defined(OMPI_MPI_H) || defined(MPI_INCLUDED)
@@ -84,6 +85,19 @@ struct recording_comm {
 };
 static_assert(distributed::Communicator<recording_comm>);
 
+// What a recording_comm saw in one fit: the float all-reduces, the agreements, the broadcasts.
+struct record {
+  std::vector<std::pair<const void*, std::size_t>> reduced;
+  std::vector<double> agreements;
+  int broadcasts = 0;
+  // A communicator writing into this record (agreements recorded when asked).
+  recording_comm comm(bool with_agreements = true) {
+    recording_comm c{0.5f, 0.0f, &reduced, &broadcasts};
+    if (with_agreements) c.my_agreements = &agreements;
+    return c;
+  }
+};
+
 struct throws_at_step_2 {
   template <class Ctx>
   void on_batch_end(Ctx& ctx) {
@@ -116,17 +130,16 @@ TEST_CASE("data_parallel<none> in fit: the same weights, bit for bit, as fit wit
 }
 
 TEST_CASE("data_parallel: rank 0's variables before the first step, one all-reduce of the whole gradient region per step") {
-  std::vector<std::pair<const void*, std::size_t>> reduced;
-  int broadcasts = 0;
+  record rec;
   auto m = make_model<net>(3);
   sgd opt{0.1};
-  distributed::data_parallel<recording_comm> dp{recording_comm{0.5f, 0.0f, &reduced, &broadcasts}};
+  distributed::data_parallel<recording_comm> dp{rec.comm(false)};
   fit(m, xent, opt, toy_data().batch(8), epochs{1}, dp);
   // parameters, states, masks, slots, counts (int64), learning-rate scale (double)
-  CHECK(broadcasts == 6);
-  REQUIRE(reduced.size() == 6);  // 48 samples / 8
+  CHECK(rec.broadcasts == 6);
+  REQUIRE(rec.reduced.size() == 6);  // 48 samples / 8
   CHECK(dp.reductions() == 6);
-  for (const auto& [p, n] : reduced) {
+  for (const auto& [p, n] : rec.reduced) {
     CHECK(p == static_cast<const void*>(m.gradients().data()));
     CHECK(n == m.gradients().size());
   }
@@ -136,13 +149,12 @@ TEST_CASE("data_parallel: rank 0's variables before the first step, one all-redu
 }
 
 TEST_CASE("data_parallel: the regularizers' gradients are added after the all-reduce, not averaged away") {
-  std::vector<std::pair<const void*, std::size_t>> reduced;
-  int broadcasts = 0;
+  record rec;
   auto m = make_model<l2_net>(3);
   sgd opt{0.1};
-  distributed::data_parallel<recording_comm> dp{recording_comm{0.5f, 0.0f, &reduced, &broadcasts}};
+  distributed::data_parallel<recording_comm> dp{rec.comm(false)};
   fit(m, xent, opt, toy_data().batch(48), epochs{1}, dp);
-  REQUIRE(reduced.size() == 1);
+  REQUIRE(rec.reduced.size() == 1);
   // one step: the first layer's kernel moved by the l2 gradient only (w - 0.1 * 2 * 0.01 * w), the rest stayed
   const auto k = m.layer_parameters<0>();
   CHECK(k[0] == doctest::Approx(0.5f * (1 - 0.1f * 2 * 0.01f)).epsilon(1e-6));
@@ -151,34 +163,28 @@ TEST_CASE("data_parallel: the regularizers' gradients are added after the all-re
 }
 
 TEST_CASE("data_parallel: an agreement before the broadcast, before every gradient all-reduce, at every epoch's end and at the end") {
-  std::vector<std::pair<const void*, std::size_t>> reduced;
-  std::vector<double> agreements;
-  int broadcasts = 0;
+  record rec;
   auto m = make_model<net>(3);
   sgd opt{0.1};
-  recording_comm c{0.5f, 0.0f, &reduced, &broadcasts};
-  c.my_agreements = &agreements;
+  recording_comm c = rec.comm();
   distributed::data_parallel<recording_comm> dp{c};
   const history h = fit(m, xent, opt, toy_data().batch(8), epochs{2}, dp);
   // begin, 6 steps, epoch end, 6 steps, epoch end, end: positions 8 * sequence + point
   const std::vector<int> points{1, 2, 2, 2, 2, 2, 2, 3, 2, 2, 2, 2, 2, 2, 3, 4};
-  REQUIRE(agreements.size() == 2 * points.size());
+  REQUIRE(rec.agreements.size() == 2 * points.size());
   CHECK(dp.agreements() == points.size());
   for (std::size_t i = 0; i < points.size(); ++i) {
-    CHECK(agreements[2 * i] == 0.0);  // not failed
-    CHECK(agreements[2 * i + 1] == double(8 * i + std::size_t(points[i])));
+    CHECK(rec.agreements[2 * i] == 0.0);  // not failed
+    CHECK(rec.agreements[2 * i + 1] == double(8 * i + std::size_t(points[i])));
   }
   CHECK(std::isfinite(h["loss"][1]));  // the logs' reduction (here: both ranks alike) keeps them
 }
 
 TEST_CASE("data_parallel: another rank's failure makes this rank throw, naming the rank and its error") {
-  std::vector<std::pair<const void*, std::size_t>> reduced;
-  std::vector<double> agreements;
-  int broadcasts = 0;
+  record rec;
   auto m = make_model<net>(3);
   sgd opt{0.1};
-  recording_comm c{0.5f, 0.0f, &reduced, &broadcasts};
-  c.my_agreements = &agreements;
+  recording_comm c = rec.comm();
   c.peer_fails_at = 3;  // at this rank's third step's agreement
   c.peer_text = "fit: the loss became NaN at epoch 1, step 3";
   distributed::data_parallel<recording_comm> dp{c};
@@ -187,34 +193,28 @@ TEST_CASE("data_parallel: another rank's failure makes this rank throw, naming t
                        "a step's gradient all-reduce)",
                        distributed_error);
   CHECK(dp.reductions() == 2);  // two steps, then the failure: no third all-reduce
-  CHECK(broadcasts == 6 + 1);   // the variables, then rank 0's message
+  CHECK(rec.broadcasts == 6 + 1);   // the variables, then rank 0's message
 }
 
 TEST_CASE("data_parallel: this rank's failure is told to the others in the agreement they wait in, then rethrown") {
-  std::vector<std::pair<const void*, std::size_t>> reduced;
-  std::vector<double> agreements;
-  int broadcasts = 0;
+  record rec;
   auto m = make_model<net>(3);
   sgd opt{0.1};
-  recording_comm c{0.5f, 0.0f, &reduced, &broadcasts};
-  c.my_agreements = &agreements;
+  recording_comm c = rec.comm();
   throws_at_step_2 bad;
   distributed::data_parallel<recording_comm> dp{c};
   CHECK_THROWS_WITH_AS(fit(m, xent, opt, toy_data().batch(8), epochs{1}, dp, bad), "a callback failed", std::runtime_error);
   // begin, 2 steps, then the failure: failed = 1
-  REQUIRE(agreements.size() == 2 * 4);
-  CHECK(agreements[6] == 1.0);
-  CHECK(broadcasts == 6 + 1);  // the variables, then this rank's message (it fails first)
+  REQUIRE(rec.agreements.size() == 2 * 4);
+  CHECK(rec.agreements[6] == 1.0);
+  CHECK(rec.broadcasts == 6 + 1);  // the variables, then this rank's message (it fails first)
 }
 
 TEST_CASE("data_parallel: ranks at different points (a rank with fewer batches) throw out of step instead of hanging") {
-  std::vector<std::pair<const void*, std::size_t>> reduced;
-  std::vector<double> agreements;
-  int broadcasts = 0;
+  record rec;
   auto m = make_model<net>(3);
   sgd opt{0.1};
-  recording_comm c{0.5f, 0.0f, &reduced, &broadcasts};
-  c.my_agreements = &agreements;
+  recording_comm c = rec.comm();
   c.peer_skew = 1;
   distributed::data_parallel<recording_comm> dp{c};
   CHECK_THROWS_WITH_AS(fit(m, xent, opt, toy_data().batch(8), epochs{1}, dp),
@@ -230,11 +230,10 @@ TEST_CASE("data_parallel: on rank 1 the callbacks write no file and print nothin
     const fs::path dir = fs::temp_directory_path() / ("ctnn_dp_rank" + std::to_string(rank) + "_" + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
-    std::vector<std::pair<const void*, std::size_t>> reduced;
-    int broadcasts = 0;
+    record rec;
     auto m = make_model<net>(3);
     sgd opt{0.1};
-    recording_comm c{0.5f, 0.0f, &reduced, &broadcasts};
+    recording_comm c = rec.comm(false);
     c.my_rank = rank;
     distributed::data_parallel<recording_comm> dp{c};
     std::ostringstream bar_out, log_out, stop_out;
@@ -259,4 +258,24 @@ TEST_CASE("data_parallel: on rank 1 the callbacks write no file and print nothin
     }
     fs::remove_all(dir);
   }
+}
+
+TEST_CASE("process_role: rank 0 of 1 unless data_parallel says otherwise; only the chief writes") {
+  static_assert(process_role{}.rank == 0 && process_role{}.size == 1);
+  CHECK(process_role{}.chief());
+  CHECK(!process_role{1, 2}.chief());
+  struct with_role {
+    process_role role;
+  };
+  struct without_role {};
+  CHECK(ctnn::detail::writes_output(with_role{{0, 2}}));
+  CHECK(!ctnn::detail::writes_output(with_role{{1, 2}}));
+  CHECK(ctnn::detail::writes_output(without_role{}));  // a context of the user's own: it writes
+  distributed::data_parallel<distributed::none> dp;
+  CHECK(dp.process_role().chief());
+  record rec;
+  recording_comm c = rec.comm(false);
+  distributed::data_parallel<recording_comm> dp1{c};
+  CHECK(dp1.process_role().rank == 1);
+  CHECK(dp1.process_role().size == 2);
 }

@@ -106,13 +106,6 @@ void col2im(const T* cols, T* dx, std::size_t batch) {
 }
 
 // ---- direct convolution for a small patch, the F filters as vector lanes ----
-namespace detail {
-// Vector registers of Arch (32 on AVX-512, 16 below).
-template <class Arch>
-constexpr std::size_t vector_registers() {
-  return xsimd::batch<float, Arch>::size * sizeof(float) == 64 ? 32 : 16;
-}
-}  // namespace detail
 
 // The rule that picks the direct kernels (compile time): float, F a multiple of
 // the vector length L with at most 4 vectors, a patch that fits the registers
@@ -123,7 +116,7 @@ constexpr bool direct_conv_v = [] {
   if constexpr (!std::is_same_v<T, float> || !simd_v<float, Arch>) return false;
   else {
     constexpr std::size_t L = xsimd::batch<float, Arch>::size;
-    return G.f % L == 0 && G.f / L <= 4 && G.patch() + 4 <= detail::vector_registers<Arch>() &&
+    return G.f % L == 0 && G.f / L <= 4 && G.patch() + 4 <= gemm_target_of<float, Arch>().registers &&
            G.in_size() + G.patch() * G.f + G.f <= G.oh * G.ow * G.patch();
   }
 }();
@@ -137,7 +130,7 @@ template <conv_geometry G, class Arch>
 struct direct_plan {
   static constexpr std::size_t L = xsimd::batch<float, Arch>::size, FV = G.f / L;
   static constexpr std::size_t FG = FV % 2 == 0 ? 2 : 1;
-  static constexpr std::size_t R = std::min<std::size_t>(12, (vector_registers<Arch>() - FG - 2) / FG);
+  static constexpr std::size_t R = std::min<std::size_t>(12, (gemm_target_of<float, Arch>().registers - FG - 2) / FG);
 };
 
 // Outputs ow0 .. ow0+RR-1 of row oh, filter vectors [v0, v0+FG): acc = bias + sum over the window.
