@@ -153,7 +153,8 @@ class data_parallel {
     if (!active_) return;
     ++agreements_;
     const int n = comm_.size(), r = comm_.rank();
-    std::vector<double> v(2 * std::size_t(n), 0.0);
+    std::vector<double>& v = agreement_;  // kept: no allocation per step
+    v.assign(2 * std::size_t(n), 0.0);
     v[2 * std::size_t(r)] = where == point::failed ? 1.0 : 0.0;
     v[2 * std::size_t(r) + 1] = double(seq_) * 8 + double(int(where));
     ++seq_;
@@ -192,6 +193,7 @@ class data_parallel {
   std::int64_t seq_ = 0;
   double seconds_ = 0;
   std::size_t reductions_ = 0, agreements_ = 0;
+  std::vector<double> agreement_;  // agree()'s slots: (failed, position) per rank
 };
 
 }  // namespace ctnn::distributed
