@@ -3,6 +3,8 @@
 
 #include <ctnn/data/element.hpp>
 #include <ctnn/data/pipeline.hpp>
+
+#include "labels.hpp"
 #include <ctnn/data/stages.hpp>
 #include <ctnn/ctnn.hpp>
 
@@ -26,19 +28,7 @@ data::dataset<S2> numbers(std::size_t n) {
   }
   return data::from_tensors<shape<2>>(x, y);
 }
-template <class E>
-std::vector<int> labels(const data::dataset<E>& d, std::size_t pass = 0) {
-  std::vector<int> out;
-  auto c = d.open(pass);
-  E e;
-  while (c.next(e)) {
-    if constexpr (data::Batch<E>)
-      out.insert(out.end(), e.y.begin(), e.y.begin() + std::ptrdiff_t(e.size));
-    else
-      out.push_back(e.y[0]);
-  }
-  return out;
-}
+using ctnn_test::labels;
 std::vector<int> iota(int from, int to) {
   std::vector<int> v(std::size_t(to - from));
   std::iota(v.begin(), v.end(), from);

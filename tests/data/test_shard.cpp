@@ -4,6 +4,8 @@
 
 #include <ctnn/data/pipeline.hpp>
 
+#include "labels.hpp"
+
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
@@ -23,19 +25,7 @@ data::dataset<S1> numbers(std::size_t n) {
   }
   return data::from_tensors<shape<1>>(x, y);
 }
-template <class E>
-std::vector<int> labels(const data::dataset<E>& d, std::size_t pass = 0) {
-  std::vector<int> out;
-  auto c = d.open(pass);
-  E e;
-  while (c.next(e)) {
-    if constexpr (data::Batch<E>)
-      out.insert(out.end(), e.y.begin(), e.y.begin() + std::ptrdiff_t(e.size));
-    else
-      out.push_back(e.y[0]);
-  }
-  return out;
-}
+using ctnn_test::labels;
 }  // namespace
 
 TEST_CASE("shard(count, index): the elements i with i % count == index, every pass") {
