@@ -260,7 +260,7 @@ TEST_CASE("data_parallel: on rank 1 the callbacks write no file and print nothin
   }
 }
 
-TEST_CASE("process_role: rank 0 of 1 unless data_parallel says otherwise; only the chief writes") {
+TEST_CASE("process_role: rank 0 of 1 unless data_parallel says otherwise, and only the chief writes") {
   static_assert(process_role{}.rank == 0 && process_role{}.size == 1);
   CHECK(process_role{}.chief());
   CHECK(!process_role{1, 2}.chief());
