@@ -1,7 +1,8 @@
 // ctnn/distributed/mpi.hpp through mpirun -np 2 (tests/CMakeLists.txt): the communicator's
 // collectives and errors, and data-parallel fit: 2 ranks x batch 32 reach the weights of
 // 1 process x batch 64 on the same data order (within float rounding, after 8 Adam steps),
-// with every rank holding bit-identical weights and optimizer slots after every step.
+// with every rank holding bit-identical weights and optimizer slots after every step; rank 0's
+// checkpoint resumed alike on 2 ranks and on 1 process.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -9,6 +10,7 @@
 #include <ctnn/distributed/mpi.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +18,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace ctnn;
 
@@ -142,6 +146,52 @@ TEST_CASE("data-parallel fit: 2 ranks x batch 32 == 1 process x batch 64, bit-id
   adam alone_opt{0.01};
   fit(alone, xent, alone_opt, shard.batch(global_batch / 2), epochs{2});
   CHECK(max_difference(copy(alone.parameters()), want) > 1e-3);
+}
+
+TEST_CASE("data-parallel resume: rank 0's checkpoint of a 2-rank job resumes alike on 1 process and on 2 ranks") {
+  distributed::mpi comm;
+  REQUIRE(comm.size() == 2);
+  const toy t = toy_data();
+  const auto all = data::from_tensors<shape<8>>(t.x, t.y);
+  const auto shard = all.shard(std::size_t(comm.size()), std::size_t(comm.rank()));
+
+  // one file name for the job: rank 0's process id, broadcast
+  std::vector<float> tag{comm.rank() == 0 ? float(::getpid() % 1000000) : 0.0f};
+  comm.broadcast(std::span<float>(tag), 0);
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("ctnn_mpi_resume_" + std::to_string(long(tag[0])) + ".ctnn");
+
+  // a 2-rank job writes its checkpoint (rank 0 only) after one epoch
+  auto first = make_model<net>(7);
+  adam first_opt{0.01};
+  distributed::data_parallel<distributed::mpi> dp1{comm};
+  fit(first, xent, first_opt, shard.batch(global_batch / 2), epochs{1}, dp1,
+      model_checkpoint{.filepath = path.string()});
+  comm.barrier();  // rank 0 has renamed the file into place
+  REQUIRE(std::filesystem::exists(path));
+  const auto saved = copy(first.parameters());
+
+  // resumed on 1 process (every rank alone, the global batch)
+  auto one = make_model<net>(99);
+  io::load_weights(one, path);
+  CHECK(max_difference(copy(one.parameters()), saved) == 0.0);
+  adam one_opt{0.01};
+  fit(one, xent, one_opt, all.batch(global_batch), epochs{1});
+
+  // resumed on 2 ranks: only rank 0 reads the file; the broadcast at train begin gives rank 1 its weights
+  auto two = make_model<net>(99 + std::uint64_t(comm.rank()));
+  if (comm.rank() == 0) io::load_weights(two, path);
+  adam two_opt{0.01};
+  distributed::data_parallel<distributed::mpi> dp2{comm};
+  fit(two, xent, two_opt, shard.batch(global_batch / 2), epochs{1}, dp2);
+
+  const auto a = copy(one.parameters()), b = copy(two.parameters());
+  std::printf("rank %d: resumed max |2x32 - 1x64| = %.3g (moved %.3g from the checkpoint)\n", comm.rank(),
+              max_difference(a, b), max_difference(a, saved));
+  CHECK(max_difference(a, saved) > 1e-3);
+  CHECK(max_difference(a, b) <= 1e-5);
+  comm.barrier();
+  if (comm.rank() == 0) std::filesystem::remove(path);
 }
 
 int main(int argc, char** argv) {
