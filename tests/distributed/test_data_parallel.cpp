@@ -15,6 +15,9 @@
 #endif
 
 #include <algorithm>
+#include <barrier>
+#include <cmath>
+#include <thread>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
@@ -278,4 +281,120 @@ TEST_CASE("process_role: rank 0 of 1 unless data_parallel says otherwise, and on
   distributed::data_parallel<recording_comm> dp1{c};
   CHECK(dp1.process_role().rank == 1);
   CHECK(dp1.process_role().size == 2);
+}
+
+// ---- sync_batch_norm (batch_normalization<..., Synchronized = true>) ----
+
+namespace {
+using bn_net = sequential<input<4>, dense<6>, batch_norm, dense<3>>;
+using sync_bn_net = sequential<input<4>, dense<6>, sync_batch_norm, dense<3>>;
+
+// Two replicas as two threads: average() waits for the other and takes the mean of both.
+struct two_thread_replicas {
+  std::barrier<> sync{2};
+  std::vector<double> slot[2];
+  void average(int me, double* v, std::size_t n) {
+    slot[me].assign(v, v + n);
+    sync.arrive_and_wait();
+    for (std::size_t i = 0; i < n; ++i) v[i] = (slot[0][i] + slot[1][i]) / 2;
+    sync.arrive_and_wait();  // both have read before either writes again
+  }
+};
+}  // namespace
+
+TEST_CASE("sync_batch_norm kernels: two replicas with half a batch each compute the whole batch's statistics and gradients") {
+  constexpr std::size_t C = 5, rows = 24, half = rows / 2;
+  std::vector<float> x(rows * C), dy(rows * C), gamma(C), beta(C);
+  rng g(17);
+  for (auto& v : x) v = float(g.uniform(-2, 3));
+  for (auto& v : dy) v = float(g.uniform(-1, 1));
+  for (std::size_t c = 0; c < C; ++c) {
+    gamma[c] = float(0.5 + 0.2 * double(c));
+    beta[c] = float(0.1 * double(c));
+  }
+  // the whole batch, one replica: the ordinary kernels
+  std::vector<float> mm(C, 0.3f), mv(C, 1.0f), y(rows * C), mean(C), inv(C), dx(rows * C), dg(C), db(C);
+  kernels::cpu::batch_norm_forward<C>(x.data(), y.data(), gamma.data(), beta.data(), mm.data(), mv.data(),
+                                      mean.data(), inv.data(), rows, 0.9, 1e-3, true);
+  kernels::cpu::batch_norm_backward<C>(x.data(), dy.data(), dx.data(), gamma.data(), mean.data(), inv.data(),
+                                       dg.data(), db.data(), rows, true);
+  // two replicas, rows [0, 12) and [12, 24)
+  two_thread_replicas rep;
+  std::vector<float> rmm[2], rmv[2], ry(rows * C), rmean[2], rinv[2], rdx(rows * C), rdg[2], rdb[2];
+  auto replica = [&](int r) {
+    rmm[r].assign(C, 0.3f);
+    rmv[r].assign(C, 1.0f);
+    rmean[r].resize(C), rinv[r].resize(C), rdg[r].resize(C), rdb[r].resize(C);
+    const std::size_t at = std::size_t(r) * half * C;
+    auto avg = [&](double* v, std::size_t n) { rep.average(r, v, n); };
+    kernels::cpu::batch_norm_forward_cross_replica<C>(x.data() + at, ry.data() + at, gamma.data(), beta.data(),
+                                                      rmm[r].data(), rmv[r].data(), rmean[r].data(), rinv[r].data(),
+                                                      half, 0.9, 1e-3, avg);
+    kernels::cpu::batch_norm_backward_cross_replica<C>(x.data() + at, dy.data() + at, rdx.data() + at, gamma.data(),
+                                                       rmean[r].data(), rinv[r].data(), rdg[r].data(), rdb[r].data(),
+                                                       half, avg);
+  };
+  std::thread other(replica, 1);
+  replica(0);
+  other.join();
+  for (int r = 0; r < 2; ++r)
+    for (std::size_t c = 0; c < C; ++c) {
+      CHECK(rmean[r][c] == doctest::Approx(mean[c]).epsilon(1e-6));
+      CHECK(rinv[r][c] == doctest::Approx(inv[c]).epsilon(1e-5));
+      CHECK(rmm[r][c] == doctest::Approx(mm[c]).epsilon(1e-6));
+      CHECK(rmv[r][c] == doctest::Approx(mv[c]).epsilon(1e-5));
+    }
+  for (std::size_t c = 0; c < C; ++c) {  // each replica's dgamma, dbeta: its own rows' sums
+    CHECK(rdg[0][c] + rdg[1][c] == doctest::Approx(dg[c]).epsilon(1e-5));
+    CHECK(rdb[0][c] + rdb[1][c] == doctest::Approx(db[c]).epsilon(1e-5));
+  }
+  double ydiff = 0, dxdiff = 0, dxmax = 0;
+  for (std::size_t i = 0; i < rows * C; ++i) {
+    ydiff = std::max(ydiff, double(std::abs(ry[i] - y[i])));
+    dxdiff = std::max(dxdiff, double(std::abs(rdx[i] - dx[i])));
+    dxmax = std::max(dxmax, double(std::abs(dx[i])));
+  }
+  CHECK(ydiff < 1e-5);
+  CHECK(dxdiff < 1e-5 * dxmax);
+  // per-replica statistics (batch_norm's) differ: the halves are not alike
+  std::vector<float> hm(C, 0.3f), hv(C, 1.0f), hy(half * C), hmean(C), hinv(C);
+  kernels::cpu::batch_norm_forward<C>(x.data(), hy.data(), gamma.data(), beta.data(), hm.data(), hv.data(),
+                                      hmean.data(), hinv.data(), half, 0.9, 1e-3, true);
+  double hdiff = 0;
+  for (std::size_t c = 0; c < C; ++c) hdiff = std::max(hdiff, double(std::abs(hmean[c] - mean[c])));
+  CHECK(hdiff > 1e-3);
+}
+
+TEST_CASE("sync_batch_norm: batch_norm outside data-parallel training, bit for bit; its name") {
+  CHECK(sync_batch_norm::name() == "sync_batch_norm");
+  CHECK(batch_normalization<0.9, 1e-3, true>::name() == "batch_normalization<0.9, 0.001, true>");
+  CHECK(sync_bn_net::parameter_count == bn_net::parameter_count);
+  auto a = make_model<bn_net>(3);
+  auto b = make_model<sync_bn_net>(3);
+  REQUIRE(params(a) == params(b));
+  adam oa{0.01}, ob{0.01};
+  distributed::data_parallel<distributed::none> dp;
+  fit(a, xent, oa, toy_data().batch(8), epochs{2});
+  fit(b, xent, ob, toy_data().batch(8), epochs{2}, dp);
+  CHECK(params(a) == params(b));
+  const std::vector<float> sa(a.state().begin(), a.state().end()), sb(b.state().begin(), b.state().end());
+  CHECK(sa == sb);
+}
+
+TEST_CASE("data_parallel: sync_batch_norm agrees before each of its all-reduces; the model forgets the replicas after fit") {
+  record rec;
+  auto m = make_model<sync_bn_net>(3);
+  sgd opt{0.1};
+  {
+    recording_comm c = rec.comm();
+    distributed::data_parallel<recording_comm> dp{c};
+    fit(m, xent, opt, toy_data().batch(16), epochs{1}, dp);
+    // begin; per step: the layer's forward (5), its backward (5), the gradients (2); epoch end; end
+    const std::vector<int> points{1, 5, 5, 2, 5, 5, 2, 5, 5, 2, 3, 4};
+    REQUIRE(rec.agreements.size() == 2 * points.size());
+    for (std::size_t i = 0; i < points.size(); ++i) CHECK(rec.agreements[2 * i + 1] == double(8 * i + std::size_t(points[i])));
+  }
+  // dp is gone: a fit without it must not reach it (ASan would see the stale pointer)
+  fit(m, xent, opt, toy_data().batch(16), epochs{1});
+  CHECK(std::isfinite(m.parameters()[0]));
 }

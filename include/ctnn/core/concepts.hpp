@@ -39,11 +39,20 @@ struct layer_slot {
   std::byte* metadata = nullptr;
 };
 
+// The other replicas of a data-parallel job, as a synchronized layer (batch_normalization's
+// Synchronized) sees them in training: average(context, values, n) replaces n doubles on every
+// rank by their mean over the ranks (distributed/data_parallel.hpp sets it during fit).
+struct cross_replica {
+  void* context = nullptr;
+  void (*average)(void* context, double* values, std::size_t n) = nullptr;
+};
+
 // What a forward/backward call needs to know about the current step.
 struct run_info {
   std::size_t batch = 0;
   bool training = false;
-  rng* gen = nullptr;  // the model's generator (dropout masks)
+  rng* gen = nullptr;                      // the model's generator (dropout masks)
+  const cross_replica* replicas = nullptr;  // set in data-parallel training, else none
 };
 
 // ---- LayerSpec ----

@@ -10,6 +10,8 @@
 //                        and metrics averaged weighted by each rank's samples, val_* plainly
 //   on_train_end         a last agreement; log_epoch adds "allreduce_seconds"
 //   process_role()       fit's ctx.role: rank 0 writes and prints
+//   during fit           the model's run_info::replicas: sync_batch_norm's statistics averaged
+//                        over the ranks (an agreement, then an all-reduce, per layer call)
 //   on_failure(what)     (fit, on an exception) joins the pending agreement as failed
 // An agreement is one all-reduce of 2 x size doubles (each rank: failed?, where it is): a rank
 // that failed makes the others throw distributed_error "rank r failed: what", ranks at different
@@ -25,6 +27,7 @@
 #include <vector>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <utility>
 
 #include "../train/history.hpp"
@@ -72,7 +75,14 @@ class data_parallel {
     broken_ = false;
     seq_ = 0;
     agree(point::train_begin);
-    if (active_) collective([&] { broadcast_variables(comm_, ctx.model); });
+    if (active_) {
+      collective([&] { broadcast_variables(comm_, ctx.model); });
+      using M = std::remove_reference_t<decltype(ctx.model)>;
+      replicas_ = {this, &average_for_layer};
+      model_ = &ctx.model;
+      release_ = [](void* m) { ctnn::detail::training_access::set_replicas(*static_cast<M*>(m), nullptr); };
+      ctnn::detail::training_access::set_replicas(ctx.model, &replicas_);
+    }
   }
   template <class M>
   void transform_gradients(step_state<M>& s) {
@@ -105,12 +115,14 @@ class data_parallel {
   }
   template <class Ctx>
   void on_train_end(Ctx&) {
+    release_replicas();
     agree(point::train_end);
     active_ = false;  // a failure after this point has nobody to wait for it
   }
   // fit calls it when training ends in an exception on this rank: the others learn it in the
   // agreement they wait in. Not after this object's own collective failed (the others left it).
   void on_failure(const std::string& what) {
+    release_replicas();
     if (!active_ || broken_) return;
     agree(point::failed, what);
   }
@@ -124,7 +136,7 @@ class data_parallel {
   std::size_t agreements() const noexcept { return agreements_; }
 
  private:
-  enum class point : int { failed = 0, train_begin = 1, step = 2, epoch_end = 3, train_end = 4 };
+  enum class point : int { failed = 0, train_begin = 1, step = 2, epoch_end = 3, train_end = 4, layer = 5 };
   static constexpr std::size_t message_bytes = 512;
 
   static bool is_validation(const std::string& k) { return k.rfind("val_", 0) == 0; }
@@ -135,8 +147,22 @@ class data_parallel {
       case point::step: return "a step's gradient all-reduce";
       case point::epoch_end: return "the end of an epoch";
       case point::train_end: return "the end of training";
+      case point::layer: return "a synchronized layer's all-reduce";
     }
     return "?";
+  }
+  // run_info::replicas of a synchronized layer (sync_batch_norm) in training: an agreement, then
+  // the values averaged over the ranks (counted in allreduce_seconds).
+  static void average_for_layer(void* self, double* values, std::size_t n) {
+    auto& dp = *static_cast<data_parallel*>(self);
+    dp.agree(point::layer);
+    const auto t0 = std::chrono::steady_clock::now();
+    dp.collective([&] { dp.comm_.all_reduce_average(std::span<double>(values, n)); });
+    dp.seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  void release_replicas() noexcept {
+    if (model_) release_(model_);
+    model_ = nullptr;
   }
   template <class F>
   void collective(F&& f) {
@@ -194,6 +220,9 @@ class data_parallel {
   double seconds_ = 0;
   std::size_t reductions_ = 0, agreements_ = 0;
   std::vector<double> agreement_;  // agree()'s slots: (failed, position) per rank
+  cross_replica replicas_;         // the model's run_info::replicas during fit
+  void* model_ = nullptr;          // the model that holds them, and how to take them back
+  void (*release_)(void*) = nullptr;
 };
 
 }  // namespace ctnn::distributed

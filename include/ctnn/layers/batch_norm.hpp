@@ -9,7 +9,8 @@
 // (init 0). State (non-trainable, saved with the weights): moving_mean[C]
 // (init 0), moving_variance[C] (init 1). batch_norm = Keras' defaults
 // (momentum 0.99, epsilon 1e-3). Cache: the batch mean and 1/sqrt(var + eps)
-// (2C values; the plan's cache_per_sample * batch holds them).
+// (2C values; the plan's cache_per_sample * batch holds them). Synchronized (sync_batch_norm):
+// the training statistics over every replica of a data-parallel job (run_info::replicas).
 #pragma once
 #include <array>
 #include <cmath>
@@ -30,7 +31,7 @@ namespace ctnn {
 template <class Spec, Shape In, class Pol, class Backend>
 struct batch_norm_layer;
 
-template <auto Momentum = 0.99, auto Epsilon = 1e-3>
+template <auto Momentum = 0.99, auto Epsilon = 1e-3, bool Synchronized = false>
 struct batch_normalization {
   static_assert(std::is_floating_point_v<decltype(Momentum)> && std::is_floating_point_v<decltype(Epsilon)>,
                 "batch_norm: the momentum and epsilon must be floating-point numbers");
@@ -38,10 +39,13 @@ struct batch_normalization {
   static_assert(Epsilon > 0 && Epsilon < 1e30, "batch_norm: epsilon must be finite and > 0");
   using is_layer_spec = void;
   static constexpr double momentum = double(Momentum), epsilon = double(Epsilon);
+  static constexpr bool synchronized = Synchronized;
 
   static std::string name() {
     if (std::is_same_v<batch_normalization, batch_normalization<>>) return "batch_norm";
-    return "batch_normalization<" + detail::format_number(Momentum) + ", " + detail::format_number(Epsilon) + ">";
+    if (std::is_same_v<batch_normalization, batch_normalization<0.99, 1e-3, true>>) return "sync_batch_norm";
+    return "batch_normalization<" + detail::format_number(Momentum) + ", " + detail::format_number(Epsilon) +
+           (Synchronized ? ", true>" : ">");
   }
 
   template <Shape In, class P, class Backend>
@@ -88,9 +92,24 @@ struct batch_norm_layer {
       }
     }
 
+    static auto average_over(run_info r) {
+      return [c = r.replicas](double* v, std::size_t n) { c->average(c->context, v, n); };
+    }
+
     // The formulas run in ops<Backend> (has_layer_ops: backends/cpu/normalization.hpp, backends/cuda).
     static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
       S* st = statistics(s);
+      if constexpr (Spec::synchronized) {
+        if (r.training && r.replicas) {
+          static_assert(Backend::memory::host_accessible,
+                        "sync_batch_norm: synchronized statistics run on host memory only (not yet on a device "
+                        "backend: docs/distributed.md)");
+          kernels::cpu::batch_norm_forward_cross_replica<C>(x, y, s.params, s.params + C, st, st + C, s.cache,
+                                                            s.cache + C, r.batch * P, Momentum, Epsilon,
+                                                            average_over(r));
+          return;
+        }
+      }
       ops<Backend>::template batch_norm_forward<C>(x, y, s.params, s.params + C, st, st + C, s.cache, s.cache + C,
                                                    r.batch * P, Momentum, Epsilon, r.training);
     }
@@ -99,11 +118,22 @@ struct batch_norm_layer {
     //   dx = gamma * inv / M * (M * dy - sum(dy) - xhat * sum(dy * xhat)).
     // Inference (frozen statistics): dx = gamma * inv * dy.
     static void backward(layer_slot<T> s, const T* x, const T*, T* dy, T* dx, run_info r) {
+      if constexpr (Spec::synchronized) {
+        if (r.training && r.replicas) {
+          kernels::cpu::batch_norm_backward_cross_replica<C>(x, dy, dx, s.params, s.cache, s.cache + C, s.grads,
+                                                             s.grads + C, r.batch * P, average_over(r));
+          return;
+        }
+      }
       ops<Backend>::template batch_norm_backward<C>(x, dy, dx, s.params, s.cache, s.cache + C, s.grads, s.grads + C,
                                                     r.batch * P, r.training);
     }
 };
 
 using batch_norm = batch_normalization<>;
+// Keras' BatchNormalization(synchronized=True): in data-parallel training (data_parallel during
+// fit) the statistics are those of every replica's batch together (one all-reduce of 2C + 1
+// doubles per forward and per backward); elsewhere it is batch_norm. docs/distributed.md.
+using sync_batch_norm = batch_normalization<0.99, 1e-3, true>;
 
 }  // namespace ctnn

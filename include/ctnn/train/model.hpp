@@ -507,7 +507,7 @@ class model {
   // converted into the other buffer (free again) when the next layer down computes in another
   // type. Then the compute-type gradients widened into gradients().
   void backward_layers(step_scalars*) {
-    const run_info r{batch_, true, &gen_};
+    const run_info r{batch_, true, &gen_, replicas_};
     std::size_t cur = 0;  // which delta buffer holds this layer's dL/d(output)
     for_each_layer_reverse([&]<std::size_t I, class L>() {
       using T = layer_type<I>;
@@ -589,7 +589,7 @@ class model {
     x_ = x;
     batch_ = batch;
     if (!training && fused_mlp_active()) return fused_forward(x, batch);
-    const run_info r{batch, training, &gen_};
+    const run_info r{batch, training, &gen_, training ? replicas_ : nullptr};
     for_each_layer([&]<std::size_t I, class L>() {
       if constexpr (plan::converts_input[I]) {
         if constexpr (I == 0) ops<Backend>::convert(x, converted_input<0>(), batch * input_size);
@@ -733,6 +733,7 @@ class model {
 
   std::uint64_t seed_;
   rng gen_;
+  const cross_replica* replicas_ = nullptr;  // data_parallel's during its fit (training_access::set_replicas)
   plan_memory<Backend> mem_;
   // the step's scalars (scalars())
   using scalars_storage = std::conditional_t<Backend::memory::host_accessible, step_scalars, plan_memory<Backend>>;
@@ -758,6 +759,11 @@ class model {
 namespace detail {
 // What fit's training step may change in a model besides its variables.
 struct training_access {
+  // data_parallel hands the model its replicas for synchronized layers, and takes them back.
+  template <class M>
+  static void set_replicas(M& m, const cross_replica* r) noexcept {
+    m.replicas_ = r;
+  }
   template <class M>
   static ctnn::optimizer_state& optimizer_state(M& m) noexcept {
     return m.opt_;

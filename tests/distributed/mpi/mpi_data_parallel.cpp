@@ -194,6 +194,52 @@ TEST_CASE("data-parallel resume: rank 0's checkpoint of a 2-rank job resumes ali
   if (comm.rank() == 0) std::filesystem::remove(path);
 }
 
+namespace {
+template <class Net>
+struct bn_run {
+  std::vector<float> parameters, state;
+};
+// 2 ranks x batch 32 of Net (this rank's) and 1 process x batch 64 (the reference), 2 epochs of SGD
+// (not Adam: the bias of the dense layer before batch norm has a zero gradient up to rounding, which
+// Adam scales up to full steps)
+template <class Net>
+std::pair<bn_run<Net>, bn_run<Net>> two_by_32_and_one_by_64(distributed::mpi& comm) {
+  const toy t = toy_data();
+  const auto all = data::from_tensors<shape<8>>(t.x, t.y);
+  auto ref = make_model<Net>(5);
+  sgd ref_opt{0.1};
+  fit(ref, xent, ref_opt, all.batch(global_batch), epochs{2});
+  auto m = make_model<Net>(5);
+  sgd opt{0.1};
+  distributed::data_parallel<distributed::mpi> dp{comm};
+  const auto shard = all.shard(std::size_t(comm.size()), std::size_t(comm.rank()));
+  fit(m, xent, opt, shard.batch(global_batch / 2), epochs{2}, dp);
+  return {{copy(m.parameters()), copy(m.state())}, {copy(ref.parameters()), copy(ref.state())}};
+}
+}  // namespace
+
+TEST_CASE("sync_batch_norm: 2 ranks x batch 32 == 1 process x batch 64 (weights and moving statistics); batch_norm's per-replica statistics do not") {
+  distributed::mpi comm;
+  REQUIRE(comm.size() == 2);
+  using sync_net = sequential<input<8>, dense<16>, sync_batch_norm, ctnn::tanh, dense<4>>;
+  using plain_net = sequential<input<8>, dense<16>, batch_norm, ctnn::tanh, dense<4>>;
+  const auto [got, want] = two_by_32_and_one_by_64<sync_net>(comm);
+  const double dw = max_difference(got.parameters, want.parameters), ds = max_difference(got.state, want.state);
+  std::printf("rank %d: sync_batch_norm max |2x32 - 1x64| = %.3g (weights), %.3g (moving statistics)\n", comm.rank(),
+              dw, ds);
+  CHECK(dw <= 1e-5);
+  CHECK(ds <= 1e-5);
+  const auto [pgot, pwant] = two_by_32_and_one_by_64<plain_net>(comm);
+  const double pw = max_difference(pgot.parameters, pwant.parameters), ps = max_difference(pgot.state, pwant.state);
+  std::printf("rank %d: batch_norm (per replica) max |2x32 - 1x64| = %.3g (weights), %.3g (moving statistics)\n",
+              comm.rank(), pw, ps);
+  CHECK(pw > 1e-4);
+  // every rank holds the same moving statistics with sync_batch_norm (rank 0's, broadcast, compared)
+  auto root = got.state;
+  comm.broadcast(std::span<float>(root), 0);
+  CHECK(max_difference(root, got.state) == 0.0);
+}
+
 int main(int argc, char** argv) {
   distributed::mpi_session session(argc, argv);
   doctest::Context context(argc, argv);

@@ -11,6 +11,7 @@
 // (batch_split.hpp; the same bits whatever the thread count).
 // layers/batch_norm.hpp and layers/dropout.hpp have the formulas; docs/design.md ("The op set").
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -106,6 +107,86 @@ void batch_norm_backward(const T* x, const T* dy, T* dx, const T* gamma, const T
       for (std::size_t c = 0; c < C; ++c) {
         const A xhat = (A(x[i * C + c]) - m[c]) * v[c];
         dx[i * C + c] = T(k[c] * (mm * A(dy[i * C + c]) - db[c] - xhat * dg[c]));
+      }
+  });
+}
+
+// Synchronized (cross-replica) batch normalization in training, host memory: the statistics of
+// the batch of every replica together. average(double*, n) replaces n values by their mean over
+// the replicas. Forward: one average of {sum(x - K), sum((x - K)^2), rows} per channel, in double,
+// shifted by K = the moving mean (the same on every replica), then the global mean and biased
+// variance as batch_norm_forward's; the moving statistics updated with them on every replica.
+template <std::size_t C, class T, class S, class Average>
+void batch_norm_forward_cross_replica(const T* x, T* y, const T* gamma, const T* beta, S* moving_mean, S* moving_var,
+                                      T* mean, T* inv, std::size_t rows, double momentum, double epsilon,
+                                      Average&& average) {
+  using A = precision::arithmetic_t<T>;
+  std::array<double, 2 * C + 1> s{};
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t c = 0; c < C; ++c) {
+      const double d = double(A(x[i * C + c])) - double(moving_mean[c]);
+      s[c] += d;
+      s[C + c] += d * d;
+    }
+  s[2 * C] = double(rows);
+  average(s.data(), s.size());
+  std::array<A, C> m, v, g, b;
+  for (std::size_t c = 0; c < C; ++c) {
+    const double shift = s[c] / s[2 * C];
+    const double var = std::max(0.0, s[C + c] / s[2 * C] - shift * shift);
+    const double mu = double(moving_mean[c]) + shift;
+    moving_mean[c] = S(double(moving_mean[c]) * momentum + mu * (1 - momentum));
+    moving_var[c] = S(double(moving_var[c]) * momentum + var * (1 - momentum));
+    m[c] = A(mu);
+    v[c] = A(1 / std::sqrt(var + epsilon));
+    mean[c] = T(m[c]);
+    inv[c] = T(v[c]);
+    g[c] = A(gamma[c]);
+    b[c] = A(beta[c]);
+  }
+  for_samples(rows, C, [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t i = r0; i < r1; ++i)
+      for (std::size_t c = 0; c < C; ++c) y[i * C + c] = T(g[c] * (A(x[i * C + c]) - m[c]) * v[c] + b[c]);
+  });
+}
+
+// Its backward: dgamma, dbeta this replica's sums (data_parallel averages them with the other
+// gradients); dx through the global statistics, with the sums of dy and dy xhat averaged over the
+// replicas: dx = gamma inv (dy - mean(dy) - xhat mean(dy xhat)), the means over every replica's rows.
+template <std::size_t C, class T, class Average>
+void batch_norm_backward_cross_replica(const T* x, const T* dy, T* dx, const T* gamma, const T* mean, const T* inv,
+                                       T* dgamma, T* dbeta, std::size_t rows, Average&& average) {
+  using A = precision::arithmetic_t<T>;
+  std::array<double, 2 * C + 1> s{};
+  std::array<A, C> m, v;
+  for (std::size_t c = 0; c < C; ++c) {
+    m[c] = A(mean[c]);
+    v[c] = A(inv[c]);
+  }
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t c = 0; c < C; ++c) {
+      const A xhat = (A(x[i * C + c]) - m[c]) * v[c];
+      s[c] += double(A(dy[i * C + c]));
+      s[C + c] += double(A(dy[i * C + c]) * xhat);
+    }
+  for (std::size_t c = 0; c < C; ++c) {
+    dbeta[c] = T(A(s[c]));
+    dgamma[c] = T(A(s[C + c]));
+  }
+  s[2 * C] = double(rows);
+  average(s.data(), s.size());  // every replica joins, whether or not it needs dx
+  if (!dx) return;
+  std::array<A, C> k, mdy, mdyx;
+  for (std::size_t c = 0; c < C; ++c) {
+    k[c] = A(gamma[c]) * v[c];
+    mdy[c] = A(s[c] / s[2 * C]);
+    mdyx[c] = A(s[C + c] / s[2 * C]);
+  }
+  for_samples(rows, C, [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t i = r0; i < r1; ++i)
+      for (std::size_t c = 0; c < C; ++c) {
+        const A xhat = (A(x[i * C + c]) - m[c]) * v[c];
+        dx[i * C + c] = T(k[c] * (A(dy[i * C + c]) - mdy[c] - xhat * mdyx[c]));
       }
   });
 }
