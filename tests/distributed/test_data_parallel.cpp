@@ -365,7 +365,7 @@ TEST_CASE("sync_batch_norm kernels: two replicas with half a batch each compute 
   CHECK(hdiff > 1e-3);
 }
 
-TEST_CASE("sync_batch_norm: batch_norm outside data-parallel training, bit for bit; its name") {
+TEST_CASE("sync_batch_norm: batch_norm outside data-parallel training, bit for bit, and its name") {
   CHECK(sync_batch_norm::name() == "sync_batch_norm");
   CHECK(batch_normalization<0.9, 1e-3, true>::name() == "batch_normalization<0.9, 0.001, true>");
   CHECK(sync_bn_net::parameter_count == bn_net::parameter_count);
@@ -381,7 +381,7 @@ TEST_CASE("sync_batch_norm: batch_norm outside data-parallel training, bit for b
   CHECK(sa == sb);
 }
 
-TEST_CASE("data_parallel: sync_batch_norm agrees before each of its all-reduces; the model forgets the replicas after fit") {
+TEST_CASE("data_parallel: sync_batch_norm agrees before each of its all-reduces, and the model forgets the replicas after fit") {
   record rec;
   auto m = make_model<sync_bn_net>(3);
   sgd opt{0.1};

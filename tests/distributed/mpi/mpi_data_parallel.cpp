@@ -218,7 +218,7 @@ std::pair<bn_run<Net>, bn_run<Net>> two_by_32_and_one_by_64(distributed::mpi& co
 }
 }  // namespace
 
-TEST_CASE("sync_batch_norm: 2 ranks x batch 32 == 1 process x batch 64 (weights and moving statistics); batch_norm's per-replica statistics do not") {
+TEST_CASE("sync_batch_norm: 2 ranks x batch 32 == 1 process x batch 64 (weights and moving statistics), batch_norm's per-replica statistics do not") {
   distributed::mpi comm;
   REQUIRE(comm.size() == 2);
   using sync_net = sequential<input<8>, dense<16>, sync_batch_norm, ctnn::tanh, dense<4>>;
