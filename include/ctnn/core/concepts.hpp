@@ -47,6 +47,14 @@ struct cross_replica {
   void (*average)(void* context, double* values, std::size_t n) = nullptr;
 };
 
+// Told by the model's backward, layer by layer from the last, that a layer's gradients (float
+// variables, written in place) are final: ready(context, layer's gradients, n, the model's whole
+// gradient region, its size). data_parallel's buckets.
+struct gradient_listener {
+  void* context = nullptr;
+  void (*ready)(void* context, float* gradients, std::size_t n, float* region, std::size_t region_size) = nullptr;
+};
+
 // What a forward/backward call needs to know about the current step.
 struct run_info {
   std::size_t batch = 0;

@@ -13,6 +13,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ctnn {
 
@@ -43,6 +44,15 @@ template <class C>
 concept has_barrier = requires(C& c) { c.barrier(); };
 template <class C>
 concept Communicator = has_rank_and_size<C> && has_broadcast<C> && has_all_reduce_average<C> && has_barrier<C>;
+// Optional: a non-blocking all-reduce (sum, in place) into a list of C::request, progress(list) and
+// wait_all(list) (distributed::mpi has it): data_parallel then reduces the gradients in buckets
+// while backward still runs (overlap); without it, one all-reduce after backward.
+template <class C>
+concept has_async_all_reduce = requires(C& c, std::span<float> f, std::vector<typename C::request>& r) {
+  c.all_reduce_sum_start(f, r);
+  c.progress(r);
+  c.wait_all(r);
+};
 
 // One process: rank 0 of 1; every collective leaves the data as it is.
 struct none {

@@ -5,7 +5,10 @@
 //   on_train_begin       an agreement, then broadcast_variables(comm, model): rank 0's
 //                        parameters, states, masks, optimizer slots and counts to every rank
 //   transform_gradients  (phase 4) an agreement, then the model's whole gradient region averaged
-//                        over the ranks in one all-reduce (sum / size)
+//                        over the ranks in one all-reduce (sum / size); with a non-blocking
+//                        all-reduce (mpi) and float variables: the agreement at the last layer's
+//                        backward, buckets of whole layers (>= options.bucket_bytes) started as
+//                        backward finishes them, the rest started and all awaited in phase 4
 //   reduce_logs          (end of epoch, before the callbacks) an agreement, then the epoch's loss
 //                        and metrics averaged weighted by each rank's samples, val_* plainly
 //   on_train_end         a last agreement; log_epoch adds "allreduce_seconds"
@@ -59,10 +62,29 @@ void broadcast_variables(C& comm, M& m, int root = 0) {
   os.learning_rate_scale = scale[0];
 }
 
+// bucket_bytes: with a communicator that has a non-blocking all-reduce (has_async_all_reduce),
+// gradients are reduced in buckets of at least this many bytes (whole layers, from the last),
+// each started as soon as backward has finished its layers (DDP's bucket_cap_mb; 0: one
+// all-reduce after backward, as without overlap).
+struct data_parallel_options {
+  std::size_t bucket_bytes = 64 * 1024;
+};
+
+template <class C>
+struct async_requests {
+  using type = char;  // unused: no non-blocking all-reduce
+};
+template <class C>
+  requires requires { typename C::request; }
+struct async_requests<C> {
+  using type = typename C::request;
+};
+
 template <Communicator C>
 class data_parallel {
  public:
-  explicit data_parallel(C comm = C{}) : comm_(std::move(comm)), active_(comm_.size() > 1) {}
+  explicit data_parallel(C comm = C{}, data_parallel_options o = {})
+      : comm_(std::move(comm)), active_(comm_.size() > 1), options_(o) {}
 
   const C& communicator() const noexcept { return comm_; }
   int rank() const { return comm_.rank(); }
@@ -81,7 +103,16 @@ class data_parallel {
       replicas_ = {this, &average_for_layer};
       model_ = &ctx.model;
       release_ = [](void* m) { ctnn::detail::training_access::set_replicas(*static_cast<M*>(m), nullptr); };
+      release_listener_ = [](void* m) {
+        ctnn::detail::training_access::set_gradient_listener(*static_cast<M*>(m), nullptr);
+      };
       ctnn::detail::training_access::set_replicas(ctx.model, &replicas_);
+      if constexpr (has_async_all_reduce<C> && M::backend::memory::host_accessible) {
+        if (options_.bucket_bytes > 0) {
+          listener_ = {this, &gradients_ready};
+          ctnn::detail::training_access::set_gradient_listener(ctx.model, &listener_);
+        }
+      }
     }
   }
   template <class M>
@@ -90,12 +121,40 @@ class data_parallel {
                   "data_parallel: this backend's gradients are device memory; averaging them needs NCCL or a host "
                   "copy (not yet: docs/distributed.md)");
     if (!active_) return;
+    if constexpr (has_async_all_reduce<C>) {
+      if (started_) {  // buckets went out during backward: the rest, then wait for all
+        const auto t0 = std::chrono::steady_clock::now();
+        started_ = false;
+        collective([&] {
+          if (pending_end_ > s.gradients.data())
+            comm_.all_reduce_sum_start(std::span<float>(s.gradients.data(), pending_end_), requests_);
+          comm_.wait_all(requests_);
+        });
+        const float ranks = float(comm_.size());
+        for (float& v : s.gradients) v /= ranks;
+        seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        ++reductions_;
+        return;
+      }
+    }
     agree(point::step);
     const auto t0 = std::chrono::steady_clock::now();
     collective([&] { comm_.all_reduce_average(s.gradients); });
     seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++reductions_;
   }
+  // A step whose update was skipped before data_parallel's phase 4 (a hook before it) left its
+  // buckets out: finish them before the next step's.
+  template <class Ctx>
+  void on_batch_begin(Ctx&) {
+    if constexpr (has_async_all_reduce<C>) {
+      if (!started_) return;
+      started_ = false;
+      collective([&] { comm_.wait_all(requests_); });
+    }
+  }
+  // Buckets started during backward so far (overlap; 0 without a non-blocking all-reduce).
+  std::size_t buckets() const noexcept { return buckets_; }
   // The epoch's loss and metrics (every key fit has set so far) averaged across the ranks, each
   // rank's weighted by its `samples`; val_* unweighted (each rank's validation is one value).
   void reduce_logs(logs& l, std::size_t samples) {
@@ -161,8 +220,33 @@ class data_parallel {
     dp.seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   void release_replicas() noexcept {
+    if (model_ && release_listener_) release_listener_(model_);
     if (model_) release_(model_);
     model_ = nullptr;
+  }
+  // The model's backward: layer by layer from the last, a layer's gradients are final. The first
+  // call of a step runs the step's agreement; whole layers gather into the pending bucket, which
+  // is started once it holds bucket_bytes (the gradient region is in layer order, so the started
+  // buckets are always its tail [pending_end_, end)); MPI is let progress the started ones.
+  static void gradients_ready(void* self, float* g, std::size_t, float* region, std::size_t region_size) {
+    auto& dp = *static_cast<data_parallel*>(self);
+    if constexpr (has_async_all_reduce<C>) {
+      const auto t0 = std::chrono::steady_clock::now();
+      if (!dp.started_) {
+        dp.agree(point::step);
+        dp.started_ = true;
+        dp.pending_end_ = region + region_size;
+        dp.requests_.clear();
+      }
+      if (std::size_t(dp.pending_end_ - g) * sizeof(float) >= dp.options_.bucket_bytes) {
+        dp.collective([&] { dp.comm_.all_reduce_sum_start(std::span<float>(g, dp.pending_end_), dp.requests_); });
+        dp.pending_end_ = g;
+        ++dp.buckets_;
+      } else {
+        dp.collective([&] { dp.comm_.progress(dp.requests_); });
+      }
+      dp.seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
   }
   template <class F>
   void collective(F&& f) {
@@ -223,6 +307,13 @@ class data_parallel {
   cross_replica replicas_;         // the model's run_info::replicas during fit
   void* model_ = nullptr;          // the model that holds them, and how to take them back
   void (*release_)(void*) = nullptr;
+  void (*release_listener_)(void*) = nullptr;
+  data_parallel_options options_;
+  gradient_listener listener_;          // the model's, with a non-blocking all-reduce
+  float* pending_end_ = nullptr;        // the buckets started this step are [pending_end_, end)
+  bool started_ = false;                // this step's agreement has run, buckets may be out
+  std::size_t buckets_ = 0;
+  std::vector<typename async_requests<C>::type> requests_;
 };
 
 }  // namespace ctnn::distributed

@@ -16,6 +16,7 @@
 #include <climits>
 #include <cstddef>
 #include <span>
+#include <vector>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -123,6 +124,31 @@ class mpi {
     for (T& v : s) v /= ranks;
   }
   void barrier() const { detail::check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
+
+  // Non-blocking, in place: the element-wise sum over the ranks (MPI_Iallreduce), its requests
+  // appended to `pending`; progress() lets MPI advance them (Open MPI moves a non-blocking
+  // collective on inside MPI calls), wait_all() finishes them all.
+  using request = MPI_Request;
+  void all_reduce_sum_start(std::span<float> s, std::vector<MPI_Request>& pending) const {
+    float* p = s.data();
+    for (std::size_t left = s.size(); left > 0;) {
+      const int n = int(std::min<std::size_t>(left, INT_MAX));
+      pending.push_back(MPI_REQUEST_NULL);
+      detail::check_mpi(MPI_Iallreduce(MPI_IN_PLACE, p, n, MPI_FLOAT, MPI_SUM, comm_, &pending.back()), "MPI_Iallreduce");
+      p += n;
+      left -= std::size_t(n);
+    }
+  }
+  void progress(std::vector<MPI_Request>& pending) const {
+    if (pending.empty()) return;
+    int done = 0;
+    detail::check_mpi(MPI_Testall(int(pending.size()), pending.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+  }
+  void wait_all(std::vector<MPI_Request>& pending) const {
+    if (!pending.empty())
+      detail::check_mpi(MPI_Waitall(int(pending.size()), pending.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    pending.clear();
+  }
 
  private:
   MPI_Comm comm_;

@@ -518,6 +518,11 @@ class model {
       }
       T* dx = input_gradient_needed<I>() ? delta<T>(1 - cur) : nullptr;
       L::backward(slot<I>(), input_of<I>(), activation<I>(), delta<T>(cur), dx, r);
+      if constexpr (!any_copies && L::parameter_count > 0 && std::is_same_v<variable_type, float>)
+        if (listener_) {
+          const auto g = gradients();
+          listener_->ready(listener_->context, slot<I>().grads, L::parameter_count, g.data(), g.size());
+        }
       cur = 1 - cur;
     });
     if constexpr (any_copies)
@@ -734,6 +739,7 @@ class model {
   std::uint64_t seed_;
   rng gen_;
   const cross_replica* replicas_ = nullptr;  // data_parallel's during its fit (training_access::set_replicas)
+  const gradient_listener* listener_ = nullptr;  // and its gradient buckets (set_gradient_listener)
   plan_memory<Backend> mem_;
   // the step's scalars (scalars())
   using scalars_storage = std::conditional_t<Backend::memory::host_accessible, step_scalars, plan_memory<Backend>>;
@@ -763,6 +769,12 @@ struct training_access {
   template <class M>
   static void set_replicas(M& m, const cross_replica* r) noexcept {
     m.replicas_ = r;
+  }
+  // ... and a listener told when each layer's gradients are final (none where the model
+  // widens compute-type gradients after backward: they are final only then).
+  template <class M>
+  static void set_gradient_listener(M& m, const gradient_listener* l) noexcept {
+    m.listener_ = l;
   }
   template <class M>
   static ctnn::optimizer_state& optimizer_state(M& m) noexcept {
