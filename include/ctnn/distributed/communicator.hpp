@@ -47,6 +47,10 @@ concept Communicator = has_rank_and_size<C> && has_broadcast<C> && has_all_reduc
 // Optional: a non-blocking all-reduce (sum, in place) into a list of C::request, progress(list) and
 // wait_all(list) (distributed::mpi has it): data_parallel then reduces the gradients in buckets
 // while backward still runs (overlap); without it, one all-reduce after backward.
+// Whether C's collectives take device memory (a cuda<SM> model's regions): distributed::nccl.
+template <class C>
+inline constexpr bool handles_device_memory = requires { requires bool(C::device_memory); };
+
 template <class C>
 concept has_async_all_reduce = requires(C& c, std::span<float> f, std::vector<typename C::request>& r) {
   c.all_reduce_sum_start(f, r);

@@ -44,9 +44,9 @@ namespace ctnn::distributed {
 // Copies root's variables (parameters, states, masks, optimizer slots and counts) to every rank.
 template <Communicator C, class M>
 void broadcast_variables(C& comm, M& m, int root = 0) {
-  static_assert(M::backend::memory::host_accessible,
-                "broadcast_variables: this backend's variables are device memory; data-parallel training on it "
-                "needs NCCL or a host copy (not yet: docs/distributed.md)");
+  static_assert(M::backend::memory::host_accessible || handles_device_memory<C>,
+                "broadcast_variables: this backend's variables are device memory: use a communicator that takes "
+                "device memory (distributed::nccl, ctnn/distributed/nccl.hpp)");
   if (comm.size() == 1) return;
   comm.broadcast(m.parameters(), root);  // parameters() marks the compute copies stale: refreshed before use
   comm.broadcast(m.state(), root);
@@ -117,9 +117,9 @@ class data_parallel {
   }
   template <class M>
   void transform_gradients(step_state<M>& s) {
-    static_assert(M::backend::memory::host_accessible,
-                  "data_parallel: this backend's gradients are device memory; averaging them needs NCCL or a host "
-                  "copy (not yet: docs/distributed.md)");
+    static_assert(M::backend::memory::host_accessible || handles_device_memory<C>,
+                  "data_parallel: this backend's gradients are device memory: use a communicator that takes device "
+                  "memory (distributed::nccl, ctnn/distributed/nccl.hpp)");
     if (!active_) return;
     if constexpr (has_async_all_reduce<C>) {
       if (started_) {  // buckets went out during backward: the rest, then wait for all
