@@ -7,10 +7,10 @@
 # then carry build/device-deps to the GPU machine with the working tree and run
 #   scripts/device-check.sh       # figures -> $OUT/device-figures.txt (OUT defaults to build/device-out)
 # It builds tests/cuda and bench/cuda with nvcc directly (no CMake, so no
-# find_package of packages that are not there), runs every CUDA test (the
-# CPU-vs-CUDA parity test over every layer type and policy, tests/cuda/test_parity_*.cu
-# with tests/parity/parity.hpp, included; linked only when all three build, so a
-# failure of their build is reported without losing the other tests), then
+# find_package of packages that are not there), runs every CUDA test (every
+# tests/cuda/test_*.cu, the CPU-vs-CUDA parity test over every layer type and policy
+# with tests/parity/parity.hpp and distributed::nccl's where NCCL is found included;
+# a file that fails to build is reported and left out, the others run), then
 # bench_cuda and the PyTorch peer bench/peers/torch_cuda.py, and writes every
 # figure, the test summary and the ratios of ctnn to its peers to ONE file.
 # Each stage has a time limit (build 200 s, tests 100 s, bench 90 s, peer 90 s:
@@ -49,39 +49,44 @@ rm -f $b/*.o $b/test_cuda $b/bench_cuda
 bt=${CTNN_DEVICE_BUILD_TIMEOUT:-200}
 timeout $bt "$nvcc" "${flags[@]}" -c tests/main.cpp -o $b/main.o >$b/main.log 2>&1 &
 p1=$!
-timeout $bt "$nvcc" "${flags[@]}" -c tests/cuda/test_ops.cu -o $b/test_ops.o >$b/test_ops.log 2>&1 &
-p2=$!
-timeout $bt "$nvcc" "${flags[@]}" "-DCTNN_FASHION_MNIST_DIR=\"$fm\"" -c tests/cuda/test_model.cu -o $b/test_model.o \
-  >$b/test_model.log 2>&1 &
-p3=$!
-timeout $bt "$nvcc" "${flags[@]}" "-DCTNN_FASHION_MNIST_DIR=\"$fm\"" -c tests/cuda/test_mixed.cu -o $b/test_mixed.o \
-  >$b/test_mixed.log 2>&1 &
-p5=$!
-timeout $bt "$nvcc" "${flags[@]}" -c tests/cuda/test_weights.cu -o $b/test_weights.o >$b/test_weights.log 2>&1 &
-p6=$!
-timeout $bt "$nvcc" "${flags[@]}" -c tests/cuda/test_fused_tile.cu -o $b/test_fused_tile.o >$b/test_fused_tile.log 2>&1 &
-p7=$!
-pp=()
-for g in dense sparse conv; do
-  timeout $bt "$nvcc" "${flags[@]}" -c tests/cuda/test_parity_$g.cu -o $b/test_parity_$g.o >$b/test_parity_$g.log 2>&1 &
-  pp+=($!)
+# every tests/cuda/test_*.cu, one nvcc each, in parallel; distributed::nccl's test where NCCL is there
+nccl_flags=()
+nccl_libs=()
+for d in /usr/local/cuda/lib /usr/local/cuda/lib64 /usr/lib/x86_64-linux-gnu; do
+  if [[ -e $d/libnccl.so && -f /usr/local/cuda/include/nccl.h ]]; then
+    nccl_flags=(-DCTNN_TEST_NCCL)
+    nccl_libs=("-L$d" -lnccl)
+    break
+  fi
+done
+((${#nccl_libs[@]})) || note "build: NCCL not found: tests/cuda/test_nccl.cu compiles to nothing"
+names=()
+pids=()
+for f in tests/cuda/test_*.cu; do
+  n=$(basename "$f" .cu)
+  timeout $bt "$nvcc" "${flags[@]}" "${nccl_flags[@]}" "-DCTNN_FASHION_MNIST_DIR=\"$fm\"" -c "$f" -o "$b/$n.o" \
+    >"$b/$n.log" 2>&1 &
+  names+=("$n")
+  pids+=($!)
 done
 timeout $bt "$nvcc" "${flags[@]}" bench/cuda/bench_cuda.cu -o $b/bench_cuda "${libs[@]}" >$b/bench.log 2>&1 &
 p4=$!
 build_ok=1
-for p in $p1 $p2 $p3 $p4 $p5 $p6 $p7; do wait $p || build_ok=0; done
-parity_ok=1
-for p in "${pp[@]}"; do wait $p || parity_ok=0; done
-parity=()
-if ((parity_ok)); then
-  parity=($b/test_parity_dense.o $b/test_parity_sparse.o $b/test_parity_conv.o)
-else
-  note "build: the parity test (tests/cuda/test_parity_*.cu) FAILED to build; the other tests run"
-fi
+wait $p1 || build_ok=0
+wait $p4 || note "build: bench/cuda/bench_cuda.cu FAILED to build"
+objs=()
+for k in "${!names[@]}"; do
+  if wait "${pids[$k]}"; then
+    objs+=("$b/${names[$k]}.o")
+  else
+    note "build: tests/cuda/${names[$k]}.cu FAILED to build; the other tests run"
+  fi
+done
+((${#objs[@]})) || build_ok=0
 cat $b/*.log >"$out/build.log"
-if ((build_ok)) && "$nvcc" "${flags[@]}" $b/main.o $b/test_ops.o $b/test_model.o $b/test_mixed.o $b/test_weights.o $b/test_fused_tile.o "${parity[@]}" -o $b/test_cuda "${libs[@]}" \
+if ((build_ok)) && "$nvcc" "${flags[@]}" $b/main.o "${objs[@]}" -o $b/test_cuda "${libs[@]}" "${nccl_libs[@]}" \
   >>"$out/build.log" 2>&1; then
-  note "build: ok ($(elapsed) s)"
+  note "build: ok ($(elapsed) s; ${#objs[@]} of ${#names[@]} test files)"
 else
   note "build: FAILED ($(elapsed) s); the errors are in $out/build.log:"
   grep -m 20 -E "error" "$out/build.log" | tee -a "$fig"
