@@ -4,6 +4,7 @@
 // 64 KiB or more, started during backward), each rank on global batch / ranks of synthetic data. Arguments: the global batch,
 // the threads per process. Counters: samples/s of the whole job (global batch per step), the
 // share of the step in the all-reduce (agreement included), the gradient bytes per step.
+// distributed/all_reduce: one all-reduce of 4 KiB .. 16 MiB alone (latency and bandwidth).
 // Every rank runs the same fixed iteration count (the collectives must match); rank 0 reports.
 //   1 process x 2 threads:   build/bench/bench/bench_distributed --benchmark_filter='threads:2'
 //   2 processes x 1 thread:  mpirun -np 2 --bind-to core build/bench/bench/bench_distributed \
@@ -69,6 +70,20 @@ void step(benchmark::State& st) {
   ctnn::kernels::cpu::set_threads(1);
 }
 
+// One MPI_Allreduce (sum, in place) of n floats, as data_parallel's blocking path runs it (without
+// the agreement): the cost the paper scaling in docs/performance.md starts from. Argument: bytes.
+void all_reduce(benchmark::State& st) {
+  ctnn::distributed::mpi comm;
+  std::vector<float> v(std::size_t(st.range(0)) / sizeof(float), 1.0f);
+  comm.barrier();
+  for (auto _ : st) {
+    comm.all_reduce_average(std::span<float>(v));
+    benchmark::DoNotOptimize(v.data());
+  }
+  st.counters["bytes/s"] = benchmark::Counter(double(st.range(0)), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["processes"] = double(comm.size());
+}
+
 // Prints nothing: the display and file reporter of the ranks other than 0.
 class quiet_reporter : public benchmark::BenchmarkReporter {
  public:
@@ -82,6 +97,8 @@ BENCHMARK(step<mlp>)->Name("distributed/mlp_step")->ArgNames({"batch", "threads"
     ->Args({256, 1})->Args({256, 2})->Iterations(300)->UseRealTime();
 BENCHMARK(step<cnn>)->Name("distributed/cnn_step")->ArgNames({"batch", "threads"})->Args({64, 1})->Args({64, 2})
     ->Iterations(40)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(all_reduce)->Name("distributed/all_reduce")->ArgName("bytes")->Arg(4 << 10)->Arg(64 << 10)->Arg(1 << 20)
+    ->Arg(16 << 20)->Iterations(50)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 int main(int argc, char** argv) {
   ctnn::distributed::mpi_session session(argc, argv);

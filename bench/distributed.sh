@@ -24,7 +24,7 @@ i=1
 while [ "$i" -le "$rounds" ]; do
   taskset -c 0,1 "$prog" --benchmark_filter='threads:2' --benchmark_out="$out/one-x2-$i.json" \
     --benchmark_out_format=json > /dev/null
-  mpirun -np 2 --bind-to core --allow-run-as-root "$prog" --benchmark_filter='threads:1' \
+  mpirun -np 2 --bind-to core --allow-run-as-root "$prog" --benchmark_filter='threads:1|all_reduce' \
     --benchmark_out="$out/two-x1-$i.json" --benchmark_out_format=json > /dev/null
   i=$((i + 1))
 done
@@ -35,10 +35,17 @@ rows = {}
 for f in sorted(glob.glob(out + "/*.json")):
     kind = "2 processes x 1 thread" if "/two-" in f else "1 process x 2 threads"
     for b in json.load(open(f))["benchmarks"]:
+        if "all_reduce" in b["name"]:
+            rows.setdefault((b["name"].split("/iter")[0], "2 processes: one all-reduce"), []).append(
+                (b["bytes/s"], b["real_time"]))
+            continue
         name = b["name"].split("/threads")[0]
         rows.setdefault((name, kind), []).append((b["samples/s"], b["allreduce_share"]))
 print("| step (global batch) | run | samples/s (median) | all-reduce share |")
 print("| --- | --- | --- | --- |")
 for (name, kind), v in sorted(rows.items()):
+    if "all_reduce" in name:
+        print(f"| {name} | {kind} | {statistics.median(x for x, _ in v) / 1e9:.2f} GB/s | {statistics.median(s for _, s in v):.1f} us |")
+        continue
     print(f"| {name} | {kind} | {statistics.median(x for x, _ in v):,.0f} | {statistics.median(s for _, s in v):.1%} |")
 PY
