@@ -4,6 +4,10 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/backends/cpu/int8.hpp>
+#include <ctnn/quantization/arithmetic.hpp>
+
+#include <cmath>
+#include <limits>
 
 #include <cstdint>
 #include <random>
@@ -69,4 +73,62 @@ TEST_CASE("int8: the path rule") {
   if constexpr (xsimd::avx512bw::supported())
     CHECK(i8::int8_path_of<xsimd::avx512bw>() ==
           (i8::vnni_compiled && i8::cpu_has_avx512vnni() ? i8::int8_path::vnni : i8::int8_path::avx2));
+}
+
+TEST_CASE("int8 quantize: the vector rounding equals quantization::quantize element by element") {
+  std::vector<float> x;
+  for (int k = -400; k <= 400; ++k) x.push_back(float(k) * 0.5f);  // every tie of scale 1
+  for (int k = -400; k <= 400; ++k) {
+    x.push_back(std::nextafter(float(k) * 0.5f, 1e9f));
+    x.push_back(std::nextafter(float(k) * 0.5f, -1e9f));
+  }
+  std::mt19937 g(3);
+  std::uniform_real_distribution<float> d(-300.0f, 300.0f);
+  for (int k = 0; k < 2000; ++k) x.push_back(d(g));
+  x.push_back(std::numeric_limits<float>::quiet_NaN());
+  x.push_back(std::numeric_limits<float>::infinity());
+  x.push_back(-std::numeric_limits<float>::infinity());
+  const int ran = ctnn::test::for_each_arch("int8 quantize", [&]<class Arch>(Arch, const char*) {
+    for (float scale : {1.0f, 0.5f, 0.0123f, 3.0f})
+      for (std::int32_t zp : {0, -128, 17}) {
+        std::vector<std::int8_t> got(x.size());
+        i8::quantize<Arch>(x.data(), x.size(), scale, zp, -128, 127, got.data());
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < x.size(); ++i)
+          bad += got[i] != ctnn::quantization::quantize(x[i], {scale, zp});
+        CHECK(bad == 0);
+      }
+  });
+  CHECK(ran >= 1);
+}
+
+TEST_CASE("int8 requantize_row equals multiply_by_quantized_multiplier, the zero point and the clamp") {
+  std::mt19937 g(5);
+  std::uniform_int_distribution<std::int32_t> acc_d(-3000000, 3000000);
+  std::uniform_real_distribution<double> m_d(-12.0, 2.0);
+  const std::size_t N = 1000;
+  std::vector<std::int32_t> acc(N), off(N), mult(N), shift(N);
+  for (std::size_t j = 0; j < N; ++j) {
+    acc[j] = acc_d(g);
+    off[j] = acc_d(g) / 10;
+    const auto m = ctnn::quantization::quantize_multiplier(std::pow(10.0, m_d(g)) / 1000.0);
+    mult[j] = m.q;
+    shift[j] = m.shift;
+  }
+  acc[0] = 7;  // ties of the rounding shift
+  off[0] = 0;
+  mult[0] = 1 << 30;
+  shift[0] = -1;
+  for (std::int32_t zp : {-128, -5, 40})
+    for (std::int32_t lo : {-128, std::max(-128, zp)}) {
+      std::vector<float> y(N);
+      i8::requantize_row(N, acc.data(), off.data(), mult.data(), shift.data(), zp, lo, 0.25f, y.data());
+      std::size_t bad = 0;
+      for (std::size_t j = 0; j < N; ++j) {
+        const std::int32_t q = std::clamp(
+            ctnn::quantization::multiply_by_quantized_multiplier(acc[j] + off[j], mult[j], shift[j]) + zp, lo, 127);
+        bad += y[j] != 0.25f * float(q - zp);
+      }
+      CHECK(bad == 0);
+    }
 }

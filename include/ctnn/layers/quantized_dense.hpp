@@ -12,8 +12,8 @@
 //     max|x| / 127, as TFLite's hybrid kernels' default), float bias, float output, any
 //     element-wise activation after it.
 // The buffers are state (saved, never trained): bias, scales, zero points, kernel_sum (the
-// kernel's row sums, for the VNNI offset trick), then the int8 kernel: K N + 12 N + 16 bytes
-// (full integer), K N + 12 N (dynamic range), against 4 K N + 4 N for dense. Made by
+// kernel's row sums, for the VNNI offset trick), the int8 kernel, and (full integer) the
+// precomputed requantization multipliers and shifts: K N + 20 N + 16 bytes (full integer), K N + 12 N (dynamic range), against 4 K N + 4 N for dense. Made by
 // quantize_dynamic / quantize_full_integer (quantization/convert.hpp); backward throws
 // (no training: QAT is not done). Products: backends/cpu/int8.hpp. Output: shape<N>.
 #pragma once
@@ -96,17 +96,19 @@ struct quantized_dense_layer {
   using out_shape = shape<N>;
   static std::string name() { return Spec::name(); }
   // indices into buffers
-  enum : std::size_t { b_bias, b_scale, b_sum, b_kernel, b_in_scale, b_in_zp, b_out_scale, b_out_zp };
+  enum : std::size_t { b_bias, b_scale, b_sum, b_kernel, b_in_scale, b_in_zp, b_out_scale, b_out_zp, b_mult, b_shift };
   static constexpr auto buffers = [] {
     if constexpr (full)
-      return std::array<buffer, 8>{buffer::make(role::state, elem::i32, "bias", {N}),
+      return std::array<buffer, 10>{buffer::make(role::state, elem::i32, "bias", {N}),
                                    buffer::make(role::state, elem::f32, "kernel_scale", {N}),
                                    buffer::make(role::state, elem::i32, "kernel_sum", {N}),
                                    buffer::make(role::state, elem::i8, "kernel", {N, K}),
                                    buffer::make(role::state, elem::f32, "input_scale", {1}),
                                    buffer::make(role::state, elem::i32, "input_zero_point", {1}),
                                    buffer::make(role::state, elem::f32, "output_scale", {1}),
-                                   buffer::make(role::state, elem::i32, "output_zero_point", {1})};
+                                   buffer::make(role::state, elem::i32, "output_zero_point", {1}),
+                                   buffer::make(role::state, elem::i32, "output_multiplier", {N}),
+                                   buffer::make(role::state, elem::i32, "output_shift", {N})};
     else
       return std::array<buffer, 4>{buffer::make(role::state, elem::f32, "bias", {N}),
                                    buffer::make(role::state, elem::f32, "kernel_scale", {N}),
@@ -132,6 +134,8 @@ struct quantized_dense_layer {
     std::int32_t* in_zp = nullptr;
     float* out_scale = nullptr;
     std::int32_t* out_zp = nullptr;
+    std::int32_t* mult = nullptr;   // quantize_multiplier(in_scale kernel_scale[j] / out_scale): q, then shift
+    std::int32_t* shift = nullptr;
   };
   static views view(std::byte* base) {
     views v{at<std::int8_t, b_kernel>(base), at<std::int32_t, b_sum>(base), at<float, b_scale>(base),
@@ -141,6 +145,8 @@ struct quantized_dense_layer {
       v.in_zp = at<std::int32_t, b_in_zp>(base);
       v.out_scale = at<float, b_out_scale>(base);
       v.out_zp = at<std::int32_t, b_out_zp>(base);
+      v.mult = at<std::int32_t, b_mult>(base);
+      v.shift = at<std::int32_t, b_shift>(base);
     }
     return v;
   }
@@ -157,15 +163,9 @@ struct quantized_dense_layer {
     }
   }
 
-  // The int8 output value of the int32 sum acc of unit j (full integer), TFLite's reference rule.
-  static std::int32_t requantize(std::int32_t acc, quantization::multiplier m, std::int32_t out_zp) {
-    const std::int32_t lo = std::is_same_v<Act, relu> ? std::max(quantization::qmin, out_zp) : quantization::qmin;
-    const std::int32_t q = quantization::multiply_by_quantized_multiplier(acc, m) + out_zp;
-    return std::clamp(q, lo, quantization::qmax);
-  }
-
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     using Arch = typename Backend::arch;
+    namespace i8 = kernels::cpu::int8;
     const auto v = view(reinterpret_cast<std::byte*>(s.state));
     const std::size_t m = r.batch;
     thread_local std::vector<std::int8_t> xq;
@@ -173,28 +173,26 @@ struct quantized_dense_layer {
     xq.resize(m * K);
     acc.resize(m * N);
     if constexpr (full) {
-      const quantization::params in{*v.in_scale, *v.in_zp}, out{*v.out_scale, *v.out_zp};
-      for (std::size_t i = 0; i < m * K; ++i) xq[i] = std::int8_t(quantization::quantize(x[i], in));
-      kernels::cpu::int8::gemm_s8<Arch>(m, N, K, xq.data(), K, v.kernel, K, v.kernel_sum, acc.data(), N);
+      const float in_scale = *v.in_scale, out_scale = *v.out_scale;
+      const std::int32_t in_zp = *v.in_zp, out_zp = *v.out_zp;
+      i8::quantize<Arch>(x, m * K, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data());
+      i8::gemm_s8<Arch>(m, N, K, xq.data(), K, v.kernel, K, v.kernel_sum, acc.data(), N);
       const auto* bias = static_cast<const std::int32_t*>(v.bias);
-      for (std::size_t j = 0; j < N; ++j) {
-        const auto mult = quantization::quantize_multiplier(double(in.scale) * double(v.kernel_scale[j]) / double(out.scale));
-        const std::int32_t off = bias[j] - in.zero_point * v.kernel_sum[j];
-        for (std::size_t i = 0; i < m; ++i)
-          y[i * N + j] = quantization::dequantize(requantize(acc[i * N + j] + off, mult, out.zero_point), out);
-      }
+      thread_local std::vector<std::int32_t> off;
+      off.resize(N);
+      for (std::size_t j = 0; j < N; ++j) off[j] = bias[j] - in_zp * v.kernel_sum[j];
+      const std::int32_t lo = std::is_same_v<Act, relu> ? std::max(quantization::qmin, out_zp) : quantization::qmin;
+      for (std::size_t i = 0; i < m; ++i)
+        i8::requantize_row(N, acc.data() + i * N, off.data(), v.mult, v.shift, out_zp, lo, out_scale, y + i * N);
     } else {
       thread_local std::vector<float> row_scale;
       row_scale.resize(m);
       for (std::size_t i = 0; i < m; ++i) {
-        float amax = 0;
-        for (std::size_t k = 0; k < K; ++k) amax = std::max(amax, std::abs(x[i * K + k]));
+        const float amax = i8::abs_max<Arch>(x + i * K, K);
         row_scale[i] = amax / 127.0f;
-        const quantization::params p{amax > 0 ? row_scale[i] : 1.0f, 0};
-        for (std::size_t k = 0; k < K; ++k)
-          xq[i * K + k] = std::int8_t(quantization::quantize(x[i * K + k], p, -127, 127));
+        i8::quantize<Arch>(x + i * K, K, amax > 0 ? row_scale[i] : 1.0f, 0, -127, 127, xq.data() + i * K);
       }
-      kernels::cpu::int8::gemm_s8<Arch>(m, N, K, xq.data(), K, v.kernel, K, v.kernel_sum, acc.data(), N);
+      i8::gemm_s8<Arch>(m, N, K, xq.data(), K, v.kernel, K, v.kernel_sum, acc.data(), N);
       const auto* bias = static_cast<const float*>(v.bias);
       for (std::size_t i = 0; i < m; ++i)
         for (std::size_t j = 0; j < N; ++j)

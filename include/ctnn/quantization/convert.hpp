@@ -151,6 +151,14 @@ model<quantized_t<Net, Scheme>, precision::float32, B> convert(const model<Net, 
               *data_of<std::int32_t>(dst, I, "input_zero_point") = in.zero_point;
               *data_of<float>(dst, I, "output_scale") = outp.scale;
               *data_of<std::int32_t>(dst, I, "output_zero_point") = outp.zero_point;
+              auto* mq = data_of<std::int32_t>(dst, I, "output_multiplier");
+              auto* ms = data_of<std::int32_t>(dst, I, "output_shift");
+              for (std::size_t j = 0; j < N; ++j) {
+                const auto mult =
+                    quantize_multiplier(double(in.scale) * double(scale[j]) / double(outp.scale));
+                mq[j] = mult.q;
+                ms[j] = mult.shift;
+              }
               auto* bq = data_of<std::int32_t>(dst, I, "bias");
               for (std::size_t j = 0; j < N; ++j) {
                 const double r = std::round(double(b[j]) / (double(in.scale) * double(scale[j])));

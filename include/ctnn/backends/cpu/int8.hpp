@@ -16,6 +16,8 @@
 // xsimd 8.1 has no VNNI architecture: the rule above is compile time (the intrinsics exist only
 // under __AVX512VNNI__) plus one cpuid read. Docs: docs/quantization.md.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -106,84 +108,86 @@ inline __m256i dot32(__m256i acc, __m256i abs_a, __m256i a, __m256i w, __m256i o
   const __m256i p16 = _mm256_maddubs_epi16(abs_a, _mm256_sign_epi8(w, a));
   return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, ones));
 }
-inline void gemm_avx2(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
-                      const std::int8_t* w, std::size_t ldw, std::int32_t* c, std::size_t ldc) {
+// R rows x 4 columns of c per tile: the 4 weight rows are loaded once for R activation rows.
+template <std::size_t R>
+inline void tile_avx2(std::size_t K, const std::int8_t* x, std::size_t lda, const std::int8_t* w0, std::size_t ldw,
+                      std::size_t cols, std::int32_t* c, std::size_t ldc) {
   const std::size_t K32 = K / 32 * 32;
   const __m256i ones = _mm256_set1_epi16(1);
-  for (std::size_t i = 0; i < M; ++i) {
-    const std::int8_t* x = a + i * lda;
-    std::size_t j = 0;
-    for (; j + 4 <= N; j += 4) {
-      const std::int8_t* w0 = w + j * ldw;
-      __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
-      for (std::size_t k = 0; k < K32; k += 32) {
-        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + k));
-        const __m256i ax = _mm256_sign_epi8(xv, xv);
-        s0 = dot32(s0, ax, xv, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0 + k)), ones);
-        s1 = dot32(s1, ax, xv, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0 + ldw + k)), ones);
-        s2 = dot32(s2, ax, xv, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0 + 2 * ldw + k)), ones);
-        s3 = dot32(s3, ax, xv, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0 + 3 * ldw + k)), ones);
-      }
-      c[i * ldc + j] = hsum(s0) + dot_tail(x, w0, K32, K);
-      c[i * ldc + j + 1] = hsum(s1) + dot_tail(x, w0 + ldw, K32, K);
-      c[i * ldc + j + 2] = hsum(s2) + dot_tail(x, w0 + 2 * ldw, K32, K);
-      c[i * ldc + j + 3] = hsum(s3) + dot_tail(x, w0 + 3 * ldw, K32, K);
+  __m256i s[R][4];
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t q = 0; q < 4; ++q) s[r][q] = _mm256_setzero_si256();
+  for (std::size_t k = 0; k < K32; k += 32) {
+    __m256i xv[R], ax[R];
+    for (std::size_t r = 0; r < R; ++r) {
+      xv[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + r * lda + k));
+      ax[r] = _mm256_sign_epi8(xv[r], xv[r]);
     }
-    for (; j < N; ++j) {
-      const std::int8_t* wj = w + j * ldw;
-      __m256i s = _mm256_setzero_si256();
-      for (std::size_t k = 0; k < K32; k += 32) {
-        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + k));
-        s = dot32(s, _mm256_sign_epi8(xv, xv), xv, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wj + k)), ones);
-      }
-      c[i * ldc + j] = hsum(s) + dot_tail(x, wj, K32, K);
+    for (std::size_t q = 0; q < cols; ++q) {
+      const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0 + q * ldw + k));
+      for (std::size_t r = 0; r < R; ++r) s[r][q] = dot32(s[r][q], ax[r], xv[r], wv, ones);
     }
   }
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t q = 0; q < cols; ++q)
+      c[r * ldc + q] = hsum(s[r][q]) + dot_tail(x + r * lda, w0 + q * ldw, K32, K);
+}
+inline void gemm_avx2(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
+                      const std::int8_t* w, std::size_t ldw, std::int32_t* c, std::size_t ldc) {
+  std::size_t i = 0;
+  for (; i + 2 <= M; i += 2)
+    for (std::size_t j = 0; j < N; j += 4)
+      tile_avx2<2>(K, a + i * lda, lda, w + j * ldw, ldw, std::min<std::size_t>(4, N - j), c + i * ldc + j, ldc);
+  for (; i < M; ++i)
+    for (std::size_t j = 0; j < N; j += 4)
+      tile_avx2<1>(K, a + i * lda, lda, w + j * ldw, ldw, std::min<std::size_t>(4, N - j), c + i * ldc + j, ldc);
 }
 #endif
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-// dot(a + 128, w) over K by vpdpbusd; the K % 64 tail by masked loads (w's lanes 0 there).
-inline void gemm_vnni(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
-                      const std::int8_t* w, std::size_t ldw, const std::int32_t* wsum, std::int32_t* c,
-                      std::size_t ldc) {
+// dot(a + 128, w) over K by vpdpbusd, R rows x 4 columns per tile; the K % 64 tail by masked
+// loads (w's lanes 0 there).
+template <std::size_t R>
+inline void tile_vnni(std::size_t K, const std::int8_t* x, std::size_t lda, const std::int8_t* w0, std::size_t ldw,
+                      std::size_t cols, const std::int32_t* wsum, std::int32_t* c, std::size_t ldc) {
   const std::size_t K64 = K / 64 * 64;
   const __mmask64 tail = K64 < K ? (~__mmask64(0) >> (64 - (K - K64))) : 0;
   const __m512i flip = _mm512_set1_epi8(char(0x80));
-  for (std::size_t i = 0; i < M; ++i) {
-    const std::int8_t* x = a + i * lda;
-    auto xu_at = [&](std::size_t k) { return _mm512_xor_si512(_mm512_loadu_si512(x + k), flip); };
-    const __m512i xt = _mm512_xor_si512(_mm512_maskz_loadu_epi8(tail, x + K64), flip);
-    std::size_t j = 0;
-    for (; j + 4 <= N; j += 4) {
-      const std::int8_t* w0 = w + j * ldw;
-      __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
-      for (std::size_t k = 0; k < K64; k += 64) {
-        const __m512i xu = xu_at(k);
-        s0 = _mm512_dpbusd_epi32(s0, xu, _mm512_loadu_si512(w0 + k));
-        s1 = _mm512_dpbusd_epi32(s1, xu, _mm512_loadu_si512(w0 + ldw + k));
-        s2 = _mm512_dpbusd_epi32(s2, xu, _mm512_loadu_si512(w0 + 2 * ldw + k));
-        s3 = _mm512_dpbusd_epi32(s3, xu, _mm512_loadu_si512(w0 + 3 * ldw + k));
-      }
-      if (tail) {
-        s0 = _mm512_dpbusd_epi32(s0, xt, _mm512_maskz_loadu_epi8(tail, w0 + K64));
-        s1 = _mm512_dpbusd_epi32(s1, xt, _mm512_maskz_loadu_epi8(tail, w0 + ldw + K64));
-        s2 = _mm512_dpbusd_epi32(s2, xt, _mm512_maskz_loadu_epi8(tail, w0 + 2 * ldw + K64));
-        s3 = _mm512_dpbusd_epi32(s3, xt, _mm512_maskz_loadu_epi8(tail, w0 + 3 * ldw + K64));
-      }
-      c[i * ldc + j] = _mm512_reduce_add_epi32(s0) - 128 * wsum[j];
-      c[i * ldc + j + 1] = _mm512_reduce_add_epi32(s1) - 128 * wsum[j + 1];
-      c[i * ldc + j + 2] = _mm512_reduce_add_epi32(s2) - 128 * wsum[j + 2];
-      c[i * ldc + j + 3] = _mm512_reduce_add_epi32(s3) - 128 * wsum[j + 3];
-    }
-    for (; j < N; ++j) {
-      const std::int8_t* wj = w + j * ldw;
-      __m512i s = _mm512_setzero_si512();
-      for (std::size_t k = 0; k < K64; k += 64) s = _mm512_dpbusd_epi32(s, xu_at(k), _mm512_loadu_si512(wj + k));
-      if (tail) s = _mm512_dpbusd_epi32(s, xt, _mm512_maskz_loadu_epi8(tail, wj + K64));
-      c[i * ldc + j] = _mm512_reduce_add_epi32(s) - 128 * wsum[j];
+  __m512i s[R][4];
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t q = 0; q < 4; ++q) s[r][q] = _mm512_setzero_si512();
+  for (std::size_t k = 0; k < K64; k += 64) {
+    __m512i xu[R];
+    for (std::size_t r = 0; r < R; ++r) xu[r] = _mm512_xor_si512(_mm512_loadu_si512(x + r * lda + k), flip);
+    for (std::size_t q = 0; q < cols; ++q) {
+      const __m512i wv = _mm512_loadu_si512(w0 + q * ldw + k);
+      for (std::size_t r = 0; r < R; ++r) s[r][q] = _mm512_dpbusd_epi32(s[r][q], xu[r], wv);
     }
   }
+  if (tail) {
+    __m512i xu[R];
+    for (std::size_t r = 0; r < R; ++r)
+      xu[r] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(tail, x + r * lda + K64), flip);
+    for (std::size_t q = 0; q < cols; ++q) {
+      const __m512i wv = _mm512_maskz_loadu_epi8(tail, w0 + q * ldw + K64);
+      for (std::size_t r = 0; r < R; ++r) s[r][q] = _mm512_dpbusd_epi32(s[r][q], xu[r], wv);
+    }
+  }
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t q = 0; q < cols; ++q) c[r * ldc + q] = _mm512_reduce_add_epi32(s[r][q]) - 128 * wsum[q];
+}
+inline void gemm_vnni(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
+                      const std::int8_t* w, std::size_t ldw, const std::int32_t* wsum, std::int32_t* c,
+                      std::size_t ldc) {
+  std::size_t i = 0;
+  for (; i + 4 <= M; i += 4)
+    for (std::size_t j = 0; j < N; j += 4)
+      tile_vnni<4>(K, a + i * lda, lda, w + j * ldw, ldw, std::min<std::size_t>(4, N - j), wsum + j, c + i * ldc + j,
+                   ldc);
+  for (; i < M; ++i)
+    for (std::size_t j = 0; j < N; j += 4)
+      tile_vnni<1>(K, a + i * lda, lda, w + j * ldw, ldw, std::min<std::size_t>(4, N - j), wsum + j, c + i * ldc + j,
+                   ldc);
 }
 #endif
 }  // namespace detail
@@ -213,6 +217,82 @@ void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, 
   (void)p;
   (void)wsum;
   reference::gemm_s8(M, N, K, a, lda, w, ldw, c, ldc);
+}
+
+// q[i] = clamp(round(x[i] / scale) + zp, lo, hi) (round half away from zero, TFLite's
+// AffineQuantize; a NaN gives zp), in xsimd::batch<float, Arch> where Arch has float SIMD: equal
+// to quantization::quantize element by element (IEEE division, exact rounding and clamp).
+template <class Arch = default_arch>
+void quantize(const float* x, std::size_t n, float scale, std::int32_t zp, std::int32_t lo, std::int32_t hi,
+              std::int8_t* q) {
+  std::size_t i = 0;
+  if constexpr (simd_v<float, Arch>) {
+    using B = xsimd::batch<float, Arch>;
+    constexpr std::size_t L = B::size;
+    const B s = B(scale), z = B(float(zp)), l = B(float(lo)), h = B(float(hi));
+    constexpr std::size_t chunk = 256 / L * L;  // rounded in vectors, then narrowed by a loop the compiler vectorizes
+    alignas(64) float tmp[chunk];
+    for (; i + L <= n;) {
+      const std::size_t c = std::min(chunk, (n - i) / L * L);
+      for (std::size_t k = 0; k < c; k += L) {
+        const B v = xsimd::round(B::load_unaligned(x + i + k) / s);
+        xsimd::select(v == v, xsimd::min(xsimd::max(v + z, l), h), z).store_aligned(tmp + k);
+      }
+      for (std::size_t k = 0; k < c; ++k) q[i + k] = std::int8_t(std::int32_t(tmp[k]));
+      i += c;
+    }
+  }
+  for (; i < n; ++i) {
+    const float v = std::round(x[i] / scale);
+    q[i] = std::int8_t(v == v ? std::min(std::max(v + float(zp), float(lo)), float(hi)) : float(zp));
+  }
+}
+
+// max |x[i]| over n values (0 for n = 0; NaNs are skipped), the dynamic-range row scale's input.
+template <class Arch = default_arch>
+float abs_max(const float* x, std::size_t n) {
+  float m = 0;
+  std::size_t i = 0;
+  if constexpr (simd_v<float, Arch>) {
+    using B = xsimd::batch<float, Arch>;
+    B acc(0.0f);
+    for (; i + B::size <= n; i += B::size) {
+      const B a = xsimd::abs(B::load_unaligned(x + i));
+      acc = xsimd::select(a > acc, a, acc);
+    }
+    alignas(64) float t[B::size];
+    acc.store_aligned(t);
+    for (float f : t) m = f > m ? f : m;
+  }
+  for (const float* p = x + i; p < x + n; ++p) m = std::abs(*p) > m ? std::abs(*p) : m;
+  return m;
+}
+
+// One output row of a full-integer layer: y[j] = scale (clamp(MBQM(acc[j] + off[j], mult[j],
+// shift[j]) + zp, lo, 127) - zp), MBQM TFLite's MultiplyByQuantizedMultiplier
+// (quantization/arithmetic.hpp) written without branches so that the compiler vectorizes it;
+// requires 0 <= mult[j] (quantize_multiplier's range), -31 <= shift[j] <= 30.
+inline void requantize_row(std::size_t N, const std::int32_t* acc, const std::int32_t* off, const std::int32_t* mult,
+                           const std::int32_t* shift, std::int32_t zp, std::int32_t lo, float scale, float* y) {
+  constexpr std::size_t chunk = 64;
+  std::int32_t qs[chunk];
+  for (std::size_t j0 = 0; j0 < N; j0 += chunk) {
+    const std::size_t c = std::min(chunk, N - j0);
+    for (std::size_t u = 0; u < c; ++u) {
+      const std::size_t j = j0 + u;
+      const std::int32_t sh = shift[j];
+      const std::int32_t left = sh > 0 ? sh : 0, right = sh > 0 ? 0 : -sh;
+      const std::int32_t x = std::int32_t(std::uint32_t(acc[j] + off[j]) << left);
+      const std::int64_t ab = std::int64_t(x) * std::int64_t(mult[j]);
+      const std::int64_t t = ab + (ab >= 0 ? (std::int64_t(1) << 30) : 1 - (std::int64_t(1) << 30));
+      const std::int32_t hi = std::int32_t((t >= 0 ? t : t + ((std::int64_t(1) << 31) - 1)) >> 31);  // t / 2^31 toward 0
+      const std::int32_t mask = std::int32_t((std::int64_t(1) << right) - 1);
+      const std::int32_t thr = (mask >> 1) + (hi < 0 ? 1 : 0);
+      const std::int32_t q = (hi >> right) + ((hi & mask) > thr ? 1 : 0) + zp;
+      qs[u] = q < lo ? lo : q > 127 ? 127 : q;
+    }
+    for (std::size_t u = 0; u < c; ++u) y[j0 + u] = scale * float(qs[u] - zp);
+  }
 }
 
 }  // namespace ctnn::kernels::cpu::int8
