@@ -284,9 +284,11 @@ inline void requantize_row(std::size_t N, const std::int32_t* acc, const std::in
       const std::int32_t left = sh > 0 ? sh : 0, right = sh > 0 ? 0 : -sh;
       const std::int32_t x = std::int32_t(std::uint32_t(acc[j] + off[j]) << left);
       const std::int64_t ab = std::int64_t(x) * std::int64_t(mult[j]);
-      const std::int64_t t = ab + (ab >= 0 ? (std::int64_t(1) << 30) : 1 - (std::int64_t(1) << 30));
-      const std::int32_t hi = std::int32_t((t >= 0 ? t : t + ((std::int64_t(1) << 31) - 1)) >> 31);  // t / 2^31 toward 0
-      const std::int32_t mask = std::int32_t((std::int64_t(1) << right) - 1);
+      constexpr std::int64_t low31 = (std::int64_t(1) << 31) - 1;
+      // nudge: 2^30 for ab >= 0, 1 - 2^30 below; then t / 2^31 truncated toward zero, all without branches
+      const std::int64_t t = ab + (std::int64_t(1) << 30) - ((ab >> 63) & low31);
+      const std::int32_t hi = std::int32_t((t + ((t >> 63) & low31)) >> 31);
+      const std::int32_t mask = std::int32_t((std::uint32_t(1) << right) - 1u);
       const std::int32_t thr = (mask >> 1) + (hi < 0 ? 1 : 0);
       const std::int32_t q = (hi >> right) + ((hi & mask) > thr ? 1 : 0) + zp;
       qs[u] = q < lo ? lo : q > 127 ? 127 : q;
