@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <stdexcept>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -39,13 +40,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::ofstream(file(), std::ios::binary).write(reinterpret_cast<const char*>(data), std::streamsize(size));
   static auto f = ctnn::make_model<full>(1);
   static auto d = ctnn::make_model<dynamic>(1);
+  static const float x[3 * 6] = {0.5f, -1.0f, 0.25f, 2.0f, -0.75f, 1.5f, -0.5f, 1.0f, 0.0f,
+                                 0.3f, -2.0f, 0.9f, 9.0f, -9.0f, 0.1f, 0.0f, 1e30f, -1e30f};
   try {
     ctnn::io::load_weights(f, file());
+    try {
+      (void)f.predict(x, 3);  // a loaded file runs without undefined behaviour (UBSan)
+    } catch (const std::invalid_argument&) {  // a multiplier outside its range: refused by name
+    }
   } catch (const ctnn::io::weights_error&) {
   } catch (const ctnn::io_error&) {
   }
   try {
     ctnn::io::load_weights(d, file());
+    (void)d.predict(x, 3);
   } catch (const ctnn::io::weights_error&) {
   } catch (const ctnn::io_error&) {
   }

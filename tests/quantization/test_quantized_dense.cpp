@@ -209,6 +209,20 @@ TEST_CASE("full integer: outputs equal an independent scalar int8 implementation
   }
 }
 
+TEST_CASE("quantized_dense: every 4-byte buffer is 4-byte aligned when K N is odd") {
+  using L = quantized_dense_layer<quantized_dense<7, 3, relu>, shape<7>, precision::float32, cpu<>>;
+  for (std::size_t i = 0; i < L::buffers.size(); ++i)
+    if (L::buffers[i].type != elem::i8) CHECK(buffer_offset<precision::float32>(L::buffers, i) % 4 == 0);
+  using odd = sequential<input<7>, dense<3, relu>, dense<5>>;
+  auto m = make_model<odd>(3);
+  std::vector<float> x(20 * 7);
+  rng g(2);
+  for (auto& v : x) v = float(g.uniform(-1, 1));
+  auto q = quantize_full_integer(m, x.data(), 20);
+  const auto p = q.predict(x.data(), 20), f = m.predict(x.data(), 20);
+  for (std::size_t i = 0; i < p.size(); ++i) CHECK(std::abs(p[i] - f[i]) < 0.1);
+}
+
 TEST_CASE("quantized models: the weights file carries int8 kernels, int32 biases, scales and zero points") {
   auto& m = trained<float_model>();
   const auto cal = make_blobs(300, 3);

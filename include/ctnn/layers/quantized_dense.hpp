@@ -12,8 +12,8 @@
 //     max|x| / 127, as TFLite's hybrid kernels' default), float bias, float output, any
 //     element-wise activation after it.
 // The buffers are state (saved, never trained): bias, scales, zero points, kernel_sum (the
-// kernel's row sums, for the VNNI offset trick), the int8 kernel, and (full integer) the
-// precomputed requantization multipliers and shifts: K N + 20 N + 16 bytes (full integer), K N + 12 N (dynamic range), against 4 K N + 4 N for dense. Made by
+// kernel's row sums, for the VNNI offset trick), (full integer) the input and output
+// parameters and the precomputed requantization multipliers and shifts, then the int8 kernel: K N + 20 N + 16 bytes (full integer), K N + 12 N (dynamic range), against 4 K N + 4 N for dense. Made by
 // quantize_dynamic / quantize_full_integer (quantization/convert.hpp); backward throws
 // (no training: QAT is not done). Products: backends/cpu/int8.hpp. Output: shape<N>.
 #pragma once
@@ -96,19 +96,21 @@ struct quantized_dense_layer {
   using out_shape = shape<N>;
   static std::string name() { return Spec::name(); }
   // indices into buffers
-  enum : std::size_t { b_bias, b_scale, b_sum, b_kernel, b_in_scale, b_in_zp, b_out_scale, b_out_zp, b_mult, b_shift };
+  // the int8 kernel last, so every 4-byte buffer stays 4-byte aligned whatever K N is
+  enum : std::size_t { b_bias, b_scale, b_sum, b_in_scale, b_in_zp, b_out_scale, b_out_zp, b_mult, b_shift };
+  static constexpr std::size_t b_kernel = full ? 9 : 3;
   static constexpr auto buffers = [] {
     if constexpr (full)
       return std::array<buffer, 10>{buffer::make(role::state, elem::i32, "bias", {N}),
                                    buffer::make(role::state, elem::f32, "kernel_scale", {N}),
                                    buffer::make(role::state, elem::i32, "kernel_sum", {N}),
-                                   buffer::make(role::state, elem::i8, "kernel", {N, K}),
                                    buffer::make(role::state, elem::f32, "input_scale", {1}),
                                    buffer::make(role::state, elem::i32, "input_zero_point", {1}),
                                    buffer::make(role::state, elem::f32, "output_scale", {1}),
                                    buffer::make(role::state, elem::i32, "output_zero_point", {1}),
                                    buffer::make(role::state, elem::i32, "output_multiplier", {N}),
-                                   buffer::make(role::state, elem::i32, "output_shift", {N})};
+                                   buffer::make(role::state, elem::i32, "output_shift", {N}),
+                                   buffer::make(role::state, elem::i8, "kernel", {N, K})};
     else
       return std::array<buffer, 4>{buffer::make(role::state, elem::f32, "bias", {N}),
                                    buffer::make(role::state, elem::f32, "kernel_scale", {N}),
@@ -180,7 +182,14 @@ struct quantized_dense_layer {
       const auto* bias = static_cast<const std::int32_t*>(v.bias);
       thread_local std::vector<std::int32_t> off;
       off.resize(N);
-      for (std::size_t j = 0; j < N; ++j) off[j] = bias[j] - in_zp * v.kernel_sum[j];
+      for (std::size_t j = 0; j < N; ++j) {
+        if (v.mult[j] < 0 || v.shift[j] < -31 || v.shift[j] > 30)
+          throw std::invalid_argument(Spec::name() + ": unit " + std::to_string(j) + "'s requantization multiplier (" +
+                                      std::to_string(v.mult[j]) + ", shift " + std::to_string(v.shift[j]) +
+                                      ") is outside quantize_multiplier's range (a corrupt weights file?)");
+        // wrapping int32 arithmetic: a corrupt file gives wrong numbers, never undefined behaviour
+        off[j] = std::int32_t(std::uint32_t(bias[j]) - std::uint32_t(in_zp) * std::uint32_t(v.kernel_sum[j]));
+      }
       const std::int32_t lo = std::is_same_v<Act, relu> ? std::max(quantization::qmin, out_zp) : quantization::qmin;
       for (std::size_t i = 0; i < m; ++i)
         i8::requantize_row(N, acc.data() + i * N, off.data(), v.mult, v.shift, out_zp, lo, out_scale, y + i * N);

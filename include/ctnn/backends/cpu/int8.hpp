@@ -174,7 +174,7 @@ inline void tile_vnni(std::size_t K, const std::int8_t* x, std::size_t lda, cons
     }
   }
   for (std::size_t r = 0; r < R; ++r)
-    for (std::size_t q = 0; q < cols; ++q) c[r * ldc + q] = _mm512_reduce_add_epi32(s[r][q]) - 128 * wsum[q];
+    for (std::size_t q = 0; q < cols; ++q) c[r * ldc + q] = std::int32_t(std::uint32_t(_mm512_reduce_add_epi32(s[r][q])) - 128u * std::uint32_t(wsum[q]));
 }
 inline void gemm_vnni(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
                       const std::int8_t* w, std::size_t ldw, const std::int32_t* wsum, std::int32_t* c,
@@ -282,7 +282,7 @@ inline void requantize_row(std::size_t N, const std::int32_t* acc, const std::in
       const std::size_t j = j0 + u;
       const std::int32_t sh = shift[j];
       const std::int32_t left = sh > 0 ? sh : 0, right = sh > 0 ? 0 : -sh;
-      const std::int32_t x = std::int32_t(std::uint32_t(acc[j] + off[j]) << left);
+      const std::int32_t x = std::int32_t((std::uint32_t(acc[j]) + std::uint32_t(off[j])) << left);
       const std::int64_t ab = std::int64_t(x) * std::int64_t(mult[j]);
       constexpr std::int64_t low31 = (std::int64_t(1) << 31) - 1;
       // nudge: 2^30 for ab >= 0, 1 - 2^30 below; then t / 2^31 truncated toward zero, all without branches
