@@ -321,6 +321,8 @@ void with_element_type(const variable_ref& v, F&& f) {
     case elem::f32: return f.template operator()<float>();
     case elem::u8: return f.template operator()<std::uint8_t>();
     case elem::u32: return f.template operator()<std::uint32_t>();
+    case elem::i8: return f.template operator()<std::int8_t>();
+    case elem::i32: return f.template operator()<std::int32_t>();
   }
 }
 

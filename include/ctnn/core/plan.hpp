@@ -45,7 +45,7 @@ constexpr std::string_view role_name(role r) {
   return n[std::size_t(r)];
 }
 
-enum class elem : std::uint8_t { variable, compute, f32, u8, u32 };
+enum class elem : std::uint8_t { variable, compute, f32, u8, u32, i8, i32 };  // i8, i32: int8 layers (quantized_dense)
 
 struct buffer {
   role kind = role::parameter;
@@ -102,6 +102,8 @@ constexpr std::size_t elem_bytes(elem e) {
     case elem::f32: return 4;
     case elem::u8: return 1;
     case elem::u32: return 4;
+    case elem::i8: return 1;
+    case elem::i32: return 4;
   }
   return 0;
 }

@@ -71,13 +71,15 @@ void put(std::string& s, V v) {
   s.append(reinterpret_cast<const char*>(&v), sizeof v);
 }
 
-enum dtype : std::uint8_t { f32 = 1, f64 = 2, u8 = 3, u32 = 4, f16 = 5, bf16 = 6 };
+enum dtype : std::uint8_t { f32 = 1, f64 = 2, u8 = 3, u32 = 4, f16 = 5, bf16 = 6, i8 = 7, i32 = 8 };  // i8, i32: quantized layers
 
 // W: the model's variable_type (tells float16 from bfloat16 for 2-byte variables).
 template <class W = float>
 std::uint8_t dtype_of(const variable_ref& v) {
   if (v.type == elem::u8) return u8;
   if (v.type == elem::u32) return u32;
+  if (v.type == elem::i8) return i8;
+  if (v.type == elem::i32) return i32;
   if (v.type == elem::f32) return f32;
   if (v.element_bytes == 2) return std::is_same_v<W, bfloat16_t> ? bf16 : f16;
   return v.element_bytes == 8 ? f64 : f32;
@@ -113,10 +115,14 @@ inline std::string dtype_name(std::uint8_t d) {
     case u32: return "uint32";
     case f16: return "float16";
     case bf16: return "bfloat16";
+    case i8: return "int8";
+    case i32: return "int32";
   }
   return "unknown type " + std::to_string(d);
 }
-inline std::size_t dtype_bytes(std::uint8_t d) { return d == f64 ? 8 : d == u8 ? 1 : (d == f16 || d == bf16) ? 2 : 4; }
+inline std::size_t dtype_bytes(std::uint8_t d) {
+  return d == f64 ? 8 : (d == u8 || d == i8) ? 1 : (d == f16 || d == bf16) ? 2 : 4;
+}
 
 // n values of dtype `from` at p converted to `to` (float32 <-> 16-bit): "" when
 // every one is finite in the file and after the conversion, else the first that

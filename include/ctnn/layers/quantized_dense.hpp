@@ -1,0 +1,219 @@
+// ctnn/layers/quantized_dense.hpp — quantized_dense<K, N, Activation, Scheme>: an int8 dense layer (inference).
+//
+// Computes y ~ activation(x W + b) for a flat float input of K features with W stored as int8
+// per output channel (symmetric, zero point 0, [-127, 127], scale kernel_scale[j]); TFLite's
+// FullyConnected layout: kernel [N, K]. Scheme (quantization/arithmetic.hpp, docs/quantization.md):
+//   quantization::full_integer  input quantized with the calibrated (input_scale, input_zero_point),
+//     int32 bias (scale input_scale * kernel_scale[j]), the int32 sum requantized to int8 with
+//     TFLite's fixed-point multiplier (input_scale kernel_scale[j] / output_scale) and rounding,
+//     the activation (identity or relu) as the int8 clamp, then dequantized (exact between two
+//     such layers: the next one's input parameters are this one's output ones).
+//   quantization::dynamic_range  each input row quantized symmetrically on the fly (scale
+//     max|x| / 127, as TFLite's hybrid kernels' default), float bias, float output, any
+//     element-wise activation after it.
+// The buffers are state (saved, never trained): bias, scales, zero points, kernel_sum (the
+// kernel's row sums, for the VNNI offset trick), (full integer) the input and output
+// parameters and the precomputed requantization multipliers and shifts, then the int8 kernel: K N + 20 N + 16 bytes (full integer), K N + 12 N (dynamic range), against 4 K N + 4 N for dense. Made by
+// quantize_dynamic / quantize_full_integer (quantization/convert.hpp); backward throws
+// (no training: QAT is not done). Products: backends/cpu/int8.hpp. Output: shape<N>.
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../backends/cpu/int8.hpp"
+#include "../core/backend.hpp"
+#include "../core/concepts.hpp"
+#include "../core/plan.hpp"
+#include "../core/shape.hpp"
+#include "../quantization/arithmetic.hpp"
+#include "activation.hpp"
+
+namespace ctnn {
+
+namespace quantization {
+struct full_integer {
+  static std::string name() { return "full_integer"; }
+};
+struct dynamic_range {
+  static std::string name() { return "dynamic_range"; }
+};
+}  // namespace quantization
+
+template <class Spec, Shape In, class P, class Backend>
+struct quantized_dense_layer;
+
+template <std::size_t K, std::size_t N, Activation Act = identity, class Scheme = quantization::full_integer>
+struct quantized_dense {
+  static_assert(K > 0 && N > 0, "quantized_dense: K and N must be > 0");
+  static_assert(std::is_same_v<Scheme, quantization::full_integer> || std::is_same_v<Scheme, quantization::dynamic_range>,
+                "quantized_dense: the scheme is quantization::full_integer or quantization::dynamic_range");
+  static_assert(!std::is_same_v<Scheme, quantization::full_integer> || std::is_same_v<Act, identity> ||
+                    std::is_same_v<Act, relu>,
+                "quantized_dense: a full-integer layer fuses identity or relu only (other activations have no int8 "
+                "kernel yet: use quantization::dynamic_range)");
+  using is_layer_spec = void;
+  using activation = Act;
+  using scheme = Scheme;
+  static constexpr std::size_t inputs = K, units = N;
+  static std::string name() {
+    std::string s = "quantized_dense<" + std::to_string(K) + ", " + std::to_string(N);
+    if (!std::is_same_v<Act, identity>) s += ", " + Act::name();
+    return s + ", " + Scheme::name() + ">";
+  }
+  template <Shape In, std::size_t Pos>
+  static constexpr bool check() {
+    static_assert(In::rank == 1 && In::size == K,
+                  "quantized_dense: the input must be flat with K features (the float layer's inputs)");
+    return true;
+  }
+  template <Shape In, class P, class Backend>
+  using bind = quantized_dense_layer<quantized_dense, In, precision::float32, Backend>;
+};
+
+namespace layer_kind {
+struct quantized_dense {};
+}  // namespace layer_kind
+
+template <class Spec, Shape In, class P, class Backend>
+struct quantized_dense_layer {
+  using kind = layer_kind::quantized_dense;
+  using spec = Spec;
+  static constexpr std::size_t K = Spec::inputs, N = Spec::units;
+  using Act = typename Spec::activation;
+  static constexpr bool full = std::is_same_v<typename Spec::scheme, quantization::full_integer>;
+  using T = float;
+  using variable_type = float;
+  using compute_type = float;
+  using in_shape = In;
+  using out_shape = shape<N>;
+  static std::string name() { return Spec::name(); }
+  // indices into buffers
+  // the int8 kernel last, so every 4-byte buffer stays 4-byte aligned whatever K N is
+  enum : std::size_t { b_bias, b_scale, b_sum, b_in_scale, b_in_zp, b_out_scale, b_out_zp, b_mult, b_shift };
+  static constexpr std::size_t b_kernel = full ? 9 : 3;
+  static constexpr auto buffers = [] {
+    if constexpr (full)
+      return std::array<buffer, 10>{buffer::make(role::state, elem::i32, "bias", {N}),
+                                   buffer::make(role::state, elem::f32, "kernel_scale", {N}),
+                                   buffer::make(role::state, elem::i32, "kernel_sum", {N}),
+                                   buffer::make(role::state, elem::f32, "input_scale", {1}),
+                                   buffer::make(role::state, elem::i32, "input_zero_point", {1}),
+                                   buffer::make(role::state, elem::f32, "output_scale", {1}),
+                                   buffer::make(role::state, elem::i32, "output_zero_point", {1}),
+                                   buffer::make(role::state, elem::i32, "output_multiplier", {N}),
+                                   buffer::make(role::state, elem::i32, "output_shift", {N}),
+                                   buffer::make(role::state, elem::i8, "kernel", {N, K})};
+    else
+      return std::array<buffer, 4>{buffer::make(role::state, elem::f32, "bias", {N}),
+                                   buffer::make(role::state, elem::f32, "kernel_scale", {N}),
+                                   buffer::make(role::state, elem::i32, "kernel_sum", {N}),
+                                   buffer::make(role::state, elem::i8, "kernel", {N, K})};
+  }();
+  static constexpr std::size_t parameter_count = 0;
+  static constexpr std::size_t state_count = count_of(buffers, role::state);
+  static constexpr std::size_t cache_per_sample = 0;
+  static constexpr std::size_t state_bytes = layer_role_bytes<precision::float32>(buffers, role::state);
+
+  // Typed views of the state block (s.state: the layer's state region, 64-byte aligned).
+  template <class V, std::size_t I>
+  static V* at(std::byte* base) {
+    return reinterpret_cast<V*>(base + buffer_offset<precision::float32>(buffers, I));
+  }
+  struct views {
+    std::int8_t* kernel;
+    std::int32_t* kernel_sum;
+    float* kernel_scale;
+    void* bias;  // int32 (full integer) or float (dynamic range)
+    float* in_scale = nullptr;
+    std::int32_t* in_zp = nullptr;
+    float* out_scale = nullptr;
+    std::int32_t* out_zp = nullptr;
+    std::int32_t* mult = nullptr;   // quantize_multiplier(in_scale kernel_scale[j] / out_scale): q, then shift
+    std::int32_t* shift = nullptr;
+  };
+  static views view(std::byte* base) {
+    views v{at<std::int8_t, b_kernel>(base), at<std::int32_t, b_sum>(base), at<float, b_scale>(base),
+            base + buffer_offset<precision::float32>(buffers, b_bias)};
+    if constexpr (full) {
+      v.in_scale = at<float, b_in_scale>(base);
+      v.in_zp = at<std::int32_t, b_in_zp>(base);
+      v.out_scale = at<float, b_out_scale>(base);
+      v.out_zp = at<std::int32_t, b_out_zp>(base);
+      v.mult = at<std::int32_t, b_mult>(base);
+      v.shift = at<std::int32_t, b_shift>(base);
+    }
+    return v;
+  }
+
+  // A fresh layer: zero weights and bias, unit scales, zero points 0 (the converter fills it).
+  static void init(layer_slot<T> s, rng&) {
+    auto* base = reinterpret_cast<std::byte*>(s.state);
+    std::memset(base, 0, state_bytes);
+    auto v = view(base);
+    std::fill(v.kernel_scale, v.kernel_scale + N, 1.0f);
+    if constexpr (full) {
+      *v.in_scale = 1.0f;
+      *v.out_scale = 1.0f;
+    }
+  }
+
+  static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
+    using Arch = typename Backend::arch;
+    namespace i8 = kernels::cpu::int8;
+    const auto v = view(reinterpret_cast<std::byte*>(s.state));
+    const std::size_t m = r.batch;
+    thread_local std::vector<std::int8_t> xq;
+    thread_local std::vector<std::int32_t> acc;
+    xq.resize(m * K);
+    acc.resize(m * N);
+    if constexpr (full) {
+      const float in_scale = *v.in_scale, out_scale = *v.out_scale;
+      const std::int32_t in_zp = *v.in_zp, out_zp = *v.out_zp;
+      i8::quantize<Arch>(x, m * K, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data());
+      i8::gemm_s8<Arch>(m, N, K, xq.data(), K, v.kernel, K, v.kernel_sum, acc.data(), N);
+      const auto* bias = static_cast<const std::int32_t*>(v.bias);
+      thread_local std::vector<std::int32_t> off;
+      off.resize(N);
+      for (std::size_t j = 0; j < N; ++j) {
+        if (v.mult[j] < 0 || v.shift[j] < -31 || v.shift[j] > 30)
+          throw std::invalid_argument(Spec::name() + ": unit " + std::to_string(j) + "'s requantization multiplier (" +
+                                      std::to_string(v.mult[j]) + ", shift " + std::to_string(v.shift[j]) +
+                                      ") is outside quantize_multiplier's range (a corrupt weights file?)");
+        // wrapping int32 arithmetic: a corrupt file gives wrong numbers, never undefined behaviour
+        off[j] = std::int32_t(std::uint32_t(bias[j]) - std::uint32_t(in_zp) * std::uint32_t(v.kernel_sum[j]));
+      }
+      const std::int32_t lo = std::is_same_v<Act, relu> ? std::max(quantization::qmin, out_zp) : quantization::qmin;
+      for (std::size_t i = 0; i < m; ++i)
+        i8::requantize_row(N, acc.data() + i * N, off.data(), v.mult, v.shift, out_zp, lo, out_scale, y + i * N);
+    } else {
+      thread_local std::vector<float> row_scale;
+      row_scale.resize(m);
+      for (std::size_t i = 0; i < m; ++i) {
+        const float amax = i8::abs_max<Arch>(x + i * K, K);
+        row_scale[i] = amax / 127.0f;
+        i8::quantize<Arch>(x + i * K, K, amax > 0 ? row_scale[i] : 1.0f, 0, -127, 127, xq.data() + i * K);
+      }
+      i8::gemm_s8<Arch>(m, N, K, xq.data(), K, v.kernel, K, v.kernel_sum, acc.data(), N);
+      const auto* bias = static_cast<const float*>(v.bias);
+      for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t j = 0; j < N; ++j)
+          y[i * N + j] = float(acc[i * N + j]) * (row_scale[i] * v.kernel_scale[j]) + bias[j];
+      Act::template forward<Backend>(y, m, N);
+    }
+  }
+
+  static void backward(layer_slot<T>, const T*, const T*, T*, T*, run_info) {
+    throw std::logic_error(Spec::name() + ": an int8 layer runs inference only (quantization-aware training is not "
+                                          "implemented)");
+  }
+};
+
+}  // namespace ctnn

@@ -1,0 +1,225 @@
+// ctnn/quantization/convert.hpp — post-training quantization of a trained float model.
+//
+// quantized_t<Net, Scheme> replaces every dense<N, Act, ...> of Net by quantized_dense<K, N, Act,
+// Scheme>; flatten, reshape and dropout stay; any other layer is a compile error ("has no int8
+// kernel"). Regularizers and initializers are dropped.
+//   quantize_dynamic(m)                      int8 weights per output channel, float activations
+//                                            (each input row quantized on the fly): no data needed
+//   quantize_full_integer(m, x, n, opts)     also int8 activations, per tensor, their ranges
+//                                            calibrated on n representative samples x (float rows
+//                                            of the input's size): min/max, or opts.percentile < 100
+//                                            (the [100 - p, p] percentiles of each tensor's values)
+// Weights: scale_j = max_k |W[k, j]| / 127, q = round(W / scale_j) in [-127, 127]; full-integer
+// bias: round(b_j / (input_scale scale_j)) in int32. Throws std::invalid_argument for an empty
+// calibration set, or a tensor whose calibrated range is empty or not finite (naming the layer).
+// Docs: docs/quantization.md.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../layers/dense.hpp"
+#include "../layers/dropout.hpp"
+#include "../layers/quantized_dense.hpp"
+#include "../layers/reshape.hpp"
+#include "../train/model.hpp"
+#include "arithmetic.hpp"
+
+namespace ctnn {
+
+namespace quantization::detail {
+template <class>
+inline constexpr bool always_false_v = false;
+
+template <class Scheme, class Spec, class Bound>
+struct quant_spec {
+  static constexpr bool passes = std::is_same_v<typename Bound::kind, layer_kind::reshape> ||
+                                 std::is_same_v<typename Bound::kind, layer_kind::dropout>;
+  static_assert(passes, "quantize: a layer of this network has no int8 kernel (quantized: dense; kept: flatten, "
+                        "reshape, dropout)");
+  using type = Spec;
+};
+template <class Scheme, long long N, class Act, class O1, class O2, class Bound>
+struct quant_spec<Scheme, dense<N, Act, O1, O2>, Bound> {
+  using type = quantized_dense<Bound::K, std::size_t(N), Act, Scheme>;
+};
+
+template <class Net, class Scheme>
+struct quantized;
+template <class Scheme, class In, class... Ls>
+struct quantized<sequential<In, Ls...>, Scheme> {
+  using bound = typename sequential<In, Ls...>::template bound<float>;
+  template <std::size_t... I>
+  static auto make(std::index_sequence<I...>)
+      -> sequential<In, typename quant_spec<Scheme, Ls, std::tuple_element_t<I, bound>>::type...>;
+  using type = decltype(make(std::index_sequence_for<Ls...>{}));
+};
+
+inline const variable_ref& find_var(const std::vector<variable_ref>& vs, std::size_t layer, std::string_view name) {
+  for (const auto& v : vs)
+    if (v.layer == layer && v.name == name) return v;
+  throw std::logic_error("quantize: layer " + std::to_string(layer + 1) + " has no " + std::string(name));
+}
+template <class V>
+V* data_of(const std::vector<variable_ref>& vs, std::size_t layer, std::string_view name) {
+  return reinterpret_cast<V*>(find_var(vs, layer, name).data);
+}
+
+// [lo, hi] of values: min/max, or the [100 - p, p] percentiles.
+inline std::pair<double, double> range_of(std::vector<float> v, double percentile) {
+  if (v.empty()) return {0.0, 0.0};
+  for (float f : v)
+    if (!std::isfinite(f)) return {std::nan(""), std::nan("")};
+  if (percentile >= 100.0) {
+    const auto [a, b] = std::minmax_element(v.begin(), v.end());
+    return {*a, *b};
+  }
+  const auto at = [&](double p) {
+    const std::size_t k = std::min(v.size() - 1, std::size_t(std::llround(p / 100.0 * double(v.size() - 1))));
+    std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(k), v.end());
+    return double(v[k]);
+  };
+  return {at(100.0 - percentile), at(percentile)};
+}
+
+// The int8 kernel of a float kernel W[K, N] per output channel: kernel [N, K], scales, row sums.
+inline void quantize_kernel(const float* w, std::size_t K, std::size_t N, std::int8_t* q, float* scale,
+                            std::int32_t* sum, std::size_t layer) {
+  for (std::size_t j = 0; j < N; ++j) {
+    double amax = 0;
+    for (std::size_t k = 0; k < K; ++k) amax = std::max(amax, double(std::abs(w[k * N + j])));
+    scale[j] = symmetric_scale(amax, "quantize: layer " + std::to_string(layer + 1) + "'s kernel");
+    std::int32_t s = 0;
+    for (std::size_t k = 0; k < K; ++k) {
+      q[j * K + k] = std::int8_t(quantize(w[k * N + j], params{scale[j], 0}, -wmax, wmax));
+      s += q[j * K + k];
+    }
+    sum[j] = s;
+  }
+}
+}  // namespace quantization::detail
+
+template <class Net, class Scheme = quantization::full_integer>
+using quantized_t = typename quantization::detail::quantized<Net, Scheme>::type;
+
+struct calibration_options {
+  double percentile = 100.0;  // 100: min/max; e.g. 99.99 clips the outer 0.01 % of each tensor's values
+};
+
+namespace quantization::detail {
+// Quantizes model m into Scheme's network; ranges (full integer): per dense layer, its input and
+// output ranges (in layer order), else empty.
+template <class Scheme, class Net, class P, class B>
+model<quantized_t<Net, Scheme>, precision::float32, B> convert(const model<Net, P, B>& m,
+                                                              const std::vector<std::pair<double, double>>& ranges) {
+  using src_layers = typename model<Net, P, B>::layers;
+  using dst_model = model<quantized_t<Net, Scheme>, precision::float32, B>;
+  static_assert(std::is_same_v<typename model<Net, P, B>::variable_type, float>,
+                "quantize: the float model must hold float32 variables");
+  dst_model out(m.seed());
+  std::vector<variable_ref> src, dst;
+  m.for_each_variable([&](const variable_ref& v) { src.push_back(v); });
+  out.for_each_variable([&](const variable_ref& v) { dst.push_back(v); });
+  std::size_t dense_index = 0;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&] {
+          using S = std::tuple_element_t<I, src_layers>;
+          if constexpr (std::is_same_v<typename S::kind, layer_kind::dense>) {
+            constexpr std::size_t K = S::K, N = S::N;
+            const float* w = data_of<float>(src, I, "kernel");
+            const float* b = data_of<float>(src, I, "bias");
+            auto* q = data_of<std::int8_t>(dst, I, "kernel");
+            auto* scale = data_of<float>(dst, I, "kernel_scale");
+            auto* sum = data_of<std::int32_t>(dst, I, "kernel_sum");
+            quantize_kernel(w, K, N, q, scale, sum, I);
+            if constexpr (std::is_same_v<Scheme, full_integer>) {
+              const std::string here = "quantize: layer " + std::to_string(I + 1);
+              const auto [ilo, ihi] = ranges.at(2 * dense_index);
+              const auto [olo, ohi] = ranges.at(2 * dense_index + 1);
+              const params in = choose_params(ilo, ihi, here + "'s input (calibration)");
+              const params outp = choose_params(olo, ohi, here + "'s output (calibration)");
+              *data_of<float>(dst, I, "input_scale") = in.scale;
+              *data_of<std::int32_t>(dst, I, "input_zero_point") = in.zero_point;
+              *data_of<float>(dst, I, "output_scale") = outp.scale;
+              *data_of<std::int32_t>(dst, I, "output_zero_point") = outp.zero_point;
+              auto* mq = data_of<std::int32_t>(dst, I, "output_multiplier");
+              auto* ms = data_of<std::int32_t>(dst, I, "output_shift");
+              for (std::size_t j = 0; j < N; ++j) {
+                const auto mult =
+                    quantize_multiplier(double(in.scale) * double(scale[j]) / double(outp.scale));
+                mq[j] = mult.q;
+                ms[j] = mult.shift;
+              }
+              auto* bq = data_of<std::int32_t>(dst, I, "bias");
+              for (std::size_t j = 0; j < N; ++j) {
+                const double r = std::round(double(b[j]) / (double(in.scale) * double(scale[j])));
+                bq[j] = std::int32_t(std::clamp(r, double(std::numeric_limits<std::int32_t>::min()),
+                                                double(std::numeric_limits<std::int32_t>::max())));
+              }
+            } else {
+              std::copy(b, b + N, data_of<float>(dst, I, "bias"));
+            }
+            ++dense_index;
+          }
+        }(),
+        ...);
+  }(std::make_index_sequence<std::tuple_size_v<src_layers>>{});
+  return out;
+}
+}  // namespace quantization::detail
+
+// Dynamic-range post-training quantization: no calibration data.
+template <class Net, class P, class B>
+auto quantize_dynamic(const model<Net, P, B>& m) {
+  return quantization::detail::convert<quantization::dynamic_range>(m, {});
+}
+
+// Full-integer post-training quantization, calibrated on n samples x (rows of Net's input size).
+template <class Net, class P, class B>
+auto quantize_full_integer(const model<Net, P, B>& m, const float* x, std::size_t n, calibration_options opts = {}) {
+  using layers = typename model<Net, P, B>::layers;
+  if (n == 0 || !x) throw std::invalid_argument("quantize_full_integer: the calibration set is empty");
+  if (!(opts.percentile > 50.0 && opts.percentile <= 100.0))
+    throw std::invalid_argument("quantize_full_integer: the percentile must be in (50, 100]");
+  std::vector<variable_ref> src;
+  m.for_each_variable([&](const variable_ref& v) { src.push_back(v); });
+  // a float forward pass over the calibration set, layer by layer, keeping each dense layer's
+  // input and output ranges
+  std::vector<float> cur(x, x + n * Net::input_type::size);
+  std::vector<std::pair<double, double>> ranges;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&] {
+          using S = std::tuple_element_t<I, layers>;
+          if constexpr (std::is_same_v<typename S::kind, layer_kind::dense>) {
+            constexpr std::size_t K = S::K, N = S::N;
+            const float* w = quantization::detail::data_of<float>(src, I, "kernel");
+            const float* b = quantization::detail::data_of<float>(src, I, "bias");
+            ranges.push_back(quantization::detail::range_of(cur, opts.percentile));
+            std::vector<float> y(n * N);
+            for (std::size_t i = 0; i < n; ++i)
+              for (std::size_t j = 0; j < N; ++j) {
+                double s = b[j];
+                for (std::size_t k = 0; k < K; ++k) s += double(cur[i * K + k]) * double(w[k * N + j]);
+                y[i * N + j] = float(s);
+              }
+            S::Act::template forward<B>(y.data(), n, N);
+            ranges.push_back(quantization::detail::range_of(y, opts.percentile));
+            cur = std::move(y);
+          }
+        }(),
+        ...);
+  }(std::make_index_sequence<std::tuple_size_v<layers>>{});
+  return quantization::detail::convert<quantization::full_integer>(m, ranges);
+}
+
+}  // namespace ctnn

@@ -1,0 +1,61 @@
+// libFuzzer target: load_weights from an arbitrary file into int8 networks (quantized_dense, full
+// integer and dynamic range: int8 and int32 tensors, docs/quantization.md). A bad file must throw
+// weights_error (or io_error); anything else is a bug.
+#include <ctnn/ctnn.hpp>
+#include <ctnn/quantization/convert.hpp>
+
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <stdexcept>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+using net = ctnn::sequential<ctnn::input<6>, ctnn::dense<5, ctnn::relu>, ctnn::dropout<0.25f>, ctnn::dense<3>>;
+using full = ctnn::quantized_t<net>;
+using dynamic = ctnn::quantized_t<net, ctnn::quantization::dynamic_range>;
+const std::filesystem::path& file() {
+  static const std::filesystem::path p =
+      std::filesystem::temp_directory_path() / ("ctnn_fuzz_weights_quantized_" + std::to_string(::getpid()) + ".ctnn");
+  return p;
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  // CTNN_FUZZ_WRITE_SEED=path writes valid files for the seed corpus (path_full, path_dynamic) instead of fuzzing.
+  static const bool seeded = [] {
+    if (const char* seed = std::getenv("CTNN_FUZZ_WRITE_SEED")) {
+      auto m = ctnn::make_model<net>(7);
+      const float x[12] = {0.5f, -1.0f, 0.25f, 2.0f, -0.75f, 1.5f, -0.5f, 1.0f, 0.0f, 0.3f, -2.0f, 0.9f};
+      ctnn::io::save_weights(ctnn::quantize_full_integer(m, x, 2), std::string(seed) + "_full");
+      ctnn::io::save_weights(ctnn::quantize_dynamic(m), std::string(seed) + "_dynamic");
+    }
+    return true;
+  }();
+  (void)seeded;
+  std::ofstream(file(), std::ios::binary).write(reinterpret_cast<const char*>(data), std::streamsize(size));
+  static auto f = ctnn::make_model<full>(1);
+  static auto d = ctnn::make_model<dynamic>(1);
+  static const float x[3 * 6] = {0.5f, -1.0f, 0.25f, 2.0f, -0.75f, 1.5f, -0.5f, 1.0f, 0.0f,
+                                 0.3f, -2.0f, 0.9f, 9.0f, -9.0f, 0.1f, 0.0f, 1e30f, -1e30f};
+  try {
+    ctnn::io::load_weights(f, file());
+    try {
+      (void)f.predict(x, 3);  // a loaded file runs without undefined behaviour (UBSan)
+    } catch (const std::invalid_argument&) {  // a multiplier outside its range: refused by name
+    }
+  } catch (const ctnn::io::weights_error&) {
+  } catch (const ctnn::io_error&) {
+  }
+  try {
+    ctnn::io::load_weights(d, file());
+    (void)d.predict(x, 3);
+  } catch (const ctnn::io::weights_error&) {
+  } catch (const ctnn::io_error&) {
+  }
+  return 0;
+}

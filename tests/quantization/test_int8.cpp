@@ -1,0 +1,134 @@
+// tests/quantization/test_int8.cpp — backends/cpu/int8.hpp: every path equals the scalar
+// reference bit for bit, on every architecture this CPU runs, for sizes that are not multiples
+// of the vector width and for the extremes (-128 / 127 activations, +-127 weights).
+#include <doctest/doctest.h>
+
+#include <ctnn/backends/cpu/int8.hpp>
+#include <ctnn/quantization/arithmetic.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/archs.hpp"
+
+namespace i8 = ctnn::kernels::cpu::int8;
+
+namespace {
+std::string path_name(i8::int8_path p) {
+  return p == i8::int8_path::vnni ? "vnni" : p == i8::int8_path::avx2 ? "avx2" : "scalar";
+}
+template <class Arch>
+void check_sizes(std::size_t M, std::size_t N, std::size_t K, int fill) {
+  std::mt19937 g(unsigned(M * 131 + N * 17 + K));
+  std::uniform_int_distribution<int> da(-128, 127), dw(-127, 127);
+  std::vector<std::int8_t> a(M * K), w(N * K);
+  for (auto& v : a) v = std::int8_t(fill == 0 ? da(g) : fill == 1 ? -128 : 127);
+  for (auto& v : w) v = std::int8_t(fill == 0 ? dw(g) : fill == 1 ? -127 : 127);
+  if (fill == 3)  // alternating extremes: every int16 pair at its largest magnitude
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::int8_t(i % 2 ? 127 : -128);
+  std::vector<std::int32_t> want(M * N), got(M * N, 12345), got_sums(M * N, 12345), sums(N);
+  i8::reference::gemm_s8(M, N, K, a.data(), K, w.data(), K, want.data(), N);
+  i8::gemm_s8<Arch>(M, N, K, a.data(), K, w.data(), K, nullptr, got.data(), N);
+  i8::row_sums(N, K, w.data(), K, sums.data());
+  i8::gemm_s8<Arch>(M, N, K, a.data(), K, w.data(), K, sums.data(), got_sums.data(), N);
+  INFO("M=" << M << " N=" << N << " K=" << K << " fill=" << fill);
+  CHECK(got == want);
+  CHECK(got_sums == want);
+}
+}  // namespace
+
+TEST_CASE("int8 gemm_s8: every path equals the reference bit for bit") {
+  const int ran = ctnn::test::for_each_arch("int8 gemm_s8", []<class Arch>(Arch, const char* name) {
+    MESSAGE(std::string(name) << " takes the " << path_name(i8::int8_path_of<Arch>()) << " path");
+    for (std::size_t K : {1, 7, 31, 32, 33, 63, 64, 65, 100, 255, 784})
+      for (std::size_t N : {1, 3, 4, 5, 10})
+        for (std::size_t M : {1, 2, 5}) check_sizes<Arch>(M, N, K, 0);
+    for (int fill : {1, 2, 3}) {
+      check_sizes<Arch>(3, 6, 784, fill);
+      check_sizes<Arch>(2, 5, 97, fill);
+    }
+  });
+  CHECK(ran >= 1);
+}
+
+TEST_CASE("int8 gemm_s8: the extremes by hand") {
+  // K = 784 products of -128 * -127 = 16256 each: 12,742,704 (no int16 saturation on any path)
+  std::vector<std::int8_t> a(784, -128), w(784, -127);
+  std::int32_t c = 0;
+  i8::gemm_s8(1, 1, 784, a.data(), 784, w.data(), 784, nullptr, &c, 1);
+  CHECK(c == 784 * 16256);
+  std::fill(w.begin(), w.end(), std::int8_t(127));
+  i8::gemm_s8(1, 1, 784, a.data(), 784, w.data(), 784, nullptr, &c, 1);
+  CHECK(c == -784 * 16256);
+}
+
+TEST_CASE("int8: the path rule") {
+  CHECK(i8::int8_path_of<xsimd::sse2>() == i8::int8_path::scalar);
+  if constexpr (xsimd::avx2::supported()) CHECK(i8::int8_path_of<xsimd::fma3<xsimd::avx2>>() == i8::int8_path::avx2);
+  if constexpr (xsimd::avx512bw::supported())
+    CHECK(i8::int8_path_of<xsimd::avx512bw>() ==
+          (i8::vnni_compiled && i8::cpu_has_avx512vnni() ? i8::int8_path::vnni : i8::int8_path::avx2));
+}
+
+TEST_CASE("int8 quantize: the vector rounding equals quantization::quantize element by element") {
+  std::vector<float> x;
+  for (int k = -400; k <= 400; ++k) x.push_back(float(k) * 0.5f);  // every tie of scale 1
+  for (int k = -400; k <= 400; ++k) {
+    x.push_back(std::nextafter(float(k) * 0.5f, 1e9f));
+    x.push_back(std::nextafter(float(k) * 0.5f, -1e9f));
+  }
+  std::mt19937 g(3);
+  std::uniform_real_distribution<float> d(-300.0f, 300.0f);
+  for (int k = 0; k < 2000; ++k) x.push_back(d(g));
+  x.push_back(std::numeric_limits<float>::quiet_NaN());
+  x.push_back(std::numeric_limits<float>::infinity());
+  x.push_back(-std::numeric_limits<float>::infinity());
+  const int ran = ctnn::test::for_each_arch("int8 quantize", [&]<class Arch>(Arch, const char*) {
+    for (float scale : {1.0f, 0.5f, 0.0123f, 3.0f})
+      for (std::int32_t zp : {0, -128, 17}) {
+        std::vector<std::int8_t> got(x.size());
+        i8::quantize<Arch>(x.data(), x.size(), scale, zp, -128, 127, got.data());
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < x.size(); ++i)
+          bad += got[i] != ctnn::quantization::quantize(x[i], {scale, zp});
+        CHECK(bad == 0);
+      }
+  });
+  CHECK(ran >= 1);
+}
+
+TEST_CASE("int8 requantize_row equals multiply_by_quantized_multiplier, the zero point and the clamp") {
+  std::mt19937 g(5);
+  std::uniform_int_distribution<std::int32_t> acc_d(-3000000, 3000000);
+  std::uniform_real_distribution<double> m_d(-12.0, 2.0);
+  const std::size_t N = 1000;
+  std::vector<std::int32_t> acc(N), off(N), mult(N), shift(N);
+  for (std::size_t j = 0; j < N; ++j) {
+    acc[j] = acc_d(g);
+    off[j] = acc_d(g) / 10;
+    const auto m = ctnn::quantization::quantize_multiplier(std::pow(10.0, m_d(g)) / 1000.0);
+    mult[j] = m.q;
+    shift[j] = m.shift;
+  }
+  acc[0] = 7;  // ties of the rounding shift
+  off[0] = 0;
+  mult[0] = 1 << 30;
+  shift[0] = -1;
+  for (std::int32_t zp : {-128, -5, 40})
+    for (std::int32_t lo : {-128, std::max(-128, zp)}) {
+      std::vector<float> y(N);
+      i8::requantize_row(N, acc.data(), off.data(), mult.data(), shift.data(), zp, lo, 0.25f, y.data());
+      std::size_t bad = 0;
+      for (std::size_t j = 0; j < N; ++j) {
+        const std::int32_t q = std::clamp(
+            ctnn::quantization::multiply_by_quantized_multiplier(acc[j] + off[j], mult[j], shift[j]) + zp, lo, 127);
+        bad += y[j] != 0.25f * float(q - zp);
+      }
+      CHECK(bad == 0);
+    }
+}

@@ -1,0 +1,267 @@
+// tests/quantization/test_quantized_dense.cpp — quantized_dense and post-training quantization
+// (quantization/convert.hpp): sizes, accuracy against the float model, exactness against an
+// independent scalar int8 implementation, weights files, and the errors.
+#include <doctest/doctest.h>
+
+#include <ctnn/ctnn.hpp>
+#include <ctnn/io/weights.hpp>
+#include <ctnn/quantization/convert.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace ctnn;
+
+namespace {
+constexpr std::size_t D = 16, C = 3;
+using net = sequential<input<D>, dense<32, relu>, dropout<0.1f>, dense<24, relu>, dense<C>>;
+
+// three Gaussian blobs in 16 dimensions, overlapping a little
+struct blobs {
+  std::vector<float> x;
+  std::vector<std::int32_t> y;
+};
+blobs make_blobs(std::size_t n, std::uint64_t seed) {
+  rng centers(7), g(seed);
+  std::vector<float> c(C * D);
+  for (auto& v : c) v = float(centers.uniform(-1.5, 1.5));
+  blobs b;
+  b.x.resize(n * D);
+  b.y.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t k = i % C;
+    b.y[i] = std::int32_t(k);
+    for (std::size_t d = 0; d < D; ++d) b.x[i * D + d] = c[k * D + d] + float(g.uniform(-1.7, 1.7));
+  }
+  return b;
+}
+double accuracy_of(const std::vector<float>& logits, const std::vector<std::int32_t>& y) {
+  std::size_t ok = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    std::size_t best = 0;
+    for (std::size_t j = 1; j < C; ++j)
+      if (logits[i * C + j] > logits[i * C + best]) best = j;
+    ok += best == std::size_t(y[i]);
+  }
+  return double(ok) / double(y.size());
+}
+template <class M>
+M& trained() {
+  static M m = [] {
+    auto mm = make_model<net>(5);
+    const auto tr = make_blobs(600, 1);
+    adam opt{0.01};
+    fit(mm, sparse_categorical_crossentropy{.from_logits = true}, opt,
+        data::in_memory<shape<D>, sparse_labels>(tr.x, tr.y).batch(32), epochs{8});
+    return mm;
+  }();
+  return m;
+}
+using float_model = decltype(make_model<net>(5));
+
+// TFLite's RoundingDivideByPOT written another way: |x| / 2^e rounded half up, with x's sign.
+std::int64_t rdbpot(std::int64_t x, int e) {
+  if (e == 0) return x;
+  const std::int64_t h = std::int64_t(1) << (e - 1);
+  return x >= 0 ? (x + h) >> e : -((-x + h) >> e);
+}
+// SaturatingRoundingDoublingHighMul: (a b + (a b >= 0 ? 2^30 : 1 - 2^30)) / 2^31, truncated toward 0.
+std::int64_t srdhm(std::int64_t a, std::int64_t b) {
+  if (a == INT32_MIN && b == INT32_MIN) return INT32_MAX;
+  const std::int64_t ab = a * b;
+  const std::int64_t num = ab + (ab >= 0 ? (std::int64_t(1) << 30) : 1 - (std::int64_t(1) << 30));
+  return num >= 0 ? num >> 31 : -((-num) >> 31);
+}
+
+// The independent int8 pipeline: int8 tensors between the layers, float only at both ends.
+template <class QM>
+std::vector<float> int8_reference(const QM& qm, const std::vector<float>& x, std::size_t n) {
+  struct layer {
+    std::size_t K = 0, N = 0;
+    bool relu = false;
+    const std::int8_t* w = nullptr;
+    const std::int32_t* b = nullptr;
+    const float* ws = nullptr;
+    float is = 0, os = 0;
+    std::int32_t iz = 0, oz = 0;
+  };
+  std::vector<layer> ls(5);
+  qm.for_each_variable([&](const variable_ref& v) {
+    auto& l = ls[v.layer];
+    const std::string name(v.name);
+    if (name == "kernel") {
+      l.w = reinterpret_cast<const std::int8_t*>(v.data);
+      l.N = v.dims[0];
+      l.K = v.dims[1];
+    }
+    if (name == "bias") l.b = reinterpret_cast<const std::int32_t*>(v.data);
+    if (name == "kernel_scale") l.ws = reinterpret_cast<const float*>(v.data);
+    if (name == "input_scale") l.is = *reinterpret_cast<const float*>(v.data);
+    if (name == "output_scale") l.os = *reinterpret_cast<const float*>(v.data);
+    if (name == "input_zero_point") l.iz = *reinterpret_cast<const std::int32_t*>(v.data);
+    if (name == "output_zero_point") l.oz = *reinterpret_cast<const std::int32_t*>(v.data);
+  });
+  ls[0].relu = ls[2].relu = true;
+  std::vector<layer> dense_layers{ls[0], ls[2], ls[3]};
+  std::vector<std::int32_t> q(n * D);
+  for (std::size_t i = 0; i < n * D; ++i)
+    q[i] = std::clamp(std::int32_t(std::round(x[i] / dense_layers[0].is)) + dense_layers[0].iz, -128, 127);
+  float last_scale = 0;
+  std::int32_t last_zp = 0;
+  for (const auto& l : dense_layers) {
+    std::vector<std::int32_t> out(n * l.N);
+    for (std::size_t j = 0; j < l.N; ++j) {
+      const auto mult = quantization::quantize_multiplier(double(l.is) * double(l.ws[j]) / double(l.os));
+      const int left = std::max(mult.shift, 0), right = std::max(-mult.shift, 0);
+      for (std::size_t i = 0; i < n; ++i) {
+        std::int64_t acc = l.b[j];
+        for (std::size_t k = 0; k < l.K; ++k) acc += std::int64_t(q[i * l.K + k] - l.iz) * l.w[j * l.K + k];
+        std::int64_t r = rdbpot(srdhm(acc * (std::int64_t(1) << left), mult.q), right) + l.oz;
+        r = std::clamp<std::int64_t>(r, l.relu ? std::max(-128, l.oz) : -128, 127);
+        out[i * l.N + j] = std::int32_t(r);
+      }
+    }
+    q = std::move(out);
+    last_scale = l.os;
+    last_zp = l.oz;
+  }
+  std::vector<float> y(q.size());
+  for (std::size_t i = 0; i < q.size(); ++i) y[i] = last_scale * float(q[i] - last_zp);
+  return y;
+}
+}  // namespace
+
+TEST_CASE("quantized_t: dense becomes quantized_dense, the state bytes are ~4x smaller than the float parameters") {
+  using qnet = quantized_t<net>;
+  using dnet = quantized_t<net, quantization::dynamic_range>;
+  static_assert(std::is_same_v<qnet, sequential<input<D>, quantized_dense<D, 32, relu>, dropout<0.1f>,
+                                                quantized_dense<32, 24, relu>, quantized_dense<24, C>>>);
+  static_assert(qnet::parameter_count == 0);
+  constexpr auto fp = net::plan<>::memory(1).parameters;
+  constexpr auto qs = qnet::plan<>::memory(1).state;
+  constexpr auto ds = dnet::plan<>::memory(1).state;
+  // float: 4 (16*32 + 32 + 32*24 + 24 + 24*3 + 3) = 5636 bytes (64-byte aligned per layer)
+  static_assert(fp >= 4 * (D * 32 + 32 + 32 * 24 + 24 + 24 * C + C));
+  // int8: K N + 12 N + 16 per layer, aligned: 2.9x at these tiny sizes
+  static_assert(qs < fp / 2 && ds < fp / 2);
+  // a 784 x 256 x 10 MLP: the weights dominate and the ratio approaches 4
+  using big = sequential<input<784>, dense<256, relu>, dense<10>>;
+  constexpr double ratio = double(big::plan<>::memory(1).parameters) / double(quantized_t<big>::plan<>::memory(1).state);
+  static_assert(ratio > 3.9 && ratio < 4.0);
+  MESSAGE("784x256x10 MLP: float parameters / int8 state bytes = " << ratio);
+  CHECK(quantized_dense<D, 32, relu>::name() == "quantized_dense<16, 32, relu, full_integer>");
+}
+
+TEST_CASE("post-training quantization of a trained MLP: accuracy within 2 points of float, outputs close") {
+  auto& m = trained<float_model>();
+  const auto te = make_blobs(600, 2);
+  const auto cal = make_blobs(300, 3);
+  const double acc_f = accuracy_of(m.predict(te.x.data(), te.y.size()), te.y);
+  auto qd = quantize_dynamic(m);
+  auto qf = quantize_full_integer(m, cal.x.data(), cal.y.size());
+  auto qp = quantize_full_integer(m, cal.x.data(), cal.y.size(), {.percentile = 99.9});
+  const auto pd = qd.predict(te.x.data(), te.y.size()), pf = qf.predict(te.x.data(), te.y.size());
+  const double acc_d = accuracy_of(pd, te.y), acc_q = accuracy_of(pf, te.y),
+               acc_p = accuracy_of(qp.predict(te.x.data(), te.y.size()), te.y);
+  MESSAGE("accuracy float " << acc_f << ", dynamic range " << acc_d << ", full integer " << acc_q
+                            << ", full integer (99.9 percentile) " << acc_p);
+  CHECK(acc_f > 0.85);
+  CHECK(std::abs(acc_d - acc_f) <= 0.02);
+  CHECK(std::abs(acc_q - acc_f) <= 0.02);
+  CHECK(std::abs(acc_p - acc_f) <= 0.02);
+  // logits: on average within a few output quantization steps of the float ones (a test logit
+  // beyond the calibrated range saturates, so the largest difference is only reported)
+  const auto pfl = m.predict(te.x.data(), te.y.size());
+  double worst_d = 0, worst_f = 0, mean_d = 0, mean_f = 0, range = 0;
+  for (std::size_t i = 0; i < pfl.size(); ++i) {
+    worst_d = std::max(worst_d, double(std::abs(pd[i] - pfl[i])));
+    worst_f = std::max(worst_f, double(std::abs(pf[i] - pfl[i])));
+    mean_d += double(std::abs(pd[i] - pfl[i])) / double(pfl.size());
+    mean_f += double(std::abs(pf[i] - pfl[i])) / double(pfl.size());
+    range = std::max(range, double(std::abs(pfl[i])));
+  }
+  MESSAGE("|logit - float logit|: dynamic mean " << mean_d << " max " << worst_d << ", full integer mean " << mean_f
+                                                 << " max " << worst_f << " (|logits| <= " << range << ")");
+  CHECK(worst_d < 0.02 * range);
+  CHECK(mean_f < 0.02 * range);
+}
+
+TEST_CASE("full integer: outputs equal an independent scalar int8 implementation exactly, at batch 1, 7 and 64") {
+  auto& m = trained<float_model>();
+  const auto cal = make_blobs(300, 3);
+  auto qf = quantize_full_integer(m, cal.x.data(), cal.y.size());
+  const auto te = make_blobs(130, 4);
+  auto xs = te.x;
+  xs[0] = 1000.0f;   // saturates to 127
+  xs[1] = -1000.0f;  // saturates to -128
+  const auto want = int8_reference(qf, xs, te.y.size());
+  for (std::size_t batch : {1, 7, 64}) {
+    const auto got = qf.predict(xs.data(), te.y.size(), batch);
+    REQUIRE(got.size() == want.size());
+    std::size_t diff = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) diff += got[i] != want[i];
+    INFO("batch " << batch);
+    CHECK(diff == 0);
+  }
+}
+
+TEST_CASE("quantized_dense: every 4-byte buffer is 4-byte aligned when K N is odd") {
+  using L = quantized_dense_layer<quantized_dense<7, 3, relu>, shape<7>, precision::float32, cpu<>>;
+  for (std::size_t i = 0; i < L::buffers.size(); ++i)
+    if (L::buffers[i].type != elem::i8) CHECK(buffer_offset<precision::float32>(L::buffers, i) % 4 == 0);
+  using odd = sequential<input<7>, dense<3, relu>, dense<5>>;
+  auto m = make_model<odd>(3);
+  std::vector<float> x(20 * 7);
+  rng g(2);
+  for (auto& v : x) v = float(g.uniform(-1, 1));
+  auto q = quantize_full_integer(m, x.data(), 20);
+  const auto p = q.predict(x.data(), 20), f = m.predict(x.data(), 20);
+  for (std::size_t i = 0; i < p.size(); ++i) CHECK(std::abs(p[i] - f[i]) < 0.1);
+}
+
+TEST_CASE("quantized models: the weights file carries int8 kernels, int32 biases, scales and zero points") {
+  auto& m = trained<float_model>();
+  const auto cal = make_blobs(300, 3);
+  auto qf = quantize_full_integer(m, cal.x.data(), cal.y.size());
+  const auto dir = std::filesystem::temp_directory_path() / "ctnn_test_quantized";
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "q.weights";
+  io::save_weights(qf, path);
+  auto back = make_model<quantized_t<net>>(99);
+  const auto te = make_blobs(50, 5);
+  CHECK(back.predict(te.x.data(), 50) != qf.predict(te.x.data(), 50));
+  io::load_weights(back, path);
+  CHECK(back.predict(te.x.data(), 50) == qf.predict(te.x.data(), 50));
+  // a dynamic-range model's file does not load into the full-integer type (the network names differ)
+  auto qd = quantize_dynamic(m);
+  io::save_weights(qd, dir / "d.weights");
+  CHECK_THROWS_WITH_AS(io::load_weights(back, dir / "d.weights"), doctest::Contains("quantized_dense<16, 32, relu, dynamic_range>"),
+                       io::weights_error);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("full integer: an empty or constant calibration set is a clear error") {
+  auto& m = trained<float_model>();
+  CHECK_THROWS_WITH_AS(quantize_full_integer(m, nullptr, 0), doctest::Contains("calibration set is empty"),
+                       std::invalid_argument);
+  const std::vector<float> zeros(10 * D, 0.0f);
+  CHECK_THROWS_WITH_AS(quantize_full_integer(m, zeros.data(), 10), doctest::Contains("layer 1's input"),
+                       std::invalid_argument);
+  std::vector<float> nan(10 * D, 1.0f);
+  nan[3] = std::nanf("");
+  CHECK_THROWS_WITH_AS(quantize_full_integer(m, nan.data(), 10), doctest::Contains("not finite"),
+                       std::invalid_argument);
+  const auto cal = make_blobs(30, 3);
+  CHECK_THROWS_AS(quantize_full_integer(m, cal.x.data(), 30, {.percentile = 20}), std::invalid_argument);
+}
+
+TEST_CASE("quantized_dense: backward is refused") {
+  auto q = make_model<quantized_t<net>>(1);
+  using L = std::tuple_element_t<0, decltype(q)::layers>;
+  CHECK_THROWS_WITH_AS(L::backward({}, nullptr, nullptr, nullptr, nullptr, {}), doctest::Contains("inference only"),
+                       std::logic_error);
+}
