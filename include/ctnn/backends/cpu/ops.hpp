@@ -25,6 +25,7 @@
 #include "../../core/half.hpp"
 #include "../../core/plan.hpp"
 #include "../../kernels/functors.hpp"
+#include "../../kernels/loss_functors.hpp"
 #include "activations.hpp"
 #include "backend.hpp"
 #include "conv.hpp"
@@ -364,6 +365,13 @@ struct ops<cpu<Arch>> {
   static void squared_error_loss(const T* y, const T* t, std::size_t count, T* d, double scale, double divisor,
                                  step_scalars* s) {
     finish_loss(squared_error(y, t, count, d, scale) / divisor, d, count, s);
+  }
+  // A pointwise loss rule (kernels/loss_functors.hpp): the sum of rule.value(y, t) over count
+  // values divided by divisor; d = scale * rule.gradient(y, t).
+  template <class Rule, class T>
+  static void pointwise_loss(const Rule& rule, const T* y, const T* t, std::size_t count, T* d, double scale,
+                             double divisor, step_scalars* s) {
+    finish_loss(kernels::cpu::pointwise_loss(rule, y, t, count, d, scale) / divisor, d, count, s);
   }
   template <class T>
   static void finish_loss(double sum, T* d, std::size_t count, step_scalars* s) {

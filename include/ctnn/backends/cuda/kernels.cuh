@@ -22,6 +22,7 @@
 #include "../../kernels/conv_reference.hpp"
 #include "../../core/plan.hpp"
 #include "../../kernels/functors.hpp"
+#include "../../kernels/loss_functors.hpp"
 #include "types.cuh"
 
 namespace ctnn::cuda_kernels {
@@ -605,6 +606,27 @@ __global__ void squared_error_loss(const T* y, const T* t, T* d, std::size_t cou
       const double e = double(load(y[i])) - double(load(t[i]));
       part += e * e;
       if (d) d[i] = store<T>(load(store<T>(float(scale * e))) * float(ls));
+    }
+  }
+  part = warp_sum_double(part);
+  if (threadIdx.x % 32 == 0 && warp_first < count) add_loss(s, part / divisor);
+}
+// A pointwise loss rule (kernels/loss_functors.hpp): sum rule.value(y, t) / divisor over count
+// values (each warp's part added), d = scale rule.gradient(y, t) loss_scale.
+template <class Rule, class T>
+__global__ void pointwise_loss(Rule rule, const T* y, const T* t, T* d, std::size_t count, double scale,
+                               double divisor, step_scalars* s) {
+  const double ls = s->loss_scale;
+  double part = 0;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  const std::size_t first = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  const std::size_t warp_first = first - threadIdx.x % 32;  // every lane runs the same rounds (warp sum)
+  for (std::size_t base = warp_first; base < count; base += stride) {
+    const std::size_t i = base + threadIdx.x % 32;
+    if (i < count) {
+      const double yi = double(load(y[i])), ti = double(load(t[i]));
+      part += rule.value(yi, ti);
+      if (d) d[i] = store<T>(load(store<T>(float(scale * rule.gradient(yi, ti)))) * float(ls));
     }
   }
   part = warp_sum_double(part);

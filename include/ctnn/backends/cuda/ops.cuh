@@ -394,6 +394,14 @@ struct ops<cuda<SM>> {
                                                                                            divisor, s);
     launched();
   }
+  template <class Rule, cuda_storage T>
+  static void pointwise_loss(const Rule& rule, const T* y, const T* t, std::size_t count, T* d, double scale,
+                             double divisor, step_scalars* s) {
+    if (!count) return;
+    cuda_kernels::pointwise_loss<<<std::min(grid(count), 1024u), block, 0, stream()>>>(rule, y, t, d, count, scale,
+                                                                                       divisor, s);
+    launched();
+  }
 
   // ---- loss scaling and regularizers ----
   // out = g * *inv in float32 (out may be g when T is float); *bad = 1 when a g is not finite. Nothing waits.
