@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/backends/cpu/ops.hpp>
+#include <ctnn/kernels/loss_functors.hpp>
 #include <ctnn/losses/binary_crossentropy.hpp>
 #include <ctnn/losses/huber.hpp>
 #include <ctnn/losses/kl_divergence.hpp>
