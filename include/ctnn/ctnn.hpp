@@ -44,6 +44,8 @@
 #include "layers/max_pool2d.hpp"
 #include "layers/padding.hpp"
 #include "layers/reshape.hpp"
+#include "layers/up_sampling2d.hpp"
+#include "layers/zero_padding2d.hpp"
 #include "losses/binary_crossentropy.hpp"
 #include "losses/categorical_crossentropy.hpp"
 #include "losses/huber.hpp"

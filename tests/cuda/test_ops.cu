@@ -452,6 +452,33 @@ TEST_CASE_TEMPLATE("max and average pooling (valid, same, overlapping) match the
   CHECK_CLOSE(T, to_host(gdx, dx.size()), dx);
 }
 
+// zero_padding2d and up_sampling2d (issue 29): the four ops against ops<cpu<>> on the same rounded values
+TEST_CASE_TEMPLATE("zero padding and nearest up-sampling forward and backward match the CPU", T, CTNN_STORAGE_TYPES) {
+  constexpr std::size_t batch = 3;
+  constexpr ctnn::kernels::conv_geometry pad{5, 4, 3, 3, 1, 1, 1, 5 + 1 + 2, 4 + 3 + 0, 1, 3};
+  constexpr ctnn::kernels::conv_geometry up{5, 4, 3, 3, 2, 3, 1, 10, 12, 0, 0};
+  auto check = [&](auto forward_c, auto backward_c, auto forward_g, auto backward_g, const ctnn::kernels::conv_geometry& g) {
+    const auto x = rounded<T>(random_values(batch * g.in_size(), 90)), dy = rounded<T>(random_values(batch * g.oh * g.ow * g.c, 91));
+    std::vector<float> y(dy.size()), dx(x.size());
+    forward_c(x.data(), y.data());
+    backward_c(dy.data(), dx.data());
+    auto gx = to_device<T>(x), gdy = to_device<T>(dy);
+    ctnn::device_buffer<T> gy(y.size()), gdx(dx.size());
+    forward_g(gx.data(), gy.data());
+    backward_g(gdy.data(), gdx.data());
+    CHECK_CLOSE(T, to_host(gy, y.size()), y);
+    CHECK_CLOSE(T, to_host(gdx, dx.size()), dx);
+  };
+  check([](const float* x, float* y) { C::zero_pad_forward<pad>(x, y, batch); },
+        [](const float* dy, float* dx) { C::zero_pad_backward<pad>(dy, dx, batch); },
+        [](const T* x, T* y) { G::zero_pad_forward<pad>(x, y, batch); },
+        [](const T* dy, T* dx) { G::zero_pad_backward<pad>(dy, dx, batch); }, pad);
+  check([](const float* x, float* y) { C::up_sample_forward<up>(x, y, batch); },
+        [](const float* dy, float* dx) { C::up_sample_backward<up>(dy, dx, batch); },
+        [](const T* x, T* y) { G::up_sample_forward<up>(x, y, batch); },
+        [](const T* dy, T* dx) { G::up_sample_backward<up>(dy, dx, batch); }, up);
+}
+
 // ---- the sparse dense products of every layout (sparse_products.cuh) against ops<cpu<>> on the same packed index ----
 namespace {
 // Layer L (a sparse layout bound on cpu<>, float32) initialised on the host (its own init: a valid index),

@@ -35,6 +35,7 @@
 #include "normalization.hpp"
 #include "pooling.hpp"
 #include "reduce.hpp"
+#include "resize.hpp"
 #include "sparse_kernels.hpp"
 #include "thread_pool.hpp"
 
@@ -158,6 +159,23 @@ struct ops<cpu<Arch>> {
   static void global_average_backward(const T* dy, T* dx, std::size_t batch) {
     if constexpr (is_half_v<T>) half<T>::template global_average_backward<P, C>(dy, dx, batch);
     else kernels::cpu::global_average_backward<P, C>(dy, dx, batch);
+  }
+  // zero_padding2d and up_sampling2d (resize.hpp; memory moves, any element type).
+  template <kernels::conv_geometry G, class T>
+  static void zero_pad_forward(const T* x, T* y, std::size_t batch) {
+    kernels::cpu::zero_pad_forward<G>(x, y, batch);
+  }
+  template <kernels::conv_geometry G, class T>
+  static void zero_pad_backward(const T* dy, T* dx, std::size_t batch) {
+    kernels::cpu::zero_pad_backward<G>(dy, dx, batch);
+  }
+  template <kernels::conv_geometry G, class T>
+  static void up_sample_forward(const T* x, T* y, std::size_t batch) {
+    kernels::cpu::up_sample_forward<G>(x, y, batch);
+  }
+  template <kernels::conv_geometry G, class T>
+  static void up_sample_backward(const T* dy, T* dx, std::size_t batch) {
+    kernels::cpu::up_sample_backward<G>(dy, dx, batch);
   }
 
   // ---- batch normalization and dropout (has_layer_ops; normalization.hpp) ----

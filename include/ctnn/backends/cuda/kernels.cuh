@@ -486,6 +486,40 @@ __global__ void global_average_backward(const T* dy, T* dx, std::size_t batch) {
   }
 }
 
+// ---- zero padding and nearest up-sampling (backends/cpu/resize.hpp's rules), one thread per value ----
+template <class T>
+__global__ void zero_pad_forward(const conv_geometry G, const T* x, T* y, std::size_t batch) {
+  CTNN_GRID_STRIDE(e, batch * G.oh * G.ow * G.c) {
+    const std::size_t c = e % G.c, s = e / G.c % G.ow, r = e / (G.c * G.ow) % G.oh, n = e / (G.c * G.ow * G.oh);
+    const bool inside = r >= G.pt && r < G.pt + G.h && s >= G.pl && s < G.pl + G.w;
+    y[e] = inside ? x[((n * G.h + r - G.pt) * G.w + s - G.pl) * G.c + c] : store<T>(0.0f);
+  }
+}
+template <class T>
+__global__ void zero_pad_backward(const conv_geometry G, const T* dy, T* dx, std::size_t batch) {
+  CTNN_GRID_STRIDE(e, batch * G.h * G.w * G.c) {
+    const std::size_t c = e % G.c, s = e / G.c % G.w, r = e / (G.c * G.w) % G.h, n = e / (G.c * G.w * G.h);
+    dx[e] = dy[((n * G.oh + r + G.pt) * G.ow + s + G.pl) * G.c + c];
+  }
+}
+template <class T>
+__global__ void up_sample_forward(const conv_geometry G, const T* x, T* y, std::size_t batch) {
+  CTNN_GRID_STRIDE(e, batch * G.oh * G.ow * G.c) {
+    const std::size_t c = e % G.c, s = e / G.c % G.ow, r = e / (G.c * G.ow) % G.oh, n = e / (G.c * G.ow * G.oh);
+    y[e] = x[((n * G.h + r / G.kh) * G.w + s / G.kw) * G.c + c];
+  }
+}
+template <class T>
+__global__ void up_sample_backward(const conv_geometry G, const T* dy, T* dx, std::size_t batch) {
+  CTNN_GRID_STRIDE(e, batch * G.h * G.w * G.c) {
+    const std::size_t c = e % G.c, s = e / G.c % G.w, r = e / (G.c * G.w) % G.h, n = e / (G.c * G.w * G.h);
+    float sum = 0;
+    for (std::size_t i = 0; i < G.kh; ++i)
+      for (std::size_t j = 0; j < G.kw; ++j) sum += load(dy[((n * G.oh + r * G.kh + i) * G.ow + s * G.kw + j) * G.c + c]);
+    dx[e] = store<T>(sum);
+  }
+}
+
 // ---- convolution: im2col (one thread per column value) and its gather adjoint ----
 template <class T>
 __global__ void im2col(const conv_geometry G, const T* x, T* cols, std::size_t batch) {

@@ -264,6 +264,27 @@ struct ops<cuda<SM>> {
     cuda_kernels::global_average_backward<P, C><<<grid(batch * P * C), block, 0, stream()>>>(dy, dx, batch);
     launched();
   }
+  // zero_padding2d and up_sampling2d (kernels.cuh; one thread per value)
+  template <kernels::conv_geometry G, cuda_storage T>
+  static void zero_pad_forward(const T* x, T* y, std::size_t batch) {
+    cuda_kernels::zero_pad_forward<<<grid(batch * G.oh * G.ow * G.c), block, 0, stream()>>>(G, x, y, batch);
+    launched();
+  }
+  template <kernels::conv_geometry G, cuda_storage T>
+  static void zero_pad_backward(const T* dy, T* dx, std::size_t batch) {
+    cuda_kernels::zero_pad_backward<<<grid(batch * G.in_size()), block, 0, stream()>>>(G, dy, dx, batch);
+    launched();
+  }
+  template <kernels::conv_geometry G, cuda_storage T>
+  static void up_sample_forward(const T* x, T* y, std::size_t batch) {
+    cuda_kernels::up_sample_forward<<<grid(batch * G.oh * G.ow * G.c), block, 0, stream()>>>(G, x, y, batch);
+    launched();
+  }
+  template <kernels::conv_geometry G, cuda_storage T>
+  static void up_sample_backward(const T* dy, T* dx, std::size_t batch) {
+    cuda_kernels::up_sample_backward<<<grid(batch * G.in_size()), block, 0, stream()>>>(G, dy, dx, batch);
+    launched();
+  }
 
   // ---- element-wise and row-wise ----
   template <cuda_storage T>
