@@ -36,6 +36,7 @@
 #include "layers/activation.hpp"
 #include "layers/average_pool2d.hpp"
 #include "layers/batch_norm.hpp"
+#include "layers/conv1d.hpp"
 #include "layers/conv2d.hpp"
 #include "layers/dense.hpp"
 #include "layers/initializers.hpp"
