@@ -42,6 +42,7 @@
 #include "layers/initializers.hpp"
 #include "layers/dropout.hpp"
 #include "layers/global_average_pool.hpp"
+#include "layers/layer_normalization.hpp"
 #include "layers/max_pool2d.hpp"
 #include "layers/padding.hpp"
 #include "layers/reshape.hpp"

@@ -82,6 +82,12 @@ TEST_CASE("gradcheck: binary_crossentropy, huber and kl_divergence (issue 29)") 
   CHECK(gradcheck::check_loss<N>(kl_divergence{}, probs, soft, B) < tol);
 }
 
+TEST_CASE("gradcheck: layer_normalization (issue 29)") {
+  CHECK(gradcheck::check_layer<layer_normalization<>, shape<6>>() < tol);
+  CHECK(gradcheck::check_layer<layer_normalization<1e-5>, shape<3, 4>>() < tol);
+  CHECK(gradcheck::check_layer<layer_normalization<>, shape<2, 2, 3>>({.batch = 4}) < tol);
+}
+
 TEST_CASE("gradcheck: the l2 penalty") {
   CHECK(gradcheck::check_penalty<dense<4, identity, l2<0.01f>>, shape<3>>() < tol);
 }

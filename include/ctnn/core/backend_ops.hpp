@@ -153,7 +153,8 @@ concept has_loss_ops = requires(const float* x, float* y, const std::int32_t* la
 // beta; moving statistics of their own type S), batch_norm_backward<C> (dgamma, dbeta; dx
 // through the batch statistics in training, gamma inv dy when frozen; none when dx is null),
 // dropout_forward (the mask, 1 / (1 - rate) or 0, drawn from the generator; the rate a value
-// or one float in B's memory), dropout_backward (dx = dy mask), zero_pad_forward / backward
+// or one float in B's memory), dropout_backward (dx = dy mask), layer_norm_forward / backward<C>
+// (layer_normalization: each row of C values by its own mean and variance), zero_pad_forward / backward
 // and up_sample_forward / backward<G> (zero_padding2d, up_sampling2d: G's pt, pl, oh, ow, kh, kw).
 // Satisfied by: ops<cpu<A>> (normalization.hpp: cpu<>'s draws from gen in order),
 // ops<cuda<SM>> (kernels.cuh: column sums; a hash of one 64-bit seed drawn from gen).
@@ -164,6 +165,8 @@ concept has_layer_ops = requires(const float* x, float* y, std::size_t n, rng& g
   ops<B>::dropout_forward(x, y, y, n, 0.25, gen);
   ops<B>::dropout_forward(x, y, y, n, x, gen);
   ops<B>::dropout_backward(x, x, y, n);
+  ops<B>::template layer_norm_forward<4>(x, y, x, x, y, y, n, 1e-3);
+  ops<B>::template layer_norm_backward<4>(x, x, y, x, x, x, y, y, n);
   ops<B>::template zero_pad_forward<detail::ops_probe_geometry>(x, y, n);
   ops<B>::template zero_pad_backward<detail::ops_probe_geometry>(x, y, n);
   ops<B>::template up_sample_forward<detail::ops_probe_geometry>(x, y, n);

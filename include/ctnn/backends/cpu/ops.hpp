@@ -160,6 +160,17 @@ struct ops<cpu<Arch>> {
     if constexpr (is_half_v<T>) half<T>::template global_average_backward<P, C>(dy, dx, batch);
     else kernels::cpu::global_average_backward<P, C>(dy, dx, batch);
   }
+  // layer_normalization (normalization.hpp; double inside, any element type).
+  template <std::size_t C, class T>
+  static void layer_norm_forward(const T* x, T* y, const T* gamma, const T* beta, T* mean, T* inv, std::size_t rows,
+                                 double eps) {
+    kernels::cpu::layer_norm_forward<C>(x, y, gamma, beta, mean, inv, rows, eps);
+  }
+  template <std::size_t C, class T>
+  static void layer_norm_backward(const T* x, const T* dy, T* dx, const T* gamma, const T* mean, const T* inv,
+                                  T* dgamma, T* dbeta, std::size_t rows) {
+    kernels::cpu::layer_norm_backward<C>(x, dy, dx, gamma, mean, inv, dgamma, dbeta, rows);
+  }
   // zero_padding2d and up_sampling2d (resize.hpp; memory moves, any element type).
   template <kernels::conv_geometry G, class T>
   static void zero_pad_forward(const T* x, T* y, std::size_t batch) {

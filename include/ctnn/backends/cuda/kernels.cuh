@@ -486,6 +486,56 @@ __global__ void global_average_backward(const T* dy, T* dx, std::size_t batch) {
   }
 }
 
+// ---- layer normalization (backends/cpu/normalization.hpp's rule): one thread per row, one per column ----
+template <std::size_t C, class T>
+__global__ void layer_norm_forward(const T* x, T* y, const T* gamma, const T* beta, T* mean, T* inv,
+                                   std::size_t rows, double eps) {
+  CTNN_GRID_STRIDE(i, rows) {
+    double m = 0, v = 0;
+    for (std::size_t c = 0; c < C; ++c) m += double(load(x[i * C + c]));
+    m /= double(C);
+    for (std::size_t c = 0; c < C; ++c) v += (double(load(x[i * C + c])) - m) * (double(load(x[i * C + c])) - m);
+    const double k = 1.0 / sqrt(v / double(C) + eps);
+    mean[i] = store<T>(float(m));
+    inv[i] = store<T>(float(k));
+    for (std::size_t c = 0; c < C; ++c)
+      y[i * C + c] = store<T>(float(double(load(gamma[c])) * (double(load(x[i * C + c])) - m) * k + double(load(beta[c]))));
+  }
+}
+template <std::size_t C, class T>
+__global__ void layer_norm_backward_params(const T* x, const T* dy, const T* mean, const T* inv, T* dgamma, T* dbeta,
+                                           std::size_t rows) {
+  CTNN_GRID_STRIDE(c, C) {
+    double dg = 0, db = 0;
+    for (std::size_t i = 0; i < rows; ++i) {
+      const double d = double(load(dy[i * C + c]));
+      db += d;
+      dg += d * (double(load(x[i * C + c])) - double(load(mean[i]))) * double(load(inv[i]));
+    }
+    dgamma[c] = store<T>(float(dg));
+    dbeta[c] = store<T>(float(db));
+  }
+}
+template <std::size_t C, class T>
+__global__ void layer_norm_backward_input(const T* x, const T* dy, T* dx, const T* gamma, const T* mean, const T* inv,
+                                          std::size_t rows) {
+  CTNN_GRID_STRIDE(i, rows) {
+    const double m = double(load(mean[i])), k = double(load(inv[i]));
+    double sg = 0, sgx = 0;
+    for (std::size_t c = 0; c < C; ++c) {
+      const double g = double(load(gamma[c])) * double(load(dy[i * C + c]));
+      sg += g;
+      sgx += g * (double(load(x[i * C + c])) - m) * k;
+    }
+    sg /= double(C);
+    sgx /= double(C);
+    for (std::size_t c = 0; c < C; ++c) {
+      const double g = double(load(gamma[c])) * double(load(dy[i * C + c]));
+      dx[i * C + c] = store<T>(float(k * (g - sg - (double(load(x[i * C + c])) - m) * k * sgx)));
+    }
+  }
+}
+
 // ---- zero padding and nearest up-sampling (backends/cpu/resize.hpp's rules), one thread per value ----
 template <class T>
 __global__ void zero_pad_forward(const conv_geometry G, const T* x, T* y, std::size_t batch) {
