@@ -1,6 +1,6 @@
 // The batched loss ops of ops<cuda<90>> into a step's scalars (core/backend_ops.hpp's
 // has_loss_ops: sparse_crossentropy_loss, categorical_crossentropy_loss of logits and of
-// probabilities, squared_error_loss) against ops<cpu<>>'s on the same rounded values: the
+// probabilities, squared_error_loss, pointwise_loss) against ops<cpu<>>'s on the same rounded values: the
 // loss sum added to step_scalars::loss_sum (within 1e-5 relative), dL/dy times the scale and
 // the scalars' loss_scale (within tolerance<T>()), the non-finite flag.
 #include "cuda_test.hpp"
@@ -90,5 +90,29 @@ TEST_CASE_TEMPLATE("the batched loss ops into step_scalars match the CPU's", T, 
     device_scalars f(ctnn::step_scalars{});
     G::squared_error_loss(db.data(), dt.data(), n, dd.data(), 0.01, 10.0, f.buf.data());
     CHECK(f.get().non_finite != 0);
+  }
+  {  // the pointwise rules (binary cross-entropy of logits and of probabilities, Huber, KL divergence)
+    const std::size_t n = 3000;
+    const auto z = rounded<T>(random_values(n, 41)), u = rounded<T>(random_values(n, 42));
+    std::vector<float> p(n), q(n);
+    for (std::size_t i = 0; i < n; ++i) p[i] = 0.5f + 0.45f * z[i], q[i] = 0.5f + 0.5f * u[i];  // in (0, 1)
+    const auto pr = rounded<T>(p), qr = rounded<T>(q);
+    auto run = [&](const auto& rule, const std::vector<float>& y, const std::vector<float>& t) {
+      auto dy = to_device<T>(y), dt = to_device<T>(t);
+      ctnn::device_buffer<T> dd(n);
+      ctnn::step_scalars start;
+      start.loss_scale = 2.0;
+      ctnn::step_scalars want = start;
+      std::vector<float> want_d(n);
+      C::pointwise_loss(rule, y.data(), t.data(), n, want_d.data(), 0.01, 7.0, &want);
+      device_scalars s(start);
+      G::pointwise_loss(rule, dy.data(), dt.data(), n, dd.data(), 0.01, 7.0, s.buf.data());
+      CHECK(std::abs(s.get().loss_sum - want.loss_sum) <= 1e-5 * std::abs(want.loss_sum));
+      CHECK_CLOSE(T, to_host(dd, n), want_d);
+    };
+    run(ctnn::fn::binary_crossentropy_rule{true}, z, qr);
+    run(ctnn::fn::binary_crossentropy_rule{false}, pr, qr);
+    run(ctnn::fn::huber_rule{0.3}, z, u);
+    run(ctnn::fn::kl_divergence_rule{}, pr, qr);
   }
 }

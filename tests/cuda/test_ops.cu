@@ -31,6 +31,7 @@ static_assert(ctnn::has_layer_ops<ctnn::cuda<90>>);  // batch_norm and dropout (
 static_assert(ctnn::BackendOps<ctnn::cuda<90>>);
 static_assert(ctnn::has_sparse_product_ops<ctnn::cuda<90>>);  // every sparse layout (pruning.hpp included)
 using C = ctnn::ops<ctnn::cpu<>>;
+using C_ops = C;  // where a template parameter is named C
 namespace ref = ctnn::kernels::reference;
 
 #define CTNN_STORAGE_TYPES float, __half, __nv_bfloat16
@@ -450,6 +451,53 @@ TEST_CASE_TEMPLATE("max and average pooling (valid, same, overlapping) match the
   G::global_average_backward<P, Ch>(gdy.data(), gdx.data(), batch);
   CHECK_CLOSE(T, to_host(gy, y.size()), y);
   CHECK_CLOSE(T, to_host(gdx, dx.size()), dx);
+}
+
+// layer_normalization (issue 29): forward (y, the cached means and inverse stds) and backward against ops<cpu<>>
+TEST_CASE_TEMPLATE("layer normalization forward and backward match the CPU", T, CTNN_STORAGE_TYPES) {
+  constexpr std::size_t C = 24, rows = 70;
+  const auto x = rounded<T>(random_values(rows * C, 95)), dy = rounded<T>(random_values(rows * C, 96));
+  const auto gamma = rounded<T>(random_values(C, 97, 0.5f, 1.5f)), beta = rounded<T>(random_values(C, 98));
+  std::vector<float> y(rows * C), mean(rows), inv(rows), dx(rows * C), dg(C), db(C);
+  C_ops::layer_norm_forward<C>(x.data(), y.data(), gamma.data(), beta.data(), mean.data(), inv.data(), rows, 1e-3);
+  C_ops::layer_norm_backward<C>(x.data(), dy.data(), dx.data(), gamma.data(), mean.data(), inv.data(), dg.data(),
+                                db.data(), rows);
+  auto gx = to_device<T>(x), gdy = to_device<T>(dy), gg = to_device<T>(gamma), gb = to_device<T>(beta);
+  ctnn::device_buffer<T> gy(y.size()), gm(rows), gi(rows), gdx(dx.size()), gdg(C), gdb(C);
+  G::layer_norm_forward<C>(gx.data(), gy.data(), gg.data(), gb.data(), gm.data(), gi.data(), rows, 1e-3);
+  G::layer_norm_backward<C>(gx.data(), gdy.data(), gdx.data(), gg.data(), gm.data(), gi.data(), gdg.data(), gdb.data(),
+                            rows);
+  CHECK_CLOSE(T, to_host(gy, y.size()), y);
+  CHECK_CLOSE(T, to_host(gdx, dx.size()), dx);
+  CHECK_CLOSE(T, to_host(gdg, C), dg);
+  CHECK_CLOSE(T, to_host(gdb, C), db);
+}
+
+// zero_padding2d and up_sampling2d (issue 29): the four ops against ops<cpu<>> on the same rounded values
+TEST_CASE_TEMPLATE("zero padding and nearest up-sampling forward and backward match the CPU", T, CTNN_STORAGE_TYPES) {
+  constexpr std::size_t batch = 3;
+  constexpr ctnn::kernels::conv_geometry pad{5, 4, 3, 3, 1, 1, 1, 5 + 1 + 2, 4 + 3 + 0, 1, 3};
+  constexpr ctnn::kernels::conv_geometry up{5, 4, 3, 3, 2, 3, 1, 10, 12, 0, 0};
+  auto check = [&](auto forward_c, auto backward_c, auto forward_g, auto backward_g, const ctnn::kernels::conv_geometry& g) {
+    const auto x = rounded<T>(random_values(batch * g.in_size(), 90)), dy = rounded<T>(random_values(batch * g.oh * g.ow * g.c, 91));
+    std::vector<float> y(dy.size()), dx(x.size());
+    forward_c(x.data(), y.data());
+    backward_c(dy.data(), dx.data());
+    auto gx = to_device<T>(x), gdy = to_device<T>(dy);
+    ctnn::device_buffer<T> gy(y.size()), gdx(dx.size());
+    forward_g(gx.data(), gy.data());
+    backward_g(gdy.data(), gdx.data());
+    CHECK_CLOSE(T, to_host(gy, y.size()), y);
+    CHECK_CLOSE(T, to_host(gdx, dx.size()), dx);
+  };
+  check([](const float* x, float* y) { C::zero_pad_forward<pad>(x, y, batch); },
+        [](const float* dy, float* dx) { C::zero_pad_backward<pad>(dy, dx, batch); },
+        [](const T* x, T* y) { G::zero_pad_forward<pad>(x, y, batch); },
+        [](const T* dy, T* dx) { G::zero_pad_backward<pad>(dy, dx, batch); }, pad);
+  check([](const float* x, float* y) { C::up_sample_forward<up>(x, y, batch); },
+        [](const float* dy, float* dx) { C::up_sample_backward<up>(dy, dx, batch); },
+        [](const T* x, T* y) { G::up_sample_forward<up>(x, y, batch); },
+        [](const T* dy, T* dx) { G::up_sample_backward<up>(dy, dx, batch); }, up);
 }
 
 // ---- the sparse dense products of every layout (sparse_products.cuh) against ops<cpu<>> on the same packed index ----

@@ -70,3 +70,15 @@ TEST_CASE("categorical_crossentropy on softmax probabilities (rmsprop) on the si
   using probs = sequential<input<12>, dense<8, sigmoid>, dense<3, softmax>>;
   same_on_both<probs>(categorical_crossentropy{}, [] { return rmsprop{1e-2}; }, samples<3>(64, 3, true).batch(16));
 }
+
+// issue 29: the pointwise losses (ops<B>::pointwise_loss) run on a backend whose memory the host cannot touch
+TEST_CASE("binary_crossentropy from logits, huber and kl_divergence on the simulated device") {
+  using two = sequential<input<12>, dense<16, ctnn::tanh>, dense<2>>;
+  same_on_both<two>(binary_crossentropy{.from_logits = true}, [] { return adam{1e-2}; }, samples<2>(64, 4, true).batch(16));
+  using sig = sequential<input<12>, dense<16, ctnn::tanh>, dense<2, sigmoid>>;
+  same_on_both<sig>(binary_crossentropy{}, [] { return adam{1e-2}; }, samples<2>(64, 5, true).batch(16));
+  using reg = sequential<input<12>, dense<16, ctnn::tanh>, dense<3>>;
+  same_on_both<reg>(huber{.delta = 0.5}, [] { return sgd{0.05}; }, samples<3>(64, 6, false).batch(16));
+  using probs = sequential<input<12>, dense<8, sigmoid>, dense<3, softmax>>;
+  same_on_both<probs>(kl_divergence{}, [] { return rmsprop{1e-2}; }, samples<3>(64, 7, true).batch(16));
+}

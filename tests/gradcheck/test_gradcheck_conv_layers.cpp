@@ -26,6 +26,19 @@ TEST_CASE("gradcheck: conv2d") {
   CHECK(gradcheck::check_layer<conv2d<3, 2, 2, 1, padding::same, relu>, shape<4, 4, 2>>() < tol);
 }
 
+TEST_CASE("gradcheck: conv1d (issue 29)") {
+  CHECK(gradcheck::check_layer<conv1d<3, 3>, shape<8, 2>>() < tol);
+  CHECK(gradcheck::check_layer<conv1d<2, 4, 3, padding::same, ctnn::tanh>, shape<10, 3>>() < tol);
+  CHECK(gradcheck::check_layer<conv1d<4, 2, 2, padding::valid, sigmoid>, shape<9, 1>>({.batch = 4}) < tol);
+}
+
+TEST_CASE("gradcheck: zero_padding2d and up_sampling2d (issue 29)") {
+  CHECK(gradcheck::check_layer<zero_padding2d<1>, shape<4, 3, 2>>() < tol);
+  CHECK(gradcheck::check_layer<zero_padding2d<2, 0, 1, 3>, shape<3, 4, 3>>({.batch = 3}) < tol);
+  CHECK(gradcheck::check_layer<up_sampling2d<2>, shape<3, 4, 2>>() < tol);
+  CHECK(gradcheck::check_layer<up_sampling2d<3, 1>, shape<2, 3, 3>>({.batch = 3}) < tol);
+}
+
 TEST_CASE("gradcheck: pooling") {
   CHECK(gradcheck::check_layer<max_pool2d<2>, shape<6, 6, 3>>() < tol);
   CHECK(gradcheck::check_layer<max_pool2d<3, 2, padding::same>, shape<7, 6, 2>>() < tol);

@@ -87,6 +87,11 @@ TEST_CASE("monitor: automatic mode maximizes names with 'acc', a missing key is 
   CHECK(detail::maximizes("val_accuracy", monitor_mode::automatic));
   CHECK_FALSE(detail::maximizes("val_loss", monitor_mode::automatic));
   CHECK_FALSE(detail::maximizes("mean_absolute_error", monitor_mode::automatic));
+  for (const char* up : {"auc", "val_auc", "precision", "val_precision", "recall", "val_recall"}) {
+    INFO(up);
+    CHECK(detail::maximizes(up, monitor_mode::automatic));  // Keras' direction "up" for these metrics
+  }
+  CHECK_FALSE(detail::maximizes("val_auc_loss", monitor_mode::automatic));
   CHECK(detail::maximizes("loss", monitor_mode::max));
   logs l;
   l.set("loss", 1);

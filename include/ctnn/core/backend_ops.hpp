@@ -17,6 +17,7 @@
 
 #include "../kernels/conv_reference.hpp"
 #include "../kernels/functors.hpp"
+#include "../kernels/loss_functors.hpp"
 #include "plan.hpp"
 #include "rng.hpp"
 
@@ -128,8 +129,9 @@ concept has_optimizer_update_ops = requires(float* w, const float* g, std::size_
 // losses and the softmax activation use, and the batched losses into a step's
 // scalars (core/plan.hpp's step_scalars, in B's memory): sparse_crossentropy_loss
 // (one class index per row), categorical_crossentropy_loss (target weights per
-// row), both of logits or probabilities, and squared_error_loss (sum (y - t)^2 /
-// divisor). Each adds its rows' loss sum to s->loss_sum, sets s->non_finite when
+// row), both of logits or probabilities, squared_error_loss (sum (y - t)^2 /
+// divisor) and pointwise_loss (sum rule.value(y, t) / divisor, d from rule.gradient,
+// a rule of kernels/loss_functors.hpp). Each adds its rows' loss sum to s->loss_sum, sets s->non_finite when
 // that sum is not finite, and writes dL/dy times scale times s->loss_scale into d
 // (when not null); none waits (the step reads the scalars once, after backward).
 // Satisfied by: ops<cpu<A>> (activations.hpp, crossentropy.hpp), ops<cuda<SM>>
@@ -142,6 +144,7 @@ concept has_loss_ops = requires(const float* x, float* y, const std::int32_t* la
   ops<B>::sparse_crossentropy_loss(x, labels, rows, cols, y, 1.0, true, s);
   ops<B>::categorical_crossentropy_loss(x, x, rows, cols, y, 1.0, true, s);
   ops<B>::squared_error_loss(x, x, rows, y, 1.0, 1.0, s);
+  ops<B>::pointwise_loss(fn::huber_rule{1.0}, x, x, rows, y, 1.0, 1.0, s);
 };
 
 // Batch normalization and dropout: batch_norm_forward<C> over rows x C values (training:
@@ -150,7 +153,9 @@ concept has_loss_ops = requires(const float* x, float* y, const std::int32_t* la
 // beta; moving statistics of their own type S), batch_norm_backward<C> (dgamma, dbeta; dx
 // through the batch statistics in training, gamma inv dy when frozen; none when dx is null),
 // dropout_forward (the mask, 1 / (1 - rate) or 0, drawn from the generator; the rate a value
-// or one float in B's memory) and dropout_backward (dx = dy mask).
+// or one float in B's memory), dropout_backward (dx = dy mask), layer_norm_forward / backward<C>
+// (layer_normalization: each row of C values by its own mean and variance), zero_pad_forward / backward
+// and up_sample_forward / backward<G> (zero_padding2d, up_sampling2d: G's pt, pl, oh, ow, kh, kw).
 // Satisfied by: ops<cpu<A>> (normalization.hpp: cpu<>'s draws from gen in order),
 // ops<cuda<SM>> (kernels.cuh: column sums; a hash of one 64-bit seed drawn from gen).
 template <class B>
@@ -160,6 +165,12 @@ concept has_layer_ops = requires(const float* x, float* y, std::size_t n, rng& g
   ops<B>::dropout_forward(x, y, y, n, 0.25, gen);
   ops<B>::dropout_forward(x, y, y, n, x, gen);
   ops<B>::dropout_backward(x, x, y, n);
+  ops<B>::template layer_norm_forward<4>(x, y, x, x, y, y, n, 1e-3);
+  ops<B>::template layer_norm_backward<4>(x, x, y, x, x, x, y, y, n);
+  ops<B>::template zero_pad_forward<detail::ops_probe_geometry>(x, y, n);
+  ops<B>::template zero_pad_backward<detail::ops_probe_geometry>(x, y, n);
+  ops<B>::template up_sample_forward<detail::ops_probe_geometry>(x, y, n);
+  ops<B>::template up_sample_backward<detail::ops_probe_geometry>(x, y, n);
 };
 
 // ops<B> is complete (a backend specializes it) ...

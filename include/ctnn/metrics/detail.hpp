@@ -62,4 +62,23 @@ struct accuracy_counter {
   }
 };
 
+// The confusion counts precision and recall stream, over every output of every sample
+// (Keras' update_confusion_matrix_variables at one threshold): predicted positive when
+// y > threshold, actually positive when the target is not 0.
+struct confusion_counts {
+  double tp = 0, fp = 0, fn = 0;
+  void reset() { tp = fp = fn = 0; }
+  template <class T>
+  void update(const T* y, const T* targets, std::size_t count, double threshold) {
+    for (std::size_t i = 0; i < count; ++i) {
+      const bool predicted = double(y[i]) > threshold, positive = double(targets[i]) != 0.0;
+      tp += predicted && positive ? 1.0 : 0.0;
+      fp += predicted && !positive ? 1.0 : 0.0;
+      fn += !predicted && positive ? 1.0 : 0.0;
+    }
+  }
+};
+// a / b, or 0 when b is 0 (Keras' divide_no_nan).
+inline double divide_no_nan(double a, double b) { return b != 0 ? a / b : 0.0; }
+
 }  // namespace ctnn::detail

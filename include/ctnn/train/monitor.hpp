@@ -2,7 +2,9 @@
 //
 // monitor_mode: automatic, min or max. automatic follows Keras'
 // ReduceLROnPlateau/ModelCheckpoint rule: maximize when the monitored name
-// contains "acc", minimize otherwise (loss, mean_absolute_error, ...).
+// contains "acc", minimize otherwise (loss, mean_absolute_error, ...); and, as
+// Keras 3's EarlyStopping reads those metrics' direction "up", maximize
+// auc, precision and recall (with or without "val_").
 // monitored(logs, name, who) returns logs[name] or throws
 // std::invalid_argument naming the callback, the key and the keys there are
 // (Keras only warns; ctnn stops before a misconfigured run goes on silently).
@@ -20,7 +22,10 @@ enum class monitor_mode { automatic, min, max };
 namespace detail {
 
 inline bool maximizes(std::string_view monitor, monitor_mode m) {
-  if (m == monitor_mode::automatic) return monitor.find("acc") != std::string_view::npos;
+  if (m == monitor_mode::automatic) {
+    const std::string_view base = monitor.starts_with("val_") ? monitor.substr(4) : monitor;
+    return monitor.find("acc") != std::string_view::npos || base == "auc" || base == "precision" || base == "recall";
+  }
   return m == monitor_mode::max;
 }
 

@@ -7,7 +7,8 @@
 // crossentropy_logits_row_reference otherwise. The losses reach it through
 // ops<cpu<Arch>>: the batched sparse_crossentropy_logits and
 // categorical_crossentropy_logits (rows of it), squared_error (MSE); the
-// probabilities' row (crossentropy_probs_row, Keras' clipping) and its batches.
+// probabilities' row (crossentropy_probs_row, Keras' clipping) and its batches;
+// pointwise_loss (a rule of kernels/loss_functors.hpp over count values).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -175,6 +176,18 @@ double squared_error(const T* y, const T* t, std::size_t count, T* d, double sca
     const double e = double(y[i]) - double(t[i]);
     total += e * e;
     if (d) d[i] = T(scale * e);
+  }
+  return total;
+}
+
+// A pointwise loss rule (kernels/loss_functors.hpp) over count values: returns the sum of
+// rule.value(y, t); d (when not null) receives rule.gradient(y, t) * scale. Scalar, in double.
+template <class Rule, class T>
+double pointwise_loss(const Rule& rule, const T* y, const T* t, std::size_t count, T* d, double scale) {
+  double total = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    total += rule.value(double(y[i]), double(t[i]));
+    if (d) d[i] = T(scale * rule.gradient(double(y[i]), double(t[i])));
   }
   return total;
 }

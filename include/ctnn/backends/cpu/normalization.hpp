@@ -218,4 +218,62 @@ void dropout_backward(const T* mask, const T* dy, T* dx, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) dx[i] = T(A(dy[i]) * A(mask[i]));
 }
 
+// Layer normalization over the last axis: each of rows rows of C values normalised by its own
+// mean and biased variance, y = gamma (x - mean) inv + beta, inv = 1 / sqrt(var + eps); mean[r]
+// and inv[r] cached for the backward pass. Backward: dgamma, dbeta (assigned, sums over the rows)
+// and, when dx is not null, dx = inv (g - mean(g) - xhat mean(g xhat)), g = gamma dy.
+template <std::size_t C, class T>
+void layer_norm_forward(const T* x, T* y, const T* gamma, const T* beta, T* mean, T* inv, std::size_t rows,
+                        double eps) {
+  using A = precision::arithmetic_t<T>;
+  for_samples(rows, C, [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t i = r0; i < r1; ++i) {
+      const T* xr = x + i * C;
+      double m = 0, v = 0;
+      for (std::size_t c = 0; c < C; ++c) m += double(A(xr[c]));
+      m /= double(C);
+      for (std::size_t c = 0; c < C; ++c) v += (double(A(xr[c])) - m) * (double(A(xr[c])) - m);
+      const double k = 1.0 / std::sqrt(v / double(C) + eps);
+      mean[i] = T(A(m));
+      inv[i] = T(A(k));
+      for (std::size_t c = 0; c < C; ++c)
+        y[i * C + c] = T(A(double(A(gamma[c])) * (double(A(xr[c])) - m) * k + double(A(beta[c]))));
+    }
+  });
+}
+template <std::size_t C, class T>
+void layer_norm_backward(const T* x, const T* dy, T* dx, const T* gamma, const T* mean, const T* inv, T* dgamma,
+                         T* dbeta, std::size_t rows) {
+  using A = precision::arithmetic_t<T>;
+  std::array<double, C> dg{}, db{};
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t c = 0; c < C; ++c) {
+      const double xhat = (double(A(x[i * C + c])) - double(A(mean[i]))) * double(A(inv[i]));
+      db[c] += double(A(dy[i * C + c]));
+      dg[c] += double(A(dy[i * C + c])) * xhat;
+    }
+  for (std::size_t c = 0; c < C; ++c) {
+    dgamma[c] = T(A(dg[c]));
+    dbeta[c] = T(A(db[c]));
+  }
+  if (!dx) return;
+  for_samples(rows, C, [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t i = r0; i < r1; ++i) {
+      const double m = double(A(mean[i])), k = double(A(inv[i]));
+      double sg = 0, sgx = 0;
+      for (std::size_t c = 0; c < C; ++c) {
+        const double g = double(A(gamma[c])) * double(A(dy[i * C + c])), xhat = (double(A(x[i * C + c])) - m) * k;
+        sg += g;
+        sgx += g * xhat;
+      }
+      sg /= double(C);
+      sgx /= double(C);
+      for (std::size_t c = 0; c < C; ++c) {
+        const double g = double(A(gamma[c])) * double(A(dy[i * C + c])), xhat = (double(A(x[i * C + c])) - m) * k;
+        dx[i * C + c] = T(A(k * (g - sg - xhat * sgx)));
+      }
+    }
+  });
+}
+
 }  // namespace ctnn::kernels::cpu

@@ -25,6 +25,7 @@
 #include "../../core/half.hpp"
 #include "../../core/plan.hpp"
 #include "../../kernels/functors.hpp"
+#include "../../kernels/loss_functors.hpp"
 #include "activations.hpp"
 #include "backend.hpp"
 #include "conv.hpp"
@@ -34,6 +35,7 @@
 #include "normalization.hpp"
 #include "pooling.hpp"
 #include "reduce.hpp"
+#include "resize.hpp"
 #include "sparse_kernels.hpp"
 #include "thread_pool.hpp"
 
@@ -157,6 +159,34 @@ struct ops<cpu<Arch>> {
   static void global_average_backward(const T* dy, T* dx, std::size_t batch) {
     if constexpr (is_half_v<T>) half<T>::template global_average_backward<P, C>(dy, dx, batch);
     else kernels::cpu::global_average_backward<P, C>(dy, dx, batch);
+  }
+  // layer_normalization (normalization.hpp; double inside, any element type).
+  template <std::size_t C, class T>
+  static void layer_norm_forward(const T* x, T* y, const T* gamma, const T* beta, T* mean, T* inv, std::size_t rows,
+                                 double eps) {
+    kernels::cpu::layer_norm_forward<C>(x, y, gamma, beta, mean, inv, rows, eps);
+  }
+  template <std::size_t C, class T>
+  static void layer_norm_backward(const T* x, const T* dy, T* dx, const T* gamma, const T* mean, const T* inv,
+                                  T* dgamma, T* dbeta, std::size_t rows) {
+    kernels::cpu::layer_norm_backward<C>(x, dy, dx, gamma, mean, inv, dgamma, dbeta, rows);
+  }
+  // zero_padding2d and up_sampling2d (resize.hpp; memory moves, any element type).
+  template <kernels::conv_geometry G, class T>
+  static void zero_pad_forward(const T* x, T* y, std::size_t batch) {
+    kernels::cpu::zero_pad_forward<G>(x, y, batch);
+  }
+  template <kernels::conv_geometry G, class T>
+  static void zero_pad_backward(const T* dy, T* dx, std::size_t batch) {
+    kernels::cpu::zero_pad_backward<G>(dy, dx, batch);
+  }
+  template <kernels::conv_geometry G, class T>
+  static void up_sample_forward(const T* x, T* y, std::size_t batch) {
+    kernels::cpu::up_sample_forward<G>(x, y, batch);
+  }
+  template <kernels::conv_geometry G, class T>
+  static void up_sample_backward(const T* dy, T* dx, std::size_t batch) {
+    kernels::cpu::up_sample_backward<G>(dy, dx, batch);
   }
 
   // ---- batch normalization and dropout (has_layer_ops; normalization.hpp) ----
@@ -364,6 +394,13 @@ struct ops<cpu<Arch>> {
   static void squared_error_loss(const T* y, const T* t, std::size_t count, T* d, double scale, double divisor,
                                  step_scalars* s) {
     finish_loss(squared_error(y, t, count, d, scale) / divisor, d, count, s);
+  }
+  // A pointwise loss rule (kernels/loss_functors.hpp): the sum of rule.value(y, t) over count
+  // values divided by divisor; d = scale * rule.gradient(y, t).
+  template <class Rule, class T>
+  static void pointwise_loss(const Rule& rule, const T* y, const T* t, std::size_t count, T* d, double scale,
+                             double divisor, step_scalars* s) {
+    finish_loss(kernels::cpu::pointwise_loss(rule, y, t, count, d, scale) / divisor, d, count, s);
   }
   template <class T>
   static void finish_loss(double sum, T* d, std::size_t count, step_scalars* s) {

@@ -22,6 +22,7 @@
 #include "../../kernels/conv_reference.hpp"
 #include "../../core/plan.hpp"
 #include "../../kernels/functors.hpp"
+#include "../../kernels/loss_functors.hpp"
 #include "types.cuh"
 
 namespace ctnn::cuda_kernels {
@@ -485,6 +486,90 @@ __global__ void global_average_backward(const T* dy, T* dx, std::size_t batch) {
   }
 }
 
+// ---- layer normalization (backends/cpu/normalization.hpp's rule): one thread per row, one per column ----
+template <std::size_t C, class T>
+__global__ void layer_norm_forward(const T* x, T* y, const T* gamma, const T* beta, T* mean, T* inv,
+                                   std::size_t rows, double eps) {
+  CTNN_GRID_STRIDE(i, rows) {
+    double m = 0, v = 0;
+    for (std::size_t c = 0; c < C; ++c) m += double(load(x[i * C + c]));
+    m /= double(C);
+    for (std::size_t c = 0; c < C; ++c) v += (double(load(x[i * C + c])) - m) * (double(load(x[i * C + c])) - m);
+    const double k = 1.0 / sqrt(v / double(C) + eps);
+    mean[i] = store<T>(float(m));
+    inv[i] = store<T>(float(k));
+    for (std::size_t c = 0; c < C; ++c)
+      y[i * C + c] = store<T>(float(double(load(gamma[c])) * (double(load(x[i * C + c])) - m) * k + double(load(beta[c]))));
+  }
+}
+template <std::size_t C, class T>
+__global__ void layer_norm_backward_params(const T* x, const T* dy, const T* mean, const T* inv, T* dgamma, T* dbeta,
+                                           std::size_t rows) {
+  CTNN_GRID_STRIDE(c, C) {
+    double dg = 0, db = 0;
+    for (std::size_t i = 0; i < rows; ++i) {
+      const double d = double(load(dy[i * C + c]));
+      db += d;
+      dg += d * (double(load(x[i * C + c])) - double(load(mean[i]))) * double(load(inv[i]));
+    }
+    dgamma[c] = store<T>(float(dg));
+    dbeta[c] = store<T>(float(db));
+  }
+}
+template <std::size_t C, class T>
+__global__ void layer_norm_backward_input(const T* x, const T* dy, T* dx, const T* gamma, const T* mean, const T* inv,
+                                          std::size_t rows) {
+  CTNN_GRID_STRIDE(i, rows) {
+    const double m = double(load(mean[i])), k = double(load(inv[i]));
+    double sg = 0, sgx = 0;
+    for (std::size_t c = 0; c < C; ++c) {
+      const double g = double(load(gamma[c])) * double(load(dy[i * C + c]));
+      sg += g;
+      sgx += g * (double(load(x[i * C + c])) - m) * k;
+    }
+    sg /= double(C);
+    sgx /= double(C);
+    for (std::size_t c = 0; c < C; ++c) {
+      const double g = double(load(gamma[c])) * double(load(dy[i * C + c]));
+      dx[i * C + c] = store<T>(float(k * (g - sg - (double(load(x[i * C + c])) - m) * k * sgx)));
+    }
+  }
+}
+
+// ---- zero padding and nearest up-sampling (backends/cpu/resize.hpp's rules), one thread per value ----
+template <class T>
+__global__ void zero_pad_forward(const conv_geometry G, const T* x, T* y, std::size_t batch) {
+  CTNN_GRID_STRIDE(e, batch * G.oh * G.ow * G.c) {
+    const std::size_t c = e % G.c, s = e / G.c % G.ow, r = e / (G.c * G.ow) % G.oh, n = e / (G.c * G.ow * G.oh);
+    const bool inside = r >= G.pt && r < G.pt + G.h && s >= G.pl && s < G.pl + G.w;
+    y[e] = inside ? x[((n * G.h + r - G.pt) * G.w + s - G.pl) * G.c + c] : store<T>(0.0f);
+  }
+}
+template <class T>
+__global__ void zero_pad_backward(const conv_geometry G, const T* dy, T* dx, std::size_t batch) {
+  CTNN_GRID_STRIDE(e, batch * G.h * G.w * G.c) {
+    const std::size_t c = e % G.c, s = e / G.c % G.w, r = e / (G.c * G.w) % G.h, n = e / (G.c * G.w * G.h);
+    dx[e] = dy[((n * G.oh + r + G.pt) * G.ow + s + G.pl) * G.c + c];
+  }
+}
+template <class T>
+__global__ void up_sample_forward(const conv_geometry G, const T* x, T* y, std::size_t batch) {
+  CTNN_GRID_STRIDE(e, batch * G.oh * G.ow * G.c) {
+    const std::size_t c = e % G.c, s = e / G.c % G.ow, r = e / (G.c * G.ow) % G.oh, n = e / (G.c * G.ow * G.oh);
+    y[e] = x[((n * G.h + r / G.kh) * G.w + s / G.kw) * G.c + c];
+  }
+}
+template <class T>
+__global__ void up_sample_backward(const conv_geometry G, const T* dy, T* dx, std::size_t batch) {
+  CTNN_GRID_STRIDE(e, batch * G.h * G.w * G.c) {
+    const std::size_t c = e % G.c, s = e / G.c % G.w, r = e / (G.c * G.w) % G.h, n = e / (G.c * G.w * G.h);
+    float sum = 0;
+    for (std::size_t i = 0; i < G.kh; ++i)
+      for (std::size_t j = 0; j < G.kw; ++j) sum += load(dy[((n * G.oh + r * G.kh + i) * G.ow + s * G.kw + j) * G.c + c]);
+    dx[e] = store<T>(sum);
+  }
+}
+
 // ---- convolution: im2col (one thread per column value) and its gather adjoint ----
 template <class T>
 __global__ void im2col(const conv_geometry G, const T* x, T* cols, std::size_t batch) {
@@ -605,6 +690,27 @@ __global__ void squared_error_loss(const T* y, const T* t, T* d, std::size_t cou
       const double e = double(load(y[i])) - double(load(t[i]));
       part += e * e;
       if (d) d[i] = store<T>(load(store<T>(float(scale * e))) * float(ls));
+    }
+  }
+  part = warp_sum_double(part);
+  if (threadIdx.x % 32 == 0 && warp_first < count) add_loss(s, part / divisor);
+}
+// A pointwise loss rule (kernels/loss_functors.hpp): sum rule.value(y, t) / divisor over count
+// values (each warp's part added), d = scale rule.gradient(y, t) loss_scale.
+template <class Rule, class T>
+__global__ void pointwise_loss(Rule rule, const T* y, const T* t, T* d, std::size_t count, double scale,
+                               double divisor, step_scalars* s) {
+  const double ls = s->loss_scale;
+  double part = 0;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  const std::size_t first = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  const std::size_t warp_first = first - threadIdx.x % 32;  // every lane runs the same rounds (warp sum)
+  for (std::size_t base = warp_first; base < count; base += stride) {
+    const std::size_t i = base + threadIdx.x % 32;
+    if (i < count) {
+      const double yi = double(load(y[i])), ti = double(load(t[i]));
+      part += rule.value(yi, ti);
+      if (d) d[i] = store<T>(load(store<T>(float(scale * rule.gradient(yi, ti)))) * float(ls));
     }
   }
   part = warp_sum_double(part);

@@ -264,6 +264,44 @@ struct ops<cuda<SM>> {
     cuda_kernels::global_average_backward<P, C><<<grid(batch * P * C), block, 0, stream()>>>(dy, dx, batch);
     launched();
   }
+  // layer_normalization (kernels.cuh: one thread per row; the parameters' gradient one thread per column)
+  template <std::size_t C, cuda_storage T>
+  static void layer_norm_forward(const T* x, T* y, const T* gamma, const T* beta, T* mean, T* inv, std::size_t rows,
+                                 double eps) {
+    if (!rows) return;
+    cuda_kernels::layer_norm_forward<C><<<grid(rows), block, 0, stream()>>>(x, y, gamma, beta, mean, inv, rows, eps);
+    launched();
+  }
+  template <std::size_t C, cuda_storage T>
+  static void layer_norm_backward(const T* x, const T* dy, T* dx, const T* gamma, const T* mean, const T* inv,
+                                  T* dgamma, T* dbeta, std::size_t rows) {
+    cuda_kernels::layer_norm_backward_params<C><<<grid(C), block, 0, stream()>>>(x, dy, mean, inv, dgamma, dbeta, rows);
+    launched();
+    if (!dx || !rows) return;
+    cuda_kernels::layer_norm_backward_input<C><<<grid(rows), block, 0, stream()>>>(x, dy, dx, gamma, mean, inv, rows);
+    launched();
+  }
+  // zero_padding2d and up_sampling2d (kernels.cuh; one thread per value)
+  template <kernels::conv_geometry G, cuda_storage T>
+  static void zero_pad_forward(const T* x, T* y, std::size_t batch) {
+    cuda_kernels::zero_pad_forward<<<grid(batch * G.oh * G.ow * G.c), block, 0, stream()>>>(G, x, y, batch);
+    launched();
+  }
+  template <kernels::conv_geometry G, cuda_storage T>
+  static void zero_pad_backward(const T* dy, T* dx, std::size_t batch) {
+    cuda_kernels::zero_pad_backward<<<grid(batch * G.in_size()), block, 0, stream()>>>(G, dy, dx, batch);
+    launched();
+  }
+  template <kernels::conv_geometry G, cuda_storage T>
+  static void up_sample_forward(const T* x, T* y, std::size_t batch) {
+    cuda_kernels::up_sample_forward<<<grid(batch * G.oh * G.ow * G.c), block, 0, stream()>>>(G, x, y, batch);
+    launched();
+  }
+  template <kernels::conv_geometry G, cuda_storage T>
+  static void up_sample_backward(const T* dy, T* dx, std::size_t batch) {
+    cuda_kernels::up_sample_backward<<<grid(batch * G.in_size()), block, 0, stream()>>>(G, dy, dx, batch);
+    launched();
+  }
 
   // ---- element-wise and row-wise ----
   template <cuda_storage T>
@@ -392,6 +430,14 @@ struct ops<cuda<SM>> {
     if (!count) return;
     cuda_kernels::squared_error_loss<<<std::min(grid(count), 1024u), block, 0, stream()>>>(y, t, d, count, scale,
                                                                                            divisor, s);
+    launched();
+  }
+  template <class Rule, cuda_storage T>
+  static void pointwise_loss(const Rule& rule, const T* y, const T* t, std::size_t count, T* d, double scale,
+                             double divisor, step_scalars* s) {
+    if (!count) return;
+    cuda_kernels::pointwise_loss<<<std::min(grid(count), 1024u), block, 0, stream()>>>(rule, y, t, d, count, scale,
+                                                                                       divisor, s);
     launched();
   }
 
