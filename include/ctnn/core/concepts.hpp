@@ -49,10 +49,12 @@ struct cross_replica {
 
 // Told by the model's backward, layer by layer from the last, that a layer's gradients (float
 // variables, written in place) are final: ready(context, layer's gradients, n, the model's whole
-// gradient region, its size). data_parallel's buckets.
+// gradient region, its size, whether this step's loss and penalty are finite: a step with a
+// non-finite loss ends after backward). data_parallel's buckets.
 struct gradient_listener {
   void* context = nullptr;
-  void (*ready)(void* context, float* gradients, std::size_t n, float* region, std::size_t region_size) = nullptr;
+  void (*ready)(void* context, float* gradients, std::size_t n, float* region, std::size_t region_size,
+                bool loss_finite) = nullptr;
 };
 
 // What a forward/backward call needs to know about the current step.

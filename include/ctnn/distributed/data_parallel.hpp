@@ -122,6 +122,7 @@ class data_parallel {
                   "memory (distributed::nccl, ctnn/distributed/nccl.hpp)");
     if (!active_) return;
     if constexpr (has_async_all_reduce<C>) {
+      in_step_ = false;
       if (started_) {  // buckets went out during backward: the rest, then wait for all
         const auto t0 = std::chrono::steady_clock::now();
         started_ = false;
@@ -142,16 +143,6 @@ class data_parallel {
     collective([&] { comm_.all_reduce_average(s.gradients); });
     seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++reductions_;
-  }
-  // A step whose update was skipped before data_parallel's phase 4 (a hook before it) left its
-  // buckets out: finish them before the next step's.
-  template <class Ctx>
-  void on_batch_begin(Ctx&) {
-    if constexpr (has_async_all_reduce<C>) {
-      if (!started_) return;
-      started_ = false;
-      collective([&] { comm_.wait_all(requests_); });
-    }
   }
   // Buckets started during backward so far (overlap; 0 without a non-blocking all-reduce).
   std::size_t buckets() const noexcept { return buckets_; }
@@ -228,16 +219,28 @@ class data_parallel {
   // call of a step runs the step's agreement; whole layers gather into the pending bucket, which
   // is started once it holds bucket_bytes (the gradient region is in layer order, so the started
   // buckets are always its tail [pending_end_, end)); MPI is let progress the started ones.
-  static void gradients_ready(void* self, float* g, std::size_t, float* region, std::size_t region_size) {
+  static void gradients_ready(void* self, float* g, std::size_t, float* region, std::size_t region_size,
+                              bool loss_finite) {
     auto& dp = *static_cast<data_parallel*>(self);
     if constexpr (has_async_all_reduce<C>) {
       const auto t0 = std::chrono::steady_clock::now();
-      if (!dp.started_) {
-        dp.agree(point::step);
-        dp.started_ = true;
-        dp.pending_end_ = region + region_size;
-        dp.requests_.clear();
+      // within a step the calls come from the last layer down: a higher layer means a new step
+      if (!dp.in_step_ || g >= dp.last_layer_) {
+        if (dp.started_) dp.collective([&] { dp.comm_.wait_all(dp.requests_); });  // a step whose phase 4 never came
+        dp.in_step_ = true;
+        dp.started_ = false;
+        // a non-finite loss ends this rank's step after backward, and fit throws: no agreement and
+        // no bucket now, so that its failure meets the others' agreement (on_failure)
+        dp.abandoned_ = !loss_finite;
+        if (!dp.abandoned_) {
+          dp.agree(point::step);
+          dp.started_ = true;
+          dp.pending_end_ = region + region_size;
+          dp.requests_.clear();
+        }
       }
+      dp.last_layer_ = g;
+      if (dp.abandoned_) return;
       if (std::size_t(dp.pending_end_ - g) * sizeof(float) >= dp.options_.bucket_bytes) {
         dp.collective([&] { dp.comm_.all_reduce_sum_start(std::span<float>(g, dp.pending_end_), dp.requests_); });
         dp.pending_end_ = g;
@@ -312,6 +315,8 @@ class data_parallel {
   gradient_listener listener_;          // the model's, with a non-blocking all-reduce
   float* pending_end_ = nullptr;        // the buckets started this step are [pending_end_, end)
   bool started_ = false;                // this step's agreement has run, buckets may be out
+  bool in_step_ = false, abandoned_ = false;  // between a step's first layer and phase 4; its loss not finite
+  float* last_layer_ = nullptr;         // the gradients of the layer reported last
   std::size_t buckets_ = 0;
   std::vector<typename async_requests<C>::type> requests_;
 };

@@ -519,10 +519,12 @@ class model {
       T* dx = input_gradient_needed<I>() ? delta<T>(1 - cur) : nullptr;
       L::backward(slot<I>(), input_of<I>(), activation<I>(), delta<T>(cur), dx, r);
       if constexpr (!any_copies && L::parameter_count > 0 && std::is_same_v<variable_type, float>)
-        if (listener_) {
-          const auto g = gradients();
-          listener_->ready(listener_->context, slot<I>().grads, L::parameter_count, g.data(), g.size());
-        }
+        if constexpr (Backend::memory::host_accessible)
+          if (listener_) {
+            const auto g = gradients();
+            const bool finite = scalars_.non_finite == 0 && std::isfinite(scalars_.loss_sum + scalars_.penalty);
+            listener_->ready(listener_->context, slot<I>().grads, L::parameter_count, g.data(), g.size(), finite);
+          }
       cur = 1 - cur;
     });
     if constexpr (any_copies)
