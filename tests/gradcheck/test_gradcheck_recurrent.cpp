@@ -5,6 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/layers/gru.hpp>
+#include <ctnn/layers/lstm.hpp>
+#include <ctnn/layers/simple_rnn.hpp>
 
 #include <algorithm>
 #include <vector>

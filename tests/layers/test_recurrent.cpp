@@ -5,6 +5,10 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/kernels/rows.hpp>
+#include <ctnn/layers/gru.hpp>
+#include <ctnn/layers/lstm.hpp>
+#include <ctnn/layers/simple_rnn.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +21,11 @@
 using namespace ctnn;
 
 namespace {
+
+struct axpy {
+  template <class V>
+  void operator()(V& d, V a, V b) const { d = d + a * b; }
+};
 
 double sig(double v) { return 1 / (1 + std::exp(-v)); }
 
@@ -86,6 +95,22 @@ double forward_error(cell_kind k, std::size_t n) {
 }
 
 }  // namespace
+
+TEST_CASE("ops<cpu>::map_rows: a rule over row-strided arrays, every row and column once, on and above a chunk") {
+  for (std::size_t rows : {1u, 5u, 300u}) {
+    const std::size_t cols = 131, sd = 140, sa = 3 * cols;  // padded rows, and a gate block's stride
+    std::vector<float> d(rows * sd, 1.0f), a(rows * sa), b(rows * cols);
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = float(i % 97) / 8;
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = float(i % 13) - 6;
+    ops<cpu<>>::map_rows(axpy{}, rows, cols, kernels::rows{d.data(), sd}, kernels::rows<const float>{a.data() + cols, sa},
+                         kernels::rows<const float>{b.data(), cols});
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < sd; ++c) {
+        const float want = c < cols ? 1.0f + a[r * sa + cols + c] * b[r * cols + c] : 1.0f;  // padding untouched
+        REQUIRE(d[r * sd + c] == want);
+      }
+  }
+}
 
 TEST_CASE("recurrent forward equals Keras' formulas computed step by step (float within 1e-5, double 1e-12)") {
   for (std::size_t n : {1u, 3u, 17u}) {
