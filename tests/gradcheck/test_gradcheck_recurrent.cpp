@@ -34,6 +34,7 @@ TEST_CASE("gradcheck: lstm") {
   CHECK(gradcheck::check_layer<lstm<3, go_backwards>, shape<6, 2>>() < tol);
   CHECK(gradcheck::check_layer<lstm<3, both>, shape<4, 5>>({.batch = 2}) < tol);
   CHECK(gradcheck::check_layer<lstm<17, return_sequences>, shape<3, 4>>({.batch = 5}) < tol);  // U past a vector
+  CHECK(gradcheck::check_layer<lstm<3>, shape<1, 4>>() < tol);  // one step: no recurrent product
 }
 
 TEST_CASE("gradcheck: gru (reset_after)") {
@@ -42,6 +43,7 @@ TEST_CASE("gradcheck: gru (reset_after)") {
   CHECK(gradcheck::check_layer<gru<3, go_backwards>, shape<6, 2>>() < tol);
   CHECK(gradcheck::check_layer<gru<3, both>, shape<4, 5>>({.batch = 2}) < tol);
   CHECK(gradcheck::check_layer<gru<17, return_sequences>, shape<3, 4>>({.batch = 5}) < tol);
+  CHECK(gradcheck::check_layer<gru<3>, shape<1, 4>>() < tol);  // one step: the recurrent bias only
 }
 
 TEST_CASE("gradcheck: a stack, lstm (return_sequences) into gru, through both layers") {

@@ -8,7 +8,8 @@
 // recurrent_kernel [U, G], bias [G] (gru: [2, G]), G = gates * U, gates in Keras'
 // order. Forward: the input projection of every step is one GEMM (Steps * batch
 // rows, time-major), then per step the recurrent product h R (ops<B>::dense_forward)
-// and the cell's rule over [batch, U] (ops<B>::map_rows). Backward through time:
+// and the cell's rule over [batch, U] (ops<B>::map_rows; step 0 skips the product
+// of h_0 = 0). Backward through time:
 // per step the cell's backward rule and dh += dz R^T; then dW, dR and dx are each one
 // GEMM over all steps. The caches (time-major input, gates, states) are in the plan.
 // docs/sequences.md has the formulas and what is not supported yet.
@@ -152,7 +153,12 @@ struct recurrent_layer {
     if constexpr (cells) O::fill_zero(v.cs, n * U);
     for (std::size_t t = 0; t < S; ++t) {
       T* rec = v.rec + (sep_bias ? t * n * G : 0);
-      O::template dense_forward<U, G>(v.hs + t * n * U, R, sep_bias ? b + G : static_cast<const T*>(nullptr), rec, n);
+      if (t == 0) {  // h_0 = 0: the product is the recurrent bias (gru) or zero
+        if constexpr (sep_bias) O::map_rows(detail::assign_fn{}, n, G, rows_at(rec, G), rows_at(b + G, 0));
+        else O::fill_zero(rec, n * G);
+      } else {
+        O::template dense_forward<U, G>(v.hs + t * n * U, R, sep_bias ? b + G : static_cast<const T*>(nullptr), rec, n);
+      }
       cell::template forward_step<O, T, U>(n, v.zs + t * n * G, rec, v.hs + t * n * U, v.hs + (t + 1) * n * U,
                                            cells ? v.cs + t * n * U : nullptr, cells ? v.cs + (t + 1) * n * U : nullptr);
     }
@@ -189,7 +195,12 @@ struct recurrent_layer {
     }
     // every step at once: dW = xs^T dz, dR = h_{t-1}^T dz_rec, dx = dz W^T
     O::template dense_backward_weights<F, G>(v.xs, v.zs, dW, db, S * n);
-    O::template dense_backward_weights<U, G>(v.hs, sep_bias ? v.rec : v.zs, dR, sep_bias ? db + G : v.db, S * n);
+    if constexpr (sep_bias)  // every step: the column sums are the recurrent bias' gradient
+      O::template dense_backward_weights<U, G>(v.hs, v.rec, dR, db + G, S * n);
+    else if constexpr (S == 1)
+      O::fill_zero(dR, recurrent_count);
+    else  // steps 1 .. S-1 (h_0 = 0 adds nothing)
+      O::template dense_backward_weights<U, G>(v.hs + n * U, v.zs + n * G, dR, v.db, (S - 1) * n);
     if (dx) {
       O::template dense_backward_input<F, G>(v.zs, W, v.xs, S * n);
       for (std::size_t t = 0; t < S; ++t)
