@@ -223,6 +223,7 @@ struct ctnn::ops<sim::device> : ctnn::ops<ctnn::cpu<>> {
   SIM_DEVICE_OP(squared_error_loss)
   SIM_DEVICE_OP(pointwise_loss)
   SIM_DEVICE_OP(map)
+  SIM_DEVICE_OP(map_rows)
   SIM_DEVICE_OP(fill)
   SIM_DEVICE_OP(fill_zero)
   SIM_DEVICE_OP(scale)

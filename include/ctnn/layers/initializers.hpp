@@ -7,6 +7,7 @@
 //   glorot_normal   truncated normal, stddev sqrt(2 / (fan_in + fan_out)) / 0.8796...
 //   he_uniform      U(-l, l), l = sqrt(6 / fan_in)
 //   he_normal       truncated normal, stddev sqrt(2 / fan_in) / 0.8796...
+//   orthogonal      orthonormal rows or columns (QR of a normal matrix; recurrent kernels)
 // "Truncated" as Keras: values beyond two standard deviations are drawn
 // again; 0.87962566103423978 is the stddev of a standard normal truncated at
 // +-2, so the kernel's variance is the one named. He initializers suit relu
@@ -19,6 +20,7 @@
 #include <cstddef>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "../core/rng.hpp"
 
@@ -82,6 +84,43 @@ struct he_normal {
   template <class T>
   static void fill(T* w, std::size_t count, std::size_t fan_in, std::size_t, rng& g) {
     detail::fill_truncated_normal(w, count, std::sqrt(2.0 / double(fan_in)) / detail::truncation_stddev, g);
+  }
+};
+
+// orthogonal (Keras 3's Orthogonal, gain 1): a kernel of fan_in rows and fan_out
+// columns with orthonormal rows (fan_in < fan_out) or columns: the Q of a QR
+// factorization (Gram-Schmidt, R's diagonal positive, as Keras' q * sign(diag r))
+// of a (max x min) matrix of standard normal values, transposed when fan_in <
+// fan_out. The recurrent layers' default for recurrent_kernel.
+struct orthogonal {
+  using is_initializer = void;
+  static std::string name() { return "orthogonal"; }
+  template <class T>
+  static void fill(T* w, std::size_t count, std::size_t fan_in, std::size_t fan_out, rng& g) {
+    const std::size_t m = fan_in > fan_out ? fan_in : fan_out, n = fan_in > fan_out ? fan_out : fan_in;
+    std::vector<double> q(m * n);  // column-major: column j at q[j * m]
+    for (auto& v : q) {
+      const double u1 = 1.0 - g.uniform(), u2 = g.uniform();
+      v = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+    }
+    for (std::size_t j = 0; j < n; ++j) {
+      double* c = q.data() + j * m;
+      for (int pass = 0; pass < 2; ++pass)  // twice: orthogonal to rounding
+        for (std::size_t k = 0; k < j; ++k) {
+          const double* b = q.data() + k * m;
+          double d = 0;
+          for (std::size_t i = 0; i < m; ++i) d += c[i] * b[i];
+          for (std::size_t i = 0; i < m; ++i) c[i] -= d * b[i];
+        }
+      double s = 0;
+      for (std::size_t i = 0; i < m; ++i) s += c[i] * c[i];
+      s = 1.0 / std::sqrt(s);
+      for (std::size_t i = 0; i < m; ++i) c[i] *= s;
+    }
+    // w is fan_in x fan_out, row-major: Q (m x n) when fan_in >= fan_out, else Q^T
+    for (std::size_t r = 0; r < fan_in && r * fan_out < count; ++r)
+      for (std::size_t c = 0; c < fan_out; ++c)
+        w[r * fan_out + c] = T(fan_in >= fan_out ? q[c * m + r] : q[r * m + c]);
   }
 };
 

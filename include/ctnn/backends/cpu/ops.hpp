@@ -26,6 +26,7 @@
 #include "../../core/plan.hpp"
 #include "../../kernels/functors.hpp"
 #include "../../kernels/loss_functors.hpp"
+#include "../../kernels/rows.hpp"
 #include "activations.hpp"
 #include "backend.hpp"
 #include "conv.hpp"
@@ -83,6 +84,22 @@ struct ops<cpu<Arch>> {
   template <class F, class... P>
   static bool map(const F& f, std::size_t n, P*... p) {
     return kernels::cpu::map<Arch>(f, n, p...);
+  }
+  // map over rows x cols elements of row-strided arrays (kernels/rows.hpp): row r of
+  // array k at a_k.data + r * a_k.stride. Rows are split over the thread pool above
+  // 2^15 elements (whole rows per task, so the bits do not depend on the thread count).
+  template <class F, class... P>
+  static void map_rows(const F& f, std::size_t rows, std::size_t cols, kernels::rows<P>... a) {
+    if (rows == 0 || cols == 0) return;
+    kernels::cpu::thread_pool& pool = kernels::cpu::thread_pool::global();
+    const std::size_t tasks = std::min(rows, kernels::cpu::chunk_tasks(rows * cols, pool));
+    pool.run(
+        tasks,
+        [&](std::size_t c) {
+          for (std::size_t r = c * rows / tasks, e = (c + 1) * rows / tasks; r < e; ++r)
+            kernels::cpu::map_range<Arch>(f, 0, cols, (a.data + r * a.stride)...);
+        },
+        tasks > 1);
   }
 
   // ---- dense products (K inputs, N outputs, m rows) ----

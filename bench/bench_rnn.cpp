@@ -1,0 +1,69 @@
+// Throughput (samples/s) of an LSTM(128) and a GRU(128) over 28 steps of 28
+// features (a Fashion-MNIST image read row by row) with a dense<10> head, at
+// batch 1, 16, 64 and 256: inference (model::forward, no training) and one
+// training step (forward, loss, backward through time, an RMSprop update, as
+// train/step.hpp runs it). Synthetic inputs: the data does not change the work.
+// Threads: CTNN_NUM_THREADS (1 for the one-core figures, pinned with taskset).
+//   CTNN_NUM_THREADS=1 taskset -c 0 build/bench/bench/bench_rnn --benchmark_repetitions=3
+// No peer in this file yet (issue 27 part 4: torch.nn.LSTM / GRU in the same run).
+#include <benchmark/benchmark.h>
+
+#include <ctnn/ctnn.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace {
+
+using lstm_net = ctnn::sequential<ctnn::input<28, 28>, ctnn::lstm<128>, ctnn::dense<10>>;
+using gru_net = ctnn::sequential<ctnn::input<28, 28>, ctnn::gru<128>, ctnn::dense<10>>;
+
+template <class Net>
+void train_step(benchmark::State& st) {
+  const std::size_t batch = std::size_t(st.range(0));
+  auto m = ctnn::make_model<Net>(1);
+  ctnn::rmsprop opt{1e-3};
+  const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
+  ctnn::rng g(2);
+  std::vector<float> x(batch * 784);
+  std::vector<std::int32_t> y(batch);
+  for (auto& v : x) v = float(g.uniform());
+  for (auto& v : y) v = std::int32_t(g.below(10));
+  ctnn::train_step step{m, loss, opt};
+  m.reserve(batch, opt.slots_per_parameter());
+  std::size_t i = 0;
+  for (auto _ : st) {
+    const ctnn::step_result r = step.run(x.data(), y.data(), batch, 0, i++);
+    benchmark::DoNotOptimize(r.loss_sum);
+  }
+  st.counters["samples_per_s"] = benchmark::Counter(double(st.iterations()) * double(batch), benchmark::Counter::kIsRate);
+}
+
+template <class Net>
+void inference(benchmark::State& st) {
+  const std::size_t batch = std::size_t(st.range(0));
+  auto m = ctnn::make_model<Net>(1);
+  ctnn::rng g(2);
+  std::vector<float> x(batch * 784);
+  for (auto& v : x) v = float(g.uniform());
+  m.reserve(batch, 0);
+  for (auto _ : st) {
+    const float* y = m.forward(x.data(), batch, false);
+    benchmark::DoNotOptimize(y);
+  }
+  st.counters["samples_per_s"] = benchmark::Counter(double(st.iterations()) * double(batch), benchmark::Counter::kIsRate);
+}
+
+void lstm_train(benchmark::State& st) { train_step<lstm_net>(st); }
+void gru_train(benchmark::State& st) { train_step<gru_net>(st); }
+void lstm_inference(benchmark::State& st) { inference<lstm_net>(st); }
+void gru_inference(benchmark::State& st) { inference<gru_net>(st); }
+
+}  // namespace
+
+BENCHMARK(lstm_inference)->Arg(1)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(gru_inference)->Arg(1)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(lstm_train)->Arg(1)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(gru_train)->Arg(1)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+BENCHMARK_MAIN();

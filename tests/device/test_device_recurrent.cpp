@@ -1,0 +1,48 @@
+// simple_rnn, lstm and gru on the simulated device (simulated_device.hpp): every
+// access of the recurrent layers to the model's memory goes through ops<B> (the
+// arena faults on a host access), and training, evaluation and prediction give
+// cpu<>'s bits.
+#include <doctest/doctest.h>
+
+#include <ctnn/ctnn.hpp>
+#include <ctnn/layers/gru.hpp>
+#include <ctnn/layers/lstm.hpp>
+#include <ctnn/layers/simple_rnn.hpp>
+
+#include <string>
+#include <vector>
+
+#include "device/simulated_device.hpp"
+
+namespace {
+using namespace ctnn;
+
+template <class M>
+std::string variable_bytes(const M& m) {
+  std::string v;
+  m.for_each_variable([&](const variable_ref& r) { v.append(reinterpret_cast<const char*>(r.data), r.extent * r.element_bytes); });
+  return v;
+}
+}  // namespace
+
+TEST_CASE("a stack of simple_rnn, lstm and gru trains on the simulated device with cpu<>'s bits") {
+  using net = sequential<input<5, 3>, simple_rnn<6, ctnn::tanh, return_sequences>,
+                         lstm<7, recurrent_options{.return_sequences = true, .go_backwards = true}>, gru<4>, dense<2>>;
+  std::vector<float> x(48 * 15);
+  std::vector<std::int32_t> y(48);
+  rng g(4);
+  for (auto& v : x) v = float(g.uniform(-1, 1));
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = x[i * 15 + 14] > 0 ? 1 : 0;
+  const data::in_memory<shape<5, 3>, sparse_labels> train{x, y};
+  const sparse_categorical_crossentropy loss{.from_logits = true};
+  auto d = make_model<net, float, sim::device>(21);
+  auto c = make_model<net>(21);
+  rmsprop o1{1e-2}, o2{1e-2};
+  const auto hd = fit(d, loss, o1, train.batch(16), epochs{3});
+  const auto hc = fit(c, loss, o2, train.batch(16), epochs{3});
+  CHECK(hd["loss"] == hc["loss"]);
+  CHECK(hd["loss"].back() < hd["loss"].front());
+  CHECK(variable_bytes(d) == variable_bytes(c));
+  CHECK(evaluate(d, loss, train.batch(16))["loss"] == evaluate(c, loss, train.batch(16))["loss"]);
+  CHECK(predict(d, train.batch(16)) == predict(c, train.batch(16)));
+}

@@ -1,0 +1,91 @@
+// Finite-difference gradient checks, in double, of backpropagation through time in
+// simple_rnn, lstm and gru (layers/recurrent.hpp): each cell, return_sequences (a
+// loss on every step), go_backwards, both, and a stack (lstm with return_sequences
+// into gru) checked through both layers at once.
+#include <doctest/doctest.h>
+
+#include <ctnn/ctnn.hpp>
+#include <ctnn/layers/gru.hpp>
+#include <ctnn/layers/lstm.hpp>
+#include <ctnn/layers/simple_rnn.hpp>
+
+#include <algorithm>
+#include <vector>
+
+#include "gradcheck.hpp"
+
+using namespace ctnn;
+
+namespace {
+constexpr double tol = 1e-6;
+constexpr recurrent_options both{.return_sequences = true, .go_backwards = true};
+}  // namespace
+
+TEST_CASE("gradcheck: simple_rnn") {
+  CHECK(gradcheck::check_layer<simple_rnn<4>, shape<5, 3>>() < tol);
+  CHECK(gradcheck::check_layer<simple_rnn<4, sigmoid, return_sequences>, shape<5, 3>>() < tol);
+  CHECK(gradcheck::check_layer<simple_rnn<3, ctnn::tanh, go_backwards>, shape<4, 2>>() < tol);
+  CHECK(gradcheck::check_layer<simple_rnn<3, ctnn::tanh, both>, shape<4, 2>>({.batch = 1}) < tol);
+}
+
+TEST_CASE("gradcheck: lstm") {
+  CHECK(gradcheck::check_layer<lstm<4>, shape<5, 3>>() < tol);
+  CHECK(gradcheck::check_layer<lstm<4, return_sequences>, shape<5, 3>>() < tol);
+  CHECK(gradcheck::check_layer<lstm<3, go_backwards>, shape<6, 2>>() < tol);
+  CHECK(gradcheck::check_layer<lstm<3, both>, shape<4, 5>>({.batch = 2}) < tol);
+  CHECK(gradcheck::check_layer<lstm<17, return_sequences>, shape<3, 4>>({.batch = 5}) < tol);  // U past a vector
+  CHECK(gradcheck::check_layer<lstm<3>, shape<1, 4>>() < tol);  // one step: no recurrent product
+}
+
+TEST_CASE("gradcheck: gru (reset_after)") {
+  CHECK(gradcheck::check_layer<gru<4>, shape<5, 3>>() < tol);
+  CHECK(gradcheck::check_layer<gru<4, return_sequences>, shape<5, 3>>() < tol);
+  CHECK(gradcheck::check_layer<gru<3, go_backwards>, shape<6, 2>>() < tol);
+  CHECK(gradcheck::check_layer<gru<3, both>, shape<4, 5>>({.batch = 2}) < tol);
+  CHECK(gradcheck::check_layer<gru<17, return_sequences>, shape<3, 4>>({.batch = 5}) < tol);
+  CHECK(gradcheck::check_layer<gru<3>, shape<1, 4>>() < tol);  // one step: the recurrent bias only
+}
+
+TEST_CASE("gradcheck: a stack, lstm (return_sequences) into gru, through both layers") {
+  using A = lstm<3, return_sequences>::bind<shape<5, 2>, double, cpu<>>;
+  using B = gru<2, go_backwards>::bind<A::out_shape, double, cpu<>>;
+  constexpr std::size_t n = 2;
+  rng g(17);
+  std::vector<double> pa(A::parameter_count), ga(A::parameter_count), ca(A::cache_per_sample * n);
+  std::vector<double> pb(B::parameter_count), gb(B::parameter_count), cb(B::cache_per_sample * n);
+  for (auto& v : pa) v = g.uniform(-0.7, 0.7);
+  for (auto& v : pb) v = g.uniform(-0.7, 0.7);
+  std::vector<double> x(n * 10), mid(n * A::out_shape::size), y(n * 2), r(n * 2);
+  for (auto& v : x) v = g.uniform(-1, 1);
+  for (auto& v : r) v = g.uniform(-1, 1);
+  const layer_slot<double> sa{pa.data(), ga.data(), nullptr, ca.data()}, sb{pb.data(), gb.data(), nullptr, cb.data()};
+  const run_info ri{n, true, nullptr};
+  auto f = [&] {
+    A::forward(sa, x.data(), mid.data(), ri);
+    B::forward(sb, mid.data(), y.data(), ri);
+    double s = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) s += r[i] * y[i];
+    return s;
+  };
+  f();
+  std::vector<double> dy = r, dmid(mid.size()), dx(x.size());
+  B::backward(sb, mid.data(), y.data(), dy.data(), dmid.data(), ri);
+  A::backward(sa, x.data(), mid.data(), dmid.data(), dx.data(), ri);
+  double worst = 0;
+  auto probe = [&](std::vector<double>& v, const std::vector<double>& analytic) {
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const double keep = v[i], eps = 1e-6;
+      v[i] = keep + eps;
+      const double fp = f();
+      v[i] = keep - eps;
+      const double fm = f();
+      v[i] = keep;
+      worst = std::max(worst, gradcheck::rel_err((fp - fm) / (2 * eps), analytic[i]));
+    }
+  };
+  const std::vector<double> ax = dx, aga = ga, agb = gb;
+  probe(x, ax);
+  probe(pa, aga);
+  probe(pb, agb);
+  CHECK(worst < tol);
+}

@@ -1,0 +1,226 @@
+// simple_rnn.hpp, lstm.hpp, gru.hpp (recurrent.hpp): the forward pass against a scalar
+// implementation written here from Keras 3's formulas (batch-major, one sample and one
+// step at a time), Keras' variables and initializers, the plan's sizes, a model with a
+// stack of them (summary, weights file), and a short training run that learns.
+#include <doctest/doctest.h>
+
+#include <ctnn/ctnn.hpp>
+#include <ctnn/kernels/rows.hpp>
+#include <ctnn/layers/gru.hpp>
+#include <ctnn/layers/lstm.hpp>
+#include <ctnn/layers/simple_rnn.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace ctnn;
+
+namespace {
+
+struct axpy {
+  template <class V>
+  void operator()(V& d, V a, V b) const { d = d + a * b; }
+};
+
+double sig(double v) { return 1 / (1 + std::exp(-v)); }
+
+enum class cell_kind { simple_tanh, simple_relu, lstm, gru };
+
+// Keras' formulas, one sample and one step at a time. p: kernel [F, G], recurrent_kernel
+// [U, G], bias ([G], gru [2, G]); x [n, S, F]; returns [n, U] or [n, S, U].
+std::vector<double> reference(cell_kind k, const std::vector<double>& p, const std::vector<double>& x, std::size_t n,
+                              std::size_t S, std::size_t F, std::size_t U, bool seq, bool backwards) {
+  const std::size_t gates = k == cell_kind::lstm ? 4 : k == cell_kind::gru ? 3 : 1, G = gates * U;
+  const double *W = p.data(), *R = W + F * G, *b = R + U * G;
+  std::vector<double> out;
+  for (std::size_t s = 0; s < n; ++s) {
+    std::vector<double> h(U, 0.0), c(U, 0.0);
+    for (std::size_t step = 0; step < S; ++step) {
+      const std::size_t t = backwards ? S - 1 - step : step;
+      const double* xt = x.data() + (s * S + t) * F;
+      std::vector<double> xw(G), hr(G);
+      for (std::size_t j = 0; j < G; ++j) {
+        double a = b[j], r = k == cell_kind::gru ? b[G + j] : 0.0;
+        for (std::size_t f = 0; f < F; ++f) a += xt[f] * W[f * G + j];
+        for (std::size_t u = 0; u < U; ++u) r += h[u] * R[u * G + j];
+        xw[j] = a;
+        hr[j] = r;
+      }
+      std::vector<double> hn(U);
+      for (std::size_t u = 0; u < U; ++u) {
+        if (k == cell_kind::simple_tanh) hn[u] = std::tanh(xw[u] + hr[u]);
+        if (k == cell_kind::simple_relu) hn[u] = std::max(0.0, xw[u] + hr[u]);
+        if (k == cell_kind::lstm) {
+          const double i = sig(xw[u] + hr[u]), f = sig(xw[U + u] + hr[U + u]);
+          const double g = std::tanh(xw[2 * U + u] + hr[2 * U + u]), o = sig(xw[3 * U + u] + hr[3 * U + u]);
+          c[u] = f * c[u] + i * g;
+          hn[u] = o * std::tanh(c[u]);
+        }
+        if (k == cell_kind::gru) {
+          const double z = sig(xw[u] + hr[u]), r = sig(xw[U + u] + hr[U + u]);
+          const double hh = std::tanh(xw[2 * U + u] + r * hr[2 * U + u]);
+          hn[u] = z * h[u] + (1 - z) * hh;
+        }
+      }
+      h = hn;
+      if (seq) out.insert(out.end(), h.begin(), h.end());
+    }
+    if (!seq) out.insert(out.end(), h.begin(), h.end());
+  }
+  return out;
+}
+
+// The bound layer in T against the reference, with random parameters (biases non-zero).
+template <class Spec, class In, class T>
+double forward_error(cell_kind k, std::size_t n) {
+  using L = typename Spec::template bind<In, T, cpu<>>;
+  constexpr std::size_t S = In::dims[0], F = In::dims[1], U = Spec::units;
+  rng g(5);
+  std::vector<T> p(L::parameter_count), cache(L::cache_per_sample * n), x(n * S * F), y(n * L::out_shape::size);
+  for (auto& v : p) v = T(g.uniform(-0.6, 0.6));
+  for (auto& v : x) v = T(g.uniform(-1, 1));
+  layer_slot<T> s{p.data(), nullptr, nullptr, cache.data()};
+  L::forward(s, x.data(), y.data(), run_info{n, true, nullptr});
+  const auto want = reference(k, std::vector<double>(p.begin(), p.end()), std::vector<double>(x.begin(), x.end()), n, S,
+                              F, U, Spec::options.return_sequences, Spec::options.go_backwards);
+  REQUIRE(want.size() == y.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::abs(double(y[i]) - want[i]));
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("ops<cpu>::map_rows: a rule over row-strided arrays, every row and column once, on and above a chunk") {
+  for (std::size_t rows : {1u, 5u, 300u}) {
+    const std::size_t cols = 131, sd = 140, sa = 3 * cols;  // padded rows, and a gate block's stride
+    std::vector<float> d(rows * sd, 1.0f), a(rows * sa), b(rows * cols);
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = float(i % 97) / 8;
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = float(i % 13) - 6;
+    ops<cpu<>>::map_rows(axpy{}, rows, cols, kernels::rows{d.data(), sd}, kernels::rows<const float>{a.data() + cols, sa},
+                         kernels::rows<const float>{b.data(), cols});
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < sd; ++c) {
+        const float want = c < cols ? 1.0f + a[r * sa + cols + c] * b[r * cols + c] : 1.0f;  // padding untouched
+        REQUIRE(d[r * sd + c] == want);
+      }
+  }
+}
+
+TEST_CASE("recurrent forward equals Keras' formulas computed step by step (float within 1e-5, double 1e-12)") {
+  for (std::size_t n : {1u, 3u, 17u}) {
+    CAPTURE(n);
+    CHECK(forward_error<simple_rnn<5>, shape<6, 3>, float>(cell_kind::simple_tanh, n) < 1e-5);
+    CHECK(forward_error<simple_rnn<5, relu, return_sequences>, shape<6, 3>, float>(cell_kind::simple_relu, n) < 1e-5);
+    CHECK(forward_error<lstm<7>, shape<5, 4>, float>(cell_kind::lstm, n) < 1e-5);
+    CHECK(forward_error<lstm<7, return_sequences>, shape<5, 4>, float>(cell_kind::lstm, n) < 1e-5);
+    CHECK(forward_error<lstm<7, go_backwards>, shape<5, 4>, float>(cell_kind::lstm, n) < 1e-5);
+    CHECK(forward_error<lstm<20, recurrent_options{.return_sequences = true, .go_backwards = true}>, shape<4, 9>, float>(
+              cell_kind::lstm, n) < 1e-5);
+    CHECK(forward_error<gru<6>, shape<5, 4>, float>(cell_kind::gru, n) < 1e-5);
+    CHECK(forward_error<gru<6, return_sequences>, shape<5, 4>, float>(cell_kind::gru, n) < 1e-5);
+    CHECK(forward_error<gru<33, go_backwards>, shape<3, 5>, float>(cell_kind::gru, n) < 1e-5);
+    CHECK(forward_error<lstm<7>, shape<5, 4>, double>(cell_kind::lstm, n) < 1e-12);
+    CHECK(forward_error<gru<6, return_sequences>, shape<5, 4>, double>(cell_kind::gru, n) < 1e-12);
+  }
+}
+
+TEST_CASE("recurrent variables: Keras' names and shapes, parameter counts, output shapes") {
+  using L = lstm<8>::bind<shape<10, 3>, float, cpu<>>;
+  static_assert(L::buffers[0].name == "kernel" && L::buffers[0].dims[0] == 3 && L::buffers[0].dims[1] == 32);
+  static_assert(L::buffers[1].name == "recurrent_kernel" && L::buffers[1].dims[0] == 8 && L::buffers[1].dims[1] == 32);
+  static_assert(L::buffers[2].name == "bias" && L::buffers[2].rank == 1 && L::buffers[2].dims[0] == 32);
+  static_assert(L::parameter_count == 4 * (8 * (3 + 8) + 8));  // Keras: 4 (U (F + U) + U)
+  static_assert(L::out_shape{} == shape<8>{});
+  using Gr = gru<8>::bind<shape<10, 3>, float, cpu<>>;
+  static_assert(Gr::buffers[2].rank == 2 && Gr::buffers[2].dims[0] == 2 && Gr::buffers[2].dims[1] == 24);
+  static_assert(Gr::parameter_count == 3 * (8 * (3 + 8) + 2 * 8));  // Keras 3, reset_after: 3 (U (F + U) + 2U)
+  using Sr = simple_rnn<8, ctnn::tanh, return_sequences>::bind<shape<10, 3>, float, cpu<>>;
+  static_assert(Sr::parameter_count == 8 * (3 + 8) + 8);
+  static_assert(Sr::out_shape{} == shape<10, 8>{});
+  // the caches per sample: time-major input, gates, one step's recurrent product, states, cell states, scratch
+  static_assert(L::cache_per_sample == 10 * 3 + 10 * 32 + 32 + 11 * 8 + 11 * 8 + 3 * 8 + 32);
+  static_assert(Gr::cache_per_sample == 10 * 3 + 10 * 24 + 10 * 24 + 11 * 8 + 3 * 8 + 24);
+
+  using net = sequential<input<28, 28>, lstm<128>, dense<10>>;
+  static_assert(net::parameter_count == 4 * (128 * (28 + 128) + 128) + 128 * 10 + 10);  // Keras' summary: 80,384 + 1,290
+  constexpr auto mp = net::memory_plan<float>(64, 0);
+  static_assert(mp.parameters >= net::parameter_count * 4 && mp.activations >= 64 * 4 * (28 * 28 * (1 + 4) + 29 * 8));
+  CHECK(lstm<4, return_sequences>::name() == "lstm<4, return_sequences>");
+  CHECK(gru<4, go_backwards>::name() == "gru<4, go_backwards>");
+  CHECK(simple_rnn<4, relu>::name() == "simple_rnn<4, relu>");
+}
+
+TEST_CASE("recurrent init: glorot_uniform kernel, orthogonal recurrent kernel, unit_forget_bias") {
+  using L = lstm<6>::bind<shape<4, 5>, double, cpu<>>;
+  std::vector<double> p(L::parameter_count, 7.0);
+  rng g(3);
+  L::init({p.data(), nullptr, nullptr, nullptr}, g);
+  const double limit = std::sqrt(6.0 / (5 + 24));
+  for (std::size_t i = 0; i < L::kernel_count; ++i) CHECK(std::abs(p[i]) <= limit);
+  // recurrent_kernel [6, 24]: fewer rows than columns, so its rows are orthonormal
+  const double* R = p.data() + L::kernel_count;
+  for (std::size_t a = 0; a < 6; ++a)
+    for (std::size_t b = 0; b < 6; ++b) {
+      double d = 0;
+      for (std::size_t j = 0; j < 24; ++j) d += R[a * 24 + j] * R[b * 24 + j];
+      CHECK(d == doctest::Approx(a == b ? 1.0 : 0.0).epsilon(1e-12));
+    }
+  const double* b = R + L::recurrent_count;
+  for (std::size_t j = 0; j < 24; ++j) CHECK(b[j] == (j >= 6 && j < 12 ? 1.0 : 0.0));  // i, f, c, o
+  using N = lstm<6, recurrent_options{.unit_forget_bias = false}>::bind<shape<4, 5>, double, cpu<>>;
+  N::init({p.data(), nullptr, nullptr, nullptr}, g);
+  for (std::size_t j = 0; j < 24; ++j) CHECK(p[N::kernel_count + N::recurrent_count + j] == 0.0);
+  // a square orthogonal kernel (more rows than columns is the transposed case): columns orthonormal
+  std::vector<double> q(12 * 5);
+  orthogonal::fill(q.data(), q.size(), 12, 5, g);
+  for (std::size_t a = 0; a < 5; ++a)
+    for (std::size_t c = 0; c < 5; ++c) {
+      double d = 0;
+      for (std::size_t r = 0; r < 12; ++r) d += q[r * 5 + a] * q[r * 5 + c];
+      CHECK(d == doctest::Approx(a == c ? 1.0 : 0.0).epsilon(1e-12));
+    }
+}
+
+namespace {
+using stack = sequential<input<6, 4>, lstm<8, return_sequences>, gru<5, go_backwards>, dense<1>>;
+}
+
+TEST_CASE("recurrent model: a stack in summary and through a weights file, and it learns a sum over steps") {
+  std::ostringstream os;
+  summary<stack>(os);
+  CHECK(os.str().find("lstm<8, return_sequences>") != std::string::npos);
+  CHECK(os.str().find("gru<5, go_backwards>") != std::string::npos);
+
+  // target: the sum of the first feature over the steps, scaled
+  rng g(11);
+  std::vector<float> x(256 * 24), y(256);
+  for (std::size_t s = 0; s < 256; ++s) {
+    double sum = 0;
+    for (std::size_t t = 0; t < 6; ++t)
+      for (std::size_t f = 0; f < 4; ++f) {
+        const float v = float(g.uniform(-1, 1));
+        x[s * 24 + t * 4 + f] = v;
+        if (f == 0) sum += v;
+      }
+    y[s] = float(sum / 3);
+  }
+  const data::in_memory<shape<6, 4>, dense_targets<shape<1>>> ds(x, y);
+  auto m = make_model<stack>(3);
+  adam opt{0.01};
+  const auto h = fit(m, mean_squared_error{}, opt, ds.batch(32), epochs{15});
+  CHECK(h["loss"].back() < 0.2 * h["loss"].front());
+
+  const auto path = std::filesystem::temp_directory_path() / "ctnn_test_recurrent.weights";
+  io::save_weights(m, path);
+  auto m2 = make_model<stack>(99);
+  io::load_weights(m2, path);
+  std::filesystem::remove(path);
+  const auto a = m.predict(x.data(), 8), b = m2.predict(x.data(), 8);
+  CHECK(a == b);
+}
