@@ -20,6 +20,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -31,6 +32,7 @@
 #include "plan.hpp"
 #include "precision.hpp"
 #include "shape.hpp"
+#include "type_at.hpp"
 
 namespace ctnn {
 
@@ -69,16 +71,6 @@ struct keep_spec<keep_float32<S>> {
   using type = S;
 };
 
-template <class... L>
-struct type_list {};
-
-template <class L, class List>
-struct prepend;
-template <class L, class... Ls>
-struct prepend<L, type_list<Ls...>> {
-  using type = type_list<L, Ls...>;
-};
-
 template <class S>
 inline constexpr bool check_spec_v = diag::not_a_layer_spec<S, LayerSpec<S>>::value;
 
@@ -110,30 +102,43 @@ struct bind_one {
   using variable_binding = typename spec::template bind<In, variable_policy_t<P>, B>;
 };
 
-// Binds specs one after another, threading the output shape through.
-template <Shape In, class T, class B, std::size_t Pos, class... Specs>
+// Binds specs one after another, threading the output shape through. Linear in
+// the depth: step<I> names its spec by index (pack_at_t) and its input by the
+// previous step, never a suffix of the list, and the pack expansion in collect
+// instantiates step<0>, step<1>, ... in order, so each finds the one before it
+// complete (instantiation depth stays constant; docs/performance.md).
+template <Shape In, class P, class B, class... Specs>
 struct bind_all {
-  using type = type_list<>;
-  using variables = type_list<>;
-  using out_shape = In;
-};
-template <Shape In, class T, class B, std::size_t Pos, class S, class... Rest>
-struct bind_all<In, T, B, Pos, S, Rest...> {
-  static_assert(check_spec_v<S>);
-  static_assert(check_layer<S, In, Pos>());
-  using layer = typename bind_one<S, In, T, B>::type;
-  static_assert(BoundLayer<layer>, "sequential: a bound layer does not satisfy ctnn::BoundLayer");
-  using next = bind_all<typename layer::out_shape, T, B, Pos + 1, Rest...>;
-  using type = typename prepend<layer, typename next::type>::type;
-  using variables = typename prepend<typename bind_one<S, In, T, B>::variable_binding, typename next::variables>::type;
-  using out_shape = typename next::out_shape;
-};
-
-template <class List>
-struct as_tuple;
-template <class... L>
-struct as_tuple<type_list<L...>> {
-  using type = std::tuple<L...>;
+  template <std::size_t I>
+  struct step;
+  template <std::size_t I, class = void>
+  struct in_of {
+    using type = typename step<I - 1>::layer::out_shape;
+  };
+  template <class D>
+  struct in_of<0, D> {
+    using type = In;
+  };
+  template <std::size_t I>
+  struct step {
+    using spec = pack_at_t<I, Specs...>;
+    using in_shape = typename in_of<I>::type;
+    static_assert(check_spec_v<spec>);
+    static_assert(check_layer<spec, in_shape, I + 1>());
+    using layer = typename bind_one<spec, in_shape, P, B>::type;
+    static_assert(BoundLayer<layer>, "sequential: a bound layer does not satisfy ctnn::BoundLayer");
+    using variable_binding = typename bind_one<spec, in_shape, P, B>::variable_binding;
+  };
+  template <class Seq>
+  struct collect;
+  template <std::size_t... I>
+  struct collect<std::index_sequence<I...>> {
+    using type = std::tuple<typename step<I>::layer...>;
+    using variables = std::tuple<typename step<I>::variable_binding...>;
+  };
+  using all = collect<std::index_sequence_for<Specs...>>;
+  using type = typename all::type;            // std::tuple of the bound layers
+  using variables = typename all::variables;  // the same specs bound with the variable type
 };
 
 template <class Tuple, class P>
@@ -164,10 +169,10 @@ struct net_plan<std::tuple<L...>, P> {
   static constexpr std::array<std::size_t, layer_count> outs{L::out_shape::size...};
   static constexpr std::array<std::size_t, layer_count> ins{L::in_shape::size...};
   template <std::size_t I>
-  using compute_at = typename compute_of<std::tuple_element_t<I, std::tuple<L...>>, P>::type;
+  using compute_at = typename compute_of<pack_at_t<I, L...>, P>::type;
   // the type of layer I's input: the model's io type, else the previous layer's compute type
   template <std::size_t I>
-  using input_at = typename std::conditional_t<I == 0, std::type_identity<io>, compute_of<std::tuple_element_t<I - (I > 0), std::tuple<L...>>, P>>::type;
+  using input_at = typename std::conditional_t<I == 0, std::type_identity<io>, compute_of<pack_at_t<I - (I > 0), L...>, P>>::type;
   static constexpr std::array<std::size_t, layer_count> sizes{sizeof(typename compute_of<L, P>::type)...};
   // layer i keeps a compute-type copy of its parameters (its compute type is not the variable type)
   static constexpr std::array<bool, layer_count> copies{!std::is_same_v<typename compute_of<L, P>::type, variable>...};
@@ -258,8 +263,8 @@ template <class Tuple>
 struct element_counts;
 template <class... L>
 struct element_counts<std::tuple<L...>> {
-  static constexpr std::size_t parameters = (std::size_t{0} + ... + count_of(L::buffers, role::parameter));
-  static constexpr std::size_t state = (std::size_t{0} + ... + count_of(L::buffers, role::state));
+  static constexpr std::size_t parameters = sum_of({std::size_t{0}, count_of(L::buffers, role::parameter)...});
+  static constexpr std::size_t state = sum_of({std::size_t{0}, count_of(L::buffers, role::state)...});
 };
 
 }  // namespace detail
@@ -274,13 +279,11 @@ struct sequential {
 
   // The bound layers for element type or precision policy P and backend B.
   template <class P, class B = cpu<>>
-  using bound = typename detail::as_tuple<
-      typename detail::bind_all<input_type, precision::policy_of_t<P>, B, 1, Layers...>::type>::type;
+  using bound = typename detail::bind_all<input_type, precision::policy_of_t<P>, B, Layers...>::type;
   // The same specs bound with the variable type (float when it is 16-bit):
   // what a model runs init, penalty and the penalty gradient with.
   template <class P, class B = cpu<>>
-  using variable_bound = typename detail::as_tuple<
-      typename detail::bind_all<input_type, precision::policy_of_t<P>, B, 1, Layers...>::variables>::type;
+  using variable_bound = typename detail::bind_all<input_type, precision::policy_of_t<P>, B, Layers...>::variables;
 
   // The typed memory plan of the binding that runs under policy P on backend B.
   template <class P = precision::float32, class B = cpu<>>
@@ -290,7 +293,7 @@ struct sequential {
   using probe = bound<precision::float32, cpu<>>;  // shapes and element counts only
 
  public:
-  using output_type = typename std::tuple_element_t<sizeof...(Layers) - 1, probe>::out_shape;
+  using output_type = typename detail::type_at_t<sizeof...(Layers) - 1, probe>::out_shape;
   static constexpr output_type output_shape{};
   static constexpr std::size_t layer_count = sizeof...(Layers);
   static constexpr std::size_t parameter_count = detail::element_counts<probe>::parameters;
@@ -307,7 +310,7 @@ struct sequential {
   // The architecture as text: "input<28x28> | flatten | dense<256, relu> | dense<10>".
   static std::string spec_string() {
     std::string s = "input<" + input_type::str() + ">";
-    ((s += " | " + Layers::name()), ...);
+    (void)std::initializer_list<int>{((s += " | " + Layers::name()), 0)...};
     return s;
   }
 

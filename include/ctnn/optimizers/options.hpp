@@ -1,7 +1,7 @@
 // ctnn/optimizers/options.hpp — Keras 3's optimizer options, for any optimizer.
 //
-// with_options{adam{1e-3}, {.clipnorm = 1.0, .weight_decay = 0.004,
-//   .gradient_accumulation_steps = 4, .use_ema = true}} is that adam with
+// with_options{adam{1e-3}, optimizer_options{.clipnorm = 1.0, .weight_decay =
+//   0.004, .gradient_accumulation_steps = 4, .use_ema = true}} is that adam with
 // Keras 3's base-optimizer options, run in the training step's phases
 // (train/step.hpp) through ops<B>:
 //  transform_gradients: accumulate N - 1 micro-steps (the N-th uses their
@@ -10,6 +10,9 @@
 //  after_update: the weights' moving average (use_ema), written over the
 //    weights every ema_overwrite_frequency updates and by finalize at the
 //    end of fit.
+// Name the type: a misspelled field is then the first error ("optimizer_options
+// has no ... member named"); in a bare {.field = ...} it is a deduction failure of
+// with_options that never names the field (g++ 12, clang 19; tests/compile_fail).
 // optimizer_options::validate throws std::invalid_argument naming a bad
 // option. Slots: the optimizer's slots_per_parameter() plus two (the
 // accumulator, the average), after the optimizer's own. Which count (steps or

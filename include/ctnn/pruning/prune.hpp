@@ -23,6 +23,7 @@
 #include <string>
 #include <type_traits>
 
+#include "../core/compile_message.hpp"
 #include "../core/concepts.hpp"
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
@@ -136,8 +137,13 @@ struct prune_low_magnitude {
       if (!Layer::template check<In, Pos>()) return false;
     }
     using inner = typename Layer::template bind<In, precision::float32, cpu<>>;
-    constexpr bool prunable = diag::prune_not_prunable<diag::layer<Pos>, detail::prunable_layer<inner>>::value;
-    if constexpr (prunable) {
+    // the first error names the position ("layer 2 (prune_low_magnitude): ..."); the sentence follows
+    constexpr bool prunable = detail::prunable_layer<inner>;
+    if constexpr (!prunable) {
+      constexpr bool located = diag::require<prunable, &diag::prune_not_prunable_text<Pos, In>>();
+      constexpr bool said = diag::prune_not_prunable<diag::layer<Pos>, prunable>::value;
+      (void)located, (void)said;
+    } else {
       constexpr std::size_t rows = inner::K, cols = inner::kernel_count / inner::K;
       if constexpr (is_n_of_m_v<Pattern>) {
         constexpr bool nm = diag::prune_n_of_m_invalid<diag::layer<Pos>, diag::n_kept<Pattern::n>, diag::m_group<Pattern::m>,

@@ -19,7 +19,9 @@
 // (fused_mlp()). docs/design.md ("The plan", "Training") and docs/mixed-precision.md.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <concepts>
+#include <initializer_list>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -39,6 +41,7 @@
 #include "../core/precision.hpp"
 #include "../core/rng.hpp"
 #include "../core/sequential.hpp"
+#include "../core/type_at.hpp"
 
 namespace ctnn {
 
@@ -72,7 +75,7 @@ concept draws_random_layer = requires { requires bool(L::draws_random); };
 template <class Layers>
 inline constexpr bool any_draws_random = false;
 template <class... L>
-inline constexpr bool any_draws_random<std::tuple<L...>> = (draws_random_layer<L> || ...);
+inline constexpr bool any_draws_random<std::tuple<L...>> = any_of_v<draws_random_layer<L>...>;
 // The rate the next update uses: the schedule's at schedule_step, times the model's scale.
 template <class O>
 double current_learning_rate(const O& opt, const optimizer_state& os) {
@@ -116,7 +119,7 @@ void for_each_variable_in(std::byte* base, const plan_layout& lay, std::size_t b
     }
   };
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (layer.template operator()<I, std::tuple_element_t<I, Layers>>(), ...);
+    (void)std::initializer_list<int>{(layer.template operator()<I, detail::type_at_t<I, Layers>>(), 0)...};
   }(std::make_index_sequence<std::tuple_size_v<Layers>>{});
 }
 }  // namespace detail
@@ -235,13 +238,13 @@ class model {
   // Parameters of layer I (all its parameter buffers, in declaration order).
   template <std::size_t I>
   std::span<variable_type> layer_parameters() noexcept {
-    using L = std::tuple_element_t<I, layers>;
+    using L = detail::type_at_t<I, layers>;
     stale_ = true;
     return {block<variable_type>(role::parameter, I), L::parameter_count};
   }
   template <std::size_t I>
   std::span<variable_type> layer_gradients() noexcept {
-    using L = std::tuple_element_t<I, layers>;
+    using L = detail::type_at_t<I, layers>;
     return {block<variable_type>(role::gradient, I), L::parameter_count};
   }
 
@@ -403,7 +406,7 @@ class model {
 
   // Whether a layer has an active regularizer (else penalty() is 0 and reads nothing).
   static constexpr bool has_penalty = []<std::size_t... I>(std::index_sequence<I...>) {
-    return (detail::has_active_regularizer<std::tuple_element_t<I, variable_layers>>() || ...);
+    return detail::any_of_v<detail::has_active_regularizer<detail::type_at_t<I, variable_layers>>()...>;
   }(std::make_index_sequence<layer_count>{});
   // Adds the layers' regularization penalties to s (the step's scalars, in Backend's memory)
   // through ops<Backend>::add_penalty: nothing is read on the host, nothing waits (the step runs
@@ -497,11 +500,16 @@ class model {
   // layer's backward takes dx = nullptr (as the first layer always has): flatten then dense
   // (an MLP) computes no dX = dY W^T of the first dense layer (784 x 256 multiply-adds per
   // sample in the Fashion-MNIST MLP, 28 % of its step), and layers below it do nothing.
+  // (one table for all I: a fold over layers 0..I-1 per I would instantiate N^2 / 2 lookups)
+  static constexpr std::array<bool, layer_count> params_below = []<std::size_t... J>(std::index_sequence<J...>) {
+    const std::array<bool, layer_count> has{(detail::type_at_t<J, layers>::parameter_count > 0)...};
+    std::array<bool, layer_count> a{};
+    for (std::size_t i = 1; i < layer_count; ++i) a[i] = a[i - 1] || has[i - 1];
+    return a;
+  }(std::make_index_sequence<layer_count>{});
   template <std::size_t I>
   static constexpr bool input_gradient_needed() {
-    return []<std::size_t... J>(std::index_sequence<J...>) {
-      return ((std::tuple_element_t<J, layers>::parameter_count > 0) || ...);
-    }(std::make_index_sequence<I>{});
+    return params_below[I];
   }
   // backward()'s layers: dL/d(output) arrives in io; each layer's dL/dx in its compute type:
   // converted into the other buffer (free again) when the next layer down computes in another
@@ -538,29 +546,32 @@ class model {
   void add_penalty_layers(step_scalars* s) {
     if constexpr (!is_half_v<variable_type>)
       for_each_layer([&]<std::size_t I, class>() {
-        using V = std::tuple_element_t<I, variable_layers>;
+        using V = detail::type_at_t<I, variable_layers>;
         if constexpr (requires { V::add_penalty(variable_slot<I>(), s); }) V::add_penalty(variable_slot<I>(), s);
       });
   }
   void add_penalty_gradient_layers(step_scalars*) {
     if constexpr (!is_half_v<variable_type>)
       for_each_layer([&]<std::size_t I, class>() {
-        using V = std::tuple_element_t<I, variable_layers>;
+        using V = detail::type_at_t<I, variable_layers>;
         if constexpr (requires { V::add_penalty_gradient(variable_slot<I>()); })
           V::add_penalty_gradient(variable_slot<I>());
       });
   }
 
+  // f.template operator()<I, L>() for every layer, first to last (reverse: last to first);
+  // for_each_layer takes the bound layers from one deduction of the tuple's pack.
   template <class F>
   static void for_each_layer(F&& f) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (f.template operator()<I, std::tuple_element_t<I, layers>>(), ...);
-    }(std::make_index_sequence<layer_count>{});
+    [&]<std::size_t... I, class... L>(std::index_sequence<I...>, std::tuple<L...>*) {
+      (void)std::initializer_list<int>{(f.template operator()<I, L>(), 0)...};
+    }(std::make_index_sequence<layer_count>{}, static_cast<layers*>(nullptr));
   }
   template <class F>
   static void for_each_layer_reverse(F&& f) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (f.template operator()<layer_count - 1 - I, std::tuple_element_t<layer_count - 1 - I, layers>>(), ...);
+      (void)std::initializer_list<int>{
+          (f.template operator()<layer_count - 1 - I, detail::type_at_t<layer_count - 1 - I, layers>>(), 0)...};
     }(std::make_index_sequence<layer_count>{});
   }
 
@@ -691,7 +702,7 @@ class model {
   template <std::size_t I>
   // (vars: a host view of the variable regions.)
   void init_layer(rng& g, std::byte* vars) {
-    using V = std::tuple_element_t<I, variable_layers>;
+    using V = detail::type_at_t<I, variable_layers>;
     if constexpr (!is_half_v<variable_type>) {
       V::init(variable_slot<I>(vars), g);
     } else {

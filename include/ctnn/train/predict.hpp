@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "../core/shape.hpp"
+#include "../core/type_at.hpp"
 #include "../data/dataset.hpp"
 #include "../layers/activation.hpp"
 #include "model.hpp"
@@ -40,7 +41,7 @@ struct applies_softmax<activation_layer<softmax, In, P, B>> : std::true_type {};
 
 template <class M>
 inline constexpr bool ends_in_softmax_v =
-    applies_softmax<std::tuple_element_t<M::layer_count - 1, typename M::layers>>::value;
+    applies_softmax<detail::type_at_t<M::layer_count - 1, typename M::layers>>::value;
 }  // namespace detail
 
 // Outputs of the model for every sample of a batched dataset, row-major.

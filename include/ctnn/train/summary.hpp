@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "../core/sequential.hpp"
+#include "../core/type_at.hpp"
 
 namespace ctnn {
 
@@ -71,9 +72,9 @@ void summary(std::ostream& out = std::cout) {
   const auto rows = []<std::size_t... I>(std::index_sequence<I...>) {
     return std::array<detail::summary_row, sizeof...(I) + 1>{
         detail::summary_row{"input", detail::keras_shape<typename Net::input_type>(), 0},
-        detail::summary_row{std::tuple_element_t<I, layers>::name(),
-                            detail::keras_shape<typename std::tuple_element_t<I, layers>::out_shape>(),
-                            std::size_t(std::tuple_element_t<I, layers>::parameter_count)}...};
+        detail::summary_row{detail::type_at_t<I, layers>::name(),
+                            detail::keras_shape<typename detail::type_at_t<I, layers>::out_shape>(),
+                            std::size_t(detail::type_at_t<I, layers>::parameter_count)}...};
   }(std::make_index_sequence<Net::layer_count>{});
   detail::print_summary(out, rows.data(), rows.size(), Net::parameter_count, Net::state_count);
 }

@@ -40,6 +40,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../core/compile_message.hpp"
 #include "../core/rng.hpp"
 #include "../io/atomic_file.hpp"
 #include "../io/directories.hpp"
@@ -140,6 +141,20 @@ struct trial_recorder {
     write_json(trial_file, t->to_json());
   }
 };
+// "tuner: architecture 2 of architectures<...> is not a network; ...": checked where the
+// tuner is instantiated (architectures<...>'s own static_assert fires only if it is completed).
+template <std::size_t I>
+constexpr diag::message not_a_network_text() {
+  diag::message m;
+  m << "tuner: architecture " << I << " of architectures<...> is not a network; give ctnn::sequential<input<...>, layers...>";
+  return m;
+}
+template <class... Nets>
+constexpr bool check_architectures() {
+  return []<std::size_t... I>(std::index_sequence<I...>) {
+    return (diag::require<Network<Nets>, &not_a_network_text<I + 1>>() && ...);
+  }(std::index_sequence_for<Nets...>{});
+}
 }  // namespace detail
 
 template <class Archs, class Opts>
@@ -147,6 +162,8 @@ class tuner;
 
 template <class... Nets, class... Os>
 class tuner<architectures<Nets...>, optimizers<Os...>> {
+  static_assert(detail::check_architectures<Nets...>());
+
  public:
   tuner(search_space space, std::unique_ptr<tuning::oracle> o, tuner_options opt)
       : oracle_(std::move(o)), opt_(std::move(opt)) {
