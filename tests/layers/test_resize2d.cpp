@@ -4,6 +4,8 @@
 // (Gradients by finite differences: tests/gradcheck/test_gradcheck_conv_layers.cpp.)
 #include <doctest/doctest.h>
 
+#include <ctnn/backends/cpu/resize.hpp>  // the kernels under test, by name
+
 #include <ctnn/layers/up_sampling2d.hpp>
 #include <ctnn/layers/zero_padding2d.hpp>
 

@@ -5,6 +5,7 @@
 
 #include <ctnn/ctnn.hpp>
 #include <ctnn/io/weights.hpp>
+#include <ctnn/layers/quantized_dense.hpp>
 #include <ctnn/quantization/convert.hpp>
 
 #include <cmath>
