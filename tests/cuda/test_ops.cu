@@ -455,6 +455,7 @@ TEST_CASE_TEMPLATE("max and average pooling (valid, same, overlapping) match the
 
 // layer_normalization (issue 29): forward (y, the cached means and inverse stds) and backward against ops<cpu<>>
 TEST_CASE_TEMPLATE("layer normalization forward and backward match the CPU", T, CTNN_STORAGE_TYPES) {
+  CTNN_REQUIRE_DEVICE();
   constexpr std::size_t C = 24, rows = 70;
   const auto x = rounded<T>(random_values(rows * C, 95)), dy = rounded<T>(random_values(rows * C, 96));
   const auto gamma = rounded<T>(random_values(C, 97, 0.5f, 1.5f)), beta = rounded<T>(random_values(C, 98));
@@ -475,6 +476,7 @@ TEST_CASE_TEMPLATE("layer normalization forward and backward match the CPU", T, 
 
 // zero_padding2d and up_sampling2d (issue 29): the four ops against ops<cpu<>> on the same rounded values
 TEST_CASE_TEMPLATE("zero padding and nearest up-sampling forward and backward match the CPU", T, CTNN_STORAGE_TYPES) {
+  CTNN_REQUIRE_DEVICE();
   constexpr std::size_t batch = 3;
   constexpr ctnn::kernels::conv_geometry pad{5, 4, 3, 3, 1, 1, 1, 5 + 1 + 2, 4 + 3 + 0, 1, 3};
   constexpr ctnn::kernels::conv_geometry up{5, 4, 3, 3, 2, 3, 1, 10, 12, 0, 0};
