@@ -102,8 +102,8 @@ class data_parallel {
       using M = std::remove_reference_t<decltype(ctx.model)>;
       replicas_ = {this, &average_for_layer};
       model_ = &ctx.model;
-      release_ = [](void* m) { ctnn::detail::training_access::set_replicas(*static_cast<M*>(m), nullptr); };
-      release_listener_ = [](void* m) {
+      release_ = [](void* m) {  // the replicas and the gradient listener
+        ctnn::detail::training_access::set_replicas(*static_cast<M*>(m), nullptr);
         ctnn::detail::training_access::set_gradient_listener(*static_cast<M*>(m), nullptr);
       };
       ctnn::detail::training_access::set_replicas(ctx.model, &replicas_);
@@ -211,7 +211,6 @@ class data_parallel {
     dp.seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   void release_replicas() noexcept {
-    if (model_ && release_listener_) release_listener_(model_);
     if (model_) release_(model_);
     model_ = nullptr;
   }
@@ -310,7 +309,6 @@ class data_parallel {
   cross_replica replicas_;         // the model's run_info::replicas during fit
   void* model_ = nullptr;          // the model that holds them, and how to take them back
   void (*release_)(void*) = nullptr;
-  void (*release_listener_)(void*) = nullptr;
   data_parallel_options options_;
   gradient_listener listener_;          // the model's, with a non-blocking all-reduce
   float* pending_end_ = nullptr;        // the buckets started this step are [pending_end_, end)

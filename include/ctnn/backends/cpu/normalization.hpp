@@ -25,6 +25,16 @@
 
 namespace ctnn::kernels::cpu {
 
+// y = g (x - m) v + b per channel over rows x C values, split over the pool by rows.
+template <std::size_t C, class T, class A>
+void normalize_rows(const T* x, T* y, const std::array<A, C>& m, const std::array<A, C>& v, const std::array<A, C>& g,
+                    const std::array<A, C>& b, std::size_t rows) {
+  for_samples(rows, C, [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t i = r0; i < r1; ++i)
+      for (std::size_t c = 0; c < C; ++c) y[i * C + c] = T(g[c] * (A(x[i * C + c]) - m[c]) * v[c] + b[c]);
+  });
+}
+
 // Training (batch statistics, biased variance; the moving statistics updated) or inference
 // (the moving statistics): mean and inv = 1 / sqrt(var + epsilon) cached, y = gamma (x - mean) inv + beta.
 template <std::size_t C, class T, class S>
@@ -63,10 +73,7 @@ void batch_norm_forward(const T* x, T* y, const T* gamma, const T* beta, S* movi
     g[c] = A(gamma[c]);
     b[c] = A(beta[c]);
   }
-  for_samples(rows, C, [&](std::size_t r0, std::size_t r1) {
-    for (std::size_t i = r0; i < r1; ++i)
-      for (std::size_t c = 0; c < C; ++c) y[i * C + c] = T(g[c] * (A(x[i * C + c]) - m[c]) * v[c] + b[c]);
-  });
+  normalize_rows<C>(x, y, m, v, g, b, rows);
 }
 
 // dgamma = sum dy xhat, dbeta = sum dy (overwritten); dx (when not null) through the batch statistics
@@ -144,10 +151,7 @@ void batch_norm_forward_cross_replica(const T* x, T* y, const T* gamma, const T*
     g[c] = A(gamma[c]);
     b[c] = A(beta[c]);
   }
-  for_samples(rows, C, [&](std::size_t r0, std::size_t r1) {
-    for (std::size_t i = r0; i < r1; ++i)
-      for (std::size_t c = 0; c < C; ++c) y[i * C + c] = T(g[c] * (A(x[i * C + c]) - m[c]) * v[c] + b[c]);
-  });
+  normalize_rows<C>(x, y, m, v, g, b, rows);
 }
 
 // Its backward: dgamma, dbeta this replica's sums (data_parallel averages them with the other
