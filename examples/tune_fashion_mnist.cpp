@@ -17,9 +17,15 @@
 // project without overwrite resumes it). The default has a dot so that it never
 // collides with an executable: a directory named tune_fashion_mnist beside the
 // program would be the program itself.
+// Built with MPI (ctnn::mpi), `mpirun -np N tune_fashion_mnist ...` searches on N
+// processes: rank 0 is the oracle and prints, every rank trains trials (Keras
+// Tuner's chief/worker mode; docs/tuning.md). The test and retraining run on rank 0.
 #include <ctnn/ctnn.hpp>
 #include <ctnn/tuning/hyperband.hpp>
 #include <ctnn/tuning/tuner.hpp>
+#ifdef CTNN_EXAMPLE_MPI
+#include <ctnn/distributed/mpi.hpp>
+#endif
 
 #include <chrono>
 #include <cstdio>
@@ -49,6 +55,13 @@ int main(int argc, char** argv) try {
   const std::size_t retrain_epochs = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 12;
   const auto dir = argc > 4 && *argv[4] ? std::filesystem::path(argv[4]) : ctnn::data::fashion_mnist::default_dir();
   const std::filesystem::path projects = argc > 5 ? argv[5] : "tune_fashion_mnist.projects";
+#ifdef CTNN_EXAMPLE_MPI
+  ctnn::distributed::mpi_session session(argc, argv);
+  ctnn::distributed::mpi comm;
+#else
+  ctnn::distributed::none comm;
+#endif
+  const bool chief = comm.rank() == 0;
 
   const auto all = ctnn::data::fashion_mnist::train(dir);
   if (subset == 0 || subset > all.size() - 5000)
@@ -70,31 +83,35 @@ int main(int argc, char** argv) try {
   opt.seed = 7;
   opt.overwrite = true;
   opt.architecture_names = {"mlp", "mlp_deep", "cnn"};
-  opt.log = &std::cout;
+  opt.log = chief ? &std::cout : nullptr;
   using clock = std::chrono::steady_clock;
   auto seconds_since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
 
   // Hyperband
   opt.project_name = "hyperband";
-  fashion_tuner hb(space, std::make_unique<tn::hyperband>(max_epochs, 3), opt);
-  std::cout << "== Hyperband (max_epochs " << max_epochs << ", factor 3) on " << subset << " training images\n";
+  fashion_tuner hb(comm, space, std::make_unique<tn::hyperband>(max_epochs, 3), opt);
+  if (chief)
+    std::cout << "== Hyperband (max_epochs " << max_epochs << ", factor 3) on " << subset << " training images, "
+              << comm.size() << " process(es)\n";
   auto t0 = clock::now();
   hb.search(loss, search_train, search_val, std::size_t(max_epochs), ctnn::sparse_categorical_accuracy{});
   const double hb_seconds = seconds_since(t0);
   std::size_t budget = 0;  // epochs Hyperband trained, for random search's budget
   for (auto& t : hb.trials())
     budget += std::size_t(t.hp.get<std::int64_t>("tuner/epochs") - t.hp.get<std::int64_t>("tuner/initial_epoch"));
-  hb.results_summary(std::cout, 3);
+  if (chief) hb.results_summary(std::cout, 3);
 
   // Random search on the same budget: trials of max_epochs epochs each.
   opt.project_name = "random";
   const std::size_t random_trials = std::max<std::size_t>(1, budget / std::size_t(max_epochs));
-  fashion_tuner rs(space, std::make_unique<tn::random_search>(random_trials), opt);
-  std::cout << "\n== Random search: " << random_trials << " trials x " << max_epochs << " epochs (" << budget
+  fashion_tuner rs(comm, space, std::make_unique<tn::random_search>(random_trials), opt);
+  if (chief)
+    std::cout << "\n== Random search: " << random_trials << " trials x " << max_epochs << " epochs (" << budget
             << " epochs, Hyperband's budget)\n";
   t0 = clock::now();
   rs.search(loss, search_train, search_val, std::size_t(max_epochs), ctnn::sparse_categorical_accuracy{});
   const double rs_seconds = seconds_since(t0);
+  if (!chief) return 0;  // the rest on rank 0
   rs.results_summary(std::cout, 3);
 
   // Test each search's own best checkpoint once; retrain Hyperband's best values on all the data.
@@ -125,8 +142,8 @@ int main(int argc, char** argv) try {
                 best.get<std::string>("architecture").c_str(), retrain_epochs, all.size(), seconds_since(r0), retrained);
   }
 
-  std::printf("\n%-14s %8s %8s %12s %14s %14s\n", "search", "trials", "epochs", "wall time", "best val acc",
-              "its test acc");
+  std::printf("\n%-14s %8s %8s %12s %14s %14s   (%d process(es))\n", "search", "trials", "epochs", "wall time",
+              "best val acc", "its test acc", comm.size());
   std::printf("%-14s %8zu %8zu %10.1f s %14.4f %14.4f\n", "hyperband", hb.trials().size(), budget, hb_seconds,
               *hb.best_trials(1).at(0).score, hb_ckpt);
   std::printf("%-14s %8zu %8zu %10.1f s %14.4f %14.4f\n", "random search", rs.trials().size(),

@@ -118,6 +118,32 @@ class hyperband : public oracle {
     return random_trial(trial_id, brackets_.back());
   }
 
+  // Ready when populate would start a trial of a first round or promote a completed trial; not
+  // while it would open a new bracket or stop only because trials of these brackets still run.
+  bool ready(const std::vector<trial>& trials) const override {
+    if (current_iteration_ >= iterations_) return true;
+    bool running = false;
+    for (auto& br : brackets_) {
+      const int b = br.number, last = int(br.rounds.size()) - 1;
+      if (std::int64_t(br.rounds[last].size()) == size(b, last)) continue;  // removed by populate
+      if (std::int64_t(br.rounds[0].size()) < size(b, 0)) return true;
+      for (int r = 1; r < int(br.rounds.size()); ++r) {
+        std::int64_t candidates = 0;
+        for (auto& info : br.rounds[r - 1]) {
+          bool selected = false;
+          for (auto& x : br.rounds[r]) selected = selected || x.past_id == info.id;
+          const trial* t = find(trials, info.id);
+          if (t && t->status == trial_status::running) running = true;
+          if (!selected && t && t->status == trial_status::completed && t->score) ++candidates;
+        }
+        for (auto& x : br.rounds[r])
+          if (const trial* t = find(trials, x.id); t && t->status == trial_status::running) running = true;
+        if (candidates > size(b, r - 1) - size(b, r)) return true;
+      }
+    }
+    return !running;
+  }
+
   nlohmann::json state() const override {
     nlohmann::json j = oracle::state();
     nlohmann::json bs = nlohmann::json::array();

@@ -150,6 +150,10 @@ class oracle {
   virtual std::string kind() const = 0;
   // The values of trial `trial_id`, or nullopt when the search is over.
   virtual std::optional<values> populate(const std::string& trial_id, const std::vector<trial>& trials) = 0;
+  // Whether populate can be called now although some `trials` are still RUNNING (a distributed
+  // search fills a round of trials, one per process): true unless what it would propose next
+  // depends on how a running trial ends (Hyperband between its rounds).
+  virtual bool ready(const std::vector<trial>&) const { return true; }
 
   // Called by the tuner before the search (and before set_state on resume).
   void configure(search_space space, tuning::objective obj, std::uint64_t seed) {

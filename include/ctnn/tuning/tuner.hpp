@@ -16,19 +16,27 @@
 // so a tuner constructed on it resumes (a RUNNING trial runs again from its
 // start; overwrite = true starts afresh); everything read back is validated
 // and a corrupt file is a ctnn::io_error naming the file and the key.
-// Hyperband trials start from "tuner/trial_id"'s checkpoint. Details:
-// docs/tuning.md.
+// Hyperband trials start from "tuner/trial_id"'s checkpoint.
+// tuner(comm, space, oracle, options) with a distributed::Communicator searches on
+// every process of comm (Keras Tuner's chief/worker mode): rank 0 is the oracle and
+// the only writer of the JSON state; each round gives one trial to each process
+// (oracle::ready); a trial left RUNNING by a killed process runs again when the
+// project is searched again, on any number of processes. The project directory must
+// be shared by the processes (checkpoints are written by the process that trains).
+// Details: docs/tuning.md, docs/distributed.md.
 #pragma once
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstddef>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <span>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -42,6 +50,7 @@
 
 #include "../core/compile_message.hpp"
 #include "../core/rng.hpp"
+#include "../distributed/communicator.hpp"
 #include "../io/atomic_file.hpp"
 #include "../io/directories.hpp"
 #include "../io/read_file.hpp"
@@ -69,6 +78,17 @@ struct optimizers {
                 "tuning::optimizers: every optimizer must be constructible from a learning rate (a double)");
   static constexpr std::size_t size = sizeof...(Os);
 };
+
+// The processes a search runs on: a distributed::Communicator seen through its rank, size
+// and byte broadcast (the tuner is not a template on it). Default: one process.
+struct workers {
+  int rank = 0, size = 1;
+  std::function<void(std::span<unsigned char>, int root)> broadcast;
+};
+template <distributed::Communicator C>
+workers workers_of(C& comm) {
+  return {int(comm.rank()), int(comm.size()), [&comm](std::span<unsigned char> s, int root) { comm.broadcast(s, root); }};
+}
 
 struct tuner_options {
   std::filesystem::path directory = "tuning";
@@ -121,7 +141,7 @@ inline std::vector<std::string> names_or_indices(std::vector<std::string> names,
 struct trial_recorder {
   trial* t;
   const tuning::objective* obj;
-  std::filesystem::path checkpoint, trial_file;
+  std::filesystem::path checkpoint, trial_file;  // trial_file empty: not written (a worker process)
   std::size_t initial_epoch = 0;
 
   template <class Ctx>
@@ -138,7 +158,7 @@ struct trial_recorder {
       t->best_step = initial_epoch + ctx.epoch;
       ctnn::io::save_weights(ctx.model, checkpoint);
     }
-    write_json(trial_file, t->to_json());
+    if (!trial_file.empty()) write_json(trial_file, t->to_json());
   }
 };
 // "tuner: architecture 2 of architectures<...> is not a network; ...": checked where the
@@ -166,7 +186,19 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
 
  public:
   tuner(search_space space, std::unique_ptr<tuning::oracle> o, tuner_options opt)
-      : oracle_(std::move(o)), opt_(std::move(opt)) {
+      : tuner(std::move(space), std::move(o), std::move(opt), workers{}) {}
+  // Every process of comm constructs its tuner on the same space, oracle kind and options; comm
+  // must outlive the tuner. Rank 0 reads or resets the project and hands its state to the others.
+  template <distributed::Communicator C>
+  tuner(C& comm, search_space space, std::unique_ptr<tuning::oracle> o, tuner_options opt)
+      : tuner(std::move(space), std::move(o), std::move(opt), workers_of(comm)) {}
+
+  tuner(search_space space, std::unique_ptr<tuning::oracle> o, tuner_options opt, workers w)
+      : oracle_(std::move(o)), opt_(std::move(opt)), workers_(std::move(w)) {
+    if (workers_.size < 1 || workers_.rank < 0 || workers_.rank >= workers_.size)
+      throw std::invalid_argument("tuner: rank " + std::to_string(workers_.rank) + " of " + std::to_string(workers_.size) +
+                                  " processes is not a rank");
+    if (workers_.size > 1 && !workers_.broadcast) throw std::invalid_argument("tuner: workers without a broadcast");
     if (!oracle_) throw std::invalid_argument("tuner: no oracle");
     arch_names_ = detail::names_or_indices(opt_.architecture_names, sizeof...(Nets), "architecture");
     opt_names_ = detail::names_or_indices(opt_.optimizer_names, sizeof...(Os), "optimizer");
@@ -190,9 +222,11 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
     }
     oracle_->configure(std::move(full), opt_.objective, opt_.seed);
     project_ = opt_.directory / opt_.project_name;
-    if (opt_.overwrite) ctnn::io::remove_all(project_, "tuner");
-    ctnn::io::create_directories(project_, "tuner");
-    if (ctnn::io::exists(project_ / "oracle.json", "tuner")) reload();
+    from_chief([&] {
+      if (opt_.overwrite) ctnn::io::remove_all(project_, "tuner");
+      ctnn::io::create_directories(project_, "tuner");
+      if (ctnn::io::exists(project_ / "oracle.json", "tuner")) reload();
+    });
   }
 
   const std::filesystem::path& project_dir() const noexcept { return project_; }
@@ -200,11 +234,14 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
   const tuning::oracle& oracle() const noexcept { return *oracle_; }
   // How many trials this process has trained (resumed trials included, kept ones not).
   std::size_t trials_run() const noexcept { return run_count_; }
+  int rank() const noexcept { return workers_.rank; }
+  int processes() const noexcept { return workers_.size; }
 
   // Runs the search until the oracle stops or max_trials trials exist.
   template <class Loss, class Train, class Val, class... Extras>
   void search(const Loss& loss, const Train& train, const Val& validation, std::size_t epochs, const Extras&... extras) {
     if (epochs == 0) throw std::invalid_argument("tuner: epochs must be > 0");
+    if (workers_.size > 1) return search_rounds(loss, train, validation, epochs, extras...);
     for (auto& t : trials_)
       if (t.status == trial_status::running) run_trial(t, loss, train, validation, epochs, extras...);
     for (;;) {
@@ -342,9 +379,15 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
                                     " has no dynamic_" + k + " regularizer");
   }
 
+  // Trains trial t; `record`: write its trial.json and the oracle's state and log it (rank 0).
   template <class Loss, class Train, class Val, class... Extras>
   void run_trial(trial& t, const Loss& loss, const Train& train, const Val& validation, std::size_t epochs,
                  const Extras&... extras) {
+    train_trial(t, true, loss, train, validation, epochs, extras...);
+  }
+  template <class Loss, class Train, class Val, class... Extras>
+  void train_trial(trial& t, bool record, const Loss& loss, const Train& train, const Val& validation, std::size_t epochs,
+                   const Extras&... extras) {
     ++run_count_;
     t.status = trial_status::running;
     t.score.reset();
@@ -368,7 +411,8 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
       build(t.hp, trial_seed(t.id), [&](auto& m, auto& opt, std::size_t) {
         if (t.hp.has("tuner/trial_id"))
           ctnn::io::load_weights(m, trial_dir(t.hp.get<std::string>("tuner/trial_id")) / "checkpoint.ctnn");
-        detail::trial_recorder rec{&t, &opt_.objective, dir / "checkpoint.ctnn", dir / "trial.json", initial};
+        detail::trial_recorder rec{&t, &opt_.objective, dir / "checkpoint.ctnn", record ? dir / "trial.json" : std::filesystem::path{},
+                                   initial};
         auto copies = std::make_tuple(extras...);
         const auto tb = train.batch(batch);
         std::apply(
@@ -384,7 +428,12 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
       t.message = e.what();
     }
     t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    detail::write_json(dir / "trial.json", t.to_json());
+    if (record) record_trial(t);
+  }
+
+  // Writes a finished trial's file and the oracle's state, and logs its line.
+  void record_trial(const trial& t) const {
+    detail::write_json(trial_dir(t.id) / "trial.json", t.to_json());
     save_oracle();
     if (opt_.log) {
       *opt_.log << "Trial " << t.id << " " << status_name(t.status);
@@ -400,6 +449,123 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
       }
       *opt_.log << std::endl;
     }
+  }
+
+  // `text` from process `root` to every process (its length first).
+  std::string share(std::string text, int root) const {
+    std::uint64_t n = text.size();
+    workers_.broadcast(std::span<unsigned char>(reinterpret_cast<unsigned char*>(&n), sizeof n), root);
+    text.resize(std::size_t(n));
+    workers_.broadcast(std::span<unsigned char>(reinterpret_cast<unsigned char*>(text.data()), text.size()), root);
+    return text;
+  }
+  // Rank 0's message to every process: `make()`'s JSON, or {"error": what} when f or make throws
+  // there (rethrown on rank 0; the others throw "tuner: rank 0 failed: ...").
+  template <class Make>
+  nlohmann::json from_rank0(Make&& make) const {
+    std::string msg;
+    std::exception_ptr err;
+    if (workers_.rank == 0) {
+      try {
+        msg = make().dump();
+      } catch (const std::exception& e) {
+        err = std::current_exception();
+        msg = nlohmann::json{{"error", e.what()}}.dump();
+      }
+    }
+    msg = share(std::move(msg), 0);
+    if (err) std::rethrow_exception(err);
+    nlohmann::json j = nlohmann::json::parse(msg);
+    if (j.contains("error")) throw std::runtime_error("tuner: rank 0 failed: " + j["error"].get<std::string>());
+    return j;
+  }
+  // Runs f on rank 0, then hands its oracle state and trials to the other processes.
+  template <class F>
+  void from_chief(F&& f) {
+    if (workers_.size == 1) return f();
+    const nlohmann::json j = from_rank0([&] {
+      f();
+      nlohmann::json ts = nlohmann::json::array();
+      for (auto& t : trials_) ts.push_back(t.to_json());
+      return nlohmann::json{{"state", oracle_->state()}, {"trials", ts}};
+    });
+    if (workers_.rank == 0) return;
+    oracle_->set_state(j.at("state"));
+    trials_.clear();
+    const auto order = oracle_->space().names();
+    for (auto& t : j.at("trials")) trials_.push_back(trial::from_json(t, order));
+  }
+  trial& trial_named(const std::string& id) {
+    for (auto& t : trials_)
+      if (t.id == id) return t;
+    throw std::logic_error("tuner: no trial " + id);
+  }
+
+  // A search on several processes, in rounds: rank 0 fills a round with the trials left RUNNING
+  // (a process stopped while training them), then new ones while the oracle is ready, one per
+  // process; every process trains its trial; rank 0 records each result. An error on rank 0
+  // reaches the others with the next round.
+  template <class Loss, class Train, class Val, class... Extras>
+  void search_rounds(const Loss& loss, const Train& train, const Val& validation, std::size_t epochs,
+                     const Extras&... extras) {
+    const auto n = std::size_t(workers_.size), me = std::size_t(workers_.rank);
+    const auto order = oracle_->space().names();
+    bool over = false;
+    std::exception_ptr pending;  // rank 0: recording a result failed
+    for (;;) {
+      const nlohmann::json j = from_rank0([&] {
+        if (pending) std::rethrow_exception(pending);
+        nlohmann::json round = nlohmann::json::array();
+        for (auto& t : trials_)
+          if (t.status == trial_status::running && round.size() < n) round.push_back(t.to_json());
+        while (!over && round.size() < n) {
+          if ((oracle_->max_trials() && trials_.size() >= *oracle_->max_trials())) over = true;
+          if (over || !oracle_->ready(trials_)) break;
+          const std::string id = trial_id(trials_.size());
+          std::optional<values> v = oracle_->populate(id, trials_);
+          if (!v) {
+            over = true;
+            break;
+          }
+          trial t;
+          t.id = id;
+          t.hp = std::move(*v);
+          trials_.push_back(std::move(t));
+          ctnn::io::create_directories(trial_dir(id), "tuner");
+          detail::write_json(trial_dir(id) / "trial.json", trials_.back().to_json());
+          save_oracle();
+          round.push_back(trials_.back().to_json());
+        }
+        return nlohmann::json{{"round", round}};
+      });
+      const auto& round = j.at("round");
+      if (round.empty()) break;
+      std::string mine;
+      if (me < round.size()) {
+        trial t = trial::from_json(round[me], order);
+        try {
+          train_trial(t, false, loss, train, validation, epochs, extras...);
+        } catch (const std::exception& e) {  // outside fit (the trial's directory): the trial fails, not the search
+          t.status = trial_status::failed;
+          t.message = e.what();
+        }
+        mine = t.to_json().dump();
+      }
+      for (std::size_t r = 0; r < round.size(); ++r) {
+        const std::string result = r == 0 ? mine : share(me == r ? mine : std::string{}, int(r));
+        if (me != 0 || pending) continue;
+        try {
+          trial t = trial::from_json(nlohmann::json::parse(result), order);
+          trial& kept = trial_named(t.id);
+          t.hp = std::move(kept.hp);  // its values in the oracle's order (JSON sorts the tuner/ keys)
+          kept = std::move(t);
+          record_trial(kept);
+        } catch (const std::exception&) {
+          pending = std::current_exception();
+        }
+      }
+    }
+    from_chief([&] { save_oracle(); });
   }
 
   void save_oracle() const {
@@ -467,6 +633,7 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
   std::unique_ptr<tuning::oracle> oracle_;
   tuner_options opt_;
   std::vector<std::string> arch_names_, opt_names_;
+  workers workers_;
   std::filesystem::path project_;
   std::vector<trial> trials_;
   std::size_t run_count_ = 0;

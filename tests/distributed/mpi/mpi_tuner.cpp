@@ -1,0 +1,147 @@
+// The tuner's distributed search (Keras Tuner's chief/worker mode) through mpirun -np 2
+// (tests/CMakeLists.txt): rank 0 is the oracle and the only writer of the JSON state, each round
+// gives one trial to each rank. Random search on 2 ranks proposes and scores the same trials as
+// on one process, each rank training about half; Hyperband's rounds finish with as many trials
+// as on one process, every continued trial starting from a completed one; a corrupt project
+// makes rank 0 throw its io_error and rank 1 "tuner: rank 0 failed: ...". The killed-rank
+// re-queue is tests/distributed/mpi_tuner/requeue.sh.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <ctnn/ctnn.hpp>
+#include <ctnn/distributed/mpi.hpp>
+#include <ctnn/tuning/hyperband.hpp>
+#include <ctnn/tuning/tuner.hpp>
+
+#include "distributed/mpi_tuner/common.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <string>
+
+using namespace ctnn;
+using namespace mpi_tuner_test;
+
+namespace {
+std::string what_of(auto&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+}  // namespace
+
+TEST_CASE("mpi tuner: random search on 2 ranks proposes and scores the trials one process does, each rank training its share") {
+  distributed::mpi comm;
+  REQUIRE(comm.size() == 2);
+  const auto base = shared_dir(comm, "random");
+  std::vector<tn::trial> ref;
+  if (comm.rank() == 0) {  // the one-process search, on rank 0 alone
+    tiny_tuner one(space(), std::make_unique<tn::random_search>(5), options(base / "one"));
+    one.search(loss, train_data(), val_data(), 2, sparse_categorical_accuracy{});
+    ref = one.trials();
+  }
+  comm.barrier();
+  tiny_tuner two(comm, space(), std::make_unique<tn::random_search>(5), options(base / "two"));
+  CHECK(two.rank() == comm.rank());
+  CHECK(two.processes() == 2);
+  two.search(loss, train_data(), val_data(), 2, sparse_categorical_accuracy{});
+  // rounds {0, 1}, {2, 3}, {4}: rank 0 trains 0, 2, 4 and rank 1 trains 1 and 3
+  CHECK(two.trials_run() == (comm.rank() == 0 ? 3u : 2u));
+  REQUIRE(two.trials().size() == 5);  // every rank holds the final state
+  for (auto& t : two.trials()) CHECK(t.status == tn::trial_status::completed);
+  if (comm.rank() == 0) {
+    REQUIRE(ref.size() == 5);
+    for (std::size_t i = 0; i < 5; ++i) {
+      CAPTURE(i);
+      CHECK(two.trials()[i].hp == ref[i].hp);
+      REQUIRE(two.trials()[i].score);
+      CHECK(std::abs(*two.trials()[i].score - *ref[i].score) <= 1e-6);
+      CHECK(two.trials()[i].metrics.at("val_loss").size() == 2);
+    }
+    // what rank 0 wrote is what a one-process tuner resumes: nothing left to run
+    tiny_tuner again(space(), std::make_unique<tn::random_search>(5), options(base / "two"));
+    REQUIRE(again.trials().size() == 5);
+    CHECK(again.trials()[3].score == two.trials()[3].score);
+    again.search(loss, train_data(), val_data(), 2, sparse_categorical_accuracy{});
+    CHECK(again.trials_run() == 0);
+    // every trial's best checkpoint exists (written by the rank that trained it)
+    for (auto& t : two.trials()) CHECK(std::filesystem::exists(base / "two" / "p" / ("trial_" + t.id) / "checkpoint.ctnn"));
+  }
+  // the best model loads on every rank
+  two.with_best_model([&](auto& m, const tn::trial& t) {
+    CHECK(t.id == two.best_trials(1)[0].id);
+    CHECK(m.parameters().size() > 0);
+  });
+  comm.barrier();
+  if (comm.rank() == 0) std::filesystem::remove_all(base);
+}
+
+TEST_CASE("mpi tuner: Hyperband on 2 ranks runs the brackets and rounds one process does, promoting completed trials only") {
+  // max_epochs 3, factor 3: bracket 1 trains 3 trials for 1 epoch, then continues the best for 3;
+  // bracket 0 trains 2 for 3. The third trial runs beside the second of the next round: the oracle
+  // must wait for it (oracle::ready) before promoting, not open bracket 0 early.
+  distributed::mpi comm;
+  const auto base = shared_dir(comm, "hyperband");
+  auto oracle = [] { return std::make_unique<tn::hyperband>(3, 3); };
+  auto plan = [](const tiny_tuner& t) {
+    std::string s;
+    for (auto& x : t.trials())
+      s += std::to_string(x.hp.get<std::int64_t>("tuner/bracket")) + "/" + std::to_string(x.hp.get<std::int64_t>("tuner/round")) +
+           (x.hp.has("tuner/trial_id") ? "<" + x.hp.get<std::string>("tuner/trial_id") : std::string{}) + " ";
+    return s;
+  };
+  std::string one_plan(64, '\0');
+  if (comm.rank() == 0) {
+    tiny_tuner one(space(), oracle(), options(base / "one"));
+    one.search(loss, train_data(), val_data(), 3, sparse_categorical_accuracy{});
+    one_plan = plan(one);
+    one_plan.resize(64, '\0');
+  }
+  comm.broadcast(std::span<char>(one_plan.data(), one_plan.size()), 0);
+  one_plan = one_plan.c_str();
+  tiny_tuner two(comm, space(), oracle(), options(base / "two"));
+  two.search(loss, train_data(), val_data(), 3, sparse_categorical_accuracy{});
+  CHECK(one_plan == "1/0 1/0 1/0 1/1<0002 0/0 0/0 ");
+  CHECK(plan(two).substr(0, 24) == one_plan.substr(0, 24));  // which trial bracket 1 continues depends on the scores
+  CHECK(plan(two).size() == one_plan.size());
+  CHECK(two.trials_run() == (comm.rank() == 0 ? 4u : 2u));  // rounds {0, 1}, {2}, {3, 4}, {5}
+  std::set<std::string> completed;
+  for (auto& t : two.trials()) {
+    CAPTURE(t.id);
+    CHECK(t.status == tn::trial_status::completed);
+    if (t.hp.has("tuner/trial_id")) CHECK(completed.count(t.hp.get<std::string>("tuner/trial_id")) == 1);
+    completed.insert(t.id);
+  }
+  comm.barrier();
+  if (comm.rank() == 0) std::filesystem::remove_all(base);
+}
+
+TEST_CASE("mpi tuner: a corrupt project makes rank 0 throw its io_error and rank 1 name rank 0's failure") {
+  distributed::mpi comm;
+  const auto base = shared_dir(comm, "corrupt");
+  if (comm.rank() == 0) {
+    std::filesystem::create_directories(base / "p");
+    io::write_file_atomically(base / "p" / "oracle.json", "{ not json");
+  }
+  comm.barrier();
+  const std::string what =
+      what_of([&] { tiny_tuner t(comm, space(), std::make_unique<tn::random_search>(5), options(base)); });
+  CHECK(what.find("oracle.json") != std::string::npos);
+  CHECK(what.find("not valid JSON") != std::string::npos);
+  if (comm.rank() == 1) CHECK(what.rfind("tuner: rank 0 failed: ", 0) == 0);
+  comm.barrier();
+  if (comm.rank() == 0) std::filesystem::remove_all(base);
+}
+
+int main(int argc, char** argv) {
+  distributed::mpi_session session(argc, argv);
+  doctest::Context ctx(argc, argv);
+  const int failures = ctx.run();
+  int all = failures != 0;
+  MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return all;
+}
