@@ -65,8 +65,9 @@ if [[ $mode == demo ]]; then
 else
   ctest --preset release -j "$jobs"
   # On an AVX-512 CPU, the code an AVX2-only CPU runs: the kernel, layer, train, interop, precision
-  # and pruning tests built for x86-64-v3 (AVX2 + FMA). On an AVX2-only CPU the release build above
-  # is that build already.
+  # and pruning tests built for x86-64-v3 (AVX2 + FMA), the kernel tests on that default
+  # architecture only (the release tests above checked fma3<avx2>, avx2 and sse2 beside AVX-512).
+  # On an AVX2-only CPU the release build above is that build already.
   if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
     cmake --preset avx2
     cmake --build --preset avx2 -j "$jobs"
