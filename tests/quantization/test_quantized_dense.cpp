@@ -84,7 +84,7 @@ std::vector<float> int8_reference(const QM& qm, const std::vector<float>& x, std
   struct layer {
     std::size_t K = 0, N = 0;
     bool relu = false;
-    const std::int8_t* w = nullptr;
+    std::vector<std::int8_t> w;  // unpacked, [N, K]
     const std::int32_t* b = nullptr;
     const float* ws = nullptr;
     float is = 0, os = 0;
@@ -94,10 +94,11 @@ std::vector<float> int8_reference(const QM& qm, const std::vector<float>& x, std
   qm.for_each_variable([&](const variable_ref& v) {
     auto& l = ls[v.layer];
     const std::string name(v.name);
-    if (name == "kernel") {
-      l.w = reinterpret_cast<const std::int8_t*>(v.data);
+    if (name == "kernel") {  // packed {N, padded_k(K)}: this net's K are multiples of 4
       l.N = v.dims[0];
       l.K = v.dims[1];
+      l.w.resize(l.N * l.K);
+      kernels::cpu::int8::unpack(l.K, l.N, reinterpret_cast<const std::int8_t*>(v.data), l.w.data());
     }
     if (name == "bias") l.b = reinterpret_cast<const std::int32_t*>(v.data);
     if (name == "kernel_scale") l.ws = reinterpret_cast<const float*>(v.data);

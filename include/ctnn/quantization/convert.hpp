@@ -90,9 +90,11 @@ inline std::pair<double, double> range_of(std::vector<float> v, double percentil
   return {at(100.0 - percentile), at(percentile)};
 }
 
-// The int8 kernel of a float kernel W[K, N] per output channel: kernel [N, K], scales, row sums.
-inline void quantize_kernel(const float* w, std::size_t K, std::size_t N, std::int8_t* q, float* scale,
+// The int8 kernel of a float kernel W[K, N] per output channel: kernel packed (backends/cpu/int8.hpp's
+// panels, from [N, K]), scales, row sums.
+inline void quantize_kernel(const float* w, std::size_t K, std::size_t N, std::int8_t* packed, float* scale,
                             std::int32_t* sum, std::size_t layer) {
+  std::vector<std::int8_t> q(N * K);
   for (std::size_t j = 0; j < N; ++j) {
     double amax = 0;
     for (std::size_t k = 0; k < K; ++k) amax = std::max(amax, double(std::abs(w[k * N + j])));
@@ -104,6 +106,7 @@ inline void quantize_kernel(const float* w, std::size_t K, std::size_t N, std::i
     }
     sum[j] = s;
   }
+  kernels::cpu::int8::pack(K, N, q.data(), K, packed);
 }
 }  // namespace quantization::detail
 
