@@ -63,6 +63,10 @@ struct quantized<sequential<In, Ls...>, Scheme> {
   using type = decltype(make(std::index_sequence_for<Ls...>{}));
 };
 
+// Layer kinds the converter quantizes: dense, and qat_dense (quantization/qat.hpp).
+template <class Kind>
+inline constexpr bool converts_v = std::is_same_v<Kind, layer_kind::dense>;
+
 inline const variable_ref& find_var(const std::vector<variable_ref>& vs, std::size_t layer, std::string_view name) {
   for (const auto& v : vs)
     if (v.layer == layer && v.name == name) return v;
@@ -136,7 +140,7 @@ model<quantized_t<Net, Scheme>, precision::float32, B> convert(const model<Net, 
     (
         [&] {
           using S = std::tuple_element_t<I, src_layers>;
-          if constexpr (std::is_same_v<typename S::kind, layer_kind::dense>) {
+          if constexpr (converts_v<typename S::kind>) {
             constexpr std::size_t K = S::K, N = S::N;
             const float* w = data_of<float>(src, I, "kernel");
             const float* b = data_of<float>(src, I, "bias");
