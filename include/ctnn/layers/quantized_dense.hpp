@@ -15,8 +15,8 @@
 // The buffers are state (saved, never trained): bias, scales, zero points, kernel_sum (the
 // kernel's row sums, for the VNNI offset trick), (full integer) the input and output
 // parameters and the precomputed requantization multipliers and shifts, then the int8 kernel: Kp N + 20 N + 16 bytes (full integer), Kp N + 12 N (dynamic range), against 4 K N + 4 N for dense. Made by
-// quantize_dynamic / quantize_full_integer (quantization/convert.hpp); backward throws
-// (no training: QAT is not done). Products: backends/cpu/int8.hpp. Output: shape<N>.
+// quantize_dynamic / quantize_full_integer (quantization/convert.hpp) or convert_qat
+// (quantization/qat.hpp: training happens there); backward throws. Products: backends/cpu/int8.hpp.
 #pragma once
 #include <algorithm>
 #include <array>
@@ -219,8 +219,8 @@ struct quantized_dense_layer {
   }
 
   static void backward(layer_slot<T>, const T*, const T*, T*, T*, run_info) {
-    throw std::logic_error(Spec::name() + ": an int8 layer runs inference only (quantization-aware training is not "
-                                          "implemented)");
+    throw std::logic_error(Spec::name() + ": an int8 layer runs inference only (train the qat_t network of "
+                                          "quantization/qat.hpp, then convert_qat)");
   }
 };
 
