@@ -129,10 +129,13 @@ TEST_CASE("int8 requantize_row equals multiply_by_quantized_multiplier, the zero
     mult[j] = m.q;
     shift[j] = m.shift;
   }
-  acc[0] = 7;  // ties of the rounding shift
-  off[0] = 0;
-  mult[0] = 1 << 30;
-  shift[0] = -1;
+  // ties of the rounding shift, positive and negative, in the vector part and the scalar tail
+  for (std::size_t j : {0, 1, 995, 996}) {
+    acc[j] = j % 2 ? -7 : 7;
+    off[j] = 0;
+    mult[j] = 1 << 30;
+    shift[j] = -1;
+  }
   for (std::int32_t zp : {-128, -5, 40})
     for (std::int32_t lo : {-128, std::max(-128, zp)}) {
       std::vector<float> y(N);
