@@ -2,7 +2,7 @@
 //   float_dense<K, N>/batch   the float dense layer's forward (kernels::cpu::dense_forward)
 //   int8_dense<K, N, S>/batch quantized_dense's forward: quantize the input, int8 GEMM, requantize /
 //                             rescale, dequantize (S: full_integer or dynamic_range)
-//   int8_gemm<K, N>/batch     the int8 GEMM alone (backends/cpu/int8.hpp, the path of the default arch)
+//   int8_gemm<K, N>/batch     the int8 GEMM alone on packed weights (backends/cpu/int8.hpp, the default arch's path)
 // Layers 784x256 and 256x128 of the Fashion-MNIST MLP, random weights (the values do not change
 // the work). One thread:
 //   CTNN_NUM_THREADS=1 taskset -c 0 build/bench/bench/bench_quant --benchmark_repetitions=3
@@ -44,15 +44,17 @@ void int8_dense(benchmark::State& st) {
   using L = ctnn::quantized_dense_layer<ctnn::quantized_dense<K, N, ctnn::relu, Scheme>, ctnn::shape<K>,
                                         ctnn::precision::float32, ctnn::cpu<>>;
   const std::size_t m = std::size_t(st.range(0));
-  std::vector<std::uint64_t> mem((L::state_bytes + 7) / 8 + 8);
+  std::vector<std::uint64_t> mem((L::state_bytes + 7) / 8 + 8);  // the state 64-byte aligned, as in a model
   ctnn::layer_slot<float> s;
-  s.state = reinterpret_cast<float*>(mem.data());
+  s.state = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(mem.data()) + 63) / 64 * 64);
   ctnn::rng g(4);
   L::init(s, g);
   auto v = L::view(reinterpret_cast<std::byte*>(s.state));
   const auto w = random_values<int>(K * N, -127, 127, 5);
-  for (std::size_t i = 0; i < K * N; ++i) v.kernel[i] = std::int8_t(w[i]);
-  ctnn::kernels::cpu::int8::row_sums(N, K, v.kernel, K, v.kernel_sum);
+  std::vector<std::int8_t> plain(K * N);
+  for (std::size_t i = 0; i < K * N; ++i) plain[i] = std::int8_t(w[i]);
+  ctnn::kernels::cpu::int8::pack(K, N, plain.data(), K, v.kernel);
+  ctnn::kernels::cpu::int8::packed_sums(N, K, v.kernel, v.kernel_sum);
   for (std::size_t j = 0; j < N; ++j) v.kernel_scale[j] = 0.0005f;
   if constexpr (L::full) {
     *v.in_scale = 1.0f / 255;
@@ -77,14 +79,17 @@ void int8_dense(benchmark::State& st) {
 template <std::size_t K, std::size_t N>
 void int8_gemm(benchmark::State& st) {
   const std::size_t m = std::size_t(st.range(0));
-  std::vector<std::int8_t> a(m * K), w(K * N);
-  const auto av = random_values<int>(m * K, -128, 127, 1), wv = random_values<int>(K * N, -127, 127, 2);
+  namespace i8 = ctnn::kernels::cpu::int8;
+  constexpr std::size_t kp = i8::padded_k(K);
+  std::vector<std::int8_t> a(m * kp), w(K * N), packed(i8::packed_bytes(K, N));
+  const auto av = random_values<int>(m * kp, -128, 127, 1), wv = random_values<int>(K * N, -127, 127, 2);
   for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::int8_t(av[i]);
   for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::int8_t(wv[i]);
+  i8::pack(K, N, w.data(), K, packed.data());
   std::vector<std::int32_t> sums(N), c(m * N);
-  ctnn::kernels::cpu::int8::row_sums(N, K, w.data(), K, sums.data());
+  i8::packed_sums(N, K, packed.data(), sums.data());
   for (auto _ : st) {
-    ctnn::kernels::cpu::int8::gemm_s8(m, N, K, a.data(), K, w.data(), K, sums.data(), c.data(), N);
+    i8::gemm_s8(m, N, K, a.data(), kp, packed.data(), sums.data(), c.data(), N);
     benchmark::DoNotOptimize(c.data());
   }
 }

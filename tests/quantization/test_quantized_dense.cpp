@@ -1,5 +1,5 @@
 // tests/quantization/test_quantized_dense.cpp — quantized_dense and post-training quantization
-// (quantization/convert.hpp): sizes, accuracy against the float model, exactness against an
+// (quantization/convert.hpp) and quantization-aware training (quantization/qat.hpp): sizes, accuracy against the float model, exactness against an
 // independent scalar int8 implementation, weights files, and the errors.
 #include <doctest/doctest.h>
 
@@ -7,6 +7,7 @@
 #include <ctnn/io/weights.hpp>
 #include <ctnn/layers/quantized_dense.hpp>
 #include <ctnn/quantization/convert.hpp>
+#include <ctnn/quantization/qat.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -84,7 +85,7 @@ std::vector<float> int8_reference(const QM& qm, const std::vector<float>& x, std
   struct layer {
     std::size_t K = 0, N = 0;
     bool relu = false;
-    const std::int8_t* w = nullptr;
+    std::vector<std::int8_t> w;  // unpacked, [N, K]
     const std::int32_t* b = nullptr;
     const float* ws = nullptr;
     float is = 0, os = 0;
@@ -94,10 +95,11 @@ std::vector<float> int8_reference(const QM& qm, const std::vector<float>& x, std
   qm.for_each_variable([&](const variable_ref& v) {
     auto& l = ls[v.layer];
     const std::string name(v.name);
-    if (name == "kernel") {
-      l.w = reinterpret_cast<const std::int8_t*>(v.data);
+    if (name == "kernel") {  // packed {N, padded_k(K)}: this net's K are multiples of 4
       l.N = v.dims[0];
       l.K = v.dims[1];
+      l.w.resize(l.N * l.K);
+      kernels::cpu::int8::unpack(l.K, l.N, reinterpret_cast<const std::int8_t*>(v.data), l.w.data());
     }
     if (name == "bias") l.b = reinterpret_cast<const std::int32_t*>(v.data);
     if (name == "kernel_scale") l.ws = reinterpret_cast<const float*>(v.data);
@@ -265,4 +267,158 @@ TEST_CASE("quantized_dense: backward is refused") {
   using L = std::tuple_element_t<0, decltype(q)::layers>;
   CHECK_THROWS_WITH_AS(L::backward({}, nullptr, nullptr, nullptr, nullptr, {}), doctest::Contains("inference only"),
                        std::logic_error);
+}
+
+// ---- quantization-aware training (quantization/qat.hpp) ----
+
+TEST_CASE("qat_t: dense becomes qat_dense, the last one fake-quantizes its output; the ranges are state") {
+  using qnet = qat_t<net>;
+  static_assert(std::is_same_v<qnet, sequential<input<D>, qat_dense<32, relu>, dropout<0.1f>, qat_dense<24, relu>,
+                                                qat_dense<C, identity, true>>>);
+  static_assert(std::is_same_v<quantized_t<qnet>, quantized_t<net>>);
+  static_assert(qnet::parameter_count == net::parameter_count);
+  using L = qat_dense_layer<qat_dense<3, relu, true>, shape<4>, precision::float32, cpu<>>;
+  static_assert(L::state_count == 4 && L::cache_per_sample == 7);
+}
+
+TEST_CASE("qat_dense forward: the quantize-dequantize formula, ranges moving only in training") {
+  constexpr std::size_t K = 5, N = 3, M = 4;
+  using L = qat_dense_layer<qat_dense<N, relu, true>, shape<K>, precision::float32, cpu<>>;
+  std::vector<float> params(K * N + N), state(4), cache(M * (K + N)), x(M * K), y(M * N);
+  rng g(3);
+  for (auto& v : params) v = float(g.uniform(-1, 1));
+  for (auto& v : x) v = float(g.uniform(-2, 3));
+  x[7] = 40.0f;  // saturates
+  layer_slot<float> s;
+  s.params = params.data();
+  s.state = state.data();
+  s.cache = cache.data();
+  L::init(s, g);
+  CHECK(state == std::vector<float>{-6, 6, -6, 6});
+  for (std::size_t i = 0; i < params.size(); ++i) params[i] = float(g.uniform(-1, 1));
+  L::forward(s, x.data(), y.data(), run_info{M, false});
+  CHECK(state == std::vector<float>{-6, 6, -6, 6});  // inference: frozen
+  const auto ip = quantization::choose_params(-6, 6), op = ip;
+  for (std::size_t i = 0; i < M; ++i)
+    for (std::size_t j = 0; j < N; ++j) {
+      double amax = 0;
+      for (std::size_t k = 0; k < K; ++k) amax = std::max(amax, double(std::abs(params[k * N + j])));
+      const quantization::params wp{float(amax / 127), 0};
+      float z = params[K * N + j];
+      for (std::size_t k = 0; k < K; ++k) {
+        const float xq = ip.scale * float(quantization::quantize(x[i * K + k], ip) - ip.zero_point);
+        const float wq = wp.scale * float(quantization::quantize(params[k * N + j], wp, -127, 127));
+        z += xq * wq;
+      }
+      z = std::max(z, 0.0f);
+      const float want = op.scale * float(quantization::quantize(z, op) - op.zero_point);
+      CHECK(y[i * N + j] == doctest::Approx(want).epsilon(1e-6));  // the float sum's order may differ
+    }
+  // training: each range moves 0.1 % of the way to the batch's [min(x, 0), max(x, 0)]
+  L::forward(s, x.data(), y.data(), run_info{M, true});
+  const float xmax = *std::max_element(x.begin(), x.end()), xmin = std::min(0.0f, *std::min_element(x.begin(), x.end()));
+  CHECK(state[0] == doctest::Approx(-6 + (xmin + 6) * 0.001));
+  CHECK(state[1] == doctest::Approx(6 + (xmax - 6) * 0.001));
+  CHECK(state[3] != 6.0f);
+}
+
+TEST_CASE("qat_dense backward: straight-through in the range (finite differences), zero outside") {
+  constexpr std::size_t K = 4, N = 3, M = 2;
+  using L = qat_dense_layer<qat_dense<N, identity, true>, shape<K>, precision::float32, cpu<>>;
+  std::vector<float> params(K * N + N), grads(K * N + N), state{-2, 2, -50, 50}, cache(M * (K + N));
+  rng g(4);
+  for (auto& v : params) v = float(g.uniform(-1, 1));
+  std::vector<float> x{0.3f, -1.2f, 1.7f, 5.0f, -0.4f, 0.9f, -3.0f, 0.05f}, y(M * N), dy(M * N), dx(M * K);
+  layer_slot<float> s;
+  s.params = params.data();
+  s.grads = grads.data();
+  s.state = state.data();
+  s.cache = cache.data();
+  const std::vector<float> c{0.5f, -1.0f, 2.0f, 1.5f, 0.25f, -0.75f};
+  L::forward(s, x.data(), y.data(), run_info{M, false});
+  dy = c;
+  L::backward(s, x.data(), y.data(), dy.data(), dx.data(), run_info{M, false});
+  // the smooth function the straight-through estimator differentiates: sum c (x W^ + b), W^ the
+  // fake-quantized kernel, for x inside the input's range [-2, 2] (its edges nudged to the grid)
+  std::vector<float> wq(K * N);
+  L::fake_quant_kernel(params.data(), wq.data());
+  const auto f = [&](const std::vector<float>& xs, const std::vector<float>& w) {
+    double t = 0;
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j) {
+        double z = params[K * N + j];
+        for (std::size_t k = 0; k < K; ++k) z += double(xs[i * K + k]) * w[k * N + j];
+        t += c[i * N + j] * z;
+      }
+    return t;
+  };
+  const double h = 1e-3;
+  for (std::size_t i = 0; i < M * K; ++i) {
+    auto xp = x, xm = x;
+    xp[i] += float(h);
+    xm[i] -= float(h);
+    const double fd = (f(xp, wq) - f(xm, wq)) / (2 * h);
+    INFO("x[" << i << "] = " << x[i]);
+    if (std::abs(x[i]) < 1.9f)
+      CHECK(dx[i] == doctest::Approx(fd).epsilon(1e-3));
+    else
+      CHECK(dx[i] == 0.0f);  // 5.0 and -3.0: outside [-2, 2]
+  }
+  std::vector<float> xq(M * K);
+  for (std::size_t i = 0; i < M * K; ++i) xq[i] = cache[i / K * (K + N) + i % K];
+  for (std::size_t e = 0; e < K * N; ++e) {
+    auto wp = wq, wm = wq;
+    wp[e] += float(h);
+    wm[e] -= float(h);
+    CHECK(grads[e] == doctest::Approx((f(xq, wp) - f(xq, wm)) / (2 * h)).epsilon(1e-3));
+  }
+  // an output outside its range passes no gradient
+  state[2] = -0.01f;
+  state[3] = 0.01f;
+  L::forward(s, x.data(), y.data(), run_info{M, false});
+  dy = c;
+  L::backward(s, x.data(), y.data(), dy.data(), dx.data(), run_info{M, false});
+  std::size_t blocked = 0;
+  for (std::size_t i = 0; i < M * N; ++i) blocked += std::abs(cache[i / N * (K + N) + K + i % N]) > 0.02f && dy[i] == 0;
+  CHECK(blocked >= 4);
+}
+
+TEST_CASE("QAT: fine-tune the trained MLP, convert; int8 outputs within one output step of the QAT model") {
+  auto& m = trained<float_model>();
+  auto q = quantize_model(m);
+  const auto te = make_blobs(600, 2);
+  CHECK(q.predict(te.x.data(), 50) != m.predict(te.x.data(), 50));  // fake quantization changes the outputs
+  const auto tr = make_blobs(600, 1);
+  adam opt{0.001};
+  fit(q, sparse_categorical_crossentropy{.from_logits = true}, opt,
+      data::in_memory<shape<D>, sparse_labels>(tr.x, tr.y).batch(32), epochs{3});
+  auto qi = convert_qat(q);
+  const auto pq = q.predict(te.x.data(), te.y.size()), pi = qi.predict(te.x.data(), te.y.size());
+  float step = 0;
+  qi.for_each_variable([&](const variable_ref& v) {
+    if (v.layer == 3 && v.name == "output_scale") step = *reinterpret_cast<const float*>(v.data);
+  });
+  REQUIRE(step > 0);
+  std::size_t within = 0;
+  double worst = 0;
+  for (std::size_t i = 0; i < pq.size(); ++i) {
+    within += std::abs(pq[i] - pi[i]) <= step * 1.0001f;
+    worst = std::max(worst, double(std::abs(pq[i] - pi[i]) / step));
+  }
+  const double acc_f = accuracy_of(m.predict(te.x.data(), te.y.size()), te.y), acc_q = accuracy_of(pq, te.y),
+               acc_i = accuracy_of(pi, te.y);
+  MESSAGE("QAT: " << within << " of " << pq.size() << " logits within one output step (" << step
+                  << ") of the fake-quant model, worst " << worst << " steps; accuracy float " << acc_f << ", QAT "
+                  << acc_q << ", int8 " << acc_i);
+  CHECK(within == pq.size());
+  CHECK(std::abs(acc_i - acc_f) <= 0.02);
+  CHECK(std::abs(acc_i - acc_q) <= 0.01);
+  // the ranges are state: they travel in weights files
+  const auto dir = std::filesystem::temp_directory_path() / "ctnn_test_qat";
+  std::filesystem::create_directories(dir);
+  io::save_weights(q, dir / "q.weights");
+  auto back = make_model<qat_t<net>>(1);
+  io::load_weights(back, dir / "q.weights");
+  CHECK(back.predict(te.x.data(), 50) == q.predict(te.x.data(), 50));
+  std::filesystem::remove_all(dir);
 }

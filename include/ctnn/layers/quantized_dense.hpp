@@ -1,8 +1,9 @@
 // ctnn/layers/quantized_dense.hpp — quantized_dense<K, N, Activation, Scheme>: an int8 dense layer (inference).
 //
 // Computes y ~ activation(x W + b) for a flat float input of K features with W stored as int8
-// per output channel (symmetric, zero point 0, [-127, 127], scale kernel_scale[j]); TFLite's
-// FullyConnected layout: kernel [N, K]. Scheme (quantization/arithmetic.hpp, docs/quantization.md):
+// per output channel (symmetric, zero point 0, [-127, 127], scale kernel_scale[j]); kernel:
+// W [N, K] packed by kernels::cpu::int8::pack (16-column panels of 4-k groups, K padded to Kp,
+// a multiple of 4; N Kp bytes, declared {N, Kp}). Scheme (quantization/arithmetic.hpp, docs/quantization.md):
 //   quantization::full_integer  input quantized with the calibrated (input_scale, input_zero_point),
 //     int32 bias (scale input_scale * kernel_scale[j]), the int32 sum requantized to int8 with
 //     TFLite's fixed-point multiplier (input_scale kernel_scale[j] / output_scale) and rounding,
@@ -13,9 +14,9 @@
 //     element-wise activation after it.
 // The buffers are state (saved, never trained): bias, scales, zero points, kernel_sum (the
 // kernel's row sums, for the VNNI offset trick), (full integer) the input and output
-// parameters and the precomputed requantization multipliers and shifts, then the int8 kernel: K N + 20 N + 16 bytes (full integer), K N + 12 N (dynamic range), against 4 K N + 4 N for dense. Made by
-// quantize_dynamic / quantize_full_integer (quantization/convert.hpp); backward throws
-// (no training: QAT is not done). Products: backends/cpu/int8.hpp. Output: shape<N>.
+// parameters and the precomputed requantization multipliers and shifts, then the int8 kernel: Kp N + 20 N + 16 bytes (full integer), Kp N + 12 N (dynamic range), against 4 K N + 4 N for dense. Made by
+// quantize_dynamic / quantize_full_integer (quantization/convert.hpp) or convert_qat
+// (quantization/qat.hpp: training happens there); backward throws. Products: backends/cpu/int8.hpp.
 #pragma once
 #include <algorithm>
 #include <array>
@@ -87,6 +88,7 @@ struct quantized_dense_layer {
   using kind = layer_kind::quantized_dense;
   using spec = Spec;
   static constexpr std::size_t K = Spec::inputs, N = Spec::units;
+  static constexpr std::size_t Kp = kernels::cpu::int8::padded_k(K);  // packed: int8.hpp's panels
   using Act = typename Spec::activation;
   static constexpr bool full = std::is_same_v<typename Spec::scheme, quantization::full_integer>;
   using T = float;
@@ -110,12 +112,12 @@ struct quantized_dense_layer {
                                    buffer::make(role::state, elem::i32, "output_zero_point", {1}),
                                    buffer::make(role::state, elem::i32, "output_multiplier", {N}),
                                    buffer::make(role::state, elem::i32, "output_shift", {N}),
-                                   buffer::make(role::state, elem::i8, "kernel", {N, K})};
+                                   buffer::make(role::state, elem::i8, "kernel", {N, Kp})};
     else
       return std::array<buffer, 4>{buffer::make(role::state, elem::f32, "bias", {N}),
                                    buffer::make(role::state, elem::f32, "kernel_scale", {N}),
                                    buffer::make(role::state, elem::i32, "kernel_sum", {N}),
-                                   buffer::make(role::state, elem::i8, "kernel", {N, K})};
+                                   buffer::make(role::state, elem::i8, "kernel", {N, Kp})};
   }();
   static constexpr std::size_t parameter_count = 0;
   static constexpr std::size_t state_count = count_of(buffers, role::state);
@@ -172,13 +174,19 @@ struct quantized_dense_layer {
     const std::size_t m = r.batch;
     thread_local std::vector<std::int8_t> xq;
     thread_local std::vector<std::int32_t> acc;
-    xq.resize(m * K);
+    xq.resize(m * Kp);  // rows padded to Kp (the packed kernel's groups of 4); the padding is zeroed
     acc.resize(m * N);
+    if constexpr (Kp != K)
+      for (std::size_t i = 0; i < m; ++i) std::fill(xq.begin() + std::ptrdiff_t(i * Kp + K), xq.begin() + std::ptrdiff_t((i + 1) * Kp), 0);
     if constexpr (full) {
       const float in_scale = *v.in_scale, out_scale = *v.out_scale;
       const std::int32_t in_zp = *v.in_zp, out_zp = *v.out_zp;
-      i8::quantize<Arch>(x, m * K, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data());
-      i8::gemm_s8<Arch>(m, N, K, xq.data(), K, v.kernel, K, v.kernel_sum, acc.data(), N);
+      if constexpr (Kp == K)
+        i8::quantize<Arch>(x, m * K, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data());
+      else
+        for (std::size_t i = 0; i < m; ++i)
+          i8::quantize<Arch>(x + i * K, K, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data() + i * Kp);
+      i8::gemm_s8<Arch>(m, N, K, xq.data(), Kp, v.kernel, v.kernel_sum, acc.data(), N);
       const auto* bias = static_cast<const std::int32_t*>(v.bias);
       thread_local std::vector<std::int32_t> off;
       off.resize(N);
@@ -199,9 +207,9 @@ struct quantized_dense_layer {
       for (std::size_t i = 0; i < m; ++i) {
         const float amax = i8::abs_max<Arch>(x + i * K, K);
         row_scale[i] = amax / 127.0f;
-        i8::quantize<Arch>(x + i * K, K, amax > 0 ? row_scale[i] : 1.0f, 0, -127, 127, xq.data() + i * K);
+        i8::quantize<Arch>(x + i * K, K, amax > 0 ? row_scale[i] : 1.0f, 0, -127, 127, xq.data() + i * Kp);
       }
-      i8::gemm_s8<Arch>(m, N, K, xq.data(), K, v.kernel, K, v.kernel_sum, acc.data(), N);
+      i8::gemm_s8<Arch>(m, N, K, xq.data(), Kp, v.kernel, v.kernel_sum, acc.data(), N);
       const auto* bias = static_cast<const float*>(v.bias);
       for (std::size_t i = 0; i < m; ++i)
         for (std::size_t j = 0; j < N; ++j)
@@ -211,8 +219,8 @@ struct quantized_dense_layer {
   }
 
   static void backward(layer_slot<T>, const T*, const T*, T*, T*, run_info) {
-    throw std::logic_error(Spec::name() + ": an int8 layer runs inference only (quantization-aware training is not "
-                                          "implemented)");
+    throw std::logic_error(Spec::name() + ": an int8 layer runs inference only (train the qat_t network of "
+                                          "quantization/qat.hpp, then convert_qat)");
   }
 };
 

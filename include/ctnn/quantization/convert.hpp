@@ -63,6 +63,10 @@ struct quantized<sequential<In, Ls...>, Scheme> {
   using type = decltype(make(std::index_sequence_for<Ls...>{}));
 };
 
+// Layer kinds the converter quantizes: dense, and qat_dense (quantization/qat.hpp).
+template <class Kind>
+inline constexpr bool converts_v = std::is_same_v<Kind, layer_kind::dense>;
+
 inline const variable_ref& find_var(const std::vector<variable_ref>& vs, std::size_t layer, std::string_view name) {
   for (const auto& v : vs)
     if (v.layer == layer && v.name == name) return v;
@@ -90,9 +94,11 @@ inline std::pair<double, double> range_of(std::vector<float> v, double percentil
   return {at(100.0 - percentile), at(percentile)};
 }
 
-// The int8 kernel of a float kernel W[K, N] per output channel: kernel [N, K], scales, row sums.
-inline void quantize_kernel(const float* w, std::size_t K, std::size_t N, std::int8_t* q, float* scale,
+// The int8 kernel of a float kernel W[K, N] per output channel: kernel packed (backends/cpu/int8.hpp's
+// panels, from [N, K]), scales, row sums.
+inline void quantize_kernel(const float* w, std::size_t K, std::size_t N, std::int8_t* packed, float* scale,
                             std::int32_t* sum, std::size_t layer) {
+  std::vector<std::int8_t> q(N * K);
   for (std::size_t j = 0; j < N; ++j) {
     double amax = 0;
     for (std::size_t k = 0; k < K; ++k) amax = std::max(amax, double(std::abs(w[k * N + j])));
@@ -104,6 +110,7 @@ inline void quantize_kernel(const float* w, std::size_t K, std::size_t N, std::i
     }
     sum[j] = s;
   }
+  kernels::cpu::int8::pack(K, N, q.data(), K, packed);
 }
 }  // namespace quantization::detail
 
@@ -133,7 +140,7 @@ model<quantized_t<Net, Scheme>, precision::float32, B> convert(const model<Net, 
     (
         [&] {
           using S = std::tuple_element_t<I, src_layers>;
-          if constexpr (std::is_same_v<typename S::kind, layer_kind::dense>) {
+          if constexpr (converts_v<typename S::kind>) {
             constexpr std::size_t K = S::K, N = S::N;
             const float* w = data_of<float>(src, I, "kernel");
             const float* b = data_of<float>(src, I, "bias");

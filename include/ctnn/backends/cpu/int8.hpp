@@ -1,25 +1,30 @@
-// ctnn/backends/cpu/int8.hpp — int8 x int8 -> int32 products (the int8 dense layer's GEMM).
+// ctnn/backends/cpu/int8.hpp — int8 x int8 -> int32 products on packed weights (the int8 dense layer's GEMM).
 //
-//   gemm_s8<Arch>(M, N, K, a, lda, w, ldw, wsum, c, ldc):  c[i, j] = sum_k a[i, k] w[j, k]
-// a: M rows of K int8 activations ([-128, 127]); w: N rows of K int8 weights, each in [-127, 127]
-// (TFLite's symmetric range; -128 is a precondition violation); wsum[j] = sum_k w[j, k] (or null:
-// computed here); c: int32, overwritten. Integer sums are exact, so every path equals
-// reference::gemm_s8 bit for bit. Paths, by the backend's Arch and this CPU (int8_path_of<Arch>()):
+// Weights W[N, K] (int8 in [-127, 127], TFLite's symmetric range; -128 is a precondition
+// violation) are packed once, at conversion, by pack(K, N, w, out) into packed_bytes(K, N) =
+// N padded_k(K) bytes: panels of 16 output columns (the last one N % 16 wide), each holding
+// groups of 4 consecutive k per column (K zero-padded to a multiple of 4), so one 16-column
+// group is one 64-byte vector. The layout does not depend on the architecture (weights files
+// are portable); packed_index(K, N, j, k) is the byte of W[j, k].
+//   gemm_s8<Arch>(M, N, K, a, lda, packed, wsum, c, ldc):  c[i, j] = sum_k a[i, k] W[j, k]
+// a: M rows of int8 activations, lda >= padded_k(K), bytes K..padded_k(K)-1 readable (any value:
+// their weights are 0); wsum[j] = sum_k W[j, k] (or null: computed here); c: int32, overwritten.
+// Each path accumulates an M_r x N_r register tile from broadcast 4-byte activation groups, no
+// horizontal sums; integer sums are exact, so every path equals reference::gemm_s8 bit for bit.
+// Paths, by the backend's Arch and this CPU (int8_path_of<Arch>()):
 //   vnni    Arch derived from avx512bw, the TU compiled with __AVX512VNNI__ and the CPU reporting
-//           AVX512_VNNI (cpuid 7.0:ECX[11], checked once): vpdpbusd on a + 128 as u8 (XOR 0x80),
-//           then c = dot - 128 wsum (the oneDNN/XNNPACK offset trick); tails by masked loads.
-//   avx2    Arch derived from avx2 or avx512f (not bw+VNNI): vpmaddubsw(|a|, sign(w, a)) then
-//           vpmaddwd with ones. |a| <= 128 and |w| <= 127 keep each int16 pair sum within
-//           +-32512, so vpmaddubsw never saturates and full 8-bit weights keep their precision
-//           (u8 a + 128 times s8 w would reach 64770 and saturate; 7-bit weights would lose a bit).
-//   scalar  otherwise (and the K % 32 tail of avx2).
-// xsimd 8.1 has no VNNI architecture: the rule above is compile time (the intrinsics exist only
-// under __AVX512VNNI__) plus one cpuid read. Docs: docs/quantization.md.
+//           AVX512_VNNI (cpuid 7.0:ECX[11]): vpdpbusd(a ^ 0x80 as u8, W), 4 x 64 tile, then
+//           c = dot - 128 wsum (the oneDNN/XNNPACK offset trick).
+//   avx2    Arch derived from avx2 or avx512f (or avx512bw without VNNI): vpmaddubsw(|a|, sign(W, a))
+//           + vpmaddwd with ones, 2 x 32 tile: |a| <= 128, |W| <= 127 keep each int16 pair within
+//           +-32512, so nothing saturates at full 8-bit weights.
+//   scalar  otherwise. Docs: docs/quantization.md.
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -34,8 +39,26 @@ namespace ctnn::kernels::cpu::int8 {
 
 enum class int8_path { scalar, avx2, vnni };
 
+inline constexpr std::size_t panel = 16;  // output columns per packed panel
+constexpr std::size_t padded_k(std::size_t K) { return (K + 3) / 4 * 4; }
+constexpr std::size_t packed_bytes(std::size_t K, std::size_t N) { return padded_k(K) * N; }
+constexpr std::size_t packed_index(std::size_t K, std::size_t N, std::size_t j, std::size_t k) {
+  const std::size_t p = j / panel, width = std::min(panel, N - p * panel);
+  return p * panel * padded_k(K) + k / 4 * 4 * width + (j - p * panel) * 4 + k % 4;
+}
+// w: [N, K] row-major (leading dimension ldw) -> out: packed_bytes(K, N) bytes.
+inline void pack(std::size_t K, std::size_t N, const std::int8_t* w, std::size_t ldw, std::int8_t* out) {
+  std::memset(out, 0, packed_bytes(K, N));
+  for (std::size_t j = 0; j < N; ++j)
+    for (std::size_t k = 0; k < K; ++k) out[packed_index(K, N, j, k)] = w[j * ldw + k];
+}
+inline void unpack(std::size_t K, std::size_t N, const std::int8_t* packed, std::int8_t* w) {
+  for (std::size_t j = 0; j < N; ++j)
+    for (std::size_t k = 0; k < K; ++k) w[j * K + k] = packed[packed_index(K, N, j, k)];
+}
+
 namespace reference {
-// The definition every path is compared against.
+// The definition every path is compared against (w unpacked, [N, K]).
 inline void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
                     const std::int8_t* w, std::size_t ldw, std::int32_t* c, std::size_t ldc) {
   for (std::size_t i = 0; i < M; ++i)
@@ -47,10 +70,11 @@ inline void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8
 }
 }  // namespace reference
 
-inline void row_sums(std::size_t N, std::size_t K, const std::int8_t* w, std::size_t ldw, std::int32_t* out) {
+// wsum[j] = sum_k W[j, k] from the packed layout.
+inline void packed_sums(std::size_t N, std::size_t K, const std::int8_t* packed, std::int32_t* out) {
   for (std::size_t j = 0; j < N; ++j) {
     std::int32_t s = 0;
-    for (std::size_t k = 0; k < K; ++k) s += w[j * ldw + k];
+    for (std::size_t k = 0; k < K; ++k) s += packed[packed_index(K, N, j, k)];
     out[j] = s;
   }
 }
@@ -90,133 +114,185 @@ int8_path int8_path_of() noexcept {
 }
 
 namespace detail {
-inline std::int32_t dot_tail(const std::int8_t* a, const std::int8_t* w, std::size_t k0, std::size_t K) {
-  std::int32_t s = 0;
-  for (std::size_t k = k0; k < K; ++k) s += std::int32_t(a[k]) * std::int32_t(w[k]);
-  return s;
+inline std::int32_t load4(const std::int8_t* p) {
+  std::int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline void gemm_scalar(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
+                        const std::int8_t* packed, std::int32_t* c, std::size_t ldc) {
+  for (std::size_t i = 0; i < M; ++i)
+    for (std::size_t j = 0; j < N; ++j) {
+      std::int32_t s = 0;
+      for (std::size_t k = 0; k < K; ++k) s += std::int32_t(a[i * lda + k]) * packed[packed_index(K, N, j, k)];
+      c[i * ldc + j] = s;
+    }
 }
 
 #if defined(__AVX2__)
-inline std::int32_t hsum(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-  return _mm_cvtsi128_si32(s);
-}
-// |a| (as u8, 128 for -128) times w * sign(a): each pair sum within +-32512, no saturation.
-inline __m256i dot32(__m256i acc, __m256i abs_a, __m256i a, __m256i w, __m256i ones) {
-  const __m256i p16 = _mm256_maddubs_epi16(abs_a, _mm256_sign_epi8(w, a));
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, ones));
-}
-// R rows x 4 columns of c per tile: the 4 weight rows are loaded once for R activation rows.
-template <std::size_t R>
-inline void tile_avx2(std::size_t K, const std::int8_t* x, std::size_t lda, const std::int8_t* w0, std::size_t ldw,
-                      std::size_t cols, std::int32_t* c, std::size_t ldc) {
-  const std::size_t K32 = K / 32 * 32;
+// R rows x P panels from panel p0, each panel two 8-column halves (ymm). Full panels (a fixed
+// 64-byte group stride) unless Narrow: then P = 1 and the panel is the last, N % 16 wide, read
+// and written through masks.
+template <std::size_t R, std::size_t P, bool Narrow = false>
+inline void tile_avx2(std::size_t K, std::size_t N, const std::int8_t* a, std::size_t lda, const std::int8_t* packed,
+                      std::size_t p0, std::int32_t* c, std::size_t ldc) {
+  const std::size_t kp = padded_k(K), G = kp / 4, j0 = p0 * panel;
+  const std::size_t width = Narrow ? N - j0 : panel, stride = 4 * width;
+  const std::int8_t* w = packed + j0 * kp;
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(width)), idx);
+  const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(width) - 8), idx);
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256i s[R][4];
+  __m256i acc[R][2 * P];
   for (std::size_t r = 0; r < R; ++r)
-    for (std::size_t q = 0; q < 4; ++q) s[r][q] = _mm256_setzero_si256();
-  for (std::size_t k = 0; k < K32; k += 32) {
-    __m256i xv[R], ax[R];
+    for (std::size_t q = 0; q < 2 * P; ++q) acc[r][q] = _mm256_setzero_si256();
+  for (std::size_t g = 0; g < G; ++g, w += stride) {
+    __m256i ab[R], aa[R];
     for (std::size_t r = 0; r < R; ++r) {
-      xv[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + r * lda + k));
-      ax[r] = _mm256_sign_epi8(xv[r], xv[r]);
+      ab[r] = _mm256_set1_epi32(load4(a + r * lda + 4 * g));
+      aa[r] = _mm256_sign_epi8(ab[r], ab[r]);  // |a| as u8 (-128 -> 128)
     }
-    for (std::size_t q = 0; q < cols; ++q) {
-      const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0 + q * ldw + k));
-      for (std::size_t r = 0; r < R; ++r) s[r][q] = dot32(s[r][q], ax[r], xv[r], wv, ones);
+    for (std::size_t q = 0; q < 2 * P; ++q) {
+      const std::int8_t* wq = w + q / 2 * panel * kp + q % 2 * 32;
+      const __m256i wv = !Narrow ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq))
+                                 : _mm256_maskload_epi32(reinterpret_cast<const int*>(wq), q ? m1 : m0);
+      for (std::size_t r = 0; r < R; ++r)
+        acc[r][q] = _mm256_add_epi32(
+            acc[r][q], _mm256_madd_epi16(_mm256_maddubs_epi16(aa[r], _mm256_sign_epi8(wv, ab[r])), ones));
     }
   }
-  for (std::size_t r = 0; r < R; ++r)
-    for (std::size_t q = 0; q < cols; ++q)
-      c[r * ldc + q] = hsum(s[r][q]) + dot_tail(x + r * lda, w0 + q * ldw, K32, K);
+  for (std::size_t q = 0; q < 2 * P; ++q)
+    for (std::size_t r = 0; r < R; ++r) {
+      auto* dst = c + r * ldc + j0 + 8 * q;
+      if (!Narrow)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), acc[r][q]);
+      else
+        _mm256_maskstore_epi32(reinterpret_cast<int*>(dst), q ? m1 : m0, acc[r][q]);
+    }
+}
+template <std::size_t R>
+inline void rows_avx2(std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda, const std::int8_t* packed,
+                      std::size_t p0, std::size_t np, bool narrow, std::int32_t* c, std::size_t ldc) {
+  if (narrow) return tile_avx2<R, 1, true>(K, N, a, lda, packed, p0, c, ldc);
+  if (np == 1) return tile_avx2<R, 1>(K, N, a, lda, packed, p0, c, ldc);
+  tile_avx2<R, 2>(K, N, a, lda, packed, p0, c, ldc);
 }
 inline void gemm_avx2(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
-                      const std::int8_t* w, std::size_t ldw, std::int32_t* c, std::size_t ldc) {
-  std::size_t i = 0;
-  for (; i + 2 <= M; i += 2)
-    for (std::size_t j = 0; j < N; j += 4)
-      tile_avx2<2>(K, a + i * lda, lda, w + j * ldw, ldw, std::min<std::size_t>(4, N - j), c + i * ldc + j, ldc);
-  for (; i < M; ++i)
-    for (std::size_t j = 0; j < N; j += 4)
-      tile_avx2<1>(K, a + i * lda, lda, w + j * ldw, ldw, std::min<std::size_t>(4, N - j), c + i * ldc + j, ldc);
+                      const std::int8_t* packed, std::int32_t* c, std::size_t ldc) {
+  const std::size_t full = N / panel;
+  // blocks of 2 full panels (32 columns), then the narrow last panel; each block over every row
+  const auto block = [&](std::size_t p0, std::size_t np, bool narrow) {
+    std::size_t i = 0;
+    for (; i + 2 <= M; i += 2) rows_avx2<2>(N, K, a + i * lda, lda, packed, p0, np, narrow, c + i * ldc, ldc);
+    if (i < M) rows_avx2<1>(N, K, a + i * lda, lda, packed, p0, np, narrow, c + i * ldc, ldc);
+  };
+  for (std::size_t p0 = 0; p0 < full; p0 += 2) block(p0, std::min<std::size_t>(2, full - p0), false);
+  if (N % panel) block(full, 1, true);
 }
 #endif
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-// dot(a + 128, w) over K by vpdpbusd, R rows x 4 columns per tile; the K % 64 tail by masked
-// loads (w's lanes 0 there).
-template <std::size_t R>
-inline void tile_vnni(std::size_t K, const std::int8_t* x, std::size_t lda, const std::int8_t* w0, std::size_t ldw,
-                      std::size_t cols, const std::int32_t* wsum, std::int32_t* c, std::size_t ldc) {
-  const std::size_t K64 = K / 64 * 64;
-  const __mmask64 tail = K64 < K ? (~__mmask64(0) >> (64 - (K - K64))) : 0;
-  const __m512i flip = _mm512_set1_epi8(char(0x80));
-  __m512i s[R][4];
+// acc += dot4(u8 a, s8 w) per int32 lane. GCC (13) copies every accumulator of a tile through
+// another register around the intrinsic; the asm form keeps them in place (clang: the intrinsic).
+inline __m512i dpbusd(__m512i acc, __m512i a, __m512i w) {
+#if defined(__GNUC__) && !defined(__clang__)
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(w));
+  return acc;
+#else
+  return _mm512_dpbusd_epi32(acc, a, w);
+#endif
+}
+// R rows x P panels from panel p0: vpdpbusd on broadcast (a ^ 0x80) groups. Full panels (16
+// columns, a fixed 64-byte group stride) unless Narrow: then P = 1 and the panel is the last,
+// N % 16 wide, read and written through a mask.
+template <std::size_t R, std::size_t P, bool Narrow = false>
+inline void tile_vnni(std::size_t K, std::size_t N, const std::int8_t* a, std::size_t lda, const std::int8_t* packed,
+                      std::size_t p0, const std::int32_t* wsum, std::int32_t* c, std::size_t ldc) {
+  const std::size_t kp = padded_k(K), G = kp / 4, j0 = p0 * panel;
+  const std::size_t width = Narrow ? N - j0 : panel, stride = 4 * width;
+  const __mmask16 mk = Narrow ? __mmask16((1u << width) - 1u) : __mmask16(0xffff);
+  const std::int8_t* w = packed + j0 * kp;
+  const __m512i flip = _mm512_set1_epi32(std::int32_t(0x80808080u));
+  __m512i acc[R][P];
   for (std::size_t r = 0; r < R; ++r)
-    for (std::size_t q = 0; q < 4; ++q) s[r][q] = _mm512_setzero_si512();
-  for (std::size_t k = 0; k < K64; k += 64) {
-    __m512i xu[R];
-    for (std::size_t r = 0; r < R; ++r) xu[r] = _mm512_xor_si512(_mm512_loadu_si512(x + r * lda + k), flip);
-    for (std::size_t q = 0; q < cols; ++q) {
-      const __m512i wv = _mm512_loadu_si512(w0 + q * ldw + k);
-      for (std::size_t r = 0; r < R; ++r) s[r][q] = _mm512_dpbusd_epi32(s[r][q], xu[r], wv);
-    }
-  }
-  if (tail) {
-    __m512i xu[R];
+    for (std::size_t q = 0; q < P; ++q) acc[r][q] = _mm512_setzero_si512();
+  for (std::size_t g = 0; g < G; ++g, w += stride) {
+    __m512i ab[R];
     for (std::size_t r = 0; r < R; ++r)
-      xu[r] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(tail, x + r * lda + K64), flip);
-    for (std::size_t q = 0; q < cols; ++q) {
-      const __m512i wv = _mm512_maskz_loadu_epi8(tail, w0 + q * ldw + K64);
-      for (std::size_t r = 0; r < R; ++r) s[r][q] = _mm512_dpbusd_epi32(s[r][q], xu[r], wv);
+      ab[r] = _mm512_xor_si512(_mm512_set1_epi32(load4(a + r * lda + 4 * g)), flip);
+    for (std::size_t q = 0; q < P; ++q) {
+      const __m512i wv = Narrow ? _mm512_maskz_loadu_epi32(mk, w) : _mm512_loadu_si512(w + q * panel * kp);
+      for (std::size_t r = 0; r < R; ++r) acc[r][q] = dpbusd(acc[r][q], ab[r], wv);
     }
   }
-  for (std::size_t r = 0; r < R; ++r)
-    for (std::size_t q = 0; q < cols; ++q) c[r * ldc + q] = std::int32_t(std::uint32_t(_mm512_reduce_add_epi32(s[r][q])) - 128u * std::uint32_t(wsum[q]));
+  for (std::size_t q = 0; q < P; ++q) {
+    const std::size_t j = j0 + q * panel;
+    const __m512i off = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(mk, wsum + j), 7);  // 128 wsum
+    for (std::size_t r = 0; r < R; ++r) _mm512_mask_storeu_epi32(c + r * ldc + j, mk, _mm512_sub_epi32(acc[r][q], off));
+  }
+}
+template <std::size_t R>
+inline void rows_vnni(std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda, const std::int8_t* packed,
+                      std::size_t p0, std::size_t np, bool narrow, const std::int32_t* wsum, std::int32_t* c,
+                      std::size_t ldc) {
+  if (narrow) return tile_vnni<R, 1, true>(K, N, a, lda, packed, p0, wsum, c, ldc);
+  switch (np) {
+    case 1: tile_vnni<R, 1>(K, N, a, lda, packed, p0, wsum, c, ldc); break;
+    case 2: tile_vnni<R, 2>(K, N, a, lda, packed, p0, wsum, c, ldc); break;
+    case 3: tile_vnni<R, 3>(K, N, a, lda, packed, p0, wsum, c, ldc); break;
+    default: tile_vnni<R, 4>(K, N, a, lda, packed, p0, wsum, c, ldc); break;
+  }
 }
 inline void gemm_vnni(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
-                      const std::int8_t* w, std::size_t ldw, const std::int32_t* wsum, std::int32_t* c,
-                      std::size_t ldc) {
-  std::size_t i = 0;
-  for (; i + 4 <= M; i += 4)
-    for (std::size_t j = 0; j < N; j += 4)
-      tile_vnni<4>(K, a + i * lda, lda, w + j * ldw, ldw, std::min<std::size_t>(4, N - j), wsum + j, c + i * ldc + j,
-                   ldc);
-  for (; i < M; ++i)
-    for (std::size_t j = 0; j < N; j += 4)
-      tile_vnni<1>(K, a + i * lda, lda, w + j * ldw, ldw, std::min<std::size_t>(4, N - j), wsum + j, c + i * ldc + j,
-                   ldc);
+                      const std::int8_t* packed, const std::int32_t* wsum, std::int32_t* c, std::size_t ldc) {
+  const std::size_t full = N / panel;
+  // blocks of 4 full panels (64 columns), then the narrow last panel; each block over every row
+  const auto block = [&](std::size_t p0, std::size_t np, bool narrow) {
+    std::size_t i = 0;
+    for (; i + 4 <= M; i += 4) rows_vnni<4>(N, K, a + i * lda, lda, packed, p0, np, narrow, wsum, c + i * ldc, ldc);
+    switch (M - i) {
+      case 1: rows_vnni<1>(N, K, a + i * lda, lda, packed, p0, np, narrow, wsum, c + i * ldc, ldc); break;
+      case 2: rows_vnni<2>(N, K, a + i * lda, lda, packed, p0, np, narrow, wsum, c + i * ldc, ldc); break;
+      case 3: rows_vnni<3>(N, K, a + i * lda, lda, packed, p0, np, narrow, wsum, c + i * ldc, ldc); break;
+      default: break;
+    }
+  };
+  for (std::size_t p0 = 0; p0 < full; p0 += 4) block(p0, std::min<std::size_t>(4, full - p0), false);
+  if (N % panel) block(full, 1, true);
 }
 #endif
 }  // namespace detail
 
 template <class Arch = default_arch>
-void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda, const std::int8_t* w,
-             std::size_t ldw, const std::int32_t* wsum, std::int32_t* c, std::size_t ldc) {
+void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
+             const std::int8_t* packed, const std::int32_t* wsum, std::int32_t* c, std::size_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    for (std::size_t i = 0; i < M; ++i) std::fill(c + i * ldc, c + i * ldc + N, 0);
+    return;
+  }
   const int8_path p = int8_path_of<Arch>();
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
   if (p == int8_path::vnni) {
     std::vector<std::int32_t> own;
     if (!wsum) {
       own.resize(N);
-      row_sums(N, K, w, ldw, own.data());
+      packed_sums(N, K, packed, own.data());
       wsum = own.data();
     }
-    detail::gemm_vnni(M, N, K, a, lda, w, ldw, wsum, c, ldc);
+    detail::gemm_vnni(M, N, K, a, lda, packed, wsum, c, ldc);
     return;
   }
 #endif
 #if defined(__AVX2__)
   if (p == int8_path::avx2) {
-    detail::gemm_avx2(M, N, K, a, lda, w, ldw, c, ldc);
+    detail::gemm_avx2(M, N, K, a, lda, packed, c, ldc);
     return;
   }
 #endif
   (void)p;
   (void)wsum;
-  reference::gemm_s8(M, N, K, a, lda, w, ldw, c, ldc);
+  detail::gemm_scalar(M, N, K, a, lda, packed, c, ldc);
 }
 
 // q[i] = clamp(round(x[i] / scale) + zp, lo, hi) (round half away from zero, TFLite's

@@ -1,0 +1,277 @@
+// ctnn/quantization/qat.hpp — quantization-aware training of dense networks (TFMOT's default 8-bit scheme).
+//
+// qat_t<Net> replaces every dense<N, Act> of Net by qat_dense<N, Act, Last> (Last: the network's
+// last dense layer); quantize_model(m) copies a float model's kernels and biases into it; fit
+// trains it with any optimizer; convert_qat(q) gives the quantized_t<Net> full-integer model
+// (quantization/convert.hpp) with the learned ranges. qat_dense's forward:
+//   x^ = fake_quant(x, input range)    per tensor, asymmetric [-128, 127]; the range [input_min,
+//                                      input_max] a moving average of each training batch's
+//                                      [min(x, 0), max(x, 0)] (decay 0.999, initial [-6, 6]:
+//                                      TFMOT's MovingAverageQuantizer), frozen in inference
+//   W^ = fake_quant(W)                 per output channel, symmetric [-127, 127], scale
+//                                      max|W[:, j]| / 127 from the current weights (LastValue)
+//   y = act(x^ W^ + b), then (Last only) fake_quant(y, output range), a moving average as above.
+// fake_quant(v, p) = dequantize(quantize(v, p), p) with quantization::choose_params: the rules of
+// the int8 layer, so the converted model differs from the QAT one only by the fixed-point
+// requantization and the int32 bias (within one output step). Gradients: straight-through,
+// zero outside the representable range [scale (-128 - zp), scale (127 - zp)] (as TF's
+// fake_quant_with_min_max_vars_gradient). The ranges are state (saved in weights files,
+// never trained). Differences from TFMOT: weights per channel (TFMOT's Dense: per tensor), the
+// zero point by TFLite's rule, round half away from zero. Docs: docs/quantization.md.
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../core/backend.hpp"
+#include "../core/concepts.hpp"
+#include "../core/plan.hpp"
+#include "../core/shape.hpp"
+#include "../layers/activation.hpp"
+#include "../layers/dense.hpp"
+#include "arithmetic.hpp"
+#include "convert.hpp"
+
+namespace ctnn {
+
+namespace quantization {
+inline constexpr float qat_ema_decay = 0.999f;
+inline constexpr float qat_initial_min = -6.0f, qat_initial_max = 6.0f;
+
+// The activation parameters of a moving-average range (widened to hold 0).
+inline params range_params(float min, float max, const std::string& what) {
+  return choose_params(std::min(double(min), 0.0), std::max(double(max), 0.0), what);
+}
+inline float fake_quant(float x, params p, std::int32_t lo = qmin, std::int32_t hi = qmax) {
+  return dequantize(quantize(x, p, lo, hi), p);
+}
+// The straight-through gradient's pass band.
+inline bool fake_quant_passes(float x, params p, std::int32_t lo = qmin, std::int32_t hi = qmax) {
+  return x >= p.scale * float(lo - p.zero_point) && x <= p.scale * float(hi - p.zero_point);
+}
+}  // namespace quantization
+
+template <class Spec, Shape In, class P, class Backend>
+struct qat_dense_layer;
+
+template <long long N, Activation Act = identity, bool QuantizeOutput = false>
+struct qat_dense {
+  static_assert(N > 0, "qat_dense: the number of units must be > 0");
+  using is_layer_spec = void;
+  using activation = Act;
+  static constexpr std::size_t units = std::size_t(N);
+  static constexpr bool quantize_output = QuantizeOutput;
+  static std::string name() {
+    std::string s = "qat_dense<" + std::to_string(N);
+    if (!std::is_same_v<Act, identity>) s += ", " + Act::name();
+    return s + (QuantizeOutput ? ", output>" : ">");
+  }
+  template <Shape In, std::size_t Pos>
+  static constexpr bool check() {
+    static_assert(In::rank == 1, "qat_dense: the input must be flat");
+    return true;
+  }
+  template <Shape In, class P, class Backend>
+  using bind = qat_dense_layer<qat_dense, In, precision::float32, Backend>;
+};
+
+namespace layer_kind {
+struct qat_dense {};
+}  // namespace layer_kind
+
+template <class Spec, Shape In, class P, class Backend>
+struct qat_dense_layer {
+  using kind = layer_kind::qat_dense;
+  using spec = Spec;
+  using T = float;
+  using variable_type = float;
+  using compute_type = float;
+  using Act = typename Spec::activation;
+  static constexpr std::size_t K = In::size, N = Spec::units;
+  using in_shape = In;
+  using out_shape = shape<N>;
+  static std::string name() { return Spec::name(); }
+  static constexpr std::array<buffer, 7> buffers{
+      buffer::parameter("kernel", {K, N}), buffer::parameter("bias", {N}),     buffer::state("input_min", {1}),
+      buffer::state("input_max", {1}),     buffer::state("output_min", {1}),   buffer::state("output_max", {1}),
+      buffer::cache("fake_quant", K + N)};  // per sample: x^, then act(x^ W^ + b) before the output's fake quant
+  static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
+  static constexpr std::size_t state_count = count_of(buffers, role::state);
+  static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
+
+  static void init(layer_slot<T> s, rng& g) {
+    glorot_uniform::fill(s.params, K * N, K, N, g);
+    std::fill(s.params + K * N, s.params + K * N + N, 0.0f);
+    s.state[0] = s.state[2] = quantization::qat_initial_min;
+    s.state[1] = s.state[3] = quantization::qat_initial_max;
+  }
+
+  static void ema(float* mn, float* mx, const float* v, std::size_t n) {
+    float lo = 0, hi = 0;  // the batch range widened to hold 0
+    for (std::size_t i = 0; i < n; ++i) {
+      lo = std::min(lo, v[i]);
+      hi = std::max(hi, v[i]);
+    }
+    *mn -= (*mn - lo) * (1.0f - quantization::qat_ema_decay);
+    *mx -= (*mx - hi) * (1.0f - quantization::qat_ema_decay);
+  }
+  static quantization::params in_params(const float* st) {
+    return quantization::range_params(st[0], st[1], Spec::name() + "'s input range");
+  }
+  static quantization::params out_params(const float* st) {
+    return quantization::range_params(st[2], st[3], Spec::name() + "'s output range");
+  }
+  // W^ (K x N) and the channel scales, from the current kernel.
+  static void fake_quant_kernel(const float* w, float* wq) {
+    for (std::size_t j = 0; j < N; ++j) {
+      float amax = 0;
+      for (std::size_t k = 0; k < K; ++k) amax = std::max(amax, std::abs(w[k * N + j]));
+      const quantization::params p{quantization::symmetric_scale(amax, Spec::name() + "'s kernel"), 0};
+      for (std::size_t k = 0; k < K; ++k)
+        wq[k * N + j] = quantization::fake_quant(w[k * N + j], p, -quantization::wmax, quantization::wmax);
+    }
+  }
+
+  static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
+    const std::size_t m = r.batch;
+    if (r.training) ema(s.state, s.state + 1, x, m * K);
+    const auto ip = in_params(s.state);
+    thread_local std::vector<float> xq, wq;
+    xq.resize(m * K);
+    wq.resize(K * N);
+    for (std::size_t i = 0; i < m * K; ++i) xq[i] = quantization::fake_quant(x[i], ip);
+    fake_quant_kernel(s.params, wq.data());
+    ops<Backend>::template dense_forward<K, N>(xq.data(), wq.data(), s.params + K * N, y, m);
+    Act::template forward<Backend>(y, m, N);
+    if (s.cache)
+      for (std::size_t i = 0; i < m; ++i) {
+        std::copy(xq.data() + i * K, xq.data() + (i + 1) * K, s.cache + i * (K + N));
+        std::copy(y + i * N, y + (i + 1) * N, s.cache + i * (K + N) + K);
+      }
+    if constexpr (Spec::quantize_output) {
+      if (r.training) ema(s.state + 2, s.state + 3, y, m * N);
+      const auto op = out_params(s.state);
+      for (std::size_t i = 0; i < m * N; ++i) y[i] = quantization::fake_quant(y[i], op);
+    }
+  }
+
+  static void backward(layer_slot<T> s, const T* x, const T*, T* dy, T* dx, run_info r) {
+    const std::size_t m = r.batch;
+    thread_local std::vector<float> xq, z, wq;
+    xq.resize(m * K);
+    z.resize(m * N);
+    wq.resize(K * N);
+    for (std::size_t i = 0; i < m; ++i) {
+      std::copy(s.cache + i * (K + N), s.cache + i * (K + N) + K, xq.data() + i * K);
+      std::copy(s.cache + i * (K + N) + K, s.cache + (i + 1) * (K + N), z.data() + i * N);
+    }
+    if constexpr (Spec::quantize_output) {
+      const auto op = out_params(s.state);
+      for (std::size_t i = 0; i < m * N; ++i)
+        if (!quantization::fake_quant_passes(z[i], op)) dy[i] = 0;
+    }
+    Act::template backward<Backend>(z.data(), dy, m, N);
+    // the weights' fake quant passes every weight (the range is their own max |w|): dW = x^T dz
+    ops<Backend>::template dense_backward_weights<K, N>(xq.data(), dy, s.grads, s.grads + K * N, m);
+    if (dx) {
+      fake_quant_kernel(s.params, wq.data());
+      ops<Backend>::template dense_backward_input<K, N>(dy, wq.data(), dx, m);
+      const auto ip = in_params(s.state);
+      for (std::size_t i = 0; i < m * K; ++i)
+        if (!quantization::fake_quant_passes(x[i], ip)) dx[i] = 0;
+    }
+  }
+};
+
+namespace quantization::detail {
+template <>
+inline constexpr bool converts_v<layer_kind::qat_dense> = true;
+
+template <class Spec, bool Last>
+struct qat_spec {
+  using type = Spec;
+};
+template <long long N, class Act, class O1, class O2, bool Last>
+struct qat_spec<dense<N, Act, O1, O2>, Last> {
+  using type = qat_dense<N, Act, Last>;
+};
+template <class Spec>
+inline constexpr bool is_dense_spec = false;
+template <long long N, class Act, class O1, class O2>
+inline constexpr bool is_dense_spec<dense<N, Act, O1, O2>> = true;
+
+template <class Net>
+struct qat_net;
+template <class In, class... Ls>
+struct qat_net<sequential<In, Ls...>> {
+  static constexpr std::size_t last_dense = [] {
+    std::size_t i = 0, last = sizeof...(Ls);
+    ((is_dense_spec<Ls> ? (last = i, ++i) : ++i), ...);
+    return last;
+  }();
+  template <std::size_t... I>
+  static auto make(std::index_sequence<I...>)
+      -> sequential<In, typename qat_spec<Ls, I == last_dense>::type...>;
+  using type = decltype(make(std::index_sequence_for<Ls...>{}));
+};
+
+template <class Scheme, long long N, class Act, bool Out, class Bound>
+struct quant_spec<Scheme, qat_dense<N, Act, Out>, Bound> {
+  using type = quantized_dense<Bound::K, std::size_t(N), Act, Scheme>;
+};
+}  // namespace quantization::detail
+
+template <class Net>
+using qat_t = typename quantization::detail::qat_net<Net>::type;
+
+// A QAT model of m's network with m's kernels and biases (ranges at TFMOT's initial [-6, 6]).
+template <class Net, class P, class B>
+auto quantize_model(const model<Net, P, B>& m) {
+  model<qat_t<Net>, precision::float32, B> q(m.seed());
+  std::vector<variable_ref> src, dst;
+  m.for_each_variable([&](const variable_ref& v) { src.push_back(v); });
+  q.for_each_variable([&](const variable_ref& v) { dst.push_back(v); });
+  for (const auto& d : dst)
+    if (d.kind == role::parameter) {
+      const auto& s = quantization::detail::find_var(src, d.layer, d.name);
+      std::copy_n(reinterpret_cast<const float*>(s.data), d.extent, reinterpret_cast<float*>(d.data));
+    }
+  return q;
+}
+
+// The full-integer model of a trained QAT model: int8 kernels, int32 biases, and for each layer
+// the input parameters of its learned input range and the output parameters of the next
+// qat_dense's input range (the last layer: its own output range).
+template <class Net, class P, class B>
+auto convert_qat(const model<Net, P, B>& q) {
+  using layers = typename model<Net, P, B>::layers;
+  std::vector<variable_ref> vs;
+  q.for_each_variable([&](const variable_ref& v) { vs.push_back(v); });
+  std::vector<std::pair<double, double>> ins, outs;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&] {
+          using S = std::tuple_element_t<I, layers>;
+          if constexpr (std::is_same_v<typename S::kind, layer_kind::qat_dense>) {
+            using quantization::detail::data_of;
+            ins.emplace_back(*data_of<float>(vs, I, "input_min"), *data_of<float>(vs, I, "input_max"));
+            outs.emplace_back(*data_of<float>(vs, I, "output_min"), *data_of<float>(vs, I, "output_max"));
+          }
+        }(),
+        ...);
+  }(std::make_index_sequence<std::tuple_size_v<layers>>{});
+  std::vector<std::pair<double, double>> ranges;
+  for (std::size_t i = 0; i < ins.size(); ++i) {
+    ranges.push_back(ins[i]);
+    ranges.push_back(i + 1 < ins.size() ? ins[i + 1] : outs[i]);
+  }
+  return quantization::detail::convert<quantization::full_integer>(q, ranges);
+}
+
+}  // namespace ctnn
