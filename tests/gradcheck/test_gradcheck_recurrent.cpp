@@ -1,7 +1,8 @@
 // Finite-difference gradient checks, in double, of backpropagation through time in
 // simple_rnn, lstm and gru (layers/recurrent.hpp): each cell, return_sequences (a
 // loss on every step), go_backwards, both, and a stack (lstm with return_sequences
-// into gru) checked through both layers at once.
+// into gru) checked through both layers at once; dropout and recurrent_dropout with a
+// fixed draw of the masks (the checker reseeds the generator before every forward).
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
@@ -44,6 +45,16 @@ TEST_CASE("gradcheck: gru (reset_after)") {
   CHECK(gradcheck::check_layer<gru<3, both>, shape<4, 5>>({.batch = 2}) < tol);
   CHECK(gradcheck::check_layer<gru<17, return_sequences>, shape<3, 4>>({.batch = 5}) < tol);
   CHECK(gradcheck::check_layer<gru<3>, shape<1, 4>>() < tol);  // one step: the recurrent bias only
+}
+
+TEST_CASE("gradcheck: dropout and recurrent_dropout (fixed masks, one per gate with recurrent_dropout)") {
+  CHECK(gradcheck::check_layer<simple_rnn<3, ctnn::tanh, recurrent_options{.dropout = 0.3, .recurrent_dropout = 0.3}>,
+                               shape<4, 3>>() < tol);
+  CHECK(gradcheck::check_layer<lstm<3, recurrent_options{.dropout = 0.3}>, shape<4, 3>>() < tol);
+  CHECK(gradcheck::check_layer<lstm<3, recurrent_options{.return_sequences = true, .dropout = 0.3, .recurrent_dropout = 0.4}>,
+                               shape<4, 3>>() < tol);
+  CHECK(gradcheck::check_layer<gru<3, recurrent_options{.go_backwards = true, .recurrent_dropout = 0.3}>, shape<4, 3>>() <
+        tol);
 }
 
 TEST_CASE("gradcheck: a stack, lstm (return_sequences) into gru, through both layers") {
