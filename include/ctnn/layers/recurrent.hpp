@@ -30,6 +30,7 @@
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
 #include "../backends/cpu/ops.hpp"
+#include "../kernels/functors.hpp"
 #include "../kernels/rows.hpp"
 #include "initializers.hpp"
 
@@ -95,6 +96,21 @@ struct add_product_fn {  // d += a * b
   template <class V>
   CTNN_HOST_DEVICE void operator()(V& d, V a, V b) const { d = d + a * b; }
 };
+struct keep_masked_fn {  // a masked step (m = 0) keeps the previous state: d = m ? d : prev
+  template <class V>
+  CTNN_HOST_DEVICE void operator()(V& d, V prev, V m) const {
+    using fn::select;
+    d = select(m != V(0), d, prev);
+  }
+};
+struct split_masked_fn {  // d (dL/d state) to the step's cell where m = 1, else to the previous state (pass)
+  template <class V>
+  CTNN_HOST_DEVICE void operator()(V& d, V& pass, V m) const {
+    using fn::select;
+    pass = select(m != V(0), V(0), d);
+    d = select(m != V(0), d, V(0));
+  }
+};
 }  // namespace detail
 
 // The bound recurrent layer. Cell (Spec::cell) gives: gates, separate_recurrent_bias,
@@ -131,7 +147,7 @@ struct recurrent_layer {
   // states (nrec copies of h_0 .. h_{S-1}), the masks, the expanded dz, and backward's scratch
   static constexpr std::size_t rec_steps = sep_bias ? S : 1;
   static constexpr auto buffers = [] {
-    std::array<buffer, 12> b{buffer::parameter("kernel", {F, G}), buffer::parameter("recurrent_kernel", {U, G}),
+    std::array<buffer, 13> b{buffer::parameter("kernel", {F, G}), buffer::parameter("recurrent_kernel", {U, G}),
                              sep_bias ? buffer::parameter("bias", {2, G}) : buffer::parameter("bias", {G}),
                              buffer::cache("inputs", nin * S * F), buffer::cache("gates", S * G),
                              buffer::cache("recurrent", rec_steps * G), buffer::cache("states", (S + 1) * U),
@@ -139,7 +155,8 @@ struct recurrent_layer {
                              buffer::cache("masked_states", nrec * S * U),
                              buffer::cache("dropout_masks", in_masks * F + nrec * U),
                              buffer::cache("expanded", blocks > 1 ? blocks * S * G : 0),
-                             buffer::cache("scratch", 3 * U + G + (nrec > 0 ? 2 * G : 0))};
+                             buffer::cache("scratch", 3 * U + G + (nrec > 0 ? 2 * G : 0)),
+                             buffer::cache("step_mask", S + S * U + 3 * U)};
     return b;
   }();
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
@@ -157,6 +174,7 @@ struct recurrent_layer {
 
   struct views {
     T *xs, *zs, *rec, *hs, *cs, *mh, *min, *mrec, *ex, *dh, *dhr, *dc, *db, *tmp, *tdz;
+    T *mt, *mw, *ones, *dpass, *dcpass;  // the step mask: time-major [S, n], widened [S, n, U]; backward's passes
   };
   static views split(T* c, std::size_t n) {
     views v;
@@ -175,6 +193,11 @@ struct recurrent_layer {
     v.db = v.dc + n * U;
     v.tmp = v.db + n * G;
     v.tdz = v.tmp + (nrec > 0 ? n * G : 0);
+    v.mt = v.tdz + (nrec > 0 ? n * G : 0);
+    v.mw = v.mt + n * S;
+    v.ones = v.mw + n * S * U;
+    v.dpass = v.ones + n * U;
+    v.dcpass = v.dpass + n * U;
     return v;
   }
   static constexpr std::size_t source_step(std::size_t t) { return opt.go_backwards ? S - 1 - t : t; }
@@ -184,6 +207,13 @@ struct recurrent_layer {
   static kernels::rows<const X> crows(X* p, std::size_t stride) { return {p, stride}; }
   // masks used in this pass: only in training
   static bool dropping(const run_info& r) { return draws_random && r.training; }
+  // The step mask that applies to this layer (run_info::mask with S steps), or null.
+  static const T* step_mask(const run_info& r) {
+    if (!r.mask || !r.mask->data || r.mask->steps != S) return nullptr;
+    if (r.mask->value_bytes != sizeof(T))
+      throw std::invalid_argument(name() + ": the step mask comes from a layer of another compute type");
+    return static_cast<const T*>(r.mask->data);
+  }
   // dst [rows, G] = src's gate block k, zeros elsewhere
   static void select_block(T* dst, const T* src, std::size_t k, std::size_t rows) {
     O::fill_zero(dst, rows * G);
@@ -228,7 +258,14 @@ struct recurrent_layer {
     }
     O::fill_zero(v.hs, n * U);
     if constexpr (cells) O::fill_zero(v.cs, n * U);
-    if (nr > 0) O::fill_zero(v.mh, nr * S * n * U);  // masked h_0 = 0 (rows t = 0 of each copy)
+    if (nr > 0) O::fill_zero(v.mh, nr * S * n * U);
+    const T* mask = step_mask(r);
+    if (mask) {  // time-major (in reading order), then widened to [S * n, U] by a one-column GEMM with ones
+      for (std::size_t t = 0; t < S; ++t)
+        O::map_rows(detail::assign_fn{}, n, 1, rows_at(v.mt + t * n, 1), rows_at(mask + source_step(t), S));
+      O::fill(v.ones, U, 1);
+      O::template dense_forward<1, U>(v.mt, v.ones, static_cast<const T*>(nullptr), v.mw, S * n);
+    }  // masked h_0 = 0 (rows t = 0 of each copy)
     for (std::size_t t = 0; t < S; ++t) {
       T* rec = v.rec + (sep_bias ? t * n * G : 0);
       const T* h = v.hs + t * n * U;
@@ -251,6 +288,13 @@ struct recurrent_layer {
       }
       cell::template forward_step<O, T, U>(n, v.zs + t * n * G, rec, v.hs + t * n * U, v.hs + (t + 1) * n * U,
                                            cells ? v.cs + t * n * U : nullptr, cells ? v.cs + (t + 1) * n * U : nullptr);
+      if (mask) {  // masked steps carry h (and c) forward; a returned sequence repeats the last output
+        O::map_rows(detail::keep_masked_fn{}, n, U, rows_at(v.hs + (t + 1) * n * U, U), crows(h, U),
+                    crows(v.mw + t * n * U, U));
+        if constexpr (cells)
+          O::map_rows(detail::keep_masked_fn{}, n, U, rows_at(v.cs + (t + 1) * n * U, U), crows(v.cs + t * n * U, U),
+                      crows(v.mw + t * n * U, U));
+      }
     }
     if constexpr (opt.return_sequences) {
       for (std::size_t t = 0; t < S; ++t)
@@ -268,6 +312,7 @@ struct recurrent_layer {
     T *dW = s.grads, *dR = dW + kernel_count, *db = dR + recurrent_count;
     const bool drop = dropping(r);
     const std::size_t ni = drop ? nin : 1, nr = drop ? nrec : 0;
+    const bool masked = step_mask(r) != nullptr;
     O::fill_zero(v.dh, n * U);
     if constexpr (cells) O::fill_zero(v.dc, n * U);
     if constexpr (!opt.return_sequences) O::copy(dy, v.dh, n * U);
@@ -275,11 +320,21 @@ struct recurrent_layer {
       if constexpr (opt.return_sequences)
         O::map_rows(detail::add_fn{}, n, U, rows_at(v.dh, U), rows_at(static_cast<const T*>(dy) + t * U, S * U));
       T* rec = v.rec + (sep_bias ? t * n * G : 0);
+      if (masked) {  // a masked step: dL/dh_t (and dL/dc_t) pass to the previous state, the cell gets 0
+        O::map_rows(detail::split_masked_fn{}, n, U, rows_at(v.dh, U), rows_at(v.dpass, U), crows(v.mw + t * n * U, U));
+        if constexpr (cells)
+          O::map_rows(detail::split_masked_fn{}, n, U, rows_at(v.dc, U), rows_at(v.dcpass, U),
+                      crows(v.mw + t * n * U, U));
+      }
       // dz of this step into gates (and, for gru, the recurrent part into rec); dh becomes
       // the part of dL/dh_{t-1} that does not go through R
       cell::template backward_step<O, T, U>(n, v.zs + t * n * G, rec, v.hs + t * n * U, v.hs + (t + 1) * n * U,
                                             cells ? v.cs + t * n * U : nullptr, cells ? v.cs + (t + 1) * n * U : nullptr,
                                             v.dh, cells ? v.dc : nullptr);
+      if (masked) {
+        O::accumulate(v.dh, v.dpass, n * U);
+        if constexpr (cells) O::accumulate(v.dc, v.dcpass, n * U);
+      }
       if (t == 0) continue;
       const T* dzr = sep_bias ? rec : v.zs + t * n * G;
       if (nr == 0) {

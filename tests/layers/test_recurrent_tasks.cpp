@@ -1,0 +1,62 @@
+// Sequences end to end (layers/masking.hpp, data/padded_batch.hpp, layers/recurrent.hpp):
+// a masked, right-padded network equals the same weights on the unpadded steps; padded_batch
+// pads variable-length sequences and refuses one longer than the network's steps.
+#include <doctest/doctest.h>
+
+#include <ctnn/ctnn.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace ctnn;
+
+namespace {
+using padded_net = sequential<input<6, 2>, masking<>, lstm<4>, dense<1>>;
+using short_net = sequential<input<4, 2>, lstm<4>, dense<1>>;
+}  // namespace
+
+TEST_CASE("masking: a right-padded sequence through masking and lstm equals the unpadded one") {
+  auto a = make_model<padded_net>(5);
+  auto b = make_model<short_net>(6);
+  static_assert(padded_net::parameter_count == short_net::parameter_count);  // the kernels do not depend on the steps
+  std::copy(a.parameters().begin(), a.parameters().end(), b.parameters().begin());
+  rng g(3);
+  std::vector<float> xs(3 * 8), xp(3 * 12, 0.0f);
+  for (std::size_t s = 0; s < 3; ++s)
+    for (std::size_t i = 0; i < 8; ++i) xp[s * 12 + i] = xs[s * 8 + i] = float(g.uniform(-1, 1));
+  const auto ys = b.predict(xs.data(), 3), yp = a.predict(xp.data(), 3);
+  for (std::size_t s = 0; s < 3; ++s) CHECK(yp[s] == doctest::Approx(ys[s]).epsilon(1e-5));
+  // without the mask the two padded steps change the output (the check above has teeth)
+  xp[10] = 0.5f;  // the first padded step of sample 0 no longer all zeros: no longer masked
+  CHECK(std::abs(a.predict(xp.data(), 1)[0] - ys[0]) > 1e-4);
+}
+
+TEST_CASE("padded_batch: variable-length sequences right-padded to the network's steps, longer ones refused") {
+  std::vector<std::vector<float>> xs{{1, 2}, {1, 2, 3, 4, 5, 6}, {7, 8, 9, 10}};
+  auto ds = data::padded_batch(data::from_sequences<shape<3, 2>, dense_targets<shape<1>>>(xs, {1, 2, 3}), 2, -1.0f);
+  auto c = ds.open(0);
+  data::batch_of<shape<3, 2>, dense_targets<shape<1>>, float> b;
+  REQUIRE(c.next(b));
+  CHECK(b.size == 2);
+  CHECK(b.x == std::vector<float>{1, 2, -1, -1, -1, -1, 1, 2, 3, 4, 5, 6});
+  CHECK(b.y == std::vector<float>{1, 2});
+  REQUIRE(c.next(b));
+  CHECK(b.x == std::vector<float>{7, 8, 9, 10, -1, -1});
+  CHECK(!c.next(b));
+
+  auto too_long = data::padded_batch(data::from_sequences<shape<3, 2>, dense_targets<shape<1>>>({{1, 2, 3, 4, 5, 6, 7, 8}}, {0}), 4);
+  auto t = too_long.open(0);
+  try {
+    t.next(b);
+    FAIL("a sequence of 4 steps passed a network of 3");
+  } catch (const std::exception& e) {
+    CHECK(std::string(e.what()).find("padded_batch") != std::string::npos);
+    CHECK(std::string(e.what()).find("4 steps") != std::string::npos);
+    CHECK(std::string(e.what()).find("network's 3 steps") != std::string::npos);
+  }
+  auto ragged = data::padded_batch(data::from_sequences<shape<3, 2>, dense_targets<shape<1>>>({{1, 2, 3}}, {0}), 4);
+  auto u = ragged.open(0);
+  CHECK_THROWS_WITH(u.next(b), doctest::Contains("not a whole number of steps"));
+}
