@@ -143,10 +143,13 @@ TEST_CASE("ops<cpu>::map_rows: a rule over row-strided arrays, every row and col
 
 // The dropout variants stand for the plain layers too: at inference they are the plain
 // path (and must equal the reference without masks).
+namespace {
+constexpr recurrent_options both{.return_sequences = true, .go_backwards = true};
+constexpr recurrent_options drop{.dropout = 0.3, .recurrent_dropout = 0.2};  // one mask per gate (Keras' impl. 1)
+constexpr recurrent_options seq_drop{.return_sequences = true, .dropout = 0.2, .recurrent_dropout = 0.3};
+}  // namespace
+
 TEST_CASE("recurrent forward equals Keras' formulas computed step by step (float within 1e-5, double 1e-12)") {
-  constexpr recurrent_options both{.return_sequences = true, .go_backwards = true};
-  constexpr recurrent_options drop{.dropout = 0.3, .recurrent_dropout = 0.2};  // one mask per gate (Keras' impl. 1)
-  constexpr recurrent_options seq_drop{.return_sequences = true, .dropout = 0.2, .recurrent_dropout = 0.3};
   for (std::size_t n : {1u, 3u, 17u}) {
     CAPTURE(n);
     for (bool training : {false, true}) {
@@ -171,19 +174,17 @@ TEST_CASE("recurrent masking: masked steps carry the state and the output forwar
     CAPTURE(n);
     CHECK(forward_error<simple_rnn<5, relu, return_sequences>, shape<6, 3>, float>(cell_kind::simple_relu, n, false, true) <
           1e-5);
-    CHECK(forward_error<lstm<20, recurrent_options{.return_sequences = true, .go_backwards = true}>, shape<4, 9>, float>(
-              cell_kind::lstm, n, false, true) < 1e-5);
+    CHECK(forward_error<lstm<20, both>, shape<4, 9>, float>(cell_kind::lstm, n, false, true) < 1e-5);
     CHECK(forward_error<gru<33, go_backwards>, shape<3, 5>, float>(cell_kind::gru, n, false, true) < 1e-5);
     CHECK(forward_error<lstm<7>, shape<5, 4>, double>(cell_kind::lstm, n, false, true) < 1e-12);
-    CHECK(forward_error<gru<6, recurrent_options{.dropout = 0.3, .recurrent_dropout = 0.2}>, shape<5, 4>, float>(
-              cell_kind::gru, n, true, true) < 1e-5);  // with dropout
+    CHECK(forward_error<gru<6, drop>, shape<5, 4>, float>(cell_kind::gru, n, true, true) < 1e-5);  // with dropout
   }
 }
 
 TEST_CASE("recurrent dropout: masks differ between passes, none at inference, and training needs a generator") {
-  using L = lstm<4, recurrent_options{.dropout = 0.5, .recurrent_dropout = 0.5}>::bind<shape<3, 2>, float, cpu<>>;
-  static_assert(L::draws_random && !lstm<4>::bind<shape<3, 2>, float, cpu<>>::draws_random);
-  std::vector<float> p(L::parameter_count, 0.3f), cache(L::cache_per_sample * 2), x(12, 1.0f), a(8), b(8), c(8), d(8);
+  using L = lstm<7, seq_drop>::bind<shape<5, 4>, float, cpu<>>;  // a type the forward test has instantiated
+  static_assert(L::draws_random && !lstm<7>::bind<shape<5, 4>, double, cpu<>>::draws_random);
+  std::vector<float> p(L::parameter_count, 0.3f), cache(L::cache_per_sample * 2), x(40, 1.0f), a(70), b(70), c(70), d(70);
   layer_slot<float> s{p.data(), nullptr, nullptr, cache.data()};
   rng g(1);
   L::forward(s, x.data(), a.data(), run_info{2, true, &g});
@@ -193,7 +194,7 @@ TEST_CASE("recurrent dropout: masks differ between passes, none at inference, an
   L::forward(s, x.data(), d.data(), run_info{2, false, &g});
   CHECK(c == d);
   CHECK_THROWS_AS(L::forward(s, x.data(), a.data(), run_info{2, true, nullptr}), std::invalid_argument);
-  CHECK(L::name() == "lstm<4, dropout = 0.5, recurrent_dropout = 0.5>");
+  CHECK(L::name() == "lstm<7, return_sequences, dropout = 0.2, recurrent_dropout = 0.3>");
 }
 
 TEST_CASE("recurrent variables: Keras' names and shapes, parameter counts, output shapes") {
