@@ -54,7 +54,8 @@ constexpr diag::message masking_rank_text() {
 template <class T>
 void publish_mask(const run_info& r, const T* m, std::size_t steps, const char* who) {
   if (!r.mask) return;
-  if (r.mask->data) throw std::invalid_argument(std::string(who) + ": a step mask is already set in this pass (one mask producer per network)");
+  if (r.mask->data)
+    throw std::invalid_argument(std::string(who) + ": a step mask is already set in this pass (one mask producer per network)");
   *r.mask = sequence_mask{m, steps, sizeof(T)};
 }
 }  // namespace detail
