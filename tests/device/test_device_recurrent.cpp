@@ -1,4 +1,4 @@
-// simple_rnn, lstm and gru on the simulated device (simulated_device.hpp): every
+// simple_rnn, lstm and gru (with masking and dropout) on the simulated device (simulated_device.hpp): every
 // access of the recurrent layers to the model's memory goes through ops<B> (the
 // arena faults on a host access), and training, evaluation and prediction give
 // cpu<>'s bits.
@@ -25,13 +25,17 @@ std::string variable_bytes(const M& m) {
 }
 }  // namespace
 
-TEST_CASE("a stack of simple_rnn, lstm and gru trains on the simulated device with cpu<>'s bits") {
-  using net = sequential<input<5, 3>, simple_rnn<6, ctnn::tanh, return_sequences>,
-                         lstm<7, recurrent_options{.return_sequences = true, .go_backwards = true}>, gru<4>, dense<2>>;
+TEST_CASE("masking, simple_rnn, lstm and gru (with dropout) train on the simulated device with cpu<>'s bits") {
+  using net = sequential<input<5, 3>, masking<>,
+                         simple_rnn<6, ctnn::tanh, recurrent_options{.return_sequences = true, .dropout = 0.2}>,
+                         lstm<7, recurrent_options{.return_sequences = true, .go_backwards = true, .recurrent_dropout = 0.3}>,
+                         gru<4>, dense<2>>;
   std::vector<float> x(48 * 15);
   std::vector<std::int32_t> y(48);
   rng g(4);
   for (auto& v : x) v = float(g.uniform(-1, 1));
+  for (std::size_t i = 0; i < 48; i += 3)  // padded (masked) steps: the last one or two
+    for (std::size_t j = i % 2 ? 9 : 12; j < 15; ++j) x[i * 15 + j] = 0.0f;
   for (std::size_t i = 0; i < y.size(); ++i) y[i] = x[i * 15 + 14] > 0 ? 1 : 0;
   const data::in_memory<shape<5, 3>, sparse_labels> train{x, y};
   const sparse_categorical_crossentropy loss{.from_logits = true};

@@ -1,7 +1,8 @@
 // Finite-difference gradient checks, in double, of backpropagation through time in
 // simple_rnn, lstm and gru (layers/recurrent.hpp): each cell, return_sequences (a
 // loss on every step), go_backwards, both, and a stack (lstm with return_sequences
-// into gru) checked through both layers at once.
+// into gru) checked through both layers at once; dropout and recurrent_dropout with a
+// fixed draw of the masks (the checker reseeds the generator before every forward).
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
@@ -44,6 +45,67 @@ TEST_CASE("gradcheck: gru (reset_after)") {
   CHECK(gradcheck::check_layer<gru<3, both>, shape<4, 5>>({.batch = 2}) < tol);
   CHECK(gradcheck::check_layer<gru<17, return_sequences>, shape<3, 4>>({.batch = 5}) < tol);
   CHECK(gradcheck::check_layer<gru<3>, shape<1, 4>>() < tol);  // one step: the recurrent bias only
+}
+
+TEST_CASE("gradcheck: dropout and recurrent_dropout (fixed masks, one per gate with recurrent_dropout)") {
+  CHECK(gradcheck::check_layer<simple_rnn<3, ctnn::tanh, recurrent_options{.dropout = 0.3, .recurrent_dropout = 0.3}>,
+                               shape<4, 3>>() < tol);
+  CHECK(gradcheck::check_layer<lstm<3, recurrent_options{.dropout = 0.3}>, shape<4, 3>>() < tol);
+  CHECK(gradcheck::check_layer<lstm<3, recurrent_options{.return_sequences = true, .dropout = 0.3, .recurrent_dropout = 0.4}>,
+                               shape<4, 3>>() < tol);
+  CHECK(gradcheck::check_layer<gru<3, recurrent_options{.go_backwards = true, .recurrent_dropout = 0.3}>, shape<4, 3>>() <
+        tol);
+}
+
+namespace {
+// BPTT with a step mask (run_info::mask, as masking<> publishes it) against central
+// differences of f = sum(r * y), over the input and every parameter.
+template <class Spec, class In>
+double masked_check(std::size_t n) {
+  using L = typename Spec::template bind<In, double, cpu<>>;
+  constexpr std::size_t S = In::dims[0];
+  rng g(29);
+  std::vector<double> p(L::parameter_count), gr(L::parameter_count), c(L::cache_per_sample * n);
+  for (auto& v : p) v = g.uniform(-0.7, 0.7);
+  std::vector<double> x(n * In::size), y(n * L::out_shape::size), r(y.size()), m(n * S, 1.0);
+  for (auto& v : x) v = g.uniform(-1, 1);
+  for (auto& v : r) v = g.uniform(-1, 1);
+  for (std::size_t i = 0; i < m.size(); ++i)
+    if (i % 3 != 2) m[i] = i % S == 0 || i % 4 == 1 ? 0.0 : 1.0;  // masked first, middle and (some) last steps
+  sequence_mask mask{m.data(), S, sizeof(double)};
+  const layer_slot<double> sl{p.data(), gr.data(), nullptr, c.data()};
+  const run_info ri{n, true, nullptr, nullptr, &mask};
+  auto f = [&] {
+    L::forward(sl, x.data(), y.data(), ri);
+    double sum = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) sum += r[i] * y[i];
+    return sum;
+  };
+  f();
+  std::vector<double> dy = r, dx(x.size());
+  L::backward(sl, x.data(), y.data(), dy.data(), dx.data(), ri);
+  double worst = 0;
+  auto probe = [&](std::vector<double>& v, const std::vector<double> analytic) {
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const double keep = v[i], eps = 1e-6;
+      v[i] = keep + eps;
+      const double fp = f();
+      v[i] = keep - eps;
+      const double fm = f();
+      v[i] = keep;
+      worst = std::max(worst, gradcheck::rel_err((fp - fm) / (2 * eps), analytic[i]));
+    }
+  };
+  probe(x, dx);
+  probe(p, gr);
+  return worst;
+}
+}  // namespace
+
+TEST_CASE("gradcheck: a step mask (masked steps carry the state, their gradient passes through)") {
+  CHECK(masked_check<simple_rnn<4>, shape<5, 3>>(3) < tol);
+  CHECK(masked_check<lstm<3, both>, shape<4, 5>>(2) < tol);
+  CHECK(masked_check<gru<4, return_sequences>, shape<5, 3>>(3) < tol);
 }
 
 TEST_CASE("gradcheck: a stack, lstm (return_sequences) into gru, through both layers") {

@@ -31,10 +31,22 @@ double sig(double v) { return 1 / (1 + std::exp(-v)); }
 
 enum class cell_kind { simple_tanh, simple_relu, lstm, gru };
 
+// Dropout masks as Keras' DropoutRNNCell, one per sequence: `count` masks [n, extent],
+// 0 or 1 / (1 - rate), one uniform draw of g per value (the layer's documented order).
+std::vector<double> draw_masks(rng& g, std::size_t count, std::size_t n, std::size_t extent, double rate) {
+  std::vector<double> m(count * n * extent, 1.0);
+  if (rate > 0)
+    for (auto& v : m) v = g.uniform() >= rate ? 1 / (1 - rate) : 0.0;
+  return m;
+}
+
 // Keras' formulas, one sample and one step at a time. p: kernel [F, G], recurrent_kernel
-// [U, G], bias ([G], gru [2, G]); x [n, S, F]; returns [n, U] or [n, S, U].
+// [U, G], bias ([G], gru [2, G]); x [n, S, F]; returns [n, U] or [n, S, U]. mx [ni, n, F]
+// and mh [nr, n, U]: the dropout masks (ni, nr = 1 or one per gate, as Keras' implementation 1).
 std::vector<double> reference(cell_kind k, const std::vector<double>& p, const std::vector<double>& x, std::size_t n,
-                              std::size_t S, std::size_t F, std::size_t U, bool seq, bool backwards) {
+                              std::size_t S, std::size_t F, std::size_t U, bool seq, bool backwards,
+                              const std::vector<double>& mx = {}, std::size_t ni = 0, const std::vector<double>& mh = {},
+                              std::size_t nr = 0, const std::vector<double>& step_mask = {}) {
   const std::size_t gates = k == cell_kind::lstm ? 4 : k == cell_kind::gru ? 3 : 1, G = gates * U;
   const double *W = p.data(), *R = W + F * G, *b = R + U * G;
   std::vector<double> out;
@@ -43,11 +55,16 @@ std::vector<double> reference(cell_kind k, const std::vector<double>& p, const s
     for (std::size_t step = 0; step < S; ++step) {
       const std::size_t t = backwards ? S - 1 - step : step;
       const double* xt = x.data() + (s * S + t) * F;
+      if (!step_mask.empty() && step_mask[s * S + t] == 0) {  // Keras: a masked step keeps the state and the output
+        if (seq) out.insert(out.end(), h.begin(), h.end());
+        continue;
+      }
       std::vector<double> xw(G), hr(G);
       for (std::size_t j = 0; j < G; ++j) {
         double a = b[j], r = k == cell_kind::gru ? b[G + j] : 0.0;
-        for (std::size_t f = 0; f < F; ++f) a += xt[f] * W[f * G + j];
-        for (std::size_t u = 0; u < U; ++u) r += h[u] * R[u * G + j];
+        const std::size_t bi = ni > 1 ? j / U : 0, br = nr > 1 ? j / U : 0;  // the gate's masks
+        for (std::size_t f = 0; f < F; ++f) a += xt[f] * (ni ? mx[(bi * n + s) * F + f] : 1.0) * W[f * G + j];
+        for (std::size_t u = 0; u < U; ++u) r += h[u] * (nr ? mh[(br * n + s) * U + u] : 1.0) * R[u * G + j];
         xw[j] = a;
         hr[j] = r;
       }
@@ -75,9 +92,10 @@ std::vector<double> reference(cell_kind k, const std::vector<double>& p, const s
   return out;
 }
 
-// The bound layer in T against the reference, with random parameters (biases non-zero).
+// The bound layer in T against the reference, with random parameters (biases non-zero);
+// in training with the masks drawn from the same seed (dropout), else without masks.
 template <class Spec, class In, class T>
-double forward_error(cell_kind k, std::size_t n) {
+double forward_error(cell_kind k, std::size_t n, bool training = true, bool masked = false) {
   using L = typename Spec::template bind<In, T, cpu<>>;
   constexpr std::size_t S = In::dims[0], F = In::dims[1], U = Spec::units;
   rng g(5);
@@ -85,9 +103,20 @@ double forward_error(cell_kind k, std::size_t n) {
   for (auto& v : p) v = T(g.uniform(-0.6, 0.6));
   for (auto& v : x) v = T(g.uniform(-1, 1));
   layer_slot<T> s{p.data(), nullptr, nullptr, cache.data()};
-  L::forward(s, x.data(), y.data(), run_info{n, true, nullptr});
+  rng gen(42), mirror(42);
+  // a step mask (run_info::mask, as masking<> publishes it): steps masked at the start, middle and end
+  std::vector<T> sm(n * S, T(1));
+  for (std::size_t i = 0; i < sm.size(); ++i)
+    if (i % 3 == 1 || (i % S == 0 && i / S % 2 == 0)) sm[i] = T(0);
+  sequence_mask seq_mask{masked ? sm.data() : nullptr, S, sizeof(T)};
+  L::forward(s, x.data(), y.data(), run_info{n, training, &gen, nullptr, &seq_mask});
+  constexpr auto o = Spec::options;
+  const std::size_t gates = L::G / U, per_gate = o.recurrent_dropout > 0 ? gates : 1;
+  const std::size_t ni = training && o.dropout > 0 ? per_gate : 0, nr = training && o.recurrent_dropout > 0 ? per_gate : 0;
+  const auto mx = draw_masks(mirror, ni, n, F, o.dropout), mh = draw_masks(mirror, nr, n, U, o.recurrent_dropout);
   const auto want = reference(k, std::vector<double>(p.begin(), p.end()), std::vector<double>(x.begin(), x.end()), n, S,
-                              F, U, Spec::options.return_sequences, Spec::options.go_backwards);
+                              F, U, o.return_sequences, o.go_backwards, mx, ni, mh, nr,
+                              masked ? std::vector<double>(sm.begin(), sm.end()) : std::vector<double>{});
   REQUIRE(want.size() == y.size());
   double worst = 0;
   for (std::size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::abs(double(y[i]) - want[i]));
@@ -112,22 +141,60 @@ TEST_CASE("ops<cpu>::map_rows: a rule over row-strided arrays, every row and col
   }
 }
 
+// The dropout variants stand for the plain layers too: at inference they are the plain
+// path (and must equal the reference without masks).
+namespace {
+constexpr recurrent_options both{.return_sequences = true, .go_backwards = true};
+constexpr recurrent_options drop{.dropout = 0.3, .recurrent_dropout = 0.2};  // one mask per gate (Keras' impl. 1)
+constexpr recurrent_options seq_drop{.return_sequences = true, .dropout = 0.2, .recurrent_dropout = 0.3};
+}  // namespace
+
 TEST_CASE("recurrent forward equals Keras' formulas computed step by step (float within 1e-5, double 1e-12)") {
   for (std::size_t n : {1u, 3u, 17u}) {
     CAPTURE(n);
-    CHECK(forward_error<simple_rnn<5>, shape<6, 3>, float>(cell_kind::simple_tanh, n) < 1e-5);
+    for (bool training : {false, true}) {
+      CAPTURE(training);
+      CHECK(forward_error<simple_rnn<5, ctnn::tanh, drop>, shape<6, 3>, float>(cell_kind::simple_tanh, n, training) < 1e-5);
+      CHECK(forward_error<lstm<7, recurrent_options{.dropout = 0.25}>, shape<5, 4>, float>(cell_kind::lstm, n, training) <
+            1e-5);  // one input mask for every gate (Keras' impl. 2)
+      CHECK(forward_error<lstm<7, seq_drop>, shape<5, 4>, float>(cell_kind::lstm, n, training) < 1e-5);
+      CHECK(forward_error<gru<6, drop>, shape<5, 4>, float>(cell_kind::gru, n, training) < 1e-5);
+      CHECK(forward_error<gru<6, recurrent_options{.return_sequences = true, .recurrent_dropout = 0.3}>, shape<5, 4>,
+                          double>(cell_kind::gru, n, training) < 1e-12);
+    }
     CHECK(forward_error<simple_rnn<5, relu, return_sequences>, shape<6, 3>, float>(cell_kind::simple_relu, n) < 1e-5);
-    CHECK(forward_error<lstm<7>, shape<5, 4>, float>(cell_kind::lstm, n) < 1e-5);
-    CHECK(forward_error<lstm<7, return_sequences>, shape<5, 4>, float>(cell_kind::lstm, n) < 1e-5);
-    CHECK(forward_error<lstm<7, go_backwards>, shape<5, 4>, float>(cell_kind::lstm, n) < 1e-5);
-    CHECK(forward_error<lstm<20, recurrent_options{.return_sequences = true, .go_backwards = true}>, shape<4, 9>, float>(
-              cell_kind::lstm, n) < 1e-5);
-    CHECK(forward_error<gru<6>, shape<5, 4>, float>(cell_kind::gru, n) < 1e-5);
-    CHECK(forward_error<gru<6, return_sequences>, shape<5, 4>, float>(cell_kind::gru, n) < 1e-5);
+    CHECK(forward_error<lstm<20, both>, shape<4, 9>, float>(cell_kind::lstm, n) < 1e-5);
     CHECK(forward_error<gru<33, go_backwards>, shape<3, 5>, float>(cell_kind::gru, n) < 1e-5);
     CHECK(forward_error<lstm<7>, shape<5, 4>, double>(cell_kind::lstm, n) < 1e-12);
-    CHECK(forward_error<gru<6, return_sequences>, shape<5, 4>, double>(cell_kind::gru, n) < 1e-12);
   }
+}
+
+TEST_CASE("recurrent masking: masked steps carry the state and the output forward, as Keras' RNN loop") {
+  for (std::size_t n : {1u, 4u}) {
+    CAPTURE(n);
+    CHECK(forward_error<simple_rnn<5, relu, return_sequences>, shape<6, 3>, float>(cell_kind::simple_relu, n, false, true) <
+          1e-5);
+    CHECK(forward_error<lstm<20, both>, shape<4, 9>, float>(cell_kind::lstm, n, false, true) < 1e-5);
+    CHECK(forward_error<gru<33, go_backwards>, shape<3, 5>, float>(cell_kind::gru, n, false, true) < 1e-5);
+    CHECK(forward_error<lstm<7>, shape<5, 4>, double>(cell_kind::lstm, n, false, true) < 1e-12);
+    CHECK(forward_error<gru<6, drop>, shape<5, 4>, float>(cell_kind::gru, n, true, true) < 1e-5);  // with dropout
+  }
+}
+
+TEST_CASE("recurrent dropout: masks differ between passes, none at inference, and training needs a generator") {
+  using L = lstm<7, seq_drop>::bind<shape<5, 4>, float, cpu<>>;  // a type the forward test has instantiated
+  static_assert(L::draws_random && !lstm<7>::bind<shape<5, 4>, double, cpu<>>::draws_random);
+  std::vector<float> p(L::parameter_count, 0.3f), cache(L::cache_per_sample * 2), x(40, 1.0f), a(70), b(70), c(70), d(70);
+  layer_slot<float> s{p.data(), nullptr, nullptr, cache.data()};
+  rng g(1);
+  L::forward(s, x.data(), a.data(), run_info{2, true, &g});
+  L::forward(s, x.data(), b.data(), run_info{2, true, &g});
+  CHECK(a != b);  // a new draw per pass (per batch), as Keras resets its cached masks per call
+  L::forward(s, x.data(), c.data(), run_info{2, false, nullptr});
+  L::forward(s, x.data(), d.data(), run_info{2, false, &g});
+  CHECK(c == d);
+  CHECK_THROWS_AS(L::forward(s, x.data(), a.data(), run_info{2, true, nullptr}), std::invalid_argument);
+  CHECK(L::name() == "lstm<7, return_sequences, dropout = 0.2, recurrent_dropout = 0.3>");
 }
 
 TEST_CASE("recurrent variables: Keras' names and shapes, parameter counts, output shapes") {
@@ -143,9 +210,10 @@ TEST_CASE("recurrent variables: Keras' names and shapes, parameter counts, outpu
   using Sr = simple_rnn<8, ctnn::tanh, return_sequences>::bind<shape<10, 3>, float, cpu<>>;
   static_assert(Sr::parameter_count == 8 * (3 + 8) + 8);
   static_assert(Sr::out_shape{} == shape<10, 8>{});
-  // the caches per sample: time-major input, gates, one step's recurrent product, states, cell states, scratch
-  static_assert(L::cache_per_sample == 10 * 3 + 10 * 32 + 32 + 11 * 8 + 11 * 8 + 3 * 8 + 32);
-  static_assert(Gr::cache_per_sample == 10 * 3 + 10 * 24 + 10 * 24 + 11 * 8 + 3 * 8 + 24);
+  // the caches per sample: time-major input, gates, one step's recurrent product, states, cell states, scratch,
+  // the step mask (time-major, widened to the units, ones, backward's two passes)
+  static_assert(L::cache_per_sample == 10 * 3 + 10 * 32 + 32 + 11 * 8 + 11 * 8 + 3 * 8 + 32 + 10 + 10 * 8 + 3 * 8);
+  static_assert(Gr::cache_per_sample == 10 * 3 + 10 * 24 + 10 * 24 + 11 * 8 + 3 * 8 + 24 + 10 + 10 * 8 + 3 * 8);
 
   using net = sequential<input<28, 28>, lstm<128>, dense<10>>;
   static_assert(net::parameter_count == 4 * (128 * (28 + 128) + 128) + 128 * 10 + 10);  // Keras' summary: 80,384 + 1,290

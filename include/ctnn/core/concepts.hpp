@@ -57,12 +57,23 @@ struct gradient_listener {
                 bool loss_finite) = nullptr;
 };
 
+// A per-step mask of the batch ([batch, steps], 1 = use, 0 = skip; Keras' _keras_mask), in the
+// producer's cache and its compute type: set by masking / embedding<..., mask_zero> in forward,
+// read by the recurrent layers with as many steps (forward and backward). The model owns one
+// per pass (cleared at each forward); docs/sequences.md ("Masking") and docs/design.md.
+struct sequence_mask {
+  const void* data = nullptr;
+  std::size_t steps = 0;
+  std::size_t value_bytes = 0;  // sizeof the producer's compute type
+};
+
 // What a forward/backward call needs to know about the current step.
 struct run_info {
   std::size_t batch = 0;
   bool training = false;
   rng* gen = nullptr;                      // the model's generator (dropout masks)
   const cross_replica* replicas = nullptr;  // set in data-parallel training, else none
+  sequence_mask* mask = nullptr;            // the model's step mask (null: none can be carried)
 };
 
 // ---- LayerSpec ----

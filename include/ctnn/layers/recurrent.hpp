@@ -12,18 +12,25 @@
 // of h_0 = 0). Backward through time:
 // per step the cell's backward rule and dh += dz R^T; then dW, dR and dx are each one
 // GEMM over all steps. The caches (time-major input, gates, states) are in the plan.
-// docs/sequences.md has the formulas and what is not supported yet.
+// dropout / recurrent_dropout (training only, Keras 3's DropoutRNNCell): masks drawn from
+// run_info::gen once per forward (input masks [batch, F], then state masks [batch, U], one
+// uniform per value), reused at every step; with recurrent_dropout > 0 a gated cell uses
+// one mask per gate for both (Keras' implementation 1), done as `gates` row blocks of the
+// same GEMMs. docs/sequences.md has the formulas and what is not supported yet.
 #pragma once
 #include <array>
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
+#include "../core/format.hpp"
 #include "../core/compile_message.hpp"
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
 #include "../backends/cpu/ops.hpp"
+#include "../kernels/functors.hpp"
 #include "../kernels/rows.hpp"
 #include "initializers.hpp"
 
@@ -34,6 +41,8 @@ struct recurrent_options {
   bool return_sequences = false;
   bool go_backwards = false;
   bool unit_forget_bias = true;  // lstm: the forget gate's bias starts at 1
+  double dropout = 0;            // the fraction of the inputs dropped (training), in [0, 1)
+  double recurrent_dropout = 0;  // the fraction of the state dropped before h R (training), in [0, 1)
 };
 inline constexpr recurrent_options return_sequences{.return_sequences = true};
 inline constexpr recurrent_options go_backwards{.go_backwards = true};
@@ -57,6 +66,8 @@ std::string recurrent_name(std::string extra = {}) {
   std::string s = std::string(Name) + "<" + std::to_string(U) + extra;
   if (O.return_sequences) s += ", return_sequences";
   if (O.go_backwards) s += ", go_backwards";
+  if (O.dropout > 0) s += ", dropout = " + format_number(O.dropout);
+  if (O.recurrent_dropout > 0) s += ", recurrent_dropout = " + format_number(O.recurrent_dropout);
   return s + ">";
 }
 template <const char* Name, std::size_t U, class In, std::size_t Pos>
@@ -72,6 +83,33 @@ struct assign_fn {
 struct add_fn {
   template <class V>
   CTNN_HOST_DEVICE void operator()(V& d, V s) const { d = d + s; }
+};
+struct mul_fn {  // d = a * b
+  template <class V>
+  CTNN_HOST_DEVICE void operator()(V& d, V a, V b) const { d = a * b; }
+};
+struct scale_by_fn {  // d *= m
+  template <class V>
+  CTNN_HOST_DEVICE void operator()(V& d, V m) const { d = d * m; }
+};
+struct add_product_fn {  // d += a * b
+  template <class V>
+  CTNN_HOST_DEVICE void operator()(V& d, V a, V b) const { d = d + a * b; }
+};
+struct keep_masked_fn {  // a masked step (m = 0) keeps the previous state: d = m ? d : prev
+  template <class V>
+  CTNN_HOST_DEVICE void operator()(V& d, V prev, V m) const {
+    using fn::select;
+    d = select(m != V(0), d, prev);
+  }
+};
+struct split_masked_fn {  // d (dL/d state) to the step's cell where m = 1, else to the previous state (pass)
+  template <class V>
+  CTNN_HOST_DEVICE void operator()(V& d, V& pass, V m) const {
+    using fn::select;
+    pass = select(m != V(0), V(0), d);
+    d = select(m != V(0), d, V(0));
+  }
 };
 }  // namespace detail
 
@@ -91,20 +129,34 @@ struct recurrent_layer {
   static constexpr std::size_t S = In::rank == 2 ? In::dims[0] : 1, F = In::rank == 2 ? In::dims[1] : 1;
   static constexpr std::size_t U = Spec::units, G = cell::gates * U;
   static constexpr bool sep_bias = cell::separate_recurrent_bias, cells = cell::keeps_cell_state;
+  static_assert(opt.dropout >= 0 && opt.dropout < 1 && opt.recurrent_dropout >= 0 && opt.recurrent_dropout < 1,
+                "recurrent layer: dropout and recurrent_dropout must be in [0, 1)");
+  // dropout: the input masks (nin of them, one per gate with recurrent_dropout, as Keras'
+  // implementation 1) and the state masks (nrec); each mask a row block of the GEMMs
+  static constexpr bool drop_in = opt.dropout > 0, drop_rec = opt.recurrent_dropout > 0;
+  static constexpr bool draws_random = drop_in || drop_rec;  // a training pass draws masks
+  static constexpr std::size_t per_gate = drop_rec ? cell::gates : 1;
+  static constexpr std::size_t nin = drop_in ? per_gate : 1, in_masks = drop_in ? nin : 0, nrec = drop_rec ? per_gate : 0;
+  static constexpr std::size_t blocks = nin > nrec ? nin : nrec;  // > 1: the expanded [blocks * S, G] dz
   using in_shape = In;
   using out_shape = std::conditional_t<opt.return_sequences, shape<S, U>, shape<U>>;
   static constexpr std::size_t kernel_count = F * G, recurrent_count = U * G, bias_count = sep_bias ? 2 * G : G;
-  // caches, each batch * extent, time-major ([step][sample][...]): the input, the gates
-  // (activations, then dz), the recurrent products (gru: per step; else one step), the
-  // states h_0 = 0 .. h_S, the cell states c_0 = 0 .. c_S (lstm), and backward's scratch
+  // caches, each batch * extent, time-major ([step][sample][...]): the input (nin masked
+  // copies), the gates (activations, then dz), the recurrent products (gru: per step; else
+  // one step), the states h_0 = 0 .. h_S, the cell states c_0 = 0 .. c_S (lstm), the masked
+  // states (nrec copies of h_0 .. h_{S-1}), the masks, the expanded dz, and backward's scratch
   static constexpr std::size_t rec_steps = sep_bias ? S : 1;
   static constexpr auto buffers = [] {
-    std::array<buffer, 9> b{buffer::parameter("kernel", {F, G}), buffer::parameter("recurrent_kernel", {U, G}),
-                            sep_bias ? buffer::parameter("bias", {2, G}) : buffer::parameter("bias", {G}),
-                            buffer::cache("inputs", S * F), buffer::cache("gates", S * G),
-                            buffer::cache("recurrent", rec_steps * G), buffer::cache("states", (S + 1) * U),
-                            buffer::cache("cell_states", cells ? (S + 1) * U : 0),
-                            buffer::cache("scratch", 3 * U + G)};
+    std::array<buffer, 13> b{buffer::parameter("kernel", {F, G}), buffer::parameter("recurrent_kernel", {U, G}),
+                             sep_bias ? buffer::parameter("bias", {2, G}) : buffer::parameter("bias", {G}),
+                             buffer::cache("inputs", nin * S * F), buffer::cache("gates", S * G),
+                             buffer::cache("recurrent", rec_steps * G), buffer::cache("states", (S + 1) * U),
+                             buffer::cache("cell_states", cells ? (S + 1) * U : 0),
+                             buffer::cache("masked_states", nrec * S * U),
+                             buffer::cache("dropout_masks", in_masks * F + nrec * U),
+                             buffer::cache("expanded", blocks > 1 ? blocks * S * G : 0),
+                             buffer::cache("scratch", 3 * U + G + (nrec > 0 ? 2 * G : 0)),
+                             buffer::cache("step_mask", S + S * U + 3 * U)};
     return b;
   }();
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
@@ -121,46 +173,128 @@ struct recurrent_layer {
   }
 
   struct views {
-    T *xs, *zs, *rec, *hs, *cs, *dh, *dhr, *dc, *db;
+    T *xs, *zs, *rec, *hs, *cs, *mh, *min, *mrec, *ex, *dh, *dhr, *dc, *db, *tmp, *tdz;
+    T *mt, *mw, *ones, *dpass, *dcpass;  // the step mask: time-major [S, n], widened [S, n, U]; backward's passes
   };
   static views split(T* c, std::size_t n) {
     views v;
     v.xs = c;
-    v.zs = v.xs + n * S * F;
+    v.zs = v.xs + n * nin * S * F;
     v.rec = v.zs + n * S * G;
     v.hs = v.rec + n * rec_steps * G;
     v.cs = v.hs + n * (S + 1) * U;
-    v.dh = v.cs + (cells ? n * (S + 1) * U : 0);
+    v.mh = v.cs + (cells ? n * (S + 1) * U : 0);
+    v.min = v.mh + n * nrec * S * U;
+    v.mrec = v.min + n * in_masks * F;
+    v.ex = v.mrec + n * nrec * U;
+    v.dh = v.ex + (blocks > 1 ? n * blocks * S * G : 0);
     v.dhr = v.dh + n * U;
     v.dc = v.dhr + n * U;
     v.db = v.dc + n * U;
+    v.tmp = v.db + n * G;
+    v.tdz = v.tmp + (nrec > 0 ? n * G : 0);
+    v.mt = v.tdz + (nrec > 0 ? n * G : 0);
+    v.mw = v.mt + n * S;
+    v.ones = v.mw + n * S * U;
+    v.dpass = v.ones + n * U;
+    v.dcpass = v.dpass + n * U;
     return v;
   }
   static constexpr std::size_t source_step(std::size_t t) { return opt.go_backwards ? S - 1 - t : t; }
   template <class X>
   static kernels::rows<X> rows_at(X* p, std::size_t stride) { return {p, stride}; }
+  template <class X>
+  static kernels::rows<const X> crows(X* p, std::size_t stride) { return {p, stride}; }
+  // masks used in this pass: only in training
+  static bool dropping(const run_info& r) { return draws_random && r.training; }
+  // The step mask that applies to this layer (run_info::mask with S steps), or null.
+  static const T* step_mask(const run_info& r) {
+    if (!r.mask || !r.mask->data || r.mask->steps != S) return nullptr;
+    if (r.mask->value_bytes != sizeof(T))
+      throw std::invalid_argument(name() + ": the step mask comes from a layer of another compute type");
+    return static_cast<const T*>(r.mask->data);
+  }
+  // dst [rows, G] = src's gate block k, zeros elsewhere
+  static void select_block(T* dst, const T* src, std::size_t k, std::size_t rows) {
+    O::fill_zero(dst, rows * G);
+    O::map_rows(detail::assign_fn{}, rows, U, rows_at(dst + k * U, G), rows_at(src + k * U, G));
+  }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     const std::size_t n = r.batch;
     if (n == 0) return;
     const views v = split(s.cache, n);
     const T *W = s.params, *R = W + kernel_count, *b = R + recurrent_count;
-    // the input, time-major (steps reversed for go_backwards), then its projection for every step: one GEMM
+    const T* rb = sep_bias ? b + G : static_cast<const T*>(nullptr);
+    const bool drop = dropping(r);
+    const std::size_t ni = drop ? nin : 1, nr = drop ? nrec : 0;
+    if (drop) {  // the masks (0 or 1 / (1 - rate)), drawn in order: inputs, then states
+      if (!r.gen) throw std::invalid_argument(name() + ": training with dropout needs a random generator (run_info::gen is null)");
+      if constexpr (drop_in) {
+        O::fill(v.min, n * in_masks * F, 1);
+        O::dropout_forward(v.min, v.xs, v.min, n * in_masks * F, opt.dropout, *r.gen);  // xs: a scratch here
+      }
+      if constexpr (drop_rec) {
+        O::fill(v.mrec, n * nrec * U, 1);
+        O::dropout_forward(v.mrec, v.mh, v.mrec, n * nrec * U, opt.recurrent_dropout, *r.gen);
+      }
+    }
+    // the input, time-major (steps reversed for go_backwards), masked (one copy per input mask), then its
+    // projection for every step: one GEMM (over the copies' rows; each gate block taken from its copy)
     for (std::size_t t = 0; t < S; ++t)
       O::map_rows(detail::assign_fn{}, n, F, rows_at(v.xs + t * n * F, F), rows_at(x + source_step(t) * F, S * F));
-    O::template dense_forward<F, G>(v.xs, W, b, v.zs, S * n);
+    if (drop && drop_in) {
+      for (std::size_t k = ni; k-- > 0;)
+        for (std::size_t t = 0; t < S; ++t)
+          O::map_rows(detail::mul_fn{}, n, F, rows_at(v.xs + (k * S + t) * n * F, F), crows(v.xs + t * n * F, F),
+                      crows(v.min + k * n * F, F));
+    }
+    if (ni == 1) {
+      O::template dense_forward<F, G>(v.xs, W, b, v.zs, S * n);
+    } else {
+      O::template dense_forward<F, G>(v.xs, W, b, v.ex, ni * S * n);
+      for (std::size_t k = 0; k < ni; ++k)
+        O::map_rows(detail::assign_fn{}, S * n, U, rows_at(v.zs + k * U, G), crows(v.ex + k * S * n * G + k * U, G));
+    }
     O::fill_zero(v.hs, n * U);
     if constexpr (cells) O::fill_zero(v.cs, n * U);
+    if (nr > 0) O::fill_zero(v.mh, nr * S * n * U);
+    const T* mask = step_mask(r);
+    if (mask) {  // time-major (in reading order), then widened to [S * n, U] by a one-column GEMM with ones
+      for (std::size_t t = 0; t < S; ++t)
+        O::map_rows(detail::assign_fn{}, n, 1, rows_at(v.mt + t * n, 1), rows_at(mask + source_step(t), S));
+      O::fill(v.ones, U, 1);
+      O::template dense_forward<1, U>(v.mt, v.ones, static_cast<const T*>(nullptr), v.mw, S * n);
+    }  // masked h_0 = 0 (rows t = 0 of each copy)
     for (std::size_t t = 0; t < S; ++t) {
       T* rec = v.rec + (sep_bias ? t * n * G : 0);
+      const T* h = v.hs + t * n * U;
       if (t == 0) {  // h_0 = 0: the product is the recurrent bias (gru) or zero
         if constexpr (sep_bias) O::map_rows(detail::assign_fn{}, n, G, rows_at(rec, G), rows_at(b + G, 0));
         else O::fill_zero(rec, n * G);
-      } else {
-        O::template dense_forward<U, G>(v.hs + t * n * U, R, sep_bias ? b + G : static_cast<const T*>(nullptr), rec, n);
+      } else if (nr == 0) {
+        O::template dense_forward<U, G>(h, R, rb, rec, n);
+      } else {  // (h ⊙ m_k) R, gate block k from copy k
+        for (std::size_t k = 0; k < nr; ++k) {
+          T* hm = v.mh + (k * S + t) * n * U;
+          O::map_rows(detail::mul_fn{}, n, U, rows_at(hm, U), crows(h, U), crows(v.mrec + k * n * U, U));
+          if (nr == 1) {
+            O::template dense_forward<U, G>(hm, R, rb, rec, n);
+          } else {
+            O::template dense_forward<U, G>(hm, R, rb, v.tmp, n);
+            O::map_rows(detail::assign_fn{}, n, U, rows_at(rec + k * U, G), crows(v.tmp + k * U, G));
+          }
+        }
       }
       cell::template forward_step<O, T, U>(n, v.zs + t * n * G, rec, v.hs + t * n * U, v.hs + (t + 1) * n * U,
                                            cells ? v.cs + t * n * U : nullptr, cells ? v.cs + (t + 1) * n * U : nullptr);
+      if (mask) {  // masked steps carry h (and c) forward; a returned sequence repeats the last output
+        O::map_rows(detail::keep_masked_fn{}, n, U, rows_at(v.hs + (t + 1) * n * U, U), crows(h, U),
+                    crows(v.mw + t * n * U, U));
+        if constexpr (cells)
+          O::map_rows(detail::keep_masked_fn{}, n, U, rows_at(v.cs + (t + 1) * n * U, U), crows(v.cs + t * n * U, U),
+                      crows(v.mw + t * n * U, U));
+      }
     }
     if constexpr (opt.return_sequences) {
       for (std::size_t t = 0; t < S; ++t)
@@ -176,6 +310,9 @@ struct recurrent_layer {
     const views v = split(s.cache, n);
     const T *W = s.params, *R = W + kernel_count;
     T *dW = s.grads, *dR = dW + kernel_count, *db = dR + recurrent_count;
+    const bool drop = dropping(r);
+    const std::size_t ni = drop ? nin : 1, nr = drop ? nrec : 0;
+    const bool masked = step_mask(r) != nullptr;
     O::fill_zero(v.dh, n * U);
     if constexpr (cells) O::fill_zero(v.dc, n * U);
     if constexpr (!opt.return_sequences) O::copy(dy, v.dh, n * U);
@@ -183,29 +320,69 @@ struct recurrent_layer {
       if constexpr (opt.return_sequences)
         O::map_rows(detail::add_fn{}, n, U, rows_at(v.dh, U), rows_at(static_cast<const T*>(dy) + t * U, S * U));
       T* rec = v.rec + (sep_bias ? t * n * G : 0);
+      if (masked) {  // a masked step: dL/dh_t (and dL/dc_t) pass to the previous state, the cell gets 0
+        O::map_rows(detail::split_masked_fn{}, n, U, rows_at(v.dh, U), rows_at(v.dpass, U), crows(v.mw + t * n * U, U));
+        if constexpr (cells)
+          O::map_rows(detail::split_masked_fn{}, n, U, rows_at(v.dc, U), rows_at(v.dcpass, U),
+                      crows(v.mw + t * n * U, U));
+      }
       // dz of this step into gates (and, for gru, the recurrent part into rec); dh becomes
       // the part of dL/dh_{t-1} that does not go through R
       cell::template backward_step<O, T, U>(n, v.zs + t * n * G, rec, v.hs + t * n * U, v.hs + (t + 1) * n * U,
                                             cells ? v.cs + t * n * U : nullptr, cells ? v.cs + (t + 1) * n * U : nullptr,
                                             v.dh, cells ? v.dc : nullptr);
-      if (t > 0) {
-        O::template dense_backward_input<U, G>(sep_bias ? rec : v.zs + t * n * G, R, v.dhr, n);
+      if (masked) {
+        O::accumulate(v.dh, v.dpass, n * U);
+        if constexpr (cells) O::accumulate(v.dc, v.dcpass, n * U);
+      }
+      if (t == 0) continue;
+      const T* dzr = sep_bias ? rec : v.zs + t * n * G;
+      if (nr == 0) {
+        O::template dense_backward_input<U, G>(dzr, R, v.dhr, n);
         O::accumulate(v.dh, v.dhr, n * U);
+      } else {  // dh += sum_k (dz_k R^T) ⊙ m_k, dz_k: gate block k (all of dz with one mask)
+        for (std::size_t k = 0; k < nr; ++k) {
+          if (nr > 1) select_block(v.tdz, dzr, k, n);
+          O::template dense_backward_input<U, G>(nr > 1 ? v.tdz : dzr, R, v.dhr, n);
+          O::map_rows(detail::add_product_fn{}, n, U, rows_at(v.dh, U), crows(v.dhr, U), crows(v.mrec + k * n * U, U));
+        }
       }
     }
-    // every step at once: dW = xs^T dz, dR = h_{t-1}^T dz_rec, dx = dz W^T
-    O::template dense_backward_weights<F, G>(v.xs, v.zs, dW, db, S * n);
-    if constexpr (sep_bias)  // every step: the column sums are the recurrent bias' gradient
-      O::template dense_backward_weights<U, G>(v.hs, v.rec, dR, db + G, S * n);
-    else if constexpr (S == 1)
-      O::fill_zero(dR, recurrent_count);
-    else  // steps 1 .. S-1 (h_0 = 0 adds nothing)
-      O::template dense_backward_weights<U, G>(v.hs + n * U, v.zs + n * G, dR, v.db, (S - 1) * n);
+    // every step at once: dW = xs^T dz, dR = h_{t-1}^T dz_rec, dx = dz W^T (with masks: over the copies' rows,
+    // each copy's dz its gate block)
+    if (ni == 1) {
+      O::template dense_backward_weights<F, G>(v.xs, v.zs, dW, db, S * n);
+    } else {
+      for (std::size_t k = 0; k < ni; ++k) select_block(v.ex + k * S * n * G, v.zs, k, S * n);
+      O::template dense_backward_weights<F, G>(v.xs, v.ex, dW, db, ni * S * n);
+    }
     if (dx) {
-      O::template dense_backward_input<F, G>(v.zs, W, v.xs, S * n);
+      O::template dense_backward_input<F, G>(ni == 1 ? v.zs : v.ex, W, v.xs, ni * S * n);
+      if (drop && drop_in) {  // dx = sum_k (dz_k W^T) ⊙ m_k, into copy 0
+        for (std::size_t t = 0; t < S; ++t) {
+          O::map_rows(detail::scale_by_fn{}, n, F, rows_at(v.xs + t * n * F, F), crows(v.min, F));
+          for (std::size_t k = 1; k < ni; ++k)
+            O::map_rows(detail::add_product_fn{}, n, F, rows_at(v.xs + t * n * F, F),
+                        crows(v.xs + (k * S + t) * n * F, F), crows(v.min + k * n * F, F));
+        }
+      }
       for (std::size_t t = 0; t < S; ++t)
         O::map_rows(detail::assign_fn{}, n, F, rows_at(dx + source_step(t) * F, S * F),
                     rows_at(static_cast<const T*>(v.xs) + t * n * F, F));
+    }
+    const T* dzr_all = sep_bias ? v.rec : v.zs;
+    T* rdb = sep_bias ? db + G : v.db;  // gru: the column sums are the recurrent bias' gradient
+    if (nr == 1) {  // every step (the masked h_0 is 0)
+      O::template dense_backward_weights<U, G>(v.mh, dzr_all, dR, rdb, S * n);
+    } else if (nr > 1) {
+      for (std::size_t k = 0; k < nr; ++k) select_block(v.ex + k * S * n * G, dzr_all, k, S * n);
+      O::template dense_backward_weights<U, G>(v.mh, v.ex, dR, rdb, nr * S * n);
+    } else if constexpr (sep_bias) {
+      O::template dense_backward_weights<U, G>(v.hs, v.rec, dR, db + G, S * n);
+    } else if constexpr (S == 1) {
+      O::fill_zero(dR, recurrent_count);
+    } else {  // steps 1 .. S-1 (h_0 = 0 adds nothing)
+      O::template dense_backward_weights<U, G>(v.hs + n * U, v.zs + n * G, dR, v.db, (S - 1) * n);
     }
   }
 };

@@ -515,7 +515,7 @@ class model {
   // converted into the other buffer (free again) when the next layer down computes in another
   // type. Then the compute-type gradients widened into gradients().
   void backward_layers(step_scalars*) {
-    const run_info r{batch_, true, &gen_, replicas_};
+    const run_info r{batch_, true, &gen_, replicas_, &mask_};
     std::size_t cur = 0;  // which delta buffer holds this layer's dL/d(output)
     for_each_layer_reverse([&]<std::size_t I, class L>() {
       using T = layer_type<I>;
@@ -607,7 +607,8 @@ class model {
     x_ = x;
     batch_ = batch;
     if (!training && fused_mlp_active()) return fused_forward(x, batch);
-    const run_info r{batch, training, &gen_, training ? replicas_ : nullptr};
+    mask_ = {};  // a mask producer sets it again (layers/masking.hpp)
+    const run_info r{batch, training, &gen_, training ? replicas_ : nullptr, &mask_};
     for_each_layer([&]<std::size_t I, class L>() {
       if constexpr (plan::converts_input[I]) {
         if constexpr (I == 0) ops<Backend>::convert(x, converted_input<0>(), batch * input_size);
@@ -751,6 +752,7 @@ class model {
 
   std::uint64_t seed_;
   rng gen_;
+  sequence_mask mask_{};  // the step mask of the current pass (masking, embedding<..., mask_zero>)
   const cross_replica* replicas_ = nullptr;  // data_parallel's during its fit (training_access::set_replicas)
   const gradient_listener* listener_ = nullptr;  // and its gradient buckets (set_gradient_listener)
   plan_memory<Backend> mem_;
