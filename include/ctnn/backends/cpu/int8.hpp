@@ -311,8 +311,16 @@ void quantize(const float* x, std::size_t n, float scale, std::int32_t zp, std::
     for (; i + L <= n;) {
       const std::size_t c = std::min(chunk, (n - i) / L * L);
       for (std::size_t k = 0; k < c; k += L) {
-        const B v = xsimd::round(B::load_unaligned(x + i + k) / s);
-        xsimd::select(v == v, xsimd::min(xsimd::max(v + z, l), h), z).store_aligned(tmp + k);
+        // Rounded half away from zero by hand, not by xsimd::round: xsimd 8.1's sse2 round, built
+        // by clang 19 -O2 with AVX-512 enabled, returned integer bit patterns read as floats.
+        // Clamping to +-2^22 first changes no result (the clamp below) and keeps the truncation
+        // exact; a NaN is 0 there and zp at the end.
+        const B d = B::load_unaligned(x + i + k) / s;
+        const auto number = d == d;
+        const B cd = xsimd::min(xsimd::max(xsimd::select(number, d, B(0.0f)), B(-4194304.0f)), B(4194304.0f));
+        const B t = xsimd::to_float(xsimd::to_int(cd));  // toward zero
+        const B v = t + xsimd::select(xsimd::abs(cd - t) >= B(0.5f), xsimd::select(cd < B(0.0f), B(-1.0f), B(1.0f)), B(0.0f));
+        xsimd::select(number, xsimd::min(xsimd::max(v + z, l), h), z).store_aligned(tmp + k);
       }
       for (std::size_t k = 0; k < c; ++k) q[i + k] = std::int8_t(std::int32_t(tmp[k]));
       i += c;
