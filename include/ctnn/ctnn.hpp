@@ -38,6 +38,7 @@
 #include "layers/average_pool2d.hpp"
 #include "layers/batch_norm.hpp"
 #include "layers/branch.hpp"
+#include "layers/concatenate.hpp"
 #include "layers/conv1d.hpp"
 #include "layers/conv2d.hpp"
 #include "layers/dense.hpp"
