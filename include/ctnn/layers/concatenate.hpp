@@ -46,8 +46,9 @@ constexpr bool same_but_axis() {
 // The joined shape of Outs along A.
 template <std::size_t A, class First, class... Out>
 constexpr auto joined_shape() {
+  constexpr std::size_t total = (std::size_t{0} + ... + Out::dims[A]);
   return []<std::size_t... I>(std::index_sequence<I...>) {
-    return shape<(I == A ? (std::size_t{0} + ... + Out::dims[A]) : First::dims[I])...>{};
+    return shape<(I == A ? total : First::dims[I])...>{};
   }(std::make_index_sequence<First::rank>{});
 }
 }  // namespace detail

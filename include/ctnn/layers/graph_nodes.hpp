@@ -74,19 +74,24 @@ struct graph_offsets {
                                          graph_pad(layer_role_bytes<P>(L::buffers, role::cache)))...});
 };
 
+// Child C's buffers (child J), prefixed, then its pad cache, into a from k.
+template <class P, std::size_t J, class C, std::size_t N, std::size_t... Bi>
+constexpr void put_child_buffers(std::array<buffer, N>& a, std::size_t& k, std::index_sequence<Bi...>) {
+  ((a[k] = C::buffers[Bi], a[k].name = child_buffer_name<J, C, Bi>::value, ++k), ...);
+  a[k++] = buffer::make(role::cache, elem::u8, "pad", {graph_pad(layer_role_bytes<P>(C::buffers, role::cache))});
+}
+template <class P, std::size_t N, class... L, std::size_t... J>
+constexpr void put_children_buffers(std::array<buffer, N>& a, std::size_t& k, std::index_sequence<J...>) {
+  (put_child_buffers<P, J, L>(a, k, std::make_index_sequence<std::tuple_size_v<decltype(L::buffers)>>{}), ...);
+}
+
 // The children's buffers, prefixed, each followed by its pad cache; then Own (the graph layer's caches).
 template <class P, class Own, class... L>
 constexpr auto graph_buffers(const Own& own) {
-  constexpr std::size_t n = (std::size_t{0} + ... + (L::buffers.size() + 1));
+  constexpr std::size_t n = (std::size_t{0} + ... + (std::tuple_size_v<decltype(L::buffers)> + 1));
   std::array<buffer, n + std::tuple_size_v<Own>> a{};
   std::size_t k = 0;
-  auto put = [&]<std::size_t J, class C, std::size_t... Bi>(std::index_sequence<Bi...>) {
-    ((a[k] = C::buffers[Bi], a[k].name = child_buffer_name<J, C, Bi>::value, ++k), ...);
-    a[k++] = buffer::make(role::cache, elem::u8, "pad", {graph_pad(layer_role_bytes<P>(C::buffers, role::cache))});
-  };
-  [&]<std::size_t... J>(std::index_sequence<J...>) {
-    (put.template operator()<J, L>(std::make_index_sequence<L::buffers.size()>{}), ...);
-  }(std::index_sequence_for<L...>{});
+  put_children_buffers<P, n + std::tuple_size_v<Own>, L...>(a, k, std::index_sequence_for<L...>{});
   for (const buffer& b : own) a[k++] = b;
   return a;
 }
