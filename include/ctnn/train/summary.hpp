@@ -6,6 +6,8 @@
 //   flatten                     (None, 784)               0
 //   dense<256, relu>            (None, 256)         200,960
 //   Total params: 203,530 (795.04 KB)
+// A graph layer (residual, add, concatenate, branch) is followed by its children's rows,
+// indented (docs/graphs.md).
 #pragma once
 #include <algorithm>
 #include <array>
@@ -16,6 +18,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "../core/sequential.hpp"
 #include "../core/type_at.hpp"
@@ -66,16 +69,30 @@ template <class = void>
 }
 }  // namespace detail
 
+namespace detail {
+// Layer L's row, then (a graph layer: branch, add, concatenate, residual) its children's,
+// indented two spaces per level under their parent's short name.
+template <class L>
+void summary_rows(std::vector<summary_row>& rows, std::size_t depth) {
+  std::string name = L::name();
+  if constexpr (requires { typename L::children; }) {
+    name = L::summary_name();
+  }
+  rows.push_back({std::string(2 * depth, ' ') + name, keras_shape<typename L::out_shape>(), std::size_t(L::parameter_count)});
+  if constexpr (requires { typename L::children; })
+    [&]<class... C>(std::tuple<C...>*) {
+      (summary_rows<C>(rows, depth + 1), ...);
+    }(static_cast<typename L::children*>(nullptr));
+}
+}  // namespace detail
+
 template <Network Net>
 void summary(std::ostream& out = std::cout) {
   using layers = typename Net::template bound<float, cpu<>>;
-  const auto rows = []<std::size_t... I>(std::index_sequence<I...>) {
-    return std::array<detail::summary_row, sizeof...(I) + 1>{
-        detail::summary_row{"input", detail::keras_shape<typename Net::input_type>(), 0},
-        detail::summary_row{detail::type_at_t<I, layers>::name(),
-                            detail::keras_shape<typename detail::type_at_t<I, layers>::out_shape>(),
-                            std::size_t(detail::type_at_t<I, layers>::parameter_count)}...};
-  }(std::make_index_sequence<Net::layer_count>{});
+  std::vector<detail::summary_row> rows{{"input", detail::keras_shape<typename Net::input_type>(), 0}};
+  [&]<class... L>(std::tuple<L...>*) {
+    (detail::summary_rows<L>(rows, 0), ...);
+  }(static_cast<layers*>(nullptr));
   detail::print_summary(out, rows.data(), rows.size(), Net::parameter_count, Net::state_count);
 }
 

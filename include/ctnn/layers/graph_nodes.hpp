@@ -1,0 +1,230 @@
+// ctnn/layers/graph_nodes.hpp — what the graph layers (branch, add, concatenate, residual) share.
+//
+// A graph layer is ONE bound layer of its network that holds bound sub-layers (its children):
+// its buffer list is theirs, in order, each name prefixed by the child's index ("1.kernel";
+// nested: "0.1.kernel"), a pad cache after each child (8-byte alignment of the next), then the
+// graph layer's own caches (the children's outputs, backward scratch), so the model, the plan,
+// weights files, optimizers and regularizers see the children's variables with no change.
+// child_slot<J> hands child J its part of each block. The first-line messages of the graph
+// checks are here (diag::*_text). docs/graphs.md.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+
+#include "../core/compile_message.hpp"
+#include "../core/concepts.hpp"
+#include "../core/plan.hpp"
+#include "../core/sequential.hpp"
+#include "../core/shape.hpp"
+#include "../core/type_at.hpp"
+
+namespace ctnn {
+
+namespace layer_kind {
+struct graph {};  // the kind tag of the graph layers (branch, add, concatenate, residual)
+}  // namespace layer_kind
+
+namespace detail {
+
+constexpr std::size_t decimal_digits(std::size_t v) {
+  std::size_t n = 1;
+  while (v >= 10) v /= 10, ++n;
+  return n;
+}
+
+// "J." + the name of buffer Bi of child L, in static storage.
+template <std::size_t J, class L, std::size_t Bi>
+struct child_buffer_name {
+  static constexpr std::string_view base = L::buffers[Bi].name;
+  static constexpr std::size_t digits = decimal_digits(J);
+  static constexpr std::array<char, digits + 1 + base.size()> text = [] {
+    std::array<char, digits + 1 + base.size()> a{};
+    std::size_t v = J;
+    for (std::size_t i = digits; i-- > 0; v /= 10) a[i] = char('0' + v % 10);
+    a[digits] = '.';
+    for (std::size_t i = 0; i < base.size(); ++i) a[digits + 1 + i] = base[i];
+    return a;
+  }();
+  static constexpr std::string_view value{text.data(), text.size()};
+};
+
+inline constexpr std::size_t graph_cache_align = 8;
+constexpr std::size_t graph_pad(std::size_t bytes) { return (graph_cache_align - bytes % graph_cache_align) % graph_cache_align; }
+
+// The children's offsets inside the graph layer's blocks (P: the layer's policy).
+template <class P, class... L>
+struct graph_offsets {
+  static constexpr std::size_t count = sizeof...(L);
+  static constexpr std::array<std::size_t, count + 1> prefix(std::array<std::size_t, count> a) {
+    std::array<std::size_t, count + 1> p{};
+    for (std::size_t j = 0; j < count; ++j) p[j + 1] = p[j] + a[j];
+    return p;
+  }
+  static constexpr auto params = prefix({count_of(L::buffers, role::parameter)...});  // elements
+  static constexpr auto state = prefix({layer_role_bytes<P>(L::buffers, role::state)...});
+  static constexpr auto mask = prefix({layer_role_bytes<P>(L::buffers, role::mask)...});
+  static constexpr auto metadata = prefix({layer_role_bytes<P>(L::buffers, role::metadata)...});
+  // cache bytes per sample, each child's padded to graph_cache_align
+  static constexpr auto cache = prefix({(layer_role_bytes<P>(L::buffers, role::cache) +
+                                         graph_pad(layer_role_bytes<P>(L::buffers, role::cache)))...});
+};
+
+// Child C's buffers (child J), prefixed, then its pad cache, into a from k.
+template <class P, std::size_t J, class C, std::size_t N, std::size_t... Bi>
+constexpr void put_child_buffers(std::array<buffer, N>& a, std::size_t& k, std::index_sequence<Bi...>) {
+  ((a[k] = C::buffers[Bi], a[k].name = child_buffer_name<J, C, Bi>::value, ++k), ...);
+  a[k++] = buffer::make(role::cache, elem::u8, "pad", {graph_pad(layer_role_bytes<P>(C::buffers, role::cache))});
+}
+template <class P, std::size_t N, class... L, std::size_t... J>
+constexpr void put_children_buffers(std::array<buffer, N>& a, std::size_t& k, std::index_sequence<J...>) {
+  (put_child_buffers<P, J, L>(a, k, std::make_index_sequence<std::tuple_size_v<decltype(L::buffers)>>{}), ...);
+}
+
+// The children's buffers, prefixed, each followed by its pad cache; then Own (the graph layer's caches).
+template <class P, class Own, class... L>
+constexpr auto graph_buffers(const Own& own) {
+  constexpr std::size_t n = (std::size_t{0} + ... + (std::tuple_size_v<decltype(L::buffers)> + 1));
+  std::array<buffer, n + std::tuple_size_v<Own>> a{};
+  std::size_t k = 0;
+  put_children_buffers<P, n + std::tuple_size_v<Own>, L...>(a, k, std::index_sequence_for<L...>{});
+  for (const buffer& b : own) a[k++] = b;
+  return a;
+}
+
+template <class L>
+concept draws_random_child = requires { requires bool(L::draws_random); };
+
+template <class T>
+T* advance_bytes(T* p, std::size_t bytes) {
+  return p ? reinterpret_cast<T*>(reinterpret_cast<std::byte*>(p) + bytes) : p;
+}
+
+// Child J's part of the graph layer's slot s (caches laid out for `batch` samples).
+template <std::size_t J, class Off, class T>
+layer_slot<T> child_slot(const layer_slot<T>& s, std::size_t batch) {
+  return {s.params ? s.params + Off::params[J] : nullptr,
+          s.grads ? s.grads + Off::params[J] : nullptr,
+          advance_bytes(s.state, Off::state[J]),
+          advance_bytes(s.cache, Off::cache[J] * batch),
+          advance_bytes(s.mask, Off::mask[J]),
+          advance_bytes(s.metadata, Off::metadata[J])};
+}
+
+// The graph layer's own cache k (compute type, extents own[0..k) before it) after the children's.
+template <class Off, std::size_t N, class T>
+T* own_cache(const layer_slot<T>& s, const std::array<std::size_t, N>& own, std::size_t k, std::size_t batch) {
+  std::size_t at = Off::cache[Off::count];
+  for (std::size_t i = 0; i < k; ++i) at += own[i] * sizeof(T);
+  return advance_bytes(s.cache, at * batch);
+}
+
+// What every graph layer forwards to its children: init, penalties, metadata checks, randomness.
+template <class Off, class Children, class T, class B>
+struct graph_children;
+template <class Off, class... L, class T, class B>
+struct graph_children<Off, std::tuple<L...>, T, B> {
+  static constexpr bool draws_random = any_of_v<draws_random_child<L>...>;
+  template <class F>
+  static void each(F&& f) {
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      (f.template operator()<J, L>(), ...);
+    }(std::index_sequence_for<L...>{});
+  }
+  static void init(layer_slot<T> s, rng& g) {
+    each([&]<std::size_t J, class C>() { C::init(child_slot<J, Off>(s, 0), g); });
+  }
+  static void add_penalty(layer_slot<T> s, step_scalars* sc) {
+    each([&]<std::size_t J, class C>() {
+      if constexpr (requires { C::add_penalty(s, sc); }) C::add_penalty(child_slot<J, Off>(s, 0), sc);
+    });
+  }
+  static void add_penalty_gradient(layer_slot<T> s) {
+    each([&]<std::size_t J, class C>() {
+      if constexpr (requires { C::add_penalty_gradient(s); }) C::add_penalty_gradient(child_slot<J, Off>(s, 0));
+    });
+  }
+  static constexpr bool has_metadata_checks =
+      (false || ... || requires(const std::byte* p) { L::check_metadata(std::string_view{}, p); });
+  // "J.rest": child J's check of "rest"
+  static std::string check_metadata(std::string_view name, const std::byte* bytes) {
+    std::string why;
+    each([&]<std::size_t J, class C>() {
+      if constexpr (requires(const std::byte* p) { C::check_metadata(std::string_view{}, p); }) {
+        const std::string head = std::to_string(J) + ".";
+        if (name.substr(0, head.size()) == head) why = C::check_metadata(name.substr(head.size()), bytes);
+      }
+    });
+    return why;
+  }
+};
+
+}  // namespace detail
+
+namespace diag {
+template <std::size_t> struct branch {};
+
+template <class Layer, class Branch, bool Ok>
+struct add_branch_shapes_differ {
+  static_assert(Ok, "add: the outputs of two branches differ in shape");
+  static constexpr bool value = Ok;
+};
+template <class Layer, class Branch, bool Ok>
+struct concatenate_branch_shapes_differ {
+  static_assert(Ok, "concatenate: two branches' outputs differ in rank or in a dimension other than the axis");
+  static constexpr bool value = Ok;
+};
+template <class Layer, bool Ok>
+struct residual_needs_projection {
+  static_assert(Ok, "residual: the block changes the shape and no dense or 1x1 conv2d projection maps the input to it");
+  static constexpr bool value = Ok;
+};
+template <class Layer, bool Ok>
+struct residual_projection_mismatch {
+  static_assert(Ok, "residual_with: the projection's output differs from the block's");
+  static constexpr bool value = Ok;
+};
+
+// "layer 2 (add): branch 2 yields 16 but branch 1 yields 8"
+template <std::size_t Pos, std::size_t K, class Out, class First>
+constexpr message add_shapes_text() {
+  message m;
+  m << "layer " << Pos << " (add): branch " << K << " yields ";
+  m.dims(Out::dims) << " but branch 1 yields ";
+  m.dims(First::dims);
+  return m;
+}
+// "layer 2 (concatenate<-1>): branch 2 yields 4x4x8 but branch 1 yields 5x5x3; all dims but axis 2 must match"
+template <std::size_t Pos, long long Axis, std::size_t K, std::size_t A, class Out, class First>
+constexpr message concatenate_shapes_text() {
+  message m;
+  m << "layer " << Pos << " (concatenate<" << Axis << ">): branch " << K << " yields ";
+  m.dims(Out::dims) << " but branch 1 yields ";
+  m.dims(First::dims) << "; all dims but axis " << A << " must match";
+  return m;
+}
+// "layer 2 (residual): the block maps 8x8x4 to 3x3x8; ..."
+template <std::size_t Pos, class In, class Out>
+constexpr message residual_projection_text() {
+  message m;
+  m << "layer " << Pos << " (residual): the block maps ";
+  m.dims(In::dims) << " to ";
+  m.dims(Out::dims) << "; no dense or 1x1 conv2d projection gives x that shape; name one with residual_with<Projection, ...>";
+  return m;
+}
+// "layer 2 (residual_with): the block yields 4x4x8 but the projection yields 4x4x16"
+template <std::size_t Pos, class Out, class Proj>
+constexpr message residual_with_text() {
+  message m;
+  m << "layer " << Pos << " (residual_with): the block yields ";
+  m.dims(Out::dims) << " but the projection yields ";
+  m.dims(Proj::dims);
+  return m;
+}
+}  // namespace diag
+
+}  // namespace ctnn
