@@ -21,6 +21,9 @@ run(${CMAKE_COMMAND} -S ${SOURCE}/tests/package/find_package -B ${WORK}/fp ${gen
 run(${CMAKE_COMMAND} --build ${WORK}/fp)
 run(${WORK}/fp/consumer)
 run(${WORK}/fp/consumer_xtensor)
+if(EXISTS ${WORK}/fp/consumer_mpi)
+  run(${WORK}/fp/consumer_mpi)
+endif()
 
 run(${CMAKE_COMMAND} -S ${SOURCE}/tests/package/add_subdirectory -B ${WORK}/as ${gen} -DCTNN_SOURCE=${SOURCE})
 run(${CMAKE_COMMAND} --build ${WORK}/as)
