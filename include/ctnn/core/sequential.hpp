@@ -103,12 +103,13 @@ struct bind_one {
 };
 
 // Binds specs one after another, threading the output shape through. Linear in
-// the depth: step<I> names its spec by index (pack_at_t) and its input by the
+// the depth: step<I> names its spec by index (at_t) and its input by the
 // previous step, never a suffix of the list, and the pack expansion in collect
 // instantiates step<0>, step<1>, ... in order, so each finds the one before it
 // complete (instantiation depth stays constant; docs/performance.md).
 template <Shape In, class P, class B, class... Specs>
 struct bind_all {
+  using specs = pack<Specs...>;
   template <std::size_t I>
   struct step;
   template <std::size_t I, class = void>
@@ -121,7 +122,7 @@ struct bind_all {
   };
   template <std::size_t I>
   struct step {
-    using spec = pack_at_t<I, Specs...>;
+    using spec = at_t<I, specs>;
     using in_shape = typename in_of<I>::type;
     static_assert(check_spec_v<spec>);
     static_assert(check_layer<spec, in_shape, I + 1>());
@@ -168,11 +169,12 @@ struct net_plan<std::tuple<L...>, P> {
   static constexpr std::size_t layer_count = sizeof...(L);
   static constexpr std::array<std::size_t, layer_count> outs{L::out_shape::size...};
   static constexpr std::array<std::size_t, layer_count> ins{L::in_shape::size...};
+  using layers = pack<L...>;
   template <std::size_t I>
-  using compute_at = typename compute_of<pack_at_t<I, L...>, P>::type;
+  using compute_at = typename compute_of<at_t<I, layers>, P>::type;
   // the type of layer I's input: the model's io type, else the previous layer's compute type
   template <std::size_t I>
-  using input_at = typename std::conditional_t<I == 0, std::type_identity<io>, compute_of<pack_at_t<I - (I > 0), L...>, P>>::type;
+  using input_at = typename std::conditional_t<I == 0, std::type_identity<io>, compute_of<at_t<I - (I > 0), layers>, P>>::type;
   static constexpr std::array<std::size_t, layer_count> sizes{sizeof(typename compute_of<L, P>::type)...};
   // layer i keeps a compute-type copy of its parameters (its compute type is not the variable type)
   static constexpr std::array<bool, layer_count> copies{!std::is_same_v<typename compute_of<L, P>::type, variable>...};
