@@ -34,6 +34,7 @@ struct pack;
 #ifdef CTNN_HAS_TYPE_PACK_ELEMENT
 template <class... T>
 struct pack {
+  static constexpr std::size_t size = sizeof...(T);
   template <std::size_t I>
   using at = __type_pack_element<I, T...>;
 };
@@ -63,6 +64,7 @@ template <std::size_t I, class Index>
 using index_at_t = typename decltype(detail::pick<I % 16>(detail::pick_block<I / 16>(static_cast<const Index*>(nullptr))))::type;
 template <class... T>
 struct pack {
+  static constexpr std::size_t size = sizeof...(T);
   using index = blocks<0, T...>;
   template <std::size_t I>
   using at = index_at_t<I, index>;

@@ -677,7 +677,7 @@ class model {
 
   // Layer I's compute type (one for all its buffers).
   template <std::size_t I>
-  using layer_type = typename plan::template compute_at<I>;
+  using layer_type = detail::compute_at_t<I, plan>;
 
   // What layer I sees: its parameters (the compute-type copy when it has one) and gradients,
   // its state (in the state region's type; batch_norm reads it as such), caches, masks, metadata.
