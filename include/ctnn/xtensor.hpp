@@ -243,7 +243,7 @@ auto variable(M& m) {
   static_assert(diag::variable_layer_out_of_range<diag::layer<L>, diag::network_elements<MM::layer_count>,
                                                   (L < MM::layer_count)>::value);
   if constexpr (L < MM::layer_count) {
-    using Layer = std::tuple_element_t<L, typename MM::layers>;
+    using Layer = ctnn::detail::type_at_t<L, typename MM::layers>;
     constexpr std::size_t b = xtd::find_buffer(Layer::buffers, Name.view());
     static_assert(diag::no_such_variable<diag::layer<L>, Name,
                                          (b < Layer::buffers.size())>::value);

@@ -1,8 +1,19 @@
 # Compiles CASE and passes only if the compiler rejects it, its output holds
 # every line of the case that starts with "// expect: ", and its first line
 # that holds "error:" contains the text of each "// first-error: " line.
-file(STRINGS ${CASE} expectations REGEX "^// expect: ")
-file(STRINGS ${CASE} first_expectations REGEX "^// first-error: ")
+# Where g++ and clang must differ, "// expect-gcc: ", "// expect-clang: ",
+# "// first-error-gcc: " and "// first-error-clang: " lines hold for that
+# compiler only (COMPILER: gcc or clang, from the compiler's --version).
+execute_process(COMMAND ${CXX} --version OUTPUT_VARIABLE version ERROR_QUIET)
+if(version MATCHES "clang")
+  set(compiler clang)
+else()
+  set(compiler gcc)
+endif()
+file(STRINGS ${CASE} expectations REGEX "^// expect(-${compiler})?: ")
+file(STRINGS ${CASE} first_expectations REGEX "^// first-error(-${compiler})?: ")
+list(TRANSFORM expectations REPLACE "^// expect(-${compiler})?: " "// expect: ")
+list(TRANSFORM first_expectations REPLACE "^// first-error(-${compiler})?: " "// first-error: ")
 if(NOT expectations AND NOT first_expectations)
   message(FATAL_ERROR "${CASE}: no '// expect: ' or '// first-error: ' line")
 endif()

@@ -1,5 +1,6 @@
 // predict_proba on a network that already ends in softmax.
-// expect: static assertion failed: predict_proba: the network's last layer already applies softmax; its predict() gives probabilities
+// expect-gcc: static assertion failed: predict_proba: the network's last layer already applies softmax; its predict() gives probabilities
+// expect-clang: predict_proba: the network
 #include <ctnn/data/pipeline.hpp>
 #include <ctnn/layers/dense.hpp>
 #include <ctnn/train/predict.hpp>

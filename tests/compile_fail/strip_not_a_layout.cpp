@@ -1,8 +1,9 @@
 // strip_pruning's layout must meet the layout contract (pruning/layout.hpp); a pattern is not a layout.
-// first-error: no matching function for call to
+// first-error-gcc: no matching function for call to
+// first-error-clang: no member named 'layer' in 'ctnn::unstructured'
 // expect: has_layout_layer<L>
-// expect: [with L = ctnn::unstructured]
-// expect: SparseLayout<Layout>
+// expect-gcc: [with L = ctnn::unstructured]
+// expect-gcc: SparseLayout<Layout>
 #include <ctnn/ctnn.hpp>
 #include <ctnn/pruning.hpp>
 using net = ctnn::sequential<ctnn::input<16>,

@@ -1,6 +1,6 @@
 // variable<1, "kernal">: the dense layer at index 1 declares "kernel" and "bias".
 // expect: static assertion failed: ctnn::variable: this layer declares no variable of this name
-// expect: no_such_variable<ctnn::diag::layer<1>, ctnn::xtd::name_literal<7>{"kernal"}
+// expect-gcc: no_such_variable<ctnn::diag::layer<1>, ctnn::xtd::name_literal<7>{"kernal"}
 #include <ctnn/layers/dense.hpp>
 #include <ctnn/layers/reshape.hpp>
 #include <ctnn/xtensor.hpp>

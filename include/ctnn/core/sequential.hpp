@@ -103,12 +103,13 @@ struct bind_one {
 };
 
 // Binds specs one after another, threading the output shape through. Linear in
-// the depth: step<I> names its spec by index (pack_at_t) and its input by the
+// the depth: step<I> names its spec by index (at_t) and its input by the
 // previous step, never a suffix of the list, and the pack expansion in collect
 // instantiates step<0>, step<1>, ... in order, so each finds the one before it
 // complete (instantiation depth stays constant; docs/performance.md).
-template <Shape In, class P, class B, class... Specs>
+template <Shape In, class P, class B, class Specs>
 struct bind_all {
+  using specs = Specs;
   template <std::size_t I>
   struct step;
   template <std::size_t I, class = void>
@@ -121,7 +122,7 @@ struct bind_all {
   };
   template <std::size_t I>
   struct step {
-    using spec = pack_at_t<I, Specs...>;
+    using spec = at_t<I, specs>;
     using in_shape = typename in_of<I>::type;
     static_assert(check_spec_v<spec>);
     static_assert(check_layer<spec, in_shape, I + 1>());
@@ -136,7 +137,7 @@ struct bind_all {
     using type = std::tuple<typename step<I>::layer...>;
     using variables = std::tuple<typename step<I>::variable_binding...>;
   };
-  using all = collect<std::index_sequence_for<Specs...>>;
+  using all = collect<std::make_index_sequence<Specs::size>>;
   using type = typename all::type;            // std::tuple of the bound layers
   using variables = typename all::variables;  // the same specs bound with the variable type
 };
@@ -155,6 +156,14 @@ struct compute_of<L, P> {
   using type = typename L::compute_type;
 };
 
+// Layer I's compute type under plan Plan (a net_plan), and the type of its
+// input: the model's io type, else the previous layer's compute type.
+template <std::size_t I, class Plan>
+using compute_at_t = typename compute_of<at_t<I, typename Plan::layers>, typename Plan::policy>::type;
+template <std::size_t I, class Plan>
+using input_at_t = typename std::conditional_t<I == 0, std::type_identity<typename Plan::io>,
+                                               compute_of<at_t<I - (I > 0), typename Plan::layers>, typename Plan::policy>>::type;
+
 // The typed memory plan of a bound network (a std::tuple of bound layers)
 // under precision policy P: every region's bytes and each layer's offsets,
 // computed from the buffers each bound layer declares, each sized by the
@@ -168,20 +177,18 @@ struct net_plan<std::tuple<L...>, P> {
   static constexpr std::size_t layer_count = sizeof...(L);
   static constexpr std::array<std::size_t, layer_count> outs{L::out_shape::size...};
   static constexpr std::array<std::size_t, layer_count> ins{L::in_shape::size...};
-  template <std::size_t I>
-  using compute_at = typename compute_of<pack_at_t<I, L...>, P>::type;
-  // the type of layer I's input: the model's io type, else the previous layer's compute type
-  template <std::size_t I>
-  using input_at = typename std::conditional_t<I == 0, std::type_identity<io>, compute_of<pack_at_t<I - (I > 0), L...>, P>>::type;
+  using layers = pack<L...>;
+  // (per-layer types: compute_at_t<I, net_plan> and input_at_t, outside; a member template of a
+  // class whose arguments hold the pack costs g++ 12 the whole pack per I)
   static constexpr std::array<std::size_t, layer_count> sizes{sizeof(typename compute_of<L, P>::type)...};
   // layer i keeps a compute-type copy of its parameters (its compute type is not the variable type)
   static constexpr std::array<bool, layer_count> copies{!std::is_same_v<typename compute_of<L, P>::type, variable>...};
   // layer i's input is converted to its compute type first
   static constexpr std::array<bool, layer_count> converts_input = []<std::size_t... I>(std::index_sequence<I...>) {
-    return std::array<bool, layer_count>{!std::is_same_v<input_at<I>, compute_at<I>>...};
+    return std::array<bool, layer_count>{!std::is_same_v<input_at_t<I, net_plan>, compute_at_t<I, net_plan>>...};
   }(std::make_index_sequence<layer_count>{});
   // the last layer's output is widened to io
-  static constexpr bool converts_output = !std::is_same_v<compute_at<layer_count - 1>, io>;
+  static constexpr bool converts_output = !std::is_same_v<compute_at_t<layer_count - 1, net_plan>, io>;
 
   // bytes of layer i's region of role r (per sample for the per-sample roles)
   static constexpr std::size_t unit_bytes(std::size_t i, role r) {
@@ -279,11 +286,11 @@ struct sequential {
 
   // The bound layers for element type or precision policy P and backend B.
   template <class P, class B = cpu<>>
-  using bound = typename detail::bind_all<input_type, precision::policy_of_t<P>, B, Layers...>::type;
+  using bound = typename detail::bind_all<input_type, precision::policy_of_t<P>, B, detail::pack<Layers...>>::type;
   // The same specs bound with the variable type (float when it is 16-bit):
   // what a model runs init, penalty and the penalty gradient with.
   template <class P, class B = cpu<>>
-  using variable_bound = typename detail::bind_all<input_type, precision::policy_of_t<P>, B, Layers...>::variables;
+  using variable_bound = typename detail::bind_all<input_type, precision::policy_of_t<P>, B, detail::pack<Layers...>>::variables;
 
   // The typed memory plan of the binding that runs under policy P on backend B.
   template <class P = precision::float32, class B = cpu<>>

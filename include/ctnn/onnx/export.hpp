@@ -13,6 +13,7 @@
 // Docs: docs/interop.md ("ONNX").
 #pragma once
 #include <cstddef>
+#include <initializer_list>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -164,9 +165,9 @@ void export_onnx(const M& m, const std::filesystem::path& path, int opset = 17) 
 
   builder b{g};
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (
+    (void)std::initializer_list<int>{(
         [&] {
-          using L = std::tuple_element_t<I, typename MM::layers>;
+          using L = ctnn::detail::type_at_t<I, typename MM::layers>;
           static_assert(diag::no_onnx_mapping<diag::layer<I + 1>, exportable<L>()>::value);
           using LIn = typename L::in_shape;
           using LOut = typename L::out_shape;
@@ -243,7 +244,7 @@ void export_onnx(const M& m, const std::filesystem::path& path, int opset = 17) 
             builder::attr_int(n, "keepdims", 0);
           }  // dropout: the identity at inference
         }(),
-        ...);
+        0)...};  // a list, not a fold: clang nests a fold of N terms N deep (limit 256)
   }(std::make_index_sequence<MM::layer_count>{});
   b.node("Identity", {b.cur}, "output_identity");
   g->mutable_node(g->node_size() - 1)->set_output(0, "output");

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <initializer_list>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -287,7 +288,7 @@ void import_onnx(M& m, const std::filesystem::path& path) {
       return d;
     };
     constexpr bool spatial = [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return (is_spatial<std::tuple_element_t<I, typename MM::layers>> || ...);
+      return ctnn::detail::any_of_v<is_spatial<ctnn::detail::type_at_t<I, typename MM::layers>>...>;
     }(std::make_index_sequence<MM::layer_count>{});
     std::int64_t n_theirs = 1;  // -1: unknown or more than this network's input
     for (auto d : theirs) {
@@ -312,9 +313,9 @@ void import_onnx(M& m, const std::filesystem::path& path) {
     if (o.domain().empty() || o.domain() == "ai.onnx") mt.opset = o.version();
   std::vector<std::map<std::string, std::vector<float>, std::less<>>> vars(MM::layer_count);
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (
+    (void)std::initializer_list<int>{(
         [&] {
-          using L = std::tuple_element_t<I, typename MM::layers>;
+          using L = ctnn::detail::type_at_t<I, typename MM::layers>;
           using LIn = typename L::in_shape;
           using LOut = typename L::out_shape;
           mt.where = "layer " + std::to_string(I + 1) + " (" + L::name() + ")";
@@ -395,7 +396,7 @@ void import_onnx(M& m, const std::filesystem::path& path) {
             mt.take("GlobalAveragePool", "ReduceMean");
           }  // dropout, flatten, reshape: nothing to compute
         }(),
-        ...);
+        0)...};  // a list, not a fold: clang nests a fold of N terms N deep (limit 256)
   }(std::make_index_sequence<MM::layer_count>{});
   if (mt.next < gv.compute.size()) {
     mt.where = "after the last layer";

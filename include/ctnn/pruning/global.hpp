@@ -24,6 +24,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "../core/type_at.hpp"
 #include "diagnostics.hpp"
 #include "prune.hpp"
 
@@ -41,20 +42,6 @@ constexpr std::size_t global_weights_of() {
   else return 0;
 }
 
-template <class... L>
-struct first_global_schedule {
-  using type = void;
-};
-template <class L0, class... L>
-  requires(is_global<L0>())
-struct first_global_schedule<L0, L...> {
-  using type = typename L0::schedule;
-};
-template <class L0, class... L>
-  requires(!is_global<L0>())
-struct first_global_schedule<L0, L...> {
-  using type = typename first_global_schedule<L...>::type;
-};
 template <class L, class S>
 constexpr bool global_schedule_is() {
   if constexpr (is_global<L>()) return std::is_same_v<typename L::schedule, S>;
@@ -74,16 +61,27 @@ constexpr std::size_t first_true(std::initializer_list<bool> v) {
   }
   return 0;
 }
+// The schedule of the layer at position Pos (from 1) of pack P; void for 0. By
+// index, not by peeling the list (depth and memory linear in the layers).
+template <std::size_t Pos, class P>
+struct schedule_at {
+  using type = typename ctnn::detail::at_t<Pos - 1, P>::schedule;
+};
+template <class P>
+struct schedule_at<0, P> {
+  using type = void;
+};
 
 template <class Layers>
 struct global_group;
 template <class... L>
 struct global_group<std::tuple<L...>> {
-  using schedule = typename first_global_schedule<L...>::type;  // void when no layer is global
-  static constexpr std::size_t layers = (std::size_t(is_global<L>()) + ... + 0);
-  static constexpr std::size_t weights = (global_weights_of<L>() + ... + 0);
   // positions from 1 (0: none) of the first global layer and of the first whose schedule differs from its
   static constexpr std::size_t first_position = first_true({is_global<L>()...});
+  using schedule = typename schedule_at<first_position, ctnn::detail::pack<L...>>::type;  // void when no layer is global
+  // (lists, not folds: clang nests a fold of N terms N deep and stops at 256)
+  static constexpr std::size_t layers = ctnn::detail::sum_of({std::size_t{0}, std::size_t(is_global<L>())...});
+  static constexpr std::size_t weights = ctnn::detail::sum_of({std::size_t{0}, std::size_t(global_weights_of<L>())...});
   static constexpr std::size_t differing_position = first_true({!global_schedule_is<L, schedule>()...});
   static constexpr bool same_schedule =
       diag::prune_global_schedules_differ<diag::layer<differing_position>, diag::first_global_layer<first_position>,

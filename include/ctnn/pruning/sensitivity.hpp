@@ -11,6 +11,7 @@
 // pruned network type from. str() prints the table. The model is not changed.
 #pragma once
 #include <cstddef>
+#include <initializer_list>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -75,9 +76,9 @@ sensitivity_table sensitivity_analysis(const M& m, const L& loss, const D& valid
   t.baseline = evaluate(copy, loss, validation, metric)[t.metric];
   using layers = typename MT::layers;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (
+    (void)std::initializer_list<int>{(
         [&] {
-          using Ly = std::tuple_element_t<I, layers>;
+          using Ly = ctnn::detail::type_at_t<I, layers>;
           if constexpr (ctnn::detail::prunable_layer<Ly>) {
             t.layers.push_back(I + 1);
             t.layer_names.push_back(Ly::name());
@@ -99,7 +100,7 @@ sensitivity_table sensitivity_analysis(const M& m, const L& loss, const D& valid
             t.value.push_back(std::move(row));
           }
         }(),
-        ...);
+        0)...};  // a list, not a fold: clang nests a fold of N terms N deep (limit 256)
   }(std::make_index_sequence<std::tuple_size_v<layers>>{});
   return t;
 }

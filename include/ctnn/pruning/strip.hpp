@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <initializer_list>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -99,7 +100,7 @@ struct strip_spec<Layout, G, prune_low_magnitude<conv2d<F, KH, KW, St, Pad, Act,
 
 template <class Layout, std::size_t G, class In, class Bound, class... Ls, std::size_t... I>
 auto strip_all(std::index_sequence<I...>)
-    -> sequential<In, typename strip_spec<Layout, G, Ls, std::tuple_element_t<I, Bound>>::type...>;
+    -> sequential<In, typename strip_spec<Layout, G, Ls, ctnn::detail::type_at_t<I, Bound>>::type...>;
 
 template <class Net, class Layout>
 struct stripped;
@@ -283,7 +284,7 @@ void shrink_after(channel_cut& cut, const std::vector<variable_ref>& src, const 
                   "strip_pruning: a layer pruned by units or filters must be followed, through layers that keep "
                   "channels, by an unpruned dense or conv2d layer");
   } else {
-    using L = std::tuple_element_t<J, Layers>;
+    using L = ctnn::detail::type_at_t<J, Layers>;
     done[J] = true;
     const std::string here = "strip_pruning: layer " + std::to_string(J + 1);
     if constexpr (PrunedLayer<L>) {
@@ -362,10 +363,10 @@ model<Target, P, B> strip_pruning_to(const model<Net, P, B>& m) {
   const auto dst = pruning::detail::variables(out);
   std::vector<bool> done(std::tuple_size_v<src_layers>, false);
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (
+    (void)std::initializer_list<int>{(
         [&] {
-          using S = std::tuple_element_t<I, src_layers>;
-          using D = std::tuple_element_t<I, dst_layers>;
+          using S = ctnn::detail::type_at_t<I, src_layers>;
+          using D = ctnn::detail::type_at_t<I, dst_layers>;
           if (done[I]) return;  // shrunk with a unit- or filter-pruned layer before it
           const std::string here = "strip_pruning: layer " + std::to_string(I + 1);
           if constexpr (pruning::detail::units_pruned<S>()) {
@@ -405,7 +406,7 @@ model<Target, P, B> strip_pruning_to(const model<Net, P, B>& m) {
             }
           }
         }(),
-        ...);
+        0)...};  // a list, not a fold: clang nests a fold of N terms N deep (limit 256)
   }(std::make_index_sequence<std::tuple_size_v<src_layers>>{});
   return out;
 }

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <initializer_list>
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -64,9 +65,9 @@ void for_each_pruned(M& m, unsigned read, unsigned write, F&& f) {
   W* w0 = reinterpret_cast<W*>(pv.data());
   const W* first = std::as_const(m).parameters().data();  // device addresses: only their differences are taken
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (
+    (void)std::initializer_list<int>{(
         [&] {
-          using L = std::tuple_element_t<I, layers>;
+          using L = ctnn::detail::type_at_t<I, layers>;
           if constexpr (PrunedLayer<L>) {
             const std::size_t offset = std::size_t(m.template layer_parameters<I>().data() - first);
             std::uint8_t* mask = reinterpret_cast<std::uint8_t*>(
@@ -75,7 +76,7 @@ void for_each_pruned(M& m, unsigned read, unsigned write, F&& f) {
                                         reinterpret_cast<W*>(sv.data()));
           }
         }(),
-        ...);
+        0)...};  // a list, not a fold: clang nests a fold of N terms N deep (limit 256)
   }(std::make_index_sequence<std::tuple_size_v<layers>>{});
   if (write & kernel_bit) pv.commit();
   if (write & gradient_bit) gv.commit();

@@ -678,17 +678,20 @@ class model {
 
   // Layer I's compute type (one for all its buffers).
   template <std::size_t I>
-  using layer_type = typename plan::template compute_at<I>;
+  using layer_type = detail::compute_at_t<I, plan>;
 
   // What layer I sees: its parameters (the compute-type copy when it has one) and gradients,
   // its state (in the state region's type; batch_norm reads it as such), caches, masks, metadata.
+  // (auto: a return type spelled with layer_type<I> puts the whole layer list into
+  // the symbol of every such function, N^2 bytes of symbols over a network)
   template <std::size_t I>
-  layer_slot<layer_type<I>> slot() const noexcept {
+  auto slot() const noexcept {
     using T = layer_type<I>;
     constexpr role p = plan::copies[I] ? role::compute_parameter : role::parameter;
     constexpr role g = plan::copies[I] ? role::compute_gradient : role::gradient;
-    return {block<T>(p, I),           block<T>(g, I),           block<T>(role::state, I),
-            block<T>(role::cache, I), block<std::uint8_t>(role::mask, I), block<std::byte>(role::metadata, I)};
+    return layer_slot<T>{block<T>(p, I),           block<T>(g, I),
+                         block<T>(role::state, I), block<T>(role::cache, I),
+                         block<std::uint8_t>(role::mask, I), block<std::byte>(role::metadata, I)};
   }
   // What the variable binding of layer I sees: the variables and gradients themselves.
   // (vars: a host view of the variable regions, as in block().)
@@ -725,7 +728,7 @@ class model {
   }
   // Layer I's input converted to its compute type (plan::converts_input[I]).
   template <std::size_t I>
-  layer_type<I>* converted_input() const noexcept {
+  auto* converted_input() const noexcept {
     return block<layer_type<I>>(role::converted, I);
   }
   // The model's output rows (io): the last activation, or its widened copy.
@@ -744,10 +747,12 @@ class model {
     return reinterpret_cast<U*>(mem_.data() + lay_.at(role::delta) + k * plan::delta_bytes(batch_capacity_));
   }
   template <std::size_t I>
-  const layer_type<I>* input_of() const noexcept {
-    if constexpr (plan::converts_input[I]) return converted_input<I>();
-    else if constexpr (I == 0) return x_;
-    else return activation<I - 1>();
+  auto input_of() const noexcept {
+    const layer_type<I>* p = nullptr;
+    if constexpr (plan::converts_input[I]) p = converted_input<I>();
+    else if constexpr (I == 0) p = x_;
+    else p = activation<I - 1>();
+    return p;
   }
 
   std::uint64_t seed_;
