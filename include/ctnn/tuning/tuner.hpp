@@ -246,17 +246,9 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
       if (t.status == trial_status::running) run_trial(t, loss, train, validation, epochs, extras...);
     for (;;) {
       if (oracle_->max_trials() && trials_.size() >= *oracle_->max_trials()) break;
-      const std::string id = trial_id(trials_.size());
-      std::optional<values> v = oracle_->populate(id, trials_);
-      if (!v) break;
-      trial t;
-      t.id = id;
-      t.hp = std::move(*v);
-      trials_.push_back(std::move(t));
-      ctnn::io::create_directories(trial_dir(id), "tuner");
-      detail::write_json(trial_dir(id) / "trial.json", trials_.back().to_json());
-      save_oracle();
-      run_trial(trials_.back(), loss, train, validation, epochs, extras...);
+      trial* t = new_trial();
+      if (!t) break;
+      run_trial(*t, loss, train, validation, epochs, extras...);
     }
     save_oracle();
   }
@@ -451,6 +443,22 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
     }
   }
 
+  // The oracle's next trial, RUNNING, its file and the oracle's state written; nullptr when the
+  // oracle has nothing more to propose.
+  trial* new_trial() {
+    const std::string id = trial_id(trials_.size());
+    std::optional<values> v = oracle_->populate(id, trials_);
+    if (!v) return nullptr;
+    trial t;
+    t.id = id;
+    t.hp = std::move(*v);
+    trials_.push_back(std::move(t));
+    ctnn::io::create_directories(trial_dir(id), "tuner");
+    detail::write_json(trial_dir(id) / "trial.json", trials_.back().to_json());
+    save_oracle();
+    return &trials_.back();
+  }
+
   // `text` from process `root` to every process (its length first).
   std::string share(std::string text, int root) const {
     std::uint64_t n = text.size();
@@ -521,20 +529,12 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
         while (!over && round.size() < n) {
           if ((oracle_->max_trials() && trials_.size() >= *oracle_->max_trials())) over = true;
           if (over || !oracle_->ready(trials_)) break;
-          const std::string id = trial_id(trials_.size());
-          std::optional<values> v = oracle_->populate(id, trials_);
-          if (!v) {
+          const trial* t = new_trial();
+          if (!t) {
             over = true;
             break;
           }
-          trial t;
-          t.id = id;
-          t.hp = std::move(*v);
-          trials_.push_back(std::move(t));
-          ctnn::io::create_directories(trial_dir(id), "tuner");
-          detail::write_json(trial_dir(id) / "trial.json", trials_.back().to_json());
-          save_oracle();
-          round.push_back(trials_.back().to_json());
+          round.push_back(t->to_json());
         }
         return nlohmann::json{{"round", round}};
       });
