@@ -8,6 +8,7 @@
 
 #include <ctnn/ctnn.hpp>
 #include <ctnn/distributed/mpi.hpp>
+#include <ctnn/train/optimizer_state_file.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -225,6 +226,52 @@ TEST_CASE("data-parallel resume: rank 0's checkpoint of a 2-rank job resumes ali
   CHECK(max_difference(a, b) <= 1e-5);
   comm.barrier();
   if (comm.rank() == 0) std::filesystem::remove(path);
+}
+
+TEST_CASE("data-parallel resume with the optimizer state: rank 0 loads weights and Adam's state, the job ends as an uninterrupted one") {
+  distributed::mpi comm;
+  const toy t = toy_data();
+  const auto shard = data::from_tensors<shape<8>>(t.x, t.y).shard(std::size_t(comm.size()), std::size_t(comm.rank()));
+  std::vector<float> tag{comm.rank() == 0 ? float(::getpid() % 1000000) : 0.0f};
+  comm.broadcast(std::span<float>(tag), 0);
+  const auto base = std::filesystem::temp_directory_path() / ("ctnn_mpi_optstate_" + std::to_string(long(tag[0])));
+
+  // uninterrupted: 2 epochs on 2 ranks
+  auto whole = make_model<net>(7);
+  adam whole_opt{0.01};
+  distributed::data_parallel<distributed::mpi> dp0{comm};
+  fit(whole, xent, whole_opt, shard.batch(global_batch / 2), epochs{2}, dp0);
+
+  // 1 epoch, rank 0 saves the weights and the optimizer state
+  auto first = make_model<net>(7);
+  adam first_opt{0.01};
+  distributed::data_parallel<distributed::mpi> dp1{comm};
+  fit(first, xent, first_opt, shard.batch(global_batch / 2), epochs{1}, dp1);
+  if (comm.rank() == 0) {
+    io::save_weights(first, base.string() + ".ctnn");
+    io::save_optimizer_state(first, first_opt, base.string() + ".opt");
+  }
+  comm.barrier();
+
+  // resumed: rank 0 alone reads both files; rank 1 starts from other weights and no optimizer state
+  auto two = make_model<net>(99 + std::uint64_t(comm.rank()));
+  adam two_opt{0.01};
+  if (comm.rank() == 0) {
+    io::load_weights(two, base.string() + ".ctnn");
+    io::load_optimizer_state(two, two_opt, base.string() + ".opt");
+  }
+  distributed::data_parallel<distributed::mpi> dp2{comm};
+  fit(two, xent, two_opt, shard.batch(global_batch / 2), epochs{1}, dp2);
+  const auto a = copy(whole.parameters()), b = copy(two.parameters());
+  std::printf("rank %d: resumed with the optimizer state, max |resumed - uninterrupted| = %.3g\n", comm.rank(),
+              max_difference(a, b));
+  CHECK(max_difference(a, b) <= 1e-6);
+  CHECK(two.optimizer_state().iterations == whole.optimizer_state().iterations);
+  comm.barrier();
+  if (comm.rank() == 0) {
+    std::filesystem::remove(base.string() + ".ctnn");
+    std::filesystem::remove(base.string() + ".opt");
+  }
 }
 
 namespace {

@@ -1,0 +1,131 @@
+// ctnn/train/optimizer_state_file.hpp — the optimizer's state in a file of its own, to resume training.
+//
+// save_optimizer_state(m, opt, path) writes what fit keeps in m between calls for an optimizer
+// of opt's type: its slots (Adam's moments, RMSprop's averages, ...), the update and step counts
+// and the learning-rate scale (reduce_lr_on_plateau), after a magic, the format version (1), the
+// network's fingerprint and text, the optimizer's name and slots per parameter, then a CRC-32;
+// to a temporary file renamed over path. load_optimizer_state(m, opt, path) checks all of it
+// against m and opt (every slot value finite) before it changes m; the next fit with opt
+// continues as the saved run would have (Keras's model.save keeps the optimizer's variables
+// and iterations; its save_weights does not). With save_weights / load_weights beside it, a
+// job resumes bit for bit; in data-parallel training rank 0 alone may load both (the broadcast
+// at train begin hands them to the others). Errors: io::weights_error naming the file and what
+// differs. Format: docs/weights-files.md.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <zlib.h>
+
+#include "../io/atomic_file.hpp"
+#include "../io/read_file.hpp"
+#include "../io/weights.hpp"
+#include "model.hpp"
+
+namespace ctnn::io {
+
+inline constexpr char optimizer_state_magic[8] = {'C', 'T', 'N', 'N', 'O', 'P', 'T', '\0'};
+inline constexpr std::uint32_t optimizer_state_version = 1;
+
+template <class M, class O>
+void save_optimizer_state(const M& m, const O& opt, const std::filesystem::path& path) {
+  using Net = typename M::network;
+  using W = typename M::variable_type;
+  const optimizer_state& os = m.optimizer_state();
+  if (os.kind != &ctnn::detail::optimizer_kind_tag<O>)
+    throw weights_error("save_optimizer_state", path,
+                        os.kind ? "the model's optimizer state belongs to another optimizer type than " + opt.name()
+                                : "the model holds no optimizer state (it has not been trained yet)");
+  const std::string arch = Net::spec_string(), name = opt.name();
+  const auto view = m.host_region(role::optimizer_slot, true);
+  std::string out;
+  out.append(optimizer_state_magic, 8);
+  detail::put<std::uint32_t>(out, optimizer_state_version);
+  detail::put<std::uint64_t>(out, Net::fingerprint());
+  detail::put<std::uint32_t>(out, std::uint32_t(arch.size()));
+  out += arch;
+  detail::put<std::uint32_t>(out, std::uint32_t(name.size()));
+  out += name;
+  detail::put<std::uint32_t>(out, std::uint32_t(opt.slots_per_parameter()));
+  detail::put<std::uint64_t>(out, std::uint64_t(M::parameter_count));
+  detail::put<std::int64_t>(out, os.iterations);
+  detail::put<std::int64_t>(out, os.steps);
+  detail::put<double>(out, os.learning_rate_scale);
+  detail::put<std::uint32_t>(out, std::uint32_t(sizeof(W)));
+  detail::put<std::uint64_t>(out, std::uint64_t(view.size()));
+  out.append(reinterpret_cast<const char*>(view.data()), view.size());
+  const auto crc = std::uint32_t(::crc32(0L, reinterpret_cast<const Bytef*>(out.data()), uInt(out.size())));
+  detail::put<std::uint32_t>(out, crc);
+  write_file_atomically(path, out);
+}
+
+template <class M, class O>
+void load_optimizer_state(M& m, const O& opt, const std::filesystem::path& path) {
+  using Net = typename M::network;
+  using W = typename M::variable_type;
+  auto fail = [&](const std::string& what) { throw weights_error("load_optimizer_state", path, what); };
+  const auto d = read_file<std::vector<char>, weights_error>(path, "load_optimizer_state");
+  if (d.size() < 16) fail("truncated (" + std::to_string(d.size()) + " bytes, too short for a header)");
+  if (std::memcmp(d.data(), optimizer_state_magic, 8) != 0) fail("not a ctnn optimizer state file (wrong magic)");
+  std::uint32_t version, stored_crc;
+  std::memcpy(&version, d.data() + 8, 4);
+  if (version != optimizer_state_version)
+    fail("format version " + std::to_string(version) + " is not supported (this build reads version " +
+         std::to_string(optimizer_state_version) + ")");
+  std::memcpy(&stored_crc, d.data() + d.size() - 4, 4);
+  if (std::uint32_t(::crc32(0L, reinterpret_cast<const Bytef*>(d.data()), uInt(d.size() - 4))) != stored_crc)
+    fail("checksum mismatch: the file is corrupt or truncated");
+  detail::reader r{d, 12, d.size() - 4};
+  const auto fp = r.get<std::uint64_t>();
+  const auto arch_len = r.get<std::uint32_t>();
+  const char* arch = r.take(arch_len);
+  const auto name_len = r.get<std::uint32_t>();
+  const char* name = r.take(name_len);
+  const auto slots = r.get<std::uint32_t>();
+  const auto params = r.get<std::uint64_t>();
+  const auto iterations = r.get<std::int64_t>();
+  const auto steps = r.get<std::int64_t>();
+  const auto scale = r.get<double>();
+  const auto element = r.get<std::uint32_t>();
+  const auto bytes = r.get<std::uint64_t>();
+  const char* values = r.take(bytes);
+  if (!r.ok) fail("truncated");
+  if (r.at != r.end) fail(std::to_string(r.end - r.at) + " bytes after the slots");
+  if (fp != Net::fingerprint() || std::string(arch, arch_len) != Net::spec_string())
+    fail("it was saved from the network '" + std::string(arch, arch_len) + "' but this model is '" + Net::spec_string() + "'");
+  if (std::string(name, name_len) != opt.name())
+    fail("it holds the state of optimizer '" + std::string(name, name_len) + "', not of '" + opt.name() + "'");
+  if (slots != opt.slots_per_parameter())
+    fail("it holds " + std::to_string(slots) + " slots per parameter, but this " + opt.name() + " uses " +
+         std::to_string(opt.slots_per_parameter()));
+  if (params != M::parameter_count)
+    fail("it is for " + std::to_string(params) + " parameters, but this model has " + std::to_string(M::parameter_count));
+  if (element != sizeof(W))
+    fail("its slots are " + std::to_string(element) + "-byte values, this model's " + std::to_string(sizeof(W)) + "-byte");
+  if (iterations < 0 || steps < iterations)
+    fail("the counts are inconsistent (iterations " + std::to_string(iterations) + ", steps " + std::to_string(steps) + ")");
+  if (!std::isfinite(scale) || !(scale > 0)) fail("the learning-rate scale " + std::to_string(scale) + " is not finite and > 0");
+
+  const std::size_t want = m.host_region(role::parameter, false).size() * slots;  // the plan's slot region
+  if (bytes != want) fail("its slots take " + std::to_string(bytes) + " bytes, this model's " + std::to_string(want));
+  for (std::size_t i = 0; i < bytes / sizeof(W); ++i) {
+    W w;
+    std::memcpy(&w, values + i * sizeof(W), sizeof(W));
+    if (!std::isfinite(w)) fail("slot value [" + std::to_string(i) + "] is not finite");
+  }
+  ctnn::detail::training_access::prepare_optimizer(m, opt);  // the slot region, sized for opt
+  auto view = m.host_region(role::optimizer_slot, false);
+  std::memcpy(view.data(), values, std::size_t(bytes));
+  view.commit();
+  optimizer_state& os = ctnn::detail::training_access::optimizer_state(m);
+  os.iterations = iterations;
+  os.steps = steps;
+  os.learning_rate_scale = scale;
+}
+
+}  // namespace ctnn::io
