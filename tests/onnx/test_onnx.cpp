@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/data/in_memory.hpp>
+#include <ctnn/layers/concatenate.hpp>
+#include <ctnn/layers/residual.hpp>
 #include <ctnn/losses/sparse_categorical_crossentropy.hpp>
 #include <ctnn/npy.hpp>
 #include <ctnn/onnx.hpp>
@@ -26,6 +28,14 @@ namespace {
 using cnn = sequential<input<6, 6, 2>, conv2d<4, 3, 3, 1, padding::same, relu>, batch_norm, max_pool2d<2>,
                        average_pool2d<2, 1, padding::same>, dropout<0.25>, flatten, dense<8, leaky_relu<0.1>>,
                        dense<3, softmax>>;
+// graph layers: a residual block with batch_norm (x itself added), one with the 1x1 conv2d projection,
+// concatenate along the channels with x itself, add over three branches, a residual with the dense projection
+using graphs = sequential<input<6, 6, 2>, conv2d<4, 3, 3, 1, padding::same, relu>,
+                          residual<conv2d<4, 3, 3, 1, padding::same>, batch_norm, relu>,
+                          residual<conv2d<6, 3, 3, 2, padding::same>>,                     // 3x3x6
+                          concatenate<-1, conv2d<2, 1, 1, 1, padding::valid, relu>, branch<>>,  // 3x3x8
+                          flatten, dense<8, relu>, add<branch<>, dense<8>, branch<dense<4, relu>, dense<8>>>,
+                          residual<dense<5, relu>>, dense<3, softmax>>;
 // a rank-2 input, a strided valid convolution, global_average_pool, activations as layers
 using small = sequential<input<7, 7>, conv2d<3, 3, 3, 2, padding::valid, sigmoid>, global_average_pool, dense<4>,
                          ctnn::tanh, dense<2>, softmax>;
@@ -53,17 +63,19 @@ xt::xtensor<float, S::rank + 1> random_inputs(std::size_t n, std::uint64_t seed)
   return x;
 }
 
-// A few epochs of training, so batch_norm's moving statistics and every weight have moved.
-model<cnn> trained_cnn() {
-  auto m = make_model<cnn>(7);
-  const auto x = random_inputs<shape<6, 6, 2>>(64, 1);
-  std::vector<std::int32_t> y(64);
-  for (std::size_t i = 0; i < 64; ++i) y[i] = std::int32_t(i % 3);
+// A few epochs of training on n random 6x6x2 inputs, so batch_norm's moving statistics and every weight have moved.
+template <class Net>
+model<Net> trained(std::uint64_t seed, std::size_t n, std::size_t batch, std::size_t ep) {
+  auto m = make_model<Net>(seed);
+  const auto x = random_inputs<shape<6, 6, 2>>(n, 1);
+  std::vector<std::int32_t> y(n);
+  for (std::size_t i = 0; i < n; ++i) y[i] = std::int32_t(i % 3);
   data::in_memory<shape<6, 6, 2>, sparse_labels> d(std::vector<float>(x.begin(), x.end()), y);
   sgd<> opt{0.05};
-  fit(m, sparse_categorical_crossentropy{}, opt, d.batch(16), epochs{3});
+  fit(m, sparse_categorical_crossentropy{}, opt, d.batch(batch), epochs{ep});
   return m;
 }
+model<cnn> trained_cnn() { return trained<cnn>(7, 64, 16, 3); }
 
 // Runs the model file with onnxruntime on x; false (after CTNN_SKIP) when python3,
 // numpy or onnxruntime are missing.
@@ -128,6 +140,42 @@ TEST_CASE("export_onnx then import_onnx restores every variable bit for bit") {
   CHECK(ctnn::predict(b, x) == ctnn::predict(a, x));
   // no temporary left beside the file
   CHECK(std::distance(fs::directory_iterator(d.path), fs::directory_iterator{}) == 1);
+}
+
+TEST_CASE("graph layers export as ONNX Add and Concat nodes: onnxruntime agrees, and they import back bit for bit") {
+  temp_dir d;
+  auto a = trained<graphs>(11, 8, 8, 1);  // one step: batch_norm's moving statistics are not the initial ones
+  const fs::path f = d.path / "graphs.onnx";
+  export_onnx(a, f);
+  onnx::ModelProto mp;
+  {
+    std::ifstream in(f, std::ios::binary);
+    REQUIRE(mp.ParseFromIstream(&in));
+  }
+  int adds = 0, concats = 0;
+  for (const auto& n : mp.graph().node()) {
+    adds += n.op_type() == "Add";
+    if (n.op_type() == "Concat") {
+      ++concats;
+      CHECK(n.input_size() == 2);
+      CHECK(n.attribute(0).i() == 3);  // the channels: axis 2 of the sample, 3 with the batch
+    }
+  }
+  CHECK(adds == 2 + 2 + 1);  // two residuals, add's three branches, the last residual
+  CHECK(concats == 1);
+
+  auto b = make_model<graphs>(99);
+  REQUIRE(params(b) != params(a));
+  import_onnx(b, f);
+  CHECK(params(b) == params(a));
+  CHECK(std::vector<float>(b.state().begin(), b.state().end()) == std::vector<float>(a.state().begin(), a.state().end()));
+
+  const auto x = random_inputs<shape<6, 6, 2>>(5, 6);
+  const auto ours = ctnn::predict(a, x);
+  CHECK(ctnn::predict(b, x) == ours);
+  xt::xtensor<float, 2> theirs;
+  if (!onnxruntime_predict(f, x, theirs, d.path)) return;
+  CHECK(max_abs_diff(theirs, ours) < 1e-5);
 }
 
 TEST_CASE("import_onnx refuses a graph that differs, naming the first mismatch, and changes nothing") {
@@ -394,6 +442,11 @@ TEST_CASE("export_onnx and import_onnx map each layer by the kind it declares, e
   // the spatial layers (between Transposes) are the kinds that say so
   static_assert(is_spatial<bound<conv2d<2, 3, 3>, shape<6, 6, 1>>> && is_spatial<bound<max_pool2d<2>, shape<6, 6, 1>>> &&
                 is_spatial<bound<global_average_pool, shape<3, 3, 2>>> && !is_spatial<bound<dense<3>>>);
+  // a graph layer is spatial when a child is, exportable when every child is
+  static_assert(is_spatial<bound<residual<conv2d<2, 3, 3, 1, padding::same>>, shape<6, 6, 2>>> &&
+                !is_spatial<bound<add<branch<>, dense<3>>, shape<3>>>);
+  static_assert(exportable<bound<add<branch<>, dense<3>>, shape<3>>>() &&
+                !exportable<bound<add<branch<>, dense<3, no_onnx_act>>, shape<3>>>());
   // an activation's ONNX operator is its own member; one without it, or a layer without a kind, is not exportable
   CHECK(std::string_view(act_op<relu>()) == "Relu");
   CHECK(std::string_view(act_op<identity>()).empty());

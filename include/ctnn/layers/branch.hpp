@@ -25,20 +25,12 @@ struct chain_layer;
 template <class... Specs>
 struct branch {
   using is_layer_spec = void;
-  static std::string name() {
-    std::string s = "branch<";
-    std::size_t i = 0;
-    ((s += (i++ ? ", " : "") + Specs::name()), ...);
-    return s + ">";
-  }
+  static std::string name() { return detail::join_names<Specs...>("branch<"); }
   template <Shape In, std::size_t Pos>
   static constexpr bool check();
   template <Shape In, class P, class Backend>
   using bind = chain_layer<branch, In, precision::policy_of_t<P>, Backend>;
 };
-
-template <class S>
-inline constexpr bool is_identity_branch_v = std::is_same_v<S, branch<>>;
 
 namespace detail {
 // Binds Specs one after another from In: type = std::tuple of the bound layers, out = the last output shape.
@@ -84,28 +76,23 @@ constexpr bool branch<Specs...>::check() {
 }
 
 template <class... Specs, Shape In, class P, class Backend>
-struct chain_layer<branch<Specs...>, In, P, Backend> {
-  using kind = layer_kind::graph;
+struct chain_layer<branch<Specs...>, In, P, Backend>
+    : detail::graph_layer<chain_layer<branch<Specs...>, In, P, Backend>,
+                          typename detail::bind_chain<In, P, Backend, std::tuple<>, Specs...>::type, P, Backend> {
+  using base = detail::graph_layer<chain_layer, typename detail::bind_chain<In, P, Backend, std::tuple<>, Specs...>::type, P, Backend>;
+  using typename base::O;
+  using typename base::T;
+  using typename base::children;
+  using typename base::forwarded;
+  using typename base::offsets;
+  using base::n;
   using spec = branch<Specs...>;
-  using T = typename P::compute_type;
-  using O = ops<Backend>;
-  using variable_type = typename P::variable_type;
-  using compute_type = T;
-  using children = typename detail::bind_chain<In, P, Backend, std::tuple<>, Specs...>::type;
   using in_shape = In;
   using out_shape = typename detail::bind_chain<In, P, Backend, std::tuple<>, Specs...>::out;
-  static constexpr std::size_t n = sizeof...(Specs);
 
  private:
-  template <class... L>
-  static constexpr auto offsets_of(std::tuple<L...>*) -> detail::graph_offsets<P, L...>;
-  template <class... L>
-  static constexpr auto buffers_of(std::tuple<L...>*, const auto& own) {
-    return detail::graph_buffers<P, std::remove_cvref_t<decltype(own)>, L...>(own);
-  }
   template <std::size_t J>
   using child = detail::type_at_t<J, children>;
-  // own caches: the outputs of children 0 .. n-2, then two scratch rows of the widest inner input
   static constexpr std::size_t widest_inner = [] {
     std::size_t w = 0;
     [&]<std::size_t... J>(std::index_sequence<J...>) {
@@ -113,6 +100,9 @@ struct chain_layer<branch<Specs...>, In, P, Backend> {
     }(std::make_index_sequence<n>{});
     return w;
   }();
+
+ public:
+  // own caches: the outputs of children 0 .. n-2, then two scratch rows of the widest inner input
   static constexpr std::array<std::size_t, (n > 0 ? n + 1 : 0)> own = [] {
     std::array<std::size_t, (n > 0 ? n + 1 : 0)> a{};
     if constexpr (n > 0) {
@@ -124,32 +114,20 @@ struct chain_layer<branch<Specs...>, In, P, Backend> {
     }
     return a;
   }();
-  static constexpr auto own_buffers = [] {
-    std::array<buffer, own.size()> a{};
-    for (std::size_t k = 0; k < own.size(); ++k) a[k] = buffer::cache(k + 2 < own.size() ? "output" : "scratch", own[k]);
-    return a;
-  }();
-
- public:
-  using offsets = decltype(offsets_of(static_cast<children*>(nullptr)));
-  using forwarded = detail::graph_children<offsets, children, T, Backend>;
-  static constexpr auto buffers = buffers_of(static_cast<children*>(nullptr), own_buffers);
+  static constexpr auto buffers = base::buffers_of(own);
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
   static constexpr std::size_t state_count = count_of(buffers, role::state);
   static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
-  static constexpr bool draws_random = forwarded::draws_random;
   static std::string name() { return spec::name(); }
   static std::string summary_name() { return n == 0 ? "identity" : "branch"; }
-
-  static void init(layer_slot<T> s, rng& g) { forwarded::init(s, g); }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     if constexpr (n == 0) {
       O::copy(x, y, In::size * r.batch);
     } else {
       forwarded::each([&]<std::size_t J, class C>() {
-        const T* in = J == 0 ? x : cache(s, J - 1, r.batch);
-        T* out = J + 1 == n ? y : cache(s, J, r.batch);
+        const T* in = J == 0 ? x : base::cache(s, J - 1, r.batch);
+        T* out = J + 1 == n ? y : base::cache(s, J, r.batch);
         C::forward(detail::child_slot<J, offsets>(s, r.batch), in, out, r);
       });
     }
@@ -167,30 +145,12 @@ struct chain_layer<branch<Specs...>, In, P, Backend> {
     }
   }
 
-  static void add_penalty(layer_slot<T> s, step_scalars* sc) { forwarded::add_penalty(s, sc); }
-  static T penalty(layer_slot<T> s)
-    requires(Backend::memory::host_accessible)
-  {
-    step_scalars sc;
-    add_penalty(s, &sc);
-    return T(sc.penalty);
-  }
-  static void add_penalty_gradient(layer_slot<T> s) { forwarded::add_penalty_gradient(s); }
-  static std::string check_metadata(std::string_view name, const std::byte* bytes)
-    requires(forwarded::has_metadata_checks)
-  {
-    return forwarded::check_metadata(name, bytes);
-  }
-
  private:
-  static T* cache(const layer_slot<T>& s, std::size_t k, std::size_t batch) {
-    return detail::own_cache<offsets>(s, own, k, batch);
-  }
   template <std::size_t J>
   static void step(const layer_slot<T>& s, const T* x, const T* y, T*& cur, T* dx, run_info r) {
-    const T* in = J == 0 ? x : cache(s, J - 1, r.batch);
-    const T* out = J + 1 == n ? y : cache(s, J, r.batch);
-    T* d = J == 0 ? dx : cache(s, n - 1 + J % 2, r.batch);
+    const T* in = J == 0 ? x : base::cache(s, J - 1, r.batch);
+    const T* out = J + 1 == n ? y : base::cache(s, J, r.batch);
+    T* d = J == 0 ? dx : base::cache(s, n - 1 + J % 2, r.batch);
     child<J>::backward(detail::child_slot<J, offsets>(s, r.batch), in, out, cur, d, r);
     cur = d;
   }

@@ -60,11 +60,7 @@ struct concatenate {
   static constexpr long long axis = Axis;
   template <Shape In>
   using branches = std::tuple<Branch...>;
-  static std::string name() {
-    std::string s = "concatenate<" + std::to_string(Axis);
-    ((s += ", " + Branch::name()), ...);
-    return s + ">";
-  }
+  static std::string name() { return detail::join_names<Branch...>("concatenate<" + std::to_string(Axis) + ", "); }
   static std::string summary_name() { return "concatenate<" + std::to_string(Axis) + ">"; }
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {
@@ -88,24 +84,14 @@ struct concatenate {
 };
 
 template <class Spec, Shape In, class P, class Backend>
-struct concat_layer {
-  using kind = layer_kind::graph;
-  using spec = Spec;
-  using T = typename P::compute_type;
-  using O = ops<Backend>;
-  using variable_type = typename P::variable_type;
-  using compute_type = T;
-  using branch_specs = typename Spec::template branches<In>;
+struct concat_layer : detail::parallel_layer<concat_layer<Spec, In, P, Backend>, Spec, In, P, Backend> {
+  using base = detail::parallel_layer<concat_layer, Spec, In, P, Backend>;
+  using typename base::O;
+  using typename base::T;
+  using typename base::children;
+  using base::n;
 
  private:
-  template <class... Br>
-  static auto bind_branches(std::tuple<Br...>*) -> std::tuple<typename Br::template bind<In, P, Backend>...>;
-  template <class... Br>
-  static auto identities(std::tuple<Br...>*) -> std::integer_sequence<bool, is_identity_branch_v<Br>...>;
-  template <bool... I>
-  static constexpr std::array<bool, sizeof...(I)> as_array(std::integer_sequence<bool, I...>) {
-    return {I...};
-  }
   template <class... L>
   static auto joined(std::tuple<L...>*) -> decltype(detail::joined_shape<detail::resolve_axis(Spec::axis, detail::type_at_t<0, std::tuple<L...>>::out_shape::rank),
                                                                          typename detail::type_at_t<0, std::tuple<L...>>::out_shape,
@@ -120,10 +106,6 @@ struct concat_layer {
   }
 
  public:
-  using children = decltype(bind_branches(static_cast<branch_specs*>(nullptr)));
-  static constexpr std::size_t n = std::tuple_size_v<children>;
-  static constexpr std::array<bool, n> identity = as_array(decltype(identities(static_cast<branch_specs*>(nullptr))){});
-  using in_shape = In;
   using out_shape = decltype(joined(static_cast<children*>(nullptr)));
   static constexpr std::size_t axis = detail::resolve_axis(Spec::axis, out_shape::rank);
   // outer: the product of the dims before the axis; inner: after it; width[k]: branch k's axis dim
@@ -135,92 +117,20 @@ struct concat_layer {
   static constexpr std::size_t inner = out_shape::size / outer / out_shape::dims[axis];
   static constexpr std::array<std::size_t, n> width = widths(static_cast<children*>(nullptr));
   static constexpr std::array<std::size_t, n> size = sizes(static_cast<children*>(nullptr));
-
- private:
-  template <class... L>
-  static auto offsets_of(std::tuple<L...>*) -> detail::graph_offsets<P, L...>;
-  template <class... L>
-  static constexpr auto buffers_of(std::tuple<L...>*, const auto& own) {
-    return detail::graph_buffers<P, std::remove_cvref_t<decltype(own)>, L...>(own);
-  }
   static constexpr std::size_t widest = [] {
     std::size_t w = 0;
     for (std::size_t k = 0; k < n; ++k) w = size[k] > w ? size[k] : w;
     return w;
   }();
   // own caches: each branch's output (none for an identity), then a dy slice and a dx scratch
-  static constexpr std::array<std::size_t, n + 2> own = [] {
-    std::array<std::size_t, n + 2> a{};
-    for (std::size_t k = 0; k < n; ++k) a[k] = identity[k] ? 0 : size[k];
-    a[n] = widest;
-    a[n + 1] = In::size;
-    return a;
-  }();
-  static constexpr auto own_buffers = [] {
-    std::array<buffer, n + 2> a{};
-    for (std::size_t k = 0; k < n + 2; ++k) a[k] = buffer::cache(k < n ? "output" : "scratch", own[k]);
-    return a;
-  }();
-
- public:
-  using offsets = decltype(offsets_of(static_cast<children*>(nullptr)));
-  using forwarded = detail::graph_children<offsets, children, T, Backend>;
-  static constexpr auto buffers = buffers_of(static_cast<children*>(nullptr), own_buffers);
+  static constexpr auto own = base::own_caches(size, widest);
+  static constexpr auto buffers = base::buffers_of(own);
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
   static constexpr std::size_t state_count = count_of(buffers, role::state);
   static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
-  static constexpr bool draws_random = forwarded::draws_random;
-  static std::string name() { return Spec::name(); }
-  static std::string summary_name() { return Spec::summary_name(); }
-
-  static void init(layer_slot<T> s, rng& g) { forwarded::init(s, g); }
-
-  static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
-    forwarded::each([&]<std::size_t K, class C>() {
-      const T* out = x;
-      if constexpr (!identity[K]) {
-        out = cache(s, K, r.batch);
-        C::forward(detail::child_slot<K, offsets>(s, r.batch), x, cache(s, K, r.batch), r);
-      }
-      scatter<K>(out, y, r.batch);
-    });
-  }
-
-  static void backward(layer_slot<T> s, const T* x, const T*, T* dy, T* dx, run_info r) {
-    const std::size_t mi = In::size * r.batch;
-    T* dyk = cache(s, n, r.batch);
-    T* dxk = cache(s, n + 1, r.batch);
-    forwarded::each([&]<std::size_t K, class C>() {
-      gather<K>(dy, dyk, r.batch);  // branch K's slice of dy
-      if constexpr (identity[K]) {
-        if (dx) (K == 0) ? O::copy(dyk, dx, mi) : O::accumulate(dx, dyk, mi);
-      } else {
-        T* d = dx ? (K == 0 ? dx : dxk) : nullptr;
-        C::backward(detail::child_slot<K, offsets>(s, r.batch), x, cache(s, K, r.batch), dyk, d, r);
-        if (dx && K > 0) O::accumulate(dx, dxk, mi);
-      }
-    });
-  }
-
-  static void add_penalty(layer_slot<T> s, step_scalars* sc) { forwarded::add_penalty(s, sc); }
-  static T penalty(layer_slot<T> s)
-    requires(Backend::memory::host_accessible)
-  {
-    step_scalars sc;
-    add_penalty(s, &sc);
-    return T(sc.penalty);
-  }
-  static void add_penalty_gradient(layer_slot<T> s) { forwarded::add_penalty_gradient(s); }
-  static std::string check_metadata(std::string_view name, const std::byte* bytes)
-    requires(forwarded::has_metadata_checks)
-  {
-    return forwarded::check_metadata(name, bytes);
-  }
 
  private:
-  static T* cache(const layer_slot<T>& s, std::size_t k, std::size_t batch) {
-    return detail::own_cache<offsets>(s, own, k, batch);
-  }
+  friend base;
   // Where branch K's run starts in one joined row, and its length.
   template <std::size_t K>
   static constexpr std::size_t before = [] {
@@ -231,15 +141,16 @@ struct concat_layer {
   static constexpr std::size_t row = out_shape::dims[axis] * inner;
   // Branch K's rows into their place in y.
   template <std::size_t K>
-  static void scatter(const T* part, T* y, std::size_t batch) {
+  static void join(const T* part, T* y, std::size_t batch) {
     constexpr std::size_t run = width[K] * inner;
     for (std::size_t o = 0; o < batch * outer; ++o) O::copy(part + o * run, y + o * row + before<K>, run);
   }
-  // Branch K's slice of y (dy) into part.
+  // Branch K's slice of dy, gathered into dyk.
   template <std::size_t K>
-  static void gather(const T* y, T* part, std::size_t batch) {
+  static T* dy_of(T* dy, T* dyk, std::size_t batch) {
     constexpr std::size_t run = width[K] * inner;
-    for (std::size_t o = 0; o < batch * outer; ++o) O::copy(y + o * row + before<K>, part + o * run, run);
+    for (std::size_t o = 0; o < batch * outer; ++o) O::copy(dy + o * row + before<K>, dyk + o * run, run);
+    return dyk;
   }
 };
 

@@ -6,7 +6,9 @@
 // graph layer's own caches (the children's outputs, backward scratch), so the model, the plan,
 // weights files, optimizers and regularizers see the children's variables with no change.
 // child_slot<J> hands child J its part of each block. The first-line messages of the graph
-// checks are here (diag::*_text). docs/graphs.md.
+// checks are here (diag::*_text). graph_layer<D, Children, P, B> is the base of every graph
+// layer (what they forward to their children, the own caches); parallel_layer<D, Spec, In, P, B>
+// that of add / concatenate (forward, backward; D gives join<K> and dy_of<K>). docs/graphs.md.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -16,6 +18,8 @@
 #include <tuple>
 #include <type_traits>
 
+#include "../backends/cpu/ops.hpp"
+#include "../core/backend.hpp"
 #include "../core/compile_message.hpp"
 #include "../core/concepts.hpp"
 #include "../core/plan.hpp"
@@ -28,6 +32,11 @@ namespace ctnn {
 namespace layer_kind {
 struct graph {};  // the kind tag of the graph layers (branch, add, concatenate, residual)
 }  // namespace layer_kind
+
+template <class... Specs>
+struct branch;
+template <class S>
+inline constexpr bool is_identity_branch_v = std::is_same_v<S, branch<>>;
 
 namespace detail {
 
@@ -55,6 +64,21 @@ struct child_buffer_name {
 
 inline constexpr std::size_t graph_cache_align = 8;
 constexpr std::size_t graph_pad(std::size_t bytes) { return (graph_cache_align - bytes % graph_cache_align) % graph_cache_align; }
+
+template <std::size_t N>
+constexpr std::array<std::size_t, N> filled(std::size_t v) {
+  std::array<std::size_t, N> a{};
+  for (std::size_t& e : a) e = v;
+  return a;
+}
+
+// head + the specs' names, ", " between, then ">".
+template <class... S>
+std::string join_names(std::string head) {
+  std::size_t i = 0;
+  ((head += (i++ ? ", " : "") + S::name()), ...);
+  return head + ">";
+}
 
 // The children's offsets inside the graph layer's blocks (P: the layer's policy).
 template <class P, class... L>
@@ -160,6 +184,127 @@ struct graph_children<Off, std::tuple<L...>, T, B> {
       }
     });
     return why;
+  }
+};
+
+
+// The base of a graph layer D with bound children L...: their offsets and forwarded calls (init,
+// penalties, metadata checks), and D's own caches (extents D::own, after the children's).
+template <class D, class Children, class P, class Backend>
+struct graph_layer;
+template <class D, class... L, class P, class Backend>
+struct graph_layer<D, std::tuple<L...>, P, Backend> {
+  using kind = layer_kind::graph;
+  using T = typename P::compute_type;
+  using O = ops<Backend>;
+  using variable_type = typename P::variable_type;
+  using compute_type = T;
+  using children = std::tuple<L...>;
+  static constexpr std::size_t n = sizeof...(L);
+  static constexpr bool parallel = false;  // true: add / concatenate (branches over one input)
+  using offsets = graph_offsets<P, L...>;
+  using forwarded = graph_children<offsets, children, T, Backend>;
+  static constexpr bool draws_random = forwarded::draws_random;
+
+  static void init(layer_slot<T> s, rng& g) { forwarded::init(s, g); }
+  static void add_penalty(layer_slot<T> s, step_scalars* sc) { forwarded::add_penalty(s, sc); }
+  static T penalty(layer_slot<T> s)
+    requires(Backend::memory::host_accessible)
+  {
+    step_scalars sc;
+    add_penalty(s, &sc);
+    return T(sc.penalty);
+  }
+  static void add_penalty_gradient(layer_slot<T> s) { forwarded::add_penalty_gradient(s); }
+  static std::string check_metadata(std::string_view name, const std::byte* bytes)
+    requires(forwarded::has_metadata_checks)
+  {
+    return forwarded::check_metadata(name, bytes);
+  }
+
+ protected:
+  // The children's buffers, then D's own caches of these extents ("output"s, the last two "scratch").
+  template <std::size_t N>
+  static constexpr auto buffers_of(const std::array<std::size_t, N>& own) {
+    std::array<buffer, N> a{};
+    for (std::size_t k = 0; k < N; ++k) a[k] = buffer::cache(k + 2 < N ? "output" : "scratch", own[k]);
+    return graph_buffers<P, std::array<buffer, N>, L...>(a);
+  }
+  // D's own cache k.
+  static T* cache(const layer_slot<T>& s, std::size_t k, std::size_t batch) {
+    return own_cache<offsets>(s, D::own, k, batch);
+  }
+};
+
+template <class Spec, Shape In, class P, class Backend>
+struct bound_branches {
+  template <class... Br>
+  static auto bind(std::tuple<Br...>*) -> std::tuple<typename Br::template bind<In, P, Backend>...>;
+  using type = decltype(bind(static_cast<typename Spec::template branches<In>*>(nullptr)));
+};
+
+// The base of add / concatenate (D): branch K's output goes to own cache K (none for an identity
+// branch, which reads x), D::join<K> puts it into y; backward hands branch K D::dy_of<K> (own
+// cache n is its scratch) and sums the branches' dx (own cache n + 1: the scratch row).
+template <class D, class Spec, Shape In, class P, class Backend>
+struct parallel_layer : graph_layer<D, typename bound_branches<Spec, In, P, Backend>::type, P, Backend> {
+  using base = graph_layer<D, typename bound_branches<Spec, In, P, Backend>::type, P, Backend>;
+  using typename base::O;
+  using typename base::T;
+  using typename base::forwarded;
+  using typename base::offsets;
+  using base::n;
+  using spec = Spec;
+  using in_shape = In;
+  using branch_specs = typename Spec::template branches<In>;
+  static constexpr bool parallel = true;
+
+ private:
+  template <class... Br>
+  static constexpr std::array<bool, sizeof...(Br)> identities(std::tuple<Br...>*) {
+    return {is_identity_branch_v<Br>...};
+  }
+
+ public:
+  static constexpr std::array<bool, n> identity = identities(static_cast<branch_specs*>(nullptr));
+  static std::string name() { return Spec::name(); }
+  static std::string summary_name() { return Spec::summary_name(); }
+
+  static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
+    forwarded::each([&]<std::size_t K, class C>() {
+      const T* out = x;
+      if constexpr (!identity[K]) {
+        out = base::cache(s, K, r.batch);
+        C::forward(child_slot<K, offsets>(s, r.batch), x, base::cache(s, K, r.batch), r);
+      }
+      D::template join<K>(out, y, r.batch);
+    });
+  }
+
+  static void backward(layer_slot<T> s, const T* x, const T*, T* dy, T* dx, run_info r) {
+    const std::size_t mi = In::size * r.batch;
+    T* dyk = base::cache(s, n, r.batch);
+    T* dxk = base::cache(s, n + 1, r.batch);
+    forwarded::each([&]<std::size_t K, class C>() {
+      T* d_out = D::template dy_of<K>(dy, dyk, r.batch);
+      if constexpr (identity[K]) {
+        if (dx) (K == 0) ? O::copy(d_out, dx, mi) : O::accumulate(dx, d_out, mi);
+      } else {
+        T* d = dx ? (K == 0 ? dx : dxk) : nullptr;
+        C::backward(child_slot<K, offsets>(s, r.batch), x, base::cache(s, K, r.batch), d_out, d, r);
+        if (dx && K > 0) O::accumulate(dx, dxk, mi);
+      }
+    });
+  }
+
+ protected:
+  // Own caches: each branch's output (size[k]; none for an identity), a dy row of dy_row, a dx row.
+  static constexpr std::array<std::size_t, n + 2> own_caches(const std::array<std::size_t, n>& size, std::size_t dy_row) {
+    std::array<std::size_t, n + 2> a{};
+    for (std::size_t k = 0; k < n; ++k) a[k] = identity[k] ? 0 : size[k];
+    a[n] = dy_row;
+    a[n + 1] = In::size;
+    return a;
   }
 };
 

@@ -45,13 +45,6 @@ constexpr auto pick_projection() {
 }
 template <Shape In, Shape Out>
 using projection_t = typename decltype(pick_projection<In, Out>())::type;
-
-template <class... S>
-std::string join_names(std::string head) {
-  std::size_t i = 0;
-  ((head += (i++ ? ", " : "") + S::name()), ...);
-  return head + ">";
-}
 }  // namespace detail
 
 template <class... Block>

@@ -33,6 +33,7 @@
 #include "../layers/dense.hpp"
 #include "../layers/dropout.hpp"
 #include "../layers/global_average_pool.hpp"
+#include "../layers/graph_nodes.hpp"
 #include "../layers/max_pool2d.hpp"
 #include "../layers/padding.hpp"
 #include "../layers/reshape.hpp"
@@ -54,10 +55,27 @@ struct kind_of<L> {
 template <class L, class Kind>
 inline constexpr bool is_a = std::is_same_v<typename kind_of<L>::type, Kind>;
 
-// Layers whose ONNX operators see channels-first data (Transposes around them).
+// A graph layer whose children are branches over one input (add, concatenate, residual).
 template <class L>
-inline constexpr bool is_spatial =
-    is_a<L, layer_kind::conv2d> || is_a<L, layer_kind::pool2d> || is_a<L, layer_kind::global_average_pool>;
+inline constexpr bool is_parallel = false;
+template <class L>
+  requires(is_a<L, layer_kind::graph>)
+inline constexpr bool is_parallel<L> = L::parallel;
+
+// Layers whose ONNX operators see channels-first data (Transposes around them), graph layers holding one.
+template <class L>
+consteval bool spatial_layer();
+template <class... C>
+consteval bool any_spatial(std::tuple<C...>*) {
+  return (false || ... || spatial_layer<C>());
+}
+template <class L>
+consteval bool spatial_layer() {
+  if constexpr (is_a<L, layer_kind::graph>) return any_spatial(static_cast<typename L::children*>(nullptr));
+  else return is_a<L, layer_kind::conv2d> || is_a<L, layer_kind::pool2d> || is_a<L, layer_kind::global_average_pool>;
+}
+template <class L>
+inline constexpr bool is_spatial = spatial_layer<L>();
 
 // The ONNX operator of an activation, its member onnx_op ("" for identity, nullptr
 // for an activation that declares none), and its alpha (leaky_relu).

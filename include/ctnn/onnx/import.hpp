@@ -3,9 +3,10 @@
 //
 // The computing nodes (Gemm or MatMul [+ Add], Conv, MaxPool, AveragePool,
 // BatchNormalization, GlobalAveragePool or ReduceMean, Relu, LeakyRelu, Sigmoid,
-// Tanh, Softmax), in order, must match the layers one for one (by each layer's
-// kind) with the same sizes, strides, paddings, slopes and epsilons; shape plumbing
-// (Reshape, Flatten, Transpose, Dropout, Identity, ...) is skipped. A Gemm with
+// Tanh, Softmax; a graph layer's branches in turn, then its Adds), in order, must match
+// the layers one for one (by each layer's kind) with the same sizes, strides, paddings,
+// slopes and epsilons; shape plumbing (Reshape, Flatten, Transpose, Dropout, Identity,
+// Concat, ...) is skipped. A Gemm with
 // transB = 1 (PyTorch's Linear) is transposed into ctnn's in x out kernel. A
 // channels-first graph input imports only into a network without spatial layers.
 // Everything is checked before any variable is written; a mismatch or a malformed
@@ -262,6 +263,98 @@ struct matcher {
   }
 };
 
+
+using var_map = std::map<std::string, std::vector<float>, std::less<>>;
+
+// Matches layer L against mt's next computing nodes; its variables go to v[p + name] (p: "" or
+// a graph layer's child prefix "0.1.").
+template <class L>
+void match_layer(matcher& mt, var_map& v, const std::string& p) {
+  using LIn = typename L::in_shape;
+  using LOut = typename L::out_shape;
+  if constexpr (is_a<L, layer_kind::dense>) {
+    constexpr auto K = std::int64_t(LIn::size), N = std::int64_t(LOut::size);
+    const auto& n = mt.take("Gemm", "MatMul");
+    if (n.op_type() == "Gemm") {
+      if (mt.attr_f(n, "alpha", 1) != 1 || mt.attr_f(n, "beta", 1) != 1 || mt.attr_i(n, "transA", 0) != 0)
+        mt.fail(mt.node_name(n) + " scales or transposes its input (alpha, beta, transA)");
+      if (mt.attr_i(n, "transB", 0)) {  // weight (N, K): PyTorch's Linear
+        const auto w = mt.values(n, 1, "weight", {N, K}, "kernel (transposed)");
+        std::vector<float> t(w.size());
+        for (std::int64_t r = 0; r < N; ++r)
+          for (std::int64_t c = 0; c < K; ++c) t[c * N + r] = w[r * K + c];
+        v[p + "kernel"] = std::move(t);
+      } else {
+        v[p + "kernel"] = mt.values(n, 1, "weight", {K, N}, "kernel");
+      }
+      v[p + "bias"] = n.input_size() > 2 && !n.input(2).empty() ? mt.values(n, 2, "bias", {N}, "bias")
+                                                             : std::vector<float>(std::size_t(N), 0.f);
+    } else {
+      v[p + "kernel"] = mt.values(n, 1, "weight", {K, N}, "kernel");
+      v[p + "bias"] = std::vector<float>(std::size_t(N), 0.f);
+      if (mt.next < mt.gv.compute.size() && mt.gv.compute[mt.next]->op_type() == "Add") {
+        const auto& a = *mt.gv.compute[mt.next++];
+        if (a.input_size() != 2)
+          mt.fail(mt.node_name(a) + " has " + std::to_string(a.input_size()) +
+                  " inputs; an Add after MatMul adds the bias to its output: 2");
+        const int which = mt.gv.init.count(a.input(1)) ? 1 : 0;
+        v[p + "bias"] = mt.values(a, which, "bias", {N}, "bias");
+      }
+    }
+    mt.activation<typename L::Act>(2);
+  } else if constexpr (is_a<L, layer_kind::conv2d> || is_a<L, layer_kind::pool2d>) {
+    using S = typename L::spec;
+    constexpr std::size_t H = dim_or<LIn, 0>(), W = dim_or<LIn, 1>(), C = dim_or<LIn, 2>();
+    if constexpr (is_a<L, layer_kind::conv2d>) {
+      constexpr auto G = window_geometry(H, W, C, S::filters, S::kernel_height, S::kernel_width, S::stride, S::pad);
+      const auto& n = mt.take("Conv");
+      mt.window(n, G);
+      if (mt.attr_i(n, "group", 1) != 1) mt.fail(mt.node_name(n) + " is a grouped convolution");
+      const auto w = mt.values(n, 1, "weight", {std::int64_t(G.f), std::int64_t(C), std::int64_t(G.kh), std::int64_t(G.kw)},
+                               "kernel (as f x c x kh x kw)");
+      std::vector<float> t(w.size());
+      for (std::size_t y = 0; y < G.kh; ++y)
+        for (std::size_t x = 0; x < G.kw; ++x)
+          for (std::size_t c = 0; c < C; ++c)
+            for (std::size_t f = 0; f < G.f; ++f)
+              t[((y * G.kw + x) * C + c) * G.f + f] = w[((f * C + c) * G.kh + y) * G.kw + x];
+      v[p + "kernel"] = std::move(t);
+      v[p + "bias"] = n.input_size() > 2 && !n.input(2).empty()
+                      ? mt.values(n, 2, "bias", {std::int64_t(G.f)}, "bias")
+                      : std::vector<float>(G.f, 0.f);
+      mt.activation<typename L::Act>(4);
+    } else {
+      constexpr auto G = window_geometry(H, W, C, C, S::pool_size, S::pool_size, S::stride, S::pad);
+      constexpr bool is_max = std::is_same_v<typename S::kind, detail::max_pool_kind>;
+      const auto& n = mt.take(is_max ? "MaxPool" : "AveragePool");
+      mt.window(n, G);
+      if (!is_max && mt.attr_i(n, "count_include_pad", 0) != 0 && G.pt + G.pl > 0)
+        mt.fail(mt.node_name(n) + " counts the padding in its averages; ctnn does not");
+    }
+  } else if constexpr (is_a<L, layer_kind::batch_norm>) {
+    constexpr auto C = std::int64_t(last_dim_v<LIn>);
+    const auto& n = mt.take("BatchNormalization");
+    const double eps = mt.attr_f(n, "epsilon", 1e-5), ours = L::spec::epsilon;
+    if (!(std::abs(eps - ours) <= 1e-6 * ours))  // (a NaN epsilon differs too)
+      mt.fail(mt.node_name(n) + " has epsilon " + std::to_string(eps) + "; this layer's is " +
+              std::to_string(ours));
+    v[p + "gamma"] = mt.values(n, 1, "scale", {C}, "gamma");
+    v[p + "beta"] = mt.values(n, 2, "bias", {C}, "beta");
+    v[p + "moving_mean"] = mt.values(n, 3, "mean", {C}, "moving_mean");
+    v[p + "moving_variance"] = mt.values(n, 4, "variance", {C}, "moving_variance");
+  } else if constexpr (is_a<L, layer_kind::activation>) {
+    mt.activation<typename L::spec>(std::int64_t(LIn::rank) + 1);
+  } else if constexpr (is_a<L, layer_kind::global_average_pool>) {
+    mt.take("GlobalAveragePool", "ReduceMean");
+  } else if constexpr (is_a<L, layer_kind::graph>) {
+    // a graph layer as export_onnx writes it: each child's nodes in turn (each branch from the
+    // same input), then for add (and residual) one Add per branch after the first; Concat is plumbing
+    L::forwarded::each([&]<std::size_t K, class C>() { match_layer<C>(mt, v, p + std::to_string(K) + "."); });
+    if constexpr (is_parallel<L> && !requires { L::axis; })
+      for (std::size_t k = 1; k < L::n; ++k) mt.take("Add");
+  }  // dropout, flatten, reshape: nothing to compute
+}
+
 }  // namespace onnx_detail
 
 // Reads an ONNX model's weights into m (see the top of this file).
@@ -316,85 +409,8 @@ void import_onnx(M& m, const std::filesystem::path& path) {
     (void)std::initializer_list<int>{(
         [&] {
           using L = ctnn::detail::type_at_t<I, typename MM::layers>;
-          using LIn = typename L::in_shape;
-          using LOut = typename L::out_shape;
           mt.where = "layer " + std::to_string(I + 1) + " (" + L::name() + ")";
-          auto& v = vars[I];
-          if constexpr (is_a<L, layer_kind::dense>) {
-            constexpr auto K = std::int64_t(LIn::size), N = std::int64_t(LOut::size);
-            const auto& n = mt.take("Gemm", "MatMul");
-            if (n.op_type() == "Gemm") {
-              if (mt.attr_f(n, "alpha", 1) != 1 || mt.attr_f(n, "beta", 1) != 1 || mt.attr_i(n, "transA", 0) != 0)
-                mt.fail(mt.node_name(n) + " scales or transposes its input (alpha, beta, transA)");
-              if (mt.attr_i(n, "transB", 0)) {  // weight (N, K): PyTorch's Linear
-                const auto w = mt.values(n, 1, "weight", {N, K}, "kernel (transposed)");
-                std::vector<float> t(w.size());
-                for (std::int64_t r = 0; r < N; ++r)
-                  for (std::int64_t c = 0; c < K; ++c) t[c * N + r] = w[r * K + c];
-                v["kernel"] = std::move(t);
-              } else {
-                v["kernel"] = mt.values(n, 1, "weight", {K, N}, "kernel");
-              }
-              v["bias"] = n.input_size() > 2 && !n.input(2).empty() ? mt.values(n, 2, "bias", {N}, "bias")
-                                                                     : std::vector<float>(std::size_t(N), 0.f);
-            } else {
-              v["kernel"] = mt.values(n, 1, "weight", {K, N}, "kernel");
-              v["bias"] = std::vector<float>(std::size_t(N), 0.f);
-              if (mt.next < gv.compute.size() && gv.compute[mt.next]->op_type() == "Add") {
-                const auto& a = *gv.compute[mt.next++];
-                if (a.input_size() != 2)
-                  mt.fail(mt.node_name(a) + " has " + std::to_string(a.input_size()) +
-                          " inputs; an Add after MatMul adds the bias to its output: 2");
-                const int which = gv.init.count(a.input(1)) ? 1 : 0;
-                v["bias"] = mt.values(a, which, "bias", {N}, "bias");
-              }
-            }
-            mt.template activation<typename L::Act>(2);
-          } else if constexpr (is_a<L, layer_kind::conv2d> || is_a<L, layer_kind::pool2d>) {
-            using S = typename L::spec;
-            constexpr std::size_t H = dim_or<LIn, 0>(), W = dim_or<LIn, 1>(), C = dim_or<LIn, 2>();
-            if constexpr (is_a<L, layer_kind::conv2d>) {
-              constexpr auto G = window_geometry(H, W, C, S::filters, S::kernel_height, S::kernel_width, S::stride, S::pad);
-              const auto& n = mt.take("Conv");
-              mt.window(n, G);
-              if (mt.attr_i(n, "group", 1) != 1) mt.fail(mt.node_name(n) + " is a grouped convolution");
-              const auto w = mt.values(n, 1, "weight", {std::int64_t(G.f), std::int64_t(C), std::int64_t(G.kh), std::int64_t(G.kw)},
-                                       "kernel (as f x c x kh x kw)");
-              std::vector<float> t(w.size());
-              for (std::size_t y = 0; y < G.kh; ++y)
-                for (std::size_t x = 0; x < G.kw; ++x)
-                  for (std::size_t c = 0; c < C; ++c)
-                    for (std::size_t f = 0; f < G.f; ++f)
-                      t[((y * G.kw + x) * C + c) * G.f + f] = w[((f * C + c) * G.kh + y) * G.kw + x];
-              v["kernel"] = std::move(t);
-              v["bias"] = n.input_size() > 2 && !n.input(2).empty()
-                              ? mt.values(n, 2, "bias", {std::int64_t(G.f)}, "bias")
-                              : std::vector<float>(G.f, 0.f);
-              mt.template activation<typename L::Act>(4);
-            } else {
-              constexpr auto G = window_geometry(H, W, C, C, S::pool_size, S::pool_size, S::stride, S::pad);
-              constexpr bool is_max = std::is_same_v<typename S::kind, detail::max_pool_kind>;
-              const auto& n = mt.take(is_max ? "MaxPool" : "AveragePool");
-              mt.window(n, G);
-              if (!is_max && mt.attr_i(n, "count_include_pad", 0) != 0 && G.pt + G.pl > 0)
-                mt.fail(mt.node_name(n) + " counts the padding in its averages; ctnn does not");
-            }
-          } else if constexpr (is_a<L, layer_kind::batch_norm>) {
-            constexpr auto C = std::int64_t(last_dim_v<LIn>);
-            const auto& n = mt.take("BatchNormalization");
-            const double eps = mt.attr_f(n, "epsilon", 1e-5), ours = L::spec::epsilon;
-            if (!(std::abs(eps - ours) <= 1e-6 * ours))  // (a NaN epsilon differs too)
-              mt.fail(mt.node_name(n) + " has epsilon " + std::to_string(eps) + "; this layer's is " +
-                      std::to_string(ours));
-            v["gamma"] = mt.values(n, 1, "scale", {C}, "gamma");
-            v["beta"] = mt.values(n, 2, "bias", {C}, "beta");
-            v["moving_mean"] = mt.values(n, 3, "mean", {C}, "moving_mean");
-            v["moving_variance"] = mt.values(n, 4, "variance", {C}, "moving_variance");
-          } else if constexpr (is_a<L, layer_kind::activation>) {
-            mt.template activation<typename L::spec>(std::int64_t(LIn::rank) + 1);
-          } else if constexpr (is_a<L, layer_kind::global_average_pool>) {
-            mt.take("GlobalAveragePool", "ReduceMean");
-          }  // dropout, flatten, reshape: nothing to compute
+          match_layer<L>(mt, vars[I], "");
         }(),
         0)...};  // a list, not a fold: clang nests a fold of N terms N deep (limit 256)
   }(std::make_index_sequence<MM::layer_count>{});
