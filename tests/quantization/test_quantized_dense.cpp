@@ -271,7 +271,7 @@ TEST_CASE("quantized_dense: backward is refused") {
 
 // ---- quantization-aware training (quantization/qat.hpp) ----
 
-TEST_CASE("qat_t: dense becomes qat_dense, the last one fake-quantizes its output; the ranges are state") {
+TEST_CASE("qat_t: dense becomes qat_dense, the last one fake-quantizes its output, the ranges are state") {
   using qnet = qat_t<net>;
   static_assert(std::is_same_v<qnet, sequential<input<D>, qat_dense<32, relu>, dropout<0.1f>, qat_dense<24, relu>,
                                                 qat_dense<C, identity, true>>>);
@@ -383,7 +383,7 @@ TEST_CASE("qat_dense backward: straight-through in the range (finite differences
   CHECK(blocked >= 4);
 }
 
-TEST_CASE("QAT: fine-tune the trained MLP, convert; int8 outputs within one output step of the QAT model") {
+TEST_CASE("QAT: fine-tune the trained MLP, convert, int8 outputs within one output step of the QAT model") {
   auto& m = trained<float_model>();
   auto q = quantize_model(m);
   const auto te = make_blobs(600, 2);
