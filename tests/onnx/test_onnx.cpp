@@ -574,3 +574,34 @@ TEST_CASE("export_onnx of a quantized model refuses values ONNX cannot carry, na
                                                                      "positive finite number") != std::string::npos);
   CHECK(!fs::exists(d.path / "q.onnx"));
 }
+
+TEST_CASE("import_onnx of a QDQ graph restores a quantized model's int8 state byte for byte") {
+  temp_dir d;
+  auto m = make_model<qnet>(5);
+  const auto cal = uniform_rows(64, 11, 1.0);
+  const auto xv = uniform_rows(8, 12, 1.3);
+  auto state_bytes = [](const auto& model) {
+    std::vector<std::byte> b;
+    model.for_each_variable([&](const variable_ref& v) { b.insert(b.end(), v.data, v.data + v.extent * v.element_bytes); });
+    return b;
+  };
+  auto round_trip = [&](auto&& q) {
+    export_onnx(q, d.path / "q.onnx");
+    std::remove_cvref_t<decltype(q)> r(9);
+    REQUIRE(state_bytes(r) != state_bytes(q));
+    import_onnx(r, d.path / "q.onnx");
+    CHECK(state_bytes(r) == state_bytes(q));
+    CHECK(r.predict(xv.data(), 8) == q.predict(xv.data(), 8));
+  };
+  round_trip(quantize_full_integer(m, cal.data(), 64));
+  round_trip(quantize_dynamic(m));
+
+  // a network that differs is refused, naming the layer and what differs
+  using wider = sequential<input<4, 4>, flatten, dense<13, relu>, dropout<0.1>, dense<5>>;
+  auto w = quantize_full_integer(make_model<wider>(1), cal.data(), 64);
+  export_onnx(quantize_full_integer(m, cal.data(), 64), d.path / "q.onnx");
+  const auto msg = message_of([&] { import_onnx(w, d.path / "q.onnx"); });
+  CHECK(msg.find("layer 2 (quantized_dense<16, 13, relu, full_integer>): DequantizeLinear 'layer2_kernel_dequantize_") !=
+        std::string::npos);
+  CHECK(msg.find("'s kernel is not 16 x 13") != std::string::npos);
+}
