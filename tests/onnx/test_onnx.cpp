@@ -69,12 +69,13 @@ model<cnn> trained_cnn() {
 
 // Runs the model file with onnxruntime on x; false (after CTNN_SKIP) when python3,
 // numpy or onnxruntime are missing.
-// optimize = false: onnxruntime without graph optimizations (QDQ nodes as written, no fused int8 kernels).
+// unoptimized: also without graph optimizations (QDQ nodes as written, no fused int8 kernels).
 bool onnxruntime_predict(const fs::path& model_file, const auto& x, xt::xtensor<float, 2>& y, const fs::path& dir,
-                         bool optimize = true) {
+                         xt::xtensor<float, 2>* unoptimized = nullptr) {
   save_npy(dir / "x.npy", x);
   const std::string cmd = "python3 " CTNN_ONNX_TEST_DIR "/run_onnxruntime.py " + model_file.string() + " " +
-                          (dir / "x.npy").string() + " " + (dir / "y.npy").string() + (optimize ? "" : " noopt");
+                          (dir / "x.npy").string() + " " + (dir / "y.npy").string() +
+                          (unoptimized ? " " + (dir / "y_noopt.npy").string() : "");
   const int rc = std::system(cmd.c_str());
   if (rc != 0 && WIFEXITED(rc) && (WEXITSTATUS(rc) == 3 || WEXITSTATUS(rc) == 127)) {
     MESSAGE("CTNN_SKIP: python3 with numpy and onnxruntime is not available (pip install onnxruntime)");
@@ -82,6 +83,7 @@ bool onnxruntime_predict(const fs::path& model_file, const auto& x, xt::xtensor<
   }
   REQUIRE(rc == 0);
   y = load_npy<float, 2>(dir / "y.npy");
+  if (unoptimized) *unoptimized = load_npy<float, 2>(dir / "y_noopt.npy");
   return true;
 }
 
@@ -511,7 +513,7 @@ TEST_CASE("export_onnx of a full-integer model: a QDQ graph with ctnn's int8 wei
   CHECK(std::int32_t(std::int8_t(out_zp.raw_data()[0])) == scalar_of<std::int32_t>(q, "output_zero_point", true));
 }
 
-TEST_CASE("onnxruntime runs exported int8 models: full integer and QAT within one output step, dynamic range within 1e-5") {
+TEST_CASE("onnxruntime runs exported int8 models: full integer and QAT within one output step") {
   temp_dir d;
   auto m = make_model<qnet>(5);
   const auto cal = uniform_rows(64, 11, 1.0);
@@ -524,9 +526,10 @@ TEST_CASE("onnxruntime runs exported int8 models: full integer and QAT within on
     export_onnx(q, d.path / "q.onnx");
     const auto ours = ctnn::predict(q, x);
     const float out_scale = scalar_of<float>(q, "output_scale", true);
+    xt::xtensor<float, 2> unoptimized;
+    if (!onnxruntime_predict(d.path / "q.onnx", x, theirs, d.path, &unoptimized)) return;
     for (bool optimize : {false, true}) {
-      if (!onnxruntime_predict(d.path / "q.onnx", x, theirs, d.path, optimize)) return;
-      const auto s = steps_between(ours, theirs, out_scale);
+      const auto s = steps_between(ours, optimize ? theirs : unoptimized, out_scale);
       const std::string run = std::string(what) + (optimize ? ", onnxruntime optimized: " : ", onnxruntime unoptimized: ");
       MESSAGE(run << s.differ
                    << " of " << s.total << " outputs differ, at most " << s.max << " output steps");
@@ -545,7 +548,16 @@ TEST_CASE("onnxruntime runs exported int8 models: full integer and QAT within on
   fit(qat, sparse_categorical_crossentropy{.from_logits = true}, opt, ds.batch(16), epochs{1});
   full_integer(convert_qat(qat), "QAT");
 
-  // dynamic range: the per-row input quantization written out, the rest in float
+}
+
+TEST_CASE("onnxruntime runs an exported dynamic-range model within 1e-5") {
+  temp_dir d;
+  auto m = make_model<qnet>(5);
+  const auto xv = uniform_rows(48, 12, 1.3);
+  auto x = xtd::batch_tensor<float, shape<4, 4>>(48);
+  std::copy(xv.begin(), xv.end(), x.begin());
+  xt::xtensor<float, 2> theirs;
+  // the per-row input quantization written out, the rest in float
   auto dyn = quantize_dynamic(m);
   export_onnx(dyn, d.path / "dyn.onnx");
   const auto ours = ctnn::predict(dyn, x);
@@ -604,4 +616,56 @@ TEST_CASE("import_onnx of a QDQ graph restores a quantized model's int8 state by
   CHECK(msg.find("layer 2 (quantized_dense<16, 13, relu, full_integer>): DequantizeLinear 'layer2_kernel_dequantize_") !=
         std::string::npos);
   CHECK(msg.find("'s kernel is not 16 x 13") != std::string::npos);
+}
+
+TEST_CASE("onnxruntime and ctnn at QuantizeLinear ties: ONNX rounds half to even, ctnn (as TFLite) half away from zero") {
+  temp_dir d;
+  auto m = make_model<qnet>(5);
+  const auto cal = uniform_rows(64, 11, 1.0);
+  auto q = quantize_full_integer(m, cal.data(), 64);
+  // layer 2's input scale set to 1/64, zero point 0 (multipliers recomputed): inputs (k + 1/2) / 64 are exact ties
+  {
+    float *in_scale = nullptr, *ks = nullptr, *out_scale = nullptr;
+    std::int32_t *in_zp = nullptr, *mult = nullptr, *shift = nullptr;
+    q.for_each_variable([&](const variable_ref& v) {
+      if (v.layer != 1) return;
+      if (v.name == "input_scale") in_scale = reinterpret_cast<float*>(v.data);
+      if (v.name == "kernel_scale") ks = reinterpret_cast<float*>(v.data);
+      if (v.name == "output_scale") out_scale = reinterpret_cast<float*>(v.data);
+      if (v.name == "input_zero_point") in_zp = reinterpret_cast<std::int32_t*>(v.data);
+      if (v.name == "output_multiplier") mult = reinterpret_cast<std::int32_t*>(v.data);
+      if (v.name == "output_shift") shift = reinterpret_cast<std::int32_t*>(v.data);
+    });
+    REQUIRE((in_scale && ks && out_scale && in_zp && mult && shift));
+    *in_scale = 1.0f / 64;
+    *in_zp = 0;
+    for (std::size_t j = 0; j < 12; ++j) {
+      const auto mq = quantization::quantize_multiplier(double(*in_scale) * double(ks[j]) / double(*out_scale));
+      mult[j] = mq.q;
+      shift[j] = mq.shift;
+    }
+  }
+  rng g(21);
+  auto x = xtd::batch_tensor<float, shape<4, 4>>(16);
+  auto x_even = x;  // each tie moved by one ulp toward its even neighbour: ctnn then rounds as ONNX does
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const auto k = std::int32_t(std::floor(g.uniform(-60, 60)));
+    x.data()[i] = (float(k) + 0.5f) / 64;
+    x_even.data()[i] = std::nextafter(x.data()[i], float(k % 2 == 0 ? k : k + 1) / 64);
+  }
+  export_onnx(q, d.path / "q.onnx");
+  const float out_scale = scalar_of<float>(q, "output_scale", true);
+  const auto ours = ctnn::predict(q, x), ours_even = ctnn::predict(q, x_even);
+  xt::xtensor<float, 2> optimized, unoptimized;
+  if (!onnxruntime_predict(d.path / "q.onnx", x, optimized, d.path, &unoptimized)) return;
+  for (bool optimize : {false, true}) {
+    const auto& theirs = optimize ? optimized : unoptimized;
+    const auto at_ties = steps_between(ours, theirs, out_scale), even = steps_between(ours_even, theirs, out_scale);
+    const std::string run = optimize ? "onnxruntime optimized: " : "onnxruntime unoptimized: ";
+    MESSAGE(run << "inputs at ties: " << at_ties.differ << " of " << at_ties.total << " outputs differ, at most "
+                << at_ties.max << " output steps; ties moved to the even side: " << even.differ << " differ, at most "
+                << even.max);
+    CHECK(at_ties.differ > even.differ);  // the ties are what differs
+    CHECK(even.max < 1.01);
+  }
 }
