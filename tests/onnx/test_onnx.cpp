@@ -417,6 +417,17 @@ namespace {
 using qnet = sequential<input<4, 4>, flatten, dense<12, relu>, dropout<0.1>, dense<5>>;
 constexpr std::size_t qin = 16;
 
+// qnet with nonzero biases (a fresh dense layer's are 0), so the int32 biases matter
+model<qnet> qmodel() {
+  auto m = make_model<qnet>(5);
+  rng g(17);
+  m.for_each_variable([&](const variable_ref& v) {
+    if (v.name == "bias")
+      for (std::size_t j = 0; j < v.extent; ++j) reinterpret_cast<float*>(v.data)[j] = float(g.uniform(-0.3, 0.3));
+  });
+  return m;
+}
+
 std::vector<float> uniform_rows(std::size_t n, std::uint64_t seed, double r) {
   rng g(seed);
   std::vector<float> x(n * qin);
@@ -476,7 +487,7 @@ step_diff steps_between(const auto& ours, const auto& theirs, float out_scale) {
 
 TEST_CASE("export_onnx of a full-integer model: a QDQ graph with ctnn's int8 weights, int32 biases and parameters") {
   temp_dir d;
-  auto m = make_model<qnet>(5);
+  auto m = qmodel();
   const auto cal = uniform_rows(64, 11, 1.0);
   auto q = quantize_full_integer(m, cal.data(), 64);
   export_onnx(q, d.path / "q.onnx");
@@ -515,7 +526,7 @@ TEST_CASE("export_onnx of a full-integer model: a QDQ graph with ctnn's int8 wei
 
 TEST_CASE("onnxruntime runs exported int8 models: full integer and QAT within one output step") {
   temp_dir d;
-  auto m = make_model<qnet>(5);
+  auto m = qmodel();
   const auto cal = uniform_rows(64, 11, 1.0);
   const auto xv = uniform_rows(48, 12, 1.3);  // partly beyond the calibrated range: saturation
   auto x = xtd::batch_tensor<float, shape<4, 4>>(48);
@@ -552,7 +563,7 @@ TEST_CASE("onnxruntime runs exported int8 models: full integer and QAT within on
 
 TEST_CASE("onnxruntime runs an exported dynamic-range model within 1e-5") {
   temp_dir d;
-  auto m = make_model<qnet>(5);
+  auto m = qmodel();
   const auto xv = uniform_rows(48, 12, 1.3);
   auto x = xtd::batch_tensor<float, shape<4, 4>>(48);
   std::copy(xv.begin(), xv.end(), x.begin());
@@ -567,7 +578,7 @@ TEST_CASE("onnxruntime runs an exported dynamic-range model within 1e-5") {
 
 TEST_CASE("export_onnx of a quantized model refuses values ONNX cannot carry, naming the layer") {
   temp_dir d;
-  auto m = make_model<qnet>(5);
+  auto m = qmodel();
   const auto cal = uniform_rows(16, 11, 1.0);
   auto q = quantize_full_integer(m, cal.data(), 16);
   auto set = [&](std::string_view name, auto value) {
@@ -589,7 +600,7 @@ TEST_CASE("export_onnx of a quantized model refuses values ONNX cannot carry, na
 
 TEST_CASE("import_onnx of a QDQ graph restores a quantized model's int8 state byte for byte") {
   temp_dir d;
-  auto m = make_model<qnet>(5);
+  auto m = qmodel();
   const auto cal = uniform_rows(64, 11, 1.0);
   const auto xv = uniform_rows(8, 12, 1.3);
   auto state_bytes = [](const auto& model) {
@@ -620,7 +631,7 @@ TEST_CASE("import_onnx of a QDQ graph restores a quantized model's int8 state by
 
 TEST_CASE("onnxruntime and ctnn at QuantizeLinear ties: ONNX rounds half to even, ctnn (as TFLite) half away from zero") {
   temp_dir d;
-  auto m = make_model<qnet>(5);
+  auto m = qmodel();
   const auto cal = uniform_rows(64, 11, 1.0);
   auto q = quantize_full_integer(m, cal.data(), 64);
   // layer 2's input scale set to 1/64, zero point 0 (multipliers recomputed): inputs (k + 1/2) / 64 are exact ties

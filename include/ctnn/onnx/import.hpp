@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -173,6 +174,12 @@ inline std::vector<std::int32_t> ints_of(const onnx::TensorProto& t, int type, s
     }
   }
   return v;
+}
+
+inline std::string exact(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  return b;
 }
 
 // QDQ graphs (export_onnx of quantized models; onnxruntime's quantize_static with per-channel Gemm
@@ -434,8 +441,8 @@ void import_qdq(MM& m, const onnx::GraphProto& graph, const graph_view& gv, cons
               for (std::size_t j = 0; j < N; ++j) {
                 const double want = double(in.scale) * double(scale[j]), got = bs.size() == N ? bs[j] : bs.empty() ? 0 : bs[0];
                 if (!(std::abs(got - want) <= 1e-5 * want))
-                  q.fail(q.name_of(cd) + "'s scale " + std::to_string(j) + " is " + std::to_string(got) +
-                         ", not input scale x kernel scale (" + std::to_string(want) + ")");
+                  q.fail(q.name_of(cd) + "'s scale " + std::to_string(j) + " is " + exact(got) +
+                         ", not input scale x kernel scale (" + exact(want) + ")");
               }
               const auto& qo = q.only_consumer(*after);
               if (qo.op_type() != "QuantizeLinear") q.fail(q.name_of(*after) + " is not followed by a QuantizeLinear");
