@@ -2,10 +2,12 @@
 // Link ctnn::onnx (found when Debian's libonnx-dev and libprotobuf-dev are installed).
 #include <ctnn/ctnn.hpp>
 #include <ctnn/onnx.hpp>
+#include <ctnn/quantization/convert.hpp>
 #include <ctnn/xtensor.hpp>
 
 #include <cstdio>
 #include <filesystem>
+#include <vector>
 
 using cnn = ctnn::sequential<ctnn::input<8, 8, 1>, ctnn::conv2d<4, 3, 3, 1, ctnn::padding::same, ctnn::relu>,
                              ctnn::batch_norm, ctnn::max_pool2d<2>, ctnn::dropout<0.25>, ctnn::flatten,
@@ -33,5 +35,15 @@ int main() {
   const bool same = ctnn::predict(other, x) == ctnn::predict(m, x);
   std::filesystem::remove(file);
   std::printf("imported model predicts the same: %s\n", same ? "yes" : "no");
+
+  // an int8 model (docs/quantization.md) is written in QDQ form: int8 kernels and int32 biases as
+  // initializers, QuantizeLinear/DequantizeLinear pairs with the calibrated scales and zero points
+  using mlp = ctnn::sequential<ctnn::input<8>, ctnn::dense<16, ctnn::relu>, ctnn::dense<4>>;
+  auto f = ctnn::make_model<mlp>(3);
+  std::vector<float> calibration(64 * 8);
+  for (std::size_t i = 0; i < calibration.size(); ++i) calibration[i] = float(i % 17) / 8.0f - 1.0f;
+  auto q = ctnn::quantize_full_integer(f, calibration.data(), 64);
+  ctnn::export_onnx(q, file);  // onnxruntime fuses each layer into its int8 QGemm
+  std::filesystem::remove(file);
   return same ? 0 : 1;
 }

@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""Runs an ONNX model with onnxruntime: run_onnxruntime.py MODEL INPUT.npy OUTPUT.npy.
+"""Runs an ONNX model with onnxruntime: run_onnxruntime.py MODEL INPUT.npy OUTPUT.npy [NOOPT_OUTPUT.npy].
+
+OUTPUT.npy: with onnxruntime's default graph optimizations (QDQ groups fused into int8 kernels);
+NOOPT_OUTPUT.npy, when given: also without them (every QuantizeLinear/DequantizeLinear run as
+written, the operators between in float), in the same process.
 
 Used by tests/onnx/test_onnx.cpp to check ctnn's exported models. Exit code 3 when
 numpy or onnxruntime cannot be imported (the test then reports itself skipped).
@@ -14,9 +18,12 @@ except ImportError as e:  # the C++ test turns this into CTNN_SKIP
     sys.exit(3)
 
 model, inp, out = sys.argv[1:4]
-opts = ort.SessionOptions()
-opts.intra_op_num_threads = 1
-session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
 x = np.load(inp)
-(y,) = session.run(["output"], {session.get_inputs()[0].name: x})
-np.save(out, y.astype(np.float32))
+for path, level in [(out, None)] + [(p, ort.GraphOptimizationLevel.ORT_DISABLE_ALL) for p in sys.argv[4:5]]:
+    opts = ort.SessionOptions()
+    if level is not None:
+        opts.graph_optimization_level = level
+    opts.intra_op_num_threads = 1
+    session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+    (y,) = session.run(["output"], {session.get_inputs()[0].name: x})
+    np.save(path, y.astype(np.float32))

@@ -1,5 +1,6 @@
 // onnx.hpp: export of trained models run by onnxruntime, export -> import round trips,
-// a PyTorch-exported MLP imported, and graphs that differ refused naming the first mismatch.
+// a PyTorch-exported MLP imported, graphs that differ refused naming the first mismatch, and
+// quantized models exported in QDQ form (their graph, onnxruntime against ctnn's int8 outputs).
 #include <doctest/doctest.h>
 
 #include <ctnn/data/in_memory.hpp>
@@ -9,6 +10,7 @@
 #include <ctnn/npy.hpp>
 #include <ctnn/onnx.hpp>
 #include <ctnn/optimizers/sgd.hpp>
+#include <ctnn/quantization/qat.hpp>
 #include <ctnn/train/fit.hpp>
 #include <ctnn/xtensor.hpp>  // predict on xtensor inputs (npy.hpp no longer brings it)
 
@@ -79,10 +81,13 @@ model<cnn> trained_cnn() { return trained<cnn>(7, 64, 16, 3); }
 
 // Runs the model file with onnxruntime on x; false (after CTNN_SKIP) when python3,
 // numpy or onnxruntime are missing.
-bool onnxruntime_predict(const fs::path& model_file, const auto& x, xt::xtensor<float, 2>& y, const fs::path& dir) {
+// unoptimized: also without graph optimizations (QDQ nodes as written, no fused int8 kernels).
+bool onnxruntime_predict(const fs::path& model_file, const auto& x, xt::xtensor<float, 2>& y, const fs::path& dir,
+                         xt::xtensor<float, 2>* unoptimized = nullptr) {
   save_npy(dir / "x.npy", x);
   const std::string cmd = "python3 " CTNN_ONNX_TEST_DIR "/run_onnxruntime.py " + model_file.string() + " " +
-                          (dir / "x.npy").string() + " " + (dir / "y.npy").string();
+                          (dir / "x.npy").string() + " " + (dir / "y.npy").string() +
+                          (unoptimized ? " " + (dir / "y_noopt.npy").string() : "");
   const int rc = std::system(cmd.c_str());
   if (rc != 0 && WIFEXITED(rc) && (WEXITSTATUS(rc) == 3 || WEXITSTATUS(rc) == 127)) {
     MESSAGE("CTNN_SKIP: python3 with numpy and onnxruntime is not available (pip install onnxruntime)");
@@ -90,6 +95,7 @@ bool onnxruntime_predict(const fs::path& model_file, const auto& x, xt::xtensor<
   }
   REQUIRE(rc == 0);
   y = load_npy<float, 2>(dir / "y.npy");
+  if (unoptimized) *unoptimized = load_npy<float, 2>(dir / "y_noopt.npy");
   return true;
 }
 
@@ -457,4 +463,273 @@ TEST_CASE("export_onnx and import_onnx map each layer by the kind it declares, e
   static_assert(!exportable<bound<dense<3, no_onnx_act>>>());
   static_assert(!exportable<bound<no_onnx_act>>());
   static_assert(!exportable<kindless_layer>());
+}
+
+namespace {
+// int8 models: dense layers around flatten and dropout (kept by quantized_t)
+using qnet = sequential<input<4, 4>, flatten, dense<12, relu>, dropout<0.1>, dense<5>>;
+constexpr std::size_t qin = 16;
+
+// qnet with nonzero biases (a fresh dense layer's are 0), so the int32 biases matter
+model<qnet> qmodel() {
+  auto m = make_model<qnet>(5);
+  rng g(17);
+  m.for_each_variable([&](const variable_ref& v) {
+    if (v.name == "bias")
+      for (std::size_t j = 0; j < v.extent; ++j) reinterpret_cast<float*>(v.data)[j] = float(g.uniform(-0.3, 0.3));
+  });
+  return m;
+}
+
+std::vector<float> uniform_rows(std::size_t n, std::uint64_t seed, double r) {
+  rng g(seed);
+  std::vector<float> x(n * qin);
+  for (auto& v : x) v = float(g.uniform(-r, r));
+  return x;
+}
+// The first/last layer's value of a 1-element variable.
+template <class V, class M>
+V scalar_of(const M& m, std::string_view name, bool last) {
+  V out{};
+  std::size_t at = last ? 0 : std::size_t(-1);
+  m.for_each_variable([&](const variable_ref& v) {
+    if (v.name == name && (last ? v.layer >= at : v.layer <= at)) {
+      at = v.layer;
+      std::memcpy(&out, v.data, sizeof(V));
+    }
+  });
+  return out;
+}
+const onnx::NodeProto& node_named(const onnx::ModelProto& m, const std::string& prefix) {
+  for (const auto& n : m.graph().node())
+    if (n.name().rfind(prefix, 0) == 0) return n;
+  FAIL("no node " << prefix);
+  return m.graph().node(0);
+}
+const onnx::TensorProto& init_named(const onnx::ModelProto& m, const std::string& name) {
+  for (const auto& t : m.graph().initializer())
+    if (t.name() == name) return t;
+  FAIL("no initializer " << name);
+  return m.graph().initializer(0);
+}
+std::int64_t attr_of(const onnx::NodeProto& n, const char* name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return a.i();
+  return -999;
+}
+
+// ctnn's full-integer outputs against onnxruntime's, in output quantization steps: the largest
+// difference and how many outputs differ.
+struct step_diff {
+  double max = 0;
+  std::size_t differ = 0, total = 0;
+};
+step_diff steps_between(const auto& ours, const auto& theirs, float out_scale) {
+  REQUIRE(ours.size() == theirs.size());
+  step_diff d;
+  auto j = theirs.begin();
+  for (auto i = ours.begin(); i != ours.end(); ++i, ++j) {
+    const double s = std::abs(double(*i) - double(*j)) / double(out_scale);
+    d.max = std::max(d.max, s);
+    d.differ += s > 0.5;
+    ++d.total;
+  }
+  return d;
+}
+}  // namespace
+
+TEST_CASE("export_onnx of a full-integer model: a QDQ graph with ctnn's int8 weights, int32 biases and parameters") {
+  temp_dir d;
+  auto m = qmodel();
+  const auto cal = uniform_rows(64, 11, 1.0);
+  auto q = quantize_full_integer(m, cal.data(), 64);
+  export_onnx(q, d.path / "q.onnx");
+  const auto f = read_model(d.path / "q.onnx");
+  std::vector<std::string> ops;
+  for (const auto& n : f.graph().node()) ops.push_back(n.op_type());
+  // flatten; layer 2: Q/DQ of the input, DQ of the kernel and the bias, Gemm, Relu, Q/DQ of the output;
+  // layer 4: its input pair omitted (the tensor already went through the same pair), Q/DQ of the output
+  const std::vector<std::string> want{"Reshape", "DequantizeLinear", "QuantizeLinear", "DequantizeLinear",
+                                      "DequantizeLinear", "Gemm", "Relu", "QuantizeLinear", "DequantizeLinear",
+                                      "DequantizeLinear", "DequantizeLinear", "Gemm", "QuantizeLinear",
+                                      "DequantizeLinear", "Identity"};
+  CHECK(ops == want);
+  // the kernel: int8 [K, N], per output channel (axis 1), equal to the layer's unpacked kernel
+  const auto& w = init_named(f, "layer4_kernel_quantized");
+  REQUIRE(w.data_type() == onnx::TensorProto::INT8);
+  REQUIRE((w.dims_size() == 2 && w.dims(0) == 12 && w.dims(1) == 5));
+  CHECK(attr_of(node_named(f, "layer4_kernel_dequantize"), "axis") == 1);
+  CHECK(init_named(f, "layer4_kernel_scale").dims(0) == 5);
+  std::vector<std::int8_t> packed, unpacked(5 * 12);
+  q.for_each_variable([&](const variable_ref& v) {
+    if (v.layer == 3 && v.name == "kernel") packed.assign(reinterpret_cast<std::int8_t*>(v.data), reinterpret_cast<std::int8_t*>(v.data) + v.extent);
+  });
+  kernels::cpu::int8::unpack(12, 5, packed.data(), unpacked.data());
+  for (std::size_t k = 0; k < 12; ++k)
+    for (std::size_t j = 0; j < 5; ++j) CHECK(std::int8_t(w.raw_data()[k * 5 + j]) == unpacked[j * 12 + k]);
+  // the bias: int32, scale input_scale * kernel_scale (per channel), no zero point
+  const auto& b = init_named(f, "layer4_bias_quantized");
+  CHECK(b.data_type() == onnx::TensorProto::INT32);
+  CHECK(node_named(f, "layer4_bias_dequantize").input_size() == 2);
+  // the output pair carries the calibrated parameters
+  const auto& out_zp = f.graph().initializer(f.graph().initializer_size() - 1);
+  CHECK(out_zp.data_type() == onnx::TensorProto::INT8);
+  CHECK(std::int32_t(std::int8_t(out_zp.raw_data()[0])) == scalar_of<std::int32_t>(q, "output_zero_point", true));
+}
+
+TEST_CASE("onnxruntime runs exported int8 models: full integer and QAT within one output step") {
+  temp_dir d;
+  auto m = qmodel();
+  const auto cal = uniform_rows(64, 11, 1.0);
+  const auto xv = uniform_rows(48, 12, 1.3);  // partly beyond the calibrated range: saturation
+  auto x = xtd::batch_tensor<float, shape<4, 4>>(48);
+  std::copy(xv.begin(), xv.end(), x.begin());
+  xt::xtensor<float, 2> theirs;
+
+  auto full_integer = [&](auto&& q, const char* what) {
+    export_onnx(q, d.path / "q.onnx");
+    const auto ours = ctnn::predict(q, x);
+    const float out_scale = scalar_of<float>(q, "output_scale", true);
+    xt::xtensor<float, 2> unoptimized;
+    if (!onnxruntime_predict(d.path / "q.onnx", x, theirs, d.path, &unoptimized)) return;
+    for (bool optimize : {false, true}) {
+      const auto s = steps_between(ours, optimize ? theirs : unoptimized, out_scale);
+      const std::string run = std::string(what) + (optimize ? ", onnxruntime optimized: " : ", onnxruntime unoptimized: ");
+      MESSAGE(run << s.differ
+                   << " of " << s.total << " outputs differ, at most " << s.max << " output steps");
+      CHECK(s.max < 1.01);  // one step: ties and the fixed-point multiplier (docs/interop.md)
+      CHECK(s.differ * 10 <= s.total);
+    }
+  };
+  full_integer(quantize_full_integer(m, cal.data(), 64), "full integer");
+
+  // quantization-aware training (one short epoch), converted, exported the same way
+  auto qat = quantize_model(m);
+  std::vector<std::int32_t> y(64);
+  for (std::size_t i = 0; i < 64; ++i) y[i] = std::int32_t(i % 5);
+  data::in_memory<shape<4, 4>, sparse_labels> ds(cal, y);
+  sgd<> opt{0.05};
+  fit(qat, sparse_categorical_crossentropy{.from_logits = true}, opt, ds.batch(16), epochs{1});
+  full_integer(convert_qat(qat), "QAT");
+
+}
+
+TEST_CASE("onnxruntime runs an exported dynamic-range model within 1e-5") {
+  temp_dir d;
+  auto m = qmodel();
+  const auto xv = uniform_rows(48, 12, 1.3);
+  auto x = xtd::batch_tensor<float, shape<4, 4>>(48);
+  std::copy(xv.begin(), xv.end(), x.begin());
+  xt::xtensor<float, 2> theirs;
+  // the per-row input quantization written out, the rest in float
+  auto dyn = quantize_dynamic(m);
+  export_onnx(dyn, d.path / "dyn.onnx");
+  const auto ours = ctnn::predict(dyn, x);
+  if (!onnxruntime_predict(d.path / "dyn.onnx", x, theirs, d.path)) return;
+  CHECK(max_abs_diff(theirs, ours) < 1e-5);
+}
+
+TEST_CASE("export_onnx of a quantized model refuses values ONNX cannot carry, naming the layer") {
+  temp_dir d;
+  auto m = qmodel();
+  const auto cal = uniform_rows(16, 11, 1.0);
+  auto q = quantize_full_integer(m, cal.data(), 16);
+  auto set = [&](std::string_view name, auto value) {
+    q.for_each_variable([&](const variable_ref& v) {
+      if (v.layer == 1 && v.name == name) std::memcpy(v.data, &value, sizeof(value));
+    });
+  };
+  set("output_zero_point", std::int32_t(200));
+  CHECK(message_of([&] { export_onnx(q, d.path / "q.onnx"); }) ==
+        "export_onnx: layer 2 (quantized_dense<16, 12, relu, full_integer>): output_zero_point 200 is outside int8 "
+        "[-128, 127]");
+  set("output_zero_point", std::int32_t(0));
+  set("kernel_scale", std::numeric_limits<float>::quiet_NaN());
+  CHECK(message_of([&] { export_onnx(q, d.path / "q.onnx"); }).find("layer 2 (quantized_dense<16, 12, relu, "
+                                                                     "full_integer>): kernel_scale[0] nan is not a "
+                                                                     "positive finite number") != std::string::npos);
+  CHECK(!fs::exists(d.path / "q.onnx"));
+}
+
+TEST_CASE("import_onnx of a QDQ graph restores a quantized model's int8 state byte for byte") {
+  temp_dir d;
+  auto m = qmodel();
+  const auto cal = uniform_rows(64, 11, 1.0);
+  const auto xv = uniform_rows(8, 12, 1.3);
+  auto state_bytes = [](const auto& model) {
+    std::vector<std::byte> b;
+    model.for_each_variable([&](const variable_ref& v) { b.insert(b.end(), v.data, v.data + v.extent * v.element_bytes); });
+    return b;
+  };
+  auto round_trip = [&](auto&& q) {
+    export_onnx(q, d.path / "q.onnx");
+    std::remove_cvref_t<decltype(q)> r(9);
+    REQUIRE(state_bytes(r) != state_bytes(q));
+    import_onnx(r, d.path / "q.onnx");
+    CHECK(state_bytes(r) == state_bytes(q));
+    CHECK(r.predict(xv.data(), 8) == q.predict(xv.data(), 8));
+  };
+  round_trip(quantize_full_integer(m, cal.data(), 64));
+  round_trip(quantize_dynamic(m));
+
+  // a network that differs is refused, naming the layer and what differs
+  using wider = sequential<input<4, 4>, flatten, dense<13, relu>, dropout<0.1>, dense<5>>;
+  auto w = quantize_full_integer(make_model<wider>(1), cal.data(), 64);
+  export_onnx(quantize_full_integer(m, cal.data(), 64), d.path / "q.onnx");
+  const auto msg = message_of([&] { import_onnx(w, d.path / "q.onnx"); });
+  CHECK(msg.find("layer 2 (quantized_dense<16, 13, relu, full_integer>): DequantizeLinear 'layer2_kernel_dequantize_") !=
+        std::string::npos);
+  CHECK(msg.find("'s kernel is not 16 x 13") != std::string::npos);
+}
+
+TEST_CASE("onnxruntime and ctnn at QuantizeLinear ties: ONNX rounds half to even, ctnn (as TFLite) half away from zero") {
+  temp_dir d;
+  auto m = qmodel();
+  const auto cal = uniform_rows(64, 11, 1.0);
+  auto q = quantize_full_integer(m, cal.data(), 64);
+  // layer 2's input scale set to 1/64, zero point 0 (multipliers recomputed): inputs (k + 1/2) / 64 are exact ties
+  {
+    float *in_scale = nullptr, *ks = nullptr, *out_scale = nullptr;
+    std::int32_t *in_zp = nullptr, *mult = nullptr, *shift = nullptr;
+    q.for_each_variable([&](const variable_ref& v) {
+      if (v.layer != 1) return;
+      if (v.name == "input_scale") in_scale = reinterpret_cast<float*>(v.data);
+      if (v.name == "kernel_scale") ks = reinterpret_cast<float*>(v.data);
+      if (v.name == "output_scale") out_scale = reinterpret_cast<float*>(v.data);
+      if (v.name == "input_zero_point") in_zp = reinterpret_cast<std::int32_t*>(v.data);
+      if (v.name == "output_multiplier") mult = reinterpret_cast<std::int32_t*>(v.data);
+      if (v.name == "output_shift") shift = reinterpret_cast<std::int32_t*>(v.data);
+    });
+    REQUIRE((in_scale && ks && out_scale && in_zp && mult && shift));
+    *in_scale = 1.0f / 64;
+    *in_zp = 0;
+    for (std::size_t j = 0; j < 12; ++j) {
+      const auto mq = quantization::quantize_multiplier(double(*in_scale) * double(ks[j]) / double(*out_scale));
+      mult[j] = mq.q;
+      shift[j] = mq.shift;
+    }
+  }
+  rng g(21);
+  auto x = xtd::batch_tensor<float, shape<4, 4>>(16);
+  auto x_even = x;  // each tie moved by one ulp toward its even neighbour: ctnn then rounds as ONNX does
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const auto k = std::int32_t(std::floor(g.uniform(-60, 60)));
+    x.data()[i] = (float(k) + 0.5f) / 64;
+    x_even.data()[i] = std::nextafter(x.data()[i], float(k % 2 == 0 ? k : k + 1) / 64);
+  }
+  export_onnx(q, d.path / "q.onnx");
+  const float out_scale = scalar_of<float>(q, "output_scale", true);
+  const auto ours = ctnn::predict(q, x), ours_even = ctnn::predict(q, x_even);
+  xt::xtensor<float, 2> optimized, unoptimized;
+  if (!onnxruntime_predict(d.path / "q.onnx", x, optimized, d.path, &unoptimized)) return;
+  for (bool optimize : {false, true}) {
+    const auto& theirs = optimize ? optimized : unoptimized;
+    const auto at_ties = steps_between(ours, theirs, out_scale), even = steps_between(ours_even, theirs, out_scale);
+    const std::string run = optimize ? "onnxruntime optimized: " : "onnxruntime unoptimized: ";
+    MESSAGE(run << "inputs at ties: " << at_ties.differ << " of " << at_ties.total << " outputs differ, at most "
+                << at_ties.max << " output steps; ties moved to the even side: " << even.differ << " differ, at most "
+                << even.max);
+    CHECK(at_ties.differ > even.differ);  // the ties are what differs
+    CHECK(even.max < 1.01);
+  }
 }

@@ -36,7 +36,9 @@
 #include "../layers/graph_nodes.hpp"
 #include "../layers/max_pool2d.hpp"
 #include "../layers/padding.hpp"
+#include "../layers/quantized_dense.hpp"
 #include "../layers/reshape.hpp"
+#include "../quantization/arithmetic.hpp"
 #include "../train/model.hpp"
 
 namespace ctnn::onnx_detail {

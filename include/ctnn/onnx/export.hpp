@@ -7,10 +7,14 @@
 // pools -> MaxPool / AveragePool (count_include_pad = 0), batch_normalization ->
 // BatchNormalization (moving statistics), dropout -> nothing, flatten/reshape ->
 // Reshape, global_average_pool -> ReduceMean, an activation -> its onnx_op, a graph
-// layer -> its branches' nodes then Add (add, residual) or Concat. A
+// layer -> its branches' nodes then Add (add, residual) or Concat,
+// quantized_dense -> QDQ form (int8 kernel and int32 bias initializers,
+// DequantizeLinear per channel, QuantizeLinear/DequantizeLinear pairs, Gemm). A
 // layer or activation without a mapping is a compile error naming its position
 // ("export_onnx: this layer or activation has no ONNX mapping"). Variables must
-// be float. The file is written to a temporary and renamed (io/atomic_file.hpp).
+// be float; a quantized scale that is not positive and finite, or a zero point
+// outside int8, throws std::invalid_argument naming the layer. The file is
+// written to a temporary and renamed (io/atomic_file.hpp).
 // Docs: docs/interop.md ("ONNX").
 #pragma once
 #include <cstddef>
@@ -19,6 +23,8 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -43,13 +49,14 @@ namespace onnx_detail {
 template <class L>
 consteval bool exportable();
 template <class... C>
-consteval bool all_exportable(std::tuple<C...>*) {
-  return (true && ... && exportable<C>());
+consteval bool all_exportable(std::tuple<C...>*) {  // a graph layer's children: no quantized_dense inside one yet
+  return (true && ... && (exportable<C>() && !is_a<C, layer_kind::quantized_dense>));
 }
 template <class L>
 consteval bool exportable() {
   if constexpr (is_a<L, layer_kind::graph>) return all_exportable(static_cast<typename L::children*>(nullptr));
-  else if constexpr (is_a<L, layer_kind::dense> || is_a<L, layer_kind::conv2d>) return act_op<typename L::Act>() != nullptr;
+  else if constexpr (is_a<L, layer_kind::dense> || is_a<L, layer_kind::conv2d> || is_a<L, layer_kind::quantized_dense>)
+    return act_op<typename L::Act>() != nullptr;
   else if constexpr (is_a<L, layer_kind::activation>) return act_op<typename L::spec>() != nullptr;
   else
     return is_a<L, layer_kind::pool2d> || is_a<L, layer_kind::batch_norm> || is_a<L, layer_kind::dropout> ||
@@ -70,6 +77,16 @@ struct builder {
     t->set_data_type(onnx::TensorProto::FLOAT);
     for (auto d : dims) t->add_dims(d);
     t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+    return name;
+  }
+  // An initializer of another element type (INT8, INT32) from its bytes; dims {} is a scalar.
+  std::string init_raw(const std::string& name, const std::vector<std::int64_t>& dims, int type, const void* p,
+                       std::size_t bytes) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(type);
+    for (auto d : dims) t->add_dims(d);
+    t->set_raw_data(std::string(static_cast<const char*>(p), bytes));
     return name;
   }
   std::string init_ints(const std::string& name, const std::vector<std::int64_t>& v) {
@@ -124,10 +141,14 @@ struct builder {
   }
 };
 
-template <class V>
-std::vector<float> values_of(const variable_ref& v) {
-  std::vector<float> out(v.extent);
-  std::memcpy(out.data(), v.data, v.extent * sizeof(float));
+// A variable's bytes (any element type), read as floats by floats_of.
+inline std::vector<std::byte> bytes_of(const variable_ref& v) {
+  return {v.data, v.data + v.extent * v.element_bytes};
+}
+template <class V = float>
+std::vector<V> values_as(const std::vector<std::byte>& b) {
+  std::vector<V> out(b.size() / sizeof(V));
+  std::memcpy(out.data(), b.data(), out.size() * sizeof(V));
   return out;
 }
 
@@ -244,6 +265,111 @@ void emit_graph(builder& b, const std::string& base, var_map& v, const std::stri
   }
 }
 
+// A quantized_dense layer in QDQ form (docs/interop.md, "Quantized models"). Full integer:
+// [QuantizeLinear, DequantizeLinear] on the input (omitted when `prev`, the pair the tensor already went
+// through, has the same parameters), DequantizeLinear of the int8 kernel [K, N] (per output channel:
+// axis 1, zero points 0) and of the int32 bias (scale input_scale * kernel_scale[j]), Gemm, the
+// activation, then [QuantizeLinear, DequantizeLinear] with the output parameters, which it returns.
+// Dynamic range: the input quantized per row as the layer does (scale max|x| / 127, 1 for a zero row;
+// QuantizeLinear per axis 0), the kernel dequantized as above, float bias, Gemm, the activation.
+template <class L>
+std::optional<quantization::params> export_quantized_dense(builder& b, const std::string& base,
+                                                           const std::map<std::string, std::vector<std::byte>, std::less<>>& v,
+                                                           std::optional<quantization::params> prev, std::size_t position) {
+  constexpr std::size_t K = L::K, N = L::N;
+  const std::string here = "export_onnx: layer " + std::to_string(position) + " (" + L::name() + "): ";
+  auto get = [&](const char* name) -> const std::vector<std::byte>& {
+    const auto it = v.find(name);
+    if (it == v.end()) throw std::logic_error(here + "no variable " + name);
+    return it->second;
+  };
+  auto positive = [&](float s, const std::string& what) {
+    if (!(std::isfinite(s) && s > 0))
+      throw std::invalid_argument(here + what + " " + std::to_string(s) + " is not a positive finite number");
+  };
+  auto zero_point = [&](std::int32_t z, const std::string& what) {
+    if (z < quantization::qmin || z > quantization::qmax)
+      throw std::invalid_argument(here + what + " " + std::to_string(z) + " is outside int8 [-128, 127]");
+    return std::int8_t(z);
+  };
+  const auto scale = values_as<float>(get("kernel_scale"));
+  for (std::size_t j = 0; j < N; ++j) positive(scale[j], "kernel_scale[" + std::to_string(j) + "]");
+  // the packed kernel (backends/cpu/int8.hpp) to ONNX's B [K, N], row-major
+  const auto& packed = get("kernel");
+  std::vector<std::int8_t> wt(N * K), w(K * N);
+  kernels::cpu::int8::unpack(K, N, reinterpret_cast<const std::int8_t*>(packed.data()), wt.data());
+  for (std::size_t j = 0; j < N; ++j)
+    for (std::size_t k = 0; k < K; ++k) w[k * N + j] = wt[j * K + k];
+  const std::int64_t k64 = std::int64_t(K), n64 = std::int64_t(N);
+  const std::vector<std::int8_t> zeros(N, 0);
+  const auto wq = b.init_raw(base + "_kernel_quantized", {k64, n64}, onnx::TensorProto::INT8, w.data(), w.size());
+  const auto ws = b.init_floats(base + "_kernel_scale", {n64}, scale);
+  const auto wz = b.init_raw(base + "_kernel_zero_point", {n64}, onnx::TensorProto::INT8, zeros.data(), N);
+  const std::string x = b.cur;
+  builder::attr_int(b.node("DequantizeLinear", {wq, ws, wz}, base + "_kernel_dequantize"), "axis", 1);
+  const std::string wd = b.cur;
+  // a per-tensor Q/DQ pair with parameters p on the current tensor
+  auto qdq_pair = [&](quantization::params p, const std::string& what) {
+    const auto s = b.init_floats(b.fresh(base + "_" + what + "_scale"), {}, {p.scale});
+    const std::int8_t z8 = std::int8_t(p.zero_point);
+    const auto z = b.init_raw(b.fresh(base + "_" + what + "_zero_point"), {}, onnx::TensorProto::INT8, &z8, 1);
+    b.node("QuantizeLinear", {b.cur, s, z}, base + "_" + what + "_quantize");
+    b.node("DequantizeLinear", {b.cur, s, z}, base + "_" + what + "_dequantize");
+  };
+  if constexpr (L::full) {
+    const auto in_scale = values_as<float>(get("input_scale")).at(0), out_scale = values_as<float>(get("output_scale")).at(0);
+    const auto in_zp = values_as<std::int32_t>(get("input_zero_point")).at(0);
+    const auto out_zp = values_as<std::int32_t>(get("output_zero_point")).at(0);
+    positive(in_scale, "input_scale");
+    positive(out_scale, "output_scale");
+    const quantization::params in{in_scale, zero_point(in_zp, "input_zero_point")};
+    const quantization::params out{out_scale, zero_point(out_zp, "output_zero_point")};
+    b.cur = x;
+    if (!prev || prev->scale != in.scale || prev->zero_point != in.zero_point) qdq_pair(in, "input");
+    const std::string xd = b.cur;
+    const auto bias = values_as<std::int32_t>(get("bias"));
+    std::vector<float> bias_scale(N);
+    for (std::size_t j = 0; j < N; ++j) bias_scale[j] = in.scale * scale[j];  // in float, as onnxruntime's quantizer
+    const auto bq = b.init_raw(base + "_bias_quantized", {n64}, onnx::TensorProto::INT32, bias.data(), N * 4);
+    const auto bs = b.init_floats(base + "_bias_scale", {n64}, bias_scale);
+    builder::attr_int(b.node("DequantizeLinear", {bq, bs}, base + "_bias_dequantize"), "axis", 0);
+    const std::string bd = b.cur;
+    b.node("Gemm", {xd, wd, bd}, base + "_gemm");
+    b.template activation<typename L::Act>(base + "_act");
+    qdq_pair(out, "output");
+    return out;
+  } else {
+    b.cur = x;
+    auto* amax = b.node("ReduceMax", {b.node("Abs", {x}, base + "_abs")->output(0)}, base + "_absmax");
+    builder::attr_ints(amax, "axes", {1});
+    builder::attr_int(amax, "keepdims", 0);
+    const std::string a = b.cur;
+    const auto c127 = b.init_floats(base + "_127", {}, {127.0f});
+    const auto c0 = b.init_floats(base + "_0", {}, {0.0f});
+    const auto c1 = b.init_floats(base + "_1", {}, {1.0f});
+    const std::string s = b.node("Div", {a, c127}, base + "_row_scale")->output(0);
+    const std::string zero = b.node("Equal", {a, c0}, base + "_zero_row")->output(0);
+    const std::string rs = b.node("Where", {zero, c1, s}, base + "_row_scale_or_1")->output(0);
+    auto* zp = b.node("ConstantOfShape", {b.node("Shape", {a}, base + "_rows")->output(0)}, base + "_row_zero_point");
+    {
+      auto* at = zp->add_attribute();
+      at->set_name("value");
+      at->set_type(onnx::AttributeProto::TENSOR);
+      auto* t = at->mutable_t();
+      t->set_data_type(onnx::TensorProto::INT8);
+      t->add_dims(1);
+      t->set_raw_data(std::string(1, '\0'));
+    }
+    const std::string z = b.cur;
+    builder::attr_int(b.node("QuantizeLinear", {x, rs, z}, base + "_input_quantize"), "axis", 0);
+    builder::attr_int(b.node("DequantizeLinear", {b.cur, rs, z}, base + "_input_dequantize"), "axis", 0);
+    const std::string xd = b.cur;
+    const auto bias = b.init_floats(base + "_bias", {n64}, values_as<float>(get("bias")));
+    b.node("Gemm", {xd, wd, bias}, base + "_gemm");
+    b.template activation<typename L::Act>(base + "_act");
+    return std::nullopt;
+  }
+}
 }  // namespace onnx_detail
 
 // Writes m as an ONNX model (see the top of this file).
@@ -274,8 +400,12 @@ void export_onnx(const M& m, const std::filesystem::path& path, int opset = 17) 
   value_info(g->add_input(), "input", {In::dims.begin(), In::dims.end()});
 
   // the variables of each layer, by name
+  std::vector<std::map<std::string, std::vector<std::byte>, std::less<>>> raw(MM::layer_count);
+  m.for_each_variable([&](const variable_ref& v) { raw[v.layer][std::string(v.name)] = bytes_of(v); });
   std::vector<std::map<std::string, std::vector<float>, std::less<>>> vars(MM::layer_count);
-  m.for_each_variable([&](const variable_ref& v) { vars[v.layer][std::string(v.name)] = values_of<float>(v); });
+  for (std::size_t l = 0; l < raw.size(); ++l)
+    for (const auto& [name, b] : raw[l]) vars[l][name] = values_as<float>(b);
+  std::optional<quantization::params> qdq;  // the Q/DQ pair the current tensor went through, if any
 
   builder b{g};
   [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -283,7 +413,11 @@ void export_onnx(const M& m, const std::filesystem::path& path, int opset = 17) 
         [&] {
           using L = ctnn::detail::type_at_t<I, typename MM::layers>;
           static_assert(diag::no_onnx_mapping<diag::layer<I + 1>, exportable<L>()>::value);
-          emit_layer<L>(b, "layer" + std::to_string(I + 1), vars[I], "");
+          const std::string base = "layer" + std::to_string(I + 1);
+          if constexpr (!is_a<L, layer_kind::quantized_dense> && !is_a<L, layer_kind::reshape> && !is_a<L, layer_kind::dropout>)
+            qdq.reset();
+          if constexpr (is_a<L, layer_kind::quantized_dense>) qdq = export_quantized_dense<L>(b, base, raw[I], qdq, I + 1);
+          else emit_layer<L>(b, base, vars[I], "");
         }(),
         0)...};  // a list, not a fold: clang nests a fold of N terms N deep (limit 256)
   }(std::make_index_sequence<MM::layer_count>{});

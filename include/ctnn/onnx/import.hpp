@@ -12,13 +12,16 @@
 // Everything is checked before any variable is written; a mismatch or a malformed
 // graph is a ctnn::io_error naming the layer (1-based, with its spec), the node
 // (op, name, index) and both sides, never a protobuf check or a read out of bounds.
-// Variables must be float. Docs: docs/interop.md ("ONNX").
+// Variables must be float. A network of quantized_dense layers (and flatten, reshape,
+// dropout) reads a QDQ graph instead: each layer the next Gemm's int8 kernel (per channel,
+// zero points 0), bias and Q/DQ parameters (export_onnx's form). Docs: docs/interop.md ("ONNX").
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <initializer_list>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -141,6 +144,105 @@ inline std::vector<float> floats_of(const onnx::TensorProto& t, const std::strin
   else std::copy(t.float_data().begin(), t.float_data().end(), v.begin());
   return v;
 }
+
+
+// An INT8 or INT32 tensor's values (raw_data little-endian, or int32_data), count checked.
+inline std::vector<std::int32_t> ints_of(const onnx::TensorProto& t, int type, std::size_t count, const std::string& where,
+                                         const std::filesystem::path& path) {
+  const std::string name = "tensor '" + printable(t.name(), 80) + "'";
+  if (t.data_type() != type)
+    throw io_error("import_onnx", path, where + ": " + name + " is not " + (type == onnx::TensorProto::INT8 ? "int8" : "int32") +
+                                            " (ONNX type " + std::to_string(t.data_type()) + ")");
+  if (t.data_location() == onnx::TensorProto::EXTERNAL || t.has_segment())
+    throw io_error("import_onnx", path, where + ": " + name + " is stored externally or in segments");
+  const std::size_t width = type == onnx::TensorProto::INT8 ? 1 : 4;
+  std::vector<std::int32_t> v(count);
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != count * width)
+      throw io_error("import_onnx", path, where + ": " + name + " holds " + std::to_string(t.raw_data().size()) +
+                                              " bytes for " + std::to_string(count) + " values");
+    for (std::size_t i = 0; i < count; ++i) {
+      if (width == 1) v[i] = std::int8_t(t.raw_data()[i]);
+      else std::memcpy(&v[i], t.raw_data().data() + 4 * i, 4);
+    }
+  } else {
+    if (std::size_t(t.int32_data_size()) != count)
+      throw io_error("import_onnx", path, where + ": " + name + " holds " + std::to_string(t.int32_data_size()) +
+                                              " values for " + std::to_string(count));
+    for (std::size_t i = 0; i < count; ++i) {
+      v[i] = t.int32_data(int(i));
+      if (width == 1 && (v[i] < -128 || v[i] > 127))
+        throw io_error("import_onnx", path, where + ": " + name + " holds " + std::to_string(v[i]) + ", not an int8");
+    }
+  }
+  return v;
+}
+
+inline std::string exact(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  return b;
+}
+
+// QDQ graphs (export_onnx of quantized models; onnxruntime's quantize_static with per-channel Gemm
+// weights): each quantized_dense layer takes the next Gemm, reads its kernel, scales, bias and (full
+// integer) the Q/DQ parameters around it, and recomputes kernel_sum and the requantization multipliers.
+struct qdq_importer {
+  const onnx::GraphProto& g;
+  const graph_view& gv;
+  const std::filesystem::path& path;
+  std::string where;
+  std::map<std::string, const onnx::NodeProto*, std::less<>> producer;
+  std::map<std::string, std::vector<const onnx::NodeProto*>, std::less<>> consumers;
+  std::vector<const onnx::NodeProto*> gemms;
+  std::size_t next = 0;
+
+  qdq_importer(const onnx::GraphProto& graph, const graph_view& v, const std::filesystem::path& p) : g(graph), gv(v), path(p) {
+    for (const auto& n : g.node()) {
+      for (const auto& o : n.output()) producer[o] = &n;
+      for (const auto& i : n.input()) consumers[i].push_back(&n);
+      if (n.op_type() == "Gemm") gemms.push_back(&n);
+    }
+  }
+  [[noreturn]] void fail(const std::string& what) const { throw io_error("import_onnx", path, where + ": " + what); }
+  std::string name_of(const onnx::NodeProto& n) const { return n.op_type() + " '" + printable(n.name(), 80) + "'"; }
+  const onnx::TensorProto& init(const onnx::NodeProto& n, int i, const char* what) const {
+    if (n.input_size() <= i || n.input(i).empty()) fail(name_of(n) + " has no " + what);
+    const auto it = gv.init.find(n.input(i));
+    if (it == gv.init.end()) fail(name_of(n) + "'s " + what + " is not a constant");
+    return *it->second;
+  }
+  const onnx::NodeProto& made_by(const onnx::NodeProto& n, int i, const char* op, const char* what) const {
+    if (n.input_size() <= i) fail(name_of(n) + " has no " + what);
+    const auto it = producer.find(n.input(i));
+    if (it == producer.end() || it->second->op_type() != op)
+      fail(name_of(n) + "'s " + what + " does not come from a " + op + " (not a QDQ graph?)");
+    return *it->second;
+  }
+  const onnx::NodeProto& only_consumer(const onnx::NodeProto& n) const {
+    const auto it = consumers.find(n.output(0));
+    if (it == consumers.end() || it->second.size() != 1) fail(name_of(n) + "'s output does not go to exactly one node");
+    return *it->second.front();
+  }
+  std::size_t count(const onnx::TensorProto& t) const {
+    std::size_t c = 1;
+    for (auto d : t.dims()) {
+      if (d < 0 || d > (std::int64_t(1) << 31)) fail("tensor '" + printable(t.name(), 80) + "' has a bad dimension");
+      c *= std::size_t(d);
+    }
+    return c;
+  }
+  // a per-tensor (scale, int8 zero point) of a QuantizeLinear or DequantizeLinear
+  quantization::params per_tensor(const onnx::NodeProto& n) const {
+    const auto s = floats_of(init(n, 1, "scale"), where, path);
+    if (s.size() != 1 || !(std::isfinite(s[0]) && s[0] > 0)) fail(name_of(n) + " has no single positive scale");
+    if (n.input_size() < 3 || n.input(2).empty()) fail(name_of(n) + " has no zero point (uint8; ctnn's int8 needs one)");
+    const auto& zt = init(n, 2, "zero point");
+    const auto z = ints_of(zt, onnx::TensorProto::INT8, count(zt), where, path);
+    if (z.size() != 1) fail(name_of(n) + " has no single zero point");
+    return {s[0], z[0]};
+  }
+};
 
 // Walks the computing nodes against the layers.
 struct matcher {
@@ -355,6 +457,136 @@ void match_layer(matcher& mt, var_map& v, const std::string& p) {
   }  // dropout, flatten, reshape: nothing to compute
 }
 
+// (an array, not a fold: clang nests a fold of N terms N deep, limit 256)
+template <class MM>
+inline constexpr bool has_quantized_layers = []<std::size_t... I>(std::index_sequence<I...>) {
+  constexpr bool q[] = {false, is_a<ctnn::detail::type_at_t<I, typename MM::layers>, layer_kind::quantized_dense>...};
+  for (bool b : q)
+    if (b) return true;
+  return false;
+}(std::make_index_sequence<MM::layer_count>{});
+
+template <class MM>
+void import_qdq(MM& m, const onnx::GraphProto& graph, const graph_view& gv, const std::filesystem::path& path) {
+  qdq_importer q{graph, gv, path};
+  matcher mt{gv, path};
+  std::vector<std::map<std::string, std::vector<std::byte>, std::less<>>> vars(MM::layer_count);
+  auto put = [](auto& v, const char* name, const auto& values) {
+    using V = typename std::remove_cvref_t<decltype(values)>::value_type;
+    std::vector<std::byte> b(values.size() * sizeof(V));
+    std::memcpy(b.data(), values.data(), b.size());
+    v[name] = std::move(b);
+  };
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (void)std::initializer_list<int>{(
+        [&] {
+          using L = ctnn::detail::type_at_t<I, typename MM::layers>;
+          if constexpr (is_a<L, layer_kind::quantized_dense>) {
+            constexpr std::size_t K = L::K, N = L::N;
+            q.where = "layer " + std::to_string(I + 1) + " (" + L::name() + ")";
+            mt.where = q.where;
+            if (q.next >= q.gemms.size()) q.fail("the graph has no more Gemm nodes");
+            const auto& n = *q.gemms[q.next++];
+            if (mt.attr_f(n, "alpha", 1) != 1 || mt.attr_f(n, "beta", 1) != 1 || mt.attr_i(n, "transA", 0) != 0 ||
+                mt.attr_i(n, "transB", 0) != 0)
+              q.fail(q.name_of(n) + " scales or transposes (alpha, beta, transA, transB)");
+            // the kernel: DequantizeLinear of an int8 [K, N], per output channel (axis 1) or per tensor, zero points 0
+            const auto& bd = q.made_by(n, 1, "DequantizeLinear", "weight");
+            const auto& wt = q.init(bd, 0, "int8 kernel");
+            if (std::vector<std::int64_t>(wt.dims().begin(), wt.dims().end()) != std::vector<std::int64_t>{std::int64_t(K), std::int64_t(N)})
+              q.fail(q.name_of(bd) + "'s kernel is not " + std::to_string(K) + " x " + std::to_string(N));
+            const auto w = ints_of(wt, onnx::TensorProto::INT8, K * N, q.where, path);
+            auto scale = floats_of(q.init(bd, 1, "kernel scale"), q.where, path);
+            if (scale.size() == 1) scale.assign(N, scale[0]);
+            if (scale.size() != N || (N > 1 && mt.attr_i(bd, "axis", 1) != 1 && mt.attr_i(bd, "axis", 1) != -1))
+              q.fail(q.name_of(bd) + " is not per output channel (axis 1, " + std::to_string(N) + " scales) nor per tensor");
+            for (float s : scale)
+              if (!(std::isfinite(s) && s > 0)) q.fail(q.name_of(bd) + " has a scale that is not positive and finite");
+            if (bd.input_size() > 2 && !bd.input(2).empty()) {
+              const auto& zt = q.init(bd, 2, "kernel zero point");
+              for (auto z : ints_of(zt, onnx::TensorProto::INT8, q.count(zt), q.where, path))
+                if (z != 0) q.fail(q.name_of(bd) + " has a nonzero zero point (ctnn's weights are symmetric)");
+            }
+            std::vector<std::int8_t> wn(N * K);  // [N, K]
+            std::vector<std::int32_t> sum(N, 0);
+            for (std::size_t k = 0; k < K; ++k)
+              for (std::size_t j = 0; j < N; ++j) {
+                if (w[k * N + j] == -128) q.fail(q.name_of(bd) + " has a weight of -128 (ctnn's range is [-127, 127])");
+                wn[j * K + k] = std::int8_t(w[k * N + j]);
+                sum[j] += w[k * N + j];
+              }
+            std::vector<std::int8_t> packed(kernels::cpu::int8::packed_bytes(K, N));
+            kernels::cpu::int8::pack(K, N, wn.data(), K, packed.data());
+            auto& v = vars[I];
+            put(v, "kernel", packed);
+            put(v, "kernel_scale", scale);
+            put(v, "kernel_sum", sum);
+            if (n.input_size() < 3 || n.input(2).empty()) q.fail(q.name_of(n) + " has no bias");
+            // after the Gemm: the activation, if any
+            const onnx::NodeProto* after = &n;
+            constexpr const char* act = act_op<typename L::Act>();
+            if constexpr (!std::string_view(act).empty()) {
+              after = &q.only_consumer(n);
+              if (after->op_type() != act) q.fail(q.name_of(n) + " is followed by " + q.name_of(*after) + "; this layer's activation is " + act);
+            }
+            if constexpr (L::full) {
+              const auto in = q.per_tensor(q.made_by(n, 0, "DequantizeLinear", "input"));
+              const auto& cd = q.made_by(n, 2, "DequantizeLinear", "bias");
+              const auto& bt = q.init(cd, 0, "int32 bias");
+              const auto bias = ints_of(bt, onnx::TensorProto::INT32, N, q.where, path);
+              const auto bs = floats_of(q.init(cd, 1, "bias scale"), q.where, path);
+              for (std::size_t j = 0; j < N; ++j) {
+                const double want = double(in.scale) * double(scale[j]), got = bs.size() == N ? bs[j] : bs.empty() ? 0 : bs[0];
+                if (!(std::abs(got - want) <= 1e-5 * want))
+                  q.fail(q.name_of(cd) + "'s scale " + std::to_string(j) + " is " + exact(got) +
+                         ", not input scale x kernel scale (" + exact(want) + ")");
+              }
+              const auto& qo = q.only_consumer(*after);
+              if (qo.op_type() != "QuantizeLinear") q.fail(q.name_of(*after) + " is not followed by a QuantizeLinear");
+              const auto out = q.per_tensor(qo);
+              std::vector<std::int32_t> mult(N), shift(N);
+              for (std::size_t j = 0; j < N; ++j) {
+                const auto mq = quantization::quantize_multiplier(double(in.scale) * double(scale[j]) / double(out.scale));
+                mult[j] = mq.q;
+                shift[j] = mq.shift;
+              }
+              put(v, "bias", bias);
+              put(v, "input_scale", std::vector<float>{in.scale});
+              put(v, "input_zero_point", std::vector<std::int32_t>{in.zero_point});
+              put(v, "output_scale", std::vector<float>{out.scale});
+              put(v, "output_zero_point", std::vector<std::int32_t>{out.zero_point});
+              put(v, "output_multiplier", mult);
+              put(v, "output_shift", shift);
+            } else {
+              const auto& bt = q.init(n, 2, "float bias");
+              if (q.count(bt) != N) q.fail(q.name_of(n) + "'s bias does not hold " + std::to_string(N) + " values");
+              put(v, "bias", floats_of(bt, q.where, path));
+            }
+          } else if constexpr (!is_a<L, layer_kind::reshape> && !is_a<L, layer_kind::dropout>) {
+            static_assert(is_a<L, layer_kind::reshape>, "import_onnx: a network with quantized_dense layers imports "
+                                                        "from a QDQ graph: its other layers must be flatten, reshape "
+                                                        "or dropout");
+          }
+        }(),
+        0)...};  // a list, not a fold (as above)
+  }(std::make_index_sequence<MM::layer_count>{});
+  if (q.next < q.gemms.size()) {
+    q.where = "after the last layer";
+    q.fail("the graph goes on with " + q.name_of(*q.gemms[q.next]) + "; this network ends here");
+  }
+  m.for_each_variable([&](const variable_ref& r) {
+    if (r.kind != role::state) return;
+    const auto it = vars[r.layer].find(r.name);
+    if (it == vars[r.layer].end() || it->second.size() != r.extent * r.element_bytes)
+      throw io_error("import_onnx", path, "layer " + std::to_string(r.layer + 1) + ": the graph gives no '" +
+                                              std::string(r.name) + "' of " + std::to_string(r.extent) + " values");
+  });
+  m.for_each_variable([&](const variable_ref& r) {
+    if (r.kind != role::state) return;
+    const auto& b = vars[r.layer].find(r.name)->second;
+    std::memcpy(r.data, b.data(), b.size());
+  });
+}
 }  // namespace onnx_detail
 
 // Reads an ONNX model's weights into m (see the top of this file).
@@ -401,6 +633,7 @@ void import_onnx(M& m, const std::filesystem::path& path) {
                               : ""));
   }
 
+  if constexpr (has_quantized_layers<MM>) return import_qdq(m, model.graph(), gv, path);
   matcher mt{gv, path};
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") mt.opset = o.version();
