@@ -1,7 +1,8 @@
 // embedding.hpp: the forward pass is a table lookup, the gradient a scatter-add (repeated ids
 // add up; finite differences in double), ids that are not integers in [0, Vocab) are an error
 // naming the layer, mask_zero publishes the step mask that the recurrent layers read, the
-// variable's name, shape and init (Keras'), a weights file, and a small model that learns.
+// variable's name, shape and init (Keras'), a weights file, a small model that learns; and the
+// per-step loss under that mask (Keras 3's weights, losses/loss.hpp step_loss_into).
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
@@ -135,4 +136,60 @@ TEST_CASE("embedding -> lstm -> dense: summary, it learns which id opened the se
   io::load_weights(m2, path);
   std::filesystem::remove(path);
   CHECK(m.predict(x.data(), 8) == m2.predict(x.data(), 8));
+}
+
+TEST_CASE("a per-step loss under a step mask: Keras' weights (masked steps 0, the mean over the unmasked steps)") {
+  // the loss phase alone: y, t [3 samples, 4 steps, 2 units], 5 unmasked steps of 12
+  const std::vector<float> m{1, 1, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0};
+  std::vector<float> y(24), t(24), dy(24, 9.0f);
+  rng g(8);
+  for (auto& v : y) v = float(g.uniform(-1, 1));
+  for (auto& v : t) v = float(g.uniform(-1, 1));
+  const sequence_mask mask{m.data(), 4, sizeof(float)};
+  step_scalars s;
+  s.loss_scale = 4;  // dy carries it, the loss does not
+  detail::step_loss_into<shape<4, 2>, cpu<>>(mean_squared_error{}, y.data(), t.data(), dy.data(), 3, &mask, &s);
+  double want = 0;
+  for (std::size_t r = 0; r < 12; ++r)
+    if (m[r] != 0) want += ((y[2 * r] - t[2 * r]) * (y[2 * r] - t[2 * r]) + (y[2 * r + 1] - t[2 * r + 1]) * (y[2 * r + 1] - t[2 * r + 1])) / 2;
+  want /= 5;  // Keras: sum over the unmasked steps / their count
+  CHECK(s.loss_sum / 3 == doctest::Approx(want).epsilon(1e-6));  // the trainer divides loss_sum by the batch
+  for (std::size_t i = 0; i < 24; ++i)
+    CHECK(dy[i] == doctest::Approx(m[i / 2] * 4 * 2 * (y[i] - t[i]) / 2 / 5).epsilon(1e-6));
+  step_scalars none;  // no unmasked step: loss 0 and no gradient (Keras' divide_no_nan)
+  const std::vector<float> zeros(12, 0.0f);
+  const sequence_mask all_masked{zeros.data(), 4, sizeof(float)};
+  detail::step_loss_into<shape<4, 2>, cpu<>>(mean_squared_error{}, y.data(), t.data(), dy.data(), 3, &all_masked, &none);
+  CHECK(none.loss_sum == 0.0);
+  CHECK(std::count(dy.begin(), dy.end(), 0.0f) == 24);
+}
+
+TEST_CASE("embedding<..., mask_zero> -> lstm (return_sequences): evaluate and fit weight the steps as Keras") {
+  using net = sequential<input<4>, embedding<6, 3, true>, lstm<2, return_sequences>>;
+  const std::vector<float> x{2, 5, 0, 0, 1, 3, 4, 0, 0, 0, 0, 0};  // lengths 2, 3, 0
+  std::vector<float> t(24);
+  rng g(9);
+  for (auto& v : t) v = float(g.uniform(-1, 1));
+  auto m = make_model<net>(6);
+  const auto y = m.predict(x.data(), 3);
+  double want = 0;
+  for (std::size_t r = 0; r < 12; ++r)
+    if (x[r] != 0) want += ((y[2 * r] - t[2 * r]) * (y[2 * r] - t[2 * r]) + (y[2 * r + 1] - t[2 * r + 1]) * (y[2 * r + 1] - t[2 * r + 1])) / 2;
+  want /= 5;
+  const data::in_memory<shape<4>, dense_targets<shape<4, 2>>> ds{x, t};
+  CHECK(evaluate(m, mean_squared_error{}, ds.batch(3))["loss"] == doctest::Approx(want).epsilon(1e-6));
+
+  // the padded steps' targets do not change the gradient: the same weights after a step ...
+  auto trained = [&](const std::vector<float>& targets) {
+    auto mm = make_model<net>(6);
+    sgd opt{0.5};
+    const data::in_memory<shape<4>, dense_targets<shape<4, 2>>> d{x, targets};
+    fit(mm, mean_squared_error{}, opt, d.batch(3), epochs{1});
+    return std::vector<float>(mm.parameters().begin(), mm.parameters().end());
+  };
+  auto padded = t, real = t;
+  for (std::size_t r = 0; r < 12; ++r) (x[r] == 0 ? padded : real)[2 * r] += 5.0f;
+  const auto base = trained(t);
+  CHECK(trained(padded) == base);
+  CHECK(trained(real) != base);  // ... while a real step's target does
 }
