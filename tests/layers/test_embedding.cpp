@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/backends/cpu/gather.hpp>
 #include <ctnn/layers/embedding.hpp>
 #include <ctnn/layers/lstm.hpp>
 
@@ -64,7 +65,7 @@ TEST_CASE("embedding: forward is a table lookup, backward a scatter-add (gradche
   }
 }
 
-TEST_CASE("embedding: an id that is not an integer in [0, Vocab) is an error naming the layer, the id and where") {
+TEST_CASE("embedding: an id that is not an integer from 0 to Vocab - 1 is an error naming the layer, the id and where") {
   using L = embedding<5, 2>::bind<shape<3>, float, cpu<>>;
   std::vector<float> p(10), y(12);
   const layer_slot<float> s{p.data(), nullptr};

@@ -16,13 +16,13 @@
 #pragma once
 #include <cmath>
 #include <cstddef>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 
 #include "../backends/cpu/backend.hpp"
 #include "../core/backend_ops.hpp"
+#include "../core/concepts.hpp"
 #include "../core/plan.hpp"
 #include "../core/targets.hpp"
 
