@@ -43,6 +43,7 @@
 #include "layers/conv1d.hpp"
 #include "layers/conv2d.hpp"
 #include "layers/dense.hpp"
+#include "layers/embedding.hpp"
 #include "layers/initializers.hpp"
 #include "layers/dropout.hpp"
 #include "layers/global_average_pool.hpp"

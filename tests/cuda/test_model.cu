@@ -308,3 +308,45 @@ TEST_CASE("the Fashion-MNIST MLP (784-256-128-10) trained on the device reaches 
                                        << h.values.at("device_wait_seconds").back() << " s)");
   CHECK(r["sparse_categorical_accuracy"] >= 0.88);
 }
+
+TEST_CASE("embedding on the device: the gather and the scatter-add (repeated ids) match the CPU, a bad id a NaN row") {
+  CTNN_REQUIRE_DEVICE();
+  constexpr std::size_t V = 11, D = 5, n = 40;
+  std::vector<float> ids(n);
+  for (std::size_t i = 0; i < n; ++i) ids[i] = float((i * 7) % V % 6);  // ids 0..5 repeated, 6..10 unused
+  const auto table = random_values(V * D, 120), dy = random_values(n * D, 121);
+  std::vector<float> y(n * D), dt(V * D, 0.0f);
+  ctnn::ops<ctnn::cpu<>>::gather_rows<D>(ids.data(), table.data(), y.data(), n, V);
+  ctnn::ops<ctnn::cpu<>>::scatter_add_rows<D>(ids.data(), dy.data(), dt.data(), n, V);
+  auto gids = to_device<float>(ids), gt = to_device<float>(table), gdy = to_device<float>(dy);
+  ctnn::device_buffer<float> gy(n * D), gdt(V * D);
+  ctnn::ops<dev>::fill_zero(gdt.data(), V * D);
+  ctnn::ops<dev>::gather_rows<D>(gids.data(), gt.data(), gy.data(), n, V);
+  ctnn::ops<dev>::scatter_add_rows<D>(gids.data(), gdy.data(), gdt.data(), n, V);
+  CHECK(to_host(gy, n * D) == y);  // a copy: the same bits
+  CHECK_CLOSE(float, to_host(gdt, V * D), dt);  // atomics: the sums' order varies
+  ids[3] = 11.0f, ids[4] = 2.5f;  // out of range, not an integer
+  auto bad = to_device<float>(ids);
+  ctnn::ops<dev>::gather_rows<D>(bad.data(), gt.data(), gy.data(), n, V);
+  const auto yb = to_host(gy, n * D);
+  for (std::size_t d = 0; d < D; ++d) CHECK((std::isnan(yb[3 * D + d]) && std::isnan(yb[4 * D + d]) && yb[5 * D + d] == y[5 * D + d]));
+}
+
+TEST_CASE("an embedding model (embedding, flatten, dense) on the device follows the CPU model's fit") {
+  CTNN_REQUIRE_DEVICE();
+  using net = ctnn::sequential<ctnn::input<6>, ctnn::embedding<9, 4>, ctnn::flatten, ctnn::dense<3>>;
+  std::vector<float> x(64 * 6);
+  std::vector<std::int32_t> y(64);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float((i * 5 + i / 7) % 9);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = std::int32_t(x[i * 6] / 3);
+  const ctnn::data::in_memory<ctnn::shape<6>, ctnn::sparse_labels> ds{x, y};
+  auto cm = ctnn::make_model<net>(5);
+  auto gm = ctnn::make_model<net, ctnn::precision::float32, dev>(5);
+  ctnn::adam o1{0.01}, o2{0.01};
+  const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
+  const auto hc = ctnn::fit(cm, loss, o1, ds.batch(16), ctnn::epochs{3});
+  const auto hg = ctnn::fit(gm, loss, o2, ds.batch(16), ctnn::epochs{3});
+  CHECK_CLOSE(float, std::vector<float>(hg["loss"].begin(), hg["loss"].end()),
+              std::vector<float>(hc["loss"].begin(), hc["loss"].end()));
+  CHECK(hg["loss"].back() < hg["loss"].front());
+}

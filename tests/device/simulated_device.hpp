@@ -197,6 +197,8 @@ struct ctnn::ops<sim::device> : ctnn::ops<ctnn::cpu<>> {
   SIM_DEVICE_OP(batch_norm_backward)
   SIM_DEVICE_OP(dropout_forward)
   SIM_DEVICE_OP(dropout_backward)
+  SIM_DEVICE_OP(gather_rows)
+  SIM_DEVICE_OP(scatter_add_rows)
   SIM_DEVICE_OP(layer_norm_forward)
   SIM_DEVICE_OP(layer_norm_backward)
   SIM_DEVICE_OP(zero_pad_forward)

@@ -1,10 +1,11 @@
-// simple_rnn, lstm and gru (with masking and dropout) on the simulated device (simulated_device.hpp): every
+// simple_rnn, lstm and gru (with masking and dropout), and embedding (mask_zero), on the simulated device (simulated_device.hpp): every
 // access of the recurrent layers to the model's memory goes through ops<B> (the
 // arena faults on a host access), and training, evaluation and prediction give
 // cpu<>'s bits.
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/layers/embedding.hpp>
 #include <ctnn/layers/gru.hpp>
 #include <ctnn/layers/lstm.hpp>
 #include <ctnn/layers/simple_rnn.hpp>
@@ -49,4 +50,26 @@ TEST_CASE("masking, simple_rnn, lstm and gru (with dropout) train on the simulat
   CHECK(variable_bytes(d) == variable_bytes(c));
   CHECK(evaluate(d, loss, train.batch(16))["loss"] == evaluate(c, loss, train.batch(16))["loss"]);
   CHECK(predict(d, train.batch(16)) == predict(c, train.batch(16)));
+}
+
+TEST_CASE("embedding<..., mask_zero> into lstm trains on the simulated device with cpu<>'s bits") {
+  using net = sequential<input<6>, embedding<7, 3, true>, lstm<4>, dense<2>>;
+  std::vector<float> x(32 * 6);
+  std::vector<std::int32_t> y(32);
+  rng g(6);
+  for (std::size_t i = 0; i < 32; ++i) {
+    const std::size_t len = 2 + i % 5;  // then id 0: padding, masked
+    for (std::size_t t = 0; t < len; ++t) x[i * 6 + t] = float(1 + std::size_t(g.uniform() * 6));
+    y[i] = x[i * 6] > 3 ? 1 : 0;
+  }
+  const data::in_memory<shape<6>, sparse_labels> train{x, y};
+  const sparse_categorical_crossentropy loss{.from_logits = true};
+  auto d = make_model<net, float, sim::device>(8);
+  auto c = make_model<net>(8);
+  adam o1{1e-2}, o2{1e-2};
+  const auto hd = fit(d, loss, o1, train.batch(8), epochs{2});
+  const auto hc = fit(c, loss, o2, train.batch(8), epochs{2});
+  CHECK(hd["loss"] == hc["loss"]);
+  CHECK(variable_bytes(d) == variable_bytes(c));
+  CHECK(predict(d, train.batch(8)) == predict(c, train.batch(8)));
 }

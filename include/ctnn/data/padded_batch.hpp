@@ -7,7 +7,8 @@
 // to Steps steps (tf.data pads at the end), then batch(n). A sample longer than Steps steps,
 // or not a whole number of steps, throws a pipeline_error naming the stage, the sample's
 // steps and the network's. With masking<pad> before the recurrent layers the padded steps
-// are skipped (docs/sequences.md, "Padded batches").
+// are skipped (docs/sequences.md, "Padded batches"). shape<Steps> is a sequence of one value
+// per step (embedding's ids: pad 0 is what embedding<V, D, true> masks).
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -60,7 +61,7 @@ class sequences_stage final : public stage<sample<S, K, T>> {
 };
 
 template <Shape S, class K = sparse_labels, class T = float>
-  requires(S::rank == 2)
+  requires(S::rank == 1 || S::rank == 2)
 dataset<sample<S, K, T>> from_sequences(std::vector<std::vector<T>> x, std::vector<target_element_t<K, T>> y) {
   return dataset<sample<S, K, T>>::source(std::make_shared<sequences_stage<S, K, T>>(std::move(x), std::move(y)),
                                           "from_sequences");
@@ -73,7 +74,7 @@ struct pad_steps {
   typename E::value_type pad;
   E operator()(E e) const {
     using S = typename E::sample_shape;
-    constexpr std::size_t steps = S::dims[0], F = S::dims[1];
+    constexpr std::size_t steps = S::dims[0], F = S::rank == 2 ? S::dims[1] : 1;
     if (e.x.size() % F != 0 || e.x.size() > S::size)
       throw std::length_error("padded_batch: a sequence of " + std::to_string(e.x.size()) + " values (" +
                               (e.x.size() % F ? "not a whole number of steps of " + std::to_string(F) + " features"
@@ -86,7 +87,7 @@ struct pad_steps {
 }  // namespace detail
 
 template <class E>
-  requires Sample<E> && (E::sample_shape::rank == 2)
+  requires Sample<E> && (E::sample_shape::rank == 1 || E::sample_shape::rank == 2)
 auto padded_batch(const dataset<E>& ds, std::size_t n, typename E::value_type pad = {}, bool drop_remainder = false) {
   return ds.map(detail::pad_steps<E>{pad}).named("padded_batch").batch(n, drop_remainder);
 }

@@ -10,13 +10,19 @@
 // detail::loss_into / check_loss_targets call them (or compute, on a host backend).
 // Its target kind is `target_kind` (sparse losses) or
 // `target_kind_for<N>` (dense losses, sized by the network's output).
+// detail::step_loss_into: the same, but a per-step output <S, U> under a step mask with S steps
+// (masking, embedding<..., mask_zero>) gets Keras' weights: a masked step 0, the loss the mean
+// over the unmasked steps of the per-step loss (docs/sequences.md, "The loss under a mask").
 #pragma once
 #include <cmath>
 #include <cstddef>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "../backends/cpu/backend.hpp"
 #include "../core/backend_ops.hpp"
+#include "../core/concepts.hpp"
 #include "../core/plan.hpp"
 #include "../core/targets.hpp"
 
@@ -68,6 +74,56 @@ void loss_into(const L& loss, const T* y, const Target* t, T* dy, std::size_t ba
     s->loss_sum += sum;
     if (!std::isfinite(sum)) s->non_finite = 1;
     if (dy && s->loss_scale != 1.0) ops<B>::scale(dy, batch * N, T(s->loss_scale));
+  }
+}
+
+// The loss of a batch whose output has the shape Out, with the pass's step mask (null or unset:
+// loss_into). When Out is <S, U> and the mask has S steps, as Keras 3 (losses/loss.py,
+// apply_mask with "sum_over_batch_size"): each step (b, t) is a sample of the loss (its loss
+// the mean over U for the element-wise losses), a masked step gets weight 0 and an unmasked one
+// total / valid (total = batch * S, valid = the unmasked steps), so the batch's loss is the sum
+// over the unmasked steps divided by valid (0 when none is); here loss_sum gets batch times
+// that (the trainer divides by batch) and dy that mean's gradient (masked steps: 0). Host
+// backends only (the mask is read on the host): a device backend throws std::logic_error.
+template <class Out, class B, class L, class T, class Target>
+void step_loss_into(const L& loss, const T* y, const Target* t, T* dy, std::size_t batch, const sequence_mask* mask,
+                    step_scalars* s) {
+  constexpr bool per_step = Out::rank == 2;
+  if (!per_step || !mask || !mask->data || mask->steps != Out::dims[0] || batch == 0) {
+    loss_into<Out::size, B>(loss, y, t, dy, batch, s);
+    return;
+  }
+  if constexpr (per_step) {
+    constexpr std::size_t S = Out::dims[0], U = Out::dims[1];
+    if constexpr (!B::memory::host_accessible) {
+      throw std::logic_error("loss: a per-step loss under a step mask runs on host backends only (not on " + B::name() +
+                             " yet)");
+    } else {
+      const std::size_t rows = batch * S, tw = std::is_same_v<Target, T> ? U : 1;  // target values per step
+      auto used = [&](std::size_t i) {
+        if (mask->value_bytes == sizeof(float)) return static_cast<const float*>(mask->data)[i] != 0.0f;
+        if (mask->value_bytes == sizeof(double)) return static_cast<const double*>(mask->data)[i] != 0.0;
+        throw std::invalid_argument("loss: a step mask of " + std::to_string(mask->value_bytes) + "-byte values");
+      };
+      std::size_t valid = 0;
+      for (std::size_t i = 0; i < rows; ++i) valid += used(i);
+      if (dy) ops<B>::fill_zero(dy, rows * U);
+      step_scalars part;  // the runs' sums; dy of each run: the gradient of its mean, times the loss scale
+      part.loss_scale = s->loss_scale;
+      for (std::size_t i = 0; i < rows;) {
+        if (!used(i)) {
+          ++i;
+          continue;
+        }
+        std::size_t j = i + 1;
+        while (j < rows && used(j)) ++j;
+        loss_into<U, B>(loss, y + i * U, t + i * tw, dy ? dy + i * U : nullptr, j - i, &part);
+        if (dy) ops<B>::scale(dy + i * U, (j - i) * U, T(double(j - i) / double(valid)));
+        i = j;
+      }
+      if (valid) s->loss_sum += part.loss_sum * double(batch) / double(valid);
+      if (part.non_finite) s->non_finite = 1;
+    }
   }
 }
 }  // namespace detail

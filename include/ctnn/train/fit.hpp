@@ -137,8 +137,8 @@ logs evaluate_impl(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics,
     const auto* y = m.forward(b.x.data(), b.size, false);
     const auto* t = m.feed(1, b.y.data(), b.size * target_width<M, std::remove_cvref_t<decltype(b.y[0])>>());
     m.run([&] {
-      loss_into<M::output_size, typename M::backend>(loss, y, t, static_cast<typename M::value_type*>(nullptr), b.size,
-                                                    m.scalars());
+      step_loss_into<typename M::network::output_type, typename M::backend>(
+          loss, y, t, static_cast<typename M::value_type*>(nullptr), b.size, &m.step_mask(), m.scalars());
     });
     const double batch_sum = m.read_scalars().loss_sum;  // the one read of the batch's scalars
     if (!std::isfinite(batch_sum))

@@ -233,6 +233,8 @@ class model {
   std::span<variable_type> state() noexcept { return region<variable_type>(role::state); }
   std::span<const variable_type> state() const noexcept { return region<const variable_type>(role::state); }
   std::span<std::uint8_t> masks() noexcept { return region<std::uint8_t>(role::mask); }
+  // The step mask of the last forward pass (unset: none; layers/masking.hpp), which the loss reads.
+  const sequence_mask& step_mask() const noexcept { return mask_; }
   std::span<variable_type> optimizer_slots() noexcept { return region<variable_type>(role::optimizer_slot); }
 
   // Parameters of layer I (all its parameter buffers, in declaration order).

@@ -116,7 +116,8 @@ class train_step {
     last_output_ = m_.train_pass(
         dx, dy, n, id_,
         [&](const T* out) {
-          detail::loss_into<M::output_size, B>(loss_, out, dy, m_.output_gradient(), n, m_.scalars());
+          detail::step_loss_into<typename M::network::output_type, B>(loss_, out, dy, m_.output_gradient(), n,
+                                                                     &m_.step_mask(), m_.scalars());
           m_.add_penalty(m_.scalars());  // the regularizers' penalty into the scalars too
         },
         !ieee_denormals_);

@@ -31,6 +31,7 @@
 #include "backend.hpp"
 #include "conv.hpp"
 #include "crossentropy.hpp"
+#include "gather.hpp"
 #include "gemm.hpp"
 #include "map.hpp"
 #include "normalization.hpp"
@@ -204,6 +205,16 @@ struct ops<cpu<Arch>> {
   template <kernels::conv_geometry G, class T>
   static void up_sample_backward(const T* dy, T* dx, std::size_t batch) {
     kernels::cpu::up_sample_backward<G>(dy, dx, batch);
+  }
+  // the embedding's rows (gather.hpp): y[i] = table[ids[i]] (an id not an integer in [0, vocab)
+  // throws std::invalid_argument); its adjoint dtable[ids[i]] += dy[i], in order
+  template <std::size_t D, class T>
+  static void gather_rows(const T* ids, const T* table, T* y, std::size_t n, std::size_t vocab) {
+    kernels::cpu::gather_rows<D>(ids, table, y, n, vocab);
+  }
+  template <std::size_t D, class T>
+  static void scatter_add_rows(const T* ids, const T* dy, T* dtable, std::size_t n, std::size_t vocab) {
+    kernels::cpu::scatter_add_rows<D>(ids, dy, dtable, n, vocab);
   }
 
   // ---- batch normalization and dropout (has_layer_ops; normalization.hpp) ----

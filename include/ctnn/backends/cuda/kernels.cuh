@@ -570,6 +570,33 @@ __global__ void up_sample_backward(const conv_geometry G, const T* dy, T* dx, st
   }
 }
 
+// ---- embedding: a row gather (one thread per output value) and its scatter-add (atomics) ----
+// The row an id names, or vocab when it is not an integer in [0, vocab) (NaN included).
+__device__ inline std::size_t id_row(float v, std::size_t vocab) {
+  return v >= 0.0f && double(v) < double(vocab) && floorf(v) == v ? std::size_t(v) : vocab;
+}
+template <class T>
+__global__ void gather_rows(const T* ids, const T* table, T* y, std::size_t n, std::size_t d, std::size_t vocab) {
+  CTNN_GRID_STRIDE(e, n * d) {
+    const std::size_t r = id_row(load(ids[e / d]), vocab);
+    y[e] = r == vocab ? store<T>(__int_as_float(0x7fc00000)) : table[r * d + e % d];  // a bad id: a NaN row
+  }
+}
+template <class T>
+__device__ inline void atomic_add(T* p, float v) {
+  if constexpr (std::is_same_v<T, float>) atomicAdd(p, v);
+  else if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, float16_t>)
+    atomicAdd(reinterpret_cast<__half*>(p), __float2half_rn(v));
+  else atomicAdd(reinterpret_cast<__nv_bfloat16*>(p), __float2bfloat16_rn(v));
+}
+template <class T>
+__global__ void scatter_add_rows(const T* ids, const T* dy, T* dtable, std::size_t n, std::size_t d, std::size_t vocab) {
+  CTNN_GRID_STRIDE(e, n * d) {
+    const std::size_t r = id_row(load(ids[e / d]), vocab);
+    if (r != vocab) atomic_add(dtable + r * d + e % d, load(dy[e]));
+  }
+}
+
 // ---- convolution: im2col (one thread per column value) and its gather adjoint ----
 template <class T>
 __global__ void im2col(const conv_geometry G, const T* x, T* cols, std::size_t batch) {

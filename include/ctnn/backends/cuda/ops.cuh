@@ -302,6 +302,21 @@ struct ops<cuda<SM>> {
     cuda_kernels::up_sample_backward<<<grid(batch * G.in_size()), block, 0, stream()>>>(G, dy, dx, batch);
     launched();
   }
+  // the embedding's rows: y[i] = table[ids[i]]; an id not an integer in [0, vocab) cannot throw
+  // from a queued (or captured) pass: its row is NaN, so the outputs and the loss are not finite.
+  // The adjoint dtable[ids[i]] += dy[i] by atomics (repeated ids: the order of the sums varies).
+  template <std::size_t D, cuda_storage T>
+  static void gather_rows(const T* ids, const T* table, T* y, std::size_t n, std::size_t vocab) {
+    if (!n) return;
+    cuda_kernels::gather_rows<<<grid(n * D), block, 0, stream()>>>(ids, table, y, n, D, vocab);
+    launched();
+  }
+  template <std::size_t D, cuda_storage T>
+  static void scatter_add_rows(const T* ids, const T* dy, T* dtable, std::size_t n, std::size_t vocab) {
+    if (!n) return;
+    cuda_kernels::scatter_add_rows<<<grid(n * D), block, 0, stream()>>>(ids, dy, dtable, n, D, vocab);
+    launched();
+  }
 
   // ---- element-wise and row-wise ----
   template <cuda_storage T>
