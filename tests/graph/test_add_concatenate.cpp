@@ -4,6 +4,10 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/layers/add.hpp>
+#include <ctnn/layers/branch.hpp>
+#include <ctnn/layers/concatenate.hpp>
+#include <ctnn/layers/graph_nodes.hpp>
 
 #include <vector>
 

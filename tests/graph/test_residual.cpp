@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/layers/residual.hpp>
 #include <ctnn/train/summary.hpp>
 
 #include <cmath>

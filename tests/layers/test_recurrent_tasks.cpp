@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/data/padded_batch.hpp>
+#include <ctnn/layers/masking.hpp>
 
 #include <algorithm>
 #include <cmath>
