@@ -467,7 +467,7 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
     workers_.broadcast(std::span<unsigned char>(reinterpret_cast<unsigned char*>(text.data()), text.size()), root);
     return text;
   }
-  // Rank 0's message to every process: `make()`'s JSON, or {"error": what} when f or make throws
+  // Rank 0's message to every process: `make()`'s JSON, or {"error": what} when make throws
   // there (rethrown on rank 0; the others throw "tuner: rank 0 failed: ...").
   template <class Make>
   nlohmann::json from_rank0(Make&& make) const {
