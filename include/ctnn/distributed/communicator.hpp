@@ -10,6 +10,7 @@
 #pragma once
 #include <concepts>
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -56,6 +57,19 @@ concept has_async_all_reduce = requires(C& c, std::span<float> f, std::vector<ty
   c.all_reduce_sum_start(f, r);
   c.progress(r);
   c.wait_all(r);
+};
+
+// Optional: point-to-point byte messages, send_message(bytes, to, tag) and receive_message(tag,
+// wait) -> optional<message> (from any rank; nullopt when !wait and none has arrived). The
+// tuner hands out trials through them as processes become free; without them, in rounds.
+struct message {
+  int source = 0;
+  std::vector<unsigned char> bytes;
+};
+template <class C>
+concept has_messages = requires(const C& c, std::span<const unsigned char> b) {
+  c.send_message(b, 0, 0);
+  { c.receive_message(0, true) } -> std::same_as<std::optional<message>>;
 };
 
 // One process: rank 0 of 1; every collective leaves the data as it is.

@@ -8,13 +8,15 @@
 // it). It sets the communicator's error handler to MPI_ERRORS_RETURN, so a failing call throws
 // ctnn::distributed_error "MPI_<Call>: <MPI's text>". broadcast sends bytes (any trivially
 // copyable T); all_reduce_average sums float/double in place (MPI_IN_PLACE, MPI_SUM) and divides
-// by size(). Spans over INT_MAX elements go in pieces. docs/distributed.md.
+// by size(). Spans over INT_MAX elements go in pieces. send_message / receive_message carry
+// byte messages between two ranks (the tuner's dynamic trial assignment). docs/distributed.md.
 #pragma once
 #include <mpi.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <vector>
 #include <stdexcept>
@@ -150,10 +152,40 @@ class mpi {
     pending.clear();
   }
 
+  // Point-to-point: `bytes` to rank `to` under `tag` (MPI_Send; at most INT_MAX bytes).
+  void send_message(std::span<const unsigned char> bytes, int to, int tag) const {
+    if (to < 0 || to >= size_)
+      throw std::invalid_argument("send_message: rank " + std::to_string(to) + " is not a rank of this communicator (size " +
+                                  std::to_string(size_) + ")");
+    if (bytes.size() > std::size_t(INT_MAX)) throw std::invalid_argument("send_message: a message over INT_MAX bytes");
+    detail::check_mpi(MPI_Send(bytes.data(), int(bytes.size()), MPI_BYTE, to, tag, comm_), "MPI_Send");
+  }
+  // The next message under `tag` from any rank: waits for one when `wait`, else nullopt when
+  // none has arrived (MPI_Iprobe).
+  std::optional<message> receive_message(int tag, bool wait) const {
+    MPI_Status st;
+    if (wait) {
+      detail::check_mpi(MPI_Probe(MPI_ANY_SOURCE, tag, comm_, &st), "MPI_Probe");
+    } else {
+      // Open MPI's MPI_Iprobe moves arrived messages on after it has looked and missed: a second
+      // look finds what had arrived before the first.
+      int flag = 0;
+      for (int look = 0; look < 2 && !flag; ++look)
+        detail::check_mpi(MPI_Iprobe(MPI_ANY_SOURCE, tag, comm_, &flag, &st), "MPI_Iprobe");
+      if (!flag) return std::nullopt;
+    }
+    int n = 0;
+    detail::check_mpi(MPI_Get_count(&st, MPI_BYTE, &n), "MPI_Get_count");
+    message m{st.MPI_SOURCE, std::vector<unsigned char>(std::size_t(n))};
+    detail::check_mpi(MPI_Recv(m.bytes.data(), n, MPI_BYTE, st.MPI_SOURCE, tag, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+    return m;
+  }
+
  private:
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
 };
 static_assert(Communicator<mpi>);
+static_assert(has_messages<mpi>);
 
 }  // namespace ctnn::distributed

@@ -19,8 +19,10 @@
 // Hyperband trials start from "tuner/trial_id"'s checkpoint.
 // tuner(comm, space, oracle, options) with a distributed::Communicator searches on
 // every process of comm (Keras Tuner's chief/worker mode): rank 0 is the oracle and
-// the only writer of the JSON state; each round gives one trial to each process
-// (oracle::ready); a trial left RUNNING by a killed process runs again when the
+// the only writer of the JSON state and hands out a trial whenever a process is free
+// (rank 0 trains too, answering between its batches; oracle::ready says when a trial may
+// start beside running ones; a communicator without point-to-point messages searches in
+// rounds of one trial per process); a trial left RUNNING by a killed process runs again when the
 // project is searched again, on any number of processes. The project directory must
 // be shared by the processes (checkpoints are written by the process that trains).
 // Details: docs/tuning.md, docs/distributed.md.
@@ -30,6 +32,7 @@
 #include <cstdint>
 #include <cstddef>
 #include <cstdio>
+#include <deque>
 #include <exception>
 #include <filesystem>
 #include <functional>
@@ -38,6 +41,7 @@
 #include <optional>
 #include <span>
 #include <ostream>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -80,14 +84,30 @@ struct optimizers {
 };
 
 // The processes a search runs on: a distributed::Communicator seen through its rank, size
-// and byte broadcast (the tuner is not a template on it). Default: one process.
+// and byte broadcast (the tuner is not a template on it), and, where the communicator has
+// point-to-point messages (distributed::has_messages), send and receive: then rank 0 hands out
+// a trial whenever a process is free; without them the search runs in rounds. Default: one
+// process.
 struct workers {
   int rank = 0, size = 1;
   std::function<void(std::span<unsigned char>, int root)> broadcast;
+  std::function<void(const std::string& bytes, int to)> send;
+  // The next message to this process (source, bytes): waits when asked to, else nullopt when none.
+  std::function<std::optional<distributed::message>(bool wait)> receive;
 };
+// The MPI tag of the tuner's messages.
+inline constexpr int tuner_message_tag = 0x6374;
 template <distributed::Communicator C>
 workers workers_of(C& comm) {
-  return {int(comm.rank()), int(comm.size()), [&comm](std::span<unsigned char> s, int root) { comm.broadcast(s, root); }};
+  workers w{int(comm.rank()), int(comm.size()), [&comm](std::span<unsigned char> s, int root) { comm.broadcast(s, root); }, {}, {}};
+  if constexpr (distributed::has_messages<C>) {
+    w.send = [&comm](const std::string& b, int to) {
+      comm.send_message(std::span<const unsigned char>(reinterpret_cast<const unsigned char*>(b.data()), b.size()), to,
+                        tuner_message_tag);
+    };
+    w.receive = [&comm](bool wait) { return comm.receive_message(tuner_message_tag, wait); };
+  }
+  return w;
 }
 
 struct tuner_options {
@@ -159,6 +179,14 @@ struct trial_recorder {
       ctnn::io::save_weights(ctx.model, checkpoint);
     }
     if (!trial_file.empty()) write_json(trial_file, t->to_json());
+  }
+};
+// Calls `serve` after every batch: rank 0 answers the other processes while it trains.
+struct serve_between_batches {
+  const std::function<void()>* serve;
+  template <class Ctx>
+  void on_batch_end(Ctx&) {
+    (*serve)();
   }
 };
 // "tuner: architecture 2 of architectures<...> is not a network; ...": checked where the
@@ -241,7 +269,10 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
   template <class Loss, class Train, class Val, class... Extras>
   void search(const Loss& loss, const Train& train, const Val& validation, std::size_t epochs, const Extras&... extras) {
     if (epochs == 0) throw std::invalid_argument("tuner: epochs must be > 0");
-    if (workers_.size > 1) return search_rounds(loss, train, validation, epochs, extras...);
+    if (workers_.size > 1) {
+      if (workers_.send && workers_.receive) return search_dynamic(loss, train, validation, epochs, extras...);
+      return search_rounds(loss, train, validation, epochs, extras...);
+    }
     for (auto& t : trials_)
       if (t.status == trial_status::running) run_trial(t, loss, train, validation, epochs, extras...);
     for (;;) {
@@ -507,6 +538,153 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
     for (auto& t : trials_)
       if (t.id == id) return t;
     throw std::logic_error("tuner: no trial " + id);
+  }
+
+  // A search on several processes, a trial to each process whenever it is free (Keras Tuner's
+  // chief/worker mode, with the chief training too). Every other process sends rank 0
+  // {"result": its last trial or null} and gets {"trial": ...}, {"done": true} or {"error": what}.
+  // Rank 0 first gives each process a trial, then trains its own, answering between batches;
+  // it hands out the trials left RUNNING by an earlier run first, then the oracle's new ones
+  // while oracle::ready allows (a process asking while the oracle waits on running trials waits
+  // too), and records each result. An error on rank 0 (recording, proposing) is every other
+  // process's "tuner: rank 0 failed: ..." at its next request.
+  template <class Loss, class Train, class Val, class... Extras>
+  void search_dynamic(const Loss& loss, const Train& train, const Val& validation, std::size_t epochs,
+                      const Extras&... extras) {
+    const auto order = oracle_->space().names();
+    if (workers_.rank != 0) {
+      nlohmann::json last = nullptr;
+      for (;;) {
+        workers_.send(nlohmann::json{{"result", last}}.dump(), 0);
+        const auto m = workers_.receive(true);
+        const nlohmann::json j = nlohmann::json::parse(m->bytes.begin(), m->bytes.end());
+        if (j.contains("error")) throw std::runtime_error("tuner: rank 0 failed: " + j["error"].get<std::string>());
+        if (j.contains("done")) break;
+        trial t = trial::from_json(j.at("trial"), order);
+        try {
+          train_trial(t, false, loss, train, validation, epochs, extras...);
+        } catch (const std::exception& e) {  // outside fit (the trial's directory): the trial fails, not the search
+          t.status = trial_status::failed;
+          t.message = e.what();
+        }
+        last = t.to_json();
+      }
+      from_chief([] {});
+      return;
+    }
+    std::deque<int> waiting;         // processes that asked for a trial
+    std::set<std::string> assigned;  // trials being trained now, here or elsewhere
+    int active = workers_.size - 1;  // processes not yet told that the search is over
+    bool over = false;
+    std::exception_ptr error;
+    auto failed = [&] { return error != nullptr; };
+    // The next trial to train, marked assigned; nullopt when the search is over or the oracle
+    // waits on running trials (`over` tells which).
+    auto next = [&]() -> std::optional<trial> {
+      for (auto& t : trials_)
+        if (t.status == trial_status::running && !assigned.count(t.id)) {
+          assigned.insert(t.id);
+          return t;
+        }
+      if (over) return std::nullopt;
+      if (oracle_->max_trials() && trials_.size() >= *oracle_->max_trials()) {
+        over = true;
+        return std::nullopt;
+      }
+      if (!assigned.empty() && !oracle_->ready(trials_)) return std::nullopt;
+      const trial* t = new_trial();
+      if (!t) {
+        over = true;
+        return std::nullopt;
+      }
+      assigned.insert(t->id);
+      return *t;
+    };
+    auto send = [&](int to, const nlohmann::json& j) { workers_.send(j.dump(), to); };
+    auto record = [&](const nlohmann::json& result) {
+      if (failed()) return;
+      try {
+        trial t = trial::from_json(result, order);
+        trial& kept = trial_named(t.id);
+        t.hp = std::move(kept.hp);  // its values in the oracle's order (JSON sorts the tuner/ keys)
+        kept = std::move(t);
+        assigned.erase(kept.id);
+        record_trial(kept);
+      } catch (const std::exception&) {
+        error = std::current_exception();
+      }
+    };
+    auto dispatch = [&] {
+      while (!waiting.empty()) {
+        const int to = waiting.front();
+        std::optional<trial> t;
+        if (!failed()) try {
+            t = next();
+          } catch (const std::exception&) {
+            error = std::current_exception();
+          }
+        if (failed()) {
+          try {
+            std::rethrow_exception(error);
+          } catch (const std::exception& e) {
+            send(to, {{"error", e.what()}});
+          }
+        } else if (t) {
+          send(to, {{"trial", t->to_json()}});
+        } else if (over) {
+          send(to, {{"done", true}});
+        } else {
+          break;  // the oracle waits on running trials
+        }
+        if (!t) --active;
+        waiting.pop_front();
+      }
+    };
+    auto take = [&](const distributed::message& m) {
+      const nlohmann::json j = nlohmann::json::parse(m.bytes.begin(), m.bytes.end());
+      if (!j.at("result").is_null()) record(j.at("result"));
+      waiting.push_back(m.source);
+    };
+    // Every message that has arrived (and, when `wait`, at least one), then the answers.
+    auto poll = [&](bool wait) {
+      for (auto m = workers_.receive(wait); m; m = workers_.receive(false)) take(*m);
+      dispatch();
+    };
+    const std::function<void()> serve = [&] { poll(false); };
+    for (int k = 1; k < workers_.size; ++k) take(*workers_.receive(true));
+    dispatch();
+    for (bool own = true;;) {
+      if (own && !failed()) {
+        std::optional<trial> t;
+        try {
+          t = next();
+        } catch (const std::exception&) {
+          error = std::current_exception();
+        }
+        if (t) {
+          try {
+            train_trial(*t, false, loss, train, validation, epochs, extras..., detail::serve_between_batches{&serve});
+          } catch (const std::exception& e) {
+            t->status = trial_status::failed;
+            t->message = e.what();
+          }
+          record(t->to_json());
+          poll(false);  // the processes that asked meanwhile get the next trials before rank 0 does
+          continue;
+        }
+        if (over || failed()) own = false;
+      } else {
+        own = false;
+      }
+      if (active == 0) {
+        if (!own) break;
+        throw std::logic_error("tuner: the oracle waits on running trials but none runs");
+      }
+      dispatch();  // an error or the search's end reaches the processes already waiting
+      if (active > 0) poll(true);
+    }
+    if (failed()) std::rethrow_exception(error);
+    from_chief([&] { save_oracle(); });
   }
 
   // A search on several processes, in rounds: rank 0 fills a round with the trials left RUNNING
