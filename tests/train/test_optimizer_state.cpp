@@ -3,6 +3,7 @@
 // another seed) ends with the uninterrupted run's weights, bit for bit (same batches, same
 // machine); resumed from the weights alone it does not (Adam's moments and count restart).
 // The file's errors name what differs, and a refused file leaves the model as it was.
+// model_checkpoint's save_optimizer_state writes the pair at every save.
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
@@ -54,6 +55,37 @@ void fix_crc(std::vector<char>& d) {
   std::memcpy(d.data() + d.size() - 4, &crc, 4);
 }
 }  // namespace
+
+TEST_CASE("optimizer state: model_checkpoint with save_optimizer_state writes both files, and they resume the run exactly") {
+  const auto data = make_data().batch(16);
+  auto whole = make_model<net>(1);
+  adam o1{0.01};
+  fit(whole, loss, o1, data, epochs{3});
+
+  const auto dir = scratch("ckpt");
+  std::filesystem::create_directories(dir);
+  auto first = make_model<net>(1);
+  adam o2{0.01};
+  model_checkpoint ckpt{.filepath = (dir / "w-{epoch}.ctnn").string(), .save_optimizer_state = true};
+  fit(first, loss, o2, data, epochs{2}, ckpt);
+  REQUIRE(ckpt.saved.size() == 2);
+  for (auto& p : ckpt.saved) CHECK(std::filesystem::exists(p + ".opt"));
+
+  auto resumed = make_model<net>(99);
+  adam o3{0.01};
+  io::load_weights(resumed, dir / "w-2.ctnn");
+  io::load_optimizer_state(resumed, o3, dir / "w-2.ctnn.opt");
+  CHECK(resumed.optimizer_state().iterations == 8);
+  fit(resumed, loss, o3, data, epochs{1});
+  CHECK(params(resumed) == params(whole));
+
+  // without the option, weights only (Keras's save_weights_only)
+  model_checkpoint plain{.filepath = (dir / "plain.ctnn").string()};
+  fit(first, loss, o2, data, epochs{1}, plain);
+  CHECK(std::filesystem::exists(dir / "plain.ctnn"));
+  CHECK(!std::filesystem::exists(dir / "plain.ctnn.opt"));
+  std::filesystem::remove_all(dir);
+}
 
 TEST_CASE("optimizer state: a run resumed from its weights and optimizer state ends with the uninterrupted run's weights") {
   const auto data = make_data().batch(16);

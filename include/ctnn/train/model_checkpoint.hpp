@@ -1,4 +1,4 @@
-// ctnn/train/model_checkpoint.hpp — Keras' ModelCheckpoint (weights only).
+// ctnn/train/model_checkpoint.hpp — Keras' ModelCheckpoint (weights, and the optimizer's state if asked).
 //
 // model_checkpoint{.filepath = "ckpt-{epoch:02d}-{val_loss:.4f}.ctnn",
 //   .monitor = "val_loss", .save_best_only = false, .mode = automatic,
@@ -10,7 +10,10 @@
 // (plateau_monitor's rule with min_delta 0, as early_stopping's: strictly,
 // so NaN never; Keras 3 has no min_delta here; the best starts at
 // initial_value_threshold or +-infinity and, as in Keras, is kept across fits). An unknown key or a bad spec in
-// the path throws std::invalid_argument at on_train_begin.
+// the path throws std::invalid_argument at on_train_begin. .save_optimizer_state = true also writes
+// the optimizer's state (io::save_optimizer_state) to "<path>.opt", before the weights, so that
+// io::load_weights(path) + io::load_optimizer_state(path + ".opt") resume the run exactly (Keras's
+// save_weights_only = false keeps the optimizer's variables in its one .keras file).
 #pragma once
 #include <cctype>
 #include <cmath>
@@ -26,6 +29,7 @@
 #include "../core/format.hpp"
 #include "../io/weights.hpp"
 #include "monitor.hpp"
+#include "optimizer_state_file.hpp"
 #include "process_role.hpp"
 #include "plateau_monitor.hpp"
 
@@ -91,6 +95,7 @@ struct model_checkpoint {
   monitor_mode mode = monitor_mode::automatic;
   std::optional<double> initial_value_threshold;
   std::ostream* verbose = nullptr;  // a line per save (and per non-improvement) when set
+  bool save_optimizer_state = false;  // also "<path>.opt": the optimizer's state, to resume exactly
 
   // State: the best value so far (kept across fits, as Keras) and the files written.
   std::optional<double> best;
@@ -122,6 +127,7 @@ struct model_checkpoint {
     } else if (verbose) {
       *verbose << "Epoch " << ctx.epoch + 1 << ": saving the weights to " << path << "\n";
     }
+    if (save_optimizer_state) io::save_optimizer_state(ctx.model, ctx.optimizer, path + ".opt");
     io::save_weights(ctx.model, path);
     saved.push_back(path);
   }

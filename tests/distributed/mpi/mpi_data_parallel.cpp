@@ -228,7 +228,7 @@ TEST_CASE("data-parallel resume: rank 0's checkpoint of a 2-rank job resumes ali
   if (comm.rank() == 0) std::filesystem::remove(path);
 }
 
-TEST_CASE("data-parallel resume with the optimizer state: rank 0 loads weights and Adam's state, the job ends as an uninterrupted one") {
+TEST_CASE("data-parallel resume with the optimizer state: rank 0's model_checkpoint writes weights and Adam's state, rank 0 loads both, the job ends as an uninterrupted one") {
   distributed::mpi comm;
   const toy t = toy_data();
   const auto shard = data::from_tensors<shape<8>>(t.x, t.y).shard(std::size_t(comm.size()), std::size_t(comm.rank()));
@@ -242,15 +242,13 @@ TEST_CASE("data-parallel resume with the optimizer state: rank 0 loads weights a
   distributed::data_parallel<distributed::mpi> dp0{comm};
   fit(whole, xent, whole_opt, shard.batch(global_batch / 2), epochs{2}, dp0);
 
-  // 1 epoch, rank 0 saves the weights and the optimizer state
+  // 1 epoch; model_checkpoint on rank 0 saves the weights and the optimizer state (".ctnn.opt")
   auto first = make_model<net>(7);
   adam first_opt{0.01};
   distributed::data_parallel<distributed::mpi> dp1{comm};
-  fit(first, xent, first_opt, shard.batch(global_batch / 2), epochs{1}, dp1);
-  if (comm.rank() == 0) {
-    io::save_weights(first, base.string() + ".ctnn");
-    io::save_optimizer_state(first, first_opt, base.string() + ".opt");
-  }
+  model_checkpoint ckpt{.filepath = base.string() + ".ctnn", .save_optimizer_state = true};
+  fit(first, xent, first_opt, shard.batch(global_batch / 2), epochs{1}, dp1, ckpt);
+  CHECK(ckpt.saved.size() == (comm.rank() == 0 ? 1u : 0u));
   comm.barrier();
 
   // resumed: rank 0 alone reads both files; rank 1 starts from other weights and no optimizer state
@@ -258,7 +256,7 @@ TEST_CASE("data-parallel resume with the optimizer state: rank 0 loads weights a
   adam two_opt{0.01};
   if (comm.rank() == 0) {
     io::load_weights(two, base.string() + ".ctnn");
-    io::load_optimizer_state(two, two_opt, base.string() + ".opt");
+    io::load_optimizer_state(two, two_opt, base.string() + ".ctnn.opt");
   }
   distributed::data_parallel<distributed::mpi> dp2{comm};
   fit(two, xent, two_opt, shard.batch(global_batch / 2), epochs{1}, dp2);
@@ -270,7 +268,7 @@ TEST_CASE("data-parallel resume with the optimizer state: rank 0 loads weights a
   comm.barrier();
   if (comm.rank() == 0) {
     std::filesystem::remove(base.string() + ".ctnn");
-    std::filesystem::remove(base.string() + ".opt");
+    std::filesystem::remove(base.string() + ".ctnn.opt");
   }
 }
 
