@@ -666,7 +666,7 @@ TEST_CASE("onnxruntime runs an exported int8 CNN (quantized_conv2d as QDQ around
   const float out_scale = scalar_of<float>(q, "output_scale", true);
   for (bool optimize : {false, true}) {
     const auto st = steps_between(ours, optimize ? theirs : unoptimized, out_scale);
-    MESSAGE("int8 CNN, onnxruntime " << (optimize ? "optimized: " : "unoptimized: ") << st.differ << " of " << st.total
+    MESSAGE(std::string("int8 CNN, onnxruntime ") + (optimize ? "optimized: " : "unoptimized: ") << st.differ << " of " << st.total
                                      << " outputs differ, at most " << st.max << " output steps");
     CHECK(st.max < 1.01);  // one step: ties and the fixed-point multiplier (docs/interop.md)
     CHECK(st.differ * 10 <= st.total);
