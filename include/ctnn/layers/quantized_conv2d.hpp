@@ -30,6 +30,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../backends/cpu/int8.hpp"
@@ -155,9 +156,10 @@ struct quantized_conv2d_layer {
     if constexpr (full) {
       const float in_scale = *v.in_scale, out_scale = *v.out_scale;
       const std::int32_t in_zp = *v.in_zp, out_zp = *v.out_zp;
-      if (in_zp < quantization::qmin || in_zp > quantization::qmax)
-        throw std::invalid_argument(Spec::name() + ": the input zero point " + std::to_string(in_zp) +
-                                    " is outside [-128, 127] (a corrupt weights file?)");
+      for (const auto [zp, what] : {std::pair{in_zp, "input"}, std::pair{out_zp, "output"}})
+        if (zp < quantization::qmin || zp > quantization::qmax)
+          throw std::invalid_argument(Spec::name() + ": the " + what + " zero point " + std::to_string(zp) +
+                                      " is outside [-128, 127] (a corrupt weights file?)");
       i8::quantize<Arch>(x, m * in, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data());
       for (std::size_t n = 0; n < m; ++n)
         i8::im2col_s8(geometry, xq.data() + n * in, std::int8_t(in_zp), cols.data() + n * P_ * Kp, Kp);
