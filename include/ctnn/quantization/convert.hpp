@@ -2,14 +2,18 @@
 //
 // quantized_t<Net, Scheme> replaces every dense<N, Act, ...> of Net by quantized_dense<K, N, Act,
 // Scheme> and every conv2d<F, KH, KW, Stride, Padding, Act, ...> by quantized_conv2d<F, KH, KW,
-// Stride, Padding, Act, Scheme>; flatten, reshape and dropout stay; any other layer is a compile
-// error ("has no int8 kernel"). Regularizers and initializers are dropped.
+// Stride, Padding, Act, Scheme>; flatten, reshape, dropout and max_pool2d stay (max pooling picks
+// one of its input's values, so it keeps their quantization, as TFLite's); any other layer is a
+// compile error ("has no int8 kernel"). Regularizers and initializers are dropped.
 //   quantize_dynamic(m)                      int8 weights per output channel, float activations
 //                                            (each input row quantized on the fly): no data needed
 //   quantize_full_integer(m, x, n, opts)     also int8 activations, per tensor, their ranges
 //                                            calibrated on n representative samples x (float rows
 //                                            of the input's size): min/max, or opts.percentile < 100
-//                                            (the [100 - p, p] percentiles of each tensor's values)
+//                                            (the [100 - p, p] percentiles of each tensor's values);
+//                                            a layer's input range is the previous quantized
+//                                            layer's output range (the same values, or a
+//                                            max pooling of them), the first layer's its own
 // Weights (a conv2d kernel [KH, KW, C, F] read as [K = KH KW C, F]): scale_j = max_k |W[k, j]| / 127, q = round(W / scale_j) in [-127, 127]; full-integer
 // bias: round(b_j / (input_scale scale_j)) in int32. Throws std::invalid_argument for an empty
 // calibration set, or a tensor whose calibrated range is empty or not finite (naming the layer).
@@ -31,6 +35,7 @@
 #include "../layers/conv2d.hpp"
 #include "../layers/dense.hpp"
 #include "../layers/dropout.hpp"
+#include "../layers/max_pool2d.hpp"
 #include "../layers/quantized_conv2d.hpp"
 #include "../layers/quantized_dense.hpp"
 #include "../layers/reshape.hpp"
@@ -43,12 +48,19 @@ namespace quantization::detail {
 template <class>
 inline constexpr bool always_false_v = false;
 
+template <class Bound>
+constexpr bool is_max_pool() {
+  if constexpr (std::is_same_v<typename Bound::kind, layer_kind::pool2d>)
+    return std::is_same_v<typename Bound::spec::kind, ctnn::detail::max_pool_kind>;
+  else
+    return false;
+}
 template <class Scheme, class Spec, class Bound>
 struct quant_spec {
   static constexpr bool passes = std::is_same_v<typename Bound::kind, layer_kind::reshape> ||
-                                 std::is_same_v<typename Bound::kind, layer_kind::dropout>;
+                                 std::is_same_v<typename Bound::kind, layer_kind::dropout> || is_max_pool<Bound>();
   static_assert(passes, "quantize: a layer of this network has no int8 kernel (quantized: dense, conv2d; kept: "
-                        "flatten, reshape, dropout)");
+                        "flatten, reshape, dropout, max_pool2d)");
   using type = Spec;
 };
 template <class Scheme, long long N, class Act, class O1, class O2, class Bound>
@@ -221,6 +233,11 @@ auto quantize_full_integer(const model<Net, P, B>& m, const float* x, std::size_
   // layer's input and output ranges
   std::vector<float> cur(x, x + n * Net::input_type::size);
   std::vector<std::pair<double, double>> ranges;
+  // a layer's input range: the previous quantized layer's output range (the tensor it quantized
+  // its output with, passed on unchanged or max-pooled), else the calibration input's
+  const auto input_range = [&] {
+    return ranges.empty() ? quantization::detail::range_of(cur, opts.percentile) : ranges.back();
+  };
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (
         [&] {
@@ -229,7 +246,7 @@ auto quantize_full_integer(const model<Net, P, B>& m, const float* x, std::size_
             constexpr std::size_t K = S::K, N = S::N;
             const float* w = quantization::detail::data_of<float>(src, I, "kernel");
             const float* b = quantization::detail::data_of<float>(src, I, "bias");
-            ranges.push_back(quantization::detail::range_of(cur, opts.percentile));
+            ranges.push_back(input_range());
             std::vector<float> y(n * N);
             for (std::size_t i = 0; i < n; ++i)
               for (std::size_t j = 0; j < N; ++j) {
@@ -244,11 +261,27 @@ auto quantize_full_integer(const model<Net, P, B>& m, const float* x, std::size_
             constexpr auto g = S::geometry;
             const float* w = quantization::detail::data_of<float>(src, I, "kernel");
             const float* b = quantization::detail::data_of<float>(src, I, "bias");
-            ranges.push_back(quantization::detail::range_of(cur, opts.percentile));
+            ranges.push_back(input_range());
             std::vector<float> y(n * g.out_size());
             kernels::reference::conv_forward(g, cur.data(), w, b, y.data(), n);
             S::Act::template forward<B>(y.data(), n * g.oh * g.ow, g.f);
             ranges.push_back(quantization::detail::range_of(y, opts.percentile));
+            cur = std::move(y);
+          } else if constexpr (quantization::detail::is_max_pool<S>()) {
+            constexpr auto g = S::geometry;  // padding never wins
+            std::vector<float> y(n * g.out_size(), -std::numeric_limits<float>::infinity());
+            for (std::size_t s = 0; s < n; ++s)
+              for (std::size_t oh = 0; oh < g.oh; ++oh)
+                for (std::size_t ow = 0; ow < g.ow; ++ow)
+                  for (std::size_t i = 0; i < g.kh; ++i)
+                    for (std::size_t j = 0; j < g.kw; ++j) {
+                      std::size_t r, c;
+                      if (!kernels::reference::conv_source(g, oh, ow, i, j, r, c)) continue;
+                      for (std::size_t ch = 0; ch < g.c; ++ch) {
+                        float& o = y[((s * g.oh + oh) * g.ow + ow) * g.c + ch];
+                        o = std::max(o, cur[((s * g.h + r) * g.w + c) * g.c + ch]);
+                      }
+                    }
             cur = std::move(y);
           }
         }(),
