@@ -156,7 +156,7 @@ struct quantized_conv2d_layer {
     if constexpr (full) {
       const float in_scale = *v.in_scale, out_scale = *v.out_scale;
       const std::int32_t in_zp = *v.in_zp, out_zp = *v.out_zp;
-      for (const auto [zp, what] : {std::pair{in_zp, "input"}, std::pair{out_zp, "output"}})
+      for (const auto& [zp, what] : {std::pair{in_zp, "input"}, std::pair{out_zp, "output"}})
         if (zp < quantization::qmin || zp > quantization::qmax)
           throw std::invalid_argument(Spec::name() + ": the " + what + " zero point " + std::to_string(zp) +
                                       " is outside [-128, 127] (a corrupt weights file?)");
