@@ -3,6 +3,10 @@
 //   int8_dense<K, N, S>/batch quantized_dense's forward: quantize the input, int8 GEMM, requantize /
 //                             rescale, dequantize (S: full_integer or dynamic_range)
 //   int8_gemm<K, N>/batch     the int8 GEMM alone on packed weights (backends/cpu/int8.hpp, the default arch's path)
+//   float_conv/batch          conv2d<64, 3, 3, valid, relu>'s forward on 13x13x32 (the Fashion-MNIST
+//                             CNN's second convolution: 121 im2col rows of K = 288 per sample)
+//   int8_conv<S>/batch        quantized_conv2d's forward on the same shape: quantize the input, int8
+//                             im2col, int8 GEMM, requantize / rescale, dequantize
 // Layers 784x256 and 256x128 of the Fashion-MNIST MLP, random weights (the values do not change
 // the work). One thread:
 //   CTNN_NUM_THREADS=1 taskset -c 0 build/bench/bench/bench_quant --benchmark_repetitions=3
@@ -10,6 +14,7 @@
 #include <benchmark/benchmark.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/layers/quantized_conv2d.hpp>
 #include <ctnn/quantization/convert.hpp>
 
 #include <cstdint>
@@ -94,6 +99,70 @@ void int8_gemm(benchmark::State& st) {
   }
 }
 
+// the state (or parameters) of a layer L in memory 64-byte aligned, as in a model
+struct aligned_block {
+  std::vector<std::uint64_t> mem;
+  explicit aligned_block(std::size_t bytes) : mem(bytes / 8 + 16) {}
+  float* get() { return reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(mem.data()) + 63) / 64 * 64); }
+};
+
+using conv_in = ctnn::shape<13, 13, 32>;
+using float_conv_layer = ctnn::conv2d_layer<ctnn::conv2d<64, 3, 3, 1, ctnn::padding::valid, ctnn::relu>, conv_in,
+                                            ctnn::precision::policy_of_t<ctnn::precision::float32>, ctnn::cpu<>>;
+
+void float_conv(benchmark::State& st) {
+  using L = float_conv_layer;
+  const std::size_t m = std::size_t(st.range(0));
+  auto params = random_values<float>(L::kernel_count + L::F, -0.05, 0.05, 2);
+  std::vector<float> cache(m * L::cache_per_sample), y(m * L::out_shape::size);
+  const auto x = random_values<float>(m * conv_in::size, 0, 1, 1);
+  ctnn::layer_slot<float> s;
+  s.params = params.data();
+  s.cache = cache.data();
+  for (auto _ : st) {
+    L::forward(s, x.data(), y.data(), ctnn::run_info{m});
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["samples_per_s"] = benchmark::Counter(double(m), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+template <class Scheme>
+void int8_conv(benchmark::State& st) {
+  using L = ctnn::quantized_conv2d_layer<ctnn::quantized_conv2d<64, 3, 3, 1, ctnn::padding::valid, ctnn::relu, Scheme>,
+                                         conv_in, ctnn::precision::float32, ctnn::cpu<>>;
+  const std::size_t m = std::size_t(st.range(0));
+  aligned_block block(L::state_bytes);
+  ctnn::layer_slot<float> s;
+  s.state = block.get();
+  ctnn::rng g(4);
+  L::init(s, g);
+  auto v = L::view(reinterpret_cast<std::byte*>(s.state));
+  const auto w = random_values<int>(L::K * L::F, -127, 127, 5);
+  std::vector<std::int8_t> plain(L::K * L::F);
+  for (std::size_t i = 0; i < plain.size(); ++i) plain[i] = std::int8_t(w[i]);
+  ctnn::kernels::cpu::int8::pack(L::K, L::F, plain.data(), L::K, v.kernel);
+  ctnn::kernels::cpu::int8::packed_sums(L::F, L::K, v.kernel, v.kernel_sum);
+  for (std::size_t j = 0; j < L::F; ++j) v.kernel_scale[j] = 0.0005f;
+  if constexpr (L::full) {
+    *v.in_scale = 1.0f / 255;
+    *v.in_zp = -128;
+    *v.out_scale = 0.05f;
+    *v.out_zp = -128;
+    for (std::size_t j = 0; j < L::F; ++j) {
+      const auto q = ctnn::quantization::quantize_multiplier(double(*v.in_scale) * 0.0005 / 0.05);
+      v.mult[j] = q.q;
+      v.shift[j] = q.shift;
+    }
+  }
+  const auto x = random_values<float>(m * conv_in::size, 0, 1, 1);
+  std::vector<float> y(m * L::out_shape::size);
+  for (auto _ : st) {
+    L::forward(s, x.data(), y.data(), ctnn::run_info{m});
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["samples_per_s"] = benchmark::Counter(double(m), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 using fi = ctnn::quantization::full_integer;
 using dr = ctnn::quantization::dynamic_range;
 BENCHMARK(float_dense<784, 256>)->Arg(1)->Arg(64);
@@ -104,6 +173,9 @@ BENCHMARK(float_dense<256, 128>)->Arg(1)->Arg(64);
 BENCHMARK(int8_dense<256, 128, fi>)->Arg(1)->Arg(64);
 BENCHMARK(int8_dense<256, 128, dr>)->Arg(1)->Arg(64);
 BENCHMARK(int8_gemm<256, 128>)->Arg(1)->Arg(64);
+BENCHMARK(float_conv)->Arg(1)->Arg(64);
+BENCHMARK(int8_conv<fi>)->Arg(1)->Arg(64);
+BENCHMARK(int8_conv<dr>)->Arg(1)->Arg(64);
 
 }  // namespace
 

@@ -1,5 +1,5 @@
-// libFuzzer target: load_weights from an arbitrary file into int8 networks (quantized_dense, full
-// integer and dynamic range: int8 and int32 tensors, docs/quantization.md). A bad file must throw
+// libFuzzer target: load_weights from an arbitrary file into int8 networks (quantized_dense and
+// quantized_conv2d, full integer and dynamic range: int8 and int32 tensors, docs/quantization.md). A bad file must throw
 // weights_error (or io_error); anything else is a bug.
 #include <ctnn/ctnn.hpp>
 #include <ctnn/quantization/convert.hpp>
@@ -18,6 +18,9 @@ namespace {
 using net = ctnn::sequential<ctnn::input<6>, ctnn::dense<5, ctnn::relu>, ctnn::dropout<0.25f>, ctnn::dense<3>>;
 using full = ctnn::quantized_t<net>;
 using dynamic = ctnn::quantized_t<net, ctnn::quantization::dynamic_range>;
+using cnn = ctnn::sequential<ctnn::input<4, 4, 2>, ctnn::conv2d<3, 3, 3, 2, ctnn::padding::same, ctnn::relu>,
+                             ctnn::flatten, ctnn::dense<2>>;
+using full_cnn = ctnn::quantized_t<cnn>;
 const std::filesystem::path& file() {
   static const std::filesystem::path p =
       std::filesystem::temp_directory_path() / ("ctnn_fuzz_weights_quantized_" + std::to_string(::getpid()) + ".ctnn");
@@ -33,6 +36,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const float x[12] = {0.5f, -1.0f, 0.25f, 2.0f, -0.75f, 1.5f, -0.5f, 1.0f, 0.0f, 0.3f, -2.0f, 0.9f};
       ctnn::io::save_weights(ctnn::quantize_full_integer(m, x, 2), std::string(seed) + "_full");
       ctnn::io::save_weights(ctnn::quantize_dynamic(m), std::string(seed) + "_dynamic");
+      auto c = ctnn::make_model<cnn>(7);
+      float images[2 * 32];
+      for (int i = 0; i < 64; ++i) images[i] = float((i * 37) % 11) / 5.0f - 1.0f;
+      ctnn::io::save_weights(ctnn::quantize_full_integer(c, images, 2), std::string(seed) + "_cnn");
     }
     return true;
   }();
@@ -54,6 +61,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     ctnn::io::load_weights(d, file());
     (void)d.predict(x, 3);
+  } catch (const ctnn::io::weights_error&) {
+  } catch (const ctnn::io_error&) {
+  }
+  static auto c = ctnn::make_model<full_cnn>(1);
+  static const float image[32] = {0.5f, -1.0f, 0.25f, 2.0f, -0.75f, 1.5f, -0.5f, 1.0f, 0.0f,  0.3f,  -2.0f,
+                                  0.9f, 9.0f,  -9.0f, 0.1f, 0.0f,   1e30f, -1e30f, 0.7f, -0.2f, 1.1f, 0.4f,
+                                  0.0f, -0.6f, 3.0f,  0.8f, -1.4f,  0.2f,  0.6f,  -0.9f, 0.05f, 1.9f};
+  try {
+    ctnn::io::load_weights(c, file());
+    try {
+      (void)c.predict(image, 1);
+    } catch (const std::invalid_argument&) {  // a multiplier or zero point outside its range: refused by name
+    }
   } catch (const ctnn::io::weights_error&) {
   } catch (const ctnn::io_error&) {
   }

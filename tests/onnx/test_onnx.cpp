@@ -629,6 +629,56 @@ TEST_CASE("onnxruntime runs an exported dynamic-range model within 1e-5") {
   CHECK(max_abs_diff(theirs, ours) < 1e-5);
 }
 
+TEST_CASE("onnxruntime runs an exported int8 CNN (quantized_conv2d as QDQ around Conv, max pooling between): within one step") {
+  // conv2d same, max pool, conv2d valid: 6x6x2 -> 6x6x4 -> 3x3x4 -> 1x1x3, flatten, dense
+  using qcnn = sequential<input<6, 6, 2>, conv2d<4, 3, 3, 1, padding::same, relu>, max_pool2d<2>,
+                          conv2d<3, 3, 3, 1, padding::valid>, flatten, dense<5>>;
+  temp_dir d;
+  auto m = trained<qcnn>(3, 64, 16, 2);
+  const auto cal = random_inputs<shape<6, 6, 2>>(64, 21);
+  auto x = random_inputs<shape<6, 6, 2>>(40, 22);
+  x *= 1.3f;  // partly beyond the calibrated range: saturation
+  auto q = quantize_full_integer(m, cal.data(), 64);
+  export_onnx(q, d.path / "q.onnx");
+  const auto f = read_model(d.path / "q.onnx");
+  // layer 1: Q/DQ of the input before the Transpose, the int8 kernel [F, C, KH, KW] dequantized per axis 0
+  const auto& w = init_named(f, "layer1_kernel_quantized");
+  REQUIRE((w.dims_size() == 4 && w.dims(0) == 4 && w.dims(1) == 2 && w.dims(2) == 3 && w.dims(3) == 3));
+  CHECK(attr_of(node_named(f, "layer1_kernel_dequantize"), "axis") == 0);
+  std::vector<std::string> ops;
+  for (const auto& n : f.graph().node()) ops.push_back(n.op_type());
+  const std::vector<std::string> first{"DequantizeLinear", "QuantizeLinear", "DequantizeLinear", "DequantizeLinear",
+                                       "Transpose",        "Conv",           "Transpose",        "Relu",
+                                       "QuantizeLinear",   "DequantizeLinear"};
+  CHECK(std::vector<std::string>(ops.begin(), ops.begin() + 10) == first);
+  // ctnn's kernel (kh, kw, c) order against ONNX's (c, kh, kw): one weight by hand
+  std::vector<std::int8_t> packed, plain(4 * 18);
+  q.for_each_variable([&](const variable_ref& v) {
+    if (v.layer == 0 && v.name == "kernel")
+      packed.assign(reinterpret_cast<std::int8_t*>(v.data), reinterpret_cast<std::int8_t*>(v.data) + v.extent);
+  });
+  kernels::cpu::int8::unpack(18, 4, packed.data(), plain.data());
+  // filter 3, kh 2, kw 1, c 1: ctnn k = (2 * 3 + 1) * 2 + 1 = 15; ONNX ((3 * 2 + 1) * 3 + 2) * 3 + 1 = 70
+  CHECK(std::int8_t(w.raw_data()[70]) == plain[3 * 18 + 15]);
+  xt::xtensor<float, 2> theirs, unoptimized;
+  if (!onnxruntime_predict(d.path / "q.onnx", x, theirs, d.path, &unoptimized)) return;
+  const auto ours = ctnn::predict(q, x);
+  const float out_scale = scalar_of<float>(q, "output_scale", true);
+  for (bool optimize : {false, true}) {
+    const auto st = steps_between(ours, optimize ? theirs : unoptimized, out_scale);
+    const std::string run = optimize ? "int8 CNN, onnxruntime optimized: " : "int8 CNN, onnxruntime unoptimized: ";
+    MESSAGE(run << st.differ << " of " << st.total
+            << " outputs differ, at most " << st.max << " output steps");
+    CHECK(st.max < 1.01);  // one step: ties and the fixed-point multiplier (docs/interop.md)
+    CHECK(st.differ * 10 <= st.total);
+  }
+  // dynamic range: the per-sample input quantization written out, the rest in float
+  auto dyn = quantize_dynamic(m);
+  export_onnx(dyn, d.path / "dyn.onnx");
+  if (!onnxruntime_predict(d.path / "dyn.onnx", x, theirs, d.path)) return;
+  CHECK(max_abs_diff(theirs, ctnn::predict(dyn, x)) < 1e-5);
+}
+
 TEST_CASE("export_onnx of a quantized model refuses values ONNX cannot carry, naming the layer") {
   temp_dir d;
   auto m = qmodel();

@@ -36,6 +36,7 @@
 #include "../layers/graph_nodes.hpp"
 #include "../layers/max_pool2d.hpp"
 #include "../layers/padding.hpp"
+#include "../layers/quantized_conv2d.hpp"
 #include "../layers/quantized_dense.hpp"
 #include "../layers/reshape.hpp"
 #include "../quantization/arithmetic.hpp"

@@ -8,8 +8,8 @@
 // BatchNormalization (moving statistics), dropout -> nothing, flatten/reshape ->
 // Reshape, global_average_pool -> ReduceMean, an activation -> its onnx_op, a graph
 // layer -> its branches' nodes then Add (add, residual) or Concat,
-// quantized_dense -> QDQ form (int8 kernel and int32 bias initializers,
-// DequantizeLinear per channel, QuantizeLinear/DequantizeLinear pairs, Gemm). A
+// quantized_dense, quantized_conv2d -> QDQ form (int8 kernel and int32 bias initializers,
+// DequantizeLinear per channel, QuantizeLinear/DequantizeLinear pairs, Gemm or Conv). A
 // layer or activation without a mapping is a compile error naming its position
 // ("export_onnx: this layer or activation has no ONNX mapping"). Variables must
 // be float; a quantized scale that is not positive and finite, or a zero point
@@ -49,13 +49,15 @@ namespace onnx_detail {
 template <class L>
 consteval bool exportable();
 template <class... C>
-consteval bool all_exportable(std::tuple<C...>*) {  // a graph layer's children: no quantized_dense inside one yet
-  return (true && ... && (exportable<C>() && !is_a<C, layer_kind::quantized_dense>));
+consteval bool all_exportable(std::tuple<C...>*) {  // a graph layer's children: no quantized layer inside one yet
+  return (true && ... &&
+          (exportable<C>() && !is_a<C, layer_kind::quantized_dense> && !is_a<C, layer_kind::quantized_conv2d>));
 }
 template <class L>
 consteval bool exportable() {
   if constexpr (is_a<L, layer_kind::graph>) return all_exportable(static_cast<typename L::children*>(nullptr));
-  else if constexpr (is_a<L, layer_kind::dense> || is_a<L, layer_kind::conv2d> || is_a<L, layer_kind::quantized_dense>)
+  else if constexpr (is_a<L, layer_kind::dense> || is_a<L, layer_kind::conv2d> || is_a<L, layer_kind::quantized_dense> ||
+                     is_a<L, layer_kind::quantized_conv2d>)
     return act_op<typename L::Act>() != nullptr;
   else if constexpr (is_a<L, layer_kind::activation>) return act_op<typename L::spec>() != nullptr;
   else
@@ -272,10 +274,14 @@ void emit_graph(builder& b, const std::string& base, var_map& v, const std::stri
 // activation, then [QuantizeLinear, DequantizeLinear] with the output parameters, which it returns.
 // Dynamic range: the input quantized per row as the layer does (scale max|x| / 127, 1 for a zero row;
 // QuantizeLinear per axis 0), the kernel dequantized as above, float bias, Gemm, the activation.
+// A quantized_conv2d layer the same way around a Conv (as conv2d's: Transposes to NCHW and back,
+// a rank-2 input reshaped to one channel first): its kernel [F, C, KH, KW] dequantized per axis 0,
+// the input's Q/DQ pair (dynamic range: per sample, each sample's max over H W C) before the Transpose.
 template <class L>
 std::optional<quantization::params> export_quantized_dense(builder& b, const std::string& base,
                                                            const std::map<std::string, std::vector<std::byte>, std::less<>>& v,
                                                            std::optional<quantization::params> prev, std::size_t position) {
+  constexpr bool conv = is_a<L, layer_kind::quantized_conv2d>;
   constexpr std::size_t K = L::K, N = L::N;
   const std::string here = "export_onnx: layer " + std::to_string(position) + " (" + L::name() + "): ";
   auto get = [&](const char* name) -> const std::vector<std::byte>& {
@@ -294,20 +300,51 @@ std::optional<quantization::params> export_quantized_dense(builder& b, const std
   };
   const auto scale = values_as<float>(get("kernel_scale"));
   for (std::size_t j = 0; j < N; ++j) positive(scale[j], "kernel_scale[" + std::to_string(j) + "]");
-  // the packed kernel (backends/cpu/int8.hpp) to ONNX's B [K, N], row-major
+  // the packed kernel (backends/cpu/int8.hpp) to ONNX's B [K, N], row-major (a Conv's W: [F, C, KH, KW],
+  // which is [N, K] with K in (c, kh, kw) order instead of ctnn's (kh, kw, c))
   const auto& packed = get("kernel");
   std::vector<std::int8_t> wt(N * K), w(K * N);
   kernels::cpu::int8::unpack(K, N, reinterpret_cast<const std::int8_t*>(packed.data()), wt.data());
+  constexpr auto G = [] {
+    if constexpr (conv) return L::geometry;
+    else return kernels::conv_geometry{};
+  }();
   for (std::size_t j = 0; j < N; ++j)
-    for (std::size_t k = 0; k < K; ++k) w[k * N + j] = wt[j * K + k];
+    for (std::size_t k = 0; k < K; ++k)
+      if constexpr (conv) {
+        const std::size_t c = k % G.c, yx = k / G.c;  // ctnn's k = (y kw + x) C + c
+        w[(j * G.c + c) * G.kh * G.kw + yx] = wt[j * K + k];
+      } else {
+        w[k * N + j] = wt[j * K + k];
+      }
   const std::int64_t k64 = std::int64_t(K), n64 = std::int64_t(N);
   const std::vector<std::int8_t> zeros(N, 0);
-  const auto wq = b.init_raw(base + "_kernel_quantized", {k64, n64}, onnx::TensorProto::INT8, w.data(), w.size());
+  const auto wq =
+      conv ? b.init_raw(base + "_kernel_quantized",
+                        {n64, std::int64_t(G.c), std::int64_t(G.kh), std::int64_t(G.kw)}, onnx::TensorProto::INT8,
+                        w.data(), w.size())
+           : b.init_raw(base + "_kernel_quantized", {k64, n64}, onnx::TensorProto::INT8, w.data(), w.size());
   const auto ws = b.init_floats(base + "_kernel_scale", {n64}, scale);
   const auto wz = b.init_raw(base + "_kernel_zero_point", {n64}, onnx::TensorProto::INT8, zeros.data(), N);
   const std::string x = b.cur;
-  builder::attr_int(b.node("DequantizeLinear", {wq, ws, wz}, base + "_kernel_dequantize"), "axis", 1);
+  builder::attr_int(b.node("DequantizeLinear", {wq, ws, wz}, base + "_kernel_dequantize"), "axis", conv ? 0 : 1);
   const std::string wd = b.cur;
+  // Gemm, or Conv between Transposes, of the current (dequantized) input, then the activation
+  auto main_op = [&](const std::string& bias) {
+    if constexpr (conv) {
+      using LIn = typename L::in_shape;
+      if constexpr (LIn::rank == 2) b.reshape({-1, std::int64_t(G.h), std::int64_t(G.w), 1});
+      b.transpose({0, 3, 1, 2});
+      auto* n = b.node("Conv", {b.cur, wd, bias}, base + "_conv");
+      builder::attr_ints(n, "kernel_shape", {std::int64_t(G.kh), std::int64_t(G.kw)});
+      builder::attr_ints(n, "strides", {std::int64_t(G.stride), std::int64_t(G.stride)});
+      builder::attr_ints(n, "pads", spatial_pads(G));
+      b.transpose({0, 2, 3, 1});
+    } else {
+      b.node("Gemm", {b.cur, wd, bias}, base + "_gemm");
+    }
+    b.template activation<typename L::Act>(base + "_act");
+  };
   // a per-tensor Q/DQ pair with parameters p on the current tensor
   auto qdq_pair = [&](quantization::params p, const std::string& what) {
     const auto s = b.init_floats(b.fresh(base + "_" + what + "_scale"), {}, {p.scale});
@@ -334,14 +371,20 @@ std::optional<quantization::params> export_quantized_dense(builder& b, const std
     const auto bs = b.init_floats(base + "_bias_scale", {n64}, bias_scale);
     builder::attr_int(b.node("DequantizeLinear", {bq, bs}, base + "_bias_dequantize"), "axis", 0);
     const std::string bd = b.cur;
-    b.node("Gemm", {xd, wd, bd}, base + "_gemm");
-    b.template activation<typename L::Act>(base + "_act");
+    b.cur = xd;
+    main_op(bd);
     qdq_pair(out, "output");
     return out;
   } else {
     b.cur = x;
     auto* amax = b.node("ReduceMax", {b.node("Abs", {x}, base + "_abs")->output(0)}, base + "_absmax");
-    builder::attr_ints(amax, "axes", {1});
+    if constexpr (conv) {
+      std::vector<std::int64_t> axes;
+      for (std::size_t a = 1; a <= L::in_shape::rank; ++a) axes.push_back(std::int64_t(a));
+      builder::attr_ints(amax, "axes", axes);
+    } else {
+      builder::attr_ints(amax, "axes", {1});
+    }
     builder::attr_int(amax, "keepdims", 0);
     const std::string a = b.cur;
     const auto c127 = b.init_floats(base + "_127", {}, {127.0f});
@@ -365,8 +408,8 @@ std::optional<quantization::params> export_quantized_dense(builder& b, const std
     builder::attr_int(b.node("DequantizeLinear", {b.cur, rs, z}, base + "_input_dequantize"), "axis", 0);
     const std::string xd = b.cur;
     const auto bias = b.init_floats(base + "_bias", {n64}, values_as<float>(get("bias")));
-    b.node("Gemm", {xd, wd, bias}, base + "_gemm");
-    b.template activation<typename L::Act>(base + "_act");
+    b.cur = xd;
+    main_op(bias);
     return std::nullopt;
   }
 }
@@ -414,9 +457,10 @@ void export_onnx(const M& m, const std::filesystem::path& path, int opset = 17) 
           using L = ctnn::detail::type_at_t<I, typename MM::layers>;
           static_assert(diag::no_onnx_mapping<diag::layer<I + 1>, exportable<L>()>::value);
           const std::string base = "layer" + std::to_string(I + 1);
-          if constexpr (!is_a<L, layer_kind::quantized_dense> && !is_a<L, layer_kind::reshape> && !is_a<L, layer_kind::dropout>)
+          constexpr bool quantized = is_a<L, layer_kind::quantized_dense> || is_a<L, layer_kind::quantized_conv2d>;
+          if constexpr (!quantized && !is_a<L, layer_kind::reshape> && !is_a<L, layer_kind::dropout>)
             qdq.reset();
-          if constexpr (is_a<L, layer_kind::quantized_dense>) qdq = export_quantized_dense<L>(b, base, raw[I], qdq, I + 1);
+          if constexpr (quantized) qdq = export_quantized_dense<L>(b, base, raw[I], qdq, I + 1);
           else emit_layer<L>(b, base, vars[I], "");
         }(),
         0)...};  // a list, not a fold: clang nests a fold of N terms N deep (limit 256)

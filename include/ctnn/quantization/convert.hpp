@@ -1,15 +1,20 @@
 // ctnn/quantization/convert.hpp — post-training quantization of a trained float model.
 //
 // quantized_t<Net, Scheme> replaces every dense<N, Act, ...> of Net by quantized_dense<K, N, Act,
-// Scheme>; flatten, reshape and dropout stay; any other layer is a compile error ("has no int8
-// kernel"). Regularizers and initializers are dropped.
+// Scheme> and every conv2d<F, KH, KW, Stride, Padding, Act, ...> by quantized_conv2d<F, KH, KW,
+// Stride, Padding, Act, Scheme>; flatten, reshape, dropout and max_pool2d stay (max pooling picks
+// one of its input's values, so it keeps their quantization, as TFLite's); any other layer is a
+// compile error ("has no int8 kernel"). Regularizers and initializers are dropped.
 //   quantize_dynamic(m)                      int8 weights per output channel, float activations
 //                                            (each input row quantized on the fly): no data needed
 //   quantize_full_integer(m, x, n, opts)     also int8 activations, per tensor, their ranges
 //                                            calibrated on n representative samples x (float rows
 //                                            of the input's size): min/max, or opts.percentile < 100
-//                                            (the [100 - p, p] percentiles of each tensor's values)
-// Weights: scale_j = max_k |W[k, j]| / 127, q = round(W / scale_j) in [-127, 127]; full-integer
+//                                            (the [100 - p, p] percentiles of each tensor's values);
+//                                            a layer's input range is the previous quantized
+//                                            layer's output range (the same values, or a
+//                                            max pooling of them), the first layer's its own
+// Weights (a conv2d kernel [KH, KW, C, F] read as [K = KH KW C, F]): scale_j = max_k |W[k, j]| / 127, q = round(W / scale_j) in [-127, 127]; full-integer
 // bias: round(b_j / (input_scale scale_j)) in int32. Throws std::invalid_argument for an empty
 // calibration set, or a tensor whose calibrated range is empty or not finite (naming the layer).
 // Docs: docs/quantization.md.
@@ -26,8 +31,12 @@
 #include <utility>
 #include <vector>
 
+#include "../kernels/conv_reference.hpp"
+#include "../layers/conv2d.hpp"
 #include "../layers/dense.hpp"
 #include "../layers/dropout.hpp"
+#include "../layers/max_pool2d.hpp"
+#include "../layers/quantized_conv2d.hpp"
 #include "../layers/quantized_dense.hpp"
 #include "../layers/reshape.hpp"
 #include "../train/model.hpp"
@@ -39,17 +48,29 @@ namespace quantization::detail {
 template <class>
 inline constexpr bool always_false_v = false;
 
+template <class Bound>
+constexpr bool is_max_pool() {
+  if constexpr (std::is_same_v<typename Bound::kind, layer_kind::pool2d>)
+    return std::is_same_v<typename Bound::spec::kind, ctnn::detail::max_pool_kind>;
+  else
+    return false;
+}
 template <class Scheme, class Spec, class Bound>
 struct quant_spec {
   static constexpr bool passes = std::is_same_v<typename Bound::kind, layer_kind::reshape> ||
-                                 std::is_same_v<typename Bound::kind, layer_kind::dropout>;
-  static_assert(passes, "quantize: a layer of this network has no int8 kernel (quantized: dense; kept: flatten, "
-                        "reshape, dropout)");
+                                 std::is_same_v<typename Bound::kind, layer_kind::dropout> || is_max_pool<Bound>();
+  static_assert(passes, "quantize: a layer of this network has no int8 kernel (quantized: dense, conv2d; kept: "
+                        "flatten, reshape, dropout, max_pool2d)");
   using type = Spec;
 };
 template <class Scheme, long long N, class Act, class O1, class O2, class Bound>
 struct quant_spec<Scheme, dense<N, Act, O1, O2>, Bound> {
   using type = quantized_dense<Bound::K, std::size_t(N), Act, Scheme>;
+};
+template <class Scheme, std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class R,
+          class I, class Bound>
+struct quant_spec<Scheme, conv2d<F, KH, KW, S, Pad, Act, R, I>, Bound> {
+  using type = quantized_conv2d<F, KH, KW, S, Pad, Act, Scheme>;
 };
 
 template <class Net, class Scheme>
@@ -63,9 +84,18 @@ struct quantized<sequential<In, Ls...>, Scheme> {
   using type = decltype(make(std::index_sequence_for<Ls...>{}));
 };
 
-// Layer kinds the converter quantizes: dense, and qat_dense (quantization/qat.hpp).
+// Layer kinds the converter quantizes: dense, conv2d, and qat_dense, qat_conv2d (quantization/qat.hpp).
 template <class Kind>
-inline constexpr bool converts_v = std::is_same_v<Kind, layer_kind::dense>;
+inline constexpr bool converts_v = std::is_same_v<Kind, layer_kind::dense> || std::is_same_v<Kind, layer_kind::conv2d>;
+
+// The output units of a bound layer the converter quantizes (dense: N, conv2d: F filters).
+template <class L>
+constexpr std::size_t units_of() {
+  if constexpr (requires { L::N; })
+    return L::N;
+  else
+    return L::F;
+}
 
 inline const variable_ref& find_var(const std::vector<variable_ref>& vs, std::size_t layer, std::string_view name) {
   for (const auto& v : vs)
@@ -122,7 +152,7 @@ struct calibration_options {
 };
 
 namespace quantization::detail {
-// Quantizes model m into Scheme's network; ranges (full integer): per dense layer, its input and
+// Quantizes model m into Scheme's network; ranges (full integer): per dense or conv2d layer, its input and
 // output ranges (in layer order), else empty.
 template <class Scheme, class Net, class P, class B>
 model<quantized_t<Net, Scheme>, precision::float32, B> convert(const model<Net, P, B>& m,
@@ -141,7 +171,7 @@ model<quantized_t<Net, Scheme>, precision::float32, B> convert(const model<Net, 
         [&] {
           using S = std::tuple_element_t<I, src_layers>;
           if constexpr (converts_v<typename S::kind>) {
-            constexpr std::size_t K = S::K, N = S::N;
+            constexpr std::size_t K = S::K, N = units_of<S>();
             const float* w = data_of<float>(src, I, "kernel");
             const float* b = data_of<float>(src, I, "bias");
             auto* q = data_of<std::int8_t>(dst, I, "kernel");
@@ -199,10 +229,15 @@ auto quantize_full_integer(const model<Net, P, B>& m, const float* x, std::size_
     throw std::invalid_argument("quantize_full_integer: the percentile must be in (50, 100]");
   std::vector<variable_ref> src;
   m.for_each_variable([&](const variable_ref& v) { src.push_back(v); });
-  // a float forward pass over the calibration set, layer by layer, keeping each dense layer's
-  // input and output ranges
+  // a float forward pass over the calibration set, layer by layer, keeping each dense and conv2d
+  // layer's input and output ranges
   std::vector<float> cur(x, x + n * Net::input_type::size);
   std::vector<std::pair<double, double>> ranges;
+  // a layer's input range: the previous quantized layer's output range (the tensor it quantized
+  // its output with, passed on unchanged or max-pooled), else the calibration input's
+  const auto input_range = [&] {
+    return ranges.empty() ? quantization::detail::range_of(cur, opts.percentile) : ranges.back();
+  };
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (
         [&] {
@@ -211,7 +246,7 @@ auto quantize_full_integer(const model<Net, P, B>& m, const float* x, std::size_
             constexpr std::size_t K = S::K, N = S::N;
             const float* w = quantization::detail::data_of<float>(src, I, "kernel");
             const float* b = quantization::detail::data_of<float>(src, I, "bias");
-            ranges.push_back(quantization::detail::range_of(cur, opts.percentile));
+            ranges.push_back(input_range());
             std::vector<float> y(n * N);
             for (std::size_t i = 0; i < n; ++i)
               for (std::size_t j = 0; j < N; ++j) {
@@ -221,6 +256,32 @@ auto quantize_full_integer(const model<Net, P, B>& m, const float* x, std::size_
               }
             S::Act::template forward<B>(y.data(), n, N);
             ranges.push_back(quantization::detail::range_of(y, opts.percentile));
+            cur = std::move(y);
+          } else if constexpr (std::is_same_v<typename S::kind, layer_kind::conv2d>) {
+            constexpr auto g = S::geometry;
+            const float* w = quantization::detail::data_of<float>(src, I, "kernel");
+            const float* b = quantization::detail::data_of<float>(src, I, "bias");
+            ranges.push_back(input_range());
+            std::vector<float> y(n * g.out_size());
+            kernels::reference::conv_forward(g, cur.data(), w, b, y.data(), n);
+            S::Act::template forward<B>(y.data(), n * g.oh * g.ow, g.f);
+            ranges.push_back(quantization::detail::range_of(y, opts.percentile));
+            cur = std::move(y);
+          } else if constexpr (quantization::detail::is_max_pool<S>()) {
+            constexpr auto g = S::geometry;  // padding never wins
+            std::vector<float> y(n * g.out_size(), -std::numeric_limits<float>::infinity());
+            for (std::size_t s = 0; s < n; ++s)
+              for (std::size_t oh = 0; oh < g.oh; ++oh)
+                for (std::size_t ow = 0; ow < g.ow; ++ow)
+                  for (std::size_t i = 0; i < g.kh; ++i)
+                    for (std::size_t j = 0; j < g.kw; ++j) {
+                      std::size_t r, c;
+                      if (!kernels::reference::conv_source(g, oh, ow, i, j, r, c)) continue;
+                      for (std::size_t ch = 0; ch < g.c; ++ch) {
+                        float& o = y[((s * g.oh + oh) * g.ow + ow) * g.c + ch];
+                        o = std::max(o, cur[((s * g.h + r) * g.w + c) * g.c + ch]);
+                      }
+                    }
             cur = std::move(y);
           }
         }(),

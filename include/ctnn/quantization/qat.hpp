@@ -1,7 +1,8 @@
-// ctnn/quantization/qat.hpp — quantization-aware training of dense networks (TFMOT's default 8-bit scheme).
+// ctnn/quantization/qat.hpp — quantization-aware training of dense and convolutional networks (TFMOT's default 8-bit scheme).
 //
-// qat_t<Net> replaces every dense<N, Act> of Net by qat_dense<N, Act, Last> (Last: the network's
-// last dense layer); quantize_model(m) copies a float model's kernels and biases into it; fit
+// qat_t<Net> replaces every dense<N, Act> of Net by qat_dense<N, Act, Last> and every conv2d<F, KH,
+// KW, Stride, Padding, Act> by qat_conv2d<F, KH, KW, Stride, Padding, Act, Last> (Last: the
+// network's last dense or conv2d layer); quantize_model(m) copies a float model's kernels and biases into it; fit
 // trains it with any optimizer; convert_qat(q) gives the quantized_t<Net> full-integer model
 // (quantization/convert.hpp) with the learned ranges. qat_dense's forward:
 //   x^ = fake_quant(x, input range)    per tensor, asymmetric [-128, 127]; the range [input_min,
@@ -34,6 +35,7 @@
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
 #include "../layers/activation.hpp"
+#include "../layers/conv2d.hpp"
 #include "../layers/dense.hpp"
 #include "arithmetic.hpp"
 #include "convert.hpp"
@@ -189,9 +191,149 @@ struct qat_dense_layer {
   }
 };
 
+// qat_conv2d<F, KH, KW, Stride, Padding, Act, QuantizeOutput>: conv2d's QAT form, the rules of
+// qat_dense (the input's moving-average range per tensor, the kernel per output channel f over
+// its KH KW C weights, the output's range when QuantizeOutput), run as conv2d does (im2col + GEMM
+// through ops<Backend>) on x^ and W^.
+template <class Spec, Shape In, class P, class Backend>
+struct qat_conv2d_layer;
+
+template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t Stride = 1, padding Pad = padding::valid,
+          Activation Act = identity, bool QuantizeOutput = false>
+struct qat_conv2d {
+  static_assert(F > 0 && KH > 0 && KW > 0 && Stride > 0,
+                "qat_conv2d: the filters, kernel height and width and the stride must be > 0");
+  using is_layer_spec = void;
+  using activation = Act;
+  using regularizer = no_regularizer;
+  using initializer = glorot_uniform;
+  static constexpr std::size_t filters = F, kernel_height = KH, kernel_width = KW, stride = Stride;
+  static constexpr padding pad = Pad;
+  static constexpr bool quantize_output = QuantizeOutput;
+  static std::string name() {
+    std::string s = "qat_conv2d<" + std::to_string(F) + ", " + std::to_string(KH) + ", " + std::to_string(KW) + ", " +
+                    std::to_string(Stride) + ", " + padding_name(Pad);
+    if (!std::is_same_v<Act, identity>) s += ", " + Act::name();
+    return s + (QuantizeOutput ? ", output>" : ">");
+  }
+  template <Shape In, std::size_t Pos>
+  static constexpr bool check() {
+    return conv2d<F, KH, KW, Stride, Pad, Act>::template check<In, Pos>();
+  }
+  template <Shape In, class P, class Backend>
+  using bind = qat_conv2d_layer<qat_conv2d, In, precision::float32, Backend>;
+};
+
+namespace layer_kind {
+struct qat_conv2d {};
+}  // namespace layer_kind
+
+template <class Spec, Shape In, class P, class Backend>
+struct qat_conv2d_layer {
+  using kind = layer_kind::qat_conv2d;
+  using spec = Spec;
+  using T = float;
+  using variable_type = float;
+  using compute_type = float;
+  using Act = typename Spec::activation;
+  using O = ops<Backend>;
+  // the float layer: its geometry and its cache (the im2col matrix of x^)
+  using float_layer = conv2d_layer<conv2d<Spec::filters, Spec::kernel_height, Spec::kernel_width, Spec::stride,
+                                          Spec::pad, Act>,
+                                   In, precision::policy_of_t<precision::float32>, Backend>;
+  static constexpr kernels::conv_geometry geometry = float_layer::geometry;
+  static constexpr std::size_t F = geometry.f, K = float_layer::K, N = F, kernel_count = K * F;
+  static constexpr std::size_t columns = float_layer::cache_per_sample, out_size = geometry.out_size();
+  using in_shape = In;
+  using out_shape = typename float_layer::out_shape;
+  static std::string name() { return Spec::name(); }
+  static constexpr std::array<buffer, 7> buffers{
+      buffer::parameter("kernel", {geometry.kh, geometry.kw, geometry.c, F}),
+      buffer::parameter("bias", {F}),
+      buffer::state("input_min", {1}),
+      buffer::state("input_max", {1}),
+      buffer::state("output_min", {1}),
+      buffer::state("output_max", {1}),
+      buffer::cache("fake_quant", columns + out_size)};  // the batch's columns of x^, then its act(conv(x^, W^) + b)
+  static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
+  static constexpr std::size_t state_count = count_of(buffers, role::state);
+  static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
+  using dense_rules = qat_dense_layer<qat_dense<1>, shape<1>, P, Backend>;  // ema, fake_quant_passes' users
+
+  static void init(layer_slot<T> s, rng& g) {
+    glorot_uniform::fill(s.params, kernel_count, K, geometry.kh * geometry.kw * F, g);
+    std::fill(s.params + kernel_count, s.params + kernel_count + F, 0.0f);
+    s.state[0] = s.state[2] = quantization::qat_initial_min;
+    s.state[1] = s.state[3] = quantization::qat_initial_max;
+  }
+  static quantization::params in_params(const float* st) {
+    return quantization::range_params(st[0], st[1], Spec::name() + "'s input range");
+  }
+  static quantization::params out_params(const float* st) {
+    return quantization::range_params(st[2], st[3], Spec::name() + "'s output range");
+  }
+  // W^ ([K, F]) per output channel, from the current kernel.
+  static void fake_quant_kernel(const float* w, float* wq) {
+    for (std::size_t j = 0; j < F; ++j) {
+      float amax = 0;
+      for (std::size_t k = 0; k < K; ++k) amax = std::max(amax, std::abs(w[k * F + j]));
+      const quantization::params p{quantization::symmetric_scale(amax, Spec::name() + "'s kernel"), 0};
+      for (std::size_t k = 0; k < K; ++k)
+        wq[k * F + j] = quantization::fake_quant(w[k * F + j], p, -quantization::wmax, quantization::wmax);
+    }
+  }
+
+  static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
+    const std::size_t m = r.batch, n_in = m * geometry.in_size(), n_out = m * out_size;
+    if (r.training) dense_rules::ema(s.state, s.state + 1, x, n_in);
+    const auto ip = in_params(s.state);
+    thread_local std::vector<float> xq, wq, cols;
+    xq.resize(n_in);
+    wq.resize(kernel_count);
+    for (std::size_t i = 0; i < n_in; ++i) xq[i] = quantization::fake_quant(x[i], ip);
+    fake_quant_kernel(s.params, wq.data());
+    float* c = s.cache;
+    if (!c) {
+      cols.resize(m * columns);
+      c = cols.data();
+    }
+    O::template conv_forward<geometry>(xq.data(), wq.data(), s.params + kernel_count, y, c, m);
+    Act::template forward<Backend>(y, m * geometry.oh * geometry.ow, F);
+    if (s.cache) std::copy(y, y + n_out, s.cache + m * columns);
+    if constexpr (Spec::quantize_output) {
+      if (r.training) dense_rules::ema(s.state + 2, s.state + 3, y, n_out);
+      const auto op = out_params(s.state);
+      for (std::size_t i = 0; i < n_out; ++i) y[i] = quantization::fake_quant(y[i], op);
+    }
+  }
+
+  static void backward(layer_slot<T> s, const T* x, const T*, T* dy, T* dx, run_info r) {
+    const std::size_t m = r.batch, n_out = m * out_size;
+    const float* z = s.cache + m * columns;
+    if constexpr (Spec::quantize_output) {
+      const auto op = out_params(s.state);
+      for (std::size_t i = 0; i < n_out; ++i)
+        if (!quantization::fake_quant_passes(z[i], op)) dy[i] = 0;
+    }
+    Act::template backward<Backend>(z, dy, m * geometry.oh * geometry.ow, F);
+    // the weights' fake quant passes every weight (the range is their own max |w|)
+    thread_local std::vector<float> wq;
+    wq.resize(kernel_count);
+    fake_quant_kernel(s.params, wq.data());
+    O::template conv_backward<geometry>(dy, wq.data(), s.grads, s.grads + kernel_count, dx, s.cache, m);
+    if (dx) {
+      const auto ip = in_params(s.state);
+      for (std::size_t i = 0; i < m * geometry.in_size(); ++i)
+        if (!quantization::fake_quant_passes(x[i], ip)) dx[i] = 0;
+    }
+  }
+};
+
 namespace quantization::detail {
 template <>
 inline constexpr bool converts_v<layer_kind::qat_dense> = true;
+template <>
+inline constexpr bool converts_v<layer_kind::qat_conv2d> = true;
 
 template <class Spec, bool Last>
 struct qat_spec {
@@ -201,10 +343,18 @@ template <long long N, class Act, class O1, class O2, bool Last>
 struct qat_spec<dense<N, Act, O1, O2>, Last> {
   using type = qat_dense<N, Act, Last>;
 };
+template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class R, class I,
+          bool Last>
+struct qat_spec<conv2d<F, KH, KW, S, Pad, Act, R, I>, Last> {
+  using type = qat_conv2d<F, KH, KW, S, Pad, Act, Last>;
+};
+// the layers qat_t quantizes (the last one fake-quantizes its output)
 template <class Spec>
 inline constexpr bool is_dense_spec = false;
 template <long long N, class Act, class O1, class O2>
 inline constexpr bool is_dense_spec<dense<N, Act, O1, O2>> = true;
+template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class R, class I>
+inline constexpr bool is_dense_spec<conv2d<F, KH, KW, S, Pad, Act, R, I>> = true;
 
 template <class Net>
 struct qat_net;
@@ -224,6 +374,11 @@ struct qat_net<sequential<In, Ls...>> {
 template <class Scheme, long long N, class Act, bool Out, class Bound>
 struct quant_spec<Scheme, qat_dense<N, Act, Out>, Bound> {
   using type = quantized_dense<Bound::K, std::size_t(N), Act, Scheme>;
+};
+template <class Scheme, std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, bool Out,
+          class Bound>
+struct quant_spec<Scheme, qat_conv2d<F, KH, KW, S, Pad, Act, Out>, Bound> {
+  using type = quantized_conv2d<F, KH, KW, S, Pad, Act, Scheme>;
 };
 }  // namespace quantization::detail
 
@@ -247,7 +402,7 @@ auto quantize_model(const model<Net, P, B>& m) {
 
 // The full-integer model of a trained QAT model: int8 kernels, int32 biases, and for each layer
 // the input parameters of its learned input range and the output parameters of the next
-// qat_dense's input range (the last layer: its own output range).
+// qat_dense's or qat_conv2d's input range (the last layer: its own output range).
 template <class Net, class P, class B>
 auto convert_qat(const model<Net, P, B>& q) {
   using layers = typename model<Net, P, B>::layers;
@@ -258,7 +413,8 @@ auto convert_qat(const model<Net, P, B>& q) {
     (
         [&] {
           using S = std::tuple_element_t<I, layers>;
-          if constexpr (std::is_same_v<typename S::kind, layer_kind::qat_dense>) {
+          if constexpr (std::is_same_v<typename S::kind, layer_kind::qat_dense> ||
+                        std::is_same_v<typename S::kind, layer_kind::qat_conv2d>) {
             using quantization::detail::data_of;
             ins.emplace_back(*data_of<float>(vs, I, "input_min"), *data_of<float>(vs, I, "input_max"));
             outs.emplace_back(*data_of<float>(vs, I, "output_min"), *data_of<float>(vs, I, "output_max"));

@@ -1,0 +1,206 @@
+// ctnn/layers/quantized_conv2d.hpp — quantized_conv2d<F, KH, KW, Stride, Padding, Activation, Scheme>: an int8
+// 2D convolution (inference).
+//
+// Computes y ~ activation(conv2d(x, W) + b) as conv2d<F, KH, KW, Stride, Padding, Activation> does
+// (channels-last input shape<H, W, C>, output shape<OH, OW, F>) with W stored as int8 per output
+// channel (symmetric, zero point 0, [-127, 127], scale kernel_scale[f]); kernel: W [F, K]
+// (K = KH KW C, in conv2d's kernel order (kh, kw, c)) packed by kernels::cpu::int8::pack as
+// quantized_dense's ({F, Kp}, Kp = padded_k(K)). The forward pass quantizes the input, gathers
+// the int8 im2col matrix [batch OH OW, Kp] (padding: the input's zero point, as TFLite, so a
+// padded position adds nothing), runs the packed int8 GEMM of backends/cpu/int8.hpp (the path
+// of the backend's architecture: vnni, avx2 or scalar) and then, per Scheme
+// (quantization/arithmetic.hpp, docs/quantization.md):
+//   quantization::full_integer  input quantized with the calibrated (input_scale, input_zero_point),
+//     int32 bias (scale input_scale * kernel_scale[f]), each output requantized to int8 with
+//     TFLite's fixed-point multiplier and rounding, identity or relu as the int8 clamp, then
+//     dequantized (exact between two such layers, as quantized_dense).
+//   quantization::dynamic_range  each sample's input quantized symmetrically on the fly (scale
+//     max|x| / 127 over the sample's H W C values, as TFLite's hybrid convolution), padding 0,
+//     float bias, float output, any element-wise activation after it.
+// The buffers are state (saved, never trained), with quantized_dense's names and order: Kp F +
+// 20 F + 16 bytes (full integer), Kp F + 12 F (dynamic range), against 4 K F + 4 F for conv2d.
+// Made by quantize_dynamic / quantize_full_integer (quantization/convert.hpp) or convert_qat
+// (quantization/qat.hpp); backward throws.
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../backends/cpu/int8.hpp"
+#include "../core/backend.hpp"
+#include "../core/concepts.hpp"
+#include "../core/plan.hpp"
+#include "../core/shape.hpp"
+#include "../kernels/conv_reference.hpp"
+#include "../quantization/arithmetic.hpp"
+#include "activation.hpp"
+#include "padding.hpp"
+#include "quantized_dense.hpp"
+
+namespace ctnn {
+
+template <class Spec, Shape In, class P, class Backend>
+struct quantized_conv2d_layer;
+
+template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t Stride = 1, padding Pad = padding::valid,
+          Activation Act = identity, class Scheme = quantization::full_integer>
+struct quantized_conv2d {
+  static_assert(F > 0, "quantized_conv2d: the number of filters must be > 0");
+  static_assert(KH > 0 && KW > 0, "quantized_conv2d: the kernel height and width must be > 0");
+  static_assert(Stride > 0, "quantized_conv2d: the stride must be > 0");
+  static_assert(std::is_same_v<Scheme, quantization::full_integer> || std::is_same_v<Scheme, quantization::dynamic_range>,
+                "quantized_conv2d: the scheme is quantization::full_integer or quantization::dynamic_range");
+  static_assert(!std::is_same_v<Scheme, quantization::full_integer> || std::is_same_v<Act, identity> ||
+                    std::is_same_v<Act, relu>,
+                "quantized_conv2d: a full-integer layer fuses identity or relu only (other activations have no int8 "
+                "kernel yet: use quantization::dynamic_range)");
+  using is_layer_spec = void;
+  using activation = Act;
+  using scheme = Scheme;
+  static constexpr std::size_t filters = F, kernel_height = KH, kernel_width = KW, stride = Stride;
+  static constexpr padding pad = Pad;
+  static std::string name() {
+    std::string s = "quantized_conv2d<" + std::to_string(F) + ", " + std::to_string(KH) + ", " + std::to_string(KW) +
+                    ", " + std::to_string(Stride) + ", " + padding_name(Pad);
+    if (!std::is_same_v<Act, identity>) s += ", " + Act::name();
+    return s + ", " + Scheme::name() + ">";
+  }
+  template <Shape In, std::size_t Pos>
+  static constexpr bool check() {
+    static_assert(In::rank == 2 || In::rank == 3,
+                  "quantized_conv2d: the input must be shape<H, W, C> or shape<H, W> (the float layer's input)");
+    if constexpr (In::rank == 2 || In::rank == 3)
+      static_assert(Pad == padding::same || (KH <= In::dims[0] && KW <= In::dims[1]),
+                    "quantized_conv2d: with padding::valid the kernel must fit in the input");
+    return true;
+  }
+  template <Shape In, class P, class Backend>
+  using bind = quantized_conv2d_layer<quantized_conv2d, In, precision::float32, Backend>;
+};
+
+namespace layer_kind {
+struct quantized_conv2d {};
+}  // namespace layer_kind
+
+namespace kernels::cpu::int8 {
+// The int8 im2col matrix of one sample: rows OH OW of ld >= patch() bytes, (kh, kw, c) order as
+// conv2d's kernel; a padded position holds pad_value, bytes patch()..ld-1 are 0.
+inline void im2col_s8(const conv_geometry& g, const std::int8_t* x, std::int8_t pad_value, std::int8_t* cols,
+                      std::size_t ld) {
+  const std::size_t C = g.c, K = g.patch();
+  for (std::size_t oh = 0; oh < g.oh; ++oh)
+    for (std::size_t ow = 0; ow < g.ow; ++ow) {
+      std::int8_t* row = cols + (oh * g.ow + ow) * ld;
+      for (std::size_t i = 0; i < g.kh; ++i)
+        for (std::size_t j = 0; j < g.kw; ++j) {
+          std::int8_t* dst = row + (i * g.kw + j) * C;
+          std::size_t r, s;
+          if (kernels::reference::conv_source(g, oh, ow, i, j, r, s))
+            std::memcpy(dst, x + (r * g.w + s) * C, C);
+          else
+            std::memset(dst, pad_value, C);
+        }
+      if (ld > K) std::memset(row + K, 0, ld - K);
+    }
+}
+}  // namespace kernels::cpu::int8
+
+template <class Spec, Shape In, class P, class Backend>
+struct quantized_conv2d_layer {
+  using kind = layer_kind::quantized_conv2d;
+  using spec = Spec;
+  static constexpr std::size_t F = Spec::filters, KH = Spec::kernel_height, KW = Spec::kernel_width;
+  static constexpr std::size_t H = dim_or<In, 0>(), W = dim_or<In, 1>(), C = dim_or<In, 2>();
+  static constexpr kernels::conv_geometry geometry = window_geometry(H, W, C, F, KH, KW, Spec::stride, Spec::pad);
+  static constexpr std::size_t K = KH * KW * C, N = F;  // one im2col row; N: the converter's name for the units
+  static constexpr std::size_t Kp = kernels::cpu::int8::padded_k(K);
+  using Act = typename Spec::activation;
+  static constexpr bool full = std::is_same_v<typename Spec::scheme, quantization::full_integer>;
+  using T = float;
+  using variable_type = float;
+  using compute_type = float;
+  using in_shape = In;
+  using out_shape = shape<geometry.oh, geometry.ow, F>;
+  static std::string name() { return Spec::name(); }
+  // the buffers and their views: quantized_dense's ({F, Kp} kernel)
+  using dense_like = quantized_dense_layer<quantized_dense<K, F, Act, typename Spec::scheme>, shape<K>, P, Backend>;
+  static constexpr auto buffers = dense_like::buffers;
+  static constexpr std::size_t parameter_count = 0;
+  static constexpr std::size_t state_count = count_of(buffers, role::state);
+  static constexpr std::size_t cache_per_sample = 0;
+  static constexpr std::size_t state_bytes = layer_role_bytes<precision::float32>(buffers, role::state);
+  using views = typename dense_like::views;
+  static views view(std::byte* base) { return dense_like::view(base); }
+
+  // A fresh layer: zero weights and bias, unit scales, zero points 0 (the converter fills it).
+  static void init(layer_slot<T> s, rng& g) { dense_like::init(s, g); }
+
+  static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
+    using Arch = typename Backend::arch;
+    namespace i8 = kernels::cpu::int8;
+    constexpr std::size_t in = geometry.in_size(), P_ = geometry.oh * geometry.ow;
+    const auto v = view(reinterpret_cast<std::byte*>(s.state));
+    const std::size_t m = r.batch, rows = m * P_;
+    thread_local std::vector<std::int8_t> xq, cols;
+    thread_local std::vector<std::int32_t> acc;
+    xq.resize(m * in);
+    cols.resize(rows * Kp);
+    acc.resize(rows * F);
+    if constexpr (full) {
+      const float in_scale = *v.in_scale, out_scale = *v.out_scale;
+      const std::int32_t in_zp = *v.in_zp, out_zp = *v.out_zp;
+      for (const auto& [zp, what] : {std::pair{in_zp, "input"}, std::pair{out_zp, "output"}})
+        if (zp < quantization::qmin || zp > quantization::qmax)
+          throw std::invalid_argument(Spec::name() + ": the " + what + " zero point " + std::to_string(zp) +
+                                      " is outside [-128, 127] (a corrupt weights file?)");
+      i8::quantize<Arch>(x, m * in, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data());
+      for (std::size_t n = 0; n < m; ++n)
+        i8::im2col_s8(geometry, xq.data() + n * in, std::int8_t(in_zp), cols.data() + n * P_ * Kp, Kp);
+      i8::gemm_s8<Arch>(rows, F, K, cols.data(), Kp, v.kernel, v.kernel_sum, acc.data(), F);
+      const auto* bias = static_cast<const std::int32_t*>(v.bias);
+      thread_local std::vector<std::int32_t> off;
+      off.resize(F);
+      for (std::size_t j = 0; j < F; ++j) {
+        if (v.mult[j] < 0 || v.shift[j] < -31 || v.shift[j] > 30)
+          throw std::invalid_argument(Spec::name() + ": filter " + std::to_string(j) + "'s requantization multiplier (" +
+                                      std::to_string(v.mult[j]) + ", shift " + std::to_string(v.shift[j]) +
+                                      ") is outside quantize_multiplier's range (a corrupt weights file?)");
+        // wrapping int32 arithmetic: a corrupt file gives wrong numbers, never undefined behaviour
+        off[j] = std::int32_t(std::uint32_t(bias[j]) - std::uint32_t(in_zp) * std::uint32_t(v.kernel_sum[j]));
+      }
+      const std::int32_t lo = std::is_same_v<Act, relu> ? std::max(quantization::qmin, out_zp) : quantization::qmin;
+      for (std::size_t i = 0; i < rows; ++i)
+        i8::requantize_row(F, acc.data() + i * F, off.data(), v.mult, v.shift, out_zp, lo, out_scale, y + i * F);
+    } else {
+      thread_local std::vector<float> sample_scale;
+      sample_scale.resize(m);
+      for (std::size_t n = 0; n < m; ++n) {
+        const float amax = i8::abs_max<Arch>(x + n * in, in);
+        sample_scale[n] = amax / 127.0f;
+        i8::quantize<Arch>(x + n * in, in, amax > 0 ? sample_scale[n] : 1.0f, 0, -127, 127, xq.data() + n * in);
+        i8::im2col_s8(geometry, xq.data() + n * in, 0, cols.data() + n * P_ * Kp, Kp);
+      }
+      i8::gemm_s8<Arch>(rows, F, K, cols.data(), Kp, v.kernel, v.kernel_sum, acc.data(), F);
+      const auto* bias = static_cast<const float*>(v.bias);
+      for (std::size_t i = 0; i < rows; ++i) {
+        const float sc = sample_scale[i / P_];
+        for (std::size_t j = 0; j < F; ++j) y[i * F + j] = float(acc[i * F + j]) * (sc * v.kernel_scale[j]) + bias[j];
+      }
+      Act::template forward<Backend>(y, rows, F);
+    }
+  }
+
+  static void backward(layer_slot<T>, const T*, const T*, T*, T*, run_info) {
+    throw std::logic_error(Spec::name() + ": an int8 layer runs inference only (train the qat_t network of "
+                                          "quantization/qat.hpp, then convert_qat)");
+  }
+};
+
+}  // namespace ctnn
