@@ -311,7 +311,8 @@ struct tensorboard {
     std::vector<std::string> values;
     for (auto& [k, v] : l.items) values.push_back(detail::tfevents::scalar_value("batch_" + k, v));
     values.push_back(detail::tfevents::scalar_value("batch_learning_rate", learning_rate));
-    values.push_back(detail::tfevents::scalar_value("batch_input_share", waiting + computing > 0 ? waiting / (waiting + computing) : 0.0));
+    const double share = waiting + computing > 0 ? waiting / (waiting + computing) : 0.0;
+    values.push_back(detail::tfevents::scalar_value("batch_input_share", share));
     train.add(global_batch, values);
   }
   template <class = void>

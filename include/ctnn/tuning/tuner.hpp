@@ -17,6 +17,9 @@
 // start; overwrite = true starts afresh); everything read back is validated
 // and a corrupt file is a ctnn::io_error naming the file and the key.
 // Hyperband trials start from "tuner/trial_id"'s checkpoint.
+// Unless options.progress is nullptr (default &std::cout), rank 0 prints Keras Tuner's display:
+// "Search: Running Trial #N", the values beside the best so far, "Trial N Complete [00h 00m 12s]",
+// the objective, the best so far and the elapsed time.
 // tuner(comm, space, oracle, options) with a distributed::Communicator searches on
 // every process of comm (Keras Tuner's chief/worker mode): rank 0 is the oracle and
 // the only writer of the JSON state; each round gives one trial to each process

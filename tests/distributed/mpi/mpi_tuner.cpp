@@ -13,6 +13,8 @@
 #include <ctnn/tuning/hyperband.hpp>
 #include <ctnn/tuning/tuner.hpp>
 
+#include <sstream>
+
 #include "distributed/mpi_tuner/common.hpp"
 
 #include <cmath>
@@ -45,10 +47,19 @@ TEST_CASE("mpi tuner: random search on 2 ranks proposes and scores the trials on
     ref = one.trials();
   }
   comm.barrier();
-  tiny_tuner two(comm, space(), std::make_unique<tn::random_search>(5), options(base / "two"));
+  auto two_options = options(base / "two");
+  std::ostringstream shown;
+  two_options.progress = &shown;
+  tiny_tuner two(comm, space(), std::make_unique<tn::random_search>(5), two_options);
   CHECK(two.rank() == comm.rank());
   CHECK(two.processes() == 2);
   two.search(loss, train_data(), val_data(), 2, sparse_categorical_accuracy{});
+  if (comm.rank() == 1) CHECK(shown.str().empty());  // rank 0 shows every trial, rank 1's too
+  else
+    for (int n = 1; n <= 5; ++n) {
+      CHECK(shown.str().find("Search: Running Trial #" + std::to_string(n) + "\n") != std::string::npos);
+      CHECK(shown.str().find("Trial " + std::to_string(n) + " Complete [") != std::string::npos);
+    }
   // rounds {0, 1}, {2, 3}, {4}: rank 0 trains 0, 2, 4 and rank 1 trains 1 and 3
   CHECK(two.trials_run() == (comm.rank() == 0 ? 3u : 2u));
   REQUIRE(two.trials().size() == 5);  // every rank holds the final state
