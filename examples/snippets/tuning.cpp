@@ -41,6 +41,7 @@ int main() {
   opt.seed = 1;
   opt.architecture_names = {"small", "wide"};  // the hyperparameter "architecture"
   opt.optimizer_names = {"adam", "sgd"};       // the hyperparameter "optimizer"
+  opt.progress = &std::cout;                   // Keras Tuner's display (the default); nullptr: quiet
   tn::tuner<tn::architectures<small, wide>, tn::optimizers<ctnn::adam<>, ctnn::sgd<>>> tuner(
       space, std::make_unique<tn::hyperband>(/*max_epochs=*/9, /*factor=*/3), opt);
 

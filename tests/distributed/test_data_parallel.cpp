@@ -245,7 +245,8 @@ TEST_CASE("data_parallel: on rank 1 the callbacks write no file and print nothin
     csv_logger csv{(dir / "log.csv").string()};
     model_checkpoint ckpt{(dir / "w{epoch}.ctnn").string()};
     early_stopping stop{.monitor = "loss", .min_delta = 100, .patience = 0, .out = &stop_out};
-    fit(m, xent, opt, toy_data().batch(8), epochs{2}, dp, bar, line, csv, ckpt, stop);
+    tensorboard tb{.log_dir = dir / "logs", .update_freq = 1};
+    fit(m, xent, opt, toy_data().batch(8), epochs{2}, dp, bar, line, csv, ckpt, stop, tb);
     CHECK(stop.stopped_epoch == 1);  // decided on every rank
     const auto files = std::distance(fs::directory_iterator(dir), fs::directory_iterator{});
     if (rank == 1) {
@@ -254,7 +255,7 @@ TEST_CASE("data_parallel: on rank 1 the callbacks write no file and print nothin
       CHECK(log_out.str().empty());
       CHECK(stop_out.str().empty());
     } else {
-      CHECK(files == 3);  // log.csv, w1.ctnn, w2.ctnn
+      CHECK(files == 4);  // log.csv, w1.ctnn, w2.ctnn, logs/ (tensorboard)
       CHECK(!bar_out.str().empty());
       CHECK(!log_out.str().empty());
       CHECK(!stop_out.str().empty());

@@ -1,6 +1,6 @@
 // monitor.hpp, reduce_lr_on_plateau.hpp, early_stopping.hpp,
 // model_checkpoint.hpp, csv_logger.hpp, terminate_on_nan.hpp,
-// progress_bar.hpp: each callback driven directly with a scripted sequence of
+// progress_bar.hpp, tensorboard.hpp: each callback driven directly with a scripted sequence of
 // epoch logs (a fake context holding only what the hooks read), then once
 // through fit. The expected epochs were traced by hand from Keras 3's code.
 #include <doctest/doctest.h>
@@ -12,9 +12,18 @@
 #include <ctnn/train/monitor.hpp>
 #include <ctnn/train/progress_bar.hpp>
 #include <ctnn/train/reduce_lr_on_plateau.hpp>
+#include <ctnn/train/tensorboard.hpp>
 #include <ctnn/train/terminate_on_nan.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -499,5 +508,290 @@ TEST_CASE("docs/training.md: the example runs (schedules, options and every call
   CHECK(hist["learning_rate"][0] == doctest::Approx(4 * 1e-3 / 500));  // warmup: 4 updates of 500
   CHECK_FALSE(best.saved.empty());
   CHECK(fs::exists(dir / "training.csv"));
+  fs::remove_all(dir);
+}
+
+// tensorboard: the event files decoded here, independently of the writer (a bitwise CRC-32C, a
+// protobuf reader of the fields Event, Summary.Value and HistogramProto use).
+#ifndef CTNN_TEST_TRAIN_DIR
+#define CTNN_TEST_TRAIN_DIR "tests/train"
+#endif
+namespace {
+std::uint32_t bitwise_crc32c(const unsigned char* p, std::size_t n) {
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (std::size_t i = 0; i < n; ++i) {
+    c ^= p[i];
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+std::uint32_t masked(std::uint32_t c) { return ((c >> 15) | (c << 17)) + 0xA282EAD8u; }
+
+struct pb_field {
+  unsigned number = 0, wire = 0;
+  std::uint64_t integer = 0;  // varint, fixed64 and fixed32 bits
+  std::string bytes;
+};
+std::vector<pb_field> pb_fields(const std::string& s) {
+  std::vector<pb_field> out;
+  std::size_t i = 0;
+  auto varint = [&] {
+    std::uint64_t v = 0;
+    for (int shift = 0;; shift += 7) {
+      REQUIRE(i < s.size());
+      const auto b = static_cast<unsigned char>(s[i++]);
+      v |= std::uint64_t(b & 0x7F) << shift;
+      if (!(b & 0x80)) return v;
+    }
+  };
+  while (i < s.size()) {
+    pb_field f;
+    const std::uint64_t key = varint();
+    f.number = unsigned(key >> 3);
+    f.wire = unsigned(key & 7);
+    if (f.wire == 0) f.integer = varint();
+    else if (f.wire == 1 || f.wire == 5) {
+      const std::size_t n = f.wire == 1 ? 8 : 4;
+      REQUIRE(i + n <= s.size());
+      for (std::size_t k = 0; k < n; ++k) f.integer |= std::uint64_t(static_cast<unsigned char>(s[i + k])) << (8 * k);
+      i += n;
+    } else {
+      REQUIRE(f.wire == 2);
+      const std::size_t n = std::size_t(varint());
+      REQUIRE(i + n <= s.size());
+      f.bytes = s.substr(i, n);
+      i += n;
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+double as_double(std::uint64_t bits) {
+  double d;
+  std::memcpy(&d, &bits, 8);
+  return d;
+}
+float as_float(std::uint64_t bits) {
+  const auto u = std::uint32_t(bits);
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+struct tb_event {
+  double wall_time = 0;
+  std::int64_t step = 0;
+  std::string file_version;
+  std::map<std::string, float> scalars;
+  std::map<std::string, std::vector<double>> histograms;  // num, min, max, sum of the buckets
+};
+// Every record of an event file, its framing and both CRCs checked.
+std::vector<tb_event> read_events(const fs::path& p) {
+  const std::string s = slurp(p);
+  std::vector<tb_event> events;
+  std::size_t i = 0;
+  auto u32 = [&](std::size_t at) {
+    std::uint32_t v;
+    std::memcpy(&v, s.data() + at, 4);
+    return v;
+  };
+  while (i < s.size()) {
+    REQUIRE(i + 12 <= s.size());
+    std::uint64_t len;
+    std::memcpy(&len, s.data() + i, 8);
+    CHECK(u32(i + 8) == masked(bitwise_crc32c(reinterpret_cast<const unsigned char*>(s.data() + i), 8)));
+    REQUIRE(i + 12 + len + 4 <= s.size());
+    const std::string data = s.substr(i + 12, std::size_t(len));
+    CHECK(u32(i + 12 + std::size_t(len)) == masked(bitwise_crc32c(reinterpret_cast<const unsigned char*>(data.data()), data.size())));
+    i += 12 + std::size_t(len) + 4;
+    tb_event e;
+    for (auto& f : pb_fields(data)) {
+      if (f.number == 1) e.wall_time = as_double(f.integer);
+      else if (f.number == 2) e.step = std::int64_t(f.integer);
+      else if (f.number == 3) e.file_version = f.bytes;
+      else if (f.number == 5)
+        for (auto& v : pb_fields(f.bytes)) {
+          REQUIRE(v.number == 1);
+          std::string tag;
+          std::optional<float> simple;
+          std::vector<double> histo;
+          for (auto& x : pb_fields(v.bytes)) {
+            if (x.number == 1) tag = x.bytes;
+            else if (x.number == 2) simple = as_float(x.integer);
+            else if (x.number == 5) {
+              double num = 0, lo = 0, hi = 0, total = 0;
+              for (auto& h : pb_fields(x.bytes)) {
+                if (h.number == 1) lo = as_double(h.integer);
+                else if (h.number == 2) hi = as_double(h.integer);
+                else if (h.number == 3) num = as_double(h.integer);
+                else if (h.number == 7)
+                  for (std::size_t k = 0; k + 8 <= h.bytes.size(); k += 8) {
+                    std::uint64_t b;
+                    std::memcpy(&b, h.bytes.data() + k, 8);
+                    total += as_double(b);
+                  }
+              }
+              histo = {num, lo, hi, total};
+            }
+          }
+          if (simple) e.scalars[tag] = *simple;
+          if (!histo.empty()) e.histograms[tag] = histo;
+        }
+    }
+    events.push_back(std::move(e));
+  }
+  return events;
+}
+std::vector<fs::path> event_files(const fs::path& dir) {
+  std::vector<fs::path> r;
+  for (auto& e : fs::directory_iterator(dir)) r.push_back(e.path());
+  std::sort(r.begin(), r.end());
+  return r;
+}
+}  // namespace
+
+TEST_CASE("tensorboard: CRC-32C and its mask as TFRecord frames use them") {
+  const std::string v = "123456789";  // the check value of CRC-32C (RFC 3720)
+  CHECK(detail::tfevents::crc32c(v) == 0xE3069283u);
+  CHECK(bitwise_crc32c(reinterpret_cast<const unsigned char*>(v.data()), v.size()) == 0xE3069283u);
+  CHECK(detail::tfevents::masked_crc32c(v) == masked(0xE3069283u));
+}
+
+TEST_CASE("tensorboard: Keras' layout, tags and steps, decoded from the files") {
+  const fs::path dir = temp_dir("tb");
+  auto m = make_model<xor_net>(2);
+  sgd opt{0.1};
+  tensorboard tb{.log_dir = dir, .update_freq = 2, .histogram_freq = 2};
+  auto h = fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt, make_xor().batch(2), epochs{3},
+               sparse_categorical_accuracy{}, validation_data(make_xor().batch(4)), tb);
+  const auto train = event_files(dir / "train"), val = event_files(dir / "validation");
+  REQUIRE(train.size() == 1);
+  REQUIRE(val.size() == 1);
+  const std::string name = train[0].filename().string();
+  CHECK(name.rfind("events.out.tfevents.", 0) == 0);
+  CHECK(name.find("." + std::to_string(::getpid()) + ".") != std::string::npos);
+  CHECK(name.substr(name.size() - 3) == ".v2");
+
+  const auto te = read_events(train[0]), ve = read_events(val[0]);
+  REQUIRE(!te.empty());
+  CHECK(te[0].file_version == "brain.Event:2");
+  CHECK(te[0].wall_time > 1.6e9);
+  CHECK(ve[0].file_version == "brain.Event:2");
+  // Epochs: steps 0, 1, 2; batches (2 a epoch, 6 in all): steps 2, 4, 6.
+  std::vector<std::int64_t> epoch_steps, batch_steps, histogram_steps;
+  for (auto& e : te) {
+    if (e.scalars.count("epoch_loss")) {
+      epoch_steps.push_back(e.step);
+      const auto k = std::size_t(e.step);
+      CHECK(e.scalars.at("epoch_loss") == float(h["loss"][k]));
+      CHECK(e.scalars.at("epoch_sparse_categorical_accuracy") == float(h["sparse_categorical_accuracy"][k]));
+      CHECK(e.scalars.at("epoch_learning_rate") == float(h["learning_rate"][k]));
+      CHECK(e.scalars.at("epoch_input_share") == float(h["input_share"][k]));
+      CHECK(e.scalars.count("epoch_val_loss") == 0);
+    }
+    if (e.scalars.count("batch_loss")) {
+      batch_steps.push_back(e.step);
+      CHECK(e.scalars.count("batch_sparse_categorical_accuracy") == 1);
+      CHECK(e.scalars.at("batch_learning_rate") == doctest::Approx(0.1));
+      CHECK(e.scalars.at("batch_input_share") >= 0);
+      CHECK(e.scalars.at("batch_input_share") <= 1);
+      // The epoch's last batch: the running loss is the epoch's loss.
+      if (e.step % 2 == 0) CHECK(e.scalars.at("batch_loss") == float(h["loss"][std::size_t(e.step / 2 - 1)]));
+    }
+    if (!e.histograms.empty()) {
+      histogram_steps.push_back(e.step);
+      REQUIRE(e.histograms.count("layer_0/kernel/histogram") == 1);
+      const auto& k = e.histograms.at("layer_0/kernel/histogram");
+      CHECK(k[0] == 16);  // 2 x 8
+      CHECK(k[3] == 16);  // every value in a bucket
+      CHECK(k[1] < k[2]);
+      CHECK(e.histograms.count("layer_1/bias/histogram") == 1);
+    }
+  }
+  CHECK(epoch_steps == std::vector<std::int64_t>{0, 1, 2});
+  CHECK(batch_steps == std::vector<std::int64_t>{2, 4, 6});
+  CHECK(histogram_steps == std::vector<std::int64_t>{0, 2});  // every 2nd epoch, from the first
+  std::vector<std::int64_t> val_steps;
+  for (auto& e : ve)
+    if (e.scalars.count("epoch_loss")) {
+      val_steps.push_back(e.step);
+      CHECK(e.scalars.at("epoch_loss") == float(h["val_loss"][std::size_t(e.step)]));
+      CHECK(e.scalars.at("epoch_sparse_categorical_accuracy") == float(h["val_sparse_categorical_accuracy"][std::size_t(e.step)]));
+    }
+  CHECK(val_steps == std::vector<std::int64_t>{0, 1, 2});
+
+  // A second fit on the same log_dir adds a file; without validation data, no validation file.
+  tensorboard again{.log_dir = dir};
+  fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt, make_xor().batch(2), epochs{1}, again);
+  CHECK(event_files(dir / "train").size() == 2);
+  CHECK(event_files(dir / "validation").size() == 1);
+  CHECK(again.train.path != tb.train.path);
+  const auto second = read_events(again.train.path);
+  REQUIRE(second.size() == 2);  // the version, epoch 0 (update_freq 0: no batch summaries)
+  CHECK(second[1].step == 0);
+  CHECK(second[1].scalars.count("batch_loss") == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("tensorboard: the tensorboard package's EventAccumulator reads the files (skipped when it is not installed)") {
+  const fs::path dir = temp_dir("tb-reader");
+  auto m = make_model<xor_net>(2);
+  sgd opt{0.1};
+  tensorboard tb{.log_dir = dir, .update_freq = 2, .histogram_freq = 2};
+  auto h = fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt, make_xor().batch(2), epochs{3},
+               sparse_categorical_accuracy{}, validation_data(make_xor().batch(4)), tb);
+  const fs::path out = dir / "read.txt";
+  const int rc = std::system(("python3 " CTNN_TEST_TRAIN_DIR "/read_tfevents.py " + (dir / "validation").string() + " > " +
+                              out.string())
+                                 .c_str());
+  if (rc != 0 && WIFEXITED(rc) && (WEXITSTATUS(rc) == 3 || WEXITSTATUS(rc) == 127)) {
+    MESSAGE("CTNN_SKIP: python3 with tensorboard is not available (pip install tensorboard)");
+    fs::remove_all(dir);
+    return;
+  }
+  REQUIRE(rc == 0);
+  std::istringstream lines(slurp(out));
+  std::string tag;
+  std::int64_t step = 0;
+  double value = 0;
+  std::size_t val_losses = 0;
+  while (lines >> tag >> step >> value)
+    if (tag == "epoch_loss") {
+      CHECK(float(value) == float(h["val_loss"][std::size_t(step)]));
+      ++val_losses;
+    }
+  CHECK(val_losses == 3);
+  REQUIRE(std::system(("python3 " CTNN_TEST_TRAIN_DIR "/read_tfevents.py " + (dir / "train").string() + " > " + out.string())
+                          .c_str()) == 0);
+  const std::string text = slurp(out);
+  for (const char* line : {"epoch_learning_rate 2 0.10000000149011612", "batch_loss 6 ", "layer_0/kernel/histogram 0 16 ",
+                           "layer_0/kernel/histogram 2 16 "})
+    CHECK_MESSAGE(text.find(line) != std::string::npos, line);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("tensorboard: only rank 0 writes, a log_dir under a regular file is an io_error") {
+  const fs::path dir = temp_dir("tb-role");
+  auto m = make_model<xor_net>(1);
+  sgd opt{0.1};
+  fake_ctx<decltype(m), decltype(opt)> ctx{m, opt};
+  ctx.role = process_role{1, 2};
+  tensorboard worker{.log_dir = dir / "logs"};
+  drive(worker, ctx, {1.0, 0.5});
+  worker.on_train_end(ctx);
+  CHECK_FALSE(fs::exists(dir / "logs"));
+  ctx.role = process_role{0, 2};
+  tensorboard chief{.log_dir = dir / "logs"};
+  drive(chief, ctx, {1.0, 0.5});
+  CHECK(event_files(dir / "logs" / "train").size() == 1);
+  CHECK(read_events(chief.train.path).size() == 3);
+  std::ofstream(dir / "file") << "a regular file";
+  tensorboard under{.log_dir = dir / "file" / "logs"};
+  CHECK_THROWS_AS(under.on_train_begin(ctx), io_error);
+  try {
+    under.on_train_begin(ctx);
+  } catch (const io_error& e) {
+    CHECK(std::string(e.what()).rfind("tensorboard: ", 0) == 0);
+  }
   fs::remove_all(dir);
 }

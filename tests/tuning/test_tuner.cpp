@@ -1,12 +1,13 @@
 // The tuner end to end on a tiny synthetic problem: two architectures x two
 // optimizers (each compiled once), run-time dropout and l2, reproducibility,
 // the project directory, failed trials, a SIGKILL mid-trial and the resume,
-// Hyperband's continued trials, results_summary and the best model.
+// Hyperband's continued trials, results_summary and the best model, the progress display.
 #include <doctest/doctest.h>
 
 #include <csignal>
 #include <cstdint>
 #include <filesystem>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -201,10 +202,37 @@ TEST_CASE("tuner: a trial that throws is recorded as FAILED with its message and
   o.objective = tn::objective::min("val_loss");
   o.architecture_names = {};
   o.optimizer_names = {};
+  std::ostringstream shown;
+  o.progress = &shown;
   tn::tuner<tn::architectures<wide>, tn::optimizers<sgd<>>> t(s, std::make_unique<tn::random_search>(6), o);
   t.search(loss, train_data, val_data, 2);
   // Random search stops after 20 collisions: both configurations, each once.
   REQUIRE(t.trials().size() == 2);
+  // Keras Tuner's display, trial by trial (its times replaced by T): the table of values (the best
+  // column "?" until a trial completed), the result, the best so far.
+  std::string expected;
+  const tn::trial* best = nullptr;
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto& tr = t.trials()[i];
+    const std::string lr = tr.hp.get<double>("learning_rate") == 0.01 ? "0.01" : "1e+30";
+    const std::string best_lr = !best ? "?" : best->hp.get<double>("learning_rate") == 0.01 ? "0.01" : "1e+30";
+    char row[128];
+    expected += "\nSearch: Running Trial #" + std::to_string(i + 1) + "\n\n";
+    expected += "Value             |Best Value So Far |Hyperparameter\n";
+    std::snprintf(row, sizeof row, "%-18s|%-18s|learning_rate\n", lr.c_str(), best_lr.c_str());
+    expected += row;
+    std::snprintf(row, sizeof row, "%-18s|%-18s|batch_size\n\n", "32", best ? "32" : "?");
+    expected += row;
+    if (tr.status == tn::trial_status::completed) {
+      best = &tr;
+      expected += "Trial " + std::to_string(i + 1) + " Complete [T]\nval_loss: " + tn::python_repr(*tr.score) + "\n";
+    } else {
+      expected += "Trial " + std::to_string(i + 1) + " Failed [T]\n" + tr.message + "\n";
+    }
+    expected += "\nBest val_loss So Far: " + (best ? tn::python_repr(*best->score) : std::string("None")) +
+                "\nTotal elapsed time: T\n";
+  }
+  CHECK(std::regex_replace(shown.str(), std::regex("[0-9][0-9]h [0-9][0-9]m [0-9][0-9]s"), "T") == expected);
   int failed = 0, completed = 0;
   for (auto& tr : t.trials()) {
     if (tr.status == tn::trial_status::failed) {

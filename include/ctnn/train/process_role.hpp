@@ -2,7 +2,7 @@
 //
 // train_context::role is rank 0 of 1 unless an extra of fit has process_role()
 // (distributed::data_parallel), which fit asks before any callback runs. The callbacks that
-// write files or print (epoch_logger, progress_bar, csv_logger, model_checkpoint, and the
+// write files or print (epoch_logger, progress_bar, csv_logger, model_checkpoint, tensorboard, and the
 // messages of early_stopping and terminate_on_nan) do so where detail::writes_output(ctx):
 // on rank 0 only; they decide the same on every rank. docs/distributed.md.
 #pragma once

@@ -17,6 +17,9 @@
 // start; overwrite = true starts afresh); everything read back is validated
 // and a corrupt file is a ctnn::io_error naming the file and the key.
 // Hyperband trials start from "tuner/trial_id"'s checkpoint.
+// Unless options.progress is nullptr (default &std::cout), rank 0 prints Keras Tuner's display:
+// "Search: Running Trial #N", the values beside the best so far, "Trial N Complete [00h 00m 12s]",
+// the objective, the best so far and the elapsed time.
 // tuner(comm, space, oracle, options) with a distributed::Communicator searches on
 // every process of comm (Keras Tuner's chief/worker mode): rank 0 is the oracle and
 // the only writer of the JSON state and hands out a trial whenever a process is free
@@ -119,6 +122,10 @@ struct tuner_options {
   std::vector<std::string> architecture_names;  // default "0", "1", ...
   std::vector<std::string> optimizer_names;     // default "0", "1", ...
   std::ostream* log = nullptr;                  // one line per trial when set
+  // Keras Tuner's display (verbose=1): "Search: Running Trial #N" and the table of values before
+  // each trial, "Trial N Complete [00h 00m 12s]", the objective, the best so far and the total
+  // time after it; on rank 0 only. nullptr: quiet.
+  std::ostream* progress = &std::cout;
 };
 
 namespace detail {
@@ -269,6 +276,7 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
   template <class Loss, class Train, class Val, class... Extras>
   void search(const Loss& loss, const Train& train, const Val& validation, std::size_t epochs, const Extras&... extras) {
     if (epochs == 0) throw std::invalid_argument("tuner: epochs must be > 0");
+    search_start_ = std::chrono::steady_clock::now();
     if (workers_.size > 1) {
       if (workers_.send && workers_.receive) return search_dynamic(loss, train, validation, epochs, extras...);
       return search_rounds(loss, train, validation, epochs, extras...);
@@ -411,6 +419,7 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
   template <class Loss, class Train, class Val, class... Extras>
   void train_trial(trial& t, bool record, const Loss& loss, const Train& train, const Val& validation, std::size_t epochs,
                    const Extras&... extras) {
+    if (record) show_trial_begin(t);  // a worker's trial is shown by rank 0 (search_rounds, search_dynamic)
     ++run_count_;
     t.status = trial_status::running;
     t.score.reset();
@@ -472,6 +481,62 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
       }
       *opt_.log << std::endl;
     }
+    show_trial_end(t);
+  }
+
+  // Keras Tuner's Display (keras_tuner/engine/tuner_utils.py): numbers as "{:.5g}", other values
+  // cut to 18 characters ("..." ending), "?" before any trial completed, "None" for a value the
+  // best trial does not have; times as "%Hh %Mm %Ss".
+  static std::string display_value(const std::optional<value>& v) {
+    if (!v) return "None";
+    char buf[64];
+    if (auto* i = std::get_if<std::int64_t>(&*v)) {
+      std::snprintf(buf, sizeof buf, "%.5g", double(*i));
+      return buf;
+    }
+    if (auto* d = std::get_if<double>(&*v)) {
+      std::snprintf(buf, sizeof buf, "%.5g", *d);
+      return buf;
+    }
+    std::string s = to_string(*v);
+    if (s.size() > 18) s = s.substr(0, 15) + "...";
+    return s;
+  }
+  static std::string display_time(double seconds) {
+    const auto s = static_cast<long long>(seconds);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%02lldh %02lldm %02llds", (s / 3600) % 24, (s / 60) % 60, s % 60);
+    return buf;
+  }
+  static std::string display_row(const std::string& a, const std::string& b, const std::string& c) {
+    auto pad = [](std::string x) { return x.size() < 18 ? x + std::string(18 - x.size(), ' ') : x; };
+    return pad(a) + "|" + pad(b) + "|" + c + "\n";
+  }
+  static std::size_t trial_number(const trial& t) { return std::size_t(std::stoull(t.id)) + 1; }
+  void show_trial_begin(const trial& t) const {
+    if (!opt_.progress || workers_.rank != 0) return;
+    std::string text = "\nSearch: Running Trial #" + std::to_string(trial_number(t)) + "\n\n";
+    const auto best = best_trials(1);
+    if (t.hp.items().empty()) text += "default configuration\n";
+    else text += display_row("Value", "Best Value So Far", "Hyperparameter");
+    for (auto& [k, v] : t.hp.items()) {
+      const std::string b = best.empty() ? "?" : display_value(best[0].hp.has(k) ? std::optional<value>(best[0].hp.at(k)) : std::nullopt);
+      text += display_row(display_value(v), b, k);
+    }
+    *opt_.progress << text << std::endl;
+  }
+  void show_trial_end(const trial& t) const {
+    if (!opt_.progress || workers_.rank != 0) return;
+    const bool failed = t.status == trial_status::failed;
+    std::string text = "Trial " + std::to_string(trial_number(t)) + (failed ? " Failed [" : " Complete [") +
+                       display_time(t.seconds) + "]\n";
+    if (t.score) text += opt_.objective.name + ": " + python_repr(*t.score) + "\n";
+    if (failed && !t.message.empty()) text += t.message + "\n";
+    const auto best = best_trials(1);
+    text += "\nBest " + opt_.objective.name + " So Far: " + (best.empty() ? std::string("None") : python_repr(*best[0].score)) +
+            "\nTotal elapsed time: " +
+            display_time(std::chrono::duration<double>(std::chrono::steady_clock::now() - search_start_).count());
+    *opt_.progress << text << std::endl;
   }
 
   // The oracle's next trial, RUNNING, its file and the oracle's state written; nullptr when the
@@ -630,6 +695,7 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
             send(to, {{"error", e.what()}});
           }
         } else if (t) {
+          show_trial_begin(*t);
           send(to, {{"trial", t->to_json()}});
         } else if (over) {
           send(to, {{"done", true}});
@@ -662,6 +728,7 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
           error = std::current_exception();
         }
         if (t) {
+          show_trial_begin(*t);
           try {
             train_trial(*t, false, loss, train, validation, epochs, extras..., detail::serve_between_batches{&serve});
           } catch (const std::exception& e) {
@@ -714,6 +781,7 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
           }
           round.push_back(t->to_json());
         }
+        for (auto& r : round) show_trial_begin(trial::from_json(r, order));
         return nlohmann::json{{"round", round}};
       });
       const auto& round = j.at("round");
@@ -815,6 +883,7 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
   std::filesystem::path project_;
   std::vector<trial> trials_;
   std::size_t run_count_ = 0;
+  std::chrono::steady_clock::time_point search_start_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace ctnn::tuning

@@ -13,6 +13,8 @@
 #include <ctnn/tuning/hyperband.hpp>
 #include <ctnn/tuning/tuner.hpp>
 
+#include <sstream>
+
 #include "distributed/mpi_tuner/common.hpp"
 
 #include <chrono>
@@ -53,10 +55,19 @@ TEST_CASE("mpi tuner: random search on 2 ranks proposes and scores the trials on
     ref = one.trials();
   }
   comm.barrier();
-  tiny_tuner two(comm, space(), std::make_unique<tn::random_search>(5), options(base / "two"));
+  auto two_options = options(base / "two");
+  std::ostringstream shown;
+  two_options.progress = &shown;
+  tiny_tuner two(comm, space(), std::make_unique<tn::random_search>(5), two_options);
   CHECK(two.rank() == comm.rank());
   CHECK(two.processes() == 2);
   two.search(loss, train_data(), val_data(), 2, sparse_categorical_accuracy{});
+  if (comm.rank() == 1) CHECK(shown.str().empty());  // rank 0 shows every trial, rank 1's too
+  else
+    for (int n = 1; n <= 5; ++n) {
+      CHECK(shown.str().find("Search: Running Trial #" + std::to_string(n) + "\n") != std::string::npos);
+      CHECK(shown.str().find("Trial " + std::to_string(n) + " Complete [") != std::string::npos);
+    }
   // rank 1 starts with trial 0, rank 0 with trial 1; then whichever is free takes the next
   CHECK(two.trials_run() >= 1);
   CHECK(runs_on_all(comm, two) == 5);
