@@ -325,16 +325,19 @@ struct is_not_array_option : std::bool_constant<!is_array_option_v<X>> {};
 
 }  // namespace detail
 
-template <class R, class T>
+// A contiguous range of numbers that is not an xtensor expression (ctnn/xtensor.hpp's fit and
+// evaluate take those, with their shapes).
+template <class R>
 concept contiguous_of_numbers = std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
-                                std::is_arithmetic_v<std::ranges::range_value_t<R>>;
+                                std::is_arithmetic_v<std::ranges::range_value_t<R>> &&
+                                !requires { typename R::expression_tag; };
 
 // Keras' model.fit(x, y, batch_size, epochs, validation_split, shuffle, class_weight,
 // sample_weight): the samples into a dataset, then fit(m, loss, opt, dataset, ...).
 template <Model M, class L, class O, class XR, class YR, class... Extras>
   requires Loss<L, typename std::remove_cvref_t<M>::value_type> &&
            Optimizer<O, typename std::remove_cvref_t<M>::variable_type> &&
-           contiguous_of_numbers<XR, void> && contiguous_of_numbers<YR, void>
+           contiguous_of_numbers<XR> && contiguous_of_numbers<YR>
 history fit(M& m, const L& loss, O& opt, const XR& x, const YR& y, Extras&&... extras) {
   using MT = std::remove_cvref_t<M>;
   using T = typename MT::value_type;
@@ -372,8 +375,8 @@ history fit(M& m, const L& loss, O& opt, const XR& x, const YR& y, Extras&&... e
 // Keras' model.evaluate(x, y, batch_size, sample_weight): loss and metrics over the arrays
 // (in the given order); class_weight too (Keras' evaluate has none).
 template <Model M, class L, class XR, class YR, class... Extras>
-  requires Loss<L, typename std::remove_cvref_t<M>::value_type> && contiguous_of_numbers<XR, void> &&
-           contiguous_of_numbers<YR, void> &&
+  requires Loss<L, typename std::remove_cvref_t<M>::value_type> && contiguous_of_numbers<XR> &&
+           contiguous_of_numbers<YR> &&
            ((Metric<std::remove_cvref_t<Extras>, typename std::remove_cvref_t<M>::value_type> ||
              detail::is_array_option_v<std::remove_cvref_t<Extras>>) && ...)
 logs evaluate(M& m, const L& loss, const XR& x, const YR& y, const Extras&... extras) {
