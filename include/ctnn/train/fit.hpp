@@ -17,6 +17,7 @@
 //
 // evaluate(model, loss, dataset, metrics...) returns loss and metrics, and checks the
 // model's variables for non-finite values as fit does. docs/training.md has the details.
+// fit and evaluate on arrays (Keras' fit(x, y, ...)): train/fit_arrays.hpp.
 #pragma once
 #include <cmath>
 #include <concepts>
