@@ -4,6 +4,7 @@
 
 #include <ctnn/data/in_memory.hpp>
 #include <ctnn/layers/dense.hpp>
+#include <ctnn/losses/categorical_crossentropy.hpp>
 #include <ctnn/losses/sparse_categorical_crossentropy.hpp>
 #include <ctnn/metrics/accuracy.hpp>
 #include <ctnn/optimizers/sgd.hpp>
@@ -67,6 +68,11 @@ TEST_CASE("evaluate on arrays: sample_weight and class_weight weigh the loss as 
   for (std::size_t i = 0; i < 10; ++i) by_class += (ys[i] == 1 ? 3.0 : 1.0) * l[i] / 10;
   CHECK(evaluate(m, loss, xs, ys, class_weight({{1, 3.0}}))["loss"] == doctest::Approx(by_class).epsilon(1e-5));
   CHECK(evaluate(m, loss, xs, ys, class_weight(std::array<double, 2>{1.0, 3.0}))["loss"] ==
+        doctest::Approx(by_class).epsilon(1e-5));
+  // one-hot rows: the class is the row's argmax, as Keras
+  std::vector<float> one_hot(20, 0.0f);
+  for (std::size_t i = 0; i < 10; ++i) one_hot[2 * i + std::size_t(ys[i])] = 1.0f;
+  CHECK(evaluate(m, categorical_crossentropy{.from_logits = true}, xs, one_hot, class_weight({{1, 3.0}}))["loss"] ==
         doctest::Approx(by_class).epsilon(1e-5));
 }
 
