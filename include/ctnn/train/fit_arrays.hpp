@@ -233,6 +233,7 @@ array_options gather_options(const E&... e) {
     else if constexpr (std::is_same_v<X, class_weight_t>) o.classes = &x;
   };
   (one(e), ...);
+  (void)one;  // no options
   return o;
 }
 
