@@ -102,6 +102,7 @@
 #include "train/tensorboard.hpp"
 #include "train/terminate_on_nan.hpp"
 #include "train/fit.hpp"
+#include "train/fit_arrays.hpp"
 #include "distributed/communicator.hpp"
 #include "distributed/data_parallel.hpp"
 #include "train/history.hpp"

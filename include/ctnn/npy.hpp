@@ -3,8 +3,13 @@
 //   save_npy(path, e)                any xtensor expression of numbers to path, C order
 //                                    (written to a temporary and renamed: io/atomic_file.hpp)
 //   load_npy<T, R>(path)             xt::xtensor<T, R>
-//   load_inputs_npy<M>(path)         a batch for model type M: (n, input shape...) of its
-//                                    value type, ready for predict / evaluate
+//   load_npy<T, R>(path, npy_convert::allow)  the same from any bool, integer or floating-point
+//                                    dtype (uint8 images, int64 labels, float64 arrays, either
+//                                    byte order), converted value by value; a value T cannot
+//                                    hold (out of range, NaN or a fraction for an integer T) is
+//                                    an io_error naming the file and the value's index
+//   load_inputs_npy<M>(path[, npy_convert::allow])  a batch for model type M: (n, input
+//                                    shape...) of its value type, ready for predict / evaluate
 //   save_variables_npy(m, dir)       every parameter, state, mask and metadata buffer of m
 //                                    as dir/layer<i>_<name>.npy (i counted from 0, as in
 //                                    variable<i, "name">), with its declared shape and dtype
@@ -12,14 +17,15 @@
 //                                    (a sparse layout's index as load_weights checks it)
 //                                    before anything is copied into m
 // ctnn's own reader checks the whole file before it allocates or copies: format 1.0,
-// 2.0 or 3.0, a header of at most 1 MiB, the dtype asked for (no conversion; bfloat16
-// and big-endian refused), exactly the announced bytes; Fortran order is read into C
+// 2.0 or 3.0, a header of at most 1 MiB, the dtype asked for (strict, the default: no
+// conversion; bfloat16 and big-endian refused), exactly the announced bytes; Fortran order is read into C
 // order. Every failure is a ctnn::io_error "<function>: <path>: <what is wrong>".
 // Needs xtensor (CMake target ctnn::xtensor). Docs: docs/interop.md (".npy files").
 #pragma once
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -31,6 +37,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/format.hpp"
 #include "core/half.hpp"
 #include "core/plan.hpp"
 #include "io/atomic_file.hpp"
@@ -289,6 +296,88 @@ inline void copy_values(const array& f, void* out) {
   }
 }
 
+// Value k (C order) of f's values, already copied in C order to `raw` (f.item_size bytes each),
+// converted to T; a value T cannot hold throws io_error naming path and k.
+template <class T>
+struct converter {
+  const array& f;
+  const std::filesystem::path& path;
+  const char* who;
+
+  [[noreturn]] void refuse(std::size_t k, const std::string& value, const char* why) const {
+    throw io_error(who, path, "value " + value + " at index " + std::to_string(k) + " (C order) of its " +
+                                  dtype_name(f.descr) + " values " + why + " " + type_name());
+  }
+  static std::string type_name() {
+    if constexpr (std::is_floating_point_v<T>) return "float" + std::to_string(8 * sizeof(T));
+    else return std::string(std::is_signed_v<T> ? "int" : "uint") + std::to_string(8 * sizeof(T));
+  }
+  template <class U>
+  static U load(const char* p, bool swap) {
+    char b[sizeof(U)];
+    std::memcpy(b, p, sizeof(U));
+    if (swap) std::reverse(b, b + sizeof(U));
+    U v;
+    std::memcpy(&v, b, sizeof(U));
+    return v;
+  }
+  T operator()(const char* p, std::size_t k) const {
+    const bool swap = f.descr[0] != '|' && (f.descr[0] == '<') != (std::endian::native == std::endian::little);
+    const char kind = f.descr[1];
+    const std::size_t w = f.item_size;
+    if (kind == 'f') {
+      const double v = w == 2 ? double(float(float16_t::from_bits(load<std::uint16_t>(p, swap))))
+                       : w == 4 ? double(load<float>(p, swap))
+                                : load<double>(p, swap);
+      return from_double(v, k);
+    }
+    if (kind == 'i') {
+      const std::int64_t v = w == 1 ? load<std::int8_t>(p, swap) : w == 2 ? load<std::int16_t>(p, swap)
+                              : w == 4 ? std::int64_t(load<std::int32_t>(p, swap)) : load<std::int64_t>(p, swap);
+      return from_integer(v < 0, std::uint64_t(v), std::to_string(v), k);
+    }
+    const std::uint64_t v = w == 1 ? std::uint64_t(static_cast<unsigned char>(*p)) : w == 2 ? load<std::uint16_t>(p, swap)
+                            : w == 4 ? std::uint64_t(load<std::uint32_t>(p, swap)) : load<std::uint64_t>(p, swap);
+    return from_integer(false, v, std::to_string(v), k);  // 'u', and 'b' (0 or 1, read checked them)
+  }
+  T from_double(double v, std::size_t k) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isfinite(v) && std::abs(v) > double(std::numeric_limits<T>::max())) refuse(k, detail::format_number(v), "is out of the range of");
+      return T(v);
+    } else {
+      if (std::isnan(v)) refuse(k, "nan", "is not a number, so not an");
+      if (v != std::trunc(v) || !std::isfinite(v)) refuse(k, detail::format_number(v), "is not a whole number, so not an");
+      if (!(v >= double(std::numeric_limits<T>::min()) && v <= double(std::numeric_limits<T>::max())))
+        refuse(k, detail::format_number(v), "is out of the range of");
+      return T(v);
+    }
+  }
+  // The magnitude of a negative value is -v as uint64 (two's complement); v as text for the message.
+  T from_integer(bool negative, std::uint64_t bits, const std::string& text, std::size_t k) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return negative ? T(std::int64_t(bits)) : T(bits);  // rounded to nearest, as NumPy's astype
+    } else {
+      const std::int64_t v = std::int64_t(bits);
+      if (negative ? (!std::is_signed_v<T> || v < std::int64_t(std::numeric_limits<T>::min()))
+                   : bits > std::uint64_t(std::numeric_limits<T>::max()))
+        refuse(k, text, "is out of the range of");
+      return negative ? T(v) : T(bits);
+    }
+  }
+};
+
+// f's values converted to T into out (f.count values, C order).
+template <class T>
+void convert_values(const array& f, T* out, const std::filesystem::path& path, const char* who) {
+  if (f.descr[1] == 'c' || (f.descr[1] == 'f' && f.item_size == 16))
+    throw io_error(who, path, "holds " + dtype_name(f.descr) + " values; ctnn converts bool, integer, float16, float32 "
+                              "and float64 values");
+  std::string raw(f.count * f.item_size, '\0');
+  copy_values(f, raw.data());
+  const converter<T> c{f, path, who};
+  for (std::size_t k = 0; k < f.count; ++k) out[k] = c(raw.data() + k * f.item_size, k);
+}
+
 // The file of a model's values: header (version 1.0, or 2.0 when it needs more than
 // 65535 bytes), then the values in C order.
 template <class V, class Shape>
@@ -349,27 +438,46 @@ void save_npy(const std::filesystem::path& path, const xt::xexpression<E>& e) {
                             }, path, "save_npy"));
 }
 
+// How load_npy treats a file of another dtype: strict (the default) refuses it; allow
+// converts its values to the type asked for, refusing a value that type cannot hold.
+enum class npy_convert { strict, allow };
+
 template <class T, std::size_t R>
-xt::xtensor<T, R> load_npy(const std::filesystem::path& path) {
+xt::xtensor<T, R> load_npy(const std::filesystem::path& path, npy_convert mode = npy_convert::strict) {
   const auto f = npyd::read(path, "load_npy");
-  npyd::check_dtype(f, npyd::descr_of<T>(), path, "load_npy");
+  const bool convert = mode == npy_convert::allow && f.descr != npyd::descr_of<T>();
+  if constexpr (!std::is_arithmetic_v<T> || std::is_same_v<T, bool>) {
+    if (convert) throw io_error("load_npy", path, "converts to integer, float32 and float64 values only");
+  }
+  if (!convert) npyd::check_dtype(f, npyd::descr_of<T>(), path, "load_npy");
   if (f.shape.size() != R)
     throw io_error("load_npy", path,
                    "has shape " + npyd::dims_str(f.shape, f.shape.size()) + ", rank " + std::to_string(R) + " is wanted");
   std::array<std::size_t, R> sh{};
   std::copy(f.shape.begin(), f.shape.end(), sh.begin());
   auto out = xt::xtensor<T, R>::from_shape(sh);
+  if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+    if (convert) {
+      npyd::convert_values(f, out.data(), path, "load_npy");
+      return out;
+    }
+  }
   npyd::copy_values(f, out.data());
   return out;
 }
 
 // A batch of inputs for model type M: shape (n, M's input shape...), M's value type.
 template <Model M>
-xt::xtensor<xtd::value_t<M>, xtd::in_shape_t<M>::rank + 1> load_inputs_npy(const std::filesystem::path& path) {
+xt::xtensor<xtd::value_t<M>, xtd::in_shape_t<M>::rank + 1> load_inputs_npy(const std::filesystem::path& path,
+                                                                             npy_convert mode = npy_convert::strict) {
   using I = xtd::in_shape_t<M>;
   using T = xtd::value_t<M>;
   const auto f = npyd::read(path, "load_inputs_npy");
-  npyd::check_dtype(f, npyd::descr_of<T>(), path, "load_inputs_npy");
+  const bool convert = mode == npy_convert::allow && f.descr != npyd::descr_of<T>();
+  if constexpr (!std::is_arithmetic_v<T>) {
+    if (convert) throw io_error("load_inputs_npy", path, "converts to float32 and float64 models only");
+  }
+  if (!convert) npyd::check_dtype(f, npyd::descr_of<T>(), path, "load_inputs_npy");
   std::size_t n = 0;
   try {
     n = xtd::check_shape<I, 1>("load_inputs_npy", f.shape);
@@ -377,6 +485,12 @@ xt::xtensor<xtd::value_t<M>, xtd::in_shape_t<M>::rank + 1> load_inputs_npy(const
     throw io_error(std::string(e.what()), path);
   }
   auto out = xtd::batch_tensor<T, I>(n);
+  if constexpr (std::is_arithmetic_v<T>) {
+    if (convert) {
+      npyd::convert_values(f, out.data(), path, "load_inputs_npy");
+      return out;
+    }
+  }
   npyd::copy_values(f, out.data());
   return out;
 }

@@ -8,6 +8,8 @@
 //                               batch axis first, as Keras
 //   evaluate(m, loss, x, y, metrics...)  Keras' evaluate(x, y) in batches of 32; y holds
 //                               class indices (n) or (n, 1) for a sparse loss, else (n, width)
+//   fit(m, loss, opt, x, y, options...)  Keras' fit(x, y, batch_size, epochs, validation_split,
+//                               shuffle, class_weight, sample_weight): train/fit_arrays.hpp
 //   as_output_tensor<M>(rows)   predict(m, dataset)'s rows as (n, O...)
 //   data::from_xtensor<S, K>(x, y)  a dataset of samples of shape S from x (n, S...), y
 //   variable<L, "kernel">(m)    layer L's buffer as a writable adaptor with its shape; the
@@ -40,6 +42,7 @@
 #include "data/pipeline.hpp"
 #include "losses/loss.hpp"
 #include "train/fit.hpp"
+#include "train/fit_arrays.hpp"
 #include "train/model.hpp"
 #include "train/predict.hpp"
 
@@ -195,43 +198,72 @@ namespace xtd {
 // rank 1) for a loss of dense target vectors, or rows as wide as the output
 // (one-hot or soft targets) for a loss of class labels.
 template <class K, std::size_t Out, class EY>
-void check_target_kind(const std::string& loss, const EY& y) {
+void check_target_kind(const std::string& loss, const EY& y, const std::string& who = "evaluate") {
   const std::size_t n = y.dimension() == 0 ? 0 : std::size_t(y.shape()[0]);
   if constexpr (is_sparse_v<K>) {
     if (Out > 1 && y.dimension() == 2 && std::size_t(y.shape()[1]) == Out)
-      throw std::invalid_argument("evaluate: y holds " + std::to_string(n) + " rows of " + std::to_string(Out) +
+      throw std::invalid_argument(who + ": y holds " + std::to_string(n) + " rows of " + std::to_string(Out) +
                                   " values (one-hot or soft targets) but " + loss +
                                   " takes one class label per sample: use categorical_crossentropy instead");
   } else {
     if (K::width > 1 && y.dimension() == 1)
-      throw std::invalid_argument("evaluate: y holds one value per sample (class labels) but " + loss + " takes " +
+      throw std::invalid_argument(who + ": y holds one value per sample (class labels) but " + loss + " takes " +
                                   std::to_string(K::width) +
                                   " target values per sample: use sparse_categorical_crossentropy instead");
   }
 }
 }  // namespace xtd
 
+namespace xtd {
+// x (n, input shape...) as the model's values and y's values, sample after sample, with the
+// number of samples checked against y's first axis.
+template <class M, class EX, class EY>
+auto arrays_of(const char* who, const EX& e, const EY& ye) {
+  using I = in_shape_t<M>;
+  using T = value_t<M>;
+  const std::size_t n = check_shape<I, 1>(who, e.shape());
+  if (ye.dimension() == 0 || std::size_t(ye.shape()[0]) != n)
+    throw std::invalid_argument(std::string(who) + ": y: " + std::to_string(n) + " samples but targets of shape " +
+                                shape_str(ye.shape()));
+  std::vector<T> xs(e.begin(), e.end());  // row-major traversal of any expression, converted
+  std::vector<typename EY::value_type> ys(ye.begin(), ye.end());
+  return std::pair{std::move(xs), std::move(ys)};
+}
+}  // namespace xtd
+
 // Keras' evaluate(x, y): the loss and metrics over x (n, input shape...) and
-// y, in batches of 32. The target kind is the loss's (sparse: class indices);
+// y, in batches of 32 (batch_size{n}), weighted by sample_weight or class_weight
+// as fit (train/fit_arrays.hpp). The target kind is the loss's (sparse: class indices);
 // y of the other kind throws std::invalid_argument naming the loss to use.
 template <Model M, class L, class EX, class EY, class... Ms>
   requires Loss<L, typename std::remove_cvref_t<M>::compute_type> &&
-           (Metric<Ms, typename std::remove_cvref_t<M>::compute_type> && ...)
-logs evaluate(M& m, const L& loss, const xt::xexpression<EX>& x, const xt::xexpression<EY>& y, Ms... metrics) {
+           ((Metric<Ms, typename std::remove_cvref_t<M>::compute_type> || detail::is_array_option_v<Ms>) && ...)
+logs evaluate(M& m, const L& loss, const xt::xexpression<EX>& x, const xt::xexpression<EY>& y, const Ms&... extras) {
   using MM = std::remove_cvref_t<M>;
   using I = xtd::in_shape_t<M>;
-  using T = xtd::value_t<M>;
   using K = loss_target_kind_t<L, MM::output_size>;
   static_assert(xtd::check_static<EX, I, 1>());
   xtd::check_target_kind<K, MM::output_size>(loss.name(), y.derived_cast());
-  if constexpr (std::is_same_v<typename EX::value_type, T>) {
-    return evaluate(m, loss, data::from_xtensor<I, K>(x, y).batch(32), metrics...);
-  } else {
-    const EX& e = x.derived_cast();
-    std::vector<T> values(e.begin(), e.end());
-    const std::vector<std::size_t> sh(e.shape().begin(), e.shape().end());
-    return evaluate(m, loss, data::from_xtensor<I, K>(xt::adapt(values, sh), y).batch(32), metrics...);
-  }
+  const auto [xs, ys] = xtd::arrays_of<M>("evaluate", x.derived_cast(), y.derived_cast());
+  return evaluate(m, loss, xs, ys, extras...);
+}
+
+// Keras' fit(x, y, ...) on xtensor arrays: x (n, input shape...) of any number type
+// (converted to the model's), y as evaluate's; the options and extras of
+// train/fit_arrays.hpp (epochs{n}, batch_size{n}, validation_split{f}, shuffle_seed{s},
+// no_shuffle{}, sample_weight(w), class_weight(...), metrics, callbacks, ...).
+template <Model M, class L, class O, class EX, class EY, class... Extras>
+  requires Loss<L, typename std::remove_cvref_t<M>::value_type> &&
+           Optimizer<O, typename std::remove_cvref_t<M>::variable_type>
+history fit(M& m, const L& loss, O& opt, const xt::xexpression<EX>& x, const xt::xexpression<EY>& y,
+            Extras&&... extras) {
+  using MM = std::remove_cvref_t<M>;
+  using I = xtd::in_shape_t<M>;
+  using K = loss_target_kind_t<L, MM::output_size>;
+  static_assert(xtd::check_static<EX, I, 1>());
+  xtd::check_target_kind<K, MM::output_size>(loss.name(), y.derived_cast(), "fit");
+  const auto [xs, ys] = xtd::arrays_of<M>("fit", x.derived_cast(), y.derived_cast());
+  return fit(m, loss, opt, xs, ys, std::forward<Extras>(extras)...);
 }
 
 // Layer L's variable `Name` (a parameter, state, mask or metadata buffer) as a

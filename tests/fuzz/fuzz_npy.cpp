@@ -1,6 +1,7 @@
 // libFuzzer target: the .npy reader (ctnn/npy.hpp) on an arbitrary file: load_npy as float32, int64 and
-// bool (whose bytes must be 0 or 1), load_inputs_npy for a small model, and load_variables_npy with the
-// file as one of the model's variables. Anything but an io_error (or success) is a bug; so is any
+// bool (whose bytes must be 0 or 1), the converting loads (npy_convert::allow) as float32, int32 and
+// uint8 and load_inputs_npy converting, load_inputs_npy for a small model, and load_variables_npy with
+// the file as one of the model's variables. Anything but an io_error (or success) is a bug; so is any
 // sanitizer report or a run past -rss_limit_mb / -malloc_limit_mb.
 #include <ctnn/layers/dense.hpp>
 #include <ctnn/layers/reshape.hpp>
@@ -39,6 +40,11 @@ void write_seeds(const fs::path& out) {
   ctnn::save_npy(out / "i8_3", xt::xtensor<std::int64_t, 1>{-1, 0, 7});
   ctnn::save_npy(out / "b1_2x2", xt::xtensor<bool, 2>{{true, false}, {false, true}});
   ctnn::save_npy(out / "u1_0d", xt::xtensor<std::uint8_t, 0>(7));
+  // what the converting loads take: uint8 images, int64 labels, float64 and float16 values
+  ctnn::save_npy(out / "u1_images_3x2x3", xt::xtensor<std::uint8_t, 3>(xt::ones<std::uint8_t>({3, 2, 3}) * 200));
+  ctnn::save_npy(out / "i8_labels_4", xt::xtensor<std::int64_t, 1>{0, 9, 3, 1});
+  ctnn::save_npy(out / "f8_2x3", xt::xtensor<double, 2>{{0.25, -1, 1e300}, {2, 3, 4}});
+  ctnn::save_npy(out / "f2_2", xt::xtensor<ctnn::float16_t, 1>{ctnn::float16_t(1.5f), ctnn::float16_t(-2.0f)});
   ctnn::save_npy(out / "f4_0x3", xt::xtensor<float, 2>::from_shape({0, 3}));  // no values
   const xt::xtensor<float, 2, xt::layout_type::column_major> cm{{0, 1, 2}, {3, 4, 5}};
   ctnn::save_npy(out / "f4_from_column_major", cm);
@@ -90,6 +96,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     (void)ctnn::load_inputs_npy<decltype(m)>(file);
+  } catch (const ctnn::io_error&) {
+  }
+  try {
+    (void)ctnn::load_npy<float, 2>(file, ctnn::npy_convert::allow);
+  } catch (const ctnn::io_error&) {
+  }
+  try {
+    (void)ctnn::load_npy<std::int32_t, 1>(file, ctnn::npy_convert::allow);
+  } catch (const ctnn::io_error&) {
+  }
+  try {
+    (void)ctnn::load_npy<std::uint8_t, 3>(file, ctnn::npy_convert::allow);
+  } catch (const ctnn::io_error&) {
+  }
+  try {
+    (void)ctnn::load_inputs_npy<decltype(m)>(file, ctnn::npy_convert::allow);
   } catch (const ctnn::io_error&) {
   }
   try {

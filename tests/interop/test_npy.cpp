@@ -8,6 +8,7 @@
 #include <ctnn/npy.hpp>
 #include <ctnn/xtensor.hpp>  // predict and variable<L, "name"> on xtensor
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -381,4 +382,53 @@ TEST_CASE("load_npy refuses hostile headers before allocating for them") {
   // a bool byte other than 0 or 1 would be undefined behaviour once read as bool
   write(p, npy_file(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,)}", std::string("\x01\x00\x02", 3)));
   CHECK(message_of([&] { load_npy<bool, 1>(p); }) == pre + "byte 2 of the bool values is 2, neither 0 nor 1");
+}
+
+TEST_CASE("load_npy(path, npy_convert::allow) converts what NumPy and keras.datasets hand out, strict stays the default") {
+  temp_dir d;
+  const fs::path p = d.path / "c.npy";
+  // uint8 images -> float32 (then load_inputs_npy for a model), int64 labels -> int32
+  save_npy(p, xt::xtensor<std::uint8_t, 3>{{{0, 255}, {7, 128}}});
+  CHECK(message_of([&] { load_npy<float, 3>(p); }) ==
+        "load_npy: " + p.string() + ": holds uint8 ('|u1') values, float32 ('<f4') are wanted");
+  CHECK(load_npy<float, 3>(p, npy_convert::allow) == xt::xtensor<float, 3>{{{0, 255}, {7, 128}}});
+  CHECK(load_inputs_npy<model<net>>(p, npy_convert::allow) == xt::xtensor<float, 3>{{{0, 255}, {7, 128}}});
+  save_npy(p, xt::xtensor<std::int64_t, 1>{3, 0, 9, -2});
+  CHECK(load_npy<std::int32_t, 1>(p, npy_convert::allow) == xt::xtensor<std::int32_t, 1>{3, 0, 9, -2});
+  CHECK(load_npy<double, 1>(p, npy_convert::allow) == xt::xtensor<double, 1>{3, 0, 9, -2});
+  // float64 -> float32 (rounded), int8/int16/bool -> float, float16 -> float32, big-endian int16 -> int32
+  save_npy(p, xt::xtensor<double, 2>{{0.1, -1e30}});
+  CHECK(load_npy<float, 2>(p, npy_convert::allow) == xt::xtensor<float, 2>{{0.1f, -1e30f}});
+  save_npy(p, xt::xtensor<std::int16_t, 1>{-300, 300});
+  CHECK(load_npy<float, 1>(p, npy_convert::allow) == xt::xtensor<float, 1>{-300, 300});
+  save_npy(p, xt::xtensor<bool, 1>{true, false});
+  CHECK(load_npy<float, 1>(p, npy_convert::allow) == xt::xtensor<float, 1>{1, 0});
+  write(p, npy_file(1, "{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }", raw<std::uint16_t>({0x3c00, 0xc100})));
+  CHECK(load_npy<float, 1>(p, npy_convert::allow) == xt::xtensor<float, 1>{1.f, -2.5f});
+  write(p, npy_file(1, "{'descr': '>i2', 'fortran_order': False, 'shape': (2,), }", std::string("\x01\x02\xff\xfe", 4)));
+  CHECK(load_npy<std::int32_t, 1>(p, npy_convert::allow) == xt::xtensor<std::int32_t, 1>{0x0102, -2});
+  // Fortran order, converted into C order
+  write(p, npy_file(1, "{'descr': '|u1', 'fortran_order': True, 'shape': (2, 3), }", raw<std::uint8_t>({0, 3, 1, 4, 2, 5})));
+  CHECK(load_npy<double, 2>(p, npy_convert::allow) == xt::xtensor<double, 2>{{0, 1, 2}, {3, 4, 5}});
+
+  // what does not fit is an error naming the file and the index
+  save_npy(p, xt::xtensor<double, 1>{1, 2, 1e300});
+  CHECK(message_of([&] { load_npy<float, 1>(p, npy_convert::allow); }) ==
+        "load_npy: " + p.string() + ": value 1e+300 at index 2 (C order) of its float64 ('<f8') values is out of the range of float32");
+  save_npy(p, xt::xtensor<std::int64_t, 1>{1, std::int64_t(1) << 40});
+  CHECK(message_of([&] { load_npy<std::int32_t, 1>(p, npy_convert::allow); }) ==
+        "load_npy: " + p.string() + ": value 1099511627776 at index 1 (C order) of its int64 ('<i8') values is out of the range of int32");
+  save_npy(p, xt::xtensor<std::int32_t, 1>{-1});
+  CHECK(message_of([&] { load_npy<std::uint8_t, 1>(p, npy_convert::allow); }) ==
+        "load_npy: " + p.string() + ": value -1 at index 0 (C order) of its int32 ('<i4') values is out of the range of uint8");
+  save_npy(p, xt::xtensor<float, 2>{{1, 2}, {std::nanf(""), 0}});
+  CHECK(message_of([&] { load_npy<std::int32_t, 2>(p, npy_convert::allow); }) ==
+        "load_npy: " + p.string() + ": value nan at index 2 (C order) of its float32 ('<f4') values is not a number, so not an int32");
+  save_npy(p, xt::xtensor<double, 1>{2.5});
+  CHECK(message_of([&] { load_npy<std::int64_t, 1>(p, npy_convert::allow); }) ==
+        "load_npy: " + p.string() + ": value 2.5 at index 0 (C order) of its float64 ('<f8') values is not a whole number, so not an int64");
+  write(p, npy_file(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", raw({1.f, 0.f})));
+  CHECK(message_of([&] { load_npy<float, 1>(p, npy_convert::allow); }) ==
+        "load_npy: " + p.string() + ": holds complex64 ('<c8') values; ctnn converts bool, integer, float16, float32 and "
+        "float64 values");
 }

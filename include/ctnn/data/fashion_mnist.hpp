@@ -40,11 +40,16 @@ namespace detail {
                   " exists (install Debian's dataset-fashion-mnist or set CTNN_FASHION_MNIST_DIR)");
 }
 
-inline dataset load(const std::filesystem::path& dir, const std::string& prefix) {
+// The images and labels of one split ("train", "t10k"), checked: 28x28 ubyte images, as many
+// ubyte labels, each a class 0..9.
+struct files {
+  idx_array images, labels;
+};
+inline files read(const std::filesystem::path& dir, const std::string& prefix) {
   const auto ipath = find(dir, prefix + "-images-idx3-ubyte");
   const auto lpath = find(dir, prefix + "-labels-idx1-ubyte");
-  const idx_array images = read_idx(ipath);
-  const idx_array labels = read_idx(lpath);
+  idx_array images = read_idx(ipath);
+  idx_array labels = read_idx(lpath);
   if (images.type != 0x08 || images.dims.size() != 3 || images.dims[1] != 28 || images.dims[2] != 28)
     throw idx_error("fashion_mnist", ipath, "does not hold 28x28 ubyte images");
   if (labels.type != 0x08 || labels.dims.size() != 1)
@@ -52,12 +57,16 @@ inline dataset load(const std::filesystem::path& dir, const std::string& prefix)
   if (labels.dims[0] != images.dims[0])
     throw idx_error("fashion_mnist", ipath, "has " + std::to_string(images.dims[0]) + " images but " +
                     lpath.string() + " has " + std::to_string(labels.dims[0]) + " labels");
-  auto y = labels.as<std::int32_t>();
-  for (std::size_t i = 0; i < y.size(); ++i)
-    if (y[i] < 0 || y[i] >= std::int32_t(classes))
-      throw idx_error("fashion_mnist", lpath, "label " + std::to_string(y[i]) + " of sample " +
+  for (std::size_t i = 0; i < labels.bytes.size(); ++i)
+    if (labels.bytes[i] >= classes)
+      throw idx_error("fashion_mnist", lpath, "label " + std::to_string(int(labels.bytes[i])) + " of sample " +
                       std::to_string(i) + " is not a class 0..9");
-  return dataset(images.as<float>(1.0 / 255.0), std::move(y));
+  return {std::move(images), std::move(labels)};
+}
+
+inline dataset load(const std::filesystem::path& dir, const std::string& prefix) {
+  const files f = read(dir, prefix);
+  return dataset(f.images.as<float>(1.0 / 255.0), f.labels.as<std::int32_t>());
 }
 }  // namespace detail
 

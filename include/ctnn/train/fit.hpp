@@ -17,12 +17,14 @@
 //
 // evaluate(model, loss, dataset, metrics...) returns loss and metrics, and checks the
 // model's variables for non-finite values as fit does. docs/training.md has the details.
+// fit and evaluate on arrays (Keras' fit(x, y, ...)): train/fit_arrays.hpp.
 #pragma once
 #include <cmath>
 #include <concepts>
 #include <exception>
 #include <cstddef>
 #include <iostream>
+#include <ranges>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -241,12 +243,13 @@ history fit(M&, const L&, O&, const D&, epochs, Extras&&...) {
 }
 namespace detail {
 // An xtensor expression (it names its expression_tag): ctnn/xtensor.hpp's
-// evaluate(m, loss, x, y, metrics...) takes those, so the fallback below must not.
+// evaluate(m, loss, x, y, metrics...) takes those, and train/fit_arrays.hpp's evaluate
+// takes contiguous ranges, so the fallback below must not.
 template <class D>
 concept tensor_expression = requires { typename D::expression_tag; };
 }  // namespace detail
 template <class M, class L, class D, class... Ms>
-  requires(!data::Dataset<D> && !detail::tensor_expression<D>)
+  requires(!data::Dataset<D> && !detail::tensor_expression<D> && !std::ranges::contiguous_range<D>)
 logs evaluate(M&, const L&, const D&, Ms...) {
   static_assert(data::Dataset<D>,
                 "evaluate: the 3rd argument is not a dataset of batches (data::Dataset); a pipeline of samples needs .batch(n)");
