@@ -38,6 +38,7 @@
 #include "layers/add.hpp"
 #include "layers/average_pool2d.hpp"
 #include "layers/batch_norm.hpp"
+#include "layers/bidirectional.hpp"
 #include "layers/branch.hpp"
 #include "layers/concatenate.hpp"
 #include "layers/conv1d.hpp"
