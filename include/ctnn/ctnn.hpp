@@ -57,6 +57,7 @@
 #include "layers/reshape.hpp"
 #include "layers/residual.hpp"
 #include "layers/simple_rnn.hpp"
+#include "layers/time_distributed.hpp"
 #include "layers/up_sampling2d.hpp"
 #include "layers/zero_padding2d.hpp"
 #include "losses/binary_crossentropy.hpp"
