@@ -3,7 +3,8 @@
 // loss on every step), go_backwards, both, and a stack (lstm with return_sequences
 // into gru) checked through both layers at once; dropout and recurrent_dropout with a
 // fixed draw of the masks (the checker reseeds the generator before every forward);
-// bidirectional (layers/bidirectional.hpp) in each merge mode, with a mask and dropout.
+// bidirectional (layers/bidirectional.hpp) in each merge mode, with a mask and dropout;
+// time_distributed<dense> (layers/time_distributed.hpp).
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
@@ -11,6 +12,7 @@
 #include <ctnn/layers/gru.hpp>
 #include <ctnn/layers/lstm.hpp>
 #include <ctnn/layers/simple_rnn.hpp>
+#include <ctnn/layers/time_distributed.hpp>
 
 #include <algorithm>
 #include <vector>
@@ -124,6 +126,10 @@ TEST_CASE("gradcheck: bidirectional (each merge mode, return_sequences, a step m
   // masked steps: zeros out of both directions (Keras forces zero_output_for_mask), no gradient through them
   CHECK(masked_check<bidirectional<lstm<3, return_sequences>>, shape<5, 2>>(3) < tol);
   CHECK(masked_check<bidirectional<gru<3>, merge::mul>, shape<4, 3>>(2) < tol);
+}
+
+TEST_CASE("gradcheck: time_distributed<dense> (every step through one kernel)") {
+  CHECK(gradcheck::check_layer<time_distributed<dense<3, ctnn::tanh>>, shape<4, 5>>() < tol);
 }
 
 TEST_CASE("gradcheck: a stack, lstm (return_sequences) into gru, through both layers") {
