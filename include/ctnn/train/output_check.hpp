@@ -61,7 +61,7 @@ constexpr diag::message output_targets_text() {
 template <class X, class Out, std::size_t Steps>
 constexpr diag::message step_labels_text() {
   diag::message m;
-  m << X::accepts.name << ": the dataset has " << Steps << " labels per sample (step_labels), the network's output is ";
+  m << X::accepts.name << ": the dataset has " << Steps << " labels per sample (step_labels), the output of the network is ";
   m.dims(Out::dims) << "; a per-step loss takes an output <" << Steps << ", classes>";
   return m;
 }
