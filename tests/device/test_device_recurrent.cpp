@@ -1,15 +1,18 @@
-// simple_rnn, lstm and gru (with masking and dropout), and embedding (mask_zero), on the simulated device (simulated_device.hpp): every
+// simple_rnn, lstm and gru (with masking and dropout), embedding (mask_zero), bidirectional and time_distributed, on the simulated device (simulated_device.hpp): every
 // access of the recurrent layers to the model's memory goes through ops<B> (the
 // arena faults on a host access), and training, evaluation and prediction give
 // cpu<>'s bits.
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/layers/bidirectional.hpp>
 #include <ctnn/layers/embedding.hpp>
 #include <ctnn/layers/gru.hpp>
 #include <ctnn/layers/lstm.hpp>
 #include <ctnn/layers/simple_rnn.hpp>
+#include <ctnn/layers/time_distributed.hpp>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -72,4 +75,33 @@ TEST_CASE("embedding<..., mask_zero> into lstm trains on the simulated device wi
   CHECK(hd["loss"] == hc["loss"]);
   CHECK(variable_bytes(d) == variable_bytes(c));
   CHECK(predict(d, train.batch(8)) == predict(c, train.batch(8)));
+}
+
+TEST_CASE("bidirectional and time_distributed<dense> train on the simulated device with cpu<>'s bits") {
+  using net = sequential<input<5, 3>, masking<>, time_distributed<dense<4, ctnn::tanh>>,
+                         bidirectional<lstm<3, recurrent_options{.return_sequences = true, .dropout = 0.2}>, merge::sum>,
+                         bidirectional<gru<3>>, dense<2>>;
+  std::vector<float> x(32 * 15);
+  std::vector<std::int32_t> y(32);
+  rng g(9);
+  for (auto& v : x) v = float(g.uniform(-1, 1));
+  for (std::size_t i = 0; i < 32; i += 2)  // padded (masked) last steps
+    for (std::size_t j = 12; j < 15; ++j) x[i * 15 + j] = 0.0f;
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = x[i * 15] > 0 ? 1 : 0;
+  const data::in_memory<shape<5, 3>, sparse_labels> train{x, y};
+  const sparse_categorical_crossentropy loss{.from_logits = true};
+  auto d = make_model<net, float, sim::device>(5);
+  auto c = make_model<net>(5);
+  rmsprop o1{1e-2}, o2{1e-2};
+  const auto hd = fit(d, loss, o1, train.batch(8), epochs{2});
+  const auto hc = fit(c, loss, o2, train.batch(8), epochs{2});
+  CHECK(hd["loss"] == hc["loss"]);
+  CHECK(variable_bytes(d) == variable_bytes(c));
+  CHECK(predict(d, train.batch(8)) == predict(c, train.batch(8)));
+  // a per-step class loss reads its rows on the host: on a device backend it says so
+  using tagger = sequential<input<5, 3>, lstm<3, return_sequences>, time_distributed<dense<2>>>;
+  auto t = make_model<tagger, float, sim::device>(5);
+  const data::in_memory<shape<5, 3>, step_labels<5>> steps{x, std::vector<std::int32_t>(32 * 5, 1)};
+  rmsprop o3{1e-2};
+  CHECK_THROWS_AS(fit(t, loss, o3, steps.batch(8), epochs{1}), std::logic_error);
 }

@@ -2,13 +2,17 @@
 // simple_rnn, lstm and gru (layers/recurrent.hpp): each cell, return_sequences (a
 // loss on every step), go_backwards, both, and a stack (lstm with return_sequences
 // into gru) checked through both layers at once; dropout and recurrent_dropout with a
-// fixed draw of the masks (the checker reseeds the generator before every forward).
+// fixed draw of the masks (the checker reseeds the generator before every forward);
+// bidirectional (layers/bidirectional.hpp) in each merge mode, with a mask and dropout;
+// time_distributed<dense> (layers/time_distributed.hpp).
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/layers/bidirectional.hpp>
 #include <ctnn/layers/gru.hpp>
 #include <ctnn/layers/lstm.hpp>
 #include <ctnn/layers/simple_rnn.hpp>
+#include <ctnn/layers/time_distributed.hpp>
 
 #include <algorithm>
 #include <vector>
@@ -58,6 +62,23 @@ TEST_CASE("gradcheck: dropout and recurrent_dropout (fixed masks, one per gate w
 }
 
 namespace {
+// The largest relative error between analytic[i] and the central difference of f over each v[i]
+// (v restored after each probe).
+template <class Fn>
+double probe(Fn& f, std::vector<double>& v, const std::vector<double>& analytic) {
+  double worst = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const double keep = v[i], eps = 1e-6;
+    v[i] = keep + eps;
+    const double fp = f();
+    v[i] = keep - eps;
+    const double fm = f();
+    v[i] = keep;
+    worst = std::max(worst, gradcheck::rel_err((fp - fm) / (2 * eps), analytic[i]));
+  }
+  return worst;
+}
+
 // BPTT with a step mask (run_info::mask, as masking<> publishes it) against central
 // differences of f = sum(r * y), over the input and every parameter.
 template <class Spec, class In>
@@ -84,21 +105,7 @@ double masked_check(std::size_t n) {
   f();
   std::vector<double> dy = r, dx(x.size());
   L::backward(sl, x.data(), y.data(), dy.data(), dx.data(), ri);
-  double worst = 0;
-  auto probe = [&](std::vector<double>& v, const std::vector<double> analytic) {
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      const double keep = v[i], eps = 1e-6;
-      v[i] = keep + eps;
-      const double fp = f();
-      v[i] = keep - eps;
-      const double fm = f();
-      v[i] = keep;
-      worst = std::max(worst, gradcheck::rel_err((fp - fm) / (2 * eps), analytic[i]));
-    }
-  };
-  probe(x, dx);
-  probe(p, gr);
-  return worst;
+  return std::max(probe(f, x, dx), probe(f, p, gr));
 }
 }  // namespace
 
@@ -106,6 +113,23 @@ TEST_CASE("gradcheck: a step mask (masked steps carry the state, their gradient 
   CHECK(masked_check<simple_rnn<4>, shape<5, 3>>(3) < tol);
   CHECK(masked_check<lstm<3, both>, shape<4, 5>>(2) < tol);
   CHECK(masked_check<gru<4, return_sequences>, shape<5, 3>>(3) < tol);
+}
+
+TEST_CASE("gradcheck: bidirectional (each merge mode, return_sequences, a step mask, dropout)") {
+  CHECK(gradcheck::check_layer<bidirectional<lstm<3>>, shape<4, 2>>() < tol);
+  CHECK(gradcheck::check_layer<bidirectional<gru<3, return_sequences>, merge::mul>, shape<4, 2>>({.batch = 2}) < tol);
+  CHECK(gradcheck::check_layer<bidirectional<simple_rnn<3, ctnn::tanh, return_sequences>, merge::sum>, shape<5, 2>>() <
+        tol);
+  CHECK(gradcheck::check_layer<bidirectional<simple_rnn<4>, merge::ave>, shape<3, 2>>() < tol);
+  CHECK(gradcheck::check_layer<bidirectional<lstm<2, recurrent_options{.return_sequences = true, .dropout = 0.3}>>,
+                               shape<3, 2>>() < tol);
+  // masked steps: zeros out of both directions (Keras forces zero_output_for_mask), no gradient through them
+  CHECK(masked_check<bidirectional<lstm<3, return_sequences>>, shape<5, 2>>(3) < tol);
+  CHECK(masked_check<bidirectional<gru<3>, merge::mul>, shape<4, 3>>(2) < tol);
+}
+
+TEST_CASE("gradcheck: time_distributed<dense> (every step through one kernel)") {
+  CHECK(gradcheck::check_layer<time_distributed<dense<3, ctnn::tanh>>, shape<4, 5>>() < tol);
 }
 
 TEST_CASE("gradcheck: a stack, lstm (return_sequences) into gru, through both layers") {
@@ -133,21 +157,6 @@ TEST_CASE("gradcheck: a stack, lstm (return_sequences) into gru, through both la
   std::vector<double> dy = r, dmid(mid.size()), dx(x.size());
   B::backward(sb, mid.data(), y.data(), dy.data(), dmid.data(), ri);
   A::backward(sa, x.data(), mid.data(), dmid.data(), dx.data(), ri);
-  double worst = 0;
-  auto probe = [&](std::vector<double>& v, const std::vector<double>& analytic) {
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      const double keep = v[i], eps = 1e-6;
-      v[i] = keep + eps;
-      const double fp = f();
-      v[i] = keep - eps;
-      const double fm = f();
-      v[i] = keep;
-      worst = std::max(worst, gradcheck::rel_err((fp - fm) / (2 * eps), analytic[i]));
-    }
-  };
   const std::vector<double> ax = dx, aga = ga, agb = gb;
-  probe(x, ax);
-  probe(pa, aga);
-  probe(pb, agb);
-  CHECK(worst < tol);
+  CHECK(std::max({probe(f, x, ax), probe(f, pa, aga), probe(f, pb, agb)}) < tol);
 }

@@ -2,7 +2,8 @@
 // add up; finite differences in double), ids that are not integers in [0, Vocab) are an error
 // naming the layer, mask_zero publishes the step mask that the recurrent layers read, the
 // variable's name, shape and init (Keras'), a weights file, a small model that learns; and the
-// per-step loss under that mask (Keras 3's weights, losses/loss.hpp step_loss_into).
+// per-step loss under that mask (Keras 3's weights, losses/loss.hpp step_loss_into), and the
+// per-step class losses on <S, K> (step_labels, one-hot rows).
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
@@ -10,7 +11,9 @@
 #include <ctnn/layers/embedding.hpp>
 #include <ctnn/layers/lstm.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <limits>
 #include <sstream>
@@ -193,4 +196,51 @@ TEST_CASE("embedding<..., mask_zero> -> lstm (return_sequences): evaluate and fi
   const auto base = trained(t);
   CHECK(trained(padded) == base);
   CHECK(trained(real) != base);  // ... while a real step's target does
+}
+
+TEST_CASE("a per-step class loss on <S, K>: every step's K scores, Keras' mean over the steps (and the mask's weights)") {
+  // 3 samples, 4 steps, 3 classes; sparse labels per step, and the same as one-hot rows
+  std::vector<float> y(36), dy(36), dyc(36), onehot(36, 0.0f);
+  std::vector<std::int32_t> labels(12);
+  rng g(13);
+  for (auto& v : y) v = float(g.uniform(-2, 2));
+  for (std::size_t r = 0; r < 12; ++r) {
+    labels[r] = std::int32_t(g.below(3));
+    onehot[r * 3 + std::size_t(labels[r])] = 1.0f;
+  }
+  const std::vector<float> m{1, 1, 0, 0, 1, 1, 1, 1, 0, 1, 0, 0};  // 7 unmasked steps of 12
+  // Keras: -log softmax of the label's score per step; dL/dy = softmax - onehot
+  std::vector<double> loss(12), grad(36);
+  for (std::size_t r = 0; r < 12; ++r) {
+    double mx = std::max({y[r * 3], y[r * 3 + 1], y[r * 3 + 2]}), z = 0;
+    for (std::size_t k = 0; k < 3; ++k) z += std::exp(y[r * 3 + k] - mx);
+    loss[r] = -(y[r * 3 + std::size_t(labels[r])] - mx - std::log(z));
+    for (std::size_t k = 0; k < 3; ++k) grad[r * 3 + k] = std::exp(y[r * 3 + k] - mx) / z - onehot[r * 3 + k];
+  }
+  for (bool masked : {false, true}) {
+    CAPTURE(masked);
+    const sequence_mask mask{masked ? m.data() : nullptr, 4, sizeof(float)};
+    double want = 0, valid = masked ? 7 : 12;
+    for (std::size_t r = 0; r < 12; ++r) want += (masked ? m[r] : 1.0) * loss[r] / valid;
+    step_scalars s, c;
+    s.loss_scale = c.loss_scale = 2;
+    detail::step_loss_into<shape<4, 3>, cpu<>>(sparse_categorical_crossentropy{.from_logits = true}, y.data(),
+                                               labels.data(), dy.data(), 3, &mask, &s);
+    detail::step_loss_into<shape<4, 3>, cpu<>>(categorical_crossentropy{.from_logits = true}, y.data(), onehot.data(),
+                                               dyc.data(), 3, &mask, &c);
+    CHECK(s.loss_sum / 3 == doctest::Approx(want).epsilon(1e-6));  // the trainer divides loss_sum by the batch
+    CHECK(c.loss_sum / 3 == doctest::Approx(want).epsilon(1e-6));
+    for (std::size_t i = 0; i < 36; ++i) {
+      const double w = masked ? m[i / 3] : 1.0;
+      CHECK(dy[i] == doctest::Approx(2 * w * grad[i] / valid).epsilon(1e-5));
+      CHECK(dyc[i] == doctest::Approx(2 * w * grad[i] / valid).epsilon(1e-5));
+    }
+  }
+  std::vector<std::int32_t> bad = labels;
+  bad[6] = 3;  // sample 1, step 2
+  auto check = [&] { detail::check_loss_targets<shape<4, 3>>(sparse_categorical_crossentropy{}, bad.data(), 3); };
+  CHECK_THROWS_WITH_AS(check(),
+                       "sparse_categorical_crossentropy: label 3 of sample 6 in the batch is outside [0, 3) (labels per "
+                       "step: that index is sample * 4 + step)",
+                       std::out_of_range);
 }

@@ -6,6 +6,7 @@
 
 #include <ctnn/ctnn.hpp>
 #include <ctnn/kernels/rows.hpp>
+#include <ctnn/layers/bidirectional.hpp>
 #include <ctnn/layers/gru.hpp>
 #include <ctnn/layers/lstm.hpp>
 #include <ctnn/layers/simple_rnn.hpp>
@@ -14,6 +15,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -291,4 +294,95 @@ TEST_CASE("recurrent model: a stack in summary and through a weights file, and i
   std::filesystem::remove(path);
   const auto a = m.predict(x.data(), 8), b = m2.predict(x.data(), 8);
   CHECK(a == b);
+}
+
+namespace {
+// bidirectional against two reference passes: the forward layer's parameters, then the backward
+// layer's; the backward pass's sequence reversed back, masked steps 0 with return_sequences (Keras
+// forces zero_output_for_mask), merged by `mode` (0 concat, 1 sum, 2 mul, 3 ave).
+template <class Spec, class In>
+double bidirectional_error(cell_kind k, int mode, std::size_t n, bool masked) {
+  using L = typename Spec::template bind<In, double, cpu<>>;
+  constexpr std::size_t S = In::dims[0], F = In::dims[1], U = L::U, half = L::parameter_count / 2;
+  constexpr bool seq = Spec::options.return_sequences;
+  rng g(8);
+  std::vector<double> p(L::parameter_count), cache(L::cache_per_sample * n), x(n * S * F), y(n * L::out_shape::size);
+  for (auto& v : p) v = g.uniform(-0.6, 0.6);
+  for (auto& v : x) v = g.uniform(-1, 1);
+  std::vector<double> sm(n * S, 1.0);
+  for (std::size_t i = 0; i < sm.size(); ++i)
+    if (i % 3 == 1 || i % S == S - 1) sm[i] = 0.0;  // the last step of each sequence (padding) and others
+  sequence_mask mask{masked ? sm.data() : nullptr, S, sizeof(double)};
+  L::forward({p.data(), nullptr, nullptr, cache.data()}, x.data(), y.data(), run_info{n, false, nullptr, nullptr, &mask});
+  const std::vector<double> pf(p.begin(), p.begin() + half), pb(p.begin() + half, p.end()), none;
+  const auto yf = reference(k, pf, x, n, S, F, U, seq, false, {}, 0, {}, 0, masked ? sm : none);
+  const auto yb = reference(k, pb, x, n, S, F, U, seq, true, {}, 0, {}, 0, masked ? sm : none);
+  const std::size_t steps = seq ? S : 1, width = mode == 0 ? 2 * U : U;
+  REQUIRE(y.size() == n * steps * width);
+  double worst = 0;
+  for (std::size_t s = 0; s < n; ++s)
+    for (std::size_t t = 0; t < steps; ++t) {
+      const double m = seq && masked ? sm[s * S + t] : 1.0;
+      for (std::size_t u = 0; u < U; ++u) {
+        const double a = yf[(s * steps + t) * U + u] * m, b = yb[(s * steps + (seq ? S - 1 - t : 0)) * U + u] * m;
+        const double* out = y.data() + (s * steps + t) * width;
+        if (mode == 0) worst = std::max({worst, std::abs(out[u] - a), std::abs(out[U + u] - b)});
+        else worst = std::max(worst, std::abs(out[u] - (mode == 1 ? a + b : mode == 2 ? a * b : (a + b) / 2)));
+      }
+    }
+  return worst;
+}
+}  // namespace
+
+TEST_CASE("bidirectional: forward and reversed passes merged as Keras (concat, sum, mul, ave, a step mask)") {
+  for (bool masked : {false, true}) {
+    CAPTURE(masked);
+    CHECK(bidirectional_error<bidirectional<lstm<7>>, shape<5, 4>>(cell_kind::lstm, 0, 3, masked) < 1e-12);
+    CHECK(bidirectional_error<bidirectional<lstm<7, return_sequences>>, shape<5, 4>>(cell_kind::lstm, 0, 3, masked) <
+          1e-12);
+    CHECK(bidirectional_error<bidirectional<gru<6, return_sequences>, merge::mul>, shape<5, 4>>(cell_kind::gru, 2, 2,
+                                                                                                 masked) < 1e-12);
+    CHECK(bidirectional_error<bidirectional<simple_rnn<5, ctnn::tanh, return_sequences>, merge::sum>, shape<6, 3>>(
+              cell_kind::simple_tanh, 1, 2, masked) < 1e-12);
+    CHECK(bidirectional_error<bidirectional<gru<6>, merge::ave>, shape<5, 4>>(cell_kind::gru, 3, 4, masked) < 1e-12);
+  }
+}
+
+TEST_CASE("bidirectional: Keras' variables (forward_*, then backward_*), counts, shapes, summary and weights file") {
+  using L = bidirectional<lstm<8>>::bind<shape<10, 3>, float, cpu<>>;
+  static_assert(L::buffers[0].name == "forward_kernel" && L::buffers[0].dims[0] == 3 && L::buffers[0].dims[1] == 32);
+  static_assert(L::buffers[1].name == "forward_recurrent_kernel" && L::buffers[2].name == "forward_bias");
+  static_assert(L::buffers[L::nf].name == "backward_kernel" && L::buffers[L::nf + 1].name == "backward_recurrent_kernel");
+  static_assert(L::buffers[L::nf + 2].name == "backward_bias" && L::buffers[L::nf + 2].dims[0] == 32);
+  static_assert(L::parameter_count == 2 * 4 * (8 * (3 + 8) + 8));  // Keras: twice the LSTM's
+  static_assert(L::out_shape{} == shape<16>{});
+  using net = sequential<input<6, 4>, masking<>, bidirectional<gru<5, return_sequences>, merge::sum>,
+                         bidirectional<lstm<3>>, dense<1>>;
+  static_assert(net::output_shape == shape<1>{});
+  static_assert(net::parameter_count == 2 * 3 * (5 * (4 + 5) + 2 * 5) + 2 * 4 * (3 * (5 + 3) + 3) + 6 + 1);
+  CHECK(bidirectional<gru<5, return_sequences>, merge::sum>::name() == "bidirectional<gru<5, return_sequences>, sum>");
+  std::ostringstream os;
+  summary<net>(os);
+  CHECK(os.str().find("bidirectional<lstm<3>>") != std::string::npos);
+
+  std::vector<float> x(64 * 24), y(64);
+  rng g(2);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = i % 24 >= 16 && i / 24 % 2 ? 0.0f : float(g.uniform(-1, 1));
+  for (std::size_t s = 0; s < 64; ++s) y[s] = x[s * 24] - x[s * 24 + 5];
+  const data::in_memory<shape<6, 4>, dense_targets<shape<1>>> ds(x, y);
+  auto m = make_model<net>(3);
+  adam opt{0.01};
+  const auto h = fit(m, mean_squared_error{}, opt, ds.batch(16), epochs{10});
+  CHECK(h["loss"].back() < 0.5 * h["loss"].front());
+  const auto path = std::filesystem::temp_directory_path() / "ctnn_test_bidirectional.weights";
+  io::save_weights(m, path);
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  CHECK(bytes.find("forward_recurrent_kernel") != std::string::npos);
+  CHECK(bytes.find("backward_bias") != std::string::npos);
+  auto m2 = make_model<net>(99);
+  io::load_weights(m2, path);
+  std::filesystem::remove(path);
+  CHECK(m.predict(x.data(), 8) == m2.predict(x.data(), 8));
 }

@@ -7,9 +7,11 @@
 #include <ctnn/ctnn.hpp>
 #include <ctnn/data/padded_batch.hpp>
 #include <ctnn/layers/masking.hpp>
+#include <ctnn/layers/time_distributed.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -93,4 +95,67 @@ TEST_CASE("the adding problem over 50 steps: gru<16> reaches MSE < 0.01 in 448 s
   for (std::size_t s = 0; s < 256; ++s) mse += (p[s] - yt[s]) * (p[s] - yt[s]) / 256;
   MESSAGE("adding problem, test MSE: " << mse);
   CHECK(mse < 0.01);
+}
+
+TEST_CASE("time_distributed<dense>: Keras' Dense on every step (one kernel [F, N]), as dense on each step alone") {
+  using L = time_distributed<dense<3, ctnn::tanh>>::bind<shape<4, 5>, float, cpu<>>;
+  using D = dense<3, ctnn::tanh>::bind<shape<5>, float, cpu<>>;
+  static_assert(L::out_shape{} == shape<4, 3>{} && L::parameter_count == 5 * 3 + 3);
+  static_assert(L::buffers[0].name == "kernel" && L::buffers[0].dims[0] == 5 && L::buffers[1].name == "bias");
+  constexpr std::size_t n = 3;
+  rng g(4);
+  std::vector<float> p(L::parameter_count), x(n * 20), y(n * 12), one(3);
+  for (auto& v : p) v = float(g.uniform(-1, 1));
+  for (auto& v : x) v = float(g.uniform(-1, 1));
+  L::forward({p.data()}, x.data(), y.data(), run_info{n, false, nullptr});
+  for (std::size_t r = 0; r < n * 4; ++r) {  // each step of each sample through dense alone
+    D::forward({p.data()}, x.data() + r * 5, one.data(), run_info{1, false, nullptr});
+    for (std::size_t u = 0; u < 3; ++u) CHECK(y[r * 3 + u] == doctest::Approx(one[u]).epsilon(1e-6));
+  }
+  CHECK(time_distributed<dense<3, ctnn::tanh>>::name() == "time_distributed<dense<3, tanh>>");
+}
+
+TEST_CASE("a per-step tagger learns: embedding (mask_zero), lstm (return_sequences), per-step dense, per-step sparse CE") {
+  // Variable-length id sequences (ids 1..4, length 3..8, right-padded with 0); each step's label is the
+  // previous step's id (0 at the first step): the network must remember one step. Padded steps' labels
+  // (0 here) are masked out of the loss.
+  constexpr std::size_t S = 8, N = 384;
+  using net = sequential<input<S>, embedding<5, 8, true>, lstm<16, return_sequences>, time_distributed<dense<5>>>;
+  static_assert(net::output_shape == shape<S, 5>{});
+  rng g(3);
+  std::vector<std::vector<float>> xs(N);
+  std::vector<std::int32_t> labels(N * S, 0);
+  for (std::size_t s = 0; s < N; ++s) {
+    const std::size_t len = 3 + g.below(S - 2);
+    for (std::size_t t = 0; t < len; ++t) {
+      xs[s].push_back(float(1 + g.below(4)));
+      if (t > 0) labels[s * S + t] = std::int32_t(xs[s][t - 1]);
+    }
+  }
+  auto ds = data::padded_batch(data::from_sequences<shape<S>, step_labels<S>>(xs, labels), /*n=*/32);
+  auto m = make_model<net>(5);
+  adam opt{0.02};
+  const auto h = fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt, ds, epochs{6});
+  MESSAGE("per-step tagger, loss: " << h["loss"].front() << " -> " << h["loss"].back());
+  // accuracy over the real steps of the training sequences
+  std::vector<float> x(N * S, 0.0f);
+  for (std::size_t s = 0; s < N; ++s) std::copy(xs[s].begin(), xs[s].end(), x.begin() + std::ptrdiff_t(s * S));
+  const auto y = m.predict(x.data(), N);
+  std::size_t right = 0, steps = 0;
+  for (std::size_t r = 0; r < N * S; ++r) {
+    if (x[r] == 0) continue;
+    ++steps;
+    right += std::size_t(std::max_element(y.begin() + std::ptrdiff_t(r * 5), y.begin() + std::ptrdiff_t(r * 5 + 5)) -
+                         (y.begin() + std::ptrdiff_t(r * 5))) == std::size_t(labels[r]);
+  }
+  MESSAGE("per-step tagger, accuracy over the real steps: " << double(right) / double(steps));
+  CHECK(double(right) / double(steps) > 0.95);
+  std::vector<std::int32_t> bad(labels.begin(), labels.begin() + 32 * S);
+  bad[3 * S + 2] = 5;  // not in [0, 5)
+  CHECK_THROWS_WITH_AS(fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt,
+                           data::padded_batch(data::from_sequences<shape<S>, step_labels<S>>(
+                                                  std::vector<std::vector<float>>(xs.begin(), xs.begin() + 32), bad),
+                                              32),
+                           epochs{1}),
+                       doctest::Contains("label 5 of sample 26"), std::out_of_range);
 }

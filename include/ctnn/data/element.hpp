@@ -67,7 +67,9 @@ template <class E>
 std::string element_name() {
   using S = typename E::sample_shape;
   using K = typename E::target_kind;
-  const std::string k = is_sparse_v<K> ? "sparse" : "dense " + std::to_string(K::width);
+  const std::string k = is_sparse_v<K>         ? std::string("sparse")
+                        : is_step_labels_v<K> ? "labels " + std::to_string(K::width)
+                                              : "dense " + std::to_string(K::width);
   return std::string(Sample<E> ? "sample<" : "batch_of<") + S::str() + ", " + k + ", " +
          std::to_string(sizeof(typename E::value_type)) + "-byte " +
          (std::is_floating_point_v<typename E::value_type> ? "float" : "int") + ">";

@@ -71,6 +71,8 @@ struct gru {
   using cell = gru_cell;
   static constexpr std::size_t units = Units;
   static constexpr recurrent_options options = Opt;
+  template <recurrent_options O>
+  using with_options = gru<Units, O>;  // the same layer with other options (bidirectional's backward copy)
   static std::string name() { return detail::recurrent_name<detail::gru_name, Units, Opt>(); }
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {

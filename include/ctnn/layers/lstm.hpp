@@ -75,6 +75,8 @@ struct lstm {
   using cell = lstm_cell;
   static constexpr std::size_t units = Units;
   static constexpr recurrent_options options = Opt;
+  template <recurrent_options O>
+  using with_options = lstm<Units, O>;  // the same layer with other options (bidirectional's backward copy)
   static std::string name() {
     return detail::recurrent_name<detail::lstm_name, Units, Opt>(Opt.unit_forget_bias ? "" : ", unit_forget_bias = false");
   }

@@ -57,6 +57,8 @@ struct simple_rnn {
   using cell = simple_rnn_cell<Act>;
   static constexpr std::size_t units = Units;
   static constexpr recurrent_options options = Opt;
+  template <recurrent_options O>
+  using with_options = simple_rnn<Units, Act, O>;  // the same layer with other options (bidirectional's backward copy)
   static std::string name() {
     return detail::recurrent_name<detail::simple_rnn_name, Units, Opt>(std::is_same_v<Act, tanh> ? "" : ", " + Act::name());
   }

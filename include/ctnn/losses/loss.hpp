@@ -12,7 +12,8 @@
 // `target_kind_for<N>` (dense losses, sized by the network's output).
 // detail::step_loss_into: the same, but a per-step output <S, U> under a step mask with S steps
 // (masking, embedding<..., mask_zero>) gets Keras' weights: a masked step 0, the loss the mean
-// over the unmasked steps of the per-step loss (docs/sequences.md, "The loss under a mask").
+// over the unmasked steps of the per-step loss (docs/sequences.md, "The loss under a mask"); a
+// class loss on <S, K> (step_labels<S>, or one-hot rows) scores each step's K classes.
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -23,6 +24,7 @@
 #include "../backends/cpu/backend.hpp"
 #include "../core/backend_ops.hpp"
 #include "../core/concepts.hpp"
+#include "../core/output_rule.hpp"
 #include "../core/plan.hpp"
 #include "../core/targets.hpp"
 
@@ -54,11 +56,31 @@ template <class L, class T = float>
 concept Loss = has_loss_name<L> && has_target_kind<L> && has_compute<L, T>;
 
 namespace detail {
-// Checks a batch's targets on the host (before they are fed) where the loss can reject them.
-template <std::size_t N, class L, class Target>
+// A class loss (its output: class scores) on an output <S, K> scores every step (Keras' losses on
+// [batch, S, K]): K classes per row, batch * S rows, a target row per step.
+template <class L, class Out>
+constexpr bool per_step_classes() {
+  if constexpr (Out::rank == 2 && requires { L::accepts.rule; }) return L::accepts.rule == output_rule::class_scores;
+  else return false;
+}
+
+// Checks a batch's targets on the host (before they are fed) where the loss can reject them
+// (per step: a label's index in the message is sample * S + step).
+template <class Out, class L, class Target>
 void check_loss_targets(const L& loss, const Target* host_targets, std::size_t batch) {
-  if constexpr (requires { loss.template check_targets<N>(host_targets, batch); })
-    loss.template check_targets<N>(host_targets, batch);
+  if constexpr (per_step_classes<L, Out>() && std::is_integral_v<Target>) {
+    constexpr std::size_t S = Out::dims[0], K = Out::dims[1];
+    if constexpr (requires { loss.template check_targets<K>(host_targets, batch); }) {
+      try {
+        loss.template check_targets<K>(host_targets, batch * S);
+      } catch (const std::out_of_range& e) {
+        throw std::out_of_range(std::string(e.what()) + " (labels per step: that index is sample * " + std::to_string(S) +
+                                " + step)");
+      }
+    }
+  } else if constexpr (requires { loss.template check_targets<Out::size>(host_targets, batch); }) {
+    loss.template check_targets<Out::size>(host_targets, batch);
+  }
 }
 // The loss of a batch into the scalars s (B's memory): accumulate<N, B> (the loss ops apply
 // s->loss_scale to dy themselves, on every backend), or for a loss that has only compute,
@@ -90,7 +112,20 @@ void step_loss_into(const L& loss, const T* y, const Target* t, T* dy, std::size
                     step_scalars* s) {
   constexpr bool per_step = Out::rank == 2;
   if (!per_step || !mask || !mask->data || mask->steps != Out::dims[0] || batch == 0) {
-    loss_into<Out::size, B>(loss, y, t, dy, batch, s);
+    if constexpr (per_step_classes<L, Out>()) {  // every step a sample of the loss: the mean over batch * S rows
+      constexpr std::size_t S = Out::dims[0], K = Out::dims[1];
+      if constexpr (!B::memory::host_accessible) {
+        throw std::logic_error("loss: a per-step class loss runs on host backends only (not on " + B::name() + " yet)");
+      } else {
+        step_scalars part;  // loss_sum: the sum over the rows; dy: the gradient of their mean, times the loss scale
+        part.loss_scale = s->loss_scale;
+        loss_into<K, B>(loss, y, t, dy, batch * S, &part);
+        s->loss_sum += part.loss_sum / double(S);  // batch times the mean (the trainer divides by batch)
+        if (part.non_finite) s->non_finite = 1;
+      }
+    } else {
+      loss_into<Out::size, B>(loss, y, t, dy, batch, s);
+    }
     return;
   }
   if constexpr (per_step) {

@@ -80,9 +80,10 @@ constexpr bool check_compatible() {
                                              diag::network_elements<n_in>, D::sample_shape::size == n_in>::value);
   using want = loss_target_kind_t<L, n_out>;
   using have = typename D::target_kind;
-  static_assert(check_output<L, typename M::network::output_type, have>());
-  if constexpr (is_sparse_v<want> || is_sparse_v<have>) {
-    static_assert(diag::loss_target_kind_mismatch<L, std::is_same_v<want, have>>::value);
+  static_assert(check_output<L, typename M::network::output_type, have, /*PerStep=*/true>());
+  if constexpr (is_sparse_v<want> || is_sparse_v<have> || is_step_labels_v<have>) {
+    static_assert(diag::loss_target_kind_mismatch<L, std::is_same_v<want, have> ||
+                                                         (is_sparse_v<want> && is_step_labels_v<have>)>::value);
   } else {
     static_assert(diag::loss_target_width_mismatch<diag::target_width<have::width>, diag::output_width<n_out>,
                                                    have::width == n_out>::value);
@@ -134,7 +135,7 @@ logs evaluate_impl(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics,
   double total = 0;
   std::size_t n = 0;
   for (std::size_t batch = 0; cur.next(b); ++batch) {
-    check_loss_targets<M::output_size>(loss, b.y.data(), b.size);
+    check_loss_targets<typename M::network::output_type>(loss, b.y.data(), b.size);
     m.reset_scalars();
     const auto* y = m.forward(b.x.data(), b.size, false);
     const auto* t = m.feed(1, b.y.data(), b.size * target_width<M, std::remove_cvref_t<decltype(b.y[0])>>());

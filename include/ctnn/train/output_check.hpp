@@ -58,17 +58,35 @@ constexpr diag::message output_targets_text() {
   return m;
 }
 
-template <class X, class Out, class K>
+template <class X, class Out, std::size_t Steps>
+constexpr diag::message step_labels_text() {
+  diag::message m;
+  m << X::accepts.name << ": the dataset has " << Steps << " labels per sample (step_labels), the output of the network is ";
+  m.dims(Out::dims) << "; a per-step loss takes an output <" << Steps << ", classes>";
+  return m;
+}
+
+// PerStep (a loss, not a metric): class scores at every step of an output <S, K>, as Keras'
+// losses on [batch, S, K]: with step_labels<S> (a sparse loss) or dense targets of S * K
+// values (one one-hot row per step); losses/loss.hpp's step_loss_into averages over the steps.
+template <class X, class Out, class K, bool PerStep = false>
 constexpr bool check_output() {
   if constexpr (!declares_output<X>) {
     return true;
   } else {
     constexpr accepts_output a = X::accepts;
-    constexpr bool sparse = is_sparse_v<K>;
+    constexpr bool sparse = is_sparse_v<K> || is_step_labels_v<K>;
     constexpr bool kind_ok = a.targets == target_rule::either || (a.targets == target_rule::sparse) == sparse;
+    constexpr bool per_step = PerStep && a.rule == output_rule::class_scores && Out::rank == 2;
     // Each diag::require is named only where it applies: naming it instantiates it.
     if constexpr (!kind_ok) {
       return diag::require<kind_ok, &output_targets_text<X, sparse>>();
+    } else if constexpr (is_step_labels_v<K>) {
+      constexpr bool fits = per_step && Out::dims[0] == K::width;
+      if constexpr (!fits) return diag::require<false, &step_labels_text<X, Out, K::width>>();
+      else return diag::require<(Out::dims[1] >= 2), &output_classes_text<X, shape<Out::dims[1]>>>();
+    } else if constexpr (per_step && !sparse) {
+      return diag::require<Out::size == K::width, &output_width_text<X, Out, K::width>>();
     } else if constexpr (a.rule == output_rule::class_scores && Out::rank != 1) {
       return diag::require<false, &output_rank_text<X, Out>>();
     } else if constexpr (sparse) {

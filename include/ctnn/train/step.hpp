@@ -39,7 +39,9 @@ inline std::uint64_t next_step_id() {
 // Values per sample of a target array: one label (sparse), else one per output.
 template <class M, class Target>
 constexpr std::size_t target_width() {
-  return std::is_integral_v<Target> ? 1 : M::output_size;
+  using Out = typename M::network::output_type;  // a per-step output <S, K> with int labels: step_labels<S>
+  if constexpr (std::is_integral_v<Target>) return Out::rank == 2 ? Out::dims[0] : 1;
+  else return M::output_size;
 }
 }  // namespace detail
 
@@ -103,7 +105,7 @@ class train_step {
     each([&](auto& h) {
       if constexpr (has_scale_loss<std::remove_cvref_t<decltype(h)>, M>) h.scale_loss(s);
     });
-    detail::check_loss_targets<M::output_size>(loss_, y, n);  // on the host, before anything runs
+    detail::check_loss_targets<typename M::network::output_type>(loss_, y, n);  // on the host, before anything runs
     m_.reset_scalars(s.loss_scale);                              // sums 0, the loss scale the loss ops read
     // the batch where the model reads it (the feeder: zero-copy on the CPU)
     const T* dx = m_.feed(0, x, n * M::input_size);
