@@ -164,20 +164,8 @@ struct quantized_conv2d_layer {
       for (std::size_t n = 0; n < m; ++n)
         i8::im2col_s8(geometry, xq.data() + n * in, std::int8_t(in_zp), cols.data() + n * P_ * Kp, Kp);
       i8::gemm_s8<Arch>(rows, F, K, cols.data(), Kp, v.kernel, v.kernel_sum, acc.data(), F);
-      const auto* bias = static_cast<const std::int32_t*>(v.bias);
-      thread_local std::vector<std::int32_t> off;
-      off.resize(F);
-      for (std::size_t j = 0; j < F; ++j) {
-        if (v.mult[j] < 0 || v.shift[j] < -31 || v.shift[j] > 30)
-          throw std::invalid_argument(Spec::name() + ": filter " + std::to_string(j) + "'s requantization multiplier (" +
-                                      std::to_string(v.mult[j]) + ", shift " + std::to_string(v.shift[j]) +
-                                      ") is outside quantize_multiplier's range (a corrupt weights file?)");
-        // wrapping int32 arithmetic: a corrupt file gives wrong numbers, never undefined behaviour
-        off[j] = std::int32_t(std::uint32_t(bias[j]) - std::uint32_t(in_zp) * std::uint32_t(v.kernel_sum[j]));
-      }
-      const std::int32_t lo = std::is_same_v<Act, relu> ? std::max(quantization::qmin, out_zp) : quantization::qmin;
-      for (std::size_t i = 0; i < rows; ++i)
-        i8::requantize_row(F, acc.data() + i * F, off.data(), v.mult, v.shift, out_zp, lo, out_scale, y + i * F);
+      i8::requantize_rows(rows, F, acc.data(), static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult, v.shift,
+                          out_zp, std::is_same_v<Act, relu>, out_scale, y, Spec::name(), "filter");
     } else {
       thread_local std::vector<float> sample_scale;
       sample_scale.resize(m);

@@ -187,20 +187,8 @@ struct quantized_dense_layer {
         for (std::size_t i = 0; i < m; ++i)
           i8::quantize<Arch>(x + i * K, K, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data() + i * Kp);
       i8::gemm_s8<Arch>(m, N, K, xq.data(), Kp, v.kernel, v.kernel_sum, acc.data(), N);
-      const auto* bias = static_cast<const std::int32_t*>(v.bias);
-      thread_local std::vector<std::int32_t> off;
-      off.resize(N);
-      for (std::size_t j = 0; j < N; ++j) {
-        if (v.mult[j] < 0 || v.shift[j] < -31 || v.shift[j] > 30)
-          throw std::invalid_argument(Spec::name() + ": unit " + std::to_string(j) + "'s requantization multiplier (" +
-                                      std::to_string(v.mult[j]) + ", shift " + std::to_string(v.shift[j]) +
-                                      ") is outside quantize_multiplier's range (a corrupt weights file?)");
-        // wrapping int32 arithmetic: a corrupt file gives wrong numbers, never undefined behaviour
-        off[j] = std::int32_t(std::uint32_t(bias[j]) - std::uint32_t(in_zp) * std::uint32_t(v.kernel_sum[j]));
-      }
-      const std::int32_t lo = std::is_same_v<Act, relu> ? std::max(quantization::qmin, out_zp) : quantization::qmin;
-      for (std::size_t i = 0; i < m; ++i)
-        i8::requantize_row(N, acc.data() + i * N, off.data(), v.mult, v.shift, out_zp, lo, out_scale, y + i * N);
+      i8::requantize_rows(m, N, acc.data(), static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult, v.shift,
+                          out_zp, std::is_same_v<Act, relu>, out_scale, y, Spec::name(), "unit");
     } else {
       thread_local std::vector<float> row_scale;
       row_scale.resize(m);

@@ -25,6 +25,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -379,6 +381,28 @@ inline void requantize_row(std::size_t N, const std::int32_t* acc, const std::in
     }
     for (std::size_t u = 0; u < c; ++u) y[j0 + u] = scale * float(qs[u] - zp);
   }
+}
+
+// The full-integer layers' epilogue (quantized_dense, quantized_conv2d): checks every column's
+// requantization multiplier (a corrupt weights file: invalid_argument naming `layer` and the
+// `column` word, "unit" or "filter"), forms off[j] = bias[j] - in_zp kernel_sum[j] in wrapping
+// int32 arithmetic (a corrupt file gives wrong numbers, never undefined behaviour), then
+// requantizes the rows x N accumulators into y (requantize_row; lo = out_zp after a relu).
+inline void requantize_rows(std::size_t rows, std::size_t N, const std::int32_t* acc, const std::int32_t* bias,
+                            std::int32_t in_zp, const std::int32_t* kernel_sum, const std::int32_t* mult,
+                            const std::int32_t* shift, std::int32_t out_zp, bool relu, float out_scale, float* y,
+                            const std::string& layer, const char* column) {
+  thread_local std::vector<std::int32_t> off;
+  off.resize(N);
+  for (std::size_t j = 0; j < N; ++j) {
+    if (mult[j] < 0 || shift[j] < -31 || shift[j] > 30)
+      throw std::invalid_argument(layer + ": " + column + " " + std::to_string(j) + "'s requantization multiplier (" +
+                                  std::to_string(mult[j]) + ", shift " + std::to_string(shift[j]) +
+                                  ") is outside quantize_multiplier's range (a corrupt weights file?)");
+    off[j] = std::int32_t(std::uint32_t(bias[j]) - std::uint32_t(in_zp) * std::uint32_t(kernel_sum[j]));
+  }
+  const std::int32_t lo = relu ? std::max<std::int32_t>(-128, out_zp) : -128;
+  for (std::size_t i = 0; i < rows; ++i) requantize_row(N, acc + i * N, off.data(), mult, shift, out_zp, lo, out_scale, y + i * N);
 }
 
 }  // namespace ctnn::kernels::cpu::int8
