@@ -53,6 +53,15 @@ inline params range_params(float min, float max, const std::string& what) {
 inline float fake_quant(float x, params p, std::int32_t lo = qmin, std::int32_t hi = qmax) {
   return dequantize(quantize(x, p, lo, hi), p);
 }
+// W^ ([K, N] row-major) fake-quantized per output column (symmetric, per channel), from w.
+inline void fake_quant_columns(const float* w, float* wq, std::size_t K, std::size_t N, const std::string& layer) {
+  for (std::size_t j = 0; j < N; ++j) {
+    float amax = 0;
+    for (std::size_t k = 0; k < K; ++k) amax = std::max(amax, std::abs(w[k * N + j]));
+    const params p{symmetric_scale(amax, layer + "'s kernel"), 0};
+    for (std::size_t k = 0; k < K; ++k) wq[k * N + j] = fake_quant(w[k * N + j], p, -wmax, wmax);
+  }
+}
 // The straight-through gradient's pass band.
 inline bool fake_quant_passes(float x, params p, std::int32_t lo = qmin, std::int32_t hi = qmax) {
   return x >= p.scale * float(lo - p.zero_point) && x <= p.scale * float(hi - p.zero_point);
@@ -129,16 +138,8 @@ struct qat_dense_layer {
   static quantization::params out_params(const float* st) {
     return quantization::range_params(st[2], st[3], Spec::name() + "'s output range");
   }
-  // W^ (K x N) and the channel scales, from the current kernel.
-  static void fake_quant_kernel(const float* w, float* wq) {
-    for (std::size_t j = 0; j < N; ++j) {
-      float amax = 0;
-      for (std::size_t k = 0; k < K; ++k) amax = std::max(amax, std::abs(w[k * N + j]));
-      const quantization::params p{quantization::symmetric_scale(amax, Spec::name() + "'s kernel"), 0};
-      for (std::size_t k = 0; k < K; ++k)
-        wq[k * N + j] = quantization::fake_quant(w[k * N + j], p, -quantization::wmax, quantization::wmax);
-    }
-  }
+  // W^ (K x N) per output channel, from the current kernel.
+  static void fake_quant_kernel(const float* w, float* wq) { quantization::fake_quant_columns(w, wq, K, N, Spec::name()); }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     const std::size_t m = r.batch;
@@ -273,15 +274,7 @@ struct qat_conv2d_layer {
     return quantization::range_params(st[2], st[3], Spec::name() + "'s output range");
   }
   // W^ ([K, F]) per output channel, from the current kernel.
-  static void fake_quant_kernel(const float* w, float* wq) {
-    for (std::size_t j = 0; j < F; ++j) {
-      float amax = 0;
-      for (std::size_t k = 0; k < K; ++k) amax = std::max(amax, std::abs(w[k * F + j]));
-      const quantization::params p{quantization::symmetric_scale(amax, Spec::name() + "'s kernel"), 0};
-      for (std::size_t k = 0; k < K; ++k)
-        wq[k * F + j] = quantization::fake_quant(w[k * F + j], p, -quantization::wmax, quantization::wmax);
-    }
-  }
+  static void fake_quant_kernel(const float* w, float* wq) { quantization::fake_quant_columns(w, wq, K, F, Spec::name()); }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     const std::size_t m = r.batch, n_in = m * geometry.in_size(), n_out = m * out_size;
