@@ -244,6 +244,25 @@ struct weights_file_tensor {
   }
 };
 
+namespace detail {
+// One version-2 tensor record up to its values: layer, role (kind, unchecked), dtype, rank,
+// name and dimensions into t; false when the file ends inside it. load_weights and
+// read_weights_file read records through it.
+inline bool read_tensor_record(reader& r, weights_file_tensor& t, std::uint8_t& kind) {
+  t.layer = r.get<std::uint32_t>();
+  kind = r.get<std::uint8_t>();
+  t.dtype = r.get<std::uint8_t>();
+  const auto rank = r.get<std::uint8_t>();
+  r.get<std::uint8_t>();
+  const auto nlen = r.get<std::uint32_t>();
+  const char* name = r.take(nlen);
+  if (!r.ok) return false;
+  t.name.assign(name, nlen);
+  for (std::size_t i = 0; i < rank && r.ok; ++i) t.dims.push_back(r.get<std::uint64_t>());
+  return r.ok;
+}
+}  // namespace detail
+
 // A whole weights file as read_weights_file found it.
 struct weights_file {
   std::uint32_t version = 0;
@@ -291,21 +310,14 @@ inline weights_file read_weights_file(const std::filesystem::path& path) {
   for (std::uint32_t k = 0; k < count; ++k) {
     weights_file_tensor t;
     const std::string which = "tensor " + std::to_string(k + 1) + " of " + std::to_string(count);
-    t.layer = r.get<std::uint32_t>();
-    const auto kind = r.get<std::uint8_t>();
-    t.dtype = r.get<std::uint8_t>();
-    const auto rank = r.get<std::uint8_t>();
-    r.get<std::uint8_t>();
-    const auto nlen = r.get<std::uint32_t>();
-    const char* tname = r.take(nlen);
-    if (!r.ok) fail("truncated inside " + which);
-    t.name.assign(tname, nlen);
+    std::uint8_t kind = 0;
+    const bool whole = detail::read_tensor_record(r, t, kind);
+    if (t.name.empty() && !whole) fail("truncated inside " + which);
     const std::string where = which + " (layer " + std::to_string(t.layer + std::uint64_t(1)) + " '" + t.name + "')";
+    if (!whole) fail("truncated inside the shape of " + where);
     if (kind >= role_count) fail(where + " has an unknown role " + std::to_string(kind));
     t.kind = role(kind);
     if (detail::dtype_name(t.dtype).starts_with("unknown")) fail(where + " has an unknown dtype " + std::to_string(t.dtype));
-    for (std::size_t i = 0; i < rank && r.ok; ++i) t.dims.push_back(r.get<std::uint64_t>());
-    if (!r.ok) fail("truncated inside the shape of " + where);
     // The extent, bounded by the bytes left (no overflow: each factor is checked against them).
     const std::uint64_t left = (r.end - r.at) / detail::dtype_bytes(t.dtype);
     std::uint64_t n = 1;
@@ -433,22 +445,19 @@ void load_weights(M& m, const std::filesystem::path& path) {
   std::string error;
   m.for_each_variable([&](const variable_ref& v) {
     if (!error.empty()) return;
-    const auto layer = r.get<std::uint32_t>();
-    const auto kind = r.get<std::uint8_t>();
-    const auto type = r.get<std::uint8_t>();
-    const auto rank = r.get<std::uint8_t>();
-    r.get<std::uint8_t>();
-    const auto nlen = r.get<std::uint32_t>();
-    const char* tname = r.take(nlen);
-    std::uint64_t dims[255] = {};
-    for (std::size_t i = 0; i < rank && r.ok; ++i) dims[i] = r.get<std::uint64_t>();
-    if (!r.ok) {
+    weights_file_tensor t;
+    std::uint8_t kind = 0;
+    if (!detail::read_tensor_record(r, t, kind)) {
       error = "truncated inside tensor '" + std::string(v.name) + "' of layer " + std::to_string(v.layer + 1);
       return;
     }
+    const std::uint32_t layer = t.layer;
+    const std::uint8_t type = t.dtype;
+    const std::size_t rank = t.dims.size();
+    const std::uint64_t* dims = t.dims.data();
     const std::string where = "layer " + std::to_string(v.layer + 1) + " " + std::string(role_name(v.kind)) + " '" +
                               std::string(v.name) + "'";
-    const std::string stored(tname, nlen);
+    const std::string& stored = t.name;
     if (layer != v.layer || kind != std::uint8_t(v.kind) || stored != v.name) {
       error = "expected " + where + " but found layer " + std::to_string(layer + 1) + " tensor '" + stored + "'";
       return;
