@@ -12,8 +12,11 @@
 // the model; it throws ctnn::io::weights_error naming the file and the
 // problem. Version-1 files load when their element type and layout match.
 // Works on any model type M with for_each_variable (train/model.hpp): io/
-// does not include train/. The byte layout, dtypes and rules:
-// docs/weights-files.md.
+// does not include train/. read_weights_file(path) reads any weights file
+// without the network type (the file's header and each tensor's layer, role,
+// name, dtype, shape and values; ctnn-inspect prints it) under the same checks
+// of size, magic, version, checksum and layout as load_weights, which shares
+// them. The byte layout, dtypes and rules: docs/weights-files.md.
 #pragma once
 #include <zlib.h>
 
@@ -181,7 +184,156 @@ struct reader {
   }
 };
 
+// The value at p of a known dtype d, as a double (ctnn-inspect's values and statistics).
+inline double dtype_number(const char* p, std::uint8_t d) {
+  switch (d) {
+    case f64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case u8: return double(std::uint8_t(*p));
+    case i8: return double(std::int8_t(*p));
+    case u32: {
+      std::uint32_t v;
+      std::memcpy(&v, p, 4);
+      return double(v);
+    }
+    case i32: {
+      std::int32_t v;
+      std::memcpy(&v, p, 4);
+      return double(v);
+    }
+  }
+  return double(dtype_value(p, d));
+}
+
+// The checks every weights file meets before its contents are read (load_weights and
+// read_weights_file): its size, magic, version and checksum; returns the version.
+template <class Fail>
+std::uint32_t check_weights_header(const std::vector<char>& d, Fail&& fail) {
+  if (d.size() < 16) fail("truncated (" + std::to_string(d.size()) + " bytes, too short for a header)");
+  if (std::memcmp(d.data(), weights_magic, 8) != 0) fail("not a ctnn weights file (wrong magic)");
+  std::uint32_t version;
+  std::memcpy(&version, d.data() + 8, 4);
+  if (version != 1 && version != weights_version)
+    fail("format version " + std::to_string(version) + " is not supported (this build reads versions 1 and " +
+         std::to_string(weights_version) + ")");
+  std::uint32_t stored_crc;
+  std::memcpy(&stored_crc, d.data() + d.size() - 4, 4);
+  const auto crc = std::uint32_t(::crc32(0L, reinterpret_cast<const Bytef*>(d.data()), uInt(d.size() - 4)));
+  if (crc != stored_crc) fail("checksum mismatch: the file is corrupt or truncated");
+  return version;
+}
+
 }  // namespace detail
+
+// One tensor of a weights file, read without the network type (read_weights_file).
+struct weights_file_tensor {
+  std::uint32_t layer = 0;  // 0-based
+  role kind = role::parameter;
+  std::uint8_t dtype = 0;  // the file's dtype code (docs/weights-files.md); dtype_name() names it
+  std::string name;
+  std::vector<std::uint64_t> dims;
+  std::size_t elements = 0, bytes = 0;
+  std::size_t offset = 0;  // of its first value in weights_file::data
+  std::string dtype_name() const { return detail::dtype_name(dtype); }
+  std::string shape() const { return detail::shape_text(dims.data(), dims.size()); }
+  double value(std::size_t i, const std::vector<char>& data) const {
+    return detail::dtype_number(data.data() + offset + i * detail::dtype_bytes(dtype), dtype);
+  }
+};
+
+namespace detail {
+// One version-2 tensor record up to its values: layer, role (kind, unchecked), dtype, rank,
+// name and dimensions into t; false when the file ends inside it. load_weights and
+// read_weights_file read records through it.
+inline bool read_tensor_record(reader& r, weights_file_tensor& t, std::uint8_t& kind) {
+  t.layer = r.get<std::uint32_t>();
+  kind = r.get<std::uint8_t>();
+  t.dtype = r.get<std::uint8_t>();
+  const auto rank = r.get<std::uint8_t>();
+  r.get<std::uint8_t>();
+  const auto nlen = r.get<std::uint32_t>();
+  const char* name = r.take(nlen);
+  if (!r.ok) return false;
+  t.name.assign(name, nlen);
+  for (std::size_t i = 0; i < rank && r.ok; ++i) t.dims.push_back(r.get<std::uint64_t>());
+  return r.ok;
+}
+}  // namespace detail
+
+// A whole weights file as read_weights_file found it.
+struct weights_file {
+  std::uint32_t version = 0;
+  std::uint64_t fingerprint = 0;
+  std::string architecture;  // Net::spec_string() of the network that saved it
+  std::vector<weights_file_tensor> tensors;  // version 2; none in a version-1 file
+  // Version 1 (the padded arena): bytes per value, parameter and state values.
+  std::uint32_t element_bytes = 0;
+  std::uint64_t parameter_values = 0, state_values = 0;
+  std::vector<char> data;  // the file's bytes
+};
+
+// Reads a weights file of any network: the checks of load_weights that need no network
+// type (size, magic, version, checksum, every tensor's role, dtype and extent within the
+// file, nothing after the last tensor). Throws weights_error naming the file and the problem.
+inline weights_file read_weights_file(const std::filesystem::path& path) {
+  auto fail = [&](const std::string& what) { throw weights_error("read_weights_file", path, what); };
+  weights_file f;
+  f.data = read_file<std::vector<char>, weights_error>(path, "read_weights_file");
+  const std::vector<char>& d = f.data;
+  f.version = detail::check_weights_header(d, fail);
+  detail::reader r{d, 12, d.size() - 4};
+  if (f.version == 1) {
+    f.element_bytes = r.get<std::uint32_t>();
+    f.fingerprint = r.get<std::uint64_t>();
+    f.parameter_values = r.get<std::uint64_t>();
+    f.state_values = r.get<std::uint64_t>();
+    const auto len = r.get<std::uint32_t>();
+    const char* text = r.take(len);
+    if (!r.ok) fail("a version-1 file, truncated");
+    f.architecture.assign(text, len);
+    const std::uint64_t values = r.end - r.at;
+    if (f.element_bytes == 0 || f.parameter_values > values / f.element_bytes ||
+        f.state_values > values / f.element_bytes - f.parameter_values ||
+        (f.parameter_values + f.state_values) * f.element_bytes != values)
+      fail("a version-1 file, its size does not match its header");
+    return f;
+  }
+  f.fingerprint = r.get<std::uint64_t>();
+  const auto len = r.get<std::uint32_t>();
+  const char* text = r.take(len);
+  const auto count = r.get<std::uint32_t>();
+  if (!r.ok) fail("truncated header");
+  f.architecture.assign(text, len);
+  for (std::uint32_t k = 0; k < count; ++k) {
+    weights_file_tensor t;
+    const std::string which = "tensor " + std::to_string(k + 1) + " of " + std::to_string(count);
+    std::uint8_t kind = 0;
+    const bool whole = detail::read_tensor_record(r, t, kind);
+    if (t.name.empty() && !whole) fail("truncated inside " + which);
+    const std::string where = which + " (layer " + std::to_string(t.layer + std::uint64_t(1)) + " '" + t.name + "')";
+    if (!whole) fail("truncated inside the shape of " + where);
+    if (kind >= role_count) fail(where + " has an unknown role " + std::to_string(kind));
+    t.kind = role(kind);
+    if (detail::dtype_name(t.dtype).starts_with("unknown")) fail(where + " has an unknown dtype " + std::to_string(t.dtype));
+    // The extent, bounded by the bytes left (no overflow: each factor is checked against them).
+    const std::uint64_t left = (r.end - r.at) / detail::dtype_bytes(t.dtype);
+    std::uint64_t n = 1;
+    for (std::uint64_t dim : t.dims) {
+      if (dim != 0 && n > left / dim) fail("truncated inside the values of " + where + " of shape " + t.shape());
+      n *= dim;
+    }
+    t.elements = std::size_t(n);
+    t.bytes = t.elements * detail::dtype_bytes(t.dtype);
+    t.offset = r.at;
+    r.take(t.bytes);
+    f.tensors.push_back(std::move(t));
+  }
+  if (r.at != r.end) fail("corrupt: " + std::to_string(r.end - r.at) + " bytes follow the last tensor");
+  return f;
+}
 
 template <SavableModel M>
 void save_weights(const M& m, const std::filesystem::path& path) {
@@ -263,17 +415,7 @@ void load_weights(M& m, const std::filesystem::path& path) {
   const std::string name = path.string();
   auto fail = [&](const std::string& what) { throw weights_error("load_weights", path, what); };
   const auto d = read_file<std::vector<char>, weights_error>(path, "load_weights");
-  if (d.size() < 16) fail("truncated (" + std::to_string(d.size()) + " bytes, too short for a header)");
-  if (std::memcmp(d.data(), weights_magic, 8) != 0) fail("not a ctnn weights file (wrong magic)");
-  std::uint32_t version;
-  std::memcpy(&version, d.data() + 8, 4);
-  if (version != 1 && version != weights_version)
-    fail("format version " + std::to_string(version) + " is not supported (this build reads versions 1 and " +
-         std::to_string(weights_version) + ")");
-  std::uint32_t stored_crc;
-  std::memcpy(&stored_crc, d.data() + d.size() - 4, 4);
-  const auto crc = std::uint32_t(::crc32(0L, reinterpret_cast<const Bytef*>(d.data()), uInt(d.size() - 4)));
-  if (crc != stored_crc) fail("checksum mismatch: the file is corrupt or truncated");
+  const std::uint32_t version = detail::check_weights_header(d, fail);
   if (version == 1) return detail::load_v1(m, d, name);
 
   detail::reader r{d, 12, d.size() - 4};
@@ -303,22 +445,19 @@ void load_weights(M& m, const std::filesystem::path& path) {
   std::string error;
   m.for_each_variable([&](const variable_ref& v) {
     if (!error.empty()) return;
-    const auto layer = r.get<std::uint32_t>();
-    const auto kind = r.get<std::uint8_t>();
-    const auto type = r.get<std::uint8_t>();
-    const auto rank = r.get<std::uint8_t>();
-    r.get<std::uint8_t>();
-    const auto nlen = r.get<std::uint32_t>();
-    const char* tname = r.take(nlen);
-    std::uint64_t dims[255] = {};
-    for (std::size_t i = 0; i < rank && r.ok; ++i) dims[i] = r.get<std::uint64_t>();
-    if (!r.ok) {
+    weights_file_tensor t;
+    std::uint8_t kind = 0;
+    if (!detail::read_tensor_record(r, t, kind)) {
       error = "truncated inside tensor '" + std::string(v.name) + "' of layer " + std::to_string(v.layer + 1);
       return;
     }
+    const std::uint32_t layer = t.layer;
+    const std::uint8_t type = t.dtype;
+    const std::size_t rank = t.dims.size();
+    const std::uint64_t* dims = t.dims.data();
     const std::string where = "layer " + std::to_string(v.layer + 1) + " " + std::string(role_name(v.kind)) + " '" +
                               std::string(v.name) + "'";
-    const std::string stored(tname, nlen);
+    const std::string& stored = t.name;
     if (layer != v.layer || kind != std::uint8_t(v.kind) || stored != v.name) {
       error = "expected " + where + " but found layer " + std::to_string(layer + 1) + " tensor '" + stored + "'";
       return;

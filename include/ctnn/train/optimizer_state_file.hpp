@@ -10,7 +10,9 @@
 // and iterations; its save_weights does not). With save_weights / load_weights beside it, a
 // job resumes bit for bit; in data-parallel training rank 0 alone may load both (the broadcast
 // at train begin hands them to the others). Errors: io::weights_error naming the file and what
-// differs. Format: docs/weights-files.md.
+// differs. read_optimizer_state_file(path) reads such a file without the network and optimizer
+// types (ctnn-inspect prints it), under the checks load_optimizer_state shares with it.
+// Format: docs/weights-files.md.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -64,12 +66,30 @@ void save_optimizer_state(const M& m, const O& opt, const std::filesystem::path&
   write_file_atomically(path, out);
 }
 
-template <class M, class O>
-void load_optimizer_state(M& m, const O& opt, const std::filesystem::path& path) {
-  using Net = typename M::network;
-  using W = typename M::variable_type;
-  auto fail = [&](const std::string& what) { throw weights_error("load_optimizer_state", path, what); };
-  const auto d = read_file<std::vector<char>, weights_error>(path, "load_optimizer_state");
+// An optimizer state file as read_optimizer_state_file found it.
+struct optimizer_state_file {
+  std::uint64_t fingerprint = 0;
+  std::string architecture, optimizer;  // Net::spec_string(), the optimizer's name()
+  std::uint32_t slots_per_parameter = 0;
+  std::uint64_t parameters = 0;
+  std::int64_t iterations = 0, steps = 0;
+  double learning_rate_scale = 1;
+  std::uint32_t element_bytes = 0;  // bytes per slot value
+  std::uint64_t slot_bytes = 0;     // the slot region, per-layer 64-byte blocks included
+  std::size_t slots_offset = 0;     // of the slot region in data
+  std::vector<char> data;           // the file's bytes
+};
+
+// Reads an optimizer state file of any network and optimizer: the checks of load_optimizer_state
+// that need neither type (size, magic, version, checksum, layout, the counts 0 <= iterations <=
+// steps, a finite scale > 0, 2-, 4- or 8-byte values). operation names the caller in errors
+// (weights_error naming the file and the problem).
+inline optimizer_state_file read_optimizer_state_file(const std::filesystem::path& path,
+                                                      const std::string& operation = "read_optimizer_state_file") {
+  auto fail = [&](const std::string& what) { throw weights_error(operation, path, what); };
+  optimizer_state_file f;
+  f.data = read_file<std::vector<char>, weights_error>(path, operation);
+  const std::vector<char>& d = f.data;
   if (d.size() < 16) fail("truncated (" + std::to_string(d.size()) + " bytes, too short for a header)");
   if (std::memcmp(d.data(), optimizer_state_magic, 8) != 0) fail("not a ctnn optimizer state file (wrong magic)");
   std::uint32_t version, stored_crc;
@@ -81,35 +101,61 @@ void load_optimizer_state(M& m, const O& opt, const std::filesystem::path& path)
   if (std::uint32_t(::crc32(0L, reinterpret_cast<const Bytef*>(d.data()), uInt(d.size() - 4))) != stored_crc)
     fail("checksum mismatch: the file is corrupt or truncated");
   detail::reader r{d, 12, d.size() - 4};
-  const auto fp = r.get<std::uint64_t>();
+  f.fingerprint = r.get<std::uint64_t>();
   const auto arch_len = r.get<std::uint32_t>();
   const char* arch = r.take(arch_len);
   const auto name_len = r.get<std::uint32_t>();
   const char* name = r.take(name_len);
-  const auto slots = r.get<std::uint32_t>();
-  const auto params = r.get<std::uint64_t>();
-  const auto iterations = r.get<std::int64_t>();
-  const auto steps = r.get<std::int64_t>();
-  const auto scale = r.get<double>();
-  const auto element = r.get<std::uint32_t>();
-  const auto bytes = r.get<std::uint64_t>();
-  const char* values = r.take(bytes);
+  f.slots_per_parameter = r.get<std::uint32_t>();
+  f.parameters = r.get<std::uint64_t>();
+  f.iterations = r.get<std::int64_t>();
+  f.steps = r.get<std::int64_t>();
+  f.learning_rate_scale = r.get<double>();
+  f.element_bytes = r.get<std::uint32_t>();
+  f.slot_bytes = r.get<std::uint64_t>();
+  f.slots_offset = r.at;
+  r.take(f.slot_bytes);
   if (!r.ok) fail("truncated");
   if (r.at != r.end) fail(std::to_string(r.end - r.at) + " bytes after the slots");
-  if (fp != Net::fingerprint() || std::string(arch, arch_len) != Net::spec_string())
-    fail("it was saved from the network '" + std::string(arch, arch_len) + "' but this model is '" + Net::spec_string() + "'");
-  if (std::string(name, name_len) != opt.name())
-    fail("it holds the state of optimizer '" + std::string(name, name_len) + "', not of '" + opt.name() + "'");
-  if (slots != opt.slots_per_parameter())
-    fail("it holds " + std::to_string(slots) + " slots per parameter, but this " + opt.name() + " uses " +
-         std::to_string(opt.slots_per_parameter()));
-  if (params != M::parameter_count)
-    fail("it is for " + std::to_string(params) + " parameters, but this model has " + std::to_string(M::parameter_count));
-  if (element != sizeof(W))
-    fail("its slots are " + std::to_string(element) + "-byte values, this model's " + std::to_string(sizeof(W)) + "-byte");
-  if (iterations < 0 || steps < iterations)
-    fail("the counts are inconsistent (iterations " + std::to_string(iterations) + ", steps " + std::to_string(steps) + ")");
-  if (!std::isfinite(scale) || !(scale > 0)) fail("the learning-rate scale " + std::to_string(scale) + " is not finite and > 0");
+  f.architecture.assign(arch, arch_len);
+  f.optimizer.assign(name, name_len);
+  if (f.iterations < 0 || f.steps < f.iterations)
+    fail("the counts are inconsistent (iterations " + std::to_string(f.iterations) + ", steps " +
+         std::to_string(f.steps) + ")");
+  if (!std::isfinite(f.learning_rate_scale) || !(f.learning_rate_scale > 0))
+    fail("the learning-rate scale " + std::to_string(f.learning_rate_scale) + " is not finite and > 0");
+  if (f.element_bytes != 2 && f.element_bytes != 4 && f.element_bytes != 8)
+    fail("its slots are " + std::to_string(f.element_bytes) + "-byte values (2, 4 or 8 expected)");
+  if (f.slot_bytes % f.element_bytes != 0)
+    fail("its slot region of " + std::to_string(f.slot_bytes) + " bytes is not a whole number of " +
+         std::to_string(f.element_bytes) + "-byte values");
+  return f;
+}
+
+template <class M, class O>
+void load_optimizer_state(M& m, const O& opt, const std::filesystem::path& path) {
+  using Net = typename M::network;
+  using W = typename M::variable_type;
+  auto fail = [&](const std::string& what) { throw weights_error("load_optimizer_state", path, what); };
+  const optimizer_state_file f = read_optimizer_state_file(path, "load_optimizer_state");
+  if (f.fingerprint != Net::fingerprint() || f.architecture != Net::spec_string())
+    fail("it was saved from the network '" + f.architecture + "' but this model is '" + Net::spec_string() + "'");
+  if (f.optimizer != opt.name())
+    fail("it holds the state of optimizer '" + f.optimizer + "', not of '" + opt.name() + "'");
+  if (f.slots_per_parameter != opt.slots_per_parameter())
+    fail("it holds " + std::to_string(f.slots_per_parameter) + " slots per parameter, but this " + opt.name() +
+         " uses " + std::to_string(opt.slots_per_parameter()));
+  if (f.parameters != M::parameter_count)
+    fail("it is for " + std::to_string(f.parameters) + " parameters, but this model has " +
+         std::to_string(M::parameter_count));
+  if (f.element_bytes != sizeof(W))
+    fail("its slots are " + std::to_string(f.element_bytes) + "-byte values, this model's " +
+         std::to_string(sizeof(W)) + "-byte");
+  const std::size_t slots = f.slots_per_parameter;
+  const std::uint64_t bytes = f.slot_bytes;
+  const char* values = f.data.data() + f.slots_offset;
+  const std::int64_t iterations = f.iterations, steps = f.steps;
+  const double scale = f.learning_rate_scale;
 
   const std::size_t want = m.host_region(role::parameter, false).size() * slots;  // the plan's slot region
   if (bytes != want) fail("its slots take " + std::to_string(bytes) + " bytes, this model's " + std::to_string(want));
