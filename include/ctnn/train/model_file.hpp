@@ -33,6 +33,7 @@
 #include "../io/atomic_file.hpp"
 #include "../io/read_file.hpp"
 #include "../io/weights.hpp"
+#include "../optimizers/base.hpp"
 #include "model.hpp"
 #include "optimizer_state_file.hpp"
 
