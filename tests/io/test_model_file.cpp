@@ -8,7 +8,11 @@
 #include <ctnn/data/in_memory.hpp>
 #include <ctnn/layers/dense.hpp>
 #include <ctnn/losses/sparse_categorical_crossentropy.hpp>
+#include <ctnn/optimizers/adagrad.hpp>
 #include <ctnn/optimizers/adam.hpp>
+#include <ctnn/optimizers/lion.hpp>
+#include <ctnn/optimizers/options.hpp>
+#include <ctnn/optimizers/rmsprop.hpp>
 #include <ctnn/optimizers/sgd.hpp>
 #include <ctnn/train/fit.hpp>
 #include <ctnn/train/model.hpp>
@@ -196,4 +200,18 @@ TEST_CASE("load_model refuses every flipped byte and every cut of a small file, 
         std::vector<float>(saved.parameters().begin(), saved.parameters().end()));
   fs::remove(path);
   fs::remove(bad);
+}
+
+TEST_CASE("the training configuration keeps each optimizer's hyperparameters by Keras's names") {
+  using c = optimizer_config;
+  CHECK(io::optimizer_config_of(sgd{0.1, 0.9, true}) == c{{"learning_rate", 0.1}, {"momentum", 0.9}, {"nesterov", 1}});
+  CHECK(io::optimizer_config_of(rmsprop{0.001}) ==
+        c{{"learning_rate", 0.001}, {"rho", 0.9}, {"momentum", 0}, {"epsilon", 1e-7}, {"centered", 0}});
+  CHECK(io::optimizer_config_of(adagrad{0.01}) ==
+        c{{"learning_rate", 0.01}, {"initial_accumulator_value", 0.1}, {"epsilon", 1e-7}});
+  CHECK(io::optimizer_config_of(lion{0.001}) == c{{"learning_rate", 0.001}, {"beta_1", 0.9}, {"beta_2", 0.99}});
+  const with_options opt{adam{0.01}, optimizer_options{.clipnorm = 1.0, .gradient_accumulation_steps = 2}};
+  CHECK(io::optimizer_config_of(opt) ==
+        c{{"learning_rate", 0.01}, {"beta_1", 0.9}, {"beta_2", 0.999}, {"epsilon", 1e-7}, {"amsgrad", 0},
+          {"clipnorm", 1.0}, {"gradient_accumulation_steps", 2}, {"use_ema", 0}, {"count_micro_steps", 1}});
 }
