@@ -16,7 +16,9 @@
 // without the network type (the file's header and each tensor's layer, role,
 // name, dtype, shape and values; ctnn-inspect prints it) under the same checks
 // of size, magic, version, checksum and layout as load_weights, which shares
-// them. The byte layout, dtypes and rules: docs/weights-files.md.
+// them. A model file (train/model_file.hpp) holds a weights file's bytes as a section, through
+// the same pieces: detail::weights_bytes, parse_weights, check_weights (changes nothing) and
+// apply_weights. The byte layout, dtypes and rules: docs/weights-files.md.
 #pragma once
 #include <zlib.h>
 

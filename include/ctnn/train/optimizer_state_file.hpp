@@ -12,6 +12,8 @@
 // at train begin hands them to the others). Errors: io::weights_error naming the file and what
 // differs. read_optimizer_state_file(path) reads such a file without the network and optimizer
 // types (ctnn-inspect prints it), under the checks load_optimizer_state shares with it.
+// A model file (model_file.hpp) holds such a file's bytes as a section, through the same pieces
+// (detail::optimizer_state_bytes, parse_optimizer_state, check_optimizer_state, apply_optimizer_state).
 // Format: docs/weights-files.md.
 #pragma once
 #include <cmath>
