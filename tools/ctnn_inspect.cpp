@@ -1,12 +1,16 @@
-// ctnn-inspect: prints what a ctnn weights file (io/weights.hpp, .ctnn) or optimizer state file
-// (train/optimizer_state_file.hpp) holds, without the network type: the format version, the
-// network's text and fingerprint, each tensor's layer, role, name, dtype, shape, elements and
-// bytes, and the totals; --stats adds each tensor's min, max, mean and standard deviation,
-// --values its values. The files are read by the library's readers (read_weights_file,
-// read_optimizer_state_file), under the same checks as load_weights and load_optimizer_state.
+// ctnn-inspect: prints what a ctnn weights file (io/weights.hpp, .ctnn), optimizer state file
+// (train/optimizer_state_file.hpp) or model file (train/model_file.hpp) holds, without the
+// network type: the format version, the network's text and fingerprint, each tensor's layer,
+// role, name, dtype, shape, elements and bytes, and the totals; for a model file first its
+// description (policy, per layer: name, shapes, counts) and training configuration, and last its
+// optimizer state. --stats adds each tensor's min, max, mean and standard deviation, --values
+// its values. The files are read by the library's readers (read_weights_file,
+// read_optimizer_state_file, read_model_file), under the same checks as load_weights,
+// load_optimizer_state and load_model.
 // A file they refuse: "ctnn-inspect: <what is wrong, naming the file>" and exit code 1; a
 // wrong command line: usage and exit code 2. docs/weights-files.md.
 #include <ctnn/io/weights.hpp>
+#include <ctnn/train/model_file.hpp>
 #include <ctnn/train/optimizer_state_file.hpp>
 
 #include <cmath>
@@ -18,6 +22,7 @@
 #include <iostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace {
 
@@ -74,12 +79,19 @@ struct options {
   bool stats = false, values = false;
 };
 
+void print_tensors(const ctnn::io::weights_file& f, options o);
+
 void inspect_weights(const std::string& path, options o) {
   const ctnn::io::weights_file f = ctnn::io::read_weights_file(path);
   std::cout << "file: " << path << " (" << f.data.size() << " bytes)\n"
             << "format: ctnn weights, version " << f.version << '\n'
             << "network: " << f.architecture << '\n'
             << "fingerprint: " << hex(f.fingerprint) << '\n';
+  print_tensors(f, o);
+}
+
+// A weights file's tensors (a file, or a model file's weights section) and the totals.
+void print_tensors(const ctnn::io::weights_file& f, options o) {
   if (f.version == 1) {
     std::cout << "version-1 padded arena: " << f.parameter_values << " parameter and " << f.state_values
               << " state values of " << f.element_bytes << " bytes (no per-tensor layout)\n";
@@ -101,13 +113,20 @@ void inspect_weights(const std::string& path, options o) {
   std::cout << "total: " << f.tensors.size() << " tensors, " << elements << " elements, " << bytes << " bytes\n";
 }
 
+void print_optimizer_state(const ctnn::io::optimizer_state_file& f, options o);
+
 void inspect_optimizer_state(const std::string& path, options o) {
   const ctnn::io::optimizer_state_file f = ctnn::io::read_optimizer_state_file(path);
   std::cout << "file: " << path << " (" << f.data.size() << " bytes)\n"
             << "format: ctnn optimizer state, version " << ctnn::io::optimizer_state_version << '\n'
             << "network: " << f.architecture << '\n'
-            << "fingerprint: " << hex(f.fingerprint) << '\n'
-            << "optimizer: " << f.optimizer << ", " << f.slots_per_parameter << " slots per parameter, "
+            << "fingerprint: " << hex(f.fingerprint) << '\n';
+  print_optimizer_state(f, o);
+}
+
+// An optimizer state file's counts and slots (a file, or a model file's optimizer section).
+void print_optimizer_state(const ctnn::io::optimizer_state_file& f, options o) {
+  std::cout << "optimizer: " << f.optimizer << ", " << f.slots_per_parameter << " slots per parameter, "
             << f.parameters << " parameters\n"
             << "iterations: " << f.iterations << ", steps: " << f.steps
             << ", learning-rate scale: " << number(f.learning_rate_scale) << '\n';
@@ -127,9 +146,38 @@ void inspect_optimizer_state(const std::string& path, options o) {
   if (o.values) print_values(n, value, f.element_bytes == 4);
 }
 
+std::string dims(const std::vector<std::uint64_t>& d) {
+  std::string s = "(None";
+  for (auto v : d) s += ", " + std::to_string(v);
+  return s + ")";
+}
+
+void inspect_model(const std::string& path, options o) {
+  const ctnn::io::model_file f = ctnn::io::read_model_file(path);
+  std::cout << "file: " << path << " (" << f.bytes << " bytes)\n"
+            << "format: ctnn model, version " << f.version << '\n'
+            << "network: " << f.architecture << '\n'
+            << "fingerprint: " << hex(f.fingerprint) << '\n'
+            << "policy: " << f.policy << '\n'
+            << "layers: " << f.layers.size() << '\n';
+  for (std::size_t i = 0; i < f.layers.size(); ++i) {
+    const ctnn::io::model_file_layer& l = f.layers[i];
+    std::cout << "  layer " << i + 1 << ' ' << l.name << " (" << l.kind << ") " << dims(l.input) << " -> "
+              << dims(l.output) << ' ' << l.parameters << " parameters " << l.states << " states\n";
+  }
+  std::cout << "training configuration: optimizer " << (f.optimizer.empty() ? "(none)" : f.optimizer);
+  for (const auto& [key, value] : f.hyperparameters) std::cout << ", " << key << ' ' << number(value);
+  std::cout << "; loss " << (f.training.loss.empty() ? "(none)" : f.training.loss) << "; metrics";
+  if (f.training.metrics.empty()) std::cout << " (none)";
+  for (const auto& m : f.training.metrics) std::cout << ' ' << m;
+  std::cout << "\nweights: version " << f.weights.version << '\n';
+  print_tensors(f.weights, o);
+  if (f.optimizer_state) print_optimizer_state(*f.optimizer_state, o);
+}
+
 int usage() {
   std::cerr << "usage: ctnn-inspect [--stats] [--values] FILE\n"
-               "  prints a ctnn weights file's or optimizer state file's header and tensors\n"
+               "  prints a ctnn weights, optimizer state or model file's header and tensors\n"
                "  --stats   each tensor's min, max, mean and standard deviation\n"
                "  --values  each tensor's values\n";
   return 2;
@@ -157,6 +205,8 @@ int main(int argc, char** argv) {
     std::ifstream(path, std::ios::binary).read(magic, 8);  // which reader; each checks the file itself
     if (std::memcmp(magic, ctnn::io::optimizer_state_magic, 8) == 0)
       inspect_optimizer_state(path, o);
+    else if (std::memcmp(magic, ctnn::io::model_magic, 8) == 0)
+      inspect_model(path, o);
     else
       inspect_weights(path, o);
   } catch (const std::exception& e) {

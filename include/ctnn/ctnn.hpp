@@ -97,6 +97,7 @@
 #include "train/csv_logger.hpp"
 #include "train/early_stopping.hpp"
 #include "train/model_checkpoint.hpp"
+#include "train/model_file.hpp"
 #include "train/monitor.hpp"
 #include "train/progress_bar.hpp"
 #include "train/reduce_lr_on_plateau.hpp"

@@ -1,6 +1,7 @@
-// read_weights_file (io/weights.hpp) and read_optimizer_state_file (train/optimizer_state_file.hpp):
-// the files of any network read without its type; the ctnn-inspect tool (tools/ctnn_inspect.cpp),
-// run on a file written here and on corrupt ones (exit code 1 and the reader's message).
+// read_weights_file (io/weights.hpp), read_optimizer_state_file (train/optimizer_state_file.hpp)
+// and read_model_file (train/model_file.hpp): the files of any network read without its type; the
+// ctnn-inspect tool (tools/ctnn_inspect.cpp), run on files written here and on corrupt ones (exit
+// code 1 and the reader's message).
 #include <doctest/doctest.h>
 
 #include <ctnn/data/in_memory.hpp>
@@ -10,6 +11,7 @@
 #include <ctnn/optimizers/adam.hpp>
 #include <ctnn/train/fit.hpp>
 #include <ctnn/train/model.hpp>
+#include <ctnn/train/model_file.hpp>
 #include <ctnn/train/optimizer_state_file.hpp>
 
 #include "io/weights_file.hpp"
@@ -177,6 +179,47 @@ TEST_CASE("ctnn-inspect on a corrupt or foreign file: exit code 1 and the reader
   CHECK(run("'" + file + "'").out == "ctnn-inspect: read_weights_file: " + file +
                                          ": truncated (2 bytes, too short for a header)\n");
   CHECK(run("").status == 2);  // usage
+}
+
+TEST_CASE("ctnn-inspect prints a model file: description, training configuration, tensors, optimizer state") {
+  tmpdir t;
+  const std::string file = (t.p / "m.ctnn-model").string();
+  auto m = counting_model();
+  io::save_model(m, file, {.loss = "mean_squared_error", .metrics = {"mae"}});
+  auto r = run("--stats '" + file + "'");
+  INFO(r.out);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("format: ctnn model, version 1\n"
+                   "network: " + net::spec_string() + "\n") != std::string::npos);
+  CHECK(r.out.find("policy: float32\n"
+                   "layers: 2\n"
+                   "  layer 1 dense<4, relu> (dense) (None, 3) -> (None, 4) 16 parameters 0 states\n"
+                   "  layer 2 dense<2> (dense) (None, 4) -> (None, 2) 10 parameters 0 states\n"
+                   "training configuration: optimizer (none); loss mean_squared_error; metrics mae\n"
+                   "weights: version 2\n"
+                   "tensors: 4\n"
+                   "  layer 1 parameter 'kernel' float32 [3x4] 12 elements 48 bytes\n"
+                   "    min 0  max 5.5  mean 2.75  std ") != std::string::npos);
+  CHECK(r.out.find("total: 4 tensors, 26 elements, 104 bytes\n") != std::string::npos);
+  CHECK(r.out.find("optimizer: ") == std::string::npos);
+
+  adam opt{0.01};
+  const data::in_memory<shape<3>, dense_targets<shape<2>>> d({1, 2, 3, -1, 0, 1}, {1, 0, 0, 1});
+  fit(m, mean_squared_error{}, opt, d.batch(2), epochs{1});
+  io::save_model(m, opt, file);
+  r = run("'" + file + "'");
+  CHECK(r.out.find("training configuration: optimizer adam, learning_rate 0.01, beta_1 0.9, beta_2 0.999, "
+                   "epsilon 1e-07, amsgrad 0; loss (none); metrics (none)\n") != std::string::npos);
+  CHECK(r.out.find("optimizer: adam, 2 slots per parameter, 26 parameters\niterations: 1, steps: 1") !=
+        std::string::npos);
+
+  auto bytes = weights_file::slurp(file);
+  bytes[bytes.size() - 30] ^= 1;  // in the optimizer section
+  weights_file::spit(file, bytes);
+  r = run("'" + file + "'");
+  CHECK(r.status == 1);
+  CHECK(r.out == "ctnn-inspect: read_model_file: " + file +
+                     ": checksum mismatch in section 4 of 4 ('OPTM'): the file is corrupt\n");
 }
 #else
 TEST_CASE("ctnn-inspect (built by CMake: CTNN_INSPECT names it)") {

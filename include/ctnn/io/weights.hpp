@@ -16,7 +16,9 @@
 // without the network type (the file's header and each tensor's layer, role,
 // name, dtype, shape and values; ctnn-inspect prints it) under the same checks
 // of size, magic, version, checksum and layout as load_weights, which shares
-// them. The byte layout, dtypes and rules: docs/weights-files.md.
+// them. A model file (train/model_file.hpp) holds a weights file's bytes as a section, through
+// the same pieces: detail::weights_bytes, parse_weights, check_weights (changes nothing) and
+// apply_weights. The byte layout, dtypes and rules: docs/weights-files.md.
 #pragma once
 #include <zlib.h>
 
@@ -275,16 +277,14 @@ struct weights_file {
   std::vector<char> data;  // the file's bytes
 };
 
-// Reads a weights file of any network: the checks of load_weights that need no network
-// type (size, magic, version, checksum, every tensor's role, dtype and extent within the
-// file, nothing after the last tensor). Throws weights_error naming the file and the problem.
-inline weights_file read_weights_file(const std::filesystem::path& path) {
-  auto fail = [&](const std::string& what) { throw weights_error("read_weights_file", path, what); };
-  weights_file f;
-  f.data = read_file<std::vector<char>, weights_error>(path, "read_weights_file");
+namespace detail {
+// The checks of read_weights_file on a weights file's bytes f.data (a file, or a model file's
+// weights section), failing through fail(what).
+template <class Fail>
+void parse_weights(weights_file& f, Fail&& fail) {
   const std::vector<char>& d = f.data;
-  f.version = detail::check_weights_header(d, fail);
-  detail::reader r{d, 12, d.size() - 4};
+  f.version = check_weights_header(d, fail);
+  reader r{d, 12, d.size() - 4};
   if (f.version == 1) {
     f.element_bytes = r.get<std::uint32_t>();
     f.fingerprint = r.get<std::uint64_t>();
@@ -299,7 +299,7 @@ inline weights_file read_weights_file(const std::filesystem::path& path) {
         f.state_values > values / f.element_bytes - f.parameter_values ||
         (f.parameter_values + f.state_values) * f.element_bytes != values)
       fail("a version-1 file, its size does not match its header");
-    return f;
+    return;
   }
   f.fingerprint = r.get<std::uint64_t>();
   const auto len = r.get<std::uint32_t>();
@@ -311,57 +311,76 @@ inline weights_file read_weights_file(const std::filesystem::path& path) {
     weights_file_tensor t;
     const std::string which = "tensor " + std::to_string(k + 1) + " of " + std::to_string(count);
     std::uint8_t kind = 0;
-    const bool whole = detail::read_tensor_record(r, t, kind);
+    const bool whole = read_tensor_record(r, t, kind);
     if (t.name.empty() && !whole) fail("truncated inside " + which);
     const std::string where = which + " (layer " + std::to_string(t.layer + std::uint64_t(1)) + " '" + t.name + "')";
     if (!whole) fail("truncated inside the shape of " + where);
     if (kind >= role_count) fail(where + " has an unknown role " + std::to_string(kind));
     t.kind = role(kind);
-    if (detail::dtype_name(t.dtype).starts_with("unknown")) fail(where + " has an unknown dtype " + std::to_string(t.dtype));
+    if (dtype_name(t.dtype).starts_with("unknown")) fail(where + " has an unknown dtype " + std::to_string(t.dtype));
     // The extent, bounded by the bytes left (no overflow: each factor is checked against them).
-    const std::uint64_t left = (r.end - r.at) / detail::dtype_bytes(t.dtype);
+    const std::uint64_t left = (r.end - r.at) / dtype_bytes(t.dtype);
     std::uint64_t n = 1;
     for (std::uint64_t dim : t.dims) {
       if (dim != 0 && n > left / dim) fail("truncated inside the values of " + where + " of shape " + t.shape());
       n *= dim;
     }
     t.elements = std::size_t(n);
-    t.bytes = t.elements * detail::dtype_bytes(t.dtype);
+    t.bytes = t.elements * dtype_bytes(t.dtype);
     t.offset = r.at;
     r.take(t.bytes);
     f.tensors.push_back(std::move(t));
   }
   if (r.at != r.end) fail("corrupt: " + std::to_string(r.end - r.at) + " bytes follow the last tensor");
+}
+}  // namespace detail
+
+// Reads a weights file of any network: the checks of load_weights that need no network
+// type (size, magic, version, checksum, every tensor's role, dtype and extent within the
+// file, nothing after the last tensor). Throws weights_error naming the file and the problem.
+inline weights_file read_weights_file(const std::filesystem::path& path) {
+  auto fail = [&](const std::string& what) { throw weights_error("read_weights_file", path, what); };
+  weights_file f;
+  f.data = read_file<std::vector<char>, weights_error>(path, "read_weights_file");
+  detail::parse_weights(f, fail);
   return f;
 }
 
-template <SavableModel M>
-void save_weights(const M& m, const std::filesystem::path& path) {
+namespace detail {
+// A version-2 weights file's bytes (save_weights, and a model file's weights section).
+template <class M>
+std::string weights_bytes(const M& m) {
   using Net = typename M::network;
   const std::string arch = Net::spec_string();
   std::string out;
   out.append(weights_magic, 8);
-  detail::put<std::uint32_t>(out, weights_version);
-  detail::put<std::uint64_t>(out, Net::fingerprint());
-  detail::put<std::uint32_t>(out, std::uint32_t(arch.size()));
+  put<std::uint32_t>(out, weights_version);
+  put<std::uint64_t>(out, Net::fingerprint());
+  put<std::uint32_t>(out, std::uint32_t(arch.size()));
   out += arch;
   std::uint32_t count = 0;
   m.for_each_variable([&](const variable_ref&) { ++count; });
-  detail::put<std::uint32_t>(out, count);
+  put<std::uint32_t>(out, count);
   m.for_each_variable([&](const variable_ref& v) {
-    detail::put<std::uint32_t>(out, std::uint32_t(v.layer));
-    detail::put<std::uint8_t>(out, std::uint8_t(v.kind));
-    detail::put<std::uint8_t>(out, detail::dtype_of<typename M::variable_type>(v));
-    detail::put<std::uint8_t>(out, std::uint8_t(v.rank));
-    detail::put<std::uint8_t>(out, 0);
-    detail::put<std::uint32_t>(out, std::uint32_t(v.name.size()));
+    put<std::uint32_t>(out, std::uint32_t(v.layer));
+    put<std::uint8_t>(out, std::uint8_t(v.kind));
+    put<std::uint8_t>(out, dtype_of<typename M::variable_type>(v));
+    put<std::uint8_t>(out, std::uint8_t(v.rank));
+    put<std::uint8_t>(out, 0);
+    put<std::uint32_t>(out, std::uint32_t(v.name.size()));
     out.append(v.name);
-    for (std::size_t i = 0; i < v.rank; ++i) detail::put<std::uint64_t>(out, v.dims[i]);
+    for (std::size_t i = 0; i < v.rank; ++i) put<std::uint64_t>(out, v.dims[i]);
     out.append(reinterpret_cast<const char*>(v.data), v.extent * v.element_bytes);
   });
   const auto crc = std::uint32_t(::crc32(0L, reinterpret_cast<const Bytef*>(out.data()), uInt(out.size())));
-  detail::put<std::uint32_t>(out, crc);
-  write_file_atomically(path, out);
+  put<std::uint32_t>(out, crc);
+  return out;
+}
+}  // namespace detail
+
+template <SavableModel M>
+void save_weights(const M& m, const std::filesystem::path& path) {
+  write_file_atomically(path, detail::weights_bytes(m));
 }
 
 namespace detail {
@@ -409,16 +428,22 @@ void load_v1(M& m, const std::vector<char>& d, const std::string& name) {
 }
 }  // namespace detail
 
-template <SavableModel M>
-void load_weights(M& m, const std::filesystem::path& path) {
-  using Net = typename M::network;
-  const std::string name = path.string();
-  auto fail = [&](const std::string& what) { throw weights_error("load_weights", path, what); };
-  const auto d = read_file<std::vector<char>, weights_error>(path, "load_weights");
-  const std::uint32_t version = detail::check_weights_header(d, fail);
-  if (version == 1) return detail::load_v1(m, d, name);
+namespace detail {
+// One tensor's values checked against the model, to copy (converted when from != 0).
+struct pending_copy {
+  const char* src;
+  std::size_t bytes;
+  std::uint8_t from = 0, to = 0;  // dtypes when converted (float32 <-> 16-bit)
+  std::size_t count = 0;
+};
 
-  detail::reader r{d, 12, d.size() - 4};
+// The checks of load_weights on a version-2 file's bytes d (a file, or a model file's weights
+// section) after its header checks: the network, every tensor against m and nothing after the
+// last. Returns the copies apply_weights makes; changes nothing; fails through fail(what).
+template <class M, class Fail>
+std::vector<pending_copy> check_weights(M& m, const std::vector<char>& d, Fail&& fail) {
+  using Net = typename M::network;
+  reader r{d, 12, d.size() - 4};
   const auto fp = r.get<std::uint64_t>();
   const auto len = r.get<std::uint32_t>();
   const char* text = r.take(len);
@@ -432,22 +457,16 @@ void load_weights(M& m, const std::filesystem::path& path) {
   if (count != expected)
     fail("it holds " + std::to_string(count) + " tensors but this model has " + std::to_string(expected));
 
-  // Check every tensor against the model first; copy only when all match (a
+  // Check every tensor against the model first; apply_weights copies only when all match (a
   // second walk in the same order: each tensor read gives one copy).
-  struct pending {
-    const char* src;
-    std::size_t bytes;
-    std::uint8_t from = 0, to = 0;  // dtypes when converted (float32 <-> 16-bit)
-    std::size_t count = 0;
-  };
-  std::vector<pending> copies;
+  std::vector<pending_copy> copies;
   copies.reserve(count);
   std::string error;
   m.for_each_variable([&](const variable_ref& v) {
     if (!error.empty()) return;
     weights_file_tensor t;
     std::uint8_t kind = 0;
-    if (!detail::read_tensor_record(r, t, kind)) {
+    if (!read_tensor_record(r, t, kind)) {
       error = "truncated inside tensor '" + std::string(v.name) + "' of layer " + std::to_string(v.layer + 1);
       return;
     }
@@ -462,20 +481,20 @@ void load_weights(M& m, const std::filesystem::path& path) {
       error = "expected " + where + " but found layer " + std::to_string(layer + 1) + " tensor '" + stored + "'";
       return;
     }
-    const std::uint8_t want = detail::dtype_of<typename M::variable_type>(v);
-    if (type != want && !detail::converts(type, want)) {
-      error = where + " holds " + detail::dtype_name(type) + " values but this model uses " + detail::dtype_name(want);
+    const std::uint8_t want = dtype_of<typename M::variable_type>(v);
+    if (type != want && !converts(type, want)) {
+      error = where + " holds " + dtype_name(type) + " values but this model uses " + dtype_name(want);
       return;
     }
     std::uint64_t want_dims[4] = {v.dims[0], v.dims[1], v.dims[2], v.dims[3]};
     bool same = rank == v.rank;
     for (std::size_t i = 0; same && i < rank; ++i) same = dims[i] == v.dims[i];
     if (!same) {
-      error = where + " has shape " + detail::shape_text(dims, rank) + " but this model's is " +
-              detail::shape_text(want_dims, v.rank);
+      error = where + " has shape " + shape_text(dims, rank) + " but this model's is " +
+              shape_text(want_dims, v.rank);
       return;
     }
-    const std::size_t bytes = v.extent * detail::dtype_bytes(type);
+    const std::size_t bytes = v.extent * dtype_bytes(type);
     const char* src = r.take(bytes);
     if (!r.ok) {
       error = "truncated inside the values of " + where;
@@ -490,7 +509,7 @@ void load_weights(M& m, const std::filesystem::path& path) {
       copies.push_back({src, bytes});
       return;
     }
-    if (std::string why = detail::conversion_fault(src, type, want, v.extent); !why.empty()) {
+    if (std::string why = conversion_fault(src, type, want, v.extent); !why.empty()) {
       error = where + " " + why;
       return;
     }
@@ -498,17 +517,34 @@ void load_weights(M& m, const std::filesystem::path& path) {
   });
   if (!error.empty()) fail(error);
   if (r.at != r.end) fail("corrupt: " + std::to_string(r.end - r.at) + " bytes follow the last tensor");
+  return copies;
+}
+
+// Copies checked tensors (check_weights) into m.
+template <class M>
+void apply_weights(M& m, const std::vector<pending_copy>& copies) {
   std::size_t k = 0;
   m.for_each_variable([&](const variable_ref& v) {
-    const pending& c = copies[k++];
+    const pending_copy& c = copies[k++];
     if (!c.from) {
       std::memcpy(v.data, c.src, c.bytes);
       return;
     }
-    const std::size_t sb = detail::dtype_bytes(c.from), db = detail::dtype_bytes(c.to);
+    const std::size_t sb = dtype_bytes(c.from), db = dtype_bytes(c.to);
     for (std::size_t i = 0; i < c.count; ++i)
-      detail::put_dtype_value(v.data + i * db, c.to, detail::dtype_value(c.src + i * sb, c.from));
+      put_dtype_value(v.data + i * db, c.to, dtype_value(c.src + i * sb, c.from));
   });
+}
+}  // namespace detail
+
+template <SavableModel M>
+void load_weights(M& m, const std::filesystem::path& path) {
+  const std::string name = path.string();
+  auto fail = [&](const std::string& what) { throw weights_error("load_weights", path, what); };
+  const auto d = read_file<std::vector<char>, weights_error>(path, "load_weights");
+  const std::uint32_t version = detail::check_weights_header(d, fail);
+  if (version == 1) return detail::load_v1(m, d, name);
+  detail::apply_weights(m, detail::check_weights(m, d, fail));
 }
 
 }  // namespace ctnn::io

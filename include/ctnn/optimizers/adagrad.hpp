@@ -26,6 +26,9 @@ struct adagrad : optimizer_base<S> {
   }
 
   std::string name() const { return "adagrad"; }
+  optimizer_config config() const {
+    return {{"initial_accumulator_value", initial_accumulator_value}, {"epsilon", epsilon}};
+  }
   std::size_t slots_per_parameter() const noexcept { return 1; }
   template <class T>
   void init_slots(T* slots, std::size_t n) const {

@@ -33,6 +33,9 @@ struct adam : optimizer_base<S> {
   }
 
   std::string name() const { return "adam"; }
+  optimizer_config config() const {
+    return {{"beta_1", beta_1}, {"beta_2", beta_2}, {"epsilon", epsilon}, {"amsgrad", double(amsgrad)}};
+  }
   std::size_t slots_per_parameter() const noexcept { return amsgrad ? 3 : 2; }
 
   template <class B, class T>

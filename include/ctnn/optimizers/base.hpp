@@ -2,7 +2,7 @@
 //
 // An optimizer derives from optimizer_base<Schedule> and adds only its own:
 // its hyperparameters (checked in its constructor with detail::require_*),
-// name(), slots_per_parameter() (how many arrays of n values this object
+// config() (them by name, as optimizer_config), name(), slots_per_parameter() (how many arrays of n values this object
 // uses: Adam 2, 3 with amsgrad) with max_slots_per_parameter its constexpr
 // bound (for a constexpr memory_plan), and update<B>(args), which builds its
 // rule (a functor of kernels/functors.hpp, or its own over a value type V)
@@ -15,7 +15,9 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "../backends/cpu/ops.hpp"
 #include "../core/concepts.hpp"
@@ -23,6 +25,10 @@
 #include "detail.hpp"
 
 namespace ctnn {
+
+// An optimizer's own hyperparameters as named numbers (true/false as 1/0), Keras's get_config
+// names: its config(), which a model file's training configuration keeps (train/model_file.hpp).
+using optimizer_config = std::vector<std::pair<std::string, double>>;
 
 template <class S = constant_schedule>
 struct optimizer_base {

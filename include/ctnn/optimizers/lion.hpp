@@ -43,6 +43,7 @@ struct lion : optimizer_base<S> {
   }
 
   std::string name() const { return "lion"; }
+  optimizer_config config() const { return {{"beta_1", beta_1}, {"beta_2", beta_2}}; }
   std::size_t slots_per_parameter() const noexcept { return 1; }
 
   template <class B, class T>

@@ -80,6 +80,28 @@ struct with_options : O {
   std::size_t inner_slots() const noexcept { return O::slots_per_parameter(); }
   std::size_t slots_per_parameter() const noexcept { return inner_slots() + 2; }
 
+  // O's config() and these options (the optional ones when set), by Keras's names.
+  auto config() const
+    requires requires(const O& o) { o.config(); }
+  {
+    auto c = O::config();
+    const std::pair<const char*, const std::optional<double>*> optional[] = {
+        {"clipnorm", &options.clipnorm},
+        {"clipvalue", &options.clipvalue},
+        {"global_clipnorm", &options.global_clipnorm},
+        {"weight_decay", &options.weight_decay}};
+    for (const auto& [key, value] : optional)
+      if (value->has_value()) c.emplace_back(key, **value);
+    c.emplace_back("gradient_accumulation_steps", double(options.gradient_accumulation_steps));
+    c.emplace_back("use_ema", double(options.use_ema));
+    if (options.use_ema) {
+      c.emplace_back("ema_momentum", options.ema_momentum);
+      c.emplace_back("ema_overwrite_frequency", double(options.ema_overwrite_frequency));
+    }
+    c.emplace_back("count_micro_steps", double(options.count_micro_steps));
+    return c;
+  }
+
   // Phase 4 of the step: accumulate, clip, decay.
   template <class State>
   void transform_gradients(State& s) const {

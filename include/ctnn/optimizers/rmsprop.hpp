@@ -32,6 +32,9 @@ struct rmsprop : optimizer_base<S> {
   }
 
   std::string name() const { return "rmsprop"; }
+  optimizer_config config() const {
+    return {{"rho", rho}, {"momentum", momentum}, {"epsilon", epsilon}, {"centered", double(centered)}};
+  }
   std::size_t slots_per_parameter() const noexcept { return centered ? 3 : 2; }
 
   // slots: velocity 0, momentum buffer 1, average gradient 2

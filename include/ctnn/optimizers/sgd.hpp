@@ -26,6 +26,7 @@ struct sgd : optimizer_base<S> {
   }
 
   std::string name() const { return "sgd"; }
+  optimizer_config config() const { return {{"momentum", momentum}, {"nesterov", double(nesterov)}}; }
   std::size_t slots_per_parameter() const noexcept { return 1; }
 
   template <class B, class T>

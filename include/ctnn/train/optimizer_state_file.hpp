@@ -12,6 +12,8 @@
 // at train begin hands them to the others). Errors: io::weights_error naming the file and what
 // differs. read_optimizer_state_file(path) reads such a file without the network and optimizer
 // types (ctnn-inspect prints it), under the checks load_optimizer_state shares with it.
+// A model file (model_file.hpp) holds such a file's bytes as a section, through the same pieces
+// (detail::optimizer_state_bytes, parse_optimizer_state, check_optimizer_state, apply_optimizer_state).
 // Format: docs/weights-files.md.
 #pragma once
 #include <cmath>
@@ -34,36 +36,45 @@ namespace ctnn::io {
 inline constexpr char optimizer_state_magic[8] = {'C', 'T', 'N', 'N', 'O', 'P', 'T', '\0'};
 inline constexpr std::uint32_t optimizer_state_version = 1;
 
-template <class M, class O>
-void save_optimizer_state(const M& m, const O& opt, const std::filesystem::path& path) {
+namespace detail {
+// An optimizer state file's bytes (save_optimizer_state, and a model file's optimizer section);
+// a model without opt's state fails through fail(what).
+template <class M, class O, class Fail>
+std::string optimizer_state_bytes(const M& m, const O& opt, Fail&& fail) {
   using Net = typename M::network;
   using W = typename M::variable_type;
   const optimizer_state& os = m.optimizer_state();
   if (os.kind != &ctnn::detail::optimizer_kind_tag<O>)
-    throw weights_error("save_optimizer_state", path,
-                        os.kind ? "the model's optimizer state belongs to another optimizer type than " + opt.name()
-                                : "the model holds no optimizer state (it has not been trained yet)");
+    fail(os.kind ? "the model's optimizer state belongs to another optimizer type than " + opt.name()
+                 : "the model holds no optimizer state (it has not been trained yet)");
   const std::string arch = Net::spec_string(), name = opt.name();
   const auto view = m.host_region(role::optimizer_slot, true);
   std::string out;
   out.append(optimizer_state_magic, 8);
-  detail::put<std::uint32_t>(out, optimizer_state_version);
-  detail::put<std::uint64_t>(out, Net::fingerprint());
-  detail::put<std::uint32_t>(out, std::uint32_t(arch.size()));
+  put<std::uint32_t>(out, optimizer_state_version);
+  put<std::uint64_t>(out, Net::fingerprint());
+  put<std::uint32_t>(out, std::uint32_t(arch.size()));
   out += arch;
-  detail::put<std::uint32_t>(out, std::uint32_t(name.size()));
+  put<std::uint32_t>(out, std::uint32_t(name.size()));
   out += name;
-  detail::put<std::uint32_t>(out, std::uint32_t(opt.slots_per_parameter()));
-  detail::put<std::uint64_t>(out, std::uint64_t(M::parameter_count));
-  detail::put<std::int64_t>(out, os.iterations);
-  detail::put<std::int64_t>(out, os.steps);
-  detail::put<double>(out, os.learning_rate_scale);
-  detail::put<std::uint32_t>(out, std::uint32_t(sizeof(W)));
-  detail::put<std::uint64_t>(out, std::uint64_t(view.size()));
+  put<std::uint32_t>(out, std::uint32_t(opt.slots_per_parameter()));
+  put<std::uint64_t>(out, std::uint64_t(M::parameter_count));
+  put<std::int64_t>(out, os.iterations);
+  put<std::int64_t>(out, os.steps);
+  put<double>(out, os.learning_rate_scale);
+  put<std::uint32_t>(out, std::uint32_t(sizeof(W)));
+  put<std::uint64_t>(out, std::uint64_t(view.size()));
   out.append(reinterpret_cast<const char*>(view.data()), view.size());
   const auto crc = std::uint32_t(::crc32(0L, reinterpret_cast<const Bytef*>(out.data()), uInt(out.size())));
-  detail::put<std::uint32_t>(out, crc);
-  write_file_atomically(path, out);
+  put<std::uint32_t>(out, crc);
+  return out;
+}
+}  // namespace detail
+
+template <class M, class O>
+void save_optimizer_state(const M& m, const O& opt, const std::filesystem::path& path) {
+  auto fail = [&](const std::string& what) { throw weights_error("save_optimizer_state", path, what); };
+  write_file_atomically(path, detail::optimizer_state_bytes(m, opt, fail));
 }
 
 // An optimizer state file as read_optimizer_state_file found it.
@@ -80,15 +91,11 @@ struct optimizer_state_file {
   std::vector<char> data;           // the file's bytes
 };
 
-// Reads an optimizer state file of any network and optimizer: the checks of load_optimizer_state
-// that need neither type (size, magic, version, checksum, layout, the counts 0 <= iterations <=
-// steps, a finite scale > 0, 2-, 4- or 8-byte values). operation names the caller in errors
-// (weights_error naming the file and the problem).
-inline optimizer_state_file read_optimizer_state_file(const std::filesystem::path& path,
-                                                      const std::string& operation = "read_optimizer_state_file") {
-  auto fail = [&](const std::string& what) { throw weights_error(operation, path, what); };
-  optimizer_state_file f;
-  f.data = read_file<std::vector<char>, weights_error>(path, operation);
+namespace detail {
+// The checks of read_optimizer_state_file on an optimizer state file's bytes f.data (a file, or
+// a model file's optimizer section), failing through fail(what).
+template <class Fail>
+void parse_optimizer_state(optimizer_state_file& f, Fail&& fail) {
   const std::vector<char>& d = f.data;
   if (d.size() < 16) fail("truncated (" + std::to_string(d.size()) + " bytes, too short for a header)");
   if (std::memcmp(d.data(), optimizer_state_magic, 8) != 0) fail("not a ctnn optimizer state file (wrong magic)");
@@ -100,7 +107,7 @@ inline optimizer_state_file read_optimizer_state_file(const std::filesystem::pat
   std::memcpy(&stored_crc, d.data() + d.size() - 4, 4);
   if (std::uint32_t(::crc32(0L, reinterpret_cast<const Bytef*>(d.data()), uInt(d.size() - 4))) != stored_crc)
     fail("checksum mismatch: the file is corrupt or truncated");
-  detail::reader r{d, 12, d.size() - 4};
+  reader r{d, 12, d.size() - 4};
   f.fingerprint = r.get<std::uint64_t>();
   const auto arch_len = r.get<std::uint32_t>();
   const char* arch = r.take(arch_len);
@@ -129,15 +136,28 @@ inline optimizer_state_file read_optimizer_state_file(const std::filesystem::pat
   if (f.slot_bytes % f.element_bytes != 0)
     fail("its slot region of " + std::to_string(f.slot_bytes) + " bytes is not a whole number of " +
          std::to_string(f.element_bytes) + "-byte values");
+}
+}  // namespace detail
+
+// Reads an optimizer state file of any network and optimizer: the checks of load_optimizer_state
+// that need neither type (size, magic, version, checksum, layout, the counts 0 <= iterations <=
+// steps, a finite scale > 0, 2-, 4- or 8-byte values). operation names the caller in errors
+// (weights_error naming the file and the problem).
+inline optimizer_state_file read_optimizer_state_file(const std::filesystem::path& path,
+                                                      const std::string& operation = "read_optimizer_state_file") {
+  auto fail = [&](const std::string& what) { throw weights_error(operation, path, what); };
+  optimizer_state_file f;
+  f.data = read_file<std::vector<char>, weights_error>(path, operation);
+  detail::parse_optimizer_state(f, fail);
   return f;
 }
 
-template <class M, class O>
-void load_optimizer_state(M& m, const O& opt, const std::filesystem::path& path) {
+namespace detail {
+// The checks of load_optimizer_state of a read file f against m and opt; changes nothing.
+template <class M, class O, class Fail>
+void check_optimizer_state(const M& m, const O& opt, const optimizer_state_file& f, Fail&& fail) {
   using Net = typename M::network;
   using W = typename M::variable_type;
-  auto fail = [&](const std::string& what) { throw weights_error("load_optimizer_state", path, what); };
-  const optimizer_state_file f = read_optimizer_state_file(path, "load_optimizer_state");
   if (f.fingerprint != Net::fingerprint() || f.architecture != Net::spec_string())
     fail("it was saved from the network '" + f.architecture + "' but this model is '" + Net::spec_string() + "'");
   if (f.optimizer != opt.name())
@@ -154,9 +174,6 @@ void load_optimizer_state(M& m, const O& opt, const std::filesystem::path& path)
   const std::size_t slots = f.slots_per_parameter;
   const std::uint64_t bytes = f.slot_bytes;
   const char* values = f.data.data() + f.slots_offset;
-  const std::int64_t iterations = f.iterations, steps = f.steps;
-  const double scale = f.learning_rate_scale;
-
   const std::size_t want = m.host_region(role::parameter, false).size() * slots;  // the plan's slot region
   if (bytes != want) fail("its slots take " + std::to_string(bytes) + " bytes, this model's " + std::to_string(want));
   for (std::size_t i = 0; i < bytes / sizeof(W); ++i) {
@@ -164,14 +181,28 @@ void load_optimizer_state(M& m, const O& opt, const std::filesystem::path& path)
     std::memcpy(&w, values + i * sizeof(W), sizeof(W));
     if (!std::isfinite(w)) fail("slot value [" + std::to_string(i) + "] is not finite");
   }
+}
+
+// Puts a checked file's slots and counts (check_optimizer_state) into m, its slot region sized for opt.
+template <class M, class O>
+void apply_optimizer_state(M& m, const O& opt, const optimizer_state_file& f) {
   ctnn::detail::training_access::prepare_optimizer(m, opt);  // the slot region, sized for opt
   auto view = m.host_region(role::optimizer_slot, false);
-  std::memcpy(view.data(), values, std::size_t(bytes));
+  std::memcpy(view.data(), f.data.data() + f.slots_offset, std::size_t(f.slot_bytes));
   view.commit();
   optimizer_state& os = ctnn::detail::training_access::optimizer_state(m);
-  os.iterations = iterations;
-  os.steps = steps;
-  os.learning_rate_scale = scale;
+  os.iterations = f.iterations;
+  os.steps = f.steps;
+  os.learning_rate_scale = f.learning_rate_scale;
+}
+}  // namespace detail
+
+template <class M, class O>
+void load_optimizer_state(M& m, const O& opt, const std::filesystem::path& path) {
+  auto fail = [&](const std::string& what) { throw weights_error("load_optimizer_state", path, what); };
+  const optimizer_state_file f = read_optimizer_state_file(path, "load_optimizer_state");
+  detail::check_optimizer_state(m, opt, f, fail);
+  detail::apply_optimizer_state(m, opt, f);
 }
 
 }  // namespace ctnn::io
