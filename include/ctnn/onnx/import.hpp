@@ -3,13 +3,14 @@
 //
 // The computing nodes (Gemm or MatMul [+ Add], Conv, MaxPool, AveragePool,
 // BatchNormalization, GlobalAveragePool or ReduceMean, Relu, LeakyRelu, Sigmoid,
-// Tanh, Softmax, RNN, LSTM, GRU (and a bidirectional merge's Add / Mul); a graph layer's
-// branches in turn, then its Adds), in order, must match
-// the layers one for one (by each layer's kind) with the same sizes, strides, paddings,
-// slopes, epsilons, hidden sizes, directions and activations; shape plumbing (Reshape, Flatten, Transpose, Dropout, Identity,
-// Concat, ...) is skipped. A Gemm with
+// Tanh, Softmax, RNN, LSTM, GRU and a bidirectional merge's Add / Mul; a graph layer's
+// branches in turn, then its Adds), in order, must match the layers one for one (by
+// each layer's kind) with the same sizes, strides, paddings, slopes, epsilons, hidden
+// sizes, directions and activations; shape plumbing (Reshape, Flatten, Transpose,
+// Dropout, Identity, Concat, Gather, ...) is skipped. A Gemm with
 // transB = 1 (PyTorch's Linear) is transposed into ctnn's in x out kernel. A
 // channels-first graph input imports only into a network without spatial layers.
+// masking, embedding and time_distributed are a compile error (no ONNX mapping).
 // Everything is checked before any variable is written; a mismatch or a malformed
 // graph is a ctnn::io_error naming the layer (1-based, with its spec), the node
 // (op, name, index) and both sides, never a protobuf check or a read out of bounds.
@@ -564,6 +565,10 @@ void match_layer(matcher& mt, var_map& v, const std::string& p) {
     L::forwarded::each([&]<std::size_t K, class C>() { match_layer<C>(mt, v, p + std::to_string(K) + "."); });
     if constexpr (is_parallel<L> && !requires { L::axis; })
       for (std::size_t k = 1; k < L::n; ++k) mt.take("Add");
+  } else if constexpr (is_a<L, layer_kind::masking> || is_a<L, layer_kind::embedding> ||
+                       is_a<L, layer_kind::time_distributed>) {
+    static_assert(!std::is_same_v<L, L>,
+                  "import_onnx: masking, embedding and time_distributed have no ONNX mapping (see ctnn/onnx/import.hpp)");
   }  // dropout, flatten, reshape: nothing to compute
 }
 
