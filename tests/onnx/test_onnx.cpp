@@ -875,6 +875,31 @@ TEST_CASE("recurrent layers export as ONNX RNN, LSTM and GRU: onnxruntime agrees
     for (std::size_t f = 0; f < 3; ++f) CHECK(wv[(8 + j) * 3 + f] == kernel[f * 32 + 24 + j]);
 }
 
+TEST_CASE("import_onnx of RNN and LSTM nodes with a recurrent bias Rb: the layer's bias is Wb + Rb, onnxruntime agrees") {
+  // export_onnx writes Rb = 0 for simple_rnn and lstm; other exporters (PyTorch's b_hh) need not
+  temp_dir d;
+  auto a = random_weights<rnn_stack>(7);
+  const fs::path exported = d.path / "s.onnx", f = d.path / "rb.onnx";
+  export_onnx(a, exported);
+  auto m = read_model(exported);
+  rng g(8);
+  for (const char* name : {"layer1_B", "layer2_B"}) {  // LSTM's [1, 64], RNN's [1, 8]: the second half is Rb
+    auto* t = initializer(m, name);
+    auto v = onnx_detail::floats_of(*t, "test", f);
+    for (std::size_t j = v.size() / 2; j < v.size(); ++j) v[j] = float(g.uniform(-0.5, 0.5));
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+  }
+  write_model(m, f);
+  auto b = make_model<rnn_stack>(9);
+  import_onnx(b, f);
+  const auto x = random_inputs<shape<5, 3>>(6, 10);
+  const auto ours = ctnn::predict(b, x);
+  CHECK(max_abs_diff(ours, ctnn::predict(a, x)) > 1e-3);  // Rb changed what the graph computes
+  xt::xtensor<float, 2> theirs;
+  if (!onnxruntime_predict(f, x, theirs, d.path)) return;
+  CHECK(max_abs_diff(theirs, ours) < 1e-5);
+}
+
 // masking, embedding (mask_zero or not) and time_distributed have no ONNX mapping: export_onnx's static_assert
 // (tests/compile_fail/onnx_export_unmapped_activation.cpp shows its message); the recurrent layers have one
 static_assert(!onnx_detail::exportable<masking<>::bind<shape<5, 3>, float, cpu<>>>());
