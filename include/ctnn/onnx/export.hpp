@@ -12,8 +12,9 @@
 // go_backwards -> direction "reverse", bidirectional -> "bidirectional" and its merge),
 // quantized_dense, quantized_conv2d -> QDQ form (int8 kernel and int32 bias initializers,
 // DequantizeLinear per channel, QuantizeLinear/DequantizeLinear pairs, Gemm or Conv). A
-// layer or activation without a mapping is a compile error naming its position
-// ("export_onnx: this layer or activation has no ONNX mapping"). Variables must
+// layer or activation without a mapping (masking, embedding, time_distributed among them)
+// is a compile error naming its position ("export_onnx: this layer or activation has no
+// ONNX mapping"). Variables must
 // be float; a quantized scale that is not positive and finite, or a zero point
 // outside int8, throws std::invalid_argument naming the layer. The file is
 // written to a temporary and renamed (io/atomic_file.hpp).

@@ -442,11 +442,15 @@ void match_recurrent(matcher& mt, var_map& v, const std::string& p) {
           mt.fail(nn + " has activation_alpha " + std::to_string(a) + "; this layer's slope is " + std::to_string(act_alpha<A>));
     }
   }
-  static const char* const unsupported[] = {"", "", "", "", "sequence_lens (ctnn's sequences have all their steps)",
+  // inputs 4 on: sequence_lens, initial_h, and for LSTM initial_c and P
+  static const char* const unsupported[] = {"sequence_lens (ctnn's sequences have all their steps)",
                                             "initial_h (ctnn's state starts at zero)",
                                             "initial_c (ctnn's state starts at zero)", "P (peepholes; Keras has none)"};
-  for (int i = 4; i < n.input_size() && i < 8; ++i)
-    if (!n.input(i).empty()) mt.fail(nn + " has an input " + unsupported[i]);
+  constexpr int inputs = is_a<L, layer_kind::lstm> ? 8 : 6;
+  if (n.input_size() > inputs)
+    mt.fail(nn + " has " + std::to_string(n.input_size()) + " inputs; " + op + " has at most " + std::to_string(inputs));
+  for (int i = 4; i < n.input_size(); ++i)
+    if (!n.input(i).empty()) mt.fail(nn + " has an input " + unsupported[i - 4]);
   const auto w = mt.values(n, 1, "W", {nd, G, F}, "kernel (as ONNX's W: directions x gates*units x features)");
   const auto r = mt.values(n, 2, "R", {nd, G, U}, "recurrent_kernel (as ONNX's R: directions x gates*units x units)");
   const bool has_b = n.input_size() > 3 && !n.input(3).empty();
