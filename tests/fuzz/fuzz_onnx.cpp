@@ -1,8 +1,9 @@
 // libFuzzer target: import_onnx (ctnn/onnx.hpp) on an arbitrary file, into a dense network (the shape of
-// tests/onnx/data/torch_mlp.onnx) and a convolutional one (conv2d, batch_norm, both pools, dense with
-// leaky_relu and softmax) and a recurrent one (LSTM, RNN, a bidirectional GRU averaged). A malformed model must throw io_error; anything else (a protobuf
-// FatalException, a read out of bounds, another exception type) is a bug, as is any sanitizer report or
-// a run past -rss_limit_mb / -malloc_limit_mb. Built only where ctnn::onnx exists.
+// tests/onnx/data/torch_mlp.onnx), a convolutional one (conv2d, batch_norm, both pools, dense with
+// leaky_relu and softmax) and a recurrent one (ONNX's LSTM, RNN, a bidirectional GRU averaged). A
+// malformed model must throw io_error; anything else (a protobuf FatalException, a read out of bounds,
+// another exception type) is a bug, as is any sanitizer report or a run past -rss_limit_mb /
+// -malloc_limit_mb. Built only where ctnn::onnx exists.
 #include <ctnn/onnx.hpp>
 
 #include <unistd.h>
@@ -42,8 +43,8 @@ void write(const onnx::ModelProto& m, const fs::path& p) {
   std::ofstream(p, std::ios::binary) << bytes;
 }
 
-// CTNN_FUZZ_WRITE_SEED=dir writes into dir: the three networks exported (rnn: LSTM, RNN, GRU nodes), mlp's graph with its first Gemm
-// split into MatMul + Add (TensorFlow's form), and regress_add_one_input: that graph with an Add of
+// CTNN_FUZZ_WRITE_SEED=dir writes into dir: the three networks exported (rnn: LSTM, RNN, GRU nodes),
+// mlp's graph with its first Gemm split into MatMul + Add (TensorFlow's form), and regress_add_one_input: that graph with an Add of
 // one input, which import_onnx read past (a protobuf FatalException under the asan build).
 void write_seeds(const fs::path& out) {
   fs::create_directories(out);

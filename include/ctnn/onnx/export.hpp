@@ -203,7 +203,8 @@ void emit_recurrent(builder& b, const std::string& base, var_map& v, const std::
   constexpr bool seq = L::opt.return_sequences, reverse = !bidi && L::opt.go_backwards;
   rnn_weights all;
   auto direction = [&](const std::string& prefix) {
-    const auto o = to_onnx_gates<L>(v[p + prefix + "kernel"], v[p + prefix + "recurrent_kernel"], v[p + prefix + "bias"]);
+    const auto o =
+        to_onnx_gates<L>(v[p + prefix + "kernel"], v[p + prefix + "recurrent_kernel"], v[p + prefix + "bias"]);
     all.w.insert(all.w.end(), o.w.begin(), o.w.end());
     all.r.insert(all.r.end(), o.r.begin(), o.r.end());
     all.b.insert(all.b.end(), o.b.begin(), o.b.end());

@@ -405,7 +405,8 @@ void match_recurrent(matcher& mt, var_map& v, const std::string& p) {
     mt.fail(nn + " has layout " + std::to_string(l) + "; ONNX defines 0 and 1");
   if (attr(n, "clip")) mt.fail(nn + " clips its gates' inputs (clip); ctnn's recurrent layers do not");
   if constexpr (is_a<L, layer_kind::lstm>)
-    if (mt.attr_i(n, "input_forget", 0) != 0) mt.fail(nn + " couples the input and forget gates (input_forget); ctnn's lstm does not");
+    if (mt.attr_i(n, "input_forget", 0) != 0)
+      mt.fail(nn + " couples the input and forget gates (input_forget); ctnn's lstm does not");
   if constexpr (is_a<L, layer_kind::gru>)
     if (mt.attr_i(n, "linear_before_reset", 0) == 0)
       mt.fail(nn + " has linear_before_reset = 0 (Keras' reset_after = false); ctnn's gru is reset_after = true "
@@ -429,7 +430,8 @@ void match_recurrent(matcher& mt, var_map& v, const std::string& p) {
     if (!ok) {
       std::string g;
       for (const auto& a : given) g += (g.empty() ? "" : ", ") + printable(a, 40);
-      mt.fail(nn + " has activations [" + (given.empty() ? "(the defaults)" : g) + "]; this layer's are [" + want_acts + "]");
+      mt.fail(nn + " has activations [" + (given.empty() ? "(the defaults)" : g) + "]; this layer's are [" + want_acts +
+              "]");
     }
   }
   if constexpr (is_a<L, layer_kind::simple_rnn>) {
@@ -439,7 +441,8 @@ void match_recurrent(matcher& mt, var_map& v, const std::string& p) {
       if (alpha.empty()) alpha.assign(std::size_t(nd), 0.01f);  // ONNX's LeakyRelu default
       for (float a : alpha)
         if (alpha.size() != std::size_t(nd) || !(std::abs(a - act_alpha<A>) <= 1e-6 * act_alpha<A>))
-          mt.fail(nn + " has activation_alpha " + std::to_string(a) + "; this layer's slope is " + std::to_string(act_alpha<A>));
+          mt.fail(nn + " has activation_alpha " + std::to_string(a) + "; this layer's slope is " +
+                  std::to_string(act_alpha<A>));
     }
   }
   // inputs 4 on: sequence_lens, initial_h, and for LSTM initial_c and P
@@ -448,7 +451,8 @@ void match_recurrent(matcher& mt, var_map& v, const std::string& p) {
                                             "initial_c (ctnn's state starts at zero)", "P (peepholes; Keras has none)"};
   constexpr int inputs = is_a<L, layer_kind::lstm> ? 8 : 6;
   if (n.input_size() > inputs)
-    mt.fail(nn + " has " + std::to_string(n.input_size()) + " inputs; " + op + " has at most " + std::to_string(inputs));
+    mt.fail(nn + " has " + std::to_string(n.input_size()) + " inputs; " + op + " has at most " +
+            std::to_string(inputs));
   for (int i = 4; i < n.input_size(); ++i)
     if (!n.input(i).empty()) mt.fail(nn + " has an input " + unsupported[i - 4]);
   const auto w = mt.values(n, 1, "W", {nd, G, F}, "kernel (as ONNX's W: directions x gates*units x features)");
@@ -571,8 +575,8 @@ void match_layer(matcher& mt, var_map& v, const std::string& p) {
       for (std::size_t k = 1; k < L::n; ++k) mt.take("Add");
   } else if constexpr (is_a<L, layer_kind::masking> || is_a<L, layer_kind::embedding> ||
                        is_a<L, layer_kind::time_distributed>) {
-    static_assert(!std::is_same_v<L, L>,
-                  "import_onnx: masking, embedding and time_distributed have no ONNX mapping (see ctnn/onnx/import.hpp)");
+    static_assert(!std::is_same_v<L, L>, "import_onnx: masking, embedding and time_distributed have no ONNX "
+                                         "mapping (see ctnn/onnx/import.hpp)");
   }  // dropout, flatten, reshape: nothing to compute
 }
 
