@@ -1,11 +1,16 @@
-// onnx.hpp: export of trained models run by onnxruntime, export -> import round trips,
+// onnx.hpp: export of trained models run by onnxruntime, export -> import round trips (recurrent
+// layers included: RNN, LSTM, GRU, bidirectional),
 // a PyTorch-exported MLP imported, graphs that differ refused naming the first mismatch, and
 // quantized models exported in QDQ form (their graph, onnxruntime against ctnn's int8 outputs).
 #include <doctest/doctest.h>
 
 #include <ctnn/data/in_memory.hpp>
+#include <ctnn/layers/bidirectional.hpp>
 #include <ctnn/layers/concatenate.hpp>
+#include <ctnn/layers/gru.hpp>
+#include <ctnn/layers/lstm.hpp>
 #include <ctnn/layers/residual.hpp>
+#include <ctnn/layers/simple_rnn.hpp>
 #include <ctnn/losses/sparse_categorical_crossentropy.hpp>
 #include <ctnn/npy.hpp>
 #include <ctnn/onnx.hpp>
@@ -82,8 +87,9 @@ model<cnn> trained_cnn() { return trained<cnn>(7, 64, 16, 3); }
 // Runs the model file with onnxruntime on x; false (after CTNN_SKIP) when python3,
 // numpy or onnxruntime are missing.
 // unoptimized: also without graph optimizations (QDQ nodes as written, no fused int8 kernels).
-bool onnxruntime_predict(const fs::path& model_file, const auto& x, xt::xtensor<float, 2>& y, const fs::path& dir,
-                         xt::xtensor<float, 2>* unoptimized = nullptr) {
+template <std::size_t R>
+bool onnxruntime_predict(const fs::path& model_file, const auto& x, xt::xtensor<float, R>& y, const fs::path& dir,
+                         xt::xtensor<float, R>* unoptimized = nullptr) {
   save_npy(dir / "x.npy", x);
   const std::string cmd = "python3 " CTNN_ONNX_TEST_DIR "/run_onnxruntime.py " + model_file.string() + " " +
                           (dir / "x.npy").string() + " " + (dir / "y.npy").string() +
@@ -94,8 +100,8 @@ bool onnxruntime_predict(const fs::path& model_file, const auto& x, xt::xtensor<
     return false;
   }
   REQUIRE(rc == 0);
-  y = load_npy<float, 2>(dir / "y.npy");
-  if (unoptimized) *unoptimized = load_npy<float, 2>(dir / "y_noopt.npy");
+  y = load_npy<float, R>(dir / "y.npy");
+  if (unoptimized) *unoptimized = load_npy<float, R>(dir / "y_noopt.npy");
   return true;
 }
 
@@ -782,4 +788,184 @@ TEST_CASE("onnxruntime and ctnn at QuantizeLinear ties: ONNX rounds half to even
     CHECK(at_ties.differ > even.differ);  // the ties are what differs
     CHECK(even.max < 1.01);
   }
+}
+
+namespace {
+// Recurrent layers over 5 steps of 3 features. rnn_stack: lstm returning its sequence read backwards,
+// simple_rnn (relu) returning its sequence, gru returning its last state. rnn_back: gru's sequence,
+// simple_rnn (leaky_relu) read backwards returning its sequence, a bidirectional lstm averaged.
+// rnn_bidi: bidirectional layers returning sequences, merged by sum, mul and concat (output 5 x 4).
+constexpr recurrent_options seq_backwards{.return_sequences = true, .go_backwards = true};
+using rnn_stack = sequential<input<5, 3>, lstm<8, seq_backwards>, simple_rnn<4, relu, return_sequences>, gru<6>>;
+using rnn_back = sequential<input<5, 3>, gru<6, return_sequences>, simple_rnn<4, leaky_relu<0.2>, seq_backwards>,
+                            bidirectional<lstm<3>, merge::ave>>;
+using rnn_bidi = sequential<input<5, 3>, bidirectional<gru<3, return_sequences>, merge::sum>,
+                            bidirectional<lstm<4, return_sequences>, merge::mul>,
+                            bidirectional<simple_rnn<2, ctnn::tanh, return_sequences>>>;
+
+// A model of Net with every parameter (biases included) drawn from [-0.6, 0.6].
+template <class Net>
+model<Net> random_weights(std::uint64_t seed) {
+  auto m = make_model<Net>(seed);
+  rng g(seed + 100);
+  m.for_each_variable([&](const variable_ref& v) {  // (not parameters(): its alignment gaps stay 0)
+    if (v.kind != role::parameter) return;
+    for (std::size_t i = 0; i < v.extent; ++i) {
+      const float w = float(g.uniform(-0.6, 0.6));
+      std::memcpy(v.data + i * sizeof w, &w, sizeof w);
+    }
+  });
+  return m;
+}
+
+// Exports Net with random weights; onnxruntime's outputs within 1e-5 of ctnn's, and import_onnx
+// into a model of another seed gives the same parameters bit for bit.
+template <class Net>
+void recurrent_round_trip(const std::string& name, std::uint64_t seed) {
+  INFO(name);
+  temp_dir d;
+  auto a = random_weights<Net>(seed);
+  const fs::path f = d.path / (name + ".onnx");
+  export_onnx(a, f);
+  auto b = make_model<Net>(seed + 1);
+  REQUIRE(params(b) != params(a));
+  import_onnx(b, f);
+  CHECK(params(b) == params(a));
+  const auto x = random_inputs<typename Net::input_type>(7, seed);
+  const auto ours = ctnn::predict(a, x);
+  CHECK(ctnn::predict(b, x) == ours);
+  std::remove_cvref_t<decltype(ours)> theirs;
+  if (!onnxruntime_predict(f, x, theirs, d.path)) return;
+  REQUIRE(theirs.shape() == ours.shape());
+  const double diff = max_abs_diff(theirs, ours);
+  MESSAGE(name << ": onnxruntime against ctnn, largest difference " << diff);
+  CHECK(diff < 1e-5);
+}
+}  // namespace
+
+TEST_CASE("recurrent layers export as ONNX RNN, LSTM and GRU: onnxruntime agrees within 1e-5, import restores them") {
+  recurrent_round_trip<rnn_stack>("rnn_stack", 1);
+  recurrent_round_trip<rnn_back>("rnn_back", 2);
+  recurrent_round_trip<rnn_bidi>("rnn_bidi", 3);
+  // the graph: time-major Transposes around each operator, ONNX's gate order, directions
+  temp_dir d;
+  auto a = random_weights<rnn_stack>(4);
+  export_onnx(a, d.path / "s.onnx");
+  const auto m = read_model(d.path / "s.onnx");
+  std::vector<std::string> ops, dirs;
+  for (const auto& n : m.graph().node()) {
+    if (n.op_type() == "Transpose" || n.op_type() == "Reshape" || n.op_type() == "Identity") continue;
+    ops.push_back(n.op_type());
+    for (const auto& at : n.attribute())
+      if (at.name() == "direction") dirs.push_back(at.s());
+  }
+  CHECK(ops == std::vector<std::string>{"LSTM", "Gather", "RNN", "GRU"});  // the Gather reverses LSTM's Y
+  CHECK(dirs == std::vector<std::string>{"reverse", "forward", "forward"});
+  // LSTM's W row block 1 (ONNX's o gate) is Keras' gate 3 (o) of the kernel [F, 4U]
+  const auto& w = *initializer(const_cast<onnx::ModelProto&>(m), "layer1_W");
+  const auto wv = onnx_detail::floats_of(w, "test", "s.onnx");
+  std::vector<float> kernel;
+  a.for_each_variable([&](const variable_ref& v) {
+    if (v.layer == 0 && v.name == "kernel") kernel.assign(reinterpret_cast<const float*>(v.data),
+                                                          reinterpret_cast<const float*>(v.data) + v.extent);
+  });
+  REQUIRE(wv.size() == 32 * 3);
+  REQUIRE(kernel.size() == 3 * 32);
+  for (std::size_t j = 0; j < 8; ++j)
+    for (std::size_t f = 0; f < 3; ++f) CHECK(wv[(8 + j) * 3 + f] == kernel[f * 32 + 24 + j]);
+}
+
+TEST_CASE("import_onnx of RNN and LSTM nodes with a recurrent bias Rb: the layer's bias is Wb + Rb, onnxruntime agrees") {
+  // export_onnx writes Rb = 0 for simple_rnn and lstm; other exporters (PyTorch's b_hh) need not
+  temp_dir d;
+  auto a = random_weights<rnn_stack>(7);
+  const fs::path exported = d.path / "s.onnx", f = d.path / "rb.onnx";
+  export_onnx(a, exported);
+  auto m = read_model(exported);
+  rng g(8);
+  for (const char* name : {"layer1_B", "layer2_B"}) {  // LSTM's [1, 64], RNN's [1, 8]: the second half is Rb
+    auto* t = initializer(m, name);
+    auto v = onnx_detail::floats_of(*t, "test", f);
+    for (std::size_t j = v.size() / 2; j < v.size(); ++j) v[j] = float(g.uniform(-0.5, 0.5));
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+  }
+  write_model(m, f);
+  auto b = make_model<rnn_stack>(9);
+  import_onnx(b, f);
+  const auto x = random_inputs<shape<5, 3>>(6, 10);
+  const auto ours = ctnn::predict(b, x);
+  CHECK(max_abs_diff(ours, ctnn::predict(a, x)) > 1e-3);  // Rb changed what the graph computes
+  xt::xtensor<float, 2> theirs;
+  if (!onnxruntime_predict(f, x, theirs, d.path)) return;
+  CHECK(max_abs_diff(theirs, ours) < 1e-5);
+}
+
+// masking, embedding (mask_zero or not) and time_distributed have no ONNX mapping: export_onnx's static_assert
+// (tests/compile_fail/onnx_export_unmapped_activation.cpp shows its message); the recurrent layers have one
+static_assert(!onnx_detail::exportable<masking<>::bind<shape<5, 3>, float, cpu<>>>());
+static_assert(!onnx_detail::exportable<embedding<10, 4, true>::bind<shape<5>, float, cpu<>>>());
+static_assert(!onnx_detail::exportable<time_distributed<dense<2>>::bind<shape<5, 3>, float, cpu<>>>());
+static_assert(onnx_detail::exportable<lstm<4>::bind<shape<5, 3>, float, cpu<>>>());
+static_assert(onnx_detail::exportable<bidirectional<simple_rnn<4, leaky_relu<0.2>>>::bind<shape<5, 3>, float, cpu<>>>());
+
+TEST_CASE("import_onnx refuses a recurrent operator that computes something else, naming the node") {
+  temp_dir d;
+  auto a = random_weights<rnn_stack>(5);
+  const fs::path exported = d.path / "s.onnx", f = d.path / "bad.onnx";
+  export_onnx(a, exported);
+  auto b = make_model<rnn_stack>(6);
+  const auto before = params(b);
+  // the exported graph with node `op`'s attribute changed (or added) by `edit`
+  auto refused = [&](const std::string& op, auto edit) {
+    auto m = read_model(exported);
+    for (auto& n : *m.mutable_graph()->mutable_node())
+      if (n.op_type() == op) edit(n);
+    write_model(m, f);
+    const std::string what = message_of([&] { import_onnx(b, f); });
+    CHECK(params(b) == before);
+    return what;
+  };
+  auto set_attr = [](const char* name, auto value) {
+    return [=](onnx::NodeProto& n) {
+      onnx::AttributeProto* a = nullptr;
+      for (auto& x : *n.mutable_attribute())
+        if (x.name() == name) a = &x;
+      if (!a) (a = n.add_attribute())->set_name(name);
+      if constexpr (std::is_same_v<decltype(value), int>) {
+        a->set_type(onnx::AttributeProto::INT);
+        a->set_i(value);
+      } else if constexpr (std::is_same_v<decltype(value), float>) {
+        a->set_type(onnx::AttributeProto::FLOAT);
+        a->set_f(value);
+      } else {
+        a->set_type(onnx::AttributeProto::STRING);
+        a->set_s(value);
+      }
+    };
+  };
+  const std::string p = "import_onnx: " + f.string() + ": ";
+  const std::string l1 = p + "layer 1 (lstm<8, return_sequences, go_backwards>): LSTM 'layer1_lstm_1' (node 1)";
+  CHECK(refused("LSTM", set_attr("hidden_size", 7)) == l1 + " has hidden_size 7; this layer has 8 units");
+  CHECK(refused("LSTM", set_attr("direction", std::string("forward"))) ==
+        l1 + " has direction 'forward'; this layer's is 'reverse' (go_backwards)");
+  CHECK(refused("LSTM", set_attr("clip", 3.0f)) == l1 + " clips its gates' inputs (clip); ctnn's recurrent layers do not");
+  CHECK(refused("LSTM", set_attr("input_forget", 1)) ==
+        l1 + " couples the input and forget gates (input_forget); ctnn's lstm does not");
+  CHECK(refused("LSTM", [](onnx::NodeProto& n) {
+          while (n.input_size() < 6) n.add_input("");
+          n.set_input(5, "h0");
+        }) == l1 + " has an input initial_h (ctnn's state starts at zero)");
+  const std::string l2 = p + "layer 2 (simple_rnn<4, relu, return_sequences>): RNN 'layer2_rnn_";
+  const std::string acts = refused("RNN", [](onnx::NodeProto& n) {
+    for (auto& x : *n.mutable_attribute())
+      if (x.name() == "activations") x.set_strings(0, "Tanh");
+  });
+  CHECK(acts.starts_with(l2));
+  CHECK(acts.ends_with(" has activations [Tanh]; this layer's are [Relu]"));
+  const std::string gru = refused("GRU", set_attr("linear_before_reset", 0));
+  CHECK(gru.starts_with(p + "layer 3 (gru<6>): GRU 'layer3_gru_"));
+  CHECK(gru.ends_with(" has linear_before_reset = 0 (Keras' reset_after = false); ctnn's gru is reset_after = true "
+                      "(linear_before_reset = 1)"));
+  const std::string w = refused("GRU", [](onnx::NodeProto& n) { n.set_input(1, "layer2_W"); });  // an RNN's W [1, 4, 8]
+  CHECK(w.ends_with(" has a W of 1 x 4 x 8; this layer's kernel (as ONNX's W: directions x gates*units x features) is 1 x 18 x 4"));
 }

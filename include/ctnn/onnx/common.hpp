@@ -1,13 +1,15 @@
 // ctnn/onnx/common.hpp — what ONNX export and import share (namespace
 // ctnn::onnx_detail, not a public API): a bound layer's kind (its member `kind`,
 // a tag declared beside each layer), an activation's ONNX operator (its member
-// onnx_op) and alpha, and the pads of a window. Includes ONNX's generated
+// onnx_op) and alpha, the pads of a window, and the recurrent layers' weights in ONNX's
+// RNN / LSTM / GRU layout and back. Includes ONNX's generated
 // classes (<onnx/onnx_pb.h>: link ctnn::onnx) and the layers that map to ONNX.
 // Docs: docs/interop.md ("ONNX").
 #pragma once
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -29,16 +31,23 @@
 #include "../layers/activation.hpp"
 #include "../layers/average_pool2d.hpp"
 #include "../layers/batch_norm.hpp"
+#include "../layers/bidirectional.hpp"
 #include "../layers/conv2d.hpp"
 #include "../layers/dense.hpp"
 #include "../layers/dropout.hpp"
+#include "../layers/embedding.hpp"
 #include "../layers/global_average_pool.hpp"
+#include "../layers/gru.hpp"
+#include "../layers/lstm.hpp"
+#include "../layers/masking.hpp"
 #include "../layers/graph_nodes.hpp"
 #include "../layers/max_pool2d.hpp"
 #include "../layers/padding.hpp"
 #include "../layers/quantized_conv2d.hpp"
 #include "../layers/quantized_dense.hpp"
 #include "../layers/reshape.hpp"
+#include "../layers/simple_rnn.hpp"
+#include "../layers/time_distributed.hpp"
 #include "../quantization/arithmetic.hpp"
 #include "../train/model.hpp"
 
@@ -100,6 +109,83 @@ inline std::vector<std::int64_t> spatial_pads(const kernels::conv_geometry& g) {
   };
   return {std::int64_t(g.pt), std::int64_t(g.pl), after(g.h, g.oh, g.kh, g.stride, g.pt),
           after(g.w, g.ow, g.kw, g.stride, g.pl)};
+}
+
+// Recurrent layers (a bound simple_rnn, lstm or gru): ONNX's operator, and its gates against Keras'.
+template <class L>
+inline constexpr bool is_recurrent =
+    is_a<L, layer_kind::simple_rnn> || is_a<L, layer_kind::lstm> || is_a<L, layer_kind::gru>;
+template <class L>
+consteval const char* rnn_op() {
+  if constexpr (is_a<L, layer_kind::lstm>) return "LSTM";
+  else if constexpr (is_a<L, layer_kind::gru>) return "GRU";
+  else return "RNN";
+}
+// Keras' gate of each ONNX gate: LSTM i o f c against Keras' i f c o; GRU z r h and RNN's one gate in the same order.
+template <class L>
+consteval std::array<std::size_t, L::cell::gates> keras_gate_of() {
+  if constexpr (is_a<L, layer_kind::lstm>) return {0, 3, 1, 2};
+  else if constexpr (is_a<L, layer_kind::gru>) return {0, 1, 2};
+  else return {0};
+}
+// ONNX's activations of one direction: RNN's f (simple_rnn's activation; nullptr when it has no ONNX
+// operator or, the identity, none ONNX's RNN takes), LSTM's f g h, GRU's f g (the defaults).
+template <class L>
+consteval std::array<const char*, is_a<L, layer_kind::lstm> ? 3 : is_a<L, layer_kind::gru> ? 2 : 1> rnn_activations() {
+  if constexpr (is_a<L, layer_kind::lstm>) return {"Sigmoid", "Tanh", "Tanh"};
+  else if constexpr (is_a<L, layer_kind::gru>) return {"Sigmoid", "Tanh"};
+  else {
+    constexpr const char* op = act_op<typename L::spec::activation>();
+    if constexpr (op == nullptr) return {nullptr};
+    else if constexpr (std::string_view(op).empty()) return {nullptr};
+    else return {op};
+  }
+}
+
+// One direction's W [G, F], R [G, U] and B [2G] (Wb then Rb), ONNX's gate order, from the layer's
+// kernel [F, G], recurrent_kernel [U, G] and bias ([G]: Wb, Rb = 0; gru's [2, G]: Wb and Rb), Keras' order.
+struct rnn_weights {
+  std::vector<float> w, r, b;
+};
+template <class L>
+rnn_weights to_onnx_gates(const std::vector<float>& kernel, const std::vector<float>& recurrent,
+                          const std::vector<float>& bias) {
+  constexpr std::size_t F = L::F, U = L::U, G = L::G;
+  constexpr auto kg = keras_gate_of<L>();
+  rnn_weights o{std::vector<float>(G * F), std::vector<float>(G * U), std::vector<float>(2 * G, 0.f)};
+  for (std::size_t g = 0; g < kg.size(); ++g)
+    for (std::size_t j = 0; j < U; ++j) {
+      const std::size_t row = g * U + j, col = kg[g] * U + j;  // ONNX's row, Keras' column
+      for (std::size_t f = 0; f < F; ++f) o.w[row * F + f] = kernel[f * G + col];
+      for (std::size_t k = 0; k < U; ++k) o.r[row * U + k] = recurrent[k * G + col];
+      o.b[row] = bias[col];
+      if constexpr (L::sep_bias) o.b[G + row] = bias[G + col];
+    }
+  return o;
+}
+// The inverse: the layer's kernel, recurrent_kernel and bias from one direction's W, R, B (B null: zeros;
+// simple_rnn and lstm add Rb to Wb, gru keeps them as its two bias rows).
+template <class L>
+void from_onnx_gates(const float* w, const float* r, const float* b, std::vector<float>& kernel,
+                     std::vector<float>& recurrent, std::vector<float>& bias) {
+  constexpr std::size_t F = L::F, U = L::U, G = L::G;
+  constexpr auto kg = keras_gate_of<L>();
+  kernel.assign(F * G, 0.f);
+  recurrent.assign(U * G, 0.f);
+  bias.assign(L::bias_count, 0.f);
+  for (std::size_t g = 0; g < kg.size(); ++g)
+    for (std::size_t j = 0; j < U; ++j) {
+      const std::size_t row = g * U + j, col = kg[g] * U + j;
+      for (std::size_t f = 0; f < F; ++f) kernel[f * G + col] = w[row * F + f];
+      for (std::size_t k = 0; k < U; ++k) recurrent[k * G + col] = r[row * U + k];
+      if (!b) continue;
+      if constexpr (L::sep_bias) {
+        bias[col] = b[row];
+        bias[G + col] = b[G + row];
+      } else {
+        bias[col] = b[G + row] == 0.f ? b[row] : b[row] + b[G + row];  // (Wb's bits kept when Rb is 0)
+      }
+    }
 }
 
 }  // namespace ctnn::onnx_detail

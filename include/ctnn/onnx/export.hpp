@@ -7,11 +7,14 @@
 // pools -> MaxPool / AveragePool (count_include_pad = 0), batch_normalization ->
 // BatchNormalization (moving statistics), dropout -> nothing, flatten/reshape ->
 // Reshape, global_average_pool -> ReduceMean, an activation -> its onnx_op, a graph
-// layer -> its branches' nodes then Add (add, residual) or Concat,
+// layer -> its branches' nodes then Add (add, residual) or Concat, simple_rnn, lstm,
+// gru -> RNN, LSTM, GRU (ONNX's gate order and time-major layout, Transposes around;
+// go_backwards -> direction "reverse", bidirectional -> "bidirectional" and its merge),
 // quantized_dense, quantized_conv2d -> QDQ form (int8 kernel and int32 bias initializers,
 // DequantizeLinear per channel, QuantizeLinear/DequantizeLinear pairs, Gemm or Conv). A
-// layer or activation without a mapping is a compile error naming its position
-// ("export_onnx: this layer or activation has no ONNX mapping"). Variables must
+// layer or activation without a mapping (masking, embedding, time_distributed among them)
+// is a compile error naming its position ("export_onnx: this layer or activation has no
+// ONNX mapping"). Variables must
 // be float; a quantized scale that is not positive and finite, or a zero point
 // outside int8, throws std::invalid_argument naming the layer. The file is
 // written to a temporary and renamed (io/atomic_file.hpp).
@@ -60,6 +63,8 @@ consteval bool exportable() {
                      is_a<L, layer_kind::quantized_conv2d>)
     return act_op<typename L::Act>() != nullptr;
   else if constexpr (is_a<L, layer_kind::activation>) return act_op<typename L::spec>() != nullptr;
+  else if constexpr (is_recurrent<L>) return rnn_activations<L>()[0] != nullptr;
+  else if constexpr (is_a<L, layer_kind::bidirectional>) return rnn_activations<typename L::Fwd>()[0] != nullptr;
   else
     return is_a<L, layer_kind::pool2d> || is_a<L, layer_kind::batch_norm> || is_a<L, layer_kind::dropout> ||
            is_a<L, layer_kind::reshape> || is_a<L, layer_kind::global_average_pool>;
@@ -120,6 +125,24 @@ struct builder {
     a->set_type(onnx::AttributeProto::FLOAT);
     a->set_f(v);
   }
+  static void attr_string(onnx::NodeProto* n, const char* name, const std::string& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  }
+  static void attr_strings(onnx::NodeProto* n, const char* name, const std::vector<std::string>& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRINGS);
+    for (const auto& x : v) a->add_strings(x);
+  }
+  static void attr_floats(onnx::NodeProto* n, const char* name, const std::vector<float>& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOATS);
+    for (auto x : v) a->add_floats(x);
+  }
   static void attr_ints(onnx::NodeProto* n, const char* name, const std::vector<std::int64_t>& v) {
     auto* a = n->add_attribute();
     a->set_name(name);
@@ -166,6 +189,87 @@ using var_map = std::map<std::string, std::vector<float>, std::less<>>;
 
 template <class L>
 void emit_graph(builder& b, const std::string& base, var_map& v, const std::string& p);
+
+// A recurrent layer L (bound simple_rnn, lstm, gru), or with Bidi a bidirectional layer whose forward
+// layer is L: Transpose to time-major, RNN / LSTM / GRU (W, R, B in ONNX's gate order; gru with
+// linear_before_reset = 1, Keras' reset_after), then to (batch, units) from Y_h, or to (batch, steps,
+// units) from Y (go_backwards: its steps reversed by a Gather, Keras returns them in reading order).
+// bidirectional: both directions in one node; concat is the Reshape of [forward, backward], sum / mul /
+// ave Gather each direction, then Add, Mul, or Add and Mul by 0.5.
+template <class L, class Bidi = void>
+void emit_recurrent(builder& b, const std::string& base, var_map& v, const std::string& p) {
+  constexpr bool bidi = !std::is_void_v<Bidi>;
+  constexpr std::int64_t S = L::S, U = L::U, G = L::G, F = L::F, nd = bidi ? 2 : 1;
+  constexpr bool seq = L::opt.return_sequences, reverse = !bidi && L::opt.go_backwards;
+  rnn_weights all;
+  auto direction = [&](const std::string& prefix) {
+    const auto o =
+        to_onnx_gates<L>(v[p + prefix + "kernel"], v[p + prefix + "recurrent_kernel"], v[p + prefix + "bias"]);
+    all.w.insert(all.w.end(), o.w.begin(), o.w.end());
+    all.r.insert(all.r.end(), o.r.begin(), o.r.end());
+    all.b.insert(all.b.end(), o.b.begin(), o.b.end());
+  };
+  if constexpr (bidi) {
+    direction("forward_");
+    direction("backward_");
+  } else {
+    direction("");
+  }
+  b.transpose({1, 0, 2});  // (batch, steps, features) -> (steps, batch, features)
+  const std::string x = b.cur;
+  const auto w = b.init_floats(base + "_W", {nd, G, F}, all.w);
+  const auto r = b.init_floats(base + "_R", {nd, G, U}, all.r);
+  const auto bias = b.init_floats(base + "_B", {nd, 2 * G}, all.b);
+  constexpr const char* op = rnn_op<L>();
+  std::string lower(op);
+  for (auto& c : lower) c = char(c - 'A' + 'a');
+  auto* n = b.node(op, {x, w, r, bias}, base + "_" + lower);
+  builder::attr_int(n, "hidden_size", U);
+  builder::attr_string(n, "direction", bidi ? "bidirectional" : reverse ? "reverse" : "forward");
+  if constexpr (is_a<L, layer_kind::simple_rnn>) {
+    using A = typename L::spec::activation;
+    constexpr const char* f = rnn_activations<L>()[0];
+    builder::attr_strings(n, "activations", std::vector<std::string>(std::size_t(nd), f));
+    if constexpr (std::string_view(f) == "LeakyRelu")
+      builder::attr_floats(n, "activation_alpha", std::vector<float>(std::size_t(nd), float(act_alpha<A>)));
+  }
+  if constexpr (is_a<L, layer_kind::gru>) builder::attr_int(n, "linear_before_reset", 1);
+  if constexpr (!seq) {  // Y_h (directions, batch, units)
+    n->set_output(0, "");
+    n->add_output(b.cur);
+    if constexpr (bidi) b.transpose({1, 0, 2});
+  } else {  // Y (steps, directions, batch, units)
+    if constexpr (reverse) {
+      std::vector<std::int64_t> back;
+      for (std::int64_t t = S; t-- > 0;) back.push_back(t);
+      builder::attr_int(b.node("Gather", {b.cur, b.init_ints(base + "_reversed_steps", back)}, base + "_reverse"),
+                        "axis", 0);
+    }
+    b.transpose({2, 0, 1, 3});
+  }
+  constexpr bool merged = [] {  // a bidirectional merge other than concat
+    if constexpr (bidi) return !std::is_same_v<typename Bidi::M, merge::concat>;
+    else return false;
+  }();
+  if constexpr (merged) {
+    // (batch, [steps,] 2, units): each direction by a Gather of a scalar index on the directions' axis
+    const std::string y = b.cur;
+    std::string d[2];
+    for (std::int64_t k = 0; k < 2; ++k) {
+      const auto i = b.init_raw(base + "_direction_" + std::to_string(k), {}, onnx::TensorProto::INT64, &k, sizeof k);
+      builder::attr_int(b.node("Gather", {y, i}, base + "_direction"), "axis", seq ? 2 : 1);
+      d[k] = b.cur;
+    }
+    using M = typename Bidi::M;
+    b.node(std::is_same_v<M, merge::mul> ? "Mul" : "Add", {d[0], d[1]}, base + "_merge");
+    if constexpr (std::is_same_v<M, merge::ave>)
+      b.node("Mul", {b.cur, b.init_floats(base + "_half", {}, {0.5f})}, base + "_half");
+  } else if constexpr (seq) {
+    b.reshape({-1, S, nd * U});
+  } else {
+    b.reshape({-1, nd * U});
+  }
+}
 
 // Layer L's nodes after b.cur; its variables are v[p + name] (p: "" or a graph layer's child prefix "0.1.").
 template <class L>
@@ -241,6 +345,10 @@ void emit_layer(builder& b, const std::string& base, var_map& v, const std::stri
     auto* n = b.node("ReduceMean", {b.cur}, base + "_mean");
     builder::attr_ints(n, "axes", axes);
     builder::attr_int(n, "keepdims", 0);
+  } else if constexpr (is_recurrent<L>) {
+    emit_recurrent<L>(b, base, v, p);
+  } else if constexpr (is_a<L, layer_kind::bidirectional>) {
+    emit_recurrent<typename L::Fwd, L>(b, base, v, p);
   } else if constexpr (is_a<L, layer_kind::graph>) {
     emit_graph<L>(b, base, v, p);
   }  // dropout: the identity at inference

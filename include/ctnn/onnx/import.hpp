@@ -3,12 +3,14 @@
 //
 // The computing nodes (Gemm or MatMul [+ Add], Conv, MaxPool, AveragePool,
 // BatchNormalization, GlobalAveragePool or ReduceMean, Relu, LeakyRelu, Sigmoid,
-// Tanh, Softmax; a graph layer's branches in turn, then its Adds), in order, must match
-// the layers one for one (by each layer's kind) with the same sizes, strides, paddings,
-// slopes and epsilons; shape plumbing (Reshape, Flatten, Transpose, Dropout, Identity,
-// Concat, ...) is skipped. A Gemm with
+// Tanh, Softmax, RNN, LSTM, GRU and a bidirectional merge's Add / Mul; a graph layer's
+// branches in turn, then its Adds), in order, must match the layers one for one (by
+// each layer's kind) with the same sizes, strides, paddings, slopes, epsilons, hidden
+// sizes, directions and activations; shape plumbing (Reshape, Flatten, Transpose,
+// Dropout, Identity, Concat, Gather, ...) is skipped. A Gemm with
 // transB = 1 (PyTorch's Linear) is transposed into ctnn's in x out kernel. A
 // channels-first graph input imports only into a network without spatial layers.
+// masking, embedding and time_distributed are a compile error (no ONNX mapping).
 // Everything is checked before any variable is written; a mismatch or a malformed
 // graph is a ctnn::io_error naming the layer (1-based, with its spec), the node
 // (op, name, index) and both sides, never a protobuf check or a read out of bounds.
@@ -17,6 +19,7 @@
 // zero points 0), bias and Q/DQ parameters (export_onnx's form). Docs: docs/interop.md ("ONNX").
 #pragma once
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstddef>
 #include <initializer_list>
@@ -281,6 +284,16 @@ struct matcher {
     const auto* a = typed_attr(n, name, onnx::AttributeProto::STRING);
     return a ? a->s() : dflt;
   }
+  std::vector<std::string> attr_ss(const onnx::NodeProto& n, std::string_view name) const {
+    const auto* a = typed_attr(n, name, onnx::AttributeProto::STRINGS);
+    if (!a) return {};
+    return {a->strings().begin(), a->strings().end()};
+  }
+  std::vector<float> attr_fs(const onnx::NodeProto& n, std::string_view name) const {
+    const auto* a = typed_attr(n, name, onnx::AttributeProto::FLOATS);
+    if (!a) return {};
+    return {a->floats().begin(), a->floats().end()};
+  }
 
   const onnx::NodeProto& take(std::string_view op, std::string_view alt = {}) {
     if (next >= gv.compute.size())
@@ -368,6 +381,108 @@ struct matcher {
 
 using var_map = std::map<std::string, std::vector<float>, std::less<>>;
 
+// A recurrent layer L (bound simple_rnn, lstm, gru), or with Bidi a bidirectional layer whose forward
+// layer is L, from the next RNN / LSTM / GRU: hidden_size, direction (go_backwards: "reverse"), the
+// activations (simple_rnn's; lstm's and gru's the defaults), no clip, no input_forget, gru's
+// linear_before_reset = 1, no sequence_lens, initial state or peepholes; W, R (and B, zeros when absent)
+// read back into Keras' gate order (simple_rnn and lstm: bias = Wb + Rb). Either layout is accepted
+// (the weights are the same; the Transposes around are plumbing). A bidirectional merge other than
+// concat also takes its Add / Mul nodes (ave: Add, then Mul).
+template <class L, class Bidi = void>
+void match_recurrent(matcher& mt, var_map& v, const std::string& p) {
+  constexpr bool bidi = !std::is_void_v<Bidi>;
+  constexpr std::int64_t U = L::U, G = L::G, F = L::F, nd = bidi ? 2 : 1;
+  constexpr const char* op = rnn_op<L>();
+  const auto& n = mt.take(op);
+  const std::string nn = mt.node_name(n);
+  if (const auto h = mt.attr_i(n, "hidden_size", U); h != U)
+    mt.fail(nn + " has hidden_size " + std::to_string(h) + "; this layer has " + std::to_string(U) + " units");
+  const std::string want_dir = bidi ? "bidirectional" : L::opt.go_backwards ? "reverse" : "forward";
+  if (const auto d = mt.attr_s(n, "direction", "forward"); d != want_dir)
+    mt.fail(nn + " has direction '" + printable(d, 40) + "'; this layer's is '" + want_dir + "'" +
+            (bidi ? "" : L::opt.go_backwards ? " (go_backwards)" : " (no go_backwards)"));
+  if (const auto l = mt.attr_i(n, "layout", 0); l != 0 && l != 1)
+    mt.fail(nn + " has layout " + std::to_string(l) + "; ONNX defines 0 and 1");
+  if (attr(n, "clip")) mt.fail(nn + " clips its gates' inputs (clip); ctnn's recurrent layers do not");
+  if constexpr (is_a<L, layer_kind::lstm>)
+    if (mt.attr_i(n, "input_forget", 0) != 0)
+      mt.fail(nn + " couples the input and forget gates (input_forget); ctnn's lstm does not");
+  if constexpr (is_a<L, layer_kind::gru>)
+    if (mt.attr_i(n, "linear_before_reset", 0) == 0)
+      mt.fail(nn + " has linear_before_reset = 0 (Keras' reset_after = false); ctnn's gru is reset_after = true "
+                   "(linear_before_reset = 1)");
+  // the activations: absent (the defaults) or the layer's, once per direction (names compared ignoring case)
+  constexpr auto acts = rnn_activations<L>();
+  const auto given = mt.attr_ss(n, "activations");
+  auto same = [](std::string a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (std::tolower((unsigned char)a[i]) != std::tolower((unsigned char)b[i])) return false;
+    return true;
+  };
+  std::string want_acts;
+  for (std::int64_t d = 0; d < nd; ++d)
+    for (const char* a : acts) want_acts += std::string(want_acts.empty() ? "" : ", ") + a;
+  const bool default_acts = !is_a<L, layer_kind::simple_rnn> || std::string_view(acts[0]) == "Tanh";
+  if (!given.empty() || !default_acts) {
+    bool ok = given.size() == acts.size() * std::size_t(nd);
+    for (std::size_t i = 0; ok && i < given.size(); ++i) ok = same(given[i], acts[i % acts.size()]);
+    if (!ok) {
+      std::string g;
+      for (const auto& a : given) g += (g.empty() ? "" : ", ") + printable(a, 40);
+      mt.fail(nn + " has activations [" + (given.empty() ? "(the defaults)" : g) + "]; this layer's are [" + want_acts +
+              "]");
+    }
+  }
+  if constexpr (is_a<L, layer_kind::simple_rnn>) {
+    using A = typename L::spec::activation;
+    if constexpr (std::string_view(acts[0]) == "LeakyRelu") {
+      auto alpha = mt.attr_fs(n, "activation_alpha");
+      if (alpha.empty()) alpha.assign(std::size_t(nd), 0.01f);  // ONNX's LeakyRelu default
+      for (float a : alpha)
+        if (alpha.size() != std::size_t(nd) || !(std::abs(a - act_alpha<A>) <= 1e-6 * act_alpha<A>))
+          mt.fail(nn + " has activation_alpha " + std::to_string(a) + "; this layer's slope is " +
+                  std::to_string(act_alpha<A>));
+    }
+  }
+  // inputs 4 on: sequence_lens, initial_h, and for LSTM initial_c and P
+  static const char* const unsupported[] = {"sequence_lens (ctnn's sequences have all their steps)",
+                                            "initial_h (ctnn's state starts at zero)",
+                                            "initial_c (ctnn's state starts at zero)", "P (peepholes; Keras has none)"};
+  constexpr int inputs = is_a<L, layer_kind::lstm> ? 8 : 6;
+  if (n.input_size() > inputs)
+    mt.fail(nn + " has " + std::to_string(n.input_size()) + " inputs; " + op + " has at most " +
+            std::to_string(inputs));
+  for (int i = 4; i < n.input_size(); ++i)
+    if (!n.input(i).empty()) mt.fail(nn + " has an input " + unsupported[i - 4]);
+  const auto w = mt.values(n, 1, "W", {nd, G, F}, "kernel (as ONNX's W: directions x gates*units x features)");
+  const auto r = mt.values(n, 2, "R", {nd, G, U}, "recurrent_kernel (as ONNX's R: directions x gates*units x units)");
+  const bool has_b = n.input_size() > 3 && !n.input(3).empty();
+  const auto b = has_b ? mt.values(n, 3, "B", {nd, 2 * G}, "bias (as ONNX's B: directions x 2*gates*units)")
+                       : std::vector<float>();
+  auto direction = [&](std::int64_t d, const std::string& prefix) {
+    from_onnx_gates<L>(w.data() + d * G * F, r.data() + d * G * U, has_b ? b.data() + d * 2 * G : nullptr,
+                       v[p + prefix + "kernel"], v[p + prefix + "recurrent_kernel"], v[p + prefix + "bias"]);
+  };
+  if constexpr (bidi) {
+    direction(0, "forward_");
+    direction(1, "backward_");
+    using M = typename Bidi::M;
+    if constexpr (std::is_same_v<M, merge::sum>) mt.take("Add");
+    if constexpr (std::is_same_v<M, merge::mul>) mt.take("Mul");
+    if constexpr (std::is_same_v<M, merge::ave>) {
+      mt.take("Add");
+      const auto& h = mt.take("Mul");
+      const int which = h.input_size() > 1 && mt.gv.init.count(h.input(1)) ? 1 : 0;
+      const auto half = mt.values(h, which, "factor", {}, "average's factor");
+      if (half.size() != 1 || half[0] != 0.5f)
+        mt.fail(mt.node_name(h) + " does not multiply by 0.5 (bidirectional's average)");
+    }
+  } else {
+    direction(0, "");
+  }
+}
+
 // Matches layer L against mt's next computing nodes; its variables go to v[p + name] (p: "" or
 // a graph layer's child prefix "0.1.").
 template <class L>
@@ -448,12 +563,20 @@ void match_layer(matcher& mt, var_map& v, const std::string& p) {
     mt.activation<typename L::spec>(std::int64_t(LIn::rank) + 1);
   } else if constexpr (is_a<L, layer_kind::global_average_pool>) {
     mt.take("GlobalAveragePool", "ReduceMean");
+  } else if constexpr (is_recurrent<L>) {
+    match_recurrent<L>(mt, v, p);
+  } else if constexpr (is_a<L, layer_kind::bidirectional>) {
+    match_recurrent<typename L::Fwd, L>(mt, v, p);
   } else if constexpr (is_a<L, layer_kind::graph>) {
     // a graph layer as export_onnx writes it: each child's nodes in turn (each branch from the
     // same input), then for add (and residual) one Add per branch after the first; Concat is plumbing
     L::forwarded::each([&]<std::size_t K, class C>() { match_layer<C>(mt, v, p + std::to_string(K) + "."); });
     if constexpr (is_parallel<L> && !requires { L::axis; })
       for (std::size_t k = 1; k < L::n; ++k) mt.take("Add");
+  } else if constexpr (is_a<L, layer_kind::masking> || is_a<L, layer_kind::embedding> ||
+                       is_a<L, layer_kind::time_distributed>) {
+    static_assert(!std::is_same_v<L, L>, "import_onnx: masking, embedding and time_distributed have no ONNX "
+                                         "mapping (see ctnn/onnx/import.hpp)");
   }  // dropout, flatten, reshape: nothing to compute
 }
 
