@@ -596,6 +596,7 @@ void import_qdq(MM& m, const onnx::GraphProto& graph, const graph_view& gv, cons
               put(v, "output_zero_point", std::vector<std::int32_t>{out.zero_point});
               put(v, "output_multiplier", mult);
               put(v, "output_shift", shift);
+              put(v, "saturated", std::vector<std::uint32_t>(4, 0));  // no values seen yet
             } else {
               const auto& bt = q.init(n, 2, "float bias");
               if (q.count(bt) != N) q.fail(q.name_of(n) + "'s bias does not hold " + std::to_string(N) + " values");
