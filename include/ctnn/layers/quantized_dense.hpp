@@ -187,11 +187,13 @@ struct quantized_dense_layer {
       for (std::size_t k = 0; k < Kp; ++k) {
         const std::size_t at = i8::packed_index(K, N, j, k);
         const std::int32_t q = w[at];
-        const std::string place = std::string(column) + " " + std::to_string(j) + ", input " + std::to_string(k) +
-                                  " (packed index " + std::to_string(at) + ")";
-        if (k >= K && q != 0) return "the padding byte of " + place + " is " + std::to_string(q) + ", not 0";
+        auto place = [&] {
+          return std::string(column) + " " + std::to_string(j) + ", input " + std::to_string(k) + " (packed index " +
+                 std::to_string(at) + ")";
+        };
+        if (k >= K && q != 0) return "the padding byte of " + place() + " is " + std::to_string(q) + ", not 0";
         if (q == -128)
-          return "the weight of " + place + " is -128; symmetric per-channel int8 weights are in [-127, 127]";
+          return "the weight of " + place() + " is -128; symmetric per-channel int8 weights are in [-127, 127]";
         sum += q;
       }
       if (sum != sums[j])
