@@ -1,6 +1,7 @@
 // libFuzzer target: load_weights from an arbitrary file into int8 networks (quantized_dense and
 // quantized_conv2d, full integer and dynamic range: int8 and int32 tensors, docs/quantization.md). A bad file must throw
-// weights_error (or io_error); anything else is a bug.
+// weights_error (or io_error); anything else is a bug. The seeds: valid files of each, one with a weight of -128 and
+// one whose kernel_sum does not match its kernel (both refused by load_weights).
 #include <ctnn/ctnn.hpp>
 #include <ctnn/quantization/convert.hpp>
 
@@ -9,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +42,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       float images[2 * 32];
       for (int i = 0; i < 64; ++i) images[i] = float((i * 37) % 11) / 5.0f - 1.0f;
       ctnn::io::save_weights(ctnn::quantize_full_integer(c, images, 2), std::string(seed) + "_cnn");
+      // files load_weights refuses: a weight of -128, a kernel_sum that does not match the kernel
+      auto poke = [&](const char* name, auto change, const char* suffix) {
+        auto q = ctnn::quantize_full_integer(m, x, 2);
+        q.for_each_variable([&](const ctnn::variable_ref& v) {
+          if (v.layer == 0 && v.name == name) change(v.data);
+        });
+        ctnn::io::save_weights(q, std::string(seed) + suffix);
+      };
+      poke("kernel", [](std::byte* p) { p[1] = std::byte(0x80); }, "_weight_minus_128");
+      poke("kernel_sum", [](std::byte* p) { p[0] = std::byte(std::uint8_t(p[0]) ^ 1u); }, "_kernel_sum_mismatch");
     }
     return true;
   }();

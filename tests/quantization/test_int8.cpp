@@ -106,11 +106,15 @@ TEST_CASE("int8 quantize: the vector rounding equals quantization::quantize elem
     for (float scale : {1.0f, 0.5f, 0.0123f, 3.0f})
       for (std::int32_t zp : {0, -128, 17}) {
         std::vector<std::int8_t> got(x.size());
-        i8::quantize<Arch>(x.data(), x.size(), scale, zp, -128, 127, got.data());
-        std::size_t bad = 0;
-        for (std::size_t i = 0; i < x.size(); ++i)
+        const std::size_t clamped = i8::quantize<Arch>(x.data(), x.size(), scale, zp, -128, 127, got.data());
+        std::size_t bad = 0, beyond = 0;  // beyond: the saturated values (infinities too, NaN not)
+        for (std::size_t i = 0; i < x.size(); ++i) {
           bad += got[i] != ctnn::quantization::quantize(x[i], {scale, zp});
+          const double r = double(std::round(x[i] / scale)) + zp;  // the float quotient, as the kernel
+          beyond += r < -128 || r > 127;
+        }
         CHECK(bad == 0);
+        CHECK(clamped == beyond);
       }
   });
   CHECK(ran >= 1);
@@ -137,15 +141,20 @@ TEST_CASE("int8 requantize_row equals multiply_by_quantized_multiplier, the zero
     shift[j] = -1;
   }
   for (std::int32_t zp : {-128, -5, 40})
-    for (std::int32_t lo : {-128, std::max(-128, zp)}) {
+    for (bool relu : {false, true}) {
+      const std::int32_t lo = relu ? std::max(-128, zp) : -128;
       std::vector<float> y(N);
-      i8::requantize_row(N, acc.data(), off.data(), mult.data(), shift.data(), zp, lo, 0.25f, y.data());
-      std::size_t bad = 0;
+      const std::size_t clamped =
+          i8::requantize_row(N, acc.data(), off.data(), mult.data(), shift.data(), zp, lo, 0.25f, y.data(), relu);
+      std::size_t bad = 0, beyond = 0;  // beyond: saturated (above 127; below -128 without a relu)
       for (std::size_t j = 0; j < N; ++j) {
-        const std::int32_t q = std::clamp(
-            ctnn::quantization::multiply_by_quantized_multiplier(acc[j] + off[j], mult[j], shift[j]) + zp, lo, 127);
+        const std::int32_t r = ctnn::quantization::multiply_by_quantized_multiplier(acc[j] + off[j], mult[j], shift[j]) + zp;
+        const std::int32_t q = std::clamp(r, lo, 127);
         bad += y[j] != 0.25f * float(q - zp);
+        beyond += r > 127 || (!relu && r < -128);
       }
       CHECK(bad == 0);
+      CHECK(clamped == beyond);
+      CHECK(beyond > 0);
     }
 }

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -232,10 +233,16 @@ TEST_CASE("quantized_t: conv2d becomes quantized_conv2d, the state bytes are ~4x
                                           max_pool2d<2>,
                                           quantized_conv2d<8, 3, 3, 1, padding::valid, relu, quantization::dynamic_range>,
                                           flatten, quantized_dense<32, classes, identity, quantization::dynamic_range>>>);
-  // the second conv: K = 72 int8 weights per filter, 20 bytes per filter and 16 of scalars, against 4 (72 + 1) per filter
+  // the second conv: K = 72 int8 weights per filter, 20 bytes per filter and 32 of scalars and
+  // saturation counts, against 4 (72 + 1) per filter
   using L = std::tuple_element_t<2, decltype(make_model<q>(1))::layers>;
-  static_assert(L::K == 72 && L::state_bytes == 72 * 8 + 20 * 8 + 16);
+  static_assert(L::K == 72 && L::state_bytes == 72 * 8 + 20 * 8 + 32);
   static_assert(L::state_bytes * 3 < 4 * (72 * 8 + 8));
+  // the network's bytes (summary's KB): each value at its element size, int8 kernels 1 byte a weight
+  // (K padded to a multiple of 4: the first conv's 9 to 12)
+  static_assert(q::parameter_bytes == 0 && q::parameter_count == 0);
+  static_assert(q::state_bytes == (12 * 8 + 20 * 8 + 32) + (72 * 8 + 20 * 8 + 32) + (32 * classes + 20 * classes + 32));
+  static_assert(cnn::parameter_bytes == 4 * (9 * 8 + 8 + 72 * 8 + 8 + 32 * classes + classes));
 }
 
 TEST_CASE("post-training quantization of a small CNN: accuracy close to float, full integer exact across batches") {
@@ -298,7 +305,42 @@ TEST_CASE("quantized CNN: the weights file carries the int8 kernels, int32 biase
   });
   CHECK(names == std::vector<std::string>{"bias", "kernel_scale", "kernel_sum", "input_scale", "input_zero_point",
                                           "output_scale", "output_zero_point", "output_multiplier", "output_shift",
-                                          "kernel"});
+                                          "saturated", "kernel"});
+  // a filter weight of -128 or a kernel_sum that does not match the kernel: refused at load, naming
+  // the tensor, the filter and the input (the packed index too); the model keeps its values
+  auto corrupt = [&](std::size_t layer, const char* name, std::size_t at, auto value) {
+    std::vector<std::byte> keep;
+    qf.for_each_variable([&](const variable_ref& v) {
+      if (v.layer != layer || v.name != name) return;
+      keep.assign(v.data, v.data + v.extent * v.element_bytes);
+      std::memcpy(v.data + at * sizeof(value), &value, sizeof(value));
+    });
+    io::save_weights(qf, dir / "bad.weights");
+    qf.for_each_variable([&](const variable_ref& v) {
+      if (v.layer == layer && v.name == name) std::memcpy(v.data, keep.data(), keep.size());
+    });
+    return dir / "bad.weights";
+  };
+  const std::size_t at = kernels::cpu::int8::packed_index(72, 8, 5, 70);
+  const std::string minus128 = "layer 3 state 'kernel': the weight of filter 5, input 70 (packed index " +
+                               std::to_string(at) + ") is -128; symmetric per-channel int8 weights are in [-127, 127]";
+  CHECK_THROWS_WITH_AS(io::load_weights(back, corrupt(2, "kernel", at, std::int8_t(-128))),
+                       doctest::Contains(minus128.c_str()), io::weights_error);
+  // the first conv's K = 9 is padded to 12: a padding byte that is not 0 is refused too
+  const std::size_t pad = kernels::cpu::int8::packed_index(9, 8, 1, 10);
+  CHECK_THROWS_WITH_AS(io::load_weights(back, corrupt(0, "kernel", pad, std::int8_t(3))),
+                       doctest::Contains("layer 1 state 'kernel': the padding byte of filter 1, input 10"),
+                       io::weights_error);
+  std::int32_t sum4 = 0;
+  qf.for_each_variable([&](const variable_ref& v) {
+    if (v.layer == 2 && v.name == "kernel_sum") std::memcpy(&sum4, v.data + 4 * 4, 4);
+  });
+  const std::string mismatch = "layer 3 state 'kernel': kernel_sum[4] is " + std::to_string(sum4 + 1) +
+                               " but filter 4's weights sum to " + std::to_string(sum4);
+  CHECK_THROWS_WITH_AS(io::load_weights(back, corrupt(2, "kernel_sum", 4, sum4 + 1)),
+                       doctest::Contains(mismatch.c_str()), io::weights_error);
+  CHECK(back.predict(te.x.data(), 40) == qf.predict(te.x.data(), 40));
+  io::load_weights(back, corrupt(2, "kernel_sum", 4, sum4));  // the same value: loads
   std::filesystem::remove_all(dir);
 }
 

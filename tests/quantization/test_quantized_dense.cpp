@@ -9,9 +9,14 @@
 #include <ctnn/quantization/convert.hpp>
 #include <ctnn/quantization/qat.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
+#include <cstdio>
 #include <filesystem>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -80,8 +85,10 @@ std::int64_t srdhm(std::int64_t a, std::int64_t b) {
 }
 
 // The independent int8 pipeline: int8 tensors between the layers, float only at both ends.
+// sat (if given): per dense layer, the input values and the outputs it clamped to [-128, 127].
 template <class QM>
-std::vector<float> int8_reference(const QM& qm, const std::vector<float>& x, std::size_t n) {
+std::vector<float> int8_reference(const QM& qm, const std::vector<float>& x, std::size_t n,
+                                  std::vector<std::array<std::uint64_t, 2>>* sat = nullptr) {
   struct layer {
     std::size_t K = 0, N = 0;
     bool relu = false;
@@ -110,9 +117,14 @@ std::vector<float> int8_reference(const QM& qm, const std::vector<float>& x, std
   });
   ls[0].relu = ls[2].relu = true;
   std::vector<layer> dense_layers{ls[0], ls[2], ls[3]};
+  if (sat) sat->assign(3, {0, 0});
   std::vector<std::int32_t> q(n * D);
-  for (std::size_t i = 0; i < n * D; ++i)
-    q[i] = std::clamp(std::int32_t(std::round(x[i] / dense_layers[0].is)) + dense_layers[0].iz, -128, 127);
+  for (std::size_t i = 0; i < n * D; ++i) {
+    const double r = std::round(double(x[i] / dense_layers[0].is)) + dense_layers[0].iz;
+    if (sat && (r < -128 || r > 127)) ++(*sat)[0][0];
+    q[i] = r != r ? dense_layers[0].iz : std::int32_t(std::clamp(r, -128.0, 127.0));  // a NaN: the zero point
+  }
+  std::size_t at = 0;
   float last_scale = 0;
   std::int32_t last_zp = 0;
   for (const auto& l : dense_layers) {
@@ -124,11 +136,13 @@ std::vector<float> int8_reference(const QM& qm, const std::vector<float>& x, std
         std::int64_t acc = l.b[j];
         for (std::size_t k = 0; k < l.K; ++k) acc += std::int64_t(q[i * l.K + k] - l.iz) * l.w[j * l.K + k];
         std::int64_t r = rdbpot(srdhm(acc * (std::int64_t(1) << left), mult.q), right) + l.oz;
+        if (sat && (r > 127 || (!l.relu && r < -128))) ++(*sat)[at][1];  // below -128 after a relu: the activation
         r = std::clamp<std::int64_t>(r, l.relu ? std::max(-128, l.oz) : -128, 127);
         out[i * l.N + j] = std::int32_t(r);
       }
     }
     q = std::move(out);
+    ++at;
     last_scale = l.os;
     last_zp = l.oz;
   }
@@ -156,6 +170,20 @@ TEST_CASE("quantized_t: dense becomes quantized_dense, the state bytes are ~4x s
   constexpr double ratio = double(big::plan<>::memory(1).parameters) / double(quantized_t<big>::plan<>::memory(1).state);
   static_assert(ratio > 3.9 && ratio < 4.0);
   MESSAGE("784x256x10 MLP: float parameters / int8 state bytes = " << ratio);
+  // the values' own bytes (summary's KB): float 4 a value; int8 K N + 20 N + 32 (full integer:
+  // int32 bias, scale, kernel_sum, multiplier and shift per unit; 4 scalars and the saturation counts)
+  static_assert(big::parameter_bytes == 4 * (784 * 256 + 256 + 256 * 10 + 10) && big::state_bytes == 0);
+  static_assert(quantized_t<big>::parameter_bytes == 0);
+  static_assert(quantized_t<big>::state_bytes == (784 * 256 + 20 * 256 + 32) + (256 * 10 + 20 * 10 + 32));
+  static_assert(quantized_t<big, quantization::dynamic_range>::state_bytes == (784 * 256 + 12 * 256) + (256 * 10 + 12 * 10));
+  std::ostringstream out;
+  summary<quantized_t<big>>(out);
+  char kb[64];
+  std::snprintf(kb, sizeof kb, " (%.2f KB)", double(quantized_t<big>::state_bytes) / 1024.0);
+  INFO(out.str());
+  CHECK(out.str().find("Total params: " + std::to_string(quantized_t<big>::state_count).insert(3, ",") + kb) !=
+        std::string::npos);
+  CHECK(out.str().find("Trainable params: 0 (0.00 KB)") != std::string::npos);
   CHECK(quantized_dense<D, 32, relu>::name() == "quantized_dense<16, 32, relu, full_integer>");
 }
 
@@ -201,15 +229,46 @@ TEST_CASE("full integer: outputs equal an independent scalar int8 implementation
   auto xs = te.x;
   xs[0] = 1000.0f;   // saturates to 127
   xs[1] = -1000.0f;  // saturates to -128
-  const auto want = int8_reference(qf, xs, te.y.size());
+  for (std::size_t i = 2; i < 40; ++i) xs[i * 3] *= 3.0f;  // some beyond the calibrated range
+  xs[2] = std::numeric_limits<float>::infinity();   // saturates, counted
+  xs[4] = std::numeric_limits<float>::quiet_NaN();  // the zero point, not counted
+  std::vector<std::array<std::uint64_t, 2>> sat;
+  const auto want = int8_reference(qf, xs, te.y.size(), &sat);
   for (std::size_t batch : {1, 7, 64}) {
+    quantization::reset_saturation(qf);
     const auto got = qf.predict(xs.data(), te.y.size(), batch);
     REQUIRE(got.size() == want.size());
     std::size_t diff = 0;
     for (std::size_t i = 0; i < got.size(); ++i) diff += got[i] != want[i];
     INFO("batch " << batch);
     CHECK(diff == 0);
+    // the saturation counts: the input values and outputs each layer clamped, as the reference counts them
+    const auto counts = quantization::saturation(qf);
+    REQUIRE(counts.size() == 3);
+    for (std::size_t l = 0; l < 3; ++l) {
+      CHECK(counts[l].layer == std::size_t(l == 0 ? 1 : l + 2));
+      CHECK(counts[l].inputs == sat[l][0]);
+      CHECK(counts[l].outputs == sat[l][1]);
+    }
   }
+  MESSAGE("saturated: layer 1 inputs " << sat[0][0] << ", outputs " << sat[0][1] << "; layer 3 outputs " << sat[1][1]
+                                       << "; layer 4 outputs " << sat[2][1]);
+  CHECK(sat[0][0] >= 3);                     // +-1000 and the infinity at least
+  CHECK(sat[1][0] + sat[2][0] == 0);         // a layer's input is the previous one's int8 output: never clamped
+  CHECK(quantization::saturation(qf)[0].name == "quantized_dense<16, 32, relu, full_integer>");
+  // the counts accumulate over passes and are 64-bit: 2^32 - 1 plus one pass's count carries into the high word
+  qf.for_each_variable([&](const variable_ref& v) {
+    if (v.layer == 0 && v.name == "saturated") {
+      const std::uint32_t c[4] = {0xffffffffu, 0, 0, 0};
+      std::memcpy(v.data, c, sizeof c);
+    }
+  });
+  (void)qf.predict(xs.data(), te.y.size());
+  CHECK(quantization::saturation(qf)[0].inputs == 0xffffffffull + sat[0][0]);
+  quantization::reset_saturation(qf);
+  CHECK(quantization::saturation(qf)[0].inputs == 0);
+  // dynamic range quantizes each row by its own maximum: nothing saturates, no counts
+  CHECK(quantization::saturation(quantize_dynamic(m)).empty());
 }
 
 TEST_CASE("quantized_dense: every 4-byte buffer is 4-byte aligned when K N is odd") {

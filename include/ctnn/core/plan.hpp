@@ -192,6 +192,14 @@ struct variable_ref {
   // when the kernels can run on them, else what is wrong (an index past its range, ...).
   // load_weights (io/weights.hpp) refuses a file when it returns a reason. Null otherwise.
   std::string (*check)(std::string_view name, const std::byte* bytes) = nullptr;
+  // For a state buffer whose layer declares
+  //   static std::string check_state(std::string_view name, const std::byte* bytes,
+  //                                  const std::byte* const* layer_state, std::size_t n);
+  // that function: as check, where layer_state[i] (i < n) are the file's bytes of the layer's
+  // state buffers read so far, in declaration order (this one last), so that values that must
+  // agree with each other can be checked (an int8 kernel and its row sums). Null otherwise.
+  std::string (*check_state)(std::string_view name, const std::byte* bytes, const std::byte* const* layer_state,
+                             std::size_t n) = nullptr;
 };
 
 }  // namespace ctnn

@@ -5,7 +5,8 @@
 // its input fails to compile with a message naming its position (1 = first
 // layer after input). Everything below is a compile-time constant:
 //   input_shape, output_shape (values of shape<...>), layer_count,
-//   parameter_count, state_count, spec_string() (the architecture text),
+//   parameter_count, state_count, parameter_bytes, state_bytes (float32, each buffer at its
+//   element size: int8 kernels 1 byte a value), spec_string() (the architecture text),
 //   plan<P, B> — the typed memory plan of the binding that runs under
 //                precision policy P on backend B (core/plan.hpp):
 //                plan<P, B>::bytes(role, batch, slots), ::layout(batch, slots),
@@ -272,6 +273,11 @@ template <class... L>
 struct element_counts<std::tuple<L...>> {
   static constexpr std::size_t parameters = sum_of({std::size_t{0}, count_of(L::buffers, role::parameter)...});
   static constexpr std::size_t state = sum_of({std::size_t{0}, count_of(L::buffers, role::state)...});
+  // their bytes at each buffer's element size (float32 variables; int8 and int32 buffers as such), unpadded
+  static constexpr std::size_t parameter_bytes =
+      sum_of({std::size_t{0}, layer_role_bytes<precision::float32>(L::buffers, role::parameter)...});
+  static constexpr std::size_t state_bytes =
+      sum_of({std::size_t{0}, layer_role_bytes<precision::float32>(L::buffers, role::state)...});
 };
 
 }  // namespace detail
@@ -305,6 +311,10 @@ struct sequential {
   static constexpr std::size_t layer_count = sizeof...(Layers);
   static constexpr std::size_t parameter_count = detail::element_counts<probe>::parameters;
   static constexpr std::size_t state_count = detail::element_counts<probe>::state;
+  // The bytes of those values under float32, each at its element size (an int8 kernel 1 byte per
+  // weight), without the plan's alignment: what summary() prints in KB.
+  static constexpr std::size_t parameter_bytes = detail::element_counts<probe>::parameter_bytes;
+  static constexpr std::size_t state_bytes = detail::element_counts<probe>::state_bytes;
 
   // Bytes needed to train at `batch` with an optimizer keeping
   // `optimizer_slots` values per parameter (e.g. adam<>::max_slots_per_parameter),

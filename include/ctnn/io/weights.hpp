@@ -9,7 +9,8 @@
 // tensor's layer, role, name, element type and shape, the float32 <-> 16-bit
 // conversions (finite values only) and each metadata buffer whose layer
 // checks it (variable_ref::check: a sparse layout's index) before it changes
-// the model; it throws ctnn::io::weights_error naming the file and the
+// the model, and each state buffer whose layer checks it (variable_ref::check_state: an int8
+// kernel's range and row sums); it throws ctnn::io::weights_error naming the file and the
 // problem. Version-1 files load when their element type and layout match.
 // Works on any model type M with for_each_variable (train/model.hpp): io/
 // does not include train/. read_weights_file(path) reads any weights file
@@ -462,6 +463,8 @@ std::vector<pending_copy> check_weights(M& m, const std::vector<char>& d, Fail&&
   std::vector<pending_copy> copies;
   copies.reserve(count);
   std::string error;
+  std::size_t state_layer = std::size_t(-1);
+  std::vector<const std::byte*> layer_state;  // the file's bytes of this layer's state buffers read so far
   m.for_each_variable([&](const variable_ref& v) {
     if (!error.empty()) return;
     weights_file_tensor t;
@@ -505,6 +508,17 @@ std::vector<pending_copy> check_weights(M& m, const std::vector<char>& d, Fail&&
         error = where + ": " + why;
         return;
       }
+    if (v.kind == role::state) {
+      if (v.layer != state_layer) layer_state.clear();
+      state_layer = v.layer;
+      layer_state.push_back(reinterpret_cast<const std::byte*>(src));
+      if (v.check_state && type == want)
+        if (std::string why = v.check_state(v.name, layer_state.back(), layer_state.data(), layer_state.size());
+            !why.empty()) {
+          error = where + ": " + why;
+          return;
+        }
+    }
     if (type == want) {
       copies.push_back({src, bytes});
       return;

@@ -17,8 +17,9 @@
 //   quantization::dynamic_range  each sample's input quantized symmetrically on the fly (scale
 //     max|x| / 127 over the sample's H W C values, as TFLite's hybrid convolution), padding 0,
 //     float bias, float output, any element-wise activation after it.
-// The buffers are state (saved, never trained), with quantized_dense's names and order: Kp F +
-// 20 F + 16 bytes (full integer), Kp F + 12 F (dynamic range), against 4 K F + 4 F for conv2d.
+// The buffers are state (saved, never trained), with quantized_dense's names and order (its
+// saturation counts too: input values and outputs clamped): Kp F + 20 F + 32 bytes (full
+// integer), Kp F + 12 F (dynamic range), against 4 K F + 4 F for conv2d.
 // Made by quantize_dynamic / quantize_full_integer (quantization/convert.hpp) or convert_qat
 // (quantization/qat.hpp); backward throws.
 #pragma once
@@ -29,6 +30,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -139,6 +141,12 @@ struct quantized_conv2d_layer {
   using views = typename dense_like::views;
   static views view(std::byte* base) { return dense_like::view(base); }
 
+  // load_weights' check of a file's kernel: quantized_dense's (weights in [-127, 127], padding 0, kernel_sum)
+  static std::string check_state(std::string_view name, const std::byte* bytes, const std::byte* const* state,
+                                 std::size_t n) {
+    return dense_like::check_kernel("filter", name, bytes, state, n);
+  }
+
   // A fresh layer: zero weights and bias, unit scales, zero points 0 (the converter fills it).
   static void init(layer_slot<T> s, rng& g) { dense_like::init(s, g); }
 
@@ -160,12 +168,16 @@ struct quantized_conv2d_layer {
         if (zp < quantization::qmin || zp > quantization::qmax)
           throw std::invalid_argument(Spec::name() + ": the " + what + " zero point " + std::to_string(zp) +
                                       " is outside [-128, 127] (a corrupt weights file?)");
-      i8::quantize<Arch>(x, m * in, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data());
+      const std::size_t clamped =
+          i8::quantize<Arch>(x, m * in, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data());
       for (std::size_t n = 0; n < m; ++n)
         i8::im2col_s8(geometry, xq.data() + n * in, std::int8_t(in_zp), cols.data() + n * P_ * Kp, Kp);
       i8::gemm_s8<Arch>(rows, F, K, cols.data(), Kp, v.kernel, v.kernel_sum, acc.data(), F);
-      i8::requantize_rows(rows, F, acc.data(), static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult, v.shift,
-                          out_zp, std::is_same_v<Act, relu>, out_scale, y, Spec::name(), "filter");
+      const std::size_t out_clamped =
+          i8::requantize_rows(rows, F, acc.data(), static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult,
+                              v.shift, out_zp, std::is_same_v<Act, relu>, out_scale, y, Spec::name(), "filter");
+      dense_like::count(v.saturated, clamped);
+      dense_like::count(v.saturated + 2, out_clamped);
     } else {
       thread_local std::vector<float> sample_scale;
       sample_scale.resize(m);

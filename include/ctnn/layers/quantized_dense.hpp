@@ -14,7 +14,12 @@
 //     element-wise activation after it.
 // The buffers are state (saved, never trained): bias, scales, zero points, kernel_sum (the
 // kernel's row sums, for the VNNI offset trick), (full integer) the input and output
-// parameters and the precomputed requantization multipliers and shifts, then the int8 kernel: Kp N + 20 N + 16 bytes (full integer), Kp N + 12 N (dynamic range), against 4 K N + 4 N for dense. Made by
+// parameters and the precomputed requantization multipliers and shifts, (full integer) the
+// saturation counts, then the int8 kernel: Kp N + 20 N + 32 bytes (full integer), Kp N + 12 N
+// (dynamic range), against 4 K N + 4 N for dense. `saturated` ({2, 2} uint32: inputs, outputs)
+// counts, over every forward pass since it was zeroed, the input values the quantization clamped
+// to [-128, 127] (beyond the calibrated range) and the outputs the requantization clamped (above
+// 127; below -128 without a relu): quantization::saturation(m) reads them. Made by
 // quantize_dynamic / quantize_full_integer (quantization/convert.hpp) or convert_qat
 // (quantization/qat.hpp: training happens there); backward throws. Products: backends/cpu/int8.hpp.
 #pragma once
@@ -26,6 +31,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -99,11 +105,11 @@ struct quantized_dense_layer {
   static std::string name() { return Spec::name(); }
   // indices into buffers
   // the int8 kernel last, so every 4-byte buffer stays 4-byte aligned whatever K N is
-  enum : std::size_t { b_bias, b_scale, b_sum, b_in_scale, b_in_zp, b_out_scale, b_out_zp, b_mult, b_shift };
-  static constexpr std::size_t b_kernel = full ? 9 : 3;
+  enum : std::size_t { b_bias, b_scale, b_sum, b_in_scale, b_in_zp, b_out_scale, b_out_zp, b_mult, b_shift, b_saturated };
+  static constexpr std::size_t b_kernel = full ? 10 : 3;
   static constexpr auto buffers = [] {
     if constexpr (full)
-      return std::array<buffer, 10>{buffer::make(role::state, elem::i32, "bias", {N}),
+      return std::array<buffer, 11>{buffer::make(role::state, elem::i32, "bias", {N}),
                                    buffer::make(role::state, elem::f32, "kernel_scale", {N}),
                                    buffer::make(role::state, elem::i32, "kernel_sum", {N}),
                                    buffer::make(role::state, elem::f32, "input_scale", {1}),
@@ -112,6 +118,7 @@ struct quantized_dense_layer {
                                    buffer::make(role::state, elem::i32, "output_zero_point", {1}),
                                    buffer::make(role::state, elem::i32, "output_multiplier", {N}),
                                    buffer::make(role::state, elem::i32, "output_shift", {N}),
+                                   buffer::make(role::state, elem::u32, "saturated", {2, 2}),
                                    buffer::make(role::state, elem::i8, "kernel", {N, Kp})};
     else
       return std::array<buffer, 4>{buffer::make(role::state, elem::f32, "bias", {N}),
@@ -140,6 +147,7 @@ struct quantized_dense_layer {
     std::int32_t* out_zp = nullptr;
     std::int32_t* mult = nullptr;   // quantize_multiplier(in_scale kernel_scale[j] / out_scale): q, then shift
     std::int32_t* shift = nullptr;
+    std::uint32_t* saturated = nullptr;  // full integer: {inputs, outputs} clamped, each a 64-bit count as (low, high) words
   };
   static views view(std::byte* base) {
     views v{at<std::int8_t, b_kernel>(base), at<std::int32_t, b_sum>(base), at<float, b_scale>(base),
@@ -151,8 +159,52 @@ struct quantized_dense_layer {
       v.out_zp = at<std::int32_t, b_out_zp>(base);
       v.mult = at<std::int32_t, b_mult>(base);
       v.shift = at<std::int32_t, b_shift>(base);
+      v.saturated = at<std::uint32_t, b_saturated>(base);
     }
     return v;
+  }
+  // Adds n to the 64-bit count held as (low, high) 32-bit words at c (a file's words, any values).
+  static void count(std::uint32_t* c, std::size_t n) {
+    const std::uint64_t t = (std::uint64_t(c[1]) << 32 | c[0]) + std::uint64_t(n);
+    c[0] = std::uint32_t(t);
+    c[1] = std::uint32_t(t >> 32);
+  }
+
+  // load_weights' check of a file's kernel (variable_ref::check_state; the kernel comes last, after
+  // kernel_sum): every weight in [-127, 127] (symmetric per channel: -128 would break the AVX2
+  // kernel's sign trick), the packing's padding 0, and each unit's kernel_sum equal to the sum of
+  // its weights (the offset trick and the zero-point term use it). `column`: "unit" or "filter".
+  static std::string check_kernel(const char* column, std::string_view name, const std::byte* bytes,
+                                  const std::byte* const* state, std::size_t n) {
+    if (name != "kernel" || n != buffers.size()) return "";
+    namespace i8 = kernels::cpu::int8;
+    std::vector<std::int8_t> w(i8::packed_bytes(K, N));
+    std::memcpy(w.data(), bytes, w.size());
+    std::vector<std::int32_t> sums(N);
+    std::memcpy(sums.data(), state[b_sum], N * sizeof(std::int32_t));
+    for (std::size_t j = 0; j < N; ++j) {
+      std::int64_t sum = 0;
+      for (std::size_t k = 0; k < Kp; ++k) {
+        const std::size_t at = i8::packed_index(K, N, j, k);
+        const std::int32_t q = w[at];
+        auto place = [&] {
+          return std::string(column) + " " + std::to_string(j) + ", input " + std::to_string(k) + " (packed index " +
+                 std::to_string(at) + ")";
+        };
+        if (k >= K && q != 0) return "the padding byte of " + place() + " is " + std::to_string(q) + ", not 0";
+        if (q == -128)
+          return "the weight of " + place() + " is -128; symmetric per-channel int8 weights are in [-127, 127]";
+        sum += q;
+      }
+      if (sum != sums[j])
+        return "kernel_sum[" + std::to_string(j) + "] is " + std::to_string(sums[j]) + " but " + column + " " +
+               std::to_string(j) + "'s weights sum to " + std::to_string(sum);
+    }
+    return "";
+  }
+  static std::string check_state(std::string_view name, const std::byte* bytes, const std::byte* const* state,
+                                 std::size_t n) {
+    return check_kernel("unit", name, bytes, state, n);
   }
 
   // A fresh layer: zero weights and bias, unit scales, zero points 0 (the converter fills it).
@@ -181,14 +233,19 @@ struct quantized_dense_layer {
     if constexpr (full) {
       const float in_scale = *v.in_scale, out_scale = *v.out_scale;
       const std::int32_t in_zp = *v.in_zp, out_zp = *v.out_zp;
+      std::size_t clamped = 0;
       if constexpr (Kp == K)
-        i8::quantize<Arch>(x, m * K, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data());
+        clamped = i8::quantize<Arch>(x, m * K, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data());
       else
         for (std::size_t i = 0; i < m; ++i)
-          i8::quantize<Arch>(x + i * K, K, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data() + i * Kp);
+          clamped += i8::quantize<Arch>(x + i * K, K, in_scale, in_zp, quantization::qmin, quantization::qmax,
+                                        xq.data() + i * Kp);
       i8::gemm_s8<Arch>(m, N, K, xq.data(), Kp, v.kernel, v.kernel_sum, acc.data(), N);
-      i8::requantize_rows(m, N, acc.data(), static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult, v.shift,
-                          out_zp, std::is_same_v<Act, relu>, out_scale, y, Spec::name(), "unit");
+      const std::size_t out_clamped =
+          i8::requantize_rows(m, N, acc.data(), static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult,
+                              v.shift, out_zp, std::is_same_v<Act, relu>, out_scale, y, Spec::name(), "unit");
+      count(v.saturated, clamped);
+      count(v.saturated + 2, out_clamped);
     } else {
       thread_local std::vector<float> row_scale;
       row_scale.resize(m);

@@ -84,7 +84,9 @@ consteval bool any_spatial(std::tuple<C...>*) {
 template <class L>
 consteval bool spatial_layer() {
   if constexpr (is_a<L, layer_kind::graph>) return any_spatial(static_cast<typename L::children*>(nullptr));
-  else return is_a<L, layer_kind::conv2d> || is_a<L, layer_kind::pool2d> || is_a<L, layer_kind::global_average_pool>;
+  else
+    return is_a<L, layer_kind::conv2d> || is_a<L, layer_kind::quantized_conv2d> || is_a<L, layer_kind::pool2d> ||
+           is_a<L, layer_kind::global_average_pool>;
 }
 template <class L>
 inline constexpr bool is_spatial = spatial_layer<L>();

@@ -14,9 +14,10 @@
 // Everything is checked before any variable is written; a mismatch or a malformed
 // graph is a ctnn::io_error naming the layer (1-based, with its spec), the node
 // (op, name, index) and both sides, never a protobuf check or a read out of bounds.
-// Variables must be float. A network of quantized_dense layers (and flatten, reshape,
-// dropout) reads a QDQ graph instead: each layer the next Gemm's int8 kernel (per channel,
-// zero points 0), bias and Q/DQ parameters (export_onnx's form). Docs: docs/interop.md ("ONNX").
+// Variables must be float. A network of quantized_dense and quantized_conv2d layers (and
+// max_pool2d, flatten, reshape, dropout) reads a QDQ graph instead: each int8 layer the next
+// Gemm's or Conv's int8 kernel (per channel, zero points 0), bias and Q/DQ parameters, each
+// max_pool2d the next MaxPool (export_onnx's form). Docs: docs/interop.md ("ONNX").
 #pragma once
 #include <algorithm>
 #include <cctype>
@@ -187,9 +188,11 @@ inline std::string exact(double v) {
   return b;
 }
 
-// QDQ graphs (export_onnx of quantized models; onnxruntime's quantize_static with per-channel Gemm
-// weights): each quantized_dense layer takes the next Gemm, reads its kernel, scales, bias and (full
-// integer) the Q/DQ parameters around it, and recomputes kernel_sum and the requantization multipliers.
+// QDQ graphs (export_onnx of quantized models; onnxruntime's quantize_static with per-channel
+// weights): each quantized_dense (quantized_conv2d) layer takes the next Gemm (Conv), reads its
+// kernel, scales, bias and (full integer) the Q/DQ parameters around it, and recomputes kernel_sum
+// and the requantization multipliers; a max_pool2d takes the next MaxPool. Transposes and
+// Reshapes between them (a Conv's layout changes, flatten) are passed through.
 struct qdq_importer {
   const onnx::GraphProto& g;
   const graph_view& gv;
@@ -197,16 +200,26 @@ struct qdq_importer {
   std::string where;
   std::map<std::string, const onnx::NodeProto*, std::less<>> producer;
   std::map<std::string, std::vector<const onnx::NodeProto*>, std::less<>> consumers;
-  std::vector<const onnx::NodeProto*> gemms;
+  std::vector<const onnx::NodeProto*> ops;  // the Gemm, Conv, MaxPool and AveragePool nodes, in graph order
   std::size_t next = 0;
 
   qdq_importer(const onnx::GraphProto& graph, const graph_view& v, const std::filesystem::path& p) : g(graph), gv(v), path(p) {
     for (const auto& n : g.node()) {
       for (const auto& o : n.output()) producer[o] = &n;
       for (const auto& i : n.input()) consumers[i].push_back(&n);
-      if (n.op_type() == "Gemm") gemms.push_back(&n);
+      if (n.op_type() == "Gemm" || n.op_type() == "Conv" || n.op_type() == "MaxPool" || n.op_type() == "AveragePool")
+        ops.push_back(&n);
     }
   }
+  // the next Gemm, Conv or MaxPool, which must be `op`
+  const onnx::NodeProto& take(const char* op) {
+    if (next >= ops.size()) fail(std::string("the graph has no more Gemm, Conv or MaxPool nodes; this layer needs ") + op);
+    const onnx::NodeProto& n = *ops[next];
+    if (n.op_type() != op) fail("the graph's next node is " + name_of(n) + "; this layer needs " + op);
+    ++next;
+    return n;
+  }
+  static bool layout_only(const onnx::NodeProto& n) { return n.op_type() == "Transpose" || n.op_type() == "Reshape"; }
   [[noreturn]] void fail(const std::string& what) const { throw io_error("import_onnx", path, where + ": " + what); }
   std::string name_of(const onnx::NodeProto& n) const { return n.op_type() + " '" + printable(n.name(), 80) + "'"; }
   const onnx::TensorProto& init(const onnx::NodeProto& n, int i, const char* what) const {
@@ -215,17 +228,27 @@ struct qdq_importer {
     if (it == gv.init.end()) fail(name_of(n) + "'s " + what + " is not a constant");
     return *it->second;
   }
+  // the node that makes n's input i, through Transposes and Reshapes (at most 8 of them)
   const onnx::NodeProto& made_by(const onnx::NodeProto& n, int i, const char* op, const char* what) const {
     if (n.input_size() <= i) fail(name_of(n) + " has no " + what);
-    const auto it = producer.find(n.input(i));
+    auto it = producer.find(n.input(i));
+    for (int hops = 0; hops < 8 && it != producer.end() && layout_only(*it->second) && it->second->input_size() > 0; ++hops)
+      it = producer.find(it->second->input(0));
     if (it == producer.end() || it->second->op_type() != op)
       fail(name_of(n) + "'s " + what + " does not come from a " + op + " (not a QDQ graph?)");
     return *it->second;
   }
+  // the one node that reads n's output, through Transposes and Reshapes (at most 8 of them)
   const onnx::NodeProto& only_consumer(const onnx::NodeProto& n) const {
-    const auto it = consumers.find(n.output(0));
-    if (it == consumers.end() || it->second.size() != 1) fail(name_of(n) + "'s output does not go to exactly one node");
-    return *it->second.front();
+    const onnx::NodeProto* at = &n;
+    for (int hops = 0; hops < 9; ++hops) {
+      if (at->output_size() < 1) fail(name_of(*at) + " has no output");
+      const auto it = consumers.find(at->output(0));
+      if (it == consumers.end() || it->second.size() != 1) fail(name_of(*at) + "'s output does not go to exactly one node");
+      at = it->second.front();
+      if (!layout_only(*at)) return *at;
+    }
+    fail(name_of(n) + "'s output goes through more than 8 Transposes and Reshapes");
   }
   std::size_t count(const onnx::TensorProto& t) const {
     std::size_t c = 1;
@@ -583,7 +606,8 @@ void match_layer(matcher& mt, var_map& v, const std::string& p) {
 // (an array, not a fold: clang nests a fold of N terms N deep, limit 256)
 template <class MM>
 inline constexpr bool has_quantized_layers = []<std::size_t... I>(std::index_sequence<I...>) {
-  constexpr bool q[] = {false, is_a<ctnn::detail::type_at_t<I, typename MM::layers>, layer_kind::quantized_dense>...};
+  constexpr bool q[] = {false, (is_a<ctnn::detail::type_at_t<I, typename MM::layers>, layer_kind::quantized_dense> ||
+                               is_a<ctnn::detail::type_at_t<I, typename MM::layers>, layer_kind::quantized_conv2d>)...};
   for (bool b : q)
     if (b) return true;
   return false;
@@ -604,25 +628,36 @@ void import_qdq(MM& m, const onnx::GraphProto& graph, const graph_view& gv, cons
     (void)std::initializer_list<int>{(
         [&] {
           using L = ctnn::detail::type_at_t<I, typename MM::layers>;
-          if constexpr (is_a<L, layer_kind::quantized_dense>) {
+          if constexpr (is_a<L, layer_kind::quantized_dense> || is_a<L, layer_kind::quantized_conv2d>) {
+            constexpr bool conv = is_a<L, layer_kind::quantized_conv2d>;
             constexpr std::size_t K = L::K, N = L::N;
             q.where = "layer " + std::to_string(I + 1) + " (" + L::name() + ")";
             mt.where = q.where;
-            if (q.next >= q.gemms.size()) q.fail("the graph has no more Gemm nodes");
-            const auto& n = *q.gemms[q.next++];
-            if (mt.attr_f(n, "alpha", 1) != 1 || mt.attr_f(n, "beta", 1) != 1 || mt.attr_i(n, "transA", 0) != 0 ||
-                mt.attr_i(n, "transB", 0) != 0)
+            const auto& n = q.take(conv ? "Conv" : "Gemm");
+            if constexpr (conv) {
+              mt.window(n, L::geometry);
+              if (mt.attr_i(n, "group", 1) != 1) q.fail(q.name_of(n) + " is a grouped convolution");
+            } else if (mt.attr_f(n, "alpha", 1) != 1 || mt.attr_f(n, "beta", 1) != 1 || mt.attr_i(n, "transA", 0) != 0 ||
+                       mt.attr_i(n, "transB", 0) != 0) {
               q.fail(q.name_of(n) + " scales or transposes (alpha, beta, transA, transB)");
-            // the kernel: DequantizeLinear of an int8 [K, N], per output channel (axis 1) or per tensor, zero points 0
+            }
+            // the kernel: DequantizeLinear of an int8 [K, N] (Gemm, per output channel: axis 1) or
+            // [F, C, KH, KW] (Conv, per output channel: axis 0), or per tensor; zero points 0
             const auto& bd = q.made_by(n, 1, "DequantizeLinear", "weight");
             const auto& wt = q.init(bd, 0, "int8 kernel");
-            if (std::vector<std::int64_t>(wt.dims().begin(), wt.dims().end()) != std::vector<std::int64_t>{std::int64_t(K), std::int64_t(N)})
-              q.fail(q.name_of(bd) + "'s kernel is not " + std::to_string(K) + " x " + std::to_string(N));
+            std::vector<std::int64_t> want{std::int64_t(K), std::int64_t(N)};
+            if constexpr (conv)
+              want = {std::int64_t(N), std::int64_t(L::C), std::int64_t(L::KH), std::int64_t(L::KW)};
+            if (std::vector<std::int64_t>(wt.dims().begin(), wt.dims().end()) != want)
+              q.fail(q.name_of(bd) + "'s kernel is " + dims_str({wt.dims().begin(), wt.dims().end()}) + ", not " +
+                     dims_str(want) + (conv ? " (filters x channels x height x width)" : ""));
             const auto w = ints_of(wt, onnx::TensorProto::INT8, K * N, q.where, path);
             auto scale = floats_of(q.init(bd, 1, "kernel scale"), q.where, path);
             if (scale.size() == 1) scale.assign(N, scale[0]);
-            if (scale.size() != N || (N > 1 && mt.attr_i(bd, "axis", 1) != 1 && mt.attr_i(bd, "axis", 1) != -1))
-              q.fail(q.name_of(bd) + " is not per output channel (axis 1, " + std::to_string(N) + " scales) nor per tensor");
+            const std::int64_t axis = mt.attr_i(bd, "axis", 1), channel_axis = conv ? 0 : 1;
+            if (scale.size() != N || (N > 1 && axis != channel_axis && axis != channel_axis - std::int64_t(want.size())))
+              q.fail(q.name_of(bd) + " is not per output channel (axis " + std::to_string(channel_axis) + ", " +
+                     std::to_string(N) + " scales) nor per tensor");
             for (float s : scale)
               if (!(std::isfinite(s) && s > 0)) q.fail(q.name_of(bd) + " has a scale that is not positive and finite");
             if (bd.input_size() > 2 && !bd.input(2).empty()) {
@@ -630,13 +665,17 @@ void import_qdq(MM& m, const onnx::GraphProto& graph, const graph_view& gv, cons
               for (auto z : ints_of(zt, onnx::TensorProto::INT8, q.count(zt), q.where, path))
                 if (z != 0) q.fail(q.name_of(bd) + " has a nonzero zero point (ctnn's weights are symmetric)");
             }
-            std::vector<std::int8_t> wn(N * K);  // [N, K]
+            std::vector<std::int8_t> wn(N * K);  // [N, K]; a Conv's K in ctnn's (kh, kw, c) order, ONNX's is (c, kh, kw)
             std::vector<std::int32_t> sum(N, 0);
-            for (std::size_t k = 0; k < K; ++k)
-              for (std::size_t j = 0; j < N; ++j) {
-                if (w[k * N + j] == -128) q.fail(q.name_of(bd) + " has a weight of -128 (ctnn's range is [-127, 127])");
-                wn[j * K + k] = std::int8_t(w[k * N + j]);
-                sum[j] += w[k * N + j];
+            for (std::size_t j = 0; j < N; ++j)
+              for (std::size_t k = 0; k < K; ++k) {
+                std::size_t at = k * N + j;
+                if constexpr (conv) at = (j * L::C + k % L::C) * L::KH * L::KW + k / L::C;
+                if (w[at] == -128)
+                  q.fail(q.name_of(bd) + " has a weight of -128 at index " + std::to_string(at) +
+                         " (ctnn's range is [-127, 127])");
+                wn[j * K + k] = std::int8_t(w[at]);
+                sum[j] += w[at];
               }
             std::vector<std::int8_t> packed(kernels::cpu::int8::packed_bytes(K, N));
             kernels::cpu::int8::pack(K, N, wn.data(), K, packed.data());
@@ -680,22 +719,33 @@ void import_qdq(MM& m, const onnx::GraphProto& graph, const graph_view& gv, cons
               put(v, "output_zero_point", std::vector<std::int32_t>{out.zero_point});
               put(v, "output_multiplier", mult);
               put(v, "output_shift", shift);
+              put(v, "saturated", std::vector<std::uint32_t>(4, 0));  // no values seen yet
             } else {
               const auto& bt = q.init(n, 2, "float bias");
               if (q.count(bt) != N) q.fail(q.name_of(n) + "'s bias does not hold " + std::to_string(N) + " values");
               put(v, "bias", floats_of(bt, q.where, path));
             }
+          } else if constexpr (is_a<L, layer_kind::pool2d>) {
+            using S = typename L::spec;
+            static_assert(std::is_same_v<typename S::kind, detail::max_pool_kind>,
+                          "import_onnx: a network with quantized layers imports from a QDQ graph: its pooling "
+                          "layers must be max_pool2d");
+            using LIn = typename L::in_shape;
+            constexpr std::size_t H = dim_or<LIn, 0>(), W = dim_or<LIn, 1>(), C = dim_or<LIn, 2>();
+            q.where = "layer " + std::to_string(I + 1) + " (" + L::name() + ")";
+            mt.where = q.where;
+            mt.window(q.take("MaxPool"), window_geometry(H, W, C, C, S::pool_size, S::pool_size, S::stride, S::pad));
           } else if constexpr (!is_a<L, layer_kind::reshape> && !is_a<L, layer_kind::dropout>) {
-            static_assert(is_a<L, layer_kind::reshape>, "import_onnx: a network with quantized_dense layers imports "
-                                                        "from a QDQ graph: its other layers must be flatten, reshape "
-                                                        "or dropout");
+            static_assert(is_a<L, layer_kind::reshape>, "import_onnx: a network with quantized layers imports "
+                                                        "from a QDQ graph: its other layers must be max_pool2d, "
+                                                        "flatten, reshape or dropout");
           }
         }(),
         0)...};  // a list, not a fold (as above)
   }(std::make_index_sequence<MM::layer_count>{});
-  if (q.next < q.gemms.size()) {
+  if (q.next < q.ops.size()) {
     q.where = "after the last layer";
-    q.fail("the graph goes on with " + q.name_of(*q.gemms[q.next]) + "; this network ends here");
+    q.fail("the graph goes on with " + q.name_of(*q.ops[q.next]) + "; this network ends here");
   }
   m.for_each_variable([&](const variable_ref& r) {
     if (r.kind != role::state) return;

@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -289,5 +290,42 @@ auto quantize_full_integer(const model<Net, P, B>& m, const float* x, std::size_
   }(std::make_index_sequence<std::tuple_size_v<layers>>{});
   return quantization::detail::convert<quantization::full_integer>(m, ranges);
 }
+
+namespace quantization {
+// One full-integer layer's saturation counts (its `saturated` buffer): over every forward pass
+// since the model was made, loaded or reset_saturation, the input values its quantization
+// clamped to [-128, 127] (beyond the calibrated input range) and the outputs its requantization
+// clamped (beyond the output range; a relu's lower bound is not saturation).
+struct saturation_count {
+  std::size_t layer = 0;  // 1-based position, as messages print it
+  std::string name;       // the layer's spec, "quantized_dense<784, 256, relu, full_integer>"
+  std::uint64_t inputs = 0, outputs = 0;
+};
+
+// The saturation counts of m's full-integer layers (quantized_dense, quantized_conv2d), in order.
+template <class M>
+std::vector<saturation_count> saturation(const M& m) {
+  std::vector<std::string> names;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (names.push_back(std::tuple_element_t<I, typename M::layers>::name()), ...);
+  }(std::make_index_sequence<std::tuple_size_v<typename M::layers>>{});
+  std::vector<saturation_count> out;
+  m.for_each_variable([&](const variable_ref& v) {
+    if (v.name != "saturated" || v.type != elem::u32 || v.extent != 4) return;
+    std::uint32_t c[4];
+    std::memcpy(c, v.data, sizeof c);
+    out.push_back({v.layer + 1, names[v.layer], std::uint64_t(c[1]) << 32 | c[0], std::uint64_t(c[3]) << 32 | c[2]});
+  });
+  return out;
+}
+
+// Zeroes the saturation counts of m's full-integer layers.
+template <class M>
+void reset_saturation(M& m) {
+  m.for_each_variable([&](const variable_ref& v) {
+    if (v.name == "saturated" && v.type == elem::u32) std::memset(v.data, 0, v.extent * v.element_bytes);
+  });
+}
+}  // namespace quantization
 
 }  // namespace ctnn

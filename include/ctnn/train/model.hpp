@@ -115,6 +115,10 @@ void for_each_variable_in(std::byte* base, const plan_layout& lay, std::size_t b
                       { L::check_metadata(std::string_view{}, p) } -> std::same_as<std::string>;
                     })
         if (d.kind == role::metadata) v.check = &L::check_metadata;
+      if constexpr (requires(const std::byte* p, const std::byte* const* s) {
+                      { L::check_state(std::string_view{}, p, s, std::size_t{}) } -> std::same_as<std::string>;
+                    })
+        if (d.kind == role::state) v.check_state = &L::check_state;
       f(v);
     }
   };

@@ -6,6 +6,10 @@
 //   flatten                     (None, 784)               0
 //   dense<256, relu>            (None, 256)         200,960
 //   Total params: 203,530 (795.04 KB)
+//   Trainable params: 203,530 (795.04 KB)
+//   Non-trainable params: 0 (0.00 KB)
+// The sizes count each value at its element size under float32 (Net::parameter_bytes,
+// Net::state_bytes; Keras 3's weight_memory_size): an int8 layer's kernel 1 byte a weight.
 // A graph layer (residual, add, concatenate, branch) is followed by its children's rows,
 // indented (docs/graphs.md).
 #pragma once
@@ -50,7 +54,8 @@ struct summary_row {
 // (cold: printed once, optimized for size).
 template <class = void>
 [[gnu::cold]] void print_summary(std::ostream& out, const summary_row* rows, std::size_t n,
-                                        std::size_t parameters, std::size_t states) {
+                                        std::size_t parameters, std::size_t states, std::size_t parameter_bytes,
+                                        std::size_t state_bytes) {
   std::size_t w = 28;
   for (std::size_t i = 0; i < n; ++i) w = std::max(w, rows[i].name.size() + 2);
   const std::string rule(w + 36, '=');
@@ -60,12 +65,15 @@ template <class = void>
   for (std::size_t i = 0; i < n; ++i)
     out << pad(rows[i].name, w) << pad(rows[i].shape, 22) << pad(group_thousands(rows[i].parameters), 14, true)
         << "\n";
-  char kb[64];
-  std::snprintf(kb, sizeof kb, " (%.2f KB)", double(parameters * sizeof(float)) / 1024.0);
+  auto kb = [](std::size_t bytes) {
+    char b[64];
+    std::snprintf(b, sizeof b, " (%.2f KB)", double(bytes) / 1024.0);
+    return std::string(b);
+  };
   out << rule << "\n"
-      << "Total params: " << group_thousands(parameters + states) << kb << "\n"
-      << "Trainable params: " << group_thousands(parameters) << "\n"
-      << "Non-trainable params: " << group_thousands(states) << "\n";
+      << "Total params: " << group_thousands(parameters + states) << kb(parameter_bytes + state_bytes) << "\n"
+      << "Trainable params: " << group_thousands(parameters) << kb(parameter_bytes) << "\n"
+      << "Non-trainable params: " << group_thousands(states) << kb(state_bytes) << "\n";
 }
 }  // namespace detail
 
@@ -93,7 +101,8 @@ void summary(std::ostream& out = std::cout) {
   [&]<class... L>(std::tuple<L...>*) {
     (detail::summary_rows<L>(rows, 0), ...);
   }(static_cast<layers*>(nullptr));
-  detail::print_summary(out, rows.data(), rows.size(), Net::parameter_count, Net::state_count);
+  detail::print_summary(out, rows.data(), rows.size(), Net::parameter_count, Net::state_count, Net::parameter_bytes,
+                        Net::state_bytes);
 }
 
 }  // namespace ctnn

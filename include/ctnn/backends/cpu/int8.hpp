@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -300,10 +301,11 @@ void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, 
 // q[i] = clamp(round(x[i] / scale) + zp, lo, hi) (round half away from zero, TFLite's
 // AffineQuantize; a NaN gives zp), in xsimd::batch<float, Arch> where Arch has float SIMD: equal
 // to quantization::quantize element by element (IEEE division, exact rounding and clamp).
+// Returns how many values the clamp changed (saturated: beyond the range, infinities included).
 template <class Arch = default_arch>
-void quantize(const float* x, std::size_t n, float scale, std::int32_t zp, std::int32_t lo, std::int32_t hi,
-              std::int8_t* q) {
-  std::size_t i = 0;
+std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp, std::int32_t lo, std::int32_t hi,
+                     std::int8_t* q) {
+  std::size_t i = 0, saturated = 0;
   if constexpr (simd_v<float, Arch>) {
     using B = xsimd::batch<float, Arch>;
     constexpr std::size_t L = B::size;
@@ -312,6 +314,7 @@ void quantize(const float* x, std::size_t n, float scale, std::int32_t zp, std::
     alignas(64) float tmp[chunk];
     for (; i + L <= n;) {
       const std::size_t c = std::min(chunk, (n - i) / L * L);
+      auto clamped = B(0.0f) != B(0.0f);  // whether the clamp changed a value of the chunk
       for (std::size_t k = 0; k < c; k += L) {
         // Rounded half away from zero by hand, not by xsimd::round: xsimd 8.1's sse2 round, built
         // by clang 19 -O2 with AVX-512 enabled, returned integer bit patterns read as floats.
@@ -322,16 +325,28 @@ void quantize(const float* x, std::size_t n, float scale, std::int32_t zp, std::
         const B cd = xsimd::min(xsimd::max(xsimd::select(number, d, B(0.0f)), B(-4194304.0f)), B(4194304.0f));
         const B t = xsimd::to_float(xsimd::to_int(cd));  // toward zero
         const B v = t + xsimd::select(xsimd::abs(cd - t) >= B(0.5f), xsimd::select(cd < B(0.0f), B(-1.0f), B(1.0f)), B(0.0f));
-        xsimd::select(number, xsimd::min(xsimd::max(v + z, l), h), z).store_aligned(tmp + k);
+        const B vz = v + z, cv = xsimd::min(xsimd::max(vz, l), h);
+        clamped = clamped | (cv != vz);  // (a NaN's vz is zp: never clamped)
+        xsimd::select(number, cv, z).store_aligned(tmp + k);
       }
       for (std::size_t k = 0; k < c; ++k) q[i + k] = std::int8_t(std::int32_t(tmp[k]));
+      // Counted off the common path: one compare a vector marks a chunk where the clamp acted,
+      // whose values are then counted one by one (rare when the calibration holds).
+      if (xsimd::any(clamped))
+        for (std::size_t k = 0; k < c; ++k) {
+          const float r = std::round(x[i + k] / scale) + float(zp);
+          saturated += r < float(lo) || r > float(hi);
+        }
       i += c;
     }
   }
   for (; i < n; ++i) {
     const float v = std::round(x[i] / scale);
-    q[i] = std::int8_t(v == v ? std::min(std::max(v + float(zp), float(lo)), float(hi)) : float(zp));
+    const float vz = v + float(zp);
+    saturated += vz < float(lo) || vz > float(hi);
+    q[i] = std::int8_t(v == v ? std::min(std::max(vz, float(lo)), float(hi)) : float(zp));
   }
+  return saturated;
 }
 
 // max |x[i]| over n values (0 for n = 0; NaNs are skipped), the dynamic-range row scale's input.
@@ -357,11 +372,16 @@ float abs_max(const float* x, std::size_t n) {
 // One output row of a full-integer layer: y[j] = scale (clamp(MBQM(acc[j] + off[j], mult[j],
 // shift[j]) + zp, lo, 127) - zp), MBQM TFLite's MultiplyByQuantizedMultiplier
 // (quantization/arithmetic.hpp) written without branches so that the compiler vectorizes it;
-// requires 0 <= mult[j] (quantize_multiplier's range), -31 <= shift[j] <= 30.
-inline void requantize_row(std::size_t N, const std::int32_t* acc, const std::int32_t* off, const std::int32_t* mult,
-                           const std::int32_t* shift, std::int32_t zp, std::int32_t lo, float scale, float* y) {
+// requires 0 <= mult[j] (quantize_multiplier's range), -31 <= shift[j] <= 30. Returns how many
+// outputs saturated: above 127, or (relu false) below -128; after a relu (lo = max(-128, zp)) the
+// values below are the activation's, never counted.
+inline std::size_t requantize_row(std::size_t N, const std::int32_t* acc, const std::int32_t* off,
+                                  const std::int32_t* mult, const std::int32_t* shift, std::int32_t zp, std::int32_t lo,
+                                  float scale, float* y, bool relu) {
+  const std::int32_t low = relu ? std::numeric_limits<std::int32_t>::min() : -128;  // below it: saturated
   constexpr std::size_t chunk = 64;
   std::int32_t qs[chunk];
+  std::size_t saturated = 0;
   for (std::size_t j0 = 0; j0 < N; j0 += chunk) {
     const std::size_t c = std::min(chunk, N - j0);
     for (std::size_t u = 0; u < c; ++u) {
@@ -376,11 +396,25 @@ inline void requantize_row(std::size_t N, const std::int32_t* acc, const std::in
       const std::int32_t hi = std::int32_t((t + ((t >> 63) & low31)) >> 31);
       const std::int32_t mask = std::int32_t((std::uint32_t(1) << right) - 1u);
       const std::int32_t thr = (mask >> 1) + (hi < 0 ? 1 : 0);
-      const std::int32_t q = (hi >> right) + ((hi & mask) > thr ? 1 : 0) + zp;
-      qs[u] = q < lo ? lo : q > 127 ? 127 : q;
+      qs[u] = (hi >> right) + ((hi & mask) > thr ? 1 : 0) + zp;
     }
-    for (std::size_t u = 0; u < c; ++u) y[j0 + u] = scale * float(qs[u] - zp);
+    // The clamp here, and the count off the common path: the chunk's largest and smallest q (a
+    // max and a min a value) tell whether any saturated, and only then are they counted (counted
+    // in the loop above, GCC 12 no longer vectorizes it).
+    std::int32_t top = -128, bottom = 127;
+    for (std::size_t u = 0; u < c; ++u) {
+      const std::int32_t q = qs[u];
+      top = q > top ? q : top;
+      bottom = q < bottom ? q : bottom;
+      y[j0 + u] = scale * float((q < lo ? lo : q > 127 ? 127 : q) - zp);
+    }
+    if (top > 127 || bottom < low) {
+      std::uint32_t n = 0;  // (32-bit lanes: the loop vectorizes as the ones above)
+      for (std::size_t u = 0; u < c; ++u) n += std::uint32_t(qs[u] > 127) + std::uint32_t(qs[u] < low);
+      saturated += n;
+    }
   }
+  return saturated;
 }
 
 // The full-integer layers' epilogue (quantized_dense, quantized_conv2d): checks every column's
@@ -388,7 +422,8 @@ inline void requantize_row(std::size_t N, const std::int32_t* acc, const std::in
 // `column` word, "unit" or "filter"), forms off[j] = bias[j] - in_zp kernel_sum[j] in wrapping
 // int32 arithmetic (a corrupt file gives wrong numbers, never undefined behaviour), then
 // requantizes the rows x N accumulators into y (requantize_row; lo = out_zp after a relu).
-inline void requantize_rows(std::size_t rows, std::size_t N, const std::int32_t* acc, const std::int32_t* bias,
+// Returns how many outputs saturated (requantize_row).
+inline std::size_t requantize_rows(std::size_t rows, std::size_t N, const std::int32_t* acc, const std::int32_t* bias,
                             std::int32_t in_zp, const std::int32_t* kernel_sum, const std::int32_t* mult,
                             const std::int32_t* shift, std::int32_t out_zp, bool relu, float out_scale, float* y,
                             const std::string& layer, const char* column) {
@@ -402,7 +437,10 @@ inline void requantize_rows(std::size_t rows, std::size_t N, const std::int32_t*
     off[j] = std::int32_t(std::uint32_t(bias[j]) - std::uint32_t(in_zp) * std::uint32_t(kernel_sum[j]));
   }
   const std::int32_t lo = relu ? std::max<std::int32_t>(-128, out_zp) : -128;
-  for (std::size_t i = 0; i < rows; ++i) requantize_row(N, acc + i * N, off.data(), mult, shift, out_zp, lo, out_scale, y + i * N);
+  std::size_t saturated = 0;
+  for (std::size_t i = 0; i < rows; ++i)
+    saturated += requantize_row(N, acc + i * N, off.data(), mult, shift, out_zp, lo, out_scale, y + i * N, relu);
+  return saturated;
 }
 
 }  // namespace ctnn::kernels::cpu::int8
