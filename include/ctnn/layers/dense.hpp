@@ -93,7 +93,8 @@ struct dense {
 
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {
-    constexpr bool located = diag::require<In::rank == 1, &diag::dense_not_flat_text<Pos, N, In>>();
+    constexpr long long shown = static_cast<long long>(units);  // up_to<Max>'s Max, not its encoding
+    constexpr bool located = diag::require<In::rank == 1, &diag::dense_not_flat_text<Pos, shown, In>>();
     return located && diag::dense_input_not_flat<diag::layer<Pos>, diag::input_rank<In::rank>, In::rank == 1>::value;
   }
 
