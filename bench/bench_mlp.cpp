@@ -13,11 +13,16 @@
 //   mlp/infer_images: the same over 256 images in turn (the time depends on
 //                   the image: gemv skips the weights of zero inputs).
 // Arguments: batch size, threads (kernels::cpu::set_threads).
+//   mlp/width_up_to: one training step (as mlp/train_step, Adam) of 784-up_to<512>-10
+//                   (relu) on a fixed random batch at the active width `width`
+//                   (set_width); mlp/width_static: the same of 784-W-10 with W in the type.
+//                   Arguments: width, batch, threads.
 #include <benchmark/benchmark.h>
 
 #include <ctnn/ctnn.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 namespace {
@@ -96,8 +101,42 @@ void infer_images(benchmark::State& s) {
   ctnn::kernels::cpu::set_threads(1);
 }
 
+// A training step of input<784> -> Hidden (relu) -> dense<10> on a fixed random batch.
+template <class Hidden>
+void width_step(benchmark::State& s) {
+  using wnet = ctnn::sequential<ctnn::input<784>, Hidden, ctnn::dense<10>>;
+  const std::size_t width = std::size_t(s.range(0)), batch = std::size_t(s.range(1));
+  ctnn::kernels::cpu::set_threads(std::size_t(s.range(2)));
+  auto model = ctnn::make_model<wnet>(42);
+  if constexpr (Hidden::is_up_to) ctnn::set_width<0>(model, width);
+  else if (width != Hidden::units) s.SkipWithError("mlp/width_static: the width is the type's");
+  ctnn::rng g(1);
+  std::vector<float> x(batch * 784);
+  std::vector<std::int32_t> y(batch);
+  for (auto& v : x) v = float(g.uniform(0, 1));
+  for (auto& v : y) v = std::int32_t(g.uniform(0, 10)) % 10;
+  ctnn::adam opt;
+  ctnn::train_step step{model, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt};
+  std::size_t i = 0;
+  for (auto _ : s) {
+    const ctnn::step_result r = step.run(x.data(), y.data(), batch, 0, i++);
+    benchmark::DoNotOptimize(r.loss_sum);
+  }
+  s.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
+  ctnn::kernels::cpu::set_threads(1);
+}
+void width_up_to(benchmark::State& s) { width_step<ctnn::dense<ctnn::up_to<512>, ctnn::relu>>(s); }
+void width_static_128(benchmark::State& s) { width_step<ctnn::dense<128, ctnn::relu>>(s); }
+void width_static_512(benchmark::State& s) { width_step<ctnn::dense<512, ctnn::relu>>(s); }
+
 }  // namespace
 
+BENCHMARK(width_up_to)->Name("mlp/width_up_to")->UseRealTime()->ArgNames({"width", "batch", "threads"})
+    ->Args({128, 64, 1})->Args({512, 64, 1});
+BENCHMARK(width_static_128)->Name("mlp/width_static")->UseRealTime()->ArgNames({"width", "batch", "threads"})
+    ->Args({128, 64, 1});
+BENCHMARK(width_static_512)->Name("mlp/width_static")->UseRealTime()->ArgNames({"width", "batch", "threads"})
+    ->Args({512, 64, 1});
 BENCHMARK(train_step)->Name("mlp/train_step")->UseRealTime()->ArgNames({"batch", "threads"})
     ->Args({16, 1})->Args({64, 1})->Args({256, 1})->Args({16, 2})->Args({64, 2})->Args({256, 2});
 BENCHMARK(epoch)->Name("mlp/epoch")->UseRealTime()->ArgNames({"batch", "threads"})->Unit(benchmark::kMillisecond)->Iterations(1)

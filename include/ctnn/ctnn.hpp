@@ -102,6 +102,7 @@
 #include "train/progress_bar.hpp"
 #include "train/reduce_lr_on_plateau.hpp"
 #include "train/runtime_factors.hpp"
+#include "train/widths.hpp"
 #include "train/tensorboard.hpp"
 #include "train/terminate_on_nan.hpp"
 #include "train/fit.hpp"

@@ -31,6 +31,7 @@ struct options {
   double input_min_abs = 0.05;  // keep inputs away from kinks at 0
   std::size_t max_checks = 400; // per tensor, sampled evenly
   std::vector<float> metadata{};  // f32 values written over the layer's metadata block after init (run-time factors)
+  std::vector<std::uint32_t> metadata_u32{};  // or u32 values (dense<up_to<N>>'s active width)
 };
 
 inline double rel_err(double a, double b) { return std::abs(a - b) / std::max(1.0, std::max(std::abs(a), std::abs(b))); }
@@ -45,11 +46,13 @@ double check_layer(options o = {}) {
       cache(L::cache_per_sample * B + 1);
   // mask and metadata blocks (pruned and sparse layers), as the plan sizes them; init fills them
   std::vector<std::uint64_t> mask((ctnn::layer_role_bytes<ctnn::precision::float64>(L::buffers, ctnn::role::mask) + 15) / 8),
-      meta((ctnn::layer_role_bytes<ctnn::precision::float64>(L::buffers, ctnn::role::metadata) + o.metadata.size() * sizeof(float) + 15) / 8);
+      meta((ctnn::layer_role_bytes<ctnn::precision::float64>(L::buffers, ctnn::role::metadata) +
+            (o.metadata.size() + o.metadata_u32.size()) * 4 + 15) / 8);
   ctnn::layer_slot<double> slot{params.data(), grads.data(), state.data(), cache.data(),
                                 reinterpret_cast<std::uint8_t*>(mask.data()), reinterpret_cast<std::byte*>(meta.data())};
   L::init(slot, g);
   std::copy(o.metadata.begin(), o.metadata.end(), reinterpret_cast<float*>(meta.data()));
+  std::copy(o.metadata_u32.begin(), o.metadata_u32.end(), reinterpret_cast<std::uint32_t*>(meta.data()));
   for (std::size_t i = 0; i < L::parameter_count; ++i) params[i] += g.uniform(-0.1, 0.1);
   for (std::size_t i = 0; i < L::state_count; ++i) state[i] = g.uniform(0.5, 1.5);
   std::vector<double> x(in * B), r(out * B), y(out * B), dy(out * B), dx(in * B);

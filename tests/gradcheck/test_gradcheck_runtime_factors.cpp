@@ -1,5 +1,6 @@
 // Finite-difference checks of the layers and regularizers whose factor is a
-// run-time value (dynamic_dropout, dynamic_l2, dynamic_l1), in double precision.
+// run-time value (dynamic_dropout, dynamic_l2, dynamic_l1) and of dense<up_to<N>>
+// at an active width below N, in double precision.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -42,4 +43,9 @@ TEST_CASE("gradcheck: dense with dynamic_l2 and dynamic_l1, data and penalties")
     CHECK(std::isnan(g[0]));
     CHECK(g[B::kernel_count] == 0.0);  // the bias takes no penalty
   }
+}
+
+TEST_CASE("gradcheck: dense<up_to<9>> at active width 4: its inputs and all its parameters (the inactive ones: 0)") {
+  CHECK(gradcheck::check_layer<dense<up_to<9>, ctnn::tanh>, shape<5>>({.metadata_u32 = {4}}) < 1e-6);
+  CHECK(gradcheck::check_layer<dense<up_to<9>, relu>, shape<5>>({.metadata_u32 = {9}}) < 1e-6);
 }

@@ -4,7 +4,9 @@
 // (tests/kernels/archs.hpp); dense_forward with each activation rule of
 // kernels/functors.hpp fused into the GEMM against the reference product
 // followed by the scalar activation (kernels/activations_reference.hpp), on
-// every architecture. activations.hpp has its own test_activations.cpp.
+// every architecture; the *_active forms (dense<up_to<N>>) against the reference
+// on a copy of the first n columns, columns n.. untouched, on every architecture
+// and the scalar path (xsimd::unavailable). activations.hpp has its own test_activations.cpp.
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
@@ -180,4 +182,59 @@ TEST_CASE("dense_forward fuses sigmoid, tanh, leaky_relu and relu into the GEMM 
     compare_fused_sizes<double, decltype(arch)>(name);
   });
   CHECK(ran >= 1);
+}
+
+namespace {
+// The three products at active width n of N against the reference on the narrow copies; the
+// columns n.. of y, dw and db keep their sentinel.
+template <class Arch>
+void compare_active(const char* arch) {
+  constexpr std::size_t K = 37, N = 24;
+  for (std::size_t n : {1, 7, 24})
+    for (std::size_t m : {1, 5, 64}) {
+      rng g(n * 100 + m);
+      std::vector<float> x(m * K), w(K * N), b(N), dy(m * N);
+      for (auto* v : {&x, &w, &b, &dy})
+        for (auto& e : *v) e = float(g.uniform(-1, 1));
+      std::vector<float> wn(K * n), dyn(m * n);
+      for (std::size_t k = 0; k < K; ++k) std::copy(w.begin() + k * N, w.begin() + k * N + n, wn.begin() + k * n);
+      for (std::size_t i = 0; i < m; ++i) std::copy(dy.begin() + i * N, dy.begin() + i * N + n, dyn.begin() + i * n);
+      std::vector<float> yr(m * n), dwr(K * n), dbr(n), dxr(m * K);
+      kernels::reference::gemm_nn(x.data(), wn.data(), b.data(), yr.data(), m, K, n);
+      for (auto& e : yr) e = std::max(e, 0.0f);
+      kernels::reference::gemm_tn(x.data(), dyn.data(), dwr.data(), m, K, n);
+      kernels::reference::col_sum(dyn.data(), dbr.data(), m, n);
+      kernels::reference::gemm_nt(dyn.data(), wn.data(), dxr.data(), m, K, n);
+      const float sentinel = 1234.5f;
+      std::vector<float> y(m * N, sentinel), dw(K * N, sentinel), db(N, sentinel), dx(m * K);
+      kernels::cpu::dense_forward_active<K, N, fn::relu_fn, Arch>(x.data(), w.data(), b.data(), y.data(), m, n, fn::relu_fn{});
+      kernels::cpu::dense_backward_weights_active<K, N, Arch>(x.data(), dy.data(), dw.data(), db.data(), m, n);
+      kernels::cpu::dense_backward_input_active<K, N, Arch>(dy.data(), w.data(), dx.data(), m, n);
+      INFO(arch << " n=" << n << " m=" << m);
+      double worst = 0;
+      std::size_t touched = 0;
+      for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t j = 0; j < N; ++j)
+          if (j < n) worst = std::max(worst, std::abs(double(y[i * N + j]) - yr[i * n + j]) / K);
+          else touched += y[i * N + j] != sentinel;
+      for (std::size_t k = 0; k < K; ++k)
+        for (std::size_t j = 0; j < N; ++j)
+          if (j < n) worst = std::max(worst, std::abs(double(dw[k * N + j]) - dwr[k * n + j]) / double(m));
+          else touched += dw[k * N + j] != sentinel;
+      for (std::size_t j = 0; j < N; ++j)
+        if (j < n) worst = std::max(worst, std::abs(double(db[j]) - dbr[j]) / double(m));
+        else touched += db[j] != sentinel;
+      for (std::size_t i = 0; i < m * K; ++i) worst = std::max(worst, std::abs(double(dx[i]) - dxr[i]) / double(n));
+      CHECK(worst <= 1e-5);
+      CHECK(touched == 0);
+    }
+}
+}  // namespace
+
+TEST_CASE("dense *_active products equal the reference on the first n columns and leave the others, every architecture") {
+  const int ran = test::for_each_arch("dense active-width products", [](auto arch, const char* name) {
+    compare_active<decltype(arch)>(name);
+  });
+  CHECK(ran >= 1);
+  compare_active<xsimd::unavailable>("scalar");
 }

@@ -5,13 +5,20 @@
 // penalty), a rate put out of range behind their back is refused by the
 // next training pass, and a regularization factor put out of range gives a NaN
 // penalty (read by the ops where they run), so the step stops before updating.
+// train/widths.hpp: a dense<up_to<16>> model at active width 5 computes what the
+// static dense<5> model strip_to gives computes (predict, one adam step), its
+// inactive weights do not move; widths out of range and a target whose widths
+// differ throw naming the layer; the width travels with the weights.
 #include <ctnn/train/runtime_factors.hpp>
+#include <ctnn/train/widths.hpp>
 
 #include <doctest/doctest.h>
 
 #include <ctnn/layers/dense.hpp>
 #include <ctnn/layers/dropout.hpp>
 #include <ctnn/losses/sparse_categorical_crossentropy.hpp>
+#include <ctnn/io/weights.hpp>
+#include <ctnn/optimizers/adam.hpp>
 #include <ctnn/optimizers/sgd.hpp>
 #include <ctnn/regularizers/l1.hpp>
 #include <ctnn/regularizers/regularizers.hpp>
@@ -20,6 +27,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <string>
 #include <vector>
@@ -147,4 +155,80 @@ TEST_CASE("a regularization factor made bad behind the setter's back gives a NaN
     CHECK(m.optimizer_iterations() == updates);
     CHECK(std::isnan(m.penalty()));
   }
+}
+
+namespace {
+using wide_net = sequential<input<6>, dense<up_to<16>, relu>, dynamic_dropout, dense<4>>;
+using narrow_net = sequential<input<6>, dense<5, relu>, dynamic_dropout, dense<4>>;
+
+bool close(std::span<const float> a, std::span<const float> b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::abs(a[i] - b[i]) > 1e-5f * std::max(1.0f, std::abs(b[i]))) return false;
+  return true;
+}
+}  // namespace
+
+TEST_CASE("dense<up_to<16>> at active width 5 computes dense<5>: predict and one adam step, weights by strip_to") {
+  static_assert(decltype(make_model<wide_net>(1))::network::parameter_count == 6 * 16 + 16 + 16 * 4 + 4);
+  auto wide = make_model<wide_net>(3);
+  for (auto& p : wide.layer_parameters<0>()) p += 0.05f;  // non-zero biases
+  const std::vector<float> x = inputs(3);
+  const std::vector<std::int32_t> y{0, 3, 1};
+  CHECK(width<0>(wide) == 16);
+  sgd first{0.01};  // a step at full width first: every unit's outputs and gradients non-zero (no slots)
+  train_step(wide, sparse_categorical_crossentropy{.from_logits = true}, first).run(x.data(), y.data(), 3, 0, 0);
+  set_width<0>(wide, 5);
+  CHECK(width<0>(wide) == 5);
+  auto narrow = strip_to<narrow_net>(wide);
+  const auto yw = wide.predict(x.data(), 3), yn = narrow.predict(x.data(), 3);
+  CHECK(close(yw, yn));
+
+  const std::vector<float> before(wide.parameters().begin(), wide.parameters().end());
+  adam ow{0.05}, on{0.05};
+  train_step sw(wide, sparse_categorical_crossentropy{.from_logits = true}, ow);
+  train_step sn(narrow, sparse_categorical_crossentropy{.from_logits = true}, on);
+  const step_result rw = sw.run(x.data(), y.data(), 3, 0, 0);
+  const step_result rn = sn.run(x.data(), y.data(), 3, 0, 0);
+  CHECK(rw.loss_sum == doctest::Approx(rn.loss_sum).epsilon(1e-5));
+  CHECK(close(strip_to<narrow_net>(wide).parameters(), narrow.parameters()));
+  // The inactive units: layer 1's kernel columns and biases 5..15, layer 3's kernel rows 5..15, unmoved.
+  const std::span<const float> after = wide.parameters();
+  std::size_t moved = 0, kept = 0;
+  for (std::size_t k = 0; k < 6; ++k)
+    for (std::size_t j = 0; j < 16; ++j) (j < 5 ? moved : kept) += (after[k * 16 + j] != before[k * 16 + j]);
+  for (std::size_t j = 5; j < 16; ++j) kept += after[96 + j] != before[96 + j];
+  for (std::size_t r = 5; r < 16; ++r)
+    for (std::size_t o = 0; o < 4; ++o) kept += after[112 + r * 4 + o] != before[112 + r * 4 + o];
+  CHECK(moved == 30);
+  CHECK(kept == 0);
+}
+
+TEST_CASE("widths out of range and a target of other widths throw naming the layer, the width is saved with the weights") {
+  auto m = make_model<wide_net>(3);
+  CHECK_THROWS_WITH(set_width<0>(m, 17), "set_width: layer 1 (dense<up_to<16>, relu>): the active width 17 is outside [1, 16]");
+  CHECK_THROWS_WITH(set_width<0>(m, 0), "set_width: layer 1 (dense<up_to<16>, relu>): the active width 0 is outside [1, 16]");
+  CHECK_THROWS_WITH(set_units(m, 20), "set_units: layer 1 (dense<up_to<16>, relu>): the active width 20 is outside [1, 16]");
+  CHECK(width<0>(m) == 16);
+  CHECK(set_units(m, 8) == 1);
+  CHECK(width<0>(m) == 8);
+  auto plain = make_model<plain_net>(1);
+  CHECK(set_units(plain, 8) == 0);
+  CHECK_THROWS_WITH(strip_to<narrow_net>(m),
+                    "strip_to: layer 1 (dense<up_to<16>, relu>) computes with 8 units but the target's dense<5, relu> has 5");
+
+  const auto file = std::filesystem::temp_directory_path() / "ctnn_test_widths.ctnn";
+  io::save_weights(m, file);
+  auto back = make_model<wide_net>(9);
+  io::load_weights(back, file);
+  CHECK(width<0>(back) == 8);
+  // A width the layer cannot run, behind the setter's back: refused by the next pass and by load_weights.
+  const std::uint32_t bad = 40;
+  std::memcpy(detail::variable_of(m, 0, "units").data, &bad, sizeof bad);
+  const std::vector<float> x = inputs(1);
+  CHECK_THROWS_WITH(m.forward(x.data(), 1, false), "dense<up_to<16>, relu>: the active width 40 is outside [1, 16]");
+  io::save_weights(m, file);
+  CHECK_THROWS_WITH_AS(io::load_weights(back, file), doctest::Contains("the active width 40 is outside [1, 16]"),
+                       io_error);
+  std::filesystem::remove(file);
 }

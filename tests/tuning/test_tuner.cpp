@@ -1,7 +1,8 @@
 // The tuner end to end on a tiny synthetic problem: two architectures x two
 // optimizers (each compiled once), run-time dropout and l2, reproducibility,
 // the project directory, failed trials, a SIGKILL mid-trial and the resume,
-// Hyperband's continued trials, results_summary and the best model, the progress display.
+// Hyperband's continued trials, results_summary and the best model, the progress display,
+// "units" setting the width of every dense<up_to<Max>> (docs/tuning.md runs a search over it).
 #include <doctest/doctest.h>
 
 #include <csignal>
@@ -334,4 +335,29 @@ TEST_CASE("tuner: bayesian optimisation runs its GP trials after the random ones
     CHECK(lr <= 1e-1);
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("tuner: 'units' sets the active width of every dense<up_to<Max>>, and fails a network without one") {
+  using sized = sequential<input<4>, dense<up_to<64>, relu>, dynamic_dropout, dense<2>>;
+  tn::search_space s;
+  s.integer("units", 16, 64, 16);
+  auto o = options(scratch("units"));
+  o.architecture_names = {"sized", "wide"};
+  o.optimizer_names = {};
+  tn::tuner<tn::architectures<sized, wide>, tn::optimizers<sgd<>>> t(s, std::make_unique<tn::random_search>(2), o);
+  tn::values v;
+  v.set("architecture", std::string("sized"));
+  v.set("units", std::int64_t(48));
+  std::size_t seen = 0;
+  t.build(v, 1, [&](auto& m, auto&, std::size_t) {
+    if constexpr (std::is_same_v<typename std::decay_t<decltype(m)>::network, sized>) seen = width<0>(m);
+  });
+  CHECK(seen == 48);
+  v.set("units", std::int64_t(80));
+  CHECK_THROWS_WITH(t.build(v, 1, [](auto&, auto&, std::size_t) {}),
+                    "set_units: layer 1 (dense<up_to<64>, relu>): the active width 80 is outside [1, 64]");
+  v.set("architecture", std::string("wide"));
+  v.set("units", std::int64_t(32));
+  CHECK_THROWS_WITH(t.build(v, 1, [](auto&, auto&, std::size_t) {}),
+                    doctest::Contains("tuner: 'units' is set but network "));
 }

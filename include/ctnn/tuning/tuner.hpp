@@ -5,7 +5,8 @@
 // Each network and optimizer type is instantiated once, when the tuner is
 // compiled; a trial picks among them ("architecture", "optimizer") and sets
 // run-time values: "learning_rate", "batch_size" (default 32), "dropout"
-// (every dynamic_dropout), "l2", "l1" (every dynamic_l2 / dynamic_l1); other
+// (every dynamic_dropout), "l2", "l1" (every dynamic_l2 / dynamic_l1), "units"
+// (the active width of every dense<up_to<Max>>, train/widths.hpp); other
 // hyperparameters are recorded and searched but not applied.
 // search(loss, train, validation, epochs, extras...) fits each trial's model
 // (seeded from (seed, trial number)) with fresh copies of the extras, records
@@ -65,6 +66,7 @@
 #include "../train/fit.hpp"
 #include "../train/model.hpp"
 #include "../train/runtime_factors.hpp"
+#include "../train/widths.hpp"
 #include "hyperparameters.hpp"
 #include "oracle.hpp"
 #include "state.hpp"
@@ -403,6 +405,12 @@ class tuner<architectures<Nets...>, optimizers<Os...>> {
       const double r = v.get<double>("dropout");
       if (set_dropout_rate(m, r) == 0)
         throw std::invalid_argument("tuner: 'dropout' is set but network " + M::architecture() + " has no dynamic_dropout");
+    }
+    if (v.has("units")) {
+      const std::int64_t n = v.get<std::int64_t>("units");
+      if (n < 1) throw std::invalid_argument("tuner: 'units' is " + std::to_string(n) + ", not a width >= 1");
+      if (set_units(m, std::size_t(n)) == 0)
+        throw std::invalid_argument("tuner: 'units' is set but network " + M::architecture() + " has no dense<up_to<Max>> layer");
     }
     for (const char* k : {"l2", "l1"})
       if (v.has(k) && set_regularization(m, k, v.get<double>(k)) == 0)

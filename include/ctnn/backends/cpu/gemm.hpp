@@ -6,6 +6,9 @@
 //   weights:  dW[K,N] = X[m,K]^T * dY[m,N],  db[N] = colsum(dY) (column_sum<N, T, Arch>)
 //   input:    dX[m,K] = dY[m,N] * W[K,N]^T
 //   gemm:     C[M,N]  = epi(A(M x K) * B(K x N) + bias), A and B strided views
+// The *_active forms run the same three products on the first n <= N output
+// columns only (dense<up_to<N>>'s active width): W, dW, Y and dY keep their row
+// stride N, and their columns n.. (and db's) are neither read nor written.
 // m (the batch) is a run-time value. float and double run the xsimd kernels
 // of simd_gemm.hpp for the architecture Arch (default xsimd::default_arch, the best architecture the compiler
 // flags enable (-march=native: AVX-512 here; no flags: SSE2); the cpu<Arch> backend passes its own), on the shared
@@ -112,6 +115,53 @@ void dense_backward_input(const T* dy, const T* w, T* dx, std::size_t m) {
                     epilogue::none);
   } else {
     reference::gemm_nt(dy, w, dx, m, K, N);
+  }
+}
+
+// ---- the products at an active width n <= N (row strides stay N) ----
+template <std::size_t K, std::size_t N, class E = fn::identity_fn, class Arch = default_arch, class T>
+void dense_forward_active(const T* x, const T* w, const T* b, T* y, std::size_t m, std::size_t n, const E& e = {}) {
+  if constexpr (simd_v<T, Arch>) {
+    simd_gemm<Arch>(m, n, K, strided<T>{x, K, 1}, strided<T>{w, N, 1}, y, N, b, e);
+  } else {
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < n; ++j) {
+        T s = b[j];
+        for (std::size_t p = 0; p < K; ++p) s += x[i * K + p] * w[p * N + j];
+        y[i * N + j] = s;
+      }
+    if constexpr (!std::is_same_v<E, fn::identity_fn>)
+      for (std::size_t i = 0; i < m; ++i) map<Arch>(fn::forward_of<E>{e}, n, y + i * N);
+  }
+}
+template <std::size_t K, std::size_t N, class Arch = default_arch, class T>
+void dense_backward_weights_active(const T* x, const T* dy, T* dw, T* db, std::size_t m, std::size_t n) {
+  if constexpr (simd_v<T, Arch>)
+    simd_gemm<Arch>(K, n, m, strided<T>{x, 1, K}, strided<T>{dy, N, 1}, dw, N, static_cast<const T*>(nullptr),
+                    epilogue::none);
+  else
+    for (std::size_t p = 0; p < K; ++p)
+      for (std::size_t j = 0; j < n; ++j) {
+        T s(0);
+        for (std::size_t i = 0; i < m; ++i) s += x[i * K + p] * dy[i * N + j];
+        dw[p * N + j] = s;
+      }
+  for (std::size_t j = 0; j < n; ++j) db[j] = T(0);  // 0 plus the rows in order, as reference::col_sum
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) db[j] += dy[i * N + j];
+}
+template <std::size_t K, std::size_t N, class Arch = default_arch, class T>
+void dense_backward_input_active(const T* dy, const T* w, T* dx, std::size_t m, std::size_t n) {
+  if constexpr (simd_v<T, Arch>) {
+    simd_gemm<Arch>(m, K, n, strided<T>{dy, N, 1}, strided<T>{w, 1, N}, dx, K, static_cast<const T*>(nullptr),
+                    epilogue::none);
+  } else {
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t p = 0; p < K; ++p) {
+        T s(0);
+        for (std::size_t j = 0; j < n; ++j) s += dy[i * N + j] * w[p * N + j];
+        dx[i * K + p] = s;
+      }
   }
 }
 

@@ -123,6 +123,21 @@ struct ops<cpu<Arch>> {
     if constexpr (is_half_v<T>) half<T>::template dense_backward_input<K, N>(dy, w, dx, m);
     else kernels::cpu::dense_backward_input<K, N, Arch>(dy, w, dx, m);
   }
+  // The same on the first n <= N outputs (dense<up_to<N>>; float and double): row strides stay N,
+  // columns n.. are not touched.
+  template <std::size_t K, std::size_t N, class E = fn::identity_fn, class T>
+  static void dense_forward_active(const T* x, const T* w, const T* b, T* y, std::size_t m, std::size_t n,
+                                   const E& e = {}) {
+    kernels::cpu::dense_forward_active<K, N, E, Arch>(x, w, b, y, m, n, e);
+  }
+  template <std::size_t K, std::size_t N, class T>
+  static void dense_backward_weights_active(const T* x, const T* dy, T* dw, T* db, std::size_t m, std::size_t n) {
+    kernels::cpu::dense_backward_weights_active<K, N, Arch>(x, dy, dw, db, m, n);
+  }
+  template <std::size_t K, std::size_t N, class T>
+  static void dense_backward_input_active(const T* dy, const T* w, T* dx, std::size_t m, std::size_t n) {
+    kernels::cpu::dense_backward_input_active<K, N, Arch>(dy, w, dx, m, n);
+  }
 
   // ---- sparse dense products: Index (kernels/sparse_index.hpp) names the layout,
   // kernels::cpu::sparse_kernels<Index> (specialized beside its kernels) runs it ----
