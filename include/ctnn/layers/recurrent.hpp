@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
@@ -162,6 +163,8 @@ struct recurrent_layer {
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
   static constexpr std::size_t state_count = 0;
   static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
+  // what prune_low_magnitude prunes (pruning/prune.hpp), as TFMOT's RNN cells: not the bias
+  static constexpr std::array<std::string_view, 2> prunable_weights{"kernel", "recurrent_kernel"};
   static std::string name() { return Spec::name(); }
 
   static void init(layer_slot<T> s, rng& g) {

@@ -82,7 +82,7 @@ struct half_ops {
     }
     const float* xf = widen(x, m * K, ws.buf[0]);
     const float* wf = widen(w, K * N, ws.buf[1]);
-    const float* bf = widen(b, N, ws.buf[2]);
+    const float* bf = b ? widen(b, N, ws.buf[2]) : nullptr;  // no bias: the recurrent products
     float* yf = ws.buf[3].get(m * N);
     F::template dense_forward<K, N>(xf, wf, bf, yf, m, e);
     convert(yf, y, m * N);
