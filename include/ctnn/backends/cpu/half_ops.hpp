@@ -227,7 +227,7 @@ struct half_ops {
     gemm_nt_bf16(x, wt, yf, m, N, K);
     for (std::size_t i = 0; i < m; ++i)
       for (std::size_t j = 0; j < N; ++j) {
-        const float v = yf[i * N + j] + float(b[j]);
+        const float v = yf[i * N + j] + (b ? float(b[j]) : 0.0f);  // no bias: the recurrent products
         yf[i * N + j] = e.forward(v);
       }
     convert(yf, y, m * N);
