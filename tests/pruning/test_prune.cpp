@@ -295,6 +295,12 @@ TEST_CASE("prune_low_magnitude<simple_rnn / gru / lstm>: kernel and recurrent_ke
   CHECK(std::count(lstm_w.begin(), lstm_w.begin() + 2 * 8 * 32, 0.0f) >= 256);
   CHECK(std::count(lstm_w.begin() + 2 * 8 * 32, lstm_w.end(), 0.0f) == 0);  // the bias is not pruned
 
+  SUBCASE("sensitivity_analysis prunes the recurrent layers' two kernels too") {
+    const auto t = sensitivity_analysis(m, xent, rnn_data().batch(32), sparse_categorical_accuracy{}, {0.0, 0.99});
+    REQUIRE(t.layers == std::vector<std::size_t>{1, 2, 3, 4});
+    CHECK(t.value[2][0] == t.baseline);
+    CHECK(t.value[2][1] < t.baseline);  // the lstm with 1 % of each kernel left
+  }
   SUBCASE("the weights file carries both masks of each layer") {
     const auto path = std::filesystem::temp_directory_path() / "ctnn_pruned_rnn_weights.bin";
     io::save_weights(m, path);
