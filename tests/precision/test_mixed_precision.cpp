@@ -205,6 +205,21 @@ TEST_CASE("mixed_float16 / mixed_bfloat16: lstm and gru after a masked embedding
   CHECK(std::abs(abf - a32) <= 0.02);
 }
 
+TEST_CASE("keep_float32<embedding<3000, 4, mask_zero>> before a 16-bit lstm: ids past 2048 exact, its float mask applies") {
+  using kf = sequential<input<4>, keep_float32<embedding<3000, 4, true>>, lstm<4>>;
+  auto ref = make_model<kf>(2);
+  auto low = make_model<kf, precision::mixed_float16>(2);
+  for (auto* p : {ref.parameters().data(), low.parameters().data()})
+    for (std::size_t j = 0; j < 4; ++j) p[j] = 3.0f;  // row 0 (padding): large, so an unmasked pad would show
+  low.refresh_compute_parameters();
+  const std::vector<float> x{2049, 17, 0, 0, 2048, 17, 0, 0};  // 2049 is not a float16 value
+  const auto p_ref = ref.predict(x.data(), 2), p_low = low.predict(x.data(), 2);
+  CHECK(rel_l2(p_low, p_ref) <= 8e-3);  // 16 u of float16, as the test above
+  CHECK(p_low[0] != p_low[4]);          // rows 2049 and 2048
+  const std::vector<float> unpadded{2049, 17, 17, 17};  // the same ids, no padding: another output
+  CHECK(rel_l2(ref.predict(unpadded.data(), 1), std::span<const float>(p_ref.data(), 4)) > 0.1);
+}
+
 TEST_CASE("a per-step loss reads the step mask of a 16-bit layer (embedding or masking under a mixed policy)") {
   // [2 samples, 3 steps, 1 unit]; steps 0, 1 of sample 0 and step 0 of sample 1 are real
   const std::vector<float> mf{1, 1, 0, 1, 0, 0}, y{0.5f, -1, 2, 0.25f, 3, 4}, t{0, 0, 0, 1, 0, 0};
