@@ -2,7 +2,7 @@
 // names the position and the wrapper under g++ 12 and clang 19 (clang cuts the
 // text after about 34 characters); the sentence follows.
 // first-error: layer 2 (prune_low_magnitude)
-// expect: prune_low_magnitude: this layer has no kernel to prune (dense and conv2d are prunable)
+// expect: prune_low_magnitude: this layer has no kernel to prune (dense, conv2d, simple_rnn, lstm and gru are prunable)
 #include <ctnn/ctnn.hpp>
 #include <ctnn/pruning.hpp>
 using net = ctnn::sequential<ctnn::input<28, 28>, ctnn::flatten,

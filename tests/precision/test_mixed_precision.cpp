@@ -1,7 +1,9 @@
 // Mixed precision: every layer under mixed_float16 / mixed_bfloat16 against
-// float32, the memory each policy saves (static), keep_float32, the float16
-// inference model, loss scaling (underflow, overflow, growth, NaN in the
-// data) and, when the dataset is installed, fp16 inference on Fashion-MNIST.
+// float32, the recurrent layers (lstm, gru after a masked embedding) against
+// float32 and learning, the memory each policy saves (static), keep_float32,
+// the float16 inference model, loss scaling (underflow, overflow, growth, NaN
+// in the data) and, when the dataset is installed, fp16 inference on
+// Fashion-MNIST.
 #include <doctest/doctest.h>
 
 #include <ctnn/mixed_precision.hpp>
@@ -110,6 +112,132 @@ TEST_CASE("mixed_float16 / mixed_bfloat16: every layer kind agrees with float32 
   static_assert(std::is_same_v<decltype(make_model<cnn, precision::mixed_float16>(0))::compute_type, float16_t>);
   compare_with_float32<precision::mixed_float16>(1e-3, 5e-3);
   compare_with_float32<precision::mixed_bfloat16>(1e-2, 1e-1);
+}
+
+namespace {
+// The recurrent layers under a 16-bit policy: a 0-padded id sequence through embedding<16, 8,
+// mask_zero> (ids under 16 are exact in float16 and bfloat16), lstm and gru, whose gates and
+// states are computed and stored in the compute type (Keras' LSTMCell / GRUCell:
+// get_initial_state in self.compute_dtype) with their variables in float32.
+using rnn = sequential<input<8>, embedding<16, 8, true>, lstm<16, return_sequences>, gru<16>, dense<2>>;
+static_assert(rnn::memory_plan<precision::mixed_float16>(32, 2).parameters == rnn::memory_plan<precision::float32>(32, 2).parameters);
+static_assert(rnn::memory_plan<precision::mixed_float16>(32, 2).activations <
+              rnn::memory_plan<precision::float32>(32, 2).activations * 6 / 10);  // caches and states in 2 bytes
+static_assert(std::tuple_element_t<0, rnn::bound<precision::mixed_bfloat16>>::largest_exact_id == 256);
+
+// ids 1..15 over 3..8 steps, 0-padded; class 1 when more of them are > 8 than not
+struct votes {
+  std::vector<float> x;
+  std::vector<std::int32_t> y;
+  auto dataset() const { return data::in_memory<shape<8>, sparse_labels>{x, y}; }
+};
+votes vote_task(std::size_t n, std::uint64_t seed) {
+  votes d{std::vector<float>(n * 8, 0.0f), std::vector<std::int32_t>(n)};
+  rng g(seed);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t len = 3 + std::size_t(g.uniform(0, 6));
+    int v = 0;
+    for (std::size_t t = 0; t < len; ++t) {
+      const int id = 1 + int(g.uniform(0, 15));
+      d.x[i * 8 + t] = float(id);
+      v += id > 8 ? 1 : -1;
+    }
+    d.y[i] = v > 0;
+  }
+  return d;
+}
+
+// One training-mode forward and backward of a batch; the model's float32 gradients.
+template <class M>
+std::vector<float> rnn_gradients(M& m, const votes& d) {
+  const std::size_t n = d.y.size();
+  const float* out = m.forward(d.x.data(), n, true);
+  sparse_categorical_crossentropy{.from_logits = true}.compute<M::output_size, cpu<>>(out, d.y.data(), m.output_gradient(), n);
+  m.backward();
+  return {m.gradients().begin(), m.gradients().end()};
+}
+
+// Trains m (loss scaling: dynamic under mixed_float16, 8 epochs of 16 batches); its test accuracy.
+template <class M>
+double rnn_learns(M& m) {
+  adam opt{0.01};
+  loss_scale scale;
+  const sparse_categorical_crossentropy xent{.from_logits = true};
+  auto h = fit(m, xent, opt, vote_task(512, 2).dataset().batch(32), epochs{8}, scale, sparse_categorical_accuracy{});
+  const auto r = evaluate(m, xent, vote_task(256, 3).dataset().batch(64), sparse_categorical_accuracy{});
+  MESSAGE(std::string(precision::name_of<typename M::policy>()) << " recurrent: final loss " << h["loss"].back() << ", test accuracy "
+                                                 << r["sparse_categorical_accuracy"]);
+  return r["sparse_categorical_accuracy"];
+}
+
+// The same float32 variables under P: outputs and gradients within the tolerances; then it learns.
+template <class P>
+double rnn_against_float32(double out_tol, double grad_tol) {
+  const auto probe = vote_task(64, 5);
+  auto ref = make_model<rnn>(1);
+  auto low = make_model<rnn, P>(1);
+  const auto p_ref = ref.predict(probe.x.data(), 64), p_low = low.predict(probe.x.data(), 64);
+  const double eo = rel_l2(p_low, p_ref);
+  const auto g_ref = rnn_gradients(ref, probe), g_low = rnn_gradients(low, probe);
+  const double e = rel_l2(g_low, g_ref);
+  MESSAGE(std::string(precision::name_of<P>()) << " recurrent: output relative L2 error " << eo
+                                               << ", gradient relative L2 error " << e);
+  CHECK(eo <= out_tol);
+  CHECK(e <= grad_tol);
+  CHECK(e > 0);
+  return rnn_learns(low);
+}
+}  // namespace
+
+TEST_CASE("mixed_float16 / mixed_bfloat16: lstm and gru after a masked embedding agree with float32 and learn") {
+  // Tolerances from the compute type's unit roundoff u (float16 2^-11, bfloat16 2^-8): each of
+  // the 8 steps of 2 layers rounds the gates and the states once, so about 16 roundings reach
+  // the output: 16 u is 8e-3 (float16) and 6e-2 (bfloat16); the gradients, summed over steps
+  // and samples, are held to the same bound.
+  auto f32 = make_model<rnn>(1);
+  const double a32 = rnn_learns(f32);
+  const double a16 = rnn_against_float32<precision::mixed_float16>(8e-3, 8e-3);
+  const double abf = rnn_against_float32<precision::mixed_bfloat16>(6e-2, 6e-2);
+  CHECK(a32 >= 0.95);
+  CHECK(a16 >= 0.95);
+  CHECK(abf >= 0.95);
+  CHECK(std::abs(a16 - a32) <= 0.02);
+  CHECK(std::abs(abf - a32) <= 0.02);
+}
+
+TEST_CASE("keep_float32<embedding<3000, 4, mask_zero>> before a 16-bit lstm: ids past 2048 exact, its float mask applies") {
+  using kf = sequential<input<4>, keep_float32<embedding<3000, 4, true>>, lstm<4>>;
+  auto ref = make_model<kf>(2);
+  auto low = make_model<kf, precision::mixed_float16>(2);
+  for (auto* p : {ref.parameters().data(), low.parameters().data()})
+    for (std::size_t j = 0; j < 4; ++j) p[j] = 3.0f;  // row 0 (padding): large, so an unmasked pad would show
+  low.refresh_compute_parameters();
+  const std::vector<float> x{2049, 17, 0, 0, 2048, 17, 0, 0};  // 2049 is not a float16 value
+  const auto p_ref = ref.predict(x.data(), 2), p_low = low.predict(x.data(), 2);
+  CHECK(rel_l2(p_low, p_ref) <= 8e-3);  // 16 u of float16, as the test above
+  CHECK(p_low[0] != p_low[4]);          // rows 2049 and 2048
+  const std::vector<float> unpadded{2049, 17, 17, 17};  // the same ids, no padding: another output
+  CHECK(rel_l2(ref.predict(unpadded.data(), 1), std::span<const float>(p_ref.data(), 4)) > 0.1);
+}
+
+TEST_CASE("a per-step loss reads the step mask of a 16-bit layer (embedding or masking under a mixed policy)") {
+  // [2 samples, 3 steps, 1 unit]; steps 0, 1 of sample 0 and step 0 of sample 1 are real
+  const std::vector<float> mf{1, 1, 0, 1, 0, 0}, y{0.5f, -1, 2, 0.25f, 3, 4}, t{0, 0, 0, 1, 0, 0};
+  std::vector<float> dy(6);
+  const auto loss_with = [&](const void* m, std::size_t bytes) {
+    const sequence_mask mask{m, 3, bytes};
+    step_scalars sc;
+    ctnn::detail::step_loss_into<shape<3, 1>, cpu<>>(mean_squared_error{}, y.data(), t.data(), dy.data(), 2, &mask, &sc);
+    return sc.loss_sum;
+  };
+  const double want = loss_with(mf.data(), sizeof(float));
+  CHECK(want == doctest::Approx((0.25 + 1 + 0.5625) / 3 * 2));  // the mean over the 3 real steps, times the batch
+  std::vector<float16_t> mh(6);
+  std::vector<bfloat16_t> mb(6);
+  for (std::size_t i = 0; i < 6; ++i) mh[i] = float16_t(mf[i]), mb[i] = bfloat16_t(mf[i]);
+  mh[2] = float16_t(-0.0f);  // a negative zero is 0
+  CHECK(loss_with(mh.data(), 2) == want);
+  CHECK(loss_with(mb.data(), 2) == want);
 }
 
 TEST_CASE("mixed_float16: activations and deltas are stored in float16, the output in float") {

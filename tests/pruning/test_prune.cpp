@@ -1,6 +1,7 @@
 // pruning/prune.hpp, masks.hpp, update_pruning_step.hpp: masks in the plan and
-// in weight files, magnitude masks per pattern, and the guarantee that pruned
-// weights are exactly 0 after every update for every optimizer and option.
+// in weight files, magnitude masks per pattern, the guarantee that pruned
+// weights are exactly 0 after every update for every optimizer and option, and
+// the recurrent layers' kernel and recurrent_kernel pruned each on its own.
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
@@ -204,4 +205,119 @@ TEST_CASE("prune_low_magnitude<conv2d>: the mask has the kernel's shape, the fil
   CHECK(h["sparsity_layer_1"][0] == 0.5);
   auto w = m.layer_parameters<0>();
   CHECK(std::count(w.begin(), w.begin() + 36, 0.0f) == 18);
+}
+
+namespace {
+// simple_rnn, gru and lstm pruned in one network (one model type): kernel and recurrent_kernel
+// each get a mask; the schedule reaches 0.5 at step 8 (masks at steps 0, 2, ..., 8)
+using rnn_sched = polynomial_sparsity<0.0, 0.5, 0, 8, 3, 2>;
+using rnn_net = sequential<input<6, 4>, prune_low_magnitude<simple_rnn<8, ctnn::tanh, return_sequences>, rnn_sched>,
+                           prune_low_magnitude<gru<8, return_sequences>, rnn_sched>, prune_low_magnitude<lstm<8>, rnn_sched>,
+                           dense<3>>;
+using rnn_plain = sequential<input<6, 4>, simple_rnn<8, ctnn::tanh, return_sequences>, gru<8, return_sequences>, lstm<8>, dense<3>>;
+using rnn_bound = rnn_net::bound<float>;
+// [rows x cols] of each pruned weight: simple_rnn 4 x 8 and 8 x 8, gru 8 x 24 twice, lstm 8 x 32 twice
+constexpr std::size_t rnn_weights[3][2][2] = {{{4, 8}, {8, 8}}, {{8, 24}, {8, 24}}, {{8, 32}, {8, 32}}};
+static_assert(rnn_net::parameter_count == rnn_plain::parameter_count);
+static_assert(rnn_net::memory_plan(1).masks == align_bytes(32 + 64) + align_bytes(2 * 192) + align_bytes(2 * 256));
+static_assert(std::tuple_element_t<1, rnn_bound>::pruned.size() == 2);
+static_assert(std::tuple_element_t<1, rnn_bound>::pruned[1].at == 8 * 24);  // recurrent_kernel after the kernel
+static_assert(std::tuple_element_t<2, rnn_bound>::masked_count == 2 * 8 * 32);  // not the bias
+// final_nnz: each weight's own top-k (keep_count per weight, not of the two together)
+static_assert(std::tuple_element_t<0, rnn_bound>::final_nnz == 16 + 32);
+static_assert(std::tuple_element_t<2, rnn_bound>::final_nnz == 128 + 128);
+static_assert(std::is_same_v<stripped_t<rnn_net>, rnn_plain>);  // no sparse recurrent layer: the dense one
+
+// On a sequence of 6 steps of 4 features: the class of the sign pattern of two features' sums.
+auto rnn_data() {
+  std::vector<float> x(96 * 24);
+  std::vector<std::int32_t> y(96);
+  rng g(3);
+  for (auto& v : x) v = float(g.uniform(-1, 1));
+  for (std::size_t i = 0; i < 96; ++i) {
+    double a = 0, b = 0;
+    for (std::size_t t = 0; t < 6; ++t) a += x[i * 24 + t * 4], b += x[i * 24 + t * 4 + 1];
+    y[i] = a > 0 ? (b > 0 ? 0 : 1) : 2;
+  }
+  return data::in_memory<shape<6, 4>, sparse_labels>{x, y};
+}
+
+// After every batch: every masked weight of every pruned layer is exactly 0.
+struct rnn_checker {
+  std::size_t checks = 0;
+  template <class Ctx>
+  void on_batch_end(Ctx& ctx) {
+    pruning::detail::for_each_pruned(ctx.model, pruning::detail::kernel_bit | pruning::detail::mask_bit, 0,
+                                     [&]<std::size_t I, class L>(auto* w, auto*, const std::uint8_t* mask, std::size_t, auto*) {
+                                       for (std::size_t i = 0; i < L::masked_count; ++i)
+                                         if (!mask[i]) {
+                                           ++checks;
+                                           if (w[i] != 0.0f) FAIL("layer " << I + 1 << ": pruned weight " << i << " is " << w[i]);
+                                         }
+                                     });
+  }
+};
+}  // namespace
+
+TEST_CASE("prune_low_magnitude<simple_rnn / gru / lstm>: kernel and recurrent_kernel pruned each to the final sparsity") {
+  auto m = make_model<rnn_net>(6);
+  std::vector<std::string> names;
+  m.for_each_variable([&](const variable_ref& v) {
+    if (v.kind != role::mask) return;
+    names.push_back(std::to_string(v.layer) + " " + std::string(v.name));
+    const auto& d = rnn_weights[v.layer][v.name == "kernel_mask" ? 0 : 1];
+    CHECK(v.rank == 2);
+    CHECK(v.dims[0] == d[0]);
+    CHECK(v.dims[1] == d[1]);
+  });
+  CHECK(names == std::vector<std::string>{"0 kernel_mask", "0 recurrent_kernel_mask", "1 kernel_mask",
+                                          "1 recurrent_kernel_mask", "2 kernel_mask", "2 recurrent_kernel_mask"});
+  adam opt{0.01};
+  rnn_checker c;
+  auto h = fit(m, xent, opt, rnn_data().batch(8), epochs{2}, update_pruning_step{}, c);
+  CHECK(c.checks > 0);
+  // every pruned weight reaches 0.5 on its own (12 steps, the last mask at step 8)
+  std::size_t layer = 0;
+  m.for_each_variable([&](const variable_ref& v) {
+    if (v.kind != role::mask) return;
+    const auto& d = rnn_weights[v.layer][v.name == "kernel_mask" ? 0 : 1];
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < v.extent; ++i) kept += std::to_integer<int>(v.data[i]);
+    CHECK_MESSAGE(kept == detail::keep_count(d[0] * d[1], 0.5), "layer " << v.layer + 1 << " " << v.name);
+    layer = v.layer;
+  });
+  CHECK(layer == 2);
+  for (const char* k : {"sparsity_layer_1", "sparsity_layer_2", "sparsity_layer_3"}) CHECK(h[k].back() == 0.5);
+  CHECK_FALSE(h.contains("sparsity_layer_4"));
+  CHECK(std::isfinite(h["loss"].back()));
+  CHECK(h["loss"].back() < h["loss"].front());
+  auto lstm_w = m.layer_parameters<2>();
+  CHECK(std::count(lstm_w.begin(), lstm_w.begin() + 2 * 8 * 32, 0.0f) >= 256);
+  CHECK(std::count(lstm_w.begin() + 2 * 8 * 32, lstm_w.end(), 0.0f) == 0);  // the bias is not pruned
+
+  SUBCASE("sensitivity_analysis prunes the recurrent layers' two kernels too") {
+    const auto t = sensitivity_analysis(m, xent, rnn_data().batch(32), sparse_categorical_accuracy{}, {0.0, 0.99});
+    REQUIRE(t.layers == std::vector<std::size_t>{1, 2, 3, 4});
+    CHECK(t.value[2][0] == t.baseline);
+    CHECK(t.value[2][1] < t.baseline);  // the lstm with 1 % of each kernel left
+  }
+  SUBCASE("the weights file carries both masks of each layer") {
+    const auto path = std::filesystem::temp_directory_path() / "ctnn_pruned_rnn_weights.bin";
+    io::save_weights(m, path);
+    auto m2 = make_model<rnn_net>(9);
+    io::load_weights(m2, path);
+    CHECK(std::equal(m.masks().begin(), m.masks().end(), m2.masks().begin()));
+    CHECK(std::equal(m.parameters().begin(), m.parameters().end(), m2.parameters().begin()));
+    std::filesystem::remove(path);
+  }
+  SUBCASE("strip_pruning: the plain recurrent layers with the zeros, the same predictions") {
+    auto s = strip_pruning(m);
+    static_assert(std::is_same_v<decltype(s), model<rnn_plain>>);
+    auto sw = s.layer_parameters<1>();
+    auto mw = m.layer_parameters<1>();
+    CHECK(std::equal(sw.begin(), sw.end(), mw.begin()));
+    CHECK(std::count(sw.begin(), sw.begin() + 2 * 8 * 24, 0.0f) >= 2 * 96);
+    const auto xs = strip_test::random_inputs(10 * 24, 4);
+    CHECK(strip_test::worst_difference(m, s, xs, 10) <= 1e-6);
+  }
 }

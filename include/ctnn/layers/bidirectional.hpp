@@ -203,7 +203,7 @@ struct bidirectional_layer {
     const views v = split(s.cache, n);
     Fwd::forward(forward_slot(s), x, v.yf, r);
     Bwd::forward(backward_slot(s, n), x, v.yb, r);
-    const T* mask = seq ? Fwd::step_mask(r) : nullptr;
+    const T* mask = seq ? Fwd::step_mask(r, v.df) : nullptr;  // df: scratch until backward
     if (mask) {  // [n, S] widened to [n, S, U] by a one-column GEMM with ones
       O::fill(v.ones, U, 1);
       O::template dense_forward<1, U>(mask, v.ones, static_cast<const T*>(nullptr), v.mw, S * n);
@@ -231,7 +231,7 @@ struct bidirectional_layer {
     const std::size_t n = r.batch;
     if (n == 0) return;
     const views v = split(s.cache, n);
-    const bool masked = seq && Fwd::step_mask(r) != nullptr;
+    const bool masked = seq && Fwd::has_step_mask(r);
     for (std::size_t t = 0; t < steps; ++t) {
       const auto d = crows(static_cast<const T*>(dy) + t * width, steps * width);
       const auto df = rows_at(v.df + fwd_at(t), Y), db = rows_at(v.db + bwd_at(t), Y);

@@ -7,7 +7,9 @@
 // std::invalid_argument naming the layer, the id and its position (ops<B>::gather_rows; on CUDA
 // a NaN row, since a queued pass cannot throw). Backward: d embeddings = 0, then
 // d embeddings[id_t] += dy[t] (ops<B>::scatter_add_rows, repeated ids add up); the ids get no
-// gradient. MaskZero (Keras' mask_zero): id 0 is padding; the step mask ([batch, Steps], 0 where
+// gradient. Under a 16-bit compute type the ids arrive rounded to it: the vocabulary must be at
+// most 2049 (float16) or 257 (bfloat16) ids, else a compile error (keep_float32<embedding<...>>
+// computes in float). MaskZero (Keras' mask_zero): id 0 is padding; the step mask ([batch, Steps], 0 where
 // the id is 0) is published through run_info::mask as masking<> does (layers/masking.hpp), for
 // the recurrent layers and the per-step loss. docs/sequences.md ("Embedding").
 #pragma once
@@ -20,6 +22,7 @@
 #include "../core/backend.hpp"
 #include "../core/compile_message.hpp"
 #include "../core/concepts.hpp"
+#include "../core/half.hpp"
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
 #include "../backends/cpu/ops.hpp"
@@ -75,6 +78,15 @@ struct embedding_layer {
   static constexpr std::size_t V = Spec::vocabulary, D = Spec::dim, S = In::size;
   static_assert(!std::is_same_v<T, float> || V <= (std::size_t{1} << 24),
                 "embedding: a float input holds ids exactly only up to 2^24");
+  // Under a 16-bit compute type (mixed_float16, mixed_bfloat16, float16) the ids reach the layer
+  // rounded to it: float16 holds every integer up to 2048 exactly, bfloat16 up to 256
+  // (docs/mixed-precision.md); keep_float32<embedding<...>> takes larger vocabularies.
+  static constexpr std::size_t largest_exact_id = std::is_same_v<T, float16_t>    ? 2048
+                                                  : std::is_same_v<T, bfloat16_t> ? 256
+                                                                                  : std::size_t(-1);
+  static_assert(V - 1 <= largest_exact_id,
+                "embedding: a 16-bit compute type holds ids exactly only up to 2048 (float16) or 256 (bfloat16): "
+                "wrap the layer in keep_float32<embedding<...>> or use a smaller vocabulary");
   using in_shape = In;
   using out_shape = shape<S, D>;
   static constexpr std::array<buffer, 2> buffers{buffer::parameter("embeddings", {V, D}),

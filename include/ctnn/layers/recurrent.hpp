@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
@@ -162,6 +163,8 @@ struct recurrent_layer {
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
   static constexpr std::size_t state_count = 0;
   static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
+  // what prune_low_magnitude prunes (pruning/prune.hpp), as TFMOT's RNN cells: not the bias
+  static constexpr std::array<std::string_view, 2> prunable_weights{"kernel", "recurrent_kernel"};
   static std::string name() { return Spec::name(); }
 
   static void init(layer_slot<T> s, rng& g) {
@@ -207,12 +210,20 @@ struct recurrent_layer {
   static kernels::rows<const X> crows(X* p, std::size_t stride) { return {p, stride}; }
   // masks used in this pass: only in training
   static bool dropping(const run_info& r) { return draws_random && r.training; }
-  // The step mask that applies to this layer (run_info::mask with S steps), or null.
-  static const T* step_mask(const run_info& r) {
-    if (!r.mask || !r.mask->data || r.mask->steps != S) return nullptr;
-    if (r.mask->value_bytes != sizeof(T))
+  // Whether a step mask applies to this layer (run_info::mask with S steps, of T or, for a
+  // 16-bit T, of float: keep_float32<embedding<V, D, true>> before it).
+  static bool has_step_mask(const run_info& r) {
+    if (!r.mask || !r.mask->data || r.mask->steps != S) return false;
+    if (r.mask->value_bytes != sizeof(T) && !(is_half_v<T> && r.mask->value_bytes == sizeof(float)))
       throw std::invalid_argument(name() + ": the step mask comes from a layer of another compute type");
-    return static_cast<const T*>(r.mask->data);
+    return true;
+  }
+  // That mask as T values ([batch, S]), or null; a float mask is converted into scratch (batch * S values).
+  static const T* step_mask(const run_info& r, T* scratch) {
+    if (!has_step_mask(r)) return nullptr;
+    if (r.mask->value_bytes == sizeof(T)) return static_cast<const T*>(r.mask->data);
+    O::convert(static_cast<const float*>(r.mask->data), scratch, r.batch * S);
+    return scratch;
   }
   // dst [rows, G] = src's gate block k, zeros elsewhere
   static void select_block(T* dst, const T* src, std::size_t k, std::size_t rows) {
@@ -259,7 +270,7 @@ struct recurrent_layer {
     O::fill_zero(v.hs, n * U);
     if constexpr (cells) O::fill_zero(v.cs, n * U);
     if (nr > 0) O::fill_zero(v.mh, nr * S * n * U);
-    const T* mask = step_mask(r);
+    const T* mask = step_mask(r, v.mw);  // (a converted float mask in mw until the GEMM below overwrites it)
     if (mask) {  // time-major (in reading order), then widened to [S * n, U] by a one-column GEMM with ones
       for (std::size_t t = 0; t < S; ++t)
         O::map_rows(detail::assign_fn{}, n, 1, rows_at(v.mt + t * n, 1), rows_at(mask + source_step(t), S));
@@ -312,7 +323,7 @@ struct recurrent_layer {
     T *dW = s.grads, *dR = dW + kernel_count, *db = dR + recurrent_count;
     const bool drop = dropping(r);
     const std::size_t ni = drop ? nin : 1, nr = drop ? nrec : 0;
-    const bool masked = step_mask(r) != nullptr;
+    const bool masked = has_step_mask(r);
     O::fill_zero(v.dh, n * U);
     if constexpr (cells) O::fill_zero(v.dc, n * U);
     if constexpr (!opt.return_sequences) O::copy(dy, v.dh, n * U);

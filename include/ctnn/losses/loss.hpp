@@ -17,6 +17,7 @@
 #pragma once
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -138,6 +139,8 @@ void step_loss_into(const L& loss, const T* y, const Target* t, T* dy, std::size
       auto used = [&](std::size_t i) {
         if (mask->value_bytes == sizeof(float)) return static_cast<const float*>(mask->data)[i] != 0.0f;
         if (mask->value_bytes == sizeof(double)) return static_cast<const double*>(mask->data)[i] != 0.0;
+        if (mask->value_bytes == 2)  // float16_t / bfloat16_t (a 16-bit policy): +-0 has no bit set but the sign
+          return (static_cast<const std::uint16_t*>(mask->data)[i] & 0x7fffu) != 0;
         throw std::invalid_argument("loss: a step mask of " + std::to_string(mask->value_bytes) + "-byte values");
       };
       std::size_t valid = 0;

@@ -61,17 +61,17 @@ struct prune_global_schedules_differ {
                     "threshold, one sparsity for the group): this layer's differs from the first global layer's");
   static constexpr bool value = Ok;
 };
-// "layer 2 (prune_low_magnitude): the wrapped layer (input 784) has no kernel; wrap dense or conv2d"
+// "layer 2 (prune_low_magnitude): the wrapped layer (input 784) has no kernel to prune; wrap dense, conv2d or a recurrent layer"
 template <std::size_t Pos, class In>
 constexpr message prune_not_prunable_text() {
   message m;
   m << "layer " << Pos << " (prune_low_magnitude): the wrapped layer (input ";
-  m.dims(In::dims) << ") has no kernel to prune; wrap dense or conv2d";
+  m.dims(In::dims) << ") has no kernel to prune; wrap dense, conv2d or a recurrent layer";
   return m;
 }
 template <class Layer, bool Ok>
 struct prune_not_prunable {
-  static_assert(Ok, "prune_low_magnitude: this layer has no kernel to prune (dense and conv2d are prunable)");
+  static_assert(Ok, "prune_low_magnitude: this layer has no kernel to prune (dense, conv2d, simple_rnn, lstm and gru are prunable)");
   static constexpr bool value = Ok;
 };
 

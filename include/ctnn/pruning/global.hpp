@@ -38,7 +38,7 @@ constexpr bool is_global() {
 }
 template <class L>
 constexpr std::size_t global_weights_of() {
-  if constexpr (is_global<L>()) return L::kernel_count;
+  if constexpr (is_global<L>()) return L::masked_count;
   else return 0;
 }
 

@@ -1,16 +1,22 @@
 // ctnn/pruning/prune.hpp — prune_low_magnitude<Layer, Schedule, Pattern>: a pruned layer spec.
 //
-// Wraps a dense or conv2d spec (as tfmot.sparsity.keras.prune_low_magnitude):
-// the bound layer is the wrapped one (same forward, backward, parameters)
-// plus a uint8 mask buffer "kernel_mask" of the kernel's shape (role::mask,
-// saved with the weights). The kernel is a matrix of `rows` (K of a dense
-// layer, KH*KW*C of a convolution) by `cols` (units, filters); the bias is
-// never pruned. Pattern (pruning/masks.hpp): unstructured (TFMOT's default),
-// n_of_m<N, M>, block<R, C>, units, global_magnitude (pruning/global.hpp).
-// final_nnz, the kernel weights kept at the schedule's final sparsity, is a
-// compile-time constant: max(round_half_even(n (1 - s)), 1) of n candidates
-// (TFMOT's top-k; global_magnitude: the kernel's size, a bound). Masks change
-// only in the training step (pruning/update_pruning_step.hpp).
+// Wraps a dense, conv2d, simple_rnn, lstm or gru spec (as
+// tfmot.sparsity.keras.prune_low_magnitude): the bound layer is the wrapped
+// one (same forward, backward, parameters) plus a uint8 mask buffer per
+// pruned weight, "<weight>_mask" of its shape (role::mask, saved with the
+// weights). The pruned weights are the layer's `prunable_weights` (the
+// recurrent layers: kernel and recurrent_kernel, as TFMOT's RNN cells), else
+// its kernel; each is a matrix of `rows` (K of a dense layer, KH*KW*C of a
+// convolution, features or units of a recurrent kernel) by `cols` (its last
+// axis: units, filters, gates * units) and is pruned on its own (its own
+// top-k, as TFMOT's per-weight masks); the bias is never pruned. Pattern
+// (pruning/masks.hpp): unstructured (TFMOT's default), n_of_m<N, M>,
+// block<R, C>, units (dense and conv2d only), global_magnitude
+// (pruning/global.hpp). final_nnz, the weights kept at the schedule's final
+// sparsity, is a compile-time constant: per pruned weight
+// max(round_half_even(n (1 - s)), 1) of its n candidates (TFMOT's top-k;
+// global_magnitude: their size, a bound). Masks change only in the training
+// step (pruning/update_pruning_step.hpp).
 // Compile errors (one sentence, the layer's position in the instantiation):
 // a sparsity outside [0, 1), a schedule that ends before it begins, N:M with
 // N >= M or N = 0, rows not a multiple of M, a block that does not tile.
@@ -21,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "../core/compile_message.hpp"
@@ -87,19 +94,57 @@ constexpr std::size_t keep_count(std::size_t n, double s) {
   const double k = round_half_even(double(n) * (1.0 - s));
   return k < 1 ? 1 : std::size_t(k);
 }
+template <class P>
+constexpr std::size_t kept_in(std::size_t rows, std::size_t cols, double s) {
+  if constexpr (is_n_of_m_v<P>) return rows / P::m * P::n * cols;
+  else if constexpr (is_block_v<P>) return keep_count((rows / P::rows) * (cols / P::cols), s) * P::rows * P::cols;
+  else if constexpr (std::is_same_v<P, units>) return keep_count(cols, s) * rows;
+  else if constexpr (std::is_same_v<P, global_magnitude>) return rows * cols;  // only the group's total is known
+  else return keep_count(rows * cols, s);
+}
 template <class P, std::size_t Rows, std::size_t Cols>
 constexpr std::size_t kept_at(double s) {
-  if constexpr (is_n_of_m_v<P>) return Rows / P::m * P::n * Cols;
-  else if constexpr (is_block_v<P>) return keep_count((Rows / P::rows) * (Cols / P::cols), s) * P::rows * P::cols;
-  else if constexpr (std::is_same_v<P, units>) return keep_count(Cols, s) * Rows;
-  else if constexpr (std::is_same_v<P, global_magnitude>) return Rows * Cols;  // only the group's total is known
-  else return keep_count(Rows * Cols, s);
+  return kept_in<P>(Rows, Cols, s);
 }
 template <class L>
 concept prunable_layer = requires {
-  L::K;
   L::kernel_count;
+  requires requires { L::K; } || requires { L::prunable_weights; };
 };
+
+// One weight prune_low_magnitude prunes: where it starts in its layer's parameters
+// (elements), its matrix (rows x cols, cols its last axis) and its mask's name.
+struct pruned_weight {
+  std::size_t at = 0, rows = 0, cols = 0;
+  std::string_view name{}, mask{};
+};
+constexpr std::string_view mask_name_of(std::string_view w) {
+  return w == "kernel" ? "kernel_mask" : w == "recurrent_kernel" ? "recurrent_kernel_mask" : "";
+}
+// The names of the weights a layer has pruned: its prunable_weights, else its kernel.
+template <class L>
+constexpr auto prunable_names() {
+  if constexpr (requires { L::prunable_weights; }) return L::prunable_weights;
+  else return std::array<std::string_view, 1>{"kernel"};
+}
+template <class L>
+constexpr auto pruned_weights_of() {
+  constexpr auto names = prunable_names<L>();
+  std::array<pruned_weight, names.size()> out{};
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    std::size_t at = 0;
+    for (const buffer& b : L::buffers) {
+      if (b.kind != role::parameter) continue;
+      if (b.name == names[i]) {
+        const std::size_t cols = b.dims[b.rank - 1];
+        out[i] = {at, b.extent / cols, cols, b.name, mask_name_of(b.name)};
+        break;
+      }
+      at += b.extent;
+    }
+  }
+  return out;
+}
 }  // namespace detail
 
 template <class Spec, class Inner>
@@ -144,22 +189,34 @@ struct prune_low_magnitude {
       constexpr bool said = diag::prune_not_prunable<diag::layer<Pos>, prunable>::value;
       (void)located, (void)said;
     } else {
-      constexpr std::size_t rows = inner::K, cols = inner::kernel_count / inner::K;
-      if constexpr (is_n_of_m_v<Pattern>) {
-        constexpr bool nm = diag::prune_n_of_m_invalid<diag::layer<Pos>, diag::n_kept<Pattern::n>, diag::m_group<Pattern::m>,
-                                                       (Pattern::n > 0 && Pattern::n < Pattern::m)>::value;
-        constexpr bool fits = diag::prune_n_of_m_rows<diag::layer<Pos>, diag::kernel_rows<rows>, diag::m_group<Pattern::m>,
-                                                      (Pattern::m > 0 && rows % Pattern::m == 0)>::value;
-        ok = ok && nm && fits;
-      } else if constexpr (is_block_v<Pattern>) {
-        constexpr bool tiles = diag::prune_block_does_not_tile<
-            diag::layer<Pos>, diag::kernel_rows<rows>, diag::kernel_cols<cols>, diag::block_rows<Pattern::rows>,
-            diag::block_cols<Pattern::cols>,
-            (Pattern::rows > 0 && Pattern::cols > 0 && rows % Pattern::rows == 0 && cols % Pattern::cols == 0)>::value;
-        ok = ok && tiles;
-      }
+      // every pruned weight (a recurrent layer's kernel, then its recurrent_kernel) meets the pattern
+      constexpr auto weights = detail::pruned_weights_of<inner>();
+      ok = ok && [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return (check_weight<Pos, weights[I].rows, weights[I].cols>() && ...);
+      }(std::make_index_sequence<weights.size()>{});
+      static_assert(!std::is_same_v<Pattern, units> || weights.size() == 1,
+                    "prune_low_magnitude: the units pattern removes whole units of a dense or conv2d layer; a "
+                    "recurrent layer is pruned unstructured, n_of_m, block or global_magnitude");
     }
     return ok && prunable;
+  }
+
+  template <std::size_t Pos, std::size_t Rows, std::size_t Cols>
+  static constexpr bool check_weight() {
+    if constexpr (is_n_of_m_v<Pattern>) {
+      constexpr bool nm = diag::prune_n_of_m_invalid<diag::layer<Pos>, diag::n_kept<Pattern::n>, diag::m_group<Pattern::m>,
+                                                     (Pattern::n > 0 && Pattern::n < Pattern::m)>::value;
+      constexpr bool fits = diag::prune_n_of_m_rows<diag::layer<Pos>, diag::kernel_rows<Rows>, diag::m_group<Pattern::m>,
+                                                    (Pattern::m > 0 && Rows % Pattern::m == 0)>::value;
+      return nm && fits;
+    } else if constexpr (is_block_v<Pattern>) {
+      return diag::prune_block_does_not_tile<
+          diag::layer<Pos>, diag::kernel_rows<Rows>, diag::kernel_cols<Cols>, diag::block_rows<Pattern::rows>,
+          diag::block_cols<Pattern::cols>,
+          (Pattern::rows > 0 && Pattern::cols > 0 && Rows % Pattern::rows == 0 && Cols % Pattern::cols == 0)>::value;
+    } else {
+      return true;
+    }
   }
 
   template <Shape In, class P, class Backend>
@@ -172,16 +229,38 @@ template <class L, class S, class P>
 inline constexpr bool is_pruned_spec_v<prune_low_magnitude<L, S, P>> = true;
 
 namespace detail {
-template <std::size_t N>
-constexpr std::array<buffer, N + 1> with_kernel_mask(const std::array<buffer, N>& in) {
-  std::array<buffer, N + 1> out{};
+// The layer's buffers, then one mask per pruned weight (its shape, one byte per weight).
+template <std::size_t N, std::size_t W>
+constexpr std::array<buffer, N + W> with_masks(const std::array<buffer, N>& in, const std::array<pruned_weight, W>& ws) {
+  std::array<buffer, N + W> out{};
   for (std::size_t i = 0; i < N; ++i) out[i] = in[i];
-  buffer m = in[0];  // the kernel
-  m.kind = role::mask;
-  m.type = elem::u8;
-  m.name = "kernel_mask";
-  out[N] = m;
+  for (std::size_t k = 0; k < W; ++k)
+    for (std::size_t i = 0; i < N; ++i)
+      if (in[i].kind == role::parameter && in[i].name == ws[k].name) {
+        buffer m = in[i];
+        m.kind = role::mask;
+        m.type = elem::u8;
+        m.name = ws[k].mask;
+        out[N + k] = m;
+      }
   return out;
+}
+template <class P, std::size_t W>
+constexpr std::size_t kept_of(const std::array<pruned_weight, W>& ws, double s) {
+  std::size_t n = 0;
+  for (const auto& w : ws) n += kept_in<P>(w.rows, w.cols, s);
+  return n;
+}
+// The pruned weights lie one after the other from the layer's first parameter (their masks
+// too): the pruning step walks them as one run of masked_count values.
+template <std::size_t W>
+constexpr bool one_run(const std::array<pruned_weight, W>& ws) {
+  std::size_t at = 0;
+  for (const auto& w : ws) {
+    if (w.at != at || w.mask.empty()) return false;
+    at += w.rows * w.cols;
+  }
+  return true;
 }
 }  // namespace detail
 
@@ -193,16 +272,24 @@ struct pruned_layer : Inner {
   using schedule = typename Spec::schedule;
   using pattern = typename Spec::pattern;
   static constexpr bool is_pruned = true;
-  static constexpr std::size_t rows = Inner::K, cols = Inner::kernel_count / Inner::K;
-  static constexpr std::array<buffer, Inner::buffers.size() + 1> buffers = detail::with_kernel_mask(Inner::buffers);
-  static constexpr std::size_t final_nnz = detail::kept_at<pattern, rows, cols>(schedule::final_sparsity);
+  // the pruned weights (pruned_weight: start, rows, cols, mask), one run from the first parameter
+  static constexpr auto pruned = detail::pruned_weights_of<Inner>();
+  static_assert(detail::one_run(pruned), "prune_low_magnitude: the pruned weights must be the layer's first parameters");
+  static constexpr std::size_t rows = pruned[0].rows, cols = pruned[0].cols;  // the kernel's
+  static constexpr std::size_t masked_count = [] {
+    std::size_t n = 0;
+    for (const auto& w : pruned) n += w.rows * w.cols;
+    return n;
+  }();
+  static constexpr auto buffers = detail::with_masks(Inner::buffers, pruned);
+  static constexpr std::size_t final_nnz = detail::kept_of<pattern>(pruned, schedule::final_sparsity);
   static constexpr std::size_t final_units = detail::keep_count(cols, schedule::final_sparsity);  // units pattern
   static std::string name() { return Spec::name(); }
 
   template <class Slot>
   static void init(Slot s, rng& g) {
     Inner::init(s, g);
-    for (std::size_t i = 0; i < Inner::kernel_count; ++i) s.mask[i] = 1;
+    for (std::size_t i = 0; i < masked_count; ++i) s.mask[i] = 1;
   }
 };
 

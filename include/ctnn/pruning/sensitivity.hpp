@@ -3,7 +3,8 @@
 // sensitivity_analysis(model, loss, validation, metric, {0.5, 0.8, 0.9})
 // copies the trained model once per (layer, sparsity), prunes that one
 // layer's kernel to the sparsity by magnitude (every dense and conv2d layer,
-// pruned wrappers included; the others untouched), evaluates the copy on the
+// and the kernel and recurrent_kernel of every simple_rnn, lstm and gru, each
+// on its own; pruned wrappers included; the others untouched), evaluates the copy on the
 // validation dataset (evaluate in train/fit.hpp) and returns the table
 // layer x sparsity -> metric, with the unpruned baseline. suggest(max_drop)
 // gives, per layer, the largest sparsity whose metric stays within max_drop
@@ -83,17 +84,21 @@ sensitivity_table sensitivity_analysis(const M& m, const L& loss, const D& valid
             t.layers.push_back(I + 1);
             t.layer_names.push_back(Ly::name());
             std::vector<double> row;
-            std::vector<std::uint8_t> mask(Ly::kernel_count);
+            std::vector<std::uint8_t> mask;
             for (double s : sparsities) {
               MT c = m;
-              // the kernel through a host view of the parameters (the model's memory on a host backend)
+              // the kernels through a host view of the parameters (the model's memory on a host backend);
+              // a recurrent layer's kernel and recurrent_kernel each on its own, as prune_low_magnitude
               using W = typename MT::variable_type;
               const std::size_t at = std::size_t(c.template layer_parameters<I>().data() - c.parameters().data());
               auto v = c.host_region(role::parameter);
               W* w = reinterpret_cast<W*>(v.data()) + at;
-              pruning::compute_mask<unstructured>(w, Ly::K, Ly::kernel_count / Ly::K, s, mask.data());
-              for (std::size_t i = 0; i < Ly::kernel_count; ++i)
-                if (!mask[i]) w[i] = 0;
+              for (const auto& p : ctnn::detail::pruned_weights_of<Ly>()) {
+                mask.resize(p.rows * p.cols);
+                pruning::compute_mask<unstructured>(w + p.at, p.rows, p.cols, s, mask.data());
+                for (std::size_t i = 0; i < mask.size(); ++i)
+                  if (!mask[i]) w[p.at + i] = 0;
+              }
               v.commit();
               row.push_back(evaluate(c, loss, validation, metric)[t.metric]);
             }

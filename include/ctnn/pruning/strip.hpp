@@ -5,7 +5,8 @@
 // NNZ, Act> (pruning/layout.hpp: the layout contract; layout::fastest: bitmap
 // on AVX-512, csc elsewhere, block<R, C> for Pattern block<R, C>), NNZ the pruned layer's
 // final_nnz (global_magnitude: min(K N, pruning::global_nnz<Net>)); a pruned
-// conv2d by the conv2d itself (masked weights 0); regularizers of the sparse
+// conv2d, simple_rnn, lstm or gru by the layer itself (masked weights 0: no
+// sparse recurrent layer); regularizers of the sparse
 // layers are dropped. Pattern units: the layer becomes dense<U> / conv2d<U>,
 // U = max(round_half_even(N (1 - final sparsity)), 1), and the layers after it
 // shrink down to the next unpruned dense or conv2d through the layers that
@@ -395,13 +396,14 @@ model<Target, P, B> strip_pruning_to(const model<Net, P, B>& m) {
                 throw std::invalid_argument(here + "'s " + std::string(d.name) + " (" + std::to_string(d.extent) +
                                             " values) has no counterpart of that size in the pruned model");
               std::memcpy(d.data, s->data, d.extent * d.element_bytes);
-              if constexpr (PrunedLayer<S>) {  // a pruned conv2d: its kernel with the mask applied
-                if (d.name == "kernel") {
-                  const auto* keep = pruning::detail::src_data<std::uint8_t>(src, I, "kernel_mask");
-                  V* w = pruning::detail::values_of<V>(d);
-                  for (std::size_t i = 0; i < d.extent; ++i)
-                    if (!keep[i]) w[i] = V(0);
-                }
+              if constexpr (PrunedLayer<S>) {  // a pruned conv2d or recurrent layer: each pruned weight masked
+                for (const auto& p : S::pruned)
+                  if (d.name == p.name) {
+                    const auto* keep = pruning::detail::src_data<std::uint8_t>(src, I, p.mask);
+                    V* w = pruning::detail::values_of<V>(d);
+                    for (std::size_t i = 0; i < d.extent; ++i)
+                      if (!keep[i]) w[i] = V(0);
+                  }
               }
             }
           }

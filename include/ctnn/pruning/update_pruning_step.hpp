@@ -92,7 +92,7 @@ void apply_masks(M& m) {
   using namespace pruning::detail;
   for_each_pruned(m, kernel_bit | mask_bit, kernel_bit,
                   [&]<std::size_t I, class L>(auto* w, auto*, const std::uint8_t* mask, std::size_t, auto*) {
-                    for (std::size_t i = 0; i < L::kernel_count; ++i)
+                    for (std::size_t i = 0; i < L::masked_count; ++i)
                       if (!mask[i]) w[i] = 0;
                   });
 }
@@ -103,7 +103,7 @@ std::vector<std::pair<std::size_t, double>> layer_sparsities(M& m) {
   std::vector<std::pair<std::size_t, double>> r;
   using namespace pruning::detail;
   for_each_pruned(m, mask_bit, 0, [&]<std::size_t I, class L>(auto*, auto*, const std::uint8_t* mask, std::size_t, auto*) {
-    r.emplace_back(I + 1, pruning::mask_sparsity(mask, L::kernel_count));
+    r.emplace_back(I + 1, pruning::mask_sparsity(mask, L::masked_count));
   });
   return r;
 }
@@ -117,15 +117,15 @@ void global_masks(M& m, double s) {
   score.reserve(group::weights);
   for_each_pruned(m, kernel_bit, 0, [&]<std::size_t I, class L>(auto* w, auto*, std::uint8_t*, std::size_t, auto*) {
     if constexpr (is_global<L>())
-      for (std::size_t i = 0; i < L::kernel_count; ++i) score.push_back(std::abs(double(w[i])));
+      for (std::size_t i = 0; i < L::masked_count; ++i) score.push_back(std::abs(double(w[i])));
   });
   std::vector<std::uint8_t> kept;
   keep_largest(score, ctnn::detail::keep_count(group::weights, s), kept);
   std::size_t at = 0;
   for_each_pruned(m, mask_bit, mask_bit, [&]<std::size_t I, class L>(auto*, auto*, std::uint8_t* mask, std::size_t, auto*) {
     if constexpr (is_global<L>()) {
-      std::copy(kept.begin() + std::ptrdiff_t(at), kept.begin() + std::ptrdiff_t(at + L::kernel_count), mask);
-      at += L::kernel_count;
+      std::copy(kept.begin() + std::ptrdiff_t(at), kept.begin() + std::ptrdiff_t(at + L::masked_count), mask);
+      at += L::masked_count;
     }
   });
 }
@@ -140,7 +140,9 @@ void prune_at_step(M& m, std::int64_t step) {
                   [&]<std::size_t I, class L>(auto* w, auto*, std::uint8_t* mask, std::size_t, auto*) {
     if constexpr (!pruning::detail::is_global<L>()) {
       using S = typename L::schedule;
-      if (S::should_prune(step)) pruning::compute_mask<typename L::pattern>(w, L::rows, L::cols, S::sparsity(step), mask);
+      if (S::should_prune(step))  // each pruned weight on its own (a recurrent layer's kernel, then recurrent_kernel)
+        for (const auto& p : L::pruned)
+          pruning::compute_mask<typename L::pattern>(w + p.at, p.rows, p.cols, S::sparsity(step), mask + p.at);
     }
   });
   using group = pruning::detail::global_group<typename M::layers>;
@@ -157,7 +159,7 @@ std::vector<std::pair<std::size_t, double>> global_sparsities(M& m) {
   std::vector<std::pair<std::size_t, double>> r;
   using namespace pruning::detail;
   for_each_pruned(m, mask_bit, 0, [&]<std::size_t I, class L>(auto*, auto*, const std::uint8_t* mask, std::size_t, auto*) {
-    if constexpr (pruning::detail::is_global<L>()) r.emplace_back(I + 1, pruning::mask_sparsity(mask, L::kernel_count));
+    if constexpr (pruning::detail::is_global<L>()) r.emplace_back(I + 1, pruning::mask_sparsity(mask, L::masked_count));
   });
   return r;
 }
@@ -170,7 +172,7 @@ std::vector<std::pair<std::size_t, std::size_t>> global_kept(M& m) {
   for_each_pruned(m, mask_bit, 0, [&]<std::size_t I, class L>(auto*, auto*, const std::uint8_t* mask, std::size_t, auto*) {
     if constexpr (pruning::detail::is_global<L>()) {
       std::size_t n = 0;
-      for (std::size_t i = 0; i < L::kernel_count; ++i) n += mask[i] != 0;
+      for (std::size_t i = 0; i < L::masked_count; ++i) n += mask[i] != 0;
       r.emplace_back(I + 1, n);
     }
   });
@@ -191,7 +193,7 @@ struct update_pruning_step {
     using namespace pruning::detail;
     for_each_pruned(s.model, gradient_bit | mask_bit, gradient_bit,
                     [&]<std::size_t I, class L>(auto*, auto* g, const std::uint8_t* mask, std::size_t, auto*) {
-                      for (std::size_t i = 0; i < L::kernel_count; ++i)
+                      for (std::size_t i = 0; i < L::masked_count; ++i)
                         if (!mask[i]) g[i] = 0;
                     });
   }
@@ -203,7 +205,7 @@ struct update_pruning_step {
     using namespace pruning::detail;
     for_each_pruned(s.model, kernel_bit | mask_bit | slot_bit, kernel_bit | slot_bit,
                     [&]<std::size_t I, class L>(auto* w, auto*, const std::uint8_t* mask, std::size_t off, auto* sl) {
-                      for (std::size_t i = 0; i < L::kernel_count; ++i)
+                      for (std::size_t i = 0; i < L::masked_count; ++i)
                         if (!mask[i]) {
                           w[i] = 0;
                           for (std::size_t k = 0; k < slots; ++k) sl[k * n + off + i] = 0;

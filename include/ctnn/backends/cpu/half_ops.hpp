@@ -82,7 +82,7 @@ struct half_ops {
     }
     const float* xf = widen(x, m * K, ws.buf[0]);
     const float* wf = widen(w, K * N, ws.buf[1]);
-    const float* bf = widen(b, N, ws.buf[2]);
+    const float* bf = b ? widen(b, N, ws.buf[2]) : nullptr;  // no bias: the recurrent products
     float* yf = ws.buf[3].get(m * N);
     F::template dense_forward<K, N>(xf, wf, bf, yf, m, e);
     convert(yf, y, m * N);
@@ -227,7 +227,7 @@ struct half_ops {
     gemm_nt_bf16(x, wt, yf, m, N, K);
     for (std::size_t i = 0; i < m; ++i)
       for (std::size_t j = 0; j < N; ++j) {
-        const float v = yf[i * N + j] + float(b[j]);
+        const float v = yf[i * N + j] + (b ? float(b[j]) : 0.0f);  // no bias: the recurrent products
         yf[i * N + j] = e.forward(v);
       }
     convert(yf, y, m * N);
