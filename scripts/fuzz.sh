@@ -6,7 +6,7 @@
 # or the 'clang' preset (CTNN_FUZZ_BUILD=build/clang):
 #   cmake --preset asan && cmake --build --preset asan
 #   scripts/fuzz.sh [seconds-per-target] [target...]     (default: 60 s, every target)
-# CI runs it with 20 s per target (CTNN_FUZZ_SECONDS); for a long run, e.g. an hour each on 2 cores:
+# CI runs it with 10 s per target (CTNN_FUZZ_SECONDS); for a long run, e.g. an hour each on 2 cores:
 #   scripts/fuzz.sh 3600 idx weights
 # A crash, a leak, a sanitizer report or a run past the limits below stops it with the
 # reproducer written to $CTNN_FUZZ_BUILD/fuzz-artifacts/<target>/ (replay: $CTNN_FUZZ_BUILD/tests/fuzz/fuzz_<target> FILE).

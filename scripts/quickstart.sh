@@ -73,7 +73,7 @@ else
   cmake --preset "$asan"
   cmake --build --preset "$asan" -j "$jobs"
   ctest --preset "$asan" -j "$jobs"
-  scripts/fuzz.sh "${CTNN_FUZZ_SECONDS:-20}"
+  scripts/fuzz.sh "${CTNN_FUZZ_SECONDS:-10}"
   # The threaded input pipeline under ThreadSanitizer (the data and train tests, ~2 min on 2 cores).
   cmake --preset tsan
   cmake --build --preset tsan -j "$jobs"
