@@ -43,15 +43,19 @@ inline bool has_avx512_bf16() noexcept {
 namespace detail {
 #if CTNN_X86_CONVERT
 #define CTNN_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
+// The helpers are inlined into gemm_nt_bf16_avx512 at every optimization level: clang 19 at -O0
+// with ASan or UBSan, in a translation unit without AVX-512 (-march=x86-64-v3), passed their
+// 512-bit values wrongly between such calls (the products came back NaN; the asan-avx2 CI stage).
+#define CTNN_BF16_INLINE __attribute__((target("avx512f,avx512bw,avx512bf16"), always_inline))
 
-CTNN_BF16_TARGET inline __m512bh load_bh(const bfloat16_t* p, std::size_t left) {
+CTNN_BF16_INLINE inline __m512bh load_bh(const bfloat16_t* p, std::size_t left) {
   if (left >= 32) return (__m512bh)_mm512_loadu_si512(p);
   return (__m512bh)_mm512_maskz_loadu_epi16(__mmask32((1ull << left) - 1), p);
 }
 
 // R rows of A x S rows of B, each accumulated over K in steps of 32.
 template <int R, int S>
-CTNN_BF16_TARGET inline void tile_bf16(const bfloat16_t* a, const bfloat16_t* b, float* c, std::size_t n,
+CTNN_BF16_INLINE inline void tile_bf16(const bfloat16_t* a, const bfloat16_t* b, float* c, std::size_t n,
                                        std::size_t k) {
   __m512 acc[R][S];
   for (int r = 0; r < R; ++r)
@@ -82,6 +86,7 @@ CTNN_BF16_TARGET inline void gemm_nt_bf16_avx512(const bfloat16_t* a, const bflo
   }
 }
 #undef CTNN_BF16_TARGET
+#undef CTNN_BF16_INLINE
 #endif
 
 // The conversion fallback: both operands to float32, then FMA dot products
