@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ctnn {
 
@@ -201,5 +202,21 @@ struct variable_ref {
   std::string (*check_state)(std::string_view name, const std::byte* bytes, const std::byte* const* layer_state,
                              std::size_t n) = nullptr;
 };
+
+namespace detail {
+// The variables of model m in its for_each_variable order, and the one of layer `layer` (0-based)
+// named `name` among them (nullptr when there is none): what strip_pruning and strip_to read.
+template <class M>
+std::vector<variable_ref> variables(const M& m) {
+  std::vector<variable_ref> v;
+  m.for_each_variable([&](const variable_ref& r) { v.push_back(r); });
+  return v;
+}
+inline const variable_ref* find_variable(const std::vector<variable_ref>& vs, std::size_t layer, std::string_view name) {
+  for (const auto& v : vs)
+    if (v.layer == layer && v.name == name) return &v;
+  return nullptr;
+}
+}  // namespace detail
 
 }  // namespace ctnn

@@ -154,18 +154,9 @@ inline constexpr bool keeps_channels_v = [] {
 template <class>
 inline constexpr bool always_false_v = false;
 
-// ---- the variables of a model ----
-template <class M>
-std::vector<variable_ref> variables(const M& m) {
-  std::vector<variable_ref> v;
-  m.for_each_variable([&](const variable_ref& r) { v.push_back(r); });
-  return v;
-}
-inline const variable_ref* find(const std::vector<variable_ref>& vs, std::size_t layer, std::string_view name) {
-  for (const auto& v : vs)
-    if (v.layer == layer && v.name == name) return &v;
-  return nullptr;
-}
+// ---- the variables of a model (core/plan.hpp) ----
+using ctnn::detail::find_variable;
+using ctnn::detail::variables;
 inline const variable_ref* find_role(const std::vector<variable_ref>& vs, std::size_t layer, role r) {
   for (const auto& v : vs)
     if (v.layer == layer && v.kind == r) return &v;
@@ -183,13 +174,13 @@ V* values_of(const variable_ref& v) {
 }
 template <class V>
 const V* src_data(const std::vector<variable_ref>& vs, std::size_t layer, std::string_view name) {
-  const auto* v = find(vs, layer, name);
+  const auto* v = find_variable(vs, layer, name);
   if (!v) throw std::logic_error("strip_pruning: layer " + std::to_string(layer + 1) + " has no " + std::string(name));
   return values_of<V>(*v);
 }
 template <class V>
 V* dst_data(const std::vector<variable_ref>& vs, std::size_t layer, std::string_view name) {
-  const auto* v = find(vs, layer, name);
+  const auto* v = find_variable(vs, layer, name);
   if (!v) throw std::logic_error("strip_pruning: layer " + std::to_string(layer + 1) + " has no " + std::string(name));
   return values_of<V>(*v);
 }
@@ -206,7 +197,7 @@ std::size_t copy_variables(const A& from, B& to) {
   const auto src = pruning::detail::variables(from);
   std::size_t n = 0;
   to.for_each_variable([&](const variable_ref& d) {
-    const auto* s = pruning::detail::find(src, d.layer, d.name);
+    const auto* s = pruning::detail::find_variable(src, d.layer, d.name);
     if (!s || s->kind != d.kind || s->rank != d.rank || s->dims != d.dims || s->element_bytes != d.element_bytes) return;
     std::memcpy(d.data, s->data, d.extent * d.element_bytes);
     ++n;
@@ -233,7 +224,7 @@ channel_cut strip_units(const std::vector<variable_ref>& src, const std::vector<
   const auto* mask = src_data<std::uint8_t>(src, I, "kernel_mask");
   V* dw = dst_data<V>(dst, I, "kernel");
   V* db = dst_data<V>(dst, I, "bias");
-  const std::size_t kept_n = find(dst, I, "bias")->extent;
+  const std::size_t kept_n = find_variable(dst, I, "bias")->extent;
   channel_cut cut;
   cut.layer = I;
   cut.value.assign(N, 0.0);
@@ -386,12 +377,12 @@ model<Target, P, B> strip_pruning_to(const model<Net, P, B>& m) {
                                           std::to_string(D::NNZ) +
                                           " its stripped type stores (from its final sparsity); train until the "
                                           "schedule's end step");
-            const auto* bs = pruning::detail::find(src, I, "bias");
-            std::memcpy(pruning::detail::find(dst, I, "bias")->data, bs->data, bs->extent * bs->element_bytes);
+            const auto* bs = pruning::detail::find_variable(src, I, "bias");
+            std::memcpy(pruning::detail::find_variable(dst, I, "bias")->data, bs->data, bs->extent * bs->element_bytes);
           } else {
             for (const auto& d : dst) {
               if (d.layer != I) continue;
-              const auto* s = pruning::detail::find(src, I, d.name);
+              const auto* s = pruning::detail::find_variable(src, I, d.name);
               if (!s || s->extent != d.extent || s->element_bytes != d.element_bytes)
                 throw std::invalid_argument(here + "'s " + std::string(d.name) + " (" + std::to_string(d.extent) +
                                             " values) has no counterpart of that size in the pruned model");

@@ -117,14 +117,8 @@ model<Target, P, B> strip_to(const model<Net, P, B>& m) {
   static_assert(std::tuple_size_v<src_layers> == std::tuple_size_v<dst_layers>,
                 "strip_to: the target network must have as many layers as the model");
   dst_model out(m.seed());
-  std::vector<variable_ref> src, dst;
-  m.for_each_variable([&](const variable_ref& r) { src.push_back(r); });
-  out.for_each_variable([&](const variable_ref& r) { dst.push_back(r); });
-  auto find = [](const std::vector<variable_ref>& vs, std::size_t layer, std::string_view name) -> const variable_ref* {
-    for (const auto& v : vs)
-      if (v.layer == layer && v.name == name) return &v;
-    return nullptr;
-  };
+  const auto src = detail::variables(m);
+  const auto dst = detail::variables(out);
   auto values = [](const variable_ref* v) { return static_cast<V*>(static_cast<void*>(v->data)); };
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (void)std::initializer_list<int>{(
@@ -143,23 +137,23 @@ model<Target, P, B> strip_to(const model<Net, P, B>& m) {
             const std::string here = detail::layer_here("strip_to", I, S::name());
             if constexpr (up_to) {
               std::uint32_t n;
-              std::memcpy(&n, find(src, I, "units")->data, sizeof n);
+              std::memcpy(&n, detail::find_variable(src, I, "units")->data, sizeof n);
               if (n != D::N)
                 throw std::invalid_argument(here + " computes with " + std::to_string(n) + " units but the target's " +
                                             D::name() + " has " + std::to_string(D::N));
             } else {
               static_assert(D::N == S::N, "strip_to: a static dense layer of the target must keep the model's units");
             }
-            const V* w = values(find(src, I, "kernel"));
-            const V* b = values(find(src, I, "bias"));
-            V* dw = values(find(dst, I, "kernel"));
-            V* db = values(find(dst, I, "bias"));
+            const V* w = values(detail::find_variable(src, I, "kernel"));
+            const V* b = values(detail::find_variable(src, I, "bias"));
+            V* dw = values(detail::find_variable(dst, I, "kernel"));
+            V* db = values(detail::find_variable(dst, I, "bias"));
             for (std::size_t k = 0; k < D::K; ++k) std::copy(w + k * S::N, w + k * S::N + D::N, dw + k * D::N);
             std::copy(b, b + D::N, db);
           } else {
             for (const auto& d : dst) {
               if (d.layer != I) continue;
-              const auto* s = find(src, I, d.name);
+              const auto* s = detail::find_variable(src, I, d.name);
               if (!s || s->extent != d.extent || s->element_bytes != d.element_bytes)
                 throw std::invalid_argument(detail::layer_here("strip_to", I, S::name()) + "'s " + std::string(d.name) +
                                             " (" + std::to_string(d.extent) +
