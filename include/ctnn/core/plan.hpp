@@ -206,8 +206,10 @@ struct variable_ref {
 namespace detail {
 // The variables of model m in its for_each_variable order, and the one of layer `layer` (0-based)
 // named `name` among them (nullptr when there is none): what strip_pruning and strip_to read.
+// Not named `variables`: a model's type names ctnn::detail in its template arguments, so
+// argument-dependent lookup would offer it to a user's own unqualified variables(model) call.
 template <class M>
-std::vector<variable_ref> variables(const M& m) {
+std::vector<variable_ref> variable_list(const M& m) {
   std::vector<variable_ref> v;
   m.for_each_variable([&](const variable_ref& r) { v.push_back(r); });
   return v;

@@ -156,7 +156,7 @@ inline constexpr bool always_false_v = false;
 
 // ---- the variables of a model (core/plan.hpp) ----
 using ctnn::detail::find_variable;
-using ctnn::detail::variables;
+using ctnn::detail::variable_list;
 inline const variable_ref* find_role(const std::vector<variable_ref>& vs, std::size_t layer, role r) {
   for (const auto& v : vs)
     if (v.layer == layer && v.kind == r) return &v;
@@ -194,7 +194,7 @@ using stripped_t = typename pruning::detail::stripped<Net, Layout>::type;
 // whose masks stay as they are); returns how many were copied.
 template <class A, class B>
 std::size_t copy_variables(const A& from, B& to) {
-  const auto src = pruning::detail::variables(from);
+  const auto src = pruning::detail::variable_list(from);
   std::size_t n = 0;
   to.for_each_variable([&](const variable_ref& d) {
     const auto* s = pruning::detail::find_variable(src, d.layer, d.name);
@@ -351,8 +351,8 @@ model<Target, P, B> strip_pruning_to(const model<Net, P, B>& m) {
   static_assert(std::tuple_size_v<src_layers> == std::tuple_size_v<dst_layers>,
                 "strip_pruning_to: the target network must have as many layers as the pruned one");
   dst_model out(m.seed());
-  const auto src = pruning::detail::variables(m);
-  const auto dst = pruning::detail::variables(out);
+  const auto src = pruning::detail::variable_list(m);
+  const auto dst = pruning::detail::variable_list(out);
   std::vector<bool> done(std::tuple_size_v<src_layers>, false);
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (void)std::initializer_list<int>{(

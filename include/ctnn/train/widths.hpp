@@ -117,8 +117,8 @@ model<Target, P, B> strip_to(const model<Net, P, B>& m) {
   static_assert(std::tuple_size_v<src_layers> == std::tuple_size_v<dst_layers>,
                 "strip_to: the target network must have as many layers as the model");
   dst_model out(m.seed());
-  const auto src = detail::variables(m);
-  const auto dst = detail::variables(out);
+  const auto src = detail::variable_list(m);
+  const auto dst = detail::variable_list(out);
   auto values = [](const variable_ref* v) { return static_cast<V*>(static_cast<void*>(v->data)); };
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (void)std::initializer_list<int>{(
