@@ -127,8 +127,13 @@ struct orthogonal {
 // The layer options after the activation, in either order: a regularizer
 // and/or an initializer (dense<N, Act, Opts...>).
 // Regularizer comes from regularizers/regularizers.hpp, included by the layers.
-namespace detail {
+// no_option (an empty option slot) is a template argument of every dense layer, so it is
+// declared in ctnn, not ctnn::detail: a namespace named by a model's type is searched by
+// argument-dependent lookup, and detail's function templates must not answer a user's own
+// unqualified call with a model argument (tests/device/test_device_routes.cpp has one).
 struct no_option {};
+namespace detail {
+using ctnn::no_option;
 template <class X>
 inline constexpr bool is_initializer_v = Initializer<X>;
 // The initializer among A, B (glorot_uniform when neither is one).
