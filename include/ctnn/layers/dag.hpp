@@ -74,6 +74,12 @@ inline constexpr bool is_node_v = false;
 template <node_name Name, class Spec, node_name... From>
 inline constexpr bool is_node_v<node<Name, Spec, From...>> = true;
 
+enum class dag_problem { none, bad_name, duplicate, unknown, later, several, unread };
+struct dag_problem_at {
+  dag_problem kind = dag_problem::none;
+  std::size_t node = 0, read = 0;
+};
+
 // What the wiring of nodes N... is, independent of shapes: each node's reads (flat: node k's are
 // src[first[k] .. first[k + 1]), a node's index or `input`), the first problem found, and the
 // colouring of the dy rows.
@@ -136,25 +142,20 @@ struct dag_table {
     return a;
   }();
 
-  enum class problem_kind { none, bad_name, duplicate, unknown, later, several, unread };
-  struct problem {
-    problem_kind kind = problem_kind::none;
-    std::size_t node = 0, read = 0;
-  };
-  static constexpr problem first_problem = [] {
+  static constexpr dag_problem_at first_problem = [] {
     for (std::size_t k = 0; k < n; ++k) {
-      if (!valid_name(names[k])) return problem{problem_kind::bad_name, k, 0};
+      if (!valid_name(names[k])) return dag_problem_at{dag_problem::bad_name, k, 0};
       for (std::size_t j = 0; j < k; ++j)
-        if (names[j] == names[k]) return problem{problem_kind::duplicate, k, 0};
+        if (names[j] == names[k]) return dag_problem_at{dag_problem::duplicate, k, 0};
       for (std::size_t r = first[k]; r < first[k + 1]; ++r) {
-        if (src[r] == none) return problem{problem_kind::unknown, k, r};
-        if (src[r] < n && src[r] >= k) return problem{problem_kind::later, k, r};
+        if (src[r] == none) return dag_problem_at{dag_problem::unknown, k, r};
+        if (src[r] < n && src[r] >= k) return dag_problem_at{dag_problem::later, k, r};
       }
-      if (!joins[k] && first[k + 1] - first[k] > 1) return problem{problem_kind::several, k, 0};
+      if (!joins[k] && first[k + 1] - first[k] > 1) return dag_problem_at{dag_problem::several, k, 0};
     }
     for (std::size_t k = 0; k + 1 < n; ++k)
-      if (last_reader[k] == 0) return problem{problem_kind::unread, k, 0};
-    return problem{};
+      if (last_reader[k] == 0) return dag_problem_at{dag_problem::unread, k, 0};
+    return dag_problem_at{};
   }();
 
   // Read r is the first to reach its source in backward order (nodes last to first, each node's
@@ -332,43 +333,44 @@ constexpr message& put(message& m, std::string_view s) {
   for (char c : s) m << c;
   return m;
 }
-// "layer 2 (dag): node 'b' reads 'q', which is no node of this dag" and the like
+// "layer 2 (dag): node b reads q, which is no node of this dag" and the like (no quotes: the
+// compilers print them escaped)
 template <std::size_t Pos, class... N>
 constexpr message dag_wiring_text() {
   using table = detail::dag_table<N...>;
-  using kind = typename table::problem_kind;
+  using kind = detail::dag_problem;
   constexpr auto p = table::first_problem;
   message m;
-  m << "layer " << Pos << " (dag): node '";
-  put(m, table::names[p.node]) << "'";
+  m << "layer " << Pos << " (dag): node ";
+  put(m, table::names[p.node]);
   if constexpr (p.kind == kind::bad_name) {
-    m << ": a node's name is letters, digits and '_', not empty and not 'in' (the dag's input)";
+    m << ": a node name is letters, digits and _, not empty and not in (the input)";
   } else if constexpr (p.kind == kind::duplicate) {
     m << ": two nodes have this name";
   } else if constexpr (p.kind == kind::unknown) {
-    put(m << " reads '", table::written[p.read]) << "', which is no node of this dag";
+    put(m << " reads ", table::written[p.read]) << ", which is no node of this dag";
   } else if constexpr (p.kind == kind::later) {
-    put(m << " reads '", table::written[p.read]) << "', which is not listed before it (a cycle, or a use before the definition)";
+    put(m << " reads ", table::written[p.read]) << ", which is not listed before it (a cycle, or a use before the definition)";
   } else if constexpr (p.kind == kind::several) {
     m << " reads " << (table::first[p.node + 1] - table::first[p.node])
       << " nodes; only a join (add_join, concatenate_join<Axis>) takes several";
   } else {
-    m << " is read by no node (only the last node is the dag's output)";
+    m << " is read by no node (only the last node is the output of the dag)";
   }
   return m;
 }
-// "layer 2 (dag): node 'out' (add): 'c' yields 8 but 'b' yields 16"
+// "layer 2 (dag): node out (add): c yields 8 but b yields 16"
 template <std::size_t Pos, class Table, std::size_t K, std::size_t R, class J, class Out, class First>
 constexpr message dag_join_text() {
   message m;
-  m << "layer " << Pos << " (dag): node '";
-  put(m, Table::names[K]) << "' (";
+  m << "layer " << Pos << " (dag): node ";
+  put(m, Table::names[K]) << " (";
   if constexpr (std::is_same_v<J, add_join>) m << "add";
   else m << "concatenate<" << J::axis << ">";
   auto name_of = [](std::size_t i) { return i == Table::input ? std::string_view{"in"} : Table::names[i]; };
-  put(m << "): '", name_of(Table::src[Table::first[K] + R])) << "' yields ";
+  put(m << "): ", name_of(Table::src[Table::first[K] + R])) << " yields ";
   m.dims(Out::dims);
-  put(m << " but '", name_of(Table::src[Table::first[K]])) << "' yields ";
+  put(m << " but ", name_of(Table::src[Table::first[K]])) << " yields ";
   m.dims(First::dims);
   if constexpr (!std::is_same_v<J, add_join>) {
     if constexpr (detail::axis_fits<J::axis, First>())
@@ -433,9 +435,10 @@ template <class... N>
 template <Shape In, std::size_t Pos>
 constexpr bool dag<N...>::check() {
   using table = detail::dag_table<N...>;
-  constexpr bool wired = table::first_problem.kind == table::problem_kind::none;
+  constexpr bool wired = table::first_problem.kind == detail::dag_problem::none;
   if constexpr (!wired) {
-    return diag::require<wired, &diag::dag_wiring_text<Pos, N...>>() && diag::dag_wiring_invalid<diag::layer<Pos>, wired>::value;
+    constexpr bool located = diag::require<wired, &diag::dag_wiring_text<Pos, N...>>();
+    return located && diag::dag_wiring_invalid<diag::layer<Pos>, wired>::value;
   } else {
     return detail::check_dag_nodes<In, Pos, 0, N...>();
   }
