@@ -203,6 +203,7 @@ struct dag_table {
 // dag runs join / split.
 template <class J, class P, class Backend, Shape... Ins>
 struct dag_join_layer {
+  using kind = layer_kind::dag_join;
   using T = typename P::compute_type;
   using O = ops<Backend>;
   using variable_type = typename P::variable_type;
