@@ -50,6 +50,7 @@ struct concatenate_join {
 
 template <node_name Name, class Spec, node_name... From>
 struct node {
+  using is_dag_node = void;
   static constexpr std::string_view id = Name.view();
   using spec = Spec;
   static constexpr std::size_t reads = sizeof...(From);
@@ -69,10 +70,9 @@ template <class S>
 inline constexpr bool is_join_v = std::is_same_v<S, add_join>;
 template <long long A>
 inline constexpr bool is_join_v<concatenate_join<A>> = true;
+// (by a member: nvcc's front end does not match a partial specialization on node<Name, ...>)
 template <class N>
-inline constexpr bool is_node_v = false;
-template <node_name Name, class Spec, node_name... From>
-inline constexpr bool is_node_v<node<Name, Spec, From...>> = true;
+inline constexpr bool is_node_v = requires { typename N::is_dag_node; };
 
 enum class dag_problem { none, bad_name, duplicate, unknown, later, several, unread };
 struct dag_problem_at {
