@@ -50,6 +50,13 @@ using chain_layer_t = sequential<input<4>, dag<node<"a", dense<4>>, node<"b", de
                                                node<"e", dense<4>>, node<"f", dense<4>>>>::bound<float, cpu<>>;
 static_assert(detail::type_at_t<0, chain_layer_t>::cache_per_sample == 5 * 4 + 2 * 4);
 
+// a dag inside a dag's node: its variables named by both nodes
+using nested = sequential<input<4>, dag<node<"x", dag<node<"a", dense<4>>, node<"s", add_join, "a", "in">>>,
+                                        node<"y", add_join, "x", "in">>>::bound<float, cpu<>>;
+static_assert(detail::type_at_t<0, nested>::parameter_count == 4 * 4 + 4);
+static_assert(detail::type_at_t<0, nested>::buffers[0].name == "x.a.kernel");
+static_assert(detail::type_at_t<0, nested>::buffers[1].name == "x.a.bias");
+
 // the wiring problems the checks report (compile_fail cases show their messages)
 static_assert(problem<node<"a", dense<4>>, node<"b", dense<4>, "q">> == kind::unknown);
 static_assert(problem<node<"a", dense<4>, "b">, node<"b", dense<4>, "a">> == kind::later);  // a cycle
