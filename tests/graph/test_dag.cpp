@@ -68,6 +68,19 @@ static_assert(problem<node<"a", dense<4>>, node<"b", dense<4>, "a", "in">> == ki
 static_assert(problem<node<"a", dense<4>>, node<"b", dense<4>, "in">> == kind::unread);
 static_assert(problem<node<"a", dense<4>>, node<"b", add_join, "a", "a", "in">> == kind::none);
 
+// the first lines of the cases without a compile_fail file
+template <class... N>
+constexpr diag::message wiring_message = diag::dag_wiring_text<3, N...>();
+template <class... N>
+constexpr std::string_view wiring_text{wiring_message<N...>.data(), wiring_message<N...>.size()};
+static_assert(wiring_text<node<"a", dense<4>>, node<"b", dense<4>, "in">> ==
+              "layer 3 (dag): node a is read by no node (only the last node is the output of the dag)");
+static_assert(wiring_text<node<"a", dense<4>>, node<"b", dense<4>, "a", "in">> ==
+              "layer 3 (dag): node b reads 2 nodes; only a join (add_join, concatenate_join<Axis>) takes several");
+static_assert(wiring_text<node<"a", dense<4>>, node<"a", dense<4>>> == "layer 3 (dag): node a: two nodes have this name");
+static_assert(wiring_text<node<"a-b", dense<4>>> ==
+              "layer 3 (dag): node a-b: a node name is letters, digits and _, not empty and not in (the input)");
+
 TEST_CASE("dag: values where they are known: x + 2 a(x), and a join of x with itself") {
   using net = sequential<input<3>, dag<node<"a", dense<3>>, node<"s", add_join, "a", "in", "a">>>;
   auto m = make_model<net>(4);
