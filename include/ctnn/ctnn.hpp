@@ -43,6 +43,7 @@
 #include "layers/concatenate.hpp"
 #include "layers/conv1d.hpp"
 #include "layers/conv2d.hpp"
+#include "layers/dag.hpp"
 #include "layers/dense.hpp"
 #include "layers/embedding.hpp"
 #include "layers/initializers.hpp"

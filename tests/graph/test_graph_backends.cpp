@@ -1,10 +1,11 @@
-// The graph layers on a backend whose memory the host cannot touch (tests/device's
+// The graph layers (a dag included) on a backend whose memory the host cannot touch (tests/device's
 // simulated device: every access goes through ops<B> and memory::copy, so a graph layer
 // that read its memory on the host would fault) and under mixed_float16 (the children
 // compute in float16 on the compute-type copy of their parameters).
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/layers/dag.hpp>
 #include <ctnn/mixed_precision.hpp>
 
 #include <cmath>
@@ -16,7 +17,10 @@ using namespace ctnn;
 
 namespace {
 using net = sequential<input<6, 6, 2>, residual<conv2d<4, 3, 3, 1, padding::same, relu>, batch_norm, conv2d<4, 3, 3, 1, padding::same>>,
-                       concatenate<-1, conv2d<2, 1, 1>, branch<>>, global_average_pool, add<branch<>, dense<6, ctnn::tanh>>, dense<2>>;
+                       concatenate<-1, conv2d<2, 1, 1>, branch<>>, global_average_pool, add<branch<>, dense<6, ctnn::tanh>>,
+                       dag<node<"a", dense<6, ctnn::tanh>>, node<"b", dense<6>, "a">, node<"s", add_join, "b", "a", "in">,
+                           node<"c", concatenate_join<-1>, "s", "in">>,
+                       dense<2>>;
 
 data::in_memory<shape<6, 6, 2>, sparse_labels> images(std::size_t n, std::uint64_t seed) {
   std::vector<float> x(n * 72);

@@ -9,6 +9,7 @@
 #include <ctnn/layers/concatenate.hpp>
 #include <ctnn/layers/gru.hpp>
 #include <ctnn/layers/lstm.hpp>
+#include <ctnn/layers/dag.hpp>
 #include <ctnn/layers/residual.hpp>
 #include <ctnn/layers/simple_rnn.hpp>
 #include <ctnn/losses/sparse_categorical_crossentropy.hpp>
@@ -43,6 +44,12 @@ using graphs = sequential<input<6, 6, 2>, conv2d<4, 3, 3, 1, padding::same, relu
                           concatenate<-1, conv2d<2, 1, 1, 1, padding::valid, relu>, branch<>>,  // 3x3x8
                           flatten, dense<8, relu>, add<branch<>, dense<8>, branch<dense<4, relu>, dense<8>>>,
                           residual<dense<5, relu>>, dense<3, softmax>>;
+// a dag: x read by three nodes, b by two that are not siblings, a Concat along the channels, Adds
+using wired = sequential<input<6, 6, 2>,
+                         dag<node<"a", conv2d<4, 3, 3, 1, padding::same, relu>>, node<"b", conv2d<4, 3, 3, 1, padding::same>>,
+                             node<"c", concatenate_join<-1>, "b", "in">, node<"d", conv2d<4, 1, 1>, "c">,
+                             node<"e", add_join, "d", "b", "a">>,
+                         global_average_pool, dense<3, softmax>>;
 // a rank-2 input, a strided valid convolution, global_average_pool, activations as layers
 using small = sequential<input<7, 7>, conv2d<3, 3, 3, 2, padding::valid, sigmoid>, global_average_pool, dense<4>,
                          ctnn::tanh, dense<2>, softmax>;
@@ -183,6 +190,40 @@ TEST_CASE("graph layers export as ONNX Add and Concat nodes: onnxruntime agrees,
   CHECK(std::vector<float>(b.state().begin(), b.state().end()) == std::vector<float>(a.state().begin(), a.state().end()));
 
   const auto x = random_inputs<shape<6, 6, 2>>(5, 6);
+  const auto ours = ctnn::predict(a, x);
+  CHECK(ctnn::predict(b, x) == ours);
+  xt::xtensor<float, 2> theirs;
+  if (!onnxruntime_predict(f, x, theirs, d.path)) return;
+  CHECK(max_abs_diff(theirs, ours) < 1e-5);
+}
+
+TEST_CASE("a dag exports as its nodes wired by name: onnxruntime agrees, and it imports back bit for bit") {
+  temp_dir d;
+  auto a = trained<wired>(12, 8, 8, 1);
+  const fs::path f = d.path / "dag.onnx";
+  export_onnx(a, f);
+  onnx::ModelProto mp;
+  {
+    std::ifstream in(f, std::ios::binary);
+    REQUIRE(mp.ParseFromIstream(&in));
+  }
+  int adds = 0, concats = 0;
+  for (const auto& n : mp.graph().node()) {
+    adds += n.op_type() == "Add";
+    if (n.op_type() == "Concat") {
+      ++concats;
+      CHECK(n.input_size() == 2);
+      CHECK(n.attribute(0).i() == 3);
+    }
+  }
+  CHECK(adds == 2);
+  CHECK(concats == 1);
+
+  auto b = make_model<wired>(99);
+  REQUIRE(params(b) != params(a));
+  import_onnx(b, f);
+  CHECK(params(b) == params(a));
+  const auto x = random_inputs<shape<6, 6, 2>>(5, 7);
   const auto ours = ctnn::predict(a, x);
   CHECK(ctnn::predict(b, x) == ours);
   xt::xtensor<float, 2> theirs;

@@ -30,7 +30,8 @@
 namespace ctnn {
 
 namespace layer_kind {
-struct graph {};  // the kind tag of the graph layers (branch, add, concatenate, residual)
+struct graph {};     // the kind tag of the graph layers (branch, add, concatenate, residual, dag)
+struct dag_join {};  // a dag's join node (layers/dag.hpp: a child with no variables, run by the dag)
 }  // namespace layer_kind
 
 template <class... Specs>

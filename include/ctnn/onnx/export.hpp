@@ -7,7 +7,8 @@
 // pools -> MaxPool / AveragePool (count_include_pad = 0), batch_normalization ->
 // BatchNormalization (moving statistics), dropout -> nothing, flatten/reshape ->
 // Reshape, global_average_pool -> ReduceMean, an activation -> its onnx_op, a graph
-// layer -> its branches' nodes then Add (add, residual) or Concat, simple_rnn, lstm,
+// layer -> its branches' nodes then Add (add, residual) or Concat (a dag: its nodes in order, each
+// from the tensors of the nodes it reads, joins as Add or Concat), simple_rnn, lstm,
 // gru -> RNN, LSTM, GRU (ONNX's gate order and time-major layout, Transposes around;
 // go_backwards -> direction "reverse", bidirectional -> "bidirectional" and its merge),
 // quantized_dense, quantized_conv2d -> QDQ form (int8 kernel and int32 bias initializers,
@@ -58,7 +59,8 @@ consteval bool all_exportable(std::tuple<C...>*) {  // a graph layer's children:
 }
 template <class L>
 consteval bool exportable() {
-  if constexpr (is_a<L, layer_kind::graph>) return all_exportable(static_cast<typename L::children*>(nullptr));
+  if constexpr (is_a<L, layer_kind::dag_join>) return true;  // a dag's join: Add or Concat
+  else if constexpr (is_a<L, layer_kind::graph>) return all_exportable(static_cast<typename L::children*>(nullptr));
   else if constexpr (is_a<L, layer_kind::dense> || is_a<L, layer_kind::conv2d> || is_a<L, layer_kind::quantized_dense> ||
                      is_a<L, layer_kind::quantized_conv2d>)
     return act_op<typename L::Act>() != nullptr;
@@ -360,6 +362,32 @@ template <class L>
 void emit_graph(builder& b, const std::string& base, var_map& v, const std::string& p) {
   const std::string x = b.cur;
   std::vector<std::string> outs;
+  if constexpr (requires { L::is_dag; }) {
+    // a dag: its nodes in order, each from the tensors of the nodes it reads (x for "in"); a join is
+    // Add nodes (one per input after the first) or one Concat
+    using table = typename L::table;
+    outs.resize(L::n);
+    auto src = [&](std::size_t r) { return table::src[r] == table::input ? x : outs[table::src[r]]; };
+    L::forwarded::each([&]<std::size_t K, class C>() {
+      constexpr std::size_t r0 = table::first[K], m = table::first[K + 1] - r0;
+      const std::string id(table::names[K]);
+      b.cur = src(r0);
+      if constexpr (is_a<C, layer_kind::dag_join>) {
+        if constexpr (C::concat) {
+          std::vector<std::string> in;
+          for (std::size_t q = 0; q < m; ++q) in.push_back(src(r0 + q));
+          builder::attr_int(b.node("Concat", in, base + "_" + id + "_concat"), "axis", std::int64_t(C::axis) + 1);
+        } else {
+          for (std::size_t q = 1; q < m; ++q) b.node("Add", {b.cur, src(r0 + q)}, base + "_" + id + "_add");
+        }
+      } else {
+        emit_layer<C>(b, base + "_" + id, v, p + id + ".");
+      }
+      outs[K] = b.cur;
+    });
+    b.cur = outs[L::n - 1];
+    return;
+  }
   L::forwarded::each([&]<std::size_t K, class C>() {
     if constexpr (is_parallel<L>) b.cur = x;
     emit_layer<C>(b, base + "_" + std::to_string(K), v, p + std::to_string(K) + ".");

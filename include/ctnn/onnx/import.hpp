@@ -4,7 +4,7 @@
 // The computing nodes (Gemm or MatMul [+ Add], Conv, MaxPool, AveragePool,
 // BatchNormalization, GlobalAveragePool or ReduceMean, Relu, LeakyRelu, Sigmoid,
 // Tanh, Softmax, RNN, LSTM, GRU and a bidirectional merge's Add / Mul; a graph layer's
-// branches in turn, then its Adds), in order, must match the layers one for one (by
+// branches in turn, then its Adds; a dag's nodes in order, an add_join's Adds), in order, must match the layers one for one (by
 // each layer's kind) with the same sizes, strides, paddings, slopes, epsilons, hidden
 // sizes, directions and activations; shape plumbing (Reshape, Flatten, Transpose,
 // Dropout, Identity, Concat, Gather, ...) is skipped. A Gemm with
@@ -590,6 +590,15 @@ void match_layer(matcher& mt, var_map& v, const std::string& p) {
     match_recurrent<L>(mt, v, p);
   } else if constexpr (is_a<L, layer_kind::bidirectional>) {
     match_recurrent<typename L::Fwd, L>(mt, v, p);
+  } else if constexpr (is_a<L, layer_kind::graph> && requires { L::is_dag; }) {
+    // a dag as export_onnx writes it: its nodes in order, a layer node's nodes, an add join's Add
+    // per input after the first; Concat is plumbing (which tensors a node reads is not checked)
+    L::forwarded::each([&]<std::size_t K, class C>() {
+      constexpr std::size_t m = L::table::first[K + 1] - L::table::first[K];
+      if constexpr (!is_a<C, layer_kind::dag_join>) match_layer<C>(mt, v, p + std::string(L::table::names[K]) + ".");
+      else if constexpr (!C::concat)
+        for (std::size_t q = 1; q < m; ++q) mt.take("Add");
+    });
   } else if constexpr (is_a<L, layer_kind::graph>) {
     // a graph layer as export_onnx writes it: each child's nodes in turn (each branch from the
     // same input), then for add (and residual) one Add per branch after the first; Concat is plumbing

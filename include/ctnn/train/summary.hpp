@@ -10,8 +10,8 @@
 //   Non-trainable params: 0 (0.00 KB)
 // The sizes count each value at its element size under float32 (Net::parameter_bytes,
 // Net::state_bytes; Keras 3's weight_memory_size): an int8 layer's kernel 1 byte a weight.
-// A graph layer (residual, add, concatenate, branch) is followed by its children's rows,
-// indented (docs/graphs.md).
+// A graph layer (residual, add, concatenate, branch, dag) is followed by its children's rows,
+// indented; a dag's as its nodes: "b = dense<16>(a)" (docs/graphs.md).
 #pragma once
 #include <algorithm>
 #include <array>
@@ -89,7 +89,14 @@ void summary_rows(std::vector<summary_row>& rows, std::size_t depth) {
   rows.push_back({std::string(2 * depth, ' ') + name, keras_shape<typename L::out_shape>(), std::size_t(L::parameter_count)});
   if constexpr (requires { typename L::children; })
     [&]<class... C>(std::tuple<C...>*) {
-      (summary_rows<C>(rows, depth + 1), ...);
+      std::size_t k = 0;
+      ([&] {
+        const std::size_t at = rows.size();
+        summary_rows<C>(rows, depth + 1);
+        if constexpr (requires { L::child_label(k, rows[at].name); })  // a dag's node: "b = dense<16>(a)"
+          rows[at].name = std::string(2 * depth + 2, ' ') + L::child_label(k, rows[at].name.substr(2 * depth + 2));
+        ++k;
+      }(), ...);
     }(static_cast<typename L::children*>(nullptr));
 }
 }  // namespace detail
