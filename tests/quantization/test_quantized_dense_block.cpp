@@ -115,6 +115,15 @@ TEST_CASE("quantized_dense_block: the weights file carries the groups and the in
   CHECK(names == std::vector<std::string>{"bias", "kernel_scale", "kernel_sum", "input_scale", "input_zero_point",
                                           "output_scale", "output_zero_point", "output_multiplier", "output_shift",
                                           "saturated", "index", "kernel"});
+  // ctnn-inspect's reader (read_weights_file, without the network type): the index as uint8, the groups as int8
+  const io::weights_file f = io::read_weights_file(dir / "q.weights");
+  REQUIRE(f.tensors.size() == 12 + 12 + 11);
+  CHECK(f.tensors[10].name == "index");
+  CHECK(f.tensors[10].dtype_name() == "uint8");
+  CHECK(f.tensors[10].elements == qb1::index::bytes);
+  CHECK(f.tensors[11].name == "kernel");
+  CHECK(f.tensors[11].dtype_name() == "int8");
+  CHECK(f.tensors[11].shape() == "[6x64]");
   auto corrupt = [&](std::size_t layer, const char* name, std::size_t at, auto value) {
     std::vector<std::byte> keep;
     q.for_each_variable([&](const variable_ref& v) {
