@@ -96,6 +96,7 @@ TEST_CASE("int8 block-sparse gemm: every path equals the reference bit for bit")
         check_block<Arch, 1, 16>(M, 48, 37, d, M == 3, 0);
         check_block<Arch, 1, 8>(M, 24, 20, d, M == 2, 0);
         check_block<Arch, 4, 4>(M, 20, 36, d, M == 3, 0);
+        check_block<Arch, 4, 16>(M, 32, 24, d, M == 5, 0);
         check_block<Arch, 2, 8>(M, 16, 10, d, false, 0);
         check_block<Arch, 1, 3>(M, 9, 7, d, false, 0);
       }
