@@ -10,6 +10,7 @@
 #include <ctnn/layers/quantized_dense_block.hpp>
 #include <ctnn/pruning.hpp>
 #include <ctnn/quantization/convert.hpp>
+#include <ctnn/quantization/qat.hpp>
 
 #include <cstdint>
 #include <cstring>
@@ -214,4 +215,43 @@ TEST_CASE("quantized_dense_block: backward is refused") {
   using L = std::tuple_element_t<0, decltype(q)::layers>;
   CHECK_THROWS_WITH_AS(L::backward({}, nullptr, nullptr, nullptr, nullptr, {}),
                        doctest::Contains("an int8 layer runs inference only"), std::logic_error);
+}
+
+TEST_CASE("pruning-preserving QAT: preserve_sparsity keeps the zeros, convert_qat(q, stripped) equals convert_qat(q)") {
+  using S = constant_sparsity<0.75>;
+  using pruned = sequential<input<32>, prune_low_magnitude<dense<32, relu>, S, block<4, 16>>, dense<2>>;
+  using plain = sequential<input<32>, dense<32, relu>, dense<2>>;
+  std::vector<float> x(256 * 32);
+  std::vector<std::int32_t> y(256);
+  rng g(8);
+  for (auto& v : x) v = float(g.uniform(-1, 1));
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = x[i * 32] + x[i * 32 + 1] > 0;
+  const auto data = data::in_memory<shape<32>, sparse_labels>(x, y).batch(32);
+  const sparse_categorical_crossentropy loss{.from_logits = true};
+  auto m = make_model<pruned>(4);
+  adam opt{0.01};
+  fit(m, loss, opt, data, epochs{2}, update_pruning_step{});
+  // the pruned weights (0 outside the kept blocks) into the plain network, then QAT keeping the zeros
+  auto d = strip_pruning_to<plain>(m);
+  auto q = quantize_model(d);
+  adam fine{0.001};
+  fit(q, loss, fine, data, epochs{2}, preserve_sparsity{});
+  std::size_t zeros = 0;
+  q.for_each_variable([&](const variable_ref& v) {
+    if (v.layer != 0 || v.name != "kernel") return;
+    for (std::size_t i = 0; i < v.extent; ++i) zeros += reinterpret_cast<const float*>(v.data)[i] == 0.0f;
+  });
+  CHECK(zeros >= 32 * 32 * 3 / 4);
+  // the QAT weights back into the pruned model (its masks stay), stripped to 4x16 blocks, with q's ranges
+  copy_variables(q, m);
+  auto s = strip_pruning<layout::block<4, 16>>(m);
+  auto i8 = convert_qat(q, s);
+  static_assert(std::is_same_v<decltype(i8)::network, sequential<input<32>, quantized_dense_block<32, 32, 256, 4, 16, relu>,
+                                                                 quantized_dense<32, 2>>>);
+  auto dense_i8 = convert_qat(q);
+  for (std::size_t n : {1, 5, 64}) CHECK(i8.predict(x.data(), n) == dense_i8.predict(x.data(), n));
+  CHECK_THROWS_WITH_AS(convert_qat(q, make_model<sequential<input<32>, dense<2>>>(1)),
+                       "convert_qat: the float model has 1 quantizable layers but the QAT model 2 qat_dense / "
+                       "qat_conv2d layers",
+                       std::invalid_argument);
 }
