@@ -1,8 +1,10 @@
 // libFuzzer target: load_weights from an arbitrary file into int8 networks (quantized_dense and
-// quantized_conv2d, full integer and dynamic range: int8 and int32 tensors, docs/quantization.md). A bad file must throw
-// weights_error (or io_error); anything else is a bug. The seeds: valid files of each, one with a weight of -128 and
-// one whose kernel_sum does not match its kernel (both refused by load_weights).
+// quantized_conv2d, full integer and dynamic range: int8 and int32 tensors, docs/quantization.md; quantized_dense_block:
+// the block-sparse groups and their index). A bad file must throw weights_error (or io_error); anything else is a bug.
+// The seeds: valid files of each, one with a weight of -128 and one whose kernel_sum does not match its kernel, one
+// block-sparse file whose index names an input past K (all three refused by load_weights).
 #include <ctnn/ctnn.hpp>
+#include <ctnn/pruning.hpp>
 #include <ctnn/quantization/convert.hpp>
 
 #include <unistd.h>
@@ -23,6 +25,9 @@ using dynamic = ctnn::quantized_t<net, ctnn::quantization::dynamic_range>;
 using cnn = ctnn::sequential<ctnn::input<4, 4, 2>, ctnn::conv2d<3, 3, 3, 2, ctnn::padding::same, ctnn::relu>,
                              ctnn::flatten, ctnn::dense<2>>;
 using full_cnn = ctnn::quantized_t<cnn>;
+using block = ctnn::sequential<ctnn::input<8>, ctnn::sparse_dense_block<8, 16, 48, 1, 16, ctnn::relu>,
+                               ctnn::sparse_dense_block<16, 4, 32, 4, 4>>;
+using full_block = ctnn::quantized_t<block>;
 const std::filesystem::path& file() {
   static const std::filesystem::path p =
       std::filesystem::temp_directory_path() / ("ctnn_fuzz_weights_quantized_" + std::to_string(::getpid()) + ".ctnn");
@@ -52,6 +57,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       };
       poke("kernel", [](std::byte* p) { p[1] = std::byte(0x80); }, "_weight_minus_128");
       poke("kernel_sum", [](std::byte* p) { p[0] = std::byte(std::uint8_t(p[0]) ^ 1u); }, "_kernel_sum_mismatch");
+      auto b = ctnn::quantize_full_integer(ctnn::make_model<block>(7), x, 1);
+      ctnn::io::save_weights(b, std::string(seed) + "_block");
+      b.for_each_variable([&](const ctnn::variable_ref& v) {
+        if (v.layer == 0 && v.name == "index") v.data[8] = std::byte(9);  // group 0's first input: 9 >= K = 8
+      });
+      ctnn::io::save_weights(b, std::string(seed) + "_block_input_past_k");
     }
     return true;
   }();
@@ -85,6 +96,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
       (void)c.predict(image, 1);
     } catch (const std::invalid_argument&) {  // a multiplier or zero point outside its range: refused by name
+    }
+  } catch (const ctnn::io::weights_error&) {
+  } catch (const ctnn::io_error&) {
+  }
+  static auto bl = ctnn::make_model<full_block>(1);
+  try {
+    ctnn::io::load_weights(bl, file());
+    try {
+      (void)bl.predict(x, 2);  // 2 rows of 8 of x's 18 values
+    } catch (const std::invalid_argument&) {  // a multiplier outside its range: refused by name
     }
   } catch (const ctnn::io::weights_error&) {
   } catch (const ctnn::io_error&) {

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/backends/cpu/int8.hpp>
+#include <ctnn/backends/cpu/int8_block.hpp>
 #include <ctnn/quantization/arithmetic.hpp>
 
 #include <cmath>
@@ -46,6 +47,112 @@ void check_sizes(std::size_t M, std::size_t N, std::size_t K, int fill) {
   CHECK(got_sums == want);
 }
 }  // namespace
+
+namespace {
+// A K x N kernel keeping about `density` of its R x C blocks (every other block column empty when
+// `gaps`), int8 weights in the kept blocks (fill as check_sizes), packed into the block-sparse
+// storage; the gemm of every path against reference::gemm_s8 on the dense kernel.
+template <class Arch, std::size_t R, std::size_t C>
+void check_block(std::size_t M, std::size_t N, std::size_t K, double density, bool gaps, int fill) {
+  namespace bs = i8::block;
+  std::mt19937 g(unsigned(M * 131 + N * 17 + K + R * 7 + C));
+  std::uniform_int_distribution<int> da(-128, 127), dw(-127, 127);
+  std::bernoulli_distribution keep_d(density);
+  const std::size_t KB = K / R, NC = N / C;
+  std::vector<std::uint8_t> keep(KB * NC);
+  std::size_t nb = 0;
+  for (std::size_t kb = 0; kb < KB; ++kb)
+    for (std::size_t jb = 0; jb < NC; ++jb) nb += keep[kb * NC + jb] = !(gaps && jb % 2) && keep_d(g);
+  std::vector<std::int8_t> w(N * K, 0), a(M * K);
+  for (std::size_t j = 0; j < N; ++j)
+    for (std::size_t k = 0; k < K; ++k)
+      if (keep[k / R * NC + j / C]) w[j * K + k] = std::int8_t(fill == 0 ? dw(g) : fill == 1 ? -127 : 127);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::int8_t(fill == 0 ? da(g) : fill == 1 ? -128 : i % 2 ? 127 : -128);
+  const std::size_t cap = bs::groups_for(K, N, nb, R, C);
+  std::vector<std::int8_t> values(cap * 4 * C + 1);
+  std::vector<std::uint16_t> inputs(cap * bs::inputs_per_group(R) + 1);
+  std::vector<std::uint32_t> starts(NC + 1);
+  const std::size_t used = bs::pack(w.data(), keep.data(), K, N, R, C, cap, values.data(), inputs.data(), starts.data());
+  INFO("R=" << R << " C=" << C << " M=" << M << " N=" << N << " K=" << K << " blocks=" << nb << " fill=" << fill);
+  REQUIRE(used <= cap);
+  CHECK(bs::validate(starts.data(), inputs.data(), K, N, R, C, cap) == "");
+  std::vector<std::int8_t> back(N * K);
+  bs::unpack(K, N, R, C, values.data(), inputs.data(), starts.data(), back.data());
+  REQUIRE(back == w);
+  std::vector<std::int32_t> sums(N), want(M * N), got(M * N, 12345);
+  bs::column_sums(N, C, values.data(), starts.data(), sums.data());
+  i8::reference::gemm_s8(M, N, K, a.data(), K, w.data(), K, want.data(), N);
+  bs::gemm<R, C, Arch>(M, N, a.data(), K, values.data(), inputs.data(), starts.data(), sums.data(), got.data(), N);
+  CHECK(got == want);
+}
+}  // namespace
+
+TEST_CASE("int8 block-sparse gemm: every path equals the reference bit for bit") {
+  const int ran = ctnn::test::for_each_arch("int8 block gemm", []<class Arch>(Arch, const char* name) {
+    MESSAGE(std::string(name) << " takes the " << path_name(i8::block::path_of<16, Arch>()) << " path (C = 16), "
+                              << path_name(i8::block::path_of<4, Arch>()) << " (C = 4)");
+    for (std::size_t M : {1, 2, 3, 5, 64})
+      for (double d : {0.0, 0.2, 0.6, 1.0}) {
+        check_block<Arch, 1, 16>(M, 48, 37, d, M == 3, 0);
+        check_block<Arch, 1, 8>(M, 24, 20, d, M == 2, 0);
+        check_block<Arch, 4, 4>(M, 20, 36, d, M == 3, 0);
+        check_block<Arch, 4, 16>(M, 32, 24, d, M == 5, 0);
+        check_block<Arch, 2, 8>(M, 16, 10, d, false, 0);
+        check_block<Arch, 1, 3>(M, 9, 7, d, false, 0);
+      }
+    check_block<Arch, 1, 16>(4, 256, 784, 0.2, false, 0);
+    check_block<Arch, 4, 4>(5, 128, 256, 0.2, false, 0);
+    for (int fill : {1, 2}) {
+      check_block<Arch, 1, 16>(5, 32, 784, 1.0, false, fill);  // 784 products of -128 x -127 per unit
+      check_block<Arch, 4, 4>(5, 8, 784, 1.0, false, fill);
+    }
+  });
+  CHECK(ran >= 1);
+}
+
+TEST_CASE("int8 block-sparse storage: capacity, padding rows and the index checks") {
+  namespace bs = i8::block;
+  static_assert(bs::groups_for(784, 256, 100, 4, 4) == 100 && bs::groups_for(784, 256, 100, 1, 16) == 37);
+  static_assert(bs::groups_for(8, 16, 1, 1, 16) == 1 && bs::inputs_per_group(4) == 1 && bs::inputs_per_group(2) == 4);
+  // 1x4 blocks of an 8 x 8 kernel: column 0 keeps rows 1, 2, 6 (one group, padded with row 6 again),
+  // column 1 rows 0..4 (two groups)
+  std::vector<std::uint8_t> keep(16, 0);
+  for (std::size_t k : {1, 2, 6}) keep[k * 2 + 0] = 1;
+  for (std::size_t k : {0, 1, 2, 3, 4}) keep[k * 2 + 1] = 1;
+  std::vector<std::int8_t> w(64, 0);
+  for (std::size_t j = 0; j < 8; ++j)
+    for (std::size_t k = 0; k < 8; ++k)
+      if (keep[k * 2 + j / 4]) w[j * 8 + k] = std::int8_t(1 + j + 8 * k);
+  std::vector<std::int8_t> values(4 * 16);
+  std::vector<std::uint16_t> inputs(4 * 4);
+  std::uint32_t starts[3];
+  CHECK(bs::pack(w.data(), keep.data(), 8, 8, 1, 4, 2, values.data(), inputs.data(), starts) == 3);  // over capacity
+  REQUIRE(bs::pack(w.data(), keep.data(), 8, 8, 1, 4, 4, values.data(), inputs.data(), starts) == 3);
+  CHECK(std::vector<std::uint32_t>(starts, starts + 3) == std::vector<std::uint32_t>{0, 1, 3});
+  CHECK(std::vector<std::uint16_t>(inputs.begin(), inputs.begin() + 12) ==
+        std::vector<std::uint16_t>{1, 2, 6, 6, 0, 1, 2, 3, 4, 4, 4, 4});
+  CHECK(values[3] == 0);                  // unit 0's padding row
+  CHECK(values[(0 * 4 + 1) * 4 + 2] == 1 + 1 + 48);  // unit 1, input 6
+  CHECK(bs::validate(starts, inputs.data(), 8, 8, 1, 4, 4) == "");
+  inputs[5] = 9;
+  CHECK(bs::validate(starts, inputs.data(), 8, 8, 1, 4, 4) ==
+        "input 5 (group 1, block column 1) is 9, but the layer has 8 inputs");
+  inputs[5] = 1;
+  inputs[6] = 0;
+  CHECK(bs::validate(starts, inputs.data(), 8, 8, 1, 4, 4) ==
+        "input 6 (group 1, block column 1) is 0, below the one before (1)");
+  inputs[6] = 2;
+  starts[2] = 5;
+  CHECK(bs::validate(starts, inputs.data(), 8, 8, 1, 4, 4) == "block column 1 ends at group 5, past the 4 groups stored");
+  starts[2] = 0;
+  CHECK(bs::validate(starts, inputs.data(), 8, 8, 1, 4, 4) == "block column 1 ends at group 0, before it starts (1)");
+  std::uint16_t four[2] = {0, 6};  // R % 4 == 0: one input per group, a multiple of 4
+  const std::uint32_t one[2] = {0, 2};
+  CHECK(bs::validate(one, four, 8, 4, 4, 4, 2) ==
+        "input 1 (group 1, block column 0) is 6, but the layer has 8 inputs (and a group starts at a multiple of 4)");
+  four[1] = 0;
+  CHECK(bs::validate(one, four, 8, 4, 4, 4, 2) == "input 1 (group 1, block column 0) is 0, not above the one before (0)");
+}
 
 TEST_CASE("int8 packed layout: panels of 16 columns, groups of 4 k, the last panel N % 16 wide") {
   static_assert(i8::padded_k(1) == 4 && i8::padded_k(784) == 784 && i8::padded_k(785) == 788);

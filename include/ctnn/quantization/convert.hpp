@@ -39,6 +39,8 @@
 #include "../layers/max_pool2d.hpp"
 #include "../layers/quantized_conv2d.hpp"
 #include "../layers/quantized_dense.hpp"
+#include "../layers/quantized_dense_block.hpp"
+#include "../layers/sparse_dense_block.hpp"
 #include "../layers/reshape.hpp"
 #include "../train/model.hpp"
 #include "arithmetic.hpp"
@@ -49,9 +51,22 @@ namespace quantization::detail {
 template <class>
 inline constexpr bool always_false_v = false;
 
+// A bound layer's kind, void for layers without one (the sparse layouts).
+template <class L>
+struct kind_of {
+  using type = void;
+};
+template <class L>
+  requires requires { typename L::kind; }
+struct kind_of<L> {
+  using type = typename L::kind;
+};
+template <class L>
+using kind_t = typename kind_of<L>::type;
+
 template <class Bound>
 constexpr bool is_max_pool() {
-  if constexpr (std::is_same_v<typename Bound::kind, layer_kind::pool2d>)
+  if constexpr (std::is_same_v<kind_t<Bound>, layer_kind::pool2d>)
     return std::is_same_v<typename Bound::spec::kind, ctnn::detail::max_pool_kind>;
   else
     return false;
@@ -60,13 +75,18 @@ template <class Scheme, class Spec, class Bound>
 struct quant_spec {
   static constexpr bool passes = std::is_same_v<typename Bound::kind, layer_kind::reshape> ||
                                  std::is_same_v<typename Bound::kind, layer_kind::dropout> || is_max_pool<Bound>();
-  static_assert(passes, "quantize: a layer of this network has no int8 kernel (quantized: dense, conv2d; kept: "
-                        "flatten, reshape, dropout, max_pool2d)");
+  static_assert(passes, "quantize: a layer of this network has no int8 kernel (quantized: dense, conv2d, "
+                        "sparse_dense_block; kept: flatten, reshape, dropout, max_pool2d)");
   using type = Spec;
 };
 template <class Scheme, long long N, class Act, class O1, class O2, class Bound>
 struct quant_spec<Scheme, dense<N, Act, O1, O2>, Bound> {
   using type = quantized_dense<Bound::K, std::size_t(N), Act, Scheme>;
+};
+template <class Scheme, std::size_t K, std::size_t N, std::size_t NNZ, std::size_t R, std::size_t C, class Act,
+          class Bound>
+struct quant_spec<Scheme, sparse_dense_block<K, N, NNZ, R, C, Act>, Bound> {
+  using type = quantized_dense_block<K, N, NNZ, R, C, Act, Scheme>;
 };
 template <class Scheme, std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class R,
           class I, class Bound>
@@ -85,9 +105,18 @@ struct quantized<sequential<In, Ls...>, Scheme> {
   using type = decltype(make(std::index_sequence_for<Ls...>{}));
 };
 
-// Layer kinds the converter quantizes: dense, conv2d, and qat_dense, qat_conv2d (quantization/qat.hpp).
+// Layer kinds the converter quantizes: dense, conv2d, and qat_dense, qat_conv2d (quantization/qat.hpp);
+// and the bound sparse_dense_block layers (no kind: the type itself).
 template <class Kind>
 inline constexpr bool converts_v = std::is_same_v<Kind, layer_kind::dense> || std::is_same_v<Kind, layer_kind::conv2d>;
+template <class L>
+inline constexpr bool is_block_v = false;
+template <class Spec, class In, class P, class B>
+inline constexpr bool is_block_v<sparse_dense_block_layer<Spec, In, P, B>> = true;
+template <class L>
+constexpr bool converts_layer() {
+  return is_block_v<L> || converts_v<kind_t<L>>;
+}
 
 // The output units of a bound layer the converter quantizes (dense: N, conv2d: F filters).
 template <class L>
@@ -106,6 +135,33 @@ inline const variable_ref& find_var(const std::vector<variable_ref>& vs, std::si
 template <class V>
 V* data_of(const std::vector<variable_ref>& vs, std::size_t layer, std::string_view name) {
   return reinterpret_cast<V*>(find_var(vs, layer, name).data);
+}
+
+// The float kernel W[K, N] of a bound dense (or qat) layer, or of a sparse_dense_block layer (its kept
+// blocks expanded, 0 elsewhere), and that layer's block mask (kb (N / C) + jb: kept; empty for dense).
+template <class S>
+std::vector<float> float_kernel(const std::vector<variable_ref>& vs, std::size_t layer,
+                                std::vector<std::uint8_t>* blocks = nullptr) {
+  constexpr std::size_t K = S::K, N = units_of<S>();
+  std::vector<float> w(K * N, 0.0f);
+  if constexpr (is_block_v<S>) {
+    constexpr std::size_t R = S::R, C = S::C;
+    const float* values = data_of<float>(vs, layer, "values");
+    const std::byte* meta = find_var(vs, layer, "index").data;
+    const auto ix = S::view(meta);
+    if (blocks) blocks->assign(K / R * (N / C), 0);
+    for (std::size_t jb = 0; jb < N / C; ++jb)
+      for (std::size_t p = ix.starts[jb]; p < ix.starts[jb + 1]; ++p) {
+        if (blocks) (*blocks)[ix.rows[p] * (N / C) + jb] = 1;
+        for (std::size_t r = 0; r < R; ++r)
+          for (std::size_t c = 0; c < C; ++c)
+            w[(ix.rows[p] * R + r) * N + jb * C + c] = values[(p * R + r) * C + c];
+      }
+  } else {
+    const float* k = data_of<float>(vs, layer, "kernel");
+    std::copy(k, k + K * N, w.begin());
+  }
+  return w;
 }
 
 // [lo, hi] of values: min/max, or the [100 - p, p] percentiles.
@@ -127,8 +183,9 @@ inline std::pair<double, double> range_of(std::vector<float> v, double percentil
 
 // The int8 kernel of a float kernel W[K, N] per output channel: kernel packed (backends/cpu/int8.hpp's
 // panels, from [N, K]), scales, row sums.
+// q: the int8 kernel [N, K] (null: packed here).
 inline void quantize_kernel(const float* w, std::size_t K, std::size_t N, std::int8_t* packed, float* scale,
-                            std::int32_t* sum, std::size_t layer) {
+                            std::int32_t* sum, std::size_t layer, std::vector<std::int8_t>* unpacked = nullptr) {
   std::vector<std::int8_t> q(N * K);
   for (std::size_t j = 0; j < N; ++j) {
     double amax = 0;
@@ -141,7 +198,10 @@ inline void quantize_kernel(const float* w, std::size_t K, std::size_t N, std::i
     }
     sum[j] = s;
   }
-  kernels::cpu::int8::pack(K, N, q.data(), K, packed);
+  if (unpacked)
+    *unpacked = std::move(q);
+  else
+    kernels::cpu::int8::pack(K, N, q.data(), K, packed);
 }
 }  // namespace quantization::detail
 
@@ -171,14 +231,30 @@ model<quantized_t<Net, Scheme>, precision::float32, B> convert(const model<Net, 
     (
         [&] {
           using S = std::tuple_element_t<I, src_layers>;
-          if constexpr (converts_v<typename S::kind>) {
+          if constexpr (converts_layer<S>()) {
             constexpr std::size_t K = S::K, N = units_of<S>();
-            const float* w = data_of<float>(src, I, "kernel");
             const float* b = data_of<float>(src, I, "bias");
             auto* q = data_of<std::int8_t>(dst, I, "kernel");
             auto* scale = data_of<float>(dst, I, "kernel_scale");
             auto* sum = data_of<std::int32_t>(dst, I, "kernel_sum");
-            quantize_kernel(w, K, N, q, scale, sum, I);
+            if constexpr (is_block_v<S>) {
+              // the same blocks, int8, in int8::block's groups of 4 rows
+              using D = std::tuple_element_t<I, typename dst_model::layers>;
+              std::vector<std::uint8_t> blocks;
+              const std::vector<float> w = float_kernel<S>(src, I, &blocks);
+              std::vector<std::int8_t> qw;
+              quantize_kernel(w.data(), K, N, nullptr, scale, sum, I, &qw);
+              std::byte* ix = find_var(dst, I, "index").data;
+              const std::size_t used = kernels::cpu::int8::block::pack(
+                  qw.data(), blocks.data(), K, N, S::R, S::C, D::G, q, D::index::template at<1>(ix),
+                  D::index::template at<0>(ix));
+              if (used > D::G)
+                throw std::logic_error("quantize: layer " + std::to_string(I + 1) + "'s blocks need " +
+                                       std::to_string(used) + " groups, more than the " + std::to_string(D::G) +
+                                       " stored");
+            } else {
+              quantize_kernel(data_of<float>(src, I, "kernel"), K, N, q, scale, sum, I);
+            }
             if constexpr (std::is_same_v<Scheme, full_integer>) {
               const std::string here = "quantize: layer " + std::to_string(I + 1);
               const auto [ilo, ihi] = ranges.at(2 * dense_index);
@@ -243,9 +319,11 @@ auto quantize_full_integer(const model<Net, P, B>& m, const float* x, std::size_
     (
         [&] {
           using S = std::tuple_element_t<I, layers>;
-          if constexpr (std::is_same_v<typename S::kind, layer_kind::dense>) {
+          using kind = quantization::detail::kind_t<S>;
+          if constexpr (quantization::detail::is_block_v<S> || std::is_same_v<kind, layer_kind::dense>) {
             constexpr std::size_t K = S::K, N = S::N;
-            const float* w = quantization::detail::data_of<float>(src, I, "kernel");
+            const std::vector<float> kernel = quantization::detail::float_kernel<S>(src, I);
+            const float* w = kernel.data();
             const float* b = quantization::detail::data_of<float>(src, I, "bias");
             ranges.push_back(input_range());
             std::vector<float> y(n * N);
@@ -258,7 +336,7 @@ auto quantize_full_integer(const model<Net, P, B>& m, const float* x, std::size_
             S::Act::template forward<B>(y.data(), n, N);
             ranges.push_back(quantization::detail::range_of(y, opts.percentile));
             cur = std::move(y);
-          } else if constexpr (std::is_same_v<typename S::kind, layer_kind::conv2d>) {
+          } else if constexpr (std::is_same_v<kind, layer_kind::conv2d>) {
             constexpr auto g = S::geometry;
             const float* w = quantization::detail::data_of<float>(src, I, "kernel");
             const float* b = quantization::detail::data_of<float>(src, I, "bias");

@@ -393,11 +393,11 @@ auto quantize_model(const model<Net, P, B>& m) {
   return q;
 }
 
-// The full-integer model of a trained QAT model: int8 kernels, int32 biases, and for each layer
-// the input parameters of its learned input range and the output parameters of the next
-// qat_dense's or qat_conv2d's input range (the last layer: its own output range).
+namespace quantization::detail {
+// A trained QAT model's ranges as convert takes them: per qat_dense / qat_conv2d layer, its learned
+// input range, then the next such layer's input range (the last layer: its own output range).
 template <class Net, class P, class B>
-auto convert_qat(const model<Net, P, B>& q) {
+std::vector<std::pair<double, double>> qat_ranges(const model<Net, P, B>& q) {
   using layers = typename model<Net, P, B>::layers;
   std::vector<variable_ref> vs;
   q.for_each_variable([&](const variable_ref& v) { vs.push_back(v); });
@@ -406,9 +406,8 @@ auto convert_qat(const model<Net, P, B>& q) {
     (
         [&] {
           using S = std::tuple_element_t<I, layers>;
-          if constexpr (std::is_same_v<typename S::kind, layer_kind::qat_dense> ||
-                        std::is_same_v<typename S::kind, layer_kind::qat_conv2d>) {
-            using quantization::detail::data_of;
+          if constexpr (std::is_same_v<kind_t<S>, layer_kind::qat_dense> ||
+                        std::is_same_v<kind_t<S>, layer_kind::qat_conv2d>) {
             ins.emplace_back(*data_of<float>(vs, I, "input_min"), *data_of<float>(vs, I, "input_max"));
             outs.emplace_back(*data_of<float>(vs, I, "output_min"), *data_of<float>(vs, I, "output_max"));
           }
@@ -420,7 +419,65 @@ auto convert_qat(const model<Net, P, B>& q) {
     ranges.push_back(ins[i]);
     ranges.push_back(i + 1 < ins.size() ? ins[i + 1] : outs[i]);
   }
-  return quantization::detail::convert<quantization::full_integer>(q, ranges);
+  return ranges;
+}
+}  // namespace quantization::detail
+
+// A callback for quantization-aware training of a pruned model (TFMOT's pruning-preserving QAT):
+// when training begins it records which weights of every parameter named "kernel" are exactly 0,
+// and after every batch sets them to 0 again (after the optimizer's update), so that the trained
+// QAT model keeps the pruned model's zeros and strips to the same blocks (convert_qat(q, w)).
+// The weights are written through the model's for_each_variable (host backends).
+struct preserve_sparsity {
+  std::vector<std::vector<std::size_t>> zeros;  // per kernel, in for_each_variable order: the indices held at 0
+  template <class Ctx>
+  void on_train_begin(Ctx& ctx) {
+    zeros.clear();
+    ctx.model.for_each_variable([&](const variable_ref& v) {
+      if (v.kind != role::parameter || v.name != "kernel" || v.element_bytes != sizeof(float)) return;
+      const auto* w = reinterpret_cast<const float*>(v.data);
+      auto& z = zeros.emplace_back();
+      for (std::size_t i = 0; i < v.extent; ++i)
+        if (w[i] == 0.0f) z.push_back(i);
+    });
+  }
+  template <class Ctx>
+  void on_batch_end(Ctx& ctx) {
+    std::size_t k = 0;
+    ctx.model.for_each_variable([&](const variable_ref& v) {
+      if (v.kind != role::parameter || v.name != "kernel" || v.element_bytes != sizeof(float) || k >= zeros.size())
+        return;
+      auto* w = reinterpret_cast<float*>(v.data);
+      for (std::size_t i : zeros[k++]) w[i] = 0.0f;
+    });
+  }
+};
+
+// The full-integer model of a trained QAT model: int8 kernels, int32 biases, and for each layer
+// the input parameters of its learned input range and the output parameters of the next
+// qat_dense's or qat_conv2d's input range (the last layer: its own output range).
+template <class Net, class P, class B>
+auto convert_qat(const model<Net, P, B>& q) {
+  return quantization::detail::convert<quantization::full_integer>(q, quantization::detail::qat_ranges(q));
+}
+
+// The same with the weights of the float model w instead of q's: w's network has a quantizable
+// layer (dense, conv2d, sparse_dense_block) where q's has a qat_dense or qat_conv2d, in the same
+// order (typically w = strip_pruning<layout::block<R, C>>(pruned) after q's trained weights were
+// copied into `pruned`: the block-sparse int8 model with q's learned ranges, docs/quantization.md
+// "Block-sparse int8"). Throws std::invalid_argument when the counts differ.
+template <class Net, class P, class B, class WNet, class WP, class WB>
+auto convert_qat(const model<Net, P, B>& q, const model<WNet, WP, WB>& w) {
+  using wl = typename model<WNet, WP, WB>::layers;
+  const auto ranges = quantization::detail::qat_ranges(q);
+  const std::size_t layers = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return (std::size_t(quantization::detail::converts_layer<std::tuple_element_t<I, wl>>()) + ... + 0);
+  }(std::make_index_sequence<std::tuple_size_v<wl>>{});
+  if (2 * layers != ranges.size())
+    throw std::invalid_argument("convert_qat: the float model has " + std::to_string(layers) +
+                                " quantizable layers but the QAT model " + std::to_string(ranges.size() / 2) +
+                                " qat_dense / qat_conv2d layers");
+  return quantization::detail::convert<quantization::full_integer>(w, ranges);
 }
 
 }  // namespace ctnn
