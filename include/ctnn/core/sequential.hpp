@@ -194,8 +194,8 @@ struct net_plan<std::tuple<L...>, P> {
   // role_bytes[i][r]: bytes of layer i's region of role r (per sample for the
   // per-sample roles). A static member, not a constexpr local of unit_bytes:
   // the model calls unit_bytes at run time (offsets at a run-time batch),
-  // and g++ 12 built a local table on the stack at every call (a 384-byte
-  // rep stos, 7 % of a batch-1 forward of the MLP).
+  // and g++ 12 built a local table on the stack at every call (rep stos;
+  // docs/performance.md, "Inference at batch 1").
   static constexpr std::array<std::array<std::size_t, role_count>, layer_count> role_bytes{{[] {
     using C = typename compute_of<L, P>::type;
     std::array<std::size_t, role_count> a{};

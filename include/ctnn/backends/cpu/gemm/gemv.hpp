@@ -41,8 +41,8 @@ void nonzero_rows(std::size_t k, const T* x, std::uint64_t* words) {
   // Lane l of the i-th of the S / L vectors of a part holds 2^(i L + l) (as
   // T's bits): selected where x != 0 and or-ed, each vector's mask lands in
   // its own bits, so one exact integer hadd per part (distinct powers of 2:
-  // the sum is the or) gives S bits (hadd per vector cost 10 % of a batch-1
-  // forward of the MLP on AVX2).
+  // the sum is the or) gives S bits, not one hadd per vector
+  // (docs/performance.md, "Inference at batch 1").
   alignas(64) static constexpr auto pow2 = [] {
     std::array<U, S> a{};
     for (std::size_t b = 0; b < S; ++b) a[b] = U(1) << b;
@@ -117,12 +117,11 @@ const std::uint64_t* rows_to_read(std::size_t k, const T* x, std::uint64_t* word
 // The last c columns of a gemv, (G-1) L < c <= G L (fewer than a chunk),
 // reading rows list[0:count] (ascending; rows 0..count-1 when list is null):
 // G vectors, each with two partial sums (alternate rows read, added at the
-// end, then the bias), in one pass over the rows (one or two vectors of
-// columns, as a last layer's 10 outputs, went one vector per pass: on AVX2
-// two passes of two FMA chains, 3x slower than AVX-512's one masked
-// vector). A full load of the last vector from row p < k-1 ends inside B
-// when L - cnt <= ldb (its extra lanes are never stored); only the last row
-// then needs a partial load.
+// end, then the bias), in one pass over the rows (one vector per pass made
+// a last layer's 10 outputs on AVX2 two passes of two FMA chains each). A
+// full load of the last vector from row p < k-1 ends inside B when L - cnt
+// <= ldb (its extra lanes are never stored); only the last row then needs a
+// partial load.
 template <class Arch, std::size_t G, class T, class E>
 void gemv_tail(std::size_t c, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, const E& e,
                bool act, const std::uint16_t* list, std::size_t count) {

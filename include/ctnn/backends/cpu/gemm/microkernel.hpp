@@ -44,9 +44,8 @@ struct blocking {
 
 // The first n < L lanes of a vector: AVX-512 and AVX masked loads and
 // stores (no memory past p[n-1] is touched, as the scalar loops below;
-// masked-out lanes never fault); SSE goes through a stack buffer (on AVX2 that
-// copy made a gemv with fewer outputs than a vector, where every row of B is
-// a partial load, 5x slower than AVX-512's).
+// masked-out lanes never fault); SSE goes through a stack buffer (a gemv
+// with fewer outputs than a vector makes a partial load of every row of B).
 template <class Arch, class T>
 inline constexpr bool masked_v = std::is_base_of_v<xsimd::avx512f, Arch> &&
                                  (std::is_same_v<T, float> || std::is_same_v<T, double>);
