@@ -2,7 +2,7 @@
 // on every xsimd architecture this CPU runs (tests/kernels/archs.hpp), against
 // a scalar reference in double, with x holding zeros as ReLU outputs and
 // image backgrounds do (the rows of B they select are skipped): tails of N
-// and K, K = 1, K past the skip's bit words (every row read), bias or not,
+// (1 to 4 vectors after the chunks, partial or not) and K, K = 1, K past the skip's bit words (every row read), bias or not,
 // relu or none, x contiguous or strided (gathered first); rows skipped are
 // never read; results bit-identical whatever the thread count.
 #include <doctest/doctest.h>
@@ -50,7 +50,7 @@ template <class Arch, class T>
 void check_gemv(const char* name) {
   const double eps = std::is_same_v<T, float> ? 1.2e-7 : 2.3e-16;
   rng g(11);
-  for (std::size_t N : {1, 3, 10, 17, 33, 64, 128, 256, 400})
+  for (std::size_t N : {1, 3, 10, 17, 30, 33, 60, 64, 128, 256, 400})  // 30, 60: a tail of 4 vectors
     for (std::size_t K : {1, 2, 3, 17, 64, 65, 255, 784, 4097})
       for (int pattern = 0; pattern < 6; ++pattern)
         for (int variant = 0; variant < 4; ++variant) {

@@ -191,20 +191,24 @@ struct net_plan<std::tuple<L...>, P> {
   // the last layer's output is widened to io
   static constexpr bool converts_output = !std::is_same_v<compute_at_t<layer_count - 1, net_plan>, io>;
 
-  // bytes of layer i's region of role r (per sample for the per-sample roles)
+  // role_bytes[i][r]: bytes of layer i's region of role r (per sample for the
+  // per-sample roles). A static member, not a constexpr local of unit_bytes:
+  // the model calls unit_bytes at run time (offsets at a run-time batch),
+  // and g++ 12 built a local table on the stack at every call (rep stos;
+  // docs/performance.md, "Inference at batch 1").
+  static constexpr std::array<std::array<std::size_t, role_count>, layer_count> role_bytes{{[] {
+    using C = typename compute_of<L, P>::type;
+    std::array<std::size_t, role_count> a{};
+    for (std::size_t k = 0; k < role_count; ++k) a[k] = layer_role_bytes<precision::policy<variable, C>>(L::buffers, role(k));
+    a[std::size_t(role::compute_parameter)] =
+        std::is_same_v<C, variable> ? 0 : layer_role_bytes<precision::policy<C>>(L::buffers, role::parameter);
+    return a;
+  }()...}};
   static constexpr std::size_t unit_bytes(std::size_t i, role r) {
     if (r == role::activation) return outs[i] * sizes[i];
     if (r == role::gradient) r = role::parameter;
     if (r == role::compute_gradient) r = role::compute_parameter;
-    constexpr std::array<std::array<std::size_t, role_count>, layer_count> table{{[] {
-      using C = typename compute_of<L, P>::type;
-      std::array<std::size_t, role_count> a{};
-      for (std::size_t k = 0; k < role_count; ++k) a[k] = layer_role_bytes<precision::policy<variable, C>>(L::buffers, role(k));
-      a[std::size_t(role::compute_parameter)] =
-          std::is_same_v<C, variable> ? 0 : layer_role_bytes<precision::policy<C>>(L::buffers, role::parameter);
-      return a;
-    }()...}};
-    return table[i][std::size_t(r)];
+    return role_bytes[i][std::size_t(r)];
   }
   static constexpr bool per_sample(role r) { return r == role::cache || r == role::activation || r == role::converted; }
   // Bytes of layer i's converted-input part (its output widened to io follows, 64-byte aligned).

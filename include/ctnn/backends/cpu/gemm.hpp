@@ -76,7 +76,7 @@ void column_sum(const T* dy, T* db, std::size_t m) {
       for (std::size_t i = 0; i < m; ++i) s += B::load_unaligned(dy + i * N + j);
       s.store_unaligned(db + j);
     }
-    if constexpr (full < N && simd::masked_v<Arch, T>) {
+    if constexpr (full < N && simd::masked_any_v<Arch, T>) {
       // the last N % L columns: a masked vector per row, same order
       B s(T(0));
       for (std::size_t i = 0; i < m; ++i) s += simd::load_n<Arch>(dy + i * N + full, N - full);

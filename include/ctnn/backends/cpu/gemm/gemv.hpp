@@ -15,6 +15,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include <xsimd/xsimd.hpp>
 
@@ -33,27 +34,37 @@ inline constexpr std::size_t nonzero_words = 64;
 template <class Arch, class T>
 void nonzero_rows(std::size_t k, const T* x, std::uint64_t* words) {
   using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size;  // 2 to 16: 64 % L == 0
-  // Lane l of a vector's mask is 2^l: their sum (hadd, exact) is its bits.
+  using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  using BU = xsimd::batch<U, Arch>;
+  static_assert(sizeof(U) == sizeof(T), "nonzero_rows: float or double");
+  constexpr std::size_t L = B::size, S = 8 * sizeof(U), P = 64 / S;  // S values per part of U, P parts per word
+  // Lane l of the i-th of the S / L vectors of a part holds 2^(i L + l) (as
+  // T's bits): selected where x != 0 and or-ed, each vector's mask lands in
+  // its own bits, so one exact integer hadd per part (distinct powers of 2:
+  // the sum is the or) gives S bits, not one hadd per vector
+  // (docs/performance.md, "Inference at batch 1").
   alignas(64) static constexpr auto pow2 = [] {
-    std::array<T, L> a{};
-    for (std::size_t l = 0; l < L; ++l) a[l] = T(std::uint64_t(1) << l);
+    std::array<U, S> a{};
+    for (std::size_t b = 0; b < S; ++b) a[b] = U(1) << b;
     return a;
   }();
-  const B bit = B::load_aligned(pow2.data()), zero(T(0));
-  // x == 0 is false for NaN (an ordered compare), so a NaN in x is read and reaches y.
-  auto bits = [&](const B& v) { return std::uint64_t(std::uint32_t(xsimd::hadd(xsimd::select(v == zero, zero, bit)))); };
-  std::size_t w = 0;
-  for (; w * 64 + 64 <= k; ++w) {  // whole words: 64 / L vectors
+  const B zero(T(0));
+  // x == 0 is false for NaN (an ordered compare), so a NaN in x is read and
+  // reaches y (xsimd 8.1's != is ordered on AVX-512: not used).
+  auto part = [&](const T* v, std::size_t n) {  // bits of v[0:min(n, S)]
+    BU m(U(0));
+#pragma GCC unroll 16
+    for (std::size_t i = 0; i < S; i += L) {
+      const B xv = n >= i + L ? B::load_unaligned(v + i) : i < n ? load_n<Arch>(v + i, n - i) : zero;  // lanes past n: 0
+      m |= xsimd::bitwise_cast<BU>(xsimd::select(xv == zero, zero, xsimd::bitwise_cast<B>(BU::load_aligned(pow2.data() + i))));
+    }
+    return std::uint64_t(xsimd::hadd(m));
+  };
+  for (std::size_t w = 0; w * 64 < k; ++w) {
     std::uint64_t m = 0;
-#pragma GCC unroll 32
-    for (std::size_t i = 0; i < 64; i += L) m |= bits(B::load_unaligned(x + w * 64 + i)) << i;
+    for (std::size_t q = 0; q < P; ++q)
+      if (w * 64 + q * S < k) m |= part(x + w * 64 + q * S, k - w * 64 - q * S) << (q * S);
     words[w] = m;
-  }
-  if (w * 64 < k) {
-    std::uint64_t m = 0;
-    for (std::size_t i = 0; w * 64 + i < k; i += L) m |= bits(load_n<Arch>(x + w * 64 + i, k - w * 64 - i)) << i;
-    words[w] = m;  // lanes past k are 0
   }
 }
 
@@ -73,8 +84,8 @@ CTNN_FORCEINLINE void for_each_row(std::size_t k, const std::uint64_t* rows, F&&
 // one output row. Column chunks of V = 16 or 8 vectors (AVX-512; 8 or 4 with
 // 16 registers) keep V accumulators in registers while the rows of B that
 // `rows` selects stream through contiguously, in ascending order (so each
-// output's sum does not depend on the chunking); the last columns go one
-// vector at a time with two partial sums (alternate selected rows).
+// output's sum does not depend on the chunking); the last columns go to
+// gemv_tail.
 template <class Arch, std::size_t V, class T, class E>
 void gemv_chunk(std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, const E& e, bool act,
                 const std::uint64_t* rows) {
@@ -103,17 +114,58 @@ const std::uint64_t* rows_to_read(std::size_t k, const T* x, std::uint64_t* word
   return 8 * nz <= 7 * k ? words : nullptr;
 }
 
+// The last c columns of a gemv, (G-1) L < c <= G L (fewer than a chunk),
+// reading rows list[0:count] (ascending; rows 0..count-1 when list is null):
+// G vectors, each with two partial sums (alternate rows read, added at the
+// end, then the bias), in one pass over the rows (one vector per pass made
+// a last layer's 10 outputs on AVX2 two passes of two FMA chains each). A
+// full load of the last vector from row p < k-1 ends inside B when L - cnt
+// <= ldb (its extra lanes are never stored); only the last row then needs a
+// partial load.
+template <class Arch, std::size_t G, class T, class E>
+void gemv_tail(std::size_t c, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, const E& e,
+               bool act, const std::uint16_t* list, std::size_t count) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  const std::size_t cnt = c - (G - 1) * L;  // columns of the last vector, 1 to L
+  const std::size_t safe = cnt == L ? k : L - cnt <= ldb ? k - 1 : 0;
+  B s0[G], s1[G];
+#pragma GCC unroll 4
+  for (std::size_t v = 0; v < G; ++v) s0[v] = s1[v] = B(T(0));
+  auto step = [&](B(&s)[G], std::size_t p) {
+    const B xv(x[p]);
+    const T* r = b + p * ldb;
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v + 1 < G; ++v) s[v] = xsimd::fma(xv, B::load_unaligned(r + v * L), s[v]);
+    const B last = p < safe ? B::load_unaligned(r + (G - 1) * L) : load_n<Arch>(r + (G - 1) * L, cnt);
+    s[G - 1] = xsimd::fma(xv, last, s[G - 1]);
+  };
+  auto run = [&](auto at) {  // at(i): the i-th row read
+    std::size_t i = 0;
+    for (; i + 2 <= count; i += 2) {
+      step(s0, at(i));
+      step(s1, at(i + 1));
+    }
+    if (i < count) step(s0, at(i));
+  };
+  if (list) run([&](std::size_t i) { return std::size_t(list[i]); });
+  else run([](std::size_t i) { return i; });
+#pragma GCC unroll 4
+  for (std::size_t v = 0; v < G; ++v) {
+    const std::size_t n = v + 1 < G ? L : cnt;
+    B sum = s0[v] + s1[v];
+    if (bias) sum += load_n<Arch>(bias + v * L, n);
+    if (act) sum = epilogue_forward(e, sum);
+    store_n<Arch>(sum, y + v * L, n);
+  }
+}
+
 // gemv reading the rows of B that rows (rows_to_read of x) selects.
 template <class Arch, class T, class E>
 void gemv_rows(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, const E& e,
                bool act, const std::uint64_t* rows) {
   using B = xsimd::batch<T, Arch>;
   constexpr std::size_t L = B::size, W = L * sizeof(T) >= 64 ? 16 : 8;  // 32 or 16 registers
-  auto finish = [&](B s, std::size_t j, std::size_t cnt) {
-    if (bias) s += load_n<Arch>(bias + j, cnt);
-    if (act) s = epilogue_forward(e, s);
-    store_n<Arch>(s, y + j, cnt);
-  };
   std::size_t j = 0;
   for (; j + W * L <= n; j += W * L)
     gemv_chunk<Arch, W>(k, x, b + j, ldb, y + j, bias ? bias + j : nullptr, e, act, rows);
@@ -121,20 +173,25 @@ void gemv_rows(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t
     gemv_chunk<Arch, W / 2>(k, x, b + j, ldb, y + j, bias ? bias + j : nullptr, e, act, rows);
     j += W / 2 * L;
   }
-  for (; j < n; j += L) {
-    const std::size_t cnt = std::min(L, n - j);
-    // A full vector from row p < k-1 ends inside B when L - cnt <= ldb (its
-    // extra lanes are never stored); only the last row needs a partial load.
-    const std::size_t safe = cnt == L ? k : L - cnt <= ldb ? k - 1 : 0;
-    B s[2] = {B(T(0)), B(T(0))};
-    bool odd = false;
-    for_each_row(k, rows, [&](std::size_t p) {
-      const B bv = p < safe ? B::load_unaligned(b + p * ldb + j) : load_n<Arch>(b + p * ldb + j, cnt);
-      if (odd) s[1] = xsimd::fma(B(x[p]), bv, s[1]);
-      else s[0] = xsimd::fma(B(x[p]), bv, s[0]);
-      odd = !odd;
-    });
-    finish(s[0] + s[1], j, cnt);
+  // Fewer than W/2 vectors left: groups of 4, 2 and 1 vectors (3 are 2 + 1).
+  // The tail columns are the same whatever the thread count: run_gemv's
+  // column chunks are multiples of W/2 vectors.
+  if (j == n) return;
+  std::uint16_t list[nonzero_words * 64];  // the rows read, when rows selects them
+  std::size_t count = k;
+  if (rows) {
+    count = 0;
+    for_each_row(k, rows, [&](std::size_t p) { list[count++] = std::uint16_t(p); });
+  }
+  while (j < n) {
+    const std::size_t c = n - j;
+    auto tail = [&]<std::size_t G>(std::size_t cols) {
+      gemv_tail<Arch, G>(cols, k, x, b + j, ldb, y + j, bias ? bias + j : nullptr, e, act, rows ? list : nullptr, count);
+      j += cols;
+    };
+    if (c > 3 * L) tail.template operator()<4>(std::min(c, 4 * L));
+    else if (c > L) tail.template operator()<2>(std::min(c, 2 * L));
+    else tail.template operator()<1>(c);
   }
 }
 

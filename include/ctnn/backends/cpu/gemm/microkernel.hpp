@@ -5,12 +5,13 @@
 // accumulators and FMAs, for any xsimd architecture Arch; micro_rows picks
 // the 4- or MR-row instance. Also here: gemm_target_of<T, Arch> (the plan's
 // view of an architecture), simd::blocking (MR, NV, NR, KC from the plan),
-// and load_n / store_n, the first n lanes of a vector (AVX-512 masked).
+// and load_n / store_n, the first n lanes of a vector (AVX-512 and AVX masked).
 // Summation order per output: bias (or C), then p = 0, 1, ... kc-1.
 // docs/design.md, "SIMD".
 #pragma once
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 #include <xsimd/xsimd.hpp>
@@ -41,12 +42,27 @@ struct blocking {
   static constexpr std::size_t KC = block_k;
 };
 
-// The first n < L lanes of a vector: AVX-512 masked loads and stores (no
-// memory past p[n-1] is touched, as the scalar loops below); other ISAs go
-// through a stack buffer.
+// The first n < L lanes of a vector: AVX-512 and AVX masked loads and
+// stores (no memory past p[n-1] is touched, as the scalar loops below;
+// masked-out lanes never fault); SSE goes through a stack buffer (a gemv
+// with fewer outputs than a vector makes a partial load of every row of B).
 template <class Arch, class T>
 inline constexpr bool masked_v = std::is_base_of_v<xsimd::avx512f, Arch> &&
                                  (std::is_same_v<T, float> || std::is_same_v<T, double>);
+template <class Arch, class T>
+inline constexpr bool masked_avx = !masked_v<Arch, T> && std::is_base_of_v<xsimd::avx, Arch> &&
+                                   (std::is_same_v<T, float> || std::is_same_v<T, double>);
+template <class Arch, class T>
+inline constexpr bool masked_any_v = masked_v<Arch, T> || masked_avx<Arch, T>;
+
+#if defined(__AVX__)
+// AVX's lane mask for the first n of 8 floats or 4 doubles (n < 8 or 4).
+template <class T>
+CTNN_FORCEINLINE __m256i avx_lanes(std::size_t n) {
+  alignas(32) static constexpr std::int32_t m[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m + 8 - n * (sizeof(T) / 4)));
+}
+#endif
 
 template <class Arch, class T>
 CTNN_FORCEINLINE xsimd::batch<T, Arch> load_n(const T* p, std::size_t n) {
@@ -58,6 +74,14 @@ CTNN_FORCEINLINE xsimd::batch<T, Arch> load_n(const T* p, std::size_t n) {
       return B(_mm512_maskz_loadu_ps(__mmask16((1u << n) - 1), p));
     else
       return B(_mm512_maskz_loadu_pd(__mmask8((1u << n) - 1), p));
+  }
+#endif
+#if defined(__AVX__)
+  if constexpr (masked_avx<Arch, T>) {
+    if constexpr (std::is_same_v<T, float>)
+      return B(_mm256_maskload_ps(p, avx_lanes<T>(n)));
+    else
+      return B(_mm256_maskload_pd(p, avx_lanes<T>(n)));
   }
 #endif
   alignas(64) T tmp[B::size] = {};
@@ -74,6 +98,15 @@ CTNN_FORCEINLINE void store_n(xsimd::batch<T, Arch> v, T* p, std::size_t n) {
       _mm512_mask_storeu_ps(p, __mmask16((1u << n) - 1), v);
     else
       _mm512_mask_storeu_pd(p, __mmask8((1u << n) - 1), v);
+    return;
+  }
+#endif
+#if defined(__AVX__)
+  if constexpr (masked_avx<Arch, T>) {
+    if constexpr (std::is_same_v<T, float>)
+      _mm256_maskstore_ps(p, avx_lanes<T>(n), v);
+    else
+      _mm256_maskstore_pd(p, avx_lanes<T>(n), v);
     return;
   }
 #endif
