@@ -141,6 +141,8 @@ struct gru_reset_before_cell {
 template <std::size_t Units, recurrent_options Opt = recurrent_options{}>
 struct gru {
   static_assert(Units > 0, "gru: the number of units must be > 0");
+  static_assert(Opt.reset_after || Opt.recurrent_dropout == 0,
+                "gru: reset_after = false with recurrent_dropout is not supported (docs/sequences.md)");
   using is_layer_spec = void;
   using kind = layer_kind::gru;
   using cell = std::conditional_t<Opt.reset_after, gru_cell, gru_reset_before_cell>;

@@ -141,8 +141,6 @@ struct recurrent_layer {
   static constexpr std::size_t U = Spec::units, G = cell::gates * U;
   static constexpr bool sep_bias = cell::separate_recurrent_bias, cells = cell::keeps_cell_state;
   static constexpr bool reset_before = detail::resets_before_product<cell>;
-  static_assert(!reset_before || opt.recurrent_dropout == 0,
-                "gru: reset_after = false with recurrent_dropout is not supported (docs/sequences.md)");
   static_assert(opt.dropout >= 0 && opt.dropout < 1 && opt.recurrent_dropout >= 0 && opt.recurrent_dropout < 1,
                 "recurrent layer: dropout and recurrent_dropout must be in [0, 1)");
   // dropout: the input masks (nin of them, one per gate with recurrent_dropout, as Keras'
