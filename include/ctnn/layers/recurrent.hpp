@@ -6,10 +6,10 @@
 // return_sequences (go_backwards: the steps are read last to first and a returned
 // sequence is in that order, as Keras). Variables as Keras 3: kernel [F, G],
 // recurrent_kernel [U, G], bias [G] (gru: [2, G]; gru with reset_after = false: [G]),
-// G = gates * U, gates in Keras' order. Forward: the input projection of every step is one GEMM (Steps * batch
-// rows, time-major), then per step the recurrent product h R (ops<B>::dense_forward)
-// and the cell's rule over [batch, U] (ops<B>::map_rows; step 0 skips the product
-// of h_0 = 0). Backward through time:
+// G = gates * U, gates in Keras' order. Forward: the input projection of every step is
+// one GEMM (Steps * batch rows, time-major), then per step the recurrent product h R
+// (ops<B>::dense_forward) and the cell's rule over [batch, U] (ops<B>::map_rows; step 0
+// skips the product of h_0 = 0). Backward through time:
 // per step the cell's backward rule and dh += dz R^T; then dW, dR and dx are each one
 // GEMM over all steps. The caches (time-major input, gates, states) are in the plan.
 // gru with reset_after = false (a cell with reset_before): per step h R gives z and r, then
@@ -156,8 +156,9 @@ struct recurrent_layer {
   static constexpr std::size_t kernel_count = F * G, recurrent_count = U * G, bias_count = sep_bias ? 2 * G : G;
   // caches, each batch * extent, time-major ([step][sample][...]): the input (nin masked
   // copies), the gates (activations, then dz), the recurrent products (gru: per step; else
-  // one step), the reset states r ⊙ h_0 .. r ⊙ h_{S-1} (reset_before), the states h_0 = 0 .. h_S, the cell states c_0 = 0 .. c_S (lstm), the masked
-  // states (nrec copies of h_0 .. h_{S-1}), the masks, the expanded dz, and backward's scratch
+  // one step), the reset states r ⊙ h_0 .. r ⊙ h_{S-1} (reset_before), the states
+  // h_0 = 0 .. h_S, the cell states c_0 = 0 .. c_S (lstm), the masked states (nrec copies
+  // of h_0 .. h_{S-1}), the masks, the expanded dz, and backward's scratch
   static constexpr std::size_t rec_steps = sep_bias ? S : 1;
   static constexpr auto buffers = [] {
     std::array<buffer, 14> b{buffer::parameter("kernel", {F, G}), buffer::parameter("recurrent_kernel", {U, G}),

@@ -129,8 +129,8 @@ void update_metric(X& metric, const T* y, const Target* t, std::size_t batch, co
     constexpr std::size_t S = Out::dims[0], tw = std::is_integral_v<Target> ? 1 : U;  // target values per step
     if (mask && mask->data && mask->steps == S && batch > 0 && weighted) {
       if constexpr (!B::memory::host_accessible) {
-        throw std::logic_error(metric.name() + ": a per-step metric under a step mask runs on host backends only (not on " +
-                               B::name() + " yet)");
+        throw std::logic_error(metric.name() + ": a per-step metric under a step mask runs on host backends only " +
+                               "(not on " + B::name() + " yet)");
       } else {
         for (std::size_t i = 0, rows = batch * S; i < rows;) {  // each run of unmasked steps, as rows
           if (!step_unmasked(*mask, i)) {
