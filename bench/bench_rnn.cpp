@@ -5,7 +5,7 @@
 // train/step.hpp runs it). Synthetic inputs: the data does not change the work.
 // Threads: CTNN_NUM_THREADS (1 for the one-core figures, pinned with taskset).
 //   CTNN_NUM_THREADS=1 taskset -c 0 build/bench/bench/bench_rnn --benchmark_repetitions=3
-// No peer in this file yet (issue 27 part 4: torch.nn.LSTM / GRU in the same run).
+// Its peer, bench/peers/pytorch_rnn.py, runs beside it in paired rounds: bench/peers/rnn_rounds.py.
 #include <benchmark/benchmark.h>
 
 #include <ctnn/ctnn.hpp>

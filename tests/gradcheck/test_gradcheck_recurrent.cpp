@@ -51,6 +51,17 @@ TEST_CASE("gradcheck: gru (reset_after)") {
   CHECK(gradcheck::check_layer<gru<3>, shape<1, 4>>() < tol);  // one step: the recurrent bias only
 }
 
+TEST_CASE("gradcheck: gru (reset_after = false)") {
+  constexpr recurrent_options before{.reset_after = false};
+  CHECK(gradcheck::check_layer<gru<4, before>, shape<5, 3>>() < tol);
+  CHECK(gradcheck::check_layer<gru<3, recurrent_options{.return_sequences = true, .go_backwards = true, .dropout = 0.3,
+                                                        .reset_after = false}>,
+                               shape<4, 5>>({.batch = 2}) < tol);
+  CHECK(gradcheck::check_layer<gru<17, recurrent_options{.return_sequences = true, .reset_after = false}>, shape<3, 4>>(
+            {.batch = 5}) < tol);
+  CHECK(gradcheck::check_layer<gru<3, before>, shape<1, 4>>() < tol);  // one step: no recurrent product
+}
+
 TEST_CASE("gradcheck: dropout and recurrent_dropout (fixed masks, one per gate with recurrent_dropout)") {
   CHECK(gradcheck::check_layer<simple_rnn<3, ctnn::tanh, recurrent_options{.dropout = 0.3, .recurrent_dropout = 0.3}>,
                                shape<4, 3>>() < tol);
@@ -113,6 +124,7 @@ TEST_CASE("gradcheck: a step mask (masked steps carry the state, their gradient 
   CHECK(masked_check<simple_rnn<4>, shape<5, 3>>(3) < tol);
   CHECK(masked_check<lstm<3, both>, shape<4, 5>>(2) < tol);
   CHECK(masked_check<gru<4, return_sequences>, shape<5, 3>>(3) < tol);
+  CHECK(masked_check<gru<4, recurrent_options{.return_sequences = true, .reset_after = false}>, shape<5, 3>>(3) < tol);
 }
 
 TEST_CASE("gradcheck: bidirectional (each merge mode, return_sequences, a step mask, dropout)") {

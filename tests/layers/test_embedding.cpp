@@ -168,6 +168,55 @@ TEST_CASE("a per-step loss under a step mask: Keras' weights (masked steps 0, th
   CHECK(std::count(dy.begin(), dy.end(), 0.0f) == 24);
 }
 
+TEST_CASE("per-step metrics on <S, K>: every step a sample, masked steps skipped (Keras' mask weights)") {
+  // 3 samples, 4 steps, 3 classes (sparse labels and one-hot rows); a regression output <4, 2> for the element-wise
+  std::vector<float> y(36), onehot(36, 0.0f), yr(24), tr(24);
+  std::vector<std::int32_t> labels(12);
+  rng g(21);
+  for (auto& v : y) v = float(g.uniform(-2, 2));
+  for (std::size_t r = 0; r < 12; ++r) {
+    labels[r] = std::int32_t(g.below(3));
+    onehot[r * 3 + std::size_t(labels[r])] = 1.0f;
+  }
+  for (auto& v : yr) v = float(g.uniform(0, 1));
+  for (auto& v : tr) v = float(g.below(2));
+  const std::vector<float> m{1, 1, 0, 0, 1, 1, 1, 1, 0, 1, 0, 0};  // 7 unmasked steps of 12, a padded batch
+  for (bool masked : {false, true}) {
+    CAPTURE(masked);
+    const sequence_mask mask{masked ? m.data() : nullptr, 4, sizeof(float)};
+    double right = 0, top2 = 0, abs_err = 0, bin = 0, steps = 0;
+    for (std::size_t r = 0; r < 12; ++r) {
+      if (masked && m[r] == 0) continue;
+      ++steps;
+      const float* row = y.data() + r * 3;
+      const std::size_t best = std::size_t(std::max_element(row, row + 3) - row);
+      right += best == std::size_t(labels[r]);
+      top2 += std::size_t(std::count_if(row, row + 3, [&](float v) { return v > row[labels[r]]; })) < 2;
+      for (std::size_t u = 0; u < 2; ++u) {
+        abs_err += std::abs(yr[r * 2 + u] - tr[r * 2 + u]) / 2;
+        bin += (yr[r * 2 + u] > 0.5f ? 1.0f : 0.0f) == tr[r * 2 + u] ? 0.5 : 0.0;
+      }
+    }
+    sparse_categorical_accuracy sca;
+    accuracy acc;
+    top_k_categorical_accuracy<2> tk;
+    mean_absolute_error mae;
+    binary_accuracy ba;
+    for (int pass = 0; pass < 2; ++pass) {  // streaming: two batches of the same values give the same means
+      detail::update_metric<shape<4, 3>, cpu<>>(sca, y.data(), labels.data(), 3, &mask);
+      detail::update_metric<shape<4, 3>, cpu<>>(acc, y.data(), onehot.data(), 3, &mask);
+      detail::update_metric<shape<4, 3>, cpu<>>(tk, y.data(), labels.data(), 3, &mask);
+      detail::update_metric<shape<4, 2>, cpu<>>(mae, yr.data(), tr.data(), 3, &mask);
+      detail::update_metric<shape<4, 2>, cpu<>>(ba, yr.data(), tr.data(), 3, &mask);
+    }
+    CHECK(sca.result() == doctest::Approx(right / steps));
+    CHECK(acc.result() == doctest::Approx(right / steps));
+    CHECK(tk.result() == doctest::Approx(top2 / steps));
+    CHECK(mae.result() == doctest::Approx(abs_err / steps));
+    CHECK(ba.result() == doctest::Approx(bin / steps));
+  }
+}
+
 TEST_CASE("embedding<..., mask_zero> -> lstm (return_sequences): evaluate and fit weight the steps as Keras") {
   using net = sequential<input<4>, embedding<6, 3, true>, lstm<2, return_sequences>>;
   const std::vector<float> x{2, 5, 0, 0, 1, 3, 4, 0, 0, 0, 0, 0};  // lengths 2, 3, 0

@@ -32,7 +32,7 @@ struct axpy {
 
 double sig(double v) { return 1 / (1 + std::exp(-v)); }
 
-enum class cell_kind { simple_tanh, simple_relu, lstm, gru };
+enum class cell_kind { simple_tanh, simple_relu, lstm, gru, gru_before };  // gru_before: reset_after = false
 
 // Dropout masks as Keras' DropoutRNNCell, one per sequence: `count` masks [n, extent],
 // 0 or 1 / (1 - rate), one uniform draw of g per value (the layer's documented order).
@@ -44,13 +44,14 @@ std::vector<double> draw_masks(rng& g, std::size_t count, std::size_t n, std::si
 }
 
 // Keras' formulas, one sample and one step at a time. p: kernel [F, G], recurrent_kernel
-// [U, G], bias ([G], gru [2, G]); x [n, S, F]; returns [n, U] or [n, S, U]. mx [ni, n, F]
+// [U, G], bias ([G], gru [2, G], gru_before [G]); x [n, S, F]; returns [n, U] or [n, S, U]. mx [ni, n, F]
 // and mh [nr, n, U]: the dropout masks (ni, nr = 1 or one per gate, as Keras' implementation 1).
 std::vector<double> reference(cell_kind k, const std::vector<double>& p, const std::vector<double>& x, std::size_t n,
                               std::size_t S, std::size_t F, std::size_t U, bool seq, bool backwards,
                               const std::vector<double>& mx = {}, std::size_t ni = 0, const std::vector<double>& mh = {},
                               std::size_t nr = 0, const std::vector<double>& step_mask = {}) {
-  const std::size_t gates = k == cell_kind::lstm ? 4 : k == cell_kind::gru ? 3 : 1, G = gates * U;
+  const std::size_t gates = k == cell_kind::lstm ? 4 : k == cell_kind::gru || k == cell_kind::gru_before ? 3 : 1;
+  const std::size_t G = gates * U;
   const double *W = p.data(), *R = W + F * G, *b = R + U * G;
   std::vector<double> out;
   for (std::size_t s = 0; s < n; ++s) {
@@ -84,6 +85,16 @@ std::vector<double> reference(cell_kind k, const std::vector<double>& p, const s
         if (k == cell_kind::gru) {
           const double z = sig(xw[u] + hr[u]), r = sig(xw[U + u] + hr[U + u]);
           const double hh = std::tanh(xw[2 * U + u] + r * hr[2 * U + u]);
+          hn[u] = z * h[u] + (1 - z) * hh;
+        }
+      }
+      if (k == cell_kind::gru_before) {  // hh = tanh(x_h + (r * h) R_h): every r first
+        std::vector<double> r(U);
+        for (std::size_t u = 0; u < U; ++u) r[u] = sig(xw[U + u] + hr[U + u]);
+        for (std::size_t u = 0; u < U; ++u) {
+          double rh = 0;
+          for (std::size_t v = 0; v < U; ++v) rh += r[v] * h[v] * R[v * G + 2 * U + u];
+          const double z = sig(xw[u] + hr[u]), hh = std::tanh(xw[2 * U + u] + rh);
           hn[u] = z * h[u] + (1 - z) * hh;
         }
       }
@@ -170,6 +181,30 @@ TEST_CASE("recurrent forward equals Keras' formulas computed step by step (float
     CHECK(forward_error<gru<33, go_backwards>, shape<3, 5>, float>(cell_kind::gru, n) < 1e-5);
     CHECK(forward_error<lstm<7>, shape<5, 4>, double>(cell_kind::lstm, n) < 1e-12);
   }
+}
+
+namespace {
+constexpr recurrent_options before{.reset_after = false};
+constexpr recurrent_options before_seq_back{.return_sequences = true, .go_backwards = true, .dropout = 0.3,
+                                            .reset_after = false};
+}  // namespace
+
+TEST_CASE("gru reset_after = false: Keras' formula step by step, a step mask, dropout, its bias [3U] and name") {
+  for (std::size_t n : {1u, 3u, 17u}) {
+    CAPTURE(n);
+    CHECK(forward_error<gru<6, before>, shape<5, 4>, double>(cell_kind::gru_before, n) < 1e-12);
+    CHECK(forward_error<gru<33, before>, shape<3, 5>, float>(cell_kind::gru_before, n, false, true) < 1e-5);
+    for (bool training : {false, true})
+      CHECK(forward_error<gru<6, before_seq_back>, shape<5, 4>, float>(cell_kind::gru_before, n, training, true) < 1e-5);
+  }
+  using L = gru<8, before>::bind<shape<10, 3>, float, cpu<>>;
+  static_assert(L::reset_before && L::buffers[2].name == "bias" && L::buffers[2].rank == 1 && L::buffers[2].dims[0] == 24);
+  static_assert(L::parameter_count == 3 * (8 * (3 + 8) + 8));  // Keras, reset_after=False: 3 (U (F + U) + U)
+  // the caches: as reset_after's, less the per-step products (one step's), plus r ⊙ h per step and the two
+  // expanded dz blocks
+  static_assert(L::cache_per_sample ==
+                10 * 3 + 10 * 24 + 24 + 10 * 8 + 11 * 8 + 2 * 10 * 24 + 3 * 8 + 24 + 10 + 10 * 8 + 3 * 8);
+  CHECK(gru<4, before_seq_back>::name() == "gru<4, return_sequences, go_backwards, dropout = 0.3, reset_after = false>");
 }
 
 TEST_CASE("recurrent masking: masked steps carry the state and the output forward, as Keras' RNN loop") {
@@ -260,14 +295,12 @@ TEST_CASE("recurrent init: glorot_uniform kernel, orthogonal recurrent kernel, u
 
 namespace {
 using stack = sequential<input<6, 4>, lstm<8, return_sequences>, gru<5, go_backwards>, dense<1>>;
-}
+using stack_before = sequential<input<6, 4>, gru<5, recurrent_options{.return_sequences = true, .reset_after = false}>,
+                                gru<4, recurrent_options{.reset_after = false}>, dense<1>>;
 
-TEST_CASE("recurrent model: a stack in summary and through a weights file, and it learns a sum over steps") {
-  std::ostringstream os;
-  summary<stack>(os);
-  CHECK(os.str().find("lstm<8, return_sequences>") != std::string::npos);
-  CHECK(os.str().find("gru<5, go_backwards>") != std::string::npos);
-
+// Net learns the sum of the first feature over the steps (scaled) and goes through a weights file.
+template <class Net>
+void learns_sum_and_saves(const char* file) {
   // target: the sum of the first feature over the steps, scaled
   rng g(11);
   std::vector<float> x(256 * 24), y(256);
@@ -282,18 +315,39 @@ TEST_CASE("recurrent model: a stack in summary and through a weights file, and i
     y[s] = float(sum / 3);
   }
   const data::in_memory<shape<6, 4>, dense_targets<shape<1>>> ds(x, y);
-  auto m = make_model<stack>(3);
+  auto m = make_model<Net>(3);
   adam opt{0.01};
   const auto h = fit(m, mean_squared_error{}, opt, ds.batch(32), epochs{15});
   CHECK(h["loss"].back() < 0.2 * h["loss"].front());
 
-  const auto path = std::filesystem::temp_directory_path() / "ctnn_test_recurrent.weights";
+  const auto path = std::filesystem::temp_directory_path() / file;
   io::save_weights(m, path);
-  auto m2 = make_model<stack>(99);
+  auto m2 = make_model<Net>(99);
   io::load_weights(m2, path);
   std::filesystem::remove(path);
   const auto a = m.predict(x.data(), 8), b = m2.predict(x.data(), 8);
   CHECK(a == b);
+}
+}  // namespace
+
+TEST_CASE("recurrent model: a stack in summary and through a weights file, and it learns a sum over steps") {
+  std::ostringstream os;
+  summary<stack>(os);
+  CHECK(os.str().find("lstm<8, return_sequences>") != std::string::npos);
+  CHECK(os.str().find("gru<5, go_backwards>") != std::string::npos);
+  learns_sum_and_saves<stack>("ctnn_test_recurrent.weights");
+}
+
+TEST_CASE("gru reset_after = false in a model: it learns the sum, and its bias [3U] goes through a weights file") {
+  learns_sum_and_saves<stack_before>("ctnn_test_recurrent_before.weights");
+  auto m = make_model<stack_before>(1);
+  std::size_t biases = 0;
+  m.for_each_variable([&](const variable_ref& v) {
+    if (v.name != "bias" || v.layer > 1) return;
+    CHECK(v.extent == (v.layer == 0 ? 15u : 12u));
+    ++biases;
+  });
+  CHECK(biases == 2);
 }
 
 namespace {

@@ -150,6 +150,12 @@ TEST_CASE("a per-step tagger learns: embedding (mask_zero), lstm (return_sequenc
   }
   MESSAGE("per-step tagger, accuracy over the real steps: " << double(right) / double(steps));
   CHECK(double(right) / double(steps) > 0.95);
+  // the per-step metric over the padded batches counts the real steps only (Keras' mask weights): the same
+  // fraction (within two steps: evaluate's batches of 32 need not round as predict's one batch does)
+  const auto e = evaluate(m, sparse_categorical_crossentropy{.from_logits = true}, ds, sparse_categorical_accuracy{},
+                          top_k_categorical_accuracy<5>{});
+  CHECK(std::abs(e["sparse_categorical_accuracy"] - double(right) / double(steps)) <= 2.0 / double(steps));
+  CHECK(e["top_k_categorical_accuracy"] == 1.0);  // 5 classes: every real step; the padded ones are not counted
   std::vector<std::int32_t> bad(labels.begin(), labels.begin() + 32 * S);
   bad[3 * S + 2] = 5;  // not in [0, 5)
   CHECK_THROWS_WITH_AS(fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt,

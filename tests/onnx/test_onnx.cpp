@@ -908,6 +908,10 @@ using rnn_back = sequential<input<5, 3>, gru<6, return_sequences>, simple_rnn<4,
 using rnn_bidi = sequential<input<5, 3>, bidirectional<gru<3, return_sequences>, merge::sum>,
                             bidirectional<lstm<4, return_sequences>, merge::mul>,
                             bidirectional<simple_rnn<2, ctnn::tanh, return_sequences>>>;
+// gru with reset_after = false (ONNX's linear_before_reset = 0): a sequence read backwards, then bidirectional
+using rnn_before = sequential<input<5, 3>, gru<6, recurrent_options{.return_sequences = true, .go_backwards = true,
+                                                                    .reset_after = false}>,
+                              bidirectional<gru<4, recurrent_options{.reset_after = false}>>>;
 
 // A model of Net with every parameter (biases included) drawn from [-0.6, 0.6].
 template <class Net>
@@ -953,6 +957,7 @@ TEST_CASE("recurrent layers export as ONNX RNN, LSTM and GRU: onnxruntime agrees
   recurrent_round_trip<rnn_stack>("rnn_stack", 1);
   recurrent_round_trip<rnn_back>("rnn_back", 2);
   recurrent_round_trip<rnn_bidi>("rnn_bidi", 3);
+  recurrent_round_trip<rnn_before>("rnn_before", 8);
   // the graph: time-major Transposes around each operator, ONNX's gate order, directions
   temp_dir d;
   auto a = random_weights<rnn_stack>(4);
@@ -1070,8 +1075,22 @@ TEST_CASE("import_onnx refuses a recurrent operator that computes something else
   CHECK(acts.ends_with(" has activations [Tanh]; this layer's are [Relu]"));
   const std::string gru = refused("GRU", set_attr("linear_before_reset", 0));
   CHECK(gru.starts_with(p + "layer 3 (gru<6>): GRU 'layer3_gru_"));
-  CHECK(gru.ends_with(" has linear_before_reset = 0 (Keras' reset_after = false); ctnn's gru is reset_after = true "
+  CHECK(gru.ends_with(" has linear_before_reset = 0 (Keras' reset_after = false); this layer is reset_after = true "
                       "(linear_before_reset = 1)"));
   const std::string w = refused("GRU", [](onnx::NodeProto& n) { n.set_input(1, "layer2_W"); });  // an RNN's W [1, 4, 8]
+  {  // a gru with reset_after = false refuses linear_before_reset = 1
+    auto c = random_weights<rnn_before>(6);
+    const fs::path e = d.path / "before.onnx";
+    export_onnx(c, e);
+    auto m = read_model(e);
+    for (auto& n : *m.mutable_graph()->mutable_node())
+      if (n.op_type() == "GRU" && n.name().starts_with("layer1")) set_attr("linear_before_reset", 1)(n);
+    write_model(m, f);
+    auto c2 = make_model<rnn_before>(7);
+    const std::string what = message_of([&] { import_onnx(c2, f); });
+    CHECK(what.starts_with(p + "layer 1 (gru<6, return_sequences, go_backwards, reset_after = false>): GRU 'layer1_gru"));
+    CHECK(what.ends_with(" has linear_before_reset = 1 (Keras' reset_after = true); this layer is reset_after = false "
+                         "(linear_before_reset = 0)"));
+  }
   CHECK(w.ends_with(" has a W of 1 x 4 x 8; this layer's kernel (as ONNX's W: directions x gates*units x features) is 1 x 18 x 4"));
 }

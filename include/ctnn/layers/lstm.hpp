@@ -70,6 +70,7 @@ struct lstm_cell {
 template <std::size_t Units, recurrent_options Opt = recurrent_options{}>
 struct lstm {
   static_assert(Units > 0, "lstm: the number of units must be > 0");
+  static_assert(Opt.reset_after, "lstm: reset_after is an option of gru only");
   using is_layer_spec = void;
   using kind = layer_kind::lstm;
   using cell = lstm_cell;

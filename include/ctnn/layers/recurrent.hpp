@@ -5,13 +5,17 @@
 // Input shape<Steps, Features>; output shape<Units>, or shape<Steps, Units> with
 // return_sequences (go_backwards: the steps are read last to first and a returned
 // sequence is in that order, as Keras). Variables as Keras 3: kernel [F, G],
-// recurrent_kernel [U, G], bias [G] (gru: [2, G]), G = gates * U, gates in Keras'
-// order. Forward: the input projection of every step is one GEMM (Steps * batch
-// rows, time-major), then per step the recurrent product h R (ops<B>::dense_forward)
-// and the cell's rule over [batch, U] (ops<B>::map_rows; step 0 skips the product
-// of h_0 = 0). Backward through time:
+// recurrent_kernel [U, G], bias [G] (gru: [2, G]; gru with reset_after = false: [G]),
+// G = gates * U, gates in Keras' order. Forward: the input projection of every step is
+// one GEMM (Steps * batch rows, time-major), then per step the recurrent product h R
+// (ops<B>::dense_forward) and the cell's rule over [batch, U] (ops<B>::map_rows; step 0
+// skips the product of h_0 = 0). Backward through time:
 // per step the cell's backward rule and dh += dz R^T; then dW, dR and dx are each one
 // GEMM over all steps. The caches (time-major input, gates, states) are in the plan.
+// gru with reset_after = false (a cell with reset_before): per step h R gives z and r, then
+// (r ⊙ h) R the candidate's part; both products run over the whole [U, G] recurrent kernel
+// (ops<B> has no product on a column block), and dR is one GEMM over the stacked rows
+// [r ⊙ h; h] against [dz_h only; dz_z, dz_r].
 // dropout / recurrent_dropout (training only, Keras 3's DropoutRNNCell): masks drawn from
 // run_info::gen once per forward (input masks [batch, F], then state masks [batch, U], one
 // uniform per value), reused at every step; with recurrent_dropout > 0 a gated cell uses
@@ -44,6 +48,7 @@ struct recurrent_options {
   bool unit_forget_bias = true;  // lstm: the forget gate's bias starts at 1
   double dropout = 0;            // the fraction of the inputs dropped (training), in [0, 1)
   double recurrent_dropout = 0;  // the fraction of the state dropped before h R (training), in [0, 1)
+  bool reset_after = true;       // gru: the reset gate applied after the recurrent product (Keras 3's default)
 };
 inline constexpr recurrent_options return_sequences{.return_sequences = true};
 inline constexpr recurrent_options go_backwards{.go_backwards = true};
@@ -69,6 +74,7 @@ std::string recurrent_name(std::string extra = {}) {
   if (O.go_backwards) s += ", go_backwards";
   if (O.dropout > 0) s += ", dropout = " + format_number(O.dropout);
   if (O.recurrent_dropout > 0) s += ", recurrent_dropout = " + format_number(O.recurrent_dropout);
+  if (!O.reset_after) s += ", reset_after = false";
   return s + ">";
 }
 template <const char* Name, std::size_t U, class In, std::size_t Pos>
@@ -112,11 +118,15 @@ struct split_masked_fn {  // d (dL/d state) to the step's cell where m = 1, else
     d = select(m != V(0), d, V(0));
   }
 };
+// A cell whose candidate reads the product of the reset state, (r ⊙ h) R (gru's reset_after = false).
+template <class Cell>
+inline constexpr bool resets_before_product = requires { requires Cell::reset_before; };
 }  // namespace detail
 
 // The bound recurrent layer. Cell (Spec::cell) gives: gates, separate_recurrent_bias,
 // keeps_cell_state, init_bias, and the rules forward_rule / backward_rule with their
-// arrays (see lstm.hpp, gru.hpp, simple_rnn.hpp).
+// arrays (see lstm.hpp, gru.hpp, simple_rnn.hpp); a cell with reset_before = true gives
+// forward_gates / forward_candidate / backward_candidate / backward_gates instead (gru.hpp).
 template <class Spec, Shape In, class P, class Backend>
 struct recurrent_layer {
   using kind = typename Spec::kind;
@@ -130,6 +140,7 @@ struct recurrent_layer {
   static constexpr std::size_t S = In::rank == 2 ? In::dims[0] : 1, F = In::rank == 2 ? In::dims[1] : 1;
   static constexpr std::size_t U = Spec::units, G = cell::gates * U;
   static constexpr bool sep_bias = cell::separate_recurrent_bias, cells = cell::keeps_cell_state;
+  static constexpr bool reset_before = detail::resets_before_product<cell>;
   static_assert(opt.dropout >= 0 && opt.dropout < 1 && opt.recurrent_dropout >= 0 && opt.recurrent_dropout < 1,
                 "recurrent layer: dropout and recurrent_dropout must be in [0, 1)");
   // dropout: the input masks (nin of them, one per gate with recurrent_dropout, as Keras'
@@ -138,20 +149,24 @@ struct recurrent_layer {
   static constexpr bool draws_random = drop_in || drop_rec;  // a training pass draws masks
   static constexpr std::size_t per_gate = drop_rec ? cell::gates : 1;
   static constexpr std::size_t nin = drop_in ? per_gate : 1, in_masks = drop_in ? nin : 0, nrec = drop_rec ? per_gate : 0;
-  static constexpr std::size_t blocks = nin > nrec ? nin : nrec;  // > 1: the expanded [blocks * S, G] dz
+  // > 1: the expanded [blocks * S, G] dz (reset_before: the candidate's dz, then the gates')
+  static constexpr std::size_t blocks = reset_before ? 2 : nin > nrec ? nin : nrec;
   using in_shape = In;
   using out_shape = std::conditional_t<opt.return_sequences, shape<S, U>, shape<U>>;
   static constexpr std::size_t kernel_count = F * G, recurrent_count = U * G, bias_count = sep_bias ? 2 * G : G;
   // caches, each batch * extent, time-major ([step][sample][...]): the input (nin masked
   // copies), the gates (activations, then dz), the recurrent products (gru: per step; else
-  // one step), the states h_0 = 0 .. h_S, the cell states c_0 = 0 .. c_S (lstm), the masked
-  // states (nrec copies of h_0 .. h_{S-1}), the masks, the expanded dz, and backward's scratch
+  // one step), the reset states r ⊙ h_0 .. r ⊙ h_{S-1} (reset_before), the states
+  // h_0 = 0 .. h_S, the cell states c_0 = 0 .. c_S (lstm), the masked states (nrec copies
+  // of h_0 .. h_{S-1}), the masks, the expanded dz, and backward's scratch
   static constexpr std::size_t rec_steps = sep_bias ? S : 1;
   static constexpr auto buffers = [] {
-    std::array<buffer, 13> b{buffer::parameter("kernel", {F, G}), buffer::parameter("recurrent_kernel", {U, G}),
+    std::array<buffer, 14> b{buffer::parameter("kernel", {F, G}), buffer::parameter("recurrent_kernel", {U, G}),
                              sep_bias ? buffer::parameter("bias", {2, G}) : buffer::parameter("bias", {G}),
                              buffer::cache("inputs", nin * S * F), buffer::cache("gates", S * G),
-                             buffer::cache("recurrent", rec_steps * G), buffer::cache("states", (S + 1) * U),
+                             buffer::cache("recurrent", rec_steps * G),
+                             buffer::cache("reset_states", reset_before ? S * U : 0),
+                             buffer::cache("states", (S + 1) * U),
                              buffer::cache("cell_states", cells ? (S + 1) * U : 0),
                              buffer::cache("masked_states", nrec * S * U),
                              buffer::cache("dropout_masks", in_masks * F + nrec * U),
@@ -176,7 +191,7 @@ struct recurrent_layer {
   }
 
   struct views {
-    T *xs, *zs, *rec, *hs, *cs, *mh, *min, *mrec, *ex, *dh, *dhr, *dc, *db, *tmp, *tdz;
+    T *xs, *zs, *rec, *qs, *hs, *cs, *mh, *min, *mrec, *ex, *dh, *dhr, *dc, *db, *tmp, *tdz;
     T *mt, *mw, *ones, *dpass, *dcpass;  // the step mask: time-major [S, n], widened [S, n, U]; backward's passes
   };
   static views split(T* c, std::size_t n) {
@@ -184,7 +199,8 @@ struct recurrent_layer {
     v.xs = c;
     v.zs = v.xs + n * nin * S * F;
     v.rec = v.zs + n * S * G;
-    v.hs = v.rec + n * rec_steps * G;
+    v.qs = v.rec + n * rec_steps * G;  // (just before hs: backward's stacked rows [qs; hs])
+    v.hs = v.qs + (reset_before ? n * S * U : 0);
     v.cs = v.hs + n * (S + 1) * U;
     v.mh = v.cs + (cells ? n * (S + 1) * U : 0);
     v.min = v.mh + n * nrec * S * U;
@@ -280,7 +296,14 @@ struct recurrent_layer {
     for (std::size_t t = 0; t < S; ++t) {
       T* rec = v.rec + (sep_bias ? t * n * G : 0);
       const T* h = v.hs + t * n * U;
-      if (t == 0) {  // h_0 = 0: the product is the recurrent bias (gru) or zero
+      if constexpr (reset_before) {  // h R for z and r, then (r ⊙ h) R for the candidate (h_0 = 0: both 0)
+        T *z = v.zs + t * n * G, *q = v.qs + t * n * U;
+        if (t == 0) O::fill_zero(rec, n * G);
+        else O::template dense_forward<U, G>(h, R, static_cast<const T*>(nullptr), rec, n);
+        cell::template forward_gates<O, T, U>(n, z, rec, h, q);
+        if (t > 0) O::template dense_forward<U, G>(q, R, static_cast<const T*>(nullptr), rec, n);
+        cell::template forward_candidate<O, T, U>(n, z, rec, h, v.hs + (t + 1) * n * U);
+      } else if (t == 0) {  // h_0 = 0: the product is the recurrent bias (gru) or zero
         if constexpr (sep_bias) O::map_rows(detail::assign_fn{}, n, G, rows_at(rec, G), rows_at(b + G, 0));
         else O::fill_zero(rec, n * G);
       } else if (nr == 0) {
@@ -297,8 +320,10 @@ struct recurrent_layer {
           }
         }
       }
-      cell::template forward_step<O, T, U>(n, v.zs + t * n * G, rec, v.hs + t * n * U, v.hs + (t + 1) * n * U,
-                                           cells ? v.cs + t * n * U : nullptr, cells ? v.cs + (t + 1) * n * U : nullptr);
+      if constexpr (!reset_before)
+        cell::template forward_step<O, T, U>(n, v.zs + t * n * G, rec, v.hs + t * n * U, v.hs + (t + 1) * n * U,
+                                             cells ? v.cs + t * n * U : nullptr,
+                                             cells ? v.cs + (t + 1) * n * U : nullptr);
       if (mask) {  // masked steps carry h (and c) forward; a returned sequence repeats the last output
         O::map_rows(detail::keep_masked_fn{}, n, U, rows_at(v.hs + (t + 1) * n * U, U), crows(h, U),
                     crows(v.mw + t * n * U, U));
@@ -337,16 +362,35 @@ struct recurrent_layer {
           O::map_rows(detail::split_masked_fn{}, n, U, rows_at(v.dc, U), rows_at(v.dcpass, U),
                       crows(v.mw + t * n * U, U));
       }
-      // dz of this step into gates (and, for gru, the recurrent part into rec); dh becomes
-      // the part of dL/dh_{t-1} that does not go through R
-      cell::template backward_step<O, T, U>(n, v.zs + t * n * G, rec, v.hs + t * n * U, v.hs + (t + 1) * n * U,
-                                            cells ? v.cs + t * n * U : nullptr, cells ? v.cs + (t + 1) * n * U : nullptr,
-                                            v.dh, cells ? v.dc : nullptr);
+      if constexpr (reset_before) {
+        // dz of the step into gates; ex's two row blocks get [0, 0, dz_h] (against r ⊙ h_{t-1}) and
+        // [dz_z, dz_r, 0] (against h_{t-1}); dh becomes dh z + (dz_h R_h^T) ⊙ r, the rest below
+        T *z = v.zs + t * n * G, *eq = v.ex + t * n * G, *eh = v.ex + (S + t) * n * G;
+        const T* hp = v.hs + t * n * U;
+        O::fill_zero(eq, n * G);
+        cell::template backward_candidate<O, T, U>(n, z, hp, v.dh, eq);
+        if (t == 0) O::fill_zero(v.dhr, n * U);  // h_0 = 0: dz_r is 0 whatever dL/d(r ⊙ h_0)
+        else O::template dense_backward_input<U, G>(eq, R, v.dhr, n);
+        cell::template backward_gates<O, T, U>(n, z, hp, v.dhr, v.dh);
+        O::fill_zero(eh, n * G);
+        O::map_rows(detail::assign_fn{}, n, 2 * U, rows_at(eh, G), crows(z, G));
+      } else {
+        // dz of this step into gates (and, for gru, the recurrent part into rec); dh becomes
+        // the part of dL/dh_{t-1} that does not go through R
+        cell::template backward_step<O, T, U>(n, v.zs + t * n * G, rec, v.hs + t * n * U, v.hs + (t + 1) * n * U,
+                                              cells ? v.cs + t * n * U : nullptr,
+                                              cells ? v.cs + (t + 1) * n * U : nullptr, v.dh, cells ? v.dc : nullptr);
+      }
       if (masked) {
         O::accumulate(v.dh, v.dpass, n * U);
         if constexpr (cells) O::accumulate(v.dc, v.dcpass, n * U);
       }
       if (t == 0) continue;
+      if constexpr (reset_before) {  // dh += [dz_z, dz_r, 0] R^T
+        O::template dense_backward_input<U, G>(v.ex + (S + t) * n * G, R, v.dhr, n);
+        O::accumulate(v.dh, v.dhr, n * U);
+        continue;
+      }
       const T* dzr = sep_bias ? rec : v.zs + t * n * G;
       if (nr == 0) {
         O::template dense_backward_input<U, G>(dzr, R, v.dhr, n);
@@ -390,6 +434,8 @@ struct recurrent_layer {
       O::template dense_backward_weights<U, G>(v.mh, v.ex, dR, rdb, nr * S * n);
     } else if constexpr (sep_bias) {
       O::template dense_backward_weights<U, G>(v.hs, v.rec, dR, db + G, S * n);
+    } else if constexpr (reset_before) {  // [r ⊙ h; h]^T [dz_h; dz_zr] (the rows of step 0 are 0)
+      O::template dense_backward_weights<U, G>(v.qs, v.ex, dR, v.db, 2 * S * n);
     } else if constexpr (S == 1) {
       O::fill_zero(dR, recurrent_count);
     } else {  // steps 1 .. S-1 (h_0 = 0 adds nothing)

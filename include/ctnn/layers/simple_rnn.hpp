@@ -49,6 +49,7 @@ struct simple_rnn_cell {
 template <std::size_t Units, Activation Act = tanh, recurrent_options Opt = recurrent_options{}>
 struct simple_rnn {
   static_assert(Units > 0, "simple_rnn: the number of units must be > 0");
+  static_assert(Opt.reset_after, "simple_rnn: reset_after is an option of gru only");
   static_assert(requires { Act::template rule<float>(); },
                 "simple_rnn: the activation must be element-wise (tanh, sigmoid, relu, leaky_relu)");
   using is_layer_spec = void;

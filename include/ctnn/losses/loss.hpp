@@ -65,6 +65,15 @@ constexpr bool per_step_classes() {
   else return false;
 }
 
+// Whether row i of a step mask (its producer's values, read on the host) is unmasked.
+inline bool step_unmasked(const sequence_mask& mask, std::size_t i) {
+  if (mask.value_bytes == sizeof(float)) return static_cast<const float*>(mask.data)[i] != 0.0f;
+  if (mask.value_bytes == sizeof(double)) return static_cast<const double*>(mask.data)[i] != 0.0;
+  if (mask.value_bytes == 2)  // float16_t / bfloat16_t (a 16-bit policy): +-0 has no bit set but the sign
+    return (static_cast<const std::uint16_t*>(mask.data)[i] & 0x7fffu) != 0;
+  throw std::invalid_argument("loss: a step mask of " + std::to_string(mask.value_bytes) + "-byte values");
+}
+
 // Checks a batch's targets on the host (before they are fed) where the loss can reject them
 // (per step: a label's index in the message is sample * S + step).
 template <class Out, class L, class Target>
@@ -136,13 +145,7 @@ void step_loss_into(const L& loss, const T* y, const Target* t, T* dy, std::size
                              " yet)");
     } else {
       const std::size_t rows = batch * S, tw = std::is_same_v<Target, T> ? U : 1;  // target values per step
-      auto used = [&](std::size_t i) {
-        if (mask->value_bytes == sizeof(float)) return static_cast<const float*>(mask->data)[i] != 0.0f;
-        if (mask->value_bytes == sizeof(double)) return static_cast<const double*>(mask->data)[i] != 0.0;
-        if (mask->value_bytes == 2)  // float16_t / bfloat16_t (a 16-bit policy): +-0 has no bit set but the sign
-          return (static_cast<const std::uint16_t*>(mask->data)[i] & 0x7fffu) != 0;
-        throw std::invalid_argument("loss: a step mask of " + std::to_string(mask->value_bytes) + "-byte values");
-      };
+      auto used = [&](std::size_t i) { return step_unmasked(*mask, i); };
       std::size_t valid = 0;
       for (std::size_t i = 0; i < rows; ++i) valid += used(i);
       if (dy) ops<B>::fill_zero(dy, rows * U);

@@ -40,6 +40,8 @@ struct running_mean {
 // std::out_of_range naming the sample, as the loss does); dense targets of
 // width N >= 2 count argmax(y) == argmax(t), width 1 counts (y > 0.5) == (t > 0.5).
 struct accuracy_counter {
+  // a mean over samples (Keras' MeanMetricWrapper): per step under a step mask, the unmasked steps only (train/fit.hpp)
+  static constexpr bool steps_weighted = true;
   running_mean acc;
   void reset() { acc.reset(); }
   double result() const { return acc.result(); }

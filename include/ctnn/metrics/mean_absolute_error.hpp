@@ -13,6 +13,8 @@ namespace ctnn {
 
 struct mean_absolute_error {
   detail::running_mean acc;
+  // a mean over samples (Keras' MeanMetricWrapper): per step under a step mask, the unmasked steps only (train/fit.hpp)
+  static constexpr bool steps_weighted = true;
   // Output: any rank, as many values per sample as the targets (core/output_rule.hpp).
   static constexpr accepts_output accepts{"mean_absolute_error", output_rule::any_shape, target_rule::dense,
                                           "sparse_categorical_accuracy"};

@@ -21,6 +21,8 @@ template <std::size_t K = 5>
 struct top_k_categorical_accuracy {
   static_assert(K >= 1, "top_k_categorical_accuracy: K must be at least 1");
   detail::running_mean acc;
+  // a mean over samples (Keras' MeanMetricWrapper): per step under a step mask, the unmasked steps only (train/fit.hpp)
+  static constexpr bool steps_weighted = true;
   // Output: rank 1, one score per class (core/output_rule.hpp).
   static constexpr accepts_output accepts{"top_k_categorical_accuracy", output_rule::class_scores,
                                           target_rule::either};

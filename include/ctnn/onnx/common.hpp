@@ -145,7 +145,8 @@ consteval std::array<const char*, is_a<L, layer_kind::lstm> ? 3 : is_a<L, layer_
 }
 
 // One direction's W [G, F], R [G, U] and B [2G] (Wb then Rb), ONNX's gate order, from the layer's
-// kernel [F, G], recurrent_kernel [U, G] and bias ([G]: Wb, Rb = 0; gru's [2, G]: Wb and Rb), Keras' order.
+// kernel [F, G], recurrent_kernel [U, G] and bias ([G]: Wb, Rb = 0, as gru's reset_after = false; gru's
+// [2, G]: Wb and Rb), Keras' order.
 struct rnn_weights {
   std::vector<float> w, r, b;
 };
@@ -166,7 +167,8 @@ rnn_weights to_onnx_gates(const std::vector<float>& kernel, const std::vector<fl
   return o;
 }
 // The inverse: the layer's kernel, recurrent_kernel and bias from one direction's W, R, B (B null: zeros;
-// simple_rnn and lstm add Rb to Wb, gru keeps them as its two bias rows).
+// simple_rnn, lstm and gru with reset_after = false add Rb to Wb (ONNX's linear_before_reset = 0 adds Rbh
+// outside the product too), gru keeps them as its two bias rows).
 template <class L>
 void from_onnx_gates(const float* w, const float* r, const float* b, std::vector<float>& kernel,
                      std::vector<float>& recurrent, std::vector<float>& bias) {

@@ -194,8 +194,9 @@ void emit_graph(builder& b, const std::string& base, var_map& v, const std::stri
 
 // A recurrent layer L (bound simple_rnn, lstm, gru), or with Bidi a bidirectional layer whose forward
 // layer is L: Transpose to time-major, RNN / LSTM / GRU (W, R, B in ONNX's gate order; gru with
-// linear_before_reset = 1, Keras' reset_after), then to (batch, units) from Y_h, or to (batch, steps,
-// units) from Y (go_backwards: its steps reversed by a Gather, Keras returns them in reading order).
+// linear_before_reset = 1, Keras' reset_after, or 0 for reset_after = false), then to (batch, units)
+// from Y_h, or to (batch, steps, units) from Y (go_backwards: its steps reversed by a Gather, Keras
+// returns them in reading order).
 // bidirectional: both directions in one node; concat is the Reshape of [forward, backward], sum / mul /
 // ave Gather each direction, then Add, Mul, or Add and Mul by 0.5.
 template <class L, class Bidi = void>
@@ -235,7 +236,7 @@ void emit_recurrent(builder& b, const std::string& base, var_map& v, const std::
     if constexpr (std::string_view(f) == "LeakyRelu")
       builder::attr_floats(n, "activation_alpha", std::vector<float>(std::size_t(nd), float(act_alpha<A>)));
   }
-  if constexpr (is_a<L, layer_kind::gru>) builder::attr_int(n, "linear_before_reset", 1);
+  if constexpr (is_a<L, layer_kind::gru>) builder::attr_int(n, "linear_before_reset", L::reset_before ? 0 : 1);
   if constexpr (!seq) {  // Y_h (directions, batch, units)
     n->set_output(0, "");
     n->add_output(b.cur);

@@ -407,8 +407,9 @@ using var_map = std::map<std::string, std::vector<float>, std::less<>>;
 // A recurrent layer L (bound simple_rnn, lstm, gru), or with Bidi a bidirectional layer whose forward
 // layer is L, from the next RNN / LSTM / GRU: hidden_size, direction (go_backwards: "reverse"), the
 // activations (simple_rnn's; lstm's and gru's the defaults), no clip, no input_forget, gru's
-// linear_before_reset = 1, no sequence_lens, initial state or peepholes; W, R (and B, zeros when absent)
-// read back into Keras' gate order (simple_rnn and lstm: bias = Wb + Rb). Either layout is accepted
+// linear_before_reset (1, or 0 for reset_after = false), no sequence_lens, initial state or peepholes;
+// W, R (and B, zeros when absent) read back into Keras' gate order (simple_rnn, lstm and gru with
+// reset_after = false: bias = Wb + Rb). Either layout is accepted
 // (the weights are the same; the Transposes around are plumbing). A bidirectional merge other than
 // concat also takes its Add / Mul nodes (ave: Add, then Mul).
 template <class L, class Bidi = void>
@@ -430,10 +431,15 @@ void match_recurrent(matcher& mt, var_map& v, const std::string& p) {
   if constexpr (is_a<L, layer_kind::lstm>)
     if (mt.attr_i(n, "input_forget", 0) != 0)
       mt.fail(nn + " couples the input and forget gates (input_forget); ctnn's lstm does not");
-  if constexpr (is_a<L, layer_kind::gru>)
-    if (mt.attr_i(n, "linear_before_reset", 0) == 0)
-      mt.fail(nn + " has linear_before_reset = 0 (Keras' reset_after = false); ctnn's gru is reset_after = true "
+  if constexpr (is_a<L, layer_kind::gru>) {
+    const bool after = mt.attr_i(n, "linear_before_reset", 0) != 0;
+    if (after && L::reset_before)
+      mt.fail(nn + " has linear_before_reset = 1 (Keras' reset_after = true); this layer is reset_after = false "
+                   "(linear_before_reset = 0)");
+    if (!after && !L::reset_before)
+      mt.fail(nn + " has linear_before_reset = 0 (Keras' reset_after = false); this layer is reset_after = true "
                    "(linear_before_reset = 1)");
+  }
   // the activations: absent (the defaults) or the layer's, once per direction (names compared ignoring case)
   constexpr auto acts = rnn_activations<L>();
   const auto given = mt.attr_ss(n, "activations");

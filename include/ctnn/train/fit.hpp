@@ -94,10 +94,12 @@ constexpr bool check_compatible() {
 }
 
 // A metric's `accepts` against the network's output and the dataset's targets
-// (train/output_check.hpp); other extras pass.
+// (train/output_check.hpp; per step, as the losses: class scores at every step of an
+// output <S, K>); other extras pass.
 template <class M, class X, class D>
 constexpr bool check_metric() {
-  if constexpr (Metric<X, typename M::compute_type>) return check_output<X, typename M::network::output_type, typename D::target_kind>();
+  if constexpr (Metric<X, typename M::compute_type>)
+    return check_output<X, typename M::network::output_type, typename D::target_kind, /*PerStep=*/true>();
   else return true;
 }
 
@@ -109,10 +111,51 @@ constexpr bool check_validation() {
 }
 
 // The metrics read the outputs on the host (model::host_outputs: one copy per
-// batch on a device backend).
+// batch on a device backend). On a per-step output <S, K> (Keras' metrics on
+// [batch, S, K]) a class-score metric counts every step as a sample (batch * S rows,
+// a target row per step), and under a step mask with S steps (the pass's: masking,
+// embedding<..., mask_zero>) the metrics that are means over samples (Keras'
+// MeanMetricWrapper, which weights its values by the mask: keras/src/metrics/
+// reduction_metrics.py; the metric's steps_weighted) count the unmasked steps only;
+// others count every value. The mask is read on the host: a device backend throws
+// std::logic_error.
+template <class Out, class B, class X, class T, class Target>
+void update_metric(X& metric, const T* y, const Target* t, std::size_t batch, const sequence_mask* mask) {
+  constexpr bool per_step = Out::rank == 2;
+  constexpr std::size_t U = Out::dims[Out::rank - 1];
+  constexpr bool classes = per_step && per_step_classes<X, Out>();
+  constexpr bool weighted = per_step && requires { requires X::steps_weighted; };
+  if constexpr (per_step && (classes || weighted)) {
+    constexpr std::size_t S = Out::dims[0], tw = std::is_integral_v<Target> ? 1 : U;  // target values per step
+    if (mask && mask->data && mask->steps == S && batch > 0 && weighted) {
+      if constexpr (!B::memory::host_accessible) {
+        throw std::logic_error(metric.name() + ": a per-step metric under a step mask runs on host backends only " +
+                               "(not on " + B::name() + " yet)");
+      } else {
+        for (std::size_t i = 0, rows = batch * S; i < rows;) {  // each run of unmasked steps, as rows
+          if (!step_unmasked(*mask, i)) {
+            ++i;
+            continue;
+          }
+          std::size_t j = i + 1;
+          while (j < rows && step_unmasked(*mask, j)) ++j;
+          metric.template update<U>(y + i * U, t + i * tw, j - i);
+          i = j;
+        }
+      }
+      return;
+    }
+    if constexpr (classes) {
+      metric.template update<U>(y, t, batch * S);
+      return;
+    }
+  }
+  metric.template update<Out::size>(y, t, batch);
+}
 template <class M, class... Ms, class B>
-void update_metrics(std::tuple<Ms...>& ms, const typename M::value_type* y, const B& b) {
-  std::apply([&](auto&... m) { (m.template update<M::output_size>(y, b.y.data(), b.size), ...); }, ms);
+void update_metrics(std::tuple<Ms...>& ms, const typename M::value_type* y, const B& b, const sequence_mask* mask) {
+  using Out = typename M::network::output_type;
+  std::apply([&](auto&... m) { (update_metric<Out, typename M::backend>(m, y, b.y.data(), b.size, mask), ...); }, ms);
 }
 
 // The first batch's output all zeros is a dead network (a deep relu stack
@@ -151,7 +194,7 @@ logs evaluate_impl(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics,
     if constexpr (checks_numerics<std::remove_cvref_t<M>>)
       if (batch == 0 && prefix.empty()) check_model_finite(m, [] { return std::string("evaluate: the model's variables"); });
     total += batch_sum;
-    if constexpr (sizeof...(Ms) > 0) update_metrics<M>(metrics, m.host_outputs(b.size).data(), b);
+    if constexpr (sizeof...(Ms) > 0) update_metrics<M>(metrics, m.host_outputs(b.size).data(), b, &m.step_mask());
     n += b.size;
   }
   if (n == 0) throw std::invalid_argument("evaluate: the dataset is empty");
@@ -359,7 +402,7 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
         }
         if (e == 0 && s == 0 && ctx.role.chief()) detail::warn_if_all_zero<MT>(m.host_outputs(b.size).data(), b.size);
         if constexpr (std::tuple_size_v<decltype(metrics)> > 0)
-          detail::update_metrics<MT>(metrics, m.host_outputs(b.size).data(), b);
+          detail::update_metrics<MT>(metrics, m.host_outputs(b.size).data(), b, &m.step_mask());
         if (r.updated)
           detail::check_model_finite(
               m, [&] { return "fit: after the update of epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1); },
