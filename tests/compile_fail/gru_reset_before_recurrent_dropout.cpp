@@ -4,6 +4,6 @@
 #include <ctnn/ctnn.hpp>
 #include <ctnn/layers/gru.hpp>
 using net = ctnn::sequential<ctnn::input<6, 4>,
-                             ctnn::gru<8, ctnn::recurrent_options{.recurrent_dropout = 0.2, .reset_after = false}>,
+                             ctnn::gru<8, ctnn::recurrent_options{.reset_after = false, .recurrent_dropout = 0.2}>,
                              ctnn::dense<1>>;
 static_assert(net::parameter_count > 0);

@@ -54,8 +54,8 @@ TEST_CASE("gradcheck: gru (reset_after)") {
 TEST_CASE("gradcheck: gru (reset_after = false)") {
   constexpr recurrent_options before{.reset_after = false};
   CHECK(gradcheck::check_layer<gru<4, before>, shape<5, 3>>() < tol);
-  CHECK(gradcheck::check_layer<gru<3, recurrent_options{.return_sequences = true, .go_backwards = true, .dropout = 0.3,
-                                                        .reset_after = false}>,
+  CHECK(gradcheck::check_layer<gru<3, recurrent_options{.return_sequences = true, .go_backwards = true, .reset_after = false,
+                                                        .dropout = 0.3}>,
                                shape<4, 5>>({.batch = 2}) < tol);
   CHECK(gradcheck::check_layer<gru<17, recurrent_options{.return_sequences = true, .reset_after = false}>, shape<3, 4>>(
             {.batch = 5}) < tol);

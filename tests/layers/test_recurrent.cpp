@@ -185,8 +185,8 @@ TEST_CASE("recurrent forward equals Keras' formulas computed step by step (float
 
 namespace {
 constexpr recurrent_options before{.reset_after = false};
-constexpr recurrent_options before_seq_back{.return_sequences = true, .go_backwards = true, .dropout = 0.3,
-                                            .reset_after = false};
+constexpr recurrent_options before_seq_back{.return_sequences = true, .go_backwards = true, .reset_after = false,
+                                            .dropout = 0.3};
 }  // namespace
 
 TEST_CASE("gru reset_after = false: Keras' formula step by step, a step mask, dropout, its bias [3U] and name") {

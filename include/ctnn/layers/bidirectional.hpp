@@ -105,8 +105,8 @@ struct bidirectional {
   static_assert(!options.go_backwards,
                 "bidirectional: the wrapped layer has go_backwards; bidirectional makes the backward copy itself (as Keras)");
   using backward_layer = typename Layer::template with_options<recurrent_options{
-      options.return_sequences, true, options.unit_forget_bias, options.dropout, options.recurrent_dropout,
-      options.reset_after}>;
+      options.return_sequences, true, options.unit_forget_bias, options.reset_after, options.dropout,
+      options.recurrent_dropout}>;
   static std::string name() {
     return "bidirectional<" + Layer::name() + (std::is_same_v<Merge, merge::concat> ? "" : std::string(", ") + Merge::name) +
            ">";
