@@ -220,30 +220,40 @@ struct quantized_dense_layer {
   }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
+    const auto v = view(reinterpret_cast<std::byte*>(s.state));
+    forward_int8<Spec, Kp>(v, x, y, r.batch, [&](const std::int8_t* xq, std::int32_t* acc) {
+      kernels::cpu::int8::gemm_s8<typename Backend::arch>(r.batch, N, K, xq, Kp, v.kernel, v.kernel_sum, acc, N);
+    });
+  }
+
+  // The int8 forward of m rows around product(xq, acc) (acc = xq W, [m, N] int32 sums): x
+  // quantized into rows of Ks (>= K; the padding zeroed), then requantized to floats (full
+  // integer: saturation counted) or rescaled per row and unit, with Act (dynamic range).
+  // quantized_dense_block runs it with its block-sparse product; S names the layer in errors.
+  template <class S, std::size_t Ks, class Views, class Product>
+  static void forward_int8(const Views& v, const T* x, T* y, std::size_t m, Product&& product) {
     using Arch = typename Backend::arch;
     namespace i8 = kernels::cpu::int8;
-    const auto v = view(reinterpret_cast<std::byte*>(s.state));
-    const std::size_t m = r.batch;
     thread_local std::vector<std::int8_t> xq;
     thread_local std::vector<std::int32_t> acc;
-    xq.resize(m * Kp);  // rows padded to Kp (the packed kernel's groups of 4); the padding is zeroed
+    xq.resize(m * Ks);
     acc.resize(m * N);
-    if constexpr (Kp != K)
-      for (std::size_t i = 0; i < m; ++i) std::fill(xq.begin() + std::ptrdiff_t(i * Kp + K), xq.begin() + std::ptrdiff_t((i + 1) * Kp), 0);
+    if constexpr (Ks != K)
+      for (std::size_t i = 0; i < m; ++i) std::fill(xq.begin() + std::ptrdiff_t(i * Ks + K), xq.begin() + std::ptrdiff_t((i + 1) * Ks), 0);
     if constexpr (full) {
       const float in_scale = *v.in_scale, out_scale = *v.out_scale;
       const std::int32_t in_zp = *v.in_zp, out_zp = *v.out_zp;
       std::size_t clamped = 0;
-      if constexpr (Kp == K)
+      if constexpr (Ks == K)
         clamped = i8::quantize<Arch>(x, m * K, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data());
       else
         for (std::size_t i = 0; i < m; ++i)
           clamped += i8::quantize<Arch>(x + i * K, K, in_scale, in_zp, quantization::qmin, quantization::qmax,
-                                        xq.data() + i * Kp);
-      i8::gemm_s8<Arch>(m, N, K, xq.data(), Kp, v.kernel, v.kernel_sum, acc.data(), N);
+                                        xq.data() + i * Ks);
+      product(xq.data(), acc.data());
       const std::size_t out_clamped =
           i8::requantize_rows(m, N, acc.data(), static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult,
-                              v.shift, out_zp, std::is_same_v<Act, relu>, out_scale, y, Spec::name(), "unit");
+                              v.shift, out_zp, std::is_same_v<Act, relu>, out_scale, y, S::name(), "unit");
       count(v.saturated, clamped);
       count(v.saturated + 2, out_clamped);
     } else {
@@ -252,9 +262,9 @@ struct quantized_dense_layer {
       for (std::size_t i = 0; i < m; ++i) {
         const float amax = i8::abs_max<Arch>(x + i * K, K);
         row_scale[i] = amax / 127.0f;
-        i8::quantize<Arch>(x + i * K, K, amax > 0 ? row_scale[i] : 1.0f, 0, -127, 127, xq.data() + i * Kp);
+        i8::quantize<Arch>(x + i * K, K, amax > 0 ? row_scale[i] : 1.0f, 0, -127, 127, xq.data() + i * Ks);
       }
-      i8::gemm_s8<Arch>(m, N, K, xq.data(), Kp, v.kernel, v.kernel_sum, acc.data(), N);
+      product(xq.data(), acc.data());
       const auto* bias = static_cast<const float*>(v.bias);
       for (std::size_t i = 0; i < m; ++i)
         for (std::size_t j = 0; j < N; ++j)

@@ -132,8 +132,8 @@ struct quantized_dense_block_layer {
   static V* at(std::byte* base) {
     return reinterpret_cast<V*>(base + buffer_offset<precision::float32>(buffers, I));
   }
-  using dense_views = typename quantized_dense_layer<quantized_dense<K, N, Act, typename Spec::scheme>, In, P,
-                                                     Backend>::views;
+  using dense_layer = quantized_dense_layer<quantized_dense<K, N, Act, typename Spec::scheme>, In, P, Backend>;
+  using dense_views = typename dense_layer::views;
   struct views : dense_views {
     std::uint32_t* starts;
     std::uint16_t* inputs;
@@ -200,40 +200,13 @@ struct quantized_dense_block_layer {
     }
   }
 
+  // quantized_dense's int8 forward around the block-sparse product.
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
-    using Arch = typename Backend::arch;
-    namespace i8 = kernels::cpu::int8;
     const auto v = view(reinterpret_cast<std::byte*>(s.state));
-    const std::size_t m = r.batch;
-    thread_local std::vector<std::int8_t> xq;
-    thread_local std::vector<std::int32_t> acc;
-    xq.resize(m * K);
-    acc.resize(m * N);
-    if constexpr (full) {
-      const std::size_t clamped =
-          i8::quantize<Arch>(x, m * K, *v.in_scale, *v.in_zp, quantization::qmin, quantization::qmax, xq.data());
-      i8::block::gemm<R, C, Arch>(m, N, xq.data(), K, v.kernel, v.inputs, v.starts, v.kernel_sum, acc.data(), N);
-      const std::size_t out_clamped =
-          i8::requantize_rows(m, N, acc.data(), static_cast<const std::int32_t*>(v.bias), *v.in_zp, v.kernel_sum,
-                              v.mult, v.shift, *v.out_zp, std::is_same_v<Act, relu>, *v.out_scale, y, Spec::name(),
-                              "unit");
-      quantized_dense_layer<quantized_dense<K, N, Act>, In, P, Backend>::count(v.saturated, clamped);
-      quantized_dense_layer<quantized_dense<K, N, Act>, In, P, Backend>::count(v.saturated + 2, out_clamped);
-    } else {
-      thread_local std::vector<float> row_scale;
-      row_scale.resize(m);
-      for (std::size_t i = 0; i < m; ++i) {
-        const float amax = i8::abs_max<Arch>(x + i * K, K);
-        row_scale[i] = amax / 127.0f;
-        i8::quantize<Arch>(x + i * K, K, amax > 0 ? row_scale[i] : 1.0f, 0, -127, 127, xq.data() + i * K);
-      }
-      i8::block::gemm<R, C, Arch>(m, N, xq.data(), K, v.kernel, v.inputs, v.starts, v.kernel_sum, acc.data(), N);
-      const auto* bias = static_cast<const float*>(v.bias);
-      for (std::size_t i = 0; i < m; ++i)
-        for (std::size_t j = 0; j < N; ++j)
-          y[i * N + j] = float(acc[i * N + j]) * (row_scale[i] * v.kernel_scale[j]) + bias[j];
-      Act::template forward<Backend>(y, m, N);
-    }
+    dense_layer::template forward_int8<Spec, K>(v, x, y, r.batch, [&](const std::int8_t* xq, std::int32_t* acc) {
+      kernels::cpu::int8::block::gemm<R, C, typename Backend::arch>(r.batch, N, xq, K, v.kernel, v.inputs, v.starts,
+                                                                      v.kernel_sum, acc, N);
+    });
   }
 
   static void backward(layer_slot<T>, const T*, const T*, T*, T*, run_info) {
