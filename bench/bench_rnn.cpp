@@ -10,6 +10,8 @@
 
 #include <ctnn/ctnn.hpp>
 
+#include "train_step_bench.hpp"
+
 #include <cstdint>
 #include <vector>
 
@@ -17,27 +19,6 @@ namespace {
 
 using lstm_net = ctnn::sequential<ctnn::input<28, 28>, ctnn::lstm<128>, ctnn::dense<10>>;
 using gru_net = ctnn::sequential<ctnn::input<28, 28>, ctnn::gru<128>, ctnn::dense<10>>;
-
-template <class Net>
-void train_step(benchmark::State& st) {
-  const std::size_t batch = std::size_t(st.range(0));
-  auto m = ctnn::make_model<Net>(1);
-  ctnn::rmsprop opt{1e-3};
-  const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
-  ctnn::rng g(2);
-  std::vector<float> x(batch * 784);
-  std::vector<std::int32_t> y(batch);
-  for (auto& v : x) v = float(g.uniform());
-  for (auto& v : y) v = std::int32_t(g.below(10));
-  ctnn::train_step step{m, loss, opt};
-  m.reserve(batch, opt.slots_per_parameter());
-  std::size_t i = 0;
-  for (auto _ : st) {
-    const ctnn::step_result r = step.run(x.data(), y.data(), batch, 0, i++);
-    benchmark::DoNotOptimize(r.loss_sum);
-  }
-  st.counters["samples_per_s"] = benchmark::Counter(double(st.iterations()) * double(batch), benchmark::Counter::kIsRate);
-}
 
 template <class Net>
 void inference(benchmark::State& st) {
@@ -54,8 +35,8 @@ void inference(benchmark::State& st) {
   st.counters["samples_per_s"] = benchmark::Counter(double(st.iterations()) * double(batch), benchmark::Counter::kIsRate);
 }
 
-void lstm_train(benchmark::State& st) { train_step<lstm_net>(st); }
-void gru_train(benchmark::State& st) { train_step<gru_net>(st); }
+void lstm_train(benchmark::State& st) { ctnn_bench::train_step<lstm_net>(st, ctnn::rmsprop{1e-3}); }
+void gru_train(benchmark::State& st) { ctnn_bench::train_step<gru_net>(st, ctnn::rmsprop{1e-3}); }
 void lstm_inference(benchmark::State& st) { inference<lstm_net>(st); }
 void gru_inference(benchmark::State& st) { inference<gru_net>(st); }
 
