@@ -26,6 +26,7 @@
 #include <limits>
 #include <string>
 #include <unistd.h>
+#include <utility>
 
 using namespace ctnn;
 namespace fs = std::filesystem;
@@ -161,25 +162,32 @@ TEST_CASE("export_onnx then import_onnx restores every variable bit for bit") {
   CHECK(std::distance(fs::directory_iterator(d.path), fs::directory_iterator{}) == 1);
 }
 
-TEST_CASE("graph layers export as ONNX Add and Concat nodes: onnxruntime agrees, and they import back bit for bit") {
-  temp_dir d;
-  auto a = trained<graphs>(11, 8, 8, 1);  // one step: batch_norm's moving statistics are not the initial ones
-  const fs::path f = d.path / "graphs.onnx";
-  export_onnx(a, f);
+namespace {
+// The Add and Concat nodes of ONNX file f, counted; each Concat must join two inputs on the
+// channels (axis 2 of the sample, 3 with the batch).
+std::pair<int, int> add_and_concat_nodes(const fs::path& f) {
   onnx::ModelProto mp;
-  {
-    std::ifstream in(f, std::ios::binary);
-    REQUIRE(mp.ParseFromIstream(&in));
-  }
+  std::ifstream in(f, std::ios::binary);
+  REQUIRE(mp.ParseFromIstream(&in));
   int adds = 0, concats = 0;
   for (const auto& n : mp.graph().node()) {
     adds += n.op_type() == "Add";
     if (n.op_type() == "Concat") {
       ++concats;
       CHECK(n.input_size() == 2);
-      CHECK(n.attribute(0).i() == 3);  // the channels: axis 2 of the sample, 3 with the batch
+      CHECK(n.attribute(0).i() == 3);
     }
   }
+  return {adds, concats};
+}
+}  // namespace
+
+TEST_CASE("graph layers export as ONNX Add and Concat nodes: onnxruntime agrees, and they import back bit for bit") {
+  temp_dir d;
+  auto a = trained<graphs>(11, 8, 8, 1);  // one step: batch_norm's moving statistics are not the initial ones
+  const fs::path f = d.path / "graphs.onnx";
+  export_onnx(a, f);
+  const auto [adds, concats] = add_and_concat_nodes(f);
   CHECK(adds == 2 + 2 + 1);  // two residuals, add's three branches, the last residual
   CHECK(concats == 1);
 
@@ -202,20 +210,7 @@ TEST_CASE("a dag exports as its nodes wired by name: onnxruntime agrees, and it 
   auto a = trained<wired>(12, 8, 8, 1);
   const fs::path f = d.path / "dag.onnx";
   export_onnx(a, f);
-  onnx::ModelProto mp;
-  {
-    std::ifstream in(f, std::ios::binary);
-    REQUIRE(mp.ParseFromIstream(&in));
-  }
-  int adds = 0, concats = 0;
-  for (const auto& n : mp.graph().node()) {
-    adds += n.op_type() == "Add";
-    if (n.op_type() == "Concat") {
-      ++concats;
-      CHECK(n.input_size() == 2);
-      CHECK(n.attribute(0).i() == 3);
-    }
-  }
+  const auto [adds, concats] = add_and_concat_nodes(f);
   CHECK(adds == 2);
   CHECK(concats == 1);
 
