@@ -78,11 +78,12 @@ void for_each_pruned(M& m, unsigned read, unsigned write, F&& f) {
         }(),
         0)...};  // a list, not a fold: clang nests a fold of N terms N deep (limit 256)
   }(std::make_index_sequence<std::tuple_size_v<layers>>{});
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-  // g++ 12.2 at -O1 (modref + dead-store elimination) summarised the index lambda above as
-  // storing nothing and deleted whole calls of this function (apply_masks after prune_at_step
-  // left the pruned weights in place). A compiler barrier keeps its stores visible; it costs
-  // nothing at run time. tests/pruning/test_channels.cpp's same-padded case found it.
+#if defined(__GNUC__) && !defined(__clang__)
+  // g++ 12.2 at -O1 (modref + dead-store elimination; later g++ not checked) summarised the
+  // index lambda above as storing nothing and deleted whole calls of this function (apply_masks
+  // after prune_at_step left the pruned weights in place). A compiler barrier keeps its stores
+  // visible; it costs nothing at run time. tests/pruning/test_channels.cpp's same-padded case
+  // found it at -O1.
   asm volatile("" ::: "memory");
 #endif
   if (write & kernel_bit) pv.commit();
