@@ -84,6 +84,14 @@ double current_learning_rate(const O& opt, const optimizer_state& os) {
 }  // namespace detail
 
 namespace detail {
+// Whether bound layer V adds a penalty / its gradient through a slot of type Slot. (Concepts at
+// namespace scope: written as requires-expressions inside model's member lambdas, nvcc 13's
+// device pass found them false where its host pass found them true, so the kernels they launch
+// were never compiled for the device: "invalid device function".)
+template <class V, class Slot>
+concept adds_penalty = requires(Slot v, step_scalars* p) { V::add_penalty(v, p); };
+template <class V, class Slot>
+concept adds_penalty_gradient = requires(Slot v) { V::add_penalty_gradient(v); };
 // Whether bound layer L takes a regularizer that adds a penalty (dense, conv2d: L::Reg).
 template <class L>
 constexpr bool has_active_regularizer() {
@@ -281,6 +289,30 @@ class model {
     stale_ = true;  // the refs are written through (load_weights)
     host_view_type v = variables_view();
     detail::for_each_variable_in<layers, policy, plan>(v.data(), lay_, batch_capacity_, f);
+    v.commit();
+  }
+
+  // Calls f(refs) once with every variable_ref of for_each_variable, all valid while f runs (on a
+  // device: one host view held for the call, which the non-const overload writes back when f
+  // returns). For work that reads or writes several buffers, or two models, at once (strip_to,
+  // strip_pruning_to, copy_variables): refs kept past f point into a view that is gone.
+  template <class F>
+  void with_variables(F&& f) const {
+    stale_ = true;
+    host_view_type v = variables_view();
+    std::vector<variable_ref> refs;
+    detail::for_each_variable_in<layers, policy, plan>(v.data(), lay_, batch_capacity_,
+                                                       [&](const variable_ref& r) { refs.push_back(r); });
+    f(std::as_const(refs));
+  }
+  template <class F>
+  void with_variables(F&& f) {
+    stale_ = true;
+    host_view_type v = variables_view();
+    std::vector<variable_ref> refs;
+    detail::for_each_variable_in<layers, policy, plan>(v.data(), lay_, batch_capacity_,
+                                                       [&](const variable_ref& r) { refs.push_back(r); });
+    f(std::as_const(refs));
     v.commit();
   }
 
@@ -553,14 +585,14 @@ class model {
     if constexpr (!is_half_v<variable_type>)
       for_each_layer([&]<std::size_t I, class>() {
         using V = detail::type_at_t<I, variable_layers>;
-        if constexpr (requires { V::add_penalty(variable_slot<I>(), s); }) V::add_penalty(variable_slot<I>(), s);
+        if constexpr (detail::adds_penalty<V, layer_slot<variable_type>>) V::add_penalty(variable_slot<I>(), s);
       });
   }
   void add_penalty_gradient_layers(step_scalars*) {
     if constexpr (!is_half_v<variable_type>)
       for_each_layer([&]<std::size_t I, class>() {
         using V = detail::type_at_t<I, variable_layers>;
-        if constexpr (requires { V::add_penalty_gradient(variable_slot<I>()); })
+        if constexpr (detail::adds_penalty_gradient<V, layer_slot<variable_type>>)
           V::add_penalty_gradient(variable_slot<I>());
       });
   }
