@@ -224,7 +224,7 @@ TEST_CASE("widths out of range and a target of other widths throw naming the lay
   CHECK(width<0>(back) == 8);
   // A width the layer cannot run, behind the setter's back: refused by the next pass and by load_weights.
   const std::uint32_t bad = 40;
-  std::memcpy(detail::variable_of(m, 0, "units").data, &bad, sizeof bad);
+  detail::with_variable(m, 0, "units", [&](const variable_ref& u) { std::memcpy(u.data, &bad, sizeof bad); });
   const std::vector<float> x = inputs(1);
   CHECK_THROWS_WITH(m.forward(x.data(), 1, false), "dense<up_to<16>, relu>: the active width 40 is outside [1, 16]");
   io::save_weights(m, file);

@@ -204,16 +204,9 @@ struct variable_ref {
 };
 
 namespace detail {
-// The variables of model m in its for_each_variable order, and the one of layer `layer` (0-based)
-// named `name` among them (nullptr when there is none): what strip_pruning and strip_to read.
-// Not named `variables`: a model's type names ctnn::detail in its template arguments, so
-// argument-dependent lookup would offer it to a user's own unqualified variables(model) call.
-template <class M>
-std::vector<variable_ref> variable_list(const M& m) {
-  std::vector<variable_ref> v;
-  m.for_each_variable([&](const variable_ref& r) { v.push_back(r); });
-  return v;
-}
+// The variable of layer `layer` (0-based) named `name` among a model's variables (model::with_variables'
+// list; nullptr when there is none): what strip_pruning and strip_to read. (No variable_list(m) that
+// returns the list: on a device, the refs would outlive the host view they point into.)
 inline const variable_ref* find_variable(const std::vector<variable_ref>& vs, std::size_t layer, std::string_view name) {
   for (const auto& v : vs)
     if (v.layer == layer && v.name == name) return &v;

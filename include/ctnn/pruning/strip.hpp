@@ -156,7 +156,6 @@ inline constexpr bool always_false_v = false;
 
 // ---- the variables of a model (core/plan.hpp) ----
 using ctnn::detail::find_variable;
-using ctnn::detail::variable_list;
 inline const variable_ref* find_role(const std::vector<variable_ref>& vs, std::size_t layer, role r) {
   for (const auto& v : vs)
     if (v.layer == layer && v.kind == r) return &v;
@@ -194,13 +193,15 @@ using stripped_t = typename pruning::detail::stripped<Net, Layout>::type;
 // whose masks stay as they are); returns how many were copied.
 template <class A, class B>
 std::size_t copy_variables(const A& from, B& to) {
-  const auto src = pruning::detail::variable_list(from);
   std::size_t n = 0;
-  to.for_each_variable([&](const variable_ref& d) {
-    const auto* s = pruning::detail::find_variable(src, d.layer, d.name);
-    if (!s || s->kind != d.kind || s->rank != d.rank || s->dims != d.dims || s->element_bytes != d.element_bytes) return;
-    std::memcpy(d.data, s->data, d.extent * d.element_bytes);
-    ++n;
+  from.with_variables([&](const std::vector<variable_ref>& src) {
+    to.for_each_variable([&](const variable_ref& d) {
+      const auto* s = pruning::detail::find_variable(src, d.layer, d.name);
+      if (!s || s->kind != d.kind || s->rank != d.rank || s->dims != d.dims || s->element_bytes != d.element_bytes)
+        return;
+      std::memcpy(d.data, s->data, d.extent * d.element_bytes);
+      ++n;
+    });
   });
   return n;
 }
@@ -351,9 +352,10 @@ model<Target, P, B> strip_pruning_to(const model<Net, P, B>& m) {
   static_assert(std::tuple_size_v<src_layers> == std::tuple_size_v<dst_layers>,
                 "strip_pruning_to: the target network must have as many layers as the pruned one");
   dst_model out(m.seed());
-  const auto src = pruning::detail::variable_list(m);
-  const auto dst = pruning::detail::variable_list(out);
   std::vector<bool> done(std::tuple_size_v<src_layers>, false);
+  // both models' variables through host views held until the copy is done (written back to out's memory)
+  m.with_variables([&](const std::vector<variable_ref>& src) {
+  out.with_variables([&](const std::vector<variable_ref>& dst) {
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (void)std::initializer_list<int>{(
         [&] {
@@ -401,6 +403,8 @@ model<Target, P, B> strip_pruning_to(const model<Net, P, B>& m) {
         }(),
         0)...};  // a list, not a fold: clang nests a fold of N terms N deep (limit 256)
   }(std::make_index_sequence<std::tuple_size_v<src_layers>>{});
+  });
+  });
   return out;
 }
 

@@ -55,14 +55,10 @@ constexpr bool narrowed_dense() {
 inline std::string layer_here(const char* fn, std::size_t i, const std::string& name) {
   return std::string(fn) + ": layer " + std::to_string(i + 1) + " (" + name + ")";
 }
-// Layer I's buffer `name` of model m (a host model).
-template <class M>
-variable_ref variable_of(M& m, std::size_t layer, std::string_view name) {
-  variable_ref out{};
-  m.for_each_variable([&](const variable_ref& r) {
-    if (r.layer == layer && r.name == name) out = r;
-  });
-  return out;
+// f(layer's buffer `name` of model m), through m's host view (written back for a non-const m).
+template <class M, class F>
+void with_variable(M& m, std::size_t layer, std::string_view name, F&& f) {
+  m.with_variables([&](const std::vector<variable_ref>& vs) { f(*find_variable(vs, layer, name)); });
 }
 template <class L>
 void write_width(std::byte* at, std::size_t i, std::size_t n, const char* fn) {
@@ -78,7 +74,8 @@ template <std::size_t I, class Net, class P, class B>
 void set_width(model<Net, P, B>& m, std::size_t n) {
   using L = detail::type_at_t<I, typename model<Net, P, B>::layers>;
   static_assert(detail::up_to_layer<L>(), "set_width: layer I is not a dense<up_to<Max>> layer");
-  detail::write_width<L>(detail::variable_of(m, I, "units").data, I, n, "set_width");
+  detail::with_variable(m, I, "units",
+                        [&](const variable_ref& u) { detail::write_width<L>(u.data, I, n, "set_width"); });
 }
 
 template <std::size_t I, class Net, class P, class B>
@@ -86,7 +83,7 @@ std::size_t width(const model<Net, P, B>& m) {
   using L = detail::type_at_t<I, typename model<Net, P, B>::layers>;
   static_assert(detail::up_to_layer<L>(), "width: layer I is not a dense<up_to<Max>> layer");
   std::uint32_t v;
-  std::memcpy(&v, detail::variable_of(m, I, "units").data, sizeof v);
+  detail::with_variable(m, I, "units", [&](const variable_ref& u) { std::memcpy(&v, u.data, sizeof v); });
   return v;
 }
 
@@ -99,7 +96,8 @@ std::size_t set_units(model<Net, P, B>& m, std::size_t n) {
         [&] {
           using L = detail::type_at_t<I, layers>;
           if constexpr (detail::up_to_layer<L>()) {
-            detail::write_width<L>(detail::variable_of(m, I, "units").data, I, n, "set_units");
+            detail::with_variable(m, I, "units",
+                                  [&](const variable_ref& u) { detail::write_width<L>(u.data, I, n, "set_units"); });
             ++count;
           }
         }(),
@@ -117,9 +115,10 @@ model<Target, P, B> strip_to(const model<Net, P, B>& m) {
   static_assert(std::tuple_size_v<src_layers> == std::tuple_size_v<dst_layers>,
                 "strip_to: the target network must have as many layers as the model");
   dst_model out(m.seed());
-  const auto src = detail::variable_list(m);
-  const auto dst = detail::variable_list(out);
   auto values = [](const variable_ref* v) { return static_cast<V*>(static_cast<void*>(v->data)); };
+  // both models' variables through host views held until the copy is done (written back to out's memory)
+  m.with_variables([&](const std::vector<variable_ref>& src) {
+  out.with_variables([&](const std::vector<variable_ref>& dst) {
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (void)std::initializer_list<int>{(
         [&] {
@@ -164,6 +163,8 @@ model<Target, P, B> strip_to(const model<Net, P, B>& m) {
         }(),
         0)...};  // a list, not a fold: clang nests a fold of N terms N deep (limit 256)
   }(std::make_index_sequence<std::tuple_size_v<src_layers>>{});
+  });
+  });
   return out;
 }
 
