@@ -4,6 +4,8 @@
 // except under float64 (there predict after a step differs from cpu<>'s in the
 // last bits for the activation-layer network at batch 7: compared within
 // 1e-10); the pruned network trains with update_pruning_step (through host views).
+// Then the pruned model stripped to three layouts (parity::check_stripped), which reads
+// and writes both models through host views held while it works.
 #include <ctnn/core/sparse_product_ops.hpp>
 #include "device/simulated_device.hpp"
 #include "parity/parity.hpp"
@@ -17,3 +19,7 @@ template <>
 inline constexpr bool parity::same_dropout_draw<sim::device> = true;
 
 PARITY_SPARSE_CASES(sim::device, "parity on the simulated device")
+
+TEST_CASE("parity on the simulated device: a pruned model stripped to the bitmap, csc and rows layouts") {
+  parity::check_stripped<sim::device>();
+}
