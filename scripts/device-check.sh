@@ -15,9 +15,16 @@
 # figure, the test summary and the ratios of ctnn to its peers to ONE file.
 # Each stage has a time limit (build 200 s, tests 100 s, bench 90 s, peer 90 s:
 # 480 s at worst), so the whole run stays within 8 minutes.
+# Modes: `scripts/device-check.sh build` builds only (on a machine with nvcc and no GPU:
+# build/device/test_cuda and bench_cuda, for sm_90 unless CTNN_CUDA_ARCH says otherwise);
+# `scripts/device-check.sh run` runs those prebuilt programs when they load there (ldd finds
+# every library, /usr/local/cuda/lib64 added) and builds them first otherwise; no argument
+# (or `all`) builds, then runs. Building ahead saves the GPU machine's time.
 # Environment: CTNN_CUDA_ARCH (default: the device's, else 90), NVCC, CTNN_DEVICE_DEPS, OUT,
 # CTNN_DEVICE_BUILD_TIMEOUT (seconds per nvcc process, default 200).
 set -uo pipefail
+mode=${1:-all}
+[[ $mode == all || $mode == build || $mode == run ]] || { echo "usage: $0 [all|build|run]" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 root=$(pwd)
 deps=${CTNN_DEVICE_DEPS:-build/device-deps}
@@ -41,10 +48,30 @@ note "# cpu: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1), $(n
 flags=(-std=c++20 -O3 -DNDEBUG "-arch=sm_$arch" --expt-relaxed-constexpr -diag-suppress=1675,186
        -Iinclude "-I$deps/include" -Itests)
 libs=(-lcublasLt -lcudart "$deps/lib/libz.a" -lpthread)
-fm="$root/$deps/fashion-mnist"
+# relative to the repository root, where the tests run, so that a build made on another
+# machine finds the files in the copy of the tree there
+fm="$deps/fashion-mnist"
+b=build/device
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# a GPU machine's image may hold NCCL (or cuBLASLt) only in Python's nvidia-* packages
+for lib in libnccl.so.2 libcublasLt.so.13; do
+  if ! ldconfig -p 2>/dev/null | grep -q "$lib" && [[ ! -e /usr/local/cuda/lib64/$lib ]]; then
+    found=$(find /usr/local /opt /usr/lib -name "$lib" 2>/dev/null | head -n1)
+    [[ -n $found ]] && export LD_LIBRARY_PATH=$(dirname "$found"):$LD_LIBRARY_PATH
+  fi
+done
+need_build=1
+if [[ $mode == run && -x $b/test_cuda && -x $b/bench_cuda ]]; then
+  if ldd $b/test_cuda $b/bench_cuda | grep -q "not found"; then
+    note "build: the prebuilt programs do not load here ($(ldd $b/test_cuda | grep 'not found' | head -n2 | tr '\n' ' ')): building"
+  else
+    need_build=0
+    note "build: prebuilt build/device/test_cuda and bench_cuda ($(cat $b/built-at 2>/dev/null || echo 'origin unknown'))"
+  fi
+fi
 
 # ---- build: ten nvcc processes in parallel (old outputs removed first, so a failed build runs nothing stale) ----
-b=build/device
+build() {
 rm -f $b/*.o $b/test_cuda $b/bench_cuda
 bt=${CTNN_DEVICE_BUILD_TIMEOUT:-200}
 timeout $bt "$nvcc" "${flags[@]}" -c tests/main.cpp -o $b/main.o >$b/main.log 2>&1 &
@@ -91,6 +118,10 @@ else
   note "build: FAILED ($(elapsed) s); the errors are in $out/build.log:"
   grep -m 20 -E "error" "$out/build.log" | tee -a "$fig"
 fi
+echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null), sm_$arch" >$b/built-at
+}
+((need_build)) && build
+[[ $mode == build ]] && { note "total: $(elapsed) s (build only)"; exit 0; }
 
 # ---- tests ----
 if [[ -x $b/test_cuda ]]; then
