@@ -20,7 +20,7 @@
 # `scripts/device-check.sh run` runs those prebuilt programs when they load there (ldd finds
 # every library, /usr/local/cuda/lib64 added) and builds them first otherwise; no argument
 # (or `all`) builds, then runs. Building ahead saves the GPU machine's time.
-# Environment: CTNN_CUDA_ARCH (default: the device's, else 90), NVCC, CTNN_DEVICE_DEPS, OUT,
+# Environment: CTNN_CUDA_ARCH (default: the device's, else 90), NVCC, CTNN_DEVICE_DEPS, OUT, CTNN_COMMIT,
 # CTNN_DEVICE_BUILD_TIMEOUT (seconds per nvcc process, default 200).
 set -uo pipefail
 mode=${1:-all}
@@ -33,6 +33,9 @@ mkdir -p "$out" build/device
 fig="$out/device-figures.txt"
 : >"$fig"
 t_start=$(date +%s)
+# the tree's commit (-dirty: the tree differs from it); CTNN_COMMIT names it where the copy's git
+# metadata is not the tree's own (a device tool that copies the working tree)
+commit=${CTNN_COMMIT:-$(git describe --always --dirty 2>/dev/null || echo unknown)}
 note() { echo "$*" | tee -a "$fig"; }
 elapsed() { echo $(($(date +%s) - t_start)); }
 
@@ -40,7 +43,7 @@ elapsed() { echo $(($(date +%s) - t_start)); }
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 arch=${CTNN_CUDA_ARCH:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d '.')}
 arch=${arch:-90}
-note "# ctnn device check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+note "# ctnn device check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $commit"
 note "# gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -n1)"
 note "# nvcc: $("$nvcc" --version | tail -n1); host compiler: $(c++ --version 2>/dev/null | head -n1); sm_$arch"
 note "# cpu: $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1), $(nproc) cores"
@@ -86,6 +89,14 @@ for d in /usr/local/cuda/lib /usr/local/cuda/lib64 /usr/lib/x86_64-linux-gnu; do
     break
   fi
 done
+if ((!${#nccl_libs[@]})); then  # else Python's nvidia-nccl package (PyTorch's), which has no unversioned libnccl.so
+  pd=$(${PYTHON:-python3} -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null)
+  if [[ -n $pd && -f $pd/include/nccl.h && -e $pd/lib/libnccl.so.2 ]]; then
+    nccl_flags=(-DCTNN_TEST_NCCL "-I$pd/include")
+    nccl_libs=("$pd/lib/libnccl.so.2" -Xlinker -rpath -Xlinker "$pd/lib")
+    note "build: NCCL from Python's nvidia-nccl package ($pd)"
+  fi
+fi
 ((${#nccl_libs[@]})) || note "build: NCCL not found: tests/cuda/test_nccl.cu compiles to nothing"
 names=()
 pids=()
@@ -118,7 +129,7 @@ else
   note "build: FAILED ($(elapsed) s); the errors are in $out/build.log:"
   grep -m 20 -E "error" "$out/build.log" | tee -a "$fig"
 fi
-echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null), sm_$arch" >$b/built-at
+echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), commit $commit, sm_$arch" >$b/built-at
 }
 ((need_build)) && build
 [[ $mode == build ]] && { note "total: $(elapsed) s (build only)"; exit 0; }
