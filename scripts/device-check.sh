@@ -93,7 +93,7 @@ if ((!${#nccl_libs[@]})); then  # else Python's nvidia-nccl package (PyTorch's),
   pd=$(${PYTHON:-python3} -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null)
   if [[ -n $pd && -f $pd/include/nccl.h && -e $pd/lib/libnccl.so.2 ]]; then
     nccl_flags=(-DCTNN_TEST_NCCL "-I$pd/include")
-    nccl_libs=("$pd/lib/libnccl.so.2" -Xlinker -rpath -Xlinker "$pd/lib")
+    nccl_libs=(-Xlinker "$pd/lib/libnccl.so.2" -Xlinker -rpath -Xlinker "$pd/lib")  # nvcc takes no .so.2 input
     note "build: NCCL from Python's nvidia-nccl package ($pd)"
   fi
 fi
