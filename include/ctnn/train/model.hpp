@@ -298,21 +298,15 @@ class model {
   // strip_pruning_to, copy_variables): refs kept past f point into a view that is gone.
   template <class F>
   void with_variables(F&& f) const {
-    stale_ = true;
     host_view_type v = variables_view();
-    std::vector<variable_ref> refs;
-    detail::for_each_variable_in<layers, policy, plan>(v.data(), lay_, batch_capacity_,
-                                                       [&](const variable_ref& r) { refs.push_back(r); });
-    f(std::as_const(refs));
+    const std::vector<variable_ref> refs = variable_refs(v);
+    f(refs);
   }
   template <class F>
   void with_variables(F&& f) {
-    stale_ = true;
     host_view_type v = variables_view();
-    std::vector<variable_ref> refs;
-    detail::for_each_variable_in<layers, policy, plan>(v.data(), lay_, batch_capacity_,
-                                                       [&](const variable_ref& r) { refs.push_back(r); });
-    f(std::as_const(refs));
+    const std::vector<variable_ref> refs = variable_refs(v);
+    f(refs);
     v.commit();
   }
 
@@ -614,6 +608,15 @@ class model {
   }
 
   // A host view of the variable regions (parameters .. metadata: the bytes before the slots).
+  // for_each_variable's refs into host view v, as one list (with_variables).
+  std::vector<variable_ref> variable_refs(host_view_type& v) const {
+    stale_ = true;  // the refs may be written through
+    std::vector<variable_ref> refs;
+    detail::for_each_variable_in<layers, policy, plan>(v.data(), lay_, batch_capacity_,
+                                                       [&](const variable_ref& r) { refs.push_back(r); });
+    return refs;
+  }
+
   host_view_type variables_view() const { return host_view_type(mem_.data(), lay_.at(role::optimizer_slot), true); }
 
   template <class U>
