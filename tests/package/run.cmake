@@ -1,5 +1,5 @@
 # Installs ctnn from SOURCE into a scratch prefix, then configures, builds and
-# runs two consumer projects: one with find_package(ctnn CONFIG) against the
+# runs two consumer projects (each also with ctnn_compiled_kernels): one with find_package(ctnn CONFIG) against the
 # installed copy, one with add_subdirectory(SOURCE).
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
@@ -20,6 +20,7 @@ endif()
 run(${CMAKE_COMMAND} -S ${SOURCE}/tests/package/find_package -B ${WORK}/fp ${gen} -DCMAKE_PREFIX_PATH=${WORK}/prefix)
 run(${CMAKE_COMMAND} --build ${WORK}/fp)
 run(${WORK}/fp/consumer)
+run(${WORK}/fp/consumer_compiled)
 run(${WORK}/fp/consumer_xtensor)
 if(EXISTS ${WORK}/fp/consumer_mpi)
   run(${WORK}/fp/consumer_mpi)
@@ -28,5 +29,6 @@ endif()
 run(${CMAKE_COMMAND} -S ${SOURCE}/tests/package/add_subdirectory -B ${WORK}/as ${gen} -DCTNN_SOURCE=${SOURCE})
 run(${CMAKE_COMMAND} --build ${WORK}/as)
 run(${WORK}/as/consumer)
+run(${WORK}/as/consumer_compiled)
 run(${WORK}/as/consumer_xtensor)
 message(STATUS "both consumers (and their xtensor programs) built and ran")

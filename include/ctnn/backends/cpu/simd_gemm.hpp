@@ -287,3 +287,6 @@ void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, stride
 }
 
 }  // namespace ctnn::kernels::cpu
+
+// CTNN_COMPILED_KERNELS: the kernels above for the default architecture come from one compiled object.
+#include "compiled_kernels.hpp"

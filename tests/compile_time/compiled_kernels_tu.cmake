@@ -1,0 +1,42 @@
+# Compiles compiled_kernels_tu.cpp (a network trained by fit) twice with CXX and FLAGS:
+# header-only, where the object must define the default architecture's GEMM kernels
+# (simd::run_plan, dot_nt; gemv may be inlined), and with -DCTNN_COMPILED_KERNELS, where
+# it must reference them (nm: U) and define none of the three, so that an edit of such a program does not
+# generate their code again (cmake/ctnn_compiled_kernels.cmake). Needs NM.
+function(compile out)
+  separate_arguments(flags UNIX_COMMAND "${FLAGS}")
+  execute_process(COMMAND ${CXX} ${flags} ${ARGN} -I${INCLUDE} -c ${SOURCE} -o ${out}
+                  RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "compiling ${SOURCE} ${ARGN} failed:\n${err}")
+  endif()
+  execute_process(COMMAND ${NM} -C ${out} OUTPUT_VARIABLE syms RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${NM} ${out} failed")
+  endif()
+  set(syms "${syms}" PARENT_SCOPE)
+endfunction()
+file(MAKE_DIRECTORY ${WORK})
+set(kernels "simd::run_plan<" "simd::dot_nt<" "simd::gemv<")
+set(outlined "simd::run_plan<" "simd::dot_nt<")  # header-only, gemv may be inlined into its caller
+compile(${WORK}/header_only.o)
+foreach(k IN LISTS outlined)
+  string(REGEX MATCH " [TW] [^\n]*${k}" defined "${syms}")
+  if(NOT defined)
+    message(FATAL_ERROR "header-only, the object defines no ${k}...>: the check below proves nothing")
+  endif()
+endforeach()
+compile(${WORK}/compiled.o -DCTNN_COMPILED_KERNELS)
+foreach(k IN LISTS kernels)
+  string(REGEX MATCH " [TWt] [^\n]*${k}[^\n]*" defined "${syms}")
+  if(defined)
+    message(FATAL_ERROR "with CTNN_COMPILED_KERNELS the object still defines${defined}")
+  endif()
+endforeach()
+foreach(k IN LISTS outlined)
+  string(REGEX MATCH " U [^\n]*${k}" used "${syms}")
+  if(NOT used)
+    message(FATAL_ERROR "with CTNN_COMPILED_KERNELS the object references no ${k}...>")
+  endif()
+endforeach()
+message(STATUS "header-only: defines the kernels; CTNN_COMPILED_KERNELS: references them only")

@@ -1,0 +1,17 @@
+// A program that trains a network (compiled_kernels_tu.cmake reads its object's symbols).
+#include <ctnn/ctnn.hpp>
+
+#include <cstdint>
+#include <vector>
+
+using net = ctnn::sequential<ctnn::input<64>, ctnn::dense<64, ctnn::relu>, ctnn::dense<10>>;
+
+int main() {
+  std::vector<float> x(256 * 64, 0.5f);
+  std::vector<std::int32_t> y(256, 1);
+  const ctnn::data::in_memory<ctnn::shape<64>, ctnn::sparse_labels> data{x, y};
+  auto m = ctnn::make_model<net>(1);
+  ctnn::adam opt{1e-3};
+  ctnn::fit(m, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt, data.batch(32), ctnn::epochs{1});
+  return m.predict(x.data(), 1).size() == 10 ? 0 : 1;
+}
