@@ -60,7 +60,7 @@ constexpr bool slots_ok(gemm_problem p) {
              s.inner + in.scratch.total <= s.total && (in.mode == gemm_mode::gemv || in.mode == gemm_mode::blocked) && slots_ok<t>(transposed_problem(p));
     }
     case gemm_mode::blocked: {
-      const std::size_t kb = g.b == b_access::k_outer ? g.kcb : p.K;
+      const std::size_t kb = g.b == b_access::k_outer ? 2 * g.kcb : p.K;  // k_outer: two K blocks
       const bool a_ok = g.a == a_access::packed       ? s.a.size >= g.row_blocks * g.MR * p.K
                         : g.tail == a_tail::packed      ? s.a.size >= g.MR * p.K
                         : g.tail == a_tail::last_column ? s.a.size >= g.MR
@@ -115,7 +115,7 @@ static_assert(forward<avx2>(256, 784, 256).b == b_access::k_outer && forward<avx
 static_assert(forward<avx512>(256, 256, 128).b == b_access::packed);                // K = 256: one K block
 static_assert(forward<avx512>(256, 128, 10).NV == 1 && forward<avx2>(256, 128, 10).NV == 2);
 static_assert(forward<avx2>(256, 128, 10).b == b_access::split_tail && forward<avx2>(256, 128, 10).scratch.b.size == 16);
-static_assert(forward<avx512>(256, 784, 256).scratch.total == 8 * 32 * 196);        // one packed K block of B
+static_assert(forward<avx512>(256, 784, 256).scratch.total == 2 * 8 * 32 * 196);    // two packed K blocks of B
 
 // ---- the MLP's weight gradients: A transposed, read in place
 static_assert(weights<avx2>(64, 784, 256).a == a_access::columns && weights<avx2>(64, 784, 256).tail == a_tail::last_column);

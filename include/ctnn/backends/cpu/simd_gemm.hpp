@@ -112,7 +112,7 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
       return bp + p0 * NR;
     }
     ldb = NR;
-    if (k_outer) return bp + jp * NR * std::min(kcb, K - p0);
+    if (k_outer) return bp + ((p0 / kcb) % 2) * panels * NR * kcb + jp * NR * std::min(kcb, K - p0);
     return bp + jp * NR * K + p0 * NR;
   };
   const std::size_t nblocks = g.nblocks;
@@ -167,14 +167,26 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
     for (std::size_t p0 = lo; p0 < hi; p0 += step) tile(t, p0, std::min(step, hi - p0));
   };
   if (!k_outer) return run(g.mblocks * nblocks, task);
+  // k_outer: K block q packed to half q % 2 of slot b; the run of block q
+  // computes its tiles and packs block q + 1 (tasks past the tiles).
+  const std::size_t tiles = g.mblocks * nblocks, half = panels * NR * kcb;
+  std::size_t pack_p0 = 0;  // the block the pack tasks of a run write
+  auto pack = [&](std::size_t jp) {
+    const std::size_t kc = std::min(kcb, K - pack_p0);
+    const strided<T> block{b.p + pack_p0 * b.rs, b.rs, b.cs};
+    pack_b<Arch>(NR, block, jp * NR, N, kc, bp + ((pack_p0 / kcb) % 2) * half + jp * NR * kc);
+  };
+  run(panels, pack);
+  auto task_and_pack = [&](std::size_t t) {
+    if (t < tiles) return task(t);
+    pack(t - tiles);
+  };
   for (std::size_t p0 = 0; p0 < K; p0 += kcb) {
-    const std::size_t kc = std::min(kcb, K - p0);
-    const strided<T> block{b.p + p0 * b.rs, b.rs, b.cs};
-    for (std::size_t jp = 0; jp < panels; ++jp) pack_b<Arch>(NR, block, jp * NR, N, kc, bp + jp * NR * kc);
     lo = p0;
-    hi = p0 + kc;
-    step = kc;
-    run(g.mblocks * nblocks, task);
+    hi = p0 + std::min(kcb, K - p0);
+    step = hi - lo;
+    pack_p0 = hi;
+    run(tiles + (hi < K ? panels : 0), task_and_pack);
   }
 }
 
