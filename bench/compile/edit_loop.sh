@@ -8,8 +8,8 @@
 # PROGRAMS (default "mlp cnn"): mlp = examples/fashion_mnist_mlp.cpp, cnn =
 # examples/fashion_mnist_cnn.cpp. Set-up, once and reported apart: the precompiled
 # <ctnn/ctnn.hpp> (what ctnn_precompile_headers sets up) for both modes below, and the
-# compiled kernels' object (what ctnn_compiled_kernels builds: CTNN_COMPILED_KERNELS_DEFINE
-# + <ctnn/backends/cpu/simd_gemm.hpp>). Then ROUNDS rounds (default 3), each compiling
+# compiled part's object (what ctnn_compiled_kernels builds: CTNN_COMPILED_KERNELS_DEFINE
+# + <ctnn/ctnn.hpp>). Then ROUNDS rounds (default 3), each compiling
 # every program in every mode in turn (so a change of load falls on all alike):
 #   header-only   $CXX $F -c PROGRAM
 #   pch           $CXX $F -include OUT/pch/ctnn.hpp -c PROGRAM
@@ -58,7 +58,7 @@ echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') (
 echo "ctnn: $here ($(git -C "$here" describe --always --dirty 2>/dev/null || echo '?')); flags: ${F[*]}"
 echo '#include <ctnn/ctnn.hpp>' > "$out/pch/ctnn.hpp"
 cp "$out/pch/ctnn.hpp" "$out/pch_compiled/ctnn.hpp"
-printf '#define CTNN_COMPILED_KERNELS_DEFINE\n#include <ctnn/backends/cpu/simd_gemm.hpp>\n' > "$out/kernels.cpp"
+printf '#define CTNN_COMPILED_KERNELS_DEFINE\n#include <ctnn/ctnn.hpp>\n' > "$out/kernels.cpp"
 step setup:pch "$CXX" "${F[@]}" -x c++-header "$out/pch/ctnn.hpp" -o "$out/pch/ctnn.hpp.gch"
 step setup:pch+compiled "$CXX" "${F[@]}" -DCTNN_COMPILED_KERNELS -x c++-header "$out/pch_compiled/ctnn.hpp" \
   -o "$out/pch_compiled/ctnn.hpp.gch"

@@ -1,4 +1,5 @@
-// A program that trains a network (compiled_kernels_tu.cmake reads its object's symbols).
+// A program that trains a network, prints its summary and reads an IDX file
+// (compiled_kernels_tu.cmake reads its object's symbols; it is compiled, not run).
 #include <ctnn/ctnn.hpp>
 
 #include <cstdint>
@@ -6,12 +7,14 @@
 
 using net = ctnn::sequential<ctnn::input<64>, ctnn::dense<64, ctnn::relu>, ctnn::dense<10>>;
 
-int main() {
+int main(int argc, char** argv) {
   std::vector<float> x(256 * 64, 0.5f);
   std::vector<std::int32_t> y(256, 1);
   const ctnn::data::in_memory<ctnn::shape<64>, ctnn::sparse_labels> data{x, y};
   auto m = ctnn::make_model<net>(1);
   ctnn::adam opt{1e-3};
   ctnn::fit(m, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt, data.batch(32), ctnn::epochs{1});
+  ctnn::summary<net>();
+  if (argc > 1) return int(ctnn::data::read_idx(argv[1]).count());
   return m.predict(x.data(), 1).size() == 10 ? 0 : 1;
 }

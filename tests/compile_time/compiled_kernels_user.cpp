@@ -1,21 +1,31 @@
 // Built with ctnn_compiled_kernels(ctnn_compiled_kernels_user) (cmake/ctnn_compiled_kernels.cmake):
-// this file declares the default architecture's GEMM kernels extern (CTNN_COMPILED_KERNELS)
-// and the object library the function adds defines them. Every mode of a plan
-// (gemv, dot_nt, transposed, blocked with each way of reading A and B, k_outer)
-// in float and double against a scalar loop, and a network trained to fit a
-// separable task, all through the compiled kernels. That this translation unit
-// leaves them undefined is checked on its own object by compiled_kernels_tu.cmake.
+// this file declares the default architecture's GEMM kernels extern and the library's
+// network-independent functions without their bodies (CTNN_COMPILED_KERNELS,
+// core/separate.hpp), and the object library the function adds defines them. Every mode
+// of a plan (gemv, dot_nt, transposed, blocked with each way of reading A and B, k_outer)
+// in float and double against a scalar loop; a network trained to fit a separable task
+// with the summary, the epoch log and a CSV log; gzip and plain IDX files read back; and
+// the outlined error paths' messages, all through the compiled object. That such a
+// translation unit leaves them undefined is checked on an object by compiled_kernels_tu.cmake.
 #include <doctest/doctest.h>
 
 #include <ctnn/backends/cpu/compiled_kernels.hpp>
+#include <ctnn/core/separate.hpp>
 #include <ctnn/ctnn.hpp>
+
+#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 static_assert(ctnn::kernels::cpu::compiled_kernels, "CTNN_COMPILED_KERNELS is not defined for this target");
+static_assert(CTNN_DEFINITIONS == 0, "core/separate.hpp: the outlined functions should only be declared here");
 
 namespace {
 using ctnn::kernels::cpu::strided;
@@ -86,7 +96,66 @@ TEST_CASE("compiled kernels: a network trains through them") {
   const ctnn::data::in_memory<ctnn::shape<8>, ctnn::sparse_labels> data{x, y};
   auto m = ctnn::make_model<net>(1);
   ctnn::adam opt{1e-2};
+  const auto csv = std::filesystem::temp_directory_path() / "ctnn_compiled_kernels_log.csv";
+  std::ostringstream log;
   const auto h = ctnn::fit(m, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt, data.batch(32),
-                           ctnn::epochs{20}, ctnn::sparse_categorical_accuracy{});
+                           ctnn::epochs{20}, ctnn::sparse_categorical_accuracy{}, ctnn::epoch_logger{log},
+                           ctnn::csv_logger{csv.string()});
   CHECK(h["sparse_categorical_accuracy"].back() > 0.95);
+  CHECK(h.epochs() == 20);                                   // history::append
+  CHECK(log.str().find("epoch 20/20") != std::string::npos);  // epoch_logger::write<void>
+  std::ifstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  CHECK(header.find("sparse_categorical_accuracy") != std::string::npos);  // csv_logger::write<void>, write_file_atomically
+  std::filesystem::remove(csv);
+  std::ostringstream table;
+  ctnn::summary<net>(table);  // print_summary<void>
+  CHECK(table.str().find("Total params: 354") != std::string::npos);
+}
+
+namespace {
+// An IDX file of one dimension (ubyte values), plain or gzip-compressed.
+void write_idx(const std::filesystem::path& p, const std::vector<unsigned char>& v, bool gz) {
+  std::vector<unsigned char> d = {0, 0, 0x08, 1, 0, 0, 0, static_cast<unsigned char>(v.size())};
+  d.insert(d.end(), v.begin(), v.end());
+  if (!gz) {
+    std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(d.data()), std::streamsize(d.size()));
+    return;
+  }
+  gzFile f = gzopen(p.string().c_str(), "wb");
+  REQUIRE(f != nullptr);
+  CHECK(gzwrite(f, d.data(), unsigned(d.size())) == int(d.size()));
+  gzclose(f);
+}
+template <class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("compiled kernels: IDX files and the outlined error paths come from the compiled object") {
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::vector<unsigned char> v = {3, 1, 4, 1, 5};
+  for (bool gz : {false, true}) {
+    const auto p = dir / (gz ? "ctnn_compiled_kernels.idx.gz" : "ctnn_compiled_kernels.idx");
+    write_idx(p, v, gz);
+    const ctnn::data::idx_array a = ctnn::data::read_idx(p);  // read_idx, gunzip, idx_announced_size, parse_idx
+    CHECK(a.dims == std::vector<std::uint32_t>{5});
+    CHECK(a.as<std::int32_t>() == std::vector<std::int32_t>{3, 1, 4, 1, 5});
+    std::filesystem::remove(p);
+  }
+  CHECK(message_of([&] { ctnn::data::read_idx(dir / "ctnn_compiled_kernels_missing.idx"); })
+            .find("ctnn_compiled_kernels_missing.idx") != std::string::npos);  // read_failure_reason
+  CHECK(message_of([] { ctnn::data::parse_idx({1, 0, 8, 1}, "bad.idx"); }).find("magic") != std::string::npos);
+  CHECK(message_of([] { ctnn::data::fashion_mnist::detail::find("/nonexistent-ctnn", "x"); })
+            .find("neither") != std::string::npos);
+  CHECK(message_of([] { ctnn::adam(0.001, 1.0); }) == "adam: beta_1 must be in [0, 1), got 1");  // throw_out_of_range
+  CHECK(message_of([] { ctnn::adam(0.001, 0.9, 0.999, -1.0); }) ==
+        "adam: epsilon must be finite and > 0, got -1");  // throw_not_positive
 }

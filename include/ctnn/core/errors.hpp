@@ -20,6 +20,8 @@
 #include <string>
 #include <string_view>
 
+#include "separate.hpp"
+
 namespace ctnn {
 
 class io_error : public std::runtime_error {
@@ -50,11 +52,16 @@ class size_error : public std::length_error {
 
 namespace detail {
 // checked_mul's error, built out of line (once per program, not at every call).
-[[noreturn, gnu::cold, gnu::noinline]] inline void throw_product_overflow(std::size_t a, std::size_t b,
-                                                                         const std::string& what) {
+[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_product_overflow(std::size_t a, std::size_t b,
+                                                                         const std::string& what)
+#if CTNN_DEFINITIONS
+{
   throw size_error(what + ": " + std::to_string(a) + " x " + std::to_string(b) + " does not fit in " +
                    std::to_string(8 * sizeof(std::size_t)) + " bits");
 }
+#else
+;
+#endif
 }  // namespace detail
 
 // Text from a file (a key, a name) as it may appear in a message: printable ASCII (other bytes as

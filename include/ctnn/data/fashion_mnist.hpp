@@ -13,6 +13,7 @@
 
 #include "in_memory.hpp"
 #include "idx.hpp"
+#include "../core/separate.hpp"
 
 namespace ctnn::data::fashion_mnist {
 
@@ -28,7 +29,9 @@ inline std::filesystem::path default_dir() {
 
 namespace detail {
 // cold: once per load, a file-system lookup (optimized for size).
-[[gnu::cold]] inline std::filesystem::path find(const std::filesystem::path& dir, const std::string& stem) {
+[[gnu::cold]] CTNN_DECL std::filesystem::path find(const std::filesystem::path& dir, const std::string& stem)
+#if CTNN_DEFINITIONS
+{
   for (const char* ext : {".gz", ""}) {
     auto p = dir / (stem + ext);
     std::error_code ec;  // a look-up the system refuses (a name too long) is this reader's error, not filesystem_error
@@ -39,13 +42,18 @@ namespace detail {
   throw idx_error("fashion_mnist", dir / stem, "neither " + (dir / (stem + ".gz")).string() + " nor " + (dir / stem).string() +
                   " exists (install Debian's dataset-fashion-mnist or set CTNN_FASHION_MNIST_DIR)");
 }
+#else
+;
+#endif
 
 // The images and labels of one split ("train", "t10k"), checked: 28x28 ubyte images, as many
 // ubyte labels, each a class 0..9.
 struct files {
   idx_array images, labels;
 };
-inline files read(const std::filesystem::path& dir, const std::string& prefix) {
+CTNN_DECL files read(const std::filesystem::path& dir, const std::string& prefix)
+#if CTNN_DEFINITIONS
+{
   const auto ipath = find(dir, prefix + "-images-idx3-ubyte");
   const auto lpath = find(dir, prefix + "-labels-idx1-ubyte");
   idx_array images = read_idx(ipath);
@@ -63,6 +71,9 @@ inline files read(const std::filesystem::path& dir, const std::string& prefix) {
                       std::to_string(i) + " is not a class 0..9");
   return {std::move(images), std::move(labels)};
 }
+#else
+;
+#endif
 
 inline dataset load(const std::filesystem::path& dir, const std::string& prefix) {
   const files f = read(dir, prefix);

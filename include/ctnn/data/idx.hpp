@@ -32,6 +32,7 @@
 
 #include "../core/errors.hpp"
 #include "../io/read_file.hpp"
+#include "../core/separate.hpp"
 
 namespace ctnn::data {
 
@@ -75,7 +76,9 @@ inline std::vector<unsigned char> read_file_bytes(const std::filesystem::path& p
 // d[0..n) announces, or nullopt while fewer bytes than the header are known.
 // Throws idx_error on a bad magic number, type code or rank, or when the size
 // does not fit in 64 bits.
-inline std::optional<std::size_t> idx_announced_size(const unsigned char* d, std::size_t n, const std::string& name) {
+CTNN_DECL std::optional<std::size_t> idx_announced_size(const unsigned char* d, std::size_t n, const std::string& name)
+#if CTNN_DEFINITIONS
+{
   if (n < 4) return std::nullopt;
   if (d[0] != 0 || d[1] != 0)
     throw idx_error("read_idx", name, "wrong magic number (first two bytes must be 0, the file is not IDX)");
@@ -99,11 +102,16 @@ inline std::optional<std::size_t> idx_announced_size(const unsigned char* d, std
   }
   return header + total;
 }
+#else
+;
+#endif
 
 // Inflates a whole gzip file held in memory (several concatenated members
 // allowed), stopping with idx_error as soon as the output exceeds the size
 // the IDX header at its start announces.
-inline std::vector<unsigned char> gunzip(const std::vector<unsigned char>& in, const std::string& name) {
+CTNN_DECL std::vector<unsigned char> gunzip(const std::vector<unsigned char>& in, const std::string& name)
+#if CTNN_DEFINITIONS
+{
   std::vector<unsigned char> out;
   std::optional<std::size_t> limit;
   z_stream s{};
@@ -142,6 +150,9 @@ inline std::vector<unsigned char> gunzip(const std::vector<unsigned char>& in, c
   }
   return out;
 }
+#else
+;
+#endif
 
 inline std::string idx_show(double v) {
   char b[32];
@@ -150,8 +161,10 @@ inline std::string idx_show(double v) {
 }
 
 // as<T>()'s error, out of its loop: one cold copy instead of one per T.
-[[noreturn, gnu::cold, gnu::noinline]] inline void throw_idx_value_error(const std::string& name, double v, std::size_t i,
-                                                                        std::size_t bits, bool integral) {
+[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_idx_value_error(const std::string& name, double v, std::size_t i,
+                                                                        std::size_t bits, bool integral)
+#if CTNN_DEFINITIONS
+{
   if (integral)
     throw idx_error("read_idx", name, "value " + idx_show(v) + " at index " + std::to_string(i) +
                                           " is not a whole number that fits in a " + std::to_string(bits) +
@@ -159,11 +172,16 @@ inline std::string idx_show(double v) {
   throw idx_error("read_idx", name, "value " + idx_show(v) + " at index " + std::to_string(i) +
                                         " is out of range for a " + std::to_string(bits) + "-bit floating-point value");
 }
+#else
+;
+#endif
 
 }  // namespace detail
 
 // Parses an IDX image held in memory; `name` is used in error messages.
-inline idx_array parse_idx(const std::vector<unsigned char>& d, const std::string& name) {
+CTNN_DECL idx_array parse_idx(const std::vector<unsigned char>& d, const std::string& name)
+#if CTNN_DEFINITIONS
+{
   const std::optional<std::size_t> total = detail::idx_announced_size(d.data(), d.size(), name);
   if (!total) throw idx_error("read_idx", name, "truncated header (" + std::to_string(d.size()) + " bytes)");
   idx_array a;
@@ -186,13 +204,21 @@ inline idx_array parse_idx(const std::vector<unsigned char>& d, const std::strin
   a.bytes.assign(d.begin() + std::ptrdiff_t(header), d.end());
   return a;
 }
+#else
+;
+#endif
 
-inline idx_array read_idx(const std::filesystem::path& path) {
+CTNN_DECL idx_array read_idx(const std::filesystem::path& path)
+#if CTNN_DEFINITIONS
+{
   std::vector<unsigned char> raw = detail::read_file_bytes(path);
   const bool gz = raw.size() >= 2 && raw[0] == 0x1f && raw[1] == 0x8b;
   if (gz) raw = detail::gunzip(raw, path.string());
   return parse_idx(raw, path.string());
 }
+#else
+;
+#endif
 
 template <class T>
 std::vector<T> idx_array::as(double scale) const {
@@ -228,5 +254,7 @@ std::vector<T> idx_array::as(double scale) const {
   }
   return out;
 }
+CTNN_INSTANCE(template std::vector<float> idx_array::as<float>(double) const;)
+CTNN_INSTANCE(template std::vector<std::int32_t> idx_array::as<std::int32_t>(double) const;)
 
 }  // namespace ctnn::data

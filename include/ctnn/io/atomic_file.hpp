@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "../core/errors.hpp"
+#include "../core/separate.hpp"
 
 namespace ctnn::io {
 
@@ -47,7 +48,9 @@ inline pid_t stale_temporary_pid(std::string_view name, std::string_view stem) {
 }
 
 // Removes the temporaries of `path` whose writer is no longer running.
-inline void remove_stale_temporaries(const std::filesystem::path& path) {
+CTNN_DECL void remove_stale_temporaries(const std::filesystem::path& path)
+#if CTNN_DEFINITIONS
+{
   std::error_code ec;
   const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   const std::string stem = path.filename().string();
@@ -60,8 +63,13 @@ inline void remove_stale_temporaries(const std::filesystem::path& path) {
     if (it->is_regular_file(rm)) std::filesystem::remove(it->path(), rm);
   }
 }
+#else
+;
+#endif
 
-inline void sync_directory(const std::filesystem::path& path) {
+CTNN_DECL void sync_directory(const std::filesystem::path& path)
+#if CTNN_DEFINITIONS
+{
   const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) throw io_error("write_file_atomically", path, "cannot open its directory to sync the rename (" +
@@ -72,10 +80,15 @@ inline void sync_directory(const std::filesystem::path& path) {
   if (rc != 0 && err != EINVAL)  // some file systems cannot sync a directory; the rename is then as durable as they allow
     throw io_error("write_file_atomically", path, "fsync of its directory failed (" + std::string(std::strerror(err)) + ")");
 }
+#else
+;
+#endif
 
 }  // namespace detail
 
-inline void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
+CTNN_DECL void write_file_atomically(const std::filesystem::path& path, std::string_view bytes)
+#if CTNN_DEFINITIONS
+{
   static std::atomic<unsigned> counter{0};
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
@@ -121,5 +134,8 @@ inline void write_file_atomically(const std::filesystem::path& path, std::string
   if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename failed");
   detail::sync_directory(path);
 }
+#else
+;
+#endif
 
 }  // namespace ctnn::io

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "../core/errors.hpp"
+#include "../core/separate.hpp"
 
 namespace ctnn::io {
 
@@ -30,8 +31,10 @@ enum class read_failure { open, stat, directory, not_regular, too_large, grew_to
 // The reason text of a failure, built out of line and once: the error paths
 // are cold, and formatting them inline repeated that code in every instance
 // of read_file (docs/performance.md, compile memory).
-[[gnu::cold, gnu::noinline]] inline std::string read_failure_reason(read_failure f, int err, std::size_t size,
-                                                                    std::size_t max_bytes) {
+[[gnu::cold, gnu::noinline]] CTNN_DECL std::string read_failure_reason(read_failure f, int err, std::size_t size,
+                                                                    std::size_t max_bytes)
+#if CTNN_DEFINITIONS
+{
   switch (f) {
     case read_failure::open:
       return err == ENOENT ? std::string("no such file") : "cannot open for reading (" + std::string(std::strerror(err)) + ")";
@@ -45,6 +48,9 @@ enum class read_failure { open, stat, directory, not_regular, too_large, grew_to
   }
   return "unknown failure";
 }
+#else
+;
+#endif
 
 template <class Error>
 [[noreturn, gnu::cold, gnu::noinline]] void throw_read_failure(const std::filesystem::path& path, const std::string& operation,
@@ -96,5 +102,7 @@ Bytes read_file(const std::filesystem::path& path, const std::string& operation,
   out.resize(done);
   return out;
 }
+CTNN_INSTANCE(template std::string read_file<std::string, io_error>(const std::filesystem::path&, const std::string&,
+                                                                  std::size_t);)
 
 }  // namespace ctnn::io

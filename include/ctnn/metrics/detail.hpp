@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "../core/separate.hpp"
+
 namespace ctnn::detail {
 
 // Index of the first maximum of row[0..n).
@@ -18,11 +20,16 @@ std::size_t argmax(const T* row, std::size_t n) {
 
 // Throws std::out_of_range, as the sparse losses do, when a label is not a
 // class of an n-class output.
-[[noreturn, gnu::cold, gnu::noinline]] inline void throw_bad_label(const char* metric, std::int32_t label,
-                                                                  std::size_t sample, std::size_t n) {
+[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_bad_label(const char* metric, std::int32_t label,
+                                                                  std::size_t sample, std::size_t n)
+#if CTNN_DEFINITIONS
+{
   throw std::out_of_range(std::string(metric) + ": label " + std::to_string(label) + " of sample " +
                           std::to_string(sample) + " is not a class of the " + std::to_string(n) + " outputs");
 }
+#else
+;
+#endif
 inline void check_label(const char* metric, std::int32_t label, std::size_t sample, std::size_t n) {
   if (label < 0 || std::size_t(label) >= n) throw_bad_label(metric, label, sample, n);
 }

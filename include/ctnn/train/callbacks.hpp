@@ -33,6 +33,7 @@
 #include "input_analysis.hpp"
 #include "model.hpp"
 #include "process_role.hpp"
+#include "../core/separate.hpp"
 
 namespace ctnn {
 
@@ -168,5 +169,6 @@ struct epoch_logger {
     *out << text << std::endl;
   }
 };
+CTNN_INSTANCE(template void epoch_logger::write<void>(const logs&, std::size_t, std::size_t) const;)
 
 }  // namespace ctnn

@@ -21,6 +21,7 @@
 #include "../io/read_file.hpp"
 #include "history.hpp"
 #include "process_role.hpp"
+#include "../core/separate.hpp"
 
 namespace ctnn {
 
@@ -82,5 +83,6 @@ struct csv_logger {
     io::write_file_atomically(filename, content);
   }
 };
+CTNN_INSTANCE(template void csv_logger::write<void>(const logs&, std::size_t);)
 
 }  // namespace ctnn

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "input_analysis.hpp"
+#include "../core/separate.hpp"
 
 namespace ctnn {
 
@@ -49,12 +50,7 @@ struct history {
   // printed, is dataset.autotuner().explanation().
   std::vector<std::vector<std::string>> autotune;
 
-  void append(const logs& l) {
-    for (auto& [k, v] : l.items) {
-      if (!values.count(k)) keys.push_back(k);
-      values[k].push_back(v);
-    }
-  }
+  void append(const logs& l);
   std::size_t epochs() const { return values.empty() ? 0 : values.begin()->second.size(); }
   bool contains(const std::string& k) const { return values.count(k) != 0; }
   const std::vector<double>& operator[](const std::string& k) const {
@@ -74,5 +70,14 @@ struct history {
     return ctnn::input_verdict(v[epoch]);
   }
 };
+
+#if CTNN_DEFINITIONS
+CTNN_DECL void history::append(const logs& l) {
+  for (auto& [k, v] : l.items) {
+    if (!values.count(k)) keys.push_back(k);
+    values[k].push_back(v);
+  }
+}
+#endif
 
 }  // namespace ctnn

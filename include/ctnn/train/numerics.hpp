@@ -19,6 +19,7 @@
 
 #include "../core/errors.hpp"
 #include "../core/plan.hpp"
+#include "../core/separate.hpp"
 
 namespace ctnn::detail {
 
@@ -45,9 +46,11 @@ inline std::string non_finite_name(double v) { return std::isnan(v) ? "NaN" : v 
 // check_model_finite: they are cold, and formatting them inline made each
 // instance several kilobytes of code (docs/performance.md, compile memory).
 // `variable` is null when the model does not name its variables.
-[[noreturn, gnu::cold, gnu::noinline]] inline void throw_non_finite_parameter(const std::string& where, std::size_t i,
+[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_non_finite_parameter(const std::string& where, std::size_t i,
                                                                              const variable_ref* variable,
-                                                                             std::size_t element, double value) {
+                                                                             std::size_t element, double value)
+#if CTNN_DEFINITIONS
+{
   std::string which;  // "layer 2 'kernel' [37]" when the model names its variables
   if (variable)
     which = " (layer " + std::to_string(variable->layer + 1) + " '" + std::string(variable->name) + "' [" +
@@ -56,11 +59,19 @@ inline std::string non_finite_name(double v) { return std::isnan(v) ? "NaN" : v 
                       " (a NaN or infinity in the input data, or a learning rate too large;"
                       " data::check_numerics names the sample)");
 }
-[[noreturn, gnu::cold, gnu::noinline]] inline void throw_non_finite_state(const std::string& where, std::size_t i,
-                                                                         double value) {
+#else
+;
+#endif
+[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_non_finite_state(const std::string& where, std::size_t i,
+                                                                         double value)
+#if CTNN_DEFINITIONS
+{
   throw numeric_error(where + ": state value " + std::to_string(i) + " (e.g. a moving statistic) is " +
                       non_finite_name(value));
 }
+#else
+;
+#endif
 
 // where() builds the message's start only when something is wrong. With
 // parameters_finite (the optimizer's update already found every new

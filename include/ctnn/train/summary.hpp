@@ -26,6 +26,7 @@
 
 #include "../core/sequential.hpp"
 #include "../core/type_at.hpp"
+#include "../core/separate.hpp"
 
 namespace ctnn {
 
@@ -75,6 +76,8 @@ template <class = void>
       << "Trainable params: " << group_thousands(parameters) << kb(parameter_bytes) << "\n"
       << "Non-trainable params: " << group_thousands(states) << kb(state_bytes) << "\n";
 }
+CTNN_INSTANCE(template void print_summary<void>(std::ostream&, const summary_row*, std::size_t, std::size_t,
+                                               std::size_t, std::size_t, std::size_t);)
 }  // namespace detail
 
 namespace detail {

@@ -8,17 +8,18 @@
 // third of the MLP example's compile (docs/performance.md, "Compile time and
 // memory"). With CTNN_COMPILED_KERNELS defined, those instances for
 // xsimd::default_arch (the architecture the compiler flags enable) and float
-// and double are declared `extern template` here, and one translation unit
-// that defines CTNN_COMPILED_KERNELS_DEFINE before including
-// <ctnn/backends/cpu/simd_gemm.hpp> (or <ctnn/ctnn.hpp>) defines them. The
-// CMake function ctnn_compiled_kernels(target)
-// (cmake/ctnn_compiled_kernels.cmake) sets both up, with the target's own
-// flags, so the definitions are built for the architecture the program's
-// translation units use; a translation unit built for another architecture
-// names other instances, which the linker then reports as undefined (never a
-// silent mix). The network-shaped kernels (column sums, convolutions, the
-// layers' fused paths) and other architectures passed explicitly (cpu<avx2>
-// on an AVX-512 build) stay instantiated where they are used.
+// and double are declared `extern template` here (and the library's other
+// network-independent functions are only declared: core/separate.hpp), and
+// one translation unit that defines CTNN_COMPILED_KERNELS_DEFINE before
+// including <ctnn/ctnn.hpp> defines them all. The CMake function
+// ctnn_compiled_kernels(target) (cmake/ctnn_compiled_kernels.cmake) sets both
+// up, with the target's own flags, so the definitions are built for the
+// architecture the program's translation units use; a translation unit built
+// for another architecture names other instances, which the linker then
+// reports as undefined (never a silent mix). The network-shaped kernels
+// (column sums, convolutions, the layers' fused paths) and other
+// architectures passed explicitly (cpu<avx2> on an AVX-512 build) stay
+// instantiated where they are used.
 // simd_gemm.hpp includes this file after the kernels it names (and this file
 // includes simd_gemm.hpp, so either can come first).
 #pragma once

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "../../core/separate.hpp"
 #include "activations.hpp"
 #include "arch.hpp"
 
@@ -127,6 +128,8 @@ double sparse_crossentropy_logits(const T* z, const std::int32_t* labels, std::s
   }
   return total;
 }
+CTNN_INSTANCE(template double sparse_crossentropy_logits<float, default_arch>(const float*, const std::int32_t*, std::size_t,
+                                                                           std::size_t, float*, double);)
 
 // Rows of logits z[rows, n] against target weights t[rows, n] (one-hot or soft).
 template <class T, class Arch = default_arch>
@@ -153,6 +156,8 @@ double sparse_crossentropy_probs(const T* p, const std::int32_t* labels, std::si
   }
   return total;
 }
+CTNN_INSTANCE(template double sparse_crossentropy_probs<float>(const float*, const std::int32_t*, std::size_t, std::size_t,
+                                                              float*, double);)
 
 // Rows of probabilities p[rows, n] against target weights t[rows, n].
 template <class T>

@@ -1,0 +1,29 @@
+// ctnn/core/separate.hpp — where the library's network-independent functions are compiled.
+//
+// Header-only (the default), a function marked CTNN_DECL is `inline` and its
+// body is in its header (CTNN_DEFINITIONS is 1). With CTNN_COMPILED_KERNELS
+// (ctnn_compiled_kernels(target), backends/cpu/compiled_kernels.hpp) the
+// headers only declare it (CTNN_DEFINITIONS is 0), and the compiled object,
+// whose translation unit defines CTNN_COMPILED_KERNELS_DEFINE and includes
+// <ctnn/ctnn.hpp>, holds its one definition: a program's own translation units
+// no longer generate code for reading IDX and gzip files, writing files
+// atomically, the summary, the epoch logs or the cold error paths.
+// CTNN_INSTANCE(template ...;) does the same for an instance of a function
+// template of nothing (print_summary<void>): extern in the program, defined in
+// the compiled object, nothing header-only. Used by headers that
+// <ctnn/ctnn.hpp> includes, which the compiled object includes.
+#pragma once
+
+#if defined(CTNN_COMPILED_KERNELS_DEFINE)
+#define CTNN_DECL
+#define CTNN_DEFINITIONS 1
+#define CTNN_INSTANCE(...) __VA_ARGS__
+#elif defined(CTNN_COMPILED_KERNELS)
+#define CTNN_DECL
+#define CTNN_DEFINITIONS 0
+#define CTNN_INSTANCE(...) extern __VA_ARGS__
+#else
+#define CTNN_DECL inline
+#define CTNN_DEFINITIONS 1
+#define CTNN_INSTANCE(...)
+#endif
