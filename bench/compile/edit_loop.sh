@@ -15,7 +15,8 @@
 #   pch           $CXX $F -include OUT/pch/ctnn.hpp -c PROGRAM
 #   compiled      $CXX $F -DCTNN_COMPILED_KERNELS -c PROGRAM
 #   pch+compiled  both
-# and links each object (with the kernels' object where it needs it); and dlib's MLP
+# and links each object (with the kernels' object where it needs it); <ctnn/ctnn.hpp> alone
+# and bench/compile/static_only.cpp (a network type and static_asserts only), -c; and dlib's MLP
 # (bench/peers/dlib_mlp.cpp, -c only: Debian's libdlib-dev) when dlib is installed.
 # F = $CXXFLAGS (default -std=c++20 -O3 -march=native -DNDEBUG) -I include. Prints one line
 # per step (user seconds and peak KB of /usr/bin/time, the 1-minute load before it), then
@@ -79,6 +80,10 @@ for r in $(seq "$rounds"); do
       -c "$s" -o "$o.o"
     step "$p:pch+compiled:link" "$CXX" "$o.o" "$out/kernels.o" -o "$o" -lz -pthread
   done
+  # the umbrella header alone, and a program that only defines and checks a network type
+  echo '#include <ctnn/ctnn.hpp>' > "$out/header_only.cpp"
+  step "header:ctnn.hpp:compile" "$CXX" "${F[@]}" -c "$out/header_only.cpp" -o "$out/obj/header.o"
+  step "static:types only:compile" "$CXX" "${F[@]}" -c "$here/bench/compile/static_only.cpp" -o "$out/obj/static.o"
   if [ $dlib = 1 ]; then
     step "dlib:mlp:compile" "$CXX" "${F[@]}" -c "$here/bench/peers/dlib_mlp.cpp" -o "$out/obj/dlib.o"
   fi
@@ -98,6 +103,12 @@ for p in sys.argv[2].split():
         kb = med(f"{p}:{m}:compile", 2)
         ratio = f"{(c + l) / dlib:.2f}x" if dlib else "-"
         print(f"| {p} | {m} | {c + l:.2f} ({c:.2f} + {l:.2f}) | {kb:,.0f} | {ratio} |")
+for name, label in (("header:ctnn.hpp:compile", "`#include <ctnn/ctnn.hpp>` alone"),
+                    ("static:types only:compile", "bench/compile/static_only.cpp (types, static_asserts)")):
+    c = med(name, 1)
+    if c is not None:
+        ratio = f"{c / dlib:.2f}x" if dlib else "-"
+        print(f"| {label} | -c | {c:.2f} | {med(name, 2):,.0f} | {ratio} |")
 if dlib:
     print(f"| dlib MLP | -c | {dlib:.2f} | {med('dlib:mlp:compile', 2):,.0f} | 1 |")
 for s in ("setup:pch", "setup:pch+compiled", "setup:kernels"):
