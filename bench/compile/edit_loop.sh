@@ -83,7 +83,7 @@ for r in $(seq "$rounds"); do
   # the umbrella header alone, and a program that only defines and checks a network type
   echo '#include <ctnn/ctnn.hpp>' > "$out/header_only.cpp"
   step "header:ctnn.hpp:compile" "$CXX" "${F[@]}" -c "$out/header_only.cpp" -o "$out/obj/header.o"
-  step "static:types only:compile" "$CXX" "${F[@]}" -c "$here/bench/compile/static_only.cpp" -o "$out/obj/static.o"
+  step "static:types-only:compile" "$CXX" "${F[@]}" -c "$here/bench/compile/static_only.cpp" -o "$out/obj/static.o"
   if [ $dlib = 1 ]; then
     step "dlib:mlp:compile" "$CXX" "${F[@]}" -c "$here/bench/peers/dlib_mlp.cpp" -o "$out/obj/dlib.o"
   fi
@@ -104,7 +104,7 @@ for p in sys.argv[2].split():
         ratio = f"{(c + l) / dlib:.2f}x" if dlib else "-"
         print(f"| {p} | {m} | {c + l:.2f} ({c:.2f} + {l:.2f}) | {kb:,.0f} | {ratio} |")
 for name, label in (("header:ctnn.hpp:compile", "`#include <ctnn/ctnn.hpp>` alone"),
-                    ("static:types only:compile", "bench/compile/static_only.cpp (types, static_asserts)")):
+                    ("static:types-only:compile", "bench/compile/static_only.cpp (types, static_asserts)")):
     c = med(name, 1)
     if c is not None:
         ratio = f"{c / dlib:.2f}x" if dlib else "-"
