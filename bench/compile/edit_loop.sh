@@ -53,7 +53,10 @@ step() {
   local t; t=$(tail -1 "$out/time")
   echo "$name $t $load" | tee -a "$log"
 }
-src() { case $1 in mlp) echo "$here/examples/fashion_mnist_mlp.cpp" ;; cnn) echo "$here/examples/fashion_mnist_cnn.cpp" ;; *) echo "$0: unknown program $1" >&2; exit 2 ;; esac; }
+src() { case $1 in mlp) echo "$here/examples/fashion_mnist_mlp.cpp" ;; cnn) echo "$here/examples/fashion_mnist_cnn.cpp" ;; esac; }
+for p in $programs; do  # checked here: an exit inside $(src ...) would only leave the subshell
+  [ -n "$(src "$p")" ] || { echo "$0: unknown program $p (mlp, cnn)" >&2; exit 2; }
+done
 
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') ($(nproc) cores); $($CXX --version | head -1)"
 echo "ctnn: $here ($(git -C "$here" describe --always --dirty 2>/dev/null || echo '?')); flags: ${F[*]}"

@@ -128,15 +128,6 @@ void write_idx(const std::filesystem::path& p, const std::vector<unsigned char>&
   CHECK(gzwrite(f, d.data(), unsigned(d.size())) == int(d.size()));
   gzclose(f);
 }
-template <class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 }  // namespace
 
 TEST_CASE("compiled kernels: IDX files and the outlined error paths come from the compiled object") {
@@ -150,12 +141,13 @@ TEST_CASE("compiled kernels: IDX files and the outlined error paths come from th
     CHECK(a.as<std::int32_t>() == std::vector<std::int32_t>{3, 1, 4, 1, 5});
     std::filesystem::remove(p);
   }
-  CHECK(message_of([&] { ctnn::data::read_idx(dir / "ctnn_compiled_kernels_missing.idx"); })
-            .find("ctnn_compiled_kernels_missing.idx") != std::string::npos);  // read_failure_reason
-  CHECK(message_of([] { ctnn::data::parse_idx({1, 0, 8, 1}, "bad.idx"); }).find("magic") != std::string::npos);
-  CHECK(message_of([] { ctnn::data::fashion_mnist::detail::find("/nonexistent-ctnn", "x"); })
-            .find("neither") != std::string::npos);
-  CHECK(message_of([] { ctnn::adam(0.001, 1.0); }) == "adam: beta_1 must be in [0, 1), got 1");  // throw_out_of_range
-  CHECK(message_of([] { ctnn::adam(0.001, 0.9, 0.999, -1.0); }) ==
-        "adam: epsilon must be finite and > 0, got -1");  // throw_not_positive
+  CHECK_THROWS_WITH_AS(ctnn::data::read_idx(dir / "ctnn_compiled_kernels_missing.idx"),
+                       doctest::Contains("ctnn_compiled_kernels_missing.idx"), ctnn::data::idx_error);  // read_failure_reason
+  CHECK_THROWS_WITH_AS(ctnn::data::parse_idx({1, 0, 8, 1}, "bad.idx"), doctest::Contains("magic"), ctnn::data::idx_error);
+  CHECK_THROWS_WITH_AS(ctnn::data::fashion_mnist::detail::find("/nonexistent-ctnn", "x"), doctest::Contains("neither"),
+                       ctnn::data::idx_error);
+  CHECK_THROWS_WITH_AS(ctnn::adam(0.001, 1.0), "adam: beta_1 must be in [0, 1), got 1",
+                       std::invalid_argument);  // throw_out_of_range
+  CHECK_THROWS_WITH_AS(ctnn::adam(0.001, 0.9, 0.999, -1.0), "adam: epsilon must be finite and > 0, got -1",
+                       std::invalid_argument);  // throw_not_positive
 }

@@ -101,6 +101,8 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
     pack_b<Arch>(NR, b, (panels - 1) * NR, N, K, bp);
   else if (g.b == b_access::packed)
     run(panels, [&](std::size_t jp) { pack_b<Arch>(NR, b, jp * NR, N, K, bp + jp * NR * K); });
+  // k_outer: the half of slot b that holds the packed K block starting at row p0 (blocks alternate halves).
+  auto k_block = [&](std::size_t p0) { return bp + ((p0 / kcb) % 2) * panels * NR * kcb; };
   // Panel jp of B from row p0 on (k_outer: of the packed K block) and its row stride.
   auto b_panel = [&](std::size_t jp, std::size_t p0, std::size_t& ldb) -> const T* {
     if (direct) {
@@ -112,7 +114,7 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
       return bp + p0 * NR;
     }
     ldb = NR;
-    if (k_outer) return bp + ((p0 / kcb) % 2) * panels * NR * kcb + jp * NR * std::min(kcb, K - p0);
+    if (k_outer) return k_block(p0) + jp * NR * std::min(kcb, K - p0);
     return bp + jp * NR * K + p0 * NR;
   };
   const std::size_t nblocks = g.nblocks;
@@ -169,12 +171,12 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
   if (!k_outer) return run(g.mblocks * nblocks, task);
   // k_outer: K block q packed to half q % 2 of slot b; the run of block q
   // computes its tiles and packs block q + 1 (tasks past the tiles).
-  const std::size_t tiles = g.mblocks * nblocks, half = panels * NR * kcb;
+  const std::size_t tiles = g.mblocks * nblocks;
   std::size_t pack_p0 = 0;  // the block the pack tasks of a run write
   auto pack = [&](std::size_t jp) {
     const std::size_t kc = std::min(kcb, K - pack_p0);
     const strided<T> block{b.p + pack_p0 * b.rs, b.rs, b.cs};
-    pack_b<Arch>(NR, block, jp * NR, N, kc, bp + ((pack_p0 / kcb) % 2) * half + jp * NR * kc);
+    pack_b<Arch>(NR, block, jp * NR, N, kc, k_block(pack_p0) + jp * NR * kc);
   };
   run(panels, pack);
   auto task_and_pack = [&](std::size_t t) {
