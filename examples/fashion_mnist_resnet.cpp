@@ -7,7 +7,7 @@
 // per-epoch loss, accuracy and time, and the final test accuracy. docs/graphs.md; its time
 // per epoch against PyTorch's same network (bench/peers/resnet_torch.py) is in
 // docs/performance.md.
-//   fashion_mnist_resnet [epochs=10] [training images=60000] [test images=10000] [data_dir]
+//   fashion_mnist_resnet [epochs=15] [training images=60000] [test images=10000] [data_dir]
 #include <ctnn/ctnn.hpp>
 
 #include <algorithm>
@@ -58,7 +58,7 @@ sample augment(sample s, ctnn::rng& g) {
 }
 
 int main(int argc, char** argv) try {
-  const std::size_t n_epochs = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 10;
+  const std::size_t n_epochs = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 15;
   const std::size_t n_train = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 60000;
   const std::size_t n_test = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 10000;
   const auto dir = argc > 4 ? std::filesystem::path(argv[4]) : data::fashion_mnist::default_dir();
