@@ -26,8 +26,9 @@ static_assert(plan.parameters >= mlp::parameter_count * sizeof(float));
 static_assert(plan.parameters < mlp::parameter_count * sizeof(float) + 4 * 64);  // padding at most 64 B per layer
 static_assert(plan.gradients == plan.parameters);
 static_assert(plan.optimizer >= 3 * mlp::parameter_count * sizeof(float));
-// activations: layer outputs (784 + 256 + 128 + 10) * 64 plus two backward buffers of 784 * 64
-static_assert(plan.activations == ((784 + 256 + 128 + 10) * 64 + 2 * 784 * 64) * sizeof(float));
+// activations: layer outputs (256 + 128 + 10) * 64 (flatten's output is its input's memory) plus two
+// backward buffers of 784 * 64
+static_assert(plan.activations == ((256 + 128 + 10) * 64 + 2 * 784 * 64) * sizeof(float));
 static_assert(plan.total == plan.parameters + plan.gradients + plan.state + plan.optimizer + plan.activations);
 static_assert(mlp::memory_plan<double>(1).parameters == 2 * mlp::memory_plan<float>(1).parameters + 0 ||
               mlp::memory_plan<double>(1).parameters >= mlp::parameter_count * sizeof(double));

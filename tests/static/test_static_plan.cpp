@@ -29,8 +29,11 @@ static_assert(mlp::plan<precision::float32>::bytes(role::parameter, 1) == p32);
 static_assert(mlp::plan<precision::float32>::bytes(role::gradient, 1) == p32);
 static_assert(mlp::plan<precision::float32>::bytes(role::optimizer_slot, 1, 3) == 3 * p32);
 static_assert(mlp::plan<precision::float32>::bytes(role::mask, 1) == 0);
-// activations: each layer's output per sample, per batch, 64-byte blocks; the deltas: two of the widest
-static_assert(mlp::plan<precision::float32>::bytes(role::activation, 64) == 64 * (784 + 256 + 128 + 10) * 4);
+// activations: each layer's output per sample, per batch, 64-byte blocks, but flatten's: its output is
+// its input's memory (aliases_input, nothing copied); the deltas: two of the widest
+static_assert(aliases_input<std::tuple_element_t<0, mlp::bound<float>>> && !aliases_input<L1>);
+static_assert(mlp::plan<precision::float32>::aliases == std::array{true, false, false, false});
+static_assert(mlp::plan<precision::float32>::bytes(role::activation, 64) == 64 * (256 + 128 + 10) * 4);
 static_assert(mlp::plan<precision::float32>::bytes(role::delta, 64) == 2 * 64 * 784 * 4);
 // float64 doubles every region; a plain element type names its uniform policy
 static_assert(mlp::plan<double>::bytes(role::parameter, 1) >= 2 * mlp::parameter_count * 4);

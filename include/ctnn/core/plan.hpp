@@ -85,6 +85,14 @@ struct buffer {
 
 inline constexpr std::array<buffer, 0> no_buffers{};
 
+// Whether bound layer L's output is its input's memory, unchanged (flatten, reshape: only the
+// shape differs, the layout is row-major): a layer says so with `static constexpr bool
+// aliases_input = true`. A model gives such a layer no activation block and runs neither its
+// forward nor its backward (dL/dx is dL/dy, in the same buffer). Its forward and backward
+// still copy, for the composite layers that run it inside their own buffers.
+template <class L>
+inline constexpr bool aliases_input = requires { requires L::aliases_input; };
+
 // Elements of one role a buffer list declares (per sample for caches).
 template <std::size_t N>
 constexpr std::size_t count_of(const std::array<buffer, N>& bs, role r) {

@@ -178,6 +178,9 @@ struct net_plan<std::tuple<L...>, P> {
   static constexpr std::size_t layer_count = sizeof...(L);
   static constexpr std::array<std::size_t, layer_count> outs{L::out_shape::size...};
   static constexpr std::array<std::size_t, layer_count> ins{L::in_shape::size...};
+  // layer i's output is its input's memory (flatten, reshape: `aliases_input`): it has no
+  // activation block, and the model neither runs its forward nor its backward (dL/dx is dL/dy)
+  static constexpr std::array<bool, layer_count> aliases{aliases_input<L>...};
   using layers = pack<L...>;
   // (per-layer types: compute_at_t<I, net_plan> and input_at_t, outside; a member template of a
   // class whose arguments hold the pack costs g++ 12 the whole pack per I)
@@ -205,7 +208,7 @@ struct net_plan<std::tuple<L...>, P> {
     return a;
   }()...}};
   static constexpr std::size_t unit_bytes(std::size_t i, role r) {
-    if (r == role::activation) return outs[i] * sizes[i];
+    if (r == role::activation) return aliases[i] ? 0 : outs[i] * sizes[i];
     if (r == role::gradient) r = role::parameter;
     if (r == role::compute_gradient) r = role::compute_parameter;
     return role_bytes[i][std::size_t(r)];

@@ -2,8 +2,10 @@
 //
 // flatten: output shape<In::size>. reshape<D...>: output shape<D...>, whose
 // element count must equal the input's (checked at compile time, the message
-// names the layer's position and both counts). Neither has parameters; both
-// copy the batch unchanged (layout is row-major, so only the shape changes).
+// names the layer's position and both counts). Neither has parameters; the layout
+// is row-major, so only the shape changes: in a model the output is the input's
+// memory (`aliases_input`, nothing copied); inside a composite layer (residual,
+// time_distributed, ...) forward and backward copy the batch unchanged.
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -34,6 +36,8 @@ struct reshape_layer {
   using out_shape = typename Spec::template output<In>;
   static constexpr bool keeps_channels = Spec::keeps_channels;  // strip_pruning reads it
   static constexpr auto buffers = no_buffers;
+  // a model passes the input's memory on as the output (core/plan.hpp)
+  static constexpr bool aliases_input = true;
   static constexpr std::size_t parameter_count = 0;
   static constexpr std::size_t state_count = 0;
   static constexpr std::size_t cache_per_sample = 0;

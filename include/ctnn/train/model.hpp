@@ -556,6 +556,7 @@ class model {
         ops<Backend>::convert(delta<From>(cur), delta<T>(1 - cur), batch_ * L::out_shape::size);
         cur = 1 - cur;
       }
+      if constexpr (plan::aliases[I]) return;  // dL/dx is dL/dy, where it is (in delta(cur))
       T* dx = input_gradient_needed<I>() ? delta<T>(1 - cur) : nullptr;
       L::backward(slot<I>(), input_of<I>(), activation<I>(), delta<T>(cur), dx, r);
       if constexpr (!any_copies && L::parameter_count > 0 && std::is_same_v<variable_type, float>)
@@ -655,7 +656,7 @@ class model {
         if constexpr (I == 0) ops<Backend>::convert(x, converted_input<0>(), batch * input_size);
         else ops<Backend>::convert(activation<I - 1>(), converted_input<I>(), batch * L::in_shape::size);
       }
-      L::forward(slot<I>(), input_of<I>(), activation<I>(), r);
+      if constexpr (!plan::aliases[I]) L::forward(slot<I>(), input_of<I>(), activation<I>(), r);
     });
     if constexpr (plan::converts_output) ops<Backend>::convert(activation<layer_count - 1>(), model_output(), batch * output_size);
     return model_output();
@@ -762,10 +763,12 @@ class model {
       for (std::size_t i = 0; i < V::state_count; ++i) sv[i] = variable_type(st[i]);
     }
   }
-  // Layer I's output, in its compute type.
+  // Layer I's output, in its compute type: its input where the layer aliases it (flatten,
+  // reshape; nothing writes through that pointer, the layer's forward does not run).
   template <std::size_t I>
   auto* activation() const noexcept {
-    return block<layer_type<I>>(role::activation, I);
+    if constexpr (plan::aliases[I]) return const_cast<layer_type<I>*>(input_of<I>());
+    else return block<layer_type<I>>(role::activation, I);
   }
   // Layer I's input converted to its compute type (plan::converts_input[I]).
   template <std::size_t I>
