@@ -8,6 +8,7 @@
 #include <ctnn/train/model.hpp>
 #include <ctnn/train/predict.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -97,4 +98,36 @@ TEST_CASE("predict above the batch capacity keeps the memory in place: spans tak
   CHECK(predict(m, ds.batch(50)) == grown.predict(xs.data(), 100, 50));
   CHECK(m.layer_parameters<1>().data() == where);
   CHECK(m.batch_capacity() == capacity);
+}
+
+TEST_CASE("flatten and reshape pass their input's memory on: first, chained, between layers and last") {
+  // aliases_input (core/plan.hpp): no activation block of their own and no copy; the same
+  // network without them computes the same outputs and gradients.
+  using plain = sequential<input<6>, dense<4, ctnn::tanh>, dense<4>>;
+  using shaped = sequential<input<2, 3>, reshape<3, 2>, flatten, dense<4, ctnn::tanh>, reshape<2, 2>, flatten, dense<4>,
+                            reshape<2, 2>>;
+  static_assert(shaped::memory_plan<float>(8).activations == plain::memory_plan<float>(8).activations);
+  auto a = make_model<plain>(1);
+  auto b = make_model<shaped>(2);
+  std::copy(a.layer_parameters<0>().begin(), a.layer_parameters<0>().end(), b.layer_parameters<2>().begin());
+  std::copy(a.layer_parameters<1>().begin(), a.layer_parameters<1>().end(), b.layer_parameters<5>().begin());
+  std::vector<float> x(8 * 6), dy(8 * 4);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i % 7) * 0.25f - 0.7f;
+  for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = float(i % 5) * 0.5f - 1.0f;
+  const float* ya = a.forward(x.data(), 8, true);
+  const std::vector<float> out_a(ya, ya + 8 * 4);
+  const float* yb = b.forward(x.data(), 8, true);
+  CHECK(std::vector<float>(yb, yb + 8 * 4) == out_a);
+  std::copy(dy.begin(), dy.end(), a.output_gradient());
+  std::copy(dy.begin(), dy.end(), b.output_gradient());
+  a.backward();
+  b.backward();
+  const auto same = [](auto p, auto q) { return std::vector<float>(p.begin(), p.end()) == std::vector<float>(q.begin(), q.end()); };
+  CHECK(same(a.layer_gradients<0>(), b.layer_gradients<2>()));
+  CHECK(same(a.layer_gradients<1>(), b.layer_gradients<5>()));
+  // predict above the capacity runs in its scratch memory: the aliases follow it
+  CHECK(b.predict(x.data(), 8, 8) == a.predict(x.data(), 8, 8));
+  auto c = make_model<shaped>(2);
+  std::copy(b.parameters().begin(), b.parameters().end(), c.parameters().begin());
+  CHECK(c.predict(x.data(), 8, 8) == out_a);
 }
