@@ -155,8 +155,18 @@ std::vector<float> int8_reference(const QM& qm, const std::vector<float>& x, std
 TEST_CASE("quantized_t: dense becomes quantized_dense, the state bytes are ~4x smaller than the float parameters") {
   using qnet = quantized_t<net>;
   using dnet = quantized_t<net, quantization::dynamic_range>;
+  // int8 between the adjacent full-integer layers 3 and 4 (a dropout keeps float between 1 and 3)
+  using fi = quantization::full_integer;
   static_assert(std::is_same_v<qnet, sequential<input<D>, quantized_dense<D, 32, relu>, dropout<0.1f>,
-                                                quantized_dense<32, 24, relu>, quantized_dense<24, C>>>);
+                                                quantized_dense<32, 24, relu, fi, quantization::int8_io<false, true>>,
+                                                quantized_dense<24, C, identity, fi, quantization::int8_io<true, false>>>>);
+  static_assert(std::is_same_v<quantization::float_between_t<qnet>,
+                               sequential<input<D>, quantized_dense<D, 32, relu>, dropout<0.1f>,
+                                          quantized_dense<32, 24, relu>, quantized_dense<24, C>>>);
+  static_assert(std::is_same_v<dnet, sequential<input<D>, quantized_dense<D, 32, relu, quantization::dynamic_range>,
+                                                dropout<0.1f>, quantized_dense<32, 24, relu, quantization::dynamic_range>,
+                                                quantized_dense<24, C, identity, quantization::dynamic_range>>>);
+  CHECK(qnet::spec_string() == quantization::float_between_t<qnet>::spec_string());  // the same weights files
   static_assert(qnet::parameter_count == 0);
   constexpr auto fp = net::plan<>::memory(1).parameters;
   constexpr auto qs = qnet::plan<>::memory(1).state;

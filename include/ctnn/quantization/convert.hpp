@@ -20,6 +20,7 @@
 // Docs: docs/quantization.md.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -94,6 +95,49 @@ struct quant_spec<Scheme, conv2d<F, KH, KW, S, Pad, Act, R, I>, Bound> {
   using type = quantized_conv2d<F, KH, KW, S, Pad, Act, Scheme>;
 };
 
+// The int8 chain: whether a converted spec is a full-integer layer, and that spec with its
+// int8_io<In8, Out8> (any other spec unchanged).
+template <class S>
+inline constexpr bool full_integer_spec_v = false;
+template <std::size_t K, std::size_t N, class Act, class IO>
+inline constexpr bool full_integer_spec_v<quantized_dense<K, N, Act, full_integer, IO>> = true;
+template <std::size_t K, std::size_t N, std::size_t NNZ, std::size_t R, std::size_t C, class Act, class IO>
+inline constexpr bool full_integer_spec_v<quantized_dense_block<K, N, NNZ, R, C, Act, full_integer, IO>> = true;
+template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class IO>
+inline constexpr bool full_integer_spec_v<quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, IO>> = true;
+template <class S, bool In8, bool Out8>
+struct with_io {
+  using type = S;
+};
+template <std::size_t K, std::size_t N, class Act, class IO, bool In8, bool Out8>
+struct with_io<quantized_dense<K, N, Act, full_integer, IO>, In8, Out8> {
+  using type = quantized_dense<K, N, Act, full_integer, int8_io<In8, Out8>>;
+};
+template <std::size_t K, std::size_t N, std::size_t NNZ, std::size_t R, std::size_t C, class Act, class IO, bool In8,
+          bool Out8>
+struct with_io<quantized_dense_block<K, N, NNZ, R, C, Act, full_integer, IO>, In8, Out8> {
+  using type = quantized_dense_block<K, N, NNZ, R, C, Act, full_integer, int8_io<In8, Out8>>;
+};
+template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class IO, bool In8,
+          bool Out8>
+struct with_io<quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, IO>, In8, Out8> {
+  using type = quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, int8_io<In8, Out8>>;
+};
+
+// Net with int8 tensors between adjacent full-integer layers (Chain), or float everywhere.
+template <class Net, bool Chain>
+struct chained;
+template <class In, class... Qs, bool Chain>
+struct chained<sequential<In, Qs...>, Chain> {
+  static constexpr std::size_t n = sizeof...(Qs);
+  static constexpr std::array<bool, n> full{full_integer_spec_v<Qs>...};
+  static constexpr bool in8(std::size_t i) { return Chain && i > 0 && full[i] && full[i - 1]; }
+  static constexpr bool out8(std::size_t i) { return Chain && i + 1 < n && full[i] && full[i + 1]; }
+  template <std::size_t... I>
+  static auto make(std::index_sequence<I...>) -> sequential<In, typename with_io<Qs, in8(I), out8(I)>::type...>;
+  using type = decltype(make(std::index_sequence_for<Qs...>{}));
+};
+
 template <class Net, class Scheme>
 struct quantized;
 template <class Scheme, class In, class... Ls>
@@ -102,7 +146,7 @@ struct quantized<sequential<In, Ls...>, Scheme> {
   template <std::size_t... I>
   static auto make(std::index_sequence<I...>)
       -> sequential<In, typename quant_spec<Scheme, Ls, std::tuple_element_t<I, bound>>::type...>;
-  using type = decltype(make(std::index_sequence_for<Ls...>{}));
+  using type = typename chained<decltype(make(std::index_sequence_for<Ls...>{})), true>::type;
 };
 
 // Layer kinds the converter quantizes: dense, conv2d, and qat_dense, qat_conv2d (quantization/qat.hpp);
@@ -207,6 +251,14 @@ inline void quantize_kernel(const float* w, std::size_t K, std::size_t N, std::i
 
 template <class Net, class Scheme = quantization::full_integer>
 using quantized_t = typename quantization::detail::quantized<Net, Scheme>::type;
+
+namespace quantization {
+// A quantized network with float tensors between all its layers (every int8_io float_io): the
+// same layers, names and weights files as QNet (quantized_t's, int8 between adjacent full-integer
+// layers), each full-integer layer quantizing its input and dequantizing its output.
+template <class QNet>
+using float_between_t = typename detail::chained<QNet, false>::type;
+}  // namespace quantization
 
 struct calibration_options {
   double percentile = 100.0;  // 100: min/max; e.g. 99.99 clips the outer 0.01 % of each tensor's values

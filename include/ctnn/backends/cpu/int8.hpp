@@ -370,14 +370,18 @@ float abs_max(const float* x, std::size_t n) {
 }
 
 // One output row of a full-integer layer: y[j] = scale (clamp(MBQM(acc[j] + off[j], mult[j],
-// shift[j]) + zp, lo, 127) - zp), MBQM TFLite's MultiplyByQuantizedMultiplier
+// shift[j]) + zp, lo, 127) - zp) (Y float), or the clamped int8 value itself (Y std::int8_t: the
+// output stays int8 for the next full-integer layer), MBQM TFLite's MultiplyByQuantizedMultiplier
 // (quantization/arithmetic.hpp) written without branches so that the compiler vectorizes it;
 // requires 0 <= mult[j] (quantize_multiplier's range), -31 <= shift[j] <= 30. Returns how many
 // outputs saturated: above 127, or (relu false) below -128; after a relu (lo = max(-128, zp)) the
 // values below are the activation's, never counted.
+template <class Y = float>
 inline std::size_t requantize_row(std::size_t N, const std::int32_t* acc, const std::int32_t* off,
                                   const std::int32_t* mult, const std::int32_t* shift, std::int32_t zp, std::int32_t lo,
-                                  float scale, float* y, bool relu) {
+                                  float scale, Y* y, bool relu) {
+  static_assert(std::is_same_v<Y, float> || std::is_same_v<Y, std::int8_t>,
+                "int8::requantize_row: the output is float (dequantized) or std::int8_t");
   const std::int32_t low = relu ? std::numeric_limits<std::int32_t>::min() : -128;  // below it: saturated
   constexpr std::size_t chunk = 64;
   std::int32_t qs[chunk];
@@ -406,7 +410,11 @@ inline std::size_t requantize_row(std::size_t N, const std::int32_t* acc, const 
       const std::int32_t q = qs[u];
       top = q > top ? q : top;
       bottom = q < bottom ? q : bottom;
-      y[j0 + u] = scale * float((q < lo ? lo : q > 127 ? 127 : q) - zp);
+      const std::int32_t c = q < lo ? lo : q > 127 ? 127 : q;
+      if constexpr (std::is_same_v<Y, std::int8_t>)
+        y[j0 + u] = std::int8_t(c);
+      else
+        y[j0 + u] = scale * float(c - zp);
     }
     if (top > 127 || bottom < low) {
       std::uint32_t n = 0;  // (32-bit lanes: the loop vectorizes as the ones above)
@@ -421,11 +429,13 @@ inline std::size_t requantize_row(std::size_t N, const std::int32_t* acc, const 
 // requantization multiplier (a corrupt weights file: invalid_argument naming `layer` and the
 // `column` word, "unit" or "filter"), forms off[j] = bias[j] - in_zp kernel_sum[j] in wrapping
 // int32 arithmetic (a corrupt file gives wrong numbers, never undefined behaviour), then
-// requantizes the rows x N accumulators into y (requantize_row; lo = out_zp after a relu).
-// Returns how many outputs saturated (requantize_row).
+// requantizes the rows x N accumulators into y (requantize_row; lo = out_zp after a relu; Y
+// std::int8_t: the int8 values, for the next full-integer layer). Returns how many outputs
+// saturated (requantize_row).
+template <class Y = float>
 inline std::size_t requantize_rows(std::size_t rows, std::size_t N, const std::int32_t* acc, const std::int32_t* bias,
                             std::int32_t in_zp, const std::int32_t* kernel_sum, const std::int32_t* mult,
-                            const std::int32_t* shift, std::int32_t out_zp, bool relu, float out_scale, float* y,
+                            const std::int32_t* shift, std::int32_t out_zp, bool relu, float out_scale, Y* y,
                             const std::string& layer, const char* column) {
   thread_local std::vector<std::int32_t> off;
   off.resize(N);
@@ -439,7 +449,7 @@ inline std::size_t requantize_rows(std::size_t rows, std::size_t N, const std::i
   const std::int32_t lo = relu ? std::max<std::int32_t>(-128, out_zp) : -128;
   std::size_t saturated = 0;
   for (std::size_t i = 0; i < rows; ++i)
-    saturated += requantize_row(N, acc + i * N, off.data(), mult, shift, out_zp, lo, out_scale, y + i * N, relu);
+    saturated += requantize_row<Y>(N, acc + i * N, off.data(), mult, shift, out_zp, lo, out_scale, y + i * N, relu);
   return saturated;
 }
 
