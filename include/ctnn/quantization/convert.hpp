@@ -279,6 +279,7 @@ model<quantized_t<Net, Scheme>, precision::float32, B> convert(const model<Net, 
   m.for_each_variable([&](const variable_ref& v) { src.push_back(v); });
   out.for_each_variable([&](const variable_ref& v) { dst.push_back(v); });
   std::size_t dense_index = 0;
+  params previous_out;  // the last full-integer layer's output parameters (an int8 input's)
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (
         [&] {
@@ -313,6 +314,16 @@ model<quantized_t<Net, Scheme>, precision::float32, B> convert(const model<Net, 
               const auto [olo, ohi] = ranges.at(2 * dense_index + 1);
               const params in = choose_params(ilo, ihi, here + "'s input (calibration)");
               const params outp = choose_params(olo, ohi, here + "'s output (calibration)");
+              // an int8 input is the previous layer's int8 output: its parameters must be that layer's
+              // output ones (the calibrations give the same range, so this holds by construction)
+              if constexpr (std::tuple_element_t<I, typename dst_model::layers>::spec::io::input)
+                if (in.scale != previous_out.scale || in.zero_point != previous_out.zero_point)
+                  throw std::logic_error(here + ": its int8 input's parameters (scale " + std::to_string(in.scale) +
+                                         ", zero point " + std::to_string(in.zero_point) +
+                                         ") differ from the previous layer's output ones (scale " +
+                                         std::to_string(previous_out.scale) + ", zero point " +
+                                         std::to_string(previous_out.zero_point) + ")");
+              previous_out = outp;
               *data_of<float>(dst, I, "input_scale") = in.scale;
               *data_of<std::int32_t>(dst, I, "input_zero_point") = in.zero_point;
               *data_of<float>(dst, I, "output_scale") = outp.scale;
