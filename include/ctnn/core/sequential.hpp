@@ -9,7 +9,9 @@
 //   element size: int8 kernels 1 byte a value), spec_string() (the architecture text),
 //   plan<P, B> — the typed memory plan of the binding that runs under
 //                precision policy P on backend B (core/plan.hpp):
-//                plan<P, B>::bytes(role, batch, slots), ::layout(batch, slots),
+//                plan<P, B>::bytes(role, batch, slots), ::layout(batch, slots); a layer's
+//                activation block holds its output_element where it declares one (an int8
+//                layer feeding another: 1 byte a value), else its compute type,
 //   memory_plan<P>(batch, optimizer_slots) — its bytes per role on cpu<>.
 // bound<P, B> is the std::tuple of bound layers a model runs (P: a policy,
 // or float/double for float32/float64): each bound with ONE compute type
@@ -204,14 +206,15 @@ struct net_plan<std::tuple<L...>, P> {
   static constexpr std::array<std::size_t, layer_count> out_sizes{sizeof(typename output_element_of<L, P>::type)...};
   // an int8 output feeds a layer taking int8 input, and only such a layer takes one (the first
   // layer's input is the model's io)
-  static_assert([] {
+  static constexpr bool int8_paired = [] {
     constexpr bool out8[] = {std::is_same_v<typename output_element_of<L, P>::type, std::int8_t>..., false};
     constexpr bool in8[] = {std::is_same_v<typename input_element_of<L, P>::type, std::int8_t>...};
     for (std::size_t i = 0; i < layer_count; ++i)
       if (in8[i] != (i > 0 && out8[i - 1]) || (i + 1 == layer_count && out8[i])) return false;
     return true;
-  }(), "sequential: a layer writing int8 values (quantization::int8_io) must be followed by one reading them, and only "
-       "such a layer reads them (quantized_t sets it)");
+  }();
+  static_assert(int8_paired, "sequential: a layer writing int8 values (quantization::int8_io) must be followed by one "
+                             "reading them, and only such a layer reads them (quantized_t sets it)");
   // layer i keeps a compute-type copy of its parameters (its compute type is not the variable type)
   static constexpr std::array<bool, layer_count> copies{!std::is_same_v<typename compute_of<L, P>::type, variable>...};
   // layer i's input is converted to its compute type first

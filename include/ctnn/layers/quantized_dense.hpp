@@ -1,4 +1,4 @@
-// ctnn/layers/quantized_dense.hpp — quantized_dense<K, N, Activation, Scheme>: an int8 dense layer (inference).
+// ctnn/layers/quantized_dense.hpp — quantized_dense<K, N, Activation, Scheme, IO>: an int8 dense layer (inference).
 //
 // Computes y ~ activation(x W + b) for a flat float input of K features with W stored as int8
 // per output channel (symmetric, zero point 0, [-127, 127], scale kernel_scale[j]); kernel:
@@ -8,7 +8,12 @@
 //     int32 bias (scale input_scale * kernel_scale[j]), the int32 sum requantized to int8 with
 //     TFLite's fixed-point multiplier (input_scale kernel_scale[j] / output_scale) and rounding,
 //     the activation (identity or relu) as the int8 clamp, then dequantized (exact between two
-//     such layers: the next one's input parameters are this one's output ones).
+//     such layers: the next one's input parameters are this one's output ones). IO
+//     (quantization::int8_io<In8, Out8>, default float_io) keeps the tensor int8 between two
+//     adjacent full-integer layers, as quantized_t makes them: In8 reads the previous layer's
+//     int8 values (no quantize step), Out8 writes the clamped int8 values (no dequantize step);
+//     the outputs are the same bit for bit (quantize(dequantize(q)) == q), the activation blocks
+//     of the memory plan 1 byte a value (input_element, output_element).
 //   quantization::dynamic_range  each input row quantized symmetrically on the fly (scale
 //     max|x| / 127, as TFLite's hybrid kernels' default), float bias, float output, any
 //     element-wise activation after it.

@@ -14,6 +14,12 @@
 //                                            a layer's input range is the previous quantized
 //                                            layer's output range (the same values, or a
 //                                            max pooling of them), the first layer's its own
+// Between two adjacent full-integer layers the tensor stays int8 (quantization::int8_io: the first
+// requantizes straight to int8 with its output parameters, which the calibration makes the second's
+// input ones, as a TFLite tensor carries one scale and zero point for its producer and its
+// consumer; the second skips its quantize step); only a layer after a float one quantizes, only
+// one before a float layer or the output dequantizes. quantization::float_between_t<QNet> is the
+// same network with float between all its layers (the same weights files and outputs).
 // Weights (a conv2d kernel [KH, KW, C, F] read as [K = KH KW C, F]): scale_j = max_k |W[k, j]| / 127, q = round(W / scale_j) in [-127, 127]; full-integer
 // bias: round(b_j / (input_scale scale_j)) in int32. Throws std::invalid_argument for an empty
 // calibration set, or a tensor whose calibrated range is empty or not finite (naming the layer).
