@@ -187,6 +187,37 @@ TEST_CASE("int8 between layers: the chained model equals the float-between model
   auto f = make_model<chain_f>(1);
   io::load_weights(f, dir / "chain.weights");
   CHECK(f.predict(x.data(), 64) == copy_into<chain_f, cpu<>>(q).predict(x.data(), 64));
+  // a file whose layer 2 input parameters are not layer 1's output ones: refused by the chained
+  // model (its layer 2 reads layer 1's int8 values as they are), loaded by the float-between one
+  auto c = copy_into<chain_q, cpu<>>(q);
+  float out1 = 0;
+  std::int32_t zp1 = 0;
+  c.for_each_variable([&](const variable_ref& v) {
+    if (v.layer == 0 && v.name == "output_scale") std::memcpy(&out1, v.data, 4);
+    if (v.layer == 0 && v.name == "output_zero_point") std::memcpy(&zp1, v.data, 4);
+    if (v.layer == 1 && v.name == "input_zero_point") {
+      const std::int32_t z = zp1 + 1;
+      std::memcpy(v.data, &z, 4);
+    }
+  });
+  io::save_weights(c, dir / "bad.weights");
+  CHECK_THROWS_WITH_AS(io::load_weights(c, dir / "bad.weights"),
+                       doctest::Contains(("layer 2 state 'input_zero_point' is " + std::to_string(zp1 + 1) +
+                                          " but this layer reads layer 1's int8 output, whose output_zero_point is " +
+                                          std::to_string(zp1))
+                                             .c_str()),
+                       io::weights_error);
+  io::load_weights(f, dir / "bad.weights");
+  c.for_each_variable([&](const variable_ref& v) {
+    if (v.layer == 1 && v.name == "input_zero_point") std::memcpy(v.data, &zp1, 4);
+    if (v.layer == 1 && v.name == "input_scale") {
+      const float s = out1 * 1.5f;
+      std::memcpy(v.data, &s, 4);
+    }
+  });
+  io::save_weights(c, dir / "bad.weights");
+  CHECK_THROWS_WITH_AS(io::load_weights(c, dir / "bad.weights"),
+                       doctest::Contains("layer 2 state 'input_scale' is"), io::weights_error);
   std::filesystem::remove_all(dir);
 }
 
