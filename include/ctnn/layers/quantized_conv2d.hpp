@@ -188,7 +188,7 @@ struct quantized_conv2d_layer {
       i8::gemm_s8<Arch>(rows, F, K, cols.data(), Kp, v.kernel, v.kernel_sum, acc.data(), F);
       const std::size_t out_clamped = i8::requantize_rows(
           rows, F, acc.data(), static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult, v.shift, out_zp,
-          std::is_same_v<Act, relu>, out_scale, reinterpret_cast<output_element*>(y), Spec::name(), "filter");
+          std::is_same_v<Act, relu>, out_scale, reinterpret_cast<output_element*>(y), &Spec::name, "filter");
       dense_like::count(v.saturated, clamped);
       dense_like::count(v.saturated + 2, out_clamped);
     } else {

@@ -426,7 +426,8 @@ inline std::size_t requantize_row(std::size_t N, const std::int32_t* acc, const 
 }
 
 // The full-integer layers' epilogue (quantized_dense, quantized_conv2d): checks every column's
-// requantization multiplier (a corrupt weights file: invalid_argument naming `layer` and the
+// requantization multiplier (a corrupt weights file: invalid_argument naming the layer, `layer()`
+// (its name, made only then: not a string built at every call), and the
 // `column` word, "unit" or "filter"), forms off[j] = bias[j] - in_zp kernel_sum[j] in wrapping
 // int32 arithmetic (a corrupt file gives wrong numbers, never undefined behaviour), then
 // requantizes the rows x N accumulators into y (requantize_row; lo = out_zp after a relu; Y
@@ -436,12 +437,12 @@ template <class Y = float>
 inline std::size_t requantize_rows(std::size_t rows, std::size_t N, const std::int32_t* acc, const std::int32_t* bias,
                             std::int32_t in_zp, const std::int32_t* kernel_sum, const std::int32_t* mult,
                             const std::int32_t* shift, std::int32_t out_zp, bool relu, float out_scale, Y* y,
-                            const std::string& layer, const char* column) {
+                            std::string (*layer)(), const char* column) {
   thread_local std::vector<std::int32_t> off;
   off.resize(N);
   for (std::size_t j = 0; j < N; ++j) {
     if (mult[j] < 0 || shift[j] < -31 || shift[j] > 30)
-      throw std::invalid_argument(layer + ": " + column + " " + std::to_string(j) + "'s requantization multiplier (" +
+      throw std::invalid_argument(layer() + ": " + column + " " + std::to_string(j) + "'s requantization multiplier (" +
                                   std::to_string(mult[j]) + ", shift " + std::to_string(shift[j]) +
                                   ") is outside quantize_multiplier's range (a corrupt weights file?)");
     off[j] = std::int32_t(std::uint32_t(bias[j]) - std::uint32_t(in_zp) * std::uint32_t(kernel_sum[j]));
