@@ -279,6 +279,16 @@ TEST_CASE("full integer: outputs equal an independent scalar int8 implementation
   CHECK(quantization::saturation(qf)[0].inputs == 0);
   // dynamic range quantizes each row by its own maximum: nothing saturates, no counts
   CHECK(quantization::saturation(quantize_dynamic(m)).empty());
+  // a requantization shift outside quantize_multiplier's range (a corrupt file): predict names the layer and the unit
+  qf.for_each_variable([&](const variable_ref& v) {
+    if (v.layer == 2 && v.name == "output_shift") {
+      const std::int32_t s = 31;
+      std::memcpy(v.data + 5 * 4, &s, 4);
+    }
+  });
+  CHECK_THROWS_WITH_AS((void)qf.predict(xs.data(), 2),
+                       doctest::Contains("quantized_dense<32, 24, relu, full_integer>: unit 5's requantization multiplier ("),
+                       std::invalid_argument);
 }
 
 TEST_CASE("quantized_dense: every 4-byte buffer is 4-byte aligned when K N is odd") {
