@@ -240,37 +240,52 @@ TEST_CASE("int8 requantize_row equals multiply_by_quantized_multiplier, the zero
     mult[j] = m.q;
     shift[j] = m.shift;
   }
-  // ties of the rounding shift, positive and negative, in the vector part and the scalar tail
+  // multipliers above 1 (a left shift: the output scale below input scale x weight scale)
+  for (std::size_t j = 200; j < 264; ++j) {
+    const auto m = ctnn::quantization::quantize_multiplier(1.0 + double(j % 7) * 3.3);
+    mult[j] = m.q;
+    shift[j] = m.shift;
+    acc[j] /= 2000;
+    off[j] /= 2000;
+  }
+  CHECK(shift[205] > 0);
+  // ties of the rounding shift, positive and negative, in the vector part and the tail (N % 16 = 8)
   for (std::size_t j : {0, 1, 995, 996}) {
     acc[j] = j % 2 ? -7 : 7;
     off[j] = 0;
     mult[j] = 1 << 30;
     shift[j] = -1;
   }
-  for (std::int32_t zp : {-128, -5, 40})
-    for (bool relu : {false, true}) {
-      const std::int32_t lo = relu ? std::max(-128, zp) : -128;
-      std::vector<float> y(N);
-      const std::size_t clamped =
-          i8::requantize_row(N, acc.data(), off.data(), mult.data(), shift.data(), zp, lo, 0.25f, y.data(), relu);
-      std::size_t bad = 0, beyond = 0;  // beyond: saturated (above 127; below -128 without a relu)
-      for (std::size_t j = 0; j < N; ++j) {
-        const std::int32_t r = ctnn::quantization::multiply_by_quantized_multiplier(acc[j] + off[j], mult[j], shift[j]) + zp;
-        const std::int32_t q = std::clamp(r, lo, 127);
-        bad += y[j] != 0.25f * float(q - zp);
-        beyond += r > 127 || (!relu && r < -128);
+  // every path: the 16-lane AVX-512 form (avx512bw, avx512f) and the loops (the others)
+  const int ran = ctnn::test::for_each_arch("int8 requantize_row", [&]<class Arch>(Arch, const char* name) {
+    for (std::int32_t zp : {-128, -5, 40})
+      for (bool relu : {false, true}) {
+        INFO(name << ", zero point " << zp << ", relu " << relu);
+        const std::int32_t lo = relu ? std::max(-128, zp) : -128;
+        std::vector<float> y(N);
+        const std::size_t clamped = i8::requantize_row<float, Arch>(N, acc.data(), off.data(), mult.data(),
+                                                                    shift.data(), zp, lo, 0.25f, y.data(), relu);
+        std::size_t bad = 0, beyond = 0;  // beyond: saturated (above 127; below -128 without a relu)
+        for (std::size_t j = 0; j < N; ++j) {
+          const std::int32_t r =
+              ctnn::quantization::multiply_by_quantized_multiplier(acc[j] + off[j], mult[j], shift[j]) + zp;
+          const std::int32_t q = std::clamp(r, lo, 127);
+          bad += y[j] != 0.25f * float(q - zp);
+          beyond += r > 127 || (!relu && r < -128);
+        }
+        CHECK(bad == 0);
+        CHECK(clamped == beyond);
+        CHECK(beyond > 0);
+        // the int8 output (to the next full-integer layer): the clamped values themselves, the same count
+        std::vector<std::int8_t> y8(N);
+        CHECK(i8::requantize_row<std::int8_t, Arch>(N, acc.data(), off.data(), mult.data(), shift.data(), zp, lo,
+                                                    0.25f, y8.data(), relu) == clamped);
+        std::size_t bad8 = 0;
+        for (std::size_t j = 0; j < N; ++j) bad8 += y[j] != 0.25f * float(std::int32_t(y8[j]) - zp);
+        CHECK(bad8 == 0);
       }
-      CHECK(bad == 0);
-      CHECK(clamped == beyond);
-      CHECK(beyond > 0);
-      // the int8 output (to the next full-integer layer): the clamped values themselves, the same count
-      std::vector<std::int8_t> y8(N);
-      CHECK(i8::requantize_row(N, acc.data(), off.data(), mult.data(), shift.data(), zp, lo, 0.25f, y8.data(), relu) ==
-            clamped);
-      std::size_t bad8 = 0;
-      for (std::size_t j = 0; j < N; ++j) bad8 += y[j] != 0.25f * float(std::int32_t(y8[j]) - zp);
-      CHECK(bad8 == 0);
-    }
+  });
+  CHECK(ran >= 1);
 }
 
 // Why int8 tensors between two full-integer layers change no output (quantized_t's int8_io): the

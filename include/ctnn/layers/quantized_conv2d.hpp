@@ -186,7 +186,7 @@ struct quantized_conv2d_layer {
       for (std::size_t n = 0; n < m; ++n)
         i8::im2col_s8(geometry, xs + n * in, std::int8_t(in_zp), cols.data() + n * P_ * Kp, Kp);
       i8::gemm_s8<Arch>(rows, F, K, cols.data(), Kp, v.kernel, v.kernel_sum, acc.data(), F);
-      const std::size_t out_clamped = i8::requantize_rows(
+      const std::size_t out_clamped = i8::requantize_rows<output_element, Arch>(
           rows, F, acc.data(), static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult, v.shift, out_zp,
           std::is_same_v<Act, relu>, out_scale, reinterpret_cast<output_element*>(y), &Spec::name, "filter");
       dense_like::count(v.saturated, clamped);

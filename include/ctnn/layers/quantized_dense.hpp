@@ -295,7 +295,7 @@ struct quantized_dense_layer {
                                         xq.data() + i * Ks);
       }
       product(a, acc.data());
-      const std::size_t out_clamped = i8::requantize_rows(
+      const std::size_t out_clamped = i8::requantize_rows<output_element, Arch>(
           m, N, acc.data(), static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult, v.shift, out_zp,
           std::is_same_v<Act, relu>, out_scale, reinterpret_cast<output_element*>(y), &S::name, "unit");
       count(v.saturated, clamped);

@@ -369,19 +369,78 @@ float abs_max(const float* x, std::size_t n) {
   return m;
 }
 
-// One output row of a full-integer layer: y[j] = scale (clamp(MBQM(acc[j] + off[j], mult[j],
+// One output row of a full-integer layer (Arch: the backend's; one derived from avx512f, in a TU
+// built with AVX-512, runs the 16-lane form detail::requantize16, the same numbers, else the
+// loops below, which the compiler vectorizes): y[j] = scale (clamp(MBQM(acc[j] + off[j], mult[j],
 // shift[j]) + zp, lo, 127) - zp) (Y float), or the clamped int8 value itself (Y std::int8_t: the
 // output stays int8 for the next full-integer layer), MBQM TFLite's MultiplyByQuantizedMultiplier
 // (quantization/arithmetic.hpp) written without branches so that the compiler vectorizes it;
 // requires 0 <= mult[j] (quantize_multiplier's range), -31 <= shift[j] <= 30. Returns how many
 // outputs saturated: above 127, or (relu false) below -128; after a relu (lo = max(-128, zp)) the
 // values below are the activation's, never counted.
-template <class Y = float>
+#if defined(__AVX512F__)
+namespace detail {
+// requantize_row's arithmetic on 16 columns in AVX-512 registers (Arch derived from avx512f):
+// MBQM with the 64-bit products of the even and the odd lanes (vpmuldq), TFLite's nudge and
+// truncation, the rounding shift, + zp, the clamp; y written (int8 or dequantized floats) and
+// the saturated ones counted. m: the columns present (a masked tail).
+template <class Y>
+inline std::size_t requantize16(const std::int32_t* acc, const std::int32_t* off, const std::int32_t* mult,
+                                const std::int32_t* shift, __m512i zp, __m512i lo, __m512i low, __m512 scale, Y* y,
+                                __mmask16 m) {
+  const __m512i x0 = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, acc), _mm512_maskz_loadu_epi32(m, off));
+  const __m512i sh = _mm512_maskz_loadu_epi32(m, shift), mu = _mm512_maskz_loadu_epi32(m, mult);
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i left = _mm512_max_epi32(sh, zero), right = _mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero);
+  const __m512i x = _mm512_sllv_epi32(x0, left);
+  const __m512i low31 = _mm512_set1_epi64((std::int64_t(1) << 31) - 1), half = _mm512_set1_epi64(std::int64_t(1) << 30);
+  const auto high = [&](__m512i ab) {  // (ab + nudge) / 2^31 truncated toward zero (as requantize_row's)
+    const __m512i t = _mm512_sub_epi64(_mm512_add_epi64(ab, half), _mm512_and_si512(_mm512_srai_epi64(ab, 63), low31));
+    return _mm512_srai_epi64(_mm512_add_epi64(t, _mm512_and_si512(_mm512_srai_epi64(t, 63), low31)), 31);
+  };
+  const __m512i he = high(_mm512_mul_epi32(x, mu));
+  const __m512i ho = high(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(mu, 32)));
+  const __m512i hi = _mm512_mask_blend_epi32(__mmask16(0xAAAA), he, _mm512_slli_epi64(ho, 32));
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
+  const __m512i thr = _mm512_add_epi32(_mm512_srai_epi32(mask, 1), _mm512_srli_epi32(hi, 31));
+  __m512i q = _mm512_srav_epi32(hi, right);
+  q = _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(_mm512_and_si512(hi, mask), thr), q, one);
+  q = _mm512_add_epi32(q, zp);
+  const std::size_t saturated = std::size_t(
+      __builtin_popcount(unsigned(_mm512_mask_cmpgt_epi32_mask(m, q, _mm512_set1_epi32(127)))) +
+      __builtin_popcount(unsigned(_mm512_mask_cmplt_epi32_mask(m, q, low))));
+  // q < lo ? lo : min(q, 127), as requantize_row's clamp (even for a zero point beyond 127)
+  const __m512i c = _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(q, lo), _mm512_min_epi32(q, _mm512_set1_epi32(127)), lo);
+  if constexpr (std::is_same_v<Y, std::int8_t>)
+    _mm512_mask_cvtepi32_storeu_epi8(y, m, c);
+  else
+    _mm512_mask_storeu_ps(y, m, _mm512_mul_ps(scale, _mm512_cvtepi32_ps(_mm512_sub_epi32(c, zp))));
+  return saturated;
+}
+}  // namespace detail
+#endif
+
+template <class Y = float, class Arch = default_arch>
 inline std::size_t requantize_row(std::size_t N, const std::int32_t* acc, const std::int32_t* off,
                                   const std::int32_t* mult, const std::int32_t* shift, std::int32_t zp, std::int32_t lo,
                                   float scale, Y* y, bool relu) {
   static_assert(std::is_same_v<Y, float> || std::is_same_v<Y, std::int8_t>,
                 "int8::requantize_row: the output is float (dequantized) or std::int8_t");
+#if defined(__AVX512F__)
+  if constexpr (std::is_base_of_v<xsimd::avx512f, Arch>) {
+    const __m512i z = _mm512_set1_epi32(zp), l = _mm512_set1_epi32(lo);
+    const __m512i below = _mm512_set1_epi32(relu ? std::numeric_limits<std::int32_t>::min() : -128);
+    const __m512 s = _mm512_set1_ps(scale);
+    std::size_t saturated = 0, j = 0;
+    for (; j + 16 <= N; j += 16)
+      saturated += detail::requantize16(acc + j, off + j, mult + j, shift + j, z, l, below, s, y + j, __mmask16(0xffff));
+    if (j < N)
+      saturated += detail::requantize16(acc + j, off + j, mult + j, shift + j, z, l, below, s, y + j,
+                                        __mmask16((1u << (N - j)) - 1u));
+    return saturated;
+  }
+#endif
   const std::int32_t low = relu ? std::numeric_limits<std::int32_t>::min() : -128;  // below it: saturated
   constexpr std::size_t chunk = 64;
   std::int32_t qs[chunk];
@@ -433,7 +492,7 @@ inline std::size_t requantize_row(std::size_t N, const std::int32_t* acc, const 
 // requantizes the rows x N accumulators into y (requantize_row; lo = out_zp after a relu; Y
 // std::int8_t: the int8 values, for the next full-integer layer). Returns how many outputs
 // saturated (requantize_row).
-template <class Y = float>
+template <class Y = float, class Arch = default_arch>
 inline std::size_t requantize_rows(std::size_t rows, std::size_t N, const std::int32_t* acc, const std::int32_t* bias,
                             std::int32_t in_zp, const std::int32_t* kernel_sum, const std::int32_t* mult,
                             const std::int32_t* shift, std::int32_t out_zp, bool relu, float out_scale, Y* y,
@@ -456,7 +515,7 @@ inline std::size_t requantize_rows(std::size_t rows, std::size_t N, const std::i
   const std::int32_t lo = relu ? std::max<std::int32_t>(-128, out_zp) : -128;
   std::size_t saturated = 0;
   for (std::size_t i = 0; i < rows; ++i)
-    saturated += requantize_row<Y>(N, acc + i * N, off.data(), mult, shift, out_zp, lo, out_scale, y + i * N, relu);
+    saturated += requantize_row<Y, Arch>(N, acc + i * N, off.data(), mult, shift, out_zp, lo, out_scale, y + i * N, relu);
   return saturated;
 }
 
