@@ -306,6 +306,30 @@ template <class Arch = default_arch>
 std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp, std::int32_t lo, std::int32_t hi,
                      std::int8_t* q) {
   std::size_t i = 0, saturated = 0;
+#if defined(__AVX512F__)
+  if constexpr (std::is_base_of_v<xsimd::avx512f, Arch>) {
+    // the rule below on 16 values in registers, narrowed by vpmovdb and counted by a mask (a value
+    // the clamp changed is one the rule saturates: beyond 2^22 the quotient is beyond the range)
+    const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(float(zp)), l = _mm512_set1_ps(float(lo)),
+                 h = _mm512_set1_ps(float(hi)), big = _mm512_set1_ps(4194304.0f), nbig = _mm512_set1_ps(-4194304.0f);
+    const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+    const auto block = [&](std::size_t at, __mmask16 m) {
+      const __m512 d = _mm512_div_ps(_mm512_maskz_loadu_ps(m, x + at), s);
+      const __mmask16 number = _mm512_cmp_ps_mask(d, d, _CMP_EQ_OQ);
+      const __m512 cd = _mm512_min_ps(_mm512_max_ps(_mm512_maskz_mov_ps(number, d), nbig), big);
+      const __m512 t = _mm512_cvtepi32_ps(_mm512_cvttps_epi32(cd));  // toward zero
+      const __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(cd, t)), half, _CMP_GE_OQ);
+      const __m512 sign = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(cd, zero, _CMP_LT_OQ), one, _mm512_set1_ps(-1.0f));
+      const __m512 vz = _mm512_add_ps(_mm512_mask_add_ps(t, up, t, sign), z);
+      const __m512 cv = _mm512_min_ps(_mm512_max_ps(vz, l), h);
+      saturated += std::size_t(__builtin_popcount(unsigned(_mm512_mask_cmp_ps_mask(m & number, cv, vz, _CMP_NEQ_UQ))));
+      _mm512_mask_cvtepi32_storeu_epi8(q + at, m, _mm512_cvttps_epi32(_mm512_mask_blend_ps(number, z, cv)));
+    };
+    for (; i + 16 <= n; i += 16) block(i, __mmask16(0xffff));
+    if (i < n) block(i, __mmask16((1u << (n - i)) - 1u));
+    return saturated;
+  }
+#endif
   if constexpr (simd_v<float, Arch>) {
     using B = xsimd::batch<float, Arch>;
     constexpr std::size_t L = B::size;
