@@ -267,7 +267,7 @@ struct quantized_dense_layer {
   static void forward_int8(const Views& v, const T* x, T* y, std::size_t m, Product&& product) {
     using Arch = typename Backend::arch;
     namespace i8 = kernels::cpu::int8;
-    constexpr bool in8 = Spec::io::input, out8 = Spec::io::output;
+    constexpr bool in8 = Spec::io::input;
     thread_local std::vector<std::int8_t> xq;
     thread_local std::vector<std::int32_t> acc;
     const bool own = !in8 || Ks != K;  // the rows are built here (not the int8 input in place)
