@@ -2,7 +2,8 @@
 // quantized_conv2d, full integer and dynamic range: int8 and int32 tensors, docs/quantization.md; quantized_dense_block:
 // the block-sparse groups and their index). A bad file must throw weights_error (or io_error); anything else is a bug.
 // The seeds: valid files of each, one with a weight of -128 and one whose kernel_sum does not match its kernel, one
-// block-sparse file whose index names an input past K (all three refused by load_weights).
+// block-sparse file whose index names an input past K, one whose second block layer's input zero point is not the
+// first one's output zero point (the two chained: int8 between them) (all four refused by load_weights).
 #include <ctnn/ctnn.hpp>
 #include <ctnn/pruning.hpp>
 #include <ctnn/quantization/convert.hpp>
@@ -63,6 +64,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (v.layer == 0 && v.name == "index") v.data[8] = std::byte(9);  // group 0's first input: 9 >= K = 8
       });
       ctnn::io::save_weights(b, std::string(seed) + "_block_input_past_k");
+      // refused by the chained full_block (its layer 2 reads layer 1's int8 output): layer 2's
+      // input zero point is not layer 1's output one
+      auto bc = ctnn::quantize_full_integer(ctnn::make_model<block>(7), x, 1);
+      bc.for_each_variable([&](const ctnn::variable_ref& v) {
+        if (v.layer == 1 && v.name == "input_zero_point") v.data[0] = std::byte(std::uint8_t(v.data[0]) ^ 1u);
+      });
+      ctnn::io::save_weights(bc, std::string(seed) + "_block_chain_mismatch");
     }
     return true;
   }();

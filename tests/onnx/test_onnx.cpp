@@ -721,6 +721,36 @@ TEST_CASE("onnxruntime runs an exported int8 CNN (quantized_conv2d as QDQ around
   CHECK(max_abs_diff(theirs, ctnn::predict(dyn, x)) < 1e-5);
 }
 
+TEST_CASE("import_onnx into int8-chained layers refuses a graph that requantizes between them") {
+  // two adjacent dense layers: quantized_t keeps int8 between them (one tensor, one scale and zero
+  // point); a graph whose second layer quantizes its input with other parameters imports only into
+  // the float-between form
+  using two = sequential<input<qin>, dense<12, relu>, dense<5>>;
+  temp_dir d;
+  const auto cal = uniform_rows(16, 11, 1.0);
+  auto q = quantize_full_integer(make_model<two>(5), cal.data(), 16);
+  auto f = make_model<quantization::float_between_t<decltype(q)::network>>(1);
+  std::vector<variable_ref> src;
+  q.for_each_variable([&](const variable_ref& v) { src.push_back(v); });
+  std::size_t k = 0;
+  f.for_each_variable([&](const variable_ref& v) {
+    std::memcpy(v.data, src[k++].data, v.extent * v.element_bytes);
+    if (v.layer == 1 && v.name == "input_scale") *reinterpret_cast<float*>(v.data) *= 1.5f;
+  });
+  export_onnx(f, d.path / "requantized.onnx");
+  const std::string msg = message_of([&] { import_onnx(q, d.path / "requantized.onnx"); });
+  CHECK(msg.find("layer 2 (quantized_dense<12, 5, full_integer>): its input's QuantizeLinear (scale ") !=
+        std::string::npos);
+  CHECK(msg.find("differs from the previous layer's output one") != std::string::npos);
+  auto back = make_model<quantization::float_between_t<decltype(q)::network>>(2);
+  import_onnx(back, d.path / "requantized.onnx");
+  float s = 0;
+  back.for_each_variable([&](const variable_ref& v) {
+    if (v.layer == 1 && v.name == "input_scale") std::memcpy(&s, v.data, 4);
+  });
+  CHECK(s == scalar_of<float>(f, "input_scale", true));
+}
+
 TEST_CASE("export_onnx of a quantized model refuses values ONNX cannot carry, naming the layer") {
   temp_dir d;
   auto m = qmodel();

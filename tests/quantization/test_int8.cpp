@@ -240,28 +240,90 @@ TEST_CASE("int8 requantize_row equals multiply_by_quantized_multiplier, the zero
     mult[j] = m.q;
     shift[j] = m.shift;
   }
-  // ties of the rounding shift, positive and negative, in the vector part and the scalar tail
+  // multipliers above 1 (a left shift: the output scale below input scale x weight scale)
+  for (std::size_t j = 200; j < 264; ++j) {
+    const auto m = ctnn::quantization::quantize_multiplier(1.0 + double(j % 7) * 3.3);
+    mult[j] = m.q;
+    shift[j] = m.shift;
+    acc[j] /= 2000;
+    off[j] /= 2000;
+  }
+  CHECK(shift[205] > 0);
+  // ties of the rounding shift, positive and negative, in the vector part and the tail (N % 16 = 8)
   for (std::size_t j : {0, 1, 995, 996}) {
     acc[j] = j % 2 ? -7 : 7;
     off[j] = 0;
     mult[j] = 1 << 30;
     shift[j] = -1;
   }
-  for (std::int32_t zp : {-128, -5, 40})
-    for (bool relu : {false, true}) {
-      const std::int32_t lo = relu ? std::max(-128, zp) : -128;
-      std::vector<float> y(N);
-      const std::size_t clamped =
-          i8::requantize_row(N, acc.data(), off.data(), mult.data(), shift.data(), zp, lo, 0.25f, y.data(), relu);
-      std::size_t bad = 0, beyond = 0;  // beyond: saturated (above 127; below -128 without a relu)
-      for (std::size_t j = 0; j < N; ++j) {
-        const std::int32_t r = ctnn::quantization::multiply_by_quantized_multiplier(acc[j] + off[j], mult[j], shift[j]) + zp;
-        const std::int32_t q = std::clamp(r, lo, 127);
-        bad += y[j] != 0.25f * float(q - zp);
-        beyond += r > 127 || (!relu && r < -128);
+  // every path: the 16-lane AVX-512 form (avx512bw, avx512f) and the loops (the others)
+  const int ran = ctnn::test::for_each_arch("int8 requantize_row", [&]<class Arch>(Arch, const char* name) {
+    for (std::int32_t zp : {-128, -5, 40})
+      for (bool relu : {false, true}) {
+        INFO(name << ", zero point " << zp << ", relu " << relu);
+        const std::int32_t lo = relu ? std::max(-128, zp) : -128;
+        std::vector<float> y(N);
+        const std::size_t clamped = i8::requantize_row<float, Arch>(N, acc.data(), off.data(), mult.data(),
+                                                                    shift.data(), zp, lo, 0.25f, y.data(), relu);
+        std::size_t bad = 0, beyond = 0;  // beyond: saturated (above 127; below -128 without a relu)
+        for (std::size_t j = 0; j < N; ++j) {
+          const std::int32_t r =
+              ctnn::quantization::multiply_by_quantized_multiplier(acc[j] + off[j], mult[j], shift[j]) + zp;
+          const std::int32_t q = std::clamp(r, lo, 127);
+          bad += y[j] != 0.25f * float(q - zp);
+          beyond += r > 127 || (!relu && r < -128);
+        }
+        CHECK(bad == 0);
+        CHECK(clamped == beyond);
+        CHECK(beyond > 0);
+        // the int8 output (to the next full-integer layer): the clamped values themselves, the same count
+        std::vector<std::int8_t> y8(N);
+        CHECK(i8::requantize_row<std::int8_t, Arch>(N, acc.data(), off.data(), mult.data(), shift.data(), zp, lo,
+                                                    0.25f, y8.data(), relu) == clamped);
+        std::size_t bad8 = 0;
+        for (std::size_t j = 0; j < N; ++j) bad8 += y[j] != 0.25f * float(std::int32_t(y8[j]) - zp);
+        CHECK(bad8 == 0);
       }
-      CHECK(bad == 0);
-      CHECK(clamped == beyond);
-      CHECK(beyond > 0);
+  });
+  CHECK(ran >= 1);
+}
+
+// Why int8 tensors between two full-integer layers change no output (quantized_t's int8_io): the
+// float path dequantizes an int8 value q with the producer's output parameters and the next layer
+// quantizes it with its input parameters, the same ones; that round trip is the identity on
+// every int8 value, for every zero point, at scales from 1e-30 to 1e30 (calibrated ones: the
+// range / 255), in quantization::quantize and in every path of int8::quantize.
+TEST_CASE("int8: quantize(dequantize(q)) == q for every int8 value, zero point and scale") {
+  std::vector<float> scales;
+  for (int e = -30; e <= 30; ++e) scales.push_back(float(std::pow(10.0, e)));
+  std::mt19937 g(11);
+  std::uniform_real_distribution<double> lo_d(-50.0, 0.0), hi_d(0.0, 50.0);
+  for (int i = 0; i < 200; ++i)
+    scales.push_back(ctnn::quantization::choose_params(lo_d(g), hi_d(g)).scale);  // calibrated ones
+  scales.push_back(std::nextafter(1.0f, 2.0f));
+  scales.push_back(std::numeric_limits<float>::min());  // the smallest normal float (the next layer's scale, not a product)
+  std::vector<float> y(256 * 256);
+  std::vector<std::int8_t> q(y.size());
+  const int ran = ctnn::test::for_each_arch("int8 round trip", [&]<class Arch>(Arch, const char* name) {
+    std::size_t bad = 0, bad_scalar = 0, saturated = 0;
+    for (float s : scales) {
+      // every zero point and every value: y = s (q - zp) exactly as requantize_row forms it
+      for (std::int32_t zp = -128; zp <= 127; ++zp)
+        for (std::int32_t v = -128; v <= 127; ++v) {
+          const std::size_t at = std::size_t(zp + 128) * 256 + std::size_t(v + 128);
+          y[at] = s * float(v - zp);
+          bad_scalar += ctnn::quantization::quantize(y[at], {s, zp}) != v;
+        }
+      for (std::int32_t zp = -128; zp <= 127; ++zp) {
+        const std::size_t at = std::size_t(zp + 128) * 256;
+        saturated += i8::quantize<Arch>(y.data() + at, 256, s, zp, -128, 127, q.data() + at);
+        for (std::int32_t v = -128; v <= 127; ++v) bad += q[at + std::size_t(v + 128)] != v;
+      }
     }
+    INFO(name);
+    CHECK(bad == 0);
+    CHECK(bad_scalar == 0);
+    CHECK(saturated == 0);
+  });
+  CHECK(ran >= 1);
 }

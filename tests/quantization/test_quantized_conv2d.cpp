@@ -288,6 +288,47 @@ TEST_CASE("post-training quantization of a small CNN: accuracy close to float, f
   CHECK(zps[4] == zps[3]);
 }
 
+// Two adjacent convolutions: int8 between them (quantization::int8_io, test_quantized_dense_block for
+// the dense layers), the same outputs and saturation counts as float between them.
+TEST_CASE("int8 between two quantized_conv2d layers: bit for bit the float-between model, the plan's int8 block") {
+  using chain = sequential<input<S, S, 1>, conv2d<4, 3, 3, 1, padding::same, relu>, conv2d<3, 3, 3, 2, padding::valid>,
+                           flatten, dense<classes>>;
+  using q = quantized_t<chain>;
+  using f = quantization::float_between_t<q>;
+  using fi = quantization::full_integer;
+  static_assert(std::is_same_v<q, sequential<input<S, S, 1>,
+                                             quantized_conv2d<4, 3, 3, 1, padding::same, relu, fi, quantization::int8_io<false, true>>,
+                                             quantized_conv2d<3, 3, 3, 2, padding::valid, identity, fi, quantization::int8_io<true, false>>,
+                                             flatten, quantized_dense<27, classes>>>);
+  // the first convolution's 8x8x4 output: 256 bytes a sample as int8, 1024 as float
+  static_assert(f::plan<>::bytes(role::activation, 1) - q::plan<>::bytes(role::activation, 1) == 1024 - 256);
+  const auto cal = make_images(100, 5), x = make_images(64, 6);
+  auto m = make_model<chain>(3);
+  auto qm = quantize_full_integer(m, cal.x.data(), cal.y.size());
+  auto fm = make_model<f>(1);
+  std::vector<variable_ref> src;
+  qm.for_each_variable([&](const variable_ref& v) { src.push_back(v); });
+  std::size_t k = 0;
+  fm.for_each_variable([&](const variable_ref& v) { std::memcpy(v.data, src[k++].data, v.extent * v.element_bytes); });
+  std::vector<float> wild = x.x;  // some values beyond the calibrated range: saturation counted alike
+  for (std::size_t i = 0; i < wild.size(); i += 7) wild[i] *= 4;
+  for (std::size_t n : {1, 7, 64}) {
+    INFO("batch " << n);
+    quantization::reset_saturation(qm);
+    quantization::reset_saturation(fm);
+    CHECK(qm.predict(wild.data(), 64, n) == fm.predict(wild.data(), 64, n));
+    const auto sq = quantization::saturation(qm), sf = quantization::saturation(fm);
+    REQUIRE(sq.size() == 3);
+    REQUIRE(sf.size() == 3);
+    for (std::size_t l = 0; l < 3; ++l) {
+      CHECK(sq[l].inputs == sf[l].inputs);
+      CHECK(sq[l].outputs == sf[l].outputs);
+    }
+    CHECK(sq[0].inputs > 0);
+    CHECK(sq[1].inputs == 0);
+  }
+}
+
 TEST_CASE("quantized CNN: the weights file carries the int8 kernels, int32 biases, scales and zero points") {
   auto& m = trained_cnn();
   const auto cal = make_images(200, 3), te = make_images(40, 5);

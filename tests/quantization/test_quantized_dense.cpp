@@ -155,8 +155,18 @@ std::vector<float> int8_reference(const QM& qm, const std::vector<float>& x, std
 TEST_CASE("quantized_t: dense becomes quantized_dense, the state bytes are ~4x smaller than the float parameters") {
   using qnet = quantized_t<net>;
   using dnet = quantized_t<net, quantization::dynamic_range>;
+  // int8 between the adjacent full-integer layers 3 and 4 (a dropout keeps float between 1 and 3)
+  using fi = quantization::full_integer;
   static_assert(std::is_same_v<qnet, sequential<input<D>, quantized_dense<D, 32, relu>, dropout<0.1f>,
-                                                quantized_dense<32, 24, relu>, quantized_dense<24, C>>>);
+                                                quantized_dense<32, 24, relu, fi, quantization::int8_io<false, true>>,
+                                                quantized_dense<24, C, identity, fi, quantization::int8_io<true, false>>>>);
+  static_assert(std::is_same_v<quantization::float_between_t<qnet>,
+                               sequential<input<D>, quantized_dense<D, 32, relu>, dropout<0.1f>,
+                                          quantized_dense<32, 24, relu>, quantized_dense<24, C>>>);
+  static_assert(std::is_same_v<dnet, sequential<input<D>, quantized_dense<D, 32, relu, quantization::dynamic_range>,
+                                                dropout<0.1f>, quantized_dense<32, 24, relu, quantization::dynamic_range>,
+                                                quantized_dense<24, C, identity, quantization::dynamic_range>>>);
+  CHECK(qnet::spec_string() == quantization::float_between_t<qnet>::spec_string());  // the same weights files
   static_assert(qnet::parameter_count == 0);
   constexpr auto fp = net::plan<>::memory(1).parameters;
   constexpr auto qs = qnet::plan<>::memory(1).state;
@@ -269,6 +279,16 @@ TEST_CASE("full integer: outputs equal an independent scalar int8 implementation
   CHECK(quantization::saturation(qf)[0].inputs == 0);
   // dynamic range quantizes each row by its own maximum: nothing saturates, no counts
   CHECK(quantization::saturation(quantize_dynamic(m)).empty());
+  // a requantization shift outside quantize_multiplier's range (a corrupt file): predict names the layer and the unit
+  qf.for_each_variable([&](const variable_ref& v) {
+    if (v.layer == 2 && v.name == "output_shift") {
+      const std::int32_t s = 31;
+      std::memcpy(v.data + 5 * 4, &s, 4);
+    }
+  });
+  CHECK_THROWS_WITH_AS((void)qf.predict(xs.data(), 2),
+                       doctest::Contains("quantized_dense<32, 24, relu, full_integer>: unit 5's requantization multiplier ("),
+                       std::invalid_argument);
 }
 
 TEST_CASE("quantized_dense: every 4-byte buffer is 4-byte aligned when K N is odd") {

@@ -27,9 +27,14 @@ using block_net = sequential<input<40>, sparse_dense_block<40, 32, 320, 1, 16, r
                              sparse_dense_block<32, 16, 64, 4, 4, relu>, dense<5>>;
 using dense_net = sequential<input<40>, dense<32, relu>, dropout<0.1f>, dense<16, relu>, dense<5>>;
 
+using fi = quantization::full_integer;
+template <bool In8, bool Out8>
+using io8 = quantization::int8_io<In8, Out8>;
+// int8 between the adjacent layers 3 and 4 (quantization::int8_io), float around the dropout
 static_assert(std::is_same_v<quantized_t<block_net>,
                              sequential<input<40>, quantized_dense_block<40, 32, 320, 1, 16, relu>, dropout<0.1f>,
-                                        quantized_dense_block<32, 16, 64, 4, 4, relu>, quantized_dense<16, 5>>>);
+                                        quantized_dense_block<32, 16, 64, 4, 4, relu, fi, io8<false, true>>,
+                                        quantized_dense<16, 5, identity, fi, io8<true, false>>>>);
 using qb1 = quantized_dense_block<40, 32, 320, 1, 16, relu>::bind<shape<40>, float, cpu<>>;
 using qb2 = quantized_dense_block<32, 16, 64, 4, 4, relu>::bind<shape<32>, float, cpu<>>;
 // 20 blocks of 1x16 in 2 block columns: at most (20 + 3 * 2) / 4 = 6 groups of 4 rows; 4 blocks of 4x4: 4 groups
@@ -46,6 +51,39 @@ std::vector<float> inputs(std::size_t n, std::uint64_t seed) {
   for (auto& v : x) v = float(g.uniform(-1.5, 1.5));
   return x;
 }
+// block -> block -> dense -> dense, int8 between all four (the last layer's 10 inputs padded to 12)
+using chain_net = sequential<input<40>, sparse_dense_block<40, 32, 320, 1, 16, relu>,
+                             sparse_dense_block<32, 16, 64, 4, 4, relu>, dense<10, relu>, dense<5>>;
+using chain_q = quantized_t<chain_net>;
+using chain_f = quantization::float_between_t<chain_q>;
+static_assert(std::is_same_v<chain_q, sequential<input<40>, quantized_dense_block<40, 32, 320, 1, 16, relu, fi, io8<false, true>>,
+                                                 quantized_dense_block<32, 16, 64, 4, 4, relu, fi, io8<true, true>>,
+                                                 quantized_dense<16, 10, relu, fi, io8<true, true>>,
+                                                 quantized_dense<10, 5, identity, fi, io8<true, false>>>>);
+// the memory plan: the int8 activations 1 byte a value, the last layer's float (each block 64-byte aligned)
+static_assert(chain_q::plan<>::bytes(role::activation, 64) == 64 * (32 + 16 + 10) + 64 * 5 * 4);
+static_assert(chain_f::plan<>::bytes(role::activation, 64) == 64 * (32 + 16 + 10 + 5) * 4);
+static_assert(chain_q::plan<>::bytes(role::activation, 7) == 256 + 128 + 128 + 192);  // 224, 112, 70, 140 aligned
+static_assert(chain_q::memory_plan(64).activations < chain_f::memory_plan(64).activations);
+static_assert(chain_q::state_bytes == chain_f::state_bytes);
+
+// m's variables copied into a model of Net on backend B (the same buffers: Net is m's network
+// with other int8_io, or m's own on another architecture).
+template <class Net, class B, class M>
+model<Net, precision::float32, B> copy_into(const M& m) {
+  model<Net, precision::float32, B> out(m.seed());
+  std::vector<variable_ref> src;
+  m.for_each_variable([&](const variable_ref& v) { src.push_back(v); });
+  std::size_t k = 0;
+  out.for_each_variable([&](const variable_ref& v) {
+    REQUIRE(k < src.size());
+    REQUIRE(src[k].name == v.name);
+    REQUIRE(src[k].extent * src[k].element_bytes == v.extent * v.element_bytes);
+    std::memcpy(v.data, src[k++].data, v.extent * v.element_bytes);
+  });
+  return out;
+}
+
 // The dense model of the block model's weights (0 outside the kept blocks).
 model<dense_net> dense_twin(const model<block_net>& b) {
   auto d = make_model<dense_net>(1);
@@ -96,6 +134,91 @@ TEST_CASE("quantized_dense_block: outputs equal quantized_dense on the same kept
     CHECK(sb[i].inputs == sd[i].inputs);
     CHECK(sb[i].outputs == sd[i].outputs);
   }
+}
+
+// quantized_t keeps int8 tensors between adjacent full-integer layers; quantize(dequantize(q)) is
+// the identity on int8 values (test_int8.cpp), so the outputs and the saturation counts equal the
+// model with float tensors between its layers exactly, on each int8 path (vnni, avx2, scalar).
+TEST_CASE("int8 between layers: the chained model equals the float-between model bit for bit on every int8 path") {
+  auto b = make_model<chain_net>(9);
+  const auto cal = inputs(200, 1);
+  auto x = inputs(64, 3);
+  for (std::size_t i = 0; i < x.size(); i += 5) x[i] *= 3;  // beyond the calibrated range: saturation
+  const auto q = quantize_full_integer(b, cal.data(), 200);
+  int ran = 0;
+  const auto check = [&]<class Arch>(Arch, const char* name) {
+    auto c = copy_into<chain_q, cpu<Arch>>(q);
+    auto f = copy_into<chain_f, cpu<Arch>>(q);
+    for (std::size_t n : {1, 7, 64}) {
+      INFO(name << ", batch " << n);
+      quantization::reset_saturation(c);
+      quantization::reset_saturation(f);
+      CHECK(c.predict(x.data(), 64, n) == f.predict(x.data(), 64, n));
+      const auto sc = quantization::saturation(c), sf = quantization::saturation(f);
+      REQUIRE(sc.size() == 4);
+      REQUIRE(sf.size() == 4);
+      for (std::size_t l = 0; l < 4; ++l) {
+        CHECK(sc[l].inputs == sf[l].inputs);
+        CHECK(sc[l].outputs == sf[l].outputs);
+      }
+      CHECK(sc[0].inputs > 0);
+      CHECK(sc[1].inputs + sc[2].inputs + sc[3].inputs == 0);
+    }
+    ++ran;
+  };
+  using i8 = kernels::cpu::int8::int8_path;
+  if constexpr (xsimd::avx512bw::supported())
+    if (kernels::cpu::arch_available<xsimd::avx512bw>()) {
+      CHECK(kernels::cpu::int8::int8_path_of<xsimd::avx512bw>() != i8::scalar);
+      check(xsimd::avx512bw{}, "avx512bw (vnni where the CPU has it)");
+    }
+  if constexpr (xsimd::avx2::supported())
+    if (kernels::cpu::arch_available<xsimd::avx2>()) {
+      CHECK(kernels::cpu::int8::int8_path_of<xsimd::avx2>() == i8::avx2);
+      check(xsimd::avx2{}, "avx2");
+    }
+  CHECK(kernels::cpu::int8::int8_path_of<xsimd::sse2>() == i8::scalar);
+  check(xsimd::sse2{}, "sse2 (scalar)");
+  MESSAGE("int8 chain checked on " << ran << " architectures");
+  // the weights file is the same: one saved from either loads into the other
+  const auto dir = std::filesystem::temp_directory_path() / "ctnn_test_int8_chain";
+  std::filesystem::create_directories(dir);
+  io::save_weights(q, dir / "chain.weights");
+  auto f = make_model<chain_f>(1);
+  io::load_weights(f, dir / "chain.weights");
+  CHECK(f.predict(x.data(), 64) == copy_into<chain_f, cpu<>>(q).predict(x.data(), 64));
+  // a file whose layer 2 input parameters are not layer 1's output ones: refused by the chained
+  // model (its layer 2 reads layer 1's int8 values as they are), loaded by the float-between one
+  auto c = copy_into<chain_q, cpu<>>(q);
+  float out1 = 0;
+  std::int32_t zp1 = 0;
+  c.for_each_variable([&](const variable_ref& v) {
+    if (v.layer == 0 && v.name == "output_scale") std::memcpy(&out1, v.data, 4);
+    if (v.layer == 0 && v.name == "output_zero_point") std::memcpy(&zp1, v.data, 4);
+    if (v.layer == 1 && v.name == "input_zero_point") {
+      const std::int32_t z = zp1 + 1;
+      std::memcpy(v.data, &z, 4);
+    }
+  });
+  io::save_weights(c, dir / "bad.weights");
+  CHECK_THROWS_WITH_AS(io::load_weights(c, dir / "bad.weights"),
+                       doctest::Contains(("layer 2 state 'input_zero_point' is " + std::to_string(zp1 + 1) +
+                                          " but this layer reads layer 1's int8 output, whose output_zero_point is " +
+                                          std::to_string(zp1))
+                                             .c_str()),
+                       io::weights_error);
+  io::load_weights(f, dir / "bad.weights");
+  c.for_each_variable([&](const variable_ref& v) {
+    if (v.layer == 1 && v.name == "input_zero_point") std::memcpy(v.data, &zp1, 4);
+    if (v.layer == 1 && v.name == "input_scale") {
+      const float s = out1 * 1.5f;
+      std::memcpy(v.data, &s, 4);
+    }
+  });
+  io::save_weights(c, dir / "bad.weights");
+  CHECK_THROWS_WITH_AS(io::load_weights(c, dir / "bad.weights"),
+                       doctest::Contains("layer 2 state 'input_scale' is"), io::weights_error);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("quantized_dense_block: the weights file carries the groups and the index, checked at load") {
@@ -190,8 +313,9 @@ TEST_CASE("block-pruned, stripped, then quantized: the int8 model predicts as th
       data::in_memory<shape<32>, sparse_labels>(x, y).batch(32), epochs{6}, update_pruning_step{});
   auto s = strip_pruning<layout::block<1, 16>>(m);
   auto q = quantize_full_integer(s, x.data(), 256);
-  static_assert(std::is_same_v<decltype(q)::network, sequential<input<32>, quantized_dense_block<32, 32, 256, 1, 16, relu>,
-                                                                quantized_dense<32, 2>>>);
+  static_assert(std::is_same_v<decltype(q)::network,
+                               sequential<input<32>, quantized_dense_block<32, 32, 256, 1, 16, relu, fi, io8<false, true>>,
+                                          quantized_dense<32, 2, identity, fi, io8<true, false>>>>);
   // the int8 kernel: 16 kept blocks of 1x16 in 2 block columns, at most 5 groups of 64 bytes (the float
   // dense kernel: 4096 bytes)
   static_assert(quantized_dense_block<32, 32, 256, 1, 16, relu>::bind<shape<32>, float, cpu<>>::G == 5);
@@ -246,8 +370,9 @@ TEST_CASE("pruning-preserving QAT: preserve_sparsity keeps the zeros, convert_qa
   copy_variables(q, m);
   auto s = strip_pruning<layout::block<4, 16>>(m);
   auto i8 = convert_qat(q, s);
-  static_assert(std::is_same_v<decltype(i8)::network, sequential<input<32>, quantized_dense_block<32, 32, 256, 4, 16, relu>,
-                                                                 quantized_dense<32, 2>>>);
+  static_assert(std::is_same_v<decltype(i8)::network,
+                               sequential<input<32>, quantized_dense_block<32, 32, 256, 4, 16, relu, fi, io8<false, true>>,
+                                          quantized_dense<32, 2, identity, fi, io8<true, false>>>>);
   auto dense_i8 = convert_qat(q);
   for (std::size_t n : {1, 5, 64}) CHECK(i8.predict(x.data(), n) == dense_i8.predict(x.data(), n));
   CHECK_THROWS_WITH_AS(convert_qat(q, make_model<sequential<input<32>, dense<2>>>(1)),

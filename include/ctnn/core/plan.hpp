@@ -209,6 +209,9 @@ struct variable_ref {
   // agree with each other can be checked (an int8 kernel and its row sums). Null otherwise.
   std::string (*check_state)(std::string_view name, const std::byte* bytes, const std::byte* const* layer_state,
                              std::size_t n) = nullptr;
+  // Its layer reads the previous layer's int8 output (input_element std::int8_t: quantization::int8_io):
+  // load_weights checks that the layer's input_scale and input_zero_point are that layer's output ones.
+  bool int8_input = false;
 };
 
 namespace detail {

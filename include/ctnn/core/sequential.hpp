@@ -9,7 +9,9 @@
 //   element size: int8 kernels 1 byte a value), spec_string() (the architecture text),
 //   plan<P, B> — the typed memory plan of the binding that runs under
 //                precision policy P on backend B (core/plan.hpp):
-//                plan<P, B>::bytes(role, batch, slots), ::layout(batch, slots),
+//                plan<P, B>::bytes(role, batch, slots), ::layout(batch, slots); a layer's
+//                activation block holds its output_element where it declares one (an int8
+//                layer feeding another: 1 byte a value), else its compute type,
 //   memory_plan<P>(batch, optimizer_slots) — its bytes per role on cpu<>.
 // bound<P, B> is the std::tuple of bound layers a model runs (P: a policy,
 // or float/double for float32/float64): each bound with ONE compute type
@@ -157,6 +159,23 @@ struct compute_of<L, P> {
   using type = typename L::compute_type;
 };
 
+// A bound layer's activation element types: its output_element and input_element (the int8
+// layers between two full-integer layers, layers/quantized_dense.hpp), else its compute type.
+template <class L, class P>
+struct output_element_of : compute_of<L, P> {};
+template <class L, class P>
+  requires requires { typename L::output_element; }
+struct output_element_of<L, P> {
+  using type = typename L::output_element;
+};
+template <class L, class P>
+struct input_element_of : compute_of<L, P> {};
+template <class L, class P>
+  requires requires { typename L::input_element; }
+struct input_element_of<L, P> {
+  using type = typename L::input_element;
+};
+
 // Layer I's compute type under plan Plan (a net_plan), and the type of its
 // input: the model's io type, else the previous layer's compute type.
 template <std::size_t I, class Plan>
@@ -185,6 +204,20 @@ struct net_plan<std::tuple<L...>, P> {
   // (per-layer types: compute_at_t<I, net_plan> and input_at_t, outside; a member template of a
   // class whose arguments hold the pack costs g++ 12 the whole pack per I)
   static constexpr std::array<std::size_t, layer_count> sizes{sizeof(typename compute_of<L, P>::type)...};
+  // the bytes of one value of layer i's output (its activation block): the compute type's, or 1
+  // where an int8 layer hands int8 values to the next (output_element)
+  static constexpr std::array<std::size_t, layer_count> out_sizes{sizeof(typename output_element_of<L, P>::type)...};
+  // an int8 output feeds a layer taking int8 input, and only such a layer takes one (the first
+  // layer's input is the model's io)
+  static constexpr bool int8_paired = [] {
+    constexpr bool out8[] = {std::is_same_v<typename output_element_of<L, P>::type, std::int8_t>..., false};
+    constexpr bool in8[] = {std::is_same_v<typename input_element_of<L, P>::type, std::int8_t>...};
+    for (std::size_t i = 0; i < layer_count; ++i)
+      if (in8[i] != (i > 0 && out8[i - 1]) || (i + 1 == layer_count && out8[i])) return false;
+    return true;
+  }();
+  static_assert(int8_paired, "sequential: a layer writing int8 values (quantization::int8_io) must be followed by one "
+                             "reading them, and only such a layer reads them (quantized_t sets it)");
   // layer i keeps a compute-type copy of its parameters (its compute type is not the variable type)
   static constexpr std::array<bool, layer_count> copies{!std::is_same_v<typename compute_of<L, P>::type, variable>...};
   // layer i's input is converted to its compute type first
@@ -208,7 +241,7 @@ struct net_plan<std::tuple<L...>, P> {
     return a;
   }()...}};
   static constexpr std::size_t unit_bytes(std::size_t i, role r) {
-    if (r == role::activation) return aliases[i] ? 0 : outs[i] * sizes[i];
+    if (r == role::activation) return aliases[i] ? 0 : outs[i] * out_sizes[i];
     if (r == role::gradient) r = role::parameter;
     if (r == role::compute_gradient) r = role::compute_parameter;
     return role_bytes[i][std::size_t(r)];

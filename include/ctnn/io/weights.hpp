@@ -28,6 +28,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <type_traits>
 #include <filesystem>
@@ -465,6 +466,10 @@ std::vector<pending_copy> check_weights(M& m, const std::vector<char>& d, Fail&&
   std::string error;
   std::size_t state_layer = std::size_t(-1);
   std::vector<const std::byte*> layer_state;  // the file's bytes of this layer's state buffers read so far
+  // the last output_scale and output_zero_point read (a full-integer layer's), for the next layer
+  // reading its int8 output (variable_ref::int8_input): their layer, and the file's bytes of each
+  std::size_t out_layer = std::size_t(-1);
+  const std::byte* out_param[2] = {nullptr, nullptr};
   m.for_each_variable([&](const variable_ref& v) {
     if (!error.empty()) return;
     weights_file_tensor t;
@@ -508,6 +513,36 @@ std::vector<pending_copy> check_weights(M& m, const std::vector<char>& d, Fail&&
         error = where + ": " + why;
         return;
       }
+    if (v.kind == role::state && type == want && v.extent == 1 && dtype_bytes(type) == 4) {
+      const bool scale = v.name == "output_scale" || v.name == "input_scale";
+      const auto* at = reinterpret_cast<const std::byte*>(src);
+      if (v.name == "output_scale" || v.name == "output_zero_point") {
+        out_layer = v.layer;
+        out_param[scale ? 0 : 1] = at;
+      } else if (v.int8_input && (v.name == "input_scale" || v.name == "input_zero_point")) {
+        // one tensor between the two layers: one scale and zero point (quantization::int8_io)
+        const std::byte* want_at = out_layer + 1 == v.layer ? out_param[scale ? 0 : 1] : nullptr;
+        if (!want_at || std::memcmp(want_at, at, 4) != 0) {
+          const auto text = [&](const std::byte* p) {
+            if (!scale) {
+              std::int32_t z;
+              std::memcpy(&z, p, 4);
+              return std::to_string(z);
+            }
+            float f;
+            std::memcpy(&f, p, 4);
+            char b[32];
+            std::snprintf(b, sizeof b, "%.9g", double(f));
+            return std::string(b);
+          };
+          error = where + " is " + text(at) + " but this layer reads layer " + std::to_string(v.layer) +
+                  "'s int8 output, whose " + (scale ? "output_scale" : "output_zero_point") + " is " +
+                  (want_at ? text(want_at) : std::string("missing")) +
+                  " (one tensor, one scale and zero point; quantization::float_between_t<Net> requantizes in float)";
+          return;
+        }
+      }
+    }
     if (v.kind == role::state) {
       if (v.layer != state_layer) layer_state.clear();
       state_layer = v.layer;

@@ -52,7 +52,7 @@ template <class Spec, Shape In, class P, class Backend>
 struct quantized_conv2d_layer;
 
 template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t Stride = 1, padding Pad = padding::valid,
-          Activation Act = identity, class Scheme = quantization::full_integer>
+          Activation Act = identity, class Scheme = quantization::full_integer, class IO = quantization::float_io>
 struct quantized_conv2d {
   static_assert(F > 0, "quantized_conv2d: the number of filters must be > 0");
   static_assert(KH > 0 && KW > 0, "quantized_conv2d: the kernel height and width must be > 0");
@@ -63,9 +63,13 @@ struct quantized_conv2d {
                     std::is_same_v<Act, relu>,
                 "quantized_conv2d: a full-integer layer fuses identity or relu only (other activations have no int8 "
                 "kernel yet: use quantization::dynamic_range)");
+  static_assert(quantization::is_int8_io_v<IO> &&
+                    (std::is_same_v<Scheme, quantization::full_integer> || std::is_same_v<IO, quantization::float_io>),
+                "quantized_conv2d: IO is quantization::int8_io<In8, Out8>, int8 only for a full-integer layer");
   using is_layer_spec = void;
   using activation = Act;
   using scheme = Scheme;
+  using io = IO;
   static constexpr std::size_t filters = F, kernel_height = KH, kernel_width = KW, stride = Stride;
   static constexpr padding pad = Pad;
   static std::string name() {
@@ -132,7 +136,10 @@ struct quantized_conv2d_layer {
   using out_shape = shape<geometry.oh, geometry.ow, F>;
   static std::string name() { return Spec::name(); }
   // the buffers and their views: quantized_dense's ({F, Kp} kernel)
-  using dense_like = quantized_dense_layer<quantized_dense<K, F, Act, typename Spec::scheme>, shape<K>, P, Backend>;
+  using dense_like =
+      quantized_dense_layer<quantized_dense<K, F, Act, typename Spec::scheme, typename Spec::io>, shape<K>, P, Backend>;
+  using input_element = typename dense_like::input_element;  // int8 next to another full-integer layer
+  using output_element = typename dense_like::output_element;
   static constexpr auto buffers = dense_like::buffers;
   static constexpr std::size_t parameter_count = 0;
   static constexpr std::size_t state_count = count_of(buffers, role::state);
@@ -158,7 +165,7 @@ struct quantized_conv2d_layer {
     const std::size_t m = r.batch, rows = m * P_;
     thread_local std::vector<std::int8_t> xq, cols;
     thread_local std::vector<std::int32_t> acc;
-    xq.resize(m * in);
+    if (!Spec::io::input) xq.resize(m * in);
     cols.resize(rows * Kp);
     acc.resize(rows * F);
     if constexpr (full) {
@@ -168,14 +175,20 @@ struct quantized_conv2d_layer {
         if (zp < quantization::qmin || zp > quantization::qmax)
           throw std::invalid_argument(Spec::name() + ": the " + what + " zero point " + std::to_string(zp) +
                                       " is outside [-128, 127] (a corrupt weights file?)");
-      const std::size_t clamped =
-          i8::quantize<Arch>(x, m * in, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data());
+      // between full-integer layers (Spec::io) x holds the previous layer's int8 values (nothing to
+      // clamp) and y receives this layer's (quantized_dense's forward_int8)
+      std::size_t clamped = 0;
+      const std::int8_t* xs = xq.data();
+      if constexpr (Spec::io::input)
+        xs = reinterpret_cast<const std::int8_t*>(x);
+      else
+        clamped = i8::quantize<Arch>(x, m * in, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data());
       for (std::size_t n = 0; n < m; ++n)
-        i8::im2col_s8(geometry, xq.data() + n * in, std::int8_t(in_zp), cols.data() + n * P_ * Kp, Kp);
+        i8::im2col_s8(geometry, xs + n * in, std::int8_t(in_zp), cols.data() + n * P_ * Kp, Kp);
       i8::gemm_s8<Arch>(rows, F, K, cols.data(), Kp, v.kernel, v.kernel_sum, acc.data(), F);
-      const std::size_t out_clamped =
-          i8::requantize_rows(rows, F, acc.data(), static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult,
-                              v.shift, out_zp, std::is_same_v<Act, relu>, out_scale, y, Spec::name(), "filter");
+      const std::size_t out_clamped = i8::requantize_rows<output_element, Arch>(
+          rows, F, acc.data(), static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult, v.shift, out_zp,
+          std::is_same_v<Act, relu>, out_scale, reinterpret_cast<output_element*>(y), &Spec::name, "filter");
       dense_like::count(v.saturated, clamped);
       dense_like::count(v.saturated + 2, out_clamped);
     } else {

@@ -1,4 +1,4 @@
-// ctnn/layers/quantized_dense.hpp — quantized_dense<K, N, Activation, Scheme>: an int8 dense layer (inference).
+// ctnn/layers/quantized_dense.hpp — quantized_dense<K, N, Activation, Scheme, IO>: an int8 dense layer (inference).
 //
 // Computes y ~ activation(x W + b) for a flat float input of K features with W stored as int8
 // per output channel (symmetric, zero point 0, [-127, 127], scale kernel_scale[j]); kernel:
@@ -8,7 +8,12 @@
 //     int32 bias (scale input_scale * kernel_scale[j]), the int32 sum requantized to int8 with
 //     TFLite's fixed-point multiplier (input_scale kernel_scale[j] / output_scale) and rounding,
 //     the activation (identity or relu) as the int8 clamp, then dequantized (exact between two
-//     such layers: the next one's input parameters are this one's output ones).
+//     such layers: the next one's input parameters are this one's output ones). IO
+//     (quantization::int8_io<In8, Out8>, default float_io) keeps the tensor int8 between two
+//     adjacent full-integer layers, as quantized_t makes them: In8 reads the previous layer's
+//     int8 values (no quantize step), Out8 writes the clamped int8 values (no dequantize step);
+//     the outputs are the same bit for bit (quantize(dequantize(q)) == q), the activation blocks
+//     of the memory plan 1 byte a value (input_element, output_element).
 //   quantization::dynamic_range  each input row quantized symmetrically on the fly (scale
 //     max|x| / 127, as TFLite's hybrid kernels' default), float bias, float output, any
 //     element-wise activation after it.
@@ -52,12 +57,28 @@ struct full_integer {
 struct dynamic_range {
   static std::string name() { return "dynamic_range"; }
 };
+// The element types around a full-integer layer: int8_io<In8, Out8> takes int8 input values
+// (In8: the previous layer's int8 output, quantized with this layer's input parameters; no
+// quantize step) and writes int8 output values (Out8: for the next full-integer layer, whose
+// input parameters are this layer's output ones; no dequantize step). float_io (the default):
+// float in, float out. quantized_t sets it between adjacent full-integer layers; the name, and
+// so the weights file, do not change. Docs: docs/quantization.md ("Int8 between layers").
+template <bool In8, bool Out8>
+struct int8_io {
+  static constexpr bool input = In8, output = Out8;
+};
+using float_io = int8_io<false, false>;
+template <class IO>
+inline constexpr bool is_int8_io_v = false;
+template <bool In8, bool Out8>
+inline constexpr bool is_int8_io_v<int8_io<In8, Out8>> = true;
 }  // namespace quantization
 
 template <class Spec, Shape In, class P, class Backend>
 struct quantized_dense_layer;
 
-template <std::size_t K, std::size_t N, Activation Act = identity, class Scheme = quantization::full_integer>
+template <std::size_t K, std::size_t N, Activation Act = identity, class Scheme = quantization::full_integer,
+          class IO = quantization::float_io>
 struct quantized_dense {
   static_assert(K > 0 && N > 0, "quantized_dense: K and N must be > 0");
   static_assert(std::is_same_v<Scheme, quantization::full_integer> || std::is_same_v<Scheme, quantization::dynamic_range>,
@@ -66,9 +87,13 @@ struct quantized_dense {
                     std::is_same_v<Act, relu>,
                 "quantized_dense: a full-integer layer fuses identity or relu only (other activations have no int8 "
                 "kernel yet: use quantization::dynamic_range)");
+  static_assert(quantization::is_int8_io_v<IO> &&
+                    (std::is_same_v<Scheme, quantization::full_integer> || std::is_same_v<IO, quantization::float_io>),
+                "quantized_dense: IO is quantization::int8_io<In8, Out8>, int8 only for a full-integer layer");
   using is_layer_spec = void;
   using activation = Act;
   using scheme = Scheme;
+  using io = IO;
   static constexpr std::size_t inputs = K, units = N;
   static std::string name() {
     std::string s = "quantized_dense<" + std::to_string(K) + ", " + std::to_string(N);
@@ -100,6 +125,10 @@ struct quantized_dense_layer {
   using T = float;
   using variable_type = float;
   using compute_type = float;
+  // the activations' element types (the memory plan's, core/sequential.hpp): int8 next to another
+  // full-integer layer (Spec::io), else float
+  using input_element = std::conditional_t<Spec::io::input, std::int8_t, float>;
+  using output_element = std::conditional_t<Spec::io::output, std::int8_t, float>;
   using in_shape = In;
   using out_shape = shape<N>;
   static std::string name() { return Spec::name(); }
@@ -229,14 +258,20 @@ struct quantized_dense_layer {
   // The int8 forward of m rows around product(xq, acc) (acc = xq W, [m, N] int32 sums): x
   // quantized into rows of Ks (>= K; the padding zeroed), then requantized to floats (full
   // integer: saturation counted) or rescaled per row and unit, with Act (dynamic range).
-  // quantized_dense_block runs it with its block-sparse product; S names the layer in errors.
+  // Between full-integer layers (Spec::io) x holds int8 values already (used in place when Ks ==
+  // K, else copied into the padded rows) and y receives int8 values (the requantized, clamped
+  // ones, not dequantized): x and y are the model's activation blocks, sized by input_element
+  // and output_element. quantized_dense_block runs it with its block-sparse product; S names the
+  // layer in errors.
   template <class S, std::size_t Ks, class Views, class Product>
   static void forward_int8(const Views& v, const T* x, T* y, std::size_t m, Product&& product) {
     using Arch = typename Backend::arch;
     namespace i8 = kernels::cpu::int8;
+    constexpr bool in8 = Spec::io::input;
     thread_local std::vector<std::int8_t> xq;
     thread_local std::vector<std::int32_t> acc;
-    xq.resize(m * Ks);
+    const bool own = !in8 || Ks != K;  // the rows are built here (not the int8 input in place)
+    if (own) xq.resize(m * Ks);
     acc.resize(m * N);
     if constexpr (Ks != K)
       for (std::size_t i = 0; i < m; ++i) std::fill(xq.begin() + std::ptrdiff_t(i * Ks + K), xq.begin() + std::ptrdiff_t((i + 1) * Ks), 0);
@@ -244,16 +279,25 @@ struct quantized_dense_layer {
       const float in_scale = *v.in_scale, out_scale = *v.out_scale;
       const std::int32_t in_zp = *v.in_zp, out_zp = *v.out_zp;
       std::size_t clamped = 0;
-      if constexpr (Ks == K)
+      const std::int8_t* a = xq.data();
+      if constexpr (in8) {
+        // already quantized (by the previous layer's requantization: nothing to clamp here)
+        const auto* x8 = reinterpret_cast<const std::int8_t*>(x);
+        if constexpr (Ks == K)
+          a = x8;
+        else
+          for (std::size_t i = 0; i < m; ++i) std::memcpy(xq.data() + i * Ks, x8 + i * K, K);
+      } else if constexpr (Ks == K) {
         clamped = i8::quantize<Arch>(x, m * K, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data());
-      else
+      } else {
         for (std::size_t i = 0; i < m; ++i)
           clamped += i8::quantize<Arch>(x + i * K, K, in_scale, in_zp, quantization::qmin, quantization::qmax,
                                         xq.data() + i * Ks);
-      product(xq.data(), acc.data());
-      const std::size_t out_clamped =
-          i8::requantize_rows(m, N, acc.data(), static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult,
-                              v.shift, out_zp, std::is_same_v<Act, relu>, out_scale, y, S::name(), "unit");
+      }
+      product(a, acc.data());
+      const std::size_t out_clamped = i8::requantize_rows<output_element, Arch>(
+          m, N, acc.data(), static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult, v.shift, out_zp,
+          std::is_same_v<Act, relu>, out_scale, reinterpret_cast<output_element*>(y), &S::name, "unit");
       count(v.saturated, clamped);
       count(v.saturated + 2, out_clamped);
     } else {

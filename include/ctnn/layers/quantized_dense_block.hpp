@@ -43,7 +43,7 @@ template <class Spec, Shape In, class P, class Backend>
 struct quantized_dense_block_layer;
 
 template <std::size_t K, std::size_t N, std::size_t NNZ, std::size_t R, std::size_t C, Activation Act = identity,
-          class Scheme = quantization::full_integer>
+          class Scheme = quantization::full_integer, class IO = quantization::float_io>
 struct quantized_dense_block {
   static_assert(R > 0 && C > 0 && K % R == 0 && N % C == 0,
                 "quantized_dense_block: the R x C blocks must tile the K x N kernel");
@@ -56,9 +56,13 @@ struct quantized_dense_block {
                     std::is_same_v<Act, relu>,
                 "quantized_dense_block: a full-integer layer fuses identity or relu only (use "
                 "quantization::dynamic_range)");
+  static_assert(quantization::is_int8_io_v<IO> &&
+                    (std::is_same_v<Scheme, quantization::full_integer> || std::is_same_v<IO, quantization::float_io>),
+                "quantized_dense_block: IO is quantization::int8_io<In8, Out8>, int8 only for a full-integer layer");
   using is_layer_spec = void;
   using activation = Act;
   using scheme = Scheme;
+  using io = IO;
   static constexpr std::size_t inputs = K, units = N, nnz = NNZ, block_rows = R, block_cols = C;
   static std::string name() {
     std::string s = "quantized_dense_block<" + std::to_string(K) + ", " + std::to_string(N) + ", " +
@@ -132,7 +136,10 @@ struct quantized_dense_block_layer {
   static V* at(std::byte* base) {
     return reinterpret_cast<V*>(base + buffer_offset<precision::float32>(buffers, I));
   }
-  using dense_layer = quantized_dense_layer<quantized_dense<K, N, Act, typename Spec::scheme>, In, P, Backend>;
+  using dense_layer =
+      quantized_dense_layer<quantized_dense<K, N, Act, typename Spec::scheme, typename Spec::io>, In, P, Backend>;
+  using input_element = typename dense_layer::input_element;  // int8 next to another full-integer layer
+  using output_element = typename dense_layer::output_element;
   using dense_views = typename dense_layer::views;
   struct views : dense_views {
     std::uint32_t* starts;

@@ -633,6 +633,7 @@ void import_qdq(MM& m, const onnx::GraphProto& graph, const graph_view& gv, cons
   qdq_importer q{graph, gv, path};
   matcher mt{gv, path};
   std::vector<std::map<std::string, std::vector<std::byte>, std::less<>>> vars(MM::layer_count);
+  quantization::params previous_out;  // the last full-integer layer's output parameters
   auto put = [](auto& v, const char* name, const auto& values) {
     using V = typename std::remove_cvref_t<decltype(values)>::value_type;
     std::vector<std::byte> b(values.size() * sizeof(V));
@@ -721,6 +722,16 @@ void import_qdq(MM& m, const onnx::GraphProto& graph, const graph_view& gv, cons
               const auto& qo = q.only_consumer(*after);
               if (qo.op_type() != "QuantizeLinear") q.fail(q.name_of(*after) + " is not followed by a QuantizeLinear");
               const auto out = q.per_tensor(qo);
+              // a layer reading the previous layer's int8 output (quantization::int8_io): one tensor, one
+              // scale and zero point (a graph that requantizes between them imports into float_between_t)
+              if constexpr (L::spec::io::input)
+                if (in.scale != previous_out.scale || in.zero_point != previous_out.zero_point)
+                  q.fail("its input's QuantizeLinear (scale " + exact(in.scale) + ", zero point " +
+                         std::to_string(in.zero_point) + ") differs from the previous layer's output one (scale " +
+                         exact(previous_out.scale) + ", zero point " + std::to_string(previous_out.zero_point) +
+                         "), but this layer reads that layer's int8 output (quantization::float_between_t<Net> "
+                         "requantizes in float)");
+              previous_out = out;
               std::vector<std::int32_t> mult(N), shift(N);
               for (std::size_t j = 0; j < N; ++j) {
                 const auto mq = quantization::quantize_multiplier(double(in.scale) * double(scale[j]) / double(out.scale));

@@ -14,12 +14,19 @@
 //                                            a layer's input range is the previous quantized
 //                                            layer's output range (the same values, or a
 //                                            max pooling of them), the first layer's its own
+// Between two adjacent full-integer layers the tensor stays int8 (quantization::int8_io: the first
+// requantizes straight to int8 with its output parameters, which the calibration makes the second's
+// input ones, as a TFLite tensor carries one scale and zero point for its producer and its
+// consumer; the second skips its quantize step); only a layer after a float one quantizes, only
+// one before a float layer or the output dequantizes. quantization::float_between_t<QNet> is the
+// same network with float between all its layers (the same weights files and outputs).
 // Weights (a conv2d kernel [KH, KW, C, F] read as [K = KH KW C, F]): scale_j = max_k |W[k, j]| / 127, q = round(W / scale_j) in [-127, 127]; full-integer
 // bias: round(b_j / (input_scale scale_j)) in int32. Throws std::invalid_argument for an empty
 // calibration set, or a tensor whose calibrated range is empty or not finite (naming the layer).
 // Docs: docs/quantization.md.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -94,6 +101,49 @@ struct quant_spec<Scheme, conv2d<F, KH, KW, S, Pad, Act, R, I>, Bound> {
   using type = quantized_conv2d<F, KH, KW, S, Pad, Act, Scheme>;
 };
 
+// The int8 chain: whether a converted spec is a full-integer layer, and that spec with its
+// int8_io<In8, Out8> (any other spec unchanged).
+template <class S>
+inline constexpr bool full_integer_spec_v = false;
+template <std::size_t K, std::size_t N, class Act, class IO>
+inline constexpr bool full_integer_spec_v<quantized_dense<K, N, Act, full_integer, IO>> = true;
+template <std::size_t K, std::size_t N, std::size_t NNZ, std::size_t R, std::size_t C, class Act, class IO>
+inline constexpr bool full_integer_spec_v<quantized_dense_block<K, N, NNZ, R, C, Act, full_integer, IO>> = true;
+template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class IO>
+inline constexpr bool full_integer_spec_v<quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, IO>> = true;
+template <class S, bool In8, bool Out8>
+struct with_io {
+  using type = S;
+};
+template <std::size_t K, std::size_t N, class Act, class IO, bool In8, bool Out8>
+struct with_io<quantized_dense<K, N, Act, full_integer, IO>, In8, Out8> {
+  using type = quantized_dense<K, N, Act, full_integer, int8_io<In8, Out8>>;
+};
+template <std::size_t K, std::size_t N, std::size_t NNZ, std::size_t R, std::size_t C, class Act, class IO, bool In8,
+          bool Out8>
+struct with_io<quantized_dense_block<K, N, NNZ, R, C, Act, full_integer, IO>, In8, Out8> {
+  using type = quantized_dense_block<K, N, NNZ, R, C, Act, full_integer, int8_io<In8, Out8>>;
+};
+template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class IO, bool In8,
+          bool Out8>
+struct with_io<quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, IO>, In8, Out8> {
+  using type = quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, int8_io<In8, Out8>>;
+};
+
+// Net with int8 tensors between adjacent full-integer layers (Chain), or float everywhere.
+template <class Net, bool Chain>
+struct chained;
+template <class In, class... Qs, bool Chain>
+struct chained<sequential<In, Qs...>, Chain> {
+  static constexpr std::size_t n = sizeof...(Qs);
+  static constexpr std::array<bool, n> full{full_integer_spec_v<Qs>...};
+  static constexpr bool in8(std::size_t i) { return Chain && i > 0 && full[i] && full[i - 1]; }
+  static constexpr bool out8(std::size_t i) { return Chain && i + 1 < n && full[i] && full[i + 1]; }
+  template <std::size_t... I>
+  static auto make(std::index_sequence<I...>) -> sequential<In, typename with_io<Qs, in8(I), out8(I)>::type...>;
+  using type = decltype(make(std::index_sequence_for<Qs...>{}));
+};
+
 template <class Net, class Scheme>
 struct quantized;
 template <class Scheme, class In, class... Ls>
@@ -102,7 +152,7 @@ struct quantized<sequential<In, Ls...>, Scheme> {
   template <std::size_t... I>
   static auto make(std::index_sequence<I...>)
       -> sequential<In, typename quant_spec<Scheme, Ls, std::tuple_element_t<I, bound>>::type...>;
-  using type = decltype(make(std::index_sequence_for<Ls...>{}));
+  using type = typename chained<decltype(make(std::index_sequence_for<Ls...>{})), true>::type;
 };
 
 // Layer kinds the converter quantizes: dense, conv2d, and qat_dense, qat_conv2d (quantization/qat.hpp);
@@ -208,6 +258,14 @@ inline void quantize_kernel(const float* w, std::size_t K, std::size_t N, std::i
 template <class Net, class Scheme = quantization::full_integer>
 using quantized_t = typename quantization::detail::quantized<Net, Scheme>::type;
 
+namespace quantization {
+// A quantized network with float tensors between all its layers (every int8_io float_io): the
+// same layers, names and weights files as QNet (quantized_t's, int8 between adjacent full-integer
+// layers), each full-integer layer quantizing its input and dequantizing its output.
+template <class QNet>
+using float_between_t = typename detail::chained<QNet, false>::type;
+}  // namespace quantization
+
 struct calibration_options {
   double percentile = 100.0;  // 100: min/max; e.g. 99.99 clips the outer 0.01 % of each tensor's values
 };
@@ -227,6 +285,7 @@ model<quantized_t<Net, Scheme>, precision::float32, B> convert(const model<Net, 
   m.for_each_variable([&](const variable_ref& v) { src.push_back(v); });
   out.for_each_variable([&](const variable_ref& v) { dst.push_back(v); });
   std::size_t dense_index = 0;
+  params previous_out;  // the last full-integer layer's output parameters (an int8 input's)
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (
         [&] {
@@ -261,6 +320,16 @@ model<quantized_t<Net, Scheme>, precision::float32, B> convert(const model<Net, 
               const auto [olo, ohi] = ranges.at(2 * dense_index + 1);
               const params in = choose_params(ilo, ihi, here + "'s input (calibration)");
               const params outp = choose_params(olo, ohi, here + "'s output (calibration)");
+              // an int8 input is the previous layer's int8 output: its parameters must be that layer's
+              // output ones (the calibrations give the same range, so this holds by construction)
+              if constexpr (std::tuple_element_t<I, typename dst_model::layers>::spec::io::input)
+                if (in.scale != previous_out.scale || in.zero_point != previous_out.zero_point)
+                  throw std::logic_error(here + ": its int8 input's parameters (scale " + std::to_string(in.scale) +
+                                         ", zero point " + std::to_string(in.zero_point) +
+                                         ") differ from the previous layer's output ones (scale " +
+                                         std::to_string(previous_out.scale) + ", zero point " +
+                                         std::to_string(previous_out.zero_point) + ")");
+              previous_out = outp;
               *data_of<float>(dst, I, "input_scale") = in.scale;
               *data_of<std::int32_t>(dst, I, "input_zero_point") = in.zero_point;
               *data_of<float>(dst, I, "output_scale") = outp.scale;

@@ -127,6 +127,8 @@ void for_each_variable_in(std::byte* base, const plan_layout& lay, std::size_t b
                       { L::check_state(std::string_view{}, p, s, std::size_t{}) } -> std::same_as<std::string>;
                     })
         if (d.kind == role::state) v.check_state = &L::check_state;
+      if constexpr (requires { typename L::input_element; })
+        v.int8_input = std::is_same_v<typename L::input_element, std::int8_t>;
       f(v);
     }
   };

@@ -306,6 +306,30 @@ template <class Arch = default_arch>
 std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp, std::int32_t lo, std::int32_t hi,
                      std::int8_t* q) {
   std::size_t i = 0, saturated = 0;
+#if defined(__AVX512F__)
+  if constexpr (std::is_base_of_v<xsimd::avx512f, Arch>) {
+    // the rule below on 16 values in registers, narrowed by vpmovdb and counted by a mask (a value
+    // the clamp changed is one the rule saturates: beyond 2^22 the quotient is beyond the range)
+    const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(float(zp)), l = _mm512_set1_ps(float(lo)),
+                 h = _mm512_set1_ps(float(hi)), big = _mm512_set1_ps(4194304.0f), nbig = _mm512_set1_ps(-4194304.0f);
+    const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+    const auto block = [&](std::size_t at, __mmask16 m) {
+      const __m512 d = _mm512_div_ps(_mm512_maskz_loadu_ps(m, x + at), s);
+      const __mmask16 number = _mm512_cmp_ps_mask(d, d, _CMP_EQ_OQ);
+      const __m512 cd = _mm512_min_ps(_mm512_max_ps(_mm512_maskz_mov_ps(number, d), nbig), big);
+      const __m512 t = _mm512_cvtepi32_ps(_mm512_cvttps_epi32(cd));  // toward zero
+      const __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(cd, t)), half, _CMP_GE_OQ);
+      const __m512 sign = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(cd, zero, _CMP_LT_OQ), one, _mm512_set1_ps(-1.0f));
+      const __m512 vz = _mm512_add_ps(_mm512_mask_add_ps(t, up, t, sign), z);
+      const __m512 cv = _mm512_min_ps(_mm512_max_ps(vz, l), h);
+      saturated += std::size_t(__builtin_popcount(unsigned(_mm512_mask_cmp_ps_mask(m & number, cv, vz, _CMP_NEQ_UQ))));
+      _mm512_mask_cvtepi32_storeu_epi8(q + at, m, _mm512_cvttps_epi32(_mm512_mask_blend_ps(number, z, cv)));
+    };
+    for (; i + 16 <= n; i += 16) block(i, __mmask16(0xffff));
+    if (i < n) block(i, __mmask16((1u << (n - i)) - 1u));
+    return saturated;
+  }
+#endif
   if constexpr (simd_v<float, Arch>) {
     using B = xsimd::batch<float, Arch>;
     constexpr std::size_t L = B::size;
@@ -369,15 +393,78 @@ float abs_max(const float* x, std::size_t n) {
   return m;
 }
 
-// One output row of a full-integer layer: y[j] = scale (clamp(MBQM(acc[j] + off[j], mult[j],
-// shift[j]) + zp, lo, 127) - zp), MBQM TFLite's MultiplyByQuantizedMultiplier
+// One output row of a full-integer layer (Arch: the backend's; one derived from avx512f, in a TU
+// built with AVX-512, runs the 16-lane form detail::requantize16, the same numbers, else the
+// loops below, which the compiler vectorizes): y[j] = scale (clamp(MBQM(acc[j] + off[j], mult[j],
+// shift[j]) + zp, lo, 127) - zp) (Y float), or the clamped int8 value itself (Y std::int8_t: the
+// output stays int8 for the next full-integer layer), MBQM TFLite's MultiplyByQuantizedMultiplier
 // (quantization/arithmetic.hpp) written without branches so that the compiler vectorizes it;
 // requires 0 <= mult[j] (quantize_multiplier's range), -31 <= shift[j] <= 30. Returns how many
 // outputs saturated: above 127, or (relu false) below -128; after a relu (lo = max(-128, zp)) the
 // values below are the activation's, never counted.
+#if defined(__AVX512F__)
+namespace detail {
+// requantize_row's arithmetic on 16 columns in AVX-512 registers (Arch derived from avx512f):
+// MBQM with the 64-bit products of the even and the odd lanes (vpmuldq), TFLite's nudge and
+// truncation, the rounding shift, + zp, the clamp; y written (int8 or dequantized floats) and
+// the saturated ones counted. m: the columns present (a masked tail).
+template <class Y>
+inline std::size_t requantize16(const std::int32_t* acc, const std::int32_t* off, const std::int32_t* mult,
+                                const std::int32_t* shift, __m512i zp, __m512i lo, __m512i low, __m512 scale, Y* y,
+                                __mmask16 m) {
+  const __m512i x0 = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, acc), _mm512_maskz_loadu_epi32(m, off));
+  const __m512i sh = _mm512_maskz_loadu_epi32(m, shift), mu = _mm512_maskz_loadu_epi32(m, mult);
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i left = _mm512_max_epi32(sh, zero), right = _mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero);
+  const __m512i x = _mm512_sllv_epi32(x0, left);
+  const __m512i low31 = _mm512_set1_epi64((std::int64_t(1) << 31) - 1), half = _mm512_set1_epi64(std::int64_t(1) << 30);
+  const auto high = [&](__m512i ab) {  // (ab + nudge) / 2^31 truncated toward zero (as requantize_row's)
+    const __m512i t = _mm512_sub_epi64(_mm512_add_epi64(ab, half), _mm512_and_si512(_mm512_srai_epi64(ab, 63), low31));
+    return _mm512_srai_epi64(_mm512_add_epi64(t, _mm512_and_si512(_mm512_srai_epi64(t, 63), low31)), 31);
+  };
+  const __m512i he = high(_mm512_mul_epi32(x, mu));
+  const __m512i ho = high(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(mu, 32)));
+  const __m512i hi = _mm512_mask_blend_epi32(__mmask16(0xAAAA), he, _mm512_slli_epi64(ho, 32));
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
+  const __m512i thr = _mm512_add_epi32(_mm512_srai_epi32(mask, 1), _mm512_srli_epi32(hi, 31));
+  __m512i q = _mm512_srav_epi32(hi, right);
+  q = _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(_mm512_and_si512(hi, mask), thr), q, one);
+  q = _mm512_add_epi32(q, zp);
+  const std::size_t saturated = std::size_t(
+      __builtin_popcount(unsigned(_mm512_mask_cmpgt_epi32_mask(m, q, _mm512_set1_epi32(127)))) +
+      __builtin_popcount(unsigned(_mm512_mask_cmplt_epi32_mask(m, q, low))));
+  // q < lo ? lo : min(q, 127), as requantize_row's clamp (even for a zero point beyond 127)
+  const __m512i c = _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(q, lo), _mm512_min_epi32(q, _mm512_set1_epi32(127)), lo);
+  if constexpr (std::is_same_v<Y, std::int8_t>)
+    _mm512_mask_cvtepi32_storeu_epi8(y, m, c);
+  else
+    _mm512_mask_storeu_ps(y, m, _mm512_mul_ps(scale, _mm512_cvtepi32_ps(_mm512_sub_epi32(c, zp))));
+  return saturated;
+}
+}  // namespace detail
+#endif
+
+template <class Y = float, class Arch = default_arch>
 inline std::size_t requantize_row(std::size_t N, const std::int32_t* acc, const std::int32_t* off,
                                   const std::int32_t* mult, const std::int32_t* shift, std::int32_t zp, std::int32_t lo,
-                                  float scale, float* y, bool relu) {
+                                  float scale, Y* y, bool relu) {
+  static_assert(std::is_same_v<Y, float> || std::is_same_v<Y, std::int8_t>,
+                "int8::requantize_row: the output is float (dequantized) or std::int8_t");
+#if defined(__AVX512F__)
+  if constexpr (std::is_base_of_v<xsimd::avx512f, Arch>) {
+    const __m512i z = _mm512_set1_epi32(zp), l = _mm512_set1_epi32(lo);
+    const __m512i below = _mm512_set1_epi32(relu ? std::numeric_limits<std::int32_t>::min() : -128);
+    const __m512 s = _mm512_set1_ps(scale);
+    std::size_t saturated = 0, j = 0;
+    for (; j + 16 <= N; j += 16)
+      saturated += detail::requantize16(acc + j, off + j, mult + j, shift + j, z, l, below, s, y + j, __mmask16(0xffff));
+    if (j < N)
+      saturated += detail::requantize16(acc + j, off + j, mult + j, shift + j, z, l, below, s, y + j,
+                                        __mmask16((1u << (N - j)) - 1u));
+    return saturated;
+  }
+#endif
   const std::int32_t low = relu ? std::numeric_limits<std::int32_t>::min() : -128;  // below it: saturated
   constexpr std::size_t chunk = 64;
   std::int32_t qs[chunk];
@@ -406,7 +493,11 @@ inline std::size_t requantize_row(std::size_t N, const std::int32_t* acc, const 
       const std::int32_t q = qs[u];
       top = q > top ? q : top;
       bottom = q < bottom ? q : bottom;
-      y[j0 + u] = scale * float((q < lo ? lo : q > 127 ? 127 : q) - zp);
+      const std::int32_t c = q < lo ? lo : q > 127 ? 127 : q;
+      if constexpr (std::is_same_v<Y, std::int8_t>)
+        y[j0 + u] = std::int8_t(c);
+      else
+        y[j0 + u] = scale * float(c - zp);
     }
     if (top > 127 || bottom < low) {
       std::uint32_t n = 0;  // (32-bit lanes: the loop vectorizes as the ones above)
@@ -418,28 +509,37 @@ inline std::size_t requantize_row(std::size_t N, const std::int32_t* acc, const 
 }
 
 // The full-integer layers' epilogue (quantized_dense, quantized_conv2d): checks every column's
-// requantization multiplier (a corrupt weights file: invalid_argument naming `layer` and the
+// requantization multiplier (a corrupt weights file: invalid_argument naming the layer, `layer()`
+// (its name, made only then: not a string built at every call), and the
 // `column` word, "unit" or "filter"), forms off[j] = bias[j] - in_zp kernel_sum[j] in wrapping
 // int32 arithmetic (a corrupt file gives wrong numbers, never undefined behaviour), then
-// requantizes the rows x N accumulators into y (requantize_row; lo = out_zp after a relu).
-// Returns how many outputs saturated (requantize_row).
+// requantizes the rows x N accumulators into y (requantize_row; lo = out_zp after a relu; Y
+// std::int8_t: the int8 values, for the next full-integer layer). Returns how many outputs
+// saturated (requantize_row).
+template <class Y = float, class Arch = default_arch>
 inline std::size_t requantize_rows(std::size_t rows, std::size_t N, const std::int32_t* acc, const std::int32_t* bias,
                             std::int32_t in_zp, const std::int32_t* kernel_sum, const std::int32_t* mult,
-                            const std::int32_t* shift, std::int32_t out_zp, bool relu, float out_scale, float* y,
-                            const std::string& layer, const char* column) {
+                            const std::int32_t* shift, std::int32_t out_zp, bool relu, float out_scale, Y* y,
+                            std::string (*layer)(), const char* column) {
   thread_local std::vector<std::int32_t> off;
   off.resize(N);
+  // the check as a reduction and off without branches, so that the loop vectorizes (a branch per
+  // column cost as much as the requantization itself at batch 1); the column named afterwards
+  std::uint32_t bad = 0;
   for (std::size_t j = 0; j < N; ++j) {
-    if (mult[j] < 0 || shift[j] < -31 || shift[j] > 30)
-      throw std::invalid_argument(layer + ": " + column + " " + std::to_string(j) + "'s requantization multiplier (" +
-                                  std::to_string(mult[j]) + ", shift " + std::to_string(shift[j]) +
-                                  ") is outside quantize_multiplier's range (a corrupt weights file?)");
+    bad |= std::uint32_t(mult[j] < 0) | std::uint32_t(shift[j] < -31) | std::uint32_t(shift[j] > 30);
     off[j] = std::int32_t(std::uint32_t(bias[j]) - std::uint32_t(in_zp) * std::uint32_t(kernel_sum[j]));
   }
+  if (bad)
+    for (std::size_t j = 0; j < N; ++j)
+      if (mult[j] < 0 || shift[j] < -31 || shift[j] > 30)
+        throw std::invalid_argument(layer() + ": " + column + " " + std::to_string(j) + "'s requantization multiplier (" +
+                                    std::to_string(mult[j]) + ", shift " + std::to_string(shift[j]) +
+                                    ") is outside quantize_multiplier's range (a corrupt weights file?)");
   const std::int32_t lo = relu ? std::max<std::int32_t>(-128, out_zp) : -128;
   std::size_t saturated = 0;
   for (std::size_t i = 0; i < rows; ++i)
-    saturated += requantize_row(N, acc + i * N, off.data(), mult, shift, out_zp, lo, out_scale, y + i * N, relu);
+    saturated += requantize_row<Y, Arch>(N, acc + i * N, off.data(), mult, shift, out_zp, lo, out_scale, y + i * N, relu);
   return saturated;
 }
 
