@@ -6,6 +6,9 @@
 //   weights:  dW[K,N] = X[m,K]^T * dY[m,N],  db[N] = colsum(dY) (column_sum<N, T, Arch>)
 //   input:    dX[m,K] = dY[m,N] * W[K,N]^T
 //   gemm:     C[M,N]  = epi(A(M x K) * B(K x N) + bias), A and B strided views
+// pack_weights / pack_weights_transposed and dense_forward_packed /
+// dense_backward_input_packed: the forward and input products over W packed
+// once (a recurrent kernel used at every step), the micro-kernel over its panels.
 // The *_active forms run the same three products on the first n <= N output
 // columns only (dense<up_to<N>>'s active width): W, dW, Y and dY keep their row
 // stride N, and their columns n.. (and db's) are neither read nor written.
