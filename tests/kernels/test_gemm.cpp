@@ -6,7 +6,10 @@
 // followed by the scalar activation (kernels/activations_reference.hpp), on
 // every architecture; the *_active forms (dense<up_to<N>>) against the reference
 // on a copy of the first n columns, columns n.. untouched, on every architecture
-// and the scalar path (xsimd::unavailable). activations.hpp has its own test_activations.cpp.
+// and the scalar path (xsimd::unavailable); the products over packed weights (pack_weights,
+// dense_forward_packed, dense_backward_input_packed: a recurrent kernel) against the reference on
+// every architecture and the scalar path, their packed size, and their bits on 1 to 3 threads.
+// activations.hpp has its own test_activations.cpp.
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
@@ -295,4 +298,26 @@ TEST_CASE("packed dense products equal the reference, every architecture") {
   const int ran = test::for_each_arch("packed dense products", shapes);
   CHECK(ran >= 1);
   shapes(xsimd::unavailable{}, "scalar");
+}
+
+TEST_CASE("packed dense products give the same bits on 1, 2 and 3 threads") {
+  const std::size_t before = kernels::cpu::threads();
+  constexpr std::size_t K = 128, N = 512, m = 64;  // lstm(128)'s step at batch 64: past the parallel threshold
+  rng g(5);
+  std::vector<float> x(m * K), w(K * N), b(N), dy(m * N), packed(kernels::cpu::packed_size<K, N, float>);
+  for (auto* v : {&x, &w, &b, &dy})
+    for (auto& e : *v) e = float(g.uniform(-1, 1));
+  std::vector<std::vector<float>> out;
+  for (std::size_t t : {1, 2, 3}) {
+    kernels::cpu::set_threads(t);
+    std::vector<float> y(m * N + m * K);
+    kernels::cpu::pack_weights<K, N>(w.data(), packed.data(), m);
+    kernels::cpu::dense_forward_packed<K, N>(x.data(), w.data(), packed.data(), b.data(), y.data(), m);
+    kernels::cpu::pack_weights_transposed<K, N>(w.data(), packed.data(), m);
+    kernels::cpu::dense_backward_input_packed<K, N>(dy.data(), w.data(), packed.data(), y.data() + m * N, m);
+    out.push_back(std::move(y));
+  }
+  kernels::cpu::set_threads(before);
+  CHECK(out[0] == out[1]);
+  CHECK(out[0] == out[2]);
 }

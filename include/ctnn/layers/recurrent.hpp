@@ -12,7 +12,8 @@
 // and the cell's rule over [batch, U] (ops<B>::map_rows; step 0 skips the product of
 // h_0 = 0). Backward through time: R packed once for dz R^T (pack_weights_transposed), then
 // per step the cell's backward rule and dh += dz R^T (dense_backward_input_packed); then
-// dW, dR and dx are each one GEMM over all steps. The caches (time-major input, gates, states) are in the plan.
+// dW, dR and dx are each one GEMM over all steps. The caches (time-major input, gates,
+// states, the packed R) are in the plan.
 // gru with reset_after = false (a cell with reset_before): per step h R gives z and r, then
 // (r ⊙ h) R the candidate's part; both products run over the whole [U, G] recurrent kernel
 // (ops<B> has no product on a column block), and dR is one GEMM over the stacked rows
@@ -23,7 +24,6 @@
 // one mask per gate for both (Keras' implementation 1), done as `gates` row blocks of the
 // same GEMMs. docs/sequences.md has the formulas and what is not supported yet.
 #pragma once
-#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <stdexcept>
