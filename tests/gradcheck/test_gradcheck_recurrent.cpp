@@ -41,7 +41,7 @@ TEST_CASE("gradcheck: lstm") {
   CHECK(gradcheck::check_layer<lstm<3, both>, shape<4, 5>>({.batch = 2}) < tol);
   CHECK(gradcheck::check_layer<lstm<17, return_sequences>, shape<3, 4>>({.batch = 5}) < tol);  // U past a vector
   CHECK(gradcheck::check_layer<lstm<3>, shape<1, 4>>() < tol);  // one step: no recurrent product
-  // a batch of ops<cpu>::packed_rows: the step products over R packed once per pass
+  // a batch past ops<cpu>::packed_rows: the step products over R packed once per pass
   CHECK(gradcheck::check_layer<lstm<3, both>, shape<4, 5>>({.batch = 17}) < tol);
 }
 
