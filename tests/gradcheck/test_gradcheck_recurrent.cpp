@@ -31,6 +31,7 @@ TEST_CASE("gradcheck: simple_rnn") {
   CHECK(gradcheck::check_layer<simple_rnn<4, sigmoid, return_sequences>, shape<5, 3>>() < tol);
   CHECK(gradcheck::check_layer<simple_rnn<3, ctnn::tanh, go_backwards>, shape<4, 2>>() < tol);
   CHECK(gradcheck::check_layer<simple_rnn<3, ctnn::tanh, both>, shape<4, 2>>({.batch = 1}) < tol);
+  CHECK(gradcheck::check_layer<simple_rnn<3, ctnn::tanh, both>, shape<4, 2>>({.batch = 17}) < tol);  // R packed
 }
 
 TEST_CASE("gradcheck: lstm") {
@@ -40,6 +41,8 @@ TEST_CASE("gradcheck: lstm") {
   CHECK(gradcheck::check_layer<lstm<3, both>, shape<4, 5>>({.batch = 2}) < tol);
   CHECK(gradcheck::check_layer<lstm<17, return_sequences>, shape<3, 4>>({.batch = 5}) < tol);  // U past a vector
   CHECK(gradcheck::check_layer<lstm<3>, shape<1, 4>>() < tol);  // one step: no recurrent product
+  // a batch past ops<cpu>::packed_rows: the step products over R packed once per pass
+  CHECK(gradcheck::check_layer<lstm<3, both>, shape<4, 5>>({.batch = 17}) < tol);
 }
 
 TEST_CASE("gradcheck: gru (reset_after)") {
@@ -49,6 +52,7 @@ TEST_CASE("gradcheck: gru (reset_after)") {
   CHECK(gradcheck::check_layer<gru<3, both>, shape<4, 5>>({.batch = 2}) < tol);
   CHECK(gradcheck::check_layer<gru<17, return_sequences>, shape<3, 4>>({.batch = 5}) < tol);
   CHECK(gradcheck::check_layer<gru<3>, shape<1, 4>>() < tol);  // one step: the recurrent bias only
+  CHECK(gradcheck::check_layer<gru<3, both>, shape<4, 5>>({.batch = 17}) < tol);  // R packed
 }
 
 TEST_CASE("gradcheck: gru (reset_after = false)") {
@@ -60,6 +64,8 @@ TEST_CASE("gradcheck: gru (reset_after = false)") {
   CHECK(gradcheck::check_layer<gru<17, recurrent_options{.return_sequences = true, .reset_after = false}>, shape<3, 4>>(
             {.batch = 5}) < tol);
   CHECK(gradcheck::check_layer<gru<3, before>, shape<1, 4>>() < tol);  // one step: no recurrent product
+  CHECK(gradcheck::check_layer<gru<3, recurrent_options{.return_sequences = true, .reset_after = false}>, shape<4, 3>>(
+            {.batch = 17}) < tol);  // R packed
 }
 
 TEST_CASE("gradcheck: dropout and recurrent_dropout (fixed masks, one per gate with recurrent_dropout)") {
@@ -70,6 +76,8 @@ TEST_CASE("gradcheck: dropout and recurrent_dropout (fixed masks, one per gate w
                                shape<4, 3>>() < tol);
   CHECK(gradcheck::check_layer<gru<3, recurrent_options{.go_backwards = true, .recurrent_dropout = 0.3}>, shape<4, 3>>() <
         tol);
+  CHECK(gradcheck::check_layer<lstm<3, recurrent_options{.return_sequences = true, .dropout = 0.3, .recurrent_dropout = 0.4}>,
+                               shape<4, 3>>({.batch = 17}) < tol);  // R packed, one product per gate's mask
 }
 
 namespace {
@@ -138,6 +146,7 @@ TEST_CASE("gradcheck: bidirectional (each merge mode, return_sequences, a step m
   // masked steps: zeros out of both directions (Keras forces zero_output_for_mask), no gradient through them
   CHECK(masked_check<bidirectional<lstm<3, return_sequences>>, shape<5, 2>>(3) < tol);
   CHECK(masked_check<bidirectional<gru<3>, merge::mul>, shape<4, 3>>(2) < tol);
+  CHECK(masked_check<bidirectional<lstm<3, return_sequences>>, shape<5, 2>>(17) < tol);  // R packed
 }
 
 TEST_CASE("gradcheck: time_distributed<dense> (every step through one kernel)") {

@@ -6,7 +6,10 @@
 // followed by the scalar activation (kernels/activations_reference.hpp), on
 // every architecture; the *_active forms (dense<up_to<N>>) against the reference
 // on a copy of the first n columns, columns n.. untouched, on every architecture
-// and the scalar path (xsimd::unavailable). activations.hpp has its own test_activations.cpp.
+// and the scalar path (xsimd::unavailable); the products over packed weights (pack_weights,
+// dense_forward_packed, dense_backward_input_packed: a recurrent kernel) against the reference on
+// every architecture and the scalar path, their packed size, and their bits on 1 to 3 threads.
+// activations.hpp has its own test_activations.cpp.
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
@@ -237,4 +240,84 @@ TEST_CASE("dense *_active products equal the reference on the first n columns an
   });
   CHECK(ran >= 1);
   compare_active<xsimd::unavailable>("scalar");
+}
+
+// ---- the products over weights packed once (a recurrent kernel: gemm.hpp's pack_weights) ----
+namespace {
+// the packed size: the larger of W's panels (NR columns, K rows) and W^T's, NR one or two vectors
+static_assert(kernels::cpu::packed_size<128, 512, float, xsimd::sse2> == 512 * 128);
+static_assert(kernels::cpu::packed_size<17, 68, float, xsimd::sse2> == 3 * 8 * 68);   // W^T: 3 panels of 8, 68 rows
+static_assert(kernels::cpu::packed_size<17, 68, double, xsimd::sse2> == 5 * 4 * 68);  // 2 lanes: panels of 4
+static_assert(kernels::cpu::packed_size<17, 68, float, xsimd::unavailable> == 0);  // no SIMD: w read as it lies
+#if XSIMD_WITH_AVX512F
+static_assert(kernels::cpu::packed_size<17, 68, float, xsimd::avx512f> == 32 * 68);  // W^T: one panel of 32 (W: 3 x 32 x 17)
+static_assert(kernels::cpu::packed_size<128, 384, double, xsimd::avx512f> == 384 * 128);
+#endif
+
+template <class Arch, std::size_t K, std::size_t N>
+void compare_packed(const char* name, std::size_t m) {
+  CAPTURE(name);
+  CAPTURE(K);
+  CAPTURE(N);
+  CAPTURE(m);
+  rng g(K * 100 + N + m);
+  std::vector<float> x(m * K), w(K * N), b(N), dy(m * N);
+  for (auto* v : {&x, &w, &b, &dy})
+    for (auto& e : *v) e = float(g.uniform(-1, 1));
+  constexpr std::size_t size = kernels::cpu::packed_size<K, N, float, Arch>;
+  const float sentinel = 7.5f;
+  std::vector<float> packed(size + 1, sentinel), y(m * N), yr(m * N), dx(m * K), dxr(m * K);
+  kernels::reference::gemm_nn(x.data(), w.data(), b.data(), yr.data(), m, K, N);
+  kernels::reference::gemm_nt(dy.data(), w.data(), dxr.data(), m, K, N);
+  kernels::cpu::pack_weights<K, N, Arch>(w.data(), packed.data(), m);
+  // below packed_rows rows nothing is packed (the products read w)
+  const bool packs = size > 0 && m >= kernels::cpu::packed_rows;
+  CHECK((std::count(packed.begin(), packed.end(), sentinel) == std::ptrdiff_t(size + 1)) == !packs);
+  CHECK(packed[size] == sentinel);
+  kernels::cpu::dense_forward_packed<K, N, fn::identity_fn, Arch>(x.data(), w.data(), packed.data(), b.data(), y.data(), m);
+  std::fill(packed.begin(), packed.end(), sentinel);
+  kernels::cpu::pack_weights_transposed<K, N, Arch>(w.data(), packed.data(), m);
+  CHECK(packed[size] == sentinel);
+  kernels::cpu::dense_backward_input_packed<K, N, Arch>(dy.data(), w.data(), packed.data(), dx.data(), m);
+  double worst = 0;
+  for (std::size_t i = 0; i < m * N; ++i) worst = std::max(worst, std::abs(double(y[i]) - yr[i]) / double(K));
+  for (std::size_t i = 0; i < m * K; ++i) worst = std::max(worst, std::abs(double(dx[i]) - dxr[i]) / double(N));
+  CHECK(worst <= 1e-6);
+}
+}  // namespace
+
+TEST_CASE("packed dense products equal the reference, every architecture") {
+  auto shapes = [](auto arch, const char* name) {
+    using A = decltype(arch);
+    for (std::size_t m : {1, 7, 16, 64}) {  // 16: packed_rows
+      compare_packed<A, 128, 512>(name, m);  // lstm(128): U x 4U
+      compare_packed<A, 128, 384>(name, m);  // gru(128)
+      compare_packed<A, 17, 68>(name, m);    // odd sizes: lstm(17)
+    }
+  };
+  const int ran = test::for_each_arch("packed dense products", shapes);
+  CHECK(ran >= 1);
+  shapes(xsimd::unavailable{}, "scalar");
+}
+
+TEST_CASE("packed dense products give the same bits on 1, 2 and 3 threads") {
+  const std::size_t before = kernels::cpu::threads();
+  constexpr std::size_t K = 128, N = 512, m = 64;  // lstm(128)'s step at batch 64: past the parallel threshold
+  rng g(5);
+  std::vector<float> x(m * K), w(K * N), b(N), dy(m * N), packed(kernels::cpu::packed_size<K, N, float>);
+  for (auto* v : {&x, &w, &b, &dy})
+    for (auto& e : *v) e = float(g.uniform(-1, 1));
+  std::vector<std::vector<float>> out;
+  for (std::size_t t : {1, 2, 3}) {
+    kernels::cpu::set_threads(t);
+    std::vector<float> y(m * N + m * K);
+    kernels::cpu::pack_weights<K, N>(w.data(), packed.data(), m);
+    kernels::cpu::dense_forward_packed<K, N>(x.data(), w.data(), packed.data(), b.data(), y.data(), m);
+    kernels::cpu::pack_weights_transposed<K, N>(w.data(), packed.data(), m);
+    kernels::cpu::dense_backward_input_packed<K, N>(dy.data(), w.data(), packed.data(), y.data() + m * N, m);
+    out.push_back(std::move(y));
+  }
+  kernels::cpu::set_threads(before);
+  CHECK(out[0] == out[1]);
+  CHECK(out[0] == out[2]);
 }

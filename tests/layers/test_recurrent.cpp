@@ -189,6 +189,12 @@ constexpr recurrent_options before_seq_back{.return_sequences = true, .go_backwa
                                             .dropout = 0.3};
 }  // namespace
 
+namespace {
+// the per-sample values of the packed recurrent kernel [U, G] (ops<cpu<>>::packed_size over packed_rows samples)
+template <std::size_t U, std::size_t G>
+constexpr std::size_t packed_values = (ops<cpu<>>::packed_size<U, G, float> + ops<cpu<>>::packed_rows - 1) / ops<cpu<>>::packed_rows;
+}  // namespace
+
 TEST_CASE("gru reset_after = false: Keras' formula step by step, a step mask, dropout, its bias [3U] and name") {
   for (std::size_t n : {1u, 3u, 17u}) {
     CAPTURE(n);
@@ -203,7 +209,7 @@ TEST_CASE("gru reset_after = false: Keras' formula step by step, a step mask, dr
   // the caches: as reset_after's, less the per-step products (one step's), plus r ⊙ h per step and the two
   // expanded dz blocks
   static_assert(L::cache_per_sample ==
-                10 * 3 + 10 * 24 + 24 + 10 * 8 + 11 * 8 + 2 * 10 * 24 + 3 * 8 + 24 + 10 + 10 * 8 + 3 * 8);
+                10 * 3 + 10 * 24 + 24 + 10 * 8 + 11 * 8 + 2 * 10 * 24 + 3 * 8 + 24 + 10 + 10 * 8 + 3 * 8 + packed_values<8, 24>);
   CHECK(gru<4, before_seq_back>::name() == "gru<4, return_sequences, go_backwards, dropout = 0.3, reset_after = false>");
 }
 
@@ -249,9 +255,15 @@ TEST_CASE("recurrent variables: Keras' names and shapes, parameter counts, outpu
   static_assert(Sr::parameter_count == 8 * (3 + 8) + 8);
   static_assert(Sr::out_shape{} == shape<10, 8>{});
   // the caches per sample: time-major input, gates, one step's recurrent product, states, cell states, scratch,
-  // the step mask (time-major, widened to the units, ones, backward's two passes)
-  static_assert(L::cache_per_sample == 10 * 3 + 10 * 32 + 32 + 11 * 8 + 11 * 8 + 3 * 8 + 32 + 10 + 10 * 8 + 3 * 8);
-  static_assert(Gr::cache_per_sample == 10 * 3 + 10 * 24 + 10 * 24 + 11 * 8 + 3 * 8 + 24 + 10 + 10 * 8 + 3 * 8);
+  // the step mask (time-major, widened to the units, ones, backward's two passes), the packed recurrent kernel
+  static_assert(L::cache_per_sample ==
+                10 * 3 + 10 * 32 + 32 + 11 * 8 + 11 * 8 + 3 * 8 + 32 + 10 + 10 * 8 + 3 * 8 + packed_values<8, 32>);
+  static_assert(Gr::cache_per_sample ==
+                10 * 3 + 10 * 24 + 10 * 24 + 11 * 8 + 3 * 8 + 24 + 10 + 10 * 8 + 3 * 8 + packed_values<8, 24>);
+  // R [U, G] packed (ops<B>::pack_weights, once per pass): its panels (NR columns, U rows) or those of R^T,
+  // U G values when both are whole panels (lstm(128) on every architecture), held by packed_rows samples
+  static_assert(ops<cpu<>>::packed_size<128, 512, float> == 128 * 512 && ops<cpu<>>::packed_size<8, 32, float> >= 8 * 32);
+  static_assert(lstm<128>::bind<shape<28, 28>, float, cpu<>>::packed_per_sample * ops<cpu<>>::packed_rows >= 128 * 512);
 
   using net = sequential<input<28, 28>, lstm<128>, dense<10>>;
   static_assert(net::parameter_count == 4 * (128 * (28 + 128) + 128) + 128 * 10 + 10);  // Keras' summary: 80,384 + 1,290

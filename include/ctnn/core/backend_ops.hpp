@@ -33,7 +33,10 @@ inline constexpr kernels::conv_geometry ops_probe_geometry{4, 4, 2, 2, 2, 2, 1, 
 
 // Products: dense_forward<K, N> (y = e.forward(x W + b) for any activation rule e of
 // kernels/functors.hpp or list of them, fn::chain, fused; default identity), dense_backward_weights,
-// dense_backward_input; conv_forward / conv_backward<G> (im2col + the dense products);
+// dense_backward_input; the same forward and input products over weights packed once
+// (pack_weights / pack_weights_transposed into packed_size<K, N, T> values, for products of
+// at least packed_rows rows; dense_forward_packed, dense_backward_input_packed: a recurrent
+// kernel at every step); conv_forward / conv_backward<G> (im2col + the dense products);
 // max_pool, average_pool and global_average forward / backward.
 // Satisfied by: ops<cpu<A>> (simd_gemm, conv, pooling), ops<cuda<SM>> (cuBLASLt, kernels.cuh).
 template <class B>
@@ -44,6 +47,12 @@ concept has_product_ops = requires(const float* x, float* y, std::uint32_t* idx,
   ops<B>::template dense_forward<4, 4>(x, x, x, y, m, fn::chain<fn::tanh_fn, fn::affine_fn<float>>{});
   ops<B>::template dense_backward_weights<4, 4>(x, x, y, y, m);
   ops<B>::template dense_backward_input<4, 4>(x, x, y, m);
+  { ops<B>::template packed_size<4, 4, float> } -> std::convertible_to<std::size_t>;
+  { ops<B>::packed_rows } -> std::convertible_to<std::size_t>;
+  ops<B>::template pack_weights<4, 4>(x, y, m);
+  ops<B>::template pack_weights_transposed<4, 4>(x, y, m);
+  ops<B>::template dense_forward_packed<4, 4>(x, x, x, x, y, m);
+  ops<B>::template dense_backward_input_packed<4, 4>(x, x, x, y, m);
   ops<B>::template conv_forward<detail::ops_probe_geometry>(x, x, x, y, y, m);
   ops<B>::template conv_backward<detail::ops_probe_geometry>(x, x, y, y, y, y, m);
   ops<B>::template max_pool_forward<detail::ops_probe_geometry>(x, y, idx, m);

@@ -8,10 +8,12 @@
 // recurrent_kernel [U, G], bias [G] (gru: [2, G]; gru with reset_after = false: [G]),
 // G = gates * U, gates in Keras' order. Forward: the input projection of every step is
 // one GEMM (Steps * batch rows, time-major), then per step the recurrent product h R
-// (ops<B>::dense_forward) and the cell's rule over [batch, U] (ops<B>::map_rows; step 0
-// skips the product of h_0 = 0). Backward through time:
-// per step the cell's backward rule and dh += dz R^T; then dW, dR and dx are each one
-// GEMM over all steps. The caches (time-major input, gates, states) are in the plan.
+// (ops<B>::dense_forward_packed over R packed once per forward pass, ops<B>::pack_weights)
+// and the cell's rule over [batch, U] (ops<B>::map_rows; step 0 skips the product of
+// h_0 = 0). Backward through time: R packed once for dz R^T (pack_weights_transposed), then
+// per step the cell's backward rule and dh += dz R^T (dense_backward_input_packed); then
+// dW, dR and dx are each one GEMM over all steps. The caches (time-major input, gates,
+// states, the packed R) are in the plan.
 // gru with reset_after = false (a cell with reset_before): per step h R gives z and r, then
 // (r ⊙ h) R the candidate's part; both products run over the whole [U, G] recurrent kernel
 // (ops<B> has no product on a column block), and dR is one GEMM over the stacked rows
@@ -163,8 +165,13 @@ struct recurrent_layer {
   // h_0 = 0 .. h_S, the cell states c_0 = 0 .. c_S (lstm), the masked states (nrec copies
   // of h_0 .. h_{S-1}), the masks, the expanded dz, and backward's scratch
   static constexpr std::size_t rec_steps = sep_bias ? S : 1;
+  // R packed for the backend's step products (ops<B>::pack_weights: once per forward, then its
+  // transposed packing once per backward, in the same values); a packing serves batches of at
+  // least O::packed_rows, so that many samples hold it
+  static constexpr std::size_t packed_count = O::template packed_size<U, G, T>;
+  static constexpr std::size_t packed_per_sample = (packed_count + O::packed_rows - 1) / O::packed_rows;
   static constexpr auto buffers = [] {
-    std::array<buffer, 14> b{buffer::parameter("kernel", {F, G}), buffer::parameter("recurrent_kernel", {U, G}),
+    std::array<buffer, 15> b{buffer::parameter("kernel", {F, G}), buffer::parameter("recurrent_kernel", {U, G}),
                              sep_bias ? buffer::parameter("bias", {2, G}) : buffer::parameter("bias", {G}),
                              buffer::cache("inputs", nin * S * F), buffer::cache("gates", S * G),
                              buffer::cache("recurrent", rec_steps * G),
@@ -175,7 +182,8 @@ struct recurrent_layer {
                              buffer::cache("dropout_masks", in_masks * F + nrec * U),
                              buffer::cache("expanded", blocks > 1 ? blocks * S * G : 0),
                              buffer::cache("scratch", 3 * U + G + (nrec > 0 ? 2 * G : 0)),
-                             buffer::cache("step_mask", S + S * U + 3 * U)};
+                             buffer::cache("step_mask", S + S * U + 3 * U),
+                             buffer::cache("packed_recurrent", packed_per_sample)};
     return b;
   }();
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
@@ -196,6 +204,7 @@ struct recurrent_layer {
   struct views {
     T *xs, *zs, *rec, *qs, *hs, *cs, *mh, *min, *mrec, *ex, *dh, *dhr, *dc, *db, *tmp, *tdz;
     T *mt, *mw, *ones, *dpass, *dcpass;  // the step mask: time-major [S, n], widened [S, n, U]; backward's passes
+    T* pk;                               // R packed (n >= O::packed_rows)
   };
   static views split(T* c, std::size_t n) {
     views v;
@@ -220,6 +229,7 @@ struct recurrent_layer {
     v.ones = v.mw + n * S * U;
     v.dpass = v.ones + n * U;
     v.dcpass = v.dpass + n * U;
+    v.pk = v.dcpass + n * U;
     return v;
   }
   static constexpr std::size_t source_step(std::size_t t) { return opt.go_backwards ? S - 1 - t : t; }
@@ -289,6 +299,7 @@ struct recurrent_layer {
     O::fill_zero(v.hs, n * U);
     if constexpr (cells) O::fill_zero(v.cs, n * U);
     if (nr > 0) O::fill_zero(v.mh, nr * S * n * U);
+    if constexpr (S > 1) O::template pack_weights<U, G>(R, v.pk, n);  // step 0 has no product
     const T* mask = step_mask(r, v.mw);  // (a converted float mask in mw until the GEMM below overwrites it)
     if (mask) {  // time-major (in reading order), then widened to [S * n, U] by a one-column GEMM with ones
       for (std::size_t t = 0; t < S; ++t)
@@ -302,23 +313,23 @@ struct recurrent_layer {
       if constexpr (reset_before) {  // h R for z and r, then (r ⊙ h) R for the candidate (h_0 = 0: both 0)
         T *z = v.zs + t * n * G, *q = v.qs + t * n * U;
         if (t == 0) O::fill_zero(rec, n * G);
-        else O::template dense_forward<U, G>(h, R, static_cast<const T*>(nullptr), rec, n);
+        else O::template dense_forward_packed<U, G>(h, R, v.pk, static_cast<const T*>(nullptr), rec, n);
         cell::template forward_gates<O, T, U>(n, z, rec, h, q);
-        if (t > 0) O::template dense_forward<U, G>(q, R, static_cast<const T*>(nullptr), rec, n);
+        if (t > 0) O::template dense_forward_packed<U, G>(q, R, v.pk, static_cast<const T*>(nullptr), rec, n);
         cell::template forward_candidate<O, T, U>(n, z, rec, h, v.hs + (t + 1) * n * U);
       } else if (t == 0) {  // h_0 = 0: the product is the recurrent bias (gru) or zero
         if constexpr (sep_bias) O::map_rows(detail::assign_fn{}, n, G, rows_at(rec, G), rows_at(b + G, 0));
         else O::fill_zero(rec, n * G);
       } else if (nr == 0) {
-        O::template dense_forward<U, G>(h, R, rb, rec, n);
+        O::template dense_forward_packed<U, G>(h, R, v.pk, rb, rec, n);
       } else {  // (h ⊙ m_k) R, gate block k from copy k
         for (std::size_t k = 0; k < nr; ++k) {
           T* hm = v.mh + (k * S + t) * n * U;
           O::map_rows(detail::mul_fn{}, n, U, rows_at(hm, U), crows(h, U), crows(v.mrec + k * n * U, U));
           if (nr == 1) {
-            O::template dense_forward<U, G>(hm, R, rb, rec, n);
+            O::template dense_forward_packed<U, G>(hm, R, v.pk, rb, rec, n);
           } else {
-            O::template dense_forward<U, G>(hm, R, rb, v.tmp, n);
+            O::template dense_forward_packed<U, G>(hm, R, v.pk, rb, v.tmp, n);
             O::map_rows(detail::assign_fn{}, n, U, rows_at(rec + k * U, G), crows(v.tmp + k * U, G));
           }
         }
@@ -355,6 +366,7 @@ struct recurrent_layer {
     O::fill_zero(v.dh, n * U);
     if constexpr (cells) O::fill_zero(v.dc, n * U);
     if constexpr (!opt.return_sequences) O::copy(dy, v.dh, n * U);
+    if constexpr (S > 1) O::template pack_weights_transposed<U, G>(R, v.pk, n);
     for (std::size_t t = S; t-- > 0;) {
       if constexpr (opt.return_sequences)
         O::map_rows(detail::add_fn{}, n, U, rows_at(v.dh, U), rows_at(static_cast<const T*>(dy) + t * U, S * U));
@@ -373,7 +385,7 @@ struct recurrent_layer {
         O::fill_zero(eq, n * G);
         cell::template backward_candidate<O, T, U>(n, z, hp, v.dh, eq);
         if (t == 0) O::fill_zero(v.dhr, n * U);  // h_0 = 0: dz_r is 0 whatever dL/d(r ⊙ h_0)
-        else O::template dense_backward_input<U, G>(eq, R, v.dhr, n);
+        else O::template dense_backward_input_packed<U, G>(eq, R, v.pk, v.dhr, n);
         cell::template backward_gates<O, T, U>(n, z, hp, v.dhr, v.dh);
         O::fill_zero(eh, n * G);
         O::map_rows(detail::assign_fn{}, n, 2 * U, rows_at(eh, G), crows(z, G));
@@ -390,18 +402,18 @@ struct recurrent_layer {
       }
       if (t == 0) continue;
       if constexpr (reset_before) {  // dh += [dz_z, dz_r, 0] R^T
-        O::template dense_backward_input<U, G>(v.ex + (S + t) * n * G, R, v.dhr, n);
+        O::template dense_backward_input_packed<U, G>(v.ex + (S + t) * n * G, R, v.pk, v.dhr, n);
         O::accumulate(v.dh, v.dhr, n * U);
         continue;
       }
       const T* dzr = sep_bias ? rec : v.zs + t * n * G;
       if (nr == 0) {
-        O::template dense_backward_input<U, G>(dzr, R, v.dhr, n);
+        O::template dense_backward_input_packed<U, G>(dzr, R, v.pk, v.dhr, n);
         O::accumulate(v.dh, v.dhr, n * U);
       } else {  // dh += sum_k (dz_k R^T) ⊙ m_k, dz_k: gate block k (all of dz with one mask)
         for (std::size_t k = 0; k < nr; ++k) {
           if (nr > 1) select_block(v.tdz, dzr, k, n);
-          O::template dense_backward_input<U, G>(nr > 1 ? v.tdz : dzr, R, v.dhr, n);
+          O::template dense_backward_input_packed<U, G>(nr > 1 ? v.tdz : dzr, R, v.pk, v.dhr, n);
           O::map_rows(detail::add_product_fn{}, n, U, rows_at(v.dh, U), crows(v.dhr, U), crows(v.mrec + k * n * U, U));
         }
       }

@@ -123,6 +123,34 @@ struct ops<cpu<Arch>> {
     if constexpr (is_half_v<T>) half<T>::template dense_backward_input<K, N>(dy, w, dx, m);
     else kernels::cpu::dense_backward_input<K, N, Arch>(dy, w, dx, m);
   }
+  // The products with a weight matrix used many times (a recurrent kernel, at every step):
+  // pack_weights<K, N>(w, packed, m) before the products x W of m rows, pack_weights_transposed
+  // before dY W^T; packed holds packed_size<K, N, T> values, and a packing for m < packed_rows
+  // writes nothing (those products read w: gemv, dot products). dense_forward_packed and
+  // dense_backward_input_packed equal dense_forward / dense_backward_input up to rounding
+  // (gemm.hpp; 16-bit T: the products of w, nothing packed).
+  template <std::size_t K, std::size_t N, class T>
+  static constexpr std::size_t packed_size = is_half_v<T> ? 0 : kernels::cpu::packed_size<K, N, T, Arch>;
+  static constexpr std::size_t packed_rows = kernels::cpu::packed_rows;
+  template <std::size_t K, std::size_t N, class T>
+  static void pack_weights(const T* w, T* packed, std::size_t m) {
+    if constexpr (!is_half_v<T>) kernels::cpu::pack_weights<K, N, Arch>(w, packed, m);
+  }
+  template <std::size_t K, std::size_t N, class T>
+  static void pack_weights_transposed(const T* w, T* packed, std::size_t m) {
+    if constexpr (!is_half_v<T>) kernels::cpu::pack_weights_transposed<K, N, Arch>(w, packed, m);
+  }
+  template <std::size_t K, std::size_t N, class E = fn::identity_fn, class T>
+  static void dense_forward_packed(const T* x, const T* w, const T* packed, const T* b, T* y, std::size_t m,
+                                   const E& e = {}) {
+    if constexpr (is_half_v<T>) dense_forward<K, N>(x, w, b, y, m, e);
+    else kernels::cpu::dense_forward_packed<K, N, E, Arch>(x, w, packed, b, y, m, e);
+  }
+  template <std::size_t K, std::size_t N, class T>
+  static void dense_backward_input_packed(const T* dy, const T* w, const T* packed, T* dx, std::size_t m) {
+    if constexpr (is_half_v<T>) dense_backward_input<K, N>(dy, w, dx, m);
+    else kernels::cpu::dense_backward_input_packed<K, N, Arch>(dy, w, packed, dx, m);
+  }
   // The same on the first n <= N outputs (dense<up_to<N>>; float and double): row strides stay N,
   // columns n.. are not touched.
   template <std::size_t K, std::size_t N, class E = fn::identity_fn, class T>

@@ -112,6 +112,24 @@ struct ops<cuda<SM>> {
     lt_matmul<T>(true, false, int(K), int(m), int(N), w, int(N), dy, int(N), dx, int(K), nullptr, lt_epilogue::none);
   }
 
+  // The products with a weight matrix used many times (a recurrent kernel): cuBLASLt reads w
+  // as it lies, so nothing is packed (packed_size 0) and the packed products are the plain ones.
+  template <std::size_t K, std::size_t N, class T>
+  static constexpr std::size_t packed_size = 0;
+  static constexpr std::size_t packed_rows = 1;
+  template <std::size_t K, std::size_t N, cuda_storage T>
+  static void pack_weights(const T*, T*, std::size_t) {}
+  template <std::size_t K, std::size_t N, cuda_storage T>
+  static void pack_weights_transposed(const T*, T*, std::size_t) {}
+  template <std::size_t K, std::size_t N, class E = fn::identity_fn, cuda_storage T>
+  static void dense_forward_packed(const T* x, const T* w, const T*, const T* b, T* y, std::size_t m, E e = {}) {
+    dense_forward<K, N>(x, w, b, y, m, e);
+  }
+  template <std::size_t K, std::size_t N, cuda_storage T>
+  static void dense_backward_input_packed(const T* dy, const T* w, const T*, T* dx, std::size_t m) {
+    dense_backward_input<K, N>(dy, w, dx, m);
+  }
+
   // ---- sparse dense products: Index (kernels/sparse_index.hpp) names the layout (sparse_products.cuh) ----
   // y = bias + x W (relu optional); dz: dL/d(pre-activation); dvalues, db overwritten, dx (may be null) too.
   // scratch (the CPU's transposed blocks) is not used. Nothing waits.
