@@ -70,11 +70,14 @@ constexpr diag::message depthwise_kernel_text() {
 // The checks both specs share: rank 2 or 3, and a kernel that fits with valid padding.
 template <class Spec, Shape In, std::size_t Pos>
 constexpr bool depthwise_check() {
-  constexpr bool rank_ok = diag::require<In::rank == 2 || In::rank == 3, &depthwise_rank_text<Pos, Spec, In>>();
-  if constexpr (rank_ok && Spec::pad == padding::valid)
+  constexpr bool rank_ok = In::rank == 2 || In::rank == 3;  // (not the require's value: one error at a time)
+  if constexpr (!rank_ok)
+    return diag::require<rank_ok, &depthwise_rank_text<Pos, Spec, In>>();
+  else if constexpr (Spec::pad == padding::valid)
     return diag::require<(Spec::kernel_height <= In::dims[0] && Spec::kernel_width <= In::dims[1]),
                          &depthwise_kernel_text<Pos, Spec, In>>();
-  return rank_ok;
+  else
+    return true;
 }
 inline std::string depthwise_name(std::string s, std::size_t stride, padding pad, std::size_t m,
                                   const std::string& act, const std::string& reg, const std::string& init) {
