@@ -48,6 +48,10 @@
 #include "../layers/reshape.hpp"
 #include "../layers/simple_rnn.hpp"
 #include "../layers/depthwise_conv2d.hpp"
+#include "../layers/zero_padding2d.hpp"
+#include "../layers/up_sampling2d.hpp"
+#include "../layers/layer_normalization.hpp"
+#include "../layers/conv1d.hpp"
 #include "../layers/time_distributed.hpp"
 #include "../quantization/arithmetic.hpp"
 #include "../train/model.hpp"
@@ -88,6 +92,7 @@ consteval bool spatial_layer() {
   else
     return is_a<L, layer_kind::conv2d> || is_a<L, layer_kind::quantized_conv2d> || is_a<L, layer_kind::pool2d> ||
            is_a<L, layer_kind::depthwise_conv2d> || is_a<L, layer_kind::separable_conv2d> ||
+           is_a<L, layer_kind::conv1d> || is_a<L, layer_kind::zero_padding2d> || is_a<L, layer_kind::up_sampling2d> ||
            is_a<L, layer_kind::global_average_pool>;
 }
 template <class L>
