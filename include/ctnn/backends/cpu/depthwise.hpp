@@ -21,6 +21,8 @@
 #pragma once
 #include <algorithm>
 #include <cstddef>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../../core/precision.hpp"
@@ -124,6 +126,23 @@ void depthwise_backward_weights_scalar(const T* x, const T* dz, T* dw, T* db, st
 }
 
 // ---- the vector path (M == 1, float or double) ----
+// Each window offset's work is unrolled with a compile-time index (for_taps), so the KH KW
+// accumulators of the weight gradient stay in registers.
+
+namespace detail {
+template <std::size_t N, class F>
+inline void for_taps(F&& f) {
+  [&]<std::size_t... P>(std::index_sequence<P...>) {
+    (f(std::integral_constant<std::size_t, P>{}), ...);
+  }(std::make_index_sequence<N>{});
+}
+// Whether the whole window of output (oh, ow) lies inside the input (no padding check needed).
+template <conv_geometry G>
+constexpr bool window_inside(std::size_t oh, std::size_t ow) {
+  const std::size_t r0 = oh * G.stride, s0 = ow * G.stride;
+  return r0 >= G.pt && r0 + G.kh <= G.h + G.pt && s0 >= G.pl && s0 + G.kw <= G.w + G.pl;
+}
+}  // namespace detail
 
 template <conv_geometry G, std::size_t M, class Arch, class T>
 inline constexpr bool depthwise_simd_v = M == 1 && simd_v<T, Arch> && (G.c >= xsimd::batch<T, Arch>::size);
@@ -132,23 +151,36 @@ namespace detail {
 template <conv_geometry G, class Arch, class T>
 void depthwise_forward_simd(const T* x, const T* w, const T* b, T* y, std::size_t n0, std::size_t n1) {
   using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size, CV = G.c / L * L;
+  constexpr std::size_t L = B::size, CV = G.c / L * L, KK = G.kh * G.kw;
   for (std::size_t n = n0; n < n1; ++n) {
     const T* xs = x + n * G.in_size();
-    for (std::size_t oh = 0; oh < G.oh; ++oh)
-      for (std::size_t ow = 0; ow < G.ow; ++ow) {
-        T* yo = y + ((n * G.oh + oh) * G.ow + ow) * G.c;
-        for (std::size_t c0 = 0; c0 < CV; c0 += L) {
-          B acc = b ? B::load_unaligned(b + c0) : B(T(0));
-          for (std::size_t i = 0; i < G.kh; ++i)
-            for (std::size_t k = 0; k < G.kw; ++k) {
+    for (std::size_t oh = 0; oh < G.oh; ++oh) {
+      T* yr = y + (n * G.oh + oh) * G.ow * G.c;
+      // L channels along a whole output row, their KH KW weights held in registers
+      for (std::size_t c0 = 0; c0 < CV; c0 += L) {
+        B wv[KK];
+        for_taps<KK>([&](auto tap) { wv[tap] = B::load_unaligned(w + tap * G.c + c0); });
+        const B bias = b ? B::load_unaligned(b + c0) : B(T(0));
+        for (std::size_t ow = 0; ow < G.ow; ++ow) {
+          B acc = bias;
+          if (window_inside<G>(oh, ow)) {
+            const T* x0 = xs + ((oh * G.stride - G.pt) * G.w + ow * G.stride - G.pl) * G.c + c0;
+            for_taps<KK>([&](auto tap) {
+              constexpr std::size_t i = tap / G.kw, k = tap % G.kw;
+              acc = xsimd::fma(B::load_unaligned(x0 + (i * G.w + k) * G.c), wv[tap], acc);
+            });
+          } else {
+            for_taps<KK>([&](auto tap) {
+              constexpr std::size_t i = tap / G.kw, k = tap % G.kw;
               std::size_t r, s;
-              if (!depthwise_source<G>(oh, ow, i, k, r, s)) continue;
-              acc = xsimd::fma(B::load_unaligned(xs + (r * G.w + s) * G.c + c0),
-                               B::load_unaligned(w + (i * G.kw + k) * G.c + c0), acc);
-            }
-          acc.store_unaligned(yo + c0);
+              if (depthwise_source<G>(oh, ow, i, k, r, s))
+                acc = xsimd::fma(B::load_unaligned(xs + (r * G.w + s) * G.c + c0), wv[tap], acc);
+            });
+          }
+          acc.store_unaligned(yr + ow * G.c + c0);
         }
+      }
+      for (std::size_t ow = 0; ow < G.ow; ++ow)
         for (std::size_t c = CV; c < G.c; ++c) {
           T acc = b ? b[c] : T(0);
           for (std::size_t i = 0; i < G.kh; ++i)
@@ -157,64 +189,106 @@ void depthwise_forward_simd(const T* x, const T* w, const T* b, T* y, std::size_
               if (!depthwise_source<G>(oh, ow, i, k, r, s)) continue;
               acc += xs[(r * G.w + s) * G.c + c] * w[(i * G.kw + k) * G.c + c];
             }
-          yo[c] = acc;
+          yr[ow * G.c + c] = acc;
         }
-      }
+    }
   }
 }
 
+// dx gathered: each input position sums, over the window offsets (i, k) whose output
+// (r + pt - i, s + pl - k) / stride exists, dz there times w[i, k] (loads only, one store).
 template <conv_geometry G, class Arch, class T>
 void depthwise_backward_input_simd(const T* dz, const T* w, T* dx, std::size_t n0, std::size_t n1) {
   using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size, CV = G.c / L * L;
-  std::fill(dx + n0 * G.in_size(), dx + n1 * G.in_size(), T(0));
+  constexpr std::size_t L = B::size, CV = G.c / L * L, KK = G.kh * G.kw;
   for (std::size_t n = n0; n < n1; ++n) {
-    T* dxs = dx + n * G.in_size();
-    for (std::size_t oh = 0; oh < G.oh; ++oh)
-      for (std::size_t ow = 0; ow < G.ow; ++ow) {
-        const T* d = dz + ((n * G.oh + oh) * G.ow + ow) * G.c;
-        for (std::size_t i = 0; i < G.kh; ++i)
-          for (std::size_t k = 0; k < G.kw; ++k) {
-            std::size_t r, s;
-            if (!depthwise_source<G>(oh, ow, i, k, r, s)) continue;
-            T* a = dxs + (r * G.w + s) * G.c;
-            const T* wk = w + (i * G.kw + k) * G.c;
-            for (std::size_t c0 = 0; c0 < CV; c0 += L)
-              xsimd::fma(B::load_unaligned(d + c0), B::load_unaligned(wk + c0), B::load_unaligned(a + c0))
-                  .store_unaligned(a + c0);
-            for (std::size_t c = CV; c < G.c; ++c) a[c] += d[c] * wk[c];
-          }
+    const T* ds = dz + n * G.out_size();
+    for (std::size_t r = 0; r < G.h; ++r) {
+      T* ar = dx + (n * G.h + r) * G.w * G.c;
+      // the output feeding (r, s) through offset (i, k), or false
+      auto source = [&](std::size_t s, std::size_t i, std::size_t k, std::size_t& o) {
+        const std::size_t rr = r + G.pt, ss = s + G.pl;
+        if (rr < i || ss < k || (rr - i) % G.stride || (ss - k) % G.stride) return false;
+        const std::size_t oh = (rr - i) / G.stride, ow = (ss - k) / G.stride;
+        if (oh >= G.oh || ow >= G.ow) return false;
+        o = (oh * G.ow + ow) * G.c;
+        return true;
+      };
+      for (std::size_t c0 = 0; c0 < CV; c0 += L) {
+        B wv[KK];
+        for_taps<KK>([&](auto tap) { wv[tap] = B::load_unaligned(w + tap * G.c + c0); });
+        for (std::size_t s = 0; s < G.w; ++s) {
+          B acc(T(0));
+          for_taps<KK>([&](auto tap) {
+            constexpr std::size_t i = tap / G.kw, k = tap % G.kw;
+            std::size_t o;
+            if (source(s, i, k, o)) acc = xsimd::fma(B::load_unaligned(ds + o + c0), wv[tap], acc);
+          });
+          acc.store_unaligned(ar + s * G.c + c0);
+        }
       }
+      for (std::size_t s = 0; s < G.w; ++s)
+        for (std::size_t c = CV; c < G.c; ++c) {
+          T acc(0);
+          for (std::size_t i = 0; i < G.kh; ++i)
+            for (std::size_t k = 0; k < G.kw; ++k) {
+              std::size_t o;
+              if (source(s, i, k, o)) acc += ds[o + c] * w[(i * G.kw + k) * G.c + c];
+            }
+          ar[s * G.c + c] = acc;
+        }
+    }
   }
 }
 
-// dw, db for the channels [c0, c1) (c0 a multiple of L; c1 too, or G.c).
+// dw, db for the channels [c0, c1) (c0 a multiple of L; c1 too, or G.c). Row by row: each
+// output row's sums for L channels gather in registers (KH KW + 1 vectors), then are added to
+// the channels' running sums (in memory, per vector of channels), so every row's data is read
+// once, contiguously, for all the range's channels.
 template <conv_geometry G, class Arch, class T>
 void depthwise_backward_weights_simd(const T* x, const T* dz, T* dw, T* db, std::size_t batch, std::size_t c0,
                                      std::size_t c1) {
   using B = xsimd::batch<T, Arch>;
   constexpr std::size_t L = B::size, CV = G.c / L * L, KK = G.kh * G.kw;
-  const std::size_t v1 = std::min(c1, CV);
-  for (std::size_t c = c0; c < v1; c += L) {
-    B acc[KK];
-    for (std::size_t p = 0; p < KK; ++p) acc[p] = B(T(0));
-    B bias(T(0));
-    for (std::size_t n = 0; n < batch; ++n) {
-      const T* xs = x + n * G.in_size();
-      for (std::size_t oh = 0; oh < G.oh; ++oh)
+  const std::size_t v1 = std::min(c1, CV), vectors = v1 > c0 ? (v1 - c0) / L : 0;
+  std::vector<T> sums(vectors * (KK + 1) * L, T(0));  // per vector of channels: KK taps, then the bias
+  for (std::size_t n = 0; n < batch; ++n) {
+    const T* xs = x + n * G.in_size();
+    for (std::size_t oh = 0; oh < G.oh; ++oh) {
+      const T* dr = dz + (n * G.oh + oh) * G.ow * G.c;
+      for (std::size_t v = 0; v < vectors; ++v) {
+        const std::size_t c = c0 + v * L;
+        B acc[KK];
+        for_taps<KK>([&](auto tap) { acc[tap] = B(T(0)); });
+        B bias(T(0));
         for (std::size_t ow = 0; ow < G.ow; ++ow) {
-          const B d = B::load_unaligned(dz + ((n * G.oh + oh) * G.ow + ow) * G.c + c);
+          const B d = B::load_unaligned(dr + ow * G.c + c);
           bias += d;
-          for (std::size_t i = 0; i < G.kh; ++i)
-            for (std::size_t k = 0; k < G.kw; ++k) {
+          if (window_inside<G>(oh, ow)) {
+            const T* x0 = xs + ((oh * G.stride - G.pt) * G.w + ow * G.stride - G.pl) * G.c + c;
+            for_taps<KK>([&](auto tap) {
+              constexpr std::size_t i = tap / G.kw, k = tap % G.kw;
+              acc[tap] = xsimd::fma(d, B::load_unaligned(x0 + (i * G.w + k) * G.c), acc[tap]);
+            });
+          } else {
+            for_taps<KK>([&](auto tap) {
+              constexpr std::size_t i = tap / G.kw, k = tap % G.kw;
               std::size_t r, s;
-              if (!depthwise_source<G>(oh, ow, i, k, r, s)) continue;
-              acc[i * G.kw + k] = xsimd::fma(d, B::load_unaligned(xs + (r * G.w + s) * G.c + c), acc[i * G.kw + k]);
-            }
+              if (depthwise_source<G>(oh, ow, i, k, r, s))
+                acc[tap] = xsimd::fma(d, B::load_unaligned(xs + (r * G.w + s) * G.c + c), acc[tap]);
+            });
+          }
         }
+        T* sv = sums.data() + v * (KK + 1) * L;
+        for_taps<KK>([&](auto tap) { (B::load_unaligned(sv + tap * L) + acc[tap]).store_unaligned(sv + tap * L); });
+        (B::load_unaligned(sv + KK * L) + bias).store_unaligned(sv + KK * L);
+      }
     }
-    for (std::size_t p = 0; p < KK; ++p) acc[p].store_unaligned(dw + p * G.c + c);
-    if (db) bias.store_unaligned(db + c);
+  }
+  for (std::size_t v = 0; v < vectors; ++v) {
+    const T* sv = sums.data() + v * (KK + 1) * L;
+    for (std::size_t p = 0; p < KK; ++p) std::copy(sv + p * L, sv + (p + 1) * L, dw + p * G.c + c0 + v * L);
+    if (db) std::copy(sv + KK * L, sv + (KK + 1) * L, db + c0 + v * L);
   }
   if (c1 > CV) depthwise_backward_weights_scalar<G, 1>(x, dz, dw, db, batch, std::max(c0, CV), c1);
 }
