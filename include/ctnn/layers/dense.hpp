@@ -35,8 +35,8 @@
 #include "../core/diagnostics.hpp"
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
-#include "../backends/cpu/ops.hpp"
-#include "../regularizers/regularizers.hpp"
+#include "../core/backend.hpp"
+#include "../regularizers/penalties.hpp"
 #include "activation.hpp"
 #include "initializers.hpp"
 

@@ -32,13 +32,13 @@
 #include <string_view>
 #include <type_traits>
 
-#include "../backends/cpu/ops.hpp"
+#include "../core/backend.hpp"
 #include "../core/backend.hpp"
 #include "../core/compile_message.hpp"
 #include "../core/concepts.hpp"
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
-#include "../regularizers/regularizers.hpp"
+#include "../regularizers/penalties.hpp"
 #include "activation.hpp"
 #include "initializers.hpp"
 #include "padding.hpp"

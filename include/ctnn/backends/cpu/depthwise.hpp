@@ -27,6 +27,8 @@
 
 #include "../../core/precision.hpp"
 #include "../../kernels/conv_reference.hpp"
+#include <xsimd/xsimd.hpp>
+
 #include "arch.hpp"
 #include "batch_split.hpp"
 #include "thread_pool.hpp"
