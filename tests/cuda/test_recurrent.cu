@@ -6,7 +6,8 @@
 // float64 by 1.3e-7 - 4.4e-7 (predict) and 1.3e-7 - 2.5e-7 (the parameters after 12 rmsprop
 // updates), and cpu<sse2> from cpu<avx512bw> by at most 3.8e-7: another summation order costs
 // about that. Training steps without dropout replay captured CUDA graphs; with dropout (the
-// device draws its own masks) they run uncaptured. The 16-bit policies are held to the CPU's
+// device draws its own masks) they run uncaptured. A per-step output (time_distributed<dense>)
+// trains under mean_squared_error; a per-step class loss throws there (it reads rows on the host). The 16-bit policies are held to the CPU's
 // bounds against float32 (tests/precision/test_mixed_precision.cpp).
 #include "cuda_test.hpp"
 
@@ -245,4 +246,48 @@ TEST_CASE_TEMPLATE("mixed_float16 and mixed_bfloat16 recurrent models on the dev
   // 1.1e-3 (float16) and 9.1e-3 (bfloat16), outputs and gradients
   mixed_against_float32<Net, ctnn::precision::mixed_float16>(8e-3);
   mixed_against_float32<Net, ctnn::precision::mixed_bfloat16>(6e-2);
+}
+
+namespace {
+// a per-step output: every step's state through time_distributed<dense>, a regression target per step
+using tagger = ctnn::sequential<ctnn::input<6, 3>, ctnn::bidirectional<ctnn::gru<4, ctnn::return_sequences>>,
+                                ctnn::lstm<5, ctnn::return_sequences>, ctnn::time_distributed<ctnn::dense<2, ctnn::tanh>>>;
+static_assert(tagger::output_shape == ctnn::shape<6, 2>{});
+}  // namespace
+
+TEST_CASE("a per-step output (time_distributed<dense> after return_sequences) trains on the device as on the CPU") {
+  CTNN_REQUIRE_DEVICE();
+  constexpr std::size_t n = 64, S = 6, F = 3;
+  std::vector<float> x(n * S * F), t(n * S * 2);
+  ctnn::rng g(70);
+  for (auto& v : x) v = float(g.uniform(-1, 1));
+  for (std::size_t i = 0; i < n; ++i)  // per step: a running sum and the previous step's first feature
+    for (std::size_t s = 0, k = i * S; s < S; ++s, ++k) {
+      t[k * 2] = 0.5f * x[k * F] + (s > 0 ? 0.5f * t[(k - 1) * 2] : 0.0f);
+      t[k * 2 + 1] = s > 0 ? x[(k - 1) * F] : 0.0f;
+    }
+  const ctnn::data::in_memory<ctnn::shape<S, F>, ctnn::dense_targets<ctnn::shape<S, 2>>> train{x, t};
+  const ctnn::mean_squared_error loss{};
+  auto cm = ctnn::make_model<tagger>(9);
+  auto gm = ctnn::make_model<tagger, ctnn::precision::float32, dev>(9);
+  ctnn::rmsprop o1{1e-2}, o2{1e-2};
+  const auto hc = ctnn::fit(cm, loss, o1, train.batch(16), ctnn::epochs{3});
+  const auto hg = ctnn::fit(gm, loss, o2, train.batch(16), ctnn::epochs{3});
+  const double e = relative_error(download(gm, ctnn::role::parameter),
+                                  std::vector<float>(cm.parameters().begin(), cm.parameters().end()));
+  INFO("parameters' relative error " << e);
+  CHECK(e < 1e-4);
+  for (std::size_t k = 0; k < 3; ++k)
+    CHECK(hg.values.at("loss")[k] == doctest::Approx(hc.values.at("loss")[k]).epsilon(1e-4));
+  CHECK(hg.values.at("graph_steps")[2] >= 4);
+  CHECK_CLOSE(float, ctnn::predict(gm, train.batch(16)), ctnn::predict(cm, train.batch(16)));
+  // a per-step class loss reads its rows on the host: on the device it says so (sequences.md)
+  using classes = ctnn::sequential<ctnn::input<S, F>, ctnn::lstm<3, ctnn::return_sequences>,
+                                   ctnn::time_distributed<ctnn::dense<2>>>;
+  auto cg = ctnn::make_model<classes, ctnn::precision::float32, dev>(5);
+  const ctnn::data::in_memory<ctnn::shape<S, F>, ctnn::step_labels<S>> steps{x, std::vector<std::int32_t>(n * S, 1)};
+  ctnn::rmsprop o3{1e-2};
+  CHECK_THROWS_AS(ctnn::fit(cg, ctnn::sparse_categorical_crossentropy{.from_logits = true}, o3, steps.batch(16),
+                            ctnn::epochs{1}),
+                  std::logic_error);
 }
