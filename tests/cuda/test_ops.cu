@@ -583,3 +583,54 @@ TEST_CASE("sparse dense products of every layout (bitmap, csc, rows, N:M) match 
   check_sparse_layout<bound_sparse<ctnn::sparse_dense_nm<44, 37, 2, 4>, 44>>();
   check_sparse_layout<bound_sparse<ctnn::sparse_dense_nm<48, 37, 3, 8>, 48>>();
 }
+
+// map_rows (issue 27: the recurrent cells' and the masks' rules, layers/recurrent.hpp): the LSTM's
+// forward rule over the gate blocks of a [rows, 4U] array (stride 4U) and [rows, U] states, a row
+// broadcast (stride 0), and a rule with two by-reference outputs, against ops<cpu<>>::map_rows.
+template <class X>
+using strided = ctnn::kernels::rows<X>;  // row r at data + r * stride
+TEST_CASE_TEMPLATE("map_rows over row-strided arrays (gate blocks, a stride of 0) matches the CPU", T,
+                   CTNN_STORAGE_TYPES) {
+  CTNN_REQUIRE_DEVICE();
+  constexpr std::size_t nr = 37, U = 11, Gt = 4 * U;
+  const auto z0 = rounded<T>(random_values(nr * Gt, 150, -3.0f, 3.0f)), r0 = rounded<T>(random_values(nr * Gt, 151));
+  const auto cp0 = rounded<T>(random_values(nr * U, 152)), m0 = rounded<T>(random_values(nr * U, 153, 0.0f, 1.0f));
+  // the CPU: z (gates out), c, h
+  std::vector<float> z = z0, c(nr * U), h(nr * U);
+  C::map_rows(ctnn::lstm_cell::forward_rule{}, nr, U, strided<float>{z.data(), Gt}, strided<float>{z.data() + U, Gt},
+              strided<float>{z.data() + 2 * U, Gt}, strided<float>{z.data() + 3 * U, Gt},
+              strided<const float>{r0.data(), Gt}, strided<const float>{r0.data() + U, Gt},
+              strided<const float>{r0.data() + 2 * U, Gt}, strided<const float>{r0.data() + 3 * U, Gt},
+              strided<const float>{cp0.data(), U}, strided<float>{c.data(), U}, strided<float>{h.data(), U});
+  auto gz = to_device<T>(z0), gr = to_device<T>(r0), gcp = to_device<T>(cp0);
+  ctnn::device_buffer<T> gc(nr * U), gh(nr * U);
+  G::map_rows(ctnn::lstm_cell::forward_rule{}, nr, U, strided<T>{gz.data(), Gt}, strided<T>{gz.data() + U, Gt},
+              strided<T>{gz.data() + 2 * U, Gt}, strided<T>{gz.data() + 3 * U, Gt}, strided<const T>{gr.data(), Gt},
+              strided<const T>{gr.data() + U, Gt}, strided<const T>{gr.data() + 2 * U, Gt},
+              strided<const T>{gr.data() + 3 * U, Gt}, strided<const T>{gcp.data(), U}, strided<T>{gc.data(), U},
+              strided<T>{gh.data(), U});
+  CHECK_CLOSE(T, to_host(gz, z.size()), z);
+  CHECK_CLOSE(T, to_host(gc, c.size()), c);
+  CHECK_CLOSE(T, to_host(gh, h.size()), h);
+  // one row (the first of r0's) added to every row of block 1 of z: a stride of 0; the other blocks untouched
+  std::vector<float> a = z0;
+  C::map_rows(ctnn::detail::add_fn{}, nr, U, strided<float>{a.data() + U, Gt}, strided<const float>{r0.data(), 0});
+  auto ga = to_device<T>(z0);
+  G::map_rows(ctnn::detail::add_fn{}, nr, U, strided<T>{ga.data() + U, Gt}, strided<const T>{gr.data(), 0});
+  CHECK_CLOSE(T, to_host(ga, a.size()), a);
+  // two outputs: dh to the cell where m != 0, else to pass (the masked steps' split)
+  std::vector<float> m = m0;
+  for (std::size_t i = 0; i < m.size(); i += 3) m[i] = 0.0f;
+  std::vector<float> d = cp0, pass(nr * U, 7.0f);
+  C::map_rows(ctnn::detail::split_masked_fn{}, nr, U, strided<float>{d.data(), U}, strided<float>{pass.data(), U},
+              strided<const float>{m.data(), U});
+  auto gd = to_device<T>(cp0), gm = to_device<T>(m), gp = to_device<T>(std::vector<float>(nr * U, 7.0f));
+  G::map_rows(ctnn::detail::split_masked_fn{}, nr, U, strided<T>{gd.data(), U}, strided<T>{gp.data(), U},
+              strided<const T>{gm.data(), U});
+  CHECK(to_host(gd, d.size()) == d);  // selections: the same bits
+  CHECK(to_host(gp, pass.size()) == pass);
+  // nothing to do: no launch
+  G::map_rows(ctnn::detail::add_fn{}, 0, U, strided<T>{ga.data(), Gt}, strided<const T>{gr.data(), Gt});
+  G::map_rows(ctnn::detail::add_fn{}, nr, 0, strided<T>{ga.data(), Gt}, strided<const T>{gr.data(), Gt});
+  CHECK_CLOSE(T, to_host(ga, a.size()), a);
+}

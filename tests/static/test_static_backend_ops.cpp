@@ -88,6 +88,22 @@ static_assert(!has_optimizer_update_ops<no_map_backend> && !BackendOps<no_map_ba
 static_assert(has_product_ops<no_map_backend> && has_elementwise_ops<no_map_backend> &&
               has_reduction_ops<no_map_backend> && has_conversion_ops<no_map_backend> && has_loss_ops<no_map_backend>);
 
+// One whose ops lack map_rows (the recurrent cells' rule over row-strided arrays, layers/recurrent.hpp):
+// has_elementwise_ops names it.
+namespace {
+struct no_map_rows_backend {
+  using memory = host_memory;
+  static std::string name() { return "no_map_rows"; }
+};
+}  // namespace
+template <>
+struct ctnn::ops<no_map_rows_backend> : ctnn::ops<ctnn::cpu<>> {
+  static void map_rows() = delete;
+};
+static_assert(!has_elementwise_ops<no_map_rows_backend> && !BackendOps<no_map_rows_backend>);
+static_assert(has_product_ops<no_map_rows_backend> && has_optimizer_update_ops<no_map_rows_backend> &&
+              has_reduction_ops<no_map_rows_backend> && has_layer_ops<no_map_rows_backend>);
+
 // The step's scalars region: 32 bytes (loss sum, loss scale, penalty, flag), 8-byte aligned.
 static_assert(sizeof(step_scalars) == 32 && alignof(step_scalars) == 8 && step_scalars_bytes == 64);
 

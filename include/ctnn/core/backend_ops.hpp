@@ -18,6 +18,7 @@
 #include "../kernels/conv_reference.hpp"
 #include "../kernels/functors.hpp"
 #include "../kernels/loss_functors.hpp"
+#include "../kernels/rows.hpp"
 #include "plan.hpp"
 #include "rng.hpp"
 
@@ -68,10 +69,13 @@ concept has_product_ops = requires(const float* x, float* y, std::uint32_t* idx,
 // moving_average (avg = mom avg + (1 - mom) w), add_penalty_gradient
 // (g += l1 sign(w) + 2 l2 w; with a factor pointer in B's memory, l1 and l2
 // times *factor read where it runs) and the activations' forward / backward (relu,
-// leaky_relu, sigmoid, tanh): the rules of kernels/functors.hpp.
-// Satisfied by: ops<cpu<A>> (map.hpp), ops<cuda<SM>> (one map kernel per rule).
+// leaky_relu, sigmoid, tanh): the rules of kernels/functors.hpp; and map_rows(rule, rows,
+// cols, kernels::rows{p, stride}...), a rule that returns nothing over rows x cols elements
+// of row-strided arrays (row r of array k at p_k + r * stride_k; the recurrent cells' gates).
+// Satisfied by: ops<cpu<A>> (map.hpp), ops<cuda<SM>> (one map kernel per rule; kernels.cuh's map_rows).
 template <class B>
 concept has_elementwise_ops = requires(const float* x, float* y, std::size_t n, float k) {
+  ops<B>::map_rows(fn::accumulate{}, n, n, kernels::rows<float>{y, n}, kernels::rows<const float>{x, 0});
   ops<B>::copy(x, y, n);
   ops<B>::fill(y, n, k);
   ops<B>::fill_zero(y, n);

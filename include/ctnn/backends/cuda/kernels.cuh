@@ -23,6 +23,7 @@
 #include "../../core/plan.hpp"
 #include "../../kernels/functors.hpp"
 #include "../../kernels/loss_functors.hpp"
+#include "../../kernels/rows.hpp"
 #include "types.cuh"
 
 namespace ctnn::cuda_kernels {
@@ -80,6 +81,22 @@ __device__ inline void map_one(const F& f, std::size_t i, int* bad, std::index_s
 template <class F, class... P>
 __global__ void map(F f, std::size_t n, int* bad, P*... p) {
   CTNN_GRID_STRIDE(i, n) map_one(f, i, bad, std::make_index_sequence<sizeof...(P)>{}, p...);
+}
+// map_rows: the same over rows x cols elements of row-strided arrays (kernels/rows.hpp), one
+// thread per element: element (r, c) of array k is a_k.data[r * a_k.stride + c]. The rules
+// return nothing (the recurrent cells' and the masks' rules: layers/recurrent.hpp).
+template <class F, std::size_t... I, class... P>
+__device__ inline void map_element(const F& f, std::index_sequence<I...>, P*... p) {
+  float v[] = {load(*p)...};
+  f(v[I]...);
+  (store_back(v[I], p, 0), ...);
+}
+template <class F, class... P>
+__global__ void map_rows(F f, std::size_t rows, std::size_t cols, kernels::rows<P>... a) {
+  CTNN_GRID_STRIDE(i, rows * cols) {
+    const std::size_t r = i / cols, c = i - r * cols;
+    map_element(f, std::make_index_sequence<sizeof...(P)>{}, (a.data + r * a.stride + c)...);
+  }
 }
 
 // ---- warp reductions ----

@@ -1,7 +1,8 @@
 // ctnn/cuda/ops.cuh — ops<cuda<SM>>: the op set of kernels/cpu/ops.hpp on a CUDA device.
 //
 // Same names and signatures as ops<cpu<Arch>>, so the generic bound layers
-// (dense, conv2d, pooling, activations, reshape) and the optimizers run on
+// (dense, conv2d, pooling, activations, reshape, the recurrent layers, masks and
+// wrappers of issue 27) and the optimizers run on
 // cuda<SM> unchanged; every pointer is a device pointer. T is the storage
 // type: float, __half or __nv_bfloat16 (float32 arithmetic and
 // accumulation throughout). Work is queued on cuda_context::get().compute();
@@ -20,7 +21,9 @@
 //             (kernels.cuh's map kernel): the activations, the updates and
 //             the options' maps are the CPU's formulas, written once. A rule
 //             that returns a value (an update's new w) makes map wait and
-//             report whether every one is finite (one 4-byte read).
+//             report whether every one is finite (one 4-byte read). map_rows:
+//             the same over row-strided arrays (the recurrent cells' gate
+//             blocks, the step masks), one thread per element.
 // It satisfies BackendOps (core/backend_ops.hpp; tests/cuda/test_ops.cu).
 #pragma once
 #include <algorithm>
@@ -77,6 +80,21 @@ struct ops<cuda<SM>> {
       }
       return true;
     }
+  }
+
+  // map over rows x cols elements of row-strided arrays (kernels/rows.hpp): row r of array k
+  // at a_k.data + r * a_k.stride (a stride of 0 repeats one row); one thread per element, the
+  // rule in float32 (kernels.cuh's map_rows). For the rules that return nothing: the recurrent
+  // cells' (layers/lstm.hpp, gru.hpp, simple_rnn.hpp) and the masks' (masking.hpp). Nothing waits.
+  template <class F, class... P>
+  static void map_rows(const F& f, std::size_t rows, std::size_t cols, kernels::rows<P>... a) {
+    static_assert((cuda_storage<std::remove_const_t<P>> && ...),
+                  "ops<cuda>::map_rows: the arrays must be of a CUDA storage type (float, float16_t, bfloat16_t)");
+    static_assert(!cuda_kernels::map_returns<F, P*...>,
+                  "ops<cuda>::map_rows: the rule must return nothing (its results are its by-reference arguments)");
+    if (rows == 0 || cols == 0) return;
+    cuda_kernels::map_rows<<<grid(rows * cols), block, 0, stream()>>>(f, rows, cols, a...);
+    launched();
   }
 
   // ---- dense products (K inputs, N outputs, m rows) ----
