@@ -206,11 +206,20 @@ TEST_CASE("int8 quantize: the vector rounding equals quantization::quantize elem
   std::mt19937 g(3);
   std::uniform_real_distribution<float> d(-300.0f, 300.0f);
   for (int k = 0; k < 2000; ++k) x.push_back(d(g));
+  // the rounding's edges: the float below 0.5, ties and neighbours at every magnitude up to 2^24
+  // (from 2^23 up every float is an integer), subnormals and the largest float
+  for (float t = 0.5f; t < 2e7f; t *= 2.0f)
+    for (float v : {t, std::nextafter(t, 0.0f), std::nextafter(t, 1e9f), t + 0.5f, t * 1.5f})
+      for (float sgn : {1.0f, -1.0f}) x.push_back(sgn * v);
+  x.push_back(std::numeric_limits<float>::denorm_min());
+  x.push_back(-std::numeric_limits<float>::denorm_min());
+  x.push_back(std::numeric_limits<float>::max());
+  x.push_back(std::numeric_limits<float>::lowest());
   x.push_back(std::numeric_limits<float>::quiet_NaN());
   x.push_back(std::numeric_limits<float>::infinity());
   x.push_back(-std::numeric_limits<float>::infinity());
   const int ran = ctnn::test::for_each_arch("int8 quantize", [&]<class Arch>(Arch, const char*) {
-    for (float scale : {1.0f, 0.5f, 0.0123f, 3.0f})
+    for (float scale : {1.0f, 0.5f, 0.0123f, 3.0f, 131072.0f, 1e-3f})
       for (std::int32_t zp : {0, -128, 17}) {
         std::vector<std::int8_t> got(x.size());
         const std::size_t clamped = i8::quantize<Arch>(x.data(), x.size(), scale, zp, -128, 127, got.data());

@@ -172,6 +172,12 @@ inline __m256i mbqm8(__m256i x0, __m256i mu, __m256i sh) {
   // + 1 where the remainder is above the threshold (the compare's -1 subtracted)
   return _mm256_sub_epi32(_mm256_srav_epi32(hi, right), _mm256_cmpgt_epi32(_mm256_and_si256(hi, mask), thr));
 }
+// The low byte of each of 8 int32 lanes (std::int8_t(v), modular), in the low 8 bytes.
+inline __m128i low_bytes(__m256i v) {
+  const __m128i pick = _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  return _mm_unpacklo_epi32(_mm_shuffle_epi8(_mm256_castsi256_si128(v), pick),
+                            _mm_shuffle_epi8(_mm256_extracti128_si256(v, 1), pick));
+}
 inline __m256i lanes_below(std::size_t width) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(width)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
@@ -199,10 +205,7 @@ inline void put(requant<Y>& e, __m256i v, std::size_t i, std::size_t j, std::siz
   const __m256i c = _mm256_blendv_epi8(_mm256_min_epi32(q, top), lo, _mm256_cmpgt_epi32(lo, q));
   Y* dst = e.y + i * e.ldy + j;
   if constexpr (std::is_same_v<Y, std::int8_t>) {
-    // the low byte of each lane (std::int8_t(c), as the scalar rule), 8 bytes
-    const __m128i pick = _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-    const __m128i b = _mm_unpacklo_epi32(_mm_shuffle_epi8(_mm256_castsi256_si128(c), pick),
-                                         _mm_shuffle_epi8(_mm256_extracti128_si256(c, 1), pick));
+    const __m128i b = detail::low_bytes(c);  // std::int8_t(c), as the scalar rule
     if (width == 8) {
       _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), b);
     } else {
@@ -434,9 +437,16 @@ void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, 
   if (!detail::gemm_s8_vector<Arch>(M, N, K, a, lda, packed, wsum, e)) detail::gemm_scalar(M, N, K, a, lda, packed, c, ldc);
 }
 
-// q[i] = clamp(round(x[i] / scale) + zp, lo, hi) (round half away from zero, TFLite's
-// AffineQuantize; a NaN gives zp), in xsimd::batch<float, Arch> where Arch has float SIMD: equal
-// to quantization::quantize element by element (IEEE division, exact rounding and clamp).
+// q[i] = clamp(round(x[i] / scale) + zp, lo, hi) (round half away from zero, TFLite's reference
+// AffineQuantize; a NaN gives zp): equal to quantization::quantize element by element (IEEE
+// division, exact rounding and clamp). TFLite's optimized kernels and XNNPACK multiply by 1 /
+// scale instead (XNNPACK rounding ties to even), which can differ by one step from the reference
+// near a tie; ctnn keeps the reference's division (docs/quantization.md, "What is exact").
+// Rounding half away from zero is trunc(d + copysign(0.49999997f, d)), exact for every float d
+// (the sum rounds to the next integer exactly when d's fraction is >= 0.5; a d of magnitude >= 2^23
+// is an integer the sum keeps): vrndscaleps / vroundps on 16 values (Arch derived from avx512f,
+// in a TU built with AVX-512) or 8 (derived from avx2), narrowed by vpmovdb / a byte shuffle and
+// counted by a mask, else xsimd::batch<float, Arch> where Arch has float SIMD, else scalar.
 // Returns how many values the clamp changed (saturated: beyond the range, infinities included).
 template <class Arch = default_arch>
 std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp, std::int32_t lo, std::int32_t hi,
@@ -444,19 +454,18 @@ std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp
   std::size_t i = 0, saturated = 0;
 #if defined(__AVX512F__)
   if constexpr (std::is_base_of_v<xsimd::avx512f, Arch>) {
-    // the rule below on 16 values in registers, narrowed by vpmovdb and counted by a mask (a value
-    // the clamp changed is one the rule saturates: beyond 2^22 the quotient is beyond the range)
+    // a value the clamp changed is one the rule saturates; a NaN is 0 until the end (then zp)
     const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(float(zp)), l = _mm512_set1_ps(float(lo)),
-                 h = _mm512_set1_ps(float(hi)), big = _mm512_set1_ps(4194304.0f), nbig = _mm512_set1_ps(-4194304.0f);
-    const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+                 h = _mm512_set1_ps(float(hi));
+    const __m512i sign = _mm512_set1_epi32(std::numeric_limits<std::int32_t>::min());
+    const __m512i nearly_half = _mm512_set1_epi32(0x3EFFFFFF);  // 0.49999997f, the float below 0.5
     const auto block = [&](std::size_t at, __mmask16 m) {
       const __m512 d = _mm512_div_ps(_mm512_maskz_loadu_ps(m, x + at), s);
       const __mmask16 number = _mm512_cmp_ps_mask(d, d, _CMP_EQ_OQ);
-      const __m512 cd = _mm512_min_ps(_mm512_max_ps(_mm512_maskz_mov_ps(number, d), nbig), big);
-      const __m512 t = _mm512_cvtepi32_ps(_mm512_cvttps_epi32(cd));  // toward zero
-      const __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(cd, t)), half, _CMP_GE_OQ);
-      const __m512 sign = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(cd, zero, _CMP_LT_OQ), one, _mm512_set1_ps(-1.0f));
-      const __m512 vz = _mm512_add_ps(_mm512_mask_add_ps(t, up, t, sign), z);
+      // (d & sign) | 0.49999997f: copysign
+      const __m512 nudge = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(d), sign, nearly_half, 0xEA));
+      const __m512 t = _mm512_roundscale_ps(_mm512_maskz_add_ps(number, d, nudge), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+      const __m512 vz = _mm512_add_ps(t, z);
       const __m512 cv = _mm512_min_ps(_mm512_max_ps(vz, l), h);
       saturated += std::size_t(__builtin_popcount(unsigned(_mm512_mask_cmp_ps_mask(m & number, cv, vz, _CMP_NEQ_UQ))));
       _mm512_mask_cvtepi32_storeu_epi8(q + at, m, _mm512_cvttps_epi32(_mm512_mask_blend_ps(number, z, cv)));
@@ -465,6 +474,28 @@ std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp
     if (i < n) block(i, __mmask16((1u << (n - i)) - 1u));
     return saturated;
   }
+#endif
+#if defined(__AVX2__)
+  if constexpr (std::is_base_of_v<xsimd::avx2, Arch> && !std::is_base_of_v<xsimd::avx512f, Arch>) {
+    // the AVX-512 form on 8 values (vroundps toward zero, the byte narrowing by a shuffle)
+    const __m256 s = _mm256_set1_ps(scale), z = _mm256_set1_ps(float(zp)), l = _mm256_set1_ps(float(lo)),
+                 h = _mm256_set1_ps(float(hi));
+    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(std::numeric_limits<std::int32_t>::min()));
+    const __m256 nearly_half = _mm256_castsi256_ps(_mm256_set1_epi32(0x3EFFFFFF));
+    for (; i + 8 <= n; i += 8) {
+      const __m256 d = _mm256_div_ps(_mm256_loadu_ps(x + i), s);
+      const __m256 number = _mm256_cmp_ps(d, d, _CMP_EQ_OQ);
+      const __m256 nudge = _mm256_or_ps(_mm256_and_ps(d, sign), nearly_half);
+      const __m256 t = _mm256_round_ps(_mm256_and_ps(_mm256_add_ps(d, nudge), number), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+      const __m256 vz = _mm256_add_ps(t, z);
+      const __m256 cv = _mm256_min_ps(_mm256_max_ps(vz, l), h);
+      saturated += std::size_t(__builtin_popcount(
+          unsigned(_mm256_movemask_ps(_mm256_and_ps(number, _mm256_cmp_ps(cv, vz, _CMP_NEQ_UQ))))));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(q + i),
+                       detail::low_bytes(_mm256_cvttps_epi32(_mm256_blendv_ps(z, cv, number))));
+    }
+    // the tail below, by the scalar rule
+  } else
 #endif
   if constexpr (simd_v<float, Arch>) {
     using B = xsimd::batch<float, Arch>;
