@@ -341,8 +341,10 @@ namespace {
 // Per-column requantization data that exercises the fused epilogue: multipliers from 1e-6 to 30
 // (right and left shifts), offsets large enough that some outputs saturate both ways.
 struct columns {
-  std::vector<std::int32_t> off, mult, shift, bias, sums;
-  explicit columns(std::size_t N, unsigned seed, double top = 0.0) : off(N), mult(N), shift(N) {
+  std::vector<std::int32_t> off, mult, shift, bias, sums;  // off = bias - in_zp sums (wrapping)
+  std::int32_t in_zp;
+  explicit columns(std::size_t N, unsigned seed, double top = 0.0)
+      : off(N), mult(N), shift(N), bias(N), sums(N), in_zp(std::int32_t(seed % 200) - 100) {
     std::mt19937 g(seed);
     std::uniform_real_distribution<double> m_d(-6.0, top);
     std::uniform_int_distribution<std::int32_t> off_d(-200000, 200000);
@@ -351,13 +353,15 @@ struct columns {
       mult[j] = m.q;
       shift[j] = m.shift;
       off[j] = off_d(g) / (m.shift > 0 ? 1000 : 1);
+      sums[j] = off_d(g) / 100;
+      bias[j] = std::int32_t(std::uint32_t(off[j]) + std::uint32_t(in_zp) * std::uint32_t(sums[j]));
     }
   }
   template <class Y>
   i8::requant<Y> epilogue(std::int32_t zp, bool relu, float scale, Y* y, std::size_t ldy) const {
     const std::int32_t lo = relu ? std::max(-128, zp) : -128;
-    return {off.data(), mult.data(), shift.data(), zp, lo, relu ? std::numeric_limits<std::int32_t>::min() : -128,
-            scale, y, ldy};
+    return {bias.data(), sums.data(), in_zp, mult.data(), shift.data(), zp, lo,
+            relu ? std::numeric_limits<std::int32_t>::min() : -128, scale, y, ldy};
   }
 };
 
@@ -506,7 +510,7 @@ TEST_CASE("int8 requantize_row at the extremes: every shift, int32 limits, multi
       // is 0 and the column offset carries the value
       std::vector<std::int32_t> x(N);
       for (std::size_t j = 0; j < N; ++j) x[j] = std::int32_t(std::uint32_t(acc[j]) + std::uint32_t(off[j]));
-      const i8::requant<std::int8_t> e{x.data(), mult.data(), shift.data(), zp, lo,
+      const i8::requant<std::int8_t> e{x.data(), x.data(), 0, mult.data(), shift.data(), zp, lo,
                                        relu ? std::numeric_limits<std::int32_t>::min() : -128, 1.0f, nullptr, N};
       const std::vector<std::int8_t> a(2 * 16, 0), w(N * 16, 1);
       std::vector<std::int8_t> packed(i8::packed_bytes(16, N)), fused(2 * N, 99), fused_block(2 * N, 99);

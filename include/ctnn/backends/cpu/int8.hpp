@@ -127,7 +127,9 @@ struct store_i32 {
 };
 template <class Y>
 struct requant {
-  const std::int32_t* off;    // per column: bias - in_zp kernel_sum (wrapping int32), added to the sums
+  const std::int32_t* bias;        // per column: bias - in_zp kernel_sum added to the sums (wrapping
+  const std::int32_t* kernel_sum;  // int32, formed in the store: no per-call pass over the columns)
+  std::int32_t in_zp;
   const std::int32_t* mult;   // per column: quantize_multiplier's q (>= 0) and shift (-31..30)
   const std::int32_t* shift;
   std::int32_t zp, lo, low;   // the output zero point; the clamp's floor; below `low`: saturated
@@ -196,7 +198,9 @@ inline void put(requant<Y>& e, __m256i v, std::size_t i, std::size_t j, std::siz
                       : _mm256_maskload_epi32(reinterpret_cast<const int*>(p + j), lanes_below(width));
   };
   const __m256i zp = _mm256_set1_epi32(e.zp), lo = _mm256_set1_epi32(e.lo), top = _mm256_set1_epi32(127);
-  const __m256i q = _mm256_add_epi32(mbqm8(_mm256_add_epi32(v, load(e.off)), load(e.mult), load(e.shift)), zp);
+  const __m256i x = _mm256_sub_epi32(_mm256_add_epi32(v, load(e.bias)),
+                                     _mm256_mullo_epi32(load(e.kernel_sum), _mm256_set1_epi32(e.in_zp)));
+  const __m256i q = _mm256_add_epi32(mbqm8(x, load(e.mult), load(e.shift)), zp);
   const unsigned present = (1u << width) - 1u;
   e.saturated += std::size_t(__builtin_popcount(
       present & (unsigned(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(q, top)))) |
@@ -248,7 +252,9 @@ inline void put(store_i32& e, __m512i v, std::size_t i, std::size_t j, __mmask16
 template <class Y>
 inline void put(requant<Y>& e, __m512i v, std::size_t i, std::size_t j, __mmask16 m = __mmask16(0xffff)) {
   const __m512i zp = _mm512_set1_epi32(e.zp), lo = _mm512_set1_epi32(e.lo), top = _mm512_set1_epi32(127);
-  const __m512i x = _mm512_add_epi32(v, _mm512_maskz_loadu_epi32(m, e.off + j));
+  const __m512i x = _mm512_sub_epi32(_mm512_add_epi32(v, _mm512_maskz_loadu_epi32(m, e.bias + j)),
+                                     _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(m, e.kernel_sum + j),
+                                                        _mm512_set1_epi32(e.in_zp)));
   const __m512i q = _mm512_add_epi32(
       mbqm16(x, _mm512_maskz_loadu_epi32(m, e.mult + j), _mm512_maskz_loadu_epi32(m, e.shift + j)), zp);
   e.saturated += std::size_t(__builtin_popcount(unsigned(_mm512_mask_cmpgt_epi32_mask(m, q, top))) +
@@ -578,7 +584,8 @@ inline std::size_t requantize_row(std::size_t N, const std::int32_t* acc, const 
 #if defined(__AVX512F__)
   if constexpr (std::is_base_of_v<xsimd::avx512f, Arch>) {
     // the fused epilogue's 16-lane form on sums read from memory
-    requant<Y> e{off, mult, shift, zp, lo, relu ? std::numeric_limits<std::int32_t>::min() : -128, scale, y, 0};
+    // (off as the bias, input zero point 0)
+    requant<Y> e{off, off, 0, mult, shift, zp, lo, relu ? std::numeric_limits<std::int32_t>::min() : -128, scale, y, 0};
     std::size_t j = 0;
     for (; j + 16 <= N; j += 16) detail::put(e, _mm512_loadu_si512(acc + j), 0, j);
     if (j < N) {
@@ -634,26 +641,22 @@ inline std::size_t requantize_row(std::size_t N, const std::int32_t* acc, const 
 // The full-integer layers' epilogue (quantized_dense, quantized_dense_block, quantized_conv2d):
 // checks every column's requantization multiplier (a corrupt weights file: invalid_argument naming
 // the layer, `layer()` (its name, made only then: not a string built at every call), and the
-// `column` word, "unit" or "filter"), forms off[j] = bias[j] - in_zp kernel_sum[j] in wrapping
-// int32 arithmetic (a corrupt file gives wrong numbers, never undefined behaviour; held in a
-// thread_local buffer until this thread's next call), and returns the requant<Y> epilogue writing
-// rows of N outputs (ldy = N) to y (lo = out_zp after a relu; Y std::int8_t: the int8 values, for
-// the next full-integer layer). The fused kernels (gemm_s8_requantize, block::gemm_requantize)
-// run it in their stores; requantize_rows runs it on int32 sums in memory.
+// `column` word, "unit" or "filter") and returns the requant<Y> epilogue writing rows of N outputs
+// (ldy = N) to y (lo = out_zp after a relu; Y std::int8_t: the int8 values, for the next
+// full-integer layer), whose off[j] = bias[j] - in_zp kernel_sum[j] is wrapping int32 arithmetic
+// (a corrupt file gives wrong numbers, never undefined behaviour). The fused kernels
+// (gemm_s8_requantize, block::gemm_requantize) run it in their stores; requantize_rows runs it on
+// int32 sums in memory.
 template <class Y>
 inline requant<Y> requant_for(std::size_t N, const std::int32_t* bias, std::int32_t in_zp,
                               const std::int32_t* kernel_sum, const std::int32_t* mult, const std::int32_t* shift,
                               std::int32_t out_zp, bool relu, float out_scale, Y* y, std::string (*layer)(),
                               const char* column) {
-  thread_local std::vector<std::int32_t> off;
-  off.resize(N);
-  // the check as a reduction and off without branches, so that the loop vectorizes (a branch per
-  // column cost as much as the requantization itself at batch 1); the column named afterwards
+  // the check as a reduction without branches, so that the loop vectorizes (a branch per column
+  // cost as much as the requantization itself at batch 1); the column named afterwards
   std::uint32_t bad = 0;
-  for (std::size_t j = 0; j < N; ++j) {
+  for (std::size_t j = 0; j < N; ++j)
     bad |= std::uint32_t(mult[j] < 0) | std::uint32_t(shift[j] < -31) | std::uint32_t(shift[j] > 30);
-    off[j] = std::int32_t(std::uint32_t(bias[j]) - std::uint32_t(in_zp) * std::uint32_t(kernel_sum[j]));
-  }
   if (bad)
     for (std::size_t j = 0; j < N; ++j)
       if (mult[j] < 0 || shift[j] < -31 || shift[j] > 30)
@@ -662,17 +665,21 @@ inline requant<Y> requant_for(std::size_t N, const std::int32_t* bias, std::int3
                                     ") is outside quantize_multiplier's range (a corrupt weights file?)");
   const std::int32_t lo = relu ? std::max<std::int32_t>(-128, out_zp) : -128;
   const std::int32_t low = relu ? std::numeric_limits<std::int32_t>::min() : -128;
-  return {off.data(), mult, shift, out_zp, lo, low, out_scale, y, N};
+  return {bias, kernel_sum, in_zp, mult, shift, out_zp, lo, low, out_scale, y, N};
 }
 
 // requantize_row on rows x N int32 sums (acc, row stride N) with requant_for's epilogue e.
 // Returns how many outputs saturated.
 template <class Y, class Arch = default_arch>
 inline std::size_t requantize_rows(std::size_t rows, std::size_t N, const std::int32_t* acc, const requant<Y>& e) {
+  thread_local std::vector<std::int32_t> off;
+  off.resize(N);
+  for (std::size_t j = 0; j < N; ++j)
+    off[j] = std::int32_t(std::uint32_t(e.bias[j]) - std::uint32_t(e.in_zp) * std::uint32_t(e.kernel_sum[j]));
   std::size_t saturated = 0;
   const bool relu = e.low != -128;
   for (std::size_t i = 0; i < rows; ++i)
-    saturated += requantize_row<Y, Arch>(N, acc + i * N, e.off, e.mult, e.shift, e.zp, e.lo, e.scale,
+    saturated += requantize_row<Y, Arch>(N, acc + i * N, off.data(), e.mult, e.shift, e.zp, e.lo, e.scale,
                                          e.y + i * e.ldy, relu);
   return saturated;
 }
