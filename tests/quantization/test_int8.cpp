@@ -7,6 +7,7 @@
 #include <ctnn/backends/cpu/int8_block.hpp>
 #include <ctnn/quantization/arithmetic.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -404,7 +405,7 @@ TEST_CASE("int8 gemm_s8_requantize: the fused requantization equals gemm_s8 then
     for (std::size_t M : {1, 2, 3, 4, 5, 9})
       for (std::size_t N : {1, 7, 10, 16, 24, 40, 64, 100, 128})
         for (std::size_t K : {0, 5, 128}) {
-          INFO(name << " M=" << M << " N=" << N << " K=" << K);
+          INFO(std::string(name) << " M=" << M << " N=" << N << " K=" << K);
           std::mt19937 g(unsigned(M * 1000 + N * 10 + K));
           std::uniform_int_distribution<int> da(-128, 127), dw(-127, 127);
           const std::size_t kp = i8::padded_k(K);
@@ -492,7 +493,7 @@ TEST_CASE("int8 requantize_row at the extremes: every shift, int32 limits, multi
   const std::size_t N = acc.size();
   const int ran = ctnn::test::for_each_arch("int8 requantize_row extremes", [&]<class Arch>(Arch, const char* name) {
     for (bool relu : {false, true}) {
-      INFO(name << ", relu " << relu);
+      INFO(std::string(name) << ", relu " << relu);
       std::vector<std::int8_t> y(N);
       const std::int32_t zp = 5, lo = relu ? 5 : -128;
       const std::size_t clamped = i8::requantize_row<std::int8_t, Arch>(N, acc.data(), off.data(), mult.data(),
@@ -539,6 +540,38 @@ TEST_CASE("int8 requantize_row at the extremes: every shift, int32 limits, multi
           bad_fused += (fused[i * N + j] != y[j]) + (fused_block[i * N + j] != y[j]);
       CHECK(bad_fused == 0);
     }
+  });
+  CHECK(ran >= 1);
+}
+
+// ctnn quantizes as TFLite's reference AffineQuantize does, round(x / scale) with an IEEE float
+// division; TFLite's optimized kernels and XNNPACK multiply by 1 / scale (XNNPACK rounding ties to
+// even), which can differ by one step near a tie. Pinned here: values where the two quotients
+// round differently, on which every path follows the division.
+TEST_CASE("int8 quantize divides by the scale (TFLite's reference), not multiplies by its inverse") {
+  std::vector<float> x;
+  std::vector<float> scale_of;
+  for (float scale : {0.1f, 0.3f, 0.07f, 1.0f / 255.0f, 0.0123f})
+    for (int k = -255; k <= 255; ++k) {
+      const float v = (float(k) + 0.5f) * scale;  // near a tie of the quotient
+      for (float c : {v, std::nextafter(v, 1e9f), std::nextafter(v, -1e9f)})
+        if (std::round(c / scale) != std::round(c * (1.0f / scale))) {
+          x.push_back(c);
+          scale_of.push_back(scale);
+        }
+    }
+  REQUIRE(x.size() >= 10);  // the two rules do differ
+  const int ran = ctnn::test::for_each_arch("int8 quantize pin", [&]<class Arch>(Arch, const char* name) {
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      std::vector<float> row(17, x[i]);  // the vector forms and the scalar tail
+      std::vector<std::int8_t> q(row.size());
+      i8::quantize<Arch>(row.data(), row.size(), scale_of[i], 0, -128, 127, q.data());
+      const auto want = std::int8_t(std::clamp(std::round(x[i] / scale_of[i]), -128.0f, 127.0f));
+      for (std::int8_t v : q) bad += v != want;
+    }
+    INFO(std::string(name) << ": " << x.size() << " values");
+    CHECK(bad == 0);
   });
   CHECK(ran >= 1);
 }
