@@ -155,11 +155,13 @@ struct vnni_v {
     else if constexpr (L == 8) return _mm256_setzero_si256();
     else return _mm_setzero_si128();
   }
+  // the 4 bytes broadcast, then flipped in the vector (a load4 from memory becomes one broadcast
+  // load: no move through a general register per group and row)
   static act prep(std::int32_t a4) {
-    const std::int32_t u = std::int32_t(std::uint32_t(a4) ^ 0x80808080u);
-    if constexpr (L == 16) return _mm512_set1_epi32(u);
-    else if constexpr (L == 8) return _mm256_set1_epi32(u);
-    else return _mm_set1_epi32(u);
+    constexpr auto flip = std::int32_t(0x80808080u);
+    if constexpr (L == 16) return _mm512_xor_si512(_mm512_set1_epi32(a4), _mm512_set1_epi32(flip));
+    else if constexpr (L == 8) return _mm256_xor_si256(_mm256_set1_epi32(a4), _mm256_set1_epi32(flip));
+    else return _mm_xor_si128(_mm_set1_epi32(a4), _mm_set1_epi32(flip));
   }
   static reg load(const std::int8_t* p) {
     if constexpr (L == 16) return _mm512_loadu_si512(p);
