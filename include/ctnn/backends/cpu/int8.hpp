@@ -613,7 +613,9 @@ inline std::size_t requantize_row(std::size_t N, const std::int32_t* acc, const 
       const std::int32_t hi = std::int32_t((t + ((t >> 63) & low31)) >> 31);
       const std::int32_t mask = std::int32_t((std::uint32_t(1) << right) - 1u);
       const std::int32_t thr = (mask >> 1) + (hi < 0 ? 1 : 0);
-      qs[u] = (hi >> right) + ((hi & mask) > thr ? 1 : 0) + zp;
+      // + zp wrapping, as the vector forms (a result near 2^31 and a positive zero point: a wrong
+      // number, never undefined behaviour)
+      qs[u] = std::int32_t(std::uint32_t((hi >> right) + ((hi & mask) > thr ? 1 : 0)) + std::uint32_t(zp));
     }
     // The clamp here, and the count off the common path: the chunk's largest and smallest q (a
     // max and a min a value) tell whether any saturated, and only then are they counted (counted
