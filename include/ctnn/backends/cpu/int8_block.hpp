@@ -189,6 +189,7 @@ struct vnni_v {
 };
 #endif
 
+#if defined(__AVX2__)  // the vector paths (vnni_v, avx2_v) and their stores (int8::detail::put)
 // S rows (from row i) of one block column (units j..j + C - 1): groups [g0, g1), C / L vectors per
 // row, stored by the epilogue e (int8::store_i32 or the fused int8::requant<Y>); one row on 4 chains.
 template <class V, std::size_t L, std::size_t R, std::size_t C, std::size_t S, class E>
@@ -236,6 +237,7 @@ inline void gemm_vec(std::size_t M, std::size_t N, const std::int8_t* a, std::si
     for (std::size_t jb = 0; jb < N / C; ++jb)
       column<V, L, R, C, 1>(a + i * lda, lda, values, inputs, starts[jb], starts[jb + 1], wsum + jb * C, e, i, jb * C);
 }
+#endif
 }  // namespace detail
 
 // The path gemm<R, C, Arch> takes on this CPU: int8_path_of<Arch>(), scalar when C % 4 != 0 (or
