@@ -7,6 +7,7 @@
 #include <ctnn/backends/cpu/int8_block.hpp>
 #include <ctnn/quantization/arithmetic.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -206,11 +207,20 @@ TEST_CASE("int8 quantize: the vector rounding equals quantization::quantize elem
   std::mt19937 g(3);
   std::uniform_real_distribution<float> d(-300.0f, 300.0f);
   for (int k = 0; k < 2000; ++k) x.push_back(d(g));
+  // the rounding's edges: the float below 0.5, ties and neighbours at every magnitude up to 2^24
+  // (from 2^23 up every float is an integer), subnormals and the largest float
+  for (float t = 0.5f; t < 2e7f; t *= 2.0f)
+    for (float v : {t, std::nextafter(t, 0.0f), std::nextafter(t, 1e9f), t + 0.5f, t * 1.5f})
+      for (float sgn : {1.0f, -1.0f}) x.push_back(sgn * v);
+  x.push_back(std::numeric_limits<float>::denorm_min());
+  x.push_back(-std::numeric_limits<float>::denorm_min());
+  x.push_back(std::numeric_limits<float>::max());
+  x.push_back(std::numeric_limits<float>::lowest());
   x.push_back(std::numeric_limits<float>::quiet_NaN());
   x.push_back(std::numeric_limits<float>::infinity());
   x.push_back(-std::numeric_limits<float>::infinity());
   const int ran = ctnn::test::for_each_arch("int8 quantize", [&]<class Arch>(Arch, const char*) {
-    for (float scale : {1.0f, 0.5f, 0.0123f, 3.0f})
+    for (float scale : {1.0f, 0.5f, 0.0123f, 3.0f, 131072.0f, 1e-3f})
       for (std::int32_t zp : {0, -128, 17}) {
         std::vector<std::int8_t> got(x.size());
         const std::size_t clamped = i8::quantize<Arch>(x.data(), x.size(), scale, zp, -128, 127, got.data());
@@ -324,6 +334,247 @@ TEST_CASE("int8: quantize(dequantize(q)) == q for every int8 value, zero point a
     CHECK(bad == 0);
     CHECK(bad_scalar == 0);
     CHECK(saturated == 0);
+  });
+  CHECK(ran >= 1);
+}
+
+namespace {
+// Per-column requantization data that exercises the fused epilogue: multipliers from 1e-6 to 30
+// (right and left shifts), offsets large enough that some outputs saturate both ways.
+struct columns {
+  std::vector<std::int32_t> off, mult, shift, bias, sums;  // off = bias - in_zp sums (wrapping)
+  std::int32_t in_zp;
+  explicit columns(std::size_t N, unsigned seed, double top = 0.0)
+      : off(N), mult(N), shift(N), bias(N), sums(N), in_zp(std::int32_t(seed % 200) - 100) {
+    std::mt19937 g(seed);
+    std::uniform_real_distribution<double> m_d(-6.0, top);
+    std::uniform_int_distribution<std::int32_t> off_d(-200000, 200000);
+    for (std::size_t j = 0; j < N; ++j) {
+      const auto m = ctnn::quantization::quantize_multiplier(std::pow(10.0, m_d(g)) / (j % 5 == 0 ? 1.0 : 40.0));
+      mult[j] = m.q;
+      shift[j] = m.shift;
+      off[j] = off_d(g) / (m.shift > 0 ? 1000 : 1);
+      sums[j] = off_d(g) / 100;
+      bias[j] = std::int32_t(std::uint32_t(off[j]) + std::uint32_t(in_zp) * std::uint32_t(sums[j]));
+    }
+  }
+  template <class Y>
+  i8::requant<Y> epilogue(std::int32_t zp, bool relu, float scale, Y* y, std::size_t ldy) const {
+    const std::int32_t lo = relu ? std::max(-128, zp) : -128;
+    return {bias.data(), sums.data(), in_zp, mult.data(), shift.data(), zp, lo,
+            relu ? std::numeric_limits<std::int32_t>::min() : -128, scale, y, ldy};
+  }
+};
+
+// The fused product (run(e), e: an int8::requant<Y>) against the int32 sums `want` [M, N] then
+// the scalar rule of each output (multiply_by_quantized_multiplier, + zp, the clamp), as int8 and
+// as float, for zero points and relu on and off: bit for bit, the same saturated count; the output
+// rows have a stride (ldy = N + 3) whose gap the kernel leaves alone.
+template <class Run>
+void check_fused(std::size_t M, std::size_t N, const std::vector<std::int32_t>& want, const columns& c, Run&& run) {
+  const std::size_t ldy = N + 3;
+  for (std::int32_t zp : {-128, -3, 60})
+    for (bool relu : {false, true}) {
+      INFO("zero point " << zp << ", relu " << relu);
+      const std::int32_t lo = relu ? std::max(-128, zp) : -128;
+      std::vector<std::int8_t> want8(M * ldy, 77), got8(M * ldy, 77);
+      std::vector<float> wantf(M * ldy, 77.0f), gotf(M * ldy, 77.0f);
+      std::size_t saturated = 0;
+      for (std::size_t i = 0; i < M; ++i)
+        for (std::size_t j = 0; j < N; ++j) {
+          const std::int32_t r = std::int32_t(
+              std::uint32_t(ctnn::quantization::multiply_by_quantized_multiplier(
+                  std::int32_t(std::uint32_t(want[i * N + j]) + std::uint32_t(c.off[j])), c.mult[j], c.shift[j])) +
+              std::uint32_t(zp));
+          const std::int32_t q = r < lo ? lo : std::min(r, 127);
+          saturated += r > 127 || (!relu && r < -128);
+          want8[i * ldy + j] = std::int8_t(q);
+          wantf[i * ldy + j] = 0.125f * float(q - zp);
+        }
+      CHECK(run(c.epilogue(zp, relu, 0.125f, got8.data(), ldy)) == saturated);
+      CHECK(run(c.epilogue(zp, relu, 0.125f, gotf.data(), ldy)) == saturated);
+      CHECK(got8 == want8);
+      CHECK(gotf == wantf);
+      if (!relu && M * N >= 64) CHECK(saturated > 0);
+    }
+}
+}  // namespace
+
+TEST_CASE("int8 gemm_s8_requantize: the fused requantization equals gemm_s8 then the scalar rule, every path") {
+  const int ran = ctnn::test::for_each_arch("int8 fused gemm", []<class Arch>(Arch, const char* name) {
+    MESSAGE(std::string(name) << " takes the " << path_name(i8::int8_path_of<Arch>()) << " path");
+    for (std::size_t M : {1, 2, 3, 4, 5, 9})
+      for (std::size_t N : {1, 7, 10, 16, 24, 40, 64, 100, 128})
+        for (std::size_t K : {0, 5, 128}) {
+          INFO(std::string(name) << " M=" << M << " N=" << N << " K=" << K);
+          std::mt19937 g(unsigned(M * 1000 + N * 10 + K));
+          std::uniform_int_distribution<int> da(-128, 127), dw(-127, 127);
+          const std::size_t kp = i8::padded_k(K);
+          std::vector<std::int8_t> a(M * kp), w(N * K), packed(i8::packed_bytes(K, N));
+          for (auto& v : a) v = std::int8_t(da(g));
+          for (auto& v : w) v = std::int8_t(dw(g));
+          i8::pack(K, N, w.data(), K, packed.data());
+          std::vector<std::int32_t> want(M * N), sums(N);
+          i8::reference::gemm_s8(M, N, K, a.data(), kp, w.data(), K, want.data(), N);
+          i8::packed_sums(N, K, packed.data(), sums.data());
+          const columns c(N, unsigned(N + K));
+          check_fused(M, N, want, c, [&]<class Y>(i8::requant<Y> e) {
+            return i8::gemm_s8_requantize<Y, Arch>(M, N, K, a.data(), kp, packed.data(), sums.data(), e);
+          });
+        }
+  });
+  CHECK(ran >= 1);
+}
+
+namespace {
+template <class Arch, std::size_t R, std::size_t C>
+void check_block_fused(std::size_t M, std::size_t N, std::size_t K, double density) {
+  namespace bs = i8::block;
+  std::mt19937 g(unsigned(M * 131 + N * 17 + K + R * 7 + C));
+  std::uniform_int_distribution<int> da(-128, 127), dw(-127, 127);
+  std::bernoulli_distribution keep_d(density);
+  const std::size_t KB = K / R, NC = N / C;
+  std::vector<std::uint8_t> keep(KB * NC);
+  std::size_t nb = 0;
+  for (std::size_t kb = 0; kb < KB; ++kb)
+    for (std::size_t jb = 0; jb < NC; ++jb) nb += keep[kb * NC + jb] = keep_d(g);
+  std::vector<std::int8_t> w(N * K, 0), a(M * K);
+  for (std::size_t j = 0; j < N; ++j)
+    for (std::size_t k = 0; k < K; ++k)
+      if (keep[k / R * NC + j / C]) w[j * K + k] = std::int8_t(dw(g));
+  for (auto& v : a) v = std::int8_t(da(g));
+  const std::size_t cap = bs::groups_for(K, N, nb, R, C);
+  std::vector<std::int8_t> values(cap * 4 * C + 1);
+  std::vector<std::uint16_t> inputs(cap * bs::inputs_per_group(R) + 1);
+  std::vector<std::uint32_t> starts(NC + 1);
+  REQUIRE(bs::pack(w.data(), keep.data(), K, N, R, C, cap, values.data(), inputs.data(), starts.data()) <= cap);
+  std::vector<std::int32_t> sums(N), want(M * N);
+  bs::column_sums(N, C, values.data(), starts.data(), sums.data());
+  i8::reference::gemm_s8(M, N, K, a.data(), K, w.data(), K, want.data(), N);
+  INFO("R=" << R << " C=" << C << " M=" << M << " N=" << N << " K=" << K << " blocks=" << nb);
+  const columns c(N, unsigned(N * 3 + K), 1.0);
+  check_fused(M, N, want, c, [&]<class Y>(i8::requant<Y> e) {
+    return bs::gemm_requantize<R, C, Y, Arch>(M, N, a.data(), K, values.data(), inputs.data(), starts.data(),
+                                              sums.data(), e);
+  });
+}
+}  // namespace
+
+TEST_CASE("int8 block::gemm_requantize: the fused requantization equals the sums then the scalar rule, every path") {
+  const int ran = ctnn::test::for_each_arch("int8 fused block gemm", []<class Arch>(Arch, const char*) {
+    for (std::size_t M : {1, 2, 3, 5, 8})
+      for (double d : {0.0, 0.3, 1.0}) {
+        check_block_fused<Arch, 4, 16>(M, 64, 48, d);  // the deploy example's blocks (zmm with VNNI, ymm on AVX2)
+        check_block_fused<Arch, 1, 16>(M, 32, 37, d);
+        check_block_fused<Arch, 1, 8>(M, 24, 20, d);   // ymm on both
+        check_block_fused<Arch, 4, 4>(M, 20, 36, d);   // xmm: the unfused fallback
+        check_block_fused<Arch, 1, 3>(M, 9, 7, d);     // scalar
+      }
+    check_block_fused<Arch, 4, 16>(1, 256, 784, 0.2);
+  });
+  CHECK(ran >= 1);
+}
+
+TEST_CASE("int8 requantize_row at the extremes: every shift, int32 limits, multipliers 0 and 2^31 - 1") {
+  // the vector MultiplyByQuantizedMultiplier (16 and 8 lanes) against the scalar one where the
+  // 64-bit products, the nudge and the rounding shift meet their limits
+  std::vector<std::int32_t> xs = {std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::min() + 1,
+                                  -1 << 30, -(1 << 30) - 1, -65536, -3, -2, -1, 0, 1, 2, 3, 65535, 1 << 30,
+                                  std::numeric_limits<std::int32_t>::max() - 1, std::numeric_limits<std::int32_t>::max()};
+  std::vector<std::int32_t> ms = {0, 1, 1 << 30, (1 << 30) + 1, 1518500250, std::numeric_limits<std::int32_t>::max()};
+  std::vector<std::int32_t> acc, off, mult, shift;
+  for (int sh = -31; sh <= 30; ++sh)
+    for (std::int32_t m : ms)
+      for (std::int32_t x : xs) {
+        acc.push_back(x);
+        off.push_back(sh % 3 == 0 ? 0 : -x);  // sometimes 0 after the wrapping add
+        mult.push_back(m);
+        shift.push_back(sh);
+      }
+  const std::size_t N = acc.size();
+  const int ran = ctnn::test::for_each_arch("int8 requantize_row extremes", [&]<class Arch>(Arch, const char* name) {
+    for (bool relu : {false, true}) {
+      INFO(std::string(name) << ", relu " << relu);
+      std::vector<std::int8_t> y(N);
+      const std::int32_t zp = 5, lo = relu ? 5 : -128;
+      const std::size_t clamped = i8::requantize_row<std::int8_t, Arch>(N, acc.data(), off.data(), mult.data(),
+                                                                        shift.data(), zp, lo, 1.0f, y.data(), relu);
+      std::size_t bad = 0, beyond = 0;
+      for (std::size_t j = 0; j < N; ++j) {
+        const std::int32_t x = std::int32_t(std::uint32_t(acc[j]) + std::uint32_t(off[j]));
+        // + zp wrapping, as the kernels (a result near 2^31)
+        const std::int32_t r = std::int32_t(
+            std::uint32_t(ctnn::quantization::multiply_by_quantized_multiplier(x, mult[j], shift[j])) + std::uint32_t(zp));
+        bad += y[j] != std::int8_t(r < lo ? lo : std::min(r, 127));
+        beyond += r > 127 || (!relu && r < -128);
+      }
+      CHECK(bad == 0);
+      CHECK(clamped == beyond);
+      // the same values through the fused stores (8 and 16 lanes): zero activations, so each sum
+      // is 0 and the column offset carries the value
+      std::vector<std::int32_t> x(N);
+      for (std::size_t j = 0; j < N; ++j) x[j] = std::int32_t(std::uint32_t(acc[j]) + std::uint32_t(off[j]));
+      const i8::requant<std::int8_t> e{x.data(), x.data(), 0, mult.data(), shift.data(), zp, lo,
+                                       relu ? std::numeric_limits<std::int32_t>::min() : -128, 1.0f, nullptr, N};
+      const std::vector<std::int8_t> a(2 * 16, 0), w(N * 16, 1);
+      std::vector<std::int8_t> packed(i8::packed_bytes(16, N)), fused(2 * N, 99), fused_block(2 * N, 99);
+      i8::pack(16, N, w.data(), 16, packed.data());
+      std::vector<std::int32_t> sums(N);
+      i8::packed_sums(N, 16, packed.data(), sums.data());
+      auto ed = e;
+      ed.y = fused.data();
+      CHECK(i8::gemm_s8_requantize<std::int8_t, Arch>(2, N, 16, a.data(), 16, packed.data(), sums.data(), ed) ==
+            2 * beyond);
+      // block-sparse, every 4 x 16 block kept (N is a multiple of 16)
+      REQUIRE(N % 16 == 0);
+      std::vector<std::uint8_t> keep(4 * (N / 16), 1);
+      const std::size_t cap = i8::block::groups_for(16, N, keep.size(), 4, 16);
+      std::vector<std::int8_t> values(cap * 64);
+      std::vector<std::uint16_t> inputs(cap);
+      std::vector<std::uint32_t> starts(N / 16 + 1);
+      REQUIRE(i8::block::pack(w.data(), keep.data(), 16, N, 4, 16, cap, values.data(), inputs.data(), starts.data()) <= cap);
+      auto eb = e;
+      eb.y = fused_block.data();
+      CHECK(i8::block::gemm_requantize<4, 16, std::int8_t, Arch>(2, N, a.data(), 16, values.data(), inputs.data(),
+                                                                 starts.data(), sums.data(), eb) == 2 * beyond);
+      std::size_t bad_fused = 0;
+      for (std::size_t i = 0; i < 2; ++i)
+        for (std::size_t j = 0; j < N; ++j)
+          bad_fused += (fused[i * N + j] != y[j]) + (fused_block[i * N + j] != y[j]);
+      CHECK(bad_fused == 0);
+    }
+  });
+  CHECK(ran >= 1);
+}
+
+// ctnn quantizes as TFLite's reference AffineQuantize does, round(x / scale) with an IEEE float
+// division; TFLite's optimized kernels and XNNPACK multiply by 1 / scale (XNNPACK rounding ties to
+// even), which can differ by one step near a tie. Pinned here: values where the two quotients
+// round differently, on which every path follows the division.
+TEST_CASE("int8 quantize divides by the scale (TFLite's reference), not multiplies by its inverse") {
+  std::vector<float> x;
+  std::vector<float> scale_of;
+  for (float scale : {0.1f, 0.3f, 0.07f, 1.0f / 255.0f, 0.0123f})
+    for (int k = -255; k <= 255; ++k) {
+      const float v = (float(k) + 0.5f) * scale;  // near a tie of the quotient
+      for (float c : {v, std::nextafter(v, 1e9f), std::nextafter(v, -1e9f)})
+        if (std::round(c / scale) != std::round(c * (1.0f / scale))) {
+          x.push_back(c);
+          scale_of.push_back(scale);
+        }
+    }
+  REQUIRE(x.size() >= 10);  // the two rules do differ
+  const int ran = ctnn::test::for_each_arch("int8 quantize pin", [&]<class Arch>(Arch, const char* name) {
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      std::vector<float> row(17, x[i]);  // the vector forms and the scalar tail
+      std::vector<std::int8_t> q(row.size());
+      i8::quantize<Arch>(row.data(), row.size(), scale_of[i], 0, -128, 127, q.data());
+      const auto want = std::int8_t(std::clamp(std::round(x[i] / scale_of[i]), -128.0f, 127.0f));
+      for (std::int8_t v : q) bad += v != want;
+    }
+    INFO(std::string(name) << ": " << x.size() << " values");
+    CHECK(bad == 0);
   });
   CHECK(ran >= 1);
 }

@@ -250,14 +250,23 @@ struct quantized_dense_layer {
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     const auto v = view(reinterpret_cast<std::byte*>(s.state));
-    forward_int8<Spec, Kp>(v, x, y, r.batch, [&](const std::int8_t* xq, std::int32_t* acc) {
-      kernels::cpu::int8::gemm_s8<typename Backend::arch>(r.batch, N, K, xq, Kp, v.kernel, v.kernel_sum, acc, N);
+    namespace i8 = kernels::cpu::int8;
+    using Arch = typename Backend::arch;
+    forward_int8<Spec, Kp>(v, x, y, r.batch, [&](const std::int8_t* xq, auto e) -> std::size_t {
+      if constexpr (std::is_same_v<decltype(e), i8::store_i32>) {
+        i8::gemm_s8<Arch>(r.batch, N, K, xq, Kp, v.kernel, v.kernel_sum, e.c, e.ldc);
+        return 0;
+      } else {
+        return i8::gemm_s8_requantize<output_element, Arch>(r.batch, N, K, xq, Kp, v.kernel, v.kernel_sum, e);
+      }
     });
   }
 
-  // The int8 forward of m rows around product(xq, acc) (acc = xq W, [m, N] int32 sums): x
-  // quantized into rows of Ks (>= K; the padding zeroed), then requantized to floats (full
-  // integer: saturation counted) or rescaled per row and unit, with Act (dynamic range).
+  // The int8 forward of m rows around product(xq, e), the product xq W ([m, N] int32 sums) stored
+  // by the epilogue e: x quantized into rows of Ks (>= K; the padding zeroed), then (full integer)
+  // the sums requantized in the product's stores (e: int8::requant_for's; product returns the
+  // saturated count) or (dynamic range: e an int8::store_i32 into a buffer) rescaled per row and
+  // unit, with Act.
   // Between full-integer layers (Spec::io) x holds int8 values already (used in place when Ks ==
   // K, else copied into the padded rows) and y receives int8 values (the requantized, clamped
   // ones, not dequantized): x and y are the model's activation blocks, sized by input_element
@@ -272,7 +281,6 @@ struct quantized_dense_layer {
     thread_local std::vector<std::int32_t> acc;
     const bool own = !in8 || Ks != K;  // the rows are built here (not the int8 input in place)
     if (own) xq.resize(m * Ks);
-    acc.resize(m * N);
     if constexpr (Ks != K)
       for (std::size_t i = 0; i < m; ++i) std::fill(xq.begin() + std::ptrdiff_t(i * Ks + K), xq.begin() + std::ptrdiff_t((i + 1) * Ks), 0);
     if constexpr (full) {
@@ -294,10 +302,10 @@ struct quantized_dense_layer {
           clamped += i8::quantize<Arch>(x + i * K, K, in_scale, in_zp, quantization::qmin, quantization::qmax,
                                         xq.data() + i * Ks);
       }
-      product(a, acc.data());
-      const std::size_t out_clamped = i8::requantize_rows<output_element, Arch>(
-          m, N, acc.data(), static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult, v.shift, out_zp,
-          std::is_same_v<Act, relu>, out_scale, reinterpret_cast<output_element*>(y), &S::name, "unit");
+      const std::size_t out_clamped =
+          product(a, i8::requant_for(N, static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult,
+                                     v.shift, out_zp, std::is_same_v<Act, relu>, out_scale,
+                                     reinterpret_cast<output_element*>(y), &S::name, "unit"));
       count(v.saturated, clamped);
       count(v.saturated + 2, out_clamped);
     } else {
@@ -308,7 +316,8 @@ struct quantized_dense_layer {
         row_scale[i] = amax / 127.0f;
         i8::quantize<Arch>(x + i * K, K, amax > 0 ? row_scale[i] : 1.0f, 0, -127, 127, xq.data() + i * Ks);
       }
-      product(xq.data(), acc.data());
+      acc.resize(m * N);
+      product(xq.data(), i8::store_i32{acc.data(), N});
       const auto* bias = static_cast<const float*>(v.bias);
       for (std::size_t i = 0; i < m; ++i)
         for (std::size_t j = 0; j < N; ++j)

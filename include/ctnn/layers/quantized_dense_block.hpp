@@ -210,9 +210,16 @@ struct quantized_dense_block_layer {
   // quantized_dense's int8 forward around the block-sparse product.
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     const auto v = view(reinterpret_cast<std::byte*>(s.state));
-    dense_layer::template forward_int8<Spec, K>(v, x, y, r.batch, [&](const std::int8_t* xq, std::int32_t* acc) {
-      kernels::cpu::int8::block::gemm<R, C, typename Backend::arch>(r.batch, N, xq, K, v.kernel, v.inputs, v.starts,
-                                                                      v.kernel_sum, acc, N);
+    namespace i8 = kernels::cpu::int8;
+    using Arch = typename Backend::arch;
+    dense_layer::template forward_int8<Spec, K>(v, x, y, r.batch, [&](const std::int8_t* xq, auto e) -> std::size_t {
+      if constexpr (std::is_same_v<decltype(e), i8::store_i32>) {
+        i8::block::gemm<R, C, Arch>(r.batch, N, xq, K, v.kernel, v.inputs, v.starts, v.kernel_sum, e.c, e.ldc);
+        return 0;
+      } else {
+        return i8::block::gemm_requantize<R, C, output_element, Arch>(r.batch, N, xq, K, v.kernel, v.inputs, v.starts,
+                                                                      v.kernel_sum, e);
+      }
     });
   }
 

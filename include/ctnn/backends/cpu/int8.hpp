@@ -118,6 +118,29 @@ int8_path int8_path_of() noexcept {
   }
 }
 
+// What a kernel's store does with an int32 accumulator vector (columns j.. of row i):
+//   store_i32    c[i ldc + j] = the sums (gemm_s8, block::gemm)
+//   requant<Y>   requantize_row's rule on them, fused: y[i ldy + j] = the clamped int8 value (Y
+//                std::int8_t) or its dequantized float, the saturated outputs counted; the int32
+//                sums never reach memory (gemm_s8_requantize, block::gemm_requantize)
+struct store_i32 {
+  std::int32_t* c;
+  std::size_t ldc;
+};
+template <class Y>
+struct requant {
+  const std::int32_t* bias;        // per column: bias - in_zp kernel_sum added to the sums (wrapping
+  const std::int32_t* kernel_sum;  // int32, formed in the store: no per-call pass over the columns)
+  std::int32_t in_zp;
+  const std::int32_t* mult;   // per column: quantize_multiplier's q (>= 0) and shift (-31..30)
+  const std::int32_t* shift;
+  std::int32_t zp, lo, low;   // the output zero point; the clamp's floor; below `low`: saturated
+  float scale;                // Y float: the output scale
+  Y* y;
+  std::size_t ldy;
+  std::size_t saturated = 0;  // outputs above 127 or below `low` (counted by the stores)
+};
+
 namespace detail {
 inline std::int32_t load4(const std::int8_t* p) {
   std::int32_t v;
@@ -135,12 +158,126 @@ inline void gemm_scalar(std::size_t M, std::size_t N, std::size_t K, const std::
 }
 
 #if defined(__AVX2__)
-// R rows x P panels from panel p0, each panel two 8-column halves (ymm). Full panels (a fixed
-// 64-byte group stride) unless Narrow: then P = 1 and the panel is the last, N % 16 wide, read
-// and written through masks.
-template <std::size_t R, std::size_t P, bool Narrow = false>
+// TFLite's MultiplyByQuantizedMultiplier on 8 int32 lanes, bit for bit the scalar one: x << left,
+// SaturatingRoundingDoublingHighMul (with mult >= 0 it never saturates, and its nudge and
+// truncation toward zero are floor((x q + 2^30) / 2^31) in exact 64-bit products, of the even
+// lanes and of the odd ones, vpmuldq), then RoundingDivideByPOT by `right`.
+inline __m256i mbqm8(__m256i x0, __m256i mu, __m256i sh) {
+  const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
+  const __m256i left = _mm256_max_epi32(sh, zero), right = _mm256_max_epi32(_mm256_sub_epi32(zero, sh), zero);
+  const __m256i x = _mm256_sllv_epi32(x0, left), half = _mm256_set1_epi64x(std::int64_t(1) << 30);
+  // bits 31..62 of the sums: the even lanes' in the low words, the odd lanes' in the high ones
+  const __m256i he = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, mu), half), 31);
+  const __m256i ho = _mm256_slli_epi64(
+      _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(mu, 32)), half), 1);
+  const __m256i hi = _mm256_blend_epi32(he, ho, 0xAA);
+  const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
+  const __m256i thr = _mm256_add_epi32(_mm256_srai_epi32(mask, 1), _mm256_srli_epi32(hi, 31));
+  // + 1 where the remainder is above the threshold (the compare's -1 subtracted)
+  return _mm256_sub_epi32(_mm256_srav_epi32(hi, right), _mm256_cmpgt_epi32(_mm256_and_si256(hi, mask), thr));
+}
+// The low byte of each of 8 int32 lanes (std::int8_t(v), modular), in the low 8 bytes.
+inline __m128i low_bytes(__m256i v) {
+  const __m128i pick = _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  return _mm_unpacklo_epi32(_mm_shuffle_epi8(_mm256_castsi256_si128(v), pick),
+                            _mm_shuffle_epi8(_mm256_extracti128_si256(v, 1), pick));
+}
+inline __m256i lanes_below(std::size_t width) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(width)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+// The epilogues on 8 columns, `width` (1..8) of them present.
+inline void put(store_i32& e, __m256i v, std::size_t i, std::size_t j, std::size_t width = 8) {
+  auto* dst = reinterpret_cast<__m256i*>(e.c + i * e.ldc + j);
+  if (width == 8)
+    _mm256_storeu_si256(dst, v);
+  else
+    _mm256_maskstore_epi32(reinterpret_cast<int*>(dst), lanes_below(width), v);
+}
+template <class Y>
+inline void put(requant<Y>& e, __m256i v, std::size_t i, std::size_t j, std::size_t width = 8) {
+  const auto load = [&](const std::int32_t* p) {
+    return width == 8 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + j))
+                      : _mm256_maskload_epi32(reinterpret_cast<const int*>(p + j), lanes_below(width));
+  };
+  const __m256i zp = _mm256_set1_epi32(e.zp), lo = _mm256_set1_epi32(e.lo), top = _mm256_set1_epi32(127);
+  const __m256i x = _mm256_sub_epi32(_mm256_add_epi32(v, load(e.bias)),
+                                     _mm256_mullo_epi32(load(e.kernel_sum), _mm256_set1_epi32(e.in_zp)));
+  const __m256i q = _mm256_add_epi32(mbqm8(x, load(e.mult), load(e.shift)), zp);
+  const unsigned present = (1u << width) - 1u;
+  e.saturated += std::size_t(__builtin_popcount(
+      present & (unsigned(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(q, top)))) |
+                 unsigned(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(e.low), q)))))));
+  // q < lo ? lo : min(q, 127), as requantize_row's clamp
+  const __m256i c = _mm256_blendv_epi8(_mm256_min_epi32(q, top), lo, _mm256_cmpgt_epi32(lo, q));
+  Y* dst = e.y + i * e.ldy + j;
+  if constexpr (std::is_same_v<Y, std::int8_t>) {
+    const __m128i b = detail::low_bytes(c);  // std::int8_t(c), as the scalar rule
+    if (width == 8) {
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), b);
+    } else {
+      alignas(16) std::int8_t t[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(t), b);
+      std::memcpy(dst, t, width);
+    }
+  } else {
+    const __m256 f = _mm256_mul_ps(_mm256_set1_ps(e.scale), _mm256_cvtepi32_ps(_mm256_sub_epi32(c, zp)));
+    if (width == 8)
+      _mm256_storeu_ps(dst, f);
+    else
+      _mm256_maskstore_ps(dst, lanes_below(width), f);
+  }
+}
+inline void put(store_i32& e, __m128i v, std::size_t i, std::size_t j) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(e.c + i * e.ldc + j), v);
+}
+#endif
+
+#if defined(__AVX512F__)
+// mbqm8 on 16 lanes.
+inline __m512i mbqm16(__m512i x0, __m512i mu, __m512i sh) {
+  const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
+  const __m512i left = _mm512_max_epi32(sh, zero), right = _mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero);
+  const __m512i x = _mm512_sllv_epi32(x0, left), half = _mm512_set1_epi64(std::int64_t(1) << 30);
+  const __m512i he = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, mu), half), 31);
+  const __m512i ho = _mm512_slli_epi64(
+      _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(mu, 32)), half), 1);
+  const __m512i hi = _mm512_mask_blend_epi32(__mmask16(0xAAAA), he, ho);
+  const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
+  const __m512i thr = _mm512_add_epi32(_mm512_srai_epi32(mask, 1), _mm512_srli_epi32(hi, 31));
+  const __m512i q = _mm512_srav_epi32(hi, right);
+  return _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(_mm512_and_si512(hi, mask), thr), q, one);
+}
+// The epilogues on 16 columns, those of m present.
+inline void put(store_i32& e, __m512i v, std::size_t i, std::size_t j, __mmask16 m = __mmask16(0xffff)) {
+  _mm512_mask_storeu_epi32(e.c + i * e.ldc + j, m, v);
+}
+template <class Y>
+inline void put(requant<Y>& e, __m512i v, std::size_t i, std::size_t j, __mmask16 m = __mmask16(0xffff)) {
+  const __m512i zp = _mm512_set1_epi32(e.zp), lo = _mm512_set1_epi32(e.lo), top = _mm512_set1_epi32(127);
+  const __m512i x = _mm512_sub_epi32(_mm512_add_epi32(v, _mm512_maskz_loadu_epi32(m, e.bias + j)),
+                                     _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(m, e.kernel_sum + j),
+                                                        _mm512_set1_epi32(e.in_zp)));
+  const __m512i q = _mm512_add_epi32(
+      mbqm16(x, _mm512_maskz_loadu_epi32(m, e.mult + j), _mm512_maskz_loadu_epi32(m, e.shift + j)), zp);
+  e.saturated += std::size_t(__builtin_popcount(unsigned(_mm512_mask_cmpgt_epi32_mask(m, q, top))) +
+                             __builtin_popcount(unsigned(_mm512_mask_cmplt_epi32_mask(m, q, _mm512_set1_epi32(e.low)))));
+  // q < lo ? lo : min(q, 127), as requantize_row's clamp (even for a zero point beyond 127)
+  const __m512i c = _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(q, lo), _mm512_min_epi32(q, top), lo);
+  Y* dst = e.y + i * e.ldy + j;
+  if constexpr (std::is_same_v<Y, std::int8_t>)
+    _mm512_mask_cvtepi32_storeu_epi8(dst, m, c);
+  else
+    _mm512_mask_storeu_ps(dst, m, _mm512_mul_ps(_mm512_set1_ps(e.scale), _mm512_cvtepi32_ps(_mm512_sub_epi32(c, zp))));
+}
+#endif
+
+#if defined(__AVX2__)
+// R rows (from row i0) x P panels from panel p0, each panel two 8-column halves (ymm), stored by
+// the epilogue e. Full panels (a fixed 64-byte group stride) unless Narrow: then P = 1 and the
+// panel is the last, N % 16 wide, read and written through masks.
+template <std::size_t R, std::size_t P, bool Narrow = false, class E>
 inline void tile_avx2(std::size_t K, std::size_t N, const std::int8_t* a, std::size_t lda, const std::int8_t* packed,
-                      std::size_t p0, std::int32_t* c, std::size_t ldc) {
+                      std::size_t p0, E& e, std::size_t i0) {
   const std::size_t kp = padded_k(K), G = kp / 4, j0 = p0 * panel;
   const std::size_t width = Narrow ? N - j0 : panel, stride = 4 * width;
   const std::int8_t* w = packed + j0 * kp;
@@ -166,30 +303,28 @@ inline void tile_avx2(std::size_t K, std::size_t N, const std::int8_t* a, std::s
             acc[r][q], _mm256_madd_epi16(_mm256_maddubs_epi16(aa[r], _mm256_sign_epi8(wv, ab[r])), ones));
     }
   }
-  for (std::size_t q = 0; q < 2 * P; ++q)
-    for (std::size_t r = 0; r < R; ++r) {
-      auto* dst = c + r * ldc + j0 + 8 * q;
-      if (!Narrow)
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), acc[r][q]);
-      else
-        _mm256_maskstore_epi32(reinterpret_cast<int*>(dst), q ? m1 : m0, acc[r][q]);
-    }
+  for (std::size_t q = 0; q < 2 * P; ++q) {
+    const std::size_t w8 = !Narrow ? 8 : width > 8 * q ? std::min<std::size_t>(8, width - 8 * q) : 0;
+    if (w8)
+      for (std::size_t r = 0; r < R; ++r) put(e, acc[r][q], i0 + r, j0 + 8 * q, w8);
+  }
 }
-template <std::size_t R>
+template <std::size_t R, class E>
 inline void rows_avx2(std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda, const std::int8_t* packed,
-                      std::size_t p0, std::size_t np, bool narrow, std::int32_t* c, std::size_t ldc) {
-  if (narrow) return tile_avx2<R, 1, true>(K, N, a, lda, packed, p0, c, ldc);
-  if (np == 1) return tile_avx2<R, 1>(K, N, a, lda, packed, p0, c, ldc);
-  tile_avx2<R, 2>(K, N, a, lda, packed, p0, c, ldc);
+                      std::size_t p0, std::size_t np, bool narrow, E& e, std::size_t i0) {
+  if (narrow) return tile_avx2<R, 1, true>(K, N, a, lda, packed, p0, e, i0);
+  if (np == 1) return tile_avx2<R, 1>(K, N, a, lda, packed, p0, e, i0);
+  tile_avx2<R, 2>(K, N, a, lda, packed, p0, e, i0);
 }
+template <class E>
 inline void gemm_avx2(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
-                      const std::int8_t* packed, std::int32_t* c, std::size_t ldc) {
+                      const std::int8_t* packed, E& e) {
   const std::size_t full = N / panel;
   // blocks of 2 full panels (32 columns), then the narrow last panel; each block over every row
   const auto block = [&](std::size_t p0, std::size_t np, bool narrow) {
     std::size_t i = 0;
-    for (; i + 2 <= M; i += 2) rows_avx2<2>(N, K, a + i * lda, lda, packed, p0, np, narrow, c + i * ldc, ldc);
-    if (i < M) rows_avx2<1>(N, K, a + i * lda, lda, packed, p0, np, narrow, c + i * ldc, ldc);
+    for (; i + 2 <= M; i += 2) rows_avx2<2>(N, K, a + i * lda, lda, packed, p0, np, narrow, e, i);
+    if (i < M) rows_avx2<1>(N, K, a + i * lda, lda, packed, p0, np, narrow, e, i);
   };
   for (std::size_t p0 = 0; p0 < full; p0 += 2) block(p0, std::min<std::size_t>(2, full - p0), false);
   if (N % panel) block(full, 1, true);
@@ -207,12 +342,12 @@ inline __m512i dpbusd(__m512i acc, __m512i a, __m512i w) {
   return _mm512_dpbusd_epi32(acc, a, w);
 #endif
 }
-// R rows x P panels from panel p0: vpdpbusd on broadcast (a ^ 0x80) groups. Full panels (16
-// columns, a fixed 64-byte group stride) unless Narrow: then P = 1 and the panel is the last,
-// N % 16 wide, read and written through a mask.
-template <std::size_t R, std::size_t P, bool Narrow = false>
+// R rows (from row i0) x P panels from panel p0: vpdpbusd on broadcast (a ^ 0x80) groups, stored
+// by the epilogue e. Full panels (16 columns, a fixed 64-byte group stride) unless Narrow: then
+// P = 1 and the panel is the last, N % 16 wide, read and written through a mask.
+template <std::size_t R, std::size_t P, bool Narrow = false, class E>
 inline void tile_vnni(std::size_t K, std::size_t N, const std::int8_t* a, std::size_t lda, const std::int8_t* packed,
-                      std::size_t p0, const std::int32_t* wsum, std::int32_t* c, std::size_t ldc) {
+                      std::size_t p0, const std::int32_t* wsum, E& e, std::size_t i0) {
   const std::size_t kp = padded_k(K), G = kp / 4, j0 = p0 * panel;
   const std::size_t width = Narrow ? N - j0 : panel, stride = 4 * width;
   const __mmask16 mk = Narrow ? __mmask16((1u << width) - 1u) : __mmask16(0xffff);
@@ -233,32 +368,32 @@ inline void tile_vnni(std::size_t K, std::size_t N, const std::int8_t* a, std::s
   for (std::size_t q = 0; q < P; ++q) {
     const std::size_t j = j0 + q * panel;
     const __m512i off = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(mk, wsum + j), 7);  // 128 wsum
-    for (std::size_t r = 0; r < R; ++r) _mm512_mask_storeu_epi32(c + r * ldc + j, mk, _mm512_sub_epi32(acc[r][q], off));
+    for (std::size_t r = 0; r < R; ++r) put(e, _mm512_sub_epi32(acc[r][q], off), i0 + r, j, mk);
   }
 }
-template <std::size_t R>
+template <std::size_t R, class E>
 inline void rows_vnni(std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda, const std::int8_t* packed,
-                      std::size_t p0, std::size_t np, bool narrow, const std::int32_t* wsum, std::int32_t* c,
-                      std::size_t ldc) {
-  if (narrow) return tile_vnni<R, 1, true>(K, N, a, lda, packed, p0, wsum, c, ldc);
+                      std::size_t p0, std::size_t np, bool narrow, const std::int32_t* wsum, E& e, std::size_t i0) {
+  if (narrow) return tile_vnni<R, 1, true>(K, N, a, lda, packed, p0, wsum, e, i0);
   switch (np) {
-    case 1: tile_vnni<R, 1>(K, N, a, lda, packed, p0, wsum, c, ldc); break;
-    case 2: tile_vnni<R, 2>(K, N, a, lda, packed, p0, wsum, c, ldc); break;
-    case 3: tile_vnni<R, 3>(K, N, a, lda, packed, p0, wsum, c, ldc); break;
-    default: tile_vnni<R, 4>(K, N, a, lda, packed, p0, wsum, c, ldc); break;
+    case 1: tile_vnni<R, 1>(K, N, a, lda, packed, p0, wsum, e, i0); break;
+    case 2: tile_vnni<R, 2>(K, N, a, lda, packed, p0, wsum, e, i0); break;
+    case 3: tile_vnni<R, 3>(K, N, a, lda, packed, p0, wsum, e, i0); break;
+    default: tile_vnni<R, 4>(K, N, a, lda, packed, p0, wsum, e, i0); break;
   }
 }
+template <class E>
 inline void gemm_vnni(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
-                      const std::int8_t* packed, const std::int32_t* wsum, std::int32_t* c, std::size_t ldc) {
+                      const std::int8_t* packed, const std::int32_t* wsum, E& e) {
   const std::size_t full = N / panel;
   // blocks of 4 full panels (64 columns), then the narrow last panel; each block over every row
   const auto block = [&](std::size_t p0, std::size_t np, bool narrow) {
     std::size_t i = 0;
-    for (; i + 4 <= M; i += 4) rows_vnni<4>(N, K, a + i * lda, lda, packed, p0, np, narrow, wsum, c + i * ldc, ldc);
+    for (; i + 4 <= M; i += 4) rows_vnni<4>(N, K, a + i * lda, lda, packed, p0, np, narrow, wsum, e, i);
     switch (M - i) {
-      case 1: rows_vnni<1>(N, K, a + i * lda, lda, packed, p0, np, narrow, wsum, c + i * ldc, ldc); break;
-      case 2: rows_vnni<2>(N, K, a + i * lda, lda, packed, p0, np, narrow, wsum, c + i * ldc, ldc); break;
-      case 3: rows_vnni<3>(N, K, a + i * lda, lda, packed, p0, np, narrow, wsum, c + i * ldc, ldc); break;
+      case 1: rows_vnni<1>(N, K, a + i * lda, lda, packed, p0, np, narrow, wsum, e, i); break;
+      case 2: rows_vnni<2>(N, K, a + i * lda, lda, packed, p0, np, narrow, wsum, e, i); break;
+      case 3: rows_vnni<3>(N, K, a + i * lda, lda, packed, p0, np, narrow, wsum, e, i); break;
       default: break;
     }
   };
@@ -266,6 +401,36 @@ inline void gemm_vnni(std::size_t M, std::size_t N, std::size_t K, const std::in
   if (N % panel) block(full, 1, true);
 }
 #endif
+}  // namespace detail
+
+namespace detail {
+// gemm_s8's vector paths (K > 0), stored by the epilogue e; false (nothing done) where this CPU
+// and Arch take the scalar path.
+template <class Arch, class E>
+bool gemm_s8_vector(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
+                    const std::int8_t* packed, const std::int32_t* wsum, E& e) {
+  [[maybe_unused]] const int8_path p = int8_path_of<Arch>();
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  if (p == int8_path::vnni) {
+    std::vector<std::int32_t> own;
+    if (!wsum) {
+      own.resize(N);
+      packed_sums(N, K, packed, own.data());
+      wsum = own.data();
+    }
+    gemm_vnni(M, N, K, a, lda, packed, wsum, e);
+    return true;
+  }
+#endif
+#if defined(__AVX2__)
+  if (p == int8_path::avx2) {
+    gemm_avx2(M, N, K, a, lda, packed, e);
+    return true;
+  }
+#endif
+  (void)M, (void)N, (void)K, (void)a, (void)lda, (void)packed, (void)wsum, (void)e;
+  return false;
+}
 }  // namespace detail
 
 template <class Arch = default_arch>
@@ -276,33 +441,20 @@ void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, 
     for (std::size_t i = 0; i < M; ++i) std::fill(c + i * ldc, c + i * ldc + N, 0);
     return;
   }
-  const int8_path p = int8_path_of<Arch>();
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-  if (p == int8_path::vnni) {
-    std::vector<std::int32_t> own;
-    if (!wsum) {
-      own.resize(N);
-      packed_sums(N, K, packed, own.data());
-      wsum = own.data();
-    }
-    detail::gemm_vnni(M, N, K, a, lda, packed, wsum, c, ldc);
-    return;
-  }
-#endif
-#if defined(__AVX2__)
-  if (p == int8_path::avx2) {
-    detail::gemm_avx2(M, N, K, a, lda, packed, c, ldc);
-    return;
-  }
-#endif
-  (void)p;
-  (void)wsum;
-  detail::gemm_scalar(M, N, K, a, lda, packed, c, ldc);
+  store_i32 e{c, ldc};
+  if (!detail::gemm_s8_vector<Arch>(M, N, K, a, lda, packed, wsum, e)) detail::gemm_scalar(M, N, K, a, lda, packed, c, ldc);
 }
 
-// q[i] = clamp(round(x[i] / scale) + zp, lo, hi) (round half away from zero, TFLite's
-// AffineQuantize; a NaN gives zp), in xsimd::batch<float, Arch> where Arch has float SIMD: equal
-// to quantization::quantize element by element (IEEE division, exact rounding and clamp).
+// q[i] = clamp(round(x[i] / scale) + zp, lo, hi) (round half away from zero, TFLite's reference
+// AffineQuantize; a NaN gives zp): equal to quantization::quantize element by element (IEEE
+// division, exact rounding and clamp). TFLite's optimized kernels and XNNPACK multiply by 1 /
+// scale instead (XNNPACK rounding ties to even), which can differ by one step from the reference
+// near a tie; ctnn keeps the reference's division (docs/quantization.md, "What is exact").
+// Rounding half away from zero is trunc(d + copysign(0.49999997f, d)), exact for every float d
+// (the sum rounds to the next integer exactly when d's fraction is >= 0.5; a d of magnitude >= 2^23
+// is an integer the sum keeps): vrndscaleps / vroundps on 16 values (Arch derived from avx512f,
+// in a TU built with AVX-512) or 8 (derived from avx2), narrowed by vpmovdb / a byte shuffle and
+// counted by a mask, else xsimd::batch<float, Arch> where Arch has float SIMD, else scalar.
 // Returns how many values the clamp changed (saturated: beyond the range, infinities included).
 template <class Arch = default_arch>
 std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp, std::int32_t lo, std::int32_t hi,
@@ -310,19 +462,18 @@ std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp
   std::size_t i = 0, saturated = 0;
 #if defined(__AVX512F__)
   if constexpr (std::is_base_of_v<xsimd::avx512f, Arch>) {
-    // the rule below on 16 values in registers, narrowed by vpmovdb and counted by a mask (a value
-    // the clamp changed is one the rule saturates: beyond 2^22 the quotient is beyond the range)
+    // a value the clamp changed is one the rule saturates; a NaN is 0 until the end (then zp)
     const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(float(zp)), l = _mm512_set1_ps(float(lo)),
-                 h = _mm512_set1_ps(float(hi)), big = _mm512_set1_ps(4194304.0f), nbig = _mm512_set1_ps(-4194304.0f);
-    const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+                 h = _mm512_set1_ps(float(hi));
+    const __m512i sign = _mm512_set1_epi32(std::numeric_limits<std::int32_t>::min());
+    const __m512i nearly_half = _mm512_set1_epi32(0x3EFFFFFF);  // 0.49999997f, the float below 0.5
     const auto block = [&](std::size_t at, __mmask16 m) {
       const __m512 d = _mm512_div_ps(_mm512_maskz_loadu_ps(m, x + at), s);
       const __mmask16 number = _mm512_cmp_ps_mask(d, d, _CMP_EQ_OQ);
-      const __m512 cd = _mm512_min_ps(_mm512_max_ps(_mm512_maskz_mov_ps(number, d), nbig), big);
-      const __m512 t = _mm512_cvtepi32_ps(_mm512_cvttps_epi32(cd));  // toward zero
-      const __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(cd, t)), half, _CMP_GE_OQ);
-      const __m512 sign = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(cd, zero, _CMP_LT_OQ), one, _mm512_set1_ps(-1.0f));
-      const __m512 vz = _mm512_add_ps(_mm512_mask_add_ps(t, up, t, sign), z);
+      // (d & sign) | 0.49999997f: copysign
+      const __m512 nudge = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(d), sign, nearly_half, 0xEA));
+      const __m512 t = _mm512_roundscale_ps(_mm512_maskz_add_ps(number, d, nudge), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+      const __m512 vz = _mm512_add_ps(t, z);
       const __m512 cv = _mm512_min_ps(_mm512_max_ps(vz, l), h);
       saturated += std::size_t(__builtin_popcount(unsigned(_mm512_mask_cmp_ps_mask(m & number, cv, vz, _CMP_NEQ_UQ))));
       _mm512_mask_cvtepi32_storeu_epi8(q + at, m, _mm512_cvttps_epi32(_mm512_mask_blend_ps(number, z, cv)));
@@ -331,6 +482,28 @@ std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp
     if (i < n) block(i, __mmask16((1u << (n - i)) - 1u));
     return saturated;
   }
+#endif
+#if defined(__AVX2__)
+  if constexpr (std::is_base_of_v<xsimd::avx2, Arch> && !std::is_base_of_v<xsimd::avx512f, Arch>) {
+    // the AVX-512 form on 8 values (vroundps toward zero, the byte narrowing by a shuffle)
+    const __m256 s = _mm256_set1_ps(scale), z = _mm256_set1_ps(float(zp)), l = _mm256_set1_ps(float(lo)),
+                 h = _mm256_set1_ps(float(hi));
+    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(std::numeric_limits<std::int32_t>::min()));
+    const __m256 nearly_half = _mm256_castsi256_ps(_mm256_set1_epi32(0x3EFFFFFF));
+    for (; i + 8 <= n; i += 8) {
+      const __m256 d = _mm256_div_ps(_mm256_loadu_ps(x + i), s);
+      const __m256 number = _mm256_cmp_ps(d, d, _CMP_EQ_OQ);
+      const __m256 nudge = _mm256_or_ps(_mm256_and_ps(d, sign), nearly_half);
+      const __m256 t = _mm256_round_ps(_mm256_and_ps(_mm256_add_ps(d, nudge), number), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+      const __m256 vz = _mm256_add_ps(t, z);
+      const __m256 cv = _mm256_min_ps(_mm256_max_ps(vz, l), h);
+      saturated += std::size_t(__builtin_popcount(
+          unsigned(_mm256_movemask_ps(_mm256_and_ps(number, _mm256_cmp_ps(cv, vz, _CMP_NEQ_UQ))))));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(q + i),
+                       detail::low_bytes(_mm256_cvttps_epi32(_mm256_blendv_ps(z, cv, number))));
+    }
+    // the tail below, by the scalar rule
+  } else
 #endif
   if constexpr (simd_v<float, Arch>) {
     using B = xsimd::batch<float, Arch>;
@@ -396,7 +569,7 @@ float abs_max(const float* x, std::size_t n) {
 }
 
 // One output row of a full-integer layer (Arch: the backend's; one derived from avx512f, in a TU
-// built with AVX-512, runs the 16-lane form detail::requantize16, the same numbers, else the
+// built with AVX-512, runs the fused epilogue's 16-lane form (requant<Y>), the same numbers, else the
 // loops below, which the compiler vectorizes): y[j] = scale (clamp(MBQM(acc[j] + off[j], mult[j],
 // shift[j]) + zp, lo, 127) - zp) (Y float), or the clamped int8 value itself (Y std::int8_t: the
 // output stays int8 for the next full-integer layer), MBQM TFLite's MultiplyByQuantizedMultiplier
@@ -404,49 +577,6 @@ float abs_max(const float* x, std::size_t n) {
 // requires 0 <= mult[j] (quantize_multiplier's range), -31 <= shift[j] <= 30. Returns how many
 // outputs saturated: above 127, or (relu false) below -128; after a relu (lo = max(-128, zp)) the
 // values below are the activation's, never counted.
-#if defined(__AVX512F__)
-namespace detail {
-// requantize_row's arithmetic on 16 columns in AVX-512 registers (Arch derived from avx512f):
-// MBQM with the 64-bit products of the even and the odd lanes (vpmuldq), TFLite's nudge and
-// truncation, the rounding shift, + zp, the clamp; y written (int8 or dequantized floats) and
-// the saturated ones counted. m: the columns present (a masked tail).
-template <class Y>
-inline std::size_t requantize16(const std::int32_t* acc, const std::int32_t* off, const std::int32_t* mult,
-                                const std::int32_t* shift, __m512i zp, __m512i lo, __m512i low, __m512 scale, Y* y,
-                                __mmask16 m) {
-  const __m512i x0 = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, acc), _mm512_maskz_loadu_epi32(m, off));
-  const __m512i sh = _mm512_maskz_loadu_epi32(m, shift), mu = _mm512_maskz_loadu_epi32(m, mult);
-  const __m512i zero = _mm512_setzero_si512();
-  const __m512i left = _mm512_max_epi32(sh, zero), right = _mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero);
-  const __m512i x = _mm512_sllv_epi32(x0, left);
-  const __m512i low31 = _mm512_set1_epi64((std::int64_t(1) << 31) - 1), half = _mm512_set1_epi64(std::int64_t(1) << 30);
-  const auto high = [&](__m512i ab) {  // (ab + nudge) / 2^31 truncated toward zero (as requantize_row's)
-    const __m512i t = _mm512_sub_epi64(_mm512_add_epi64(ab, half), _mm512_and_si512(_mm512_srai_epi64(ab, 63), low31));
-    return _mm512_srai_epi64(_mm512_add_epi64(t, _mm512_and_si512(_mm512_srai_epi64(t, 63), low31)), 31);
-  };
-  const __m512i he = high(_mm512_mul_epi32(x, mu));
-  const __m512i ho = high(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(mu, 32)));
-  const __m512i hi = _mm512_mask_blend_epi32(__mmask16(0xAAAA), he, _mm512_slli_epi64(ho, 32));
-  const __m512i one = _mm512_set1_epi32(1);
-  const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
-  const __m512i thr = _mm512_add_epi32(_mm512_srai_epi32(mask, 1), _mm512_srli_epi32(hi, 31));
-  __m512i q = _mm512_srav_epi32(hi, right);
-  q = _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(_mm512_and_si512(hi, mask), thr), q, one);
-  q = _mm512_add_epi32(q, zp);
-  const std::size_t saturated = std::size_t(
-      __builtin_popcount(unsigned(_mm512_mask_cmpgt_epi32_mask(m, q, _mm512_set1_epi32(127)))) +
-      __builtin_popcount(unsigned(_mm512_mask_cmplt_epi32_mask(m, q, low))));
-  // q < lo ? lo : min(q, 127), as requantize_row's clamp (even for a zero point beyond 127)
-  const __m512i c = _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(q, lo), _mm512_min_epi32(q, _mm512_set1_epi32(127)), lo);
-  if constexpr (std::is_same_v<Y, std::int8_t>)
-    _mm512_mask_cvtepi32_storeu_epi8(y, m, c);
-  else
-    _mm512_mask_storeu_ps(y, m, _mm512_mul_ps(scale, _mm512_cvtepi32_ps(_mm512_sub_epi32(c, zp))));
-  return saturated;
-}
-}  // namespace detail
-#endif
-
 template <class Y = float, class Arch = default_arch>
 inline std::size_t requantize_row(std::size_t N, const std::int32_t* acc, const std::int32_t* off,
                                   const std::int32_t* mult, const std::int32_t* shift, std::int32_t zp, std::int32_t lo,
@@ -455,16 +585,16 @@ inline std::size_t requantize_row(std::size_t N, const std::int32_t* acc, const 
                 "int8::requantize_row: the output is float (dequantized) or std::int8_t");
 #if defined(__AVX512F__)
   if constexpr (std::is_base_of_v<xsimd::avx512f, Arch>) {
-    const __m512i z = _mm512_set1_epi32(zp), l = _mm512_set1_epi32(lo);
-    const __m512i below = _mm512_set1_epi32(relu ? std::numeric_limits<std::int32_t>::min() : -128);
-    const __m512 s = _mm512_set1_ps(scale);
-    std::size_t saturated = 0, j = 0;
-    for (; j + 16 <= N; j += 16)
-      saturated += detail::requantize16(acc + j, off + j, mult + j, shift + j, z, l, below, s, y + j, __mmask16(0xffff));
-    if (j < N)
-      saturated += detail::requantize16(acc + j, off + j, mult + j, shift + j, z, l, below, s, y + j,
-                                        __mmask16((1u << (N - j)) - 1u));
-    return saturated;
+    // the fused epilogue's 16-lane form on sums read from memory
+    // (off as the bias, input zero point 0)
+    requant<Y> e{off, off, 0, mult, shift, zp, lo, relu ? std::numeric_limits<std::int32_t>::min() : -128, scale, y, 0};
+    std::size_t j = 0;
+    for (; j + 16 <= N; j += 16) detail::put(e, _mm512_loadu_si512(acc + j), 0, j);
+    if (j < N) {
+      const auto m = __mmask16((1u << (N - j)) - 1u);
+      detail::put(e, _mm512_maskz_loadu_epi32(m, acc + j), 0, j, m);
+    }
+    return e.saturated;
   }
 #endif
   const std::int32_t low = relu ? std::numeric_limits<std::int32_t>::min() : -128;  // below it: saturated
@@ -485,7 +615,9 @@ inline std::size_t requantize_row(std::size_t N, const std::int32_t* acc, const 
       const std::int32_t hi = std::int32_t((t + ((t >> 63) & low31)) >> 31);
       const std::int32_t mask = std::int32_t((std::uint32_t(1) << right) - 1u);
       const std::int32_t thr = (mask >> 1) + (hi < 0 ? 1 : 0);
-      qs[u] = (hi >> right) + ((hi & mask) > thr ? 1 : 0) + zp;
+      // + zp wrapping, as the vector forms (a result near 2^31 and a positive zero point: a wrong
+      // number, never undefined behaviour)
+      qs[u] = std::int32_t(std::uint32_t((hi >> right) + ((hi & mask) > thr ? 1 : 0)) + std::uint32_t(zp));
     }
     // The clamp here, and the count off the common path: the chunk's largest and smallest q (a
     // max and a min a value) tell whether any saturated, and only then are they counted (counted
@@ -510,28 +642,25 @@ inline std::size_t requantize_row(std::size_t N, const std::int32_t* acc, const 
   return saturated;
 }
 
-// The full-integer layers' epilogue (quantized_dense, quantized_conv2d): checks every column's
-// requantization multiplier (a corrupt weights file: invalid_argument naming the layer, `layer()`
-// (its name, made only then: not a string built at every call), and the
-// `column` word, "unit" or "filter"), forms off[j] = bias[j] - in_zp kernel_sum[j] in wrapping
-// int32 arithmetic (a corrupt file gives wrong numbers, never undefined behaviour), then
-// requantizes the rows x N accumulators into y (requantize_row; lo = out_zp after a relu; Y
-// std::int8_t: the int8 values, for the next full-integer layer). Returns how many outputs
-// saturated (requantize_row).
-template <class Y = float, class Arch = default_arch>
-inline std::size_t requantize_rows(std::size_t rows, std::size_t N, const std::int32_t* acc, const std::int32_t* bias,
-                            std::int32_t in_zp, const std::int32_t* kernel_sum, const std::int32_t* mult,
-                            const std::int32_t* shift, std::int32_t out_zp, bool relu, float out_scale, Y* y,
-                            std::string (*layer)(), const char* column) {
-  thread_local std::vector<std::int32_t> off;
-  off.resize(N);
-  // the check as a reduction and off without branches, so that the loop vectorizes (a branch per
-  // column cost as much as the requantization itself at batch 1); the column named afterwards
+// The full-integer layers' epilogue (quantized_dense, quantized_dense_block, quantized_conv2d):
+// checks every column's requantization multiplier (a corrupt weights file: invalid_argument naming
+// the layer, `layer()` (its name, made only then: not a string built at every call), and the
+// `column` word, "unit" or "filter") and returns the requant<Y> epilogue writing rows of N outputs
+// (ldy = N) to y (lo = out_zp after a relu; Y std::int8_t: the int8 values, for the next
+// full-integer layer), whose off[j] = bias[j] - in_zp kernel_sum[j] is wrapping int32 arithmetic
+// (a corrupt file gives wrong numbers, never undefined behaviour). The fused kernels
+// (gemm_s8_requantize, block::gemm_requantize) run it in their stores; requantize_rows runs it on
+// int32 sums in memory.
+template <class Y>
+inline requant<Y> requant_for(std::size_t N, const std::int32_t* bias, std::int32_t in_zp,
+                              const std::int32_t* kernel_sum, const std::int32_t* mult, const std::int32_t* shift,
+                              std::int32_t out_zp, bool relu, float out_scale, Y* y, std::string (*layer)(),
+                              const char* column) {
+  // the check as a reduction without branches, so that the loop vectorizes (a branch per column
+  // cost as much as the requantization itself at batch 1); the column named afterwards
   std::uint32_t bad = 0;
-  for (std::size_t j = 0; j < N; ++j) {
+  for (std::size_t j = 0; j < N; ++j)
     bad |= std::uint32_t(mult[j] < 0) | std::uint32_t(shift[j] < -31) | std::uint32_t(shift[j] > 30);
-    off[j] = std::int32_t(std::uint32_t(bias[j]) - std::uint32_t(in_zp) * std::uint32_t(kernel_sum[j]));
-  }
   if (bad)
     for (std::size_t j = 0; j < N; ++j)
       if (mult[j] < 0 || shift[j] < -31 || shift[j] > 30)
@@ -539,9 +668,53 @@ inline std::size_t requantize_rows(std::size_t rows, std::size_t N, const std::i
                                     std::to_string(mult[j]) + ", shift " + std::to_string(shift[j]) +
                                     ") is outside quantize_multiplier's range (a corrupt weights file?)");
   const std::int32_t lo = relu ? std::max<std::int32_t>(-128, out_zp) : -128;
+  const std::int32_t low = relu ? std::numeric_limits<std::int32_t>::min() : -128;
+  return {bias, kernel_sum, in_zp, mult, shift, out_zp, lo, low, out_scale, y, N};
+}
+
+// requantize_row on rows x N int32 sums (acc, row stride N) with requant_for's epilogue e.
+// Returns how many outputs saturated.
+template <class Y, class Arch = default_arch>
+inline std::size_t requantize_rows(std::size_t rows, std::size_t N, const std::int32_t* acc, const requant<Y>& e) {
+  thread_local std::vector<std::int32_t> off;
+  off.resize(N);
+  for (std::size_t j = 0; j < N; ++j)
+    off[j] = std::int32_t(std::uint32_t(e.bias[j]) - std::uint32_t(e.in_zp) * std::uint32_t(e.kernel_sum[j]));
   std::size_t saturated = 0;
+  const bool relu = e.low != -128;
   for (std::size_t i = 0; i < rows; ++i)
-    saturated += requantize_row<Y, Arch>(N, acc + i * N, off.data(), mult, shift, out_zp, lo, out_scale, y + i * N, relu);
+    saturated += requantize_row<Y, Arch>(N, acc + i * N, off.data(), e.mult, e.shift, e.zp, e.lo, e.scale,
+                                         e.y + i * e.ldy, relu);
+  return saturated;
+}
+template <class Y = float, class Arch = default_arch>
+inline std::size_t requantize_rows(std::size_t rows, std::size_t N, const std::int32_t* acc, const std::int32_t* bias,
+                            std::int32_t in_zp, const std::int32_t* kernel_sum, const std::int32_t* mult,
+                            const std::int32_t* shift, std::int32_t out_zp, bool relu, float out_scale, Y* y,
+                            std::string (*layer)(), const char* column) {
+  return requantize_rows<Y, Arch>(
+      rows, N, acc, requant_for(N, bias, in_zp, kernel_sum, mult, shift, out_zp, relu, out_scale, y, layer, column));
+}
+
+// gemm_s8 with the requantization fused into its stores: y[i, j] (e.y, row stride e.ldy) =
+// requantize_row's output for the sums c[i, j] with e's columns, equal to gemm_s8 then
+// requantize_rows bit for bit; on the vector paths the int32 sums never reach memory (the scalar
+// path, and K = 0: gemm_s8 into a buffer, then requantize_rows). Returns how many outputs saturated.
+template <class Y, class Arch = default_arch>
+std::size_t gemm_s8_requantize(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
+                               const std::int8_t* packed, const std::int32_t* wsum, requant<Y> e) {
+  if (M == 0 || N == 0) return 0;
+  e.saturated = 0;
+  if (K > 0 && detail::gemm_s8_vector<Arch>(M, N, K, a, lda, packed, wsum, e)) return e.saturated;
+  thread_local std::vector<std::int32_t> acc;
+  acc.resize(M * N);
+  gemm_s8<Arch>(M, N, K, a, lda, packed, wsum, acc.data(), N);
+  std::size_t saturated = 0;
+  for (std::size_t i = 0; i < M; ++i) {
+    requant<Y> r = e;
+    r.y = e.y + i * e.ldy;
+    saturated += requantize_rows<Y, Arch>(1, N, acc.data() + i * N, r);
+  }
   return saturated;
 }
 

@@ -139,10 +139,7 @@ struct avx2_v {
     if constexpr (L == 8) return _mm256_add_epi32(x, y);
     else return _mm_add_epi32(x, y);
   }
-  static void store(std::int32_t* c, reg v, const std::int32_t*) {
-    if constexpr (L == 8) _mm256_storeu_si256(reinterpret_cast<__m256i*>(c), v);
-    else _mm_storeu_si128(reinterpret_cast<__m128i*>(c), v);
-  }
+  static reg finish(reg v, const std::int32_t*) { return v; }
 };
 #endif
 
@@ -158,11 +155,13 @@ struct vnni_v {
     else if constexpr (L == 8) return _mm256_setzero_si256();
     else return _mm_setzero_si128();
   }
+  // the 4 bytes broadcast, then flipped in the vector (a load4 from memory becomes one broadcast
+  // load: no move through a general register per group and row)
   static act prep(std::int32_t a4) {
-    const std::int32_t u = std::int32_t(std::uint32_t(a4) ^ 0x80808080u);
-    if constexpr (L == 16) return _mm512_set1_epi32(u);
-    else if constexpr (L == 8) return _mm256_set1_epi32(u);
-    else return _mm_set1_epi32(u);
+    constexpr auto flip = std::int32_t(0x80808080u);
+    if constexpr (L == 16) return _mm512_xor_si512(_mm512_set1_epi32(a4), _mm512_set1_epi32(flip));
+    else if constexpr (L == 8) return _mm256_xor_si256(_mm256_set1_epi32(a4), _mm256_set1_epi32(flip));
+    else return _mm_xor_si128(_mm_set1_epi32(a4), _mm_set1_epi32(flip));
   }
   static reg load(const std::int8_t* p) {
     if constexpr (L == 16) return _mm512_loadu_si512(p);
@@ -179,24 +178,23 @@ struct vnni_v {
     else if constexpr (L == 8) return _mm256_add_epi32(x, y);
     else return _mm_add_epi32(x, y);
   }
-  static void store(std::int32_t* c, reg v, const std::int32_t* wsum) {
+  static reg finish(reg v, const std::int32_t* wsum) {  // the sums: dot - 128 wsum
     if constexpr (L == 16)
-      _mm512_storeu_si512(c, _mm512_sub_epi32(v, _mm512_slli_epi32(_mm512_loadu_si512(wsum), 7)));
+      return _mm512_sub_epi32(v, _mm512_slli_epi32(_mm512_loadu_si512(wsum), 7));
     else if constexpr (L == 8)
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(c),
-                          _mm256_sub_epi32(v, _mm256_slli_epi32(
-                                                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wsum)), 7)));
+      return _mm256_sub_epi32(v, _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wsum)), 7));
     else
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(c),
-                       _mm_sub_epi32(v, _mm_slli_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wsum)), 7)));
+      return _mm_sub_epi32(v, _mm_slli_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wsum)), 7));
   }
 };
 #endif
 
-// S rows of one block column: groups [g0, g1), C / V::lanes vectors per row; one row on 4 chains.
-template <class V, std::size_t L, std::size_t R, std::size_t C, std::size_t S>
+#if defined(__AVX2__)  // the vector paths (vnni_v, avx2_v) and their stores (int8::detail::put)
+// S rows (from row i) of one block column (units j..j + C - 1): groups [g0, g1), C / L vectors per
+// row, stored by the epilogue e (int8::store_i32 or the fused int8::requant<Y>); one row on 4 chains.
+template <class V, std::size_t L, std::size_t R, std::size_t C, std::size_t S, class E>
 inline void column(const std::int8_t* a, std::size_t lda, const std::int8_t* values, const std::uint16_t* inputs,
-                   std::uint32_t g0, std::uint32_t g1, const std::int32_t* wsum, std::int32_t* c, std::size_t ldc) {
+                   std::uint32_t g0, std::uint32_t g1, const std::int32_t* wsum, E& e, std::size_t i, std::size_t j) {
   constexpr std::size_t Q = C / L, U = S == 1 ? 4 : 1;
   using reg = typename V::reg;
   reg acc[U][S][Q];
@@ -225,23 +223,21 @@ inline void column(const std::int8_t* a, std::size_t lda, const std::int8_t* val
     for (std::size_t q = 0; q < Q; ++q) {
       reg t = acc[0][s][q];
       if constexpr (U == 4) t = V::add(V::add(t, acc[1][s][q]), V::add(acc[2][s][q], acc[3][s][q]));
-      V::store(c + s * ldc + q * L, t, wsum + q * L);
+      int8::detail::put(e, V::finish(t, wsum + q * L), i + s, j + q * L);
     }
 }
-template <class V, std::size_t L, std::size_t R, std::size_t C, std::size_t S>
+template <class V, std::size_t L, std::size_t R, std::size_t C, std::size_t S, class E>
 inline void gemm_vec(std::size_t M, std::size_t N, const std::int8_t* a, std::size_t lda, const std::int8_t* values,
-                     const std::uint16_t* inputs, const std::uint32_t* starts, const std::int32_t* wsum,
-                     std::int32_t* c, std::size_t ldc) {
+                     const std::uint16_t* inputs, const std::uint32_t* starts, const std::int32_t* wsum, E& e) {
   std::size_t i = 0;
   for (; i + S <= M; i += S)
     for (std::size_t jb = 0; jb < N / C; ++jb)
-      column<V, L, R, C, S>(a + i * lda, lda, values, inputs, starts[jb], starts[jb + 1], wsum + jb * C,
-                            c + i * ldc + jb * C, ldc);
+      column<V, L, R, C, S>(a + i * lda, lda, values, inputs, starts[jb], starts[jb + 1], wsum + jb * C, e, i, jb * C);
   for (; i < M; ++i)
     for (std::size_t jb = 0; jb < N / C; ++jb)
-      column<V, L, R, C, 1>(a + i * lda, lda, values, inputs, starts[jb], starts[jb + 1], wsum + jb * C,
-                            c + i * ldc + jb * C, ldc);
+      column<V, L, R, C, 1>(a + i * lda, lda, values, inputs, starts[jb], starts[jb + 1], wsum + jb * C, e, i, jb * C);
 }
+#endif
 }  // namespace detail
 
 // The path gemm<R, C, Arch> takes on this CPU: int8_path_of<Arch>(), scalar when C % 4 != 0 (or
@@ -259,34 +255,73 @@ int8_path path_of() noexcept {
   }
 }
 
+namespace detail {
+// gemm's vector paths, stored by the epilogue e; false (nothing done) where this CPU and Arch take
+// the scalar path, or where e is the fused requantization and the path's vectors are 4 lanes
+// (C % 8 != 0: that epilogue runs on 8 or 16).
+template <std::size_t R, std::size_t C, class Arch, class E>
+bool gemm_vector(std::size_t M, std::size_t N, const std::int8_t* a, std::size_t lda, const std::int8_t* values,
+                 const std::uint16_t* inputs, const std::uint32_t* starts, const std::int32_t* wsum, E& e) {
+  [[maybe_unused]] const int8_path p = path_of<C, Arch>();
+  [[maybe_unused]] constexpr bool four = !std::is_same_v<E, store_i32>;  // whether 4-lane vectors are out
+  if constexpr (C % 4 == 0) {
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+    if (p == int8_path::vnni) {
+      if constexpr (C % 16 == 0)
+        return gemm_vec<vnni_v<16>, 16, R, C, 4>(M, N, a, lda, values, inputs, starts, wsum, e), true;
+      else if constexpr (C % 8 == 0)
+        return gemm_vec<vnni_v<8>, 8, R, C, 4>(M, N, a, lda, values, inputs, starts, wsum, e), true;
+      else if constexpr (!four)
+        return gemm_vec<vnni_v<4>, 4, R, C, 4>(M, N, a, lda, values, inputs, starts, wsum, e), true;
+    }
+#endif
+#if defined(__AVX2__)
+    if (p == int8_path::avx2) {
+      if constexpr (C % 8 == 0)
+        return gemm_vec<avx2_v<8>, 8, R, C, 2>(M, N, a, lda, values, inputs, starts, wsum, e), true;
+      else if constexpr (!four)
+        return gemm_vec<avx2_v<4>, 4, R, C, 2>(M, N, a, lda, values, inputs, starts, wsum, e), true;
+    }
+#endif
+  }
+  (void)M, (void)N, (void)a, (void)lda, (void)values, (void)inputs, (void)starts, (void)wsum, (void)e;
+  return false;
+}
+}  // namespace detail
+
 template <std::size_t R, std::size_t C, class Arch = default_arch>
 void gemm(std::size_t M, std::size_t N, const std::int8_t* a, std::size_t lda, const std::int8_t* values,
           const std::uint16_t* inputs, const std::uint32_t* starts, const std::int32_t* wsum, std::int32_t* c,
           std::size_t ldc) {
   static_assert(R > 0 && C > 0, "int8::block::gemm: R and C must be > 0");
   if (M == 0 || N == 0) return;
-  [[maybe_unused]] const int8_path p = path_of<C, Arch>();
-  if constexpr (C % 4 == 0) {
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
-    if (p == int8_path::vnni) {
-      if constexpr (C % 16 == 0)
-        return detail::gemm_vec<detail::vnni_v<16>, 16, R, C, 4>(M, N, a, lda, values, inputs, starts, wsum, c, ldc);
-      else if constexpr (C % 8 == 0)
-        return detail::gemm_vec<detail::vnni_v<8>, 8, R, C, 4>(M, N, a, lda, values, inputs, starts, wsum, c, ldc);
-      else
-        return detail::gemm_vec<detail::vnni_v<4>, 4, R, C, 4>(M, N, a, lda, values, inputs, starts, wsum, c, ldc);
-    }
-#endif
-#if defined(__AVX2__)
-    if (p == int8_path::avx2) {
-      if constexpr (C % 8 == 0)
-        return detail::gemm_vec<detail::avx2_v<8>, 8, R, C, 2>(M, N, a, lda, values, inputs, starts, wsum, c, ldc);
-      else
-        return detail::gemm_vec<detail::avx2_v<4>, 4, R, C, 2>(M, N, a, lda, values, inputs, starts, wsum, c, ldc);
-    }
-#endif
+  store_i32 e{c, ldc};
+  if (!detail::gemm_vector<R, C, Arch>(M, N, a, lda, values, inputs, starts, wsum, e))
+    detail::gemm_scalar<R, C>(M, N, a, lda, values, inputs, starts, c, ldc);
+}
+
+// gemm with the requantization fused into its stores (int8::requant_for's epilogue e: y[i, j] at
+// e.y + i e.ldy + j): equal to gemm then int8::requantize_rows bit for bit; the int32 sums never
+// reach memory on the vector paths with 8 or 16 lanes (C % 8 == 0), the others run gemm into a
+// buffer, then requantize_rows. Returns how many outputs saturated.
+template <std::size_t R, std::size_t C, class Y, class Arch = default_arch>
+std::size_t gemm_requantize(std::size_t M, std::size_t N, const std::int8_t* a, std::size_t lda,
+                            const std::int8_t* values, const std::uint16_t* inputs, const std::uint32_t* starts,
+                            const std::int32_t* wsum, requant<Y> e) {
+  static_assert(R > 0 && C > 0, "int8::block::gemm_requantize: R and C must be > 0");
+  if (M == 0 || N == 0) return 0;
+  e.saturated = 0;
+  if (detail::gemm_vector<R, C, Arch>(M, N, a, lda, values, inputs, starts, wsum, e)) return e.saturated;
+  thread_local std::vector<std::int32_t> acc;
+  acc.resize(M * N);
+  gemm<R, C, Arch>(M, N, a, lda, values, inputs, starts, wsum, acc.data(), N);
+  std::size_t saturated = 0;
+  for (std::size_t i = 0; i < M; ++i) {
+    requant<Y> r = e;
+    r.y = e.y + i * e.ldy;
+    saturated += requantize_rows<Y, Arch>(1, N, acc.data() + i * N, r);
   }
-  detail::gemm_scalar<R, C>(M, N, a, lda, values, inputs, starts, c, ldc);
+  return saturated;
 }
 
 // Packs the int8 kernel w[N, K] (row-major, TFLite's order; weights in [-127, 127]) keeping the
