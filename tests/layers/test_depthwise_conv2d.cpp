@@ -104,7 +104,7 @@ TEST_CASE("separable_conv2d = depthwise_conv2d (zero bias) then a 1x1 conv2d: ou
   CHECK(pk + 5 == gp.size());
 }
 
-TEST_CASE("a MobileNet-style network learns: depthwise, batch norm, separable, global pooling; weights file; summary") {
+TEST_CASE("a MobileNet-style network learns: depthwise, batch norm, separable, global pooling, weights file, summary") {
   using net = sequential<input<8, 8, 2>, conv2d<8, 3, 3, 1, padding::same, relu>,
                          depthwise_conv2d<3, 3, 2, padding::same, 1, relu>, batch_norm,
                          separable_conv2d<12, 3, 3, 1, padding::same, 1, relu>, global_average_pool, dense<2>>;
