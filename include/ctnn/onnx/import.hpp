@@ -475,7 +475,7 @@ struct matcher {
     }
     return c;
   }
-  // One of the candidates c, marked taken; a choice point when there are several, tried in the natural order
+  // One of the candidates c, marked taken (cur: its output); a choice point when there are several, tried in the natural order
   // of their names ("b2" before "b10"; export_onnx numbers its nodes in the order of the layers), then by
   // index: an order that does not depend on the nodes' order in the file.
   const onnx::NodeProto& choose(std::vector<int> c) {
@@ -493,6 +493,7 @@ struct matcher {
     }
     taken[std::size_t(c[k])] = 1;
     ++taken_count;
+    cur = c[k];
     return *gv.nodes[std::size_t(c[k])];
   }
   // The node computing from cur (its input 0) with op `op` (or `alt`; with `any`, cur at any input); cur becomes its output.
@@ -511,9 +512,7 @@ struct matcher {
         }
       fail("the graph computes nothing more from " + gv.describe(cur) + "; this layer needs " + needs);
     }
-    const auto& n = choose(c);
-    cur = gv.index_of(n);
-    return n;
+    return choose(c);
   }
   // The Add adding a and b, in either order (Add is commutative); `what` says what they are. cur: its output.
   const onnx::NodeProto& take_add(int a, int b, const std::string& what) {
@@ -534,7 +533,6 @@ struct matcher {
     if (!((x == a && y == b) || (x == b && y == a)))
       fail(node_name(n) + " adds " + gv.describe(x) + " and " + gv.describe(y) + "; this layer adds " + gv.describe(a) +
            " and " + gv.describe(b) + " (" + what + ")");
-    cur = gv.index_of(n);
     return n;
   }
   // The Concat joining ins in this order along `axis` of rank-`rank` data (batch axis included; ONNX's
@@ -565,7 +563,6 @@ struct matcher {
       fail(node_name(n) + " joins along axis " + std::to_string(given) +
            (given < 0 ? " (" + std::to_string(at) + ")" : std::string()) + " of rank-" + std::to_string(rank) +
            " data (batch first); this layer along axis " + std::to_string(axis));
-    cur = gv.index_of(n);
     return n;
   }
   // After the last layer: every node computing from the input was matched, and the graph's outputs are cur.
@@ -812,7 +809,6 @@ void match_layer(matcher& mt, var_map& v, const std::string& p) {
       });
       if (!c.empty()) {
         const auto& a = mt.choose(c);
-        mt.cur = mt.gv.index_of(a);
         if (a.input_size() != 2)
           mt.fail(mt.node_name(a) + " has " + std::to_string(a.input_size()) +
                   " inputs; an Add after MatMul adds the bias to its output: 2");
