@@ -1389,3 +1389,45 @@ TEST_CASE("import_onnx refuses a graph layer whose nodes read other tensors, nam
                             index_of(m, "layer9_act_39"));
   }
 }
+
+TEST_CASE("import_onnx: a dense branch as MatMul (+ Add of its bias) before a residual's Add: the join is not taken for a bias") {
+  using res = sequential<input<4>, residual<dense<4>>, dense<2>>;
+  temp_dir d;
+  auto a = random_weights<res>(21);
+  const fs::path exported = d.path / "res.onnx", f = d.path / "matmul.onnx";
+  export_onnx(a, exported);
+  // the branch's Gemm as MatMul, its bias added by an Add (TensorFlow's form), then the residual's Add
+  auto m = read_model(exported);
+  auto* g = m.mutable_graph();
+  std::vector<onnx::NodeProto> nodes(g->node().begin(), g->node().end());
+  REQUIRE(nodes[0].op_type() == "Gemm");
+  onnx::NodeProto mm = nodes[0], bias;
+  mm.set_op_type("MatMul");
+  mm.mutable_input()->RemoveLast();
+  mm.set_output(0, "branch/MatMul_out");
+  bias.set_op_type("Add");
+  bias.set_name("branch/BiasAdd");
+  bias.add_input(nodes[0].input(2));  // the bias first: either operand
+  bias.add_input("branch/MatMul_out");
+  bias.add_output(nodes[0].output(0));
+  g->clear_node();
+  *g->add_node() = mm;
+  *g->add_node() = bias;
+  for (std::size_t i = 1; i < nodes.size(); ++i) *g->add_node() = nodes[i];
+  write_model(m, f);
+  auto b = make_model<res>(22);
+  import_onnx(b, f);
+  CHECK(params(b) == params(a));
+  // without the bias Add, the MatMul feeds the residual's Add directly: the branch's bias is 0
+  g->mutable_node()->DeleteSubrange(1, 1);
+  g->mutable_node(0)->set_output(0, nodes[0].output(0));
+  write_model(m, f);
+  auto c = make_model<res>(23);
+  import_onnx(c, f);
+  auto want = a.layer_parameters<0>();  // kernel (4 x 4), then bias (4): zero the bias
+  std::vector<float> w(want.begin(), want.end());
+  auto got = c.layer_parameters<0>();
+  REQUIRE(got.size() == w.size());
+  for (std::size_t i = 16; i < 20; ++i) w[i] = 0.f;
+  CHECK(std::vector<float>(got.begin(), got.end()) == w);
+}
