@@ -390,12 +390,12 @@ struct matcher {
   const graph_view& gv;
   const std::filesystem::path& path;
   std::int64_t opset = 17;
-  std::string where;              // "layer 2 (dense<10>)"
-  std::string child;              // inside a graph layer, the child's path ("0.1", a dag's "b")
+  std::string where{};            // "layer 2 (dense<10>)"
+  std::string child{};            // inside a graph layer, the child's path ("0.1", a dag's "b")
   int cur = root_input;           // the root of what the next layer reads
-  std::vector<char> taken;        // the computing nodes matched so far (by index in graph.node)
+  std::vector<char> taken{};      // the computing nodes matched so far (by index in graph.node)
   std::size_t taken_count = 0;
-  std::vector<std::size_t> pick, count;  // each choice point of this attempt: the candidate taken, of how many
+  std::vector<std::size_t> pick{}, options{};  // each choice point of this attempt: the candidate taken, of how many
   std::size_t depth = 0;                 // the choice points passed in this attempt
   bool in_order = true;   // a join's Add must read the sum so far as its input 0 (export_onnx's order)
   bool swapped = false;   // an attempt failed only on that order
@@ -410,10 +410,10 @@ struct matcher {
   // After a failed attempt: the next untried choice, the last choice point's first; false when none is left.
   bool next_choice() {
     pick.resize(std::min(depth, pick.size()));
-    count.resize(pick.size());
-    while (!pick.empty() && pick.back() + 1 >= count.back()) {
+    options.resize(pick.size());
+    while (!pick.empty() && pick.back() + 1 >= options.back()) {
       pick.pop_back();
-      count.pop_back();
+      options.pop_back();
     }
     if (pick.empty()) return false;
     ++pick.back();
@@ -475,9 +475,9 @@ struct matcher {
     }
     return c;
   }
-  // One of the candidates c, marked taken (cur: its output); a choice point when there are several, tried in the natural order
-  // of their names ("b2" before "b10"; export_onnx numbers its nodes in the order of the layers), then by
-  // index: an order that does not depend on the nodes' order in the file.
+  // One of the candidates c, marked taken (cur: its output); a choice point when there are several, tried
+  // in the natural order of their names ("b2" before "b10"; export_onnx numbers its nodes in the order of
+  // the layers), then by index: an order that does not depend on the nodes' order in the file.
   const onnx::NodeProto& choose(std::vector<int> c) {
     std::size_t k = 0;
     if (c.size() > 1) {
@@ -487,7 +487,7 @@ struct matcher {
       });
       if (depth == pick.size()) {
         pick.push_back(0);
-        count.push_back(c.size());
+        options.push_back(c.size());
       }
       k = std::min(pick[depth++], c.size() - 1);
     }
@@ -496,7 +496,7 @@ struct matcher {
     cur = c[k];
     return *gv.nodes[std::size_t(c[k])];
   }
-  // The node computing from cur (its input 0) with op `op` (or `alt`; with `any`, cur at any input); cur becomes its output.
+  // The node computing from cur (its input 0; with `any`, any input) with op `op` (or `alt`); cur: its output.
   const onnx::NodeProto& take(std::string_view op, std::string_view alt = {}, bool any = false) {
     const std::string needs = std::string(op) + (alt.empty() ? "" : " or " + std::string(alt));
     const auto c = readers_of(cur, op, alt, any);
@@ -927,7 +927,8 @@ void match_layer(matcher& mt, var_map& v, const std::string& p) {
       mt.cur = outs[0];
       for (std::size_t k = 1; k < outs.size(); ++k)
         mt.take_add(mt.cur, outs[k],
-                    (k == 1 ? "child " + p + "0's output" : "the sum of children " + p + "0 to " + p + std::to_string(k - 1)) +
+                    (k == 1 ? "child " + p + "0's output"
+                            : "the sum of children " + p + "0 to " + p + std::to_string(k - 1)) +
                         ", and child " + p + std::to_string(k) + "'s output");
     }
   } else if constexpr (is_a<L, layer_kind::masking> || is_a<L, layer_kind::embedding> ||
@@ -1171,7 +1172,7 @@ void import_onnx(M& m, const std::filesystem::path& path) {
   for (int pass = 0; pass < 2 && !matched; ++pass) {
     mt.in_order = pass == 0;
     mt.pick.clear();
-    mt.count.clear();
+    mt.options.clear();
     best.reset();
     best_taken = 0;
     while (!matched) {
