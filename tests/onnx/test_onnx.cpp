@@ -387,6 +387,11 @@ TEST_CASE("import_onnx: a malformed graph is an io_error naming the layer, the n
     CHECK(refused(m) == l1 + "Gemm 'layer1_gemm_0' (node 0)'s weight 'input' is not a constant");
     m.mutable_graph()->mutable_node(0)->set_input(1, "nowhere");  // a tensor nothing makes
     CHECK(refused(m) == p + "Gemm 'layer1_gemm_0' (node 0) reads 'nowhere', which no node, initializer or graph input makes");
+    m = read_model(exported);  // the second Gemm reads the graph input, not the first layer's output
+    REQUIRE(m.graph().node(2).op_type() == "Gemm");
+    m.mutable_graph()->mutable_node(2)->set_input(0, "input");
+    CHECK(refused(m) == p + "layer 2 (dense<2>): the graph computes nothing more from the output of LeakyRelu "
+                            "'layer1_act_1' (node 1); this layer needs Gemm or MatMul");
   }
   {  // wrong, negative and huge dims, another data type, values that do not match the dims
     auto m = read_model(exported);
