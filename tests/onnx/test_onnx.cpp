@@ -812,6 +812,20 @@ TEST_CASE("import_onnx of a QDQ graph restores a quantized model's int8 state by
   CHECK(msg.find("layer 2 (quantized_dense<16, 13, relu, full_integer>): DequantizeLinear 'layer2_kernel_dequantize_") !=
         std::string::npos);
   CHECK(msg.find("'s kernel is 16 x 12, not 16 x 13") != std::string::npos);
+  {  // the second Gemm reading the first one's input instead of its output
+    auto f = read_model(d.path / "q.onnx");
+    std::vector<onnx::NodeProto*> gemms;
+    for (auto& n : *f.mutable_graph()->mutable_node())
+      if (n.op_type() == "Gemm") gemms.push_back(&n);
+    REQUIRE(gemms.size() == 2);
+    gemms[1]->set_input(0, gemms[0]->input(0));
+    write_model(f, d.path / "bad.onnx");
+    auto r = quantize_full_integer(m, cal.data(), 64);
+    const auto e = message_of([&] { import_onnx(r, d.path / "bad.onnx"); });
+    CHECK(e.find(": layer 4 (") != std::string::npos);
+    CHECK(e.find("): Gemm 'layer4_gemm_") != std::string::npos);
+    CHECK(e.find(" reads the graph input; this layer's input is the output of Gemm 'layer2_gemm_") != std::string::npos);
+  }
 }
 
 TEST_CASE("import_onnx of a QDQ CNN restores quantized_conv2d and max_pool2d byte for byte, and refuses what differs") {

@@ -25,7 +25,8 @@
 // of bounds. Variables must be float. A network of quantized_dense and quantized_conv2d layers (and
 // max_pool2d, flatten, reshape, dropout) reads a QDQ graph instead: each int8 layer the next
 // Gemm's or Conv's int8 kernel (per channel, zero points 0), bias and Q/DQ parameters, each
-// max_pool2d the next MaxPool (export_onnx's form). Docs: docs/interop.md ("ONNX").
+// max_pool2d the next MaxPool (export_onnx's form), each reading the previous one's output.
+// Docs: docs/interop.md ("ONNX").
 #pragma once
 #include <algorithm>
 #include <array>
@@ -298,11 +299,31 @@ struct qdq_importer {
         ops.push_back(&n);
     }
   }
-  // the next Gemm, Conv or MaxPool, which must be `op`
+  // the next Gemm, Conv or MaxPool, which must be `op` and compute from the previous one's output (or the
+  // graph input): its input 0 traced back through other nodes' inputs 0 (Q/DQ pairs, Transposes,
+  // Reshapes, the activation) must reach that node
   const onnx::NodeProto& take(const char* op) {
     if (next >= ops.size()) fail(std::string("the graph has no more Gemm, Conv or MaxPool nodes; this layer needs ") + op);
     const onnx::NodeProto& n = *ops[next];
     if (n.op_type() != op) fail("the graph's next node is " + name_of(n) + "; this layer needs " + op);
+    const onnx::NodeProto* want = next > 0 ? ops[next - 1] : nullptr;
+    const onnx::NodeProto* from = nullptr;  // the Gemm, Conv or pool (or null: the graph input) n reads
+    std::string t = n.input_size() > 0 ? n.input(0) : std::string();
+    for (std::size_t hops = 0; hops <= gv.nodes.size(); ++hops) {
+      const auto it = producer.find(t);
+      if (it == producer.end()) break;
+      if (std::find(ops.begin(), ops.end(), it->second) != ops.end()) {
+        from = it->second;
+        break;
+      }
+      if (it->second->input_size() < 1) break;
+      t = it->second->input(0);
+    }
+    const bool input = !from && gv.root_of(t) == root_input;
+    if (from != want || (!want && !input))
+      fail(gv.name_of(n) + " reads " +
+           (from ? "the output of " + gv.name_of(*from) : input ? "the graph input" : "'" + printable(t, 80) + "'") +
+           "; this layer's input is " + (want ? "the output of " + gv.name_of(*want) : "the graph input"));
     ++next;
     return n;
   }
