@@ -1,15 +1,22 @@
 // libFuzzer target: import_onnx (ctnn/onnx.hpp) on an arbitrary file, into a dense network (the shape of
 // tests/onnx/data/torch_mlp.onnx), a convolutional one (conv2d, batch_norm, both pools, dense with
-// leaky_relu and softmax) and a recurrent one (ONNX's LSTM, RNN, a bidirectional GRU averaged). A
+// leaky_relu and softmax), a recurrent one (ONNX's LSTM, RNN, a bidirectional GRU averaged) and one of
+// graph layers (residual with and without projection, concatenate, add, a dag: Add and Concat joins). A
 // malformed model must throw io_error; anything else (a protobuf FatalException, a read out of bounds,
 // another exception type) is a bug, as is any sanitizer report or a run past -rss_limit_mb /
-// -malloc_limit_mb. Built only where ctnn::onnx exists.
+// -malloc_limit_mb. Built only where ctnn::onnx exists. CTNN_FUZZ_VERBOSE=1 prints each io_error.
+#include <ctnn/layers/concatenate.hpp>
+#include <ctnn/layers/dag.hpp>
+#include <ctnn/layers/residual.hpp>
 #include <ctnn/onnx.hpp>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -24,6 +31,14 @@ using cnn = ctnn::sequential<ctnn::input<6, 6, 1>, ctnn::conv2d<2, 3, 3, 1, ctnn
 using rnn = ctnn::sequential<ctnn::input<5, 3>, ctnn::lstm<4, ctnn::return_sequences>,
                              ctnn::simple_rnn<3, ctnn::relu, ctnn::return_sequences>,
                              ctnn::bidirectional<ctnn::gru<2>, ctnn::merge::ave>>;
+using namespace ctnn;  // (the graph's node<"name", ...> read better without the prefix)
+using graph =
+    sequential<input<4, 4, 2>, residual<conv2d<2, 3, 3, 1, padding::same>, relu>,
+               concatenate<-1, conv2d<2, 1, 1, 1, padding::valid, relu>, branch<>>, flatten, dense<6, relu>,
+               add<branch<>, dense<6>, dense<6, relu>>, residual<dense<3>>,
+               dag<node<"a", dense<4, relu>>, node<"b", dense<4>, "in">, node<"c", concatenate_join<-1>, "a", "b">,
+                   node<"d", add_join, "a", "b">, node<"e", concatenate_join<-1>, "c", "d">>,
+               dense<2>>;
 
 // A file of this process's own, removed when it exits.
 const fs::path& file() {
@@ -43,17 +58,52 @@ void write(const onnx::ModelProto& m, const fs::path& p) {
   std::ofstream(p, std::ios::binary) << bytes;
 }
 
-// CTNN_FUZZ_WRITE_SEED=dir writes into dir: the three networks exported (rnn: LSTM, RNN, GRU nodes),
-// mlp's graph with its first Gemm split into MatMul + Add (TensorFlow's form), and regress_add_one_input: that graph with an Add of
-// one input, which import_onnx read past (a protobuf FatalException under the asan build).
+onnx::ModelProto read(const fs::path& p) {
+  onnx::ModelProto m;
+  std::ifstream in(p, std::ios::binary);
+  m.ParseFromIstream(&in);
+  return m;
+}
+
+// CTNN_FUZZ_WRITE_SEED=dir writes into dir: the four networks exported (rnn: LSTM, RNN, GRU nodes; graph:
+// Add and Concat joins), graph's nodes in another topological order with each Add's operands swapped
+// (graph_reordered), mlp's graph with its first Gemm split into MatMul + Add (TensorFlow's form), and
+// regress_add_one_input: that graph with an Add of one input, which import_onnx read past (a protobuf
+// FatalException under the asan build).
 void write_seeds(const fs::path& out) {
   fs::create_directories(out);
   ctnn::export_onnx(ctnn::make_model<mlp>(1), out / "mlp_gemm");
   ctnn::export_onnx(ctnn::make_model<cnn>(2), out / "cnn");
   ctnn::export_onnx(ctnn::make_model<rnn>(3), out / "rnn");
-  onnx::ModelProto m;
-  std::ifstream in(out / "mlp_gemm", std::ios::binary);
-  m.ParseFromIstream(&in);
+  ctnn::export_onnx(ctnn::make_model<graph>(4), out / "graph");
+  {  // the latest ready node first (Kahn's algorithm): another valid order; Add's operands the other way round
+    auto r = read(out / "graph");
+    auto* g = r.mutable_graph();
+    std::vector<onnx::NodeProto> nodes(g->node().begin(), g->node().end()), order;
+    std::vector<std::string> made;
+    for (const auto& i : g->input()) made.push_back(i.name());
+    for (const auto& t : g->initializer()) made.push_back(t.name());
+    std::vector<bool> done(nodes.size(), false);
+    auto is_made = [&](const std::string& t) { return t.empty() || std::find(made.begin(), made.end(), t) != made.end(); };
+    while (order.size() < nodes.size()) {
+      std::size_t pick = nodes.size();
+      for (std::size_t i = 0; i < nodes.size(); ++i)
+        if (!done[i] && std::all_of(nodes[i].input().begin(), nodes[i].input().end(), is_made)) pick = i;
+      if (pick == nodes.size()) return;  // (cannot happen: export_onnx writes a topological order)
+      done[pick] = true;
+      if (nodes[pick].op_type() == "Add") {
+        const std::string first = nodes[pick].input(0);
+        nodes[pick].set_input(0, nodes[pick].input(1));
+        nodes[pick].set_input(1, first);
+      }
+      order.push_back(nodes[pick]);
+      for (const auto& o : nodes[pick].output()) made.push_back(o);
+    }
+    g->clear_node();
+    for (const auto& n : order) *g->add_node() = n;
+    write(r, out / "graph_reordered");
+  }
+  onnx::ModelProto m = read(out / "mlp_gemm");
   auto* g = m.mutable_graph();
   std::vector<onnx::NodeProto> nodes(g->node().begin(), g->node().end());
   onnx::NodeProto mm = nodes[0], add;
@@ -78,7 +128,8 @@ template <class M>
 void import_into(M& m) {
   try {
     ctnn::import_onnx(m, file());
-  } catch (const ctnn::io_error&) {
+  } catch (const ctnn::io_error& e) {
+    if (std::getenv("CTNN_FUZZ_VERBOSE")) std::fprintf(stderr, "%s\n", e.what());
   }
 }
 }  // namespace
@@ -93,8 +144,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static auto a = ctnn::make_model<mlp>(1);
   static auto b = ctnn::make_model<cnn>(1);
   static auto c = ctnn::make_model<rnn>(1);
+  static auto d = ctnn::make_model<graph>(1);
   import_into(a);
   import_into(b);
   import_into(c);
+  import_into(d);
   return 0;
 }

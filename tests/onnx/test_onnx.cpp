@@ -1,7 +1,8 @@
 // onnx.hpp: export of trained models run by onnxruntime, export -> import round trips (recurrent
 // layers included: RNN, LSTM, GRU, bidirectional),
-// a PyTorch-exported MLP imported, graphs that differ refused naming the first mismatch, and
-// quantized models exported in QDQ form (their graph, onnxruntime against ctnn's int8 outputs).
+// a PyTorch-exported MLP imported, graphs that differ refused naming the first mismatch,
+// quantized models exported in QDQ form (their graph, onnxruntime against ctnn's int8 outputs), and
+// graph layers imported by the tensors their nodes read: any node order, joins and Concat axes checked.
 #include <doctest/doctest.h>
 
 #include <ctnn/data/in_memory.hpp>
@@ -24,6 +25,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <string>
 #include <unistd.h>
 #include <utility>
@@ -372,16 +374,24 @@ TEST_CASE("import_onnx: a malformed graph is an io_error naming the layer, the n
     auto m = matmul_add(exported);
     m.mutable_graph()->mutable_node(1)->mutable_input()->RemoveLast();
     CHECK(refused(m) == l1 + "Add 'dense/BiasAdd' (node 1) has 1 inputs; an Add after MatMul adds the bias to its output: 2");
-    m.mutable_graph()->mutable_node(1)->clear_input();
-    CHECK(refused(m) == l1 + "Add 'dense/BiasAdd' (node 1) has 0 inputs; an Add after MatMul adds the bias to its output: 2");
+    m.mutable_graph()->mutable_node(1)->clear_input();  // an Add of nothing does not read the MatMul's output
+    CHECK(refused(m) == l1 + "the graph computes nothing more from the output of MatMul 'dense/MatMul' (node 0); this "
+                             "layer needs LeakyRelu");
   }
   {  // a MatMul without its weight, a Gemm whose weight is no initializer
     auto m = matmul_add(exported);
     m.mutable_graph()->mutable_node(0)->mutable_input()->RemoveLast();
     CHECK(refused(m) == l1 + "MatMul 'dense/MatMul' (node 0) has no weight");
     m = read_model(exported);
-    m.mutable_graph()->mutable_node(0)->set_input(1, "nowhere");
-    CHECK(refused(m) == l1 + "Gemm 'layer1_gemm_0' (node 0)'s weight 'nowhere' is not a constant");
+    m.mutable_graph()->mutable_node(0)->set_input(1, "input");
+    CHECK(refused(m) == l1 + "Gemm 'layer1_gemm_0' (node 0)'s weight 'input' is not a constant");
+    m.mutable_graph()->mutable_node(0)->set_input(1, "nowhere");  // a tensor nothing makes
+    CHECK(refused(m) == p + "Gemm 'layer1_gemm_0' (node 0) reads 'nowhere', which no node, initializer or graph input makes");
+    m = read_model(exported);  // the second Gemm reads the graph input, not the first layer's output
+    REQUIRE(m.graph().node(2).op_type() == "Gemm");
+    m.mutable_graph()->mutable_node(2)->set_input(0, "input");
+    CHECK(refused(m) == p + "layer 2 (dense<2>): the graph computes nothing more from the output of LeakyRelu "
+                            "'layer1_act_1' (node 1); this layer needs Gemm or MatMul");
   }
   {  // wrong, negative and huge dims, another data type, values that do not match the dims
     auto m = read_model(exported);
@@ -802,6 +812,20 @@ TEST_CASE("import_onnx of a QDQ graph restores a quantized model's int8 state by
   CHECK(msg.find("layer 2 (quantized_dense<16, 13, relu, full_integer>): DequantizeLinear 'layer2_kernel_dequantize_") !=
         std::string::npos);
   CHECK(msg.find("'s kernel is 16 x 12, not 16 x 13") != std::string::npos);
+  {  // the second Gemm reading the first one's input instead of its output
+    auto f = read_model(d.path / "q.onnx");
+    std::vector<onnx::NodeProto*> gemms;
+    for (auto& n : *f.mutable_graph()->mutable_node())
+      if (n.op_type() == "Gemm") gemms.push_back(&n);
+    REQUIRE(gemms.size() == 2);
+    gemms[1]->set_input(0, gemms[0]->input(0));
+    write_model(f, d.path / "bad.onnx");
+    auto r = quantize_full_integer(m, cal.data(), 64);
+    const auto e = message_of([&] { import_onnx(r, d.path / "bad.onnx"); });
+    CHECK(e.find(": layer 4 (") != std::string::npos);
+    CHECK(e.find("): Gemm 'layer4_gemm_") != std::string::npos);
+    CHECK(e.find(" reads the graph input; this layer's input is the output of Gemm 'layer2_gemm_") != std::string::npos);
+  }
 }
 
 TEST_CASE("import_onnx of a QDQ CNN restores quantized_conv2d and max_pool2d byte for byte, and refuses what differs") {
@@ -1090,7 +1114,7 @@ TEST_CASE("import_onnx refuses a recurrent operator that computes something else
         l1 + " couples the input and forget gates (input_forget); ctnn's lstm does not");
   CHECK(refused("LSTM", [](onnx::NodeProto& n) {
           while (n.input_size() < 6) n.add_input("");
-          n.set_input(5, "h0");
+          n.set_input(5, "input");  // (a tensor the graph has: one it has not is refused before)
         }) == l1 + " has an input initial_h (ctnn's state starts at zero)");
   const std::string l2 = p + "layer 2 (simple_rnn<4, relu, return_sequences>): RNN 'layer2_rnn_";
   const std::string acts = refused("RNN", [](onnx::NodeProto& n) {
@@ -1119,4 +1143,310 @@ TEST_CASE("import_onnx refuses a recurrent operator that computes something else
                          "(linear_before_reset = 0)"));
   }
   CHECK(w.ends_with(" has a W of 1 x 4 x 8; this layer's kernel (as ONNX's W: directions x gates*units x features) is 1 x 18 x 4"));
+}
+
+namespace {
+// Branches that start alike: a concatenate of three dense<3, relu> (the Concat's order says which is
+// which), an add of two dense<4> and one dense<4, relu> (the Adds' order says which is which), a residual
+// whose branch and projection are both dense<4>.
+using twins = sequential<input<6>, concatenate<-1, dense<3, relu>, dense<3, relu>, dense<3, relu>>,
+                         add<dense<4>, dense<4>, dense<4, relu>>, residual_with<dense<4>, dense<4>>, dense<2>>;
+// a dag whose nodes have many topological orders (wired's have one): a and b alike from x, a Concat of
+// three, an Add of three
+using fanned = sequential<input<6>, dag<node<"a", dense<4, relu>>, node<"b", dense<4>, "in">, node<"c", dense<3, relu>, "a">,
+                                       node<"d", concatenate_join<-1>, "c", "b", "in">, node<"e", dense<4>, "d">,
+                                       node<"f", add_join, "e", "b", "a">>,
+                          dense<2>>;
+
+// m's nodes in another topological order (Kahn's algorithm taking a random ready node each time), names kept;
+// REQUIREs that the order differs from m's.
+void reorder_nodes(onnx::ModelProto& m, std::uint64_t seed) {
+  auto* g = m.mutable_graph();
+  const std::vector<onnx::NodeProto> nodes(g->node().begin(), g->node().end());
+  std::vector<std::size_t> order;
+  rng r(seed);
+  for (int tries = 0; tries < 100 && (order.empty() || std::is_sorted(order.begin(), order.end())); ++tries) {
+  std::set<std::string> made;
+  for (const auto& i : g->input()) made.insert(i.name());
+  for (const auto& t : g->initializer()) made.insert(t.name());
+  std::vector<bool> done(nodes.size(), false);
+  order.clear();
+  while (order.size() < nodes.size()) {
+    std::vector<std::size_t> ready;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      if (done[i]) continue;
+      bool ok = true;
+      for (const auto& in : nodes[i].input()) ok = ok && (in.empty() || made.count(in));
+      if (ok) ready.push_back(i);
+    }
+    REQUIRE(!ready.empty());
+    const std::size_t i = ready[r.below(ready.size())];
+    done[i] = true;
+    order.push_back(i);
+    for (const auto& o : nodes[i].output()) made.insert(o);
+  }
+  }
+  REQUIRE(!std::is_sorted(order.begin(), order.end()));
+  g->clear_node();
+  for (std::size_t i : order) *g->add_node() = nodes[i];
+}
+
+// The node of m named `name`.
+onnx::NodeProto* node_named(onnx::ModelProto& m, const std::string& name) {
+  for (auto& n : *m.mutable_graph()->mutable_node())
+    if (n.name() == name) return &n;
+  FAIL("no node " << name);
+  return nullptr;
+}
+// The index in m's node list of the node named `name`, as import_onnx's messages give it.
+std::string index_of(const onnx::ModelProto& m, const std::string& name) {
+  for (int i = 0; i < m.graph().node_size(); ++i)
+    if (m.graph().node(i).name() == name) return "'" + name + "' (node " + std::to_string(i) + ")";
+  FAIL("no node " << name);
+  return {};
+}
+
+// Exports a trained Net, reorders its nodes with several seeds; each order imports bit for bit.
+template <class Net, Shape In>
+void imports_in_any_order(model<Net> a, const fs::path& dir, std::uint64_t seed) {
+  const fs::path exported = dir / "exported.onnx", f = dir / "reordered.onnx";
+  export_onnx(a, exported);
+  const auto x = random_inputs<In>(5, 9);
+  const auto ours = ctnn::predict(a, x);
+  for (std::uint64_t s = 1; s <= 6; ++s) {
+    auto m = read_model(exported);
+    reorder_nodes(m, seed * 100 + s);
+    write_model(m, f);
+    auto b = make_model<Net>(99);
+    REQUIRE(params(b) != params(a));
+    import_onnx(b, f);
+    CHECK(params(b) == params(a));
+    CHECK(std::vector<float>(b.state().begin(), b.state().end()) == std::vector<float>(a.state().begin(), a.state().end()));
+    CHECK(ctnn::predict(b, x) == ours);
+  }
+  // a join's Add may read its operands the other way round (Add is commutative): the same weights (branches
+  // alike meeting at one Add, twins' add and residual, pair by their nodes' names, then by their order)
+  auto m = read_model(exported);
+  for (auto& n : *m.mutable_graph()->mutable_node())
+    if (n.op_type() == "Add" && n.input_size() == 2) {
+      const std::string first = n.input(0);
+      n.set_input(0, n.input(1));
+      n.set_input(1, first);
+    }
+  reorder_nodes(m, seed);
+  write_model(m, f);
+  auto b = make_model<Net>(99);
+  import_onnx(b, f);
+  CHECK(params(b) == params(a));
+  CHECK(ctnn::predict(b, x) == ours);
+  // names that mislead (the Gemm and Conv nodes' names in reverse order): the joins still say which is which
+  m = read_model(exported);
+  std::vector<onnx::NodeProto*> named;
+  for (auto& n : *m.mutable_graph()->mutable_node())
+    if (n.op_type() == "Gemm" || n.op_type() == "Conv") named.push_back(&n);
+  for (std::size_t i = 0; i < named.size() / 2; ++i) {
+    const std::string first = named[i]->name();
+    named[i]->set_name(named[named.size() - 1 - i]->name());
+    named[named.size() - 1 - i]->set_name(first);
+  }
+  reorder_nodes(m, seed + 1);
+  write_model(m, f);
+  auto c = make_model<Net>(99);
+  import_onnx(c, f);
+  CHECK(params(c) == params(a));
+  CHECK(ctnn::predict(c, x) == ours);
+}
+}  // namespace
+
+TEST_CASE("import_onnx follows the tensors: any topological order of a graph's nodes imports bit for bit") {
+  temp_dir d;
+  SUBCASE("residual with and without projection, concatenate, add") {
+    imports_in_any_order<graphs, shape<6, 6, 2>>(trained<graphs>(11, 8, 8, 1), d.path, 11);
+  }
+  SUBCASE("dag") { imports_in_any_order<fanned, shape<6>>(random_weights<fanned>(12), d.path, 12); }
+  SUBCASE("branches that start alike: the joins say which is which") {
+    imports_in_any_order<twins, shape<6>>(random_weights<twins>(14), d.path, 14);
+  }
+}
+
+TEST_CASE("import_onnx refuses a graph layer whose nodes read other tensors, naming the node and both tensors") {
+  temp_dir d;
+  auto a = trained<graphs>(11, 8, 8, 1);
+  auto w = trained<wired>(12, 8, 8, 1);
+  const fs::path eg = d.path / "graphs.onnx", ew = d.path / "dag.onnx", f = d.path / "bad.onnx";
+  export_onnx(a, eg);
+  export_onnx(w, ew);
+  const std::string p = "import_onnx: " + f.string() + ": ";
+  auto b = make_model<graphs>(4);
+  auto c = make_model<wired>(4);
+  const auto before_b = params(b), before_c = params(c);
+  // m written to f and imported into b (or c for the dag); the message, with nothing changed
+  auto refused = [&](const onnx::ModelProto& m, bool dag = false) {
+    write_model(m, f);
+    std::string what = "(no exception)";
+    try {
+      if (dag) import_onnx(c, f);
+      else import_onnx(b, f);
+    } catch (const io_error& e) {
+      what = e.what();
+    } catch (const std::exception& e) {
+      what = std::string("a foreign exception: ") + e.what();
+    }
+    CHECK(params(b) == before_b);
+    CHECK(params(c) == before_c);
+    return what;
+  };
+  const std::string l2 = p + "layer 2 (residual<conv2d<4, 3, 3, 1, same>, batch_norm, relu>)";
+  const std::string l4 = p + "layer 4 (concatenate<-1, conv2d<2, 1, 1, 1, valid, relu>, branch<>>)";
+  const std::string d1 = p + "layer 1 (" + ctnn::detail::type_at_t<0, model<wired>::layers>::name() + ")";
+
+  SUBCASE("a Concat's axis: ONNX's negative axes are counted from the end; another axis is refused") {
+    auto m = read_model(eg);
+    auto* cat = node_named(m, "layer4_concat_23");
+    REQUIRE(cat->attribute(0).name() == "axis");
+    cat->mutable_attribute(0)->set_i(-1);  // the same axis: imports
+    write_model(m, f);
+    import_onnx(b, f);
+    CHECK(params(b) == params(a));
+    b = make_model<graphs>(4);
+    cat->mutable_attribute(0)->set_i(1);
+    CHECK(refused(m) == l4 + ": Concat " + index_of(m, "layer4_concat_23") +
+                            " joins along axis 1 of rank-4 data (batch first); this layer along axis 3");
+    cat->mutable_attribute(0)->set_i(-2);
+    CHECK(refused(m) == l4 + ": Concat " + index_of(m, "layer4_concat_23") +
+                            " joins along axis -2 (2) of rank-4 data (batch first); this layer along axis 3");
+    cat->mutable_attribute(0)->set_i(4);
+    CHECK(refused(m) == l4 + ": Concat " + index_of(m, "layer4_concat_23") +
+                            " has axis 4, outside [-4, 3] for its rank-4 inputs");
+    cat->clear_attribute();
+    CHECK(refused(m) == l4 + ": Concat " + index_of(m, "layer4_concat_23") + " has no axis (ONNX requires one)");
+    auto n = read_model(ew);  // a dag's concatenate_join
+    node_named(n, "layer1_c_concat_7")->mutable_attribute(0)->set_i(2);
+    CHECK(refused(n, true) == d1 + ", child c: Concat " + index_of(n, "layer1_c_concat_7") +
+                                  " joins along axis 2 of rank-4 data (batch first); this layer along axis 3");
+  }
+  SUBCASE("a Concat's inputs swapped") {
+    auto m = read_model(eg);
+    auto* cat = node_named(m, "layer4_concat_23");
+    const std::string in0 = cat->input(0), in1 = cat->input(1);
+    cat->set_input(0, in1);
+    cat->set_input(1, in0);
+    CHECK(refused(m) == l4 + ": Concat " + index_of(m, "layer4_concat_23") + "'s input 0 is the output of Add " +
+                            index_of(m, "layer3_add_18") + "; this layer's is the output of Relu " +
+                            index_of(m, "layer4_0_act_22") + " (child 0's output)");
+  }
+  SUBCASE("a join reading another tensor: residual, residual with projection, add, dag") {
+    auto m = read_model(eg);
+    node_named(m, "layer2_add_11")->set_input(1, "transpose_9_out");  // batch_norm's output instead of x
+    CHECK(refused(m) == l2 + ": Add " + index_of(m, "layer2_add_11") + " adds the output of Relu " +
+                            index_of(m, "layer2_0_2_act_10") + " and the output of BatchNormalization " +
+                            index_of(m, "layer2_0_1_batchnorm_8") + "; this layer adds the output of Relu " +
+                            index_of(m, "layer2_0_2_act_10") + " and the output of Relu " + index_of(m, "layer1_act_3") +
+                            " (child 0's output, and child 1's output)");
+    m = read_model(eg);
+    node_named(m, "transpose_15")->set_input(0, "layer1_act_3_out");  // the projection reads layer 1's output
+    const std::string l3 = p + "layer 3 (residual<conv2d<6, 3, 3, 2, same>>)";
+    CHECK(refused(m) == l3 + ", child 1: the graph computes nothing more from the output of Add " +
+                            index_of(m, "layer2_add_11") + "; this layer needs Conv");
+    m = read_model(eg);
+    node_named(m, "layer7_add_33")->set_input(1, "layer7_2_0_act_30_out");  // add's third branch without its last dense
+    CHECK(refused(m) == p + "layer 7 (add<branch<>, dense<8>, branch<dense<4, relu>, dense<8>>>): Add " +
+                            index_of(m, "layer7_add_33") + " adds the output of Add " + index_of(m, "layer7_add_32") +
+                            " and the output of Relu " + index_of(m, "layer7_2_0_act_30") +
+                            "; this layer adds the output of Add " + index_of(m, "layer7_add_32") +
+                            " and the output of Gemm " + index_of(m, "layer7_2_1_gemm_31") +
+                            " (the sum of children 0 to 1, and child 2's output)");
+    auto n = read_model(ew);
+    node_named(n, "layer1_e_add_12")->set_input(1, "layer1_a_conv_1_out");  // node 'a' before its relu
+    CHECK(refused(n, true) == d1 + ", child e: Add " + index_of(n, "layer1_e_add_12") + " adds the output of Add " +
+                                  index_of(n, "layer1_e_add_11") + " and the output of Conv " +
+                                  index_of(n, "layer1_a_conv_1") + "; this layer adds the output of Add " +
+                                  index_of(n, "layer1_e_add_11") + " and the output of Relu " +
+                                  index_of(n, "layer1_a_act_3") +
+                                  " (node 'e': the sum of its inputs before input 2, and node 'a''s output)");
+  }
+  SUBCASE("a missing node (its readers reading its input instead)") {
+    auto m = read_model(eg);
+    node_named(m, "layer2_add_11")->set_input(0, "transpose_9_out");  // the branch's relu left out
+    auto* g = m.mutable_graph();
+    for (int i = 0; i < g->node_size(); ++i)
+      if (g->node(i).name() == "layer2_0_2_act_10") g->mutable_node()->DeleteSubrange(i, 1);
+    CHECK(refused(m) == l2 + ", child 0.2: the graph's next node is Add " + index_of(m, "layer2_add_11") +
+                            "; this layer needs Relu");
+  }
+  SUBCASE("a cycle, a tensor nothing makes, a tensor made twice") {
+    auto m = read_model(eg);
+    node_named(m, "layer2_0_0_conv_5")->set_input(0, "layer2_add_11_out");  // reads the Add it feeds
+    CHECK(refused(m) == p + "Conv " + index_of(m, "layer2_0_0_conv_5") +
+                            " reads 'layer2_add_11_out', which Add " + index_of(m, "layer2_add_11") +
+                            " makes after it: the nodes are not in topological order (or form a cycle)");
+    m = read_model(eg);
+    node_named(m, "layer2_add_11")->set_input(1, "ghost");
+    CHECK(refused(m) == p + "Add " + index_of(m, "layer2_add_11") +
+                            " reads 'ghost', which no node, initializer or graph input makes");
+    m = read_model(eg);
+    node_named(m, "layer4_0_conv_20")->set_output(0, "layer3_0_0_conv_13_out");
+    CHECK(refused(m) == p + "Conv " + index_of(m, "layer4_0_conv_20") + " makes 'layer3_0_0_conv_13_out', which Conv " +
+                            index_of(m, "layer3_0_0_conv_13") + " makes too (each tensor is made once)");
+    node_named(m, "layer4_0_conv_20")->set_output(0, "layer1_kernel");
+    CHECK(refused(m) == p + "Conv " + index_of(m, "layer4_0_conv_20") +
+                            " makes 'layer1_kernel', which is a graph input or initializer (each tensor is made once)");
+  }
+  SUBCASE("a node the network does not compute, an output it does not make") {
+    auto m = read_model(eg);
+    auto* extra = m.mutable_graph()->add_node();
+    extra->set_op_type("Sigmoid");
+    extra->set_name("stray");
+    extra->add_input("layer6_act_27_out");
+    extra->add_output("stray_out");
+    CHECK(refused(m) == p + "after the last layer: the graph computes Sigmoid " + index_of(m, "stray") +
+                            " from the output of Relu " + index_of(m, "layer6_act_27") + "; this network does not");
+    m = read_model(eg);
+    node_named(m, "output_identity_40")->set_input(0, "layer8_add_37_out");
+    CHECK(refused(m) == p + "after the last layer: the graph's output 'output' is the output of Add " +
+                            index_of(m, "layer8_add_37") + "; this network's is the output of Softmax " +
+                            index_of(m, "layer9_act_39"));
+  }
+}
+
+TEST_CASE("import_onnx: a dense branch as MatMul (+ Add of its bias) before a residual's Add: the join is not taken for a bias") {
+  using res = sequential<input<4>, residual<dense<4>>, dense<2>>;
+  temp_dir d;
+  auto a = random_weights<res>(21);
+  const fs::path exported = d.path / "res.onnx", f = d.path / "matmul.onnx";
+  export_onnx(a, exported);
+  // the branch's Gemm as MatMul, its bias added by an Add (TensorFlow's form), then the residual's Add
+  auto m = read_model(exported);
+  auto* g = m.mutable_graph();
+  std::vector<onnx::NodeProto> nodes(g->node().begin(), g->node().end());
+  REQUIRE(nodes[0].op_type() == "Gemm");
+  onnx::NodeProto mm = nodes[0], bias;
+  mm.set_op_type("MatMul");
+  mm.mutable_input()->RemoveLast();
+  mm.set_output(0, "branch/MatMul_out");
+  bias.set_op_type("Add");
+  bias.set_name("branch/BiasAdd");
+  bias.add_input(nodes[0].input(2));  // the bias first: either operand
+  bias.add_input("branch/MatMul_out");
+  bias.add_output(nodes[0].output(0));
+  g->clear_node();
+  *g->add_node() = mm;
+  *g->add_node() = bias;
+  for (std::size_t i = 1; i < nodes.size(); ++i) *g->add_node() = nodes[i];
+  write_model(m, f);
+  auto b = make_model<res>(22);
+  import_onnx(b, f);
+  CHECK(params(b) == params(a));
+  // without the bias Add, the MatMul feeds the residual's Add directly: the branch's bias is 0
+  g->mutable_node()->DeleteSubrange(1, 1);
+  g->mutable_node(0)->set_output(0, nodes[0].output(0));
+  write_model(m, f);
+  auto c = make_model<res>(23);
+  import_onnx(c, f);
+  auto want = a.layer_parameters<0>();  // kernel (4 x 4), then bias (4): zero the bias
+  std::vector<float> w(want.begin(), want.end());
+  auto got = c.layer_parameters<0>();
+  REQUIRE(got.size() == w.size());
+  for (std::size_t i = 16; i < 20; ++i) w[i] = 0.f;
+  CHECK(std::vector<float>(got.begin(), got.end()) == w);
 }

@@ -1,25 +1,35 @@
 // ctnn/onnx/import.hpp — import_onnx(m, path): an ONNX graph's weights into a
 // model whose network computes what the graph computes.
 //
-// The computing nodes (Gemm or MatMul [+ Add], Conv, MaxPool, AveragePool,
-// BatchNormalization, GlobalAveragePool or ReduceMean, Relu, LeakyRelu, Sigmoid,
-// Tanh, Softmax, RNN, LSTM, GRU and a bidirectional merge's Add / Mul; a graph layer's
-// branches in turn, then its Adds; a dag's nodes in order, an add_join's Adds), in order, must match the layers one for one (by
-// each layer's kind) with the same sizes, strides, paddings, slopes, epsilons, hidden
-// sizes, directions and activations; shape plumbing (Reshape, Flatten, Transpose,
-// Dropout, Identity, Concat, Gather, ...) is skipped. A Gemm with
+// The graph is read as data flow from its input, whatever the order of its nodes: each layer takes
+// the nodes computing from the tensor the previous layer made (through shape plumbing: Reshape,
+// Flatten, Transpose, Dropout, Identity, Squeeze, Unsqueeze, Cast, Gather, and Shape / Concat /
+// Constant computing shapes). The computing nodes (Gemm or MatMul [+ Add], Conv, MaxPool,
+// AveragePool, BatchNormalization, GlobalAveragePool or ReduceMean, Relu, LeakyRelu, Sigmoid,
+// Tanh, Softmax, RNN, LSTM, GRU and a bidirectional merge's Add / Mul) must match the layers one
+// for one (by each layer's kind) with the same sizes, strides, paddings, slopes, epsilons, hidden
+// sizes, directions and activations. A graph layer's branches each start from the block's input;
+// its join is one Add per branch after the first (the sum so far and the next branch's output, in
+// either order) or one Concat of the branches' outputs in order along the layer's axis (ONNX's
+// negative axes normalised); a dag's nodes read the tensors of the nodes they name. Branches that
+// start alike are paired with the layers by a search (node names' natural order first) that the
+// joins decide. Every node computing from the input must be matched, and the graph's output must
+// be the last layer's. As ONNX requires, each tensor is made once and each node reads only tensors
+// made before it (no cycle, no dangling input). A Gemm with
 // transB = 1 (PyTorch's Linear) is transposed into ctnn's in x out kernel. A
 // channels-first graph input imports only into a network without spatial layers.
 // masking, embedding and time_distributed are a compile error (no ONNX mapping).
 // Everything is checked before any variable is written; a mismatch or a malformed
-// graph is a ctnn::io_error naming the layer (1-based, with its spec), the node
-// (op, name, index) and both sides, never a protobuf check or a read out of bounds.
-// Variables must be float. A network of quantized_dense and quantized_conv2d layers (and
+// graph is a ctnn::io_error naming the layer (1-based, with its spec; inside a graph layer the
+// child's path), the node (op, name, index) and both sides, never a protobuf check or a read out
+// of bounds. Variables must be float. A network of quantized_dense and quantized_conv2d layers (and
 // max_pool2d, flatten, reshape, dropout) reads a QDQ graph instead: each int8 layer the next
 // Gemm's or Conv's int8 kernel (per channel, zero points 0), bias and Q/DQ parameters, each
-// max_pool2d the next MaxPool (export_onnx's form). Docs: docs/interop.md ("ONNX").
+// max_pool2d the next MaxPool (export_onnx's form), each reading the previous one's output.
+// Docs: docs/interop.md ("ONNX").
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstddef>
@@ -30,6 +40,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -43,18 +54,46 @@ namespace ctnn {
 
 namespace onnx_detail {
 
+// The graph as data flow. A tensor's root is where its values come from through the plumbing
+// (Reshape, Flatten, Transpose, Dropout, Identity, Squeeze, Unsqueeze, Cast, Gather pass their input 0
+// on): the graph input (root_input), a node that computes from it (its index in graph.node: each
+// non-plumbing node reading data, and each Concat of data, a concatenate's join), a constant
+// (root_constant: initializers, Constant nodes, what is computed from them alone) or a shape
+// (root_shape: Shape's output and what is computed from it). Every node that computes from the
+// input must be matched by a layer; the others are plumbing.
+inline constexpr int root_input = -1, root_constant = -2, root_shape = -3;
+
 struct graph_view {
   std::map<std::string, const onnx::TensorProto*, std::less<>> init;
-  std::vector<const onnx::NodeProto*> compute;  // computing nodes, in graph order
-  std::vector<int> compute_index;               // their indices in graph.node (from 0)
-  std::vector<std::int64_t> input_dims;         // the graph input's dims (-1: symbolic)
+  std::vector<const onnx::NodeProto*> nodes;     // graph.node, in file order
+  std::vector<char> computes;                    // nodes[i] computes from the input (a layer must match it)
+  std::map<std::string, int, std::less<>> root;  // each tensor's root (above)
+  std::map<int, std::vector<int>> readers;       // a root -> the computing nodes reading it, in file order
+  std::string input_name;                        // the graph input
+  std::vector<std::int64_t> input_dims;          // the graph input's dims (-1: symbolic)
 
+  int index_of(const onnx::NodeProto& n) const {
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      if (nodes[i] == &n) return int(i);
+    return -1;
+  }
   // "Gemm '/fc1/Gemm' (node 3)": the op, the name and the index in graph.node
   std::string name_of(const onnx::NodeProto& n) const {
     std::string s = printable(n.op_type(), 80) + " '" + printable(n.name(), 80) + "'";
-    for (std::size_t i = 0; i < compute.size(); ++i)
-      if (compute[i] == &n) return s + " (node " + std::to_string(compute_index[i]) + ")";
-    return s;
+    const int i = index_of(n);
+    return i < 0 ? s : s + " (node " + std::to_string(i) + ")";
+  }
+  int root_of(const std::string& tensor) const {
+    if (tensor.empty()) return root_shape;
+    const auto it = root.find(tensor);
+    return it == root.end() ? root_shape : it->second;
+  }
+  // "the graph input 'input'", "the output of Gemm 'g' (node 3)", "a constant", "a shape"
+  std::string describe(int r) const {
+    if (r == root_input) return "the graph input '" + printable(input_name, 80) + "'";
+    if (r == root_constant) return "a constant";
+    if (r < 0) return "a tensor's shape";
+    return "the output of " + name_of(*nodes[std::size_t(r)]);
   }
 };
 
@@ -95,28 +134,77 @@ inline std::string list_str(const std::vector<std::int64_t>& d) {
   return s + "]";
 }
 
-// Reads the graph: initializers (and Constant nodes' tensors), the computing nodes.
+// Reads the graph: initializers (and Constant nodes' tensors), the graph input, each tensor's root and
+// each root's readers. As ONNX requires, each tensor is made once (by one node, initializer or graph
+// input) and the nodes are in topological order: each reads only tensors made before it (so there is
+// no cycle); a node that does not is an io_error naming it and the tensor.
 inline graph_view view_of(const onnx::GraphProto& g, const std::filesystem::path& path) {
   graph_view v;
   for (const auto& t : g.initializer()) v.init[t.name()] = &t;
-  for (int i = 0; i < g.node_size(); ++i) {
-    const onnx::NodeProto& n = g.node(i);
-    if (n.op_type() == "Constant") {
-      if (const auto* a = attr(n, "value"); a && a->type() == onnx::AttributeProto::TENSOR && n.output_size() == 1)
-        v.init[n.output(0)] = &a->t();
-      continue;
-    }
-    if (is_plumbing(n.op_type())) continue;
-    v.compute.push_back(&n);
-    v.compute_index.push_back(i);
-  }
   for (const auto& in : g.input()) {
     if (v.init.count(in.name())) continue;  // old exporters list initializers as inputs
+    v.input_name = in.name();
     for (const auto& d : in.type().tensor_type().shape().dim())
       v.input_dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
     break;
   }
   if (v.input_dims.empty()) throw io_error("import_onnx", path, "the graph has no input");
+  for (const auto& n : g.node()) v.nodes.push_back(&n);
+  v.computes.assign(v.nodes.size(), 0);
+  auto fail = [&](const std::string& what) { throw io_error("import_onnx", path, what); };
+  // who makes each tensor: a graph input or initializer (-1), else the first node listing it as an output
+  std::map<std::string, int, std::less<>> maker;
+  for (const auto& in : g.input()) maker.emplace(in.name(), -1);
+  for (const auto& t : g.initializer()) maker.emplace(t.name(), -1);
+  for (std::size_t i = 0; i < v.nodes.size(); ++i)
+    for (const auto& o : v.nodes[i]->output()) {
+      if (o.empty()) continue;
+      const auto [it, fresh] = maker.emplace(o, int(i));
+      if (!fresh)
+        fail(v.name_of(*v.nodes[i]) + " makes '" + printable(o, 80) + "', which " +
+             (it->second < 0 ? std::string("is a graph input or initializer")
+                             : v.name_of(*v.nodes[std::size_t(it->second)]) + " makes too") +
+             " (each tensor is made once)");
+    }
+  for (const auto& t : g.initializer()) v.root[t.name()] = root_constant;
+  for (const auto& in : g.input())
+    if (!v.init.count(in.name())) v.root[in.name()] = in.name() == v.input_name ? root_input : root_shape;
+  for (std::size_t i = 0; i < v.nodes.size(); ++i) {
+    const onnx::NodeProto& n = *v.nodes[i];
+    bool data = false, shape = false;
+    for (const auto& in : n.input()) {
+      if (in.empty()) continue;
+      const auto it = v.root.find(in);
+      if (it == v.root.end()) {
+        const auto m = maker.find(in);
+        if (m == maker.end())
+          fail(v.name_of(n) + " reads '" + printable(in, 80) + "', which no node, initializer or graph input makes");
+        fail(v.name_of(n) + " reads '" + printable(in, 80) + "', which " + v.name_of(*v.nodes[std::size_t(m->second)]) +
+             " makes after it: the nodes are not in topological order (or form a cycle)");
+      }
+      data = data || it->second >= root_input;
+      shape = shape || it->second == root_shape;
+    }
+    const std::string& op = n.op_type();
+    const bool passes = is_plumbing(op) && op != "Constant" && op != "Shape" && op != "Concat";
+    if (op == "Constant") {
+      if (const auto* a = attr(n, "value"); a && a->type() == onnx::AttributeProto::TENSOR && n.output_size() == 1)
+        v.init[n.output(0)] = &a->t();
+    }
+    if (data && !passes && op != "Shape") v.computes[i] = 1;
+    for (int o = 0; o < n.output_size(); ++o) {
+      if (n.output(o).empty()) continue;
+      int r = shape || op == "Shape" ? root_shape : root_constant;
+      if (passes && o == 0) r = n.input_size() > 0 ? v.root_of(n.input(0)) : root_constant;
+      else if (v.computes[i]) r = int(i);
+      v.root[n.output(o)] = r;
+    }
+    if (v.computes[i])
+      for (const auto& in : n.input()) {
+        auto& rd = v.readers[v.root_of(in)];
+        if (rd.empty() || rd.back() != int(i)) rd.push_back(int(i));
+      }
+  }
   return v;
 }
 
@@ -211,11 +299,31 @@ struct qdq_importer {
         ops.push_back(&n);
     }
   }
-  // the next Gemm, Conv or MaxPool, which must be `op`
+  // the next Gemm, Conv or MaxPool, which must be `op` and compute from the previous one's output (or the
+  // graph input): its input 0 traced back through other nodes' inputs 0 (Q/DQ pairs, Transposes,
+  // Reshapes, the activation) must reach that node
   const onnx::NodeProto& take(const char* op) {
     if (next >= ops.size()) fail(std::string("the graph has no more Gemm, Conv or MaxPool nodes; this layer needs ") + op);
     const onnx::NodeProto& n = *ops[next];
     if (n.op_type() != op) fail("the graph's next node is " + name_of(n) + "; this layer needs " + op);
+    const onnx::NodeProto* want = next > 0 ? ops[next - 1] : nullptr;
+    const onnx::NodeProto* from = nullptr;  // the Gemm, Conv or pool (or null: the graph input) n reads
+    std::string t = n.input_size() > 0 ? n.input(0) : std::string();
+    for (std::size_t hops = 0; hops <= gv.nodes.size(); ++hops) {
+      const auto it = producer.find(t);
+      if (it == producer.end()) break;
+      if (std::find(ops.begin(), ops.end(), it->second) != ops.end()) {
+        from = it->second;
+        break;
+      }
+      if (it->second->input_size() < 1) break;
+      t = it->second->input(0);
+    }
+    const bool input = !from && gv.root_of(t) == root_input;
+    if (from != want || (!want && !input))
+      fail(gv.name_of(n) + " reads " +
+           (from ? "the output of " + gv.name_of(*from) : input ? "the graph input" : "'" + printable(t, 80) + "'") +
+           "; this layer's input is " + (want ? "the output of " + gv.name_of(*want) : "the graph input"));
     ++next;
     return n;
   }
@@ -270,15 +378,72 @@ struct qdq_importer {
   }
 };
 
-// Walks the computing nodes against the layers.
+// <0, 0, >0 as a is before, the same as, after b, digit runs compared as numbers ("b2" < "b10").
+inline int natural_compare(std::string_view a, std::string_view b) {
+  std::size_t i = 0, j = 0;
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      std::size_t i0 = i, j0 = j;
+      while (i0 < a.size() && a[i0] == '0') ++i0;  // leading zeros
+      while (j0 < b.size() && b[j0] == '0') ++j0;
+      std::size_t i1 = i0, j1 = j0;
+      while (i1 < a.size() && digit(a[i1])) ++i1;
+      while (j1 < b.size() && digit(b[j1])) ++j1;
+      if (i1 - i0 != j1 - j0) return i1 - i0 < j1 - j0 ? -1 : 1;
+      if (const int c = a.substr(i0, i1 - i0).compare(b.substr(j0, j1 - j0)); c != 0) return c;
+      i = i1;
+      j = j1;
+    } else {
+      if (a[i] != b[j]) return (unsigned char)a[i] < (unsigned char)b[j] ? -1 : 1;
+      ++i;
+      ++j;
+    }
+  }
+  return (i < a.size()) - (j < b.size());
+}
+
+// Walks the graph's data flow from its input against the layers: each layer takes the nodes that
+// compute from the tensor the previous one made (cur), whatever their order in the file. Where
+// several nodes could be a layer's (branches that start alike), each is a choice point: an attempt
+// that fails is made again with the next choice (a depth-first search, replayed from the start).
 struct matcher {
   const graph_view& gv;
   const std::filesystem::path& path;
   std::int64_t opset = 17;
-  std::size_t next = 0;
-  std::string where;  // "layer 2 (dense<10>)"
+  std::string where{};            // "layer 2 (dense<10>)"
+  std::string child{};            // inside a graph layer, the child's path ("0.1", a dag's "b")
+  int cur = root_input;           // the root of what the next layer reads
+  std::vector<char> taken{};      // the computing nodes matched so far (by index in graph.node)
+  std::size_t taken_count = 0;
+  std::vector<std::size_t> pick{}, options{};  // each choice point of this attempt: the candidate taken, of how many
+  std::size_t depth = 0;                 // the choice points passed in this attempt
+  bool in_order = true;   // a join's Add must read the sum so far as its input 0 (export_onnx's order)
+  bool swapped = false;   // an attempt failed only on that order
 
-  [[noreturn]] void fail(const std::string& what) const { throw io_error("import_onnx", path, where + ": " + what); }
+  void restart() {
+    cur = root_input;
+    taken.assign(gv.nodes.size(), 0);
+    taken_count = 0;
+    child.clear();
+    depth = 0;
+  }
+  // After a failed attempt: the next untried choice, the last choice point's first; false when none is left.
+  bool next_choice() {
+    pick.resize(std::min(depth, pick.size()));
+    options.resize(pick.size());
+    while (!pick.empty() && pick.back() + 1 >= options.back()) {
+      pick.pop_back();
+      options.pop_back();
+    }
+    if (pick.empty()) return false;
+    ++pick.back();
+    return true;
+  }
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw io_error("import_onnx", path, where + (child.empty() ? "" : ", child " + child) + ": " + what);
+  }
   std::string node_name(const onnx::NodeProto& n) const { return gv.name_of(n); }
 
   // A node's attribute of the type ONNX defines for it, or dflt when absent.
@@ -318,15 +483,125 @@ struct matcher {
     return {a->floats().begin(), a->floats().end()};
   }
 
-  const onnx::NodeProto& take(std::string_view op, std::string_view alt = {}) {
-    if (next >= gv.compute.size())
-      fail("the graph has no more computing nodes; this layer needs " + std::string(op));
-    const onnx::NodeProto& n = *gv.compute[next];
-    if (n.op_type() != op && (alt.empty() || n.op_type() != alt))
-      fail("the graph's next node is " + node_name(n) + "; this layer needs " + std::string(op) +
-           (alt.empty() ? "" : " or " + std::string(alt)));
-    ++next;
+  // The untaken computing nodes reading root r (at their input 0, or with `any` at any input) whose op is op or alt.
+  std::vector<int> readers_of(int r, std::string_view op, std::string_view alt = {}, bool any = false) const {
+    std::vector<int> c;
+    const auto it = gv.readers.find(r);
+    if (it == gv.readers.end()) return c;
+    for (int i : it->second) {
+      const auto& n = *gv.nodes[std::size_t(i)];
+      if (taken[std::size_t(i)] || (n.op_type() != op && (alt.empty() || n.op_type() != alt))) continue;
+      if (!any && (n.input_size() < 1 || gv.root_of(n.input(0)) != r)) continue;
+      c.push_back(i);
+    }
+    return c;
+  }
+  // One of the candidates c, marked taken (cur: its output); a choice point when there are several, tried
+  // in the natural order of their names ("b2" before "b10"; export_onnx numbers its nodes in the order of
+  // the layers), then by index: an order that does not depend on the nodes' order in the file.
+  const onnx::NodeProto& choose(std::vector<int> c) {
+    std::size_t k = 0;
+    if (c.size() > 1) {
+      std::sort(c.begin(), c.end(), [&](int a, int b) {
+        const int o = natural_compare(gv.nodes[std::size_t(a)]->name(), gv.nodes[std::size_t(b)]->name());
+        return o != 0 ? o < 0 : a < b;
+      });
+      if (depth == pick.size()) {
+        pick.push_back(0);
+        options.push_back(c.size());
+      }
+      k = std::min(pick[depth++], c.size() - 1);
+    }
+    taken[std::size_t(c[k])] = 1;
+    ++taken_count;
+    cur = c[k];
+    return *gv.nodes[std::size_t(c[k])];
+  }
+  // The node computing from cur (its input 0; with `any`, any input) with op `op` (or `alt`); cur: its output.
+  const onnx::NodeProto& take(std::string_view op, std::string_view alt = {}, bool any = false) {
+    const std::string needs = std::string(op) + (alt.empty() ? "" : " or " + std::string(alt));
+    const auto c = readers_of(cur, op, alt, any);
+    if (c.empty()) {
+      if (const auto it = gv.readers.find(cur); it != gv.readers.end())
+        for (int i : it->second) {
+          if (taken[std::size_t(i)]) continue;
+          const auto& n = *gv.nodes[std::size_t(i)];
+          if (n.op_type() == op || (!alt.empty() && n.op_type() == alt))
+            fail(node_name(n) + " reads " + gv.describe(cur) + " as another input than its first; this layer's " +
+                 needs + " reads it as its input 0");
+          fail("the graph's next node is " + node_name(n) + "; this layer needs " + needs);
+        }
+      fail("the graph computes nothing more from " + gv.describe(cur) + "; this layer needs " + needs);
+    }
+    return choose(c);
+  }
+  // The Add adding a and b, in either order (Add is commutative); `what` says what they are. cur: its output.
+  const onnx::NodeProto& take_add(int a, int b, const std::string& what) {
+    auto c = readers_of(a, "Add", {}, true);
+    for (int i : readers_of(b, "Add", {}, true))
+      if (std::find(c.begin(), c.end(), i) == c.end()) c.push_back(i);
+    std::sort(c.begin(), c.end());
+    if (c.empty())
+      fail("no Add reads " + gv.describe(a) + " or " + gv.describe(b) + "; this layer adds them (" + what + ")");
+    const auto& n = choose(c);
+    if (n.input_size() != 2)
+      fail(node_name(n) + " has " + std::to_string(n.input_size()) + " inputs; this layer adds 2 (" + what + ")");
+    const int x = gv.root_of(n.input(0)), y = gv.root_of(n.input(1));
+    if (in_order && x == b && y == a && a != b) {
+      swapped = true;
+      fail(node_name(n) + " adds its operands in the other order (tried again without that order)");
+    }
+    if (!((x == a && y == b) || (x == b && y == a)))
+      fail(node_name(n) + " adds " + gv.describe(x) + " and " + gv.describe(y) + "; this layer adds " + gv.describe(a) +
+           " and " + gv.describe(b) + " (" + what + ")");
     return n;
+  }
+  // The Concat joining ins in this order along `axis` of rank-`rank` data (batch axis included; ONNX's
+  // negative axes counted from the end); what[k] says what ins[k] is. cur: its output.
+  const onnx::NodeProto& take_concat(const std::vector<int>& ins, const std::vector<std::string>& what,
+                                     std::int64_t axis, std::int64_t rank) {
+    std::vector<int> c;
+    for (int r : ins)
+      for (int i : readers_of(r, "Concat", {}, true))
+        if (std::find(c.begin(), c.end(), i) == c.end()) c.push_back(i);
+    std::sort(c.begin(), c.end());
+    if (c.empty()) fail("no Concat reads " + gv.describe(ins[0]) + " (" + what[0] + "); this layer concatenates it");
+    const auto& n = choose(c);
+    if (std::size_t(n.input_size()) != ins.size())
+      fail(node_name(n) + " joins " + std::to_string(n.input_size()) + " tensors; this layer joins " +
+           std::to_string(ins.size()));
+    for (std::size_t k = 0; k < ins.size(); ++k)
+      if (const int r = gv.root_of(n.input(int(k))); r != ins[k])
+        fail(node_name(n) + "'s input " + std::to_string(k) + " is " + gv.describe(r) + "; this layer's is " +
+             gv.describe(ins[k]) + " (" + what[k] + ")");
+    const auto* a = typed_attr(n, "axis", onnx::AttributeProto::INT);
+    if (!a) fail(node_name(n) + " has no axis (ONNX requires one)");
+    const std::int64_t given = a->i();
+    if (given < -rank || given >= rank)
+      fail(node_name(n) + " has axis " + std::to_string(given) + ", outside [" + std::to_string(-rank) + ", " +
+           std::to_string(rank - 1) + "] for its rank-" + std::to_string(rank) + " inputs");
+    if (const std::int64_t at = given < 0 ? given + rank : given; at != axis)
+      fail(node_name(n) + " joins along axis " + std::to_string(given) +
+           (given < 0 ? " (" + std::to_string(at) + ")" : std::string()) + " of rank-" + std::to_string(rank) +
+           " data (batch first); this layer along axis " + std::to_string(axis));
+    return n;
+  }
+  // After the last layer: every node computing from the input was matched, and the graph's outputs are cur.
+  void finish(const onnx::GraphProto& g) {
+    for (std::size_t i = 0; i < gv.nodes.size(); ++i) {
+      if (!gv.computes[i] || taken[i]) continue;
+      const auto& n = *gv.nodes[i];
+      int from = root_constant;
+      for (const auto& in : n.input())
+        if (const int r = gv.root_of(in); r >= root_input && (from < root_input || r == cur)) from = r;
+      if (from == cur) fail("the graph goes on with " + node_name(n) + "; this network ends here");
+      fail("the graph computes " + node_name(n) + " from " + gv.describe(from) + "; this network does not");
+    }
+    if (g.output_size() == 0) fail("the graph has no output");
+    for (const auto& o : g.output())
+      if (const int r = gv.root_of(o.name()); r != cur)
+        fail("the graph's output '" + printable(o.name(), 80) + "' is " + gv.describe(r) + "; this network's is " +
+             gv.describe(cur));
   }
   const onnx::TensorProto& tensor(const onnx::NodeProto& n, int input, const char* what) {
     if (n.input_size() <= input || n.input(input).empty()) fail(node_name(n) + " has no " + what);
@@ -497,11 +772,19 @@ void match_recurrent(matcher& mt, var_map& v, const std::string& p) {
     direction(0, "forward_");
     direction(1, "backward_");
     using M = typename Bidi::M;
-    if constexpr (std::is_same_v<M, merge::sum>) mt.take("Add");
-    if constexpr (std::is_same_v<M, merge::mul>) mt.take("Mul");
+    // the merge reads both directions of the recurrent node's output
+    auto merge = [&](const char* m) {
+      const int y = mt.cur;
+      const auto& a = mt.take(m);
+      if (a.input_size() != 2 || mt.gv.root_of(a.input(1)) != y)
+        mt.fail(mt.node_name(a) + " does not merge the two directions of " + mt.gv.describe(y) +
+                " (bidirectional's merge)");
+    };
+    if constexpr (std::is_same_v<M, merge::sum>) merge("Add");
+    if constexpr (std::is_same_v<M, merge::mul>) merge("Mul");
     if constexpr (std::is_same_v<M, merge::ave>) {
-      mt.take("Add");
-      const auto& h = mt.take("Mul");
+      merge("Add");
+      const auto& h = mt.take("Mul", {}, true);
       const int which = h.input_size() > 1 && mt.gv.init.count(h.input(1)) ? 1 : 0;
       const auto half = mt.values(h, which, "factor", {}, "average's factor");
       if (half.size() != 1 || half[0] != 0.5f)
@@ -538,13 +821,22 @@ void match_layer(matcher& mt, var_map& v, const std::string& p) {
     } else {
       v[p + "kernel"] = mt.values(n, 1, "weight", {K, N}, "kernel");
       v[p + "bias"] = std::vector<float>(std::size_t(N), 0.f);
-      if (mt.next < mt.gv.compute.size() && mt.gv.compute[mt.next]->op_type() == "Add") {
-        const auto& a = *mt.gv.compute[mt.next++];
+      // an Add reading the MatMul's output and a constant (not a join's Add, of two computed tensors) adds the bias
+      const int mm = mt.cur;
+      auto c = mt.readers_of(mm, "Add", {}, true);
+      std::erase_if(c, [&](int i) {
+        const auto& a = *mt.gv.nodes[std::size_t(i)];
+        return a.input_size() == 2 && !mt.gv.init.count(a.input(0)) && !mt.gv.init.count(a.input(1));
+      });
+      if (!c.empty()) {
+        const auto& a = mt.choose(c);
         if (a.input_size() != 2)
           mt.fail(mt.node_name(a) + " has " + std::to_string(a.input_size()) +
                   " inputs; an Add after MatMul adds the bias to its output: 2");
         const int which = mt.gv.init.count(a.input(1)) ? 1 : 0;
         v[p + "bias"] = mt.values(a, which, "bias", {N}, "bias");
+        if (const int r = mt.gv.root_of(a.input(1 - which)); r != mm)
+          mt.fail(mt.node_name(a) + " adds its bias to " + mt.gv.describe(r) + ", not to " + mt.gv.describe(mm));
       }
     }
     mt.activation<typename L::Act>(2);
@@ -597,20 +889,69 @@ void match_layer(matcher& mt, var_map& v, const std::string& p) {
   } else if constexpr (is_a<L, layer_kind::bidirectional>) {
     match_recurrent<typename L::Fwd, L>(mt, v, p);
   } else if constexpr (is_a<L, layer_kind::graph> && requires { L::is_dag; }) {
-    // a dag as export_onnx writes it: its nodes in order, a layer node's nodes, an add join's Add
-    // per input after the first; Concat is plumbing (which tensors a node reads is not checked)
+    // a dag: each node from the tensors it reads (x for "in"): a layer node's nodes from its input, an add
+    // join's Adds (one per input after the first, each adding the next input to the sum so far), a concat
+    // join's Concat of its inputs in order along its axis
+    using table = typename L::table;
+    const int x = mt.cur;
+    std::array<int, L::n> outs{};
+    auto src = [&](std::size_t r) { return table::src[r] == table::input ? x : outs[table::src[r]]; };
+    auto label = [&](std::size_t r) {
+      return table::src[r] == table::input ? std::string("the dag's input")
+                                           : "node '" + std::string(table::names[table::src[r]]) + "''s output";
+    };
     L::forwarded::each([&]<std::size_t K, class C>() {
-      constexpr std::size_t m = L::table::first[K + 1] - L::table::first[K];
-      if constexpr (!is_a<C, layer_kind::dag_join>) match_layer<C>(mt, v, p + std::string(L::table::names[K]) + ".");
-      else if constexpr (!C::concat)
-        for (std::size_t q = 1; q < m; ++q) mt.take("Add");
+      constexpr std::size_t r0 = table::first[K], m = table::first[K + 1] - r0;
+      const std::string id(table::names[K]);
+      mt.child = p + id;
+      mt.cur = src(r0);
+      if constexpr (is_a<C, layer_kind::dag_join>) {
+        if constexpr (C::concat) {
+          std::vector<int> in;
+          std::vector<std::string> what;
+          for (std::size_t q = 0; q < m; ++q) {
+            in.push_back(src(r0 + q));
+            what.push_back(label(r0 + q) + ", input " + std::to_string(q) + " of node '" + id + "'");
+          }
+          mt.take_concat(in, what, std::int64_t(C::axis) + 1, std::int64_t(C::out_shape::rank) + 1);
+        } else {
+          for (std::size_t q = 1; q < m; ++q)
+            mt.take_add(mt.cur, src(r0 + q),
+                        "node '" + id + "': the sum of its inputs before input " + std::to_string(q) + ", and " +
+                            label(r0 + q));
+        }
+      } else {
+        match_layer<C>(mt, v, p + id + ".");
+      }
+      outs[K] = mt.cur;
     });
+    mt.child = p.empty() ? std::string() : p.substr(0, p.size() - 1);
+    mt.cur = outs[L::n - 1];
   } else if constexpr (is_a<L, layer_kind::graph>) {
-    // a graph layer as export_onnx writes it: each child's nodes in turn (each branch from the
-    // same input), then for add (and residual) one Add per branch after the first; Concat is plumbing
-    L::forwarded::each([&]<std::size_t K, class C>() { match_layer<C>(mt, v, p + std::to_string(K) + "."); });
-    if constexpr (is_parallel<L> && !requires { L::axis; })
-      for (std::size_t k = 1; k < L::n; ++k) mt.take("Add");
+    // a graph layer: each child's nodes in turn (each branch from the block's input); then for add (and
+    // residual) one Add per branch after the first, adding that branch's output to the sum so far, or
+    // concatenate's Concat of the branches' outputs in order along its axis
+    const int x = mt.cur;
+    std::vector<int> outs;
+    L::forwarded::each([&]<std::size_t K, class C>() {
+      if constexpr (is_parallel<L>) mt.cur = x;
+      mt.child = p + std::to_string(K);
+      match_layer<C>(mt, v, p + std::to_string(K) + ".");
+      outs.push_back(mt.cur);
+    });
+    mt.child = p.empty() ? std::string() : p.substr(0, p.size() - 1);
+    if constexpr (is_parallel<L> && requires { L::axis; }) {
+      std::vector<std::string> what;
+      for (std::size_t k = 0; k < outs.size(); ++k) what.push_back("child " + p + std::to_string(k) + "'s output");
+      mt.take_concat(outs, what, std::int64_t(L::axis) + 1, std::int64_t(L::out_shape::rank) + 1);
+    } else if constexpr (is_parallel<L>) {
+      mt.cur = outs[0];
+      for (std::size_t k = 1; k < outs.size(); ++k)
+        mt.take_add(mt.cur, outs[k],
+                    (k == 1 ? "child " + p + "0's output"
+                            : "the sum of children " + p + "0 to " + p + std::to_string(k - 1)) +
+                        ", and child " + p + std::to_string(k) + "'s output");
+    }
   } else if constexpr (is_a<L, layer_kind::masking> || is_a<L, layer_kind::embedding> ||
                        is_a<L, layer_kind::time_distributed>) {
     static_assert(!std::is_same_v<L, L>, "import_onnx: masking, embedding and time_distributed have no ONNX "
@@ -836,20 +1177,58 @@ void import_onnx(M& m, const std::filesystem::path& path) {
   matcher mt{gv, path};
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") mt.opset = o.version();
-  std::vector<std::map<std::string, std::vector<float>, std::less<>>> vars(MM::layer_count);
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (void)std::initializer_list<int>{(
-        [&] {
-          using L = ctnn::detail::type_at_t<I, typename MM::layers>;
-          mt.where = "layer " + std::to_string(I + 1) + " (" + L::name() + ")";
-          match_layer<L>(mt, vars[I], "");
-        }(),
-        0)...};  // a list, not a fold: clang nests a fold of N terms N deep (limit 256)
-  }(std::make_index_sequence<MM::layer_count>{});
-  if (mt.next < gv.compute.size()) {
-    mt.where = "after the last layer";
-    mt.fail("the graph goes on with " + mt.node_name(*gv.compute[mt.next]) + "; this network ends here");
+  // Attempts: the first takes the first candidate at each choice point (branches that start alike);
+  // a failed one is replayed with the next choice. The error reported is that of the attempt that
+  // matched the most nodes (the first of those).
+  // Attempts: the first takes the first candidate at each choice point (branches that start alike);
+  // a failed one is replayed with the next choice. First pass: each join's Add in export_onnx's order
+  // (the sum so far, then the next branch), so that branches alike pair with the same layers whatever the
+  // nodes' order; if an attempt failed on that order only, a second pass takes the Adds either way round.
+  // The error reported is that of the attempt (of the last pass) that matched the most nodes.
+  constexpr std::size_t max_attempts = 4096;
+  std::vector<std::map<std::string, std::vector<float>, std::less<>>> vars;
+  std::optional<io_error> best;
+  std::size_t best_taken = 0, attempts = 0;
+  bool matched = false;
+  for (int pass = 0; pass < 2 && !matched; ++pass) {
+    mt.in_order = pass == 0;
+    mt.pick.clear();
+    mt.options.clear();
+    best.reset();
+    best_taken = 0;
+    while (!matched) {
+      mt.restart();
+      vars.assign(MM::layer_count, {});
+      try {
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+          (void)std::initializer_list<int>{(
+              [&] {
+                using L = ctnn::detail::type_at_t<I, typename MM::layers>;
+                mt.where = "layer " + std::to_string(I + 1) + " (" + L::name() + ")";
+                mt.child.clear();
+                match_layer<L>(mt, vars[I], "");
+              }(),
+              0)...};  // a list, not a fold: clang nests a fold of N terms N deep (limit 256)
+        }(std::make_index_sequence<MM::layer_count>{});
+        mt.where = "after the last layer";
+        mt.child.clear();
+        mt.finish(model.graph());
+        matched = true;
+      } catch (const io_error& e) {
+        if (!best || mt.taken_count > best_taken) {
+          best.emplace(e);
+          best_taken = mt.taken_count;
+        }
+        if (++attempts == max_attempts)
+          throw io_error(std::string(best->what()) + " (after " + std::to_string(max_attempts) +
+                             " ways of pairing the graph's nodes with the layers)",
+                         path);
+        if (!mt.next_choice()) break;
+      }
+    }
+    if (!mt.swapped) break;
   }
+  if (!matched) throw *best;
   // everything matched and every variable has its values: copy
   m.for_each_variable([&](const variable_ref& r) {
     if (r.kind != role::parameter && r.kind != role::state) return;
