@@ -160,7 +160,9 @@ struct separable_conv2d {};  // ... and of separable_conv2d_layer
 }  // namespace layer_kind
 
 template <class Spec, Shape In, class P, class Backend>
-struct depthwise_conv2d_layer {
+struct depthwise_conv2d_layer
+    : detail::kernel_regularization<typename Spec::regularizer, Backend, typename P::compute_type,
+                                    Spec::kernel_height * Spec::kernel_width * dim_or<In, 2>() * Spec::depth_multiplier> {
   using kind = layer_kind::depthwise_conv2d;
   using spec = Spec;
   static constexpr std::size_t KH = Spec::kernel_height, KW = Spec::kernel_width, M = Spec::depth_multiplier;
@@ -175,6 +177,7 @@ struct depthwise_conv2d_layer {
   using in_shape = In;
   using out_shape = shape<geometry.oh, geometry.ow, C * M>;
   static constexpr std::size_t kernel_count = KH * KW * C * M;
+  static_assert(kernel_count == depthwise_conv2d_layer::regularized_count);
   static constexpr auto buffers = detail::with_regularizer_buffers<Reg>(
       std::array<buffer, 2>{buffer::parameter("kernel", {KH, KW, C, M}), buffer::parameter("bias", {C * M})});
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
@@ -197,24 +200,13 @@ struct depthwise_conv2d_layer {
     O::template depthwise_backward<geometry, M>(x, dy, s.params, s.grads, s.grads + kernel_count, dx, r.batch);
   }
 
-  static void add_penalty(layer_slot<T> s, step_scalars* sc) {
-    detail::add_regularizer_penalty<Reg, Backend>(s, kernel_count, sc);
-  }
-  static T penalty(layer_slot<T> s)
-    requires(Backend::memory::host_accessible)
-  {
-    step_scalars sc;
-    add_penalty(s, &sc);
-    return T(sc.penalty);
-  }
-  static std::string check_metadata(std::string_view, const std::byte* bytes) {
-    return detail::check_regularizer_metadata<Reg>(bytes);
-  }
-  static void add_penalty_gradient(layer_slot<T> s) { detail::add_regularizer_gradient<Reg, Backend>(s, kernel_count); }
 };
 
 template <class Spec, Shape In, class P, class Backend>
-struct separable_conv2d_layer {
+struct separable_conv2d_layer  // the regularizer on both kernels
+    : detail::kernel_regularization<typename Spec::regularizer, Backend, typename P::compute_type,
+                                    (Spec::kernel_height * Spec::kernel_width + Spec::filters) * dim_or<In, 2>() *
+                                        Spec::depth_multiplier> {
   using kind = layer_kind::separable_conv2d;
   using spec = Spec;
   static constexpr std::size_t F = Spec::filters, KH = Spec::kernel_height, KW = Spec::kernel_width,
@@ -232,6 +224,7 @@ struct separable_conv2d_layer {
   using out_shape = shape<geometry.oh, geometry.ow, F>;
   static constexpr std::size_t depthwise_count = KH * KW * CM, pointwise_count = CM * F;
   static constexpr std::size_t kernel_count = depthwise_count + pointwise_count;  // both kernels, then the bias
+  static_assert(kernel_count == separable_conv2d_layer::regularized_count);
   static constexpr auto buffers = detail::with_regularizer_buffers<Reg>(std::array<buffer, 4>{
       buffer::parameter("depthwise_kernel", {KH, KW, C, M}), buffer::parameter("pointwise_kernel", {1, 1, CM, F}),
       buffer::parameter("bias", {F}), buffer::cache("depthwise", positions * CM)});
@@ -263,20 +256,6 @@ struct separable_conv2d_layer {
                                                 r.batch);
   }
 
-  static void add_penalty(layer_slot<T> s, step_scalars* sc) {
-    detail::add_regularizer_penalty<Reg, Backend>(s, kernel_count, sc);
-  }
-  static T penalty(layer_slot<T> s)
-    requires(Backend::memory::host_accessible)
-  {
-    step_scalars sc;
-    add_penalty(s, &sc);
-    return T(sc.penalty);
-  }
-  static std::string check_metadata(std::string_view, const std::byte* bytes) {
-    return detail::check_regularizer_metadata<Reg>(bytes);
-  }
-  static void add_penalty_gradient(layer_slot<T> s) { detail::add_regularizer_gradient<Reg, Backend>(s, kernel_count); }
 };
 
 }  // namespace ctnn

@@ -24,10 +24,12 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "../backends/cpu/backend.hpp"
 #include "../core/backend.hpp"
+#include "../core/concepts.hpp"  // layer_slot
 #include "../core/format.hpp"
 #include "../core/plan.hpp"
 
@@ -149,6 +151,27 @@ std::string check_regularizer_metadata(const std::byte* bytes) {
   if constexpr (requires { Reg::check_factor(bytes); }) return Reg::check_factor(bytes);
   else return {};
 }
+
+// What a layer whose regularizer applies to its first KernelCount parameters (its kernel or
+// kernels) offers the model, as a base of the bound layer: add_penalty (the penalty added to the
+// step's scalars in Backend's memory; nothing waits), penalty (its value, on a host backend),
+// check_metadata (the run-time factor a weights file holds) and add_penalty_gradient.
+template <class Reg, class Backend, class T, std::size_t KernelCount>
+struct kernel_regularization {
+  static constexpr std::size_t regularized_count = KernelCount;
+  static void add_penalty(layer_slot<T> s, step_scalars* sc) { add_regularizer_penalty<Reg, Backend>(s, KernelCount, sc); }
+  static T penalty(layer_slot<T> s)
+    requires(Backend::memory::host_accessible)
+  {
+    step_scalars sc;
+    add_penalty(s, &sc);
+    return T(sc.penalty);
+  }
+  static std::string check_metadata(std::string_view, const std::byte* bytes) {
+    return check_regularizer_metadata<Reg>(bytes);
+  }
+  static void add_penalty_gradient(layer_slot<T> s) { add_regularizer_gradient<Reg, Backend>(s, KernelCount); }
+};
 }  // namespace detail
 
 // A regularizer: active, name(), and the templates add_penalty<B, T>(w, n, s) and
