@@ -14,6 +14,7 @@
 #include <exception>
 #include <filesystem>
 #include <string>
+#include <vector>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,11 +50,14 @@ xt::xtensor<float, S::rank + 1> random_inputs(std::size_t n, std::uint64_t seed)
 
 // Runs the model file with onnxruntime on x; false (after CTNN_SKIP) when python3,
 // numpy or onnxruntime are missing.
+// unoptimized: also without graph optimizations (QDQ nodes as written, no fused int8 kernels).
 template <std::size_t R>
-bool onnxruntime_predict(const fs::path& model_file, const auto& x, xt::xtensor<float, R>& y, const fs::path& dir) {
+bool onnxruntime_predict(const fs::path& model_file, const auto& x, xt::xtensor<float, R>& y, const fs::path& dir,
+                         xt::xtensor<float, R>* unoptimized = nullptr) {
   save_npy(dir / "x.npy", x);
   const std::string cmd = "python3 " CTNN_ONNX_TEST_DIR "/run_onnxruntime.py " + model_file.string() + " " +
-                          (dir / "x.npy").string() + " " + (dir / "y.npy").string();
+                          (dir / "x.npy").string() + " " + (dir / "y.npy").string() +
+                          (unoptimized ? " " + (dir / "y_noopt.npy").string() : "");
   const int rc = std::system(cmd.c_str());
   if (rc != 0 && WIFEXITED(rc) && (WEXITSTATUS(rc) == 3 || WEXITSTATUS(rc) == 127)) {
     MESSAGE("CTNN_SKIP: python3 with numpy and onnxruntime is not available (pip install onnxruntime)");
@@ -61,6 +65,7 @@ bool onnxruntime_predict(const fs::path& model_file, const auto& x, xt::xtensor<
   }
   REQUIRE(rc == 0);
   y = load_npy<float, R>(dir / "y.npy");
+  if (unoptimized) *unoptimized = load_npy<float, R>(dir / "y_noopt.npy");
   return true;
 }
 
@@ -70,6 +75,11 @@ inline double max_abs_diff(const auto& a, const auto& b) {
   auto i = a.begin();
   for (auto j = b.begin(); j != b.end(); ++i, ++j) d = std::max(d, std::abs(double(*i) - double(*j)));
   return d;
+}
+
+template <class M>
+std::vector<float> params(const M& m) {
+  return {m.parameters().begin(), m.parameters().end()};
 }
 
 }  // namespace ctnn::test::onnx_util
