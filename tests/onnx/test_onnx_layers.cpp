@@ -45,6 +45,13 @@ model<Net> trained(std::uint64_t seed) {
   return m;
 }
 
+onnx::TensorProto* initializer(onnx::ModelProto& m, const std::string& name) {
+  for (auto& t : *m.mutable_graph()->mutable_initializer())
+    if (t.name() == name) return &t;
+  FAIL("no initializer " << name);
+  return nullptr;
+}
+
 // a model's parameters and states, as bytes (bit for bit)
 template <class M>
 std::string variable_bytes(const M& m) {
@@ -160,7 +167,7 @@ TEST_CASE("import_onnx refuses another group, Pad's pads, Resize's mode, LayerNo
   auto b = make_model<resized>(1);
   {
     auto m = read_model(d.path / "resized.onnx");
-    auto* pads = m.mutable_graph()->mutable_initializer(0);
+    auto* pads = initializer(m, "layer1_pads");
     REQUIRE(pads->data_type() == onnx::TensorProto::INT64);
     pads->set_int64_data(1, 2);  // top: 2, not 1
     write_model(m, f);
@@ -193,4 +200,117 @@ TEST_CASE("import_onnx refuses another group, Pad's pads, Resize's mode, LayerNo
     CHECK(msg.ends_with(" normalises from axis 1 of rank-4 data (batch first); layer_normalization over the last "
                         "one (axis -1)"));
   }
+}
+
+TEST_CASE("import_onnx refuses a conv1d's other stride, a Resize's default coordinates and a pointwise Conv's group") {
+  temp_dir d("onnx_layers");
+  const fs::path f = d.path / "edited.onnx";
+  const std::string p = "import_onnx: " + f.string() + ": ";
+  {
+    auto a = trained<sequence, shape<12, 3>>(9);
+    export_onnx(a, d.path / "sequence.onnx");
+    auto m = read_model(d.path / "sequence.onnx");
+    attribute(node_of(m, "Conv"), "strides").set_ints(0, 1);
+    write_model(m, f);
+    auto b = make_model<sequence>(1);
+    const std::string msg = message_of([&] { import_onnx(b, f); });
+    CHECK(msg.starts_with(p + "layer 1 (conv1d<4, 3, 2, same, relu>): Conv 'layer1_conv_"));
+    CHECK(msg.ends_with(" has strides [1]; this layer's stride is 2"));
+  }
+  {
+    auto a = trained<resized, shape<5, 6, 2>>(7);
+    export_onnx(a, d.path / "resized.onnx");
+    auto m = read_model(d.path / "resized.onnx");
+    auto& r = node_of(m, "Resize");
+    auto* at = r.mutable_attribute();
+    for (int i = 0; i < at->size(); ++i)
+      if (at->Get(i).name() == "coordinate_transformation_mode") at->DeleteSubrange(i, 1);
+    write_model(m, f);
+    auto b = make_model<resized>(1);
+    const std::string msg = message_of([&] { import_onnx(b, f); });
+    CHECK(msg.starts_with(p + "layer 3 (up_sampling2d<2, 3>): Resize 'layer3_resize_"));
+    CHECK(msg.ends_with(" has coordinate_transformation_mode 'half_pixel' (the default); up_sampling2d's is "
+                        "'asymmetric'"));
+  }
+  {
+    auto a = trained<gray, shape<7, 7>>(5);
+    export_onnx(a, d.path / "gray.onnx");
+    auto m = read_model(d.path / "gray.onnx");
+    int convs = 0;
+    for (auto& n : *m.mutable_graph()->mutable_node())
+      if (n.op_type() == "Conv" && ++convs == 3) {  // the separable's pointwise one (export_onnx writes no group)
+        auto& a = attribute(n, "group");
+        a.set_type(onnx::AttributeProto::INT);
+        a.set_i(2);
+      }
+    write_model(m, f);
+    auto b = make_model<gray>(1);
+    const std::string msg = message_of([&] { import_onnx(b, f); });
+    CHECK(msg.starts_with(p + "layer 2 (separable_conv2d<5, 2, 2, 1, valid>): Conv 'layer2_pointwise_"));
+    CHECK(msg.ends_with(" has group 2; this layer's pointwise convolution has group 1"));
+  }
+}
+
+TEST_CASE("import_onnx reads other spellings of the same nodes: Pad and Resize by axes, LayerNormalization's axis "
+          "counted from the front, a zero bias on a separable depthwise Conv") {
+  temp_dir d("onnx_layers");
+  const fs::path f = d.path / "edited.onnx";
+  auto a = trained<resized, shape<5, 6, 2>>(7);
+  export_onnx(a, d.path / "resized.onnx");
+  auto m = read_model(d.path / "resized.onnx");
+  auto* g = m.mutable_graph();
+  // Pad: pads (top, left, bottom, right) for axes (1, 2), given as an int64 tensor (opset 18's axes input)
+  auto* pads = initializer(m, "layer1_pads");
+  pads->clear_int64_data();
+  for (std::int64_t v : {1, 0, 2, 3}) pads->add_int64_data(v);
+  pads->set_dims(0, 4);
+  auto* axes = g->add_initializer();
+  axes->set_name("pad_axes");
+  axes->set_data_type(onnx::TensorProto::INT64);
+  axes->add_dims(2);
+  axes->add_int64_data(1);
+  axes->add_int64_data(-2);
+  auto& pad = node_of(m, "Pad");
+  pad.add_input("");  // no constant_value
+  pad.add_input("pad_axes");
+  // Resize: scales (2, 3) for axes (1, 2)
+  auto& resize = node_of(m, "Resize");
+  auto* scales = initializer(m, resize.input(2));
+  scales->set_dims(0, 2);
+  const float sc[] = {2.f, 3.f};
+  scales->set_raw_data(std::string(reinterpret_cast<const char*>(sc), sizeof sc));
+  auto& ra = attribute(resize, "axes");
+  ra.set_type(onnx::AttributeProto::INTS);
+  ra.add_ints(1);
+  ra.add_ints(2);
+  // LayerNormalization over axis 3 of rank-4 data: the last one
+  attribute(node_of(m, "LayerNormalization"), "axis").set_i(3);
+  write_model(m, f);
+  auto b = make_model<resized>(100);
+  import_onnx(b, f);
+  CHECK(variable_bytes(b) == variable_bytes(a));
+
+  auto c = trained<mobile, shape<8, 8, 3>>(3);
+  export_onnx(c, d.path / "mobile.onnx");
+  auto n = read_model(d.path / "mobile.onnx");
+  for (auto& node : *n.mutable_graph()->mutable_node())
+    if (node.name().starts_with("layer3_depthwise")) {  // the separable's depthwise Conv: a bias of zeros
+      auto* z = n.mutable_graph()->add_initializer();
+      z->set_name("zero_bias");
+      z->set_data_type(onnx::TensorProto::FLOAT);
+      z->add_dims(6);  // C M = 6 x 1
+      for (int i = 0; i < 6; ++i) z->add_float_data(0.f);
+      node.add_input("zero_bias");
+    }
+  write_model(n, f);
+  auto e = make_model<mobile>(100);
+  import_onnx(e, f);
+  CHECK(variable_bytes(e) == variable_bytes(c));
+  // ... but not a nonzero one (ctnn's separable_conv2d has no bias before its pointwise step)
+  initializer(n, "zero_bias")->set_float_data(2, 0.5f);
+  write_model(n, f);
+  const std::string msg = message_of([&] { import_onnx(e, f); });
+  CHECK(msg.starts_with("import_onnx: " + f.string() + ": layer 3 (separable_conv2d<8, 3, 3, 2, same, 1, relu>): Conv "
+                        "'layer3_depthwise_"));
+  CHECK(msg.ends_with(" has a nonzero bias; separable_conv2d's depthwise step has none"));
 }
