@@ -252,7 +252,7 @@ TEST_CASE("import_onnx refuses a conv1d's other stride, a Resize's default coord
 }
 
 TEST_CASE("import_onnx reads other spellings of the same nodes: Pad and Resize by axes, LayerNormalization's axis "
-          "counted from the front, a zero bias on a separable depthwise Conv") {
+          "counted from the front, opset 10's Pad and Resize, a zero bias on a separable depthwise Conv") {
   temp_dir d("onnx_layers");
   const fs::path f = d.path / "edited.onnx";
   auto a = trained<resized, shape<5, 6, 2>>(7);
@@ -289,6 +289,27 @@ TEST_CASE("import_onnx reads other spellings of the same nodes: Pad and Resize b
   auto b = make_model<resized>(100);
   import_onnx(b, f);
   CHECK(variable_bytes(b) == variable_bytes(a));
+
+  // opset 10: Pad's pads as an attribute (Pad-2), Resize-10's (X, scales), nearest being asymmetric and floor
+  m = read_model(d.path / "resized.onnx");
+  for (auto& o : *m.mutable_opset_import())
+    if (o.domain().empty()) o.set_version(10);
+  auto& pad10 = node_of(m, "Pad");
+  const auto* pv = initializer(m, pad10.input(1));
+  auto& pa = attribute(pad10, "pads");
+  pa.set_type(onnx::AttributeProto::INTS);
+  for (auto v : pv->int64_data()) pa.add_ints(v);
+  pad10.mutable_input()->RemoveLast();
+  auto& r10 = node_of(m, "Resize");
+  r10.set_input(1, r10.input(2));
+  r10.mutable_input()->RemoveLast();
+  auto* ra10 = r10.mutable_attribute();
+  for (int i = ra10->size(); i-- > 0;)
+    if (ra10->Get(i).name() != "mode") ra10->DeleteSubrange(i, 1);
+  write_model(m, f);
+  auto b10 = make_model<resized>(101);
+  import_onnx(b10, f);
+  CHECK(variable_bytes(b10) == variable_bytes(a));
 
   auto c = trained<mobile, shape<8, 8, 3>>(3);
   export_onnx(c, d.path / "mobile.onnx");

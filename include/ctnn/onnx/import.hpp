@@ -14,7 +14,8 @@
 // LayerNormalization over the last axis (stash_type 1), zero_padding2d a constant Pad by zeros of
 // (0, top, left, 0, 0, bottom, right, 0) (input, attribute or opset 18's axes), up_sampling2d a
 // Resize with mode nearest, coordinate_transformation_mode asymmetric, nearest_mode floor and
-// scales [1, rows, cols, 1] (no sizes, no antialias), as export_onnx writes them. A graph layer's branches each start from the block's input;
+// scales [1, rows, cols, 1] (no sizes, no antialias), as export_onnx writes them (or Resize-10's
+// nearest: (X, scales), asymmetric and floor by definition). A graph layer's branches each start from the block's input;
 // its join is one Add per branch after the first (the sum so far and the next branch's output, in
 // either order) or one Concat of the branches' outputs in order along the layer's axis (ONNX's
 // negative axes normalised); a dag's nodes read the tensors of the nodes they name. Branches that
@@ -1059,8 +1060,10 @@ void match_layer(matcher& mt, var_map& v, const std::string& p) {
                 "; up_sampling2d's is '" + want + "'");
     };
     need("mode", "nearest", "nearest");
-    need("coordinate_transformation_mode", "half_pixel", "asymmetric");
-    need("nearest_mode", "round_prefer_floor", "floor");
+    if (mt.opset >= 11) {  // Resize-10's nearest is asymmetric, floor (ONNX's version converter to 11 says so)
+      need("coordinate_transformation_mode", "half_pixel", "asymmetric");
+      need("nearest_mode", "round_prefer_floor", "floor");
+    }
     if (mt.attr_i(n, "antialias", 0) != 0) mt.fail(nn + " antialiases; up_sampling2d does not");
     if (const auto k = mt.attr_s(n, "keep_aspect_ratio_policy", "stretch"); k != "stretch")
       mt.fail(nn + " has keep_aspect_ratio_policy '" + printable(k, 40) + "'; up_sampling2d's is 'stretch'");
