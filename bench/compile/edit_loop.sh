@@ -16,7 +16,8 @@
 #   compiled      $CXX $F -DCTNN_COMPILED_KERNELS -c PROGRAM
 #   pch+compiled  both
 # and links each object (with the kernels' object where it needs it); <ctnn/ctnn.hpp> alone
-# and bench/compile/static_only.cpp (a network type and static_asserts only), -c; and dlib's MLP
+# and bench/compile/static_only.cpp (a network type and static_asserts only) and static_network.cpp
+# (the same with <ctnn/network.hpp>), -c; and dlib's MLP
 # (bench/peers/dlib_mlp.cpp, -c only: Debian's libdlib-dev) when dlib is installed.
 # F = $CXXFLAGS (default -std=c++20 -O3 -march=native -DNDEBUG) -I include. Prints one line
 # per step (user seconds and peak KB of /usr/bin/time, the 1-minute load before it), then
@@ -87,6 +88,7 @@ for r in $(seq "$rounds"); do
   echo '#include <ctnn/ctnn.hpp>' > "$out/header_only.cpp"
   step "header:ctnn.hpp:compile" "$CXX" "${F[@]}" -c "$out/header_only.cpp" -o "$out/obj/header.o"
   step "static:types-only:compile" "$CXX" "${F[@]}" -c "$here/bench/compile/static_only.cpp" -o "$out/obj/static.o"
+  step "static:network.hpp:compile" "$CXX" "${F[@]}" -c "$here/bench/compile/static_network.cpp" -o "$out/obj/static_network.o"
   if [ $dlib = 1 ]; then
     step "dlib:mlp:compile" "$CXX" "${F[@]}" -c "$here/bench/peers/dlib_mlp.cpp" -o "$out/obj/dlib.o"
   fi
@@ -107,7 +109,8 @@ for p in sys.argv[2].split():
         ratio = f"{(c + l) / dlib:.2f}x" if dlib else "-"
         print(f"| {p} | {m} | {c + l:.2f} ({c:.2f} + {l:.2f}) | {kb:,.0f} | {ratio} |")
 for name, label in (("header:ctnn.hpp:compile", "`#include <ctnn/ctnn.hpp>` alone"),
-                    ("static:types-only:compile", "bench/compile/static_only.cpp (types, static_asserts)")):
+                    ("static:types-only:compile", "bench/compile/static_only.cpp (types, static_asserts)"),
+                    ("static:network.hpp:compile", "bench/compile/static_network.cpp (the same with <ctnn/network.hpp>)")):
     c = med(name, 1)
     if c is not None:
         ratio = f"{c / dlib:.2f}x" if dlib else "-"

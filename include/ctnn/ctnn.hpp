@@ -45,6 +45,7 @@
 #include "layers/conv2d.hpp"
 #include "layers/dag.hpp"
 #include "layers/dense.hpp"
+#include "layers/depthwise_conv2d.hpp"
 #include "layers/embedding.hpp"
 #include "layers/initializers.hpp"
 #include "layers/dropout.hpp"

@@ -148,6 +148,10 @@ namespace {
 using mlp = ctnn::sequential<ctnn::input<12>, ctnn::dense<16, ctnn::relu>, ctnn::dense<8, ctnn::tanh>, ctnn::dense<4>>;
 using cnn = ctnn::sequential<ctnn::input<8, 8, 2>, ctnn::conv2d<4, 3, 3, 1, ctnn::padding::same, ctnn::relu>, ctnn::max_pool2d<2>, ctnn::flatten,
                              ctnn::dense<5, ctnn::sigmoid>, ctnn::dense<3>>;
+// depthwise_conv2d and separable_conv2d (issue 29): the depthwise ops and the pointwise products
+using mobile = ctnn::sequential<ctnn::input<8, 8, 2>, ctnn::depthwise_conv2d<3, 3, 1, ctnn::padding::same, 2, ctnn::relu>,
+                                ctnn::separable_conv2d<4, 3, 3, 2, ctnn::padding::same, 1, ctnn::tanh>, ctnn::flatten,
+                                ctnn::dense<3>>;
 
 // Region r of a model's memory as float values on the host (a host view: core/backend.hpp).
 template <class M>
@@ -168,7 +172,7 @@ auto dataset(std::size_t n, std::uint32_t seed) {
 }
 }  // namespace
 
-TEST_CASE_TEMPLATE("a device model starts from the CPU model's bits and its forward and backward match", Net, mlp, cnn) {
+TEST_CASE_TEMPLATE("a device model starts from the CPU model's bits and its forward and backward match", Net, mlp, cnn, mobile) {
   CTNN_REQUIRE_DEVICE();
   auto cm = ctnn::make_model<Net>(3);
   auto gm = ctnn::make_model<Net, ctnn::precision::float32, dev>(3);
@@ -228,7 +232,7 @@ TEST_CASE_TEMPLATE("a uniform 16-bit model on the device predicts as the float C
   CHECK(e <= tol);
 }
 
-TEST_CASE_TEMPLATE("fit on the device follows the CPU fit (every optimizer, with_options' phases), with the same update count", Net, mlp, cnn) {
+TEST_CASE_TEMPLATE("fit on the device follows the CPU fit (every optimizer, with_options' phases), with the same update count", Net, mlp, cnn, mobile) {
   CTNN_REQUIRE_DEVICE();
   const auto data = dataset<Net>(100, 120).batch(16);  // 7 steps, the last of 4 samples
   const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};

@@ -502,6 +502,34 @@ TEST_CASE_TEMPLATE("zero padding and nearest up-sampling forward and backward ma
         [](const T* dy, T* dx) { G::up_sample_backward<up>(dy, dx, batch); }, up);
 }
 
+// depthwise_conv2d and separable_conv2d (issue 29): depthwise_forward / backward against ops<cpu<>> on the
+// same rounded values: depth multipliers 1 and 2, same padding and stride 2, with and without a bias
+TEST_CASE_TEMPLATE("the depthwise convolution forward and backward match the CPU", T, CTNN_STORAGE_TYPES) {
+  CTNN_REQUIRE_DEVICE();
+  constexpr std::size_t batch = 3;
+  constexpr ctnn::kernels::conv_geometry one = ctnn::window_geometry(7, 6, 20, 20, 3, 3, 1, ctnn::padding::same);
+  constexpr ctnn::kernels::conv_geometry two = ctnn::window_geometry(9, 8, 3, 6, 3, 2, 2, ctnn::padding::valid);
+  auto check = [&]<ctnn::kernels::conv_geometry Geo, std::size_t M>(bool bias) {
+    const auto x = rounded<T>(random_values(batch * Geo.in_size(), 80)), dz = rounded<T>(random_values(batch * Geo.out_size(), 81));
+    const auto w = rounded<T>(random_values(Geo.kh * Geo.kw * Geo.f, 82)), b = rounded<T>(random_values(Geo.f, 83));
+    std::vector<float> y(dz.size()), dw(w.size()), db(Geo.f), dx(x.size());
+    C_ops::depthwise_forward<Geo, M>(x.data(), w.data(), bias ? b.data() : nullptr, y.data(), batch);
+    C_ops::depthwise_backward<Geo, M>(x.data(), dz.data(), w.data(), dw.data(), bias ? db.data() : nullptr, dx.data(), batch);
+    auto gx = to_device<T>(x), gdz = to_device<T>(dz), gw = to_device<T>(w), gb = to_device<T>(b);
+    ctnn::device_buffer<T> gy(y.size()), gdw(dw.size()), gdb(Geo.f), gdx(dx.size());
+    G::depthwise_forward<Geo, M>(gx.data(), gw.data(), bias ? gb.data() : static_cast<const T*>(nullptr), gy.data(), batch);
+    G::depthwise_backward<Geo, M>(gx.data(), gdz.data(), gw.data(), gdw.data(), bias ? gdb.data() : static_cast<T*>(nullptr),
+                                  gdx.data(), batch);
+    CHECK_CLOSE(T, to_host(gy, y.size()), y);
+    CHECK_CLOSE(T, to_host(gdw, dw.size()), dw);
+    CHECK_CLOSE(T, to_host(gdx, dx.size()), dx);
+    if (bias) CHECK_CLOSE(T, to_host(gdb, Geo.f), db);
+  };
+  check.template operator()<one, 1>(true);
+  check.template operator()<one, 1>(false);
+  check.template operator()<two, 2>(true);
+}
+
 // ---- the sparse dense products of every layout (sparse_products.cuh) against ops<cpu<>> on the same packed index ----
 namespace {
 // Layer L (a sparse layout bound on cpu<>, float32) initialised on the host (its own init: a valid index),

@@ -209,6 +209,8 @@ struct ctnn::ops<sim::device> : ctnn::ops<ctnn::cpu<>> {
   SIM_DEVICE_OP(zero_pad_backward)
   SIM_DEVICE_OP(up_sample_forward)
   SIM_DEVICE_OP(up_sample_backward)
+  SIM_DEVICE_OP(depthwise_forward)
+  SIM_DEVICE_OP(depthwise_backward)
   SIM_DEVICE_OP(copy)
   SIM_DEVICE_OP(relu_forward)
   SIM_DEVICE_OP(relu_backward)

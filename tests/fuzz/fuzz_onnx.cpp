@@ -1,7 +1,9 @@
 // libFuzzer target: import_onnx (ctnn/onnx.hpp) on an arbitrary file, into a dense network (the shape of
 // tests/onnx/data/torch_mlp.onnx), a convolutional one (conv2d, batch_norm, both pools, dense with
-// leaky_relu and softmax), a recurrent one (ONNX's LSTM, RNN, a bidirectional GRU averaged) and one of
-// graph layers (residual with and without projection, concatenate, add, a dag: Add and Concat joins). A
+// leaky_relu and softmax), a recurrent one (ONNX's LSTM, RNN, a bidirectional GRU averaged), one of
+// graph layers (residual with and without projection, concatenate, add, a dag: Add and Concat joins) and
+// one of issue 29's layers (zero_padding2d, depthwise_conv2d, separable_conv2d, up_sampling2d,
+// layer_normalization, conv1d: Pad, grouped Conv, Resize, LayerNormalization, 1-D Conv). A
 // malformed model must throw io_error; anything else (a protobuf FatalException, a read out of bounds,
 // another exception type) is a bug, as is any sanitizer report or a run past -rss_limit_mb /
 // -malloc_limit_mb. Built only where ctnn::onnx exists. CTNN_FUZZ_VERBOSE=1 prints each io_error.
@@ -39,6 +41,9 @@ using graph =
                dag<node<"a", dense<4, relu>>, node<"b", dense<4>, "in">, node<"c", concatenate_join<-1>, "a", "b">,
                    node<"d", add_join, "a", "b">, node<"e", concatenate_join<-1>, "c", "d">>,
                dense<2>>;
+using layers = sequential<input<4, 4, 2>, zero_padding2d<1>, depthwise_conv2d<3, 3, 1, padding::same, 2, relu>,
+                          separable_conv2d<3, 3, 3, 2, padding::same>, up_sampling2d<2>, layer_normalization<>,
+                          reshape<36, 3>, conv1d<2, 3, 1, padding::valid, relu>, flatten, dense<2>>;
 
 // A file of this process's own, removed when it exits.
 const fs::path& file() {
@@ -65,8 +70,8 @@ onnx::ModelProto read(const fs::path& p) {
   return m;
 }
 
-// CTNN_FUZZ_WRITE_SEED=dir writes into dir: the four networks exported (rnn: LSTM, RNN, GRU nodes; graph:
-// Add and Concat joins), graph's nodes in another topological order with each Add's operands swapped
+// CTNN_FUZZ_WRITE_SEED=dir writes into dir: the five networks exported (rnn: LSTM, RNN, GRU nodes; graph:
+// Add and Concat joins; layers: Pad, grouped Conv, Resize, LayerNormalization), graph's nodes in another topological order with each Add's operands swapped
 // (graph_reordered), mlp's graph with its first Gemm split into MatMul + Add (TensorFlow's form), and
 // regress_add_one_input: that graph with an Add of one input, which import_onnx read past (a protobuf
 // FatalException under the asan build).
@@ -76,6 +81,7 @@ void write_seeds(const fs::path& out) {
   ctnn::export_onnx(ctnn::make_model<cnn>(2), out / "cnn");
   ctnn::export_onnx(ctnn::make_model<rnn>(3), out / "rnn");
   ctnn::export_onnx(ctnn::make_model<graph>(4), out / "graph");
+  ctnn::export_onnx(ctnn::make_model<layers>(5), out / "layers");
   {  // the latest ready node first (Kahn's algorithm): another valid order; Add's operands the other way round
     auto r = read(out / "graph");
     auto* g = r.mutable_graph();
@@ -145,9 +151,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static auto b = ctnn::make_model<cnn>(1);
   static auto c = ctnn::make_model<rnn>(1);
   static auto d = ctnn::make_model<graph>(1);
+  static auto e = ctnn::make_model<layers>(1);
   import_into(a);
   import_into(b);
   import_into(c);
   import_into(d);
+  import_into(e);
   return 0;
 }

@@ -75,3 +75,19 @@ TEST_CASE("gradcheck: the l1 and l1_l2 penalties of a conv2d kernel") {
   CHECK(gradcheck::check_penalty<conv_with<l1_l2<0.01f, 0.02f>>, shape<4, 4, 2>>() < tol);
   CHECK(gradcheck::check_penalty<conv_with<l2<0.03f>>, shape<4, 4, 2>>() < tol);
 }
+
+TEST_CASE("gradcheck: depthwise_conv2d and separable_conv2d (issue 29)") {
+  CHECK(gradcheck::check_layer<depthwise_conv2d<3, 3>, shape<6, 5, 3>>() < tol);
+  CHECK(gradcheck::check_layer<depthwise_conv2d<3, 3, 2, padding::same, 1, ctnn::tanh>, shape<7, 6, 4>>() < tol);
+  CHECK(gradcheck::check_layer<depthwise_conv2d<2, 3, 1, padding::same, 3, sigmoid>, shape<5, 4, 2>>({.batch = 3}) < tol);
+  CHECK(gradcheck::check_layer<depthwise_conv2d<3, 3>, shape<5, 5>>() < tol);  // rank 2: one channel
+  CHECK(gradcheck::check_layer<separable_conv2d<4, 3, 3>, shape<6, 6, 3>>() < tol);
+  CHECK(gradcheck::check_layer<separable_conv2d<3, 3, 2, 2, padding::same, 2, ctnn::tanh>, shape<7, 6, 2>>() < tol);
+  CHECK(gradcheck::check_layer<separable_conv2d<5, 1, 1, 1, padding::valid, 1, sigmoid>, shape<3, 4, 6>>({.batch = 3}) < tol);
+}
+
+TEST_CASE("gradcheck: the l2 penalty of a depthwise and of a separable kernel") {
+  CHECK(gradcheck::check_penalty<depthwise_conv2d<3, 3, 1, padding::valid, 2, identity, l2<0.03f>>, shape<5, 5, 2>>() < tol);
+  CHECK(gradcheck::check_penalty<separable_conv2d<3, 3, 3, 1, padding::valid, 1, identity, l1_l2<0.01f, 0.02f>>,
+                                 shape<5, 5, 2>>() < tol);
+}

@@ -1,6 +1,7 @@
 // activation.hpp: values of every activation, in dense and as layers.
 #include <doctest/doctest.h>
 
+#include <ctnn/backends/cpu/ops.hpp>  // the bound layers run on cpu<> (layer headers declare ops<B> only)
 #include <ctnn/layers/activation.hpp>
 
 #include <cmath>

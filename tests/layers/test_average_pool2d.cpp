@@ -2,6 +2,7 @@
 // forward/backward wiring.
 #include <doctest/doctest.h>
 
+#include <ctnn/backends/cpu/ops.hpp>  // the bound layers run on cpu<> (layer headers declare ops<B> only)
 #include <ctnn/layers/average_pool2d.hpp>
 
 #include <vector>

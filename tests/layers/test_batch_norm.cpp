@@ -2,6 +2,7 @@
 // statistics updated with the momentum and used at inference.
 #include <doctest/doctest.h>
 
+#include <ctnn/backends/cpu/ops.hpp>  // the bound layers run on cpu<> (layer headers declare ops<B> only)
 #include <ctnn/layers/batch_norm.hpp>
 
 #include <cmath>

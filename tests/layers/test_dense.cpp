@@ -1,6 +1,7 @@
 // dense.hpp: forward values by hand, Keras init, regularizer wiring.
 #include <doctest/doctest.h>
 
+#include <ctnn/backends/cpu/ops.hpp>  // the bound layers run on cpu<> (layer headers declare ops<B> only)
 #include <ctnn/layers/dense.hpp>
 
 #include <algorithm>

@@ -2,6 +2,7 @@
 // mask kept in the cache at training time, backward through the mask.
 #include <doctest/doctest.h>
 
+#include <ctnn/backends/cpu/ops.hpp>  // the bound layers run on cpu<> (layer headers declare ops<B> only)
 #include <ctnn/layers/dropout.hpp>
 
 #include <cstddef>

@@ -1,6 +1,7 @@
 // layers/global_average_pool.hpp: output shape<C> for rank-2 and rank-3 inputs, wiring.
 #include <doctest/doctest.h>
 
+#include <ctnn/backends/cpu/ops.hpp>  // the bound layers run on cpu<> (layer headers declare ops<B> only)
 #include <ctnn/layers/global_average_pool.hpp>
 
 #include <vector>

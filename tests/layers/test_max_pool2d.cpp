@@ -2,6 +2,7 @@
 // the Keras formulas, spec text, forward/backward wiring.
 #include <doctest/doctest.h>
 
+#include <ctnn/backends/cpu/ops.hpp>  // the bound layers run on cpu<> (layer headers declare ops<B> only)
 #include <ctnn/layers/max_pool2d.hpp>
 
 #include <vector>

@@ -1,6 +1,7 @@
 // reshape.hpp (flatten, reshape) and input.hpp.
 #include <doctest/doctest.h>
 
+#include <ctnn/backends/cpu/ops.hpp>  // the bound layers run on cpu<> (layer headers declare ops<B> only)
 #include <ctnn/core/sequential.hpp>
 #include <ctnn/core/input.hpp>
 #include <ctnn/layers/reshape.hpp>

@@ -21,6 +21,8 @@
 #include <ctnn/train/fit.hpp>
 #include <ctnn/xtensor.hpp>  // predict on xtensor inputs (npy.hpp no longer brings it)
 
+#include "onnx/onnx_util.hpp"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -31,7 +33,7 @@
 #include <utility>
 
 using namespace ctnn;
-namespace fs = std::filesystem;
+using namespace ctnn::test::onnx_util;
 
 namespace {
 // every exported kind of layer: conv2d (same padding, relu), batch_norm, max_pool2d, average_pool2d with
@@ -57,29 +59,6 @@ using wired = sequential<input<6, 6, 2>,
 using small = sequential<input<7, 7>, conv2d<3, 3, 3, 2, padding::valid, sigmoid>, global_average_pool, dense<4>,
                          ctnn::tanh, dense<2>, softmax>;
 
-struct temp_dir {
-  fs::path path = fs::temp_directory_path() / ("ctnn_onnx_" + std::to_string(::getpid()));
-  temp_dir() { fs::create_directories(path); }
-  ~temp_dir() { fs::remove_all(path); }
-};
-
-std::string message_of(auto&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
-
-template <Shape S>
-xt::xtensor<float, S::rank + 1> random_inputs(std::size_t n, std::uint64_t seed) {
-  rng g(seed);
-  auto x = xtd::batch_tensor<float, S>(n);
-  for (auto& v : x) v = float(g.uniform(-1, 1));
-  return x;
-}
-
 // A few epochs of training on n random 6x6x2 inputs, so batch_norm's moving statistics and every weight have moved.
 template <class Net>
 model<Net> trained(std::uint64_t seed, std::size_t n, std::size_t batch, std::size_t ep) {
@@ -94,39 +73,6 @@ model<Net> trained(std::uint64_t seed, std::size_t n, std::size_t batch, std::si
 }
 model<cnn> trained_cnn() { return trained<cnn>(7, 64, 16, 3); }
 
-// Runs the model file with onnxruntime on x; false (after CTNN_SKIP) when python3,
-// numpy or onnxruntime are missing.
-// unoptimized: also without graph optimizations (QDQ nodes as written, no fused int8 kernels).
-template <std::size_t R>
-bool onnxruntime_predict(const fs::path& model_file, const auto& x, xt::xtensor<float, R>& y, const fs::path& dir,
-                         xt::xtensor<float, R>* unoptimized = nullptr) {
-  save_npy(dir / "x.npy", x);
-  const std::string cmd = "python3 " CTNN_ONNX_TEST_DIR "/run_onnxruntime.py " + model_file.string() + " " +
-                          (dir / "x.npy").string() + " " + (dir / "y.npy").string() +
-                          (unoptimized ? " " + (dir / "y_noopt.npy").string() : "");
-  const int rc = std::system(cmd.c_str());
-  if (rc != 0 && WIFEXITED(rc) && (WEXITSTATUS(rc) == 3 || WEXITSTATUS(rc) == 127)) {
-    MESSAGE("CTNN_SKIP: python3 with numpy and onnxruntime is not available (pip install onnxruntime)");
-    return false;
-  }
-  REQUIRE(rc == 0);
-  y = load_npy<float, R>(dir / "y.npy");
-  if (unoptimized) *unoptimized = load_npy<float, R>(dir / "y_noopt.npy");
-  return true;
-}
-
-double max_abs_diff(const auto& a, const auto& b) {
-  REQUIRE(a.size() == b.size());
-  double d = 0;
-  auto i = a.begin();
-  for (auto j = b.begin(); j != b.end(); ++i, ++j) d = std::max(d, std::abs(double(*i) - double(*j)));
-  return d;
-}
-
-template <class M>
-std::vector<float> params(const M& m) {
-  return {m.parameters().begin(), m.parameters().end()};
-}
 }  // namespace
 
 TEST_CASE("export_onnx: onnxruntime computes ctnn's predictions within 1e-5") {

@@ -169,6 +169,8 @@ concept has_loss_ops = requires(const float* x, float* y, const std::int32_t* la
 // or one float in B's memory), dropout_backward (dx = dy mask), layer_norm_forward / backward<C>
 // (layer_normalization: each row of C values by its own mean and variance), zero_pad_forward / backward
 // and up_sample_forward / backward<G> (zero_padding2d, up_sampling2d: G's pt, pl, oh, ow, kh, kw),
+// depthwise_forward / backward<G, M> (depthwise_conv2d, separable_conv2d: G.f = G.c M, the kernel
+// [KH, KW, C, M]; y = b + the per-channel window sums; b, db and dx may be null; dw, db overwritten),
 // gather_rows<D> (embedding: y[i] = table[ids[i]], rows of D values; an id not an integer in
 // [0, vocab) is an error: the CPU throws, CUDA writes a NaN row) and scatter_add_rows<D>
 // (dtable[ids[i]] += dy[i]; repeated ids add up).
@@ -187,6 +189,8 @@ concept has_layer_ops = requires(const float* x, float* y, std::size_t n, rng& g
   ops<B>::template zero_pad_backward<detail::ops_probe_geometry>(x, y, n);
   ops<B>::template up_sample_forward<detail::ops_probe_geometry>(x, y, n);
   ops<B>::template up_sample_backward<detail::ops_probe_geometry>(x, y, n);
+  ops<B>::template depthwise_forward<detail::ops_probe_geometry, 1>(x, x, x, y, n);
+  ops<B>::template depthwise_backward<detail::ops_probe_geometry, 1>(x, x, x, y, y, y, n);
   ops<B>::template gather_rows<4>(x, x, y, n, n);
   ops<B>::template scatter_add_rows<4>(x, x, y, n, n);
 };

@@ -19,7 +19,7 @@
 #include "../core/plan.hpp"
 #include "../core/precision.hpp"
 #include "../core/shape.hpp"
-#include "../backends/cpu/ops.hpp"
+#include "../core/backend.hpp"
 #include "../kernels/functors.hpp"
 
 namespace ctnn {

@@ -14,7 +14,7 @@
 #include <tuple>
 
 #include "../core/backend.hpp"
-#include "../backends/cpu/ops.hpp"
+#include "../core/backend.hpp"
 #include "branch.hpp"
 #include "graph_nodes.hpp"
 

@@ -18,13 +18,15 @@
 #include <string>
 #include <type_traits>
 
+#include "../backends/cpu/normalization.hpp"
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
 #include "../core/format.hpp"
 #include "../core/plan.hpp"
 #include "../core/precision.hpp"
 #include "../core/shape.hpp"
-#include "../backends/cpu/ops.hpp"
+#include "../backends/cpu/normalization.hpp"
+#include "../core/backend.hpp"
 
 namespace ctnn {
 

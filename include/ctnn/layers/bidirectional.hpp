@@ -21,7 +21,7 @@
 #include "../core/concepts.hpp"
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
-#include "../backends/cpu/ops.hpp"
+#include "../core/backend.hpp"
 #include "../kernels/rows.hpp"
 #include "recurrent.hpp"
 

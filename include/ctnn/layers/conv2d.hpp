@@ -24,8 +24,8 @@
 #include "../core/diagnostics.hpp"
 #include "../core/shape.hpp"
 #include "../core/plan.hpp"
-#include "../backends/cpu/ops.hpp"
-#include "../regularizers/regularizers.hpp"
+#include "../core/backend.hpp"
+#include "../regularizers/penalties.hpp"
 #include "activation.hpp"
 #include "initializers.hpp"
 #include "padding.hpp"
@@ -83,7 +83,9 @@ struct conv2d {};  // the kind tag of conv2d_layer (its member `kind`)
 
 // The bound convolution (im2col + GEMM through ops<Backend>).
 template <class Spec, Shape In, class P, class Backend>
-struct conv2d_layer {
+struct conv2d_layer
+    : detail::kernel_regularization<typename Spec::regularizer, Backend, typename P::compute_type,
+                                    Spec::kernel_height * Spec::kernel_width * dim_or<In, 2>() * Spec::filters> {
   using kind = layer_kind::conv2d;  // what it is, for tools that map layers (onnx/export.hpp, onnx/import.hpp)
   using spec = Spec;
   static constexpr std::size_t F = Spec::filters, KH = Spec::kernel_height, KW = Spec::kernel_width;
@@ -99,6 +101,7 @@ struct conv2d_layer {
   using out_shape = shape<geometry.oh, geometry.ow, F>;
   static constexpr std::size_t K = KH * KW * C;  // one im2col row
   static constexpr std::size_t kernel_count = K * F;
+  static_assert(kernel_count == conv2d_layer::regularized_count);
   static constexpr auto buffers = detail::with_regularizer_buffers<Reg>(
       std::array<buffer, 3>{buffer::parameter("kernel", {KH, KW, C, F}), buffer::parameter("bias", {F}),
                             buffer::cache("columns", geometry.oh * geometry.ow * K)});
@@ -124,22 +127,6 @@ struct conv2d_layer {
     O::template conv_backward<geometry>(dy, s.params, s.grads, s.grads + kernel_count, dx, s.cache, r.batch);
   }
 
-  // The regularizer's penalty of the kernel added to sc (Backend's memory; nothing waits);
-  // penalty(s): its value on a host backend. Its run-time factor, if any, as a file holds it: check_metadata.
-  static void add_penalty(layer_slot<T> s, step_scalars* sc) {
-    detail::add_regularizer_penalty<Reg, Backend>(s, kernel_count, sc);
-  }
-  static T penalty(layer_slot<T> s)
-    requires(Backend::memory::host_accessible)
-  {
-    step_scalars sc;
-    add_penalty(s, &sc);
-    return T(sc.penalty);
-  }
-  static std::string check_metadata(std::string_view, const std::byte* bytes) {
-    return detail::check_regularizer_metadata<Reg>(bytes);
-  }
-  static void add_penalty_gradient(layer_slot<T> s) { detail::add_regularizer_gradient<Reg, Backend>(s, kernel_count); }
 };
 
 }  // namespace ctnn

@@ -19,7 +19,7 @@
 #include <tuple>
 #include <type_traits>
 
-#include "../backends/cpu/ops.hpp"
+#include "../core/backend.hpp"
 #include "../core/backend.hpp"
 #include "../core/compile_message.hpp"
 #include "branch.hpp"

@@ -35,8 +35,8 @@
 #include "../core/diagnostics.hpp"
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
-#include "../backends/cpu/ops.hpp"
-#include "../regularizers/regularizers.hpp"
+#include "../core/backend.hpp"
+#include "../regularizers/penalties.hpp"
 #include "activation.hpp"
 #include "initializers.hpp"
 
@@ -114,7 +114,8 @@ struct dense_up_to {};  // dense_up_to_layer's: tools that map dense layers take
 // nvcc) partially specializes dense_layer<Spec, In, P, Backend>, so the
 // network type a user writes is the same for every backend.
 template <class Spec, Shape In, class P, class Backend>
-struct dense_layer {
+struct dense_layer
+    : detail::kernel_regularization<typename Spec::regularizer, Backend, typename P::compute_type, In::size * Spec::units> {
   using kind = layer_kind::dense;  // what it is, for tools that map layers (onnx/export.hpp, onnx/import.hpp)
   using spec = Spec;
   static constexpr std::size_t N = Spec::units;
@@ -129,6 +130,7 @@ struct dense_layer {
   using out_shape = shape<N>;
   static constexpr std::size_t K = In::size;
   static constexpr std::size_t kernel_count = K * N;
+  static_assert(kernel_count == dense_layer::regularized_count);
   static constexpr auto buffers = detail::with_regularizer_buffers<Reg>(
       std::array<buffer, 2>{buffer::parameter("kernel", {K, N}), buffer::parameter("bias", {N})});
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
@@ -158,22 +160,6 @@ struct dense_layer {
     if (dx) O::template dense_backward_input<K, N>(dy, s.params, dx, r.batch);
   }
 
-  // The regularizer's penalty of the kernel added to sc (Backend's memory; nothing waits);
-  // penalty(s): its value on a host backend. Its run-time factor, if any, as a file holds it: check_metadata.
-  static void add_penalty(layer_slot<T> s, step_scalars* sc) {
-    detail::add_regularizer_penalty<Reg, Backend>(s, kernel_count, sc);
-  }
-  static T penalty(layer_slot<T> s)
-    requires(Backend::memory::host_accessible)
-  {
-    step_scalars sc;
-    add_penalty(s, &sc);
-    return T(sc.penalty);
-  }
-  static std::string check_metadata(std::string_view, const std::byte* bytes) {
-    return detail::check_regularizer_metadata<Reg>(bytes);
-  }
-  static void add_penalty_gradient(layer_slot<T> s) { detail::add_regularizer_gradient<Reg, Backend>(s, kernel_count); }
 };
 
 // The bound dense<up_to<N>, ...>: dense_layer's buffers (kernel [K, N], bias [N]) and "units"

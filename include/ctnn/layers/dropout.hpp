@@ -33,7 +33,7 @@
 #include "../core/plan.hpp"
 #include "../core/precision.hpp"
 #include "../core/shape.hpp"
-#include "../backends/cpu/ops.hpp"
+#include "../core/backend.hpp"
 
 namespace ctnn {
 

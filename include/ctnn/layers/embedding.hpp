@@ -25,7 +25,7 @@
 #include "../core/half.hpp"
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
-#include "../backends/cpu/ops.hpp"
+#include "../core/backend.hpp"
 #include "../kernels/rows.hpp"
 #include "initializers.hpp"
 #include "masking.hpp"

@@ -15,7 +15,7 @@
 #include "../core/shape.hpp"
 #include "../core/plan.hpp"
 #include "../core/precision.hpp"
-#include "../backends/cpu/ops.hpp"
+#include "../core/backend.hpp"
 
 namespace ctnn {
 

@@ -126,7 +126,7 @@ struct orthogonal {
 
 // The layer options after the activation, in either order: a regularizer
 // and/or an initializer (dense<N, Act, Opts...>).
-// Regularizer comes from regularizers/regularizers.hpp, included by the layers.
+// Regularizer comes from regularizers/penalties.hpp, included by the layers.
 // no_option (an empty option slot) is a template argument of every dense layer, so it is
 // declared in ctnn, not ctnn::detail: a namespace named by a model's type is searched by
 // argument-dependent lookup, and detail's function templates must not answer a user's own

@@ -13,7 +13,7 @@
 #include <string>
 #include <type_traits>
 
-#include "../backends/cpu/ops.hpp"
+#include "../core/backend.hpp"
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
 #include "../core/format.hpp"

@@ -18,7 +18,7 @@
 #include "../core/format.hpp"
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
-#include "../backends/cpu/ops.hpp"
+#include "../core/backend.hpp"
 #include "../kernels/functors.hpp"
 #include "../kernels/rows.hpp"
 

@@ -30,13 +30,15 @@
 #include <string>
 #include <string_view>
 
+#include "../backends/cpu/ops.hpp"  // the plan reads ops<B>::packed_size (the packed recurrent kernel)
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
 #include "../core/format.hpp"
 #include "../core/compile_message.hpp"
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
-#include "../backends/cpu/ops.hpp"
+#include "../backends/cpu/ops.hpp"  // the plan reads ops<B>::packed_size (the packed recurrent kernel)
+#include "../core/backend.hpp"
 #include "../kernels/functors.hpp"
 #include "../kernels/rows.hpp"
 #include "initializers.hpp"

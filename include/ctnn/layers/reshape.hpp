@@ -17,7 +17,7 @@
 #include "../core/plan.hpp"
 #include "../core/precision.hpp"
 #include "../core/shape.hpp"
-#include "../backends/cpu/ops.hpp"
+#include "../core/backend.hpp"
 
 namespace ctnn {
 

@@ -19,7 +19,7 @@
 #include "../core/concepts.hpp"
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
-#include "../regularizers/regularizers.hpp"
+#include "../regularizers/penalties.hpp"
 
 namespace ctnn {
 

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <string>
 
-#include "../backends/cpu/ops.hpp"
+#include "../core/backend.hpp"
 #include "../core/backend.hpp"
 #include "../core/compile_message.hpp"
 #include "../core/concepts.hpp"

@@ -47,6 +47,11 @@
 #include "../layers/quantized_dense.hpp"
 #include "../layers/reshape.hpp"
 #include "../layers/simple_rnn.hpp"
+#include "../layers/depthwise_conv2d.hpp"
+#include "../layers/zero_padding2d.hpp"
+#include "../layers/up_sampling2d.hpp"
+#include "../layers/layer_normalization.hpp"
+#include "../layers/conv1d.hpp"
 #include "../layers/time_distributed.hpp"
 #include "../quantization/arithmetic.hpp"
 #include "../train/model.hpp"
@@ -86,6 +91,8 @@ consteval bool spatial_layer() {
   if constexpr (is_a<L, layer_kind::graph>) return any_spatial(static_cast<typename L::children*>(nullptr));
   else
     return is_a<L, layer_kind::conv2d> || is_a<L, layer_kind::quantized_conv2d> || is_a<L, layer_kind::pool2d> ||
+           is_a<L, layer_kind::depthwise_conv2d> || is_a<L, layer_kind::separable_conv2d> ||
+           is_a<L, layer_kind::conv1d> || is_a<L, layer_kind::zero_padding2d> || is_a<L, layer_kind::up_sampling2d> ||
            is_a<L, layer_kind::global_average_pool>;
 }
 template <class L>

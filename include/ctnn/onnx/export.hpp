@@ -4,6 +4,9 @@
 // input "input" of shape (batch, input shape...), output "output" of shape
 // (batch, output shape...), in ctnn's channels-last layout (spatial layers wrapped
 // in Transposes). Each layer maps by its kind: dense -> Gemm, conv2d -> Conv,
+// depthwise_conv2d -> Conv (group = C), separable_conv2d -> Conv (group = C) then a 1x1 Conv,
+// conv1d -> Conv (1-D), layer_normalization -> LayerNormalization (opset 17, axis -1),
+// zero_padding2d -> Pad, up_sampling2d -> Resize (nearest, asymmetric, floor),
 // pools -> MaxPool / AveragePool (count_include_pad = 0), batch_normalization ->
 // BatchNormalization (moving statistics), dropout -> nothing, flatten/reshape ->
 // Reshape, global_average_pool -> ReduceMean, an activation -> its onnx_op, a graph
@@ -62,14 +65,17 @@ consteval bool exportable() {
   if constexpr (is_a<L, layer_kind::dag_join>) return true;  // a dag's join: Add or Concat
   else if constexpr (is_a<L, layer_kind::graph>) return all_exportable(static_cast<typename L::children*>(nullptr));
   else if constexpr (is_a<L, layer_kind::dense> || is_a<L, layer_kind::conv2d> || is_a<L, layer_kind::quantized_dense> ||
-                     is_a<L, layer_kind::quantized_conv2d>)
+                     is_a<L, layer_kind::quantized_conv2d> || is_a<L, layer_kind::depthwise_conv2d> ||
+                     is_a<L, layer_kind::separable_conv2d> || is_a<L, layer_kind::conv1d>)
     return act_op<typename L::Act>() != nullptr;
   else if constexpr (is_a<L, layer_kind::activation>) return act_op<typename L::spec>() != nullptr;
   else if constexpr (is_recurrent<L>) return rnn_activations<L>()[0] != nullptr;
   else if constexpr (is_a<L, layer_kind::bidirectional>) return rnn_activations<typename L::Fwd>()[0] != nullptr;
   else
     return is_a<L, layer_kind::pool2d> || is_a<L, layer_kind::batch_norm> || is_a<L, layer_kind::dropout> ||
-           is_a<L, layer_kind::reshape> || is_a<L, layer_kind::global_average_pool>;
+           is_a<L, layer_kind::reshape> || is_a<L, layer_kind::global_average_pool> ||
+           is_a<L, layer_kind::layer_normalization> || is_a<L, layer_kind::zero_padding2d> ||
+           is_a<L, layer_kind::up_sampling2d>;
 }
 
 // Graph input/output and intermediate names, initializers and nodes.
@@ -274,6 +280,47 @@ void emit_recurrent(builder& b, const std::string& base, var_map& v, const std::
   }
 }
 
+// depthwise_conv2d: one Conv with group = C over channels-first data (ONNX's kernel [C M, 1, KH, KW],
+// output channel c M + m as ctnn's); separable_conv2d: that Conv without a bias, then a 1x1 Conv
+// (kernel [F, C M, 1, 1]) with the bias. Transposes around them, then the activation.
+template <class L>
+void emit_depthwise(builder& b, const std::string& base, var_map& v, const std::string& p) {
+  using LIn = typename L::in_shape;
+  constexpr std::size_t H = dim_or<LIn, 0>(), W = dim_or<LIn, 1>(), C = dim_or<LIn, 2>();
+  constexpr auto G = L::geometry;
+  constexpr std::size_t CM = G.f;
+  constexpr bool separable = is_a<L, layer_kind::separable_conv2d>;
+  if constexpr (LIn::rank == 2) b.reshape({-1, std::int64_t(H), std::int64_t(W), 1});
+  b.transpose({0, 3, 1, 2});
+  const auto& kv = v[p + (separable ? "depthwise_kernel" : "kernel")];
+  std::vector<float> t(kv.size());
+  for (std::size_t y = 0; y < G.kh; ++y)
+    for (std::size_t x = 0; x < G.kw; ++x)
+      for (std::size_t j = 0; j < CM; ++j) t[(j * G.kh + y) * G.kw + x] = kv[(y * G.kw + x) * CM + j];
+  const auto w = b.init_floats(base + (separable ? "_depthwise_kernel" : "_kernel"),
+                               {std::int64_t(CM), 1, std::int64_t(G.kh), std::int64_t(G.kw)}, t);
+  std::vector<std::string> inputs{b.cur, w};
+  if constexpr (!separable) inputs.push_back(b.init_floats(base + "_bias", {std::int64_t(CM)}, v[p + "bias"]));
+  auto* n = b.node("Conv", inputs, base + "_depthwise");
+  builder::attr_int(n, "group", std::int64_t(C));
+  builder::attr_ints(n, "kernel_shape", {std::int64_t(G.kh), std::int64_t(G.kw)});
+  builder::attr_ints(n, "strides", {std::int64_t(G.stride), std::int64_t(G.stride)});
+  builder::attr_ints(n, "pads", spatial_pads(G));
+  if constexpr (separable) {
+    constexpr std::size_t F = L::F;
+    const auto& pv = v[p + "pointwise_kernel"];  // [1, 1, C M, F]
+    std::vector<float> q(pv.size());
+    for (std::size_t j = 0; j < CM; ++j)
+      for (std::size_t f = 0; f < F; ++f) q[f * CM + j] = pv[j * F + f];
+    const auto pw = b.init_floats(base + "_pointwise_kernel", {std::int64_t(F), std::int64_t(CM), 1, 1}, q);
+    const auto bias = b.init_floats(base + "_bias", {std::int64_t(F)}, v[p + "bias"]);
+    auto* m = b.node("Conv", {b.cur, pw, bias}, base + "_pointwise");
+    builder::attr_ints(m, "kernel_shape", {1, 1});
+  }
+  b.transpose({0, 2, 3, 1});
+  b.activation<typename L::Act>(base + "_act");
+}
+
 // Layer L's nodes after b.cur; its variables are v[p + name] (p: "" or a graph layer's child prefix "0.1.").
 template <class L>
 void emit_layer(builder& b, const std::string& base, var_map& v, const std::string& p) {
@@ -318,6 +365,48 @@ void emit_layer(builder& b, const std::string& base, var_map& v, const std::stri
       if constexpr (!is_max) builder::attr_int(n, "count_include_pad", 0);
       b.transpose({0, 2, 3, 1});
     }
+  } else if constexpr (is_a<L, layer_kind::depthwise_conv2d> || is_a<L, layer_kind::separable_conv2d>) {
+    emit_depthwise<L>(b, base, v, p);
+  } else if constexpr (is_a<L, layer_kind::conv1d>) {
+    // channels-first (batch, C, L) around a 1-D Conv; ctnn's kernel [K, C, F] is ONNX's [F, C, K]
+    constexpr auto G = L::geometry;  // conv2d's, on (1, L, C)
+    constexpr std::size_t C = G.c, F = G.f, K = G.kw;
+    b.transpose({0, 2, 1});
+    const auto& kv = v[p + "kernel"];
+    std::vector<float> t(kv.size());
+    for (std::size_t k = 0; k < K; ++k)
+      for (std::size_t c = 0; c < C; ++c)
+        for (std::size_t f = 0; f < F; ++f) t[(f * C + c) * K + k] = kv[(k * C + c) * F + f];
+    const auto w = b.init_floats(base + "_kernel", {std::int64_t(F), std::int64_t(C), std::int64_t(K)}, t);
+    const auto bias = b.init_floats(base + "_bias", {std::int64_t(F)}, v[p + "bias"]);
+    auto* n = b.node("Conv", {b.cur, w, bias}, base + "_conv");
+    const auto pads = spatial_pads(G);  // {top, left, bottom, right}: the width's
+    builder::attr_ints(n, "kernel_shape", {std::int64_t(K)});
+    builder::attr_ints(n, "strides", {std::int64_t(G.stride)});
+    builder::attr_ints(n, "pads", {pads[1], pads[3]});
+    b.transpose({0, 2, 1});
+    b.activation<typename L::Act>(base + "_act");
+  } else if constexpr (is_a<L, layer_kind::layer_normalization>) {
+    constexpr std::int64_t C = std::int64_t(L::C);
+    const auto s = b.init_floats(base + "_gamma", {C}, v[p + "gamma"]);
+    const auto be = b.init_floats(base + "_beta", {C}, v[p + "beta"]);
+    auto* n = b.node("LayerNormalization", {b.cur, s, be}, base + "_layernorm");  // opset 17
+    builder::attr_int(n, "axis", -1);
+    builder::attr_float(n, "epsilon", float(L::spec::epsilon));
+  } else if constexpr (is_a<L, layer_kind::zero_padding2d>) {
+    // channels-last: (0, top, left, 0) before, (0, bottom, right, 0) after
+    using S = typename L::spec;
+    const auto pads = b.init_ints(base + "_pads", {0, std::int64_t(S::top), std::int64_t(S::left), 0, 0,
+                                                   std::int64_t(S::bottom), std::int64_t(S::right), 0});
+    b.node("Pad", {b.cur, pads}, base + "_pad");
+  } else if constexpr (is_a<L, layer_kind::up_sampling2d>) {
+    // nearest, output index i reads floor(i / scale): Keras' UpSampling2D
+    using S = typename L::spec;
+    const auto scales = b.init_floats(base + "_scales", {4}, {1.0f, float(S::rows), float(S::cols), 1.0f});
+    auto* n = b.node("Resize", {b.cur, "", scales}, base + "_resize");
+    builder::attr_string(n, "mode", "nearest");
+    builder::attr_string(n, "coordinate_transformation_mode", "asymmetric");
+    builder::attr_string(n, "nearest_mode", "floor");
   } else if constexpr (is_a<L, layer_kind::batch_norm>) {
     constexpr std::size_t r = LIn::rank;
     constexpr std::int64_t C = std::int64_t(last_dim_v<LIn>);

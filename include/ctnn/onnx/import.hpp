@@ -6,9 +6,16 @@
 // Flatten, Transpose, Dropout, Identity, Squeeze, Unsqueeze, Cast, Gather, and Shape / Concat /
 // Constant computing shapes). The computing nodes (Gemm or MatMul [+ Add], Conv, MaxPool,
 // AveragePool, BatchNormalization, GlobalAveragePool or ReduceMean, Relu, LeakyRelu, Sigmoid,
-// Tanh, Softmax, RNN, LSTM, GRU and a bidirectional merge's Add / Mul) must match the layers one
-// for one (by each layer's kind) with the same sizes, strides, paddings, slopes, epsilons, hidden
-// sizes, directions and activations. A graph layer's branches each start from the block's input;
+// Tanh, Softmax, RNN, LSTM, GRU and a bidirectional merge's Add / Mul, LayerNormalization, Pad,
+// Resize) must match the layers one for one (by each layer's kind) with the same sizes, strides,
+// paddings, groups, slopes, epsilons, axes, hidden sizes, directions and activations:
+// depthwise_conv2d a Conv with group = C (kernel [C M, 1, KH, KW]), separable_conv2d that Conv
+// (no bias, or zeros) then a 1x1 Conv with the bias, conv1d a 1-D Conv, layer_normalization a
+// LayerNormalization over the last axis (stash_type 1), zero_padding2d a constant Pad by zeros of
+// (0, top, left, 0, 0, bottom, right, 0) (input, attribute or opset 18's axes), up_sampling2d a
+// Resize with mode nearest, coordinate_transformation_mode asymmetric, nearest_mode floor and
+// scales [1, rows, cols, 1] (no sizes, no antialias), as export_onnx writes them (or Resize-10's
+// nearest: (X, scales), asymmetric and floor by definition). A graph layer's branches each start from the block's input;
 // its join is one Add per branch after the first (the sum so far and the next branch's output, in
 // either order) or one Concat of the branches' outputs in order along the layer's axis (ONNX's
 // negative axes normalised); a dag's nodes read the tensors of the nodes they name. Branches that
@@ -631,6 +638,41 @@ struct matcher {
                     dims_str(want));
     return floats_of(t, where + ": " + node_name(n), path);
   }
+  // An INT64 (or INT32) constant's values (Pad's pads, Resize's axes as a tensor), at most `limit` of them.
+  std::vector<std::int64_t> int64s(const onnx::NodeProto& n, int input, const char* what, std::size_t limit = 64) {
+    const auto& t = tensor(n, input, what);
+    const std::string nm = node_name(n) + "'s " + what + " '" + printable(t.name(), 80) + "'";
+    if (t.data_type() != onnx::TensorProto::INT64 && t.data_type() != onnx::TensorProto::INT32)
+      fail(nm + " is not int64 (ONNX type " + std::to_string(t.data_type()) + ")");
+    if (t.data_location() == onnx::TensorProto::EXTERNAL || t.has_segment())
+      fail(nm + " is stored externally or in segments");
+    std::size_t count = 1;
+    for (auto d : t.dims()) {
+      if (d < 0 || std::size_t(d) > limit) fail(nm + " has a dimension of " + std::to_string(d));
+      count *= std::size_t(d);
+    }
+    if (count > limit) fail(nm + " holds more than " + std::to_string(limit) + " values");
+    const bool wide = t.data_type() == onnx::TensorProto::INT64;
+    const std::size_t width = wide ? 8 : 4;
+    std::vector<std::int64_t> v(count);
+    if (t.has_raw_data()) {
+      if (t.raw_data().size() != count * width)
+        fail(nm + " holds " + std::to_string(t.raw_data().size()) + " bytes for " + std::to_string(count) + " values");
+      for (std::size_t i = 0; i < count; ++i) {
+        if (wide) std::memcpy(&v[i], t.raw_data().data() + 8 * i, 8);
+        else {
+          std::int32_t x;
+          std::memcpy(&x, t.raw_data().data() + 4 * i, 4);
+          v[i] = x;
+        }
+      }
+    } else {
+      const std::size_t held = wide ? std::size_t(t.int64_data_size()) : std::size_t(t.int32_data_size());
+      if (held != count) fail(nm + " holds " + std::to_string(held) + " values for " + std::to_string(count));
+      for (std::size_t i = 0; i < count; ++i) v[i] = wide ? t.int64_data(int(i)) : t.int32_data(int(i));
+    }
+    return v;
+  }
   // rank: the data's rank at this point, batch axis included
   template <class A>
   void activation(std::int64_t rank) {
@@ -795,6 +837,51 @@ void match_recurrent(matcher& mt, var_map& v, const std::string& p) {
   }
 }
 
+// depthwise_conv2d: one Conv with group = C (kernel [C M, 1, KH, KW], output channel c M + m as ctnn's; a
+// missing bias is zeros); separable_conv2d: that Conv (no bias, or zeros: ctnn's depthwise step has none), then
+// a 1x1 Conv (kernel [F, C M, 1, 1], stride 1, no padding, group 1) with the bias; then the activation.
+template <class L>
+void match_depthwise(matcher& mt, var_map& v, const std::string& p) {
+  constexpr auto G = L::geometry;
+  constexpr std::size_t C = G.c, CM = G.f;
+  constexpr bool separable = is_a<L, layer_kind::separable_conv2d>;
+  const auto& n = mt.take("Conv");
+  mt.window(n, G);
+  if (const auto g = mt.attr_i(n, "group", 1); g != std::int64_t(C))
+    mt.fail(mt.node_name(n) + " has group " + std::to_string(g) + "; this layer's depthwise convolution has group " +
+            std::to_string(C) + " (one per input channel)");
+  const auto w = mt.values(n, 1, "weight", {std::int64_t(CM), 1, std::int64_t(G.kh), std::int64_t(G.kw)},
+                           "depthwise kernel (as c*m x 1 x kh x kw)");
+  std::vector<float> t(w.size());
+  for (std::size_t y = 0; y < G.kh; ++y)
+    for (std::size_t x = 0; x < G.kw; ++x)
+      for (std::size_t j = 0; j < CM; ++j) t[(y * G.kw + x) * CM + j] = w[(j * G.kh + y) * G.kw + x];
+  const bool has_bias = n.input_size() > 2 && !n.input(2).empty();
+  if constexpr (separable) {
+    if (has_bias)
+      for (float b : mt.values(n, 2, "bias", {std::int64_t(CM)}, "depthwise bias (none)"))
+        if (b != 0) mt.fail(mt.node_name(n) + " has a nonzero bias; separable_conv2d's depthwise step has none");
+    v[p + "depthwise_kernel"] = std::move(t);
+    constexpr std::size_t F = L::F;
+    const auto& m = mt.take("Conv");
+    mt.window(m, kernels::conv_geometry{G.oh, G.ow, CM, F, 1, 1, 1, G.oh, G.ow, 0, 0});
+    if (const auto g = mt.attr_i(m, "group", 1); g != 1)
+      mt.fail(mt.node_name(m) + " has group " + std::to_string(g) + "; this layer's pointwise convolution has group 1");
+    const auto pw = mt.values(m, 1, "weight", {std::int64_t(F), std::int64_t(CM), 1, 1},
+                              "pointwise kernel (as f x c*m x 1 x 1)");
+    std::vector<float> q(pw.size());
+    for (std::size_t j = 0; j < CM; ++j)
+      for (std::size_t f = 0; f < F; ++f) q[j * F + f] = pw[f * CM + j];
+    v[p + "pointwise_kernel"] = std::move(q);
+    v[p + "bias"] = m.input_size() > 2 && !m.input(2).empty() ? mt.values(m, 2, "bias", {std::int64_t(F)}, "bias")
+                                                           : std::vector<float>(F, 0.f);
+  } else {
+    v[p + "kernel"] = std::move(t);
+    v[p + "bias"] = has_bias ? mt.values(n, 2, "bias", {std::int64_t(CM)}, "bias") : std::vector<float>(CM, 0.f);
+  }
+  mt.activation<typename L::Act>(4);
+}
+
 // Matches layer L against mt's next computing nodes; its variables go to v[p + name] (p: "" or
 // a graph layer's child prefix "0.1.").
 template <class L>
@@ -868,6 +955,141 @@ void match_layer(matcher& mt, var_map& v, const std::string& p) {
       mt.window(n, G);
       if (!is_max && mt.attr_i(n, "count_include_pad", 0) != 0 && G.pt + G.pl > 0)
         mt.fail(mt.node_name(n) + " counts the padding in its averages; ctnn does not");
+    }
+  } else if constexpr (is_a<L, layer_kind::depthwise_conv2d> || is_a<L, layer_kind::separable_conv2d>) {
+    match_depthwise<L>(mt, v, p);
+  } else if constexpr (is_a<L, layer_kind::conv1d>) {
+    // a 1-D Conv (kernel [F, C, K], pads [left, right]) between Transposes; ctnn's kernel is [K, C, F]
+    constexpr auto G = L::geometry;  // conv2d's, on (1, L, C)
+    constexpr std::size_t C = G.c, F = G.f, K = G.kw;
+    const auto& n = mt.take("Conv");
+    const std::string nn = mt.node_name(n);
+    if (const auto ks = mt.attr_is(n, "kernel_shape", {}); !ks.empty() && ks != std::vector<std::int64_t>{std::int64_t(K)})
+      mt.fail(nn + " has a window of " + list_str(ks) + "; this layer's is [" + std::to_string(K) + "] (1-D)");
+    if (const auto st = mt.attr_is(n, "strides", {1}); st != std::vector<std::int64_t>{std::int64_t(G.stride)})
+      mt.fail(nn + " has strides " + list_str(st) + "; this layer's stride is " + std::to_string(G.stride));
+    const auto sp = spatial_pads(G);
+    const std::vector<std::int64_t> want{sp[1], sp[3]};
+    const std::string auto_pad = mt.attr_s(n, "auto_pad", "NOTSET");
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      if (G.ow != (G.w + G.stride - 1) / G.stride) mt.fail(nn + " pads to the same size; this layer does not");
+    } else if (auto_pad == "VALID") {
+      if (want != std::vector<std::int64_t>(2, 0)) mt.fail(nn + " does not pad; this layer pads " + list_str(want));
+    } else if (const auto pads = mt.attr_is(n, "pads", {0, 0}); pads != want) {
+      mt.fail(nn + " has pads " + list_str(pads) + "; this layer's are " + list_str(want) + " (1-D: begin, end)");
+    }
+    for (auto d : mt.attr_is(n, "dilations", {1}))
+      if (d != 1) mt.fail(nn + " is dilated; ctnn's windows are not");
+    if (const auto g = mt.attr_i(n, "group", 1); g != 1)
+      mt.fail(nn + " has group " + std::to_string(g) + "; conv1d's is 1");
+    const auto w = mt.values(n, 1, "weight", {std::int64_t(F), std::int64_t(C), std::int64_t(K)}, "kernel (as f x c x k)");
+    std::vector<float> t(w.size());
+    for (std::size_t k = 0; k < K; ++k)
+      for (std::size_t c = 0; c < C; ++c)
+        for (std::size_t f = 0; f < F; ++f) t[(k * C + c) * F + f] = w[(f * C + c) * K + k];
+    v[p + "kernel"] = std::move(t);
+    v[p + "bias"] = n.input_size() > 2 && !n.input(2).empty() ? mt.values(n, 2, "bias", {std::int64_t(F)}, "bias")
+                                                           : std::vector<float>(F, 0.f);
+    mt.activation<typename L::Act>(3);
+  } else if constexpr (is_a<L, layer_kind::layer_normalization>) {
+    // LayerNormalization over the last axis (axis -1, or rank - 1), the same epsilon, float statistics
+    constexpr auto C = std::int64_t(L::C);
+    constexpr auto rank = std::int64_t(LIn::rank) + 1;
+    const auto& n = mt.take("LayerNormalization");
+    const std::string nn = mt.node_name(n);
+    if (const auto axis = mt.attr_i(n, "axis", -1); axis != -1 && axis != rank - 1)
+      mt.fail(nn + " normalises from axis " + std::to_string(axis) + " of rank-" + std::to_string(rank) +
+              " data (batch first); layer_normalization over the last one (axis -1)");
+    const double eps = mt.attr_f(n, "epsilon", 1e-5), ours = L::spec::epsilon;
+    if (!(std::abs(eps - ours) <= 1e-6 * ours))  // (a NaN epsilon differs too)
+      mt.fail(nn + " has epsilon " + exact(eps) + "; this layer's is " + exact(ours));
+    if (const auto st = mt.attr_i(n, "stash_type", 1); st != onnx::TensorProto::FLOAT)
+      mt.fail(nn + " has stash_type " + std::to_string(st) + "; ctnn computes the statistics in float (1)");
+    v[p + "gamma"] = mt.values(n, 1, "scale", {C}, "gamma");
+    v[p + "beta"] = n.input_size() > 2 && !n.input(2).empty() ? mt.values(n, 2, "bias", {C}, "beta")
+                                                           : std::vector<float>(std::size_t(C), 0.f);
+  } else if constexpr (is_a<L, layer_kind::zero_padding2d>) {
+    // Pad (mode constant, value 0) of the channels-last (batch, H, W, C) data by (0, top, left, 0) before and
+    // (0, bottom, right, 0) after: pads an int64 input (opset 11 on, with opset 18's axes) or attribute
+    using S = typename L::spec;
+    const auto& n = mt.take("Pad");
+    const std::string nn = mt.node_name(n);
+    if (const auto mode = mt.attr_s(n, "mode", "constant"); mode != "constant")
+      mt.fail(nn + " has mode '" + printable(mode, 40) + "'; zero_padding2d pads with zeros (mode 'constant')");
+    const std::vector<std::int64_t> want{0, std::int64_t(S::top), std::int64_t(S::left), 0,
+                                         0, std::int64_t(S::bottom), std::int64_t(S::right), 0};
+    std::vector<std::int64_t> pads;
+    float value = 0;
+    if (n.input_size() > 1 && !n.input(1).empty()) {
+      pads = mt.int64s(n, 1, "pads");
+      if (n.input_size() > 2 && !n.input(2).empty()) {
+        const auto cv = mt.values(n, 2, "constant_value", {}, "padding value (0)");
+        if (cv.size() != 1) mt.fail(nn + "'s constant_value holds " + std::to_string(cv.size()) + " values, not one");
+        value = cv[0];
+      }
+      if (n.input_size() > 3 && !n.input(3).empty()) {  // axes: pads for these axes only, the others 0
+        const auto axes = mt.int64s(n, 3, "axes");
+        if (pads.size() != 2 * axes.size())
+          mt.fail(nn + " has " + std::to_string(pads.size()) + " pads for " + std::to_string(axes.size()) + " axes");
+        std::vector<std::int64_t> full(8, 0);
+        for (std::size_t k = 0; k < axes.size(); ++k) {
+          const std::int64_t a = axes[k] < 0 ? axes[k] + 4 : axes[k];
+          if (a < 0 || a > 3) mt.fail(nn + " pads axis " + std::to_string(axes[k]) + " of rank-4 data");
+          full[std::size_t(a)] = pads[k];
+          full[std::size_t(a) + 4] = pads[k + axes.size()];
+        }
+        pads = full;
+      }
+    } else {
+      pads = mt.attr_is(n, "pads", {});  // opset < 11
+      value = float(mt.attr_f(n, "value", 0));
+    }
+    if (pads != want)
+      mt.fail(nn + " has pads " + list_str(pads) + "; this layer's are " + list_str(want) +
+              " (batch, height, width, channels: begins, then ends)");
+    if (value != 0) mt.fail(nn + " pads with " + exact(value) + "; zero_padding2d with 0");
+  } else if constexpr (is_a<L, layer_kind::up_sampling2d>) {
+    // Resize of the channels-last data: mode nearest, coordinate_transformation_mode asymmetric, nearest_mode
+    // floor (output index i reads floor(i / scale): Keras' UpSampling2D), scales [1, rows, cols, 1]
+    using S = typename L::spec;
+    const auto& n = mt.take("Resize");
+    const std::string nn = mt.node_name(n);
+    auto need = [&](const char* a, const char* dflt, const char* want) {
+      if (const auto s = mt.attr_s(n, a, dflt); s != want)
+        mt.fail(nn + " has " + a + " '" + printable(s, 40) + "'" + (attr(n, a) ? "" : " (the default)") +
+                "; up_sampling2d's is '" + want + "'");
+    };
+    need("mode", "nearest", "nearest");
+    if (mt.opset >= 11) {  // Resize-10's nearest is asymmetric, floor (ONNX's version converter to 11 says so)
+      need("coordinate_transformation_mode", "half_pixel", "asymmetric");
+      need("nearest_mode", "round_prefer_floor", "floor");
+    }
+    if (mt.attr_i(n, "antialias", 0) != 0) mt.fail(nn + " antialiases; up_sampling2d does not");
+    if (const auto k = mt.attr_s(n, "keep_aspect_ratio_policy", "stretch"); k != "stretch")
+      mt.fail(nn + " has keep_aspect_ratio_policy '" + printable(k, 40) + "'; up_sampling2d's is 'stretch'");
+    const std::vector<float> want{1.f, float(S::rows), float(S::cols), 1.f};
+    std::vector<float> scales;
+    if (mt.opset < 11) {  // Resize-10: (X, scales)
+      scales = mt.values(n, 1, "scales", {4}, "scales [1, rows, cols, 1]");
+    } else {
+      if (n.input_size() > 3 && !n.input(3).empty())
+        mt.fail(nn + " gives sizes; up_sampling2d's Resize gives scales [1, " + std::to_string(S::rows) + ", " +
+                std::to_string(S::cols) + ", 1]");
+      const auto axes = mt.attr_is(n, "axes", {0, 1, 2, 3});
+      scales = mt.values(n, 2, "scales", {std::int64_t(axes.size())}, "scales (one per axis)");
+      std::vector<float> full(4, 1.f);
+      for (std::size_t k = 0; k < axes.size(); ++k) {
+        const std::int64_t a = axes[k] < 0 ? axes[k] + 4 : axes[k];
+        if (a < 0 || a > 3) mt.fail(nn + " resizes axis " + std::to_string(axes[k]) + " of rank-4 data");
+        full[std::size_t(a)] = scales[k];
+      }
+      scales = full;
+    }
+    if (scales != want) {
+      std::string g;
+      for (float x : scales) g += (g.empty() ? "" : ", ") + exact(x);
+      mt.fail(nn + " has scales [" + g + "]; this layer's are [1, " + std::to_string(S::rows) + ", " +
+              std::to_string(S::cols) + ", 1] (batch, height, width, channels)");
     }
   } else if constexpr (is_a<L, layer_kind::batch_norm>) {
     constexpr auto C = std::int64_t(last_dim_v<LIn>);

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "../backends/cpu/backend.hpp"
+#include "../backends/cpu/ops.hpp"
 #include "../core/concepts.hpp"
 #include "../core/fused_mlp_hook.hpp"
 #include "../core/plan.hpp"

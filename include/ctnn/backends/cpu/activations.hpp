@@ -16,6 +16,8 @@
 
 #include "../../kernels/activations_reference.hpp"
 #include "../../kernels/functors.hpp"
+#include <xsimd/xsimd.hpp>
+
 #include "arch.hpp"
 #include "map.hpp"
 

@@ -13,7 +13,7 @@
 #pragma once
 #include <type_traits>
 
-#include <xsimd/xsimd.hpp>
+#include <xsimd/config/xsimd_arch.hpp>
 
 namespace ctnn::kernels::cpu {
 

@@ -22,6 +22,8 @@
 
 #include "../../config.hpp"
 #include "../../kernels/conv_reference.hpp"
+#include <xsimd/xsimd.hpp>
+
 #include "arch.hpp"
 #include "batch_split.hpp"
 #include "gemm.hpp"

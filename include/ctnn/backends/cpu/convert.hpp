@@ -18,6 +18,8 @@
 #include <type_traits>
 
 #include "../../core/half.hpp"
+#include <xsimd/xsimd.hpp>
+
 #include "arch.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

@@ -18,6 +18,8 @@
 
 #include "../../core/separate.hpp"
 #include "activations.hpp"
+#include <xsimd/xsimd.hpp>
+
 #include "arch.hpp"
 
 namespace ctnn::kernels::cpu {

@@ -25,6 +25,8 @@
 #include <string>
 #include <type_traits>
 
+#include <xsimd/xsimd.hpp>
+
 #include "arch.hpp"
 #include "../../kernels/functors.hpp"
 #include "../../kernels/reference.hpp"

@@ -36,6 +36,8 @@
 #include <immintrin.h>
 #endif
 
+#include <xsimd/xsimd.hpp>
+
 #include "arch.hpp"
 
 namespace ctnn::kernels::cpu::int8 {

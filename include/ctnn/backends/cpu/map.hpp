@@ -23,6 +23,8 @@
 #include <utility>
 
 #include "../../config.hpp"
+#include <xsimd/xsimd.hpp>
+
 #include "arch.hpp"
 #include "thread_pool.hpp"
 

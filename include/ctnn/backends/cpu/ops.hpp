@@ -31,6 +31,7 @@
 #include "backend.hpp"
 #include "conv.hpp"
 #include "crossentropy.hpp"
+#include "depthwise.hpp"
 #include "gather.hpp"
 #include "gemm.hpp"
 #include "map.hpp"
@@ -231,6 +232,16 @@ struct ops<cpu<Arch>> {
   static void layer_norm_backward(const T* x, const T* dy, T* dx, const T* gamma, const T* mean, const T* inv,
                                   T* dgamma, T* dbeta, std::size_t rows) {
     kernels::cpu::layer_norm_backward<C>(x, dy, dx, gamma, mean, inv, dgamma, dbeta, rows);
+  }
+  // depthwise_conv2d and separable_conv2d's depthwise step (depthwise.hpp; G.f = G.c M; b, db, dx may
+  // be null; any element type, float and double vectorized for M == 1).
+  template <kernels::conv_geometry G, std::size_t M, class T>
+  static void depthwise_forward(const T* x, const T* w, const T* b, T* y, std::size_t batch) {
+    kernels::cpu::depthwise_forward<G, M, Arch>(x, w, b, y, batch);
+  }
+  template <kernels::conv_geometry G, std::size_t M, class T>
+  static void depthwise_backward(const T* x, const T* dz, const T* w, T* dw, T* db, T* dx, std::size_t batch) {
+    kernels::cpu::depthwise_backward<G, M, Arch>(x, dz, w, dw, db, dx, batch);
   }
   // zero_padding2d and up_sampling2d (resize.hpp; memory moves, any element type).
   template <kernels::conv_geometry G, class T>

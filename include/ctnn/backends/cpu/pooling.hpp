@@ -23,6 +23,8 @@
 #include <cstddef>
 #include <limits>
 
+#include <xsimd/xsimd.hpp>
+
 #include "arch.hpp"
 #include "batch_split.hpp"
 #include "../../kernels/conv_reference.hpp"

@@ -16,6 +16,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <xsimd/xsimd.hpp>
+
 #include "arch.hpp"
 #include "thread_pool.hpp"
 

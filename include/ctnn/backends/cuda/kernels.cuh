@@ -587,6 +587,66 @@ __global__ void up_sample_backward(const conv_geometry G, const T* dy, T* dx, st
   }
 }
 
+// ---- depthwise convolution (backends/cpu/depthwise.hpp's rule; G.f = G.c M), float sums ----
+// one thread per output value
+template <std::size_t M, class T>
+__global__ void depthwise_forward(const conv_geometry G, const T* x, const T* w, const T* b, T* y, std::size_t batch) {
+  CTNN_GRID_STRIDE(e, batch * G.oh * G.ow * G.f) {
+    const std::size_t j = e % G.f, ow = e / G.f % G.ow, oh = e / (G.f * G.ow) % G.oh, n = e / (G.f * G.ow * G.oh);
+    float acc = b ? load(b[j]) : 0.0f;
+    for (std::size_t i = 0; i < G.kh; ++i)
+      for (std::size_t k = 0; k < G.kw; ++k) {
+        const std::size_t rr = oh * G.stride + i, ss = ow * G.stride + k;
+        if (rr < G.pt || ss < G.pl || rr - G.pt >= G.h || ss - G.pl >= G.w) continue;
+        acc += load(x[((n * G.h + rr - G.pt) * G.w + ss - G.pl) * G.c + j / M]) * load(w[(i * G.kw + k) * G.f + j]);
+      }
+    y[e] = store<T>(acc);
+  }
+}
+// one thread per input value: the outputs whose window holds it
+template <std::size_t M, class T>
+__global__ void depthwise_backward_input(const conv_geometry G, const T* dz, const T* w, T* dx, std::size_t batch) {
+  CTNN_GRID_STRIDE(e, batch * G.h * G.w * G.c) {
+    const std::size_t c = e % G.c, s = e / G.c % G.w, r = e / (G.c * G.w) % G.h, n = e / (G.c * G.w * G.h);
+    float acc = 0;
+    for (std::size_t i = 0; i < G.kh; ++i)
+      for (std::size_t k = 0; k < G.kw; ++k) {
+        const std::size_t rr = r + G.pt, ss = s + G.pl;  // = o * stride + window offset
+        if (rr < i || ss < k || (rr - i) % G.stride || (ss - k) % G.stride) continue;
+        const std::size_t oh = (rr - i) / G.stride, ow = (ss - k) / G.stride;
+        if (oh >= G.oh || ow >= G.ow) continue;
+        for (std::size_t m = 0; m < M; ++m)
+          acc += load(dz[((n * G.oh + oh) * G.ow + ow) * G.f + c * M + m]) * load(w[(i * G.kw + k) * G.f + c * M + m]);
+      }
+    dx[e] = store<T>(acc);
+  }
+}
+// one thread per kernel value (and one per bias value): sums over the batch's outputs
+template <std::size_t M, class T>
+__global__ void depthwise_backward_weights(const conv_geometry G, const T* x, const T* dz, T* dw, T* db,
+                                           std::size_t batch) {
+  CTNN_GRID_STRIDE(e, G.kh * G.kw * G.f + G.f) {
+    const bool bias = e >= G.kh * G.kw * G.f;
+    if (bias && !db) continue;
+    const std::size_t j = e % G.f, p = e / G.f, i = p / G.kw, k = p % G.kw;
+    float acc = 0;
+    for (std::size_t n = 0; n < batch; ++n)
+      for (std::size_t oh = 0; oh < G.oh; ++oh)
+        for (std::size_t ow = 0; ow < G.ow; ++ow) {
+          const float d = load(dz[((n * G.oh + oh) * G.ow + ow) * G.f + j]);
+          if (bias) {
+            acc += d;
+            continue;
+          }
+          const std::size_t rr = oh * G.stride + i, ss = ow * G.stride + k;
+          if (rr < G.pt || ss < G.pl || rr - G.pt >= G.h || ss - G.pl >= G.w) continue;
+          acc += d * load(x[((n * G.h + rr - G.pt) * G.w + ss - G.pl) * G.c + j / M]);
+        }
+    if (bias) db[j] = store<T>(acc);
+    else dw[e] = store<T>(acc);
+  }
+}
+
 // ---- embedding: a row gather (one thread per output value) and its scatter-add (atomics) ----
 // The row an id names, or vocab when it is not an integer in [0, vocab) (NaN included).
 __device__ inline std::size_t id_row(float v, std::size_t vocab) {

@@ -338,6 +338,23 @@ struct ops<cuda<SM>> {
     cuda_kernels::up_sample_backward<<<grid(batch * G.in_size()), block, 0, stream()>>>(G, dy, dx, batch);
     launched();
   }
+  // depthwise_conv2d and separable_conv2d's depthwise step (kernels.cuh; one thread per output, per
+  // input and per kernel value: the kernel's sums run over the batch's outputs)
+  template <kernels::conv_geometry G, std::size_t M, cuda_storage T>
+  static void depthwise_forward(const T* x, const T* w, const T* b, T* y, std::size_t batch) {
+    if (!batch) return;
+    cuda_kernels::depthwise_forward<M><<<grid(batch * G.out_size()), block, 0, stream()>>>(G, x, w, b, y, batch);
+    launched();
+  }
+  template <kernels::conv_geometry G, std::size_t M, cuda_storage T>
+  static void depthwise_backward(const T* x, const T* dz, const T* w, T* dw, T* db, T* dx, std::size_t batch) {
+    cuda_kernels::depthwise_backward_weights<M>
+        <<<grid(G.kh * G.kw * G.f + G.f), block, 0, stream()>>>(G, x, dz, dw, db, batch);
+    launched();
+    if (!dx || !batch) return;
+    cuda_kernels::depthwise_backward_input<M><<<grid(batch * G.in_size()), block, 0, stream()>>>(G, dz, w, dx, batch);
+    launched();
+  }
   // the embedding's rows: y[i] = table[ids[i]]; an id not an integer in [0, vocab) cannot throw
   // from a queued (or captured) pass: its row is NaN, so the outputs and the loss are not finite.
   // The adjoint dtable[ids[i]] += dy[i] by atomics (repeated ids: the order of the sums varies).
