@@ -3,8 +3,10 @@
 // quantized_t<Net, Scheme> replaces every dense<N, Act, ...> of Net by quantized_dense<K, N, Act,
 // Scheme> and every conv2d<F, KH, KW, Stride, Padding, Act, ...> by quantized_conv2d<F, KH, KW,
 // Stride, Padding, Act, Scheme>; flatten, reshape, dropout and max_pool2d stay (max pooling picks
-// one of its input's values, so it keeps their quantization, as TFLite's); any other layer is a
-// compile error ("has no int8 kernel"). Regularizers and initializers are dropped.
+// one of its input's values, so it keeps their quantization, as TFLite's; between two
+// full-integer layers max_pool2d, flatten and reshape become quantization::int8_pass<S>, below);
+// any other layer is a compile error ("has no int8 kernel"). Regularizers and initializers are
+// dropped.
 //   quantize_dynamic(m)                      int8 weights per output channel, float activations
 //                                            (each input row quantized on the fly): no data needed
 //   quantize_full_integer(m, x, n, opts)     also int8 activations, per tensor, their ranges
