@@ -677,6 +677,73 @@ TEST_CASE("onnxruntime runs an exported int8 CNN (quantized_conv2d as QDQ around
   CHECK(max_abs_diff(theirs, ctnn::predict(dyn, x)) < 1e-5);
 }
 
+TEST_CASE("int8 max pooling in ONNX: MaxPool between a DQ and a Q of one scale, onnxruntime within one step, imported back exactly") {
+  // conv2d, max_pool2d, conv2d, max_pool2d, flatten, dense: int8 between all the layers
+  // (quantization::int8_pass runs the pools and the flatten on the int8 tensor)
+  // (6x6x2 -> 6x6x4 -> 3x3x4 -> 2x2x8 -> 1x1x8 -> 8 -> 5)
+  using pcnn = sequential<input<6, 6, 2>, conv2d<4, 3, 3, 1, padding::same, relu>, max_pool2d<2>,
+                          conv2d<8, 2, 2, 1, padding::valid, relu>, max_pool2d<2>, flatten, dense<5>>;
+  temp_dir d;
+  auto m = trained<pcnn>(3, 64, 16, 2);
+  const auto cal = random_inputs<shape<6, 6, 2>>(64, 31);
+  auto x = random_inputs<shape<6, 6, 2>>(40, 32);
+  x *= 1.3f;  // partly beyond the calibrated range: saturation
+  auto q = quantize_full_integer(m, cal.data(), 64);
+  static_assert(std::is_same_v<std::tuple_element_t<1, decltype(q)::layers>::spec, quantization::int8_pass<max_pool2d<2>>>);
+  static_assert(std::is_same_v<std::tuple_element_t<4, decltype(q)::layers>::spec, quantization::int8_pass<flatten>>);
+  export_onnx(q, d.path / "q.onnx");
+  const auto f = read_model(d.path / "q.onnx");
+  // each MaxPool reads a DequantizeLinear and feeds a QuantizeLinear (through the layout Transposes)
+  // with the same scale and zero point: onnxruntime's pattern of an int8 MaxPool
+  std::map<std::string, const onnx::NodeProto*> made;
+  std::map<std::string, const onnx::NodeProto*> read;
+  for (const auto& n : f.graph().node()) {
+    for (const auto& o : n.output()) made[o] = &n;
+    for (const auto& i : n.input()) read.emplace(i, &n);
+  }
+  const auto value_of = [&](const std::string& name) {  // a scalar float or int8 initializer
+    const auto& t = init_named(f, name);
+    if (t.data_type() == onnx::TensorProto::FLOAT) {
+      if (t.float_data_size() > 0) return double(t.float_data(0));
+      float v = 0;
+      std::memcpy(&v, t.raw_data().data(), 4);
+      return double(v);
+    }
+    return t.int32_data_size() > 0 ? double(t.int32_data(0)) : double(std::int8_t(t.raw_data().at(0)));
+  };
+  std::size_t pools = 0;
+  for (const auto& n : f.graph().node()) {
+    if (n.op_type() != "MaxPool") continue;
+    ++pools;
+    const onnx::NodeProto* before = made.at(n.input(0));
+    while (before->op_type() == "Transpose") before = made.at(before->input(0));
+    const onnx::NodeProto* after = read.at(n.output(0));
+    while (after->op_type() == "Transpose") after = read.at(after->output(0));
+    INFO(n.name() << " between " << before->name() << " and " << after->name());
+    REQUIRE(before->op_type() == "DequantizeLinear");
+    REQUIRE(after->op_type() == "QuantizeLinear");
+    CHECK(value_of(before->input(1)) == value_of(after->input(1)));
+    CHECK(value_of(before->input(2)) == value_of(after->input(2)));
+  }
+  CHECK(pools == 2);
+  // imported back into the int8-chained type: the same variables, the same outputs
+  auto back = make_model<decltype(q)::network>(7);
+  import_onnx(back, d.path / "q.onnx");
+  const auto ours = ctnn::predict(q, x);
+  CHECK(max_abs_diff(ctnn::predict(back, x), ours) == 0.0);
+  xt::xtensor<float, 2> theirs, unoptimized;
+  if (!onnxruntime_predict(d.path / "q.onnx", x, theirs, d.path, &unoptimized)) return;
+  const float out_scale = scalar_of<float>(q, "output_scale", true);
+  for (bool optimize : {false, true}) {
+    const auto st = steps_between(ours, optimize ? theirs : unoptimized, out_scale);
+    const std::string run = optimize ? "int8 CNN with int8 pools, onnxruntime optimized: "
+                                     : "int8 CNN with int8 pools, onnxruntime unoptimized: ";
+    MESSAGE(run << st.differ << " of " << st.total << " outputs differ, at most " << st.max << " output steps");
+    CHECK(st.max < 1.01);  // one step: ties and the fixed-point multiplier (docs/interop.md)
+    CHECK(st.differ * 10 <= st.total);
+  }
+}
+
 TEST_CASE("import_onnx into int8-chained layers refuses a graph that requantizes between them") {
   // two adjacent dense layers: quantized_t keeps int8 between them (one tensor, one scale and zero
   // point); a graph whose second layer quantizes its input with other parameters imports only into

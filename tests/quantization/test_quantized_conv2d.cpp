@@ -224,9 +224,19 @@ TEST_CASE("quantized_conv2d: equals an independent scalar int8 convolution bit f
 
 TEST_CASE("quantized_t: conv2d becomes quantized_conv2d, the state bytes are ~4x smaller than the float parameters") {
   using q = quantized_t<cnn>;
-  static_assert(std::is_same_v<q, sequential<input<S, S, 1>, quantized_conv2d<8, 3, 3, 1, padding::same, relu>,
-                                             max_pool2d<2>, quantized_conv2d<8, 3, 3, 1, padding::valid, relu>,
-                                             flatten, quantized_dense<32, classes>>>);
+  using fi = quantization::full_integer;
+  // int8 between all the layers: the max pooling and the flatten run on the int8 tensor
+  // (quantization::int8_pass, test_int8_pool.cpp); float between them in float_between_t
+  static_assert(std::is_same_v<q, sequential<input<S, S, 1>,
+                                             quantized_conv2d<8, 3, 3, 1, padding::same, relu, fi, quantization::int8_io<false, true>>,
+                                             quantization::int8_pass<max_pool2d<2>>,
+                                             quantized_conv2d<8, 3, 3, 1, padding::valid, relu, fi, quantization::int8_io<true, true>>,
+                                             quantization::int8_pass<flatten>,
+                                             quantized_dense<32, classes, identity, fi, quantization::int8_io<true, false>>>>);
+  static_assert(std::is_same_v<quantization::float_between_t<q>,
+                               sequential<input<S, S, 1>, quantized_conv2d<8, 3, 3, 1, padding::same, relu>,
+                                          max_pool2d<2>, quantized_conv2d<8, 3, 3, 1, padding::valid, relu>, flatten,
+                                          quantized_dense<32, classes>>>);
   static_assert(std::is_same_v<quantized_t<cnn, quantization::dynamic_range>,
                                sequential<input<S, S, 1>,
                                           quantized_conv2d<8, 3, 3, 1, padding::same, relu, quantization::dynamic_range>,
@@ -298,10 +308,13 @@ TEST_CASE("int8 between two quantized_conv2d layers: bit for bit the float-betwe
   using fi = quantization::full_integer;
   static_assert(std::is_same_v<q, sequential<input<S, S, 1>,
                                              quantized_conv2d<4, 3, 3, 1, padding::same, relu, fi, quantization::int8_io<false, true>>,
-                                             quantized_conv2d<3, 3, 3, 2, padding::valid, identity, fi, quantization::int8_io<true, false>>,
-                                             flatten, quantized_dense<27, classes>>>);
-  // the first convolution's 8x8x4 output: 256 bytes a sample as int8, 1024 as float
-  static_assert(f::plan<>::bytes(role::activation, 1) - q::plan<>::bytes(role::activation, 1) == 1024 - 256);
+                                             quantized_conv2d<3, 3, 3, 2, padding::valid, identity, fi, quantization::int8_io<true, true>>,
+                                             quantization::int8_pass<flatten>,
+                                             quantized_dense<27, classes, identity, fi, quantization::int8_io<true, false>>>>);
+  // the first convolution's 8x8x4 output: 256 bytes a sample as int8, 1024 as float; the second's
+  // 3x3x3: 27 bytes as int8 (a 64-byte block), 108 as float (128)
+  static_assert(f::plan<>::bytes(role::activation, 1) - q::plan<>::bytes(role::activation, 1) ==
+                (1024 - 256) + (128 - 64));
   const auto cal = make_images(100, 5), x = make_images(64, 6);
   auto m = make_model<chain>(3);
   auto qm = quantize_full_integer(m, cal.x.data(), cal.y.size());

@@ -521,7 +521,8 @@ std::vector<pending_copy> check_weights(M& m, const std::vector<char>& d, Fail&&
         out_param[scale ? 0 : 1] = at;
       } else if (v.int8_input && (v.name == "input_scale" || v.name == "input_zero_point")) {
         // one tensor between the two layers: one scale and zero point (quantization::int8_io)
-        const std::byte* want_at = out_layer + 1 == v.layer ? out_param[scale ? 0 : 1] : nullptr;
+        // (the last layer before it with an output scale: int8_pass layers between them have none)
+        const std::byte* want_at = out_layer < v.layer ? out_param[scale ? 0 : 1] : nullptr;
         if (!want_at || std::memcmp(want_at, at, 4) != 0) {
           const auto text = [&](const std::byte* p) {
             if (!scale) {
@@ -535,7 +536,8 @@ std::vector<pending_copy> check_weights(M& m, const std::vector<char>& d, Fail&&
             std::snprintf(b, sizeof b, "%.9g", double(f));
             return std::string(b);
           };
-          error = where + " is " + text(at) + " but this layer reads layer " + std::to_string(v.layer) +
+          error = where + " is " + text(at) + " but this layer reads layer " +
+                  std::to_string(out_layer < v.layer ? out_layer + 1 : v.layer) +
                   "'s int8 output, whose " + (scale ? "output_scale" : "output_zero_point") + " is " +
                   (want_at ? text(want_at) : std::string("missing")) +
                   " (one tensor, one scale and zero point; quantization::float_between_t<Net> requantizes in float)";

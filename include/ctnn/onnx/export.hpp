@@ -15,7 +15,9 @@
 // gru -> RNN, LSTM, GRU (ONNX's gate order and time-major layout, Transposes around;
 // go_backwards -> direction "reverse", bidirectional -> "bidirectional" and its merge),
 // quantized_dense, quantized_conv2d -> QDQ form (int8 kernel and int32 bias initializers,
-// DequantizeLinear per channel, QuantizeLinear/DequantizeLinear pairs, Gemm or Conv). A
+// DequantizeLinear per channel, QuantizeLinear/DequantizeLinear pairs, Gemm or Conv); a max
+// pooling on int8 values (quantization::int8_pass) -> MaxPool then a Q/DQ pair with the
+// producer's scale and zero point. A
 // layer or activation without a mapping (masking, embedding, time_distributed among them)
 // is a compile error naming its position ("export_onnx: this layer or activation has no
 // ONNX mapping"). Variables must
@@ -493,6 +495,25 @@ void emit_graph(builder& b, const std::string& base, var_map& v, const std::stri
   }
 }
 
+// Whether bound layer L hands int8 values on (an int8 layer feeding another: output_element).
+template <class L>
+constexpr bool int8_output() {
+  if constexpr (requires { typename L::output_element; })
+    return std::is_same_v<typename L::output_element, std::int8_t>;
+  else
+    return false;
+}
+
+// A per-tensor QuantizeLinear/DequantizeLinear pair with parameters p on the current tensor (nodes
+// what_quantize, what_dequantize).
+inline void emit_qdq_pair(builder& b, const std::string& what, quantization::params p) {
+  const auto s = b.init_floats(b.fresh(what + "_scale"), {}, {p.scale});
+  const std::int8_t z8 = std::int8_t(p.zero_point);
+  const auto z = b.init_raw(b.fresh(what + "_zero_point"), {}, onnx::TensorProto::INT8, &z8, 1);
+  b.node("QuantizeLinear", {b.cur, s, z}, what + "_quantize");
+  b.node("DequantizeLinear", {b.cur, s, z}, what + "_dequantize");
+}
+
 // A quantized_dense layer in QDQ form (docs/interop.md, "Quantized models"). Full integer:
 // [QuantizeLinear, DequantizeLinear] on the input (omitted when `prev`, the pair the tensor already went
 // through, has the same parameters), DequantizeLinear of the int8 kernel [K, N] (per output channel:
@@ -684,10 +705,18 @@ void export_onnx(const M& m, const std::filesystem::path& path, int opset = 17) 
           static_assert(diag::no_onnx_mapping<diag::layer<I + 1>, exportable<L>()>::value);
           const std::string base = "layer" + std::to_string(I + 1);
           constexpr bool quantized = is_a<L, layer_kind::quantized_dense> || is_a<L, layer_kind::quantized_conv2d>;
-          if constexpr (!quantized && !is_a<L, layer_kind::reshape> && !is_a<L, layer_kind::dropout>)
+          // a max pooling on the int8 tensor (quantization::int8_pass): MaxPool, then a Q/DQ pair with
+          // its input's parameters (the max keeps them), as onnxruntime's quantizer writes it
+          constexpr bool int8_pool = is_a<L, layer_kind::pool2d> && int8_output<L>();
+          if constexpr (!quantized && !is_a<L, layer_kind::reshape> && !is_a<L, layer_kind::dropout> && !int8_pool)
             qdq.reset();
           if constexpr (quantized) qdq = export_quantized_dense<L>(b, base, raw[I], qdq, I + 1);
           else emit_layer<L>(b, base, vars[I], "");
+          if constexpr (int8_pool) {
+            if (!qdq) throw std::logic_error("export_onnx: layer " + std::to_string(I + 1) + " (" + L::name() +
+                                             ") reads int8 values no quantized layer wrote");
+            emit_qdq_pair(b, base + "_output", *qdq);
+          }
         }(),
         0)...};  // a list, not a fold: clang nests a fold of N terms N deep (limit 256)
   }(std::make_index_sequence<MM::layer_count>{});

@@ -3,8 +3,10 @@
 // quantized_t<Net, Scheme> replaces every dense<N, Act, ...> of Net by quantized_dense<K, N, Act,
 // Scheme> and every conv2d<F, KH, KW, Stride, Padding, Act, ...> by quantized_conv2d<F, KH, KW,
 // Stride, Padding, Act, Scheme>; flatten, reshape, dropout and max_pool2d stay (max pooling picks
-// one of its input's values, so it keeps their quantization, as TFLite's); any other layer is a
-// compile error ("has no int8 kernel"). Regularizers and initializers are dropped.
+// one of its input's values, so it keeps their quantization, as TFLite's; between two
+// full-integer layers max_pool2d, flatten and reshape become quantization::int8_pass<S>, below);
+// any other layer is a compile error ("has no int8 kernel"). Regularizers and initializers are
+// dropped.
 //   quantize_dynamic(m)                      int8 weights per output channel, float activations
 //                                            (each input row quantized on the fly): no data needed
 //   quantize_full_integer(m, x, n, opts)     also int8 activations, per tensor, their ranges
@@ -14,12 +16,15 @@
 //                                            a layer's input range is the previous quantized
 //                                            layer's output range (the same values, or a
 //                                            max pooling of them), the first layer's its own
-// Between two adjacent full-integer layers the tensor stays int8 (quantization::int8_io: the first
+// Between two full-integer layers the tensor stays int8 (quantization::int8_io: the first
 // requantizes straight to int8 with its output parameters, which the calibration makes the second's
 // input ones, as a TFLite tensor carries one scale and zero point for its producer and its
-// consumer; the second skips its quantize step); only a layer after a float one quantizes, only
-// one before a float layer or the output dequantizes. quantization::float_between_t<QNet> is the
-// same network with float between all its layers (the same weights files and outputs).
+// consumer; the second skips its quantize step), also across max_pool2d, flatten and reshape
+// layers between them, which become quantization::int8_pass<S> (layers/int8_pass.hpp: the max of
+// the int8 values, the producer's scale and zero point kept); only a layer after a float one
+// quantizes, only one before a float layer or the output dequantizes.
+// quantization::float_between_t<QNet> is the same network with float between all its layers (the
+// same weights files and outputs).
 // Weights (a conv2d kernel [KH, KW, C, F] read as [K = KH KW C, F]): scale_j = max_k |W[k, j]| / 127, q = round(W / scale_j) in [-127, 127]; full-integer
 // bias: round(b_j / (input_scale scale_j)) in int32. Throws std::invalid_argument for an empty
 // calibration set, or a tensor whose calibrated range is empty or not finite (naming the layer).
@@ -43,6 +48,7 @@
 #include "../layers/conv2d.hpp"
 #include "../layers/dense.hpp"
 #include "../layers/dropout.hpp"
+#include "../layers/int8_pass.hpp"
 #include "../layers/max_pool2d.hpp"
 #include "../layers/quantized_conv2d.hpp"
 #include "../layers/quantized_dense.hpp"
@@ -130,17 +136,47 @@ struct with_io<quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, IO>, In8, 
   using type = quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, int8_io<In8, Out8>>;
 };
 
-// Net with int8 tensors between adjacent full-integer layers (Chain), or float everywhere.
+// A spec with its int8_pass removed (the float layer), any other spec unchanged.
+template <class S>
+struct unpassed {
+  using type = S;
+};
+template <class S>
+struct unpassed<int8_pass<S>> {
+  using type = S;
+};
+template <class S>
+using unpassed_t = typename unpassed<S>::type;
+template <class S, bool In8, bool Out8, bool Pass8>
+using chained_spec_t =
+    std::conditional_t<Pass8, int8_pass<unpassed_t<S>>, typename with_io<unpassed_t<S>, In8, Out8>::type>;
+
+// Net with int8 tensors between full-integer layers (Chain), or float everywhere: two full-integer
+// layers with only int8_pass layers (max_pool2d, flatten, reshape) between them hand int8 values on,
+// and those layers run on them (int8_pass<S>).
 template <class Net, bool Chain>
 struct chained;
 template <class In, class... Qs, bool Chain>
 struct chained<sequential<In, Qs...>, Chain> {
   static constexpr std::size_t n = sizeof...(Qs);
   static constexpr std::array<bool, n> full{full_integer_spec_v<Qs>...};
-  static constexpr bool in8(std::size_t i) { return Chain && i > 0 && full[i] && full[i - 1]; }
-  static constexpr bool out8(std::size_t i) { return Chain && i + 1 < n && full[i] && full[i + 1]; }
+  static constexpr std::array<bool, n> pass{int8_passes_v<unpassed_t<Qs>>...};
+  // whether the nearest layer before (after) i that is not an int8_pass candidate is full-integer
+  static constexpr bool full_before(std::size_t i) {
+    for (std::size_t j = i; j-- > 0;)
+      if (!pass[j]) return full[j];
+    return false;
+  }
+  static constexpr bool full_after(std::size_t i) {
+    for (std::size_t j = i + 1; j < n; ++j)
+      if (!pass[j]) return full[j];
+    return false;
+  }
+  static constexpr bool in8(std::size_t i) { return Chain && full[i] && full_before(i); }
+  static constexpr bool out8(std::size_t i) { return Chain && full[i] && full_after(i); }
+  static constexpr bool pass8(std::size_t i) { return Chain && pass[i] && full_before(i) && full_after(i); }
   template <std::size_t... I>
-  static auto make(std::index_sequence<I...>) -> sequential<In, typename with_io<Qs, in8(I), out8(I)>::type...>;
+  static auto make(std::index_sequence<I...>) -> sequential<In, chained_spec_t<Qs, in8(I), out8(I), pass8(I)>...>;
   using type = decltype(make(std::index_sequence_for<Qs...>{}));
 };
 

@@ -1,0 +1,279 @@
+// tests/quantization/test_int8_pool.cpp — max_pool2d and flatten on the int8 tensor between two
+// full-integer layers (quantization::int8_pass, layers/int8_pass.hpp): the int8 max pooling kernel
+// against scalar loops bit for bit on every architecture, a converted CNN (conv2d, max_pool2d,
+// conv2d, max_pool2d, flatten, dense) int8 between all its layers and bit for bit its float-between
+// model (the max commutes with the monotone requantization), weights files, and the errors.
+#include <doctest/doctest.h>
+
+#include <ctnn/ctnn.hpp>
+#include <ctnn/io/weights.hpp>
+#include <ctnn/layers/int8_pass.hpp>
+#include <ctnn/quantization/convert.hpp>
+
+#include "kernels/archs.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace ctnn;
+
+namespace {
+
+namespace i8 = kernels::cpu::int8;
+
+// The window maxima by conv_source (the float layers' rule for padding), started from the first
+// position inside the input: no -128 start, no pool_window.
+std::vector<std::int8_t> pool_reference(const kernels::conv_geometry& g, const std::vector<std::int8_t>& x,
+                                        std::size_t batch) {
+  std::vector<std::int8_t> y(batch * g.out_size());
+  for (std::size_t n = 0; n < batch; ++n)
+    for (std::size_t oh = 0; oh < g.oh; ++oh)
+      for (std::size_t ow = 0; ow < g.ow; ++ow)
+        for (std::size_t c = 0; c < g.c; ++c) {
+          bool any = false;
+          std::int8_t m = 0;
+          for (std::size_t i = 0; i < g.kh; ++i)
+            for (std::size_t j = 0; j < g.kw; ++j) {
+              std::size_t r, s;
+              if (!kernels::reference::conv_source(g, oh, ow, i, j, r, s)) continue;
+              const std::int8_t v = x[n * g.in_size() + (r * g.w + s) * g.c + c];
+              m = any ? std::max(m, v) : v;
+              any = true;
+            }
+          REQUIRE(any);
+          y[n * g.out_size() + (oh * g.ow + ow) * g.c + c] = m;
+        }
+  return y;
+}
+
+template <class Arch, std::size_t H, std::size_t W, std::size_t C, std::size_t Pool, std::size_t Stride, padding Pad>
+void check_pool(std::size_t batch, std::uint64_t seed, int lo = -128, int hi = 127) {
+  constexpr auto g = window_geometry(H, W, C, C, Pool, Pool, Stride, Pad);
+  std::vector<std::int8_t> x(batch * g.in_size());
+  rng r(seed);
+  for (auto& v : x) v = std::int8_t(std::clamp<long>(std::lround(r.uniform(lo - 0.49, hi + 0.49)), lo, hi));
+  const auto want = pool_reference(g, x, batch);
+  std::vector<std::int8_t> got(want.size(), 55), scalar(want.size(), 55);
+  i8::max_pool_s8<g, Arch>(x.data(), got.data(), batch);
+  i8::max_pool_s8_scalar(g, x.data(), scalar.data(), batch);
+  INFO(H << "x" << W << "x" << C << ", pool " << Pool << ", stride " << Stride << ", " << padding_name(Pad)
+          << ", batch " << batch << ", values [" << lo << ", " << hi << "]");
+  CHECK(scalar == want);
+  CHECK(got == want);
+}
+
+// ---- the CNN: 12x12 images of one bar (horizontal, vertical or diagonal) on noise ----
+constexpr std::size_t S = 12, classes = 3;
+// 12x12x1 -> 12x12x8 -> pool 6x6x8 -> 4x4x16 -> pool 2x2x16 -> 64 -> 3
+using cnn = sequential<input<S, S, 1>, conv2d<8, 3, 3, 1, padding::same, relu>, max_pool2d<2>,
+                       conv2d<16, 3, 3, 1, padding::valid, relu>, max_pool2d<2>, flatten, dense<classes>>;
+using fi = quantization::full_integer;
+using q = quantized_t<cnn>;
+using f = quantization::float_between_t<q>;
+
+struct images {
+  std::vector<float> x;
+  std::vector<std::int32_t> y;
+};
+images make_images(std::size_t n, std::uint64_t seed) {
+  rng g(seed);
+  images d;
+  d.x.resize(n * S * S);
+  d.y.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t k = i % classes, at = std::size_t(g.uniform(1, S - 1));
+    d.y[i] = std::int32_t(k);
+    float* im = d.x.data() + i * S * S;
+    for (std::size_t p = 0; p < S * S; ++p) im[p] = float(g.uniform(-0.6, 0.6));
+    for (std::size_t t = 0; t < S; ++t) {
+      const std::size_t r = k == 0 ? at : t, c = k == 1 ? at : k == 0 ? t : (t + at) % S;
+      im[r * S + c] += 1.0f;
+    }
+  }
+  return d;
+}
+
+auto& trained_cnn() {
+  static auto m = [] {
+    auto mm = make_model<cnn>(3);
+    const auto tr = make_images(300, 1);
+    adam opt{0.01};
+    fit(mm, sparse_categorical_crossentropy{.from_logits = true}, opt,
+        data::in_memory<shape<S, S, 1>, sparse_labels>(tr.x, tr.y).batch(32), epochs{2});
+    return mm;
+  }();
+  return m;
+}
+
+// A float-between model holding qm's weights (the same variables, in the same order).
+template <class QM>
+auto float_between_copy(QM& qm) {
+  auto fm = make_model<quantization::float_between_t<typename QM::network>>(1);
+  std::vector<variable_ref> src;
+  qm.for_each_variable([&](const variable_ref& v) { src.push_back(v); });
+  std::size_t k = 0;
+  fm.for_each_variable([&](const variable_ref& v) {
+    REQUIRE(v.name == src[k].name);
+    std::memcpy(v.data, src[k++].data, v.extent * v.element_bytes);
+  });
+  return fm;
+}
+
+}  // namespace
+
+TEST_CASE("int8 max_pool_s8: every path equals the scalar loops bit for bit, padding never takes part") {
+  const int ran = ctnn::test::for_each_arch("int8 max_pool_s8", []<class Arch>(Arch, const char*) {
+    for (std::size_t batch : {1, 3}) {
+      // channels: below a vector (1, 8, 13), one AVX2 vector (32), one AVX-512 vector (64), and tails
+      check_pool<Arch, 6, 6, 1, 2, 2, padding::valid>(batch, 1);
+      check_pool<Arch, 5, 7, 8, 2, 2, padding::valid>(batch, 2);
+      check_pool<Arch, 5, 5, 13, 3, 1, padding::same>(batch, 3);
+      check_pool<Arch, 4, 4, 32, 2, 2, padding::valid>(batch, 4);
+      check_pool<Arch, 7, 5, 45, 3, 2, padding::same>(batch, 5);
+      check_pool<Arch, 4, 6, 64, 2, 1, padding::valid>(batch, 6);
+      check_pool<Arch, 5, 5, 100, 2, 2, padding::same>(batch, 7);
+      check_pool<Arch, 3, 3, 130, 3, 3, padding::valid>(batch, 8);
+      check_pool<Arch, 3, 3, 57, 2, 3, padding::same>(batch, 9);
+      // every value negative: a padded position taken as 0 (or as the zero point) would show
+      check_pool<Arch, 5, 5, 45, 3, 2, padding::same>(batch, 10, -128, -1);
+      check_pool<Arch, 5, 5, 8, 2, 2, padding::same>(batch, 11, -128, -100);
+      // the extremes: all -128, all 127
+      check_pool<Arch, 4, 4, 70, 2, 2, padding::same>(batch, 12, -128, -128);
+      check_pool<Arch, 4, 4, 70, 2, 2, padding::same>(batch, 13, 127, 127);
+    }
+  });
+  CHECK(ran >= 1);
+}
+
+TEST_CASE("quantized_t of a CNN: max_pool2d and flatten between int8 layers run on int8, int8 between all layers") {
+  static_assert(std::is_same_v<q, sequential<input<S, S, 1>,
+                                             quantized_conv2d<8, 3, 3, 1, padding::same, relu, fi, quantization::int8_io<false, true>>,
+                                             quantization::int8_pass<max_pool2d<2>>,
+                                             quantized_conv2d<16, 3, 3, 1, padding::valid, relu, fi, quantization::int8_io<true, true>>,
+                                             quantization::int8_pass<max_pool2d<2>>, quantization::int8_pass<flatten>,
+                                             quantized_dense<64, classes, identity, fi, quantization::int8_io<true, false>>>>);
+  // float between them: every layer as the float-pool model had it
+  static_assert(std::is_same_v<f, sequential<input<S, S, 1>, quantized_conv2d<8, 3, 3, 1, padding::same, relu>,
+                                             max_pool2d<2>, quantized_conv2d<16, 3, 3, 1, padding::valid, relu>,
+                                             max_pool2d<2>, flatten, quantized_dense<64, classes>>>);
+  // the same names, spec string and weights files
+  CHECK(q::spec_string() == f::spec_string());
+  // the plan's element types: int8 from the first layer's output to the last layer's input
+  using L = decltype(make_model<q>(1))::layers;
+  using P = precision::float32;
+  static_assert(std::is_same_v<ctnn::detail::output_element_of<std::tuple_element_t<0, L>, P>::type, std::int8_t>);
+  static_assert(std::is_same_v<ctnn::detail::input_element_of<std::tuple_element_t<1, L>, P>::type, std::int8_t>);
+  static_assert(std::is_same_v<ctnn::detail::output_element_of<std::tuple_element_t<1, L>, P>::type, std::int8_t>);
+  static_assert(std::is_same_v<ctnn::detail::output_element_of<std::tuple_element_t<2, L>, P>::type, std::int8_t>);
+  static_assert(std::is_same_v<ctnn::detail::output_element_of<std::tuple_element_t<3, L>, P>::type, std::int8_t>);
+  static_assert(std::is_same_v<ctnn::detail::output_element_of<std::tuple_element_t<4, L>, P>::type, std::int8_t>);
+  static_assert(std::is_same_v<ctnn::detail::input_element_of<std::tuple_element_t<5, L>, P>::type, std::int8_t>);
+  static_assert(std::is_same_v<ctnn::detail::output_element_of<std::tuple_element_t<5, L>, P>::type, float>);
+  // one sample's activation blocks (64-byte aligned; flatten has none): 1152 + 288 + 256 + 64
+  // int8 values and 3 floats, against 4 bytes a value
+  static_assert(q::plan<>::bytes(role::activation, 1) == 1152 + 320 + 256 + 64 + 64);
+  static_assert(f::plan<>::bytes(role::activation, 1) == 4 * 1152 + 4 * 288 + 4 * 256 + 4 * 64 + 64);
+  static_assert(q::state_bytes == f::state_bytes);
+  // the int8 pool is a max_pool2d to the tools (kind, spec::kind, window), with no buffers
+  using pool = std::tuple_element_t<1, L>;
+  static_assert(std::is_same_v<pool::kind, layer_kind::pool2d> &&
+                std::is_same_v<pool::spec::kind, ctnn::detail::max_pool_kind> && pool::spec::pool_size == 2);
+  static_assert(pool::buffers.size() == 0 && pool::cache_per_sample == 0);
+  // no pool between full-integer layers: the pool stays float (before the first one, after the last)
+  using edges = sequential<input<S, S, 1>, max_pool2d<2>, conv2d<4, 3, 3>, max_pool2d<2>, flatten>;
+  static_assert(std::is_same_v<quantized_t<edges>, sequential<input<S, S, 1>, max_pool2d<2>,
+                                                              quantized_conv2d<4, 3, 3>, max_pool2d<2>, flatten>>);
+  // dynamic range: float between all layers
+  static_assert(std::is_same_v<quantized_t<cnn, quantization::dynamic_range>,
+                               quantization::float_between_t<quantized_t<cnn, quantization::dynamic_range>>>);
+}
+
+TEST_CASE("int8 CNN across max pooling: bit for bit the float-pool model, saturation counted alike, any batch") {
+  auto& m = trained_cnn();
+  const auto cal = make_images(100, 5), te = make_images(64, 6);
+  auto qm = quantize_full_integer(m, cal.x.data(), cal.y.size());
+  static_assert(std::is_same_v<decltype(qm)::network, q>);
+  auto fm = float_between_copy(qm);
+  std::vector<float> wild = te.x;  // some values beyond the calibrated range: saturation counted alike
+  for (std::size_t i = 0; i < wild.size(); i += 7) wild[i] *= 4;
+  const auto want = fm.predict(wild.data(), 64, 64);
+  for (std::size_t n : {1, 7, 64}) {
+    INFO("batch " << n);
+    quantization::reset_saturation(qm);
+    quantization::reset_saturation(fm);
+    const auto got = qm.predict(wild.data(), 64, n);  // one pass each: the counts add up
+    CHECK(got == fm.predict(wild.data(), 64, n));
+    CHECK(got == want);
+    const auto sq = quantization::saturation(qm), sf = quantization::saturation(fm);
+    REQUIRE(sq.size() == 3);
+    REQUIRE(sf.size() == 3);
+    for (std::size_t l = 0; l < 3; ++l) {
+      CHECK(sq[l].layer == sf[l].layer);
+      CHECK(sq[l].inputs == sf[l].inputs);
+      CHECK(sq[l].outputs == sf[l].outputs);
+    }
+    CHECK(sq[0].inputs > 0);
+    CHECK(sq[1].inputs == 0);  // an int8 input is never clamped (nor is the pooled float one)
+    CHECK(sq[2].inputs == 0);
+  }
+  // the accuracy of the float model, about (the int8 model is the float-pool one)
+  std::size_t ok = 0;
+  const auto y = qm.predict(te.x.data(), 64);
+  for (std::size_t i = 0; i < 64; ++i)
+    ok += std::size_t(std::max_element(y.begin() + std::ptrdiff_t(i * classes), y.begin() + std::ptrdiff_t(i * classes + classes)) -
+                      (y.begin() + std::ptrdiff_t(i * classes))) == std::size_t(te.y[i]);
+  MESSAGE("int8 CNN accuracy on 64 test images: " << double(ok) / 64.0);
+}
+
+TEST_CASE("int8 CNN across max pooling: weights files shared with the float-pool model, a requantizing file refused") {
+  auto& m = trained_cnn();
+  const auto cal = make_images(100, 5), te = make_images(20, 7);
+  auto qm = quantize_full_integer(m, cal.x.data(), cal.y.size());
+  const auto dir = std::filesystem::temp_directory_path() / "ctnn_test_int8_pool";
+  std::filesystem::create_directories(dir);
+  io::save_weights(qm, dir / "q.weights");
+  auto back = make_model<q>(9);
+  auto fback = make_model<f>(9);
+  io::load_weights(back, dir / "q.weights");
+  io::load_weights(fback, dir / "q.weights");
+  CHECK(back.predict(te.x.data(), 20) == qm.predict(te.x.data(), 20));
+  CHECK(fback.predict(te.x.data(), 20) == qm.predict(te.x.data(), 20));
+  // a float-between file whose second conv quantizes its input with other parameters than the
+  // first conv's output ones: the int8 model cannot read it (one tensor across the pool), and says
+  // which layer's output it reads; the float-between model can
+  auto fm = float_between_copy(qm);
+  fm.for_each_variable([&](const variable_ref& v) {
+    if (v.layer == 2 && v.name == "input_scale") *reinterpret_cast<float*>(v.data) *= 1.5f;
+  });
+  io::save_weights(fm, dir / "requantizing.weights");
+  CHECK_THROWS_WITH_AS(io::load_weights(back, dir / "requantizing.weights"),
+                       doctest::Contains("layer 3 state 'input_scale'"), io::weights_error);
+  CHECK_THROWS_WITH_AS(io::load_weights(back, dir / "requantizing.weights"),
+                       doctest::Contains("but this layer reads layer 1's int8 output"), io::weights_error);
+  CHECK(back.predict(te.x.data(), 20) == qm.predict(te.x.data(), 20));  // unchanged
+  io::load_weights(fback, dir / "requantizing.weights");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("int8 max pooling and flatten: inference only") {
+  using L = decltype(make_model<q>(1))::layers;
+  using pool = std::tuple_element_t<1, L>;
+  using flat = std::tuple_element_t<4, L>;
+  CHECK_THROWS_WITH_AS(pool::backward({}, nullptr, nullptr, nullptr, nullptr, {}),
+                       doctest::Contains("max_pool2d<2> on int8 values runs inference only"), std::logic_error);
+  CHECK_THROWS_WITH_AS(flat::backward({}, nullptr, nullptr, nullptr, nullptr, {}),
+                       doctest::Contains("flatten on int8 values runs inference only"), std::logic_error);
+  // training the converted model is refused by its first layer, as before
+  auto qm = make_model<q>(1);
+  std::vector<float> x(S * S, 0.5f);
+  std::vector<std::int32_t> y{1};
+  adam opt{0.01};
+  CHECK_THROWS_AS(fit(qm, sparse_categorical_crossentropy{.from_logits = true}, opt,
+                      data::in_memory<shape<S, S, 1>, sparse_labels>(x, y).batch(1), epochs{1}),
+                  std::logic_error);
+}
