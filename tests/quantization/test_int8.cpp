@@ -487,7 +487,7 @@ TEST_CASE("int8 requantize_row at the extremes: every shift, int32 limits, multi
     for (std::int32_t m : ms)
       for (std::int32_t x : xs) {
         acc.push_back(x);
-        off.push_back(sh % 3 == 0 ? 0 : -x);  // sometimes 0 after the wrapping add
+        off.push_back(sh % 3 == 0 ? 0 : std::int32_t(0u - std::uint32_t(x)));  // -x, wrapping: 0 after the add
         mult.push_back(m);
         shift.push_back(sh);
       }

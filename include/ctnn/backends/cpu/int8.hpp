@@ -53,7 +53,7 @@ constexpr std::size_t packed_index(std::size_t K, std::size_t N, std::size_t j, 
 }
 // w: [N, K] row-major (leading dimension ldw) -> out: packed_bytes(K, N) bytes.
 inline void pack(std::size_t K, std::size_t N, const std::int8_t* w, std::size_t ldw, std::int8_t* out) {
-  std::memset(out, 0, packed_bytes(K, N));
+  if (const std::size_t n = packed_bytes(K, N)) std::memset(out, 0, n);  // (K or N = 0: out may be null)
   for (std::size_t j = 0; j < N; ++j)
     for (std::size_t k = 0; k < K; ++k) out[packed_index(K, N, j, k)] = w[j * ldw + k];
 }
