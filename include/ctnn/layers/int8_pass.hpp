@@ -36,6 +36,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "../backends/cpu/arch.hpp"
+#include "../backends/cpu/pooling.hpp"
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
 #include "../core/plan.hpp"
@@ -49,15 +50,8 @@
 namespace ctnn {
 
 namespace kernels::cpu::int8 {
-// The window of output (oh, ow) inside the input: rows [r0, r1), columns [s0, s1).
-inline void pool_window(const conv_geometry& g, std::size_t oh, std::size_t ow, std::size_t& r0, std::size_t& r1,
-                        std::size_t& s0, std::size_t& s1) {
-  const std::size_t rr = oh * g.stride, ss = ow * g.stride;
-  r0 = rr < g.pt ? 0 : rr - g.pt;
-  r1 = std::min(g.h, rr + g.kh - g.pt);
-  s0 = ss < g.pl ? 0 : ss - g.pl;
-  s1 = std::min(g.w, ss + g.kw - g.pl);
-}
+// The window of output (oh, ow) inside the input: the float pooling's (backends/cpu/pooling.hpp).
+using cpu::detail::window;
 
 // The int8 max pooling, one value at a time (the reference of the vector paths): y[batch, OH, OW, C]
 // from x[batch, H, W, C].
@@ -67,7 +61,7 @@ inline void max_pool_s8_scalar(const conv_geometry& g, const std::int8_t* x, std
     for (std::size_t oh = 0; oh < g.oh; ++oh)
       for (std::size_t ow = 0; ow < g.ow; ++ow) {
         std::size_t r0, r1, s0, s1;
-        pool_window(g, oh, ow, r0, r1, s0, s1);
+        window(g, oh, ow, r0, r1, s0, s1);
         std::int8_t* out = y + ((n * g.oh + oh) * g.ow + ow) * g.c;
         for (std::size_t c = 0; c < g.c; ++c) {
           std::int8_t m = -128;
@@ -92,7 +86,7 @@ void max_pool_s8(const std::int8_t* x, std::int8_t* y, std::size_t batch) {
       for (std::size_t oh = 0; oh < G.oh; ++oh)
         for (std::size_t ow = 0; ow < G.ow; ++ow) {
           std::size_t r0, r1, s0, s1;
-          pool_window(G, oh, ow, r0, r1, s0, s1);
+          window(G, oh, ow, r0, r1, s0, s1);
           std::int8_t* out = y + ((n * G.oh + oh) * G.ow + ow) * C;
           for (std::size_t c0 = 0; c0 < C; c0 += 64) {
             const __mmask64 m = C - c0 >= 64 ? ~__mmask64(0) : (__mmask64(1) << (C - c0)) - 1;
@@ -114,7 +108,7 @@ void max_pool_s8(const std::int8_t* x, std::int8_t* y, std::size_t batch) {
       for (std::size_t oh = 0; oh < G.oh; ++oh)
         for (std::size_t ow = 0; ow < G.ow; ++ow) {
           std::size_t r0, r1, s0, s1;
-          pool_window(G, oh, ow, r0, r1, s0, s1);
+          window(G, oh, ow, r0, r1, s0, s1);
           std::int8_t* out = y + ((n * G.oh + oh) * G.ow + ow) * C;
           const auto at = [&](std::size_t r, std::size_t s, std::size_t c) { return xs + (r * G.w + s) * C + c; };
           std::size_t c = 0;

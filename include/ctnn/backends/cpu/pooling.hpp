@@ -34,15 +34,20 @@ namespace ctnn::kernels::cpu {
 using kernels::conv_geometry;
 
 namespace detail {
-// The window rows [i0, i1) and columns [j0, j1) inside the input, in input coordinates.
+// The window rows [r0, r1) and columns [s0, s1) inside the input, in input coordinates (also the
+// int8 max pooling's, layers/int8_pass.hpp).
+constexpr void window(const conv_geometry& g, std::size_t oh, std::size_t ow, std::size_t& r0, std::size_t& r1,
+                      std::size_t& s0, std::size_t& s1) {
+  const std::size_t rr = oh * g.stride, ss = ow * g.stride;
+  r0 = rr < g.pt ? 0 : rr - g.pt;
+  r1 = std::min(g.h, rr + g.kh - g.pt);
+  s0 = ss < g.pl ? 0 : ss - g.pl;
+  s1 = std::min(g.w, ss + g.kw - g.pl);
+}
 template <conv_geometry G>
 constexpr void window(std::size_t oh, std::size_t ow, std::size_t& r0, std::size_t& r1, std::size_t& s0,
                       std::size_t& s1) {
-  const std::size_t rr = oh * G.stride, ss = ow * G.stride;
-  r0 = rr < G.pt ? 0 : rr - G.pt;
-  r1 = std::min(G.h, rr + G.kh - G.pt);
-  s0 = ss < G.pl ? 0 : ss - G.pl;
-  s1 = std::min(G.w, ss + G.kw - G.pl);
+  window(G, oh, ow, r0, r1, s0, s1);
 }
 
 // 0, 1, ..., L-1: the channel offset of each lane (offsets are carried as uint32).
