@@ -320,7 +320,6 @@ template <Model M, class L, class O, data::Dataset D, class... Extras>
            Optimizer<O, typename std::remove_cvref_t<M>::variable_type>
 history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... extras) {
   using MT = std::remove_cvref_t<M>;
-  using T = typename MT::value_type;
   static_assert(detail::check_compatible<MT, L, D>());
   static_assert((detail::check_validation<MT, L, std::remove_cvref_t<Extras>>() && ...));
   static_assert((detail::check_metric<MT, std::remove_cvref_t<Extras>, D>() && ...));

@@ -259,8 +259,10 @@ void two_of_four_avx2(const float* x, const float* values, const std::uint8_t* m
     __m256 acc[C][R];
     for (std::size_t c = 0; c < C; ++c)
       for (std::size_t r = 0; r < R; ++r) acc[c][r] = _mm256_setzero_ps();
-    std::size_t b = 0;
-    for (; b + C <= nb; b += C)
+    // the chained blocks, then the rest one at a time, both bounds constants (a running b shared by
+    // the two loops made g++ 12 warn, falsely, that an iteration of the second overflows v + 8 * b)
+    constexpr std::size_t chained = nb - nb % C;
+    for (std::size_t b = 0; b < chained; b += C)
       for (std::size_t c = 0; c < C; ++c) {
         const __m256i i = lanes(at + 16 * (b + c));
         const __m256 w = _mm256_loadu_ps(v + 8 * (b + c));
@@ -269,7 +271,7 @@ void two_of_four_avx2(const float* x, const float* values, const std::uint8_t* m
           acc[c][r] = _mm256_fmadd_ps(pick(_mm256_loadu_ps(xr), _mm256_loadu_ps(xr + 8), i), w, acc[c][r]);
         }
       }
-    for (; b < nb; ++b) {
+    for (std::size_t b = chained; b < nb; ++b) {
       const __m256i i = lanes(at + 16 * b);
       const __m256 w = _mm256_loadu_ps(v + 8 * b);
       for (std::size_t r = 0; r < R; ++r) {
