@@ -42,6 +42,7 @@
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
 #include "../kernels/conv_reference.hpp"
+#include "dropout.hpp"
 #include "max_pool2d.hpp"
 #include "padding.hpp"
 #include "pool2d.hpp"
@@ -163,6 +164,10 @@ template <>
 inline constexpr bool is_reshape_spec_v<flatten> = true;
 template <std::size_t... D>
 inline constexpr bool is_reshape_spec_v<reshape<D...>> = true;
+template <class S>
+inline constexpr bool is_dropout_spec_v = false;
+template <auto Rate>
+inline constexpr bool is_dropout_spec_v<dropout<Rate>> = true;
 template <class S>
 inline constexpr bool is_max_pool_spec_v = false;
 template <std::size_t Pool, std::size_t Stride, padding Pad>
