@@ -50,8 +50,9 @@ static_assert(std::is_same_v<
                          quantization::int8_pass<max_pool2d<2>>,
                          quantized_conv2d<12, 2, 2, 1, padding::valid, relu, fi, quantization::int8_io<true, true>>,
                          quantization::int8_pass<flatten>,
-                         quantized_dense<48, 16, relu, fi, quantization::int8_io<true, false>>, dropout<0.5f>,
-                         quantized_dense<16, classes, identity, fi>>>);
+                         quantized_dense<48, 16, relu, fi, quantization::int8_io<true, true>>,
+                         quantization::int8_pass<dropout<0.5f>>,
+                         quantized_dense<16, classes, identity, fi, quantization::int8_io<true, false>>>>);
 
 struct images {
   std::vector<float> x;

@@ -4,7 +4,7 @@
 // Scheme> and every conv2d<F, KH, KW, Stride, Padding, Act, ...> by quantized_conv2d<F, KH, KW,
 // Stride, Padding, Act, Scheme>; flatten, reshape, dropout and max_pool2d stay (max pooling picks
 // one of its input's values, so it keeps their quantization, as TFLite's; between two
-// full-integer layers max_pool2d, flatten and reshape become quantization::int8_pass<S>, below);
+// full-integer layers max_pool2d, flatten, reshape and dropout become quantization::int8_pass<S>, below);
 // a batch_norm is folded into the dense or conv2d layer after it first (quantization/fold.hpp:
 // quantized_t<Net> is that of fold_t<Net>, and quantize_dynamic / quantize_full_integer convert
 // fold_batch_norm(m)); any other layer is a compile error ("has no int8 kernel"). Regularizers and
@@ -21,9 +21,10 @@
 // Between two full-integer layers the tensor stays int8 (quantization::int8_io: the first
 // requantizes straight to int8 with its output parameters, which the calibration makes the second's
 // input ones, as a TFLite tensor carries one scale and zero point for its producer and its
-// consumer; the second skips its quantize step), also across max_pool2d, flatten and reshape
-// layers between them, which become quantization::int8_pass<S> (layers/int8_pass.hpp: the max of
-// the int8 values, the producer's scale and zero point kept); only a layer after a float one
+// consumer; the second skips its quantize step), also across max_pool2d, flatten, reshape and
+// dropout layers between them, which become quantization::int8_pass<S> (layers/int8_pass.hpp: the
+// max of the int8 values, the producer's scale and zero point kept; dropout is the identity at
+// inference; TFMOT leaves it unquantized); only a layer after a float one
 // quantizes, only one before a float layer or the output dequantizes.
 // quantization::float_between_t<QNet> is the same network with float between all its layers (the
 // same weights files and outputs).
@@ -156,7 +157,7 @@ using chained_spec_t =
     std::conditional_t<Pass8, int8_pass<unpassed_t<S>>, typename with_io<unpassed_t<S>, In8, Out8>::type>;
 
 // Net with int8 tensors between full-integer layers (Chain), or float everywhere: two full-integer
-// layers with only int8_pass layers (max_pool2d, flatten, reshape) between them hand int8 values on,
+// layers with only int8_pass layers (max_pool2d, flatten, reshape, dropout) between them hand int8 values on,
 // and those layers run on them (int8_pass<S>).
 template <class Net, bool Chain>
 struct chained;
