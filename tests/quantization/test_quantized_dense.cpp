@@ -155,10 +155,12 @@ std::vector<float> int8_reference(const QM& qm, const std::vector<float>& x, std
 TEST_CASE("quantized_t: dense becomes quantized_dense, the state bytes are ~4x smaller than the float parameters") {
   using qnet = quantized_t<net>;
   using dnet = quantized_t<net, quantization::dynamic_range>;
-  // int8 between the adjacent full-integer layers 3 and 4 (a dropout keeps float between 1 and 3)
+  // int8 between all the full-integer layers, also across the dropout (the identity at inference:
+  // quantization::int8_pass, int8 in and out)
   using fi = quantization::full_integer;
-  static_assert(std::is_same_v<qnet, sequential<input<D>, quantized_dense<D, 32, relu>, dropout<0.1f>,
-                                                quantized_dense<32, 24, relu, fi, quantization::int8_io<false, true>>,
+  static_assert(std::is_same_v<qnet, sequential<input<D>, quantized_dense<D, 32, relu, fi, quantization::int8_io<false, true>>,
+                                                quantization::int8_pass<dropout<0.1f>>,
+                                                quantized_dense<32, 24, relu, fi, quantization::int8_io<true, true>>,
                                                 quantized_dense<24, C, identity, fi, quantization::int8_io<true, false>>>>);
   static_assert(std::is_same_v<quantization::float_between_t<qnet>,
                                sequential<input<D>, quantized_dense<D, 32, relu>, dropout<0.1f>,
@@ -289,6 +291,34 @@ TEST_CASE("full integer: outputs equal an independent scalar int8 implementation
   CHECK_THROWS_WITH_AS((void)qf.predict(xs.data(), 2),
                        doctest::Contains("quantized_dense<32, 24, relu, full_integer>: unit 5's requantization multiplier ("),
                        std::invalid_argument);
+}
+
+TEST_CASE("int8 across a dropout: the chained model equals the float-between one bit for bit, int8 dropout inference only") {
+  // the dropout between layers 1 and 3 is the identity at inference: it hands layer 1's int8 values on
+  // (quantization::int8_pass<dropout>), as float_between_t's dequantize, float dropout, quantize does
+  auto& m = trained<float_model>();
+  const auto cal = make_blobs(300, 3);
+  auto qf = quantize_full_integer(m, cal.x.data(), cal.y.size());
+  auto fb = make_model<quantization::float_between_t<quantized_t<net>>>(1);
+  std::vector<variable_ref> from;
+  qf.for_each_variable([&](const variable_ref& v) { from.push_back(v); });
+  std::size_t i = 0;
+  fb.for_each_variable([&](const variable_ref& v) { std::memcpy(v.data, from.at(i++).data, v.extent * v.element_bytes); });
+  CHECK(i == from.size());
+  const auto te = make_blobs(70, 4);
+  for (std::size_t batch : {1, 7, 64}) {
+    INFO("batch " << batch);
+    CHECK(qf.predict(te.x.data(), te.y.size(), batch) == fb.predict(te.x.data(), te.y.size(), batch));
+  }
+  // one sample's activations: layer 1's 32 outputs int8 (1 byte a value), the dropout their memory
+  static_assert(quantized_t<net>::plan<>::bytes(role::activation, 1) <
+                quantization::float_between_t<quantized_t<net>>::plan<>::bytes(role::activation, 1));
+  using L = std::tuple_element_t<1, decltype(qf)::layers>;
+  static_assert(std::is_same_v<L::kind, layer_kind::dropout> && L::aliases_input);
+  static_assert(std::is_same_v<L::input_element, std::int8_t> && std::is_same_v<L::output_element, std::int8_t>);
+  CHECK(L::name() == "dropout<0.1>");
+  CHECK_THROWS_WITH_AS(L::backward({}, nullptr, nullptr, nullptr, nullptr, {}), doctest::Contains("inference only"),
+                       std::logic_error);
 }
 
 TEST_CASE("quantized_dense: every 4-byte buffer is 4-byte aligned when K N is odd") {

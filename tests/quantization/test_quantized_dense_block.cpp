@@ -30,10 +30,12 @@ using dense_net = sequential<input<40>, dense<32, relu>, dropout<0.1f>, dense<16
 using fi = quantization::full_integer;
 template <bool In8, bool Out8>
 using io8 = quantization::int8_io<In8, Out8>;
-// int8 between the adjacent layers 3 and 4 (quantization::int8_io), float around the dropout
+// int8 between all the layers (quantization::int8_io), also across the dropout (the identity at
+// inference: quantization::int8_pass)
 static_assert(std::is_same_v<quantized_t<block_net>,
-                             sequential<input<40>, quantized_dense_block<40, 32, 320, 1, 16, relu>, dropout<0.1f>,
-                                        quantized_dense_block<32, 16, 64, 4, 4, relu, fi, io8<false, true>>,
+                             sequential<input<40>, quantized_dense_block<40, 32, 320, 1, 16, relu, fi, io8<false, true>>,
+                                        quantization::int8_pass<dropout<0.1f>>,
+                                        quantized_dense_block<32, 16, 64, 4, 4, relu, fi, io8<true, true>>,
                                         quantized_dense<16, 5, identity, fi, io8<true, false>>>>);
 using qb1 = quantized_dense_block<40, 32, 320, 1, 16, relu>::bind<shape<40>, float, cpu<>>;
 using qb2 = quantized_dense_block<32, 16, 64, 4, 4, relu>::bind<shape<32>, float, cpu<>>;

@@ -1,5 +1,5 @@
-// ctnn/layers/int8_pass.hpp — quantization::int8_pass<Spec>: max_pool2d, flatten or reshape run on
-// the int8 tensor between two full-integer layers (inference).
+// ctnn/layers/int8_pass.hpp — quantization::int8_pass<Spec>: max_pool2d, flatten, reshape or dropout
+// run on the int8 tensor between two full-integer layers (inference).
 //
 // A max of int8 values that share one scale and zero point is the int8 value of the max (the
 // dequantization s (q - z) is increasing in q), and flatten / reshape move no value: so between
@@ -17,7 +17,8 @@
 //     max_pool_s8_scalar bit for bit. Kind pool2d, spec::kind max_pool_kind: onnx/export.hpp
 //     writes it as the float MaxPool between the producer's DequantizeLinear and a
 //     QuantizeLinear with the same scale and zero point (onnxruntime runs that pattern on int8).
-//   flatten, reshape<D...>: the input's memory (aliases_input), as the float layers.
+//   flatten, reshape<D...>, dropout<Rate>: the input's memory (aliases_input), as the float layers
+//     (dropout is the identity at inference; kind dropout, so the ONNX export writes nothing for it).
 // No buffers; no cache; backward throws (the int8 layers are inference types).
 // Docs: docs/quantization.md.
 #pragma once
@@ -42,6 +43,7 @@
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
 #include "../kernels/conv_reference.hpp"
+#include "dropout.hpp"
 #include "max_pool2d.hpp"
 #include "padding.hpp"
 #include "pool2d.hpp"
@@ -164,6 +166,10 @@ inline constexpr bool is_reshape_spec_v<flatten> = true;
 template <std::size_t... D>
 inline constexpr bool is_reshape_spec_v<reshape<D...>> = true;
 template <class S>
+inline constexpr bool is_dropout_spec_v = false;
+template <auto Rate>
+inline constexpr bool is_dropout_spec_v<dropout<Rate>> = true;
+template <class S>
 inline constexpr bool is_max_pool_spec_v = false;
 template <std::size_t Pool, std::size_t Stride, padding Pad>
 inline constexpr bool is_max_pool_spec_v<max_pool2d<Pool, Stride, Pad>> = true;
@@ -171,12 +177,13 @@ inline constexpr bool is_max_pool_spec_v<max_pool2d<Pool, Stride, Pad>> = true;
 
 // Whether Spec runs on an int8 tensor (int8_pass<Spec> exists).
 template <class Spec>
-inline constexpr bool int8_passes_v = detail::is_reshape_spec_v<Spec> || detail::is_max_pool_spec_v<Spec>;
+inline constexpr bool int8_passes_v =
+    detail::is_reshape_spec_v<Spec> || detail::is_max_pool_spec_v<Spec> || detail::is_dropout_spec_v<Spec>;
 
 template <class Spec>
 struct int8_pass : Spec {
-  static_assert(int8_passes_v<Spec>, "int8_pass: the layer is max_pool2d, flatten or reshape (the layers that "
-                                     "run on int8 values as they are)");
+  static_assert(int8_passes_v<Spec>, "int8_pass: the layer is max_pool2d, flatten, reshape or dropout (the layers "
+                                     "that run on int8 values as they are)");
   using float_spec = Spec;  // the same layer on float values (float_between_t)
   template <Shape In, class P, class Backend>
   using bind = std::conditional_t<detail::is_max_pool_spec_v<Spec>, int8_max_pool2d_layer<int8_pass, In, P, Backend>,
@@ -219,10 +226,18 @@ struct int8_max_pool2d_layer {
   }
 };
 
-// The bound int8 flatten / reshape: the input's memory, int8 values.
+namespace quantization::detail {
+template <class Spec, Shape In>
+struct reshaped {
+  using type = typename Spec::template output<In>;
+};
+}  // namespace quantization::detail
+
+// The bound int8 flatten / reshape / dropout (the identity at inference): the input's memory, int8 values.
 template <class Spec, Shape In, class P, class Backend>
 struct int8_reshape_layer {
-  using kind = layer_kind::reshape;
+  static constexpr bool is_dropout = quantization::detail::is_dropout_spec_v<typename Spec::float_spec>;
+  using kind = std::conditional_t<is_dropout, layer_kind::dropout, layer_kind::reshape>;
   using spec = Spec;
   using T = float;
   using variable_type = float;
@@ -230,8 +245,14 @@ struct int8_reshape_layer {
   using input_element = std::int8_t;
   using output_element = std::int8_t;
   using in_shape = In;
-  using out_shape = typename Spec::template output<In>;
-  static constexpr bool keeps_channels = Spec::keeps_channels;
+  using out_shape =
+      typename std::conditional_t<is_dropout, std::type_identity<In>, quantization::detail::reshaped<Spec, In>>::type;
+  static constexpr bool keeps_channels = [] {
+    if constexpr (is_dropout)
+      return true;
+    else
+      return Spec::keeps_channels;
+  }();
   static constexpr auto buffers = no_buffers;
   static constexpr bool aliases_input = true;  // a model passes the input's memory on as the output
   static constexpr std::size_t parameter_count = 0;

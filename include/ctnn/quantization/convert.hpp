@@ -4,9 +4,11 @@
 // Scheme> and every conv2d<F, KH, KW, Stride, Padding, Act, ...> by quantized_conv2d<F, KH, KW,
 // Stride, Padding, Act, Scheme>; flatten, reshape, dropout and max_pool2d stay (max pooling picks
 // one of its input's values, so it keeps their quantization, as TFLite's; between two
-// full-integer layers max_pool2d, flatten and reshape become quantization::int8_pass<S>, below);
-// any other layer is a compile error ("has no int8 kernel"). Regularizers and initializers are
-// dropped.
+// full-integer layers max_pool2d, flatten, reshape and dropout become quantization::int8_pass<S>, below);
+// a batch_norm is folded into the dense or conv2d layer after it first (quantization/fold.hpp:
+// quantized_t<Net> is that of fold_t<Net>, and quantize_dynamic / quantize_full_integer convert
+// fold_batch_norm(m)); any other layer is a compile error ("has no int8 kernel"). Regularizers and
+// initializers are dropped.
 //   quantize_dynamic(m)                      int8 weights per output channel, float activations
 //                                            (each input row quantized on the fly): no data needed
 //   quantize_full_integer(m, x, n, opts)     also int8 activations, per tensor, their ranges
@@ -19,9 +21,10 @@
 // Between two full-integer layers the tensor stays int8 (quantization::int8_io: the first
 // requantizes straight to int8 with its output parameters, which the calibration makes the second's
 // input ones, as a TFLite tensor carries one scale and zero point for its producer and its
-// consumer; the second skips its quantize step), also across max_pool2d, flatten and reshape
-// layers between them, which become quantization::int8_pass<S> (layers/int8_pass.hpp: the max of
-// the int8 values, the producer's scale and zero point kept); only a layer after a float one
+// consumer; the second skips its quantize step), also across max_pool2d, flatten, reshape and
+// dropout layers between them, which become quantization::int8_pass<S> (layers/int8_pass.hpp: the
+// max of the int8 values, the producer's scale and zero point kept; dropout is the identity at
+// inference; TFMOT leaves it unquantized); only a layer after a float one
 // quantizes, only one before a float layer or the output dequantizes.
 // quantization::float_between_t<QNet> is the same network with float between all its layers (the
 // same weights files and outputs).
@@ -57,6 +60,7 @@
 #include "../layers/reshape.hpp"
 #include "../train/model.hpp"
 #include "arithmetic.hpp"
+#include "fold.hpp"
 
 namespace ctnn {
 
@@ -89,7 +93,8 @@ struct quant_spec {
   static constexpr bool passes = std::is_same_v<typename Bound::kind, layer_kind::reshape> ||
                                  std::is_same_v<typename Bound::kind, layer_kind::dropout> || is_max_pool<Bound>();
   static_assert(passes, "quantize: a layer of this network has no int8 kernel (quantized: dense, conv2d, "
-                        "sparse_dense_block; kept: flatten, reshape, dropout, max_pool2d)");
+                        "sparse_dense_block; kept: flatten, reshape, dropout, max_pool2d; batch_norm: "
+                        "folded into the next layer, quantization/fold.hpp)");
   using type = Spec;
 };
 template <class Scheme, long long N, class Act, class O1, class O2, class Bound>
@@ -152,7 +157,7 @@ using chained_spec_t =
     std::conditional_t<Pass8, int8_pass<unpassed_t<S>>, typename with_io<unpassed_t<S>, In8, Out8>::type>;
 
 // Net with int8 tensors between full-integer layers (Chain), or float everywhere: two full-integer
-// layers with only int8_pass layers (max_pool2d, flatten, reshape) between them hand int8 values on,
+// layers with only int8_pass layers (max_pool2d, flatten, reshape, dropout) between them hand int8 values on,
 // and those layers run on them (int8_pass<S>).
 template <class Net, bool Chain>
 struct chained;
@@ -292,7 +297,7 @@ inline void quantize_kernel(const float* w, std::size_t K, std::size_t N, std::i
 }  // namespace quantization::detail
 
 template <class Net, class Scheme = quantization::full_integer>
-using quantized_t = typename quantization::detail::quantized<Net, Scheme>::type;
+using quantized_t = typename quantization::detail::quantized<quantization::fold_t<Net>, Scheme>::type;
 
 namespace quantization {
 // A quantized network with float tensors between all its layers (every int8_io float_io): the
@@ -399,79 +404,84 @@ model<quantized_t<Net, Scheme>, precision::float32, B> convert(const model<Net, 
 // Dynamic-range post-training quantization: no calibration data.
 template <class Net, class P, class B>
 auto quantize_dynamic(const model<Net, P, B>& m) {
-  return quantization::detail::convert<quantization::dynamic_range>(m, {});
+  if constexpr (quantization::has_batch_norm_v<Net>) return quantize_dynamic(fold_batch_norm(m));
+  else return quantization::detail::convert<quantization::dynamic_range>(m, {});
 }
 
 // Full-integer post-training quantization, calibrated on n samples x (rows of Net's input size).
 template <class Net, class P, class B>
 auto quantize_full_integer(const model<Net, P, B>& m, const float* x, std::size_t n, calibration_options opts = {}) {
-  using layers = typename model<Net, P, B>::layers;
-  if (n == 0 || !x) throw std::invalid_argument("quantize_full_integer: the calibration set is empty");
-  if (!(opts.percentile > 50.0 && opts.percentile <= 100.0))
-    throw std::invalid_argument("quantize_full_integer: the percentile must be in (50, 100]");
-  std::vector<variable_ref> src;
-  m.for_each_variable([&](const variable_ref& v) { src.push_back(v); });
-  // a float forward pass over the calibration set, layer by layer, keeping each dense and conv2d
-  // layer's input and output ranges
-  std::vector<float> cur(x, x + n * Net::input_type::size);
-  std::vector<std::pair<double, double>> ranges;
-  // a layer's input range: the previous quantized layer's output range (the tensor it quantized
-  // its output with, passed on unchanged or max-pooled), else the calibration input's
-  const auto input_range = [&] {
-    return ranges.empty() ? quantization::detail::range_of(cur, opts.percentile) : ranges.back();
-  };
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (
-        [&] {
-          using S = std::tuple_element_t<I, layers>;
-          using kind = quantization::detail::kind_t<S>;
-          if constexpr (quantization::detail::is_block_v<S> || std::is_same_v<kind, layer_kind::dense>) {
-            constexpr std::size_t K = S::K, N = S::N;
-            const std::vector<float> kernel = quantization::detail::float_kernel<S>(src, I);
-            const float* w = kernel.data();
-            const float* b = quantization::detail::data_of<float>(src, I, "bias");
-            ranges.push_back(input_range());
-            std::vector<float> y(n * N);
-            for (std::size_t i = 0; i < n; ++i)
-              for (std::size_t j = 0; j < N; ++j) {
-                double s = b[j];
-                for (std::size_t k = 0; k < K; ++k) s += double(cur[i * K + k]) * double(w[k * N + j]);
-                y[i * N + j] = float(s);
-              }
-            S::Act::template forward<B>(y.data(), n, N);
-            ranges.push_back(quantization::detail::range_of(y, opts.percentile));
-            cur = std::move(y);
-          } else if constexpr (std::is_same_v<kind, layer_kind::conv2d>) {
-            constexpr auto g = S::geometry;
-            const float* w = quantization::detail::data_of<float>(src, I, "kernel");
-            const float* b = quantization::detail::data_of<float>(src, I, "bias");
-            ranges.push_back(input_range());
-            std::vector<float> y(n * g.out_size());
-            kernels::reference::conv_forward(g, cur.data(), w, b, y.data(), n);
-            S::Act::template forward<B>(y.data(), n * g.oh * g.ow, g.f);
-            ranges.push_back(quantization::detail::range_of(y, opts.percentile));
-            cur = std::move(y);
-          } else if constexpr (quantization::detail::is_max_pool<S>()) {
-            constexpr auto g = S::geometry;  // padding never wins
-            std::vector<float> y(n * g.out_size(), -std::numeric_limits<float>::infinity());
-            for (std::size_t s = 0; s < n; ++s)
-              for (std::size_t oh = 0; oh < g.oh; ++oh)
-                for (std::size_t ow = 0; ow < g.ow; ++ow)
-                  for (std::size_t i = 0; i < g.kh; ++i)
-                    for (std::size_t j = 0; j < g.kw; ++j) {
-                      std::size_t r, c;
-                      if (!kernels::reference::conv_source(g, oh, ow, i, j, r, c)) continue;
-                      for (std::size_t ch = 0; ch < g.c; ++ch) {
-                        float& o = y[((s * g.oh + oh) * g.ow + ow) * g.c + ch];
-                        o = std::max(o, cur[((s * g.h + r) * g.w + c) * g.c + ch]);
+  if constexpr (quantization::has_batch_norm_v<Net>) {
+    return quantize_full_integer(fold_batch_norm(m), x, n, opts);
+  } else {
+    using layers = typename model<Net, P, B>::layers;
+    if (n == 0 || !x) throw std::invalid_argument("quantize_full_integer: the calibration set is empty");
+    if (!(opts.percentile > 50.0 && opts.percentile <= 100.0))
+      throw std::invalid_argument("quantize_full_integer: the percentile must be in (50, 100]");
+    std::vector<variable_ref> src;
+    m.for_each_variable([&](const variable_ref& v) { src.push_back(v); });
+    // a float forward pass over the calibration set, layer by layer, keeping each dense and conv2d
+    // layer's input and output ranges
+    std::vector<float> cur(x, x + n * Net::input_type::size);
+    std::vector<std::pair<double, double>> ranges;
+    // a layer's input range: the previous quantized layer's output range (the tensor it quantized
+    // its output with, passed on unchanged or max-pooled), else the calibration input's
+    const auto input_range = [&] {
+      return ranges.empty() ? quantization::detail::range_of(cur, opts.percentile) : ranges.back();
+    };
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (
+          [&] {
+            using S = std::tuple_element_t<I, layers>;
+            using kind = quantization::detail::kind_t<S>;
+            if constexpr (quantization::detail::is_block_v<S> || std::is_same_v<kind, layer_kind::dense>) {
+              constexpr std::size_t K = S::K, N = S::N;
+              const std::vector<float> kernel = quantization::detail::float_kernel<S>(src, I);
+              const float* w = kernel.data();
+              const float* b = quantization::detail::data_of<float>(src, I, "bias");
+              ranges.push_back(input_range());
+              std::vector<float> y(n * N);
+              for (std::size_t i = 0; i < n; ++i)
+                for (std::size_t j = 0; j < N; ++j) {
+                  double s = b[j];
+                  for (std::size_t k = 0; k < K; ++k) s += double(cur[i * K + k]) * double(w[k * N + j]);
+                  y[i * N + j] = float(s);
+                }
+              S::Act::template forward<B>(y.data(), n, N);
+              ranges.push_back(quantization::detail::range_of(y, opts.percentile));
+              cur = std::move(y);
+            } else if constexpr (std::is_same_v<kind, layer_kind::conv2d>) {
+              constexpr auto g = S::geometry;
+              const float* w = quantization::detail::data_of<float>(src, I, "kernel");
+              const float* b = quantization::detail::data_of<float>(src, I, "bias");
+              ranges.push_back(input_range());
+              std::vector<float> y(n * g.out_size());
+              kernels::reference::conv_forward(g, cur.data(), w, b, y.data(), n);
+              S::Act::template forward<B>(y.data(), n * g.oh * g.ow, g.f);
+              ranges.push_back(quantization::detail::range_of(y, opts.percentile));
+              cur = std::move(y);
+            } else if constexpr (quantization::detail::is_max_pool<S>()) {
+              constexpr auto g = S::geometry;  // padding never wins
+              std::vector<float> y(n * g.out_size(), -std::numeric_limits<float>::infinity());
+              for (std::size_t s = 0; s < n; ++s)
+                for (std::size_t oh = 0; oh < g.oh; ++oh)
+                  for (std::size_t ow = 0; ow < g.ow; ++ow)
+                    for (std::size_t i = 0; i < g.kh; ++i)
+                      for (std::size_t j = 0; j < g.kw; ++j) {
+                        std::size_t r, c;
+                        if (!kernels::reference::conv_source(g, oh, ow, i, j, r, c)) continue;
+                        for (std::size_t ch = 0; ch < g.c; ++ch) {
+                          float& o = y[((s * g.oh + oh) * g.ow + ow) * g.c + ch];
+                          o = std::max(o, cur[((s * g.h + r) * g.w + c) * g.c + ch]);
+                        }
                       }
-                    }
-            cur = std::move(y);
-          }
-        }(),
-        ...);
-  }(std::make_index_sequence<std::tuple_size_v<layers>>{});
-  return quantization::detail::convert<quantization::full_integer>(m, ranges);
+              cur = std::move(y);
+            }
+          }(),
+          ...);
+    }(std::make_index_sequence<std::tuple_size_v<layers>>{});
+    return quantization::detail::convert<quantization::full_integer>(m, ranges);
+  }
 }
 
 namespace quantization {

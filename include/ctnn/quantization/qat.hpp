@@ -375,22 +375,29 @@ struct quant_spec<Scheme, qat_conv2d<F, KH, KW, S, Pad, Act, Out>, Bound> {
 };
 }  // namespace quantization::detail
 
+// (batch_norm layers folded first: quantization/fold.hpp)
 template <class Net>
-using qat_t = typename quantization::detail::qat_net<Net>::type;
+using qat_t = typename quantization::detail::qat_net<quantization::fold_t<Net>>::type;
 
-// A QAT model of m's network with m's kernels and biases (ranges at TFMOT's initial [-6, 6]).
+// A QAT model of m's network with m's kernels and biases (ranges at TFMOT's initial [-6, 6]); a
+// network with batch_norm layers is folded first (fold_batch_norm: the moving statistics frozen
+// into the next layer's weights, which the QAT then trains).
 template <class Net, class P, class B>
 auto quantize_model(const model<Net, P, B>& m) {
-  model<qat_t<Net>, precision::float32, B> q(m.seed());
-  std::vector<variable_ref> src, dst;
-  m.for_each_variable([&](const variable_ref& v) { src.push_back(v); });
-  q.for_each_variable([&](const variable_ref& v) { dst.push_back(v); });
-  for (const auto& d : dst)
-    if (d.kind == role::parameter) {
-      const auto& s = quantization::detail::find_var(src, d.layer, d.name);
-      std::copy_n(reinterpret_cast<const float*>(s.data), d.extent, reinterpret_cast<float*>(d.data));
-    }
-  return q;
+  if constexpr (quantization::has_batch_norm_v<Net>) {
+    return quantize_model(fold_batch_norm(m));
+  } else {
+    model<qat_t<Net>, precision::float32, B> q(m.seed());
+    std::vector<variable_ref> src, dst;
+    m.for_each_variable([&](const variable_ref& v) { src.push_back(v); });
+    q.for_each_variable([&](const variable_ref& v) { dst.push_back(v); });
+    for (const auto& d : dst)
+      if (d.kind == role::parameter) {
+        const auto& s = quantization::detail::find_var(src, d.layer, d.name);
+        std::copy_n(reinterpret_cast<const float*>(s.data), d.extent, reinterpret_cast<float*>(d.data));
+      }
+    return q;
+  }
 }
 
 namespace quantization::detail {
@@ -468,16 +475,20 @@ auto convert_qat(const model<Net, P, B>& q) {
 // "Block-sparse int8"). Throws std::invalid_argument when the counts differ.
 template <class Net, class P, class B, class WNet, class WP, class WB>
 auto convert_qat(const model<Net, P, B>& q, const model<WNet, WP, WB>& w) {
-  using wl = typename model<WNet, WP, WB>::layers;
-  const auto ranges = quantization::detail::qat_ranges(q);
-  const std::size_t layers = [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return (std::size_t(quantization::detail::converts_layer<std::tuple_element_t<I, wl>>()) + ... + 0);
-  }(std::make_index_sequence<std::tuple_size_v<wl>>{});
-  if (2 * layers != ranges.size())
-    throw std::invalid_argument("convert_qat: the float model has " + std::to_string(layers) +
-                                " quantizable layers but the QAT model " + std::to_string(ranges.size() / 2) +
-                                " qat_dense / qat_conv2d layers");
-  return quantization::detail::convert<quantization::full_integer>(w, ranges);
+  if constexpr (quantization::has_batch_norm_v<WNet>) {
+    return convert_qat(q, fold_batch_norm(w));
+  } else {
+    using wl = typename model<WNet, WP, WB>::layers;
+    const auto ranges = quantization::detail::qat_ranges(q);
+    const std::size_t layers = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return (std::size_t(quantization::detail::converts_layer<std::tuple_element_t<I, wl>>()) + ... + 0);
+    }(std::make_index_sequence<std::tuple_size_v<wl>>{});
+    if (2 * layers != ranges.size())
+      throw std::invalid_argument("convert_qat: the float model has " + std::to_string(layers) +
+                                  " quantizable layers but the QAT model " + std::to_string(ranges.size() / 2) +
+                                  " qat_dense / qat_conv2d layers");
+    return quantization::detail::convert<quantization::full_integer>(w, ranges);
+  }
 }
 
 }  // namespace ctnn
