@@ -1,11 +1,12 @@
-// ctnn/layers/int8_pass.hpp — quantization::int8_pass<Spec>: max_pool2d, flatten or reshape run on
-// the int8 tensor between two full-integer layers (inference).
+// ctnn/layers/int8_pass.hpp — quantization::int8_pass<Spec>: max_pool2d, average_pool2d, flatten or
+// reshape run on the int8 tensor between two full-integer layers (inference).
 //
 // A max of int8 values that share one scale and zero point is the int8 value of the max (the
-// dequantization s (q - z) is increasing in q), and flatten / reshape move no value: so between
-// two full-integer layers (quantized_conv2d, quantized_dense, quantized_dense_block) these layers
-// take the producer's int8 values and hand int8 values on, with the producer's scale and zero
-// point (as TFLite's and XNNPACK's int8 MAX_POOL_2D, whose output tensor keeps its input's
+// dequantization s (q - z) is increasing in q), a mean of them is the mean of the int8 values
+// (rounded back to int8), and flatten / reshape move no value: so between two full-integer layers
+// (quantized_conv2d, quantized_dense, quantized_dense_block) these layers take the producer's int8
+// values and hand int8 values on, with the producer's scale and zero point (as TFLite's and
+// XNNPACK's int8 MAX_POOL_2D and AVERAGE_POOL_2D, whose output tensor keeps its input's
 // quantization). quantized_t (quantization/convert.hpp) wraps them so where both neighbours are
 // full-integer layers (through other int8_pass layers); quantization::float_between_t unwraps
 // them. The wrapped spec keeps its name, shape rules and weights (none): int8_pass<max_pool2d<2>>
@@ -14,9 +15,15 @@
 //     inside the input (padding never takes part, as the float layer), by
 //     kernels::cpu::int8::max_pool_s8<G, Arch>: channels in vectors (64 a vector with AVX-512BW,
 //     masked at the end; 32, 16 and 8 with AVX2; the rest scalar), each equal to
-//     max_pool_s8_scalar bit for bit. Kind pool2d, spec::kind max_pool_kind: onnx/export.hpp
-//     writes it as the float MaxPool between the producer's DequantizeLinear and a
-//     QuantizeLinear with the same scale and zero point (onnxruntime runs that pattern on int8).
+//     max_pool_s8_scalar bit for bit.
+//   average_pool2d<Pool, Stride, Padding>: y[oh, ow, c] = the sum of x[r, s, c] over the window's
+//     positions inside the input divided by their count, rounded half away from zero (TFLite's
+//     int8 AVERAGE_POOL_2D), by kernels::cpu::int8::average_pool_s8<G, Arch>
+//     (backends/cpu/int8_pool.hpp).
+//   Both: kind pool2d, spec::kind the float layer's (max_pool_kind, average_pool_kind):
+//     onnx/export.hpp writes the float MaxPool or AveragePool between the producer's
+//     DequantizeLinear and a QuantizeLinear with the same scale and zero point (onnxruntime runs
+//     that pattern on int8).
 //   flatten, reshape<D...>: the input's memory (aliases_input), as the float layers.
 // No buffers; no cache; backward throws (the int8 layers are inference types).
 // Docs: docs/quantization.md.
@@ -36,12 +43,14 @@
 #include <xsimd/xsimd.hpp>
 
 #include "../backends/cpu/arch.hpp"
+#include "../backends/cpu/int8_pool.hpp"
 #include "../backends/cpu/pooling.hpp"
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
 #include "../kernels/conv_reference.hpp"
+#include "average_pool2d.hpp"
 #include "max_pool2d.hpp"
 #include "padding.hpp"
 #include "pool2d.hpp"
@@ -151,7 +160,7 @@ void max_pool_s8(const std::int8_t* x, std::int8_t* y, std::size_t batch) {
 }  // namespace kernels::cpu::int8
 
 template <class Spec, Shape In, class P, class Backend>
-struct int8_max_pool2d_layer;
+struct int8_pool2d_layer;
 template <class Spec, Shape In, class P, class Backend>
 struct int8_reshape_layer;
 
@@ -167,27 +176,32 @@ template <class S>
 inline constexpr bool is_max_pool_spec_v = false;
 template <std::size_t Pool, std::size_t Stride, padding Pad>
 inline constexpr bool is_max_pool_spec_v<max_pool2d<Pool, Stride, Pad>> = true;
+template <class S>
+inline constexpr bool is_average_pool_spec_v = false;
+template <std::size_t Pool, std::size_t Stride, padding Pad>
+inline constexpr bool is_average_pool_spec_v<average_pool2d<Pool, Stride, Pad>> = true;
 }  // namespace detail
 
 // Whether Spec runs on an int8 tensor (int8_pass<Spec> exists).
 template <class Spec>
-inline constexpr bool int8_passes_v = detail::is_reshape_spec_v<Spec> || detail::is_max_pool_spec_v<Spec>;
+inline constexpr bool int8_passes_v =
+    detail::is_reshape_spec_v<Spec> || detail::is_max_pool_spec_v<Spec> || detail::is_average_pool_spec_v<Spec>;
 
 template <class Spec>
 struct int8_pass : Spec {
-  static_assert(int8_passes_v<Spec>, "int8_pass: the layer is max_pool2d, flatten or reshape (the layers that "
-                                     "run on int8 values as they are)");
+  static_assert(int8_passes_v<Spec>, "int8_pass: the layer is max_pool2d, average_pool2d, flatten or reshape "
+                                     "(the layers that run on int8 values)");
   using float_spec = Spec;  // the same layer on float values (float_between_t)
   template <Shape In, class P, class Backend>
-  using bind = std::conditional_t<detail::is_max_pool_spec_v<Spec>, int8_max_pool2d_layer<int8_pass, In, P, Backend>,
-                                  int8_reshape_layer<int8_pass, In, P, Backend>>;
+  using bind = std::conditional_t<detail::is_reshape_spec_v<Spec>, int8_reshape_layer<int8_pass, In, P, Backend>,
+                                  int8_pool2d_layer<int8_pass, In, P, Backend>>;
 };
 }  // namespace quantization
 
-// The bound int8 max pooling: int8 in, int8 out (the plan's activation block 1 byte a value).
+// The bound int8 max or average pooling: int8 in, int8 out (the plan's activation block 1 byte a value).
 template <class Spec, Shape In, class P, class Backend>
-struct int8_max_pool2d_layer {
-  using kind = layer_kind::pool2d;  // the tools see a max_pool2d (spec::kind, pool_size, stride, pad)
+struct int8_pool2d_layer {
+  using kind = layer_kind::pool2d;  // the tools see the float pooling (spec::kind, pool_size, stride, pad)
   using spec = Spec;
   using Kind = typename Spec::kind;
   using T = float;
@@ -210,8 +224,12 @@ struct int8_max_pool2d_layer {
   static void init(layer_slot<T>, rng&) {}
   // x, y: the model's activation blocks, holding int8 values (input_element, output_element)
   static void forward(layer_slot<T>, const T* x, T* y, run_info r) {
-    kernels::cpu::int8::max_pool_s8<geometry, typename Backend::arch>(reinterpret_cast<const std::int8_t*>(x),
-                                                                      reinterpret_cast<std::int8_t*>(y), r.batch);
+    const auto* xi = reinterpret_cast<const std::int8_t*>(x);
+    auto* yi = reinterpret_cast<std::int8_t*>(y);
+    if constexpr (quantization::detail::is_max_pool_spec_v<typename Spec::float_spec>)
+      kernels::cpu::int8::max_pool_s8<geometry, typename Backend::arch>(xi, yi, r.batch);
+    else
+      kernels::cpu::int8::average_pool_s8<geometry, typename Backend::arch>(xi, yi, r.batch);
   }
   static void backward(layer_slot<T>, const T*, const T*, T*, T*, run_info) {
     throw std::logic_error(Spec::name() + " on int8 values runs inference only (train the qat_t network of "
