@@ -15,9 +15,9 @@
 // gru -> RNN, LSTM, GRU (ONNX's gate order and time-major layout, Transposes around;
 // go_backwards -> direction "reverse", bidirectional -> "bidirectional" and its merge),
 // quantized_dense, quantized_conv2d -> QDQ form (int8 kernel and int32 bias initializers,
-// DequantizeLinear per channel, QuantizeLinear/DequantizeLinear pairs, Gemm or Conv); a max
-// pooling on int8 values (quantization::int8_pass) -> MaxPool then a Q/DQ pair with the
-// producer's scale and zero point. A
+// DequantizeLinear per channel, QuantizeLinear/DequantizeLinear pairs, Gemm or Conv); a max or
+// average pooling on int8 values (quantization::int8_pass) -> MaxPool or AveragePool then a Q/DQ
+// pair with the producer's scale and zero point. A
 // layer or activation without a mapping (masking, embedding, time_distributed among them)
 // is a compile error naming its position ("export_onnx: this layer or activation has no
 // ONNX mapping"). Variables must
@@ -705,8 +705,8 @@ void export_onnx(const M& m, const std::filesystem::path& path, int opset = 17) 
           static_assert(diag::no_onnx_mapping<diag::layer<I + 1>, exportable<L>()>::value);
           const std::string base = "layer" + std::to_string(I + 1);
           constexpr bool quantized = is_a<L, layer_kind::quantized_dense> || is_a<L, layer_kind::quantized_conv2d>;
-          // a max pooling on the int8 tensor (quantization::int8_pass): MaxPool, then a Q/DQ pair with
-          // its input's parameters (the max keeps them), as onnxruntime's quantizer writes it
+          // a pooling on the int8 tensor (quantization::int8_pass): MaxPool or AveragePool, then a Q/DQ
+          // pair with its input's parameters (the pool keeps them), as onnxruntime's quantizer writes it
           constexpr bool int8_pool = is_a<L, layer_kind::pool2d> && int8_output<L>();
           if constexpr (!quantized && !is_a<L, layer_kind::reshape> && !is_a<L, layer_kind::dropout> && !int8_pool)
             qdq.reset();

@@ -30,9 +30,10 @@
 // graph is a ctnn::io_error naming the layer (1-based, with its spec; inside a graph layer the
 // child's path), the node (op, name, index) and both sides, never a protobuf check or a read out
 // of bounds. Variables must be float. A network of quantized_dense and quantized_conv2d layers (and
-// max_pool2d, flatten, reshape, dropout) reads a QDQ graph instead: each int8 layer the next
-// Gemm's or Conv's int8 kernel (per channel, zero points 0), bias and Q/DQ parameters, each
-// max_pool2d the next MaxPool (export_onnx's form), each reading the previous one's output.
+// max_pool2d, average_pool2d, flatten, reshape, dropout) reads a QDQ graph instead: each int8 layer
+// the next Gemm's or Conv's int8 kernel (per channel, zero points 0), bias and Q/DQ parameters, each
+// max_pool2d the next MaxPool and each average_pool2d the next AveragePool (export_onnx's form),
+// each reading the previous one's output.
 // Docs: docs/interop.md ("ONNX").
 #pragma once
 #include <algorithm>
@@ -286,7 +287,7 @@ inline std::string exact(double v) {
 // QDQ graphs (export_onnx of quantized models; onnxruntime's quantize_static with per-channel
 // weights): each quantized_dense (quantized_conv2d) layer takes the next Gemm (Conv), reads its
 // kernel, scales, bias and (full integer) the Q/DQ parameters around it, and recomputes kernel_sum
-// and the requantization multipliers; a max_pool2d takes the next MaxPool. Transposes and
+// and the requantization multipliers; a max_pool2d (average_pool2d) takes the next MaxPool (AveragePool). Transposes and
 // Reshapes between them (a Conv's layout changes, flatten) are passed through.
 struct qdq_importer {
   const onnx::GraphProto& g;
@@ -306,11 +307,11 @@ struct qdq_importer {
         ops.push_back(&n);
     }
   }
-  // the next Gemm, Conv or MaxPool, which must be `op` and compute from the previous one's output (or the
+  // the next Gemm, Conv, MaxPool or AveragePool, which must be `op` and compute from the previous one's output (or the
   // graph input): its input 0 traced back through other nodes' inputs 0 (Q/DQ pairs, Transposes,
   // Reshapes, the activation) must reach that node
   const onnx::NodeProto& take(const char* op) {
-    if (next >= ops.size()) fail(std::string("the graph has no more Gemm, Conv or MaxPool nodes; this layer needs ") + op);
+    if (next >= ops.size()) fail(std::string("the graph has no more Gemm, Conv or pooling nodes; this layer needs ") + op);
     const onnx::NodeProto& n = *ops[next];
     if (n.op_type() != op) fail("the graph's next node is " + name_of(n) + "; this layer needs " + op);
     const onnx::NodeProto* want = next > 0 ? ops[next - 1] : nullptr;
@@ -953,7 +954,7 @@ void match_layer(matcher& mt, var_map& v, const std::string& p) {
       constexpr bool is_max = std::is_same_v<typename S::kind, detail::max_pool_kind>;
       const auto& n = mt.take(is_max ? "MaxPool" : "AveragePool");
       mt.window(n, G);
-      if (!is_max && mt.attr_i(n, "count_include_pad", 0) != 0 && G.pt + G.pl > 0)
+      if (!is_max && mt.attr_i(n, "count_include_pad", 0) != 0 && spatial_pads(G) != std::vector<std::int64_t>(4, 0))
         mt.fail(mt.node_name(n) + " counts the padding in its averages; ctnn does not");
     }
   } else if constexpr (is_a<L, layer_kind::depthwise_conv2d> || is_a<L, layer_kind::separable_conv2d>) {
@@ -1316,18 +1317,20 @@ void import_qdq(MM& m, const onnx::GraphProto& graph, const graph_view& gv, cons
             }
           } else if constexpr (is_a<L, layer_kind::pool2d>) {
             using S = typename L::spec;
-            static_assert(std::is_same_v<typename S::kind, detail::max_pool_kind>,
-                          "import_onnx: a network with quantized layers imports from a QDQ graph: its pooling "
-                          "layers must be max_pool2d");
             using LIn = typename L::in_shape;
             constexpr std::size_t H = dim_or<LIn, 0>(), W = dim_or<LIn, 1>(), C = dim_or<LIn, 2>();
+            constexpr auto G = window_geometry(H, W, C, C, S::pool_size, S::pool_size, S::stride, S::pad);
+            constexpr bool is_max = std::is_same_v<typename S::kind, detail::max_pool_kind>;
             q.where = "layer " + std::to_string(I + 1) + " (" + L::name() + ")";
             mt.where = q.where;
-            mt.window(q.take("MaxPool"), window_geometry(H, W, C, C, S::pool_size, S::pool_size, S::stride, S::pad));
+            const auto& n = q.take(is_max ? "MaxPool" : "AveragePool");
+            mt.window(n, G);
+            if (!is_max && mt.attr_i(n, "count_include_pad", 0) != 0 && spatial_pads(G) != std::vector<std::int64_t>(4, 0))
+              q.fail(q.name_of(n) + " counts the padding in its averages; ctnn does not");
           } else if constexpr (!is_a<L, layer_kind::reshape> && !is_a<L, layer_kind::dropout>) {
             static_assert(is_a<L, layer_kind::reshape>, "import_onnx: a network with quantized layers imports "
                                                         "from a QDQ graph: its other layers must be max_pool2d, "
-                                                        "flatten, reshape or dropout");
+                                                        "average_pool2d, flatten, reshape or dropout");
           }
         }(),
         0)...};  // a list, not a fold (as above)
