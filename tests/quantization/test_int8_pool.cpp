@@ -245,6 +245,30 @@ TEST_CASE("int8 average_pool_s8: TFLite's rounded mean, every path equal to the 
   CHECK(ran >= 1);
 }
 
+TEST_CASE("int8 max and average pooling over the thread pool: the same bits with 1, 2 and 3 threads") {
+  // 9 samples of 6x6x64 (2304 values each: 20736 in all, above sample_split_min, so 2 and 3
+  // threads split the batch), same padding with overlapping windows, and a batch of 1 (one range)
+  constexpr auto g = window_geometry(6, 6, 64, 64, 3, 3, 2, padding::same);
+  static_assert(9 * g.in_size() >= kernels::cpu::sample_split_min);
+  const std::size_t before = kernels::cpu::threads();
+  std::vector<std::int8_t> x(9 * g.in_size());
+  rng r(21);
+  for (auto& v : x) v = std::int8_t(std::lround(r.uniform(-128.49, 127.49)));
+  for (std::size_t batch : {1, 9}) {
+    const auto want_max = pool_reference(g, x, batch), want_avg = average_reference(g, x, batch);
+    for (std::size_t t : {1, 2, 3}) {
+      kernels::cpu::set_threads(t);
+      INFO(t << " threads, batch " << batch);
+      std::vector<std::int8_t> ym(want_max.size(), 55), ya(want_avg.size(), 55);
+      i8::max_pool_s8<g>(x.data(), ym.data(), batch);
+      i8::average_pool_s8<g>(x.data(), ya.data(), batch);
+      CHECK(ym == want_max);
+      CHECK(ya == want_avg);
+    }
+  }
+  kernels::cpu::set_threads(before);
+}
+
 TEST_CASE("quantized_t of a CNN: max_pool2d and flatten between int8 layers run on int8, int8 between all layers") {
   static_assert(std::is_same_v<q, sequential<input<S, S, 1>,
                                              quantized_conv2d<8, 3, 3, 1, padding::same, relu, fi, quantization::int8_io<false, true>>,

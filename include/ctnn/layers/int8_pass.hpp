@@ -13,9 +13,7 @@
 // is "max_pool2d<2>" in a summary, a spec string and a weights file, as int8_io is invisible there.
 //   max_pool2d<Pool, Stride, Padding>: y[oh, ow, c] = max of x[r, s, c] over the window's positions
 //     inside the input (padding never takes part, as the float layer), by
-//     kernels::cpu::int8::max_pool_s8<G, Arch>: channels in vectors (64 a vector with AVX-512BW,
-//     masked at the end; 32, 16 and 8 with AVX2; the rest scalar), each equal to
-//     max_pool_s8_scalar bit for bit.
+//     kernels::cpu::int8::max_pool_s8<G, Arch> (backends/cpu/int8_pool.hpp).
 //   average_pool2d<Pool, Stride, Padding>: y[oh, ow, c] = the sum of x[r, s, c] over the window's
 //     positions inside the input divided by their count, rounded half away from zero (TFLite's
 //     int8 AVERAGE_POOL_2D), by kernels::cpu::int8::average_pool_s8<G, Arch>
@@ -36,20 +34,11 @@
 #include <string>
 #include <type_traits>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
-#include <xsimd/xsimd.hpp>
-
-#include "../backends/cpu/arch.hpp"
 #include "../backends/cpu/int8_pool.hpp"
-#include "../backends/cpu/pooling.hpp"
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
-#include "../kernels/conv_reference.hpp"
 #include "average_pool2d.hpp"
 #include "max_pool2d.hpp"
 #include "padding.hpp"
@@ -57,107 +46,6 @@
 #include "reshape.hpp"
 
 namespace ctnn {
-
-namespace kernels::cpu::int8 {
-// The window of output (oh, ow) inside the input: the float pooling's (backends/cpu/pooling.hpp).
-using cpu::detail::window;
-
-// The int8 max pooling, one value at a time (the reference of the vector paths): y[batch, OH, OW, C]
-// from x[batch, H, W, C].
-inline void max_pool_s8_scalar(const conv_geometry& g, const std::int8_t* x, std::int8_t* y, std::size_t batch) {
-  for (std::size_t n = 0; n < batch; ++n) {
-    const std::int8_t* xs = x + n * g.in_size();
-    for (std::size_t oh = 0; oh < g.oh; ++oh)
-      for (std::size_t ow = 0; ow < g.ow; ++ow) {
-        std::size_t r0, r1, s0, s1;
-        window(g, oh, ow, r0, r1, s0, s1);
-        std::int8_t* out = y + ((n * g.oh + oh) * g.ow + ow) * g.c;
-        for (std::size_t c = 0; c < g.c; ++c) {
-          std::int8_t m = -128;
-          for (std::size_t r = r0; r < r1; ++r)
-            for (std::size_t s = s0; s < s1; ++s) m = std::max(m, xs[(r * g.w + s) * g.c + c]);
-          out[c] = m;
-        }
-      }
-  }
-}
-
-// The vector paths, by the backend's Arch: AVX-512BW (Arch derived from avx512bw, in a TU built with
-// it): 64 channels a vector, the last C % 64 under a mask; AVX2 (derived from avx2 or avx512f):
-// 32, then 16, then 8 channels a vector, the rest scalar; otherwise max_pool_s8_scalar.
-template <conv_geometry G, class Arch = default_arch>
-void max_pool_s8(const std::int8_t* x, std::int8_t* y, std::size_t batch) {
-  constexpr std::size_t C = G.c;
-#if defined(__AVX512BW__)
-  if constexpr (std::is_base_of_v<xsimd::avx512bw, Arch>) {
-    for (std::size_t n = 0; n < batch; ++n) {
-      const std::int8_t* xs = x + n * G.in_size();
-      for (std::size_t oh = 0; oh < G.oh; ++oh)
-        for (std::size_t ow = 0; ow < G.ow; ++ow) {
-          std::size_t r0, r1, s0, s1;
-          window(G, oh, ow, r0, r1, s0, s1);
-          std::int8_t* out = y + ((n * G.oh + oh) * G.ow + ow) * C;
-          for (std::size_t c0 = 0; c0 < C; c0 += 64) {
-            const __mmask64 m = C - c0 >= 64 ? ~__mmask64(0) : (__mmask64(1) << (C - c0)) - 1;
-            __m512i mx = _mm512_set1_epi8(-128);
-            for (std::size_t r = r0; r < r1; ++r)
-              for (std::size_t s = s0; s < s1; ++s)
-                mx = _mm512_max_epi8(mx, _mm512_maskz_loadu_epi8(m, xs + (r * G.w + s) * C + c0));
-            _mm512_mask_storeu_epi8(out + c0, m, mx);
-          }
-        }
-    }
-    return;
-  }
-#endif
-#if defined(__AVX2__)
-  if constexpr (std::is_base_of_v<xsimd::avx2, Arch> || std::is_base_of_v<xsimd::avx512f, Arch>) {
-    for (std::size_t n = 0; n < batch; ++n) {
-      const std::int8_t* xs = x + n * G.in_size();
-      for (std::size_t oh = 0; oh < G.oh; ++oh)
-        for (std::size_t ow = 0; ow < G.ow; ++ow) {
-          std::size_t r0, r1, s0, s1;
-          window(G, oh, ow, r0, r1, s0, s1);
-          std::int8_t* out = y + ((n * G.oh + oh) * G.ow + ow) * C;
-          const auto at = [&](std::size_t r, std::size_t s, std::size_t c) { return xs + (r * G.w + s) * C + c; };
-          std::size_t c = 0;
-          for (; c + 32 <= C; c += 32) {
-            __m256i mx = _mm256_set1_epi8(-128);
-            for (std::size_t r = r0; r < r1; ++r)
-              for (std::size_t s = s0; s < s1; ++s)
-                mx = _mm256_max_epi8(mx, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at(r, s, c))));
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c), mx);
-          }
-          if (c + 16 <= C) {
-            __m128i mx = _mm_set1_epi8(-128);
-            for (std::size_t r = r0; r < r1; ++r)
-              for (std::size_t s = s0; s < s1; ++s)
-                mx = _mm_max_epi8(mx, _mm_loadu_si128(reinterpret_cast<const __m128i*>(at(r, s, c))));
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(out + c), mx);
-            c += 16;
-          }
-          if (c + 8 <= C) {
-            __m128i mx = _mm_set1_epi8(-128);
-            for (std::size_t r = r0; r < r1; ++r)
-              for (std::size_t s = s0; s < s1; ++s)
-                mx = _mm_max_epi8(mx, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(at(r, s, c))));
-            _mm_storel_epi64(reinterpret_cast<__m128i*>(out + c), mx);
-            c += 8;
-          }
-          for (; c < C; ++c) {
-            std::int8_t v = -128;
-            for (std::size_t r = r0; r < r1; ++r)
-              for (std::size_t s = s0; s < s1; ++s) v = std::max(v, *at(r, s, c));
-            out[c] = v;
-          }
-        }
-    }
-    return;
-  }
-#endif
-  max_pool_s8_scalar(G, x, y, batch);
-}
-}  // namespace kernels::cpu::int8
 
 template <class Spec, Shape In, class P, class Backend>
 struct int8_pool2d_layer;
