@@ -4,13 +4,14 @@
 // on every architecture, a converted CNN (conv2d, max_pool2d, conv2d, max_pool2d, flatten, dense)
 // int8 between all its layers and bit for bit its float-between model (the max commutes with the
 // monotone requantization), CNNs with average pooling (bit for bit where no mean is a tie, within
-// a step of a tie elsewhere), weights files, and the errors.
+// a step of a tie elsewhere), a QAT-trained one converted, weights files, and the errors.
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
 #include <ctnn/io/weights.hpp>
 #include <ctnn/layers/int8_pass.hpp>
 #include <ctnn/quantization/convert.hpp>
+#include <ctnn/quantization/qat.hpp>
 
 #include "kernels/archs.hpp"
 
@@ -522,4 +523,20 @@ TEST_CASE("int8 CNN across average pooling with ties: the same at any batch, nea
   MESSAGE("int8 CNN with tied averages against its float-pool model: " << differ << " of " << f.size()
           << " outputs differ, at most " << worst << " output steps");
   CHECK(worst <= 4.01);
+}
+
+TEST_CASE("quantization-aware training of a CNN with average pooling converts to the int8-chained type") {
+  auto q = quantize_model(trained_net<acnn>());
+  const auto tr = make_images(64, 8), te = make_images(16, 9);
+  adam opt{0.001};
+  fit(q, sparse_categorical_crossentropy{.from_logits = true}, opt,
+      data::in_memory<shape<S, S, 1>, sparse_labels>(tr.x, tr.y).batch(16), epochs{1});
+  auto c = convert_qat(q);
+  static_assert(std::is_same_v<decltype(c)::network, quantized_t<acnn>>);
+  // the learned ranges chain: the pool's int8 input and output share the first conv's output
+  // parameters, which are the second conv's input ones (convert checks it)
+  const auto y = c.predict(te.x.data(), 16);
+  CHECK(c.predict(te.x.data(), 16, 1) == y);
+  auto f = float_between_copy(c);
+  CHECK(f.predict(te.x.data(), 16) == y);  // 3x3 windows: no tie
 }
