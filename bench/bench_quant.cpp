@@ -8,6 +8,11 @@
 //                             CNN's second convolution: 121 im2col rows of K = 288 per sample)
 //   int8_conv<S>/batch        quantized_conv2d's forward on the same shape: quantize the input, int8
 //                             im2col, int8 GEMM, requantize / rescale, dequantize
+//   float_pool<Avg>/batch     the float max (Avg false) or average pooling, 2x2, on 26x26x32 (the
+//                             Fashion-MNIST CNN's first convolution's output)
+//   int8_avg_pool<Arch>/batch int8::average_pool_s8<G, Arch> on the same shape (the int8 pass between
+//   int8_max_pool<Arch>/batch two full-integer layers), Arch avx512bw, fma3<avx2>, or sse2 (the scalar
+//                             loops); each compiled in where the build's -march allows it
 // Layers 784x256 and 256x128 of the Fashion-MNIST MLP, random weights (the values do not change
 // the work). One thread:
 //   CTNN_NUM_THREADS=1 taskset -c 0 build/bench/bench/bench_quant --benchmark_repetitions=3
@@ -15,6 +20,7 @@
 #include <benchmark/benchmark.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/backends/cpu/int8_pool.hpp>
 #include <ctnn/layers/quantized_conv2d.hpp>
 #include <ctnn/quantization/convert.hpp>
 
@@ -166,6 +172,46 @@ void int8_conv(benchmark::State& st) {
   st.counters["samples_per_s"] = benchmark::Counter(double(m), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// 2x2 pooling of 26x26x32 (the CNN's first convolution's output), one call per iteration.
+constexpr auto pool_g = ctnn::window_geometry(26, 26, 32, 32, 2, 2, 2, ctnn::padding::valid);
+template <bool Avg>
+void float_pool(benchmark::State& st) {
+  const std::size_t m = std::size_t(st.range(0));
+  const auto x = random_values<float>(m * pool_g.in_size(), -1, 1, 1);
+  std::vector<float> y(m * pool_g.out_size());
+  std::vector<unsigned char> idx(m * pool_g.out_size() * 4);
+  for (auto _ : st) {
+    if constexpr (Avg)
+      ctnn::kernels::cpu::average_pool_forward<pool_g>(x.data(), y.data(), m);
+    else
+      ctnn::kernels::cpu::max_pool_forward<pool_g>(x.data(), y.data(), idx.data(), m);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["samples_per_s"] = benchmark::Counter(double(m), benchmark::Counter::kIsIterationInvariantRate);
+}
+template <bool Avg, class Arch>
+void int8_pool(benchmark::State& st) {
+  if (!ctnn::kernels::cpu::arch_available<Arch>()) {
+    st.SkipWithError("this CPU lacks the architecture");
+    return;
+  }
+  const std::size_t m = std::size_t(st.range(0));
+  const auto v = random_values<int>(m * pool_g.in_size(), -128, 127, 1);
+  std::vector<std::int8_t> x(v.begin(), v.end()), y(m * pool_g.out_size());
+  for (auto _ : st) {
+    if constexpr (Avg)
+      ctnn::kernels::cpu::int8::average_pool_s8<pool_g, Arch>(x.data(), y.data(), m);
+    else
+      ctnn::kernels::cpu::int8::max_pool_s8<pool_g, Arch>(x.data(), y.data(), m);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["samples_per_s"] = benchmark::Counter(double(m), benchmark::Counter::kIsIterationInvariantRate);
+}
+template <class Arch>
+void int8_avg_pool(benchmark::State& st) { int8_pool<true, Arch>(st); }
+template <class Arch>
+void int8_max_pool(benchmark::State& st) { int8_pool<false, Arch>(st); }
+
 using fi = ctnn::quantization::full_integer;
 using dr = ctnn::quantization::dynamic_range;
 BENCHMARK(float_dense<784, 256>)->Arg(1)->Arg(64);
@@ -180,6 +226,18 @@ BENCHMARK(int8_gemm<256, 128>)->Arg(1)->Arg(64);
 BENCHMARK(float_conv)->Arg(1)->Arg(64);
 BENCHMARK(int8_conv<fi>)->Arg(1)->Arg(64);
 BENCHMARK(int8_conv<dr>)->Arg(1)->Arg(64);
+BENCHMARK(float_pool<true>)->Arg(1)->Arg(64);
+BENCHMARK(float_pool<false>)->Arg(1)->Arg(64);
+#if defined(__AVX512BW__)
+BENCHMARK(int8_avg_pool<xsimd::avx512bw>)->Arg(1)->Arg(64);
+BENCHMARK(int8_max_pool<xsimd::avx512bw>)->Arg(1)->Arg(64);
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+BENCHMARK(int8_avg_pool<xsimd::fma3<xsimd::avx2>>)->Arg(1)->Arg(64);
+BENCHMARK(int8_max_pool<xsimd::fma3<xsimd::avx2>>)->Arg(1)->Arg(64);
+#endif
+BENCHMARK(int8_avg_pool<xsimd::sse2>)->Arg(1)->Arg(64);
+BENCHMARK(int8_max_pool<xsimd::sse2>)->Arg(1)->Arg(64);
 
 }  // namespace
 

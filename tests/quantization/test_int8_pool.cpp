@@ -1,14 +1,17 @@
-// tests/quantization/test_int8_pool.cpp — max_pool2d and flatten on the int8 tensor between two
-// full-integer layers (quantization::int8_pass, layers/int8_pass.hpp): the int8 max pooling kernel
-// against scalar loops bit for bit on every architecture, a converted CNN (conv2d, max_pool2d,
-// conv2d, max_pool2d, flatten, dense) int8 between all its layers and bit for bit its float-between
-// model (the max commutes with the monotone requantization), weights files, and the errors.
+// tests/quantization/test_int8_pool.cpp — max_pool2d, average_pool2d and flatten on the int8 tensor
+// between two full-integer layers (quantization::int8_pass, layers/int8_pass.hpp): the int8 max and
+// average pooling kernels (backends/cpu/int8_pool.hpp) against independent scalar loops bit for bit
+// on every architecture, a converted CNN (conv2d, max_pool2d, conv2d, max_pool2d, flatten, dense)
+// int8 between all its layers and bit for bit its float-between model (the max commutes with the
+// monotone requantization), CNNs with average pooling (bit for bit where no mean is a tie, within
+// a step of a tie elsewhere), a QAT-trained one converted, weights files, and the errors.
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
 #include <ctnn/io/weights.hpp>
 #include <ctnn/layers/int8_pass.hpp>
 #include <ctnn/quantization/convert.hpp>
+#include <ctnn/quantization/qat.hpp>
 
 #include "kernels/archs.hpp"
 
@@ -49,6 +52,46 @@ std::vector<std::int8_t> pool_reference(const kernels::conv_geometry& g, const s
           y[n * g.out_size() + (oh * g.ow + ow) * g.c + c] = m;
         }
   return y;
+}
+
+// TFLite's int8 average (reference_integer_ops::AveragePool) written another way: the window by
+// conv_source, the mean |sum| / n rounded half up in 64-bit integers, with the sum's sign.
+std::vector<std::int8_t> average_reference(const kernels::conv_geometry& g, const std::vector<std::int8_t>& x,
+                                           std::size_t batch) {
+  std::vector<std::int8_t> y(batch * g.out_size());
+  for (std::size_t n = 0; n < batch; ++n)
+    for (std::size_t oh = 0; oh < g.oh; ++oh)
+      for (std::size_t ow = 0; ow < g.ow; ++ow)
+        for (std::size_t c = 0; c < g.c; ++c) {
+          std::int64_t sum = 0, count = 0;
+          for (std::size_t i = 0; i < g.kh; ++i)
+            for (std::size_t j = 0; j < g.kw; ++j) {
+              std::size_t r, s;
+              if (!kernels::reference::conv_source(g, oh, ow, i, j, r, s)) continue;
+              sum += x[n * g.in_size() + (r * g.w + s) * g.c + c];
+              ++count;
+            }
+          REQUIRE(count > 0);
+          const std::int64_t a = sum < 0 ? -sum : sum, q = (2 * a + count) / (2 * count);  // |mean| rounded half up
+          y[n * g.out_size() + (oh * g.ow + ow) * g.c + c] = std::int8_t(std::clamp<std::int64_t>(sum < 0 ? -q : q, -128, 127));
+        }
+  return y;
+}
+
+template <class Arch, std::size_t H, std::size_t W, std::size_t C, std::size_t Pool, std::size_t Stride, padding Pad>
+void check_average(std::size_t batch, std::uint64_t seed, int lo = -128, int hi = 127) {
+  constexpr auto g = window_geometry(H, W, C, C, Pool, Pool, Stride, Pad);
+  std::vector<std::int8_t> x(batch * g.in_size());
+  rng r(seed);
+  for (auto& v : x) v = std::int8_t(std::clamp<long>(std::lround(r.uniform(lo - 0.49, hi + 0.49)), lo, hi));
+  const auto want = average_reference(g, x, batch);
+  std::vector<std::int8_t> got(want.size(), 55), scalar(want.size(), 55);
+  i8::average_pool_s8<g, Arch>(x.data(), got.data(), batch);
+  i8::average_pool_s8_scalar(g, x.data(), scalar.data(), batch);
+  INFO(H << "x" << W << "x" << C << ", pool " << Pool << ", stride " << Stride << ", " << padding_name(Pad)
+          << ", batch " << batch << ", values [" << lo << ", " << hi << "]");
+  CHECK(scalar == want);
+  CHECK(got == want);
 }
 
 template <class Arch, std::size_t H, std::size_t W, std::size_t C, std::size_t Pool, std::size_t Stride, padding Pad>
@@ -148,6 +191,83 @@ TEST_CASE("int8 max_pool_s8: every path equals the scalar loops bit for bit, pad
     }
   });
   CHECK(ran >= 1);
+}
+
+TEST_CASE("int8 average_pool_s8: TFLite's rounded mean, every path equal to the scalar loops bit for bit") {
+  // the rounding by hand: half away from zero, for positive and negative sums (TFLite's
+  // (sum +- n/2) / n with C++'s truncating division)
+  CHECK(int(i8::rounded_mean(2, 4)) == 1);     // 0.5
+  CHECK(int(i8::rounded_mean(-2, 4)) == -1);   // -0.5
+  CHECK(int(i8::rounded_mean(6, 4)) == 2);     // 1.5
+  CHECK(int(i8::rounded_mean(-6, 4)) == -2);   // -1.5
+  CHECK(int(i8::rounded_mean(-5, 4)) == -1);   // -1.25
+  CHECK(int(i8::rounded_mean(-7, 4)) == -2);   // -1.75
+  CHECK(int(i8::rounded_mean(1, 3)) == 0);     // 0.33
+  CHECK(int(i8::rounded_mean(-4, 9)) == 0);    // -0.44
+  CHECK(int(i8::rounded_mean(-5, 9)) == -1);   // -0.56
+  CHECK(int(i8::rounded_mean(0, 4)) == 0);
+  CHECK(int(i8::rounded_mean(-512, 4)) == -128);
+  CHECK(int(i8::rounded_mean(508, 4)) == 127);
+  // a 3x3 image, one channel, same padding: the corner divides by its 4 real positions, not 9
+  {
+    constexpr auto g = window_geometry(3, 3, 1, 1, 3, 3, 1, padding::same);
+    const std::vector<std::int8_t> x{-1, -2, 5, -3, 7, 9, 2, 2, 2};
+    std::vector<std::int8_t> y(9);
+    i8::average_pool_s8_scalar(g, x.data(), y.data(), 1);
+    CHECK(int(y[0]) == 0);   // (-1 - 2 - 3 + 7) / 4 = 0.25
+    CHECK(int(y[1]) == 3);   // (-1 - 2 + 5 - 3 + 7 + 9) / 6 = 2.5: away from zero
+    CHECK(int(y[4]) == 2);   // 21 / 9 = 2.33
+    CHECK(int(y[6]) == 2);   // (-3 + 7 + 2 + 2) / 4 = 2
+  }
+  const int ran = ctnn::test::for_each_arch("int8 average_pool_s8", []<class Arch>(Arch, const char*) {
+    for (std::size_t batch : {1, 3}) {
+      // channels: below a vector (1, 5, 13), one AVX2 step (8, 32), one AVX-512 step (64), and tails
+      check_average<Arch, 6, 6, 1, 2, 2, padding::valid>(batch, 1);
+      check_average<Arch, 5, 7, 8, 2, 2, padding::valid>(batch, 2);
+      check_average<Arch, 5, 5, 13, 3, 1, padding::same>(batch, 3);
+      check_average<Arch, 4, 4, 32, 2, 2, padding::valid>(batch, 4);
+      check_average<Arch, 7, 5, 45, 3, 2, padding::same>(batch, 5);
+      check_average<Arch, 4, 6, 64, 2, 1, padding::valid>(batch, 6);
+      check_average<Arch, 5, 5, 100, 2, 2, padding::same>(batch, 7);
+      check_average<Arch, 3, 3, 130, 3, 3, padding::valid>(batch, 8);
+      check_average<Arch, 3, 3, 57, 2, 3, padding::same>(batch, 9);
+      check_average<Arch, 4, 4, 5, 4, 1, padding::same>(batch, 10);
+      // every value negative (the rounding of negative sums), small values (many ties at +-0.5)
+      check_average<Arch, 5, 5, 45, 3, 2, padding::same>(batch, 11, -128, -1);
+      check_average<Arch, 6, 6, 40, 2, 2, padding::same>(batch, 12, -2, 2);
+      check_average<Arch, 6, 6, 72, 2, 1, padding::same>(batch, 13, -3, 1);
+      // the extremes: all -128, all 127; a 16x16 window (256 values: sums down to -32768)
+      check_average<Arch, 4, 4, 70, 2, 2, padding::same>(batch, 14, -128, -128);
+      check_average<Arch, 4, 4, 70, 2, 2, padding::same>(batch, 15, 127, 127);
+      check_average<Arch, 16, 16, 33, 16, 16, padding::valid>(batch, 16, -128, -128);
+      check_average<Arch, 17, 16, 9, 16, 1, padding::valid>(batch, 17);
+    }
+  });
+  CHECK(ran >= 1);
+}
+
+TEST_CASE("int8 max and average pooling over the thread pool: the same bits with 1, 2 and 3 threads") {
+  // 9 samples of 6x6x64 (2304 values each: 20736 in all, above sample_split_min, so 2 and 3
+  // threads split the batch), same padding with overlapping windows, and a batch of 1 (one range)
+  constexpr auto g = window_geometry(6, 6, 64, 64, 3, 3, 2, padding::same);
+  static_assert(9 * g.in_size() >= kernels::cpu::sample_split_min);
+  const std::size_t before = kernels::cpu::threads();
+  std::vector<std::int8_t> x(9 * g.in_size());
+  rng r(21);
+  for (auto& v : x) v = std::int8_t(std::lround(r.uniform(-128.49, 127.49)));
+  for (std::size_t batch : {1, 9}) {
+    const auto want_max = pool_reference(g, x, batch), want_avg = average_reference(g, x, batch);
+    for (std::size_t t : {1, 2, 3}) {
+      kernels::cpu::set_threads(t);
+      INFO(t << " threads, batch " << batch);
+      std::vector<std::int8_t> ym(want_max.size(), 55), ya(want_avg.size(), 55);
+      i8::max_pool_s8<g>(x.data(), ym.data(), batch);
+      i8::average_pool_s8<g>(x.data(), ya.data(), batch);
+      CHECK(ym == want_max);
+      CHECK(ya == want_avg);
+    }
+  }
+  kernels::cpu::set_threads(before);
 }
 
 TEST_CASE("quantized_t of a CNN: max_pool2d and flatten between int8 layers run on int8, int8 between all layers") {
@@ -276,4 +396,147 @@ TEST_CASE("int8 max pooling and flatten: inference only") {
   CHECK_THROWS_AS(fit(qm, sparse_categorical_crossentropy{.from_logits = true}, opt,
                       data::in_memory<shape<S, S, 1>, sparse_labels>(x, y).batch(1), epochs{1}),
                   std::logic_error);
+}
+
+namespace {
+// CNNs with average pooling between full-integer layers. acnn: 3x3 windows, valid (every mean of 9
+// values: never a tie at .5); 12x12x1 -> 12x12x8 -> pool 4x4x8 -> 2x2x16 -> 64 -> 3.
+using acnn = sequential<input<S, S, 1>, conv2d<8, 3, 3, 1, padding::same, relu>, average_pool2d<3>,
+                        conv2d<16, 3, 3, 1, padding::valid, relu>, flatten, dense<classes>>;
+// tcnn: 2x2 windows (means of 4, 2 or 1 values: ties), same padding at stride 1, then valid;
+// 12x12x1 -> 12x12x8 -> pool 12x12x8 -> 5x5x8 (stride 2) -> pool 2x2x8 -> 32 -> 3.
+using tcnn = sequential<input<S, S, 1>, conv2d<8, 3, 3, 1, padding::same, relu>, average_pool2d<2, 1, padding::same>,
+                        conv2d<8, 3, 3, 2, padding::valid, relu>, average_pool2d<2>, flatten, dense<classes>>;
+
+template <class Net>
+auto& trained_net() {
+  static auto m = [] {
+    auto mm = make_model<Net>(4);
+    const auto tr = make_images(300, 1);
+    adam opt{0.01};
+    fit(mm, sparse_categorical_crossentropy{.from_logits = true}, opt,
+        data::in_memory<shape<S, S, 1>, sparse_labels>(tr.x, tr.y).batch(32), epochs{2});
+    return mm;
+  }();
+  return m;
+}
+}  // namespace
+
+TEST_CASE("quantized_t of a CNN with average_pool2d: the pools between int8 layers run on int8") {
+  using qa = quantized_t<acnn>;
+  static_assert(std::is_same_v<qa, sequential<input<S, S, 1>,
+                                              quantized_conv2d<8, 3, 3, 1, padding::same, relu, fi, quantization::int8_io<false, true>>,
+                                              quantization::int8_pass<average_pool2d<3>>,
+                                              quantized_conv2d<16, 3, 3, 1, padding::valid, relu, fi, quantization::int8_io<true, true>>,
+                                              quantization::int8_pass<flatten>,
+                                              quantized_dense<64, classes, identity, fi, quantization::int8_io<true, false>>>>);
+  static_assert(std::is_same_v<quantization::float_between_t<qa>,
+                               sequential<input<S, S, 1>, quantized_conv2d<8, 3, 3, 1, padding::same, relu>, average_pool2d<3>,
+                                          quantized_conv2d<16, 3, 3, 1, padding::valid, relu>, flatten, quantized_dense<64, classes>>>);
+  using qt = quantized_t<tcnn>;
+  static_assert(std::is_same_v<std::tuple_element_t<1, decltype(make_model<qt>(1))::layers>::spec,
+                               quantization::int8_pass<average_pool2d<2, 1, padding::same>>>);
+  static_assert(std::is_same_v<std::tuple_element_t<3, decltype(make_model<qt>(1))::layers>::spec,
+                               quantization::int8_pass<average_pool2d<2>>>);
+  CHECK(qa::spec_string() == quantization::float_between_t<qa>::spec_string());
+  // the int8 pool is an average_pool2d to the tools, with no buffers; int8 in, int8 out
+  using L = decltype(make_model<qa>(1))::layers;
+  using pool = std::tuple_element_t<1, L>;
+  static_assert(std::is_same_v<pool::kind, layer_kind::pool2d> &&
+                std::is_same_v<pool::spec::kind, ctnn::detail::average_pool_kind> && pool::spec::pool_size == 3);
+  static_assert(pool::buffers.size() == 0 && std::is_same_v<pool::input_element, std::int8_t> &&
+                std::is_same_v<pool::output_element, std::int8_t>);
+  CHECK(pool::name() == "average_pool2d<3>");
+  // an average pooling before the first full-integer layer stays float; dynamic range: float everywhere
+  using edges = sequential<input<S, S, 1>, average_pool2d<2>, conv2d<4, 3, 3>, average_pool2d<2>, flatten>;
+  static_assert(std::is_same_v<quantized_t<edges>, sequential<input<S, S, 1>, average_pool2d<2>,
+                                                              quantized_conv2d<4, 3, 3>, average_pool2d<2>, flatten>>);
+  static_assert(std::is_same_v<quantized_t<tcnn, quantization::dynamic_range>,
+                               quantization::float_between_t<quantized_t<tcnn, quantization::dynamic_range>>>);
+  CHECK_THROWS_WITH_AS(pool::backward({}, nullptr, nullptr, nullptr, nullptr, {}),
+                       doctest::Contains("average_pool2d<3> on int8 values runs inference only"), std::logic_error);
+}
+
+TEST_CASE("int8 CNN across average pooling without ties: bit for bit the float-pool model, any batch, weights files shared") {
+  auto& m = trained_net<acnn>();
+  const auto cal = make_images(100, 5), te = make_images(64, 6);
+  auto qm = quantize_full_integer(m, cal.x.data(), cal.y.size());
+  static_assert(std::is_same_v<decltype(qm)::network, quantized_t<acnn>>);
+  auto fm = float_between_copy(qm);
+  std::vector<float> wild = te.x;
+  for (std::size_t i = 0; i < wild.size(); i += 7) wild[i] *= 4;
+  // every mean of 9 int8 values is at least 1/18 from a .5 tie: the float-between model (dequantize,
+  // float mean, quantize) rounds it the same way
+  const auto want = fm.predict(wild.data(), 64, 64);
+  for (std::size_t n : {1, 7, 64}) {
+    INFO("batch " << n);
+    quantization::reset_saturation(qm);
+    quantization::reset_saturation(fm);
+    const auto got = qm.predict(wild.data(), 64, n);
+    CHECK(got == fm.predict(wild.data(), 64, n));
+    CHECK(got == want);
+    const auto sq = quantization::saturation(qm), sf = quantization::saturation(fm);
+    REQUIRE(sq.size() == 3);
+    REQUIRE(sf.size() == 3);
+    for (std::size_t l = 0; l < 3; ++l) {
+      CHECK(sq[l].inputs == sf[l].inputs);
+      CHECK(sq[l].outputs == sf[l].outputs);
+    }
+    CHECK(sq[1].inputs == 0);
+  }
+  // a weights file of the chained model loads into both forms
+  const auto dir = std::filesystem::temp_directory_path() / "ctnn_test_int8_average_pool";
+  std::filesystem::create_directories(dir);
+  io::save_weights(qm, dir / "q.weights");
+  auto back = make_model<quantized_t<acnn>>(9);
+  auto fback = make_model<quantization::float_between_t<quantized_t<acnn>>>(9);
+  io::load_weights(back, dir / "q.weights");
+  io::load_weights(fback, dir / "q.weights");
+  CHECK(back.predict(te.x.data(), 20) == qm.predict(te.x.data(), 20));
+  CHECK(fback.predict(te.x.data(), 20) == qm.predict(te.x.data(), 20));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("int8 CNN across average pooling with ties: the same at any batch, near the float-pool model") {
+  auto& m = trained_net<tcnn>();
+  const auto cal = make_images(100, 5), te = make_images(64, 6);
+  auto qm = quantize_full_integer(m, cal.x.data(), cal.y.size());
+  auto fm = float_between_copy(qm);
+  const auto want = qm.predict(te.x.data(), 64, 64);
+  for (std::size_t n : {1, 7}) CHECK(qm.predict(te.x.data(), 64, n) == want);
+  // the chained model rounds a mean at a .5 tie away from zero (TFLite); the float-between model
+  // dequantizes, averages in float and quantizes (q - z rounded away from zero, or float error
+  // deciding): one input step apart at some ties, which the layers after carry on
+  float out_scale = 0;
+  qm.for_each_variable([&](const variable_ref& v) {
+    if (v.layer == 5 && v.name == "output_scale") std::memcpy(&out_scale, v.data, 4);
+  });
+  REQUIRE(out_scale > 0);
+  const auto f = fm.predict(te.x.data(), 64, 64);
+  double worst = 0;
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    const double steps = std::abs(double(f[i]) - double(want[i])) / double(out_scale);
+    worst = std::max(worst, steps);
+    differ += steps > 0.5;
+  }
+  MESSAGE("int8 CNN with tied averages against its float-pool model: " << differ << " of " << f.size()
+          << " outputs differ, at most " << worst << " output steps");
+  CHECK(worst <= 4.01);
+}
+
+TEST_CASE("quantization-aware training of a CNN with average pooling converts to the int8-chained type") {
+  auto q = quantize_model(trained_net<acnn>());
+  const auto tr = make_images(64, 8), te = make_images(16, 9);
+  adam opt{0.001};
+  fit(q, sparse_categorical_crossentropy{.from_logits = true}, opt,
+      data::in_memory<shape<S, S, 1>, sparse_labels>(tr.x, tr.y).batch(16), epochs{1});
+  auto c = convert_qat(q);
+  static_assert(std::is_same_v<decltype(c)::network, quantized_t<acnn>>);
+  // the learned ranges chain: the pool's int8 input and output share the first conv's output
+  // parameters, which are the second conv's input ones (convert checks it)
+  const auto y = c.predict(te.x.data(), 16);
+  CHECK(c.predict(te.x.data(), 16, 1) == y);
+  auto f = float_between_copy(c);
+  CHECK(f.predict(te.x.data(), 16) == y);  // 3x3 windows: no tie
 }

@@ -1,22 +1,27 @@
-// ctnn/layers/int8_pass.hpp — quantization::int8_pass<Spec>: max_pool2d, flatten, reshape or dropout
-// run on the int8 tensor between two full-integer layers (inference).
+// ctnn/layers/int8_pass.hpp — quantization::int8_pass<Spec>: max_pool2d, average_pool2d, flatten,
+// reshape or dropout run on the int8 tensor between two full-integer layers (inference).
 //
 // A max of int8 values that share one scale and zero point is the int8 value of the max (the
-// dequantization s (q - z) is increasing in q), and flatten / reshape move no value: so between
-// two full-integer layers (quantized_conv2d, quantized_dense, quantized_dense_block) these layers
-// take the producer's int8 values and hand int8 values on, with the producer's scale and zero
-// point (as TFLite's and XNNPACK's int8 MAX_POOL_2D, whose output tensor keeps its input's
+// dequantization s (q - z) is increasing in q), a mean of them is the mean of the int8 values
+// (rounded back to int8), and flatten / reshape move no value: so between two full-integer layers
+// (quantized_conv2d, quantized_dense, quantized_dense_block) these layers take the producer's int8
+// values and hand int8 values on, with the producer's scale and zero point (as TFLite's and
+// XNNPACK's int8 MAX_POOL_2D and AVERAGE_POOL_2D, whose output tensor keeps its input's
 // quantization). quantized_t (quantization/convert.hpp) wraps them so where both neighbours are
 // full-integer layers (through other int8_pass layers); quantization::float_between_t unwraps
 // them. The wrapped spec keeps its name, shape rules and weights (none): int8_pass<max_pool2d<2>>
 // is "max_pool2d<2>" in a summary, a spec string and a weights file, as int8_io is invisible there.
 //   max_pool2d<Pool, Stride, Padding>: y[oh, ow, c] = max of x[r, s, c] over the window's positions
 //     inside the input (padding never takes part, as the float layer), by
-//     kernels::cpu::int8::max_pool_s8<G, Arch>: channels in vectors (64 a vector with AVX-512BW,
-//     masked at the end; 32, 16 and 8 with AVX2; the rest scalar), each equal to
-//     max_pool_s8_scalar bit for bit. Kind pool2d, spec::kind max_pool_kind: onnx/export.hpp
-//     writes it as the float MaxPool between the producer's DequantizeLinear and a
-//     QuantizeLinear with the same scale and zero point (onnxruntime runs that pattern on int8).
+//     kernels::cpu::int8::max_pool_s8<G, Arch> (backends/cpu/int8_pool.hpp).
+//   average_pool2d<Pool, Stride, Padding>: y[oh, ow, c] = the sum of x[r, s, c] over the window's
+//     positions inside the input divided by their count, rounded half away from zero (TFLite's
+//     int8 AVERAGE_POOL_2D), by kernels::cpu::int8::average_pool_s8<G, Arch>
+//     (backends/cpu/int8_pool.hpp).
+//   Both: kind pool2d, spec::kind the float layer's (max_pool_kind, average_pool_kind):
+//     onnx/export.hpp writes the float MaxPool or AveragePool between the producer's
+//     DequantizeLinear and a QuantizeLinear with the same scale and zero point (onnxruntime runs
+//     that pattern on int8).
 //   flatten, reshape<D...>, dropout<Rate>: the input's memory (aliases_input), as the float layers
 //     (dropout is the identity at inference; kind dropout, so the ONNX export writes nothing for it).
 // No buffers; no cache; backward throws (the int8 layers are inference types).
@@ -30,19 +35,12 @@
 #include <string>
 #include <type_traits>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
-#include <xsimd/xsimd.hpp>
-
-#include "../backends/cpu/arch.hpp"
-#include "../backends/cpu/pooling.hpp"
+#include "../backends/cpu/int8_pool.hpp"
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
-#include "../kernels/conv_reference.hpp"
+#include "average_pool2d.hpp"
 #include "dropout.hpp"
 #include "max_pool2d.hpp"
 #include "padding.hpp"
@@ -51,109 +49,8 @@
 
 namespace ctnn {
 
-namespace kernels::cpu::int8 {
-// The window of output (oh, ow) inside the input: the float pooling's (backends/cpu/pooling.hpp).
-using cpu::detail::window;
-
-// The int8 max pooling, one value at a time (the reference of the vector paths): y[batch, OH, OW, C]
-// from x[batch, H, W, C].
-inline void max_pool_s8_scalar(const conv_geometry& g, const std::int8_t* x, std::int8_t* y, std::size_t batch) {
-  for (std::size_t n = 0; n < batch; ++n) {
-    const std::int8_t* xs = x + n * g.in_size();
-    for (std::size_t oh = 0; oh < g.oh; ++oh)
-      for (std::size_t ow = 0; ow < g.ow; ++ow) {
-        std::size_t r0, r1, s0, s1;
-        window(g, oh, ow, r0, r1, s0, s1);
-        std::int8_t* out = y + ((n * g.oh + oh) * g.ow + ow) * g.c;
-        for (std::size_t c = 0; c < g.c; ++c) {
-          std::int8_t m = -128;
-          for (std::size_t r = r0; r < r1; ++r)
-            for (std::size_t s = s0; s < s1; ++s) m = std::max(m, xs[(r * g.w + s) * g.c + c]);
-          out[c] = m;
-        }
-      }
-  }
-}
-
-// The vector paths, by the backend's Arch: AVX-512BW (Arch derived from avx512bw, in a TU built with
-// it): 64 channels a vector, the last C % 64 under a mask; AVX2 (derived from avx2 or avx512f):
-// 32, then 16, then 8 channels a vector, the rest scalar; otherwise max_pool_s8_scalar.
-template <conv_geometry G, class Arch = default_arch>
-void max_pool_s8(const std::int8_t* x, std::int8_t* y, std::size_t batch) {
-  constexpr std::size_t C = G.c;
-#if defined(__AVX512BW__)
-  if constexpr (std::is_base_of_v<xsimd::avx512bw, Arch>) {
-    for (std::size_t n = 0; n < batch; ++n) {
-      const std::int8_t* xs = x + n * G.in_size();
-      for (std::size_t oh = 0; oh < G.oh; ++oh)
-        for (std::size_t ow = 0; ow < G.ow; ++ow) {
-          std::size_t r0, r1, s0, s1;
-          window(G, oh, ow, r0, r1, s0, s1);
-          std::int8_t* out = y + ((n * G.oh + oh) * G.ow + ow) * C;
-          for (std::size_t c0 = 0; c0 < C; c0 += 64) {
-            const __mmask64 m = C - c0 >= 64 ? ~__mmask64(0) : (__mmask64(1) << (C - c0)) - 1;
-            __m512i mx = _mm512_set1_epi8(-128);
-            for (std::size_t r = r0; r < r1; ++r)
-              for (std::size_t s = s0; s < s1; ++s)
-                mx = _mm512_max_epi8(mx, _mm512_maskz_loadu_epi8(m, xs + (r * G.w + s) * C + c0));
-            _mm512_mask_storeu_epi8(out + c0, m, mx);
-          }
-        }
-    }
-    return;
-  }
-#endif
-#if defined(__AVX2__)
-  if constexpr (std::is_base_of_v<xsimd::avx2, Arch> || std::is_base_of_v<xsimd::avx512f, Arch>) {
-    for (std::size_t n = 0; n < batch; ++n) {
-      const std::int8_t* xs = x + n * G.in_size();
-      for (std::size_t oh = 0; oh < G.oh; ++oh)
-        for (std::size_t ow = 0; ow < G.ow; ++ow) {
-          std::size_t r0, r1, s0, s1;
-          window(G, oh, ow, r0, r1, s0, s1);
-          std::int8_t* out = y + ((n * G.oh + oh) * G.ow + ow) * C;
-          const auto at = [&](std::size_t r, std::size_t s, std::size_t c) { return xs + (r * G.w + s) * C + c; };
-          std::size_t c = 0;
-          for (; c + 32 <= C; c += 32) {
-            __m256i mx = _mm256_set1_epi8(-128);
-            for (std::size_t r = r0; r < r1; ++r)
-              for (std::size_t s = s0; s < s1; ++s)
-                mx = _mm256_max_epi8(mx, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at(r, s, c))));
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c), mx);
-          }
-          if (c + 16 <= C) {
-            __m128i mx = _mm_set1_epi8(-128);
-            for (std::size_t r = r0; r < r1; ++r)
-              for (std::size_t s = s0; s < s1; ++s)
-                mx = _mm_max_epi8(mx, _mm_loadu_si128(reinterpret_cast<const __m128i*>(at(r, s, c))));
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(out + c), mx);
-            c += 16;
-          }
-          if (c + 8 <= C) {
-            __m128i mx = _mm_set1_epi8(-128);
-            for (std::size_t r = r0; r < r1; ++r)
-              for (std::size_t s = s0; s < s1; ++s)
-                mx = _mm_max_epi8(mx, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(at(r, s, c))));
-            _mm_storel_epi64(reinterpret_cast<__m128i*>(out + c), mx);
-            c += 8;
-          }
-          for (; c < C; ++c) {
-            std::int8_t v = -128;
-            for (std::size_t r = r0; r < r1; ++r)
-              for (std::size_t s = s0; s < s1; ++s) v = std::max(v, *at(r, s, c));
-            out[c] = v;
-          }
-        }
-    }
-    return;
-  }
-#endif
-  max_pool_s8_scalar(G, x, y, batch);
-}
-}  // namespace kernels::cpu::int8
-
 template <class Spec, Shape In, class P, class Backend>
-struct int8_max_pool2d_layer;
+struct int8_pool2d_layer;
 template <class Spec, Shape In, class P, class Backend>
 struct int8_reshape_layer;
 
@@ -173,28 +70,34 @@ template <class S>
 inline constexpr bool is_max_pool_spec_v = false;
 template <std::size_t Pool, std::size_t Stride, padding Pad>
 inline constexpr bool is_max_pool_spec_v<max_pool2d<Pool, Stride, Pad>> = true;
+template <class S>
+inline constexpr bool is_average_pool_spec_v = false;
+template <std::size_t Pool, std::size_t Stride, padding Pad>
+inline constexpr bool is_average_pool_spec_v<average_pool2d<Pool, Stride, Pad>> = true;
 }  // namespace detail
 
 // Whether Spec runs on an int8 tensor (int8_pass<Spec> exists).
 template <class Spec>
 inline constexpr bool int8_passes_v =
-    detail::is_reshape_spec_v<Spec> || detail::is_max_pool_spec_v<Spec> || detail::is_dropout_spec_v<Spec>;
+    detail::is_reshape_spec_v<Spec> || detail::is_max_pool_spec_v<Spec> || detail::is_average_pool_spec_v<Spec> ||
+    detail::is_dropout_spec_v<Spec>;
 
 template <class Spec>
 struct int8_pass : Spec {
-  static_assert(int8_passes_v<Spec>, "int8_pass: the layer is max_pool2d, flatten, reshape or dropout (the layers "
-                                     "that run on int8 values as they are)");
+  static_assert(int8_passes_v<Spec>, "int8_pass: the layer is max_pool2d, average_pool2d, flatten, reshape or "
+                                     "dropout (the layers that run on int8 values)");
   using float_spec = Spec;  // the same layer on float values (float_between_t)
   template <Shape In, class P, class Backend>
-  using bind = std::conditional_t<detail::is_max_pool_spec_v<Spec>, int8_max_pool2d_layer<int8_pass, In, P, Backend>,
-                                  int8_reshape_layer<int8_pass, In, P, Backend>>;
+  using bind = std::conditional_t<detail::is_reshape_spec_v<Spec> || detail::is_dropout_spec_v<Spec>,
+                                  int8_reshape_layer<int8_pass, In, P, Backend>,
+                                  int8_pool2d_layer<int8_pass, In, P, Backend>>;
 };
 }  // namespace quantization
 
-// The bound int8 max pooling: int8 in, int8 out (the plan's activation block 1 byte a value).
+// The bound int8 max or average pooling: int8 in, int8 out (the plan's activation block 1 byte a value).
 template <class Spec, Shape In, class P, class Backend>
-struct int8_max_pool2d_layer {
-  using kind = layer_kind::pool2d;  // the tools see a max_pool2d (spec::kind, pool_size, stride, pad)
+struct int8_pool2d_layer {
+  using kind = layer_kind::pool2d;  // the tools see the float pooling (spec::kind, pool_size, stride, pad)
   using spec = Spec;
   using Kind = typename Spec::kind;
   using T = float;
@@ -217,8 +120,12 @@ struct int8_max_pool2d_layer {
   static void init(layer_slot<T>, rng&) {}
   // x, y: the model's activation blocks, holding int8 values (input_element, output_element)
   static void forward(layer_slot<T>, const T* x, T* y, run_info r) {
-    kernels::cpu::int8::max_pool_s8<geometry, typename Backend::arch>(reinterpret_cast<const std::int8_t*>(x),
-                                                                      reinterpret_cast<std::int8_t*>(y), r.batch);
+    const auto* xi = reinterpret_cast<const std::int8_t*>(x);
+    auto* yi = reinterpret_cast<std::int8_t*>(y);
+    if constexpr (quantization::detail::is_max_pool_spec_v<typename Spec::float_spec>)
+      kernels::cpu::int8::max_pool_s8<geometry, typename Backend::arch>(xi, yi, r.batch);
+    else
+      kernels::cpu::int8::average_pool_s8<geometry, typename Backend::arch>(xi, yi, r.batch);
   }
   static void backward(layer_slot<T>, const T*, const T*, T*, T*, run_info) {
     throw std::logic_error(Spec::name() + " on int8 values runs inference only (train the qat_t network of "

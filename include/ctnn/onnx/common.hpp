@@ -45,6 +45,7 @@
 #include "../layers/padding.hpp"
 #include "../layers/quantized_conv2d.hpp"
 #include "../layers/quantized_dense.hpp"
+#include "../layers/quantized_dense_block.hpp"
 #include "../layers/reshape.hpp"
 #include "../layers/simple_rnn.hpp"
 #include "../layers/depthwise_conv2d.hpp"

@@ -14,10 +14,10 @@
 // from the tensors of the nodes it reads, joins as Add or Concat), simple_rnn, lstm,
 // gru -> RNN, LSTM, GRU (ONNX's gate order and time-major layout, Transposes around;
 // go_backwards -> direction "reverse", bidirectional -> "bidirectional" and its merge),
-// quantized_dense, quantized_conv2d -> QDQ form (int8 kernel and int32 bias initializers,
-// DequantizeLinear per channel, QuantizeLinear/DequantizeLinear pairs, Gemm or Conv); a max
-// pooling on int8 values (quantization::int8_pass) -> MaxPool then a Q/DQ pair with the
-// producer's scale and zero point. A
+// quantized_dense, quantized_dense_block, quantized_conv2d -> QDQ form (int8 kernel and int32 bias initializers,
+// DequantizeLinear per channel, QuantizeLinear/DequantizeLinear pairs, Gemm or Conv); a max or
+// average pooling on int8 values (quantization::int8_pass) -> MaxPool or AveragePool then a Q/DQ
+// pair with the producer's scale and zero point. A
 // layer or activation without a mapping (masking, embedding, time_distributed among them)
 // is a compile error naming its position ("export_onnx: this layer or activation has no
 // ONNX mapping"). Variables must
@@ -60,14 +60,15 @@ consteval bool exportable();
 template <class... C>
 consteval bool all_exportable(std::tuple<C...>*) {  // a graph layer's children: no quantized layer inside one yet
   return (true && ... &&
-          (exportable<C>() && !is_a<C, layer_kind::quantized_dense> && !is_a<C, layer_kind::quantized_conv2d>));
+          (exportable<C>() && !is_a<C, layer_kind::quantized_dense> && !is_a<C, layer_kind::quantized_conv2d> &&
+           !is_a<C, layer_kind::quantized_dense_block>));
 }
 template <class L>
 consteval bool exportable() {
   if constexpr (is_a<L, layer_kind::dag_join>) return true;  // a dag's join: Add or Concat
   else if constexpr (is_a<L, layer_kind::graph>) return all_exportable(static_cast<typename L::children*>(nullptr));
   else if constexpr (is_a<L, layer_kind::dense> || is_a<L, layer_kind::conv2d> || is_a<L, layer_kind::quantized_dense> ||
-                     is_a<L, layer_kind::quantized_conv2d> || is_a<L, layer_kind::depthwise_conv2d> ||
+                     is_a<L, layer_kind::quantized_dense_block> || is_a<L, layer_kind::quantized_conv2d> || is_a<L, layer_kind::depthwise_conv2d> ||
                      is_a<L, layer_kind::separable_conv2d> || is_a<L, layer_kind::conv1d>)
     return act_op<typename L::Act>() != nullptr;
   else if constexpr (is_a<L, layer_kind::activation>) return act_op<typename L::spec>() != nullptr;
@@ -521,6 +522,8 @@ inline void emit_qdq_pair(builder& b, const std::string& what, quantization::par
 // activation, then [QuantizeLinear, DequantizeLinear] with the output parameters, which it returns.
 // Dynamic range: the input quantized per row as the layer does (scale max|x| / 127, 1 for a zero row;
 // QuantizeLinear per axis 0), the kernel dequantized as above, float bias, Gemm, the activation.
+// A quantized_dense_block layer as a quantized_dense: its kept blocks expanded into the int8 [K, N]
+// initializer, 0 in the pruned blocks (ONNX has no block-sparse tensor the QDQ pattern reads).
 // A quantized_conv2d layer the same way around a Conv (as conv2d's: Transposes to NCHW and back,
 // a rank-2 input reshaped to one channel first): its kernel [F, C, KH, KW] dequantized per axis 0,
 // the input's Q/DQ pair (dynamic range: per sample, each sample's max over H W C) before the Transpose.
@@ -551,7 +554,18 @@ std::optional<quantization::params> export_quantized_dense(builder& b, const std
   // which is [N, K] with K in (c, kh, kw) order instead of ctnn's (kh, kw, c))
   const auto& packed = get("kernel");
   std::vector<std::int8_t> wt(N * K), w(K * N);
-  kernels::cpu::int8::unpack(K, N, reinterpret_cast<const std::int8_t*>(packed.data()), wt.data());
+  if constexpr (is_a<L, layer_kind::quantized_dense_block>) {
+    // the kept R x C blocks (int8::block's groups) expanded: 0 in the pruned blocks
+    std::vector<std::byte> ix = get("index");
+    const std::uint32_t* starts = L::index::template at<0>(ix.data());
+    const std::uint16_t* inputs = L::index::template at<1>(ix.data());
+    if (const std::string bad = kernels::cpu::int8::block::validate(starts, inputs, K, N, L::R, L::C, L::G); !bad.empty())
+      throw std::invalid_argument(here + "its block index: " + bad);
+    kernels::cpu::int8::block::unpack(K, N, L::R, L::C, reinterpret_cast<const std::int8_t*>(packed.data()), inputs,
+                                      starts, wt.data());
+  } else {
+    kernels::cpu::int8::unpack(K, N, reinterpret_cast<const std::int8_t*>(packed.data()), wt.data());
+  }
   constexpr auto G = [] {
     if constexpr (conv) return L::geometry;
     else return kernels::conv_geometry{};
@@ -704,9 +718,10 @@ void export_onnx(const M& m, const std::filesystem::path& path, int opset = 17) 
           using L = ctnn::detail::type_at_t<I, typename MM::layers>;
           static_assert(diag::no_onnx_mapping<diag::layer<I + 1>, exportable<L>()>::value);
           const std::string base = "layer" + std::to_string(I + 1);
-          constexpr bool quantized = is_a<L, layer_kind::quantized_dense> || is_a<L, layer_kind::quantized_conv2d>;
-          // a max pooling on the int8 tensor (quantization::int8_pass): MaxPool, then a Q/DQ pair with
-          // its input's parameters (the max keeps them), as onnxruntime's quantizer writes it
+          constexpr bool quantized = is_a<L, layer_kind::quantized_dense> || is_a<L, layer_kind::quantized_conv2d> ||
+                                     is_a<L, layer_kind::quantized_dense_block>;
+          // a pooling on the int8 tensor (quantization::int8_pass): MaxPool or AveragePool, then a Q/DQ
+          // pair with its input's parameters (the pool keeps them), as onnxruntime's quantizer writes it
           constexpr bool int8_pool = is_a<L, layer_kind::pool2d> && int8_output<L>();
           if constexpr (!quantized && !is_a<L, layer_kind::reshape> && !is_a<L, layer_kind::dropout> && !int8_pool)
             qdq.reset();

@@ -29,10 +29,13 @@
 // Everything is checked before any variable is written; a mismatch or a malformed
 // graph is a ctnn::io_error naming the layer (1-based, with its spec; inside a graph layer the
 // child's path), the node (op, name, index) and both sides, never a protobuf check or a read out
-// of bounds. Variables must be float. A network of quantized_dense and quantized_conv2d layers (and
-// max_pool2d, flatten, reshape, dropout) reads a QDQ graph instead: each int8 layer the next
-// Gemm's or Conv's int8 kernel (per channel, zero points 0), bias and Q/DQ parameters, each
-// max_pool2d the next MaxPool (export_onnx's form), each reading the previous one's output.
+// of bounds. Variables must be float. A network of quantized_dense, quantized_dense_block and
+// quantized_conv2d layers (and
+// max_pool2d, average_pool2d, flatten, reshape, dropout) reads a QDQ graph instead: each int8 layer
+// the next Gemm's or Conv's int8 kernel (per channel, zero points 0), bias and Q/DQ parameters (a
+// quantized_dense_block keeps the R x C blocks with a nonzero weight, at most its NNZ / (R C)), each
+// max_pool2d the next MaxPool and each average_pool2d the next AveragePool (export_onnx's form),
+// each reading the previous one's output.
 // Docs: docs/interop.md ("ONNX").
 #pragma once
 #include <algorithm>
@@ -286,7 +289,7 @@ inline std::string exact(double v) {
 // QDQ graphs (export_onnx of quantized models; onnxruntime's quantize_static with per-channel
 // weights): each quantized_dense (quantized_conv2d) layer takes the next Gemm (Conv), reads its
 // kernel, scales, bias and (full integer) the Q/DQ parameters around it, and recomputes kernel_sum
-// and the requantization multipliers; a max_pool2d takes the next MaxPool. Transposes and
+// and the requantization multipliers; a max_pool2d (average_pool2d) takes the next MaxPool (AveragePool). Transposes and
 // Reshapes between them (a Conv's layout changes, flatten) are passed through.
 struct qdq_importer {
   const onnx::GraphProto& g;
@@ -306,11 +309,11 @@ struct qdq_importer {
         ops.push_back(&n);
     }
   }
-  // the next Gemm, Conv or MaxPool, which must be `op` and compute from the previous one's output (or the
+  // the next Gemm, Conv, MaxPool or AveragePool, which must be `op` and compute from the previous one's output (or the
   // graph input): its input 0 traced back through other nodes' inputs 0 (Q/DQ pairs, Transposes,
   // Reshapes, the activation) must reach that node
   const onnx::NodeProto& take(const char* op) {
-    if (next >= ops.size()) fail(std::string("the graph has no more Gemm, Conv or MaxPool nodes; this layer needs ") + op);
+    if (next >= ops.size()) fail(std::string("the graph has no more Gemm, Conv or pooling nodes; this layer needs ") + op);
     const onnx::NodeProto& n = *ops[next];
     if (n.op_type() != op) fail("the graph's next node is " + name_of(n) + "; this layer needs " + op);
     const onnx::NodeProto* want = next > 0 ? ops[next - 1] : nullptr;
@@ -953,7 +956,7 @@ void match_layer(matcher& mt, var_map& v, const std::string& p) {
       constexpr bool is_max = std::is_same_v<typename S::kind, detail::max_pool_kind>;
       const auto& n = mt.take(is_max ? "MaxPool" : "AveragePool");
       mt.window(n, G);
-      if (!is_max && mt.attr_i(n, "count_include_pad", 0) != 0 && G.pt + G.pl > 0)
+      if (!is_max && mt.attr_i(n, "count_include_pad", 0) != 0 && spatial_pads(G) != std::vector<std::int64_t>(4, 0))
         mt.fail(mt.node_name(n) + " counts the padding in its averages; ctnn does not");
     }
   } else if constexpr (is_a<L, layer_kind::depthwise_conv2d> || is_a<L, layer_kind::separable_conv2d>) {
@@ -1185,6 +1188,7 @@ void match_layer(matcher& mt, var_map& v, const std::string& p) {
 template <class MM>
 inline constexpr bool has_quantized_layers = []<std::size_t... I>(std::index_sequence<I...>) {
   constexpr bool q[] = {false, (is_a<ctnn::detail::type_at_t<I, typename MM::layers>, layer_kind::quantized_dense> ||
+                               is_a<ctnn::detail::type_at_t<I, typename MM::layers>, layer_kind::quantized_dense_block> ||
                                is_a<ctnn::detail::type_at_t<I, typename MM::layers>, layer_kind::quantized_conv2d>)...};
   for (bool b : q)
     if (b) return true;
@@ -1207,7 +1211,8 @@ void import_qdq(MM& m, const onnx::GraphProto& graph, const graph_view& gv, cons
     (void)std::initializer_list<int>{(
         [&] {
           using L = ctnn::detail::type_at_t<I, typename MM::layers>;
-          if constexpr (is_a<L, layer_kind::quantized_dense> || is_a<L, layer_kind::quantized_conv2d>) {
+          if constexpr (is_a<L, layer_kind::quantized_dense> || is_a<L, layer_kind::quantized_conv2d> ||
+                        is_a<L, layer_kind::quantized_dense_block>) {
             constexpr bool conv = is_a<L, layer_kind::quantized_conv2d>;
             constexpr std::size_t K = L::K, N = L::N;
             q.where = "layer " + std::to_string(I + 1) + " (" + L::name() + ")";
@@ -1256,10 +1261,39 @@ void import_qdq(MM& m, const onnx::GraphProto& graph, const graph_view& gv, cons
                 wn[j * K + k] = std::int8_t(w[at]);
                 sum[j] += w[at];
               }
-            std::vector<std::int8_t> packed(kernels::cpu::int8::packed_bytes(K, N));
-            kernels::cpu::int8::pack(K, N, wn.data(), K, packed.data());
             auto& v = vars[I];
-            put(v, "kernel", packed);
+            if constexpr (is_a<L, layer_kind::quantized_dense_block>) {
+              // the R x C blocks holding a nonzero weight are the kept ones (at most NB of them; a kept
+              // block whose weights all quantized to 0 is dropped, which computes the same)
+              constexpr std::size_t R = L::R, C = L::C;
+              std::vector<std::uint8_t> keep(K / R * (N / C), 0);
+              std::size_t kept = 0;
+              for (std::size_t kb = 0; kb < K / R; ++kb)
+                for (std::size_t jb = 0; jb < N / C; ++jb) {
+                  bool any = false;
+                  for (std::size_t r = 0; r < R && !any; ++r)
+                    for (std::size_t c = 0; c < C && !any; ++c) any = wn[(jb * C + c) * K + kb * R + r] != 0;
+                  keep[kb * (N / C) + jb] = any;
+                  kept += any;
+                }
+              if (kept > L::NB)
+                q.fail(q.name_of(bd) + "'s kernel has nonzero weights in " + std::to_string(kept) + " blocks of " +
+                       std::to_string(R) + " x " + std::to_string(C) + "; this layer keeps " + std::to_string(L::NB));
+              std::vector<std::int8_t> values(std::max<std::size_t>(L::G, 1) * 4 * C, 0);
+              std::vector<std::byte> ix(L::index::bytes, std::byte{0});
+              const std::size_t used =
+                  kernels::cpu::int8::block::pack(wn.data(), keep.data(), K, N, R, C, L::G, values.data(),
+                                                  L::index::template at<1>(ix.data()), L::index::template at<0>(ix.data()));
+              if (used > L::G)
+                q.fail(q.name_of(bd) + "'s kept blocks need " + std::to_string(used) + " groups of 4 rows; this layer stores " +
+                       std::to_string(L::G));
+              put(v, "kernel", values);
+              put(v, "index", ix);
+            } else {
+              std::vector<std::int8_t> packed(kernels::cpu::int8::packed_bytes(K, N));
+              kernels::cpu::int8::pack(K, N, wn.data(), K, packed.data());
+              put(v, "kernel", packed);
+            }
             put(v, "kernel_scale", scale);
             put(v, "kernel_sum", sum);
             if (n.input_size() < 3 || n.input(2).empty()) q.fail(q.name_of(n) + " has no bias");
@@ -1316,18 +1350,20 @@ void import_qdq(MM& m, const onnx::GraphProto& graph, const graph_view& gv, cons
             }
           } else if constexpr (is_a<L, layer_kind::pool2d>) {
             using S = typename L::spec;
-            static_assert(std::is_same_v<typename S::kind, detail::max_pool_kind>,
-                          "import_onnx: a network with quantized layers imports from a QDQ graph: its pooling "
-                          "layers must be max_pool2d");
             using LIn = typename L::in_shape;
             constexpr std::size_t H = dim_or<LIn, 0>(), W = dim_or<LIn, 1>(), C = dim_or<LIn, 2>();
+            constexpr auto G = window_geometry(H, W, C, C, S::pool_size, S::pool_size, S::stride, S::pad);
+            constexpr bool is_max = std::is_same_v<typename S::kind, detail::max_pool_kind>;
             q.where = "layer " + std::to_string(I + 1) + " (" + L::name() + ")";
             mt.where = q.where;
-            mt.window(q.take("MaxPool"), window_geometry(H, W, C, C, S::pool_size, S::pool_size, S::stride, S::pad));
+            const auto& n = q.take(is_max ? "MaxPool" : "AveragePool");
+            mt.window(n, G);
+            if (!is_max && mt.attr_i(n, "count_include_pad", 0) != 0 && spatial_pads(G) != std::vector<std::int64_t>(4, 0))
+              q.fail(q.name_of(n) + " counts the padding in its averages; ctnn does not");
           } else if constexpr (!is_a<L, layer_kind::reshape> && !is_a<L, layer_kind::dropout>) {
             static_assert(is_a<L, layer_kind::reshape>, "import_onnx: a network with quantized layers imports "
                                                         "from a QDQ graph: its other layers must be max_pool2d, "
-                                                        "flatten, reshape or dropout");
+                                                        "average_pool2d, flatten, reshape or dropout");
           }
         }(),
         0)...};  // a list, not a fold (as above)

@@ -2,13 +2,13 @@
 //
 // quantized_t<Net, Scheme> replaces every dense<N, Act, ...> of Net by quantized_dense<K, N, Act,
 // Scheme> and every conv2d<F, KH, KW, Stride, Padding, Act, ...> by quantized_conv2d<F, KH, KW,
-// Stride, Padding, Act, Scheme>; flatten, reshape, dropout and max_pool2d stay (max pooling picks
-// one of its input's values, so it keeps their quantization, as TFLite's; between two
-// full-integer layers max_pool2d, flatten, reshape and dropout become quantization::int8_pass<S>, below);
-// a batch_norm is folded into the dense or conv2d layer after it first (quantization/fold.hpp:
-// quantized_t<Net> is that of fold_t<Net>, and quantize_dynamic / quantize_full_integer convert
-// fold_batch_norm(m)); any other layer is a compile error ("has no int8 kernel"). Regularizers and
-// initializers are dropped.
+// Stride, Padding, Act, Scheme>; flatten, reshape, dropout, max_pool2d and average_pool2d stay (a
+// pooling keeps its input's quantization, as TFLite's; between two full-integer layers the pools,
+// flatten, reshape and dropout become quantization::int8_pass<S>, below); a batch_norm is folded
+// into the dense or conv2d layer after it first (quantization/fold.hpp: quantized_t<Net> is that
+// of fold_t<Net>, and quantize_dynamic / quantize_full_integer convert fold_batch_norm(m)); any
+// other layer is a compile error ("has no int8 kernel"). Regularizers and initializers are
+// dropped.
 //   quantize_dynamic(m)                      int8 weights per output channel, float activations
 //                                            (each input row quantized on the fly): no data needed
 //   quantize_full_integer(m, x, n, opts)     also int8 activations, per tensor, their ranges
@@ -21,10 +21,11 @@
 // Between two full-integer layers the tensor stays int8 (quantization::int8_io: the first
 // requantizes straight to int8 with its output parameters, which the calibration makes the second's
 // input ones, as a TFLite tensor carries one scale and zero point for its producer and its
-// consumer; the second skips its quantize step), also across max_pool2d, flatten, reshape and
-// dropout layers between them, which become quantization::int8_pass<S> (layers/int8_pass.hpp: the
-// max of the int8 values, the producer's scale and zero point kept; dropout is the identity at
-// inference; TFMOT leaves it unquantized); only a layer after a float one
+// consumer; the second skips its quantize step), also across max_pool2d, average_pool2d, flatten,
+// reshape and dropout layers between them, which become quantization::int8_pass<S>
+// (layers/int8_pass.hpp: the max or TFLite's rounded mean of the int8 values, the producer's scale
+// and zero point kept; dropout is the identity at inference; TFMOT leaves it unquantized); only a
+// layer after a float one
 // quantizes, only one before a float layer or the output dequantizes.
 // quantization::float_between_t<QNet> is the same network with float between all its layers (the
 // same weights files and outputs).
@@ -51,6 +52,8 @@
 #include "../layers/conv2d.hpp"
 #include "../layers/dense.hpp"
 #include "../layers/dropout.hpp"
+#include "../backends/cpu/pooling.hpp"
+#include "../layers/average_pool2d.hpp"
 #include "../layers/int8_pass.hpp"
 #include "../layers/max_pool2d.hpp"
 #include "../layers/quantized_conv2d.hpp"
@@ -88,13 +91,21 @@ constexpr bool is_max_pool() {
   else
     return false;
 }
+template <class Bound>
+constexpr bool is_average_pool() {
+  if constexpr (std::is_same_v<kind_t<Bound>, layer_kind::pool2d>)
+    return std::is_same_v<typename Bound::spec::kind, ctnn::detail::average_pool_kind>;
+  else
+    return false;
+}
 template <class Scheme, class Spec, class Bound>
 struct quant_spec {
   static constexpr bool passes = std::is_same_v<typename Bound::kind, layer_kind::reshape> ||
-                                 std::is_same_v<typename Bound::kind, layer_kind::dropout> || is_max_pool<Bound>();
+                                 std::is_same_v<typename Bound::kind, layer_kind::dropout> || is_max_pool<Bound>() ||
+                                 is_average_pool<Bound>();
   static_assert(passes, "quantize: a layer of this network has no int8 kernel (quantized: dense, conv2d, "
-                        "sparse_dense_block; kept: flatten, reshape, dropout, max_pool2d; batch_norm: "
-                        "folded into the next layer, quantization/fold.hpp)");
+                        "sparse_dense_block; kept: flatten, reshape, dropout, max_pool2d, average_pool2d; "
+                        "batch_norm: folded into the next layer, quantization/fold.hpp)");
   using type = Spec;
 };
 template <class Scheme, long long N, class Act, class O1, class O2, class Bound>
@@ -475,6 +486,11 @@ auto quantize_full_integer(const model<Net, P, B>& m, const float* x, std::size_
                           o = std::max(o, cur[((s * g.h + r) * g.w + c) * g.c + ch]);
                         }
                       }
+              cur = std::move(y);
+            } else if constexpr (quantization::detail::is_average_pool<S>()) {
+              // the means lie in their inputs' range: the next layer's input range stays ranges.back()
+              std::vector<float> y(n * S::geometry.out_size());
+              kernels::cpu::average_pool_forward<S::geometry>(cur.data(), y.data(), n);
               cur = std::move(y);
             }
           }(),

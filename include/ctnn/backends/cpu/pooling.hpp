@@ -35,7 +35,7 @@ using kernels::conv_geometry;
 
 namespace detail {
 // The window rows [r0, r1) and columns [s0, s1) inside the input, in input coordinates (also the
-// int8 max pooling's, layers/int8_pass.hpp).
+// int8 pooling's, int8_pool.hpp).
 constexpr void window(const conv_geometry& g, std::size_t oh, std::size_t ow, std::size_t& r0, std::size_t& r1,
                       std::size_t& s0, std::size_t& s1) {
   const std::size_t rr = oh * g.stride, ss = ow * g.stride;
