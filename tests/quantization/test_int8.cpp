@@ -5,6 +5,8 @@
 
 #include <ctnn/backends/cpu/int8.hpp>
 #include <ctnn/backends/cpu/int8_block.hpp>
+#include <ctnn/backends/cpu/int8_conv.hpp>
+#include <ctnn/layers/padding.hpp>
 #include <ctnn/quantization/arithmetic.hpp>
 
 #include <algorithm>
@@ -471,6 +473,81 @@ TEST_CASE("int8 block::gemm_requantize: the fused requantization equals the sums
         check_block_fused<Arch, 1, 3>(M, 9, 7, d);     // scalar
       }
     check_block_fused<Arch, 4, 16>(1, 256, 784, 0.2);
+  });
+  CHECK(ran >= 1);
+}
+
+namespace {
+// The implicit im2col (int8_conv.hpp: windows<G>, window_image, pack_windows) against im2col_s8
+// then reference::gemm_s8 on the unpacked kernel, batch samples: the int32 sums bit for bit
+// (conv_s8) and the fused requantization (conv_s8_requantize) against the scalar rule. The input
+// is used in place where windows<G>::in_place (with the slack after it that over_reads needs),
+// else through window_image, as quantized_conv2d does; the padding holds pad.
+template <ctnn::kernels::conv_geometry G, class Arch>
+void check_conv(std::size_t batch, std::int8_t pad) {
+  using Win = i8::windows<G>;
+  constexpr std::size_t K = G.patch(), F = G.f, rows_per = G.oh * G.ow;
+  std::mt19937 g(unsigned(G.h * 1000 + G.c * 100 + F + batch));
+  std::uniform_int_distribution<int> da(-128, 127), dw(-127, 127);
+  std::vector<std::int8_t> x(batch * G.in_size() + Win::slack), w(F * K), packed(i8::packed_bytes(K, F));
+  for (auto& v : x) v = std::int8_t(da(g));
+  x[0] = -128;
+  x[1] = 127;
+  for (auto& v : w) v = std::int8_t(dw(g));
+  i8::pack(K, F, w.data(), K, packed.data());
+  std::vector<std::int32_t> sums(F);
+  i8::packed_sums(F, K, packed.data(), sums.data());
+  // the reference: im2col_s8 (padding: pad) and the plain gemm
+  const std::size_t M = batch * rows_per;
+  std::vector<std::int8_t> cols(M * K);
+  for (std::size_t n = 0; n < batch; ++n)
+    i8::im2col_s8(G, x.data() + n * G.in_size(), pad, cols.data() + n * rows_per * K, K);
+  std::vector<std::int32_t> want(M * F), got(M * F, 12345);
+  i8::reference::gemm_s8(M, F, K, cols.data(), K, w.data(), K, want.data(), F);
+  // the implicit operand
+  std::vector<std::int8_t> image(batch * Win::image_size + Win::slack, 99);
+  const std::int8_t* img = x.data();
+  if (!Win::in_place) {
+    i8::window_image<G>(x.data(), batch, pad, image.data());
+    img = image.data();
+  }
+  std::vector<std::int8_t> kernel(i8::packed_bytes(Win::k, F));
+  i8::pack_windows<G>(packed.data(), kernel.data());
+  if constexpr (!Win::over_reads) CHECK(kernel == packed);
+  INFO("geometry " << G.h << "x" << G.w << "x" << G.c << " -> " << G.oh << "x" << G.ow << "x" << F << ", kernel "
+                   << G.kh << "x" << G.kw << ", stride " << G.stride << ", padding " << G.pt << "," << G.pl
+                   << ", batch " << batch);
+  if (!i8::conv_s8<G, Arch>(img, batch, kernel.data(), sums.data(), got.data(), F)) {
+    CHECK(i8::int8_path_of<Arch>() == i8::int8_path::scalar);
+    return;
+  }
+  CHECK(got == want);
+  const columns c(F, unsigned(F + K), 1.0);
+  check_fused(M, F, want, c, [&]<class Y>(i8::requant<Y> e) {
+    return i8::conv_s8_requantize<G, Y, Arch>(img, batch, kernel.data(), sums.data(), e);
+  });
+}
+}  // namespace
+
+TEST_CASE("int8 conv_s8: the implicit im2col equals im2col_s8 then the reference gemm bit for bit, every path") {
+  using ctnn::padding;
+  using ctnn::window_geometry;
+  const int ran = ctnn::test::for_each_arch("int8 implicit conv", []<class Arch>(Arch, const char* name) {
+    MESSAGE(std::string(name) << " takes the " << path_name(i8::int8_path_of<Arch>()) << " path");
+    for (std::size_t batch : {1, 2, 5}) {
+      // the first layer (C = 1, each kernel row re-packed to 4 bytes, read in place past the window)
+      check_conv<window_geometry(12, 11, 1, 32, 3, 3, 1, padding::valid), Arch>(batch, 0);
+      // KW C = 96: the layer's own kernel, in place (the CNN's second layer), 64 and 20 filters
+      check_conv<window_geometry(7, 6, 32, 64, 3, 3, 1, padding::valid), Arch>(batch, 0);
+      check_conv<window_geometry(6, 7, 32, 20, 3, 3, 1, padding::valid), Arch>(batch, 0);
+      // padding: a bordered copy, the pad value a zero point
+      check_conv<window_geometry(7, 6, 3, 5, 3, 3, 2, padding::same), Arch>(batch, -17);
+      check_conv<window_geometry(5, 6, 8, 17, 3, 3, 1, padding::same), Arch>(batch, 5);
+      // strides that leave the last rows and columns unread; 1x1; a wide 5x2 kernel with C = 2
+      check_conv<window_geometry(9, 8, 4, 16, 2, 2, 3, padding::valid), Arch>(batch, 0);
+      check_conv<window_geometry(4, 5, 7, 9, 1, 1, 1, padding::valid), Arch>(batch, 0);
+      check_conv<window_geometry(8, 7, 2, 33, 5, 2, 2, padding::same), Arch>(batch, -128);
+    }
   });
   CHECK(ran >= 1);
 }

@@ -139,6 +139,20 @@ using dynamic_layer = quantized_conv2d_layer<quantized_conv2d<20, 2, 2, 1, paddi
                                                               quantization::dynamic_range>,
                                              shape<5, 4, 2>, precision::float32, B>;
 
+// the vector paths' implicit im2col (backends/cpu/int8_conv.hpp): a C = 1 first layer (each kernel
+// row re-packed to 4 bytes, read in place past its window), a layer whose kernel rows are whole
+// groups (KW C = 24), a dynamic-range layer with padding (a bordered copy, pad 0)
+template <class B>
+using first_layer = quantized_conv2d_layer<quantized_conv2d<32, 3, 3, 1, padding::valid, relu>, shape<9, 8, 1>,
+                                           precision::float32, B>;
+template <class B>
+using deep_layer = quantized_conv2d_layer<quantized_conv2d<16, 3, 3, 1, padding::valid, relu>, shape<6, 6, 8>,
+                                          precision::float32, B>;
+template <class B>
+using dynamic_same = quantized_conv2d_layer<quantized_conv2d<8, 3, 3, 1, padding::same, relu,
+                                                             quantization::dynamic_range>,
+                                            shape<5, 6, 3>, precision::float32, B>;
+
 template <class L>
 void check_exact(std::size_t batch, std::uint64_t seed) {
   filled<L> st(seed);
@@ -217,9 +231,59 @@ TEST_CASE("quantized_conv2d: equals an independent scalar int8 convolution bit f
     for (std::size_t batch : {1, 3}) {
       check_exact<full_layer<cpu<Arch>>>(batch, 10 + batch);
       check_exact<dynamic_layer<cpu<Arch>>>(batch, 20 + batch);
+      check_exact<first_layer<cpu<Arch>>>(batch, 30 + batch);
+      check_exact<deep_layer<cpu<Arch>>>(batch, 40 + batch);
+      check_exact<dynamic_same<cpu<Arch>>>(batch, 50 + batch);
     }
   });
   CHECK(ran >= 1);
+}
+
+namespace {
+// A full-integer layer between int8 layers (int8 in, int8 out) on architecture Arch: its int8
+// outputs and saturation counts for the int8 input x8.
+template <template <class> class L, class Arch>
+std::pair<std::vector<std::int8_t>, std::vector<std::uint64_t>> run_int8(const std::vector<std::int8_t>& x8,
+                                                                          std::size_t batch) {
+  using layer = L<cpu<Arch>>;
+  filled<layer> st(7);
+  std::vector<std::int8_t> y(batch * layer::geometry.out_size(), 99);
+  layer_slot<float> s;
+  s.state = reinterpret_cast<float*>(st.base);
+  layer::forward(s, reinterpret_cast<const float*>(x8.data()), reinterpret_cast<float*>(y.data()),
+                 run_info{batch, false});
+  const auto v = layer::view(st.base);
+  return {y, {v.saturated[0], v.saturated[1], v.saturated[2], v.saturated[3]}};
+}
+template <class B>
+using int8_first = quantized_conv2d_layer<quantized_conv2d<12, 3, 3, 1, padding::valid, relu, quantization::full_integer,
+                                                           quantization::int8_io<true, true>>,
+                                          shape<8, 7, 1>, precision::float32, B>;
+template <class B>
+using int8_same = quantized_conv2d_layer<quantized_conv2d<20, 3, 3, 2, padding::same, identity,
+                                                          quantization::full_integer, quantization::int8_io<true, true>>,
+                                         shape<7, 6, 3>, precision::float32, B>;
+template <template <class> class L>
+void check_int8_io() {
+  for (std::size_t batch : {1, 3}) {
+    // the input exactly as large as the batch: a window read past it would be outside the buffer
+    std::vector<std::int8_t> x8(batch * L<cpu<xsimd::sse2>>::geometry.in_size());
+    rng g(batch);
+    for (auto& e : x8) e = std::int8_t(std::lround(g.uniform(-128.4, 127.4)));
+    const auto want = run_int8<L, xsimd::sse2>(x8, batch);  // the scalar path: im2col_s8, gemm_s8
+    ctnn::test::for_each_arch("quantized_conv2d int8 in and out", [&]<class Arch>(Arch, const char* name) {
+      INFO(name << ", batch " << batch);
+      const auto got = run_int8<L, Arch>(x8, batch);
+      CHECK(got.first == want.first);
+      CHECK(got.second == want.second);
+    });
+  }
+}
+}  // namespace
+
+TEST_CASE("quantized_conv2d between int8 layers: the vector paths equal the scalar im2col path bit for bit") {
+  check_int8_io<int8_first>();  // read in place needs slack past the input: a copy
+  check_int8_io<int8_same>();   // padding: a bordered copy with the input's zero point
 }
 
 TEST_CASE("quantized_t: conv2d becomes quantized_conv2d, the state bytes are ~4x smaller than the float parameters") {

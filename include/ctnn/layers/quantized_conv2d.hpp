@@ -5,10 +5,13 @@
 // (channels-last input shape<H, W, C>, output shape<OH, OW, F>) with W stored as int8 per output
 // channel (symmetric, zero point 0, [-127, 127], scale kernel_scale[f]); kernel: W [F, K]
 // (K = KH KW C, in conv2d's kernel order (kh, kw, c)) packed by kernels::cpu::int8::pack as
-// quantized_dense's ({F, Kp}, Kp = padded_k(K)). The forward pass quantizes the input, gathers
-// the int8 im2col matrix [batch OH OW, Kp] (padding: the input's zero point, as TFLite, so a
-// padded position adds nothing), runs the packed int8 GEMM of backends/cpu/int8.hpp (the path
-// of the backend's architecture: vnni, avx2 or scalar) and then, per Scheme
+// quantized_dense's ({F, Kp}, Kp = padded_k(K)). The forward pass quantizes the input and runs the
+// packed int8 GEMM of backends/cpu/int8.hpp (the path of the backend's architecture: vnni, avx2
+// or scalar) on its windows: read in place from the input by the vector paths (an implicit
+// im2col, backends/cpu/int8_conv.hpp; a bordered copy where there is padding, the kernel
+// re-packed by rows where KW C % 4 != 0), gathered into an im2col matrix [batch OH OW, Kp] by the
+// scalar one (padding: the input's zero point, as TFLite, so a padded position adds nothing);
+// then, per Scheme
 // (quantization/arithmetic.hpp, docs/quantization.md):
 //   quantization::full_integer  input quantized with the calibrated (input_scale, input_zero_point),
 //     int32 bias (scale input_scale * kernel_scale[f]), each output requantized to int8 with
@@ -36,6 +39,7 @@
 #include <vector>
 
 #include "../backends/cpu/int8.hpp"
+#include "../backends/cpu/int8_conv.hpp"
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
 #include "../core/plan.hpp"
@@ -95,29 +99,6 @@ namespace layer_kind {
 struct quantized_conv2d {};
 }  // namespace layer_kind
 
-namespace kernels::cpu::int8 {
-// The int8 im2col matrix of one sample: rows OH OW of ld >= patch() bytes, (kh, kw, c) order as
-// conv2d's kernel; a padded position holds pad_value, bytes patch()..ld-1 are 0.
-inline void im2col_s8(const conv_geometry& g, const std::int8_t* x, std::int8_t pad_value, std::int8_t* cols,
-                      std::size_t ld) {
-  const std::size_t C = g.c, K = g.patch();
-  for (std::size_t oh = 0; oh < g.oh; ++oh)
-    for (std::size_t ow = 0; ow < g.ow; ++ow) {
-      std::int8_t* row = cols + (oh * g.ow + ow) * ld;
-      for (std::size_t i = 0; i < g.kh; ++i)
-        for (std::size_t j = 0; j < g.kw; ++j) {
-          std::int8_t* dst = row + (i * g.kw + j) * C;
-          std::size_t r, s;
-          if (kernels::reference::conv_source(g, oh, ow, i, j, r, s))
-            std::memcpy(dst, x + (r * g.w + s) * C, C);
-          else
-            std::memset(dst, pad_value, C);
-        }
-      if (ld > K) std::memset(row + K, 0, ld - K);
-    }
-}
-}  // namespace kernels::cpu::int8
-
 template <class Spec, Shape In, class P, class Backend>
 struct quantized_conv2d_layer {
   using kind = layer_kind::quantized_conv2d;
@@ -160,14 +141,56 @@ struct quantized_conv2d_layer {
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     using Arch = typename Backend::arch;
     namespace i8 = kernels::cpu::int8;
+    using Win = i8::windows<geometry>;
     constexpr std::size_t in = geometry.in_size(), P_ = geometry.oh * geometry.ow;
+    constexpr bool in8 = Spec::io::input;
     const auto v = view(reinterpret_cast<std::byte*>(s.state));
     const std::size_t m = r.batch, rows = m * P_;
-    thread_local std::vector<std::int8_t> xq, cols;
+    // the vector paths read the windows in place (an implicit im2col: int8_conv.hpp); the scalar
+    // path multiplies an im2col matrix
+    const bool implicit = i8::int8_path_of<Arch>() != i8::int8_path::scalar;
+    thread_local std::vector<std::int8_t> xq, image, cols, kernel;
     thread_local std::vector<std::int32_t> acc;
-    if (!Spec::io::input) xq.resize(m * in);
-    cols.resize(rows * Kp);
-    acc.resize(rows * F);
+    if (!in8 || !full) {
+      xq.resize(m * in + Win::slack);
+      std::memset(xq.data() + m * in, 0, Win::slack);
+    }
+    // The product of the int8 input xs (pad: the value of a padded position) with the kernel,
+    // stored by the epilogue e (an int8::requant<Y> or int8::store_i32).
+    const auto product = [&](const std::int8_t* xs, std::int8_t pad, auto e) -> std::size_t {
+      if (implicit) {
+        const std::int8_t* img = xs;
+        // a bordered copy where the windows reach the padding, or where they read past an input
+        // that is not this layer's buffer (the int8 of the layer before)
+        if (!Win::in_place || (xs != xq.data() && Win::over_reads)) {
+          image.resize(m * Win::image_size + Win::slack);
+          i8::window_image<geometry>(xs, m, pad, image.data());
+          img = image.data();
+        }
+        const std::int8_t* packed = v.kernel;
+        if constexpr (Win::over_reads) {
+          kernel.resize(i8::packed_bytes(Win::k, F));
+          i8::pack_windows<geometry>(v.kernel, kernel.data());
+          packed = kernel.data();
+        }
+        if constexpr (std::is_same_v<decltype(e), i8::store_i32>) {
+          i8::conv_s8<geometry, Arch>(img, m, packed, v.kernel_sum, e.c, e.ldc);
+          return 0;
+        } else {
+          return i8::conv_s8_requantize<geometry, typename decltype(e)::value_type, Arch>(img, m, packed,
+                                                                                           v.kernel_sum, e);
+        }
+      }
+      cols.resize(rows * Kp);
+      for (std::size_t n = 0; n < m; ++n) i8::im2col_s8(geometry, xs + n * in, pad, cols.data() + n * P_ * Kp, Kp);
+      if constexpr (std::is_same_v<decltype(e), i8::store_i32>) {
+        i8::gemm_s8<Arch>(rows, F, K, cols.data(), Kp, v.kernel, v.kernel_sum, e.c, e.ldc);
+        return 0;
+      } else {
+        return i8::gemm_s8_requantize<typename decltype(e)::value_type, Arch>(rows, F, K, cols.data(), Kp, v.kernel,
+                                                                               v.kernel_sum, e);
+      }
+    };
     if constexpr (full) {
       const float in_scale = *v.in_scale, out_scale = *v.out_scale;
       const std::int32_t in_zp = *v.in_zp, out_zp = *v.out_zp;
@@ -179,16 +202,15 @@ struct quantized_conv2d_layer {
       // clamp) and y receives this layer's (quantized_dense's forward_int8)
       std::size_t clamped = 0;
       const std::int8_t* xs = xq.data();
-      if constexpr (Spec::io::input)
+      if constexpr (in8)
         xs = reinterpret_cast<const std::int8_t*>(x);
       else
         clamped = i8::quantize<Arch>(x, m * in, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data());
-      for (std::size_t n = 0; n < m; ++n)
-        i8::im2col_s8(geometry, xs + n * in, std::int8_t(in_zp), cols.data() + n * P_ * Kp, Kp);
-      i8::gemm_s8<Arch>(rows, F, K, cols.data(), Kp, v.kernel, v.kernel_sum, acc.data(), F);
-      const std::size_t out_clamped = i8::requantize_rows<output_element, Arch>(
-          rows, F, acc.data(), static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult, v.shift, out_zp,
-          std::is_same_v<Act, relu>, out_scale, reinterpret_cast<output_element*>(y), &Spec::name, "filter");
+      const std::size_t out_clamped = product(
+          xs, std::int8_t(in_zp),
+          i8::requant_for(F, static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult, v.shift, out_zp,
+                          std::is_same_v<Act, relu>, out_scale, reinterpret_cast<output_element*>(y), &Spec::name,
+                          "filter"));
       dense_like::count(v.saturated, clamped);
       dense_like::count(v.saturated + 2, out_clamped);
     } else {
@@ -198,9 +220,9 @@ struct quantized_conv2d_layer {
         const float amax = i8::abs_max<Arch>(x + n * in, in);
         sample_scale[n] = amax / 127.0f;
         i8::quantize<Arch>(x + n * in, in, amax > 0 ? sample_scale[n] : 1.0f, 0, -127, 127, xq.data() + n * in);
-        i8::im2col_s8(geometry, xq.data() + n * in, 0, cols.data() + n * P_ * Kp, Kp);
       }
-      i8::gemm_s8<Arch>(rows, F, K, cols.data(), Kp, v.kernel, v.kernel_sum, acc.data(), F);
+      acc.resize(rows * F);
+      product(xq.data(), 0, i8::store_i32{acc.data(), F});
       const auto* bias = static_cast<const float*>(v.bias);
       for (std::size_t i = 0; i < rows; ++i) {
         const float sc = sample_scale[i / P_];

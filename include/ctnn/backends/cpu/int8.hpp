@@ -129,6 +129,7 @@ struct store_i32 {
 };
 template <class Y>
 struct requant {
+  using value_type = Y;
   const std::int32_t* bias;        // per column: bias - in_zp kernel_sum added to the sums (wrapping
   const std::int32_t* kernel_sum;  // int32, formed in the store: no per-call pass over the columns)
   std::int32_t in_zp;
@@ -139,6 +140,21 @@ struct requant {
   Y* y;
   std::size_t ldy;
   std::size_t saturated = 0;  // outputs above 127 or below `low` (counted by the stores)
+};
+
+// The activation operand of the vector paths (detail::product_vector): row i of the product
+// reads its 4-byte groups at row(i) + s segment_stride() + 4 t, segment s < segments(), t <
+// groups(), in the packed kernel's k order (k = 4 (s groups() + t)). a_rows: the rows of a matrix
+// (one segment); int8_conv.hpp's windows: the kernel rows of each output position's window, read
+// in place from the image (an implicit im2col).
+struct a_rows {
+  const std::int8_t* a;
+  std::size_t g;    // groups of 4 bytes a row: padded_k(K) / 4
+  std::size_t lda;
+  const std::int8_t* row(std::size_t i) const { return a + i * lda; }
+  static constexpr std::size_t segments() { return 1; }
+  static constexpr std::size_t segment_stride() { return 0; }
+  std::size_t groups() const { return g; }
 };
 
 namespace detail {
@@ -233,41 +249,88 @@ inline void put(store_i32& e, __m128i v, std::size_t i, std::size_t j) {
 #endif
 
 #if defined(__AVX512F__)
-// mbqm8 on 16 lanes.
-inline __m512i mbqm16(__m512i x0, __m512i mu, __m512i sh) {
-  const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
-  const __m512i left = _mm512_max_epi32(sh, zero), right = _mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero);
-  const __m512i x = _mm512_sllv_epi32(x0, left), half = _mm512_set1_epi64(std::int64_t(1) << 30);
-  const __m512i he = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, mu), half), 31);
-  const __m512i ho = _mm512_slli_epi64(
-      _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(mu, 32)), half), 1);
-  const __m512i hi = _mm512_mask_blend_epi32(__mmask16(0xAAAA), he, ho);
-  const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
-  const __m512i thr = _mm512_add_epi32(_mm512_srai_epi32(mask, 1), _mm512_srli_epi32(hi, 31));
-  const __m512i q = _mm512_srav_epi32(hi, right);
-  return _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(_mm512_and_si512(hi, mask), thr), q, one);
+// The epilogues on 16 columns, those of m present, in steps: columns(e, j, m, sub) forms what
+// the columns share (once a tile: the loads, the offset, the shifts), put(e, c, v, i) stores the
+// sums v - sub of row i, and where saturated(e, c) says that one of the rows put may have
+// saturated, count(e, c, v) counts row v's saturated outputs exactly (off the common path: put
+// keeps only the largest and smallest value); put(e, v, i, j, m) does all.
+struct cols_i32 {
+  std::size_t j;
+  __mmask16 m;
+  __m512i sub;
+};
+inline cols_i32 columns(const store_i32&, std::size_t j, __mmask16 m, __m512i sub) { return {j, m, sub}; }
+inline void put(store_i32& e, cols_i32& c, __m512i v, std::size_t i) {
+  _mm512_mask_storeu_epi32(e.c + i * e.ldc + c.j, c.m, _mm512_sub_epi32(v, c.sub));
 }
-// The epilogues on 16 columns, those of m present.
-inline void put(store_i32& e, __m512i v, std::size_t i, std::size_t j, __mmask16 m = __mmask16(0xffff)) {
-  _mm512_mask_storeu_epi32(e.c + i * e.ldc + j, m, v);
+constexpr bool saturated(const store_i32&, const cols_i32&) { return false; }
+inline void count(store_i32&, const cols_i32&, __m512i) {}
+// requant's columns: off = bias - in_zp kernel_sum - sub, and mbqm8's shifts taken apart; the
+// largest and smallest value put (before the clamp)
+struct cols_requant {
+  std::size_t j;
+  __mmask16 m;
+  __m512i off, mu, mu_odd, left, right, mask, half_mask;
+  __m512i top = _mm512_set1_epi32(std::numeric_limits<std::int32_t>::min());
+  __m512i bottom = _mm512_set1_epi32(std::numeric_limits<std::int32_t>::max());
+};
+template <class Y>
+inline cols_requant columns(const requant<Y>& e, std::size_t j, __mmask16 m, __m512i sub) {
+  const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
+  const __m512i sh = _mm512_maskz_loadu_epi32(m, e.shift + j), mu = _mm512_maskz_loadu_epi32(m, e.mult + j);
+  const __m512i off = _mm512_sub_epi32(
+      _mm512_sub_epi32(_mm512_maskz_loadu_epi32(m, e.bias + j),
+                       _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(m, e.kernel_sum + j), _mm512_set1_epi32(e.in_zp))),
+      sub);
+  const __m512i right = _mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero);
+  const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
+  return {j, m, off, mu, _mm512_srli_epi64(mu, 32), _mm512_max_epi32(sh, zero), right, mask, _mm512_srai_epi32(mask, 1)};
+}
+// requantize_row's q (before the clamp) of the sums v: mbqm8's rule on 16 lanes of v + off, + zp
+template <class Y>
+inline __m512i requantized(const requant<Y>& e, const cols_requant& c, __m512i v) {
+  const __m512i x = _mm512_sllv_epi32(_mm512_add_epi32(v, c.off), c.left), half = _mm512_set1_epi64(std::int64_t(1) << 30);
+  const __m512i he = _mm512_srli_epi64(_mm512_add_epi64(_mm512_mul_epi32(x, c.mu), half), 31);
+  const __m512i ho = _mm512_slli_epi64(_mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), c.mu_odd), half), 1);
+  const __m512i hi = _mm512_mask_blend_epi32(__mmask16(0xAAAA), he, ho);
+  const __m512i thr = _mm512_add_epi32(c.half_mask, _mm512_srli_epi32(hi, 31));
+  const __m512i r = _mm512_srav_epi32(hi, c.right);
+  return _mm512_add_epi32(
+      _mm512_mask_add_epi32(r, _mm512_cmpgt_epi32_mask(_mm512_and_si512(hi, c.mask), thr), r, _mm512_set1_epi32(1)),
+      _mm512_set1_epi32(e.zp));
 }
 template <class Y>
-inline void put(requant<Y>& e, __m512i v, std::size_t i, std::size_t j, __mmask16 m = __mmask16(0xffff)) {
-  const __m512i zp = _mm512_set1_epi32(e.zp), lo = _mm512_set1_epi32(e.lo), top = _mm512_set1_epi32(127);
-  const __m512i x = _mm512_sub_epi32(_mm512_add_epi32(v, _mm512_maskz_loadu_epi32(m, e.bias + j)),
-                                     _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(m, e.kernel_sum + j),
-                                                        _mm512_set1_epi32(e.in_zp)));
-  const __m512i q = _mm512_add_epi32(
-      mbqm16(x, _mm512_maskz_loadu_epi32(m, e.mult + j), _mm512_maskz_loadu_epi32(m, e.shift + j)), zp);
-  e.saturated += std::size_t(__builtin_popcount(unsigned(_mm512_mask_cmpgt_epi32_mask(m, q, top))) +
-                             __builtin_popcount(unsigned(_mm512_mask_cmplt_epi32_mask(m, q, _mm512_set1_epi32(e.low)))));
+inline void put(requant<Y>& e, cols_requant& c, __m512i v, std::size_t i) {
+  const __m512i lo = _mm512_set1_epi32(e.lo), top = _mm512_set1_epi32(127);
+  const __m512i q = requantized(e, c, v);
+  c.top = _mm512_mask_max_epi32(c.top, c.m, c.top, q);
+  c.bottom = _mm512_mask_min_epi32(c.bottom, c.m, c.bottom, q);
   // q < lo ? lo : min(q, 127), as requantize_row's clamp (even for a zero point beyond 127)
-  const __m512i c = _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(q, lo), _mm512_min_epi32(q, top), lo);
-  Y* dst = e.y + i * e.ldy + j;
+  const __m512i v8 = _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(q, lo), _mm512_min_epi32(q, top), lo);
+  Y* dst = e.y + i * e.ldy + c.j;
   if constexpr (std::is_same_v<Y, std::int8_t>)
-    _mm512_mask_cvtepi32_storeu_epi8(dst, m, c);
+    _mm512_mask_cvtepi32_storeu_epi8(dst, c.m, v8);
   else
-    _mm512_mask_storeu_ps(dst, m, _mm512_mul_ps(_mm512_set1_ps(e.scale), _mm512_cvtepi32_ps(_mm512_sub_epi32(c, zp))));
+    _mm512_mask_storeu_ps(dst, c.m,
+                          _mm512_mul_ps(_mm512_set1_ps(e.scale), _mm512_cvtepi32_ps(_mm512_sub_epi32(v8, _mm512_set1_epi32(e.zp)))));
+}
+template <class Y>
+inline bool saturated(const requant<Y>& e, const cols_requant& c) {
+  return (_mm512_cmpgt_epi32_mask(c.top, _mm512_set1_epi32(127)) |
+          _mm512_cmplt_epi32_mask(c.bottom, _mm512_set1_epi32(e.low))) != 0;
+}
+// outputs above 127 or below `low`
+template <class Y>
+inline void count(requant<Y>& e, const cols_requant& c, __m512i v) {
+  const __m512i q = requantized(e, c, v);
+  e.saturated += std::size_t(__builtin_popcount(unsigned(_mm512_kor(
+      _mm512_mask_cmpgt_epi32_mask(c.m, q, _mm512_set1_epi32(127)), _mm512_mask_cmplt_epi32_mask(c.m, q, _mm512_set1_epi32(e.low))))));
+}
+template <class E>
+inline void put(E& e, __m512i v, std::size_t i, std::size_t j, __mmask16 m = __mmask16(0xffff)) {
+  auto c = columns(e, j, m, _mm512_setzero_si512());
+  put(e, c, v, i);
+  if (saturated(e, c)) count(e, c, v);
 }
 #endif
 
@@ -275,10 +338,10 @@ inline void put(requant<Y>& e, __m512i v, std::size_t i, std::size_t j, __mmask1
 // R rows (from row i0) x P panels from panel p0, each panel two 8-column halves (ymm), stored by
 // the epilogue e. Full panels (a fixed 64-byte group stride) unless Narrow: then P = 1 and the
 // panel is the last, N % 16 wide, read and written through masks.
-template <std::size_t R, std::size_t P, bool Narrow = false, class E>
-inline void tile_avx2(std::size_t K, std::size_t N, const std::int8_t* a, std::size_t lda, const std::int8_t* packed,
-                      std::size_t p0, E& e, std::size_t i0) {
-  const std::size_t kp = padded_k(K), G = kp / 4, j0 = p0 * panel;
+template <std::size_t R, std::size_t P, bool Narrow = false, class A, class E>
+inline void tile_avx2(std::size_t K, std::size_t N, const A& a, const std::int8_t* packed, std::size_t p0, E& e,
+                      std::size_t i0) {
+  const std::size_t kp = padded_k(K), j0 = p0 * panel;
   const std::size_t width = Narrow ? N - j0 : panel, stride = 4 * width;
   const std::int8_t* w = packed + j0 * kp;
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -288,43 +351,47 @@ inline void tile_avx2(std::size_t K, std::size_t N, const std::int8_t* a, std::s
   __m256i acc[R][2 * P];
   for (std::size_t r = 0; r < R; ++r)
     for (std::size_t q = 0; q < 2 * P; ++q) acc[r][q] = _mm256_setzero_si256();
-  for (std::size_t g = 0; g < G; ++g, w += stride) {
-    __m256i ab[R], aa[R];
-    for (std::size_t r = 0; r < R; ++r) {
-      ab[r] = _mm256_set1_epi32(load4(a + r * lda + 4 * g));
-      aa[r] = _mm256_sign_epi8(ab[r], ab[r]);  // |a| as u8 (-128 -> 128)
+  const std::int8_t* ar[R];
+  for (std::size_t r = 0; r < R; ++r) ar[r] = a.row(i0 + r);
+  for (std::size_t s = 0; s < a.segments(); ++s)
+    for (std::size_t o = s * a.segment_stride(), end = o + 4 * a.groups(); o < end; o += 4, w += stride) {
+      __m256i ab[R], aa[R];
+      for (std::size_t r = 0; r < R; ++r) {
+        ab[r] = _mm256_set1_epi32(load4(ar[r] + o));
+        aa[r] = _mm256_sign_epi8(ab[r], ab[r]);  // |a| as u8 (-128 -> 128)
+      }
+      for (std::size_t q = 0; q < 2 * P; ++q) {
+        const std::int8_t* wq = w + q / 2 * panel * kp + q % 2 * 32;
+        const __m256i wv = !Narrow ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq))
+                                   : _mm256_maskload_epi32(reinterpret_cast<const int*>(wq), q ? m1 : m0);
+        for (std::size_t r = 0; r < R; ++r)
+          acc[r][q] = _mm256_add_epi32(
+              acc[r][q], _mm256_madd_epi16(_mm256_maddubs_epi16(aa[r], _mm256_sign_epi8(wv, ab[r])), ones));
+      }
     }
-    for (std::size_t q = 0; q < 2 * P; ++q) {
-      const std::int8_t* wq = w + q / 2 * panel * kp + q % 2 * 32;
-      const __m256i wv = !Narrow ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq))
-                                 : _mm256_maskload_epi32(reinterpret_cast<const int*>(wq), q ? m1 : m0);
-      for (std::size_t r = 0; r < R; ++r)
-        acc[r][q] = _mm256_add_epi32(
-            acc[r][q], _mm256_madd_epi16(_mm256_maddubs_epi16(aa[r], _mm256_sign_epi8(wv, ab[r])), ones));
-    }
-  }
+  E out = e;  // (a copy the stores cannot alias: e's fields stay in registers)
   for (std::size_t q = 0; q < 2 * P; ++q) {
     const std::size_t w8 = !Narrow ? 8 : width > 8 * q ? std::min<std::size_t>(8, width - 8 * q) : 0;
     if (w8)
-      for (std::size_t r = 0; r < R; ++r) put(e, acc[r][q], i0 + r, j0 + 8 * q, w8);
+      for (std::size_t r = 0; r < R; ++r) put(out, acc[r][q], i0 + r, j0 + 8 * q, w8);
   }
+  if constexpr (requires { e.saturated; }) e.saturated = out.saturated;
 }
-template <std::size_t R, class E>
-inline void rows_avx2(std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda, const std::int8_t* packed,
-                      std::size_t p0, std::size_t np, bool narrow, E& e, std::size_t i0) {
-  if (narrow) return tile_avx2<R, 1, true>(K, N, a, lda, packed, p0, e, i0);
-  if (np == 1) return tile_avx2<R, 1>(K, N, a, lda, packed, p0, e, i0);
-  tile_avx2<R, 2>(K, N, a, lda, packed, p0, e, i0);
+template <std::size_t R, class A, class E>
+inline void rows_avx2(std::size_t N, std::size_t K, const A& a, const std::int8_t* packed, std::size_t p0,
+                      std::size_t np, bool narrow, E& e, std::size_t i0) {
+  if (narrow) return tile_avx2<R, 1, true>(K, N, a, packed, p0, e, i0);
+  if (np == 1) return tile_avx2<R, 1>(K, N, a, packed, p0, e, i0);
+  tile_avx2<R, 2>(K, N, a, packed, p0, e, i0);
 }
-template <class E>
-inline void gemm_avx2(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
-                      const std::int8_t* packed, E& e) {
+template <class A, class E>
+inline void gemm_avx2(std::size_t M, std::size_t N, std::size_t K, const A& a, const std::int8_t* packed, E& e) {
   const std::size_t full = N / panel;
   // blocks of 2 full panels (32 columns), then the narrow last panel; each block over every row
   const auto block = [&](std::size_t p0, std::size_t np, bool narrow) {
     std::size_t i = 0;
-    for (; i + 2 <= M; i += 2) rows_avx2<2>(N, K, a + i * lda, lda, packed, p0, np, narrow, e, i);
-    if (i < M) rows_avx2<1>(N, K, a + i * lda, lda, packed, p0, np, narrow, e, i);
+    for (; i + 2 <= M; i += 2) rows_avx2<2>(N, K, a, packed, p0, np, narrow, e, i);
+    if (i < M) rows_avx2<1>(N, K, a, packed, p0, np, narrow, e, i);
   };
   for (std::size_t p0 = 0; p0 < full; p0 += 2) block(p0, std::min<std::size_t>(2, full - p0), false);
   if (N % panel) block(full, 1, true);
@@ -345,10 +412,10 @@ inline __m512i dpbusd(__m512i acc, __m512i a, __m512i w) {
 // R rows (from row i0) x P panels from panel p0: vpdpbusd on broadcast (a ^ 0x80) groups, stored
 // by the epilogue e. Full panels (16 columns, a fixed 64-byte group stride) unless Narrow: then
 // P = 1 and the panel is the last, N % 16 wide, read and written through a mask.
-template <std::size_t R, std::size_t P, bool Narrow = false, class E>
-inline void tile_vnni(std::size_t K, std::size_t N, const std::int8_t* a, std::size_t lda, const std::int8_t* packed,
-                      std::size_t p0, const std::int32_t* wsum, E& e, std::size_t i0) {
-  const std::size_t kp = padded_k(K), G = kp / 4, j0 = p0 * panel;
+template <std::size_t R, std::size_t P, bool Narrow = false, class A, class E>
+inline void tile_vnni(std::size_t K, std::size_t N, const A& a, const std::int8_t* packed, std::size_t p0,
+                      const std::int32_t* wsum, E& e, std::size_t i0) {
+  const std::size_t kp = padded_k(K), j0 = p0 * panel;
   const std::size_t width = Narrow ? N - j0 : panel, stride = 4 * width;
   const __mmask16 mk = Narrow ? __mmask16((1u << width) - 1u) : __mmask16(0xffff);
   const std::int8_t* w = packed + j0 * kp;
@@ -356,44 +423,50 @@ inline void tile_vnni(std::size_t K, std::size_t N, const std::int8_t* a, std::s
   __m512i acc[R][P];
   for (std::size_t r = 0; r < R; ++r)
     for (std::size_t q = 0; q < P; ++q) acc[r][q] = _mm512_setzero_si512();
-  for (std::size_t g = 0; g < G; ++g, w += stride) {
-    __m512i ab[R];
-    for (std::size_t r = 0; r < R; ++r)
-      ab[r] = _mm512_xor_si512(_mm512_set1_epi32(load4(a + r * lda + 4 * g)), flip);
-    for (std::size_t q = 0; q < P; ++q) {
-      const __m512i wv = Narrow ? _mm512_maskz_loadu_epi32(mk, w) : _mm512_loadu_si512(w + q * panel * kp);
-      for (std::size_t r = 0; r < R; ++r) acc[r][q] = dpbusd(acc[r][q], ab[r], wv);
+  const std::int8_t* ar[R];
+  for (std::size_t r = 0; r < R; ++r) ar[r] = a.row(i0 + r);
+  for (std::size_t s = 0; s < a.segments(); ++s)
+    for (std::size_t o = s * a.segment_stride(), end = o + 4 * a.groups(); o < end; o += 4, w += stride) {
+      __m512i ab[R];
+      for (std::size_t r = 0; r < R; ++r) ab[r] = _mm512_xor_si512(_mm512_set1_epi32(load4(ar[r] + o)), flip);
+      for (std::size_t q = 0; q < P; ++q) {
+        const __m512i wv = Narrow ? _mm512_maskz_loadu_epi32(mk, w) : _mm512_loadu_si512(w + q * panel * kp);
+        for (std::size_t r = 0; r < R; ++r) acc[r][q] = dpbusd(acc[r][q], ab[r], wv);
+      }
     }
-  }
+  E out = e;  // (a copy the stores cannot alias: e's fields stay in registers)
   for (std::size_t q = 0; q < P; ++q) {
     const std::size_t j = j0 + q * panel;
-    const __m512i off = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(mk, wsum + j), 7);  // 128 wsum
-    for (std::size_t r = 0; r < R; ++r) put(e, _mm512_sub_epi32(acc[r][q], off), i0 + r, j, mk);
+    auto c = columns(out, j, mk, _mm512_slli_epi32(_mm512_maskz_loadu_epi32(mk, wsum + j), 7));  // - 128 wsum
+    for (std::size_t r = 0; r < R; ++r) put(out, c, acc[r][q], i0 + r);
+    if (saturated(out, c))
+      for (std::size_t r = 0; r < R; ++r) count(out, c, acc[r][q]);
   }
+  if constexpr (requires { e.saturated; }) e.saturated = out.saturated;
 }
-template <std::size_t R, class E>
-inline void rows_vnni(std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda, const std::int8_t* packed,
-                      std::size_t p0, std::size_t np, bool narrow, const std::int32_t* wsum, E& e, std::size_t i0) {
-  if (narrow) return tile_vnni<R, 1, true>(K, N, a, lda, packed, p0, wsum, e, i0);
+template <std::size_t R, class A, class E>
+inline void rows_vnni(std::size_t N, std::size_t K, const A& a, const std::int8_t* packed, std::size_t p0,
+                      std::size_t np, bool narrow, const std::int32_t* wsum, E& e, std::size_t i0) {
+  if (narrow) return tile_vnni<R, 1, true>(K, N, a, packed, p0, wsum, e, i0);
   switch (np) {
-    case 1: tile_vnni<R, 1>(K, N, a, lda, packed, p0, wsum, e, i0); break;
-    case 2: tile_vnni<R, 2>(K, N, a, lda, packed, p0, wsum, e, i0); break;
-    case 3: tile_vnni<R, 3>(K, N, a, lda, packed, p0, wsum, e, i0); break;
-    default: tile_vnni<R, 4>(K, N, a, lda, packed, p0, wsum, e, i0); break;
+    case 1: tile_vnni<R, 1>(K, N, a, packed, p0, wsum, e, i0); break;
+    case 2: tile_vnni<R, 2>(K, N, a, packed, p0, wsum, e, i0); break;
+    case 3: tile_vnni<R, 3>(K, N, a, packed, p0, wsum, e, i0); break;
+    default: tile_vnni<R, 4>(K, N, a, packed, p0, wsum, e, i0); break;
   }
 }
-template <class E>
-inline void gemm_vnni(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
-                      const std::int8_t* packed, const std::int32_t* wsum, E& e) {
+template <class A, class E>
+inline void gemm_vnni(std::size_t M, std::size_t N, std::size_t K, const A& a, const std::int8_t* packed,
+                      const std::int32_t* wsum, E& e) {
   const std::size_t full = N / panel;
   // blocks of 4 full panels (64 columns), then the narrow last panel; each block over every row
   const auto block = [&](std::size_t p0, std::size_t np, bool narrow) {
     std::size_t i = 0;
-    for (; i + 4 <= M; i += 4) rows_vnni<4>(N, K, a + i * lda, lda, packed, p0, np, narrow, wsum, e, i);
+    for (; i + 4 <= M; i += 4) rows_vnni<4>(N, K, a, packed, p0, np, narrow, wsum, e, i);
     switch (M - i) {
-      case 1: rows_vnni<1>(N, K, a + i * lda, lda, packed, p0, np, narrow, wsum, e, i); break;
-      case 2: rows_vnni<2>(N, K, a + i * lda, lda, packed, p0, np, narrow, wsum, e, i); break;
-      case 3: rows_vnni<3>(N, K, a + i * lda, lda, packed, p0, np, narrow, wsum, e, i); break;
+      case 1: rows_vnni<1>(N, K, a, packed, p0, np, narrow, wsum, e, i); break;
+      case 2: rows_vnni<2>(N, K, a, packed, p0, np, narrow, wsum, e, i); break;
+      case 3: rows_vnni<3>(N, K, a, packed, p0, np, narrow, wsum, e, i); break;
       default: break;
     }
   };
@@ -406,9 +479,9 @@ inline void gemm_vnni(std::size_t M, std::size_t N, std::size_t K, const std::in
 namespace detail {
 // gemm_s8's vector paths (K > 0), stored by the epilogue e; false (nothing done) where this CPU
 // and Arch take the scalar path.
-template <class Arch, class E>
-bool gemm_s8_vector(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
-                    const std::int8_t* packed, const std::int32_t* wsum, E& e) {
+template <class Arch, class A, class E>
+bool product_vector(std::size_t M, std::size_t N, std::size_t K, const A& a, const std::int8_t* packed,
+                    const std::int32_t* wsum, E& e) {
   [[maybe_unused]] const int8_path p = int8_path_of<Arch>();
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
   if (p == int8_path::vnni) {
@@ -418,18 +491,23 @@ bool gemm_s8_vector(std::size_t M, std::size_t N, std::size_t K, const std::int8
       packed_sums(N, K, packed, own.data());
       wsum = own.data();
     }
-    gemm_vnni(M, N, K, a, lda, packed, wsum, e);
+    gemm_vnni(M, N, K, a, packed, wsum, e);
     return true;
   }
 #endif
 #if defined(__AVX2__)
   if (p == int8_path::avx2) {
-    gemm_avx2(M, N, K, a, lda, packed, e);
+    gemm_avx2(M, N, K, a, packed, e);
     return true;
   }
 #endif
-  (void)M, (void)N, (void)K, (void)a, (void)lda, (void)packed, (void)wsum, (void)e;
+  (void)M, (void)N, (void)K, (void)a, (void)packed, (void)wsum, (void)e;
   return false;
+}
+template <class Arch, class E>
+bool gemm_s8_vector(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
+                    const std::int8_t* packed, const std::int32_t* wsum, E& e) {
+  return product_vector<Arch>(M, N, K, a_rows{a, padded_k(K) / 4, lda}, packed, wsum, e);
 }
 }  // namespace detail
 
