@@ -24,6 +24,7 @@
 #include <initializer_list>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -99,43 +100,54 @@ constexpr bool has_active_regularizer() {
   if constexpr (requires { L::Reg::active; }) return bool(L::Reg::active);
   else return false;
 }
+// One layer's variable_refs: layer k, of bound type L, of a plan whose offsets `offset`
+// gives (Plan::offset), each handed to sink(ctx, ref). One instance per bound layer type and
+// policy, whatever the position: an instance per position named the whole layer list in its
+// symbol, N^2 bytes of symbols over a network (docs/performance.md, "Compile time and memory").
+template <class L, class Policy>
+void layer_variables_in(std::size_t k, std::byte* base, const plan_layout& lay, std::size_t batch,
+                        std::size_t (*offset)(std::size_t, role, std::size_t), void (*sink)(void*, variable_ref&),
+                        void* ctx) {
+  for (std::size_t b = 0; b < L::buffers.size(); ++b) {
+    const buffer& d = L::buffers[b];
+    if (d.kind == role::cache) continue;
+    variable_ref v;
+    v.layer = k;
+    v.name = d.name;
+    v.kind = d.kind;
+    v.type = d.type;
+    v.element_bytes = elem_bytes<Policy>(d.type);
+    v.dims = d.dims;
+    v.rank = d.rank;
+    v.extent = d.extent;
+    v.offset = offset(k, d.kind, batch) + buffer_offset<Policy>(L::buffers, b);
+    v.data = base + lay.at(d.kind) + v.offset;
+    if constexpr (requires(const std::byte* p) {
+                    { L::check_metadata(std::string_view{}, p) } -> std::same_as<std::string>;
+                  })
+      if (d.kind == role::metadata) v.check = &L::check_metadata;
+    if constexpr (requires(const std::byte* p, const std::byte* const* s) {
+                    { L::check_state(std::string_view{}, p, s, std::size_t{}) } -> std::same_as<std::string>;
+                  })
+      if (d.kind == role::state) v.check_state = &L::check_state;
+    if constexpr (requires { typename L::input_element; })
+      v.int8_input = std::is_same_v<typename L::input_element, std::int8_t>;
+    sink(ctx, v);
+  }
+}
 // Calls f(variable_ref) for every parameter, state, mask and metadata buffer
 // of the bound layers Layers (a std::tuple) laid out by Plan under Policy in
 // the memory at base (layout lay, batch capacity batch), layer by layer in
 // declaration order (tests/cuda walks a device layout on the host with it).
 template <class Layers, class Policy, class Plan, class F>
 void for_each_variable_in(std::byte* base, const plan_layout& lay, std::size_t batch, F&& f) {
-  auto layer = [&]<std::size_t K, class L>() {
-    for (std::size_t b = 0; b < L::buffers.size(); ++b) {
-      const buffer& d = L::buffers[b];
-      if (d.kind == role::cache) continue;
-      variable_ref v;
-      v.layer = K;
-      v.name = d.name;
-      v.kind = d.kind;
-      v.type = d.type;
-      v.element_bytes = elem_bytes<Policy>(d.type);
-      v.dims = d.dims;
-      v.rank = d.rank;
-      v.extent = d.extent;
-      v.offset = Plan::offset(K, d.kind, batch) + buffer_offset<Policy>(L::buffers, b);
-      v.data = base + lay.at(d.kind) + v.offset;
-      if constexpr (requires(const std::byte* p) {
-                      { L::check_metadata(std::string_view{}, p) } -> std::same_as<std::string>;
-                    })
-        if (d.kind == role::metadata) v.check = &L::check_metadata;
-      if constexpr (requires(const std::byte* p, const std::byte* const* s) {
-                      { L::check_state(std::string_view{}, p, s, std::size_t{}) } -> std::same_as<std::string>;
-                    })
-        if (d.kind == role::state) v.check_state = &L::check_state;
-      if constexpr (requires { typename L::input_element; })
-        v.int8_input = std::is_same_v<typename L::input_element, std::int8_t>;
-      f(v);
-    }
-  };
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (void)std::initializer_list<int>{(layer.template operator()<I, detail::type_at_t<I, Layers>>(), 0)...};
-  }(std::make_index_sequence<std::tuple_size_v<Layers>>{});
+  using Fn = std::remove_reference_t<F>;
+  void* ctx = const_cast<void*>(static_cast<const void*>(std::addressof(f)));
+  void (*sink)(void*, variable_ref&) = [](void* c, variable_ref& v) { (*static_cast<Fn*>(c))(v); };
+  [&]<class... L>(std::tuple<L...>*) {
+    std::size_t k = 0;  // a braced list: evaluated in order
+    (void)std::initializer_list<int>{(layer_variables_in<L, Policy>(k++, base, lay, batch, &Plan::offset, sink, ctx), 0)...};
+  }(static_cast<Layers*>(nullptr));
 }
 }  // namespace detail
 
@@ -200,7 +212,11 @@ class model {
     seed_ = seed;
     rng init_gen(seed);
     host_view_type v = variables_view();
-    for_each_layer([&]<std::size_t I, class L>() { init_layer<I>(init_gen, v.data()); });
+    // by type, the position at run time: one init_layer per bound layer type, not per position
+    [&]<class... V>(std::tuple<V...>*) {
+      std::size_t i = 0;  // a braced list: evaluated in order
+      (void)std::initializer_list<int>{(init_layer<V>(i++, init_gen, v.data()), 0)...};
+    }(static_cast<variable_layers*>(nullptr));
     v.commit();
     refresh_compute_parameters();
     gen_ = rng::derive(seed, 0x64726f70ull);  // stream for dropout and other run-time randomness
@@ -583,7 +599,7 @@ class model {
     if constexpr (!is_half_v<variable_type>)
       for_each_layer([&]<std::size_t I, class>() {
         using V = detail::type_at_t<I, variable_layers>;
-        if constexpr (detail::adds_penalty<V, layer_slot<variable_type>>) V::add_penalty(variable_slot<I>(), s);
+        if constexpr (detail::adds_penalty<V, layer_slot<variable_type>>) V::add_penalty(variable_slot(I), s);
       });
   }
   void add_penalty_gradient_layers(step_scalars*) {
@@ -591,7 +607,7 @@ class model {
       for_each_layer([&]<std::size_t I, class>() {
         using V = detail::type_at_t<I, variable_layers>;
         if constexpr (detail::adds_penalty_gradient<V, layer_slot<variable_type>>)
-          V::add_penalty_gradient(variable_slot<I>());
+          V::add_penalty_gradient(variable_slot(I));
       });
   }
 
@@ -738,32 +754,29 @@ class model {
                          block<T>(role::state, I), block<T>(role::cache, I),
                          block<std::uint8_t>(role::mask, I), block<std::byte>(role::metadata, I)};
   }
-  // What the variable binding of layer I sees: the variables and gradients themselves.
+  // What the variable binding of layer i sees: the variables and gradients themselves.
   // (vars: a host view of the variable regions, as in block().)
-  template <std::size_t I>
-  layer_slot<variable_type> variable_slot(std::byte* vars = nullptr) const noexcept {
-    return {block<variable_type>(role::parameter, I, vars), block<variable_type>(role::gradient, I, vars),
-            block<variable_type>(role::state, I, vars),     nullptr,
-            block<std::uint8_t>(role::mask, I, vars),       block<std::byte>(role::metadata, I, vars)};
+  layer_slot<variable_type> variable_slot(std::size_t i, std::byte* vars = nullptr) const noexcept {
+    return {block<variable_type>(role::parameter, i, vars), block<variable_type>(role::gradient, i, vars),
+            block<variable_type>(role::state, i, vars),     nullptr,
+            block<std::uint8_t>(role::mask, i, vars),       block<std::byte>(role::metadata, i, vars)};
   }
-  // Draws layer I's variables: with its variable binding; a 16-bit variable type (float16) draws in
-  // float32 on the host and converts.
-  template <std::size_t I>
-  // (vars: a host view of the variable regions.)
-  void init_layer(rng& g, std::byte* vars) {
-    using V = detail::type_at_t<I, variable_layers>;
+  // Draws layer i's variables with V, its variable binding; a 16-bit variable type (float16) draws
+  // in float32 on the host and converts. (vars: a host view of the variable regions.)
+  template <class V>
+  void init_layer(std::size_t i, rng& g, std::byte* vars) {
     if constexpr (!is_half_v<variable_type>) {
-      V::init(variable_slot<I>(vars), g);
+      V::init(variable_slot(i, vars), g);
     } else {
       std::vector<float> p(V::parameter_count + 1), st(V::state_count + 1);
-      layer_slot<float> f{p.data(), nullptr, st.data(), nullptr, block<std::uint8_t>(role::mask, I, vars),
-                          block<std::byte>(role::metadata, I, vars)};
+      layer_slot<float> f{p.data(), nullptr, st.data(), nullptr, block<std::uint8_t>(role::mask, i, vars),
+                          block<std::byte>(role::metadata, i, vars)};
       V::init(f, g);
       // vars is host memory (a host view): converted on the host, whatever the backend
-      variable_type* pv = block<variable_type>(role::parameter, I, vars);
-      variable_type* sv = block<variable_type>(role::state, I, vars);
-      for (std::size_t i = 0; i < V::parameter_count; ++i) pv[i] = variable_type(p[i]);
-      for (std::size_t i = 0; i < V::state_count; ++i) sv[i] = variable_type(st[i]);
+      variable_type* pv = block<variable_type>(role::parameter, i, vars);
+      variable_type* sv = block<variable_type>(role::state, i, vars);
+      for (std::size_t j = 0; j < V::parameter_count; ++j) pv[j] = variable_type(p[j]);
+      for (std::size_t j = 0; j < V::state_count; ++j) sv[j] = variable_type(st[j]);
     }
   }
   // Layer I's output, in its compute type: its input where the layer aliases it (flatten,
