@@ -826,7 +826,8 @@ class model {
   [[no_unique_address]] runner_type runner_{};
   std::vector<value_type> host_out_;  // host_outputs' copy (device backends)
   mutable bool stale_ = true;                  // the compute-type copy needs a refresh before the next forward
-  ctnn::fused_mlp_options fused_{};  // fused_mlp(): whether the backend's fused hook runs
+  // fused_mlp(): whether the backend's fused hook runs (from the backend's defaults for these layers)
+  ctnn::fused_mlp_options fused_ = fused_mlp_defaults<Backend, layers>();
 };
 
 namespace detail {
