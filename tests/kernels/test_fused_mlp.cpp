@@ -2,8 +2,9 @@
 // core/fused_mlp_hook.hpp) against the unfused layers and the scalar reference
 // (cpu<xsimd::unavailable>: the same network on gemm.hpp's reference loops), on every
 // architecture this CPU runs, over one short tile, whole tiles and a partial last tile; its
-// bits whatever the thread count; which networks fit; and that the model uses it only when
-// model.fused_mlp().forward is set (off by default on the CPU: docs/performance.md).
+// bits whatever the thread count; which networks fit; and when the model uses it
+// (model.fused_mlp().forward, on by default for float on AVX-512 and FMA3 + AVX2 where it
+// measured faster, docs/performance.md; from fused_mlp_min_batch samples on).
 #include <doctest/doctest.h>
 
 #include <ctnn/backends/cpu/fused_mlp.hpp>  // the header under test
@@ -46,10 +47,23 @@ static_assert(!has_fused_mlp_forward<cpu<>, layers_of<with_dropout>, float>);
 static_assert(!has_fused_mlp_forward<cpu<>, layers_of<too_wide>, float>);
 static_assert(!has_fused_mlp_backward<cpu<>, layers_of<mnist>, float>);  // inference only
 static_assert(!kernels::cpu::fused_mlp_fits<layers_of<mnist, cpu<xsimd::unavailable>>, xsimd::unavailable>());
-// tiles: two buffers of 8192 values, 16 to 64 rows
-static_assert(kernels::cpu::fused_tile_rows<layers_of<small>, cpu<>::arch> == 64);
-static_assert(kernels::cpu::fused_tile_rows<layers_of<mnist>, cpu<>::arch> == 32);
-static_assert(kernels::cpu::fused_tile_rows<layers_of<odd>, cpu<>::arch> == 16);
+// on by default for float on AVX-512 and FMA3 + AVX2 (where it measured faster), from one tile of rows on
+static_assert(kernels::cpu::fused_mlp_default<layers_of<mnist, cpu<xsimd::avx512bw>>, xsimd::avx512bw>);
+static_assert(kernels::cpu::fused_mlp_default<layers_of<mnist, cpu<xsimd::fma3<xsimd::avx2>>>, xsimd::fma3<xsimd::avx2>>);
+static_assert(!kernels::cpu::fused_mlp_default<layers_of<mnist, cpu<xsimd::sse2>>, xsimd::sse2>);
+static_assert(!kernels::cpu::fused_mlp_default<typename model<mnist, double>::layers, cpu<>::arch>);
+static_assert(fused_mlp_defaults<cpu<>, layers_of<mnist>>().forward ==
+              kernels::cpu::fused_mlp_default<layers_of<mnist>, cpu<>::arch>);
+static_assert(!fused_mlp_defaults<cpu<>, layers_of<mnist>>().backward);
+static_assert(fused_mlp_min_batch<cpu<>, layers_of<mnist>>() == kernels::cpu::fused_tile_rows<layers_of<mnist>, cpu<>::arch>);
+static_assert(fused_mlp_min_batch<cpu<>, layers_of<with_dropout>>() == 1);
+// tiles: two buffers of at most 8192 values, whole row blocks (MR 8 with AVX-512, 6 with AVX2), 16 to 64 rows
+static_assert(kernels::cpu::fused_tile_rows<layers_of<small, cpu<xsimd::avx512bw>>, xsimd::avx512bw> == 64);
+static_assert(kernels::cpu::fused_tile_rows<layers_of<mnist, cpu<xsimd::avx512bw>>, xsimd::avx512bw> == 32);
+static_assert(kernels::cpu::fused_tile_rows<layers_of<odd, cpu<xsimd::avx512bw>>, xsimd::avx512bw> == 16);
+static_assert(kernels::cpu::fused_tile_rows<layers_of<small, cpu<xsimd::fma3<xsimd::avx2>>>, xsimd::fma3<xsimd::avx2>> == 60);
+static_assert(kernels::cpu::fused_tile_rows<layers_of<mnist, cpu<xsimd::fma3<xsimd::avx2>>>, xsimd::fma3<xsimd::avx2>> == 30);
+static_assert(kernels::cpu::fused_tile_rows<layers_of<odd, cpu<xsimd::fma3<xsimd::avx2>>>, xsimd::fma3<xsimd::avx2>> == 18);
 
 template <class Net>
 std::vector<float> inputs(std::size_t n) {
@@ -103,6 +117,23 @@ TEST_CASE("fused_mlp: the CPU's fused inference equals the unfused layers and th
   CHECK(ran >= 1);
 }
 
+TEST_CASE("fused_mlp: below one tile the hook runs the layers' kernels, with the tiles' results") {
+  // the model calls the hook from one tile on; called directly, a shorter batch runs dense_forward
+  using L = layers_of<mnist>;
+  constexpr std::size_t R = kernels::cpu::fused_tile_rows<L, cpu<>::arch>;
+  std::vector<float> w1(784 * 128 + 128), w2(128 * 64 + 64), w3(64 * 10 + 10);
+  rng g(9);
+  for (auto* w : {&w1, &w2, &w3})
+    for (auto& v : *w) v = float(g.uniform(-0.1, 0.1));
+  const float* params[] = {nullptr, w1.data(), w2.data(), w3.data()};
+  const auto x = inputs<mnist>(R + 7);
+  std::vector<float> tiled((R + 7) * 10), short_batch(5 * 10);
+  ops<cpu<>>::fused_mlp_forward<L>(x.data(), tiled.data(), R + 7, params);
+  ops<cpu<>>::fused_mlp_forward<L>(x.data(), short_batch.data(), 5, params);
+  tiled.resize(5 * 10);
+  CHECK(max_error(short_batch, tiled) < 2e-5);
+}
+
 TEST_CASE("fused_mlp: the fused inference gives the same bits whatever the thread count") {
   auto m = make_model<mnist>(4);
   m.fused_mlp().forward = true;
@@ -116,7 +147,7 @@ TEST_CASE("fused_mlp: the fused inference gives the same bits whatever the threa
   kernels::cpu::set_threads(1);
 }
 
-TEST_CASE("fused_mlp: a cpu<> model runs its inference fused only when fused_mlp().forward is set") {
+TEST_CASE("fused_mlp: a cpu<> model runs its inference fused where fused_mlp().forward is set (its default: fused_mlp_default)") {
   auto m = make_model<mnist>(4);
   CHECK(m.fused_mlp().forward == kernels::cpu::fused_mlp_default<layers_of<mnist>, cpu<>::arch>);
   CHECK_FALSE(m.fused_mlp().backward);

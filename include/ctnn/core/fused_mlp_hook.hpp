@@ -16,7 +16,8 @@
 // has_fused_mlp_forward<B, Layers, T> is false for any other network.
 // fused_mlp_options says whether the model uses them (model::fused_mlp()); a
 // model starts from fused_mlp_defaults<B, Layers>(): the backend's
-// ops<B>::fused_mlp_defaults<Layers>() where it declares one, else fused_mlp_options{}.
+// ops<B>::fused_mlp_defaults<Layers>() where it declares one, else fused_mlp_options{};
+// and it runs the fused forward from fused_mlp_min_batch<B, Layers>() samples on.
 #pragma once
 #include <concepts>
 #include <cstddef>
@@ -52,6 +53,16 @@ concept has_fused_mlp_backward = requires(const T* dy, std::size_t n, const fuse
   { ops<B>::template fused_mlp_backward_ready<Layers>() } -> std::convertible_to<bool>;
   ops<B>::template fused_mlp_backward<Layers>(dy, n, io);
 };
+
+// The smallest batch a model of backend B runs through the fused forward (inference below it
+// runs the layers): the backend's ops<B>::fused_mlp_min_batch<Layers>() where it declares one, else 1.
+template <class B, class Layers>
+constexpr std::size_t fused_mlp_min_batch() {
+  if constexpr (requires { ops<B>::template fused_mlp_min_batch<Layers>(); })
+    return ops<B>::template fused_mlp_min_batch<Layers>();
+  else
+    return 1;
+}
 
 // The options a model of backend B and bound layers Layers starts with.
 template <class B, class Layers>

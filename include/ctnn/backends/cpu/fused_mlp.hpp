@@ -9,18 +9,20 @@
 // double), at least one dense layer. The first dense layer's inputs are read
 // in place from x (any width).
 // fused_mlp_forward<Arch, Layers>(x, y, batch, params): y = the network on x.
-// Every kernel is packed once per call (gemm.hpp's pack_panels); then each
-// tile of fused_tile_rows<Layers> rows goes through all the layers with its
-// activations in this thread's two tile buffers (2 x rows x the widest layer:
-// 32 KiB of float), each product the micro-kernel of gemm.hpp's
-// packed_product (bias first, then k in order; the activation on the
-// accumulators). Tiles are the pool's tasks: each output is computed by one
-// task, so the bits do not depend on the thread count. Below one tile of rows
-// the layers run unfused (dense_forward, the unfused path's kernels).
+// Each tile of fused_tile_rows<Layers> rows goes through all the layers with
+// its activations in this thread's two tile buffers (2 x rows x the widest
+// layer: 32 KiB of float), each product gemm/microkernel.hpp's micro-kernel
+// over the kernels packed once per call (from fused_pack_rows rows on; below,
+// read in place, only a partial last panel packed): bias first, then k in order, the activation on the accumulators.
+// Tiles are the pool's tasks: each output is computed by one task, so the
+// bits do not depend on the thread count. Below one tile of rows
+// the layers run unfused (dense_forward, the unfused path's kernels); the model
+// calls it from one tile on (ops' fused_mlp_min_batch).
 // Results equal the unfused path's up to rounding. docs/performance.md
 // ("Fused small MLP on the CPU") has the measurement behind fused_mlp_default.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <new>
 #include <tuple>
@@ -127,14 +129,43 @@ T* buffer(std::size_t n) {
   return b.p;
 }
 
-// y[m, N] = e(a[m, K] w + b) over w packed by pack_panels (packed_product's kernel).
+// NR: the output columns of one micro-kernel call (one vector for N up to a vector, else two);
+// tail_size: the values of the packed last partial panel of a K x N kernel (0 when N % NR == 0).
+template <class T, class Arch, std::size_t N>
+inline constexpr std::size_t panel_cols = packed_panel_vectors<T, Arch>(N) * simd::blocking<T, Arch>::L;
+template <class T, class Arch, std::size_t K, std::size_t N>
+inline constexpr std::size_t tail_size = N % panel_cols<T, Arch, N> ? K * panel_cols<T, Arch, N> : 0;
+
+// y[m, N] = e(a[m, K] w + b) (a: row stride lda; w: [K, N] row-major), by simd::micro_rows
+// over MR x NR blocks: K in blocks (as packed_product: bias first, then k in order), for each
+// panel of w every row block of the tile, so that the panel stays in L1. packed: w as
+// pack_panels wrote it (every panel NR columns by K rows); else w is read in place and tail is
+// its last partial panel as pack_b wrote it.
 template <class Arch, std::size_t K, std::size_t N, class T, class E>
-void tile_product(const T* a, const T* packed, const T* b, T* y, std::size_t m, const E& e, thread_pool& pool) {
-  constexpr std::size_t NV = packed_panel_vectors<T, Arch>(N);
-  if constexpr (std::is_same_v<E, fn::identity_fn>)
-    simd::packed_product<Arch, NV>(m, N, K, a, K, packed, y, N, b, fn::relu_fn{}, false, pool);
-  else
-    simd::packed_product<Arch, NV>(m, N, K, a, K, packed, y, N, b, e, true, pool);
+void tile_product(const T* a, std::size_t lda, const T* w, bool packed, const T* tail, const T* b, T* y,
+                  std::size_t m, const E& e) {
+  using blk = simd::blocking<T, Arch>;
+  constexpr std::size_t NV = packed_panel_vectors<T, Arch>(N), NR = panel_cols<T, Arch, N>, MR = blk::MR;
+  constexpr std::size_t k_blocks = K <= simd::block_k_max(blk::target) ? 1 : (K + simd::block_k - 1) / simd::block_k;
+  constexpr std::size_t kcb = (K + k_blocks - 1) / k_blocks;
+  constexpr bool ident = std::is_same_v<E, fn::identity_fn>;
+  for (std::size_t p0 = 0; p0 < K; p0 += kcb) {
+    const std::size_t kc = std::min(kcb, K - p0);
+    const bool last_k = p0 + kc == K;
+    for (std::size_t j0 = 0; j0 < N; j0 += NR) {
+      const bool in_place = !packed && j0 + NR <= N;
+      const T* panel = packed ? w + j0 * K + p0 * NR : in_place ? w + p0 * N + j0 : tail + p0 * NR;
+      const std::size_t ldb = in_place ? N : NR, nr = std::min(NR, N - j0);
+      for (std::size_t i0 = 0; i0 < m; i0 += MR) {
+        if constexpr (ident)
+          simd::micro_rows<Arch, NV, false>(kc, a + i0 * lda + p0, lda, panel, ldb, y + i0 * N + j0, N,
+                                            std::min(MR, m - i0), nr, b + j0, p0 == 0, fn::relu_fn{}, false);
+        else
+          simd::micro_rows<Arch, NV, false>(kc, a + i0 * lda + p0, lda, panel, ldb, y + i0 * N + j0, N,
+                                            std::min(MR, m - i0), nr, b + j0, p0 == 0, e, last_k);
+      }
+    }
+  }
 }
 
 }  // namespace fused
@@ -147,15 +178,29 @@ constexpr bool fused_mlp_fits() {
 }
 
 // Whether a model of cpu<Arch> starts with Layers' inference fused (model.fused_mlp().forward):
-// where it measured faster than the unfused path (docs/performance.md).
+// where it measured faster than the unfused path (docs/performance.md, "Fused small MLP on
+// the CPU": three networks, batch >= one tile, float, cpu<avx512bw> and cpu<fma3<avx2>>), so
+// float on the AVX-512 and FMA3 + AVX2 architectures; elsewhere model.fused_mlp().forward = true.
 template <class Layers, class Arch>
-inline constexpr bool fused_mlp_default = false;
+inline constexpr bool fused_mlp_default =
+    std::is_same_v<typename std::tuple_element_t<0, Layers>::compute_type, float> &&
+    (std::is_base_of_v<xsimd::avx512f, Arch> || std::is_base_of_v<xsimd::fma3<xsimd::avx2>, Arch>);
 
-// Rows of one tile: the two tile buffers hold 8192 values (32 KiB of float,
-// an L1 data cache), at least 16 rows (gemm.hpp's packed_rows) and at most 64.
+// From this batch on the kernels are packed once per call (pack_panels: each panel's rows
+// contiguous); below it they are read in place (their rows N apart), packing only a partial last
+// panel. (AVX2, the 784-input first layer, batch 4096: in place 0.75x the unfused path.)
+inline constexpr std::size_t fused_pack_rows = 256;
+
+// Rows of one tile: whole micro-kernel row blocks (MR: 8 with 32 vector registers, 6 with 16)
+// while the two tile buffers hold at most 8192 values (32 KiB of float, an L1 data cache) and
+// at most 64 rows, at least gemm.hpp's packed_rows (16) rounded up to MR.
 template <class Layers, class Arch>
-inline constexpr std::size_t fused_tile_rows =
-    std::clamp<std::size_t>(4096 / fused::plan<Layers, Arch>::width, packed_rows, 64);
+inline constexpr std::size_t fused_tile_rows = [] {
+  using T = typename std::tuple_element_t<0, Layers>::compute_type;
+  constexpr std::size_t MR = simd::blocking<T, Arch>::MR;
+  const std::size_t fit = std::min<std::size_t>(4096 / fused::plan<Layers, Arch>::width, 64) / MR * MR;
+  return std::max(fit, (packed_rows + MR - 1) / MR * MR);
+}();
 
 // y[batch, out] = the network Layers on x[batch, in]; params[I]: layer I's
 // parameters (kernel [K, N], then bias [N]). Call only where fused_mlp_fits.
@@ -184,25 +229,40 @@ void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* para
     });
     return;
   }
-  // every kernel packed once, in this thread's buffer (the tasks read it)
-  constexpr std::size_t packed_total = [] {
-    std::size_t s = 0;
+  // from fused_pack_rows rows on every kernel packed once (pack_panels), else the last partial
+  // panel of each (the rest read in place), in this thread's buffer (the tasks read it)
+  const bool packed = batch >= fused_pack_rows;
+  constexpr auto sizes = [] {
+    std::array<std::size_t, 2> t{};  // packed, tails
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       ((void)[&] {
         using F = typename P::template role_of<I>;
-        if constexpr (F::kind == 1) s += packed_panels_size<T, Arch>(F::k, F::n);
+        if constexpr (F::kind == 1) {
+          t[0] += packed_panels_size<T, Arch>(F::k, F::n);
+          t[1] += fused::tail_size<T, Arch, F::k, F::n>;
+        }
       }(), ...);
     }(std::make_index_sequence<P::count>{});
-    return s;
+    return t;
   }();
-  T* const packed = fused::buffer<T, 1>(packed_total);
-  const T* pk[P::count] = {};
+  const std::size_t pack_total = packed ? sizes[0] : sizes[1];
+  T* const pack = pack_total ? fused::buffer<T, 1>(pack_total) : nullptr;
+  const T* kernel[P::count] = {};
+  const T* tail[P::count] = {};
   {
     std::size_t off = 0;
     dense_layers([&]<std::size_t I, class F>() {
-      simd::pack_panels<Arch>(F::k, F::n, strided<T>{params[I], F::n, 1}, packed + off);
-      pk[I] = packed + off;
-      off += packed_panels_size<T, Arch>(F::k, F::n);
+      constexpr std::size_t NR = fused::panel_cols<T, Arch, F::n>;
+      kernel[I] = params[I];
+      if (packed) {
+        simd::pack_panels<Arch>(F::k, F::n, strided<T>{params[I], F::n, 1}, pack + off);
+        kernel[I] = pack + off;
+        off += packed_panels_size<T, Arch>(F::k, F::n);
+      } else if constexpr (fused::tail_size<T, Arch, F::k, F::n> > 0) {
+        simd::pack_b<Arch>(NR, strided<T>{params[I], F::n, 1}, F::n / NR * NR, F::n, F::k, pack + off);
+        tail[I] = pack + off;
+        off += fused::tail_size<T, Arch, F::k, F::n>;
+      }
     });
   }
   const std::size_t tiles = (batch + R - 1) / R;
@@ -217,7 +277,8 @@ void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* para
         std::size_t d = 0;
         dense_layers([&]<std::size_t I, class F>() {
           T* o = I == P::last ? y + r0 * F::n : buf + (d++ % 2) * R * W;
-          fused::tile_product<Arch, F::k, F::n>(a, pk[I], params[I] + F::k * F::n, o, nr, F::rule(), pool);
+          fused::tile_product<Arch, F::k, F::n>(a, F::k, kernel[I], packed, tail[I], params[I] + F::k * F::n, o, nr,
+                                                F::rule());
           a = o;
         });
       },

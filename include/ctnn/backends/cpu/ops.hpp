@@ -184,11 +184,17 @@ struct ops<cpu<Arch>> {
   }
 
   // ---- the optional fused small-MLP hook (core/fused_mlp_hook.hpp): only for networks of
-  // this backend's own layers that fit (fused_mlp.hpp); inference only, off by default ----
+  // this backend's own layers that fit (fused_mlp.hpp); inference only, from one tile of rows on;
+  // on by default where it measured faster (fused_mlp_default) ----
   template <class Layers>
     requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
   static constexpr fused_mlp_options fused_mlp_defaults() {
     return {kernels::cpu::fused_mlp_default<Layers, Arch>, false};
+  }
+  template <class Layers>
+    requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
+  static constexpr std::size_t fused_mlp_min_batch() {
+    return kernels::cpu::fused_tile_rows<Layers, Arch>;
   }
   template <class Layers>
     requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
