@@ -70,44 +70,61 @@ struct role<reshape_layer<Spec, In, P, ctnn::cpu<Arch>>, Arch> {
   static constexpr int kind = 0;
 };
 
+// Per-layer numbers of a role (0 for a layer that is not a fitting dense layer), for the folds
+// of plan: plain function templates, no generic lambdas (clang 19 crashed on those nested in a
+// fold inside the kernel's function template).
+template <class R>
+constexpr std::size_t outputs_of() {
+  if constexpr (R::kind == 1) return R::n;
+  else return 0;
+}
+template <class R, class T, class Arch>
+constexpr std::size_t packed_of() {
+  if constexpr (R::kind == 1) return packed_panels_size<T, Arch>(R::k, R::n);
+  else return 0;
+}
+template <class Layers, class Arch, std::size_t... I>
+constexpr bool all_fit(std::index_sequence<I...>) {
+  using R = std::tuple<role<std::tuple_element_t<I, Layers>, Arch>...>;
+  if constexpr (((std::tuple_element_t<I, R>::kind >= 0) && ...)) {
+    using T0 = typename std::tuple_element_t<0, Layers>::compute_type;
+    return (std::is_same_v<typename std::tuple_element_t<I, Layers>::compute_type, T0> && ...) &&
+           ((std::tuple_element_t<I, R>::kind == 1) || ...);
+  } else {
+    return false;
+  }
+}
+template <class Layers, class Arch, std::size_t... I>
+constexpr std::size_t widest(std::index_sequence<I...>) {
+  return std::max({std::size_t(1), outputs_of<role<std::tuple_element_t<I, Layers>, Arch>>()...});
+}
+template <class Layers, class Arch, std::size_t... I>
+constexpr std::size_t last_dense(std::index_sequence<I...>) {
+  return std::max({std::size_t(0), (role<std::tuple_element_t<I, Layers>, Arch>::kind == 1 ? I : 0)...});
+}
+
 template <class Layers, class Arch>
 struct plan {
   static constexpr std::size_t count = std::tuple_size_v<Layers>;
+  using seq = std::make_index_sequence<count>;
   template <std::size_t I>
   using layer = std::tuple_element_t<I, Layers>;
   template <std::size_t I>
   using role_of = role<layer<I>, Arch>;
-  static constexpr bool fits = [] {
-    return []<std::size_t... I>(std::index_sequence<I...>) {
-      if constexpr (((role_of<I>::kind >= 0) && ...)) {
-        using T0 = typename layer<0>::compute_type;
-        return (std::is_same_v<typename layer<I>::compute_type, T0> && ...) && ((role_of<I>::kind == 1) || ...);
-      } else {
-        return false;
-      }
-    }(std::make_index_sequence<count>{});
-  }();
-  // the widest dense output
-  static constexpr std::size_t width = [] {
-    std::size_t m = 1;
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((void)[&] {
-        if constexpr (role_of<I>::kind == 1) m = std::max(m, role_of<I>::n);
-      }(), ...);
-    }(std::make_index_sequence<count>{});
-    return m;
-  }();
-  // the index of the last dense layer (its output goes straight to y)
-  static constexpr std::size_t last = [] {
-    std::size_t l = 0;
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((void)[&] {
-        if constexpr (role_of<I>::kind == 1) l = I;
-      }(), ...);
-    }(std::make_index_sequence<count>{});
-    return l;
-  }();
+  static constexpr bool fits = all_fit<Layers, Arch>(seq{});
+  static constexpr std::size_t width = widest<Layers, Arch>(seq{});     // the widest dense output
+  static constexpr std::size_t last = last_dense<Layers, Arch>(seq{});  // the last dense layer (writes y)
 };
+
+// f.template operator()<I, role>() for each dense layer I of the plan P, in order.
+template <class P, std::size_t I, class F>
+void visit_dense(F& f) {
+  if constexpr (P::template role_of<I>::kind == 1) f.template operator()<I, typename P::template role_of<I>>();
+}
+template <class P, class F, std::size_t... I>
+void for_each_dense(F&& f, std::index_sequence<I...>) {
+  (visit_dense<P, I>(f), ...);
+}
 
 // This thread's buffer of at least n values, 64-byte aligned (Tag keeps the
 // packed kernels and the tile buffers apart from each other and from simd::scratch).
@@ -135,6 +152,20 @@ template <class T, class Arch, std::size_t N>
 inline constexpr std::size_t panel_cols = packed_panel_vectors<T, Arch>(N) * simd::blocking<T, Arch>::L;
 template <class T, class Arch, std::size_t K, std::size_t N>
 inline constexpr std::size_t tail_size = N % panel_cols<T, Arch, N> ? K * panel_cols<T, Arch, N> : 0;
+template <class R, class T, class Arch>
+constexpr std::size_t tail_of() {
+  if constexpr (R::kind == 1) return tail_size<T, Arch, R::k, R::n>;
+  else return 0;
+}
+// The values of every kernel packed (pack_panels), and of their partial last panels only.
+template <class Layers, class Arch, class T, std::size_t... I>
+constexpr std::size_t packed_total(std::index_sequence<I...>) {
+  return (packed_of<role<std::tuple_element_t<I, Layers>, Arch>, T, Arch>() + ... + 0);
+}
+template <class Layers, class Arch, class T, std::size_t... I>
+constexpr std::size_t tails_total(std::index_sequence<I...>) {
+  return (tail_of<role<std::tuple_element_t<I, Layers>, Arch>, T, Arch>() + ... + 0);
+}
 
 // y[m, N] = e(a[m, K] w + b) (a: row stride lda; w: [K, N] row-major), by simd::micro_rows
 // over MR x NR blocks: K in blocks (as packed_product: bias first, then k in order), for each
@@ -211,13 +242,7 @@ void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* para
   static_assert(P::fits, "fused_mlp_forward: the network does not fit the CPU's fused MLP");
   constexpr std::size_t R = fused_tile_rows<Layers, Arch>, W = P::width;
   if (batch == 0) return;
-  auto dense_layers = [&](auto&& f) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((void)[&] {
-        if constexpr (P::template role_of<I>::kind == 1) f.template operator()<I, typename P::template role_of<I>>();
-      }(), ...);
-    }(std::make_index_sequence<P::count>{});
-  };
+  auto dense_layers = [&](auto&& f) { fused::for_each_dense<P>(f, typename P::seq{}); };
   if (batch < R) {  // one short tile: the unfused kernels, layer by layer
     T* buf = fused::buffer<T, 0>(2 * batch * W);
     const T* a = x;
@@ -232,20 +257,8 @@ void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* para
   // from fused_pack_rows rows on every kernel packed once (pack_panels), else the last partial
   // panel of each (the rest read in place), in this thread's buffer (the tasks read it)
   const bool packed = batch >= fused_pack_rows;
-  constexpr auto sizes = [] {
-    std::array<std::size_t, 2> t{};  // packed, tails
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((void)[&] {
-        using F = typename P::template role_of<I>;
-        if constexpr (F::kind == 1) {
-          t[0] += packed_panels_size<T, Arch>(F::k, F::n);
-          t[1] += fused::tail_size<T, Arch, F::k, F::n>;
-        }
-      }(), ...);
-    }(std::make_index_sequence<P::count>{});
-    return t;
-  }();
-  const std::size_t pack_total = packed ? sizes[0] : sizes[1];
+  const std::size_t pack_total = packed ? fused::packed_total<Layers, Arch, T>(typename P::seq{})
+                                        : fused::tails_total<Layers, Arch, T>(typename P::seq{});
   T* const pack = pack_total ? fused::buffer<T, 1>(pack_total) : nullptr;
   const T* kernel[P::count] = {};
   const T* tail[P::count] = {};
@@ -266,8 +279,7 @@ void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* para
     });
   }
   const std::size_t tiles = (batch + R - 1) / R;
-  std::size_t flops = 0;
-  dense_layers([&]<std::size_t I, class F>() { flops += F::k * F::n; });
+  constexpr std::size_t flops = fused::packed_total<Layers, Arch, T>(typename P::seq{});  // about K N a row
   pool.run(
       tiles,
       [&](std::size_t t) {
