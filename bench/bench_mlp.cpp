@@ -17,6 +17,8 @@
 //                   (relu) on a fixed random batch at the active width `width`
 //                   (set_width); mlp/width_static: the same of 784-W-10 with W in the type.
 //                   Arguments: width, batch, threads.
+//   mlp/fused_infer*: inference with the CPU's fused small-MLP hook or through the layers
+//                   (below; docs/performance.md, "Fused small MLP on the CPU").
 #include <benchmark/benchmark.h>
 
 #include <ctnn/ctnn.hpp>
@@ -129,8 +131,43 @@ void width_up_to(benchmark::State& s) { width_step<ctnn::dense<ctnn::up_to<512>,
 void width_static_128(benchmark::State& s) { width_step<ctnn::dense<128, ctnn::relu>>(s); }
 void width_static_512(benchmark::State& s) { width_step<ctnn::dense<512, ctnn::relu>>(s); }
 
+// Inference (model.forward, training off) of Net on a fixed random batch, with the CPU's fused
+// small-MLP hook (fused = 1: model.fused_mlp().forward, backends/cpu/fused_mlp.hpp) or through
+// the layers (fused = 0). mlp/fused_infer: the MLP above (784-256-128-10); mlp/fused_infer_mnist_small:
+// 784-128-64-10 (relu, relu); mlp/fused_infer_small: 64-64-64-64 (relu, relu). Arguments: fused, batch,
+// threads. Each batch's two rows run one after the other (alternating), for paired ratios on a loaded machine.
+template <class Net>
+void fused_infer(benchmark::State& s) {
+  const bool fused = s.range(0) != 0;
+  const std::size_t batch = std::size_t(s.range(1));
+  ctnn::kernels::cpu::set_threads(std::size_t(s.range(2)));
+  auto model = ctnn::make_model<Net>(42);
+  model.fused_mlp().forward = fused;
+  if (model.fused_mlp_active() != fused) s.SkipWithError("mlp/fused_infer: the hook does not take this network");
+  ctnn::rng g(1);
+  std::vector<float> x(batch * Net::input_shape.size);
+  for (auto& v : x) v = float(g.uniform(0, 1));
+  for (auto _ : s) benchmark::DoNotOptimize(model.forward(x.data(), batch, false));
+  s.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
+  ctnn::kernels::cpu::set_threads(1);
+}
+using mnist_small = ctnn::sequential<ctnn::input<784>, ctnn::dense<128, ctnn::relu>, ctnn::dense<64, ctnn::relu>,
+                                     ctnn::dense<10>>;
+using small = ctnn::sequential<ctnn::input<64>, ctnn::dense<64, ctnn::relu>, ctnn::dense<64, ctnn::relu>,
+                               ctnn::dense<64>>;
+void fused_infer_net(benchmark::State& s) { fused_infer<net>(s); }
+void fused_infer_mnist_small(benchmark::State& s) { fused_infer<mnist_small>(s); }
+void fused_infer_small(benchmark::State& s) { fused_infer<small>(s); }
+void fused_args(benchmark::internal::Benchmark* b) {
+  b->UseRealTime()->ArgNames({"fused", "batch", "threads"});
+  for (long batch : {1, 16, 64, 256, 1024, 4096}) b->Args({0, batch, 1})->Args({1, batch, 1});
+}
+
 }  // namespace
 
+BENCHMARK(fused_infer_net)->Name("mlp/fused_infer")->Apply(fused_args);
+BENCHMARK(fused_infer_mnist_small)->Name("mlp/fused_infer_mnist_small")->Apply(fused_args);
+BENCHMARK(fused_infer_small)->Name("mlp/fused_infer_small")->Apply(fused_args);
 BENCHMARK(width_up_to)->Name("mlp/width_up_to")->UseRealTime()->ArgNames({"width", "batch", "threads"})
     ->Args({128, 64, 1})->Args({512, 64, 1});
 BENCHMARK(width_static_128)->Name("mlp/width_static")->UseRealTime()->ArgNames({"width", "batch", "threads"})

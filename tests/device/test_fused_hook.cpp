@@ -1,5 +1,5 @@
 // The optional fused small-MLP hook (core/fused_mlp_hook.hpp) as the generic
-// model finds it: hooked::device is the simulated device whose ops<> add the
+// model finds it (cpu<>'s own: tests/kernels/test_fused_mlp.cpp): hooked::device is the simulated device whose ops<> add the
 // hook for networks of dense and reshape layers only, run layer by layer on
 // the CPU kernels and counting its calls. The model calls it (inference;
 // training's backward when fused_mlp().backward) where it exists, and falls
@@ -105,8 +105,10 @@ static_assert(has_fused_mlp_forward<hooked::device, layers_of<mlp, hooked::devic
 static_assert(has_fused_mlp_backward<hooked::device, layers_of<mlp, hooked::device>, float>);
 static_assert(!has_fused_mlp_forward<hooked::device, layers_of<with_dropout, hooked::device>, float>);
 static_assert(!has_fused_mlp_forward<sim::device, layers_of<mlp, sim::device>, float>);
-static_assert(!has_fused_mlp_forward<cpu<>, layers_of<mlp, cpu<>>, float>);
+// cpu<> has the forward hook for its own layers (backends/cpu/fused_mlp.hpp, off by default), no backward
+static_assert(has_fused_mlp_forward<cpu<>, layers_of<mlp, cpu<>>, float>);
 static_assert(!has_fused_mlp_backward<cpu<>, layers_of<mlp, cpu<>>, float>);
+static_assert(!has_fused_mlp_forward<cpu<>, layers_of<with_dropout, cpu<>>, float>);
 
 data::in_memory<shape<6, 4>, sparse_labels> samples(std::size_t n, std::uint64_t seed) {
   std::vector<float> x(n * 24);

@@ -3,7 +3,8 @@
 // A backend MAY run a whole network as one fused pass. The generic model
 // (train/model.hpp) finds it with these concepts and otherwise runs the
 // layers one by one; no backend has to provide it (cpu<> and the simulated
-// device do not; ops<cuda<SM>> does, backends/cuda/fused_mlp.cuh). For the
+// device do not; ops<cuda<SM>> does, backends/cuda/fused_mlp.cuh, and so does
+// ops<cpu<Arch>> for its own layers, backends/cpu/fused_mlp.hpp). For the
 // bound layers Layers (a std::tuple) computing in T:
 //   ops<B>::fused_mlp_ready<Layers>() -> bool: the hook can run now;
 //   ops<B>::fused_mlp_forward<Layers>(x, y, batch, params): y = the network
@@ -13,7 +14,10 @@
 //     backward after an unfused training forward); io[i]: fused_layer_io.
 // Each is declared only for the layer lists it takes (a requires clause), so
 // has_fused_mlp_forward<B, Layers, T> is false for any other network.
-// fused_mlp_options says whether the model uses them (model::fused_mlp()).
+// fused_mlp_options says whether the model uses them (model::fused_mlp()); a
+// model starts from fused_mlp_defaults<B, Layers>(): the backend's
+// ops<B>::fused_mlp_defaults<Layers>() where it declares one, else fused_mlp_options{};
+// and it runs the fused forward from fused_mlp_min_batch<B, Layers>() samples on.
 #pragma once
 #include <concepts>
 #include <cstddef>
@@ -49,5 +53,24 @@ concept has_fused_mlp_backward = requires(const T* dy, std::size_t n, const fuse
   { ops<B>::template fused_mlp_backward_ready<Layers>() } -> std::convertible_to<bool>;
   ops<B>::template fused_mlp_backward<Layers>(dy, n, io);
 };
+
+// The smallest batch a model of backend B runs through the fused forward (inference below it
+// runs the layers): the backend's ops<B>::fused_mlp_min_batch<Layers>() where it declares one, else 1.
+template <class B, class Layers>
+constexpr std::size_t fused_mlp_min_batch() {
+  if constexpr (requires { ops<B>::template fused_mlp_min_batch<Layers>(); })
+    return ops<B>::template fused_mlp_min_batch<Layers>();
+  else
+    return 1;
+}
+
+// The options a model of backend B and bound layers Layers starts with.
+template <class B, class Layers>
+constexpr fused_mlp_options fused_mlp_defaults() {
+  if constexpr (requires { ops<B>::template fused_mlp_defaults<Layers>(); })
+    return ops<B>::template fused_mlp_defaults<Layers>();
+  else
+    return {};
+}
 
 }  // namespace ctnn

@@ -518,7 +518,8 @@ class model {
   // Whether the backend's optional fused small-MLP hook (core/fused_mlp_hook.hpp) runs where it has
   // one for this network: inference (forward, on) and training's backward (backward, off).
   ctnn::fused_mlp_options& fused_mlp() noexcept { return fused_; }
-  // Whether the next inference / training backward runs as the backend's fused pass.
+  // Whether the next inference / training backward runs as the backend's fused pass (inference:
+  // of at least fused_mlp_min_batch<Backend, layers>() samples, core/fused_mlp_hook.hpp).
   bool fused_mlp_active() const {
     if constexpr (has_fused_mlp_forward<Backend, layers, layer_type<0>>)
       return fused_.forward && ops<Backend>::template fused_mlp_ready<layers>();
@@ -667,7 +668,7 @@ class model {
     if (stale_) refresh_compute_parameters();
     x_ = x;
     batch_ = batch;
-    if (!training && fused_mlp_active()) return fused_forward(x, batch);
+    if (!training && batch >= fused_mlp_min_batch<Backend, layers>() && fused_mlp_active()) return fused_forward(x, batch);
     mask_ = {};  // a mask producer sets it again (layers/masking.hpp)
     const run_info r{batch, training, &gen_, training ? replicas_ : nullptr, &mask_};
     for_each_layer([&]<std::size_t I, class L>() {
@@ -839,7 +840,8 @@ class model {
   [[no_unique_address]] runner_type runner_{};
   std::vector<value_type> host_out_;  // host_outputs' copy (device backends)
   mutable bool stale_ = true;                  // the compute-type copy needs a refresh before the next forward
-  ctnn::fused_mlp_options fused_{};  // fused_mlp(): whether the backend's fused hook runs
+  // fused_mlp(): whether the backend's fused hook runs (from the backend's defaults for these layers)
+  ctnn::fused_mlp_options fused_ = fused_mlp_defaults<Backend, layers>();
 };
 
 namespace detail {

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "../../core/fused_mlp_hook.hpp"
 #include "../../core/half.hpp"
 #include "../../core/plan.hpp"
 #include "../../kernels/functors.hpp"
@@ -32,6 +33,7 @@
 #include "conv.hpp"
 #include "crossentropy.hpp"
 #include "depthwise.hpp"
+#include "fused_mlp.hpp"
 #include "gather.hpp"
 #include "gemm.hpp"
 #include "map.hpp"
@@ -179,6 +181,30 @@ struct ops<cpu<Arch>> {
   static void sparse_dense_backward(const Index& index, const T* x, const T* dz, const T* values, T* dvalues, T* db,
                                     T* dx, std::size_t m) {
     kernels::cpu::sparse_kernels<Index>::template backward<K, N>(index, x, dz, values, dvalues, db, dx, m);
+  }
+
+  // ---- the optional fused small-MLP hook (core/fused_mlp_hook.hpp): only for networks of
+  // this backend's own layers that fit (fused_mlp.hpp); inference only, from one tile of rows on;
+  // on by default where it measured faster (fused_mlp_default) ----
+  template <class Layers>
+    requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
+  static constexpr fused_mlp_options fused_mlp_defaults() {
+    return {kernels::cpu::fused_mlp_default<Layers, Arch>, false};
+  }
+  template <class Layers>
+    requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
+  static constexpr std::size_t fused_mlp_min_batch() {
+    return kernels::cpu::fused_tile_rows<Layers, Arch>;
+  }
+  template <class Layers>
+    requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
+  static bool fused_mlp_ready() {
+    return true;
+  }
+  template <class Layers, class T>
+    requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
+  static void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* params) {
+    kernels::cpu::fused_mlp_forward<Arch, Layers>(x, y, batch, params);
   }
 
   // ---- convolution and pooling (geometry G) ----

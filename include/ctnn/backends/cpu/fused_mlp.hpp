@@ -1,0 +1,301 @@
+// ctnn/backends/cpu/fused_mlp.hpp — a small MLP's inference over tiles of the batch
+// (the CPU counterpart of backends/cuda/fused_mlp.cuh, tiny-cuda-nn's fully fused MLP).
+//
+// Fits (fused_mlp_fits<Layers, Arch>(), at compile time): bound layers of
+// cpu<Arch> that are dense layers whose activation has a rule of
+// kernels/functors.hpp (identity, relu, leaky_relu, sigmoid, tanh; softmax
+// and dense<up_to<N>> do not fit) with at most fused_mlp_width = 256 outputs
+// each, or flatten/reshape layers, all computing in one SIMD type (float or
+// double), at least one dense layer. The first dense layer's inputs are read
+// in place from x (any width).
+// fused_mlp_forward<Arch, Layers>(x, y, batch, params): y = the network on x.
+// Each tile of fused_tile_rows<Layers> rows goes through all the layers with
+// its activations in this thread's two tile buffers (2 x rows x the widest
+// layer: 32 KiB of float), each product gemm/microkernel.hpp's micro-kernel
+// over the kernels packed once per call (from fused_pack_rows rows on; below,
+// read in place, only a partial last panel packed): bias first, then k in order, the activation on the accumulators.
+// Tiles are the pool's tasks: each output is computed by one task, so the
+// bits do not depend on the thread count. Below one tile of rows
+// the layers run unfused (dense_forward, the unfused path's kernels); the model
+// calls it from one tile on (ops' fused_mlp_min_batch).
+// Results equal the unfused path's up to rounding. docs/performance.md
+// ("Fused small MLP on the CPU") has the measurement behind fused_mlp_default.
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <new>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "../../core/shape.hpp"
+#include "../../kernels/functors.hpp"
+#include "arch.hpp"
+#include "backend.hpp"
+#include "gemm.hpp"
+#include "thread_pool.hpp"
+
+namespace ctnn {
+
+template <class Spec, Shape In, class P, class Backend>
+struct dense_layer;  // layers/dense.hpp
+template <class Spec, Shape In, class P, class Backend>
+struct reshape_layer;  // layers/reshape.hpp
+
+namespace kernels::cpu {
+
+inline constexpr std::size_t fused_mlp_width = 256;
+
+namespace fused {
+
+// How one bound layer takes part: kind -1 it cannot; 0 a reshape (no work);
+// 1 a dense layer of cpu<Arch>, whose rule() is its activation's functor.
+template <class L, class Arch>
+struct role {
+  static constexpr int kind = -1;
+};
+template <class Spec, Shape In, class P, class Arch>
+struct role<dense_layer<Spec, In, P, ctnn::cpu<Arch>>, Arch> {
+  using T = typename P::compute_type;
+  using Act = typename Spec::activation;
+  static constexpr std::size_t k = In::size, n = Spec::units;
+  static constexpr bool fits = requires { Act::template rule<T>(); } && !Spec::is_up_to && n <= fused_mlp_width &&
+                               simd_v<T, Arch>;
+  static constexpr int kind = fits ? 1 : -1;
+  static constexpr auto rule() { return Act::template rule<T>(); }
+};
+template <class Spec, Shape In, class P, class Arch>
+struct role<reshape_layer<Spec, In, P, ctnn::cpu<Arch>>, Arch> {
+  static constexpr int kind = 0;
+};
+
+// Per-layer numbers of a role (0 for a layer that is not a fitting dense layer), for the folds
+// of plan: plain function templates, no generic lambdas (clang 19 crashed on those nested in a
+// fold inside the kernel's function template).
+template <class R>
+constexpr std::size_t outputs_of() {
+  if constexpr (R::kind == 1) return R::n;
+  else return 0;
+}
+template <class R, class T, class Arch>
+constexpr std::size_t packed_of() {
+  if constexpr (R::kind == 1) return packed_panels_size<T, Arch>(R::k, R::n);
+  else return 0;
+}
+template <class Layers, class Arch, std::size_t... I>
+constexpr bool all_fit(std::index_sequence<I...>) {
+  using R = std::tuple<role<std::tuple_element_t<I, Layers>, Arch>...>;
+  if constexpr (((std::tuple_element_t<I, R>::kind >= 0) && ...)) {
+    using T0 = typename std::tuple_element_t<0, Layers>::compute_type;
+    return (std::is_same_v<typename std::tuple_element_t<I, Layers>::compute_type, T0> && ...) &&
+           ((std::tuple_element_t<I, R>::kind == 1) || ...);
+  } else {
+    return false;
+  }
+}
+template <class Layers, class Arch, std::size_t... I>
+constexpr std::size_t widest(std::index_sequence<I...>) {
+  return std::max({std::size_t(1), outputs_of<role<std::tuple_element_t<I, Layers>, Arch>>()...});
+}
+template <class Layers, class Arch, std::size_t... I>
+constexpr std::size_t last_dense(std::index_sequence<I...>) {
+  return std::max({std::size_t(0), (role<std::tuple_element_t<I, Layers>, Arch>::kind == 1 ? I : 0)...});
+}
+
+template <class Layers, class Arch>
+struct plan {
+  static constexpr std::size_t count = std::tuple_size_v<Layers>;
+  using seq = std::make_index_sequence<count>;
+  template <std::size_t I>
+  using layer = std::tuple_element_t<I, Layers>;
+  template <std::size_t I>
+  using role_of = role<layer<I>, Arch>;
+  static constexpr bool fits = all_fit<Layers, Arch>(seq{});
+  static constexpr std::size_t width = widest<Layers, Arch>(seq{});     // the widest dense output
+  static constexpr std::size_t last = last_dense<Layers, Arch>(seq{});  // the last dense layer (writes y)
+};
+
+// f.template operator()<I, role>() for each dense layer I of the plan P, in order.
+template <class P, std::size_t I, class F>
+void visit_dense(F& f) {
+  if constexpr (P::template role_of<I>::kind == 1) f.template operator()<I, typename P::template role_of<I>>();
+}
+template <class P, class F, std::size_t... I>
+void for_each_dense(F&& f, std::index_sequence<I...>) {
+  (visit_dense<P, I>(f), ...);
+}
+
+// This thread's buffer of at least n values, 64-byte aligned (Tag keeps the
+// packed kernels and the tile buffers apart from each other and from simd::scratch).
+template <class T, int Tag>
+T* buffer(std::size_t n) {
+  struct buf {
+    T* p = nullptr;
+    std::size_t n = 0;
+    ~buf() {
+      if (p) ::operator delete[](p, std::align_val_t{64});
+    }
+  };
+  thread_local buf b;
+  if (n > b.n) {
+    if (b.p) ::operator delete[](b.p, std::align_val_t{64});
+    b.p = static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{64}));
+    b.n = n;
+  }
+  return b.p;
+}
+
+// NR: the output columns of one micro-kernel call (one vector for N up to a vector, else two);
+// tail_size: the values of the packed last partial panel of a K x N kernel (0 when N % NR == 0).
+template <class T, class Arch, std::size_t N>
+inline constexpr std::size_t panel_cols = packed_panel_vectors<T, Arch>(N) * simd::blocking<T, Arch>::L;
+template <class T, class Arch, std::size_t K, std::size_t N>
+inline constexpr std::size_t tail_size = N % panel_cols<T, Arch, N> ? K * panel_cols<T, Arch, N> : 0;
+template <class R, class T, class Arch>
+constexpr std::size_t tail_of() {
+  if constexpr (R::kind == 1) return tail_size<T, Arch, R::k, R::n>;
+  else return 0;
+}
+// The values of every kernel packed (pack_panels), and of their partial last panels only.
+template <class Layers, class Arch, class T, std::size_t... I>
+constexpr std::size_t packed_total(std::index_sequence<I...>) {
+  return (packed_of<role<std::tuple_element_t<I, Layers>, Arch>, T, Arch>() + ... + 0);
+}
+template <class Layers, class Arch, class T, std::size_t... I>
+constexpr std::size_t tails_total(std::index_sequence<I...>) {
+  return (tail_of<role<std::tuple_element_t<I, Layers>, Arch>, T, Arch>() + ... + 0);
+}
+
+// y[m, N] = e(a[m, K] w + b) (a: row stride lda; w: [K, N] row-major), by simd::micro_rows
+// over MR x NR blocks: K in blocks (as packed_product: bias first, then k in order), for each
+// panel of w every row block of the tile, so that the panel stays in L1. packed: w as
+// pack_panels wrote it (every panel NR columns by K rows); else w is read in place and tail is
+// its last partial panel as pack_b wrote it.
+template <class Arch, std::size_t K, std::size_t N, class T, class E>
+void tile_product(const T* a, std::size_t lda, const T* w, bool packed, const T* tail, const T* b, T* y,
+                  std::size_t m, const E& e) {
+  using blk = simd::blocking<T, Arch>;
+  constexpr std::size_t NV = packed_panel_vectors<T, Arch>(N), NR = panel_cols<T, Arch, N>, MR = blk::MR;
+  constexpr std::size_t k_blocks = K <= simd::block_k_max(blk::target) ? 1 : (K + simd::block_k - 1) / simd::block_k;
+  constexpr std::size_t kcb = (K + k_blocks - 1) / k_blocks;
+  constexpr bool ident = std::is_same_v<E, fn::identity_fn>;
+  for (std::size_t p0 = 0; p0 < K; p0 += kcb) {
+    const std::size_t kc = std::min(kcb, K - p0);
+    const bool last_k = p0 + kc == K;
+    for (std::size_t j0 = 0; j0 < N; j0 += NR) {
+      const bool in_place = !packed && j0 + NR <= N;
+      const T* panel = packed ? w + j0 * K + p0 * NR : in_place ? w + p0 * N + j0 : tail + p0 * NR;
+      const std::size_t ldb = in_place ? N : NR, nr = std::min(NR, N - j0);
+      for (std::size_t i0 = 0; i0 < m; i0 += MR) {
+        if constexpr (ident)
+          simd::micro_rows<Arch, NV, false>(kc, a + i0 * lda + p0, lda, panel, ldb, y + i0 * N + j0, N,
+                                            std::min(MR, m - i0), nr, b + j0, p0 == 0, fn::relu_fn{}, false);
+        else
+          simd::micro_rows<Arch, NV, false>(kc, a + i0 * lda + p0, lda, panel, ldb, y + i0 * N + j0, N,
+                                            std::min(MR, m - i0), nr, b + j0, p0 == 0, e, last_k);
+      }
+    }
+  }
+}
+
+}  // namespace fused
+
+// Whether the bound layers Layers (a std::tuple) run as the fused MLP of cpu<Arch>.
+template <class Layers, class Arch>
+constexpr bool fused_mlp_fits() {
+  if constexpr (std::tuple_size_v<Layers> == 0) return false;
+  else return fused::plan<Layers, Arch>::fits;
+}
+
+// Whether a model of cpu<Arch> starts with Layers' inference fused (model.fused_mlp().forward):
+// where it measured faster than the unfused path (docs/performance.md, "Fused small MLP on
+// the CPU": three networks, batch >= one tile, float, cpu<avx512bw> and cpu<fma3<avx2>>), so
+// float on the AVX-512 and FMA3 + AVX2 architectures; elsewhere model.fused_mlp().forward = true.
+template <class Layers, class Arch>
+inline constexpr bool fused_mlp_default =
+    std::is_same_v<typename std::tuple_element_t<0, Layers>::compute_type, float> &&
+    (std::is_base_of_v<xsimd::avx512f, Arch> || std::is_base_of_v<xsimd::fma3<xsimd::avx2>, Arch>);
+
+// From this batch on the kernels are packed once per call (pack_panels: each panel's rows
+// contiguous); below it they are read in place (their rows N apart), packing only a partial last
+// panel. (AVX2, the 784-input first layer, batch 4096: in place 0.75x the unfused path.)
+inline constexpr std::size_t fused_pack_rows = 256;
+
+// Rows of one tile: whole micro-kernel row blocks (MR: 8 with 32 vector registers, 6 with 16)
+// while the two tile buffers hold at most 8192 values (32 KiB of float, an L1 data cache) and
+// at most 64 rows, at least gemm.hpp's packed_rows (16) rounded up to MR.
+template <class Layers, class Arch>
+inline constexpr std::size_t fused_tile_rows = [] {
+  using T = typename std::tuple_element_t<0, Layers>::compute_type;
+  constexpr std::size_t MR = simd::blocking<T, Arch>::MR;
+  const std::size_t fit = std::min<std::size_t>(4096 / fused::plan<Layers, Arch>::width, 64) / MR * MR;
+  return std::max(fit, (packed_rows + MR - 1) / MR * MR);
+}();
+
+// y[batch, out] = the network Layers on x[batch, in]; params[I]: layer I's
+// parameters (kernel [K, N], then bias [N]). Call only where fused_mlp_fits.
+template <class Arch, class Layers, class T>
+void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* params,
+                       thread_pool& pool = thread_pool::global()) {
+  using P = fused::plan<Layers, Arch>;
+  static_assert(P::fits, "fused_mlp_forward: the network does not fit the CPU's fused MLP");
+  constexpr std::size_t R = fused_tile_rows<Layers, Arch>, W = P::width;
+  if (batch == 0) return;
+  auto dense_layers = [&](auto&& f) { fused::for_each_dense<P>(f, typename P::seq{}); };
+  if (batch < R) {  // one short tile: the unfused kernels, layer by layer
+    T* buf = fused::buffer<T, 0>(2 * batch * W);
+    const T* a = x;
+    std::size_t d = 0;
+    dense_layers([&]<std::size_t I, class F>() {
+      T* o = I == P::last ? y : buf + (d++ % 2) * batch * W;
+      dense_forward<F::k, F::n, decltype(F::rule()), Arch>(a, params[I], params[I] + F::k * F::n, o, batch, F::rule());
+      a = o;
+    });
+    return;
+  }
+  // from fused_pack_rows rows on every kernel packed once (pack_panels), else the last partial
+  // panel of each (the rest read in place), in this thread's buffer (the tasks read it)
+  const bool packed = batch >= fused_pack_rows;
+  const std::size_t pack_total = packed ? fused::packed_total<Layers, Arch, T>(typename P::seq{})
+                                        : fused::tails_total<Layers, Arch, T>(typename P::seq{});
+  T* const pack = pack_total ? fused::buffer<T, 1>(pack_total) : nullptr;
+  const T* kernel[P::count] = {};
+  const T* tail[P::count] = {};
+  {
+    std::size_t off = 0;
+    dense_layers([&]<std::size_t I, class F>() {
+      constexpr std::size_t NR = fused::panel_cols<T, Arch, F::n>;
+      kernel[I] = params[I];
+      if (packed) {
+        simd::pack_panels<Arch>(F::k, F::n, strided<T>{params[I], F::n, 1}, pack + off);
+        kernel[I] = pack + off;
+        off += packed_panels_size<T, Arch>(F::k, F::n);
+      } else if constexpr (fused::tail_size<T, Arch, F::k, F::n> > 0) {
+        simd::pack_b<Arch>(NR, strided<T>{params[I], F::n, 1}, F::n / NR * NR, F::n, F::k, pack + off);
+        tail[I] = pack + off;
+        off += fused::tail_size<T, Arch, F::k, F::n>;
+      }
+    });
+  }
+  const std::size_t tiles = (batch + R - 1) / R;
+  constexpr std::size_t flops = fused::packed_total<Layers, Arch, T>(typename P::seq{});  // about K N a row
+  pool.run(
+      tiles,
+      [&](std::size_t t) {
+        const std::size_t r0 = t * R, nr = std::min(R, batch - r0);
+        T* buf = fused::buffer<T, 2>(2 * R * W);
+        const T* a = x + r0 * std::tuple_element_t<0, Layers>::in_shape::size;
+        std::size_t d = 0;
+        dense_layers([&]<std::size_t I, class F>() {
+          T* o = I == P::last ? y + r0 * F::n : buf + (d++ % 2) * R * W;
+          fused::tile_product<Arch, F::k, F::n>(a, F::k, kernel[I], packed, tail[I], params[I] + F::k * F::n, o, nr,
+                                                F::rule());
+          a = o;
+        });
+      },
+      tiles > 1 && pool.size() > 1 && batch * flops >= simd::parallel_threshold);
+}
+
+}  // namespace kernels::cpu
+}  // namespace ctnn

@@ -1,0 +1,178 @@
+// backends/cpu/fused_mlp.hpp: the CPU's fused small-MLP inference (ops<cpu<Arch>>'s hook of
+// core/fused_mlp_hook.hpp) against the unfused layers and the scalar reference
+// (cpu<xsimd::unavailable>: the same network on gemm.hpp's reference loops), on every
+// architecture this CPU runs, over one short tile, whole tiles and a partial last tile; its
+// bits whatever the thread count; which networks fit; and when the model uses it
+// (model.fused_mlp().forward, on by default for float on AVX-512 and FMA3 + AVX2 where it
+// measured faster, docs/performance.md; from fused_mlp_min_batch samples on).
+#include <doctest/doctest.h>
+
+#include <ctnn/backends/cpu/fused_mlp.hpp>  // the header under test
+#include <ctnn/ctnn.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "kernels/archs.hpp"
+
+namespace {
+using namespace ctnn;
+
+using small = sequential<input<64>, dense<64, relu>, dense<64, ctnn::tanh>, dense<64>>;
+using mnist = sequential<input<28, 28>, flatten, dense<128, relu>, dense<64, leaky_relu<0.1>>, dense<10>>;
+using odd = sequential<input<3, 7>, flatten, dense<37, sigmoid>, reshape<37>, dense<256, relu>, dense<5, ctnn::tanh>>;
+using with_dropout = sequential<input<64>, dense<64, relu>, dropout<0.25f>, dense<10>>;
+using with_softmax = sequential<input<64>, dense<64, relu>, dense<10, softmax>>;
+using too_wide = sequential<input<64>, dense<257, relu>, dense<10>>;
+using up_to_width = sequential<input<64>, dense<up_to<64>, relu>, dense<10>>;
+
+template <class Net, class B = cpu<>>
+using layers_of = typename model<Net, float, B>::layers;
+
+// which networks fit: dense (element-wise activation, at most 256 outputs) and reshape layers
+static_assert(kernels::cpu::fused_mlp_fits<layers_of<small>, cpu<>::arch>());
+static_assert(kernels::cpu::fused_mlp_fits<layers_of<mnist>, cpu<>::arch>());
+static_assert(kernels::cpu::fused_mlp_fits<layers_of<odd>, cpu<>::arch>());
+static_assert(!kernels::cpu::fused_mlp_fits<layers_of<with_dropout>, cpu<>::arch>());
+static_assert(!kernels::cpu::fused_mlp_fits<layers_of<with_softmax>, cpu<>::arch>());
+static_assert(!kernels::cpu::fused_mlp_fits<layers_of<too_wide>, cpu<>::arch>());
+static_assert(!kernels::cpu::fused_mlp_fits<layers_of<up_to_width>, cpu<>::arch>());
+// the hook exists for those networks only, and for cpu<Arch>'s own layers (not an inheriting backend's)
+static_assert(has_fused_mlp_forward<cpu<>, layers_of<mnist>, float>);
+static_assert(has_fused_mlp_forward<cpu<>, layers_of<small>, float>);
+static_assert(!has_fused_mlp_forward<cpu<>, layers_of<with_dropout>, float>);
+static_assert(!has_fused_mlp_forward<cpu<>, layers_of<too_wide>, float>);
+static_assert(!has_fused_mlp_backward<cpu<>, layers_of<mnist>, float>);  // inference only
+static_assert(!kernels::cpu::fused_mlp_fits<layers_of<mnist, cpu<xsimd::unavailable>>, xsimd::unavailable>());
+// on by default for float on AVX-512 and FMA3 + AVX2 (where it measured faster), from one tile of rows on
+static_assert(kernels::cpu::fused_mlp_default<layers_of<mnist, cpu<xsimd::avx512bw>>, xsimd::avx512bw>);
+static_assert(kernels::cpu::fused_mlp_default<layers_of<mnist, cpu<xsimd::fma3<xsimd::avx2>>>, xsimd::fma3<xsimd::avx2>>);
+static_assert(!kernels::cpu::fused_mlp_default<layers_of<mnist, cpu<xsimd::sse2>>, xsimd::sse2>);
+static_assert(!kernels::cpu::fused_mlp_default<typename model<mnist, double>::layers, cpu<>::arch>);
+static_assert(fused_mlp_defaults<cpu<>, layers_of<mnist>>().forward ==
+              kernels::cpu::fused_mlp_default<layers_of<mnist>, cpu<>::arch>);
+static_assert(!fused_mlp_defaults<cpu<>, layers_of<mnist>>().backward);
+static_assert(fused_mlp_min_batch<cpu<>, layers_of<mnist>>() == kernels::cpu::fused_tile_rows<layers_of<mnist>, cpu<>::arch>);
+static_assert(fused_mlp_min_batch<cpu<>, layers_of<with_dropout>>() == 1);
+// tiles: two buffers of at most 8192 values, whole row blocks (MR 8 with AVX-512, 6 with AVX2), 16 to 64 rows
+static_assert(kernels::cpu::fused_tile_rows<layers_of<small, cpu<xsimd::avx512bw>>, xsimd::avx512bw> == 64);
+static_assert(kernels::cpu::fused_tile_rows<layers_of<mnist, cpu<xsimd::avx512bw>>, xsimd::avx512bw> == 32);
+static_assert(kernels::cpu::fused_tile_rows<layers_of<odd, cpu<xsimd::avx512bw>>, xsimd::avx512bw> == 16);
+static_assert(kernels::cpu::fused_tile_rows<layers_of<small, cpu<xsimd::fma3<xsimd::avx2>>>, xsimd::fma3<xsimd::avx2>> == 60);
+static_assert(kernels::cpu::fused_tile_rows<layers_of<mnist, cpu<xsimd::fma3<xsimd::avx2>>>, xsimd::fma3<xsimd::avx2>> == 30);
+static_assert(kernels::cpu::fused_tile_rows<layers_of<odd, cpu<xsimd::fma3<xsimd::avx2>>>, xsimd::fma3<xsimd::avx2>> == 18);
+
+template <class Net>
+std::vector<float> inputs(std::size_t n) {
+  std::vector<float> x(n * Net::input_shape.size);
+  rng g(n + 3);
+  for (auto& v : x) v = float(g.uniform(-1, 1));
+  return x;
+}
+
+// The largest |a - b| relative to max(1, |b|).
+double max_error(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double e = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    e = std::max(e, std::abs(double(a[i]) - double(b[i])) / std::max(1.0, std::abs(double(b[i]))));
+  return e;
+}
+
+// Net on cpu<Arch> fused and unfused, against the scalar reference model of the same seed.
+template <class Net, class Arch>
+void compare(const char* arch) {
+  auto fused = make_model<Net, float, cpu<Arch>>(11);
+  auto plain = make_model<Net, float, cpu<Arch>>(11);
+  auto scalar = make_model<Net, float, cpu<xsimd::unavailable>>(11);
+  fused.fused_mlp().forward = true;
+  plain.fused_mlp().forward = false;
+  REQUIRE(fused.fused_mlp_active());
+  REQUIRE_FALSE(plain.fused_mlp_active());
+  REQUIRE_FALSE(scalar.fused_mlp_active());
+  for (std::size_t batch : {1, 5, 16, 64, 130, 300}) {
+    CAPTURE(arch);
+    CAPTURE(batch);
+    const auto x = inputs<Net>(batch);
+    const auto yf = fused.predict(x.data(), batch, batch);
+    const auto yp = plain.predict(x.data(), batch, batch);
+    const auto ys = scalar.predict(x.data(), batch, batch);
+    CHECK(max_error(yf, ys) < 2e-5);
+    CHECK(max_error(yp, ys) < 2e-5);
+    CHECK(max_error(yf, yp) < 2e-5);
+  }
+}
+}  // namespace
+
+TEST_CASE("fused_mlp: the CPU's fused inference equals the unfused layers and the scalar reference") {
+  const int ran = test::for_each_arch("fused MLP inference", [](auto arch, const char* name) {
+    using A = decltype(arch);
+    compare<small, A>(name);
+    compare<mnist, A>(name);
+    compare<odd, A>(name);
+  });
+  CHECK(ran >= 1);
+}
+
+TEST_CASE("fused_mlp: below one tile the hook runs the layers' kernels, with the tiles' results") {
+  // the model calls the hook from one tile on; called directly, a shorter batch runs dense_forward
+  using L = layers_of<mnist>;
+  constexpr std::size_t R = kernels::cpu::fused_tile_rows<L, cpu<>::arch>;
+  std::vector<float> w1(784 * 128 + 128), w2(128 * 64 + 64), w3(64 * 10 + 10);
+  rng g(9);
+  for (auto* w : {&w1, &w2, &w3})
+    for (auto& v : *w) v = float(g.uniform(-0.1, 0.1));
+  const float* params[] = {nullptr, w1.data(), w2.data(), w3.data()};
+  const auto x = inputs<mnist>(R + 7);
+  std::vector<float> tiled((R + 7) * 10), short_batch(5 * 10);
+  ops<cpu<>>::fused_mlp_forward<L>(x.data(), tiled.data(), R + 7, params);
+  ops<cpu<>>::fused_mlp_forward<L>(x.data(), short_batch.data(), 5, params);
+  tiled.resize(5 * 10);
+  CHECK(max_error(short_batch, tiled) < 2e-5);
+}
+
+TEST_CASE("fused_mlp: the fused inference gives the same bits whatever the thread count") {
+  auto m = make_model<mnist>(4);
+  m.fused_mlp().forward = true;
+  const auto x = inputs<mnist>(300);
+  kernels::cpu::set_threads(1);
+  const auto one = m.predict(x.data(), 300, 300);
+  for (std::size_t t : {2, 3}) {
+    kernels::cpu::set_threads(t);
+    CHECK(m.predict(x.data(), 300, 300) == one);
+  }
+  kernels::cpu::set_threads(1);
+}
+
+TEST_CASE("fused_mlp: a cpu<> model runs its inference fused where fused_mlp().forward is set (its default: fused_mlp_default)") {
+  auto m = make_model<mnist>(4);
+  CHECK(m.fused_mlp().forward == kernels::cpu::fused_mlp_default<layers_of<mnist>, cpu<>::arch>);
+  CHECK_FALSE(m.fused_mlp().backward);
+  CHECK(m.fused_mlp_active() == m.fused_mlp().forward);
+  m.fused_mlp().forward = true;
+  CHECK(m.fused_mlp_active());
+  m.fused_mlp().backward = true;  // no fused backward on the CPU: training's backward runs the layers
+  CHECK_FALSE(m.fused_mlp_backward_active());
+  m.fused_mlp().forward = false;
+  CHECK_FALSE(m.fused_mlp_active());
+  auto d = make_model<with_dropout>(4);
+  d.fused_mlp().forward = true;
+  CHECK_FALSE(d.fused_mlp_active());  // the network does not fit: the layers run
+  // training still trains through the layers (the forward of a training step is never the hook's)
+  m.fused_mlp().forward = true;
+  m.fused_mlp().backward = false;
+  std::vector<std::int32_t> y(64);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = std::int32_t(i % 10);
+  const auto x = inputs<mnist>(64);
+  const data::in_memory<shape<28, 28>, sparse_labels> train{x, y};
+  auto u = make_model<mnist>(4);
+  u.fused_mlp().forward = false;
+  const sparse_categorical_crossentropy loss{.from_logits = true};
+  adam o1, o2;
+  const auto hf = fit(m, loss, o1, train.batch(16), epochs{1});
+  const auto hu = fit(u, loss, o2, train.batch(16), epochs{1});
+  CHECK(hf["loss"] == hu["loss"]);
+}
