@@ -47,9 +47,10 @@ if ((${#missing[@]})); then
   fi
 fi
 
-# onnxruntime runs the exported ONNX models in tests/onnx (they report themselves skipped without it).
-if [[ $mode == test ]] && ! python3 -c 'import onnxruntime, numpy' 2>/dev/null; then
-  python3 -m pip install -q onnxruntime || echo "quickstart: onnxruntime not installed: the ONNX runtime tests will be skipped"
+# onnxruntime runs the exported ONNX models in tests/onnx, and its quantize_static (which needs the onnx
+# package) makes the int8 graphs test_onnx_ort_qdq imports (they report themselves skipped without them).
+if [[ $mode == test ]] && ! python3 -c 'import onnxruntime, onnx, numpy' 2>/dev/null; then
+  python3 -m pip install -q onnxruntime onnx || echo "quickstart: onnxruntime or onnx not installed: the ONNX runtime tests will be skipped"
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)

@@ -3,7 +3,9 @@
 // leaky_relu and softmax), a recurrent one (ONNX's LSTM, RNN, a bidirectional GRU averaged), one of
 // graph layers (residual with and without projection, concatenate, add, a dag: Add and Concat joins) and
 // one of issue 29's layers (zero_padding2d, depthwise_conv2d, separable_conv2d, up_sampling2d,
-// layer_normalization, conv1d: Pad, grouped Conv, Resize, LayerNormalization, 1-D Conv). A
+// layer_normalization, conv1d: Pad, grouped Conv, Resize, LayerNormalization, 1-D Conv), and int8
+// networks read from QDQ graphs (quantized_dense full integer and dynamic range, quantized_conv2d
+// with int8 max_pool2d between; seeds written by export_onnx and by onnxruntime's quantize_static). A
 // malformed model must throw io_error; anything else (a protobuf FatalException, a read out of bounds,
 // another exception type) is a bug, as is any sanitizer report or a run past -rss_limit_mb /
 // -malloc_limit_mb. Built only where ctnn::onnx exists. CTNN_FUZZ_VERBOSE=1 prints each io_error.
@@ -11,6 +13,7 @@
 #include <ctnn/layers/dag.hpp>
 #include <ctnn/layers/residual.hpp>
 #include <ctnn/onnx.hpp>
+#include <ctnn/quantization/convert.hpp>
 
 #include <unistd.h>
 
@@ -44,6 +47,21 @@ using graph =
 using layers = sequential<input<4, 4, 2>, zero_padding2d<1>, depthwise_conv2d<3, 3, 1, padding::same, 2, relu>,
                           separable_conv2d<3, 3, 3, 2, padding::same>, up_sampling2d<2>, layer_normalization<>,
                           reshape<36, 3>, conv1d<2, 3, 1, padding::valid, relu>, flatten, dense<2>>;
+// int8 networks (quantized_t of these): the MLP and CNN of tests/onnx/test_onnx_ort_qdq.cpp, whose
+// quantize_static graphs are the seeds ort_qdq_mlp and ort_qdq_cnn, and a CNN with a relu conv2d
+// (export_onnx's Relu; quantize_static's form of it is refused: two roundings)
+using qmlp = sequential<input<4, 4>, flatten, dense<12, relu>, dropout<0.1>, dense<5>>;
+using qcnn = sequential<input<6, 6, 2>, conv2d<4, 3, 3, 1, padding::same>, max_pool2d<2>,
+                        conv2d<3, 3, 3, 1, padding::valid>, flatten, dense<8, relu>, dense<5>>;
+using qcnn_relu = sequential<input<6, 6, 2>, conv2d<4, 3, 3, 1, padding::same, relu>, max_pool2d<2>, flatten, dense<5>>;
+
+// full-integer (and dynamic-range) conversions of fresh models, calibrated on fixed inputs
+template <class Net>
+auto full_integer(std::uint64_t seed) {
+  std::vector<float> x(16 * Net::input_type::size);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 37 % 19) - 9) / 9.0f;
+  return ctnn::quantize_full_integer(ctnn::make_model<Net>(seed), x.data(), 16);
+}
 
 // A file of this process's own, removed when it exits.
 const fs::path& file() {
@@ -82,6 +100,10 @@ void write_seeds(const fs::path& out) {
   ctnn::export_onnx(ctnn::make_model<rnn>(3), out / "rnn");
   ctnn::export_onnx(ctnn::make_model<graph>(4), out / "graph");
   ctnn::export_onnx(ctnn::make_model<layers>(5), out / "layers");
+  ctnn::export_onnx(full_integer<qmlp>(6), out / "qdq_mlp");
+  ctnn::export_onnx(ctnn::quantize_dynamic(ctnn::make_model<qmlp>(7)), out / "qdq_mlp_dynamic");
+  ctnn::export_onnx(full_integer<qcnn>(8), out / "qdq_cnn");
+  ctnn::export_onnx(full_integer<qcnn_relu>(9), out / "qdq_cnn_relu");
   {  // the latest ready node first (Kahn's algorithm): another valid order; Add's operands the other way round
     auto r = read(out / "graph");
     auto* g = r.mutable_graph();
@@ -157,5 +179,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   import_into(c);
   import_into(d);
   import_into(e);
+  static auto qa = full_integer<qmlp>(1);
+  static auto qb = ctnn::quantize_dynamic(ctnn::make_model<qmlp>(1));
+  static auto qc = full_integer<qcnn>(1);
+  static auto qd = full_integer<qcnn_relu>(1);
+  import_into(qa);
+  import_into(qb);
+  import_into(qc);
+  import_into(qd);
   return 0;
 }

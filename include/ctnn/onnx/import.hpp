@@ -258,19 +258,20 @@ inline std::vector<std::int32_t> ints_of(const onnx::TensorProto& t, int type, s
   if (t.data_location() == onnx::TensorProto::EXTERNAL || t.has_segment())
     throw io_error("import_onnx", path, where + ": " + name + " is stored externally or in segments");
   const std::size_t width = type == onnx::TensorProto::INT8 ? 1 : 4;
+  // the values must be there before anything is allocated for them
+  const std::size_t held = t.has_raw_data() ? t.raw_data().size() / width : std::size_t(t.int32_data_size());
+  if (held != count || (t.has_raw_data() && t.raw_data().size() % width != 0))
+    throw io_error("import_onnx", path, where + ": " + name + " holds " +
+                                            (t.has_raw_data() ? std::to_string(t.raw_data().size()) + " bytes"
+                                                              : std::to_string(t.int32_data_size()) + " values") +
+                                            " for " + std::to_string(count) + " values");
   std::vector<std::int32_t> v(count);
   if (t.has_raw_data()) {
-    if (t.raw_data().size() != count * width)
-      throw io_error("import_onnx", path, where + ": " + name + " holds " + std::to_string(t.raw_data().size()) +
-                                              " bytes for " + std::to_string(count) + " values");
     for (std::size_t i = 0; i < count; ++i) {
       if (width == 1) v[i] = std::int8_t(t.raw_data()[i]);
       else std::memcpy(&v[i], t.raw_data().data() + 4 * i, 4);
     }
   } else {
-    if (std::size_t(t.int32_data_size()) != count)
-      throw io_error("import_onnx", path, where + ": " + name + " holds " + std::to_string(t.int32_data_size()) +
-                                              " values for " + std::to_string(count));
     for (std::size_t i = 0; i < count; ++i) {
       v[i] = t.int32_data(int(i));
       if (width == 1 && (v[i] < -128 || v[i] > 127))
@@ -372,6 +373,8 @@ struct qdq_importer {
     std::size_t c = 1;
     for (auto d : t.dims()) {
       if (d < 0 || d > (std::int64_t(1) << 31)) fail("tensor '" + printable(t.name(), 80) + "' has a bad dimension");
+      if (d != 0 && c > (std::size_t(1) << 31) / std::size_t(d))  // (no graph ctnn reads holds 2^31 values in one tensor)
+        fail("tensor '" + printable(t.name(), 80) + "' has more than 2^31 values");
       c *= std::size_t(d);
     }
     return c;
@@ -382,9 +385,35 @@ struct qdq_importer {
     if (s.size() != 1 || !(std::isfinite(s[0]) && s[0] > 0)) fail(name_of(n) + " has no single positive scale");
     if (n.input_size() < 3 || n.input(2).empty()) fail(name_of(n) + " has no zero point (uint8; ctnn's int8 needs one)");
     const auto& zt = init(n, 2, "zero point");
+    if (zt.data_type() == onnx::TensorProto::UINT8)
+      fail(name_of(n) + "'s zero point is uint8: ctnn's activations are int8 (onnxruntime's quantize_static: "
+                        "activation_type=QuantType.QInt8)");
     const auto z = ints_of(zt, onnx::TensorProto::INT8, count(zt), where, path);
     if (z.size() != 1) fail(name_of(n) + " has no single zero point");
     return {s[0], z[0]};
+  }
+  // Whether a full-integer relu layer's Gemm or Conv n, followed by `next` instead of a Relu, has its
+  // Relu folded into its output's QuantizeLinear, as onnxruntime's quantize_static writes it: a zero
+  // point of -128 clamps every negative value to the int8 of 0, as ctnn's relu then requantization do.
+  // Refused, naming the nodes: another zero point (the Relu is missing), or the Gemm's or Conv's output
+  // quantized once before the Relu's QuantizeLinear (quantize_static's form when a Transpose stands
+  // between a Conv and its Relu, as in export_onnx's float conv2d: the graph rounds twice, ctnn once).
+  bool relu_folded(const onnx::NodeProto& n, const onnx::NodeProto& next) const {
+    if (next.op_type() != "QuantizeLinear") return false;
+    const auto first = per_tensor(next);
+    if (first.zero_point == -128) return true;
+    const onnx::NodeProto& dq = only_consumer(next);
+    if (dq.op_type() == "DequantizeLinear") {
+      const onnx::NodeProto& again = only_consumer(dq);
+      if (again.op_type() == "QuantizeLinear" && per_tensor(again).zero_point == -128)
+        fail(name_of(n) + "'s output is quantized by " + name_of(next) + " (scale " + exact(first.scale) +
+             ", zero point " + std::to_string(first.zero_point) + ") before its Relu, folded into " + name_of(again) +
+             " (scale " + exact(per_tensor(again).scale) +
+             ", zero point -128): the graph rounds twice, ctnn's layer once (onnxruntime's quantize_static writes this "
+             "when a Transpose stands between the operator and its Relu)");
+    }
+    fail(name_of(n) + " is followed by " + name_of(next) + " with zero point " + std::to_string(first.zero_point) +
+         " and no Relu; this layer's activation is Relu (folded into the QuantizeLinear only with zero point -128)");
   }
 };
 
@@ -1302,7 +1331,9 @@ void import_qdq(MM& m, const onnx::GraphProto& graph, const graph_view& gv, cons
             constexpr const char* act = act_op<typename L::Act>();
             if constexpr (!std::string_view(act).empty()) {
               after = &q.only_consumer(n);
-              if (after->op_type() != act) q.fail(q.name_of(n) + " is followed by " + q.name_of(*after) + "; this layer's activation is " + act);
+              if (L::full && std::string_view(act) == "Relu" && after->op_type() != act && q.relu_folded(n, *after))
+                after = &n;  // (onnxruntime's quantize_static: the QuantizeLinear's clamp is the Relu)
+              else if (after->op_type() != act) q.fail(q.name_of(n) + " is followed by " + q.name_of(*after) + "; this layer's activation is " + act);
             }
             if constexpr (L::full) {
               const auto in = q.per_tensor(q.made_by(n, 0, "DequantizeLinear", "input"));
@@ -1310,6 +1341,11 @@ void import_qdq(MM& m, const onnx::GraphProto& graph, const graph_view& gv, cons
               const auto& bt = q.init(cd, 0, "int32 bias");
               const auto bias = ints_of(bt, onnx::TensorProto::INT32, N, q.where, path);
               const auto bs = floats_of(q.init(cd, 1, "bias scale"), q.where, path);
+              if (cd.input_size() > 2 && !cd.input(2).empty()) {  // (onnxruntime's quantize_static writes int32 zeros)
+                const auto& zt = q.init(cd, 2, "bias zero point");
+                for (auto z : ints_of(zt, onnx::TensorProto::INT32, q.count(zt), q.where, path))
+                  if (z != 0) q.fail(q.name_of(cd) + " has a nonzero zero point (" + std::to_string(z) + "; ctnn's int32 bias has none)");
+              }
               for (std::size_t j = 0; j < N; ++j) {
                 const double want = double(in.scale) * double(scale[j]), got = bs.size() == N ? bs[j] : bs.empty() ? 0 : bs[0];
                 if (!(std::abs(got - want) <= 1e-5 * want))
