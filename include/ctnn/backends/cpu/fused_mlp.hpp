@@ -126,24 +126,11 @@ void for_each_dense(F&& f, std::index_sequence<I...>) {
   (visit_dense<P, I>(f), ...);
 }
 
-// This thread's buffer of at least n values, 64-byte aligned (Tag keeps the
-// packed kernels and the tile buffers apart from each other and from simd::scratch).
+// This thread's buffer of at least n values, 64-byte aligned (Tag keeps the packed kernels and the
+// tile buffers apart from each other and from the GEMM's simd::scratch, tag 0).
 template <class T, int Tag>
 T* buffer(std::size_t n) {
-  struct buf {
-    T* p = nullptr;
-    std::size_t n = 0;
-    ~buf() {
-      if (p) ::operator delete[](p, std::align_val_t{64});
-    }
-  };
-  thread_local buf b;
-  if (n > b.n) {
-    if (b.p) ::operator delete[](b.p, std::align_val_t{64});
-    b.p = static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{64}));
-    b.n = n;
-  }
-  return b.p;
+  return simd::scratch<T, Tag + 1>(n);
 }
 
 // NR: the output columns of one micro-kernel call (one vector for N up to a vector, else two);

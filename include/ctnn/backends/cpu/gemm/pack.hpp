@@ -20,8 +20,9 @@
 
 namespace ctnn::kernels::cpu::simd {
 
-// Per-thread scratch, 64-byte aligned, grown on demand, never shrunk.
-template <class T>
+// Per-thread scratch, 64-byte aligned, grown on demand, never shrunk; each Tag is a buffer of its
+// own (0: the GEMM's; fused_mlp.hpp uses 1-3).
+template <class T, int Tag = 0>
 T* scratch(std::size_t n) {
   struct buf {
     T* p = nullptr;
