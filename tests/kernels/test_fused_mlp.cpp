@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/archs.hpp"
@@ -32,6 +33,19 @@ using up_to_width = sequential<input<64>, dense<up_to<64>, relu>, dense<10>>;
 template <class Net, class B = cpu<>>
 using layers_of = typename model<Net, float, B>::layers;
 
+// a small MLP: at most fused_mlp_max_layers (32) bound layers; a deeper network never runs fused
+// (and its layer list is not folded over: the 300-layer compile_time tests)
+template <std::size_t>
+using dense8 = dense<8, relu>;
+template <class Seq>
+struct deep_of;
+template <std::size_t... I>
+struct deep_of<std::index_sequence<I...>> {
+  using type = sequential<input<8>, dense8<I>...>;
+};
+template <std::size_t N>
+using deep = typename deep_of<std::make_index_sequence<N>>::type;
+
 // which networks fit: dense (element-wise activation, at most 256 outputs) and reshape layers
 static_assert(kernels::cpu::fused_mlp_fits<layers_of<small>, cpu<>::arch>());
 static_assert(kernels::cpu::fused_mlp_fits<layers_of<mnist>, cpu<>::arch>());
@@ -40,6 +54,9 @@ static_assert(!kernels::cpu::fused_mlp_fits<layers_of<with_dropout>, cpu<>::arch
 static_assert(!kernels::cpu::fused_mlp_fits<layers_of<with_softmax>, cpu<>::arch>());
 static_assert(!kernels::cpu::fused_mlp_fits<layers_of<too_wide>, cpu<>::arch>());
 static_assert(!kernels::cpu::fused_mlp_fits<layers_of<up_to_width>, cpu<>::arch>());
+static_assert(kernels::cpu::fused_mlp_max_layers == 32);
+static_assert(kernels::cpu::fused_mlp_fits<layers_of<deep<32>>, cpu<>::arch>());
+static_assert(!kernels::cpu::fused_mlp_fits<layers_of<deep<33>>, cpu<>::arch>());
 // the hook exists for those networks only, and for cpu<Arch>'s own layers (not an inheriting backend's)
 static_assert(has_fused_mlp_forward<cpu<>, layers_of<mnist>, float>);
 static_assert(has_fused_mlp_forward<cpu<>, layers_of<small>, float>);

@@ -188,10 +188,16 @@ void tile_product(const T* a, std::size_t lda, const T* w, bool packed, const T*
 
 }  // namespace fused
 
+// The most bound layers a fused network has: a small MLP. The count is checked before any fold over
+// the layers is instantiated, so a deep network costs nothing here (a 300-layer network's plan
+// took 1.7 GB in g++'s front end, std::tuple_element_t per position, and clang rejects a fold of
+// more than 256 arguments).
+inline constexpr std::size_t fused_mlp_max_layers = 32;
+
 // Whether the bound layers Layers (a std::tuple) run as the fused MLP of cpu<Arch>.
 template <class Layers, class Arch>
 constexpr bool fused_mlp_fits() {
-  if constexpr (std::tuple_size_v<Layers> == 0) return false;
+  if constexpr (std::tuple_size_v<Layers> == 0 || std::tuple_size_v<Layers> > fused_mlp_max_layers) return false;
   else return fused::plan<Layers, Arch>::fits;
 }
 
