@@ -5,7 +5,8 @@
 // Stride, Padding, Act, Scheme>; flatten, reshape, dropout, max_pool2d and average_pool2d stay (a
 // pooling keeps its input's quantization, as TFLite's; between two full-integer layers the pools,
 // flatten, reshape and dropout become quantization::int8_pass<S>, below); a batch_norm is folded
-// into the dense or conv2d layer after it first (quantization/fold.hpp: quantized_t<Net> is that
+// into the linear dense or convolution before it (an activation layer after it becoming that layer's
+// activation) or else the dense or conv2d after it first (quantization/fold.hpp: quantized_t<Net> is that
 // of fold_t<Net>, and quantize_dynamic / quantize_full_integer convert fold_batch_norm(m)); any
 // other layer is a compile error ("has no int8 kernel"). Regularizers and initializers are
 // dropped.
@@ -105,7 +106,7 @@ struct quant_spec {
                                  is_average_pool<Bound>();
   static_assert(passes, "quantize: a layer of this network has no int8 kernel (quantized: dense, conv2d, "
                         "sparse_dense_block; kept: flatten, reshape, dropout, max_pool2d, average_pool2d; "
-                        "batch_norm: folded into the next layer, quantization/fold.hpp)");
+                        "batch_norm: folded into the layer before or after, quantization/fold.hpp)");
   using type = Spec;
 };
 template <class Scheme, long long N, class Act, class O1, class O2, class Bound>
