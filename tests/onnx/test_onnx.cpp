@@ -818,6 +818,88 @@ TEST_CASE("int8 average pooling in ONNX: AveragePool between a DQ and a Q of one
   }
 }
 
+TEST_CASE("int8 global average pooling in ONNX: ReduceMean between a DQ and a Q of one scale, onnxruntime near, imported back exactly") {
+  // conv2d, global_average_pool, dense: int8 between all three (6x6x2 -> 6x6x6 -> 6 -> 4)
+  using gnet = sequential<input<6, 6, 2>, conv2d<6, 3, 3, 1, padding::same, relu>, global_average_pool, dense<4>>;
+  temp_dir d;
+  auto m = trained<gnet>(3, 64, 16, 2);
+  const auto cal = random_inputs<shape<6, 6, 2>>(64, 41);
+  auto x = random_inputs<shape<6, 6, 2>>(40, 42);
+  x *= 1.3f;  // partly beyond the calibrated range: saturation
+  auto q = quantize_full_integer(m, cal.data(), 64);
+  using Q = decltype(q)::network;
+  static_assert(std::is_same_v<std::tuple_element_t<1, decltype(q)::layers>::spec, quantization::int8_pass<global_average_pool>>);
+  export_onnx(q, d.path / "g.onnx");
+  const auto f = read_model(d.path / "g.onnx");
+  std::map<std::string, const onnx::NodeProto*> made, read;
+  for (const auto& n : f.graph().node()) {
+    for (const auto& o : n.output()) made[o] = &n;
+    for (const auto& i : n.input()) read.emplace(i, &n);
+  }
+  std::size_t means = 0;
+  for (const auto& n : f.graph().node()) {
+    if (n.op_type() != "ReduceMean") continue;
+    ++means;
+    const onnx::NodeProto* before = made.at(n.input(0));
+    while (before->op_type() == "Transpose") before = made.at(before->input(0));
+    const onnx::NodeProto* after = read.at(n.output(0));
+    INFO(n.name() << " between " << before->name() << " and " << after->name());
+    REQUIRE(before->op_type() == "DequantizeLinear");
+    REQUIRE(after->op_type() == "QuantizeLinear");
+    CHECK(init_named(f, before->input(1)).raw_data() == init_named(f, after->input(1)).raw_data());
+    CHECK(init_named(f, before->input(2)).raw_data() == init_named(f, after->input(2)).raw_data());
+  }
+  CHECK(means == 1);
+  // imported back into the int8-chained type and into the float-between one
+  auto back = make_model<Q>(7);
+  import_onnx(back, d.path / "g.onnx");
+  const auto ours = ctnn::predict(q, x);
+  CHECK(max_abs_diff(ctnn::predict(back, x), ours) == 0.0);
+  auto fback = make_model<quantization::float_between_t<Q>>(7);
+  import_onnx(fback, d.path / "g.onnx");
+  CHECK(scalar_of<float>(fback, "output_scale", true) == scalar_of<float>(q, "output_scale", true));
+  // a GlobalAveragePool node is taken in its place (the float import's rule; the weights are the same)
+  {
+    auto g = read_model(d.path / "g.onnx");
+    for (auto& n : *g.mutable_graph()->mutable_node())
+      if (n.op_type() == "ReduceMean") {
+        n.set_op_type("GlobalAveragePool");
+        n.clear_attribute();
+      }
+    write_model(g, d.path / "global.onnx");
+    auto gb = make_model<Q>(7);
+    import_onnx(gb, d.path / "global.onnx");
+    CHECK(max_abs_diff(ctnn::predict(gb, x), ours) == 0.0);
+  }
+  // a ReduceMean over other axes is refused, naming the layer and the node
+  {
+    auto g = read_model(d.path / "g.onnx");
+    for (auto& n : *g.mutable_graph()->mutable_node())
+      if (n.op_type() == "ReduceMean")
+        for (auto& a : *n.mutable_attribute())
+          if (a.name() == "axes") a.set_ints(0, 2), a.set_ints(1, 3);
+    write_model(g, d.path / "axes.onnx");
+    const std::string msg = message_of([&] { import_onnx(back, d.path / "axes.onnx"); });
+    INFO(msg);
+    CHECK(msg.find("layer 2 (global_average_pool): ReduceMean '") != std::string::npos);
+    CHECK(msg.find("does not average over axes") != std::string::npos);
+  }
+  // onnxruntime: DQ, float ReduceMean, Q rounds the float mean half to even; ctnn (as TFLite's
+  // AVERAGE_POOL_2D) rounds the int8 mean half away from zero: a mean of 36 values is a .5 tie where
+  // the sum is 18 mod 36, and there the dense layer reads inputs one step apart
+  xt::xtensor<float, 2> theirs, unoptimized;
+  if (!onnxruntime_predict(d.path / "g.onnx", x, theirs, d.path, &unoptimized)) return;
+  const float out_scale = scalar_of<float>(q, "output_scale", true);
+  for (bool optimize : {false, true}) {
+    const auto st = steps_between(ours, optimize ? theirs : unoptimized, out_scale);
+    const std::string run = optimize ? "int8 CNN with an int8 global average pool, onnxruntime optimized: "
+                                     : "int8 CNN with an int8 global average pool, onnxruntime unoptimized: ";
+    MESSAGE(run << st.differ << " of " << st.total << " outputs differ, at most " << st.max << " output steps");
+    CHECK(st.max < 1.01);
+    CHECK(st.differ * 4 <= st.total);
+  }
+}
+
 TEST_CASE("quantized_dense_block in ONNX: the kept blocks in a dense int8 initializer, onnxruntime within one step, imported back") {
   // 1x16 blocks (20 of 40 x 2 kept), then 4x4 blocks (4 of 8 x 4 kept), then dense: int8 between all three
   using bnet = sequential<input<40>, sparse_dense_block<40, 32, 320, 1, 16, relu>, sparse_dense_block<32, 16, 64, 4, 4, relu>,
