@@ -50,7 +50,8 @@ using layers = sequential<input<4, 4, 2>, zero_padding2d<1>, depthwise_conv2d<3,
                           reshape<36, 3>, conv1d<2, 3, 1, padding::valid, relu>, flatten, dense<2>>;
 // int8 networks (quantized_t of these): the MLP and CNN of tests/onnx/test_onnx_ort_qdq.cpp, whose
 // quantize_static graphs are the seeds ort_qdq_mlp and ort_qdq_cnn, and a CNN with a relu conv2d
-// (export_onnx's Relu; quantize_static's form of it is refused: two roundings)
+// (export_onnx writes its Relu before the layout Transpose; quantize_static's graph of it, with the
+// Relu folded into the Conv's QuantizeLinear, is the seed ort_qdq_cnn_relu)
 using qmlp = sequential<input<4, 4>, flatten, dense<12, relu>, dropout<0.1>, dense<5>>;
 using qcnn = sequential<input<6, 6, 2>, conv2d<4, 3, 3, 1, padding::same>, max_pool2d<2>,
                         conv2d<3, 3, 3, 1, padding::valid>, flatten, dense<8, relu>, dense<5>>;

@@ -356,8 +356,15 @@ void emit_layer(builder& b, const std::string& base, var_map& v, const std::stri
       builder::attr_ints(n, "kernel_shape", {std::int64_t(G.kh), std::int64_t(G.kw)});
       builder::attr_ints(n, "strides", {std::int64_t(G.stride), std::int64_t(G.stride)});
       builder::attr_ints(n, "pads", spatial_pads(G));
-      b.transpose({0, 2, 3, 1});
-      b.activation<typename L::Act>(base + "_act");
+      // an element-wise activation before the Transpose back (the same values): onnxruntime's quantizer
+      // then sees Conv -> Relu and quantizes their output once (docs/interop.md)
+      if constexpr (elementwise_activation<typename L::Act>) {
+        b.activation<typename L::Act>(base + "_act");
+        b.transpose({0, 2, 3, 1});
+      } else {
+        b.transpose({0, 2, 3, 1});
+        b.activation<typename L::Act>(base + "_act");
+      }
     } else {
       constexpr auto G = window_geometry(H, W, C, C, S::pool_size, S::pool_size, S::stride, S::pad);
       constexpr bool is_max = std::is_same_v<typename S::kind, detail::max_pool_kind>;
@@ -600,11 +607,17 @@ std::optional<quantization::params> export_quantized_dense(builder& b, const std
       builder::attr_ints(n, "kernel_shape", {std::int64_t(G.kh), std::int64_t(G.kw)});
       builder::attr_ints(n, "strides", {std::int64_t(G.stride), std::int64_t(G.stride)});
       builder::attr_ints(n, "pads", spatial_pads(G));
-      b.transpose({0, 2, 3, 1});
+      if constexpr (elementwise_activation<typename L::Act>) {  // (as conv2d's: Conv, activation, Transpose)
+        b.template activation<typename L::Act>(base + "_act");
+        b.transpose({0, 2, 3, 1});
+      } else {
+        b.transpose({0, 2, 3, 1});
+        b.template activation<typename L::Act>(base + "_act");
+      }
     } else {
       b.node("Gemm", {b.cur, wd, bias}, base + "_gemm");
+      b.template activation<typename L::Act>(base + "_act");
     }
-    b.template activation<typename L::Act>(base + "_act");
   };
   // a per-tensor Q/DQ pair with parameters p on the current tensor
   auto qdq_pair = [&](quantization::params p, const std::string& what) {
