@@ -5,7 +5,8 @@
 // one of issue 29's layers (zero_padding2d, depthwise_conv2d, separable_conv2d, up_sampling2d,
 // layer_normalization, conv1d: Pad, grouped Conv, Resize, LayerNormalization, 1-D Conv), and int8
 // networks read from QDQ graphs (quantized_dense full integer and dynamic range, quantized_conv2d
-// with int8 max_pool2d between; seeds written by export_onnx and by onnxruntime's quantize_static). A
+// with int8 max_pool2d between, and with an int8 global_average_pool between (ReduceMean); seeds written
+// by export_onnx and by onnxruntime's quantize_static). A
 // malformed model must throw io_error; anything else (a protobuf FatalException, a read out of bounds,
 // another exception type) is a bug, as is any sanitizer report or a run past -rss_limit_mb /
 // -malloc_limit_mb. Built only where ctnn::onnx exists. CTNN_FUZZ_VERBOSE=1 prints each io_error.
@@ -49,11 +50,14 @@ using layers = sequential<input<4, 4, 2>, zero_padding2d<1>, depthwise_conv2d<3,
                           reshape<36, 3>, conv1d<2, 3, 1, padding::valid, relu>, flatten, dense<2>>;
 // int8 networks (quantized_t of these): the MLP and CNN of tests/onnx/test_onnx_ort_qdq.cpp, whose
 // quantize_static graphs are the seeds ort_qdq_mlp and ort_qdq_cnn, and a CNN with a relu conv2d
-// (export_onnx's Relu; quantize_static's form of it is refused: two roundings)
+// (export_onnx writes its Relu before the layout Transpose; quantize_static's graph of it, with the
+// Relu folded into the Conv's QuantizeLinear, is the seed ort_qdq_cnn_relu)
 using qmlp = sequential<input<4, 4>, flatten, dense<12, relu>, dropout<0.1>, dense<5>>;
 using qcnn = sequential<input<6, 6, 2>, conv2d<4, 3, 3, 1, padding::same>, max_pool2d<2>,
                         conv2d<3, 3, 3, 1, padding::valid>, flatten, dense<8, relu>, dense<5>>;
 using qcnn_relu = sequential<input<6, 6, 2>, conv2d<4, 3, 3, 1, padding::same, relu>, max_pool2d<2>, flatten, dense<5>>;
+// a global average pooling on the int8 tensor between two full-integer layers (ReduceMean; seed qdq_gap)
+using qgap = sequential<input<6, 6, 2>, conv2d<4, 3, 3, 1, padding::same, relu>, global_average_pool, dense<5>>;
 
 // full-integer (and dynamic-range) conversions of fresh models, calibrated on fixed inputs
 template <class Net>
@@ -104,6 +108,7 @@ void write_seeds(const fs::path& out) {
   ctnn::export_onnx(ctnn::quantize_dynamic(ctnn::make_model<qmlp>(7)), out / "qdq_mlp_dynamic");
   ctnn::export_onnx(full_integer<qcnn>(8), out / "qdq_cnn");
   ctnn::export_onnx(full_integer<qcnn_relu>(9), out / "qdq_cnn_relu");
+  ctnn::export_onnx(full_integer<qgap>(10), out / "qdq_gap");
   {  // the latest ready node first (Kahn's algorithm): another valid order; Add's operands the other way round
     auto r = read(out / "graph");
     auto* g = r.mutable_graph();
@@ -183,9 +188,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static auto qb = ctnn::quantize_dynamic(ctnn::make_model<qmlp>(1));
   static auto qc = full_integer<qcnn>(1);
   static auto qd = full_integer<qcnn_relu>(1);
+  static auto qe = full_integer<qgap>(1);
   import_into(qa);
   import_into(qb);
   import_into(qc);
   import_into(qd);
+  import_into(qe);
   return 0;
 }

@@ -1,8 +1,10 @@
 // onnx/import.hpp on graphs that onnxruntime's quantize_static wrote (QDQ, per-channel symmetric int8
 // weights, int8 activations) from float models that export_onnx wrote: an MLP and a CNN (conv2d,
-// max_pool2d, dense) import into ctnn's quantized type and predict within one output step of
-// onnxruntime running the same file; a conv2d with relu (quantize_static quantizes its Conv's output
-// before the Relu: two roundings) and what else differs are refused, naming the node. Skipped with a
+// max_pool2d, dense; also conv2d with relu, which export_onnx writes Conv, Relu, Transpose so that
+// quantize_static quantizes Conv and Relu once) import into ctnn's quantized type and predict within one
+// output step of onnxruntime running the same file; a conv2d's Relu after a Transpose (quantize_static
+// quantizes the Conv's output before the Relu: two roundings) and what else differs are refused, naming
+// the node. Skipped with a
 // message where python3 with numpy, onnx and onnxruntime is missing (tests/onnx/ort_quantize_static.py).
 #include <doctest/doctest.h>
 
@@ -28,15 +30,23 @@ namespace {
 // the float model with nonzero biases (a fresh layer's are 0), exported; onnxruntime's quantize_static
 // over 256 calibration inputs in [-1, 1]; onnxruntime runs the result on x (optimized and not).
 // False (after CTNN_SKIP) where python3, numpy, onnx or onnxruntime are missing.
+// change(f): applied to the exported float graph before quantize_static (default: nothing).
+onnx::ModelProto read_model(const fs::path& f);
+void write_model(const onnx::ModelProto& m, const fs::path& f);
 template <class Net, Shape In>
 bool ort_quantized(const fs::path& dir, model<Net>& m, const auto& x, xt::xtensor<float, 2>& optimized,
-                   xt::xtensor<float, 2>& unoptimized) {
+                   xt::xtensor<float, 2>& unoptimized, void (*change)(onnx::ModelProto&) = nullptr) {
   rng g(17);
   m.for_each_variable([&](const variable_ref& v) {
     if (v.name == "bias")
       for (std::size_t j = 0; j < v.extent; ++j) reinterpret_cast<float*>(v.data)[j] = float(g.uniform(-0.3, 0.3));
   });
   export_onnx(m, dir / "float.onnx");
+  if (change) {
+    auto f = read_model(dir / "float.onnx");
+    change(f);
+    write_model(f, dir / "float.onnx");
+  }
   save_npy(dir / "cal.npy", random_inputs<In>(256, 31));
   save_npy(dir / "x.npy", x);
   const std::string cmd = "python3 " CTNN_ONNX_TEST_DIR "/ort_quantize_static.py " + (dir / "float.onnx").string() +
@@ -150,7 +160,7 @@ TEST_CASE("import_onnx of onnxruntime's quantize_static MLP (Relu folded into th
                  "activation_type=QuantType.QInt8)") != std::string::npos);
 }
 
-TEST_CASE("import_onnx of onnxruntime's quantize_static CNN: conv2d, max_pool2d, dense within one output step, a conv2d's Relu after two roundings refused") {
+TEST_CASE("import_onnx of onnxruntime's quantize_static CNN: conv2d (also with relu), max_pool2d, dense within one output step, a Relu after a Transpose refused") {
   temp_dir d("ort_qdq_cnn");
   auto x = random_inputs<shape<6, 6, 2>>(40, 33);
   x *= 1.3f;
@@ -165,11 +175,54 @@ TEST_CASE("import_onnx of onnxruntime's quantize_static CNN: conv2d, max_pool2d,
     import_onnx(q, d.path / "q.onnx");
     within_one_step(q, ctnn::predict(q, x), optimized, unoptimized, "quantize_static CNN");
   }
-  {  // conv2d with relu: export_onnx writes Conv, Transpose, Relu; quantize_static quantizes the Conv's output
-     // (its full range), then the Relu's after the Transpose (zero point -128), and drops the Relu
-    using net = sequential<input<6, 6, 2>, conv2d<4, 3, 3, 1, padding::same, relu>, max_pool2d<2>, flatten, dense<5>>;
+  {  // conv2d with relu: export_onnx writes Conv, Relu, Transpose; quantize_static drops the Relu and quantizes
+     // the Conv's output once with the Relu's range (zero point -128), the Transpose's pair with the same
+    using net = sequential<input<6, 6, 2>, conv2d<4, 3, 3, 1, padding::same, relu>, max_pool2d<2>,
+                           conv2d<3, 3, 3, 1, padding::valid, relu>, flatten, dense<5>>;
     auto m = make_model<net>(4);
     if (!ort_quantized<net, shape<6, 6, 2>>(d.path, m, x, optimized, unoptimized)) return;
+    auto q = quantize_full_integer(m, cal.data(), 16);
+    import_onnx(q, d.path / "q.onnx");
+    within_one_step(q, ctnn::predict(q, x), optimized, unoptimized, "quantize_static CNN with relu convolutions");
+    // each Conv's output goes to one QuantizeLinear with zero point -128 (the Relu folded into the clamp)
+    const auto f = read_model(d.path / "q.onnx");
+    std::size_t convs = 0;
+    for (const auto& n : f.graph().node()) {
+      if (n.op_type() != "Conv") continue;
+      ++convs;
+      std::size_t readers = 0;
+      for (const auto& r : f.graph().node())
+        for (const auto& i : r.input())
+          if (i == n.output(0)) {
+            ++readers;
+            CHECK(r.op_type() == "QuantizeLinear");
+          }
+      CHECK(readers == 1);
+    }
+    CHECK(convs == 2);
+  }
+  {  // the older order, Conv, Transpose, Relu (a graph written so by another tool): quantize_static quantizes the
+     // Conv's output (its full range), then the Relu's after the Transpose (zero point -128), and drops the Relu:
+     // two roundings, refused
+    using net = sequential<input<6, 6, 2>, conv2d<4, 3, 3, 1, padding::same, relu>, max_pool2d<2>, flatten, dense<5>>;
+    auto m = make_model<net>(4);
+    const auto relu_after_transpose = [](onnx::ModelProto& f) {
+      // Conv -> Relu -> Transpose becomes Conv -> Transpose -> Relu (the same values)
+      auto* g = f.mutable_graph();
+      for (int i = 0; i + 1 < g->node_size(); ++i) {
+        auto* relu = g->mutable_node(i);
+        auto* tr = g->mutable_node(i + 1);
+        if (relu->op_type() != "Relu" || tr->op_type() != "Transpose" || tr->input(0) != relu->output(0)) continue;
+        const std::string in = relu->input(0), mid = relu->output(0), out = tr->output(0);
+        tr->set_input(0, in);
+        tr->set_output(0, mid);
+        relu->set_input(0, mid);
+        relu->set_output(0, out);
+        g->mutable_node()->SwapElements(i, i + 1);
+        return;  // (one Relu: the layout Transpose before the pool's is the next node)
+      }
+    };
+    if (!ort_quantized<net, shape<6, 6, 2>>(d.path, m, x, optimized, unoptimized, +relu_after_transpose)) return;
     auto q = quantize_full_integer(m, cal.data(), 16);
     const auto msg = message_of([&] { import_onnx(q, d.path / "q.onnx"); });
     CHECK(msg.find("layer 1 (quantized_conv2d<4, 3, 3, 1, same, relu, full_integer>): Conv 'layer1_conv_") !=

@@ -540,3 +540,175 @@ TEST_CASE("quantization-aware training of a CNN with average pooling converts to
   auto f = float_between_copy(c);
   CHECK(f.predict(te.x.data(), 16) == y);  // 3x3 windows: no tie
 }
+
+// ---- global average pooling on int8 values (quantization::int8_pass<global_average_pool>) ----
+namespace {
+// TFLite's int8 AVERAGE_POOL_2D over the whole spatial extent written another way: each channel's
+// sum over the P positions in 64 bits, |mean| rounded half up, the sum's sign
+std::vector<std::int8_t> global_average_reference(std::size_t P, std::size_t C, const std::vector<std::int8_t>& x,
+                                                  std::size_t batch) {
+  std::vector<std::int8_t> y(batch * C);
+  for (std::size_t n = 0; n < batch; ++n)
+    for (std::size_t c = 0; c < C; ++c) {
+      std::int64_t sum = 0;
+      for (std::size_t p = 0; p < P; ++p) sum += x[(n * P + p) * C + c];
+      const std::int64_t a = sum < 0 ? -sum : sum, q = (2 * a + std::int64_t(P)) / (2 * std::int64_t(P));
+      y[n * C + c] = std::int8_t(std::clamp<std::int64_t>(sum < 0 ? -q : q, -128, 127));
+    }
+  return y;
+}
+template <class Arch, std::size_t P, std::size_t C>
+void check_global_average(std::size_t batch, std::uint64_t seed, int lo = -128, int hi = 127) {
+  std::vector<std::int8_t> x(batch * P * C);
+  rng r(seed);
+  for (auto& v : x) v = std::int8_t(std::clamp<long>(std::lround(r.uniform(lo - 0.49, hi + 0.49)), lo, hi));
+  const auto want = global_average_reference(P, C, x, batch);
+  std::vector<std::int8_t> got(want.size(), 55), scalar(want.size(), 55);
+  i8::global_average_pool_s8<P, C, Arch>(x.data(), got.data(), batch);
+  i8::global_average_pool_s8_scalar(P, C, x.data(), scalar.data(), batch);
+  INFO(P << " positions x " << C << " channels, batch " << batch << ", values [" << lo << ", " << hi << "]");
+  CHECK(scalar == want);
+  CHECK(got == want);
+}
+
+// 12x12x1 -> 12x12x8 -> pool 6x6x8 -> 6x6x16 -> global average 16 -> 3 (means of 36 values: ties at
+// .5 where a sum is 18 mod 36)
+using gcnn = sequential<input<S, S, 1>, conv2d<8, 3, 3, 1, padding::same, relu>, max_pool2d<2>,
+                        conv2d<16, 3, 3, 1, padding::same, relu>, global_average_pool, dense<classes>>;
+double accuracy_of(const std::vector<float>& logits, const std::vector<std::int32_t>& y) {
+  std::size_t ok = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    std::size_t best = 0;
+    for (std::size_t j = 1; j < classes; ++j)
+      if (logits[i * classes + j] > logits[i * classes + best]) best = j;
+    ok += best == std::size_t(y[i]);
+  }
+  return double(ok) / double(y.size());
+}
+}  // namespace
+
+TEST_CASE("int8 global_average_pool_s8: TFLite's rounded mean over every position, every path equal to the scalar loop") {
+  // by hand: 2 positions, 1 channel per case, batch 4: means 0.5, -0.5, -1.5, 126.5
+  {
+    const std::vector<std::int8_t> x{0, 1, 0, -1, -1, -2, 126, 127};
+    std::vector<std::int8_t> y(4), s(4);
+    i8::global_average_pool_s8<2, 1>(x.data(), y.data(), 4);
+    i8::global_average_pool_s8_scalar(2, 1, x.data(), s.data(), 4);
+    CHECK(y == std::vector<std::int8_t>{1, -1, -2, 127});
+    CHECK(s == y);
+  }
+  // 3 positions x 2 channels: channel 0 sums to 7 (2.33 -> 2), channel 1 to -128 * 3 (-128)
+  {
+    const std::vector<std::int8_t> x{2, -128, 2, -128, 3, -128};
+    std::vector<std::int8_t> y(2);
+    i8::global_average_pool_s8<3, 2>(x.data(), y.data(), 1);
+    CHECK(y == std::vector<std::int8_t>{2, -128});
+  }
+  const int ran = ctnn::test::for_each_arch("int8 global_average_pool_s8", []<class Arch>(Arch, const char*) {
+    for (std::size_t batch : {1, 3}) {
+      // channels: below a vector (1, 5, 13), one AVX2 step (8, 32), one AVX-512 step (64), and tails
+      check_global_average<Arch, 4, 1>(batch, 1);
+      check_global_average<Arch, 9, 5>(batch, 2);
+      check_global_average<Arch, 16, 8>(batch, 3);
+      check_global_average<Arch, 25, 13>(batch, 4);
+      check_global_average<Arch, 36, 32>(batch, 5);
+      check_global_average<Arch, 49, 45>(batch, 6);
+      check_global_average<Arch, 7, 64>(batch, 7);
+      check_global_average<Arch, 64, 100>(batch, 8);
+      check_global_average<Arch, 3, 130>(batch, 9);
+      // negative values, small values (ties at +-0.5), the extremes, 1024 positions (sums to -131072)
+      check_global_average<Arch, 36, 45>(batch, 10, -128, -1);
+      check_global_average<Arch, 4, 40>(batch, 11, -2, 2);
+      check_global_average<Arch, 16, 72>(batch, 12, -3, 1);
+      check_global_average<Arch, 16, 70>(batch, 13, -128, -128);
+      check_global_average<Arch, 16, 70>(batch, 14, 127, 127);
+      check_global_average<Arch, 1024, 9>(batch, 15, -128, -128);
+      check_global_average<Arch, 1024, 33>(batch, 16);
+    }
+  });
+  CHECK(ran >= 1);
+}
+
+TEST_CASE("quantized_t of a CNN with global_average_pool: int8 between the convolution and the dense layer") {
+  using qg = quantized_t<gcnn>;
+  static_assert(std::is_same_v<qg, sequential<input<S, S, 1>,
+                                              quantized_conv2d<8, 3, 3, 1, padding::same, relu, fi, quantization::int8_io<false, true>>,
+                                              quantization::int8_pass<max_pool2d<2>>,
+                                              quantized_conv2d<16, 3, 3, 1, padding::same, relu, fi, quantization::int8_io<true, true>>,
+                                              quantization::int8_pass<global_average_pool>,
+                                              quantized_dense<16, classes, identity, fi, quantization::int8_io<true, false>>>>);
+  static_assert(std::is_same_v<quantization::float_between_t<qg>,
+                               sequential<input<S, S, 1>, quantized_conv2d<8, 3, 3, 1, padding::same, relu>, max_pool2d<2>,
+                                          quantized_conv2d<16, 3, 3, 1, padding::same, relu>, global_average_pool,
+                                          quantized_dense<16, classes>>>);
+  CHECK(qg::spec_string() == quantization::float_between_t<qg>::spec_string());
+  // to the tools a global_average_pool, with no buffers; int8 in, int8 out
+  using L = decltype(make_model<qg>(1))::layers;
+  using pool = std::tuple_element_t<3, L>;
+  static_assert(std::is_same_v<pool::kind, layer_kind::global_average_pool>);
+  static_assert(pool::buffers.size() == 0 && std::is_same_v<pool::input_element, std::int8_t> &&
+                std::is_same_v<pool::output_element, std::int8_t> &&
+                std::is_same_v<pool::out_shape, shape<16>>);
+  CHECK(pool::name() == "global_average_pool");
+  // first (float input) or last (float output): stays float; dynamic range: float everywhere
+  using edges = sequential<input<6, 6, 2>, global_average_pool, dense<4>>;
+  static_assert(std::is_same_v<quantized_t<edges>, sequential<input<6, 6, 2>, global_average_pool, quantized_dense<2, 4>>>);
+  using tail = sequential<input<6, 6, 2>, conv2d<4, 3, 3>, global_average_pool>;
+  static_assert(std::is_same_v<quantized_t<tail>, sequential<input<6, 6, 2>, quantized_conv2d<4, 3, 3>, global_average_pool>>);
+  static_assert(std::is_same_v<quantized_t<gcnn, quantization::dynamic_range>,
+                               quantization::float_between_t<quantized_t<gcnn, quantization::dynamic_range>>>);
+  CHECK_THROWS_WITH_AS(pool::backward({}, nullptr, nullptr, nullptr, nullptr, {}),
+                       doctest::Contains("global_average_pool on int8 values runs inference only"), std::logic_error);
+}
+
+TEST_CASE("int8 CNN across global average pooling: the same at any batch, near the float-pool model, within the float accuracy") {
+  auto& m = trained_net<gcnn>();
+  const auto cal = make_images(100, 5), te = make_images(120, 6);
+  const std::size_t n = te.y.size();
+  auto qm = quantize_full_integer(m, cal.x.data(), cal.y.size());
+  static_assert(std::is_same_v<decltype(qm)::network, quantized_t<gcnn>>);
+  auto fm = float_between_copy(qm);
+  const auto want = qm.predict(te.x.data(), n, 64);
+  for (std::size_t b : {1, 7}) CHECK(qm.predict(te.x.data(), n, b) == want);
+  // the float-between model dequantizes, averages in float and quantizes: a mean at a .5 tie may
+  // round the other way (one input step of the dense layer)
+  float out_scale = 0;
+  qm.for_each_variable([&](const variable_ref& v) {
+    if (v.layer == 4 && v.name == "output_scale") std::memcpy(&out_scale, v.data, 4);
+  });
+  REQUIRE(out_scale > 0);
+  const auto f = fm.predict(te.x.data(), n, 64);
+  double worst = 0;
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    const double steps = std::abs(double(f[i]) - double(want[i])) / double(out_scale);
+    worst = std::max(worst, steps);
+    differ += steps > 0.5;
+  }
+  const double af = accuracy_of(m.predict(te.x.data(), n), te.y), ai = accuracy_of(want, te.y);
+  MESSAGE("int8 CNN with a global average pool: " << differ << " of " << f.size()
+          << " outputs differ from its float-pool model, at most " << worst << " output steps; accuracy float " << af
+          << ", int8 " << ai);
+  CHECK(worst <= 4.01);
+  CHECK(std::abs(ai - af) <= 0.03);
+  // a weights file of the chained model loads into the float-between form (no variables for the pool)
+  const auto dir = std::filesystem::temp_directory_path() / "ctnn_test_int8_global_average_pool";
+  std::filesystem::create_directories(dir);
+  io::save_weights(qm, dir / "q.weights");
+  auto fback = make_model<quantization::float_between_t<quantized_t<gcnn>>>(9);
+  io::load_weights(fback, dir / "q.weights");
+  CHECK(fback.predict(te.x.data(), 20) == fm.predict(te.x.data(), 20));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("quantization-aware training of a CNN with global average pooling converts to the int8-chained type") {
+  auto q = quantize_model(trained_net<gcnn>());
+  const auto tr = make_images(64, 8), te = make_images(16, 9);
+  adam opt{0.001};
+  fit(q, sparse_categorical_crossentropy{.from_logits = true}, opt,
+      data::in_memory<shape<S, S, 1>, sparse_labels>(tr.x, tr.y).batch(16), epochs{1});
+  auto c = convert_qat(q);
+  static_assert(std::is_same_v<decltype(c)::network, quantized_t<gcnn>>);
+  const auto y = c.predict(te.x.data(), 16);
+  CHECK(c.predict(te.x.data(), 16, 1) == y);
+}

@@ -1,5 +1,6 @@
-// ctnn/layers/int8_pass.hpp — quantization::int8_pass<Spec>: max_pool2d, average_pool2d, flatten,
-// reshape or dropout run on the int8 tensor between two full-integer layers (inference).
+// ctnn/layers/int8_pass.hpp — quantization::int8_pass<Spec>: max_pool2d, average_pool2d,
+// global_average_pool, flatten, reshape or dropout run on the int8 tensor between two full-integer
+// layers (inference).
 //
 // A max of int8 values that share one scale and zero point is the int8 value of the max (the
 // dequantization s (q - z) is increasing in q), a mean of them is the mean of the int8 values
@@ -18,7 +19,14 @@
 //     positions inside the input divided by their count, rounded half away from zero (TFLite's
 //     int8 AVERAGE_POOL_2D), by kernels::cpu::int8::average_pool_s8<G, Arch>
 //     (backends/cpu/int8_pool.hpp).
-//   Both: kind pool2d, spec::kind the float layer's (max_pool_kind, average_pool_kind):
+//   global_average_pool: y[c] = the sum of x[p, c] over every position p divided by their count,
+//     rounded half away from zero: TFLite's int8 AVERAGE_POOL_2D with one window over the whole
+//     spatial extent (its MEAN, which the converter writes for GlobalAveragePooling2D, computes
+//     z + round((sum of (x - z)) / count) with an output scale of its own; with this one's (the
+//     input's) the two differ only on an exact half whose sign differs around 0 and around z),
+//     by kernels::cpu::int8::global_average_pool_s8<P, C, Arch>; kind global_average_pool
+//     (onnx/export.hpp writes its ReduceMean between a DQ and a Q of the producer's parameters).
+//   max_pool2d, average_pool2d: kind pool2d, spec::kind the float layer's (max_pool_kind, average_pool_kind):
 //     onnx/export.hpp writes the float MaxPool or AveragePool between the producer's
 //     DequantizeLinear and a QuantizeLinear with the same scale and zero point (onnxruntime runs
 //     that pattern on int8).
@@ -42,6 +50,7 @@
 #include "../core/shape.hpp"
 #include "average_pool2d.hpp"
 #include "dropout.hpp"
+#include "global_average_pool.hpp"
 #include "max_pool2d.hpp"
 #include "padding.hpp"
 #include "pool2d.hpp"
@@ -53,6 +62,8 @@ template <class Spec, Shape In, class P, class Backend>
 struct int8_pool2d_layer;
 template <class Spec, Shape In, class P, class Backend>
 struct int8_reshape_layer;
+template <class Spec, Shape In, class P, class Backend>
+struct int8_global_average_pool_layer;
 
 namespace quantization {
 namespace detail {
@@ -74,23 +85,27 @@ template <class S>
 inline constexpr bool is_average_pool_spec_v = false;
 template <std::size_t Pool, std::size_t Stride, padding Pad>
 inline constexpr bool is_average_pool_spec_v<average_pool2d<Pool, Stride, Pad>> = true;
+template <class S>
+inline constexpr bool is_global_average_pool_spec_v = std::is_same_v<S, global_average_pool>;
 }  // namespace detail
 
 // Whether Spec runs on an int8 tensor (int8_pass<Spec> exists).
 template <class Spec>
 inline constexpr bool int8_passes_v =
     detail::is_reshape_spec_v<Spec> || detail::is_max_pool_spec_v<Spec> || detail::is_average_pool_spec_v<Spec> ||
-    detail::is_dropout_spec_v<Spec>;
+    detail::is_global_average_pool_spec_v<Spec> || detail::is_dropout_spec_v<Spec>;
 
 template <class Spec>
 struct int8_pass : Spec {
-  static_assert(int8_passes_v<Spec>, "int8_pass: the layer is max_pool2d, average_pool2d, flatten, reshape or "
-                                     "dropout (the layers that run on int8 values)");
+  static_assert(int8_passes_v<Spec>, "int8_pass: the layer is max_pool2d, average_pool2d, global_average_pool, "
+                                     "flatten, reshape or dropout (the layers that run on int8 values)");
   using float_spec = Spec;  // the same layer on float values (float_between_t)
   template <Shape In, class P, class Backend>
-  using bind = std::conditional_t<detail::is_reshape_spec_v<Spec> || detail::is_dropout_spec_v<Spec>,
-                                  int8_reshape_layer<int8_pass, In, P, Backend>,
-                                  int8_pool2d_layer<int8_pass, In, P, Backend>>;
+  using bind = std::conditional_t<
+      detail::is_reshape_spec_v<Spec> || detail::is_dropout_spec_v<Spec>, int8_reshape_layer<int8_pass, In, P, Backend>,
+      std::conditional_t<detail::is_global_average_pool_spec_v<Spec>,
+                         int8_global_average_pool_layer<int8_pass, In, P, Backend>,
+                         int8_pool2d_layer<int8_pass, In, P, Backend>>>;
 };
 }  // namespace quantization
 
@@ -126,6 +141,38 @@ struct int8_pool2d_layer {
       kernels::cpu::int8::max_pool_s8<geometry, typename Backend::arch>(xi, yi, r.batch);
     else
       kernels::cpu::int8::average_pool_s8<geometry, typename Backend::arch>(xi, yi, r.batch);
+  }
+  static void backward(layer_slot<T>, const T*, const T*, T*, T*, run_info) {
+    throw std::logic_error(Spec::name() + " on int8 values runs inference only (train the qat_t network of "
+                                          "quantization/qat.hpp, then convert_qat)");
+  }
+};
+
+// The bound int8 global average pooling: int8 [P, C] in, int8 [C] out.
+template <class Spec, Shape In, class P, class Backend>
+struct int8_global_average_pool_layer {
+  using kind = layer_kind::global_average_pool;  // the tools see the float layer
+  using spec = Spec;
+  using T = float;
+  using variable_type = float;
+  using compute_type = float;
+  using input_element = std::int8_t;
+  using output_element = std::int8_t;
+  static constexpr std::size_t C = last_dim_v<In>;
+  static constexpr std::size_t Positions = In::size / C;
+  using in_shape = In;
+  using out_shape = shape<C>;
+  static constexpr bool keeps_channels = true;
+  static constexpr auto buffers = no_buffers;
+  static constexpr std::size_t parameter_count = 0;
+  static constexpr std::size_t state_count = 0;
+  static constexpr std::size_t cache_per_sample = 0;
+  static std::string name() { return Spec::name(); }
+
+  static void init(layer_slot<T>, rng&) {}
+  static void forward(layer_slot<T>, const T* x, T* y, run_info r) {
+    kernels::cpu::int8::global_average_pool_s8<Positions, C, typename Backend::arch>(
+        reinterpret_cast<const std::int8_t*>(x), reinterpret_cast<std::int8_t*>(y), r.batch);
   }
   static void backward(layer_slot<T>, const T*, const T*, T*, T*, run_info) {
     throw std::logic_error(Spec::name() + " on int8 values runs inference only (train the qat_t network of "

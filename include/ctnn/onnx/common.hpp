@@ -106,6 +106,10 @@ consteval const char* act_op() {
   if constexpr (requires { A::onnx_op; }) return A::onnx_op;
   else return nullptr;
 }
+// Whether an activation acts on each value alone (it has a rule<T>(): identity, relu, leaky_relu, sigmoid,
+// tanh), so that it commutes with a Transpose; softmax does not.
+template <class A>
+inline constexpr bool elementwise_activation = requires { A::template rule<float>(); };
 template <class A>
 inline constexpr double act_alpha = 0.0;
 template <class A>

@@ -15,9 +15,9 @@
 // gru -> RNN, LSTM, GRU (ONNX's gate order and time-major layout, Transposes around;
 // go_backwards -> direction "reverse", bidirectional -> "bidirectional" and its merge),
 // quantized_dense, quantized_dense_block, quantized_conv2d -> QDQ form (int8 kernel and int32 bias initializers,
-// DequantizeLinear per channel, QuantizeLinear/DequantizeLinear pairs, Gemm or Conv); a max or
-// average pooling on int8 values (quantization::int8_pass) -> MaxPool or AveragePool then a Q/DQ
-// pair with the producer's scale and zero point. A
+// DequantizeLinear per channel, QuantizeLinear/DequantizeLinear pairs, Gemm or Conv); a max,
+// average or global average pooling on int8 values (quantization::int8_pass) -> MaxPool,
+// AveragePool or ReduceMean then a Q/DQ pair with the producer's scale and zero point. A
 // layer or activation without a mapping (masking, embedding, time_distributed among them)
 // is a compile error naming its position ("export_onnx: this layer or activation has no
 // ONNX mapping"). Variables must
@@ -356,8 +356,15 @@ void emit_layer(builder& b, const std::string& base, var_map& v, const std::stri
       builder::attr_ints(n, "kernel_shape", {std::int64_t(G.kh), std::int64_t(G.kw)});
       builder::attr_ints(n, "strides", {std::int64_t(G.stride), std::int64_t(G.stride)});
       builder::attr_ints(n, "pads", spatial_pads(G));
-      b.transpose({0, 2, 3, 1});
-      b.activation<typename L::Act>(base + "_act");
+      // an element-wise activation before the Transpose back (the same values): onnxruntime's quantizer
+      // then sees Conv -> Relu and quantizes their output once (docs/interop.md)
+      if constexpr (elementwise_activation<typename L::Act>) {
+        b.activation<typename L::Act>(base + "_act");
+        b.transpose({0, 2, 3, 1});
+      } else {
+        b.transpose({0, 2, 3, 1});
+        b.activation<typename L::Act>(base + "_act");
+      }
     } else {
       constexpr auto G = window_geometry(H, W, C, C, S::pool_size, S::pool_size, S::stride, S::pad);
       constexpr bool is_max = std::is_same_v<typename S::kind, detail::max_pool_kind>;
@@ -600,11 +607,17 @@ std::optional<quantization::params> export_quantized_dense(builder& b, const std
       builder::attr_ints(n, "kernel_shape", {std::int64_t(G.kh), std::int64_t(G.kw)});
       builder::attr_ints(n, "strides", {std::int64_t(G.stride), std::int64_t(G.stride)});
       builder::attr_ints(n, "pads", spatial_pads(G));
-      b.transpose({0, 2, 3, 1});
+      if constexpr (elementwise_activation<typename L::Act>) {  // (as conv2d's: Conv, activation, Transpose)
+        b.template activation<typename L::Act>(base + "_act");
+        b.transpose({0, 2, 3, 1});
+      } else {
+        b.transpose({0, 2, 3, 1});
+        b.template activation<typename L::Act>(base + "_act");
+      }
     } else {
       b.node("Gemm", {b.cur, wd, bias}, base + "_gemm");
+      b.template activation<typename L::Act>(base + "_act");
     }
-    b.template activation<typename L::Act>(base + "_act");
   };
   // a per-tensor Q/DQ pair with parameters p on the current tensor
   auto qdq_pair = [&](quantization::params p, const std::string& what) {
@@ -722,7 +735,9 @@ void export_onnx(const M& m, const std::filesystem::path& path, int opset = 17) 
                                      is_a<L, layer_kind::quantized_dense_block>;
           // a pooling on the int8 tensor (quantization::int8_pass): MaxPool or AveragePool, then a Q/DQ
           // pair with its input's parameters (the pool keeps them), as onnxruntime's quantizer writes it
-          constexpr bool int8_pool = is_a<L, layer_kind::pool2d> && int8_output<L>();
+          // (a global average pooling on it: ReduceMean, then the pair)
+          constexpr bool int8_pool =
+              (is_a<L, layer_kind::pool2d> || is_a<L, layer_kind::global_average_pool>) && int8_output<L>();
           if constexpr (!quantized && !is_a<L, layer_kind::reshape> && !is_a<L, layer_kind::dropout> && !int8_pool)
             qdq.reset();
           if constexpr (quantized) qdq = export_quantized_dense<L>(b, base, raw[I], qdq, I + 1);

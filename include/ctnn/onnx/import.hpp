@@ -31,10 +31,12 @@
 // child's path), the node (op, name, index) and both sides, never a protobuf check or a read out
 // of bounds. Variables must be float. A network of quantized_dense, quantized_dense_block and
 // quantized_conv2d layers (and
-// max_pool2d, average_pool2d, flatten, reshape, dropout) reads a QDQ graph instead: each int8 layer
+// max_pool2d, average_pool2d, global_average_pool, flatten, reshape, dropout) reads a QDQ graph
+// instead: each int8 layer
 // the next Gemm's or Conv's int8 kernel (per channel, zero points 0), bias and Q/DQ parameters (a
 // quantized_dense_block keeps the R x C blocks with a nonzero weight, at most its NNZ / (R C)), each
-// max_pool2d the next MaxPool and each average_pool2d the next AveragePool (export_onnx's form),
+// max_pool2d the next MaxPool, each average_pool2d the next AveragePool and each global_average_pool
+// the next GlobalAveragePool or ReduceMean (export_onnx's form: axes 1 .. rank - 1, keepdims 0),
 // each reading the previous one's output.
 // Docs: docs/interop.md ("ONNX").
 #pragma once
@@ -299,24 +301,29 @@ struct qdq_importer {
   std::string where;
   std::map<std::string, const onnx::NodeProto*, std::less<>> producer;
   std::map<std::string, std::vector<const onnx::NodeProto*>, std::less<>> consumers;
-  std::vector<const onnx::NodeProto*> ops;  // the Gemm, Conv, MaxPool and AveragePool nodes, in graph order
+  // the Gemm, Conv, MaxPool, AveragePool, GlobalAveragePool and ReduceMean nodes, in graph order
+  std::vector<const onnx::NodeProto*> ops;
   std::size_t next = 0;
 
   qdq_importer(const onnx::GraphProto& graph, const graph_view& v, const std::filesystem::path& p) : g(graph), gv(v), path(p) {
     for (const auto& n : g.node()) {
       for (const auto& o : n.output()) producer[o] = &n;
       for (const auto& i : n.input()) consumers[i].push_back(&n);
-      if (n.op_type() == "Gemm" || n.op_type() == "Conv" || n.op_type() == "MaxPool" || n.op_type() == "AveragePool")
+      if (n.op_type() == "Gemm" || n.op_type() == "Conv" || n.op_type() == "MaxPool" || n.op_type() == "AveragePool" ||
+          n.op_type() == "GlobalAveragePool" || n.op_type() == "ReduceMean")
         ops.push_back(&n);
     }
   }
   // the next Gemm, Conv, MaxPool or AveragePool, which must be `op` and compute from the previous one's output (or the
   // graph input): its input 0 traced back through other nodes' inputs 0 (Q/DQ pairs, Transposes,
   // Reshapes, the activation) must reach that node
-  const onnx::NodeProto& take(const char* op) {
-    if (next >= ops.size()) fail(std::string("the graph has no more Gemm, Conv or pooling nodes; this layer needs ") + op);
+  // (or `or_op`, where given)
+  const onnx::NodeProto& take(const char* op, const char* or_op = nullptr) {
+    const std::string needs = or_op ? std::string(op) + " or " + or_op : std::string(op);
+    if (next >= ops.size()) fail("the graph has no more Gemm, Conv or pooling nodes; this layer needs " + needs);
     const onnx::NodeProto& n = *ops[next];
-    if (n.op_type() != op) fail("the graph's next node is " + name_of(n) + "; this layer needs " + op);
+    if (n.op_type() != op && (!or_op || n.op_type() != or_op))
+      fail("the graph's next node is " + name_of(n) + "; this layer needs " + needs);
     const onnx::NodeProto* want = next > 0 ? ops[next - 1] : nullptr;
     const onnx::NodeProto* from = nullptr;  // the Gemm, Conv or pool (or null: the graph input) n reads
     std::string t = n.input_size() > 0 ? n.input(0) : std::string();
@@ -1396,10 +1403,29 @@ void import_qdq(MM& m, const onnx::GraphProto& graph, const graph_view& gv, cons
             mt.window(n, G);
             if (!is_max && mt.attr_i(n, "count_include_pad", 0) != 0 && spatial_pads(G) != std::vector<std::int64_t>(4, 0))
               q.fail(q.name_of(n) + " counts the padding in its averages; ctnn does not");
+          } else if constexpr (is_a<L, layer_kind::global_average_pool>) {
+            // GlobalAveragePool, or export_onnx's ReduceMean over every axis but the batch's and the last
+            // (keepdims 0)
+            using LIn = typename L::in_shape;
+            q.where = "layer " + std::to_string(I + 1) + " (" + L::name() + ")";
+            mt.where = q.where;
+            const auto& n = q.take("GlobalAveragePool", "ReduceMean");
+            if (n.op_type() == "ReduceMean") {
+              std::vector<std::int64_t> axes;
+              for (std::size_t a = 1; a < LIn::rank; ++a) axes.push_back(std::int64_t(a));
+              std::vector<std::int64_t> theirs = mt.attr_is(n, "axes", {});
+              for (auto& a : theirs)
+                if (a < 0) a += std::int64_t(LIn::rank) + 1;  // ONNX's negative axes count from the end
+              std::sort(theirs.begin(), theirs.end());
+              if (theirs != axes || mt.attr_i(n, "keepdims", 1) != 0)
+                q.fail(q.name_of(n) + " does not average over axes " + list_str(axes) +
+                       " with keepdims 0 (export_onnx's form of global_average_pool)");
+            }
           } else if constexpr (!is_a<L, layer_kind::reshape> && !is_a<L, layer_kind::dropout>) {
             static_assert(is_a<L, layer_kind::reshape>, "import_onnx: a network with quantized layers imports "
                                                         "from a QDQ graph: its other layers must be max_pool2d, "
-                                                        "average_pool2d, flatten, reshape or dropout");
+                                                        "average_pool2d, global_average_pool, flatten, reshape "
+                                                        "or dropout");
           }
         }(),
         0)...};  // a list, not a fold (as above)

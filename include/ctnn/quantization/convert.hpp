@@ -2,10 +2,12 @@
 //
 // quantized_t<Net, Scheme> replaces every dense<N, Act, ...> of Net by quantized_dense<K, N, Act,
 // Scheme> and every conv2d<F, KH, KW, Stride, Padding, Act, ...> by quantized_conv2d<F, KH, KW,
-// Stride, Padding, Act, Scheme>; flatten, reshape, dropout, max_pool2d and average_pool2d stay (a
-// pooling keeps its input's quantization, as TFLite's; between two full-integer layers the pools,
-// flatten, reshape and dropout become quantization::int8_pass<S>, below); a batch_norm is folded
-// into the dense or conv2d layer after it first (quantization/fold.hpp: quantized_t<Net> is that
+// Stride, Padding, Act, Scheme>; flatten, reshape, dropout, max_pool2d, average_pool2d and
+// global_average_pool stay (a pooling keeps its input's quantization, as TFLite's pools; between two
+// full-integer layers the pools, flatten, reshape and dropout become quantization::int8_pass<S>,
+// below); a batch_norm is folded
+// into the linear dense or convolution before it (an activation layer after it becoming that layer's
+// activation) or else the dense or conv2d after it first (quantization/fold.hpp: quantized_t<Net> is that
 // of fold_t<Net>, and quantize_dynamic / quantize_full_integer convert fold_batch_norm(m)); any
 // other layer is a compile error ("has no int8 kernel"). Regularizers and initializers are
 // dropped.
@@ -102,10 +104,12 @@ template <class Scheme, class Spec, class Bound>
 struct quant_spec {
   static constexpr bool passes = std::is_same_v<typename Bound::kind, layer_kind::reshape> ||
                                  std::is_same_v<typename Bound::kind, layer_kind::dropout> || is_max_pool<Bound>() ||
-                                 is_average_pool<Bound>();
+                                 is_average_pool<Bound>() ||
+                                 std::is_same_v<typename Bound::kind, layer_kind::global_average_pool>;
   static_assert(passes, "quantize: a layer of this network has no int8 kernel (quantized: dense, conv2d, "
-                        "sparse_dense_block; kept: flatten, reshape, dropout, max_pool2d, average_pool2d; "
-                        "batch_norm: folded into the next layer, quantization/fold.hpp)");
+                        "sparse_dense_block; kept: flatten, reshape, dropout, max_pool2d, average_pool2d, "
+                        "global_average_pool; "
+                        "batch_norm: folded into the layer before or after, quantization/fold.hpp)");
   using type = Spec;
 };
 template <class Scheme, long long N, class Act, class O1, class O2, class Bound>
@@ -491,6 +495,17 @@ auto quantize_full_integer(const model<Net, P, B>& m, const float* x, std::size_
               // the means lie in their inputs' range: the next layer's input range stays ranges.back()
               std::vector<float> y(n * S::geometry.out_size());
               kernels::cpu::average_pool_forward<S::geometry>(cur.data(), y.data(), n);
+              cur = std::move(y);
+            } else if constexpr (std::is_same_v<kind, layer_kind::global_average_pool>) {
+              // each channel's mean over every position (in its inputs' range, as above)
+              constexpr std::size_t C = S::C, positions = S::P;
+              std::vector<float> y(n * C);
+              for (std::size_t i = 0; i < n; ++i)
+                for (std::size_t c = 0; c < C; ++c) {
+                  double sum = 0;
+                  for (std::size_t p = 0; p < positions; ++p) sum += double(cur[(i * positions + p) * C + c]);
+                  y[i * C + c] = float(sum / double(positions));
+                }
               cur = std::move(y);
             }
           }(),

@@ -381,7 +381,7 @@ using qat_t = typename quantization::detail::qat_net<quantization::fold_t<Net>>:
 
 // A QAT model of m's network with m's kernels and biases (ranges at TFMOT's initial [-6, 6]); a
 // network with batch_norm layers is folded first (fold_batch_norm: the moving statistics frozen
-// into the next layer's weights, which the QAT then trains).
+// into the weights of the layer before or after, which the QAT then trains).
 template <class Net, class P, class B>
 auto quantize_model(const model<Net, P, B>& m) {
   if constexpr (quantization::has_batch_norm_v<Net>) {

@@ -25,7 +25,8 @@
 //     bits do not depend on the thread count, as the float pooling's). Every path equals the
 //     scalar loops bit for bit (tests/quantization/test_int8_pool.cpp: every architecture, 1, 2
 //     and 3 threads).
-// Used by quantization::int8_pass<max_pool2d<...>> and <average_pool2d<...>> (layers/int8_pass.hpp).
+// Used by quantization::int8_pass<max_pool2d<...>>, <average_pool2d<...>> and <global_average_pool>
+// (layers/int8_pass.hpp; the global one at the end of this file).
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -280,6 +281,31 @@ void average_pool_s8(const std::int8_t* x, std::int8_t* y, std::size_t batch) {
   for_samples(batch, G.in_size(), [&](std::size_t n0, std::size_t n1) {
     detail::average_pool_s8_samples<G, Arch>(x + n0 * G.in_size(), y + n0 * G.out_size(), n1 - n0);
   });
+}
+
+// Global average pooling on int8 values (quantization::int8_pass<global_average_pool>):
+// x[batch, P, C] (P positions: every axis but the last) -> y[batch, C], y[c] = rounded_mean(sum of
+// the P values of channel c, P): TFLite's int8 AVERAGE_POOL_2D over the whole spatial extent (one
+// window of every position, none padded), the input's scale and zero point kept.
+//   global_average_pool_s8_scalar(P, C, x, y, batch): one value at a time (the reference).
+//   global_average_pool_s8<P, C, Arch>(x, y, batch): average_pool_s8 over one P x 1 window (its
+//     vector paths and threads; bit for bit the scalar loop, P <= 65536).
+inline void global_average_pool_s8_scalar(std::size_t P, std::size_t C, const std::int8_t* x, std::int8_t* y,
+                                          std::size_t batch) {
+  for (std::size_t n = 0; n < batch; ++n)
+    for (std::size_t c = 0; c < C; ++c) {
+      std::int32_t sum = 0;
+      for (std::size_t p = 0; p < P; ++p) sum += x[(n * P + p) * C + c];
+      y[n * C + c] = rounded_mean(sum, std::int32_t(P));
+    }
+}
+
+template <std::size_t P, std::size_t C, class Arch = default_arch>
+void global_average_pool_s8(const std::int8_t* x, std::int8_t* y, std::size_t batch) {
+  static_assert(P <= 65536, "int8 global_average_pool: more than 65536 positions");
+  // one P x 1 window over a P x 1 x C input, no padding: one output position
+  constexpr conv_geometry G{P, 1, C, C, P, 1, 1, 1, 1, 0, 0};
+  average_pool_s8<G, Arch>(x, y, batch);
 }
 
 }  // namespace ctnn::kernels::cpu::int8
