@@ -1,5 +1,5 @@
 // backends/cpu/gemm.hpp (the entry points layers call) against the scalar
-// reference (kernels/reference.hpp) on awkward sizes; column_sum (the
+// reference (kernels/reference.hpp) on awkward sizes (dW alone where db is null); column_sum (the
 // bias gradient) bit for bit on every xsimd architecture this CPU runs
 // (tests/kernels/archs.hpp); dense_forward with each activation rule of
 // kernels/functors.hpp fused into the GEMM against the reference product
@@ -56,6 +56,9 @@ void compare(std::size_t m) {
   CHECK(close(dw, dwr, m));
   CHECK(close(db, dbr, m));
   CHECK(close(dx, dxr, N));
+  std::vector<float> dw_only(K * N);  // db null: dW alone, the same bits
+  kernels::cpu::dense_backward_weights<K, N>(x.data(), dy.data(), dw_only.data(), static_cast<float*>(nullptr), m);
+  CHECK(dw_only == dw);
   // relu fused into the forward epilogue
   std::vector<float> yrelu(m * N);
   kernels::cpu::dense_forward<K, N, fn::relu_fn>(x.data(), w.data(), b.data(), yrelu.data(), m);

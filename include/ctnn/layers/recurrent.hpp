@@ -473,7 +473,8 @@ struct recurrent_layer {
                     rows_at(static_cast<const T*>(v.xs) + t * n * F, F));
     }
     const T* dzr_all = sep_bias ? v.rec : v.zs;
-    T* rdb = sep_bias ? db + G : v.db;  // gru: the column sums are the recurrent bias' gradient
+    // gru: the column sums are the recurrent bias' gradient; the other cells have none (null: not summed)
+    T* rdb = sep_bias ? db + G : static_cast<T*>(nullptr);
     if (nr == 1) {  // every step (the masked h_0 is 0)
       O::template dense_backward_weights<U, G>(v.mh, dzr_all, dR, rdb, S * n);
     } else if (nr > 1) {
@@ -482,11 +483,11 @@ struct recurrent_layer {
     } else if constexpr (sep_bias) {
       O::template dense_backward_weights<U, G>(v.hs, v.rec, dR, db + G, S * n);
     } else if constexpr (reset_before) {  // [r ⊙ h; h]^T [dz_h; dz_zr] (the rows of step 0 are 0)
-      O::template dense_backward_weights<U, G>(v.qs, v.ex, dR, v.db, 2 * S * n);
+      O::template dense_backward_weights<U, G>(v.qs, v.ex, dR, static_cast<T*>(nullptr), 2 * S * n);
     } else if constexpr (S == 1) {
       O::fill_zero(dR, recurrent_count);
     } else {  // steps 1 .. S-1 (h_0 = 0 adds nothing)
-      O::template dense_backward_weights<U, G>(v.hs + n * U, v.zs + n * G, dR, v.db, (S - 1) * n);
+      O::template dense_backward_weights<U, G>(v.hs + n * U, v.zs + n * G, dR, static_cast<T*>(nullptr), (S - 1) * n);
     }
   }
 };

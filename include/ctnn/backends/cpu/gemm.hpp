@@ -3,7 +3,7 @@
 //
 //   forward:  Y[m,N]  = e(X[m,K] * W[K,N] + b[N])   (e: an activation rule of
 //             kernels/functors.hpp, fused into the GEMM's tiles; default identity)
-//   weights:  dW[K,N] = X[m,K]^T * dY[m,N],  db[N] = colsum(dY) (column_sum<N, T, Arch>)
+//   weights:  dW[K,N] = X[m,K]^T * dY[m,N],  db[N] = colsum(dY) (column_sum<N, T, Arch>; db null: not summed)
 //   input:    dX[m,K] = dY[m,N] * W[K,N]^T
 //   gemm:     C[M,N]  = epi(A(M x K) * B(K x N) + bias), A and B strided views
 // pack_weights / pack_weights_transposed and dense_forward_packed /
@@ -109,10 +109,10 @@ void dense_backward_weights(const T* x, const T* dy, T* dw, T* db, std::size_t m
     else
       simd_gemm<Arch>(K, N, m, strided<T>{x, 1, K}, strided<T>{dy, N, 1}, dw, N, static_cast<const T*>(nullptr),
                       epilogue::none);
-    column_sum<N, T, Arch>(dy, db, m);
+    if (db) column_sum<N, T, Arch>(dy, db, m);
   } else {
     reference::gemm_tn(x, dy, dw, m, K, N);
-    reference::col_sum(dy, db, m, N);
+    if (db) reference::col_sum(dy, db, m, N);
   }
 }
 
