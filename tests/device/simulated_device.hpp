@@ -187,6 +187,7 @@ struct ctnn::ops<sim::device> : ctnn::ops<ctnn::cpu<>> {
   SIM_DEVICE_OP(pack_weights_transposed)
   SIM_DEVICE_OP(dense_forward_packed)
   SIM_DEVICE_OP(dense_backward_input_packed)
+  SIM_DEVICE_OP(recurrent_row)
   SIM_DEVICE_OP(sparse_dense_forward)
   SIM_DEVICE_OP(sparse_dense_backward)
   SIM_DEVICE_OP(conv_forward)

@@ -43,6 +43,9 @@ TEST_CASE("gradcheck: lstm") {
   CHECK(gradcheck::check_layer<lstm<3>, shape<1, 4>>() < tol);  // one step: no recurrent product
   // a batch past ops<cpu>::packed_rows: the step products over R packed once per pass
   CHECK(gradcheck::check_layer<lstm<3, both>, shape<4, 5>>({.batch = 17}) < tol);
+  // batch 1: each step's product and rule in one pass by blocks of units (ops<cpu>::recurrent_row),
+  // 17 units: two whole vectors of double (AVX-512) and a partial one
+  CHECK(gradcheck::check_layer<lstm<17, return_sequences>, shape<3, 4>>({.batch = 1}) < tol);
 }
 
 TEST_CASE("gradcheck: gru (reset_after)") {
@@ -53,6 +56,7 @@ TEST_CASE("gradcheck: gru (reset_after)") {
   CHECK(gradcheck::check_layer<gru<17, return_sequences>, shape<3, 4>>({.batch = 5}) < tol);
   CHECK(gradcheck::check_layer<gru<3>, shape<1, 4>>() < tol);  // one step: the recurrent bias only
   CHECK(gradcheck::check_layer<gru<3, both>, shape<4, 5>>({.batch = 17}) < tol);  // R packed
+  CHECK(gradcheck::check_layer<gru<17, return_sequences>, shape<3, 4>>({.batch = 1}) < tol);  // recurrent_row
 }
 
 TEST_CASE("gradcheck: gru (reset_after = false)") {

@@ -1,5 +1,5 @@
 // backends/cpu/gemm.hpp (the entry points layers call) against the scalar
-// reference (kernels/reference.hpp) on awkward sizes; column_sum (the
+// reference (kernels/reference.hpp) on awkward sizes (dW alone where db is null); column_sum (the
 // bias gradient) bit for bit on every xsimd architecture this CPU runs
 // (tests/kernels/archs.hpp); dense_forward with each activation rule of
 // kernels/functors.hpp fused into the GEMM against the reference product
@@ -8,7 +8,9 @@
 // on a copy of the first n columns, columns n.. untouched, on every architecture
 // and the scalar path (xsimd::unavailable); the products over packed weights (pack_weights,
 // dense_forward_packed, dense_backward_input_packed: a recurrent kernel) against the reference on
-// every architecture and the scalar path, their packed size, and their bits on 1 to 3 threads.
+// every architecture and the scalar path, their packed size, and their bits on 1 to 3 threads;
+// recurrent_row (one row's product with a cell's rule by blocks of units) against the product
+// then the rule, every architecture and the scalar path.
 // activations.hpp has its own test_activations.cpp.
 #include <doctest/doctest.h>
 
@@ -22,8 +24,10 @@
 #include "kernels/archs.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace ctnn;
@@ -52,6 +56,9 @@ void compare(std::size_t m) {
   CHECK(close(dw, dwr, m));
   CHECK(close(db, dbr, m));
   CHECK(close(dx, dxr, N));
+  std::vector<float> dw_only(K * N);  // db null: dW alone, the same bits
+  kernels::cpu::dense_backward_weights<K, N>(x.data(), dy.data(), dw_only.data(), static_cast<float*>(nullptr), m);
+  CHECK(dw_only == dw);
   // relu fused into the forward epilogue
   std::vector<float> yrelu(m * N);
   kernels::cpu::dense_forward<K, N, fn::relu_fn>(x.data(), w.data(), b.data(), yrelu.data(), m);
@@ -320,4 +327,78 @@ TEST_CASE("packed dense products give the same bits on 1, 2 and 3 threads") {
   kernels::cpu::set_threads(before);
   CHECK(out[0] == out[1]);
   CHECK(out[0] == out[2]);
+}
+
+// ---- one row's recurrent step (gemm.hpp's recurrent_row: the product and a cell's rule by blocks of units) ----
+namespace {
+// out = sum_g (g + 1) r_g + z (a stand-in for a cell's gate rule), seen counts the calls per unit
+struct gate_mix {
+  template <class V, class... R>
+  void operator()(V& out, V& seen, V z, R... r) const {
+    V s = z, k(1);
+    ((s = s + k * r, k = k + V(1)), ...);
+    out = s;
+    seen = seen + V(1);
+  }
+};
+template <class Arch, class T, std::size_t K, std::size_t U, std::size_t G>
+void compare_recurrent_row(const char* name) {
+  CAPTURE(name);
+  CAPTURE(K);
+  CAPTURE(U);
+  CAPTURE(G);
+  rng g(K * 10 + U + G);
+  std::vector<T> x(K), w(K * G * U), b(G * U), z(U);
+  for (auto* v : {&x, &w, &b, &z})
+    for (auto& e : *v) e = T(g.uniform(-1, 1));
+  for (bool bias : {false, true}) {
+    CAPTURE(bias);
+    const T* bp = bias ? b.data() : nullptr;
+    std::vector<T> rec(G * U, T(7)), out(U, T(7)), seen(U, T(0)), rec2(G * U), out2(U), seen2(U, T(0));
+    auto gates = [&]<std::size_t... I>(std::index_sequence<I...>, T* r) {
+      return std::array<const T*, G>{(r + I * U)...};
+    };
+    const auto rg = gates(std::make_index_sequence<G>{}, rec.data()), rg2 = gates(std::make_index_sequence<G>{}, rec2.data());
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      kernels::cpu::recurrent_row<K, U, G, Arch>(gate_mix{}, x.data(), w.data(), bp, rec.data(), out.data(), seen.data(),
+                                                 static_cast<const T*>(z.data()), rg[I]...);
+      // the unfused steps: the one-row product, then the rule over every unit
+      kernels::cpu::dense_forward<K, G * U, fn::identity_fn, Arch>(x.data(), w.data(), bp, rec2.data(), 1);
+      kernels::cpu::map_range<Arch>(gate_mix{}, 0, U, out2.data(), seen2.data(), static_cast<const T*>(z.data()), rg2[I]...);
+    }(std::make_index_sequence<G>{});
+    std::vector<T> want(G * U);
+    kernels::reference::gemm_nn(x.data(), w.data(), bp, want.data(), 1, K, G * U);
+    double worst = 0;
+    for (std::size_t j = 0; j < G * U; ++j) worst = std::max(worst, std::abs(double(rec[j]) - double(want[j])));
+    CHECK(worst <= (std::is_same_v<T, float> ? 1e-6 : 1e-14) * double(K));
+    CHECK(std::count(seen.begin(), seen.end(), T(1)) == std::ptrdiff_t(U));  // the rule ran once on every unit
+    double apart = 0;
+    for (std::size_t j = 0; j < U; ++j) apart = std::max(apart, std::abs(double(out[j]) - double(out2[j])));
+    CHECK(apart <= (std::is_same_v<T, float> ? 1e-6 : 1e-14) * double(K * G));
+    // G U in whole chunks of the gemv's 8 vectors (lstm(128), gru(128)): the same sums in the same
+    // order, the same bits (the gemv's last columns, past its chunks, add two partial sums)
+    bool whole = true;
+    if constexpr (kernels::cpu::simd_v<T, Arch>) whole = G * U % (8 * xsimd::batch<T, Arch>::size) == 0;
+    if (whole) {
+      CHECK(rec == rec2);
+      CHECK(out == out2);
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("recurrent_row equals the one-row product then the rule (lstm, gru, simple_rnn shapes), every architecture") {
+  auto shapes = [](auto arch, const char* name) {
+    using A = decltype(arch);
+    compare_recurrent_row<A, float, 128, 128, 4>(name);  // lstm(128)
+    compare_recurrent_row<A, float, 128, 128, 3>(name);  // gru(128)
+    compare_recurrent_row<A, float, 40, 40, 1>(name);    // simple_rnn(40): 2 vectors and a partial one (AVX-512)
+    compare_recurrent_row<A, float, 17, 17, 4>(name);    // odd: a partial vector
+    compare_recurrent_row<A, float, 33, 80, 3>(name);    // blocks of several vectors, then of one
+    compare_recurrent_row<A, double, 128, 128, 4>(name);
+    compare_recurrent_row<A, double, 7, 7, 3>(name);
+  };
+  const int ran = test::for_each_arch("recurrent_row", shapes);
+  CHECK(ran >= 1);
+  shapes(xsimd::unavailable{}, "scalar");
 }

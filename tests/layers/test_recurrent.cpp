@@ -180,6 +180,10 @@ TEST_CASE("recurrent forward equals Keras' formulas computed step by step (float
     CHECK(forward_error<lstm<20, both>, shape<4, 9>, float>(cell_kind::lstm, n) < 1e-5);
     CHECK(forward_error<gru<33, go_backwards>, shape<3, 5>, float>(cell_kind::gru, n) < 1e-5);
     CHECK(forward_error<lstm<7>, shape<5, 4>, double>(cell_kind::lstm, n) < 1e-12);
+    // whole blocks of units (batch 1: ops<cpu>::recurrent_row's blocks of several vectors)
+    CHECK(forward_error<lstm<128>, shape<3, 5>, float>(cell_kind::lstm, n) < 1e-5);
+    CHECK(forward_error<gru<48, return_sequences>, shape<3, 5>, double>(cell_kind::gru, n) < 1e-12);
+    CHECK(forward_error<simple_rnn<64>, shape<3, 5>, float>(cell_kind::simple_tanh, n) < 1e-5);
   }
 }
 

@@ -33,10 +33,11 @@ inline constexpr kernels::conv_geometry ops_probe_geometry{4, 4, 2, 2, 2, 2, 1, 
 }  // namespace detail
 
 // Products: dense_forward<K, N> (y = e.forward(x W + b) for any activation rule e of
-// kernels/functors.hpp or list of them, fn::chain, fused; default identity), dense_backward_weights,
-// dense_backward_input; the same forward and input products over weights packed once
-// (pack_weights / pack_weights_transposed into packed_size<K, N, T> values, for products of
-// at least packed_rows rows; dense_forward_packed, dense_backward_input_packed: a recurrent
+// kernels/functors.hpp or list of them, fn::chain, fused; default identity), dense_backward_weights
+// (dW = x^T dy and db = the column sums of dy; db null: dW only), dense_backward_input; the
+// same forward and input products over weights packed once (pack_weights /
+// pack_weights_transposed into packed_size<K, N, T> values, for products of at least
+// packed_rows rows; dense_forward_packed, dense_backward_input_packed: a recurrent
 // kernel at every step); conv_forward / conv_backward<G> (im2col + the dense products);
 // max_pool, average_pool and global_average forward / backward.
 // Satisfied by: ops<cpu<A>> (simd_gemm, conv, pooling), ops<cuda<SM>> (cuBLASLt, kernels.cuh).

@@ -49,12 +49,12 @@ struct gru_cell {
       dh = dh * z;
     }
   };
-  template <class O, class T, std::size_t U>
-  static void forward_step(std::size_t n, T* x, T* rec, const T* hp, T* h, const T*, T*) {
+  template <class O, class T, std::size_t U, class Map>
+  static void forward_step(const Map& map, std::size_t n, T* x, T* rec, const T* hp, T* h, const T*, T*) {
     constexpr std::size_t G = 3 * U;
-    O::map_rows(forward_rule{}, n, U, kernels::rows{x, G}, kernels::rows{x + U, G}, kernels::rows{x + 2 * U, G},
-                kernels::rows<const T>{rec, G}, kernels::rows<const T>{rec + U, G},
-                kernels::rows<const T>{rec + 2 * U, G}, kernels::rows<const T>{hp, U}, kernels::rows{h, U});
+    map(forward_rule{}, n, U, kernels::rows{x, G}, kernels::rows{x + U, G}, kernels::rows{x + 2 * U, G},
+        kernels::rows<const T>{rec, G}, kernels::rows<const T>{rec + U, G},
+        kernels::rows<const T>{rec + 2 * U, G}, kernels::rows<const T>{hp, U}, kernels::rows{h, U});
   }
   template <class O, class T, std::size_t U>
   static void backward_step(std::size_t n, T* x, T* rec, const T* hp, const T*, const T*, const T*, T* dh, T*) {

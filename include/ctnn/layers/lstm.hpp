@@ -50,13 +50,13 @@ struct lstm_cell {
       dh = V(0);
     }
   };
-  template <class O, class T, std::size_t U>
-  static void forward_step(std::size_t n, T* z, T* rec, const T*, T* h, const T* cp, T* c) {
+  template <class O, class T, std::size_t U, class Map>
+  static void forward_step(const Map& map, std::size_t n, T* z, T* rec, const T*, T* h, const T* cp, T* c) {
     constexpr std::size_t G = 4 * U;
-    O::map_rows(forward_rule{}, n, U, kernels::rows{z, G}, kernels::rows{z + U, G}, kernels::rows{z + 2 * U, G},
-                kernels::rows{z + 3 * U, G}, kernels::rows<const T>{rec, G}, kernels::rows<const T>{rec + U, G},
-                kernels::rows<const T>{rec + 2 * U, G}, kernels::rows<const T>{rec + 3 * U, G},
-                kernels::rows<const T>{cp, U}, kernels::rows{c, U}, kernels::rows{h, U});
+    map(forward_rule{}, n, U, kernels::rows{z, G}, kernels::rows{z + U, G}, kernels::rows{z + 2 * U, G},
+        kernels::rows{z + 3 * U, G}, kernels::rows<const T>{rec, G}, kernels::rows<const T>{rec + U, G},
+        kernels::rows<const T>{rec + 2 * U, G}, kernels::rows<const T>{rec + 3 * U, G},
+        kernels::rows<const T>{cp, U}, kernels::rows{c, U}, kernels::rows{h, U});
   }
   template <class O, class T, std::size_t U>
   static void backward_step(std::size_t n, T* z, T*, const T*, const T*, const T* cp, const T* c, T* dh, T* dc) {

@@ -10,9 +10,11 @@
 // one GEMM (Steps * batch rows, time-major), then per step the recurrent product h R
 // (ops<B>::dense_forward_packed over R packed once per forward pass, ops<B>::pack_weights)
 // and the cell's rule over [batch, U] (ops<B>::map_rows; step 0 skips the product of
-// h_0 = 0). Backward through time: R packed once for dz R^T (pack_weights_transposed), then
-// per step the cell's backward rule and dh += dz R^T (dense_backward_input_packed); then
-// dW, dR and dx are each one GEMM over all steps. The caches (time-major input, gates,
+// h_0 = 0); at batch 1 both in one pass by blocks of units where the backend has it
+// (ops<cpu>::recurrent_row: the rule reads each block's products while they are in L1).
+// Backward through time: R packed once for dz R^T (pack_weights_transposed), then per step
+// the cell's backward rule and dh += dz R^T (dense_backward_input_packed); then dW, dR and
+// dx are each one GEMM over all steps. The caches (time-major input, gates,
 // states, the packed R) are in the plan.
 // gru with reset_after = false (a cell with reset_before): per step h R gives z and r, then
 // (r ⊙ h) R the candidate's part; both products run over the whole [U, G] recurrent kernel
@@ -29,6 +31,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "../backends/cpu/ops.hpp"  // the plan reads ops<B>::packed_size (the packed recurrent kernel)
 #include "../core/backend.hpp"
@@ -125,6 +128,17 @@ struct split_masked_fn {  // d (dL/d state) to the step's cell where m = 1, else
     d = select(m != V(0), d, V(0));
   }
 };
+// How a cell's forward_step runs its rule over [rows, cols]: ops<B>::map_rows.
+template <class O>
+struct map_rows_of {
+  template <class F, class... P>
+  void operator()(const F& f, std::size_t rows, std::size_t cols, kernels::rows<P>... a) const {
+    O::map_rows(f, rows, cols, a...);
+  }
+};
+// A backend whose ops run one row's recurrent product and a cell's rule together (ops<cpu>::recurrent_row).
+template <class O>
+inline constexpr bool fuses_recurrent_row = requires { requires O::fused_recurrent_row; };
 // A cell whose candidate reads the product of the reset state, (r ⊙ h) R (gru's reset_after = false).
 template <class Cell>
 inline constexpr bool resets_before_product = requires { requires Cell::reset_before; };
@@ -132,8 +146,10 @@ inline constexpr bool resets_before_product = requires { requires Cell::reset_be
 
 // The bound recurrent layer. Cell (Spec::cell) gives: gates, separate_recurrent_bias,
 // keeps_cell_state, init_bias, and the rules forward_rule / backward_rule with their
-// arrays (see lstm.hpp, gru.hpp, simple_rnn.hpp); a cell with reset_before = true gives
-// forward_gates / forward_candidate / backward_candidate / backward_gates instead (gru.hpp).
+// arrays (see lstm.hpp, gru.hpp, simple_rnn.hpp; forward_step(map, ...) runs its rule through
+// map: ops<B>::map_rows, or at batch 1 recurrent_row's product and rule together); a cell with
+// reset_before = true gives forward_gates / forward_candidate / backward_candidate /
+// backward_gates instead (gru.hpp).
 template <class Spec, Shape In, class P, class Backend>
 struct recurrent_layer {
   using kind = typename Spec::kind;
@@ -145,6 +161,8 @@ struct recurrent_layer {
   using compute_type = T;
   static constexpr recurrent_options opt = Spec::options;
   static constexpr std::size_t S = In::rank == 2 ? In::dims[0] : 1, F = In::rank == 2 ? In::dims[1] : 1;
+  // batch 1 without recurrent dropout: h R and the cell's rule in one pass by blocks of units
+  static constexpr bool row_step = detail::fuses_recurrent_row<O> && (std::is_same_v<T, float> || std::is_same_v<T, double>);
   static constexpr std::size_t U = Spec::units, G = cell::gates * U;
   static constexpr bool sep_bias = cell::separate_recurrent_bias, cells = cell::keeps_cell_state;
   static constexpr bool reset_before = detail::resets_before_product<cell>;
@@ -323,7 +341,7 @@ struct recurrent_layer {
         if constexpr (sep_bias) O::map_rows(detail::assign_fn{}, n, G, rows_at(rec, G), rows_at(b + G, 0));
         else O::fill_zero(rec, n * G);
       } else if (nr == 0) {
-        O::template dense_forward_packed<U, G>(h, R, v.pk, rb, rec, n);
+        if (!(row_step && n == 1)) O::template dense_forward_packed<U, G>(h, R, v.pk, rb, rec, n);  // else below
       } else {  // (h ⊙ m_k) R, gate block k from copy k
         for (std::size_t k = 0; k < nr; ++k) {
           T* hm = v.mh + (k * S + t) * n * U;
@@ -336,10 +354,22 @@ struct recurrent_layer {
           }
         }
       }
-      if constexpr (!reset_before)
-        cell::template forward_step<O, T, U>(n, v.zs + t * n * G, rec, v.hs + t * n * U, v.hs + (t + 1) * n * U,
-                                             cells ? v.cs + t * n * U : nullptr,
-                                             cells ? v.cs + (t + 1) * n * U : nullptr);
+      if constexpr (!reset_before) {
+        T *z = v.zs + t * n * G, *hn = v.hs + (t + 1) * n * U;
+        T *cp = cells ? v.cs + t * n * U : nullptr, *c = cells ? v.cs + (t + 1) * n * U : nullptr;
+        bool fused = false;
+        if constexpr (row_step) {
+          if (n == 1 && t > 0 && nr == 0) {  // rec = h R (+ rb) and the rule, block by block of units
+            cell::template forward_step<O, T, U>(
+                [&](const auto& f, std::size_t, std::size_t, auto... a) {
+                  O::template recurrent_row<U, U, cell::gates>(f, h, R, rb, rec, a.data...);
+                },
+                n, z, rec, h, hn, cp, c);
+            fused = true;
+          }
+        }
+        if (!fused) cell::template forward_step<O, T, U>(detail::map_rows_of<O>{}, n, z, rec, h, hn, cp, c);
+      }
       if (mask) {  // masked steps carry h (and c) forward; a returned sequence repeats the last output
         O::map_rows(detail::keep_masked_fn{}, n, U, rows_at(v.hs + (t + 1) * n * U, U), crows(h, U),
                     crows(v.mw + t * n * U, U));
@@ -443,7 +473,8 @@ struct recurrent_layer {
                     rows_at(static_cast<const T*>(v.xs) + t * n * F, F));
     }
     const T* dzr_all = sep_bias ? v.rec : v.zs;
-    T* rdb = sep_bias ? db + G : v.db;  // gru: the column sums are the recurrent bias' gradient
+    // gru: the column sums are the recurrent bias' gradient; the other cells have none (null: not summed)
+    T* rdb = sep_bias ? db + G : static_cast<T*>(nullptr);
     if (nr == 1) {  // every step (the masked h_0 is 0)
       O::template dense_backward_weights<U, G>(v.mh, dzr_all, dR, rdb, S * n);
     } else if (nr > 1) {
@@ -452,11 +483,11 @@ struct recurrent_layer {
     } else if constexpr (sep_bias) {
       O::template dense_backward_weights<U, G>(v.hs, v.rec, dR, db + G, S * n);
     } else if constexpr (reset_before) {  // [r ⊙ h; h]^T [dz_h; dz_zr] (the rows of step 0 are 0)
-      O::template dense_backward_weights<U, G>(v.qs, v.ex, dR, v.db, 2 * S * n);
+      O::template dense_backward_weights<U, G>(v.qs, v.ex, dR, static_cast<T*>(nullptr), 2 * S * n);
     } else if constexpr (S == 1) {
       O::fill_zero(dR, recurrent_count);
     } else {  // steps 1 .. S-1 (h_0 = 0 adds nothing)
-      O::template dense_backward_weights<U, G>(v.hs + n * U, v.zs + n * G, dR, v.db, (S - 1) * n);
+      O::template dense_backward_weights<U, G>(v.hs + n * U, v.zs + n * G, dR, static_cast<T*>(nullptr), (S - 1) * n);
     }
   }
 };

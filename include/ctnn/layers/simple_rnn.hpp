@@ -36,9 +36,9 @@ struct simple_rnn_cell {
       dh = V(0);
     }
   };
-  template <class O, class T, std::size_t U>
-  static void forward_step(std::size_t n, T* z, T* rec, const T*, T* h, const T*, T*) {
-    O::map_rows(forward_rule{Act::template rule<float>()}, n, U, kernels::rows<const T>{z, U}, kernels::rows<const T>{rec, U}, kernels::rows{h, U});
+  template <class O, class T, std::size_t U, class Map>
+  static void forward_step(const Map& map, std::size_t n, T* z, T* rec, const T*, T* h, const T*, T*) {
+    map(forward_rule{Act::template rule<float>()}, n, U, kernels::rows<const T>{z, U}, kernels::rows<const T>{rec, U}, kernels::rows{h, U});
   }
   template <class O, class T, std::size_t U>
   static void backward_step(std::size_t n, T* z, T*, const T*, const T* h, const T*, const T*, T* dh, T*) {

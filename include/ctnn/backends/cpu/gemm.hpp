@@ -3,12 +3,14 @@
 //
 //   forward:  Y[m,N]  = e(X[m,K] * W[K,N] + b[N])   (e: an activation rule of
 //             kernels/functors.hpp, fused into the GEMM's tiles; default identity)
-//   weights:  dW[K,N] = X[m,K]^T * dY[m,N],  db[N] = colsum(dY) (column_sum<N, T, Arch>)
+//   weights:  dW[K,N] = X[m,K]^T * dY[m,N],  db[N] = colsum(dY) (column_sum<N, T, Arch>; db null: not summed)
 //   input:    dX[m,K] = dY[m,N] * W[K,N]^T
 //   gemm:     C[M,N]  = epi(A(M x K) * B(K x N) + bias), A and B strided views
 // pack_weights / pack_weights_transposed and dense_forward_packed /
 // dense_backward_input_packed: the forward and input products over W packed
 // once (a recurrent kernel used at every step), the micro-kernel over its panels.
+// recurrent_row: one row's recurrent product with a cell's gate rule run on each
+// block of units as soon as its products are summed (a recurrent layer at batch 1).
 // The *_active forms run the same three products on the first n <= N output
 // columns only (dense<up_to<N>>'s active width): W, dW, Y and dY keep their row
 // stride N, and their columns n.. (and db's) are neither read nor written.
@@ -107,10 +109,10 @@ void dense_backward_weights(const T* x, const T* dy, T* dw, T* db, std::size_t m
     else
       simd_gemm<Arch>(K, N, m, strided<T>{x, 1, K}, strided<T>{dy, N, 1}, dw, N, static_cast<const T*>(nullptr),
                       epilogue::none);
-    column_sum<N, T, Arch>(dy, db, m);
+    if (db) column_sum<N, T, Arch>(dy, db, m);
   } else {
     reference::gemm_tn(x, dy, dw, m, K, N);
-    reference::col_sum(dy, db, m, N);
+    if (db) reference::col_sum(dy, db, m, N);
   }
 }
 
@@ -224,6 +226,33 @@ void dense_backward_input_packed(const T* dy, const T* w, const T* packed, T* dx
           m, K, N, dy, N, packed, dx, K, static_cast<const T*>(nullptr), fn::relu_fn{}, false, thread_pool::global());
   }
   dense_backward_input<K, N, Arch>(dy, w, dx, m);
+}
+
+// ---- one row's recurrent step: the product and the cell's rule by blocks of units ----
+// recurrent_row<K, U, G>(f, x, w, b, rec, a...): rec [G U] = b + x w (x [K], w [K, G U] row-major,
+// b null: 0), then the rule f over the U columns of the arrays a... (one row each, [U]; rec's
+// gate blocks rec + g U among them): dense_forward<K, G U>(x, w, b, rec, 1) then f over [0, U)
+// up to rounding (the same bits where G U is whole chunks of the one-row gemv, as for 128 units,
+// and x has no zeros), but block by block of units (simd::gemv_gate_blocks), so that f reads each
+// block's products while they are in L1 and nothing is planned or dispatched per call. f must
+// touch only the units of its block (an element-wise rule). V, the vectors a gate in a block:
+// the most that fit the registers with G gates (16 or 8 accumulators) and divide the units' vectors.
+template <std::size_t U, std::size_t G, class T, class Arch>
+inline constexpr std::size_t gate_block_vectors = [] {
+  constexpr std::size_t L = xsimd::batch<T, Arch>::size, W = L * sizeof(T) >= 64 ? 16 : 8, vecs = (U + L - 1) / L;
+  for (std::size_t v = W / G; v > 1; --v)
+    if (vecs % v == 0) return v;
+  return std::size_t(1);
+}();
+template <std::size_t K, std::size_t U, std::size_t G, class Arch = default_arch, class F, class T, class... P>
+void recurrent_row(const F& f, const T* x, const T* w, const T* b, T* rec, P*... a) {
+  if constexpr (simd_v<T, Arch>) {
+    simd::gemv_gate_blocks<Arch, G, gate_block_vectors<U, G, T, Arch>>(
+        K, U, x, w, G * U, b, rec, [&](std::size_t lo, std::size_t hi) { map_range<Arch>(f, lo, hi, a...); });
+  } else {
+    dense_forward<K, G * U, fn::identity_fn, Arch>(x, w, b, rec, 1);
+    map_range<Arch>(f, 0, U, a...);
+  }
 }
 
 // ---- the products at an active width n <= N (row strides stay N) ----

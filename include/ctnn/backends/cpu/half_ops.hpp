@@ -93,10 +93,10 @@ struct half_ops {
     const float* xf = widen(x, m * K, ws.buf[0]);
     const float* dyf = widen(dy, m * N, ws.buf[1]);
     float* dwf = ws.buf[2].get(K * N);
-    float* dbf = ws.buf[3].get(N);
+    float* dbf = db ? ws.buf[3].get(N) : nullptr;  // no db: no column sums (a recurrent kernel's gradient)
     F::template dense_backward_weights<K, N>(xf, dyf, dwf, dbf, m);
     convert(dwf, dw, K * N);
-    convert(dbf, db, N);
+    if (db) convert(dbf, db, N);
   }
   template <std::size_t K, std::size_t N, class T>
   static void dense_backward_input(const T* dy, const T* w, T* dx, std::size_t m) {

@@ -6,6 +6,9 @@
 // simd::dot_nt<Arch, R>(M, N, K, A, lda, B, ldb, C, ldc, bias, e, act, parallel,
 // pool): C = e(bias + A B^T) for a row-major A and B with contiguous columns
 // (dX = dY W^T at small batch), dot products along K folded by xsimd::haddp.
+// simd::gemv_gate_blocks<Arch, G, V>(k, u, x, B, ldb, bias, y, f): one row's
+// recurrent product for G gates of u units, by blocks of units, each block's
+// outputs handed to f (a cell's rule) right after they are computed.
 // make_gemm_plan (plan.hpp) chooses them (modes gemv and dot_nt). Each output
 // is computed by one task, so results do not depend on the thread count.
 // docs/design.md, "SIMD".
@@ -200,6 +203,61 @@ void gemv(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb,
           bool act) {
   std::uint64_t words[nonzero_words];
   gemv_rows<Arch>(n, k, x, b, ldb, y, bias, e, act, rows_to_read<Arch>(k, x, words));
+}
+
+// One row's gated recurrent product, y[0:G u] = bias + x[0:k] B[k x G u] (B row-major
+// with row stride ldb, bias null: 0), the G column blocks of a block of units
+// summed together: for units [j, j + c) the V vectors of each block g (columns
+// g u + j ..) stay in G V registers while every row of B streams through in
+// ascending order (as gemv_chunk sums them without a row list), are stored to
+// y, and f(j, j + c) then runs on them while they are in L1
+// (ops<cpu>::recurrent_row: a cell's gate rule over those units). Blocks of V L
+// units, then of one vector, the last one partial (masked loads).
+template <class Arch, std::size_t G, std::size_t V, class T, class F>
+void gemv_gate_blocks(std::size_t k, std::size_t u, const T* x, const T* b, std::size_t ldb, const T* bias, T* y,
+                      const F& f) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  // NV vectors a gate from unit j; Partial: the last of them has c - (NV - 1) L < L columns
+  auto block = [&]<std::size_t NV, bool Partial>(std::size_t j, std::size_t c) {
+    const std::size_t last = Partial ? c - (NV - 1) * L : L;
+    B acc[G][NV];
+#pragma GCC unroll 16
+    for (std::size_t g = 0; g < G; ++g)
+#pragma GCC unroll 16
+      for (std::size_t v = 0; v < NV; ++v) {
+        if (!bias) {
+          acc[g][v] = B(T(0));
+        } else {
+          const T* bb = bias + g * u + j + v * L;
+          acc[g][v] = Partial && v + 1 == NV ? load_n<Arch>(bb, last) : B::load_unaligned(bb);
+        }
+      }
+    for (std::size_t p = 0; p < k; ++p) {
+      const B xv(x[p]);
+      const T* row = b + p * ldb + j;
+#pragma GCC unroll 16
+      for (std::size_t g = 0; g < G; ++g)
+#pragma GCC unroll 16
+        for (std::size_t v = 0; v < NV; ++v) {
+          const T* r = row + g * u + v * L;
+          acc[g][v] = xsimd::fma(xv, Partial && v + 1 == NV ? load_n<Arch>(r, last) : B::load_unaligned(r), acc[g][v]);
+        }
+    }
+#pragma GCC unroll 16
+    for (std::size_t g = 0; g < G; ++g)
+#pragma GCC unroll 16
+      for (std::size_t v = 0; v < NV; ++v) {
+        T* yy = y + g * u + j + v * L;
+        if (Partial && v + 1 == NV) store_n<Arch>(acc[g][v], yy, last);
+        else acc[g][v].store_unaligned(yy);
+      }
+    f(j, j + c);
+  };
+  std::size_t j = 0;
+  for (; j + V * L <= u; j += V * L) block.template operator()<V, false>(j, V * L);
+  for (; j + L <= u; j += L) block.template operator()<1, false>(j, L);
+  if (j < u) block.template operator()<1, true>(j, u - j);
 }
 
 // Where xsimd::haddp(rows) puts the sum of rows[l]: lane l, as documented,
