@@ -15,8 +15,8 @@
 //                      from a 256-entry table (expand8); elsewhere by a
 //                      scalar loop into a vector;
 //                      up to 8 batch rows share each expanded row, and a
-//                      single row runs 4 accumulators; from
-//                      sparse_expand::min_batch rows on (float, SIMD), the
+//                      single row runs 4 accumulators; from L rows on
+//                      (float, SIMD; sparse_expand::use), the
 //                      chunks are expanded by the same instructions into the
 //                      dense GEMM's panels instead (bitmap_panel,
 //                      sparse_expand.hpp) and the dense micro-kernel runs;

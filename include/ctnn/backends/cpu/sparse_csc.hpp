@@ -14,8 +14,8 @@
 //                      and transposed back; the rest go one by one. Every
 //                      architecture (float, SIMD), where
 //                      sparse_expand::use_per_weight says (8-15 samples on
-//                      AVX-512; 64 and more with over a quarter of the
-//                      weights kept): the columns scattered into the dense
+//                      AVX-512; on AVX2 64 and more with over a quarter of
+//                      the weights kept): the columns scattered into the dense
 //                      GEMM's panels and the dense micro-kernel
 //                      (sparse_expand.hpp).
 //                      Other
@@ -76,7 +76,7 @@ template <std::size_t K, std::size_t N, class Arch = default_arch, class T>
 void forward(const T* x, const T* values, const std::uint32_t* col, const std::uint16_t* rows, const T* bias, T* y,
              std::size_t batch, bool relu, T* scratch) {
   if constexpr (sparse_expand::available_v<Arch, T>)
-    if (sparse_expand::use_per_weight<Arch, T>(batch, col[N], K * N, true))
+    if (sparse_expand::use_per_weight<Arch, T>(batch, col[N], K * N))
       return sparse_expand::forward<K, N, Arch>(x, bias, y, batch, relu, [&](std::size_t j0) {
         return sparse_expand::column_panel<Arch, std::uint16_t>(N, values, col, rows, j0);
       });

@@ -14,8 +14,9 @@
 //       depend on the thread count).
 //   column_panel<Arch, I>: the expander of csc and rows (a cursor per column).
 //   use<Arch, T>(batch) (bitmap) and use_per_weight<Arch, T>(batch, kept,
-//       total) (csc, rows, nm): whether this path runs, by the batch and the
-//       share of weights kept (constants below, with what they were measured on).
+//       total) (csc, rows): whether this path runs, by the batch, the
+//       architecture and the share of weights kept (below, with what they were
+//       measured on). The N:M layout keeps its kernels (they measured faster).
 // Zero weights are multiplied like any other (as in the dense layer): an
 // infinite or NaN input gives NaN in every unit, where the sparse kernels
 // skip the weights they do not store.
@@ -36,13 +37,14 @@ namespace ctnn::kernels::cpu::sparse_expand {
 
 // The scratch buffer of simd::scratch the panels go to (0: the GEMM's; fused_mlp.hpp uses 1-3).
 inline constexpr int scratch_tag = 8;
-// From these batches on (measured on Zen 4, docs/pruning.md "Which layout for which batch
-// size and sparsity"): the bitmap layout from 8 samples (its kernel ran at 0.4x dense from 8
-// samples on, the expansion at 0.63x at 8, 0.78x at 16, 0.94x at 64 on a 784 x 256 layer);
-// the layouts that work per kept weight (csc, rows, nm) from 64 samples when more than
-// 1 / min_density_inv of the weights are kept (at 50 % their kernels that transpose blocks
-// of L samples ran as fast as the expansion at 64 samples and faster at 16), and from 8
-// samples while the batch is below L, where their kernels gather x (0.1-0.5x dense).
+// When (measured on Zen 4, the 784-256-128-10 MLP, docs/pruning.md "Which layout for which
+// batch size and sparsity"): the bitmap layout from L samples on (L: the lanes of Arch; at 64
+// samples 0.97x dense on AVX-512 and 1.06x on AVX2, its kernel 0.74-0.91x and 0.38-0.48x; at 8
+// on AVX-512 its kernel of 8 rows was faster). csc and rows: from min_batch samples up to L,
+// where their kernels gather x (0.09-0.47x dense at 8 samples on AVX-512, expanded
+// 0.27-0.59x), and on AVX2 from per_weight_min_batch samples on with more than
+// 1 / min_density_inv of the weights kept (50 %: 0.86x against 0.79x; on AVX-512 their kernels,
+// which transpose blocks of 16 samples, stayed faster there: 0.85x against 0.78x).
 inline constexpr std::size_t min_batch = 8, per_weight_min_batch = 64;
 inline constexpr std::size_t min_density_inv = 4;
 // Bytes of one expanded K block of a panel: it stays in L1 while it is written and while
@@ -65,20 +67,24 @@ constexpr std::size_t block_rows(std::size_t K, std::size_t N, std::size_t granu
 template <class Arch, class T>
 constexpr bool available_v = std::is_same_v<T, float> && simd_v<float, Arch>;
 
-// The bitmap layout: from min_batch samples on.
+template <class Arch>
+inline constexpr std::size_t lanes_v = xsimd::batch<float, Arch>::size;
+
+// The bitmap layout: from L samples on.
 template <class Arch, class T>
 constexpr bool use(std::size_t batch) {
-  return available_v<Arch, T> && batch >= min_batch;
-}
-// csc, rows, nm (kept of total weights): from per_weight_min_batch samples above the density,
-// and, for a layout whose kernel gathers x below L samples (L: the lanes of Arch; csc, rows),
-// from min_batch samples below L (nm's kernel picks x from registers there: 0.4x dense at 8
-// samples, its expansion 0.27x).
-template <class Arch, class T>
-constexpr bool use_per_weight(std::size_t batch, std::size_t kept, std::size_t total, bool gathers) {
   if constexpr (available_v<Arch, T>)
-    return batch >= min_batch && ((gathers && batch < xsimd::batch<float, Arch>::size) ||
-                                  (batch >= per_weight_min_batch && kept * min_density_inv > total));
+    return batch >= lanes_v<Arch>;
+  else
+    return false;
+}
+// csc and rows (kept of total weights): below L samples from min_batch on; with fewer than 32
+// registers (AVX2) also from per_weight_min_batch samples on above the density.
+template <class Arch, class T>
+constexpr bool use_per_weight(std::size_t batch, std::size_t kept, std::size_t total) {
+  if constexpr (available_v<Arch, T>)
+    return (batch >= min_batch && batch < lanes_v<Arch>) ||
+           (!simd::blocking<float, Arch>::wide && batch >= per_weight_min_batch && kept * min_density_inv > total);
   else
     return false;
 }

@@ -20,11 +20,11 @@
 //                      inputs, no gather; on AVX2, 8 weights cover 16
 //                      inputs: two vpermps and a blend (two_of_four_avx2);
 //                      otherwise the indices are decoded and x gathered
-//                      (xsimd); from sparse_expand::per_weight_min_batch
-//                      samples on, with Nk / M > 1/4 (2:4): the values written at their
-//                      decoded inputs into the dense GEMM's panels and the
-//                      dense micro-kernel (nm_panel, sparse_expand.hpp).
-//                      Other types: the reference.
+//                      (xsimd). (Expanding 2:4 weights into the dense GEMM's
+//                      panels, as the bitmap layout does at large batches,
+//                      measured slower than these kernels at 64 samples on
+//                      AVX-512 and AVX2: docs/pruning.md.) Other types: the
+//                      reference.
 //   backward_reference: dvalues, dbias and dx (scalar).
 // Indices are read as little-endian bytes (x86, AArch64).
 #pragma once
@@ -41,7 +41,6 @@
 
 #include "../../kernels/sparse_index.hpp"
 #include "arch.hpp"
-#include "sparse_expand.hpp"
 #include "sparse_rows.hpp"
 #include "sparse_kernels.hpp"
 
@@ -362,50 +361,12 @@ void rows_of(const float* x, const float* values, const std::uint8_t* meta, std:
 
 }  // namespace detail
 
-// The expander of the panel of columns [j0, j0 + NR) (NR = sparse_expand::panel_width<Arch>(N);
-// sparse_expand.hpp): rows [k0, k1) (k0 a multiple of granule, k1 of M) zeroed, then each
-// unit's values of those groups written at their decoded inputs; where each unit's codes start
-// on a byte (2:4 with K a multiple of 8), a byte of codes at a time.
-template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M, class Arch>
-struct nm_panel {
-  static constexpr std::size_t U = K / M * Nk, bytes = meta_bytes(K, N, Nk, M), bits = code_bits(M);
-  static constexpr std::size_t NR = sparse_expand::panel_width<Arch>(N);
-  static constexpr std::size_t granule = 8 * M;  // whole groups, whole bytes of codes
-  const float* values;
-  const std::uint8_t* meta;
-  std::size_t j0;
-  void operator()(std::size_t k0, std::size_t k1, float* buf) const {
-    const std::size_t nr = std::min(NR, N - j0), t0 = k0 / M * Nk, t1 = k1 / M * Nk;
-    std::fill(buf, buf + (k1 - k0) * NR, 0.0f);
-    for (std::size_t j = 0; j < nr; ++j) {
-      const std::size_t p0 = (j0 + j) * U;
-      const float* v = values + p0;
-      if constexpr (8 % bits == 0 && U * bits % 8 == 0) {
-        constexpr std::size_t per = 8 / bits;
-        const std::uint8_t* c = meta + (p0 + t0) * bits / 8;
-        for (std::size_t q = 0; q < (t1 - t0) / per; ++q) {
-          const unsigned w = c[q];
-          for (std::size_t i = 0; i < per; ++i) {
-            const std::size_t t = t0 + q * per + i;
-            buf[(t / Nk * M + (w >> (i * bits) & ((1u << bits) - 1u)) - k0) * NR + j] = v[t];
-          }
-        }
-      } else {
-        for (std::size_t t = t0; t < t1; ++t) buf[(t / Nk * M + code(meta, bytes, bits, p0 + t) - k0) * NR + j] = v[t];
-      }
-    }
-  }
-};
-
 // y[batch x N] = x[batch x K] W + bias, relu optional; scratch: (K + N) batch values.
 template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M, class Arch = default_arch, class T>
 void forward(const T* x, const T* values, const std::uint8_t* meta, const T* bias, T* y, std::size_t batch, bool relu,
              T* scratch) {
   static_assert(K % M == 0 && Nk > 0 && Nk < M && M <= 256, "nm::forward: needs 0 < Nk < M <= 256 and M dividing K");
   if constexpr (rows::fast_v<T, Arch>) {
-    if (sparse_expand::use_per_weight<Arch, T>(batch, Nk, M, false))
-      return sparse_expand::forward<K, N, Arch, nm_panel<K, N, Nk, M, Arch>::granule>(
-          x, bias, y, batch, relu, [&](std::size_t j0) { return nm_panel<K, N, Nk, M, Arch>{values, meta, j0}; });
     constexpr std::size_t L = xsimd::batch<float, Arch>::size;
     constexpr std::size_t bytes = meta_bytes(K, N, Nk, M);
     const std::size_t bp = batch / L * L;

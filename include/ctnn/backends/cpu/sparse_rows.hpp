@@ -201,7 +201,7 @@ template <std::size_t K, std::size_t N, class Arch = default_arch, class T>
 void forward(const T* x, const T* values, const std::uint32_t* starts, const std::uint16_t* idx, const T* bias, T* y,
              std::size_t batch, bool relu, T* scratch) {
   if constexpr (fast_v<T, Arch>) {
-    if (sparse_expand::use_per_weight<Arch, T>(batch, starts[N], K * N, true))
+    if (sparse_expand::use_per_weight<Arch, T>(batch, starts[N], K * N))
       return sparse_expand::forward<K, N, Arch>(x, bias, y, batch, relu, [&](std::size_t j0) {
         return sparse_expand::column_panel<Arch, std::uint16_t>(N, values, starts, idx, j0);
       });
