@@ -37,19 +37,20 @@ namespace ctnn::kernels::cpu::sparse_expand {
 
 // The scratch buffer of simd::scratch the panels go to (0: the GEMM's; fused_mlp.hpp uses 1-3).
 inline constexpr int scratch_tag = 8;
-// When (measured on Zen 4, the 784-256-128-10 MLP, docs/pruning.md "Which layout for which
-// batch size and sparsity"): the bitmap layout from L samples on (L: the lanes of Arch; at 64
-// samples 0.97x dense on AVX-512 and 1.06x on AVX2, its kernel 0.74-0.91x and 0.38-0.48x; at 8
-// on AVX-512 its kernel of 8 rows was faster). csc and rows: from min_batch samples up to L,
-// where their kernels gather x (0.09-0.47x dense at 8 samples on AVX-512, expanded
-// 0.27-0.59x), and on AVX2 from per_weight_min_batch samples on with more than
-// 1 / min_density_inv of the weights kept (50 %: 0.86x against 0.79x; on AVX-512 their kernels,
-// which transpose blocks of 16 samples, stayed faster there: 0.85x against 0.78x).
+// When (measured on a loaded Zen 4, the 784-256-128-10 MLP, two runs, docs/pruning.md "Which
+// layout for which batch size and sparsity"): the bitmap layout from L samples on (L: the
+// lanes of Arch; at 64 samples 0.91-0.98x dense on AVX-512 and 0.95-1.07x on AVX2, its kernel
+// 0.74-0.92x and 0.38-0.49x; at 8 samples on AVX-512 its kernel of 8 rows was as fast or
+// faster). csc and rows: from min_batch samples up to L, where their kernels gather x
+// (0.09-0.47x dense at 8 samples on AVX-512, expanded 0.25-0.59x), and on AVX2 from
+// per_weight_min_batch samples on with more than 1 / min_density_inv of the weights kept (50 %:
+// 0.77-0.86x against 0.79-0.80x, a wash; on AVX-512 their kernels, which transpose blocks of
+// 16 samples, stayed faster there: 0.84-0.86x against 0.78-0.80x).
 inline constexpr std::size_t min_batch = 8, per_weight_min_batch = 64;
 inline constexpr std::size_t min_density_inv = 4;
 // Bytes of one expanded K block of a panel: it stays in L1 while it is written and while
-// every batch row reads it (expanding whole panels, 100 kB for K = 784 on AVX-512, spilled to
-// L2 and cost the csc layout 3x more per kept weight).
+// every batch row reads it (whole panels, 100 kB for K = 784 on AVX-512, measured no slower
+// to expand: 18 us for bitmap, 74-83 us for csc at 50 % per 784 x 256 layer, either way).
 inline constexpr std::size_t block_bytes = 16384;
 
 template <class Arch>
