@@ -1,12 +1,13 @@
 // Inference time of the Fashion-MNIST MLP (784 -> 256 relu -> 128 relu -> 10)
 // dense and stripped after pruning its two hidden layers to 50 %, 80 %, 90 %
-// (unstructured, by magnitude) and 2:4, at batch 1 and 64, in one run, in
+// (unstructured, by magnitude) and 2:4, at batch 1, 8 (the unstructured layouts) and 64, in one run, in
 // each stripped layout: bitmap (layers/sparse_dense.hpp), csc
 // (layers/sparse_dense_csc.hpp), rows (layers/sparse_dense_rows.hpp) and, for
 // 2:4, nm (layers/sparse_dense_nm.hpp: values and 2-bit indices). The weights
 // are random (the work does not depend on their values, only on the mask).
-// Run on one thread (the sparse kernels are single-threaded; so is the dense
-// GEMM with CTNN_NUM_THREADS=1):
+// Run on one thread (the sparse kernels are single-threaded; the dense GEMM and the
+// sparse layouts' expansion into its panels (backends/cpu/sparse_expand.hpp) are with
+// CTNN_NUM_THREADS=1):
 //   CTNN_NUM_THREADS=1 build/bench/bench/bench_pruning --benchmark_repetitions=3
 // The figure to read is the ratio stripped / dense in the same run.
 // int8 (issue 28, docs/quantization.md "Block-sparse int8"): int8_dense is the dense MLP
@@ -101,21 +102,21 @@ void int8_stripped(benchmark::State& st) {
 
 }  // namespace
 
-BENCHMARK(dense)->Arg(1)->Arg(64);
+BENCHMARK(dense)->Arg(1)->Arg(8)->Arg(64);
 BENCHMARK(int8_dense)->Arg(1)->Arg(64);
-BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.5>>)->Name("stripped_50")->Arg(1)->Arg(64);
-BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.8>>)->Name("stripped_80")->Arg(1)->Arg(64);
-BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.9>>)->Name("stripped_90")->Arg(1)->Arg(64);
-BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("stripped_2of4")->Arg(1)->Arg(64);
-BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.5>>)->Name("csc_50")->Arg(1)->Arg(64);
-BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.8>>)->Name("csc_80")->Arg(1)->Arg(64);
-BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.9>>)->Name("csc_90")->Arg(1)->Arg(64);
-BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("csc_2of4")->Arg(1)->Arg(64);
-BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::rows, pruned_mlp<ctnn::constant_sparsity<0.5>>)->Name("rows_50")->Arg(1)->Arg(64);
-BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::rows, pruned_mlp<ctnn::constant_sparsity<0.8>>)->Name("rows_80")->Arg(1)->Arg(64);
-BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::rows, pruned_mlp<ctnn::constant_sparsity<0.9>>)->Name("rows_90")->Arg(1)->Arg(64);
-BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::rows, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("rows_2of4")->Arg(1)->Arg(64);
-BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::nm<2, 4>, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("nm_2of4")->Arg(1)->Arg(64);
+BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.5>>)->Name("stripped_50")->Arg(1)->Arg(8)->Arg(64);
+BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.8>>)->Name("stripped_80")->Arg(1)->Arg(8)->Arg(64);
+BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.9>>)->Name("stripped_90")->Arg(1)->Arg(8)->Arg(64);
+BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("stripped_2of4")->Arg(1)->Arg(8)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.5>>)->Name("csc_50")->Arg(1)->Arg(8)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.8>>)->Name("csc_80")->Arg(1)->Arg(8)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.9>>)->Name("csc_90")->Arg(1)->Arg(8)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("csc_2of4")->Arg(1)->Arg(8)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::rows, pruned_mlp<ctnn::constant_sparsity<0.5>>)->Name("rows_50")->Arg(1)->Arg(8)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::rows, pruned_mlp<ctnn::constant_sparsity<0.8>>)->Name("rows_80")->Arg(1)->Arg(8)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::rows, pruned_mlp<ctnn::constant_sparsity<0.9>>)->Name("rows_90")->Arg(1)->Arg(8)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::rows, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("rows_2of4")->Arg(1)->Arg(8)->Arg(64);
+BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::nm<2, 4>, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("nm_2of4")->Arg(1)->Arg(8)->Arg(64);
 using lanes_block = ctnn::block<1, xsimd::batch<float>::size>;
 BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::block<1, xsimd::batch<float>::size>,
                    pruned_mlp<ctnn::constant_sparsity<0.8>, lanes_block>)->Name("block_80")->Arg(1)->Arg(64);

@@ -15,7 +15,11 @@
 //                      from a 256-entry table (expand8); elsewhere by a
 //                      scalar loop into a vector;
 //                      up to 8 batch rows share each expanded row, and a
-//                      single row runs 4 accumulators;
+//                      single row runs 4 accumulators; from L rows on
+//                      (float, SIMD; sparse_expand::use), the
+//                      chunks are expanded by the same instructions into the
+//                      dense GEMM's panels instead (bitmap_panel,
+//                      sparse_expand.hpp) and the dense micro-kernel runs;
 //   backward_reference: dvalues, dbias and dx (scalar; training a stripped
 //                      model is rare and its gradients are checked by
 //                      finite differences).
@@ -31,6 +35,7 @@
 
 #include "../../kernels/sparse_index.hpp"
 #include "arch.hpp"
+#include "sparse_expand.hpp"
 #include "sparse_kernels.hpp"
 
 namespace ctnn::kernels::cpu::sparse {
@@ -91,11 +96,15 @@ template <class Arch>
 inline constexpr bool avx512_v = std::is_base_of_v<xsimd::avx512f, Arch>;
 
 #if defined(__AVX512F__)
-// The 16 weights of one chunk row: a masked load of the popcount(m) packed
-// values, spread to the set lanes by a register expand (the memory form of
-// vexpandps is several times slower on Intel cores).
-inline __m512 expand_row(unsigned m, const float* v) {
-  return _mm512_maskz_expand_ps(__mmask16(m), _mm512_maskz_loadu_ps(__mmask16((1u << std::popcount(m)) - 1u), v));
+// The 16 weights of one chunk row: the packed values at v spread to the set
+// lanes of m by a register expand (the memory form of vexpandps is several
+// times slower on Intel cores). A plain 16-value load where it stays below
+// vend (the end of the values: the expand reads only the first popcount(m)
+// lanes), a masked load of popcount(m) values near the end.
+inline __m512 expand_row(unsigned m, const float* v, const float* vend) {
+  const __m512 raw = v + chunk_width <= vend ? _mm512_loadu_ps(v)
+                                             : _mm512_maskz_loadu_ps(__mmask16((1u << std::popcount(m)) - 1u), v);
+  return _mm512_maskz_expand_ps(__mmask16(m), raw);
 }
 #endif
 
@@ -180,8 +189,9 @@ void chunk_rows_avx2(const float* x, std::size_t K, const float* v, const std::u
 
 // RB batch rows of one chunk: acc[r] = bias + sum_k x[r, k] * expand(bitmap[k], values)
 template <class Arch, std::size_t RB>
-void chunk_rows(const float* x, std::size_t K, const float* v, const std::uint16_t* bm, const float* bias, float* y,
-                std::size_t N, std::size_t width, bool relu) {
+void chunk_rows(const float* x, std::size_t K, const float* v, const float* vend, const std::uint16_t* bm,
+                const float* bias, float* y, std::size_t N, std::size_t width, bool relu) {
+  (void)vend;  // read on AVX-512 only
 #if defined(__AVX512F__)
   if constexpr (avx512_v<Arch>) {
     const __mmask16 lanes = __mmask16((1u << width) - 1u);
@@ -192,13 +202,13 @@ void chunk_rows(const float* x, std::size_t K, const float* v, const std::uint16
       std::size_t k = 0;
       for (; k + 4 <= K; k += 4) {
         const unsigned m0 = bm[k], m1 = bm[k + 1], m2 = bm[k + 2], m3 = bm[k + 3];
-        const __m512 w0 = expand_row(m0, v);
+        const __m512 w0 = expand_row(m0, v, vend);
         v += std::popcount(m0);
-        const __m512 w1 = expand_row(m1, v);
+        const __m512 w1 = expand_row(m1, v, vend);
         v += std::popcount(m1);
-        const __m512 w2 = expand_row(m2, v);
+        const __m512 w2 = expand_row(m2, v, vend);
         v += std::popcount(m2);
-        const __m512 w3 = expand_row(m3, v);
+        const __m512 w3 = expand_row(m3, v, vend);
         v += std::popcount(m3);
         a0 = _mm512_fmadd_ps(_mm512_set1_ps(x[k]), w0, a0);
         a1 = _mm512_fmadd_ps(_mm512_set1_ps(x[k + 1]), w1, a1);
@@ -207,7 +217,7 @@ void chunk_rows(const float* x, std::size_t K, const float* v, const std::uint16
       }
       for (; k < K; ++k) {
         const unsigned m = bm[k];
-        a0 = _mm512_fmadd_ps(_mm512_set1_ps(x[k]), expand_row(m, v), a0);
+        a0 = _mm512_fmadd_ps(_mm512_set1_ps(x[k]), expand_row(m, v, vend), a0);
         v += std::popcount(m);
       }
       __m512 s = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
@@ -219,7 +229,7 @@ void chunk_rows(const float* x, std::size_t K, const float* v, const std::uint16
       for (std::size_t k = 0; k < K; ++k) {
         const unsigned m = bm[k];
         if (!m) continue;
-        const __m512 w = expand_row(m, v);
+        const __m512 w = expand_row(m, v, vend);
         v += std::popcount(m);
         for (std::size_t r = 0; r < RB; ++r) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(x[r * K + k]), w, acc[r]);
       }
@@ -268,20 +278,98 @@ void chunk_rows(const float* x, std::size_t K, const float* v, const std::uint16
 
 }  // namespace detail
 
+// The expander of the panel of columns [j0, j0 + NR) (NR = sparse_expand::panel_width<Arch>(N);
+// sparse_expand.hpp): rows [k0, k1) as buf[(k - k0) * NR + j], zero where no weight is kept and
+// past N. A panel of whole 16-column chunks (NR = 16 or 32): each chunk row by the expand of the
+// forward kernel (AVX-512: one vexpandps; AVX2: two table permutes), the chunk's values read on
+// from where the last block stopped; a panel inside one chunk (NR < 16): one value at a time.
+template <class Arch>
+struct bitmap_panel {
+  std::size_t K, NR, o = 0;
+  const float* vend;
+  const std::uint16_t* bm[2] = {};
+  const float* v[2] = {};
+  bitmap_panel(std::size_t k, std::size_t N, const float* values, const std::uint32_t* offsets,
+               const std::uint16_t* bitmap, std::size_t j0)
+      : K(k), NR(sparse_expand::panel_width<Arch>(N)), vend(values + offsets[chunks(N)]) {
+    if (NR < chunk_width) o = j0 % chunk_width;
+    for (std::size_t s = 0; s * chunk_width < std::max(NR, chunk_width) && s < 2; ++s) {
+      const std::size_t c = j0 / chunk_width + s;
+      if (c < chunks(N)) {
+        bm[s] = bitmap + c * K;
+        v[s] = values + offsets[c];
+      }
+    }
+  }
+  void operator()(std::size_t k0, std::size_t k1, float* buf) {
+    if (NR < chunk_width) {
+      // the panel lies inside chunk 0 of bm, from its column o on
+      for (std::size_t k = k0; k < k1; ++k) {
+        const unsigned m = bm[0][k];
+        for (std::size_t l = 0; l < NR; ++l) {
+          const std::size_t bit = o + l;
+          buf[(k - k0) * NR + l] = (m >> bit & 1u) ? v[0][std::popcount(m & ((1u << bit) - 1u))] : 0.0f;
+        }
+        v[0] += std::popcount(m);
+      }
+      return;
+    }
+    for (std::size_t s = 0; s * chunk_width < NR; ++s) {
+      float* dst = buf + s * chunk_width;
+      if (!bm[s]) {
+        for (std::size_t k = k0; k < k1; ++k) std::fill(dst + (k - k0) * NR, dst + (k - k0) * NR + chunk_width, 0.0f);
+        continue;
+      }
+      const std::uint16_t* b = bm[s];
+      const float* p = v[s];
+      std::size_t k = k0;
+#if defined(__AVX512F__)
+      if constexpr (detail::avx512_v<Arch>) {
+        for (; k < k1; ++k) {
+          const unsigned m = b[k];
+          _mm512_storeu_ps(dst + (k - k0) * NR, detail::expand_row(m, p, vend));
+          p += std::popcount(m);
+        }
+      }
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+      if constexpr (std::is_base_of_v<xsimd::avx2, Arch>)
+        for (; k < k1; ++k) {
+          const unsigned m = b[k], lo = m & 0xFFu;
+          _mm256_storeu_ps(dst + (k - k0) * NR, detail::expand8(lo, p));
+          _mm256_storeu_ps(dst + (k - k0) * NR + 8, detail::expand8(m >> 8, p + std::popcount(lo)));
+          p += std::popcount(m);
+        }
+#endif
+      for (; k < k1; ++k) {
+        const unsigned m = b[k];
+        for (std::size_t l = 0; l < chunk_width; ++l) dst[(k - k0) * NR + l] = (m >> l & 1u) ? *p++ : 0.0f;
+      }
+      v[s] = p;
+    }
+  }
+};
+
 // y[batch x N] = x[batch x K] W + bias, relu optional; the scalar reference for types without SIMD.
 template <std::size_t K, std::size_t N, class Arch = default_arch, class T>
 void forward(const T* x, const T* values, const std::uint32_t* offsets, const std::uint16_t* bitmap, const T* bias,
              T* y, std::size_t batch, bool relu) {
   if constexpr (std::is_same_v<T, float> && simd_v<float, Arch> && chunk_width % xsimd::batch<float, Arch>::size == 0) {
+    if (sparse_expand::use<Arch, T>(batch))
+      return sparse_expand::forward<K, N, Arch>(x, bias, y, batch, relu, [&](std::size_t j0) {
+        return bitmap_panel<Arch>(K, N, values, offsets, bitmap, j0);
+      });
     constexpr std::size_t RB = 8;
+    const float* vend = values + offsets[chunks(N)];
     for (std::size_t c = 0; c < chunks(N); ++c) {
       const std::size_t j0 = c * chunk_width, width = std::min(chunk_width, N - j0);
       const float* v = values + offsets[c];
       const std::uint16_t* bm = bitmap + c * K;
       std::size_t b = 0;
       for (; b + RB <= batch; b += RB)
-        detail::chunk_rows<Arch, RB>(x + b * K, K, v, bm, bias + j0, y + b * N + j0, N, width, relu);
-      for (; b < batch; ++b) detail::chunk_rows<Arch, 1>(x + b * K, K, v, bm, bias + j0, y + b * N + j0, N, width, relu);
+        detail::chunk_rows<Arch, RB>(x + b * K, K, v, vend, bm, bias + j0, y + b * N + j0, N, width, relu);
+      for (; b < batch; ++b)
+        detail::chunk_rows<Arch, 1>(x + b * K, K, v, vend, bm, bias + j0, y + b * N + j0, N, width, relu);
     }
   } else {
     forward_reference(x, values, offsets, bitmap, bias, y, batch, K, N, relu);

@@ -11,7 +11,14 @@
 //                      16 and more: whole blocks of 16 samples are
 //                      transposed into `scratch` ((K + N) x batch values),
 //                      so each weight multiplies 16 samples with one FMA,
-//                      and transposed back; the rest go one by one. Other
+//                      and transposed back; the rest go one by one. Every
+//                      architecture (float, SIMD), where
+//                      sparse_expand::use_per_weight says (8-15 samples on
+//                      AVX-512; on AVX2 64 and more with over a quarter of
+//                      the weights kept): the columns scattered into the dense
+//                      GEMM's panels and the dense micro-kernel
+//                      (sparse_expand.hpp).
+//                      Other
 //                      architectures and types run the reference (the
 //                      layer's dispatch, sparse_kernels<csc_index> in
 //                      sparse_rows.hpp, runs the rows kernels there);
@@ -27,6 +34,7 @@
 
 #include "../../kernels/sparse_index.hpp"
 #include "arch.hpp"
+#include "sparse_expand.hpp"
 #include "sparse_kernels.hpp"
 
 namespace ctnn::kernels::cpu::csc {
@@ -67,6 +75,11 @@ constexpr std::size_t scratch_per_sample(std::size_t K, std::size_t N) { return 
 template <std::size_t K, std::size_t N, class Arch = default_arch, class T>
 void forward(const T* x, const T* values, const std::uint32_t* col, const std::uint16_t* rows, const T* bias, T* y,
              std::size_t batch, bool relu, T* scratch) {
+  if constexpr (sparse_expand::available_v<Arch, T>)
+    if (sparse_expand::use_per_weight<Arch, T>(batch, col[N], K * N))
+      return sparse_expand::forward<K, N, Arch>(x, bias, y, batch, relu, [&](std::size_t j0) {
+        return sparse_expand::column_panel<Arch, std::uint16_t>(N, values, col, rows, j0);
+      });
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<T, float> && std::is_base_of_v<xsimd::avx512f, Arch>) {
     // samples [b0, b1) one at a time: 16 weights per step, x gathered

@@ -20,7 +20,11 @@
 //                      inputs, no gather; on AVX2, 8 weights cover 16
 //                      inputs: two vpermps and a blend (two_of_four_avx2);
 //                      otherwise the indices are decoded and x gathered
-//                      (xsimd). Other types: the reference.
+//                      (xsimd). (Expanding 2:4 weights into the dense GEMM's
+//                      panels, as the bitmap layout does at large batches,
+//                      measured slower than these kernels at 64 samples on
+//                      AVX-512 and AVX2: docs/pruning.md.) Other types: the
+//                      reference.
 //   backward_reference: dvalues, dbias and dx (scalar).
 // Indices are read as little-endian bytes (x86, AArch64).
 #pragma once

@@ -14,7 +14,11 @@
 //                      per unit, L weights at a time, one gather of L
 //                      inputs per sample (AVX-512 and AVX2: vgatherdps; SSE2:
 //                      xsimd's emulated gather), 4 samples sharing each
-//                      loaded index vector. Other types: the reference.
+//                      loaded index vector. Where
+//                      sparse_expand::use_per_weight says (as csc): the dense
+//                      micro-kernel over the units scattered into its panels
+//                      (sparse_expand.hpp). Other
+//                      types: the reference.
 //   backward_reference: dvalues, dbias and dx (scalar).
 // detail::transposed<Arch> is shared with the N:M layout (sparse_nm.hpp): it
 // takes the per-unit ranges and the input index of each weight as functions.
@@ -29,6 +33,7 @@
 #include "../../kernels/sparse_index.hpp"
 #include "arch.hpp"
 #include "sparse_csc.hpp"
+#include "sparse_expand.hpp"
 #include "sparse_kernels.hpp"
 
 namespace ctnn::kernels::cpu::rows {
@@ -196,6 +201,10 @@ template <std::size_t K, std::size_t N, class Arch = default_arch, class T>
 void forward(const T* x, const T* values, const std::uint32_t* starts, const std::uint16_t* idx, const T* bias, T* y,
              std::size_t batch, bool relu, T* scratch) {
   if constexpr (fast_v<T, Arch>) {
+    if (sparse_expand::use_per_weight<Arch, T>(batch, starts[N], K * N))
+      return sparse_expand::forward<K, N, Arch>(x, bias, y, batch, relu, [&](std::size_t j0) {
+        return sparse_expand::column_panel<Arch, std::uint16_t>(N, values, starts, idx, j0);
+      });
     constexpr std::size_t L = xsimd::batch<float, Arch>::size;
     const std::size_t bp = batch / L * L;
     if (bp)

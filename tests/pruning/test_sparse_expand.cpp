@@ -1,0 +1,187 @@
+// backends/cpu/sparse_expand.hpp: the forward of the bitmap, csc and rows layouts through
+// their weights expanded into the dense GEMM's packed panels and the dense micro-kernel.
+// Each layout's expansion equals the dense packing of the masked kernel bit for bit, and
+// each layout's forward (sparse kernel or expansion, as sparse_expand decides by the batch)
+// equals the masked dense product and the layout's scalar reference at every batch 1..70,
+// on every architecture this CPU runs; the N:M layout (its kernels only) alongside.
+#include <doctest/doctest.h>
+
+#include <ctnn/backends/cpu/gemm.hpp>
+#include <ctnn/backends/cpu/sparse.hpp>
+#include <ctnn/backends/cpu/sparse_csc.hpp>
+#include <ctnn/backends/cpu/sparse_expand.hpp>
+#include <ctnn/backends/cpu/sparse_nm.hpp>
+#include <ctnn/backends/cpu/sparse_rows.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/archs.hpp"
+#include "pruning/sparse_common.hpp"
+
+using namespace ctnn;
+using namespace sparse_test;
+namespace kc = ctnn::kernels::cpu;
+
+namespace {
+
+// A mask with exactly 2 of every 4 consecutive inputs of each unit kept (or fewer: `fewer`
+// drops the second of every third group, as a group padded with a zero weight).
+std::vector<std::uint8_t> two_of_four(std::size_t K, std::size_t N, rng& g, bool fewer) {
+  std::vector<std::uint8_t> keep(K * N, 0);
+  for (std::size_t j = 0; j < N; ++j)
+    for (std::size_t g0 = 0; g0 < K; g0 += 4) {
+      const std::size_t a = std::size_t(g.uniform() * 4) % 4, b = (a + 1 + std::size_t(g.uniform() * 3) % 3) % 4;
+      keep[(g0 + a) * N + j] = 1;
+      if (!(fewer && (g0 / 4) % 3 == 2)) keep[(g0 + b) * N + j] = 1;
+    }
+  return keep;
+}
+
+// The masked kernel as pack_panels (gemm.hpp) lays out a dense kernel: what every expansion must write.
+template <class Arch>
+std::vector<float> dense_panels(const std::vector<float>& w, const std::vector<std::uint8_t>& keep, std::size_t K,
+                                std::size_t N) {
+  std::vector<float> masked(K * N);
+  for (std::size_t i = 0; i < K * N; ++i) masked[i] = keep[i] ? w[i] : 0.0f;
+  std::vector<float> panels(kc::packed_panels_size<float, Arch>(K, N));
+  kc::simd::pack_panels<Arch>(K, N, kc::strided<float>{masked.data(), N, 1}, panels.data());
+  return panels;
+}
+
+// The four layouts of one masked kernel, packed.
+struct packed_layouts {  // nm: its kernels' check at the same batches
+  std::vector<float> bm_values, csc_values, nm_values;
+  std::vector<std::uint32_t> bm_offsets, csc_starts;
+  std::vector<std::uint16_t> bm_bits, csc_rows;
+  std::vector<std::uint8_t> nm_meta;
+};
+template <std::size_t K, std::size_t N>
+packed_layouts pack_all(const std::vector<float>& w, const std::vector<std::uint8_t>& keep, bool nm) {
+  packed_layouts p;
+  p.bm_values.resize(K * N + 1);
+  p.bm_offsets.resize(kc::sparse::chunks(N) + 1);
+  p.bm_bits.resize(kc::sparse::chunks(N) * K);
+  kc::sparse::pack(w.data(), keep.data(), K, N, p.bm_values.data(), p.bm_values.size(), p.bm_offsets.data(),
+                   p.bm_bits.data());
+  p.csc_values.resize(K * N + 1);
+  p.csc_starts.resize(N + 1);
+  p.csc_rows.resize(K * N + 1);
+  kc::rows::pack(w.data(), keep.data(), K, N, p.csc_values.data(), p.csc_values.size(), p.csc_starts.data(),
+                 p.csc_rows.data());
+  if (nm) {
+    p.nm_values.resize(kc::nm::capacity(K, N, 2, 4));
+    p.nm_meta.resize(kc::nm::meta_bytes(K, N, 2, 4));
+    kc::nm::pack<2, 4>(w.data(), keep.data(), K, N, p.nm_values.data(), p.nm_meta.data());
+  }
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("sparse_expand: each layout's panels equal the dense packing of the masked kernel, bit for bit") {
+  auto run = [](auto arch, const char* name) {
+    using Arch = decltype(arch);
+    if constexpr (kc::sparse_expand::available_v<Arch, float>) {
+      auto one = [&]<std::size_t K, std::size_t N>(double density, bool nm) {
+        INFO(name << " K=" << K << " N=" << N << " density=" << density << " nm=" << nm);
+        rng g(K * 5 + N + std::size_t(density * 10) + nm);
+        auto prob = random_problem(K, N, 1, density, g);
+        if (nm) prob.keep = two_of_four(K, N, g, density < 0.75);
+        const auto want = dense_panels<Arch>(prob.w, prob.keep, K, N);
+        const auto p = pack_all<K, N>(prob.w, prob.keep, nm);
+        constexpr std::size_t NR = kc::sparse_expand::panel_width<Arch>(N);
+        std::vector<float> panel(K * NR);
+        // The whole panel from consecutive blocks of `step` rows (the last shorter), as forward calls it.
+        auto blocks = [&](auto expander, std::size_t step) {
+          std::fill(panel.begin(), panel.end(), 7.0f);
+          for (std::size_t k0 = 0; k0 < K; k0 += step) expander(k0, std::min(K, k0 + step), panel.data() + k0 * NR);
+        };
+        for (std::size_t j0 = 0; j0 < N; j0 += NR) {
+          CAPTURE(j0);
+          auto same = [&](const char* layout, std::size_t step) {
+            INFO(layout << ", blocks of " << step << " rows");
+            std::size_t diff = 0;
+            for (std::size_t i = 0; i < K * NR; ++i) diff += panel[i] != want[j0 * K + i];
+            CHECK(diff == 0);
+          };
+          for (std::size_t step : {std::size_t(7), kc::sparse_expand::block_rows<Arch>(K, N, 1), K}) {
+            blocks(kc::sparse::bitmap_panel<Arch>(K, N, p.bm_values.data(), p.bm_offsets.data(), p.bm_bits.data(), j0),
+                   step);
+            same("bitmap", step);
+            blocks(kc::sparse_expand::column_panel<Arch, std::uint16_t>(N, p.csc_values.data(), p.csc_starts.data(),
+                                                                        p.csc_rows.data(), j0),
+                   step);
+            same("csc / rows", step);
+          }
+        }
+      };
+      for (double d : {0.0, 0.3, 1.0}) {
+        one.template operator()<20, 5>(d, false);
+        one.template operator()<20, 8>(d, false);
+        one.template operator()<64, 40>(d, false);
+        one.template operator()<400, 33>(d, false);
+      }
+      one.template operator()<64, 40>(0.5, true);  // a 2:4 mask (some groups keep one weight)
+    }
+  };
+  CHECK(test::for_each_arch("sparse_expand panels", run) >= 1);
+}
+
+TEST_CASE("sparse layouts: forward at batches 1..70 equals the masked dense product and the scalar reference") {
+  static_assert(kc::sparse_expand::min_batch > 1 && kc::sparse_expand::per_weight_min_batch < 70,
+                "the batches below cover both paths");
+  auto run = [](auto arch, const char* name) {
+    using Arch = decltype(arch);
+    auto one = [&]<std::size_t K, std::size_t N>(double density, bool nm) {
+      rng g(K * 3 + N + std::size_t(density * 10) + nm);
+      constexpr std::size_t max_batch = 70;
+      auto prob = random_problem(K, N, max_batch, density, g);
+      if (nm) prob.keep = two_of_four(K, N, g, false);
+      const auto p = pack_all<K, N>(prob.w, prob.keep, nm);
+      std::vector<float> scratch(max_batch * (K + N));
+      for (std::size_t batch = 1; batch <= max_batch; ++batch) {
+        const bool relu = batch % 2 == 1;
+        INFO(name << " K=" << K << " N=" << N << " density=" << density << " nm=" << nm << " batch=" << batch);
+        const auto ref = masked_dense(prob.x, prob.w, prob.keep, prob.bias, batch, K, N, relu);
+        std::vector<float> y(batch * N), yr(batch * N);
+        auto close = [&](const char* layout) {
+          INFO(layout);
+          std::size_t bad = 0;
+          for (std::size_t i = 0; i < y.size(); ++i) {
+            bad += !(y[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1.0));
+            bad += !(yr[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1.0));
+          }
+          CHECK(bad == 0);
+        };
+        kc::sparse::forward<K, N, Arch>(prob.x.data(), p.bm_values.data(), p.bm_offsets.data(), p.bm_bits.data(),
+                                        prob.bias.data(), y.data(), batch, relu);
+        kc::sparse::forward_reference(prob.x.data(), p.bm_values.data(), p.bm_offsets.data(), p.bm_bits.data(),
+                                      prob.bias.data(), yr.data(), batch, K, N, relu);
+        close("bitmap");
+        kc::csc::forward<K, N, Arch>(prob.x.data(), p.csc_values.data(), p.csc_starts.data(), p.csc_rows.data(),
+                                     prob.bias.data(), y.data(), batch, relu, scratch.data());
+        kc::csc::forward_reference(prob.x.data(), p.csc_values.data(), p.csc_starts.data(), p.csc_rows.data(),
+                                   prob.bias.data(), yr.data(), batch, K, N, relu);
+        close("csc");
+        kc::rows::forward<K, N, Arch>(prob.x.data(), p.csc_values.data(), p.csc_starts.data(), p.csc_rows.data(),
+                                      prob.bias.data(), y.data(), batch, relu, scratch.data());
+        close("rows");
+        if (nm) {
+          kc::nm::forward<K, N, 2, 4, Arch>(prob.x.data(), p.nm_values.data(), p.nm_meta.data(), prob.bias.data(),
+                                            y.data(), batch, relu, scratch.data());
+          kc::nm::forward_reference<2, 4>(prob.x.data(), p.nm_values.data(), p.nm_meta.data(), prob.bias.data(),
+                                          yr.data(), batch, K, N, relu);
+          close("nm<2, 4>");
+        }
+      }
+    };
+    one.template operator()<20, 8>(0.5, false);
+    one.template operator()<64, 40>(0.5, true);
+    one.template operator()<400, 33>(1.0, true);
+    one.template operator()<36, 20>(0.5, true);
+    one.template operator()<400, 33>(0.1, false);  // 10 % kept: csc, rows expand below L samples only
+  };
+  CHECK(test::for_each_arch("sparse layouts forward, batches 1..70", run) >= 1);
+}
