@@ -3,8 +3,8 @@
 // backends/cpu/int8_conv.hpp): bit for bit the unfused layer then the pool on every architecture
 // (the scalar path, avx2, avx512bw: VNNI where the CPU has it), int8 and float inputs and outputs,
 // the saturation count of the pooled values against an independent count, the unfused fallback
-// where the requantization could wrap, quantized_t's pairing (and the pools it leaves alone), and whole
-// models against their float-between models.
+// where the requantization could wrap, quantized_t's pairing (and the pools it leaves alone), whole
+// models against their float-between models, and the windows kernel re-packed when the kernel changes.
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
@@ -407,4 +407,38 @@ TEST_CASE("int8 models with fused pools: bit for bit their float-between models 
     }
     for (const auto& c : sf) CHECK_FALSE(c.pooled);
   }
+}
+
+TEST_CASE("quantized_conv2d: the windows kernel of a C = 1 layer follows the weights of each model and each change") {
+  // two models of one type (one layer type, one kept windows kernel) with different weights, in turns
+  auto a = quantized_random<tail>(11);
+  auto b = quantized_random<tail>(12);
+  auto fa = float_between_copy(a);
+  auto fb = float_between_copy(b);
+  const auto x = inputs<float>(3 * S * S, 13);
+  for (int round = 0; round < 2; ++round) {
+    CHECK(a.predict(x.data(), 3) == fa.predict(x.data(), 3));
+    CHECK(b.predict(x.data(), 3) == fb.predict(x.data(), 3));
+  }
+  // a kernel changed in place (one weight, and its column sum): the next pass reads the new one
+  std::vector<float> before = a.predict(x.data(), 3);
+  const auto edit = [](auto& m) {
+    using C = std::tuple_element_t<0, typename std::remove_reference_t<decltype(m)>::layers>;
+    std::int8_t* k = nullptr;
+    std::int32_t* sums = nullptr;
+    m.for_each_variable([&](const variable_ref& v) {  // (host memory: the model's own)
+      if (v.layer == 0 && v.name == "kernel") k = reinterpret_cast<std::int8_t*>(v.data);
+      if (v.layer == 0 && v.name == "kernel_sum") sums = reinterpret_cast<std::int32_t*>(v.data);
+    });
+    REQUIRE(k);
+    REQUIRE(sums);
+    std::int8_t& w = k[i8::packed_index(C::K, C::N, 2, 4)];
+    w = std::int8_t(w > 0 ? -120 : 120);
+    i8::packed_sums(C::N, C::K, k, sums);
+  };
+  edit(a);
+  edit(fa);
+  const auto after = a.predict(x.data(), 3);
+  CHECK(after == fa.predict(x.data(), 3));
+  CHECK(after != before);
 }

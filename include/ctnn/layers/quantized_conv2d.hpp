@@ -31,6 +31,8 @@
 // count of the outputs is that of the pooled values; the next layer, quantization::fused_pool<that
 // max_pool2d, Out8>, only hands them on (aliases its input). The name, the buffers, the weights file
 // and the ONNX export are the unpooled layer's and the max_pool2d's.
+// The vector paths' kernel for KW C % 4 != 0 (pack_windows) is re-packed only when the kernel's
+// bytes differ from those it was last packed from (one memcmp of Kp F bytes a call).
 // Made by quantize_dynamic / quantize_full_integer (quantization/convert.hpp) or convert_qat
 // (quantization/qat.hpp); backward throws.
 #pragma once
@@ -305,15 +307,20 @@ struct quantized_conv2d_layer {
 
   // (the vector paths' kernel)
   // The kernel the vector paths multiply: the layer's own, or (KW C % 4 != 0) pack_windows' form of
-  // it, re-packed at each call.
+  // it, re-packed only when the kernel's bytes differ from those it was packed from (a copy kept
+  // beside it, per thread and layer type: a memcmp of Kp F bytes a call instead of the packing).
   static const std::int8_t* windows_kernel(const std::int8_t* kernel) {
     namespace i8 = kernels::cpu::int8;
     if constexpr (!i8::windows<geometry>::over_reads) {
       return kernel;
     } else {
-      thread_local std::vector<std::int8_t> packed;
-      packed.resize(i8::packed_bytes(i8::windows<geometry>::k, F));
-      i8::pack_windows<geometry>(kernel, packed.data());
+      constexpr std::size_t bytes = i8::packed_bytes(K, F);
+      thread_local std::vector<std::int8_t> from, packed;
+      if (from.size() != bytes || std::memcmp(from.data(), kernel, bytes) != 0) {
+        packed.resize(i8::packed_bytes(i8::windows<geometry>::k, F));
+        i8::pack_windows<geometry>(kernel, packed.data());
+        from.assign(kernel, kernel + bytes);
+      }
       return packed.data();
     }
   }
