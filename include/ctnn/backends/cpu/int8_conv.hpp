@@ -213,22 +213,22 @@ struct pool_windows : windows<G> {
 };
 
 // The fused store: requant<Y>'s rule on the max of each Window consecutive rows (pool_windows'),
-// written to pooled row i / Window of y; run: N int32 where a window's running max waits between
-// tiles (the AVX2 tiles hold 2 rows, the VNNI ones 4).
+// written to pooled row i / Window of y; run: N + 16 int32 where a window's running max waits
+// between tiles (the AVX2 tiles hold 2 rows, the VNNI ones 4).
 template <class Y, std::size_t Window>
 struct pool_requant : requant<Y> {
   std::int32_t* run;
 };
 
 #if defined(__AVX2__)
+// (run holds 8 lanes past any column: whole vectors, no vpmaskmovd, which AMD's cores run slowly)
 template <class Y, std::size_t Window>
 inline void put(pool_requant<Y, Window>& e, __m256i v, std::size_t i, std::size_t j, std::size_t width = 8) {
   const std::size_t t = i % Window;
-  auto* at = e.run + j;
-  const __m256i m = detail::lanes_below(width);
-  if (t != 0) v = _mm256_max_epi32(v, _mm256_maskload_epi32(reinterpret_cast<const int*>(at), m));
+  auto* at = reinterpret_cast<__m256i*>(e.run + j);
+  if (t != 0) v = _mm256_max_epi32(v, _mm256_loadu_si256(at));
   if (t + 1 < Window)
-    _mm256_maskstore_epi32(reinterpret_cast<int*>(at), m, v);
+    _mm256_storeu_si256(at, v);
   else
     detail::put(static_cast<requant<Y>&>(e), v, i / Window, j, width);
 }
@@ -309,7 +309,7 @@ std::size_t conv_s8_pool_requantize(const std::int8_t* img, std::size_t batch, c
   static_assert(pool_fusable(G, PG), "int8 conv_s8_pool_requantize: a pooling the fused store does not take");
   using A = pool_windows<G, PG>;
   thread_local std::vector<std::int32_t> run;
-  run.resize(G.f);
+  run.resize(G.f + 16);
   pool_requant<Y, A::window> pe{e, run.data()};
   pe.saturated = 0;
   if (batch)
