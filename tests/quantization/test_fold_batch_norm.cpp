@@ -71,8 +71,9 @@ static_assert(std::is_same_v<qat_t<bn_cnn>, qat_t<folded_cnn>>);
 static_assert(std::is_same_v<
               quantized_t<bn_cnn>,
               sequential<input<S, S, 1>,
-                         quantized_conv2d<8, 3, 3, 1, padding::valid, relu, fi, quantization::int8_io<false, true>>,
-                         quantization::int8_pass<max_pool2d<2>>,
+                         quantized_conv2d<8, 3, 3, 1, padding::valid, relu, fi, quantization::int8_io<false, true>,
+                                          max_pool2d<2>>,
+                         quantization::fused_pool<max_pool2d<2>, true>,
                          quantized_conv2d<12, 2, 2, 1, padding::valid, relu, fi, quantization::int8_io<true, true>>,
                          quantization::int8_pass<flatten>,
                          quantized_dense<48, 16, relu, fi, quantization::int8_io<true, true>>,

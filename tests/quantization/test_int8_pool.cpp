@@ -272,10 +272,12 @@ TEST_CASE("int8 max and average pooling over the thread pool: the same bits with
 
 TEST_CASE("quantized_t of a CNN: max_pool2d and flatten between int8 layers run on int8, int8 between all layers") {
   static_assert(std::is_same_v<q, sequential<input<S, S, 1>,
-                                             quantized_conv2d<8, 3, 3, 1, padding::same, relu, fi, quantization::int8_io<false, true>>,
-                                             quantization::int8_pass<max_pool2d<2>>,
-                                             quantized_conv2d<16, 3, 3, 1, padding::valid, relu, fi, quantization::int8_io<true, true>>,
-                                             quantization::int8_pass<max_pool2d<2>>, quantization::int8_pass<flatten>,
+                                             quantized_conv2d<8, 3, 3, 1, padding::same, relu, fi,
+                                                              quantization::int8_io<false, true>, max_pool2d<2>>,
+                                             quantization::fused_pool<max_pool2d<2>, true>,
+                                             quantized_conv2d<16, 3, 3, 1, padding::valid, relu, fi,
+                                                              quantization::int8_io<true, true>, max_pool2d<2>>,
+                                             quantization::fused_pool<max_pool2d<2>, true>, quantization::int8_pass<flatten>,
                                              quantized_dense<64, classes, identity, fi, quantization::int8_io<true, false>>>>);
   // float between them: every layer as the float-pool model had it
   static_assert(std::is_same_v<f, sequential<input<S, S, 1>, quantized_conv2d<8, 3, 3, 1, padding::same, relu>,
@@ -294,9 +296,10 @@ TEST_CASE("quantized_t of a CNN: max_pool2d and flatten between int8 layers run 
   static_assert(std::is_same_v<ctnn::detail::output_element_of<std::tuple_element_t<4, L>, P>::type, std::int8_t>);
   static_assert(std::is_same_v<ctnn::detail::input_element_of<std::tuple_element_t<5, L>, P>::type, std::int8_t>);
   static_assert(std::is_same_v<ctnn::detail::output_element_of<std::tuple_element_t<5, L>, P>::type, float>);
-  // one sample's activation blocks (64-byte aligned; flatten has none): 1152 + 288 + 256 + 64
-  // int8 values and 3 floats, against 4 bytes a value
-  static_assert(q::plan<>::bytes(role::activation, 1) == 1152 + 320 + 256 + 64 + 64);
+  // one sample's activation blocks (64-byte aligned; the pools fused into the convs' stores and
+  // flatten have none: the convs' blocks hold the pooled values): 1152 + 256 int8 values and 3
+  // floats, against 4 bytes a value and the pools' own blocks
+  static_assert(q::plan<>::bytes(role::activation, 1) == 1152 + 256 + 64);
   static_assert(f::plan<>::bytes(role::activation, 1) == 4 * 1152 + 4 * 288 + 4 * 256 + 4 * 64 + 64);
   static_assert(q::state_bytes == f::state_bytes);
   // the int8 pool is a max_pool2d to the tools (kind, spec::kind, window), with no buffers
@@ -304,22 +307,26 @@ TEST_CASE("quantized_t of a CNN: max_pool2d and flatten between int8 layers run 
   static_assert(std::is_same_v<pool::kind, layer_kind::pool2d> &&
                 std::is_same_v<pool::spec::kind, ctnn::detail::max_pool_kind> && pool::spec::pool_size == 2);
   static_assert(pool::buffers.size() == 0 && pool::cache_per_sample == 0);
-  // no pool between full-integer layers: the pool stays float (before the first one, after the last)
+  // no pool between full-integer layers: the pool stays float (before the first one; after the
+  // last, right after a conv, it is taken in the conv's store, on float outputs)
   using edges = sequential<input<S, S, 1>, max_pool2d<2>, conv2d<4, 3, 3>, max_pool2d<2>, flatten>;
-  static_assert(std::is_same_v<quantized_t<edges>, sequential<input<S, S, 1>, max_pool2d<2>,
-                                                              quantized_conv2d<4, 3, 3>, max_pool2d<2>, flatten>>);
+  static_assert(std::is_same_v<quantized_t<edges>,
+                               sequential<input<S, S, 1>, max_pool2d<2>,
+                                          quantized_conv2d<4, 3, 3, 1, padding::valid, identity, fi,
+                                                           quantization::float_io, max_pool2d<2>>,
+                                          quantization::fused_pool<max_pool2d<2>, false>, flatten>>);
   // dynamic range: float between all layers
   static_assert(std::is_same_v<quantized_t<cnn, quantization::dynamic_range>,
                                quantization::float_between_t<quantized_t<cnn, quantization::dynamic_range>>>);
 }
 
-TEST_CASE("int8 CNN across max pooling: bit for bit the float-pool model, saturation counted alike, any batch") {
+TEST_CASE("int8 CNN across max pooling: bit for bit the float-pool model, saturation counted per pooled value, any batch") {
   auto& m = trained_cnn();
   const auto cal = make_images(100, 5), te = make_images(64, 6);
   auto qm = quantize_full_integer(m, cal.x.data(), cal.y.size());
   static_assert(std::is_same_v<decltype(qm)::network, q>);
   auto fm = float_between_copy(qm);
-  std::vector<float> wild = te.x;  // some values beyond the calibrated range: saturation counted alike
+  std::vector<float> wild = te.x;  // some values beyond the calibrated range: saturation counted
   for (std::size_t i = 0; i < wild.size(); i += 7) wild[i] *= 4;
   const auto want = fm.predict(wild.data(), 64, 64);
   for (std::size_t n : {1, 7, 64}) {
@@ -335,7 +342,16 @@ TEST_CASE("int8 CNN across max pooling: bit for bit the float-pool model, satura
     for (std::size_t l = 0; l < 3; ++l) {
       CHECK(sq[l].layer == sf[l].layer);
       CHECK(sq[l].inputs == sf[l].inputs);
-      CHECK(sq[l].outputs == sf[l].outputs);
+      // the convs count the pooled values they clamped (a max pool fused into the store: relu, so
+      // each 2x2 window with a saturated output once), the dense layer every output
+      CHECK(sq[l].pooled == (l < 2));
+      if (l < 2) {
+        CHECK(sq[l].outputs <= sf[l].outputs);
+        CHECK(4 * sq[l].outputs >= sf[l].outputs);
+        CHECK((sq[l].outputs > 0) == (sf[l].outputs > 0));
+      } else {
+        CHECK(sq[l].outputs == sf[l].outputs);
+      }
     }
     CHECK(sq[0].inputs > 0);
     CHECK(sq[1].inputs == 0);  // an int8 input is never clamped (nor is the pooled float one)

@@ -289,11 +289,13 @@ TEST_CASE("quantized_conv2d between int8 layers: the vector paths equal the scal
 TEST_CASE("quantized_t: conv2d becomes quantized_conv2d, the state bytes are ~4x smaller than the float parameters") {
   using q = quantized_t<cnn>;
   using fi = quantization::full_integer;
-  // int8 between all the layers: the max pooling and the flatten run on the int8 tensor
-  // (quantization::int8_pass, test_int8_pool.cpp); float between them in float_between_t
+  // int8 between all the layers: the max pooling in the first conv's store (quantization::fused_pool,
+  // test_quantized_conv2d_pool.cpp), the flatten on the int8 tensor (quantization::int8_pass,
+  // test_int8_pool.cpp); float between them in float_between_t
   static_assert(std::is_same_v<q, sequential<input<S, S, 1>,
-                                             quantized_conv2d<8, 3, 3, 1, padding::same, relu, fi, quantization::int8_io<false, true>>,
-                                             quantization::int8_pass<max_pool2d<2>>,
+                                             quantized_conv2d<8, 3, 3, 1, padding::same, relu, fi,
+                                                              quantization::int8_io<false, true>, max_pool2d<2>>,
+                                             quantization::fused_pool<max_pool2d<2>, true>,
                                              quantized_conv2d<8, 3, 3, 1, padding::valid, relu, fi, quantization::int8_io<true, true>>,
                                              quantization::int8_pass<flatten>,
                                              quantized_dense<32, classes, identity, fi, quantization::int8_io<true, false>>>>);

@@ -23,6 +23,16 @@
 // The buffers are state (saved, never trained), with quantized_dense's names and order (its
 // saturation counts too: input values and outputs clamped): Kp F + 20 F + 32 bytes (full
 // integer), Kp F + 12 F (dynamic range), against 4 K F + 4 F for conv2d.
+// Pool (default void): a max_pool2d<P, S, Pad> taken in the store of a full-integer layer (quantized_t
+// pairs a conv and the max_pool2d after it where int8::pool_fusable holds: windows without padding
+// that do not overlap): y receives the pooled tensor [OH', OW', F] (the pool's out_shape), the max
+// over each window's int32 sums requantized once (exact: backends/cpu/int8_conv.hpp proves it; the
+// unfused convolution and pooling run where int8::requant_monotone is false), and the saturation
+// count of the outputs is that of the pooled values; the next layer, quantization::fused_pool<that
+// max_pool2d, Out8>, only hands them on (aliases its input). The name, the buffers, the weights file
+// and the ONNX export are the unpooled layer's and the max_pool2d's.
+// The vector paths' kernel for KW C % 4 != 0 (pack_windows) is re-packed only when the kernel's
+// bytes differ from those it was last packed from (one memcmp of Kp F bytes a call).
 // Made by quantize_dynamic / quantize_full_integer (quantization/convert.hpp) or convert_qat
 // (quantization/qat.hpp); backward throws.
 #pragma once
@@ -40,6 +50,8 @@
 
 #include "../backends/cpu/int8.hpp"
 #include "../backends/cpu/int8_conv.hpp"
+#include "../backends/cpu/int8_pool.hpp"
+#include "../backends/cpu/pooling.hpp"
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
 #include "../core/plan.hpp"
@@ -47,16 +59,28 @@
 #include "../kernels/conv_reference.hpp"
 #include "../quantization/arithmetic.hpp"
 #include "activation.hpp"
+#include "max_pool2d.hpp"
 #include "padding.hpp"
+#include "pool2d.hpp"
 #include "quantized_dense.hpp"
 
 namespace ctnn {
 
 template <class Spec, Shape In, class P, class Backend>
 struct quantized_conv2d_layer;
+template <class Spec, Shape In, class P, class Backend>
+struct fused_pool_layer;
+
+namespace quantization::detail {
+template <class S>
+inline constexpr bool is_max_pool2d_v = false;
+template <std::size_t P, std::size_t S, padding Pad>
+inline constexpr bool is_max_pool2d_v<max_pool2d<P, S, Pad>> = true;
+}  // namespace quantization::detail
 
 template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t Stride = 1, padding Pad = padding::valid,
-          Activation Act = identity, class Scheme = quantization::full_integer, class IO = quantization::float_io>
+          Activation Act = identity, class Scheme = quantization::full_integer, class IO = quantization::float_io,
+          class Pool = void>
 struct quantized_conv2d {
   static_assert(F > 0, "quantized_conv2d: the number of filters must be > 0");
   static_assert(KH > 0 && KW > 0, "quantized_conv2d: the kernel height and width must be > 0");
@@ -70,10 +94,14 @@ struct quantized_conv2d {
   static_assert(quantization::is_int8_io_v<IO> &&
                     (std::is_same_v<Scheme, quantization::full_integer> || std::is_same_v<IO, quantization::float_io>),
                 "quantized_conv2d: IO is quantization::int8_io<In8, Out8>, int8 only for a full-integer layer");
+  static_assert(std::is_void_v<Pool> ||
+                    (std::is_same_v<Scheme, quantization::full_integer> && quantization::detail::is_max_pool2d_v<Pool>),
+                "quantized_conv2d: Pool is void or a max_pool2d<...> fused into a full-integer layer's store");
   using is_layer_spec = void;
   using activation = Act;
   using scheme = Scheme;
   using io = IO;
+  using pool = Pool;  // void: none
   static constexpr std::size_t filters = F, kernel_height = KH, kernel_width = KW, stride = Stride;
   static constexpr padding pad = Pad;
   static std::string name() {
@@ -116,6 +144,18 @@ struct quantized_conv2d_layer {
   using in_shape = In;
   using out_shape = shape<geometry.oh, geometry.ow, F>;
   static std::string name() { return Spec::name(); }
+  // the max pooling fused into the store (Spec::pool), over the outputs geometry describes
+  using Pool = typename Spec::pool;
+  static constexpr bool pooled = !std::is_void_v<Pool>;
+  static constexpr kernels::conv_geometry pool_geometry = [] {
+    if constexpr (pooled)
+      return window_geometry(geometry.oh, geometry.ow, F, F, Pool::pool_size, Pool::pool_size, Pool::stride, Pool::pad);
+    else
+      return geometry;
+  }();
+  static_assert(!pooled || kernels::cpu::int8::pool_fusable(geometry, pool_geometry),
+                "quantized_conv2d: the fused max_pool2d must have windows without padding, inside the outputs, "
+                "that do not overlap (quantized_t fuses only such a pool)");
   // the buffers and their views: quantized_dense's ({F, Kp} kernel)
   using dense_like =
       quantized_dense_layer<quantized_dense<K, F, Act, typename Spec::scheme, typename Spec::io>, shape<K>, P, Backend>;
@@ -149,30 +189,27 @@ struct quantized_conv2d_layer {
     // the vector paths read the windows in place (an implicit im2col: int8_conv.hpp); the scalar
     // path multiplies an im2col matrix
     const bool implicit = i8::int8_path_of<Arch>() != i8::int8_path::scalar;
-    thread_local std::vector<std::int8_t> xq, image, cols, kernel;
+    thread_local std::vector<std::int8_t> xq, image, cols;
     thread_local std::vector<std::int32_t> acc;
     if (!in8 || !full) {
       xq.resize(m * in + Win::slack);
       std::memset(xq.data() + m * in, 0, Win::slack);
     }
+    // The image the vector paths read the windows of the int8 input xs from (pad: the value of a
+    // padded position): xs itself, or a bordered copy where the windows reach the padding, or where
+    // they read past an input that is not this layer's buffer (the int8 of the layer before).
+    const auto image_of = [&](const std::int8_t* xs, std::int8_t pad) {
+      if (Win::in_place && !(xs != xq.data() && Win::over_reads)) return xs;
+      image.resize(m * Win::image_size + Win::slack);
+      i8::window_image<geometry>(xs, m, pad, image.data());
+      return static_cast<const std::int8_t*>(image.data());
+    };
     // The product of the int8 input xs (pad: the value of a padded position) with the kernel,
     // stored by the epilogue e (an int8::requant<Y> or int8::store_i32).
     const auto product = [&](const std::int8_t* xs, std::int8_t pad, auto e) -> std::size_t {
       if (implicit) {
-        const std::int8_t* img = xs;
-        // a bordered copy where the windows reach the padding, or where they read past an input
-        // that is not this layer's buffer (the int8 of the layer before)
-        if (!Win::in_place || (xs != xq.data() && Win::over_reads)) {
-          image.resize(m * Win::image_size + Win::slack);
-          i8::window_image<geometry>(xs, m, pad, image.data());
-          img = image.data();
-        }
-        const std::int8_t* packed = v.kernel;
-        if constexpr (Win::over_reads) {
-          kernel.resize(i8::packed_bytes(Win::k, F));
-          i8::pack_windows<geometry>(v.kernel, kernel.data());
-          packed = kernel.data();
-        }
+        const std::int8_t* img = image_of(xs, pad);
+        const std::int8_t* packed = windows_kernel(v.kernel);
         if constexpr (std::is_same_v<decltype(e), i8::store_i32>) {
           i8::conv_s8<geometry, Arch>(img, m, packed, v.kernel_sum, e.c, e.ldc);
           return 0;
@@ -206,11 +243,42 @@ struct quantized_conv2d_layer {
         xs = reinterpret_cast<const std::int8_t*>(x);
       else
         clamped = i8::quantize<Arch>(x, m * in, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data());
-      const std::size_t out_clamped = product(
-          xs, std::int8_t(in_zp),
+      const auto e =
           i8::requant_for(F, static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult, v.shift, out_zp,
                           std::is_same_v<Act, relu>, out_scale, reinterpret_cast<output_element*>(y), &Spec::name,
-                          "filter"));
+                          "filter");
+      std::size_t out_clamped = 0;
+      if constexpr (!pooled) {
+        out_clamped = product(xs, std::int8_t(in_zp), e);
+      } else if (i8::requant_monotone(e, F, K)) {
+        // the pool in the store: the max of each window's sums, requantized once
+        if (implicit) {
+          out_clamped = i8::conv_s8_pool_requantize<geometry, pool_geometry, output_element, Arch>(
+              image_of(xs, std::int8_t(in_zp)), m, windows_kernel(v.kernel), v.kernel_sum, e);
+        } else {
+          acc.resize(rows * F);
+          product(xs, std::int8_t(in_zp), i8::store_i32{acc.data(), F});
+          thread_local std::vector<std::int32_t> pooled_sums;
+          pooled_sums.resize(m * pool_geometry.oh * pool_geometry.ow * F);
+          i8::max_pool_i32<geometry, pool_geometry>(acc.data(), m, pooled_sums.data());
+          out_clamped = i8::requantize_rows<output_element, Arch>(m * pool_geometry.oh * pool_geometry.ow, F,
+                                                                  pooled_sums.data(), e);
+        }
+      } else {
+        // a requantization the max does not commute with (int8_conv.hpp): the outputs, then the pool
+        thread_local std::vector<output_element> unpooled;
+        unpooled.resize(rows * F);
+        auto eu = e;
+        eu.y = unpooled.data();
+        out_clamped = product(xs, std::int8_t(in_zp), eu);
+        if constexpr (std::is_same_v<output_element, std::int8_t>) {
+          i8::max_pool_s8<pool_geometry, Arch>(unpooled.data(), reinterpret_cast<std::int8_t*>(y), m);
+        } else {
+          thread_local std::vector<unsigned char> where;  // (the argmax the float kernel writes)
+          where.resize(m * pool_geometry.out_size() * sizeof(std::uint32_t));
+          kernels::cpu::max_pool_forward<pool_geometry, Arch>(unpooled.data(), y, where.data(), m);
+        }
+      }
       dense_like::count(v.saturated, clamped);
       dense_like::count(v.saturated + 2, out_clamped);
     } else {
@@ -235,6 +303,79 @@ struct quantized_conv2d_layer {
   static void backward(layer_slot<T>, const T*, const T*, T*, T*, run_info) {
     throw std::logic_error(Spec::name() + ": an int8 layer runs inference only (train the qat_t network of "
                                           "quantization/qat.hpp, then convert_qat)");
+  }
+
+  // (the vector paths' kernel)
+  // The kernel the vector paths multiply: the layer's own, or (KW C % 4 != 0) pack_windows' form of
+  // it, re-packed only when the kernel's bytes differ from those it was packed from (a copy kept
+  // beside it, per thread and layer type: a memcmp of Kp F bytes a call instead of the packing).
+  static const std::int8_t* windows_kernel(const std::int8_t* kernel) {
+    namespace i8 = kernels::cpu::int8;
+    if constexpr (!i8::windows<geometry>::over_reads) {
+      return kernel;
+    } else {
+      constexpr std::size_t bytes = i8::packed_bytes(K, F);
+      thread_local std::vector<std::int8_t> from, packed;
+      if (from.size() != bytes || std::memcmp(from.data(), kernel, bytes) != 0) {
+        packed.resize(i8::packed_bytes(i8::windows<geometry>::k, F));
+        i8::pack_windows<geometry>(kernel, packed.data());
+        from.assign(kernel, kernel + bytes);
+      }
+      return packed.data();
+    }
+  }
+};
+
+namespace quantization {
+// A max_pool2d that the quantized_conv2d before it took in its store (quantized_conv2d<..., Pool =
+// Spec>): its input holds the pooled values already (at the front of that layer's output block), so
+// it aliases its input; Out8: int8 values (the conv's int8_io output), else float. Made by
+// quantized_t; float_between_t unwraps it (and the conv's Pool). Its name, kind, window and weights
+// (none) are Spec's, as int8_pass's: a summary, spec string, weights file or ONNX export sees
+// max_pool2d.
+template <class Spec, bool Out8>
+struct fused_pool : Spec {
+  static_assert(detail::is_max_pool2d_v<Spec>, "fused_pool: the layer is a max_pool2d");
+  using float_spec = Spec;
+  static constexpr bool out8 = Out8;
+  template <Shape In, class P, class Backend>
+  using bind = fused_pool_layer<fused_pool, In, P, Backend>;
+};
+}  // namespace quantization
+
+// The bound fused_pool: the pooled values as its input has them (int8 or float).
+template <class Spec, Shape In, class P, class Backend>
+struct fused_pool_layer {
+  using kind = layer_kind::pool2d;  // the tools see the max_pool2d (spec::kind, pool_size, stride, pad)
+  using spec = Spec;
+  using Kind = typename Spec::kind;
+  using T = float;
+  using variable_type = float;
+  using compute_type = float;
+  using element = std::conditional_t<Spec::out8, std::int8_t, float>;
+  using input_element = element;
+  using output_element = element;
+  static constexpr std::size_t H = dim_or<In, 0>(), W = dim_or<In, 1>(), C = dim_or<In, 2>();
+  static constexpr kernels::conv_geometry geometry =
+      window_geometry(H, W, C, C, Spec::pool_size, Spec::pool_size, Spec::stride, Spec::pad);
+  using in_shape = In;
+  using out_shape = shape<geometry.oh, geometry.ow, C>;
+  static constexpr bool keeps_channels = true;
+  static constexpr bool aliases_input = true;  // the model passes the conv's block on
+  static constexpr auto buffers = no_buffers;
+  static constexpr std::size_t parameter_count = 0;
+  static constexpr std::size_t state_count = 0;
+  static constexpr std::size_t cache_per_sample = 0;
+  static std::string name() { return Spec::name(); }
+
+  static void init(layer_slot<T>, rng&) {}
+  // (run only inside a composite's own buffers: the pooled values are the first ones of x)
+  static void forward(layer_slot<T>, const T* x, T* y, run_info r) {
+    std::memcpy(y, x, r.batch * out_shape::size * sizeof(element));
+  }
+  static void backward(layer_slot<T>, const T*, const T*, T*, T*, run_info) {
+    throw std::logic_error(Spec::name() + (Spec::out8 ? " on int8 values" : "") +
+                           " runs inference only (fused into the quantized_conv2d before it)");
   }
 };
 

@@ -135,8 +135,8 @@ template <std::size_t K, std::size_t N, class Act, class IO>
 inline constexpr bool full_integer_spec_v<quantized_dense<K, N, Act, full_integer, IO>> = true;
 template <std::size_t K, std::size_t N, std::size_t NNZ, std::size_t R, std::size_t C, class Act, class IO>
 inline constexpr bool full_integer_spec_v<quantized_dense_block<K, N, NNZ, R, C, Act, full_integer, IO>> = true;
-template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class IO>
-inline constexpr bool full_integer_spec_v<quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, IO>> = true;
+template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class IO, class Pool>
+inline constexpr bool full_integer_spec_v<quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, IO, Pool>> = true;
 template <class S, bool In8, bool Out8>
 struct with_io {
   using type = S;
@@ -150,9 +150,10 @@ template <std::size_t K, std::size_t N, std::size_t NNZ, std::size_t R, std::siz
 struct with_io<quantized_dense_block<K, N, NNZ, R, C, Act, full_integer, IO>, In8, Out8> {
   using type = quantized_dense_block<K, N, NNZ, R, C, Act, full_integer, int8_io<In8, Out8>>;
 };
-template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class IO, bool In8,
-          bool Out8>
-struct with_io<quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, IO>, In8, Out8> {
+// (a fused pool dropped: chained unwraps the fused_pool after it too)
+template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class IO, class Pool,
+          bool In8, bool Out8>
+struct with_io<quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, IO, Pool>, In8, Out8> {
   using type = quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, int8_io<In8, Out8>>;
 };
 
@@ -163,6 +164,10 @@ struct unpassed {
 };
 template <class S>
 struct unpassed<int8_pass<S>> {
+  using type = S;
+};
+template <class S, bool Out8>
+struct unpassed<fused_pool<S, Out8>> {
   using type = S;
 };
 template <class S>
@@ -200,6 +205,51 @@ struct chained<sequential<In, Qs...>, Chain> {
   using type = decltype(make(std::index_sequence_for<Qs...>{}));
 };
 
+// A full-integer quantized_conv2d followed by a max_pool2d (int8_pass'd or float) that its store can
+// take (kernels::cpu::int8::pool_fusable): the conv gets the pool (quantized_conv2d<..., Pool>) and
+// the pool becomes fused_pool<max_pool2d<...>, the conv's int8 output> (layers/quantized_conv2d.hpp).
+// Bound: the float network's bound layers (the same geometries). Any other spec unchanged.
+template <class C>
+struct conv_io {
+  static constexpr bool fuses = false;
+};
+template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class IO>
+struct conv_io<quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, IO, void>> {
+  static constexpr bool fuses = true, out8 = IO::output;
+  template <class Pool>
+  using with_pool = quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, IO, Pool>;
+};
+template <class Net, class Bound>
+struct pools_fused;
+template <class In, class... Qs, class Bound>
+struct pools_fused<sequential<In, Qs...>, Bound> {
+  static constexpr std::size_t n = sizeof...(Qs);
+  template <std::size_t I>
+  using spec = std::tuple_element_t<I, std::tuple<Qs...>>;
+  // whether layer I (a conv) takes the pool I + 1
+  template <std::size_t I>
+  static constexpr bool fuses() {
+    if constexpr (I < n && I + 1 < n) {  // (I - 1 from 0 wraps: no layer)
+      if constexpr (conv_io<spec<I>>::fuses && ctnn::quantization::detail::is_max_pool2d_v<unpassed_t<spec<I + 1>>>)
+        return kernels::cpu::int8::pool_fusable(std::tuple_element_t<I, Bound>::geometry,
+                                                std::tuple_element_t<I + 1, Bound>::geometry);
+    }
+    return false;
+  }
+  template <std::size_t I>
+  static auto one() {
+    if constexpr (fuses<I>())
+      return std::type_identity<typename conv_io<spec<I>>::template with_pool<unpassed_t<spec<I + 1>>>>{};
+    else if constexpr (I > 0 && fuses<I - 1>())
+      return std::type_identity<fused_pool<unpassed_t<spec<I>>, conv_io<spec<I - 1>>::out8>>{};
+    else
+      return std::type_identity<spec<I>>{};
+  }
+  template <std::size_t... I>
+  static auto make(std::index_sequence<I...>) -> sequential<In, typename decltype(one<I>())::type...>;
+  using type = decltype(make(std::index_sequence_for<Qs...>{}));
+};
+
 template <class Net, class Scheme>
 struct quantized;
 template <class Scheme, class In, class... Ls>
@@ -208,7 +258,8 @@ struct quantized<sequential<In, Ls...>, Scheme> {
   template <std::size_t... I>
   static auto make(std::index_sequence<I...>)
       -> sequential<In, typename quant_spec<Scheme, Ls, std::tuple_element_t<I, bound>>::type...>;
-  using type = typename chained<decltype(make(std::index_sequence_for<Ls...>{})), true>::type;
+  using type =
+      typename pools_fused<typename chained<decltype(make(std::index_sequence_for<Ls...>{})), true>::type, bound>::type;
 };
 
 // Layer kinds the converter quantizes: dense, conv2d, and qat_dense, qat_conv2d (quantization/qat.hpp);
@@ -519,26 +570,39 @@ namespace quantization {
 // One full-integer layer's saturation counts (its `saturated` buffer): over every forward pass
 // since the model was made, loaded or reset_saturation, the input values its quantization
 // clamped to [-128, 127] (beyond the calibrated input range) and the outputs its requantization
-// clamped (beyond the output range; a relu's lower bound is not saturation).
+// clamped (beyond the output range; a relu's lower bound is not saturation). A quantized_conv2d with
+// a max_pool2d fused into its store (pooled) counts the pooled values it clamped instead: the pool
+// windows whose largest output was above 127, or (no relu) whose outputs were all below -128, i.e.
+// the clipped values the next layer reads (docs/quantization.md, "Saturation").
 struct saturation_count {
   std::size_t layer = 0;  // 1-based position, as messages print it
   std::string name;       // the layer's spec, "quantized_dense<784, 256, relu, full_integer>"
   std::uint64_t inputs = 0, outputs = 0;
+  bool pooled = false;    // outputs: the fused max pooling's values (layer `layer + 1` is that pool)
 };
 
 // The saturation counts of m's full-integer layers (quantized_dense, quantized_conv2d), in order.
 template <class M>
 std::vector<saturation_count> saturation(const M& m) {
   std::vector<std::string> names;
+  std::vector<bool> pooled;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (names.push_back(std::tuple_element_t<I, typename M::layers>::name()), ...);
+    (pooled.push_back([] {
+       if constexpr (requires { std::tuple_element_t<I, typename M::layers>::pooled; })
+         return bool(std::tuple_element_t<I, typename M::layers>::pooled);
+       else
+         return false;
+     }()),
+     ...);
   }(std::make_index_sequence<std::tuple_size_v<typename M::layers>>{});
   std::vector<saturation_count> out;
   m.for_each_variable([&](const variable_ref& v) {
     if (v.name != "saturated" || v.type != elem::u32 || v.extent != 4) return;
     std::uint32_t c[4];
     std::memcpy(c, v.data, sizeof c);
-    out.push_back({v.layer + 1, names[v.layer], std::uint64_t(c[1]) << 32 | c[0], std::uint64_t(c[3]) << 32 | c[2]});
+    out.push_back({v.layer + 1, names[v.layer], std::uint64_t(c[1]) << 32 | c[0], std::uint64_t(c[3]) << 32 | c[2],
+                   pooled[v.layer]});
   });
   return out;
 }

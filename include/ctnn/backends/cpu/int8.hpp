@@ -441,6 +441,8 @@ inline void tile_vnni(std::size_t K, std::size_t N, const A& a, const std::int8_
     for (std::size_t r = 0; r < R; ++r) put(out, c, acc[r][q], i0 + r);
     if (saturated(out, c))
       for (std::size_t r = 0; r < R; ++r) count(out, c, acc[r][q]);
+    // an epilogue that carries state across tiles (int8_conv.hpp's pool_requant) keeps it now
+    if constexpr (requires { finish(out, c); }) finish(out, c);
   }
   if constexpr (requires { e.saturated; }) e.saturated = out.saturated;
 }

@@ -23,6 +23,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #include "../../kernels/conv_reference.hpp"
 #include "int8.hpp"
@@ -135,6 +142,179 @@ std::size_t conv_s8_requantize(const std::int8_t* img, std::size_t batch, const 
   e.saturated = 0;
   if (batch) detail::product_vector<Arch>(batch * Win::positions, G.f, Win::k, Win{img}, packed, wsum, e);
   return e.saturated;
+}
+
+// ---- a max pooling fused into the convolution's store (quantized_conv2d<..., Pool>) ----
+//
+// Pool geometry PG (int8_pool.hpp's: h, w = G's oh, ow; c = f = G.f; kh x kw windows) over the
+// convolution's outputs. The fused store takes each pool window's max over the int32 sums of its
+// positions (per column), then requantizes that one value: kh kw times fewer values requantized, and
+// only the pooled tensor written. Exact: for a column j the requantization
+//   q(s) = clamp(MBQM(s + off_j, mult_j, shift_j) + zp, lo, 127)
+// (int8.hpp's requant<Y>; Y float dequantizes c(q) = scale (q - zp)) is non-decreasing in the sum s
+// where nothing wraps, so max_t q(s_t) = q(max_t s_t) and the int8 max pooling of the unfused
+// outputs equals the fused value bit for bit:
+//   - s + off_j, then << left: monotone while |s| + |off_j| shifted left stays below 2^31 - 128
+//     (requant_monotone checks it per column from the bound |s| <= 128 127 K);
+//   - SaturatingRoundingDoublingHighMul(x, mult) with mult >= 0: x mult is non-decreasing in x, and
+//     its rounding (floor((x mult + 2^30) / 2^31) for x mult >= 0, the truncation of
+//     (x mult + 1 - 2^30) / 2^31 below, both 0 at the junction) is a non-decreasing step function;
+//     it never saturates (mult != -2^31), and |result| <= |x|;
+//   - RoundingDivideByPOT: rounding to nearest, half away from zero: non-decreasing;
+//   - + zp (|zp| <= 128): no wrap by the bound above; the clamp (relu's lo = max(-128, zp), or -128)
+//     is non-decreasing; the dequantization scale (q - zp) is increasing for 0 < scale < inf.
+// A negative multiplier would reverse the order: requant_for refuses it (a corrupt file) before any
+// of this runs; where requant_monotone is false the caller runs the unfused convolution and pooling.
+// The VNNI path's sums are dot - 128 wsum_j (a column constant): the max is taken over dot, which
+// does not wrap where 255 127 K < 2^31 (pool_fusable requires it).
+// Saturation: the fused store counts the pooled values it clamped, i.e. pool windows whose largest
+// requantized value is above 127 (at least one output of the window saturated upwards) or, without
+// a relu, below -128 (all of them saturated downwards): the clipped values the next layer reads. The
+// unfused layer counts every output position (docs/quantization.md, "Saturation").
+//
+// Whether the fusion applies to convolution outputs of geometry G and pool PG: windows without
+// padding, inside the outputs, that do not overlap (stride >= window), and sums whose vector forms
+// do not wrap.
+constexpr bool pool_fusable(const conv_geometry& g, const conv_geometry& pg) {
+  return pg.h == g.oh && pg.w == g.ow && pg.c == g.f && pg.f == g.f && pg.pt == 0 && pg.pl == 0 && pg.oh > 0 &&
+         pg.ow > 0 && pg.kh > 0 && pg.kw > 0 && (pg.oh - 1) * pg.stride + pg.kh <= pg.h &&
+         (pg.ow - 1) * pg.stride + pg.kw <= pg.w && pg.stride >= pg.kh && pg.stride >= pg.kw &&
+         padded_k(g.kh * padded_k(g.kw * g.c)) * 255 * 127 < (std::size_t(1) << 31);
+}
+
+// Whether e's requantization is non-decreasing in the int32 sum of K products of int8 values (|s| <=
+// 128 127 K) for each of its N columns (above), and (Y float) its dequantization increasing.
+template <class Y>
+bool requant_monotone(const requant<Y>& e, std::size_t N, std::size_t K) {
+  bool ok = true;
+  if constexpr (std::is_same_v<Y, float>) ok = e.scale > 0 && e.scale <= std::numeric_limits<float>::max();
+  const std::int64_t smax = std::int64_t(K) * 128 * 127, limit = (std::int64_t(1) << 31) - 129;
+  for (std::size_t j = 0; j < N; ++j) {
+    // off_j as the stores form it (wrapping int32)
+    const auto off = std::int32_t(std::uint32_t(e.bias[j]) - std::uint32_t(e.in_zp) * std::uint32_t(e.kernel_sum[j]));
+    const std::int64_t left = e.shift[j] > 0 ? e.shift[j] : 0;
+    ok &= e.mult[j] >= 0 && left <= 30 && ((smax + (off < 0 ? -std::int64_t(off) : std::int64_t(off))) << left) <= limit;
+  }
+  return ok;
+}
+
+// The operand of the fused product: windows<G>'s rows, ordered so that the kh kw rows of each pool
+// window follow each other (row i: pool window i / (kh kw) of the batch, position i % (kh kw) in it,
+// row-major).
+template <conv_geometry G, conv_geometry PG>
+struct pool_windows : windows<G> {
+  using Win = windows<G>;
+  static constexpr std::size_t window = PG.kh * PG.kw, pooled = PG.oh * PG.ow;
+  const std::int8_t* row(std::size_t i) const {
+    const std::size_t g = i / window, t = i % window, n = g / pooled, p = g % pooled;
+    const std::size_t oh = p / PG.ow * PG.stride + t / PG.kw, ow = p % PG.ow * PG.stride + t % PG.kw;
+    return this->img + n * Win::image_size + (oh * Win::iw + ow) * G.stride * G.c;
+  }
+};
+
+// The fused store: requant<Y>'s rule on the max of each Window consecutive rows (pool_windows'),
+// written to pooled row i / Window of y; run: N + 16 int32 where a window's running max waits
+// between tiles (the AVX2 tiles hold 2 rows, the VNNI ones 4).
+template <class Y, std::size_t Window>
+struct pool_requant : requant<Y> {
+  std::int32_t* run;
+};
+
+#if defined(__AVX2__)
+// (run holds 8 lanes past any column: whole vectors, no vpmaskmovd, which AMD's cores run slowly)
+template <class Y, std::size_t Window>
+inline void put(pool_requant<Y, Window>& e, __m256i v, std::size_t i, std::size_t j, std::size_t width = 8) {
+  const std::size_t t = i % Window;
+  auto* at = reinterpret_cast<__m256i*>(e.run + j);
+  if (t != 0) v = _mm256_max_epi32(v, _mm256_loadu_si256(at));
+  if (t + 1 < Window)
+    _mm256_storeu_si256(at, v);
+  else
+    detail::put(static_cast<requant<Y>&>(e), v, i / Window, j, width);
+}
+#endif
+
+#if defined(__AVX512F__)
+// the columns of a VNNI tile: requant's, and the running max of the window in progress (open)
+struct cols_pool {
+  detail::cols_requant rq;
+  __m512i mx;
+  bool open;
+};
+template <class Y, std::size_t Window>
+inline cols_pool columns(const pool_requant<Y, Window>& e, std::size_t j, __mmask16 m, __m512i sub) {
+  return {detail::columns(static_cast<const requant<Y>&>(e), j, m, sub), _mm512_setzero_si512(), false};
+}
+template <class Y, std::size_t Window>
+inline void put(pool_requant<Y, Window>& e, cols_pool& c, __m512i v, std::size_t i) {
+  const std::size_t t = i % Window;
+  if (t == 0)
+    c.mx = v;
+  else if (!c.open)  // the window began in an earlier tile
+    c.mx = _mm512_max_epi32(_mm512_maskz_loadu_epi32(c.rq.m, e.run + c.rq.j), v);
+  else
+    c.mx = _mm512_max_epi32(c.mx, v);
+  c.open = t + 1 < Window;
+  if (c.open) return;
+  // the window's max, requantized, counted and stored as requant's put does
+  const __m512i q = detail::requantized(e, c.rq, c.mx);
+  const __m512i lo = _mm512_set1_epi32(e.lo), top = _mm512_set1_epi32(127);
+  e.saturated += std::size_t(__builtin_popcount(unsigned(_mm512_kor(
+      _mm512_mask_cmpgt_epi32_mask(c.rq.m, q, top), _mm512_mask_cmplt_epi32_mask(c.rq.m, q, _mm512_set1_epi32(e.low))))));
+  const __m512i v8 = _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(q, lo), _mm512_min_epi32(q, top), lo);
+  Y* dst = e.y + i / Window * e.ldy + c.rq.j;
+  if constexpr (std::is_same_v<Y, std::int8_t>)
+    _mm512_mask_cvtepi32_storeu_epi8(dst, c.rq.m, v8);
+  else
+    _mm512_mask_storeu_ps(dst, c.rq.m,
+                          _mm512_mul_ps(_mm512_set1_ps(e.scale), _mm512_cvtepi32_ps(_mm512_sub_epi32(v8, _mm512_set1_epi32(e.zp)))));
+}
+template <class Y, std::size_t Window>
+constexpr bool saturated(const pool_requant<Y, Window>&, const cols_pool&) {
+  return false;  // (counted by put)
+}
+template <class Y, std::size_t Window>
+inline void count(pool_requant<Y, Window>&, const cols_pool&, __m512i) {}
+// the end of a tile: a window still open waits in run
+template <class Y, std::size_t Window>
+inline void finish(pool_requant<Y, Window>& e, const cols_pool& c) {
+  if (c.open) _mm512_mask_storeu_epi32(e.run + c.rq.j, c.rq.m, c.mx);
+}
+#endif
+
+// The pooled sums: p[(n PG.oh + ph) PG.ow + pw, f] = the max of c[(n G.oh + oh) G.ow + ow, f] over
+// the window (ph, pw) (c: the sums of every output position, row stride G.f; pool_fusable(G, PG)).
+// The scalar path's fused store: then requantize_rows on p.
+template <conv_geometry G, conv_geometry PG>
+void max_pool_i32(const std::int32_t* c, std::size_t batch, std::int32_t* p) {
+  constexpr std::size_t F = G.f;
+  for (std::size_t n = 0; n < batch; ++n)
+    for (std::size_t ph = 0; ph < PG.oh; ++ph)
+      for (std::size_t pw = 0; pw < PG.ow; ++pw) {
+        std::int32_t* out = p + ((n * PG.oh + ph) * PG.ow + pw) * F;
+        for (std::size_t a = 0; a < PG.kh; ++a)
+          for (std::size_t b = 0; b < PG.kw; ++b) {
+            const std::int32_t* in = c + ((n * G.oh + ph * PG.stride + a) * G.ow + pw * PG.stride + b) * F;
+            for (std::size_t f = 0; f < F; ++f) out[f] = a + b == 0 ? in[f] : std::max(out[f], in[f]);
+          }
+      }
+}
+
+// conv_s8_requantize with the max pooling PG fused into its stores (above): y (e.y, row stride e.ldy)
+// receives the pooled rows [batch, PG.oh, PG.ow]; returns how many pooled values saturated. Requires a
+// vector path, pool_fusable(G, PG) and requant_monotone(e, G.f, G.patch()).
+template <conv_geometry G, conv_geometry PG, class Y, class Arch = default_arch>
+std::size_t conv_s8_pool_requantize(const std::int8_t* img, std::size_t batch, const std::int8_t* packed,
+                                    const std::int32_t* wsum, const requant<Y>& e) {
+  static_assert(pool_fusable(G, PG), "int8 conv_s8_pool_requantize: a pooling the fused store does not take");
+  using A = pool_windows<G, PG>;
+  thread_local std::vector<std::int32_t> run;
+  run.resize(G.f + 16);
+  pool_requant<Y, A::window> pe{e, run.data()};
+  pe.saturated = 0;
+  if (batch)
+    detail::product_vector<Arch>(batch * A::pooled * A::window, G.f, A::k, A{{img}}, packed, wsum, pe);
+  return pe.saturated;
 }
 
 }  // namespace ctnn::kernels::cpu::int8
