@@ -1,6 +1,6 @@
 // backends/cpu/gemm/plan.hpp: the mode, tiles and scratch slots make_gemm_plan chooses, as
 // static_asserts for the MLP's products (784-256-128-10 at batch 1, 16, 64, 256), 1024^2, a
-// convolution's forward and dW, transposed operands, on fma3<avx2> (8 floats, 16 registers) and avx512bw
+// convolution's forward and dW, transposed operands, the 10-wide layer's C^T products, on fma3<avx2> (8 floats, 16 registers) and avx512bw
 // (16 floats, 32 registers); and, over a grid of shapes and strides, that the named slots are
 // aligned, disjoint and inside the scratch size, hold what the mode packs, and that the thread
 // count changes only whether tasks go to the pool.
@@ -113,8 +113,20 @@ static_assert(forward<avx2>(64, 784, 256).b == b_access::in_place);             
 static_assert(forward<avx2>(65, 784, 256).b == b_access::k_outer && forward<avx512>(65, 784, 256).b == b_access::k_outer);
 static_assert(forward<avx2>(256, 784, 256).b == b_access::k_outer && forward<avx512>(256, 784, 256).b == b_access::k_outer);
 static_assert(forward<avx512>(256, 256, 128).b == b_access::packed);                // K = 256: one K block
-static_assert(forward<avx512>(256, 128, 10).NV == 1 && forward<avx2>(256, 128, 10).NV == 2);
-static_assert(forward<avx2>(256, 128, 10).b == b_access::split_tail && forward<avx2>(256, 128, 10).scratch.b.size == 16);
+static_assert(forward<avx512>(256, 128, 10).NV == 1 && forward<avx2>(15, 128, 10).NV == 2);
+static_assert(forward<avx512>(256, 128, 10).b == b_access::split_tail && forward<avx512>(256, 128, 10).scratch.b.size == 16);
+static_assert(forward<avx2>(15, 128, 10).b == b_access::split_tail && forward<avx2>(15, 128, 10).scratch.b.size == 16);
+// The 10-wide layer's Y = X W with 16 registers, from 16 rows on: C^T = W^T X^T (10 of 12 rows
+// used: 6 + 4, instead of 10 of 16 lanes), X^T packed, W^T read in place; not with 32 registers.
+static_assert(forward<avx2>(16, 128, 10).mode == gemm_mode::transposed && forward<avx2>(256, 128, 10).mode == gemm_mode::transposed);
+static_assert(forward<avx2>(256, 128, 10).scratch.ct.size == 2560 && forward<avx2>(256, 128, 10).scratch.inner == 2560);
+static_assert(forward<avx512>(256, 128, 10).mode == gemm_mode::blocked && forward<avx2>(256, 128, 16).mode == gemm_mode::blocked);
+static_assert(forward<avx2>(256, 128, 4).mode == gemm_mode::blocked);  // below a vector: one-vector panels
+constexpr gemm_plan forward_inner = make_gemm_plan<avx2>(transposed_problem({256, 10, 128, 128, 1, 10, 1}));
+static_assert(forward_inner.mode == gemm_mode::blocked && forward_inner.row_blocks == 2 && forward_inner.panels == 16);
+static_assert(forward_inner.a == a_access::columns && forward_inner.tail == a_tail::last_column);  // W^T in place
+static_assert(forward_inner.b == b_access::packed && forward_inner.scratch.b.size == 256 * 128);     // X^T packed
+static_assert(slots_ok<avx2>({256, 10, 128, 128, 1, 10, 1}) && slots_ok<avx2>({64, 10, 128, 128, 1, 10, 1}));
 static_assert(forward<avx512>(256, 784, 256).scratch.total == 2 * 8 * 32 * 196);    // two packed K blocks of B
 
 // ---- the MLP's weight gradients: A transposed, read in place

@@ -138,6 +138,8 @@ TEST_CASE("results are bit-identical whatever the thread count") {
                         shape{288, 64, 7744, true, false} /* dW of a conv: K blocks outermost */,
                         shape{9, 32, 5000, true, false} /* few rows, long K */,
                         shape{128, 10, 4096, true, false} /* dW of a 10-wide layer: C^T on AVX2 */,
+                        shape{256, 10, 128, false, false} /* Y = X W of a 10-wide layer: C^T on AVX2 */,
+                        shape{4096, 10, 128, false, false} /* the same with several tasks of X^T panels */,
                         shape{64, 784, 256, false, true} /* dX: B^T packed by 8 x 8 transposes */,
                         shape{64, 784, 256, false, false} /* 64 rows: B in place */}) {
     const problem<float> pr(s.M, s.N, s.K, s.ta, s.tb, s.M + s.N + s.K);

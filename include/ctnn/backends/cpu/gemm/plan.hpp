@@ -231,9 +231,15 @@ constexpr gemm_plan make_gemm_plan(gemm_problem p) {
   // slot ct, then transposed with the bias and the epilogue. With 16
   // registers also between one and two vectors, not a multiple of one (N =
   // 10 on AVX2: 10 of 16 lanes used in panels, 10 of 12 rows transposed;
-  // dW of 128 x 10 measured 1.4-1.7x faster).
-  const bool narrow = N < L || (t.registers < 32 && N < 2 * L && N % L != 0);
-  if (narrow && p.a_rs == 1 && p.a_cs != 1 && M >= 2 * L) {
+  // dW of 128 x 10 measured 1.4-1.7x faster). There, row-major A and B (Y =
+  // X W of the 10-wide layer) too: the inner product packs X^T by 8 x 8
+  // transposes and reads W^T in place (fwd 128 x 10 measured 1.13-1.16x
+  // faster on AVX2; on AVX-512, where 10 of 16 lanes is one vector, 0.79x:
+  // not taken).
+  const bool between = t.registers < 32 && N > L && N < 2 * L && N % L != 0;
+  const bool narrow = N < L || between;
+  const bool a_transposed = p.a_rs == 1 && p.a_cs != 1, row_major = p.a_cs == 1 && p.b_cs == 1;
+  if (narrow && (a_transposed || (between && row_major)) && M >= 2 * L) {
     g.mode = gemm_mode::transposed;
     g.scratch.ct = {0, N * M};
     g.scratch.inner = simd::round_up(N * M, t);
