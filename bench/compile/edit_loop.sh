@@ -16,6 +16,8 @@
 #   compiled      $CXX $F -DCTNN_COMPILED_KERNELS -c PROGRAM
 #   pch+compiled  both
 # and links each object (with the kernels' object where it needs it); <ctnn/ctnn.hpp> alone
+# (header-only, and with the precompiled header as ctnn_precompile_headers gives it: a file that
+# includes it and nothing else, compiled with -include OUT/pch/ctnn.hpp)
 # and bench/compile/static_only.cpp (a network type and static_asserts only) and static_network.cpp
 # (the same with <ctnn/network.hpp>), -c; and dlib's MLP
 # (bench/peers/dlib_mlp.cpp, -c only: Debian's libdlib-dev) when dlib is installed.
@@ -87,6 +89,8 @@ for r in $(seq "$rounds"); do
   # the umbrella header alone, and a program that only defines and checks a network type
   echo '#include <ctnn/ctnn.hpp>' > "$out/header_only.cpp"
   step "header:ctnn.hpp:compile" "$CXX" "${F[@]}" -c "$out/header_only.cpp" -o "$out/obj/header.o"
+  step "header:ctnn.hpp+pch:compile" "$CXX" "${F[@]}" -Winvalid-pch -Werror=invalid-pch -include "$out/pch/ctnn.hpp" \
+    -c "$out/header_only.cpp" -o "$out/obj/header.o"
   step "static:types-only:compile" "$CXX" "${F[@]}" -c "$here/bench/compile/static_only.cpp" -o "$out/obj/static.o"
   step "static:network.hpp:compile" "$CXX" "${F[@]}" -c "$here/bench/compile/static_network.cpp" -o "$out/obj/static_network.o"
   if [ $dlib = 1 ]; then
@@ -109,6 +113,7 @@ for p in sys.argv[2].split():
         ratio = f"{(c + l) / dlib:.2f}x" if dlib else "-"
         print(f"| {p} | {m} | {c + l:.2f} ({c:.2f} + {l:.2f}) | {kb:,.0f} | {ratio} |")
 for name, label in (("header:ctnn.hpp:compile", "`#include <ctnn/ctnn.hpp>` alone"),
+                    ("header:ctnn.hpp+pch:compile", "`#include <ctnn/ctnn.hpp>` alone, precompiled (ctnn_precompile_headers)"),
                     ("static:types-only:compile", "bench/compile/static_only.cpp (types, static_asserts)"),
                     ("static:network.hpp:compile", "bench/compile/static_network.cpp (the same with <ctnn/network.hpp>)")):
     c = med(name, 1)

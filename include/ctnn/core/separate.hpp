@@ -8,10 +8,10 @@
 // <ctnn/ctnn.hpp>, holds its one definition: a program's own translation units
 // no longer generate code for reading IDX and gzip files, writing files
 // atomically, the summary, the epoch logs or the cold error paths.
-// CTNN_INSTANCE(template ...;) does the same for an instance of a function
-// template of nothing (print_summary<void>): extern in the program, defined in
-// the compiled object, nothing header-only. Used by headers that
-// <ctnn/ctnn.hpp> includes, which the compiled object includes.
+// CTNN_INSTANCE(template ...;) does the same for an explicit instance of a
+// template (the Fashion-MNIST dataset type, data/fashion_mnist.hpp): extern in
+// the program, defined in the compiled object, nothing header-only. Used by
+// headers that <ctnn/ctnn.hpp> includes, which the compiled object includes.
 #pragma once
 
 #if defined(CTNN_COMPILED_KERNELS_DEFINE)

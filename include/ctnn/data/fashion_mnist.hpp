@@ -18,6 +18,15 @@
 namespace ctnn::data::fashion_mnist {
 
 using dataset = in_memory<shape<28, 28>, sparse_labels, float>;
+}  // namespace ctnn::data::fashion_mnist
+
+namespace ctnn::data {
+// The dataset type's members (constructor, batch, shuffle, open, the cursor's next) are
+// compiled once in the compiled part (core/separate.hpp); inlined where the compiler inlines.
+CTNN_INSTANCE(template class in_memory<shape<28, 28>, sparse_labels, float>;)
+}  // namespace ctnn::data
+
+namespace ctnn::data::fashion_mnist {
 inline constexpr std::size_t classes = 10;
 inline constexpr const char* class_names[classes] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                                                      "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
@@ -75,10 +84,16 @@ CTNN_DECL files read(const std::filesystem::path& dir, const std::string& prefix
 ;
 #endif
 
-inline dataset load(const std::filesystem::path& dir, const std::string& prefix) {
+// cold: once per split (the compiled part holds it, and the dataset type's members).
+[[gnu::cold]] CTNN_DECL dataset load(const std::filesystem::path& dir, const std::string& prefix)
+#if CTNN_DEFINITIONS
+{
   const files f = read(dir, prefix);
   return dataset(f.images.as<float>(1.0 / 255.0), f.labels.as<std::int32_t>());
 }
+#else
+;
+#endif
 }  // namespace detail
 
 inline dataset train(const std::filesystem::path& dir = default_dir()) { return detail::load(dir, "train"); }

@@ -21,12 +21,46 @@
 #include <vector>
 
 #include "../core/errors.hpp"
+#include "../core/separate.hpp"
 #include "../core/rng.hpp"
 #include "../core/shape.hpp"
 #include "../core/targets.hpp"
 #include "element.hpp"
 
 namespace ctnn::data {
+
+namespace detail {
+// in_memory's checks, for every sample shape and element type alike (not templates: the
+// constructor of each dataset type keeps a compare and a call; cold).
+[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_in_memory_sizes(std::size_t values, std::size_t targets,
+                                                                          std::size_t sample_size,
+                                                                          std::size_t target_width,
+                                                                          std::string (*shape)())
+#if CTNN_DEFINITIONS
+{
+  if (values % sample_size != 0)
+    throw std::invalid_argument("in_memory: " + std::to_string(values) +
+                                " input values are not a whole number of samples of shape " + shape());
+  const std::size_t n = values / sample_size;
+  throw std::invalid_argument("in_memory: " + std::to_string(n) + " samples but " + std::to_string(targets) +
+                              " target values (expected " + std::to_string(n * target_width) + ")");
+}
+#else
+;
+#endif
+// in_memory::batch(n): n > 0, and a batch of n samples of sample_size values of
+// value_bytes bytes has a size and bytes that fit in std::size_t.
+[[gnu::cold]] CTNN_DECL void check_in_memory_batch(std::size_t n, std::size_t sample_size, std::size_t value_bytes)
+#if CTNN_DEFINITIONS
+{
+  if (n == 0) throw std::invalid_argument("in_memory::batch: the batch size must be > 0");
+  checked_mul(checked_mul(n, sample_size, "in_memory::batch: the batch size times the sample size"), value_bytes,
+              "in_memory::batch: the batch's bytes");
+}
+#else
+;
+#endif
+}  // namespace detail
 
 template <Shape S, class TargetKind, class T = float>
 class in_memory {
@@ -48,21 +82,14 @@ class in_memory {
 
   in_memory(std::vector<T> x, std::vector<target_type> y)
       : data_(std::make_shared<storage>(storage{std::move(x), std::move(y)})) {
-    if (data_->x.size() % S::size != 0)
-      throw std::invalid_argument("in_memory: " + std::to_string(data_->x.size()) +
-                                  " input values are not a whole number of samples of shape " + S::str());
     const std::size_t n = data_->x.size() / S::size;
-    if (data_->y.size() != n * target_width)
-      throw std::invalid_argument("in_memory: " + std::to_string(n) + " samples but " +
-                                  std::to_string(data_->y.size()) + " target values (expected " +
-                                  std::to_string(n * target_width) + ")");
+    if (data_->x.size() % S::size != 0 || data_->y.size() != n * target_width)
+      detail::throw_in_memory_sizes(data_->x.size(), data_->y.size(), S::size, target_width, &S::str);
     count_ = n;
   }
 
   in_memory batch(std::size_t n, bool drop_remainder = false) const {
-    if (n == 0) throw std::invalid_argument("in_memory::batch: the batch size must be > 0");
-    checked_mul(checked_mul(n, S::size, "in_memory::batch: the batch size times the sample size"), sizeof(T),
-                "in_memory::batch: the batch's bytes");
+    detail::check_in_memory_batch(n, S::size, sizeof(T));
     in_memory d = *this;
     d.batch_ = n;
     d.drop_remainder_ = drop_remainder;

@@ -45,7 +45,7 @@ template <class A>
 concept Activation = has_activation_name<A> && requires { typename A::is_activation; };
 
 struct identity : detail::activation_spec<identity> {
-  static std::string name() { return "identity"; }
+  static constexpr std::string name() { return "identity"; }
   static constexpr const char* onnx_op = "";  // its ONNX operator ("": none needed)
   template <class T>
   static constexpr fn::identity_fn rule() { return {}; }
@@ -56,7 +56,7 @@ struct identity : detail::activation_spec<identity> {
 };
 
 struct relu : detail::activation_spec<relu> {
-  static std::string name() { return "relu"; }
+  static constexpr std::string name() { return "relu"; }
   static constexpr const char* onnx_op = "Relu";  // its ONNX operator (onnx/export.hpp, onnx/import.hpp)
   template <class T>
   static constexpr fn::relu_fn rule() { return {}; }
@@ -75,7 +75,7 @@ struct leaky_relu : detail::activation_spec<leaky_relu<Alpha>> {
   static_assert(std::is_floating_point_v<decltype(Alpha)>, "leaky_relu: the slope must be a floating-point number");
   static_assert(Alpha > 0 && Alpha < 1, "leaky_relu: the negative slope must be in (0, 1)");
   static constexpr double alpha = double(Alpha);
-  static std::string name() { return "leaky_relu<" + detail::format_number(Alpha) + ">"; }
+  static constexpr std::string name() { return "leaky_relu<" + detail::format_number(Alpha) + ">"; }
   static constexpr const char* onnx_op = "LeakyRelu";  // its ONNX operator, with attribute alpha
   template <class T>
   static constexpr fn::leaky_relu_fn<T> rule() { return {T(Alpha)}; }
@@ -90,7 +90,7 @@ struct leaky_relu : detail::activation_spec<leaky_relu<Alpha>> {
 };
 
 struct sigmoid : detail::activation_spec<sigmoid> {
-  static std::string name() { return "sigmoid"; }
+  static constexpr std::string name() { return "sigmoid"; }
   static constexpr const char* onnx_op = "Sigmoid";  // its ONNX operator (onnx/export.hpp, onnx/import.hpp)
   template <class T>
   static constexpr fn::sigmoid_fn rule() { return {}; }
@@ -105,7 +105,7 @@ struct sigmoid : detail::activation_spec<sigmoid> {
 };
 
 struct tanh : detail::activation_spec<tanh> {
-  static std::string name() { return "tanh"; }
+  static constexpr std::string name() { return "tanh"; }
   static constexpr const char* onnx_op = "Tanh";  // its ONNX operator (onnx/export.hpp, onnx/import.hpp)
   template <class T>
   static constexpr fn::tanh_fn rule() { return {}; }
@@ -120,7 +120,7 @@ struct tanh : detail::activation_spec<tanh> {
 };
 
 struct softmax : detail::activation_spec<softmax> {
-  static std::string name() { return "softmax"; }
+  static constexpr std::string name() { return "softmax"; }
   static constexpr const char* onnx_op = "Softmax";  // its ONNX operator (onnx/export.hpp, onnx/import.hpp)
   template <class B, class T>
   static void forward(T* y, std::size_t rows, std::size_t cols) {
@@ -153,7 +153,7 @@ struct activation_layer {
   static constexpr std::size_t cache_per_sample = 0;
   static constexpr std::size_t rows_per_sample = In::size / last_dim_v<In>;
   static constexpr std::size_t cols = last_dim_v<In>;
-  static std::string name() { return A::name(); }
+  static constexpr std::string name() { return A::name(); }
 
   static void init(layer_slot<T>, rng&) {}
   static void forward(layer_slot<T>, const T* x, T* y, run_info r) {

@@ -51,7 +51,7 @@ struct add {
   template <Shape In>
   using branches = std::tuple<Branch...>;
   static std::string name() { return detail::join_names<Branch...>("add<"); }
-  static std::string summary_name() { return "add"; }
+  static constexpr std::string summary_name() { return "add"; }
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {
     return detail::check_sum_branches<In, Pos, Branch...>();

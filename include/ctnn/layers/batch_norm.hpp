@@ -43,7 +43,7 @@ struct batch_normalization {
   static constexpr double momentum = double(Momentum), epsilon = double(Epsilon);
   static constexpr bool synchronized = Synchronized;
 
-  static std::string name() {
+  static constexpr std::string name() {
     if (std::is_same_v<batch_normalization, batch_normalization<>>) return "batch_norm";
     if (std::is_same_v<batch_normalization, batch_normalization<0.99, 1e-3, true>>) return "sync_batch_norm";
     return "batch_normalization<" + detail::format_number(Momentum) + ", " + detail::format_number(Epsilon) +
@@ -79,7 +79,7 @@ struct batch_norm_layer {
     static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
     static constexpr std::size_t state_count = count_of(buffers, role::state);
     static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
-    static std::string name() { return Spec::name(); }
+    static constexpr std::string name() { return Spec::name(); }
 
     // The moving statistics are S values: the model hands them as its state region.
     static S* statistics(layer_slot<T> s) { return reinterpret_cast<S*>(s.state); }

@@ -119,7 +119,7 @@ struct chain_layer<branch<Specs...>, In, P, Backend>
   static constexpr std::size_t state_count = count_of(buffers, role::state);
   static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
   static std::string name() { return spec::name(); }
-  static std::string summary_name() { return n == 0 ? "identity" : "branch"; }
+  static constexpr std::string summary_name() { return n == 0 ? "identity" : "branch"; }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     if constexpr (n == 0) {

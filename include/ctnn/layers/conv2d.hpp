@@ -22,6 +22,7 @@
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
 #include "../core/diagnostics.hpp"
+#include "../core/format.hpp"
 #include "../core/shape.hpp"
 #include "../core/plan.hpp"
 #include "../core/backend.hpp"
@@ -48,13 +49,13 @@ struct conv2d {
   static constexpr std::size_t filters = F, kernel_height = KH, kernel_width = KW, stride = Stride;
   static constexpr padding pad = Pad;
 
-  static std::string name() {
-    std::string s = "conv2d<" + std::to_string(F) + ", " + std::to_string(KH) + ", " + std::to_string(KW) + ", " +
-                    std::to_string(Stride) + ", " + padding_name(Pad);
-    if (!std::is_same_v<Act, identity>) s += ", " + Act::name();
-    if (Reg::active) s += ", " + Reg::name();
-    if (!std::is_same_v<Init, glorot_uniform>) s += ", " + Init::name();
-    return s + ">";
+  static constexpr std::string name() {  // a constant where the options' names are (train/summary.hpp)
+    constexpr bool act = !std::is_same_v<Act, identity>, init = !std::is_same_v<Init, glorot_uniform>;
+    using sv = std::string_view;
+    return detail::concat({"conv2d<", detail::decimal(F), ", ", detail::decimal(KH), ", ", detail::decimal(KW), ", ",
+                           detail::decimal(Stride), ", ", padding_name(Pad), act ? ", " : "",
+                           act ? sv(Act::name()) : sv(), Reg::active ? ", " : "", Reg::active ? sv(Reg::name()) : sv(),
+                           init ? ", " : "", init ? sv(Init::name()) : sv(), ">"});
   }
 
   template <Shape In, std::size_t Pos>
@@ -108,7 +109,7 @@ struct conv2d_layer
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
   static constexpr std::size_t state_count = 0;
   static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
-  static std::string name() { return Spec::name(); }
+  static constexpr std::string name() { return Spec::name(); }
 
   static void init(layer_slot<T> s, rng& g) {
     Spec::initializer::fill(s.params, kernel_count, KH * KW * C, KH * KW * F, g);

@@ -389,7 +389,7 @@ struct dag {
   static_assert((detail::is_node_v<N> && ...), "dag: every argument is a node<\"name\", Spec, \"from\"...>");
   using is_layer_spec = void;
   static std::string name() { return detail::join_names<N...>("dag<"); }
-  static std::string summary_name() { return "dag"; }
+  static constexpr std::string summary_name() { return "dag"; }
   template <Shape In, std::size_t Pos>
   static constexpr bool check();
   template <Shape In, class P, class Backend>
@@ -508,7 +508,7 @@ struct dag_layer<dag<N...>, In, P, Backend>
   static constexpr std::size_t state_count = count_of(buffers, role::state);
   static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
   static std::string name() { return spec::name(); }
-  static std::string summary_name() { return "dag"; }
+  static constexpr std::string summary_name() { return "dag"; }
   // summary's row of node k: "b = dense<16>(a)"
   static std::string child_label(std::size_t k, const std::string& child) {
     std::string t = std::string(table::names[k]) + " = " + child + "(";

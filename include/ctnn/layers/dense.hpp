@@ -33,6 +33,7 @@
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
 #include "../core/diagnostics.hpp"
+#include "../core/format.hpp"
 #include "../core/plan.hpp"
 #include "../core/shape.hpp"
 #include "../core/backend.hpp"
@@ -83,12 +84,14 @@ struct dense {
   static constexpr bool is_up_to = detail::is_up_to(N);  // dense<up_to<units>, ...>
   static constexpr std::size_t units = is_up_to ? std::size_t(N - detail::up_to_base) : std::size_t(N);
 
-  static std::string name() {
-    std::string s = is_up_to ? "dense<up_to<" + std::to_string(units) + ">" : "dense<" + std::to_string(N);
-    if (!std::is_same_v<Act, identity>) s += ", " + Act::name();
-    if (regularizer::active) s += ", " + regularizer::name();
-    if (!std::is_same_v<initializer, glorot_uniform>) s += ", " + initializer::name();
-    return s + ">";
+  static constexpr std::string name() {  // a constant where the options' names are (train/summary.hpp)
+    constexpr bool act = !std::is_same_v<Act, identity>, reg = regularizer::active,
+                   init = !std::is_same_v<initializer, glorot_uniform>;
+    using sv = std::string_view;
+    return detail::concat({is_up_to ? "dense<up_to<" : "dense<", detail::decimal(units), is_up_to ? ">" : "",
+                           act ? ", " : "", act ? sv(Act::name()) : sv(), reg ? ", " : "",
+                           reg ? sv(regularizer::name()) : sv(), init ? ", " : "", init ? sv(initializer::name()) : sv(),
+                           ">"});
   }
 
   template <Shape In, std::size_t Pos>
@@ -123,7 +126,7 @@ struct dense_layer
   using Reg = typename Spec::regularizer;
   using T = typename P::compute_type;
   using O = ops<Backend>;
-  static std::string name() { return Spec::name(); }
+  static constexpr std::string name() { return Spec::name(); }
   using variable_type = typename P::variable_type;
   using compute_type = T;
   using in_shape = In;
@@ -183,7 +186,7 @@ struct dense_up_to_layer {
   static_assert(!Reg::active, "dense<up_to<N>>: takes no regularizer (its penalty would cover the inactive units)");
   static_assert(requires { Act::template rule<T>(); },
                 "dense<up_to<N>>: the activation must be element-wise (softmax would see the inactive units)");
-  static std::string name() { return Spec::name(); }
+  static constexpr std::string name() { return Spec::name(); }
   using variable_type = typename P::variable_type;
   using compute_type = T;
   using in_shape = In;

@@ -46,7 +46,7 @@ struct dropout {
   static_assert(Rate >= 0 && Rate < 1, "dropout: the rate must be in [0, 1)");
   using is_layer_spec = void;
   static constexpr auto rate = Rate;
-  static std::string name() { return "dropout<" + detail::format_number(Rate) + ">"; }
+  static constexpr std::string name() { return "dropout<" + detail::format_number(Rate) + ">"; }
 
   template <Shape In, class P, class Backend>
   using bind = dropout_layer<dropout, In, precision::policy_of_t<P>, Backend>;
@@ -98,7 +98,7 @@ struct dropout_layer {
   static constexpr std::size_t parameter_count = 0;
   static constexpr std::size_t state_count = 0;
   static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
-  static std::string name() { return Spec::name(); }
+  static constexpr std::string name() { return Spec::name(); }
 
   static void init(layer_slot<T>, rng&) {}
 
@@ -115,7 +115,7 @@ struct dynamic_dropout_layer;
 
 struct dynamic_dropout {
   using is_layer_spec = void;
-  static std::string name() { return "dynamic_dropout"; }
+  static constexpr std::string name() { return "dynamic_dropout"; }
 
   template <Shape In, class P, class Backend>
   using bind = dynamic_dropout_layer<dynamic_dropout, In, precision::policy_of_t<P>, Backend>;
@@ -136,7 +136,7 @@ struct dynamic_dropout_layer {
   static constexpr std::size_t parameter_count = 0;
   static constexpr std::size_t state_count = 0;
   static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
-  static std::string name() { return Spec::name(); }
+  static constexpr std::string name() { return Spec::name(); }
 
   // The rate of a slot in host memory (tests; a device model's is read through a host view).
   static double rate(layer_slot<T> s) {

@@ -24,7 +24,7 @@ struct global_average_pool_layer;
 
 struct global_average_pool {
   using is_layer_spec = void;
-  static std::string name() { return "global_average_pool"; }
+  static constexpr std::string name() { return "global_average_pool"; }
 
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {
@@ -56,7 +56,7 @@ struct global_average_pool_layer {
   static constexpr std::size_t parameter_count = 0;
   static constexpr std::size_t state_count = 0;
   static constexpr std::size_t cache_per_sample = 0;
-  static std::string name() { return global_average_pool::name(); }
+  static constexpr std::string name() { return global_average_pool::name(); }
 
   static void init(layer_slot<T>, rng&) {}
   static void forward(layer_slot<T>, const T* x, T* y, run_info r) {

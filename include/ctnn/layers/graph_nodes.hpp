@@ -269,7 +269,7 @@ struct parallel_layer : graph_layer<D, typename bound_branches<Spec, In, P, Back
  public:
   static constexpr std::array<bool, n> identity = identities(static_cast<branch_specs*>(nullptr));
   static std::string name() { return Spec::name(); }
-  static std::string summary_name() { return Spec::summary_name(); }
+  static constexpr std::string summary_name() { return Spec::summary_name(); }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     forwarded::each([&]<std::size_t K, class C>() {

@@ -56,7 +56,7 @@ void fill_truncated_normal(T* w, std::size_t count, double stddev, rng& g) {
 
 struct glorot_uniform {
   using is_initializer = void;
-  static std::string name() { return "glorot_uniform"; }
+  static constexpr std::string name() { return "glorot_uniform"; }
   template <class T>
   static void fill(T* w, std::size_t count, std::size_t fan_in, std::size_t fan_out, rng& g) {
     detail::fill_uniform(w, count, std::sqrt(6.0 / double(fan_in + fan_out)), g);
@@ -64,7 +64,7 @@ struct glorot_uniform {
 };
 struct glorot_normal {
   using is_initializer = void;
-  static std::string name() { return "glorot_normal"; }
+  static constexpr std::string name() { return "glorot_normal"; }
   template <class T>
   static void fill(T* w, std::size_t count, std::size_t fan_in, std::size_t fan_out, rng& g) {
     detail::fill_truncated_normal(w, count, std::sqrt(2.0 / double(fan_in + fan_out)) / detail::truncation_stddev, g);
@@ -72,7 +72,7 @@ struct glorot_normal {
 };
 struct he_uniform {
   using is_initializer = void;
-  static std::string name() { return "he_uniform"; }
+  static constexpr std::string name() { return "he_uniform"; }
   template <class T>
   static void fill(T* w, std::size_t count, std::size_t fan_in, std::size_t, rng& g) {
     detail::fill_uniform(w, count, std::sqrt(6.0 / double(fan_in)), g);
@@ -80,7 +80,7 @@ struct he_uniform {
 };
 struct he_normal {
   using is_initializer = void;
-  static std::string name() { return "he_normal"; }
+  static constexpr std::string name() { return "he_normal"; }
   template <class T>
   static void fill(T* w, std::size_t count, std::size_t fan_in, std::size_t, rng& g) {
     detail::fill_truncated_normal(w, count, std::sqrt(2.0 / double(fan_in)) / detail::truncation_stddev, g);
@@ -94,7 +94,7 @@ struct he_normal {
 // fan_out. The recurrent layers' default for recurrent_kernel.
 struct orthogonal {
   using is_initializer = void;
-  static std::string name() { return "orthogonal"; }
+  static constexpr std::string name() { return "orthogonal"; }
   template <class T>
   static void fill(T* w, std::size_t count, std::size_t fan_in, std::size_t fan_out, rng& g) {
     const std::size_t m = fan_in > fan_out ? fan_in : fan_out, n = fan_in > fan_out ? fan_out : fan_in;

@@ -12,11 +12,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
 #include "../core/diagnostics.hpp"
+#include "../core/format.hpp"
 #include "../core/shape.hpp"
 #include "../core/plan.hpp"
 #include "../core/precision.hpp"
@@ -39,11 +41,12 @@ struct pool2d_spec {
   static constexpr std::size_t pool_size = Pool, stride = Stride;
   static constexpr padding pad = Pad;
 
-  static std::string name() {
-    std::string s = std::string(Kind::name) + "<" + std::to_string(Pool);
-    if (Stride != Pool || Pad != padding::valid) s += ", " + std::to_string(Stride);
-    if (Pad != padding::valid) s += ", " + std::string(padding_name(Pad));
-    return s + ">";
+  static constexpr std::string name() {  // a constant (train/summary.hpp)
+    constexpr bool stride = Stride != Pool || Pad != padding::valid, pad = Pad != padding::valid;
+    using sv = std::string_view;
+    return detail::concat({Kind::name, "<", detail::decimal(Pool), stride ? ", " : "",
+                           stride ? sv(detail::decimal(Stride)) : sv(), pad ? ", " : "", pad ? padding_name(Pad) : "",
+                           ">"});
   }
 
   template <Shape In, std::size_t Pos>
@@ -97,7 +100,7 @@ struct pool2d_layer {
   static constexpr std::size_t parameter_count = 0;
   static constexpr std::size_t state_count = 0;
   static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
-  static std::string name() { return Spec::name(); }
+  static constexpr std::string name() { return Spec::name(); }
 
   // The index cache, when the kind keeps one, is the layer's first cache buffer (uint32).
   static std::uint32_t* indices(layer_slot<T> s) { return reinterpret_cast<std::uint32_t*>(s.cache); }

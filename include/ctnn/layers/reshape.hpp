@@ -41,7 +41,7 @@ struct reshape_layer {
   static constexpr std::size_t parameter_count = 0;
   static constexpr std::size_t state_count = 0;
   static constexpr std::size_t cache_per_sample = 0;
-  static std::string name() { return Spec::name(); }
+  static constexpr std::string name() { return Spec::name(); }
 
   static void init(layer_slot<T>, rng&) {}
   static void forward(layer_slot<T>, const T* x, T* y, run_info r) { ops<Backend>::copy(x, y, r.batch * In::size); }
@@ -54,7 +54,7 @@ struct flatten {
   using is_layer_spec = void;
   // channels-last order kept: channel c of position p is element p * C + c
   static constexpr bool keeps_channels = true;
-  static std::string name() { return "flatten"; }
+  static constexpr std::string name() { return "flatten"; }
   template <Shape In>
   using output = shape<In::size>;
   template <Shape In, class P, class Backend>
@@ -68,7 +68,7 @@ struct reshape {
   using target = shape<D...>;
   template <Shape In>
   using output = target;
-  static std::string name() { return "reshape<" + target::str() + ">"; }
+  static constexpr std::string name() { return "reshape<" + target::str() + ">"; }
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {
     constexpr bool located = diag::require<In::size == target::size, &diag::reshape_count_text<Pos, target, In>>();

@@ -55,7 +55,7 @@ struct residual {
   using branches =
       std::tuple<branch<Block...>, detail::projection_t<In, detail::out_shape_of<branch<Block...>, In>>>;
   static std::string name() { return detail::join_names<Block...>("residual<"); }
-  static std::string summary_name() { return "residual"; }
+  static constexpr std::string summary_name() { return "residual"; }
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {
     if constexpr (!branch<Block...>::template check<In, Pos>()) {
@@ -78,7 +78,7 @@ struct residual_with {
   template <Shape In>
   using branches = std::tuple<branch<Block...>, Projection>;
   static std::string name() { return detail::join_names<Block...>("residual_with<" + Projection::name() + ", "); }
-  static std::string summary_name() { return "residual_with"; }
+  static constexpr std::string summary_name() { return "residual_with"; }
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {
     if constexpr (!branch<Block...>::template check<In, Pos>() || !detail::check_spec_v<Projection> ||

@@ -37,7 +37,7 @@ namespace ctnn {
 
 struct no_regularizer {
   static constexpr bool active = false;
-  static std::string name() { return ""; }
+  static constexpr std::string name() { return ""; }
   template <class B = cpu<>, class T>
   static T penalty(const T*, std::size_t) {
     return T(0);
@@ -54,7 +54,7 @@ struct l2 {
   static_assert(Lambda >= 0 && Lambda < 1e30, "l2: the factor must be finite and >= 0");
   static constexpr bool active = true;
   static constexpr double lambda = double(Lambda);
-  static std::string name() { return "l2<" + detail::format_number(Lambda) + ">"; }
+  static constexpr std::string name() { return "l2<" + detail::format_number(Lambda) + ">"; }
   template <class B = cpu<>, class T>
   static T penalty(const T* w, std::size_t n) {
     return T(Lambda) * T(ops<B>::sum_squares(w, n));
@@ -83,7 +83,7 @@ inline std::string check_regularization_factor(const char* who, const std::byte*
 struct dynamic_l2 {
   static constexpr bool active = true;
   static constexpr std::array<buffer, 1> factor_buffers{buffer::make(role::metadata, elem::f32, "l2", {1})};
-  static std::string name() { return "dynamic_l2"; }
+  static constexpr std::string name() { return "dynamic_l2"; }
   template <class B = cpu<>, class T>
   static void add_penalty(const T* w, std::size_t n, const float* factor, step_scalars* s) {
     ops<B>::add_penalty(w, n, T(0), T(1), factor, s);
@@ -99,7 +99,7 @@ struct dynamic_l2 {
 struct dynamic_l1 {
   static constexpr bool active = true;
   static constexpr std::array<buffer, 1> factor_buffers{buffer::make(role::metadata, elem::f32, "l1", {1})};
-  static std::string name() { return "dynamic_l1"; }
+  static constexpr std::string name() { return "dynamic_l1"; }
   template <class B = cpu<>, class T>
   static void add_penalty(const T* w, std::size_t n, const float* factor, step_scalars* s) {
     ops<B>::add_penalty(w, n, T(1), T(0), factor, s);

@@ -33,7 +33,10 @@
 
 #include "../core/concepts.hpp"
 #include "../core/diagnostics.hpp"
+#include "../core/errors.hpp"
+#include "../core/format.hpp"
 #include "../core/narrow_std.hpp"
+#include "../core/separate.hpp"
 #include "../data/element.hpp"
 #include "../data/dataset.hpp"
 #include "../losses/loss.hpp"
@@ -158,14 +161,87 @@ void update_metrics(std::tuple<Ms...>& ms, const typename M::value_type* y, cons
   std::apply([&](auto&... m) { (update_metric<Out, typename M::backend>(m, y, b.y.data(), b.size, mask), ...); }, ms);
 }
 
+// fit's and evaluate's messages and epoch logs, the same for every network and dataset: not
+// templates, so that each fit and evaluate instance keeps a call where it would format them
+// (the compiled part holds them: core/separate.hpp).
+[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_fit_loss_not_finite(double loss, std::size_t epoch,
+                                                                             std::size_t step, double learning_rate)
+#if CTNN_DEFINITIONS
+{
+  throw numeric_error("fit: the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at epoch " +
+                      std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) + " (learning rate " +
+                      format_number(learning_rate) + ")");
+}
+#else
+;
+#endif
+[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_fit_no_batch(std::size_t epoch)
+#if CTNN_DEFINITIONS
+{
+  throw std::invalid_argument("fit: the training dataset yielded no batch in epoch " + std::to_string(epoch + 1));
+}
+#else
+;
+#endif
+// check_model_finite's "where" after fit's update of (epoch, step), counted from 0.
+[[gnu::cold]] CTNN_DECL std::string fit_update_where(std::size_t epoch, std::size_t step)
+#if CTNN_DEFINITIONS
+{
+  return "fit: after the update of epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1);
+}
+#else
+;
+#endif
+// A batch's loss sum that is not finite: evaluate's batch, or fit's validation batch.
+[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_batch_loss_not_finite(double loss, bool validation,
+                                                                               std::size_t batch)
+#if CTNN_DEFINITIONS
+{
+  throw numeric_error((validation ? "fit: validation batch " : "evaluate: batch ") + std::to_string(batch + 1) +
+                      ": the loss is " + non_finite_name(loss));
+}
+#else
+;
+#endif
+[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_evaluate_empty()
+#if CTNN_DEFINITIONS
+{
+  throw std::invalid_argument("evaluate: the dataset is empty");
+}
+#else
+;
+#endif
+// An epoch's timing logs: learning_rate, seconds, data_seconds, compute_seconds, input_share,
+// input_bound.
+CTNN_DECL void set_epoch_time_logs(logs& l, double learning_rate, double seconds, double data_s, double compute_s)
+#if CTNN_DEFINITIONS
+{
+  l.set("learning_rate", learning_rate);
+  l.set("seconds", seconds);
+  l.set("data_seconds", data_s);
+  l.set("compute_seconds", compute_s);
+  l.set("input_share", data_s + compute_s > 0 ? data_s / (data_s + compute_s) : 0.0);
+  l.set("input_bound", double(int(input_bound(l["input_share"]))));
+}
+#else
+;
+#endif
 // The first batch's output all zeros is a dead network (a deep relu stack
 // under glorot_uniform, a dead relu layer): fit says so on std::clog once.
+[[gnu::cold]] CTNN_DECL void warn_all_zero_output(std::ostream& out)
+#if CTNN_DEFINITIONS
+{
+  out << "fit: warning: the network's output for the first batch is all zeros; training will not move it. "
+         "A deep relu stack under glorot_uniform does this: try he_uniform or he_normal (dense<N, relu, he_uniform>)\n";
+}
+#else
+;
+#endif
 template <class M, class T>
 bool warn_if_all_zero(const T* y, std::size_t batch, std::ostream& out = std::clog) {
   for (std::size_t i = 0; i < batch * M::output_size; ++i)
     if (y[i] != T(0)) return false;
-  out << "fit: warning: the network's output for the first batch is all zeros; training will not move it. "
-         "A deep relu stack under glorot_uniform does this: try he_uniform or he_normal (dense<N, relu, he_uniform>)\n";
+  warn_all_zero_output(out);
   return true;
 }
 
@@ -187,8 +263,7 @@ logs evaluate_impl(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics,
           loss, y, t, static_cast<typename M::value_type*>(nullptr), b.size, &m.step_mask(), m.scalars());
     });
     const double batch_sum = m.read_scalars().loss_sum;  // the one read of the batch's scalars
-    if (!std::isfinite(batch_sum))
-      check_loss_finite(batch_sum, (prefix.empty() ? "evaluate: batch " : "fit: validation batch ") + std::to_string(batch + 1));
+    if (!std::isfinite(batch_sum)) throw_batch_loss_not_finite(batch_sum, !prefix.empty(), batch);
     // evaluate (not fit's validation: fit checks after every update) checks the variables once,
     // as fit does: a NaN weight behind a relu leaves the loss finite (ln 3 for 3 classes)
     if constexpr (checks_numerics<std::remove_cvref_t<M>>)
@@ -197,7 +272,7 @@ logs evaluate_impl(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics,
     if constexpr (sizeof...(Ms) > 0) update_metrics<M>(metrics, m.host_outputs(b.size).data(), b, &m.step_mask());
     n += b.size;
   }
-  if (n == 0) throw std::invalid_argument("evaluate: the dataset is empty");
+  if (n == 0) throw_evaluate_empty();
   logs l;
   l.set(prefix + "loss", total / double(n) + m.penalty());
   std::apply([&](auto&... mm) { (l.set(prefix + mm.name(), mm.result()), ...); }, metrics);
@@ -395,17 +470,13 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
         if (!std::isfinite(batch_loss)) {
           on_batch_end();
           if (ctx.stop_training) break;
-          throw numeric_error("fit: the loss became " + std::string(std::isnan(batch_loss) ? "NaN" : "infinite") +
-                              " at epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1) +
-                              " (learning rate " + detail::format_number(ctx.learning_rate()) + ")");
+          detail::throw_fit_loss_not_finite(batch_loss, e, s, ctx.learning_rate());
         }
         if (e == 0 && s == 0 && ctx.role.chief()) detail::warn_if_all_zero<MT>(m.host_outputs(b.size).data(), b.size);
         if constexpr (std::tuple_size_v<decltype(metrics)> > 0)
           detail::update_metrics<MT>(metrics, m.host_outputs(b.size).data(), b, &m.step_mask());
         if (r.updated)
-          detail::check_model_finite(
-              m, [&] { return "fit: after the update of epoch " + std::to_string(e + 1) + ", step " + std::to_string(s + 1); },
-              r.parameters_finite);
+          detail::check_model_finite(m, [&] { return detail::fit_update_where(e, s); }, r.parameters_finite);
         loss_sum += r.loss_sum + r.penalty * double(b.size);
         seen += b.size;
         compute_s += secs(clock::now() - t1);
@@ -413,8 +484,7 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
         if (ctx.stop_training) break;
       }
       ctx.running_logs = nullptr;
-      if (seen == 0 && !ctx.stop_training)
-        throw std::invalid_argument("fit: the training dataset yielded no batch in epoch " + std::to_string(e + 1));
+      if (seen == 0 && !ctx.stop_training) detail::throw_fit_no_batch(e);
       logs& l = ctx.epoch_logs;
       l.set("loss", loss_sum / double(seen));
       std::apply([&](auto&... mm) { (l.set(mm.name(), mm.result()), ...); }, metrics);
@@ -427,12 +497,7 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
       std::apply([&](auto&... h) {  // hooks that reduce the loss, metrics and val_* across ranks (data_parallel)
         ((void)[&] { if constexpr (requires { h.reduce_logs(l, seen); }) h.reduce_logs(l, seen); }(), ...);
       }, hooks);
-      l.set("learning_rate", ctx.learning_rate());
-      l.set("seconds", secs(clock::now() - epoch_start));
-      l.set("data_seconds", data_s);
-      l.set("compute_seconds", compute_s);
-      l.set("input_share", data_s + compute_s > 0 ? data_s / (data_s + compute_s) : 0.0);
-      l.set("input_bound", double(int(input_bound(l["input_share"]))));
+      detail::set_epoch_time_logs(l, ctx.learning_rate(), secs(clock::now() - epoch_start), data_s, compute_s);
       m.log_epoch(l);  // the backend's figures (CUDA: device_wait_seconds, device_compute_seconds, graph_steps)
       std::apply([&](auto&... h) {  // hooks that log (loss_scale: the scale, skipped steps)
         ((void)[&] { if constexpr (requires { h.log_epoch(l); }) h.log_epoch(l); }(), ...);
