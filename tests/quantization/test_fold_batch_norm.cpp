@@ -267,8 +267,9 @@ static_assert(std::is_same_v<quantized_t<same_cnn>, quantized_t<same_folded>>);
 static_assert(std::is_same_v<
               quantized_t<same_cnn>,
               sequential<input<S, S, 1>,
-                         quantized_conv2d<8, 3, 3, 1, padding::same, relu, fi, quantization::int8_io<false, true>>,
-                         quantization::int8_pass<max_pool2d<2>>,
+                         quantized_conv2d<8, 3, 3, 1, padding::same, relu, fi, quantization::int8_io<false, true>,
+                                          max_pool2d<2>>,  // the pool in the convolution's store
+                         quantization::fused_pool<max_pool2d<2>, true>,
                          quantized_conv2d<12, 3, 3, 1, padding::same, relu, fi, quantization::int8_io<true, true>>,
                          quantization::int8_pass<flatten>,
                          quantized_dense<192, 16, relu, fi, quantization::int8_io<true, true>>,

@@ -648,8 +648,9 @@ TEST_CASE("int8 global_average_pool_s8: TFLite's rounded mean over every positio
 TEST_CASE("quantized_t of a CNN with global_average_pool: int8 between the convolution and the dense layer") {
   using qg = quantized_t<gcnn>;
   static_assert(std::is_same_v<qg, sequential<input<S, S, 1>,
-                                              quantized_conv2d<8, 3, 3, 1, padding::same, relu, fi, quantization::int8_io<false, true>>,
-                                              quantization::int8_pass<max_pool2d<2>>,
+                                              quantized_conv2d<8, 3, 3, 1, padding::same, relu, fi, quantization::int8_io<false, true>,
+                                                               max_pool2d<2>>,  // the pool in the convolution's store
+                                              quantization::fused_pool<max_pool2d<2>, true>,
                                               quantized_conv2d<16, 3, 3, 1, padding::same, relu, fi, quantization::int8_io<true, true>>,
                                               quantization::int8_pass<global_average_pool>,
                                               quantized_dense<16, classes, identity, fi, quantization::int8_io<true, false>>>>);
