@@ -106,7 +106,7 @@ TEST_CASE("sparse_expand: each layout's panels equal the dense packing of the ma
             for (std::size_t i = 0; i < K * NR; ++i) diff += panel[i] != want[j0 * K + i];
             CHECK(diff == 0);
           };
-          for (std::size_t step : {std::size_t(7), kc::sparse_expand::block_rows<Arch>(K, N, 1), K}) {
+          for (std::size_t step : {std::size_t(7), kc::sparse_expand::block_rows<Arch>(K, N), K}) {
             blocks(kc::sparse::bitmap_panel<Arch>(K, N, p.bm_values.data(), p.bm_offsets.data(), p.bm_bits.data(), j0),
                    step);
             same("bitmap", step);

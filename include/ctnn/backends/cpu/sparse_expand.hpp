@@ -1,7 +1,7 @@
 // ctnn/backends/cpu/sparse_expand.hpp — a sparse layout's forward product at large batches: the weights
 // expanded, panel by panel, into the dense GEMM's packed-B format, then the dense micro-kernel.
 //
-//   forward<K, N, Arch, Granule>(x, bias, y, batch, relu, panel_of): y = x W
+//   forward<K, N, Arch>(x, bias, y, batch, relu, panel_of): y = x W
 //       + b (relu optional) for float where Arch has SIMD. panel_of(j0) gives
 //       the expander of columns [j0, j0 + NR) of W (NR = panel_width<Arch>(N)),
 //       which writes them K block by K block as pack_panels (gemm.hpp) lays
@@ -57,12 +57,12 @@ template <class Arch>
 constexpr std::size_t panel_width(std::size_t n) {
   return packed_panel_vectors<float, Arch>(n) * simd::blocking<float, Arch>::L;
 }
-// The rows of one expanded block: at most block_bytes, equal blocks, a multiple of Granule.
+// The rows of one expanded block: at most block_bytes (at least one row), equal blocks.
 template <class Arch>
-constexpr std::size_t block_rows(std::size_t K, std::size_t N, std::size_t granule) {
-  const std::size_t most = std::max<std::size_t>(block_bytes / (4 * panel_width<Arch>(N)), granule);
-  const std::size_t blocks = (K + most - 1) / most, rows = (K + blocks - 1) / blocks;
-  return (rows + granule - 1) / granule * granule;
+constexpr std::size_t block_rows(std::size_t K, std::size_t N) {
+  const std::size_t most = std::max<std::size_t>(block_bytes / (4 * panel_width<Arch>(N)), 1);
+  const std::size_t blocks = (K + most - 1) / most;
+  return (K + blocks - 1) / blocks;
 }
 
 template <class Arch, class T>
@@ -92,14 +92,13 @@ constexpr bool use_per_weight(std::size_t batch, std::size_t kept, std::size_t t
 
 // y = x W + b (relu optional). panel_of(j0) returns the expander of the panel at column j0:
 // e(k0, k1, buf) writes rows [k0, k1) of its NR columns as buf[(k - k0) * NR + j], called
-// with consecutive ranges from k0 = 0 up to K, each a multiple of Granule rows long (the
-// last may be shorter).
-template <std::size_t K, std::size_t N, class Arch, std::size_t Granule = 1, class PanelOf>
+// with consecutive ranges from k0 = 0 up to K (block_rows long, the last may be shorter).
+template <std::size_t K, std::size_t N, class Arch, class PanelOf>
 void forward(const float* x, const float* bias, float* y, std::size_t batch, bool relu, PanelOf&& panel_of) {
   static_assert(available_v<Arch, float>, "sparse_expand::forward: needs float vectors of the architecture");
   using blk = simd::blocking<float, Arch>;
   constexpr std::size_t MR = blk::MR, NV = packed_panel_vectors<float, Arch>(N), NR = NV * blk::L;
-  constexpr std::size_t kcb = block_rows<Arch>(K, N, Granule), panels = (N + NR - 1) / NR;
+  constexpr std::size_t kcb = block_rows<Arch>(K, N), panels = (N + NR - 1) / NR;
   thread_pool& pool = thread_pool::global();
   auto task = [&](std::size_t t) {
     float* buf = simd::scratch<float, scratch_tag>(kcb * NR);
