@@ -11,7 +11,8 @@
 // (ops<B>::dense_forward_packed over R packed once per forward pass, ops<B>::pack_weights)
 // and the cell's rule over [batch, U] (ops<B>::map_rows; step 0 skips the product of
 // h_0 = 0); at batch 1 both in one pass by blocks of units where the backend has it
-// (ops<cpu>::recurrent_row: the rule reads each block's products while they are in L1).
+// (ops<cpu>::recurrent_row: the rule reads each block's products while they are in L1; every
+// other step reads R's rows last to first, to start on those the step before left in L1).
 // Backward through time: R packed once for dz R^T (pack_weights_transposed), then per step
 // the cell's backward rule and dh += dz R^T (dense_backward_input_packed); then dW, dR and
 // dx are each one GEMM over all steps. The caches (time-major input, gates,
@@ -362,7 +363,7 @@ struct recurrent_layer {
           if (n == 1 && t > 0 && nr == 0) {  // rec = h R (+ rb) and the rule, block by block of units
             cell::template forward_step<O, T, U>(
                 [&](const auto& f, std::size_t, std::size_t, auto... a) {
-                  O::template recurrent_row<U, U, cell::gates>(f, h, R, rb, rec, a.data...);
+                  O::template recurrent_row<U, U, cell::gates>(f, h, R, rb, rec, t % 2 == 0, a.data...);
                 },
                 n, z, rec, h, hn, cp, c);
             fused = true;
