@@ -202,7 +202,7 @@ struct recurrent_layer {
                              buffer::cache("masked_states", nrec * S * U),
                              buffer::cache("dropout_masks", in_masks * F + nrec * U),
                              buffer::cache("expanded", blocks > 1 ? blocks * S * G : 0),
-                             buffer::cache("scratch", 3 * U + G + (nrec > 0 ? 2 * G : 0)),
+                             buffer::cache("scratch", 3 * U + (nrec > 0 ? 2 * G : 0)),
                              buffer::cache("step_mask", S + S * U + 3 * U),
                              buffer::cache("packed_recurrent", packed_per_sample)};
     return b;
@@ -223,7 +223,7 @@ struct recurrent_layer {
   }
 
   struct views {
-    T *xs, *zs, *rec, *qs, *hs, *cs, *mh, *min, *mrec, *ex, *dh, *dhr, *dc, *db, *tmp, *tdz;
+    T *xs, *zs, *rec, *qs, *hs, *cs, *mh, *min, *mrec, *ex, *dh, *dhr, *dc, *tmp, *tdz;
     T *mt, *mw, *ones, *dpass, *dcpass;  // the step mask: time-major [S, n], widened [S, n, U]; backward's passes
     T* pk;                               // R packed (n >= O::packed_rows)
   };
@@ -242,8 +242,7 @@ struct recurrent_layer {
     v.dh = v.ex + (blocks > 1 ? n * blocks * S * G : 0);
     v.dhr = v.dh + n * U;
     v.dc = v.dhr + n * U;
-    v.db = v.dc + n * U;
-    v.tmp = v.db + n * G;
+    v.tmp = v.dc + n * U;
     v.tdz = v.tmp + (nrec > 0 ? n * G : 0);
     v.mt = v.tdz + (nrec > 0 ? n * G : 0);
     v.mw = v.mt + n * S;
