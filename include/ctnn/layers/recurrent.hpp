@@ -301,8 +301,12 @@ struct recurrent_layer {
     }
     // the input, time-major (steps reversed for go_backwards), masked (one copy per input mask), then its
     // projection for every step: one GEMM (over the copies' rows; each gate block taken from its copy)
-    for (std::size_t t = 0; t < S; ++t)
-      O::map_rows(detail::assign_fn{}, n, F, rows_at(v.xs + t * n * F, F), rows_at(x + source_step(t) * F, S * F));
+    if (n == 1 && !opt.go_backwards) {  // one sample in order: time-major already (one copy, not S row copies)
+      O::copy(x, v.xs, S * F);
+    } else {
+      for (std::size_t t = 0; t < S; ++t)
+        O::map_rows(detail::assign_fn{}, n, F, rows_at(v.xs + t * n * F, F), rows_at(x + source_step(t) * F, S * F));
+    }
     if (drop && drop_in) {
       for (std::size_t k = ni; k-- > 0;)
         for (std::size_t t = 0; t < S; ++t)
