@@ -27,7 +27,7 @@ def main():
     ap.add_argument("--filter", default="", help="only the cases whose name contains this")
     a = ap.parse_args()
     cases = [f"{c}_{k}/{n}" for k in ("inference", "train") for c in ("lstm", "gru") for n in (1, 16, 64, 256)]
-    cases = [c for c in cases if a.filter in c]
+    cases = [c for c in cases if a.filter in c + "/"]
     env = dict(os.environ, CTNN_NUM_THREADS="1")
 
     def run(binary, case):

@@ -351,8 +351,10 @@ void compare_recurrent_row(const char* name) {
   std::vector<T> x(K), w(K * G * U), b(G * U), z(U);
   for (auto* v : {&x, &w, &b, &z})
     for (auto& e : *v) e = T(g.uniform(-1, 1));
-  for (bool bias : {false, true}) {
+  for (int pass = 0; pass < 4; ++pass) {
+    const bool bias = pass % 2, reverse = pass / 2;  // reverse: blocks and rows last to first (other rounding)
     CAPTURE(bias);
+    CAPTURE(reverse);
     const T* bp = bias ? b.data() : nullptr;
     std::vector<T> rec(G * U, T(7)), out(U, T(7)), seen(U, T(0)), rec2(G * U), out2(U), seen2(U, T(0));
     auto gates = [&]<std::size_t... I>(std::index_sequence<I...>, T* r) {
@@ -360,7 +362,7 @@ void compare_recurrent_row(const char* name) {
     };
     const auto rg = gates(std::make_index_sequence<G>{}, rec.data()), rg2 = gates(std::make_index_sequence<G>{}, rec2.data());
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      kernels::cpu::recurrent_row<K, U, G, Arch>(gate_mix{}, x.data(), w.data(), bp, rec.data(), out.data(), seen.data(),
+      kernels::cpu::recurrent_row<K, U, G, Arch>(gate_mix{}, x.data(), w.data(), bp, rec.data(), reverse, out.data(), seen.data(),
                                                  static_cast<const T*>(z.data()), rg[I]...);
       // the unfused steps: the one-row product, then the rule over every unit
       kernels::cpu::dense_forward<K, G * U, fn::identity_fn, Arch>(x.data(), w.data(), bp, rec2.data(), 1);
@@ -375,10 +377,10 @@ void compare_recurrent_row(const char* name) {
     double apart = 0;
     for (std::size_t j = 0; j < U; ++j) apart = std::max(apart, std::abs(double(out[j]) - double(out2[j])));
     CHECK(apart <= (std::is_same_v<T, float> ? 1e-6 : 1e-14) * double(K * G));
-    // G U in whole chunks of the gemv's 8 vectors (lstm(128), gru(128)): the same sums in the same
-    // order, the same bits (the gemv's last columns, past its chunks, add two partial sums)
-    bool whole = true;
-    if constexpr (kernels::cpu::simd_v<T, Arch>) whole = G * U % (8 * xsimd::batch<T, Arch>::size) == 0;
+    // G U in whole chunks of the gemv's 8 vectors (lstm(128), gru(128)), rows in order: the same sums
+    // in the same order, the same bits (the gemv's last columns, past its chunks, add two partial sums)
+    bool whole = !reverse;
+    if constexpr (kernels::cpu::simd_v<T, Arch>) whole = whole && G * U % (8 * xsimd::batch<T, Arch>::size) == 0;
     if (whole) {
       CHECK(rec == rec2);
       CHECK(out == out2);

@@ -213,7 +213,7 @@ TEST_CASE("gru reset_after = false: Keras' formula step by step, a step mask, dr
   // the caches: as reset_after's, less the per-step products (one step's), plus r ⊙ h per step and the two
   // expanded dz blocks
   static_assert(L::cache_per_sample ==
-                10 * 3 + 10 * 24 + 24 + 10 * 8 + 11 * 8 + 2 * 10 * 24 + 3 * 8 + 24 + 10 + 10 * 8 + 3 * 8 + packed_values<8, 24>);
+                10 * 3 + 10 * 24 + 24 + 10 * 8 + 11 * 8 + 2 * 10 * 24 + 3 * 8 + 10 + 10 * 8 + 3 * 8 + packed_values<8, 24>);
   CHECK(gru<4, before_seq_back>::name() == "gru<4, return_sequences, go_backwards, dropout = 0.3, reset_after = false>");
 }
 
@@ -261,9 +261,9 @@ TEST_CASE("recurrent variables: Keras' names and shapes, parameter counts, outpu
   // the caches per sample: time-major input, gates, one step's recurrent product, states, cell states, scratch,
   // the step mask (time-major, widened to the units, ones, backward's two passes), the packed recurrent kernel
   static_assert(L::cache_per_sample ==
-                10 * 3 + 10 * 32 + 32 + 11 * 8 + 11 * 8 + 3 * 8 + 32 + 10 + 10 * 8 + 3 * 8 + packed_values<8, 32>);
+                10 * 3 + 10 * 32 + 32 + 11 * 8 + 11 * 8 + 3 * 8 + 10 + 10 * 8 + 3 * 8 + packed_values<8, 32>);
   static_assert(Gr::cache_per_sample ==
-                10 * 3 + 10 * 24 + 10 * 24 + 11 * 8 + 3 * 8 + 24 + 10 + 10 * 8 + 3 * 8 + packed_values<8, 24>);
+                10 * 3 + 10 * 24 + 10 * 24 + 11 * 8 + 3 * 8 + 10 + 10 * 8 + 3 * 8 + packed_values<8, 24>);
   // R [U, G] packed (ops<B>::pack_weights, once per pass): its panels (NR columns, U rows) or those of R^T,
   // U G values when both are whole panels (lstm(128) on every architecture), held by packed_rows samples
   static_assert(ops<cpu<>>::packed_size<128, 512, float> == 128 * 512 && ops<cpu<>>::packed_size<8, 32, float> >= 8 * 32);

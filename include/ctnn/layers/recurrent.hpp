@@ -11,7 +11,8 @@
 // (ops<B>::dense_forward_packed over R packed once per forward pass, ops<B>::pack_weights)
 // and the cell's rule over [batch, U] (ops<B>::map_rows; step 0 skips the product of
 // h_0 = 0); at batch 1 both in one pass by blocks of units where the backend has it
-// (ops<cpu>::recurrent_row: the rule reads each block's products while they are in L1).
+// (ops<cpu>::recurrent_row: the rule reads each block's products while they are in L1; every
+// other step reads R's rows last to first, to start on those the step before left in L1).
 // Backward through time: R packed once for dz R^T (pack_weights_transposed), then per step
 // the cell's backward rule and dh += dz R^T (dense_backward_input_packed); then dW, dR and
 // dx are each one GEMM over all steps. The caches (time-major input, gates,
@@ -201,7 +202,7 @@ struct recurrent_layer {
                              buffer::cache("masked_states", nrec * S * U),
                              buffer::cache("dropout_masks", in_masks * F + nrec * U),
                              buffer::cache("expanded", blocks > 1 ? blocks * S * G : 0),
-                             buffer::cache("scratch", 3 * U + G + (nrec > 0 ? 2 * G : 0)),
+                             buffer::cache("scratch", 3 * U + (nrec > 0 ? 2 * G : 0)),
                              buffer::cache("step_mask", S + S * U + 3 * U),
                              buffer::cache("packed_recurrent", packed_per_sample)};
     return b;
@@ -222,7 +223,7 @@ struct recurrent_layer {
   }
 
   struct views {
-    T *xs, *zs, *rec, *qs, *hs, *cs, *mh, *min, *mrec, *ex, *dh, *dhr, *dc, *db, *tmp, *tdz;
+    T *xs, *zs, *rec, *qs, *hs, *cs, *mh, *min, *mrec, *ex, *dh, *dhr, *dc, *tmp, *tdz;
     T *mt, *mw, *ones, *dpass, *dcpass;  // the step mask: time-major [S, n], widened [S, n, U]; backward's passes
     T* pk;                               // R packed (n >= O::packed_rows)
   };
@@ -241,8 +242,7 @@ struct recurrent_layer {
     v.dh = v.ex + (blocks > 1 ? n * blocks * S * G : 0);
     v.dhr = v.dh + n * U;
     v.dc = v.dhr + n * U;
-    v.db = v.dc + n * U;
-    v.tmp = v.db + n * G;
+    v.tmp = v.dc + n * U;
     v.tdz = v.tmp + (nrec > 0 ? n * G : 0);
     v.mt = v.tdz + (nrec > 0 ? n * G : 0);
     v.mw = v.mt + n * S;
@@ -301,8 +301,12 @@ struct recurrent_layer {
     }
     // the input, time-major (steps reversed for go_backwards), masked (one copy per input mask), then its
     // projection for every step: one GEMM (over the copies' rows; each gate block taken from its copy)
-    for (std::size_t t = 0; t < S; ++t)
-      O::map_rows(detail::assign_fn{}, n, F, rows_at(v.xs + t * n * F, F), rows_at(x + source_step(t) * F, S * F));
+    if (n == 1 && !opt.go_backwards) {  // one sample in order: time-major already (one copy, not S row copies)
+      O::copy(x, v.xs, S * F);
+    } else {
+      for (std::size_t t = 0; t < S; ++t)
+        O::map_rows(detail::assign_fn{}, n, F, rows_at(v.xs + t * n * F, F), rows_at(x + source_step(t) * F, S * F));
+    }
     if (drop && drop_in) {
       for (std::size_t k = ni; k-- > 0;)
         for (std::size_t t = 0; t < S; ++t)
@@ -362,7 +366,7 @@ struct recurrent_layer {
           if (n == 1 && t > 0 && nr == 0) {  // rec = h R (+ rb) and the rule, block by block of units
             cell::template forward_step<O, T, U>(
                 [&](const auto& f, std::size_t, std::size_t, auto... a) {
-                  O::template recurrent_row<U, U, cell::gates>(f, h, R, rb, rec, a.data...);
+                  O::template recurrent_row<U, U, cell::gates>(f, h, R, rb, rec, t % 2 == 0, a.data...);
                 },
                 n, z, rec, h, hn, cp, c);
             fused = true;

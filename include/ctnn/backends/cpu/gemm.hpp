@@ -229,13 +229,15 @@ void dense_backward_input_packed(const T* dy, const T* w, const T* packed, T* dx
 }
 
 // ---- one row's recurrent step: the product and the cell's rule by blocks of units ----
-// recurrent_row<K, U, G>(f, x, w, b, rec, a...): rec [G U] = b + x w (x [K], w [K, G U] row-major,
-// b null: 0), then the rule f over the U columns of the arrays a... (one row each, [U]; rec's
-// gate blocks rec + g U among them): dense_forward<K, G U>(x, w, b, rec, 1) then f over [0, U)
-// up to rounding (the same bits where G U is whole chunks of the one-row gemv, as for 128 units,
-// and x has no zeros), but block by block of units (simd::gemv_gate_blocks), so that f reads each
-// block's products while they are in L1 and nothing is planned or dispatched per call. f must
-// touch only the units of its block (an element-wise rule). V, the vectors a gate in a block:
+// recurrent_row<K, U, G>(f, x, w, b, rec, reverse, a...): rec [G U] = b + x w (x [K], w [K, G U]
+// row-major, b null: 0), then the rule f over the U columns of the arrays a... (one row each, [U];
+// rec's gate blocks rec + g U among them): dense_forward<K, G U>(x, w, b, rec, 1) then f over [0, U)
+// up to rounding (without reverse the same bits where G U is whole chunks of the one-row gemv, as
+// for 128 units, and x has no zeros), but block by block of units (simd::gemv_gate_blocks), so that
+// f reads each block's products while they are in L1 and nothing is planned or dispatched per call.
+// f must touch only the units of its block (an element-wise rule). reverse: the blocks and the rows
+// of w last to first (a recurrent layer passes it every other step: the step then starts on the rows
+// of w that the step before read last, still in L1; the sums in the other order). V, the vectors a gate in a block:
 // the most that fit the registers with G gates (16 or 8 accumulators) and divide the units' vectors.
 template <std::size_t U, std::size_t G, class T, class Arch>
 inline constexpr std::size_t gate_block_vectors = [] {
@@ -245,10 +247,11 @@ inline constexpr std::size_t gate_block_vectors = [] {
   return std::size_t(1);
 }();
 template <std::size_t K, std::size_t U, std::size_t G, class Arch = default_arch, class F, class T, class... P>
-void recurrent_row(const F& f, const T* x, const T* w, const T* b, T* rec, P*... a) {
+void recurrent_row(const F& f, const T* x, const T* w, const T* b, T* rec, bool reverse, P*... a) {
   if constexpr (simd_v<T, Arch>) {
     simd::gemv_gate_blocks<Arch, G, gate_block_vectors<U, G, T, Arch>>(
-        K, U, x, w, G * U, b, rec, [&](std::size_t lo, std::size_t hi) { map_range<Arch>(f, lo, hi, a...); });
+        K, U, x, w, G * U, b, rec, [&](std::size_t lo, std::size_t hi) { map_range<Arch>(f, lo, hi, a...); },
+        reverse);
   } else {
     dense_forward<K, G * U, fn::identity_fn, Arch>(x, w, b, rec, 1);
     map_range<Arch>(f, 0, U, a...);

@@ -157,14 +157,15 @@ struct ops<cpu<Arch>> {
   // One row's recurrent step (a recurrent layer at batch 1), the product and the cell's rule
   // together: rec [G U] = b + x w (x [K], w [K, G U], b null: 0), then the rule f over the U
   // columns of a... (one row each, rec's gate blocks among them): dense_forward<K, G U>(x, w, b,
-  // rec, 1) then map_rows(f, 1, U, ...) up to rounding (the same bits for 128 units: gemm.hpp),
-  // block by block of units. float and double. Not part of BackendOps: a layer runs it where
+  // rec, 1) then map_rows(f, 1, U, ...) up to rounding (the same bits for 128 units without
+  // reverse: gemm.hpp), block by block of units; reverse: the blocks and w's rows last to first
+  // (every other step of a layer: L1 reuse). float and double. Not part of BackendOps: a layer runs it where
   // the backend's ops say fused_recurrent_row, and the product then the rule elsewhere.
   static constexpr bool fused_recurrent_row = true;
   template <std::size_t K, std::size_t U, std::size_t G, class F, class T, class... P>
-  static void recurrent_row(const F& f, const T* x, const T* w, const T* b, T* rec, P*... a) {
+  static void recurrent_row(const F& f, const T* x, const T* w, const T* b, T* rec, bool reverse, P*... a) {
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "ops<cpu>::recurrent_row: float or double");
-    kernels::cpu::recurrent_row<K, U, G, Arch>(f, x, w, b, rec, a...);
+    kernels::cpu::recurrent_row<K, U, G, Arch>(f, x, w, b, rec, reverse, a...);
   }
   // The same on the first n <= N outputs (dense<up_to<N>>; float and double): row strides stay N,
   // columns n.. are not touched.

@@ -6,9 +6,10 @@
 // simd::dot_nt<Arch, R>(M, N, K, A, lda, B, ldb, C, ldc, bias, e, act, parallel,
 // pool): C = e(bias + A B^T) for a row-major A and B with contiguous columns
 // (dX = dY W^T at small batch), dot products along K folded by xsimd::haddp.
-// simd::gemv_gate_blocks<Arch, G, V>(k, u, x, B, ldb, bias, y, f): one row's
+// simd::gemv_gate_blocks<Arch, G, V>(k, u, x, B, ldb, bias, y, f, reverse): one row's
 // recurrent product for G gates of u units, by blocks of units, each block's
-// outputs handed to f (a cell's rule) right after they are computed.
+// outputs handed to f (a cell's rule) right after they are computed (reverse:
+// blocks and rows of B last to first, for L1 reuse between a layer's steps).
 // make_gemm_plan (plan.hpp) chooses them (modes gemv and dot_nt). Each output
 // is computed by one task, so results do not depend on the thread count.
 // docs/design.md, "SIMD".
@@ -213,9 +214,14 @@ void gemv(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb,
 // y, and f(j, j + c) then runs on them while they are in L1
 // (ops<cpu>::recurrent_row: a cell's gate rule over those units). Blocks of V L
 // units, then of one vector, the last one partial (masked loads).
+// reverse (every other step of a recurrent layer): the blocks last to first and
+// the rows of B in descending order, so that a step begins with the rows the step
+// before read last, which are still in L1 (B, 256 KiB for an LSTM(128), streams
+// from L2 otherwise); the sums are then in the other order (other rounding).
+// Where the blocks are not all of V L units, reverse reads the rows descending only.
 template <class Arch, std::size_t G, std::size_t V, class T, class F>
 void gemv_gate_blocks(std::size_t k, std::size_t u, const T* x, const T* b, std::size_t ldb, const T* bias, T* y,
-                      const F& f) {
+                      const F& f, bool reverse = false) {
   using B = xsimd::batch<T, Arch>;
   constexpr std::size_t L = B::size;
   // NV vectors a gate from unit j; Partial: the last of them has c - (NV - 1) L < L columns
@@ -233,17 +239,21 @@ void gemv_gate_blocks(std::size_t k, std::size_t u, const T* x, const T* b, std:
           acc[g][v] = Partial && v + 1 == NV ? load_n<Arch>(bb, last) : B::load_unaligned(bb);
         }
       }
-    for (std::size_t p = 0; p < k; ++p) {
+    auto row = [&](std::size_t p) {
       const B xv(x[p]);
-      const T* row = b + p * ldb + j;
+      const T* r0 = b + p * ldb + j;
 #pragma GCC unroll 16
       for (std::size_t g = 0; g < G; ++g)
 #pragma GCC unroll 16
         for (std::size_t v = 0; v < NV; ++v) {
-          const T* r = row + g * u + v * L;
+          const T* r = r0 + g * u + v * L;
           acc[g][v] = xsimd::fma(xv, Partial && v + 1 == NV ? load_n<Arch>(r, last) : B::load_unaligned(r), acc[g][v]);
         }
-    }
+    };
+    if (reverse)
+      for (std::size_t p = k; p-- > 0;) row(p);
+    else
+      for (std::size_t p = 0; p < k; ++p) row(p);
 #pragma GCC unroll 16
     for (std::size_t g = 0; g < G; ++g)
 #pragma GCC unroll 16
@@ -254,6 +264,10 @@ void gemv_gate_blocks(std::size_t k, std::size_t u, const T* x, const T* b, std:
       }
     f(j, j + c);
   };
+  if (reverse && u % (V * L) == 0) {
+    for (std::size_t j = u; j > 0; j -= V * L) block.template operator()<V, false>(j - V * L, V * L);
+    return;
+  }
   std::size_t j = 0;
   for (; j + V * L <= u; j += V * L) block.template operator()<V, false>(j, V * L);
   for (; j + L <= u; j += L) block.template operator()<1, false>(j, L);
