@@ -62,7 +62,8 @@ static_assert(has_fused_mlp_forward<cpu<>, layers_of<mnist>, float>);
 static_assert(has_fused_mlp_forward<cpu<>, layers_of<small>, float>);
 static_assert(!has_fused_mlp_forward<cpu<>, layers_of<with_dropout>, float>);
 static_assert(!has_fused_mlp_forward<cpu<>, layers_of<too_wide>, float>);
-static_assert(!has_fused_mlp_backward<cpu<>, layers_of<mnist>, float>);  // inference only
+static_assert(has_fused_mlp_backward<cpu<>, layers_of<mnist>, float>);  // and training's backward
+static_assert(!has_fused_mlp_backward<cpu<>, layers_of<with_dropout>, float>);
 static_assert(!kernels::cpu::fused_mlp_fits<layers_of<mnist, cpu<xsimd::unavailable>>, xsimd::unavailable>());
 // on by default for float on AVX-512 and FMA3 + AVX2 (where it measured faster), from one tile of rows on
 static_assert(kernels::cpu::fused_mlp_default<layers_of<mnist, cpu<xsimd::avx512bw>>, xsimd::avx512bw>);
@@ -176,7 +177,9 @@ TEST_CASE("fused_mlp: a cpu<> model runs its inference fused where fused_mlp().f
   CHECK(m.fused_mlp_active() == m.fused_mlp().forward);
   m.fused_mlp().forward = true;
   CHECK(m.fused_mlp_active());
-  m.fused_mlp().backward = true;  // no fused backward on the CPU: training's backward runs the layers
+  m.fused_mlp().backward = true;
+  CHECK(m.fused_mlp_backward_active());
+  m.fused_mlp().backward = false;
   CHECK_FALSE(m.fused_mlp_backward_active());
   m.fused_mlp().forward = false;
   CHECK_FALSE(m.fused_mlp_active());
@@ -197,4 +200,81 @@ TEST_CASE("fused_mlp: a cpu<> model runs its inference fused where fused_mlp().f
   const auto hf = fit(m, loss, o1, train.batch(16), epochs{1});
   const auto hu = fit(u, loss, o2, train.batch(16), epochs{1});
   CHECK(hf["loss"] == hu["loss"]);
+}
+
+namespace {
+// One training forward and backward of Net on cpu<Arch> (fused: the fused backward) from dL/dy = g:
+// the gradients (every layer's dW and db, in the plan's order).
+template <class Net, class Arch>
+std::vector<float> gradients(bool fused, const std::vector<float>& x, const std::vector<float>& g, std::size_t batch) {
+  auto m = make_model<Net, float, cpu<Arch>>(11);
+  m.fused_mlp().backward = fused;
+  REQUIRE(m.fused_mlp_backward_active() == (fused && !std::is_same_v<Arch, xsimd::unavailable>));
+  m.forward(x.data(), batch, true);
+  std::copy(g.begin(), g.end(), m.output_gradient());
+  m.backward();
+  const auto d = m.gradients();
+  return {d.begin(), d.end()};
+}
+
+template <class Net, class Arch>
+void compare_backward(const char* arch) {
+  for (std::size_t batch : {1, 5, 64, 130, 300}) {
+    CAPTURE(arch);
+    CAPTURE(batch);
+    const auto x = inputs<Net>(batch);
+    std::vector<float> g(batch * Net::output_shape.size);
+    rng r(batch);
+    for (auto& v : g) v = float(r.uniform(-1, 1)) / float(batch);
+    const auto gf = gradients<Net, Arch>(true, x, g, batch);
+    const auto gp = gradients<Net, Arch>(false, x, g, batch);
+    const auto gs = gradients<Net, xsimd::unavailable>(false, x, g, batch);
+    CHECK(max_error(gf, gs) < 2e-5);
+    CHECK(max_error(gp, gs) < 2e-5);
+    CHECK(max_error(gf, gp) < 2e-5);
+  }
+}
+}  // namespace
+
+TEST_CASE("fused_mlp: the CPU's fused training backward gives the unfused layers' gradients and the scalar reference's") {
+  const int ran = test::for_each_arch("fused MLP backward", [](auto arch, const char* name) {
+    using A = decltype(arch);
+    compare_backward<small, A>(name);
+    compare_backward<mnist, A>(name);
+    compare_backward<odd, A>(name);
+  });
+  CHECK(ran >= 1);
+}
+
+TEST_CASE("fused_mlp: the fused backward's gradients have the same bits whatever the thread count") {
+  const auto x = inputs<mnist>(300);
+  std::vector<float> g(300 * 10);
+  rng r(2);
+  for (auto& v : g) v = float(r.uniform(-1, 1));
+  kernels::cpu::set_threads(1);
+  const auto one = gradients<mnist, cpu<>::arch>(true, x, g, 300);
+  for (std::size_t t : {2, 3}) {
+    kernels::cpu::set_threads(t);
+    CHECK(gradients<mnist, cpu<>::arch>(true, x, g, 300) == one);
+  }
+  kernels::cpu::set_threads(1);
+}
+
+TEST_CASE("fused_mlp: training with the fused backward follows the unfused training (same optimizer update)") {
+  std::vector<std::int32_t> y(256);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = std::int32_t(i % 10);
+  const auto x = inputs<mnist>(256);
+  const data::in_memory<shape<28, 28>, sparse_labels> train{x, y};
+  auto f = make_model<mnist>(4);
+  auto u = make_model<mnist>(4);
+  f.fused_mlp().backward = true;
+  u.fused_mlp().backward = false;
+  const sparse_categorical_crossentropy loss{.from_logits = true};
+  adam o1, o2;
+  const auto hf = fit(f, loss, o1, train.batch(128), epochs{2});
+  const auto hu = fit(u, loss, o2, train.batch(128), epochs{2});
+  CHECK(std::abs(hf["loss"].back() - hu["loss"].back()) < 1e-4 * std::max(1.0, std::abs(hu["loss"].back())));
+  const auto pf = f.predict(x.data(), 256);
+  const auto pu = u.predict(x.data(), 256);
+  CHECK(max_error(pf, pu) < 1e-4);
 }

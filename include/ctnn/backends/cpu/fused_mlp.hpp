@@ -29,11 +29,13 @@
 #include <type_traits>
 #include <utility>
 
+#include "../../core/fused_mlp_hook.hpp"
 #include "../../core/shape.hpp"
 #include "../../kernels/functors.hpp"
 #include "arch.hpp"
 #include "backend.hpp"
 #include "gemm.hpp"
+#include "map.hpp"
 #include "thread_pool.hpp"
 
 namespace ctnn {
@@ -103,6 +105,11 @@ constexpr std::size_t last_dense(std::index_sequence<I...>) {
   return std::max({std::size_t(0), (role<std::tuple_element_t<I, Layers>, Arch>::kind == 1 ? I : 0)...});
 }
 
+template <class Layers, class Arch, std::size_t... I>
+constexpr std::size_t first_dense(std::index_sequence<I...>) {
+  return std::min({sizeof...(I), (role<std::tuple_element_t<I, Layers>, Arch>::kind == 1 ? I : sizeof...(I))...});
+}
+
 template <class Layers, class Arch>
 struct plan {
   static constexpr std::size_t count = std::tuple_size_v<Layers>;
@@ -114,6 +121,7 @@ struct plan {
   static constexpr bool fits = all_fit<Layers, Arch>(seq{});
   static constexpr std::size_t width = widest<Layers, Arch>(seq{});     // the widest dense output
   static constexpr std::size_t last = last_dense<Layers, Arch>(seq{});  // the last dense layer (writes y)
+  static constexpr std::size_t first = first_dense<Layers, Arch>(seq{});  // the first (no dX)
 };
 
 // f.template operator()<I, role>() for each dense layer I of the plan P, in order.
@@ -124,6 +132,11 @@ void visit_dense(F& f) {
 template <class P, class F, std::size_t... I>
 void for_each_dense(F&& f, std::index_sequence<I...>) {
   (visit_dense<P, I>(f), ...);
+}
+// The same from the last dense layer to the first.
+template <class P, class F, std::size_t... I>
+void for_each_dense_reversed(F&& f, std::index_sequence<I...>) {
+  (visit_dense<P, sizeof...(I) - 1 - I>(f), ...);
 }
 
 // This thread's buffer of at least n values, 64-byte aligned (Tag keeps the packed kernels and the
@@ -144,6 +157,15 @@ constexpr std::size_t tail_of() {
   if constexpr (R::kind == 1) return tail_size<T, Arch, R::k, R::n>;
   else return 0;
 }
+template <class R, class T, class Arch>
+constexpr std::size_t packed_transposed_of() {
+  if constexpr (R::kind == 1) return packed_panels_size<T, Arch>(R::n, R::k);
+  else return 0;
+}
+template <class Layers, class Arch, class T, std::size_t... I>
+constexpr std::size_t packed_transposed_total(std::index_sequence<I...>) {
+  return (packed_transposed_of<role<std::tuple_element_t<I, Layers>, Arch>, T, Arch>() + ... + 0);
+}
 // The values of every kernel packed (pack_panels), and of their partial last panels only.
 template <class Layers, class Arch, class T, std::size_t... I>
 constexpr std::size_t packed_total(std::index_sequence<I...>) {
@@ -154,7 +176,7 @@ constexpr std::size_t tails_total(std::index_sequence<I...>) {
   return (tail_of<role<std::tuple_element_t<I, Layers>, Arch>, T, Arch>() + ... + 0);
 }
 
-// y[m, N] = e(a[m, K] w + b) (a: row stride lda; w: [K, N] row-major), by simd::micro_rows
+// y[m, N] = e(a[m, K] w + b) (a: row stride lda; w: [K, N] row-major; b null: 0), by simd::micro_rows
 // over MR x NR blocks: K in blocks (as packed_product: bias first, then k in order), for each
 // panel of w every row block of the tile, so that the panel stays in L1. packed: w as
 // pack_panels wrote it (every panel NR columns by K rows); else w is read in place and tail is
@@ -177,10 +199,10 @@ void tile_product(const T* a, std::size_t lda, const T* w, bool packed, const T*
       for (std::size_t i0 = 0; i0 < m; i0 += MR) {
         if constexpr (ident)
           simd::micro_rows<Arch, NV, false>(kc, a + i0 * lda + p0, lda, panel, ldb, y + i0 * N + j0, N,
-                                            std::min(MR, m - i0), nr, b + j0, p0 == 0, fn::relu_fn{}, false);
+                                            std::min(MR, m - i0), nr, b ? b + j0 : b, p0 == 0, fn::relu_fn{}, false);
         else
           simd::micro_rows<Arch, NV, false>(kc, a + i0 * lda + p0, lda, panel, ldb, y + i0 * N + j0, N,
-                                            std::min(MR, m - i0), nr, b + j0, p0 == 0, e, last_k);
+                                            std::min(MR, m - i0), nr, b ? b + j0 : b, p0 == 0, e, last_k);
       }
     }
   }
@@ -288,6 +310,99 @@ void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* para
         });
       },
       tiles > 1 && pool.size() > 1 && batch * flops >= simd::parallel_threshold);
+}
+
+// Rows of one tile of the fused backward (fused_mlp_backward). Its weight gradients are summed
+// tile by tile, each tile's products read and write every dW once: longer tiles than the
+// forward's keep that traffic small while a tile's deltas (2 x rows x the widest layer: 256 KiB
+// of float at 256 wide) and inputs stay in L2.
+inline constexpr std::size_t fused_backward_rows = 128;
+
+// The training backward of the network Layers over a batch, tile by tile: from dy[batch, out]
+// (dL/dy of the last layer) and the training forward's rows (io[I].in, io[I].out, as
+// core/fused_mlp_hook.hpp's fused_layer_io), every dense layer's gradients io[I].grads (dW
+// [K, N], then db [N]; written, as the layers' backward writes them). For each tile of
+// fused_backward_rows rows, from the last dense layer to the first: dZ = f'(y) dY in a tile
+// buffer, dW (+)= x^T dZ (simd::micro_rows, x read in place as the packed A; the first tile
+// writes), db (+)= colsum(dZ) (column_sum's order over the whole batch: the same bits), and
+// but for the first dense layer dX = dZ W^T (tile_product over W^T packed once per call) into
+// the other tile buffer, the layer below's dY. The tiles run in order on the calling thread;
+// each tile's dW is split by row blocks over the pool, each output in one task, so the bits
+// do not depend on the thread count. Call only where fused_mlp_fits.
+template <class Arch, class Layers, class T>
+void fused_mlp_backward(const T* dy, std::size_t batch, const fused_layer_io<T>* io,
+                        thread_pool& pool = thread_pool::global()) {
+  using P = fused::plan<Layers, Arch>;
+  static_assert(P::fits, "fused_mlp_backward: the network does not fit the CPU's fused MLP");
+  constexpr std::size_t R = fused_backward_rows, W = P::width;
+  constexpr std::size_t MR = simd::blocking<T, Arch>::MR, L = simd::blocking<T, Arch>::L;
+  auto dense_layers = [&](auto&& f) { fused::for_each_dense<P>(f, typename P::seq{}); };
+  if (batch == 0) {
+    dense_layers([&]<std::size_t I, class F>() { std::fill_n(io[I].grads, F::k * F::n + F::n, T(0)); });
+    return;
+  }
+  // W^T of every dense layer but the first, packed once (the B of dX = dZ W^T)
+  T* const pack = fused::buffer<T, 3>(fused::packed_transposed_total<Layers, Arch, T>(typename P::seq{}));
+  const T* wt[P::count] = {};
+  {
+    std::size_t off = 0;
+    dense_layers([&]<std::size_t I, class F>() {
+      if constexpr (I != P::first) {
+        simd::pack_panels<Arch>(F::n, F::k, strided<T>{io[I].params, 1, F::n}, pack + off);
+        wt[I] = pack + off;
+        off += packed_panels_size<T, Arch>(F::n, F::k);
+      }
+    });
+  }
+  T* const buf = fused::buffer<T, 4>(2 * R * W);  // a layer's dZ, and its dX (the dY of the layer below)
+  T* const tail = fused::buffer<T, 5>(R * 2 * L);  // dZ's last partial panel
+  for (std::size_t r0 = 0; r0 < batch; r0 += R) {
+    const std::size_t nr = std::min(R, batch - r0);
+    const bool first_tile = r0 == 0;
+    T* z = buf;
+    fused::for_each_dense_reversed<P>(
+        [&]<std::size_t I, class F>() {
+          constexpr std::size_t K = F::k, N = F::n, NR = fused::panel_cols<T, Arch, N>;
+          constexpr std::size_t NV = packed_panel_vectors<T, Arch>(N);
+          using E = decltype(F::rule());
+          if constexpr (I == P::last) std::copy_n(dy + r0 * N, nr * N, z);
+          if constexpr (!std::is_same_v<E, fn::identity_fn>)
+            map_range<Arch>(fn::backward_of<E>{F::rule()}, 0, nr * N, io[I].out + r0 * N, z);
+          T* const dw = io[I].grads;
+          column_sum<N, T, Arch>(z, dw + K * N, nr, !first_tile);
+          if constexpr (N % NR) simd::pack_b<Arch>(NR, strided<T>{z, N, 1}, N / NR * NR, N, nr, tail);
+          const T* const x = io[I].in + r0 * K;
+          constexpr std::size_t blocks = (K + MR - 1) / MR;
+          pool.run(
+              blocks,
+              [&](std::size_t b) {
+                const std::size_t i0 = b * MR, mr = std::min(MR, K - i0);
+                const T* a = x + i0;
+                std::size_t ars = K;
+                if (i0 + MR > K) {  // the last rows of dW: x's columns copied (read in place, past the row's end)
+                  T* e = fused::buffer<T, 6>(nr * MR);
+                  for (std::size_t p = 0; p < nr; ++p)
+                    for (std::size_t r = 0; r < MR; ++r) e[p * MR + r] = r < mr ? x[p * K + i0 + r] : T(0);
+                  a = e, ars = MR;
+                }
+                for (std::size_t j0 = 0; j0 < N; j0 += NR) {
+                  const bool in_place = j0 + NR <= N;
+                  simd::micro_rows<Arch, NV, true>(nr, a, ars, in_place ? z + j0 : tail, in_place ? N : NR,
+                                                   dw + i0 * N + j0, N, mr, std::min(NR, N - j0),
+                                                   static_cast<const T*>(nullptr), first_tile, fn::identity_fn{},
+                                                   false);
+                }
+              },
+              blocks > 1 && pool.size() > 1 && nr * K * N >= simd::parallel_threshold);
+          if constexpr (I != P::first) {
+            T* const o = z == buf ? buf + R * W : buf;
+            fused::tile_product<Arch, N, K>(z, N, wt[I], true, static_cast<const T*>(nullptr), static_cast<const T*>(nullptr), o, nr,
+                                            fn::identity_fn{});
+            z = o;
+          }
+        },
+        typename P::seq{});
+  }
 }
 
 }  // namespace kernels::cpu

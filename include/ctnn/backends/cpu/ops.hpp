@@ -196,8 +196,8 @@ struct ops<cpu<Arch>> {
   }
 
   // ---- the optional fused small-MLP hook (core/fused_mlp_hook.hpp): only for networks of
-  // this backend's own layers that fit (fused_mlp.hpp); inference only, from one tile of rows on;
-  // on by default where it measured faster (fused_mlp_default) ----
+  // this backend's own layers that fit (fused_mlp.hpp): inference from one tile of rows on, on by
+  // default where it measured faster (fused_mlp_default); training's backward, off by default ----
   template <class Layers>
     requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
   static constexpr fused_mlp_options fused_mlp_defaults() {
@@ -217,6 +217,16 @@ struct ops<cpu<Arch>> {
     requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
   static void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* params) {
     kernels::cpu::fused_mlp_forward<Arch, Layers>(x, y, batch, params);
+  }
+  template <class Layers>
+    requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
+  static bool fused_mlp_backward_ready() {
+    return true;
+  }
+  template <class Layers, class T>
+    requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
+  static void fused_mlp_backward(const T* dy, std::size_t batch, const fused_layer_io<T>* io) {
+    kernels::cpu::fused_mlp_backward<Arch, Layers>(dy, batch, io);
   }
 
   // ---- convolution and pooling (geometry G) ----
