@@ -316,7 +316,7 @@ void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* para
 // tile by tile, each tile's products read and write every dW once: longer tiles than the
 // forward's keep that traffic small while a tile's deltas (2 x rows x the widest layer: 256 KiB
 // of float at 256 wide) and inputs stay in L2.
-inline constexpr std::size_t fused_backward_rows = 128;
+inline constexpr std::size_t fused_backward_rows = 64;
 
 // The training backward of the network Layers over a batch, tile by tile: from dy[batch, out]
 // (dL/dy of the last layer) and the training forward's rows (io[I].in, io[I].out, as
