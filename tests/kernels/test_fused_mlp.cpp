@@ -72,7 +72,12 @@ static_assert(!kernels::cpu::fused_mlp_default<layers_of<mnist, cpu<xsimd::sse2>
 static_assert(!kernels::cpu::fused_mlp_default<typename model<mnist, double>::layers, cpu<>::arch>);
 static_assert(fused_mlp_defaults<cpu<>, layers_of<mnist>>().forward ==
               kernels::cpu::fused_mlp_default<layers_of<mnist>, cpu<>::arch>);
-static_assert(!fused_mlp_defaults<cpu<>, layers_of<mnist>>().backward);
+static_assert(fused_mlp_defaults<cpu<>, layers_of<mnist>>().backward ==
+              kernels::cpu::fused_mlp_train_default<layers_of<mnist>, cpu<>::arch>);
+static_assert(fused_mlp_defaults<cpu<>, layers_of<mnist>>().training_forward ==
+              kernels::cpu::fused_mlp_train_default<layers_of<mnist>, cpu<>::arch>);
+static_assert(has_fused_mlp_training_forward<cpu<>, layers_of<mnist>, float>);
+static_assert(!has_fused_mlp_training_forward<cpu<>, layers_of<with_dropout>, float>);
 static_assert(fused_mlp_min_batch<cpu<>, layers_of<mnist>>() == kernels::cpu::fused_tile_rows<layers_of<mnist>, cpu<>::arch>);
 static_assert(fused_mlp_min_batch<cpu<>, layers_of<with_dropout>>() == 1);
 // tiles: two buffers of at most 8192 values, whole row blocks (MR 8 with AVX-512, 6 with AVX2), 16 to 64 rows
@@ -173,7 +178,8 @@ TEST_CASE("fused_mlp: the fused inference gives the same bits whatever the threa
 TEST_CASE("fused_mlp: a cpu<> model runs its inference fused where fused_mlp().forward is set (its default: fused_mlp_default)") {
   auto m = make_model<mnist>(4);
   CHECK(m.fused_mlp().forward == kernels::cpu::fused_mlp_default<layers_of<mnist>, cpu<>::arch>);
-  CHECK_FALSE(m.fused_mlp().backward);
+  CHECK(m.fused_mlp().backward == kernels::cpu::fused_mlp_train_default<layers_of<mnist>, cpu<>::arch>);
+  CHECK(m.fused_mlp().training_forward == kernels::cpu::fused_mlp_train_default<layers_of<mnist>, cpu<>::arch>);
   CHECK(m.fused_mlp_active() == m.fused_mlp().forward);
   m.fused_mlp().forward = true;
   CHECK(m.fused_mlp_active());
@@ -181,20 +187,25 @@ TEST_CASE("fused_mlp: a cpu<> model runs its inference fused where fused_mlp().f
   CHECK(m.fused_mlp_backward_active());
   m.fused_mlp().backward = false;
   CHECK_FALSE(m.fused_mlp_backward_active());
+  m.fused_mlp().training_forward = true;
+  CHECK(m.fused_mlp_training_forward_active());
+  m.fused_mlp().training_forward = false;
+  CHECK_FALSE(m.fused_mlp_training_forward_active());
   m.fused_mlp().forward = false;
   CHECK_FALSE(m.fused_mlp_active());
   auto d = make_model<with_dropout>(4);
-  d.fused_mlp().forward = true;
+  d.fused_mlp() = {true, true, true};
   CHECK_FALSE(d.fused_mlp_active());  // the network does not fit: the layers run
-  // training still trains through the layers (the forward of a training step is never the hook's)
-  m.fused_mlp().forward = true;
-  m.fused_mlp().backward = false;
+  CHECK_FALSE(d.fused_mlp_backward_active());
+  CHECK_FALSE(d.fused_mlp_training_forward_active());
+  // with the training hooks off, training runs the layers whether inference is fused or not
+  m.fused_mlp() = {true, false, false};
   std::vector<std::int32_t> y(64);
   for (std::size_t i = 0; i < y.size(); ++i) y[i] = std::int32_t(i % 10);
   const auto x = inputs<mnist>(64);
   const data::in_memory<shape<28, 28>, sparse_labels> train{x, y};
   auto u = make_model<mnist>(4);
-  u.fused_mlp().forward = false;
+  u.fused_mlp() = {false, false, false};
   const sparse_categorical_crossentropy loss{.from_logits = true};
   adam o1, o2;
   const auto hf = fit(m, loss, o1, train.batch(16), epochs{1});
@@ -203,18 +214,25 @@ TEST_CASE("fused_mlp: a cpu<> model runs its inference fused where fused_mlp().f
 }
 
 namespace {
-// One training forward and backward of Net on cpu<Arch> (fused: the fused backward) from dL/dy = g:
-// the gradients (every layer's dW and db, in the plan's order).
+// One training forward (fwd: the fused training forward) and backward (bwd: the fused backward) of
+// Net on cpu<Arch> from dL/dy = g: the outputs, then the gradients (every layer's dW and db, in the
+// plan's order).
 template <class Net, class Arch>
-std::vector<float> gradients(bool fused, const std::vector<float>& x, const std::vector<float>& g, std::size_t batch) {
+std::vector<float> gradients(bool fwd, bool bwd, const std::vector<float>& x, const std::vector<float>& g,
+                             std::size_t batch) {
   auto m = make_model<Net, float, cpu<Arch>>(11);
-  m.fused_mlp().backward = fused;
-  REQUIRE(m.fused_mlp_backward_active() == (fused && !std::is_same_v<Arch, xsimd::unavailable>));
-  m.forward(x.data(), batch, true);
+  m.fused_mlp().training_forward = fwd;
+  m.fused_mlp().backward = bwd;
+  constexpr bool hook = !std::is_same_v<Arch, xsimd::unavailable>;
+  REQUIRE(m.fused_mlp_training_forward_active() == (fwd && hook));
+  REQUIRE(m.fused_mlp_backward_active() == (bwd && hook));
+  const float* y = m.forward(x.data(), batch, true);
+  std::vector<float> r(y, y + batch * Net::output_shape.size);
   std::copy(g.begin(), g.end(), m.output_gradient());
   m.backward();
   const auto d = m.gradients();
-  return {d.begin(), d.end()};
+  r.insert(r.end(), d.begin(), d.end());
+  return r;
 }
 
 template <class Net, class Arch>
@@ -226,17 +244,21 @@ void compare_backward(const char* arch) {
     std::vector<float> g(batch * Net::output_shape.size);
     rng r(batch);
     for (auto& v : g) v = float(r.uniform(-1, 1)) / float(batch);
-    const auto gf = gradients<Net, Arch>(true, x, g, batch);
-    const auto gp = gradients<Net, Arch>(false, x, g, batch);
-    const auto gs = gradients<Net, xsimd::unavailable>(false, x, g, batch);
-    CHECK(max_error(gf, gs) < 2e-5);
+    const auto gp = gradients<Net, Arch>(false, false, x, g, batch);
+    const auto gs = gradients<Net, xsimd::unavailable>(false, false, x, g, batch);
     CHECK(max_error(gp, gs) < 2e-5);
-    CHECK(max_error(gf, gp) < 2e-5);
+    for (auto [fwd, bwd] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
+      CAPTURE(fwd);
+      CAPTURE(bwd);
+      const auto gf = gradients<Net, Arch>(fwd, bwd, x, g, batch);
+      CHECK(max_error(gf, gs) < 2e-5);
+      CHECK(max_error(gf, gp) < 2e-5);
+    }
   }
 }
 }  // namespace
 
-TEST_CASE("fused_mlp: the CPU's fused training backward gives the unfused layers' gradients and the scalar reference's") {
+TEST_CASE("fused_mlp: the CPU's fused training forward and backward give the unfused layers' outputs and gradients, and the scalar reference's") {
   const int ran = test::for_each_arch("fused MLP backward", [](auto arch, const char* name) {
     using A = decltype(arch);
     compare_backward<small, A>(name);
@@ -246,29 +268,29 @@ TEST_CASE("fused_mlp: the CPU's fused training backward gives the unfused layers
   CHECK(ran >= 1);
 }
 
-TEST_CASE("fused_mlp: the fused backward's gradients have the same bits whatever the thread count") {
+TEST_CASE("fused_mlp: the fused training forward's outputs and the fused backward's gradients have the same bits whatever the thread count") {
   const auto x = inputs<mnist>(300);
   std::vector<float> g(300 * 10);
   rng r(2);
   for (auto& v : g) v = float(r.uniform(-1, 1));
   kernels::cpu::set_threads(1);
-  const auto one = gradients<mnist, cpu<>::arch>(true, x, g, 300);
+  const auto one = gradients<mnist, cpu<>::arch>(true, true, x, g, 300);
   for (std::size_t t : {2, 3}) {
     kernels::cpu::set_threads(t);
-    CHECK(gradients<mnist, cpu<>::arch>(true, x, g, 300) == one);
+    CHECK(gradients<mnist, cpu<>::arch>(true, true, x, g, 300) == one);
   }
   kernels::cpu::set_threads(1);
 }
 
-TEST_CASE("fused_mlp: training with the fused backward follows the unfused training (same optimizer update)") {
+TEST_CASE("fused_mlp: training with the fused forward and backward follows the unfused training (same optimizer update)") {
   std::vector<std::int32_t> y(256);
   for (std::size_t i = 0; i < y.size(); ++i) y[i] = std::int32_t(i % 10);
   const auto x = inputs<mnist>(256);
   const data::in_memory<shape<28, 28>, sparse_labels> train{x, y};
   auto f = make_model<mnist>(4);
   auto u = make_model<mnist>(4);
-  f.fused_mlp().backward = true;
-  u.fused_mlp().backward = false;
+  f.fused_mlp().backward = f.fused_mlp().training_forward = true;
+  u.fused_mlp().backward = u.fused_mlp().training_forward = false;
   const sparse_categorical_crossentropy loss{.from_logits = true};
   adam o1, o2;
   const auto hf = fit(f, loss, o1, train.batch(128), epochs{2});

@@ -11,7 +11,11 @@
 //     on x (inference), params[i] layer i's parameter block (compute type);
 //   ops<B>::fused_mlp_backward_ready<Layers>() / fused_mlp_backward<Layers>(
 //     dy, batch, io): every layer's parameter gradients from dL/dy (training's
-//     backward after an unfused training forward); io[i]: fused_layer_io.
+//     backward after the training forward); io[i]: fused_layer_io;
+//   ops<B>::fused_mlp_training_forward<Layers>(x, batch, params, outs) (optional,
+//     with the backward hook): training's forward, layer i's output rows into
+//     outs[i] (its activation, which the backward reads; null for a layer
+//     without parameters); the model runs it from fused_mlp_min_batch samples on.
 // Each is declared only for the layer lists it takes (a requires clause), so
 // has_fused_mlp_forward<B, Layers, T> is false for any other network.
 // fused_mlp_options says whether the model uses them (model::fused_mlp()); a
@@ -37,10 +41,13 @@ struct fused_layer_io {
 
 // Whether the model runs the hook where the backend has it: inference as one
 // fused pass (forward, on by default), training's backward fused (backward,
-// off by default: CUDA's fused backward has not yet run on a GPU).
+// off by default: CUDA's fused backward has not yet run on a GPU), and
+// training's forward fused (training_forward, where the backend has that hook;
+// only with backward). A backend's fused_mlp_defaults may start them otherwise.
 struct fused_mlp_options {
   bool forward = true;
   bool backward = false;
+  bool training_forward = false;
 };
 
 template <class B, class Layers, class T>
@@ -53,6 +60,12 @@ concept has_fused_mlp_backward = requires(const T* dy, std::size_t n, const fuse
   { ops<B>::template fused_mlp_backward_ready<Layers>() } -> std::convertible_to<bool>;
   ops<B>::template fused_mlp_backward<Layers>(dy, n, io);
 };
+
+template <class B, class Layers, class T>
+concept has_fused_mlp_training_forward =
+    has_fused_mlp_backward<B, Layers, T> && requires(const T* x, std::size_t n, const T* const* params, T* const* outs) {
+      ops<B>::template fused_mlp_training_forward<Layers>(x, n, params, outs);
+    };
 
 // The smallest batch a model of backend B runs through the fused forward (inference below it
 // runs the layers): the backend's ops<B>::fused_mlp_min_batch<Layers>() where it declares one, else 1.

@@ -516,7 +516,8 @@ class model {
   static std::string architecture() { return Net::spec_string(); }
 
   // Whether the backend's optional fused small-MLP hook (core/fused_mlp_hook.hpp) runs where it has
-  // one for this network: inference (forward, on) and training's backward (backward, off).
+  // one for this network: inference (forward), training's backward (backward) and forward
+  // (training_forward); each starts as the backend says (fused_mlp_defaults).
   ctnn::fused_mlp_options& fused_mlp() noexcept { return fused_; }
   // Whether the next inference / training backward runs as the backend's fused pass (inference:
   // of at least fused_mlp_min_batch<Backend, layers>() samples, core/fused_mlp_hook.hpp).
@@ -528,6 +529,13 @@ class model {
   bool fused_mlp_backward_active() const {
     if constexpr (has_fused_mlp_backward<Backend, layers, layer_type<0>>)
       return fused_.backward && ops<Backend>::template fused_mlp_backward_ready<layers>();
+    return false;
+  }
+  // Whether the next training forward (of at least fused_mlp_min_batch samples) runs as the
+  // backend's fused pass (fused_mlp().training_forward, where the backend has that hook).
+  bool fused_mlp_training_forward_active() const {
+    if constexpr (has_fused_mlp_training_forward<Backend, layers, layer_type<0>>)
+      return fused_.training_forward && ops<Backend>::template fused_mlp_ready<layers>();
     return false;
   }
 
@@ -668,7 +676,10 @@ class model {
     if (stale_) refresh_compute_parameters();
     x_ = x;
     batch_ = batch;
-    if (!training && batch >= fused_mlp_min_batch<Backend, layers>() && fused_mlp_active()) return fused_forward(x, batch);
+    if (batch >= fused_mlp_min_batch<Backend, layers>()) {
+      if (!training && fused_mlp_active()) return fused_forward(x, batch);
+      if (training && fused_mlp_training_forward_active()) return fused_training_forward(x, batch);
+    }
     mask_ = {};  // a mask producer sets it again (layers/masking.hpp)
     const run_info r{batch, training, &gen_, training ? replicas_ : nullptr, &mask_};
     for_each_layer([&]<std::size_t I, class L>() {
@@ -704,6 +715,24 @@ class model {
       const layer_type<0>* p[layer_count];
       for_each_layer([&]<std::size_t I, class>() { p[I] = slot<I>().params; });
       ops<Backend>::template fused_mlp_forward<layers>(input_of<0>(), activation<layer_count - 1>(), batch, p);
+      if constexpr (plan::converts_output)
+        ops<Backend>::convert(activation<layer_count - 1>(), model_output(), batch * output_size);
+    }
+    return model_output();
+  }
+  // Training's forward through the hook: every layer with parameters writes its activation (what
+  // the backward reads), the others (flatten, reshape) alias theirs.
+  const value_type* fused_training_forward(const value_type* x, std::size_t batch) {
+    if constexpr (has_fused_mlp_training_forward<Backend, layers, layer_type<0>>) {
+      using T = layer_type<0>;
+      if constexpr (plan::converts_input[0]) ops<Backend>::convert(x, converted_input<0>(), batch * input_size);
+      const T* p[layer_count];
+      T* o[layer_count];
+      for_each_layer([&]<std::size_t I, class L>() {
+        p[I] = slot<I>().params;
+        o[I] = L::parameter_count > 0 ? activation<I>() : nullptr;
+      });
+      ops<Backend>::template fused_mlp_training_forward<layers>(input_of<0>(), batch, p, o);
       if constexpr (plan::converts_output)
         ops<Backend>::convert(activation<layer_count - 1>(), model_output(), batch * output_size);
     }

@@ -232,6 +232,11 @@ inline constexpr bool fused_mlp_default =
     std::is_same_v<typename std::tuple_element_t<0, Layers>::compute_type, float> &&
     (std::is_base_of_v<xsimd::avx512f, Arch> || std::is_base_of_v<xsimd::fma3<xsimd::avx2>, Arch>);
 
+// Whether a model of cpu<Arch> starts with Layers' training step fused (model.fused_mlp()
+// .training_forward and .backward): not yet decided by a measurement, so off.
+template <class Layers, class Arch>
+inline constexpr bool fused_mlp_train_default = false;
+
 // From this batch on the kernels are packed once per call (pack_panels: each panel's rows
 // contiguous); below it they are read in place (their rows N apart), packing only a partial last
 // panel. (AVX2, the 784-input first layer, batch 4096: in place 0.75x the unfused path.)
@@ -250,9 +255,12 @@ inline constexpr std::size_t fused_tile_rows = [] {
 
 // y[batch, out] = the network Layers on x[batch, in]; params[I]: layer I's
 // parameters (kernel [K, N], then bias [N]). Call only where fused_mlp_fits.
+// outs (the training forward, fused_mlp_training_forward): where not null, outs[I] is dense
+// layer I's output rows [batch, N], written there (and read from there by the next layer)
+// instead of a tile buffer; y is then outs[last].
 template <class Arch, class Layers, class T>
 void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* params,
-                       thread_pool& pool = thread_pool::global()) {
+                       thread_pool& pool = thread_pool::global(), T* const* outs = nullptr) {
   using P = fused::plan<Layers, Arch>;
   static_assert(P::fits, "fused_mlp_forward: the network does not fit the CPU's fused MLP");
   constexpr std::size_t R = fused_tile_rows<Layers, Arch>, W = P::width;
@@ -263,7 +271,7 @@ void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* para
     const T* a = x;
     std::size_t d = 0;
     dense_layers([&]<std::size_t I, class F>() {
-      T* o = I == P::last ? y : buf + (d++ % 2) * batch * W;
+      T* o = outs ? outs[I] : I == P::last ? y : buf + (d++ % 2) * batch * W;
       dense_forward<F::k, F::n, decltype(F::rule()), Arch>(a, params[I], params[I] + F::k * F::n, o, batch, F::rule());
       a = o;
     });
@@ -303,13 +311,21 @@ void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* para
         const T* a = x + r0 * std::tuple_element_t<0, Layers>::in_shape::size;
         std::size_t d = 0;
         dense_layers([&]<std::size_t I, class F>() {
-          T* o = I == P::last ? y + r0 * F::n : buf + (d++ % 2) * R * W;
+          T* o = outs ? outs[I] + r0 * F::n : I == P::last ? y + r0 * F::n : buf + (d++ % 2) * R * W;
           fused::tile_product<Arch, F::k, F::n>(a, F::k, kernel[I], packed, tail[I], params[I] + F::k * F::n, o, nr,
                                                 F::rule());
           a = o;
         });
       },
       tiles > 1 && pool.size() > 1 && batch * flops >= simd::parallel_threshold);
+}
+
+// The training forward: every dense layer I's output rows into outs[I] (the layers' activations,
+// which the backward reads), tile by tile as fused_mlp_forward.
+template <class Arch, class Layers, class T>
+void fused_mlp_training_forward(const T* x, std::size_t batch, const T* const* params, T* const* outs,
+                                thread_pool& pool = thread_pool::global()) {
+  fused_mlp_forward<Arch, Layers>(x, outs[fused::plan<Layers, Arch>::last], batch, params, pool, outs);
 }
 
 // Rows of one tile of the fused backward (fused_mlp_backward). Its weight gradients are summed

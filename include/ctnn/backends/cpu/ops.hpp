@@ -201,7 +201,8 @@ struct ops<cpu<Arch>> {
   template <class Layers>
     requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
   static constexpr fused_mlp_options fused_mlp_defaults() {
-    return {kernels::cpu::fused_mlp_default<Layers, Arch>, false};
+    return {kernels::cpu::fused_mlp_default<Layers, Arch>, kernels::cpu::fused_mlp_train_default<Layers, Arch>,
+            kernels::cpu::fused_mlp_train_default<Layers, Arch>};
   }
   template <class Layers>
     requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
@@ -217,6 +218,11 @@ struct ops<cpu<Arch>> {
     requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
   static void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* params) {
     kernels::cpu::fused_mlp_forward<Arch, Layers>(x, y, batch, params);
+  }
+  template <class Layers, class T>
+    requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
+  static void fused_mlp_training_forward(const T* x, std::size_t batch, const T* const* params, T* const* outs) {
+    kernels::cpu::fused_mlp_training_forward<Arch, Layers>(x, batch, params, outs);
   }
   template <class Layers>
     requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
