@@ -1,5 +1,5 @@
-// ctnn/backends/cpu/fused_mlp.hpp — a small MLP's inference over tiles of the batch
-// (the CPU counterpart of backends/cuda/fused_mlp.cuh, tiny-cuda-nn's fully fused MLP).
+// ctnn/backends/cpu/fused_mlp.hpp — a small MLP's inference and training passes over tiles of
+// the batch (the CPU counterpart of backends/cuda/fused_mlp.cuh, tiny-cuda-nn's fully fused MLP).
 //
 // Fits (fused_mlp_fits<Layers, Arch>(), at compile time): bound layers of
 // cpu<Arch> that are dense layers whose activation has a rule of
@@ -20,6 +20,12 @@
 // calls it from one tile on (ops' fused_mlp_min_batch).
 // Results equal the unfused path's up to rounding. docs/performance.md
 // ("Fused small MLP on the CPU") has the measurement behind fused_mlp_default.
+// Training (the model's loss needs the whole batch's outputs, so forward and backward are two
+// passes over the tiles): fused_mlp_training_forward writes every dense layer's output rows
+// (the activations the backward reads) tile by tile; fused_mlp_backward runs each tile of
+// fused_backward_rows rows from the last layer to the first, its deltas in tile buffers, the
+// weight gradients summed over the tiles in order (fused_mlp_train_default: whether a model
+// starts with them on).
 #pragma once
 #include <algorithm>
 #include <array>
@@ -343,8 +349,8 @@ inline constexpr std::size_t fused_backward_rows = 64;
 // writes), db (+)= colsum(dZ) (column_sum's order over the whole batch: the same bits), and
 // but for the first dense layer dX = dZ W^T (tile_product over W^T packed once per call) into
 // the other tile buffer, the layer below's dY. The tiles run in order on the calling thread;
-// each tile's dW is split by row blocks over the pool, each output in one task, so the bits
-// do not depend on the thread count. Call only where fused_mlp_fits.
+// each tile's dW and dX are split by row blocks over the pool, each output in one task, so the
+// bits do not depend on the thread count. Call only where fused_mlp_fits.
 template <class Arch, class Layers, class T>
 void fused_mlp_backward(const T* dy, std::size_t batch, const fused_layer_io<T>* io,
                         thread_pool& pool = thread_pool::global()) {
@@ -412,8 +418,16 @@ void fused_mlp_backward(const T* dy, std::size_t batch, const fused_layer_io<T>*
               blocks > 1 && pool.size() > 1 && nr * K * N >= simd::parallel_threshold);
           if constexpr (I != P::first) {
             T* const o = z == buf ? buf + R * W : buf;
-            fused::tile_product<Arch, N, K>(z, N, wt[I], true, static_cast<const T*>(nullptr), static_cast<const T*>(nullptr), o, nr,
-                                            fn::identity_fn{});
+            // rows [i0, i0 + m): on one thread the whole tile in one call (each panel of W^T over every row)
+            auto rows = [&](std::size_t i0, std::size_t m) {
+              fused::tile_product<Arch, N, K>(z + i0 * N, N, wt[I], true, static_cast<const T*>(nullptr),
+                                              static_cast<const T*>(nullptr), o + i0 * K, m, fn::identity_fn{});
+            };
+            const std::size_t row_blocks = (nr + MR - 1) / MR;
+            if (row_blocks > 1 && pool.size() > 1 && nr * K * N >= simd::parallel_threshold)
+              pool.run(row_blocks, [&](std::size_t b) { rows(b * MR, std::min(MR, nr - b * MR)); });
+            else
+              rows(0, nr);
             z = o;
           }
         },
