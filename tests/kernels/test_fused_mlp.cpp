@@ -73,9 +73,28 @@ static_assert(!kernels::cpu::fused_mlp_default<typename model<mnist, double>::la
 static_assert(fused_mlp_defaults<cpu<>, layers_of<mnist>>().forward ==
               kernels::cpu::fused_mlp_default<layers_of<mnist>, cpu<>::arch>);
 static_assert(fused_mlp_defaults<cpu<>, layers_of<mnist>>().backward ==
-              kernels::cpu::fused_mlp_train_default<layers_of<mnist>, cpu<>::arch>);
-static_assert(fused_mlp_defaults<cpu<>, layers_of<mnist>>().training_forward ==
-              kernels::cpu::fused_mlp_train_default<layers_of<mnist>, cpu<>::arch>);
+              kernels::cpu::fused_mlp_backward_default<layers_of<mnist>, cpu<>::arch>);
+static_assert(!fused_mlp_defaults<cpu<>, layers_of<mnist>>().training_forward);
+// the training backward on by default for float on AVX-512 and FMA3 + AVX2, for networks 64 to 256 wide (measured)
+#if defined(__AVX512BW__)
+static_assert(kernels::cpu::fused_mlp_backward_default<layers_of<mnist, cpu<xsimd::avx512bw>>, xsimd::avx512bw>);
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+static_assert(kernels::cpu::fused_mlp_backward_default<layers_of<small, cpu<xsimd::fma3<xsimd::avx2>>>, xsimd::fma3<xsimd::avx2>>);
+#endif
+static_assert(!kernels::cpu::fused_mlp_backward_default<layers_of<mnist, cpu<xsimd::sse2>>, xsimd::sse2>);
+static_assert(!kernels::cpu::fused_mlp_backward_default<typename model<mnist, double>::layers, cpu<>::arch>);
+using narrow = sequential<input<12>, dense<16, ctnn::tanh>, dense<3>>;
+static_assert(kernels::cpu::fused_mlp_fits<layers_of<narrow>, cpu<>::arch>());
+static_assert(!kernels::cpu::fused_mlp_backward_default<layers_of<narrow>, cpu<>::arch>);
+// and from batch 4 on (below 256 with AVX-512)
+static_assert(!kernels::cpu::fused_mlp_train_batch<layers_of<mnist, cpu<xsimd::fma3<xsimd::avx2>>>, xsimd::fma3<xsimd::avx2>>(3));
+static_assert(kernels::cpu::fused_mlp_train_batch<layers_of<mnist, cpu<xsimd::fma3<xsimd::avx2>>>, xsimd::fma3<xsimd::avx2>>(4));
+static_assert(kernels::cpu::fused_mlp_train_batch<layers_of<mnist, cpu<xsimd::fma3<xsimd::avx2>>>, xsimd::fma3<xsimd::avx2>>(1024));
+static_assert(kernels::cpu::fused_mlp_train_batch<layers_of<mnist, cpu<xsimd::avx512bw>>, xsimd::avx512bw>(255));
+static_assert(!kernels::cpu::fused_mlp_train_batch<layers_of<mnist, cpu<xsimd::avx512bw>>, xsimd::avx512bw>(256));
+static_assert(fused_mlp_train_batch<cpu<>, layers_of<mnist>>(64) && !fused_mlp_train_batch<cpu<>, layers_of<mnist>>(2));
+static_assert(fused_mlp_train_batch<cpu<>, layers_of<with_dropout>>(2));  // no rule: every batch
 static_assert(has_fused_mlp_training_forward<cpu<>, layers_of<mnist>, float>);
 static_assert(!has_fused_mlp_training_forward<cpu<>, layers_of<with_dropout>, float>);
 static_assert(fused_mlp_min_batch<cpu<>, layers_of<mnist>>() == kernels::cpu::fused_tile_rows<layers_of<mnist>, cpu<>::arch>);
@@ -178,8 +197,8 @@ TEST_CASE("fused_mlp: the fused inference gives the same bits whatever the threa
 TEST_CASE("fused_mlp: a cpu<> model runs its inference fused where fused_mlp().forward is set (its default: fused_mlp_default)") {
   auto m = make_model<mnist>(4);
   CHECK(m.fused_mlp().forward == kernels::cpu::fused_mlp_default<layers_of<mnist>, cpu<>::arch>);
-  CHECK(m.fused_mlp().backward == kernels::cpu::fused_mlp_train_default<layers_of<mnist>, cpu<>::arch>);
-  CHECK(m.fused_mlp().training_forward == kernels::cpu::fused_mlp_train_default<layers_of<mnist>, cpu<>::arch>);
+  CHECK(m.fused_mlp().backward == kernels::cpu::fused_mlp_backward_default<layers_of<mnist>, cpu<>::arch>);
+  CHECK_FALSE(m.fused_mlp().training_forward);
   CHECK(m.fused_mlp_active() == m.fused_mlp().forward);
   m.fused_mlp().forward = true;
   CHECK(m.fused_mlp_active());
@@ -237,7 +256,8 @@ std::vector<float> gradients(bool fwd, bool bwd, const std::vector<float>& x, co
 
 template <class Net, class Arch>
 void compare_backward(const char* arch) {
-  for (std::size_t batch : {1, 5, 64, 130, 300}) {
+  // (the model runs the fused passes where fused_mlp_train_batch: batch 1 runs the layers, 250 is two tiles)
+  for (std::size_t batch : {1, 5, 64, 130, 250}) {
     CAPTURE(arch);
     CAPTURE(batch);
     const auto x = inputs<Net>(batch);
@@ -269,15 +289,16 @@ TEST_CASE("fused_mlp: the CPU's fused training forward and backward give the unf
 }
 
 TEST_CASE("fused_mlp: the fused training forward's outputs and the fused backward's gradients have the same bits whatever the thread count") {
-  const auto x = inputs<mnist>(300);
-  std::vector<float> g(300 * 10);
+  const auto x = inputs<mnist>(250);
+  std::vector<float> g(250 * 10);
   rng r(2);
   for (auto& v : g) v = float(r.uniform(-1, 1));
+  REQUIRE(fused_mlp_train_batch<cpu<>, layers_of<mnist>>(250));
   kernels::cpu::set_threads(1);
-  const auto one = gradients<mnist, cpu<>::arch>(true, true, x, g, 300);
+  const auto one = gradients<mnist, cpu<>::arch>(true, true, x, g, 250);
   for (std::size_t t : {2, 3}) {
     kernels::cpu::set_threads(t);
-    CHECK(gradients<mnist, cpu<>::arch>(true, true, x, g, 300) == one);
+    CHECK(gradients<mnist, cpu<>::arch>(true, true, x, g, 250) == one);
   }
   kernels::cpu::set_threads(1);
 }

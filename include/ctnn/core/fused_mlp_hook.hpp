@@ -21,7 +21,9 @@
 // fused_mlp_options says whether the model uses them (model::fused_mlp()); a
 // model starts from fused_mlp_defaults<B, Layers>(): the backend's
 // ops<B>::fused_mlp_defaults<Layers>() where it declares one, else fused_mlp_options{};
-// and it runs the fused forward from fused_mlp_min_batch<B, Layers>() samples on.
+// and it runs the fused forward from fused_mlp_min_batch<B, Layers>() samples on, the fused
+// training passes where fused_mlp_train_batch<B, Layers>(batch) (the training forward also from
+// fused_mlp_min_batch on).
 #pragma once
 #include <concepts>
 #include <cstddef>
@@ -75,6 +77,17 @@ constexpr std::size_t fused_mlp_min_batch() {
     return ops<B>::template fused_mlp_min_batch<Layers>();
   else
     return 1;
+}
+
+// Whether a training step of `batch` samples runs the fused training passes (where the options
+// and the backend allow): the backend's ops<B>::fused_mlp_train_batch<Layers>(batch) where it
+// declares one, else every batch.
+template <class B, class Layers>
+constexpr bool fused_mlp_train_batch(std::size_t batch) {
+  if constexpr (requires { ops<B>::template fused_mlp_train_batch<Layers>(batch); })
+    return ops<B>::template fused_mlp_train_batch<Layers>(batch);
+  else
+    return true;
 }
 
 // The options a model of backend B and bound layers Layers starts with.

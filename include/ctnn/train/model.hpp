@@ -439,7 +439,8 @@ class model {
           if constexpr (!draws_random && requires { runner_.graph(mem_.data(), x, y, batch, pass, [] {}); }) {
             if (stale_) refresh_compute_parameters();  // outside the graph: it reads the variables as they are then
             x_ = x, batch_ = batch;                     // what the pass sets on the host, also when it is replayed
-            const std::uint64_t key = pass * 2 + (fused_mlp_backward_active() ? 1 : 0);
+            const std::uint64_t key =
+                pass * 2 + (fused_mlp_backward_active() && fused_mlp_train_batch<Backend, layers>(batch) ? 1 : 0);
             if (runner_.graph(mem_.data(), x, y, batch, key, [&] { queue(); })) return model_output();
           }
           return queue();
@@ -452,7 +453,8 @@ class model {
   void backward() {
     static_assert(!is_half_v<variable_type>, "model::backward: this model's variables are 16-bit (precision::float16 "
                                              "is for inference); train under mixed_float16");
-    run(pass{this, fused_mlp_backward_active() ? &model::fused_backward : &model::backward_layers});
+    run(pass{this, fused_mlp_backward_active() && fused_mlp_train_batch<Backend, layers>(batch_) ? &model::fused_backward
+                                                                                                 : &model::backward_layers});
   }
 
   // Whether a layer has an active regularizer (else penalty() is 0 and reads nothing).
@@ -520,7 +522,8 @@ class model {
   // (training_forward); each starts as the backend says (fused_mlp_defaults).
   ctnn::fused_mlp_options& fused_mlp() noexcept { return fused_; }
   // Whether the next inference / training backward runs as the backend's fused pass (inference:
-  // of at least fused_mlp_min_batch<Backend, layers>() samples, core/fused_mlp_hook.hpp).
+  // of at least fused_mlp_min_batch<Backend, layers>() samples; training: a batch where
+  // fused_mlp_train_batch<Backend, layers>(batch), core/fused_mlp_hook.hpp).
   bool fused_mlp_active() const {
     if constexpr (has_fused_mlp_forward<Backend, layers, layer_type<0>>)
       return fused_.forward && ops<Backend>::template fused_mlp_ready<layers>();
@@ -678,7 +681,8 @@ class model {
     batch_ = batch;
     if (batch >= fused_mlp_min_batch<Backend, layers>()) {
       if (!training && fused_mlp_active()) return fused_forward(x, batch);
-      if (training && fused_mlp_training_forward_active()) return fused_training_forward(x, batch);
+      if (training && fused_mlp_training_forward_active() && fused_mlp_train_batch<Backend, layers>(batch))
+        return fused_training_forward(x, batch);
     }
     mask_ = {};  // a mask producer sets it again (layers/masking.hpp)
     const run_info r{batch, training, &gen_, training ? replicas_ : nullptr, &mask_};

@@ -24,8 +24,8 @@
 // passes over the tiles): fused_mlp_training_forward writes every dense layer's output rows
 // (the activations the backward reads) tile by tile; fused_mlp_backward runs each tile of
 // fused_backward_rows rows from the last layer to the first, its deltas in tile buffers, the
-// weight gradients summed over the tiles in order (fused_mlp_train_default: whether a model
-// starts with them on).
+// weight gradients summed over the tiles in order (fused_mlp_backward_default: whether a model
+// starts with the backward on; fused_mlp_train_batch: the batches they run on).
 #pragma once
 #include <algorithm>
 #include <array>
@@ -238,10 +238,22 @@ inline constexpr bool fused_mlp_default =
     std::is_same_v<typename std::tuple_element_t<0, Layers>::compute_type, float> &&
     (std::is_base_of_v<xsimd::avx512f, Arch> || std::is_base_of_v<xsimd::fma3<xsimd::avx2>, Arch>);
 
-// Whether a model of cpu<Arch> starts with Layers' training step fused (model.fused_mlp()
-// .training_forward and .backward): not yet decided by a measurement, so off.
+// Whether a model of cpu<Arch> starts with Layers' training backward fused (model.fused_mlp()
+// .backward) where it measured faster than the layers (docs/performance.md, "Fused small MLP on
+// the CPU": 64-64-64-64, 784-128-64-10 and 784-256-128-10, batch 1-1024, 1 thread): float on the
+// AVX-512 and FMA3 + AVX2 architectures (as fused_mlp_default), networks whose widest dense layer
+// has 64 to 256 outputs (narrower ones were not measured), on the batches of
+// fused_mlp_train_batch. The fused training forward (.training_forward) measured within the
+// noise of the layers (0.96-1.04x) and starts off.
 template <class Layers, class Arch>
-inline constexpr bool fused_mlp_train_default = false;
+inline constexpr bool fused_mlp_backward_default = fused_mlp_default<Layers, Arch> && fused::plan<Layers, Arch>::width >= 64;
+// The batches a model runs the fused training passes on: from 4 (64-64-64-64 at batch 1 on
+// AVX-512: 0.92x; every network faster from 4 on), and with AVX-512 below 256 (at 256 and 1024
+// the 784-input networks measured 0.99-1.01x there: no gain).
+template <class Layers, class Arch>
+constexpr bool fused_mlp_train_batch(std::size_t batch) {
+  return batch >= 4 && (!std::is_base_of_v<xsimd::avx512f, Arch> || batch < 256);
+}
 
 // From this batch on the kernels are packed once per call (pack_panels: each panel's rows
 // contiguous); below it they are read in place (their rows N apart), packing only a partial last

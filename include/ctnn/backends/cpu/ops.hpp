@@ -196,18 +196,24 @@ struct ops<cpu<Arch>> {
   }
 
   // ---- the optional fused small-MLP hook (core/fused_mlp_hook.hpp): only for networks of
-  // this backend's own layers that fit (fused_mlp.hpp): inference from one tile of rows on, on by
-  // default where it measured faster (fused_mlp_default); training's backward, off by default ----
+  // this backend's own layers that fit (fused_mlp.hpp): inference from one tile of rows on, and
+  // training's forward and backward on the batches of fused_mlp_train_batch; inference and the
+  // backward on by default where they measured faster (fused_mlp_default, fused_mlp_backward_default) ----
   template <class Layers>
     requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
   static constexpr fused_mlp_options fused_mlp_defaults() {
-    return {kernels::cpu::fused_mlp_default<Layers, Arch>, kernels::cpu::fused_mlp_train_default<Layers, Arch>,
-            kernels::cpu::fused_mlp_train_default<Layers, Arch>};
+    return {kernels::cpu::fused_mlp_default<Layers, Arch>, kernels::cpu::fused_mlp_backward_default<Layers, Arch>,
+            false};
   }
   template <class Layers>
     requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
   static constexpr std::size_t fused_mlp_min_batch() {
     return kernels::cpu::fused_tile_rows<Layers, Arch>;
+  }
+  template <class Layers>
+    requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
+  static constexpr bool fused_mlp_train_batch(std::size_t batch) {
+    return kernels::cpu::fused_mlp_train_batch<Layers, Arch>(batch);
   }
   template <class Layers>
     requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
