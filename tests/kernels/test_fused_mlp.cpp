@@ -321,3 +321,27 @@ TEST_CASE("fused_mlp: training with the fused forward and backward follows the u
   const auto pu = u.predict(x.data(), 256);
   CHECK(max_error(pf, pu) < 1e-4);
 }
+
+TEST_CASE("fused_mlp: in double the fused training passes (opt-in there) give the layers' gradients") {
+  using M = model<mnist, double>;
+  static_assert(!kernels::cpu::fused_mlp_backward_default<M::layers, cpu<>::arch>);  // not measured: off
+  auto run = [](bool fused) {
+    auto m = make_model<mnist, double>(3);
+    m.fused_mlp().backward = m.fused_mlp().training_forward = fused;
+    REQUIRE(m.fused_mlp_backward_active() == fused);
+    std::vector<double> x(130 * 784);
+    rng g(5);
+    for (auto& v : x) v = g.uniform(-1, 1);
+    m.forward(x.data(), 130, true);
+    double* d = m.output_gradient();
+    for (std::size_t i = 0; i < 130 * 10; ++i) d[i] = g.uniform(-1, 1) / 130;
+    m.backward();
+    const auto s = m.gradients();
+    return std::vector<double>(s.begin(), s.end());
+  };
+  const auto f = run(true), u = run(false);
+  REQUIRE(f.size() == u.size());
+  double e = 0;
+  for (std::size_t i = 0; i < f.size(); ++i) e = std::max(e, std::abs(f[i] - u[i]) / std::max(1.0, std::abs(u[i])));
+  CHECK(e < 1e-12);
+}
