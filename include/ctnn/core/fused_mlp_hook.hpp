@@ -44,8 +44,9 @@ struct fused_layer_io {
 // Whether the model runs the hook where the backend has it: inference as one
 // fused pass (forward, on by default), training's backward fused (backward,
 // off by default: CUDA's fused backward has not yet run on a GPU), and
-// training's forward fused (training_forward, where the backend has that hook;
-// only with backward). A backend's fused_mlp_defaults may start them otherwise.
+// training's forward fused (training_forward, off: where the backend has that
+// hook; either training pass runs without the other). A backend's
+// fused_mlp_defaults may start them otherwise (cpu<Arch>: backends/cpu/fused_mlp.hpp).
 struct fused_mlp_options {
   bool forward = true;
   bool backward = false;
