@@ -19,6 +19,8 @@
 //                   Arguments: width, batch, threads.
 //   mlp/fused_infer*: inference with the CPU's fused small-MLP hook or through the layers
 //                   (below; docs/performance.md, "Fused small MLP on the CPU").
+//   mlp/fused_train*: one training step with the CPU's fused training forward and backward or through
+//                   the layers (below; the same section).
 #include <benchmark/benchmark.h>
 
 #include <ctnn/ctnn.hpp>
@@ -158,6 +160,46 @@ using small = ctnn::sequential<ctnn::input<64>, ctnn::dense<64, ctnn::relu>, ctn
 void fused_infer_net(benchmark::State& s) { fused_infer<net>(s); }
 void fused_infer_mnist_small(benchmark::State& s) { fused_infer<mnist_small>(s); }
 void fused_infer_small(benchmark::State& s) { fused_infer<small>(s); }
+// One training step (train_step: forward, loss, backward, Adam) of Net on a fixed random batch,
+// with the CPU's fused training passes (backends/cpu/fused_mlp.hpp) or through the layers:
+// fused = 0 the layers, 1 the backward fused (model.fused_mlp().backward), 2 the forward fused
+// (.training_forward), 3 both. mlp/fused_train: 784-256-128-10;
+// mlp/fused_train_mnist_small: 784-128-64-10; mlp/fused_train_small: 64-64-64-64. Arguments:
+// fused, batch, threads; CPU time (the machine may be loaded), each batch's two rows one after the other.
+template <class Net>
+void fused_train(benchmark::State& s) {
+  const bool backward = (s.range(0) & 1) != 0, forward = (s.range(0) & 2) != 0;
+  const std::size_t batch = std::size_t(s.range(1));
+  ctnn::kernels::cpu::set_threads(std::size_t(s.range(2)));
+  auto model = ctnn::make_model<Net>(42);
+  model.fused_mlp().backward = backward;
+  model.fused_mlp().training_forward = forward;
+  if (model.fused_mlp_backward_active() != backward || model.fused_mlp_training_forward_active() != forward)
+    s.SkipWithError("mlp/fused_train: the hook does not take this network");
+  ctnn::rng g(1);
+  std::vector<float> x(batch * Net::input_shape.size);
+  std::vector<std::int32_t> y(batch);
+  for (auto& v : x) v = float(g.uniform(0, 1));
+  for (auto& v : y) v = std::int32_t(g.uniform(0, 10)) % std::int32_t(Net::output_shape.size);
+  ctnn::adam opt;
+  ctnn::train_step step{model, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt};
+  std::size_t i = 0;
+  for (auto _ : s) {
+    const ctnn::step_result r = step.run(x.data(), y.data(), batch, 0, i++);
+    benchmark::DoNotOptimize(r.loss_sum);
+  }
+  s.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
+  ctnn::kernels::cpu::set_threads(1);
+}
+void fused_train_net(benchmark::State& s) { fused_train<net>(s); }
+void fused_train_mnist_small(benchmark::State& s) { fused_train<mnist_small>(s); }
+void fused_train_small(benchmark::State& s) { fused_train<small>(s); }
+void fused_train_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"fused", "batch", "threads"});
+  for (long batch : {1, 4, 16, 64, 256, 1024})
+    for (long fused : {0, 1, 2, 3}) b->Args({fused, batch, 1});
+  b->Args({0, 1024, 2})->Args({3, 1024, 2});
+}
 void fused_args(benchmark::internal::Benchmark* b) {
   b->UseRealTime()->ArgNames({"fused", "batch", "threads"});
   for (long batch : {1, 16, 64, 256, 1024, 4096}) b->Args({0, batch, 1})->Args({1, batch, 1});
@@ -168,6 +210,9 @@ void fused_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(fused_infer_net)->Name("mlp/fused_infer")->Apply(fused_args);
 BENCHMARK(fused_infer_mnist_small)->Name("mlp/fused_infer_mnist_small")->Apply(fused_args);
 BENCHMARK(fused_infer_small)->Name("mlp/fused_infer_small")->Apply(fused_args);
+BENCHMARK(fused_train_net)->Name("mlp/fused_train")->Apply(fused_train_args);
+BENCHMARK(fused_train_mnist_small)->Name("mlp/fused_train_mnist_small")->Apply(fused_train_args);
+BENCHMARK(fused_train_small)->Name("mlp/fused_train_small")->Apply(fused_train_args);
 BENCHMARK(width_up_to)->Name("mlp/width_up_to")->UseRealTime()->ArgNames({"width", "batch", "threads"})
     ->Args({128, 64, 1})->Args({512, 64, 1});
 BENCHMARK(width_static_128)->Name("mlp/width_static")->UseRealTime()->ArgNames({"width", "batch", "threads"})

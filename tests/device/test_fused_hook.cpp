@@ -105,9 +105,9 @@ static_assert(has_fused_mlp_forward<hooked::device, layers_of<mlp, hooked::devic
 static_assert(has_fused_mlp_backward<hooked::device, layers_of<mlp, hooked::device>, float>);
 static_assert(!has_fused_mlp_forward<hooked::device, layers_of<with_dropout, hooked::device>, float>);
 static_assert(!has_fused_mlp_forward<sim::device, layers_of<mlp, sim::device>, float>);
-// cpu<> has the forward hook for its own layers (backends/cpu/fused_mlp.hpp, off by default), no backward
+// cpu<> has the hook for its own layers (backends/cpu/fused_mlp.hpp): inference and training's backward
 static_assert(has_fused_mlp_forward<cpu<>, layers_of<mlp, cpu<>>, float>);
-static_assert(!has_fused_mlp_backward<cpu<>, layers_of<mlp, cpu<>>, float>);
+static_assert(has_fused_mlp_backward<cpu<>, layers_of<mlp, cpu<>>, float>);
 static_assert(!has_fused_mlp_forward<cpu<>, layers_of<with_dropout, cpu<>>, float>);
 
 data::in_memory<shape<6, 4>, sparse_labels> samples(std::size_t n, std::uint64_t seed) {

@@ -101,10 +101,10 @@ TEST_CASE("the runner keeps the arena closed: host code in a phase faults, the o
 TEST_CASE("the demo MLP trains, evaluates and predicts on the simulated device with cpu<>'s bits") {
   auto d = make_model<mlp, float, sim::device>(42);
   auto c = make_model<mlp>(42);
-  // cpu<>'s layers, as the device runs them: the CPU's fused small-MLP inference (on by default from one
-  // tile) sums in its own order where the layer's GEMM plan differs (the 10-wide layer transposed on AVX2);
-  // test_fused_mlp compares it with the layers within 2e-5
-  c.fused_mlp().forward = false;
+  // cpu<>'s layers, as the device runs them: the CPU's fused small-MLP passes (inference and training's
+  // backward on by default) sum in their own order where the layer's GEMM plan differs (the 10-wide layer
+  // transposed on AVX2); test_fused_mlp compares them with the layers within 2e-5
+  c.fused_mlp() = {false, false, false};
   CHECK(variables(d) == variables(c));  // initialize() through a host view
 
   const auto train = images<28, 28, 10>(256, 1).batch(32);
@@ -178,7 +178,7 @@ TEST_CASE("callbacks on the simulated device: early_stopping restores the best w
   };
   auto d = make_model<mlp, float, sim::device>(11);
   auto c = make_model<mlp>(11);
-  c.fused_mlp().forward = false;  // cpu<>'s layers (see the demo MLP's case)
+  c.fused_mlp() = {false, false, false};  // cpu<>'s layers (see the demo MLP's case)
   const auto [vd, bd] = run(d, "device");
   const auto [vc, bc] = run(c, "cpu");
   CHECK(vd == vc);

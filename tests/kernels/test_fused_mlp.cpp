@@ -62,7 +62,8 @@ static_assert(has_fused_mlp_forward<cpu<>, layers_of<mnist>, float>);
 static_assert(has_fused_mlp_forward<cpu<>, layers_of<small>, float>);
 static_assert(!has_fused_mlp_forward<cpu<>, layers_of<with_dropout>, float>);
 static_assert(!has_fused_mlp_forward<cpu<>, layers_of<too_wide>, float>);
-static_assert(!has_fused_mlp_backward<cpu<>, layers_of<mnist>, float>);  // inference only
+static_assert(has_fused_mlp_backward<cpu<>, layers_of<mnist>, float>);  // and training's backward
+static_assert(!has_fused_mlp_backward<cpu<>, layers_of<with_dropout>, float>);
 static_assert(!kernels::cpu::fused_mlp_fits<layers_of<mnist, cpu<xsimd::unavailable>>, xsimd::unavailable>());
 // on by default for float on AVX-512 and FMA3 + AVX2 (where it measured faster), from one tile of rows on
 static_assert(kernels::cpu::fused_mlp_default<layers_of<mnist, cpu<xsimd::avx512bw>>, xsimd::avx512bw>);
@@ -71,7 +72,31 @@ static_assert(!kernels::cpu::fused_mlp_default<layers_of<mnist, cpu<xsimd::sse2>
 static_assert(!kernels::cpu::fused_mlp_default<typename model<mnist, double>::layers, cpu<>::arch>);
 static_assert(fused_mlp_defaults<cpu<>, layers_of<mnist>>().forward ==
               kernels::cpu::fused_mlp_default<layers_of<mnist>, cpu<>::arch>);
-static_assert(!fused_mlp_defaults<cpu<>, layers_of<mnist>>().backward);
+static_assert(fused_mlp_defaults<cpu<>, layers_of<mnist>>().backward ==
+              kernels::cpu::fused_mlp_backward_default<layers_of<mnist>, cpu<>::arch>);
+static_assert(!fused_mlp_defaults<cpu<>, layers_of<mnist>>().training_forward);
+// the training backward on by default for float on AVX-512 and FMA3 + AVX2, for networks 64 to 256 wide (measured)
+#if defined(__AVX512BW__)
+static_assert(kernels::cpu::fused_mlp_backward_default<layers_of<mnist, cpu<xsimd::avx512bw>>, xsimd::avx512bw>);
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+static_assert(kernels::cpu::fused_mlp_backward_default<layers_of<small, cpu<xsimd::fma3<xsimd::avx2>>>, xsimd::fma3<xsimd::avx2>>);
+#endif
+static_assert(!kernels::cpu::fused_mlp_backward_default<layers_of<mnist, cpu<xsimd::sse2>>, xsimd::sse2>);
+static_assert(!kernels::cpu::fused_mlp_backward_default<typename model<mnist, double>::layers, cpu<>::arch>);
+using narrow = sequential<input<12>, dense<16, ctnn::tanh>, dense<3>>;
+static_assert(kernels::cpu::fused_mlp_fits<layers_of<narrow>, cpu<>::arch>());
+static_assert(!kernels::cpu::fused_mlp_backward_default<layers_of<narrow>, cpu<>::arch>);
+// and from batch 4 on (below 256 with AVX-512)
+static_assert(!kernels::cpu::fused_mlp_train_batch<layers_of<mnist, cpu<xsimd::fma3<xsimd::avx2>>>, xsimd::fma3<xsimd::avx2>>(3));
+static_assert(kernels::cpu::fused_mlp_train_batch<layers_of<mnist, cpu<xsimd::fma3<xsimd::avx2>>>, xsimd::fma3<xsimd::avx2>>(4));
+static_assert(kernels::cpu::fused_mlp_train_batch<layers_of<mnist, cpu<xsimd::fma3<xsimd::avx2>>>, xsimd::fma3<xsimd::avx2>>(1024));
+static_assert(kernels::cpu::fused_mlp_train_batch<layers_of<mnist, cpu<xsimd::avx512bw>>, xsimd::avx512bw>(255));
+static_assert(!kernels::cpu::fused_mlp_train_batch<layers_of<mnist, cpu<xsimd::avx512bw>>, xsimd::avx512bw>(256));
+static_assert(fused_mlp_train_batch<cpu<>, layers_of<mnist>>(64) && !fused_mlp_train_batch<cpu<>, layers_of<mnist>>(2));
+static_assert(fused_mlp_train_batch<cpu<>, layers_of<with_dropout>>(2));  // no rule: every batch
+static_assert(has_fused_mlp_training_forward<cpu<>, layers_of<mnist>, float>);
+static_assert(!has_fused_mlp_training_forward<cpu<>, layers_of<with_dropout>, float>);
 static_assert(fused_mlp_min_batch<cpu<>, layers_of<mnist>>() == kernels::cpu::fused_tile_rows<layers_of<mnist>, cpu<>::arch>);
 static_assert(fused_mlp_min_batch<cpu<>, layers_of<with_dropout>>() == 1);
 // tiles: two buffers of at most 8192 values, whole row blocks (MR 8 with AVX-512, 6 with AVX2), 16 to 64 rows
@@ -172,29 +197,151 @@ TEST_CASE("fused_mlp: the fused inference gives the same bits whatever the threa
 TEST_CASE("fused_mlp: a cpu<> model runs its inference fused where fused_mlp().forward is set (its default: fused_mlp_default)") {
   auto m = make_model<mnist>(4);
   CHECK(m.fused_mlp().forward == kernels::cpu::fused_mlp_default<layers_of<mnist>, cpu<>::arch>);
-  CHECK_FALSE(m.fused_mlp().backward);
+  CHECK(m.fused_mlp().backward == kernels::cpu::fused_mlp_backward_default<layers_of<mnist>, cpu<>::arch>);
+  CHECK_FALSE(m.fused_mlp().training_forward);
   CHECK(m.fused_mlp_active() == m.fused_mlp().forward);
   m.fused_mlp().forward = true;
   CHECK(m.fused_mlp_active());
-  m.fused_mlp().backward = true;  // no fused backward on the CPU: training's backward runs the layers
+  m.fused_mlp().backward = true;
+  CHECK(m.fused_mlp_backward_active());
+  m.fused_mlp().backward = false;
   CHECK_FALSE(m.fused_mlp_backward_active());
+  m.fused_mlp().training_forward = true;
+  CHECK(m.fused_mlp_training_forward_active());
+  m.fused_mlp().training_forward = false;
+  CHECK_FALSE(m.fused_mlp_training_forward_active());
   m.fused_mlp().forward = false;
   CHECK_FALSE(m.fused_mlp_active());
   auto d = make_model<with_dropout>(4);
-  d.fused_mlp().forward = true;
+  d.fused_mlp() = {true, true, true};
   CHECK_FALSE(d.fused_mlp_active());  // the network does not fit: the layers run
-  // training still trains through the layers (the forward of a training step is never the hook's)
-  m.fused_mlp().forward = true;
-  m.fused_mlp().backward = false;
+  CHECK_FALSE(d.fused_mlp_backward_active());
+  CHECK_FALSE(d.fused_mlp_training_forward_active());
+  // with the training hooks off, training runs the layers whether inference is fused or not
+  m.fused_mlp() = {true, false, false};
   std::vector<std::int32_t> y(64);
   for (std::size_t i = 0; i < y.size(); ++i) y[i] = std::int32_t(i % 10);
   const auto x = inputs<mnist>(64);
   const data::in_memory<shape<28, 28>, sparse_labels> train{x, y};
   auto u = make_model<mnist>(4);
-  u.fused_mlp().forward = false;
+  u.fused_mlp() = {false, false, false};
   const sparse_categorical_crossentropy loss{.from_logits = true};
   adam o1, o2;
   const auto hf = fit(m, loss, o1, train.batch(16), epochs{1});
   const auto hu = fit(u, loss, o2, train.batch(16), epochs{1});
   CHECK(hf["loss"] == hu["loss"]);
+}
+
+namespace {
+// One training forward (fwd: the fused training forward) and backward (bwd: the fused backward) of
+// Net on cpu<Arch> from dL/dy = g: the outputs, then the gradients (every layer's dW and db, in the
+// plan's order).
+template <class Net, class Arch>
+std::vector<float> gradients(bool fwd, bool bwd, const std::vector<float>& x, const std::vector<float>& g,
+                             std::size_t batch) {
+  auto m = make_model<Net, float, cpu<Arch>>(11);
+  m.fused_mlp().training_forward = fwd;
+  m.fused_mlp().backward = bwd;
+  constexpr bool hook = !std::is_same_v<Arch, xsimd::unavailable>;
+  REQUIRE(m.fused_mlp_training_forward_active() == (fwd && hook));
+  REQUIRE(m.fused_mlp_backward_active() == (bwd && hook));
+  const float* y = m.forward(x.data(), batch, true);
+  std::vector<float> r(y, y + batch * Net::output_shape.size);
+  std::copy(g.begin(), g.end(), m.output_gradient());
+  m.backward();
+  const auto d = m.gradients();
+  r.insert(r.end(), d.begin(), d.end());
+  return r;
+}
+
+template <class Net, class Arch>
+void compare_backward(const char* arch) {
+  // (the model runs the fused passes where fused_mlp_train_batch: batch 1 runs the layers, 250 is two tiles)
+  for (std::size_t batch : {1, 5, 64, 130, 250}) {
+    CAPTURE(arch);
+    CAPTURE(batch);
+    const auto x = inputs<Net>(batch);
+    std::vector<float> g(batch * Net::output_shape.size);
+    rng r(batch);
+    for (auto& v : g) v = float(r.uniform(-1, 1)) / float(batch);
+    const auto gp = gradients<Net, Arch>(false, false, x, g, batch);
+    const auto gs = gradients<Net, xsimd::unavailable>(false, false, x, g, batch);
+    CHECK(max_error(gp, gs) < 2e-5);
+    for (auto [fwd, bwd] : {std::pair{true, true}, std::pair{true, false}, std::pair{false, true}}) {
+      CAPTURE(fwd);
+      CAPTURE(bwd);
+      const auto gf = gradients<Net, Arch>(fwd, bwd, x, g, batch);
+      CHECK(max_error(gf, gs) < 2e-5);
+      CHECK(max_error(gf, gp) < 2e-5);
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("fused_mlp: the CPU's fused training forward and backward give the unfused layers' outputs and gradients, and the scalar reference's") {
+  const int ran = test::for_each_arch("fused MLP backward", [](auto arch, const char* name) {
+    using A = decltype(arch);
+    compare_backward<small, A>(name);
+    compare_backward<mnist, A>(name);
+    compare_backward<odd, A>(name);
+  });
+  CHECK(ran >= 1);
+}
+
+TEST_CASE("fused_mlp: the fused training forward's outputs and the fused backward's gradients have the same bits whatever the thread count") {
+  const auto x = inputs<mnist>(250);
+  std::vector<float> g(250 * 10);
+  rng r(2);
+  for (auto& v : g) v = float(r.uniform(-1, 1));
+  REQUIRE(fused_mlp_train_batch<cpu<>, layers_of<mnist>>(250));
+  kernels::cpu::set_threads(1);
+  const auto one = gradients<mnist, cpu<>::arch>(true, true, x, g, 250);
+  for (std::size_t t : {2, 3}) {
+    kernels::cpu::set_threads(t);
+    CHECK(gradients<mnist, cpu<>::arch>(true, true, x, g, 250) == one);
+  }
+  kernels::cpu::set_threads(1);
+}
+
+TEST_CASE("fused_mlp: training with the fused forward and backward follows the unfused training (same optimizer update)") {
+  std::vector<std::int32_t> y(256);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = std::int32_t(i % 10);
+  const auto x = inputs<mnist>(256);
+  const data::in_memory<shape<28, 28>, sparse_labels> train{x, y};
+  auto f = make_model<mnist>(4);
+  auto u = make_model<mnist>(4);
+  f.fused_mlp().backward = f.fused_mlp().training_forward = true;
+  u.fused_mlp().backward = u.fused_mlp().training_forward = false;
+  const sparse_categorical_crossentropy loss{.from_logits = true};
+  adam o1, o2;
+  const auto hf = fit(f, loss, o1, train.batch(128), epochs{2});
+  const auto hu = fit(u, loss, o2, train.batch(128), epochs{2});
+  CHECK(std::abs(hf["loss"].back() - hu["loss"].back()) < 1e-4 * std::max(1.0, std::abs(hu["loss"].back())));
+  const auto pf = f.predict(x.data(), 256);
+  const auto pu = u.predict(x.data(), 256);
+  CHECK(max_error(pf, pu) < 1e-4);
+}
+
+TEST_CASE("fused_mlp: in double the fused training passes (opt-in there) give the layers' gradients") {
+  using M = model<mnist, double>;
+  static_assert(!kernels::cpu::fused_mlp_backward_default<M::layers, cpu<>::arch>);  // not measured: off
+  auto run = [](bool fused) {
+    auto m = make_model<mnist, double>(3);
+    m.fused_mlp().backward = m.fused_mlp().training_forward = fused;
+    REQUIRE(m.fused_mlp_backward_active() == fused);
+    std::vector<double> x(130 * 784);
+    rng g(5);
+    for (auto& v : x) v = g.uniform(-1, 1);
+    m.forward(x.data(), 130, true);
+    double* d = m.output_gradient();
+    for (std::size_t i = 0; i < 130 * 10; ++i) d[i] = g.uniform(-1, 1) / 130;
+    m.backward();
+    const auto s = m.gradients();
+    return std::vector<double>(s.begin(), s.end());
+  };
+  const auto f = run(true), u = run(false);
+  REQUIRE(f.size() == u.size());
+  double e = 0;
+  for (std::size_t i = 0; i < f.size(); ++i) e = std::max(e, std::abs(f[i] - u[i]) / std::max(1.0, std::abs(u[i])));
+  CHECK(e < 1e-12);
 }

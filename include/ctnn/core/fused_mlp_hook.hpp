@@ -11,13 +11,19 @@
 //     on x (inference), params[i] layer i's parameter block (compute type);
 //   ops<B>::fused_mlp_backward_ready<Layers>() / fused_mlp_backward<Layers>(
 //     dy, batch, io): every layer's parameter gradients from dL/dy (training's
-//     backward after an unfused training forward); io[i]: fused_layer_io.
+//     backward after the training forward); io[i]: fused_layer_io;
+//   ops<B>::fused_mlp_training_forward<Layers>(x, batch, params, outs) (optional,
+//     with the backward hook): training's forward, layer i's output rows into
+//     outs[i] (its activation, which the backward reads; null for a layer
+//     without parameters); the model runs it from fused_mlp_min_batch samples on.
 // Each is declared only for the layer lists it takes (a requires clause), so
 // has_fused_mlp_forward<B, Layers, T> is false for any other network.
 // fused_mlp_options says whether the model uses them (model::fused_mlp()); a
 // model starts from fused_mlp_defaults<B, Layers>(): the backend's
 // ops<B>::fused_mlp_defaults<Layers>() where it declares one, else fused_mlp_options{};
-// and it runs the fused forward from fused_mlp_min_batch<B, Layers>() samples on.
+// and it runs the fused forward from fused_mlp_min_batch<B, Layers>() samples on, the fused
+// training passes where fused_mlp_train_batch<B, Layers>(batch) (the training forward also from
+// fused_mlp_min_batch on).
 #pragma once
 #include <concepts>
 #include <cstddef>
@@ -37,10 +43,14 @@ struct fused_layer_io {
 
 // Whether the model runs the hook where the backend has it: inference as one
 // fused pass (forward, on by default), training's backward fused (backward,
-// off by default: CUDA's fused backward has not yet run on a GPU).
+// off by default: CUDA's fused backward has not yet run on a GPU), and
+// training's forward fused (training_forward, off: where the backend has that
+// hook; either training pass runs without the other). A backend's
+// fused_mlp_defaults may start them otherwise (cpu<Arch>: backends/cpu/fused_mlp.hpp).
 struct fused_mlp_options {
   bool forward = true;
   bool backward = false;
+  bool training_forward = false;
 };
 
 template <class B, class Layers, class T>
@@ -54,6 +64,12 @@ concept has_fused_mlp_backward = requires(const T* dy, std::size_t n, const fuse
   ops<B>::template fused_mlp_backward<Layers>(dy, n, io);
 };
 
+template <class B, class Layers, class T>
+concept has_fused_mlp_training_forward =
+    has_fused_mlp_backward<B, Layers, T> && requires(const T* x, std::size_t n, const T* const* params, T* const* outs) {
+      ops<B>::template fused_mlp_training_forward<Layers>(x, n, params, outs);
+    };
+
 // The smallest batch a model of backend B runs through the fused forward (inference below it
 // runs the layers): the backend's ops<B>::fused_mlp_min_batch<Layers>() where it declares one, else 1.
 template <class B, class Layers>
@@ -62,6 +78,17 @@ constexpr std::size_t fused_mlp_min_batch() {
     return ops<B>::template fused_mlp_min_batch<Layers>();
   else
     return 1;
+}
+
+// Whether a training step of `batch` samples runs the fused training passes (where the options
+// and the backend allow): the backend's ops<B>::fused_mlp_train_batch<Layers>(batch) where it
+// declares one, else every batch.
+template <class B, class Layers>
+constexpr bool fused_mlp_train_batch(std::size_t batch) {
+  if constexpr (requires { ops<B>::template fused_mlp_train_batch<Layers>(batch); })
+    return ops<B>::template fused_mlp_train_batch<Layers>(batch);
+  else
+    return true;
 }
 
 // The options a model of backend B and bound layers Layers starts with.

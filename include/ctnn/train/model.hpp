@@ -439,7 +439,8 @@ class model {
           if constexpr (!draws_random && requires { runner_.graph(mem_.data(), x, y, batch, pass, [] {}); }) {
             if (stale_) refresh_compute_parameters();  // outside the graph: it reads the variables as they are then
             x_ = x, batch_ = batch;                     // what the pass sets on the host, also when it is replayed
-            const std::uint64_t key = pass * 2 + (fused_mlp_backward_active() ? 1 : 0);
+            const std::uint64_t key =
+                pass * 2 + (fused_mlp_backward_active() && fused_mlp_train_batch<Backend, layers>(batch) ? 1 : 0);
             if (runner_.graph(mem_.data(), x, y, batch, key, [&] { queue(); })) return model_output();
           }
           return queue();
@@ -452,7 +453,8 @@ class model {
   void backward() {
     static_assert(!is_half_v<variable_type>, "model::backward: this model's variables are 16-bit (precision::float16 "
                                              "is for inference); train under mixed_float16");
-    run(pass{this, fused_mlp_backward_active() ? &model::fused_backward : &model::backward_layers});
+    run(pass{this, fused_mlp_backward_active() && fused_mlp_train_batch<Backend, layers>(batch_) ? &model::fused_backward
+                                                                                                 : &model::backward_layers});
   }
 
   // Whether a layer has an active regularizer (else penalty() is 0 and reads nothing).
@@ -516,10 +518,12 @@ class model {
   static std::string architecture() { return Net::spec_string(); }
 
   // Whether the backend's optional fused small-MLP hook (core/fused_mlp_hook.hpp) runs where it has
-  // one for this network: inference (forward, on) and training's backward (backward, off).
+  // one for this network: inference (forward), training's backward (backward) and forward
+  // (training_forward); each starts as the backend says (fused_mlp_defaults).
   ctnn::fused_mlp_options& fused_mlp() noexcept { return fused_; }
   // Whether the next inference / training backward runs as the backend's fused pass (inference:
-  // of at least fused_mlp_min_batch<Backend, layers>() samples, core/fused_mlp_hook.hpp).
+  // of at least fused_mlp_min_batch<Backend, layers>() samples; training: a batch where
+  // fused_mlp_train_batch<Backend, layers>(batch), core/fused_mlp_hook.hpp).
   bool fused_mlp_active() const {
     if constexpr (has_fused_mlp_forward<Backend, layers, layer_type<0>>)
       return fused_.forward && ops<Backend>::template fused_mlp_ready<layers>();
@@ -528,6 +532,13 @@ class model {
   bool fused_mlp_backward_active() const {
     if constexpr (has_fused_mlp_backward<Backend, layers, layer_type<0>>)
       return fused_.backward && ops<Backend>::template fused_mlp_backward_ready<layers>();
+    return false;
+  }
+  // Whether the next training forward (of at least fused_mlp_min_batch samples) runs as the
+  // backend's fused pass (fused_mlp().training_forward, where the backend has that hook).
+  bool fused_mlp_training_forward_active() const {
+    if constexpr (has_fused_mlp_training_forward<Backend, layers, layer_type<0>>)
+      return fused_.training_forward && ops<Backend>::template fused_mlp_ready<layers>();
     return false;
   }
 
@@ -668,7 +679,11 @@ class model {
     if (stale_) refresh_compute_parameters();
     x_ = x;
     batch_ = batch;
-    if (!training && batch >= fused_mlp_min_batch<Backend, layers>() && fused_mlp_active()) return fused_forward(x, batch);
+    if (batch >= fused_mlp_min_batch<Backend, layers>()) {
+      if (!training && fused_mlp_active()) return fused_forward(x, batch);
+      if (training && fused_mlp_training_forward_active() && fused_mlp_train_batch<Backend, layers>(batch))
+        return fused_training_forward(x, batch);
+    }
     mask_ = {};  // a mask producer sets it again (layers/masking.hpp)
     const run_info r{batch, training, &gen_, training ? replicas_ : nullptr, &mask_};
     for_each_layer([&]<std::size_t I, class L>() {
@@ -704,6 +719,24 @@ class model {
       const layer_type<0>* p[layer_count];
       for_each_layer([&]<std::size_t I, class>() { p[I] = slot<I>().params; });
       ops<Backend>::template fused_mlp_forward<layers>(input_of<0>(), activation<layer_count - 1>(), batch, p);
+      if constexpr (plan::converts_output)
+        ops<Backend>::convert(activation<layer_count - 1>(), model_output(), batch * output_size);
+    }
+    return model_output();
+  }
+  // Training's forward through the hook: every layer with parameters writes its activation (what
+  // the backward reads), the others (flatten, reshape) alias theirs.
+  const value_type* fused_training_forward(const value_type* x, std::size_t batch) {
+    if constexpr (has_fused_mlp_training_forward<Backend, layers, layer_type<0>>) {
+      using T = layer_type<0>;
+      if constexpr (plan::converts_input[0]) ops<Backend>::convert(x, converted_input<0>(), batch * input_size);
+      const T* p[layer_count];
+      T* o[layer_count];
+      for_each_layer([&]<std::size_t I, class L>() {
+        p[I] = slot<I>().params;
+        o[I] = L::parameter_count > 0 ? activation<I>() : nullptr;
+      });
+      ops<Backend>::template fused_mlp_training_forward<layers>(input_of<0>(), batch, p, o);
       if constexpr (plan::converts_output)
         ops<Backend>::convert(activation<layer_count - 1>(), model_output(), batch * output_size);
     }

@@ -1,5 +1,5 @@
-// ctnn/backends/cpu/fused_mlp.hpp — a small MLP's inference over tiles of the batch
-// (the CPU counterpart of backends/cuda/fused_mlp.cuh, tiny-cuda-nn's fully fused MLP).
+// ctnn/backends/cpu/fused_mlp.hpp — a small MLP's inference and training passes over tiles of
+// the batch (the CPU counterpart of backends/cuda/fused_mlp.cuh, tiny-cuda-nn's fully fused MLP).
 //
 // Fits (fused_mlp_fits<Layers, Arch>(), at compile time): bound layers of
 // cpu<Arch> that are dense layers whose activation has a rule of
@@ -20,6 +20,12 @@
 // calls it from one tile on (ops' fused_mlp_min_batch).
 // Results equal the unfused path's up to rounding. docs/performance.md
 // ("Fused small MLP on the CPU") has the measurement behind fused_mlp_default.
+// Training (the model's loss needs the whole batch's outputs, so forward and backward are two
+// passes over the tiles): fused_mlp_training_forward writes every dense layer's output rows
+// (the activations the backward reads) tile by tile; fused_mlp_backward runs each tile of
+// fused_backward_rows rows from the last layer to the first, its deltas in tile buffers, the
+// weight gradients summed over the tiles in order (fused_mlp_backward_default: whether a model
+// starts with the backward on; fused_mlp_train_batch: the batches they run on).
 #pragma once
 #include <algorithm>
 #include <array>
@@ -29,11 +35,13 @@
 #include <type_traits>
 #include <utility>
 
+#include "../../core/fused_mlp_hook.hpp"
 #include "../../core/shape.hpp"
 #include "../../kernels/functors.hpp"
 #include "arch.hpp"
 #include "backend.hpp"
 #include "gemm.hpp"
+#include "map.hpp"
 #include "thread_pool.hpp"
 
 namespace ctnn {
@@ -103,6 +111,11 @@ constexpr std::size_t last_dense(std::index_sequence<I...>) {
   return std::max({std::size_t(0), (role<std::tuple_element_t<I, Layers>, Arch>::kind == 1 ? I : 0)...});
 }
 
+template <class Layers, class Arch, std::size_t... I>
+constexpr std::size_t first_dense(std::index_sequence<I...>) {
+  return std::min({sizeof...(I), (role<std::tuple_element_t<I, Layers>, Arch>::kind == 1 ? I : sizeof...(I))...});
+}
+
 template <class Layers, class Arch>
 struct plan {
   static constexpr std::size_t count = std::tuple_size_v<Layers>;
@@ -114,6 +127,7 @@ struct plan {
   static constexpr bool fits = all_fit<Layers, Arch>(seq{});
   static constexpr std::size_t width = widest<Layers, Arch>(seq{});     // the widest dense output
   static constexpr std::size_t last = last_dense<Layers, Arch>(seq{});  // the last dense layer (writes y)
+  static constexpr std::size_t first = first_dense<Layers, Arch>(seq{});  // the first (no dX)
 };
 
 // f.template operator()<I, role>() for each dense layer I of the plan P, in order.
@@ -124,6 +138,11 @@ void visit_dense(F& f) {
 template <class P, class F, std::size_t... I>
 void for_each_dense(F&& f, std::index_sequence<I...>) {
   (visit_dense<P, I>(f), ...);
+}
+// The same from the last dense layer to the first.
+template <class P, class F, std::size_t... I>
+void for_each_dense_reversed(F&& f, std::index_sequence<I...>) {
+  (visit_dense<P, sizeof...(I) - 1 - I>(f), ...);
 }
 
 // This thread's buffer of at least n values, 64-byte aligned (Tag keeps the packed kernels and the
@@ -144,6 +163,15 @@ constexpr std::size_t tail_of() {
   if constexpr (R::kind == 1) return tail_size<T, Arch, R::k, R::n>;
   else return 0;
 }
+template <class R, class T, class Arch>
+constexpr std::size_t packed_transposed_of() {
+  if constexpr (R::kind == 1) return packed_panels_size<T, Arch>(R::n, R::k);
+  else return 0;
+}
+template <class Layers, class Arch, class T, std::size_t... I>
+constexpr std::size_t packed_transposed_total(std::index_sequence<I...>) {
+  return (packed_transposed_of<role<std::tuple_element_t<I, Layers>, Arch>, T, Arch>() + ... + 0);
+}
 // The values of every kernel packed (pack_panels), and of their partial last panels only.
 template <class Layers, class Arch, class T, std::size_t... I>
 constexpr std::size_t packed_total(std::index_sequence<I...>) {
@@ -154,7 +182,7 @@ constexpr std::size_t tails_total(std::index_sequence<I...>) {
   return (tail_of<role<std::tuple_element_t<I, Layers>, Arch>, T, Arch>() + ... + 0);
 }
 
-// y[m, N] = e(a[m, K] w + b) (a: row stride lda; w: [K, N] row-major), by simd::micro_rows
+// y[m, N] = e(a[m, K] w + b) (a: row stride lda; w: [K, N] row-major; b null: 0), by simd::micro_rows
 // over MR x NR blocks: K in blocks (as packed_product: bias first, then k in order), for each
 // panel of w every row block of the tile, so that the panel stays in L1. packed: w as
 // pack_panels wrote it (every panel NR columns by K rows); else w is read in place and tail is
@@ -177,10 +205,10 @@ void tile_product(const T* a, std::size_t lda, const T* w, bool packed, const T*
       for (std::size_t i0 = 0; i0 < m; i0 += MR) {
         if constexpr (ident)
           simd::micro_rows<Arch, NV, false>(kc, a + i0 * lda + p0, lda, panel, ldb, y + i0 * N + j0, N,
-                                            std::min(MR, m - i0), nr, b + j0, p0 == 0, fn::relu_fn{}, false);
+                                            std::min(MR, m - i0), nr, b ? b + j0 : b, p0 == 0, fn::relu_fn{}, false);
         else
           simd::micro_rows<Arch, NV, false>(kc, a + i0 * lda + p0, lda, panel, ldb, y + i0 * N + j0, N,
-                                            std::min(MR, m - i0), nr, b + j0, p0 == 0, e, last_k);
+                                            std::min(MR, m - i0), nr, b ? b + j0 : b, p0 == 0, e, last_k);
       }
     }
   }
@@ -210,6 +238,23 @@ inline constexpr bool fused_mlp_default =
     std::is_same_v<typename std::tuple_element_t<0, Layers>::compute_type, float> &&
     (std::is_base_of_v<xsimd::avx512f, Arch> || std::is_base_of_v<xsimd::fma3<xsimd::avx2>, Arch>);
 
+// Whether a model of cpu<Arch> starts with Layers' training backward fused (model.fused_mlp()
+// .backward) where it measured faster than the layers (docs/performance.md, "Fused small MLP on
+// the CPU": 64-64-64-64, 784-128-64-10 and 784-256-128-10, batch 1-1024, 1 thread): float on the
+// AVX-512 and FMA3 + AVX2 architectures (as fused_mlp_default), networks whose widest dense layer
+// has 64 to 256 outputs (narrower ones were not measured), on the batches of
+// fused_mlp_train_batch. The fused training forward (.training_forward) measured within the
+// noise of the layers (0.96-1.04x) and starts off.
+template <class Layers, class Arch>
+inline constexpr bool fused_mlp_backward_default = fused_mlp_default<Layers, Arch> && fused::plan<Layers, Arch>::width >= 64;
+// The batches a model runs the fused training passes on: from 4 (64-64-64-64 at batch 1 on
+// AVX-512: 0.92x; every network faster from 4 on), and with AVX-512 below 256 (at 256 and 1024
+// the 784-input networks measured 0.99-1.01x there: no gain).
+template <class Layers, class Arch>
+constexpr bool fused_mlp_train_batch(std::size_t batch) {
+  return batch >= 4 && (!std::is_base_of_v<xsimd::avx512f, Arch> || batch < 256);
+}
+
 // From this batch on the kernels are packed once per call (pack_panels: each panel's rows
 // contiguous); below it they are read in place (their rows N apart), packing only a partial last
 // panel. (AVX2, the 784-input first layer, batch 4096: in place 0.75x the unfused path.)
@@ -228,9 +273,12 @@ inline constexpr std::size_t fused_tile_rows = [] {
 
 // y[batch, out] = the network Layers on x[batch, in]; params[I]: layer I's
 // parameters (kernel [K, N], then bias [N]). Call only where fused_mlp_fits.
+// outs (the training forward, fused_mlp_training_forward): where not null, outs[I] is dense
+// layer I's output rows [batch, N], written there (and read from there by the next layer)
+// instead of a tile buffer; y is then outs[last].
 template <class Arch, class Layers, class T>
 void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* params,
-                       thread_pool& pool = thread_pool::global()) {
+                       thread_pool& pool = thread_pool::global(), T* const* outs = nullptr) {
   using P = fused::plan<Layers, Arch>;
   static_assert(P::fits, "fused_mlp_forward: the network does not fit the CPU's fused MLP");
   constexpr std::size_t R = fused_tile_rows<Layers, Arch>, W = P::width;
@@ -241,7 +289,7 @@ void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* para
     const T* a = x;
     std::size_t d = 0;
     dense_layers([&]<std::size_t I, class F>() {
-      T* o = I == P::last ? y : buf + (d++ % 2) * batch * W;
+      T* o = outs ? outs[I] : I == P::last ? y : buf + (d++ % 2) * batch * W;
       dense_forward<F::k, F::n, decltype(F::rule()), Arch>(a, params[I], params[I] + F::k * F::n, o, batch, F::rule());
       a = o;
     });
@@ -281,13 +329,122 @@ void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* para
         const T* a = x + r0 * std::tuple_element_t<0, Layers>::in_shape::size;
         std::size_t d = 0;
         dense_layers([&]<std::size_t I, class F>() {
-          T* o = I == P::last ? y + r0 * F::n : buf + (d++ % 2) * R * W;
+          T* o = outs ? outs[I] + r0 * F::n : I == P::last ? y + r0 * F::n : buf + (d++ % 2) * R * W;
           fused::tile_product<Arch, F::k, F::n>(a, F::k, kernel[I], packed, tail[I], params[I] + F::k * F::n, o, nr,
                                                 F::rule());
           a = o;
         });
       },
       tiles > 1 && pool.size() > 1 && batch * flops >= simd::parallel_threshold);
+}
+
+// The training forward: every dense layer I's output rows into outs[I] (the layers' activations,
+// which the backward reads), tile by tile as fused_mlp_forward.
+template <class Arch, class Layers, class T>
+void fused_mlp_training_forward(const T* x, std::size_t batch, const T* const* params, T* const* outs,
+                                thread_pool& pool = thread_pool::global()) {
+  fused_mlp_forward<Arch, Layers>(x, outs[fused::plan<Layers, Arch>::last], batch, params, pool, outs);
+}
+
+// Rows of one tile of the fused backward (fused_mlp_backward). Its weight gradients are summed
+// tile by tile, each tile's products read and write every dW once: longer tiles than the
+// forward's keep that traffic small while a tile's deltas (2 x rows x the widest layer: 256 KiB
+// of float at 256 wide) and inputs stay in L2.
+inline constexpr std::size_t fused_backward_rows = 64;
+
+// The training backward of the network Layers over a batch, tile by tile: from dy[batch, out]
+// (dL/dy of the last layer) and the training forward's rows (io[I].in, io[I].out, as
+// core/fused_mlp_hook.hpp's fused_layer_io), every dense layer's gradients io[I].grads (dW
+// [K, N], then db [N]; written, as the layers' backward writes them). For each tile of
+// fused_backward_rows rows, from the last dense layer to the first: dZ = f'(y) dY in a tile
+// buffer, dW (+)= x^T dZ (simd::micro_rows, x read in place as the packed A; the first tile
+// writes), db (+)= colsum(dZ) (column_sum's order over the whole batch: the same bits), and
+// but for the first dense layer dX = dZ W^T (tile_product over W^T packed once per call) into
+// the other tile buffer, the layer below's dY. The tiles run in order on the calling thread;
+// each tile's dW and dX are split by row blocks over the pool, each output in one task, so the
+// bits do not depend on the thread count. Call only where fused_mlp_fits.
+template <class Arch, class Layers, class T>
+void fused_mlp_backward(const T* dy, std::size_t batch, const fused_layer_io<T>* io,
+                        thread_pool& pool = thread_pool::global()) {
+  using P = fused::plan<Layers, Arch>;
+  static_assert(P::fits, "fused_mlp_backward: the network does not fit the CPU's fused MLP");
+  constexpr std::size_t R = fused_backward_rows, W = P::width;
+  constexpr std::size_t MR = simd::blocking<T, Arch>::MR, L = simd::blocking<T, Arch>::L;
+  auto dense_layers = [&](auto&& f) { fused::for_each_dense<P>(f, typename P::seq{}); };
+  if (batch == 0) {
+    dense_layers([&]<std::size_t I, class F>() { std::fill_n(io[I].grads, F::k * F::n + F::n, T(0)); });
+    return;
+  }
+  // W^T of every dense layer but the first, packed once (the B of dX = dZ W^T)
+  T* const pack = fused::buffer<T, 3>(fused::packed_transposed_total<Layers, Arch, T>(typename P::seq{}));
+  const T* wt[P::count] = {};
+  {
+    std::size_t off = 0;
+    dense_layers([&]<std::size_t I, class F>() {
+      if constexpr (I != P::first) {
+        simd::pack_panels<Arch>(F::n, F::k, strided<T>{io[I].params, 1, F::n}, pack + off);
+        wt[I] = pack + off;
+        off += packed_panels_size<T, Arch>(F::n, F::k);
+      }
+    });
+  }
+  T* const buf = fused::buffer<T, 4>(2 * R * W);  // a layer's dZ, and its dX (the dY of the layer below)
+  T* const tail = fused::buffer<T, 5>(R * 2 * L);  // dZ's last partial panel
+  for (std::size_t r0 = 0; r0 < batch; r0 += R) {
+    const std::size_t nr = std::min(R, batch - r0);
+    const bool first_tile = r0 == 0;
+    T* z = buf;
+    fused::for_each_dense_reversed<P>(
+        [&]<std::size_t I, class F>() {
+          constexpr std::size_t K = F::k, N = F::n, NR = fused::panel_cols<T, Arch, N>;
+          constexpr std::size_t NV = packed_panel_vectors<T, Arch>(N);
+          using E = decltype(F::rule());
+          if constexpr (I == P::last) std::copy_n(dy + r0 * N, nr * N, z);
+          if constexpr (!std::is_same_v<E, fn::identity_fn>)
+            map_range<Arch>(fn::backward_of<E>{F::rule()}, 0, nr * N, io[I].out + r0 * N, z);
+          T* const dw = io[I].grads;
+          column_sum<N, T, Arch>(z, dw + K * N, nr, !first_tile);
+          if constexpr (N % NR) simd::pack_b<Arch>(NR, strided<T>{z, N, 1}, N / NR * NR, N, nr, tail);
+          const T* const x = io[I].in + r0 * K;
+          constexpr std::size_t blocks = (K + MR - 1) / MR;
+          pool.run(
+              blocks,
+              [&](std::size_t b) {
+                const std::size_t i0 = b * MR, mr = std::min(MR, K - i0);
+                const T* a = x + i0;
+                std::size_t ars = K;
+                if (i0 + MR > K) {  // the last rows of dW: x's columns copied (read in place, past the row's end)
+                  T* e = fused::buffer<T, 6>(nr * MR);
+                  for (std::size_t p = 0; p < nr; ++p)
+                    for (std::size_t r = 0; r < MR; ++r) e[p * MR + r] = r < mr ? x[p * K + i0 + r] : T(0);
+                  a = e, ars = MR;
+                }
+                for (std::size_t j0 = 0; j0 < N; j0 += NR) {
+                  const bool in_place = j0 + NR <= N;
+                  simd::micro_rows<Arch, NV, true>(nr, a, ars, in_place ? z + j0 : tail, in_place ? N : NR,
+                                                   dw + i0 * N + j0, N, mr, std::min(NR, N - j0),
+                                                   static_cast<const T*>(nullptr), first_tile, fn::identity_fn{},
+                                                   false);
+                }
+              },
+              blocks > 1 && pool.size() > 1 && nr * K * N >= simd::parallel_threshold);
+          if constexpr (I != P::first) {
+            T* const o = z == buf ? buf + R * W : buf;
+            // rows [i0, i0 + m): on one thread the whole tile in one call (each panel of W^T over every row)
+            auto rows = [&](std::size_t i0, std::size_t m) {
+              fused::tile_product<Arch, N, K>(z + i0 * N, N, wt[I], true, static_cast<const T*>(nullptr),
+                                              static_cast<const T*>(nullptr), o + i0 * K, m, fn::identity_fn{});
+            };
+            const std::size_t row_blocks = (nr + MR - 1) / MR;
+            if (row_blocks > 1 && pool.size() > 1 && nr * K * N >= simd::parallel_threshold)
+              pool.run(row_blocks, [&](std::size_t b) { rows(b * MR, std::min(MR, nr - b * MR)); });
+            else
+              rows(0, nr);
+            z = o;
+          }
+        },
+        typename P::seq{});
+  }
 }
 
 }  // namespace kernels::cpu

@@ -73,29 +73,34 @@ void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m, cons
 // db[j] = sum over rows of dy[., j]: 0 plus the rows in order, as
 // reference::col_sum (so equal to it bit for bit; m = 0 gives zeros), in
 // xsimd::batch<T, Arch> columns (the tests pass each Arch the CPU runs).
+// add: db[j] plus the rows instead (a sum continued over more rows: the fused backward's tiles,
+// fused_mlp.hpp, give column_sum's bits over the whole batch).
 template <std::size_t N, class T, class Arch = default_arch>
-void column_sum(const T* dy, T* db, std::size_t m) {
+void column_sum(const T* dy, T* db, std::size_t m, bool add = false) {
   if constexpr (simd_v<T, Arch>) {
     using B = xsimd::batch<T, Arch>;
     constexpr std::size_t L = B::size;
     constexpr std::size_t full = N / L * L;
     for (std::size_t j = 0; j < full; j += L) {
-      B s(T(0));
+      B s = add ? B::load_unaligned(db + j) : B(T(0));
       for (std::size_t i = 0; i < m; ++i) s += B::load_unaligned(dy + i * N + j);
       s.store_unaligned(db + j);
     }
     if constexpr (full < N && simd::masked_any_v<Arch, T>) {
       // the last N % L columns: a masked vector per row, same order
-      B s(T(0));
+      B s = add ? simd::load_n<Arch>(db + full, N - full) : B(T(0));
       for (std::size_t i = 0; i < m; ++i) s += simd::load_n<Arch>(dy + i * N + full, N - full);
       simd::store_n<Arch>(s, db + full, N - full);
     } else if constexpr (full < N) {
       for (std::size_t j = full; j < N; ++j) {
-        T s(0);
+        T s = add ? db[j] : T(0);
         for (std::size_t i = 0; i < m; ++i) s += dy[i * N + j];
         db[j] = s;
       }
     }
+  } else if (add) {
+    for (std::size_t j = 0; j < N; ++j)
+      for (std::size_t i = 0; i < m; ++i) db[j] += dy[i * N + j];
   } else {
     reference::col_sum(dy, db, m, N);
   }

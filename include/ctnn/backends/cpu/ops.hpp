@@ -197,17 +197,24 @@ struct ops<cpu<Arch>> {
   }
 
   // ---- the optional fused small-MLP hook (core/fused_mlp_hook.hpp): only for networks of
-  // this backend's own layers that fit (fused_mlp.hpp); inference only, from one tile of rows on;
-  // on by default where it measured faster (fused_mlp_default) ----
+  // this backend's own layers that fit (fused_mlp.hpp): inference from one tile of rows on, and
+  // training's forward and backward on the batches of fused_mlp_train_batch; inference and the
+  // backward on by default where they measured faster (fused_mlp_default, fused_mlp_backward_default) ----
   template <class Layers>
     requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
   static constexpr fused_mlp_options fused_mlp_defaults() {
-    return {kernels::cpu::fused_mlp_default<Layers, Arch>, false};
+    return {kernels::cpu::fused_mlp_default<Layers, Arch>, kernels::cpu::fused_mlp_backward_default<Layers, Arch>,
+            false};
   }
   template <class Layers>
     requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
   static constexpr std::size_t fused_mlp_min_batch() {
     return kernels::cpu::fused_tile_rows<Layers, Arch>;
+  }
+  template <class Layers>
+    requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
+  static constexpr bool fused_mlp_train_batch(std::size_t batch) {
+    return kernels::cpu::fused_mlp_train_batch<Layers, Arch>(batch);
   }
   template <class Layers>
     requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
@@ -218,6 +225,21 @@ struct ops<cpu<Arch>> {
     requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
   static void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* params) {
     kernels::cpu::fused_mlp_forward<Arch, Layers>(x, y, batch, params);
+  }
+  template <class Layers, class T>
+    requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
+  static void fused_mlp_training_forward(const T* x, std::size_t batch, const T* const* params, T* const* outs) {
+    kernels::cpu::fused_mlp_training_forward<Arch, Layers>(x, batch, params, outs);
+  }
+  template <class Layers>
+    requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
+  static bool fused_mlp_backward_ready() {
+    return true;
+  }
+  template <class Layers, class T>
+    requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
+  static void fused_mlp_backward(const T* dy, std::size_t batch, const fused_layer_io<T>* io) {
+    kernels::cpu::fused_mlp_backward<Arch, Layers>(dy, batch, io);
   }
 
   // ---- convolution and pooling (geometry G) ----
