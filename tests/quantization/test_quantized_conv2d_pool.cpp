@@ -225,7 +225,9 @@ void check_fusion(std::uint64_t seed, int big_shift = 0) {
 // column is no window's), same padding (the bordered image) with a narrow panel, a 3x3 window (9
 // rows: across the VNNI tiles of 4 and the AVX2 ones of 2) with float outputs, stride 3 over 2x2
 // windows (outputs no window reads) with float in and out, 70 filters (4 panels and a narrow one)
-// under same pool padding that pads nothing, and a 1x1 window (a subsampling)
+// under same pool padding that pads nothing, a 1x1 window (a subsampling), and two more kernels the
+// VNNI path keeps in registers (int8_conv.hpp's pool_resident, as first_c1's): C = 2 with int8 in and
+// float out, and a stride-2 conv under 3x3 pool windows (9 rows a window)
 using first_c1 = fusion_case<32, 3, 3, 1, padding::valid, relu, quantization::int8_io<false, true>, max_pool2d<2>,
                              shape<12, 11, 1>>;
 using first_c1_int8 = fusion_case<12, 3, 3, 1, padding::valid, relu, quantization::int8_io<true, true>, max_pool2d<2>,
@@ -240,6 +242,16 @@ using wide = fusion_case<70, 3, 3, 1, padding::valid, relu, quantization::int8_i
                          max_pool2d<2, 2, padding::same>, shape<8, 8, 8>>;
 using window1 = fusion_case<8, 1, 1, 1, padding::valid, identity, quantization::int8_io<true, true>, max_pool2d<1, 2>,
                             shape<5, 5, 8>>;
+using resident_float = fusion_case<16, 3, 3, 1, padding::valid, identity, quantization::int8_io<true, false>,
+                                   max_pool2d<2>, shape<9, 10, 2>>;
+using resident_window9 = fusion_case<16, 2, 2, 2, padding::valid, relu, quantization::float_io, max_pool2d<3>,
+                                     shape<14, 14, 1>>;
+static_assert(i8::detail::kernel_resident<first_c1::fused<cpu<kernels::cpu::default_arch>>::geometry> ||
+              !i8::vnni_compiled);  // (the VNNI path's resident kernel: the deploy CNN's first layer)
+static_assert(i8::detail::kernel_resident<resident_float::fused<cpu<kernels::cpu::default_arch>>::geometry> ||
+              !i8::vnni_compiled);
+static_assert(i8::detail::kernel_resident<resident_window9::fused<cpu<kernels::cpu::default_arch>>::geometry> ||
+              !i8::vnni_compiled);
 
 }  // namespace
 
@@ -251,6 +263,8 @@ TEST_CASE("quantized_conv2d with a fused max pool: bit for bit the unfused layer
   check_fusion<stride3>(5);
   check_fusion<wide>(6);
   check_fusion<window1>(7);
+  check_fusion<resident_float>(11);
+  check_fusion<resident_window9>(12);
 }
 
 TEST_CASE("quantized_conv2d with a fused max pool: a requantization that could wrap runs unfused, a negative multiplier is refused") {

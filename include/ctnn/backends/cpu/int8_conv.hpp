@@ -282,6 +282,74 @@ inline void finish(pool_requant<Y, Window>& e, const cols_pool& c) {
 }
 #endif
 
+namespace detail {
+// A kernel small enough to stay in registers for the whole product (the first layer's: C = 1, 3x3,
+// k = 12 bytes, 32 filters: 6 vectors): full panels only, at most 8 vectors of 16 columns x 4 k.
+template <conv_geometry G>
+inline constexpr bool kernel_resident = G.f % panel == 0 && windows<G>::k / 4 * (G.f / panel) <= 8;
+}  // namespace detail
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+namespace detail {
+
+// conv_s8_pool_requantize's VNNI path for kernel_resident<G>: the tile loop of gemm_vnni and
+// pool_requant's store in one function, so that what a tile reloads there (the kernel, and the
+// requantization's per-column terms: columns()) is formed once a call, and the rows of each pool
+// window are addressed directly (no pool_windows::row divisions); one pool window (its kh kw rows x
+// every panel) at a time, its max requantized and stored as pool_requant's put. The same sums and
+// the same rule: bit for bit gemm_vnni with pool_requant (tests/quantization/test_quantized_conv2d_pool.cpp).
+template <conv_geometry G, conv_geometry PG, class Y>
+std::size_t pool_resident(const std::int8_t* img, std::size_t batch, const std::int8_t* packed,
+                          const std::int32_t* wsum, const requant<Y>& e) {
+  using Win = windows<G>;
+  constexpr std::size_t NG = Win::k / 4, NP = G.f / panel, T = PG.kh * PG.kw;
+  constexpr std::size_t S = Win::segments(), GR = Win::groups(), step = G.stride * G.c;
+  __m512i w[NG][NP];
+  for (std::size_t g = 0; g < NG; ++g)
+    for (std::size_t p = 0; p < NP; ++p) w[g][p] = _mm512_loadu_si512(packed + p * panel * Win::k + g * 64);
+  cols_requant c[NP];
+  for (std::size_t p = 0; p < NP; ++p)  // (the sums are dot - 128 wsum: gemm_vnni's sub)
+    c[p] = columns(e, p * panel, __mmask16(0xffff),
+                   _mm512_slli_epi32(_mm512_loadu_si512(wsum + p * panel), 7));
+  const __m512i flip = _mm512_set1_epi32(std::int32_t(0x80808080u));
+  const __m512i lo = _mm512_set1_epi32(e.lo), top = _mm512_set1_epi32(127), low = _mm512_set1_epi32(e.low);
+  const __m512i zp = _mm512_set1_epi32(e.zp);
+  const __m512 scale = _mm512_set1_ps(e.scale);
+  std::size_t saturated = 0;
+  Y* out = e.y;
+  for (std::size_t n = 0; n < batch; ++n)
+    for (std::size_t ph = 0; ph < PG.oh; ++ph)
+      for (std::size_t pw = 0; pw < PG.ow; ++pw, out += e.ldy) {
+        // the window's first row: output (ph PG.stride, pw PG.stride), as windows<G>::row
+        const std::int8_t* base = img + n * Win::image_size + (ph * PG.stride * Win::iw + pw * PG.stride) * step;
+        __m512i acc[T][NP];
+        for (std::size_t t = 0; t < T; ++t) {
+          const std::int8_t* row = base + (t / PG.kw * Win::iw + t % PG.kw) * step;
+          for (std::size_t p = 0; p < NP; ++p) acc[t][p] = _mm512_setzero_si512();
+          for (std::size_t s = 0; s < S; ++s)
+            for (std::size_t u = 0; u < GR; ++u) {
+              const __m512i b = _mm512_xor_si512(_mm512_set1_epi32(load4(row + s * Win::segment_stride() + 4 * u)), flip);
+              for (std::size_t p = 0; p < NP; ++p) acc[t][p] = dpbusd(acc[t][p], b, w[s * GR + u][p]);
+            }
+        }
+        for (std::size_t p = 0; p < NP; ++p) {
+          __m512i mx = acc[0][p];
+          for (std::size_t t = 1; t < T; ++t) mx = _mm512_max_epi32(mx, acc[t][p]);
+          const __m512i q = requantized(e, c[p], mx);
+          saturated += std::size_t(__builtin_popcount(
+              unsigned(_mm512_kor(_mm512_cmpgt_epi32_mask(q, top), _mm512_cmplt_epi32_mask(q, low)))));
+          const __m512i v8 = _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(q, lo), _mm512_min_epi32(q, top), lo);
+          if constexpr (std::is_same_v<Y, std::int8_t>)
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out + p * panel), _mm512_cvtepi32_epi8(v8));
+          else
+            _mm512_storeu_ps(out + p * panel, _mm512_mul_ps(scale, _mm512_cvtepi32_ps(_mm512_sub_epi32(v8, zp))));
+        }
+      }
+  return saturated;
+}
+}  // namespace detail
+#endif
+
 // The pooled sums: p[(n PG.oh + ph) PG.ow + pw, f] = the max of c[(n G.oh + oh) G.ow + ow, f] over
 // the window (ph, pw) (c: the sums of every output position, row stride G.f; pool_fusable(G, PG)).
 // The scalar path's fused store: then requantize_rows on p.
@@ -308,6 +376,11 @@ std::size_t conv_s8_pool_requantize(const std::int8_t* img, std::size_t batch, c
                                     const std::int32_t* wsum, const requant<Y>& e) {
   static_assert(pool_fusable(G, PG), "int8 conv_s8_pool_requantize: a pooling the fused store does not take");
   using A = pool_windows<G, PG>;
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  if constexpr (detail::kernel_resident<G>)
+    if (batch && wsum && int8_path_of<Arch>() == int8_path::vnni)
+      return detail::pool_resident<G, PG, Y>(img, batch, packed, wsum, e);
+#endif
   thread_local std::vector<std::int32_t> run;
   run.resize(G.f + 16);
   pool_requant<Y, A::window> pe{e, run.data()};
