@@ -12,10 +12,13 @@
 //                      are expanded from the packed values with one masked
 //                      expand-load (vexpandps: xsimd 8.1 has no word for it),
 //                      on AVX2 (no expand) each half row by a permute
-//                      from a 256-entry table (expand8); elsewhere by a
-//                      scalar loop into a vector;
+//                      from a 256-entry table of a plain load, the lanes
+//                      past the kept ones zeroed by a blend (expand8u;
+//                      masked loads, expand8, in the last values only);
+//                      elsewhere by a scalar loop into a vector;
 //                      up to 8 batch rows share each expanded row, and a
-//                      single row runs 4 accumulators; from L rows on
+//                      single row runs 4 accumulators (AVX2: two chunks at
+//                      a time, chunk_row1_avx2); from L rows on
 //                      (float, SIMD; sparse_expand::use), the
 //                      chunks are expanded by the same instructions into the
 //                      dense GEMM's panels instead (bitmap_panel,
