@@ -218,56 +218,6 @@ void chunk_row1_avx2(const float* x, std::size_t K, const float* const* vs, cons
   }
   std::copy(out, out + width, y);
 }
-
-// RB batch rows of one chunk on AVX2: each row's 16 weights expanded by two table permutes (the
-// scalar expand loop of the generic path branches on every bit: about 40x slower than dense).
-template <std::size_t RB>
-void chunk_rows_avx2(const float* x, std::size_t K, const float* v, const std::uint16_t* bm, const float* bias,
-                     float* y, std::size_t N, std::size_t width, bool relu) {
-  alignas(32) float bpad[chunk_width] = {};
-  std::copy(bias, bias + width, bpad);
-  constexpr std::size_t S = RB == 1 ? 2 : 1;  // one row: 2 accumulator sets break the FMA chain
-  __m256 acc[S][RB][2];
-  for (std::size_t s = 0; s < S; ++s)
-    for (std::size_t r = 0; r < RB; ++r) {
-      acc[s][r][0] = s == 0 ? _mm256_load_ps(bpad) : _mm256_setzero_ps();
-      acc[s][r][1] = s == 0 ? _mm256_load_ps(bpad + 8) : _mm256_setzero_ps();
-    }
-  auto step = [&](std::size_t s, std::size_t k) {
-    const unsigned m = bm[k];
-    if (!m) return;
-    const unsigned lo = m & 0xFFu, pl = unsigned(std::popcount(lo));
-    const __m256 w0 = expand8(lo, v), w1 = expand8(m >> 8, v + pl);
-    v += std::popcount(m);
-    for (std::size_t r = 0; r < RB; ++r) {
-      const __m256 xb = _mm256_broadcast_ss(x + r * K + k);
-      acc[s][r][0] = _mm256_fmadd_ps(xb, w0, acc[s][r][0]);
-      acc[s][r][1] = _mm256_fmadd_ps(xb, w1, acc[s][r][1]);
-    }
-  };
-  std::size_t k = 0;
-  if constexpr (S == 2)
-    for (; k + 2 <= K; k += 2) {
-      step(0, k);
-      step(1, k + 1);
-    }
-  for (; k < K; ++k) step(0, k);
-  for (std::size_t r = 0; r < RB; ++r) {
-    alignas(32) float out[chunk_width];
-    __m256 s0 = acc[0][r][0], s1 = acc[0][r][1];
-    if constexpr (S == 2) {
-      s0 = _mm256_add_ps(s0, acc[1][r][0]);
-      s1 = _mm256_add_ps(s1, acc[1][r][1]);
-    }
-    if (relu) {
-      s0 = _mm256_max_ps(s0, _mm256_setzero_ps());
-      s1 = _mm256_max_ps(s1, _mm256_setzero_ps());
-    }
-    _mm256_store_ps(out, s0);
-    _mm256_store_ps(out + 8, s1);
-    std::copy(out, out + width, y + r * N);
-  }
-}
 #endif
 
 // RB batch rows of one chunk: acc[r] = bias + sum_k x[r, k] * expand(bitmap[k], values)
@@ -326,11 +276,10 @@ void chunk_rows(const float* x, std::size_t K, const float* v, const float* vend
 #endif
 #if defined(__AVX2__) && defined(__FMA__)
   if constexpr (std::is_base_of_v<xsimd::avx2, Arch>) {
-    if constexpr (RB == 1)
+    if constexpr (RB == 1) {
       chunk_row1_avx2<1>(x, K, &v, vend, &bm, bias, y, width, relu);
-    else
-      chunk_rows_avx2<RB>(x, K, v, bm, bias, y, N, width, relu);
-    return;
+      return;
+    }  // RB rows: from L = 8 rows on the expansion runs instead (sparse_expand::use)
   }
 #endif
   // Any other architecture: expand into a 16-float row by a scalar loop, then vectors of L lanes.
