@@ -185,3 +185,51 @@ TEST_CASE("sparse layouts: forward at batches 1..70 equals the masked dense prod
   };
   CHECK(test::for_each_arch("sparse layouts forward, batches 1..70", run) >= 1);
 }
+
+TEST_CASE("bitmap: forward with the values stored exactly equals the scalar reference at batches 1..20") {
+  // The AVX2 kernel reads 8 values per granule with plain loads while enough are stored after
+  // its cursor and masked loads near the end: here the values vector holds exactly the kept
+  // weights (an over-read is a sanitizer error), at odd K and N, partial and empty chunks, and
+  // a chunk pair (two chunks at a time at batches below 8) whose second chunk is the last.
+  auto run = [](auto arch, const char* name) {
+    using Arch = decltype(arch);
+    auto one = [&]<std::size_t K, std::size_t N>(double density, std::size_t kept_columns) {
+      rng g(K * 7 + N + std::size_t(density * 100) + kept_columns);
+      constexpr std::size_t max_batch = 20;
+      auto prob = random_problem(K, N, max_batch, density, g);
+      for (std::size_t i = 0; i < K * N; ++i)
+        if (i % N >= kept_columns) prob.keep[i] = 0;
+      prob.keep[0] = 1;  // at least one weight
+      std::vector<float> packed(K * N);
+      std::vector<std::uint32_t> offsets(kc::sparse::chunks(N) + 1);
+      std::vector<std::uint16_t> bits(kc::sparse::chunks(N) * K);
+      const std::size_t count = kc::sparse::pack(prob.w.data(), prob.keep.data(), K, N, packed.data(), packed.size(),
+                                                 offsets.data(), bits.data());
+      const std::vector<float> values(packed.begin(), packed.begin() + std::ptrdiff_t(count));
+      for (std::size_t batch = 1; batch <= max_batch; ++batch) {
+        const bool relu = batch % 3 == 0;
+        INFO(name << " K=" << K << " N=" << N << " density=" << density << " columns=" << kept_columns
+                  << " batch=" << batch);
+        const auto ref = masked_dense(prob.x, prob.w, prob.keep, prob.bias, batch, K, N, relu);
+        std::vector<float> y(batch * N), yr(batch * N);
+        kc::sparse::forward<K, N, Arch>(prob.x.data(), values.data(), offsets.data(), bits.data(), prob.bias.data(),
+                                        y.data(), batch, relu);
+        kc::sparse::forward_reference(prob.x.data(), values.data(), offsets.data(), bits.data(), prob.bias.data(),
+                                      yr.data(), batch, K, N, relu);
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < y.size(); ++i) {
+          bad += !(y[i] == doctest::Approx(yr[i]).epsilon(1e-5).scale(1.0));
+          bad += !(y[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1.0));
+        }
+        CHECK(bad == 0);
+      }
+    };
+    one.template operator()<37, 50>(0.3, 50);    // odd K: the last row alone; chunks 0-1 a pair, 2 and 3 (2 wide)
+    one.template operator()<9, 17>(0.8, 17);     // a pair whose second chunk is 1 column
+    one.template operator()<33, 48>(0.5, 20);    // chunk 2 empty: the pair (0, 1) ends at the values' end
+    one.template operator()<5, 64>(1.0, 64);     // everything kept, fewer rows than one step of 4
+    one.template operator()<31, 32>(0.05, 32);   // most granules empty
+    one.template operator()<64, 16>(0.9, 16);    // one chunk: no pair
+  };
+  CHECK(test::for_each_arch("bitmap forward with exact values", run) >= 1);
+}

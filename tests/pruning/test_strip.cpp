@@ -44,13 +44,24 @@ static_assert(!SparseLayout<unstructured> && !SparseLayout<int>);
 
 // The stripped type and its sizes are compile-time facts, for every layout.
 static_assert(std::is_same_v<stripped_t<net50, layout::bitmap>, sequential<input<64>, sparse_dense<64, 40, 1280, relu>, dense<3>>>);
-// the default layout is the architecture's (layout::fastest): bitmap on AVX-512, csc on AVX2 and below
+// the default layout is the architecture's (layout::fastest): bitmap on AVX-512; on AVX2 bitmap
+// with more than a quarter of the weights kept, else csc; csc below AVX2
 static_assert(std::is_same_v<layout::default_for<xsimd::avx512bw>, layout::bitmap>);
 static_assert(std::is_same_v<layout::default_for<xsimd::avx512f>, layout::bitmap>);
+static_assert(std::is_same_v<layout::default_for<xsimd::avx512bw, 1, 10>, layout::bitmap>);
 static_assert(std::is_same_v<layout::default_for<xsimd::fma3<xsimd::avx2>>, layout::csc>);
 static_assert(std::is_same_v<layout::default_for<xsimd::avx2>, layout::csc>);
-static_assert(std::is_same_v<layout::default_for<xsimd::sse2>, layout::csc>);
-static_assert(std::is_same_v<stripped_t<net50>, stripped_t<net50, layout::default_for<kernels::cpu::default_arch>>>);
+static_assert(std::is_same_v<layout::default_for<xsimd::fma3<xsimd::avx2>, 50, 100>, layout::bitmap>);
+static_assert(std::is_same_v<layout::default_for<xsimd::avx2, 26, 100>, layout::bitmap>);
+static_assert(std::is_same_v<layout::default_for<xsimd::fma3<xsimd::avx2>, 25, 100>, layout::csc>);
+static_assert(std::is_same_v<layout::default_for<xsimd::fma3<xsimd::avx2>, 20, 100>, layout::csc>);
+static_assert(std::is_same_v<layout::default_for<xsimd::sse2, 50, 100>, layout::csc>);
+static_assert(std::is_same_v<stripped_t<net50>, stripped_t<net50, layout::default_for<kernels::cpu::default_arch, 1280, 2560>>>);
+static_assert(std::is_same_v<stripped_t<net_poly>,
+                             sequential<input<64>,  // 10 % and 25 % kept: csc on AVX2, bitmap on AVX-512
+                                        layout::default_for<kernels::cpu::default_arch, 256, 2560>::layer<64, 40, 256, relu>,
+                                        layout::default_for<kernels::cpu::default_arch, 160, 640>::layer<40, 16, 160, ctnn::tanh>,
+                                        dense<3>>>);
 static_assert(SparseLayout<layout::fastest>);
 static_assert(std::is_same_v<stripped_t<net50, layout::csc>, sequential<input<64>, sparse_dense_csc<64, 40, 1280, relu>, dense<3>>>);
 static_assert(std::is_same_v<stripped_t<net_nm, layout::bitmap>, sequential<input<64>, sparse_dense<64, 40, 1280, relu>, dense<3>>>);

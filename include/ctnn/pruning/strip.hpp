@@ -53,17 +53,22 @@
 namespace ctnn {
 
 namespace layout {
-// strip_pruning's default layout for a pruned dense layer, by target architecture (docs/pruning.md,
-// "Which layout"): bitmap on AVX-512 (there its expand-load makes it the fastest at 50 % and 2:4 at
-// batch 1 and the smallest files), csc elsewhere (AVX2 and below: bitmap at 2.5-3x dense time at
-// batch 1 and 64, csc 1.5-2.8x at 80 %, and faster than dense at 90 % and batch 64).
-template <class Arch>
-using default_for = std::conditional_t<std::is_base_of_v<xsimd::avx512f, Arch>, bitmap, csc>;
-// The default tag: default_for<the build's architecture>, except that a layer pruned with
+// strip_pruning's default layout for a pruned dense layer of Total weights keeping Kept, by target
+// architecture (docs/pruning.md, "Which layout"): bitmap on AVX-512 (there its expand-load makes it
+// the fastest at 50 % and 2:4 at batch 1 and the smallest files); on AVX2 bitmap where more than a
+// quarter of the weights are kept (at 50 % and 2:4 its plain-load kernel and expansion beat csc at
+// batch 1, 8 and 64: 0.6 / 0.8 / 0.95x dense against 0.18 / 0.39 / 0.77x) and csc at 75 % sparsity
+// and above (80 %: csc 1.8x dense at batch 64, bitmap 0.95x); csc below AVX2 (no vector expand).
+// default_for<Arch> (Kept = 0): the layout at high sparsity.
+template <class Arch, long long Kept = 0, long long Total = 1>
+using default_for =
+    std::conditional_t<std::is_base_of_v<xsimd::avx512f, Arch> || (std::is_base_of_v<xsimd::avx2, Arch> && Kept * 4 > Total),
+                       bitmap, csc>;
+// The default tag: default_for<the build's architecture, NNZ, K N>, except that a layer pruned with
 // block<R, C> strips to block<R, C> (one vector FMA per kept block: the fastest on every arch).
 struct fastest {
   template <long long K, long long N, long long NNZ, class Act>
-  using layer = typename default_for<kernels::cpu::default_arch>::template layer<K, N, NNZ, Act>;
+  using layer = typename default_for<kernels::cpu::default_arch, NNZ, K * N>::template layer<K, N, NNZ, Act>;
   static std::string name() { return "fastest"; }
 };
 }  // namespace layout

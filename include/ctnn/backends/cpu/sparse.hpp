@@ -12,10 +12,13 @@
 //                      are expanded from the packed values with one masked
 //                      expand-load (vexpandps: xsimd 8.1 has no word for it),
 //                      on AVX2 (no expand) each half row by a permute
-//                      from a 256-entry table (expand8); elsewhere by a
-//                      scalar loop into a vector;
+//                      from a 256-entry table of a plain load, the lanes
+//                      past the kept ones zeroed by a blend (expand8u;
+//                      masked loads, expand8, in the last values only);
+//                      elsewhere by a scalar loop into a vector;
 //                      up to 8 batch rows share each expanded row, and a
-//                      single row runs 4 accumulators; from L rows on
+//                      single row runs 4 accumulators (AVX2: two chunks at
+//                      a time, chunk_row1_avx2); from L rows on
 //                      (float, SIMD; sparse_expand::use), the
 //                      chunks are expanded by the same instructions into the
 //                      dense GEMM's panels instead (bitmap_panel,
@@ -28,6 +31,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -110,18 +114,24 @@ inline __m512 expand_row(unsigned m, const float* v, const float* vend) {
 
 #if defined(__AVX2__) && defined(__FMA__)
 // AVX2 has no expand: per 8-bit mask a lane permutation (lane l takes the rank of bit l among the
-// set bits; an unset lane takes lane popcount, which the masked load zeroed) and per count the
-// load mask: 8 kB + 288 B of tables, in L1 after the first rows.
+// set bits; an unset lane takes lane popcount, which the masked load zeroed, with the sign bit
+// set: vpermps reads the low 3 bits only, vblendvps the sign, so expand8u zeroes those lanes by
+// a blend after a plain load) and per count the load mask: 8 kB + 288 B of tables, in L1 after
+// the first rows.
 struct expand_tables {
   alignas(32) std::int32_t perm[256][8];
   alignas(32) std::int32_t load[9][8];
+  alignas(64) std::int8_t perm8[256][8];  // perm in bytes (unset lanes -128: sign set, lane 0)
 };
 constexpr expand_tables make_expand_tables() {
   expand_tables t{};
   for (unsigned m = 0; m < 256; ++m) {
     const int pc = std::popcount(m);
     int rank = 0;
-    for (unsigned l = 0; l < 8; ++l) t.perm[m][l] = (m >> l & 1u) ? rank++ : (pc < 8 ? pc : 7);
+    for (unsigned l = 0; l < 8; ++l) {
+      t.perm8[m][l] = (m >> l & 1u) ? std::int8_t(rank) : std::int8_t(-128);
+      t.perm[m][l] = (m >> l & 1u) ? rank++ : INT32_MIN + (pc < 8 ? pc : 7);
+    }
   }
   for (int c = 0; c <= 8; ++c)
     for (int l = 0; l < 8; ++l) t.load[c][l] = l < c ? -1 : 0;
@@ -136,54 +146,77 @@ inline __m256 expand8(unsigned m8, const float* v) {
   return _mm256_permutevar8x32_ps(_mm256_maskload_ps(v, load), perm);
 }
 
-// RB batch rows of one chunk on AVX2: each row's 16 weights expanded by two table permutes (the
-// scalar expand loop of the generic path branches on every bit: about 40x slower than dense).
-template <std::size_t RB>
-void chunk_rows_avx2(const float* x, std::size_t K, const float* v, const std::uint16_t* bm, const float* bias,
-                     float* y, std::size_t N, std::size_t width, bool relu) {
-  alignas(32) float bpad[chunk_width] = {};
+// The same from a plain (unmasked) load: 8 values must be readable at v; the lanes past the
+// popcount hold the next values, which the blend on the table's sign bits zeroes (AMD cores run
+// vmaskmovps loads several times slower than plain ones). The permutation comes from the byte
+// table (2 kB: the 8 kB one measured 6 % slower at batch 1, its lines evicted by the values
+// streaming through L1); zero is a zero vector the caller made opaque to the compiler, so the
+// blend stays one vblendvps (not a compare and an and-not).
+inline __m256 expand8u(unsigned m8, const float* v, __m256 zero) {
+  const __m256i perm = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(expand_lut.perm8[m8])));
+  return _mm256_blendv_ps(_mm256_permutevar8x32_ps(_mm256_loadu_ps(v), perm), zero, _mm256_castsi256_ps(perm));
+}
+
+// One sample (batch row) of C chunks (1 or 2, side by side) on AVX2: 2 inputs per step, shared
+// by the chunks; each chunk's 2 bitmaps read as one 32-bit word whose prefix popcounts give each
+// 8-column granule's first value (no serial popcount chain), 4 plain-load expands and 4 FMAs per
+// chunk into 4 accumulators. From the first rows whose 32 values after the chunk's cursor are not
+// all stored (the last chunk's last rows) on, one row at a time with the masked loads of expand8.
+template <std::size_t C>
+void chunk_row1_avx2(const float* x, std::size_t K, const float* const* vs, const float* vend,
+                     const std::uint16_t* const* bms, const float* bias, float* y, std::size_t width, bool relu) {
+  alignas(32) float bpad[C * chunk_width] = {};
   std::copy(bias, bias + width, bpad);
-  constexpr std::size_t S = RB == 1 ? 2 : 1;  // one row: 2 accumulator sets break the FMA chain
-  __m256 acc[S][RB][2];
-  for (std::size_t s = 0; s < S; ++s)
-    for (std::size_t r = 0; r < RB; ++r) {
-      acc[s][r][0] = s == 0 ? _mm256_load_ps(bpad) : _mm256_setzero_ps();
-      acc[s][r][1] = s == 0 ? _mm256_load_ps(bpad + 8) : _mm256_setzero_ps();
-    }
-  auto step = [&](std::size_t s, std::size_t k) {
-    const unsigned m = bm[k];
-    if (!m) return;
-    const unsigned lo = m & 0xFFu, pl = unsigned(std::popcount(lo));
-    const __m256 w0 = expand8(lo, v), w1 = expand8(m >> 8, v + pl);
-    v += std::popcount(m);
-    for (std::size_t r = 0; r < RB; ++r) {
-      const __m256 xb = _mm256_broadcast_ss(x + r * K + k);
-      acc[s][r][0] = _mm256_fmadd_ps(xb, w0, acc[s][r][0]);
-      acc[s][r][1] = _mm256_fmadd_ps(xb, w1, acc[s][r][1]);
-    }
+  __m256 a[C][4];
+  const float* v[C];
+  for (std::size_t c = 0; c < C; ++c) {
+    v[c] = vs[c];
+    a[c][0] = _mm256_load_ps(bpad + c * chunk_width);
+    a[c][1] = _mm256_load_ps(bpad + c * chunk_width + 8);
+    a[c][2] = a[c][3] = _mm256_setzero_ps();
+  }
+  __m256 zero = _mm256_setzero_ps();
+  asm("" : "+x"(zero));
+  auto room = [&] {
+    bool ok = true;
+    for (std::size_t c = 0; c < C; ++c) ok = ok && vend - v[c] >= 32;
+    return ok;
   };
   std::size_t k = 0;
-  if constexpr (S == 2)
-    for (; k + 2 <= K; k += 2) {
-      step(0, k);
-      step(1, k + 1);
+  for (; k + 2 <= K && room(); k += 2) {
+    const __m256 x0 = _mm256_broadcast_ss(x + k), x1 = _mm256_broadcast_ss(x + k + 1);
+    for (std::size_t c = 0; c < C; ++c) {
+      std::uint32_t q;  // 4 granules: byte g = columns 8 (g % 2) .. 8 (g % 2) + 7 of row k + g / 2
+      std::memcpy(&q, bms[c] + k, sizeof q);
+      const unsigned g0 = q & 0xFFu, g1 = q >> 8 & 0xFFu, g2 = q >> 16 & 0xFFu, g3 = q >> 24;
+      const float* p = v[c];
+      a[c][0] = _mm256_fmadd_ps(x0, expand8u(g0, p, zero), a[c][0]);
+      a[c][1] = _mm256_fmadd_ps(x0, expand8u(g1, p + std::popcount(g0), zero), a[c][1]);
+      a[c][2] = _mm256_fmadd_ps(x1, expand8u(g2, p + std::popcount(q & 0xFFFFu), zero), a[c][2]);
+      a[c][3] = _mm256_fmadd_ps(x1, expand8u(g3, p + std::popcount(q & 0xFFFFFFu), zero), a[c][3]);
+      v[c] = p + std::popcount(q);
     }
-  for (; k < K; ++k) step(0, k);
-  for (std::size_t r = 0; r < RB; ++r) {
-    alignas(32) float out[chunk_width];
-    __m256 s0 = acc[0][r][0], s1 = acc[0][r][1];
-    if constexpr (S == 2) {
-      s0 = _mm256_add_ps(s0, acc[1][r][0]);
-      s1 = _mm256_add_ps(s1, acc[1][r][1]);
+  }
+  for (; k < K; ++k) {
+    const __m256 xb = _mm256_broadcast_ss(x + k);
+    for (std::size_t c = 0; c < C; ++c) {
+      const unsigned m = bms[c][k], lo = m & 0xFFu;
+      a[c][0] = _mm256_fmadd_ps(xb, expand8(lo, v[c]), a[c][0]);
+      a[c][1] = _mm256_fmadd_ps(xb, expand8(m >> 8, v[c] + std::popcount(lo)), a[c][1]);
+      v[c] += std::popcount(m);
     }
+  }
+  alignas(32) float out[C * chunk_width];
+  for (std::size_t c = 0; c < C; ++c) {
+    __m256 s0 = _mm256_add_ps(a[c][0], a[c][2]), s1 = _mm256_add_ps(a[c][1], a[c][3]);
     if (relu) {
       s0 = _mm256_max_ps(s0, _mm256_setzero_ps());
       s1 = _mm256_max_ps(s1, _mm256_setzero_ps());
     }
-    _mm256_store_ps(out, s0);
-    _mm256_store_ps(out + 8, s1);
-    std::copy(out, out + width, y + r * N);
+    _mm256_store_ps(out + c * chunk_width, s0);
+    _mm256_store_ps(out + c * chunk_width + 8, s1);
   }
+  std::copy(out, out + width, y);
 }
 #endif
 
@@ -243,8 +276,10 @@ void chunk_rows(const float* x, std::size_t K, const float* v, const float* vend
 #endif
 #if defined(__AVX2__) && defined(__FMA__)
   if constexpr (std::is_base_of_v<xsimd::avx2, Arch>) {
-    chunk_rows_avx2<RB>(x, K, v, bm, bias, y, N, width, relu);
-    return;
+    if constexpr (RB == 1) {
+      chunk_row1_avx2<1>(x, K, &v, vend, &bm, bias, y, width, relu);
+      return;
+    }  // RB rows: from L = 8 rows on the expansion runs instead (sparse_expand::use)
   }
 #endif
   // Any other architecture: expand into a 16-float row by a scalar loop, then vectors of L lanes.
@@ -281,7 +316,8 @@ void chunk_rows(const float* x, std::size_t K, const float* v, const float* vend
 // The expander of the panel of columns [j0, j0 + NR) (NR = sparse_expand::panel_width<Arch>(N);
 // sparse_expand.hpp): rows [k0, k1) as buf[(k - k0) * NR + j], zero where no weight is kept and
 // past N. A panel of whole 16-column chunks (NR = 16 or 32): each chunk row by the expand of the
-// forward kernel (AVX-512: one vexpandps; AVX2: two table permutes), the chunk's values read on
+// forward kernel (AVX-512: one vexpandps; AVX2: two table permutes of plain loads, masked loads
+// in the last 16 values), the chunk's values read on
 // from where the last block stopped; a panel inside one chunk (NR < 16): one value at a time.
 template <class Arch>
 struct bitmap_panel {
@@ -333,13 +369,22 @@ struct bitmap_panel {
       }
 #endif
 #if defined(__AVX2__) && defined(__FMA__)
-      if constexpr (std::is_base_of_v<xsimd::avx2, Arch>)
+      if constexpr (std::is_base_of_v<xsimd::avx2, Arch>) {
+        __m256 zero = _mm256_setzero_ps();
+        asm("" : "+x"(zero));
+        for (; k < k1 && vend - p >= 16; ++k) {  // plain loads while 16 values are stored after p
+          const unsigned m = b[k], lo = m & 0xFFu;
+          _mm256_storeu_ps(dst + (k - k0) * NR, detail::expand8u(lo, p, zero));
+          _mm256_storeu_ps(dst + (k - k0) * NR + 8, detail::expand8u(m >> 8, p + std::popcount(lo), zero));
+          p += std::popcount(m);
+        }
         for (; k < k1; ++k) {
           const unsigned m = b[k], lo = m & 0xFFu;
           _mm256_storeu_ps(dst + (k - k0) * NR, detail::expand8(lo, p));
           _mm256_storeu_ps(dst + (k - k0) * NR + 8, detail::expand8(m >> 8, p + std::popcount(lo)));
           p += std::popcount(m);
         }
+      }
 #endif
       for (; k < k1; ++k) {
         const unsigned m = b[k];
@@ -361,7 +406,19 @@ void forward(const T* x, const T* values, const std::uint32_t* offsets, const st
       });
     constexpr std::size_t RB = 8;
     const float* vend = values + offsets[chunks(N)];
-    for (std::size_t c = 0; c < chunks(N); ++c) {
+    std::size_t c0 = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+    if constexpr (std::is_base_of_v<xsimd::avx2, Arch> && !detail::avx512_v<Arch>)
+      if (batch < RB)  // every sample alone: two chunks at a time share the inputs' broadcasts
+        for (; c0 + 2 <= chunks(N); c0 += 2) {
+          const std::size_t j0 = c0 * chunk_width, width = std::min(2 * chunk_width, N - j0);
+          const float* v[2] = {values + offsets[c0], values + offsets[c0 + 1]};
+          const std::uint16_t* bm[2] = {bitmap + c0 * K, bitmap + (c0 + 1) * K};
+          for (std::size_t b = 0; b < batch; ++b)
+            detail::chunk_row1_avx2<2>(x + b * K, K, v, vend, bm, bias + j0, y + b * N + j0, width, relu);
+        }
+#endif
+    for (std::size_t c = c0; c < chunks(N); ++c) {
       const std::size_t j0 = c * chunk_width, width = std::min(chunk_width, N - j0);
       const float* v = values + offsets[c];
       const std::uint16_t* bm = bitmap + c * K;
