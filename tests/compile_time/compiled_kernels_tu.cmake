@@ -1,6 +1,8 @@
 # Compiles compiled_kernels_tu.cpp (a network trained by fit, its summary, an IDX read)
 # twice with CXX and FLAGS: header-only, where the object must define the default
-# architecture's GEMM kernels (simd::run_plan, dot_nt) and a cold error path; and with
+# architecture's GEMM kernels (simd::run_plan, dot_nt, the micro-kernels the network's own
+# code calls: its 10-output weight gradient's, its packed product's), the thread pool's
+# run_tasks and a cold error path; and with
 # -DCTNN_COMPILED_KERNELS, where it must reference them and the outlined functions of
 # core/separate.hpp (nm: U) and define none of them, so that an edit of such a program does
 # not generate their code again (cmake/ctnn_compiled_kernels.cmake). Needs NM.
@@ -18,12 +20,15 @@ function(compile out)
   set(syms "${syms}" PARENT_SCOPE)
 endfunction()
 file(MAKE_DIRECTORY ${WORK})
-# header-only, these must be defined in the object (out of line: not inlined into their callers)
-set(outlined "simd::run_plan<" "simd::dot_nt<" "detail::throw_non_finite_parameter\\(")
+# header-only, these must be defined in the object (out of line: not inlined into their callers; g++ gives
+# the micro-kernels local symbols, t)
+set(outlined "simd::run_plan<" "simd::dot_nt<" "simd::micro<" "thread_pool::run_tasks\\("
+    "detail::throw_non_finite_parameter\\(")
 # with CTNN_COMPILED_KERNELS, none of these may be defined, and the first ones must be referenced
 set(referenced ${outlined} "history::append\\(" "detail::print_summary\\(" "data::read_idx\\("
-    "detail::throw_in_memory_sizes\\(")
-set(absent ${referenced} "detail::summary_[a-z_]+[<(]" "simd::gemv<" "detail::gunzip\\(" "data::parse_idx\\(" "io::write_file_atomically\\(")
+    "detail::throw_in_memory_sizes\\(" "plan_gemm<" "thread_pool::global\\(\\)")
+set(absent ${referenced} "detail::summary_[a-z_]+[<(]" "simd::gemv<" "detail::gunzip\\(" "data::parse_idx\\(" "io::write_file_atomically\\("
+    "make_gemm_plan<" "simd::packed_product<" "thread_pool::loop\\(" "thread_pool::~thread_pool\\(")
 # expect(WHAT SYMBOL_TYPES SHOULD_MATCH KIND...): fails with WHAT unless every KIND has (SHOULD_MATCH) or
 # has not (NOT) a symbol of one of SYMBOL_TYPES (nm's letters) in the last compile's object.
 function(expect what types should)
@@ -37,7 +42,7 @@ function(expect what types should)
   endforeach()
 endfunction()
 compile(${WORK}/header_only.o)
-expect("header-only, the object defines (the check below proves nothing without it) no" TW ON ${outlined})
+expect("header-only, the object defines (the check below proves nothing without it) no" TWt ON ${outlined})
 compile(${WORK}/compiled.o -DCTNN_COMPILED_KERNELS)
 expect("with CTNN_COMPILED_KERNELS the object still defines" TWt OFF ${absent})
 expect("with CTNN_COMPILED_KERNELS the object references no" U ON ${referenced})

@@ -20,12 +20,20 @@
 // (column sums, convolutions, the layers' fused paths) and other
 // architectures passed explicitly (cpu<avx2> on an AVX-512 build) stay
 // instantiated where they are used.
-// simd_gemm.hpp includes this file after the kernels it names (and this file
-// includes simd_gemm.hpp, so either can come first).
+// Also for float, the shape classes of the micro-kernel a network's own code
+// calls (gemm/microkernel.hpp; the blocked GEMM's calls are inside run_plan):
+// the fused small MLP's and the packed product's (4 or MR rows, 1 or 2
+// vectors, A in place, every activation rule a dense layer fuses: relu and
+// identity share relu_fn's instance, leaky_relu, sigmoid, tanh), the narrow
+// weight gradient's (1 to 15 rows, packed A, no activation), packed_product
+// itself, and plan_gemm (the GEMM's planner): the network fixes which ones
+// run, never their code.
+// gemm.hpp includes this file after the kernels it names (and this file
+// includes gemm.hpp, so either can come first).
 #pragma once
 #include <cstddef>
 
-#include "simd_gemm.hpp"
+#include "gemm.hpp"
 
 // X: `extern template` (declarations) or `template` (definitions); A: the
 // architecture; T: the element type. Every kernel simd_gemm_epilogue calls
@@ -43,6 +51,37 @@
   X void gemv<A, T, ::ctnn::fn::relu_fn>(std::size_t, std::size_t, const T*, const T*, std::size_t, T*, const T*, \
                                          const ::ctnn::fn::relu_fn&, bool);
 
+// X, A as above: micro-kernels of MRt rows and NV vectors, A in place (PA false) or packed, rule E, float.
+#define CTNN_DETAIL_MICRO(X, A, MRt, NV, PA, E)                                                                   \
+  X void micro<A, MRt, NV, PA, float, E>(std::size_t, const float*, std::size_t, const float*, std::size_t, float*, \
+                                         std::size_t, std::size_t, std::size_t, const float*, bool, const E&, bool);
+// Every micro-kernel and packed product of A in place for rule E: micro_rows' 4 and MR rows, 1 and 2 vectors.
+#define CTNN_DETAIL_RULE_INSTANCES(X, A, E)                                                                   \
+  CTNN_DETAIL_MICRO(X, A, 4, 1, false, E)                                                                     \
+  CTNN_DETAIL_MICRO(X, A, 4, 2, false, E)                                                                     \
+  CTNN_DETAIL_MICRO(X, A, (blocking<float, A>::MR), 1, false, E)                                              \
+  CTNN_DETAIL_MICRO(X, A, (blocking<float, A>::MR), 2, false, E)                                              \
+  X void packed_product<A, 1, float, E>(std::size_t, std::size_t, std::size_t, const float*, std::size_t,     \
+                                        const float*, float*, std::size_t, const float*, const E&, bool,      \
+                                        thread_pool&);                                                        \
+  X void packed_product<A, 2, float, E>(std::size_t, std::size_t, std::size_t, const float*, std::size_t,     \
+                                        const float*, float*, std::size_t, const float*, const E&, bool,      \
+                                        thread_pool&);
+// The narrow weight gradient's micro-kernels (narrow_weights_gradient<A, N>: N rows below a vector's
+// lanes, 16 floats at most; on narrower vectors the longer ones are compiled and never called).
+#define CTNN_DETAIL_NARROW(X, A, N) \
+  CTNN_DETAIL_MICRO(X, A, N, (blocking<float, A>::wide ? 2 : 1), true, ::ctnn::fn::relu_fn)
+#define CTNN_DETAIL_FLOAT_SHAPE_INSTANCES(X, A)                                                                      \
+  CTNN_DETAIL_RULE_INSTANCES(X, A, ::ctnn::fn::relu_fn)                                                              \
+  CTNN_DETAIL_RULE_INSTANCES(X, A, ::ctnn::fn::leaky_relu_fn<float>)                                                 \
+  CTNN_DETAIL_RULE_INSTANCES(X, A, ::ctnn::fn::sigmoid_fn)                                                           \
+  CTNN_DETAIL_RULE_INSTANCES(X, A, ::ctnn::fn::tanh_fn)                                                              \
+  CTNN_DETAIL_NARROW(X, A, 1) CTNN_DETAIL_NARROW(X, A, 2) CTNN_DETAIL_NARROW(X, A, 3) CTNN_DETAIL_NARROW(X, A, 4)    \
+  CTNN_DETAIL_NARROW(X, A, 5) CTNN_DETAIL_NARROW(X, A, 6) CTNN_DETAIL_NARROW(X, A, 7) CTNN_DETAIL_NARROW(X, A, 8)    \
+  CTNN_DETAIL_NARROW(X, A, 9) CTNN_DETAIL_NARROW(X, A, 10) CTNN_DETAIL_NARROW(X, A, 11)                              \
+  CTNN_DETAIL_NARROW(X, A, 12) CTNN_DETAIL_NARROW(X, A, 13) CTNN_DETAIL_NARROW(X, A, 14)                             \
+  CTNN_DETAIL_NARROW(X, A, 15)
+
 namespace ctnn::kernels::cpu {
 // Whether this translation unit uses the compiled GEMM kernels (declared
 // extern) or defines them; false header-only.
@@ -58,10 +97,20 @@ inline constexpr bool compiled_kernels =
 namespace ctnn::kernels::cpu::simd {
 CTNN_DETAIL_GEMM_INSTANCES(template, xsimd::default_arch, float)
 CTNN_DETAIL_GEMM_INSTANCES(template, xsimd::default_arch, double)
+CTNN_DETAIL_FLOAT_SHAPE_INSTANCES(template, xsimd::default_arch)
 }  // namespace ctnn::kernels::cpu::simd
+namespace ctnn::kernels::cpu {
+template gemm_plan plan_gemm<gemm_target_of<float, xsimd::default_arch>()>(gemm_problem);
+template gemm_plan plan_gemm<gemm_target_of<double, xsimd::default_arch>()>(gemm_problem);
+}  // namespace ctnn::kernels::cpu
 #elif defined(CTNN_COMPILED_KERNELS)
 namespace ctnn::kernels::cpu::simd {
 CTNN_DETAIL_GEMM_INSTANCES(extern template, xsimd::default_arch, float)
 CTNN_DETAIL_GEMM_INSTANCES(extern template, xsimd::default_arch, double)
+CTNN_DETAIL_FLOAT_SHAPE_INSTANCES(extern template, xsimd::default_arch)
 }  // namespace ctnn::kernels::cpu::simd
+namespace ctnn::kernels::cpu {
+extern template gemm_plan plan_gemm<gemm_target_of<float, xsimd::default_arch>()>(gemm_problem);
+extern template gemm_plan plan_gemm<gemm_target_of<double, xsimd::default_arch>()>(gemm_problem);
+}  // namespace ctnn::kernels::cpu
 #endif

@@ -311,3 +311,6 @@ void dense_backward_input_active(const T* dy, const T* w, T* dx, std::size_t m, 
 }
 
 }  // namespace ctnn::kernels::cpu
+
+// CTNN_COMPILED_KERNELS: the kernels above for the default architecture come from one compiled object.
+#include "compiled_kernels.hpp"

@@ -266,10 +266,17 @@ void run_plan(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, s
 // The product with e.forward applied to every output when act is true (one
 // instance for relu and none: both enum epilogues pass fn::relu_fn). `inline`
 // (a hint to GCC): it stays small and is inlined into its callers, as before the split.
+// make_gemm_plan at run time, out of line: one instance per gemm_target (compiled
+// once in the compiled part: compiled_kernels.hpp).
+template <gemm_target Target>
+gemm_plan plan_gemm(gemm_problem p) {
+  return make_gemm_plan<Target>(p);
+}
+
 template <class Arch, class T, class E>
 inline void simd_gemm_epilogue(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c,
                                std::size_t ldc, const T* bias, const E& e, bool act, thread_pool& pool) {
-  const gemm_plan g = make_gemm_plan<gemm_target_of<T, Arch>()>({M, N, K, a.rs, a.cs, b.rs, b.cs, pool.size()});
+  const gemm_plan g = plan_gemm<gemm_target_of<T, Arch>()>({M, N, K, a.rs, a.cs, b.rs, b.cs, pool.size()});
   // The one-row paths are called from here, not through run_plan: at batch 1 the
   // extra call cost 25-40 ns of 55-190 (bench_gemm, 128 x 10, AVX-512).
   if (g.mode == gemm_mode::gemv && !g.gemv_parallel && !g.scratch.x.size)
@@ -302,5 +309,4 @@ void simd_gemm(std::size_t M, std::size_t N, std::size_t K, strided<T> a, stride
 
 }  // namespace ctnn::kernels::cpu
 
-// CTNN_COMPILED_KERNELS: the kernels above for the default architecture come from one compiled object.
-#include "compiled_kernels.hpp"
+// CTNN_COMPILED_KERNELS: gemm.hpp includes compiled_kernels.hpp, which declares the kernels above extern.

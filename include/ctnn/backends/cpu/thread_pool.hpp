@@ -14,6 +14,9 @@
 // Workers run a run()'s tasks under the caller's floating-point mode (x86
 // MXCSR: flush-to-zero, denormals-are-zero, rounding; denormals.hpp) and
 // restore their own afterwards.
+// Its functions that are not templates (the pool, its workers' loop, run_tasks)
+// are CTNN_DECL: with CTNN_COMPILED_KERNELS the compiled part holds them
+// (core/separate.hpp).
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -29,6 +32,7 @@
 #include <vector>
 
 #include "../../core/narrow_std.hpp"
+#include "../../core/separate.hpp"
 #include "denormals.hpp"
 
 namespace ctnn::kernels::cpu {
@@ -38,24 +42,14 @@ class thread_pool {
   explicit thread_pool(std::size_t threads) { start(threads); }
   thread_pool(const thread_pool&) = delete;
   thread_pool& operator=(const thread_pool&) = delete;
-  ~thread_pool() { stop(); }
+  ~thread_pool();
 
-  static thread_pool& global() {
-    static thread_pool pool(default_threads());
-    return pool;
-  }
+  static thread_pool& global();
 
   std::size_t size() const noexcept { return workers_.size() + 1; }
 
   // Restarts the pool with n threads in all (n >= 1); not while a run() is in progress.
-  void resize(std::size_t n) {
-    if (n == 0 || n > 256)
-      throw std::invalid_argument("thread_pool::resize: the thread count must be in [1, 256], got " + std::to_string(n));
-    std::lock_guard<std::mutex> run_lock(run_mutex_);
-    if (n == size()) return;
-    stop();
-    start(n);
-  }
+  void resize(std::size_t n);
 
   template <class F>
   void run(std::size_t tasks, F&& f) {
@@ -78,34 +72,8 @@ class thread_pool {
     (*static_cast<FD*>(c))(t);
   }
 
-  [[gnu::noinline]] void run_tasks(std::size_t tasks, void* ctx, void (*fn)(void*, std::size_t), bool parallel) {
-    auto serial = [&] {
-      for (std::size_t t = 0; t < tasks; ++t) fn(ctx, t);
-    };
-    if (!parallel) return serial();
-    if (tasks == 0) return;
-    std::unique_lock<std::mutex> run_lock(run_mutex_, std::try_to_lock);
-    if (tasks == 1 || workers_.empty() || in_task() || !run_lock.owns_lock()) return serial();
-    {
-      // Wait until no worker is still inside the previous run's work().
-      std::unique_lock<std::mutex> lk(m_);
-      while (active_.load(std::memory_order_acquire) != 0) {
-        lk.unlock();
-        std::this_thread::yield();
-        lk.lock();
-      }
-      mode_ = fp_mode();
-      ctx_ = ctx;
-      fn_ = fn;
-      count_ = tasks;
-      next_.store(0, std::memory_order_relaxed);
-      done_.store(0, std::memory_order_relaxed);
-      generation_.fetch_add(1, std::memory_order_release);
-    }
-    cv_.notify_all();
-    work();
-    for (unsigned i = 0; done_.load(std::memory_order_acquire) != tasks; ++i) relax(i);
-  }
+  // Not inlined (its attribute is on the definition: g++ warns of an inline definition after a noinline declaration).
+  void run_tasks(std::size_t tasks, void* ctx, void (*fn)(void*, std::size_t), bool parallel);
 
   static std::size_t default_threads() {
     if (const char* e = std::getenv("CTNN_NUM_THREADS")) {
@@ -129,21 +97,8 @@ class thread_pool {
     return flag;
   }
 
-  void start(std::size_t n) {
-    quit_ = false;
-    const std::uint64_t g = generation_.load(std::memory_order_acquire);
-    for (std::size_t i = 1; i < n; ++i) workers_.emplace_back([this, g] { loop(g); });
-  }
-  void stop() {
-    {
-      std::lock_guard<std::mutex> lk(m_);
-      quit_ = true;
-      generation_.fetch_add(1, std::memory_order_release);
-    }
-    cv_.notify_all();
-    for (auto& w : workers_) w.join();
-    workers_.clear();
-  }
+  void start(std::size_t n);
+  void stop();
 
   // Takes tasks until none is left.
   void work() {
@@ -154,30 +109,7 @@ class thread_pool {
     if (finished) done_.fetch_add(finished, std::memory_order_acq_rel);
   }
 
-  void loop(std::uint64_t seen) {
-    for (;;) {
-      // Spin for about 200 us (the kernels of one training step come in quick
-      // succession; yielding instead can cost a whole time slice on a busy
-      // machine), then sleep until the next run().
-      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
-      for (unsigned i = 1; generation_.load(std::memory_order_acquire) == seen; ++i) {
-        cpu_pause();
-        if (i % 256 == 0 && std::chrono::steady_clock::now() > until) break;
-      }
-      {
-        std::unique_lock<std::mutex> lk(m_);
-        cv_.wait(lk, [&] { return quit_ || generation_.load(std::memory_order_acquire) != seen; });
-        seen = generation_.load(std::memory_order_acquire);
-        if (quit_) return;
-        active_.fetch_add(1, std::memory_order_relaxed);
-      }
-      const unsigned own = fp_mode() & ~fp_status_bits, want = mode_ & ~fp_status_bits;
-      if (own != want) set_fp_mode(want);
-      work();
-      if (own != want) set_fp_mode(own);
-      active_.fetch_sub(1, std::memory_order_release);
-    }
-  }
+  void loop(std::uint64_t seen);
 
   std::vector<std::thread> workers_;
   std::mutex m_, run_mutex_;
@@ -190,6 +122,95 @@ class thread_pool {
   void (*fn_)(void*, std::size_t) = nullptr;
   bool quit_ = false;
 };
+
+#if CTNN_DEFINITIONS
+CTNN_DECL thread_pool::~thread_pool() { stop(); }
+
+CTNN_DECL thread_pool& thread_pool::global() {
+  static thread_pool pool(default_threads());
+  return pool;
+}
+
+CTNN_DECL void thread_pool::resize(std::size_t n) {
+  if (n == 0 || n > 256)
+    throw std::invalid_argument("thread_pool::resize: the thread count must be in [1, 256], got " + std::to_string(n));
+  std::lock_guard<std::mutex> run_lock(run_mutex_);
+  if (n == size()) return;
+  stop();
+  start(n);
+}
+
+[[gnu::noinline]] CTNN_DECL void thread_pool::run_tasks(std::size_t tasks, void* ctx, void (*fn)(void*, std::size_t),
+                                                      bool parallel) {
+  auto serial = [&] {
+    for (std::size_t t = 0; t < tasks; ++t) fn(ctx, t);
+  };
+  if (!parallel) return serial();
+  if (tasks == 0) return;
+  std::unique_lock<std::mutex> run_lock(run_mutex_, std::try_to_lock);
+  if (tasks == 1 || workers_.empty() || in_task() || !run_lock.owns_lock()) return serial();
+  {
+    // Wait until no worker is still inside the previous run's work().
+    std::unique_lock<std::mutex> lk(m_);
+    while (active_.load(std::memory_order_acquire) != 0) {
+      lk.unlock();
+      std::this_thread::yield();
+      lk.lock();
+    }
+    mode_ = fp_mode();
+    ctx_ = ctx;
+    fn_ = fn;
+    count_ = tasks;
+    next_.store(0, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  cv_.notify_all();
+  work();
+  for (unsigned i = 0; done_.load(std::memory_order_acquire) != tasks; ++i) relax(i);
+}
+
+CTNN_DECL void thread_pool::start(std::size_t n) {
+  quit_ = false;
+  const std::uint64_t g = generation_.load(std::memory_order_acquire);
+  for (std::size_t i = 1; i < n; ++i) workers_.emplace_back([this, g] { loop(g); });
+}
+CTNN_DECL void thread_pool::stop() {
+  {
+    std::lock_guard<std::mutex> lk(m_);
+    quit_ = true;
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  cv_.notify_all();
+  for (auto& w : workers_) w.join();
+  workers_.clear();
+}
+
+CTNN_DECL void thread_pool::loop(std::uint64_t seen) {
+  for (;;) {
+    // Spin for about 200 us (the kernels of one training step come in quick
+    // succession; yielding instead can cost a whole time slice on a busy
+    // machine), then sleep until the next run().
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+    for (unsigned i = 1; generation_.load(std::memory_order_acquire) == seen; ++i) {
+      cpu_pause();
+      if (i % 256 == 0 && std::chrono::steady_clock::now() > until) break;
+    }
+    {
+      std::unique_lock<std::mutex> lk(m_);
+      cv_.wait(lk, [&] { return quit_ || generation_.load(std::memory_order_acquire) != seen; });
+      seen = generation_.load(std::memory_order_acquire);
+      if (quit_) return;
+      active_.fetch_add(1, std::memory_order_relaxed);
+    }
+    const unsigned own = fp_mode() & ~fp_status_bits, want = mode_ & ~fp_status_bits;
+    if (own != want) set_fp_mode(want);
+    work();
+    if (own != want) set_fp_mode(own);
+    active_.fetch_sub(1, std::memory_order_release);
+  }
+}
+#endif
 
 // Threads the CPU kernels use in all (the caller included).
 inline std::size_t threads() { return thread_pool::global().size(); }
