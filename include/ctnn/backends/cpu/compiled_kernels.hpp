@@ -71,8 +71,14 @@
 // lanes, 16 floats at most; on narrower vectors the longer ones are compiled and never called).
 #define CTNN_DETAIL_NARROW(X, A, N) \
   CTNN_DETAIL_MICRO(X, A, N, (blocking<float, A>::wide ? 2 : 1), true, ::ctnn::fn::relu_fn)
+// The fused small MLP's weight gradient (packed A, no rule: 4 and MR rows) with the vector count the narrow
+// gradient above does not cover (the narrow one's 4 and MR rows are among its 1 to 15).
+#define CTNN_DETAIL_FUSED_DW(X, A)                                                                  \
+  CTNN_DETAIL_MICRO(X, A, 4, (blocking<float, A>::wide ? 1 : 2), true, ::ctnn::fn::relu_fn)         \
+  CTNN_DETAIL_MICRO(X, A, (blocking<float, A>::MR), (blocking<float, A>::wide ? 1 : 2), true, ::ctnn::fn::relu_fn)
 #define CTNN_DETAIL_FLOAT_SHAPE_INSTANCES(X, A)                                                                      \
   CTNN_DETAIL_RULE_INSTANCES(X, A, ::ctnn::fn::relu_fn)                                                              \
+  CTNN_DETAIL_FUSED_DW(X, A)                                                                                         \
   CTNN_DETAIL_RULE_INSTANCES(X, A, ::ctnn::fn::leaky_relu_fn<float>)                                                 \
   CTNN_DETAIL_RULE_INSTANCES(X, A, ::ctnn::fn::sigmoid_fn)                                                           \
   CTNN_DETAIL_RULE_INSTANCES(X, A, ::ctnn::fn::tanh_fn)                                                              \

@@ -423,8 +423,8 @@ void fused_mlp_backward(const T* dy, std::size_t batch, const fused_layer_io<T>*
                   const bool in_place = j0 + NR <= N;
                   simd::micro_rows<Arch, NV, true>(nr, a, ars, in_place ? z + j0 : tail, in_place ? N : NR,
                                                    dw + i0 * N + j0, N, mr, std::min(NR, N - j0),
-                                                   static_cast<const T*>(nullptr), first_tile, fn::identity_fn{},
-                                                   false);
+                                                   static_cast<const T*>(nullptr), first_tile, fn::relu_fn{},
+                                                   false);  // no rule (relu_fn's instance, as tile_product's identity)
                 }
               },
               blocks > 1 && pool.size() > 1 && nr * K * N >= simd::parallel_threshold);
