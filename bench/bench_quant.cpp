@@ -246,7 +246,10 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("int8 path", [] {
     const auto p = ctnn::kernels::cpu::int8::int8_path_of<ctnn::kernels::cpu::default_arch>();
     using P = ctnn::kernels::cpu::int8::int8_path;
-    return p == P::vnni ? "avx512 vnni (vpdpbusd)" : p == P::avx2 ? "avx2 (vpmaddubsw + vpmaddwd)" : "scalar";
+    return p == P::vnni      ? "avx512 vnni (vpdpbusd)"
+           : p == P::vnni256 ? "256-bit vnni (vpdpbusd on ymm)"
+           : p == P::avx2    ? "avx2 (vpmaddubsw + vpmaddwd)"
+                             : "scalar";
   }());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -24,7 +24,10 @@ namespace i8 = ctnn::kernels::cpu::int8;
 
 namespace {
 std::string path_name(i8::int8_path p) {
-  return p == i8::int8_path::vnni ? "vnni" : p == i8::int8_path::avx2 ? "avx2" : "scalar";
+  return p == i8::int8_path::vnni      ? "vnni"
+         : p == i8::int8_path::vnni256 ? "vnni256"
+         : p == i8::int8_path::avx2    ? "avx2"
+                                       : "scalar";
 }
 template <class Arch>
 void check_sizes(std::size_t M, std::size_t N, std::size_t K, int fill) {
@@ -193,10 +196,13 @@ TEST_CASE("int8 gemm_s8: the extremes by hand") {
 
 TEST_CASE("int8: the path rule") {
   CHECK(i8::int8_path_of<xsimd::sse2>() == i8::int8_path::scalar);
-  if constexpr (xsimd::avx2::supported()) CHECK(i8::int8_path_of<xsimd::fma3<xsimd::avx2>>() == i8::int8_path::avx2);
+  // the 256-bit VNNI path where the build encodes it (AVX-VNNI, or AVX512_VNNI with AVX512VL) and
+  // this CPU runs it, else pmaddubsw
+  const auto v256 = i8::vnni256_compiled && i8::cpu_has_vnni256() ? i8::int8_path::vnni256 : i8::int8_path::avx2;
+  if constexpr (xsimd::fma3<xsimd::avx2>::supported()) CHECK(i8::int8_path_of<xsimd::fma3<xsimd::avx2>>() == v256);
   if constexpr (xsimd::avx512bw::supported())
     CHECK(i8::int8_path_of<xsimd::avx512bw>() ==
-          (i8::vnni_compiled && i8::cpu_has_avx512vnni() ? i8::int8_path::vnni : i8::int8_path::avx2));
+          (i8::vnni_compiled && i8::cpu_has_avx512vnni() ? i8::int8_path::vnni : v256));
 }
 
 TEST_CASE("int8 quantize: the vector rounding equals quantization::quantize element by element") {

@@ -15,9 +15,14 @@
 //   vnni    Arch derived from avx512bw, the TU compiled with __AVX512VNNI__ and the CPU reporting
 //           AVX512_VNNI (cpuid 7.0:ECX[11]): vpdpbusd(a ^ 0x80 as u8, W), 4 x 64 tile, then
 //           c = dot - 128 wsum (the oneDNN/XNNPACK offset trick).
-//   avx2    Arch derived from avx2 or avx512f (or avx512bw without VNNI): vpmaddubsw(|a|, sign(W, a))
-//           + vpmaddwd with ones, 2 x 32 tile: |a| <= 128, |W| <= 127 keep each int16 pair within
-//           +-32512, so nothing saturates at full 8-bit weights.
+//   vnni256 Arch derived from avx2 or avx512f (or avx512bw without the vnni path), the TU compiled
+//           with __AVXVNNI__ and the CPU reporting AVX-VNNI (cpuid 7.1:EAX[4]), or compiled with
+//           __AVX512VNNI__ and __AVX512VL__ and the CPU reporting both (the EVEX form on ymm, which
+//           computes the same): the avx2 path's 2 x 32 tile with vpdpbusd in place of its three
+//           steps, c = dot - 128 wsum as vnni.
+//   avx2    otherwise for those Arch: vpmaddubsw(|a|, W or -W by a's sign) + vpmaddwd with ones,
+//           2 x 32 tile: |a| <= 128, |W| <= 127 keep each int16 pair within +-32512, so nothing
+//           saturates at full 8-bit weights.
 //   scalar  otherwise. Docs: docs/quantization.md.
 #pragma once
 #include <algorithm>
@@ -42,7 +47,7 @@
 
 namespace ctnn::kernels::cpu::int8 {
 
-enum class int8_path { scalar, avx2, vnni };
+enum class int8_path { scalar, avx2, vnni, vnni256 };
 
 inline constexpr std::size_t panel = 16;  // output columns per packed panel
 constexpr std::size_t padded_k(std::size_t K) { return (K + 3) / 4 * 4; }
@@ -104,14 +109,43 @@ inline constexpr bool vnni_compiled = true;
 inline constexpr bool vnni_compiled = false;
 #endif
 
+// Whether this CPU executes the 256-bit vpdpbusd this build encodes (dpbusd256): AVX-VNNI's VEX form
+// (cpuid 7.1:EAX[4]) in a build with __AVXVNNI__, else AVX512_VNNI's EVEX form on ymm (cpuid
+// 7.0:ECX[11] and AVX512VL, 7.0:EBX[31]); read once.
+inline bool cpu_has_vnni256() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+#if defined(__AVXVNNI__)
+    if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return false;
+    return ((a >> 4) & 1u) != 0;
+#else
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    return ((c >> 11) & 1u) != 0 && ((b >> 31) & 1u) != 0;
+#endif
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
+#if defined(__AVX2__) && (defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__)))
+inline constexpr bool vnni256_compiled = true;
+#else
+inline constexpr bool vnni256_compiled = false;
+#endif
+
 // The path gemm_s8<Arch> takes on this CPU.
 template <class Arch>
 int8_path int8_path_of() noexcept {
   if constexpr (std::is_base_of_v<xsimd::avx512bw, Arch> && Arch::supported()) {
     if (vnni_compiled && cpu_has_avx512vnni()) return int8_path::vnni;
+    if (vnni256_compiled && cpu_has_vnni256()) return int8_path::vnni256;
     return int8_path::avx2;  // -mavx512bw implies AVX2
   } else if constexpr ((std::is_base_of_v<xsimd::avx2, Arch> || std::is_base_of_v<xsimd::avx512f, Arch>) &&
                        Arch::supported()) {
+    if (vnni256_compiled && cpu_has_vnni256()) return int8_path::vnni256;
     return int8_path::avx2;
   } else {
     return int8_path::scalar;
@@ -174,74 +208,129 @@ inline void gemm_scalar(std::size_t M, std::size_t N, std::size_t K, const std::
 }
 
 #if defined(__AVX2__)
-// TFLite's MultiplyByQuantizedMultiplier on 8 int32 lanes, bit for bit the scalar one: x << left,
-// SaturatingRoundingDoublingHighMul (with mult >= 0 it never saturates, and its nudge and
-// truncation toward zero are floor((x q + 2^30) / 2^31) in exact 64-bit products, of the even
-// lanes and of the odd ones, vpmuldq), then RoundingDivideByPOT by `right`.
-inline __m256i mbqm8(__m256i x0, __m256i mu, __m256i sh) {
-  const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
-  const __m256i left = _mm256_max_epi32(sh, zero), right = _mm256_max_epi32(_mm256_sub_epi32(zero, sh), zero);
-  const __m256i x = _mm256_sllv_epi32(x0, left), half = _mm256_set1_epi64x(std::int64_t(1) << 30);
-  // bits 31..62 of the sums: the even lanes' in the low words, the odd lanes' in the high ones
-  const __m256i he = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, mu), half), 31);
-  const __m256i ho = _mm256_slli_epi64(
-      _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(mu, 32)), half), 1);
-  const __m256i hi = _mm256_blend_epi32(he, ho, 0xAA);
-  const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
-  const __m256i thr = _mm256_add_epi32(_mm256_srai_epi32(mask, 1), _mm256_srli_epi32(hi, 31));
-  // + 1 where the remainder is above the threshold (the compare's -1 subtracted)
-  return _mm256_sub_epi32(_mm256_srav_epi32(hi, right), _mm256_cmpgt_epi32(_mm256_and_si256(hi, mask), thr));
-}
 // The low byte of each of 8 int32 lanes (std::int8_t(v), modular), in the low 8 bytes.
 inline __m128i low_bytes(__m256i v) {
   const __m128i pick = _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
   return _mm_unpacklo_epi32(_mm_shuffle_epi8(_mm256_castsi256_si128(v), pick),
                             _mm_shuffle_epi8(_mm256_extracti128_si256(v, 1), pick));
 }
-inline __m256i lanes_below(std::size_t width) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(width)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+// 8 int32 lanes from p, `width` (1..8) of them present, the others 0 (no vpmaskmovd: AMD's cores
+// run it slowly), and their store.
+inline __m256i load8(const std::int32_t* p, std::size_t width) {
+  if (width == 8) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  alignas(32) std::int32_t t[8] = {};
+  std::memcpy(t, p, width * sizeof(std::int32_t));
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(t));
 }
-// The epilogues on 8 columns, `width` (1..8) of them present.
-inline void put(store_i32& e, __m256i v, std::size_t i, std::size_t j, std::size_t width = 8) {
-  auto* dst = reinterpret_cast<__m256i*>(e.c + i * e.ldc + j);
-  if (width == 8)
-    _mm256_storeu_si256(dst, v);
-  else
-    _mm256_maskstore_epi32(reinterpret_cast<int*>(dst), lanes_below(width), v);
+template <class T>
+inline void store8(T* p, __m256i v, std::size_t width) {
+  static_assert(sizeof(T) == 4);
+  if (width == 8) return _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+  alignas(32) T t[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(t), v);
+  std::memcpy(p, t, width * sizeof(T));
 }
+// The epilogues on 8 columns, `width` (1..8) of them present, in the AVX-512 form's steps (below):
+// columns8(e, j, width, sub) forms what the columns share (once a tile), put(e, c, v, i) stores
+// the sums v - sub of row i, and where saturated(e, c) says that one of the rows put may have
+// saturated, count(e, c, v) counts row v's saturated outputs exactly; put(e, v, i, j, width) does all.
+struct cols8_i32 {
+  std::size_t j, width;
+  __m256i sub;
+};
+inline cols8_i32 columns8(const store_i32&, std::size_t j, std::size_t width, __m256i sub) { return {j, width, sub}; }
+inline void put(store_i32& e, const cols8_i32& c, __m256i v, std::size_t i) {
+  store8(e.c + i * e.ldc + c.j, _mm256_sub_epi32(v, c.sub), c.width);
+}
+constexpr bool saturated(const store_i32&, const cols8_i32&) { return false; }
+inline void count(store_i32&, const cols8_i32&, __m256i) {}
+// requant's columns: off = bias - in_zp kernel_sum - sub, the multiplier's shifts taken apart; the
+// largest and smallest value put (before the clamp)
+struct cols8_requant {
+  std::size_t j, width;
+  __m256i off, mu, mu_odd, left, right, mask, half_mask, zp;
+  __m256i top = _mm256_set1_epi32(std::numeric_limits<std::int32_t>::min());
+  __m256i bottom = _mm256_set1_epi32(std::numeric_limits<std::int32_t>::max());
+  unsigned present() const { return (1u << width) - 1u; }
+};
 template <class Y>
-inline void put(requant<Y>& e, __m256i v, std::size_t i, std::size_t j, std::size_t width = 8) {
-  const auto load = [&](const std::int32_t* p) {
-    return width == 8 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + j))
-                      : _mm256_maskload_epi32(reinterpret_cast<const int*>(p + j), lanes_below(width));
-  };
-  const __m256i zp = _mm256_set1_epi32(e.zp), lo = _mm256_set1_epi32(e.lo), top = _mm256_set1_epi32(127);
-  const __m256i x = _mm256_sub_epi32(_mm256_add_epi32(v, load(e.bias)),
-                                     _mm256_mullo_epi32(load(e.kernel_sum), _mm256_set1_epi32(e.in_zp)));
-  const __m256i q = _mm256_add_epi32(mbqm8(x, load(e.mult), load(e.shift)), zp);
-  const unsigned present = (1u << width) - 1u;
-  e.saturated += std::size_t(__builtin_popcount(
-      present & (unsigned(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(q, top)))) |
-                 unsigned(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(e.low), q)))))));
-  // q < lo ? lo : min(q, 127), as requantize_row's clamp
-  const __m256i c = _mm256_blendv_epi8(_mm256_min_epi32(q, top), lo, _mm256_cmpgt_epi32(lo, q));
-  Y* dst = e.y + i * e.ldy + j;
+inline cols8_requant columns8(const requant<Y>& e, std::size_t j, std::size_t width, __m256i sub) {
+  const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
+  const __m256i sh = load8(e.shift + j, width), mu = load8(e.mult + j, width);
+  const __m256i off = _mm256_sub_epi32(
+      _mm256_sub_epi32(load8(e.bias + j, width),
+                       _mm256_mullo_epi32(load8(e.kernel_sum + j, width), _mm256_set1_epi32(e.in_zp))),
+      sub);
+  const __m256i right = _mm256_max_epi32(_mm256_sub_epi32(zero, sh), zero);
+  const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
+  return {j,    width, off, mu, _mm256_srli_epi64(mu, 32), _mm256_max_epi32(sh, zero), right, mask,
+          _mm256_srai_epi32(mask, 1), _mm256_set1_epi32(e.zp)};
+}
+// requantize_row's q (before the clamp) of the sums v: TFLite's MultiplyByQuantizedMultiplier on
+// the 8 int32 lanes of v + off, bit for bit the scalar one, + zp: x << left,
+// SaturatingRoundingDoublingHighMul (with mult >= 0 it never saturates, and its nudge and
+// truncation toward zero are floor((x q + 2^30) / 2^31) in exact 64-bit products, of the even
+// lanes and of the odd ones, vpmuldq), then RoundingDivideByPOT by `right`.
+inline __m256i requantized8(const cols8_requant& c, __m256i v) {
+  const __m256i x = _mm256_sllv_epi32(_mm256_add_epi32(v, c.off), c.left), half = _mm256_set1_epi64x(std::int64_t(1) << 30);
+  const __m256i he = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, c.mu), half), 31);
+  const __m256i ho = _mm256_slli_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), c.mu_odd), half), 1);
+  const __m256i hi = _mm256_blend_epi32(he, ho, 0xAA);
+  const __m256i thr = _mm256_add_epi32(c.half_mask, _mm256_srli_epi32(hi, 31));
+  // + 1 where the remainder is above the threshold (the compare's -1 subtracted)
+  return _mm256_add_epi32(
+      _mm256_sub_epi32(_mm256_srav_epi32(hi, c.right), _mm256_cmpgt_epi32(_mm256_and_si256(hi, c.mask), thr)), c.zp);
+}
+// The present outputs of q that saturate: above 127 or below `low`, as a count.
+template <class Y>
+inline std::size_t saturated_lanes(const requant<Y>& e, const cols8_requant& c, __m256i q) {
+  const __m256i out = _mm256_or_si256(_mm256_cmpgt_epi32(q, _mm256_set1_epi32(127)),
+                                      _mm256_cmpgt_epi32(_mm256_set1_epi32(e.low), q));
+  return std::size_t(__builtin_popcount(c.present() & unsigned(_mm256_movemask_ps(_mm256_castsi256_ps(out)))));
+}
+// q clamped (q < lo ? lo : min(q, 127), as requantize_row's clamp, even for a zero point beyond
+// 127) into row `row` of y: the int8 values, or their dequantized floats
+template <class Y>
+inline void put_clamped(const requant<Y>& e, const cols8_requant& c, __m256i q, std::size_t row) {
+  const __m256i lo = _mm256_set1_epi32(e.lo);
+  const __m256i v8 = _mm256_blendv_epi8(_mm256_min_epi32(q, _mm256_set1_epi32(127)), lo, _mm256_cmpgt_epi32(lo, q));
+  Y* dst = e.y + row * e.ldy + c.j;
   if constexpr (std::is_same_v<Y, std::int8_t>) {
-    const __m128i b = detail::low_bytes(c);  // std::int8_t(c), as the scalar rule
-    if (width == 8) {
+    const __m128i b = low_bytes(v8);  // std::int8_t(v8), as the scalar rule
+    if (c.width == 8) {
       _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), b);
     } else {
       alignas(16) std::int8_t t[16];
       _mm_store_si128(reinterpret_cast<__m128i*>(t), b);
-      std::memcpy(dst, t, width);
+      std::memcpy(dst, t, c.width);
     }
   } else {
-    const __m256 f = _mm256_mul_ps(_mm256_set1_ps(e.scale), _mm256_cvtepi32_ps(_mm256_sub_epi32(c, zp)));
-    if (width == 8)
-      _mm256_storeu_ps(dst, f);
-    else
-      _mm256_maskstore_ps(dst, lanes_below(width), f);
+    store8(dst, _mm256_castps_si256(_mm256_mul_ps(_mm256_set1_ps(e.scale), _mm256_cvtepi32_ps(_mm256_sub_epi32(v8, c.zp)))),
+           c.width);
   }
+}
+template <class Y>
+inline void put(requant<Y>& e, cols8_requant& c, __m256i v, std::size_t i) {
+  const __m256i q = requantized8(c, v);
+  c.top = _mm256_max_epi32(c.top, q);
+  c.bottom = _mm256_min_epi32(c.bottom, q);
+  put_clamped(e, c, q, i);
+}
+template <class Y>
+inline bool saturated(const requant<Y>& e, const cols8_requant& c) {
+  const __m256i out = _mm256_or_si256(_mm256_cmpgt_epi32(c.top, _mm256_set1_epi32(127)),
+                                      _mm256_cmpgt_epi32(_mm256_set1_epi32(e.low), c.bottom));
+  return (c.present() & unsigned(_mm256_movemask_ps(_mm256_castsi256_ps(out)))) != 0;
+}
+template <class Y>
+inline void count(requant<Y>& e, const cols8_requant& c, __m256i v) {
+  e.saturated += saturated_lanes(e, c, requantized8(c, v));
+}
+template <class E>
+inline void put(E& e, __m256i v, std::size_t i, std::size_t j, std::size_t width = 8) {
+  auto c = columns8(e, j, width, _mm256_setzero_si256());
+  put(e, c, v, i);
+  if (saturated(e, c)) count(e, c, v);
 }
 inline void put(store_i32& e, __m128i v, std::size_t i, std::size_t j) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(e.c + i * e.ldc + j), v);
@@ -265,7 +354,7 @@ inline void put(store_i32& e, cols_i32& c, __m512i v, std::size_t i) {
 }
 constexpr bool saturated(const store_i32&, const cols_i32&) { return false; }
 inline void count(store_i32&, const cols_i32&, __m512i) {}
-// requant's columns: off = bias - in_zp kernel_sum - sub, and mbqm8's shifts taken apart; the
+// requant's columns: off = bias - in_zp kernel_sum - sub, and the multiplier's shifts taken apart; the
 // largest and smallest value put (before the clamp)
 struct cols_requant {
   std::size_t j;
@@ -286,7 +375,7 @@ inline cols_requant columns(const requant<Y>& e, std::size_t j, __mmask16 m, __m
   const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
   return {j, m, off, mu, _mm512_srli_epi64(mu, 32), _mm512_max_epi32(sh, zero), right, mask, _mm512_srai_epi32(mask, 1)};
 }
-// requantize_row's q (before the clamp) of the sums v: mbqm8's rule on 16 lanes of v + off, + zp
+// requantize_row's q (before the clamp) of the sums v: requantized8's rule on 16 lanes of v + off, + zp
 template <class Y>
 inline __m512i requantized(const requant<Y>& e, const cols_requant& c, __m512i v) {
   const __m512i x = _mm512_sllv_epi32(_mm512_add_epi32(v, c.off), c.left), half = _mm512_set1_epi64(std::int64_t(1) << 30);
@@ -335,63 +424,126 @@ inline void put(E& e, __m512i v, std::size_t i, std::size_t j, __mmask16 m = __m
 #endif
 
 #if defined(__AVX2__)
-// R rows (from row i0) x P panels from panel p0, each panel two 8-column halves (ymm), stored by
-// the epilogue e. Full panels (a fixed 64-byte group stride) unless Narrow: then P = 1 and the
-// panel is the last, N % 16 wide, read and written through masks.
-template <std::size_t R, std::size_t P, bool Narrow = false, class A, class E>
-inline void tile_avx2(std::size_t K, std::size_t N, const A& a, const std::int8_t* packed, std::size_t p0, E& e,
-                      std::size_t i0) {
+// The dot-product steps of the 256-bit tiles: acc += the 8 int32 dot products of one broadcast
+// 4-byte activation group (prep(a4)) with one weight vector (8 columns x 4 k).
+//   dot_avx2     vpmaddubsw(|a|, w or -w by a's sign) + vpmaddwd with ones (no pair saturates:
+//                above); the sign as (w ^ m) - m with m = (a < 0) per byte, not vpsignb, which
+//                Zen 4 runs on the multiplier pipes (conv bench: 38.5 -> 34.7 us, docs/quantization.md)
+//   dot_vnni256  vpdpbusd((a ^ 0x80) as u8, w): the sums are acc - 128 wsum (offset)
+struct dot_avx2 {
+  static constexpr bool offset = false;
+  struct act {
+    __m256i neg, abs;  // 0xff where a < 0; |a| as u8 (-128 -> 128)
+  };
+  __m256i ones = _mm256_set1_epi16(1);
+  static act prep(std::int32_t a4) {
+    const __m256i b = _mm256_set1_epi32(a4);
+    return {_mm256_cmpgt_epi8(_mm256_setzero_si256(), b), _mm256_abs_epi8(b)};
+  }
+  __m256i step(__m256i acc, const act& x, __m256i w) const {
+    const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(x.abs, _mm256_sub_epi8(_mm256_xor_si256(w, x.neg), x.neg)), ones);
+#if defined(__GNUC__) && !defined(__clang__)
+    // GCC (12) copies each accumulator of a tile through another register, and through the stack,
+    // around the intrinsic's add; the asm form keeps them in place (clang: the intrinsic)
+    __asm__("vpaddd %1, %0, %0" : "+x"(acc) : "x"(p));
+    return acc;
+#else
+    return _mm256_add_epi32(acc, p);
+#endif
+  }
+};
+#if defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))
+// acc += dot4(u8 a, s8 w) per int32 lane: AVX-VNNI's VEX vpdpbusd where the build has it, else
+// AVX512_VNNI's EVEX form on ymm (AVX512VL), which computes the same
+inline __m256i dpbusd256(__m256i acc, __m256i a, __m256i w) {
+#if defined(__AVXVNNI__)
+  return _mm256_dpbusd_avx_epi32(acc, a, w);
+#else
+  return _mm256_dpbusd_epi32(acc, a, w);
+#endif
+}
+struct dot_vnni256 {
+  static constexpr bool offset = true;
+  using act = __m256i;
+  static act prep(std::int32_t a4) { return _mm256_xor_si256(_mm256_set1_epi32(a4), _mm256_set1_epi32(std::int32_t(0x80808080u))); }
+  __m256i step(__m256i acc, act x, __m256i w) const { return dpbusd256(acc, x, w); }
+};
+#endif
+
+// R rows (from row i0) x Q 8-column vectors from panel p0 (Q = 4: two panels, 2: one), the dot
+// step D, stored by the epilogue e. Full panels (a fixed 64-byte group stride) unless Narrow:
+// then the panel is the last, N % 16 wide, Q = 1 (8 columns or fewer) or 2; its weight loads are
+// whole vectors (the lanes past the panel read the next group's bytes, never stored) but where a
+// vector would cross the end of the packed weights (the last groups: vpmaskmovd).
+template <class D, std::size_t R, std::size_t Q, bool Narrow = false, class A, class E>
+inline void tile_avx2(std::size_t K, std::size_t N, const A& a, const std::int8_t* packed, std::size_t p0,
+                      const std::int32_t* wsum, E& e, std::size_t i0) {
   const std::size_t kp = padded_k(K), j0 = p0 * panel;
   const std::size_t width = Narrow ? N - j0 : panel, stride = 4 * width;
   const std::int8_t* w = packed + j0 * kp;
-  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(width)), idx);
-  const __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(width) - 8), idx);
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i acc[R][2 * P];
+  const std::int8_t* const end = packed + kp * N;
+  [[maybe_unused]] const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const D dot;
+  __m256i acc[R][Q];
   for (std::size_t r = 0; r < R; ++r)
-    for (std::size_t q = 0; q < 2 * P; ++q) acc[r][q] = _mm256_setzero_si256();
+    for (std::size_t q = 0; q < Q; ++q) acc[r][q] = _mm256_setzero_si256();
   const std::int8_t* ar[R];
   for (std::size_t r = 0; r < R; ++r) ar[r] = a.row(i0 + r);
-  for (std::size_t s = 0; s < a.segments(); ++s)
-    for (std::size_t o = s * a.segment_stride(), end = o + 4 * a.groups(); o < end; o += 4, w += stride) {
-      __m256i ab[R], aa[R];
-      for (std::size_t r = 0; r < R; ++r) {
-        ab[r] = _mm256_set1_epi32(load4(ar[r] + o));
-        aa[r] = _mm256_sign_epi8(ab[r], ab[r]);  // |a| as u8 (-128 -> 128)
-      }
-      for (std::size_t q = 0; q < 2 * P; ++q) {
-        const std::int8_t* wq = w + q / 2 * panel * kp + q % 2 * 32;
-        const __m256i wv = !Narrow ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq))
-                                   : _mm256_maskload_epi32(reinterpret_cast<const int*>(wq), q ? m1 : m0);
-        for (std::size_t r = 0; r < R; ++r)
-          acc[r][q] = _mm256_add_epi32(
-              acc[r][q], _mm256_madd_epi16(_mm256_maddubs_epi16(aa[r], _mm256_sign_epi8(wv, ab[r])), ones));
-      }
+  // one loop over every group (a nested loop over the segments made GCC (12) keep accumulators
+  // on the stack, stored and loaded at every group); o jumps to the next segment at its end
+  const std::size_t groups = a.segments() * a.groups(), jump = a.segment_stride() - 4 * a.groups();
+  for (std::size_t g = 0, o = 0, next = 4 * a.groups(); g < groups; ++g, o += 4, w += stride) {
+    if (o == next) {
+      o += jump;
+      next += a.segment_stride();
     }
+    typename D::act x[R];
+    for (std::size_t r = 0; r < R; ++r) x[r] = D::prep(load4(ar[r] + o));
+    for (std::size_t q = 0; q < Q; ++q) {
+      __m256i wv;
+      if constexpr (!Narrow) {
+        wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + q / 2 * panel * kp + q % 2 * 32));
+      } else {
+        const std::int8_t* wq = w + q * 32;
+        wv = wq + 32 <= end ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq))
+                            : _mm256_maskload_epi32(reinterpret_cast<const int*>(wq),
+                                                    _mm256_cmpgt_epi32(_mm256_set1_epi32(int(width - 8 * q)), idx));
+      }
+      for (std::size_t r = 0; r < R; ++r) acc[r][q] = dot.step(acc[r][q], x[r], wv);
+    }
+  }
   E out = e;  // (a copy the stores cannot alias: e's fields stay in registers)
-  for (std::size_t q = 0; q < 2 * P; ++q) {
-    const std::size_t w8 = !Narrow ? 8 : width > 8 * q ? std::min<std::size_t>(8, width - 8 * q) : 0;
-    if (w8)
-      for (std::size_t r = 0; r < R; ++r) put(out, acc[r][q], i0 + r, j0 + 8 * q, w8);
+  for (std::size_t q = 0; q < Q; ++q) {
+    const std::size_t j = j0 + 8 * q, w8 = Narrow ? std::min<std::size_t>(8, width - 8 * q) : 8;
+    __m256i sub = _mm256_setzero_si256();
+    if constexpr (D::offset) sub = _mm256_slli_epi32(load8(wsum + j, w8), 7);  // - 128 wsum
+    auto c = columns8(out, j, w8, sub);
+    for (std::size_t r = 0; r < R; ++r) put(out, c, acc[r][q], i0 + r);
+    if (saturated(out, c))
+      for (std::size_t r = 0; r < R; ++r) count(out, c, acc[r][q]);
   }
   if constexpr (requires { e.saturated; }) e.saturated = out.saturated;
 }
-template <std::size_t R, class A, class E>
+template <class D, std::size_t R, class A, class E>
 inline void rows_avx2(std::size_t N, std::size_t K, const A& a, const std::int8_t* packed, std::size_t p0,
-                      std::size_t np, bool narrow, E& e, std::size_t i0) {
-  if (narrow) return tile_avx2<R, 1, true>(K, N, a, packed, p0, e, i0);
-  if (np == 1) return tile_avx2<R, 1>(K, N, a, packed, p0, e, i0);
-  tile_avx2<R, 2>(K, N, a, packed, p0, e, i0);
+                      std::size_t np, bool narrow, const std::int32_t* wsum, E& e, std::size_t i0) {
+  if (narrow) {
+    if (N - p0 * panel <= 8) return tile_avx2<D, R, 1, true>(K, N, a, packed, p0, wsum, e, i0);
+    return tile_avx2<D, R, 2, true>(K, N, a, packed, p0, wsum, e, i0);
+  }
+  if (np == 1) return tile_avx2<D, R, 2>(K, N, a, packed, p0, wsum, e, i0);
+  tile_avx2<D, R, 4>(K, N, a, packed, p0, wsum, e, i0);
 }
-template <class A, class E>
-inline void gemm_avx2(std::size_t M, std::size_t N, std::size_t K, const A& a, const std::int8_t* packed, E& e) {
+// The 256-bit paths (avx2: D dot_avx2; vnni256: dot_vnni256, wsum the column sums).
+template <class D, class A, class E>
+inline void gemm_avx2(std::size_t M, std::size_t N, std::size_t K, const A& a, const std::int8_t* packed,
+                      const std::int32_t* wsum, E& e) {
   const std::size_t full = N / panel;
   // blocks of 2 full panels (32 columns), then the narrow last panel; each block over every row
   const auto block = [&](std::size_t p0, std::size_t np, bool narrow) {
     std::size_t i = 0;
-    for (; i + 2 <= M; i += 2) rows_avx2<2>(N, K, a, packed, p0, np, narrow, e, i);
-    if (i < M) rows_avx2<1>(N, K, a, packed, p0, np, narrow, e, i);
+    for (; i + 2 <= M; i += 2) rows_avx2<D, 2>(N, K, a, packed, p0, np, narrow, wsum, e, i);
+    if (i < M) rows_avx2<D, 1>(N, K, a, packed, p0, np, narrow, wsum, e, i);
   };
   for (std::size_t p0 = 0; p0 < full; p0 += 2) block(p0, std::min<std::size_t>(2, full - p0), false);
   if (N % panel) block(full, 1, true);
@@ -497,9 +649,21 @@ bool product_vector(std::size_t M, std::size_t N, std::size_t K, const A& a, con
     return true;
   }
 #endif
+#if defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))
+  if (p == int8_path::vnni256) {
+    std::vector<std::int32_t> own;
+    if (!wsum) {
+      own.resize(N);
+      packed_sums(N, K, packed, own.data());
+      wsum = own.data();
+    }
+    gemm_avx2<dot_vnni256>(M, N, K, a, packed, wsum, e);
+    return true;
+  }
+#endif
 #if defined(__AVX2__)
   if (p == int8_path::avx2) {
-    gemm_avx2(M, N, K, a, packed, e);
+    gemm_avx2<dot_avx2>(M, N, K, a, packed, wsum, e);
     return true;
   }
 #endif

@@ -241,13 +241,15 @@ inline void gemm_vec(std::size_t M, std::size_t N, const std::int8_t* a, std::si
 }  // namespace detail
 
 // The path gemm<R, C, Arch> takes on this CPU: int8_path_of<Arch>(), scalar when C % 4 != 0 (or
-// for VNNI without AVX512VL in the build: then the AVX2 path).
+// for VNNI without AVX512VL in the build, and for the dense GEMM's 256-bit VNNI path, which has no
+// block form: then the AVX2 path).
 template <std::size_t C, class Arch>
 int8_path path_of() noexcept {
   if constexpr (C % 4 != 0) {
     return int8_path::scalar;
   } else {
     const int8_path p = int8_path_of<Arch>();
+    if (p == int8_path::vnni256) return int8_path::avx2;
 #if !defined(__AVX512VL__)
     if (p == int8_path::vnni) return int8_path::avx2;
 #endif

@@ -221,17 +221,32 @@ struct pool_requant : requant<Y> {
 };
 
 #if defined(__AVX2__)
-// (run holds 8 lanes past any column: whole vectors, no vpmaskmovd, which AMD's cores run slowly)
+// the columns of a 256-bit tile (avx2, vnni256): requant's; each window's running max waits in run
+// (N + 16 lanes: whole vectors past any column, no vpmaskmovd, which AMD's cores run slowly)
+struct cols8_pool {
+  detail::cols8_requant rq;
+};
 template <class Y, std::size_t Window>
-inline void put(pool_requant<Y, Window>& e, __m256i v, std::size_t i, std::size_t j, std::size_t width = 8) {
-  const std::size_t t = i % Window;
-  auto* at = reinterpret_cast<__m256i*>(e.run + j);
-  if (t != 0) v = _mm256_max_epi32(v, _mm256_loadu_si256(at));
-  if (t + 1 < Window)
-    _mm256_storeu_si256(at, v);
-  else
-    detail::put(static_cast<requant<Y>&>(e), v, i / Window, j, width);
+inline cols8_pool columns8(const pool_requant<Y, Window>& e, std::size_t j, std::size_t width, __m256i sub) {
+  return {detail::columns8(static_cast<const requant<Y>&>(e), j, width, sub)};
 }
+template <class Y, std::size_t Window>
+inline void put(pool_requant<Y, Window>& e, cols8_pool& c, __m256i v, std::size_t i) {
+  const std::size_t t = i % Window;
+  auto* at = reinterpret_cast<__m256i*>(e.run + c.rq.j);
+  if (t != 0) v = _mm256_max_epi32(v, _mm256_loadu_si256(at));
+  if (t + 1 < Window) return _mm256_storeu_si256(at, v);
+  // the window's max, requantized, counted and stored as requant's put does
+  const __m256i q = detail::requantized8(c.rq, v);
+  e.saturated += detail::saturated_lanes(e, c.rq, q);
+  detail::put_clamped(e, c.rq, q, i / Window);
+}
+template <class Y, std::size_t Window>
+constexpr bool saturated(const pool_requant<Y, Window>&, const cols8_pool&) {
+  return false;  // (counted by put)
+}
+template <class Y, std::size_t Window>
+inline void count(pool_requant<Y, Window>&, const cols8_pool&, __m256i) {}
 #endif
 
 #if defined(__AVX512F__)
