@@ -83,7 +83,7 @@ constexpr bool same_but_threads(const gemm_plan& x, const gemm_plan& y) {
   return x.mode == y.mode && x.chunk == y.chunk && x.dot_rows == y.dot_rows && x.MR == y.MR && x.NV == y.NV &&
          x.NR == y.NR && x.KC == y.KC && x.kcb == y.kcb && x.kc_max == y.kc_max && x.MC == y.MC && x.NC == y.NC &&
          x.row_blocks == y.row_blocks && x.full_blocks == y.full_blocks && x.panels == y.panels &&
-         x.mblocks == y.mblocks && x.nblocks == y.nblocks && x.a == y.a && x.tail == y.tail && x.b == y.b &&
+         x.mblocks == y.mblocks && x.nblocks == y.nblocks && x.rows_run == y.rows_run && x.a == y.a && x.tail == y.tail && x.b == y.b &&
          same(x.scratch.x, y.scratch.x) && same(x.scratch.a, y.scratch.a) && same(x.scratch.b, y.scratch.b) &&
          same(x.scratch.ct, y.scratch.ct) && x.scratch.inner == y.scratch.inner && x.scratch.total == y.scratch.total;
 }
@@ -128,6 +128,15 @@ static_assert(forward_inner.a == a_access::columns && forward_inner.tail == a_ta
 static_assert(forward_inner.b == b_access::packed && forward_inner.scratch.b.size == 256 * 128);     // X^T packed
 static_assert(slots_ok<avx2>({256, 10, 128, 128, 1, 10, 1}) && slots_ok<avx2>({64, 10, 128, 128, 1, 10, 1}));
 static_assert(forward<avx512>(256, 784, 256).scratch.total == 2 * 8 * 32 * 196);    // two packed K blocks of B
+
+// ---- short K, rows of A in place (dX of the 10-wide layer: K = 10): the full tiles of a panel in one run, tasks of 16 row blocks
+static_assert(input<avx2>(64, 128, 10).mode == gemm_mode::blocked && input<avx2>(64, 128, 10).rows_run);
+static_assert(input<avx2>(64, 128, 10).b == b_access::packed && input<avx2>(64, 128, 10).MC == 96);
+static_assert(input<avx512>(256, 128, 10).rows_run && input<avx512>(256, 128, 10).MC == 128);
+static_assert(input<avx2>(16, 128, 10).rows_run && forward<avx2>(7744, 9, 32).rows_run);  // a first convolution: K = 9
+static_assert(forward<avx2>(64, 16, 256).rows_run && !forward<avx2>(64, 17, 256).rows_run);  // K up to 16
+static_assert(!input<avx2>(64, 256, 128).rows_run && input<avx2>(64, 256, 128).MC == 24);
+static_assert(!weights<avx2>(10, 7, 64).rows_run);  // A transposed: not read as rows
 
 // ---- the MLP's weight gradients: A transposed, read in place
 static_assert(weights<avx2>(64, 784, 256).a == a_access::columns && weights<avx2>(64, 784, 256).tail == a_tail::last_column);

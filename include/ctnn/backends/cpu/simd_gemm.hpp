@@ -127,7 +127,14 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
       std::size_t ldb;
       const T* bpanel = b_panel(j0 / NR, p0, ldb);
       const std::size_t nr = std::min(NR, N - j0);
-      for (std::size_t i0 = i_lo; i0 < i_hi; i0 += MR) {
+      std::size_t i_from = i_lo;
+      if (g.rows_run && nr == NR) {  // full tiles of a short K in one run (i_lo is a multiple of MR)
+        const std::size_t blocks = (i_hi - i_lo) / MR;
+        micro_run<Arch, MR, NV>(blocks, K, a.p + i_lo * a.rs, a.rs, bpanel, ldb, c + i_lo * ldc + j0, ldc,
+                                bias ? bias + j0 : nullptr, e, act);
+        i_from += blocks * MR;
+      }
+      for (std::size_t i0 = i_from; i0 < i_hi; i0 += MR) {
         T* ct = c + i0 * ldc + j0;
         const std::size_t mr = std::min(MR, M - i0);
         const T* bj = bias ? bias + j0 : nullptr;

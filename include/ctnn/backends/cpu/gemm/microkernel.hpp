@@ -3,8 +3,8 @@
 // simd::micro<Arch, MRt, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, e, act)
 // computes C[0:mr, 0:nr] (=|+=) A[mr x kc] B[kc x nr] with MRt x NV vector
 // accumulators and FMAs, for any xsimd architecture Arch; micro_rows picks
-// the 4- or MR-row instance. Also here: gemm_target_of<T, Arch> (the plan's
-// view of an architecture), simd::blocking (MR, NV, NR, KC from the plan),
+// the 4- or MR-row instance; micro_run runs full tiles down a panel (short
+// K). Also here: gemm_target_of<T, Arch> (the plan's view of an architecture), simd::blocking (MR, NV, NR, KC from the plan),
 // and load_n / store_n, the first n lanes of a vector (AVX-512 and AVX masked).
 // Summation order per output: bias (or C), then p = 0, 1, ... kc-1.
 // docs/design.md, "SIMD".
@@ -188,6 +188,47 @@ void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t 
 #pragma GCC unroll 4
     for (std::size_t v = 0; v < NV; ++v)
       if (cols(v)) store_n<Arch>(acc[r][v], c + r * ldc + v * L, cols(v));
+  }
+}
+
+// micro_run: `blocks` full MR x NV*L tiles down one column panel (rows read in place,
+// a[r*ars + p]; B as in micro), each C = e(bias + A B) over all kc: micro's
+// summation order, without its per-tile checks of mr, nr and init (the
+// plan's rows_run, short K, where a tile is little work).
+template <class Arch, std::size_t MR, std::size_t NV, class T, class E>
+void micro_run(std::size_t blocks, std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t ldb, T* c,
+               std::size_t ldc, const T* bias, const E& e, bool act) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  for (std::size_t blk = 0; blk < blocks; ++blk, a += MR * ars, c += MR * ldc) {
+    B acc[MR][NV];
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < NV; ++v) {
+      const B bv = bias ? B::load_unaligned(bias + v * L) : B(T(0));
+#pragma GCC unroll 16
+      for (std::size_t r = 0; r < MR; ++r) acc[r][v] = bv;
+    }
+    for (std::size_t p = 0; p < kc; ++p) {
+      B bb[NV];
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < NV; ++v) bb[v] = B::load_unaligned(b + p * ldb + v * L);
+#pragma GCC unroll 16
+      for (std::size_t r = 0; r < MR; ++r) {
+        const B av(a[r * ars + p]);
+#pragma GCC unroll 4
+        for (std::size_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bb[v], acc[r][v]);
+      }
+    }
+    if (act) {
+#pragma GCC unroll 16
+      for (std::size_t r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+        for (std::size_t v = 0; v < NV; ++v) acc[r][v] = epilogue_forward(e, acc[r][v]);
+    }
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_unaligned(c + r * ldc + v * L);
   }
 }
 

@@ -80,6 +80,9 @@ struct gemm_plan {
   // task tiles MC x NC, K rows per tile pass kc_max
   std::size_t MR = 0, NV = 0, NR = 0, KC = 0, kcb = 0, kc_max = 0, MC = 0, NC = 0;
   std::size_t row_blocks = 0, full_blocks = 0, panels = 0, mblocks = 0, nblocks = 0;
+  // blocked, rows read in place, K up to rows_run_k: the full tiles of a
+  // task's column panel run as one loop (simd::micro_run), not one call each
+  bool rows_run = false;
   a_access a = a_access::rows;
   a_tail tail = a_tail::none;
   b_access b = b_access::in_place;
@@ -94,7 +97,7 @@ inline constexpr std::size_t parallel_threshold = std::size_t(1) << 20;
 // registers (16 accumulators; 12 x 2 measured no faster and costs compile
 // time); 6 x 2 with 16 registers. A KC x NR panel of B stays in L1.
 constexpr std::size_t block_rows(gemm_target t) { return t.registers >= 32 ? 8 : 6; }
-inline constexpr std::size_t block_vectors = 2, block_k = 256;
+inline constexpr std::size_t block_vectors = 2, block_k = 256, rows_run_k = 16;
 // The longest K run as one block: with 16 registers (NR = 16 floats, a K x NR
 // panel of B 64 bytes a row) up to 1.5 block_k, so that conv2's K = 288 is one
 // block of 288 (its C tiles loaded and stored once: 8-10 % faster on AVX2,
@@ -184,6 +187,11 @@ template <gemm_target t>
   // each block of B while it is in cache; one row block, or split_tail, runs
   // all of K at once.
   g.kc_max = direct && (split_tail || M <= MR) ? K : g.kcb;
+  // Short K (dX = dY W^T of the 10-wide layer: K = 10): a tile is little
+  // work (60 cycles of FMAs), so the full tiles of a panel run as one loop
+  // and tasks are 4x taller.
+  g.rows_run = direct_a && K <= simd::rows_run_k && g.kc_max == K;
+  if (g.rows_run) g.MC = 16 * MR;
   g.mblocks = (M + g.MC - 1) / g.MC;
   g.nblocks = (N + g.NC - 1) / g.NC;
   g.scratch.a = {0, a_size};
