@@ -65,8 +65,7 @@ constexpr bool slots_ok(gemm_problem p) {
                         : g.tail == a_tail::packed      ? s.a.size >= g.MR * p.K
                         : g.tail == a_tail::last_column ? s.a.size >= g.MR
                                                         : s.a.size == 0;
-      const bool b_ok = g.b == b_access::in_place        ? s.b.size == 0
-                        : g.b == b_access::split_tail      ? s.b.size >= g.NR
+      const bool b_ok = g.b == b_access::in_place || g.b == b_access::split_tail ? s.b.size == 0
                         : g.b == b_access::in_place_tail   ? s.b.size >= g.NR * p.K
                                                            : s.b.size >= g.panels * g.NR * kb;
       return a_ok && b_ok && g.MR * g.NV + g.NV + 1 <= t.registers && g.NR == g.NV * t.lanes &&
@@ -114,8 +113,8 @@ static_assert(forward<avx2>(65, 784, 256).b == b_access::k_outer && forward<avx5
 static_assert(forward<avx2>(256, 784, 256).b == b_access::k_outer && forward<avx512>(256, 784, 256).b == b_access::k_outer);
 static_assert(forward<avx512>(256, 256, 128).b == b_access::packed);                // K = 256: one K block
 static_assert(forward<avx512>(256, 128, 10).NV == 1 && forward<avx2>(15, 128, 10).NV == 2);
-static_assert(forward<avx512>(256, 128, 10).b == b_access::split_tail && forward<avx512>(256, 128, 10).scratch.b.size == 16);
-static_assert(forward<avx2>(15, 128, 10).b == b_access::split_tail && forward<avx2>(15, 128, 10).scratch.b.size == 16);
+static_assert(forward<avx512>(256, 128, 10).b == b_access::split_tail && forward<avx512>(256, 128, 10).scratch.total == 0);
+static_assert(forward<avx2>(15, 128, 10).b == b_access::split_tail && forward<avx2>(15, 128, 10).scratch.total == 0);  // last row masked
 // The 10-wide layer's Y = X W with 16 registers, from 16 rows on: C^T = W^T X^T (10 of 12 rows
 // used: 6 + 4, instead of 10 of 16 lanes), X^T packed, W^T read in place; not with 32 registers.
 static_assert(forward<avx2>(16, 128, 10).mode == gemm_mode::transposed && forward<avx2>(256, 128, 10).mode == gemm_mode::transposed);
@@ -129,14 +128,17 @@ static_assert(forward_inner.b == b_access::packed && forward_inner.scratch.b.siz
 static_assert(slots_ok<avx2>({256, 10, 128, 128, 1, 10, 1}) && slots_ok<avx2>({64, 10, 128, 128, 1, 10, 1}));
 static_assert(forward<avx512>(256, 784, 256).scratch.total == 2 * 8 * 32 * 196);    // two packed K blocks of B
 
-// ---- short K, rows of A in place (dX of the 10-wide layer: K = 10): the full tiles of a panel in one run, tasks of 16 row blocks
+// ---- short K (rows of A in place: up to 16, dX of the 10-wide layer; A transposed in place: up to 64, dW at batch 64):
+// the full tiles of a panel in one run; tasks of 16 row blocks for rows
 static_assert(input<avx2>(64, 128, 10).mode == gemm_mode::blocked && input<avx2>(64, 128, 10).rows_run);
 static_assert(input<avx2>(64, 128, 10).b == b_access::packed && input<avx2>(64, 128, 10).MC == 96);
 static_assert(input<avx512>(256, 128, 10).rows_run && input<avx512>(256, 128, 10).MC == 128);
 static_assert(input<avx2>(16, 128, 10).rows_run && forward<avx2>(7744, 9, 32).rows_run);  // a first convolution: K = 9
 static_assert(forward<avx2>(64, 16, 256).rows_run && !forward<avx2>(64, 17, 256).rows_run);  // K up to 16
 static_assert(!input<avx2>(64, 256, 128).rows_run && input<avx2>(64, 256, 128).MC == 24);
-static_assert(!weights<avx2>(10, 7, 64).rows_run);  // A transposed: not read as rows
+static_assert(weights<avx2>(64, 256, 128).rows_run && weights<avx512>(64, 784, 256).rows_run);  // A transposed: K up to 64
+static_assert(weights<avx2>(64, 256, 128).MC == 24 && !weights<avx2>(65, 256, 128).rows_run);
+static_assert(!weights<avx2>(256, 256, 128).rows_run && !make_gemm_plan<avx2>({100, 64, 10, 20, 2, 64, 1}).rows_run);  // A packed
 
 // ---- the MLP's weight gradients: A transposed, read in place
 static_assert(weights<avx2>(64, 784, 256).a == a_access::columns && weights<avx2>(64, 784, 256).tail == a_tail::last_column);

@@ -99,11 +99,12 @@ TEST_CASE("simd_gemm equals the reference on every architecture this CPU runs") 
 }
 
 // K up to 16 with A's rows in place (plan.rows_run: dX = dY W^T of the 10-wide layer, a first
-// convolution): the full tiles of a panel in one run (simd::micro_run), partial row blocks and
-// panels through the micro-kernel; tasks of 16 row blocks (M = 97, 100, 192, 255: several).
+// convolution), up to 64 with A transposed (dW at batch 64): the full tiles of a panel in one
+// run (simd::micro_run), partial row blocks and panels through the micro-kernel; several tasks
+// (M = 97, 100, 192, 255).
 TEST_CASE("simd_gemm with a short K (full tiles in one run) equals the reference on every architecture") {
   const int ran = test::for_each_arch("simd_gemm, short K", [](auto arch, const char* name) {
-    const sizes Ms{6, 12, 13, 16, 97, 100, 192, 255}, Ns{8, 16, 17, 32, 128, 131}, Ks{2, 8, 9, 10, 16};
+    const sizes Ms{6, 12, 13, 16, 97, 100, 192, 255}, Ns{8, 16, 17, 32, 128, 131}, Ks{2, 8, 9, 10, 16, 33, 64};
     check_arch<decltype(arch), float>(name, Ms, Ns, Ks);
     check_arch<decltype(arch), double>(name, Ms, Ns, Ks);
   });
@@ -157,6 +158,7 @@ TEST_CASE("results are bit-identical whatever the thread count") {
                         shape{4096, 10, 128, false, false} /* the same with several tasks of X^T panels */,
                         shape{64, 784, 256, false, true} /* dX: B^T packed by 8 x 8 transposes */,
                         shape{1000, 128, 10, false, true} /* dX of a 10-wide layer: short K, tiles in runs */,
+                        shape{256, 128, 64, true, false} /* dW at batch 64: A transposed, tiles in runs */,
                         shape{64, 784, 256, false, false} /* 64 rows: B in place */}) {
     const problem<float> pr(s.M, s.N, s.K, s.ta, s.tb, s.M + s.N + s.K);
     std::vector<std::vector<float>> out;

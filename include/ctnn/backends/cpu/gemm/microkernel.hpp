@@ -165,10 +165,27 @@ void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t 
   // In-place rows past mr repeat row mr-1 (computed, never stored).
   const T* rows[MRt];
   for (std::size_t r = 0; r < MRt; ++r) rows[r] = PA ? a + r : a + std::min(r, mr - 1) * ars;
-  for (std::size_t p = 0; p < kc; ++p) {
+  // A partial panel (nr < NV*L): its last row is read with masked loads (its
+  // columns past nr are 0), so that a B read in place may end at column nr-1
+  // of row kc-1 (a 10-wide W: b_access::split_tail); the rows before read
+  // whole vectors, the lanes past nr computed, never stored.
+  const std::size_t k_whole = nr < NV * L && kc ? kc - 1 : kc;
+  for (std::size_t p = 0; p < k_whole; ++p) {
     B bb[NV];
 #pragma GCC unroll 4
     for (std::size_t v = 0; v < NV; ++v) bb[v] = B::load_unaligned(b + p * ldb + v * L);
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < MRt; ++r) {
+      const B av(PA ? a[p * ars + r] : rows[r][p]);
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bb[v], acc[r][v]);
+    }
+  }
+  if (k_whole < kc) {
+    const std::size_t p = k_whole;
+    B bb[NV];
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < NV; ++v) bb[v] = cols(v) ? load_n<Arch>(b + p * ldb + v * L, cols(v)) : B(T(0));
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < MRt; ++r) {
       const B av(PA ? a[p * ars + r] : rows[r][p]);
@@ -191,16 +208,17 @@ void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t 
   }
 }
 
-// micro_run: `blocks` full MR x NV*L tiles down one column panel (rows read in place,
+// micro_run: `blocks` full MR x NV*L tiles down one column panel (A as in
+// micro, PA: a[p*ars + r], the next block at a + MR; else rows in place,
 // a[r*ars + p]; B as in micro), each C = e(bias + A B) over all kc: micro's
 // summation order, without its per-tile checks of mr, nr and init (the
 // plan's rows_run, short K, where a tile is little work).
-template <class Arch, std::size_t MR, std::size_t NV, class T, class E>
+template <class Arch, std::size_t MR, std::size_t NV, bool PA, class T, class E>
 void micro_run(std::size_t blocks, std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t ldb, T* c,
                std::size_t ldc, const T* bias, const E& e, bool act) {
   using B = xsimd::batch<T, Arch>;
   constexpr std::size_t L = B::size;
-  for (std::size_t blk = 0; blk < blocks; ++blk, a += MR * ars, c += MR * ldc) {
+  for (std::size_t blk = 0; blk < blocks; ++blk, a += PA ? MR : MR * ars, c += MR * ldc) {
     B acc[MR][NV];
 #pragma GCC unroll 4
     for (std::size_t v = 0; v < NV; ++v) {
@@ -214,7 +232,7 @@ void micro_run(std::size_t blocks, std::size_t kc, const T* a, std::size_t ars, 
       for (std::size_t v = 0; v < NV; ++v) bb[v] = B::load_unaligned(b + p * ldb + v * L);
 #pragma GCC unroll 16
       for (std::size_t r = 0; r < MR; ++r) {
-        const B av(a[r * ars + p]);
+        const B av(PA ? a[p * ars + r] : a[r * ars + p]);
 #pragma GCC unroll 4
         for (std::size_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bb[v], acc[r][v]);
       }
