@@ -150,6 +150,7 @@ static_assert(weights<avx2>(256, 128, 16).mode == gemm_mode::blocked && weights<
 constexpr gemm_plan narrow_inner = make_gemm_plan<avx2>(transposed_problem({128, 10, 256, 1, 128, 10, 1}));
 static_assert(narrow_inner.mode == gemm_mode::blocked && narrow_inner.row_blocks == 2 && narrow_inner.panels == 8);  // 6 + 4 rows
 static_assert(narrow_inner.a == a_access::columns && narrow_inner.b == b_access::in_place);  // dY and X read in place
+static_assert(!make_gemm_plan<avx2>(transposed_problem({128, 10, 64, 1, 128, 10, 1})).rows_run);  // 10 rows: tile by tile
 
 // ---- 1024^2: all of B packed; a convolution's dW (K = batch x positions): K blocks outermost
 static_assert(forward<avx2>(1024, 1024, 1024).b == b_access::packed && forward<avx2>(1024, 1024, 1024).scratch.b.size == 1024 * 1024);
