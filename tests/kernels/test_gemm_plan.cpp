@@ -65,8 +65,7 @@ constexpr bool slots_ok(gemm_problem p) {
                         : g.tail == a_tail::packed      ? s.a.size >= g.MR * p.K
                         : g.tail == a_tail::last_column ? s.a.size >= g.MR
                                                         : s.a.size == 0;
-      const bool b_ok = g.b == b_access::in_place        ? s.b.size == 0
-                        : g.b == b_access::split_tail      ? s.b.size >= g.NR
+      const bool b_ok = g.b == b_access::in_place || g.b == b_access::split_tail ? s.b.size == 0
                         : g.b == b_access::in_place_tail   ? s.b.size >= g.NR * p.K
                                                            : s.b.size >= g.panels * g.NR * kb;
       return a_ok && b_ok && g.MR * g.NV + g.NV + 1 <= t.registers && g.NR == g.NV * t.lanes &&
@@ -83,7 +82,7 @@ constexpr bool same_but_threads(const gemm_plan& x, const gemm_plan& y) {
   return x.mode == y.mode && x.chunk == y.chunk && x.dot_rows == y.dot_rows && x.MR == y.MR && x.NV == y.NV &&
          x.NR == y.NR && x.KC == y.KC && x.kcb == y.kcb && x.kc_max == y.kc_max && x.MC == y.MC && x.NC == y.NC &&
          x.row_blocks == y.row_blocks && x.full_blocks == y.full_blocks && x.panels == y.panels &&
-         x.mblocks == y.mblocks && x.nblocks == y.nblocks && x.a == y.a && x.tail == y.tail && x.b == y.b &&
+         x.mblocks == y.mblocks && x.nblocks == y.nblocks && x.rows_run == y.rows_run && x.a == y.a && x.tail == y.tail && x.b == y.b &&
          same(x.scratch.x, y.scratch.x) && same(x.scratch.a, y.scratch.a) && same(x.scratch.b, y.scratch.b) &&
          same(x.scratch.ct, y.scratch.ct) && x.scratch.inner == y.scratch.inner && x.scratch.total == y.scratch.total;
 }
@@ -114,8 +113,8 @@ static_assert(forward<avx2>(65, 784, 256).b == b_access::k_outer && forward<avx5
 static_assert(forward<avx2>(256, 784, 256).b == b_access::k_outer && forward<avx512>(256, 784, 256).b == b_access::k_outer);
 static_assert(forward<avx512>(256, 256, 128).b == b_access::packed);                // K = 256: one K block
 static_assert(forward<avx512>(256, 128, 10).NV == 1 && forward<avx2>(15, 128, 10).NV == 2);
-static_assert(forward<avx512>(256, 128, 10).b == b_access::split_tail && forward<avx512>(256, 128, 10).scratch.b.size == 16);
-static_assert(forward<avx2>(15, 128, 10).b == b_access::split_tail && forward<avx2>(15, 128, 10).scratch.b.size == 16);
+static_assert(forward<avx512>(256, 128, 10).b == b_access::split_tail && forward<avx512>(256, 128, 10).scratch.total == 0);
+static_assert(forward<avx2>(15, 128, 10).b == b_access::split_tail && forward<avx2>(15, 128, 10).scratch.total == 0);  // last row masked
 // The 10-wide layer's Y = X W with 16 registers, from 16 rows on: C^T = W^T X^T (10 of 12 rows
 // used: 6 + 4, instead of 10 of 16 lanes), X^T packed, W^T read in place; not with 32 registers.
 static_assert(forward<avx2>(16, 128, 10).mode == gemm_mode::transposed && forward<avx2>(256, 128, 10).mode == gemm_mode::transposed);
@@ -129,6 +128,18 @@ static_assert(forward_inner.b == b_access::packed && forward_inner.scratch.b.siz
 static_assert(slots_ok<avx2>({256, 10, 128, 128, 1, 10, 1}) && slots_ok<avx2>({64, 10, 128, 128, 1, 10, 1}));
 static_assert(forward<avx512>(256, 784, 256).scratch.total == 2 * 8 * 32 * 196);    // two packed K blocks of B
 
+// ---- short K (rows of A in place: up to 16, dX of the 10-wide layer; A transposed in place: up to 64, dW at batch 64):
+// the full tiles of a panel in one run; tasks of 16 row blocks for rows
+static_assert(input<avx2>(64, 128, 10).mode == gemm_mode::blocked && input<avx2>(64, 128, 10).rows_run);
+static_assert(input<avx2>(64, 128, 10).b == b_access::packed && input<avx2>(64, 128, 10).MC == 96);
+static_assert(input<avx512>(256, 128, 10).rows_run && input<avx512>(256, 128, 10).MC == 128);
+static_assert(input<avx2>(16, 128, 10).rows_run && forward<avx2>(7744, 9, 32).rows_run);  // a first convolution: K = 9
+static_assert(forward<avx2>(64, 16, 256).rows_run && !forward<avx2>(64, 17, 256).rows_run);  // K up to 16
+static_assert(!input<avx2>(64, 256, 128).rows_run && input<avx2>(64, 256, 128).MC == 24);
+static_assert(weights<avx2>(64, 256, 128).rows_run && weights<avx512>(64, 784, 256).rows_run);  // A transposed: K up to 64
+static_assert(weights<avx2>(64, 256, 128).MC == 24 && !weights<avx2>(65, 256, 128).rows_run);
+static_assert(!weights<avx2>(256, 256, 128).rows_run && !make_gemm_plan<avx2>({100, 64, 10, 20, 2, 64, 1}).rows_run);  // A packed
+
 // ---- the MLP's weight gradients: A transposed, read in place
 static_assert(weights<avx2>(64, 784, 256).a == a_access::columns && weights<avx2>(64, 784, 256).tail == a_tail::last_column);
 static_assert(weights<avx512>(64, 784, 256).a == a_access::columns && weights<avx512>(64, 784, 256).tail == a_tail::none);
@@ -139,6 +150,7 @@ static_assert(weights<avx2>(256, 128, 16).mode == gemm_mode::blocked && weights<
 constexpr gemm_plan narrow_inner = make_gemm_plan<avx2>(transposed_problem({128, 10, 256, 1, 128, 10, 1}));
 static_assert(narrow_inner.mode == gemm_mode::blocked && narrow_inner.row_blocks == 2 && narrow_inner.panels == 8);  // 6 + 4 rows
 static_assert(narrow_inner.a == a_access::columns && narrow_inner.b == b_access::in_place);  // dY and X read in place
+static_assert(!make_gemm_plan<avx2>(transposed_problem({128, 10, 64, 1, 128, 10, 1})).rows_run);  // 10 rows: tile by tile
 
 // ---- 1024^2: all of B packed; a convolution's dW (K = batch x positions): K blocks outermost
 static_assert(forward<avx2>(1024, 1024, 1024).b == b_access::packed && forward<avx2>(1024, 1024, 1024).scratch.b.size == 1024 * 1024);

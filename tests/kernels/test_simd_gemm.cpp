@@ -59,12 +59,15 @@ struct problem {
   }
 };
 
+using sizes = std::vector<std::size_t>;
+
 template <class Arch, class T>
-void check_arch(const char* name) {
+void check_arch(const char* name, const sizes& Ms = {1, 2, 3, 8, 17, 24, 25, 64, 255},
+                const sizes& Ns = {1, 3, 10, 17, 33, 128, 400}, const sizes& Ks = {1, 3, 17, 255, 300}) {
   const double eps = std::is_same_v<T, float> ? 1.2e-7 : 2.3e-16;
-  for (std::size_t M : {1, 2, 3, 8, 17, 24, 25, 64, 255})
-    for (std::size_t N : {1, 3, 10, 17, 33, 128, 400})
-      for (std::size_t K : {1, 3, 17, 255, 300})
+  for (std::size_t M : Ms)
+    for (std::size_t N : Ns)
+      for (std::size_t K : Ks)
         for (int variant = 0; variant < 4; ++variant) {
           const bool ta = variant & 1, tb = variant & 2;
           const problem<T> pr(M, N, K, ta, tb, M * 10007 + N * 101 + K + variant);
@@ -93,6 +96,19 @@ TEST_CASE("simd_gemm equals the reference on every architecture this CPU runs") 
     check_arch<decltype(arch), double>(name);
   });
   CHECK(ran >= 1);  // x86-64 always has SSE2
+}
+
+// K up to 16 with A's rows in place (plan.rows_run: dX = dY W^T of the 10-wide layer, a first
+// convolution), up to 64 with A transposed (dW at batch 64): the full tiles of a panel in one
+// run (simd::micro_run), partial row blocks and panels through the micro-kernel; several tasks
+// (M = 97, 100, 192, 255).
+TEST_CASE("simd_gemm with a short K (full tiles in one run) equals the reference on every architecture") {
+  const int ran = test::for_each_arch("simd_gemm, short K", [](auto arch, const char* name) {
+    const sizes Ms{6, 12, 13, 16, 97, 100, 192, 255}, Ns{8, 16, 17, 32, 128, 131}, Ks{2, 8, 9, 10, 16, 33, 64};
+    check_arch<decltype(arch), float>(name, Ms, Ns, Ks);
+    check_arch<decltype(arch), double>(name, Ms, Ns, Ks);
+  });
+  CHECK(ran >= 1);
 }
 
 // simd_v<T, Arch>: xsimd for float and double on an architecture the compiler targets, else scalar.
@@ -141,6 +157,8 @@ TEST_CASE("results are bit-identical whatever the thread count") {
                         shape{256, 10, 128, false, false} /* Y = X W of a 10-wide layer: C^T on AVX2 */,
                         shape{4096, 10, 128, false, false} /* the same with several tasks of X^T panels */,
                         shape{64, 784, 256, false, true} /* dX: B^T packed by 8 x 8 transposes */,
+                        shape{1000, 128, 10, false, true} /* dX of a 10-wide layer: short K, tiles in runs */,
+                        shape{256, 128, 64, true, false} /* dW at batch 64: A transposed, tiles in runs */,
                         shape{64, 784, 256, false, false} /* 64 rows: B in place */}) {
     const problem<float> pr(s.M, s.N, s.K, s.ta, s.tb, s.M + s.N + s.K);
     std::vector<std::vector<float>> out;

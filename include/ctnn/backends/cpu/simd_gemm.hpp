@@ -95,9 +95,7 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
     pack_a(MR, a, full_blocks * MR, M, K, ap);
   else if (g.a == a_access::packed)
     run(g.row_blocks, [&](std::size_t ib) { pack_a(MR, a, ib * MR, M, K, ap + ib * MR * K); });
-  if (split_tail)
-    pack_b<Arch>(NR, strided<T>{b.p + (K - 1) * b.rs, b.rs, 1}, (panels - 1) * NR, N, 1, bp);
-  else if (g.b == b_access::in_place_tail)
+  if (g.b == b_access::in_place_tail)
     pack_b<Arch>(NR, b, (panels - 1) * NR, N, K, bp);
   else if (g.b == b_access::packed)
     run(panels, [&](std::size_t jp) { pack_b<Arch>(NR, b, jp * NR, N, K, bp + jp * NR * K); });
@@ -127,7 +125,21 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
       std::size_t ldb;
       const T* bpanel = b_panel(j0 / NR, p0, ldb);
       const std::size_t nr = std::min(NR, N - j0);
-      for (std::size_t i0 = i_lo; i0 < i_hi; i0 += MR) {
+      std::size_t i_from = i_lo;
+      if (g.rows_run && nr == NR) {  // full tiles of a short K in one run (i_lo is a multiple of MR)
+        if (direct_a) {
+          const std::size_t blocks = (i_hi - i_lo) / MR;
+          micro_run<Arch, MR, NV, false>(blocks, K, a.p + i_lo * a.rs, a.rs, bpanel, ldb, c + i_lo * ldc + j0, ldc,
+                                         bias ? bias + j0 : nullptr, e, act);
+          i_from += blocks * MR;
+        } else {
+          const std::size_t blocks = std::min(i_hi / MR, full_blocks) - std::min(i_lo / MR, full_blocks);
+          micro_run<Arch, MR, NV, true>(blocks, K, a.p + i_lo, a.cs, bpanel, ldb, c + i_lo * ldc + j0, ldc,
+                                        bias ? bias + j0 : nullptr, e, act);
+          i_from += blocks * MR;
+        }
+      }
+      for (std::size_t i0 = i_from; i0 < i_hi; i0 += MR) {
         T* ct = c + i0 * ldc + j0;
         const std::size_t mr = std::min(MR, M - i0);
         const T* bj = bias ? bias + j0 : nullptr;
@@ -153,12 +165,7 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
           micro_rows<Arch, NV, true>(n_k, ap + (i0 / MR) * MR * K + q0 * MR, MR, bq, ldq, ct, ldc, mr, nr, bj, init,
                                      e, act && fin);
         };
-        if (split_tail && nr < NR) {
-          part(0, K - 1, bpanel, ldb, true, false);
-          part(K - 1, 1, bp, NR, false, true);
-        } else {
-          part(p0, kc, bpanel, ldb, first, last);
-        }
+        part(p0, kc, bpanel, ldb, first, last);  // split_tail: micro reads the last row masked
       }
     }
   };

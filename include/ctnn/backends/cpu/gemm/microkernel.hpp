@@ -3,8 +3,8 @@
 // simd::micro<Arch, MRt, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, e, act)
 // computes C[0:mr, 0:nr] (=|+=) A[mr x kc] B[kc x nr] with MRt x NV vector
 // accumulators and FMAs, for any xsimd architecture Arch; micro_rows picks
-// the 4- or MR-row instance. Also here: gemm_target_of<T, Arch> (the plan's
-// view of an architecture), simd::blocking (MR, NV, NR, KC from the plan),
+// the 4- or MR-row instance; micro_run runs full tiles down a panel (short
+// K). Also here: gemm_target_of<T, Arch> (the plan's view of an architecture), simd::blocking (MR, NV, NR, KC from the plan),
 // and load_n / store_n, the first n lanes of a vector (AVX-512 and AVX masked).
 // Summation order per output: bias (or C), then p = 0, 1, ... kc-1.
 // docs/design.md, "SIMD".
@@ -165,10 +165,27 @@ void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t 
   // In-place rows past mr repeat row mr-1 (computed, never stored).
   const T* rows[MRt];
   for (std::size_t r = 0; r < MRt; ++r) rows[r] = PA ? a + r : a + std::min(r, mr - 1) * ars;
-  for (std::size_t p = 0; p < kc; ++p) {
+  // A partial panel (nr < NV*L): its last row is read with masked loads (its
+  // columns past nr are 0), so that a B read in place may end at column nr-1
+  // of row kc-1 (a 10-wide W: b_access::split_tail); the rows before read
+  // whole vectors, the lanes past nr computed, never stored.
+  const std::size_t k_whole = nr < NV * L && kc ? kc - 1 : kc;
+  for (std::size_t p = 0; p < k_whole; ++p) {
     B bb[NV];
 #pragma GCC unroll 4
     for (std::size_t v = 0; v < NV; ++v) bb[v] = B::load_unaligned(b + p * ldb + v * L);
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < MRt; ++r) {
+      const B av(PA ? a[p * ars + r] : rows[r][p]);
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bb[v], acc[r][v]);
+    }
+  }
+  if (k_whole < kc) {
+    const std::size_t p = k_whole;
+    B bb[NV];
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < NV; ++v) bb[v] = cols(v) ? load_n<Arch>(b + p * ldb + v * L, cols(v)) : B(T(0));
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < MRt; ++r) {
       const B av(PA ? a[p * ars + r] : rows[r][p]);
@@ -188,6 +205,48 @@ void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t 
 #pragma GCC unroll 4
     for (std::size_t v = 0; v < NV; ++v)
       if (cols(v)) store_n<Arch>(acc[r][v], c + r * ldc + v * L, cols(v));
+  }
+}
+
+// micro_run: `blocks` full MR x NV*L tiles down one column panel (A as in
+// micro, PA: a[p*ars + r], the next block at a + MR; else rows in place,
+// a[r*ars + p]; B as in micro), each C = e(bias + A B) over all kc: micro's
+// summation order, without its per-tile checks of mr, nr and init (the
+// plan's rows_run, short K, where a tile is little work).
+template <class Arch, std::size_t MR, std::size_t NV, bool PA, class T, class E>
+void micro_run(std::size_t blocks, std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t ldb, T* c,
+               std::size_t ldc, const T* bias, const E& e, bool act) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  for (std::size_t blk = 0; blk < blocks; ++blk, a += PA ? MR : MR * ars, c += MR * ldc) {
+    B acc[MR][NV];
+#pragma GCC unroll 4
+    for (std::size_t v = 0; v < NV; ++v) {
+      const B bv = bias ? B::load_unaligned(bias + v * L) : B(T(0));
+#pragma GCC unroll 16
+      for (std::size_t r = 0; r < MR; ++r) acc[r][v] = bv;
+    }
+    for (std::size_t p = 0; p < kc; ++p) {
+      B bb[NV];
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < NV; ++v) bb[v] = B::load_unaligned(b + p * ldb + v * L);
+#pragma GCC unroll 16
+      for (std::size_t r = 0; r < MR; ++r) {
+        const B av(PA ? a[p * ars + r] : a[r * ars + p]);
+#pragma GCC unroll 4
+        for (std::size_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bb[v], acc[r][v]);
+      }
+    }
+    if (act) {
+#pragma GCC unroll 16
+      for (std::size_t r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+        for (std::size_t v = 0; v < NV; ++v) acc[r][v] = epilogue_forward(e, acc[r][v]);
+    }
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < NV; ++v) acc[r][v].store_unaligned(c + r * ldc + v * L);
   }
 }
 

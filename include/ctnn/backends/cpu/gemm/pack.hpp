@@ -113,7 +113,11 @@ void pack_b(std::size_t NR, strided<T> b, std::size_t j0, std::size_t n, std::si
     const T* src = b.p + j0 * b.cs;
     std::size_t p0 = 0;
     if (b.rs == 1)
-      for (; p0 + PB <= k; p0 += PB) {
+      for (std::size_t next = 0; next < k && k >= PB; next += PB) {
+        // a last partial block of rows: the block of the last PB rows
+        // instead (rows written twice with the same values; K = 10 is two
+        // transposed blocks, not one and 2 x NR scalar copies)
+        p0 = std::min(next, k - PB);
         T* dst = bp + p0 * NR;
         std::size_t j = 0;
 #if defined(__AVX__)
@@ -127,6 +131,7 @@ void pack_b(std::size_t NR, strided<T> b, std::size_t j0, std::size_t n, std::si
         }
         for (std::size_t q = 0; q < PB; ++q)
           for (std::size_t j = cols; j < NR; ++j) dst[q * NR + j] = T(0);
+        p0 += PB;
       }
     for (std::size_t p = p0; p < k; ++p) {
       for (std::size_t j = 0; j < cols; ++j) bp[p * NR + j] = src[j * b.cs + p * b.rs];

@@ -52,8 +52,8 @@ enum class a_access : unsigned char { rows, columns, packed };
 enum class a_tail : unsigned char { none, last_column, packed };
 // blocked: how B is read. in_place: row-major B read where it lies (few row
 // blocks or one panel); in_place_tail: the same, the last partial panel packed
-// to slot b; split_tail: in place but the last row of the partial panel, copied
-// to slot b; k_outer: one K block at a time packed to slot b, K blocks
+// to slot b; split_tail: in place, the last row of the partial panel read
+// with masked loads (the micro-kernel's last row of a partial panel); k_outer: one K block at a time packed to slot b, K blocks
 // outermost; packed: all of B packed to slot b before the tiles run.
 enum class b_access : unsigned char { in_place, in_place_tail, split_tail, k_outer, packed };
 
@@ -80,6 +80,10 @@ struct gemm_plan {
   // task tiles MC x NC, K rows per tile pass kc_max
   std::size_t MR = 0, NV = 0, NR = 0, KC = 0, kcb = 0, kc_max = 0, MC = 0, NC = 0;
   std::size_t row_blocks = 0, full_blocks = 0, panels = 0, mblocks = 0, nblocks = 0;
+  // blocked, A read in place, K up to rows_run_k (rows) or columns_run_k (A
+  // transposed): the full tiles of a task's column panel run as one loop
+  // (simd::micro_run), not one call each
+  bool rows_run = false;
   a_access a = a_access::rows;
   a_tail tail = a_tail::none;
   b_access b = b_access::in_place;
@@ -95,6 +99,9 @@ inline constexpr std::size_t parallel_threshold = std::size_t(1) << 20;
 // time); 6 x 2 with 16 registers. A KC x NR panel of B stays in L1.
 constexpr std::size_t block_rows(gemm_target t) { return t.registers >= 32 ? 8 : 6; }
 inline constexpr std::size_t block_vectors = 2, block_k = 256;
+// The longest K whose full tiles run as one loop (gemm_plan::rows_run): A's
+// rows in place, A transposed in place.
+inline constexpr std::size_t rows_run_k = 16, columns_run_k = 64;
 // The longest K run as one block: with 16 registers (NR = 16 floats, a K x NR
 // panel of B 64 bytes a row) up to 1.5 block_k, so that conv2's K = 288 is one
 // block of 288 (its C tiles loaded and stored once: 8-10 % faster on AVX2,
@@ -151,8 +158,10 @@ template <gemm_target t>
   // on AVX2's 11 row blocks of 6 as on AVX-512's 8 of 8) or a single panel,
   // and row-major B: B read in place, the last partial panel packed with
   // zeros; when its extra columns fit in one row
-  // (NR - n_rem <= b_rs), rows 0..K-2 are read in place too and only row
-  // K-1 is copied (split_tail).
+  // (NR - n_rem <= b_rs), rows 0..K-2 are read in place too and row K-1
+  // with masked loads (split_tail; until gemm10 it was copied to slot b and
+  // run as a second micro-kernel call of one row, which loaded and stored C
+  // twice: Y = X W of the 10-wide layer on AVX-512).
   const bool direct = p.b_cs == 1 && (M <= 64 || N <= NR);
   // K blocks of equal length, at most KC (K = 288 with 32 registers is two
   // blocks of 144, not 256 + 32: a short last block pays the load and store
@@ -174,8 +183,7 @@ template <gemm_target t>
         : direct   ? (n_rem ? b_access::in_place_tail : b_access::in_place)
         : k_outer  ? b_access::k_outer
                    : b_access::packed;
-  const std::size_t b_size = g.b == b_access::split_tail      ? NR
-                             : g.b == b_access::in_place_tail ? NR * K
+  const std::size_t b_size = g.b == b_access::in_place_tail ? NR * K
                              : g.b == b_access::k_outer       ? 2 * g.panels * NR * g.kcb
                              : g.b == b_access::packed        ? g.panels * NR * K
                                                               : 0;
@@ -184,6 +192,14 @@ template <gemm_target t>
   // each block of B while it is in cache; one row block, or split_tail, runs
   // all of K at once.
   g.kc_max = direct && (split_tail || M <= MR) ? K : g.kcb;
+  // Short K (dX = dY W^T of the 10-wide layer: K = 10, rows of A; dW = X^T
+  // dY at batch 64, A transposed): a tile is little work (60 cycles of FMAs
+  // at K = 10), so the full tiles of a panel run as one loop; rows of A:
+  // tasks 4x taller. A transposed: from a task's height of rows on (dW of
+  // the 10-wide layer on AVX2, whose C^T has 10 rows, measured 0.9x with it).
+  g.rows_run = ((direct_a && K <= simd::rows_run_k) || (direct_at && K <= simd::columns_run_k && M >= g.MC)) &&
+               g.kc_max == K;
+  if (g.rows_run && direct_a) g.MC = 16 * MR;
   g.mblocks = (M + g.MC - 1) / g.MC;
   g.nblocks = (N + g.NC - 1) / g.NC;
   g.scratch.a = {0, a_size};
