@@ -505,7 +505,7 @@ inline void tile_avx2(std::size_t K, std::size_t N, const A& a, const std::int8_
         wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + q / 2 * panel * kp + q % 2 * 32));
       } else {
         const std::int8_t* wq = w + q * 32;
-        wv = wq + 32 <= end ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq))
+        wv = end - wq >= 32 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wq))
                             : _mm256_maskload_epi32(reinterpret_cast<const int*>(wq),
                                                     _mm256_cmpgt_epi32(_mm256_set1_epi32(int(width - 8 * q)), idx));
       }
