@@ -105,20 +105,16 @@ void infer_images(benchmark::State& s) {
   ctnn::kernels::cpu::set_threads(1);
 }
 
-// A training step of input<784> -> Hidden (relu) -> dense<10> on a fixed random batch.
-template <class Hidden>
-void width_step(benchmark::State& s) {
-  using wnet = ctnn::sequential<ctnn::input<784>, Hidden, ctnn::dense<10>>;
-  const std::size_t width = std::size_t(s.range(0)), batch = std::size_t(s.range(1));
-  ctnn::kernels::cpu::set_threads(std::size_t(s.range(2)));
-  auto model = ctnn::make_model<wnet>(42);
-  if constexpr (Hidden::is_up_to) ctnn::set_width<0>(model, width);
-  else if (width != Hidden::units) s.SkipWithError("mlp/width_static: the width is the type's");
+// Adam training steps (train_step) of model on a fixed random batch of `batch` samples, timed by s,
+// then one thread again.
+template <class Model>
+void train_steps(benchmark::State& s, Model& model, std::size_t batch) {
+  using Net = typename Model::network;
   ctnn::rng g(1);
-  std::vector<float> x(batch * 784);
+  std::vector<float> x(batch * Net::input_shape.size);
   std::vector<std::int32_t> y(batch);
   for (auto& v : x) v = float(g.uniform(0, 1));
-  for (auto& v : y) v = std::int32_t(g.uniform(0, 10)) % 10;
+  for (auto& v : y) v = std::int32_t(g.uniform(0, 10)) % std::int32_t(Net::output_shape.size);
   ctnn::adam opt;
   ctnn::train_step step{model, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt};
   std::size_t i = 0;
@@ -128,6 +124,18 @@ void width_step(benchmark::State& s) {
   }
   s.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
   ctnn::kernels::cpu::set_threads(1);
+}
+
+// A training step of input<784> -> Hidden (relu) -> dense<10> on a fixed random batch.
+template <class Hidden>
+void width_step(benchmark::State& s) {
+  using wnet = ctnn::sequential<ctnn::input<784>, Hidden, ctnn::dense<10>>;
+  const std::size_t width = std::size_t(s.range(0)), batch = std::size_t(s.range(1));
+  ctnn::kernels::cpu::set_threads(std::size_t(s.range(2)));
+  auto model = ctnn::make_model<wnet>(42);
+  if constexpr (Hidden::is_up_to) ctnn::set_width<0>(model, width);
+  else if (width != Hidden::units) s.SkipWithError("mlp/width_static: the width is the type's");
+  train_steps(s, model, batch);
 }
 void width_up_to(benchmark::State& s) { width_step<ctnn::dense<ctnn::up_to<512>, ctnn::relu>>(s); }
 void width_static_128(benchmark::State& s) { width_step<ctnn::dense<128, ctnn::relu>>(s); }
@@ -176,20 +184,7 @@ void fused_train(benchmark::State& s) {
   model.fused_mlp().training_forward = forward;
   if (model.fused_mlp_backward_active() != backward || model.fused_mlp_training_forward_active() != forward)
     s.SkipWithError("mlp/fused_train: the hook does not take this network");
-  ctnn::rng g(1);
-  std::vector<float> x(batch * Net::input_shape.size);
-  std::vector<std::int32_t> y(batch);
-  for (auto& v : x) v = float(g.uniform(0, 1));
-  for (auto& v : y) v = std::int32_t(g.uniform(0, 10)) % std::int32_t(Net::output_shape.size);
-  ctnn::adam opt;
-  ctnn::train_step step{model, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt};
-  std::size_t i = 0;
-  for (auto _ : s) {
-    const ctnn::step_result r = step.run(x.data(), y.data(), batch, 0, i++);
-    benchmark::DoNotOptimize(r.loss_sum);
-  }
-  s.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
-  ctnn::kernels::cpu::set_threads(1);
+  train_steps(s, model, batch);
 }
 void fused_train_net(benchmark::State& s) { fused_train<net>(s); }
 void fused_train_mnist_small(benchmark::State& s) { fused_train<mnist_small>(s); }
