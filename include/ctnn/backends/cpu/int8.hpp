@@ -637,27 +637,24 @@ template <class Arch, class A, class E>
 bool product_vector(std::size_t M, std::size_t N, std::size_t K, const A& a, const std::int8_t* packed,
                     const std::int32_t* wsum, E& e) {
   [[maybe_unused]] const int8_path p = int8_path_of<Arch>();
+  // the VNNI paths' u8 offset correction needs the weights' column sums: computed here where the
+  // caller has none
+  std::vector<std::int32_t> own;
+  [[maybe_unused]] auto sums = [&]() -> const std::int32_t* {
+    if (wsum) return wsum;
+    own.resize(N);
+    packed_sums(N, K, packed, own.data());
+    return own.data();
+  };
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
   if (p == int8_path::vnni) {
-    std::vector<std::int32_t> own;
-    if (!wsum) {
-      own.resize(N);
-      packed_sums(N, K, packed, own.data());
-      wsum = own.data();
-    }
-    gemm_vnni(M, N, K, a, packed, wsum, e);
+    gemm_vnni(M, N, K, a, packed, sums(), e);
     return true;
   }
 #endif
 #if defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))
   if (p == int8_path::vnni256) {
-    std::vector<std::int32_t> own;
-    if (!wsum) {
-      own.resize(N);
-      packed_sums(N, K, packed, own.data());
-      wsum = own.data();
-    }
-    gemm_avx2<dot_vnni256>(M, N, K, a, packed, wsum, e);
+    gemm_avx2<dot_vnni256>(M, N, K, a, packed, sums(), e);
     return true;
   }
 #endif
