@@ -4,6 +4,9 @@
 // batch 1, 16, 64 and 256: inference (model::forward, no training) and one
 // training step (forward, loss, backward through time, an RMSprop update, as
 // train/step.hpp runs it). Synthetic inputs: the data does not change the work.
+// lstm_step_product<K>: batch 1's step product alone (kernels::cpu::recurrent_row), CPU time a
+// step, over the first K of R's 128 rows: the product's share of lstm_inference/1 and the cost of
+// the rows it reads from L2.
 // Threads: CTNN_NUM_THREADS (1 for the one-core figures, pinned with taskset).
 //   CTNN_NUM_THREADS=1 taskset -c 0 build/bench/bench/bench_rnn --benchmark_repetitions=3
 // Its peer, bench/peers/pytorch_rnn.py, runs beside it in paired rounds: bench/peers/rnn_rounds.py.
@@ -46,8 +49,42 @@ void lstm_inference(benchmark::State& st) { inference<lstm_net>(st); }
 void gru_reset_before_inference(benchmark::State& st) { inference<gru_before_net>(st); }
 void gru_inference(benchmark::State& st) { inference<gru_net>(st); }
 
+// An LSTM(128)'s batch-1 step product alone: kernels::cpu::recurrent_row (h R by blocks of units,
+// every other step reversed, as the layer runs it) with a rule that only reads the products, over
+// the first K rows of R [128, 512] (K = 128: the layer's 256 KiB; fewer rows: fewer bytes from L2
+// per step, the rest as before); an iteration is one step (lstm_inference/1 runs 27 a sample).
+// K = 112 against 128: what 16 more rows that stay in L1 could save (docs/performance.md, Recurrent).
+struct read_gates {
+  template <class V>
+  void operator()(V& sum, V i, V f, V g, V o) const { sum = i + f + g + o; }
+};
+template <std::size_t K>
+void lstm_step_product(benchmark::State& st) {
+  constexpr std::size_t U = 128, G = 4 * U;
+  ctnn::rng g(3);
+  // R 64-byte aligned, as a layer's (a model aligns each layer's parameters; with U % 4 == 0 every
+  // row of R is aligned): at a 16-byte offset every load spans two cache lines (about 1.4x the time)
+  std::vector<float> buf(U * G + 16), h(U), rec(G), sum(U);
+  float* r = buf.data() + (64 - reinterpret_cast<std::uintptr_t>(buf.data()) % 64) % 64 / sizeof(float);
+  for (std::size_t i = 0; i < U * G; ++i) r[i] = float(g.uniform(-0.1, 0.1));
+  for (auto& v : h) v = float(g.uniform(-1, 1));
+  std::size_t t = 0;
+  for (auto _ : st) {
+    ctnn::kernels::cpu::recurrent_row<K, U, 4>(read_gates{}, h.data(), r, static_cast<const float*>(nullptr),
+                                               rec.data(), t++ % 2 == 1, sum.data(), static_cast<const float*>(rec.data()),
+                                               static_cast<const float*>(rec.data() + U),
+                                               static_cast<const float*>(rec.data() + 2 * U),
+                                               static_cast<const float*>(rec.data() + 3 * U));
+    h[t % K] += sum[t % U] * 1e-9f;  // the next step reads this one's result
+    benchmark::ClobberMemory();
+  }
+}
+
 }  // namespace
 
+BENCHMARK(lstm_step_product<128>)->Unit(benchmark::kMicrosecond);
+BENCHMARK(lstm_step_product<112>)->Unit(benchmark::kMicrosecond);
+BENCHMARK(lstm_step_product<96>)->Unit(benchmark::kMicrosecond);
 BENCHMARK(lstm_inference)->Arg(1)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(gru_inference)->Arg(1)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(lstm_train)->Arg(1)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();
