@@ -2,8 +2,10 @@
 //
 // stripped_t<Net, Layout = layout::fastest> replaces, in a network type, every
 // prune_low_magnitude<dense<N, Act, ...>, S, Pattern> by Layout::layer<K, N,
-// NNZ, Act> (pruning/layout.hpp: the layout contract; layout::fastest: bitmap
-// on AVX-512, csc elsewhere, block<R, C> for Pattern block<R, C>), NNZ the pruned layer's
+// NNZ, Act> (pruning/layout.hpp: the layout contract; layout::fastest: csc
+// where at most 1 weight in 9 is kept, bitmap otherwise, block<R, C> for
+// Pattern block<R, C>; layout::csc and layout::rows take only layers keeping
+// at most 1 weight in 9, else a compile error naming the layer), NNZ the pruned layer's
 // final_nnz (global_magnitude: min(K N, pruning::global_nnz<Net>)); a pruned
 // conv2d, simple_rnn, lstm or gru by the layer itself (masked weights 0: no
 // sparse recurrent layer); regularizers of the sparse
