@@ -16,7 +16,7 @@ using net = ctnn::sequential<
     ctnn::dense<10>>;
 
 // The stripped type is known before anything runs.
-using compact = ctnn::stripped_t<net, ctnn::layout::bitmap>;  // strip_pruning(model): the arch's layout
+using compact = ctnn::stripped_t<net, ctnn::layout::bitmap>;  // strip_pruning(model): bitmap here (csc from 88.9 %)
 static_assert(std::is_same_v<compact, ctnn::sequential<ctnn::input<28, 28>, ctnn::flatten,
                                                        ctnn::sparse_dense<784, 256, 40141, ctnn::relu>,
                                                        ctnn::sparse_dense<256, 128, 16384, ctnn::relu>,

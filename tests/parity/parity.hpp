@@ -102,7 +102,7 @@ struct sparse_nm_net {
 struct pruned_net {
   static constexpr const char* name = "prune_low_magnitude (dense, conv2d)";
   using net = sequential<input<6, 6, 2>, prune_low_magnitude<conv2d<3, 3, 3, 1, padding::valid, relu>, constant_sparsity<0.5>>,
-                         flatten, prune_low_magnitude<dense<8, relu>, constant_sparsity<0.5>>, dense<3>>;
+                         flatten, prune_low_magnitude<dense<8, relu>, constant_sparsity<0.9>>, dense<3>>;
 };
 struct conv_net {
   static constexpr const char* name = "conv2d (same, valid, stride 2)";
@@ -293,7 +293,7 @@ void check_policies() {
 }
 
 // A pruned model trained one step on cpu<> and on B (update_pruning_step), stripped to the bitmap, csc
-// and rows layouts (strip_pruning reads and writes both models through host views): the same
+// and rows layouts (its dense layer at 90 %: csc and rows take at most 1 weight in 9) (strip_pruning reads and writes both models through host views): the same
 // variables and predictions.
 template <class B>
 void check_stripped() {

@@ -18,14 +18,15 @@
 using namespace ctnn;
 
 namespace {
-using csc_net = sequential<input<64>, prune_low_magnitude<dense<40, relu>, constant_sparsity<0.8>>,
-                           prune_low_magnitude<dense<24, ctnn::tanh>, constant_sparsity<0.0>, n_of_m<2, 4>>, dense<3>>;
+// (csc takes layers that keep at most 1 weight in 9: tests/compile_fail/strip_csc_below_break_even.cpp)
+using csc_net = sequential<input<64>, prune_low_magnitude<dense<40, relu>, constant_sparsity<0.9>>,
+                           prune_low_magnitude<dense<24, ctnn::tanh>, constant_sparsity<0.95>>, dense<3>>;
 }
 
-static_assert(std::is_same_v<stripped_csc_t<csc_net>, sequential<input<64>, sparse_dense_csc<64, 40, 512, relu>,
-                                                                 sparse_dense_csc<40, 24, 480, ctnn::tanh>, dense<3>>>);
+static_assert(std::is_same_v<stripped_csc_t<csc_net>, sequential<input<64>, sparse_dense_csc<64, 40, 256, relu>,
+                                                                 sparse_dense_csc<40, 24, 48, ctnn::tanh>, dense<3>>>);
 static_assert(std::is_same_v<stripped_csc_t<csc_net>, stripped_t<csc_net, layout::csc>>);
-static_assert(stripped_csc_t<csc_net>::parameter_count == 512 + 40 + 480 + 24 + 24 * 3 + 3);
+static_assert(stripped_csc_t<csc_net>::parameter_count == 256 + 40 + 48 + 24 + 24 * 3 + 3);
 
 TEST_CASE("csc kernels: forward equals the scalar reference on every architecture, every batch path") {
   auto run = [](auto arch, const char*) {

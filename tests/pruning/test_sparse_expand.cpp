@@ -130,8 +130,8 @@ TEST_CASE("sparse_expand: each layout's panels equal the dense packing of the ma
 }
 
 TEST_CASE("sparse layouts: forward at batches 1..70 equals the masked dense product and the scalar reference") {
-  static_assert(kc::sparse_expand::min_batch > 1 && kc::sparse_expand::per_weight_min_batch < 70,
-                "the batches below cover both paths");
+  static_assert(kc::sparse_expand::per_weight_min_batch < 70 && kc::rows::pad_min > 1 && kc::rows::pad_min < 8,
+                "the batches below cover every path: expanded, whole blocks, a padded block, gathers");
   auto run = [](auto arch, const char* name) {
     using Arch = decltype(arch);
     auto one = [&]<std::size_t K, std::size_t N>(double density, bool nm) {
@@ -181,7 +181,7 @@ TEST_CASE("sparse layouts: forward at batches 1..70 equals the masked dense prod
     one.template operator()<64, 40>(0.5, true);
     one.template operator()<400, 33>(1.0, true);
     one.template operator()<36, 20>(0.5, true);
-    one.template operator()<400, 33>(0.1, false);  // 10 % kept: csc, rows expand below L samples only
+    one.template operator()<400, 33>(0.1, false);  // 10 % kept: csc, rows pad the last block, never expand
   };
   CHECK(test::for_each_arch("sparse layouts forward, batches 1..70", run) >= 1);
 }

@@ -105,9 +105,17 @@ struct sparse_dense_csc : detail::sparse_dense_spec<sparse_dense_csc<K, N, NNZ, 
 };
 
 namespace layout {
+// csc and rows (the per-weight layouts) are for layers that keep at most 1 weight in
+// per_weight_kept_one_in (88.9 % sparsity and above): strip_pruning to them on a denser layer fails
+// to compile (pruning/strip.hpp), since their batch-1 kernels, a gather per kept weight, run slower
+// than dense by more than 1.5x there (docs/pruning.md, "Why the per-weight layouts cannot reach
+// 0.67x"). The layer specs themselves (sparse_dense_csc<K, N, NNZ>) take any NNZ.
+inline constexpr std::size_t per_weight_kept_one_in = 9;
 // Stripping to sparse_dense_csc: values by column with 16-bit row indices;
 // inference work falls with NNZ (the layout for speed at high sparsity).
 struct csc {
+  static constexpr std::size_t kept_one_in = per_weight_kept_one_in;
+  static constexpr const char* spelled = "layout::csc";
   template <long long K, long long N, long long NNZ, class Act>
   using layer = sparse_dense_csc<std::size_t(K), std::size_t(N), std::size_t(NNZ), Act>;
   static std::string name() { return "csc"; }

@@ -49,6 +49,8 @@ struct sparse_dense_rows : detail::sparse_dense_spec<sparse_dense_rows<K, N, NNZ
 namespace layout {
 // strip_pruning's tag for sparse_dense_rows (pruning/layout.hpp).
 struct rows {
+  static constexpr std::size_t kept_one_in = per_weight_kept_one_in;  // layers/sparse_dense_csc.hpp
+  static constexpr const char* spelled = "layout::rows";
   template <long long K, long long N, long long NNZ, class Act>
   using layer = sparse_dense_rows<std::size_t(K), std::size_t(N), std::size_t(NNZ), Act>;
 };

@@ -2,8 +2,10 @@
 //
 // stripped_t<Net, Layout = layout::fastest> replaces, in a network type, every
 // prune_low_magnitude<dense<N, Act, ...>, S, Pattern> by Layout::layer<K, N,
-// NNZ, Act> (pruning/layout.hpp: the layout contract; layout::fastest: bitmap
-// on AVX-512, csc elsewhere, block<R, C> for Pattern block<R, C>), NNZ the pruned layer's
+// NNZ, Act> (pruning/layout.hpp: the layout contract; layout::fastest: csc
+// where at most 1 weight in 9 is kept, bitmap otherwise, block<R, C> for
+// Pattern block<R, C>; layout::csc and layout::rows take only layers keeping
+// at most 1 weight in 9, else a compile error naming the layer), NNZ the pruned layer's
 // final_nnz (global_magnitude: min(K N, pruning::global_nnz<Net>)); a pruned
 // conv2d, simple_rnn, lstm or gru by the layer itself (masked weights 0: no
 // sparse recurrent layer); regularizers of the sparse
@@ -54,16 +56,14 @@ namespace ctnn {
 
 namespace layout {
 // strip_pruning's default layout for a pruned dense layer of Total weights keeping Kept, by target
-// architecture (docs/pruning.md, "Which layout"): bitmap on AVX-512 (there its expand-load makes it
-// the fastest at 50 % and 2:4 at batch 1 and the smallest files); on AVX2 bitmap where more than a
-// quarter of the weights are kept (at 50 % and 2:4 its plain-load kernel and expansion beat csc at
-// batch 1, 8 and 64: 0.6 / 0.8 / 0.95x dense against 0.18 / 0.39 / 0.77x) and csc at 75 % sparsity
-// and above (80 %: csc 1.8x dense at batch 64, bitmap 0.95x); csc below AVX2 (no vector expand).
-// default_for<Arch> (Kept = 0): the layout at high sparsity.
+// architecture (docs/pruning.md, "Which layout"): csc where it may be chosen (at most 1 weight in
+// per_weight_kept_one_in kept, 88.9 % sparsity: layers/sparse_dense_csc.hpp; there it measured
+// faster than bitmap at batches 1 to 64 on AVX-512 and AVX2), bitmap otherwise (csc is retired
+// below that sparsity). The same on every architecture; default_for<Arch> (Kept = 0): the layout
+// at high sparsity.
 template <class Arch, long long Kept = 0, long long Total = 1>
 using default_for =
-    std::conditional_t<std::is_base_of_v<xsimd::avx512f, Arch> || (std::is_base_of_v<xsimd::avx2, Arch> && Kept * 4 > Total),
-                       bitmap, csc>;
+    std::conditional_t<(Kept * static_cast<long long>(per_weight_kept_one_in) > Total), bitmap, csc>;
 // The default tag: default_for<the build's architecture, NNZ, K N>, except that a layer pruned with
 // block<R, C> strips to block<R, C> (one vector FMA per kept block: the fastest on every arch).
 struct fastest {
@@ -104,9 +104,39 @@ struct strip_spec<Layout, G, prune_low_magnitude<conv2d<F, KH, KW, St, Pad, Act,
   using type = conv2d<Bound::final_units, KH, KW, St, Pad, Act, Reg, Init>;
 };
 
-template <class Layout, std::size_t G, class In, class Bound, class... Ls, std::size_t... I>
+// A layout that declares kept_one_in (csc, rows: layers/sparse_dense_csc.hpp) takes a pruned dense
+// layer (not units-pruned) only when it keeps at most 1 weight in kept_one_in (a global_magnitude
+// layer: when its group does, GW weights keeping G, since a layer's own share is known only after
+// training); otherwise the first error names the layout, the layer (Pos) and its sparsity, and the
+// layout to use instead.
+template <class Layout, std::size_t G, std::size_t GW, class Spec, class Bound, std::size_t Pos>
+struct layout_takes {
+  static constexpr bool value = true;
+};
+template <class Layout, std::size_t G, std::size_t GW, long long N, class Act, class O1, class O2, class S, class P,
+          class Bound, std::size_t Pos>
+  requires(requires { Layout::kept_one_in; } && !std::is_same_v<P, units>)
+struct layout_takes<Layout, G, GW, prune_low_magnitude<dense<N, Act, O1, O2>, S, P>, Bound, Pos> {
+  static constexpr bool global = std::is_same_v<P, global_magnitude>;
+  static constexpr std::size_t total = global ? GW : Bound::kernel_count;
+  static constexpr std::size_t kept = global ? G : Bound::final_nnz;
+  static constexpr bool ok = kept * Layout::kept_one_in <= total;
+  static constexpr bool located = diag::require<ok, &diag::strip_layout_too_dense_text<Layout, Pos, kept, total>>();
+  static constexpr bool value =
+      located && diag::strip_layout_too_dense<diag::layer<Pos>,
+                                              diag::sparsity_permille<std::int64_t(((total - kept) * 1000 + total / 2) /
+                                                                                   total)>,
+                                              ok>::value;
+};
+template <class Layout, std::size_t G, std::size_t GW, class Spec, class Bound, std::size_t Pos>
+struct checked_strip_spec : strip_spec<Layout, G, Spec, Bound> {
+  static_assert(layout_takes<Layout, G, GW, Spec, Bound, Pos>::value);
+};
+
+template <class Layout, std::size_t G, std::size_t GW, class In, class Bound, class... Ls, std::size_t... I>
 auto strip_all(std::index_sequence<I...>)
-    -> sequential<In, typename strip_spec<Layout, G, Ls, ctnn::detail::type_at_t<I, Bound>>::type...>;
+    -> sequential<In,
+                  typename checked_strip_spec<Layout, G, GW, Ls, ctnn::detail::type_at_t<I, Bound>, I + 1>::type...>;
 
 template <class Net, class Layout>
 struct stripped;
@@ -114,7 +144,8 @@ template <class Layout, class In, class... Ls>
 struct stripped<sequential<In, Ls...>, Layout> {
   using bound = typename sequential<In, Ls...>::template bound<float>;
   static constexpr std::size_t global = global_group<bound>::final_nnz;
-  using type = decltype(strip_all<Layout, global, In, bound, Ls...>(std::index_sequence_for<Ls...>{}));
+  using type = decltype(strip_all<Layout, global, global_group<bound>::weights, In, bound, Ls...>(
+      std::index_sequence_for<Ls...>{}));
 };
 
 // ---- bound layer kinds ----

@@ -16,9 +16,12 @@
 //                      past the kept ones zeroed by a blend (expand8u;
 //                      masked loads, expand8, in the last values only);
 //                      elsewhere by a scalar loop into a vector;
-//                      up to 8 batch rows share each expanded row, and a
-//                      single row runs 4 accumulators (AVX2: two chunks at
-//                      a time, chunk_row1_avx2); from L rows on
+//                      up to 8 batch rows share each expanded row (AVX-512:
+//                      8, then 4 rows; 5 to 7 left run as 8 padded with
+//                      zeros, 3 as 4, 1 or 2 one by one; AVX2: 2 rows,
+//                      chunk_rows_avx2), and a single row runs 4
+//                      accumulators (AVX2: two chunks at a time,
+//                      chunk_row1_avx2); from L rows on (AVX2: 3)
 //                      (float, SIMD; sparse_expand::use), the
 //                      chunks are expanded by the same instructions into the
 //                      dense GEMM's panels instead (bitmap_panel,
@@ -98,6 +101,9 @@ namespace detail {
 
 template <class Arch>
 inline constexpr bool avx512_v = std::is_base_of_v<xsimd::avx512f, Arch>;
+
+// The scratch buffers of simd::scratch (gemm/pack.hpp) for the padded rows (sparse_expand: 8, rows: 9).
+inline constexpr int pad_x_tag = 10, pad_y_tag = 11;
 
 #if defined(__AVX512F__)
 // The 16 weights of one chunk row: the packed values at v spread to the set
@@ -218,6 +224,54 @@ void chunk_row1_avx2(const float* x, std::size_t K, const float* const* vs, cons
   }
   std::copy(out, out + width, y);
 }
+
+// R samples (2 to 6, rows of x K apart) of one chunk on AVX2: each row's 16 weights expanded once
+// (two plain-load expands while 16 values remain readable, the masked ones after) and shared by
+// the R samples, 2 accumulators each (2 R chains; one sample alone runs chunk_row1_avx2). forward
+// runs R = 2 (batch 2: 22 us for the MLP against 31 us one by one; 4 rows took 45 us, expanded
+// into the GEMM's panels 37 us, dense 24 us: docs/pruning.md).
+template <std::size_t R>
+void chunk_rows_avx2(const float* x, std::size_t K, const float* v, const float* vend, const std::uint16_t* bm,
+                     const float* bias, float* y, std::size_t N, std::size_t width, bool relu) {
+  static_assert(R >= 2 && R <= 6, "chunk_rows_avx2: 2 to 6 rows (2 R accumulators of 16 registers)");
+  alignas(32) float bpad[chunk_width] = {};
+  std::copy(bias, bias + width, bpad);
+  __m256 a[R][2];
+  for (std::size_t r = 0; r < R; ++r) {
+    a[r][0] = _mm256_load_ps(bpad);
+    a[r][1] = _mm256_load_ps(bpad + 8);
+  }
+  __m256 zero = _mm256_setzero_ps();
+  asm("" : "+x"(zero));
+  for (std::size_t k = 0; k < K; ++k) {
+    const unsigned m = bm[k], lo = m & 0xFFu;
+    __m256 w0, w1;
+    if (vend - v >= 16) {
+      w0 = expand8u(lo, v, zero);
+      w1 = expand8u(m >> 8, v + std::popcount(lo), zero);
+    } else {
+      w0 = expand8(lo, v);
+      w1 = expand8(m >> 8, v + std::popcount(lo));
+    }
+    v += std::popcount(m);
+    for (std::size_t r = 0; r < R; ++r) {
+      const __m256 xb = _mm256_broadcast_ss(x + r * K + k);
+      a[r][0] = _mm256_fmadd_ps(xb, w0, a[r][0]);
+      a[r][1] = _mm256_fmadd_ps(xb, w1, a[r][1]);
+    }
+  }
+  for (std::size_t r = 0; r < R; ++r) {
+    alignas(32) float out[chunk_width];
+    __m256 s0 = a[r][0], s1 = a[r][1];
+    if (relu) {
+      s0 = _mm256_max_ps(s0, _mm256_setzero_ps());
+      s1 = _mm256_max_ps(s1, _mm256_setzero_ps());
+    }
+    _mm256_store_ps(out, s0);
+    _mm256_store_ps(out + 8, s1);
+    std::copy(out, out + width, y + r * N);
+  }
+}
 #endif
 
 // RB batch rows of one chunk: acc[r] = bias + sum_k x[r, k] * expand(bitmap[k], values)
@@ -279,7 +333,7 @@ void chunk_rows(const float* x, std::size_t K, const float* v, const float* vend
     if constexpr (RB == 1) {
       chunk_row1_avx2<1>(x, K, &v, vend, &bm, bias, y, width, relu);
       return;
-    }  // RB rows: from L = 8 rows on the expansion runs instead (sparse_expand::use)
+    }  // RB rows: 2 (chunk_rows_avx2), from 3 rows on the expansion runs (sparse_expand::use)
   }
 #endif
   // Any other architecture: expand into a 16-float row by a scalar loop, then vectors of L lanes.
@@ -406,10 +460,19 @@ void forward(const T* x, const T* values, const std::uint32_t* offsets, const st
       });
     constexpr std::size_t RB = 8;
     const float* vend = values + offsets[chunks(N)];
-    std::size_t c0 = 0;
+    std::size_t c0 = 0, b0 = 0;  // chunks below c0 are done for every sample, samples below b0 for every chunk
 #if defined(__AVX2__) && defined(__FMA__)
     if constexpr (std::is_base_of_v<xsimd::avx2, Arch> && !detail::avx512_v<Arch>)
-      if (batch < RB)  // every sample alone: two chunks at a time share the inputs' broadcasts
+      if (batch < RB) {
+        if (batch == 2) {  // (from 3 samples on the expansion runs: sparse_expand::use)
+          for (std::size_t c = 0; c < chunks(N); ++c) {  // the 2 samples share each expanded row
+            const std::size_t j0 = c * chunk_width;
+            detail::chunk_rows_avx2<2>(x, K, values + offsets[c], vend, bitmap + c * K, bias + j0, y + j0, N,
+                                       std::min(chunk_width, N - j0), relu);
+          }
+          return;
+        }
+        // one sample: two chunks at a time share the input's broadcasts
         for (; c0 + 2 <= chunks(N); c0 += 2) {
           const std::size_t j0 = c0 * chunk_width, width = std::min(2 * chunk_width, N - j0);
           const float* v[2] = {values + offsets[c0], values + offsets[c0 + 1]};
@@ -417,15 +480,42 @@ void forward(const T* x, const T* values, const std::uint32_t* offsets, const st
           for (std::size_t b = 0; b < batch; ++b)
             detail::chunk_row1_avx2<2>(x + b * K, K, v, vend, bm, bias + j0, y + b * N + j0, width, relu);
         }
+      }
 #endif
+    std::size_t nb = batch;  // the samples the loop below runs
+    if constexpr (detail::avx512_v<Arch>) {
+      // the last r = batch % 8 samples as P rows, padded with zeros (scratch of their own): 5 to 7
+      // as 8, 3 as 4 (the P-row kernel runs one FMA chain per row and accumulator: as long for 2
+      // rows as for 4, and 2 single rows are faster: docs/pruning.md)
+      auto padded = [&]<std::size_t P>(std::size_t r) {
+        nb = batch - r;
+        float* xs = simd::scratch<float, detail::pad_x_tag>(P * K);
+        float* ys = simd::scratch<float, detail::pad_y_tag>(P * N);
+        std::copy(x + nb * K, x + batch * K, xs);
+        std::fill(xs + r * K, xs + P * K, 0.0f);
+        for (std::size_t c = 0; c < chunks(N); ++c) {
+          const std::size_t j0 = c * chunk_width;
+          detail::chunk_rows<Arch, P>(xs, K, values + offsets[c], vend, bitmap + c * K, bias + j0, ys + j0, N,
+                                      std::min(chunk_width, N - j0), relu);
+        }
+        std::copy(ys, ys + r * N, y + nb * N);
+      };
+      if (batch % RB >= 5) padded.template operator()<RB>(batch % RB);
+      if (batch % RB == 3) padded.template operator()<4>(3);
+    }
     for (std::size_t c = c0; c < chunks(N); ++c) {
       const std::size_t j0 = c * chunk_width, width = std::min(chunk_width, N - j0);
       const float* v = values + offsets[c];
       const std::uint16_t* bm = bitmap + c * K;
-      std::size_t b = 0;
-      for (; b + RB <= batch; b += RB)
+      std::size_t b = b0;
+      for (; b + RB <= nb; b += RB)
         detail::chunk_rows<Arch, RB>(x + b * K, K, v, vend, bm, bias + j0, y + b * N + j0, N, width, relu);
-      for (; b < batch; ++b)
+      if constexpr (detail::avx512_v<Arch>)  // 4 samples left: they share each expanded row
+        if (nb - b == 4) {
+          detail::chunk_rows<Arch, 4>(x + b * K, K, v, vend, bm, bias + j0, y + b * N + j0, N, width, relu);
+          b += 4;
+        }
+      for (; b < nb; ++b)
         detail::chunk_rows<Arch, 1>(x + b * K, K, v, vend, bm, bias + j0, y + b * N + j0, N, width, relu);
     }
   } else {

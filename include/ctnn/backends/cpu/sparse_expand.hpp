@@ -41,12 +41,16 @@ inline constexpr int scratch_tag = 8;
 // layout for which batch size and sparsity"): the bitmap layout from L samples on (L: the
 // lanes of Arch; at 64 samples 0.91-0.98x dense on AVX-512 and 0.95-1.07x on AVX2, its kernel
 // 0.74-0.92x and 0.38-0.49x; at 8 samples on AVX-512 its kernel of 8 rows was as fast or
-// faster). csc and rows: from min_batch samples up to L, where their kernels gather x
-// (0.09-0.47x dense at 8 samples on AVX-512, expanded 0.25-0.59x), and on AVX2 from
-// per_weight_min_batch samples on with more than 1 / min_density_inv of the weights kept (50 %:
-// 0.77-0.86x against 0.79-0.80x, a wash; on AVX-512 their kernels, which transpose blocks of
-// 16 samples, stayed faster there: 0.84-0.86x against 0.78-0.80x).
-inline constexpr std::size_t min_batch = 8, per_weight_min_batch = 64;
+// faster). csc and rows: on AVX2 from per_weight_min_batch samples on with more than 1 /
+// min_density_inv of the weights kept (50 %: 0.77-0.86x against 0.79-0.80x, a wash; on AVX-512
+// their kernels, which transpose blocks of 16 samples, stayed faster there: 0.84-0.86x against
+// 0.78-0.80x); strip_pruning gives them only layers with at most 1 weight in 9 kept, where their
+// kernels win. (Below L samples they ran expanded from 8 samples on AVX-512; their kernel on a
+// block of L padded with zeros is faster there: sparse_rows.hpp, pad_min.)
+inline constexpr std::size_t per_weight_min_batch = 64;
+// The bitmap layout on AVX2 from 3 samples (at 4: 0.67x dense expanded, 0.55x with the 4-row
+// kernel, 0.39x one sample at a time; docs/pruning.md).
+inline constexpr std::size_t bitmap_min_batch_narrow = 3;
 inline constexpr std::size_t min_density_inv = 4;
 // Bytes of one expanded K block of a panel: it stays in L1 while it is written and while
 // every batch row reads it (whole panels, 100 kB for K = 784 on AVX-512, measured no slower
@@ -71,21 +75,21 @@ constexpr bool available_v = std::is_same_v<T, float> && simd_v<float, Arch>;
 template <class Arch>
 inline constexpr std::size_t lanes_v = xsimd::batch<float, Arch>::size;
 
-// The bitmap layout: from L samples on.
+// The bitmap layout: from L samples on; with fewer than 32 registers (AVX2) from
+// bitmap_min_batch_narrow on.
 template <class Arch, class T>
 constexpr bool use(std::size_t batch) {
   if constexpr (available_v<Arch, T>)
-    return batch >= lanes_v<Arch>;
+    return batch >= (simd::blocking<float, Arch>::wide ? lanes_v<Arch> : bitmap_min_batch_narrow);
   else
     return false;
 }
-// csc and rows (kept of total weights): below L samples from min_batch on; with fewer than 32
-// registers (AVX2) also from per_weight_min_batch samples on above the density.
+// csc and rows (kept of total weights): with fewer than 32 registers (AVX2) from
+// per_weight_min_batch samples on above the density.
 template <class Arch, class T>
 constexpr bool use_per_weight(std::size_t batch, std::size_t kept, std::size_t total) {
   if constexpr (available_v<Arch, T>)
-    return (batch >= min_batch && batch < lanes_v<Arch>) ||
-           (!simd::blocking<float, Arch>::wide && batch >= per_weight_min_batch && kept * min_density_inv > total);
+    return !simd::blocking<float, Arch>::wide && batch >= per_weight_min_batch && kept * min_density_inv > total;
   else
     return false;
 }

@@ -9,8 +9,11 @@
 //   forward<K, N, Arch>: xsimd. Whole blocks of L samples (L = lanes of the
 //                      architecture) are transposed into `scratch` ((K + N)
 //                      x batch values), so each weight multiplies L samples
-//                      in one FMA, 4 blocks sharing each broadcast weight;
-//                      the samples left (fewer than L) run with gathers of x:
+//                      in one FMA, 4 blocks sharing each broadcast weight (a
+//                      single block: 4 chains over consecutive weights); from
+//                      pad_min samples left on (fewer than L), they run as
+//                      one more block padded with zeros (in a scratch of its
+//                      own, simd::scratch); fewer run with gathers of x:
 //                      per unit, L weights at a time, one gather of L
 //                      inputs per sample (AVX-512 and AVX2: vgatherdps; SSE2:
 //                      xsimd's emulated gather), 4 samples sharing each
@@ -141,55 +144,68 @@ void gathered(const float* x, std::size_t K, const float* values, const std::uin
 // Whole blocks of L samples (bp = blocks * L of them): xT[k][b] and yT[j][b]
 // in scratch ((K + N) bp values); each weight multiplies L samples per FMA,
 // 4 blocks at a time sharing the broadcast weight. Unit j's weights are p in
-// [begin(j), begin(j + 1)), weight p's input row is row(j, p).
+// [begin(j), begin(j + 1)), weight p's input row is row(j, p). Only the first
+// nb <= bp samples exist: the others are zeros in xT and are not written back
+// (a last block padded: pad_min).
 template <class Arch, class Begin, class Row>
 void transposed(const float* x, std::size_t K, std::size_t N, std::size_t bp, const float* values, const float* bias,
-                float* y, bool relu, float* scratch, Begin begin, Row row) {
+                float* y, bool relu, float* scratch, Begin begin, Row row, std::size_t nb) {
   using V = xsimd::batch<float, Arch>;
   constexpr std::size_t L = V::size;
   const std::size_t blocks = bp / L;
   float* xt = scratch;
   float* yt = scratch + K * bp;
-  for (std::size_t k = 0; k < K; ++k)  // contiguous writes; the bp rows read stay in L1
-    for (std::size_t b = 0; b < bp; ++b) xt[k * bp + b] = x[b * K + k];
-  for (std::size_t j = 0; j < N; ++j) {
-    const std::size_t p0 = begin(j), e = begin(j + 1);
-    for (std::size_t q0 = 0; q0 < blocks; q0 += 4) {
-      const std::size_t nq = std::min<std::size_t>(4, blocks - q0);
-      V acc[4], acc2[4];
-      for (std::size_t q = 0; q < 4; ++q) {
-        acc[q] = V(bias[j]);
-        acc2[q] = V(0.0f);
-      }
-      std::size_t p = p0;
-      if (nq == 4) {
-        for (; p + 2 <= e; p += 2) {  // two accumulator sets over alternate weights: two FMA chains per block
-          const V w(values[p]), w2(values[p + 1]);
-          const float* xr = xt + std::size_t(row(j, p)) * bp + q0 * L;
-          const float* xr2 = xt + std::size_t(row(j, p + 1)) * bp + q0 * L;
-          for (std::size_t q = 0; q < 4; ++q) {
-            acc[q] = xsimd::fma(V::load_unaligned(xr + q * L), w, acc[q]);
-            acc2[q] = xsimd::fma(V::load_unaligned(xr2 + q * L), w2, acc2[q]);
-          }
-        }
-      }
-      for (; p < e; ++p) {
-        const V w(values[p]);
-        const float* xr = xt + std::size_t(row(j, p)) * bp + q0 * L;
-        for (std::size_t q = 0; q < nq; ++q) acc[q] = xsimd::fma(V::load_unaligned(xr + q * L), w, acc[q]);
-      }
-      for (std::size_t q = 0; q < nq; ++q) {
-        V s = acc[q] + acc2[q];
-        if (relu) s = xsimd::max(s, V(0.0f));
-        s.store_unaligned(yt + j * bp + (q0 + q) * L);
-      }
-    }
+  for (std::size_t k = 0; k < K; ++k) {  // contiguous writes; the bp rows read stay in L1
+    for (std::size_t b = 0; b < nb; ++b) xt[k * bp + b] = x[b * K + k];
+    for (std::size_t b = nb; b < bp; ++b) xt[k * bp + b] = 0.0f;
   }
-  for (std::size_t b = 0; b < bp; ++b)
+  // Q blocks of one unit from block q0, C accumulator sets over consecutive weights (C FMA chains
+  // per block: a single block would otherwise wait on one chain's latency per weight)
+  auto unit = [&]<std::size_t Q, std::size_t C>(std::size_t j, std::size_t q0) {
+    const std::size_t e = begin(j + 1);
+    V acc[C][Q];
+    for (std::size_t c = 0; c < C; ++c)
+      for (std::size_t q = 0; q < Q; ++q) acc[c][q] = V(c == 0 ? bias[j] : 0.0f);
+    std::size_t p = begin(j);
+    for (; p + C <= e; p += C)
+      for (std::size_t c = 0; c < C; ++c) {
+        const V w(values[p + c]);
+        const float* xr = xt + std::size_t(row(j, p + c)) * bp + q0 * L;
+        for (std::size_t q = 0; q < Q; ++q) acc[c][q] = xsimd::fma(V::load_unaligned(xr + q * L), w, acc[c][q]);
+      }
+    for (; p < e; ++p) {
+      const V w(values[p]);
+      const float* xr = xt + std::size_t(row(j, p)) * bp + q0 * L;
+      for (std::size_t q = 0; q < Q; ++q) acc[0][q] = xsimd::fma(V::load_unaligned(xr + q * L), w, acc[0][q]);
+    }
+    for (std::size_t q = 0; q < Q; ++q) {
+      V s = acc[0][q];
+      for (std::size_t c = 1; c < C; ++c) s += acc[c][q];
+      if (relu) s = xsimd::max(s, V(0.0f));
+      s.store_unaligned(yt + j * bp + (q0 + q) * L);
+    }
+  };
+  for (std::size_t j = 0; j < N; ++j) {
+    std::size_t q0 = 0;
+    for (; q0 + 4 <= blocks; q0 += 4) unit.template operator()<4, 2>(j, q0);
+    if (blocks - q0 == 3) unit.template operator()<3, 2>(j, q0);
+    if (blocks - q0 == 2) unit.template operator()<2, 2>(j, q0);
+    if (blocks - q0 == 1) unit.template operator()<1, 4>(j, q0);
+  }
+  for (std::size_t b = 0; b < nb; ++b)
     for (std::size_t j = 0; j < N; ++j) y[b * N + j] = yt[j * bp + b];
 }
 
+// The scratch buffer of simd::scratch a padded last block goes to (sparse_expand uses 8).
+inline constexpr int pad_scratch_tag = 9;
+
 }  // namespace detail
+
+// From how many samples left after the whole blocks of L (fewer than L) they run as one block of L
+// padded with zeros (the transposing kernel, a whole block's time) instead of one by one with
+// gathers of x (the MLP of docs/pruning.md at 88.9-90 % on AVX-512: 2 samples padded 17-19 us,
+// 1 sample gathered 11-12 us; on AVX2 14.5-15 us and 10-11 us).
+inline constexpr std::size_t pad_min = 2;
 
 // Whether forward<K, N, Arch> runs xsimd kernels for T (else the reference).
 template <class T, class Arch>
@@ -207,10 +223,13 @@ void forward(const T* x, const T* values, const std::uint32_t* starts, const std
       });
     constexpr std::size_t L = xsimd::batch<float, Arch>::size;
     const std::size_t bp = batch / L * L;
-    if (bp)
-      detail::transposed<Arch>(
-          x, K, N, bp, values, bias, y, relu, scratch, [&](std::size_t j) { return std::size_t(starts[j]); },
-          [&](std::size_t, std::size_t p) { return idx[p]; });
+    auto begin = [&](std::size_t j) { return std::size_t(starts[j]); };
+    auto row = [&](std::size_t, std::size_t p) { return idx[p]; };
+    if (bp) detail::transposed<Arch>(x, K, N, bp, values, bias, y, relu, scratch, begin, row, bp);
+    if (batch - bp >= pad_min)  // the rest as one block of L, padded (its own scratch: the cache holds batch)
+      return detail::transposed<Arch>(x + bp * K, K, N, L, values, bias, y + bp * N, relu,
+                                      simd::scratch<float, detail::pad_scratch_tag>((K + N) * L), begin, row,
+                                      batch - bp);
     std::size_t b = bp;
     for (; b + 4 <= batch; b += 4) detail::gathered<Arch, 4>(x + b * K, K, values, starts, idx, bias, y + b * N, N, relu);
     for (; b < batch; ++b) detail::gathered<Arch, 1>(x + b * K, K, values, starts, idx, bias, y + b * N, N, relu);
@@ -249,18 +268,24 @@ std::size_t pack(const T* w, const M* keep, std::size_t K, std::size_t N, T* val
 }  // namespace ctnn::kernels::cpu::rows
 
 namespace ctnn::kernels::cpu {
-// The column layout's products: csc::forward on AVX-512 (its gathers and 16-sample transposes); on
-// every other architecture the rows kernels, which read the same storage (csc::forward's own
-// fallback is the scalar reference: 20-40x slower than dense on AVX2).
+namespace csc {
+// The column layout's products are the rows layout's (the same storage: column starts, 16-bit rows).
+template <std::size_t K, std::size_t N, class Arch = default_arch, class T>
+void forward(const T* x, const T* values, const std::uint32_t* col, const std::uint16_t* rows, const T* bias, T* y,
+             std::size_t batch, bool relu, T* scratch) {
+  rows::forward<K, N, Arch>(x, values, col, rows, bias, y, batch, relu, scratch);
+}
+}  // namespace csc
+
+// The column layout's products: the rows kernels (csc::forward). (Its own AVX-512 kernels, one
+// gather per sample and 16-sample transposes with one FMA chain per block, ran within a few % of
+// the rows kernels at batch 1 and slower at a single block: retired.)
 template <>
 struct sparse_kernels<csc_index> {
   template <std::size_t K, std::size_t N, class Arch, class T>
   static void forward(const csc_index& ix, const T* x, const T* values, const T* bias, T* y,
                       std::size_t batch, bool relu, T* scratch) {
-    if constexpr (std::is_base_of_v<xsimd::avx512f, Arch> || !rows::fast_v<T, Arch>)
-      csc::forward<K, N, Arch>(x, values, ix.starts, ix.rows, bias, y, batch, relu, scratch);
-    else
-      rows::forward<K, N, Arch>(x, values, ix.starts, ix.rows, bias, y, batch, relu, scratch);
+    csc::forward<K, N, Arch>(x, values, ix.starts, ix.rows, bias, y, batch, relu, scratch);
   }
   template <std::size_t K, std::size_t N, class T>
   static void backward(const csc_index& ix, const T* x, const T* dz, const T* values, T* dvalues, T* dbias, T* dx,
