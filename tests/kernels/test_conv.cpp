@@ -160,6 +160,33 @@ TEST_CASE("conv: the same bits whatever the thread count (im2col, col2im and the
   kernels::cpu::set_threads(before);
 }
 
+// conv_chunked_v's chunks (conv_chunk_rows / (OH*OW) samples each): several chunks and a partial last one
+// (the CNN's conv2: 4 samples a chunk), and a last chunk below packed_rows rows (3 x 3 outputs: 56 samples a
+// chunk, batch 57), against the reference; and bit for bit what im2col + one dense_forward / dense_backward_input
+// + col2im over the whole batch give.
+TEST_CASE("conv: im2col + GEMM in chunks of samples equals the reference and one product over the batch") {
+  static_assert(kernels::cpu::conv_chunked_v<second, kernels::cpu::default_arch, float> ==
+                kernels::cpu::simd_v<float, kernels::cpu::default_arch>);
+  compare<second>(9);
+  compare<geom<5, 5, 4, 8, 3, 3, 1, padding::valid>()>(57);
+  constexpr conv_geometry G = second;
+  const std::size_t batch = 9, m = batch * G.oh * G.ow;
+  rng g(11);
+  std::vector<float> x(batch * G.in_size()), w(G.patch() * G.f), b(G.f), dy(batch * G.out_size());
+  for (auto* v : {&x, &w, &b, &dy})
+    for (auto& e : *v) e = float(g.uniform(-1, 1));
+  std::vector<float> y(dy.size()), y1(dy.size()), cols(m * G.patch()), cols1(cols.size()), dw(w.size()),
+      db(b.size()), dx(x.size()), dx1(x.size());
+  kernels::cpu::conv_forward<G>(x.data(), w.data(), b.data(), y.data(), cols.data(), batch);
+  kernels::cpu::conv_backward<G>(dy.data(), w.data(), dw.data(), db.data(), dx.data(), cols.data(), batch);
+  kernels::cpu::im2col<G>(x.data(), cols1.data(), batch);
+  kernels::cpu::dense_forward<G.patch(), G.f>(cols1.data(), w.data(), b.data(), y1.data(), m);
+  kernels::cpu::dense_backward_input<G.patch(), G.f>(dy.data(), w.data(), cols1.data(), m);
+  kernels::cpu::col2im<G>(cols1.data(), dx1.data(), batch);
+  CHECK(y == y1);
+  CHECK(dx == dx1);
+}
+
 TEST_CASE("for_samples: contiguous ranges that cover the batch once, one range below sample_split_min") {
   const std::size_t before = kernels::cpu::threads();
   for (std::size_t t : {1, 2, 3}) {
