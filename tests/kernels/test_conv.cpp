@@ -162,13 +162,16 @@ TEST_CASE("conv: the same bits whatever the thread count (im2col, col2im and the
 
 // conv_chunked_v's chunks (conv_chunk_rows / (OH*OW) samples each): several chunks and a partial last one
 // (the CNN's conv2: 4 samples a chunk), and a last chunk below packed_rows rows (3 x 3 outputs: 56 samples a
-// chunk, batch 57), against the reference; and bit for bit what im2col + one dense_forward / dense_backward_input
-// + col2im over the whole batch give.
+// chunk, batch 57), against the reference; y and dx bit for bit what im2col + one dense_forward /
+// dense_backward_input + col2im over the whole batch give (dW is summed by chunks).
 TEST_CASE("conv: im2col + GEMM in chunks of samples equals the reference and one product over the batch") {
   static_assert(kernels::cpu::conv_chunked_v<second, kernels::cpu::default_arch, float> ==
                 kernels::cpu::simd_v<float, kernels::cpu::default_arch>);
   compare<second>(9);
-  compare<geom<5, 5, 4, 8, 3, 3, 1, padding::valid>()>(57);
+  static_assert(kernels::cpu::conv_chunk<geom<5, 5, 4, 4, 3, 3, 1, padding::valid>()> == 56);
+  static_assert(kernels::cpu::conv_chunked_v<geom<5, 5, 4, 4, 3, 3, 1, padding::valid>(), kernels::cpu::default_arch,
+                                             float> == kernels::cpu::simd_v<float, kernels::cpu::default_arch>);
+  compare<geom<5, 5, 4, 4, 3, 3, 1, padding::valid>()>(57);
   constexpr conv_geometry G = second;
   const std::size_t batch = 9, m = batch * G.oh * G.ow;
   rng g(11);

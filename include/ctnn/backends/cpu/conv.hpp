@@ -286,28 +286,75 @@ void direct_backward_input_samples(const float* dy, const float* w, float* dx, s
 
 // ---- im2col + GEMM in chunks of samples ----
 
-// The im2col path in chunks (float or double with SIMD): conv_forward runs im2col and the product
-// chunk by chunk, conv_backward the product dcols = dY W^T and col2im, over W packed once (in the
-// calling thread's scratch buffer conv_scratch_tag), so that a chunk's rows of `cols` (about
-// conv_chunk_rows of them) are read back from L2 rather than from memory (9 MB at the CNN's conv2,
-// batch 64). Each output row's sums are the blocked product's whatever the chunk (bias, then
-// p = 0, 1, ...): the same bits as one product over the batch, whatever the thread count.
+// The im2col path in chunks of conv_chunk<G> samples (about conv_chunk_rows rows of im2col; float
+// or double with SIMD, when one sample's `cols` holds its x and a partial dW): no im2col matrix of
+// the whole batch (9 MB at the CNN's conv2, batch 64, written to memory and read back by every
+// product). conv_forward copies x to `cols` and, chunk by chunk, builds the chunk's im2col rows in
+// a per-thread buffer (conv_scratch_tag, in L2) and multiplies it by W packed once; conv_backward
+// builds them again from that copy of x, computes the chunk's partial dW (in `cols` after x) and
+// then dcols = dY W^T into the same buffer and col2im. dW = the partials summed in chunk order,
+// db = column_sum over the batch: the chunks are fixed, so the bits do not depend on the thread
+// count (y and dx are the bits of one product over the batch; dW differs from it in the rounding
+// of the chunk sums). One chunk or less (batch <= conv_chunk<G>) runs as one product, `cols`
+// holding the im2col matrix.
 inline constexpr int conv_scratch_tag = 4;
 inline constexpr std::size_t conv_chunk_rows = 512;
+template <conv_geometry G>
+inline constexpr std::size_t conv_chunk = std::max<std::size_t>(1, conv_chunk_rows / (G.oh * G.ow));
 template <conv_geometry G, class Arch, class T>
 constexpr bool conv_chunked_v = simd_v<T, Arch> && (std::is_same_v<T, float> || std::is_same_v<T, double>) &&
-                                G.oh * G.ow * std::max<std::size_t>(1, conv_chunk_rows / (G.oh * G.ow)) >= packed_rows;
+                                G.oh * G.ow * conv_chunk<G> >= packed_rows &&
+                                G.in_size() + G.patch() * G.f <= G.oh * G.ow * G.patch();
 
-// f(n0, n1) over chunks of max(1, conv_chunk_rows / (OH*OW)) samples covering [0, batch), the chunks
+// f(k, n0, n1) for chunk k = samples [n0, n1) of conv_chunk<G> samples covering [0, batch), the chunks
 // over the thread pool (a product inside a task runs on that task's thread).
 template <conv_geometry G, class F>
 void for_chunks(std::size_t batch, F&& f) {
-  constexpr std::size_t chunk = std::max<std::size_t>(1, conv_chunk_rows / (G.oh * G.ow));
+  constexpr std::size_t chunk = conv_chunk<G>;
   const std::size_t chunks = (batch + chunk - 1) / chunk;
   thread_pool::global().run(
-      chunks, [&](std::size_t k) { f(k * chunk, std::min(batch, (k + 1) * chunk)); },
+      chunks, [&](std::size_t k) { f(k, k * chunk, std::min(batch, (k + 1) * chunk)); },
       chunks > 1 && batch * G.out_size() * G.patch() >= sample_split_min);
 }
+
+namespace detail {
+template <conv_geometry G, class Arch, class T>
+void conv_forward_chunked(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t batch) {
+  constexpr std::size_t rows = G.oh * G.ow, P = G.patch();
+  T* const packed = simd::scratch<T, conv_scratch_tag + 1>(packed_size<P, G.f, T, Arch>);
+  pack_weights<P, G.f, Arch>(w, packed, packed_rows);
+  std::copy(x, x + batch * G.in_size(), cols);  // conv_backward builds im2col again from it
+  for_chunks<G>(batch, [&](std::size_t, std::size_t n0, std::size_t n1) {
+    T* const buf = simd::scratch<T, conv_scratch_tag>(conv_chunk<G> * rows * P);
+    im2col_samples<G>(x + n0 * G.in_size(), buf, 0, n1 - n0);
+    dense_forward_packed<P, G.f, fn::identity_fn, Arch>(buf, w, packed, b, y + n0 * rows * G.f, (n1 - n0) * rows);
+  });
+}
+
+template <conv_geometry G, class Arch, class T>
+void conv_backward_chunked(const T* dy, const T* w, T* dw, T* db, T* dx, T* cols, std::size_t batch) {
+  const std::size_t m = batch * G.oh * G.ow;
+  constexpr std::size_t rows = G.oh * G.ow, P = G.patch(), PF = P * G.f;
+  T* const packed = simd::scratch<T, conv_scratch_tag + 1>(packed_size<P, G.f, T, Arch>);
+  if (dx) pack_weights_transposed<P, G.f, Arch>(w, packed, packed_rows);
+  const T* const xc = cols;  // conv_forward's copy of x
+  T* const partial = cols + batch * G.in_size();
+  for_chunks<G>(batch, [&](std::size_t k, std::size_t n0, std::size_t n1) {
+    T* const buf = simd::scratch<T, conv_scratch_tag>(conv_chunk<G> * rows * P);
+    const std::size_t mk = (n1 - n0) * rows;
+    detail::im2col_samples<G>(xc + n0 * G.in_size(), buf, 0, n1 - n0);
+    dense_backward_weights<P, G.f, Arch>(buf, dy + n0 * rows * G.f, partial + k * PF, static_cast<T*>(nullptr), mk);
+    if (!dx) return;
+    dense_backward_input_packed<P, G.f, Arch>(dy + n0 * rows * G.f, w, packed, buf, mk);
+    detail::col2im_samples<G>(buf, dx + n0 * G.in_size(), 0, n1 - n0);
+  });
+  const std::size_t chunks = (batch + conv_chunk<G> - 1) / conv_chunk<G>;
+  std::copy(partial, partial + PF, dw);
+  for (std::size_t k = 1; k < chunks; ++k)
+    for (std::size_t i = 0; i < PF; ++i) dw[i] += partial[k * PF + i];
+  if (db) column_sum<G.f, T, Arch>(dy, db, m);
+}
+}  // namespace detail
 
 // y[batch*OH*OW, F] = im2col(x) * w + b; cols must hold batch * OH*OW * KH*KW*C values.
 template <conv_geometry G, class Arch = default_arch, class T>
@@ -319,18 +366,8 @@ void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t
     });
     return;
   }
-  if constexpr (conv_chunked_v<G, Arch, T>) {
-    // im2col and the product chunk by chunk: each chunk's rows are still in L2 when the product reads them.
-    T* const packed = simd::scratch<T, conv_scratch_tag>(packed_size<G.patch(), G.f, T, Arch>);
-    pack_weights<G.patch(), G.f, Arch>(w, packed, packed_rows);
-    for_chunks<G>(batch, [&](std::size_t n0, std::size_t n1) {
-      constexpr std::size_t rows = G.oh * G.ow;
-      detail::im2col_samples<G>(x, cols, n0, n1);
-      dense_forward_packed<G.patch(), G.f, fn::identity_fn, Arch>(cols + n0 * rows * G.patch(), w, packed, b,
-                                                                 y + n0 * rows * G.f, (n1 - n0) * rows);
-    });
-    return;
-  }
+  if constexpr (conv_chunked_v<G, Arch, T>)
+    if (batch > conv_chunk<G>) return detail::conv_forward_chunked<G, Arch>(x, w, b, y, cols, batch);
   im2col<G>(x, cols, batch);
   dense_forward<G.patch(), G.f, fn::identity_fn, Arch>(cols, w, b, y, batch * G.oh * G.ow);
 }
@@ -347,20 +384,10 @@ void conv_backward(const T* dy, const T* w, T* dw, T* db, T* dx, T* cols, std::s
     return;
   }
   const std::size_t m = batch * G.oh * G.ow;
+  if constexpr (conv_chunked_v<G, Arch, T>)
+    if (batch > conv_chunk<G>) return detail::conv_backward_chunked<G, Arch>(dy, w, dw, db, dx, cols, batch);
   dense_backward_weights<G.patch(), G.f, Arch>(cols, dy, dw, db, m);
   if (!dx) return;
-  if constexpr (conv_chunked_v<G, Arch, T>) {
-    // dcols = dY W^T and col2im chunk by chunk: dcols is read back from L2, not from memory.
-    T* const packed = simd::scratch<T, conv_scratch_tag>(packed_size<G.patch(), G.f, T, Arch>);
-    pack_weights_transposed<G.patch(), G.f, Arch>(w, packed, packed_rows);
-    for_chunks<G>(batch, [&](std::size_t n0, std::size_t n1) {
-      constexpr std::size_t rows = G.oh * G.ow;
-      dense_backward_input_packed<G.patch(), G.f, Arch>(dy + n0 * rows * G.f, w, packed,
-                                                        cols + n0 * rows * G.patch(), (n1 - n0) * rows);
-      detail::col2im_samples<G>(cols, dx, n0, n1);
-    });
-    return;
-  }
   dense_backward_input<G.patch(), G.f, Arch>(dy, w, cols, m);
   col2im<G>(cols, dx, batch);
 }
