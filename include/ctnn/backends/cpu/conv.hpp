@@ -7,6 +7,10 @@
 // the same `cols` (kept from forward) for dW = cols^T dY and db, then, when dx
 // is wanted, reuses `cols` for dcols = dY W^T and scatters it back (col2im).
 // im2col and col2im run over the thread pool by samples (batch_split.hpp).
+// From two chunks of about conv_chunk_rows im2col rows on (conv_chunked_v),
+// no im2col matrix of the batch is kept: `cols` holds a copy of x, and each
+// chunk's rows are built in a per-thread buffer in L2 for its products, in
+// forward and again in backward (see "im2col + GEMM in chunks" below).
 // A small patch (direct_conv_v<G, Arch, T>: float, KH*KW*C within the
 // register budget, F a multiple of the vector length, e.g. the C = 1 first
 // layer) runs direct instead: the F filters are vector lanes, forward keeps a
