@@ -190,6 +190,40 @@ TEST_CASE("conv: im2col + GEMM in chunks of samples equals the reference and one
   CHECK(dx == dx1);
 }
 
+// conv_backward_relu: the direct kernels without dx read the relu mask with dy (dy left as it was), every
+// other case masks dy first; either way the bits of relu_backward then conv_backward, on every architecture.
+template <conv_geometry G, class Arch>
+void compare_relu_backward(std::size_t batch, bool with_dx) {
+  rng g(G.h * 17 + G.c);
+  std::vector<float> x(batch * G.in_size()), w(G.patch() * G.f), b(G.f), dy(batch * G.out_size());
+  for (auto* v : {&x, &w, &b, &dy})
+    for (auto& e : *v) e = float(g.uniform(-1, 1));
+  std::vector<float> y(dy.size()), cols(batch * G.oh * G.ow * G.patch());
+  kernels::cpu::conv_forward<G, Arch>(x.data(), w.data(), b.data(), y.data(), cols.data(), batch);
+  kernels::cpu::relu_forward<float, Arch>(y.data(), y.size());
+  std::vector<float> cols2 = cols, dy2 = dy, dw(w.size()), db(b.size()), dx(x.size()), dw2(w.size()), db2(b.size()),
+                     dx2(x.size());
+  kernels::cpu::conv_backward_relu<G, Arch>(y.data(), dy.data(), w.data(), dw.data(), db.data(),
+                                            with_dx ? dx.data() : nullptr, cols.data(), batch);
+  kernels::cpu::relu_backward<float, Arch>(y.data(), dy2.data(), dy2.size());
+  kernels::cpu::conv_backward<G, Arch>(dy2.data(), w.data(), dw2.data(), db2.data(), with_dx ? dx2.data() : nullptr,
+                                       cols2.data(), batch);
+  CHECK(dw == dw2);
+  CHECK(db == db2);
+  if (with_dx) CHECK(dx == dx2);
+}
+
+TEST_CASE("conv: conv_backward_relu equals relu_backward then conv_backward on every architecture") {
+  CHECK(test::for_each_arch("conv relu backward", [](auto arch, const char*) {
+          using A = decltype(arch);
+          for (bool with_dx : {false, true}) {
+            compare_relu_backward<first, A>(5, with_dx);
+            compare_relu_backward<geom<9, 8, 3, 16, 3, 3, 1, padding::valid>(), A>(3, with_dx);
+            compare_relu_backward<second, A>(9, with_dx);
+          }
+        }) >= 1);
+}
+
 TEST_CASE("for_samples: contiguous ranges that cover the batch once, one range below sample_split_min") {
   const std::size_t before = kernels::cpu::threads();
   for (std::size_t t : {1, 2, 3}) {

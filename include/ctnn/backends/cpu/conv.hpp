@@ -28,6 +28,7 @@
 #include "../../kernels/conv_reference.hpp"
 #include <xsimd/xsimd.hpp>
 
+#include "activations.hpp"
 #include "arch.hpp"
 #include "batch_split.hpp"
 #include "gemm.hpp"
@@ -201,9 +202,10 @@ void direct_forward_samples(const float* x, const float* w, const float* b, floa
 
 // dW[p, f] = sum over the positions of samples [n0, n1) of patch value p times dy[f]; db[f] = sum dy[f]
 // (overwritten), one filter vector at a time: KH*KW*C + 1 accumulators.
+// y: when not null, the layer's relu output: dy counts where y > 0 only (dy itself is not changed).
 template <conv_geometry G, class Arch>
 void direct_backward_weights_samples(const float* x, const float* dy, float* dw, float* db, std::size_t n0,
-                                     std::size_t n1) {
+                                     std::size_t n1, const float* y = nullptr) {
   using B = xsimd::batch<float, Arch>;
   constexpr std::size_t L = B::size, FV = G.f / L, P = G.patch();
   for (std::size_t v = 0; v < FV; ++v) {
@@ -213,7 +215,9 @@ void direct_backward_weights_samples(const float* x, const float* dy, float* dw,
       const float* xs = x + n * G.in_size();
       for (std::size_t oh = 0; oh < G.oh; ++oh)
         for (std::size_t ow = 0; ow < G.ow; ++ow) {
-          const B d = B::load_unaligned(dy + ((n * G.oh + oh) * G.ow + ow) * G.f + v * L);
+          const std::size_t at = ((n * G.oh + oh) * G.ow + ow) * G.f + v * L;
+          B d = B::load_unaligned(dy + at);
+          if (y) d = xsimd::select(B::load_unaligned(y + at) > B(0.0f), d, B(0.0f));
           dbv += d;
           const std::size_t r0 = oh * G.stride, s0 = ow * G.stride;
           const bool inside = r0 >= G.pt && r0 + G.kh <= G.h + G.pt && s0 >= G.pl && s0 + G.kw <= G.w + G.pl;
@@ -238,7 +242,7 @@ void direct_backward_weights_samples(const float* x, const float* dy, float* dw,
 // (KH*KW*C*F + F) floats), the chunks over the thread pool, then summed in chunk order.
 template <conv_geometry G, class Arch>
 void direct_backward_weights(const float* x, const float* dy, float* dw, float* db, float* partial,
-                             std::size_t batch) {
+                             std::size_t batch, const float* y = nullptr) {
   constexpr std::size_t PF = G.patch() * G.f, PS = PF + G.f;
   const std::size_t chunks = (batch + direct_dw_chunk - 1) / direct_dw_chunk;
   thread_pool::global().run(
@@ -246,7 +250,7 @@ void direct_backward_weights(const float* x, const float* dy, float* dw, float* 
       [&](std::size_t k) {
         float* p = partial + k * PS;
         direct_backward_weights_samples<G, Arch>(x, dy, p, p + PF, k * direct_dw_chunk,
-                                                 std::min(batch, (k + 1) * direct_dw_chunk));
+                                                 std::min(batch, (k + 1) * direct_dw_chunk), y);
       },
       chunks > 1 && batch * G.out_size() * G.patch() >= sample_split_min);
   std::copy(partial, partial + PF, dw);
@@ -394,6 +398,18 @@ void conv_backward(const T* dy, const T* w, T* dw, T* db, T* dx, T* cols, std::s
   if (!dx) return;
   dense_backward_input<G.patch(), G.f, Arch>(dy, w, cols, m);
   col2im<G>(cols, dx, batch);
+}
+
+// conv_backward of a relu layer from dL/dy: dy becomes dL/dz (dy where y > 0, else 0) first, except
+// for the direct kernels without dx (a first layer), whose dW reads the mask with dy (one pass less
+// over the layer's output; dy is then left as it was).
+template <conv_geometry G, class Arch = default_arch, class T>
+void conv_backward_relu(const T* y, T* dy, const T* w, T* dw, T* db, T* dx, T* cols, std::size_t batch) {
+  if constexpr (direct_conv_v<G, Arch, T>) {
+    if (!dx) return detail::direct_backward_weights<G, Arch>(cols, dy, dw, db, cols + batch * G.in_size(), batch, y);
+  }
+  relu_backward<T, Arch>(y, dy, batch * G.out_size());
+  conv_backward<G, Arch>(dy, w, dw, db, dx, cols, batch);
 }
 
 }  // namespace ctnn::kernels::cpu
