@@ -160,6 +160,70 @@ TEST_CASE("conv: the same bits whatever the thread count (im2col, col2im and the
   kernels::cpu::set_threads(before);
 }
 
+// conv_chunked_v's chunks (conv_chunk_rows / (OH*OW) samples each): several chunks and a partial last one
+// (the CNN's conv2: 4 samples a chunk), and a last chunk below packed_rows rows (3 x 3 outputs: 56 samples a
+// chunk, batch 57), against the reference; y and dx bit for bit what im2col + one dense_forward /
+// dense_backward_input + col2im over the whole batch give (dW is summed by chunks).
+TEST_CASE("conv: im2col + GEMM in chunks of samples equals the reference and one product over the batch") {
+  static_assert(kernels::cpu::conv_chunked_v<second, kernels::cpu::default_arch, float> ==
+                kernels::cpu::simd_v<float, kernels::cpu::default_arch>);
+  compare<second>(9);
+  static_assert(kernels::cpu::conv_chunk<geom<5, 5, 4, 4, 3, 3, 1, padding::valid>()> == 56);
+  static_assert(kernels::cpu::conv_chunked_v<geom<5, 5, 4, 4, 3, 3, 1, padding::valid>(), kernels::cpu::default_arch,
+                                             float> == kernels::cpu::simd_v<float, kernels::cpu::default_arch>);
+  compare<geom<5, 5, 4, 4, 3, 3, 1, padding::valid>()>(57);
+  constexpr conv_geometry G = second;
+  const std::size_t batch = 9, m = batch * G.oh * G.ow;
+  rng g(11);
+  std::vector<float> x(batch * G.in_size()), w(G.patch() * G.f), b(G.f), dy(batch * G.out_size());
+  for (auto* v : {&x, &w, &b, &dy})
+    for (auto& e : *v) e = float(g.uniform(-1, 1));
+  std::vector<float> y(dy.size()), y1(dy.size()), cols(m * G.patch()), cols1(cols.size()), dw(w.size()),
+      db(b.size()), dx(x.size()), dx1(x.size());
+  kernels::cpu::conv_forward<G>(x.data(), w.data(), b.data(), y.data(), cols.data(), batch);
+  kernels::cpu::conv_backward<G>(dy.data(), w.data(), dw.data(), db.data(), dx.data(), cols.data(), batch);
+  kernels::cpu::im2col<G>(x.data(), cols1.data(), batch);
+  kernels::cpu::dense_forward<G.patch(), G.f>(cols1.data(), w.data(), b.data(), y1.data(), m);
+  kernels::cpu::dense_backward_input<G.patch(), G.f>(dy.data(), w.data(), cols1.data(), m);
+  kernels::cpu::col2im<G>(cols1.data(), dx1.data(), batch);
+  CHECK(y == y1);
+  CHECK(dx == dx1);
+}
+
+// conv_backward_relu: the direct kernels without dx read the relu mask with dy (dy left as it was), every
+// other case masks dy first; either way the bits of relu_backward then conv_backward, on every architecture.
+template <conv_geometry G, class Arch>
+void compare_relu_backward(std::size_t batch, bool with_dx) {
+  rng g(G.h * 17 + G.c);
+  std::vector<float> x(batch * G.in_size()), w(G.patch() * G.f), b(G.f), dy(batch * G.out_size());
+  for (auto* v : {&x, &w, &b, &dy})
+    for (auto& e : *v) e = float(g.uniform(-1, 1));
+  std::vector<float> y(dy.size()), cols(batch * G.oh * G.ow * G.patch());
+  kernels::cpu::conv_forward<G, Arch>(x.data(), w.data(), b.data(), y.data(), cols.data(), batch);
+  kernels::cpu::relu_forward<float, Arch>(y.data(), y.size());
+  std::vector<float> cols2 = cols, dy2 = dy, dw(w.size()), db(b.size()), dx(x.size()), dw2(w.size()), db2(b.size()),
+                     dx2(x.size());
+  kernels::cpu::conv_backward_relu<G, Arch>(y.data(), dy.data(), w.data(), dw.data(), db.data(),
+                                            with_dx ? dx.data() : nullptr, cols.data(), batch);
+  kernels::cpu::relu_backward<float, Arch>(y.data(), dy2.data(), dy2.size());
+  kernels::cpu::conv_backward<G, Arch>(dy2.data(), w.data(), dw2.data(), db2.data(), with_dx ? dx2.data() : nullptr,
+                                       cols2.data(), batch);
+  CHECK(dw == dw2);
+  CHECK(db == db2);
+  if (with_dx) CHECK(dx == dx2);
+}
+
+TEST_CASE("conv: conv_backward_relu equals relu_backward then conv_backward on every architecture") {
+  CHECK(test::for_each_arch("conv relu backward", [](auto arch, const char*) {
+          using A = decltype(arch);
+          for (bool with_dx : {false, true}) {
+            compare_relu_backward<first, A>(5, with_dx);
+            compare_relu_backward<geom<9, 8, 3, 16, 3, 3, 1, padding::valid>(), A>(3, with_dx);
+            compare_relu_backward<second, A>(9, with_dx);
+          }
+        }) >= 1);
+}
+
 TEST_CASE("for_samples: contiguous ranges that cover the batch once, one range below sample_split_min") {
   const std::size_t before = kernels::cpu::threads();
   for (std::size_t t : {1, 2, 3}) {

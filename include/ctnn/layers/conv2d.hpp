@@ -122,10 +122,17 @@ struct conv2d_layer
     Act::template forward<Backend>(y, r.batch * geometry.oh * geometry.ow, F);
   }
 
-  // dy is turned into dL/dz in place; the im2col matrix in the cache is reused.
+  // dy is turned into dL/dz in place (a relu layer's backend may instead read the mask with dy in its
+  // dW kernel: ops::conv_backward_relu); the im2col matrix in the cache is reused.
   static void backward(layer_slot<T> s, const T*, const T* y, T* dy, T* dx, run_info r) {
-    Act::template backward<Backend>(y, dy, r.batch * geometry.oh * geometry.ow, F);
-    O::template conv_backward<geometry>(dy, s.params, s.grads, s.grads + kernel_count, dx, s.cache, r.batch);
+    if constexpr (std::is_same_v<Act, relu> && requires {
+                    O::template conv_backward_relu<geometry>(y, dy, s.params, s.grads, s.grads, dx, s.cache, r.batch);
+                  }) {
+      O::template conv_backward_relu<geometry>(y, dy, s.params, s.grads, s.grads + kernel_count, dx, s.cache, r.batch);
+    } else {
+      Act::template backward<Backend>(y, dy, r.batch * geometry.oh * geometry.ow, F);
+      O::template conv_backward<geometry>(dy, s.params, s.grads, s.grads + kernel_count, dx, s.cache, r.batch);
+    }
   }
 
 };

@@ -7,6 +7,10 @@
 // the same `cols` (kept from forward) for dW = cols^T dY and db, then, when dx
 // is wanted, reuses `cols` for dcols = dY W^T and scatters it back (col2im).
 // im2col and col2im run over the thread pool by samples (batch_split.hpp).
+// From two chunks of about conv_chunk_rows im2col rows on (conv_chunked_v),
+// no im2col matrix of the batch is kept: `cols` holds a copy of x, and each
+// chunk's rows are built in a per-thread buffer in L2 for its products, in
+// forward and again in backward (see "im2col + GEMM in chunks" below).
 // A small patch (direct_conv_v<G, Arch, T>: float, KH*KW*C within the
 // register budget, F a multiple of the vector length, e.g. the C = 1 first
 // layer) runs direct instead: the F filters are vector lanes, forward keeps a
@@ -24,6 +28,7 @@
 #include "../../kernels/conv_reference.hpp"
 #include <xsimd/xsimd.hpp>
 
+#include "activations.hpp"
 #include "arch.hpp"
 #include "batch_split.hpp"
 #include "gemm.hpp"
@@ -197,9 +202,10 @@ void direct_forward_samples(const float* x, const float* w, const float* b, floa
 
 // dW[p, f] = sum over the positions of samples [n0, n1) of patch value p times dy[f]; db[f] = sum dy[f]
 // (overwritten), one filter vector at a time: KH*KW*C + 1 accumulators.
+// y: when not null, the layer's relu output: dy counts where y > 0 only (dy itself is not changed).
 template <conv_geometry G, class Arch>
 void direct_backward_weights_samples(const float* x, const float* dy, float* dw, float* db, std::size_t n0,
-                                     std::size_t n1) {
+                                     std::size_t n1, const float* y = nullptr) {
   using B = xsimd::batch<float, Arch>;
   constexpr std::size_t L = B::size, FV = G.f / L, P = G.patch();
   for (std::size_t v = 0; v < FV; ++v) {
@@ -209,7 +215,9 @@ void direct_backward_weights_samples(const float* x, const float* dy, float* dw,
       const float* xs = x + n * G.in_size();
       for (std::size_t oh = 0; oh < G.oh; ++oh)
         for (std::size_t ow = 0; ow < G.ow; ++ow) {
-          const B d = B::load_unaligned(dy + ((n * G.oh + oh) * G.ow + ow) * G.f + v * L);
+          const std::size_t at = ((n * G.oh + oh) * G.ow + ow) * G.f + v * L;
+          B d = B::load_unaligned(dy + at);
+          if (y) d = xsimd::select(B::load_unaligned(y + at) > B(0.0f), d, B(0.0f));
           dbv += d;
           const std::size_t r0 = oh * G.stride, s0 = ow * G.stride;
           const bool inside = r0 >= G.pt && r0 + G.kh <= G.h + G.pt && s0 >= G.pl && s0 + G.kw <= G.w + G.pl;
@@ -234,7 +242,7 @@ void direct_backward_weights_samples(const float* x, const float* dy, float* dw,
 // (KH*KW*C*F + F) floats), the chunks over the thread pool, then summed in chunk order.
 template <conv_geometry G, class Arch>
 void direct_backward_weights(const float* x, const float* dy, float* dw, float* db, float* partial,
-                             std::size_t batch) {
+                             std::size_t batch, const float* y = nullptr) {
   constexpr std::size_t PF = G.patch() * G.f, PS = PF + G.f;
   const std::size_t chunks = (batch + direct_dw_chunk - 1) / direct_dw_chunk;
   thread_pool::global().run(
@@ -242,7 +250,7 @@ void direct_backward_weights(const float* x, const float* dy, float* dw, float* 
       [&](std::size_t k) {
         float* p = partial + k * PS;
         direct_backward_weights_samples<G, Arch>(x, dy, p, p + PF, k * direct_dw_chunk,
-                                                 std::min(batch, (k + 1) * direct_dw_chunk));
+                                                 std::min(batch, (k + 1) * direct_dw_chunk), y);
       },
       chunks > 1 && batch * G.out_size() * G.patch() >= sample_split_min);
   std::copy(partial, partial + PF, dw);
@@ -284,6 +292,78 @@ void direct_backward_input_samples(const float* dy, const float* w, float* dx, s
 }
 }  // namespace detail
 
+// ---- im2col + GEMM in chunks of samples ----
+
+// The im2col path in chunks of conv_chunk<G> samples (about conv_chunk_rows rows of im2col; float
+// or double with SIMD, when one sample's `cols` holds its x and a partial dW): no im2col matrix of
+// the whole batch (9 MB at the CNN's conv2, batch 64, written to memory and read back by every
+// product). conv_forward copies x to `cols` and, chunk by chunk, builds the chunk's im2col rows in
+// a per-thread buffer (conv_scratch_tag, in L2) and multiplies it by W packed once; conv_backward
+// builds them again from that copy of x, computes the chunk's partial dW (in `cols` after x) and
+// then dcols = dY W^T into the same buffer and col2im. dW = the partials summed in chunk order,
+// db = column_sum over the batch: the chunks are fixed, so the bits do not depend on the thread
+// count (y and dx are the bits of one product over the batch; dW differs from it in the rounding
+// of the chunk sums). One chunk or less (batch <= conv_chunk<G>) runs as one product, `cols`
+// holding the im2col matrix.
+inline constexpr int conv_scratch_tag = 4;
+inline constexpr std::size_t conv_chunk_rows = 512;
+template <conv_geometry G>
+inline constexpr std::size_t conv_chunk = std::max<std::size_t>(1, conv_chunk_rows / (G.oh * G.ow));
+template <conv_geometry G, class Arch, class T>
+constexpr bool conv_chunked_v = simd_v<T, Arch> && (std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+                                G.oh * G.ow * conv_chunk<G> >= packed_rows &&
+                                G.in_size() + G.patch() * G.f <= G.oh * G.ow * G.patch();
+
+// f(k, n0, n1) for chunk k = samples [n0, n1) of conv_chunk<G> samples covering [0, batch), the chunks
+// over the thread pool (a product inside a task runs on that task's thread).
+template <conv_geometry G, class F>
+void for_chunks(std::size_t batch, F&& f) {
+  constexpr std::size_t chunk = conv_chunk<G>;
+  const std::size_t chunks = (batch + chunk - 1) / chunk;
+  thread_pool::global().run(
+      chunks, [&](std::size_t k) { f(k, k * chunk, std::min(batch, (k + 1) * chunk)); },
+      chunks > 1 && batch * G.out_size() * G.patch() >= sample_split_min);
+}
+
+namespace detail {
+template <conv_geometry G, class Arch, class T>
+void conv_forward_chunked(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t batch) {
+  constexpr std::size_t rows = G.oh * G.ow, P = G.patch();
+  T* const packed = simd::scratch<T, conv_scratch_tag + 1>(packed_size<P, G.f, T, Arch>);
+  pack_weights<P, G.f, Arch>(w, packed, packed_rows);
+  std::copy(x, x + batch * G.in_size(), cols);  // conv_backward builds im2col again from it
+  for_chunks<G>(batch, [&](std::size_t, std::size_t n0, std::size_t n1) {
+    T* const buf = simd::scratch<T, conv_scratch_tag>(conv_chunk<G> * rows * P);
+    im2col_samples<G>(x + n0 * G.in_size(), buf, 0, n1 - n0);
+    dense_forward_packed<P, G.f, fn::identity_fn, Arch>(buf, w, packed, b, y + n0 * rows * G.f, (n1 - n0) * rows);
+  });
+}
+
+template <conv_geometry G, class Arch, class T>
+void conv_backward_chunked(const T* dy, const T* w, T* dw, T* db, T* dx, T* cols, std::size_t batch) {
+  const std::size_t m = batch * G.oh * G.ow;
+  constexpr std::size_t rows = G.oh * G.ow, P = G.patch(), PF = P * G.f;
+  T* const packed = simd::scratch<T, conv_scratch_tag + 1>(packed_size<P, G.f, T, Arch>);
+  if (dx) pack_weights_transposed<P, G.f, Arch>(w, packed, packed_rows);
+  const T* const xc = cols;  // conv_forward's copy of x
+  T* const partial = cols + batch * G.in_size();
+  for_chunks<G>(batch, [&](std::size_t k, std::size_t n0, std::size_t n1) {
+    T* const buf = simd::scratch<T, conv_scratch_tag>(conv_chunk<G> * rows * P);
+    const std::size_t mk = (n1 - n0) * rows;
+    detail::im2col_samples<G>(xc + n0 * G.in_size(), buf, 0, n1 - n0);
+    dense_backward_weights<P, G.f, Arch>(buf, dy + n0 * rows * G.f, partial + k * PF, static_cast<T*>(nullptr), mk);
+    if (!dx) return;
+    dense_backward_input_packed<P, G.f, Arch>(dy + n0 * rows * G.f, w, packed, buf, mk);
+    detail::col2im_samples<G>(buf, dx + n0 * G.in_size(), 0, n1 - n0);
+  });
+  const std::size_t chunks = (batch + conv_chunk<G> - 1) / conv_chunk<G>;
+  std::copy(partial, partial + PF, dw);
+  for (std::size_t k = 1; k < chunks; ++k)
+    for (std::size_t i = 0; i < PF; ++i) dw[i] += partial[k * PF + i];
+  if (db) column_sum<G.f, T, Arch>(dy, db, m);
+}
+}  // namespace detail
+
 // y[batch*OH*OW, F] = im2col(x) * w + b; cols must hold batch * OH*OW * KH*KW*C values.
 template <conv_geometry G, class Arch = default_arch, class T>
 void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t batch) {
@@ -294,6 +374,8 @@ void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t
     });
     return;
   }
+  if constexpr (conv_chunked_v<G, Arch, T>)
+    if (batch > conv_chunk<G>) return detail::conv_forward_chunked<G, Arch>(x, w, b, y, cols, batch);
   im2col<G>(x, cols, batch);
   dense_forward<G.patch(), G.f, fn::identity_fn, Arch>(cols, w, b, y, batch * G.oh * G.ow);
 }
@@ -310,10 +392,24 @@ void conv_backward(const T* dy, const T* w, T* dw, T* db, T* dx, T* cols, std::s
     return;
   }
   const std::size_t m = batch * G.oh * G.ow;
+  if constexpr (conv_chunked_v<G, Arch, T>)
+    if (batch > conv_chunk<G>) return detail::conv_backward_chunked<G, Arch>(dy, w, dw, db, dx, cols, batch);
   dense_backward_weights<G.patch(), G.f, Arch>(cols, dy, dw, db, m);
   if (!dx) return;
   dense_backward_input<G.patch(), G.f, Arch>(dy, w, cols, m);
   col2im<G>(cols, dx, batch);
+}
+
+// conv_backward of a relu layer from dL/dy: dy becomes dL/dz (dy where y > 0, else 0) first, except
+// for the direct kernels without dx (a first layer), whose dW reads the mask with dy (one pass less
+// over the layer's output; dy is then left as it was).
+template <conv_geometry G, class Arch = default_arch, class T>
+void conv_backward_relu(const T* y, T* dy, const T* w, T* dw, T* db, T* dx, T* cols, std::size_t batch) {
+  if constexpr (direct_conv_v<G, Arch, T>) {
+    if (!dx) return detail::direct_backward_weights<G, Arch>(cols, dy, dw, db, cols + batch * G.in_size(), batch, y);
+  }
+  relu_backward<T, Arch>(y, dy, batch * G.out_size());
+  conv_backward<G, Arch>(dy, w, dw, db, dx, cols, batch);
 }
 
 }  // namespace ctnn::kernels::cpu

@@ -253,6 +253,16 @@ struct ops<cpu<Arch>> {
     if constexpr (is_half_v<T>) half<T>::template conv_backward<G>(dy, w, dw, db, dx, cols, batch);
     else kernels::cpu::conv_backward<G, Arch>(dy, w, dw, db, dx, cols, batch);
   }
+  // conv_backward of a relu layer (y its output, dy turned into dL/dz unless the kernel reads the mask itself).
+  template <kernels::conv_geometry G, class T>
+  static void conv_backward_relu(const T* y, T* dy, const T* w, T* dw, T* db, T* dx, T* cols, std::size_t batch) {
+    if constexpr (is_half_v<T>) {
+      relu_backward(y, dy, batch * G.out_size());
+      conv_backward<G>(dy, w, dw, db, dx, cols, batch);
+    } else {
+      kernels::cpu::conv_backward_relu<G, Arch>(y, dy, w, dw, db, dx, cols, batch);
+    }
+  }
   template <kernels::conv_geometry G, class T>
   static void max_pool_forward(const T* x, T* y, std::uint32_t* idx, std::size_t batch) {
     if constexpr (is_half_v<T>) half<T>::template max_pool_forward<G>(x, y, idx, batch);
