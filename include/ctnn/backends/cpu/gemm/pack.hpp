@@ -100,6 +100,19 @@ template <class Arch, class T>
 void pack_b(std::size_t NR, strided<T> b, std::size_t j0, std::size_t n, std::size_t k, T* bp) {
   const std::size_t cols = std::min(NR, n - j0);
   if (b.cs == 1) {
+    using V = xsimd::batch<T, Arch>;
+    constexpr std::size_t L = V::size;
+    // Full panels (NR a multiple of the vector: every plan's) by whole
+    // vectors: a memcpy call per row of 16 floats cost 6 % of Y = X W of
+    // 784x256 at batch 256 on AVX2 (gemm20).
+    if (cols == NR && NR % L == 0) {
+      for (std::size_t p = 0; p < k; ++p) {
+        const T* src = b.p + p * b.rs + j0;
+        T* dst = bp + p * NR;
+        for (std::size_t j = 0; j < NR; j += L) V::load_unaligned(src + j).store_unaligned(dst + j);
+      }
+      return;
+    }
     for (std::size_t p = 0; p < k; ++p) {
       const T* src = b.p + p * b.rs + j0;
       T* dst = bp + p * NR;
