@@ -111,6 +111,18 @@ TEST_CASE("simd_gemm with a short K (full tiles in one run) equals the reference
   CHECK(ran >= 1);
 }
 
+// With 16 registers a transposed A of 512 rows or more and K from 128 to one block (384) is
+// packed before the tiles run (plan.hpp: pack_at; dW of 784x256 at batch 256), partial last row
+// blocks (515 = 85 x 6 + 5, 784 = 130 x 6 + 4) and panels included; K = 385 and 127 read it in place.
+TEST_CASE("simd_gemm with a transposed A of many rows (packed with 16 registers) equals the reference on every architecture") {
+  const int ran = test::for_each_arch("simd_gemm, many rows", [](auto arch, const char* name) {
+    const sizes Ms{512, 515, 784}, Ns{16, 33}, Ks{127, 128, 255, 300, 385};
+    check_arch<decltype(arch), float>(name, Ms, Ns, Ks);
+    check_arch<decltype(arch), double>(name, {515}, {17}, {128, 300});
+  });
+  CHECK(ran >= 1);
+}
+
 // simd_v<T, Arch>: xsimd for float and double on an architecture the compiler targets, else scalar.
 static_assert(kernels::cpu::simd_v<float, xsimd::sse2> && kernels::cpu::simd_v<double, xsimd::sse2>);
 static_assert(!kernels::cpu::simd_v<int, xsimd::sse2> && !kernels::cpu::simd_v<long double, xsimd::sse2>);
@@ -159,7 +171,8 @@ TEST_CASE("results are bit-identical whatever the thread count") {
                         shape{64, 784, 256, false, true} /* dX: B^T packed by 8 x 8 transposes */,
                         shape{1000, 128, 10, false, true} /* dX of a 10-wide layer: short K, tiles in runs */,
                         shape{256, 128, 64, true, false} /* dW at batch 64: A transposed, tiles in runs */,
-                        shape{64, 784, 256, false, false} /* 64 rows: B in place */}) {
+                        shape{64, 784, 256, false, false} /* 64 rows: B in place */,
+                        shape{515, 40, 300, true, false} /* A transposed, 515 rows: packed with 16 registers */}) {
     const problem<float> pr(s.M, s.N, s.K, s.ta, s.tb, s.M + s.N + s.K);
     std::vector<std::vector<float>> out;
     for (std::size_t t : {1, 2, 3}) {
