@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "separate.hpp"
+
 namespace ctnn::detail {
 
 // Text that can also be built at compile time, so that layer names built from it are
@@ -35,16 +37,27 @@ constexpr std::string concat(std::initializer_list<std::string_view> parts) {
   return s;
 }
 
-// Shortest round-trip text of a number: 0.001 -> "0.001", 2 -> "2".
-inline std::string format_number(double v) {
+// Shortest round-trip text of a number: 0.001 -> "0.001", 2 -> "2". Compiled once in the compiled
+// part (core/separate.hpp).
+CTNN_DECL std::string format_number(double v)
+#if CTNN_DEFINITIONS
+{
   char buf[64];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
   return std::string(buf, r.ptr);
 }
-inline std::string format_number(float v) {
+#else
+;
+#endif
+CTNN_DECL std::string format_number(float v)
+#if CTNN_DEFINITIONS
+{
   char buf[64];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
   return std::string(buf, r.ptr);
 }
+#else
+;
+#endif
 
 }  // namespace ctnn::detail

@@ -31,10 +31,15 @@ inline constexpr std::size_t classes = 10;
 inline constexpr const char* class_names[classes] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                                                      "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
-inline std::filesystem::path default_dir() {
+CTNN_DECL std::filesystem::path default_dir()
+#if CTNN_DEFINITIONS
+{
   if (const char* e = std::getenv("CTNN_FASHION_MNIST_DIR"); e && *e) return e;
   return "/usr/share/datasets/fashion-mnist";
 }
+#else
+;
+#endif
 
 namespace detail {
 // cold: once per load, a file-system lookup (optimized for size).

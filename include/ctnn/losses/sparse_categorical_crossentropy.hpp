@@ -17,8 +17,24 @@
 #include "../core/plan.hpp"
 #include "../core/targets.hpp"
 #include "../backends/cpu/ops.hpp"
+#include "../core/separate.hpp"
 
 namespace ctnn {
+
+namespace detail {
+// check_targets' error, built once in the compiled part (core/separate.hpp), not per class count.
+[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_sparse_label_out_of_range(std::int32_t label,
+                                                                                     std::size_t sample,
+                                                                                     std::size_t classes)
+#if CTNN_DEFINITIONS
+{
+  throw std::out_of_range("sparse_categorical_crossentropy: label " + std::to_string(label) + " of sample " +
+                          std::to_string(sample) + " in the batch is outside [0, " + std::to_string(classes) + ")");
+}
+#else
+;
+#endif
+}  // namespace detail
 
 struct sparse_categorical_crossentropy {
   using target_kind = sparse_labels;
@@ -34,9 +50,7 @@ struct sparse_categorical_crossentropy {
   void check_targets(const std::int32_t* labels, std::size_t batch) const {
     for (std::size_t i = 0; i < batch; ++i) {
       const std::int32_t l = labels[i];
-      if (l < 0 || std::size_t(l) >= N)
-        throw std::out_of_range("sparse_categorical_crossentropy: label " + std::to_string(l) + " of sample " +
-                                std::to_string(i) + " in the batch is outside [0, " + std::to_string(N) + ")");
+      if (l < 0 || std::size_t(l) >= N) detail::throw_sparse_label_out_of_range(l, i, N);
     }
   }
 

@@ -83,6 +83,7 @@ struct csv_logger {
     io::write_file_atomically(filename, content);
   }
 };
+CTNN_INSTANCE(template void csv_logger::begin<void>();)
 CTNN_INSTANCE(template void csv_logger::write<void>(const logs&, std::size_t);)
 
 }  // namespace ctnn

@@ -503,11 +503,12 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
         ((void)[&] { if constexpr (requires { h.log_epoch(l); }) h.log_epoch(l); }(), ...);
       }, hooks);
       on_epoch_end();
-      hist.append(ctx.epoch_logs);
-      hist.autotune.emplace_back();  // the decisions printed during this epoch, the first epoch's too
+      // the logs, and the decisions printed during this epoch (the first epoch's too): history::append_epoch
       if constexpr (requires { train.autotuner().messages(); }) {
-        const auto said = train.autotuner().messages();
-        for (std::size_t i = said_before; i < said.size(); ++i) hist.autotune.back().push_back(said[i]);
+        const std::vector<std::string> said = train.autotuner().messages();
+        hist.append_epoch(ctx.epoch_logs, &said, said_before);
+      } else {
+        hist.append_epoch(ctx.epoch_logs, nullptr, 0);
       }
     }
     if constexpr (requires { opt.finalize(m); }) opt.finalize(m);  // e.g. the EMA weights replace the weights

@@ -21,24 +21,10 @@ namespace ctnn {
 struct logs {
   std::vector<std::pair<std::string, double>> items;
 
-  void set(const std::string& k, double v) {
-    for (auto& [name, value] : items)
-      if (name == k) {
-        value = v;
-        return;
-      }
-    items.emplace_back(k, v);
-  }
-  bool contains(const std::string& k) const {
-    for (auto& [name, value] : items)
-      if (name == k) return true;
-    return false;
-  }
-  double operator[](const std::string& k) const {
-    for (auto& [name, value] : items)
-      if (name == k) return value;
-    throw std::out_of_range("logs: no entry '" + k + "'");
-  }
+  // Not templates: compiled once in the compiled part (core/separate.hpp), not in every program that fits.
+  void set(const std::string& k, double v);
+  bool contains(const std::string& k) const;
+  double operator[](const std::string& k) const;
 };
 
 struct history {
@@ -50,33 +36,70 @@ struct history {
   // printed, is dataset.autotuner().explanation().
   std::vector<std::vector<std::string>> autotune;
 
+  history() = default;
+  history(const history&) = default;
+  history(history&&) = default;
+  history& operator=(const history&) = default;
+  history& operator=(history&&) = default;
+  ~history();  // out of line: the maps' and vectors' destruction compiled once (core/separate.hpp)
+
   void append(const logs& l);
+  // fit's end of an epoch: append(l), then a new entry of autotune holding said[from...] (said may be null).
+  void append_epoch(const logs& l, const std::vector<std::string>* said, std::size_t from);
   std::size_t epochs() const { return values.empty() ? 0 : values.begin()->second.size(); }
   bool contains(const std::string& k) const { return values.count(k) != 0; }
-  const std::vector<double>& operator[](const std::string& k) const {
-    auto it = values.find(k);
-    if (it == values.end()) {
-      std::string have;
-      for (auto& key : keys) have += (have.empty() ? "" : ", ") + key;
-      throw std::out_of_range("history: no key '" + k + "' (it has: " + have + ")");
-    }
-    return it->second;
-  }
+  const std::vector<double>& operator[](const std::string& k) const;
   // "moderately input-bound: 7.3% of step time is spent waiting for data" (0-based epoch).
-  std::string input_verdict(std::size_t epoch) const {
-    const auto& v = (*this)["input_share"];
-    if (epoch >= v.size())
-      throw std::out_of_range("history: no epoch " + std::to_string(epoch) + " (it has " + std::to_string(v.size()) + ")");
-    return ctnn::input_verdict(v[epoch]);
-  }
+  std::string input_verdict(std::size_t epoch) const;
 };
 
 #if CTNN_DEFINITIONS
+CTNN_DECL void logs::set(const std::string& k, double v) {
+  for (auto& [name, value] : items)
+    if (name == k) {
+      value = v;
+      return;
+    }
+  items.emplace_back(k, v);
+}
+CTNN_DECL bool logs::contains(const std::string& k) const {
+  for (auto& [name, value] : items)
+    if (name == k) return true;
+  return false;
+}
+CTNN_DECL double logs::operator[](const std::string& k) const {
+  for (auto& [name, value] : items)
+    if (name == k) return value;
+  throw std::out_of_range("logs: no entry '" + k + "'");
+}
+
+CTNN_DECL history::~history() = default;
 CTNN_DECL void history::append(const logs& l) {
   for (auto& [k, v] : l.items) {
     if (!values.count(k)) keys.push_back(k);
     values[k].push_back(v);
   }
+}
+CTNN_DECL void history::append_epoch(const logs& l, const std::vector<std::string>* said, std::size_t from) {
+  append(l);
+  autotune.emplace_back();  // the decisions printed during this epoch, the first epoch's too
+  if (said)
+    for (std::size_t i = from; i < said->size(); ++i) autotune.back().push_back((*said)[i]);
+}
+CTNN_DECL const std::vector<double>& history::operator[](const std::string& k) const {
+  auto it = values.find(k);
+  if (it == values.end()) {
+    std::string have;
+    for (auto& key : keys) have += (have.empty() ? "" : ", ") + key;
+    throw std::out_of_range("history: no key '" + k + "' (it has: " + have + ")");
+  }
+  return it->second;
+}
+CTNN_DECL std::string history::input_verdict(std::size_t epoch) const {
+  const auto& v = (*this)["input_share"];
+  if (epoch >= v.size())
+    throw std::out_of_range("history: no epoch " + std::to_string(epoch) + " (it has " + std::to_string(v.size()) + ")");
+  return ctnn::input_verdict(v[epoch]);
 }
 #endif
 

@@ -28,6 +28,10 @@
 // weight gradient's (1 to 15 rows, packed A, no activation), packed_product
 // itself, and plan_gemm (the GEMM's planner): the network fixes which ones
 // run, never their code.
+// And the element-wise map<> of the rules every network's training calls
+// (CTNN_DETAIL_MAP_INSTANCES, float: the optimizers' updates, scale, fill,
+// check_finite, relu/sigmoid/tanh forward and backward), with their thread
+// pool tasks: 0.11 s of the MLP example's code generation (docs/performance.md).
 // gemm.hpp includes this file after the kernels it names (and this file
 // includes gemm.hpp, so either can come first).
 #pragma once
@@ -88,6 +92,28 @@
   CTNN_DETAIL_NARROW(X, A, 12) CTNN_DETAIL_NARROW(X, A, 13) CTNN_DETAIL_NARROW(X, A, 14)                             \
   CTNN_DETAIL_NARROW(X, A, 15)
 
+// X, A as above: map<A> (map.hpp) of rule F over float arrays P (each `float` or `const float`). The
+// element-wise rules every network's training or inference calls through ops<cpu>::map: the optimizers'
+// updates (optimizers/*.hpp's apply: w, g, then the slots), the gradient scaling and checks of the step,
+// and the activations' forward and backward outside a fused pass (backends/cpu/activations.hpp).
+#define CTNN_DETAIL_UNPAREN(...) __VA_ARGS__
+#define CTNN_DETAIL_MAP(X, A, F, P, PTRS) \
+  X bool map<A, F, CTNN_DETAIL_UNPAREN P>(const F&, std::size_t, CTNN_DETAIL_UNPAREN PTRS);
+#define CTNN_DETAIL_MAP_INSTANCES(X, A)                                                                                \
+  CTNN_DETAIL_MAP(X, A, ::ctnn::fn::sgd_update<float>, (float, const float), (float*, const float*))                   \
+  CTNN_DETAIL_MAP(X, A, ::ctnn::fn::momentum_update<float>, (float, const float, float), (float*, const float*, float*)) \
+  CTNN_DETAIL_MAP(X, A, ::ctnn::fn::adam_update<float>, (float, const float, float, float), (float*, const float*, float*, float*)) \
+  CTNN_DETAIL_MAP(X, A, ::ctnn::fn::amsgrad_update<float>, (float, const float, float, float, float), (float*, const float*, float*, float*, float*)) \
+  CTNN_DETAIL_MAP(X, A, ::ctnn::fn::scale<float>, (float), (float*))                                                   \
+  CTNN_DETAIL_MAP(X, A, ::ctnn::fn::fill<float>, (float), (float*))                                                    \
+  CTNN_DETAIL_MAP(X, A, ::ctnn::fn::check_finite, (const float), (const float*))                                       \
+  CTNN_DETAIL_MAP(X, A, ::ctnn::fn::forward_of<::ctnn::fn::relu_fn>, (float), (float*))                                \
+  CTNN_DETAIL_MAP(X, A, ::ctnn::fn::backward_of<::ctnn::fn::relu_fn>, (const float, float), (const float*, float*))    \
+  CTNN_DETAIL_MAP(X, A, ::ctnn::fn::forward_of<::ctnn::fn::sigmoid_fn>, (float), (float*))                             \
+  CTNN_DETAIL_MAP(X, A, ::ctnn::fn::backward_of<::ctnn::fn::sigmoid_fn>, (const float, float), (const float*, float*)) \
+  CTNN_DETAIL_MAP(X, A, ::ctnn::fn::forward_of<::ctnn::fn::tanh_fn>, (float), (float*))                                \
+  CTNN_DETAIL_MAP(X, A, ::ctnn::fn::backward_of<::ctnn::fn::tanh_fn>, (const float, float), (const float*, float*))
+
 namespace ctnn::kernels::cpu {
 // Whether this translation unit uses the compiled GEMM kernels (declared
 // extern) or defines them; false header-only.
@@ -108,6 +134,7 @@ CTNN_DETAIL_FLOAT_SHAPE_INSTANCES(template, xsimd::default_arch)
 namespace ctnn::kernels::cpu {
 template gemm_plan plan_gemm<gemm_target_of<float, xsimd::default_arch>()>(gemm_problem);
 template gemm_plan plan_gemm<gemm_target_of<double, xsimd::default_arch>()>(gemm_problem);
+CTNN_DETAIL_MAP_INSTANCES(template, xsimd::default_arch)
 }  // namespace ctnn::kernels::cpu
 #elif defined(CTNN_COMPILED_KERNELS)
 namespace ctnn::kernels::cpu::simd {
@@ -118,5 +145,6 @@ CTNN_DETAIL_FLOAT_SHAPE_INSTANCES(extern template, xsimd::default_arch)
 namespace ctnn::kernels::cpu {
 extern template gemm_plan plan_gemm<gemm_target_of<float, xsimd::default_arch>()>(gemm_problem);
 extern template gemm_plan plan_gemm<gemm_target_of<double, xsimd::default_arch>()>(gemm_problem);
+CTNN_DETAIL_MAP_INSTANCES(extern template, xsimd::default_arch)
 }  // namespace ctnn::kernels::cpu
 #endif
