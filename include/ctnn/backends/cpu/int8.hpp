@@ -45,6 +45,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "../../config.hpp"
 #include "arch.hpp"
 
 namespace ctnn::kernels::cpu::int8 {
@@ -256,7 +257,7 @@ struct cols8_requant {
   unsigned present() const { return (1u << width) - 1u; }
 };
 template <class Y>
-inline cols8_requant columns8(const requant<Y>& e, std::size_t j, std::size_t width, __m256i sub) {
+CTNN_FORCEINLINE cols8_requant columns8(const requant<Y>& e, std::size_t j, std::size_t width, __m256i sub) {
   const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
   const __m256i sh = load8(e.shift + j, width), mu = load8(e.mult + j, width);
   const __m256i off = _mm256_sub_epi32(
@@ -273,7 +274,7 @@ inline cols8_requant columns8(const requant<Y>& e, std::size_t j, std::size_t wi
 // SaturatingRoundingDoublingHighMul (with mult >= 0 it never saturates, and its nudge and
 // truncation toward zero are floor((x q + 2^30) / 2^31) in exact 64-bit products, of the even
 // lanes and of the odd ones, vpmuldq), then RoundingDivideByPOT by `right`.
-inline __m256i requantized8(const cols8_requant& c, __m256i v) {
+CTNN_FORCEINLINE __m256i requantized8(const cols8_requant& c, __m256i v) {
   const __m256i x = _mm256_sllv_epi32(_mm256_add_epi32(v, c.off), c.left), half = _mm256_set1_epi64x(std::int64_t(1) << 30);
   const __m256i he = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, c.mu), half), 31);
   const __m256i ho = _mm256_slli_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), c.mu_odd), half), 1);
@@ -293,7 +294,7 @@ inline std::size_t saturated_lanes(const requant<Y>& e, const cols8_requant& c, 
 // q clamped (q < lo ? lo : min(q, 127), as requantize_row's clamp, even for a zero point beyond
 // 127) into row `row` of y: the int8 values, or their dequantized floats
 template <class Y>
-inline void put_clamped(const requant<Y>& e, const cols8_requant& c, __m256i q, std::size_t row) {
+CTNN_FORCEINLINE void put_clamped(const requant<Y>& e, const cols8_requant& c, __m256i q, std::size_t row) {
   const __m256i lo = _mm256_set1_epi32(e.lo);
   const __m256i v8 = _mm256_blendv_epi8(_mm256_min_epi32(q, _mm256_set1_epi32(127)), lo, _mm256_cmpgt_epi32(lo, q));
   Y* dst = e.y + row * e.ldy + c.j;
@@ -312,14 +313,14 @@ inline void put_clamped(const requant<Y>& e, const cols8_requant& c, __m256i q, 
   }
 }
 template <class Y>
-inline void put(requant<Y>& e, cols8_requant& c, __m256i v, std::size_t i) {
+CTNN_FORCEINLINE void put(requant<Y>& e, cols8_requant& c, __m256i v, std::size_t i) {
   const __m256i q = requantized8(c, v);
   c.top = _mm256_max_epi32(c.top, q);
   c.bottom = _mm256_min_epi32(c.bottom, q);
   put_clamped(e, c, q, i);
 }
 template <class Y>
-inline bool saturated(const requant<Y>& e, const cols8_requant& c) {
+CTNN_FORCEINLINE bool saturated(const requant<Y>& e, const cols8_requant& c) {
   const __m256i out = _mm256_or_si256(_mm256_cmpgt_epi32(c.top, _mm256_set1_epi32(127)),
                                       _mm256_cmpgt_epi32(_mm256_set1_epi32(e.low), c.bottom));
   return (c.present() & unsigned(_mm256_movemask_ps(_mm256_castsi256_ps(out)))) != 0;
@@ -537,6 +538,18 @@ inline void tile_avx2(std::size_t K, std::size_t N, const A& a, const std::int8_
 // accumulator pair (lo: columns j..j+3, hi: j+4..j+7) holds two partial sums a column (k mod 4 in
 // 0..1 and 2..3), added by vphaddd at the end. R rows (from row i0) x the 8 full-panel columns
 // from column j (a multiple of 8).
+// tile_s16's stores: R rows of sums v from row i0, columns j..j+7. A call of its own: inlined (the
+// epilogue's helpers are, for the sign trick's tiles), GCC (12) spilled the tile's loop (conv
+// bench at batch 1: 33.4 -> 44.0 us).
+template <std::size_t R, class E>
+[[gnu::noinline]] void store_s16(E& e, std::size_t j, const __m256i* v, std::size_t i0) {
+  E out = e;  // (a copy the stores cannot alias: e's fields stay in registers)
+  auto c = columns8(out, j, 8, _mm256_setzero_si256());
+  for (std::size_t r = 0; r < R; ++r) put(out, c, v[r], i0 + r);
+  if (saturated(out, c))
+    for (std::size_t r = 0; r < R; ++r) count(out, c, v[r]);
+  if constexpr (requires { e.saturated; }) e.saturated = out.saturated;
+}
 template <std::size_t R, class A, class E>
 inline void tile_s16(std::size_t K, const A& a, const std::int16_t* a16, const std::int8_t* base,
                      const std::int8_t* packed, std::size_t j, E& e, std::size_t i0) {
@@ -566,14 +579,9 @@ inline void tile_s16(std::size_t K, const A& a, const std::int16_t* a16, const s
       hi[r] = add_acc(hi[r], _mm256_madd_epi16(x, wh));
     }
   }
-  E out = e;  // (a copy the stores cannot alias: e's fields stay in registers)
-  auto c = columns8(out, j, 8, _mm256_setzero_si256());
   // hadd: [c0 c1 c4 c5 | c2 c3 c6 c7], then the 64-bit lanes in order
   for (std::size_t r = 0; r < R; ++r) lo[r] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[r], hi[r]), 0xD8);
-  for (std::size_t r = 0; r < R; ++r) put(out, c, lo[r], i0 + r);
-  if (saturated(out, c))
-    for (std::size_t r = 0; r < R; ++r) count(out, c, lo[r]);
-  if constexpr (requires { e.saturated; }) e.saturated = out.saturated;
+  store_s16<R>(e, j, lo, i0);
 }
 // a16 from the bytes [row(0), past row(M - 1)'s last group) of a, which holds every row's groups
 // where row(0) is the lowest address and row(M - 1) the highest (a_rows, int8_conv.hpp's windows
