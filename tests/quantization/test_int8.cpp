@@ -173,11 +173,17 @@ TEST_CASE("int8 gemm_s8: every path equals the reference bit for bit") {
     MESSAGE(std::string(name) << " takes the " << path_name(i8::int8_path_of<Arch>()) << " path");
     for (std::size_t K : {1, 3, 7, 32, 33, 65, 255, 784})
       for (std::size_t N : {1, 5, 10, 16, 17, 40, 67})
-        for (std::size_t M : {1, 3, 5}) check_sizes<Arch>(M, N, K, 0);
+        for (std::size_t M : {1, 3, 4, 5, 9}) check_sizes<Arch>(M, N, K, 0);
     check_sizes<Arch>(64, 70, 37, 0);
+    // the avx2 path's int16 tiles (4 rows) and the rows after them, the layers' shapes
+    for (std::size_t M : {6, 7, 8, 63, 64}) {
+      check_sizes<Arch>(M, 256, 784, 0);
+      check_sizes<Arch>(M, 128, 256, 0);
+    }
     for (int fill : {1, 2, 3}) {
       check_sizes<Arch>(3, 6, 784, fill);
       check_sizes<Arch>(5, 33, 97, fill);
+      check_sizes<Arch>(9, 48, 784, fill);
     }
   });
   CHECK(ran >= 1);
@@ -411,7 +417,7 @@ void check_fused(std::size_t M, std::size_t N, const std::vector<std::int32_t>& 
 TEST_CASE("int8 gemm_s8_requantize: the fused requantization equals gemm_s8 then the scalar rule, every path") {
   const int ran = ctnn::test::for_each_arch("int8 fused gemm", []<class Arch>(Arch, const char* name) {
     MESSAGE(std::string(name) << " takes the " << path_name(i8::int8_path_of<Arch>()) << " path");
-    for (std::size_t M : {1, 2, 3, 4, 5, 9})
+    for (std::size_t M : {1, 2, 3, 4, 5, 9, 12})
       for (std::size_t N : {1, 7, 10, 16, 24, 40, 64, 100, 128})
         for (std::size_t K : {0, 5, 128}) {
           INFO(std::string(name) << " M=" << M << " N=" << N << " K=" << K);
@@ -541,6 +547,7 @@ TEST_CASE("int8 conv_s8: the implicit im2col equals im2col_s8 then the reference
   const int ran = ctnn::test::for_each_arch("int8 implicit conv", []<class Arch>(Arch, const char* name) {
     MESSAGE(std::string(name) << " takes the " << path_name(i8::int8_path_of<Arch>()) << " path");
     for (std::size_t batch : {1, 2, 5}) {
+      // (batch 1 of 7x6 -> 5x4: 20 rows, the avx2 path's int16 tiles on all; batch 2 of 6x7: 40)
       // the first layer (C = 1, each kernel row re-packed to 4 bytes, read in place past the window)
       check_conv<window_geometry(12, 11, 1, 32, 3, 3, 1, padding::valid), Arch>(batch, 0);
       // KW C = 96: the layer's own kernel, in place (the CNN's second layer), 64 and 20 filters

@@ -20,9 +20,11 @@
 //           __AVX512VNNI__ and __AVX512VL__ and the CPU reporting both (the EVEX form on ymm, which
 //           computes the same): the avx2 path's 2 x 32 tile with vpdpbusd in place of its three
 //           steps, c = dot - 128 wsum as vnni.
-//   avx2    otherwise for those Arch: vpmaddubsw(|a|, W or -W by a's sign) + vpmaddwd with ones,
-//           2 x 32 tile: |a| <= 128, |W| <= 127 keep each int16 pair within +-32512, so nothing
-//           saturates at full 8-bit weights.
+//   avx2    otherwise for those Arch: from 4 rows on, a copied to int16 once a call and vpmaddwd
+//           with W sign-extended by vpmovsxbw, 6 (or 4) x 8 tile; the other rows and the narrow
+//           panel vpmaddubsw(|a|, W or -W by a's sign) + vpmaddwd with ones, 2 x 32 tile: |a| <=
+//           128, |W| <= 127 keep each int16 pair within +-32512, so nothing saturates at full
+//           8-bit weights.
 //   scalar  otherwise. Docs: docs/quantization.md.
 #pragma once
 #include <algorithm>
@@ -43,6 +45,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "../../config.hpp"
 #include "arch.hpp"
 
 namespace ctnn::kernels::cpu::int8 {
@@ -254,7 +257,7 @@ struct cols8_requant {
   unsigned present() const { return (1u << width) - 1u; }
 };
 template <class Y>
-inline cols8_requant columns8(const requant<Y>& e, std::size_t j, std::size_t width, __m256i sub) {
+CTNN_FORCEINLINE cols8_requant columns8(const requant<Y>& e, std::size_t j, std::size_t width, __m256i sub) {
   const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
   const __m256i sh = load8(e.shift + j, width), mu = load8(e.mult + j, width);
   const __m256i off = _mm256_sub_epi32(
@@ -271,7 +274,7 @@ inline cols8_requant columns8(const requant<Y>& e, std::size_t j, std::size_t wi
 // SaturatingRoundingDoublingHighMul (with mult >= 0 it never saturates, and its nudge and
 // truncation toward zero are floor((x q + 2^30) / 2^31) in exact 64-bit products, of the even
 // lanes and of the odd ones, vpmuldq), then RoundingDivideByPOT by `right`.
-inline __m256i requantized8(const cols8_requant& c, __m256i v) {
+CTNN_FORCEINLINE __m256i requantized8(const cols8_requant& c, __m256i v) {
   const __m256i x = _mm256_sllv_epi32(_mm256_add_epi32(v, c.off), c.left), half = _mm256_set1_epi64x(std::int64_t(1) << 30);
   const __m256i he = _mm256_srli_epi64(_mm256_add_epi64(_mm256_mul_epi32(x, c.mu), half), 31);
   const __m256i ho = _mm256_slli_epi64(_mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), c.mu_odd), half), 1);
@@ -291,7 +294,7 @@ inline std::size_t saturated_lanes(const requant<Y>& e, const cols8_requant& c, 
 // q clamped (q < lo ? lo : min(q, 127), as requantize_row's clamp, even for a zero point beyond
 // 127) into row `row` of y: the int8 values, or their dequantized floats
 template <class Y>
-inline void put_clamped(const requant<Y>& e, const cols8_requant& c, __m256i q, std::size_t row) {
+CTNN_FORCEINLINE void put_clamped(const requant<Y>& e, const cols8_requant& c, __m256i q, std::size_t row) {
   const __m256i lo = _mm256_set1_epi32(e.lo);
   const __m256i v8 = _mm256_blendv_epi8(_mm256_min_epi32(q, _mm256_set1_epi32(127)), lo, _mm256_cmpgt_epi32(lo, q));
   Y* dst = e.y + row * e.ldy + c.j;
@@ -310,14 +313,14 @@ inline void put_clamped(const requant<Y>& e, const cols8_requant& c, __m256i q, 
   }
 }
 template <class Y>
-inline void put(requant<Y>& e, cols8_requant& c, __m256i v, std::size_t i) {
+CTNN_FORCEINLINE void put(requant<Y>& e, cols8_requant& c, __m256i v, std::size_t i) {
   const __m256i q = requantized8(c, v);
   c.top = _mm256_max_epi32(c.top, q);
   c.bottom = _mm256_min_epi32(c.bottom, q);
   put_clamped(e, c, q, i);
 }
 template <class Y>
-inline bool saturated(const requant<Y>& e, const cols8_requant& c) {
+CTNN_FORCEINLINE bool saturated(const requant<Y>& e, const cols8_requant& c) {
   const __m256i out = _mm256_or_si256(_mm256_cmpgt_epi32(c.top, _mm256_set1_epi32(127)),
                                       _mm256_cmpgt_epi32(_mm256_set1_epi32(e.low), c.bottom));
   return (c.present() & unsigned(_mm256_movemask_ps(_mm256_castsi256_ps(out)))) != 0;
@@ -424,6 +427,16 @@ inline void put(E& e, __m512i v, std::size_t i, std::size_t j, __mmask16 m = __m
 #endif
 
 #if defined(__AVX2__)
+// acc + p. GCC (12) copies each accumulator of a tile through another register, and through the
+// stack, around the intrinsic's add; the asm form keeps them in place (clang: the intrinsic)
+inline __m256i add_acc(__m256i acc, __m256i p) {
+#if defined(__GNUC__) && !defined(__clang__)
+  __asm__("vpaddd %1, %0, %0" : "+x"(acc) : "x"(p));
+  return acc;
+#else
+  return _mm256_add_epi32(acc, p);
+#endif
+}
 // The dot-product steps of the 256-bit tiles: acc += the 8 int32 dot products of one broadcast
 // 4-byte activation group (prep(a4)) with one weight vector (8 columns x 4 k).
 //   dot_avx2     vpmaddubsw(|a|, w or -w by a's sign) + vpmaddwd with ones (no pair saturates:
@@ -441,15 +454,7 @@ struct dot_avx2 {
     return {_mm256_cmpgt_epi8(_mm256_setzero_si256(), b), _mm256_abs_epi8(b)};
   }
   __m256i step(__m256i acc, const act& x, __m256i w) const {
-    const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(x.abs, _mm256_sub_epi8(_mm256_xor_si256(w, x.neg), x.neg)), ones);
-#if defined(__GNUC__) && !defined(__clang__)
-    // GCC (12) copies each accumulator of a tile through another register, and through the stack,
-    // around the intrinsic's add; the asm form keeps them in place (clang: the intrinsic)
-    __asm__("vpaddd %1, %0, %0" : "+x"(acc) : "x"(p));
-    return acc;
-#else
-    return _mm256_add_epi32(acc, p);
-#endif
+    return add_acc(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(x.abs, _mm256_sub_epi8(_mm256_xor_si256(w, x.neg), x.neg)), ones));
   }
 };
 #if defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))
@@ -524,6 +529,78 @@ inline void tile_avx2(std::size_t K, std::size_t N, const A& a, const std::int8_
   }
   if constexpr (requires { e.saturated; }) e.saturated = out.saturated;
 }
+// The avx2 path's tile for 4 or more rows: the activations sign-extended to int16 once a call
+// (a16: the int16 copy of the bytes from a.row(0), at the same offsets), each weight vector's 16
+// bytes (4 columns x 4 k) sign-extended by vpmovsxbw, vpmaddwd of the broadcast 4 int16
+// activations with them: 2 multiplies and 2 adds per 32 products and row, the conversion shared by
+// R rows (the sign trick's tile: 2 multiplies and 3 other operations, and 2 a group and row for
+// the sign). No product or pair sum comes near int16's or int32's limits (|a w| <= 128 127). Each
+// accumulator pair (lo: columns j..j+3, hi: j+4..j+7) holds two partial sums a column (k mod 4 in
+// 0..1 and 2..3), added by vphaddd at the end. R rows (from row i0) x the 8 full-panel columns
+// from column j (a multiple of 8).
+// tile_s16's stores: R rows of sums v from row i0, columns j..j+7. A call of its own: inlined (the
+// epilogue's helpers are, for the sign trick's tiles), GCC (12) spilled the tile's loop (conv
+// bench at batch 1: 33.4 -> 44.0 us).
+template <std::size_t R, class E>
+[[gnu::noinline]] void store_s16(E& e, std::size_t j, const __m256i* v, std::size_t i0) {
+  E out = e;  // (a copy the stores cannot alias: e's fields stay in registers)
+  auto c = columns8(out, j, 8, _mm256_setzero_si256());
+  for (std::size_t r = 0; r < R; ++r) put(out, c, v[r], i0 + r);
+  if (saturated(out, c))
+    for (std::size_t r = 0; r < R; ++r) count(out, c, v[r]);
+  if constexpr (requires { e.saturated; }) e.saturated = out.saturated;
+}
+template <std::size_t R, class A, class E>
+inline void tile_s16(std::size_t K, const A& a, const std::int16_t* a16, const std::int8_t* base,
+                     const std::int8_t* packed, std::size_t j, E& e, std::size_t i0) {
+  const std::size_t kp = padded_k(K);
+  const std::int8_t* w = packed + j / panel * panel * kp + j % panel * 4;
+  __m256i lo[R], hi[R];
+  for (std::size_t r = 0; r < R; ++r) lo[r] = hi[r] = _mm256_setzero_si256();
+  const std::int16_t* ar[R];
+  for (std::size_t r = 0; r < R; ++r) ar[r] = a16 + (a.row(i0 + r) - base);
+  // the weight pointer counts the groups and o, the offset, jumps to the next segment at its end
+  // (a counter and the pointer kept apart, GCC (12) kept both on the stack)
+  const std::int8_t* const wend = w + a.segments() * a.groups() * 4 * panel;
+  const std::size_t jump = a.segment_stride() - 4 * a.groups();
+  for (std::size_t o = 0, next = 4 * a.groups(); w != wend; o += 4, w += 4 * panel) {
+    if constexpr (A::segments() > 1)
+      if (o == next) {
+        o += jump;
+        next += a.segment_stride();
+      }
+    const __m256i wl = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
+    const __m256i wh = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16)));
+    for (std::size_t r = 0; r < R; ++r) {
+      std::int64_t x4;
+      std::memcpy(&x4, ar[r] + o, 8);
+      const __m256i x = _mm256_set1_epi64x(x4);
+      lo[r] = add_acc(lo[r], _mm256_madd_epi16(x, wl));
+      hi[r] = add_acc(hi[r], _mm256_madd_epi16(x, wh));
+    }
+  }
+  // hadd: [c0 c1 c4 c5 | c2 c3 c6 c7], then the 64-bit lanes in order
+  for (std::size_t r = 0; r < R; ++r) lo[r] = _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[r], hi[r]), 0xD8);
+  store_s16<R>(e, j, lo, i0);
+}
+// a16 from the bytes [row(0), past row(M - 1)'s last group) of a, which holds every row's groups
+// where row(0) is the lowest address and row(M - 1) the highest (a_rows, int8_conv.hpp's windows
+// and pool_windows: the last sample's last window position); thread_local storage, kept (the
+// largest call's: 2 bytes an input byte)
+template <class A>
+inline const std::int16_t* widen_rows(std::size_t M, const A& a) {
+  const std::int8_t* base = a.row(0);
+  const std::size_t n = std::size_t(a.row(M - 1) - base) + (a.segments() - 1) * a.segment_stride() + 4 * a.groups();
+  thread_local std::vector<std::int16_t> buf;
+  if (buf.size() < n) buf.resize(n);
+  std::int16_t* out = buf.data();
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(base + i))));
+  for (; i < n; ++i) out[i] = base[i];
+  return out;
+}
 template <class D, std::size_t R, class A, class E>
 inline void rows_avx2(std::size_t N, std::size_t K, const A& a, const std::int8_t* packed, std::size_t p0,
                       std::size_t np, bool narrow, const std::int32_t* wsum, E& e, std::size_t i0) {
@@ -534,14 +611,36 @@ inline void rows_avx2(std::size_t N, std::size_t K, const A& a, const std::int8_
   if (np == 1) return tile_avx2<D, R, 2>(K, N, a, packed, p0, wsum, e, i0);
   tile_avx2<D, R, 4>(K, N, a, packed, p0, wsum, e, i0);
 }
-// The 256-bit paths (avx2: D dot_avx2; vnni256: dot_vnni256, wsum the column sums).
+// tile_s16's rows (then 4): 6 x 8 columns measured faster than 4 and 5 (12 accumulators, 2
+// weight vectors, the broadcast and a product: 16 ymm)
+inline constexpr std::size_t rows_s16 = 6;
+// The 256-bit paths (avx2: D dot_avx2; vnni256: dot_vnni256, wsum the column sums). The avx2
+// path with 4 rows or more, on the full panels: tile_s16 on the rows in sixes, then fours, the
+// sign trick's tiles on the rest (below 4 rows: all of them; its activations per row need 3
+// operations a group, against the int16 copy's pass over all of a) and on the narrow panel (in the same column block after them: a column's rows stay in order, as
+// int8_conv.hpp's pooling store needs).
 template <class D, class A, class E>
 inline void gemm_avx2(std::size_t M, std::size_t N, std::size_t K, const A& a, const std::int8_t* packed,
                       const std::int32_t* wsum, E& e) {
   const std::size_t full = N / panel;
+  const std::int16_t* a16 = nullptr;
+  std::size_t m4 = 0;
+  if constexpr (std::is_same_v<D, dot_avx2>)
+    if (M >= 4 && full > 0) {
+      a16 = widen_rows(M, a);
+      m4 = M / rows_s16 * rows_s16 + M % rows_s16 / 4 * 4;
+    }
   // blocks of 2 full panels (32 columns), then the narrow last panel; each block over every row
   const auto block = [&](std::size_t p0, std::size_t np, bool narrow) {
     std::size_t i = 0;
+    if (!narrow && a16) {
+      for (std::size_t j = p0 * panel; j < (p0 + np) * panel; j += 8) {
+        std::size_t r = 0;
+        for (; r + rows_s16 <= m4; r += rows_s16) tile_s16<rows_s16>(K, a, a16, a.row(0), packed, j, e, r);
+        for (; r < m4; r += 4) tile_s16<4>(K, a, a16, a.row(0), packed, j, e, r);
+      }
+      i = m4;
+    }
     for (; i + 2 <= M; i += 2) rows_avx2<D, 2>(N, K, a, packed, p0, np, narrow, wsum, e, i);
     if (i < M) rows_avx2<D, 1>(N, K, a, packed, p0, np, narrow, wsum, e, i);
   };
