@@ -94,13 +94,18 @@ static_assert(make_gemm_plan<avx2>({1, 256, 784, 784, 3, 256, 1}).scratch.x.size
 static_assert(!forward<avx512>(1, 784, 256, 1).gemv_parallel && forward<avx512>(1, 784, 256, 2).gemv_parallel);
 static_assert(!forward<avx512>(1, 128, 10, 2).gemv_parallel);                       // small weights: one thread
 static_assert(input<avx2>(1, 784, 256).mode == gemm_mode::dot_nt && input<avx2>(1, 784, 256).dot_rows == 1);
+// batch 2: a gemv per row where B is at most gemv_rows_bytes (256 x 128: 128 KiB), panels for 784 x 256 (784 KiB)
+static_assert(forward<avx2>(2, 256, 128).mode == gemm_mode::gemv && forward<avx512>(2, 256, 128).mode == gemm_mode::gemv);
+static_assert(forward<avx512>(2, 128, 10).mode == gemm_mode::gemv && forward<avx512>(3, 256, 128).mode == gemm_mode::blocked);
+static_assert(forward<avx2>(2, 784, 256).mode == gemm_mode::blocked && forward<avx512>(2, 784, 256).mode == gemm_mode::blocked);
+static_assert(make_gemm_plan<avx2>({2, 128, 256, 256, 3, 128, 1}).scratch.x.size == 256);  // a row gathered at a time
 
 // ---- small m: dot products for dX at K >= 256, panels otherwise
 static_assert(input<avx512>(16, 784, 256).mode == gemm_mode::dot_nt && input<avx512>(16, 784, 256).dot_rows == 2);
 static_assert(input<avx512>(16, 256, 128).mode == gemm_mode::blocked && input<avx512>(16, 256, 128).b == b_access::packed);
-static_assert(forward<avx2>(2, 17, 3).mode == gemm_mode::blocked && forward<avx2>(2, 17, 3).NV == 1);
-static_assert(forward<avx2>(2, 17, 3).b == b_access::in_place_tail);                // 5 extra lanes > a row of 3
-static_assert(forward<avx2>(2, 17, 3).scratch.b.size == 8 * 17);
+static_assert(forward<avx2>(3, 17, 3).mode == gemm_mode::blocked && forward<avx2>(3, 17, 3).NV == 1);
+static_assert(forward<avx2>(3, 17, 3).b == b_access::in_place_tail);                // 5 extra lanes > a row of 3
+static_assert(forward<avx2>(3, 17, 3).scratch.b.size == 8 * 17);
 
 // ---- the MLP's forward products: register tiles per architecture, B in place at small batch
 static_assert(forward<avx2>(16, 784, 256).MR == 6 && forward<avx2>(16, 784, 256).NR == 16);

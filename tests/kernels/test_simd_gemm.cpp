@@ -63,7 +63,7 @@ using sizes = std::vector<std::size_t>;
 
 template <class Arch, class T>
 void check_arch(const char* name, const sizes& Ms = {1, 2, 3, 8, 17, 24, 25, 64, 255},
-                const sizes& Ns = {1, 3, 10, 17, 33, 128, 400}, const sizes& Ks = {1, 3, 17, 255, 300}) {
+                const sizes& Ns = {1, 2, 3, 10, 17, 33, 128, 400}, const sizes& Ks = {1, 3, 17, 255, 300}) {
   const double eps = std::is_same_v<T, float> ? 1.2e-7 : 2.3e-16;
   for (std::size_t M : Ms)
     for (std::size_t N : Ns)
@@ -143,6 +143,16 @@ TEST_CASE("run-time gemm: strided operands, ldc > N, and bad arguments") {
     for (std::size_t j = 0; j < 7; ++j) CHECK(std::abs(c[i * 9 + j] - ref[i * 7 + j]) <= 1e-5 * (scale[i * 7 + j] + 1));
     CHECK(c[i * 9 + 7] == -1.0f);  // the gap between rows is untouched
     CHECK(c[i * 9 + 8] == -1.0f);
+  }
+  // two rows and a small B: one gemv per row (simd::gemv_rows_max), each row at its ldc
+  const problem<float> p2(2, 7, 300, false, false, 4);
+  std::vector<float> c2(2 * 9, -1.0f);
+  kernels::cpu::gemm(2, 7, 300, p2.A(), p2.B(), c2.data(), 9, p2.bias.data(), epilogue::relu);
+  p2.reference(p2.bias.data(), true, ref, scale);
+  for (std::size_t i = 0; i < 2; ++i) {
+    for (std::size_t j = 0; j < 7; ++j) CHECK(std::abs(c2[i * 9 + j] - ref[i * 7 + j]) <= 1e-5 * (scale[i * 7 + j] + 1));
+    CHECK(c2[i * 9 + 7] == -1.0f);
+    CHECK(c2[i * 9 + 8] == -1.0f);
   }
   // K = 0: the bias (through the epilogue) alone
   std::vector<float> z(3 * 7);

@@ -199,26 +199,32 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
   }
 }
 
-// The gemv mode of plan g: A's row gathered into slot x when not contiguous;
-// column chunks on the pool when g.gemv_parallel.
+// The gemv mode of plan g, row by row of the M (<= gemv_rows_max): A's row
+// gathered into slot x when not contiguous; column chunks on the pool when
+// g.gemv_parallel.
 template <class Arch, class T, class E>
-void run_gemv(const gemm_plan& g, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c,
-              const T* bias, const E& e, bool act, T* buf, thread_pool& pool) {
-  const T* x = a.p;
-  if (g.scratch.x.size) {
-    T* xs = buf + g.scratch.x.offset;
-    for (std::size_t p = 0; p < K; ++p) xs[p] = a.p[p * a.cs];
-    x = xs;
+void run_gemv(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c,
+              std::size_t ldc, const T* bias, const E& e, bool act, T* buf, thread_pool& pool) {
+  for (std::size_t i = 0; i < M; ++i, c += ldc) {
+    const T* x = a.p + i * a.rs;
+    if (g.scratch.x.size) {
+      T* xs = buf + g.scratch.x.offset;
+      for (std::size_t p = 0; p < K; ++p) xs[p] = x[p * a.cs];
+      x = xs;
+    }
+    // The rows of B to read (x's nonzeros), chosen once for every column chunk.
+    std::uint64_t words[nonzero_words];
+    const std::uint64_t* rows = rows_to_read<Arch>(K, x, words);
+    if (!g.gemv_parallel) {
+      gemv_rows<Arch>(N, K, x, b.p, b.rs, c, bias, e, act, rows);
+      continue;
+    }
+    const std::size_t CH = g.chunk;
+    pool.run((N + CH - 1) / CH, [&](std::size_t t) {
+      const std::size_t j0 = t * CH, n = std::min(CH, N - j0);
+      gemv_rows<Arch>(n, K, x, b.p + j0, b.rs, c + j0, bias ? bias + j0 : nullptr, e, act, rows);
+    });
   }
-  // The rows of B to read (x's nonzeros), chosen once for every column chunk.
-  std::uint64_t words[nonzero_words];
-  const std::uint64_t* rows = rows_to_read<Arch>(K, x, words);
-  if (!g.gemv_parallel) return gemv_rows<Arch>(N, K, x, b.p, b.rs, c, bias, e, act, rows);
-  const std::size_t CH = g.chunk;
-  pool.run((N + CH - 1) / CH, [&](std::size_t t) {
-    const std::size_t j0 = t * CH, n = std::min(CH, N - j0);
-    gemv_rows<Arch>(n, K, x, b.p + j0, b.rs, c + j0, bias ? bias + j0 : nullptr, e, act, rows);
-  });
 }
 
 // Runs plan g (make_gemm_plan of these sizes and strides) with its scratch
@@ -237,7 +243,7 @@ void run_plan(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, s
         }
       return;
     case gemm_mode::gemv:
-      return run_gemv<Arch>(g, N, K, a, b, c, bias, e, act, buf, pool);
+      return run_gemv<Arch>(g, M, N, K, a, b, c, ldc, bias, e, act, buf, pool);
     case gemm_mode::dot_nt:
       if (g.dot_rows == 1)
         return dot_nt<Arch, 1>(M, N, K, a.p, a.rs, b.p, b.cs, c, ldc, bias, e, act, g.parallel, pool);
@@ -249,7 +255,7 @@ void run_plan(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, s
       const strided<T> at{b.p, b.cs, b.rs}, bt{a.p, a.cs, a.rs};
       const T* no_bias = nullptr;
       if (in.mode == gemm_mode::gemv)
-        run_gemv<Arch>(in, M, K, at, bt, ct, no_bias, fn::relu_fn{}, false, buf + g.scratch.inner, pool);
+        run_gemv<Arch>(in, N, M, K, at, bt, ct, M, no_bias, fn::relu_fn{}, false, buf + g.scratch.inner, pool);
       else if (in.NV == 1)
         blocked<Arch, 1>(in, N, M, K, at, bt, ct, M, no_bias, fn::relu_fn{}, false, buf + g.scratch.inner, pool);
       else
@@ -286,8 +292,10 @@ inline void simd_gemm_epilogue(std::size_t M, std::size_t N, std::size_t K, stri
   const gemm_plan g = plan_gemm<gemm_target_of<T, Arch>()>({M, N, K, a.rs, a.cs, b.rs, b.cs, pool.size()});
   // The one-row paths are called from here, not through run_plan: at batch 1 the
   // extra call cost 25-40 ns of 55-190 (bench_gemm, 128 x 10, AVX-512).
-  if (g.mode == gemm_mode::gemv && !g.gemv_parallel && !g.scratch.x.size)
-    return simd::gemv<Arch>(N, K, a.p, b.p, b.rs, c, bias, e, act);
+  if (g.mode == gemm_mode::gemv && !g.gemv_parallel && !g.scratch.x.size) {
+    for (std::size_t i = 0; i < M; ++i) simd::gemv<Arch>(N, K, a.p + i * a.rs, b.p, b.rs, c + i * ldc, bias, e, act);
+    return;
+  }
   if (g.mode == gemm_mode::dot_nt) {
     if (g.dot_rows == 1)
       return simd::dot_nt<Arch, 1>(M, N, K, a.p, a.rs, b.p, b.cs, c, ldc, bias, e, act, g.parallel, pool);

@@ -40,7 +40,7 @@ struct gemm_problem {
 enum class gemm_mode : unsigned char {
   empty,       // M or N is 0: nothing is written
   bias_only,   // K = 0: C = e(bias)
-  gemv,        // one row, row-major B: matrix-vector product (A gathered to slot x when not contiguous)
+  gemv,        // one row (two with a small B: simd::gemv_rows_max), row-major B: a matrix-vector product per row (A's row gathered to slot x when not contiguous)
   dot_nt,      // few rows, row-major A, B with contiguous columns: dot products along K
   transposed,  // N below a vector (16 registers: or not a multiple of one below two), A transposed: C^T = B^T A^T into slot ct, then transposed
   blocked      // packed / in-place panels and the MR x NR micro-kernel
@@ -100,6 +100,13 @@ inline constexpr std::size_t parallel_threshold = std::size_t(1) << 20;
 // time); 6 x 2 with 16 registers. A KC x NR panel of B stays in L1.
 constexpr std::size_t block_rows(gemm_target t) { return t.registers >= 32 ? 8 : 6; }
 inline constexpr std::size_t block_vectors = 2, block_k = 256;
+// Up to this many rows of a product with a row-major B of at most
+// gemv_rows_bytes run as one gemv per row: in the 4-row micro-kernel two rows
+// were computed for nothing (Y = X W of 256 x 128 at batch 2: 3.3-3.5 us
+// against 2.3-2.5 us as two gemvs, AVX-512 and AVX2, loaded Zen 4). A larger B
+// is read from beyond L1/L2 at a gemv's pace, once per row: 784 x 256 (800 KB)
+// at batch 2 took 29-32 us as two gemvs, 19-22 us in the micro-kernel.
+inline constexpr std::size_t gemv_rows_max = 2, gemv_rows_bytes = std::size_t(256) << 10;
 // With 16 registers a transposed A (dW = X^T dY) is packed from this many rows and K on, up to one K block
 // (plan_blocked).
 inline constexpr std::size_t pack_columns_m = 512, pack_columns_k = 128;
@@ -235,10 +242,11 @@ constexpr gemm_plan make_gemm_plan(gemm_problem p) {
     g.mode = gemm_mode::bias_only;
     return g;
   }
-  // One output row and a row-major B: a matrix-vector product; column chunks
-  // of 8 vectors on the pool when the weights are large (each core then
-  // streams its own part of B: batch-1 latency is bound by that).
-  if (M == 1 && p.b_cs == 1) {
+  // One output row (or up to gemv_rows_max with a B of up to gemv_rows_bytes)
+  // and a row-major B: a matrix-vector product per row; column chunks of 8 vectors on the pool when the weights
+  // are large (each core then streams its own part of B: batch-1 latency is
+  // bound by that).
+  if (p.b_cs == 1 && (M == 1 || (M <= simd::gemv_rows_max && K * N * t.bytes <= simd::gemv_rows_bytes))) {
     g.mode = gemm_mode::gemv;
     g.chunk = 8 * L;
     g.gemv_parallel = N * K >= (std::size_t(1) << 16) && N >= 2 * g.chunk && p.threads > 1;
