@@ -103,7 +103,7 @@ void int8_stripped(benchmark::State& st) {
 }  // namespace
 
 #define CTNN_SMALL_BATCHES ->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(64)
-BENCHMARK(dense) CTNN_SMALL_BATCHES;
+BENCHMARK(dense) CTNN_SMALL_BATCHES->Arg(12);  // 12: nm 2:4 on AVX-512 (8 + 4 rows)
 BENCHMARK(int8_dense)->Arg(1)->Arg(64);
 BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.5>>)->Name("stripped_50") CTNN_SMALL_BATCHES;
 BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.8>>)->Name("stripped_80") CTNN_SMALL_BATCHES;
@@ -114,7 +114,7 @@ BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.889>>)->Na
 BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.9>>)->Name("csc_90") CTNN_SMALL_BATCHES;
 BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::rows, pruned_mlp<ctnn::constant_sparsity<0.889>>)->Name("rows_889") CTNN_SMALL_BATCHES;
 BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::rows, pruned_mlp<ctnn::constant_sparsity<0.9>>)->Name("rows_90") CTNN_SMALL_BATCHES;
-BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::nm<2, 4>, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("nm_2of4") CTNN_SMALL_BATCHES;
+BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::nm<2, 4>, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("nm_2of4") CTNN_SMALL_BATCHES->Arg(12);
 using lanes_block = ctnn::block<1, xsimd::batch<float>::size>;
 BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::block<1, xsimd::batch<float>::size>,
                    pruned_mlp<ctnn::constant_sparsity<0.8>, lanes_block>)->Name("block_80")->Arg(1)->Arg(64);

@@ -181,6 +181,8 @@ TEST_CASE("sparse layouts: forward at batches 1..70 equals the masked dense prod
     one.template operator()<64, 40>(0.5, true);
     one.template operator()<400, 33>(1.0, true);
     one.template operator()<36, 20>(0.5, true);
+    one.template operator()<44, 23>(0.5, true);  // nm: the last 3 units as one tile, a tail of 12 inputs
+    one.template operator()<28, 6>(0.5, true);   // nm: the last 2 units as one tile, less than a register
     one.template operator()<400, 33>(0.1, false);  // 10 % kept: csc, rows pad the last block, never expand
   };
   CHECK(test::for_each_arch("sparse layouts forward, batches 1..70", run) >= 1);
