@@ -192,6 +192,7 @@ struct ctnn::ops<sim::device> : ctnn::ops<ctnn::cpu<>> {
   SIM_DEVICE_OP(sparse_dense_backward)
   SIM_DEVICE_OP(conv_forward)
   SIM_DEVICE_OP(conv_backward)
+  SIM_DEVICE_OP(conv_backward_relu)
   SIM_DEVICE_OP(max_pool_forward)
   SIM_DEVICE_OP(max_pool_backward)
   SIM_DEVICE_OP(average_pool_forward)
