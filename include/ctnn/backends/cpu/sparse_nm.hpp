@@ -177,20 +177,21 @@ inline std::uint32_t bits32(const std::uint8_t* meta, std::size_t bytes, std::si
 }
 
 #if defined(__AVX512F__)
-// 2:4 on AVX-512, R samples (K apart): 16 weights cover 32 inputs held in two registers.
-template <std::size_t K, std::size_t R>
-void two_of_four(const float* x, std::size_t ldx, const float* values, const std::uint8_t* meta, std::size_t bytes,
-                 const float* bias, float* y, std::size_t N, bool relu) {
-  constexpr std::size_t U = K / 2, nb = K / 32, rem = K % 32;  // rem: a multiple of 4, rem / 2 weights
-  constexpr std::size_t C = R == 1 ? 4 : 2;                     // independent chains (blocks per step)
+// 2:4 on AVX-512: the 2-bit codes of 16 weights as the permute indices of their inputs among 32
+// (lane i: input 4 (i / 2) + code i, i.e. (codes >> 2 i) & 3 | base; vpternlogd 0xEA: (a & b) | c),
+// and the masks of a row's last, partial block (rem = K % 32 inputs, rem / 2 weights). Shared by
+// two_of_four and two_of_four_tile.
+template <std::size_t K>
+struct two_of_four_decode {
+  static constexpr std::size_t rem = K % 32;
+  static constexpr __mmask16 tail_w = __mmask16((1u << (rem / 2)) - 1u);
+  static constexpr __mmask16 tail_lo = __mmask16(rem >= 16 ? 0xFFFFu : (1u << rem) - 1u);
+  static constexpr __mmask16 tail_hi = __mmask16(rem > 16 ? (1u << (rem - 16)) - 1u : 0u);
   const __m512i base = _mm512_setr_epi32(0, 0, 4, 4, 8, 8, 12, 12, 16, 16, 20, 20, 24, 24, 28, 28);
   const __m512i shifts = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i three = _mm512_set1_epi32(3);
-  constexpr __mmask16 tail_w = __mmask16((1u << (rem / 2)) - 1u);
-  constexpr __mmask16 tail_lo = __mmask16(rem >= 16 ? 0xFFFFu : (1u << rem) - 1u);
-  constexpr __mmask16 tail_hi = __mmask16(rem > 16 ? (1u << (rem - 16)) - 1u : 0u);
-  // lane i: input 4 (i / 2) + code i, i.e. (codes >> 2 i) & 3 | base (vpternlogd 0xEA: (a & b) | c)
-  auto lanes = [&](std::size_t at, bool whole) {
+  // The indices of the 16 weights whose codes start at bit `at` (whole: all 32 bits lie in meta).
+  __m512i lanes(const std::uint8_t* meta, std::size_t bytes, std::size_t at, bool whole) const {
     std::uint32_t c;
     if constexpr (K % 8 == 0) {  // byte-aligned: a broadcast load
       if (whole) std::memcpy(&c, meta + at / 8, 4);
@@ -199,7 +200,19 @@ void two_of_four(const float* x, std::size_t ldx, const float* values, const std
       c = bits32(meta, bytes, at);
     }
     return _mm512_ternarylogic_epi32(_mm512_srlv_epi32(_mm512_set1_epi32(int(c)), shifts), three, base, 0xEA);
-  };
+  }
+};
+
+// 2:4 on AVX-512, R samples (K apart): 16 weights cover 32 inputs held in two registers.
+template <std::size_t K, std::size_t R>
+void two_of_four(const float* x, std::size_t ldx, const float* values, const std::uint8_t* meta, std::size_t bytes,
+                 const float* bias, float* y, std::size_t N, bool relu) {
+  constexpr std::size_t U = K / 2, nb = K / 32, rem = K % 32;  // rem: a multiple of 4, rem / 2 weights
+  constexpr std::size_t C = R == 1 ? 4 : 2;                     // independent chains (blocks per step)
+  using D = two_of_four_decode<K>;
+  constexpr __mmask16 tail_w = D::tail_w, tail_lo = D::tail_lo, tail_hi = D::tail_hi;
+  const D decode;
+  auto lanes = [&](std::size_t at, bool whole) { return decode.lanes(meta, bytes, at, whole); };
   auto block = [&](const float* xr, __m512i i, __m512 w, __m512 acc) {
     return _mm512_fmadd_ps(_mm512_permutex2var_ps(_mm512_loadu_ps(xr), i, _mm512_loadu_ps(xr + 16)), w, acc);
   };
@@ -252,22 +265,10 @@ template <std::size_t K, std::size_t R, std::size_t T>
 void two_of_four_tile(const float* x, std::size_t ldx, const float* values, const std::uint8_t* meta,
                       std::size_t bytes, const float* bias, float* y, std::size_t N, std::size_t j0, bool relu) {
   constexpr std::size_t U = K / 2, nb = K / 32, rem = K % 32;  // rem: a multiple of 4, rem / 2 weights
-  const __m512i base = _mm512_setr_epi32(0, 0, 4, 4, 8, 8, 12, 12, 16, 16, 20, 20, 24, 24, 28, 28);
-  const __m512i shifts = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i three = _mm512_set1_epi32(3);
-  constexpr __mmask16 tail_w = __mmask16((1u << (rem / 2)) - 1u);
-  constexpr __mmask16 tail_lo = __mmask16(rem >= 16 ? 0xFFFFu : (1u << rem) - 1u);
-  constexpr __mmask16 tail_hi = __mmask16(rem > 16 ? (1u << (rem - 16)) - 1u : 0u);
-  auto lanes = [&](std::size_t at, bool whole) {  // as in two_of_four
-    std::uint32_t c;
-    if constexpr (K % 8 == 0) {
-      if (whole) std::memcpy(&c, meta + at / 8, 4);
-      else c = bits32(meta, bytes, at);
-    } else {
-      c = bits32(meta, bytes, at);
-    }
-    return _mm512_ternarylogic_epi32(_mm512_srlv_epi32(_mm512_set1_epi32(int(c)), shifts), three, base, 0xEA);
-  };
+  using D = two_of_four_decode<K>;
+  constexpr __mmask16 tail_w = D::tail_w, tail_lo = D::tail_lo, tail_hi = D::tail_hi;
+  const D decode;
+  auto lanes = [&](std::size_t at, bool whole) { return decode.lanes(meta, bytes, at, whole); };
   __m512 acc[T][R];
   for (std::size_t u = 0; u < T; ++u)
     for (std::size_t r = 0; r < R; ++r) acc[u][r] = _mm512_setzero_ps();
