@@ -178,8 +178,20 @@ inline bool faults_on_read(const void* p) {
   }
 
 template <>
-struct ctnn::ops<sim::device> : ctnn::ops<ctnn::cpu<>> {
+struct ctnn::ops<sim::device> : private ctnn::ops<ctnn::cpu<>> {
   using base = ctnn::ops<ctnn::cpu<>>;
+  // cpu<>'s ops are a private base: an op the CPU backend gains is not callable here until it
+  // is wrapped below (a missing required op fails BackendOps at compile time; an optional one,
+  // found by a requires-expression, is not taken), so no kernel runs with the arena closed.
+  // The non-op members are named here.
+  using base::arch;
+  using base::half;
+  using base::float16;
+  using base::bfloat16;
+  using base::compute_t;
+  using base::packed_size;
+  using base::packed_rows;
+  using base::fused_recurrent_row;
   SIM_DEVICE_OP(dense_forward)
   SIM_DEVICE_OP(dense_backward_weights)
   SIM_DEVICE_OP(dense_backward_input)

@@ -24,6 +24,19 @@ static_assert(std::is_same_v<host_view_t<sim::device>, host_mirror<sim::memory>>
 static_assert(std::is_same_v<feeder_t<sim::device>, staging_feeder<sim::memory>>);
 static_assert(std::is_same_v<host_view_t<cpu<>>, zero_copy_view>);
 static_assert(std::is_same_v<feeder_t<cpu<>>, zero_copy_feeder>);
+// The CPU ops are a private base of ops<sim::device>: one the simulated device does not wrap (here
+// dense_forward_active, dense<up_to<N>>'s) cannot be reached from outside, so a new CPU op cannot run
+// on device memory with the arena closed; a wrapped one can.
+template <class O>
+constexpr bool reaches_active_forward = requires(const float* x, float* y) {
+  O::template dense_forward_active<4, 4>(x, x, x, y, std::size_t{1}, std::size_t{4});
+};
+template <class O>
+constexpr bool reaches_forward = requires(const float* x, float* y) {
+  O::template dense_forward<4, 4>(x, x, x, y, std::size_t{1});
+};
+static_assert(reaches_active_forward<ops<cpu<>>> && !reaches_active_forward<ops<sim::device>>);
+static_assert(reaches_forward<ops<sim::device>>);
 
 // The demo MLP (examples/fashion_mnist_mlp.cpp) and the CNN of tests/train/test_cnn.cpp.
 using mlp = sequential<input<28, 28>, flatten, dense<256, relu>, dense<128, relu>, dense<10>>;

@@ -34,7 +34,7 @@ class pipeline_error : public std::runtime_error {
 struct open_context {
   std::size_t epoch = 0;
   tuner* tune = nullptr;  // may be null: autotuned stages then keep their start values
-  std::shared_ptr<stage_meter> meter;  // the meter of the stage being opened (its name; a map adds f's time)
+  std::shared_ptr<stage_meter> meter{};  // the meter of the stage being opened (its name; a map adds f's time)
 };
 
 template <class E>

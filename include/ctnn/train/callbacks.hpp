@@ -47,10 +47,10 @@ struct train_context {
   std::size_t step = 0;    // batch index within the epoch
   std::size_t steps = 0;   // batches per epoch (0 when unknown)
   double batch_loss = 0;
-  logs epoch_logs;
+  logs epoch_logs{};
   bool stop_training = false;
-  std::function<logs()> running_logs;  // during an epoch: the loss and metrics so far (progress_bar)
-  process_role role;                   // rank 0 writes and prints (docs/distributed.md)
+  std::function<logs()> running_logs{};// during an epoch: the loss and metrics so far (progress_bar)
+  process_role role{};                 // rank 0 writes and prints (docs/distributed.md)
 
   double learning_rate() const { return detail::current_learning_rate(optimizer, model.optimizer_state()); }
   void scale_learning_rate(double factor) {

@@ -31,8 +31,8 @@ struct csv_logger {
   bool append = false;
 
   // State, set by on_train_begin.
-  std::string content;  // what the file holds
-  std::vector<std::string> keys;
+  std::string content{};  // what the file holds
+  std::vector<std::string> keys{};
   bool header_needed = true;
 
   template <class Ctx>

@@ -59,7 +59,7 @@ struct step_state {
   bool parameters_finite = true;    // phase 5 found every new parameter finite
   bool count_iteration = true;      // false: the update count stays even if an update ran
   bool skip_step = false;           // a hook rejected the gradients: phases 4 (rest) to 6 and the counts are skipped
-  std::span<typename M::variable_type> parameters, gradients, slots;
+  std::span<typename M::variable_type> parameters{}, gradients{}, slots{};
   const typename M::value_type* inputs = nullptr;  // the batch's input values (batch * input_size; run() only)
 };
 

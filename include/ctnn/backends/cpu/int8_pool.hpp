@@ -73,7 +73,7 @@ namespace detail {
 // max_pool_s8's vector paths on `batch` samples (the calling thread).
 template <conv_geometry G, class Arch>
 void max_pool_s8_samples(const std::int8_t* x, std::int8_t* y, std::size_t batch) {
-  constexpr std::size_t C = G.c;
+  [[maybe_unused]] constexpr std::size_t C = G.c;  // the vector paths
 #if defined(__AVX512BW__)
   if constexpr (std::is_base_of_v<xsimd::avx512bw, Arch>) {
     for (std::size_t n = 0; n < batch; ++n) {
