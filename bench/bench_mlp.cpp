@@ -12,6 +12,13 @@
 //   mlp/infer:      forward of one image (batch 1): the latency is the time.
 //   mlp/infer_images: the same over 256 images in turn (the time depends on
 //                   the image: gemv skips the weights of zero inputs).
+//   mlp/infer_read: no product: reads (vector loads and adds) the rows of a 784 x 256
+//                   float matrix that mlp/infer's first layer reads for its image, in the
+//                   gemv's order; the floor under that layer's time (its weights come
+//                   from L2: docs/performance.md, "Inference at batch 1").
+//   mlp/gather:     what fit does for a batch before its step: the next shuffled batch
+//                   of `batch` training images gathered (copied) into the batch's
+//                   buffer; counter samples/s.
 // Arguments: batch size, threads (kernels::cpu::set_threads).
 //   mlp/width_up_to: one training step (as mlp/train_step, Adam) of 784-up_to<512>-10
 //                   (relu) on a fixed random batch at the active width `width`
@@ -103,6 +110,58 @@ void infer_images(benchmark::State& s) {
   std::size_t i = 0;
   for (auto _ : s) benchmark::DoNotOptimize(model.forward(b.x.data() + (i++ % 256) * 784, 1, false));
   ctnn::kernels::cpu::set_threads(1);
+}
+
+// The first layer's reads at batch 1 without the product: the rows of W (784 x 256) where
+// the image is not 0, as simd::gemv chooses them, each row read whole by vector loads
+// added into 8 accumulators.
+void infer_read(benchmark::State& s) {
+  namespace simd = ctnn::kernels::cpu::simd;
+  using A = ctnn::kernels::cpu::default_arch;
+  using B = xsimd::batch<float, A>;
+  constexpr std::size_t K = 784, N = 256, L = B::size;
+  const auto& d = train_set();
+  ctnn::data::batch_of<ctnn::shape<28, 28>, ctnn::sparse_labels> b;
+  auto cur = d.batch(1).open(0);
+  cur.next(b);
+  std::vector<float> w(K * N + L, 0.001f);
+  const float* w0 = w.data();
+  std::uint64_t words[simd::nonzero_words];
+  const std::uint64_t* rows = simd::rows_to_read<A>(K, b.x.data(), words);
+  std::size_t read = 0;
+  simd::for_each_row(K, rows, [&](std::size_t) { ++read; });
+  for (auto _ : s) {
+    B acc[8];
+    for (auto& a : acc) a = B(0.f);
+    simd::for_each_row(K, rows, [&](std::size_t p) {
+      const float* r = w0 + p * N;
+#pragma GCC unroll 32
+      for (std::size_t v = 0; v < N / L; ++v) acc[v % 8] += B::load_unaligned(r + v * L);
+    });
+    for (std::size_t i = 1; i < 8; ++i) acc[0] += acc[i];
+    benchmark::DoNotOptimize(acc[0]);
+  }
+  s.counters["rows"] = double(read);
+  s.counters["bytes/s"] = benchmark::Counter(double(read * N * sizeof(float)), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// fit's data part: the next batch of a shuffled pass (a new pass, untimed, at the end of one).
+void gather(benchmark::State& s) {
+  const std::size_t batch = std::size_t(s.range(0));
+  const auto train = train_set().shuffle(1).batch(batch);
+  ctnn::data::batch_of<ctnn::shape<28, 28>, ctnn::sparse_labels> b;
+  std::size_t epoch = 0;
+  auto cur = train.open(epoch);
+  for (auto _ : s) {
+    if (!cur.next(b)) {
+      s.PauseTiming();
+      cur = train.open(++epoch);
+      s.ResumeTiming();
+      cur.next(b);
+    }
+    benchmark::DoNotOptimize(b.x.data());
+  }
+  s.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // Adam training steps (train_step) of model on a fixed random batch of `batch` samples, timed by s,
@@ -221,4 +280,6 @@ BENCHMARK(epoch)->Name("mlp/epoch")->UseRealTime()->ArgNames({"batch", "threads"
 BENCHMARK(epoch_ieee)->Name("mlp/epoch_ieee")->UseRealTime()->ArgNames({"batch", "threads"})->Unit(benchmark::kMillisecond)
     ->Iterations(1)->Args({16, 1});
 BENCHMARK(infer)->Name("mlp/infer")->UseRealTime()->ArgNames({"batch", "threads"})->Args({1, 1})->Args({1, 2});
+BENCHMARK(infer_read)->Name("mlp/infer_read")->UseRealTime();
+BENCHMARK(gather)->Name("mlp/gather")->UseRealTime()->ArgNames({"batch"})->Arg(64)->Arg(256);
 BENCHMARK(infer_images)->Name("mlp/infer_images")->UseRealTime()->ArgNames({"batch", "threads"})->Args({1, 1})->Args({1, 2});

@@ -66,6 +66,24 @@ TEST_CASE("read_idx: big-endian int32 and float32 values") {
   CHECK(read_idx(t.p / "f.idx").as<float>() == std::vector<float>{1.5f});
 }
 
+TEST_CASE("read_idx: a large as<float>() (huge pages asked for on Linux) holds every value, scaled") {
+  tmpdir t;
+  // 3 x 1,000,000 ubytes: 12 MB of floats, past advise_huge_pages' 4 MiB
+  std::vector<unsigned char> data(3'000'000);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<unsigned char>((i * 7 + i / 256) % 256);
+  write(t.p / "big.idx", idx_bytes(0x08, {3, 1'000'000}, data));
+  const auto v = read_idx(t.p / "big.idx").as<float>(1.0 / 255);
+  REQUIRE(v.size() == data.size());
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < data.size(); ++i) wrong += v[i] != float(double(data[i]) * (1.0 / 255));
+  CHECK(wrong == 0);
+  // the advice itself: any pointer and size, null and tiny included, changes no value
+  detail::advise_huge_pages(nullptr, std::size_t(1) << 30);
+  detail::advise_huge_pages(v.data(), 1);
+  detail::advise_huge_pages(v.data(), v.size() * sizeof(float));
+  CHECK(v[12345] == float(double(data[12345]) * (1.0 / 255)));
+}
+
 TEST_CASE("read_idx: every bad file is reported with its name and the problem") {
   tmpdir t;
   const auto good = idx_bytes(0x08, {4, 4}, std::vector<unsigned char>(16, 7));
