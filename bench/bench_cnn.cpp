@@ -3,13 +3,18 @@
 // backward, regularization gradients and one adam update, on a fixed batch
 // of synthetic 28x28 images (the data does not change the work). ctnn runs on
 // one thread. Peer: bench/peers/cnn_torch.py (same network, batch, optimizer).
+// conv2/...: the second convolution's kernels alone (13x13x32 -> 11x11x64, batch 64, float, the
+// build's architecture), y and dx by Winograd F(2x2, 3x3) (what the layer runs, winograd.hpp) and by
+// the chunked im2col products it replaced (conv.hpp), in the same binary.
 //   build/bench/bench/bench_cnn --benchmark_repetitions=3
 #include <benchmark/benchmark.h>
 
+#include <ctnn/backends/cpu/conv.hpp>
 #include <ctnn/ctnn.hpp>
 
 #include "train_step_bench.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -29,8 +34,52 @@ using net = ctnn::sequential<ctnn::input<28, 28>,
 
 void cnn_train_step(benchmark::State& st) { ctnn_bench::train_step<net>(st, ctnn::adam{1e-3}); }
 
+constexpr ctnn::kernels::conv_geometry conv2{13, 13, 32, 64, 3, 3, 1, 11, 11, 0, 0};
+using arch = ctnn::kernels::cpu::default_arch;
+constexpr std::size_t conv_batch = 64;
+
+struct conv_data {
+  std::vector<float> x, w, b, y, dy, dx, dw, db, cols;
+  conv_data()
+      : x(conv_batch * conv2.in_size()), w(conv2.patch() * conv2.f), b(conv2.f), y(conv_batch * conv2.out_size()),
+        dy(y.size()), dx(x.size()), dw(w.size()), db(b.size()), cols(conv_batch * conv2.oh * conv2.ow * conv2.patch()) {
+    ctnn::rng g(3);
+    for (auto* v : {&x, &w, &b, &dy})
+      for (auto& e : *v) e = float(g.uniform(-1, 1));
+    std::copy(x.begin(), x.end(), cols.begin());  // the chunked backward's copy of x
+  }
+};
+
+void conv2_forward_winograd(benchmark::State& st) {
+  conv_data d;
+  for (auto _ : st) ctnn::kernels::cpu::winograd_forward<conv2, arch>(d.x.data(), d.w.data(), d.b.data(), d.y.data(), conv_batch);
+}
+void conv2_forward_im2col(benchmark::State& st) {
+  conv_data d;
+  for (auto _ : st)
+    ctnn::kernels::cpu::detail::conv_forward_chunked<conv2, arch>(d.x.data(), d.w.data(), d.b.data(), d.y.data(),
+                                                                  d.cols.data(), conv_batch);
+}
+void conv2_dx_winograd(benchmark::State& st) {
+  conv_data d;
+  for (auto _ : st) ctnn::kernels::cpu::winograd_backward_input<conv2, arch>(d.dy.data(), d.w.data(), d.dx.data(), conv_batch);
+}
+// dW + db + dx by the chunked im2col products (dx: dcols = dY W^T and col2im) and dW + db alone: dx's cost is
+// the difference
+void conv2_backward_im2col(benchmark::State& st) {
+  conv_data d;
+  const bool dx = st.range(0) != 0;
+  for (auto _ : st)
+    ctnn::kernels::cpu::detail::conv_backward_chunked<conv2, arch>(d.dy.data(), d.w.data(), d.dw.data(), d.db.data(),
+                                                                   dx ? d.dx.data() : nullptr, d.cols.data(), conv_batch);
+}
+
 }  // namespace
 
 BENCHMARK(cnn_train_step)->Arg(64)->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
+BENCHMARK(conv2_forward_winograd)->Unit(benchmark::kMicrosecond);
+BENCHMARK(conv2_forward_im2col)->Unit(benchmark::kMicrosecond);
+BENCHMARK(conv2_dx_winograd)->Unit(benchmark::kMicrosecond);
+BENCHMARK(conv2_backward_im2col)->ArgName("dx")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

@@ -1,5 +1,5 @@
 // Finite-difference gradient checks, in double precision, of the layers of
-// issue 5: conv2d (valid/same, strides, activations, one and more channels),
+// issue 5: conv2d (valid/same, strides, activations, one and more channels, Winograd's 3x3 layers),
 // max_pool2d, average_pool2d, global_average_pool, dropout (training: the
 // checker reseeds the generator before each forward, so the mask is fixed;
 // inference), batch_norm (training, through the batch statistics; inference),
@@ -24,6 +24,17 @@ TEST_CASE("gradcheck: conv2d") {
   CHECK(gradcheck::check_layer<conv2d<2, 4, 4, 3, padding::valid, sigmoid>, shape<10, 9, 2>>() < tol);
   CHECK(gradcheck::check_layer<conv2d<2, 2, 2, 3>, shape<8, 7, 2>>() < tol);  // stride larger than the kernel
   CHECK(gradcheck::check_layer<conv2d<3, 2, 2, 1, padding::same, relu>, shape<4, 4, 2>>() < tol);
+}
+
+// 3x3 stride-1 layers with C and F of 16: y and dx by Winograd F(2x2, 3x3) (backends/cpu/winograd.hpp; double
+// is whole vectors of 16 on every SIMD architecture), dW by im2col; valid (odd and even outputs) and same padding.
+TEST_CASE("gradcheck: conv2d through Winograd F(2x2, 3x3)") {
+  using wino_valid = conv2d<16, 3, 3>::bind<shape<7, 6, 16>, double, cpu<>>;
+  static_assert(kernels::cpu::winograd_dx_v<wino_valid::geometry, kernels::cpu::default_arch, double> ==
+                kernels::cpu::simd_v<double, kernels::cpu::default_arch>);
+  CHECK(gradcheck::check_layer<conv2d<16, 3, 3>, shape<7, 6, 16>>() < tol);
+  CHECK(gradcheck::check_layer<conv2d<16, 3, 3, 1, padding::same, relu>, shape<5, 5, 16>>({.batch = 2}) < tol);
+  CHECK(gradcheck::check_layer<conv2d<32, 3, 3, 1, padding::valid, ctnn::tanh>, shape<6, 6, 16>>({.batch = 5}) < tol);
 }
 
 TEST_CASE("gradcheck: conv1d (issue 29)") {

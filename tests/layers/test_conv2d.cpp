@@ -2,6 +2,7 @@
 // spec text, forward/backward against the direct reference, regularizer wiring.
 #include <doctest/doctest.h>
 
+#include <ctnn/backends/cpu/winograd.hpp>
 #include <ctnn/kernels/conv_reference.hpp>
 #include <ctnn/layers/conv2d.hpp>
 #include <ctnn/regularizers/l1.hpp>
@@ -87,6 +88,16 @@ TEST_CASE("conv2d layer equals the direct reference convolution, forward and bac
   static_assert(std::is_same_v<S::out_shape, shape<3, 2, 3>>);  // (8 - 2) / 3 + 1, (7 - 2) / 3 + 1
   check_against_reference<S>();
   check_against_reference<bound<conv2d<2, 1, 3, 4, padding::same>, shape<9, 9, 1>>>();
+}
+
+// The Fashion-MNIST CNN's second layer and a padded one: y and dx by Winograd F(2x2, 3x3) on AVX2 and AVX-512
+// (backends/cpu/winograd.hpp), dW by im2col; the same tolerances.
+TEST_CASE("conv2d layer through Winograd F(2x2, 3x3) equals the direct reference convolution") {
+  using conv2 = bound<conv2d<64, 3, 3>, shape<13, 13, 32>>;
+  static_assert(kernels::cpu::winograd_dx_v<conv2::geometry, kernels::cpu::default_arch, float> ==
+                kernels::cpu::simd_v<float, kernels::cpu::default_arch>);
+  check_against_reference<conv2>();
+  check_against_reference<bound<conv2d<32, 3, 3, 1, padding::same>, shape<7, 6, 16>>>();
 }
 
 TEST_CASE("conv2d regularizer: penalty over the kernel only") {

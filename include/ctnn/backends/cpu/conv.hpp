@@ -17,6 +17,9 @@
 // row of output positions in registers, `cols` keeps a copy of x for dW and
 // the partial dW of fixed chunks of samples (summed in order: the same bits
 // whatever the thread count).
+// A 3x3 stride-1 layer with C and F whole vectors of at least 16 (winograd_v, winograd.hpp)
+// computes y, and dx in backward (winograd_dx_v), by Winograd F(2x2, 3x3) instead: equal to
+// the direct sum up to rounding; `cols` is left as the im2col path leaves it, for dW.
 // reference: kernels/conv_reference.hpp (direct loops); tests compare.
 #pragma once
 #include <algorithm>
@@ -32,6 +35,7 @@
 #include "arch.hpp"
 #include "batch_split.hpp"
 #include "gemm.hpp"
+#include "winograd.hpp"
 
 namespace ctnn::kernels::cpu {
 
@@ -374,6 +378,12 @@ void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t
     });
     return;
   }
+  if constexpr (winograd_v<G, Arch, T>) {
+    // y by Winograd F(2x2, 3x3); cols as the im2col path leaves it, for conv_backward
+    if (conv_chunked_v<G, Arch, T> && batch > conv_chunk<G>) std::copy(x, x + batch * G.in_size(), cols);
+    else im2col<G>(x, cols, batch);
+    return winograd_forward<G, Arch>(x, w, b, y, batch);
+  }
   if constexpr (conv_chunked_v<G, Arch, T>)
     if (batch > conv_chunk<G>) return detail::conv_forward_chunked<G, Arch>(x, w, b, y, cols, batch);
   im2col<G>(x, cols, batch);
@@ -391,6 +401,11 @@ void conv_backward(const T* dy, const T* w, T* dw, T* db, T* dx, T* cols, std::s
       });
     return;
   }
+  if constexpr (winograd_dx_v<G, Arch, T>)
+    if (dx) {  // dW, db as below, dx by Winograd F(2x2, 3x3)
+      conv_backward<G, Arch>(dy, w, dw, db, static_cast<T*>(nullptr), cols, batch);
+      return winograd_backward_input<G, Arch>(dy, w, dx, batch);
+    }
   const std::size_t m = batch * G.oh * G.ow;
   if constexpr (conv_chunked_v<G, Arch, T>)
     if (batch > conv_chunk<G>) return detail::conv_backward_chunked<G, Arch>(dy, w, dw, db, dx, cols, batch);

@@ -1,0 +1,234 @@
+// backends/cpu/winograd.hpp (Winograd F(2x2, 3x3)) against a double-precision direct
+// reference (kernels/conv_reference.hpp in double): forward for odd and even output sizes,
+// valid and same padding, several C and F, batches 1..9, float and double, on every
+// architecture (archs.hpp);
+// dX (winograd_backward_input) the same way; conv_forward and conv_backward's dx take them where
+// winograd_v / winograd_dx_v hold (conv_forward leaving cols as the im2col path does);
+// the rule itself; the same bits whatever the thread count.
+#include <doctest/doctest.h>
+
+#include <ctnn/backends/cpu/conv.hpp>
+#include <ctnn/backends/cpu/thread_pool.hpp>
+#include <ctnn/backends/cpu/winograd.hpp>
+#include <ctnn/core/rng.hpp>
+#include <ctnn/layers/padding.hpp>
+
+#include "kernels/archs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+using namespace ctnn;
+using kernels::conv_geometry;
+
+namespace {
+
+template <std::size_t H, std::size_t W, std::size_t C, std::size_t F, padding P>
+constexpr conv_geometry geom3() {
+  return {H, W, C, F, 3, 3, 1, padded_out(H, 3, 1, P), padded_out(W, 3, 1, P), pad_before(H, 3, 1, P),
+          pad_before(W, 3, 1, P)};
+}
+
+struct conv_data {
+  std::vector<float> x, w, b;
+};
+
+template <conv_geometry G>
+conv_data make_data(std::size_t batch, std::uint64_t seed) {
+  rng g(seed);
+  conv_data d{std::vector<float>(batch * G.in_size()), std::vector<float>(9 * G.c * G.f), std::vector<float>(G.f)};
+  for (auto* v : {&d.x, &d.w, &d.b})
+    for (auto& e : *v) e = float(g.uniform(-1, 1));
+  return d;
+}
+
+// The largest |fast - ref| over the outputs, divided by the largest |w|.|x| sum of absolute values (the
+// scale of the rounding of any summation order of one output).
+// The largest |fast - ref| over the outputs, divided by the largest |w|.|x| sum of absolute values (the
+// scale of the rounding of any summation order of one output).
+template <conv_geometry G, class T>
+double scaled_error(const conv_data& d, const std::vector<T>& y, std::size_t batch) {
+  const std::vector<double> x(d.x.begin(), d.x.end()), w(d.w.begin(), d.w.end()), b(d.b.begin(), d.b.end());
+  std::vector<double> ref(batch * G.out_size()), xa(x.size()), wa(w.size()), mag(ref.size());
+  kernels::reference::conv_forward(G, x.data(), w.data(), b.data(), ref.data(), batch);
+  std::transform(x.begin(), x.end(), xa.begin(), [](double v) { return std::abs(v); });
+  std::transform(w.begin(), w.end(), wa.begin(), [](double v) { return std::abs(v); });
+  kernels::reference::conv_forward(G, xa.data(), wa.data(), static_cast<const double*>(nullptr), mag.data(), batch);
+  double err = 0, scale = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    err = std::max(err, std::abs(double(y[i]) - ref[i]));
+    scale = std::max(scale, mag[i] + std::abs(b[i % G.f]));
+  }
+  return err / scale;
+}
+
+// float's epsilon is 6e-8, double's 1.1e-16: a few roundings of the transforms and the sum over 9 C terms
+template <class T>
+constexpr double bound = std::is_same_v<T, float> ? 1e-6 : 1e-14;
+
+template <conv_geometry G, class Arch, class T = float>
+void check_forward(std::size_t batch) {
+  static_assert(kernels::cpu::winograd_v<G, Arch, T>);
+  const conv_data d = make_data<G>(batch, G.h * 7 + G.c + batch);
+  const std::vector<T> x(d.x.begin(), d.x.end()), w(d.w.begin(), d.w.end()), b(d.b.begin(), d.b.end());
+  std::vector<T> y(batch * G.out_size(), T(1e30));
+  kernels::cpu::winograd_forward<G, Arch>(x.data(), w.data(), b.data(), y.data(), batch);
+  const double e = scaled_error<G>(d, y, batch);
+  CAPTURE(G.h);
+  CAPTURE(G.w);
+  CAPTURE(G.c);
+  CAPTURE(G.f);
+  CAPTURE(batch);
+  CHECK(e < bound<T>);
+}
+
+// dX: against the double reference's dx, scaled by the reference's dx of |dy| and |w|.
+template <conv_geometry G, class Arch, class T = float>
+void check_backward_input(std::size_t batch) {
+  static_assert(kernels::cpu::winograd_dx_v<G, Arch, T>);
+  const conv_data d = make_data<G>(batch, G.w * 5 + G.f + batch);
+  rng g(batch + 1);
+  std::vector<T> dy(batch * G.out_size()), dx(batch * G.in_size(), T(1e30));
+  for (auto& e : dy) e = T(float(g.uniform(-1, 1)));
+  const std::vector<T> wt(d.w.begin(), d.w.end());
+  kernels::cpu::winograd_backward_input<G, Arch>(dy.data(), wt.data(), dx.data(), batch);
+  const std::vector<double> x(d.x.begin(), d.x.end()), w(d.w.begin(), d.w.end()), dyd(dy.begin(), dy.end());
+  std::vector<double> wa(w.size()), dya(dyd.size()), dw(w.size()), db(G.f), ref(dx.size()), mag(dx.size());
+  std::transform(w.begin(), w.end(), wa.begin(), [](double v) { return std::abs(v); });
+  std::transform(dyd.begin(), dyd.end(), dya.begin(), [](double v) { return std::abs(v); });
+  kernels::reference::conv_backward(G, x.data(), w.data(), dyd.data(), dw.data(), db.data(), ref.data(), batch);
+  kernels::reference::conv_backward(G, x.data(), wa.data(), dya.data(), dw.data(), db.data(), mag.data(), batch);
+  double err = 0, scale = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    err = std::max(err, std::abs(double(dx[i]) - ref[i]));
+    scale = std::max(scale, mag[i]);
+  }
+  CAPTURE(G.h);
+  CAPTURE(G.w);
+  CAPTURE(G.c);
+  CAPTURE(G.f);
+  CAPTURE(batch);
+  CHECK(err / scale < bound<T>);
+}
+
+template <class Arch>
+void check_geometries() {
+  constexpr std::size_t L = xsimd::batch<float, Arch>::size, C0 = std::max<std::size_t>(16, L);
+  for (std::size_t batch : {1, 2, 5, 9}) {
+    check_forward<geom3<13, 13, 32, 64, padding::valid>(), Arch>(batch);  // the CNN's conv2: 11 x 11, odd
+    check_forward<geom3<10, 12, C0, C0, padding::valid>(), Arch>(batch);  // 8 x 10: even, whole tiles
+    check_forward<geom3<7, 9, C0, 2 * C0, padding::same>(), Arch>(batch); // 7 x 9, same: padding on every side
+    check_forward<geom3<8, 5, 2 * C0, C0, padding::same>(), Arch>(batch); // 8 x 5
+  }
+  check_forward<geom3<4, 4, 3 * C0, C0, padding::valid>(), Arch>(3);      // 2 x 2: one tile a sample
+  check_forward<geom3<30, 30, C0, C0, padding::same>(), Arch>(2);         // 225 tiles: a chunk of one sample
+}
+
+template <class Arch>
+void check_backward_geometries() {
+  constexpr std::size_t L = xsimd::batch<float, Arch>::size, C0 = std::max<std::size_t>(16, L);
+  for (std::size_t batch : {1, 2, 5, 9}) {
+    check_backward_input<geom3<13, 13, 32, 64, padding::valid>(), Arch>(batch);  // dx 13 x 13 from dy 11 x 11
+    check_backward_input<geom3<10, 12, C0, C0, padding::valid>(), Arch>(batch);  // dx 10 x 12: even
+    check_backward_input<geom3<7, 9, C0, 2 * C0, padding::same>(), Arch>(batch);
+    check_backward_input<geom3<8, 5, 2 * C0, C0, padding::same>(), Arch>(batch);
+  }
+  check_backward_input<geom3<4, 4, C0, 3 * C0, padding::valid>(), Arch>(4);  // dy of 2 x 2: one tile of dy
+}
+
+// double (the layers' gradient checks run in double): the CNN's conv2 and a padded odd geometry
+template <class Arch>
+void check_double() {
+  constexpr std::size_t C0 = std::max<std::size_t>(16, xsimd::batch<double, Arch>::size);
+  for (std::size_t batch : {1, 3}) {
+    check_forward<geom3<13, 13, 32, 64, padding::valid>(), Arch, double>(batch);
+    check_forward<geom3<7, 9, C0, 2 * C0, padding::same>(), Arch, double>(batch);
+    check_backward_input<geom3<13, 13, 32, 64, padding::valid>(), Arch, double>(batch);
+    check_backward_input<geom3<7, 9, C0, 2 * C0, padding::same>(), Arch, double>(batch);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("winograd: F(2x2, 3x3) forward equals the double-precision direct sum up to rounding, every architecture") {
+  CHECK(test::for_each_arch("winograd forward", [](auto arch, const char*) {
+          using A = decltype(arch);
+          if constexpr (kernels::cpu::simd_v<float, A>) check_geometries<A>();
+        }) >= 1);
+}
+
+TEST_CASE("winograd: dX (the rotated kernel over dy padded by 2 - padding) equals the double-precision direct sum, every architecture") {
+  CHECK(test::for_each_arch("winograd dx", [](auto arch, const char*) {
+          using A = decltype(arch);
+          if constexpr (kernels::cpu::simd_v<float, A>) check_backward_geometries<A>();
+        }) >= 1);
+}
+
+TEST_CASE("winograd: double forward and dX equal the direct sum up to double's rounding, every architecture") {
+  CHECK(test::for_each_arch("winograd double", [](auto arch, const char*) {
+          using A = decltype(arch);
+          if constexpr (kernels::cpu::simd_v<double, A>) check_double<A>();
+        }) >= 1);
+}
+
+// The rule: 3x3, stride 1, float or double, C and F whole vectors of at least 16; not the C = 1 first layer,
+// not a stride of 2 or a 5x5 kernel, not C = 8, not an int.
+constexpr conv_geometry conv2 = geom3<13, 13, 32, 64, padding::valid>();
+using avx2 = xsimd::fma3<xsimd::avx2>;
+static_assert(kernels::cpu::winograd_v<conv2, avx2, float>);
+static_assert(kernels::cpu::winograd_v<conv2, avx2, double>);
+static_assert(!kernels::cpu::winograd_v<conv2, avx2, int>);
+static_assert(!kernels::cpu::winograd_v<geom3<28, 28, 1, 32, padding::valid>(), avx2, float>);
+static_assert(!kernels::cpu::winograd_v<geom3<13, 13, 8, 64, padding::valid>(), avx2, float>);
+static_assert(!kernels::cpu::winograd_v<
+              conv_geometry{13, 13, 32, 64, 3, 3, 2, 6, 6, 0, 0}, avx2, float>);  // stride 2
+static_assert(!kernels::cpu::winograd_v<
+              conv_geometry{13, 13, 32, 64, 5, 5, 1, 9, 9, 0, 0}, avx2, float>);  // 5x5
+static_assert(kernels::cpu::winograd_dx_v<conv2, avx2, float>);
+static_assert(kernels::cpu::winograd_dx_geometry<conv2>.h == 11 && kernels::cpu::winograd_dx_geometry<conv2>.oh == 13 &&
+              kernels::cpu::winograd_dx_geometry<conv2>.pt == 2 && kernels::cpu::winograd_dx_geometry<conv2>.c == 64);
+static_assert(kernels::cpu::winograd_chunk<conv2> == 2 && kernels::cpu::winograd_tiles<conv2> == 36);
+
+TEST_CASE("winograd: conv_forward and conv_backward's dx take it where the rule holds, cols as the im2col path leaves it") {
+  using A = kernels::cpu::default_arch;
+  if constexpr (kernels::cpu::winograd_v<conv2, A, float>) {
+    for (std::size_t batch : {3, 9}) {  // one chunk of conv.hpp's (4 samples) or several
+      const conv_data d = make_data<conv2>(batch, 3);
+      std::vector<float> y(batch * conv2.out_size()), y1(y.size()), cols(batch * conv2.oh * conv2.ow * conv2.patch()),
+          im(cols.size());
+      kernels::cpu::conv_forward<conv2, A>(d.x.data(), d.w.data(), d.b.data(), y.data(), cols.data(), batch);
+      kernels::cpu::winograd_forward<conv2, A>(d.x.data(), d.w.data(), d.b.data(), y1.data(), batch);
+      CHECK(y == y1);
+      if (batch > kernels::cpu::conv_chunk<conv2>) {
+        CHECK(std::equal(d.x.begin(), d.x.end(), cols.begin()));  // the chunked backward's copy of x
+      } else {
+        kernels::cpu::im2col<conv2>(d.x.data(), im.data(), batch);
+        CHECK(cols == im);
+      }
+      std::vector<float> dx(d.x.size()), dx1(dx.size()), dw(d.w.size()), db(d.b.size());
+      kernels::cpu::conv_backward<conv2, A>(y.data(), d.w.data(), dw.data(), db.data(), dx.data(), cols.data(), batch);
+      kernels::cpu::winograd_backward_input<conv2, A>(y.data(), d.w.data(), dx1.data(), batch);
+      CHECK(dx == dx1);
+    }
+  }
+}
+
+TEST_CASE("winograd: the same bits whatever the thread count") {
+  const std::size_t before = kernels::cpu::threads();
+  using A = kernels::cpu::default_arch;
+  if constexpr (kernels::cpu::winograd_v<conv2, A, float>) {
+    const std::size_t batch = 64;
+    const conv_data d = make_data<conv2>(batch, 5);
+    std::vector<float> one(batch * conv2.out_size()), y(one.size());
+    kernels::cpu::set_threads(1);
+    kernels::cpu::winograd_forward<conv2, A>(d.x.data(), d.w.data(), d.b.data(), one.data(), batch);
+    for (std::size_t t : {2, 3}) {
+      kernels::cpu::set_threads(t);
+      kernels::cpu::winograd_forward<conv2, A>(d.x.data(), d.w.data(), d.b.data(), y.data(), batch);
+      CHECK(y == one);
+    }
+  }
+  kernels::cpu::set_threads(before);
+}
