@@ -255,8 +255,8 @@ TEST_CASE("thread_pool::run(tasks, f, parallel): serial runs go in order on the 
 
 TEST_CASE("thread_pool: back-to-back runs on 2 and 3 threads run every task once, the caller's tasks a prefix") {
   // The caller takes tasks from the front and the workers from the back, so the caller's tasks
-  // are [0, k) for some k; workers join a run without a lock (the generation protocol), which
-  // many short runs in a row exercise, with resizes and sleeps (the workers' 200 us spin over) between.
+  // are [0, k) for some k; many short runs in a row, with resizes and sleeps (the workers' 200 us
+  // spin over) between, exercise how workers join a run.
   for (std::size_t threads : {2, 3}) {
     kernels::cpu::thread_pool pool(threads);
     const auto caller = std::this_thread::get_id();

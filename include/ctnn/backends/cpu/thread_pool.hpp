@@ -13,13 +13,9 @@
 // compiled once per kernel, not once per path.
 // Workers run a run()'s tasks under the caller's floating-point mode (x86
 // MXCSR: flush-to-zero, denormals-are-zero, rounding; denormals.hpp) and
-// restore their own afterwards.
-// A spinning worker (it spins about 200 us after its last run) joins a run
-// without a lock: run() publishes the run as an even generation (odd while it
-// sets it up); the worker counts itself active, then checks the generation
-// again. Only a sleeping worker is woken through the mutex and condition
-// variable. The caller takes tasks from the front of [0, tasks), the workers
-// from the back (docs/performance.md, "MLP training": two threads).
+// restore their own afterwards. The caller takes tasks from the front of
+// [0, tasks), the workers from the back (docs/performance.md, "MLP training":
+// two threads).
 // Its functions that are not templates (the pool, its workers' loop, run_tasks)
 // are CTNN_DECL: with CTNN_COMPILED_KERNELS the compiled part holds them
 // (core/separate.hpp).
@@ -110,7 +106,7 @@ class thread_pool {
   // the back, so that on two threads each runs a contiguous part and reads only its part of the
   // operands (a product's tasks in order share rows of A; the runs of a K-blocked product give
   // each thread about the same tiles of C every time), where one counter for all had each thread
-  // run every other task. range_: the tasks not yet taken, [low 32 bits, high 32 bits).
+  // take tasks in turn. range_: the tasks not yet taken, [low 32 bits, high 32 bits).
   bool take(bool front, std::size_t& t) {
     std::uint64_t r = range_.load(std::memory_order_relaxed);
     for (;;) {
@@ -135,15 +131,13 @@ class thread_pool {
   std::vector<std::thread> workers_;
   std::mutex m_, run_mutex_;
   std::condition_variable cv_;
-  // even: the run of that generation is published (or none is in progress); odd: run() is
-  // setting up the next one (workers that see it wait for the next even value)
   std::atomic<std::uint64_t> generation_{0};
   std::atomic<std::uint64_t> range_{0};
-  std::atomic<std::size_t> done_{0}, active_{0}, sleepers_{0};
+  std::atomic<std::size_t> done_{0}, active_{0};
   unsigned mode_ = 0;  // the floating-point mode of the thread that called run()
   void* ctx_ = nullptr;
   void (*fn_)(void*, std::size_t) = nullptr;
-  std::atomic<bool> quit_{false};
+  bool quit_ = false;
 };
 
 #if CTNN_DEFINITIONS
@@ -172,35 +166,36 @@ CTNN_DECL void thread_pool::resize(std::size_t n) {
   if (tasks == 0) return;
   std::unique_lock<std::mutex> run_lock(run_mutex_, std::try_to_lock);
   if (tasks == 1 || tasks > 0xffffffffu || workers_.empty() || in_task() || !run_lock.owns_lock()) return serial();
-  // Odd: a worker that joins from now on backs off (it checks the generation after counting itself active).
-  const std::uint64_t g = generation_.fetch_add(1) + 1;
-  // Wait until no worker is still inside the previous run's work().
-  for (unsigned i = 0; active_.load() != 0; ++i) relax(i);
-  mode_ = fp_mode();
-  ctx_ = ctx;
-  fn_ = fn;
-  range_.store(std::uint64_t(tasks) << 32, std::memory_order_relaxed);
-  done_.store(0, std::memory_order_relaxed);
-  generation_.store(g + 1);  // even: published; spinning workers join without a lock
-  if (sleepers_.load() != 0) {
-    // a worker that went to sleep checked the generation under m_: taking it orders this wake-up after that check
-    { std::lock_guard<std::mutex> lk(m_); }
-    cv_.notify_all();
+  {
+    // Wait until no worker is still inside the previous run's work().
+    std::unique_lock<std::mutex> lk(m_);
+    while (active_.load(std::memory_order_acquire) != 0) {
+      lk.unlock();
+      std::this_thread::yield();
+      lk.lock();
+    }
+    mode_ = fp_mode();
+    ctx_ = ctx;
+    fn_ = fn;
+    range_.store(std::uint64_t(tasks) << 32, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
   }
+  cv_.notify_all();
   work(true);
   for (unsigned i = 0; done_.load(std::memory_order_acquire) != tasks; ++i) relax(i);
 }
 
 CTNN_DECL void thread_pool::start(std::size_t n) {
-  quit_.store(false);
+  quit_ = false;
   const std::uint64_t g = generation_.load(std::memory_order_acquire);
   for (std::size_t i = 1; i < n; ++i) workers_.emplace_back([this, g] { loop(g); });
 }
 CTNN_DECL void thread_pool::stop() {
   {
     std::lock_guard<std::mutex> lk(m_);
-    quit_.store(true);
-    generation_.fetch_add(2);  // stays even (no run is in progress)
+    quit_ = true;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   cv_.notify_all();
   for (auto& w : workers_) w.join();
@@ -208,33 +203,22 @@ CTNN_DECL void thread_pool::stop() {
 }
 
 CTNN_DECL void thread_pool::loop(std::uint64_t seen) {
-  // a run published after `seen` (an even generation other than it)
-  auto published = [&](std::uint64_t g) { return g != seen && g % 2 == 0; };
   for (;;) {
     // Spin for about 200 us (the kernels of one training step come in quick
     // succession; yielding instead can cost a whole time slice on a busy
     // machine), then sleep until the next run().
     const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
-    std::uint64_t g = generation_.load(std::memory_order_acquire);
-    for (unsigned i = 1; !published(g) && !quit_.load(std::memory_order_relaxed); ++i) {
+    for (unsigned i = 1; generation_.load(std::memory_order_acquire) == seen; ++i) {
       cpu_pause();
-      if (i % 256 == 0 && std::chrono::steady_clock::now() > until) {
-        std::unique_lock<std::mutex> lk(m_);
-        sleepers_.fetch_add(1);
-        cv_.wait(lk, [&] { return quit_.load() || published(g = generation_.load()); });
-        sleepers_.fetch_sub(1);
-        break;
-      }
-      g = generation_.load(std::memory_order_acquire);
+      if (i % 256 == 0 && std::chrono::steady_clock::now() > until) break;
     }
-    if (quit_.load()) return;
-    // Join run g unless run() has started setting up another since (then look again).
-    active_.fetch_add(1);
-    if (generation_.load() != g) {
-      active_.fetch_sub(1, std::memory_order_release);
-      continue;
+    {
+      std::unique_lock<std::mutex> lk(m_);
+      cv_.wait(lk, [&] { return quit_ || generation_.load(std::memory_order_acquire) != seen; });
+      seen = generation_.load(std::memory_order_acquire);
+      if (quit_) return;
+      active_.fetch_add(1, std::memory_order_relaxed);
     }
-    seen = g;
     const unsigned own = fp_mode() & ~fp_status_bits, want = mode_ & ~fp_status_bits;
     if (own != want) set_fp_mode(want);
     work(false);
