@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -250,6 +251,39 @@ TEST_CASE("thread_pool::run(tasks, f, parallel): serial runs go in order on the 
   CHECK(count.n == 8);
   pool.run(0, counting, false);  // no task, no call
   CHECK(calls.load() == 200);
+}
+
+TEST_CASE("thread_pool: back-to-back runs on 2 and 3 threads run every task once, the caller's tasks a prefix") {
+  // The caller takes tasks from the front and the workers from the back, so the caller's tasks
+  // are [0, k) for some k; many short runs in a row, with resizes and sleeps (the workers' 200 us
+  // spin over) between, exercise how workers join a run.
+  for (std::size_t threads : {2, 3}) {
+    kernels::cpu::thread_pool pool(threads);
+    const auto caller = std::this_thread::get_id();
+    std::atomic<unsigned> sink{0};
+    for (int round = 0; round < 3; ++round) {
+      for (int r = 0; r < 500; ++r) {
+        const std::size_t tasks = 2 + std::size_t(r % 37);
+        std::vector<std::atomic<int>> hits(tasks);
+        std::vector<std::atomic<bool>> on_caller(tasks);
+        pool.run(tasks, [&](std::size_t t) {
+          ++hits[t];
+          on_caller[t] = std::this_thread::get_id() == caller;
+          unsigned x = unsigned(t);  // a little work, so that the threads overlap
+          for (int i = 0; i < 200; ++i) x = x * 1664525u + 1013904223u;
+          sink += x;
+        });
+        std::size_t k = 0;
+        while (k < tasks && on_caller[k]) ++k;
+        INFO("threads " << threads << ", run " << r << ", tasks " << tasks << ", caller's prefix " << k);
+        CHECK(std::all_of(hits.begin(), hits.end(), [](const std::atomic<int>& h) { return h.load() == 1; }));
+        CHECK(std::none_of(on_caller.begin() + std::ptrdiff_t(k), on_caller.end(),
+                           [](const std::atomic<bool>& c) { return c.load(); }));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the workers go to sleep
+      pool.resize(round % 2 ? threads : threads + 1);
+    }
+  }
 }
 
 namespace {

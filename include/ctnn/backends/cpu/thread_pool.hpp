@@ -13,7 +13,9 @@
 // compiled once per kernel, not once per path.
 // Workers run a run()'s tasks under the caller's floating-point mode (x86
 // MXCSR: flush-to-zero, denormals-are-zero, rounding; denormals.hpp) and
-// restore their own afterwards.
+// restore their own afterwards. The caller takes tasks from the front of
+// [0, tasks), the workers from the back (docs/performance.md, "MLP training":
+// two threads).
 // Its functions that are not templates (the pool, its workers' loop, run_tasks)
 // are CTNN_DECL: with CTNN_COMPILED_KERNELS the compiled part holds them
 // (core/separate.hpp).
@@ -100,11 +102,26 @@ class thread_pool {
   void start(std::size_t n);
   void stop();
 
-  // Takes tasks until none is left.
-  void work() {
+  // Takes tasks until none is left: the caller from the front of [0, tasks), the workers from
+  // the back, so that on two threads each runs a contiguous part and reads only its part of the
+  // operands (a product's tasks in order share rows of A; the runs of a K-blocked product give
+  // each thread about the same tiles of C every time), where one counter for all had each thread
+  // take tasks in turn. range_: the tasks not yet taken, [low 32 bits, high 32 bits).
+  bool take(bool front, std::size_t& t) {
+    std::uint64_t r = range_.load(std::memory_order_relaxed);
+    for (;;) {
+      const std::uint64_t lo = r & 0xffffffffu, hi = r >> 32;
+      if (lo >= hi) return false;
+      if (range_.compare_exchange_weak(r, front ? r + 1 : r - (std::uint64_t(1) << 32), std::memory_order_relaxed)) {
+        t = std::size_t(front ? lo : hi - 1);
+        return true;
+      }
+    }
+  }
+  void work(bool front) {
     in_task() = true;
     std::size_t finished = 0;
-    for (std::size_t t; (t = next_.fetch_add(1, std::memory_order_relaxed)) < count_; ++finished) fn_(ctx_, t);
+    for (std::size_t t; take(front, t); ++finished) fn_(ctx_, t);
     in_task() = false;
     if (finished) done_.fetch_add(finished, std::memory_order_acq_rel);
   }
@@ -115,8 +132,8 @@ class thread_pool {
   std::mutex m_, run_mutex_;
   std::condition_variable cv_;
   std::atomic<std::uint64_t> generation_{0};
-  std::atomic<std::size_t> next_{0}, done_{0}, active_{0};
-  std::size_t count_ = 0;
+  std::atomic<std::uint64_t> range_{0};
+  std::atomic<std::size_t> done_{0}, active_{0};
   unsigned mode_ = 0;  // the floating-point mode of the thread that called run()
   void* ctx_ = nullptr;
   void (*fn_)(void*, std::size_t) = nullptr;
@@ -148,7 +165,7 @@ CTNN_DECL void thread_pool::resize(std::size_t n) {
   if (!parallel) return serial();
   if (tasks == 0) return;
   std::unique_lock<std::mutex> run_lock(run_mutex_, std::try_to_lock);
-  if (tasks == 1 || workers_.empty() || in_task() || !run_lock.owns_lock()) return serial();
+  if (tasks == 1 || tasks > 0xffffffffu || workers_.empty() || in_task() || !run_lock.owns_lock()) return serial();
   {
     // Wait until no worker is still inside the previous run's work().
     std::unique_lock<std::mutex> lk(m_);
@@ -160,13 +177,12 @@ CTNN_DECL void thread_pool::resize(std::size_t n) {
     mode_ = fp_mode();
     ctx_ = ctx;
     fn_ = fn;
-    count_ = tasks;
-    next_.store(0, std::memory_order_relaxed);
+    range_.store(std::uint64_t(tasks) << 32, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
   }
   cv_.notify_all();
-  work();
+  work(true);
   for (unsigned i = 0; done_.load(std::memory_order_acquire) != tasks; ++i) relax(i);
 }
 
@@ -205,7 +221,7 @@ CTNN_DECL void thread_pool::loop(std::uint64_t seen) {
     }
     const unsigned own = fp_mode() & ~fp_status_bits, want = mode_ & ~fp_status_bits;
     if (own != want) set_fp_mode(want);
-    work();
+    work(false);
     if (own != want) set_fp_mode(own);
     active_.fetch_sub(1, std::memory_order_release);
   }
