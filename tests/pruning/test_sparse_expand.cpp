@@ -235,3 +235,66 @@ TEST_CASE("bitmap: forward with the values stored exactly equals the scalar refe
   };
   CHECK(test::for_each_arch("bitmap forward with exact values", run) >= 1);
 }
+
+TEST_CASE("bitmap: one sample's chunk pairs (granule patterns, empty and full rows) equal the scalar reference") {
+  // One sample on AVX2 runs two chunks at a time; a pair that ends 16 values before the end of
+  // the values reads each row's high granule from the 8 values that end where the row does,
+  // once its cursors are 8 values past the start (the first rows of chunk 0 read it from its
+  // first value). Masks by granule: empty, full, low or high half only, one lane, random; the
+  // first rows of the leading chunks empty or nearly so (the cursors stay behind for a while),
+  // whole rows empty or kept; values stored exactly (an over-read is a sanitizer error);
+  // batches 1..70 (one sample, two, and the expanded panels).
+  auto run = [](auto arch, const char* name) {
+    using Arch = decltype(arch);
+    auto one = [&]<std::size_t K, std::size_t N>(std::size_t pattern, std::size_t lead) {
+      rng g(K * 11 + N + pattern * 5 + lead);
+      constexpr std::size_t max_batch = 70;
+      auto prob = random_problem(K, N, max_batch, 0.5, g);
+      for (std::size_t k = 0; k < K; ++k)
+        for (std::size_t j = 0; j < N; ++j) {
+          const std::size_t granule = (k * 7 + j / 8 * 3 + pattern) % 6, lane = j % 8;
+          std::uint8_t keep = prob.keep[k * N + j];
+          switch (pattern == 6 ? granule : pattern) {
+            case 0: keep = 0; break;                           // empty
+            case 1: keep = 1; break;                           // full
+            case 2: keep = (j % 16) < 8; break;                // low granule only
+            case 3: keep = (j % 16) >= 8; break;               // high granule only
+            case 4: keep = lane == (k + j / 8) % 8; break;     // one lane
+            default: break;                                    // random (half)
+          }
+          if (k < lead) keep = k + 1 == lead && j == 3;         // leading rows: empty, then one weight
+          if (k % 13 == 5) keep = 0;                            // a row empty in every chunk
+          if (k % 17 == 9) keep = 1;                            // a row kept whole
+          prob.keep[k * N + j] = keep;
+        }
+      std::vector<float> packed(K * N);
+      std::vector<std::uint32_t> offsets(kc::sparse::chunks(N) + 1);
+      std::vector<std::uint16_t> bits(kc::sparse::chunks(N) * K);
+      const std::size_t count = kc::sparse::pack(prob.w.data(), prob.keep.data(), K, N, packed.data(), packed.size(),
+                                                 offsets.data(), bits.data());
+      const std::vector<float> values(packed.begin(), packed.begin() + std::ptrdiff_t(count));
+      for (std::size_t batch = 1; batch <= max_batch; ++batch) {
+        const bool relu = batch % 2 == 0;
+        INFO(name << " K=" << K << " N=" << N << " pattern=" << pattern << " lead=" << lead << " batch=" << batch);
+        const auto ref = masked_dense(prob.x, prob.w, prob.keep, prob.bias, batch, K, N, relu);
+        std::vector<float> y(batch * N), yr(batch * N);
+        kc::sparse::forward<K, N, Arch>(prob.x.data(), values.data(), offsets.data(), bits.data(), prob.bias.data(),
+                                        y.data(), batch, relu);
+        kc::sparse::forward_reference(prob.x.data(), values.data(), offsets.data(), bits.data(), prob.bias.data(),
+                                      yr.data(), batch, K, N, relu);
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < y.size(); ++i) {
+          bad += !(y[i] == doctest::Approx(yr[i]).epsilon(1e-5).scale(1.0));
+          bad += !(y[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1.0));
+        }
+        CHECK(bad == 0);
+      }
+    };
+    for (std::size_t pattern = 0; pattern <= 6; ++pattern) {
+      one.template operator()<101, 80>(pattern, 0);   // pairs (0, 1), (2, 3), chunk 4 alone; odd K
+      one.template operator()<64, 64>(pattern, 9);    // 9 leading rows nearly empty: cursors behind
+      one.template operator()<30, 37>(pattern, 2);    // a last chunk of 5 columns; pair (0, 1)
+    }
+  };
+  CHECK(test::for_each_arch("bitmap forward, granule patterns", run) >= 1);
+}

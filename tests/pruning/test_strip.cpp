@@ -196,6 +196,8 @@ TEST_CASE("strip_pruning: the bitmap-stripped weights file is smaller and loads 
   CHECK(std::equal(s.parameters().begin(), s.parameters().end(), s2.parameters().begin()));
   const auto xs = strip_test::random_inputs(10 * 64, 3);
   CHECK(worst_difference(s, s2, xs, 10) == 0.0);
+  // the loaded layer at batch 1 (one sample's kernel), 2 and 7 against the masked model
+  for (std::size_t batch : {1, 2, 7}) CHECK(worst_difference(m, s2, xs, 10, batch) < 1e-5);
   std::filesystem::remove(dir / "ctnn_plain.bin");
   std::filesystem::remove(dir / "ctnn_stripped.bin");
 }
