@@ -4,8 +4,10 @@
 # code calls: its 10-output weight gradient's, its packed product's), the thread pool's
 # run_tasks and a cold error path; and with
 # -DCTNN_COMPILED_KERNELS, where it must reference them, the outlined functions of
-# core/separate.hpp and the element-wise map<> instances of compiled_kernels.hpp (Adam's update,
-# relu's backward) (nm: U) and define none of them (nor a map's task, thread_pool::call<map<...>>),
+# core/separate.hpp, the element-wise map<> instances of compiled_kernels.hpp (Adam's update,
+# relu's backward), the fused MLP's per-layer bodies (fused::tile_product, fused::backward_layer),
+# the Fashion-MNIST dataset's cursor::next and open, first_non_finite and the accuracy's count
+# (CTNN_OUTLINE) (nm: U) and define none of them (nor a map's task, thread_pool::call<map<...>>),
 # so that an edit of such a program does not generate their code again (cmake/ctnn_compiled_kernels.cmake). Needs NM.
 function(compile out)
   separate_arguments(flags UNIX_COMMAND "${FLAGS}")
@@ -28,7 +30,11 @@ set(outlined "simd::run_plan<" "simd::dot_nt<" "simd::micro<" "thread_pool::run_
 # with CTNN_COMPILED_KERNELS, none of these may be defined, and the first ones must be referenced
 set(referenced ${outlined} "history::append_epoch\\(" "history::~history\\(" "logs::set\\(" "detail::print_summary\\("
     "data::read_idx\\(" "detail::throw_in_memory_sizes\\(" "detail::throw_sparse_label_out_of_range\\(" "plan_gemm<"
-    "thread_pool::global\\(\\)" "cpu::map<[^\n]*adam_update<float>" "cpu::map<[^\n]*backward_of<ctnn::fn::relu_fn>")
+    "thread_pool::global\\(\\)" "cpu::map<[^\n]*adam_update<float>" "cpu::map<[^\n]*backward_of<ctnn::fn::relu_fn>"
+    "fused::tile_product<[^\n]*relu_fn" "fused::tile_product<[^\n]*identity_fn" "fused::backward_layer<[^\n]*relu_fn"
+    "fused::backward_layer<[^\n]*identity_fn" "shape<28ul, 28ul>, ctnn::sparse_labels, float>::cursor::next\\("
+    "shape<28ul, 28ul>, ctnn::sparse_labels, float>::open\\("
+    "detail::first_non_finite<float>\\(" "detail::sparse_hits<float>\\(")
 set(absent ${referenced} "detail::summary_[a-z_]+[<(]" "simd::gemv<" "detail::gunzip\\(" "data::parse_idx\\(" "io::write_file_atomically\\("
     "make_gemm_plan<" "simd::packed_product<" "thread_pool::loop\\(" "thread_pool::~thread_pool\\(")
 # expect(WHAT SYMBOL_TYPES SHOULD_MATCH KIND...): fails with WHAT unless every KIND has (SHOULD_MATCH) or

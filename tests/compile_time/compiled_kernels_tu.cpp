@@ -1,4 +1,5 @@
-// A program that trains a network, prints its summary and reads an IDX file
+// A program that trains a network (fused: its widest layer 64) with a metric, reads a batch of the
+// Fashion-MNIST dataset type, prints its summary and reads an IDX file
 // (compiled_kernels_tu.cmake reads its object's symbols; it is compiled, not run).
 #include <ctnn/ctnn.hpp>
 
@@ -16,7 +17,13 @@ int main(int argc, char** argv) {
   const ctnn::data::in_memory<ctnn::shape<64>, ctnn::sparse_labels> data{x, y};
   auto m = ctnn::make_model<net>(1);
   ctnn::adam opt{1e-3};
-  ctnn::fit(m, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt, data.batch(32), ctnn::epochs{1});
+  ctnn::fit(m, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt, data.batch(32), ctnn::epochs{1},
+            ctnn::sparse_categorical_accuracy{});
+  // the Fashion-MNIST dataset type (data/fashion_mnist.hpp: an instance of the compiled part): its batches
+  const ctnn::data::fashion_mnist::dataset images{std::vector<float>(n * 784, 0.5f), y};
+  ctnn::data::batch_for<ctnn::data::fashion_mnist::dataset> b;
+  auto cursor = images.batch(16).open(0);
+  if (!cursor.next(b)) return 2;
   ctnn::summary<net>();
   if (argc > 1) return int(ctnn::data::read_idx(argv[1]).count());
   return m.predict(x.data(), 1).size() == 10 ? 0 : 1;

@@ -12,18 +12,26 @@
 // template (the Fashion-MNIST dataset type, data/fashion_mnist.hpp): extern in
 // the program, defined in the compiled object, nothing header-only. Used by
 // headers that <ctnn/ctnn.hpp> includes, which the compiled object includes.
+// CTNN_OUTLINE marks a function of such an instance that runs once per batch or less and
+// that callers would otherwise inline (a member defined in its class, a small template):
+// with CTNN_COMPILED_KERNELS it is [[gnu::noinline]], so a program calls the compiled
+// object's copy instead of generating its code again; header-only it is nothing (inlined
+// as before).
 #pragma once
 
 #if defined(CTNN_COMPILED_KERNELS_DEFINE)
 #define CTNN_DECL
 #define CTNN_DEFINITIONS 1
 #define CTNN_INSTANCE(...) __VA_ARGS__
+#define CTNN_OUTLINE [[gnu::noinline]]
 #elif defined(CTNN_COMPILED_KERNELS)
 #define CTNN_DECL
 #define CTNN_DEFINITIONS 0
 #define CTNN_INSTANCE(...) extern __VA_ARGS__
+#define CTNN_OUTLINE [[gnu::noinline]]
 #else
 #define CTNN_DECL inline
 #define CTNN_DEFINITIONS 1
 #define CTNN_INSTANCE(...)
+#define CTNN_OUTLINE
 #endif

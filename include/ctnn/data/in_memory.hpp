@@ -123,9 +123,11 @@ class in_memory {
 
   // A pass over the data; it shares the samples and copies the settings, so
   // it stays valid after the dataset object it came from is gone.
+  // (next and open: CTNN_OUTLINE, core/separate.hpp: a Fashion-MNIST program calls the compiled
+  // part's instance, data/fashion_mnist.hpp)
   class cursor {
    public:
-    bool next(batch_type& b) {
+    CTNN_OUTLINE bool next(batch_type& b) {
       const std::size_t remaining = count_ - pos_;
       if (remaining == 0 || (drop_remainder_ && remaining < batch_)) return false;
       const std::size_t n = std::min(batch_, remaining);
@@ -150,7 +152,7 @@ class in_memory {
   };
 
   // One pass; with shuffle(seed), the order is a permutation drawn from (seed, epoch).
-  cursor open(std::size_t epoch) const {
+  CTNN_OUTLINE cursor open(std::size_t epoch) const {
     cursor c;
     c.data_ = data_;
     c.first_ = first_;

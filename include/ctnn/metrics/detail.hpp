@@ -34,6 +34,31 @@ inline void check_label(const char* metric, std::int32_t label, std::size_t samp
   if (label < 0 || std::size_t(label) >= n) throw_bad_label(metric, label, sample, n);
 }
 
+// The counting, over the output width n at run time (a batch's rows, once per batch: one body
+// for every width, in the compiled part for float). sparse_hits: rows whose argmax is the
+// label (a label outside [0, n) throws std::out_of_range naming the sample, before any is
+// counted); dense_hits: argmax(y) == argmax(t), at width 1 (y > 0.5) == (t > 0.5).
+template <class T>
+CTNN_OUTLINE double sparse_hits(const T* y, const std::int32_t* labels, std::size_t batch, std::size_t n,
+                                const char* who) {
+  for (std::size_t i = 0; i < batch; ++i) check_label(who, labels[i], i, n);  // the batch is then not counted
+  double hits = 0;
+  for (std::size_t i = 0; i < batch; ++i) hits += argmax(y + i * n, n) == std::size_t(labels[i]) ? 1.0 : 0.0;
+  return hits;
+}
+template <class T>
+CTNN_OUTLINE double dense_hits(const T* y, const T* targets, std::size_t batch, std::size_t n) {
+  double hits = 0;
+  for (std::size_t i = 0; i < batch; ++i) {
+    if (n == 1) hits += (y[i] > T(0.5)) == (targets[i] > T(0.5)) ? 1.0 : 0.0;
+    else hits += argmax(y + i * n, n) == argmax(targets + i * n, n) ? 1.0 : 0.0;
+  }
+  return hits;
+}
+CTNN_INSTANCE(template double sparse_hits<float>(const float*, const std::int32_t*, std::size_t, std::size_t,
+                                                 const char*);)
+CTNN_INSTANCE(template double dense_hits<float>(const float*, const float*, std::size_t, std::size_t);)
+
 // A running mean: total / count.
 struct running_mean {
   double total = 0;
@@ -54,19 +79,12 @@ struct accuracy_counter {
   double result() const { return acc.result(); }
   template <std::size_t N, class T>
   void update_sparse(const T* y, const std::int32_t* labels, std::size_t batch, const char* who) {
-    for (std::size_t i = 0; i < batch; ++i) check_label(who, labels[i], i, N);  // the batch is then not counted
-    for (std::size_t i = 0; i < batch; ++i) acc.total += argmax(y + i * N, N) == std::size_t(labels[i]) ? 1.0 : 0.0;
+    acc.total += sparse_hits(y, labels, batch, N, who);
     acc.count += double(batch);
   }
   template <std::size_t N, class T>
   void update_dense(const T* y, const T* targets, std::size_t batch) {
-    for (std::size_t i = 0; i < batch; ++i) {
-      if constexpr (N == 1) {
-        acc.total += (y[i] > T(0.5)) == (targets[i] > T(0.5)) ? 1.0 : 0.0;
-      } else {
-        acc.total += argmax(y + i * N, N) == argmax(targets + i * N, N) ? 1.0 : 0.0;
-      }
-    }
+    acc.total += dense_hits(y, targets, batch, N);
     acc.count += double(batch);
   }
 };

@@ -274,8 +274,8 @@ logs evaluate_impl(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics,
   }
   if (n == 0) throw_evaluate_empty();
   logs l;
-  l.set(prefix + "loss", total / double(n) + m.penalty());
-  std::apply([&](auto&... mm) { (l.set(prefix + mm.name(), mm.result()), ...); }, metrics);
+  l.set(prefix, "loss", total / double(n) + m.penalty());
+  std::apply([&](auto&... mm) { (l.set(prefix, mm.name(), mm.result()), ...); }, metrics);
   return l;
 }
 

@@ -23,6 +23,7 @@ struct logs {
 
   // Not templates: compiled once in the compiled part (core/separate.hpp), not in every program that fits.
   void set(const std::string& k, double v);
+  void set(const std::string& prefix, const std::string& k, double v);  // set(prefix + k, v): "val_" + "loss"
   bool contains(const std::string& k) const;
   double operator[](const std::string& k) const;
 };
@@ -62,6 +63,7 @@ CTNN_DECL void logs::set(const std::string& k, double v) {
     }
   items.emplace_back(k, v);
 }
+CTNN_DECL void logs::set(const std::string& prefix, const std::string& k, double v) { set(prefix + k, v); }
 CTNN_DECL bool logs::contains(const std::string& k) const {
   for (auto& [name, value] : items)
     if (name == k) return true;

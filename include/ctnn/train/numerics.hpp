@@ -24,7 +24,7 @@
 namespace ctnn::detail {
 
 template <class T>
-std::size_t first_non_finite(const T* p, std::size_t n) {
+CTNN_OUTLINE std::size_t first_non_finite(const T* p, std::size_t n) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "first_non_finite: float or double values");
   using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
   constexpr U exp = sizeof(T) == 4 ? U(0x7f800000u) : U(0x7ff0000000000000ull);
@@ -39,6 +39,9 @@ std::size_t first_non_finite(const T* p, std::size_t n) {
   }
   return n;
 }
+
+CTNN_INSTANCE(template std::size_t first_non_finite<float>(const float*, std::size_t);)
+CTNN_INSTANCE(template std::size_t first_non_finite<double>(const double*, std::size_t);)
 
 inline std::string non_finite_name(double v) { return std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf"; }
 

@@ -36,6 +36,7 @@
 #include <utility>
 
 #include "../../core/fused_mlp_hook.hpp"
+#include "../../core/separate.hpp"
 #include "../../core/shape.hpp"
 #include "../../kernels/functors.hpp"
 #include "arch.hpp"
@@ -186,14 +187,16 @@ constexpr std::size_t tails_total(std::index_sequence<I...>) {
 // over MR x NR blocks: K in blocks (as packed_product: bias first, then k in order), for each
 // panel of w every row block of the tile, so that the panel stays in L1. packed: w as
 // pack_panels wrote it (every panel NR columns by K rows); else w is read in place and tail is
-// its last partial panel as pack_b wrote it.
-template <class Arch, std::size_t K, std::size_t N, class T, class E>
-void tile_product(const T* a, std::size_t lda, const T* w, bool packed, const T* tail, const T* b, T* y,
-                  std::size_t m, const E& e) {
+// its last partial panel as pack_b wrote it. K and N at run time: one body per (Arch, T, rule),
+// NV (packed_panel_vectors of N) chosen per call, for every layer of every network (the
+// compiled part holds float's for the default architecture: fused_layer_instances below).
+template <class Arch, std::size_t NV, class T, class E>
+void tile_product_nv(std::size_t K, std::size_t N, const T* a, std::size_t lda, const T* w, bool packed,
+                     const T* tail, const T* b, T* y, std::size_t m, const E& e) {
   using blk = simd::blocking<T, Arch>;
-  constexpr std::size_t NV = packed_panel_vectors<T, Arch>(N), NR = panel_cols<T, Arch, N>, MR = blk::MR;
-  constexpr std::size_t k_blocks = K <= simd::block_k_max(blk::target) ? 1 : (K + simd::block_k - 1) / simd::block_k;
-  constexpr std::size_t kcb = (K + k_blocks - 1) / k_blocks;
+  constexpr std::size_t NR = NV * blk::L, MR = blk::MR;
+  const std::size_t k_blocks = K <= simd::block_k_max(blk::target) ? 1 : (K + simd::block_k - 1) / simd::block_k;
+  const std::size_t kcb = (K + k_blocks - 1) / k_blocks;
   constexpr bool ident = std::is_same_v<E, fn::identity_fn>;
   for (std::size_t p0 = 0; p0 < K; p0 += kcb) {
     const std::size_t kc = std::min(kcb, K - p0);
@@ -212,6 +215,96 @@ void tile_product(const T* a, std::size_t lda, const T* w, bool packed, const T*
       }
     }
   }
+}
+template <class Arch, class T, class E>
+CTNN_OUTLINE void tile_product(std::size_t K, std::size_t N, const T* a, std::size_t lda, const T* w, bool packed,
+                               const T* tail, const T* b, T* y, std::size_t m, const E& e) {
+  constexpr std::size_t wide = simd::blocking<T, Arch>::NV;
+  if (packed_panel_vectors<T, Arch>(N) == 1) tile_product_nv<Arch, 1>(K, N, a, lda, w, packed, tail, b, y, m, e);
+  else tile_product_nv<Arch, wide>(K, N, a, lda, w, packed, tail, b, y, m, e);
+}
+
+// db[j] (+)= the rows of dy[m, N] in order, N at run time: column_sum's vectors and order (gemm.hpp;
+// the same bits).
+template <class Arch, class T>
+void column_sum_n(std::size_t N, const T* dy, T* db, std::size_t m, bool add) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  const std::size_t full = N / L * L;
+  for (std::size_t j = 0; j < full; j += L) {
+    B s = add ? B::load_unaligned(db + j) : B(T(0));
+    for (std::size_t i = 0; i < m; ++i) s += B::load_unaligned(dy + i * N + j);
+    s.store_unaligned(db + j);
+  }
+  if (full == N) return;
+  if constexpr (simd::masked_any_v<Arch, T>) {
+    B s = add ? simd::load_n<Arch>(db + full, N - full) : B(T(0));
+    for (std::size_t i = 0; i < m; ++i) s += simd::load_n<Arch>(dy + i * N + full, N - full);
+    simd::store_n<Arch>(s, db + full, N - full);
+  } else {
+    for (std::size_t j = full; j < N; ++j) {
+      T s = add ? db[j] : T(0);
+      for (std::size_t i = 0; i < m; ++i) s += dy[i * N + j];
+      db[j] = s;
+    }
+  }
+}
+
+// One dense layer (K inputs, N outputs, rule e) of one tile of the fused backward
+// (fused_mlp_backward): rows [r0, r0 + nr) of the batch, z holding dL/d(output) for them (the
+// last layer: copied from dy first); dZ = f'(y) dZ in place, db (+)= colsum(dZ), dW (+)= x^T dZ
+// (split by row blocks of dW over the pool), and with wt (W^T packed; null for the first dense
+// layer) dX = dZ W^T into o, which it returns (else z). Sizes at run time: one body per
+// (Arch, T, rule), as tile_product.
+template <class Arch, class T, class E>
+CTNN_OUTLINE T* backward_layer(std::size_t K, std::size_t N, const E& e, const T* dy, const fused_layer_io<T>& io,
+                               const T* wt, std::size_t r0, std::size_t nr, bool first_tile, T* z, T* o, T* tail,
+                               thread_pool& pool) {
+  constexpr std::size_t MR = simd::blocking<T, Arch>::MR, L = simd::blocking<T, Arch>::L;
+  const std::size_t NV = packed_panel_vectors<T, Arch>(N), NR = NV * L;
+  if (dy) std::copy_n(dy + r0 * N, nr * N, z);
+  if constexpr (!std::is_same_v<E, fn::identity_fn>) map_range<Arch>(fn::backward_of<E>{e}, 0, nr * N, io.out + r0 * N, z);
+  T* const dw = io.grads;
+  column_sum_n<Arch>(N, z, dw + K * N, nr, !first_tile);
+  if (N % NR) simd::pack_b<Arch>(NR, strided<T>{z, N, 1}, N / NR * NR, N, nr, tail);
+  const T* const x = io.in + r0 * K;
+  const std::size_t blocks = (K + MR - 1) / MR;
+  pool.run(
+      blocks,
+      [&](std::size_t b) {
+        const std::size_t i0 = b * MR, mr = std::min(MR, K - i0);
+        const T* a = x + i0;
+        std::size_t ars = K;
+        if (i0 + MR > K) {  // the last rows of dW: x's columns copied (read in place, past the row's end)
+          T* ex = buffer<T, 6>(nr * MR);
+          for (std::size_t p = 0; p < nr; ++p)
+            for (std::size_t r = 0; r < MR; ++r) ex[p * MR + r] = r < mr ? x[p * K + i0 + r] : T(0);
+          a = ex, ars = MR;
+        }
+        auto panels = [&]<std::size_t V>() {
+          for (std::size_t j0 = 0; j0 < N; j0 += NR) {
+            const bool in_place = j0 + NR <= N;
+            simd::micro_rows<Arch, V, true>(nr, a, ars, in_place ? z + j0 : tail, in_place ? N : NR, dw + i0 * N + j0,
+                                            N, mr, std::min(NR, N - j0), static_cast<const T*>(nullptr), first_tile,
+                                            fn::relu_fn{}, false);  // no rule (relu_fn's instance, as tile_product's identity)
+          }
+        };
+        if (NV == 1) panels.template operator()<1>();
+        else panels.template operator()<simd::blocking<T, Arch>::NV>();
+      },
+      blocks > 1 && pool.size() > 1 && nr * K * N >= simd::parallel_threshold);
+  if (!wt) return z;
+  // rows [i0, i0 + m): on one thread the whole tile in one call (each panel of W^T over every row)
+  auto rows = [&](std::size_t i0, std::size_t m) {
+    tile_product<Arch>(N, K, z + i0 * N, N, wt, true, static_cast<const T*>(nullptr), static_cast<const T*>(nullptr),
+                       o + i0 * K, m, fn::identity_fn{});
+  };
+  const std::size_t row_blocks = (nr + MR - 1) / MR;
+  if (row_blocks > 1 && pool.size() > 1 && nr * K * N >= simd::parallel_threshold)
+    pool.run(row_blocks, [&](std::size_t b) { rows(b * MR, std::min(MR, nr - b * MR)); });
+  else
+    rows(0, nr);
+  return o;
 }
 
 }  // namespace fused
@@ -330,8 +423,8 @@ void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* para
         std::size_t d = 0;
         dense_layers([&]<std::size_t I, class F>() {
           T* o = outs ? outs[I] + r0 * F::n : I == P::last ? y + r0 * F::n : buf + (d++ % 2) * R * W;
-          fused::tile_product<Arch, F::k, F::n>(a, F::k, kernel[I], packed, tail[I], params[I] + F::k * F::n, o, nr,
-                                                F::rule());
+          fused::tile_product<Arch>(F::k, F::n, a, F::k, kernel[I], packed, tail[I], params[I] + F::k * F::n, o, nr,
+                                    F::rule());
           a = o;
         });
       },
@@ -368,8 +461,7 @@ void fused_mlp_backward(const T* dy, std::size_t batch, const fused_layer_io<T>*
                         thread_pool& pool = thread_pool::global()) {
   using P = fused::plan<Layers, Arch>;
   static_assert(P::fits, "fused_mlp_backward: the network does not fit the CPU's fused MLP");
-  constexpr std::size_t R = fused_backward_rows, W = P::width;
-  constexpr std::size_t MR = simd::blocking<T, Arch>::MR, L = simd::blocking<T, Arch>::L;
+  constexpr std::size_t R = fused_backward_rows, W = P::width, L = simd::blocking<T, Arch>::L;
   auto dense_layers = [&](auto&& f) { fused::for_each_dense<P>(f, typename P::seq{}); };
   if (batch == 0) {
     dense_layers([&]<std::size_t I, class F>() { std::fill_n(io[I].grads, F::k * F::n + F::n, T(0)); });
@@ -396,56 +488,31 @@ void fused_mlp_backward(const T* dy, std::size_t batch, const fused_layer_io<T>*
     T* z = buf;
     fused::for_each_dense_reversed<P>(
         [&]<std::size_t I, class F>() {
-          constexpr std::size_t K = F::k, N = F::n, NR = fused::panel_cols<T, Arch, N>;
-          constexpr std::size_t NV = packed_panel_vectors<T, Arch>(N);
-          using E = decltype(F::rule());
-          if constexpr (I == P::last) std::copy_n(dy + r0 * N, nr * N, z);
-          if constexpr (!std::is_same_v<E, fn::identity_fn>)
-            map_range<Arch>(fn::backward_of<E>{F::rule()}, 0, nr * N, io[I].out + r0 * N, z);
-          T* const dw = io[I].grads;
-          column_sum<N, T, Arch>(z, dw + K * N, nr, !first_tile);
-          if constexpr (N % NR) simd::pack_b<Arch>(NR, strided<T>{z, N, 1}, N / NR * NR, N, nr, tail);
-          const T* const x = io[I].in + r0 * K;
-          constexpr std::size_t blocks = (K + MR - 1) / MR;
-          pool.run(
-              blocks,
-              [&](std::size_t b) {
-                const std::size_t i0 = b * MR, mr = std::min(MR, K - i0);
-                const T* a = x + i0;
-                std::size_t ars = K;
-                if (i0 + MR > K) {  // the last rows of dW: x's columns copied (read in place, past the row's end)
-                  T* e = fused::buffer<T, 6>(nr * MR);
-                  for (std::size_t p = 0; p < nr; ++p)
-                    for (std::size_t r = 0; r < MR; ++r) e[p * MR + r] = r < mr ? x[p * K + i0 + r] : T(0);
-                  a = e, ars = MR;
-                }
-                for (std::size_t j0 = 0; j0 < N; j0 += NR) {
-                  const bool in_place = j0 + NR <= N;
-                  simd::micro_rows<Arch, NV, true>(nr, a, ars, in_place ? z + j0 : tail, in_place ? N : NR,
-                                                   dw + i0 * N + j0, N, mr, std::min(NR, N - j0),
-                                                   static_cast<const T*>(nullptr), first_tile, fn::relu_fn{},
-                                                   false);  // no rule (relu_fn's instance, as tile_product's identity)
-                }
-              },
-              blocks > 1 && pool.size() > 1 && nr * K * N >= simd::parallel_threshold);
-          if constexpr (I != P::first) {
-            T* const o = z == buf ? buf + R * W : buf;
-            // rows [i0, i0 + m): on one thread the whole tile in one call (each panel of W^T over every row)
-            auto rows = [&](std::size_t i0, std::size_t m) {
-              fused::tile_product<Arch, N, K>(z + i0 * N, N, wt[I], true, static_cast<const T*>(nullptr),
-                                              static_cast<const T*>(nullptr), o + i0 * K, m, fn::identity_fn{});
-            };
-            const std::size_t row_blocks = (nr + MR - 1) / MR;
-            if (row_blocks > 1 && pool.size() > 1 && nr * K * N >= simd::parallel_threshold)
-              pool.run(row_blocks, [&](std::size_t b) { rows(b * MR, std::min(MR, nr - b * MR)); });
-            else
-              rows(0, nr);
-            z = o;
-          }
+          T* const o = z == buf ? buf + R * W : buf;
+          z = fused::backward_layer<Arch>(F::k, F::n, F::rule(), I == P::last ? dy : static_cast<const T*>(nullptr),
+                                          io[I], wt[I], r0, nr, first_tile, z, o, tail, pool);
         },
         typename P::seq{});
   }
 }
+
+// The per-layer bodies of the fused passes for float on the default architecture, for every rule a
+// dense layer's activation gives (layers/activation.hpp): with CTNN_COMPILED_KERNELS a program calls
+// the compiled part's (core/separate.hpp), so its own fused_mlp_forward / fused_mlp_backward are only
+// the loops over its layers and tiles.
+#define CTNN_DETAIL_FUSED_LAYER(E)                                                                            \
+  CTNN_INSTANCE(template void fused::tile_product<default_arch, float, E>(                                    \
+      std::size_t, std::size_t, const float*, std::size_t, const float*, bool, const float*, const float*,    \
+      float*, std::size_t, const E&);)                                                                        \
+  CTNN_INSTANCE(template float* fused::backward_layer<default_arch, float, E>(                                \
+      std::size_t, std::size_t, const E&, const float*, const fused_layer_io<float>&, const float*,           \
+      std::size_t, std::size_t, bool, float*, float*, float*, thread_pool&);)
+CTNN_DETAIL_FUSED_LAYER(fn::identity_fn)
+CTNN_DETAIL_FUSED_LAYER(fn::relu_fn)
+CTNN_DETAIL_FUSED_LAYER(fn::leaky_relu_fn<float>)
+CTNN_DETAIL_FUSED_LAYER(fn::sigmoid_fn)
+CTNN_DETAIL_FUSED_LAYER(fn::tanh_fn)
+#undef CTNN_DETAIL_FUSED_LAYER
 
 }  // namespace kernels::cpu
 }  // namespace ctnn
