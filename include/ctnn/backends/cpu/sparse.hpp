@@ -18,10 +18,10 @@
 //                      elsewhere by a scalar loop into a vector;
 //                      up to 8 batch rows share each expanded row (AVX-512:
 //                      8, then 4 rows; 5 to 7 left run as 8 padded with
-//                      zeros, 3 as 4, 1 or 2 one by one; AVX2: 2 rows,
-//                      chunk_rows_avx2), and a single row runs 4
+//                      zeros, 3 as 4, 1 or 2 one by one; AVX2: 2 or 3
+//                      rows, chunk_rows_avx2), and a single row runs 4
 //                      accumulators (AVX2: two chunks at a time,
-//                      chunk_row1_avx2); from L rows on (AVX2: 3)
+//                      chunk_row1_avx2); from L rows on (AVX2: 4)
 //                      (float, SIMD; sparse_expand::use), the
 //                      chunks are expanded by the same instructions into the
 //                      dense GEMM's panels instead (bitmap_panel,
