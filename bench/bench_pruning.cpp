@@ -1,6 +1,6 @@
 // Inference time of the Fashion-MNIST MLP (784 -> 256 relu -> 128 relu -> 10)
 // dense and stripped after pruning its two hidden layers to 50 %, 80 %, 90 %
-// (unstructured, by magnitude) and 2:4, at batch 1, 2, 4, 8 (the unstructured layouts) and 64, in one
+// (unstructured, by magnitude) and 2:4, at every batch 1..16 and 64, in one
 // run, in each stripped layout: bitmap (layers/sparse_dense.hpp), csc (layers/sparse_dense_csc.hpp)
 // and rows (layers/sparse_dense_rows.hpp) at 88.9 % and 90 % (strip_pruning takes them from 88.9 %
 // on), and, for 2:4, nm (layers/sparse_dense_nm.hpp: values and 2-bit indices). The weights
@@ -102,8 +102,9 @@ void int8_stripped(benchmark::State& st) {
 
 }  // namespace
 
-#define CTNN_SMALL_BATCHES ->Arg(1)->Arg(2)->Arg(4)->Arg(8)->Arg(64)
-BENCHMARK(dense) CTNN_SMALL_BATCHES->Arg(12);  // 12: nm 2:4 on AVX-512 (8 + 4 rows)
+// every batch 1..16 and 64 (issue 28: no stripped layout below 0.67x dense at any batch size)
+#define CTNN_SMALL_BATCHES ->DenseRange(1, 16)->Arg(64)
+BENCHMARK(dense) CTNN_SMALL_BATCHES;
 BENCHMARK(int8_dense)->Arg(1)->Arg(64);
 BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.5>>)->Name("stripped_50") CTNN_SMALL_BATCHES;
 BENCHMARK_TEMPLATE(stripped, pruned_mlp<ctnn::constant_sparsity<0.8>>)->Name("stripped_80") CTNN_SMALL_BATCHES;
@@ -114,16 +115,16 @@ BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.889>>)->Na
 BENCHMARK_TEMPLATE(stripped_csc, pruned_mlp<ctnn::constant_sparsity<0.9>>)->Name("csc_90") CTNN_SMALL_BATCHES;
 BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::rows, pruned_mlp<ctnn::constant_sparsity<0.889>>)->Name("rows_889") CTNN_SMALL_BATCHES;
 BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::rows, pruned_mlp<ctnn::constant_sparsity<0.9>>)->Name("rows_90") CTNN_SMALL_BATCHES;
-BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::nm<2, 4>, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("nm_2of4") CTNN_SMALL_BATCHES->Arg(12);
+BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::nm<2, 4>, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)->Name("nm_2of4") CTNN_SMALL_BATCHES;
 using lanes_block = ctnn::block<1, xsimd::batch<float>::size>;
 BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::block<1, xsimd::batch<float>::size>,
-                   pruned_mlp<ctnn::constant_sparsity<0.8>, lanes_block>)->Name("block_80")->Arg(1)->Arg(64);
+                   pruned_mlp<ctnn::constant_sparsity<0.8>, lanes_block>)->Name("block_80") CTNN_SMALL_BATCHES;
 BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::block<1, xsimd::batch<float>::size>,
-                   pruned_mlp<ctnn::constant_sparsity<0.9>, lanes_block>)->Name("block_90")->Arg(1)->Arg(64);
+                   pruned_mlp<ctnn::constant_sparsity<0.9>, lanes_block>)->Name("block_90") CTNN_SMALL_BATCHES;
 BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::block<4, 4>, pruned_mlp<ctnn::constant_sparsity<0.8>, ctnn::block<4, 4>>)
-    ->Name("block4x4_80")->Arg(1)->Arg(64);
+    ->Name("block4x4_80") CTNN_SMALL_BATCHES;
 BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::block<4, 4>, pruned_mlp<ctnn::constant_sparsity<0.9>, ctnn::block<4, 4>>)
-    ->Name("block4x4_90")->Arg(1)->Arg(64);
+    ->Name("block4x4_90") CTNN_SMALL_BATCHES;
 BENCHMARK_TEMPLATE(int8_stripped, ctnn::layout::block<1, xsimd::batch<float>::size>,
                    pruned_mlp<ctnn::constant_sparsity<0.8>, lanes_block>)->Name("int8_block_80")->Arg(1)->Arg(64);
 BENCHMARK_TEMPLATE(int8_stripped, ctnn::layout::block<1, xsimd::batch<float>::size>,

@@ -20,10 +20,10 @@
 //                      elsewhere by a scalar loop into a vector;
 //                      up to 8 batch rows share each expanded row (AVX-512:
 //                      8, then 4 rows; 5 to 7 left run as 8 padded with
-//                      zeros, 3 as 4, 1 or 2 one by one; AVX2: 2 rows,
-//                      chunk_rows_avx2), and a single row runs 4
+//                      zeros, 3 as 4, 1 or 2 one by one; AVX2: 2 or 3
+//                      rows, chunk_rows_avx2), and a single row runs 4
 //                      accumulators (AVX2: two chunks at a time,
-//                      chunk_row1_avx2); from L rows on (AVX2: 3)
+//                      chunk_row1_avx2); from L rows on (AVX2: 4)
 //                      (float, SIMD; sparse_expand::use), the
 //                      chunks are expanded by the same instructions into the
 //                      dense GEMM's panels instead (bitmap_panel,
@@ -312,8 +312,8 @@ void chunk_row1_avx2(const float* x, std::size_t K, const float* const* vs, cons
 // R samples (2 to 6, rows of x K apart) of one chunk on AVX2: each row's 16 weights expanded once
 // (two plain-load expands while 16 values remain readable, the masked ones after) and shared by
 // the R samples, 2 accumulators each (2 R chains; one sample alone runs chunk_row1_avx2). forward
-// runs R = 2 (batch 2: 22 us for the MLP against 31 us one by one; 4 rows took 45 us, expanded
-// into the GEMM's panels 37 us, dense 24 us: docs/pruning.md).
+// runs R = 2 and 3 (batch 2: 19 us for the MLP against 31 us one by one; batch 3: 31 us, expanded
+// into the GEMM's panels 36 us, dense 24 us; 4 rows took 45 us, expanded 37 us: docs/pruning.md).
 template <std::size_t R>
 void chunk_rows_avx2(const float* x, std::size_t K, const float* v, const float* vend, const std::uint16_t* bm,
                      const float* bias, float* y, std::size_t N, std::size_t width, bool relu) {
@@ -548,12 +548,16 @@ void forward(const T* x, const T* values, const std::uint32_t* offsets, const st
 #if defined(__AVX2__) && defined(__FMA__)
     if constexpr (std::is_base_of_v<xsimd::avx2, Arch> && !detail::avx512_v<Arch>)
       if (batch < RB) {
-        if (batch == 2) {  // (from 3 samples on the expansion runs: sparse_expand::use)
-          for (std::size_t c = 0; c < chunks(N); ++c) {  // the 2 samples share each expanded row
-            const std::size_t j0 = c * chunk_width;
-            detail::chunk_rows_avx2<2>(x, K, values + offsets[c], vend, bitmap + c * K, bias + j0, y + j0, N,
-                                       std::min(chunk_width, N - j0), relu);
-          }
+        if (batch >= 2) {  // 2 or 3 (from bitmap_min_batch_narrow = 4 samples on the expansion runs: sparse_expand::use)
+          auto rows = [&]<std::size_t R>() {
+            for (std::size_t c = 0; c < chunks(N); ++c) {  // the R samples share each expanded row
+              const std::size_t j0 = c * chunk_width;
+              detail::chunk_rows_avx2<R>(x, K, values + offsets[c], vend, bitmap + c * K, bias + j0, y + j0, N,
+                                         std::min(chunk_width, N - j0), relu);
+            }
+          };
+          if (batch == 2) rows.template operator()<2>();
+          else rows.template operator()<3>();
           return;
         }
         // one sample: two chunks at a time share the input's broadcasts

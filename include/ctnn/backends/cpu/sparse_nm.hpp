@@ -20,10 +20,17 @@
 //                      inputs, no gather (x copied to aligned rows; 2 to 8
 //                      samples: units 4 at a time, 2 for 8 samples, share
 //                      each sample's loads of x, two_of_four_tile);
-//                      on AVX2, 8 weights cover 16 inputs: two vpermps and
-//                      a blend (two_of_four_avx2; one sample: x reordered
-//                      so that two vpermilps read the codes as they are,
-//                      units 4 at a time, two_of_four_avx2_one);
+//                      on AVX2 (up to 15 samples: passes of 8, then the
+//                      1 to 7 left together), x is reordered so that two
+//                      vpermilps read the codes as they are (8 weights
+//                      cover 16 inputs; one sample: units 4 at a time,
+//                      two_of_four_avx2_one; 2 to 4: units 2 at a time,
+//                      two_of_four_avx2_tile), and from 5 samples on each
+//                      unit's 8 weights are expanded in registers into
+//                      their 16 input positions (a byte table of vpermilps
+//                      indices, zeros blended in) shared by the samples,
+//                      two FMAs each (two_of_four_avx2_dense: zero weights
+//                      multiplied, as in the dense layer);
 //                      otherwise the indices are decoded and x gathered
 //                      (xsimd). (Expanding 2:4 weights into the dense GEMM's
 //                      panels, as the bitmap layout does at large batches,
@@ -44,6 +51,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "../../config.hpp"
 #include "../../kernels/sparse_index.hpp"
 #include "arch.hpp"
 #include "sparse_rows.hpp"
@@ -164,7 +172,7 @@ void grouped(const float* x, std::size_t bp, const float* values, const std::uin
 }
 
 // The scratch buffer of simd::scratch (gemm/pack.hpp) the rows of x are copied to: aligned on
-// AVX-512, reordered by two_of_four_avx2_one (sparse.hpp uses 10, 11).
+// AVX-512, reordered on AVX2 (two_of_four_avx2_one, reorder_avx2) (sparse.hpp uses 10, 11).
 inline constexpr int x_tag = 12;
 
 // 32 bits of the metadata from bit `at` (zeros past its end).
@@ -322,76 +330,6 @@ void two_of_four_tiled(const float* x, std::size_t ldx, const float* values, con
 }
 #endif
 
-#if defined(__AVX2__) && defined(__FMA__)
-// 2:4 on AVX2, R samples (K apart): 8 weights cover 16 inputs held in two registers; lane i takes
-// input 4 (i / 2) + code i: a vpermps from each register by (code | 0, 0, 4, 4, 0, 0, 4, 4), then a
-// blend (lanes 0-3 from the first 8 inputs, 4-7 from the next 8). No gather, no scalar decoding.
-template <std::size_t K, std::size_t R>
-void two_of_four_avx2(const float* x, std::size_t ldx, const float* values, const std::uint8_t* meta,
-                      std::size_t bytes, const float* bias, float* y, std::size_t N, bool relu) {
-  constexpr std::size_t U = K / 2, nb = K / 16, rem = K % 16;  // rem: a multiple of 4, rem / 2 weights
-  constexpr std::size_t C = R == 1 ? 4 : 2;                     // independent chains
-  const __m256i base = _mm256_setr_epi32(0, 0, 4, 4, 0, 0, 4, 4);
-  const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-  const __m256i three = _mm256_set1_epi32(3);
-  auto lanes = [&](std::size_t at) {
-    const std::uint32_t c = bits32(meta, bytes, at);
-    return _mm256_or_si256(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(c)), shifts), three), base);
-  };
-  auto pick = [](__m256 lo, __m256 hi, __m256i i) {
-    return _mm256_blend_ps(_mm256_permutevar8x32_ps(lo, i), _mm256_permutevar8x32_ps(hi, i), 0xF0);
-  };
-  auto first = [](std::size_t n) {  // lanes [0, n) set
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  };
-  for (std::size_t j = 0; j < N; ++j) {
-    const float* v = values + j * U;
-    const std::size_t at = j * K;  // 2 bits per weight, K / 2 weights per unit
-    __m256 acc[C][R];
-    for (std::size_t c = 0; c < C; ++c)
-      for (std::size_t r = 0; r < R; ++r) acc[c][r] = _mm256_setzero_ps();
-    // the chained blocks, then the rest one at a time, both bounds constants (a running b shared by
-    // the two loops made g++ 12 warn, falsely, that an iteration of the second overflows v + 8 * b)
-    constexpr std::size_t chained = nb - nb % C;
-    for (std::size_t b = 0; b < chained; b += C)
-      for (std::size_t c = 0; c < C; ++c) {
-        const __m256i i = lanes(at + 16 * (b + c));
-        const __m256 w = _mm256_loadu_ps(v + 8 * (b + c));
-        for (std::size_t r = 0; r < R; ++r) {
-          const float* xr = x + r * ldx + 16 * (b + c);
-          acc[c][r] = _mm256_fmadd_ps(pick(_mm256_loadu_ps(xr), _mm256_loadu_ps(xr + 8), i), w, acc[c][r]);
-        }
-      }
-    for (std::size_t b = chained; b < nb; ++b) {
-      const __m256i i = lanes(at + 16 * b);
-      const __m256 w = _mm256_loadu_ps(v + 8 * b);
-      for (std::size_t r = 0; r < R; ++r) {
-        const float* xr = x + r * ldx + 16 * b;
-        acc[0][r] = _mm256_fmadd_ps(pick(_mm256_loadu_ps(xr), _mm256_loadu_ps(xr + 8), i), w, acc[0][r]);
-      }
-    }
-    if constexpr (rem != 0) {  // lanes past the unit's weights are zeroed (their codes belong to the next unit)
-      const __m256i i = lanes(at + 16 * nb), wl = first(rem / 2);
-      const __m256i lo = first(rem < 8 ? rem : 8), hi = first(rem > 8 ? rem - 8 : 0);
-      const __m256 w = _mm256_maskload_ps(v + 8 * nb, wl);
-      for (std::size_t r = 0; r < R; ++r) {
-        const float* xr = x + r * ldx + 16 * nb;
-        const __m256 xv = _mm256_and_ps(pick(_mm256_maskload_ps(xr, lo), _mm256_maskload_ps(xr + 8, hi), i),
-                                        _mm256_castsi256_ps(wl));
-        acc[1 % C][r] = _mm256_fmadd_ps(xv, w, acc[1 % C][r]);
-      }
-    }
-    for (std::size_t r = 0; r < R; ++r) {
-      __m256 t = _mm256_add_ps(acc[0][r], acc[1][r]);
-      if constexpr (C == 4) t = _mm256_add_ps(t, _mm256_add_ps(acc[2][r], acc[3][r]));
-      const __m128 h = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-      const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
-      const float s = bias[j] + _mm_cvtss_f32(_mm_add_ss(q, _mm_shuffle_ps(q, q, 1)));
-      y[r * N + j] = relu ? std::max(s, 0.0f) : s;
-    }
-  }
-}
-#endif
 
 #if defined(__AVX2__) && defined(__FMA__)
 
@@ -461,6 +399,196 @@ void two_of_four_avx2_one(const float* x, const float* values, const std::uint8_
 }
 #endif
 
+#if defined(__AVX2__) && defined(__FMA__)
+// R rows of x (K apart) reordered as two_of_four_avx2_one reads them, in every 16 inputs (0-3, 8-11 |
+// 4-7, 12-15), zeros past K, into rows of ld = 16 ceil(K / 16) floats (32-byte aligned).
+template <std::size_t K, std::size_t R>
+const float* reorder_avx2(const float* x, float* xs) {
+  constexpr std::size_t nb = K / 16, blocks = (K + 15) / 16, ld = 16 * blocks;
+  for (std::size_t r = 0; r < R; ++r) {
+    const float* xr = x + r * K;
+    float* d = xs + r * ld;
+    for (std::size_t b = 0; b < nb; ++b) {
+      const __m256 lo = _mm256_loadu_ps(xr + 16 * b), hi = _mm256_loadu_ps(xr + 16 * b + 8);
+      _mm256_store_ps(d + 16 * b, _mm256_permute2f128_ps(lo, hi, 0x20));
+      _mm256_store_ps(d + 16 * b + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+    }
+    for (std::size_t i = 0; i < 16 * (blocks - nb); ++i) {
+      const std::size_t k = 16 * nb + (i & 3) + (i & 4 ? 8 : 0) + (i & 8 ? 4 : 0);
+      d[16 * nb + i] = k < K ? xr[k] : 0.0f;
+    }
+  }
+  return xs;
+}
+
+// 2:4 on AVX2, R samples reordered by reorder_avx2 (rows ld apart), T units from j0: per 8 weights
+// and unit one broadcast and shift of the codes and a load of the weights, shared by the R samples;
+// per sample two loads of x, shared by the T units; per sample and unit two vpermilps (which read the
+// codes as they are, as in two_of_four_avx2_one), a blend and an FMA. (The kernel it replaces picked
+// with two vpermps from x as it is and loaded x once per unit: 2 samples took 22-28 us for the MLP
+// of bench_pruning, these 17 us.) One chain per unit and sample.
+template <std::size_t K, std::size_t R, std::size_t T>
+void two_of_four_avx2_tile(const float* xs, const float* values, const std::uint8_t* meta, std::size_t bytes,
+                           const float* bias, float* y, std::size_t N, std::size_t j0, bool relu) {
+  constexpr std::size_t U = K / 2, nb = K / 16, rem = K % 16, ld = 16 * ((K + 15) / 16);
+  const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+  auto codes = [&](std::size_t at) {  // the 16 bits of 8 codes from bit `at`, broadcast and shifted
+    std::uint32_t c;
+    if constexpr (K % 8 == 0) {  // byte-aligned: two bytes
+      std::uint16_t h;
+      std::memcpy(&h, meta + at / 8, 2);
+      c = h;
+    } else {
+      c = bits32(meta, bytes, at);
+    }
+    return _mm256_srlv_epi32(_mm256_set1_epi32(int(c)), shifts);
+  };
+  __m256 acc[T][R];
+  for (std::size_t u = 0; u < T; ++u)
+    for (std::size_t r = 0; r < R; ++r) acc[u][r] = _mm256_setzero_ps();
+  for (std::size_t b = 0; b < nb; ++b) {
+    __m256i i[T];
+    __m256 w[T];
+    for (std::size_t u = 0; u < T; ++u) {
+      i[u] = codes((j0 + u) * K + 16 * b);  // 2 bits per weight, K / 2 weights per unit
+      w[u] = _mm256_loadu_ps(values + (j0 + u) * U + 8 * b);
+    }
+    for (std::size_t r = 0; r < R; ++r) {
+      const __m256 xa = _mm256_load_ps(xs + r * ld + 16 * b), xb = _mm256_load_ps(xs + r * ld + 16 * b + 8);
+      for (std::size_t u = 0; u < T; ++u) {
+        const __m256 xv = _mm256_blend_ps(_mm256_permutevar_ps(xa, i[u]), _mm256_permutevar_ps(xb, i[u]), 0xCC);
+        acc[u][r] = _mm256_fmadd_ps(xv, w[u], acc[u][r]);
+      }
+    }
+  }
+  if constexpr (rem != 0) {  // lanes past the unit's weights are zeroed (their codes belong to the next unit)
+    const __m256i wl = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(rem / 2)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256i i[T];
+    __m256 w[T];
+    for (std::size_t u = 0; u < T; ++u) {
+      i[u] = _mm256_srlv_epi32(_mm256_set1_epi32(int(bits32(meta, bytes, (j0 + u) * K + 16 * nb))), shifts);
+      w[u] = _mm256_maskload_ps(values + (j0 + u) * U + 8 * nb, wl);
+    }
+    for (std::size_t r = 0; r < R; ++r) {
+      const __m256 xa = _mm256_load_ps(xs + r * ld + 16 * nb), xb = _mm256_load_ps(xs + r * ld + 16 * nb + 8);
+      for (std::size_t u = 0; u < T; ++u) {
+        const __m256 xv = _mm256_blend_ps(_mm256_permutevar_ps(xa, i[u]), _mm256_permutevar_ps(xb, i[u]), 0xCC);
+        acc[u][r] = _mm256_fmadd_ps(_mm256_and_ps(xv, _mm256_castsi256_ps(wl)), w[u], acc[u][r]);
+      }
+    }
+  }
+  for (std::size_t u = 0; u < T; ++u)
+    for (std::size_t r = 0; r < R; ++r) {
+      const __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[u][r]), _mm256_extractf128_ps(acc[u][r], 1));
+      const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
+      const float s = bias[j0 + u] + _mm_cvtss_f32(_mm_add_ss(q, _mm_shuffle_ps(q, q, 1)));
+      y[r * N + j0 + u] = relu ? std::max(s, 0.0f) : s;
+    }
+}
+
+// The vpermilps indices of expand_avx2, per byte of codes (two groups, weights s = 0, 1 and 2, 3 of a
+// 128-bit half): at[q][4 g + l] is the weight at position l of group g (s or s + 1 where its code is
+// l), -128 where none is (the sign bit, which the blend turns into a zero).
+struct nm_lut {
+  alignas(64) std::int8_t at[256][8];
+  constexpr nm_lut() : at{} {
+    for (unsigned q = 0; q < 256; ++q)
+      for (unsigned g = 0; g < 2; ++g)
+        for (unsigned l = 0; l < 4; ++l) {
+          const unsigned c0 = q >> (4 * g) & 3u, c1 = q >> (4 * g + 2) & 3u;
+          at[q][4 * g + l] = c0 == l ? std::int8_t(2 * g) : c1 == l ? std::int8_t(2 * g + 1) : std::int8_t(-128);
+        }
+  }
+};
+inline constexpr nm_lut expand_lut_nm{};
+
+// 2:4 on AVX2, unit j's 8 weights of block b (inputs 16 b .. 16 b + 15) expanded into the two
+// registers of 16 input positions that match the rows of reorder_avx2, zeros at the unkept positions:
+// per register, the indices of its two groups' weights from expand_lut_nm (two 8-byte loads, an
+// unpack, a vpmovsxbd), one vpermilps of the weights and a blend that zeroes the unkept positions
+// (the sign bit). (Decoding the codes with shifts, shuffles and compares measured slower.)
+struct expanded_avx2 {
+  __m256 a, b;  // inputs (0-3, 8-11) and (4-7, 12-15) of the block, as reorder_avx2 orders x
+};
+template <std::size_t K>
+CTNN_FORCEINLINE expanded_avx2 expand_avx2(const float* values, const std::uint8_t* meta, std::size_t bytes, std::size_t j,
+                          std::size_t b) {
+  constexpr std::size_t U = K / 2, nb = K / 16;
+  const std::size_t at = j * K + 16 * b;  // 2 bits per weight, K / 2 weights per unit
+  std::uint32_t c;
+  __m256 v;
+  if (b < nb) {
+    if constexpr (K % 8 == 0) {
+      std::uint16_t h;
+      std::memcpy(&h, meta + at / 8, 2);
+      c = h;
+    } else {
+      c = bits32(meta, bytes, at);
+    }
+    v = _mm256_loadu_ps(values + j * U + 8 * b);
+  } else {  // the last, partial block: the lanes past the unit's weights are zero
+    c = bits32(meta, bytes, at);
+    v = _mm256_maskload_ps(values + j * U + 8 * b, _mm256_cmpgt_epi32(_mm256_set1_epi32(int(K % 16 / 2)),
+                                                                     _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+  }
+  const __m128i q = _mm_unpacklo_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(expand_lut_nm.at[c & 0xFFu])),
+                                       _mm_loadl_epi64(reinterpret_cast<const __m128i*>(expand_lut_nm.at[c >> 8 & 0xFFu])));
+  const __m256i ca = _mm256_cvtepi8_epi32(q), cb = _mm256_cvtepi8_epi32(_mm_unpackhi_epi64(q, q));
+  __m256 zero = _mm256_setzero_ps();
+  asm("" : "+x"(zero));  // opaque: one vblendvps, not a compare and an and-not
+  return {_mm256_blendv_ps(_mm256_permutevar_ps(v, ca), zero, _mm256_castsi256_ps(ca)),
+          _mm256_blendv_ps(_mm256_permutevar_ps(v, cb), zero, _mm256_castsi256_ps(cb))};
+}
+
+// 2:4 on AVX2, R samples reordered by reorder_avx2 (rows ld apart): per unit and block of 16 inputs
+// the 8 weights expanded in registers (expand_avx2) and shared by the R samples: two FMAs each, no
+// shuffle per sample (two_of_four_avx2_tile: two vpermilps and a blend per sample and 8 weights).
+// From 5 samples on (fewer leave the expansion's cost shared by too few). Zero weights are
+// multiplied as in the dense layer.
+template <std::size_t K, std::size_t R>
+void two_of_four_avx2_dense(const float* xs, const float* values, const std::uint8_t* meta, std::size_t bytes,
+                            const float* bias, float* y, std::size_t N, bool relu) {
+  constexpr std::size_t blocks = (K + 15) / 16, ld = 16 * blocks;
+  constexpr std::size_t C = R <= 6 ? 2 : 1;  // chains per sample (C R accumulators of 16 registers)
+  for (std::size_t j = 0; j < N; ++j) {
+    __m256 acc[C][R];
+    for (std::size_t c = 0; c < C; ++c)
+      for (std::size_t r = 0; r < R; ++r) acc[c][r] = _mm256_setzero_ps();
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const expanded_avx2 w = expand_avx2<K>(values, meta, bytes, j, b);
+      for (std::size_t r = 0; r < R; ++r) {
+        acc[0][r] = _mm256_fmadd_ps(_mm256_load_ps(xs + r * ld + 16 * b), w.a, acc[0][r]);
+        acc[C - 1][r] = _mm256_fmadd_ps(_mm256_load_ps(xs + r * ld + 16 * b + 8), w.b, acc[C - 1][r]);
+      }
+    }
+    for (std::size_t r = 0; r < R; ++r) {
+      if constexpr (C == 2) acc[0][r] = _mm256_add_ps(acc[0][r], acc[1][r]);
+      const __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[0][r]), _mm256_extractf128_ps(acc[0][r], 1));
+      const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
+      const float s = bias[j] + _mm_cvtss_f32(_mm_add_ss(q, _mm_shuffle_ps(q, q, 1)));
+      y[r * N + j] = relu ? std::max(s, 0.0f) : s;
+    }
+  }
+}
+
+// 2:4 on AVX2, R samples (2 to 8): x reordered once; 2 to 4 samples: units 2 at a time
+// (two_of_four_avx2_tile), the last one alone; 5 to 8: two_of_four_avx2_dense.
+template <std::size_t K, std::size_t R>
+void two_of_four_avx2_rows(const float* x, const float* values, const std::uint8_t* meta, std::size_t bytes,
+                           const float* bias, float* y, std::size_t N, bool relu) {
+  static_assert(R >= 2 && R <= 8, "two_of_four_avx2_rows: 2 to 8 samples");
+  constexpr std::size_t T = 2;  // T R accumulators
+  const float* xs = reorder_avx2<K, R>(x, simd::scratch<float, x_tag>(R * 16 * ((K + 15) / 16)));
+  if constexpr (R >= 5) {
+    two_of_four_avx2_dense<K, R>(xs, values, meta, bytes, bias, y, N, relu);
+    return;
+  }
+  std::size_t j = 0;
+  for (; j + T <= N; j += T) two_of_four_avx2_tile<K, R, T>(xs, values, meta, bytes, bias, y, N, j, relu);
+  for (; j < N; ++j) two_of_four_avx2_tile<K, R, 1>(xs, values, meta, bytes, bias, y, N, j, relu);
+}
+#endif
+
 // Any pattern and architecture, R samples: the indices decoded, x gathered.
 template <class Arch, std::size_t R, std::size_t Nk, std::size_t M>
 void gathered(const float* x, std::size_t K, const float* values, const std::uint8_t* meta, std::size_t bytes,
@@ -517,15 +645,7 @@ void rows_of(const float* x, const float* values, const std::uint8_t* meta, std:
 #if defined(__AVX2__) && defined(__FMA__)
   if constexpr (std::is_base_of_v<xsimd::avx2, Arch> && Nk == 2 && M == 4) {
     if constexpr (R == 1) two_of_four_avx2_one<K>(x, values, meta, bytes, bias, y, N, relu);
-    else {  // the rows of x 32-byte aligned, as on AVX-512
-      constexpr std::size_t ldx = (K + 7) / 8 * 8;
-      if (K % 8 != 0 || reinterpret_cast<std::uintptr_t>(x) % 32 != 0) {
-        float* xa = simd::scratch<float, x_tag>(R * ldx);
-        for (std::size_t r = 0; r < R; ++r) std::copy(x + r * K, x + r * K + K, xa + r * ldx);
-        x = xa;
-      }
-      two_of_four_avx2<K, R>(x, ldx, values, meta, bytes, bias, y, N, relu);
-    }
+    else two_of_four_avx2_rows<K, R>(x, values, meta, bytes, bias, y, N, relu);
     return;
   }
 #endif
@@ -549,10 +669,30 @@ void forward(const T* x, const T* values, const std::uint8_t* meta, const T* bia
     constexpr std::size_t bytes = meta_bytes(K, N, Nk, M);
     // the transposed blocks from grouped_min_blocks blocks on (AVX2: a single block of 8 samples
     // measured 84 us against 68 us for twice 4 rows, docs/pruning.md); the rest 4, then 3, 2 or 1
-    // rows at a time (each decoded weight shared by the rows; 2:4 on AVX-512: 8 first)
+    // rows at a time (each decoded weight shared by the rows; 2:4 on AVX-512: 8 first; 2:4 on
+    // AVX2: 8, then the 1 to 7 left together, two_of_four_avx2_rows)
     const std::size_t bp = batch >= grouped_min_blocks<Arch> * L ? batch / L * L : 0;
     if (bp) detail::grouped<Arch, K, N, Nk, M>(x, bp, values, meta, bytes, bias, y, relu, scratch);
     std::size_t b = bp;
+#if defined(__AVX2__) && defined(__FMA__)
+    if constexpr (std::is_base_of_v<xsimd::avx2, Arch> && !rows::detail::avx512_v<Arch> && Nk == 2 && M == 4) {
+      auto rows = [&]<std::size_t R>() {
+        detail::rows_of<K, Arch, R, Nk, M>(x + b * K, values, meta, bytes, bias, y + b * N, N, relu);
+      };
+      for (; b + 8 <= batch; b += 8) rows.template operator()<8>();
+      switch (batch - b) {
+        case 7: rows.template operator()<7>(); break;
+        case 6: rows.template operator()<6>(); break;
+        case 5: rows.template operator()<5>(); break;
+        case 4: rows.template operator()<4>(); break;
+        case 3: rows.template operator()<3>(); break;
+        case 2: rows.template operator()<2>(); break;
+        case 1: rows.template operator()<1>(); break;
+        default: break;
+      }
+      return;
+    }
+#endif
 #if defined(__AVX512F__)
     if constexpr (rows::detail::avx512_v<Arch> && Nk == 2 && M == 4)
       for (; b + 8 <= batch; b += 8) detail::rows_of<K, Arch, 8, Nk, M>(x + b * K, values, meta, bytes, bias, y + b * N, N, relu);
