@@ -99,8 +99,10 @@ def compare(runs):
             elif n.startswith("cnn_train_step"):
                 v = b["samples_per_s"]
                 n = f"cnn/threads:{os.path.basename(path)[:-5].split('-')[3]}"
-            else:
+            elif "samples/s" in b:
                 v = b["samples/s"]
+            else:  # a benchmark these tables do not read (bench_cnn's conv2/..., mlp/gather)
+                continue
             c.setdefault((arch, n), []).append(v)
     for path in sorted(glob.glob(os.path.join(runs, "*.txt"))):
         arch = os.path.basename(path).split("-")[1]

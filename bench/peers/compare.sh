@@ -104,7 +104,7 @@ ctnn() {  # ROUND ARCH THREADS
     --benchmark_filter="^(peak/fma(_independent)?/$t/|mlp/train_step/batch:(16|64|256)/threads:$t/|mlp/epoch/batch:(64|256)/threads:$t/|mlp/infer/batch:1/threads:$t/)" \
     --benchmark_out="$runs/$1-$2-ctnn-$t.json" --benchmark_out_format=json > /dev/null 2>> "$runs/stderr"
   load "$2"
-  peer CTNN_NUM_THREADS="$t" "${pin[@]}" "$bin/bench_cnn" \
+  peer CTNN_NUM_THREADS="$t" "${pin[@]}" "$bin/bench_cnn" --benchmark_filter='^cnn_train_step' \
     --benchmark_out="$runs/$1-$2-cnn-$t.json" --benchmark_out_format=json > /dev/null 2>> "$runs/stderr"
 }
 torch() {  # ROUND ARCH THREADS
