@@ -126,6 +126,14 @@ static_assert(forward<avx2>(16, 128, 10).mode == gemm_mode::transposed && forwar
 static_assert(forward<avx2>(256, 128, 10).scratch.ct.size == 2560 && forward<avx2>(256, 128, 10).scratch.inner == 2560);
 static_assert(forward<avx512>(256, 128, 10).mode == gemm_mode::blocked && forward<avx2>(256, 128, 16).mode == gemm_mode::blocked);
 static_assert(forward<avx2>(256, 128, 4).mode == gemm_mode::blocked);  // below a vector: one-vector panels
+// A's rows in place: the last row task's rows over whole tiles, its last short_tiles of MR - 1 rows
+// (an LSTM's input projection, 28 steps x 28 features -> 512: 4 tiles of 7 on AVX-512; on AVX2 a task
+// is 24 rows, so 28 is 4 x 6 and a task of 4, unchanged; 22 is 6 6 5 5)
+static_assert(forward<avx512>(28, 28, 512).short_tiles == 4 && forward<avx2>(28, 28, 512).short_tiles == 0);
+static_assert(forward<avx2>(22, 28, 512).short_tiles == 2);
+static_assert(forward<avx512>(23, 28, 512).short_tiles == 1 && forward<avx512>(92, 28, 512).short_tiles == 4);  // 92 = 2 x 32 + 28
+static_assert(forward<avx512>(24, 28, 512).short_tiles == 0 && forward<avx512>(17, 28, 512).short_tiles == 0);  // 17: 7 short of 24
+static_assert(forward<avx512>(28, 16, 512).short_tiles == 0 && weights<avx512>(28, 28, 512).short_tiles == 0);  // rows_run; A transposed
 constexpr gemm_plan forward_inner = make_gemm_plan<avx2>(transposed_problem({256, 10, 128, 128, 1, 10, 1}));
 static_assert(forward_inner.mode == gemm_mode::blocked && forward_inner.row_blocks == 2 && forward_inner.panels == 16);
 static_assert(forward_inner.a == a_access::columns && forward_inner.tail == a_tail::last_column);  // W^T in place

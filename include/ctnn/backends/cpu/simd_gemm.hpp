@@ -139,11 +139,17 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
           i_from += blocks * MR;
         }
       }
-      for (std::size_t i0 = i_from; i0 < i_hi; i0 += MR) {
+      // the last row task ends in g.short_tiles tiles of MR - 1 rows (A's rows in place; plan_blocked)
+      const std::size_t i_short = i_hi - (i_hi == M ? g.short_tiles * (MR - 1) : 0);
+      for (std::size_t i0 = i_from, mr; i0 < i_hi; i0 += mr) {
         T* ct = c + i0 * ldc + j0;
-        const std::size_t mr = std::min(MR, M - i0);
+        const bool short_tile = i0 >= i_short;
+        mr = short_tile ? MR - 1 : std::min(MR, M - i0);
         const T* bj = bias ? bias + j0 : nullptr;
         auto part = [&](std::size_t q0, std::size_t n_k, const T* bq, std::size_t ldq, bool init, bool fin) {
+          if (direct_a && short_tile)
+            return micro<Arch, MR - 1, NV, false>(n_k, a.p + i0 * a.rs + q0, a.rs, bq, ldq, ct, ldc, mr, nr, bj,
+                                                  init, e, act && fin);
           if (direct_a)
             return micro_rows<Arch, NV, false>(n_k, a.p + i0 * a.rs + q0, a.rs, bq, ldq, ct, ldc, mr, nr, bj, init,
                                                e, act && fin);

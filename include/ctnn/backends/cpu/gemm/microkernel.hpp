@@ -3,8 +3,8 @@
 // simd::micro<Arch, MRt, NV, PA>(kc, a, ars, b, ldb, c, ldc, mr, nr, bias, init, e, act)
 // computes C[0:mr, 0:nr] (=|+=) A[mr x kc] B[kc x nr] with MRt x NV vector
 // accumulators and FMAs, for any xsimd architecture Arch; micro_rows picks
-// the 4- or MR-row instance; micro_run runs full tiles down a panel (short
-// K). Also here: gemm_target_of<T, Arch> (the plan's view of an architecture), simd::blocking (MR, NV, NR, KC from the plan),
+// the 4- or MR-row instance (the blocked mode also runs MR - 1 rows: plan.short_tiles); micro_run runs
+// full tiles down a panel (short K). Also here: gemm_target_of<T, Arch> (the plan's view of an architecture), simd::blocking (MR, NV, NR, KC from the plan),
 // and load_n / store_n, the first n lanes of a vector (AVX-512 and AVX masked).
 // Summation order per output: bias (or C), then p = 0, 1, ... kc-1.
 // docs/design.md, "SIMD".

@@ -85,6 +85,10 @@ struct gemm_plan {
   // transposed): the full tiles of a task's column panel run as one loop
   // (simd::micro_run), not one call each
   bool rows_run = false;
+  // blocked, A's rows in place, not rows_run: the last row task's last short_tiles tiles have MR - 1
+  // rows (its rows over whole tiles with no short tail: M = 28 on AVX-512 is 4 tiles of 7, not 3 of 8
+  // and one of 4 in the 4-row instance, which ran at about 1.6x the cost a row)
+  std::size_t short_tiles = 0;
   a_access a = a_access::rows;
   a_tail tail = a_tail::none;
   b_access b = b_access::in_place;
@@ -222,6 +226,10 @@ template <gemm_target t>
   if (g.rows_run && direct_a) g.MC = 16 * MR;
   g.mblocks = (M + g.MC - 1) / g.MC;
   g.nblocks = (N + g.NC - 1) / g.NC;
+  if (direct_a && !g.rows_run) {  // the last row task's rows (the others are whole tiles: MC % MR == 0)
+    const std::size_t rows = M - (g.mblocks - 1) * g.MC, tiles = (rows + MR - 1) / MR, short_rows = tiles * MR - rows;
+    if (short_rows <= tiles) g.short_tiles = short_rows;
+  }
   g.scratch.a = {0, a_size};
   g.scratch.b = {simd::round_up(a_size, t), b_size};
   g.scratch.total = g.scratch.b.end();
