@@ -49,8 +49,9 @@ inline constexpr int scratch_tag = 8;
 // block of L padded with zeros is faster there: sparse_rows.hpp, pad_min.)
 inline constexpr std::size_t per_weight_min_batch = 64;
 // The bitmap layout on AVX2 expanded from 7 samples (below, 2 to 6 samples run the kernel of R
-// rows sharing each expanded row, chunk_rows_avx2: at 3 to 6, 0.90-1.11x dense against
-// 0.67-0.78x expanded; 7 rows would need 14 accumulators of 16 registers; docs/pruning.md).
+// rows sharing each expanded row, chunk_rows_avx2: at 4 to 6, 0.90-1.15x dense against
+// 0.65-0.73x expanded; 7 rows would need 14 accumulators besides the 2 expanded halves, the
+// broadcast and the zero, 18 of 16 registers; docs/pruning.md).
 inline constexpr std::size_t bitmap_min_batch_narrow = 7;
 inline constexpr std::size_t min_density_inv = 4;
 // Bytes of one expanded K block of a panel: it stays in L1 while it is written and while
