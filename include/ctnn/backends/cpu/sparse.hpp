@@ -20,10 +20,10 @@
 //                      elsewhere by a scalar loop into a vector;
 //                      up to 8 batch rows share each expanded row (AVX-512:
 //                      8, then 4 rows; 5 to 7 left run as 8 padded with
-//                      zeros, 3 as 4, 1 or 2 one by one; AVX2: 2 or 3
+//                      zeros, 3 as 4, 1 or 2 one by one; AVX2: 2 to 6
 //                      rows, chunk_rows_avx2), and a single row runs 4
 //                      accumulators (AVX2: two chunks at a time,
-//                      chunk_row1_avx2); from L rows on (AVX2: 4)
+//                      chunk_row1_avx2); from L rows on (AVX2: 7)
 //                      (float, SIMD; sparse_expand::use), the
 //                      chunks are expanded by the same instructions into the
 //                      dense GEMM's panels instead (bitmap_panel,
@@ -39,6 +39,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include <xsimd/xsimd.hpp>
 
@@ -312,19 +313,23 @@ void chunk_row1_avx2(const float* x, std::size_t K, const float* const* vs, cons
 // R samples (2 to 6, rows of x K apart) of one chunk on AVX2: each row's 16 weights expanded once
 // (two plain-load expands while 16 values remain readable, the masked ones after) and shared by
 // the R samples, 2 accumulators each (2 R chains; one sample alone runs chunk_row1_avx2). forward
-// runs R = 2 and 3 (batch 2: 19 us for the MLP against 31 us one by one; batch 3: 31 us, expanded
-// into the GEMM's panels 36 us, dense 24 us; 4 rows took 45 us, expanded 37 us: docs/pruning.md).
+// runs R = 2 to 6 (batch 2: 19 us for the MLP against 31 us one by one; batch 4: 25 us, expanded
+// into the GEMM's panels 35-36 us, dense 23-24 us: docs/pruning.md).
 template <std::size_t R>
 void chunk_rows_avx2(const float* x, std::size_t K, const float* v, const float* vend, const std::uint16_t* bm,
                      const float* bias, float* y, std::size_t N, std::size_t width, bool relu) {
   static_assert(R >= 2 && R <= 6, "chunk_rows_avx2: 2 to 6 rows (2 R accumulators of 16 registers)");
+  // The row loops are unrolled by an index sequence: every accumulator index is a constant before
+  // GCC's scalar replacement runs (with a loop over the rows, g++ 12 kept a[] for 3 or more rows in
+  // memory and stored all 2 R accumulators every k).
+  const auto rows = []<class F, std::size_t... r>(F&& f, std::index_sequence<r...>) {
+    (f(std::integral_constant<std::size_t, r>{}), ...);
+  };
+  constexpr auto each = std::make_index_sequence<R>{};
   alignas(32) float bpad[chunk_width] = {};
   std::copy(bias, bias + width, bpad);
   __m256 a[R][2];
-  for (std::size_t r = 0; r < R; ++r) {
-    a[r][0] = _mm256_load_ps(bpad);
-    a[r][1] = _mm256_load_ps(bpad + 8);
-  }
+  rows([&](auto r) { a[r][0] = _mm256_load_ps(bpad), a[r][1] = _mm256_load_ps(bpad + 8); }, each);
   __m256 zero = _mm256_setzero_ps();
   asm("" : "+x"(zero));
   for (std::size_t k = 0; k < K; ++k) {
@@ -338,23 +343,27 @@ void chunk_rows_avx2(const float* x, std::size_t K, const float* v, const float*
       w1 = expand8(m >> 8, v + std::popcount(lo));
     }
     v += std::popcount(m);
-    for (std::size_t r = 0; r < R; ++r) {
-      const __m256 xb = _mm256_broadcast_ss(x + r * K + k);
-      a[r][0] = _mm256_fmadd_ps(xb, w0, a[r][0]);
-      a[r][1] = _mm256_fmadd_ps(xb, w1, a[r][1]);
-    }
+    rows(
+        [&](auto r) {
+          const __m256 xb = _mm256_broadcast_ss(x + r * K + k);
+          a[r][0] = _mm256_fmadd_ps(xb, w0, a[r][0]);
+          a[r][1] = _mm256_fmadd_ps(xb, w1, a[r][1]);
+        },
+        each);
   }
-  for (std::size_t r = 0; r < R; ++r) {
-    alignas(32) float out[chunk_width];
-    __m256 s0 = a[r][0], s1 = a[r][1];
-    if (relu) {
-      s0 = _mm256_max_ps(s0, _mm256_setzero_ps());
-      s1 = _mm256_max_ps(s1, _mm256_setzero_ps());
-    }
-    _mm256_store_ps(out, s0);
-    _mm256_store_ps(out + 8, s1);
-    std::copy(out, out + width, y + r * N);
-  }
+  alignas(32) float out[R][chunk_width];
+  rows(
+      [&](auto r) {
+        __m256 s0 = a[r][0], s1 = a[r][1];
+        if (relu) {
+          s0 = _mm256_max_ps(s0, _mm256_setzero_ps());
+          s1 = _mm256_max_ps(s1, _mm256_setzero_ps());
+        }
+        _mm256_store_ps(out[r], s0);
+        _mm256_store_ps(out[r] + 8, s1);
+      },
+      each);
+  for (std::size_t r = 0; r < R; ++r) std::copy(out[r], out[r] + width, y + r * N);
 }
 #endif
 
@@ -417,7 +426,7 @@ void chunk_rows(const float* x, std::size_t K, const float* v, const float* vend
     if constexpr (RB == 1) {
       chunk_row1_avx2<1>(x, K, &v, v, vend, &bm, bias, y, width, relu);
       return;
-    }  // RB rows: 2 (chunk_rows_avx2), from 3 rows on the expansion runs (sparse_expand::use)
+    }  // RB rows: forward runs 2 to 6 in chunk_rows_avx2, from 7 on the expansion (sparse_expand::use)
   }
 #endif
   // Any other architecture: expand into a 16-float row by a scalar loop, then vectors of L lanes.
@@ -548,7 +557,8 @@ void forward(const T* x, const T* values, const std::uint32_t* offsets, const st
 #if defined(__AVX2__) && defined(__FMA__)
     if constexpr (std::is_base_of_v<xsimd::avx2, Arch> && !detail::avx512_v<Arch>)
       if (batch < RB) {
-        if (batch >= 2) {  // 2 or 3 (from bitmap_min_batch_narrow = 4 samples on the expansion runs: sparse_expand::use)
+        if (batch >= 2) {  // 2 to 6 (from bitmap_min_batch_narrow = 7 samples on the expansion runs: sparse_expand::use)
+          static_assert(sparse_expand::bitmap_min_batch_narrow <= 7, "sparse::forward: chunk_rows_avx2 runs 6 rows at most");
           auto rows = [&]<std::size_t R>() {
             for (std::size_t c = 0; c < chunks(N); ++c) {  // the R samples share each expanded row
               const std::size_t j0 = c * chunk_width;
@@ -556,9 +566,13 @@ void forward(const T* x, const T* values, const std::uint32_t* offsets, const st
                                          std::min(chunk_width, N - j0), relu);
             }
           };
-          if (batch == 2) rows.template operator()<2>();
-          else rows.template operator()<3>();
-          return;
+          switch (batch) {
+            case 2: rows.template operator()<2>(); return;
+            case 3: rows.template operator()<3>(); return;
+            case 4: rows.template operator()<4>(); return;
+            case 5: rows.template operator()<5>(); return;
+            default: rows.template operator()<6>(); return;
+          }
         }
         // one sample: two chunks at a time share the input's broadcasts
         for (; c0 + 2 <= chunks(N); c0 += 2) {

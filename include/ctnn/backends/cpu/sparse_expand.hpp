@@ -48,9 +48,11 @@ inline constexpr int scratch_tag = 8;
 // kernels win. (Below L samples they ran expanded from 8 samples on AVX-512; their kernel on a
 // block of L padded with zeros is faster there: sparse_rows.hpp, pad_min.)
 inline constexpr std::size_t per_weight_min_batch = 64;
-// The bitmap layout on AVX2 from 4 samples (at 4: 0.68x dense expanded, 0.53-0.55x with the 4-row
-// kernel; at 3 the 3-row kernel runs, 0.75-0.78x against 0.68-0.70x expanded; docs/pruning.md).
-inline constexpr std::size_t bitmap_min_batch_narrow = 4;
+// The bitmap layout on AVX2 expanded from 7 samples (below, 2 to 6 samples run the kernel of R
+// rows sharing each expanded row, chunk_rows_avx2: at 4 to 6, 0.90-1.15x dense against
+// 0.65-0.73x expanded; 7 rows would need 14 accumulators besides the 2 expanded halves, the
+// broadcast and the zero, 18 of 16 registers; docs/pruning.md).
+inline constexpr std::size_t bitmap_min_batch_narrow = 7;
 inline constexpr std::size_t min_density_inv = 4;
 // Bytes of one expanded K block of a panel: it stays in L1 while it is written and while
 // every batch row reads it (whole panels, 100 kB for K = 784 on AVX-512, measured no slower
