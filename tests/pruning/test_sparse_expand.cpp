@@ -15,6 +15,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "kernels/archs.hpp"
@@ -78,6 +80,35 @@ packed_layouts pack_all(const std::vector<float>& w, const std::vector<std::uint
   return p;
 }
 
+
+// Packs prob's kept weights as bitmap storage whose values vector holds exactly the kept weights
+// (an over-read is a sanitizer error) and checks forward<K, N, Arch> against the scalar reference
+// and the masked dense product at batches 1..max_batch, relu where relu_at(batch) says.
+template <std::size_t K, std::size_t N, class Arch, class P, class Relu>
+void check_bitmap_exact(const P& prob, std::size_t max_batch, Relu relu_at, const std::string& what) {
+  std::vector<float> packed(K * N);
+  std::vector<std::uint32_t> offsets(kc::sparse::chunks(N) + 1);
+  std::vector<std::uint16_t> bits(kc::sparse::chunks(N) * K);
+  const std::size_t count = kc::sparse::pack(prob.w.data(), prob.keep.data(), K, N, packed.data(), packed.size(),
+                                             offsets.data(), bits.data());
+  const std::vector<float> values(packed.begin(), packed.begin() + std::ptrdiff_t(count));
+  for (std::size_t batch = 1; batch <= max_batch; ++batch) {
+    const bool relu = relu_at(batch);
+    INFO(what << " batch=" << batch);
+    const auto ref = masked_dense(prob.x, prob.w, prob.keep, prob.bias, batch, K, N, relu);
+    std::vector<float> y(batch * N), yr(batch * N);
+    kc::sparse::forward<K, N, Arch>(prob.x.data(), values.data(), offsets.data(), bits.data(), prob.bias.data(),
+                                    y.data(), batch, relu);
+    kc::sparse::forward_reference(prob.x.data(), values.data(), offsets.data(), bits.data(), prob.bias.data(),
+                                  yr.data(), batch, K, N, relu);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      bad += !(y[i] == doctest::Approx(yr[i]).epsilon(1e-5).scale(1.0));
+      bad += !(y[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1.0));
+    }
+    CHECK(bad == 0);
+  }
+}
 }  // namespace
 
 TEST_CASE("sparse_expand: each layout's panels equal the dense packing of the masked kernel, bit for bit") {
@@ -202,29 +233,9 @@ TEST_CASE("bitmap: forward with the values stored exactly equals the scalar refe
       for (std::size_t i = 0; i < K * N; ++i)
         if (i % N >= kept_columns) prob.keep[i] = 0;
       prob.keep[0] = 1;  // at least one weight
-      std::vector<float> packed(K * N);
-      std::vector<std::uint32_t> offsets(kc::sparse::chunks(N) + 1);
-      std::vector<std::uint16_t> bits(kc::sparse::chunks(N) * K);
-      const std::size_t count = kc::sparse::pack(prob.w.data(), prob.keep.data(), K, N, packed.data(), packed.size(),
-                                                 offsets.data(), bits.data());
-      const std::vector<float> values(packed.begin(), packed.begin() + std::ptrdiff_t(count));
-      for (std::size_t batch = 1; batch <= max_batch; ++batch) {
-        const bool relu = batch % 3 == 0;
-        INFO(name << " K=" << K << " N=" << N << " density=" << density << " columns=" << kept_columns
-                  << " batch=" << batch);
-        const auto ref = masked_dense(prob.x, prob.w, prob.keep, prob.bias, batch, K, N, relu);
-        std::vector<float> y(batch * N), yr(batch * N);
-        kc::sparse::forward<K, N, Arch>(prob.x.data(), values.data(), offsets.data(), bits.data(), prob.bias.data(),
-                                        y.data(), batch, relu);
-        kc::sparse::forward_reference(prob.x.data(), values.data(), offsets.data(), bits.data(), prob.bias.data(),
-                                      yr.data(), batch, K, N, relu);
-        std::size_t bad = 0;
-        for (std::size_t i = 0; i < y.size(); ++i) {
-          bad += !(y[i] == doctest::Approx(yr[i]).epsilon(1e-5).scale(1.0));
-          bad += !(y[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1.0));
-        }
-        CHECK(bad == 0);
-      }
+      std::ostringstream what;
+      what << name << " K=" << K << " N=" << N << " density=" << density << " columns=" << kept_columns;
+      check_bitmap_exact<K, N, Arch>(prob, max_batch, [](std::size_t b) { return b % 3 == 0; }, what.str());
     };
     one.template operator()<37, 50>(0.3, 50);    // odd K: the last row alone; chunks 0-1 a pair, 2 and 3 (2 wide)
     one.template operator()<9, 17>(0.8, 17);     // a pair whose second chunk is 1 column
@@ -267,28 +278,9 @@ TEST_CASE("bitmap: one sample's chunk pairs (granule patterns, empty and full ro
           if (k % 17 == 9) keep = 1;                            // a row kept whole
           prob.keep[k * N + j] = keep;
         }
-      std::vector<float> packed(K * N);
-      std::vector<std::uint32_t> offsets(kc::sparse::chunks(N) + 1);
-      std::vector<std::uint16_t> bits(kc::sparse::chunks(N) * K);
-      const std::size_t count = kc::sparse::pack(prob.w.data(), prob.keep.data(), K, N, packed.data(), packed.size(),
-                                                 offsets.data(), bits.data());
-      const std::vector<float> values(packed.begin(), packed.begin() + std::ptrdiff_t(count));
-      for (std::size_t batch = 1; batch <= max_batch; ++batch) {
-        const bool relu = batch % 2 == 0;
-        INFO(name << " K=" << K << " N=" << N << " pattern=" << pattern << " lead=" << lead << " batch=" << batch);
-        const auto ref = masked_dense(prob.x, prob.w, prob.keep, prob.bias, batch, K, N, relu);
-        std::vector<float> y(batch * N), yr(batch * N);
-        kc::sparse::forward<K, N, Arch>(prob.x.data(), values.data(), offsets.data(), bits.data(), prob.bias.data(),
-                                        y.data(), batch, relu);
-        kc::sparse::forward_reference(prob.x.data(), values.data(), offsets.data(), bits.data(), prob.bias.data(),
-                                      yr.data(), batch, K, N, relu);
-        std::size_t bad = 0;
-        for (std::size_t i = 0; i < y.size(); ++i) {
-          bad += !(y[i] == doctest::Approx(yr[i]).epsilon(1e-5).scale(1.0));
-          bad += !(y[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1.0));
-        }
-        CHECK(bad == 0);
-      }
+      std::ostringstream what;
+      what << name << " K=" << K << " N=" << N << " pattern=" << pattern << " lead=" << lead;
+      check_bitmap_exact<K, N, Arch>(prob, max_batch, [](std::size_t b) { return b % 2 == 0; }, what.str());
     };
     for (std::size_t pattern = 0; pattern <= 6; ++pattern) {
       one.template operator()<101, 80>(pattern, 0);   // pairs (0, 1), (2, 3), chunk 4 alone; odd K

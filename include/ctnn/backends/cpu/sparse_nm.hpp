@@ -333,6 +333,22 @@ void two_of_four_tiled(const float* x, std::size_t ldx, const float* values, con
 
 #if defined(__AVX2__) && defined(__FMA__)
 
+// The 16 bits of 8 two-bit codes from bit `at` of a 2:4 layer's metadata, broadcast and shifted
+// (vpsrlvd by 0, 2, ..., 14) so that lane i holds code i in its two low bits (the AVX2 kernels'
+// vpermilps read only those). Byte-aligned when K % 8 == 0: two bytes.
+template <std::size_t K>
+inline __m256i two_of_four_codes_avx2(const std::uint8_t* meta, std::size_t bytes, std::size_t at) {
+  std::uint32_t c;
+  if constexpr (K % 8 == 0) {
+    std::uint16_t h;
+    std::memcpy(&h, meta + at / 8, 2);
+    c = h;
+  } else {
+    c = bits32(meta, bytes, at);
+  }
+  return _mm256_srlv_epi32(_mm256_set1_epi32(int(c)), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
+}
+
 // 2:4 on AVX2, one sample, units 4 at a time. x is first reordered, in every 16 inputs, as
 // (0-3, 8-11 | 4-7, 12-15) (zeros pad the last 16), so that one register holds groups 0 and 2,
 // the next 1 and 3; each 128-bit half is one group, and lane i (weight i, group i / 2) takes its
@@ -351,18 +367,8 @@ void two_of_four_avx2_one(const float* x, const float* values, const std::uint8_
       const std::size_t k = 16 * b + (i & 3) + (i & 4 ? 8 : 0) + (i & 8 ? 4 : 0);
       xs[16 * b + i] = k < K ? x[k] : 0.0f;
     }
-  const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-  auto codes = [&](std::size_t at) {  // the 16 bits of 8 codes from bit `at`, broadcast
-    std::uint32_t c;
-    if constexpr (K % 8 == 0) {  // byte-aligned: two bytes
-      std::uint16_t h;
-      std::memcpy(&h, meta + at / 8, 2);
-      c = h;
-    } else {
-      c = bits32(meta, bytes, at);
-    }
-    return _mm256_srlv_epi32(_mm256_set1_epi32(int(c)), shifts);
-  };
+  const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);  // the tail's codes
+  auto codes = [&](std::size_t at) { return two_of_four_codes_avx2<K>(meta, bytes, at); };
   auto pick = [&](std::size_t b, __m256i i) {
     return _mm256_blend_ps(_mm256_permutevar_ps(_mm256_load_ps(xs + 16 * b), i),
                            _mm256_permutevar_ps(_mm256_load_ps(xs + 16 * b + 8), i), 0xCC);
@@ -431,18 +437,8 @@ template <std::size_t K, std::size_t R, std::size_t T>
 void two_of_four_avx2_tile(const float* xs, const float* values, const std::uint8_t* meta, std::size_t bytes,
                            const float* bias, float* y, std::size_t N, std::size_t j0, bool relu) {
   constexpr std::size_t U = K / 2, nb = K / 16, rem = K % 16, ld = 16 * ((K + 15) / 16);
-  const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
-  auto codes = [&](std::size_t at) {  // the 16 bits of 8 codes from bit `at`, broadcast and shifted
-    std::uint32_t c;
-    if constexpr (K % 8 == 0) {  // byte-aligned: two bytes
-      std::uint16_t h;
-      std::memcpy(&h, meta + at / 8, 2);
-      c = h;
-    } else {
-      c = bits32(meta, bytes, at);
-    }
-    return _mm256_srlv_epi32(_mm256_set1_epi32(int(c)), shifts);
-  };
+  const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);  // the tail's codes
+  auto codes = [&](std::size_t at) { return two_of_four_codes_avx2<K>(meta, bytes, at); };
   __m256 acc[T][R];
   for (std::size_t u = 0; u < T; ++u)
     for (std::size_t r = 0; r < R; ++r) acc[u][r] = _mm256_setzero_ps();
