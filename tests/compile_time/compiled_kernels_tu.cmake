@@ -28,14 +28,19 @@ file(MAKE_DIRECTORY ${WORK})
 set(outlined "simd::run_plan<" "simd::dot_nt<" "simd::micro<" "thread_pool::run_tasks\\("
     "detail::throw_non_finite_parameter\\(")
 # with CTNN_COMPILED_KERNELS, none of these may be defined, and the first ones must be referenced
-set(referenced ${outlined} "history::append_epoch\\(" "history::~history\\(" "logs::set\\(" "detail::print_summary\\("
+# (the micro-kernels only need be absent: since the fused small MLP's per-layer bodies are in the
+# compiled part, whether the program's own code still calls one depends on the architecture and the
+# optimization level: clang 19 at -O0 for x86-64-v3 calls none)
+set(outlined_referenced ${outlined})
+list(REMOVE_ITEM outlined_referenced "simd::micro<")
+set(referenced ${outlined_referenced} "history::append_epoch\\(" "history::~history\\(" "logs::set\\(" "detail::print_summary\\("
     "data::read_idx\\(" "detail::throw_in_memory_sizes\\(" "detail::throw_sparse_label_out_of_range\\(" "plan_gemm<"
     "thread_pool::global\\(\\)" "cpu::map<[^\n]*adam_update<float>" "cpu::map<[^\n]*backward_of<ctnn::fn::relu_fn>"
     "fused::tile_product<[^\n]*relu_fn" "fused::tile_product<[^\n]*identity_fn" "fused::backward_layer<[^\n]*relu_fn"
     "fused::backward_layer<[^\n]*identity_fn" "shape<28ul, 28ul>, ctnn::sparse_labels, float>::cursor::next\\("
     "shape<28ul, 28ul>, ctnn::sparse_labels, float>::open\\("
     "detail::first_non_finite<float>\\(" "detail::sparse_hits<float>\\(")
-set(absent ${referenced} "detail::summary_[a-z_]+[<(]" "simd::gemv<" "detail::gunzip\\(" "data::parse_idx\\(" "io::write_file_atomically\\("
+set(absent ${referenced} "simd::micro<" "detail::summary_[a-z_]+[<(]" "simd::gemv<" "detail::gunzip\\(" "data::parse_idx\\(" "io::write_file_atomically\\("
     "make_gemm_plan<" "simd::packed_product<" "thread_pool::loop\\(" "thread_pool::~thread_pool\\(")
 # expect(WHAT SYMBOL_TYPES SHOULD_MATCH KIND...): fails with WHAT unless every KIND has (SHOULD_MATCH) or
 # has not (NOT) a symbol of one of SYMBOL_TYPES (nm's letters) in the last compile's object.
