@@ -224,32 +224,6 @@ CTNN_OUTLINE void tile_product(std::size_t K, std::size_t N, const T* a, std::si
   else tile_product_nv<Arch, wide>(K, N, a, lda, w, packed, tail, b, y, m, e);
 }
 
-// db[j] (+)= the rows of dy[m, N] in order, N at run time: column_sum's vectors and order (gemm.hpp;
-// the same bits).
-template <class Arch, class T>
-void column_sum_n(std::size_t N, const T* dy, T* db, std::size_t m, bool add) {
-  using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size;
-  const std::size_t full = N / L * L;
-  for (std::size_t j = 0; j < full; j += L) {
-    B s = add ? B::load_unaligned(db + j) : B(T(0));
-    for (std::size_t i = 0; i < m; ++i) s += B::load_unaligned(dy + i * N + j);
-    s.store_unaligned(db + j);
-  }
-  if (full == N) return;
-  if constexpr (simd::masked_any_v<Arch, T>) {
-    B s = add ? simd::load_n<Arch>(db + full, N - full) : B(T(0));
-    for (std::size_t i = 0; i < m; ++i) s += simd::load_n<Arch>(dy + i * N + full, N - full);
-    simd::store_n<Arch>(s, db + full, N - full);
-  } else {
-    for (std::size_t j = full; j < N; ++j) {
-      T s = add ? db[j] : T(0);
-      for (std::size_t i = 0; i < m; ++i) s += dy[i * N + j];
-      db[j] = s;
-    }
-  }
-}
-
 // One dense layer (K inputs, N outputs, rule e) of one tile of the fused backward
 // (fused_mlp_backward): rows [r0, r0 + nr) of the batch, z holding dL/d(output) for them (the
 // last layer: copied from dy first); dZ = f'(y) dZ in place, db (+)= colsum(dZ), dW (+)= x^T dZ

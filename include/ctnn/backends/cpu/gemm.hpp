@@ -70,6 +70,32 @@ void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m, cons
   }
 }
 
+// db[j] (+)= the rows of dy[m, N] in order, N at run time (the fused backward's one body per
+// architecture and type, fused_mlp.hpp); column_sum<N> is this with N known.
+template <class Arch, class T>
+void column_sum_n(std::size_t N, const T* dy, T* db, std::size_t m, bool add) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  const std::size_t full = N / L * L;
+  for (std::size_t j = 0; j < full; j += L) {
+    B s = add ? B::load_unaligned(db + j) : B(T(0));
+    for (std::size_t i = 0; i < m; ++i) s += B::load_unaligned(dy + i * N + j);
+    s.store_unaligned(db + j);
+  }
+  if (full == N) return;
+  if constexpr (simd::masked_any_v<Arch, T>) {
+    B s = add ? simd::load_n<Arch>(db + full, N - full) : B(T(0));
+    for (std::size_t i = 0; i < m; ++i) s += simd::load_n<Arch>(dy + i * N + full, N - full);
+    simd::store_n<Arch>(s, db + full, N - full);
+  } else {
+    for (std::size_t j = full; j < N; ++j) {
+      T s = add ? db[j] : T(0);
+      for (std::size_t i = 0; i < m; ++i) s += dy[i * N + j];
+      db[j] = s;
+    }
+  }
+}
+
 // db[j] = sum over rows of dy[., j]: 0 plus the rows in order, as
 // reference::col_sum (so equal to it bit for bit; m = 0 gives zeros), in
 // xsimd::batch<T, Arch> columns (the tests pass each Arch the CPU runs).
@@ -78,26 +104,7 @@ void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m, cons
 template <std::size_t N, class T, class Arch = default_arch>
 void column_sum(const T* dy, T* db, std::size_t m, bool add = false) {
   if constexpr (simd_v<T, Arch>) {
-    using B = xsimd::batch<T, Arch>;
-    constexpr std::size_t L = B::size;
-    constexpr std::size_t full = N / L * L;
-    for (std::size_t j = 0; j < full; j += L) {
-      B s = add ? B::load_unaligned(db + j) : B(T(0));
-      for (std::size_t i = 0; i < m; ++i) s += B::load_unaligned(dy + i * N + j);
-      s.store_unaligned(db + j);
-    }
-    if constexpr (full < N && simd::masked_any_v<Arch, T>) {
-      // the last N % L columns: a masked vector per row, same order
-      B s = add ? simd::load_n<Arch>(db + full, N - full) : B(T(0));
-      for (std::size_t i = 0; i < m; ++i) s += simd::load_n<Arch>(dy + i * N + full, N - full);
-      simd::store_n<Arch>(s, db + full, N - full);
-    } else if constexpr (full < N) {
-      for (std::size_t j = full; j < N; ++j) {
-        T s = add ? db[j] : T(0);
-        for (std::size_t i = 0; i < m; ++i) s += dy[i * N + j];
-        db[j] = s;
-      }
-    }
+    column_sum_n<Arch>(N, dy, db, m, add);
   } else if (add) {
     for (std::size_t j = 0; j < N; ++j)
       for (std::size_t i = 0; i < m; ++i) db[j] += dy[i * N + j];
