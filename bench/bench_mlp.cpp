@@ -16,6 +16,10 @@
 //                   float matrix that mlp/infer's first layer reads for its image, in the
 //                   gemv's order; the floor under that layer's time (its weights come
 //                   from L2: docs/performance.md, "Inference at batch 1").
+//   mlp/fit_batch:  fit's loop body for one batch: the next shuffled batch (mlp/gather), then
+//                   the step on it (mlp/train_step); counter samples/s.
+//   mlp/adam_update: the step's update alone (train_step::apply_gradients: Adam over the 235,146
+//                   parameters); argument: threads.
 //   mlp/gather:     what fit does for a batch before its step: the next shuffled batch
 //                   of `batch` training images gathered (copied) into the batch's
 //                   buffer; counter samples/s.
@@ -164,6 +168,50 @@ void gather(benchmark::State& s) {
   s.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// fit's loop body for one batch: the next shuffled batch gathered (a new pass, untimed, at the end of
+// one), then the training step on it; against mlp/train_step (the same step on one fixed batch) it
+// is what fit adds per batch, in one process.
+void fit_batch(benchmark::State& s) {
+  const std::size_t batch = std::size_t(s.range(0));
+  ctnn::kernels::cpu::set_threads(std::size_t(s.range(1)));
+  const auto train = train_set().shuffle(1).batch(batch);
+  auto model = ctnn::make_model<net>(42);
+  ctnn::adam opt;
+  ctnn::train_step step{model, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt};
+  ctnn::data::batch_of<ctnn::shape<28, 28>, ctnn::sparse_labels> b;
+  std::size_t epoch = 0, i = 0;
+  auto cur = train.open(epoch);
+  for (auto _ : s) {
+    if (!cur.next(b)) {
+      s.PauseTiming();
+      cur = train.open(++epoch);
+      s.ResumeTiming();
+      cur.next(b);
+    }
+    const ctnn::step_result r = step.run(b.x.data(), b.y.data(), b.size, epoch, i++);
+    benchmark::DoNotOptimize(r.loss_sum);
+  }
+  s.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
+  ctnn::kernels::cpu::set_threads(1);
+}
+
+// The step's phases 4-6 alone (train_step::apply_gradients: Adam over the 235,146 parameters, the
+// gradients of one step on a fixed batch); its share of mlp/train_step.
+void adam_update(benchmark::State& s) {
+  ctnn::kernels::cpu::set_threads(std::size_t(s.range(0)));
+  const auto& d = train_set();
+  auto model = ctnn::make_model<net>(42);
+  ctnn::adam opt;
+  ctnn::train_step step{model, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt};
+  ctnn::data::batch_of<ctnn::shape<28, 28>, ctnn::sparse_labels> b;
+  auto cur = d.batch(64).open(0);
+  cur.next(b);
+  step.run(b.x.data(), b.y.data(), b.size, 0, 0);
+  for (auto _ : s) benchmark::DoNotOptimize(step.apply_gradients());
+  s.counters["values/s"] = benchmark::Counter(double(model.parameters().size()), benchmark::Counter::kIsIterationInvariantRate);
+  ctnn::kernels::cpu::set_threads(1);
+}
+
 // Adam training steps (train_step) of model on a fixed random batch of `batch` samples, timed by s,
 // then one thread again.
 template <class Model>
@@ -275,6 +323,9 @@ BENCHMARK(width_static_512)->Name("mlp/width_static")->UseRealTime()->ArgNames({
     ->Args({512, 64, 1});
 BENCHMARK(train_step)->Name("mlp/train_step")->UseRealTime()->ArgNames({"batch", "threads"})
     ->Args({16, 1})->Args({64, 1})->Args({256, 1})->Args({16, 2})->Args({64, 2})->Args({256, 2});
+BENCHMARK(fit_batch)->Name("mlp/fit_batch")->UseRealTime()->ArgNames({"batch", "threads"})
+    ->Args({64, 1})->Args({256, 1})->Args({64, 2})->Args({256, 2});
+BENCHMARK(adam_update)->Name("mlp/adam_update")->UseRealTime()->ArgNames({"threads"})->Arg(1)->Arg(2);
 BENCHMARK(epoch)->Name("mlp/epoch")->UseRealTime()->ArgNames({"batch", "threads"})->Unit(benchmark::kMillisecond)->Iterations(1)
     ->Args({16, 1})->Args({64, 1})->Args({256, 1})->Args({16, 2})->Args({64, 2})->Args({256, 2});
 BENCHMARK(epoch_ieee)->Name("mlp/epoch_ieee")->UseRealTime()->ArgNames({"batch", "threads"})->Unit(benchmark::kMillisecond)
