@@ -120,8 +120,15 @@ struct conv2d_layer
   }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
-    O::template conv_forward<geometry>(x, s.params, s.params + kernel_count, y, s.cache, r.batch);
-    Act::template forward<Backend>(y, r.batch * geometry.oh * geometry.ow, F);
+    if constexpr (requires { O::template conv_forward<geometry>(x, s.params, s.params, y, s.cache, r.batch,
+                                                                Act::template rule<T>()); }) {
+      // the activation's rule runs as each output is stored (a backend's conv_forward with an epilogue)
+      O::template conv_forward<geometry>(x, s.params, s.params + kernel_count, y, s.cache, r.batch,
+                                         Act::template rule<T>());
+    } else {
+      O::template conv_forward<geometry>(x, s.params, s.params + kernel_count, y, s.cache, r.batch);
+      Act::template forward<Backend>(y, r.batch * geometry.oh * geometry.ow, F);
+    }
   }
 
   // dy is turned into dL/dz in place (a relu layer's backend may instead read the mask with dy in its
