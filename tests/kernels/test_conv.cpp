@@ -2,7 +2,8 @@
 // patch) against kernels/conv_reference.hpp (direct loops): forward,
 // weight/bias gradients and input gradients for valid and same padding,
 // strides 1-3, one and several channels, on every architecture (archs.hpp);
-// the rule that picks the direct kernels; the same bits whatever the thread count;
+// the rule that picks the direct kernels; conv_forward's epilogue (the activation's rule as each
+// output is stored) against the rule's pass after it; the same bits whatever the thread count;
 // batch_split.hpp's for_samples covers the batch once, in contiguous ranges.
 #include <doctest/doctest.h>
 
@@ -280,4 +281,33 @@ TEST_CASE("conv: same padding pads zeros, half before and the rest after") {
   // 4x4 kernel (even): pad_total 3, 1 before and 2 after.
   constexpr conv_geometry e = geom<4, 4, 1, 1, 4, 4, 1, padding::same>();
   static_assert(e.oh == 4 && e.pt == 1 && e.pl == 1);
+}
+
+// conv_forward with an epilogue rule (a relu layer's forward, ops<cpu>::conv_forward) is the bits of the
+// product then relu_forward over y: the direct kernels, Winograd, the chunked and the one-product im2col paths.
+template <conv_geometry G, class Arch>
+void compare_relu_forward(std::size_t batch) {
+  rng g(G.h * 29 + G.c);
+  std::vector<float> x(batch * G.in_size()), w(G.patch() * G.f), b(G.f);
+  for (auto* v : {&x, &w, &b})
+    for (auto& e : *v) e = float(g.uniform(-1, 1));
+  std::vector<float> y(batch * G.out_size()), y2(y.size()), cols(batch * G.oh * G.ow * G.patch()), cols2(cols.size());
+  kernels::cpu::conv_forward<G, Arch>(x.data(), w.data(), b.data(), y.data(), cols.data(), batch, fn::relu_fn{});
+  kernels::cpu::conv_forward<G, Arch>(x.data(), w.data(), b.data(), y2.data(), cols2.data(), batch);
+  const bool some_negative = std::any_of(y2.begin(), y2.end(), [](float v) { return v < 0; });
+  CHECK(some_negative);
+  kernels::cpu::relu_forward<float, Arch>(y2.data(), y2.size());
+  CHECK(y == y2);
+  CHECK(cols == cols2);  // what backward reads is unchanged
+}
+
+TEST_CASE("conv: conv_forward's epilogue equals the rule's pass over y on every architecture") {
+  CHECK(test::for_each_arch("conv relu forward", [](auto arch, const char*) {
+          using A = decltype(arch);
+          compare_relu_forward<first, A>(5);                                     // direct
+          compare_relu_forward<geom<9, 8, 3, 16, 3, 3, 1, padding::valid>(), A>(3);  // one product
+          compare_relu_forward<second, A>(9);                                    // Winograd or chunked
+          compare_relu_forward<geom<5, 5, 4, 4, 3, 3, 1, padding::valid>(), A>(57);  // chunked im2col
+          compare_relu_forward<geom<13, 13, 32, 64, 3, 3, 1, padding::same>(), A>(2);  // Winograd, padded
+        }) >= 1);
 }

@@ -105,3 +105,34 @@ TEST_CASE("conv2d regularizer: penalty over the kernel only") {
   std::vector<float> p{3, -4, 100};
   CHECK(L::penalty({p.data(), nullptr, nullptr, nullptr}) == doctest::Approx(0.5 * 7));
 }
+
+// A relu layer's activation runs in ops<cpu>::conv_forward as each output is stored (the direct first-layer
+// kernels, Winograd, im2col): y is max(0, the identity layer's y) bit for bit.
+template <class Relu, class Linear>
+void check_relu_forward() {
+  constexpr std::size_t B = 3;
+  rng g(5);
+  std::vector<float> p(Relu::parameter_count), gr(p.size()), cache(Relu::cache_per_sample * B), cache2(cache.size());
+  std::vector<float> x(B * Relu::in_shape::size), y(B * Relu::out_shape::size), y2(y.size());
+  for (auto* v : {&p, &x})
+    for (auto& e : *v) e = float(g.uniform(-1, 1));
+  Relu::forward(layer_slot<float>{p.data(), gr.data(), nullptr, cache.data()}, x.data(), y.data(), run_info{B, true, nullptr});
+  Linear::forward(layer_slot<float>{p.data(), gr.data(), nullptr, cache2.data()}, x.data(), y2.data(),
+                  run_info{B, true, nullptr});
+  std::size_t negative = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    negative += y2[i] < 0;
+    CHECK(y[i] == (y2[i] > 0 ? y2[i] : 0.0f));
+  }
+  CHECK(negative > 0);
+  CHECK(cache == cache2);
+}
+
+TEST_CASE("conv2d with relu: the rule in conv_forward gives max(0, the identity layer's output)") {
+  check_relu_forward<bound<conv2d<32, 3, 3, 1, padding::valid, relu>, shape<28, 28, 1>>,
+                     bound<conv2d<32, 3, 3>, shape<28, 28, 1>>>();
+  check_relu_forward<bound<conv2d<64, 3, 3, 1, padding::valid, relu>, shape<13, 13, 32>>,
+                     bound<conv2d<64, 3, 3>, shape<13, 13, 32>>>();
+  check_relu_forward<bound<conv2d<5, 3, 3, 2, padding::same, relu>, shape<7, 6, 3>>,
+                     bound<conv2d<5, 3, 3, 2, padding::same>, shape<7, 6, 3>>>();
+}

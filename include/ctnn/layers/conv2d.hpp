@@ -11,8 +11,8 @@
 // regularizer applies to the kernel. Requires a rank-2 or 3 input and, with valid
 // padding, a kernel that fits (compile errors naming the position and sizes).
 // Runs as im2col + GEMM (backends/cpu/conv.hpp; y and dx of a 3x3 stride-1 layer with 16 or
-// more channels in and out by Winograd F(2x2, 3x3), backends/cpu/winograd.hpp); cache: the
-// im2col matrix.
+// more channels in and out by Winograd F(2x2, 3x3), backends/cpu/winograd.hpp); the activation's
+// rule runs inside conv_forward where the backend takes one (ops<cpu>); cache: the im2col matrix.
 #pragma once
 #include <array>
 #include <cmath>
@@ -120,8 +120,15 @@ struct conv2d_layer
   }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
-    O::template conv_forward<geometry>(x, s.params, s.params + kernel_count, y, s.cache, r.batch);
-    Act::template forward<Backend>(y, r.batch * geometry.oh * geometry.ow, F);
+    if constexpr (requires { O::template conv_forward<geometry>(x, s.params, s.params, y, s.cache, r.batch,
+                                                                Act::template rule<T>()); }) {
+      // the activation's rule runs as each output is stored (a backend's conv_forward with an epilogue)
+      O::template conv_forward<geometry>(x, s.params, s.params + kernel_count, y, s.cache, r.batch,
+                                         Act::template rule<T>());
+    } else {
+      O::template conv_forward<geometry>(x, s.params, s.params + kernel_count, y, s.cache, r.batch);
+      Act::template forward<Backend>(y, r.batch * geometry.oh * geometry.ow, F);
+    }
   }
 
   // dy is turned into dL/dz in place (a relu layer's backend may instead read the mask with dy in its

@@ -146,9 +146,9 @@ struct direct_plan {
 
 // Outputs ow0 .. ow0+RR-1 of row oh, filter vectors [v0, v0+FG): acc = bias + sum over the window.
 // Inside: every column of the block's windows is inside the input (no column checks).
-template <conv_geometry G, class Arch, std::size_t RR, bool Inside>
+template <conv_geometry G, class Arch, std::size_t RR, bool Inside, class E>
 CTNN_FORCEINLINE void direct_block(const float* xs, const float* w, const float* b, float* y, std::size_t oh,
-                                   std::size_t ow0, std::size_t v0) {
+                                   std::size_t ow0, std::size_t v0, const E& e) {
   using B = xsimd::batch<float, Arch>;
   using P = direct_plan<G, Arch>;
   constexpr std::size_t L = P::L, FG = P::FG;
@@ -176,20 +176,22 @@ CTNN_FORCEINLINE void direct_block(const float* xs, const float* w, const float*
       }
   }
   for (std::size_t r = 0; r < RR; ++r)
-    for (std::size_t v = 0; v < FG; ++v) acc[r][v].store_unaligned(y + (ow0 + r) * G.f + (v0 + v) * L);
+    for (std::size_t v = 0; v < FG; ++v) e.forward(acc[r][v]).store_unaligned(y + (ow0 + r) * G.f + (v0 + v) * L);
 }
 
-template <conv_geometry G, class Arch, std::size_t RR>
+template <conv_geometry G, class Arch, std::size_t RR, class E>
 CTNN_FORCEINLINE void direct_block_at(const float* xs, const float* w, const float* b, float* y, std::size_t oh,
-                                      std::size_t ow0, std::size_t v0) {
+                                      std::size_t ow0, std::size_t v0, const E& e) {
   const bool inside = ow0 * G.stride >= G.pl && (ow0 + RR - 1) * G.stride + G.kw <= G.w + G.pl;
-  if (inside) direct_block<G, Arch, RR, true>(xs, w, b, y, oh, ow0, v0);
-  else direct_block<G, Arch, RR, false>(xs, w, b, y, oh, ow0, v0);
+  if (inside) direct_block<G, Arch, RR, true>(xs, w, b, y, oh, ow0, v0, e);
+  else direct_block<G, Arch, RR, false>(xs, w, b, y, oh, ow0, v0, e);
 }
 
-template <conv_geometry G, class Arch>
+// y = e.forward(the window sums + b) of samples [n0, n1): e, a rule of kernels/functors.hpp (the
+// layer's activation), on the accumulators before they are stored.
+template <conv_geometry G, class Arch, class E = fn::identity_fn>
 void direct_forward_samples(const float* x, const float* w, const float* b, float* y, std::size_t n0,
-                            std::size_t n1) {
+                            std::size_t n1, const E& e = {}) {
   using P = direct_plan<G, Arch>;
   for (std::size_t n = n0; n < n1; ++n) {
     const float* xs = x + n * G.in_size();
@@ -197,8 +199,8 @@ void direct_forward_samples(const float* x, const float* w, const float* b, floa
       float* yr = y + (n * G.oh + oh) * G.ow * G.f;
       for (std::size_t v0 = 0; v0 < P::FV; v0 += P::FG) {
         std::size_t ow = 0;
-        for (; ow + P::R <= G.ow; ow += P::R) direct_block_at<G, Arch, P::R>(xs, w, b, yr, oh, ow, v0);
-        for (; ow < G.ow; ++ow) direct_block_at<G, Arch, 1>(xs, w, b, yr, oh, ow, v0);
+        for (; ow + P::R <= G.ow; ow += P::R) direct_block_at<G, Arch, P::R>(xs, w, b, yr, oh, ow, v0, e);
+        for (; ow < G.ow; ++ow) direct_block_at<G, Arch, 1>(xs, w, b, yr, oh, ow, v0, e);
       }
     }
   }
@@ -330,8 +332,8 @@ void for_chunks(std::size_t batch, F&& f) {
 }
 
 namespace detail {
-template <conv_geometry G, class Arch, class T>
-void conv_forward_chunked(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t batch) {
+template <conv_geometry G, class Arch, class T, class E = fn::identity_fn>
+void conv_forward_chunked(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t batch, const E& e = {}) {
   constexpr std::size_t rows = G.oh * G.ow, P = G.patch();
   T* const packed = simd::scratch<T, conv_scratch_tag + 1>(packed_size<P, G.f, T, Arch>);
   pack_weights<P, G.f, Arch>(w, packed, packed_rows);
@@ -339,7 +341,7 @@ void conv_forward_chunked(const T* x, const T* w, const T* b, T* y, T* cols, std
   for_chunks<G>(batch, [&](std::size_t, std::size_t n0, std::size_t n1) {
     T* const buf = simd::scratch<T, conv_scratch_tag>(conv_chunk<G> * rows * P);
     im2col_samples<G>(x + n0 * G.in_size(), buf, 0, n1 - n0);
-    dense_forward_packed<P, G.f, fn::identity_fn, Arch>(buf, w, packed, b, y + n0 * rows * G.f, (n1 - n0) * rows);
+    dense_forward_packed<P, G.f, E, Arch>(buf, w, packed, b, y + n0 * rows * G.f, (n1 - n0) * rows, e);
   });
 }
 
@@ -368,13 +370,15 @@ void conv_backward_chunked(const T* dy, const T* w, T* dw, T* db, T* dx, T* cols
 }
 }  // namespace detail
 
-// y[batch*OH*OW, F] = im2col(x) * w + b; cols must hold batch * OH*OW * KH*KW*C values.
-template <conv_geometry G, class Arch = default_arch, class T>
-void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t batch) {
+// y[batch*OH*OW, F] = e.forward(im2col(x) * w + b); cols must hold batch * OH*OW * KH*KW*C values.
+// e: a rule of kernels/functors.hpp (the layer's activation: identity_fn, relu_fn ...), applied to
+// each output before it is stored (the same values as a separate pass of the rule over y).
+template <conv_geometry G, class Arch = default_arch, class T, class E = fn::identity_fn>
+void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t batch, const E& e = {}) {
   if constexpr (direct_conv_v<G, Arch, T>) {
     std::copy(x, x + batch * G.in_size(), cols);  // conv_backward's dW reads it
     for_samples(batch, G.out_size() * G.patch(), [&](std::size_t n0, std::size_t n1) {
-      detail::direct_forward_samples<G, Arch>(x, w, b, y, n0, n1);
+      detail::direct_forward_samples<G, Arch>(x, w, b, y, n0, n1, e);
     });
     return;
   }
@@ -382,12 +386,12 @@ void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t
     // y by Winograd F(2x2, 3x3); cols as the im2col path leaves it, for conv_backward
     if (conv_chunked_v<G, Arch, T> && batch > conv_chunk<G>) std::copy(x, x + batch * G.in_size(), cols);
     else im2col<G>(x, cols, batch);
-    return winograd_forward<G, Arch>(x, w, b, y, batch);
+    return winograd_forward<G, Arch>(x, w, b, y, batch, e);
   }
   if constexpr (conv_chunked_v<G, Arch, T>)
-    if (batch > conv_chunk<G>) return detail::conv_forward_chunked<G, Arch>(x, w, b, y, cols, batch);
+    if (batch > conv_chunk<G>) return detail::conv_forward_chunked<G, Arch>(x, w, b, y, cols, batch, e);
   im2col<G>(x, cols, batch);
-  dense_forward<G.patch(), G.f, fn::identity_fn, Arch>(cols, w, b, y, batch * G.oh * G.ow);
+  dense_forward<G.patch(), G.f, E, Arch>(cols, w, b, y, batch * G.oh * G.ow, e);
 }
 
 // cols: what conv_forward left there (overwritten when dx is wanted).

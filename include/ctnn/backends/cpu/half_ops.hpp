@@ -111,8 +111,8 @@ struct half_ops {
   // ---- convolution and pooling ----
   // cols (the layer's cache) keeps the im2col matrix in T: the copies of x's
   // 16-bit values, so rounding them loses nothing.
-  template <kernels::conv_geometry G, class T>
-  static void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t batch) {
+  template <kernels::conv_geometry G, class T, class E = fn::identity_fn>
+  static void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t batch, const E& e = {}) {
     auto& ws = detail::half_workspace::local();
     const std::size_t nc = batch * G.oh * G.ow * G.patch();
     const float* xf = widen(x, batch * G.in_size(), ws.buf[0]);
@@ -120,7 +120,7 @@ struct half_ops {
     const float* bf = widen(b, G.f, ws.buf[2]);
     float* yf = ws.buf[3].get(batch * G.out_size());
     float* cf = ws.buf[4].get(nc);
-    F::template conv_forward<G>(xf, wf, bf, yf, cf, batch);
+    F::template conv_forward<G>(xf, wf, bf, yf, cf, batch, e);  // e in float, before the rounding to T
     convert(yf, y, batch * G.out_size());
     convert(cf, cols, nc);
   }

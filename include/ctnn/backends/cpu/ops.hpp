@@ -243,10 +243,14 @@ struct ops<cpu<Arch>> {
   }
 
   // ---- convolution and pooling (geometry G) ----
-  template <kernels::conv_geometry G, class T>
-  static void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t batch) {
-    if constexpr (is_half_v<T>) half<T>::template conv_forward<G>(x, w, b, y, cols, batch);
-    else kernels::cpu::conv_forward<G, Arch>(x, w, b, y, cols, batch);
+  // y = e.forward(conv(x, w) + b): e, the layer's activation rule (kernels/functors.hpp), on each output
+  // before it is stored (no second pass over y).
+  template <kernels::conv_geometry G, class T, class E = fn::identity_fn>
+  static void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t batch, const E& e = {}) {
+    static_assert(fn::epilogue_rule<E, std::conditional_t<is_half_v<T>, float, T>>,
+                  "ops<cpu>::conv_forward: the epilogue must be a rule of kernels/functors.hpp (V forward(V))");
+    if constexpr (is_half_v<T>) half<T>::template conv_forward<G>(x, w, b, y, cols, batch, e);
+    else kernels::cpu::conv_forward<G, Arch>(x, w, b, y, cols, batch, e);
   }
   template <kernels::conv_geometry G, class T>
   static void conv_backward(const T* dy, const T* w, T* dw, T* db, T* dx, T* cols, std::size_t batch) {

@@ -22,6 +22,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "../../kernels/conv_reference.hpp"
+#include "../../kernels/functors.hpp"
 #include "arch.hpp"
 #include "batch_split.hpp"
 #include "gemm.hpp"
@@ -118,10 +119,10 @@ void winograd_input(const T* x, T* v, std::size_t n0, std::size_t n1) {
   }
 }
 
-// y of samples [n0, n1) = A^T M A + b from M[e][t][f], A^T = [1 1 1 0; 0 1 -1 -1]; outputs past
-// OH, OW (the odd sizes' last half tiles) are not written.
-template <kernels::conv_geometry G, class Arch, class T>
-void winograd_output(const T* m, const T* b, T* y, std::size_t n0, std::size_t n1) {
+// y of samples [n0, n1) = ep.forward(A^T M A + b) from M[e][t][f], A^T = [1 1 1 0; 0 1 -1 -1] (ep: a
+// rule of kernels/functors.hpp); outputs past OH, OW (the odd sizes' last half tiles) are not written.
+template <kernels::conv_geometry G, class Arch, class T, class E = fn::identity_fn>
+void winograd_output(const T* m, const T* b, T* y, std::size_t n0, std::size_t n1, const E& ep = {}) {
   using B = xsimd::batch<T, Arch>;
   constexpr std::size_t L = B::size, F = G.f, TH = (G.oh + 1) / 2, TW = (G.ow + 1) / 2;
   const std::size_t es = (n1 - n0) * TH * TW * F;
@@ -143,17 +144,18 @@ void winograd_output(const T* m, const T* b, T* y, std::size_t n0, std::size_t n
           for (std::size_t i = 0; i < 2; ++i) {  // t A + b
             if (i == 1 && !two_rows) break;
             T* yr = i ? y1 : y0;
-            (t[i][0] + t[i][1] + t[i][2] + bv).store_unaligned(yr + f);
-            if (two_cols) (t[i][1] - t[i][2] - t[i][3] + bv).store_unaligned(yr + F + f);
+            ep.forward(t[i][0] + t[i][1] + t[i][2] + bv).store_unaligned(yr + f);
+            if (two_cols) ep.forward(t[i][1] - t[i][2] - t[i][3] + bv).store_unaligned(yr + F + f);
           }
         }
       }
 }
 }  // namespace detail
 
-// y = conv(x, w) + b (b null: no bias) by Winograd F(2x2, 3x3); winograd_v<G, Arch, T> must hold.
-template <kernels::conv_geometry G, class Arch, class T>
-void winograd_forward(const T* x, const T* w, const T* b, T* y, std::size_t batch) {
+// y = e.forward(conv(x, w) + b) (b null: no bias; e a rule of kernels/functors.hpp, applied as each
+// output is stored) by Winograd F(2x2, 3x3); winograd_v<G, Arch, T> must hold.
+template <kernels::conv_geometry G, class Arch, class T, class E = fn::identity_fn>
+void winograd_forward(const T* x, const T* w, const T* b, T* y, std::size_t batch, const E& ep = {}) {
   static_assert(winograd_v<G, Arch, T>, "winograd_forward: the geometry is not a 3x3 stride-1 conv with "
                                             "C and F whole vectors of at least 16");
   constexpr std::size_t C = G.c, F = G.f, CF = C * F, PS = packed_size<C, F, T, Arch>;
@@ -173,7 +175,7 @@ void winograd_forward(const T* x, const T* w, const T* b, T* y, std::size_t batc
         for (std::size_t e = 0; e < 16; ++e)
           dense_forward_packed<C, F, fn::identity_fn, Arch>(v + e * mt * C, u + e * CF, packed + e * PS,
                                                             static_cast<const T*>(nullptr), m + e * mt * F, mt);
-        detail::winograd_output<G, Arch, T>(m, b, y, n0, n1);
+        detail::winograd_output<G, Arch, T>(m, b, y, n0, n1, ep);
       },
       chunks > 1 && batch * G.out_size() * G.patch() >= sample_split_min);
 }
