@@ -102,7 +102,8 @@ TEST_CASE("reference gemm on a 2x2 example") {
   CHECK(y[3] == 50);
 }
 
-// column_sum adds 0 and then the rows in order, as reference::col_sum: equal bit for bit.
+// column_sum adds 0 and then the rows in order, as reference::col_sum: equal bit for bit (also as
+// the sum of the first rows continued with add).
 template <std::size_t N, class T, class Arch>
 void check_column_sum(const char* arch) {
   for (std::size_t m : {0, 1, 3, 17}) {
@@ -115,6 +116,11 @@ void check_column_sum(const char* arch) {
     kernels::reference::col_sum(dy.data(), dbr.data(), m, N);
     CHECK(std::equal(dbr.begin(), dbr.end(), db.begin()));
     CHECK(std::count(db.begin() + N, db.end(), T(7)) == 3);  // nothing written past N
+    // add: the first half of the rows, then the rest added to it: the same sums, the same bits
+    std::vector<T> db2(N + 3, T(7));
+    kernels::cpu::column_sum<N, T, Arch>(dy.data(), db2.data(), m / 2);
+    kernels::cpu::column_sum<N, T, Arch>(dy.data() + m / 2 * N, db2.data(), m - m / 2, true);
+    CHECK(std::equal(dbr.begin(), dbr.end(), db2.begin()));
   }
 }
 
@@ -124,6 +130,7 @@ void check_column_sums(const char* arch) {
   check_column_sum<3, T, Arch>(arch);
   check_column_sum<17, T, Arch>(arch);
   check_column_sum<255, T, Arch>(arch);
+  check_column_sum<512, T, Arch>(arch);  // whole groups of 8 vectors (an LSTM(128)'s 4 gates)
   check_column_sum<1000, T, Arch>(arch);
 }
 

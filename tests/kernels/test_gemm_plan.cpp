@@ -178,6 +178,13 @@ static_assert(!make_gemm_plan<avx2>(transposed_problem({128, 10, 64, 1, 128, 10,
 static_assert(forward<avx2>(1024, 1024, 1024).b == b_access::packed && forward<avx2>(1024, 1024, 1024).scratch.b.size == 1024 * 1024);
 static_assert(forward<avx512>(1024, 1024, 1024).mblocks == 32 && forward<avx512>(1024, 1024, 1024).NC == 32);
 static_assert(weights<avx512>(7744, 288, 64).b == b_access::k_outer && weights<avx512>(7744, 288, 64).kcb == 250);
+// wider (M + N over the budget at 256 rows): K blocks of at most 128 outermost (dR of an LSTM(128) over 27 steps at
+// batch 64: 14 of 124, at 16: 4 of 108); the GRU(128)'s (N 384) fits at 256; beyond 128 rows a block, B packed whole
+static_assert(weights<avx512>(1728, 128, 512).b == b_access::k_outer && weights<avx512>(1728, 128, 512).kcb == 124);
+static_assert(weights<avx2>(1728, 128, 512).b == b_access::k_outer && weights<avx2>(1728, 128, 512).kc_max == 124);
+static_assert(weights<avx512>(432, 128, 512).kcb == 108 && weights<avx512>(432, 128, 512).scratch.b.size == 2 * 16 * 32 * 108);
+static_assert(weights<avx512>(1728, 128, 384).b == b_access::k_outer && weights<avx512>(1728, 128, 384).kcb == 247);
+static_assert(weights<avx512>(1728, 128, 1024).b == b_access::packed && weights<avx512>(1728, 128, 1024).kcb == 247);
 // conv2 forward (im2col rows 7744, K 288, N 64): B packed; K one block with 16 registers, two of 144 with 32
 static_assert(forward<avx2>(7744, 288, 64).b == b_access::packed && forward<avx512>(7744, 288, 64).b == b_access::packed);
 static_assert(forward<avx2>(7744, 288, 64).kcb == 288 && forward<avx2>(7744, 288, 64).kc_max == 288);

@@ -135,6 +135,17 @@ TEST_CASE("simd_gemm with tiles of MR - 1 rows equals the reference on every arc
   CHECK(ran >= 1);
 }
 
+// K blocks of at most 128 rows outermost (plan.hpp: a product too wide for blocks of 256 in the L2
+// budget, M + N from 513 to 1024: dR of an LSTM(128), 128 x 512), each block packed while the one
+// before runs; partial row blocks and panels (77 rows, 520 columns), 3 and 5 blocks.
+TEST_CASE("simd_gemm with K blocks of 128 rows outermost equals the reference on every architecture") {
+  const int ran = test::for_each_arch("simd_gemm, K blocks of 128", [](auto arch, const char* name) {
+    check_arch<decltype(arch), float>(name, {77}, {520}, {300, 600});
+    check_arch<decltype(arch), double>(name, {77}, {520}, {300});
+  });
+  CHECK(ran >= 1);
+}
+
 // simd_v<T, Arch>: xsimd for float and double on an architecture the compiler targets, else scalar.
 static_assert(kernels::cpu::simd_v<float, xsimd::sse2> && kernels::cpu::simd_v<double, xsimd::sse2>);
 static_assert(!kernels::cpu::simd_v<int, xsimd::sse2> && !kernels::cpu::simd_v<long double, xsimd::sse2>);
@@ -186,6 +197,7 @@ TEST_CASE("results are bit-identical whatever the thread count") {
                         shape{256, 784, 256, false, true}, shape{300, 130, 513, false, false}, shape{16, 256, 784, false, false},
                         shape{1, 784, 512, false, false}, shape{1, 300, 256, false, true},
                         shape{288, 64, 7744, true, false} /* dW of a conv: K blocks outermost */,
+                        shape{128, 512, 1728, true, false} /* dR of an LSTM(128) at batch 64: K blocks of 124 */,
                         shape{9, 32, 5000, true, false} /* few rows, long K */,
                         shape{128, 10, 4096, true, false} /* dW of a 10-wide layer: C^T on AVX2 */,
                         shape{256, 10, 128, false, false} /* Y = X W of a 10-wide layer: C^T on AVX2 */,

@@ -71,13 +71,24 @@ void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m, cons
 }
 
 // db[j] (+)= the rows of dy[m, N] in order, N at run time (the fused backward's one body per
-// architecture and type, fused_mlp.hpp); column_sum<N> is this with N known.
+// architecture and type, fused_mlp.hpp); column_sum<N> is this with N known. Columns by groups of
+// 8 vectors, each row's 8 read together: 8 independent sums and a row's contiguous values, not one
+// dependent chain a vector down a column of N-strided loads (db of an LSTM(128) at batch 64, dz
+// [1792, 512]: 2.5 % of its training step, loaded Xeon); each column still adds its rows in order.
 template <class Arch, class T>
 void column_sum_n(std::size_t N, const T* dy, T* db, std::size_t m, bool add) {
   using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size;
+  constexpr std::size_t L = B::size, V = 8;
   const std::size_t full = N / L * L;
-  for (std::size_t j = 0; j < full; j += L) {
+  std::size_t j0 = 0;
+  for (; j0 + V * L <= full; j0 += V * L) {
+    B s[V];
+    for (std::size_t v = 0; v < V; ++v) s[v] = add ? B::load_unaligned(db + j0 + v * L) : B(T(0));
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t v = 0; v < V; ++v) s[v] += B::load_unaligned(dy + i * N + j0 + v * L);
+    for (std::size_t v = 0; v < V; ++v) s[v].store_unaligned(db + j0 + v * L);
+  }
+  for (std::size_t j = j0; j < full; j += L) {
     B s = add ? B::load_unaligned(db + j) : B(T(0));
     for (std::size_t i = 0; i < m; ++i) s += B::load_unaligned(dy + i * N + j);
     s.store_unaligned(db + j);
