@@ -459,9 +459,19 @@ struct dot_avx2 {
 };
 #if defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))
 // acc += dot4(u8 a, s8 w) per int32 lane: AVX-VNNI's VEX vpdpbusd where the build has it, else
-// AVX512_VNNI's EVEX form on ymm (AVX512VL), which computes the same
+// AVX512_VNNI's EVEX form on ymm (AVX512VL), which computes the same. GCC (12) copies every
+// accumulator of a tile through another register around either intrinsic (and, with 2 x 2
+// accumulators in the -march=native build, through the stack at every group); the asm forms keep
+// them in place (clang: the intrinsics)
 inline __m256i dpbusd256(__m256i acc, __m256i a, __m256i w) {
+#if defined(__GNUC__) && !defined(__clang__)
 #if defined(__AVXVNNI__)
+  __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(a), "xm"(w));
+#else
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "vm"(w));
+#endif
+  return acc;
+#elif defined(__AVXVNNI__)
   return _mm256_dpbusd_avx_epi32(acc, a, w);
 #else
   return _mm256_dpbusd_epi32(acc, a, w);
