@@ -35,3 +35,15 @@
 #define CTNN_INSTANCE(...)
 #define CTNN_OUTLINE
 #endif
+
+namespace ctnn::detail {
+// Whether this translation unit uses the compiled part (CTNN_COMPILED_KERNELS) or defines it
+// (CTNN_COMPILED_KERNELS_DEFINE): a kernel entry then calls the compiled part's one body for a
+// shape class instead of instantiating its per-shape body (backends/cpu/gemm.hpp).
+inline constexpr bool compiled_part =
+#if defined(CTNN_COMPILED_KERNELS) || defined(CTNN_COMPILED_KERNELS_DEFINE)
+    true;
+#else
+    false;
+#endif
+}  // namespace ctnn::detail

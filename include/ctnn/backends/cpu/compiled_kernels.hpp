@@ -92,6 +92,24 @@
   CTNN_DETAIL_NARROW(X, A, 12) CTNN_DETAIL_NARROW(X, A, 13) CTNN_DETAIL_NARROW(X, A, 14)                             \
   CTNN_DETAIL_NARROW(X, A, 15)
 
+// X, A as above: the product's entry with its planner (simd_gemm.hpp: simd_gemm_epilogue, CTNN_OUTLINE)
+// for float and every rule a dense layer fuses (relu and identity: relu_fn), double for relu_fn; and
+// pack_panels for float (gemm.hpp, CTNN_OUTLINE); narrow_weights_gradient_n for float (simd_gemm.hpp:
+// every narrow N of the architecture, which dense_backward_weights calls in compiled mode).
+#define CTNN_DETAIL_EPILOGUE(X, A, T, E)                                                                         \
+  X void simd_gemm_epilogue<A, T, E>(std::size_t, std::size_t, std::size_t, strided<T>, strided<T>, T*,          \
+                                     std::size_t, const T*, const E&, bool, thread_pool&);
+#define CTNN_DETAIL_EPILOGUE_INSTANCES(X, A)                 \
+  CTNN_DETAIL_EPILOGUE(X, A, float, ::ctnn::fn::relu_fn)                 \
+  CTNN_DETAIL_EPILOGUE(X, A, float, ::ctnn::fn::leaky_relu_fn<float>)    \
+  CTNN_DETAIL_EPILOGUE(X, A, float, ::ctnn::fn::sigmoid_fn)              \
+  CTNN_DETAIL_EPILOGUE(X, A, float, ::ctnn::fn::tanh_fn)                 \
+  CTNN_DETAIL_EPILOGUE(X, A, double, ::ctnn::fn::relu_fn)
+#define CTNN_DETAIL_PACK_INSTANCES(X, A)                                                     \
+  X void pack_panels<A, float>(std::size_t, std::size_t, strided<float>, float*);           \
+  X void narrow_weights_gradient_n<A, float>(std::size_t, std::size_t, std::size_t, const float*, \
+                                             const float*, float*, thread_pool&);
+
 // X, A as above: map<A> (map.hpp) of rule F over float arrays P (each `float` or `const float`). The
 // element-wise rules every network's training or inference calls through ops<cpu>::map: the optimizers'
 // updates (optimizers/*.hpp's apply: w, g, then the slots), the gradient scaling and checks of the step,
@@ -117,12 +135,7 @@
 namespace ctnn::kernels::cpu {
 // Whether this translation unit uses the compiled GEMM kernels (declared
 // extern) or defines them; false header-only.
-inline constexpr bool compiled_kernels =
-#if defined(CTNN_COMPILED_KERNELS) || defined(CTNN_COMPILED_KERNELS_DEFINE)
-    true;
-#else
-    false;
-#endif
+inline constexpr bool compiled_kernels = ::ctnn::detail::compiled_part;
 }  // namespace ctnn::kernels::cpu
 
 #if defined(CTNN_COMPILED_KERNELS_DEFINE)
@@ -130,8 +143,10 @@ namespace ctnn::kernels::cpu::simd {
 CTNN_DETAIL_GEMM_INSTANCES(template, xsimd::default_arch, float)
 CTNN_DETAIL_GEMM_INSTANCES(template, xsimd::default_arch, double)
 CTNN_DETAIL_FLOAT_SHAPE_INSTANCES(template, xsimd::default_arch)
+CTNN_DETAIL_PACK_INSTANCES(template, xsimd::default_arch)
 }  // namespace ctnn::kernels::cpu::simd
 namespace ctnn::kernels::cpu {
+CTNN_DETAIL_EPILOGUE_INSTANCES(template, xsimd::default_arch)
 template gemm_plan plan_gemm<gemm_target_of<float, xsimd::default_arch>()>(gemm_problem);
 template gemm_plan plan_gemm<gemm_target_of<double, xsimd::default_arch>()>(gemm_problem);
 CTNN_DETAIL_MAP_INSTANCES(template, xsimd::default_arch)
@@ -141,8 +156,10 @@ namespace ctnn::kernels::cpu::simd {
 CTNN_DETAIL_GEMM_INSTANCES(extern template, xsimd::default_arch, float)
 CTNN_DETAIL_GEMM_INSTANCES(extern template, xsimd::default_arch, double)
 CTNN_DETAIL_FLOAT_SHAPE_INSTANCES(extern template, xsimd::default_arch)
+CTNN_DETAIL_PACK_INSTANCES(extern template, xsimd::default_arch)
 }  // namespace ctnn::kernels::cpu::simd
 namespace ctnn::kernels::cpu {
+CTNN_DETAIL_EPILOGUE_INSTANCES(extern template, xsimd::default_arch)
 extern template gemm_plan plan_gemm<gemm_target_of<float, xsimd::default_arch>()>(gemm_problem);
 extern template gemm_plan plan_gemm<gemm_target_of<double, xsimd::default_arch>()>(gemm_problem);
 CTNN_DETAIL_MAP_INSTANCES(extern template, xsimd::default_arch)

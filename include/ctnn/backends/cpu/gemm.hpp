@@ -127,7 +127,10 @@ void column_sum(const T* dy, T* db, std::size_t m, bool add = false) {
 template <std::size_t K, std::size_t N, class Arch = default_arch, class T>
 void dense_backward_weights(const T* x, const T* dy, T* dw, T* db, std::size_t m) {
   if constexpr (simd_v<T, Arch>) {
-    if constexpr (N < xsimd::batch<T, Arch>::size)
+    if constexpr (N < xsimd::batch<T, Arch>::size && ::ctnn::detail::compiled_part && std::is_same_v<T, float> &&
+                  std::is_same_v<Arch, default_arch>)
+      simd::narrow_weights_gradient_n<Arch>(N, K, m, x, dy, dw);  // the compiled part's body
+    else if constexpr (N < xsimd::batch<T, Arch>::size)
       simd::narrow_weights_gradient<Arch, N>(K, m, x, dy, dw);
     else
       simd_gemm<Arch>(K, N, m, strided<T>{x, 1, K}, strided<T>{dy, N, 1}, dw, N, static_cast<const T*>(nullptr),
@@ -179,7 +182,10 @@ inline constexpr std::size_t packed_size = [] {
 }();
 
 namespace simd {
-// Packs every panel of the K x N matrix b (strided) for packed_product.
+// Packs every panel of the K x N matrix b (strided) for packed_product. With
+// CTNN_COMPILED_KERNELS float's instance is extern (compiled_kernels.hpp): where g++ does not
+// inline it, a program calls the compiled part's. Not CTNN_OUTLINE: out of line, g++ 12 warns
+// (-Wstringop-overflow, on by default) of pack_b's zero fill of a partial panel for double.
 template <class Arch, class T>
 void pack_panels(std::size_t K, std::size_t N, strided<T> b, T* bp) {
   const std::size_t NR = packed_panel_vectors<T, Arch>(N) * blocking<T, Arch>::L;

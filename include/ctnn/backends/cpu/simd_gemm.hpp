@@ -19,9 +19,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <type_traits>
+#include <utility>
 
 #include <xsimd/xsimd.hpp>
 
+#include "../../core/separate.hpp"
 #include "../../kernels/functors.hpp"
 #include "arch.hpp"
 #include "gemm/gemv.hpp"
@@ -71,6 +73,18 @@ void narrow_weights_gradient(std::size_t K, std::size_t m, const T* x, const T* 
   for (std::size_t i = 0; i < K; ++i)
 #pragma GCC unroll 16
     for (std::size_t j = 0; j < N; ++j) dw[i * N + j] = ct[j * K + i];
+}
+
+// narrow_weights_gradient with N at run time (1 <= N < the vector's lanes): one body per
+// architecture and type, each N's body called from a comparison chain. With
+// CTNN_COMPILED_KERNELS float's is in the compiled part (compiled_kernels.hpp) and
+// dense_backward_weights<K, N> calls it, so a program does not instantiate the N-row body.
+template <class Arch, class T>
+CTNN_OUTLINE void narrow_weights_gradient_n(std::size_t N, std::size_t K, std::size_t m, const T* x, const T* dy,
+                                            T* dw, thread_pool& pool = thread_pool::global()) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (void)((N == I + 1 && (narrow_weights_gradient<Arch, I + 1>(K, m, x, dy, dw, pool), true)) || ...);
+  }(std::make_index_sequence<blocking<T, Arch>::L - 1>{});
 }
 
 // The blocked mode of a plan (make_gemm_plan), with output panels NV vectors
@@ -284,7 +298,12 @@ void run_plan(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, s
 
 // The product with e.forward applied to every output when act is true (one
 // instance for relu and none: both enum epilogues pass fn::relu_fn). `inline`
-// (a hint to GCC): it stays small and is inlined into its callers, as before the split.
+// (a hint to GCC): header-only it stays small and is inlined into its callers, as before the
+// split. With CTNN_COMPILED_KERNELS it is CTNN_OUTLINE (core/separate.hpp) and the compiled part
+// holds float's instances for every rule a dense layer fuses and double's for relu_fn
+// (compiled_kernels.hpp): a program's dense products, one call site per layer and direction
+// (dense_forward / dense_backward_* <K, N>), are then a call each instead of the planner's
+// branches and the gemv loop inlined at every one (docs/performance.md, "Compile time and memory").
 // make_gemm_plan at run time, out of line: one instance per gemm_target (compiled
 // once in the compiled part: compiled_kernels.hpp).
 template <gemm_target Target>
@@ -293,7 +312,7 @@ gemm_plan plan_gemm(gemm_problem p) {
 }
 
 template <class Arch, class T, class E>
-inline void simd_gemm_epilogue(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c,
+CTNN_OUTLINE inline void simd_gemm_epilogue(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c,
                                std::size_t ldc, const T* bias, const E& e, bool act, thread_pool& pool) {
   const gemm_plan g = plan_gemm<gemm_target_of<T, Arch>()>({M, N, K, a.rs, a.cs, b.rs, b.cs, pool.size()});
   // The one-row paths are called from here, not through run_plan: at batch 1 the
