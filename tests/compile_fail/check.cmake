@@ -17,8 +17,37 @@ list(TRANSFORM first_expectations REPLACE "^// first-error(-${compiler})?: " "//
 if(NOT expectations AND NOT first_expectations)
   message(FATAL_ERROR "${CASE}: no '// expect: ' or '// first-error: ' line")
 endif()
+# PCH (optional): a precompiled <ctnn/ctnn.hpp> of this compiler, used only when the
+# case's first #include is that header (the case then reads as written) and the
+# precompiled header is newer than every header under INCLUDE: for g++ the folder
+# holding ctnn/ctnn.hpp.gch (searched before INCLUDE), for clang the .pch file.
+set(pch_flags)
+file(STRINGS ${CASE} includes REGEX "^#include")
+list(LENGTH includes n_includes)
+if(PCH AND EXISTS "${PCH}" AND n_includes GREATER 0)
+  list(GET includes 0 first_include)
+  set(pch_file "${PCH}")
+  if(compiler STREQUAL gcc)
+    set(pch_file "${PCH}/ctnn/ctnn.hpp.gch")
+  endif()
+  if(first_include STREQUAL "#include <ctnn/ctnn.hpp>" AND EXISTS "${pch_file}")
+    file(GLOB_RECURSE headers ${INCLUDE}/ctnn/*.hpp)
+    set(fresh TRUE)
+    foreach(h IN LISTS headers)
+      if("${h}" IS_NEWER_THAN "${pch_file}")
+        set(fresh FALSE)
+        break()
+      endif()
+    endforeach()
+    if(fresh AND compiler STREQUAL gcc)
+      set(pch_flags -I${PCH})
+    elseif(fresh)
+      set(pch_flags -include-pch ${PCH})
+    endif()
+  endif()
+endif()
 execute_process(
-  COMMAND ${CXX} -std=c++20 -fsyntax-only -I${INCLUDE} ${CASE}
+  COMMAND ${CXX} -std=c++20 -fsyntax-only ${pch_flags} -I${INCLUDE} ${CASE}
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(rc EQUAL 0)
   message(FATAL_ERROR "${CASE} compiled, but it must not")

@@ -4,6 +4,7 @@
 // Usage: ctnn_doc_blocks --cxx COMPILER --include DIR --root REPO --work DIR
 //                        [--cxxflag FLAG]... [--run-flag FLAG]... [--link ARG]...
 //                        [--timeout SECONDS] [--not-compiled examples/snippets/NAME.cpp]...
+//                        [--compiled-kernels OBJECT] [--pch-dir DIR]
 //                        [--expect-fail LINE,LINE,...] FILE.md...
 // --cxxflag adds a compiler flag (the build passes ONNX's definitions when
 // ctnn::onnx exists); --run-flag adds a flag used only to build the programs
@@ -11,6 +12,15 @@
 // link line (libraries: zlib, -pthread, ONNX's); --not-compiled names a snippet
 // file whose blocks are only checked against the file (its optional component
 // is missing here).
+// --compiled-kernels compiles every block in ctnn's compiled mode
+// (-DCTNN_COMPILED_KERNELS) and links the programs with OBJECT (a translation
+// unit that defined CTNN_COMPILED_KERNELS_DEFINE, built with the same flags);
+// --pch-dir puts DIR first on the include path, where g++ finds
+// ctnn/ctnn.hpp.gch, a precompiled <ctnn/ctnn.hpp> built with the same flags
+// (and -DCTNN_COMPILED_KERNELS), which it reads when that is a block's first
+// include. So the blocks compile as a user's edit loop does (docs/performance.md,
+// "Compile time and memory"). Either is ignored, with a note, where it is older
+// than a header under --include (a build that did not rebuild it).
 //
 // A block is a fence that opens with ```cpp or ```c++. The line just before it
 // may say how the block is completed (blank or other lines: a complete program):
@@ -25,8 +35,9 @@
 //       that header (checked character for character), compiled as a
 //       translation unit that includes it
 // Any other "<!-- snippet:" comment is an error, so a typo cannot skip a block.
-// A fragment (a frame block) is compiled with -std=c++20 -fsyntax-only (which
-// still instantiates templates and evaluates every static_assert). A block
+// A fragment (a frame block) is compiled with -std=c++20 -fsyntax-only and the
+// --run-flag flags (which still instantiates templates and evaluates every
+// static_assert; the flags as the programs', so one precompiled header serves both). A block
 // that is a whole program (its own text has "int main") is compiled and linked
 // with the --run-flag and --link arguments and run in an empty scratch
 // directory under --work (also its TMPDIR, so the files it writes stay there):
@@ -228,6 +239,16 @@ int exit_code(int status) {
   return -1;
 }
 
+// Whether `built` exists and is newer than every file under `include`.
+bool newer_than_headers(const fs::path& built, const fs::path& include) {
+  std::error_code ec;
+  const auto t = fs::last_write_time(built, ec);
+  if (ec) return false;
+  for (const auto& e : fs::recursive_directory_iterator(include, ec))
+    if (e.is_regular_file() && e.last_write_time() >= t) return false;
+  return !ec;
+}
+
 std::string tail(const std::string& s, std::size_t n) {
   return s.size() <= n ? s : "[...]\n" + s.substr(s.size() - n);
 }
@@ -249,6 +270,7 @@ int main(int argc, char** argv) try {
   std::string extra_flags, run_flags, link_args;
   int timeout_s = 120;
   std::set<std::string> not_compiled;
+  fs::path compiled_kernels, pch_dir;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -264,6 +286,8 @@ int main(int argc, char** argv) try {
     else if (a == "--link") link_args += " " + quote(value());
     else if (a == "--timeout") timeout_s = std::stoi(value());
     else if (a == "--not-compiled") not_compiled.insert(value());
+    else if (a == "--compiled-kernels") compiled_kernels = value();
+    else if (a == "--pch-dir") pch_dir = value();
     else if (a == "--expect-fail") {
       testing_checker = true;
       std::istringstream s(value());
@@ -273,9 +297,28 @@ int main(int argc, char** argv) try {
   }
   if (cxx.empty() || include.empty() || root.empty() || work.empty() || files.empty() || timeout_s <= 0)
     throw std::runtime_error("usage: ctnn_doc_blocks --cxx C --include DIR --root DIR --work DIR [--cxxflag F]... "
-                             "[--run-flag F]... [--link A]... [--timeout S] [--expect-fail L,...] FILE.md...");
+                             "[--run-flag F]... [--link A]... [--timeout S] [--not-compiled F]... "
+                             "[--compiled-kernels OBJECT] [--pch-dir DIR] [--expect-fail L,...] FILE.md...");
   work = fs::absolute(work);
   fs::create_directories(work);
+  // Compiled mode and the precompiled header, where they are newer than every header.
+  std::string mode_flags, mode_link;
+  if (!compiled_kernels.empty()) {
+    if (newer_than_headers(compiled_kernels, include)) {
+      mode_flags += " -DCTNN_COMPILED_KERNELS";
+      mode_link += " " + quote(compiled_kernels.string());
+      if (!pch_dir.empty()) {
+        if (newer_than_headers(pch_dir / "ctnn" / "ctnn.hpp.gch", include))
+          mode_flags = " -I" + quote(pch_dir.string()) + mode_flags;
+        else
+          std::cout << "note: " << (pch_dir / "ctnn" / "ctnn.hpp.gch").string()
+                    << " is missing or older than a header: blocks parse <ctnn/ctnn.hpp>\n";
+      }
+    } else {
+      std::cout << "note: " << compiled_kernels.string()
+                << " is missing or older than a header: blocks compile header-only\n";
+    }
+  }
   std::set<std::size_t> failed;
   std::vector<std::string> not_run;  // programs that were only compiled because their data set is missing
   std::size_t count = 0;
@@ -306,8 +349,9 @@ int main(int argc, char** argv) try {
       const bool data_missing = program && b.code.find("fashion_mnist::") != std::string::npos && !fashion_mnist_present();
       const bool run = program && !info.compile_only && !data_missing;
       const fs::path exe = work / stem;
-      const std::string compile = quote(cxx) + " -std=c++20" + extra_flags + " -I" + quote(include) + " " +
-                                  (run ? run_flags + " " + quote(cpp.string()) + " -o " + quote(exe.string()) + link_args
+      const std::string compile = quote(cxx) + " -std=c++20" + mode_flags + extra_flags + " -I" + quote(include) +
+                                  " " + run_flags + " " +
+                                  (run ? quote(cpp.string()) + " -o " + quote(exe.string()) + mode_link + link_args
                                        : " -fsyntax-only " + quote(cpp.string())) +
                                   " > " + quote(log.string()) + " 2>&1";
       if (std::system(compile.c_str()) != 0) {
