@@ -149,6 +149,17 @@ void infer_read(benchmark::State& s) {
   s.counters["bytes/s"] = benchmark::Counter(double(read * N * sizeof(float)), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The next batch of a shuffled pass into b; at the end of one, a new pass (untimed).
+template <class Set, class Cursor, class Batch>
+void next_batch(benchmark::State& s, const Set& train, Cursor& cur, std::size_t& epoch, Batch& b) {
+  if (!cur.next(b)) {
+    s.PauseTiming();
+    cur = train.open(++epoch);
+    s.ResumeTiming();
+    cur.next(b);
+  }
+}
+
 // fit's data part: the next batch of a shuffled pass (a new pass, untimed, at the end of one).
 void gather(benchmark::State& s) {
   const std::size_t batch = std::size_t(s.range(0));
@@ -157,12 +168,7 @@ void gather(benchmark::State& s) {
   std::size_t epoch = 0;
   auto cur = train.open(epoch);
   for (auto _ : s) {
-    if (!cur.next(b)) {
-      s.PauseTiming();
-      cur = train.open(++epoch);
-      s.ResumeTiming();
-      cur.next(b);
-    }
+    next_batch(s, train, cur, epoch, b);
     benchmark::DoNotOptimize(b.x.data());
   }
   s.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
@@ -182,12 +188,7 @@ void fit_batch(benchmark::State& s) {
   std::size_t epoch = 0, i = 0;
   auto cur = train.open(epoch);
   for (auto _ : s) {
-    if (!cur.next(b)) {
-      s.PauseTiming();
-      cur = train.open(++epoch);
-      s.ResumeTiming();
-      cur.next(b);
-    }
+    next_batch(s, train, cur, epoch, b);
     const ctnn::step_result r = step.run(b.x.data(), b.y.data(), b.size, epoch, i++);
     benchmark::DoNotOptimize(r.loss_sum);
   }
