@@ -9,7 +9,9 @@ function(run)
     message(FATAL_ERROR "failed: ${ARGV}\n${out}\n${err}")
   endif()
 endfunction()
-set(gen -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release)
+# The consumers test the packaging, not speed: -O0 (the Release build type otherwise) builds
+# them in about a third of the CPU time of -O3.
+set(gen -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG")
 run(${CMAKE_COMMAND} -S ${SOURCE} -B ${WORK}/ctnn-build ${gen} -DCTNN_BUILD_TESTS=OFF -DCTNN_BUILD_EXAMPLES=OFF -DCTNN_CUDA=OFF
     -DCMAKE_INSTALL_PREFIX=${WORK}/prefix)
 run(${CMAKE_COMMAND} --install ${WORK}/ctnn-build)
