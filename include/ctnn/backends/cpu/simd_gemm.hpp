@@ -312,8 +312,9 @@ gemm_plan plan_gemm(gemm_problem p) {
 }
 
 template <class Arch, class T, class E>
-CTNN_OUTLINE inline void simd_gemm_epilogue(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b, T* c,
-                               std::size_t ldc, const T* bias, const E& e, bool act, thread_pool& pool) {
+CTNN_OUTLINE inline void simd_gemm_epilogue(std::size_t M, std::size_t N, std::size_t K, strided<T> a, strided<T> b,
+                                            T* c, std::size_t ldc, const T* bias, const E& e, bool act,
+                                            thread_pool& pool) {
   const gemm_plan g = plan_gemm<gemm_target_of<T, Arch>()>({M, N, K, a.rs, a.cs, b.rs, b.cs, pool.size()});
   // The one-row paths are called from here, not through run_plan: at batch 1 the
   // extra call cost 25-40 ns of 55-190 (bench_gemm, 128 x 10, AVX-512).
