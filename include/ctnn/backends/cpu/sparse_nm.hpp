@@ -335,11 +335,19 @@ void two_of_four_tiled(const float* x, std::size_t ldx, const float* values, con
 
 // The 16 bits of 8 two-bit codes from bit `at` of a 2:4 layer's metadata, broadcast and shifted
 // (vpsrlvd by 0, 2, ..., 14) so that lane i holds code i in its two low bits (the AVX2 kernels'
-// vpermilps read only those). Byte-aligned when K % 8 == 0: two bytes.
+// vpermilps read only those). Byte-aligned when K % 8 == 0: two bytes, read as the low half of a
+// 32-bit word broadcast from memory where 4 bytes are stored from there (vpbroadcastd from memory
+// is a load; from a register, Intel cores run it and the vmovd before it on port 5 beside the two
+// vpermilps; the high codes land in bits the kernels do not read).
 template <std::size_t K>
 inline __m256i two_of_four_codes_avx2(const std::uint8_t* meta, std::size_t bytes, std::size_t at) {
   std::uint32_t c;
   if constexpr (K % 8 == 0) {
+    if (at / 8 + 4 <= bytes) {
+      std::int32_t q;
+      std::memcpy(&q, meta + at / 8, 4);
+      return _mm256_srlv_epi32(_mm256_set1_epi32(q), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
+    }
     std::uint16_t h;
     std::memcpy(&h, meta + at / 8, 2);
     c = h;
@@ -399,9 +407,9 @@ void two_of_four_avx2_one(const float* x, const float* values, const std::uint8_
       y[j0 + u] = relu ? std::max(s, 0.0f) : s;
     }
   };
-  std::size_t j = 0;
-  for (; j + 4 <= N; j += 4) tile.template operator()<4>(j);
-  for (; j < N; ++j) tile.template operator()<1>(j);
+  const std::size_t n4 = N - N % 4;  // (j + 4 <= N, then j < N: g++ 12 -O3 warned of the second loop's wrap)
+  for (std::size_t j = 0; j < n4; j += 4) tile.template operator()<4>(j);
+  for (std::size_t j = n4; j < N; ++j) tile.template operator()<1>(j);
 }
 #endif
 
