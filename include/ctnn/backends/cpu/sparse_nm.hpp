@@ -28,7 +28,7 @@
 //                      two_of_four_avx2_tile), and from 5 samples on each
 //                      unit's 8 weights are expanded in registers into
 //                      their 16 input positions (a byte table of vpermilps
-//                      indices, zeros blended in) shared by the samples,
+//                      indices, unkept lanes cleared) shared by the samples,
 //                      two FMAs each (two_of_four_avx2_dense: zero weights
 //                      multiplied, as in the dense layer);
 //                      otherwise the indices are decoded and x gathered
@@ -492,7 +492,7 @@ void two_of_four_avx2_tile(const float* xs, const float* values, const std::uint
 
 // The vpermilps indices of expand_avx2, per byte of codes (two groups, weights s = 0, 1 and 2, 3 of a
 // 128-bit half): at[q][4 g + l] is the weight at position l of group g (s or s + 1 where its code is
-// l), -128 where none is (the sign bit, which the blend turns into a zero).
+// l), -128 where none is (the sign bit, which expand_avx2 turns into a zero).
 struct nm_lut {
   alignas(64) std::int8_t at[256][8];
   constexpr nm_lut() : at{} {
@@ -509,8 +509,11 @@ inline constexpr nm_lut expand_lut_nm{};
 // 2:4 on AVX2, unit j's 8 weights of block b (inputs 16 b .. 16 b + 15) expanded into the two
 // registers of 16 input positions that match the rows of reorder_avx2, zeros at the unkept positions:
 // per register, the indices of its two groups' weights from expand_lut_nm (two 8-byte loads, an
-// unpack, a vpmovsxbd), one vpermilps of the weights and a blend that zeroes the unkept positions
-// (the sign bit). (Decoding the codes with shifts, shuffles and compares measured slower.)
+// unpack, a vpmovsxbd), one vpermilps of the weights and a vpsrad + vandnps that zero the unkept
+// positions (the sign bit; until branch sparse23 a vblendvps with a zero vector, 3 uops on Intel:
+// nm::forward<784, 256> at 6 samples 50.0-51.2 -> 46.4-47.4 us, 8: 61.8-62.1 -> 58.1-59.6, Intel
+// Xeon model 207, x86-64-v3, loaded). (Decoding the codes with shifts, shuffles and compares
+// measured slower.)
 struct expanded_avx2 {
   __m256 a, b;  // inputs (0-3, 8-11) and (4-7, 12-15) of the block, as reorder_avx2 orders x
 };
@@ -538,10 +541,8 @@ CTNN_FORCEINLINE expanded_avx2 expand_avx2(const float* values, const std::uint8
   const __m128i q = _mm_unpacklo_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(expand_lut_nm.at[c & 0xFFu])),
                                        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(expand_lut_nm.at[c >> 8 & 0xFFu])));
   const __m256i ca = _mm256_cvtepi8_epi32(q), cb = _mm256_cvtepi8_epi32(_mm_unpackhi_epi64(q, q));
-  __m256 zero = _mm256_setzero_ps();
-  asm("" : "+x"(zero));  // opaque: one vblendvps, not a compare and an and-not
-  return {_mm256_blendv_ps(_mm256_permutevar_ps(v, ca), zero, _mm256_castsi256_ps(ca)),
-          _mm256_blendv_ps(_mm256_permutevar_ps(v, cb), zero, _mm256_castsi256_ps(cb))};
+  return {_mm256_andnot_ps(_mm256_castsi256_ps(_mm256_srai_epi32(ca, 31)), _mm256_permutevar_ps(v, ca)),
+          _mm256_andnot_ps(_mm256_castsi256_ps(_mm256_srai_epi32(cb, 31)), _mm256_permutevar_ps(v, cb))};
 }
 
 // 2:4 on AVX2, R samples reordered by reorder_avx2 (rows ld apart): per unit and block of 16 inputs
