@@ -13,7 +13,7 @@
 //                      expand-load (vexpandps: xsimd 8.1 has no word for it),
 //                      on AVX2 (no expand) each half row by a permute
 //                      from a 256-entry table of a plain load, the lanes
-//                      past the kept ones zeroed by a blend (expand8u; the
+//                      past the kept ones zeroed by their sign bits (expand8u; the
 //                      high half of a row of one sample from the 8 values
 //                      that end with the row, expand8e; masked loads,
 //                      expand8, in the last values only);
@@ -124,18 +124,18 @@ inline __m512 expand_row(unsigned m, const float* v, const float* vend) {
 
 #if defined(__AVX2__) && defined(__FMA__)
 // AVX2 has no expand: per 8-bit mask a lane permutation (lane l takes the rank of bit l among the
-// set bits; an unset lane takes lane popcount, which the masked load zeroed, with the sign bit
-// set: vpermps reads the low 3 bits only, vblendvps the sign, so expand8u zeroes those lanes by
-// a blend after a plain load) and per count the load mask: 8 kB + 288 B of tables, in L1 after
-// the first rows; perm in bytes (unset lanes -128: sign set, lane 0) a table of its own, 2 kB, so
-// that its address is one register and a mask times 8 (inside a larger object, g++ 12 added the
-// table's offset to the mask and zero-extended the sum: 2 more instructions per granule).
+// set bits; an unset lane takes lane popcount, which the masked load of expand8 zeroed, with the
+// sign bit set: vpermps reads the low 3 bits only) and per count the load mask: 8 kB + 288 B of
+// tables. expand8u and expand8e (plain loads) read tables of their own (perm32, 8 kB each; unset
+// lanes INT32_MIN: lane 0, sign set, cleared by zero_unset), each its own object so that its
+// address is one register and a mask times 32 (inside a larger object, g++ 12 added the table's
+// offset to the mask and zero-extended the sum: 2 more instructions per granule).
 struct expand_tables {
   alignas(32) std::int32_t perm[256][8];
   alignas(32) std::int32_t load[9][8];
 };
-struct expand_bytes {
-  alignas(64) std::int8_t perm8[256][8];
+struct expand_words {
+  alignas(64) std::int32_t perm32[256][8];
 };
 constexpr expand_tables make_expand_tables() {
   expand_tables t{};
@@ -149,16 +149,16 @@ constexpr expand_tables make_expand_tables() {
   return t;
 }
 // at_end: for the 8 values that end at the granule's last (lane l takes 8 - popcount + rank).
-constexpr expand_bytes make_expand_bytes(bool at_end) {
-  expand_bytes t{};
+constexpr expand_words make_expand_words(bool at_end) {
+  expand_words t{};
   for (unsigned m = 0; m < 256; ++m) {
     int rank = at_end ? 8 - std::popcount(m) : 0;
-    for (unsigned l = 0; l < 8; ++l) t.perm8[m][l] = (m >> l & 1u) ? std::int8_t(rank++) : std::int8_t(-128);
+    for (unsigned l = 0; l < 8; ++l) t.perm32[m][l] = (m >> l & 1u) ? rank++ : INT32_MIN;
   }
   return t;
 }
 inline constexpr expand_tables expand_lut = make_expand_tables();
-inline constexpr expand_bytes expand_lut8 = make_expand_bytes(false), expand_end8 = make_expand_bytes(true);
+inline constexpr expand_words expand_lut32 = make_expand_words(false), expand_end32 = make_expand_words(true);
 
 // The 8 weights of one half chunk row (mask m8, 8 bits) from the packed values at v.
 inline __m256 expand8(unsigned m8, const float* v) {
@@ -167,28 +167,37 @@ inline __m256 expand8(unsigned m8, const float* v) {
   return _mm256_permutevar8x32_ps(_mm256_maskload_ps(v, load), perm);
 }
 
+// Lanes of w whose permutation entry has its sign bit set, zeroed: an arithmetic shift and an
+// and-not (two single-uop instructions; vblendvps on a zero vector is 3 uops on Intel cores).
+inline __m256 zero_unset(__m256 w, __m256i perm) {
+  return _mm256_andnot_ps(_mm256_castsi256_ps(_mm256_srai_epi32(perm, 31)), w);
+}
+
 // The same from a plain (unmasked) load: 8 values must be readable at v; the lanes past the
-// popcount hold the next values, which the blend on the table's sign bits zeroes (AMD cores run
-// vmaskmovps loads several times slower than plain ones). The permutation comes from the byte
-// table (2 kB: the 8 kB one measured 6 % slower at batch 1, its lines evicted by the values
-// streaming through L1); zero is a zero vector the caller made opaque to the compiler, so the
-// blend stays one vblendvps (not a compare and an and-not).
-inline __m256 expand8u(unsigned m8, const float* v, __m256 zero) {
-  const __m256i perm = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(expand_lut8.perm8[m8])));
-  return _mm256_blendv_ps(_mm256_permutevar8x32_ps(_mm256_loadu_ps(v), perm), zero, _mm256_castsi256_ps(perm));
+// popcount hold the next values, which zero_unset clears by the table's sign bits (AMD cores run
+// vmaskmovps loads several times slower than plain ones). The permutation is one 32-byte load
+// from a table of 32-bit lanes. Until branch sparse23: a 2 kB table of bytes widened by
+// vpmovsxbd, which Intel cores run on port 5 beside the vpermps, and a vblendvps with a zero
+// vector (Intel Xeon model 207, loaded, the one-sample kernel of a 784 x 256 layer at 80 %:
+// 23.1-23.4 us, 19.9-20.6 with the 32-bit table, 17.5-17.8 with the and-not too; on the Zen 4
+// an 8 kB table had measured 6 % slower at batch 1, its lines evicted by the values streaming
+// through L1: not measured there since).
+inline __m256 expand8u(unsigned m8, const float* v) {
+  const __m256i perm = _mm256_load_si256(reinterpret_cast<const __m256i*>(expand_lut32.perm32[m8]));
+  return zero_unset(_mm256_permutevar8x32_ps(_mm256_loadu_ps(v), perm), perm);
 }
 // The same from the 8 values that end at e (the granule's values are the last popcount(m8) of
 // them; 8 values must be readable before e): the high granule of a chunk row ends where the row
 // does, so its first value needs no popcount of the low one.
-inline __m256 expand8e(unsigned m8, const float* e, __m256 zero) {
-  const __m256i perm = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(expand_end8.perm8[m8])));
-  return _mm256_blendv_ps(_mm256_permutevar8x32_ps(_mm256_loadu_ps(e - 8), perm), zero, _mm256_castsi256_ps(perm));
+inline __m256 expand8e(unsigned m8, const float* e) {
+  const __m256i perm = _mm256_load_si256(reinterpret_cast<const __m256i*>(expand_end32.perm32[m8]));
+  return zero_unset(_mm256_permutevar8x32_ps(_mm256_loadu_ps(e - 8), perm), perm);
 }
 
 // Rows [k, K) of one sample's C chunks on AVX2 (chunk_row1_avx2), two rows per step, 16 rows
 // per block, while every cursor is at least 8 values past `values` and a block's reads stay
 // before vend (16 values a row at most); returns the row it stopped at. Per chunk row: its
-// 16-bit bitmap read once; its low byte indexes the byte table, and the low granule's values are
+// 16-bit bitmap read once; its low byte indexes the permutation table, and the low granule's values are
 // the 8 from the row's first (expand8u); its high byte indexes the end table, and the high
 // granule's values are the 8 that end where the row does (expand8e), so the only popcount is the
 // row's, which moves the cursor (g++ 12: 8.6 instructions per granule for a 784 x 256 layer at
@@ -197,7 +206,7 @@ inline __m256 expand8e(unsigned m8, const float* e, __m256 zero) {
 template <std::size_t Stride, std::size_t C>
 CTNN_FORCEINLINE std::size_t plain_rows_avx2(const float* x, std::size_t k, std::size_t K, const std::uint16_t* bm,
                                              const float** v, const float* values, const float* vend,
-                                             __m256 (*a)[4], __m256 zero) {
+                                             __m256 (*a)[4]) {
   static_assert(C == 1 || Stride != 0, "plain_rows_avx2: the stride of the chunks' bitmaps");
   constexpr std::size_t block = 16;
   for (std::size_t c = 0; c < C; ++c)
@@ -217,10 +226,10 @@ CTNN_FORCEINLINE std::size_t plain_rows_avx2(const float* x, std::size_t k, std:
         const float* p0 = v[c];
         const float* p1 = p0 + std::popcount(m0);
         const float* p2 = p1 + std::popcount(m1);
-        a[c][0] = _mm256_fmadd_ps(x0, expand8u(m0 & 0xFFu, p0, zero), a[c][0]);
-        a[c][1] = _mm256_fmadd_ps(x0, expand8e(m0 >> 8, p1, zero), a[c][1]);
-        a[c][2] = _mm256_fmadd_ps(x1, expand8u(m1 & 0xFFu, p1, zero), a[c][2]);
-        a[c][3] = _mm256_fmadd_ps(x1, expand8e(m1 >> 8, p2, zero), a[c][3]);
+        a[c][0] = _mm256_fmadd_ps(x0, expand8u(m0 & 0xFFu, p0), a[c][0]);
+        a[c][1] = _mm256_fmadd_ps(x0, expand8e(m0 >> 8, p1), a[c][1]);
+        a[c][2] = _mm256_fmadd_ps(x1, expand8u(m1 & 0xFFu, p1), a[c][2]);
+        a[c][3] = _mm256_fmadd_ps(x1, expand8e(m1 >> 8, p2), a[c][3]);
         v[c] = p2;
       }
     }
@@ -248,8 +257,6 @@ void chunk_row1_avx2(const float* x, std::size_t K, const float* const* vs, cons
     a[c][1] = _mm256_load_ps(bpad + c * chunk_width + 8);
     a[c][2] = a[c][3] = _mm256_setzero_ps();
   }
-  __m256 zero = _mm256_setzero_ps();
-  asm("" : "+x"(zero));
   std::size_t k = 0;
   auto head = [&] {
     bool behind = false, room = true;
@@ -263,12 +270,12 @@ void chunk_row1_avx2(const float* x, std::size_t K, const float* const* vs, cons
     const __m256 x0 = _mm256_broadcast_ss(x + k);
     for (std::size_t c = 0; c < C; ++c) {
       const unsigned m = bms[c][k];
-      a[c][0] = _mm256_fmadd_ps(x0, expand8u(m & 0xFFu, v[c], zero), a[c][0]);
-      a[c][1] = _mm256_fmadd_ps(x0, expand8u(m >> 8, v[c] + std::popcount(m & 0xFFu), zero), a[c][1]);
+      a[c][0] = _mm256_fmadd_ps(x0, expand8u(m & 0xFFu, v[c]), a[c][0]);
+      a[c][1] = _mm256_fmadd_ps(x0, expand8u(m >> 8, v[c] + std::popcount(m & 0xFFu)), a[c][1]);
       v[c] += std::popcount(m);
     }
   }
-  k = plain_rows_avx2<Stride, C>(x, k, K, bms[0], v, values, vend, a, zero);
+  k = plain_rows_avx2<Stride, C>(x, k, K, bms[0], v, values, vend, a);
   auto room = [&] {
     bool ok = true;
     for (std::size_t c = 0; c < C; ++c) ok = ok && vend - v[c] >= 32;
@@ -281,10 +288,10 @@ void chunk_row1_avx2(const float* x, std::size_t K, const float* const* vs, cons
       std::memcpy(&q, bms[c] + k, sizeof q);
       const unsigned g0 = q & 0xFFu, g1 = q >> 8 & 0xFFu, g2 = q >> 16 & 0xFFu, g3 = q >> 24;
       const float* p = v[c];
-      a[c][0] = _mm256_fmadd_ps(x0, expand8u(g0, p, zero), a[c][0]);
-      a[c][1] = _mm256_fmadd_ps(x0, expand8u(g1, p + std::popcount(g0), zero), a[c][1]);
-      a[c][2] = _mm256_fmadd_ps(x1, expand8u(g2, p + std::popcount(q & 0xFFFFu), zero), a[c][2]);
-      a[c][3] = _mm256_fmadd_ps(x1, expand8u(g3, p + std::popcount(q & 0xFFFFFFu), zero), a[c][3]);
+      a[c][0] = _mm256_fmadd_ps(x0, expand8u(g0, p), a[c][0]);
+      a[c][1] = _mm256_fmadd_ps(x0, expand8u(g1, p + std::popcount(g0)), a[c][1]);
+      a[c][2] = _mm256_fmadd_ps(x1, expand8u(g2, p + std::popcount(q & 0xFFFFu)), a[c][2]);
+      a[c][3] = _mm256_fmadd_ps(x1, expand8u(g3, p + std::popcount(q & 0xFFFFFFu)), a[c][3]);
       v[c] = p + std::popcount(q);
     }
   }
@@ -330,14 +337,12 @@ void chunk_rows_avx2(const float* x, std::size_t K, const float* v, const float*
   std::copy(bias, bias + width, bpad);
   __m256 a[R][2];
   rows([&](auto r) { a[r][0] = _mm256_load_ps(bpad), a[r][1] = _mm256_load_ps(bpad + 8); }, each);
-  __m256 zero = _mm256_setzero_ps();
-  asm("" : "+x"(zero));
   for (std::size_t k = 0; k < K; ++k) {
     const unsigned m = bm[k], lo = m & 0xFFu;
     __m256 w0, w1;
     if (vend - v >= 16) {
-      w0 = expand8u(lo, v, zero);
-      w1 = expand8u(m >> 8, v + std::popcount(lo), zero);
+      w0 = expand8u(lo, v);
+      w1 = expand8u(m >> 8, v + std::popcount(lo));
     } else {
       w0 = expand8(lo, v);
       w1 = expand8(m >> 8, v + std::popcount(lo));
@@ -517,12 +522,10 @@ struct bitmap_panel {
 #endif
 #if defined(__AVX2__) && defined(__FMA__)
       if constexpr (std::is_base_of_v<xsimd::avx2, Arch>) {
-        __m256 zero = _mm256_setzero_ps();
-        asm("" : "+x"(zero));
         for (; k < k1 && vend - p >= 16; ++k) {  // plain loads while 16 values are stored after p
           const unsigned m = b[k], lo = m & 0xFFu;
-          _mm256_storeu_ps(dst + (k - k0) * NR, detail::expand8u(lo, p, zero));
-          _mm256_storeu_ps(dst + (k - k0) * NR + 8, detail::expand8u(m >> 8, p + std::popcount(lo), zero));
+          _mm256_storeu_ps(dst + (k - k0) * NR, detail::expand8u(lo, p));
+          _mm256_storeu_ps(dst + (k - k0) * NR + 8, detail::expand8u(m >> 8, p + std::popcount(lo)));
           p += std::popcount(m);
         }
         for (; k < k1; ++k) {

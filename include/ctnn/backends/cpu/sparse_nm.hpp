@@ -28,7 +28,7 @@
 //                      two_of_four_avx2_tile), and from 5 samples on each
 //                      unit's 8 weights are expanded in registers into
 //                      their 16 input positions (a byte table of vpermilps
-//                      indices, zeros blended in) shared by the samples,
+//                      indices, unkept lanes cleared) shared by the samples,
 //                      two FMAs each (two_of_four_avx2_dense: zero weights
 //                      multiplied, as in the dense layer);
 //                      otherwise the indices are decoded and x gathered
@@ -335,11 +335,19 @@ void two_of_four_tiled(const float* x, std::size_t ldx, const float* values, con
 
 // The 16 bits of 8 two-bit codes from bit `at` of a 2:4 layer's metadata, broadcast and shifted
 // (vpsrlvd by 0, 2, ..., 14) so that lane i holds code i in its two low bits (the AVX2 kernels'
-// vpermilps read only those). Byte-aligned when K % 8 == 0: two bytes.
+// vpermilps read only those). Byte-aligned when K % 8 == 0: two bytes, read as the low half of a
+// 32-bit word broadcast from memory where 4 bytes are stored from there (vpbroadcastd from memory
+// is a load; from a register, Intel cores run it and the vmovd before it on port 5 beside the two
+// vpermilps; the high codes land in bits the kernels do not read).
 template <std::size_t K>
 inline __m256i two_of_four_codes_avx2(const std::uint8_t* meta, std::size_t bytes, std::size_t at) {
   std::uint32_t c;
   if constexpr (K % 8 == 0) {
+    if (at / 8 + 4 <= bytes) {
+      std::int32_t q;
+      std::memcpy(&q, meta + at / 8, 4);
+      return _mm256_srlv_epi32(_mm256_set1_epi32(q), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
+    }
     std::uint16_t h;
     std::memcpy(&h, meta + at / 8, 2);
     c = h;
@@ -399,9 +407,9 @@ void two_of_four_avx2_one(const float* x, const float* values, const std::uint8_
       y[j0 + u] = relu ? std::max(s, 0.0f) : s;
     }
   };
-  std::size_t j = 0;
-  for (; j + 4 <= N; j += 4) tile.template operator()<4>(j);
-  for (; j < N; ++j) tile.template operator()<1>(j);
+  const std::size_t n4 = N - N % 4;  // (j + 4 <= N, then j < N: g++ 12 -O3 warned of the second loop's wrap)
+  for (std::size_t j = 0; j < n4; j += 4) tile.template operator()<4>(j);
+  for (std::size_t j = n4; j < N; ++j) tile.template operator()<1>(j);
 }
 #endif
 
@@ -484,7 +492,7 @@ void two_of_four_avx2_tile(const float* xs, const float* values, const std::uint
 
 // The vpermilps indices of expand_avx2, per byte of codes (two groups, weights s = 0, 1 and 2, 3 of a
 // 128-bit half): at[q][4 g + l] is the weight at position l of group g (s or s + 1 where its code is
-// l), -128 where none is (the sign bit, which the blend turns into a zero).
+// l), -128 where none is (the sign bit, which expand_avx2 turns into a zero).
 struct nm_lut {
   alignas(64) std::int8_t at[256][8];
   constexpr nm_lut() : at{} {
@@ -501,8 +509,11 @@ inline constexpr nm_lut expand_lut_nm{};
 // 2:4 on AVX2, unit j's 8 weights of block b (inputs 16 b .. 16 b + 15) expanded into the two
 // registers of 16 input positions that match the rows of reorder_avx2, zeros at the unkept positions:
 // per register, the indices of its two groups' weights from expand_lut_nm (two 8-byte loads, an
-// unpack, a vpmovsxbd), one vpermilps of the weights and a blend that zeroes the unkept positions
-// (the sign bit). (Decoding the codes with shifts, shuffles and compares measured slower.)
+// unpack, a vpmovsxbd), one vpermilps of the weights and a vpsrad + vandnps that zero the unkept
+// positions (the sign bit; until branch sparse23 a vblendvps with a zero vector, 3 uops on Intel:
+// nm::forward<784, 256> at 6 samples 50.0-51.2 -> 46.4-47.4 us, 8: 61.8-62.1 -> 58.1-59.6, Intel
+// Xeon model 207, x86-64-v3, loaded). (Decoding the codes with shifts, shuffles and compares
+// measured slower.)
 struct expanded_avx2 {
   __m256 a, b;  // inputs (0-3, 8-11) and (4-7, 12-15) of the block, as reorder_avx2 orders x
 };
@@ -530,10 +541,8 @@ CTNN_FORCEINLINE expanded_avx2 expand_avx2(const float* values, const std::uint8
   const __m128i q = _mm_unpacklo_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(expand_lut_nm.at[c & 0xFFu])),
                                        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(expand_lut_nm.at[c >> 8 & 0xFFu])));
   const __m256i ca = _mm256_cvtepi8_epi32(q), cb = _mm256_cvtepi8_epi32(_mm_unpackhi_epi64(q, q));
-  __m256 zero = _mm256_setzero_ps();
-  asm("" : "+x"(zero));  // opaque: one vblendvps, not a compare and an and-not
-  return {_mm256_blendv_ps(_mm256_permutevar_ps(v, ca), zero, _mm256_castsi256_ps(ca)),
-          _mm256_blendv_ps(_mm256_permutevar_ps(v, cb), zero, _mm256_castsi256_ps(cb))};
+  return {_mm256_andnot_ps(_mm256_castsi256_ps(_mm256_srai_epi32(ca, 31)), _mm256_permutevar_ps(v, ca)),
+          _mm256_andnot_ps(_mm256_castsi256_ps(_mm256_srai_epi32(cb, 31)), _mm256_permutevar_ps(v, cb))};
 }
 
 // 2:4 on AVX2, R samples reordered by reorder_avx2 (rows ld apart): per unit and block of 16 inputs
