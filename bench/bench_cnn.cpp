@@ -4,7 +4,8 @@
 // of synthetic 28x28 images (the data does not change the work). ctnn runs on
 // one thread. Peer: bench/peers/cnn_torch.py (same network, batch, optimizer).
 // conv2/...: the second convolution's kernels alone (13x13x32 -> 11x11x64, batch 64, float, the
-// build's architecture), y and dx by Winograd F(2x2, 3x3) (what the layer runs, winograd.hpp) and by
+// build's architecture), y and dx by Winograd F(2x2, 3x3) and dW by F(3x3, 2x2) (what the layer runs,
+// winograd.hpp) and by
 // the chunked im2col products it replaced (conv.hpp), in the same binary.
 //   build/bench/bench/bench_cnn --benchmark_repetitions=3
 #include <benchmark/benchmark.h>
@@ -64,6 +65,13 @@ void conv2_dx_winograd(benchmark::State& st) {
   conv_data d;
   for (auto _ : st) ctnn::kernels::cpu::winograd_backward_input<conv2, arch>(d.dy.data(), d.w.data(), d.dx.data(), conv_batch);
 }
+// dW by Winograd F(3x3, 2x2) (what the layer runs; db is a column sum beside it)
+void conv2_dw_winograd(benchmark::State& st) {
+  conv_data d;
+  for (auto _ : st)
+    ctnn::kernels::cpu::winograd_backward_weights<conv2, arch>(d.x.data(), d.dy.data(), d.dw.data(),
+                                                               d.cols.data() + conv_batch * conv2.in_size(), conv_batch);
+}
 // dW + db + dx by the chunked im2col products (dx: dcols = dY W^T and col2im) and dW + db alone: dx's cost is
 // the difference
 void conv2_backward_im2col(benchmark::State& st) {
@@ -80,6 +88,7 @@ BENCHMARK(cnn_train_step)->Arg(64)->Unit(benchmark::kMillisecond)->MinTime(3.0)-
 BENCHMARK(conv2_forward_winograd)->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv2_forward_im2col)->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv2_dx_winograd)->Unit(benchmark::kMicrosecond);
+BENCHMARK(conv2_dw_winograd)->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv2_backward_im2col)->ArgName("dx")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

@@ -19,7 +19,9 @@
 // whatever the thread count).
 // A 3x3 stride-1 layer with C and F whole vectors of at least 16 (winograd_v, winograd.hpp)
 // computes y, and dx in backward (winograd_dx_v), by Winograd F(2x2, 3x3) instead: equal to
-// the direct sum up to rounding; `cols` is left as the im2col path leaves it, for dW.
+// the direct sum up to rounding; and dW by F(3x3, 2x2) where one sample's `cols` holds its x and a
+// partial dW (winograd_dw_v: `cols` keeps a copy of x), else `cols` is left as the im2col path
+// leaves it, for dW.
 // reference: kernels/conv_reference.hpp (direct loops); tests compare.
 #pragma once
 #include <algorithm>
@@ -320,6 +322,12 @@ constexpr bool conv_chunked_v = simd_v<T, Arch> && (std::is_same_v<T, float> || 
                                 G.oh * G.ow * conv_chunk<G> >= packed_rows &&
                                 G.in_size() + G.patch() * G.f <= G.oh * G.ow * G.patch();
 
+// dW by Winograd F(3x3, 2x2) too (winograd_backward_weights): where y and dx run by Winograd and one
+// sample's `cols` holds its x and one partial dW (chunks of winograd_dw_chunk<G> >= 1 samples).
+template <conv_geometry G, class Arch, class T>
+constexpr bool winograd_dw_v =
+    winograd_dx_v<G, Arch, T> && G.in_size() + G.patch() * G.f <= G.oh * G.ow * G.patch();
+
 // f(k, n0, n1) for chunk k = samples [n0, n1) of conv_chunk<G> samples covering [0, batch), the chunks
 // over the thread pool (a product inside a task runs on that task's thread).
 template <conv_geometry G, class F>
@@ -383,8 +391,10 @@ void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t
     return;
   }
   if constexpr (winograd_v<G, Arch, T>) {
-    // y by Winograd F(2x2, 3x3); cols as the im2col path leaves it, for conv_backward
-    if (conv_chunked_v<G, Arch, T> && batch > conv_chunk<G>) std::copy(x, x + batch * G.in_size(), cols);
+    // y by Winograd F(2x2, 3x3); cols as conv_backward reads it: a copy of x (Winograd's dW, or the
+    // chunked im2col's), else im2col
+    if (winograd_dw_v<G, Arch, T> || (conv_chunked_v<G, Arch, T> && batch > conv_chunk<G>))
+      std::copy(x, x + batch * G.in_size(), cols);
     else im2col<G>(x, cols, batch);
     return winograd_forward<G, Arch>(x, w, b, y, batch, e);
   }
@@ -403,6 +413,12 @@ void conv_backward(const T* dy, const T* w, T* dw, T* db, T* dx, T* cols, std::s
       for_samples(batch, G.out_size() * G.patch(), [&](std::size_t n0, std::size_t n1) {
         detail::direct_backward_input_samples<G, Arch>(dy, w, dx, n0, n1);
       });
+    return;
+  }
+  if constexpr (winograd_dw_v<G, Arch, T>) {  // dW, dx by Winograd (dW from conv_forward's copy of x)
+    winograd_backward_weights<G, Arch>(cols, dy, dw, cols + batch * G.in_size(), batch);
+    if (db) column_sum<G.f, T, Arch>(dy, db, batch * G.oh * G.ow);
+    if (dx) winograd_backward_input<G, Arch>(dy, w, dx, batch);
     return;
   }
   if constexpr (winograd_dx_v<G, Arch, T>)
