@@ -208,25 +208,40 @@ void direct_forward_samples(const float* x, const float* w, const float* b, floa
   }
 }
 
+// Filter vectors per pass of the direct dW (VG): two where their 2 (KH*KW*C + 1) accumulators, two dy
+// vectors and the broadcast x fit the registers (AVX-512 at the CNN's first layer: 20 of 32), else one.
+template <conv_geometry G, class Arch>
+constexpr std::size_t direct_dw_vectors() {
+  constexpr std::size_t FV = G.f / xsimd::batch<float, Arch>::size;
+  return FV % 2 == 0 && 2 * (G.patch() + 1) + 4 <= gemm_target_of<float, Arch>().registers ? 2 : 1;
+}
+
 // dW[p, f] = sum over the positions of samples [n0, n1) of patch value p times dy[f]; db[f] = sum dy[f]
-// (overwritten), one filter vector at a time: KH*KW*C + 1 accumulators.
+// (overwritten), VG filter vectors at a time: VG (KH*KW*C + 1) accumulators, each x broadcast once for
+// them (the same sums in the same order whatever VG).
 // y: when not null, the layer's relu output: dy counts where y > 0 only (dy itself is not changed).
 template <conv_geometry G, class Arch>
 void direct_backward_weights_samples(const float* x, const float* dy, float* dw, float* db, std::size_t n0,
                                      std::size_t n1, const float* y = nullptr) {
   using B = xsimd::batch<float, Arch>;
-  constexpr std::size_t L = B::size, FV = G.f / L, P = G.patch();
-  for (std::size_t v = 0; v < FV; ++v) {
-    B acc[P], dbv(0.0f);
-    for (std::size_t p = 0; p < P; ++p) acc[p] = B(0.0f);
+  constexpr std::size_t L = B::size, FV = G.f / L, P = G.patch(), VG = direct_dw_vectors<G, Arch>();
+  for (std::size_t v0 = 0; v0 < FV; v0 += VG) {
+    B acc[P][VG], dbv[VG];
+    for (std::size_t u = 0; u < VG; ++u) {
+      dbv[u] = B(0.0f);
+      for (std::size_t p = 0; p < P; ++p) acc[p][u] = B(0.0f);
+    }
     for (std::size_t n = n0; n < n1; ++n) {
       const float* xs = x + n * G.in_size();
       for (std::size_t oh = 0; oh < G.oh; ++oh)
         for (std::size_t ow = 0; ow < G.ow; ++ow) {
-          const std::size_t at = ((n * G.oh + oh) * G.ow + ow) * G.f + v * L;
-          B d = B::load_unaligned(dy + at);
-          if (y) d = xsimd::select(B::load_unaligned(y + at) > B(0.0f), d, B(0.0f));
-          dbv += d;
+          const std::size_t at = ((n * G.oh + oh) * G.ow + ow) * G.f + v0 * L;
+          B d[VG];
+          for (std::size_t u = 0; u < VG; ++u) {
+            d[u] = B::load_unaligned(dy + at + u * L);
+            if (y) d[u] = xsimd::select(B::load_unaligned(y + at + u * L) > B(0.0f), d[u], B(0.0f));
+            dbv[u] += d[u];
+          }
           const std::size_t r0 = oh * G.stride, s0 = ow * G.stride;
           const bool inside = r0 >= G.pt && r0 + G.kh <= G.h + G.pt && s0 >= G.pl && s0 + G.kw <= G.w + G.pl;
           for (std::size_t i = 0; i < G.kh; ++i)
@@ -236,13 +251,16 @@ void direct_backward_weights_samples(const float* x, const float* dy, float* dw,
               const float* xp = xs + ((rr - G.pt) * G.w + (ss - G.pl)) * G.c;
               for (std::size_t c = 0; c < G.c; ++c) {
                 const std::size_t p = (i * G.kw + j) * G.c + c;
-                acc[p] = xsimd::fma(B(xp[c]), d, acc[p]);
+                const B xv(xp[c]);
+                for (std::size_t u = 0; u < VG; ++u) acc[p][u] = xsimd::fma(xv, d[u], acc[p][u]);
               }
             }
         }
     }
-    for (std::size_t p = 0; p < P; ++p) acc[p].store_unaligned(dw + p * G.f + v * L);
-    dbv.store_unaligned(db + v * L);
+    for (std::size_t u = 0; u < VG; ++u) {
+      for (std::size_t p = 0; p < P; ++p) acc[p][u].store_unaligned(dw + p * G.f + (v0 + u) * L);
+      dbv[u].store_unaligned(db + (v0 + u) * L);
+    }
   }
 }
 
