@@ -4,8 +4,10 @@
 // of synthetic 28x28 images (the data does not change the work). ctnn runs on
 // one thread. Peer: bench/peers/cnn_torch.py (same network, batch, optimizer).
 // conv2/...: the second convolution's kernels alone (13x13x32 -> 11x11x64, batch 64, float, the
-// build's architecture), y and dx by Winograd F(2x2, 3x3) (what the layer runs, winograd.hpp) and by
-// the chunked im2col products it replaced (conv.hpp), in the same binary.
+// build's architecture), y and dx by Winograd F(2x2, 3x3) and dW by F(3x3, 2x2) (what the layer runs,
+// winograd.hpp) and by
+// the chunked im2col products it replaced (conv.hpp), in the same binary; conv1/...: the first
+// convolution's direct dW.
 //   build/bench/bench/bench_cnn --benchmark_repetitions=3
 #include <benchmark/benchmark.h>
 
@@ -64,6 +66,25 @@ void conv2_dx_winograd(benchmark::State& st) {
   conv_data d;
   for (auto _ : st) ctnn::kernels::cpu::winograd_backward_input<conv2, arch>(d.dy.data(), d.w.data(), d.dx.data(), conv_batch);
 }
+// dW by Winograd F(3x3, 2x2) (what the layer runs; db is a column sum beside it)
+void conv2_dw_winograd(benchmark::State& st) {
+  conv_data d;
+  for (auto _ : st)
+    ctnn::kernels::cpu::winograd_backward_weights<conv2, arch>(d.x.data(), d.dy.data(), d.dw.data(),
+                                                               d.cols.data() + conv_batch * conv2.in_size(), conv_batch);
+}
+// conv1 (28x28x1 -> 26x26x32, the direct kernels): dW + db of a relu layer (the mask read with dy), batch 64
+constexpr ctnn::kernels::conv_geometry conv1{28, 28, 1, 32, 3, 3, 1, 26, 26, 0, 0};
+void conv1_dw_direct(benchmark::State& st) {
+  std::vector<float> x(conv_batch * conv1.in_size()), dy(conv_batch * conv1.out_size()), y(dy.size()),
+      dw(conv1.patch() * conv1.f), db(conv1.f), partial(conv_batch * (dw.size() + db.size()));
+  ctnn::rng g(5);
+  for (auto* v : {&x, &dy, &y})
+    for (auto& e : *v) e = float(g.uniform(-1, 1));
+  for (auto _ : st)
+    ctnn::kernels::cpu::detail::direct_backward_weights<conv1, arch>(x.data(), dy.data(), dw.data(), db.data(),
+                                                                     partial.data(), conv_batch, y.data());
+}
 // dW + db + dx by the chunked im2col products (dx: dcols = dY W^T and col2im) and dW + db alone: dx's cost is
 // the difference
 void conv2_backward_im2col(benchmark::State& st) {
@@ -80,6 +101,8 @@ BENCHMARK(cnn_train_step)->Arg(64)->Unit(benchmark::kMillisecond)->MinTime(3.0)-
 BENCHMARK(conv2_forward_winograd)->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv2_forward_im2col)->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv2_dx_winograd)->Unit(benchmark::kMicrosecond);
+BENCHMARK(conv2_dw_winograd)->Unit(benchmark::kMicrosecond);
+BENCHMARK(conv1_dw_direct)->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv2_backward_im2col)->ArgName("dx")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

@@ -27,10 +27,14 @@ TEST_CASE("gradcheck: conv2d") {
 }
 
 // 3x3 stride-1 layers with C and F of 16: y and dx by Winograd F(2x2, 3x3) (backends/cpu/winograd.hpp; double
-// is whole vectors of 16 on every SIMD architecture), dW by im2col; valid (odd and even outputs) and same padding.
+// is whole vectors of 16 on every SIMD architecture), dW by F(3x3, 2x2) where cols holds x and a partial dW
+// (winograd_dw_v: the same-padded layer), else by im2col; valid (odd and even outputs) and same padding.
 TEST_CASE("gradcheck: conv2d through Winograd F(2x2, 3x3)") {
   using wino_valid = conv2d<16, 3, 3>::bind<shape<7, 6, 16>, double, cpu<>>;
   static_assert(kernels::cpu::winograd_dx_v<wino_valid::geometry, kernels::cpu::default_arch, double> ==
+                kernels::cpu::simd_v<double, kernels::cpu::default_arch>);
+  using wino_same = conv2d<16, 3, 3, 1, padding::same, relu>::bind<shape<5, 5, 16>, double, cpu<>>;
+  static_assert(kernels::cpu::winograd_dw_v<wino_same::geometry, kernels::cpu::default_arch, double> ==
                 kernels::cpu::simd_v<double, kernels::cpu::default_arch>);
   CHECK(gradcheck::check_layer<conv2d<16, 3, 3>, shape<7, 6, 16>>() < tol);
   CHECK(gradcheck::check_layer<conv2d<16, 3, 3, 1, padding::same, relu>, shape<5, 5, 16>>({.batch = 2}) < tol);

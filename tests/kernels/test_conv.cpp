@@ -132,6 +132,9 @@ static_assert(kernels::cpu::direct_conv_v<geom<15, 15, 1, 16, 3, 3, 2, padding::
 static_assert(!kernels::cpu::direct_conv_v<geom<9, 9, 1, 16, 3, 3, 2, padding::valid>(), xsimd::fma3<xsimd::avx2>, float>);
 #if defined(__AVX512BW__)
 static_assert(kernels::cpu::direct_conv_v<first, xsimd::avx512bw, float>);
+// its dW: both filter vectors in one pass on AVX-512, one at a time on AVX2 (16 registers)
+static_assert(kernels::cpu::detail::direct_dw_vectors<first, xsimd::avx512bw>() == 2);
+static_assert(kernels::cpu::detail::direct_dw_vectors<first, xsimd::fma3<xsimd::avx2>>() == 1);
 static_assert(kernels::cpu::direct_conv_v<geom<10, 7, 2, 32, 3, 3, 1, padding::same>(), xsimd::avx512bw, float>);
 static_assert(!kernels::cpu::direct_conv_v<second, xsimd::avx512bw, float>);
 #endif

@@ -2,8 +2,9 @@
 // reference (kernels/conv_reference.hpp in double): forward for odd and even output sizes,
 // valid and same padding, several C and F, batches 1..9, float and double, on every
 // architecture (archs.hpp);
-// dX (winograd_backward_input) the same way; conv_forward and conv_backward's dx take them where
-// winograd_v / winograd_dx_v hold (conv_forward leaving cols as the im2col path does);
+// dX (winograd_backward_input) and dW (winograd_backward_weights, F(3x3, 2x2)) the same way;
+// conv_forward and conv_backward take them where winograd_v / winograd_dx_v / winograd_dw_v hold
+// (conv_forward leaving in cols the copy of x dW reads, else im2col);
 // the rule itself; the same bits whatever the thread count.
 #include <doctest/doctest.h>
 
@@ -126,6 +127,38 @@ void check_geometries() {
   check_forward<geom3<30, 30, C0, C0, padding::same>(), Arch>(2);         // 225 tiles: a chunk of one sample
 }
 
+// dW (winograd_backward_weights, F(3x3, 2x2)): against the double reference's dW, scaled by the reference's
+// dW of |x| and |dy|.
+template <conv_geometry G, class Arch, class T = float>
+void check_backward_weights(std::size_t batch) {
+  static_assert(kernels::cpu::winograd_v<G, Arch, T>);
+  const conv_data d = make_data<G>(batch, G.h * 3 + G.f + batch);
+  rng g(batch + 7);
+  const std::vector<T> x(d.x.begin(), d.x.end());
+  std::vector<T> dy(batch * G.out_size()), dw(9 * G.c * G.f, T(1e30));
+  for (auto& e : dy) e = T(float(g.uniform(-1, 1)));
+  const std::size_t chunks = (batch + kernels::cpu::winograd_dw_chunk<G> - 1) / kernels::cpu::winograd_dw_chunk<G>;
+  std::vector<T> partial(chunks * dw.size());
+  kernels::cpu::winograd_backward_weights<G, Arch>(x.data(), dy.data(), dw.data(), partial.data(), batch);
+  const std::vector<double> xd(x.begin(), x.end()), w(d.w.begin(), d.w.end()), dyd(dy.begin(), dy.end());
+  std::vector<double> xa(xd.size()), dya(dyd.size()), ref(dw.size()), mag(dw.size()), db(G.f);
+  std::transform(xd.begin(), xd.end(), xa.begin(), [](double v) { return std::abs(v); });
+  std::transform(dyd.begin(), dyd.end(), dya.begin(), [](double v) { return std::abs(v); });
+  kernels::reference::conv_backward(G, xd.data(), w.data(), dyd.data(), ref.data(), db.data(), static_cast<double*>(nullptr), batch);
+  kernels::reference::conv_backward(G, xa.data(), w.data(), dya.data(), mag.data(), db.data(), static_cast<double*>(nullptr), batch);
+  double err = 0, scale = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    err = std::max(err, std::abs(double(dw[i]) - ref[i]));
+    scale = std::max(scale, mag[i]);
+  }
+  CAPTURE(G.h);
+  CAPTURE(G.w);
+  CAPTURE(G.c);
+  CAPTURE(G.f);
+  CAPTURE(batch);
+  CHECK(err / scale < bound<T>);
+}
+
 template <class Arch>
 void check_backward_geometries() {
   constexpr std::size_t L = xsimd::batch<float, Arch>::size, C0 = std::max<std::size_t>(16, L);
@@ -138,6 +171,18 @@ void check_backward_geometries() {
   check_backward_input<geom3<4, 4, C0, 3 * C0, padding::valid>(), Arch>(4);  // dy of 2 x 2: one tile of dy
 }
 
+template <class Arch>
+void check_weight_geometries() {
+  constexpr std::size_t L = xsimd::batch<float, Arch>::size, C0 = std::max<std::size_t>(16, L);
+  for (std::size_t batch : {1, 5})  // one chunk of the CNN's conv2 (4 samples, 144 tiles) or two, the last short
+    check_backward_weights<geom3<13, 13, 32, 64, padding::valid>(), Arch>(batch);  // dy 11 x 11: half tiles
+  check_backward_weights<geom3<10, 12, C0, C0, padding::valid>(), Arch>(9);        // dy 8 x 10, whole tiles: 2 chunks
+  check_backward_weights<geom3<7, 9, C0, 2 * C0, padding::same>(), Arch>(9);
+  check_backward_weights<geom3<8, 5, 2 * C0, C0, padding::same>(), Arch>(9);       // one chunk of 12 samples
+  check_backward_weights<geom3<4, 4, C0, 3 * C0, padding::valid>(), Arch>(4);  // dy of 2 x 2: one tile of dy
+  check_backward_weights<geom3<30, 30, C0, C0, padding::same>(), Arch>(2);     // 225 tiles: a chunk of one sample
+}
+
 // double (the layers' gradient checks run in double): the CNN's conv2 and a padded odd geometry
 template <class Arch>
 void check_double() {
@@ -147,6 +192,8 @@ void check_double() {
     check_forward<geom3<7, 9, C0, 2 * C0, padding::same>(), Arch, double>(batch);
     check_backward_input<geom3<13, 13, 32, 64, padding::valid>(), Arch, double>(batch);
     check_backward_input<geom3<7, 9, C0, 2 * C0, padding::same>(), Arch, double>(batch);
+    check_backward_weights<geom3<13, 13, 32, 64, padding::valid>(), Arch, double>(batch);
+    check_backward_weights<geom3<7, 9, C0, 2 * C0, padding::same>(), Arch, double>(batch);
   }
 }
 
@@ -166,7 +213,14 @@ TEST_CASE("winograd: dX (the rotated kernel over dy padded by 2 - padding) equal
         }) >= 1);
 }
 
-TEST_CASE("winograd: double forward and dX equal the direct sum up to double's rounding, every architecture") {
+TEST_CASE("winograd: dW by F(3x3, 2x2) equals the double-precision direct sum up to rounding, every architecture") {
+  CHECK(test::for_each_arch("winograd dw", [](auto arch, const char*) {
+          using A = decltype(arch);
+          if constexpr (kernels::cpu::simd_v<float, A>) check_weight_geometries<A>();
+        }) >= 1);
+}
+
+TEST_CASE("winograd: double forward, dX and dW equal the direct sum up to double's rounding, every architecture") {
   CHECK(test::for_each_arch("winograd double", [](auto arch, const char*) {
           using A = decltype(arch);
           if constexpr (kernels::cpu::simd_v<double, A>) check_double<A>();
@@ -189,9 +243,11 @@ static_assert(!kernels::cpu::winograd_v<
 static_assert(kernels::cpu::winograd_dx_v<conv2, avx2, float>);
 static_assert(kernels::cpu::winograd_dx_geometry<conv2>.h == 11 && kernels::cpu::winograd_dx_geometry<conv2>.oh == 13 &&
               kernels::cpu::winograd_dx_geometry<conv2>.pt == 2 && kernels::cpu::winograd_dx_geometry<conv2>.c == 64);
+static_assert(kernels::cpu::winograd_dw_v<conv2, avx2, float> && kernels::cpu::winograd_dw_chunk<conv2> == 4);
+static_assert(!kernels::cpu::winograd_dw_v<geom3<4, 4, 16, 48, padding::valid>(), avx2, float>);  // cols too small
 static_assert(kernels::cpu::winograd_chunk<conv2> == 2 && kernels::cpu::winograd_tiles<conv2> == 36);
 
-TEST_CASE("winograd: conv_forward and conv_backward's dx take it where the rule holds, cols as the im2col path leaves it") {
+TEST_CASE("winograd: conv_forward and conv_backward's dx and dW take it where the rules hold, cols as dW reads it") {
   using A = kernels::cpu::default_arch;
   if constexpr (kernels::cpu::winograd_v<conv2, A, float>) {
     for (std::size_t batch : {3, 9}) {  // one chunk of conv.hpp's (4 samples) or several
@@ -201,8 +257,8 @@ TEST_CASE("winograd: conv_forward and conv_backward's dx take it where the rule 
       kernels::cpu::conv_forward<conv2, A>(d.x.data(), d.w.data(), d.b.data(), y.data(), cols.data(), batch);
       kernels::cpu::winograd_forward<conv2, A>(d.x.data(), d.w.data(), d.b.data(), y1.data(), batch);
       CHECK(y == y1);
-      if (batch > kernels::cpu::conv_chunk<conv2>) {
-        CHECK(std::equal(d.x.begin(), d.x.end(), cols.begin()));  // the chunked backward's copy of x
+      if (kernels::cpu::winograd_dw_v<conv2, A, float> || batch > kernels::cpu::conv_chunk<conv2>) {
+        CHECK(std::equal(d.x.begin(), d.x.end(), cols.begin()));  // the copy of x Winograd's or the chunked dW reads
       } else {
         kernels::cpu::im2col<conv2>(d.x.data(), im.data(), batch);
         CHECK(cols == im);
@@ -211,6 +267,11 @@ TEST_CASE("winograd: conv_forward and conv_backward's dx take it where the rule 
       kernels::cpu::conv_backward<conv2, A>(y.data(), d.w.data(), dw.data(), db.data(), dx.data(), cols.data(), batch);
       kernels::cpu::winograd_backward_input<conv2, A>(y.data(), d.w.data(), dx1.data(), batch);
       CHECK(dx == dx1);
+      if constexpr (kernels::cpu::winograd_dw_v<conv2, A, float>) {
+        std::vector<float> dw1(dw.size()), partial(batch * dw.size());
+        kernels::cpu::winograd_backward_weights<conv2, A>(d.x.data(), y.data(), dw1.data(), partial.data(), batch);
+        CHECK(dw == dw1);
+      }
     }
   }
 }
@@ -228,6 +289,14 @@ TEST_CASE("winograd: the same bits whatever the thread count") {
       kernels::cpu::set_threads(t);
       kernels::cpu::winograd_forward<conv2, A>(d.x.data(), d.w.data(), d.b.data(), y.data(), batch);
       CHECK(y == one);
+    }
+    std::vector<float> dw_one(9 * conv2.c * conv2.f), dw(dw_one.size()), partial(batch * dw.size());
+    kernels::cpu::set_threads(1);
+    kernels::cpu::winograd_backward_weights<conv2, A>(d.x.data(), one.data(), dw_one.data(), partial.data(), batch);
+    for (std::size_t t : {2, 3}) {
+      kernels::cpu::set_threads(t);
+      kernels::cpu::winograd_backward_weights<conv2, A>(d.x.data(), one.data(), dw.data(), partial.data(), batch);
+      CHECK(dw == dw_one);
     }
   }
   kernels::cpu::set_threads(before);

@@ -91,10 +91,10 @@ TEST_CASE("conv2d layer equals the direct reference convolution, forward and bac
 }
 
 // The Fashion-MNIST CNN's second layer and a padded one: y and dx by Winograd F(2x2, 3x3) on AVX2 and AVX-512
-// (backends/cpu/winograd.hpp), dW by im2col; the same tolerances.
+// (backends/cpu/winograd.hpp), dW by F(3x3, 2x2); the same tolerances.
 TEST_CASE("conv2d layer through Winograd F(2x2, 3x3) equals the direct reference convolution") {
   using conv2 = bound<conv2d<64, 3, 3>, shape<13, 13, 32>>;
-  static_assert(kernels::cpu::winograd_dx_v<conv2::geometry, kernels::cpu::default_arch, float> ==
+  static_assert(kernels::cpu::winograd_dw_v<conv2::geometry, kernels::cpu::default_arch, float> ==
                 kernels::cpu::simd_v<float, kernels::cpu::default_arch>);
   check_against_reference<conv2>();
   check_against_reference<bound<conv2d<32, 3, 3, 1, padding::same>, shape<7, 6, 16>>>();

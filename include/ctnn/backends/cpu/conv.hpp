@@ -19,7 +19,9 @@
 // whatever the thread count).
 // A 3x3 stride-1 layer with C and F whole vectors of at least 16 (winograd_v, winograd.hpp)
 // computes y, and dx in backward (winograd_dx_v), by Winograd F(2x2, 3x3) instead: equal to
-// the direct sum up to rounding; `cols` is left as the im2col path leaves it, for dW.
+// the direct sum up to rounding; and dW by F(3x3, 2x2) where one sample's `cols` holds its x and a
+// partial dW (winograd_dw_v: `cols` keeps a copy of x), else `cols` is left as the im2col path
+// leaves it, for dW.
 // reference: kernels/conv_reference.hpp (direct loops); tests compare.
 #pragma once
 #include <algorithm>
@@ -206,25 +208,40 @@ void direct_forward_samples(const float* x, const float* w, const float* b, floa
   }
 }
 
+// Filter vectors per pass of the direct dW (VG): two where their 2 (KH*KW*C + 1) accumulators, two dy
+// vectors and the broadcast x fit the registers (AVX-512 at the CNN's first layer: 20 of 32), else one.
+template <conv_geometry G, class Arch>
+constexpr std::size_t direct_dw_vectors() {
+  constexpr std::size_t FV = G.f / xsimd::batch<float, Arch>::size;
+  return FV % 2 == 0 && 2 * (G.patch() + 1) + 4 <= gemm_target_of<float, Arch>().registers ? 2 : 1;
+}
+
 // dW[p, f] = sum over the positions of samples [n0, n1) of patch value p times dy[f]; db[f] = sum dy[f]
-// (overwritten), one filter vector at a time: KH*KW*C + 1 accumulators.
+// (overwritten), VG filter vectors at a time: VG (KH*KW*C + 1) accumulators, each x broadcast once for
+// them (the same sums in the same order whatever VG).
 // y: when not null, the layer's relu output: dy counts where y > 0 only (dy itself is not changed).
 template <conv_geometry G, class Arch>
 void direct_backward_weights_samples(const float* x, const float* dy, float* dw, float* db, std::size_t n0,
                                      std::size_t n1, const float* y = nullptr) {
   using B = xsimd::batch<float, Arch>;
-  constexpr std::size_t L = B::size, FV = G.f / L, P = G.patch();
-  for (std::size_t v = 0; v < FV; ++v) {
-    B acc[P], dbv(0.0f);
-    for (std::size_t p = 0; p < P; ++p) acc[p] = B(0.0f);
+  constexpr std::size_t L = B::size, FV = G.f / L, P = G.patch(), VG = direct_dw_vectors<G, Arch>();
+  for (std::size_t v0 = 0; v0 < FV; v0 += VG) {
+    B acc[P][VG], dbv[VG];
+    for (std::size_t u = 0; u < VG; ++u) {
+      dbv[u] = B(0.0f);
+      for (std::size_t p = 0; p < P; ++p) acc[p][u] = B(0.0f);
+    }
     for (std::size_t n = n0; n < n1; ++n) {
       const float* xs = x + n * G.in_size();
       for (std::size_t oh = 0; oh < G.oh; ++oh)
         for (std::size_t ow = 0; ow < G.ow; ++ow) {
-          const std::size_t at = ((n * G.oh + oh) * G.ow + ow) * G.f + v * L;
-          B d = B::load_unaligned(dy + at);
-          if (y) d = xsimd::select(B::load_unaligned(y + at) > B(0.0f), d, B(0.0f));
-          dbv += d;
+          const std::size_t at = ((n * G.oh + oh) * G.ow + ow) * G.f + v0 * L;
+          B d[VG];
+          for (std::size_t u = 0; u < VG; ++u) {
+            d[u] = B::load_unaligned(dy + at + u * L);
+            if (y) d[u] = xsimd::select(B::load_unaligned(y + at + u * L) > B(0.0f), d[u], B(0.0f));
+            dbv[u] += d[u];
+          }
           const std::size_t r0 = oh * G.stride, s0 = ow * G.stride;
           const bool inside = r0 >= G.pt && r0 + G.kh <= G.h + G.pt && s0 >= G.pl && s0 + G.kw <= G.w + G.pl;
           for (std::size_t i = 0; i < G.kh; ++i)
@@ -234,13 +251,16 @@ void direct_backward_weights_samples(const float* x, const float* dy, float* dw,
               const float* xp = xs + ((rr - G.pt) * G.w + (ss - G.pl)) * G.c;
               for (std::size_t c = 0; c < G.c; ++c) {
                 const std::size_t p = (i * G.kw + j) * G.c + c;
-                acc[p] = xsimd::fma(B(xp[c]), d, acc[p]);
+                const B xv(xp[c]);
+                for (std::size_t u = 0; u < VG; ++u) acc[p][u] = xsimd::fma(xv, d[u], acc[p][u]);
               }
             }
         }
     }
-    for (std::size_t p = 0; p < P; ++p) acc[p].store_unaligned(dw + p * G.f + v * L);
-    dbv.store_unaligned(db + v * L);
+    for (std::size_t u = 0; u < VG; ++u) {
+      for (std::size_t p = 0; p < P; ++p) acc[p][u].store_unaligned(dw + p * G.f + (v0 + u) * L);
+      dbv[u].store_unaligned(db + (v0 + u) * L);
+    }
   }
 }
 
@@ -320,6 +340,12 @@ constexpr bool conv_chunked_v = simd_v<T, Arch> && (std::is_same_v<T, float> || 
                                 G.oh * G.ow * conv_chunk<G> >= packed_rows &&
                                 G.in_size() + G.patch() * G.f <= G.oh * G.ow * G.patch();
 
+// dW by Winograd F(3x3, 2x2) too (winograd_backward_weights): where y and dx run by Winograd and one
+// sample's `cols` holds its x and one partial dW (chunks of winograd_dw_chunk<G> >= 1 samples).
+template <conv_geometry G, class Arch, class T>
+constexpr bool winograd_dw_v =
+    winograd_dx_v<G, Arch, T> && G.in_size() + G.patch() * G.f <= G.oh * G.ow * G.patch();
+
 // f(k, n0, n1) for chunk k = samples [n0, n1) of conv_chunk<G> samples covering [0, batch), the chunks
 // over the thread pool (a product inside a task runs on that task's thread).
 template <conv_geometry G, class F>
@@ -383,8 +409,10 @@ void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t
     return;
   }
   if constexpr (winograd_v<G, Arch, T>) {
-    // y by Winograd F(2x2, 3x3); cols as the im2col path leaves it, for conv_backward
-    if (conv_chunked_v<G, Arch, T> && batch > conv_chunk<G>) std::copy(x, x + batch * G.in_size(), cols);
+    // y by Winograd F(2x2, 3x3); cols as conv_backward reads it: a copy of x (Winograd's dW, or the
+    // chunked im2col's), else im2col
+    if (winograd_dw_v<G, Arch, T> || (conv_chunked_v<G, Arch, T> && batch > conv_chunk<G>))
+      std::copy(x, x + batch * G.in_size(), cols);
     else im2col<G>(x, cols, batch);
     return winograd_forward<G, Arch>(x, w, b, y, batch, e);
   }
@@ -403,6 +431,12 @@ void conv_backward(const T* dy, const T* w, T* dw, T* db, T* dx, T* cols, std::s
       for_samples(batch, G.out_size() * G.patch(), [&](std::size_t n0, std::size_t n1) {
         detail::direct_backward_input_samples<G, Arch>(dy, w, dx, n0, n1);
       });
+    return;
+  }
+  if constexpr (winograd_dw_v<G, Arch, T>) {  // dW, dx by Winograd (dW from conv_forward's copy of x)
+    winograd_backward_weights<G, Arch>(cols, dy, dw, cols + batch * G.in_size(), batch);
+    if (db) column_sum<G.f, T, Arch>(dy, db, batch * G.oh * G.ow);
+    if (dx) winograd_backward_input<G, Arch>(dy, w, dx, batch);
     return;
   }
   if constexpr (winograd_dx_v<G, Arch, T>)
