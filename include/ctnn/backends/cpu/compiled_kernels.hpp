@@ -17,9 +17,11 @@
 // architecture the program's translation units use; a translation unit built
 // for another architecture names other instances, which the linker then
 // reports as undefined (never a silent mix). The network-shaped kernels
-// (column sums, convolutions, the layers' fused paths) and other
-// architectures passed explicitly (cpu<avx2> on an AVX-512 build) stay
-// instantiated where they are used.
+// (column sums, the direct and im2col convolutions, pooling, the layers' fused
+// paths) and other architectures passed explicitly (cpu<avx2> on an AVX-512
+// build) stay instantiated where they are used; batch normalization (below,
+// over a run-time channel count) and the Winograd transforms (winograd.hpp's
+// CTNN_DETAIL_WINOGRAD_INSTANCES, over a run-time geometry) do not, for float.
 // Also for float, the shape classes of the micro-kernel a network's own code
 // calls (gemm/microkernel.hpp; the blocked GEMM's calls are inside run_plan):
 // the fused small MLP's and the packed product's (4 or MR rows, 1 or 2

@@ -23,6 +23,7 @@
 #include "../../core/format.hpp"
 #include "../../core/precision.hpp"
 #include "../../core/rng.hpp"
+#include "../../core/separate.hpp"
 #include "batch_split.hpp"
 
 namespace ctnn::kernels::cpu {
@@ -171,7 +172,8 @@ void batch_norm_backward(const T* x, const T* dy, T* dx, const T* gamma, const T
 }
 
 // The same over a run-time channel count C, the same operations in the same order (the same bits):
-// one body for every channel count, which the compiled part holds for float (compiled_kernels.hpp's
+// one entry for every channel count (the common counts 16 to 256 run the compile-time body:
+// with_common_count, core/separate.hpp), which the compiled part holds for float (compiled_kernels.hpp's
 // CTNN_DETAIL_NORMALIZATION_INSTANCES; ops<cpu<Arch>> calls them in compiled mode). Arch names the
 // architecture the caller's flags enable, so a program built for another one fails to link instead of
 // running the object's code.
@@ -179,13 +181,16 @@ template <class Arch, class T, class S>
 void batch_norm_forward_n(std::size_t C, const T* x, T* y, const T* gamma, const T* beta, S* moving_mean,
                           S* moving_var, T* mean, T* inv, std::size_t rows, double momentum, double epsilon,
                           bool training) {
-  detail::batch_norm_forward_c(C, x, y, gamma, beta, moving_mean, moving_var, mean, inv, rows, momentum, epsilon,
-                               training);
+  ::ctnn::detail::with_common_count(C, [&](auto c) {
+    detail::batch_norm_forward_c(c, x, y, gamma, beta, moving_mean, moving_var, mean, inv, rows, momentum, epsilon,
+                                 training);
+  });
 }
 template <class Arch, class T>
 void batch_norm_backward_n(std::size_t C, const T* x, const T* dy, T* dx, const T* gamma, const T* mean,
                            const T* inv, T* dgamma, T* dbeta, std::size_t rows, bool training) {
-  detail::batch_norm_backward_c(C, x, dy, dx, gamma, mean, inv, dgamma, dbeta, rows, training);
+  ::ctnn::detail::with_common_count(
+      C, [&](auto c) { detail::batch_norm_backward_c(c, x, dy, dx, gamma, mean, inv, dgamma, dbeta, rows, training); });
 }
 
 // Synchronized (cross-replica) batch normalization in training, host memory: the statistics of

@@ -94,12 +94,13 @@ void winograd_filters_of(const Geometry& geo, const T* w, T* u) {
 
 // V[e][t][c] for the tiles t of samples [n0, n1) (t counted from n0's first tile), B^T = [1 0 -1 0;
 // 0 1 1 0; 0 -1 1 0; 0 1 0 -1]; the tile's input positions outside x read as zeros.
-template <class Arch, class T, class Geometry>
-void winograd_input_of(const Geometry& geo, const T* x, T* v, std::size_t n0, std::size_t n1) {
+// (C: G.c, an integral constant or a size_t)
+template <class Arch, class T, class Geometry, class Cn>
+void winograd_input_of(const Geometry& geo, Cn C, const T* x, T* v, std::size_t n0, std::size_t n1) {
   const kernels::conv_geometry G = geometry(geo);
   using B = xsimd::batch<T, Arch>;
   constexpr std::size_t L = B::size;
-  const std::size_t C = G.c, TH = (G.oh + 1) / 2, TW = (G.ow + 1) / 2;
+  const std::size_t TH = (G.oh + 1) / 2, TW = (G.ow + 1) / 2;
   const std::size_t es = (n1 - n0) * TH * TW * C;  // between the 16 matrices
   for (std::size_t n = n0; n < n1; ++n) {
     const T* xs = x + n * G.in_size();
@@ -137,13 +138,14 @@ void winograd_input_of(const Geometry& geo, const T* x, T* v, std::size_t n0, st
 
 // y of samples [n0, n1) = ep.forward(A^T M A + b) from M[e][t][f], A^T = [1 1 1 0; 0 1 -1 -1] (ep: a
 // rule of kernels/functors.hpp); outputs past OH, OW (the odd sizes' last half tiles) are not written.
-template <class Arch, class T, class E, class Geometry>
-void winograd_output_of(const Geometry& geo, const T* m, const T* b, T* y, std::size_t n0, std::size_t n1,
+// (F: G.f, an integral constant or a size_t)
+template <class Arch, class T, class E, class Geometry, class Fn>
+void winograd_output_of(const Geometry& geo, Fn F, const T* m, const T* b, T* y, std::size_t n0, std::size_t n1,
                         const E& ep) {
   const kernels::conv_geometry G = geometry(geo);
   using B = xsimd::batch<T, Arch>;
   constexpr std::size_t L = B::size;
-  const std::size_t F = G.f, TH = (G.oh + 1) / 2, TW = (G.ow + 1) / 2;
+  const std::size_t TH = (G.oh + 1) / 2, TW = (G.ow + 1) / 2;
   const std::size_t es = (n1 - n0) * TH * TW * F;
   for (std::size_t n = n0; n < n1; ++n)
     for (std::size_t th = 0; th < TH; ++th)
@@ -179,14 +181,16 @@ template <class Arch, class T>
 void winograd_filters_n(const kernels::conv_geometry& g, const T* w, T* u) {
   detail::winograd_filters_of<Arch>(g, w, u);
 }
+// (the channel loops of the common counts 16 to 256 at compile time: with_common_count, core/separate.hpp)
 template <class Arch, class T>
 void winograd_input_n(const kernels::conv_geometry& g, const T* x, T* v, std::size_t n0, std::size_t n1) {
-  detail::winograd_input_of<Arch>(g, x, v, n0, n1);
+  ::ctnn::detail::with_common_count(g.c, [&](auto c) { detail::winograd_input_of<Arch>(g, c, x, v, n0, n1); });
 }
 template <class Arch, class T, class E>
 void winograd_output_n(const kernels::conv_geometry& g, const T* m, const T* b, T* y, std::size_t n0, std::size_t n1,
                        const E& ep) {
-  detail::winograd_output_of<Arch>(g, m, b, y, n0, n1, ep);
+  ::ctnn::detail::with_common_count(g.f,
+                                    [&](auto f) { detail::winograd_output_of<Arch>(g, f, m, b, y, n0, n1, ep); });
 }
 
 namespace detail {
@@ -202,12 +206,12 @@ void winograd_filters(const T* w, T* u) {
 template <kernels::conv_geometry G, class Arch, class T>
 void winograd_input(const T* x, T* v, std::size_t n0, std::size_t n1) {
   if constexpr (winograd_compiled<T>) winograd_input_n<Arch>(G, x, v, n0, n1);
-  else winograd_input_of<Arch>(fixed_geometry<G>{}, x, v, n0, n1);
+  else winograd_input_of<Arch>(fixed_geometry<G>{}, std::integral_constant<std::size_t, G.c>{}, x, v, n0, n1);
 }
 template <kernels::conv_geometry G, class Arch, class T, class E = fn::identity_fn>
 void winograd_output(const T* m, const T* b, T* y, std::size_t n0, std::size_t n1, const E& ep = {}) {
   if constexpr (winograd_compiled<T, E>) winograd_output_n<Arch>(G, m, b, y, n0, n1, ep);
-  else winograd_output_of<Arch>(fixed_geometry<G>{}, m, b, y, n0, n1, ep);
+  else winograd_output_of<Arch>(fixed_geometry<G>{}, std::integral_constant<std::size_t, G.f>{}, m, b, y, n0, n1, ep);
 }
 }  // namespace detail
 
