@@ -140,10 +140,11 @@ std::vector<float> batch_norm_run(std::size_t threads, std::size_t n, bool train
   for (std::size_t c = 0; c < CC; ++c) gamma[c] = float(g.uniform(0.5, 1.5)), beta[c] = float(g.uniform(-1, 1));
   std::vector<float> y(n * CC), mean(CC), inv(CC), dg(CC), db(CC), dx(n * CC);
   if constexpr (RunTimeC) {
-    kernels::cpu::batch_norm_forward_n<xsimd::default_arch>(CC, x.data(), y.data(), gamma.data(), beta.data(), mm.data(),
-                                                            mv.data(), mean.data(), inv.data(), n, 0.9, 1e-3, training);
-    kernels::cpu::batch_norm_backward_n<xsimd::default_arch>(CC, x.data(), dy.data(), dx.data(), gamma.data(),
-                                                             mean.data(), inv.data(), dg.data(), db.data(), n, training);
+    using A = xsimd::default_arch;
+    kernels::cpu::batch_norm_forward_n<A>(CC, x.data(), y.data(), gamma.data(), beta.data(), mm.data(), mv.data(),
+                                          mean.data(), inv.data(), n, 0.9, 1e-3, training);
+    kernels::cpu::batch_norm_backward_n<A>(CC, x.data(), dy.data(), dx.data(), gamma.data(), mean.data(), inv.data(),
+                                           dg.data(), db.data(), n, training);
   } else {
     ops<cpu<>>::batch_norm_forward<CC>(x.data(), y.data(), gamma.data(), beta.data(), mm.data(), mv.data(),
                                        mean.data(), inv.data(), n, 0.9, 1e-3, training);

@@ -234,7 +234,7 @@ TEST_CASE("winograd: the same bits whatever the thread count") {
   kernels::cpu::set_threads(before);
 }
 
-TEST_CASE("winograd: the transforms over a run-time geometry (the compiled part's) give the compile-time geometry's bits") {
+TEST_CASE("winograd: the transforms over a run-time geometry (the compiled part's) give the fixed geometry's bits") {
   using A = kernels::cpu::default_arch;
   namespace k = kernels::cpu;
   if constexpr (k::winograd_v<conv2, A, float>) {
