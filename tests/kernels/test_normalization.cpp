@@ -3,7 +3,8 @@
 // inference) and backward (training, frozen), for float, double and a 16-bit
 // compute type with float32 moving statistics; dropout's masks are the
 // generator's uniforms in order, and backward multiplies by them; batch
-// normalization gives the same bits whatever the thread count.
+// normalization gives the same bits whatever the thread count, and over a run-time channel count
+// (batch_norm_forward_n, _backward_n: the compiled part's body) the same bits as over a compile-time one.
 #include <doctest/doctest.h>
 
 #include <ctnn/backends/cpu/normalization.hpp>
@@ -128,7 +129,8 @@ TEST_CASE("batch_norm_forward and _backward of ops<cpu<>> match the scalar refer
 
 namespace {
 // batch_norm_forward then _backward (training or not) of rows x CC floats on `threads` threads: every output.
-template <std::size_t CC>
+// RunTimeC: through batch_norm_forward_n and _backward_n (the channel count at run time, the compiled part's body).
+template <std::size_t CC, bool RunTimeC = false>
 std::vector<float> batch_norm_run(std::size_t threads, std::size_t n, bool training) {
   kernels::cpu::set_threads(threads);
   rng g(9);
@@ -137,10 +139,18 @@ std::vector<float> batch_norm_run(std::size_t threads, std::size_t n, bool train
   for (auto& v : dy) v = float(g.uniform(-1, 1));
   for (std::size_t c = 0; c < CC; ++c) gamma[c] = float(g.uniform(0.5, 1.5)), beta[c] = float(g.uniform(-1, 1));
   std::vector<float> y(n * CC), mean(CC), inv(CC), dg(CC), db(CC), dx(n * CC);
-  ops<cpu<>>::batch_norm_forward<CC>(x.data(), y.data(), gamma.data(), beta.data(), mm.data(), mv.data(), mean.data(),
-                                     inv.data(), n, 0.9, 1e-3, training);
-  ops<cpu<>>::batch_norm_backward<CC>(x.data(), dy.data(), dx.data(), gamma.data(), mean.data(), inv.data(), dg.data(),
-                                      db.data(), n, training);
+  if constexpr (RunTimeC) {
+    using A = xsimd::default_arch;
+    kernels::cpu::batch_norm_forward_n<A>(CC, x.data(), y.data(), gamma.data(), beta.data(), mm.data(), mv.data(),
+                                          mean.data(), inv.data(), n, 0.9, 1e-3, training);
+    kernels::cpu::batch_norm_backward_n<A>(CC, x.data(), dy.data(), dx.data(), gamma.data(), mean.data(), inv.data(),
+                                           dg.data(), db.data(), n, training);
+  } else {
+    ops<cpu<>>::batch_norm_forward<CC>(x.data(), y.data(), gamma.data(), beta.data(), mm.data(), mv.data(),
+                                       mean.data(), inv.data(), n, 0.9, 1e-3, training);
+    ops<cpu<>>::batch_norm_backward<CC>(x.data(), dy.data(), dx.data(), gamma.data(), mean.data(), inv.data(),
+                                        dg.data(), db.data(), n, training);
+  }
   for (auto* v : {&mean, &inv, &mm, &mv, &dg, &db, &dx}) y.insert(y.end(), v->begin(), v->end());
   return y;
 }
@@ -156,6 +166,18 @@ TEST_CASE("batch_norm of ops<cpu<>> gives the same bits whatever the thread coun
       CHECK(batch_norm_run<32>(t, 64 * 169, training) == a);
       CHECK(batch_norm_run<64>(t, 64 * 25, training) == b);
       CHECK(batch_norm_run<5>(t, 4099, training) == c);
+    }
+  }
+  kernels::cpu::set_threads(before);
+}
+
+TEST_CASE("batch_norm over a run-time channel count (the compiled part's body) gives the compile-time count's bits") {
+  const std::size_t before = kernels::cpu::threads();
+  for (bool training : {true, false}) {
+    INFO("training = " << training);
+    for (std::size_t t : {1, 3}) {
+      CHECK(batch_norm_run<32, true>(t, 64 * 13, training) == batch_norm_run<32>(t, 64 * 13, training));
+      CHECK(batch_norm_run<5, true>(t, 4099, training) == batch_norm_run<5>(t, 4099, training));
     }
   }
   kernels::cpu::set_threads(before);

@@ -5,7 +5,8 @@
 // dX (winograd_backward_input) and dW (winograd_backward_weights, F(3x3, 2x2)) the same way;
 // conv_forward and conv_backward take them where winograd_v / winograd_dx_v / winograd_dw_v hold
 // (conv_forward leaving in cols the copy of x dW reads, else im2col);
-// the rule itself; the same bits whatever the thread count.
+// the rule itself; the same bits whatever the thread count; the transforms over a run-time geometry
+// (the compiled part's) the same bits as over a compile-time one.
 #include <doctest/doctest.h>
 
 #include <ctnn/backends/cpu/conv.hpp>
@@ -300,4 +301,36 @@ TEST_CASE("winograd: the same bits whatever the thread count") {
     }
   }
   kernels::cpu::set_threads(before);
+}
+
+TEST_CASE("winograd: the transforms over a run-time geometry (the compiled part's) give the fixed geometry's bits") {
+  using A = kernels::cpu::default_arch;
+  namespace k = kernels::cpu;
+  if constexpr (k::winograd_v<conv2, A, float>) {
+    constexpr conv_geometry G = conv2;
+    constexpr k::detail::fixed_geometry<G> fixed{};
+    const std::integral_constant<std::size_t, G.c> c{};
+    const std::integral_constant<std::size_t, G.f> f{};
+    const std::size_t batch = 3, tiles = k::winograd_tiles<G>;
+    const conv_data d = make_data<G>(batch, 7);
+    std::vector<float> u(16 * G.c * G.f), u1(u.size());
+    k::detail::winograd_filters_of<A>(fixed, d.w.data(), u.data());
+    k::winograd_filters_n<A>(G, d.w.data(), u1.data());
+    CHECK(u == u1);
+    // the entry (C = 32, F = 64: their compile-time loops) and the body over run-time counts (other counts)
+    std::vector<float> v(16 * batch * tiles * G.c), v1(v.size()), v2(v.size());
+    k::detail::winograd_input_of<A>(fixed, c, d.x.data(), v.data(), 0, batch);
+    k::winograd_input_n<A>(G, d.x.data(), v1.data(), 0, batch);
+    k::detail::winograd_input_of<A>(G, G.c, d.x.data(), v2.data(), 0, batch);
+    CHECK(v == v1);
+    CHECK(v == v2);
+    std::vector<float> m(16 * batch * tiles * G.f);
+    for (std::size_t i = 0; i < m.size(); ++i) m[i] = float(int(i % 17) - 8) * 0.25f;
+    std::vector<float> y(batch * G.out_size()), y1(y.size()), y2(y.size());
+    k::detail::winograd_output_of<A>(fixed, f, m.data(), d.b.data(), y.data(), 0, batch, fn::relu_fn{});
+    k::winograd_output_n<A>(G, m.data(), d.b.data(), y1.data(), 0, batch, fn::relu_fn{});
+    k::detail::winograd_output_of<A>(G, G.f, m.data(), d.b.data(), y2.data(), 0, batch, fn::relu_fn{});
+    CHECK(y == y1);
+    CHECK(y == y2);
+  }
 }

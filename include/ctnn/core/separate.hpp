@@ -36,7 +36,25 @@
 #define CTNN_OUTLINE
 #endif
 
+#include <cstddef>
+#include <type_traits>
+
 namespace ctnn::detail {
+// f(std::integral_constant<std::size_t, n>{}) for the channel counts layers commonly have (16 to 256,
+// powers of two), else f(n): a compiled-part body over a run-time size (batch normalization, the
+// Winograd transforms) keeps the compile-time loops of those counts, and the program's code is one call.
+template <class F>
+decltype(auto) with_common_count(std::size_t n, F&& f) {
+  switch (n) {
+    case 16: return f(std::integral_constant<std::size_t, 16>{});
+    case 32: return f(std::integral_constant<std::size_t, 32>{});
+    case 64: return f(std::integral_constant<std::size_t, 64>{});
+    case 128: return f(std::integral_constant<std::size_t, 128>{});
+    case 256: return f(std::integral_constant<std::size_t, 256>{});
+    default: return f(n);
+  }
+}
+
 // Whether this translation unit uses the compiled part (CTNN_COMPILED_KERNELS) or defines it
 // (CTNN_COMPILED_KERNELS_DEFINE): a kernel entry then calls the compiled part's one body for a
 // shape class instead of instantiating its per-shape body (backends/cpu/gemm.hpp).

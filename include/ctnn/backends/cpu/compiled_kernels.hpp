@@ -17,9 +17,11 @@
 // architecture the program's translation units use; a translation unit built
 // for another architecture names other instances, which the linker then
 // reports as undefined (never a silent mix). The network-shaped kernels
-// (column sums, convolutions, the layers' fused paths) and other
-// architectures passed explicitly (cpu<avx2> on an AVX-512 build) stay
-// instantiated where they are used.
+// (column sums, the direct and im2col convolutions, pooling, the layers' fused
+// paths) and other architectures passed explicitly (cpu<avx2> on an AVX-512
+// build) stay instantiated where they are used; batch normalization (below,
+// over a run-time channel count) and the Winograd transforms (winograd.hpp's
+// CTNN_DETAIL_WINOGRAD_INSTANCES, over a run-time geometry) do not, for float.
 // Also for float, the shape classes of the micro-kernel a network's own code
 // calls (gemm/microkernel.hpp; the blocked GEMM's calls are inside run_plan):
 // the fused small MLP's and the packed product's (4 or MR rows, 1 or 2
@@ -38,6 +40,7 @@
 #include <cstddef>
 
 #include "gemm.hpp"
+#include "normalization.hpp"
 
 // X: `extern template` (declarations) or `template` (definitions); A: the
 // architecture; T: the element type. Every kernel simd_gemm_epilogue calls
@@ -132,6 +135,15 @@
   CTNN_DETAIL_MAP(X, A, ::ctnn::fn::forward_of<::ctnn::fn::tanh_fn>, (float), (float*))                                \
   CTNN_DETAIL_MAP(X, A, ::ctnn::fn::backward_of<::ctnn::fn::tanh_fn>, (const float, float), (const float*, float*))
 
+// X, A as above: batch normalization over a run-time channel count (normalization.hpp), float with
+// float moving statistics: one body for every batch_norm layer's channel count, which ops<cpu<A>>
+// calls in compiled mode instead of instantiating batch_norm_forward<C> and _backward<C> per C.
+#define CTNN_DETAIL_NORMALIZATION_INSTANCES(X, A)                                                                   \
+  X void batch_norm_forward_n<A, float, float>(std::size_t, const float*, float*, const float*, const float*,      \
+                                               float*, float*, float*, float*, std::size_t, double, double, bool); \
+  X void batch_norm_backward_n<A, float>(std::size_t, const float*, const float*, float*, const float*,            \
+                                         const float*, const float*, float*, float*, std::size_t, bool);
+
 namespace ctnn::kernels::cpu {
 // Whether this translation unit uses the compiled GEMM kernels (declared
 // extern) or defines them; false header-only.
@@ -150,6 +162,7 @@ CTNN_DETAIL_EPILOGUE_INSTANCES(template, xsimd::default_arch)
 template gemm_plan plan_gemm<gemm_target_of<float, xsimd::default_arch>()>(gemm_problem);
 template gemm_plan plan_gemm<gemm_target_of<double, xsimd::default_arch>()>(gemm_problem);
 CTNN_DETAIL_MAP_INSTANCES(template, xsimd::default_arch)
+CTNN_DETAIL_NORMALIZATION_INSTANCES(template, xsimd::default_arch)
 }  // namespace ctnn::kernels::cpu
 #elif defined(CTNN_COMPILED_KERNELS)
 namespace ctnn::kernels::cpu::simd {
@@ -163,5 +176,6 @@ CTNN_DETAIL_EPILOGUE_INSTANCES(extern template, xsimd::default_arch)
 extern template gemm_plan plan_gemm<gemm_target_of<float, xsimd::default_arch>()>(gemm_problem);
 extern template gemm_plan plan_gemm<gemm_target_of<double, xsimd::default_arch>()>(gemm_problem);
 CTNN_DETAIL_MAP_INSTANCES(extern template, xsimd::default_arch)
+CTNN_DETAIL_NORMALIZATION_INSTANCES(extern template, xsimd::default_arch)
 }  // namespace ctnn::kernels::cpu
 #endif

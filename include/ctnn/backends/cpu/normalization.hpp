@@ -15,38 +15,71 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "../../core/format.hpp"
 #include "../../core/precision.hpp"
 #include "../../core/rng.hpp"
+#include "../../core/separate.hpp"
 #include "batch_split.hpp"
 
 namespace ctnn::kernels::cpu {
 
+// Per-channel values of a channel count Cn: std::integral_constant<std::size_t, C> (a std::array,
+// the loops over channels of known length) or std::size_t (run-time: on the heap).
+namespace detail {
+template <class A, class Cn>
+class channel_values {
+ public:
+  explicit channel_values(Cn) noexcept {}
+  A& operator[](std::size_t c) noexcept { return v_[c]; }
+  const A& operator[](std::size_t c) const noexcept { return v_[c]; }
+
+ private:
+  std::array<A, Cn::value> v_{};
+};
+template <class A>
+class channel_values<A, std::size_t> {
+ public:
+  explicit channel_values(std::size_t n) : v_(new A[n]()) {}
+  A& operator[](std::size_t c) noexcept { return v_[c]; }
+  const A& operator[](std::size_t c) const noexcept { return v_[c]; }
+
+ private:
+  std::unique_ptr<A[]> v_;
+};
+}  // namespace detail
+
 // y = g (x - m) v + b per channel over rows x C values, split over the pool by rows.
-template <std::size_t C, class T, class A>
-void normalize_rows(const T* x, T* y, const std::array<A, C>& m, const std::array<A, C>& v, const std::array<A, C>& g,
-                    const std::array<A, C>& b, std::size_t rows) {
+template <class Cn, class T, class V>
+void normalize_rows(Cn C, const T* x, T* y, const V& m, const V& v, const V& g, const V& b, std::size_t rows) {
+  using A = std::remove_cvref_t<decltype(m[0])>;
   for_samples(rows, C, [&](std::size_t r0, std::size_t r1) {
     for (std::size_t i = r0; i < r1; ++i)
       for (std::size_t c = 0; c < C; ++c) y[i * C + c] = T(g[c] * (A(x[i * C + c]) - m[c]) * v[c] + b[c]);
   });
 }
 
+// The bodies below over a channel count Cn (channel_values): batch_norm_forward<C> and _backward<C>
+// pass std::integral_constant, the run-time-C entries batch_norm_forward_n / _backward_n (the
+// compiled part's one body for every channel count: ops<cpu> calls them in compiled mode) a size_t.
+namespace detail {
 // Training (batch statistics, biased variance; the moving statistics updated) or inference
 // (the moving statistics): mean and inv = 1 / sqrt(var + epsilon) cached, y = gamma (x - mean) inv + beta.
-template <std::size_t C, class T, class S>
-void batch_norm_forward(const T* x, T* y, const T* gamma, const T* beta, S* moving_mean, S* moving_var, T* mean,
-                        T* inv, std::size_t rows, double momentum, double epsilon, bool training) {
+template <class Cn, class T, class S>
+void batch_norm_forward_c(Cn C, const T* x, T* y, const T* gamma, const T* beta, S* moving_mean, S* moving_var,
+                          T* mean, T* inv, std::size_t rows, double momentum, double epsilon, bool training) {
   using A = precision::arithmetic_t<T>;
-  std::array<A, C> m, v;
+  using V = channel_values<A, Cn>;
+  V m(C), v(C);
   if (training) {
-    std::array<A, C> sum{}, sq{};
+    V sum(C), sq(C);
     for (std::size_t i = 0; i < rows; ++i)
       for (std::size_t c = 0; c < C; ++c) sum[c] += A(x[i * C + c]);
-    std::array<A, C> mu;
+    V mu(C);
     for (std::size_t c = 0; c < C; ++c) mu[c] = sum[c] / A(rows);
     for (std::size_t i = 0; i < rows; ++i)
       for (std::size_t c = 0; c < C; ++c) {
@@ -66,23 +99,24 @@ void batch_norm_forward(const T* x, T* y, const T* gamma, const T* beta, S* movi
       v[c] = A(1) / std::sqrt(A(moving_var[c]) + A(epsilon));
     }
   }
-  std::array<A, C> g, b;
+  V g(C), b(C);
   for (std::size_t c = 0; c < C; ++c) {
     mean[c] = T(m[c]);
     inv[c] = T(v[c]);
     g[c] = A(gamma[c]);
     b[c] = A(beta[c]);
   }
-  normalize_rows<C>(x, y, m, v, g, b, rows);
+  normalize_rows(C, x, y, m, v, g, b, rows);
 }
 
 // dgamma = sum dy xhat, dbeta = sum dy (overwritten); dx (when not null) through the batch statistics
 // in training, dx = gamma inv / M (M dy - dbeta - xhat dgamma), else dx = gamma inv dy.
-template <std::size_t C, class T>
-void batch_norm_backward(const T* x, const T* dy, T* dx, const T* gamma, const T* mean, const T* inv, T* dgamma,
-                         T* dbeta, std::size_t rows, bool training) {
+template <class Cn, class T>
+void batch_norm_backward_c(Cn C, const T* x, const T* dy, T* dx, const T* gamma, const T* mean, const T* inv,
+                           T* dgamma, T* dbeta, std::size_t rows, bool training) {
   using A = precision::arithmetic_t<T>;
-  std::array<A, C> m, v, dg{}, db{};
+  using V = channel_values<A, Cn>;
+  V m(C), v(C), dg(C), db(C);
   for (std::size_t c = 0; c < C; ++c) {
     m[c] = A(mean[c]);
     v[c] = A(inv[c]);
@@ -98,7 +132,7 @@ void batch_norm_backward(const T* x, const T* dy, T* dx, const T* gamma, const T
     dbeta[c] = T(db[c]);
   }
   if (!dx) return;
-  std::array<A, C> k;
+  V k(C);
   if (!training) {
     for (std::size_t c = 0; c < C; ++c) k[c] = A(gamma[c]) * v[c];
     for_samples(rows, C, [&](std::size_t r0, std::size_t r1) {
@@ -116,6 +150,47 @@ void batch_norm_backward(const T* x, const T* dy, T* dx, const T* gamma, const T
         dx[i * C + c] = T(k[c] * (mm * A(dy[i * C + c]) - db[c] - xhat * dg[c]));
       }
   });
+}
+}  // namespace detail
+
+// Training (batch statistics, biased variance; the moving statistics updated) or inference
+// (the moving statistics): mean and inv = 1 / sqrt(var + epsilon) cached, y = gamma (x - mean) inv + beta.
+template <std::size_t C, class T, class S>
+void batch_norm_forward(const T* x, T* y, const T* gamma, const T* beta, S* moving_mean, S* moving_var, T* mean,
+                        T* inv, std::size_t rows, double momentum, double epsilon, bool training) {
+  detail::batch_norm_forward_c(std::integral_constant<std::size_t, C>{}, x, y, gamma, beta, moving_mean, moving_var,
+                               mean, inv, rows, momentum, epsilon, training);
+}
+
+// dgamma = sum dy xhat, dbeta = sum dy (overwritten); dx (when not null) through the batch statistics
+// in training, dx = gamma inv / M (M dy - dbeta - xhat dgamma), else dx = gamma inv dy.
+template <std::size_t C, class T>
+void batch_norm_backward(const T* x, const T* dy, T* dx, const T* gamma, const T* mean, const T* inv, T* dgamma,
+                         T* dbeta, std::size_t rows, bool training) {
+  detail::batch_norm_backward_c(std::integral_constant<std::size_t, C>{}, x, dy, dx, gamma, mean, inv, dgamma, dbeta,
+                                rows, training);
+}
+
+// The same over a run-time channel count C, the same operations in the same order (the same bits):
+// one entry for every channel count (the common counts 16 to 256 run the compile-time body:
+// with_common_count, core/separate.hpp), which the compiled part holds for float (compiled_kernels.hpp's
+// CTNN_DETAIL_NORMALIZATION_INSTANCES; ops<cpu<Arch>> calls them in compiled mode). Arch names the
+// architecture the caller's flags enable, so a program built for another one fails to link instead of
+// running the object's code.
+template <class Arch, class T, class S>
+void batch_norm_forward_n(std::size_t C, const T* x, T* y, const T* gamma, const T* beta, S* moving_mean,
+                          S* moving_var, T* mean, T* inv, std::size_t rows, double momentum, double epsilon,
+                          bool training) {
+  ::ctnn::detail::with_common_count(C, [&](auto c) {
+    detail::batch_norm_forward_c(c, x, y, gamma, beta, moving_mean, moving_var, mean, inv, rows, momentum, epsilon,
+                                 training);
+  });
+}
+template <class Arch, class T>
+void batch_norm_backward_n(std::size_t C, const T* x, const T* dy, T* dx, const T* gamma, const T* mean,
+                           const T* inv, T* dgamma, T* dbeta, std::size_t rows, bool training) {
+  ::ctnn::detail::with_common_count(
+      C, [&](auto c) { detail::batch_norm_backward_c(c, x, dy, dx, gamma, mean, inv, dgamma, dbeta, rows, training); });
 }
 
 // Synchronized (cross-replica) batch normalization in training, host memory: the statistics of
@@ -151,7 +226,7 @@ void batch_norm_forward_cross_replica(const T* x, T* y, const T* gamma, const T*
     g[c] = A(gamma[c]);
     b[c] = A(beta[c]);
   }
-  normalize_rows<C>(x, y, m, v, g, b, rows);
+  normalize_rows(std::integral_constant<std::size_t, C>{}, x, y, m, v, g, b, rows);
 }
 
 // Its backward: dgamma, dbeta this replica's sums (data_parallel averages them with the other

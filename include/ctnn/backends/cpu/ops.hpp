@@ -351,13 +351,20 @@ struct ops<cpu<Arch>> {
   template <std::size_t C, class T, class S>
   static void batch_norm_forward(const T* x, T* y, const T* gamma, const T* beta, S* moving_mean, S* moving_var,
                                  T* mean, T* inv, std::size_t rows, double momentum, double epsilon, bool training) {
-    kernels::cpu::batch_norm_forward<C>(x, y, gamma, beta, moving_mean, moving_var, mean, inv, rows, momentum, epsilon,
-                                        training);
+    if constexpr (::ctnn::detail::compiled_part && std::is_same_v<T, float> && std::is_same_v<S, float>)
+      kernels::cpu::batch_norm_forward_n<Arch>(C, x, y, gamma, beta, moving_mean, moving_var, mean, inv, rows, momentum,
+                                               epsilon, training);  // one body for every C (compiled_kernels.hpp)
+    else
+      kernels::cpu::batch_norm_forward<C>(x, y, gamma, beta, moving_mean, moving_var, mean, inv, rows, momentum,
+                                          epsilon, training);
   }
   template <std::size_t C, class T>
   static void batch_norm_backward(const T* x, const T* dy, T* dx, const T* gamma, const T* mean, const T* inv,
                                   T* dgamma, T* dbeta, std::size_t rows, bool training) {
-    kernels::cpu::batch_norm_backward<C>(x, dy, dx, gamma, mean, inv, dgamma, dbeta, rows, training);
+    if constexpr (::ctnn::detail::compiled_part && std::is_same_v<T, float>)
+      kernels::cpu::batch_norm_backward_n<Arch>(C, x, dy, dx, gamma, mean, inv, dgamma, dbeta, rows, training);
+    else
+      kernels::cpu::batch_norm_backward<C>(x, dy, dx, gamma, mean, inv, dgamma, dbeta, rows, training);
   }
   // The mask drawn from gen (n uniforms, in order); the rate a value or one float in this memory
   // (dynamic_dropout's metadata). A rate outside [0, 1) throws std::invalid_argument.

@@ -23,6 +23,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "../../core/separate.hpp"
 #include "../../kernels/conv_reference.hpp"
 #include "../../kernels/functors.hpp"
 #include "arch.hpp"
@@ -53,11 +54,24 @@ template <kernels::conv_geometry G>
 inline constexpr std::size_t winograd_chunk = std::max<std::size_t>(1, winograd_chunk_tiles / winograd_tiles<G>);
 
 namespace detail {
+// The transforms below are written once over a geometry known at compile time (fixed_geometry<G>: the
+// loops' bounds are constants) or at run time (a conv_geometry: the compiled part's one body for every
+// layer shape, winograd_input_n and the others below); geometry(g) is the conv_geometry.
+template <kernels::conv_geometry G>
+struct fixed_geometry {};
+template <kernels::conv_geometry G>
+constexpr kernels::conv_geometry geometry(fixed_geometry<G>) noexcept {
+  return G;
+}
+constexpr const kernels::conv_geometry& geometry(const kernels::conv_geometry& g) noexcept { return g; }
+
 // U[e][c][f] = (G g G^T)[e] of the 3x3 filter g = w[., ., c, f], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1].
-template <kernels::conv_geometry G, class Arch, class T>
-void winograd_filters(const T* w, T* u) {
+template <class Arch, class T, class Geometry>
+void winograd_filters_of(const Geometry& geo, const T* w, T* u) {
+  const kernels::conv_geometry G = geometry(geo);
   using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size, C = G.c, F = G.f, CF = C * F;
+  constexpr std::size_t L = B::size;
+  const std::size_t C = G.c, F = G.f, CF = C * F;
   const B h(T(0.5));
   for (std::size_t c = 0; c < C; ++c)
     for (std::size_t f = 0; f < F; f += L) {
@@ -83,10 +97,14 @@ void winograd_filters(const T* w, T* u) {
 // V[e][t][c] for the tiles t of samples [n0, n1) (t counted from n0's first tile), B^T = [1 0 -1 0;
 // 0 1 1 0; 0 -1 1 0; 0 1 0 -1]; the tile's input positions outside x read as zeros.
 // es: the distance between the 16 matrices (0: (n1 - n0) tiles x C, packed).
-template <kernels::conv_geometry G, class Arch, class T>
-void winograd_input(const T* x, T* v, std::size_t n0, std::size_t n1, std::size_t es = 0) {
+// (C: G.c, an integral constant or a size_t)
+template <class Arch, class T, class Geometry, class Cn>
+void winograd_input_of(const Geometry& geo, Cn C, const T* x, T* v, std::size_t n0, std::size_t n1,
+                       std::size_t es = 0) {
+  const kernels::conv_geometry G = geometry(geo);
   using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size, C = G.c, TH = (G.oh + 1) / 2, TW = (G.ow + 1) / 2;
+  constexpr std::size_t L = B::size;
+  const std::size_t TH = (G.oh + 1) / 2, TW = (G.ow + 1) / 2;
   if (!es) es = (n1 - n0) * TH * TW * C;
   for (std::size_t n = n0; n < n1; ++n) {
     const T* xs = x + n * G.in_size();
@@ -124,10 +142,14 @@ void winograd_input(const T* x, T* v, std::size_t n0, std::size_t n1, std::size_
 
 // y of samples [n0, n1) = ep.forward(A^T M A + b) from M[e][t][f], A^T = [1 1 1 0; 0 1 -1 -1] (ep: a
 // rule of kernels/functors.hpp); outputs past OH, OW (the odd sizes' last half tiles) are not written.
-template <kernels::conv_geometry G, class Arch, class T, class E = fn::identity_fn>
-void winograd_output(const T* m, const T* b, T* y, std::size_t n0, std::size_t n1, const E& ep = {}) {
+// (F: G.f, an integral constant or a size_t)
+template <class Arch, class T, class E, class Geometry, class Fn>
+void winograd_output_of(const Geometry& geo, Fn F, const T* m, const T* b, T* y, std::size_t n0, std::size_t n1,
+                        const E& ep) {
+  const kernels::conv_geometry G = geometry(geo);
   using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size, F = G.f, TH = (G.oh + 1) / 2, TW = (G.ow + 1) / 2;
+  constexpr std::size_t L = B::size;
+  const std::size_t TH = (G.oh + 1) / 2, TW = (G.ow + 1) / 2;
   const std::size_t es = (n1 - n0) * TH * TW * F;
   for (std::size_t n = n0; n < n1; ++n)
     for (std::size_t th = 0; th < TH; ++th)
@@ -152,6 +174,49 @@ void winograd_output(const T* m, const T* b, T* y, std::size_t n0, std::size_t n
           }
         }
       }
+}
+}  // namespace detail
+
+// The transforms over a run-time geometry g (the same operations in the same order: the same bits):
+// one body for every layer shape, which the compiled part holds for float (compiled_kernels.hpp's
+// CTNN_DETAIL_WINOGRAD_INSTANCES; the output's for the identity and relu rules); winograd_forward
+// calls them in compiled mode.
+template <class Arch, class T>
+void winograd_filters_n(const kernels::conv_geometry& g, const T* w, T* u) {
+  detail::winograd_filters_of<Arch>(g, w, u);
+}
+// (the channel loops of the common counts 16 to 256 at compile time: with_common_count, core/separate.hpp)
+template <class Arch, class T>
+void winograd_input_n(const kernels::conv_geometry& g, const T* x, T* v, std::size_t n0, std::size_t n1,
+                      std::size_t es = 0) {
+  ::ctnn::detail::with_common_count(g.c, [&](auto c) { detail::winograd_input_of<Arch>(g, c, x, v, n0, n1, es); });
+}
+template <class Arch, class T, class E>
+void winograd_output_n(const kernels::conv_geometry& g, const T* m, const T* b, T* y, std::size_t n0, std::size_t n1,
+                       const E& ep) {
+  ::ctnn::detail::with_common_count(g.f,
+                                    [&](auto f) { detail::winograd_output_of<Arch>(g, f, m, b, y, n0, n1, ep); });
+}
+
+namespace detail {
+// Whether a transform of T (and rule E) comes from the compiled part (compiled mode, float).
+template <class T, class E = fn::identity_fn>
+inline constexpr bool winograd_compiled = ::ctnn::detail::compiled_part && std::is_same_v<T, float> &&
+                                          (std::is_same_v<E, fn::identity_fn> || std::is_same_v<E, fn::relu_fn>);
+template <kernels::conv_geometry G, class Arch, class T>
+void winograd_filters(const T* w, T* u) {
+  if constexpr (winograd_compiled<T>) winograd_filters_n<Arch>(G, w, u);
+  else winograd_filters_of<Arch>(fixed_geometry<G>{}, w, u);
+}
+template <kernels::conv_geometry G, class Arch, class T>
+void winograd_input(const T* x, T* v, std::size_t n0, std::size_t n1, std::size_t es = 0) {
+  if constexpr (winograd_compiled<T>) winograd_input_n<Arch>(G, x, v, n0, n1, es);
+  else winograd_input_of<Arch>(fixed_geometry<G>{}, std::integral_constant<std::size_t, G.c>{}, x, v, n0, n1, es);
+}
+template <kernels::conv_geometry G, class Arch, class T, class E = fn::identity_fn>
+void winograd_output(const T* m, const T* b, T* y, std::size_t n0, std::size_t n1, const E& ep = {}) {
+  if constexpr (winograd_compiled<T, E>) winograd_output_n<Arch>(G, m, b, y, n0, n1, ep);
+  else winograd_output_of<Arch>(fixed_geometry<G>{}, std::integral_constant<std::size_t, G.f>{}, m, b, y, n0, n1, ep);
 }
 }  // namespace detail
 
@@ -318,3 +383,26 @@ void winograd_backward_weights(const T* x, const T* dy, T* dw, T* partial, std::
 }
 
 }  // namespace ctnn::kernels::cpu
+
+// X: `extern template` (declarations) or `template` (definitions); A: the architecture. The run-time-geometry
+// transforms for float (the output's for the identity and relu rules), compiled once in the compiled part
+// (compiled_kernels.hpp, core/separate.hpp) instead of once per layer shape in every program.
+#define CTNN_DETAIL_WINOGRAD_INSTANCES(X, A)                                                                        \
+  X void winograd_filters_n<A, float>(const ::ctnn::kernels::conv_geometry&, const float*, float*);                 \
+  X void winograd_input_n<A, float>(const ::ctnn::kernels::conv_geometry&, const float*, float*, std::size_t,      \
+                                    std::size_t, std::size_t);                                                      \
+  X void winograd_output_n<A, float, ::ctnn::fn::identity_fn>(const ::ctnn::kernels::conv_geometry&, const float*, \
+                                                              const float*, float*, std::size_t, std::size_t,      \
+                                                              const ::ctnn::fn::identity_fn&);                      \
+  X void winograd_output_n<A, float, ::ctnn::fn::relu_fn>(const ::ctnn::kernels::conv_geometry&, const float*,     \
+                                                          const float*, float*, std::size_t, std::size_t,          \
+                                                          const ::ctnn::fn::relu_fn&);
+#if defined(CTNN_COMPILED_KERNELS_DEFINE)
+namespace ctnn::kernels::cpu {
+CTNN_DETAIL_WINOGRAD_INSTANCES(template, xsimd::default_arch)
+}  // namespace ctnn::kernels::cpu
+#elif defined(CTNN_COMPILED_KERNELS)
+namespace ctnn::kernels::cpu {
+CTNN_DETAIL_WINOGRAD_INSTANCES(extern template, xsimd::default_arch)
+}  // namespace ctnn::kernels::cpu
+#endif
