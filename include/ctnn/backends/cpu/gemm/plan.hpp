@@ -186,7 +186,13 @@ template <gemm_target t>
   // with masked loads (split_tail; until gemm10 it was copied to slot b and
   // run as a second micro-kernel call of one row, which loaded and stored C
   // twice: Y = X W of the 10-wide layer on AVX-512).
-  const bool direct = p.b_cs == 1 && (M <= 64 || N <= NR);
+  // Not a transposed A of more than two row blocks with a long K (dW = X^T dZ of an LSTM(128) over
+  // 28 steps: M 28, N 512, K 1792 at batch 64): B's rows 2 KB apart, a panel's K block spans a few
+  // of L1's sets and each row block read it again from L2 or L3; packed in K blocks (k_outer below)
+  // that product ran in 0.81-0.91x the CPU time (AVX-512, loaded Xeon model 207). A first
+  // convolution's dW (9 rows: two row blocks) keeps B in place.
+  const bool long_at = transposed_a && M > 2 * MR && K > 2 * KC;
+  const bool direct = p.b_cs == 1 && ((M <= 64 && !long_at) || N <= NR);
   // K blocks of equal length, at most KC (K = 288 with 32 registers is two
   // blocks of 144, not 256 + 32: a short last block pays the load and store
   // of C for little work), or one block up to block_k_max.
