@@ -197,6 +197,7 @@ static_assert(weights<avx2>(5000, 9, 32).b == b_access::in_place && weights<avx2
 static_assert(weights<avx512>(1792, 28, 512).b == b_access::k_outer && weights<avx512>(1792, 28, 512).kcb == 128);
 static_assert(weights<avx2>(1792, 28, 512).b == b_access::k_outer && weights<avx2>(1792, 28, 512).kc_max == 128);
 static_assert(weights<avx512>(512, 28, 512).b == b_access::in_place && weights<avx512>(1792, 16, 512).b == b_access::in_place);
+static_assert(weights<avx512>(1792, 28, 8192).b == b_access::in_place);  // no K blocks fit (C 896 KB): B in place, not all packed
 
 // ---- A with no unit stride: packed
 static_assert(make_gemm_plan<avx2>({100, 64, 30, 60, 2, 64, 1}).a == a_access::packed);
