@@ -80,11 +80,67 @@ void lstm_step_product(benchmark::State& st) {
   }
 }
 
+// The LSTM(128) training step's products alone at batch n (st.range(0)), as the layer runs them
+// (layers/recurrent.hpp), with a GFLOP/s counter to set beside peak/fma (ctnn_bench): phase 0 the
+// input projection x W + b (28 n rows), 1 one step's h R over R packed (n rows), 2 one step's
+// dz R^T, 3 dW = X^T dZ (+ db), 4 dR = H^T dZ (27 n rows), 5 dx = dZ W^T; 6 and 7 one step's forward
+// and backward gate rules (no FLOPs counted); 8 dW and dR as one product over a copy [x_t, h_{t-1}]
+// (M 156: no faster than 3 and 4 apart, not used by the layer; docs/performance.md, Recurrent).
+void lstm_phase(benchmark::State& st) {
+  constexpr std::size_t S = 28, F = 28, U = 128, G = 4 * U;
+  using O = ctnn::ops<ctnn::cpu<>>;
+  const std::size_t n = std::size_t(st.range(0)), phase = std::size_t(st.range(1));
+  ctnn::rng g(4);
+  const double range = phase >= 6 ? 2 : 0.5;  // the rules: both branches of tanh (|x| below and above 0.625)
+  auto fill = [&](std::size_t k) {
+    std::vector<float> v(k);
+    for (auto& e : v) e = float(g.uniform(-range, range));
+    return v;
+  };
+  std::vector<float> x = fill(S * n * F), w = fill(F * G), r = fill(U * G), b = fill(G), h = fill(S * n * U),
+                     z = fill(S * n * G), dw = fill(F * G), dr = fill(U * G), db = fill(G), out = fill(S * n * G);
+  std::vector<float> pk(O::packed_size<U, G, float>), wr((F + U) * G);
+  double flops = 0;
+  if (phase == 1) O::pack_weights<U, G>(r.data(), pk.data(), n);
+  if (phase == 2) O::pack_weights_transposed<U, G>(r.data(), pk.data(), n);
+  for (auto _ : st) {
+    switch (phase) {
+      case 0: O::dense_forward<F, G>(x.data(), w.data(), b.data(), out.data(), S * n); flops = 2.0 * S * n * F * G; break;
+      case 1: O::dense_forward_packed<U, G>(h.data(), r.data(), pk.data(), static_cast<const float*>(nullptr), out.data(), n); flops = 2.0 * n * U * G; break;
+      case 2: O::dense_backward_input_packed<U, G>(z.data(), r.data(), pk.data(), out.data(), n); flops = 2.0 * n * U * G; break;
+      case 3: O::dense_backward_weights<F, G>(x.data(), z.data(), dw.data(), db.data(), S * n); flops = 2.0 * S * n * F * G; break;
+      case 4: O::dense_backward_weights<U, G>(h.data(), z.data(), dr.data(), static_cast<float*>(nullptr), (S - 1) * n); flops = 2.0 * (S - 1) * n * U * G; break;
+      case 5: O::dense_backward_input<F, G>(z.data(), w.data(), out.data(), S * n); flops = 2.0 * S * n * F * G; break;
+      case 6:  // one step's forward rule (gates in z, h R in out, c_{t-1} and c, h in h)
+        ctnn::lstm_cell::forward_step<O, float, U>(ctnn::detail::map_rows_of<O>{}, n, z.data(), out.data(), nullptr,
+                                                   h.data(), h.data() + n * U, h.data() + 2 * n * U);
+        break;
+      case 8: {  // dW and dR as one product: [x_t, h_{t-1}]^T dZ (28 n rows of F + U), after the copy into one
+        std::vector<float>& xh = out;
+        O::map_rows(ctnn::detail::assign_fn{}, S * n, F, ctnn::kernels::rows<float>{xh.data(), F + U},
+                    ctnn::kernels::rows<const float>{x.data(), F});
+        O::map_rows(ctnn::detail::assign_fn{}, S * n, U, ctnn::kernels::rows<float>{xh.data() + F, F + U},
+                    ctnn::kernels::rows<const float>{h.data(), U});
+        O::dense_backward_weights<F + U, G>(xh.data(), z.data(), wr.data(), db.data(), S * n);
+        flops = 2.0 * S * n * (F + U) * G;
+        break;
+      }
+      default:  // one step's backward rule
+        ctnn::lstm_cell::backward_step<O, float, U>(n, z.data(), nullptr, nullptr, nullptr, h.data(), h.data() + n * U,
+                                                    h.data() + 2 * n * U, h.data() + 3 * n * U);
+        break;
+    }
+    benchmark::ClobberMemory();
+  }
+  st.counters["GFLOPs"] = benchmark::Counter(double(st.iterations()) * flops * 1e-9, benchmark::Counter::kIsRate);
+}
+
 }  // namespace
 
 BENCHMARK(lstm_step_product<128>)->Unit(benchmark::kMicrosecond);
 BENCHMARK(lstm_step_product<112>)->Unit(benchmark::kMicrosecond);
 BENCHMARK(lstm_step_product<96>)->Unit(benchmark::kMicrosecond);
+BENCHMARK(lstm_phase)->ArgsProduct({{64}, {0, 1, 2, 3, 4, 5, 6, 7, 8}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(lstm_inference)->Arg(1)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(gru_inference)->Arg(1)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(lstm_train)->Arg(1)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();

@@ -191,6 +191,13 @@ static_assert(forward<avx2>(7744, 288, 64).kcb == 288 && forward<avx2>(7744, 288
 static_assert(forward<avx512>(7744, 288, 64).kcb == 144 && forward<avx512>(7744, 288, 64).kc_max == 144);
 static_assert(forward<avx2>(64, 385, 256).kcb == 193 && forward<avx2>(64, 384, 256).kcb == 384);  // above 1.5 KC: equal blocks
 static_assert(weights<avx2>(5000, 9, 32).b == b_access::in_place && weights<avx2>(5000, 9, 32).kc_max == 250);
+// a transposed A of more than two row blocks and K over 512 (dW of an LSTM(128)'s kernel, 28 x 512 over 28 steps at
+// batch 64): B packed in K blocks (of 128: M + N over the budget at 256), not read in place; two row blocks (9 rows of
+// a first convolution) or K up to 512 keep it in place
+static_assert(weights<avx512>(1792, 28, 512).b == b_access::k_outer && weights<avx512>(1792, 28, 512).kcb == 128);
+static_assert(weights<avx2>(1792, 28, 512).b == b_access::k_outer && weights<avx2>(1792, 28, 512).kc_max == 128);
+static_assert(weights<avx512>(512, 28, 512).b == b_access::in_place && weights<avx512>(1792, 16, 512).b == b_access::in_place);
+static_assert(weights<avx512>(1792, 28, 8192).b == b_access::in_place);  // no K blocks fit (C 896 KB): B in place, not all packed
 
 // ---- A with no unit stride: packed
 static_assert(make_gemm_plan<avx2>({100, 64, 30, 60, 2, 64, 1}).a == a_access::packed);

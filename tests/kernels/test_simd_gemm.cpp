@@ -146,6 +146,17 @@ TEST_CASE("simd_gemm with K blocks of 128 rows outermost equals the reference on
   CHECK(ran >= 1);
 }
 
+// A transposed A of more than two row blocks and a long K (plan.hpp: dW of an LSTM(128)'s kernel, 28 x 512 over
+// 28 steps): B packed in K blocks outermost instead of read in place; a partial last row block (28, 17 rows on
+// AVX-512) and panel (40 columns), 5 blocks of 120.
+TEST_CASE("simd_gemm with a transposed A of a few row blocks and a long K equals the reference on every architecture") {
+  const int ran = test::for_each_arch("simd_gemm, few rows, long K", [](auto arch, const char* name) {
+    check_arch<decltype(arch), float>(name, {28}, {40, 512}, {600});
+    check_arch<decltype(arch), double>(name, {17}, {33}, {600});
+  });
+  CHECK(ran >= 1);
+}
+
 // simd_v<T, Arch>: xsimd for float and double on an architecture the compiler targets, else scalar.
 static_assert(kernels::cpu::simd_v<float, xsimd::sse2> && kernels::cpu::simd_v<double, xsimd::sse2>);
 static_assert(!kernels::cpu::simd_v<int, xsimd::sse2> && !kernels::cpu::simd_v<long double, xsimd::sse2>);
@@ -199,6 +210,7 @@ TEST_CASE("results are bit-identical whatever the thread count") {
                         shape{288, 64, 7744, true, false} /* dW of a conv: K blocks outermost */,
                         shape{128, 512, 1728, true, false} /* dR of an LSTM(128) at batch 64: K blocks of 124 */,
                         shape{9, 32, 5000, true, false} /* few rows, long K */,
+                        shape{28, 512, 1792, true, false} /* dW of an LSTM(128) at batch 64: B packed in K blocks */,
                         shape{128, 10, 4096, true, false} /* dW of a 10-wide layer: C^T on AVX2 */,
                         shape{256, 10, 128, false, false} /* Y = X W of a 10-wide layer: C^T on AVX2 */,
                         shape{4096, 10, 128, false, false} /* the same with several tasks of X^T panels */,

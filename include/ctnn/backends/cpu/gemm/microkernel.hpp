@@ -143,8 +143,12 @@ void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t 
     // C is only written: ask for its lines now (with write intent), so that
     // the misses of a fresh output (an im2col gradient, 9 MB) overlap the
     // FMAs instead of stalling the stores at the end (not worth its
-    // instructions for short K, where the tile is little work).
-    if (kc >= 32)
+    // instructions for short K, where the tile is little work). From K = 16
+    // with 64-byte vectors (a tile row is two lines): the LSTM(128)'s input
+    // projection, 1792 x 28 x 512 at batch 64 (3.6 MB out), 0.82-0.99x the CPU
+    // time on AVX-512 with it at K = 28 (8 alternating rounds, median 0.96x,
+    // loaded Xeon model 207); on AVX2 (a row is one line) no gain: from K = 32 there.
+    if (kc >= (L * sizeof(T) >= 64 ? 16 : 32))
       for (std::size_t r = 0; r < mr; ++r)
 #pragma GCC unroll 4
         for (std::size_t v = 0; v < NV; ++v)

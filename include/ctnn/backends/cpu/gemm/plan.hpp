@@ -186,7 +186,22 @@ template <gemm_target t>
   // with masked loads (split_tail; until gemm10 it was copied to slot b and
   // run as a second micro-kernel call of one row, which loaded and stored C
   // twice: Y = X W of the 10-wide layer on AVX-512).
-  const bool direct = p.b_cs == 1 && (M <= 64 || N <= NR);
+  // Wider products (M + N above the budget at KC rows) take K blocks of KC / 2 where those fit:
+  // dR = H^T dZ of an LSTM(128) over its steps (M 128, N 512, K = steps x batch, 1728 at batch 64)
+  // had all of dZ (3.5 MB) packed and read once per task row from L3; in K blocks of 124 rows it
+  // ran in 0.75-0.85x the CPU time on AVX-512 and 0.92-0.95x on AVX2 (loaded Xeon, model 207).
+  constexpr std::size_t l2_budget = std::size_t(512) << 10;
+  const std::size_t kc_outer = (M + N) * KC * t.bytes <= l2_budget         ? KC
+                               : (M + N) * (KC / 2) * t.bytes <= l2_budget ? KC / 2
+                                                                            : 0;
+  const bool fits_k_outer = kc_outer && M * N * t.bytes <= l2_budget;
+  // Not a transposed A of more than two row blocks with a long K, where K blocks fit (dW = X^T dZ
+  // of an LSTM(128) over 28 steps: M 28, N 512, K 1792 at batch 64): B's rows 2 KB apart, a
+  // panel's K block spans a few of L1's sets and each row block read it again from L2 or L3;
+  // packed in K blocks (k_outer below) that product ran in 0.82-0.91x the CPU time (AVX-512,
+  // loaded Xeon model 207). A first convolution's dW (9 rows: two row blocks) keeps B in place.
+  const bool long_at = transposed_a && M > 2 * MR && K > 2 * KC && fits_k_outer;
+  const bool direct = p.b_cs == 1 && ((M <= 64 && !long_at) || N <= NR);
   // K blocks of equal length, at most KC (K = 288 with 32 registers is two
   // blocks of 144, not 256 + 32: a short last block pays the load and store
   // of C for little work), or one block up to block_k_max.
@@ -201,15 +216,8 @@ template <gemm_target t>
   // the next block into the other half (no serial packing between runs: with
   // 2 threads the first layer's forward at batch 256 ran 1.67x faster than on
   // one, the packing on the caller alone).
-  // Wider products (M + N above the budget at KC rows) take K blocks of KC / 2 where those fit:
-  // dR = H^T dZ of an LSTM(128) over its steps (M 128, N 512, K = steps x batch, 1728 at batch 64)
-  // had all of dZ (3.5 MB) packed and read once per task row from L3; in K blocks of 124 rows it
-  // ran in 0.75-0.85x the CPU time on AVX-512 and 0.92-0.95x on AVX2 (loaded Xeon, model 207).
-  constexpr std::size_t l2_budget = std::size_t(512) << 10;
-  const std::size_t kc_outer = (M + N) * KC * t.bytes <= l2_budget         ? KC
-                               : (M + N) * (KC / 2) * t.bytes <= l2_budget ? KC / 2
-                                                                            : 0;
-  const bool k_outer = !direct && K > KC && kc_outer && M * N * t.bytes <= l2_budget;
+  // (kc_outer above: wider products take K blocks of KC / 2 where those fit)
+  const bool k_outer = !direct && K > KC && fits_k_outer;
   if (k_outer && kc_outer < KC) {  // equal blocks of at most kc_outer (1728: 14 of 124)
     const std::size_t blocks = (K + kc_outer - 1) / kc_outer;
     g.kcb = (K + blocks - 1) / blocks;
