@@ -6,7 +6,7 @@
 #                                         its curves to build/release/mlp_history.png
 #   scripts/quickstart.sh test            build and run every test; then the suite under ASan +
 #                                         UBSan (built for AVX2 on an AVX-512 CPU), a short fuzzing
-#                                         run, and the data and train tests under ThreadSanitizer
+#                                         run, and the threaded data and train tests under ThreadSanitizer
 #                                         (what CI runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,7 +75,8 @@ else
   cmake --build --preset "$asan" -j "$jobs"
   ctest --preset "$asan" -j "$jobs"
   scripts/fuzz.sh "${CTNN_FUZZ_SECONDS:-10}"
-  # The threaded input pipeline under ThreadSanitizer (the data and train tests, ~2 min on 2 cores).
+  # The threaded input pipeline and training step under ThreadSanitizer (the data and train
+  # test files that run threads of their own).
   cmake --preset tsan
   cmake --build --preset tsan -j "$jobs"
   exec ctest --preset tsan -j "$jobs"

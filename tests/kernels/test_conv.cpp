@@ -194,9 +194,10 @@ TEST_CASE("conv: im2col + GEMM in chunks of samples equals the reference and one
   kernels::cpu::dense_backward_input<G.patch(), G.f>(dy.data(), w.data(), cols1.data(), m);
   kernels::cpu::col2im<G>(cols1.data(), dx1.data(), batch);
   if constexpr (kernels::cpu::winograd_v<G, kernels::cpu::default_arch, float>) {
-    // y and dx by Winograd F(2x2, 3x3) (test_winograd.cpp): the direct sum up to rounding
-    CHECK(max_rel(y, y1) < 1e-5);
-    CHECK(max_rel(dx, dx1) < 1e-5);
+    // y and dx by Winograd F(2x2, 3x3) (test_winograd.cpp): the direct sum up to rounding, compare()'s
+    // Winograd bound (1.07e-5 seen for dx on avx512 in a -O1 build, where g++ fuses other products)
+    CHECK(max_rel(y, y1) < 4e-5);
+    CHECK(max_rel(dx, dx1) < 4e-5);
   } else {
     CHECK(y == y1);
     CHECK(dx == dx1);
