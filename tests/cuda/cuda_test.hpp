@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstddef>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,15 @@ inline double relative_error(const std::vector<float>& got, const std::vector<fl
   }
   return err / mag;
 }
+
+// Region r of a model's memory as float values on the host (a host view).
+template <class M>
+std::vector<float> download(const M& m, ctnn::role r) {
+  const auto v = m.host_region(r);
+  const float* p = reinterpret_cast<const float*>(v.data());
+  return std::vector<float>(p, p + v.size() / sizeof(float));
+}
+inline std::vector<float> values(std::span<const float> s) { return {s.begin(), s.end()}; }
 
 }  // namespace ctnn_test
 

@@ -87,13 +87,6 @@ auto dataset(std::size_t n, std::uint32_t seed, float scale = 1.0f) {
 template <class P>
 using half_of = typename P::compute_type;
 
-// Region r of a model's memory as float values on the host (a host view).
-template <class M>
-std::vector<float> download(const M& m, ctnn::role r) {
-  const auto v = m.host_region(r);
-  const float* p = reinterpret_cast<const float*>(v.data());
-  return std::vector<float>(p, p + v.size() / sizeof(float));
-}
 
 }  // namespace
 

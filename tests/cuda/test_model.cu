@@ -154,13 +154,6 @@ using mobile = ctnn::sequential<ctnn::input<8, 8, 2>, ctnn::depthwise_conv2d<3, 
                                 ctnn::dense<3>>;
 
 // Region r of a model's memory as float values on the host (a host view: core/backend.hpp).
-template <class M>
-std::vector<float> download(const M& m, ctnn::role r) {
-  const auto v = m.host_region(r);
-  const float* p = reinterpret_cast<const float*>(v.data());
-  return std::vector<float>(p, p + v.size() / sizeof(float));
-}
-std::vector<float> values(std::span<const float> s) { return {s.begin(), s.end()}; }
 
 template <class Net>
 auto dataset(std::size_t n, std::uint32_t seed) {

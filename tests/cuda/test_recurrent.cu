@@ -82,13 +82,6 @@ samples<typename Net::input_type> sequences(std::size_t n, std::uint64_t seed) {
 }
 
 // Region r of a model's memory as float values on the host (a host view: core/backend.hpp).
-template <class M>
-std::vector<float> download(const M& m, ctnn::role r) {
-  const auto v = m.host_region(r);
-  const float* p = reinterpret_cast<const float*>(v.data());
-  return std::vector<float>(p, p + v.size() / sizeof(float));
-}
-std::vector<float> values(std::span<const float> s) { return {s.begin(), s.end()}; }
 
 // sqrt(sum (a - b)^2 / sum b^2), test_mixed_precision.cpp's measure
 double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {

@@ -48,13 +48,6 @@ std::vector<float> floats(std::span<T> s) {
   return v;
 }
 
-// Region r of a model's memory as float values on the host (a host view).
-template <class M>
-std::vector<float> download(const M& m, ctnn::role r) {
-  const auto v = m.host_region(r);
-  const float* p = reinterpret_cast<const float*>(v.data());
-  return std::vector<float>(p, p + v.size() / sizeof(float));
-}
 // The variable regions' bytes (parameters .. metadata) on the host.
 template <class M>
 std::vector<std::byte> variable_bytes(const M& m) {

@@ -3,6 +3,8 @@
 // (1200 training images, 2 epochs: about 0.6 held-out accuracy in release), skipped when the dataset is not installed.
 #include <doctest/doctest.h>
 
+#include "sanitized.hpp"
+
 #include <ctnn/ctnn.hpp>
 #include <ctnn/train/summary.hpp>
 
@@ -22,17 +24,7 @@ using resnet = sequential<input<28, 28>, conv2d<8, 3, 3, 2, padding::same>, bn, 
 static_assert(resnet::output_shape == shape<10>{});
 
 // Under ASan/UBSan (16 s for the full run) a slice a sixth as large: it checks the path, not the accuracy.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool sanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool sanitized = true;
-#else
-constexpr bool sanitized = false;
-#endif
-#else
-constexpr bool sanitized = false;
-#endif
+using ctnn::test::sanitized;
 }  // namespace
 
 TEST_CASE("resnet: a small ResNet learns Fashion-MNIST from 1200 images, summary shows the blocks") {

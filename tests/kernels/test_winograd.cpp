@@ -70,6 +70,24 @@ double scaled_error(const conv_data& d, const std::vector<T>& y, std::size_t bat
 template <class T>
 constexpr double bound = std::is_same_v<T, float> ? 1e-6 : 1e-14;
 
+// err / scale < bound<T> for got against the double reference ref, scaled by the largest of mag (the
+// reference run on the inputs' absolute values), with the geometry and batch captured.
+template <conv_geometry G, class T>
+void check_scaled(const std::vector<T>& got, const std::vector<double>& ref, const std::vector<double>& mag,
+                  std::size_t batch) {
+  double err = 0, scale = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    err = std::max(err, std::abs(double(got[i]) - ref[i]));
+    scale = std::max(scale, mag[i]);
+  }
+  CAPTURE(G.h);
+  CAPTURE(G.w);
+  CAPTURE(G.c);
+  CAPTURE(G.f);
+  CAPTURE(batch);
+  CHECK(err / scale < bound<T>);
+}
+
 template <conv_geometry G, class Arch, class T = float>
 void check_forward(std::size_t batch) {
   static_assert(kernels::cpu::winograd_v<G, Arch, T>);
@@ -102,17 +120,7 @@ void check_backward_input(std::size_t batch) {
   std::transform(dyd.begin(), dyd.end(), dya.begin(), [](double v) { return std::abs(v); });
   kernels::reference::conv_backward(G, x.data(), w.data(), dyd.data(), dw.data(), db.data(), ref.data(), batch);
   kernels::reference::conv_backward(G, x.data(), wa.data(), dya.data(), dw.data(), db.data(), mag.data(), batch);
-  double err = 0, scale = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    err = std::max(err, std::abs(double(dx[i]) - ref[i]));
-    scale = std::max(scale, mag[i]);
-  }
-  CAPTURE(G.h);
-  CAPTURE(G.w);
-  CAPTURE(G.c);
-  CAPTURE(G.f);
-  CAPTURE(batch);
-  CHECK(err / scale < bound<T>);
+  check_scaled<G>(dx, ref, mag, batch);
 }
 
 template <class Arch>
@@ -147,17 +155,7 @@ void check_backward_weights(std::size_t batch) {
   std::transform(dyd.begin(), dyd.end(), dya.begin(), [](double v) { return std::abs(v); });
   kernels::reference::conv_backward(G, xd.data(), w.data(), dyd.data(), ref.data(), db.data(), static_cast<double*>(nullptr), batch);
   kernels::reference::conv_backward(G, xa.data(), w.data(), dya.data(), mag.data(), db.data(), static_cast<double*>(nullptr), batch);
-  double err = 0, scale = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    err = std::max(err, std::abs(double(dw[i]) - ref[i]));
-    scale = std::max(scale, mag[i]);
-  }
-  CAPTURE(G.h);
-  CAPTURE(G.w);
-  CAPTURE(G.c);
-  CAPTURE(G.f);
-  CAPTURE(batch);
-  CHECK(err / scale < bound<T>);
+  check_scaled<G>(dw, ref, mag, batch);
 }
 
 template <class Arch>

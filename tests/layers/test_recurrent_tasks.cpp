@@ -4,6 +4,8 @@
 // adding problem over 50 steps (Hochreiter & Schmidhuber's long-memory task) is learned.
 #include <doctest/doctest.h>
 
+#include "sanitized.hpp"
+
 #include <ctnn/ctnn.hpp>
 #include <ctnn/data/padded_batch.hpp>
 #include <ctnn/layers/masking.hpp>
@@ -89,12 +91,14 @@ TEST_CASE("the adding problem over 50 steps: gru<16> reaches MSE < 0.01 in 448 s
   auto m = make_model<net>(1);
   adam opt{0.01};
   const data::in_memory<shape<T, 2>, dense_targets<shape<1>>> ds(x, y);
-  fit(m, mean_squared_error{}, opt, ds.batch(32), epochs{14});
+  // Under ASan/UBSan (67 s for the 14 epochs) 2 epochs: the path, not the accuracy (tests/sanitized.hpp).
+  fit(m, mean_squared_error{}, opt, ds.batch(32), epochs{ctnn::test::sanitized ? 2 : 14});
   const auto p = m.predict(xt.data(), 256);
   double mse = 0;
   for (std::size_t s = 0; s < 256; ++s) mse += (p[s] - yt[s]) * (p[s] - yt[s]) / 256;
   MESSAGE("adding problem, test MSE: " << mse);
-  CHECK(mse < 0.01);
+  if constexpr (ctnn::test::sanitized) CHECK(std::isfinite(mse));
+  else CHECK(mse < 0.01);
 }
 
 TEST_CASE("time_distributed<dense>: Keras' Dense on every step (one kernel [F, N]), as dense on each step alone") {
