@@ -67,8 +67,7 @@ void normalize_rows(Cn C, const T* x, T* y, const V& m, const V& v, const V& g, 
 // pass std::integral_constant, the run-time-C entries batch_norm_forward_n / _backward_n (the
 // compiled part's one body for every channel count: ops<cpu> calls them in compiled mode) a size_t.
 namespace detail {
-// Training (batch statistics, biased variance; the moving statistics updated) or inference
-// (the moving statistics): mean and inv = 1 / sqrt(var + epsilon) cached, y = gamma (x - mean) inv + beta.
+// batch_norm_forward's body (below).
 template <class Cn, class T, class S>
 void batch_norm_forward_c(Cn C, const T* x, T* y, const T* gamma, const T* beta, S* moving_mean, S* moving_var,
                           T* mean, T* inv, std::size_t rows, double momentum, double epsilon, bool training) {
@@ -109,8 +108,7 @@ void batch_norm_forward_c(Cn C, const T* x, T* y, const T* gamma, const T* beta,
   normalize_rows(C, x, y, m, v, g, b, rows);
 }
 
-// dgamma = sum dy xhat, dbeta = sum dy (overwritten); dx (when not null) through the batch statistics
-// in training, dx = gamma inv / M (M dy - dbeta - xhat dgamma), else dx = gamma inv dy.
+// batch_norm_backward's body (below).
 template <class Cn, class T>
 void batch_norm_backward_c(Cn C, const T* x, const T* dy, T* dx, const T* gamma, const T* mean, const T* inv,
                            T* dgamma, T* dbeta, std::size_t rows, bool training) {
