@@ -451,8 +451,8 @@ void conv_backward_chunked(const T* dy, const T* w, T* dw, T* db, T* dx, T* cols
 template <conv_geometry G, class Arch = default_arch, class T, class E = fn::identity_fn>
 void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t batch, const E& e = {}) {
   if constexpr (direct_conv_v<G, Arch, T>) {
-    std::copy(x, x + batch * G.in_size(), cols);  // conv_backward's dW reads it
     for_samples(batch, G.out_size() * G.patch(), [&](std::size_t n0, std::size_t n1) {
+      std::copy(x + n0 * G.in_size(), x + n1 * G.in_size(), cols + n0 * G.in_size());  // conv_backward's dW reads it
       detail::direct_forward_samples<G, Arch>(x, w, b, y, n0, n1, e);
     });
     return;
@@ -461,7 +461,9 @@ void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t
     // y by Winograd F(2x2, 3x3); cols as conv_backward reads it: a copy of x (Winograd's dW, or the
     // chunked im2col's), else im2col
     if (winograd_dw_v<G, Arch, T> || (conv_chunked_v<G, Arch, T> && batch > conv_chunk<G>))
-      std::copy(x, x + batch * G.in_size(), cols);
+      for_samples(batch, G.in_size(), [&](std::size_t n0, std::size_t n1) {  // the copy over the pool too
+        std::copy(x + n0 * G.in_size(), x + n1 * G.in_size(), cols + n0 * G.in_size());
+      });
     else im2col<G>(x, cols, batch);
     return winograd_forward<G, Arch>(x, w, b, y, batch, e);
   }
