@@ -7,7 +7,7 @@
 // build's architecture), y and dx by Winograd F(2x2, 3x3) and dW by F(3x3, 2x2) (what the layer runs,
 // winograd.hpp) and by
 // the chunked im2col products it replaced (conv.hpp), in the same binary; conv1/...: the first
-// convolution's direct dW; pool1/2_pass: the max poolings' forward and backward.
+// convolution's direct forward and dW; pool1/2_pass: the max poolings' forward and backward.
 //   build/bench/bench/bench_cnn --benchmark_repetitions=3
 #include <benchmark/benchmark.h>
 
@@ -103,6 +103,17 @@ constexpr ctnn::kernels::conv_geometry pool1{26, 26, 32, 32, 2, 2, 2, 13, 13, 0,
 constexpr ctnn::kernels::conv_geometry pool2{11, 11, 64, 64, 2, 2, 2, 5, 5, 0, 0};
 void pool1_pass(benchmark::State& st) { pool_pass<pool1>(st); }
 void pool2_pass(benchmark::State& st) { pool_pass<pool2>(st); }
+// conv1's direct forward (relu fused, and the copy of x for the dW), batch 64
+void conv1_forward_direct(benchmark::State& st) {
+  std::vector<float> x(conv_batch * conv1.in_size()), w(conv1.patch() * conv1.f), b(conv1.f),
+      y(conv_batch * conv1.out_size()), cols(conv_batch * conv1.oh * conv1.ow * conv1.patch());
+  ctnn::rng g(6);
+  for (auto* v : {&x, &w, &b})
+    for (auto& e : *v) e = float(g.uniform(-1, 1));
+  for (auto _ : st)
+    ctnn::kernels::cpu::conv_forward<conv1, arch>(x.data(), w.data(), b.data(), y.data(), cols.data(), conv_batch,
+                                                  ctnn::fn::relu_fn{});
+}
 // dW + db + dx by the chunked im2col products (dx: dcols = dY W^T and col2im) and dW + db alone: dx's cost is
 // the difference
 void conv2_backward_im2col(benchmark::State& st) {
@@ -120,6 +131,7 @@ BENCHMARK(conv2_forward_winograd)->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv2_forward_im2col)->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv2_dx_winograd)->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv2_dw_winograd)->Unit(benchmark::kMicrosecond);
+BENCHMARK(conv1_forward_direct)->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv1_dw_direct)->Unit(benchmark::kMicrosecond);
 BENCHMARK(pool1_pass)->ArgName("backward")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(pool2_pass)->ArgName("backward")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);

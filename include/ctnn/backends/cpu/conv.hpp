@@ -138,12 +138,14 @@ constexpr bool direct_conv_v = [] {
 inline constexpr std::size_t direct_dw_chunk = 4;
 
 namespace detail {
-// Filter vectors per pass (FG) and output positions per register block (R) of the forward kernel.
+// Filter vectors per pass (FG) and output positions per register block (R) of the forward kernel: the R FG
+// accumulators, FG weight vectors, the broadcast x and one register to spare (the rule's zero) within the
+// registers (AVX2 at FG = 2: R = 5; R = 6 left g++ 12 spilling accumulators to the stack).
 template <conv_geometry G, class Arch>
 struct direct_plan {
   static constexpr std::size_t L = xsimd::batch<float, Arch>::size, FV = G.f / L;
   static constexpr std::size_t FG = FV % 2 == 0 ? 2 : 1;
-  static constexpr std::size_t R = std::min<std::size_t>(12, (gemm_target_of<float, Arch>().registers - FG - 2) / FG);
+  static constexpr std::size_t R = std::min<std::size_t>(12, (gemm_target_of<float, Arch>().registers - FG - 3) / FG);
 };
 
 // Outputs ow0 .. ow0+RR-1 of row oh, filter vectors [v0, v0+FG): acc = bias + sum over the window.
