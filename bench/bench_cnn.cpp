@@ -7,11 +7,12 @@
 // build's architecture), y and dx by Winograd F(2x2, 3x3) and dW by F(3x3, 2x2) (what the layer runs,
 // winograd.hpp) and by
 // the chunked im2col products it replaced (conv.hpp), in the same binary; conv1/...: the first
-// convolution's direct dW.
+// convolution's direct forward and dW; pool1/2_pass: the max poolings' forward and backward.
 //   build/bench/bench/bench_cnn --benchmark_repetitions=3
 #include <benchmark/benchmark.h>
 
 #include <ctnn/backends/cpu/conv.hpp>
+#include <ctnn/backends/cpu/pooling.hpp>
 #include <ctnn/ctnn.hpp>
 
 #include "train_step_bench.hpp"
@@ -85,6 +86,34 @@ void conv1_dw_direct(benchmark::State& st) {
     ctnn::kernels::cpu::detail::direct_backward_weights<conv1, arch>(x.data(), dy.data(), dw.data(), db.data(),
                                                                      partial.data(), conv_batch, y.data());
 }
+// the max pooling after each convolution (forward: maxima and offsets; backward: dx from the offsets), batch 64
+template <ctnn::kernels::conv_geometry P>
+void pool_pass(benchmark::State& st) {
+  std::vector<float> x(conv_batch * P.in_size()), y(conv_batch * P.out_size()), dx(x.size());
+  std::vector<unsigned char> idx(y.size() * sizeof(std::uint32_t));
+  ctnn::rng g(7);
+  for (auto& e : x) e = float(g.uniform(-1, 1));
+  ctnn::kernels::cpu::max_pool_forward<P, arch>(x.data(), y.data(), idx.data(), conv_batch);
+  const bool backward = st.range(0) != 0;
+  for (auto _ : st)
+    if (backward) ctnn::kernels::cpu::max_pool_backward<P, arch>(idx.data(), y.data(), dx.data(), conv_batch);
+    else ctnn::kernels::cpu::max_pool_forward<P, arch>(x.data(), y.data(), idx.data(), conv_batch);
+}
+constexpr ctnn::kernels::conv_geometry pool1{26, 26, 32, 32, 2, 2, 2, 13, 13, 0, 0};
+constexpr ctnn::kernels::conv_geometry pool2{11, 11, 64, 64, 2, 2, 2, 5, 5, 0, 0};
+void pool1_pass(benchmark::State& st) { pool_pass<pool1>(st); }
+void pool2_pass(benchmark::State& st) { pool_pass<pool2>(st); }
+// conv1's direct forward (relu fused, and the copy of x for the dW), batch 64
+void conv1_forward_direct(benchmark::State& st) {
+  std::vector<float> x(conv_batch * conv1.in_size()), w(conv1.patch() * conv1.f), b(conv1.f),
+      y(conv_batch * conv1.out_size()), cols(conv_batch * conv1.oh * conv1.ow * conv1.patch());
+  ctnn::rng g(6);
+  for (auto* v : {&x, &w, &b})
+    for (auto& e : *v) e = float(g.uniform(-1, 1));
+  for (auto _ : st)
+    ctnn::kernels::cpu::conv_forward<conv1, arch>(x.data(), w.data(), b.data(), y.data(), cols.data(), conv_batch,
+                                                  ctnn::fn::relu_fn{});
+}
 // dW + db + dx by the chunked im2col products (dx: dcols = dY W^T and col2im) and dW + db alone: dx's cost is
 // the difference
 void conv2_backward_im2col(benchmark::State& st) {
@@ -102,7 +131,10 @@ BENCHMARK(conv2_forward_winograd)->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv2_forward_im2col)->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv2_dx_winograd)->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv2_dw_winograd)->Unit(benchmark::kMicrosecond);
+BENCHMARK(conv1_forward_direct)->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv1_dw_direct)->Unit(benchmark::kMicrosecond);
+BENCHMARK(pool1_pass)->ArgName("backward")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK(pool2_pass)->ArgName("backward")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv2_backward_im2col)->ArgName("dx")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

@@ -155,6 +155,8 @@ void check_max_pool_backward(std::size_t batch) {
 TEST_CASE("pooling: the vectorized float max-pooling gradient equals the scalar loop") {
   check_max_pool_backward<pool_geom<26, 26, 32, 2, 2, padding::valid>()>(3);  // windows tile the input
   check_max_pool_backward<pool_geom<11, 11, 64, 2, 2, padding::valid>()>(2);  // a border no window covers
+  check_max_pool_backward<pool_geom<9, 7, 16, 2, 2, padding::valid>()>(2);    // a last row and column to zero
+  check_max_pool_backward<pool_geom<5, 7, 16, 2, 2, padding::same>()>(2);     // windows cut short, no border
   check_max_pool_backward<pool_geom<7, 9, 17, 2, 3, padding::same>()>(2);     // stride > window, overhang, tail
   check_max_pool_backward<pool_geom<9, 9, 48, 3, 3, padding::same>()>(1);
 }

@@ -138,12 +138,14 @@ constexpr bool direct_conv_v = [] {
 inline constexpr std::size_t direct_dw_chunk = 4;
 
 namespace detail {
-// Filter vectors per pass (FG) and output positions per register block (R) of the forward kernel.
+// Filter vectors per pass (FG) and output positions per register block (R) of the forward kernel: the R FG
+// accumulators, FG weight vectors, the broadcast x and one register to spare (the rule's zero) within the
+// registers (AVX2 at FG = 2: R = 5; R = 6 left g++ 12 spilling accumulators to the stack).
 template <conv_geometry G, class Arch>
 struct direct_plan {
   static constexpr std::size_t L = xsimd::batch<float, Arch>::size, FV = G.f / L;
   static constexpr std::size_t FG = FV % 2 == 0 ? 2 : 1;
-  static constexpr std::size_t R = std::min<std::size_t>(12, (gemm_target_of<float, Arch>().registers - FG - 2) / FG);
+  static constexpr std::size_t R = std::min<std::size_t>(12, (gemm_target_of<float, Arch>().registers - FG - 3) / FG);
 };
 
 // Outputs ow0 .. ow0+RR-1 of row oh, filter vectors [v0, v0+FG): acc = bias + sum over the window.
@@ -216,51 +218,100 @@ constexpr std::size_t direct_dw_vectors() {
   return FV % 2 == 0 && 2 * (G.patch() + 1) + 4 <= gemm_target_of<float, Arch>().registers ? 2 : 1;
 }
 
+// One output row's positions of the direct dW, filter vectors [v0, v0 + VG): acc, dbv (VG (KH*KW*C + 1)
+// accumulators, in registers) plus each position's patch times dy, the row's dy read at d (row stride F;
+// with mask: counted where the relu output y (same layout) is above 0 only).
+template <conv_geometry G, class Arch, std::size_t VG>
+CTNN_FORCEINLINE void direct_dw_row(const float* xs, const float* d, const float* y, std::size_t oh, std::size_t v0,
+                                    xsimd::batch<float, Arch> (&acc)[G.patch()][VG],
+                                    xsimd::batch<float, Arch> (&dbv)[VG]) {
+  using B = xsimd::batch<float, Arch>;
+  constexpr std::size_t L = B::size;
+  for (std::size_t ow = 0; ow < G.ow; ++ow) {
+    B dv[VG];
+    for (std::size_t u = 0; u < VG; ++u) {
+      dv[u] = B::load_unaligned(d + ow * G.f + (v0 + u) * L);
+      if (y) dv[u] = xsimd::select(B::load_unaligned(y + ow * G.f + (v0 + u) * L) > B(0.0f), dv[u], B(0.0f));
+      dbv[u] += dv[u];
+    }
+    const std::size_t r0 = oh * G.stride, s0 = ow * G.stride;
+    const bool inside = r0 >= G.pt && r0 + G.kh <= G.h + G.pt && s0 >= G.pl && s0 + G.kw <= G.w + G.pl;
+    for (std::size_t i = 0; i < G.kh; ++i)
+      for (std::size_t j = 0; j < G.kw; ++j) {
+        const std::size_t rr = r0 + i, ss = s0 + j;
+        if (!inside && (rr < G.pt || rr - G.pt >= G.h || ss < G.pl || ss - G.pl >= G.w)) continue;
+        const float* xp = xs + ((rr - G.pt) * G.w + (ss - G.pl)) * G.c;
+        for (std::size_t c = 0; c < G.c; ++c) {
+          const std::size_t p = (i * G.kw + j) * G.c + c;
+          const B xv(xp[c]);
+          for (std::size_t u = 0; u < VG; ++u) acc[p][u] = xsimd::fma(xv, dv[u], acc[p][u]);
+        }
+      }
+  }
+}
+
 // dW[p, f] = sum over the positions of samples [n0, n1) of patch value p times dy[f]; db[f] = sum dy[f]
 // (overwritten), VG filter vectors at a time: VG (KH*KW*C + 1) accumulators, each x broadcast once for
 // them (the same sums in the same order whatever VG).
 // y: when not null, the layer's relu output: dy counts where y > 0 only (dy itself is not changed).
+// More than one pass (FV / VG > 1: AVX2 at the CNN's first layer, 4 passes of one vector): the passes run
+// row by row (each row's dy, y then come from L1 after the first pass, not 4 times from L2 or memory),
+// the accumulators kept between rows in `keep`; with y, the row's masked dy is written once to `md` and the
+// passes read it (the same values: the same sums in the same order as one pass over the whole chunk).
 template <conv_geometry G, class Arch>
 void direct_backward_weights_samples(const float* x, const float* dy, float* dw, float* db, std::size_t n0,
                                      std::size_t n1, const float* y = nullptr) {
   using B = xsimd::batch<float, Arch>;
   constexpr std::size_t L = B::size, FV = G.f / L, P = G.patch(), VG = direct_dw_vectors<G, Arch>();
-  for (std::size_t v0 = 0; v0 < FV; v0 += VG) {
+  if constexpr (FV / VG == 1) {
     B acc[P][VG], dbv[VG];
     for (std::size_t u = 0; u < VG; ++u) {
       dbv[u] = B(0.0f);
       for (std::size_t p = 0; p < P; ++p) acc[p][u] = B(0.0f);
     }
-    for (std::size_t n = n0; n < n1; ++n) {
-      const float* xs = x + n * G.in_size();
-      for (std::size_t oh = 0; oh < G.oh; ++oh)
-        for (std::size_t ow = 0; ow < G.ow; ++ow) {
-          const std::size_t at = ((n * G.oh + oh) * G.ow + ow) * G.f + v0 * L;
-          B d[VG];
-          for (std::size_t u = 0; u < VG; ++u) {
-            d[u] = B::load_unaligned(dy + at + u * L);
-            if (y) d[u] = xsimd::select(B::load_unaligned(y + at + u * L) > B(0.0f), d[u], B(0.0f));
-            dbv[u] += d[u];
-          }
-          const std::size_t r0 = oh * G.stride, s0 = ow * G.stride;
-          const bool inside = r0 >= G.pt && r0 + G.kh <= G.h + G.pt && s0 >= G.pl && s0 + G.kw <= G.w + G.pl;
-          for (std::size_t i = 0; i < G.kh; ++i)
-            for (std::size_t j = 0; j < G.kw; ++j) {
-              const std::size_t rr = r0 + i, ss = s0 + j;
-              if (!inside && (rr < G.pt || rr - G.pt >= G.h || ss < G.pl || ss - G.pl >= G.w)) continue;
-              const float* xp = xs + ((rr - G.pt) * G.w + (ss - G.pl)) * G.c;
-              for (std::size_t c = 0; c < G.c; ++c) {
-                const std::size_t p = (i * G.kw + j) * G.c + c;
-                const B xv(xp[c]);
-                for (std::size_t u = 0; u < VG; ++u) acc[p][u] = xsimd::fma(xv, d[u], acc[p][u]);
-              }
-            }
-        }
-    }
+    for (std::size_t n = n0; n < n1; ++n)
+      for (std::size_t oh = 0; oh < G.oh; ++oh) {
+        const std::size_t at = (n * G.oh + oh) * G.ow * G.f;
+        direct_dw_row<G, Arch, VG>(x + n * G.in_size(), dy + at, y ? y + at : nullptr, oh, 0, acc, dbv);
+      }
     for (std::size_t u = 0; u < VG; ++u) {
-      for (std::size_t p = 0; p < P; ++p) acc[p][u].store_unaligned(dw + p * G.f + (v0 + u) * L);
-      dbv[u].store_unaligned(db + (v0 + u) * L);
+      for (std::size_t p = 0; p < P; ++p) acc[p][u].store_unaligned(dw + p * G.f + u * L);
+      dbv[u].store_unaligned(db + u * L);
     }
+  } else {
+    constexpr std::size_t passes = FV / VG;
+    alignas(64) float md[G.ow * G.f];
+    B keep[passes][P + 1][VG];
+    for (auto& k : keep)
+      for (auto& r : k)
+        for (auto& v : r) v = B(0.0f);
+    for (std::size_t n = n0; n < n1; ++n)
+      for (std::size_t oh = 0; oh < G.oh; ++oh) {
+        const std::size_t at = (n * G.oh + oh) * G.ow * G.f;
+        const float* d = dy + at;
+        if (y) {
+          for (std::size_t i = 0; i < G.ow * G.f; i += L)
+            xsimd::select(B::load_unaligned(y + at + i) > B(0.0f), B::load_unaligned(d + i), B(0.0f)).store_aligned(md + i);
+          d = md;
+        }
+        for (std::size_t g = 0; g < passes; ++g) {
+          B acc[P][VG], dbv[VG];
+          for (std::size_t u = 0; u < VG; ++u) {
+            for (std::size_t p = 0; p < P; ++p) acc[p][u] = keep[g][p][u];
+            dbv[u] = keep[g][P][u];
+          }
+          direct_dw_row<G, Arch, VG>(x + n * G.in_size(), d, nullptr, oh, g * VG, acc, dbv);
+          for (std::size_t u = 0; u < VG; ++u) {
+            for (std::size_t p = 0; p < P; ++p) keep[g][p][u] = acc[p][u];
+            keep[g][P][u] = dbv[u];
+          }
+        }
+      }
+    for (std::size_t g = 0; g < passes; ++g)
+      for (std::size_t u = 0; u < VG; ++u) {
+        for (std::size_t p = 0; p < P; ++p) keep[g][p][u].store_unaligned(dw + p * G.f + (g * VG + u) * L);
+        keep[g][P][u].store_unaligned(db + (g * VG + u) * L);
+      }
   }
 }
 
@@ -402,8 +453,8 @@ void conv_backward_chunked(const T* dy, const T* w, T* dw, T* db, T* dx, T* cols
 template <conv_geometry G, class Arch = default_arch, class T, class E = fn::identity_fn>
 void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t batch, const E& e = {}) {
   if constexpr (direct_conv_v<G, Arch, T>) {
-    std::copy(x, x + batch * G.in_size(), cols);  // conv_backward's dW reads it
     for_samples(batch, G.out_size() * G.patch(), [&](std::size_t n0, std::size_t n1) {
+      std::copy(x + n0 * G.in_size(), x + n1 * G.in_size(), cols + n0 * G.in_size());  // conv_backward's dW reads it
       detail::direct_forward_samples<G, Arch>(x, w, b, y, n0, n1, e);
     });
     return;
@@ -412,7 +463,9 @@ void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t
     // y by Winograd F(2x2, 3x3); cols as conv_backward reads it: a copy of x (Winograd's dW, or the
     // chunked im2col's), else im2col
     if (winograd_dw_v<G, Arch, T> || (conv_chunked_v<G, Arch, T> && batch > conv_chunk<G>))
-      std::copy(x, x + batch * G.in_size(), cols);
+      for_samples(batch, G.in_size(), [&](std::size_t n0, std::size_t n1) {  // the copy over the pool too
+        std::copy(x + n0 * G.in_size(), x + n1 * G.in_size(), cols + n0 * G.in_size());
+      });
     else im2col<G>(x, cols, batch);
     return winograd_forward<G, Arch>(x, w, b, y, batch, e);
   }

@@ -184,7 +184,7 @@ namespace detail {
 // at most one window, so each window writes its inputs directly, dy where
 // the recorded offset is that input and 0 elsewhere, L channels at a time
 // (offsets compared as uint32 vectors). Inputs outside every window (the
-// border a valid pooling leaves) are zeroed first; when the windows tile the
+// border a valid pooling leaves) are zeroed; when the windows tile the
 // input exactly, nothing is written twice and no zero-fill pass is needed.
 template <conv_geometry G, class Arch>
 void max_pool_backward_simd(const unsigned char* idx, const float* dy, float* dx, std::size_t batch) {
@@ -193,13 +193,22 @@ void max_pool_backward_simd(const unsigned char* idx, const float* dy, float* dx
   constexpr std::size_t L = B::size, CV = G.c / L * L;
   constexpr bool tiles = G.pt == 0 && G.pl == 0 && G.oh * G.stride == G.h && G.ow * G.stride == G.w &&
                          G.kh == G.stride && G.kw == G.stride;
-  if constexpr (!tiles) std::fill(dx, dx + batch * G.in_size(), 0.0f);
+  // windows of the stride's size from the origin (no padding before): together they cover [0, RH) x [0, RW)
+  // once, and only the border past them (the last row and column of an odd size) is zeroed, not all of dx
+  constexpr bool from_origin = !tiles && G.pt == 0 && G.pl == 0 && G.kh == G.stride && G.kw == G.stride;
+  constexpr std::size_t RH = std::min(G.h, G.oh * G.stride), RW = std::min(G.w, G.ow * G.stride);
+  if constexpr (!tiles && !from_origin) std::fill(dx, dx + batch * G.in_size(), 0.0f);
   const U lane = lane_offsets<U>();
   constexpr std::size_t per = G.oh * G.ow * G.c;
   for (std::size_t n = 0; n < batch; ++n) {
     float* dxs = dx + n * G.in_size();
     const unsigned char* is = idx + n * per * sizeof(std::uint32_t);
     const float* d = dy + n * per;
+    if constexpr (from_origin) {
+      if constexpr (RW < G.w)
+        for (std::size_t r = 0; r < RH; ++r) std::fill(dxs + (r * G.w + RW) * G.c, dxs + (r + 1) * G.w * G.c, 0.0f);
+      std::fill(dxs + RH * G.w * G.c, dxs + G.in_size(), 0.0f);
+    }
     for (std::size_t oh = 0; oh < G.oh; ++oh)
       for (std::size_t ow = 0; ow < G.ow; ++ow) {
         const std::size_t o = (oh * G.ow + ow) * G.c;
