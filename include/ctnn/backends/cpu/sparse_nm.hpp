@@ -660,9 +660,12 @@ void rows_of(const float* x, const float* values, const std::uint8_t* meta, std:
 }  // namespace detail
 
 // From how many whole blocks of L samples forward runs the transposed kernel (detail::grouped):
-// 1 with 32 vector registers (AVX-512), else 2.
-template <class Arch>
-inline constexpr std::size_t grouped_min_blocks = simd::blocking<float, Arch>::wide ? 1 : 2;
+// 1 with 32 vector registers (AVX-512), else 2; 2:4 on AVX-512: 4 (64 samples), passes of 8 rows
+// (two_of_four_tile) below that (on an Intel Xeon 16 samples took 111.5 us transposed, 15 in
+// passes 72.5 us: docs/pruning.md).
+template <class Arch, std::size_t Nk = 0, std::size_t M = 0>
+inline constexpr std::size_t grouped_min_blocks =
+    simd::blocking<float, Arch>::wide ? (Nk == 2 && M == 4 && rows::detail::avx512_v<Arch> ? 4 : 1) : 2;
 
 // y[batch x N] = x[batch x K] W + bias, relu optional; scratch: (K + N) batch values.
 template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M, class Arch = default_arch, class T>
@@ -676,7 +679,7 @@ void forward(const T* x, const T* values, const std::uint8_t* meta, const T* bia
     // measured 84 us against 68 us for twice 4 rows, docs/pruning.md); the rest 4, then 3, 2 or 1
     // rows at a time (each decoded weight shared by the rows; 2:4 on AVX-512: 8 first; 2:4 on
     // AVX2: 8, then the 1 to 7 left together, two_of_four_avx2_rows)
-    const std::size_t bp = batch >= grouped_min_blocks<Arch> * L ? batch / L * L : 0;
+    const std::size_t bp = batch >= grouped_min_blocks<Arch, Nk, M> * L ? batch / L * L : 0;
     if (bp) detail::grouped<Arch, K, N, Nk, M>(x, bp, values, meta, bytes, bias, y, relu, scratch);
     std::size_t b = bp;
 #if defined(__AVX2__) && defined(__FMA__)

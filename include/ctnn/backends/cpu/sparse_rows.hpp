@@ -13,7 +13,9 @@
 //                      single block: 4 chains over consecutive weights); from
 //                      pad_min samples left on (fewer than L), they run as
 //                      one more block padded with zeros (in a scratch of its
-//                      own, simd::scratch); fewer run with gathers of x:
+//                      own, simd::scratch; on AVX-512 up to pad_half_max
+//                      samples as a block of 8 in AVX2 vectors: half the
+//                      zeros to transpose); fewer run with gathers of x:
 //                      per unit, L weights at a time, one gather of L
 //                      inputs per sample (AVX-512 and AVX2: vgatherdps; SSE2:
 //                      xsimd's emulated gather), 4 samples sharing each
@@ -206,6 +208,8 @@ inline constexpr int pad_scratch_tag = 9;
 // gathers of x (the MLP of docs/pruning.md at 88.9-90 % on AVX-512: 2 samples padded 17-19 us,
 // 1 sample gathered 11-12 us; on AVX2 14.5-15 us and 10-11 us).
 inline constexpr std::size_t pad_min = 2;
+// On AVX-512, up to pad_half_max samples left run as one block of 8 padded (8-lane FMAs), not 16.
+inline constexpr std::size_t pad_half_max = 8;
 
 // Whether forward<K, N, Arch> runs xsimd kernels for T (else the reference).
 template <class T, class Arch>
@@ -226,10 +230,16 @@ void forward(const T* x, const T* values, const std::uint32_t* starts, const std
     auto begin = [&](std::size_t j) { return std::size_t(starts[j]); };
     auto row = [&](std::size_t, std::size_t p) { return idx[p]; };
     if (bp) detail::transposed<Arch>(x, K, N, bp, values, bias, y, relu, scratch, begin, row, bp);
-    if (batch - bp >= pad_min)  // the rest as one block of L, padded (its own scratch: the cache holds batch)
+    if (batch - bp >= pad_min) {  // the rest as one block of L, padded (its own scratch: the cache holds batch)
+      if constexpr (detail::avx512_v<Arch>)
+        if (batch - bp <= pad_half_max)  // one block of 8 (AVX2 vectors): half the padding to transpose
+          return detail::transposed<xsimd::fma3<xsimd::avx2>>(
+              x + bp * K, K, N, 8, values, bias, y + bp * N, relu,
+              simd::scratch<float, detail::pad_scratch_tag>((K + N) * 8), begin, row, batch - bp);
       return detail::transposed<Arch>(x + bp * K, K, N, L, values, bias, y + bp * N, relu,
                                       simd::scratch<float, detail::pad_scratch_tag>((K + N) * L), begin, row,
                                       batch - bp);
+    }
     std::size_t b = bp;
     for (; b + 4 <= batch; b += 4) detail::gathered<Arch, 4>(x + b * K, K, values, starts, idx, bias, y + b * N, N, relu);
     for (; b < batch; ++b) detail::gathered<Arch, 1>(x + b * K, K, values, starts, idx, bias, y + b * N, N, relu);
