@@ -198,9 +198,9 @@ template <gemm_target t>
   // A's rows read in place and a C over the budget with K over two blocks (1024^2: C 4 MB; B, 4
   // MB packed whole, was read again from L3 by each row task of 24 rows): K blocks of B alone
   // (A is not packed), up to twice the budget (256 rows of 1024 columns: 1 MB), outermost, C
-  // loaded and stored once a block (wide_c; micro prefetches the next tile's C). 1024^2 on AVX2,
-  // one thread, loaded Xeon model 207 (L2 2 MB), CPU time, best of 5 repetitions a round, 10
-  // alternating rounds: 0.78-1.01x the time, median 0.84x; the less loaded rounds 0.94-1.01x
+  // loaded and stored once a block (wide_c; micro prefetches the next tile's C). 1024^2, one
+  // thread, loaded Xeon model 207 (L2 2 MB), CPU time, best of 5 repetitions a round, alternating
+  // rounds: AVX2 0.78-1.01x the time in 10 rounds (median 0.84x), AVX-512 0.88-0.95x in 6
   // (bench/results/2026-12-06-s24-gemm24-xeon-loaded.md).
   const std::size_t kc_b = N * KC * t.bytes <= 2 * l2_budget         ? KC
                            : N * (KC / 2) * t.bytes <= 2 * l2_budget ? KC / 2
