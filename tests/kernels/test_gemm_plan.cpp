@@ -174,9 +174,18 @@ static_assert(narrow_inner.mode == gemm_mode::blocked && narrow_inner.row_blocks
 static_assert(narrow_inner.a == a_access::columns && narrow_inner.b == b_access::in_place);  // dY and X read in place
 static_assert(!make_gemm_plan<avx2>(transposed_problem({128, 10, 64, 1, 128, 10, 1})).rows_run);  // 10 rows: tile by tile
 
-// ---- 1024^2: all of B packed; a convolution's dW (K = batch x positions): K blocks outermost
-static_assert(forward<avx2>(1024, 1024, 1024).b == b_access::packed && forward<avx2>(1024, 1024, 1024).scratch.b.size == 1024 * 1024);
+// ---- 1024^2: C (4 MB) over the budget, A's rows in place: K blocks of 256 rows of B (1 MB) outermost, not all of B
+// packed (4 MB, read again from L3 by each row task: wide_c in plan.hpp); a convolution's dW (K = batch x
+// positions): K blocks outermost
+static_assert(forward<avx2>(1024, 1024, 1024).b == b_access::k_outer && forward<avx2>(1024, 1024, 1024).kcb == 256);
+static_assert(forward<avx2>(1024, 1024, 1024).scratch.b.size == 2 * 1024 * 256 && forward<avx2>(1024, 1024, 1024).a == a_access::rows);
+static_assert(forward<avx512>(1024, 1024, 1024).b == b_access::k_outer && forward<avx512>(1024, 1024, 1024).kcb == 256);
 static_assert(forward<avx512>(1024, 1024, 1024).mblocks == 32 && forward<avx512>(1024, 1024, 1024).NC == 32);
+// wider B: K blocks of 128 where 256 rows are over twice the budget (2048 columns); K up to two blocks (conv2's
+// 288, a layer's 512) or a C within the budget keep their plans; a transposed A is not wide_c's
+static_assert(forward<avx2>(2048, 2048, 2048).b == b_access::k_outer && forward<avx2>(2048, 2048, 2048).kcb == 128);
+static_assert(forward<avx2>(1024, 512, 1024).b == b_access::packed && forward<avx2>(1024, 4096, 4096).b == b_access::packed);
+static_assert(weights<avx2>(1024, 1024, 1024).b == b_access::packed);
 static_assert(weights<avx512>(7744, 288, 64).b == b_access::k_outer && weights<avx512>(7744, 288, 64).kcb == 250);
 // wider (M + N over the budget at 256 rows): K blocks of at most 128 outermost (dR of an LSTM(128) over 27 steps at
 // batch 64: 14 of 124, at 16: 4 of 108); the GRU(128)'s (N 384) fits at 256; beyond 128 rows a block, B packed whole

@@ -160,6 +160,13 @@ void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t 
       for (std::size_t r = 0; r < MRt; ++r) acc[r][v] = bv;
     }
   } else {
+    // C is read here: ask for the lines of the tile below (the next tile of a task's column
+    // panel; past a task's rows unused, never faulting), so that with K blocks outermost over a
+    // C beyond L2 (plan: wide_c, 1024^2) its loads find them in cache
+    if (kc >= 64)
+      for (std::size_t r = 0; r < MRt; ++r)
+#pragma GCC unroll 4
+        for (std::size_t v = 0; v < NV; ++v) __builtin_prefetch(c + (MRt + r) * ldc + v * L, 1, 3);
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < MRt; ++r)
 #pragma GCC unroll 4

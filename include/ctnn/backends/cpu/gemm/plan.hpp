@@ -195,6 +195,17 @@ template <gemm_target t>
                                : (M + N) * (KC / 2) * t.bytes <= l2_budget ? KC / 2
                                                                             : 0;
   const bool fits_k_outer = kc_outer && M * N * t.bytes <= l2_budget;
+  // A's rows read in place and a C over the budget with K over two blocks (1024^2: C 4 MB; B, 4
+  // MB packed whole, was read again from L3 by each row task of 24 rows): K blocks of B alone
+  // (A is not packed), up to twice the budget (256 rows of 1024 columns: 1 MB), outermost, C
+  // loaded and stored once a block (wide_c; micro prefetches the next tile's C). 1024^2, one
+  // thread, loaded Xeon model 207 (L2 2 MB), CPU time, best of 5 repetitions a round, alternating
+  // rounds: AVX2 0.78-1.01x the time in 10 rounds (median 0.84x), AVX-512 0.88-0.95x in 6
+  // (bench/results/2026-12-06-s24-gemm24-xeon-loaded.md).
+  const std::size_t kc_b = N * KC * t.bytes <= 2 * l2_budget         ? KC
+                           : N * (KC / 2) * t.bytes <= 2 * l2_budget ? KC / 2
+                                                                      : 0;
+  const bool wide_c = direct_a && !fits_k_outer && kc_b && M * N * t.bytes > l2_budget && K > 2 * KC;
   // Not a transposed A of more than two row blocks with a long K, where K blocks fit (dW = X^T dZ
   // of an LSTM(128) over 28 steps: M 28, N 512, K 1792 at batch 64): B's rows 2 KB apart, a
   // panel's K block spans a few of L1's sets and each row block read it again from L2 or L3;
@@ -217,9 +228,10 @@ template <gemm_target t>
   // 2 threads the first layer's forward at batch 256 ran 1.67x faster than on
   // one, the packing on the caller alone).
   // (kc_outer above: wider products take K blocks of KC / 2 where those fit)
-  const bool k_outer = !direct && K > KC && fits_k_outer;
-  if (k_outer && kc_outer < KC) {  // equal blocks of at most kc_outer (1728: 14 of 124)
-    const std::size_t blocks = (K + kc_outer - 1) / kc_outer;
+  const bool k_outer = !direct && K > KC && (fits_k_outer || wide_c);
+  const std::size_t kc_sel = fits_k_outer ? kc_outer : kc_b;
+  if (k_outer && kc_sel < KC) {  // equal blocks of at most kc_sel (1728: 14 of 124)
+    const std::size_t blocks = (K + kc_sel - 1) / kc_sel;
     g.kcb = (K + blocks - 1) / blocks;
   }
   g.b = split_tail ? b_access::split_tail
