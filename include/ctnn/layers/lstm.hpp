@@ -3,6 +3,7 @@
 // Per step, z = x W + h R + b split in Keras' gate order i, f, c, o:
 //   i = sigmoid(z_i), f = sigmoid(z_f), g = tanh(z_c), o = sigmoid(z_o)
 //   c = f * c_prev + i * g,  h = o * tanh(c)      (h_0 = c_0 = 0)
+// (in float, sigmoid and tanh within 3.1e-7 of the exact ones: fn::gate_sigmoid_fn, gate_tanh_fn)
 // Variables: kernel [F, 4U] (glorot_uniform), recurrent_kernel [U, 4U] (orthogonal),
 // bias [4U] (zeros; the forget gate's part 1 with unit_forget_bias, the default).
 // Input shape<Steps, Features>; output shape<Units>, or shape<Steps, Units> with
