@@ -4,6 +4,7 @@
 // (Keras' gate order z, r, h):
 //   z = sigmoid(x_z + r_z), r = sigmoid(x_r + r_r), hh = tanh(x_h + r * r_h)
 //   h = z * h_prev + (1 - z) * hh                   (h_0 = 0)
+// (in float, sigmoid and tanh within 3.1e-7 of the exact ones: fn::gate_sigmoid_fn, gate_tanh_fn)
 // Variables: kernel [F, 3U] (glorot_uniform), recurrent_kernel [U, 3U] (orthogonal),
 // bias [2, 3U] (zeros; row 0 the input bias, row 1 the recurrent bias), as Keras 3's
 // default reset_after = true. With {.reset_after = false} (gru_reset_before_cell):
@@ -29,8 +30,8 @@ struct gru_cell {
   struct forward_rule {
     template <class V>
     CTNN_HOST_DEVICE void operator()(V& xz, V& xr, V& xh, V rz, V rr, V rh, V hp, V& h) const {
-      const V z = fn::sigmoid_fn{}.forward(xz + rz), r = fn::sigmoid_fn{}.forward(xr + rr);
-      const V hh = fn::tanh_fn{}.forward(xh + r * rh);
+      const V z = fn::gate_sigmoid_fn{}.forward(xz + rz), r = fn::gate_sigmoid_fn{}.forward(xr + rr);
+      const V hh = fn::gate_tanh_fn{}.forward(xh + r * rh);
       h = z * hp + (V(1) - z) * hh;
       xz = z, xr = r, xh = hh;
     }
@@ -78,7 +79,7 @@ struct gru_reset_before_cell {
   struct gate_rule {
     template <class V>
     CTNN_HOST_DEVICE void operator()(V& xz, V& xr, V rz, V rr, V hp, V& q) const {
-      const V z = fn::sigmoid_fn{}.forward(xz + rz), r = fn::sigmoid_fn{}.forward(xr + rr);
+      const V z = fn::gate_sigmoid_fn{}.forward(xz + rz), r = fn::gate_sigmoid_fn{}.forward(xr + rr);
       q = r * hp;
       xz = z, xr = r;
     }
@@ -87,7 +88,7 @@ struct gru_reset_before_cell {
   struct candidate_rule {
     template <class V>
     CTNN_HOST_DEVICE void operator()(V z, V& xh, V rh, V hp, V& h) const {
-      const V hh = fn::tanh_fn{}.forward(xh + rh);
+      const V hh = fn::gate_tanh_fn{}.forward(xh + rh);
       h = z * hp + (V(1) - z) * hh;
       xh = hh;
     }

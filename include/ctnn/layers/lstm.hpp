@@ -3,6 +3,7 @@
 // Per step, z = x W + h R + b split in Keras' gate order i, f, c, o:
 //   i = sigmoid(z_i), f = sigmoid(z_f), g = tanh(z_c), o = sigmoid(z_o)
 //   c = f * c_prev + i * g,  h = o * tanh(c)      (h_0 = c_0 = 0)
+// (in float, sigmoid and tanh within 3.1e-7 of the exact ones: fn::gate_sigmoid_fn, gate_tanh_fn)
 // Variables: kernel [F, 4U] (glorot_uniform), recurrent_kernel [U, 4U] (orthogonal),
 // bias [4U] (zeros; the forget gate's part 1 with unit_forget_bias, the default).
 // Input shape<Steps, Features>; output shape<Units>, or shape<Steps, Units> with
@@ -29,10 +30,10 @@ struct lstm_cell {
   struct forward_rule {
     template <class V>
     CTNN_HOST_DEVICE void operator()(V& zi, V& zf, V& zg, V& zo, V ri, V rf, V rg, V ro, V cp, V& c, V& h) const {
-      const V i = fn::sigmoid_fn{}.forward(zi + ri), f = fn::sigmoid_fn{}.forward(zf + rf);
-      const V g = fn::tanh_fn{}.forward(zg + rg), o = fn::sigmoid_fn{}.forward(zo + ro);
+      const V i = fn::gate_sigmoid_fn{}.forward(zi + ri), f = fn::gate_sigmoid_fn{}.forward(zf + rf);
+      const V g = fn::gate_tanh_fn{}.forward(zg + rg), o = fn::gate_sigmoid_fn{}.forward(zo + ro);
       c = f * cp + i * g;
-      h = o * fn::tanh_fn{}.forward(c);
+      h = o * fn::gate_tanh_fn{}.forward(c);
       zi = i, zf = f, zg = g, zo = o;
     }
   };
@@ -40,7 +41,7 @@ struct lstm_cell {
   struct backward_rule {
     template <class V>
     CTNN_HOST_DEVICE void operator()(V& zi, V& zf, V& zg, V& zo, V cp, V c, V& dh, V& dc) const {
-      const V i = zi, f = zf, g = zg, o = zo, tc = fn::tanh_fn{}.forward(c);
+      const V i = zi, f = zf, g = zg, o = zo, tc = fn::gate_tanh_fn{}.forward(c);
       const V dct = dc + dh * o * (V(1) - tc * tc);
       zi = dct * g * i * (V(1) - i);
       zf = dct * cp * f * (V(1) - f);
