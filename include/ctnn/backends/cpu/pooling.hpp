@@ -61,12 +61,15 @@ U lane_offsets() {
 // The float max pooling, L channels at a time: the running maxima and the
 // offsets (uint32 bits carried in float lanes, blended by the same mask) stay
 // in registers; the last G.c % L channels run the scalar loop. Ties keep the
-// first position, as the scalar loop does.
-template <conv_geometry G, class Arch>
-void max_pool_forward_simd(const float* x, float* y, unsigned char* idx, std::size_t batch) {
+// first position, as the scalar loop does. Over a compile-time geometry
+// (fixed_geometry<G>, conv_reference.hpp) or a run-time one (max_pool_forward_n).
+template <class Arch, class Geometry>
+void max_pool_forward_simd(const Geometry& geo, const float* x, float* y, unsigned char* idx, std::size_t batch) {
+  const conv_geometry G = geometry(geo);
   using B = xsimd::batch<float, Arch>;
   using U = xsimd::batch<std::uint32_t, Arch>;
-  constexpr std::size_t L = B::size, CV = G.c / L * L;
+  constexpr std::size_t L = B::size;
+  const std::size_t CV = G.c / L * L;
   const U lane = lane_offsets<U>();
   alignas(64) float bits[L];
   for (std::size_t n = 0; n < batch; ++n) {
@@ -75,7 +78,7 @@ void max_pool_forward_simd(const float* x, float* y, unsigned char* idx, std::si
       for (std::size_t ow = 0; ow < G.ow; ++ow) {
         const std::size_t o = ((n * G.oh + oh) * G.ow + ow) * G.c;
         std::size_t r0, r1, s0, s1;
-        window<G>(oh, ow, r0, r1, s0, s1);
+        window(G, oh, ow, r0, r1, s0, s1);
         for (std::size_t c0 = 0; c0 < CV; c0 += L) {
           B mx(std::numeric_limits<float>::lowest());
           B io = xsimd::bitwise_cast<B>(U(std::uint32_t((r0 * G.w + s0) * G.c + c0)) + lane);
@@ -157,16 +160,20 @@ void max_pool_forward(const T* x, T* y, unsigned char* idx, std::size_t batch) {
     T* ys = y + n0 * out;
     unsigned char* is = idx + n0 * out * sizeof(std::uint32_t);
     if constexpr (std::is_same_v<T, float> && simd_v<float, Arch> && G.c >= xsimd::batch<float, Arch>::size)
-      detail::max_pool_forward_simd<G, Arch>(xs, ys, is, n1 - n0);
+      detail::max_pool_forward_simd<Arch>(fixed_geometry<G>{}, xs, ys, is, n1 - n0);
     else
       max_pool_forward_scalar<G>(xs, ys, is, n1 - n0);
   });
 }
 
-template <conv_geometry G, class T>
-void max_pool_backward_scalar(const unsigned char* idx, const T* dy, T* dx, std::size_t batch) {
+namespace detail {
+// max_pool_backward_scalar's body over a compile-time or run-time geometry.
+template <class Geometry, class T>
+void max_pool_backward_scalar_of(const Geometry& geo, const unsigned char* idx, const T* dy, T* dx,
+                                 std::size_t batch) {
+  const conv_geometry G = geometry(geo);
   std::fill(dx, dx + batch * G.in_size(), T(0));
-  constexpr std::size_t per = G.oh * G.ow * G.c;
+  const std::size_t per = G.oh * G.ow * G.c;
   for (std::size_t n = 0; n < batch; ++n) {
     T* dxs = dx + n * G.in_size();
     const unsigned char* is = idx + n * per * sizeof(std::uint32_t);
@@ -178,6 +185,12 @@ void max_pool_backward_scalar(const unsigned char* idx, const T* dy, T* dx, std:
     }
   }
 }
+}  // namespace detail
+
+template <conv_geometry G, class T>
+void max_pool_backward_scalar(const unsigned char* idx, const T* dy, T* dx, std::size_t batch) {
+  detail::max_pool_backward_scalar_of(fixed_geometry<G>{}, idx, dy, dx, batch);
+}
 
 namespace detail {
 // Float, windows that do not overlap (stride >= window): every input lies in
@@ -186,16 +199,19 @@ namespace detail {
 // (offsets compared as uint32 vectors). Inputs outside every window (the
 // border a valid pooling leaves) are zeroed first; when the windows tile the
 // input exactly, nothing is written twice and no zero-fill pass is needed.
-template <conv_geometry G, class Arch>
-void max_pool_backward_simd(const unsigned char* idx, const float* dy, float* dx, std::size_t batch) {
+template <class Arch, class Geometry>
+void max_pool_backward_simd(const Geometry& geo, const unsigned char* idx, const float* dy, float* dx,
+                            std::size_t batch) {
+  const conv_geometry G = geometry(geo);
   using B = xsimd::batch<float, Arch>;
   using U = xsimd::batch<std::uint32_t, Arch>;
-  constexpr std::size_t L = B::size, CV = G.c / L * L;
-  constexpr bool tiles = G.pt == 0 && G.pl == 0 && G.oh * G.stride == G.h && G.ow * G.stride == G.w &&
-                         G.kh == G.stride && G.kw == G.stride;
-  if constexpr (!tiles) std::fill(dx, dx + batch * G.in_size(), 0.0f);
+  constexpr std::size_t L = B::size;
+  const std::size_t CV = G.c / L * L;
+  const bool tiles = G.pt == 0 && G.pl == 0 && G.oh * G.stride == G.h && G.ow * G.stride == G.w &&
+                     G.kh == G.stride && G.kw == G.stride;
+  if (!tiles) std::fill(dx, dx + batch * G.in_size(), 0.0f);
   const U lane = lane_offsets<U>();
-  constexpr std::size_t per = G.oh * G.ow * G.c;
+  const std::size_t per = G.oh * G.ow * G.c;
   for (std::size_t n = 0; n < batch; ++n) {
     float* dxs = dx + n * G.in_size();
     const unsigned char* is = idx + n * per * sizeof(std::uint32_t);
@@ -204,7 +220,7 @@ void max_pool_backward_simd(const unsigned char* idx, const float* dy, float* dx
       for (std::size_t ow = 0; ow < G.ow; ++ow) {
         const std::size_t o = (oh * G.ow + ow) * G.c;
         std::size_t r0, r1, s0, s1;
-        window<G>(oh, ow, r0, r1, s0, s1);
+        window(G, oh, ow, r0, r1, s0, s1);
         for (std::size_t c0 = 0; c0 < CV; c0 += L) {
           alignas(64) std::uint32_t k[L];
           std::memcpy(k, is + (o + c0) * sizeof(std::uint32_t), sizeof k);
@@ -246,9 +262,40 @@ void max_pool_backward(const unsigned char* idx, const T* dy, T* dx, std::size_t
     T* dxs = dx + n0 * G.in_size();
     if constexpr (std::is_same_v<T, float> && simd_v<float, Arch> && G.c >= xsimd::batch<float, Arch>::size &&
                   G.stride >= G.kh && G.stride >= G.kw)
-      detail::max_pool_backward_simd<G, Arch>(is, ds, dxs, n1 - n0);
+      detail::max_pool_backward_simd<Arch>(fixed_geometry<G>{}, is, ds, dxs, n1 - n0);
     else
       max_pool_backward_scalar<G>(is, ds, dxs, n1 - n0);
+  });
+}
+
+// max_pool_forward and max_pool_backward for float over a run-time geometry g (g.f == g.c): the
+// same operations in the same order (the same bits), one body for every layer shape, which the
+// compiled part holds (CTNN_DETAIL_POOLING_INSTANCES below; ops<cpu<Arch>> calls them in compiled
+// mode for the shapes whose compile-time entry takes the vector path: at least one vector of
+// channels). Fewer channels than a vector run the vector path's per-channel loop here. Arch names
+// the architecture the caller's flags enable, so a program built for another one fails to link
+// instead of running the object's code.
+template <class Arch>
+void max_pool_forward_n(const conv_geometry& g, const float* x, float* y, unsigned char* idx, std::size_t batch) {
+  static_assert(simd_v<float, Arch>, "max_pool_forward_n: Arch has no float vectors");
+  const std::size_t out = g.oh * g.ow * g.c;
+  for_samples(batch, g.in_size(), [&](std::size_t n0, std::size_t n1) {
+    detail::max_pool_forward_simd<Arch>(g, x + n0 * g.in_size(), y + n0 * out, idx + n0 * out * sizeof(std::uint32_t),
+                                        n1 - n0);
+  });
+}
+template <class Arch>
+void max_pool_backward_n(const conv_geometry& g, const unsigned char* idx, const float* dy, float* dx,
+                         std::size_t batch) {
+  static_assert(simd_v<float, Arch>, "max_pool_backward_n: Arch has no float vectors");
+  const std::size_t out = g.oh * g.ow * g.c;
+  const bool apart = g.stride >= g.kh && g.stride >= g.kw;  // windows that do not overlap
+  for_samples(batch, g.in_size(), [&](std::size_t n0, std::size_t n1) {
+    const unsigned char* is = idx + n0 * out * sizeof(std::uint32_t);
+    if (apart)
+      detail::max_pool_backward_simd<Arch>(g, is, dy + n0 * out, dx + n0 * g.in_size(), n1 - n0);
+    else
+      detail::max_pool_backward_scalar_of(g, is, dy + n0 * out, dx + n0 * g.in_size(), n1 - n0);
   });
 }
 
@@ -314,3 +361,12 @@ void global_average_backward(const T* dy, T* dx, std::size_t batch) {
 }
 
 }  // namespace ctnn::kernels::cpu
+
+// X: `extern template` (declarations) or `template` (definitions); A: the architecture. Max pooling
+// over a run-time geometry for float, compiled once in the compiled part (compiled_kernels.hpp,
+// core/separate.hpp) instead of once per layer shape in every program.
+#define CTNN_DETAIL_POOLING_INSTANCES(X, A)                                                                  \
+  X void max_pool_forward_n<A>(const ::ctnn::kernels::conv_geometry&, const float*, float*, unsigned char*, \
+                               std::size_t);                                                                \
+  X void max_pool_backward_n<A>(const ::ctnn::kernels::conv_geometry&, const unsigned char*, const float*,  \
+                                float*, std::size_t);

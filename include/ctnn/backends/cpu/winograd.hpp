@@ -57,13 +57,8 @@ namespace detail {
 // The transforms below are written once over a geometry known at compile time (fixed_geometry<G>: the
 // loops' bounds are constants) or at run time (a conv_geometry: the compiled part's one body for every
 // layer shape, winograd_input_n and the others below); geometry(g) is the conv_geometry.
-template <kernels::conv_geometry G>
-struct fixed_geometry {};
-template <kernels::conv_geometry G>
-constexpr kernels::conv_geometry geometry(fixed_geometry<G>) noexcept {
-  return G;
-}
-constexpr const kernels::conv_geometry& geometry(const kernels::conv_geometry& g) noexcept { return g; }
+using kernels::fixed_geometry;
+using kernels::geometry;
 
 // U[e][c][f] = (G g G^T)[e] of the 3x3 filter g = w[., ., c, f], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1].
 template <class Arch, class T, class Geometry>
