@@ -46,12 +46,14 @@ set(referenced ${outlined_referenced} "history::append_epoch\\(" "history::~hist
     "shape<28ul, 28ul>, ctnn::sparse_labels, float>::open\\("
     "detail::first_non_finite<float>\\(" "detail::sparse_hits<float>\\(" "cpu::simd_gemm_epilogue<"
     "cpu::max_pool_forward_n<" "cpu::max_pool_backward_n<" "cpu::batch_norm_forward_n<" "cpu::batch_norm_backward_n<"
-    "cpu::winograd_filters_n<" "cpu::winograd_input_n<" "cpu::winograd_output_n<")
+    "cpu::winograd_filters_n<" "cpu::winograd_input_n<" "cpu::winograd_output_n<" "cpu::winograd_grad_tiles_n<"
+    "cpu::winograd_grad_output_n<")
 set(absent ${referenced} "simd::micro<" "simd::run_plan<" "simd::dot_nt<" "plan_gemm<" "detail::summary_[a-z_]+[<(]" "simd::gemv<" "detail::gunzip\\(" "data::parse_idx\\(" "io::write_file_atomically\\("
     "make_gemm_plan<" "simd::packed_product<" "simd::pack_panels<" "simd::narrow_weights_gradient" "thread_pool::loop\\(" "thread_pool::~thread_pool\\("
     "detail::max_pool_forward_simd<" "detail::max_pool_backward_simd<" "detail::max_pool_backward_scalar_of<"
     "detail::batch_norm_forward_c<" "detail::batch_norm_backward_c<" "detail::winograd_filters_of<"
-    "detail::winograd_input_of<" "detail::winograd_output_of<")
+    "detail::winograd_input_of<" "detail::winograd_output_of<" "detail::winograd_grad_tiles_of<"
+    "detail::winograd_grad_output_of<")
 # expect(WHAT SYMBOL_TYPES SHOULD_MATCH KIND...): fails with WHAT unless every KIND has (SHOULD_MATCH) or
 # has not (NOT) a symbol of one of SYMBOL_TYPES (nm's letters) in the last compile's object.
 function(expect what types should)

@@ -8,10 +8,10 @@
 #include <vector>
 
 using net = ctnn::sequential<ctnn::input<64>, ctnn::dense<64, ctnn::relu>, ctnn::dense<10>>;
-using cnn = ctnn::sequential<ctnn::input<10, 10>,
-                             ctnn::conv2d<16, 3, 3, 1, ctnn::padding::valid, ctnn::relu>,  // direct: 8x8x16
-                             ctnn::max_pool2d<2>, ctnn::batch_norm,                        // 4x4x16
-                             ctnn::conv2d<16, 3, 3, 1, ctnn::padding::valid, ctnn::relu>,  // Winograd: 2x2x16
+using cnn = ctnn::sequential<ctnn::input<18, 18>,
+                             ctnn::conv2d<16, 3, 3, 1, ctnn::padding::valid, ctnn::relu>,  // direct: 16x16x16
+                             ctnn::max_pool2d<2>, ctnn::batch_norm,                        // 8x8x16
+                             ctnn::conv2d<16, 3, 3, 1, ctnn::padding::valid, ctnn::relu>,  // Winograd y, dx, dW: 6x6x16
                              ctnn::flatten, ctnn::dense<10>>;
 
 int main(int argc, char** argv) {
@@ -25,8 +25,8 @@ int main(int argc, char** argv) {
   ctnn::adam opt{1e-3};
   ctnn::fit(m, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt, data.batch(32), ctnn::epochs{1},
             ctnn::sparse_categorical_accuracy{});
-  std::vector<float> xc(n * 100, 0.5f);
-  const ctnn::data::in_memory<ctnn::shape<10, 10>, ctnn::sparse_labels> images_c{xc, y};
+  std::vector<float> xc(n * 324, 0.5f);
+  const ctnn::data::in_memory<ctnn::shape<18, 18>, ctnn::sparse_labels> images_c{xc, y};
   auto mc = ctnn::make_model<cnn>(2);
   ctnn::adam opt_c{1e-3};
   ctnn::fit(mc, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt_c, images_c.batch(32), ctnn::epochs{1});
