@@ -1,13 +1,16 @@
-# Compiles compiled_kernels_tu.cpp (a network trained by fit, its summary, an IDX read)
-# twice with CXX and FLAGS: header-only, where the object must define the default
+# Compiles compiled_kernels_tu.cpp (a network and a small CNN trained by fit, a summary, an IDX
+# read) twice with CXX and FLAGS: header-only, where the object must define the default
 # architecture's GEMM kernels (simd::run_plan, dot_nt, the micro-kernels the network's own
 # code calls: its 10-output weight gradient's, its packed product's), the thread pool's
-# run_tasks and a cold error path; and with
+# run_tasks, a cold error path, the CNN's batch normalization gradient and Winograd input
+# transform; and with
 # -DCTNN_COMPILED_KERNELS, where it must reference them, the outlined functions of
 # core/separate.hpp, the element-wise map<> instances of compiled_kernels.hpp (Adam's update,
 # relu's backward), the fused MLP's per-layer bodies (fused::tile_product, fused::backward_layer),
 # the Fashion-MNIST dataset's cursor::next and open, first_non_finite and the accuracy's count
-# (CTNN_OUTLINE), the products' entry simd_gemm_epilogue (and pack_panels, narrow_weights_gradient: absent) (nm: U) and define none of them (nor a map's task, thread_pool::call<map<...>>),
+# (CTNN_OUTLINE), the products' entry simd_gemm_epilogue (and pack_panels, narrow_weights_gradient: absent),
+# the CNN's max pooling, batch normalization and Winograd transforms over a run-time geometry
+# (*_n; their compile-time bodies absent) (nm: U) and define none of them (nor a map's task, thread_pool::call<map<...>>),
 # so that an edit of such a program does not generate their code again (cmake/ctnn_compiled_kernels.cmake). Needs NM.
 function(compile out)
   separate_arguments(flags UNIX_COMMAND "${FLAGS}")
@@ -26,23 +29,31 @@ file(MAKE_DIRECTORY ${WORK})
 # header-only, these must be defined in the object (out of line: not inlined into their callers; g++ gives
 # the micro-kernels local symbols, t)
 set(outlined "simd::run_plan<" "simd::dot_nt<" "simd::micro<" "thread_pool::run_tasks\\("
-    "detail::throw_non_finite_parameter\\(")
+    "detail::throw_non_finite_parameter\\(" "detail::batch_norm_backward_c<" "detail::winograd_input_of<")
 # with CTNN_COMPILED_KERNELS, none of these may be defined, and the first ones must be referenced
 # (the micro-kernels only need be absent: since the fused small MLP's per-layer bodies are in the
 # compiled part, whether the program's own code still calls one depends on the architecture and the
 # optimization level: clang 19 at -O0 for x86-64-v3 calls none; run_plan, dot_nt and plan_gemm too:
 # since the products' entry simd_gemm_epilogue is in the compiled part, they are called from there)
 set(outlined_referenced ${outlined})
-list(REMOVE_ITEM outlined_referenced "simd::micro<" "simd::run_plan<" "simd::dot_nt<")
+list(REMOVE_ITEM outlined_referenced "simd::micro<" "simd::run_plan<" "simd::dot_nt<" "detail::batch_norm_backward_c<"
+     "detail::winograd_input_of<")
 set(referenced ${outlined_referenced} "history::append_epoch\\(" "history::~history\\(" "logs::set\\(" "detail::print_summary\\("
     "data::read_idx\\(" "detail::throw_in_memory_sizes\\(" "detail::throw_sparse_label_out_of_range\\("
     "thread_pool::global\\(\\)" "cpu::map<[^\n]*adam_update<float>" "cpu::map<[^\n]*backward_of<ctnn::fn::relu_fn>"
     "fused::tile_product<[^\n]*relu_fn" "fused::tile_product<[^\n]*identity_fn" "fused::backward_layer<[^\n]*relu_fn"
     "fused::backward_layer<[^\n]*identity_fn" "shape<28ul, 28ul>, ctnn::sparse_labels, float>::cursor::next\\("
     "shape<28ul, 28ul>, ctnn::sparse_labels, float>::open\\("
-    "detail::first_non_finite<float>\\(" "detail::sparse_hits<float>\\(" "cpu::simd_gemm_epilogue<")
+    "detail::first_non_finite<float>\\(" "detail::sparse_hits<float>\\(" "cpu::simd_gemm_epilogue<"
+    "cpu::max_pool_forward_n<" "cpu::max_pool_backward_n<" "cpu::batch_norm_forward_n<" "cpu::batch_norm_backward_n<"
+    "cpu::winograd_filters_n<" "cpu::winograd_input_n<" "cpu::winograd_output_n<" "cpu::winograd_grad_tiles_n<"
+    "cpu::winograd_grad_output_n<")
 set(absent ${referenced} "simd::micro<" "simd::run_plan<" "simd::dot_nt<" "plan_gemm<" "detail::summary_[a-z_]+[<(]" "simd::gemv<" "detail::gunzip\\(" "data::parse_idx\\(" "io::write_file_atomically\\("
-    "make_gemm_plan<" "simd::packed_product<" "simd::pack_panels<" "simd::narrow_weights_gradient" "thread_pool::loop\\(" "thread_pool::~thread_pool\\(")
+    "make_gemm_plan<" "simd::packed_product<" "simd::pack_panels<" "simd::narrow_weights_gradient" "thread_pool::loop\\(" "thread_pool::~thread_pool\\("
+    "detail::max_pool_forward_simd<" "detail::max_pool_backward_simd<" "detail::max_pool_backward_scalar_of<"
+    "detail::batch_norm_forward_c<" "detail::batch_norm_backward_c<" "detail::winograd_filters_of<"
+    "detail::winograd_input_of<" "detail::winograd_output_of<" "detail::winograd_grad_tiles_of<"
+    "detail::winograd_grad_output_of<")
 # expect(WHAT SYMBOL_TYPES SHOULD_MATCH KIND...): fails with WHAT unless every KIND has (SHOULD_MATCH) or
 # has not (NOT) a symbol of one of SYMBOL_TYPES (nm's letters) in the last compile's object.
 function(expect what types should)

@@ -1,4 +1,5 @@
-// A program that trains a network (fused: its widest layer 64) with a metric, reads a batch of the
+// A program that trains a network (fused: its widest layer 64) with a metric, runs a training step of a
+// small CNN (a direct first convolution, max pooling, batch normalization, a Winograd convolution), reads a batch of the
 // Fashion-MNIST dataset type, prints its summary and reads an IDX file
 // (compiled_kernels_tu.cmake reads its object's symbols; it is compiled, not run).
 #include <ctnn/ctnn.hpp>
@@ -7,6 +8,11 @@
 #include <vector>
 
 using net = ctnn::sequential<ctnn::input<64>, ctnn::dense<64, ctnn::relu>, ctnn::dense<10>>;
+using cnn = ctnn::sequential<ctnn::input<18, 18>,
+                             ctnn::conv2d<16, 3, 3, 1, ctnn::padding::valid, ctnn::relu>,  // direct: 16x16x16
+                             ctnn::max_pool2d<2>, ctnn::batch_norm,                        // 8x8x16
+                             ctnn::conv2d<16, 3, 3, 1, ctnn::padding::valid, ctnn::relu>,  // Winograd y, dx, dW: 6x6x16
+                             ctnn::flatten, ctnn::dense<10>>;
 
 int main(int argc, char** argv) {
   // sizes the compiler cannot know (from argc): with constant ones g++ -O3 may prove in_memory's size
@@ -19,6 +25,12 @@ int main(int argc, char** argv) {
   ctnn::adam opt{1e-3};
   ctnn::fit(m, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt, data.batch(32), ctnn::epochs{1},
             ctnn::sparse_categorical_accuracy{});
+  // the CNN through one training step (a second fit instance would cost this check about 1.5 s of compile)
+  const std::vector<float> xc(32 * 324, 0.5f);
+  auto mc = ctnn::make_model<cnn>(2);
+  ctnn::adam opt_c{1e-3};
+  ctnn::train_step step_c(mc, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt_c);
+  if (!(step_c.run(xc.data(), y.data(), 32, 0, 0).loss_sum > 0)) return 3;
   // the Fashion-MNIST dataset type (data/fashion_mnist.hpp: an instance of the compiled part): its batches
   const ctnn::data::fashion_mnist::dataset images{std::vector<float>(n * 784, 0.5f), y};
   ctnn::data::batch_for<ctnn::data::fashion_mnist::dataset> b;

@@ -193,3 +193,45 @@ TEST_CASE("pooling: max pooling gives the same bits whatever the thread count (s
   }
   kernels::cpu::set_threads(before);
 }
+
+namespace {
+// max_pool_forward_n and _backward_n (the geometry at run time, the compiled part's body) against the
+// compile-time entries, bit for bit: y, the offsets and dx, on 1 and 3 threads.
+template <conv_geometry G>
+void check_max_pool_run_time(std::size_t batch) {
+  INFO("H=" << G.h << " W=" << G.w << " C=" << G.c << " K=" << G.kh << " S=" << G.stride << " pad=" << G.pt);
+  using A = xsimd::default_arch;
+  const std::size_t before = kernels::cpu::threads();
+  std::vector<float> x(batch * G.in_size()), dy(batch * G.out_size());
+  std::uint64_t s = G.h * 31 + G.c;
+  auto next = [&] {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return float(int(s >> 59) - 16) * 0.5f;  // small values: many ties
+  };
+  for (auto& v : x) v = next();
+  for (auto& v : dy) v = next();
+  std::vector<float> y(dy.size(), 7.f), dx(x.size(), 5.f);
+  std::vector<std::uint32_t> idx(dy.size(), 1);
+  kernels::cpu::max_pool_forward<G, A>(x.data(), y.data(), bytes(idx), batch);
+  kernels::cpu::max_pool_backward<G, A>(bytes(idx), dy.data(), dx.data(), batch);
+  for (std::size_t t : {1, 3}) {
+    kernels::cpu::set_threads(t);
+    std::vector<float> yn(dy.size(), 9.f), dxn(x.size(), 6.f);
+    std::vector<std::uint32_t> idxn(dy.size(), 2);
+    kernels::cpu::max_pool_forward_n<A>(G, x.data(), yn.data(), bytes(idxn), batch);
+    kernels::cpu::max_pool_backward_n<A>(G, bytes(idx), dy.data(), dxn.data(), batch);
+    CHECK(yn == y);
+    CHECK(idxn == idx);
+    CHECK(dxn == dx);
+  }
+  kernels::cpu::set_threads(before);
+}
+}  // namespace
+
+TEST_CASE("pooling: max pooling over a run-time geometry (the compiled part's body) gives the compile-time bits") {
+  check_max_pool_run_time<pool_geom<26, 26, 32, 2, 2, padding::valid>()>(3);  // windows tile the input
+  check_max_pool_run_time<pool_geom<11, 11, 64, 2, 2, padding::valid>()>(2);  // a border no window covers
+  check_max_pool_run_time<pool_geom<7, 9, 17, 2, 3, padding::same>()>(2);     // stride > window, overhang, tail
+  check_max_pool_run_time<pool_geom<9, 9, 17, 3, 2, padding::same>()>(2);     // overlapping: the scalar gradient
+  check_max_pool_run_time<pool_geom<6, 5, 3, 2, 2, padding::same>()>(2);      // fewer channels than a vector
+}

@@ -330,5 +330,17 @@ TEST_CASE("winograd: the transforms over a run-time geometry (the compiled part'
     k::detail::winograd_output_of<A>(G, G.f, m.data(), d.b.data(), y2.data(), 0, batch, fn::relu_fn{});
     CHECK(y == y1);
     CHECK(y == y2);
+    // dW's transforms: U of dy's tiles (an odd output: half tiles), and A^T M A (m read as 16 C x F matrices)
+    const std::size_t es = batch * tiles * G.f + 16;
+    std::vector<float> gu(16 * es, 1.f), gu1(gu.size(), 1.f), gu2(gu.size(), 1.f);  // the gaps between matrices kept
+    k::detail::winograd_grad_tiles_of<A>(fixed, f, m.data(), gu.data(), 0, batch, es);  // m's values as a dy
+    k::winograd_grad_tiles_n<A>(G, m.data(), gu1.data(), 0, batch, es);
+    k::detail::winograd_grad_tiles_of<A>(G, G.f, m.data(), gu2.data(), 0, batch, es);
+    CHECK(gu == gu1);
+    CHECK(gu == gu2);
+    std::vector<float> dw(9 * G.c * G.f), dw1(dw.size());
+    k::detail::winograd_grad_output_of<A>(std::integral_constant<std::size_t, G.c * G.f>{}, m.data(), dw.data());
+    k::winograd_grad_output_n<A>(G, m.data(), dw1.data());
+    CHECK(dw == dw1);
   }
 }

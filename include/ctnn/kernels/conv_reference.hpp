@@ -27,6 +27,17 @@ struct conv_geometry {
   constexpr std::size_t patch() const { return kh * kw * c; }  // one im2col row
 };
 
+// A kernel body written once over a geometry known at compile time (fixed_geometry<G>: its loops'
+// bounds are constants) or at run time (a conv_geometry: the compiled part's one body for every layer
+// shape); geometry(g) is the conv_geometry (backends/cpu/winograd.hpp, pooling.hpp).
+template <conv_geometry G>
+struct fixed_geometry {};
+template <conv_geometry G>
+constexpr conv_geometry geometry(fixed_geometry<G>) noexcept {
+  return G;
+}
+constexpr const conv_geometry& geometry(const conv_geometry& g) noexcept { return g; }
+
 namespace reference {
 
 // Input row and column of window offset (i, j) at output (oh, ow); false when

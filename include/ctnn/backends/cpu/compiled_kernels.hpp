@@ -17,11 +17,12 @@
 // architecture the program's translation units use; a translation unit built
 // for another architecture names other instances, which the linker then
 // reports as undefined (never a silent mix). The network-shaped kernels
-// (column sums, the direct and im2col convolutions, pooling, the layers' fused
-// paths) and other architectures passed explicitly (cpu<avx2> on an AVX-512
-// build) stay instantiated where they are used; batch normalization (below,
-// over a run-time channel count) and the Winograd transforms (winograd.hpp's
-// CTNN_DETAIL_WINOGRAD_INSTANCES, over a run-time geometry) do not, for float.
+// (column sums, the direct and im2col convolutions, average pooling, the layers'
+// fused paths) and other architectures passed explicitly (cpu<avx2> on an
+// AVX-512 build) stay instantiated where they are used; batch normalization
+// (below, over a run-time channel count), the Winograd transforms (winograd.hpp's
+// CTNN_DETAIL_WINOGRAD_INSTANCES) and max pooling (pooling.hpp's
+// CTNN_DETAIL_POOLING_INSTANCES), both over a run-time geometry, do not, for float.
 // Also for float, the shape classes of the micro-kernel a network's own code
 // calls (gemm/microkernel.hpp; the blocked GEMM's calls are inside run_plan):
 // the fused small MLP's and the packed product's (4 or MR rows, 1 or 2
@@ -41,6 +42,7 @@
 
 #include "gemm.hpp"
 #include "normalization.hpp"
+#include "pooling.hpp"
 
 // X: `extern template` (declarations) or `template` (definitions); A: the
 // architecture; T: the element type. Every kernel simd_gemm_epilogue calls
@@ -163,6 +165,7 @@ template gemm_plan plan_gemm<gemm_target_of<float, xsimd::default_arch>()>(gemm_
 template gemm_plan plan_gemm<gemm_target_of<double, xsimd::default_arch>()>(gemm_problem);
 CTNN_DETAIL_MAP_INSTANCES(template, xsimd::default_arch)
 CTNN_DETAIL_NORMALIZATION_INSTANCES(template, xsimd::default_arch)
+CTNN_DETAIL_POOLING_INSTANCES(template, xsimd::default_arch)
 }  // namespace ctnn::kernels::cpu
 #elif defined(CTNN_COMPILED_KERNELS)
 namespace ctnn::kernels::cpu::simd {
@@ -177,5 +180,6 @@ extern template gemm_plan plan_gemm<gemm_target_of<float, xsimd::default_arch>()
 extern template gemm_plan plan_gemm<gemm_target_of<double, xsimd::default_arch>()>(gemm_problem);
 CTNN_DETAIL_MAP_INSTANCES(extern template, xsimd::default_arch)
 CTNN_DETAIL_NORMALIZATION_INSTANCES(extern template, xsimd::default_arch)
+CTNN_DETAIL_POOLING_INSTANCES(extern template, xsimd::default_arch)
 }  // namespace ctnn::kernels::cpu
 #endif

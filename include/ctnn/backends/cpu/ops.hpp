@@ -243,6 +243,12 @@ struct ops<cpu<Arch>> {
   }
 
   // ---- convolution and pooling (geometry G) ----
+  // Whether max pooling of G over T comes from the compiled part (compiled mode, float, at least one
+  // vector of channels: the shapes whose compile-time entry takes the vector path; pooling.hpp).
+  template <kernels::conv_geometry G, class T>
+  static constexpr bool pool_compiled = ::ctnn::detail::compiled_part && std::is_same_v<T, float> &&
+                                        kernels::cpu::simd_v<float, Arch> &&
+                                        G.c >= xsimd::batch<float, Arch>::size;
   // y = e.forward(conv(x, w) + b): e, the layer's activation rule (kernels/functors.hpp), on each output
   // before it is stored (no second pass over y).
   template <kernels::conv_geometry G, class T, class E = fn::identity_fn>
@@ -270,11 +276,15 @@ struct ops<cpu<Arch>> {
   template <kernels::conv_geometry G, class T>
   static void max_pool_forward(const T* x, T* y, std::uint32_t* idx, std::size_t batch) {
     if constexpr (is_half_v<T>) half<T>::template max_pool_forward<G>(x, y, idx, batch);
+    else if constexpr (pool_compiled<G, T>)
+      kernels::cpu::max_pool_forward_n<Arch>(G, x, y, reinterpret_cast<unsigned char*>(idx), batch);
     else kernels::cpu::max_pool_forward<G, Arch>(x, y, reinterpret_cast<unsigned char*>(idx), batch);
   }
   template <kernels::conv_geometry G, class T>
   static void max_pool_backward(const std::uint32_t* idx, const T* dy, T* dx, std::size_t batch) {
     if constexpr (is_half_v<T>) half<T>::template max_pool_backward<G>(idx, dy, dx, batch);
+    else if constexpr (pool_compiled<G, T>)
+      kernels::cpu::max_pool_backward_n<Arch>(G, reinterpret_cast<const unsigned char*>(idx), dy, dx, batch);
     else kernels::cpu::max_pool_backward<G, Arch>(reinterpret_cast<const unsigned char*>(idx), dy, dx, batch);
   }
   template <kernels::conv_geometry G, class T>

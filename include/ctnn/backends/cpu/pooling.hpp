@@ -25,6 +25,8 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "../../config.hpp"
+#include "../../core/separate.hpp"
 #include "arch.hpp"
 #include "batch_split.hpp"
 #include "../../kernels/conv_reference.hpp"
@@ -50,6 +52,22 @@ constexpr void window(std::size_t oh, std::size_t ow, std::size_t& r0, std::size
   window(G, oh, ow, r0, r1, s0, s1);
 }
 
+// f(r, s) over the window rows [r0, r1) and columns [s0, s1), row-major. K: the window's side as an
+// integral constant, or a size_t (ignored): a whole K x K window then runs with constant trip counts
+// (the run-time-geometry entries' common windows, max_pool_forward_n; the same calls in the same order).
+template <class Kn, class F>
+CTNN_FORCEINLINE void for_window(std::size_t r0, std::size_t r1, std::size_t s0, std::size_t s1, Kn K, F&& f) {
+  if constexpr (!std::is_integral_v<Kn>) {
+    if (r1 - r0 == K && s1 - s0 == K) {
+      for (std::size_t i = 0; i < K; ++i)
+        for (std::size_t j = 0; j < K; ++j) f(r0 + i, s0 + j);
+      return;
+    }
+  }
+  for (std::size_t r = r0; r < r1; ++r)
+    for (std::size_t s = s0; s < s1; ++s) f(r, s);
+}
+
 // 0, 1, ..., L-1: the channel offset of each lane (offsets are carried as uint32).
 template <class U>
 U lane_offsets() {
@@ -61,42 +79,46 @@ U lane_offsets() {
 // The float max pooling, L channels at a time: the running maxima and the
 // offsets (uint32 bits carried in float lanes, blended by the same mask) stay
 // in registers; the last G.c % L channels run the scalar loop. Ties keep the
-// first position, as the scalar loop does.
-template <conv_geometry G, class Arch>
-void max_pool_forward_simd(const float* x, float* y, unsigned char* idx, std::size_t batch) {
+// first position, as the scalar loop does. Over a compile-time geometry
+// (fixed_geometry<G>, conv_reference.hpp) or a run-time one (max_pool_forward_n); C: G.c, an
+// integral constant or a size_t.
+template <class Arch, class Geometry, class Cn, class Kn = std::size_t>
+void max_pool_forward_simd(const Geometry& geo, Cn C, const float* x, float* y, unsigned char* idx, std::size_t batch,
+                           Kn K = 0) {
+  const conv_geometry G = geometry(geo);
   using B = xsimd::batch<float, Arch>;
   using U = xsimd::batch<std::uint32_t, Arch>;
-  constexpr std::size_t L = B::size, CV = G.c / L * L;
+  constexpr std::size_t L = B::size;
+  const std::size_t CV = C / L * L;
   const U lane = lane_offsets<U>();
   alignas(64) float bits[L];
   for (std::size_t n = 0; n < batch; ++n) {
     const float* xs = x + n * G.in_size();
     for (std::size_t oh = 0; oh < G.oh; ++oh)
       for (std::size_t ow = 0; ow < G.ow; ++ow) {
-        const std::size_t o = ((n * G.oh + oh) * G.ow + ow) * G.c;
+        const std::size_t o = ((n * G.oh + oh) * G.ow + ow) * C;
         std::size_t r0, r1, s0, s1;
-        window<G>(oh, ow, r0, r1, s0, s1);
+        window(G, oh, ow, r0, r1, s0, s1);
         for (std::size_t c0 = 0; c0 < CV; c0 += L) {
           B mx(std::numeric_limits<float>::lowest());
-          B io = xsimd::bitwise_cast<B>(U(std::uint32_t((r0 * G.w + s0) * G.c + c0)) + lane);
-          for (std::size_t r = r0; r < r1; ++r)
-            for (std::size_t s = s0; s < s1; ++s) {
-              const std::size_t base = (r * G.w + s) * G.c + c0;
-              const B v = B::load_unaligned(xs + base);
-              const auto more = v > mx;
-              mx = xsimd::select(more, v, mx);
-              io = xsimd::select(more, xsimd::bitwise_cast<B>(U(std::uint32_t(base)) + lane), io);
-            }
+          B io = xsimd::bitwise_cast<B>(U(std::uint32_t((r0 * G.w + s0) * C + c0)) + lane);
+          for_window(r0, r1, s0, s1, K, [&](std::size_t r, std::size_t s) {
+            const std::size_t base = (r * G.w + s) * C + c0;
+            const B v = B::load_unaligned(xs + base);
+            const auto more = v > mx;
+            mx = xsimd::select(more, v, mx);
+            io = xsimd::select(more, xsimd::bitwise_cast<B>(U(std::uint32_t(base)) + lane), io);
+          });
           mx.store_unaligned(y + o + c0);
           io.store_aligned(bits);
           std::memcpy(idx + (o + c0) * sizeof(std::uint32_t), bits, sizeof bits);
         }
-        for (std::size_t c = CV; c < G.c; ++c) {
+        for (std::size_t c = CV; c < C; ++c) {
           float m = std::numeric_limits<float>::lowest();
-          std::uint32_t k = std::uint32_t((r0 * G.w + s0) * G.c + c);
+          std::uint32_t k = std::uint32_t((r0 * G.w + s0) * C + c);
           for (std::size_t r = r0; r < r1; ++r)
             for (std::size_t s = s0; s < s1; ++s) {
-              const std::size_t off = (r * G.w + s) * G.c + c;
+              const std::size_t off = (r * G.w + s) * C + c;
               if (xs[off] > m) {
                 m = xs[off];
                 k = std::uint32_t(off);
@@ -157,16 +179,21 @@ void max_pool_forward(const T* x, T* y, unsigned char* idx, std::size_t batch) {
     T* ys = y + n0 * out;
     unsigned char* is = idx + n0 * out * sizeof(std::uint32_t);
     if constexpr (std::is_same_v<T, float> && simd_v<float, Arch> && G.c >= xsimd::batch<float, Arch>::size)
-      detail::max_pool_forward_simd<G, Arch>(xs, ys, is, n1 - n0);
+      detail::max_pool_forward_simd<Arch>(fixed_geometry<G>{}, std::integral_constant<std::size_t, G.c>{}, xs, ys, is,
+                                          n1 - n0);
     else
       max_pool_forward_scalar<G>(xs, ys, is, n1 - n0);
   });
 }
 
-template <conv_geometry G, class T>
-void max_pool_backward_scalar(const unsigned char* idx, const T* dy, T* dx, std::size_t batch) {
+namespace detail {
+// max_pool_backward_scalar's body over a compile-time or run-time geometry.
+template <class Geometry, class T>
+void max_pool_backward_scalar_of(const Geometry& geo, const unsigned char* idx, const T* dy, T* dx,
+                                 std::size_t batch) {
+  const conv_geometry G = geometry(geo);
   std::fill(dx, dx + batch * G.in_size(), T(0));
-  constexpr std::size_t per = G.oh * G.ow * G.c;
+  const std::size_t per = G.oh * G.ow * G.c;
   for (std::size_t n = 0; n < batch; ++n) {
     T* dxs = dx + n * G.in_size();
     const unsigned char* is = idx + n * per * sizeof(std::uint32_t);
@@ -178,6 +205,12 @@ void max_pool_backward_scalar(const unsigned char* idx, const T* dy, T* dx, std:
     }
   }
 }
+}  // namespace detail
+
+template <conv_geometry G, class T>
+void max_pool_backward_scalar(const unsigned char* idx, const T* dy, T* dx, std::size_t batch) {
+  detail::max_pool_backward_scalar_of(fixed_geometry<G>{}, idx, dy, dx, batch);
+}
 
 namespace detail {
 // Float, windows that do not overlap (stride >= window): every input lies in
@@ -186,54 +219,56 @@ namespace detail {
 // (offsets compared as uint32 vectors). Inputs outside every window (the
 // border a valid pooling leaves) are zeroed; when the windows tile the
 // input exactly, nothing is written twice and no zero-fill pass is needed.
-template <conv_geometry G, class Arch>
-void max_pool_backward_simd(const unsigned char* idx, const float* dy, float* dx, std::size_t batch) {
+template <class Arch, class Geometry, class Cn, class Kn = std::size_t>
+void max_pool_backward_simd(const Geometry& geo, Cn C, const unsigned char* idx, const float* dy, float* dx,
+                            std::size_t batch, Kn K = 0) {
+  const conv_geometry G = geometry(geo);
   using B = xsimd::batch<float, Arch>;
   using U = xsimd::batch<std::uint32_t, Arch>;
-  constexpr std::size_t L = B::size, CV = G.c / L * L;
-  constexpr bool tiles = G.pt == 0 && G.pl == 0 && G.oh * G.stride == G.h && G.ow * G.stride == G.w &&
-                         G.kh == G.stride && G.kw == G.stride;
+  constexpr std::size_t L = B::size;
+  const std::size_t CV = C / L * L;
+  const bool tiles = G.pt == 0 && G.pl == 0 && G.oh * G.stride == G.h && G.ow * G.stride == G.w &&
+                     G.kh == G.stride && G.kw == G.stride;
   // windows of the stride's size from the origin (no padding before): together they cover [0, RH) x [0, RW)
   // once, and only the border past them (the last row and column of an odd size) is zeroed, not all of dx
-  constexpr bool from_origin = !tiles && G.pt == 0 && G.pl == 0 && G.kh == G.stride && G.kw == G.stride;
-  constexpr std::size_t RH = std::min(G.h, G.oh * G.stride), RW = std::min(G.w, G.ow * G.stride);
-  if constexpr (!tiles && !from_origin) std::fill(dx, dx + batch * G.in_size(), 0.0f);
+  const bool from_origin = !tiles && G.pt == 0 && G.pl == 0 && G.kh == G.stride && G.kw == G.stride;
+  const std::size_t RH = std::min(G.h, G.oh * G.stride), RW = std::min(G.w, G.ow * G.stride);
+  if (!tiles && !from_origin) std::fill(dx, dx + batch * G.in_size(), 0.0f);
   const U lane = lane_offsets<U>();
-  constexpr std::size_t per = G.oh * G.ow * G.c;
+  const std::size_t per = G.oh * G.ow * C;
   for (std::size_t n = 0; n < batch; ++n) {
     float* dxs = dx + n * G.in_size();
     const unsigned char* is = idx + n * per * sizeof(std::uint32_t);
     const float* d = dy + n * per;
-    if constexpr (from_origin) {
-      if constexpr (RW < G.w)
-        for (std::size_t r = 0; r < RH; ++r) std::fill(dxs + (r * G.w + RW) * G.c, dxs + (r + 1) * G.w * G.c, 0.0f);
-      std::fill(dxs + RH * G.w * G.c, dxs + G.in_size(), 0.0f);
+    if (from_origin) {
+      if (RW < G.w)
+        for (std::size_t r = 0; r < RH; ++r) std::fill(dxs + (r * G.w + RW) * C, dxs + (r + 1) * G.w * C, 0.0f);
+      std::fill(dxs + RH * G.w * C, dxs + G.in_size(), 0.0f);
     }
     for (std::size_t oh = 0; oh < G.oh; ++oh)
       for (std::size_t ow = 0; ow < G.ow; ++ow) {
-        const std::size_t o = (oh * G.ow + ow) * G.c;
+        const std::size_t o = (oh * G.ow + ow) * C;
         std::size_t r0, r1, s0, s1;
-        window<G>(oh, ow, r0, r1, s0, s1);
+        window(G, oh, ow, r0, r1, s0, s1);
         for (std::size_t c0 = 0; c0 < CV; c0 += L) {
           alignas(64) std::uint32_t k[L];
           std::memcpy(k, is + (o + c0) * sizeof(std::uint32_t), sizeof k);
           const U kv = U::load_aligned(k);
           const U dbits = xsimd::bitwise_cast<U>(B::load_unaligned(d + o + c0));
-          for (std::size_t r = r0; r < r1; ++r)
-            for (std::size_t s = s0; s < s1; ++s) {
-              const std::size_t base = (r * G.w + s) * G.c + c0;
-              // compared and blended as integers (float compares of the bits would
-              // treat the small offsets as denormals, which -ffast-math flushes to 0)
-              const auto hit = kv == U(std::uint32_t(base)) + lane;
-              xsimd::bitwise_cast<B>(xsimd::select(hit, dbits, U(0u))).store_unaligned(dxs + base);
-            }
+          for_window(r0, r1, s0, s1, K, [&](std::size_t r, std::size_t s) {
+            const std::size_t base = (r * G.w + s) * C + c0;
+            // compared and blended as integers (float compares of the bits would
+            // treat the small offsets as denormals, which -ffast-math flushes to 0)
+            const auto hit = kv == U(std::uint32_t(base)) + lane;
+            xsimd::bitwise_cast<B>(xsimd::select(hit, dbits, U(0u))).store_unaligned(dxs + base);
+          });
         }
-        for (std::size_t c = CV; c < G.c; ++c) {
+        for (std::size_t c = CV; c < C; ++c) {
           std::uint32_t k;
           std::memcpy(&k, is + (o + c) * sizeof(std::uint32_t), sizeof k);
           for (std::size_t r = r0; r < r1; ++r)
             for (std::size_t s = s0; s < s1; ++s) {
-              const std::size_t off = (r * G.w + s) * G.c + c;
+              const std::size_t off = (r * G.w + s) * C + c;
               dxs[off] = off == k ? d[o + c] : 0.0f;
             }
         }
@@ -255,9 +290,55 @@ void max_pool_backward(const unsigned char* idx, const T* dy, T* dx, std::size_t
     T* dxs = dx + n0 * G.in_size();
     if constexpr (std::is_same_v<T, float> && simd_v<float, Arch> && G.c >= xsimd::batch<float, Arch>::size &&
                   G.stride >= G.kh && G.stride >= G.kw)
-      detail::max_pool_backward_simd<G, Arch>(is, ds, dxs, n1 - n0);
+      detail::max_pool_backward_simd<Arch>(fixed_geometry<G>{}, std::integral_constant<std::size_t, G.c>{}, is, ds, dxs,
+                                           n1 - n0);
     else
       max_pool_backward_scalar<G>(is, ds, dxs, n1 - n0);
+  });
+}
+
+// max_pool_forward and max_pool_backward for float over a run-time geometry g (g.f == g.c): the
+// same operations in the same order (the same bits), one body for every layer shape, which the
+// compiled part holds (CTNN_DETAIL_POOLING_INSTANCES below; ops<cpu<Arch>> calls them in compiled
+// mode for the shapes whose compile-time entry takes the vector path: at least one vector of
+// channels). Fewer channels than a vector run the vector path's per-channel loop here. Arch names
+// the architecture the caller's flags enable, so a program built for another one fails to link
+// instead of running the object's code.
+template <class Arch>
+void max_pool_forward_n(const conv_geometry& g, const float* x, float* y, unsigned char* idx, std::size_t batch) {
+  static_assert(simd_v<float, Arch>, "max_pool_forward_n: Arch has no float vectors");
+  const std::size_t out = g.oh * g.ow * g.c;
+  for_samples(batch, g.in_size(), [&](std::size_t n0, std::size_t n1) {
+    ::ctnn::detail::with_common_count(g.c, [&](auto c) {
+      const float* xs = x + n0 * g.in_size();
+      unsigned char* is = idx + n0 * out * sizeof(std::uint32_t);
+      if (g.kh == 2 && g.kw == 2)  // the common 2x2 window: its loops unrolled
+        detail::max_pool_forward_simd<Arch>(g, c, xs, y + n0 * out, is, n1 - n0,
+                                            std::integral_constant<std::size_t, 2>{});
+      else
+        detail::max_pool_forward_simd<Arch>(g, c, xs, y + n0 * out, is, n1 - n0);
+    });
+  });
+}
+template <class Arch>
+void max_pool_backward_n(const conv_geometry& g, const unsigned char* idx, const float* dy, float* dx,
+                         std::size_t batch) {
+  static_assert(simd_v<float, Arch>, "max_pool_backward_n: Arch has no float vectors");
+  const std::size_t out = g.oh * g.ow * g.c;
+  const bool apart = g.stride >= g.kh && g.stride >= g.kw;  // windows that do not overlap
+  for_samples(batch, g.in_size(), [&](std::size_t n0, std::size_t n1) {
+    const unsigned char* is = idx + n0 * out * sizeof(std::uint32_t);
+    if (apart)
+      ::ctnn::detail::with_common_count(g.c, [&](auto c) {
+        float* dxs = dx + n0 * g.in_size();
+        if (g.kh == 2 && g.kw == 2)
+          detail::max_pool_backward_simd<Arch>(g, c, is, dy + n0 * out, dxs, n1 - n0,
+                                               std::integral_constant<std::size_t, 2>{});
+        else
+          detail::max_pool_backward_simd<Arch>(g, c, is, dy + n0 * out, dxs, n1 - n0);
+      });
+    else
+      detail::max_pool_backward_scalar_of(g, is, dy + n0 * out, dx + n0 * g.in_size(), n1 - n0);
   });
 }
 
@@ -323,3 +404,12 @@ void global_average_backward(const T* dy, T* dx, std::size_t batch) {
 }
 
 }  // namespace ctnn::kernels::cpu
+
+// X: `extern template` (declarations) or `template` (definitions); A: the architecture. Max pooling
+// over a run-time geometry for float, compiled once in the compiled part (compiled_kernels.hpp,
+// core/separate.hpp) instead of once per layer shape in every program.
+#define CTNN_DETAIL_POOLING_INSTANCES(X, A)                                                                  \
+  X void max_pool_forward_n<A>(const ::ctnn::kernels::conv_geometry&, const float*, float*, unsigned char*, \
+                               std::size_t);                                                                \
+  X void max_pool_backward_n<A>(const ::ctnn::kernels::conv_geometry&, const unsigned char*, const float*,  \
+                                float*, std::size_t);

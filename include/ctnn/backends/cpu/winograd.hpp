@@ -57,13 +57,8 @@ namespace detail {
 // The transforms below are written once over a geometry known at compile time (fixed_geometry<G>: the
 // loops' bounds are constants) or at run time (a conv_geometry: the compiled part's one body for every
 // layer shape, winograd_input_n and the others below); geometry(g) is the conv_geometry.
-template <kernels::conv_geometry G>
-struct fixed_geometry {};
-template <kernels::conv_geometry G>
-constexpr kernels::conv_geometry geometry(fixed_geometry<G>) noexcept {
-  return G;
-}
-constexpr const kernels::conv_geometry& geometry(const kernels::conv_geometry& g) noexcept { return g; }
+using kernels::fixed_geometry;
+using kernels::geometry;
 
 // U[e][c][f] = (G g G^T)[e] of the 3x3 filter g = w[., ., c, f], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1].
 template <class Arch, class T, class Geometry>
@@ -298,11 +293,15 @@ inline constexpr std::size_t winograd_dw_chunk = std::max<std::size_t>(1, winogr
 
 namespace detail {
 // U[e][t][f] = (G g G^T)[e] for the tiles t of samples [n0, n1) (t counted from n0's first tile); es: the
-// distance between the 16 matrices.
-template <kernels::conv_geometry G, class Arch, class T>
-void winograd_grad_tiles(const T* dy, T* u, std::size_t n0, std::size_t n1, std::size_t es) {
+// distance between the 16 matrices. Over a compile-time or run-time geometry (as winograd_input_of;
+// F: G.f, an integral constant or a size_t).
+template <class Arch, class T, class Geometry, class Fn>
+void winograd_grad_tiles_of(const Geometry& geo, Fn F, const T* dy, T* u, std::size_t n0, std::size_t n1,
+                            std::size_t es) {
+  const kernels::conv_geometry G = geometry(geo);
   using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size, F = G.f, TH = (G.oh + 1) / 2, TW = (G.ow + 1) / 2;
+  constexpr std::size_t L = B::size;
+  const std::size_t TH = (G.oh + 1) / 2, TW = (G.ow + 1) / 2;
   const B h(T(0.5));
   for (std::size_t n = n0; n < n1; ++n)
     for (std::size_t th = 0; th < TH; ++th)
@@ -328,11 +327,11 @@ void winograd_grad_tiles(const T* dy, T* u, std::size_t n0, std::size_t n1, std:
       }
 }
 
-// dw[i][j][c][f] (overwritten) = (A^T M A)[i][j] of M[e][c][f].
-template <kernels::conv_geometry G, class Arch, class T>
-void winograd_grad_output(const T* m, T* dw) {
+// dw[i][j][c][f] (overwritten) = (A^T M A)[i][j] of M[e][c][f], CF = C F values (a multiple of the lanes).
+template <class Arch, class T, class CFn>
+void winograd_grad_output_of(CFn CF, const T* m, T* dw) {
   using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size, CF = G.c * G.f;
+  constexpr std::size_t L = B::size;
   for (std::size_t cf = 0; cf < CF; cf += L) {
     B q[4][4], t[3][4];
     for (std::size_t e = 0; e < 16; ++e) q[e / 4][e % 4] = B::load_unaligned(m + e * CF + cf);
@@ -348,6 +347,34 @@ void winograd_grad_output(const T* m, T* dw) {
       (t[i][1] + t[i][2] - t[i][3]).store_unaligned(o + 2 * CF);
     }
   }
+}
+}  // namespace detail
+
+// The dW transforms over a run-time geometry g (the same operations in the same order: the same bits),
+// which the compiled part holds for float (CTNN_DETAIL_WINOGRAD_INSTANCES); winograd_backward_weights
+// calls them in compiled mode (the filter loop of the common counts 16 to 256 at compile time).
+template <class Arch, class T>
+void winograd_grad_tiles_n(const kernels::conv_geometry& g, const T* dy, T* u, std::size_t n0, std::size_t n1,
+                           std::size_t es) {
+  ::ctnn::detail::with_common_count(g.f,
+                                    [&](auto f) { detail::winograd_grad_tiles_of<Arch>(g, f, dy, u, n0, n1, es); });
+}
+template <class Arch, class T>
+void winograd_grad_output_n(const kernels::conv_geometry& g, const T* m, T* dw) {
+  detail::winograd_grad_output_of<Arch>(g.c * g.f, m, dw);
+}
+
+namespace detail {
+template <kernels::conv_geometry G, class Arch, class T>
+void winograd_grad_tiles(const T* dy, T* u, std::size_t n0, std::size_t n1, std::size_t es) {
+  if constexpr (winograd_compiled<T>) winograd_grad_tiles_n<Arch>(G, dy, u, n0, n1, es);
+  else
+    winograd_grad_tiles_of<Arch>(fixed_geometry<G>{}, std::integral_constant<std::size_t, G.f>{}, dy, u, n0, n1, es);
+}
+template <kernels::conv_geometry G, class Arch, class T>
+void winograd_grad_output(const T* m, T* dw) {
+  if constexpr (winograd_compiled<T>) winograd_grad_output_n<Arch>(G, m, dw);
+  else winograd_grad_output_of<Arch>(std::integral_constant<std::size_t, G.c * G.f>{}, m, dw);
 }
 }  // namespace detail
 
@@ -396,7 +423,10 @@ void winograd_backward_weights(const T* x, const T* dy, T* dw, T* partial, std::
                                                               const ::ctnn::fn::identity_fn&);                      \
   X void winograd_output_n<A, float, ::ctnn::fn::relu_fn>(const ::ctnn::kernels::conv_geometry&, const float*,     \
                                                           const float*, float*, std::size_t, std::size_t,          \
-                                                          const ::ctnn::fn::relu_fn&);
+                                                          const ::ctnn::fn::relu_fn&);                     \
+  X void winograd_grad_tiles_n<A, float>(const ::ctnn::kernels::conv_geometry&, const float*, float*, std::size_t,  \
+                                         std::size_t, std::size_t);                                                 \
+  X void winograd_grad_output_n<A, float>(const ::ctnn::kernels::conv_geometry&, const float*, float*);
 #if defined(CTNN_COMPILED_KERNELS_DEFINE)
 namespace ctnn::kernels::cpu {
 CTNN_DETAIL_WINOGRAD_INSTANCES(template, xsimd::default_arch)
