@@ -22,6 +22,7 @@
 #include <cstring>
 #include <cstddef>
 #include <limits>
+#include <type_traits>
 
 #include <xsimd/xsimd.hpp>
 
@@ -74,6 +75,19 @@ U lane_offsets() {
   alignas(64) std::uint32_t iota[U::size];
   for (std::size_t l = 0; l < U::size; ++l) iota[l] = std::uint32_t(l);
   return U::load_aligned(iota);
+}
+
+// c ? a : b on uint32 lanes. xsimd 8.1's select on integer batches for avx512bw calls
+// _mm512_mask_blend_epi8 / _epi16 (all sizes instantiated), which GCC 12's headers define as
+// macros with C casts when not optimizing: a batch does not convert through them, so g++ -O0
+// failed to compile this file for AVX-512 (found by the test programs at -O0). The 32-bit
+// blend is a function there.
+template <class A>
+xsimd::batch<std::uint32_t, A> select_u32(const xsimd::batch_bool<std::uint32_t, A>& c,
+                                          const xsimd::batch<std::uint32_t, A>& a,
+                                          const xsimd::batch<std::uint32_t, A>& b) {
+  if constexpr (std::is_base_of_v<xsimd::avx512f, A>) return _mm512_mask_blend_epi32(c, b, a);
+  else return xsimd::select(c, a, b);
 }
 
 // The float max pooling, L channels at a time: the running maxima and the
@@ -260,7 +274,7 @@ void max_pool_backward_simd(const Geometry& geo, Cn C, const unsigned char* idx,
             // compared and blended as integers (float compares of the bits would
             // treat the small offsets as denormals, which -ffast-math flushes to 0)
             const auto hit = kv == U(std::uint32_t(base)) + lane;
-            xsimd::bitwise_cast<B>(xsimd::select(hit, dbits, U(0u))).store_unaligned(dxs + base);
+            xsimd::bitwise_cast<B>(select_u32(hit, dbits, U(0u))).store_unaligned(dxs + base);
           });
         }
         for (std::size_t c = CV; c < C; ++c) {
