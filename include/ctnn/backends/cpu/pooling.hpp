@@ -241,13 +241,12 @@ void max_pool_backward_simd(const Geometry& geo, Cn C, const unsigned char* idx,
   using U = xsimd::batch<std::uint32_t, Arch>;
   constexpr std::size_t L = B::size;
   const std::size_t CV = C / L * L;
-  const bool tiles = G.pt == 0 && G.pl == 0 && G.oh * G.stride == G.h && G.ow * G.stride == G.w &&
-                     G.kh == G.stride && G.kw == G.stride;
   // windows of the stride's size from the origin (no padding before): together they cover [0, RH) x [0, RW)
   // once, and only the border past them (the last row and column of an odd size) is zeroed, not all of dx
-  const bool from_origin = !tiles && G.pt == 0 && G.pl == 0 && G.kh == G.stride && G.kw == G.stride;
+  // (nothing when they tile the input exactly)
+  const bool from_origin = G.pt == 0 && G.pl == 0 && G.kh == G.stride && G.kw == G.stride;
   const std::size_t RH = std::min(G.h, G.oh * G.stride), RW = std::min(G.w, G.ow * G.stride);
-  if (!tiles && !from_origin) std::fill(dx, dx + batch * G.in_size(), 0.0f);
+  if (!from_origin) std::fill(dx, dx + batch * G.in_size(), 0.0f);
   const U lane = lane_offsets<U>();
   const std::size_t per = G.oh * G.ow * C;
   for (std::size_t n = 0; n < batch; ++n) {
@@ -257,7 +256,7 @@ void max_pool_backward_simd(const Geometry& geo, Cn C, const unsigned char* idx,
     if (from_origin) {
       if (RW < G.w)
         for (std::size_t r = 0; r < RH; ++r) std::fill(dxs + (r * G.w + RW) * C, dxs + (r + 1) * G.w * C, 0.0f);
-      std::fill(dxs + RH * G.w * C, dxs + G.in_size(), 0.0f);
+      if (RH < G.h) std::fill(dxs + RH * G.w * C, dxs + G.in_size(), 0.0f);
     }
     for (std::size_t oh = 0; oh < G.oh; ++oh)
       for (std::size_t ow = 0; ow < G.ow; ++ow) {
