@@ -17,8 +17,11 @@
 
 #if defined(_MSC_VER)
 #define CTNN_FORCEINLINE __forceinline
+#define CTNN_FORCEINLINE_LAMBDA
 #else
 #define CTNN_FORCEINLINE inline __attribute__((always_inline))
+// After a lambda's parameter list: the lambda is always inlined (a loop body written once for two loops).
+#define CTNN_FORCEINLINE_LAMBDA __attribute__((always_inline))
 #endif
 
 namespace ctnn {

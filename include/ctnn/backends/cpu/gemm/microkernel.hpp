@@ -181,7 +181,7 @@ void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t 
   // of row kc-1 (a 10-wide W: b_access::split_tail); the rows before read
   // whole vectors, the lanes past nr computed, never stored.
   const std::size_t k_whole = nr < NV * L && kc ? kc - 1 : kc;
-  for (std::size_t p = 0; p < k_whole; ++p) {
+  auto k_step = [&](std::size_t p) CTNN_FORCEINLINE_LAMBDA {
     B bb[NV];
 #pragma GCC unroll 4
     for (std::size_t v = 0; v < NV; ++v) bb[v] = B::load_unaligned(b + p * ldb + v * L);
@@ -191,6 +191,16 @@ void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t 
 #pragma GCC unroll 4
       for (std::size_t v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(av, bb[v], acc[r][v]);
     }
+  };
+  // 16 registers (AVX2): K unrolled by 4 (the loop's counter and B's pointer once per 4 steps).
+  // Interleaved runs of the same products in one program, the MLP's shapes at batch 256
+  // and 1024^2, 0.93-0.99x the CPU time (loaded Xeon model 207; bench/results/
+  // 2026-12-06-s25-gemm25-unroll.md); on AVX-512 0.81-1.08x, left as it was.
+  if constexpr (L * sizeof(T) < 64) {
+#pragma GCC unroll 4
+    for (std::size_t p = 0; p < k_whole; ++p) k_step(p);
+  } else {
+    for (std::size_t p = 0; p < k_whole; ++p) k_step(p);
   }
   if (k_whole < kc) {
     const std::size_t p = k_whole;
