@@ -266,6 +266,16 @@ void check_routes() {
   CHECK(other.predict(x.data(), n) == m.predict(x.data(), n));
   io::save_weights(other, t.p / "b.ctnn");
   CHECK(wf::slurp(t.p / "a.ctnn") == wf::slurp(t.p / "b.ctnn"));
+  // a file that claims a derived tensor is refused (the role byte: 4 bytes into the record)
+  auto d = wf::slurp(t.p / "a.ctnn");
+  const auto values = wf::find(d, 0, "values");
+  wf::set(d, values.dims_at - 12 - values.name.size() + 4, std::uint8_t(role::derived));
+  wf::put_crc(d);
+  wf::spit(t.p / "derived.ctnn", d);
+  CHECK_THROWS_WITH_AS(io::read_weights_file(t.p / "derived.ctnn"),
+                       doctest::Contains("has the role 'derived', which files never hold"), io::weights_error);
+  CHECK_THROWS_WITH_AS(io::load_weights(other, t.p / "derived.ctnn"),
+                       doctest::Contains("expected layer 1 parameter 'values'"), io::weights_error);
   // an optimizer update
   sgd opt{0.5};
   const auto before = m.predict(x.data(), n);
