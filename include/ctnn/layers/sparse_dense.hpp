@@ -10,7 +10,12 @@
 // Stored bytes: 4 NNZ + 4 N + 2 K chunks + 4 (chunks + 1). A fresh layer
 // spreads its NNZ weights evenly over W, Glorot-uniform. Requires an input of
 // K features (rank 1), 0 < NNZ <= K N. Output: shape<N>. Products through
-// ops<B>::sparse_dense_forward / _backward with the layout's index view.
+// ops<B>::sparse_dense_forward / _backward with the layout's index view,
+// except at the batches kernels::cpu::decode_batches names for the layout and
+// the CPU architecture (bitmap: every batch): there the dense layer's products
+// over the weights decoded to dense, the buffer "decoded" (role::derived, K x N,
+// never saved) that the model rewrites through derive() after every change of
+// the weights (docs/pruning.md, "Decoded weights").
 // Also here: detail::sparse_dense_spec and detail::sparse_dense_common, the
 // part every sparse layout's layer shares. Layout contract and figures:
 // docs/pruning.md.
