@@ -337,3 +337,43 @@ TEST_CASE("decoded weights: summary() names their bytes") {
   CHECK(with.str().find("Decoded weights (not saved): 960 bytes (0.94 KB)\n") != std::string::npos);
   CHECK(without.str().find("Decoded") == std::string::npos);
 }
+
+TEST_CASE("decoded weights: a stripped layer inside a graph layer (residual) decodes too, and follows its values") {
+  using sparse_net = sequential<input<12>, residual<sparse_dense<12, 12, 60, relu>>, dense<3>>;
+  using dense_net = sequential<input<12>, residual<dense<12, relu>>, dense<3>>;
+  static_assert(sparse_net::memory_plan(1).derived == 12 * 12 * 4);
+  using C = sparse_dense<12, 12, 60, relu>::bind<shape<12>, float, cpu<>>;  // the child, bound
+  // the residual (and the chain inside it) hands the model's refresh down to the child
+  static_assert(requires(layer_slot<float> sl) { std::tuple_element_t<0, model<sparse_net>::layers>::derive(sl); });
+  auto s = make_model<sparse_net>(1);
+  auto d = make_model<dense_net>(1);
+  constexpr std::size_t n = 4;
+  std::vector<float> x(n * 12);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 7) - 3) * 0.3f;
+  for (int round = 0; round < 2; ++round) {
+    CAPTURE(round);
+    if (round == 1)
+      for (auto& v : s.parameters()) v = 0.5f * v - 0.01f;  // a span's writes: the child's decoded weights follow
+    std::vector<float> w(12 * 12);
+    s.with_variables([&](const std::vector<variable_ref>& refs) {
+      const auto* meta = detail::find_variable(refs, 0, "0.0.index")->data;
+      std::vector<std::byte> index(meta, meta + C::index::bytes);
+      const auto* v = reinterpret_cast<const float*>(detail::find_variable(refs, 0, "0.0.values")->data);
+      std::vector<float> values(v, v + C::NNZ);
+      ops<cpu<>>::sparse_dense_decode<12, 12>(C::view(index.data()), values.data(), w.data());
+      d.with_variables([&](const std::vector<variable_ref>& to) {
+        std::copy(w.begin(), w.end(), reinterpret_cast<float*>(detail::find_variable(to, 0, "0.0.kernel")->data));
+        for (const char* name : {"0.0.bias"}) {
+          const variable_ref* a = detail::find_variable(refs, 0, name);
+          std::copy(a->data, a->data + a->extent * a->element_bytes, detail::find_variable(to, 0, name)->data);
+        }
+        for (const char* name : {"kernel", "bias"}) {
+          const variable_ref* a = detail::find_variable(refs, 1, name);
+          std::copy(a->data, a->data + a->extent * a->element_bytes, detail::find_variable(to, 1, name)->data);
+        }
+      });
+    });
+    const auto ys = s.predict(x.data(), n), yd = d.predict(x.data(), n);
+    for (std::size_t i = 0; i < ys.size(); ++i) CHECK(ys[i] == doctest::Approx(yd[i]).epsilon(1e-5));
+  }
+}

@@ -294,7 +294,7 @@ class model {
       });
     if constexpr (any_derived)
       for_each_layer([&]<std::size_t I, class L>() {
-        if constexpr (plan::unit_bytes(I, role::derived) > 0) L::derive(slot<I>());
+        if constexpr (has_derived<I, L>()) L::derive(slot<I>());
       });
     stale_ = false;
   }
@@ -559,6 +559,13 @@ class model {
   }();
   // whether a layer declares a derived buffer (role::derived) of any size: its derive() runs at each refresh
   static constexpr bool any_derived = plan::region(role::derived, 1) > 0;
+  // layer I's derived block is rewritten by its derive(); a layer that holds a derived buffer but
+  // writes none (time_distributed over a sparse layer) gets none in its slot (its kernels run)
+  template <std::size_t I, class L>
+  static constexpr bool has_derived() {
+    if constexpr (plan::unit_bytes(I, role::derived) > 0) return requires(layer_slot<layer_type<I>> s) { L::derive(s); };
+    else return false;
+  }
   // A member pass handed to the runner: one type for backward and the penalties, so the
   // runner's run is instantiated once for them (compile time and memory, docs/performance.md).
   struct pass {
@@ -798,7 +805,7 @@ class model {
                          block<T>(role::cache, I),
                          block<std::uint8_t>(role::mask, I),
                          block<std::byte>(role::metadata, I),
-                         plan::unit_bytes(I, role::derived) > 0 ? block<T>(role::derived, I) : nullptr};
+                         has_derived<I, detail::type_at_t<I, layers>>() ? block<T>(role::derived, I) : nullptr};
   }
   // What the variable binding of layer i sees: the variables and gradients themselves.
   // (vars: a host view of the variable regions, as in block().)
