@@ -11,7 +11,6 @@
 
 #include <ctnn/backends/cpu/ops.hpp>
 #include <ctnn/backends/cpu/sparse.hpp>
-#include <ctnn/backends/cpu/sparse_block.hpp>
 #include <ctnn/backends/cpu/sparse_nm.hpp>
 #include <ctnn/backends/cpu/sparse_csc.hpp>
 #include <ctnn/backends/cpu/sparse_kernels.hpp>
