@@ -75,7 +75,7 @@ struct name_literal {
 template <class Buffers>
 constexpr std::size_t find_buffer(const Buffers& bs, std::string_view name) {
   for (std::size_t i = 0; i < bs.size(); ++i)
-    if (bs[i].kind != role::cache && bs[i].name == name) return i;
+    if (bs[i].kind != role::cache && bs[i].kind != role::derived && bs[i].name == name) return i;
   return bs.size();
 }
 

@@ -2,9 +2,16 @@
 // reach each layout's sparse_kernels<Index> specialization (csc_index, rows_index)
 // and compute the dense product of the same weights with zeros: y = relu?(x W + b),
 // dW (at the kept positions), db and dx, against a scalar loop written here.
+// Decoded weights (sparse_kernels<Index>::decode, the stripped layers' derived buffer): every
+// layout that decodes gives back the kernel it packed, and the dense product over it equals the
+// layout's scalar reference on every architecture; decode_batches pinned per layout and arch.
 #include <doctest/doctest.h>
 
+#include "archs.hpp"
+
 #include <ctnn/backends/cpu/ops.hpp>
+#include <ctnn/backends/cpu/sparse.hpp>
+#include <ctnn/backends/cpu/sparse_nm.hpp>
 #include <ctnn/backends/cpu/sparse_csc.hpp>
 #include <ctnn/backends/cpu/sparse_kernels.hpp>
 #include <ctnn/backends/cpu/sparse_rows.hpp>
@@ -87,4 +94,98 @@ TEST_CASE("sparse_kernels: csc and rows layouts through ops<cpu<>> equal the den
   }
   check(kernels::csc_index{starts.data(), inputs.data()}, values);
   check(kernels::rows_index{starts.data(), inputs.data()}, values);
+}
+
+namespace {
+using kernels::cpu::batch_range;
+constexpr bool same(batch_range a, batch_range b) { return a.from == b.from && a.below == b.below; }
+using avx2 = xsimd::fma3<xsimd::avx2>;
+using avx512 = xsimd::avx512bw;
+// Which layouts compute from decoded weights, at which batches (docs/pruning.md, "Decoded weights").
+static_assert(same(kernels::cpu::decode_batches<kernels::bitmap_index, avx2>, kernels::cpu::every_batch));
+static_assert(same(kernels::cpu::decode_batches<kernels::bitmap_index, avx512>, kernels::cpu::every_batch));
+static_assert(same(kernels::cpu::decode_batches<kernels::nm_index<2, 4>, avx2>, kernels::cpu::every_batch));
+static_assert(same(kernels::cpu::decode_batches<kernels::nm_index<2, 4>, avx512>, kernels::cpu::every_batch));
+static_assert(same(kernels::cpu::decode_batches<kernels::csc_index, avx2>, {1, 2}));
+static_assert(same(kernels::cpu::decode_batches<kernels::csc_index, avx512>, {1, 5}));
+static_assert(same(kernels::cpu::decode_batches<kernels::rows_index, avx2>, {1, 2}));
+static_assert(same(kernels::cpu::decode_batches<kernels::rows_index, avx512>, {1, 5}));
+static_assert(kernels::cpu::decode_batches<kernels::block_index<1, 16>, avx512>.empty());
+static_assert(kernels::cpu::decode_batches<kernels::block_index<4, 4>, avx2>.empty());
+
+// A K x N kernel keeping about 1 weight in 3, and (NM) 2 of each group of 4 inputs.
+template <std::size_t K, std::size_t N>
+void kernel_and_mask(std::vector<float>& w, std::vector<std::uint8_t>& keep, bool nm) {
+  w.resize(K * N);
+  keep.assign(K * N, 0);
+  for (std::size_t i = 0; i < K * N; ++i) w[i] = float(int(i * 7 % 13) - 6) * 0.125f;
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t j = 0; j < N; ++j) keep[k * N + j] = nm ? ((k + j) % 4 < 2) : ((k * 5 + j * 3) % 3 == 0);
+}
+
+// decode(pack(w, keep)) == w masked; then for each batch, every arch's dense product over the decoded
+// weights against reference(x, y) (the layout's scalar forward).
+template <std::size_t K, std::size_t N, class Index, class Reference>
+void check_decoded(const Index& ix, const std::vector<float>& values, const std::vector<float>& w,
+                   const std::vector<std::uint8_t>& keep, Reference&& reference) {
+  std::vector<float> d(K * N, 7.0f);
+  ops<cpu<>>::sparse_dense_decode<K, N>(ix, values.data(), d.data());
+  for (std::size_t i = 0; i < K * N; ++i) CHECK(d[i] == (keep[i] ? w[i] : 0.0f));
+  std::vector<float> b(N);
+  for (std::size_t j = 0; j < N; ++j) b[j] = float(j % 5) * 0.1f - 0.2f;
+  for (std::size_t batch : {1, 3, 17}) {
+    std::vector<float> x(batch * K), want(batch * N);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 11) - 5) * 0.25f;
+    reference(x.data(), b.data(), want.data(), batch);
+    auto run = [&]<class Arch>(Arch, const char*) {
+      std::vector<float> y(batch * N);
+      ops<cpu<Arch>>::template dense_forward<K, N>(x.data(), d.data(), b.data(), y.data(), batch);
+      for (std::size_t i = 0; i < y.size(); ++i) CHECK(y[i] == doctest::Approx(want[i]).epsilon(1e-5));
+    };
+    CHECK(test::for_each_arch("decoded dense product", run) >= 1);
+  }
+}
+}  // namespace
+
+TEST_CASE("sparse_kernels decode: each layout's decoded weights are the kernel it packed; the dense product over them "
+          "equals the layout's scalar reference on every architecture") {
+  constexpr std::size_t K = 12, N = 20;  // two bitmap chunks, the second partial
+  std::vector<float> w;
+  std::vector<std::uint8_t> keep;
+  SUBCASE("bitmap") {
+    kernel_and_mask<K, N>(w, keep, false);
+    constexpr std::size_t C = kernels::cpu::sparse::chunks(N);
+    std::vector<float> values(K * N);
+    std::vector<std::uint32_t> offsets(C + 1);
+    std::vector<std::uint16_t> bitmaps(C * K);
+    kernels::cpu::sparse::pack(w.data(), keep.data(), K, N, values.data(), values.size(), offsets.data(), bitmaps.data());
+    check_decoded<K, N>(kernels::bitmap_index{offsets.data(), bitmaps.data()}, values, w, keep,
+                        [&](const float* x, const float* b, float* y, std::size_t batch) {
+                          kernels::cpu::sparse::forward_reference(x, values.data(), offsets.data(), bitmaps.data(), b, y,
+                                                                  batch, K, N, false);
+                        });
+  }
+  SUBCASE("csc and rows") {
+    kernel_and_mask<K, N>(w, keep, false);
+    std::vector<float> values(K * N);
+    std::vector<std::uint32_t> starts(N + 1);
+    std::vector<std::uint16_t> rows(K * N);
+    kernels::cpu::csc::pack(w.data(), keep.data(), K, N, values.data(), values.size(), starts.data(), rows.data());
+    auto reference = [&](const float* x, const float* b, float* y, std::size_t batch) {
+      kernels::cpu::csc::forward_reference(x, values.data(), starts.data(), rows.data(), b, y, batch, K, N, false);
+    };
+    check_decoded<K, N>(kernels::csc_index{starts.data(), rows.data()}, values, w, keep, reference);
+    check_decoded<K, N>(kernels::rows_index{starts.data(), rows.data()}, values, w, keep, reference);
+  }
+  SUBCASE("nm 2:4") {
+    kernel_and_mask<K, N>(w, keep, true);
+    std::vector<float> values(kernels::cpu::nm::capacity(K, N, 2, 4));
+    std::vector<std::uint8_t> meta(kernels::cpu::nm::meta_bytes(K, N, 2, 4));
+    kernels::cpu::nm::pack<2, 4>(w.data(), keep.data(), K, N, values.data(), meta.data());
+    check_decoded<K, N>(kernels::nm_index<2, 4>{meta.data()}, values, w, keep,
+                        [&](const float* x, const float* b, float* y, std::size_t batch) {
+                          kernels::cpu::nm::forward_reference<2, 4>(x, values.data(), meta.data(), b, y, batch, K, N,
+                                                                    false);
+                        });
+  }
 }

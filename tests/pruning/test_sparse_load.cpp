@@ -4,6 +4,9 @@
 // edited file with its CRC recomputed is refused with io::weights_error
 // naming the file, the layer's 'index' and the bad value, the model is left
 // as it was, and predict runs on it as before.
+// Decoded weights (the plan's role::derived, layers/sparse_dense.hpp): the plan counts them, files
+// never hold them, and a stripped layer's forward follows its values through every route that
+// changes them (init, a writable span, a load, an optimizer update); its dX equals the dense layer's.
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
@@ -11,10 +14,12 @@
 #include <ctnn/layers/sparse_dense_nm.hpp>
 #include <ctnn/layers/sparse_dense_rows.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <sstream>
 #include <utility>
 #include <string>
 #include <vector>
@@ -176,4 +181,199 @@ TEST_CASE("sparse_dense_block weights: block column starts and block rows out of
       {[](auto& d, auto& t) { set16(d, t.values_at + 12, 1, get16(d, t.values_at + 12, 0)); },
        "block 1 (block column 1) has block row 1, not above the one before (1)"},
   });
+}
+
+namespace {
+// The plan's derived bytes: bitmap and n:m decode at every batch on every CPU architecture (K N
+// floats, 64-byte aligned); block never.
+using bitmap_net = sequential<input<12>, sparse_dense<12, 20, 80, relu>, dense<3>>;
+using nm_net = sequential<input<12>, sparse_dense_nm<12, 20, 2, 4, relu>, dense<3>>;
+using block_net = sequential<input<12>, sparse_dense_block<12, 16, 64, 1, 8, relu>, dense<3>>;
+static_assert(bitmap_net::plan<float, cpu<>>::bytes(role::derived, 1) == 12 * 20 * 4);
+static_assert(bitmap_net::memory_plan(64).derived == 12 * 20 * 4);
+static_assert(nm_net::memory_plan(1).derived == 12 * 20 * 4);
+static_assert(block_net::memory_plan(1).derived == 0);
+// csc decodes at small batches on every architecture (AVX2: 1, AVX-512: 1-4): K N floats
+static_assert(sequential<input<12>, sparse_dense_csc<12, 20, 24, relu>, dense<3>>::memory_plan(1).derived == 12 * 20 * 4);
+static_assert(bitmap_net::plan<double, cpu<>>::bytes(role::derived, 1) == 12 * 20 * 8);
+
+// Net's outputs for x (n samples) computed here from m's variables: layer 0 (sparse, relu) through
+// its weights decoded by the layout's kernels, layer 1 dense; in double.
+template <class M>
+std::vector<double> reference(M& m, const std::vector<float>& x, std::size_t n) {
+  using L0 = std::tuple_element_t<0, typename M::layers>;
+  constexpr std::size_t K = L0::K, N = L0::N, NNZ = L0::NNZ;
+  std::vector<float> w(K * N), w1(N * 3), b0(N), b1(3);
+  m.with_variables([&](const std::vector<variable_ref>& refs) {
+    const auto* v0 = reinterpret_cast<const float*>(detail::find_variable(refs, 0, "values")->data);
+    const auto* meta = detail::find_variable(refs, 0, "index")->data;
+    std::vector<std::byte> index(meta, meta + L0::index::bytes);  // aligned for the view
+    std::vector<float> values(v0, v0 + NNZ);
+    ops<cpu<>>::sparse_dense_decode<K, N>(L0::view(index.data()), values.data(), w.data());
+    const auto* b = reinterpret_cast<const float*>(detail::find_variable(refs, 0, "bias")->data);
+    std::copy(b, b + N, b0.begin());
+    const auto* k1 = reinterpret_cast<const float*>(detail::find_variable(refs, 1, "kernel")->data);
+    std::copy(k1, k1 + N * 3, w1.begin());
+    const auto* c1 = reinterpret_cast<const float*>(detail::find_variable(refs, 1, "bias")->data);
+    std::copy(c1, c1 + 3, b1.begin());
+  });
+  std::vector<double> out(n * 3);
+  for (std::size_t r = 0; r < n; ++r) {
+    std::vector<double> h(N);
+    for (std::size_t j = 0; j < N; ++j) {
+      double s = b0[j];
+      for (std::size_t k = 0; k < K; ++k) s += double(x[r * K + k]) * w[k * N + j];
+      h[j] = std::max(s, 0.0);
+    }
+    for (std::size_t o = 0; o < 3; ++o) {
+      double s = b1[o];
+      for (std::size_t j = 0; j < N; ++j) s += h[j] * w1[j * 3 + o];
+      out[r * 3 + o] = s;
+    }
+  }
+  return out;
+}
+
+template <class M>
+void check_follows(M& m, const std::vector<float>& x, std::size_t n, const char* route) {
+  CAPTURE(route);
+  const auto want = reference(m, x, n);
+  for (std::size_t batch : {std::size_t(1), std::size_t(4), n}) {
+    const auto y = m.predict(x.data(), n, batch);
+    for (std::size_t i = 0; i < y.size(); ++i) CHECK(y[i] == doctest::Approx(want[i]).epsilon(1e-5));
+  }
+}
+
+template <class Net>
+void check_routes() {
+  tmpdir t;
+  constexpr std::size_t n = 6;
+  std::vector<float> x(n * 12), target(n * 3);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 9) - 4) * 0.2f;
+  for (std::size_t i = 0; i < target.size(); ++i) target[i] = float(i % 3);
+  auto m = make_model<Net>(1), other = make_model<Net>(2);
+  check_follows(m, x, n, "init");
+  const auto first = m.predict(x.data(), n);
+  // a writable span of the parameters
+  for (auto& v : m.parameters()) v = -1.5f * v;
+  check_follows(m, x, n, "parameters()");
+  CHECK(m.predict(x.data(), n) != first);
+  // a load: the file holds no decoded weights and round-trips byte for byte
+  io::save_weights(m, t.p / "a.ctnn");
+  for (const auto& tensor : io::read_weights_file(t.p / "a.ctnn").tensors) CHECK(tensor.name != "decoded");
+  io::load_weights(other, t.p / "a.ctnn");
+  check_follows(other, x, n, "load_weights");
+  CHECK(other.predict(x.data(), n) == m.predict(x.data(), n));
+  io::save_weights(other, t.p / "b.ctnn");
+  CHECK(wf::slurp(t.p / "a.ctnn") == wf::slurp(t.p / "b.ctnn"));
+  // a file that claims a derived tensor is refused (the role byte: 4 bytes into the record)
+  auto d = wf::slurp(t.p / "a.ctnn");
+  const auto values = wf::find(d, 0, "values");
+  wf::set(d, values.dims_at - 12 - values.name.size() + 4, std::uint8_t(role::derived));
+  wf::put_crc(d);
+  wf::spit(t.p / "derived.ctnn", d);
+  CHECK_THROWS_WITH_AS(io::read_weights_file(t.p / "derived.ctnn"),
+                       doctest::Contains("has the role 'derived', which files never hold"), io::weights_error);
+  CHECK_THROWS_WITH_AS(io::load_weights(other, t.p / "derived.ctnn"),
+                       doctest::Contains("expected layer 1 parameter 'values'"), io::weights_error);
+  // an optimizer update
+  sgd opt{0.5};
+  const auto before = m.predict(x.data(), n);
+  train_step(m, mean_squared_error{}, opt).run(x.data(), target.data(), n, 0, 0);
+  check_follows(m, x, n, "an update");
+  CHECK(m.predict(x.data(), n) != before);
+}
+}  // namespace
+
+TEST_CASE("decoded weights: a stripped layer's forward follows its values after init, a span's writes, a load and an "
+          "update; files hold no decoded weights") {
+  SUBCASE("bitmap") { check_routes<bitmap_net>(); }
+  SUBCASE("n:m") { check_routes<nm_net>(); }
+  SUBCASE("csc") { check_routes<sequential<input<12>, sparse_dense_csc<12, 20, 24, relu>, dense<3>>>(); }
+}
+
+TEST_CASE("decoded weights: a trained stripped layer's dX (through the decoded weights) equals the dense layer's") {
+  // dense<12> below the sparse layer, so its dX is used; the same weights in an all-dense network
+  using sparse_net = sequential<input<12>, dense<12>, sparse_dense<12, 20, 80, relu>, dense<3>>;
+  using dense_net = sequential<input<12>, dense<12>, dense<20, relu>, dense<3>>;
+  using L1 = std::tuple_element_t<1, model<sparse_net>::layers>;
+  auto s = make_model<sparse_net>(1);
+  auto d = make_model<dense_net>(1);
+  std::vector<float> w(12 * 20);
+  s.with_variables([&](const std::vector<variable_ref>& refs) {
+    const auto* meta = detail::find_variable(refs, 1, "index")->data;
+    std::vector<std::byte> index(meta, meta + L1::index::bytes);
+    const auto* v = reinterpret_cast<const float*>(detail::find_variable(refs, 1, "values")->data);
+    std::vector<float> values(v, v + L1::NNZ);
+    ops<cpu<>>::sparse_dense_decode<12, 20>(L1::view(index.data()), values.data(), w.data());
+    d.with_variables([&](const std::vector<variable_ref>& to) {
+      for (const variable_ref& r : refs) {
+        const std::string_view name = r.layer == 1 && r.name == "values" ? "kernel" : r.name;
+        const variable_ref* o = detail::find_variable(to, r.layer, name);
+        if (r.kind != role::parameter || !o) continue;
+        if (r.layer == 1 && r.name == "values") std::copy(w.begin(), w.end(), reinterpret_cast<float*>(o->data));
+        else std::copy(r.data, r.data + r.extent * r.element_bytes, o->data);
+      }
+    });
+  });
+  constexpr std::size_t n = 5;
+  std::vector<float> x(n * 12), target(n * 3);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 7) - 3) * 0.3f;
+  for (std::size_t i = 0; i < target.size(); ++i) target[i] = float(i % 2);
+  sgd opt{0.1};  // the gradients compared are this step's, before the update
+  train_step(s, mean_squared_error{}, opt).run(x.data(), target.data(), n, 0, 0);
+  train_step(d, mean_squared_error{}, opt).run(x.data(), target.data(), n, 0, 0);
+  const auto gs = s.layer_gradients<0>(), gd = d.layer_gradients<0>();
+  REQUIRE(gs.size() == gd.size());
+  double most = 0;
+  for (std::size_t i = 0; i < gs.size(); ++i) most = std::max(most, double(std::abs(gd[i])));
+  for (std::size_t i = 0; i < gs.size(); ++i) CHECK(gs[i] == doctest::Approx(gd[i]).epsilon(1e-5).scale(most));
+}
+
+TEST_CASE("decoded weights: summary() names their bytes") {
+  std::ostringstream with, without;
+  summary<bitmap_net>(with);
+  summary<block_net>(without);
+  CHECK(with.str().find("Decoded weights (not saved): 960 bytes (0.94 KB)\n") != std::string::npos);
+  CHECK(without.str().find("Decoded") == std::string::npos);
+}
+
+TEST_CASE("decoded weights: a stripped layer inside a graph layer (residual) decodes too, and follows its values") {
+  using sparse_net = sequential<input<12>, residual<sparse_dense<12, 12, 60, relu>>, dense<3>>;
+  using dense_net = sequential<input<12>, residual<dense<12, relu>>, dense<3>>;
+  static_assert(sparse_net::memory_plan(1).derived == 12 * 12 * 4);
+  using C = sparse_dense<12, 12, 60, relu>::bind<shape<12>, float, cpu<>>;  // the child, bound
+  // the residual (and the chain inside it) hands the model's refresh down to the child
+  static_assert(requires(layer_slot<float> sl) { std::tuple_element_t<0, model<sparse_net>::layers>::derive(sl); });
+  auto s = make_model<sparse_net>(1);
+  auto d = make_model<dense_net>(1);
+  constexpr std::size_t n = 4;
+  std::vector<float> x(n * 12);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 7) - 3) * 0.3f;
+  for (int round = 0; round < 2; ++round) {
+    CAPTURE(round);
+    if (round == 1)
+      for (auto& v : s.parameters()) v = 0.5f * v - 0.01f;  // a span's writes: the child's decoded weights follow
+    std::vector<float> w(12 * 12);
+    s.with_variables([&](const std::vector<variable_ref>& refs) {
+      const auto* meta = detail::find_variable(refs, 0, "0.0.index")->data;
+      std::vector<std::byte> index(meta, meta + C::index::bytes);
+      const auto* v = reinterpret_cast<const float*>(detail::find_variable(refs, 0, "0.0.values")->data);
+      std::vector<float> values(v, v + C::NNZ);
+      ops<cpu<>>::sparse_dense_decode<12, 12>(C::view(index.data()), values.data(), w.data());
+      d.with_variables([&](const std::vector<variable_ref>& to) {
+        std::copy(w.begin(), w.end(), reinterpret_cast<float*>(detail::find_variable(to, 0, "0.0.kernel")->data));
+        for (const char* name : {"0.0.bias"}) {
+          const variable_ref* a = detail::find_variable(refs, 0, name);
+          std::copy(a->data, a->data + a->extent * a->element_bytes, detail::find_variable(to, 0, name)->data);
+        }
+        for (const char* name : {"kernel", "bias"}) {
+          const variable_ref* a = detail::find_variable(refs, 1, name);
+          std::copy(a->data, a->data + a->extent * a->element_bytes, detail::find_variable(to, 1, name)->data);
+        }
+      });
+    });
+    const auto ys = s.predict(x.data(), n), yd = d.predict(x.data(), n);
+    for (std::size_t i = 0; i < ys.size(); ++i) CHECK(ys[i] == doctest::Approx(yd[i]).epsilon(1e-5));
+  }
 }

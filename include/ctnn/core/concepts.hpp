@@ -37,6 +37,7 @@ struct layer_slot {
   C* cache = nullptr;   // cache buffers, batch * per-sample extent each
   std::uint8_t* mask = nullptr;
   std::byte* metadata = nullptr;
+  C* derived = nullptr;  // its derived block (role::derived: decoded weights), when it declares one
 };
 
 // The other replicas of a data-parallel job, as a synchronized layer (batch_normalization's

@@ -4,7 +4,11 @@
 // element kind, an extent (per sample for per-sample roles), a name and a logical shape.
 // Declared roles: parameter (trainable; its gradient and optimizer slots follow
 // automatically), state (saved, not trained), mask (saved, never updated: pruning),
-// metadata (small saved values), cache (per-sample scratch from forward to backward).
+// metadata (small saved values), cache (per-sample scratch from forward to backward),
+// derived (values the layer computes from its variables, never saved: a stripped sparse
+// layer's weights decoded to dense; the model rewrites them through the layer's
+// `static void derive(layer_slot<T>)` wherever it refreshes the compute-type copies: after
+// init, a load, any writable view of the variables, each optimizer update).
 // The element kind is resolved by the precision policy: variable, compute, or a fixed type.
 // The plan adds activations, the two delta buffers and the optimizer slots, and, where a
 // layer computes in another type than its variables (mixed precision), compute_parameter,
@@ -35,14 +39,16 @@ enum class role : std::uint8_t {
   cache,
   compute_parameter,  // the parameters in the layer's compute type (mixed policies)
   compute_gradient,   // the gradients a layer writes in its compute type (mixed policies)
-  converted           // a layer's input converted to its compute type; the output widened to io
+  converted,          // a layer's input converted to its compute type; the output widened to io
+  derived             // values a layer derives from its variables (decoded weights); never in files
 };
-inline constexpr std::size_t role_count = 12;
+inline constexpr std::size_t role_count = 13;
 
 constexpr std::string_view role_name(role r) {
   constexpr std::array<std::string_view, role_count> n{
       "parameter",  "gradient", "state", "mask",          "metadata",         "optimizer_slot",
-      "activation", "delta",    "cache", "compute_parameter", "compute_gradient", "converted"};
+      "activation", "delta",    "cache", "compute_parameter", "compute_gradient", "converted",
+      "derived"};
   return n[std::size_t(r)];
 }
 
@@ -152,6 +158,7 @@ struct memory_plan_bytes {
   std::size_t parameters = 0, gradients = 0, state = 0, masks = 0, metadata = 0, optimizer = 0;
   std::size_t activations = 0;  // layer outputs, the two backward buffers, caches and converted inputs
   std::size_t compute_copies = 0;  // the compute-type parameters and gradients (mixed policies; else 0)
+  std::size_t derived = 0;  // values derived from the variables: stripped sparse layers' decoded weights
   std::size_t total = 0;
   static constexpr memory_plan_bytes of(const plan_layout& l) {
     memory_plan_bytes m;
@@ -163,6 +170,7 @@ struct memory_plan_bytes {
     m.optimizer = l.bytes(role::optimizer_slot);
     m.activations = l.bytes(role::activation) + l.bytes(role::delta) + l.bytes(role::cache) + l.bytes(role::converted);
     m.compute_copies = l.bytes(role::compute_parameter) + l.bytes(role::compute_gradient);
+    m.derived = l.bytes(role::derived);
     m.total = l.total;
     return m;
   }

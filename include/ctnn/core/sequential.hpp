@@ -286,8 +286,9 @@ struct net_plan<std::tuple<L...>, P> {
     plan_layout l;
     constexpr std::array<role, role_count> order{role::parameter,         role::gradient,         role::state,
                                                  role::mask,              role::metadata,         role::optimizer_slot,
-                                                 role::compute_parameter, role::compute_gradient, role::activation,
-                                                 role::converted,         role::delta,            role::cache};
+                                                 role::compute_parameter, role::compute_gradient, role::derived,
+                                                 role::activation,        role::converted,        role::delta,
+                                                 role::cache};
     std::size_t at = 0;
     for (role r : order) {
       std::size_t n = 0;

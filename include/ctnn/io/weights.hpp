@@ -318,6 +318,7 @@ void parse_weights(weights_file& f, Fail&& fail) {
     const std::string where = which + " (layer " + std::to_string(t.layer + std::uint64_t(1)) + " '" + t.name + "')";
     if (!whole) fail("truncated inside the shape of " + where);
     if (kind >= role_count) fail(where + " has an unknown role " + std::to_string(kind));
+    if (role(kind) == role::derived) fail(where + " has the role 'derived', which files never hold");
     t.kind = role(kind);
     if (dtype_name(t.dtype).starts_with("unknown")) fail(where + " has an unknown dtype " + std::to_string(t.dtype));
     // The extent, bounded by the bytes left (no overflow: each factor is checked against them).

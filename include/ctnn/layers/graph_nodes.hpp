@@ -94,6 +94,7 @@ struct graph_offsets {
   static constexpr auto state = prefix({layer_role_bytes<P>(L::buffers, role::state)...});
   static constexpr auto mask = prefix({layer_role_bytes<P>(L::buffers, role::mask)...});
   static constexpr auto metadata = prefix({layer_role_bytes<P>(L::buffers, role::metadata)...});
+  static constexpr auto derived = prefix({layer_role_bytes<P>(L::buffers, role::derived)...});
   // cache bytes per sample, each child's padded to graph_cache_align
   static constexpr auto cache = prefix({(layer_role_bytes<P>(L::buffers, role::cache) +
                                          graph_pad(layer_role_bytes<P>(L::buffers, role::cache)))...});
@@ -137,7 +138,8 @@ layer_slot<T> child_slot(const layer_slot<T>& s, std::size_t batch) {
           advance_bytes(s.state, Off::state[J]),
           advance_bytes(s.cache, Off::cache[J] * batch),
           advance_bytes(s.mask, Off::mask[J]),
-          advance_bytes(s.metadata, Off::metadata[J])};
+          advance_bytes(s.metadata, Off::metadata[J]),
+          Off::derived[J + 1] > Off::derived[J] ? advance_bytes(s.derived, Off::derived[J]) : nullptr};
 }
 
 // The graph layer's own cache k (compute type, extents own[0..k) before it) after the children's.
@@ -171,6 +173,14 @@ struct graph_children<Off, std::tuple<L...>, T, B> {
   static void add_penalty_gradient(layer_slot<T> s) {
     each([&]<std::size_t J, class C>() {
       if constexpr (requires { C::add_penalty_gradient(s); }) C::add_penalty_gradient(child_slot<J, Off>(s, 0));
+    });
+  }
+  // the children's derived buffers (decoded weights: layers/sparse_dense.hpp), rewritten by the model
+  static constexpr bool derives = (false || ... || requires(layer_slot<T> s) { L::derive(s); });
+  static void derive(layer_slot<T> s) {
+    each([&]<std::size_t J, class C>() {
+      if constexpr (requires { C::derive(s); })
+        if (Off::derived[J + 1] > Off::derived[J]) C::derive(child_slot<J, Off>(s, 0));
     });
   }
   static constexpr bool has_metadata_checks =
@@ -217,6 +227,11 @@ struct graph_layer<D, std::tuple<L...>, P, Backend> {
     return T(sc.penalty);
   }
   static void add_penalty_gradient(layer_slot<T> s) { forwarded::add_penalty_gradient(s); }
+  static void derive(layer_slot<T> s)
+    requires(forwarded::derives)
+  {
+    forwarded::derive(s);
+  }
   static std::string check_metadata(std::string_view name, const std::byte* bytes)
     requires(forwarded::has_metadata_checks)
   {

@@ -10,7 +10,12 @@
 // Stored bytes: 4 NNZ + 4 N + 2 K chunks + 4 (chunks + 1). A fresh layer
 // spreads its NNZ weights evenly over W, Glorot-uniform. Requires an input of
 // K features (rank 1), 0 < NNZ <= K N. Output: shape<N>. Products through
-// ops<B>::sparse_dense_forward / _backward with the layout's index view.
+// ops<B>::sparse_dense_forward / _backward with the layout's index view,
+// except at the batches kernels::cpu::decode_batches names for the layout and
+// the CPU architecture (bitmap: every batch): there the dense layer's products
+// over the weights decoded to dense, the buffer "decoded" (role::derived, K x N,
+// never saved) that the model rewrites through derive() after every change of
+// the weights (docs/pruning.md, "Decoded weights").
 // Also here: detail::sparse_dense_spec and detail::sparse_dense_common, the
 // part every sparse layout's layer shares. Layout contract and figures:
 // docs/pruning.md.
@@ -92,9 +97,47 @@ struct sparse_dense_common {
     for (std::size_t j = 0; j < N; ++j) s.params[NNZ + j] = T(0);
   }
 
-  // Every layout's products: its index view (Layer::view) through ops<Backend>; relu fused.
+  // The batches at which layout Index computes from its weights decoded to dense on Backend
+  // (kernels::cpu::decode_batches of ops<Backend>'s architecture; none on a backend that names
+  // no CPU architecture), and the decoded buffer's extent there (K N, or 0 where it never does).
+  template <class Index, class Backend>
+  static constexpr kernels::cpu::batch_range decoding() {
+    if constexpr (requires { typename ops<Backend>::arch; })
+      return kernels::cpu::decode_batches<Index, typename ops<Backend>::arch>;
+    else
+      return {};
+  }
+  template <class Index, class Backend>
+  static constexpr std::size_t decoded_extent = decoding<Index, Backend>().empty() ? 0 : K * N;
+  // The derived buffer every sparse layout declares (role::derived, never saved): W decoded.
+  template <class Index, class Backend>
+  static constexpr buffer decoded_buffer =
+      buffer::make(role::derived, elem::compute, "decoded", {decoded_extent<Index, Backend>});
+
+  // The model's refresh (train/model.hpp: after init, a load, a writable view, each update):
+  // the decoded weights from the values and the index.
+  template <class Layer, class Backend>
+  static void derive_as(layer_slot<T> s) {
+    ops<Backend>::template sparse_dense_decode<K, N>(Layer::view(s.metadata), s.params, s.derived);
+  }
+
+  // Every layout's products: at the batches decoding<Index, Backend>() names (and with a decoded
+  // buffer: a graph layer's child has none), the dense layer's products over the decoded weights;
+  // else its index view (Layer::view) through ops<Backend>, relu fused.
   template <class Layer, class Backend>
   static void forward_as(layer_slot<T> s, const T* x, T* y, run_info r) {
+    using Index = decltype(Layer::view(s.metadata));
+    constexpr kernels::cpu::batch_range dec = decoding<Index, Backend>();
+    if constexpr (!dec.empty())
+      if (s.derived && dec.contains(r.batch)) {
+        if constexpr (requires { Act::template rule<T>(); }) {
+          ops<Backend>::template dense_forward<K, N>(x, s.derived, s.params + NNZ, y, r.batch, Act::template rule<T>());
+        } else {
+          ops<Backend>::template dense_forward<K, N>(x, s.derived, s.params + NNZ, y, r.batch);
+          Act::template forward<Backend>(y, r.batch, N);
+        }
+        return;
+      }
     constexpr bool fuse = std::is_same_v<Act, relu>;
     ops<Backend>::template sparse_dense_forward<K, N>(Layer::view(s.metadata), x, s.params, s.params + NNZ, y, r.batch,
                                                       fuse, s.cache);
@@ -103,8 +146,14 @@ struct sparse_dense_common {
   template <class Layer, class Backend>
   static void backward_as(layer_slot<T> s, const T* x, const T* y, T* dy, T* dx, run_info r) {
     Act::template backward<Backend>(y, dy, r.batch, N);
+    using Index = decltype(Layer::view(s.metadata));
+    constexpr kernels::cpu::batch_range dec = decoding<Index, Backend>();
+    bool dense_dx = false;
+    if constexpr (!dec.empty()) dense_dx = dx && s.derived && dec.contains(r.batch);
+    // the values' and bias' gradients by the layout's kernel; dX = dZ W^T by the dense one where decoded
     ops<Backend>::template sparse_dense_backward<K, N>(Layer::view(s.metadata), x, dy, s.params, s.grads, s.grads + NNZ,
-                                                       dx, r.batch);
+                                                       dense_dx ? nullptr : dx, r.batch);
+    if (dense_dx) ops<Backend>::template dense_backward_input<K, N>(dy, s.derived, dx, r.batch);
   }
 };
 }  // namespace detail
@@ -128,8 +177,9 @@ struct sparse_dense_layer : detail::sparse_dense_common<Spec, In, P> {
   // The index: chunk offsets, then the bitmaps.
   using index =
       kernels::packed_index<kernels::field<std::uint32_t, chunks + 1>, kernels::field<std::uint16_t, chunks * K>>;
-  static constexpr std::array<buffer, 3> buffers{buffer::parameter("values", {NNZ}), buffer::parameter("bias", {N}),
-                                                 buffer::make(role::metadata, elem::u8, "index", {index::bytes})};
+  static constexpr std::array<buffer, 4> buffers{buffer::parameter("values", {NNZ}), buffer::parameter("bias", {N}),
+                                                 buffer::make(role::metadata, elem::u8, "index", {index::bytes}),
+                                                 base::template decoded_buffer<kernels::bitmap_index, Backend>};
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
   static constexpr std::size_t cache_per_sample = 0;
 
@@ -156,6 +206,7 @@ struct sparse_dense_layer : detail::sparse_dense_common<Spec, In, P> {
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     base::template forward_as<sparse_dense_layer, Backend>(s, x, y, r);
   }
+  static void derive(layer_slot<T> s) { base::template derive_as<sparse_dense_layer, Backend>(s); }
   static void backward(layer_slot<T> s, const T* x, const T* y, T* dy, T* dx, run_info r) {
     base::template backward_as<sparse_dense_layer, Backend>(s, x, y, dy, dx, r);
   }

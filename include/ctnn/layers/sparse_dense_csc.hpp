@@ -52,10 +52,11 @@ struct sparse_dense_by_unit_layer : sparse_dense_common<Spec, In, P> {
   using typename base::T;
   // The index: unit starts, then input indices.
   using index = kernels::packed_index<kernels::field<std::uint32_t, N + 1>, kernels::field<std::uint16_t, NNZ>>;
-  static constexpr std::array<buffer, 4> buffers{
+  static constexpr std::array<buffer, 5> buffers{
       buffer::parameter("values", {NNZ}), buffer::parameter("bias", {N}),
       buffer::make(role::metadata, elem::u8, "index", {index::bytes}),
-      buffer::cache("transposed", kernels::cpu::csc::scratch_per_sample(K, N))};
+      buffer::cache("transposed", kernels::cpu::csc::scratch_per_sample(K, N)),
+      base::template decoded_buffer<Index, Backend>};
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
   static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
 
@@ -80,6 +81,7 @@ struct sparse_dense_by_unit_layer : sparse_dense_common<Spec, In, P> {
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     base::template forward_as<sparse_dense_by_unit_layer, Backend>(s, x, y, r);
   }
+  static void derive(layer_slot<T> s) { base::template derive_as<sparse_dense_by_unit_layer, Backend>(s); }
   static void backward(layer_slot<T> s, const T* x, const T* y, T* dy, T* dx, run_info r) {
     base::template backward_as<sparse_dense_by_unit_layer, Backend>(s, x, y, dy, dx, r);
   }

@@ -13,7 +13,8 @@
 // Mixed precision: the layers compute in one type; the plan's compute-type copy of the
 // parameters is refreshed through ops<Backend>::convert before the next forward after any
 // writable view was handed out (a write through a span kept across a forward needs
-// refresh_compute_parameters()). The optimizer's slots are a plan region; its counts and
+// refresh_compute_parameters()). The derived buffers (role::derived: a stripped sparse layer's
+// weights decoded to dense) are rewritten at the same points, by the layers' derive(). The optimizer's slots are a plan region; its counts and
 // learning-rate scale live here (optimizer_state()); fit re-initialises them for an optimizer
 // of another kind. A backend's optional fused small-MLP hook runs where it applies
 // (fused_mlp()). docs/design.md ("The plan", "Training") and docs/mixed-precision.md.
@@ -110,7 +111,7 @@ void layer_variables_in(std::size_t k, std::byte* base, const plan_layout& lay, 
                         void* ctx) {
   for (std::size_t b = 0; b < L::buffers.size(); ++b) {
     const buffer& d = L::buffers[b];
-    if (d.kind == role::cache) continue;
+    if (d.kind == role::cache || d.kind == role::derived) continue;  // not variables: never in files
     variable_ref v;
     v.layer = k;
     v.name = d.name;
@@ -282,13 +283,18 @@ class model {
   }
 
   // Rewrites every layer's compute-type copy of its parameters from the
-  // variables (ops<Backend>::convert); nothing under a uniform policy.
+  // variables (ops<Backend>::convert; nothing under a uniform policy), then
+  // every derived buffer (L::derive: decoded weights) from those.
   void refresh_compute_parameters() {
     if constexpr (any_copies)
       for_each_layer([&]<std::size_t I, class L>() {
         if constexpr (plan::copies[I] && L::parameter_count > 0)
           ops<Backend>::convert(block<variable_type>(role::parameter, I), block<layer_type<I>>(role::compute_parameter, I),
                                 L::parameter_count);
+      });
+    if constexpr (any_derived)
+      for_each_layer([&]<std::size_t I, class L>() {
+        if constexpr (has_derived<I, L>()) L::derive(slot<I>());
       });
     stale_ = false;
   }
@@ -551,6 +557,15 @@ class model {
       if (c) return true;
     return false;
   }();
+  // whether a layer declares a derived buffer (role::derived) of any size: its derive() runs at each refresh
+  static constexpr bool any_derived = plan::region(role::derived, 1) > 0;
+  // layer I's derived block is rewritten by its derive(); a layer that holds a derived buffer but
+  // writes none (time_distributed over a sparse layer) gets none in its slot (its kernels run)
+  template <std::size_t I, class L>
+  static constexpr bool has_derived() {
+    if constexpr (plan::unit_bytes(I, role::derived) > 0) return requires(layer_slot<layer_type<I>> s) { L::derive(s); };
+    else return false;
+  }
   // A member pass handed to the runner: one type for backward and the penalties, so the
   // runner's run is instantiated once for them (compile time and memory, docs/performance.md).
   struct pass {
@@ -784,9 +799,13 @@ class model {
     using T = layer_type<I>;
     constexpr role p = plan::copies[I] ? role::compute_parameter : role::parameter;
     constexpr role g = plan::copies[I] ? role::compute_gradient : role::gradient;
-    return layer_slot<T>{block<T>(p, I),           block<T>(g, I),
-                         block<T>(role::state, I), block<T>(role::cache, I),
-                         block<std::uint8_t>(role::mask, I), block<std::byte>(role::metadata, I)};
+    return layer_slot<T>{block<T>(p, I),
+                         block<T>(g, I),
+                         block<T>(role::state, I),
+                         block<T>(role::cache, I),
+                         block<std::uint8_t>(role::mask, I),
+                         block<std::byte>(role::metadata, I),
+                         has_derived<I, detail::type_at_t<I, layers>>() ? block<T>(role::derived, I) : nullptr};
   }
   // What the variable binding of layer i sees: the variables and gradients themselves.
   // (vars: a host view of the variable regions, as in block().)

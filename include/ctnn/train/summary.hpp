@@ -10,6 +10,9 @@
 //   Non-trainable params: 0 (0.00 KB)
 // The sizes count each value at its element size under float32 (Net::parameter_bytes,
 // Net::state_bytes; Keras 3's weight_memory_size): an int8 layer's kernel 1 byte a weight.
+// A network whose plan (float32, cpu<>) holds derived values (role::derived: stripped sparse
+// layers' decoded weights, not parameters, never saved) gets one more line:
+//   Decoded weights (not saved): 245,760 bytes (240.00 KB)
 // A graph layer (residual, add, concatenate, branch, dag) is followed by its children's rows,
 // indented; a dag's as its nodes: "b = dense<16>(a)" (docs/graphs.md).
 // The rows are data: summary_table<Net> is a constexpr array of plain descriptors (name,
@@ -168,6 +171,12 @@ template <Network Net>
 void summary(std::ostream& out = std::cout) {
   detail::print_summary(out, summary_table<Net>.data(), summary_table<Net>.size(), Net::parameter_count,
                         Net::state_count, Net::parameter_bytes, Net::state_bytes);
+  constexpr std::size_t derived = Net::template plan<float, cpu<>>::bytes(role::derived, 1);
+  if constexpr (derived > 0) {
+    char b[96];
+    std::snprintf(b, sizeof b, "Decoded weights (not saved): %zu bytes (%.2f KB)\n", derived, double(derived) / 1024.0);
+    out << b;
+  }
 }
 
 }  // namespace ctnn

@@ -195,6 +195,12 @@ struct ops<cpu<Arch>> {
                                     T* dx, std::size_t m) {
     kernels::cpu::sparse_kernels<Index>::template backward<K, N>(index, x, dz, values, dvalues, db, dx, m);
   }
+  // w [K x N] = the layout's weights decoded to dense (0 where none is kept): the stripped layers'
+  // derived buffer, for the batches kernels::cpu::decode_batches<Index, Arch> names.
+  template <std::size_t K, std::size_t N, class Index, class T>
+  static void sparse_dense_decode(const Index& index, const T* values, T* w) {
+    kernels::cpu::sparse_kernels<Index>::template decode<K, N>(index, values, w);
+  }
 
   // ---- the optional fused small-MLP hook (core/fused_mlp_hook.hpp): only for networks of
   // this backend's own layers that fit (fused_mlp.hpp): inference from one tile of rows on, and

@@ -17,6 +17,9 @@
 //       total) (csc, rows): whether this path runs, by the batch, the
 //       architecture and the share of weights kept (below, with what they were
 //       measured on). The N:M layout keeps its kernels (they measured faster).
+// (Since session 25 the stripped layers compute from decoded weights where decode_batches says,
+// sparse_kernels.hpp: bitmap at every batch, so its path here runs only where its kernels are
+// called directly; csc and rows on AVX2 still reach it from per_weight_min_batch samples.)
 // Zero weights are multiplied like any other (as in the dense layer): an
 // infinite or NaN input gives NaN in every unit, where the sparse kernels
 // skip the weights they do not store.

@@ -7,17 +7,36 @@
 //   template <std::size_t K, std::size_t N, class T>
 //   static void backward(const Index&, const T* x, const T* dz, const T* values, T* dvalues,
 //                        T* dbias, T* dx, std::size_t batch);
-// (dz: dL/d(pre-activation); dvalues and dbias overwritten; dx may be null).
+// (dz: dL/d(pre-activation); dvalues and dbias overwritten; dx may be null), and, for
+// the layouts that decode (decode_batches below not empty),
+//   template <std::size_t K, std::size_t N, class T>
+//   static void decode(const Index&, const T* values, T* w);   // w [K x N] row-major, 0 where not kept
 // It is specialized beside each layout's kernels (sparse.hpp, sparse_csc.hpp,
 // sparse_rows.hpp, sparse_nm.hpp), which the layout's layer includes;
 // ops<cpu<Arch>>::sparse_dense_forward / _backward (ops.hpp) call it, so
 // ops.hpp parses none of those kernels nor the index views (a float32 dense
 // or conv program parses no sparse header).
+// decode_batches<Index, Arch>: the batches [from, below) at which a stripped layer of layout Index
+// computes from its weights decoded to dense (the model keeps them in the plan's role::derived
+// region, layers/sparse_dense.hpp) instead of running the layout's kernels: where those measured
+// slower than dense (docs/pruning.md, "Decoded weights"). Empty (never) unless specialized beside
+// the layout's kernels.
 #pragma once
+#include <cstddef>
 
 namespace ctnn::kernels::cpu {
 
 template <class Index>
 struct sparse_kernels;
+
+struct batch_range {
+  std::size_t from = 0, below = 0;
+  constexpr bool contains(std::size_t batch) const { return batch >= from && batch < below; }
+  constexpr bool empty() const { return below <= from; }
+};
+inline constexpr batch_range every_batch{1, std::size_t(-1)};
+
+template <class Index, class Arch>
+inline constexpr batch_range decode_batches{};
 
 }  // namespace ctnn::kernels::cpu

@@ -53,6 +53,15 @@ constexpr std::size_t meta_bytes(std::size_t N, std::size_t nnz) { return 4 * (N
 using csc::backward_reference;
 using csc::forward_reference;
 using csc::scratch_per_sample;
+// w [K x N] = the weights decoded to dense, 0 where none is kept (the layers' derived buffer:
+// sparse_kernels.hpp, decode_batches).
+template <class T>
+void decode(const std::uint32_t* starts, const std::uint16_t* idx, const T* values, T* w, std::size_t K,
+            std::size_t N) {
+  std::fill(w, w + K * N, T(0));
+  for (std::size_t j = 0; j < N; ++j)
+    for (std::uint32_t p = starts[j]; p < starts[j + 1]; ++p) w[std::size_t(idx[p]) * N + j] = values[p];
+}
 
 namespace detail {
 
@@ -302,6 +311,10 @@ struct sparse_kernels<csc_index> {
                        std::size_t batch) {
     csc::backward_reference(x, dz, values, ix.starts, ix.rows, dvalues, dbias, dx, batch, K, N);
   }
+  template <std::size_t K, std::size_t N, class T>
+  static void decode(const csc_index& ix, const T* values, T* w) {
+    rows::decode(ix.starts, ix.rows, values, w, K, N);
+  }
 };
 
 template <>
@@ -316,5 +329,20 @@ struct sparse_kernels<rows_index> {
                        std::size_t batch) {
     rows::backward_reference(x, dz, values, ix.starts, ix.inputs, dvalues, dbias, dx, batch, K, N);
   }
+  template <std::size_t K, std::size_t N, class T>
+  static void decode(const rows_index& ix, const T* values, T* w) {
+    rows::decode(ix.starts, ix.inputs, values, w, K, N);
+  }
 };
+// csc and rows (one storage, the same kernels' speed): decoded at 1-4 samples on AVX-512 (the
+// 8-lane block 0.45-0.77x dense at 2-4, 0.74-1.03x at 1; 0.98-1.3x at 5-8) and at 1 elsewhere (AVX2:
+// the gathers 0.49-0.83x at 1, quiet; 1.0-1.4x from 2 on, loaded) (docs/pruning.md, "Decoded
+// weights"); their kernels above. (The base-class test: an AVX2 build cannot name AVX-512 vectors.)
+template <class Arch>
+inline constexpr batch_range decode_batches_per_weight =
+    std::is_base_of_v<xsimd::avx512f, Arch> ? batch_range{1, 5} : batch_range{1, 2};
+template <class Arch>
+inline constexpr batch_range decode_batches<csc_index, Arch> = decode_batches_per_weight<Arch>;
+template <class Arch>
+inline constexpr batch_range decode_batches<rows_index, Arch> = decode_batches_per_weight<Arch>;
 }  // namespace ctnn::kernels::cpu
