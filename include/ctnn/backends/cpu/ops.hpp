@@ -30,6 +30,7 @@
 #include "../../kernels/rows.hpp"
 #include "activations.hpp"
 #include "backend.hpp"
+#include "batch_split.hpp"
 #include "conv.hpp"
 #include "crossentropy.hpp"
 #include "depthwise.hpp"
@@ -166,6 +167,18 @@ struct ops<cpu<Arch>> {
   static void recurrent_row(const F& f, const T* x, const T* w, const T* b, T* rec, bool reverse, P*... a) {
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "ops<cpu>::recurrent_row: float or double");
     kernels::cpu::recurrent_row<K, U, G, Arch>(f, x, w, b, rec, reverse, a...);
+  }
+  // A recurrent layer's time loop split by rows of the batch (every row's steps read only that
+  // row's states): f(r0, m) over blocks of rows, one per thread of the pool, each block at least
+  // packed_rows rows (so each runs the same products over the packing as the whole batch: the same
+  // bits whatever the thread count), else f(0, rows); the ops f calls run serially on its thread.
+  // One pool run for the whole loop, where splitting each step's product had two per step (28 steps
+  // at batch 64: slower on two threads than on one). Not part of BackendOps: a layer splits its
+  // loop where the backend's ops say split_recurrent_rows.
+  static constexpr bool split_recurrent_rows = true;
+  template <class F>
+  static void recurrent_row_blocks(std::size_t rows, F&& f) {
+    kernels::cpu::for_row_blocks(rows, packed_rows, f);
   }
   // The same on the first n <= N outputs (dense<up_to<N>>; float and double): row strides stay N,
   // columns n.. are not touched.
