@@ -147,6 +147,11 @@ inline constexpr bool fuses_recurrent_row = requires { requires O::fused_recurre
 // A backend whose ops split a recurrent layer's time loop by rows of the batch (ops<cpu>::recurrent_row_blocks).
 template <class O>
 inline constexpr bool splits_recurrent_rows = requires { requires O::split_recurrent_rows; };
+// A backend whose ops have dense_backward_weights_in_place (ops<cpu>: the weights gradient without packing).
+template <class O, class T>
+inline constexpr bool has_weights_in_place = requires(const T* x, T* w) {
+  O::template dense_backward_weights_in_place<4, 4>(x, x, w, w, std::size_t(1));
+};
 // A cell whose candidate reads the product of the reset state, (r ⊙ h) R (gru's reset_after = false).
 template <class Cell>
 inline constexpr bool resets_before_product = requires { requires Cell::reset_before; };
@@ -494,7 +499,10 @@ struct recurrent_layer {
     // every step at once: dW = xs^T dz, dR = h_{t-1}^T dz_rec, dx = dz W^T (with masks: over the copies' rows,
     // each copy's dz its gate block)
     if (ni == 1) {
-      O::template dense_backward_weights<F, G>(v.xs, v.zs, dW, db, S * n);
+      if constexpr (detail::has_weights_in_place<O, T>)  // nothing packed: dz is 28 n rows for F outputs
+        O::template dense_backward_weights_in_place<F, G>(v.xs, v.zs, dW, db, S * n);
+      else
+        O::template dense_backward_weights<F, G>(v.xs, v.zs, dW, db, S * n);
     } else {
       for (std::size_t k = 0; k < ni; ++k) select_block(v.ex + k * S * n * G, v.zs, k, S * n);
       O::template dense_backward_weights<F, G>(v.xs, v.ex, dW, db, ni * S * n);
