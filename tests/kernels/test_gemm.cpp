@@ -345,18 +345,22 @@ void compare_in_place_gradient(const char* name, std::size_t m) {
   CAPTURE(N);
   CAPTURE(m);
   rng g(K * 10 + N + m);
-  std::vector<T> x(m * K), dy(m * N), dw(K * N, T(9)), dwr(K * N);
+  std::vector<T> x(m * K), dy(m * N), dw(K * N, T(9)), dwr(K * N), db(N, T(9)), dbr(N), dw2(K * N, T(9));
   for (auto* v : {&x, &dy})
     for (auto& e : *v) e = T(g.uniform(-1, 1));
   kernels::reference::gemm_tn(x.data(), dy.data(), dwr.data(), m, K, N);
-  kernels::cpu::weights_gradient_in_place<K, N, Arch>(x.data(), dy.data(), dw.data(), m);
+  kernels::reference::col_sum(dy.data(), dbr.data(), m, N);
+  kernels::cpu::weights_gradient_in_place<K, N, Arch>(x.data(), dy.data(), dw.data(), m, db.data());
+  kernels::cpu::weights_gradient_in_place<K, N, Arch>(x.data(), dy.data(), dw2.data(), m);  // no db
   double worst = 0;
   for (std::size_t i = 0; i < K * N; ++i) worst = std::max(worst, std::abs(double(dw[i]) - dwr[i]) / double(m + 1));
   CHECK(worst <= (std::is_same_v<T, float> ? 1e-6 : 1e-14));
+  CHECK(dw2 == dw);
+  CHECK(db == dbr);  // the rows in order, as reference::col_sum: the same bits
 }
 }  // namespace
 
-TEST_CASE("weights_gradient_in_place equals the reference, every architecture, and the same bits on 1, 2 and 3 threads") {
+TEST_CASE("weights_gradient_in_place (and its column sums) equals the reference, every architecture, and the same bits on 1, 2 and 3 threads") {
   auto shapes = [](auto arch, const char* name) {
     using A = decltype(arch);
     if constexpr (kernels::cpu::in_place_weights_gradient_v<28, float, A>) {
@@ -378,8 +382,8 @@ TEST_CASE("weights_gradient_in_place equals the reference, every architecture, a
   std::vector<std::vector<float>> out;
   for (std::size_t t : {1, 2, 3}) {
     kernels::cpu::set_threads(t);
-    std::vector<float> dw(K * N);
-    kernels::cpu::weights_gradient_in_place<K, N>(x.data(), dy.data(), dw.data(), m);
+    std::vector<float> dw(K * N + N);
+    kernels::cpu::weights_gradient_in_place<K, N>(x.data(), dy.data(), dw.data(), m, dw.data() + K * N);
     out.push_back(std::move(dw));
   }
   kernels::cpu::set_threads(before);

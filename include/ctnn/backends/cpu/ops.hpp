@@ -175,8 +175,7 @@ struct ops<cpu<Arch>> {
   template <std::size_t K, std::size_t N, class T>
   static void dense_backward_weights_in_place(const T* x, const T* dy, T* dw, T* db, std::size_t m) {
     if constexpr (kernels::cpu::in_place_weights_gradient_v<K, T, Arch>) {
-      kernels::cpu::weights_gradient_in_place<K, N, Arch>(x, dy, dw, m);
-      if (db) kernels::cpu::column_sum<N, T, Arch>(dy, db, m);
+      kernels::cpu::weights_gradient_in_place<K, N, Arch>(x, dy, dw, m, db);
     } else {
       dense_backward_weights<K, N>(x, dy, dw, db, m);
     }
