@@ -300,19 +300,22 @@ void recurrent_row(const F& f, const T* x, const T* w, const T* b, T* rec, bool 
 // column_sum's order and bits (after the product they read all of dy again: 201 us against the
 // product's 506 us, LSTM(128)'s dW at 64, one thread, loaded Xeon 207).
 // A tile reads MR (8 on AVX-512, 6 on AVX2) or 4 of a row's K values, so K % MR is 0 or 4 (none read
-// past a row); in_place_weights_gradient_v says where it runs (float and double with SIMD, such a K),
+// past a row); the micro-kernel reads whole vectors of dy's rows but the last row of a block (a
+// partial panel's lanes past N run into the next row), so N is at least a vector (none read past dy's
+// end); in_place_weights_gradient_v says where it runs (float and double with SIMD, such K and N),
 // else the caller runs dense_backward_weights.
-template <std::size_t K, class T, class Arch>
+template <std::size_t K, std::size_t N, class T, class Arch>
 inline constexpr bool in_place_weights_gradient_v = [] {
   if constexpr (simd_v<T, Arch>)
-    return K >= 4 && (K % simd::blocking<T, Arch>::MR == 0 || K % simd::blocking<T, Arch>::MR == 4);
+    return K >= 4 && (K % simd::blocking<T, Arch>::MR == 0 || K % simd::blocking<T, Arch>::MR == 4) &&
+           N >= xsimd::batch<T, Arch>::size;
   else
     return false;
 }();
 template <std::size_t K, std::size_t N, class Arch = default_arch, class T>
 void weights_gradient_in_place(const T* x, const T* dy, T* dw, std::size_t m, T* db = nullptr) {
-  static_assert(in_place_weights_gradient_v<K, T, Arch>,
-                "weights_gradient_in_place: float or double with SIMD, K % MR (the tile's rows) 0 or 4");
+  static_assert(in_place_weights_gradient_v<K, N, T, Arch>,
+                "weights_gradient_in_place: float or double with SIMD, K % MR (the tile's rows) 0 or 4, N >= a vector");
   using blk = simd::blocking<T, Arch>;
   constexpr std::size_t MR = blk::MR, NV = packed_panel_vectors<T, Arch>(N), NR = NV * blk::L;
   constexpr std::size_t panels = (N + NR - 1) / NR;

@@ -169,12 +169,12 @@ struct ops<cpu<Arch>> {
     kernels::cpu::recurrent_row<K, U, G, Arch>(f, x, w, b, rec, reverse, a...);
   }
   // dense_backward_weights with x and dy read where they are, nothing packed (gemm.hpp:
-  // weights_gradient_in_place, where K suits its tiles, else dense_backward_weights): for few output
+  // weights_gradient_in_place, where K and N suit its tiles, else dense_backward_weights): for few output
   // rows over many rows (a recurrent layer's dW over every step, 28 x 512 over 1792 rows: 0.83x the
   // time, the same bits there). Not part of BackendOps: a layer calls it where the ops have it.
   template <std::size_t K, std::size_t N, class T>
   static void dense_backward_weights_in_place(const T* x, const T* dy, T* dw, T* db, std::size_t m) {
-    if constexpr (kernels::cpu::in_place_weights_gradient_v<K, T, Arch>) {
+    if constexpr (kernels::cpu::in_place_weights_gradient_v<K, N, T, Arch>) {
       kernels::cpu::weights_gradient_in_place<K, N, Arch>(x, dy, dw, m, db);
     } else {
       dense_backward_weights<K, N>(x, dy, dw, db, m);
