@@ -83,7 +83,8 @@ void lstm_step_product(benchmark::State& st) {
 // The LSTM(128) training step's products alone at batch n (st.range(0)), as the layer runs them
 // (layers/recurrent.hpp), with a GFLOP/s counter to set beside peak/fma (ctnn_bench): phase 0 the
 // input projection x W + b (28 n rows), 1 one step's h R over R packed (n rows), 2 one step's
-// dz R^T, 3 dW = X^T dZ (+ db), 4 dR = H^T dZ (27 n rows), 5 dx = dZ W^T; 6 and 7 one step's forward
+// dz R^T, 3 dW = X^T dZ (+ db; read in place, ops<cpu>::dense_backward_weights_in_place), 4 dR = H^T dZ
+// (27 n rows), 5 dx = dZ W^T; 6 and 7 one step's forward
 // and backward gate rules (no FLOPs counted); 8 dW and dR as one product over a copy [x_t, h_{t-1}]
 // (M 156: no faster than 3 and 4 apart, not used by the layer; docs/performance.md, Recurrent).
 void lstm_phase(benchmark::State& st) {
@@ -108,7 +109,7 @@ void lstm_phase(benchmark::State& st) {
       case 0: O::dense_forward<F, G>(x.data(), w.data(), b.data(), out.data(), S * n); flops = 2.0 * S * n * F * G; break;
       case 1: O::dense_forward_packed<U, G>(h.data(), r.data(), pk.data(), static_cast<const float*>(nullptr), out.data(), n); flops = 2.0 * n * U * G; break;
       case 2: O::dense_backward_input_packed<U, G>(z.data(), r.data(), pk.data(), out.data(), n); flops = 2.0 * n * U * G; break;
-      case 3: O::dense_backward_weights<F, G>(x.data(), z.data(), dw.data(), db.data(), S * n); flops = 2.0 * S * n * F * G; break;
+      case 3: O::dense_backward_weights_in_place<F, G>(x.data(), z.data(), dw.data(), db.data(), S * n); flops = 2.0 * S * n * F * G; break;
       case 4: O::dense_backward_weights<U, G>(h.data(), z.data(), dr.data(), static_cast<float*>(nullptr), (S - 1) * n); flops = 2.0 * (S - 1) * n * U * G; break;
       case 5: O::dense_backward_input<F, G>(z.data(), w.data(), out.data(), S * n); flops = 2.0 * S * n * F * G; break;
       case 6:  // one step's forward rule (gates in z, h R in out, c_{t-1} and c, h in h)

@@ -229,6 +229,61 @@ TEST_CASE("recurrent masking: masked steps carry the state and the output forwar
   }
 }
 
+namespace {
+// forward and backward of the bound layer at batch n on `threads` threads: the output, dx and the
+// gradients, one after another (training with the masks of seed 42; masked: a step mask as forward_error's)
+template <class Spec, class In, class T>
+std::vector<T> pass_on_threads(std::size_t n, std::size_t threads, bool masked) {
+  using L = typename Spec::template bind<In, T, cpu<>>;
+  constexpr std::size_t S = In::dims[0];
+  kernels::cpu::set_threads(threads);
+  rng g(7);
+  std::vector<T> p(L::parameter_count), grads(L::parameter_count), cache(L::cache_per_sample * n), x(n * In::size),
+      y(n * L::out_shape::size), dy(y.size()), dx(x.size()), sm(n * S, T(1));
+  for (auto& v : p) v = T(g.uniform(-0.6, 0.6));
+  for (auto& v : x) v = T(g.uniform(-1, 1));
+  for (auto& v : dy) v = T(g.uniform(-1, 1));
+  for (std::size_t i = 0; i < sm.size(); ++i)
+    if (i % 3 == 1) sm[i] = T(0);
+  sequence_mask seq_mask{masked ? sm.data() : nullptr, S, sizeof(T)};
+  layer_slot<T> s{p.data(), grads.data(), nullptr, cache.data()};
+  rng gen(42);
+  const run_info r{n, true, &gen, nullptr, &seq_mask};
+  L::forward(s, x.data(), y.data(), r);
+  L::backward(s, x.data(), y.data(), dy.data(), dx.data(), r);
+  y.insert(y.end(), dx.begin(), dx.end());
+  y.insert(y.end(), grads.begin(), grads.end());
+  return y;
+}
+template <class Spec, class In, class T>
+bool same_bits_on_threads(std::size_t n, bool masked = false) {
+  const std::vector<T> one = pass_on_threads<Spec, In, T>(n, 1, masked);
+  bool same = true;
+  for (std::size_t t : {2u, 3u}) same = same && pass_on_threads<Spec, In, T>(n, t, masked) == one;
+  return same;
+}
+}  // namespace
+
+// ops<cpu>::recurrent_row_blocks: from 32 rows on two threads each thread runs the time loops over
+// its block of the batch (40: blocks of 16 and 24 rows; 48 on three threads: 16 each)
+TEST_CASE("recurrent time loops split by rows of the batch: the same bits on 1, 2 and 3 threads, and Keras' formulas") {
+  const std::size_t before_threads = kernels::cpu::threads();
+  for (std::size_t n : {40u, 48u}) {
+    CAPTURE(n);
+    CHECK(same_bits_on_threads<lstm<20, both>, shape<4, 9>, float>(n));
+    CHECK(same_bits_on_threads<lstm<20, both>, shape<4, 9>, float>(n, true));
+    CHECK(same_bits_on_threads<lstm<7, seq_drop>, shape<5, 4>, float>(n));
+    CHECK(same_bits_on_threads<gru<6, drop>, shape<5, 4>, float>(n, true));
+    CHECK(same_bits_on_threads<gru<6, before>, shape<5, 4>, double>(n));
+    CHECK(same_bits_on_threads<simple_rnn<5, relu, return_sequences>, shape<6, 3>, float>(n));
+  }
+  kernels::cpu::set_threads(2);
+  CHECK(forward_error<lstm<20, both>, shape<4, 9>, float>(cell_kind::lstm, 40, false, true) < 1e-5);
+  CHECK(forward_error<gru<6, drop>, shape<5, 4>, float>(cell_kind::gru, 40) < 1e-5);
+  CHECK(forward_error<gru<33, before>, shape<3, 5>, float>(cell_kind::gru_before, 40, false, true) < 1e-5);
+  kernels::cpu::set_threads(before_threads);
+}
+
 TEST_CASE("recurrent dropout: masks differ between passes, none at inference, and training needs a generator") {
   using L = lstm<7, seq_drop>::bind<shape<5, 4>, float, cpu<>>;  // a type the forward test has instantiated
   static_assert(L::draws_random && !lstm<7>::bind<shape<5, 4>, double, cpu<>>::draws_random);

@@ -13,6 +13,10 @@
 // h_0 = 0); at batch 1 both in one pass by blocks of units where the backend has it
 // (ops<cpu>::recurrent_row: the rule reads each block's products while they are in L1; every
 // other step reads R's rows last to first, to start on those the step before left in L1).
+// Every step reads and writes only its rows' states, so where the backend splits the loops
+// (ops<cpu>::recurrent_row_blocks: float and double, at least 2 x 16 rows and two threads) each
+// thread runs the whole time loop over its block of rows, one pool run a pass rather than one a
+// step product (the same bits whatever the thread count).
 // Backward through time: R packed once for dz R^T (pack_weights_transposed), then per step
 // the cell's backward rule and dh += dz R^T (dense_backward_input_packed); then dW, dR and
 // dx are each one GEMM over all steps. The caches (time-major input, gates,
@@ -140,6 +144,14 @@ struct map_rows_of {
 // A backend whose ops run one row's recurrent product and a cell's rule together (ops<cpu>::recurrent_row).
 template <class O>
 inline constexpr bool fuses_recurrent_row = requires { requires O::fused_recurrent_row; };
+// A backend whose ops split a recurrent layer's time loop by rows of the batch (ops<cpu>::recurrent_row_blocks).
+template <class O>
+inline constexpr bool splits_recurrent_rows = requires { requires O::split_recurrent_rows; };
+// A backend whose ops have dense_backward_weights_in_place (ops<cpu>: the weights gradient without packing).
+template <class O, class T>
+inline constexpr bool has_weights_in_place = requires(const T* x, T* w) {
+  O::template dense_backward_weights_in_place<4, 4>(x, x, w, w, std::size_t(1));
+};
 // A cell whose candidate reads the product of the reset state, (r ⊙ h) R (gru's reset_after = false).
 template <class Cell>
 inline constexpr bool resets_before_product = requires { requires Cell::reset_before; };
@@ -164,6 +176,9 @@ struct recurrent_layer {
   static constexpr std::size_t S = In::rank == 2 ? In::dims[0] : 1, F = In::rank == 2 ? In::dims[1] : 1;
   // batch 1 without recurrent dropout: h R and the cell's rule in one pass by blocks of units
   static constexpr bool row_step = detail::fuses_recurrent_row<O> && (std::is_same_v<T, float> || std::is_same_v<T, double>);
+  // the time loops by blocks of rows of the batch, one per thread (ops<cpu>::recurrent_row_blocks)
+  static constexpr bool row_blocks =
+      detail::splits_recurrent_rows<O> && (std::is_same_v<T, float> || std::is_same_v<T, double>);
   static constexpr std::size_t U = Spec::units, G = cell::gates * U;
   static constexpr bool sep_bias = cell::separate_recurrent_bias, cells = cell::keeps_cell_state;
   static constexpr bool reset_before = detail::resets_before_product<cell>;
@@ -280,12 +295,139 @@ struct recurrent_layer {
     O::map_rows(detail::assign_fn{}, rows, U, rows_at(dst + k * U, G), rows_at(src + k * U, G));
   }
 
+  // f(r0, m) over blocks of the batch's n rows: one per thread where the backend splits the time
+  // loops (row_blocks), else f(0, n)
+  template <class F>
+  static void for_rows(std::size_t n, F&& f) {
+    if constexpr (row_blocks) O::recurrent_row_blocks(n, f);
+    else f(std::size_t(0), n);
+  }
+  // forward's time loop over rows [r0, r0 + m) of the batch of n (caches time-major: step t's row r
+  // at (t n + r) times the row's extent): every step reads only these rows' states and writes only
+  // theirs, so blocks of rows run apart, one task each (for_rows)
+  static void forward_rows(const views& v, const T* R, const T* b, std::size_t n, std::size_t nr, bool masked,
+                           std::size_t r0, std::size_t m) {
+    const T* rb = sep_bias ? b + G : static_cast<const T*>(nullptr);
+    auto at = [&](T* p, std::size_t t, std::size_t w) { return p + (t * n + r0) * w; };
+    for (std::size_t t = 0; t < S; ++t) {
+      T* rec = v.rec + ((sep_bias ? t * n : 0) + r0) * G;
+      const T* h = at(v.hs, t, U);
+      if constexpr (reset_before) {  // h R for z and r, then (r ⊙ h) R for the candidate (h_0 = 0: both 0)
+        T *z = at(v.zs, t, G), *q = at(v.qs, t, U);
+        if (t == 0) O::fill_zero(rec, m * G);
+        else O::template dense_forward_packed<U, G>(h, R, v.pk, static_cast<const T*>(nullptr), rec, m);
+        cell::template forward_gates<O, T, U>(m, z, rec, h, q);
+        if (t > 0) O::template dense_forward_packed<U, G>(q, R, v.pk, static_cast<const T*>(nullptr), rec, m);
+        cell::template forward_candidate<O, T, U>(m, z, rec, h, at(v.hs, t + 1, U));
+      } else if (t == 0) {  // h_0 = 0: the product is the recurrent bias (gru) or zero
+        if constexpr (sep_bias) O::map_rows(detail::assign_fn{}, m, G, rows_at(rec, G), rows_at(b + G, 0));
+        else O::fill_zero(rec, m * G);
+      } else if (nr == 0) {
+        if (!(row_step && n == 1)) O::template dense_forward_packed<U, G>(h, R, v.pk, rb, rec, m);  // else below
+      } else {  // (h ⊙ m_k) R, gate block k from copy k
+        for (std::size_t k = 0; k < nr; ++k) {
+          T* hm = v.mh + ((k * S + t) * n + r0) * U;
+          O::map_rows(detail::mul_fn{}, m, U, rows_at(hm, U), crows(h, U), crows(v.mrec + (k * n + r0) * U, U));
+          if (nr == 1) {
+            O::template dense_forward_packed<U, G>(hm, R, v.pk, rb, rec, m);
+          } else {
+            T* tmp = v.tmp + r0 * G;  // (v.tmp holds n G values only with recurrent dropout)
+            O::template dense_forward_packed<U, G>(hm, R, v.pk, rb, tmp, m);
+            O::map_rows(detail::assign_fn{}, m, U, rows_at(rec + k * U, G), crows(tmp + k * U, G));
+          }
+        }
+      }
+      if constexpr (!reset_before) {
+        T *z = at(v.zs, t, G), *hn = at(v.hs, t + 1, U);
+        T *cp = cells ? at(v.cs, t, U) : nullptr, *c = cells ? at(v.cs, t + 1, U) : nullptr;
+        bool fused = false;
+        if constexpr (row_step) {
+          if (n == 1 && t > 0 && nr == 0) {  // rec = h R (+ rb) and the rule, block by block of units
+            cell::template forward_step<O, T, U>(
+                [&](const auto& f, std::size_t, std::size_t, auto... a) {
+                  O::template recurrent_row<U, U, cell::gates>(f, h, R, rb, rec, t % 2 == 0, a.data...);
+                },
+                m, z, rec, h, hn, cp, c);
+            fused = true;
+          }
+        }
+        if (!fused) cell::template forward_step<O, T, U>(detail::map_rows_of<O>{}, m, z, rec, h, hn, cp, c);
+      }
+      if (masked) {  // masked steps carry h (and c) forward; a returned sequence repeats the last output
+        O::map_rows(detail::keep_masked_fn{}, m, U, rows_at(at(v.hs, t + 1, U), U), crows(h, U),
+                    crows(at(v.mw, t, U), U));
+        if constexpr (cells)
+          O::map_rows(detail::keep_masked_fn{}, m, U, rows_at(at(v.cs, t + 1, U), U), crows(at(v.cs, t, U), U),
+                      crows(at(v.mw, t, U), U));
+      }
+    }
+  }
+  // backward's time loop (through time, last step first) over rows [r0, r0 + m) of the batch of n,
+  // as forward_rows: dz of every step into the gates (and rec, ex), dL/dh and dL/dc in dh, dc
+  static void backward_rows(const views& v, const T* R, const T* dy, std::size_t n, std::size_t nr, bool masked,
+                            std::size_t r0, std::size_t m) {
+    auto at = [&](T* p, std::size_t t, std::size_t w) { return p + (t * n + r0) * w; };
+    T *dh = v.dh + r0 * U, *dhr = v.dhr + r0 * U, *dc = v.dc + r0 * U;
+    T *dpass = v.dpass + r0 * U, *dcpass = v.dcpass + r0 * U;
+    for (std::size_t t = S; t-- > 0;) {
+      if constexpr (opt.return_sequences)
+        O::map_rows(detail::add_fn{}, m, U, rows_at(dh, U), crows(dy + r0 * S * U + t * U, S * U));
+      T* rec = v.rec + ((sep_bias ? t * n : 0) + r0) * G;
+      if (masked) {  // a masked step: dL/dh_t (and dL/dc_t) pass to the previous state, the cell gets 0
+        O::map_rows(detail::split_masked_fn{}, m, U, rows_at(dh, U), rows_at(dpass, U), crows(at(v.mw, t, U), U));
+        if constexpr (cells)
+          O::map_rows(detail::split_masked_fn{}, m, U, rows_at(dc, U), rows_at(dcpass, U), crows(at(v.mw, t, U), U));
+      }
+      if constexpr (reset_before) {
+        // dz of the step into gates; ex's two row blocks get [0, 0, dz_h] (against r ⊙ h_{t-1}) and
+        // [dz_z, dz_r, 0] (against h_{t-1}); dh becomes dh z + (dz_h R_h^T) ⊙ r, the rest below
+        T *z = at(v.zs, t, G), *eq = at(v.ex, t, G), *eh = at(v.ex, S + t, G);
+        const T* hp = at(v.hs, t, U);
+        O::fill_zero(eq, m * G);
+        cell::template backward_candidate<O, T, U>(m, z, hp, dh, eq);
+        if (t == 0) O::fill_zero(dhr, m * U);  // h_0 = 0: dz_r is 0 whatever dL/d(r ⊙ h_0)
+        else O::template dense_backward_input_packed<U, G>(eq, R, v.pk, dhr, m);
+        cell::template backward_gates<O, T, U>(m, z, hp, dhr, dh);
+        O::fill_zero(eh, m * G);
+        O::map_rows(detail::assign_fn{}, m, 2 * U, rows_at(eh, G), crows(z, G));
+      } else {
+        // dz of this step into gates (and, for gru, the recurrent part into rec); dh becomes
+        // the part of dL/dh_{t-1} that does not go through R
+        cell::template backward_step<O, T, U>(m, at(v.zs, t, G), rec, at(v.hs, t, U), at(v.hs, t + 1, U),
+                                              cells ? at(v.cs, t, U) : nullptr, cells ? at(v.cs, t + 1, U) : nullptr,
+                                              dh, cells ? dc : nullptr);
+      }
+      if (masked) {
+        O::accumulate(dh, dpass, m * U);
+        if constexpr (cells) O::accumulate(dc, dcpass, m * U);
+      }
+      if (t == 0) continue;
+      if constexpr (reset_before) {  // dh += [dz_z, dz_r, 0] R^T
+        O::template dense_backward_input_packed<U, G>(at(v.ex, S + t, G), R, v.pk, dhr, m);
+        O::accumulate(dh, dhr, m * U);
+        continue;
+      }
+      const T* dzr = sep_bias ? rec : at(v.zs, t, G);
+      if (nr == 0) {
+        O::template dense_backward_input_packed<U, G>(dzr, R, v.pk, dhr, m);
+        O::accumulate(dh, dhr, m * U);
+      } else {  // dh += sum_k (dz_k R^T) ⊙ m_k, dz_k: gate block k (all of dz with one mask)
+        T* tdz = v.tdz + r0 * G;  // (v.tdz holds n G values only with recurrent dropout)
+        for (std::size_t k = 0; k < nr; ++k) {
+          if (nr > 1) select_block(tdz, dzr, k, m);
+          O::template dense_backward_input_packed<U, G>(nr > 1 ? tdz : dzr, R, v.pk, dhr, m);
+          O::map_rows(detail::add_product_fn{}, m, U, rows_at(dh, U), crows(dhr, U),
+                      crows(v.mrec + (k * n + r0) * U, U));
+        }
+      }
+    }
+  }
+
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     const std::size_t n = r.batch;
     if (n == 0) return;
     const views v = split(s.cache, n);
     const T *W = s.params, *R = W + kernel_count, *b = R + recurrent_count;
-    const T* rb = sep_bias ? b + G : static_cast<const T*>(nullptr);
     const bool drop = dropping(r);
     const std::size_t ni = drop ? nin : 1, nr = drop ? nrec : 0;
     if (drop) {  // the masks (0 or 1 / (1 - rate)), drawn in order: inputs, then states
@@ -331,57 +473,7 @@ struct recurrent_layer {
       O::fill(v.ones, U, 1);
       O::template dense_forward<1, U>(v.mt, v.ones, static_cast<const T*>(nullptr), v.mw, S * n);
     }  // masked h_0 = 0 (rows t = 0 of each copy)
-    for (std::size_t t = 0; t < S; ++t) {
-      T* rec = v.rec + (sep_bias ? t * n * G : 0);
-      const T* h = v.hs + t * n * U;
-      if constexpr (reset_before) {  // h R for z and r, then (r ⊙ h) R for the candidate (h_0 = 0: both 0)
-        T *z = v.zs + t * n * G, *q = v.qs + t * n * U;
-        if (t == 0) O::fill_zero(rec, n * G);
-        else O::template dense_forward_packed<U, G>(h, R, v.pk, static_cast<const T*>(nullptr), rec, n);
-        cell::template forward_gates<O, T, U>(n, z, rec, h, q);
-        if (t > 0) O::template dense_forward_packed<U, G>(q, R, v.pk, static_cast<const T*>(nullptr), rec, n);
-        cell::template forward_candidate<O, T, U>(n, z, rec, h, v.hs + (t + 1) * n * U);
-      } else if (t == 0) {  // h_0 = 0: the product is the recurrent bias (gru) or zero
-        if constexpr (sep_bias) O::map_rows(detail::assign_fn{}, n, G, rows_at(rec, G), rows_at(b + G, 0));
-        else O::fill_zero(rec, n * G);
-      } else if (nr == 0) {
-        if (!(row_step && n == 1)) O::template dense_forward_packed<U, G>(h, R, v.pk, rb, rec, n);  // else below
-      } else {  // (h ⊙ m_k) R, gate block k from copy k
-        for (std::size_t k = 0; k < nr; ++k) {
-          T* hm = v.mh + (k * S + t) * n * U;
-          O::map_rows(detail::mul_fn{}, n, U, rows_at(hm, U), crows(h, U), crows(v.mrec + k * n * U, U));
-          if (nr == 1) {
-            O::template dense_forward_packed<U, G>(hm, R, v.pk, rb, rec, n);
-          } else {
-            O::template dense_forward_packed<U, G>(hm, R, v.pk, rb, v.tmp, n);
-            O::map_rows(detail::assign_fn{}, n, U, rows_at(rec + k * U, G), crows(v.tmp + k * U, G));
-          }
-        }
-      }
-      if constexpr (!reset_before) {
-        T *z = v.zs + t * n * G, *hn = v.hs + (t + 1) * n * U;
-        T *cp = cells ? v.cs + t * n * U : nullptr, *c = cells ? v.cs + (t + 1) * n * U : nullptr;
-        bool fused = false;
-        if constexpr (row_step) {
-          if (n == 1 && t > 0 && nr == 0) {  // rec = h R (+ rb) and the rule, block by block of units
-            cell::template forward_step<O, T, U>(
-                [&](const auto& f, std::size_t, std::size_t, auto... a) {
-                  O::template recurrent_row<U, U, cell::gates>(f, h, R, rb, rec, t % 2 == 0, a.data...);
-                },
-                n, z, rec, h, hn, cp, c);
-            fused = true;
-          }
-        }
-        if (!fused) cell::template forward_step<O, T, U>(detail::map_rows_of<O>{}, n, z, rec, h, hn, cp, c);
-      }
-      if (mask) {  // masked steps carry h (and c) forward; a returned sequence repeats the last output
-        O::map_rows(detail::keep_masked_fn{}, n, U, rows_at(v.hs + (t + 1) * n * U, U), crows(h, U),
-                    crows(v.mw + t * n * U, U));
-        if constexpr (cells)
-          O::map_rows(detail::keep_masked_fn{}, n, U, rows_at(v.cs + (t + 1) * n * U, U), crows(v.cs + t * n * U, U),
-                      crows(v.mw + t * n * U, U));
-      }
-    }
+    for_rows(n, [&](std::size_t r0, std::size_t m) { forward_rows(v, R, b, n, nr, mask != nullptr, r0, m); });
     if constexpr (opt.return_sequences) {
       for (std::size_t t = 0; t < S; ++t)
         O::map_rows(detail::assign_fn{}, n, U, rows_at(y + t * U, S * U), rows_at(v.hs + (t + 1) * n * U, U));
@@ -403,61 +495,14 @@ struct recurrent_layer {
     if constexpr (cells) O::fill_zero(v.dc, n * U);
     if constexpr (!opt.return_sequences) O::copy(dy, v.dh, n * U);
     if constexpr (S > 1) O::template pack_weights_transposed<U, G>(R, v.pk, n);
-    for (std::size_t t = S; t-- > 0;) {
-      if constexpr (opt.return_sequences)
-        O::map_rows(detail::add_fn{}, n, U, rows_at(v.dh, U), rows_at(static_cast<const T*>(dy) + t * U, S * U));
-      T* rec = v.rec + (sep_bias ? t * n * G : 0);
-      if (masked) {  // a masked step: dL/dh_t (and dL/dc_t) pass to the previous state, the cell gets 0
-        O::map_rows(detail::split_masked_fn{}, n, U, rows_at(v.dh, U), rows_at(v.dpass, U), crows(v.mw + t * n * U, U));
-        if constexpr (cells)
-          O::map_rows(detail::split_masked_fn{}, n, U, rows_at(v.dc, U), rows_at(v.dcpass, U),
-                      crows(v.mw + t * n * U, U));
-      }
-      if constexpr (reset_before) {
-        // dz of the step into gates; ex's two row blocks get [0, 0, dz_h] (against r ⊙ h_{t-1}) and
-        // [dz_z, dz_r, 0] (against h_{t-1}); dh becomes dh z + (dz_h R_h^T) ⊙ r, the rest below
-        T *z = v.zs + t * n * G, *eq = v.ex + t * n * G, *eh = v.ex + (S + t) * n * G;
-        const T* hp = v.hs + t * n * U;
-        O::fill_zero(eq, n * G);
-        cell::template backward_candidate<O, T, U>(n, z, hp, v.dh, eq);
-        if (t == 0) O::fill_zero(v.dhr, n * U);  // h_0 = 0: dz_r is 0 whatever dL/d(r ⊙ h_0)
-        else O::template dense_backward_input_packed<U, G>(eq, R, v.pk, v.dhr, n);
-        cell::template backward_gates<O, T, U>(n, z, hp, v.dhr, v.dh);
-        O::fill_zero(eh, n * G);
-        O::map_rows(detail::assign_fn{}, n, 2 * U, rows_at(eh, G), crows(z, G));
-      } else {
-        // dz of this step into gates (and, for gru, the recurrent part into rec); dh becomes
-        // the part of dL/dh_{t-1} that does not go through R
-        cell::template backward_step<O, T, U>(n, v.zs + t * n * G, rec, v.hs + t * n * U, v.hs + (t + 1) * n * U,
-                                              cells ? v.cs + t * n * U : nullptr,
-                                              cells ? v.cs + (t + 1) * n * U : nullptr, v.dh, cells ? v.dc : nullptr);
-      }
-      if (masked) {
-        O::accumulate(v.dh, v.dpass, n * U);
-        if constexpr (cells) O::accumulate(v.dc, v.dcpass, n * U);
-      }
-      if (t == 0) continue;
-      if constexpr (reset_before) {  // dh += [dz_z, dz_r, 0] R^T
-        O::template dense_backward_input_packed<U, G>(v.ex + (S + t) * n * G, R, v.pk, v.dhr, n);
-        O::accumulate(v.dh, v.dhr, n * U);
-        continue;
-      }
-      const T* dzr = sep_bias ? rec : v.zs + t * n * G;
-      if (nr == 0) {
-        O::template dense_backward_input_packed<U, G>(dzr, R, v.pk, v.dhr, n);
-        O::accumulate(v.dh, v.dhr, n * U);
-      } else {  // dh += sum_k (dz_k R^T) ⊙ m_k, dz_k: gate block k (all of dz with one mask)
-        for (std::size_t k = 0; k < nr; ++k) {
-          if (nr > 1) select_block(v.tdz, dzr, k, n);
-          O::template dense_backward_input_packed<U, G>(nr > 1 ? v.tdz : dzr, R, v.pk, v.dhr, n);
-          O::map_rows(detail::add_product_fn{}, n, U, rows_at(v.dh, U), crows(v.dhr, U), crows(v.mrec + k * n * U, U));
-        }
-      }
-    }
+    for_rows(n, [&](std::size_t r0, std::size_t m) { backward_rows(v, R, dy, n, nr, masked, r0, m); });
     // every step at once: dW = xs^T dz, dR = h_{t-1}^T dz_rec, dx = dz W^T (with masks: over the copies' rows,
     // each copy's dz its gate block)
     if (ni == 1) {
-      O::template dense_backward_weights<F, G>(v.xs, v.zs, dW, db, S * n);
+      if constexpr (detail::has_weights_in_place<O, T>)  // nothing packed: dz is 28 n rows for F outputs
+        O::template dense_backward_weights_in_place<F, G>(v.xs, v.zs, dW, db, S * n);
+      else
+        O::template dense_backward_weights<F, G>(v.xs, v.zs, dW, db, S * n);
     } else {
       for (std::size_t k = 0; k < ni; ++k) select_block(v.ex + k * S * n * G, v.zs, k, S * n);
       O::template dense_backward_weights<F, G>(v.xs, v.ex, dW, db, ni * S * n);

@@ -7,6 +7,13 @@
 // on the calling thread. A kernel whose every output belongs to one sample
 // (im2col, col2im, pooling, a direct convolution's forward) gives the same
 // bits whatever the thread count. Used by conv.hpp and pooling.hpp.
+//
+// for_row_blocks(rows, min_rows, f) calls f(r0, m) over contiguous blocks [r0, r0 + m) that
+// cover [0, rows): one block per thread (at most rows / min_rows blocks, each of at least min_rows
+// rows, the starts on multiples of 8 rows, a GEMM micro-tile's) when there are two threads and
+// rows >= 2 min_rows, else f(0, rows) on the calling thread. Each f runs on one thread from start
+// to end, so the ops it calls run serially there (a run() inside a task is serial): a recurrent
+// layer's time loop over its rows of the batch, all steps within one task and no barrier per step.
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -26,6 +33,26 @@ void for_samples(std::size_t batch, std::size_t per_sample, F&& f) {
     return;
   }
   pool.run(tasks, [&](std::size_t t) { f(batch * t / tasks, batch * (t + 1) / tasks); });
+}
+
+template <class F>
+void for_row_blocks(std::size_t rows, std::size_t min_rows, F&& f) {
+  thread_pool& pool = thread_pool::global();
+  const std::size_t blocks = min_rows == 0 ? 1 : std::min(pool.size(), rows / min_rows);
+  if (blocks <= 1) {
+    f(std::size_t(0), rows);
+    return;
+  }
+  // block c starts at row 8 floor(c floor(rows / 8) / blocks): every block but the last a multiple
+  // of 8 rows and at least floor(floor(rows / 8) / blocks) 8 >= min_rows when min_rows is (rows >=
+  // blocks min_rows); the last the rest
+  const std::size_t eights = rows / 8;
+  auto start = [&](std::size_t c) { return c == blocks ? rows : c * eights / blocks * 8; };
+  if (min_rows % 8 != 0 || eights < blocks) {  // plain split: rows * c / blocks
+    pool.run(blocks, [&](std::size_t c) { f(rows * c / blocks, rows * (c + 1) / blocks - rows * c / blocks); });
+    return;
+  }
+  pool.run(blocks, [&](std::size_t c) { f(start(c), start(c + 1) - start(c)); });
 }
 
 }  // namespace ctnn::kernels::cpu

@@ -11,6 +11,8 @@
 // once (a recurrent kernel used at every step), the micro-kernel over its panels.
 // recurrent_row: one row's recurrent product with a cell's gate rule run on each
 // block of units as soon as its products are summed (a recurrent layer at batch 1).
+// weights_gradient_in_place: dW = X^T dY (and db) with X and dY read where they lie,
+// nothing packed (a recurrent layer's dW: few output rows over every step's rows).
 // The *_active forms run the same three products on the first n <= N output
 // columns only (dense<up_to<N>>'s active width): W, dW, Y and dY keep their row
 // stride N, and their columns n.. (and db's) are neither read nor written.
@@ -285,6 +287,92 @@ void recurrent_row(const F& f, const T* x, const T* w, const T* b, T* rec, bool 
     dense_forward<K, G * U, fn::identity_fn, Arch>(x, w, b, rec, 1);
     map_range<Arch>(f, 0, U, a...);
   }
+}
+
+// ---- a weight gradient with both operands read where they are ----
+// weights_gradient_in_place<K, N>(x, dy, dw, m, db): dW [K, N] = x^T dy over m rows (x [m, K], dy [m, N],
+// row-major), the micro-kernel reading x as packed A (element (k, p) at x[p K + k]: K's values of a row
+// are a tile's rows) and dy as B in place (row stride N), nothing packed: where dense_backward_weights
+// packs dy (m N values read and written) for few output rows (an LSTM's dW: 28 x 512 over 1792 rows,
+// dy 3.5 MB packed for 51 MFLOP), and both operands for dR. Each output sums its rows in order (0, then
+// p = 0, 1, ...) in one task (column panels over the pool): the same bits whatever the thread count.
+// db (null: not summed): the column sums of dy, each block's as it leaves the tiles (in L1), in
+// column_sum's order and bits (after the product they read all of dy again: 201 us against the
+// product's 506 us, LSTM(128)'s dW at 64, one thread, loaded Xeon 207).
+// A tile reads MR (8 on AVX-512, 6 on AVX2) or 4 of a row's K values, so K % MR is 0 or 4 (none read
+// past a row); the micro-kernel reads whole vectors of dy's rows but the last row of a block (a
+// partial panel's lanes past N run into the next row), so N is at least a vector (none read past dy's
+// end); in_place_weights_gradient_v says where it runs (float and double with SIMD, such K and N),
+// else the caller runs dense_backward_weights.
+template <std::size_t K, std::size_t N, class T, class Arch>
+inline constexpr bool in_place_weights_gradient_v = [] {
+  if constexpr (simd_v<T, Arch>)
+    return K >= 4 && (K % simd::blocking<T, Arch>::MR == 0 || K % simd::blocking<T, Arch>::MR == 4) &&
+           N >= xsimd::batch<T, Arch>::size;
+  else
+    return false;
+}();
+template <std::size_t K, std::size_t N, class Arch = default_arch, class T>
+void weights_gradient_in_place(const T* x, const T* dy, T* dw, std::size_t m, T* db = nullptr) {
+  static_assert(in_place_weights_gradient_v<K, N, T, Arch>,
+                "weights_gradient_in_place: float or double with SIMD, K % MR (the tile's rows) 0 or 4, N >= a vector");
+  using blk = simd::blocking<T, Arch>;
+  constexpr std::size_t MR = blk::MR, NV = packed_panel_vectors<T, Arch>(N), NR = NV * blk::L;
+  constexpr std::size_t panels = (N + NR - 1) / NR;
+  // K blocks of kc rows: dy's kc x NR block (16 KB for 128 rows of 32 floats) and the rows of x in L1
+  // (LSTM(128)'s dW at batch 64, 28 x 512 over 1792 rows, one thread, CPU time, loaded Xeon 207: kc 32 /
+  // 64 / 128 / 256: 0.88x / 0.86x / 0.83x / 0.92x dense_backward_weights' time; its dR, 128 x 512, read so:
+  // 1.05-1.16x, slower: each panel reads all of h's rows again, beyond L1, where the packed A is contiguous)
+  constexpr std::size_t kc_max = 128;
+  if (m == 0) {
+    for (std::size_t i = 0; i < K * N; ++i) dw[i] = T(0);
+    if (db)
+      for (std::size_t j = 0; j < N; ++j) db[j] = T(0);
+    return;
+  }
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  // db's columns [j0, j0 + nr) plus dy's rows [p0, p0 + kc) in order (0 first: column_sum's bits),
+  // while the block is in L1 after its tiles
+  auto add_rows = [&](std::size_t p0, std::size_t kc, std::size_t j0, std::size_t nr) {
+    std::size_t whole = 0;
+    if (nr == NR) {  // a whole panel: its NV vectors' sums side by side
+      B acc[NV];
+      for (std::size_t v = 0; v < NV; ++v) acc[v] = p0 == 0 ? B(T(0)) : B::load_unaligned(db + j0 + v * L);
+      for (std::size_t p = p0; p < p0 + kc; ++p)
+        for (std::size_t v = 0; v < NV; ++v) acc[v] += B::load_unaligned(dy + p * N + j0 + v * L);
+      for (std::size_t v = 0; v < NV; ++v) acc[v].store_unaligned(db + j0 + v * L);
+      whole = NR;
+    }
+    for (; whole + L <= nr; whole += L) {
+      B acc = p0 == 0 ? B(T(0)) : B::load_unaligned(db + j0 + whole);
+      for (std::size_t p = p0; p < p0 + kc; ++p) acc += B::load_unaligned(dy + p * N + j0 + whole);
+      acc.store_unaligned(db + j0 + whole);
+    }
+    for (std::size_t j = j0 + whole; j < j0 + nr; ++j) {
+      T acc = p0 == 0 ? T(0) : db[j];
+      for (std::size_t p = p0; p < p0 + kc; ++p) acc += dy[p * N + j];
+      db[j] = acc;
+    }
+  };
+  thread_pool& pool = thread_pool::global();
+  // tasks: groups of column panels (each output in one task)
+  const std::size_t tasks = std::min<std::size_t>(panels, pool.size() > 1 ? 4 * pool.size() : 1);
+  auto task = [&](std::size_t t) {
+    const std::size_t j_lo = panels * t / tasks * NR, j_hi = std::min(N, panels * (t + 1) / tasks * NR);
+    for (std::size_t p0 = 0; p0 < m; p0 += kc_max) {
+      const std::size_t kc = std::min(kc_max, m - p0);
+      for (std::size_t j0 = j_lo; j0 < j_hi; j0 += NR) {
+        const std::size_t nr = std::min(NR, N - j0);
+        for (std::size_t i0 = 0; i0 < K; i0 += MR)
+          simd::micro_rows<Arch, NV, true>(kc, x + p0 * K + i0, K, dy + p0 * N + j0, N, dw + i0 * N + j0, N,
+                                           std::min(MR, K - i0), nr, static_cast<const T*>(nullptr), p0 == 0,
+                                           fn::relu_fn{}, false);
+        if (db) add_rows(p0, kc, j0, nr);
+      }
+    }
+  };
+  pool.run(tasks, task, tasks > 1 && K * N * m >= simd::parallel_threshold);
 }
 
 // ---- the products at an active width n <= N (row strides stay N) ----

@@ -30,6 +30,7 @@
 #include "../../kernels/rows.hpp"
 #include "activations.hpp"
 #include "backend.hpp"
+#include "batch_split.hpp"
 #include "conv.hpp"
 #include "crossentropy.hpp"
 #include "depthwise.hpp"
@@ -166,6 +167,30 @@ struct ops<cpu<Arch>> {
   static void recurrent_row(const F& f, const T* x, const T* w, const T* b, T* rec, bool reverse, P*... a) {
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "ops<cpu>::recurrent_row: float or double");
     kernels::cpu::recurrent_row<K, U, G, Arch>(f, x, w, b, rec, reverse, a...);
+  }
+  // dense_backward_weights with x and dy read where they are, nothing packed (gemm.hpp:
+  // weights_gradient_in_place, where K and N suit its tiles, else dense_backward_weights): for few output
+  // rows over many rows (a recurrent layer's dW over every step, 28 x 512 over 1792 rows: 0.83x the
+  // time, the same bits there). Not part of BackendOps: a layer calls it where the ops have it.
+  template <std::size_t K, std::size_t N, class T>
+  static void dense_backward_weights_in_place(const T* x, const T* dy, T* dw, T* db, std::size_t m) {
+    if constexpr (kernels::cpu::in_place_weights_gradient_v<K, N, T, Arch>) {
+      kernels::cpu::weights_gradient_in_place<K, N, Arch>(x, dy, dw, m, db);
+    } else {
+      dense_backward_weights<K, N>(x, dy, dw, db, m);
+    }
+  }
+  // A recurrent layer's time loop split by rows of the batch (every row's steps read only that
+  // row's states): f(r0, m) over blocks of rows, one per thread of the pool, each block at least
+  // packed_rows rows (so each runs the same products over the packing as the whole batch: the same
+  // bits whatever the thread count), else f(0, rows); the ops f calls run serially on its thread.
+  // One pool run for the whole loop, where splitting each step's product had two per step (28 steps
+  // at batch 64: slower on two threads than on one). Not part of BackendOps: a layer splits its
+  // loop where the backend's ops say split_recurrent_rows.
+  static constexpr bool split_recurrent_rows = true;
+  template <class F>
+  static void recurrent_row_blocks(std::size_t rows, F&& f) {
+    kernels::cpu::for_row_blocks(rows, packed_rows, f);
   }
   // The same on the first n <= N outputs (dense<up_to<N>>; float and double): row strides stay N,
   // columns n.. are not touched.
