@@ -429,10 +429,12 @@ inline constexpr std::size_t fused_backward_rows = 64;
 // but for the first dense layer dX = dZ W^T (tile_product over W^T packed once per call) into
 // the other tile buffer, the layer below's dY. The tiles run in order on the calling thread;
 // each tile's dW and dX are split by row blocks over the pool, each output in one task, so the
-// bits do not depend on the thread count. Call only where fused_mlp_fits.
+// bits do not depend on the thread count. done (not null): done->done(context, I) right after dense
+// layer I's last tile (its gradients final; its parameters no longer read: the step's per-layer
+// update may write them). Call only where fused_mlp_fits.
 template <class Arch, class Layers, class T>
 void fused_mlp_backward(const T* dy, std::size_t batch, const fused_layer_io<T>* io,
-                        thread_pool& pool = thread_pool::global()) {
+                        thread_pool& pool = thread_pool::global(), const fused_layer_done* done = nullptr) {
   using P = fused::plan<Layers, Arch>;
   static_assert(P::fits, "fused_mlp_backward: the network does not fit the CPU's fused MLP");
   constexpr std::size_t R = fused_backward_rows, W = P::width, L = simd::blocking<T, Arch>::L;
@@ -465,6 +467,7 @@ void fused_mlp_backward(const T* dy, std::size_t batch, const fused_layer_io<T>*
           T* const o = z == buf ? buf + R * W : buf;
           z = fused::backward_layer<Arch>(F::k, F::n, F::rule(), I == P::last ? dy : static_cast<const T*>(nullptr),
                                           io[I], wt[I], r0, nr, first_tile, z, o, tail, pool);
+          if (done && r0 + nr == batch) done->done(done->context, I);
         },
         typename P::seq{});
   }
