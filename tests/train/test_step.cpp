@@ -292,11 +292,18 @@ TEST_CASE("the update layer by layer inside backward equals the update after it,
   SUBCASE("adagrad") { each(adagrad{0.1}); }
   SUBCASE("lion") { each(lion{0.01}); }
   SUBCASE("float64 variables") { per_layer_matches<mlp, double>(adam{0.01}, false, 8); }
-  SUBCASE("not where the step needs every gradient first: with_options, a loss scale, mixed precision") {
+  SUBCASE("with_options: clipnorm (per variable), clipvalue, weight decay, EMA") {
+    each(with_options{adam{0.01}, optimizer_options{.clipnorm = 0.05, .weight_decay = 0.01, .use_ema = true}});
+    each(with_options{sgd{0.1, 0.9}, optimizer_options{.clipvalue = 0.01, .weight_decay = 0.01}});
+  }
+  SUBCASE("not where the step needs every gradient first: accumulation, global_clipnorm, a loss scale, mixed precision") {
     auto m = make_model<net>(1);
-    with_options wd{adam{0.01}, optimizer_options{.weight_decay = 0.01}};
-    train_step a{m, xent, wd};
+    with_options acc{adam{0.01}, optimizer_options{.gradient_accumulation_steps = 2}};
+    train_step a{m, xent, acc};
     CHECK(!a.per_layer_update_allowed());
+    with_options global{adam{0.01}, optimizer_options{.global_clipnorm = 1.0}};
+    train_step a2{m, xent, global};
+    CHECK(!a2.per_layer_update_allowed());
     adam plain{0.01};
     train_step b{m, xent, plain};
     CHECK(b.per_layer_update_allowed());

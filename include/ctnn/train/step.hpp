@@ -11,8 +11,9 @@
 //   5. update               the optimizer on the whole parameter region (unless skipped)
 //   6. after_update         the optimizer's (EMA), the hooks' (masks); the counts advance
 // Where nothing in 4 needs every gradient first (per_layer_update_allowed: no loss scale, no
-// gradient hook, no with_options), 4 (the regularizers' gradients) and 5 run inside 3, each
-// layer's right after its gradients (model's detail::layer_update_hook), with the same bits.
+// gradient hook, no gradient accumulation or global_clipnorm), 4 (the regularizers' gradients,
+// with_options' clipping and decay) and 5 run inside 3, each layer's right after its gradients
+// (model's detail::layer_update_hook), with the same bits.
 // A hook (StepHook) has one or more of scale_loss, transform_gradients, after_update taking
 // step_state<M>&. The batch reaches the model through the backend's feeder; phases 1-3 run
 // as one call (model::train_pass) that reads nothing on the host (CUDA captures it as a graph
@@ -117,7 +118,8 @@ class train_step {
 
     // 5. in 3.: each layer's update right after its gradients (per_layer_update_allowed)
     per_layer_context ctx{&opt_, {s.parameters.data(), s.gradients.data(), s.slots.data(), s.parameters.size(),
-                                  s.iteration, s.learning_rate}};
+                                  s.iteration, s.learning_rate},
+                          &s};
     detail::layer_update_hook hook{&ctx, &per_layer_ready};
     struct hook_guard {
       M& m;
@@ -176,7 +178,8 @@ class train_step {
   // without its own transform (with_options: accumulation, clipping, weight decay). A non-finite
   // loss or penalty leaves every update to phase 5 (where the step ends before it, as always).
   bool per_layer_update_allowed() const noexcept {
-    return per_layer_update_ && per_layer_possible;
+    if constexpr (transform_per_layer) return per_layer_update_ && per_layer_possible && opt_.per_layer_transform();
+    else return per_layer_update_ && per_layer_possible;
   }
 
  private:
@@ -195,8 +198,13 @@ class train_step {
     return s;
   }
 
+  // an optimizer's transform_gradients that can run layer by layer on some steps (with_options)
+  static constexpr bool transform_per_layer = requires(const O& o, step_state<M>& s) {
+    { o.per_layer_transform() } -> std::convertible_to<bool>;
+    o.transform_range(s, std::size_t{}, std::size_t{});
+  };
   static constexpr bool per_layer_possible =
-      M::updates_per_layer && !has_transform_gradients<O, M> &&
+      M::updates_per_layer && (!has_transform_gradients<O, M> || transform_per_layer) &&
       !(false || ... || (has_scale_loss<Hooks, M> || has_transform_gradients<Hooks, M>));
   using V = typename M::variable_type;
   // What the per-layer update (detail::layer_update_hook) needs: the optimizer, the whole region's
@@ -204,10 +212,12 @@ class train_step {
   struct per_layer_context {
     O* opt;
     update_args<V> whole;
+    step_state<M>* state;
     bool finite = true;
   };
   static void per_layer_ready(void* c, std::size_t lo, std::size_t hi) {
     per_layer_context& x = *static_cast<per_layer_context*>(c);
+    if constexpr (transform_per_layer) x.opt->transform_range(*x.state, lo, hi);  // phase 4's, on this part
     update_args<V> a = x.whole;
     a.w += lo;
     a.g += lo;
