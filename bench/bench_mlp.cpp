@@ -16,6 +16,7 @@
 //                   float matrix that mlp/infer's first layer reads for its image, in the
 //                   gemv's order; the floor under that layer's time (its weights come
 //                   from L2: docs/performance.md, "Inference at batch 1").
+//   mlp/train_step_whole: the same with the update after the whole backward (per layer off).
 //   mlp/fit_batch:  fit's loop body for one batch: the next shuffled batch (mlp/gather), then
 //                   the step on it (mlp/train_step); counter samples/s.
 //   mlp/adam_update: the step's update alone (train_step::apply_gradients: Adam over the 235,146
@@ -50,7 +51,7 @@ const ctnn::data::fashion_mnist::dataset& train_set() {
   return d;
 }
 
-void train_step(benchmark::State& s) {
+void train_step_as(benchmark::State& s, bool per_layer) {
   const std::size_t batch = std::size_t(s.range(0));
   ctnn::kernels::cpu::set_threads(std::size_t(s.range(1)));
   const auto& d = train_set();
@@ -59,6 +60,7 @@ void train_step(benchmark::State& s) {
   const ctnn::sparse_categorical_crossentropy loss{.from_logits = true};
   // fit's training step (train/step.hpp): forward, loss, backward, update.
   ctnn::train_step step{model, loss, opt};
+  step.set_per_layer_update(per_layer);
   ctnn::data::batch_of<ctnn::shape<28, 28>, ctnn::sparse_labels> b;
   auto cur = d.batch(batch).open(0);
   cur.next(b);
@@ -70,6 +72,9 @@ void train_step(benchmark::State& s) {
   s.counters["samples/s"] = benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
   ctnn::kernels::cpu::set_threads(1);
 }
+void train_step(benchmark::State& s) { train_step_as(s, true); }
+// The same with every update after the whole backward (train_step::set_per_layer_update(false)).
+void train_step_whole(benchmark::State& s) { train_step_as(s, false); }
 
 template <class... Extras>
 void run_epochs(benchmark::State& s, Extras... extras) {
@@ -323,6 +328,8 @@ BENCHMARK(width_static_128)->Name("mlp/width_static")->UseRealTime()->ArgNames({
 BENCHMARK(width_static_512)->Name("mlp/width_static")->UseRealTime()->ArgNames({"width", "batch", "threads"})
     ->Args({512, 64, 1});
 BENCHMARK(train_step)->Name("mlp/train_step")->UseRealTime()->ArgNames({"batch", "threads"})
+    ->Args({16, 1})->Args({64, 1})->Args({256, 1})->Args({16, 2})->Args({64, 2})->Args({256, 2});
+BENCHMARK(train_step_whole)->Name("mlp/train_step_whole")->UseRealTime()->ArgNames({"batch", "threads"})
     ->Args({16, 1})->Args({64, 1})->Args({256, 1})->Args({16, 2})->Args({64, 2})->Args({256, 2});
 BENCHMARK(fit_batch)->Name("mlp/fit_batch")->UseRealTime()->ArgNames({"batch", "threads"})
     ->Args({64, 1})->Args({256, 1})->Args({64, 2})->Args({256, 2});

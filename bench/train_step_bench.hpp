@@ -1,13 +1,16 @@
 // bench/train_step_bench.hpp — what bench_cnn, bench_resnet and bench_rnn share: fit's training
 // step (train/step.hpp: forward, loss, backward, update) of Net with optimizer opt on one random
 // batch of 784 inputs (28x28) and 10 classes, batch st.range(0); samples per second as the
-// counter samples_per_s (read by bench/report.py and bench/peers/rnn_rounds.py).
+// counter samples_per_s (read by bench/report.py and bench/peers/rnn_rounds.py). With
+// CTNN_BENCH_UPDATE_AFTER_BACKWARD=1 in the environment every update runs after the whole backward
+// (train_step::set_per_layer_update(false)): the same binary's before / after.
 #pragma once
 #include <benchmark/benchmark.h>
 
 #include <ctnn/ctnn.hpp>
 
 #include <cstdint>
+#include <cstdlib>
 #include <vector>
 
 namespace ctnn_bench {
@@ -23,6 +26,7 @@ void train_step(benchmark::State& st, Optimizer opt) {
   for (auto& v : x) v = float(g.uniform());
   for (auto& v : y) v = std::int32_t(g.below(10));
   ctnn::train_step step{m, loss, opt};
+  if (const char* e = std::getenv("CTNN_BENCH_UPDATE_AFTER_BACKWARD"); e && *e == '1') step.set_per_layer_update(false);
   m.reserve(batch, opt.slots_per_parameter());
   std::size_t i = 0;
   for (auto _ : st) {

@@ -5,11 +5,14 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/optimizers/lion.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace ctnn;
@@ -232,4 +235,97 @@ TEST_CASE("the step flushes denormals to zero on this thread and the pool's work
 #else
   MESSAGE("CTNN_SKIP: no MXCSR on this target (the guard changes nothing)");
 #endif
+}
+
+namespace {
+// K steps of train_step on model m with optimizer o, the update layer by layer (per_layer) or after
+// the whole backward; the parameters and slots afterwards, and whether every step updated per layer.
+template <class Net, class P = float, class O>
+std::pair<std::vector<P>, bool> steps_of(O o, bool per_layer, bool fused_backward, std::size_t batch) {
+  auto m = make_model<Net, P>(3);
+  m.fused_mlp().backward = fused_backward;
+  m.fused_mlp().training_forward = fused_backward;
+  if constexpr (requires { ops<cpu<>>::fused_mlp_backward_ready<typename model<Net, P>::layers>(); })
+    CHECK(m.fused_mlp_backward_active() == fused_backward);  // the CPU's fused backward tells the step per layer
+  train_step step{m, xent, o};
+  step.set_per_layer_update(per_layer);
+  std::vector<P> x(batch * model<Net, P>::input_size);
+  std::vector<std::int32_t> y(batch);
+  rng g(9);
+  bool all = true;
+  for (std::size_t k = 0; k < 3; ++k) {
+    for (auto& v : x) v = P(g.uniform(-1, 1));
+    for (auto& v : y) v = std::int32_t(g.below(3));
+    const step_result r = step.run(x.data(), y.data(), batch, 0, k);
+    CHECK(r.updated);
+    all = all && r.per_layer;
+  }
+  std::vector<P> out(m.parameters().begin(), m.parameters().end());
+  out.insert(out.end(), m.optimizer_slots().begin(), m.optimizer_slots().end());
+  return {out, all};
+}
+template <class Net, class P = float, class O>
+void per_layer_matches(const O& o, bool fused_backward, std::size_t batch) {
+  const auto [layered, used] = steps_of<Net, P>(o, true, fused_backward, batch);
+  const auto [whole, unused] = steps_of<Net, P>(o, false, fused_backward, batch);
+  CHECK(used);
+  CHECK(!unused);
+  CHECK(layered == whole);  // the same arithmetic per parameter: the same bits
+}
+}  // namespace
+
+TEST_CASE("the update layer by layer inside backward equals the update after it, for every optimizer") {
+  // flatten + dense (the CPU's fused MLP passes when asked, the 16-wide layer without a regularizer
+  // updated row block by row block; a regularizer on two layers) and a CNN (conv2d, batch_norm:
+  // the layers one by one)
+  using mlp = sequential<input<4, 4>, flatten, dense<16, relu, l2<0.01>>, dense<16, ctnn::tanh>, dense<3, identity, l1<0.001>>>;
+  using cnn = sequential<input<4, 4, 1>, conv2d<2, 3, 3>, batch_norm, flatten, dense<3>>;
+  auto each = [](const auto& o) {
+    for (bool fused : {false, true})
+      for (std::size_t batch : {3, 8, 70}) per_layer_matches<mlp>(o, fused, batch);
+    per_layer_matches<cnn>(o, false, 5);
+  };
+  SUBCASE("sgd") { each(sgd{0.1}); }
+  SUBCASE("sgd, nesterov momentum") { each(sgd{0.1, 0.9, true}); }
+  SUBCASE("adam") { each(adam{0.01}); }
+  SUBCASE("adam, amsgrad, a schedule") { each(adam{exponential_decay{0.01, 2, 0.5}, 0.9, 0.999, 1e-7, true}); }
+  SUBCASE("rmsprop, centered, momentum") { each(rmsprop{0.01, 0.9, 0.5, 1e-7, true}); }
+  SUBCASE("adagrad") { each(adagrad{0.1}); }
+  SUBCASE("lion") { each(lion{0.01}); }
+  SUBCASE("float64 variables") { per_layer_matches<mlp, double>(adam{0.01}, false, 8); }
+  SUBCASE("with_options: clipnorm (per variable), clipvalue, weight decay, EMA") {
+    each(with_options{adam{0.01}, optimizer_options{.clipnorm = 0.05, .weight_decay = 0.01, .use_ema = true}});
+    each(with_options{sgd{0.1, 0.9}, optimizer_options{.clipvalue = 0.01, .weight_decay = 0.01}});
+  }
+  SUBCASE("not where the step needs every gradient first: accumulation, global_clipnorm, a loss scale, mixed precision") {
+    auto m = make_model<net>(1);
+    with_options acc{adam{0.01}, optimizer_options{.gradient_accumulation_steps = 2}};
+    train_step a{m, xent, acc};
+    CHECK(!a.per_layer_update_allowed());
+    with_options global{adam{0.01}, optimizer_options{.global_clipnorm = 1.0}};
+    train_step a2{m, xent, global};
+    CHECK(!a2.per_layer_update_allowed());
+    adam plain{0.01};
+    train_step b{m, xent, plain};
+    CHECK(b.per_layer_update_allowed());
+    b.set_per_layer_update(false);
+    CHECK(!b.per_layer_update_allowed());
+    std::vector<std::string> log;
+    recording_hook h{&log, 1024.0};
+    train_step<model<net>, sparse_categorical_crossentropy, adam<>, recording_hook> c{m, xent, plain, std::tie(h)};
+    CHECK(!c.per_layer_update_allowed());
+    static_assert(!model<net, precision::mixed_float16>::updates_per_layer);
+  }
+  SUBCASE("a non-finite loss: no update, as after the whole backward") {
+    auto m = make_model<net>(1);
+    adam o{0.01};
+    train_step step{m, xent, o};
+    const auto before = params(m);
+    std::vector<float> x(4 * 4, std::numeric_limits<float>::quiet_NaN());
+    std::vector<std::int32_t> y(4, 1);
+    const step_result r = step.run(x.data(), y.data(), 4, 0, 0);
+    CHECK(!r.updated);
+    CHECK(!r.per_layer);
+    CHECK(params(m) == before);
+  }
 }

@@ -120,9 +120,11 @@ concept Schedule = has_schedule_name<S> && requires(const S& s, std::int64_t ste
 };
 
 // ---- Optimizer ----
-// One update of n parameters w (flat, the model's parameter region) from
-// their gradients g with the optimizer's slots (slot k of parameter i at
-// slots[k * n + i]), at update `iteration` (0-based) with learning rate lr.
+// One update of n parameters w (flat, the model's parameter region, or one
+// layer's part of it) from their gradients g with the optimizer's slots (slot k
+// of parameter i at slots[k * stride() + i]: slot_stride, the whole region's
+// size when w is a part of it; 0: n), at update `iteration` (0-based) with
+// learning rate lr.
 template <class T>
 struct update_args {
   T* w = nullptr;
@@ -131,6 +133,8 @@ struct update_args {
   std::size_t n = 0;
   std::int64_t iteration = 0;
   double learning_rate = 0;
+  std::size_t slot_stride = 0;
+  constexpr std::size_t stride() const noexcept { return slot_stride ? slot_stride : n; }
 };
 
 // slots_per_parameter(): the slot arrays this object uses (Adam: 3 only with

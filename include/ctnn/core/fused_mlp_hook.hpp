@@ -11,7 +11,9 @@
 //     on x (inference), params[i] layer i's parameter block (compute type);
 //   ops<B>::fused_mlp_backward_ready<Layers>() / fused_mlp_backward<Layers>(
 //     dy, batch, io): every layer's parameter gradients from dL/dy (training's
-//     backward after the training forward); io[i]: fused_layer_io;
+//     backward after the training forward); io[i]: fused_layer_io; optionally
+//     also (dy, batch, io, done): done (fused_layer_done) told as each layer's
+//     gradients are final (the step's per-layer update);
 //   ops<B>::fused_mlp_training_forward<Layers>(x, batch, params, outs) (optional,
 //     with the backward hook): training's forward, layer i's output rows into
 //     outs[i] (its activation, which the backward reads; null for a layer
@@ -39,6 +41,17 @@ struct fused_layer_io {
   T* grads;         // its gradients (written)
   const T* in;      // its input rows from the training forward
   const T* out;     // its output rows from the training forward
+};
+
+// Told by a fused backward when layer `layer`'s gradients are final (the step's per-layer
+// update, train/step.hpp): done(context, layer, from) right after that layer's last tile; where
+// rows is set, also rows(context, layer, lo, hi) from the pool's tasks (several at once) as each
+// part [lo, hi) of the layer's dW (its first K N values) is final, and then done's from is K N
+// (the values rows was told of), else 0.
+struct fused_layer_done {
+  void* context = nullptr;
+  void (*done)(void* context, std::size_t layer, std::size_t from) = nullptr;
+  void (*rows)(void* context, std::size_t layer, std::size_t lo, std::size_t hi) = nullptr;
 };
 
 // Whether the model runs the hook where the backend has it: inference as one

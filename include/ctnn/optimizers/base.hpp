@@ -44,10 +44,10 @@ struct optimizer_base {
 
  protected:
   // One update through ops<B>::map: rule(w, g, slot k...) for slot indices k,
-  // slot k of parameter i at a.slots[k * n + i]; true when every new w is finite.
+  // slot k of parameter i at a.slots[k * a.stride() + i]; true when every new w is finite.
   template <class B, class T, class F, class... K>
   static bool apply(const F& rule, const update_args<T>& a, K... k) {
-    return ops<B>::map(rule, a.n, a.w, a.g, (a.slots + std::size_t(k) * a.n)...);
+    return ops<B>::map(rule, a.n, a.w, a.g, (a.slots + std::size_t(k) * a.stride())...);
   }
 };
 

@@ -134,6 +134,34 @@ struct with_options : O {
     if (options.weight_decay) X::scale(w, n, T(1) - T(*options.weight_decay * s.learning_rate));
   }
 
+  // Whether this step's transform_gradients can run one layer at a time (the step's per-layer
+  // update, train/step.hpp): not with gradient accumulation (its steps that only accumulate, and
+  // the mean first) nor with global_clipnorm (the norm of every gradient); clipnorm (per
+  // variable), clipvalue and weight_decay act on each value or variable alone.
+  bool per_layer_transform() const noexcept {
+    return options.gradient_accumulation_steps == 1 && !options.global_clipnorm;
+  }
+  // Whether transform_range takes any part of a variable (clipnorm needs each variable whole).
+  bool transform_elementwise() const noexcept { return !options.clipnorm; }
+  // transform_gradients on the part [lo, hi) of the regions (whole variables; per_layer_transform()):
+  // the same arithmetic on each value as over the whole regions.
+  template <class State>
+  void transform_range(State& s, std::size_t lo, std::size_t hi) const {
+    using T = typename std::remove_cvref_t<decltype(s.gradients)>::value_type;
+    using X = ops<typename std::remove_cvref_t<decltype(s.model)>::backend>;
+    T* g = s.gradients.data();
+    T* w = s.parameters.data();
+    if (options.clipnorm) {
+      s.model.for_each_variable_in_memory([&](const variable_ref& v) {  // offsets only: no host copy
+        const std::size_t at = v.offset / sizeof(T);
+        if (v.kind == role::parameter && at >= lo && at < hi) X::clip_by_norm(g + at, v.extent, *options.clipnorm);
+      });
+    } else if (options.clipvalue) {
+      X::clip_value(g + lo, hi - lo, T(*options.clipvalue));
+    }
+    if (options.weight_decay) X::scale(w + lo, hi - lo, T(1) - T(*options.weight_decay * s.learning_rate));
+  }
+
   // The count the learning-rate schedule reads (train/model.hpp's detail::schedule_step).
   template <class State>  // optimizer_state
   std::int64_t schedule_step(const State& os) const noexcept {

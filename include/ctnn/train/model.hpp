@@ -62,6 +62,21 @@ template <class O>
 inline constexpr char optimizer_kind_tag = 0;
 struct training_access;
 
+// The step's per-layer update (train/step.hpp): backward calls ready(context, lo, hi) once per
+// layer with parameters as soon as that layer's gradients are final (its regularizer's gradient
+// added), [lo, hi) the part of the parameter region the layer owns (its block and the padding up
+// to the next layer's; the parts of all layers cover the region once), and sets used when it did
+// so for every layer (model::updates_per_layer; a non-finite loss or a gradient listener: never).
+struct layer_update_hook {
+  void* context = nullptr;
+  void (*ready)(void* context, std::size_t lo, std::size_t hi) = nullptr;
+  bool used = false;
+  // whether ready may also take any part of a layer's range, from several threads at once (an
+  // element-wise update: the CPU's fused backward then updates each row block of a dW in the
+  // task that computed it)
+  bool elementwise = false;
+};
+
 // The count an optimizer's learning-rate schedule reads: os.iterations, or
 // what O::schedule_step(os) says (with_options under gradient accumulation:
 // os.steps, as Keras 3). docs/training.md, "Which count each consumer reads", has the table.
@@ -202,6 +217,16 @@ class model {
   using runner_type = runner_t<Backend, host_runner>;
   // whether a training pass draws random numbers (no captured training pass: train_pass)
   static constexpr bool draws_random = detail::any_draws_random<layers>;
+  // Whether backward can hand each layer's final gradients to the step's per-layer update
+  // (detail::layer_update_hook): host memory, float or double variables, no compute-type copies
+  // (their gradients are final only once widened after the whole backward).
+  static constexpr bool updates_per_layer = Backend::memory::host_accessible &&
+                                            (std::is_same_v<variable_type, float> || std::is_same_v<variable_type, double>) &&
+                                            [] {
+                                              for (bool c : plan::copies)
+                                                if (c) return false;
+                                              return true;
+                                            }();
 
   explicit model(std::uint64_t seed = 0) : seed_(seed), gen_(seed) {
     reserve(1, 0);
@@ -594,6 +619,7 @@ class model {
   // type. Then the compute-type gradients widened into gradients().
   void backward_layers(step_scalars*) {
     const run_info r{batch_, true, &gen_, replicas_, &mask_};
+    const bool per_layer = updating_per_layer();
     std::size_t cur = 0;  // which delta buffer holds this layer's dL/d(output)
     for_each_layer_reverse([&]<std::size_t I, class L>() {
       using T = layer_type<I>;
@@ -605,6 +631,8 @@ class model {
       if constexpr (plan::aliases[I]) return;  // dL/dx is dL/dy, where it is (in delta(cur))
       T* dx = input_gradient_needed<I>() ? delta<T>(1 - cur) : nullptr;
       L::backward(slot<I>(), input_of<I>(), activation<I>(), delta<T>(cur), dx, r);
+      if constexpr (updates_per_layer && L::parameter_count > 0)
+        if (per_layer) layer_gradients_final(I);
       if constexpr (!any_copies && L::parameter_count > 0 && std::is_same_v<variable_type, float>)
         if constexpr (Backend::memory::host_accessible)
           if (listener_) {
@@ -614,12 +642,75 @@ class model {
           }
       cur = 1 - cur;
     });
+    if (per_layer) update_hook_->used = true;
     if constexpr (any_copies)
       for_each_layer([&]<std::size_t I, class L>() {
         if constexpr (plan::copies[I] && L::parameter_count > 0)
           ops<Backend>::convert(block<layer_type<I>>(role::compute_gradient, I), block<variable_type>(role::gradient, I),
                                 L::parameter_count);
       });
+  }
+  // Whether this backward hands each layer's final gradients to the step's update (update_hook_):
+  // not without a hook, nor with a gradient listener (data_parallel: the gradients are averaged
+  // first), nor after a non-finite loss or penalty (the step ends before any update; read here,
+  // before the backward, as the step reads it after).
+  bool updating_per_layer() const noexcept {
+    if constexpr (updates_per_layer)
+      return update_hook_ && !listener_ && scalars_.non_finite == 0 && std::isfinite(scalars_.loss_sum + scalars_.penalty);
+    return false;
+  }
+  static constexpr std::array<bool, layer_count> has_parameters = []<std::size_t... J>(std::index_sequence<J...>) {
+    return std::array<bool, layer_count>{(detail::type_at_t<J, layers>::parameter_count > 0)...};
+  }(std::make_index_sequence<layer_count>{});
+  static constexpr std::array<bool, layer_count> has_penalty_gradient = []<std::size_t... J>(std::index_sequence<J...>) {
+    return std::array<bool, layer_count>{
+        detail::adds_penalty_gradient<detail::type_at_t<J, variable_layers>, layer_slot<variable_type>>...};
+  }(std::make_index_sequence<layer_count>{});
+  std::size_t parameter_offset(std::size_t i) const noexcept {
+    return std::size_t(block<variable_type>(role::parameter, i) - region<variable_type>(role::parameter).data());
+  }
+  // Layer i's gradients are final: its regularizer's gradient (as add_penalty_gradients), then the
+  // step's update of its part of the parameter region, [its block, the next layer's block) (the
+  // first layer with parameters from 0, the last to the region's end: the parts cover the region),
+  // but for its first `from` values where rows_updated (fused_layer_rows did those).
+  void layer_gradients_final(std::size_t i, std::size_t from = 0) {
+    if constexpr (updates_per_layer) {
+      for_each_layer([&]<std::size_t I, class>() {
+        using V = detail::type_at_t<I, variable_layers>;
+        if constexpr (detail::adds_penalty_gradient<V, layer_slot<variable_type>>)
+          if (I == i) V::add_penalty_gradient(variable_slot(I));
+      });
+      const std::size_t at = parameter_offset(i);
+      std::size_t lo = at, hi = region<variable_type>(role::parameter).size();
+      bool below = false;
+      for (std::size_t j = 0; j < layer_count; ++j) {
+        if (!has_parameters[j]) continue;
+        if (j < i) below = true;
+        if (j > i) {
+          hi = parameter_offset(j);
+          break;
+        }
+      }
+      if (!below) lo = 0;
+      if (from && rows_updated(i)) {
+        if (lo < at) update_hook_->ready(update_hook_->context, lo, at);
+        lo = at + from;
+      }
+      update_hook_->ready(update_hook_->context, lo, hi);
+    }
+  }
+  // Whether the fused backward's row blocks of layer i's dW are updated as they are final: an
+  // element-wise update, no regularizer gradient to add first.
+  bool rows_updated(std::size_t i) const noexcept { return update_hook_->elementwise && !has_penalty_gradient[i]; }
+  // The fused backward's done and rows (fused_layer_done) for layer i.
+  static void fused_layer_final(void* m, std::size_t i, std::size_t from) {
+    static_cast<model*>(m)->layer_gradients_final(i, from);
+  }
+  static void fused_layer_rows(void* p, std::size_t i, std::size_t lo, std::size_t hi) {
+    const model& m = *static_cast<const model*>(p);
+    if (!m.rows_updated(i)) return;  // the whole layer in layer_gradients_final
+    const std::size_t at = m.parameter_offset(i);
+    m.update_hook_->ready(m.update_hook_->context, at + lo, at + hi);
   }
   // add_penalty's and add_penalty_gradients' layers (the variable binding; none with 16-bit variables).
   void add_penalty_layers(step_scalars* s) {
@@ -767,6 +858,16 @@ class model {
       }
       fused_layer_io<T> io[layer_count];
       for_each_layer([&]<std::size_t I, class>() { io[I] = {slot<I>().params, slot<I>().grads, input_of<I>(), activation<I>()}; });
+      if constexpr (updates_per_layer && requires(const fused_layer_done* d) {
+                      ops<Backend>::template fused_mlp_backward<layers>(dy, batch_, io, d);
+                    }) {
+        if (updating_per_layer()) {
+          const fused_layer_done done{this, &model::fused_layer_final, &model::fused_layer_rows};
+          ops<Backend>::template fused_mlp_backward<layers>(dy, batch_, io, &done);
+          update_hook_->used = true;
+          return;
+        }
+      }
       ops<Backend>::template fused_mlp_backward<layers>(dy, batch_, io);
       if constexpr (any_copies)
         for_each_layer([&]<std::size_t I, class L>() {
@@ -873,6 +974,7 @@ class model {
   sequence_mask mask_{};  // the step mask of the current pass (masking, embedding<..., mask_zero>)
   const cross_replica* replicas_ = nullptr;  // data_parallel's during its fit (training_access::set_replicas)
   const gradient_listener* listener_ = nullptr;  // and its gradient buckets (set_gradient_listener)
+  detail::layer_update_hook* update_hook_ = nullptr;  // the step's per-layer update (set_update_hook)
   plan_memory<Backend> mem_;
   // the step's scalars (scalars())
   using scalars_storage = std::conditional_t<Backend::memory::host_accessible, step_scalars, plan_memory<Backend>>;
@@ -909,6 +1011,11 @@ struct training_access {
   template <class M>
   static void set_gradient_listener(M& m, const gradient_listener* l) noexcept {
     m.listener_ = l;
+  }
+  // ... and the step's per-layer update for the next backward (null: none).
+  template <class M>
+  static void set_update_hook(M& m, layer_update_hook* h) noexcept {
+    m.update_hook_ = h;
   }
   template <class M>
   static ctnn::optimizer_state& optimizer_state(M& m) noexcept {

@@ -10,6 +10,10 @@
 //                           regularizers' gradients (unscaled), the optimizer's (with_options)
 //   5. update               the optimizer on the whole parameter region (unless skipped)
 //   6. after_update         the optimizer's (EMA), the hooks' (masks); the counts advance
+// Where nothing in 4 needs every gradient first (per_layer_update_allowed: no loss scale, no
+// gradient hook, no gradient accumulation or global_clipnorm), 4 (the regularizers' gradients,
+// with_options' clipping and decay) and 5 run inside 3, each layer's right after its gradients
+// (model's detail::layer_update_hook), with the same bits.
 // A hook (StepHook) has one or more of scale_loss, transform_gradients, after_update taking
 // step_state<M>&. The batch reaches the model through the backend's feeder; phases 1-3 run
 // as one call (model::train_pass) that reads nothing on the host (CUDA captures it as a graph
@@ -80,6 +84,7 @@ struct step_result {
   bool updated = false;  // the optimizer's update ran
   bool skipped = false;  // a hook rejected the step (loss scaling: non-finite gradients)
   bool parameters_finite = true;  // ... and left every parameter finite (checked inside its loop)
+  bool per_layer = false;  // ... layer by layer inside backward (train_step::set_per_layer_update)
 };
 
 template <class M, class L, class O, class... Hooks>
@@ -111,6 +116,19 @@ class train_step {
     const T* dx = m_.feed(0, x, n * M::input_size);
     const Target* dy = m_.feed(1, y, n * detail::target_width<M, Target>());
 
+    // 5. in 3.: each layer's update right after its gradients (per_layer_update_allowed)
+    per_layer_context ctx{&opt_, {s.parameters.data(), s.gradients.data(), s.slots.data(), s.parameters.size(),
+                                  s.iteration, s.learning_rate},
+                          &s};
+    detail::layer_update_hook hook{&ctx, &per_layer_ready};
+    // every optimizer's update is element-wise; with_options' transform too but for clipnorm
+    if constexpr (transform_per_layer) hook.elementwise = opt_.transform_elementwise();
+    else hook.elementwise = true;
+    struct hook_guard {
+      M& m;
+      ~hook_guard() { detail::training_access::set_update_hook(m, nullptr); }
+    } guard{m_};
+    if (per_layer_update_allowed()) detail::training_access::set_update_hook(m_, &hook);
     // 1. - 3. nothing here reads the backend's memory on the host (a device runner captures them:
     //         model::train_pass; the loss scale is read from the scalars where the loss runs)
     // 1. forward, 2. loss: the loss sum into the scalars, dL/dy times the loss scale,
@@ -123,6 +141,7 @@ class train_step {
           m_.add_penalty(m_.scalars());  // the regularizers' penalty into the scalars too
         },
         !ieee_denormals_);
+    detail::training_access::set_update_hook(m_, nullptr);
     // the one read of the scalars per step, then the host decides
     const step_scalars sc = m_.read_scalars();
     step_result r;
@@ -132,8 +151,9 @@ class train_step {
     // 4. - 6.
     return m_.run(
         [&] {
-          r.updated = apply_gradients(s);
+          r.updated = apply_gradients(s, hook.used ? &ctx : nullptr);
           r.parameters_finite = s.parameters_finite;
+          r.per_layer = r.updated && hook.used;
           r.skipped = s.skip_step;
           return r;
         },
@@ -149,6 +169,21 @@ class train_step {
 
   // The outputs of the last run's forward pass (batch rows).
   const T* output() const noexcept { return last_output_; }
+
+  // Whether run() applies each layer's update inside backward, right after that layer's
+  // gradients (on by default; where allowed: per_layer_update_allowed). Off: every update after
+  // the whole backward. Either way each parameter gets the same arithmetic (the same bits).
+  void set_per_layer_update(bool on) noexcept { per_layer_update_ = on; }
+  // Whether the next run() updates layer by layer: set_per_layer_update(true), a model whose
+  // backward can (model::updates_per_layer: host memory, float32 / float64 variables without
+  // compute-type copies), no hook that scales the loss or transforms the gradients (loss
+  // scaling, masks on gradients, data_parallel: they need every gradient first) and an optimizer
+  // without its own transform (with_options: accumulation, clipping, weight decay). A non-finite
+  // loss or penalty leaves every update to phase 5 (where the step ends before it, as always).
+  bool per_layer_update_allowed() const noexcept {
+    if constexpr (transform_per_layer) return per_layer_update_ && per_layer_possible && opt_.per_layer_transform();
+    else return per_layer_update_ && per_layer_possible;
+  }
 
  private:
   step_state<M> state(std::size_t epoch, std::size_t step, std::size_t n) {
@@ -166,7 +201,50 @@ class train_step {
     return s;
   }
 
-  bool apply_gradients(step_state<M>& s) {
+  // an optimizer's transform_gradients that can run layer by layer on some steps (with_options)
+  static constexpr bool transform_per_layer = requires(const O& o, step_state<M>& s) {
+    { o.per_layer_transform() } -> std::convertible_to<bool>;
+    { o.transform_elementwise() } -> std::convertible_to<bool>;
+    o.transform_range(s, std::size_t{}, std::size_t{});
+  };
+  static constexpr bool per_layer_possible =
+      M::updates_per_layer && (!has_transform_gradients<O, M> || transform_per_layer) &&
+      !(false || ... || (has_scale_loss<Hooks, M> || has_transform_gradients<Hooks, M>));
+  using V = typename M::variable_type;
+  // What the per-layer update (detail::layer_update_hook) needs: the optimizer, the whole region's
+  // update_args (the layers' parts are ranges of it), whether every new weight was finite.
+  struct per_layer_context {
+    O* opt;
+    update_args<V> whole;
+    step_state<M>* state;
+    std::atomic<bool> finite{true};  // per_layer_ready may run on several threads at once (elementwise)
+  };
+  static void per_layer_ready(void* c, std::size_t lo, std::size_t hi) {
+    per_layer_context& x = *static_cast<per_layer_context*>(c);
+    if constexpr (transform_per_layer) x.opt->transform_range(*x.state, lo, hi);  // phase 4's, on this part
+    update_args<V> a = x.whole;
+    a.w += lo;
+    a.g += lo;
+    a.slots += lo;
+    a.n = hi - lo;
+    a.slot_stride = x.whole.n;
+    if constexpr (std::is_same_v<decltype(x.opt->template update<B>(a)), bool>) {
+      if (!x.opt->template update<B>(a)) x.finite.store(false, std::memory_order_relaxed);
+    } else {
+      x.opt->template update<B>(a);
+    }
+  }
+
+  // Phases 4-6; done: the update already ran layer by layer in backward (per_layer_context), so
+  // phase 4's regularizer gradients and phase 5 are done (no hook or optimizer transform exists then).
+  bool apply_gradients(step_state<M>& s, const per_layer_context* done = nullptr) {
+    if (done) {
+      if constexpr (std::is_same_v<decltype(opt_.template update<B>(std::declval<const update_args<V>&>())), bool>)
+        s.parameters_finite = done->finite.load(std::memory_order_relaxed);
+      else
+        s.parameters_finite = ops<B>::all_finite(s.parameters.data(), s.parameters.size());
+      return after_update(s);
+    }
     // 4. transform the gradients: the hooks (which undo a loss scale), then the
     //    regularizers' gradients (never scaled), then the optimizer's transform
     each([&](auto& h) {
@@ -188,7 +266,10 @@ class train_step {
         s.parameters_finite = ops<B>::all_finite(s.parameters.data(), s.parameters.size());
       }
     }
-    // 6. after the update
+    return after_update(s);
+  }
+  // 6. after the update; the counts
+  bool after_update(step_state<M>& s) {
     if constexpr (has_after_update<O, M>) opt_.after_update(s);
     each([&](auto& h) {
       if constexpr (has_after_update<std::remove_cvref_t<decltype(h)>, M>) h.after_update(s);
@@ -208,6 +289,7 @@ class train_step {
   O& opt_;
   std::tuple<Hooks&...> hooks_;
   bool ieee_denormals_;
+  bool per_layer_update_ = true;
   const T* last_output_ = nullptr;
   std::uint64_t id_ = detail::next_step_id();  // keys this step's captured passes (model::train_pass)
 };

@@ -269,8 +269,9 @@ struct ops<cpu<Arch>> {
   }
   template <class Layers, class T>
     requires(kernels::cpu::fused_mlp_fits<Layers, Arch>())
-  static void fused_mlp_backward(const T* dy, std::size_t batch, const fused_layer_io<T>* io) {
-    kernels::cpu::fused_mlp_backward<Arch, Layers>(dy, batch, io);
+  static void fused_mlp_backward(const T* dy, std::size_t batch, const fused_layer_io<T>* io,
+                                 const fused_layer_done* done = nullptr) {
+    kernels::cpu::fused_mlp_backward<Arch, Layers>(dy, batch, io, kernels::cpu::thread_pool::global(), done);
   }
 
   // ---- convolution and pooling (geometry G) ----
