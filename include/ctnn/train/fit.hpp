@@ -359,6 +359,8 @@ struct made_from {
 };
 
 // fit's network-typed side of the epoch loop (fit_loop.hpp: fit_epochs runs the loop and calls it).
+// What runs once an epoch or less is cold (optimized for size: less code for a program's edit to
+// compile); what runs per batch (call, next, run, after_step) is not.
 template <class MT, class L, class O, class D, class... E>
 class fit_session_of final : public fit_session {
  public:
@@ -376,7 +378,7 @@ class fit_session_of final : public fit_session {
 
   train_context<MT, O> ctx;
 
-  void start() override {
+  [[gnu::cold]] void start() override {
     constexpr bool keep_denormals = (std::is_same_v<std::remove_cv_t<E>, ieee_denormals> || ...);
     std::apply([&](auto&... h) { step_.emplace(m_, loss_, opt_, std::tie(h...), keep_denormals); }, hooks_);
   }
@@ -390,11 +392,11 @@ class fit_session_of final : public fit_session {
       case callback_hook::batch_end: return call_callbacks<callback_hook::batch_end>(callbacks_, ctx);
     }
   }
-  std::size_t autotune_said() override {
+  [[gnu::cold]] std::size_t autotune_said() override {
     if constexpr (requires { train_.autotuner().said(); }) return train_.autotuner().said();
     else return 0;
   }
-  void open(std::size_t epoch) override {
+  [[gnu::cold]] void open(std::size_t epoch) override {
     std::apply([](auto&... mm) { (mm.reset(), ...); }, metrics_);
     cursor_.reset();
     cursor_.emplace([&] { return train_.open(epoch); });
@@ -413,10 +415,10 @@ class fit_session_of final : public fit_session {
       update_metrics<MT>(metrics_, m_.host_outputs(b_.size).data(), b_, &m_.step_mask());
     if (r.updated) check_model_finite(m_, [&] { return fit_update_where(epoch, step); }, r.parameters_finite);
   }
-  void metric_logs(logs& l) override {
+  [[gnu::cold]] void metric_logs(logs& l) override {
     std::apply([&](auto&... mm) { (l.set(mm.name(), mm.result()), ...); }, metrics_);
   }
-  void validate(logs& l, std::size_t seen) override {
+  [[gnu::cold]] void validate(logs& l, std::size_t seen) override {
     std::apply([&](auto&... x) {
       ((void)[&] {
         if constexpr (is_validation_v<std::remove_cv_t<std::remove_reference_t<decltype(x)>>>) {
@@ -429,14 +431,14 @@ class fit_session_of final : public fit_session {
       ((void)[&] { if constexpr (requires { h.reduce_logs(l, seen); }) h.reduce_logs(l, seen); }(), ...);
     }, hooks_);
   }
-  double learning_rate() override { return ctx.learning_rate(); }
-  void extra_logs(logs& l) override {
+  [[gnu::cold]] double learning_rate() override { return ctx.learning_rate(); }
+  [[gnu::cold]] void extra_logs(logs& l) override {
     m_.log_epoch(l);  // the backend's figures (CUDA: device_wait_seconds, device_compute_seconds, graph_steps)
     std::apply([&](auto&... h) {  // hooks that log (loss_scale: the scale, skipped steps)
       ((void)[&] { if constexpr (requires { h.log_epoch(l); }) h.log_epoch(l); }(), ...);
     }, hooks_);
   }
-  bool autotune_messages(std::vector<std::string>& said) override {
+  [[gnu::cold]] bool autotune_messages(std::vector<std::string>& said) override {
     if constexpr (requires { train_.autotuner().messages(); }) {
       said = train_.autotuner().messages();
       return true;
@@ -444,11 +446,11 @@ class fit_session_of final : public fit_session {
       return false;
     }
   }
-  void close() override { cursor_.reset(); }
-  void finish() override {
+  [[gnu::cold]] void close() override { cursor_.reset(); }
+  [[gnu::cold]] void finish() override {
     if constexpr (requires { opt_.finalize(m_); }) opt_.finalize(m_);
   }
-  void failed(const std::string& what) override {
+  [[gnu::cold]] void failed(const std::string& what) override {
     std::apply([&](auto&... x) {
       ((void)[&] { if constexpr (requires { x.on_failure(what); }) x.on_failure(what); }(), ...);
     }, extras_);
