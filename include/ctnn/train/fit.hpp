@@ -13,7 +13,8 @@
 // output on the first batch gives a warning on std::clog (rank 0). For data-parallel training
 // (distributed::data_parallel) fit takes ctx.role from an extra's process_role(), lets hooks
 // reduce_logs(logs, samples) before the callbacks, and on an exception calls the extras'
-// on_failure(what) before rethrowing: docs/distributed.md.
+// on_failure(what) before rethrowing: docs/distributed.md. The loop itself is one function for every
+// network (train/fit_loop.hpp: detail::fit_epochs), around this network's fit_session_of.
 //
 // evaluate(model, loss, dataset, metrics...) returns loss and metrics, and checks the
 // model's variables for non-finite values as fit does. docs/training.md has the details.
