@@ -10,7 +10,8 @@
 # the Fashion-MNIST dataset's cursor::next and open, first_non_finite and the accuracy's count
 # (CTNN_OUTLINE), the products' entry simd_gemm_epilogue (and pack_panels, narrow_weights_gradient: absent),
 # the CNN's max pooling, batch normalization and Winograd transforms over a run-time geometry
-# (*_n; their compile-time bodies absent) (nm: U) and define none of them (nor a map's task, thread_pool::call<map<...>>),
+# (*_n; their compile-time bodies absent), fit's epoch loop (train/fit_loop.hpp: fit_epochs, around
+# the network's fit_session_of), the initializers' draws (fill_uniform<float>) (nm: U) and define none of them (nor a map's task, thread_pool::call<map<...>>),
 # so that an edit of such a program does not generate their code again (cmake/ctnn_compiled_kernels.cmake). Needs NM.
 function(compile out)
   separate_arguments(flags UNIX_COMMAND "${FLAGS}")
@@ -38,7 +39,7 @@ set(outlined "simd::run_plan<" "simd::dot_nt<" "simd::micro<" "thread_pool::run_
 set(outlined_referenced ${outlined})
 list(REMOVE_ITEM outlined_referenced "simd::micro<" "simd::run_plan<" "simd::dot_nt<" "detail::batch_norm_backward_c<"
      "detail::winograd_input_of<")
-set(referenced ${outlined_referenced} "history::append_epoch\\(" "history::~history\\(" "logs::set\\(" "detail::print_summary\\("
+set(referenced ${outlined_referenced} "detail::fit_epochs\\(" "detail::fill_uniform<float>\\(" "history::~history\\(" "logs::set\\(" "detail::print_summary\\("
     "data::read_idx\\(" "detail::throw_in_memory_sizes\\(" "detail::throw_sparse_label_out_of_range\\("
     "thread_pool::global\\(\\)" "cpu::map<[^\n]*adam_update<float>" "cpu::map<[^\n]*backward_of<ctnn::fn::relu_fn>"
     "fused::tile_product<[^\n]*relu_fn" "fused::tile_product<[^\n]*identity_fn" "fused::backward_layer<[^\n]*relu_fn"
@@ -48,7 +49,7 @@ set(referenced ${outlined_referenced} "history::append_epoch\\(" "history::~hist
     "cpu::max_pool_forward_n<" "cpu::max_pool_backward_n<" "cpu::batch_norm_forward_n<" "cpu::batch_norm_backward_n<"
     "cpu::winograd_filters_n<" "cpu::winograd_input_n<" "cpu::winograd_output_n<" "cpu::winograd_grad_tiles_n<"
     "cpu::winograd_grad_output_n<")
-set(absent ${referenced} "simd::micro<" "simd::run_plan<" "simd::dot_nt<" "plan_gemm<" "detail::summary_[a-z_]+[<(]" "simd::gemv<" "detail::gunzip\\(" "data::parse_idx\\(" "io::write_file_atomically\\("
+set(absent ${referenced} "history::append_epoch\\(" "detail::exception_text\\(" "detail::throw_fit_no_batch\\(" "simd::micro<" "simd::run_plan<" "simd::dot_nt<" "plan_gemm<" "detail::summary_[a-z_]+[<(]" "simd::gemv<" "detail::gunzip\\(" "data::parse_idx\\(" "io::write_file_atomically\\("
     "make_gemm_plan<" "simd::packed_product<" "simd::pack_panels<" "simd::narrow_weights_gradient" "thread_pool::loop\\(" "thread_pool::~thread_pool\\("
     "detail::max_pool_forward_simd<" "detail::max_pool_backward_simd<" "detail::max_pool_backward_scalar_of<"
     "detail::batch_norm_forward_c<" "detail::batch_norm_backward_c<" "detail::winograd_filters_of<"

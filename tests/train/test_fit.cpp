@@ -1,11 +1,14 @@
-// fit.hpp, callbacks.hpp, history.hpp: learning, determinism, hooks, errors.
+// fit.hpp, fit_loop.hpp, callbacks.hpp, history.hpp: learning, determinism, hooks, errors.
 #include <doctest/doctest.h>
 
 #include <ctnn/ctnn.hpp>
+#include <ctnn/train/fit_loop.hpp>
 
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 using namespace ctnn;
@@ -142,6 +145,40 @@ TEST_CASE("callbacks: hooks are called in order, stop_training ends early") {
   const std::vector<std::string> want{"train_begin", "epoch_begin 0", "batch_end 0", "batch_end 1", "epoch_end 0 loss",
                                       "epoch_begin 1", "batch_end 0", "batch_end 1", "epoch_end 1 loss", "train_end"};
   CHECK(rec.calls == want);
+}
+
+// The loop (train/fit_loop.hpp) around the network's code: running_logs during an epoch only, and a
+// callback's exception told to the extras' on_failure once, then rethrown.
+namespace {
+struct fails_at_batch {
+  std::size_t at;
+  std::vector<std::string> seen;
+  template <class C>
+  void on_batch_end(C& c) {
+    REQUIRE(c.running_logs);
+    const logs r = c.running_logs();
+    seen.push_back(std::to_string(c.epoch) + ":" + std::to_string(c.step) + (r.contains("loss") ? " loss" : "") +
+                   (r.contains("accuracy") ? " accuracy" : ""));
+    if (c.epoch * 2 + c.step == at) throw std::runtime_error("callback failed");
+  }
+  template <class C>
+  void on_epoch_end(C& c) {
+    seen.push_back(c.running_logs ? "running_logs set" : "epoch_end");
+  }
+  void on_failure(const std::string& what) { seen.push_back("failure: " + what); }
+};
+}  // namespace
+
+TEST_CASE("fit's loop: running_logs during an epoch, a callback's exception reaches on_failure and is rethrown") {
+  auto m = make_model<xor_net>(7);
+  adam opt;
+  fails_at_batch cb{3, {}};
+  CHECK_THROWS_WITH_AS(fit(m, sparse_categorical_crossentropy{.from_logits = true}, opt, make_xor().batch(2), epochs{3},
+                           accuracy{}, cb),
+                       "callback failed", std::runtime_error);
+  const std::vector<std::string> want{"0:0 loss accuracy", "0:1 loss accuracy", "epoch_end", "1:0 loss accuracy",
+                                      "1:1 loss accuracy", "failure: callback failed"};
+  CHECK(cb.seen == want);
 }
 
 TEST_CASE("a NaN loss throws, naming epoch and step") {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "../core/rng.hpp"
+#include "../core/separate.hpp"
 
 namespace ctnn {
 
@@ -44,14 +45,20 @@ inline double truncated_standard_normal(rng& g) {
 }
 inline constexpr double truncation_stddev = 0.87962566103423978;
 
+// The draws, once per element type: with the compiled part (core/separate.hpp) its float and double
+// instances, not one copy per layer type of every program.
 template <class T>
-void fill_uniform(T* w, std::size_t count, double limit, rng& g) {
+CTNN_OUTLINE void fill_uniform(T* w, std::size_t count, double limit, rng& g) {
   for (std::size_t i = 0; i < count; ++i) w[i] = T(g.uniform(-limit, limit));
 }
 template <class T>
-void fill_truncated_normal(T* w, std::size_t count, double stddev, rng& g) {
+CTNN_OUTLINE void fill_truncated_normal(T* w, std::size_t count, double stddev, rng& g) {
   for (std::size_t i = 0; i < count; ++i) w[i] = T(stddev * truncated_standard_normal(g));
 }
+CTNN_INSTANCE(template void fill_uniform<float>(float*, std::size_t, double, rng&);)
+CTNN_INSTANCE(template void fill_uniform<double>(double*, std::size_t, double, rng&);)
+CTNN_INSTANCE(template void fill_truncated_normal<float>(float*, std::size_t, double, rng&);)
+CTNN_INSTANCE(template void fill_truncated_normal<double>(double*, std::size_t, double, rng&);)
 }  // namespace detail
 
 struct glorot_uniform {

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <ostream>
 #include <string>
@@ -37,10 +38,9 @@
 
 namespace ctnn {
 
-template <class Model, class Optimizer>
-struct train_context {
-  Model& model;
-  const Optimizer& optimizer;
+// What fit's loop (train/fit_loop.hpp) reads and writes of the context, the same for every model and
+// optimizer; train_context adds the model and the optimizer.
+struct train_context_base {
   history& hist;
   std::size_t epoch = 0;   // 0-based
   std::size_t epochs = 0;  // total asked for
@@ -51,7 +51,14 @@ struct train_context {
   bool stop_training = false;
   std::function<logs()> running_logs{};// during an epoch: the loss and metrics so far (progress_bar)
   process_role role{};                 // rank 0 writes and prints (docs/distributed.md)
+};
 
+template <class Model, class Optimizer>
+struct train_context : train_context_base {
+  Model& model;
+  const Optimizer& optimizer;
+
+  train_context(Model& m, const Optimizer& o, history& h) : train_context_base{h}, model(m), optimizer(o) {}
   double learning_rate() const { return detail::current_learning_rate(optimizer, model.optimizer_state()); }
   void scale_learning_rate(double factor) {
     detail::training_access::optimizer_state(model).learning_rate_scale *= factor;

@@ -13,7 +13,8 @@
 // output on the first batch gives a warning on std::clog (rank 0). For data-parallel training
 // (distributed::data_parallel) fit takes ctx.role from an extra's process_role(), lets hooks
 // reduce_logs(logs, samples) before the callbacks, and on an exception calls the extras'
-// on_failure(what) before rethrowing: docs/distributed.md.
+// on_failure(what) before rethrowing: docs/distributed.md. The loop itself is one function for every
+// network (train/fit_loop.hpp: detail::fit_epochs), around this network's fit_session_of.
 //
 // evaluate(model, loss, dataset, metrics...) returns loss and metrics, and checks the
 // model's variables for non-finite values as fit does. docs/training.md has the details.
@@ -24,6 +25,7 @@
 #include <exception>
 #include <cstddef>
 #include <iostream>
+#include <optional>
 #include <ranges>
 #include <stdexcept>
 #include <string>
@@ -42,6 +44,7 @@
 #include "../losses/loss.hpp"
 #include "../metrics/metric.hpp"
 #include "callbacks.hpp"
+#include "fit_loop.hpp"
 #include "history.hpp"
 #include "input_analysis.hpp"
 #include "model.hpp"
@@ -164,25 +167,6 @@ void update_metrics(std::tuple<Ms...>& ms, const typename M::value_type* y, cons
 // fit's and evaluate's messages and epoch logs, the same for every network and dataset: not
 // templates, so that each fit and evaluate instance keeps a call where it would format them
 // (the compiled part holds them: core/separate.hpp).
-[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_fit_loss_not_finite(double loss, std::size_t epoch,
-                                                                             std::size_t step, double learning_rate)
-#if CTNN_DEFINITIONS
-{
-  throw numeric_error("fit: the loss became " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at epoch " +
-                      std::to_string(epoch + 1) + ", step " + std::to_string(step + 1) + " (learning rate " +
-                      format_number(learning_rate) + ")");
-}
-#else
-;
-#endif
-[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_fit_no_batch(std::size_t epoch)
-#if CTNN_DEFINITIONS
-{
-  throw std::invalid_argument("fit: the training dataset yielded no batch in epoch " + std::to_string(epoch + 1));
-}
-#else
-;
-#endif
 // check_model_finite's "where" after fit's update of (epoch, step), counted from 0.
 [[gnu::cold]] CTNN_DECL std::string fit_update_where(std::size_t epoch, std::size_t step)
 #if CTNN_DEFINITIONS
@@ -207,21 +191,6 @@ void update_metrics(std::tuple<Ms...>& ms, const typename M::value_type* y, cons
 #if CTNN_DEFINITIONS
 {
   throw std::invalid_argument("evaluate: the dataset is empty");
-}
-#else
-;
-#endif
-// An epoch's timing logs: learning_rate, seconds, data_seconds, compute_seconds, input_share,
-// input_bound.
-CTNN_DECL void set_epoch_time_logs(logs& l, double learning_rate, double seconds, double data_s, double compute_s)
-#if CTNN_DEFINITIONS
-{
-  l.set("learning_rate", learning_rate);
-  l.set("seconds", seconds);
-  l.set("data_seconds", data_s);
-  l.set("compute_seconds", compute_s);
-  l.set("input_share", data_s + compute_s > 0 ? data_s / (data_s + compute_s) : 0.0);
-  l.set("input_bound", double(int(input_bound(l["input_share"]))));
 }
 #else
 ;
@@ -306,7 +275,6 @@ constexpr bool is_fit_extra() {
 // The callbacks' hooks: call_callbacks<H>(callbacks, ctx) calls hook H with
 // ctx on every callback of the tuple that implements it, in argument order.
 // fit calls the callbacks through it.
-enum class callback_hook { train_begin, train_end, epoch_begin, epoch_end, batch_begin, batch_end };
 template <callback_hook H, class Callbacks, class Ctx>
 void call_callbacks(Callbacks& callbacks, Ctx& ctx) {
   auto one = [&](auto& cb) {
@@ -376,20 +344,144 @@ logs evaluate(M&, const L&, const D&, Ms...) {
 }
 
 namespace detail {
-// An exception's what(), for on_failure.
-[[gnu::cold]] inline std::string exception_text(std::exception_ptr p) {
-  try {
-    std::rethrow_exception(p);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "an exception not derived from std::exception";
+// The training step of fit: train_step over the hooks' types (a tuple of references).
+template <class MT, class L, class O, class Hooks>
+struct fit_step_of;
+template <class MT, class L, class O, class... H>
+struct fit_step_of<MT, L, O, std::tuple<H&...>> {
+  using type = train_step<MT, L, O, H...>;
+};
+// A value made in place from f's result (no move: a cursor need not be movable).
+template <class T>
+struct made_from {
+  T value;
+  template <class F>
+  explicit made_from(F&& f) : value(f()) {}
+};
+
+// fit's network-typed side of the epoch loop (fit_loop.hpp: fit_epochs runs the loop and calls it).
+// What runs once an epoch or less is cold (optimized for size: less code for a program's edit to
+// compile); what runs per batch (call, next, run, after_step) is not.
+template <class MT, class L, class O, class D, class... E>
+class fit_session_of final : public fit_session {
+ public:
+  fit_session_of(MT& m, const L& loss, O& opt, const D& train, history& hist, E&... extras)
+      : ctx(m, opt, hist),
+        m_(m),
+        loss_(loss),
+        opt_(opt),
+        train_(train),
+        extras_(extras...),
+        metrics_(select<is_metric_for<MT>::template pred, true>(extras...)),
+        val_metrics_(metrics_),
+        callbacks_(select<is_callback, false>(extras...)),
+        hooks_(select<is_hook_for<MT>::template pred, false>(extras...)) {}
+
+  train_context<MT, O> ctx;
+
+  [[gnu::cold]] void start() override {
+    constexpr bool keep_denormals = (std::is_same_v<std::remove_cv_t<E>, ieee_denormals> || ...);
+    std::apply([&](auto&... h) { step_.emplace(m_, loss_, opt_, std::tie(h...), keep_denormals); }, hooks_);
   }
-}
+  void call(callback_hook h) override {
+    switch (h) {
+      case callback_hook::train_begin: return call_callbacks<callback_hook::train_begin>(callbacks_, ctx);
+      case callback_hook::train_end: return call_callbacks<callback_hook::train_end>(callbacks_, ctx);
+      case callback_hook::epoch_begin: return call_callbacks<callback_hook::epoch_begin>(callbacks_, ctx);
+      case callback_hook::epoch_end: return call_callbacks<callback_hook::epoch_end>(callbacks_, ctx);
+      case callback_hook::batch_begin: return call_callbacks<callback_hook::batch_begin>(callbacks_, ctx);
+      case callback_hook::batch_end: return call_callbacks<callback_hook::batch_end>(callbacks_, ctx);
+    }
+  }
+  [[gnu::cold]] std::size_t autotune_said() override {
+    if constexpr (requires { train_.autotuner().said(); }) return train_.autotuner().said();
+    else return 0;
+  }
+  [[gnu::cold]] void open(std::size_t epoch) override {
+    std::apply([](auto&... mm) { (mm.reset(), ...); }, metrics_);
+    cursor_.reset();
+    cursor_.emplace([&] { return train_.open(epoch); });
+  }
+  bool next(std::size_t& batch) override {
+    if (!cursor_->value.next(b_)) return false;
+    batch = b_.size;
+    return true;
+  }
+  step_result run(std::size_t epoch, std::size_t step) override {
+    return step_->run(b_.x.data(), b_.y.data(), b_.size, epoch, step);
+  }
+  void after_step(const step_result& r, std::size_t epoch, std::size_t step, bool first) override {
+    if (first) warn_if_all_zero<MT>(m_.host_outputs(b_.size).data(), b_.size);
+    if constexpr (std::tuple_size_v<metrics_type> > 0)
+      update_metrics<MT>(metrics_, m_.host_outputs(b_.size).data(), b_, &m_.step_mask());
+    if (r.updated) check_model_finite(m_, [&] { return fit_update_where(epoch, step); }, r.parameters_finite);
+  }
+  [[gnu::cold]] void metric_logs(logs& l) override {
+    std::apply([&](auto&... mm) { (l.set(mm.name(), mm.result()), ...); }, metrics_);
+  }
+  [[gnu::cold]] void validate(logs& l, std::size_t seen) override {
+    std::apply([&](auto&... x) {
+      ((void)[&] {
+        if constexpr (is_validation_v<std::remove_cv_t<std::remove_reference_t<decltype(x)>>>) {
+          logs vl = evaluate_impl(m_, loss_, x.data, val_metrics_, "val_");
+          for (auto& [k, v] : vl.items) l.set(k, v);
+        }
+      }(), ...);
+    }, extras_);
+    std::apply([&](auto&... h) {  // hooks that reduce the loss, metrics and val_* across ranks (data_parallel)
+      ((void)[&] { if constexpr (requires { h.reduce_logs(l, seen); }) h.reduce_logs(l, seen); }(), ...);
+    }, hooks_);
+  }
+  [[gnu::cold]] double learning_rate() override { return ctx.learning_rate(); }
+  [[gnu::cold]] void extra_logs(logs& l) override {
+    m_.log_epoch(l);  // the backend's figures (CUDA: device_wait_seconds, device_compute_seconds, graph_steps)
+    std::apply([&](auto&... h) {  // hooks that log (loss_scale: the scale, skipped steps)
+      ((void)[&] { if constexpr (requires { h.log_epoch(l); }) h.log_epoch(l); }(), ...);
+    }, hooks_);
+  }
+  [[gnu::cold]] bool autotune_messages(std::vector<std::string>& said) override {
+    if constexpr (requires { train_.autotuner().messages(); }) {
+      said = train_.autotuner().messages();
+      return true;
+    } else {
+      return false;
+    }
+  }
+  [[gnu::cold]] void close() override { cursor_.reset(); }
+  [[gnu::cold]] void finish() override {
+    if constexpr (requires { opt_.finalize(m_); }) opt_.finalize(m_);
+  }
+  [[gnu::cold]] void failed(const std::string& what) override {
+    std::apply([&](auto&... x) {
+      ((void)[&] { if constexpr (requires { x.on_failure(what); }) x.on_failure(what); }(), ...);
+    }, extras_);
+  }
+
+ private:
+  using metrics_type = decltype(select<is_metric_for<MT>::template pred, true>(std::declval<E&>()...));
+  using callbacks_type = decltype(select<is_callback, false>(std::declval<E&>()...));
+  using hooks_type = decltype(select<is_hook_for<MT>::template pred, false>(std::declval<E&>()...));
+  using cursor_type = decltype(std::declval<const D&>().open(std::size_t{}));
+
+  MT& m_;
+  const L& loss_;
+  O& opt_;
+  const D& train_;
+  std::tuple<E&...> extras_;
+  // Metrics are copied twice (training, validation); callbacks and hooks are kept by reference.
+  metrics_type metrics_;
+  metrics_type val_metrics_;
+  callbacks_type callbacks_;
+  hooks_type hooks_;
+  std::optional<typename fit_step_of<MT, L, O, hooks_type>::type> step_;
+  data::batch_for<D> b_;
+  std::optional<made_from<cursor_type>> cursor_;
+};
 }  // namespace detail
 
 // Trains m for ep.count epochs: per epoch, one train_step (train/step.hpp) per
-// mini-batch of `train`, then validation and the callbacks.
+// mini-batch of `train`, then validation and the callbacks. The loop itself is
+// detail::fit_epochs (fit_loop.hpp), around this network's fit_session_of.
 template <Model M, class L, class O, data::Dataset D, class... Extras>
   requires Loss<L, typename std::remove_cvref_t<M>::value_type> &&
            Optimizer<O, typename std::remove_cvref_t<M>::variable_type>
@@ -401,123 +493,14 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
   static_assert((detail::is_fit_extra<Extras, MT>() && ...),
                 "fit: every extra argument must be a metric, a callback, a step hook, validation_data(...) or "
                 "ieee_denormals{}");
-  using clock = std::chrono::steady_clock;
-  auto secs = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
-
-  // Metrics are copied twice (training, validation); callbacks and hooks are kept by reference.
-  auto metrics = detail::select<detail::is_metric_for<MT>::template pred, true>(extras...);
-  auto val_metrics = metrics;
-  auto callbacks = detail::select<detail::is_callback, false>(extras...);
-  auto hooks = detail::select<detail::is_hook_for<MT>::template pred, false>(extras...);
-  constexpr bool keep_denormals = (std::is_same_v<std::remove_cvref_t<Extras>, ieee_denormals> || ...);
-
   history hist;
-  train_context<MT, O> ctx{m, opt, hist};
-  ctx.epochs = ep.count;
-  if constexpr (requires { train.batches_per_epoch(); }) ctx.steps = train.batches_per_epoch();
+  detail::fit_session_of<MT, L, O, D, std::remove_reference_t<Extras>...> s(m, loss, opt, train, hist, extras...);
+  s.ctx.epochs = ep.count;
+  if constexpr (requires { train.batches_per_epoch(); }) s.ctx.steps = train.batches_per_epoch();
   ((void)[&] {  // data-parallel training: this process's rank, before any callback runs
-    if constexpr (requires { { extras.process_role() } -> std::convertible_to<process_role>; }) ctx.role = extras.process_role();
+    if constexpr (requires { { extras.process_role() } -> std::convertible_to<process_role>; }) s.ctx.role = extras.process_role();
   }(), ...);
-
-  using hook = detail::callback_hook;
-  auto on_train_begin = [&] { detail::call_callbacks<hook::train_begin>(callbacks, ctx); };
-  auto on_train_end = [&] { detail::call_callbacks<hook::train_end>(callbacks, ctx); };
-  auto on_epoch_begin = [&] { detail::call_callbacks<hook::epoch_begin>(callbacks, ctx); };
-  auto on_epoch_end = [&] { detail::call_callbacks<hook::epoch_end>(callbacks, ctx); };
-  auto on_batch_begin = [&] { detail::call_callbacks<hook::batch_begin>(callbacks, ctx); };
-  auto on_batch_end = [&] { detail::call_callbacks<hook::batch_end>(callbacks, ctx); };
-
-  // A failure from here on (an exception of the step, a callback or a check) is told to the
-  // extras that have on_failure(what) (data_parallel: the other ranks then throw too), rethrown.
-  try {
-    // The model's optimizer state is (re)initialised here for this optimizer (train/model.hpp).
-    auto step = std::apply(
-        [&](auto&... h) {
-          return train_step<MT, L, O, std::remove_reference_t<decltype(h)>...>(m, loss, opt, std::tie(h...),
-                                                                                keep_denormals);
-        },
-        hooks);
-
-    data::batch_for<D> b;
-    on_train_begin();
-    for (std::size_t e = 0; e < ep.count && !ctx.stop_training; ++e) {
-      ctx.epoch = e;
-      ctx.epoch_logs = logs{};
-      on_epoch_begin();
-      std::apply([](auto&... mm) { (mm.reset(), ...); }, metrics);
-      double loss_sum = 0, data_s = 0, compute_s = 0;
-      std::size_t seen = 0;
-      const auto epoch_start = clock::now();
-      std::size_t said_before = 0;  // the tuner's decisions printed before this epoch
-      if constexpr (requires { train.autotuner().said(); }) said_before = train.autotuner().said();
-      auto cur = train.open(e);
-      ctx.running_logs = [&] {
-        logs r;
-        r.set("loss", seen ? loss_sum / double(seen) : 0.0);
-        std::apply([&](auto&... mm) { (r.set(mm.name(), mm.result()), ...); }, metrics);
-        return r;
-      };
-      for (std::size_t s = 0;; ++s) {
-        const auto t0 = clock::now();
-        if (!cur.next(b)) break;
-        const auto t1 = clock::now();
-        data_s += secs(t1 - t0);
-        ctx.step = s;
-        on_batch_begin();
-        const step_result r = step.run(b.x.data(), b.y.data(), b.size, e, s);
-        const double batch_loss = r.loss_sum / double(b.size) + r.penalty;
-        ctx.batch_loss = batch_loss;
-        if (!std::isfinite(batch_loss)) {
-          on_batch_end();
-          if (ctx.stop_training) break;
-          detail::throw_fit_loss_not_finite(batch_loss, e, s, ctx.learning_rate());
-        }
-        if (e == 0 && s == 0 && ctx.role.chief()) detail::warn_if_all_zero<MT>(m.host_outputs(b.size).data(), b.size);
-        if constexpr (std::tuple_size_v<decltype(metrics)> > 0)
-          detail::update_metrics<MT>(metrics, m.host_outputs(b.size).data(), b, &m.step_mask());
-        if (r.updated)
-          detail::check_model_finite(m, [&] { return detail::fit_update_where(e, s); }, r.parameters_finite);
-        loss_sum += r.loss_sum + r.penalty * double(b.size);
-        seen += b.size;
-        compute_s += secs(clock::now() - t1);
-        on_batch_end();
-        if (ctx.stop_training) break;
-      }
-      ctx.running_logs = nullptr;
-      if (seen == 0 && !ctx.stop_training) detail::throw_fit_no_batch(e);
-      logs& l = ctx.epoch_logs;
-      l.set("loss", loss_sum / double(seen));
-      std::apply([&](auto&... mm) { (l.set(mm.name(), mm.result()), ...); }, metrics);
-      ((void)[&] {
-        if constexpr (is_validation_v<std::remove_cvref_t<Extras>>) {
-          logs vl = detail::evaluate_impl(m, loss, extras.data, val_metrics, "val_");
-          for (auto& [k, v] : vl.items) l.set(k, v);
-        }
-      }(), ...);
-      std::apply([&](auto&... h) {  // hooks that reduce the loss, metrics and val_* across ranks (data_parallel)
-        ((void)[&] { if constexpr (requires { h.reduce_logs(l, seen); }) h.reduce_logs(l, seen); }(), ...);
-      }, hooks);
-      detail::set_epoch_time_logs(l, ctx.learning_rate(), secs(clock::now() - epoch_start), data_s, compute_s);
-      m.log_epoch(l);  // the backend's figures (CUDA: device_wait_seconds, device_compute_seconds, graph_steps)
-      std::apply([&](auto&... h) {  // hooks that log (loss_scale: the scale, skipped steps)
-        ((void)[&] { if constexpr (requires { h.log_epoch(l); }) h.log_epoch(l); }(), ...);
-      }, hooks);
-      on_epoch_end();
-      // the logs, and the decisions printed during this epoch (the first epoch's too): history::append_epoch
-      if constexpr (requires { train.autotuner().messages(); }) {
-        const std::vector<std::string> said = train.autotuner().messages();
-        hist.append_epoch(ctx.epoch_logs, &said, said_before);
-      } else {
-        hist.append_epoch(ctx.epoch_logs, nullptr, 0);
-      }
-    }
-    if constexpr (requires { opt.finalize(m); }) opt.finalize(m);  // e.g. the EMA weights replace the weights
-    on_train_end();
-  } catch (...) {
-    const std::string what = detail::exception_text(std::current_exception());
-    ((void)[&] { if constexpr (requires { extras.on_failure(what); }) extras.on_failure(what); }(), ...);
-    throw;
-  }
+  detail::fit_epochs(s, s.ctx);
   return hist;
 }
 
