@@ -54,7 +54,7 @@ set(absent ${referenced} "simd::micro<" "simd::run_plan<" "simd::dot_nt<" "plan_
     "detail::batch_norm_forward_c<" "detail::batch_norm_backward_c<" "detail::winograd_filters_of<"
     "detail::winograd_input_of<" "detail::winograd_output_of<" "detail::winograd_grad_tiles_of<"
     "detail::winograd_grad_output_of<" "detail::winograd4_filters_of<" "detail::winograd4_input_of<"
-    "detail::winograd4_output_of<")
+    "detail::winograd4_output_of<" "detail::winograd4_grad_tiles_of<" "detail::winograd4_grad_output_of<")
 # expect(WHAT SYMBOL_TYPES SHOULD_MATCH KIND...): fails with WHAT unless every KIND has (SHOULD_MATCH) or
 # has not (NOT) a symbol of one of SYMBOL_TYPES (nm's letters) in the last compile's object.
 function(expect what types should)

@@ -69,9 +69,9 @@ double scaled_error(const conv_data& d, const std::vector<T>& y, std::size_t bat
 
 // float's epsilon is 6e-8, double's 1.1e-16: a few roundings of the transforms and the sum over 9 C terms
 // (F(2x2, 3x3)). F(4x4, 3x3)'s transforms carry coefficients up to 8 (A^T) and 5 (B^T) and G's 1/6, 1/12, 1/24
-// rounded, so its error is about 10x F(2x2)'s (Lavin & Gray report the same order): the largest scaled error
-// over these cases on every architecture, measured, float: F(2x2) 1.6e-7, F(4x4) 1.6e-6; double: F(4x4)
-// 2.7e-15. F(4x4)'s bound: 4x F(2x2)'s.
+// rounded, so its error is about 10x F(2x2)'s: the largest scaled error
+// over these cases on every architecture, measured, float: F(2x2) 1.6e-7, F(4x4) 1.6e-6 (dW by F(3x3, 4x4)
+// 1.0e-6); double: F(4x4) 2.7e-15. F(4x4)'s bound: 4x F(2x2)'s.
 template <class T, std::size_t M = 2>
 constexpr double bound = (std::is_same_v<T, float> ? 1e-6 : 1e-14) * (M == 4 ? 4 : 1);
 
@@ -151,9 +151,9 @@ void check_geometries() {
   check_forward<geom3<6, 6, C0, C0, padding::valid>(), Arch, float, 4>(3);   // 4 x 4: F(4x4) one tile a sample
 }
 
-// dW (winograd_backward_weights, F(3x3, 2x2)): against the double reference's dW, scaled by the reference's
-// dW of |x| and |dy|.
-template <conv_geometry G, class Arch, class T = float>
+// dW (winograd_backward_weights, F(3x3, 4x4) where winograd_m is 4, else F(3x3, 2x2)): against the double
+// reference's dW, scaled by the reference's dW of |x| and |dy|.
+template <conv_geometry G, class Arch, class T = float, std::size_t M = kernels::cpu::winograd_m<G, T>>
 void check_backward_weights(std::size_t batch) {
   static_assert(kernels::cpu::winograd_v<G, Arch, T>);
   const conv_data d = make_data<G>(batch, G.h * 3 + G.f + batch);
@@ -161,16 +161,16 @@ void check_backward_weights(std::size_t batch) {
   const std::vector<T> x(d.x.begin(), d.x.end());
   std::vector<T> dy(batch * G.out_size()), dw(9 * G.c * G.f, T(1e30));
   for (auto& e : dy) e = T(float(g.uniform(-1, 1)));
-  const std::size_t chunks = (batch + kernels::cpu::winograd_dw_chunk<G> - 1) / kernels::cpu::winograd_dw_chunk<G>;
-  std::vector<T> partial(chunks * dw.size());
-  kernels::cpu::winograd_backward_weights<G, Arch>(x.data(), dy.data(), dw.data(), partial.data(), batch);
+  constexpr std::size_t chunk = kernels::cpu::winograd_dw_chunk<G, M>;
+  std::vector<T> partial((batch + chunk - 1) / chunk * dw.size());
+  kernels::cpu::winograd_backward_weights<G, Arch, T, M>(x.data(), dy.data(), dw.data(), partial.data(), batch);
   const std::vector<double> xd(x.begin(), x.end()), w(d.w.begin(), d.w.end()), dyd(dy.begin(), dy.end());
   std::vector<double> xa(xd.size()), dya(dyd.size()), ref(dw.size()), mag(dw.size()), db(G.f);
   std::transform(xd.begin(), xd.end(), xa.begin(), [](double v) { return std::abs(v); });
   std::transform(dyd.begin(), dyd.end(), dya.begin(), [](double v) { return std::abs(v); });
   kernels::reference::conv_backward(G, xd.data(), w.data(), dyd.data(), ref.data(), db.data(), static_cast<double*>(nullptr), batch);
   kernels::reference::conv_backward(G, xa.data(), w.data(), dya.data(), mag.data(), db.data(), static_cast<double*>(nullptr), batch);
-  check_scaled<G>(dw, ref, mag, batch);
+  check_scaled<G, T, M>(dw, ref, mag, batch);
 }
 
 template <class Arch>
@@ -192,13 +192,20 @@ void check_backward_geometries() {
 template <class Arch>
 void check_weight_geometries() {
   constexpr std::size_t L = xsimd::batch<float, Arch>::size, C0 = std::max<std::size_t>(16, L);
-  for (std::size_t batch : {1, 5})  // one chunk of the CNN's conv2 (4 samples, 144 tiles) or two, the last short
-    check_backward_weights<geom3<13, 13, 32, 64, padding::valid>(), Arch>(batch);  // dy 11 x 11: half tiles
-  check_backward_weights<geom3<10, 12, C0, C0, padding::valid>(), Arch>(9);        // dy 8 x 10, whole tiles: 2 chunks
+  // F(3x3, 4x4) (winograd_m 4): the CNN's conv2 in one chunk (8 samples, 72 tiles) or two, the last short
+  for (std::size_t batch : {1, 9})
+    check_backward_weights<geom3<13, 13, 32, 64, padding::valid>(), Arch>(batch);  // dy 11 x 11: partial tiles
+  check_backward_weights<geom3<10, 12, C0, C0, padding::valid>(), Arch>(13);       // dy 8 x 10: 2 chunks of 12
   check_backward_weights<geom3<7, 9, C0, 2 * C0, padding::same>(), Arch>(9);
-  check_backward_weights<geom3<8, 5, 2 * C0, C0, padding::same>(), Arch>(9);       // one chunk of 12 samples
-  check_backward_weights<geom3<4, 4, C0, 3 * C0, padding::valid>(), Arch>(4);  // dy of 2 x 2: one tile of dy
-  check_backward_weights<geom3<30, 30, C0, C0, padding::same>(), Arch>(2);     // 225 tiles: a chunk of one sample
+  check_backward_weights<geom3<8, 5, 2 * C0, C0, padding::same>(), Arch>(9);       // one chunk of 18 samples
+  check_backward_weights<geom3<30, 30, C0, C0, padding::same>(), Arch>(2);         // 64 tiles: a chunk of one sample
+  check_backward_weights<geom3<4, 4, C0, 3 * C0, padding::valid>(), Arch>(4);      // F(3x3, 2x2): dy of 2 x 2
+  // F(3x3, 2x2) forced: conv2 in one chunk (4 samples, 144 tiles) or two, the last short
+  for (std::size_t batch : {1, 5})
+    check_backward_weights<geom3<13, 13, 32, 64, padding::valid>(), Arch, float, 2>(batch);
+  check_backward_weights<geom3<10, 12, C0, C0, padding::valid>(), Arch, float, 2>(9);  // dy 8 x 10, whole tiles
+  check_backward_weights<geom3<8, 5, 2 * C0, C0, padding::same>(), Arch, float, 2>(9);
+  check_backward_weights<geom3<30, 30, C0, C0, padding::same>(), Arch, float, 2>(2);   // 225 tiles a chunk
 }
 
 // double (the layers' gradient checks run in double): the CNN's conv2 and a padded odd geometry
@@ -262,7 +269,8 @@ static_assert(!kernels::cpu::winograd_v<
 static_assert(kernels::cpu::winograd_dx_v<conv2, avx2, float>);
 static_assert(kernels::cpu::winograd_dx_geometry<conv2>.h == 11 && kernels::cpu::winograd_dx_geometry<conv2>.oh == 13 &&
               kernels::cpu::winograd_dx_geometry<conv2>.pt == 2 && kernels::cpu::winograd_dx_geometry<conv2>.c == 64);
-static_assert(kernels::cpu::winograd_dw_v<conv2, avx2, float> && kernels::cpu::winograd_dw_chunk<conv2> == 4);
+static_assert(kernels::cpu::winograd_dw_v<conv2, avx2, float> && kernels::cpu::winograd_dw_chunk<conv2> == 4 &&
+              kernels::cpu::winograd_dw_chunk<conv2, 4> == 8);
 static_assert(!kernels::cpu::winograd_dw_v<geom3<4, 4, 16, 48, padding::valid>(), avx2, float>);  // cols too small
 static_assert(kernels::cpu::winograd_chunk<conv2> == 2 && kernels::cpu::winograd_tiles<conv2> == 36);
 // F(4x4, 3x3) where it takes fewer multiplies (conv2: 9 tiles x 36 against 36 x 16; its dx 16 x 36 against 49 x 16),
@@ -387,5 +395,19 @@ TEST_CASE("winograd: the transforms over a run-time geometry (the compiled part'
     k::detail::winograd4_output_of<A>(G, G.f, m.data(), d.b.data(), y42.data(), 0, batch, fn::relu_fn{});
     CHECK(y4 == y41);
     CHECK(y4 == y42);
+    // F(3x3, 4x4)'s dW transforms: U of dy's 4x4 tiles (partial at 11 x 11), G^T M G (m as 36 C x F matrices)
+    const std::size_t es4 = batch * tiles4 * G.f + 16;
+    std::vector<float> gu4(36 * es4, 1.f), gu41(gu4.size(), 1.f), gu42(gu4.size(), 1.f);
+    k::detail::winograd4_grad_tiles_of<A>(fixed, f, m.data(), gu4.data(), 0, batch, es4);
+    k::winograd_grad_tiles_n<A, float, 4>(G, m.data(), gu41.data(), 0, batch, es4);
+    k::detail::winograd4_grad_tiles_of<A>(G, G.f, m.data(), gu42.data(), 0, batch, es4);
+    CHECK(gu4 == gu41);
+    CHECK(gu4 == gu42);
+    std::vector<float> m4(36 * G.c * G.f);
+    for (std::size_t i = 0; i < m4.size(); ++i) m4[i] = float(int(i % 13) - 6) * 0.5f;
+    std::vector<float> dw4(9 * G.c * G.f), dw41(dw4.size());
+    k::detail::winograd4_grad_output_of<A>(std::integral_constant<std::size_t, G.c * G.f>{}, m4.data(), dw4.data());
+    k::winograd_grad_output_n<A, float, 4>(G, m4.data(), dw41.data());
+    CHECK(dw4 == dw41);
   }
 }

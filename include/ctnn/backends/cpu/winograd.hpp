@@ -460,11 +460,15 @@ void winograd_backward_input(const T* dy, const T* w, T* dx, std::size_t batch) 
 //   M_e = sum over tiles of V_e^T U_e (16 products C x tiles times tiles x F: dense_backward_weights)
 //   dW = A^T M A, A^T = [1 1 1 0; 0 1 -1 0; 0 1 1 -1] (the last column's sign: winograd_input's B^T row 3)
 // 16 C F multiplies a tile (1.18 M a sample at the CNN's conv2, against 9 C F 4 = 2.23 M for im2col's product).
-// Chunks of winograd_dw_chunk<G> samples over the thread pool, each chunk's dW (A^T M A of its M) in
-// `partial` (chunks x 9 C F), summed in chunk order: the bits do not depend on the thread count.
+// Where winograd_m<G, T> is 4, dW runs by F(3x3, 4x4) instead, over y's 4x4 tiles of dy with x's 6x6 tiles
+// (the same trilinear form as F(4x4, 3x3), read for the 3x3 output: B^T as winograd4_input_of's, the 4x4 tile's
+// transform by F(4x4, 3x3)'s A, the output's by its G^T): 36 C F multiplies a tile (0.66 M a sample at conv2).
+// Chunks of winograd_dw_chunk<G, M> samples (about 144 tiles of 2x2 or 72 of 4x4) over the thread pool, each
+// chunk's dW in `partial` (chunks x 9 C F), summed in chunk order: the bits do not depend on the thread count.
 inline constexpr std::size_t winograd_dw_chunk_tiles = 144;
-template <kernels::conv_geometry G>
-inline constexpr std::size_t winograd_dw_chunk = std::max<std::size_t>(1, winograd_dw_chunk_tiles / winograd_tiles<G>);
+template <kernels::conv_geometry G, std::size_t M = 2>
+inline constexpr std::size_t winograd_dw_chunk =
+    std::max<std::size_t>(1, winograd_dw_chunk_tiles / (M == 4 ? 2 : 1) / winograd_tiles<G, M>);
 
 namespace detail {
 // U[e][t][f] = (G g G^T)[e] for the tiles t of samples [n0, n1) (t counted from n0's first tile); es: the
@@ -525,58 +529,146 @@ void winograd_grad_output_of(CFn CF, const T* m, T* dw) {
 }
 }  // namespace detail
 
-// The dW transforms over a run-time geometry g (the same operations in the same order: the same bits),
-// which the compiled part holds for float (CTNN_DETAIL_WINOGRAD_INSTANCES); winograd_backward_weights
-// calls them in compiled mode (the filter loop of the common counts 16 to 256 at compile time).
-template <class Arch, class T>
-void winograd_grad_tiles_n(const kernels::conv_geometry& g, const T* dy, T* u, std::size_t n0, std::size_t n1,
-                           std::size_t es) {
-  ::ctnn::detail::with_common_count(g.f,
-                                    [&](auto f) { detail::winograd_grad_tiles_of<Arch>(g, f, dy, u, n0, n1, es); });
+namespace detail {
+// ---- F(3x3, 4x4) ----
+// u = A g of one column g[0..3] of a 4x4 tile of dy (A: F(4x4, 3x3)'s A, 6x4)
+template <class B>
+CTNN_FORCEINLINE void winograd4_a(const B (&g)[4], B (&u)[6]) {
+  using T = typename B::value_type;
+  const B a = g[0] + g[2], b = g[1] + g[3], c = xsimd::fma(B(T(4)), g[2], g[0]), d = xsimd::fma(B(T(4)), g[3], g[1]);
+  u[0] = g[0];
+  u[1] = a + b;
+  u[2] = a - b;
+  u[3] = xsimd::fma(B(T(2)), d, c);
+  u[4] = xsimd::fnma(B(T(2)), d, c);
+  u[5] = g[3];
 }
-template <class Arch, class T>
-void winograd_grad_output_n(const kernels::conv_geometry& g, const T* m, T* dw) {
-  detail::winograd_grad_output_of<Arch>(g.c * g.f, m, dw);
+// o = G^T m of one column m[0..5] (G: F(4x4, 3x3)'s, 6x3)
+template <class B>
+CTNN_FORCEINLINE void winograd4_gt(const B (&m)[6], B (&o)[3]) {
+  using T = typename B::value_type;
+  const B s = m[1] + m[2], d = m[1] - m[2], p = m[3] + m[4], q = m[3] - m[4];
+  const B sixth(T(1) / 6);
+  o[0] = xsimd::fma(B(T(1) / 24), p, xsimd::fnma(sixth, s, B(T(0.25)) * m[0]));
+  o[1] = xsimd::fnma(sixth, d, B(T(1) / 12) * q);
+  o[2] = xsimd::fma(sixth, p - s, m[5]);
 }
 
-namespace detail {
-template <kernels::conv_geometry G, class Arch, class T>
-void winograd_grad_tiles(const T* dy, T* u, std::size_t n0, std::size_t n1, std::size_t es) {
-  if constexpr (winograd_compiled<T>) winograd_grad_tiles_n<Arch>(G, dy, u, n0, n1, es);
-  else
-    winograd_grad_tiles_of<Arch>(fixed_geometry<G>{}, std::integral_constant<std::size_t, G.f>{}, dy, u, n0, n1, es);
+// U[e][t][f] = (A g A^T)[e], e = 6 i + j, for the 4x4 tiles t of dy of samples [n0, n1) (dy read as zero
+// past OH, OW); es: the distance between the 36 matrices.
+template <class Arch, class T, class Geometry, class Fn>
+void winograd4_grad_tiles_of(const Geometry& geo, Fn F, const T* dy, T* u, std::size_t n0, std::size_t n1,
+                             std::size_t es) {
+  const kernels::conv_geometry G = geometry(geo);
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  const std::size_t TH = (G.oh + 3) / 4, TW = (G.ow + 3) / 4;
+  for (std::size_t n = n0; n < n1; ++n)
+    for (std::size_t th = 0; th < TH; ++th)
+      for (std::size_t tw = 0; tw < TW; ++tw) {
+        const std::size_t rows = std::min<std::size_t>(4, G.oh - 4 * th), cols = std::min<std::size_t>(4, G.ow - 4 * tw);
+        const T* d0 = dy + ((n * G.oh + 4 * th) * G.ow + 4 * tw) * F;
+        T* o = u + (((n - n0) * TH + th) * TW + tw) * F;
+        for (std::size_t f = 0; f < F; f += L) {
+          B t[4][6];  // t[j] = A g[., j]: column j of A g
+          for (std::size_t j = 0; j < 4; ++j) {
+            B g[4];
+            for (std::size_t i = 0; i < 4; ++i)
+              g[i] = i < rows && j < cols ? B::load_unaligned(d0 + (i * G.ow + j) * F + f) : B(T(0));
+            winograd4_a(g, t[j]);
+          }
+          for (std::size_t i = 0; i < 6; ++i) {  // row i of (A g) A^T
+            const B r[4] = {t[0][i], t[1][i], t[2][i], t[3][i]};
+            B q[6];
+            winograd4_a(r, q);
+            for (std::size_t j = 0; j < 6; ++j) q[j].store_unaligned(o + (i * 6 + j) * es + f);
+          }
+        }
+      }
 }
-template <kernels::conv_geometry G, class Arch, class T>
-void winograd_grad_output(const T* m, T* dw) {
-  if constexpr (winograd_compiled<T>) winograd_grad_output_n<Arch>(G, m, dw);
-  else winograd_grad_output_of<Arch>(std::integral_constant<std::size_t, G.c * G.f>{}, m, dw);
+
+// dw[i][j][c][f] (overwritten) = (G^T M G)[i][j] of M[e][c][f], CF = C F values (a multiple of the lanes).
+template <class Arch, class T, class CFn>
+void winograd4_grad_output_of(CFn CF, const T* m, T* dw) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  for (std::size_t cf = 0; cf < CF; cf += L) {
+    B t[6][3];  // t[j] = G^T q[., j]
+    for (std::size_t j = 0; j < 6; ++j) {
+      B q[6];
+      for (std::size_t i = 0; i < 6; ++i) q[i] = B::load_unaligned(m + (i * 6 + j) * CF + cf);
+      winograd4_gt(q, t[j]);
+    }
+    for (std::size_t i = 0; i < 3; ++i) {  // row i of (G^T q) G
+      const B r[6] = {t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i]};
+      B o[3];
+      winograd4_gt(r, o);
+      for (std::size_t j = 0; j < 3; ++j) o[j].store_unaligned(dw + (i * 3 + j) * CF + cf);
+    }
+  }
 }
 }  // namespace detail
 
-// dw [3, 3, C, F] (overwritten) = dL/dw of y = conv(x, w) from x and dy by Winograd F(3x3, 2x2);
-// partial: room for ceil(batch / winograd_dw_chunk<G>) x 9 C F values. winograd_v<G, Arch, T> must hold.
-template <kernels::conv_geometry G, class Arch, class T>
+// The dW transforms over a run-time geometry g (the same operations in the same order: the same bits),
+// which the compiled part holds for float (CTNN_DETAIL_WINOGRAD_INSTANCES, M = 2 and 4); winograd_backward_weights
+// calls them in compiled mode (the filter loop of the common counts 16 to 256 at compile time).
+template <class Arch, class T, std::size_t M = 2>
+void winograd_grad_tiles_n(const kernels::conv_geometry& g, const T* dy, T* u, std::size_t n0, std::size_t n1,
+                           std::size_t es) {
+  ::ctnn::detail::with_common_count(g.f, [&](auto f) {
+    if constexpr (M == 4) detail::winograd4_grad_tiles_of<Arch>(g, f, dy, u, n0, n1, es);
+    else detail::winograd_grad_tiles_of<Arch>(g, f, dy, u, n0, n1, es);
+  });
+}
+template <class Arch, class T, std::size_t M = 2>
+void winograd_grad_output_n(const kernels::conv_geometry& g, const T* m, T* dw) {
+  if constexpr (M == 4) detail::winograd4_grad_output_of<Arch>(g.c * g.f, m, dw);
+  else detail::winograd_grad_output_of<Arch>(g.c * g.f, m, dw);
+}
+
+namespace detail {
+template <kernels::conv_geometry G, class Arch, class T, std::size_t M = 2>
+void winograd_grad_tiles(const T* dy, T* u, std::size_t n0, std::size_t n1, std::size_t es) {
+  constexpr std::integral_constant<std::size_t, G.f> F{};
+  if constexpr (winograd_compiled<T>) winograd_grad_tiles_n<Arch, T, M>(G, dy, u, n0, n1, es);
+  else if constexpr (M == 4) winograd4_grad_tiles_of<Arch>(fixed_geometry<G>{}, F, dy, u, n0, n1, es);
+  else winograd_grad_tiles_of<Arch>(fixed_geometry<G>{}, F, dy, u, n0, n1, es);
+}
+template <kernels::conv_geometry G, class Arch, class T, std::size_t M = 2>
+void winograd_grad_output(const T* m, T* dw) {
+  constexpr std::integral_constant<std::size_t, G.c * G.f> CF{};
+  if constexpr (winograd_compiled<T>) winograd_grad_output_n<Arch, T, M>(G, m, dw);
+  else if constexpr (M == 4) winograd4_grad_output_of<Arch>(CF, m, dw);
+  else winograd_grad_output_of<Arch>(CF, m, dw);
+}
+}  // namespace detail
+
+// dw [3, 3, C, F] (overwritten) = dL/dw of y = conv(x, w) from x and dy by Winograd F(3x3, M x M), M =
+// winograd_m<G, T> unless given; partial: room for ceil(batch / winograd_dw_chunk<G, M>) x 9 C F values (one
+// a sample is always enough). winograd_v<G, Arch, T> must hold.
+template <kernels::conv_geometry G, class Arch, class T, std::size_t M = winograd_m<G, T>>
 void winograd_backward_weights(const T* x, const T* dy, T* dw, T* partial, std::size_t batch) {
   static_assert(winograd_v<G, Arch, T>, "winograd_backward_weights: the geometry is not a 3x3 stride-1 conv with "
                                         "C and F whole vectors of at least 16");
-  constexpr std::size_t C = G.c, F = G.f, CF = C * F, PF = 9 * CF;
-  constexpr std::size_t chunk = winograd_dw_chunk<G>, tiles = winograd_tiles<G>;
+  static_assert(M == 2 || M == 4, "winograd_backward_weights: the tile of dy is 2 (F(3x3, 2x2)) or 4 (F(3x3, 4x4))");
+  constexpr std::size_t C = G.c, F = G.f, CF = C * F, PF = 9 * CF, N = (M + 2) * (M + 2);
+  constexpr std::size_t chunk = winograd_dw_chunk<G, M>, tiles = winograd_tiles<G, M>;
   const std::size_t chunks = (batch + chunk - 1) / chunk;
   thread_pool::global().run(
       chunks,
       [&](std::size_t k) {
         const std::size_t n0 = k * chunk, n1 = std::min(batch, n0 + chunk), mt = (n1 - n0) * tiles;
-        // winograd_forward's buffer (the two never run at once on a thread): V, U, M; the 16 matrices of V
+        // winograd_forward's buffer (the two never run at once on a thread): V, U, M; the N matrices of V
         // and U a cache line more than apart (at 144 tiles their 16 stores would be 4 KiB apart: aliased)
         constexpr std::size_t pad = 64 / sizeof(T), vs = chunk * tiles * C + pad, us = chunk * tiles * F + pad;
-        T* const v = simd::scratch<T, winograd_scratch_tag>(16 * (vs + us + CF));
-        T* const u = v + 16 * vs;
-        T* const m = u + 16 * us;
-        detail::winograd_input<G, Arch, T>(x, v, n0, n1, vs);
-        detail::winograd_grad_tiles<G, Arch, T>(dy, u, n0, n1, us);
-        for (std::size_t e = 0; e < 16; ++e)
+        T* const v = simd::scratch<T, winograd_scratch_tag>(N * (vs + us + CF));
+        T* const u = v + N * vs;
+        T* const m = u + N * us;
+        detail::winograd_input<G, Arch, T, M>(x, v, n0, n1, vs);
+        detail::winograd_grad_tiles<G, Arch, T, M>(dy, u, n0, n1, us);
+        for (std::size_t e = 0; e < N; ++e)
           dense_backward_weights<C, F, Arch>(v + e * vs, u + e * us, m + e * CF, static_cast<T*>(nullptr), mt);
-        detail::winograd_grad_output<G, Arch, T>(m, partial + k * PF);
+        detail::winograd_grad_output<G, Arch, T, M>(m, partial + k * PF);
       },
       chunks > 1 && batch * G.out_size() * G.patch() >= sample_split_min);
   std::copy(partial, partial + PF, dw);
@@ -599,13 +691,13 @@ void winograd_backward_weights(const T* x, const T* dy, T* dw, T* partial, std::
                                                                  std::size_t);                                      \
   X void winograd_output_n<A, float, M, ::ctnn::fn::relu_fn>(const ::ctnn::kernels::conv_geometry&, const float*,  \
                                                              const float*, float*, std::size_t, std::size_t,        \
-                                                             const ::ctnn::fn::relu_fn&, std::size_t);
+                                                             const ::ctnn::fn::relu_fn&, std::size_t);              \
+  X void winograd_grad_tiles_n<A, float, M>(const ::ctnn::kernels::conv_geometry&, const float*, float*, std::size_t, \
+                                            std::size_t, std::size_t);                                              \
+  X void winograd_grad_output_n<A, float, M>(const ::ctnn::kernels::conv_geometry&, const float*, float*);
 #define CTNN_DETAIL_WINOGRAD_INSTANCES(X, A)                                                                        \
   CTNN_DETAIL_WINOGRAD_TRANSFORMS(X, A, 2)                                                                          \
-  CTNN_DETAIL_WINOGRAD_TRANSFORMS(X, A, 4)                                                                          \
-  X void winograd_grad_tiles_n<A, float>(const ::ctnn::kernels::conv_geometry&, const float*, float*, std::size_t,  \
-                                         std::size_t, std::size_t);                                                 \
-  X void winograd_grad_output_n<A, float>(const ::ctnn::kernels::conv_geometry&, const float*, float*);
+  CTNN_DETAIL_WINOGRAD_TRANSFORMS(X, A, 4)
 #if defined(CTNN_COMPILED_KERNELS_DEFINE)
 namespace ctnn::kernels::cpu {
 CTNN_DETAIL_WINOGRAD_INSTANCES(template, xsimd::default_arch)
