@@ -45,7 +45,7 @@ TEST_CASE("gradcheck: conv2d through Winograd F(4x4, 3x3) and F(2x2, 3x3)") {
                 kernels::cpu::winograd_m<wino4_same::geometry, double> == 4);
   static_assert(kernels::cpu::winograd_dw_v<wino4_same::geometry, kernels::cpu::default_arch, double> ==
                 kernels::cpu::simd_v<double, kernels::cpu::default_arch>);
-  CHECK(gradcheck::check_layer<conv2d<16, 3, 3, 1, padding::same>, shape<7, 7, 16>>({.batch = 2}) < tol);
+  CHECK(gradcheck::check_layer<conv2d<16, 3, 3, 1, padding::same>, shape<7, 7, 16>>({.batch = 1, .max_checks = 100}) < tol);
 }
 
 TEST_CASE("gradcheck: conv1d (issue 29)") {
