@@ -4,8 +4,8 @@
 // of synthetic 28x28 images (the data does not change the work). ctnn runs on
 // one thread. Peer: bench/peers/cnn_torch.py (same network, batch, optimizer).
 // conv2/...: the second convolution's kernels alone (13x13x32 -> 11x11x64, batch 64, float, the
-// build's architecture), y and dx by Winograd F(2x2, 3x3) and dW by F(3x3, 2x2) (what the layer runs,
-// winograd.hpp) and by
+// build's architecture), y and dx by Winograd F(4x4, 3x3) (M:4, what the layer runs) and F(2x2, 3x3) (M:2),
+// dW by F(3x3, 4x4) (M:4, what the layer runs) and F(3x3, 2x2) (M:2) (winograd.hpp), and by
 // the chunked im2col products it replaced (conv.hpp), in the same binary; conv1/...: the first
 // convolution's direct forward and dW; pool1/2_pass: the max poolings' forward and backward.
 //   build/bench/bench/bench_cnn --benchmark_repetitions=3
@@ -53,9 +53,15 @@ struct conv_data {
   }
 };
 
+// y and dx by Winograd F(M x M, 3x3): the Arg M = 4 (what the layer runs, winograd_m) or 2
+template <std::size_t M>
+void conv2_forward_winograd_m(conv_data& d) {
+  ctnn::kernels::cpu::winograd_forward<conv2, arch, float, ctnn::fn::identity_fn, M>(d.x.data(), d.w.data(), d.b.data(),
+                                                                                    d.y.data(), conv_batch);
+}
 void conv2_forward_winograd(benchmark::State& st) {
   conv_data d;
-  for (auto _ : st) ctnn::kernels::cpu::winograd_forward<conv2, arch>(d.x.data(), d.w.data(), d.b.data(), d.y.data(), conv_batch);
+  for (auto _ : st) st.range(0) == 4 ? conv2_forward_winograd_m<4>(d) : conv2_forward_winograd_m<2>(d);
 }
 void conv2_forward_im2col(benchmark::State& st) {
   conv_data d;
@@ -65,14 +71,21 @@ void conv2_forward_im2col(benchmark::State& st) {
 }
 void conv2_dx_winograd(benchmark::State& st) {
   conv_data d;
-  for (auto _ : st) ctnn::kernels::cpu::winograd_backward_input<conv2, arch>(d.dy.data(), d.w.data(), d.dx.data(), conv_batch);
+  for (auto _ : st)
+    st.range(0) == 4
+        ? ctnn::kernels::cpu::winograd_backward_input<conv2, arch, float, 4>(d.dy.data(), d.w.data(), d.dx.data(), conv_batch)
+        : ctnn::kernels::cpu::winograd_backward_input<conv2, arch, float, 2>(d.dy.data(), d.w.data(), d.dx.data(), conv_batch);
 }
-// dW by Winograd F(3x3, 2x2) (what the layer runs; db is a column sum beside it)
+// dW by Winograd F(3x3, M x M): the Arg M = 4 (what the layer runs; db is a column sum beside it) or 2
+template <std::size_t M>
+void conv2_dw_winograd_m(conv_data& d) {
+  ctnn::kernels::cpu::winograd_backward_weights<conv2, arch, float, M>(d.x.data(), d.dy.data(), d.dw.data(),
+                                                                       d.cols.data() + conv_batch * conv2.in_size(),
+                                                                       conv_batch);
+}
 void conv2_dw_winograd(benchmark::State& st) {
   conv_data d;
-  for (auto _ : st)
-    ctnn::kernels::cpu::winograd_backward_weights<conv2, arch>(d.x.data(), d.dy.data(), d.dw.data(),
-                                                               d.cols.data() + conv_batch * conv2.in_size(), conv_batch);
+  for (auto _ : st) st.range(0) == 4 ? conv2_dw_winograd_m<4>(d) : conv2_dw_winograd_m<2>(d);
 }
 // conv1 (28x28x1 -> 26x26x32, the direct kernels): dW + db of a relu layer (the mask read with dy), batch 64
 constexpr ctnn::kernels::conv_geometry conv1{28, 28, 1, 32, 3, 3, 1, 26, 26, 0, 0};
@@ -127,10 +140,10 @@ void conv2_backward_im2col(benchmark::State& st) {
 }  // namespace
 
 BENCHMARK(cnn_train_step)->Arg(64)->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
-BENCHMARK(conv2_forward_winograd)->Unit(benchmark::kMicrosecond);
+BENCHMARK(conv2_forward_winograd)->ArgName("M")->Arg(4)->Arg(2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv2_forward_im2col)->Unit(benchmark::kMicrosecond);
-BENCHMARK(conv2_dx_winograd)->Unit(benchmark::kMicrosecond);
-BENCHMARK(conv2_dw_winograd)->Unit(benchmark::kMicrosecond);
+BENCHMARK(conv2_dx_winograd)->ArgName("M")->Arg(4)->Arg(2)->Unit(benchmark::kMicrosecond);
+BENCHMARK(conv2_dw_winograd)->ArgName("M")->Arg(4)->Arg(2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv1_forward_direct)->Unit(benchmark::kMicrosecond);
 BENCHMARK(conv1_dw_direct)->Unit(benchmark::kMicrosecond);
 BENCHMARK(pool1_pass)->ArgName("backward")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);

@@ -54,7 +54,8 @@ set(absent ${referenced} "history::append_epoch\\(" "detail::exception_text\\(" 
     "detail::max_pool_forward_simd<" "detail::max_pool_backward_simd<" "detail::max_pool_backward_scalar_of<"
     "detail::batch_norm_forward_c<" "detail::batch_norm_backward_c<" "detail::winograd_filters_of<"
     "detail::winograd_input_of<" "detail::winograd_output_of<" "detail::winograd_grad_tiles_of<"
-    "detail::winograd_grad_output_of<")
+    "detail::winograd_grad_output_of<" "detail::winograd4_filters_of<" "detail::winograd4_input_of<"
+    "detail::winograd4_output_of<" "detail::winograd4_grad_tiles_of<" "detail::winograd4_grad_output_of<")
 # expect(WHAT SYMBOL_TYPES SHOULD_MATCH KIND...): fails with WHAT unless every KIND has (SHOULD_MATCH) or
 # has not (NOT) a symbol of one of SYMBOL_TYPES (nm's letters) in the last compile's object.
 function(expect what types should)

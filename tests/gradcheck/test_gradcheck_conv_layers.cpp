@@ -26,10 +26,11 @@ TEST_CASE("gradcheck: conv2d") {
   CHECK(gradcheck::check_layer<conv2d<3, 2, 2, 1, padding::same, relu>, shape<4, 4, 2>>() < tol);
 }
 
-// 3x3 stride-1 layers with C and F of 16: y and dx by Winograd F(2x2, 3x3) (backends/cpu/winograd.hpp; double
-// is whole vectors of 16 on every SIMD architecture), dW by F(3x3, 2x2) where cols holds x and a partial dW
-// (winograd_dw_v: the same-padded layer), else by im2col; valid (odd and even outputs) and same padding.
-TEST_CASE("gradcheck: conv2d through Winograd F(2x2, 3x3)") {
+// 3x3 stride-1 layers with C and F of 16: y and dx by Winograd F(4x4, 3x3) where winograd_m picks it (7x6 valid,
+// 6x6 valid; the 7x7 same layer), else F(2x2, 3x3) (5x5 same) (backends/cpu/winograd.hpp; double is whole
+// vectors of 16 on every SIMD architecture), dW by F(3x3, 4x4) or F(3x3, 2x2) where cols holds x and a partial dW
+// (winograd_dw_v: the same-padded layers), else by im2col; valid (odd and even outputs) and same padding.
+TEST_CASE("gradcheck: conv2d through Winograd F(4x4, 3x3) and F(2x2, 3x3)") {
   using wino_valid = conv2d<16, 3, 3>::bind<shape<7, 6, 16>, double, cpu<>>;
   static_assert(kernels::cpu::winograd_dx_v<wino_valid::geometry, kernels::cpu::default_arch, double> ==
                 kernels::cpu::simd_v<double, kernels::cpu::default_arch>);
@@ -39,6 +40,12 @@ TEST_CASE("gradcheck: conv2d through Winograd F(2x2, 3x3)") {
   CHECK(gradcheck::check_layer<conv2d<16, 3, 3>, shape<7, 6, 16>>() < tol);
   CHECK(gradcheck::check_layer<conv2d<16, 3, 3, 1, padding::same, relu>, shape<5, 5, 16>>({.batch = 2}) < tol);
   CHECK(gradcheck::check_layer<conv2d<32, 3, 3, 1, padding::valid, ctnn::tanh>, shape<6, 6, 16>>({.batch = 5}) < tol);
+  using wino4_same = conv2d<16, 3, 3, 1, padding::same>::bind<shape<7, 7, 16>, double, cpu<>>;
+  static_assert(kernels::cpu::winograd_m<wino_same::geometry, double> == 2 &&
+                kernels::cpu::winograd_m<wino4_same::geometry, double> == 4);
+  static_assert(kernels::cpu::winograd_dw_v<wino4_same::geometry, kernels::cpu::default_arch, double> ==
+                kernels::cpu::simd_v<double, kernels::cpu::default_arch>);
+  CHECK(gradcheck::check_layer<conv2d<16, 3, 3, 1, padding::same>, shape<7, 7, 16>>({.batch = 1, .max_checks = 100}) < tol);
 }
 
 TEST_CASE("gradcheck: conv1d (issue 29)") {

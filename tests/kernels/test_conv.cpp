@@ -58,24 +58,27 @@ void compare(std::size_t batch) {
   std::vector<float> y_fast(dy.size()), y_ref(dy.size()), cols(batch * G.oh * G.ow * G.patch());
   kernels::cpu::conv_forward<G, Arch>(x.data(), w.data(), b.data(), y_fast.data(), cols.data(), batch);
   kernels::reference::conv_forward(G, x.data(), w.data(), b.data(), y_ref.data(), batch);
-  // Winograd F(2x2, 3x3) (winograd_v) rounds its transforms too: a few times the direct sum's error
+  // Winograd (winograd_v) rounds its transforms too: F(2x2, 3x3) a few times the direct sum's error, F(4x4, 3x3)
+  // (winograd_m 4) about 10x more (test_winograd.cpp: 4e-6 of the |w x| sum, about 70 here: 3e-4)
   constexpr bool wino = kernels::cpu::winograd_v<G, Arch, float>;
-  CHECK(max_rel(y_fast, y_ref) < (wino ? 4e-5 : 1e-5));
+  constexpr bool wino4 = wino && kernels::cpu::winograd_m<G, float> == 4;
+  CHECK(max_rel(y_fast, y_ref) < (wino4 ? 3e-4 : wino ? 4e-5 : 1e-5));
 
   std::vector<float> dw_f(w.size()), db_f(b.size()), dx_f(x.size(), 7.0f), dw_r(w.size()), db_r(b.size()),
       dx_r(x.size());
   kernels::cpu::conv_backward<G, Arch>(dy.data(), w.data(), dw_f.data(), db_f.data(), dx_f.data(), cols.data(),
                                       batch);
   kernels::reference::conv_backward(G, x.data(), w.data(), dy.data(), dw_r.data(), db_r.data(), dx_r.data(), batch);
-  CHECK(max_rel(dw_f, dw_r) < 1e-4);
+  // (dW by F(3x3, 4x4) where wino4 holds and cols keeps x: 1.03e-4 seen for the CNN's conv2 at batch 9)
+  CHECK(max_rel(dw_f, dw_r) < (wino4 ? 3e-4 : 1e-4));
   CHECK(max_rel(db_f, db_r) < 1e-4);
-  CHECK(max_rel(dx_f, dx_r) < 1e-4);
+  CHECK(max_rel(dx_f, dx_r) < (wino4 ? 3e-4 : 1e-4));
   // the first layer's backward: no dx, the same dw and db
   std::vector<float> dw_n(w.size()), db_n(b.size());
   kernels::cpu::conv_forward<G, Arch>(x.data(), w.data(), b.data(), y_fast.data(), cols.data(), batch);
   kernels::cpu::conv_backward<G, Arch>(dy.data(), w.data(), dw_n.data(), db_n.data(), static_cast<float*>(nullptr),
                                       cols.data(), batch);
-  CHECK(max_rel(dw_n, dw_r) < 1e-4);
+  CHECK(max_rel(dw_n, dw_r) < (wino4 ? 3e-4 : 1e-4));
   CHECK(max_rel(db_n, db_r) < 1e-4);
 }
 
@@ -170,7 +173,7 @@ TEST_CASE("conv: the same bits whatever the thread count (im2col, col2im and the
 // (the CNN's conv2: 4 samples a chunk), and a last chunk below packed_rows rows (3 x 3 outputs: 56 samples a
 // chunk, batch 57), against the reference; y and dx bit for bit what im2col + one dense_forward /
 // dense_backward_input + col2im over the whole batch give (dW is summed by chunks), except where
-// Winograd F(2x2, 3x3) computes them (winograd_v: the CNN's conv2 on AVX2 and AVX-512), equal up to rounding.
+// Winograd F(4x4, 3x3) computes them (winograd_v: the CNN's conv2 on AVX2 and AVX-512), equal up to rounding.
 TEST_CASE("conv: im2col + GEMM in chunks of samples equals the reference and one product over the batch") {
   static_assert(kernels::cpu::conv_chunked_v<second, kernels::cpu::default_arch, float> ==
                 kernels::cpu::simd_v<float, kernels::cpu::default_arch>);
@@ -194,10 +197,11 @@ TEST_CASE("conv: im2col + GEMM in chunks of samples equals the reference and one
   kernels::cpu::dense_backward_input<G.patch(), G.f>(dy.data(), w.data(), cols1.data(), m);
   kernels::cpu::col2im<G>(cols1.data(), dx1.data(), batch);
   if constexpr (kernels::cpu::winograd_v<G, kernels::cpu::default_arch, float>) {
-    // y and dx by Winograd F(2x2, 3x3) (test_winograd.cpp): the direct sum up to rounding, compare()'s
-    // Winograd bound (1.07e-5 seen for dx on avx512 in a -O1 build, where g++ fuses other products)
-    CHECK(max_rel(y, y1) < 4e-5);
-    CHECK(max_rel(dx, dx1) < 4e-5);
+    // y and dx by Winograd F(4x4, 3x3) (test_winograd.cpp): the direct sum up to rounding, compare()'s
+    // F(4x4) bound (F(2x2)'s was 4e-5: 1.07e-5 seen for dx on avx512 in a -O1 build)
+    static_assert(kernels::cpu::winograd_m<G, float> == 4);
+    CHECK(max_rel(y, y1) < 3e-4);
+    CHECK(max_rel(dx, dx1) < 3e-4);
   } else {
     CHECK(y == y1);
     CHECK(dx == dx1);

@@ -1,12 +1,13 @@
-// backends/cpu/winograd.hpp (Winograd F(2x2, 3x3)) against a double-precision direct
+// backends/cpu/winograd.hpp (Winograd F(2x2, 3x3) and F(4x4, 3x3)) against a double-precision direct
 // reference (kernels/conv_reference.hpp in double): forward for odd and even output sizes,
 // valid and same padding, several C and F, batches 1..9, float and double, on every
 // architecture (archs.hpp);
 // dX (winograd_backward_input) and dW (winograd_backward_weights, F(3x3, 2x2)) the same way;
 // conv_forward and conv_backward take them where winograd_v / winograd_dx_v / winograd_dw_v hold
 // (conv_forward leaving in cols the copy of x dW reads, else im2col);
+// F(4x4, 3x3) where winograd_m picks it and F(2x2, 3x3) forced on the same shapes, each with its bound;
 // the rule itself; the same bits whatever the thread count; the transforms over a run-time geometry
-// (the compiled part's) the same bits as over a compile-time one.
+// (the compiled part's, M = 2 and 4) the same bits as over a compile-time one.
 #include <doctest/doctest.h>
 
 #include <ctnn/backends/cpu/conv.hpp>
@@ -67,12 +68,16 @@ double scaled_error(const conv_data& d, const std::vector<T>& y, std::size_t bat
 }
 
 // float's epsilon is 6e-8, double's 1.1e-16: a few roundings of the transforms and the sum over 9 C terms
-template <class T>
-constexpr double bound = std::is_same_v<T, float> ? 1e-6 : 1e-14;
+// (F(2x2, 3x3)). F(4x4, 3x3)'s transforms carry coefficients up to 8 (A^T) and 5 (B^T) and G's 1/6, 1/12, 1/24
+// rounded, so its error is about 10x F(2x2)'s: the largest scaled error
+// over these cases on every architecture, measured, float: F(2x2) 1.6e-7, F(4x4) 1.6e-6 (dW by F(3x3, 4x4)
+// 1.0e-6); double: F(4x4) 2.7e-15. F(4x4)'s bound: 4x F(2x2)'s.
+template <class T, std::size_t M = 2>
+constexpr double bound = (std::is_same_v<T, float> ? 1e-6 : 1e-14) * (M == 4 ? 4 : 1);
 
 // err / scale < bound<T> for got against the double reference ref, scaled by the largest of mag (the
 // reference run on the inputs' absolute values), with the geometry and batch captured.
-template <conv_geometry G, class T>
+template <conv_geometry G, class T, std::size_t M = 2>
 void check_scaled(const std::vector<T>& got, const std::vector<double>& ref, const std::vector<double>& mag,
                   std::size_t batch) {
   double err = 0, scale = 0;
@@ -85,27 +90,30 @@ void check_scaled(const std::vector<T>& got, const std::vector<double>& ref, con
   CAPTURE(G.c);
   CAPTURE(G.f);
   CAPTURE(batch);
-  CHECK(err / scale < bound<T>);
+  CAPTURE(M);
+  CHECK(err / scale < bound<T, M>);
 }
 
-template <conv_geometry G, class Arch, class T = float>
+template <conv_geometry G, class Arch, class T = float, std::size_t M = kernels::cpu::winograd_m<G, T>>
 void check_forward(std::size_t batch) {
   static_assert(kernels::cpu::winograd_v<G, Arch, T>);
   const conv_data d = make_data<G>(batch, G.h * 7 + G.c + batch);
   const std::vector<T> x(d.x.begin(), d.x.end()), w(d.w.begin(), d.w.end()), b(d.b.begin(), d.b.end());
   std::vector<T> y(batch * G.out_size(), T(1e30));
-  kernels::cpu::winograd_forward<G, Arch>(x.data(), w.data(), b.data(), y.data(), batch);
+  kernels::cpu::winograd_forward<G, Arch, T, fn::identity_fn, M>(x.data(), w.data(), b.data(), y.data(), batch);
   const double e = scaled_error<G>(d, y, batch);
   CAPTURE(G.h);
   CAPTURE(G.w);
   CAPTURE(G.c);
   CAPTURE(G.f);
   CAPTURE(batch);
-  CHECK(e < bound<T>);
+  CAPTURE(M);
+  CHECK(e < bound<T, M>);
 }
 
 // dX: against the double reference's dx, scaled by the reference's dx of |dy| and |w|.
-template <conv_geometry G, class Arch, class T = float>
+template <conv_geometry G, class Arch, class T = float,
+          std::size_t M = kernels::cpu::winograd_m<kernels::cpu::winograd_dx_geometry<G>, T>>
 void check_backward_input(std::size_t batch) {
   static_assert(kernels::cpu::winograd_dx_v<G, Arch, T>);
   const conv_data d = make_data<G>(batch, G.w * 5 + G.f + batch);
@@ -113,14 +121,14 @@ void check_backward_input(std::size_t batch) {
   std::vector<T> dy(batch * G.out_size()), dx(batch * G.in_size(), T(1e30));
   for (auto& e : dy) e = T(float(g.uniform(-1, 1)));
   const std::vector<T> wt(d.w.begin(), d.w.end());
-  kernels::cpu::winograd_backward_input<G, Arch>(dy.data(), wt.data(), dx.data(), batch);
+  kernels::cpu::winograd_backward_input<G, Arch, T, M>(dy.data(), wt.data(), dx.data(), batch);
   const std::vector<double> x(d.x.begin(), d.x.end()), w(d.w.begin(), d.w.end()), dyd(dy.begin(), dy.end());
   std::vector<double> wa(w.size()), dya(dyd.size()), dw(w.size()), db(G.f), ref(dx.size()), mag(dx.size());
   std::transform(w.begin(), w.end(), wa.begin(), [](double v) { return std::abs(v); });
   std::transform(dyd.begin(), dyd.end(), dya.begin(), [](double v) { return std::abs(v); });
   kernels::reference::conv_backward(G, x.data(), w.data(), dyd.data(), dw.data(), db.data(), ref.data(), batch);
   kernels::reference::conv_backward(G, x.data(), wa.data(), dya.data(), dw.data(), db.data(), mag.data(), batch);
-  check_scaled<G>(dx, ref, mag, batch);
+  check_scaled<G, T, M>(dx, ref, mag, batch);
 }
 
 template <class Arch>
@@ -132,13 +140,20 @@ void check_geometries() {
     check_forward<geom3<7, 9, C0, 2 * C0, padding::same>(), Arch>(batch); // 7 x 9, same: padding on every side
     check_forward<geom3<8, 5, 2 * C0, C0, padding::same>(), Arch>(batch); // 8 x 5
   }
-  check_forward<geom3<4, 4, 3 * C0, C0, padding::valid>(), Arch>(3);      // 2 x 2: one tile a sample
-  check_forward<geom3<30, 30, C0, C0, padding::same>(), Arch>(2);         // 225 tiles: a chunk of one sample
+  check_forward<geom3<4, 4, 3 * C0, C0, padding::valid>(), Arch>(3);      // 2 x 2: one tile a sample (F(2x2))
+  check_forward<geom3<30, 30, C0, C0, padding::same>(), Arch>(2);         // 64 tiles of 4x4: a chunk of one sample
+  // F(2x2, 3x3) where winograd_m picks F(4x4, 3x3)
+  for (std::size_t batch : {1, 5}) {
+    check_forward<geom3<13, 13, 32, 64, padding::valid>(), Arch, float, 2>(batch);
+    check_forward<geom3<7, 9, C0, 2 * C0, padding::same>(), Arch, float, 2>(batch);
+  }
+  check_forward<geom3<30, 30, C0, C0, padding::same>(), Arch, float, 2>(2);  // 225 tiles: a chunk of one sample
+  check_forward<geom3<6, 6, C0, C0, padding::valid>(), Arch, float, 4>(3);   // 4 x 4: F(4x4) one tile a sample
 }
 
-// dW (winograd_backward_weights, F(3x3, 2x2)): against the double reference's dW, scaled by the reference's
-// dW of |x| and |dy|.
-template <conv_geometry G, class Arch, class T = float>
+// dW (winograd_backward_weights, F(3x3, 4x4) where winograd_m is 4, else F(3x3, 2x2)): against the double
+// reference's dW, scaled by the reference's dW of |x| and |dy|.
+template <conv_geometry G, class Arch, class T = float, std::size_t M = kernels::cpu::winograd_m<G, T>>
 void check_backward_weights(std::size_t batch) {
   static_assert(kernels::cpu::winograd_v<G, Arch, T>);
   const conv_data d = make_data<G>(batch, G.h * 3 + G.f + batch);
@@ -146,16 +161,16 @@ void check_backward_weights(std::size_t batch) {
   const std::vector<T> x(d.x.begin(), d.x.end());
   std::vector<T> dy(batch * G.out_size()), dw(9 * G.c * G.f, T(1e30));
   for (auto& e : dy) e = T(float(g.uniform(-1, 1)));
-  const std::size_t chunks = (batch + kernels::cpu::winograd_dw_chunk<G> - 1) / kernels::cpu::winograd_dw_chunk<G>;
-  std::vector<T> partial(chunks * dw.size());
-  kernels::cpu::winograd_backward_weights<G, Arch>(x.data(), dy.data(), dw.data(), partial.data(), batch);
+  constexpr std::size_t chunk = kernels::cpu::winograd_dw_chunk<G, M>;
+  std::vector<T> partial((batch + chunk - 1) / chunk * dw.size());
+  kernels::cpu::winograd_backward_weights<G, Arch, T, M>(x.data(), dy.data(), dw.data(), partial.data(), batch);
   const std::vector<double> xd(x.begin(), x.end()), w(d.w.begin(), d.w.end()), dyd(dy.begin(), dy.end());
   std::vector<double> xa(xd.size()), dya(dyd.size()), ref(dw.size()), mag(dw.size()), db(G.f);
   std::transform(xd.begin(), xd.end(), xa.begin(), [](double v) { return std::abs(v); });
   std::transform(dyd.begin(), dyd.end(), dya.begin(), [](double v) { return std::abs(v); });
   kernels::reference::conv_backward(G, xd.data(), w.data(), dyd.data(), ref.data(), db.data(), static_cast<double*>(nullptr), batch);
   kernels::reference::conv_backward(G, xa.data(), w.data(), dya.data(), mag.data(), db.data(), static_cast<double*>(nullptr), batch);
-  check_scaled<G>(dw, ref, mag, batch);
+  check_scaled<G, T, M>(dw, ref, mag, batch);
 }
 
 template <class Arch>
@@ -168,18 +183,29 @@ void check_backward_geometries() {
     check_backward_input<geom3<8, 5, 2 * C0, C0, padding::same>(), Arch>(batch);
   }
   check_backward_input<geom3<4, 4, C0, 3 * C0, padding::valid>(), Arch>(4);  // dy of 2 x 2: one tile of dy
+  for (std::size_t batch : {1, 5}) {  // F(2x2, 3x3) where winograd_m picks F(4x4, 3x3)
+    check_backward_input<geom3<13, 13, 32, 64, padding::valid>(), Arch, float, 2>(batch);
+    check_backward_input<geom3<8, 5, 2 * C0, C0, padding::same>(), Arch, float, 2>(batch);
+  }
 }
 
 template <class Arch>
 void check_weight_geometries() {
   constexpr std::size_t L = xsimd::batch<float, Arch>::size, C0 = std::max<std::size_t>(16, L);
-  for (std::size_t batch : {1, 5})  // one chunk of the CNN's conv2 (4 samples, 144 tiles) or two, the last short
-    check_backward_weights<geom3<13, 13, 32, 64, padding::valid>(), Arch>(batch);  // dy 11 x 11: half tiles
-  check_backward_weights<geom3<10, 12, C0, C0, padding::valid>(), Arch>(9);        // dy 8 x 10, whole tiles: 2 chunks
+  // F(3x3, 4x4) (winograd_m 4): the CNN's conv2 in one chunk (8 samples, 72 tiles) or two, the last short
+  for (std::size_t batch : {1, 9})
+    check_backward_weights<geom3<13, 13, 32, 64, padding::valid>(), Arch>(batch);  // dy 11 x 11: partial tiles
+  check_backward_weights<geom3<10, 12, C0, C0, padding::valid>(), Arch>(13);       // dy 8 x 10: 2 chunks of 12
   check_backward_weights<geom3<7, 9, C0, 2 * C0, padding::same>(), Arch>(9);
-  check_backward_weights<geom3<8, 5, 2 * C0, C0, padding::same>(), Arch>(9);       // one chunk of 12 samples
-  check_backward_weights<geom3<4, 4, C0, 3 * C0, padding::valid>(), Arch>(4);  // dy of 2 x 2: one tile of dy
-  check_backward_weights<geom3<30, 30, C0, C0, padding::same>(), Arch>(2);     // 225 tiles: a chunk of one sample
+  check_backward_weights<geom3<8, 5, 2 * C0, C0, padding::same>(), Arch>(9);       // one chunk of 18 samples
+  check_backward_weights<geom3<30, 30, C0, C0, padding::same>(), Arch>(2);         // 64 tiles: a chunk of one sample
+  check_backward_weights<geom3<4, 4, C0, 3 * C0, padding::valid>(), Arch>(4);      // F(3x3, 2x2): dy of 2 x 2
+  // F(3x3, 2x2) forced: conv2 in one chunk (4 samples, 144 tiles) or two, the last short
+  for (std::size_t batch : {1, 5})
+    check_backward_weights<geom3<13, 13, 32, 64, padding::valid>(), Arch, float, 2>(batch);
+  check_backward_weights<geom3<10, 12, C0, C0, padding::valid>(), Arch, float, 2>(9);  // dy 8 x 10, whole tiles
+  check_backward_weights<geom3<8, 5, 2 * C0, C0, padding::same>(), Arch, float, 2>(9);
+  check_backward_weights<geom3<30, 30, C0, C0, padding::same>(), Arch, float, 2>(2);   // 225 tiles a chunk
 }
 
 // double (the layers' gradient checks run in double): the CNN's conv2 and a padded odd geometry
@@ -194,6 +220,7 @@ void check_double() {
     check_backward_weights<geom3<13, 13, 32, 64, padding::valid>(), Arch, double>(batch);
     check_backward_weights<geom3<7, 9, C0, 2 * C0, padding::same>(), Arch, double>(batch);
   }
+  check_forward<geom3<13, 13, 32, 64, padding::valid>(), Arch, double, 2>(2);  // F(2x2) where F(4x4) is picked
 }
 
 }  // namespace
@@ -242,9 +269,17 @@ static_assert(!kernels::cpu::winograd_v<
 static_assert(kernels::cpu::winograd_dx_v<conv2, avx2, float>);
 static_assert(kernels::cpu::winograd_dx_geometry<conv2>.h == 11 && kernels::cpu::winograd_dx_geometry<conv2>.oh == 13 &&
               kernels::cpu::winograd_dx_geometry<conv2>.pt == 2 && kernels::cpu::winograd_dx_geometry<conv2>.c == 64);
-static_assert(kernels::cpu::winograd_dw_v<conv2, avx2, float> && kernels::cpu::winograd_dw_chunk<conv2> == 4);
+static_assert(kernels::cpu::winograd_dw_v<conv2, avx2, float> && kernels::cpu::winograd_dw_chunk<conv2> == 4 &&
+              kernels::cpu::winograd_dw_chunk<conv2, 4> == 8);
 static_assert(!kernels::cpu::winograd_dw_v<geom3<4, 4, 16, 48, padding::valid>(), avx2, float>);  // cols too small
 static_assert(kernels::cpu::winograd_chunk<conv2> == 2 && kernels::cpu::winograd_tiles<conv2> == 36);
+// F(4x4, 3x3) where it takes fewer multiplies (conv2: 9 tiles x 36 against 36 x 16; its dx 16 x 36 against 49 x 16),
+// F(2x2, 3x3) below 4 outputs a side and where the half-used tiles cost more (5 x 5: 4 x 36 against 9 x 16)
+static_assert(kernels::cpu::winograd_m<conv2, float> == 4 && kernels::cpu::winograd_m<conv2, double> == 4);
+static_assert(kernels::cpu::winograd_m<kernels::cpu::winograd_dx_geometry<conv2>, float> == 4);
+static_assert(kernels::cpu::winograd_tiles<conv2, 4> == 9 && kernels::cpu::winograd_chunk<conv2, 4> == 8);
+static_assert(kernels::cpu::winograd_m<geom3<4, 4, 16, 16, padding::valid>(), float> == 2);
+static_assert(kernels::cpu::winograd_m<geom3<7, 7, 16, 16, padding::valid>(), float> == 2);
 
 TEST_CASE("winograd: conv_forward and conv_backward's dx and dW take it where the rules hold, cols as dW reads it") {
   using A = kernels::cpu::default_arch;
@@ -342,5 +377,37 @@ TEST_CASE("winograd: the transforms over a run-time geometry (the compiled part'
     k::detail::winograd_grad_output_of<A>(std::integral_constant<std::size_t, G.c * G.f>{}, m.data(), dw.data());
     k::winograd_grad_output_n<A>(G, m.data(), dw1.data());
     CHECK(dw == dw1);
+    // F(4x4, 3x3)'s (9 tiles of 6x6 a sample, 36 matrices)
+    const std::size_t tiles4 = k::winograd_tiles<G, 4>;
+    std::vector<float> u4(36 * G.c * G.f), u41(u4.size());
+    k::detail::winograd4_filters_of<A>(fixed, d.w.data(), u4.data());
+    k::winograd_filters_n<A, float, 4>(G, d.w.data(), u41.data());
+    CHECK(u4 == u41);
+    std::vector<float> v4(36 * batch * tiles4 * G.c), v41(v4.size()), v42(v4.size());
+    k::detail::winograd4_input_of<A>(fixed, c, d.x.data(), v4.data(), 0, batch);
+    k::winograd_input_n<A, float, 4>(G, d.x.data(), v41.data(), 0, batch);
+    k::detail::winograd4_input_of<A>(G, G.c, d.x.data(), v42.data(), 0, batch);
+    CHECK(v4 == v41);
+    CHECK(v4 == v42);
+    std::vector<float> y4(batch * G.out_size()), y41(y4.size()), y42(y4.size());  // m: 36 x 27 x 64 values of 16 x 108 x 64
+    k::detail::winograd4_output_of<A>(fixed, f, m.data(), d.b.data(), y4.data(), 0, batch, fn::relu_fn{});
+    k::winograd_output_n<A, float, 4>(G, m.data(), d.b.data(), y41.data(), 0, batch, fn::relu_fn{});
+    k::detail::winograd4_output_of<A>(G, G.f, m.data(), d.b.data(), y42.data(), 0, batch, fn::relu_fn{});
+    CHECK(y4 == y41);
+    CHECK(y4 == y42);
+    // F(3x3, 4x4)'s dW transforms: U of dy's 4x4 tiles (partial at 11 x 11), G^T M G (m as 36 C x F matrices)
+    const std::size_t es4 = batch * tiles4 * G.f + 16;
+    std::vector<float> gu4(36 * es4, 1.f), gu41(gu4.size(), 1.f), gu42(gu4.size(), 1.f);
+    k::detail::winograd4_grad_tiles_of<A>(fixed, f, m.data(), gu4.data(), 0, batch, es4);
+    k::winograd_grad_tiles_n<A, float, 4>(G, m.data(), gu41.data(), 0, batch, es4);
+    k::detail::winograd4_grad_tiles_of<A>(G, G.f, m.data(), gu42.data(), 0, batch, es4);
+    CHECK(gu4 == gu41);
+    CHECK(gu4 == gu42);
+    std::vector<float> m4(36 * G.c * G.f);
+    for (std::size_t i = 0; i < m4.size(); ++i) m4[i] = float(int(i % 13) - 6) * 0.5f;
+    std::vector<float> dw4(9 * G.c * G.f), dw41(dw4.size());
+    k::detail::winograd4_grad_output_of<A>(std::integral_constant<std::size_t, G.c * G.f>{}, m4.data(), dw4.data());
+    k::winograd_grad_output_n<A, float, 4>(G, m4.data(), dw41.data());
+    CHECK(dw4 == dw41);
   }
 }

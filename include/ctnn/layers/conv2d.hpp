@@ -11,8 +11,8 @@
 // regularizer applies to the kernel. Requires a rank-2 or 3 input and, with valid
 // padding, a kernel that fits (compile errors naming the position and sizes).
 // Runs as im2col + GEMM (backends/cpu/conv.hpp; y and dx of a 3x3 stride-1 layer with 16 or
-// more channels in and out by Winograd F(2x2, 3x3), its dW by F(3x3, 2x2) where the cache holds x
-// and a partial dW, backends/cpu/winograd.hpp); the activation's
+// more channels in and out by Winograd F(4x4, 3x3) or F(2x2, 3x3), its dW by F(3x3, 4x4) or F(3x3, 2x2)
+// where the cache holds x and a partial dW, backends/cpu/winograd.hpp); the activation's
 // rule runs inside conv_forward where the backend takes one (ops<cpu>); cache: the im2col matrix.
 #pragma once
 #include <array>

@@ -18,7 +18,7 @@
 // the partial dW of fixed chunks of samples (summed in order: the same bits
 // whatever the thread count).
 // A 3x3 stride-1 layer with C and F whole vectors of at least 16 (winograd_v, winograd.hpp)
-// computes y, and dx in backward (winograd_dx_v), by Winograd F(2x2, 3x3) instead: equal to
+// computes y, and dx in backward (winograd_dx_v), by Winograd F(4x4, 3x3) or F(2x2, 3x3) (winograd_m) instead: equal to
 // the direct sum up to rounding; and dW by F(3x3, 2x2) where one sample's `cols` holds its x and a
 // partial dW (winograd_dw_v: `cols` keeps a copy of x), else `cols` is left as the im2col path
 // leaves it, for dW.
@@ -460,7 +460,7 @@ void conv_forward(const T* x, const T* w, const T* b, T* y, T* cols, std::size_t
     return;
   }
   if constexpr (winograd_v<G, Arch, T>) {
-    // y by Winograd F(2x2, 3x3); cols as conv_backward reads it: a copy of x (Winograd's dW, or the
+    // y by Winograd (F(4x4, 3x3) or F(2x2, 3x3): winograd_m); cols as conv_backward reads it: a copy of x (Winograd's dW, or the
     // chunked im2col's), else im2col
     if (winograd_dw_v<G, Arch, T> || (conv_chunked_v<G, Arch, T> && batch > conv_chunk<G>))
       for_samples(batch, G.in_size(), [&](std::size_t n0, std::size_t n1) {  // the copy over the pool too
@@ -493,7 +493,7 @@ void conv_backward(const T* dy, const T* w, T* dw, T* db, T* dx, T* cols, std::s
     return;
   }
   if constexpr (winograd_dx_v<G, Arch, T>)
-    if (dx) {  // dW, db as below, dx by Winograd F(2x2, 3x3)
+    if (dx) {  // dW, db as below, dx by Winograd
       conv_backward<G, Arch>(dy, w, dw, db, static_cast<T*>(nullptr), cols, batch);
       return winograd_backward_input<G, Arch>(dy, w, dx, batch);
     }

@@ -1,20 +1,22 @@
-// ctnn/backends/cpu/winograd.hpp — Winograd F(2x2, 3x3) (Lavin & Gray 2015) for a
+// ctnn/backends/cpu/winograd.hpp — Winograd F(2x2, 3x3) and F(4x4, 3x3) (Lavin & Gray 2015) for a
 // 3x3, stride-1 convolution of float or double, channels-last.
 //
 // winograd_forward<G, Arch>(x, w, b, y, batch): y [batch, OH, OW, F] = the correlation of x
 // [batch, H, W, C] (zero padding G.pt, G.pl) with w [3, 3, C, F], plus b; the same values as the
-// direct sum up to rounding. Output tiles of 2x2 (the last row / column of tiles half used when OH
-// or OW is odd), each read from a 4x4 input tile at stride 2:
-//   U = G g G^T per (c, f)   (the filters, once per call: 16 C x F matrices, packed for the GEMM)
-//   V = B^T d B per (tile, c) (vectorised across C: additions only)
-//   M_e = V_e U_e            (16 GEMMs, tiles x C times C x F, the packed micro-kernel of gemm.hpp)
+// direct sum up to rounding. Output tiles of M x M (M = winograd_m<G, T>: 4 where that takes fewer
+// multiplies, else 2; the last row / column of tiles partly used when M does not divide OH or OW),
+// each read from an (M + 2) x (M + 2) input tile at stride M; N = (M + 2)^2 points:
+//   U = G g G^T per (c, f)   (the filters, once per call: N C x F matrices, packed for the GEMM)
+//   V = B^T d B per (tile, c) (vectorised across C: additions, and for M = 4 multiplies by 2 and 4)
+//   M_e = V_e U_e            (N GEMMs, tiles x C times C x F, the packed micro-kernel of gemm.hpp)
 //   y = A^T M A + b          (vectorised across F; outputs past OH, OW are not written)
-// in chunks of winograd_chunk<G> samples (about winograd_chunk_tiles tiles: V and M stay in L2),
+// in chunks of winograd_chunk<G, M> samples (about winograd_chunk_tiles tiles: V and M stay in L2),
 // the chunks over the thread pool; every output is computed within one chunk, so the bits do not
-// depend on the thread count. winograd_v<G, Arch, T>: the compile-time rule that picks it.
-// The multiplies per output: 16 C F / 4 against 9 C F direct (2.25x fewer on whole tiles).
+// depend on the thread count. winograd_v<G, Arch, T>: the compile-time rule that picks Winograd.
+// The multiplies per output: 16 C F / 4 (M = 2) or 36 C F / 16 (M = 4) against 9 C F direct (2.25x
+// and 4x fewer on whole tiles); F(4x4)'s rounding error is about 10x F(2x2)'s (test_winograd.cpp).
 // winograd_backward_input: dx, the same over dy with the kernel rotated; winograd_backward_weights:
-// dW by F(3x3, 2x2) over the same tiles (below), from x and dy.
+// dW by F(3x3, 2x2) over 2x2 tiles (below), from x and dy.
 // reference: kernels/conv_reference.hpp (direct loops); tests/kernels/test_winograd.cpp compares.
 #pragma once
 #include <algorithm>
@@ -23,6 +25,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "../../config.hpp"
 #include "../../core/separate.hpp"
 #include "../../kernels/conv_reference.hpp"
 #include "../../kernels/functors.hpp"
@@ -48,10 +51,24 @@ constexpr bool winograd_v = [] {
 
 inline constexpr int winograd_scratch_tag = 6;  // V and M of a chunk (per thread); + 1: U and its packing
 inline constexpr std::size_t winograd_chunk_tiles = 72;
-template <kernels::conv_geometry G>
-inline constexpr std::size_t winograd_tiles = (G.oh + 1) / 2 * ((G.ow + 1) / 2);  // per sample
-template <kernels::conv_geometry G>
-inline constexpr std::size_t winograd_chunk = std::max<std::size_t>(1, winograd_chunk_tiles / winograd_tiles<G>);
+// tiles of M x M outputs a sample (M = 2: F(2x2, 3x3); M = 4: F(4x4, 3x3))
+template <kernels::conv_geometry G, std::size_t M = 2>
+inline constexpr std::size_t winograd_tiles = (G.oh + M - 1) / M * ((G.ow + M - 1) / M);
+template <kernels::conv_geometry G, std::size_t M = 2>
+inline constexpr std::size_t winograd_chunk = std::max<std::size_t>(1, winograd_chunk_tiles / winograd_tiles<G, M>);
+
+// The output tile M of winograd_forward (y, and dx through it): 4, F(4x4, 3x3) (6x6 input tiles, 36 products
+// C x F a tile), where that takes fewer multiplies a sample than F(2x2, 3x3) (16 a tile of 2x2) and both
+// sides of the output are at least 4; else 2. The CNN's conv2 (11 x 11 outputs): 9 x 36 = 324 products a
+// sample against 36 x 16 = 576 (0.56x); its dx (13 x 13): 16 x 36 = 576 against 49 x 16 = 784 (0.73x).
+// F(4x4)'s points 0, +-1, +-2 (Lavin & Gray) round about 4x more than F(2x2)'s (tests/kernels/test_winograd.cpp
+// measures both against a double-precision direct sum).
+template <kernels::conv_geometry G, class T>
+inline constexpr std::size_t winograd_m =
+    (std::is_same_v<T, float> || std::is_same_v<T, double>) && G.oh >= 4 && G.ow >= 4 &&
+            36 * winograd_tiles<G, 4> < 16 * winograd_tiles<G, 2>
+        ? 4
+        : 2;
 
 namespace detail {
 // The transforms below are written once over a geometry known at compile time (fixed_geometry<G>: the
@@ -170,27 +187,172 @@ void winograd_output_of(const Geometry& geo, Fn F, const T* m, const T* b, T* y,
         }
       }
 }
+
+// ---- F(4x4, 3x3) (winograd_m = 4): 6x6 input tiles at stride 4, 36 matrices ----
+// B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1],
+// G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1],
+// A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1] (points 0, 1, -1, 2, -2 and infinity).
+// t = B^T d of one column d[0..5] of a tile
+template <class B>
+CTNN_FORCEINLINE void winograd4_bt(const B (&d)[6], B (&t)[6]) {
+  using T = typename B::value_type;
+  const B four(T(4)), two(T(2));
+  t[0] = xsimd::fma(four, d[0] - d[2], d[4] - d[2]);
+  t[1] = xsimd::fnma(four, d[1] + d[2], d[3] + d[4]);
+  t[2] = xsimd::fma(four, d[1] - d[2], d[4] - d[3]);
+  t[3] = xsimd::fma(two, d[3] - d[1], d[4] - d[2]);
+  t[4] = xsimd::fnma(two, d[3] - d[1], d[4] - d[2]);
+  t[5] = xsimd::fma(four, d[1] - d[3], d[5] - d[3]);
+}
+// o = A^T m of one column m[0..5]
+template <class B>
+CTNN_FORCEINLINE void winograd4_at(const B (&m)[6], B (&o)[4]) {
+  using T = typename B::value_type;
+  const B a = m[1] + m[2], b = m[1] - m[2], c = m[3] + m[4], d = m[3] - m[4];
+  o[0] = m[0] + a + c;
+  o[1] = xsimd::fma(B(T(2)), d, b);
+  o[2] = xsimd::fma(B(T(4)), c, a);
+  o[3] = xsimd::fma(B(T(8)), d, b) + m[5];
+}
+// u = G g of one column g[0..2]
+template <class B>
+CTNN_FORCEINLINE void winograd4_g(const B (&g)[3], B (&u)[6]) {
+  using T = typename B::value_type;
+  const B s = g[0] + g[2], p = xsimd::fma(B(T(1) / 24), g[0], B(T(1) / 6) * g[2]);
+  u[0] = B(T(0.25)) * g[0];
+  u[1] = B(T(-1) / 6) * (s + g[1]);
+  u[2] = B(T(-1) / 6) * (s - g[1]);
+  u[3] = xsimd::fma(B(T(1) / 12), g[1], p);
+  u[4] = xsimd::fnma(B(T(1) / 12), g[1], p);
+  u[5] = g[2];
+}
+
+// U[e][c][f] = (G g G^T)[e], e = 6 i + j, of the 3x3 filter g = w[., ., c, f].
+template <class Arch, class T, class Geometry>
+void winograd4_filters_of(const Geometry& geo, const T* w, T* u) {
+  const kernels::conv_geometry G = geometry(geo);
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  const std::size_t C = G.c, F = G.f, CF = C * F;
+  for (std::size_t c = 0; c < C; ++c)
+    for (std::size_t f = 0; f < F; f += L) {
+      B t[3][6];  // t[j] = G g[., j]: column j of G g
+      for (std::size_t j = 0; j < 3; ++j) {
+        B g[3];
+        for (std::size_t i = 0; i < 3; ++i) g[i] = B::load_unaligned(w + ((i * 3 + j) * C + c) * F + f);
+        winograd4_g(g, t[j]);
+      }
+      for (std::size_t i = 0; i < 6; ++i) {  // row i of (G g) G^T
+        const B r[3] = {t[0][i], t[1][i], t[2][i]};
+        B o[6];
+        winograd4_g(r, o);
+        for (std::size_t j = 0; j < 6; ++j) o[j].store_unaligned(u + (i * 6 + j) * CF + c * F + f);
+      }
+    }
+}
+
+// V[e][t][c] = (B^T d B)[e] for the tiles t of samples [n0, n1) (6x6 tiles of x at stride 4, positions
+// outside x read as zeros); es: the distance between the 36 matrices (0: (n1 - n0) tiles x C, packed).
+template <class Arch, class T, class Geometry, class Cn>
+void winograd4_input_of(const Geometry& geo, Cn C, const T* x, T* v, std::size_t n0, std::size_t n1,
+                        std::size_t es = 0) {
+  const kernels::conv_geometry G = geometry(geo);
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  const std::size_t TH = (G.oh + 3) / 4, TW = (G.ow + 3) / 4;
+  if (!es) es = (n1 - n0) * TH * TW * C;
+  for (std::size_t n = n0; n < n1; ++n) {
+    const T* xs = x + n * G.in_size();
+    for (std::size_t th = 0; th < TH; ++th)
+      for (std::size_t tw = 0; tw < TW; ++tw) {
+        const T* src[6][6];
+        for (std::size_t i = 0; i < 6; ++i)
+          for (std::size_t j = 0; j < 6; ++j) {
+            const std::size_t rr = 4 * th + i, ss = 4 * tw + j;  // padded coordinates
+            const bool in = rr >= G.pt && rr - G.pt < G.h && ss >= G.pl && ss - G.pl < G.w;
+            src[i][j] = in ? xs + ((rr - G.pt) * G.w + (ss - G.pl)) * C : nullptr;
+          }
+        T* o = v + (((n - n0) * TH + th) * TW + tw) * C;
+        for (std::size_t c = 0; c < C; c += L) {
+          B t[6][6];  // t[j] = B^T d[., j]: column j of B^T d
+          for (std::size_t j = 0; j < 6; ++j) {
+            B d[6];
+            for (std::size_t i = 0; i < 6; ++i) d[i] = src[i][j] ? B::load_unaligned(src[i][j] + c) : B(T(0));
+            winograd4_bt(d, t[j]);
+          }
+          for (std::size_t i = 0; i < 6; ++i) {  // row i of (B^T d) B
+            const B r[6] = {t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i]};
+            B q[6];
+            winograd4_bt(r, q);
+            for (std::size_t j = 0; j < 6; ++j) q[j].store_unaligned(o + (i * 6 + j) * es + c);
+          }
+        }
+      }
+  }
+}
+
+// y of samples [n0, n1) = ep.forward(A^T M A + b) from M[e][t][f]; outputs past OH, OW are not written.
+// es: the distance between the 36 matrices (0: (n1 - n0) tiles x F, packed).
+template <class Arch, class T, class E, class Geometry, class Fn>
+void winograd4_output_of(const Geometry& geo, Fn F, const T* m, const T* b, T* y, std::size_t n0, std::size_t n1,
+                         const E& ep, std::size_t es = 0) {
+  const kernels::conv_geometry G = geometry(geo);
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  const std::size_t TH = (G.oh + 3) / 4, TW = (G.ow + 3) / 4;
+  if (!es) es = (n1 - n0) * TH * TW * F;
+  for (std::size_t n = n0; n < n1; ++n)
+    for (std::size_t th = 0; th < TH; ++th)
+      for (std::size_t tw = 0; tw < TW; ++tw) {
+        const T* mt = m + (((n - n0) * TH + th) * TW + tw) * F;
+        const std::size_t rows = std::min<std::size_t>(4, G.oh - 4 * th), cols = std::min<std::size_t>(4, G.ow - 4 * tw);
+        T* y0 = y + ((n * G.oh + 4 * th) * G.ow + 4 * tw) * F;
+        for (std::size_t f = 0; f < F; f += L) {
+          B t[6][4];  // t[j] = A^T q[., j]: column j of A^T q
+          for (std::size_t j = 0; j < 6; ++j) {
+            B q[6];
+            for (std::size_t i = 0; i < 6; ++i) q[i] = B::load_unaligned(mt + (i * 6 + j) * es + f);
+            winograd4_at(q, t[j]);
+          }
+          const B bv = b ? B::load_unaligned(b + f) : B(T(0));
+          for (std::size_t i = 0; i < rows; ++i) {  // row i of (A^T q) A, + b
+            const B r[6] = {t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i]};
+            B o[4];
+            winograd4_at(r, o);
+            T* yr = y0 + i * G.ow * F + f;
+            for (std::size_t j = 0; j < cols; ++j) ep.forward(o[j] + bv).store_unaligned(yr + j * F);
+          }
+        }
+      }
+}
 }  // namespace detail
 
 // The transforms over a run-time geometry g (the same operations in the same order: the same bits):
 // one body for every layer shape, which the compiled part holds for float (compiled_kernels.hpp's
-// CTNN_DETAIL_WINOGRAD_INSTANCES; the output's for the identity and relu rules); winograd_forward
-// calls them in compiled mode.
-template <class Arch, class T>
+// CTNN_DETAIL_WINOGRAD_INSTANCES, M = 2 and 4; the output's for the identity and relu rules); winograd_forward
+// calls them in compiled mode. M: the output tile, 2 (F(2x2, 3x3)) or 4 (F(4x4, 3x3)).
+template <class Arch, class T, std::size_t M = 2>
 void winograd_filters_n(const kernels::conv_geometry& g, const T* w, T* u) {
-  detail::winograd_filters_of<Arch>(g, w, u);
+  if constexpr (M == 4) detail::winograd4_filters_of<Arch>(g, w, u);
+  else detail::winograd_filters_of<Arch>(g, w, u);
 }
 // (the channel loops of the common counts 16 to 256 at compile time: with_common_count, core/separate.hpp)
-template <class Arch, class T>
+template <class Arch, class T, std::size_t M = 2>
 void winograd_input_n(const kernels::conv_geometry& g, const T* x, T* v, std::size_t n0, std::size_t n1,
                       std::size_t es = 0) {
-  ::ctnn::detail::with_common_count(g.c, [&](auto c) { detail::winograd_input_of<Arch>(g, c, x, v, n0, n1, es); });
+  ::ctnn::detail::with_common_count(g.c, [&](auto c) {
+    if constexpr (M == 4) detail::winograd4_input_of<Arch>(g, c, x, v, n0, n1, es);
+    else detail::winograd_input_of<Arch>(g, c, x, v, n0, n1, es);
+  });
 }
-template <class Arch, class T, class E>
+// (es: M = 4's distance between the matrices of m, 0: packed)
+template <class Arch, class T, std::size_t M = 2, class E>
 void winograd_output_n(const kernels::conv_geometry& g, const T* m, const T* b, T* y, std::size_t n0, std::size_t n1,
-                       const E& ep) {
-  ::ctnn::detail::with_common_count(g.f,
-                                    [&](auto f) { detail::winograd_output_of<Arch>(g, f, m, b, y, n0, n1, ep); });
+                       const E& ep, std::size_t es = 0) {
+  ::ctnn::detail::with_common_count(g.f, [&](auto f) {
+    if constexpr (M == 4) detail::winograd4_output_of<Arch>(g, f, m, b, y, n0, n1, ep, es);
+    else detail::winograd_output_of<Arch>(g, f, m, b, y, n0, n1, ep);
+  });
 }
 
 namespace detail {
@@ -198,47 +360,59 @@ namespace detail {
 template <class T, class E = fn::identity_fn>
 inline constexpr bool winograd_compiled = ::ctnn::detail::compiled_part && std::is_same_v<T, float> &&
                                           (std::is_same_v<E, fn::identity_fn> || std::is_same_v<E, fn::relu_fn>);
-template <kernels::conv_geometry G, class Arch, class T>
+template <kernels::conv_geometry G, class Arch, class T, std::size_t M = 2>
 void winograd_filters(const T* w, T* u) {
-  if constexpr (winograd_compiled<T>) winograd_filters_n<Arch>(G, w, u);
+  if constexpr (winograd_compiled<T>) winograd_filters_n<Arch, T, M>(G, w, u);
+  else if constexpr (M == 4) winograd4_filters_of<Arch>(fixed_geometry<G>{}, w, u);
   else winograd_filters_of<Arch>(fixed_geometry<G>{}, w, u);
 }
-template <kernels::conv_geometry G, class Arch, class T>
+template <kernels::conv_geometry G, class Arch, class T, std::size_t M = 2>
 void winograd_input(const T* x, T* v, std::size_t n0, std::size_t n1, std::size_t es = 0) {
-  if constexpr (winograd_compiled<T>) winograd_input_n<Arch>(G, x, v, n0, n1, es);
-  else winograd_input_of<Arch>(fixed_geometry<G>{}, std::integral_constant<std::size_t, G.c>{}, x, v, n0, n1, es);
+  constexpr std::integral_constant<std::size_t, G.c> C{};
+  if constexpr (winograd_compiled<T>) winograd_input_n<Arch, T, M>(G, x, v, n0, n1, es);
+  else if constexpr (M == 4) winograd4_input_of<Arch>(fixed_geometry<G>{}, C, x, v, n0, n1, es);
+  else winograd_input_of<Arch>(fixed_geometry<G>{}, C, x, v, n0, n1, es);
 }
-template <kernels::conv_geometry G, class Arch, class T, class E = fn::identity_fn>
-void winograd_output(const T* m, const T* b, T* y, std::size_t n0, std::size_t n1, const E& ep = {}) {
-  if constexpr (winograd_compiled<T, E>) winograd_output_n<Arch>(G, m, b, y, n0, n1, ep);
-  else winograd_output_of<Arch>(fixed_geometry<G>{}, std::integral_constant<std::size_t, G.f>{}, m, b, y, n0, n1, ep);
+template <kernels::conv_geometry G, class Arch, class T, std::size_t M = 2, class E = fn::identity_fn>
+void winograd_output(const T* m, const T* b, T* y, std::size_t n0, std::size_t n1, const E& ep = {},
+                     std::size_t es = 0) {
+  constexpr std::integral_constant<std::size_t, G.f> F{};
+  if constexpr (winograd_compiled<T, E>) winograd_output_n<Arch, T, M>(G, m, b, y, n0, n1, ep, es);
+  else if constexpr (M == 4) winograd4_output_of<Arch>(fixed_geometry<G>{}, F, m, b, y, n0, n1, ep, es);
+  else winograd_output_of<Arch>(fixed_geometry<G>{}, F, m, b, y, n0, n1, ep);
 }
 }  // namespace detail
 
 // y = e.forward(conv(x, w) + b) (b null: no bias; e a rule of kernels/functors.hpp, applied as each
-// output is stored) by Winograd F(2x2, 3x3); winograd_v<G, Arch, T> must hold.
-template <kernels::conv_geometry G, class Arch, class T, class E = fn::identity_fn>
+// output is stored) by Winograd F(M x M, 3x3), M = winograd_m<G, T> unless given (N = (M + 2)^2 products a
+// tile); winograd_v<G, Arch, T> must hold.
+template <kernels::conv_geometry G, class Arch, class T, class E = fn::identity_fn, std::size_t M = winograd_m<G, T>>
 void winograd_forward(const T* x, const T* w, const T* b, T* y, std::size_t batch, const E& ep = {}) {
   static_assert(winograd_v<G, Arch, T>, "winograd_forward: the geometry is not a 3x3 stride-1 conv with "
                                             "C and F whole vectors of at least 16");
-  constexpr std::size_t C = G.c, F = G.f, CF = C * F, PS = packed_size<C, F, T, Arch>;
-  constexpr std::size_t chunk = winograd_chunk<G>, tiles = winograd_tiles<G>;
-  T* const u = simd::scratch<T, winograd_scratch_tag + 1>(16 * (CF + PS));
-  T* const packed = u + 16 * CF;
-  detail::winograd_filters<G, Arch, T>(w, u);
-  for (std::size_t e = 0; e < 16; ++e) pack_weights<C, F, Arch>(u + e * CF, packed + e * PS, packed_rows);
+  static_assert(M == 2 || M == 4, "winograd_forward: the output tile is 2 (F(2x2, 3x3)) or 4 (F(4x4, 3x3))");
+  constexpr std::size_t C = G.c, F = G.f, CF = C * F, PS = packed_size<C, F, T, Arch>, N = (M + 2) * (M + 2);
+  constexpr std::size_t chunk = winograd_chunk<G, M>, tiles = winograd_tiles<G, M>;
+  T* const u = simd::scratch<T, winograd_scratch_tag + 1>(N * (CF + PS));
+  T* const packed = u + N * CF;
+  detail::winograd_filters<G, Arch, T, M>(w, u);
+  for (std::size_t e = 0; e < N; ++e) pack_weights<C, F, Arch>(u + e * CF, packed + e * PS, packed_rows);
+  // M = 4: the 36 matrices of V and of M a cache line more than apart (packed, dx's 64 tiles x 64 channels
+  // put them 16 KiB apart: the 36 stores or loads of a tile in one L1 set)
+  constexpr std::size_t pad = M == 4 ? 64 / sizeof(T) : 0;
   const std::size_t chunks = (batch + chunk - 1) / chunk;
   thread_pool::global().run(
       chunks,
       [&](std::size_t k) {
         const std::size_t n0 = k * chunk, n1 = std::min(batch, n0 + chunk), mt = (n1 - n0) * tiles;
-        T* const v = simd::scratch<T, winograd_scratch_tag>(16 * chunk * tiles * (C + F));
-        T* const m = v + 16 * mt * C;
-        detail::winograd_input<G, Arch, T>(x, v, n0, n1);
-        for (std::size_t e = 0; e < 16; ++e)
-          dense_forward_packed<C, F, fn::identity_fn, Arch>(v + e * mt * C, u + e * CF, packed + e * PS,
-                                                            static_cast<const T*>(nullptr), m + e * mt * F, mt);
-        detail::winograd_output<G, Arch, T>(m, b, y, n0, n1, ep);
+        const std::size_t vs = mt * C + pad, ms = mt * F + pad;
+        T* const v = simd::scratch<T, winograd_scratch_tag>(N * (chunk * tiles * (C + F) + 2 * pad));
+        T* const m = v + N * vs;
+        detail::winograd_input<G, Arch, T, M>(x, v, n0, n1, vs);
+        for (std::size_t e = 0; e < N; ++e)
+          dense_forward_packed<C, F, fn::identity_fn, Arch>(v + e * vs, u + e * CF, packed + e * PS,
+                                                            static_cast<const T*>(nullptr), m + e * ms, mt);
+        detail::winograd_output<G, Arch, T, M>(m, b, y, n0, n1, ep, ms);
       },
       chunks > 1 && batch * G.out_size() * G.patch() >= sample_split_min);
 }
@@ -259,8 +433,9 @@ constexpr bool winograd_dx_v = [] {
 
 inline constexpr int winograd_rotated_tag = 13;  // the rotated, transposed kernel of dX
 
-// dx = dL/dx of y = conv(x, w) from dy (overwritten; 3x3, stride 1, pt, pl <= 2) by Winograd F(2x2, 3x3).
-template <kernels::conv_geometry G, class Arch, class T>
+// dx = dL/dx of y = conv(x, w) from dy (overwritten; 3x3, stride 1, pt, pl <= 2) by Winograd F(M x M, 3x3),
+// M = winograd_m of the dX geometry unless given.
+template <kernels::conv_geometry G, class Arch, class T, std::size_t M = winograd_m<winograd_dx_geometry<G>, T>>
 void winograd_backward_input(const T* dy, const T* w, T* dx, std::size_t batch) {
   constexpr kernels::conv_geometry D = winograd_dx_geometry<G>;
   static_assert(winograd_dx_v<G, Arch, T>, "winograd_backward_input: the layer or its dX is not a Winograd geometry");
@@ -273,7 +448,7 @@ void winograd_backward_input(const T* dy, const T* w, T* dx, std::size_t batch) 
       for (std::size_t c = 0; c < C; ++c)
         for (std::size_t f = 0; f < F; ++f) dst[f * C + c] = src[c * F + f];
     }
-  winograd_forward<D, Arch, T>(dy, wr, static_cast<const T*>(nullptr), dx, batch);
+  winograd_forward<D, Arch, T, fn::identity_fn, M>(dy, wr, static_cast<const T*>(nullptr), dx, batch);
 }
 
 // ---- dW by Winograd F(3x3, 2x2) ----
@@ -285,11 +460,15 @@ void winograd_backward_input(const T* dy, const T* w, T* dx, std::size_t batch) 
 //   M_e = sum over tiles of V_e^T U_e (16 products C x tiles times tiles x F: dense_backward_weights)
 //   dW = A^T M A, A^T = [1 1 1 0; 0 1 -1 0; 0 1 1 -1] (the last column's sign: winograd_input's B^T row 3)
 // 16 C F multiplies a tile (1.18 M a sample at the CNN's conv2, against 9 C F 4 = 2.23 M for im2col's product).
-// Chunks of winograd_dw_chunk<G> samples over the thread pool, each chunk's dW (A^T M A of its M) in
-// `partial` (chunks x 9 C F), summed in chunk order: the bits do not depend on the thread count.
+// Where winograd_m<G, T> is 4, dW runs by F(3x3, 4x4) instead, over y's 4x4 tiles of dy with x's 6x6 tiles
+// (the same trilinear form as F(4x4, 3x3), read for the 3x3 output: B^T as winograd4_input_of's, the 4x4 tile's
+// transform by F(4x4, 3x3)'s A, the output's by its G^T): 36 C F multiplies a tile (0.66 M a sample at conv2).
+// Chunks of winograd_dw_chunk<G, M> samples (about 144 tiles of 2x2 or 72 of 4x4) over the thread pool, each
+// chunk's dW in `partial` (chunks x 9 C F), summed in chunk order: the bits do not depend on the thread count.
 inline constexpr std::size_t winograd_dw_chunk_tiles = 144;
-template <kernels::conv_geometry G>
-inline constexpr std::size_t winograd_dw_chunk = std::max<std::size_t>(1, winograd_dw_chunk_tiles / winograd_tiles<G>);
+template <kernels::conv_geometry G, std::size_t M = 2>
+inline constexpr std::size_t winograd_dw_chunk =
+    std::max<std::size_t>(1, winograd_dw_chunk_tiles / (M == 4 ? 2 : 1) / winograd_tiles<G, M>);
 
 namespace detail {
 // U[e][t][f] = (G g G^T)[e] for the tiles t of samples [n0, n1) (t counted from n0's first tile); es: the
@@ -350,58 +529,146 @@ void winograd_grad_output_of(CFn CF, const T* m, T* dw) {
 }
 }  // namespace detail
 
-// The dW transforms over a run-time geometry g (the same operations in the same order: the same bits),
-// which the compiled part holds for float (CTNN_DETAIL_WINOGRAD_INSTANCES); winograd_backward_weights
-// calls them in compiled mode (the filter loop of the common counts 16 to 256 at compile time).
-template <class Arch, class T>
-void winograd_grad_tiles_n(const kernels::conv_geometry& g, const T* dy, T* u, std::size_t n0, std::size_t n1,
-                           std::size_t es) {
-  ::ctnn::detail::with_common_count(g.f,
-                                    [&](auto f) { detail::winograd_grad_tiles_of<Arch>(g, f, dy, u, n0, n1, es); });
+namespace detail {
+// ---- F(3x3, 4x4) ----
+// u = A g of one column g[0..3] of a 4x4 tile of dy (A: F(4x4, 3x3)'s A, 6x4)
+template <class B>
+CTNN_FORCEINLINE void winograd4_a(const B (&g)[4], B (&u)[6]) {
+  using T = typename B::value_type;
+  const B a = g[0] + g[2], b = g[1] + g[3], c = xsimd::fma(B(T(4)), g[2], g[0]), d = xsimd::fma(B(T(4)), g[3], g[1]);
+  u[0] = g[0];
+  u[1] = a + b;
+  u[2] = a - b;
+  u[3] = xsimd::fma(B(T(2)), d, c);
+  u[4] = xsimd::fnma(B(T(2)), d, c);
+  u[5] = g[3];
 }
-template <class Arch, class T>
-void winograd_grad_output_n(const kernels::conv_geometry& g, const T* m, T* dw) {
-  detail::winograd_grad_output_of<Arch>(g.c * g.f, m, dw);
+// o = G^T m of one column m[0..5] (G: F(4x4, 3x3)'s, 6x3)
+template <class B>
+CTNN_FORCEINLINE void winograd4_gt(const B (&m)[6], B (&o)[3]) {
+  using T = typename B::value_type;
+  const B s = m[1] + m[2], d = m[1] - m[2], p = m[3] + m[4], q = m[3] - m[4];
+  const B sixth(T(1) / 6);
+  o[0] = xsimd::fma(B(T(1) / 24), p, xsimd::fnma(sixth, s, B(T(0.25)) * m[0]));
+  o[1] = xsimd::fnma(sixth, d, B(T(1) / 12) * q);
+  o[2] = xsimd::fma(sixth, p - s, m[5]);
 }
 
-namespace detail {
-template <kernels::conv_geometry G, class Arch, class T>
-void winograd_grad_tiles(const T* dy, T* u, std::size_t n0, std::size_t n1, std::size_t es) {
-  if constexpr (winograd_compiled<T>) winograd_grad_tiles_n<Arch>(G, dy, u, n0, n1, es);
-  else
-    winograd_grad_tiles_of<Arch>(fixed_geometry<G>{}, std::integral_constant<std::size_t, G.f>{}, dy, u, n0, n1, es);
+// U[e][t][f] = (A g A^T)[e], e = 6 i + j, for the 4x4 tiles t of dy of samples [n0, n1) (dy read as zero
+// past OH, OW); es: the distance between the 36 matrices.
+template <class Arch, class T, class Geometry, class Fn>
+void winograd4_grad_tiles_of(const Geometry& geo, Fn F, const T* dy, T* u, std::size_t n0, std::size_t n1,
+                             std::size_t es) {
+  const kernels::conv_geometry G = geometry(geo);
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  const std::size_t TH = (G.oh + 3) / 4, TW = (G.ow + 3) / 4;
+  for (std::size_t n = n0; n < n1; ++n)
+    for (std::size_t th = 0; th < TH; ++th)
+      for (std::size_t tw = 0; tw < TW; ++tw) {
+        const std::size_t rows = std::min<std::size_t>(4, G.oh - 4 * th), cols = std::min<std::size_t>(4, G.ow - 4 * tw);
+        const T* d0 = dy + ((n * G.oh + 4 * th) * G.ow + 4 * tw) * F;
+        T* o = u + (((n - n0) * TH + th) * TW + tw) * F;
+        for (std::size_t f = 0; f < F; f += L) {
+          B t[4][6];  // t[j] = A g[., j]: column j of A g
+          for (std::size_t j = 0; j < 4; ++j) {
+            B g[4];
+            for (std::size_t i = 0; i < 4; ++i)
+              g[i] = i < rows && j < cols ? B::load_unaligned(d0 + (i * G.ow + j) * F + f) : B(T(0));
+            winograd4_a(g, t[j]);
+          }
+          for (std::size_t i = 0; i < 6; ++i) {  // row i of (A g) A^T
+            const B r[4] = {t[0][i], t[1][i], t[2][i], t[3][i]};
+            B q[6];
+            winograd4_a(r, q);
+            for (std::size_t j = 0; j < 6; ++j) q[j].store_unaligned(o + (i * 6 + j) * es + f);
+          }
+        }
+      }
 }
-template <kernels::conv_geometry G, class Arch, class T>
-void winograd_grad_output(const T* m, T* dw) {
-  if constexpr (winograd_compiled<T>) winograd_grad_output_n<Arch>(G, m, dw);
-  else winograd_grad_output_of<Arch>(std::integral_constant<std::size_t, G.c * G.f>{}, m, dw);
+
+// dw[i][j][c][f] (overwritten) = (G^T M G)[i][j] of M[e][c][f], CF = C F values (a multiple of the lanes).
+template <class Arch, class T, class CFn>
+void winograd4_grad_output_of(CFn CF, const T* m, T* dw) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  for (std::size_t cf = 0; cf < CF; cf += L) {
+    B t[6][3];  // t[j] = G^T q[., j]
+    for (std::size_t j = 0; j < 6; ++j) {
+      B q[6];
+      for (std::size_t i = 0; i < 6; ++i) q[i] = B::load_unaligned(m + (i * 6 + j) * CF + cf);
+      winograd4_gt(q, t[j]);
+    }
+    for (std::size_t i = 0; i < 3; ++i) {  // row i of (G^T q) G
+      const B r[6] = {t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i]};
+      B o[3];
+      winograd4_gt(r, o);
+      for (std::size_t j = 0; j < 3; ++j) o[j].store_unaligned(dw + (i * 3 + j) * CF + cf);
+    }
+  }
 }
 }  // namespace detail
 
-// dw [3, 3, C, F] (overwritten) = dL/dw of y = conv(x, w) from x and dy by Winograd F(3x3, 2x2);
-// partial: room for ceil(batch / winograd_dw_chunk<G>) x 9 C F values. winograd_v<G, Arch, T> must hold.
-template <kernels::conv_geometry G, class Arch, class T>
+// The dW transforms over a run-time geometry g (the same operations in the same order: the same bits),
+// which the compiled part holds for float (CTNN_DETAIL_WINOGRAD_INSTANCES, M = 2 and 4); winograd_backward_weights
+// calls them in compiled mode (the filter loop of the common counts 16 to 256 at compile time).
+template <class Arch, class T, std::size_t M = 2>
+void winograd_grad_tiles_n(const kernels::conv_geometry& g, const T* dy, T* u, std::size_t n0, std::size_t n1,
+                           std::size_t es) {
+  ::ctnn::detail::with_common_count(g.f, [&](auto f) {
+    if constexpr (M == 4) detail::winograd4_grad_tiles_of<Arch>(g, f, dy, u, n0, n1, es);
+    else detail::winograd_grad_tiles_of<Arch>(g, f, dy, u, n0, n1, es);
+  });
+}
+template <class Arch, class T, std::size_t M = 2>
+void winograd_grad_output_n(const kernels::conv_geometry& g, const T* m, T* dw) {
+  if constexpr (M == 4) detail::winograd4_grad_output_of<Arch>(g.c * g.f, m, dw);
+  else detail::winograd_grad_output_of<Arch>(g.c * g.f, m, dw);
+}
+
+namespace detail {
+template <kernels::conv_geometry G, class Arch, class T, std::size_t M = 2>
+void winograd_grad_tiles(const T* dy, T* u, std::size_t n0, std::size_t n1, std::size_t es) {
+  constexpr std::integral_constant<std::size_t, G.f> F{};
+  if constexpr (winograd_compiled<T>) winograd_grad_tiles_n<Arch, T, M>(G, dy, u, n0, n1, es);
+  else if constexpr (M == 4) winograd4_grad_tiles_of<Arch>(fixed_geometry<G>{}, F, dy, u, n0, n1, es);
+  else winograd_grad_tiles_of<Arch>(fixed_geometry<G>{}, F, dy, u, n0, n1, es);
+}
+template <kernels::conv_geometry G, class Arch, class T, std::size_t M = 2>
+void winograd_grad_output(const T* m, T* dw) {
+  constexpr std::integral_constant<std::size_t, G.c * G.f> CF{};
+  if constexpr (winograd_compiled<T>) winograd_grad_output_n<Arch, T, M>(G, m, dw);
+  else if constexpr (M == 4) winograd4_grad_output_of<Arch>(CF, m, dw);
+  else winograd_grad_output_of<Arch>(CF, m, dw);
+}
+}  // namespace detail
+
+// dw [3, 3, C, F] (overwritten) = dL/dw of y = conv(x, w) from x and dy by Winograd F(3x3, M x M), M =
+// winograd_m<G, T> unless given; partial: room for ceil(batch / winograd_dw_chunk<G, M>) x 9 C F values (one
+// a sample is always enough). winograd_v<G, Arch, T> must hold.
+template <kernels::conv_geometry G, class Arch, class T, std::size_t M = winograd_m<G, T>>
 void winograd_backward_weights(const T* x, const T* dy, T* dw, T* partial, std::size_t batch) {
   static_assert(winograd_v<G, Arch, T>, "winograd_backward_weights: the geometry is not a 3x3 stride-1 conv with "
                                         "C and F whole vectors of at least 16");
-  constexpr std::size_t C = G.c, F = G.f, CF = C * F, PF = 9 * CF;
-  constexpr std::size_t chunk = winograd_dw_chunk<G>, tiles = winograd_tiles<G>;
+  static_assert(M == 2 || M == 4, "winograd_backward_weights: the tile of dy is 2 (F(3x3, 2x2)) or 4 (F(3x3, 4x4))");
+  constexpr std::size_t C = G.c, F = G.f, CF = C * F, PF = 9 * CF, N = (M + 2) * (M + 2);
+  constexpr std::size_t chunk = winograd_dw_chunk<G, M>, tiles = winograd_tiles<G, M>;
   const std::size_t chunks = (batch + chunk - 1) / chunk;
   thread_pool::global().run(
       chunks,
       [&](std::size_t k) {
         const std::size_t n0 = k * chunk, n1 = std::min(batch, n0 + chunk), mt = (n1 - n0) * tiles;
-        // winograd_forward's buffer (the two never run at once on a thread): V, U, M; the 16 matrices of V
+        // winograd_forward's buffer (the two never run at once on a thread): V, U, M; the N matrices of V
         // and U a cache line more than apart (at 144 tiles their 16 stores would be 4 KiB apart: aliased)
         constexpr std::size_t pad = 64 / sizeof(T), vs = chunk * tiles * C + pad, us = chunk * tiles * F + pad;
-        T* const v = simd::scratch<T, winograd_scratch_tag>(16 * (vs + us + CF));
-        T* const u = v + 16 * vs;
-        T* const m = u + 16 * us;
-        detail::winograd_input<G, Arch, T>(x, v, n0, n1, vs);
-        detail::winograd_grad_tiles<G, Arch, T>(dy, u, n0, n1, us);
-        for (std::size_t e = 0; e < 16; ++e)
+        T* const v = simd::scratch<T, winograd_scratch_tag>(N * (vs + us + CF));
+        T* const u = v + N * vs;
+        T* const m = u + N * us;
+        detail::winograd_input<G, Arch, T, M>(x, v, n0, n1, vs);
+        detail::winograd_grad_tiles<G, Arch, T, M>(dy, u, n0, n1, us);
+        for (std::size_t e = 0; e < N; ++e)
           dense_backward_weights<C, F, Arch>(v + e * vs, u + e * us, m + e * CF, static_cast<T*>(nullptr), mt);
-        detail::winograd_grad_output<G, Arch, T>(m, partial + k * PF);
+        detail::winograd_grad_output<G, Arch, T, M>(m, partial + k * PF);
       },
       chunks > 1 && batch * G.out_size() * G.patch() >= sample_split_min);
   std::copy(partial, partial + PF, dw);
@@ -414,19 +681,23 @@ void winograd_backward_weights(const T* x, const T* dy, T* dw, T* partial, std::
 // X: `extern template` (declarations) or `template` (definitions); A: the architecture. The run-time-geometry
 // transforms for float (the output's for the identity and relu rules), compiled once in the compiled part
 // (compiled_kernels.hpp, core/separate.hpp) instead of once per layer shape in every program.
+#define CTNN_DETAIL_WINOGRAD_TRANSFORMS(X, A, M)                                                                    \
+  X void winograd_filters_n<A, float, M>(const ::ctnn::kernels::conv_geometry&, const float*, float*);              \
+  X void winograd_input_n<A, float, M>(const ::ctnn::kernels::conv_geometry&, const float*, float*, std::size_t,   \
+                                       std::size_t, std::size_t);                                                   \
+  X void winograd_output_n<A, float, M, ::ctnn::fn::identity_fn>(const ::ctnn::kernels::conv_geometry&,            \
+                                                                 const float*, const float*, float*, std::size_t,   \
+                                                                 std::size_t, const ::ctnn::fn::identity_fn&,       \
+                                                                 std::size_t);                                      \
+  X void winograd_output_n<A, float, M, ::ctnn::fn::relu_fn>(const ::ctnn::kernels::conv_geometry&, const float*,  \
+                                                             const float*, float*, std::size_t, std::size_t,        \
+                                                             const ::ctnn::fn::relu_fn&, std::size_t);              \
+  X void winograd_grad_tiles_n<A, float, M>(const ::ctnn::kernels::conv_geometry&, const float*, float*, std::size_t, \
+                                            std::size_t, std::size_t);                                              \
+  X void winograd_grad_output_n<A, float, M>(const ::ctnn::kernels::conv_geometry&, const float*, float*);
 #define CTNN_DETAIL_WINOGRAD_INSTANCES(X, A)                                                                        \
-  X void winograd_filters_n<A, float>(const ::ctnn::kernels::conv_geometry&, const float*, float*);                 \
-  X void winograd_input_n<A, float>(const ::ctnn::kernels::conv_geometry&, const float*, float*, std::size_t,      \
-                                    std::size_t, std::size_t);                                                      \
-  X void winograd_output_n<A, float, ::ctnn::fn::identity_fn>(const ::ctnn::kernels::conv_geometry&, const float*, \
-                                                              const float*, float*, std::size_t, std::size_t,      \
-                                                              const ::ctnn::fn::identity_fn&);                      \
-  X void winograd_output_n<A, float, ::ctnn::fn::relu_fn>(const ::ctnn::kernels::conv_geometry&, const float*,     \
-                                                          const float*, float*, std::size_t, std::size_t,          \
-                                                          const ::ctnn::fn::relu_fn&);                     \
-  X void winograd_grad_tiles_n<A, float>(const ::ctnn::kernels::conv_geometry&, const float*, float*, std::size_t,  \
-                                         std::size_t, std::size_t);                                                 \
-  X void winograd_grad_output_n<A, float>(const ::ctnn::kernels::conv_geometry&, const float*, float*);
+  CTNN_DETAIL_WINOGRAD_TRANSFORMS(X, A, 2)                                                                          \
+  CTNN_DETAIL_WINOGRAD_TRANSFORMS(X, A, 4)
 #if defined(CTNN_COMPILED_KERNELS_DEFINE)
 namespace ctnn::kernels::cpu {
 CTNN_DETAIL_WINOGRAD_INSTANCES(template, xsimd::default_arch)
