@@ -147,7 +147,7 @@ void check_decoded(const Index& ix, const std::vector<float>& values, const std:
 }
 }  // namespace
 
-TEST_CASE("sparse_kernels decode: each layout's decoded weights are the kernel it packed; the dense product over them "
+TEST_CASE("sparse_kernels decode: each layout's decoded weights are the kernel it packed, the dense product over them "
           "equals the layout's scalar reference on every architecture") {
   constexpr std::size_t K = 12, N = 20;  // two bitmap chunks, the second partial
   std::vector<float> w;
