@@ -110,6 +110,10 @@ template <class V, class Slot>
 concept adds_penalty = requires(Slot v, step_scalars* p) { V::add_penalty(v, p); };
 template <class V, class Slot>
 concept adds_penalty_gradient = requires(Slot v) { V::add_penalty_gradient(v); };
+// Whether bound layer L rewrites a derived buffer (role::derived: decoded weights) through
+// L::derive(layer_slot<T>) (nvcc 13 refused the requires-expression inside model's member).
+template <class L, class T>
+concept derives = requires(layer_slot<T> s) { L::derive(s); };
 // Whether bound layer L takes a regularizer that adds a penalty (dense, conv2d: L::Reg).
 template <class L>
 constexpr bool has_active_regularizer() {
@@ -588,7 +592,7 @@ class model {
   // writes none (time_distributed over a sparse layer) gets none in its slot (its kernels run)
   template <std::size_t I, class L>
   static constexpr bool has_derived() {
-    if constexpr (plan::unit_bytes(I, role::derived) > 0) return requires(layer_slot<layer_type<I>> s) { L::derive(s); };
+    if constexpr (plan::unit_bytes(I, role::derived) > 0) return detail::derives<L, layer_type<I>>;
     else return false;
   }
   // A member pass handed to the runner: one type for backward and the penalties, so the
