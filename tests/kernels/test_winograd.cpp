@@ -380,33 +380,33 @@ TEST_CASE("winograd: the transforms over a run-time geometry (the compiled part'
     // F(4x4, 3x3)'s (9 tiles of 6x6 a sample, 36 matrices)
     const std::size_t tiles4 = k::winograd_tiles<G, 4>;
     std::vector<float> u4(36 * G.c * G.f), u41(u4.size());
-    k::detail::winograd4_filters_of<A>(fixed, d.w.data(), u4.data());
+    k::detail::winograd_filters_of<A, 4>(fixed, d.w.data(), u4.data());
     k::winograd_filters_n<A, float, 4>(G, d.w.data(), u41.data());
     CHECK(u4 == u41);
     std::vector<float> v4(36 * batch * tiles4 * G.c), v41(v4.size()), v42(v4.size());
-    k::detail::winograd4_input_of<A>(fixed, c, d.x.data(), v4.data(), 0, batch);
+    k::detail::winograd_input_of<A, 4>(fixed, c, d.x.data(), v4.data(), 0, batch);
     k::winograd_input_n<A, float, 4>(G, d.x.data(), v41.data(), 0, batch);
-    k::detail::winograd4_input_of<A>(G, G.c, d.x.data(), v42.data(), 0, batch);
+    k::detail::winograd_input_of<A, 4>(G, G.c, d.x.data(), v42.data(), 0, batch);
     CHECK(v4 == v41);
     CHECK(v4 == v42);
     std::vector<float> y4(batch * G.out_size()), y41(y4.size()), y42(y4.size());  // m: 36 x 27 x 64 values of 16 x 108 x 64
-    k::detail::winograd4_output_of<A>(fixed, f, m.data(), d.b.data(), y4.data(), 0, batch, fn::relu_fn{});
+    k::detail::winograd_output_of<A, 4>(fixed, f, m.data(), d.b.data(), y4.data(), 0, batch, fn::relu_fn{});
     k::winograd_output_n<A, float, 4>(G, m.data(), d.b.data(), y41.data(), 0, batch, fn::relu_fn{});
-    k::detail::winograd4_output_of<A>(G, G.f, m.data(), d.b.data(), y42.data(), 0, batch, fn::relu_fn{});
+    k::detail::winograd_output_of<A, 4>(G, G.f, m.data(), d.b.data(), y42.data(), 0, batch, fn::relu_fn{});
     CHECK(y4 == y41);
     CHECK(y4 == y42);
     // F(3x3, 4x4)'s dW transforms: U of dy's 4x4 tiles (partial at 11 x 11), G^T M G (m as 36 C x F matrices)
     const std::size_t es4 = batch * tiles4 * G.f + 16;
     std::vector<float> gu4(36 * es4, 1.f), gu41(gu4.size(), 1.f), gu42(gu4.size(), 1.f);
-    k::detail::winograd4_grad_tiles_of<A>(fixed, f, m.data(), gu4.data(), 0, batch, es4);
+    k::detail::winograd_grad_tiles_of<A, 4>(fixed, f, m.data(), gu4.data(), 0, batch, es4);
     k::winograd_grad_tiles_n<A, float, 4>(G, m.data(), gu41.data(), 0, batch, es4);
-    k::detail::winograd4_grad_tiles_of<A>(G, G.f, m.data(), gu42.data(), 0, batch, es4);
+    k::detail::winograd_grad_tiles_of<A, 4>(G, G.f, m.data(), gu42.data(), 0, batch, es4);
     CHECK(gu4 == gu41);
     CHECK(gu4 == gu42);
     std::vector<float> m4(36 * G.c * G.f);
     for (std::size_t i = 0; i < m4.size(); ++i) m4[i] = float(int(i % 13) - 6) * 0.5f;
     std::vector<float> dw4(9 * G.c * G.f), dw41(dw4.size());
-    k::detail::winograd4_grad_output_of<A>(std::integral_constant<std::size_t, G.c * G.f>{}, m4.data(), dw4.data());
+    k::detail::winograd_grad_output_of<A, 4>(std::integral_constant<std::size_t, G.c * G.f>{}, m4.data(), dw4.data());
     k::winograd_grad_output_n<A, float, 4>(G, m4.data(), dw41.data());
     CHECK(dw4 == dw41);
   }

@@ -16,7 +16,9 @@
 // The multiplies per output: 16 C F / 4 (M = 2) or 36 C F / 16 (M = 4) against 9 C F direct (2.25x
 // and 4x fewer on whole tiles); F(4x4)'s rounding error is about 10x F(2x2)'s (test_winograd.cpp).
 // winograd_backward_input: dx, the same over dy with the kernel rotated; winograd_backward_weights:
-// dW by F(3x3, 2x2) over 2x2 tiles (below), from x and dy.
+// dW by F(3x3, M x M) over y's M x M tiles (below), from x and dy. Each transform is one loop over the
+// tiles written once for both M (detail::winograd_input_of<Arch, M> and the others); what differs, the
+// 1-D transform of one column of a tile, is winograd_tf<M>.
 // reference: kernels/conv_reference.hpp (direct loops); tests/kernels/test_winograd.cpp compares.
 #pragma once
 #include <algorithm>
@@ -77,248 +79,213 @@ namespace detail {
 using kernels::fixed_geometry;
 using kernels::geometry;
 
-// U[e][c][f] = (G g G^T)[e] of the 3x3 filter g = w[., ., c, f], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1].
-template <class Arch, class T, class Geometry>
+// The 1-D transforms of one column of a tile, per output tile M (N = M + 2 points); a tile's 2-D transform
+// applies one to each column, then to each row of the result:
+//   bt: B^T (the input tile's, N -> N), at: A^T (the output's, N -> M), g: G (the filter's, 3 -> N), and
+//   dW's F(3x3, M x M) (below): dy, M x M tiles of dy (M -> N), and dw, the 3x3 output's (N -> 3).
+template <std::size_t M>
+struct winograd_tf;
+
+// F(2x2, 3x3): B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1],
+// A^T = [1 1 1 0; 0 1 -1 -1]; dW's F(3x3, 2x2): dy's [1 0; .5 .5; .5 -.5; 0 1], dw's [1 1 1 0; 0 1 -1 0;
+// 0 1 1 -1] (the last column's sign: B^T's row 3).
+template <>
+struct winograd_tf<2> {
+  template <class B>
+  static CTNN_FORCEINLINE void bt(const B (&d)[4], B (&t)[4]) {
+    t[0] = d[0] - d[2];
+    t[1] = d[1] + d[2];
+    t[2] = d[2] - d[1];
+    t[3] = d[1] - d[3];
+  }
+  template <class B>
+  static CTNN_FORCEINLINE void at(const B (&q)[4], B (&o)[2]) {
+    o[0] = q[0] + q[1] + q[2];
+    o[1] = q[1] - q[2] - q[3];
+  }
+  template <class B>
+  static CTNN_FORCEINLINE void g(const B (&g)[3], B (&u)[4]) {
+    using T = typename B::value_type;
+    const B h(T(0.5));
+    u[0] = g[0];
+    u[1] = h * (g[0] + g[1] + g[2]);
+    u[2] = h * (g[0] - g[1] + g[2]);
+    u[3] = g[2];
+  }
+  template <class B>
+  static CTNN_FORCEINLINE void dy(const B (&g)[2], B (&u)[4]) {
+    using T = typename B::value_type;
+    const B h(T(0.5));
+    u[0] = g[0];
+    u[1] = h * (g[0] + g[1]);
+    u[2] = h * (g[0] - g[1]);
+    u[3] = g[1];
+  }
+  template <class B>
+  static CTNN_FORCEINLINE void dw(const B (&q)[4], B (&o)[3]) {
+    o[0] = q[0] + q[1] + q[2];
+    o[1] = q[1] - q[2];
+    o[2] = q[1] + q[2] - q[3];
+  }
+};
+
+// F(4x4, 3x3): points 0, 1, -1, 2, -2 and infinity (Lavin & Gray),
+// B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1],
+// G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1],
+// A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1]; dW's F(3x3, 4x4) reads the same trilinear
+// form for the 3x3 output: dy's A (6x4), dw's G^T (3x6).
+template <>
+struct winograd_tf<4> {
+  template <class B>
+  static CTNN_FORCEINLINE void bt(const B (&d)[6], B (&t)[6]) {
+    using T = typename B::value_type;
+    const B four(T(4)), two(T(2));
+    t[0] = xsimd::fma(four, d[0] - d[2], d[4] - d[2]);
+    t[1] = xsimd::fnma(four, d[1] + d[2], d[3] + d[4]);
+    t[2] = xsimd::fma(four, d[1] - d[2], d[4] - d[3]);
+    t[3] = xsimd::fma(two, d[3] - d[1], d[4] - d[2]);
+    t[4] = xsimd::fnma(two, d[3] - d[1], d[4] - d[2]);
+    t[5] = xsimd::fma(four, d[1] - d[3], d[5] - d[3]);
+  }
+  template <class B>
+  static CTNN_FORCEINLINE void at(const B (&m)[6], B (&o)[4]) {
+    using T = typename B::value_type;
+    const B a = m[1] + m[2], b = m[1] - m[2], c = m[3] + m[4], d = m[3] - m[4];
+    o[0] = m[0] + a + c;
+    o[1] = xsimd::fma(B(T(2)), d, b);
+    o[2] = xsimd::fma(B(T(4)), c, a);
+    o[3] = xsimd::fma(B(T(8)), d, b) + m[5];
+  }
+  template <class B>
+  static CTNN_FORCEINLINE void g(const B (&g)[3], B (&u)[6]) {
+    using T = typename B::value_type;
+    const B s = g[0] + g[2], p = xsimd::fma(B(T(1) / 24), g[0], B(T(1) / 6) * g[2]);
+    u[0] = B(T(0.25)) * g[0];
+    u[1] = B(T(-1) / 6) * (s + g[1]);
+    u[2] = B(T(-1) / 6) * (s - g[1]);
+    u[3] = xsimd::fma(B(T(1) / 12), g[1], p);
+    u[4] = xsimd::fnma(B(T(1) / 12), g[1], p);
+    u[5] = g[2];
+  }
+  template <class B>
+  static CTNN_FORCEINLINE void dy(const B (&g)[4], B (&u)[6]) {
+    using T = typename B::value_type;
+    const B a = g[0] + g[2], b = g[1] + g[3], c = xsimd::fma(B(T(4)), g[2], g[0]), d = xsimd::fma(B(T(4)), g[3], g[1]);
+    u[0] = g[0];
+    u[1] = a + b;
+    u[2] = a - b;
+    u[3] = xsimd::fma(B(T(2)), d, c);
+    u[4] = xsimd::fnma(B(T(2)), d, c);
+    u[5] = g[3];
+  }
+  template <class B>
+  static CTNN_FORCEINLINE void dw(const B (&m)[6], B (&o)[3]) {
+    using T = typename B::value_type;
+    const B s = m[1] + m[2], d = m[1] - m[2], p = m[3] + m[4], q = m[3] - m[4];
+    const B sixth(T(1) / 6);
+    o[0] = xsimd::fma(B(T(1) / 24), p, xsimd::fnma(sixth, s, B(T(0.25)) * m[0]));
+    o[1] = xsimd::fnma(sixth, d, B(T(1) / 12) * q);
+    o[2] = xsimd::fma(sixth, p - s, m[5]);
+  }
+};
+
+// U[e][c][f] = (G g G^T)[e], e = N i + j, of the 3x3 filter g = w[., ., c, f].
+template <class Arch, std::size_t M = 2, class T, class Geometry>
 void winograd_filters_of(const Geometry& geo, const T* w, T* u) {
   const kernels::conv_geometry G = geometry(geo);
   using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size;
+  using W = winograd_tf<M>;
+  constexpr std::size_t L = B::size, N = M + 2;
   const std::size_t C = G.c, F = G.f, CF = C * F;
-  const B h(T(0.5));
   for (std::size_t c = 0; c < C; ++c)
     for (std::size_t f = 0; f < F; f += L) {
-      B g[3][3], t[4][3];
-      for (std::size_t i = 0; i < 3; ++i)
-        for (std::size_t j = 0; j < 3; ++j) g[i][j] = B::load_unaligned(w + ((i * 3 + j) * C + c) * F + f);
-      for (std::size_t j = 0; j < 3; ++j) {  // t = G g
-        t[0][j] = g[0][j];
-        t[1][j] = h * (g[0][j] + g[1][j] + g[2][j]);
-        t[2][j] = h * (g[0][j] - g[1][j] + g[2][j]);
-        t[3][j] = g[2][j];
+      B t[3][N];  // t[j] = G g[., j]: column j of G g
+      for (std::size_t j = 0; j < 3; ++j) {
+        B g[3];
+        for (std::size_t i = 0; i < 3; ++i) g[i] = B::load_unaligned(w + ((i * 3 + j) * C + c) * F + f);
+        W::g(g, t[j]);
       }
-      for (std::size_t i = 0; i < 4; ++i) {  // u = t G^T
-        T* o = u + i * 4 * CF + c * F + f;
-        (t[i][0]).store_unaligned(o);
-        (h * (t[i][0] + t[i][1] + t[i][2])).store_unaligned(o + CF);
-        (h * (t[i][0] - t[i][1] + t[i][2])).store_unaligned(o + 2 * CF);
-        (t[i][2]).store_unaligned(o + 3 * CF);
+      for (std::size_t i = 0; i < N; ++i) {  // row i of (G g) G^T
+        B r[3], o[N];
+        for (std::size_t k = 0; k < 3; ++k) r[k] = t[k][i];
+        W::g(r, o);
+        for (std::size_t j = 0; j < N; ++j) o[j].store_unaligned(u + (i * N + j) * CF + c * F + f);
       }
     }
 }
 
-// V[e][t][c] for the tiles t of samples [n0, n1) (t counted from n0's first tile), B^T = [1 0 -1 0;
-// 0 1 1 0; 0 -1 1 0; 0 1 0 -1]; the tile's input positions outside x read as zeros.
-// es: the distance between the 16 matrices (0: (n1 - n0) tiles x C, packed).
-// (C: G.c, an integral constant or a size_t)
-template <class Arch, class T, class Geometry, class Cn>
+// V[e][t][c] = (B^T d B)[e] for the tiles t of samples [n0, n1) (t counted from n0's first tile; N x N tiles
+// of x at stride M, positions outside x read as zeros); es: the distance between the N^2 matrices (0:
+// (n1 - n0) tiles x C, packed). (C: G.c, an integral constant or a size_t)
+template <class Arch, std::size_t M = 2, class T, class Geometry, class Cn>
 void winograd_input_of(const Geometry& geo, Cn C, const T* x, T* v, std::size_t n0, std::size_t n1,
                        std::size_t es = 0) {
   const kernels::conv_geometry G = geometry(geo);
   using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size;
-  const std::size_t TH = (G.oh + 1) / 2, TW = (G.ow + 1) / 2;
+  using W = winograd_tf<M>;
+  constexpr std::size_t L = B::size, N = M + 2;
+  const std::size_t TH = (G.oh + M - 1) / M, TW = (G.ow + M - 1) / M;
   if (!es) es = (n1 - n0) * TH * TW * C;
   for (std::size_t n = n0; n < n1; ++n) {
     const T* xs = x + n * G.in_size();
     for (std::size_t th = 0; th < TH; ++th)
       for (std::size_t tw = 0; tw < TW; ++tw) {
-        const T* src[4][4];
-        for (std::size_t i = 0; i < 4; ++i)
-          for (std::size_t j = 0; j < 4; ++j) {
-            const std::size_t rr = 2 * th + i, ss = 2 * tw + j;  // padded coordinates
+        const T* src[N][N];
+        for (std::size_t i = 0; i < N; ++i)
+          for (std::size_t j = 0; j < N; ++j) {
+            const std::size_t rr = M * th + i, ss = M * tw + j;  // padded coordinates
             const bool in = rr >= G.pt && rr - G.pt < G.h && ss >= G.pl && ss - G.pl < G.w;
             src[i][j] = in ? xs + ((rr - G.pt) * G.w + (ss - G.pl)) * C : nullptr;
           }
         T* o = v + (((n - n0) * TH + th) * TW + tw) * C;
         for (std::size_t c = 0; c < C; c += L) {
-          B d[4][4], t[4][4];
-          for (std::size_t i = 0; i < 4; ++i)
-            for (std::size_t j = 0; j < 4; ++j) d[i][j] = src[i][j] ? B::load_unaligned(src[i][j] + c) : B(T(0));
-          for (std::size_t j = 0; j < 4; ++j) {  // t = B^T d
-            t[0][j] = d[0][j] - d[2][j];
-            t[1][j] = d[1][j] + d[2][j];
-            t[2][j] = d[2][j] - d[1][j];
-            t[3][j] = d[1][j] - d[3][j];
+          B t[N][N];  // t[j] = B^T d[., j]: column j of B^T d
+          for (std::size_t j = 0; j < N; ++j) {
+            B d[N];
+            for (std::size_t i = 0; i < N; ++i) d[i] = src[i][j] ? B::load_unaligned(src[i][j] + c) : B(T(0));
+            W::bt(d, t[j]);
           }
-          for (std::size_t i = 0; i < 4; ++i) {  // t B
-            T* oi = o + i * 4 * es + c;
-            (t[i][0] - t[i][2]).store_unaligned(oi);
-            (t[i][1] + t[i][2]).store_unaligned(oi + es);
-            (t[i][2] - t[i][1]).store_unaligned(oi + 2 * es);
-            (t[i][1] - t[i][3]).store_unaligned(oi + 3 * es);
+          for (std::size_t i = 0; i < N; ++i) {  // row i of (B^T d) B
+            B r[N], q[N];
+            for (std::size_t k = 0; k < N; ++k) r[k] = t[k][i];
+            W::bt(r, q);
+            for (std::size_t j = 0; j < N; ++j) q[j].store_unaligned(o + (i * N + j) * es + c);
           }
         }
       }
   }
 }
 
-// y of samples [n0, n1) = ep.forward(A^T M A + b) from M[e][t][f], A^T = [1 1 1 0; 0 1 -1 -1] (ep: a
-// rule of kernels/functors.hpp); outputs past OH, OW (the odd sizes' last half tiles) are not written.
-// (F: G.f, an integral constant or a size_t)
-template <class Arch, class T, class E, class Geometry, class Fn>
+// y of samples [n0, n1) = ep.forward(A^T M A + b) from M[e][t][f] (ep: a rule of kernels/functors.hpp);
+// outputs past OH, OW (the last row / column of tiles partly used) are not written. es: the distance between
+// the N^2 matrices (0: (n1 - n0) tiles x F, packed). (F: G.f, an integral constant or a size_t)
+template <class Arch, std::size_t M = 2, class T, class E, class Geometry, class Fn>
 void winograd_output_of(const Geometry& geo, Fn F, const T* m, const T* b, T* y, std::size_t n0, std::size_t n1,
-                        const E& ep) {
+                        const E& ep, std::size_t es = 0) {
   const kernels::conv_geometry G = geometry(geo);
   using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size;
-  const std::size_t TH = (G.oh + 1) / 2, TW = (G.ow + 1) / 2;
-  const std::size_t es = (n1 - n0) * TH * TW * F;
-  for (std::size_t n = n0; n < n1; ++n)
-    for (std::size_t th = 0; th < TH; ++th)
-      for (std::size_t tw = 0; tw < TW; ++tw) {
-        const T* mt = m + (((n - n0) * TH + th) * TW + tw) * F;
-        const bool two_rows = 2 * th + 1 < G.oh, two_cols = 2 * tw + 1 < G.ow;
-        T* y0 = y + ((n * G.oh + 2 * th) * G.ow + 2 * tw) * F;
-        T* y1 = y0 + G.ow * F;
-        for (std::size_t f = 0; f < F; f += L) {
-          B q[4][4], t[2][4];
-          for (std::size_t e = 0; e < 16; ++e) q[e / 4][e % 4] = B::load_unaligned(mt + e * es + f);
-          for (std::size_t j = 0; j < 4; ++j) {  // t = A^T q
-            t[0][j] = q[0][j] + q[1][j] + q[2][j];
-            t[1][j] = q[1][j] - q[2][j] - q[3][j];
-          }
-          const B bv = b ? B::load_unaligned(b + f) : B(T(0));
-          for (std::size_t i = 0; i < 2; ++i) {  // t A + b
-            if (i == 1 && !two_rows) break;
-            T* yr = i ? y1 : y0;
-            ep.forward(t[i][0] + t[i][1] + t[i][2] + bv).store_unaligned(yr + f);
-            if (two_cols) ep.forward(t[i][1] - t[i][2] - t[i][3] + bv).store_unaligned(yr + F + f);
-          }
-        }
-      }
-}
-
-// ---- F(4x4, 3x3) (winograd_m = 4): 6x6 input tiles at stride 4, 36 matrices ----
-// B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1],
-// G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1],
-// A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1] (points 0, 1, -1, 2, -2 and infinity).
-// t = B^T d of one column d[0..5] of a tile
-template <class B>
-CTNN_FORCEINLINE void winograd4_bt(const B (&d)[6], B (&t)[6]) {
-  using T = typename B::value_type;
-  const B four(T(4)), two(T(2));
-  t[0] = xsimd::fma(four, d[0] - d[2], d[4] - d[2]);
-  t[1] = xsimd::fnma(four, d[1] + d[2], d[3] + d[4]);
-  t[2] = xsimd::fma(four, d[1] - d[2], d[4] - d[3]);
-  t[3] = xsimd::fma(two, d[3] - d[1], d[4] - d[2]);
-  t[4] = xsimd::fnma(two, d[3] - d[1], d[4] - d[2]);
-  t[5] = xsimd::fma(four, d[1] - d[3], d[5] - d[3]);
-}
-// o = A^T m of one column m[0..5]
-template <class B>
-CTNN_FORCEINLINE void winograd4_at(const B (&m)[6], B (&o)[4]) {
-  using T = typename B::value_type;
-  const B a = m[1] + m[2], b = m[1] - m[2], c = m[3] + m[4], d = m[3] - m[4];
-  o[0] = m[0] + a + c;
-  o[1] = xsimd::fma(B(T(2)), d, b);
-  o[2] = xsimd::fma(B(T(4)), c, a);
-  o[3] = xsimd::fma(B(T(8)), d, b) + m[5];
-}
-// u = G g of one column g[0..2]
-template <class B>
-CTNN_FORCEINLINE void winograd4_g(const B (&g)[3], B (&u)[6]) {
-  using T = typename B::value_type;
-  const B s = g[0] + g[2], p = xsimd::fma(B(T(1) / 24), g[0], B(T(1) / 6) * g[2]);
-  u[0] = B(T(0.25)) * g[0];
-  u[1] = B(T(-1) / 6) * (s + g[1]);
-  u[2] = B(T(-1) / 6) * (s - g[1]);
-  u[3] = xsimd::fma(B(T(1) / 12), g[1], p);
-  u[4] = xsimd::fnma(B(T(1) / 12), g[1], p);
-  u[5] = g[2];
-}
-
-// U[e][c][f] = (G g G^T)[e], e = 6 i + j, of the 3x3 filter g = w[., ., c, f].
-template <class Arch, class T, class Geometry>
-void winograd4_filters_of(const Geometry& geo, const T* w, T* u) {
-  const kernels::conv_geometry G = geometry(geo);
-  using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size;
-  const std::size_t C = G.c, F = G.f, CF = C * F;
-  for (std::size_t c = 0; c < C; ++c)
-    for (std::size_t f = 0; f < F; f += L) {
-      B t[3][6];  // t[j] = G g[., j]: column j of G g
-      for (std::size_t j = 0; j < 3; ++j) {
-        B g[3];
-        for (std::size_t i = 0; i < 3; ++i) g[i] = B::load_unaligned(w + ((i * 3 + j) * C + c) * F + f);
-        winograd4_g(g, t[j]);
-      }
-      for (std::size_t i = 0; i < 6; ++i) {  // row i of (G g) G^T
-        const B r[3] = {t[0][i], t[1][i], t[2][i]};
-        B o[6];
-        winograd4_g(r, o);
-        for (std::size_t j = 0; j < 6; ++j) o[j].store_unaligned(u + (i * 6 + j) * CF + c * F + f);
-      }
-    }
-}
-
-// V[e][t][c] = (B^T d B)[e] for the tiles t of samples [n0, n1) (6x6 tiles of x at stride 4, positions
-// outside x read as zeros); es: the distance between the 36 matrices (0: (n1 - n0) tiles x C, packed).
-template <class Arch, class T, class Geometry, class Cn>
-void winograd4_input_of(const Geometry& geo, Cn C, const T* x, T* v, std::size_t n0, std::size_t n1,
-                        std::size_t es = 0) {
-  const kernels::conv_geometry G = geometry(geo);
-  using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size;
-  const std::size_t TH = (G.oh + 3) / 4, TW = (G.ow + 3) / 4;
-  if (!es) es = (n1 - n0) * TH * TW * C;
-  for (std::size_t n = n0; n < n1; ++n) {
-    const T* xs = x + n * G.in_size();
-    for (std::size_t th = 0; th < TH; ++th)
-      for (std::size_t tw = 0; tw < TW; ++tw) {
-        const T* src[6][6];
-        for (std::size_t i = 0; i < 6; ++i)
-          for (std::size_t j = 0; j < 6; ++j) {
-            const std::size_t rr = 4 * th + i, ss = 4 * tw + j;  // padded coordinates
-            const bool in = rr >= G.pt && rr - G.pt < G.h && ss >= G.pl && ss - G.pl < G.w;
-            src[i][j] = in ? xs + ((rr - G.pt) * G.w + (ss - G.pl)) * C : nullptr;
-          }
-        T* o = v + (((n - n0) * TH + th) * TW + tw) * C;
-        for (std::size_t c = 0; c < C; c += L) {
-          B t[6][6];  // t[j] = B^T d[., j]: column j of B^T d
-          for (std::size_t j = 0; j < 6; ++j) {
-            B d[6];
-            for (std::size_t i = 0; i < 6; ++i) d[i] = src[i][j] ? B::load_unaligned(src[i][j] + c) : B(T(0));
-            winograd4_bt(d, t[j]);
-          }
-          for (std::size_t i = 0; i < 6; ++i) {  // row i of (B^T d) B
-            const B r[6] = {t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i]};
-            B q[6];
-            winograd4_bt(r, q);
-            for (std::size_t j = 0; j < 6; ++j) q[j].store_unaligned(o + (i * 6 + j) * es + c);
-          }
-        }
-      }
-  }
-}
-
-// y of samples [n0, n1) = ep.forward(A^T M A + b) from M[e][t][f]; outputs past OH, OW are not written.
-// es: the distance between the 36 matrices (0: (n1 - n0) tiles x F, packed).
-template <class Arch, class T, class E, class Geometry, class Fn>
-void winograd4_output_of(const Geometry& geo, Fn F, const T* m, const T* b, T* y, std::size_t n0, std::size_t n1,
-                         const E& ep, std::size_t es = 0) {
-  const kernels::conv_geometry G = geometry(geo);
-  using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size;
-  const std::size_t TH = (G.oh + 3) / 4, TW = (G.ow + 3) / 4;
+  using W = winograd_tf<M>;
+  constexpr std::size_t L = B::size, N = M + 2;
+  const std::size_t TH = (G.oh + M - 1) / M, TW = (G.ow + M - 1) / M;
   if (!es) es = (n1 - n0) * TH * TW * F;
   for (std::size_t n = n0; n < n1; ++n)
     for (std::size_t th = 0; th < TH; ++th)
       for (std::size_t tw = 0; tw < TW; ++tw) {
         const T* mt = m + (((n - n0) * TH + th) * TW + tw) * F;
-        const std::size_t rows = std::min<std::size_t>(4, G.oh - 4 * th), cols = std::min<std::size_t>(4, G.ow - 4 * tw);
-        T* y0 = y + ((n * G.oh + 4 * th) * G.ow + 4 * tw) * F;
+        const std::size_t rows = std::min<std::size_t>(M, G.oh - M * th), cols = std::min<std::size_t>(M, G.ow - M * tw);
+        T* y0 = y + ((n * G.oh + M * th) * G.ow + M * tw) * F;
         for (std::size_t f = 0; f < F; f += L) {
-          B t[6][4];  // t[j] = A^T q[., j]: column j of A^T q
-          for (std::size_t j = 0; j < 6; ++j) {
-            B q[6];
-            for (std::size_t i = 0; i < 6; ++i) q[i] = B::load_unaligned(mt + (i * 6 + j) * es + f);
-            winograd4_at(q, t[j]);
+          B t[N][M];  // t[j] = A^T q[., j]: column j of A^T q
+          for (std::size_t j = 0; j < N; ++j) {
+            B q[N];
+            for (std::size_t i = 0; i < N; ++i) q[i] = B::load_unaligned(mt + (i * N + j) * es + f);
+            W::at(q, t[j]);
           }
           const B bv = b ? B::load_unaligned(b + f) : B(T(0));
           for (std::size_t i = 0; i < rows; ++i) {  // row i of (A^T q) A, + b
-            const B r[6] = {t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i]};
-            B o[4];
-            winograd4_at(r, o);
+            B r[N], o[M];
+            for (std::size_t k = 0; k < N; ++k) r[k] = t[k][i];
+            W::at(r, o);
             T* yr = y0 + i * G.ow * F + f;
             for (std::size_t j = 0; j < cols; ++j) ep.forward(o[j] + bv).store_unaligned(yr + j * F);
           }
@@ -333,26 +300,20 @@ void winograd4_output_of(const Geometry& geo, Fn F, const T* m, const T* b, T* y
 // calls them in compiled mode. M: the output tile, 2 (F(2x2, 3x3)) or 4 (F(4x4, 3x3)).
 template <class Arch, class T, std::size_t M = 2>
 void winograd_filters_n(const kernels::conv_geometry& g, const T* w, T* u) {
-  if constexpr (M == 4) detail::winograd4_filters_of<Arch>(g, w, u);
-  else detail::winograd_filters_of<Arch>(g, w, u);
+  detail::winograd_filters_of<Arch, M>(g, w, u);
 }
 // (the channel loops of the common counts 16 to 256 at compile time: with_common_count, core/separate.hpp)
 template <class Arch, class T, std::size_t M = 2>
 void winograd_input_n(const kernels::conv_geometry& g, const T* x, T* v, std::size_t n0, std::size_t n1,
                       std::size_t es = 0) {
-  ::ctnn::detail::with_common_count(g.c, [&](auto c) {
-    if constexpr (M == 4) detail::winograd4_input_of<Arch>(g, c, x, v, n0, n1, es);
-    else detail::winograd_input_of<Arch>(g, c, x, v, n0, n1, es);
-  });
+  ::ctnn::detail::with_common_count(g.c, [&](auto c) { detail::winograd_input_of<Arch, M>(g, c, x, v, n0, n1, es); });
 }
-// (es: M = 4's distance between the matrices of m, 0: packed)
+// (es: the distance between the matrices of m, 0: packed)
 template <class Arch, class T, std::size_t M = 2, class E>
 void winograd_output_n(const kernels::conv_geometry& g, const T* m, const T* b, T* y, std::size_t n0, std::size_t n1,
                        const E& ep, std::size_t es = 0) {
-  ::ctnn::detail::with_common_count(g.f, [&](auto f) {
-    if constexpr (M == 4) detail::winograd4_output_of<Arch>(g, f, m, b, y, n0, n1, ep, es);
-    else detail::winograd_output_of<Arch>(g, f, m, b, y, n0, n1, ep);
-  });
+  ::ctnn::detail::with_common_count(
+      g.f, [&](auto f) { detail::winograd_output_of<Arch, M>(g, f, m, b, y, n0, n1, ep, es); });
 }
 
 namespace detail {
@@ -363,23 +324,20 @@ inline constexpr bool winograd_compiled = ::ctnn::detail::compiled_part && std::
 template <kernels::conv_geometry G, class Arch, class T, std::size_t M = 2>
 void winograd_filters(const T* w, T* u) {
   if constexpr (winograd_compiled<T>) winograd_filters_n<Arch, T, M>(G, w, u);
-  else if constexpr (M == 4) winograd4_filters_of<Arch>(fixed_geometry<G>{}, w, u);
-  else winograd_filters_of<Arch>(fixed_geometry<G>{}, w, u);
+  else winograd_filters_of<Arch, M>(fixed_geometry<G>{}, w, u);
 }
 template <kernels::conv_geometry G, class Arch, class T, std::size_t M = 2>
 void winograd_input(const T* x, T* v, std::size_t n0, std::size_t n1, std::size_t es = 0) {
   constexpr std::integral_constant<std::size_t, G.c> C{};
   if constexpr (winograd_compiled<T>) winograd_input_n<Arch, T, M>(G, x, v, n0, n1, es);
-  else if constexpr (M == 4) winograd4_input_of<Arch>(fixed_geometry<G>{}, C, x, v, n0, n1, es);
-  else winograd_input_of<Arch>(fixed_geometry<G>{}, C, x, v, n0, n1, es);
+  else winograd_input_of<Arch, M>(fixed_geometry<G>{}, C, x, v, n0, n1, es);
 }
 template <kernels::conv_geometry G, class Arch, class T, std::size_t M = 2, class E = fn::identity_fn>
 void winograd_output(const T* m, const T* b, T* y, std::size_t n0, std::size_t n1, const E& ep = {},
                      std::size_t es = 0) {
   constexpr std::integral_constant<std::size_t, G.f> F{};
   if constexpr (winograd_compiled<T, E>) winograd_output_n<Arch, T, M>(G, m, b, y, n0, n1, ep, es);
-  else if constexpr (M == 4) winograd4_output_of<Arch>(fixed_geometry<G>{}, F, m, b, y, n0, n1, ep, es);
-  else winograd_output_of<Arch>(fixed_geometry<G>{}, F, m, b, y, n0, n1, ep);
+  else winograd_output_of<Arch, M>(fixed_geometry<G>{}, F, m, b, y, n0, n1, ep, es);
 }
 }  // namespace detail
 
@@ -461,8 +419,9 @@ void winograd_backward_input(const T* dy, const T* w, T* dx, std::size_t batch) 
 //   dW = A^T M A, A^T = [1 1 1 0; 0 1 -1 0; 0 1 1 -1] (the last column's sign: winograd_input's B^T row 3)
 // 16 C F multiplies a tile (1.18 M a sample at the CNN's conv2, against 9 C F 4 = 2.23 M for im2col's product).
 // Where winograd_m<G, T> is 4, dW runs by F(3x3, 4x4) instead, over y's 4x4 tiles of dy with x's 6x6 tiles
-// (the same trilinear form as F(4x4, 3x3), read for the 3x3 output: B^T as winograd4_input_of's, the 4x4 tile's
+// (the same trilinear form as F(4x4, 3x3), read for the 3x3 output: B^T as winograd_input_of's, the 4x4 tile's
 // transform by F(4x4, 3x3)'s A, the output's by its G^T): 36 C F multiplies a tile (0.66 M a sample at conv2).
+// Both written once over M: winograd_tf<M>'s dy and dw transforms.
 // Chunks of winograd_dw_chunk<G, M> samples (about 144 tiles of 2x2 or 72 of 4x4) over the thread pool, each
 // chunk's dW in `partial` (chunks x 9 C F), summed in chunk order: the bits do not depend on the thread count.
 inline constexpr std::size_t winograd_dw_chunk_tiles = 144;
@@ -471,138 +430,60 @@ inline constexpr std::size_t winograd_dw_chunk =
     std::max<std::size_t>(1, winograd_dw_chunk_tiles / (M == 4 ? 2 : 1) / winograd_tiles<G, M>);
 
 namespace detail {
-// U[e][t][f] = (G g G^T)[e] for the tiles t of samples [n0, n1) (t counted from n0's first tile); es: the
-// distance between the 16 matrices. Over a compile-time or run-time geometry (as winograd_input_of;
-// F: G.f, an integral constant or a size_t).
-template <class Arch, class T, class Geometry, class Fn>
+// U[e][t][f] = (D g D^T)[e], e = N i + j, D: winograd_tf<M>::dy, for the M x M tiles t of dy of samples
+// [n0, n1) (t counted from n0's first tile; dy read as zero past OH, OW); es: the distance between the N^2
+// matrices. Over a compile-time or run-time geometry (as winograd_input_of; F: G.f, an integral constant or
+// a size_t).
+template <class Arch, std::size_t M = 2, class T, class Geometry, class Fn>
 void winograd_grad_tiles_of(const Geometry& geo, Fn F, const T* dy, T* u, std::size_t n0, std::size_t n1,
                             std::size_t es) {
   const kernels::conv_geometry G = geometry(geo);
   using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size;
-  const std::size_t TH = (G.oh + 1) / 2, TW = (G.ow + 1) / 2;
-  const B h(T(0.5));
+  using W = winograd_tf<M>;
+  constexpr std::size_t L = B::size, N = M + 2;
+  const std::size_t TH = (G.oh + M - 1) / M, TW = (G.ow + M - 1) / M;
   for (std::size_t n = n0; n < n1; ++n)
     for (std::size_t th = 0; th < TH; ++th)
       for (std::size_t tw = 0; tw < TW; ++tw) {
-        const bool two_rows = 2 * th + 1 < G.oh, two_cols = 2 * tw + 1 < G.ow;
-        const T* d0 = dy + ((n * G.oh + 2 * th) * G.ow + 2 * tw) * F;
-        const T* d1 = d0 + G.ow * F;
+        const std::size_t rows = std::min<std::size_t>(M, G.oh - M * th), cols = std::min<std::size_t>(M, G.ow - M * tw);
+        const T* d0 = dy + ((n * G.oh + M * th) * G.ow + M * tw) * F;
         T* o = u + (((n - n0) * TH + th) * TW + tw) * F;
         for (std::size_t f = 0; f < F; f += L) {
-          const B z(T(0));
-          const B g00 = B::load_unaligned(d0 + f), g01 = two_cols ? B::load_unaligned(d0 + F + f) : z;
-          const B g10 = two_rows ? B::load_unaligned(d1 + f) : z;
-          const B g11 = two_rows && two_cols ? B::load_unaligned(d1 + F + f) : z;
-          const B t[4][2] = {{g00, g01}, {h * (g00 + g10), h * (g01 + g11)}, {h * (g00 - g10), h * (g01 - g11)}, {g10, g11}};
-          for (std::size_t i = 0; i < 4; ++i) {  // t G^T
-            T* oi = o + i * 4 * es + f;
-            t[i][0].store_unaligned(oi);
-            (h * (t[i][0] + t[i][1])).store_unaligned(oi + es);
-            (h * (t[i][0] - t[i][1])).store_unaligned(oi + 2 * es);
-            t[i][1].store_unaligned(oi + 3 * es);
+          B t[M][N];  // t[j] = D g[., j]: column j of D g
+          for (std::size_t j = 0; j < M; ++j) {
+            B g[M];
+            for (std::size_t i = 0; i < M; ++i)
+              g[i] = i < rows && j < cols ? B::load_unaligned(d0 + (i * G.ow + j) * F + f) : B(T(0));
+            W::dy(g, t[j]);
+          }
+          for (std::size_t i = 0; i < N; ++i) {  // row i of (D g) D^T
+            B r[M], q[N];
+            for (std::size_t k = 0; k < M; ++k) r[k] = t[k][i];
+            W::dy(r, q);
+            for (std::size_t j = 0; j < N; ++j) q[j].store_unaligned(o + (i * N + j) * es + f);
           }
         }
       }
 }
 
-// dw[i][j][c][f] (overwritten) = (A^T M A)[i][j] of M[e][c][f], CF = C F values (a multiple of the lanes).
-template <class Arch, class T, class CFn>
+// dw[i][j][c][f] (overwritten) = (Q M Q^T)[i][j], Q: winograd_tf<M>::dw, of M[e][c][f], CF = C F values (a
+// multiple of the lanes).
+template <class Arch, std::size_t M = 2, class T, class CFn>
 void winograd_grad_output_of(CFn CF, const T* m, T* dw) {
   using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size;
+  using W = winograd_tf<M>;
+  constexpr std::size_t L = B::size, N = M + 2;
   for (std::size_t cf = 0; cf < CF; cf += L) {
-    B q[4][4], t[3][4];
-    for (std::size_t e = 0; e < 16; ++e) q[e / 4][e % 4] = B::load_unaligned(m + e * CF + cf);
-    for (std::size_t j = 0; j < 4; ++j) {  // t = A^T q
-      t[0][j] = q[0][j] + q[1][j] + q[2][j];
-      t[1][j] = q[1][j] - q[2][j];
-      t[2][j] = q[1][j] + q[2][j] - q[3][j];
+    B t[N][3];  // t[j] = Q q[., j]
+    for (std::size_t j = 0; j < N; ++j) {
+      B q[N];
+      for (std::size_t i = 0; i < N; ++i) q[i] = B::load_unaligned(m + (i * N + j) * CF + cf);
+      W::dw(q, t[j]);
     }
-    for (std::size_t i = 0; i < 3; ++i) {  // t A
-      T* o = dw + i * 3 * CF + cf;
-      (t[i][0] + t[i][1] + t[i][2]).store_unaligned(o);
-      (t[i][1] - t[i][2]).store_unaligned(o + CF);
-      (t[i][1] + t[i][2] - t[i][3]).store_unaligned(o + 2 * CF);
-    }
-  }
-}
-}  // namespace detail
-
-namespace detail {
-// ---- F(3x3, 4x4) ----
-// u = A g of one column g[0..3] of a 4x4 tile of dy (A: F(4x4, 3x3)'s A, 6x4)
-template <class B>
-CTNN_FORCEINLINE void winograd4_a(const B (&g)[4], B (&u)[6]) {
-  using T = typename B::value_type;
-  const B a = g[0] + g[2], b = g[1] + g[3], c = xsimd::fma(B(T(4)), g[2], g[0]), d = xsimd::fma(B(T(4)), g[3], g[1]);
-  u[0] = g[0];
-  u[1] = a + b;
-  u[2] = a - b;
-  u[3] = xsimd::fma(B(T(2)), d, c);
-  u[4] = xsimd::fnma(B(T(2)), d, c);
-  u[5] = g[3];
-}
-// o = G^T m of one column m[0..5] (G: F(4x4, 3x3)'s, 6x3)
-template <class B>
-CTNN_FORCEINLINE void winograd4_gt(const B (&m)[6], B (&o)[3]) {
-  using T = typename B::value_type;
-  const B s = m[1] + m[2], d = m[1] - m[2], p = m[3] + m[4], q = m[3] - m[4];
-  const B sixth(T(1) / 6);
-  o[0] = xsimd::fma(B(T(1) / 24), p, xsimd::fnma(sixth, s, B(T(0.25)) * m[0]));
-  o[1] = xsimd::fnma(sixth, d, B(T(1) / 12) * q);
-  o[2] = xsimd::fma(sixth, p - s, m[5]);
-}
-
-// U[e][t][f] = (A g A^T)[e], e = 6 i + j, for the 4x4 tiles t of dy of samples [n0, n1) (dy read as zero
-// past OH, OW); es: the distance between the 36 matrices.
-template <class Arch, class T, class Geometry, class Fn>
-void winograd4_grad_tiles_of(const Geometry& geo, Fn F, const T* dy, T* u, std::size_t n0, std::size_t n1,
-                             std::size_t es) {
-  const kernels::conv_geometry G = geometry(geo);
-  using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size;
-  const std::size_t TH = (G.oh + 3) / 4, TW = (G.ow + 3) / 4;
-  for (std::size_t n = n0; n < n1; ++n)
-    for (std::size_t th = 0; th < TH; ++th)
-      for (std::size_t tw = 0; tw < TW; ++tw) {
-        const std::size_t rows = std::min<std::size_t>(4, G.oh - 4 * th), cols = std::min<std::size_t>(4, G.ow - 4 * tw);
-        const T* d0 = dy + ((n * G.oh + 4 * th) * G.ow + 4 * tw) * F;
-        T* o = u + (((n - n0) * TH + th) * TW + tw) * F;
-        for (std::size_t f = 0; f < F; f += L) {
-          B t[4][6];  // t[j] = A g[., j]: column j of A g
-          for (std::size_t j = 0; j < 4; ++j) {
-            B g[4];
-            for (std::size_t i = 0; i < 4; ++i)
-              g[i] = i < rows && j < cols ? B::load_unaligned(d0 + (i * G.ow + j) * F + f) : B(T(0));
-            winograd4_a(g, t[j]);
-          }
-          for (std::size_t i = 0; i < 6; ++i) {  // row i of (A g) A^T
-            const B r[4] = {t[0][i], t[1][i], t[2][i], t[3][i]};
-            B q[6];
-            winograd4_a(r, q);
-            for (std::size_t j = 0; j < 6; ++j) q[j].store_unaligned(o + (i * 6 + j) * es + f);
-          }
-        }
-      }
-}
-
-// dw[i][j][c][f] (overwritten) = (G^T M G)[i][j] of M[e][c][f], CF = C F values (a multiple of the lanes).
-template <class Arch, class T, class CFn>
-void winograd4_grad_output_of(CFn CF, const T* m, T* dw) {
-  using B = xsimd::batch<T, Arch>;
-  constexpr std::size_t L = B::size;
-  for (std::size_t cf = 0; cf < CF; cf += L) {
-    B t[6][3];  // t[j] = G^T q[., j]
-    for (std::size_t j = 0; j < 6; ++j) {
-      B q[6];
-      for (std::size_t i = 0; i < 6; ++i) q[i] = B::load_unaligned(m + (i * 6 + j) * CF + cf);
-      winograd4_gt(q, t[j]);
-    }
-    for (std::size_t i = 0; i < 3; ++i) {  // row i of (G^T q) G
-      const B r[6] = {t[0][i], t[1][i], t[2][i], t[3][i], t[4][i], t[5][i]};
-      B o[3];
-      winograd4_gt(r, o);
+    for (std::size_t i = 0; i < 3; ++i) {  // row i of (Q q) Q^T
+      B r[N], o[3];
+      for (std::size_t k = 0; k < N; ++k) r[k] = t[k][i];
+      W::dw(r, o);
       for (std::size_t j = 0; j < 3; ++j) o[j].store_unaligned(dw + (i * 3 + j) * CF + cf);
     }
   }
@@ -615,15 +496,12 @@ void winograd4_grad_output_of(CFn CF, const T* m, T* dw) {
 template <class Arch, class T, std::size_t M = 2>
 void winograd_grad_tiles_n(const kernels::conv_geometry& g, const T* dy, T* u, std::size_t n0, std::size_t n1,
                            std::size_t es) {
-  ::ctnn::detail::with_common_count(g.f, [&](auto f) {
-    if constexpr (M == 4) detail::winograd4_grad_tiles_of<Arch>(g, f, dy, u, n0, n1, es);
-    else detail::winograd_grad_tiles_of<Arch>(g, f, dy, u, n0, n1, es);
-  });
+  ::ctnn::detail::with_common_count(
+      g.f, [&](auto f) { detail::winograd_grad_tiles_of<Arch, M>(g, f, dy, u, n0, n1, es); });
 }
 template <class Arch, class T, std::size_t M = 2>
 void winograd_grad_output_n(const kernels::conv_geometry& g, const T* m, T* dw) {
-  if constexpr (M == 4) detail::winograd4_grad_output_of<Arch>(g.c * g.f, m, dw);
-  else detail::winograd_grad_output_of<Arch>(g.c * g.f, m, dw);
+  detail::winograd_grad_output_of<Arch, M>(g.c * g.f, m, dw);
 }
 
 namespace detail {
@@ -631,15 +509,13 @@ template <kernels::conv_geometry G, class Arch, class T, std::size_t M = 2>
 void winograd_grad_tiles(const T* dy, T* u, std::size_t n0, std::size_t n1, std::size_t es) {
   constexpr std::integral_constant<std::size_t, G.f> F{};
   if constexpr (winograd_compiled<T>) winograd_grad_tiles_n<Arch, T, M>(G, dy, u, n0, n1, es);
-  else if constexpr (M == 4) winograd4_grad_tiles_of<Arch>(fixed_geometry<G>{}, F, dy, u, n0, n1, es);
-  else winograd_grad_tiles_of<Arch>(fixed_geometry<G>{}, F, dy, u, n0, n1, es);
+  else winograd_grad_tiles_of<Arch, M>(fixed_geometry<G>{}, F, dy, u, n0, n1, es);
 }
 template <kernels::conv_geometry G, class Arch, class T, std::size_t M = 2>
 void winograd_grad_output(const T* m, T* dw) {
   constexpr std::integral_constant<std::size_t, G.c * G.f> CF{};
   if constexpr (winograd_compiled<T>) winograd_grad_output_n<Arch, T, M>(G, m, dw);
-  else if constexpr (M == 4) winograd4_grad_output_of<Arch>(CF, m, dw);
-  else winograd_grad_output_of<Arch>(CF, m, dw);
+  else winograd_grad_output_of<Arch, M>(CF, m, dw);
 }
 }  // namespace detail
 
