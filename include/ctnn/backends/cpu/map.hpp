@@ -10,7 +10,7 @@
 // every value it returned was finite (folded into the loop as a running sum
 // of r - r: 0 for finite values, NaN otherwise); else it returns true.
 // Above one chunk (2^15 elements) the elements run on the global thread pool
-// in parts of equal length (map_parts: the chunks' count rounded up to a
+// in parts of equal length (map_partition: the chunks' count rounded up to a
 // multiple of the threads, so that each thread gets as many), every part
 // but the last a whole number of 64 values. The rule is element-wise and the
 // parts start on multiples of every vector length, so each element takes the
@@ -119,7 +119,7 @@ bool map_range(const F& rule, std::size_t lo, std::size_t hi, P0* p0, P*... p) {
 }
 
 // map's parts of n elements on `threads` threads: {count, length}. One part of n on one thread or up
-// to one chunk; else chunk_tasks' count rounded up to a multiple of the threads, each part n / count
+// to one chunk; else the count of 2^15 chunks rounded up to a multiple of the threads, each part n / count
 // rounded up to 64 values (the last the rest). (Parts of 2^15 gave two threads 4 and 3 of the 7
 // chunks of the MLP's first kernel, and 32,768 and 128 of its second layer's 32,896 values.)
 inline constexpr std::size_t map_part_align = 64;
