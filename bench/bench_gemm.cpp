@@ -4,6 +4,8 @@
 // on 1 and 2 threads; OpenBLAS cblas_sgemm on the same
 // products (same operand layouts) as the peer. Counter GFLOP/s = 2*M*N*K / time.
 //   fwd: Y = X W + b (+relu)   bww: dW = X^T dY   bwi: dX = dY W^T
+// peak/fma, peak/fma_independent: the FMA peak the products are read against; peak/stream/*:
+// the memory rate of Adam's update's traffic over the MLP's parameters (below).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -11,10 +13,12 @@
 #include <ctnn/backends/cpu/arch.hpp>
 #include <ctnn/backends/cpu/gemm.hpp>
 #include <ctnn/backends/cpu/thread_pool.hpp>
+#include <ctnn/kernels/functors.hpp>
 
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <new>
 #include <string>
 #include <type_traits>
@@ -210,10 +214,90 @@ void peak_fma_independent(benchmark::State& s) {
 #endif
 }
 
+
+// peak/stream/*: the memory rate of Adam's update's traffic on one thread: the 235,146 parameters
+// of the 784-256-128-10 MLP (rounded up to whole vectors) as four arrays w, g, m, v (3.76 MB, above
+// a 2 MB L2), each pass reading all four and writing w, m, v (7 streams, 6.58 MB) with xsimd
+// vectors of default_arch; bytes/s = 7 x 4 x 235,146 / time. The rule: `add` one add or subtract
+// per value written (m += g, v += g, w += m - v; g = 0: nothing drifts), the memory alone;
+// `adam` the update's own (fn::adam_update: Keras's arithmetic, a divide and a square root a value).
+// The layout: separate arrays with ordinary stores (the model's: its slots are m then v, n apart),
+// the same with streaming (non-temporal) stores of w, m, v, or w, m, v interleaved a vector each
+// (one array of blocks w | m | v, g apart: 4 streams instead of 7, the same bytes).
+//   peak/stream/add, add_nt, add_interleaved, adam, adam_nt, adam_interleaved
+inline constexpr std::size_t stream_values = 235146;
+enum class stream_layout { separate, nt, interleaved };
+struct stream_add {
+  template <class V>
+  void operator()(V& w, V g, V& m, V& v) const {
+    m = m + g;
+    v = v + g;
+    w = w + (m - v);
+  }
+};
+template <class B>
+void stream_store(const B& x, float* p, bool nt) {
+#if defined(__AVX512F__)
+  if constexpr (sizeof(B) == 64)
+    if (nt) return _mm512_stream_ps(p, x);
+#endif
+#if defined(__AVX__)
+  if constexpr (sizeof(B) == 32)
+    if (nt) return _mm256_stream_ps(p, x);
+#endif
+  x.store_aligned(p);
+}
+template <class Rule, stream_layout Layout>
+void peak_stream(benchmark::State& s, Rule rule, bool random_g) {
+  using B = xsimd::batch<float, kernels::cpu::default_arch>;
+  constexpr std::size_t L = B::size, n = (stream_values + L - 1) / L * L;
+  constexpr bool inter = Layout == stream_layout::interleaved, nt = Layout == stream_layout::nt;
+  fvec g(n, 0.f), w(inter ? 3 * n : n), m(inter ? 0 : n), v(inter ? 0 : n);
+  rng r(7);
+  if (random_g)
+    for (auto& e : g) e = float(r.uniform(-1, 1));
+  for (auto& e : w) e = float(r.uniform(-1, 1));
+  float* const pw = w.data();
+  float* const pm = inter ? pw + L : m.data();
+  float* const pv = inter ? pw + 2 * L : v.data();
+  constexpr std::size_t step = inter ? 3 * L : L;  // between one vector of w (m, v) and the next
+  for (std::size_t j = 0; j < n / L * step; j += step)  // add: m == v, so w stays
+    for (std::size_t l = 0; l < L; ++l) pm[j + l] = pv[j + l] = std::abs(pw[j + l]);
+  for (auto _ : s) {
+    for (std::size_t i = 0, j = 0; i < n; i += L, j += step) {
+      B wv = B::load_aligned(pw + j), mv = B::load_aligned(pm + j), vv = B::load_aligned(pv + j);
+      rule(wv, B::load_aligned(g.data() + i), mv, vv);
+      stream_store(wv, pw + j, nt);
+      stream_store(mv, pm + j, nt);
+      stream_store(vv, pv + j, nt);
+    }
+    if constexpr (nt) _mm_sfence();
+    benchmark::ClobberMemory();
+  }
+  s.counters["bytes/s"] = benchmark::Counter(7.0 * 4.0 * double(stream_values), benchmark::Counter::kIsIterationInvariantRate);
+  s.counters["values/s"] = benchmark::Counter(double(stream_values), benchmark::Counter::kIsIterationInvariantRate);
+}
+// Adam's rule with Keras's defaults at the first update (alpha = 1e-3 sqrt(1 - 0.999) / (1 - 0.9)).
+fn::adam_update<float> stream_adam_rule() { return {float(1e-3 * 0.0316227766 / 0.1), 0.1f, 0.001f, 1e-7f}; }
+void stream_add_separate(benchmark::State& s) { peak_stream<stream_add, stream_layout::separate>(s, {}, false); }
+void stream_add_nt(benchmark::State& s) { peak_stream<stream_add, stream_layout::nt>(s, {}, false); }
+void stream_add_interleaved(benchmark::State& s) { peak_stream<stream_add, stream_layout::interleaved>(s, {}, false); }
+void stream_adam_separate(benchmark::State& s) { peak_stream<fn::adam_update<float>, stream_layout::separate>(s, stream_adam_rule(), true); }
+void stream_adam_nt(benchmark::State& s) { peak_stream<fn::adam_update<float>, stream_layout::nt>(s, stream_adam_rule(), true); }
+void stream_adam_interleaved(benchmark::State& s) {
+  peak_stream<fn::adam_update<float>, stream_layout::interleaved>(s, stream_adam_rule(), true);
+}
+
 }  // namespace
 
 BENCHMARK(peak_fma)->Name("peak/fma")->Arg(1)->Arg(2)->UseRealTime();
 BENCHMARK(peak_fma_independent)->Name("peak/fma_independent")->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(stream_add_separate)->Name("peak/stream/add");
+BENCHMARK(stream_add_nt)->Name("peak/stream/add_nt");
+BENCHMARK(stream_add_interleaved)->Name("peak/stream/add_interleaved");
+BENCHMARK(stream_adam_separate)->Name("peak/stream/adam");
+BENCHMARK(stream_adam_nt)->Name("peak/stream/adam_nt");
+BENCHMARK(stream_adam_interleaved)->Name("peak/stream/adam_interleaved");
 
 #define CTNN_GEMM_BENCH(K, N, OP)                                                               \
   BENCHMARK(ctnn_dense<K, N, OP>)->Name("gemm/ctnn/" #OP "/" #K "x" #N)->Apply(mlp_args);         \

@@ -221,3 +221,42 @@ TEST_CASE("updates report a non-finite parameter, in the vector part and in the 
   });
   CHECK(ran >= 1);
 }
+
+TEST_CASE("map's parts: as many per thread, on multiples of 64 values, the same bits on 1, 2 and 3 threads") {
+  using kernels::cpu::map_partition;
+  // the MLP's kernels (784 x 256 + 256 and its second layer's 32,896 values), the whole region,
+  // one chunk, one chunk and one value
+  for (std::size_t n : {std::size_t(200960), std::size_t(32896), std::size_t(235146), std::size_t(32768), std::size_t(32769)}) {
+    for (std::size_t t : {std::size_t(1), std::size_t(2), std::size_t(3)}) {
+      const auto p = map_partition(n, t);
+      CAPTURE(n);
+      CAPTURE(t);
+      CHECK(p.count * p.length >= n);
+      CHECK((p.count - 1) * p.length < n);
+      if (p.count > 1) {
+        CHECK(p.length % 64 == 0);
+        CHECK(p.count % t == 0);  // here every count comes out whole: each thread as many parts
+      }
+    }
+  }
+  CHECK(map_partition(32768, 2).count == 1);
+  CHECK(map_partition(32896, 2).count == 2);
+  CHECK(map_partition(32896, 2).length == 16448);  // 32,768 and 128 before
+  CHECK(map_partition(200960, 2).count == 8);       // 7 chunks of 2^15 before: 4 and 3 per thread
+  // the same bits whatever the thread count: Adam over 70,003 values (3 chunks; 4 parts on 2 threads)
+  const std::size_t n = 70003, before = kernels::cpu::threads();
+  std::vector<std::vector<float>> w;
+  for (std::size_t t : {std::size_t(1), std::size_t(2), std::size_t(3)}) {
+    kernels::cpu::set_threads(t);
+    auto x = draw<float>(n, -1, 1, 1), g = draw<float>(n, -1, 1, 2), m = draw<float>(n, -0.1, 0.1, 3),
+         v = draw<float>(n, 0.1, 0.2, 4);
+    CHECK(kernels::cpu::map<kernels::cpu::default_arch>(fn::adam_update<float>{0.01f, 0.1f, 0.001f, 1e-7f}, n, x.data(),
+                                                         g.data(), m.data(), v.data()));
+    x.insert(x.end(), m.begin(), m.end());
+    x.insert(x.end(), v.begin(), v.end());
+    w.push_back(x);
+  }
+  kernels::cpu::set_threads(before);
+  CHECK(w[0] == w[1]);
+  CHECK(w[0] == w[2]);
+}

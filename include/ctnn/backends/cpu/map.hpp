@@ -9,11 +9,14 @@
 // const pointer is only read. When f returns a value, map returns whether
 // every value it returned was finite (folded into the loop as a running sum
 // of r - r: 0 for finite values, NaN otherwise); else it returns true.
-// Above one chunk (2^15 elements) the chunks run on the global thread pool
-// (for_chunks). The partition depends on n only and the rule is element-wise,
-// so each element takes the same vector or scalar path, and gets the same
-// bits, whatever the thread count. for_chunks and the pool are this
-// backend's own: they are not part of the op set (core/backend_ops.hpp).
+// Above one chunk (2^15 elements) the elements run on the global thread pool
+// in parts of equal length (map_partition: the chunks' count rounded up to a
+// multiple of the threads, so that each thread gets as many), every part
+// but the last a whole number of 64 values. The rule is element-wise and the
+// parts start on multiples of every vector length, so each element takes the
+// same vector or scalar path, and gets the same bits, whatever the thread
+// count. for_chunks (parts of 2^15, the same for every thread count) and the
+// pool are this backend's own: they are not part of the op set (core/backend_ops.hpp).
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -115,20 +118,37 @@ bool map_range(const F& rule, std::size_t lo, std::size_t hi, P0* p0, P*... p) {
   return ok && tail == S(0);
 }
 
-// f over [0, n) of each array, in chunks on the thread pool above 2^15 elements.
-// (The chunks as for_chunks makes them, without its wrapper: one task type per rule and arrays,
-// fewer instantiations per rule; docs/performance.md, "Compile time and memory".)
+// map's parts of n elements on `threads` threads: {count, length}. One part of n on one thread or up
+// to one chunk; else the count of 2^15 chunks rounded up to a multiple of the threads, each part n / count
+// rounded up to 64 values (the last the rest). (Parts of 2^15 gave two threads 4 and 3 of the 7
+// chunks of the MLP's first kernel, and 32,768 and 128 of its second layer's 32,896 values.)
+inline constexpr std::size_t map_part_align = 64;
+struct map_parts {
+  std::size_t count, length;
+};
+inline map_parts map_partition(std::size_t n, std::size_t threads) {
+  const std::size_t chunks = (n + map_chunk - 1) / map_chunk;
+  if (chunks <= 1 || threads <= 1) return {1, n};
+  const std::size_t want = (chunks + threads - 1) / threads * threads;
+  const std::size_t len = ((n + want - 1) / want + map_part_align - 1) / map_part_align * map_part_align;
+  return {(n + len - 1) / len, len};
+}
+
+// f over [0, n) of each array, in parts on the thread pool above 2^15 elements (map_partition).
+// (Its own tasks, without for_chunks' wrapper: one task type per rule and arrays, fewer
+// instantiations per rule; docs/performance.md, "Compile time and memory".)
 template <class Arch, class F, class... P>
 bool map(const F& f, std::size_t n, P*... p) {
   std::atomic<bool> finite{true};
   thread_pool& pool = thread_pool::global();
-  const std::size_t tasks = chunk_tasks(n, pool);
+  const map_parts parts = map_partition(n, pool.size());
   pool.run(
-      tasks,
+      parts.count,
       [&](std::size_t c) {
-        if (!map_range<Arch>(f, c * map_chunk, chunk_end(n, tasks, c), p...)) finite.store(false, std::memory_order_relaxed);
+        const std::size_t lo = c * parts.length, hi = std::min(n, lo + parts.length);
+        if (!map_range<Arch>(f, lo, hi, p...)) finite.store(false, std::memory_order_relaxed);
       },
-      tasks > 1);
+      parts.count > 1);
   return finite.load(std::memory_order_relaxed);
 }
 
