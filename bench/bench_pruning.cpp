@@ -10,6 +10,8 @@
 // CTNN_NUM_THREADS=1):
 //   CTNN_NUM_THREADS=1 build/bench/bench/bench_pruning --benchmark_repetitions=3
 // The figure to read is the ratio stripped / dense in the same run.
+// Training (issue 28, docs/pruning.md "Decoded weights"): train_dense / train_bitmap_80 /
+// train_nm_2of4 one SGD step at 16 and 64; decode_bitmap_80 / decode_nm_2of4 the decode alone.
 // int8 (issue 28, docs/quantization.md "Block-sparse int8"): int8_dense is the dense MLP
 // quantized full-integer (quantized_dense), int8_block_80 / _90 and int8_block4x4_80 / _90 the
 // block-pruned, stripped MLP quantized full-integer (quantized_dense_block; 1 x the float vector's
@@ -100,6 +102,44 @@ void int8_stripped(benchmark::State& st) {
   run(st, q);
 }
 
+// Training a stripped model (issue 28: the decode's cost a step). train_step: one SGD step of
+// mean squared error at the batch (forward, backward, update, and for a stripped layer that
+// decodes, the decode before the next forward); decode: refresh_compute_parameters() alone,
+// which rewrites every decoded buffer (784 x 256 and 256 x 128 floats), as each step's update
+// makes the model do.
+template <class M>
+void train(benchmark::State& st, M& m) {
+  const std::size_t batch = std::size_t(st.range(0));
+  const auto x = inputs(batch);
+  std::vector<float> y(batch * 10);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = float(i % 10 == i / 10 % 10);
+  ctnn::sgd opt{0.001};
+  ctnn::train_step step(m, ctnn::mean_squared_error{}, opt);
+  step.run(x.data(), y.data(), batch, 0, 0);  // the slots and the batch's buffers made outside the loop
+  std::size_t k = 1;
+  for (auto _ : st) benchmark::DoNotOptimize(step.run(x.data(), y.data(), batch, 0, k++));
+  st.SetItemsProcessed(std::int64_t(st.iterations() * batch));
+}
+void train_dense(benchmark::State& st) {
+  auto m = ctnn::make_model<dense_mlp>(1);
+  train(st, m);
+}
+template <class Layout, class Net>
+void train_stripped(benchmark::State& st) {
+  auto p = ctnn::make_model<Net>(1);
+  ctnn::prune_at_step(p, 0);
+  auto m = ctnn::strip_pruning<Layout>(p);
+  train(st, m);
+}
+template <class Layout, class Net>
+void decode(benchmark::State& st) {
+  auto p = ctnn::make_model<Net>(1);
+  ctnn::prune_at_step(p, 0);
+  auto m = ctnn::strip_pruning<Layout>(p);
+  for (auto _ : st) m.refresh_compute_parameters();
+  st.counters["decoded_bytes"] = double(decltype(m)::network::memory_plan(1).derived);
+}
+
 }  // namespace
 
 // every batch 1..16 and 64 (issue 28: no stripped layout below 0.67x dense at any batch size)
@@ -141,4 +181,12 @@ BENCHMARK_TEMPLATE(int8_stripped, ctnn::layout::block<4, xsimd::batch<float>::si
                    pruned_mlp<ctnn::constant_sparsity<0.8>, quad_block>)->Name("int8_block4xL_80")->Arg(1)->Arg(64);
 BENCHMARK_TEMPLATE(int8_stripped, ctnn::layout::block<4, xsimd::batch<float>::size>,
                    pruned_mlp<ctnn::constant_sparsity<0.9>, quad_block>)->Name("int8_block4xL_90")->Arg(1)->Arg(64);
+BENCHMARK(train_dense)->Arg(16)->Arg(64);
+BENCHMARK_TEMPLATE(train_stripped, ctnn::layout::bitmap, pruned_mlp<ctnn::constant_sparsity<0.8>>)
+    ->Name("train_bitmap_80")->Arg(16)->Arg(64);
+BENCHMARK_TEMPLATE(train_stripped, ctnn::layout::nm<2, 4>, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)
+    ->Name("train_nm_2of4")->Arg(16)->Arg(64);
+BENCHMARK_TEMPLATE(decode, ctnn::layout::bitmap, pruned_mlp<ctnn::constant_sparsity<0.8>>)->Name("decode_bitmap_80");
+BENCHMARK_TEMPLATE(decode, ctnn::layout::nm<2, 4>, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)
+    ->Name("decode_nm_2of4");
 BENCHMARK_MAIN();

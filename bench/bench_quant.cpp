@@ -13,6 +13,11 @@
 //   int8_avg_pool<Arch>/batch int8::average_pool_s8<G, Arch> on the same shape (the int8 pass between
 //   int8_max_pool<Arch>/batch two full-integer layers), Arch avx512bw, fma3<avx2>, or sse2 (the scalar
 //                             loops); each compiled in where the build's -march allows it
+//   peak_fma256, peak_madd256, peak_tile_s16<W>   (AVX2 builds) one core's ceilings for the float
+//                             FMA and the avx2 int8 path's instruction mix, registers / L1 only
+//                             (docs/quantization.md "The AVX2 bound"); GMAC/s on every product
+//                             case: multiply-adds per CPU second
+//   int8_gemm<256, 16>/6      one tile_s16 column pass on L1 data
 // Layers 784x256 and 256x128 of the Fashion-MNIST MLP, random weights (the values do not change
 // the work). One thread:
 //   CTNN_NUM_THREADS=1 taskset -c 0 build/bench/bench/bench_quant --benchmark_repetitions=3
@@ -49,6 +54,7 @@ void float_dense(benchmark::State& st) {
     benchmark::DoNotOptimize(y.data());
   }
   st.counters["samples_per_s"] = benchmark::Counter(double(m), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["GMAC/s"] = benchmark::Counter(double(m * K * N) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // OutScale: the full-integer output scale: 0.05 (the default) saturates 46 % of the random layer's
@@ -88,6 +94,7 @@ void int8_dense(benchmark::State& st) {
     benchmark::DoNotOptimize(y.data());
   }
   st.counters["samples_per_s"] = benchmark::Counter(double(m), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["GMAC/s"] = benchmark::Counter(double(m * K * N) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 template <std::size_t K, std::size_t N>
@@ -106,7 +113,95 @@ void int8_gemm(benchmark::State& st) {
     i8::gemm_s8(m, N, K, a.data(), kp, packed.data(), sums.data(), c.data(), N);
     benchmark::DoNotOptimize(c.data());
   }
+  st.counters["GMAC/s"] = benchmark::Counter(double(m * K * N) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+// One core's ceilings for the 256-bit products (docs/quantization.md "The AVX2 bound"), each an
+// asm loop the compiler cannot fold (the integer chains it would otherwise reassociate and hoist),
+// 12 independent accumulators, GMAC/s on CPU time:
+//   peak_fma256    vfmadd231ps ymm: 8 float multiply-adds an instruction (two FMA ports)
+//   peak_madd256   vpmaddwd ymm + vpaddd: 16 int8 (as int16) multiply-adds a pair, the avx2
+//                  path's step (int8.hpp tile_s16)
+//   peak_tile_s16<false> tile_s16's group on 6 rows from L1: 2 vpmovsxbw weight loads, 6 vpbroadcastq
+//                  activation loads, 12 vpmaddwd + 12 vpaddd (192 multiply-adds)
+//   peak_tile_s16<true>  the same without the 2 vpmovsxbw (weights already int16: vmovdqu loads)
+#define CTNN_BQ_ACC12 "+x"(a[0]), "+x"(a[1]), "+x"(a[2]), "+x"(a[3]), "+x"(a[4]), "+x"(a[5]), \
+                      "+x"(a[6]), "+x"(a[7]), "+x"(a[8]), "+x"(a[9]), "+x"(a[10]), "+x"(a[11])
+#define CTNN_BQ_MADD(i, t) "vpmaddwd %13, %12, %%ymm" #t "\n\tvpaddd %%ymm" #t ", %" #i ", %" #i "\n\t"
+// tile_s16 rows: ymm12, ymm13 the weights; ymm14 a row's broadcast; ymm15 a product
+#define CTNN_BQ_ROW(o, i, j) "vpbroadcastq " #o "(%13), %%ymm14\n\tvpmaddwd %%ymm12, %%ymm14, %%ymm15\n\tvpaddd %%ymm15, %" #i ", %" #i "\n\t" \
+                             "vpmaddwd %%ymm13, %%ymm14, %%ymm15\n\tvpaddd %%ymm15, %" #j ", %" #j "\n\t"
+#define CTNN_BQ_ROWS CTNN_BQ_ROW(0, 0, 1) CTNN_BQ_ROW(8, 2, 3) CTNN_BQ_ROW(16, 4, 5) CTNN_BQ_ROW(24, 6, 7) \
+                     CTNN_BQ_ROW(32, 8, 9) CTNN_BQ_ROW(40, 10, 11)
+constexpr std::size_t peak_rounds = 1 << 14;
+void peak_fma256(benchmark::State& st) {
+  __m256 a[12];
+  for (int c = 0; c < 12; ++c) a[c] = _mm256_set1_ps(1.0f + float(c) * 1e-7f);
+  const __m256 m = _mm256_set1_ps(0.9999999f), x = _mm256_set1_ps(1e-7f);
+  for (auto _ : st) {
+    for (std::size_t r = 0; r < peak_rounds; ++r)
+      __asm__ volatile(
+          "vfmadd231ps %12, %13, %0\n\tvfmadd231ps %12, %13, %1\n\tvfmadd231ps %12, %13, %2\n\t"
+          "vfmadd231ps %12, %13, %3\n\tvfmadd231ps %12, %13, %4\n\tvfmadd231ps %12, %13, %5\n\t"
+          "vfmadd231ps %12, %13, %6\n\tvfmadd231ps %12, %13, %7\n\tvfmadd231ps %12, %13, %8\n\t"
+          "vfmadd231ps %12, %13, %9\n\tvfmadd231ps %12, %13, %10\n\tvfmadd231ps %12, %13, %11"
+          : CTNN_BQ_ACC12
+          : "x"(m), "x"(x));
+    benchmark::DoNotOptimize(a);
+  }
+  st.counters["GMAC/s"] = benchmark::Counter(double(peak_rounds * 12 * 8) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+void peak_madd256(benchmark::State& st) {
+  __m256i a[12];
+  for (int c = 0; c < 12; ++c) a[c] = _mm256_set1_epi32(c);
+  const __m256i x = _mm256_set1_epi16(3), w = _mm256_set1_epi16(-5);
+  for (auto _ : st) {
+    for (std::size_t r = 0; r < peak_rounds; ++r)
+      __asm__ volatile(
+          CTNN_BQ_MADD(0, 14) CTNN_BQ_MADD(1, 15) CTNN_BQ_MADD(2, 14) CTNN_BQ_MADD(3, 15) CTNN_BQ_MADD(4, 14)
+          CTNN_BQ_MADD(5, 15) CTNN_BQ_MADD(6, 14) CTNN_BQ_MADD(7, 15) CTNN_BQ_MADD(8, 14) CTNN_BQ_MADD(9, 15)
+          CTNN_BQ_MADD(10, 14) CTNN_BQ_MADD(11, 15)
+          : CTNN_BQ_ACC12
+          : "x"(x), "x"(w)
+          : "xmm14", "xmm15");
+    benchmark::DoNotOptimize(a);
+  }
+  st.counters["GMAC/s"] = benchmark::Counter(double(peak_rounds * 12 * 16) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+// Wide: the weights are int16 already (two 32-byte loads), else two vpmovsxbw of 16 bytes.
+template <bool Wide>
+void peak_tile_s16(benchmark::State& st) {
+  __m256i a[12];
+  for (int c = 0; c < 12; ++c) a[c] = _mm256_set1_epi32(c);
+  alignas(64) std::int16_t w[32] = {}, x[32] = {};
+  for (int i = 0; i < 32; ++i) w[i] = std::int16_t(i - 16), x[i] = std::int16_t(3 - i);
+  // (w and x as "m" operands: read by the asm; a "memory" clobber instead made GCC store and reload
+  // the 12 accumulators around every round, a[] having escaped to DoNotOptimize)
+  const std::int16_t* pw = w;
+  const std::int16_t* px = x;
+  for (auto _ : st) {
+    for (std::size_t r = 0; r < peak_rounds; ++r) {
+      if constexpr (Wide)
+        __asm__ volatile("vmovdqu (%12), %%ymm12\n\tvmovdqu 32(%12), %%ymm13\n\t" CTNN_BQ_ROWS
+                         : CTNN_BQ_ACC12
+                         : "r"(pw), "r"(px), "m"(w), "m"(x)
+                         : "xmm12", "xmm13", "xmm14", "xmm15");
+      else
+        __asm__ volatile("vpmovsxbw (%12), %%ymm12\n\tvpmovsxbw 16(%12), %%ymm13\n\t" CTNN_BQ_ROWS
+                         : CTNN_BQ_ACC12
+                         : "r"(pw), "r"(px), "m"(w), "m"(x)
+                         : "xmm12", "xmm13", "xmm14", "xmm15");
+    }
+    benchmark::DoNotOptimize(a);
+  }
+  st.counters["GMAC/s"] = benchmark::Counter(double(peak_rounds * 192) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+#undef CTNN_BQ_ACC12
+#undef CTNN_BQ_MADD
+#undef CTNN_BQ_ROW
+#undef CTNN_BQ_ROWS
+#endif
 
 // the state (or parameters) of a layer L in memory 64-byte aligned, as in a model
 struct aligned_block {
@@ -223,6 +318,13 @@ BENCHMARK(float_dense<256, 128>)->Arg(1)->Arg(64);
 BENCHMARK(int8_dense<256, 128, fi>)->Arg(1)->Arg(64);
 BENCHMARK(int8_dense<256, 128, dr>)->Arg(1)->Arg(64);
 BENCHMARK(int8_gemm<256, 128>)->Arg(1)->Arg(64);
+#if defined(__AVX2__) && defined(__FMA__) && defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+BENCHMARK(peak_fma256);
+BENCHMARK(peak_madd256);
+BENCHMARK(peak_tile_s16<false>);
+BENCHMARK(peak_tile_s16<true>);
+#endif
+BENCHMARK(int8_gemm<256, 16>)->Arg(6)->Arg(64);  // 6 rows: one tile_s16 column pass on L1 data
 BENCHMARK(float_conv)->Arg(1)->Arg(64);
 BENCHMARK(int8_conv<fi>)->Arg(1)->Arg(64);
 BENCHMARK(int8_conv<dr>)->Arg(1)->Arg(64);

@@ -377,3 +377,40 @@ TEST_CASE("decoded weights: a stripped layer inside a graph layer (residual) dec
     for (std::size_t i = 0; i < ys.size(); ++i) CHECK(ys[i] == doctest::Approx(yd[i]).epsilon(1e-5));
   }
 }
+
+TEST_CASE("decoded weights: a stripped layer inside time_distributed decodes too, and follows its values") {
+  using sparse_net = sequential<input<3, 12>, time_distributed<sparse_dense<12, 8, 60, relu>>, flatten, dense<3>>;
+  using dense_net = sequential<input<3, 12>, time_distributed<dense<8, relu>>, flatten, dense<3>>;
+  static_assert(sparse_net::memory_plan(1).derived == 12 * 8 * 4);
+  using C = sparse_dense<12, 8, 60, relu>::bind<shape<12>, float, cpu<>>;  // the child, bound
+  // time_distributed hands the model's refresh down to the child (its slot gets the decoded buffer)
+  static_assert(requires(layer_slot<float> sl) { std::tuple_element_t<0, model<sparse_net>::layers>::derive(sl); });
+  auto s = make_model<sparse_net>(1);
+  auto d = make_model<dense_net>(1);
+  constexpr std::size_t n = 4;
+  std::vector<float> x(n * 3 * 12);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 7) - 3) * 0.3f;
+  for (int round = 0; round < 2; ++round) {
+    CAPTURE(round);
+    if (round == 1)
+      for (auto& v : s.parameters()) v = 0.5f * v - 0.01f;  // a span's writes: the child's decoded weights follow
+    s.with_variables([&](const std::vector<variable_ref>& refs) {
+      const auto* meta = detail::find_variable(refs, 0, "index")->data;
+      std::vector<std::byte> index(meta, meta + C::index::bytes);
+      const auto* v = reinterpret_cast<const float*>(detail::find_variable(refs, 0, "values")->data);
+      std::vector<float> values(v, v + C::NNZ), w(12 * 8);
+      ops<cpu<>>::sparse_dense_decode<12, 8>(C::view(index.data()), values.data(), w.data());
+      d.with_variables([&](const std::vector<variable_ref>& to) {
+        std::copy(w.begin(), w.end(), reinterpret_cast<float*>(detail::find_variable(to, 0, "kernel")->data));
+        const variable_ref* b = detail::find_variable(refs, 0, "bias");
+        std::copy(b->data, b->data + b->extent * b->element_bytes, detail::find_variable(to, 0, "bias")->data);
+        for (const char* name : {"kernel", "bias"}) {
+          const variable_ref* a = detail::find_variable(refs, 2, name);
+          std::copy(a->data, a->data + a->extent * a->element_bytes, detail::find_variable(to, 2, name)->data);
+        }
+      });
+    });
+    const auto ys = s.predict(x.data(), n), yd = d.predict(x.data(), n);
+    for (std::size_t i = 0; i < ys.size(); ++i) CHECK(ys[i] == doctest::Approx(yd[i]).epsilon(1e-5));
+  }
+}

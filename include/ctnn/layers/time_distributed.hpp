@@ -103,6 +103,14 @@ struct time_distributed_layer {
     r.batch *= S;
     return r;
   }
+  // the wrapped layer's derived buffer (a stripped sparse layer's decoded weights,
+  // layers/sparse_dense.hpp), rewritten by the model's refresh through this slot: its forward
+  // then decodes as it would alone, at the batch it sees (batch x Steps rows)
+  static void derive(layer_slot<T> s)
+    requires requires(layer_slot<T> a) { Inner::derive(a); }
+  {
+    Inner::derive(s);
+  }
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) { Inner::forward(s, x, y, steps_of(r)); }
   static void backward(layer_slot<T> s, const T* x, const T* y, T* dy, T* dx, run_info r) {
     Inner::backward(s, x, y, dy, dx, steps_of(r));
