@@ -50,13 +50,13 @@ template <class Arch, class T>
 void check_gemv(const char* name) {
   const double eps = std::is_same_v<T, float> ? 1.2e-7 : 2.3e-16;
   rng g(11);
-  // 30, 60: a tail of 4 vectors; with 16 registers 96, 128, 168, 256, 400 take chunks of 12 vectors
-  // (AVX2 floats: 12; 12 + 4; 12 + 8 and a tail; 12 + 12 + 8; 4 x 12 and a tail)
-  for (std::size_t N : {1, 3, 10, 17, 30, 33, 60, 64, 96, 128, 168, 256, 400})
+  // 30, 60: a tail of 4 vectors; with 16 registers 128, 168, 256, 400 take chunks of 12 vectors
+  // (AVX2 floats: 12 + 4; 12 + 8 and a tail; 12 + 12 + 8; 4 x 12 and a tail)
+  for (std::size_t N : {1, 3, 10, 17, 30, 33, 60, 64, 128, 168, 256, 400})
     for (std::size_t K : {1, 2, 3, 17, 64, 65, 255, 784, 4097})
       for (int pattern = 0; pattern < 6; ++pattern)
         for (int variant = 0; variant < 4; ++variant) {
-          if (K == 4097 && pattern % 2) continue;  // the long K: fewer cases
+          if (K == 4097 && (pattern % 2 || N == 168)) continue;  // the long K: fewer cases
           const bool with_bias = variant & 1, relu = variant & 2, strided_x = (N + K + pattern) % 3 == 0;
           const std::vector<T> x = make_x<T>(K, pattern, g);
           std::vector<T> xs(2 * K, T(9)), b(K * N), bias(N);
