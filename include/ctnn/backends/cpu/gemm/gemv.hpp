@@ -85,8 +85,8 @@ CTNN_FORCEINLINE void for_each_row(std::size_t k, const std::uint64_t* rows, F&&
 }
 
 // y[0:n] = epi(bias + x[0:k] * B[k x n]) for a row-major B (row stride ldb):
-// one output row. Column chunks of V = 16 or 8 vectors (AVX-512; 8 or 4 with
-// 16 registers) keep V accumulators in registers while the rows of B that
+// one output row. Column chunks of V = 16 or 8 vectors (AVX-512; 12, 8 or 4
+// with 16 registers: gemv_rows) keep V accumulators in registers while the rows of B that
 // `rows` selects stream through contiguously, in ascending order (so each
 // output's sum does not depend on the chunking); the last columns go to
 // gemv_tail.
@@ -171,6 +171,15 @@ void gemv_rows(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t
   using B = xsimd::batch<T, Arch>;
   constexpr std::size_t L = B::size, W = L * sizeof(T) >= 64 ? 16 : 8;  // 32 or 16 registers
   std::size_t j = 0;
+  if constexpr (W == 8) {
+    // 16 registers: chunks of 12 vectors while 12 are left, then 8 or 4 (784 x 256 and 256 x 128
+    // at batch 1 read their rows in 3 passes of 12 + 12 + 8 vectors and 2 of 12 + 4, not 4 and 2 of
+    // 8: 0.95x and 0.8x the time, loaded Xeon 207, bench/results/2026-12-06-s26-gemm26-gemv-passes.md).
+    // They cover the same columns as chunks of 8 and one of 4 (the pool's tasks of 8 vectors), and
+    // every column sums the same values in the same order in any chunk: the same bits.
+    for (; j + 12 * L <= n; j += 12 * L)
+      gemv_chunk<Arch, 12>(k, x, b + j, ldb, y + j, bias ? bias + j : nullptr, e, act, rows);
+  }
   for (; j + W * L <= n; j += W * L)
     gemv_chunk<Arch, W>(k, x, b + j, ldb, y + j, bias ? bias + j : nullptr, e, act, rows);
   if (j + W / 2 * L <= n) {
