@@ -40,7 +40,7 @@ set(outlined_referenced ${outlined})
 list(REMOVE_ITEM outlined_referenced "simd::micro<" "simd::run_plan<" "simd::dot_nt<" "detail::batch_norm_backward_c<"
      "detail::winograd_input_of<")
 set(referenced ${outlined_referenced} "detail::fit_epochs\\(" "detail::fill_uniform<float>\\(" "history::~history\\(" "logs::set\\(" "detail::print_summary\\("
-    "data::read_idx\\(" "detail::throw_in_memory_sizes\\(" "detail::throw_sparse_label_out_of_range\\("
+    "data::read_idx\\(" "io::read_weights_file\\(" "history::epochs\\(" "detail::throw_in_memory_sizes\\(" "detail::throw_sparse_label_out_of_range\\("
     "thread_pool::global\\(\\)" "cpu::map<[^\n]*adam_update<float>" "cpu::map<[^\n]*backward_of<ctnn::fn::relu_fn>"
     "fused::tile_product<[^\n]*relu_fn" "fused::tile_product<[^\n]*identity_fn" "fused::backward_layer<[^\n]*relu_fn"
     "fused::backward_layer<[^\n]*identity_fn" "shape<28ul, 28ul>, ctnn::sparse_labels, float>::cursor::next\\("

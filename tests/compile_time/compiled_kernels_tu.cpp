@@ -1,6 +1,6 @@
 // A program that trains a network (fused: its widest layer 64) with a metric, runs a training step of a
 // small CNN (a direct first convolution, max pooling, batch normalization, a Winograd convolution), reads a batch of the
-// Fashion-MNIST dataset type, prints its summary and reads an IDX file
+// Fashion-MNIST dataset type, prints its summary, reads an IDX file and a weights file
 // (compiled_kernels_tu.cmake reads its object's symbols; it is compiled, not run).
 #include <ctnn/ctnn.hpp>
 
@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
   auto cursor = images.batch(16).open(0);
   if (!cursor.next(b)) return 2;
   ctnn::summary<net>();
+  // a weights file read without the network type, a history's query (compiled part: io/weights.hpp, train/history.hpp)
+  if (argc > 2) return int(ctnn::io::read_weights_file(argv[2]).tensors.size() + ctnn::history{}.epochs());
   if (argc > 1) return int(ctnn::data::read_idx(argv[1]).count());
   return m.predict(x.data(), 1).size() == 10 ? 0 : 1;
 }

@@ -92,9 +92,14 @@ inline void advise_huge_pages(const void* p, std::size_t bytes) {
 #endif
 }
 
-inline std::vector<unsigned char> read_file_bytes(const std::filesystem::path& p) {
+CTNN_DECL std::vector<unsigned char> read_file_bytes(const std::filesystem::path& p)
+#if CTNN_DEFINITIONS
+{
   return io::read_file<std::vector<unsigned char>, idx_error>(p, "read_idx");
 }
+#else
+;
+#endif
 
 // The whole size in bytes (header + values) that an IDX image starting with
 // d[0..n) announces, or nullopt while fewer bytes than the header are known.

@@ -31,7 +31,9 @@ namespace ctnn::io {
 namespace detail {
 
 // The pid in "<stem>.tmp-<pid>-<n>", or 0 when `name` is not such a temporary.
-inline pid_t stale_temporary_pid(std::string_view name, std::string_view stem) {
+CTNN_DECL pid_t stale_temporary_pid(std::string_view name, std::string_view stem)
+#if CTNN_DEFINITIONS
+{
   const std::string_view mark = ".tmp-";
   if (name.size() <= stem.size() + mark.size() || name.substr(0, stem.size()) != stem ||
       name.substr(stem.size(), mark.size()) != mark)
@@ -46,6 +48,9 @@ inline pid_t stale_temporary_pid(std::string_view name, std::string_view stem) {
   if (ec2 != std::errc() || q != rest.data() + rest.size() || q == rest.data()) return 0;
   return pid_t(pid);
 }
+#else
+;
+#endif
 
 // Removes the temporaries of `path` whose writer is no longer running.
 CTNN_DECL void remove_stale_temporaries(const std::filesystem::path& path)

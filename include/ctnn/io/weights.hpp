@@ -252,7 +252,9 @@ namespace detail {
 // One version-2 tensor record up to its values: layer, role (kind, unchecked), dtype, rank,
 // name and dimensions into t; false when the file ends inside it. load_weights and
 // read_weights_file read records through it.
-inline bool read_tensor_record(reader& r, weights_file_tensor& t, std::uint8_t& kind) {
+CTNN_DECL bool read_tensor_record(reader& r, weights_file_tensor& t, std::uint8_t& kind)
+#if CTNN_DEFINITIONS
+{
   t.layer = r.get<std::uint32_t>();
   kind = r.get<std::uint8_t>();
   t.dtype = r.get<std::uint8_t>();
@@ -265,6 +267,9 @@ inline bool read_tensor_record(reader& r, weights_file_tensor& t, std::uint8_t& 
   for (std::size_t i = 0; i < rank && r.ok; ++i) t.dims.push_back(r.get<std::uint64_t>());
   return r.ok;
 }
+#else
+;
+#endif
 }  // namespace detail
 
 // A whole weights file as read_weights_file found it.
@@ -341,13 +346,18 @@ void parse_weights(weights_file& f, Fail&& fail) {
 // Reads a weights file of any network: the checks of load_weights that need no network
 // type (size, magic, version, checksum, every tensor's role, dtype and extent within the
 // file, nothing after the last tensor). Throws weights_error naming the file and the problem.
-inline weights_file read_weights_file(const std::filesystem::path& path) {
+CTNN_DECL weights_file read_weights_file(const std::filesystem::path& path)
+#if CTNN_DEFINITIONS
+{
   auto fail = [&](const std::string& what) { throw weights_error("read_weights_file", path, what); };
   weights_file f;
   f.data = read_file<std::vector<char>, weights_error>(path, "read_weights_file");
   detail::parse_weights(f, fail);
   return f;
 }
+#else
+;
+#endif
 
 namespace detail {
 // A version-2 weights file's bytes (save_weights, and a model file's weights section).

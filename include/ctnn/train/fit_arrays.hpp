@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "../core/format.hpp"
+#include "../core/separate.hpp"
 #include "../core/rng.hpp"
 #include "../core/targets.hpp"
 #include "../data/element.hpp"
@@ -76,10 +77,22 @@ sample_weight_t sample_weight(const R& r) {
 struct class_weight_t {
   std::map<std::int64_t, double> weights;
 };
-inline class_weight_t class_weight(std::map<std::int64_t, double> w) { return {std::move(w)}; }
-inline class_weight_t class_weight(std::initializer_list<std::pair<const std::int64_t, double>> w) {
+CTNN_DECL class_weight_t class_weight(std::map<std::int64_t, double> w)
+#if CTNN_DEFINITIONS
+{
+  return {std::move(w)};
+}
+#else
+;
+#endif
+CTNN_DECL class_weight_t class_weight(std::initializer_list<std::pair<const std::int64_t, double>> w)
+#if CTNN_DEFINITIONS
+{
   return {std::map<std::int64_t, double>(w)};
 }
+#else
+;
+#endif
 // Weights as an array: class c weighs w[c].
 template <std::ranges::input_range R>
   requires std::is_arithmetic_v<std::ranges::range_value_t<R>>

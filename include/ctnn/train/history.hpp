@@ -47,8 +47,8 @@ struct history {
   void append(const logs& l);
   // fit's end of an epoch: append(l), then a new entry of autotune holding said[from...] (said may be null).
   void append_epoch(const logs& l, const std::vector<std::string>* said, std::size_t from);
-  std::size_t epochs() const { return values.empty() ? 0 : values.begin()->second.size(); }
-  bool contains(const std::string& k) const { return values.count(k) != 0; }
+  std::size_t epochs() const;
+  bool contains(const std::string& k) const;
   const std::vector<double>& operator[](const std::string& k) const;
   // "moderately input-bound: 7.3% of step time is spent waiting for data" (0-based epoch).
   std::string input_verdict(std::size_t epoch) const;
@@ -76,6 +76,8 @@ CTNN_DECL double logs::operator[](const std::string& k) const {
 }
 
 CTNN_DECL history::~history() = default;
+CTNN_DECL std::size_t history::epochs() const { return values.empty() ? 0 : values.begin()->second.size(); }
+CTNN_DECL bool history::contains(const std::string& k) const { return values.count(k) != 0; }
 CTNN_DECL void history::append(const logs& l) {
   for (auto& [k, v] : l.items) {
     if (!values.count(k)) keys.push_back(k);

@@ -187,8 +187,10 @@ std::string model_bytes(const M& m, const std::string& optimizer, const optimize
 }
 
 // The description section [at, end) of d into f; false where it is malformed.
-inline bool read_description(const std::vector<char>& d, std::size_t at, std::size_t end, model_file& f,
-                             std::string& why) {
+CTNN_DECL bool read_description(const std::vector<char>& d, std::size_t at, std::size_t end, model_file& f,
+                                std::string& why)
+#if CTNN_DEFINITIONS
+{
   reader r{d, at, end};
   f.fingerprint = r.get<std::uint64_t>();
   if (!get_text(r, f.architecture) || !get_text(r, f.policy)) return (why = "truncated"), false;
@@ -210,8 +212,13 @@ inline bool read_description(const std::vector<char>& d, std::size_t at, std::si
   if (r.at != r.end) return (why = std::to_string(r.end - r.at) + " bytes after the last layer"), false;
   return true;
 }
+#else
+;
+#endif
 
-inline bool read_config(const std::vector<char>& d, std::size_t at, std::size_t end, model_file& f, std::string& why) {
+CTNN_DECL bool read_config(const std::vector<char>& d, std::size_t at, std::size_t end, model_file& f, std::string& why)
+#if CTNN_DEFINITIONS
+{
   reader r{d, at, end};
   if (!get_text(r, f.optimizer)) return (why = "truncated"), false;
   const auto n = r.get<std::uint32_t>();
@@ -234,6 +241,9 @@ inline bool read_config(const std::vector<char>& d, std::size_t at, std::size_t 
   if (r.at != r.end) return (why = std::to_string(r.end - r.at) + " bytes after the metrics"), false;
   return true;
 }
+#else
+;
+#endif
 }  // namespace detail
 
 // Reads a model file of any network and optimizer: size, magic, version, the sections (order,
@@ -241,7 +251,9 @@ inline bool read_config(const std::vector<char>& d, std::size_t at, std::size_t 
 // under read_weights_file's and read_optimizer_state_file's checks, and that all sections name
 // the same network and optimizer. operation names the caller in errors (weights_error naming
 // the file and the problem).
-inline model_file read_model_file(const std::filesystem::path& path, const std::string& operation = "read_model_file") {
+CTNN_DECL model_file read_model_file(const std::filesystem::path& path, const std::string& operation = "read_model_file")
+#if CTNN_DEFINITIONS
+{
   auto fail = [&](const std::string& what) { throw weights_error(operation, path, what); };
   const auto d = read_file<std::vector<char>, weights_error>(path, operation);
   model_file f;
@@ -305,6 +317,9 @@ inline model_file read_model_file(const std::filesystem::path& path, const std::
     fail("its configuration names the optimizer '" + f.optimizer + "' but its optimizer section holds '" + held + "'");
   return f;
 }
+#else
+;
+#endif
 
 // The whole model: description, training configuration, weights and opt's state (m must hold
 // it: trained by fit with opt, or loaded). Throws weights_error naming the file.

@@ -143,14 +143,19 @@ void parse_optimizer_state(optimizer_state_file& f, Fail&& fail) {
 // that need neither type (size, magic, version, checksum, layout, the counts 0 <= iterations <=
 // steps, a finite scale > 0, 2-, 4- or 8-byte values). operation names the caller in errors
 // (weights_error naming the file and the problem).
-inline optimizer_state_file read_optimizer_state_file(const std::filesystem::path& path,
-                                                      const std::string& operation = "read_optimizer_state_file") {
+CTNN_DECL optimizer_state_file read_optimizer_state_file(const std::filesystem::path& path,
+                                                         const std::string& operation = "read_optimizer_state_file")
+#if CTNN_DEFINITIONS
+{
   auto fail = [&](const std::string& what) { throw weights_error(operation, path, what); };
   optimizer_state_file f;
   f.data = read_file<std::vector<char>, weights_error>(path, operation);
   detail::parse_optimizer_state(f, fail);
   return f;
 }
+#else
+;
+#endif
 
 namespace detail {
 // The checks of load_optimizer_state of a read file f against m and opt; changes nothing.
