@@ -61,11 +61,18 @@ void dense(benchmark::State& st) {
   run(st, m);
 }
 
+// Net made, pruned at step 0 (constant_sparsity prunes there to its final sparsity) and stripped
+// to Layout (named: strip_pruning's default depends on the arch).
+template <class Layout, class Net>
+auto pruned_stripped() {
+  auto p = ctnn::make_model<Net>(1);
+  ctnn::prune_at_step(p, 0);
+  return ctnn::strip_pruning<Layout>(p);
+}
+
 template <class Net>
 void stripped(benchmark::State& st) {
-  auto p = ctnn::make_model<Net>(1);
-  ctnn::prune_at_step(p, 0);  // constant_sparsity prunes at step 0 to its final sparsity
-  auto m = ctnn::strip_pruning<ctnn::layout::bitmap>(p);  // named: strip_pruning's default depends on the arch
+  auto m = pruned_stripped<ctnn::layout::bitmap, Net>();
   run(st, m);
 }
 
@@ -79,9 +86,7 @@ void stripped_csc(benchmark::State& st) {
 
 template <class Layout, class Net>
 void stripped_to(benchmark::State& st) {
-  auto p = ctnn::make_model<Net>(1);
-  ctnn::prune_at_step(p, 0);
-  auto m = ctnn::strip_pruning<Layout>(p);
+  auto m = pruned_stripped<Layout, Net>();
   run(st, m);
 }
 
@@ -94,9 +99,7 @@ void int8_dense(benchmark::State& st) {
 
 template <class Layout, class Net>
 void int8_stripped(benchmark::State& st) {
-  auto p = ctnn::make_model<Net>(1);
-  ctnn::prune_at_step(p, 0);
-  const auto s = ctnn::strip_pruning<Layout>(p);
+  const auto s = pruned_stripped<Layout, Net>();
   const auto cal = inputs(64);
   auto q = ctnn::quantize_full_integer(s, cal.data(), 64);
   run(st, q);
@@ -126,16 +129,12 @@ void train_dense(benchmark::State& st) {
 }
 template <class Layout, class Net>
 void train_stripped(benchmark::State& st) {
-  auto p = ctnn::make_model<Net>(1);
-  ctnn::prune_at_step(p, 0);
-  auto m = ctnn::strip_pruning<Layout>(p);
+  auto m = pruned_stripped<Layout, Net>();
   train(st, m);
 }
 template <class Layout, class Net>
 void decode(benchmark::State& st) {
-  auto p = ctnn::make_model<Net>(1);
-  ctnn::prune_at_step(p, 0);
-  auto m = ctnn::strip_pruning<Layout>(p);
+  auto m = pruned_stripped<Layout, Net>();
   for (auto _ : st) m.refresh_compute_parameters();
   st.counters["decoded_bytes"] = double(decltype(m)::network::memory_plan(1).derived);
 }
