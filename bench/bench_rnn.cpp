@@ -87,6 +87,10 @@ void lstm_step_product(benchmark::State& st) {
 // (27 n rows), 5 dx = dZ W^T; 6 and 7 one step's forward
 // and backward gate rules (no FLOPs counted); 8 dW and dR as one product over a copy [x_t, h_{t-1}]
 // (M 156: no faster than 3 and 4 apart, not used by the layer; docs/performance.md, Recurrent).
+// A pass's step products, S steps: 9 the input projection as one GEMM (0) then h R of steps 1..S-1 (1, into one
+// step's buffer), 10 each step's z = x_t W + b + h R in one product (dense_forward_packed_sum, as the layer
+// runs it); 11 dh += dz R^T of steps S-1..1 through a buffer (2 then a pass adding it), 12 in the product's
+// tiles (dense_backward_input_packed_add, as the layer runs it).
 void lstm_phase(benchmark::State& st) {
   constexpr std::size_t S = 28, F = 28, U = 128, G = 4 * U;
   using O = ctnn::ops<ctnn::cpu<>>;
@@ -100,10 +104,12 @@ void lstm_phase(benchmark::State& st) {
   };
   std::vector<float> x = fill(S * n * F), w = fill(F * G), r = fill(U * G), b = fill(G), h = fill(S * n * U),
                      z = fill(S * n * G), dw = fill(F * G), dr = fill(U * G), db = fill(G), out = fill(S * n * G);
-  std::vector<float> pk(O::packed_size<U, G, float>), wr((F + U) * G);
+  std::vector<float> pk(O::packed_size<U, G, float>), wr((F + U) * G), pw(O::packed_size<F, G, float>);
   double flops = 0;
   if (phase == 1) O::pack_weights<U, G>(r.data(), pk.data(), n);
-  if (phase == 2) O::pack_weights_transposed<U, G>(r.data(), pk.data(), n);
+  if (phase == 2 || phase == 11 || phase == 12) O::pack_weights_transposed<U, G>(r.data(), pk.data(), n);
+  if (phase == 9 || phase == 10) O::pack_weights<U, G>(r.data(), pk.data(), n);
+  if (phase == 10) O::pack_weights<F, G>(w.data(), pw.data(), n);
   for (auto _ : st) {
     switch (phase) {
       case 0: O::dense_forward<F, G>(x.data(), w.data(), b.data(), out.data(), S * n); flops = 2.0 * S * n * F * G; break;
@@ -126,6 +132,32 @@ void lstm_phase(benchmark::State& st) {
         flops = 2.0 * S * n * (F + U) * G;
         break;
       }
+      case 9:
+        O::dense_forward<F, G>(x.data(), w.data(), b.data(), z.data(), S * n);
+        for (std::size_t t = 1; t < S; ++t)
+          O::dense_forward_packed<U, G>(h.data() + t * n * U, r.data(), pk.data(), static_cast<const float*>(nullptr),
+                                        out.data(), n);
+        flops = 2.0 * S * n * F * G + 2.0 * (S - 1) * n * U * G;
+        break;
+      case 10:
+        for (std::size_t t = 0; t < S; ++t)
+          O::dense_forward_packed_sum<F, U, G>(x.data() + t * n * F, w.data(), pw.data(),
+                                               t > 0 ? h.data() + t * n * U : nullptr, r.data(), pk.data(), b.data(),
+                                               z.data() + t * n * G, n);
+        flops = 2.0 * S * n * F * G + 2.0 * (S - 1) * n * U * G;
+        break;
+      case 11:
+        for (std::size_t t = S - 1; t > 0; --t) {
+          O::dense_backward_input_packed<U, G>(z.data() + t * n * G, r.data(), pk.data(), out.data(), n);
+          O::accumulate(h.data(), out.data(), n * U);
+        }
+        flops = 2.0 * (S - 1) * n * U * G;
+        break;
+      case 12:
+        for (std::size_t t = S - 1; t > 0; --t)
+          O::dense_backward_input_packed_add<U, G>(z.data() + t * n * G, r.data(), pk.data(), h.data(), n);
+        flops = 2.0 * (S - 1) * n * U * G;
+        break;
       default:  // one step's backward rule
         ctnn::lstm_cell::backward_step<O, float, U>(n, z.data(), nullptr, nullptr, nullptr, h.data(), h.data() + n * U,
                                                     h.data() + 2 * n * U, h.data() + 3 * n * U);
@@ -141,7 +173,7 @@ void lstm_phase(benchmark::State& st) {
 BENCHMARK(lstm_step_product<128>)->Unit(benchmark::kMicrosecond);
 BENCHMARK(lstm_step_product<112>)->Unit(benchmark::kMicrosecond);
 BENCHMARK(lstm_step_product<96>)->Unit(benchmark::kMicrosecond);
-BENCHMARK(lstm_phase)->ArgsProduct({{64}, {0, 1, 2, 3, 4, 5, 6, 7, 8}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(lstm_phase)->ArgsProduct({{64}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(lstm_inference)->Arg(1)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(gru_inference)->Arg(1)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(lstm_train)->Arg(1)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();

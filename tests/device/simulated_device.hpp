@@ -192,6 +192,8 @@ struct ctnn::ops<sim::device> : private ctnn::ops<ctnn::cpu<>> {
   using base::packed_size;
   using base::packed_rows;
   using base::fused_recurrent_row;
+  using base::fused_step_projection;
+  using base::fused_packed_add;
   SIM_DEVICE_OP(dense_forward)
   SIM_DEVICE_OP(dense_backward_weights)
   SIM_DEVICE_OP(dense_backward_input)
@@ -200,6 +202,8 @@ struct ctnn::ops<sim::device> : private ctnn::ops<ctnn::cpu<>> {
   SIM_DEVICE_OP(dense_forward_packed)
   SIM_DEVICE_OP(dense_backward_input_packed)
   SIM_DEVICE_OP(recurrent_row)
+  SIM_DEVICE_OP(dense_forward_packed_sum)
+  SIM_DEVICE_OP(dense_backward_input_packed_add)
   SIM_DEVICE_OP(sparse_dense_forward)
   SIM_DEVICE_OP(sparse_dense_backward)
   SIM_DEVICE_OP(sparse_dense_decode)

@@ -10,7 +10,8 @@
 // dense_forward_packed, dense_backward_input_packed: a recurrent kernel) against the reference on
 // every architecture and the scalar path, their packed size, and their bits on 1 to 3 threads;
 // recurrent_row (one row's product with a cell's rule by blocks of units) against the product
-// then the rule, every architecture and the scalar path.
+// then the rule, every architecture and the scalar path; dense_forward_packed_sum and
+// dense_backward_input_packed_add against sums in double, every architecture and the scalar path.
 // activations.hpp has its own test_activations.cpp.
 #include <doctest/doctest.h>
 
@@ -467,6 +468,92 @@ TEST_CASE("recurrent_row equals the one-row product then the rule (lstm, gru, si
     compare_recurrent_row<A, double, 7, 7, 3>(name);
   };
   const int ran = test::for_each_arch("recurrent_row", shapes);
+  CHECK(ran >= 1);
+  shapes(xsimd::unavailable{}, "scalar");
+}
+
+// ---- a recurrent step's whole pre-activation over two packed weights (dense_forward_packed_sum) ----
+namespace {
+template <class Arch, class T, std::size_t KX, std::size_t KH, std::size_t N>
+void compare_packed_sum(const char* name, std::size_t m) {
+  CAPTURE(name);
+  CAPTURE(KX);
+  CAPTURE(KH);
+  CAPTURE(N);
+  CAPTURE(m);
+  rng g(KX * 1000 + KH * 10 + m);
+  std::vector<T> x(m * KX), h(m * KH), w(KX * N), r(KH * N), b(N);
+  for (auto* v : {&x, &h, &w, &r, &b})
+    for (auto& e : *v) e = T(g.uniform(-1, 1));
+  std::vector<T> pw(kernels::cpu::packed_size<KX, N, T, Arch> + 1), pr(kernels::cpu::packed_size<KH, N, T, Arch> + 1);
+  kernels::cpu::pack_weights<KX, N, Arch>(w.data(), pw.data(), m);
+  kernels::cpu::pack_weights<KH, N, Arch>(r.data(), pr.data(), m);
+  for (bool with_h : {true, false}) {  // h null: b + x W
+    CAPTURE(with_h);
+    std::vector<T> z(m * N + 1, T(7.5));  // one past the end: untouched
+    kernels::cpu::dense_forward_packed_sum<KX, KH, N, Arch>(x.data(), w.data(), pw.data(), with_h ? h.data() : nullptr,
+                                                            r.data(), pr.data(), b.data(), z.data(), m);
+    double worst = 0;
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < N; ++j) {
+        double s = double(b[j]);
+        for (std::size_t p = 0; p < KX; ++p) s += double(x[i * KX + p]) * double(w[p * N + j]);
+        if (with_h)
+          for (std::size_t p = 0; p < KH; ++p) s += double(h[i * KH + p]) * double(r[p * N + j]);
+        worst = std::max(worst, std::abs(double(z[i * N + j]) - s));
+      }
+    CHECK(worst <= (std::is_same_v<T, float> ? 1e-6 : 1e-14) * double(KX + KH));
+    CHECK(z[m * N] == T(7.5));
+  }
+}
+// dense_backward_input_packed_add: dx += dy W^T over W packed transposed (a recurrent layer's dh += dz R^T)
+template <class Arch, class T, std::size_t K, std::size_t N>
+void compare_packed_add(const char* name, std::size_t m) {
+  CAPTURE(name);
+  CAPTURE(K);
+  CAPTURE(N);
+  CAPTURE(m);
+  rng g(K * 10 + N + m);
+  std::vector<T> dy(m * N), w(K * N), dx(m * K + 1, T(7.5)), packed(kernels::cpu::packed_size<K, N, T, Arch>);
+  for (auto* v : {&dy, &w})
+    for (auto& e : *v) e = T(g.uniform(-1, 1));
+  for (std::size_t i = 0; i < m * K; ++i) dx[i] = T(g.uniform(-1, 1));
+  const std::vector<T> dx0 = dx;
+  kernels::cpu::pack_weights_transposed<K, N, Arch>(w.data(), packed.data(), m);
+  kernels::cpu::dense_backward_input_packed_add<K, N, Arch>(dy.data(), w.data(), packed.data(), dx.data(), m);
+  double worst = 0;
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t k = 0; k < K; ++k) {
+      double s = double(dx0[i * K + k]);
+      for (std::size_t j = 0; j < N; ++j) s += double(dy[i * N + j]) * double(w[k * N + j]);
+      worst = std::max(worst, std::abs(double(dx[i * K + k]) - s));
+    }
+  CHECK(worst <= (std::is_same_v<T, float> ? 1e-6 : 1e-14) * double(N));
+  CHECK(dx[m * K] == T(7.5));
+}
+}  // namespace
+
+TEST_CASE("dense_backward_input_packed_add equals dx + dy W^T (a recurrent layer's dh += dz R^T), every architecture") {
+  auto shapes = [](auto arch, const char* name) {
+    using A = decltype(arch);
+    for (std::size_t m : {7, 16, 37, 64}) compare_packed_add<A, float, 128, 512>(name, m);  // lstm(128): K blocks of dz
+    compare_packed_add<A, float, 20, 80>(name, 17);  // lstm(20): a partial panel
+    compare_packed_add<A, double, 7, 28>(name, 17);
+  };
+  const int ran = test::for_each_arch("dense_backward_input_packed_add", shapes);
+  CHECK(ran >= 1);
+  shapes(xsimd::unavailable{}, "scalar");
+}
+
+TEST_CASE("dense_forward_packed_sum equals b + x W + h R (an LSTM step's pre-activation), every architecture") {
+  auto shapes = [](auto arch, const char* name) {
+    using A = decltype(arch);
+    for (std::size_t m : {7, 16, 37, 64}) compare_packed_sum<A, float, 28, 128, 512>(name, m);  // lstm(128) on 28 features
+    compare_packed_sum<A, float, 9, 20, 80>(name, 17);     // lstm(20): a partial panel
+    compare_packed_sum<A, float, 5, 300, 36>(name, 16);    // h in K blocks (300 > block_k_max)
+    compare_packed_sum<A, double, 4, 7, 28>(name, 17);
+  };
+  const int ran = test::for_each_arch("dense_forward_packed_sum", shapes);
   CHECK(ran >= 1);
   shapes(xsimd::unavailable{}, "scalar");
 }

@@ -315,8 +315,10 @@ TEST_CASE("recurrent variables: Keras' names and shapes, parameter counts, outpu
   static_assert(Sr::out_shape{} == shape<10, 8>{});
   // the caches per sample: time-major input, gates, one step's recurrent product, states, cell states, scratch,
   // the step mask (time-major, widened to the units, ones, backward's two passes), the packed recurrent kernel
-  static_assert(L::cache_per_sample ==
-                10 * 3 + 10 * 32 + 32 + 11 * 8 + 11 * 8 + 3 * 8 + 10 + 10 * 8 + 3 * 8 + packed_values<8, 32>);
+  // (the lstm on the CPU: and the packed kernel, whose products sum each step's projection)
+  static_assert(L::step_projection);
+  static_assert(L::cache_per_sample == 10 * 3 + 10 * 32 + 32 + 11 * 8 + 11 * 8 + 3 * 8 + 10 + 10 * 8 + 3 * 8 +
+                                           packed_values<8, 32> + packed_values<3, 32>);
   static_assert(Gr::cache_per_sample ==
                 10 * 3 + 10 * 24 + 10 * 24 + 11 * 8 + 3 * 8 + 10 + 10 * 8 + 3 * 8 + packed_values<8, 24>);
   // R [U, G] packed (ops<B>::pack_weights, once per pass): its panels (NR columns, U rows) or those of R^T,

@@ -26,15 +26,23 @@ struct lstm_cell {
     if constexpr (O.unit_forget_bias)
       for (std::size_t j = 0; j < u; ++j) b[u + j] = T(1);
   }
+  // zi..zo: the whole pre-activation x W + b + h R on entry, the gate activations on exit
+  struct forward_rule_summed {
+    template <class V>
+    CTNN_HOST_DEVICE void operator()(V& zi, V& zf, V& zg, V& zo, V cp, V& c, V& h) const {
+      const V i = fn::gate_sigmoid_fn{}.forward(zi), f = fn::gate_sigmoid_fn{}.forward(zf);
+      const V g = fn::gate_tanh_fn{}.forward(zg), o = fn::gate_sigmoid_fn{}.forward(zo);
+      c = f * cp + i * g;
+      h = o * fn::gate_tanh_fn{}.forward(c);
+      zi = i, zf = f, zg = g, zo = o;
+    }
+  };
   // zi..zo: x W + b on entry, the gate activations on exit; ri..ro: h_prev R
   struct forward_rule {
     template <class V>
     CTNN_HOST_DEVICE void operator()(V& zi, V& zf, V& zg, V& zo, V ri, V rf, V rg, V ro, V cp, V& c, V& h) const {
-      const V i = fn::gate_sigmoid_fn{}.forward(zi + ri), f = fn::gate_sigmoid_fn{}.forward(zf + rf);
-      const V g = fn::gate_tanh_fn{}.forward(zg + rg), o = fn::gate_sigmoid_fn{}.forward(zo + ro);
-      c = f * cp + i * g;
-      h = o * fn::gate_tanh_fn{}.forward(c);
-      zi = i, zf = f, zg = g, zo = o;
+      zi = zi + ri, zf = zf + rf, zg = zg + rg, zo = zo + ro;
+      forward_rule_summed{}(zi, zf, zg, zo, cp, c, h);
     }
   };
   // gates in, dz out; dh: dL/dh_t in, 0 out (all of dL/dh_{t-1} goes through R); dc: dL/dc_t in, dL/dc_{t-1} out
@@ -58,6 +66,15 @@ struct lstm_cell {
         kernels::rows{z + 3 * U, G}, kernels::rows<const T>{rec, G}, kernels::rows<const T>{rec + U, G},
         kernels::rows<const T>{rec + 2 * U, G}, kernels::rows<const T>{rec + 3 * U, G},
         kernels::rows<const T>{cp, U}, kernels::rows{c, U}, kernels::rows{h, U});
+  }
+  // the step where the backend sums the input projection into the step product (recurrent.hpp:
+  // step_projection): z holds x W + b + h R
+  static constexpr bool sums_step_projection = true;
+  template <class O, class T, std::size_t U>
+  static void forward_step_summed(std::size_t n, T* z, const T* cp, T* c, T* h) {
+    constexpr std::size_t G = 4 * U;
+    O::map_rows(forward_rule_summed{}, n, U, kernels::rows{z, G}, kernels::rows{z + U, G}, kernels::rows{z + 2 * U, G},
+                kernels::rows{z + 3 * U, G}, kernels::rows<const T>{cp, U}, kernels::rows{c, U}, kernels::rows{h, U});
   }
   template <class O, class T, std::size_t U>
   static void backward_step(std::size_t n, T* z, T*, const T*, const T*, const T* cp, const T* c, T* dh, T* dc) {

@@ -12,13 +12,17 @@
 // and the cell's rule over [batch, U] (ops<B>::map_rows; step 0 skips the product of
 // h_0 = 0); at batch 1 both in one pass by blocks of units where the backend has it
 // (ops<cpu>::recurrent_row: the rule reads each block's products while they are in L1; every
-// other step reads R's rows last to first, to start on those the step before left in L1).
+// other step reads R's rows last to first, to start on those the step before left in L1). A cell
+// with a rule over the summed pre-activation (lstm) on a backend that sums it (ops<cpu>::
+// dense_forward_packed_sum; from packed_rows rows, without dropout): no projection GEMM, each
+// step's z = x_t W + b + h R in one product over W and R packed once a pass (step_projection).
 // Every step reads and writes only its rows' states, so where the backend splits the loops
 // (ops<cpu>::recurrent_row_blocks: float and double, at least 2 x 16 rows and two threads) each
 // thread runs the whole time loop over its block of rows, one pool run a pass rather than one a
 // step product (the same bits whatever the thread count).
 // Backward through time: R packed once for dz R^T (pack_weights_transposed), then per step
-// the cell's backward rule and dh += dz R^T (dense_backward_input_packed); then dW, dR and
+// the cell's backward rule and dh += dz R^T (dense_backward_input_packed, or where the backend
+// adds in the product's tiles, ops<cpu>::dense_backward_input_packed_add); then dW, dR and
 // dx are each one GEMM over all steps. The caches (time-major input, gates,
 // states, the packed R) are in the plan.
 // gru with reset_after = false (a cell with reset_before): per step h R gives z and r, then
@@ -152,6 +156,15 @@ template <class O, class T>
 inline constexpr bool has_weights_in_place = requires(const T* x, T* w) {
   O::template dense_backward_weights_in_place<4, 4>(x, x, w, w, std::size_t(1));
 };
+// A backend whose ops sum a step's input projection into its step product (ops<cpu>::dense_forward_packed_sum).
+template <class O>
+inline constexpr bool fuses_step_projection = requires { requires O::fused_step_projection; };
+// A backend whose ops add dy W^T into dx over a packing (ops<cpu>::dense_backward_input_packed_add).
+template <class O>
+inline constexpr bool adds_input_packed = requires { requires O::fused_packed_add; };
+// A cell with a rule over that summed pre-activation (lstm_cell::forward_step_summed).
+template <class Cell>
+inline constexpr bool sums_step_projection = requires { requires Cell::sums_step_projection; };
 // A cell whose candidate reads the product of the reset state, (r ⊙ h) R (gru's reset_after = false).
 template <class Cell>
 inline constexpr bool resets_before_product = requires { requires Cell::reset_before; };
@@ -182,6 +195,11 @@ struct recurrent_layer {
   static constexpr std::size_t U = Spec::units, G = cell::gates * U;
   static constexpr bool sep_bias = cell::separate_recurrent_bias, cells = cell::keeps_cell_state;
   static constexpr bool reset_before = detail::resets_before_product<cell>;
+  // each step's input projection summed into its step product (ops<cpu>::dense_forward_packed_sum over W
+  // and R packed once a pass: z_t = x_t W + b + h R written once), where the projection of every step
+  // was one GEMM before the loop; at batch >= packed_rows without dropout (forward_rows: projected)
+  static constexpr bool step_projection = detail::fuses_step_projection<O> && detail::sums_step_projection<cell> &&
+                                          (std::is_same_v<T, float> || std::is_same_v<T, double>);
   static_assert(opt.dropout >= 0 && opt.dropout < 1 && opt.recurrent_dropout >= 0 && opt.recurrent_dropout < 1,
                 "recurrent layer: dropout and recurrent_dropout must be in [0, 1)");
   // dropout: the input masks (nin of them, one per gate with recurrent_dropout, as Keras'
@@ -206,8 +224,13 @@ struct recurrent_layer {
   // least O::packed_rows, so that many samples hold it
   static constexpr std::size_t packed_count = O::template packed_size<U, G, T>;
   static constexpr std::size_t packed_per_sample = (packed_count + O::packed_rows - 1) / O::packed_rows;
+  // W packed for the step products that sum the projection (step_projection)
+  static constexpr std::size_t packed_kernel_per_sample = [] {
+    if constexpr (step_projection) return (O::template packed_size<F, G, T> + O::packed_rows - 1) / O::packed_rows;
+    else return std::size_t(0);
+  }();
   static constexpr auto buffers = [] {
-    std::array<buffer, 15> b{buffer::parameter("kernel", {F, G}), buffer::parameter("recurrent_kernel", {U, G}),
+    std::array<buffer, 16> b{buffer::parameter("kernel", {F, G}), buffer::parameter("recurrent_kernel", {U, G}),
                              sep_bias ? buffer::parameter("bias", {2, G}) : buffer::parameter("bias", {G}),
                              buffer::cache("inputs", nin * S * F), buffer::cache("gates", S * G),
                              buffer::cache("recurrent", rec_steps * G),
@@ -219,7 +242,8 @@ struct recurrent_layer {
                              buffer::cache("expanded", blocks > 1 ? blocks * S * G : 0),
                              buffer::cache("scratch", 3 * U + (nrec > 0 ? 2 * G : 0)),
                              buffer::cache("step_mask", S + S * U + 3 * U),
-                             buffer::cache("packed_recurrent", packed_per_sample)};
+                             buffer::cache("packed_recurrent", packed_per_sample),
+                             buffer::cache("packed_kernel", packed_kernel_per_sample)};
     return b;
   }();
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
@@ -241,6 +265,7 @@ struct recurrent_layer {
     T *xs, *zs, *rec, *qs, *hs, *cs, *mh, *min, *mrec, *ex, *dh, *dhr, *dc, *tmp, *tdz;
     T *mt, *mw, *ones, *dpass, *dcpass;  // the step mask: time-major [S, n], widened [S, n, U]; backward's passes
     T* pk;                               // R packed (n >= O::packed_rows)
+    T* pkw;                              // W packed (step_projection, n >= O::packed_rows)
   };
   static views split(T* c, std::size_t n) {
     views v;
@@ -265,6 +290,7 @@ struct recurrent_layer {
     v.dpass = v.ones + n * U;
     v.dcpass = v.dpass + n * U;
     v.pk = v.dcpass + n * U;
+    v.pkw = v.pk + n * packed_per_sample;
     return v;
   }
   static constexpr std::size_t source_step(std::size_t t) { return opt.go_backwards ? S - 1 - t : t; }
@@ -305,8 +331,9 @@ struct recurrent_layer {
   // forward's time loop over rows [r0, r0 + m) of the batch of n (caches time-major: step t's row r
   // at (t n + r) times the row's extent): every step reads only these rows' states and writes only
   // theirs, so blocks of rows run apart, one task each (for_rows)
-  static void forward_rows(const views& v, const T* R, const T* b, std::size_t n, std::size_t nr, bool masked,
-                           std::size_t r0, std::size_t m) {
+  // (projected: each step's z = x_t W + b + h R in one product, step_projection)
+  static void forward_rows(const views& v, const T* W, const T* R, const T* b, std::size_t n, std::size_t nr,
+                           bool projected, bool masked, std::size_t r0, std::size_t m) {
     const T* rb = sep_bias ? b + G : static_cast<const T*>(nullptr);
     auto at = [&](T* p, std::size_t t, std::size_t w) { return p + (t * n + r0) * w; };
     for (std::size_t t = 0; t < S; ++t) {
@@ -319,6 +346,7 @@ struct recurrent_layer {
         cell::template forward_gates<O, T, U>(m, z, rec, h, q);
         if (t > 0) O::template dense_forward_packed<U, G>(q, R, v.pk, static_cast<const T*>(nullptr), rec, m);
         cell::template forward_candidate<O, T, U>(m, z, rec, h, at(v.hs, t + 1, U));
+      } else if (projected) {  // the step's whole product below, with its rule
       } else if (t == 0) {  // h_0 = 0: the product is the recurrent bias (gru) or zero
         if constexpr (sep_bias) O::map_rows(detail::assign_fn{}, m, G, rows_at(rec, G), rows_at(b + G, 0));
         else O::fill_zero(rec, m * G);
@@ -341,6 +369,14 @@ struct recurrent_layer {
         T *z = at(v.zs, t, G), *hn = at(v.hs, t + 1, U);
         T *cp = cells ? at(v.cs, t, U) : nullptr, *c = cells ? at(v.cs, t + 1, U) : nullptr;
         bool fused = false;
+        if constexpr (step_projection) {
+          if (projected) {  // z = x_t W + b + h R (h_0 = 0: x_t W + b), then the rule over z
+            O::template dense_forward_packed_sum<F, U, G>(at(v.xs, t, F), W, v.pkw, t > 0 ? h : nullptr, R, v.pk, b,
+                                                         z, m);
+            cell::template forward_step_summed<O, T, U>(m, z, cp, c, hn);
+            fused = true;
+          }
+        }
         if constexpr (row_step) {
           if (n == 1 && t > 0 && nr == 0) {  // rec = h R (+ rb) and the rule, block by block of units
             cell::template forward_step<O, T, U>(
@@ -409,8 +445,17 @@ struct recurrent_layer {
       }
       const T* dzr = sep_bias ? rec : at(v.zs, t, G);
       if (nr == 0) {
-        O::template dense_backward_input_packed<U, G>(dzr, R, v.pk, dhr, m);
-        O::accumulate(dh, dhr, m * U);
+        bool added = false;
+        if constexpr (detail::adds_input_packed<O> && (std::is_same_v<T, float> || std::is_same_v<T, double>)) {
+          if (m >= O::packed_rows) {  // dh += dz R^T in the product's tiles
+            O::template dense_backward_input_packed_add<U, G>(dzr, R, v.pk, dh, m);
+            added = true;
+          }
+        }
+        if (!added) {
+          O::template dense_backward_input_packed<U, G>(dzr, R, v.pk, dhr, m);
+          O::accumulate(dh, dhr, m * U);
+        }
       } else {  // dh += sum_k (dz_k R^T) ⊙ m_k, dz_k: gate block k (all of dz with one mask)
         T* tdz = v.tdz + r0 * G;  // (v.tdz holds n G values only with recurrent dropout)
         for (std::size_t k = 0; k < nr; ++k) {
@@ -455,7 +500,10 @@ struct recurrent_layer {
           O::map_rows(detail::mul_fn{}, n, F, rows_at(v.xs + (k * S + t) * n * F, F), crows(v.xs + t * n * F, F),
                       crows(v.min + k * n * F, F));
     }
-    if (ni == 1) {
+    const bool projected = step_projection && ni == 1 && nr == 0 && n >= O::packed_rows;
+    if (projected) {  // in each step's product (forward_rows)
+      O::template pack_weights<F, G>(W, v.pkw, n);
+    } else if (ni == 1) {
       O::template dense_forward<F, G>(v.xs, W, b, v.zs, S * n);
     } else {
       O::template dense_forward<F, G>(v.xs, W, b, v.ex, ni * S * n);
@@ -473,7 +521,9 @@ struct recurrent_layer {
       O::fill(v.ones, U, 1);
       O::template dense_forward<1, U>(v.mt, v.ones, static_cast<const T*>(nullptr), v.mw, S * n);
     }  // masked h_0 = 0 (rows t = 0 of each copy)
-    for_rows(n, [&](std::size_t r0, std::size_t m) { forward_rows(v, R, b, n, nr, mask != nullptr, r0, m); });
+    for_rows(n, [&](std::size_t r0, std::size_t m) {
+      forward_rows(v, W, R, b, n, nr, projected, mask != nullptr, r0, m);
+    });
     if constexpr (opt.return_sequences) {
       for (std::size_t t = 0; t < S; ++t)
         O::map_rows(detail::assign_fn{}, n, U, rows_at(y + t * U, S * U), rows_at(v.hs + (t + 1) * n * U, U));

@@ -8,7 +8,9 @@
 //   gemm:     C[M,N]  = epi(A(M x K) * B(K x N) + bias), A and B strided views
 // pack_weights / pack_weights_transposed and dense_forward_packed /
 // dense_backward_input_packed: the forward and input products over W packed
-// once (a recurrent kernel used at every step), the micro-kernel over its panels.
+// once (a recurrent kernel used at every step), the micro-kernel over its panels;
+// dense_forward_packed_sum (b + x W + h R over two packings, an LSTM step's pre-activation)
+// and dense_backward_input_packed_add (dx += dy W^T) on the same tiles.
 // recurrent_row: one row's recurrent product with a cell's gate rule run on each
 // block of units as soon as its products are summed (a recurrent layer at batch 1).
 // weights_gradient_in_place: dW = X^T dY (and db) with X and dY read where they lie,
@@ -257,6 +259,93 @@ void dense_backward_input_packed(const T* dy, const T* w, const T* packed, T* dx
           m, K, N, dy, N, packed, dx, K, static_cast<const T*>(nullptr), fn::relu_fn{}, false, thread_pool::global());
   }
   dense_backward_input<K, N, Arch>(dy, w, dx, m);
+}
+
+// The K block of packed_product's tiles over a K of k (all of it up to block_k_max, else equal blocks of
+// at most block_k).
+template <class T, class Arch>
+constexpr std::size_t packed_k_block(std::size_t k) {
+  using blk = simd::blocking<T, Arch>;
+  const std::size_t blocks = k <= simd::block_k_max(blk::target) ? 1 : (k + simd::block_k - 1) / simd::block_k;
+  return (k + blocks - 1) / blocks;
+}
+
+// dense_backward_input_packed_add<K, N>(dy, w, packed, dx, m): dx [m, K] += dy [m, N] W^T over W packed by
+// pack_weights_transposed<K, N> (dense_backward_input_packed's tiles, each starting from dx rather than
+// 0): a recurrent layer's dL/dh += dz R^T without a product buffer and a pass adding it. Below
+// packed_rows rows or without SIMD: the products of w added in order.
+template <std::size_t K, std::size_t N, class Arch = default_arch, class T>
+void dense_backward_input_packed_add(const T* dy, const T* w, const T* packed, T* dx, std::size_t m) {
+  if constexpr (simd_v<T, Arch>) {
+    if (m >= packed_rows) {
+      using blk = simd::blocking<T, Arch>;
+      constexpr std::size_t NV = packed_panel_vectors<T, Arch>(K), MR = blk::MR, NR = NV * blk::L, MC = 4 * MR;
+      constexpr std::size_t kb = packed_k_block<T, Arch>(N);
+      auto task = [&](std::size_t t) {
+        const std::size_t i_lo = t * MC, i_hi = std::min(m, i_lo + MC);
+        for (std::size_t p0 = 0; p0 < N; p0 += kb)
+          for (std::size_t j0 = 0; j0 < K; j0 += NR)
+            for (std::size_t i0 = i_lo; i0 < i_hi; i0 += MR)
+              simd::micro_rows<Arch, NV, false>(std::min(kb, N - p0), dy + i0 * N + p0, N, packed + j0 * N + p0 * NR, NR,
+                                                dx + i0 * K + j0, K, std::min(MR, i_hi - i0), std::min(NR, K - j0),
+                                                static_cast<const T*>(nullptr), false, fn::relu_fn{}, false);
+      };
+      thread_pool& pool = thread_pool::global();
+      return pool.run((m + MC - 1) / MC, task, m * N * K >= simd::parallel_threshold && pool.size() > 1);
+    }
+  }
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t k = 0; k < K; ++k) {
+      T s = dx[i * K + k];
+      for (std::size_t j = 0; j < N; ++j) s += dy[i * N + j] * w[k * N + j];
+      dx[i * K + k] = s;
+    }
+}
+
+// ---- a recurrent step's whole pre-activation over two packed weights ----
+// dense_forward_packed_sum<KX, KH, N>(x, w, pw, h, r, pr, b, z, m): z [m, N] = b + x W + h R (x [m, KX],
+// h [m, KH] row-major; W [KX, N] packed by pack_weights<KX, N> into pw, R [KH, N] by pack_weights<KH, N>
+// into pr; h null: z = b + x W), each tile summed in registers over x's KX terms then h's KH terms (b,
+// then W's rows in order, then R's): an LSTM step's z = x_t W + b + h R in one pass over z, where the
+// input projection of every step was a separate GEMM (K = 28: its 3.7 MB written, then read back a step
+// at a time). Each output in one task, the same tiles whatever the thread count. Below packed_rows rows
+// (nothing packed) or without SIMD: dense_forward of x, then h R added in order (the scalar reference).
+template <std::size_t KX, std::size_t KH, std::size_t N, class Arch = default_arch, class T>
+void dense_forward_packed_sum(const T* x, const T* w, const T* pw, const T* h, const T* r, const T* pr, const T* b,
+                              T* z, std::size_t m) {
+  if constexpr (simd_v<T, Arch>) {
+    if (m >= packed_rows) {
+      using blk = simd::blocking<T, Arch>;
+      constexpr std::size_t NV = packed_panel_vectors<T, Arch>(N), MR = blk::MR, NR = NV * blk::L, MC = 4 * MR;
+      // K blocks as packed_product's (one up to block_k_max), x's then h's, all into the same tile
+      constexpr std::size_t kbx = packed_k_block<T, Arch>(KX), kbh = packed_k_block<T, Arch>(KH);
+      auto task = [&](std::size_t t) {
+        const std::size_t i_lo = t * MC, i_hi = std::min(m, i_lo + MC);
+        for (std::size_t j0 = 0; j0 < N; j0 += NR) {
+          const std::size_t nr = std::min(NR, N - j0);
+          for (std::size_t i0 = i_lo; i0 < i_hi; i0 += MR) {
+            const std::size_t mr = std::min(MR, i_hi - i0);
+            T* c = z + i0 * N + j0;
+            for (std::size_t p0 = 0; p0 < KX; p0 += kbx)
+              simd::micro_rows<Arch, NV, false>(std::min(kbx, KX - p0), x + i0 * KX + p0, KX, pw + j0 * KX + p0 * NR, NR,
+                                                c, N, mr, nr, b ? b + j0 : nullptr, p0 == 0, fn::relu_fn{}, false);
+            if (h)
+              for (std::size_t p0 = 0; p0 < KH; p0 += kbh)
+                simd::micro_rows<Arch, NV, false>(std::min(kbh, KH - p0), h + i0 * KH + p0, KH, pr + j0 * KH + p0 * NR,
+                                                  NR, c, N, mr, nr, static_cast<const T*>(nullptr), false,
+                                                  fn::relu_fn{}, false);
+          }
+        }
+      };
+      thread_pool& pool = thread_pool::global();
+      return pool.run((m + MC - 1) / MC, task, m * N * (KX + KH) >= simd::parallel_threshold && pool.size() > 1);
+    }
+  }
+  dense_forward<KX, N, fn::identity_fn, Arch>(x, w, b, z, m);
+  if (h)
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t p = 0; p < KH; ++p)
+        for (std::size_t j = 0; j < N; ++j) z[i * N + j] += h[i * KH + p] * r[p * N + j];
 }
 
 // ---- one row's recurrent step: the product and the cell's rule by blocks of units ----

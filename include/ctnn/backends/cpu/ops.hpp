@@ -155,6 +155,29 @@ struct ops<cpu<Arch>> {
     if constexpr (is_half_v<T>) dense_backward_input<K, N>(dy, w, dx, m);
     else kernels::cpu::dense_backward_input_packed<K, N, Arch>(dy, w, packed, dx, m);
   }
+  // A recurrent step's whole pre-activation, z = b + x W + h R (x [m, KX], h [m, KH], null: z = b + x W),
+  // over W and R packed by pack_weights (the KX and KH rows of each tile summed in registers, z written
+  // once; gemm.hpp: dense_forward_packed_sum): an LSTM's input projection inside its step product rather
+  // than one GEMM over every step. Not part of BackendOps: a layer runs it where the backend's ops say
+  // fused_step_projection, and the projection then the step products elsewhere.
+  static constexpr bool fused_step_projection = true;
+  template <std::size_t KX, std::size_t KH, std::size_t N, class T>
+  static void dense_forward_packed_sum(const T* x, const T* w, const T* pw, const T* h, const T* r, const T* pr,
+                                       const T* b, T* z, std::size_t m) {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                  "ops<cpu>::dense_forward_packed_sum: float or double");
+    kernels::cpu::dense_forward_packed_sum<KX, KH, N, Arch>(x, w, pw, h, r, pr, b, z, m);
+  }
+  // dx += dy W^T over W packed by pack_weights_transposed (gemm.hpp: dense_backward_input_packed_add), for
+  // m >= packed_rows (below: a scalar loop): a recurrent layer's dL/dh += dz R^T with no product buffer.
+  // Not part of BackendOps: a layer runs it where the backend's ops say fused_packed_add.
+  static constexpr bool fused_packed_add = true;
+  template <std::size_t K, std::size_t N, class T>
+  static void dense_backward_input_packed_add(const T* dy, const T* w, const T* packed, T* dx, std::size_t m) {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                  "ops<cpu>::dense_backward_input_packed_add: float or double");
+    kernels::cpu::dense_backward_input_packed_add<K, N, Arch>(dy, w, packed, dx, m);
+  }
   // One row's recurrent step (a recurrent layer at batch 1), the product and the cell's rule
   // together: rec [G U] = b + x w (x [K], w [K, G U], b null: 0), then the rule f over the U
   // columns of a... (one row each, rec's gate blocks among them): dense_forward<K, G U>(x, w, b,
