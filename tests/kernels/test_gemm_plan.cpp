@@ -156,14 +156,17 @@ static_assert(!weights<avx2>(256, 256, 128).rows_run && !make_gemm_plan<avx2>({1
 // ---- the MLP's weight gradients: A transposed, read in place
 static_assert(weights<avx2>(64, 784, 256).a == a_access::columns && weights<avx2>(64, 784, 256).tail == a_tail::last_column);
 static_assert(weights<avx512>(64, 784, 256).a == a_access::columns && weights<avx512>(64, 784, 256).tail == a_tail::none);
-// With 16 registers a transposed A of 512 rows or more and one K block of 128 to 384 rows is
-// packed (dW of 784x256 at batch 256, gemm20: read in place, each K step of a block of 6 rows
-// read 24 bytes of a line of its own); fewer rows, a shorter or longer K, or 32 registers: in place.
+// A transposed A of 512 rows or more and one K block of 128 rows or more (up to 384 with 16
+// registers, 256 with 32) is packed (dW of 784x256 at batch 256, gemm20: read in place, each K
+// step of a block of 6 rows read 24 bytes of a line of its own; gemm27: AVX-512 too); fewer rows,
+// a shorter or longer K: in place.
 static_assert(weights<avx2>(256, 784, 256).a == a_access::packed && weights<avx2>(256, 784, 256).tail == a_tail::none);
 static_assert(weights<avx2>(256, 784, 256).scratch.a.size == 131 * 6 * 256 && !weights<avx2>(256, 784, 256).rows_run);
 static_assert(weights<avx2>(128, 512, 64).a == a_access::packed && weights<avx2>(384, 784, 256).a == a_access::packed);
 static_assert(weights<avx2>(256, 511, 256).a == a_access::columns && weights<avx2>(127, 784, 256).a == a_access::columns);
-static_assert(weights<avx2>(385, 784, 256).a == a_access::columns && weights<avx512>(256, 784, 256).a == a_access::columns);
+static_assert(weights<avx2>(385, 784, 256).a == a_access::columns && weights<avx512>(256, 784, 256).a == a_access::packed);
+static_assert(weights<avx512>(256, 784, 256).scratch.a.size == 98 * 8 * 256 && weights<avx512>(257, 784, 256).a == a_access::columns);
+static_assert(weights<avx512>(127, 784, 256).a == a_access::columns && weights<avx512>(256, 511, 256).a == a_access::columns);
 static_assert(slots_ok<avx2>({784, 256, 256, 1, 784, 256, 1}) && slots_ok<avx2>({515, 33, 300, 1, 515, 33, 1}));
 static_assert(weights<avx512>(256, 128, 10).mode == gemm_mode::transposed);         // N = 10 below 16 lanes
 static_assert(weights<avx512>(256, 128, 10).scratch.ct.size == 1280 && weights<avx512>(256, 128, 10).scratch.inner == 1280);

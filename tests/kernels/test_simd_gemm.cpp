@@ -114,10 +114,11 @@ TEST_CASE("simd_gemm with a short K (full tiles in one run) equals the reference
   CHECK(ran >= 1);
 }
 
-// With 16 registers a transposed A of 512 rows or more and K from 128 to one block (384) is
-// packed before the tiles run (plan.hpp: pack_at; dW of 784x256 at batch 256), partial last row
-// blocks (515 = 85 x 6 + 5, 784 = 130 x 6 + 4) and panels included; K = 385 and 127 read it in place.
-TEST_CASE("simd_gemm with a transposed A of many rows (packed with 16 registers) equals the reference on every architecture") {
+// A transposed A of 512 rows or more and K from 128 to one block (384 with 16 registers, 256
+// with 32) is packed before the tiles run (plan.hpp: pack_at; dW of 784x256 at batch 256),
+// partial last row blocks (515 = 85 x 6 + 5 = 64 x 8 + 3, 784 = 130 x 6 + 4) and panels included;
+// K = 385 and 127 (and 300 with 32 registers) read it in place.
+TEST_CASE("simd_gemm with a transposed A of many rows (packed) equals the reference on every architecture") {
   const int ran = test::for_each_arch("simd_gemm, many rows", [](auto arch, const char* name) {
     const sizes Ms{512, 515, 784}, Ns{16, 33}, Ks{127, 128, 255, 300, 385};
     check_arch<decltype(arch), float>(name, Ms, Ns, Ks);

@@ -111,8 +111,7 @@ inline constexpr std::size_t block_vectors = 2, block_k = 256;
 // is read from beyond L1/L2 at a gemv's pace, once per row: 784 x 256 (800 KB)
 // at batch 2 took 29-32 us as two gemvs, 19-22 us in the micro-kernel.
 inline constexpr std::size_t gemv_rows_max = 2, gemv_rows_bytes = std::size_t(256) << 10;
-// With 16 registers a transposed A (dW = X^T dY) is packed from this many rows and K on, up to one K block
-// (plan_blocked).
+// A transposed A (dW = X^T dY) is packed from this many rows and K on, up to one K block (plan_blocked).
 inline constexpr std::size_t pack_columns_m = 512, pack_columns_k = 128;
 // The longest K whose full tiles run as one loop (gemm_plan::rows_run): A's
 // rows in place, A transposed in place.
@@ -162,14 +161,16 @@ template <gemm_target t>
   // to column K-2 (its missing rows read the next column, inside A when
   // a_cs >= MR, never stored) with column K-1 copied with zeros, or packed
   // whole when a_cs < MR. A with neither stride 1 is packed; so is a
-  // transposed A of many rows and one K block of 128 rows or more with 16
-  // registers (pack_at: dW of 784x256 at batch 256, M 784, K 256, on AVX2
-  // 1.12x faster, gemm20: in place, each K step of a block of 6 rows reads
-  // 24 of the 64 bytes of a line of its own; dW of 256x128 at batch 256, M
-  // 256, measured 0.95x packed: not taken below 512 rows; on AVX-512, 8 rows
-  // of 32 bytes, 0.97x: not taken).
+  // transposed A of many rows and one K block of 128 rows or more (pack_at:
+  // dW of 784x256 at batch 256, M 784, K 256, on AVX2 1.12x faster, gemm20:
+  // in place, each K step of a block of 6 rows reads 24 of the 64 bytes of a
+  // line of its own; dW of 256x128 at batch 256, M 256, measured 0.95x
+  // packed: not taken below 512 rows). On AVX-512 (8 rows of 32 bytes) it
+  // measured 0.97x on a loaded Zen 4 (gemm20) but 1.14-1.17x on the Xeon
+  // model 207 (gemm27: 132 -> 150-154 GFLOP/s, loaded; a K block of 32
+  // rows in place spans 256 rows of A 3 KB apart, 196 pages): taken on both.
   const bool direct_a = p.a_cs == 1, transposed_a = !direct_a && p.a_rs == 1;
-  const bool pack_at = t.registers < 32 && transposed_a && M >= simd::pack_columns_m && K >= simd::pack_columns_k &&
+  const bool pack_at = transposed_a && M >= simd::pack_columns_m && K >= simd::pack_columns_k &&
                        K <= simd::block_k_max(t);
   const bool direct_at = transposed_a && !pack_at;
   g.a = direct_a ? a_access::rows : direct_at ? a_access::columns : a_access::packed;
