@@ -326,6 +326,21 @@ TEST_CASE("undecoded weights: the same name and files as the decoding layer (a f
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 5) - 2) * 0.25f;
   const auto a = m.predict(x.data(), 4), b = u.predict(x.data(), 4);
   for (std::size_t i = 0; i < a.size(); ++i) CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-5));
+  // strip_pruning to the tag: the same weights and predictions as to the layout itself
+  auto p = make_model<pruned_net>(3);
+  prune_at_step(p, 0);
+  auto sb = strip_pruning<layout::bitmap>(p);
+  auto su = strip_pruning<layout::undecoded<layout::bitmap>>(p);
+  {
+    const auto& cb = sb;
+    const auto& cu = su;
+    const auto wb = cb.parameters(), wu = cu.parameters();
+    CHECK(std::vector<float>(wb.begin(), wb.end()) == std::vector<float>(wu.begin(), wu.end()));
+  }
+  for (std::size_t batch : {std::size_t(1), std::size_t(4)}) {
+    const auto c = sb.predict(x.data(), 4, batch), e = su.predict(x.data(), 4, batch);
+    for (std::size_t i = 0; i < c.size(); ++i) CHECK(e[i] == doctest::Approx(c[i]).epsilon(1e-5));
+  }
 }
 
 namespace {
