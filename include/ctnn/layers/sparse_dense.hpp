@@ -51,8 +51,6 @@ struct sparse_dense_spec {
   using is_layer_spec = void;
   using activation = Act;
   static constexpr std::size_t inputs = K, units = N, nnz = NNZ;
-  // whether the bound layer may compute from its weights decoded to dense (undecoded<Spec>: never)
-  static constexpr bool decodes = true;
 
   static std::string name() {
     std::string s = std::string(Self::spec_name) + "<" + std::to_string(K) + ", " + std::to_string(N) + ", " +
@@ -69,6 +67,11 @@ struct sparse_dense_spec {
     return in_ok && nnz_ok;
   }
 };
+
+// A spec whose layer never computes from decoded weights (undecoded<Spec>: decodes = false); a
+// spec that says nothing decodes where its layout does (namespace scope: nvcc 13).
+template <class Spec>
+concept opts_out_of_decoding = requires { Spec::decodes; } && !Spec::decodes;
 
 // The bound part every sparse dense layout shares: sizes, types, shapes, and
 // the initialisation (NNZ positions spread evenly over W in row-major order,
@@ -106,7 +109,7 @@ struct sparse_dense_common {
   // 0 where it never does).
   template <class Index, class Backend>
   static constexpr kernels::cpu::batch_range decoding() {
-    if constexpr (!Spec::decodes)
+    if constexpr (opts_out_of_decoding<Spec>)
       return {};
     else if constexpr (requires { typename ops<Backend>::arch; })
       return kernels::cpu::decode_batches<Index, typename ops<Backend>::arch>;

@@ -49,7 +49,6 @@ struct sparse_dense_nm {
   using activation = Act;
   static constexpr std::size_t inputs = K, units = N, kept = Nk, group = M;
   static constexpr std::size_t nnz = kernels::cpu::nm::capacity(K, N, Nk, M);
-  static constexpr bool decodes = true;  // undecoded<sparse_dense_nm<...>>: never (layers/sparse_dense.hpp)
 
   static std::string name() {
     std::string s = "sparse_dense_nm<" + std::to_string(K) + ", " + std::to_string(N) + ", " + std::to_string(Nk) +
