@@ -10,6 +10,7 @@
 // CTNN_NUM_THREADS=1):
 //   CTNN_NUM_THREADS=1 build/bench/bench/bench_pruning --benchmark_repetitions=3
 // The figure to read is the ratio stripped / dense in the same run.
+// undecoded_80: bitmap 80 % stripped to layout::undecoded<layout::bitmap> (no decoded weights: its own kernels).
 // Training (issue 28, docs/pruning.md "Decoded weights"): train_dense / train_bitmap_80 /
 // train_nm_2of4 one SGD step at 16 and 64; decode_bitmap_80 / decode_nm_2of4 the decode alone.
 // int8 (issue 28, docs/quantization.md "Block-sparse int8"): int8_dense is the dense MLP
@@ -180,6 +181,9 @@ BENCHMARK_TEMPLATE(int8_stripped, ctnn::layout::block<4, xsimd::batch<float>::si
                    pruned_mlp<ctnn::constant_sparsity<0.8>, quad_block>)->Name("int8_block4xL_80")->Arg(1)->Arg(64);
 BENCHMARK_TEMPLATE(int8_stripped, ctnn::layout::block<4, xsimd::batch<float>::size>,
                    pruned_mlp<ctnn::constant_sparsity<0.9>, quad_block>)->Name("int8_block4xL_90")->Arg(1)->Arg(64);
+// the opt-out of decoded weights (docs/pruning.md "Decoded weights"): bitmap's own kernels at every batch
+BENCHMARK_TEMPLATE(stripped_to, ctnn::layout::undecoded<ctnn::layout::bitmap>, pruned_mlp<ctnn::constant_sparsity<0.8>>)
+    ->Name("undecoded_80")->Arg(1)->Arg(4)->Arg(16)->Arg(64);
 BENCHMARK(train_dense)->Arg(16)->Arg(64);
 BENCHMARK_TEMPLATE(train_stripped, ctnn::layout::bitmap, pruned_mlp<ctnn::constant_sparsity<0.8>>)
     ->Name("train_bitmap_80")->Arg(16)->Arg(64);

@@ -94,6 +94,7 @@ TEST_CASE("block kernels: forward equals the masked dense product and the refere
         one.template operator()<9, 6, 1, 3>(d, batch, false);  // no vector width divides 3: the reference
       }
     one.template operator()<784, 256, 1, 16>(0.1, 1, true);
+    one.template operator()<784, 256, 1, 8>(0.2, 1, true);  // batch 1: 4 blocks a step, their rows one load
     one.template operator()<784, 256, 4, 4>(0.2, 64, true);
   };
   CHECK(test::for_each_arch("block forward", run) >= 1);

@@ -196,6 +196,23 @@ static_assert(block_net::memory_plan(1).derived == 0);
 // csc decodes at small batches on every architecture (AVX2: 1, AVX-512: 1-4): K N floats
 static_assert(sequential<input<12>, sparse_dense_csc<12, 20, 24, relu>, dense<3>>::memory_plan(1).derived == 12 * 20 * 4);
 static_assert(bitmap_net::plan<double, cpu<>>::bytes(role::derived, 1) == 12 * 20 * 8);
+// undecoded<Spec> (layout::undecoded<L>): no decoded buffer, the plan K N values smaller, at every batch
+using undecoded_bitmap_net = sequential<input<12>, undecoded<sparse_dense<12, 20, 80, relu>>, dense<3>>;
+using undecoded_nm_net = sequential<input<12>, undecoded<sparse_dense_nm<12, 20, 2, 4, relu>>, dense<3>>;
+using undecoded_csc_net = sequential<input<12>, undecoded<sparse_dense_csc<12, 20, 24, relu>>, dense<3>>;
+static_assert(undecoded_bitmap_net::memory_plan(1).derived == 0 && undecoded_bitmap_net::memory_plan(64).derived == 0);
+static_assert(undecoded_nm_net::memory_plan(1).derived == 0 && undecoded_csc_net::memory_plan(1).derived == 0);
+static_assert(undecoded_bitmap_net::plan<double, cpu<>>::bytes(role::derived, 1) == 0);
+static_assert(bitmap_net::memory_plan(1).total == undecoded_bitmap_net::memory_plan(1).total + 12 * 20 * 4);
+static_assert(nm_net::memory_plan(16).total == undecoded_nm_net::memory_plan(16).total + 12 * 20 * 4);
+static_assert(bitmap_net::memory_plan(1).parameters == undecoded_bitmap_net::memory_plan(1).parameters &&
+              bitmap_net::memory_plan(1).metadata == undecoded_bitmap_net::memory_plan(1).metadata);
+// the tag: strip_pruning<layout::undecoded<L>> makes L's layer, undecoded
+using pruned_net = sequential<input<12>, prune_low_magnitude<dense<20, relu>, constant_sparsity<0.8>>, dense<3>>;
+static_assert(SparseLayout<layout::undecoded<layout::bitmap>> && SparseLayout<layout::undecoded<layout::nm<2, 4>>> &&
+              SparseLayout<layout::undecoded<layout::csc>>);
+static_assert(std::is_same_v<stripped_t<pruned_net, layout::undecoded<layout::bitmap>>,
+                             sequential<input<12>, undecoded<sparse_dense<12, 20, 48, relu>>, dense<3>>>);
 
 // Net's outputs for x (n samples) computed here from m's variables: layer 0 (sparse, relu) through
 // its weights decoded by the layout's kernels, layer 1 dense; in double.
@@ -290,13 +307,49 @@ TEST_CASE("decoded weights: a stripped layer's forward follows its values after 
   SUBCASE("bitmap") { check_routes<bitmap_net>(); }
   SUBCASE("n:m") { check_routes<nm_net>(); }
   SUBCASE("csc") { check_routes<sequential<input<12>, sparse_dense_csc<12, 20, 24, relu>, dense<3>>>(); }
+  // undecoded: the layouts' own kernels at every batch, the same routes
+  SUBCASE("bitmap, undecoded") { check_routes<undecoded_bitmap_net>(); }
+  SUBCASE("n:m, undecoded") { check_routes<undecoded_nm_net>(); }
+  SUBCASE("csc, undecoded") { check_routes<undecoded_csc_net>(); }
 }
 
-TEST_CASE("decoded weights: a trained stripped layer's dX (through the decoded weights) equals the dense layer's") {
+TEST_CASE("undecoded weights: the same name and files as the decoding layer (a file of one loads into the other)") {
+  tmpdir t;
+  auto m = make_model<bitmap_net>(1);
+  auto u = make_model<undecoded_bitmap_net>(2);
+  CHECK(std::tuple_element_t<0, model<undecoded_bitmap_net>::layers>::name() == "sparse_dense<12, 20, 80, relu>");
+  io::save_weights(m, t.p / "decoding.ctnn");
+  io::load_weights(u, t.p / "decoding.ctnn");
+  io::save_weights(u, t.p / "undecoded.ctnn");
+  CHECK(wf::slurp(t.p / "decoding.ctnn") == wf::slurp(t.p / "undecoded.ctnn"));
+  std::vector<float> x(4 * 12);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 5) - 2) * 0.25f;
+  const auto a = m.predict(x.data(), 4), b = u.predict(x.data(), 4);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(b[i] == doctest::Approx(a[i]).epsilon(1e-5));
+  // strip_pruning to the tag: the same weights and predictions as to the layout itself
+  auto p = make_model<pruned_net>(3);
+  prune_at_step(p, 0);
+  auto sb = strip_pruning<layout::bitmap>(p);
+  auto su = strip_pruning<layout::undecoded<layout::bitmap>>(p);
+  {
+    const auto& cb = sb;
+    const auto& cu = su;
+    const auto wb = cb.parameters(), wu = cu.parameters();
+    CHECK(std::vector<float>(wb.begin(), wb.end()) == std::vector<float>(wu.begin(), wu.end()));
+  }
+  for (std::size_t batch : {std::size_t(1), std::size_t(4)}) {
+    const auto c = sb.predict(x.data(), 4, batch), e = su.predict(x.data(), 4, batch);
+    for (std::size_t i = 0; i < c.size(); ++i) CHECK(e[i] == doctest::Approx(c[i]).epsilon(1e-5));
+  }
+}
+
+namespace {
+template <class Sparse>
+void check_dx() {
   // dense<12> below the sparse layer, so its dX is used; the same weights in an all-dense network
-  using sparse_net = sequential<input<12>, dense<12>, sparse_dense<12, 20, 80, relu>, dense<3>>;
+  using sparse_net = sequential<input<12>, dense<12>, Sparse, dense<3>>;
   using dense_net = sequential<input<12>, dense<12>, dense<20, relu>, dense<3>>;
-  using L1 = std::tuple_element_t<1, model<sparse_net>::layers>;
+  using L1 = std::tuple_element_t<1, typename model<sparse_net>::layers>;
   auto s = make_model<sparse_net>(1);
   auto d = make_model<dense_net>(1);
   std::vector<float> w(12 * 20);
@@ -323,11 +376,18 @@ TEST_CASE("decoded weights: a trained stripped layer's dX (through the decoded w
   sgd opt{0.1};  // the gradients compared are this step's, before the update
   train_step(s, mean_squared_error{}, opt).run(x.data(), target.data(), n, 0, 0);
   train_step(d, mean_squared_error{}, opt).run(x.data(), target.data(), n, 0, 0);
-  const auto gs = s.layer_gradients<0>(), gd = d.layer_gradients<0>();
+  const auto gs = s.template layer_gradients<0>(), gd = d.template layer_gradients<0>();
   REQUIRE(gs.size() == gd.size());
   double most = 0;
   for (std::size_t i = 0; i < gs.size(); ++i) most = std::max(most, double(std::abs(gd[i])));
   for (std::size_t i = 0; i < gs.size(); ++i) CHECK(gs[i] == doctest::Approx(gd[i]).epsilon(1e-5).scale(most));
+}
+}  // namespace
+
+TEST_CASE("decoded weights: a trained stripped layer's dX (through the decoded weights) equals the dense layer's") {
+  check_dx<sparse_dense<12, 20, 80, relu>>();
+  // undecoded: dX by the layout's own kernel
+  check_dx<undecoded<sparse_dense<12, 20, 80, relu>>>();
 }
 
 TEST_CASE("decoded weights: summary() names their bytes") {

@@ -15,7 +15,8 @@
 // the CPU architecture (bitmap: every batch): there the dense layer's products
 // over the weights decoded to dense, the buffer "decoded" (role::derived, K x N,
 // never saved) that the model rewrites through derive() after every change of
-// the weights (docs/pruning.md, "Decoded weights").
+// the weights (docs/pruning.md, "Decoded weights"); undecoded<Spec> (tag
+// layout::undecoded<L>) never decodes: no decoded buffer, the layout's kernels.
 // Also here: detail::sparse_dense_spec and detail::sparse_dense_common, the
 // part every sparse layout's layer shares. Layout contract and figures:
 // docs/pruning.md.
@@ -67,6 +68,11 @@ struct sparse_dense_spec {
   }
 };
 
+// A spec whose layer never computes from decoded weights (undecoded<Spec>: decodes = false); a
+// spec that says nothing decodes where its layout does (namespace scope: nvcc 13).
+template <class Spec>
+concept opts_out_of_decoding = requires { Spec::decodes; } && !Spec::decodes;
+
 // The bound part every sparse dense layout shares: sizes, types, shapes, and
 // the initialisation (NNZ positions spread evenly over W in row-major order,
 // Glorot-uniform values, stored through the layout's own pack).
@@ -99,10 +105,13 @@ struct sparse_dense_common {
 
   // The batches at which layout Index computes from its weights decoded to dense on Backend
   // (kernels::cpu::decode_batches of ops<Backend>'s architecture; none on a backend that names
-  // no CPU architecture), and the decoded buffer's extent there (K N, or 0 where it never does).
+  // no CPU architecture, none for undecoded<Spec>), and the decoded buffer's extent there (K N, or
+  // 0 where it never does).
   template <class Index, class Backend>
   static constexpr kernels::cpu::batch_range decoding() {
-    if constexpr (requires { typename ops<Backend>::arch; })
+    if constexpr (opts_out_of_decoding<Spec>)
+      return {};
+    else if constexpr (requires { typename ops<Backend>::arch; })
       return kernels::cpu::decode_batches<Index, typename ops<Backend>::arch>;
     else
       return {};
@@ -219,6 +228,56 @@ struct bitmap {
   template <long long K, long long N, long long NNZ, class Act>
   using layer = sparse_dense<std::size_t(K), std::size_t(N), std::size_t(NNZ), Act>;
   static std::string name() { return "bitmap"; }
+};
+}  // namespace layout
+
+namespace detail {
+// Bound layer B = L<Spec, In, P, Backend[, Index, Pack]> with its spec replaced by S.
+template <class B, class S>
+struct respec;
+template <template <class, Shape, class, class> class L, class Old, Shape In, class P, class Backend, class S>
+struct respec<L<Old, In, P, Backend>, S> {
+  using type = L<S, In, P, Backend>;
+};
+template <template <class, Shape, class, class, class, class> class L, class Old, Shape In, class P, class Backend,
+          class X, class Y, class S>
+struct respec<L<Old, In, P, Backend, X, Y>, S> {
+  using type = L<S, In, P, Backend, X, Y>;
+};
+}  // namespace detail
+
+// undecoded<Spec>: the stripped layer Spec (sparse_dense, _csc, _rows, _nm, _block) that never
+// computes from decoded weights: no "decoded" buffer in its plan (K N values fewer), its layout's
+// own kernels at every batch, training included (docs/pruning.md, "Decoded weights"). The same
+// name, variables and files as Spec: a weights or model file of one loads into the other.
+// layout::undecoded<L> is its strip_pruning tag.
+template <class Spec>
+struct undecoded : Spec {
+  static constexpr bool decodes = false;
+  template <Shape In, class P, class Backend>
+  using bind = typename detail::respec<typename Spec::template bind<In, P, Backend>, undecoded>::type;
+};
+
+namespace layout {
+namespace detail {
+// What a layout tag L declares beside its layer (csc, rows: kept_one_in and spelled), passed on.
+template <class L>
+struct declared {};
+template <class L>
+  requires requires { L::kept_one_in; }
+struct declared<L> {
+  static constexpr std::size_t kept_one_in = L::kept_one_in;
+  static constexpr const char* spelled = L::spelled;
+};
+}  // namespace detail
+// Stripping to layout L's layer, never decoded (undecoded<...>): for users bound by memory, who
+// trade the decoded layouts' speed at small batches (bitmap, nm: their kernels 0.3-0.9x dense
+// there) for K N values fewer per layer.
+template <class L>
+struct undecoded : detail::declared<L> {
+  template <long long K, long long N, long long NNZ, class Act>
+  using layer = ctnn::undecoded<typename L::template layer<K, N, NNZ, Act>>;
+  static std::string name() { return "undecoded<" + L::name() + ">"; }
 };
 }  // namespace layout
 

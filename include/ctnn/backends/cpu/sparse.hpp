@@ -384,8 +384,12 @@ void chunk_rows(const float* x, std::size_t K, const float* v, const float* vend
     if constexpr (RB == 1) {
       // one row: 4 accumulators break the FMA dependency chain
       __m512 a0 = b, a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+      // The 4-row loop ends at K4, a bound g++ knows: with `k + 4 <= K` g++ 12 could not bound
+      // where it stopped and warned (-Waggressive-loop-optimizations) on the tail loop's bm[k]
+      // wherever K was known and a multiple of 4 (the tail then never runs).
+      const std::size_t K4 = K & ~std::size_t(3);
       std::size_t k = 0;
-      for (; k + 4 <= K; k += 4) {
+      for (; k < K4; k += 4) {
         const unsigned m0 = bm[k], m1 = bm[k + 1], m2 = bm[k + 2], m3 = bm[k + 3];
         const __m512 w0 = expand_row(m0, v, vend);
         v += std::popcount(m0);
