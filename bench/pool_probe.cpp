@@ -112,7 +112,8 @@ int probe_steps(std::size_t batch, int rounds, int steps) {
   for (const auto& mode : seen)
     for (const auto& s : mode)
       if (s.runs.size() != runs) {
-        std::fprintf(stderr, "pool_probe: a step made %zu runs, another %zu\n", s.runs.size(), runs);
+        std::fprintf(stderr, "pool_probe: a step on %s thread(s) made %zu runs, the first step on one %zu\n",
+                     &mode == &seen[0] ? "one" : "two", s.runs.size(), runs);
         return 1;
       }
   std::printf("run  tasks shared |   one us   two us (n)   wall2 us | two/one | kernel\n");

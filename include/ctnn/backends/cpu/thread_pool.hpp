@@ -71,7 +71,8 @@ class thread_pool {
   // appends a run_record to `records` up to its capacity (reserve it: the workers write into the
   // record of a run in progress, so it must not move); with `serial`, every run's tasks run in
   // order on the calling thread (the same runs, tasks and plans as with the workers: one thread's
-  // time for each run). Attach and detach (nullptr) between runs, with one thread calling run().
+  // time for each run; the runs inside its tasks run serially and unrecorded, as in a shared run's
+// tasks). Attach and detach (nullptr) between runs, with one thread calling run().
   struct probe {
     std::vector<run_record> records;
     bool serial = false;
@@ -210,7 +211,6 @@ CTNN_DECL void thread_pool::resize(std::size_t n) {
     rec = &probe_->records.emplace_back();
     rec->fn = fn;
     rec->tasks = tasks;
-    parallel = parallel && !probe_->serial;
   }
   struct stamp {  // the probed run's wall time, on every return below
     run_record* rec;
@@ -231,6 +231,12 @@ CTNN_DECL void thread_pool::resize(std::size_t n) {
   if (tasks == 0) return;
   std::unique_lock<std::mutex> run_lock(run_mutex_, std::try_to_lock);
   if (tasks == 1 || tasks > 0xffffffffu || workers_.empty() || in_task() || !run_lock.owns_lock()) return serial();
+  if (rec && probe_->serial) {  // a run the workers would share, on the caller as one task of its own
+    in_task() = true;
+    serial();
+    in_task() = false;
+    return;
+  }
   {
     // Wait until no worker is still inside the previous run's work().
     std::unique_lock<std::mutex> lk(m_);
