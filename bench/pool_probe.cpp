@@ -1,6 +1,6 @@
 // bench/pool_probe.cpp — where two threads lose in a training step, run by run (issue 25).
 //
-//   pool_probe mlp|cnn BATCH [ROUNDS [STEPS]]
+//   pool_probe mlp|cnn BATCH [ROUNDS [STEPS [split]]]
 //
 // Runs fit's training step (Adam) of the MLP (784-256-128-10, bench_mlp.cpp) or the CNN
 // (bench_cnn.cpp) on a random batch with a pool of two threads and a probe attached
@@ -13,15 +13,21 @@
 //   wall2  its wall time in those steps,
 // and two / one: how much more work the same tasks took on two threads. CPU time is the thread's
 // own (CLOCK_THREAD_CPUTIME_ID), so a loaded machine's other processes inflate the wall times but
-// not these; the cache traffic they cause is still in them. Summary: the runs that went to the
+// not these; the cache traffic they cause is still in them. With `split`, "two" is the probe's split
+// mode: each shared run's first half of tasks on the caller, then the rest on the worker, one after
+// the other (the data where two threads leave it; on a loaded machine the worker seldom joins a
+// shared run in time, and the split always runs). The caller is pinned to the first CPU the
+// process may use and the worker to the second. Summary: the runs that went to the
 // worker, the ones kept on the caller, and the step's time outside every run. Build: target
 // pool_probe (-DCTNN_BUILD_BENCHMARKS=ON); run pinned to two cores: `taskset -c 0,1`.
 #include <ctnn/ctnn.hpp>
 
 #include <cxxabi.h>
 #include <dlfcn.h>
+#include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -29,6 +35,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -78,10 +85,37 @@ struct step_runs {
   double wall_ns;
 };
 
+// Pins the calling thread to the first CPU of the process's mask and the pool's worker to the
+// second; false when there are fewer than two or the worker never took a task.
+bool pin(pool_t& pool) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return false;
+  int cpu[2] = {-1, -1};
+  for (int c = 0, k = 0; c < CPU_SETSIZE && k < 2; ++c)
+    if (CPU_ISSET(c, &allowed)) cpu[k++] = c;
+  if (cpu[1] < 0) return false;
+  auto to = [](int c) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c, &one);
+    return sched_setaffinity(0, sizeof one, &one) == 0;  // 0: the calling thread
+  };
+  const auto caller = std::this_thread::get_id();
+  std::atomic<bool> pinned{false};
+  for (int i = 0; i < 10000 && !pinned; ++i)
+    pool.run(2, [&](std::size_t) {
+      if (std::this_thread::get_id() != caller) pinned = to(cpu[1]);
+      else std::this_thread::sleep_for(std::chrono::microseconds(50));  // time for the worker to join
+    });
+  return pinned && to(cpu[0]);
+}
+
 template <class Net>
-int probe_steps(std::size_t batch, int rounds, int steps) {
+int probe_steps(std::size_t batch, int rounds, int steps, bool split) {
   ctnn::kernels::cpu::set_threads(2);
   pool_t& pool = pool_t::global();
+  if (!pin(pool)) std::fprintf(stderr, "pool_probe: threads not pinned (fewer than two CPUs?)\n");
   auto model = ctnn::make_model<Net>(1);
   ctnn::rng g(2);
   std::vector<float> x(batch * Net::input_shape.size);
@@ -98,6 +132,7 @@ int probe_steps(std::size_t batch, int rounds, int steps) {
   for (int r = 0; r < rounds; ++r)
     for (int mode = 0; mode < 2; ++mode) {
       p.serial = mode == 0;
+      p.split = mode == 1 && split;
       for (int i = 0; i < steps; ++i) {
         p.records.clear();
         pool.attach(&p);
@@ -176,9 +211,10 @@ int main(int argc, char** argv) {
   const std::string net = argv[1];
   const std::size_t batch = std::size_t(std::atol(argv[2]));
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 10, steps = argc > 4 ? std::atoi(argv[4]) : 20;
+  const bool split = argc > 5 && std::string(argv[5]) == "split";
   if (batch == 0 || rounds <= 0 || steps <= 0 || (net != "mlp" && net != "cnn")) {
     std::fprintf(stderr, "pool_probe: want mlp or cnn, a batch of at least 1, rounds and steps of at least 1\n");
     return 2;
   }
-  return net == "mlp" ? probe_steps<mlp>(batch, rounds, steps) : probe_steps<cnn>(batch, rounds, steps);
+  return net == "mlp" ? probe_steps<mlp>(batch, rounds, steps, split) : probe_steps<cnn>(batch, rounds, steps, split);
 }

@@ -355,7 +355,6 @@ TEST_CASE("thread_pool::probe records each run, its tasks by thread and CPU time
     CHECK(q.tasks == 64);
     CHECK(bool(q.fn));
     CHECK(q.ran[0] + q.ran[1] == 64);
-    CHECK(q.ran[0] >= 1);  // the caller takes the first task
     CHECK(q.cpu_ns[0] >= 0);
     CHECK(q.cpu_ns[1] >= 0);
     CHECK(q.wall_ns > 0);
@@ -380,6 +379,25 @@ TEST_CASE("thread_pool::probe records each run, its tasks by thread and CPU time
   REQUIRE(order.size() == 40);
   for (std::size_t t = 0; t < 40; ++t) CHECK(order[t] == t);
   CHECK(std::count(where.begin(), where.end(), std::this_thread::get_id()) == 40);
+  // split: the first half on the caller in order, then the rest on the worker, every task once
+  p.records.clear();
+  p.serial = false;
+  p.split = true;
+  std::vector<std::atomic<int>> hits(40);
+  std::vector<std::atomic<bool>> on_caller(40);
+  const auto caller = std::this_thread::get_id();
+  pool.attach(&p);
+  pool.run(40, [&](std::size_t t) {
+    ++hits[t];
+    on_caller[t] = std::this_thread::get_id() == caller;
+  });
+  pool.attach(nullptr);
+  REQUIRE(p.records.size() == 1);
+  CHECK(p.records[0].ran[0] == 20);
+  CHECK(p.records[0].ran[1] == 20);
+  CHECK(p.records[0].shared);
+  CHECK(std::all_of(hits.begin(), hits.end(), [](const std::atomic<int>& h) { return h.load() == 1; }));
+  for (std::size_t t = 0; t < 40; ++t) CHECK(on_caller[t].load() == (t < 20));
 }
 
 namespace {

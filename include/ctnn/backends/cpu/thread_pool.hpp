@@ -72,10 +72,13 @@ class thread_pool {
   // record of a run in progress, so it must not move); with `serial`, every run's tasks run in
   // order on the calling thread (the same runs, tasks and plans as with the workers: one thread's
   // time for each run; the runs inside its tasks run serially and unrecorded, as in a shared run's
-// tasks). Attach and detach (nullptr) between runs, with one thread calling run().
+// tasks); with `split`, such a run's first half of tasks runs on the caller and then the rest on
+  // the workers, one part after the other (each part's data where two threads leave it, without
+  // running at the same time: what the split costs, measurable on a loaded machine). Attach and
+  // detach (nullptr) between runs, with one thread calling run().
   struct probe {
     std::vector<run_record> records;
-    bool serial = false;
+    bool serial = false, split = false;
   };
   void attach(probe* p) noexcept { probe_ = p; }
 
@@ -237,6 +240,16 @@ CTNN_DECL void thread_pool::resize(std::size_t n) {
     in_task() = false;
     return;
   }
+  std::size_t first = 0;  // tasks the caller ran before the workers (probe::split)
+  if (rec && probe_->split) {
+    first = tasks / 2;
+    in_task() = true;
+    const std::int64_t cpu0 = thread_cpu_ns();
+    for (std::size_t t = 0; t < first; ++t) fn(ctx, t);
+    rec->cpu_ns[0] = thread_cpu_ns() - cpu0;
+    rec->ran[0] = std::uint32_t(first);
+    in_task() = false;
+  }
   {
     // Wait until no worker is still inside the previous run's work().
     std::unique_lock<std::mutex> lk(m_);
@@ -250,12 +263,12 @@ CTNN_DECL void thread_pool::resize(std::size_t n) {
     record_ = rec;
     ctx_ = ctx;
     fn_ = fn;
-    range_.store(std::uint64_t(tasks) << 32, std::memory_order_relaxed);
-    done_.store(0, std::memory_order_relaxed);
+    range_.store(std::uint64_t(tasks) << 32 | first, std::memory_order_relaxed);
+    done_.store(first, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
   }
   cv_.notify_all();
-  work(true);
+  if (first == 0) work(true);
   for (unsigned i = 0; done_.load(std::memory_order_acquire) != tasks; ++i) relax(i);
 }
 
