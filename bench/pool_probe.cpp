@@ -11,6 +11,8 @@
 //   one    the CPU time of its tasks on one thread,
 //   two    the CPU time of both threads in its tasks, over the steps where both ran tasks (n),
 //   wall2  its wall time in those steps,
+//   before the caller's CPU time from the previous run's return (or the step's start) to this
+//          run's start, on one thread: the serial work between runs (the last line: after the last run),
 // and two / one: how much more work the same tasks took on two threads. CPU time is the thread's
 // own (CLOCK_THREAD_CPUTIME_ID), so a loaded machine's other processes inflate the wall times but
 // not these; the cache traffic they cause is still in them. With `split`, "two" is the probe's split
@@ -83,6 +85,7 @@ double median(std::vector<double> v) {
 struct step_runs {
   std::vector<pool_t::run_record> runs;
   double wall_ns;
+  std::int64_t cpu_begin, cpu_end;  // the caller's CPU time at the step's start and end
 };
 
 // Pins the calling thread to the first CPU of the process's mask and the pool's worker to the
@@ -136,11 +139,14 @@ int probe_steps(std::size_t batch, int rounds, int steps, bool split) {
       for (int i = 0; i < steps; ++i) {
         p.records.clear();
         pool.attach(&p);
+        const std::int64_t c0 = ctnn::kernels::cpu::thread_cpu_ns();
         const auto t0 = std::chrono::steady_clock::now();
         step.run(x.data(), y.data(), batch, 0, it++);
         const auto t1 = std::chrono::steady_clock::now();
+        const std::int64_t c1 = ctnn::kernels::cpu::thread_cpu_ns();
         pool.attach(nullptr);
-        seen[mode].push_back({p.records, double(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count())});
+        seen[mode].push_back(
+            {p.records, double(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()), c0, c1});
       }
     }
   const std::size_t runs = seen[0].front().runs.size();
@@ -151,11 +157,16 @@ int probe_steps(std::size_t batch, int rounds, int steps, bool split) {
                      &mode == &seen[0] ? "one" : "two", s.runs.size(), runs);
         return 1;
       }
-  std::printf("run  tasks shared |   one us   two us (n)   wall2 us | two/one | kernel\n");
+  std::printf("run  tasks shared | before us |   one us   two us (n)   wall2 us | two/one | kernel\n");
+  double serial_cpu = 0;  // the caller's CPU between runs, one thread
   double one_shared = 0, two_shared = 0, wall_shared = 0, one_caller = 0, one_unpaired = 0;
   for (std::size_t r = 0; r < runs; ++r) {
-    std::vector<double> one, two, wall2;
-    for (const auto& s : seen[0]) one.push_back(double(s.runs[r].cpu_ns[0]));
+    std::vector<double> one, two, wall2, before;
+    for (const auto& s : seen[0]) {
+      one.push_back(double(s.runs[r].cpu_ns[0]));
+      before.push_back(double(s.runs[r].caller_cpu_ns[0] - (r ? s.runs[r - 1].caller_cpu_ns[1] : s.cpu_begin)));
+    }
+    serial_cpu += median(before) / 1e3;
     bool shared = false;
     for (const auto& s : seen[1]) {
       const auto& q = s.runs[r];
@@ -173,9 +184,16 @@ int probe_steps(std::size_t batch, int rounds, int steps, bool split) {
     } else {
       (shared ? one_unpaired : one_caller) += o;
     }
-    std::printf("%3zu %6zu %6s | %8.1f %8.1f (%3zu) %8.1f | %7.3f | %s\n", r, seen[0].front().runs[r].tasks,
-                shared ? "yes" : "no", o, t, two.size(), w, two.empty() ? 0.0 : t / o,
+    std::printf("%3zu %6zu %6s | %9.1f | %8.1f %8.1f (%3zu) %8.1f | %7.3f | %s\n", r, seen[0].front().runs[r].tasks,
+                shared ? "yes" : "no", median(before) / 1e3, o, t, two.size(), w, two.empty() ? 0.0 : t / o,
                 kernel_name(seen[0].front().runs[r].fn).c_str());
+  }
+  {
+    std::vector<double> after;
+    for (const auto& s : seen[0]) after.push_back(double(s.cpu_end - s.runs.back().caller_cpu_ns[1]));
+    serial_cpu += median(after) / 1e3;
+    std::printf("after the last run: %.1f us; the caller's CPU between runs, one thread: %.1f us a step\n",
+                median(after) / 1e3, serial_cpu);
   }
   auto step_median = [&](int mode) {
     std::vector<double> v;

@@ -58,7 +58,9 @@ class thread_pool {
  public:
   // One run() as a probe saw it. fn is the task body (thread_pool::call<F>, one per kernel's
   // task lambda: its symbol names the kernel); cpu_ns and ran: the caller's [0] and the workers'
-  // [1] CPU time from their first task of the run to the end of their last, and tasks run.
+  // [1] CPU time from their first task of the run to the end of their last, and tasks run;
+  // caller_cpu_ns: the caller's CPU time (thread_cpu_ns) when run() began and when it returned
+  // (between one run's end and the next one's begin: the caller's serial work).
   struct run_record {
     void (*fn)(void*, std::size_t) = nullptr;
     std::size_t tasks = 0;
@@ -66,6 +68,7 @@ class thread_pool {
     std::int64_t wall_ns = 0;
     std::int64_t cpu_ns[2] = {0, 0};
     std::uint32_t ran[2] = {0, 0};
+    std::int64_t caller_cpu_ns[2] = {0, 0};
   };
   // Measurement only (bench/pool_probe.cpp): while attached, every run() called outside a task
   // appends a run_record to `records` up to its capacity (reserve it: the workers write into the
@@ -214,12 +217,15 @@ CTNN_DECL void thread_pool::resize(std::size_t n) {
     rec = &probe_->records.emplace_back();
     rec->fn = fn;
     rec->tasks = tasks;
+    rec->caller_cpu_ns[0] = thread_cpu_ns();
   }
   struct stamp {  // the probed run's wall time, on every return below
     run_record* rec;
     std::chrono::steady_clock::time_point begin;
     ~stamp() {
-      if (rec) rec->wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin).count();
+      if (!rec) return;
+      rec->wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin).count();
+      rec->caller_cpu_ns[1] = thread_cpu_ns();
     }
   } stamp_{rec, rec ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{}};
   auto serial = [&] {
