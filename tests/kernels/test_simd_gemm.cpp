@@ -334,7 +334,7 @@ TEST_CASE("thread_pool: back-to-back runs on 2 and 3 threads run every task once
   }
 }
 
-TEST_CASE("thread_pool::probe records each run, its tasks by thread and CPU time; serial runs them in order on the caller") {
+TEST_CASE("thread_pool::probe records each run, its tasks by thread and CPU time, serial runs them in order on the caller, split half and half") {
   kernels::cpu::thread_pool pool(2);
   using pool_t = kernels::cpu::thread_pool;
   pool_t::probe p;
