@@ -130,6 +130,7 @@ void check_column_sums(const char* arch) {
   check_column_sum<1, T, Arch>(arch);
   check_column_sum<3, T, Arch>(arch);
   check_column_sum<17, T, Arch>(arch);
+  check_column_sum<64, T, Arch>(arch);  // a conv's 64 channels: one group of 4 vectors (AVX-512 floats)
   check_column_sum<255, T, Arch>(arch);
   check_column_sum<512, T, Arch>(arch);  // whole groups of 8 vectors (an LSTM(128)'s 4 gates)
   check_column_sum<1000, T, Arch>(arch);

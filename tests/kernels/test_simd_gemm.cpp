@@ -335,6 +335,72 @@ TEST_CASE("thread_pool: back-to-back runs on 2 and 3 threads run every task once
   }
 }
 
+TEST_CASE("thread_pool::probe records each run, its tasks by thread and CPU time, serial runs them in order on the caller, split half and half") {
+  kernels::cpu::thread_pool pool(2);
+  using pool_t = kernels::cpu::thread_pool;
+  pool_t::probe p;
+  p.records.reserve(3);
+  pool.attach(&p);
+  std::atomic<unsigned> sink{0};
+  const auto work = [&](std::size_t t) {
+    unsigned x = unsigned(t);
+    for (int i = 0; i < 2000; ++i) x = x * 1664525u + 1013904223u;
+    sink += x;
+    pool.run(2, [](std::size_t) {});  // nested: not recorded
+  };
+  for (int r = 0; r < 4; ++r) pool.run(64, work);  // the fourth is past the capacity: not recorded
+  pool.attach(nullptr);
+  pool.run(8, work);  // detached: not recorded
+  REQUIRE(p.records.size() == 3);
+  for (const pool_t::run_record& q : p.records) {
+    CHECK(q.tasks == 64);
+    CHECK(bool(q.fn));
+    CHECK(q.ran[0] + q.ran[1] == 64);
+    CHECK(q.cpu_ns[0] >= 0);
+    CHECK(q.cpu_ns[1] >= 0);
+    CHECK(q.wall_ns > 0);
+    CHECK(q.shared);
+  }
+  CHECK(bool(p.records[0].fn == p.records[2].fn));
+  // serial: the same runs, every task on the caller in order
+  p.records.clear();
+  p.serial = true;
+  std::vector<std::size_t> order;
+  std::vector<std::thread::id> where;
+  pool.attach(&p);
+  pool.run(40, [&](std::size_t t) {
+    order.push_back(t);
+    where.push_back(std::this_thread::get_id());
+  });
+  pool.attach(nullptr);
+  REQUIRE(p.records.size() == 1);
+  CHECK(p.records[0].ran[0] == 40);
+  CHECK(p.records[0].ran[1] == 0);
+  CHECK_FALSE(p.records[0].shared);
+  REQUIRE(order.size() == 40);
+  for (std::size_t t = 0; t < 40; ++t) CHECK(order[t] == t);
+  CHECK(std::count(where.begin(), where.end(), std::this_thread::get_id()) == 40);
+  // split: the first half on the caller in order, then the rest on the worker, every task once
+  p.records.clear();
+  p.serial = false;
+  p.split = true;
+  std::vector<std::atomic<int>> hits(40);
+  std::vector<std::atomic<bool>> on_caller(40);
+  const auto caller = std::this_thread::get_id();
+  pool.attach(&p);
+  pool.run(40, [&](std::size_t t) {
+    ++hits[t];
+    on_caller[t] = std::this_thread::get_id() == caller;
+  });
+  pool.attach(nullptr);
+  REQUIRE(p.records.size() == 1);
+  CHECK(p.records[0].ran[0] == 20);
+  CHECK(p.records[0].ran[1] == 20);
+  CHECK(p.records[0].shared);
+  CHECK(std::all_of(hits.begin(), hits.end(), [](const std::atomic<int>& h) { return h.load() == 1; }));
+  for (std::size_t t = 0; t < 40; ++t) CHECK(on_caller[t].load() == (t < 20));
+}
+
 namespace {
 // simd::narrow_weights_gradient<Arch, N>: dW = X^T dY for N below the vector length.
 template <class Arch, class T, std::size_t N>

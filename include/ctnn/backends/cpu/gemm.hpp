@@ -92,11 +92,20 @@ void column_sum_n(std::size_t N, const T* dy, T* db, std::size_t m, bool add) {
       for (std::size_t v = 0; v < V; ++v) s[v] += B::load_unaligned(dy + i * N + j0 + v * L);
     for (std::size_t v = 0; v < V; ++v) s[v].store_unaligned(db + j0 + v * L);
   }
-  for (std::size_t j = j0; j < full; j += L) {
-    B s = add ? B::load_unaligned(db + j) : B(T(0));
-    for (std::size_t i = 0; i < m; ++i) s += B::load_unaligned(dy + i * N + j);
-    s.store_unaligned(db + j);
-  }
+  // The vectors left (fewer than V) by groups of 4, 2 and 1, each group's rows read together: N = 64
+  // on AVX-512 (conv2's db over 7,744 rows at batch 64) ran as four dependent chains one after
+  // another, 127 us on one thread (loaded Xeon); the same sums in the same order.
+  auto group = [&]<std::size_t R>(std::integral_constant<std::size_t, R>) {
+    B s[R];
+    for (std::size_t v = 0; v < R; ++v) s[v] = add ? B::load_unaligned(db + j0 + v * L) : B(T(0));
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t v = 0; v < R; ++v) s[v] += B::load_unaligned(dy + i * N + j0 + v * L);
+    for (std::size_t v = 0; v < R; ++v) s[v].store_unaligned(db + j0 + v * L);
+    j0 += R * L;
+  };
+  if (j0 + 4 * L <= full) group(std::integral_constant<std::size_t, 4>{});
+  if (j0 + 2 * L <= full) group(std::integral_constant<std::size_t, 2>{});
+  if (j0 + L <= full) group(std::integral_constant<std::size_t, 1>{});
   if (full == N) return;
   if constexpr (simd::masked_any_v<Arch, T>) {
     B s = add ? simd::load_n<Arch>(db + full, N - full) : B(T(0));

@@ -16,16 +16,21 @@
 // restore their own afterwards. The caller takes tasks from the front of
 // [0, tasks), the workers from the back (docs/performance.md, "MLP training":
 // two threads).
+// A probe (attach) records each run() for measurement: its task body, tasks, the
+// CPU time each thread spent in its tasks; with probe::serial every run executes
+// in order on the caller, the same runs and tasks (bench/pool_probe.cpp).
 // Its functions that are not templates (the pool, its workers' loop, run_tasks)
 // are CTNN_DECL: with CTNN_COMPILED_KERNELS the compiled part holds them
 // (core/separate.hpp).
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <ctime>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -39,8 +44,47 @@
 
 namespace ctnn::kernels::cpu {
 
+// This thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID: time the OS gives other threads is not
+// counted); 0 where the clock is missing.
+inline std::int64_t thread_cpu_ns() noexcept {
+#if defined(CLOCK_THREAD_CPUTIME_ID)
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) return std::int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+#endif
+  return 0;
+}
+
 class thread_pool {
  public:
+  // One run() as a probe saw it. fn is the task body (thread_pool::call<F>, one per kernel's
+  // task lambda: its symbol names the kernel); cpu_ns and ran: the caller's [0] and the workers'
+  // [1] CPU time from their first task of the run to the end of their last, and tasks run;
+  // caller_cpu_ns: the caller's CPU time (thread_cpu_ns) when run() began and when it returned
+  // (between one run's end and the next one's begin: the caller's serial work).
+  struct run_record {
+    void (*fn)(void*, std::size_t) = nullptr;
+    std::size_t tasks = 0;
+    bool shared = false;  // handed to the workers (else run on the caller alone)
+    std::int64_t wall_ns = 0;
+    std::int64_t cpu_ns[2] = {0, 0};
+    std::uint32_t ran[2] = {0, 0};
+    std::int64_t caller_cpu_ns[2] = {0, 0};
+  };
+  // Measurement only (bench/pool_probe.cpp): while attached, every run() called outside a task
+  // appends a run_record to `records` up to its capacity (reserve it: the workers write into the
+  // record of a run in progress, so it must not move); with `serial`, every run's tasks run in
+  // order on the calling thread (the same runs, tasks and plans as with the workers: one thread's
+  // time for each run; the runs inside its tasks run serially and unrecorded, as in a shared run's
+// tasks); with `split`, such a run's first half of tasks runs on the caller and then the rest on
+  // the workers, one part after the other (each part's data where two threads leave it, without
+  // running at the same time: what the split costs, measurable on a loaded machine). Attach and
+  // detach (nullptr) between runs, with one thread calling run().
+  struct probe {
+    std::vector<run_record> records;
+    bool serial = false, split = false;
+  };
+  void attach(probe* p) noexcept { probe_ = p; }
+
   explicit thread_pool(std::size_t threads) { start(threads); }
   thread_pool(const thread_pool&) = delete;
   thread_pool& operator=(const thread_pool&) = delete;
@@ -120,9 +164,16 @@ class thread_pool {
   }
   void work(bool front) {
     in_task() = true;
+    run_record* const rec = record_;  // published with the run (null: no probe)
+    const std::int64_t cpu0 = rec ? thread_cpu_ns() : 0;
     std::size_t finished = 0;
     for (std::size_t t; take(front, t); ++finished) fn_(ctx_, t);
     in_task() = false;
+    if (rec && finished) {
+      const int who = front ? 0 : 1;
+      std::atomic_ref<std::int64_t>(rec->cpu_ns[who]).fetch_add(thread_cpu_ns() - cpu0, std::memory_order_relaxed);
+      std::atomic_ref<std::uint32_t>(rec->ran[who]).fetch_add(std::uint32_t(finished), std::memory_order_relaxed);
+    }
     if (finished) done_.fetch_add(finished, std::memory_order_acq_rel);
   }
 
@@ -138,6 +189,8 @@ class thread_pool {
   void* ctx_ = nullptr;
   void (*fn_)(void*, std::size_t) = nullptr;
   bool quit_ = false;
+  probe* probe_ = nullptr;
+  run_record* record_ = nullptr;  // the probed run in progress
 };
 
 #if CTNN_DEFINITIONS
@@ -159,13 +212,50 @@ CTNN_DECL void thread_pool::resize(std::size_t n) {
 
 [[gnu::noinline]] CTNN_DECL void thread_pool::run_tasks(std::size_t tasks, void* ctx, void (*fn)(void*, std::size_t),
                                                       bool parallel) {
+  run_record* rec = nullptr;
+  if (probe_ && !in_task() && probe_->records.size() < probe_->records.capacity()) {
+    rec = &probe_->records.emplace_back();
+    rec->fn = fn;
+    rec->tasks = tasks;
+    rec->caller_cpu_ns[0] = thread_cpu_ns();
+  }
+  struct stamp {  // the probed run's wall time, on every return below
+    run_record* rec;
+    std::chrono::steady_clock::time_point begin;
+    ~stamp() {
+      if (!rec) return;
+      rec->wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin).count();
+      rec->caller_cpu_ns[1] = thread_cpu_ns();
+    }
+  } stamp_{rec, rec ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{}};
   auto serial = [&] {
+    const std::int64_t cpu0 = rec ? thread_cpu_ns() : 0;
     for (std::size_t t = 0; t < tasks; ++t) fn(ctx, t);
+    if (rec) {
+      rec->cpu_ns[0] = thread_cpu_ns() - cpu0;
+      rec->ran[0] = std::uint32_t(tasks);
+    }
   };
   if (!parallel) return serial();
   if (tasks == 0) return;
   std::unique_lock<std::mutex> run_lock(run_mutex_, std::try_to_lock);
   if (tasks == 1 || tasks > 0xffffffffu || workers_.empty() || in_task() || !run_lock.owns_lock()) return serial();
+  if (rec && probe_->serial) {  // a run the workers would share, on the caller as one task of its own
+    in_task() = true;
+    serial();
+    in_task() = false;
+    return;
+  }
+  std::size_t first = 0;  // tasks the caller ran before the workers (probe::split)
+  if (rec && probe_->split) {
+    first = tasks / 2;
+    in_task() = true;
+    const std::int64_t cpu0 = thread_cpu_ns();
+    for (std::size_t t = 0; t < first; ++t) fn(ctx, t);
+    rec->cpu_ns[0] = thread_cpu_ns() - cpu0;
+    rec->ran[0] = std::uint32_t(first);
+    in_task() = false;
+  }
   {
     // Wait until no worker is still inside the previous run's work().
     std::unique_lock<std::mutex> lk(m_);
@@ -175,14 +265,16 @@ CTNN_DECL void thread_pool::resize(std::size_t n) {
       lk.lock();
     }
     mode_ = fp_mode();
+    if (rec) rec->shared = true;
+    record_ = rec;
     ctx_ = ctx;
     fn_ = fn;
-    range_.store(std::uint64_t(tasks) << 32, std::memory_order_relaxed);
-    done_.store(0, std::memory_order_relaxed);
+    range_.store(std::uint64_t(tasks) << 32 | first, std::memory_order_relaxed);
+    done_.store(first, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
   }
   cv_.notify_all();
-  work(true);
+  if (first == 0) work(true);
   for (unsigned i = 0; done_.load(std::memory_order_acquire) != tasks; ++i) relax(i);
 }
 
