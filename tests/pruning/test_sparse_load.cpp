@@ -435,8 +435,8 @@ std::vector<float> stripped_steps_on(std::size_t threads) {
 }
 }  // namespace
 
-TEST_CASE_TEMPLATE("decoded weights: training a stripped layer (the dense backward, the gathered values' gradient) "
-                   "gives the same bits on 1 and 2 threads",
+// (the dense backward over the decoded weights and the values' gradient gathered from dW)
+TEST_CASE_TEMPLATE("decoded weights: training a stripped layer gives the same bits on 1 and 2 threads",
                    Net, sequential<input<96>, sparse_dense<96, 64, 1200, relu>, dense<3>>,
                    sequential<input<96>, sparse_dense_nm<96, 64, 2, 4, relu>, dense<3>>,
                    sequential<input<96>, sparse_dense_csc<96, 64, 600, relu>, dense<3>>) {
