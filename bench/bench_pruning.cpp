@@ -189,6 +189,8 @@ BENCHMARK_TEMPLATE(train_stripped, ctnn::layout::bitmap, pruned_mlp<ctnn::consta
     ->Name("train_bitmap_80")->Arg(16)->Arg(64);
 BENCHMARK_TEMPLATE(train_stripped, ctnn::layout::nm<2, 4>, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)
     ->Name("train_nm_2of4")->Arg(16)->Arg(64);
+BENCHMARK_TEMPLATE(train_stripped, ctnn::layout::csc, pruned_mlp<ctnn::constant_sparsity<0.9>>)
+    ->Name("train_csc_90")->Arg(16)->Arg(64);
 BENCHMARK_TEMPLATE(decode, ctnn::layout::bitmap, pruned_mlp<ctnn::constant_sparsity<0.8>>)->Name("decode_bitmap_80");
 BENCHMARK_TEMPLATE(decode, ctnn::layout::nm<2, 4>, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)
     ->Name("decode_nm_2of4");

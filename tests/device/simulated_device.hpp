@@ -207,6 +207,7 @@ struct ctnn::ops<sim::device> : private ctnn::ops<ctnn::cpu<>> {
   SIM_DEVICE_OP(sparse_dense_forward)
   SIM_DEVICE_OP(sparse_dense_backward)
   SIM_DEVICE_OP(sparse_dense_decode)
+  SIM_DEVICE_OP(sparse_dense_gather)
   SIM_DEVICE_OP(conv_forward)
   SIM_DEVICE_OP(conv_backward)
   SIM_DEVICE_OP(conv_backward_relu)

@@ -5,7 +5,10 @@
 // compares backward()'s input and parameter gradients of f = sum(r * y) (r
 // random) with central differences. The layer's generator is reseeded before
 // every forward so layers that draw random numbers (dropout) are checked with
-// a fixed draw. Returns the largest relative error seen.
+// a fixed draw. A layer with a derived block (role::derived: a stripped sparse
+// layer's decoded weights) gets one, rewritten through L::derive before every
+// forward as the model does, unless options::derived is false (the layer then
+// runs without it, as a slot with none). Returns the largest relative error seen.
 // check_penalty<Spec, InShape>(metadata) does the same for the regularization
 // penalty of a layer's kernel: add_penalty_gradient against central
 // differences of penalty().
@@ -32,6 +35,7 @@ struct options {
   std::size_t max_checks = 400; // per tensor, sampled evenly
   std::vector<float> metadata{};  // f32 values written over the layer's metadata block after init (run-time factors)
   std::vector<std::uint32_t> metadata_u32{};  // or u32 values (dense<up_to<N>>'s active width)
+  bool derived = true;  // give a layer that declares a derived block one (kept current through L::derive)
 };
 
 inline double rel_err(double a, double b) { return std::abs(a - b) / std::max(1.0, std::max(std::abs(a), std::abs(b))); }
@@ -50,6 +54,12 @@ double check_layer(options o = {}) {
             (o.metadata.size() + o.metadata_u32.size()) * 4 + 15) / 8);
   ctnn::layer_slot<double> slot{params.data(), grads.data(), state.data(), cache.data(),
                                 reinterpret_cast<std::uint8_t*>(mask.data()), reinterpret_cast<std::byte*>(meta.data())};
+  std::vector<double> derived(ctnn::layer_role_bytes<ctnn::precision::float64>(L::buffers, ctnn::role::derived) / 8);
+  if (o.derived && !derived.empty()) slot.derived = derived.data();
+  auto refresh = [&] {
+    if constexpr (requires { L::derive(slot); })
+      if (slot.derived) L::derive(slot);
+  };
   L::init(slot, g);
   std::copy(o.metadata.begin(), o.metadata.end(), reinterpret_cast<float*>(meta.data()));
   std::copy(o.metadata_u32.begin(), o.metadata_u32.end(), reinterpret_cast<std::uint32_t*>(meta.data()));
@@ -67,6 +77,7 @@ double check_layer(options o = {}) {
     layer_gen.reseed(7);
     const std::vector<double> saved_state = state;
     ctnn::run_info ri{B, o.training, &layer_gen};
+    refresh();
     L::forward(slot, x.data(), y.data(), ri);
     state = saved_state;  // forward in training mode may update moving statistics
     double s = 0;
@@ -78,6 +89,7 @@ double check_layer(options o = {}) {
   layer_gen.reseed(7);
   const std::vector<double> saved_state = state;
   ctnn::run_info ri{B, o.training, &layer_gen};
+  refresh();
   L::forward(slot, x.data(), y.data(), ri);
   state = saved_state;
   dy = r;

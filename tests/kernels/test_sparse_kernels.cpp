@@ -4,7 +4,9 @@
 // dW (at the kept positions), db and dx, against a scalar loop written here.
 // Decoded weights (sparse_kernels<Index>::decode, the stripped layers' derived buffer): every
 // layout that decodes gives back the kernel it packed, and the dense product over it equals the
-// layout's scalar reference on every architecture; decode_batches pinned per layout and arch.
+// layout's scalar reference on every architecture; decode_batches pinned per layout and arch. The
+// training side: sparse_kernels<Index>::gather (decode's inverse) and the dense backward over the
+// decoded weights, gathered, against the layout's scalar backward on every architecture.
 #include <doctest/doctest.h>
 
 #include "archs.hpp"
@@ -143,6 +145,34 @@ void check_decoded(const Index& ix, const std::vector<float>& values, const std:
       for (std::size_t i = 0; i < y.size(); ++i) CHECK(y[i] == doctest::Approx(want[i]).epsilon(1e-5));
     };
     CHECK(test::for_each_arch("decoded dense product", run) >= 1);
+  }
+  // the training side (layers/sparse_dense.hpp, backward_as): gather(decoded) gives the values back (0
+  // past the kept ones); the dense dX and dW over the decoded weights, dW gathered, equal the layout's
+  // scalar backward (sparse_dense_backward) on every architecture
+  std::vector<float> back(values.size(), 7.0f);
+  ops<cpu<>>::sparse_dense_gather<K, N>(ix, d.data(), back.data(), back.size());
+  std::size_t kept_count = 0;
+  for (std::size_t i = 0; i < K * N; ++i) kept_count += keep[i];
+  for (std::size_t p = 0; p < values.size(); ++p) CHECK(back[p] == (p < kept_count ? values[p] : 0.0f));
+  for (std::size_t batch : {1, 5, 17}) {
+    std::vector<float> x(batch * K), dz(batch * N);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 11) - 5) * 0.25f;
+    for (std::size_t i = 0; i < dz.size(); ++i) dz[i] = float(int(i % 7) - 3) * 0.125f;
+    std::vector<float> dv_want(values.size()), db_want(N), dx_want(batch * K);
+    ops<cpu<>>::sparse_dense_backward<K, N>(ix, x.data(), dz.data(), values.data(), dv_want.data(), db_want.data(),
+                                            dx_want.data(), batch);
+    auto run = [&]<class Arch>(Arch, const char*) {
+      std::vector<float> da(K * N, 7.0f), dw(K * N), dv(values.size(), 7.0f), db(N), dx(batch * K);
+      ops<cpu<Arch>>::template sparse_dense_decode<K, N>(ix, values.data(), da.data());  // each arch's decode
+      for (std::size_t i = 0; i < K * N; ++i) CHECK(da[i] == d[i]);
+      ops<cpu<Arch>>::template dense_backward_input<K, N>(dz.data(), d.data(), dx.data(), batch);
+      ops<cpu<Arch>>::template dense_backward_weights<K, N>(x.data(), dz.data(), dw.data(), db.data(), batch);
+      ops<cpu<Arch>>::template sparse_dense_gather<K, N>(ix, dw.data(), dv.data(), dv.size());
+      for (std::size_t i = 0; i < dx.size(); ++i) CHECK(dx[i] == doctest::Approx(dx_want[i]).epsilon(1e-5));
+      for (std::size_t i = 0; i < dv.size(); ++i) CHECK(dv[i] == doctest::Approx(dv_want[i]).epsilon(1e-5));
+      for (std::size_t j = 0; j < N; ++j) CHECK(db[j] == doctest::Approx(db_want[j]).epsilon(1e-5));
+    };
+    CHECK(test::for_each_arch("decoded dense backward, gathered", run) >= 1);
   }
 }
 }  // namespace

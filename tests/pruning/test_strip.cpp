@@ -121,6 +121,10 @@ TEST_CASE_TEMPLATE("sparse layers of every layout: finite-difference gradients",
                    layout::rows) {
   CHECK(gradcheck::check_layer<typename Layout::template layer<8, 20, 60, ctnn::tanh>, shape<8>>() < 1e-6);
   CHECK(gradcheck::check_layer<typename Layout::template layer<5, 3, 15, identity>, shape<5>>() < 1e-6);
+  // without decoded weights (a slot with no derived block): the layout's own backward
+  gradcheck::options o;
+  o.derived = false;
+  CHECK(gradcheck::check_layer<typename Layout::template layer<8, 20, 60, ctnn::tanh>, shape<8>>(o) < 1e-6);
 }
 
 TEST_CASE_TEMPLATE("strip_pruning<Layout>: predictions equal the masked model's", Layout, layout::bitmap, layout::csc,

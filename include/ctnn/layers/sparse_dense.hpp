@@ -15,8 +15,11 @@
 // the CPU architecture (bitmap: every batch): there the dense layer's products
 // over the weights decoded to dense, the buffer "decoded" (role::derived, K x N,
 // never saved) that the model rewrites through derive() after every change of
-// the weights (docs/pruning.md, "Decoded weights"); undecoded<Spec> (tag
-// layout::undecoded<L>) never decodes: no decoded buffer, the layout's kernels.
+// the weights (docs/pruning.md, "Decoded weights"); with them, backward at every
+// batch is the dense layer's (dX over the decoded weights, dW into the derived
+// scratch "decoded_gradient", the values' gradient its kept entries);
+// undecoded<Spec> (tag layout::undecoded<L>) never decodes: no decoded buffers,
+// the layout's kernels.
 // Also here: detail::sparse_dense_spec and detail::sparse_dense_common, the
 // part every sparse layout's layer shares. Layout contract and figures:
 // docs/pruning.md.
@@ -122,6 +125,12 @@ struct sparse_dense_common {
   template <class Index, class Backend>
   static constexpr buffer decoded_buffer =
       buffer::make(role::derived, elem::compute, "decoded", {decoded_extent<Index, Backend>});
+  // Beside it (role::derived too, never saved; derive leaves it alone): "decoded_gradient", K x N
+  // scratch where a trained layer's backward writes the dense dW = X^T dZ, whose kept entries are the
+  // values' gradient (backward_as).
+  template <class Index, class Backend>
+  static constexpr buffer decoded_gradient_buffer =
+      buffer::make(role::derived, elem::compute, "decoded_gradient", {decoded_extent<Index, Backend>});
 
   // The model's refresh (train/model.hpp: after init, a load, a writable view, each update):
   // the decoded weights from the values and the index.
@@ -157,12 +166,20 @@ struct sparse_dense_common {
     Act::template backward<Backend>(y, dy, r.batch, N);
     using Index = decltype(Layer::view(s.metadata));
     constexpr kernels::cpu::batch_range dec = decoding<Index, Backend>();
-    bool dense_dx = false;
-    if constexpr (!dec.empty()) dense_dx = dx && s.derived && dec.contains(r.batch);
-    // the values' and bias' gradients by the layout's kernel; dX = dZ W^T by the dense one where decoded
+    if constexpr (!dec.empty())
+      if (s.derived) {
+        // With decoded weights (kept current by derive at every batch), the dense layer's products at
+        // every batch: dX = dZ W^T; dW = X^T dZ (and the bias' gradient) into the scratch beside W,
+        // the values' gradient its kept entries (the layouts' own backward kernels: 6-12x the dense
+        // step, docs/pruning.md "Training a stripped layer").
+        T* dw = s.derived + K * N;
+        if (dx) ops<Backend>::template dense_backward_input<K, N>(dy, s.derived, dx, r.batch);
+        ops<Backend>::template dense_backward_weights<K, N>(x, dy, dw, s.grads + NNZ, r.batch);
+        ops<Backend>::template sparse_dense_gather<K, N>(Layer::view(s.metadata), dw, s.grads, NNZ);
+        return;
+      }
     ops<Backend>::template sparse_dense_backward<K, N>(Layer::view(s.metadata), x, dy, s.params, s.grads, s.grads + NNZ,
-                                                       dense_dx ? nullptr : dx, r.batch);
-    if (dense_dx) ops<Backend>::template dense_backward_input<K, N>(dy, s.derived, dx, r.batch);
+                                                       dx, r.batch);
   }
 };
 }  // namespace detail
@@ -186,9 +203,10 @@ struct sparse_dense_layer : detail::sparse_dense_common<Spec, In, P> {
   // The index: chunk offsets, then the bitmaps.
   using index =
       kernels::packed_index<kernels::field<std::uint32_t, chunks + 1>, kernels::field<std::uint16_t, chunks * K>>;
-  static constexpr std::array<buffer, 4> buffers{buffer::parameter("values", {NNZ}), buffer::parameter("bias", {N}),
+  static constexpr std::array<buffer, 5> buffers{buffer::parameter("values", {NNZ}), buffer::parameter("bias", {N}),
                                                  buffer::make(role::metadata, elem::u8, "index", {index::bytes}),
-                                                 base::template decoded_buffer<kernels::bitmap_index, Backend>};
+                                                 base::template decoded_buffer<kernels::bitmap_index, Backend>,
+                                                 base::template decoded_gradient_buffer<kernels::bitmap_index, Backend>};
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
   static constexpr std::size_t cache_per_sample = 0;
 

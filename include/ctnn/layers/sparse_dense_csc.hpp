@@ -52,11 +52,12 @@ struct sparse_dense_by_unit_layer : sparse_dense_common<Spec, In, P> {
   using typename base::T;
   // The index: unit starts, then input indices.
   using index = kernels::packed_index<kernels::field<std::uint32_t, N + 1>, kernels::field<std::uint16_t, NNZ>>;
-  static constexpr std::array<buffer, 5> buffers{
+  static constexpr std::array<buffer, 6> buffers{
       buffer::parameter("values", {NNZ}), buffer::parameter("bias", {N}),
       buffer::make(role::metadata, elem::u8, "index", {index::bytes}),
       buffer::cache("transposed", kernels::cpu::csc::scratch_per_sample(K, N)),
-      base::template decoded_buffer<Index, Backend>};
+      base::template decoded_buffer<Index, Backend>,
+      base::template decoded_gradient_buffer<Index, Backend>};
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
   static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
 

@@ -86,11 +86,12 @@ struct sparse_dense_nm_layer : detail::sparse_dense_common<Spec, In, P> {
   static constexpr std::size_t index_bytes = kernels::cpu::nm::meta_bytes(K, N, Nk, M);
   // The index: the packed positions, bytes.
   using index = kernels::packed_index<kernels::field<std::uint8_t, index_bytes>>;
-  static constexpr std::array<buffer, 5> buffers{
+  static constexpr std::array<buffer, 6> buffers{
       buffer::parameter("values", {NNZ}), buffer::parameter("bias", {N}),
       buffer::make(role::metadata, elem::u8, "index", {index::bytes}),
       buffer::cache("transposed", kernels::cpu::nm::scratch_per_sample(K, N)),
-      base::template decoded_buffer<kernels::nm_index<Nk, M>, Backend>};
+      base::template decoded_buffer<kernels::nm_index<Nk, M>, Backend>,
+      base::template decoded_gradient_buffer<kernels::nm_index<Nk, M>, Backend>};
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);
   static constexpr std::size_t cache_per_sample = count_of(buffers, role::cache);
 

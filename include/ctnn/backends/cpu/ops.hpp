@@ -247,7 +247,13 @@ struct ops<cpu<Arch>> {
   // derived buffer, for the batches kernels::cpu::decode_batches<Index, Arch> names.
   template <std::size_t K, std::size_t N, class Index, class T>
   static void sparse_dense_decode(const Index& index, const T* values, T* w) {
-    kernels::cpu::sparse_kernels<Index>::template decode<K, N>(index, values, w);
+    kernels::cpu::sparse_kernels<Index>::template decode<K, N, Arch>(index, values, w);
+  }
+  // decode's inverse: values [capacity] = w [K x N] at the layout's kept positions, 0 past them (a
+  // decoding layer's values' gradient gathered from the dense dW = X^T dZ: layers/sparse_dense.hpp).
+  template <std::size_t K, std::size_t N, class Index, class T>
+  static void sparse_dense_gather(const Index& index, const T* w, T* values, std::size_t capacity) {
+    kernels::cpu::sparse_kernels<Index>::template gather<K, N, Arch>(index, w, values, capacity);
   }
 
   // ---- the optional fused small-MLP hook (core/fused_mlp_hook.hpp): only for networks of

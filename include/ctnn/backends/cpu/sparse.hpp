@@ -28,11 +28,13 @@
 //                      chunks are expanded by the same instructions into the
 //                      dense GEMM's panels instead (bitmap_panel,
 //                      sparse_expand.hpp) and the dense micro-kernel runs;
-//   backward_reference: dvalues, dbias and dx (scalar; training a stripped
-//                      model is rare and its gradients are checked by
-//                      finite differences).
+//   backward_reference: dvalues, dbias and dx (scalar: a layer without
+//                      decoded weights; with them the layer's backward is
+//                      the dense GEMMs, the values' gradient gathered from
+//                      dW: decode and gather below, layers/sparse_dense.hpp).
 #pragma once
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -693,6 +695,128 @@ inline std::string validate(const std::uint32_t* offsets, const std::uint16_t* b
   return {};
 }
 
+// ---- the training side (st27, issue 28): a stripped layer's decoded weights and its values' gradient ----
+// decode<K, N, Arch>(values, offsets, bitmap, w): w [K x N] = the weights (0 where none is kept), row by
+// row, each chunk row one expand (AVX-512: detail::expand_row; AVX2: two detail::expand8) stored whole, from a cursor per
+// chunk; gather<K, N, Arch>(w, offsets, bitmap, values): its inverse, values[p] = w at the p-th kept position,
+// each chunk row one compress (AVX-512: vcompressps in a register, a masked store of popcount lanes;
+// AVX2: a lane permutation per 8-bit mask, compress_lut, and a masked store). float where Arch has
+// AVX-512 or AVX2 (xsimd 8.1 has no word for expand or compress); else the scalar loops of
+// sparse_kernels<bitmap_index> below. Row-major, so w is written or read once, in order.
+#if defined(__AVX512F__)
+inline constexpr bool avx512_compiled = true;
+#else
+inline constexpr bool avx512_compiled = false;
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+inline constexpr bool avx2_compiled = true;
+#else
+inline constexpr bool avx2_compiled = false;
+#endif
+template <class Arch, class T>
+inline constexpr bool simd_decode_v =
+    std::is_same_v<T, float> && (detail::avx512_v<Arch> ? avx512_compiled
+                                                : std::is_base_of_v<xsimd::avx2, Arch> && avx2_compiled);
+
+#if defined(__AVX2__) && defined(__FMA__)
+// Per 8-bit mask: lane r takes the lane of the r-th set bit (the rest 0: stored by no mask).
+struct compress_tables {
+  alignas(32) std::int32_t perm[256][8];
+};
+constexpr compress_tables make_compress_tables() {
+  compress_tables t{};
+  for (unsigned m = 0; m < 256; ++m) {
+    int r = 0;
+    for (int l = 0; l < 8; ++l)
+      if (m >> l & 1u) t.perm[m][r++] = l;
+  }
+  return t;
+}
+inline constexpr compress_tables compress_lut = make_compress_tables();
+// The kept lanes of the 8 values at w (mask m8, only lanes < width read) to v, packed.
+inline void compress8(unsigned m8, const float* w, float* v, unsigned width) {
+  const __m256i perm = _mm256_load_si256(reinterpret_cast<const __m256i*>(compress_lut.perm[m8]));
+  const __m256 row = width >= 8 ? _mm256_loadu_ps(w)
+                                : _mm256_maskload_ps(w, _mm256_load_si256(reinterpret_cast<const __m256i*>(
+                                                            detail::expand_lut.load[width])));
+  _mm256_maskstore_ps(v, _mm256_load_si256(reinterpret_cast<const __m256i*>(detail::expand_lut.load[std::popcount(m8)])),
+                      _mm256_permutevar8x32_ps(row, perm));
+}
+#endif
+
+template <std::size_t K, std::size_t N, class Arch>
+void decode(const float* values, const std::uint32_t* offsets, const std::uint16_t* bitmap, float* w) {
+  constexpr std::size_t C = chunks(N), tail = N - (C - 1) * chunk_width;
+  std::array<const float*, C> v;
+  for (std::size_t c = 0; c < C; ++c) v[c] = values + offsets[c];
+  [[maybe_unused]] const float* vend = values + offsets[C];
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t c = 0; c < C; ++c) {
+      const unsigned m = bitmap[c * K + k];
+      float* out = w + k * N + c * chunk_width;
+      const bool whole = c + 1 < C || tail == chunk_width;
+#if defined(__AVX512F__)
+      if constexpr (detail::avx512_v<Arch>) {
+        const __m512 row = detail::expand_row(m, v[c], vend);
+        if (whole) _mm512_storeu_ps(out, row);
+        else _mm512_mask_storeu_ps(out, __mmask16((1u << tail) - 1u), row);
+        v[c] += std::popcount(m);
+        continue;
+      }
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+      if constexpr (!detail::avx512_v<Arch>) {
+        const unsigned lo = m & 0xFFu;
+        const __m256 a = detail::expand8(lo, v[c]), b = detail::expand8(m >> 8, v[c] + std::popcount(lo));
+        if (whole) {
+          _mm256_storeu_ps(out, a);
+          _mm256_storeu_ps(out + 8, b);
+        } else {
+          const auto mask = [](std::size_t n) {
+            return _mm256_load_si256(reinterpret_cast<const __m256i*>(detail::expand_lut.load[std::min<std::size_t>(n, 8)]));
+          };
+          _mm256_maskstore_ps(out, mask(tail), a);
+          if (tail > 8) _mm256_maskstore_ps(out + 8, mask(tail - 8), b);
+        }
+        v[c] += std::popcount(m);
+        continue;
+      }
+#endif
+      (void)m, (void)out, (void)whole;
+    }
+}
+
+template <std::size_t K, std::size_t N, class Arch>
+void gather(const float* w, const std::uint32_t* offsets, const std::uint16_t* bitmap, float* values) {
+  constexpr std::size_t C = chunks(N), tail = N - (C - 1) * chunk_width;
+  std::array<float*, C> v;
+  for (std::size_t c = 0; c < C; ++c) v[c] = values + offsets[c];
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t c = 0; c < C; ++c) {
+      const unsigned m = bitmap[c * K + k];
+      const float* in = w + k * N + c * chunk_width;
+      const unsigned width = c + 1 < C ? unsigned(chunk_width) : unsigned(tail);
+#if defined(__AVX512F__)
+      if constexpr (detail::avx512_v<Arch>) {
+        const __m512 row = width == chunk_width ? _mm512_loadu_ps(in) : _mm512_maskz_loadu_ps(__mmask16((1u << width) - 1u), in);
+        _mm512_mask_storeu_ps(v[c], __mmask16((1u << std::popcount(m)) - 1u), _mm512_maskz_compress_ps(__mmask16(m), row));
+        v[c] += std::popcount(m);
+        continue;
+      }
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+      if constexpr (!detail::avx512_v<Arch>) {
+        const unsigned lo = m & 0xFFu;
+        compress8(lo, in, v[c], std::min(width, 8u));
+        if (width > 8) compress8(m >> 8, in + 8, v[c] + std::popcount(lo), width - 8);
+        v[c] += std::popcount(m);
+        continue;
+      }
+#endif
+      (void)m, (void)in, (void)width;
+    }
+}
+
 }  // namespace ctnn::kernels::cpu::sparse
 
 namespace ctnn::kernels::cpu {
@@ -708,14 +832,35 @@ struct sparse_kernels<bitmap_index> {
                        std::size_t batch) {
     sparse::backward_reference(x, dz, values, ix.offsets, ix.bitmaps, dvalues, dbias, dx, batch, K, N);
   }
-  template <std::size_t K, std::size_t N, class T>
+  template <std::size_t K, std::size_t N, class Arch, class T>
   static void decode(const bitmap_index& ix, const T* values, T* w) {
-    std::fill(w, w + K * N, T(0));
-    for (std::size_t c = 0; c < sparse::chunks(N); ++c) {
-      const T* v = values + ix.offsets[c];
-      for (std::size_t k = 0; k < K; ++k)
-        for (unsigned m = ix.bitmaps[c * K + k]; m; m &= m - 1) w[k * N + c * 16 + std::size_t(std::countr_zero(m))] = *v++;
+    if constexpr (sparse::simd_decode_v<Arch, T>) {
+      sparse::decode<K, N, Arch>(values, ix.offsets, ix.bitmaps, w);
+    } else {
+      std::fill(w, w + K * N, T(0));
+      for (std::size_t c = 0; c < sparse::chunks(N); ++c) {
+        const T* v = values + ix.offsets[c];
+        for (std::size_t k = 0; k < K; ++k)
+          for (unsigned m = ix.bitmaps[c * K + k]; m; m &= m - 1)
+            w[k * N + c * 16 + std::size_t(std::countr_zero(m))] = *v++;
+      }
     }
+  }
+  // The training side (st27, issue 28): values [capacity] = the entries of a dense K x N matrix w at the kept
+  // positions (decode's inverse; 0 past the kept ones): a stripped layer's values' gradient from the dense dW.
+  template <std::size_t K, std::size_t N, class Arch, class T>
+  static void gather(const bitmap_index& ix, const T* w, T* values, std::size_t capacity) {
+    if constexpr (sparse::simd_decode_v<Arch, T>) {
+      sparse::gather<K, N, Arch>(w, ix.offsets, ix.bitmaps, values);
+    } else {
+      for (std::size_t c = 0; c < sparse::chunks(N); ++c) {
+        T* v = values + ix.offsets[c];
+        for (std::size_t k = 0; k < K; ++k)
+          for (unsigned m = ix.bitmaps[c * K + k]; m; m &= m - 1)
+            *v++ = w[k * N + c * 16 + std::size_t(std::countr_zero(m))];
+      }
+    }
+    std::fill(values + std::min<std::size_t>(ix.offsets[sparse::chunks(N)], capacity), values + capacity, T(0));
   }
 };
 // Every batch on every architecture: the bitmap kernels measured below dense at 1-16 samples

@@ -9,8 +9,12 @@
 //                        T* dbias, T* dx, std::size_t batch);
 // (dz: dL/d(pre-activation); dvalues and dbias overwritten; dx may be null), and, for
 // the layouts that decode (decode_batches below not empty),
-//   template <std::size_t K, std::size_t N, class T>
+//   template <std::size_t K, std::size_t N, class Arch, class T>
 //   static void decode(const Index&, const T* values, T* w);   // w [K x N] row-major, 0 where not kept
+//   template <std::size_t K, std::size_t N, class Arch, class T>
+//   static void gather(const Index&, const T* w, T* values, std::size_t capacity);  // decode's inverse
+// (gather: values [capacity] = w at the kept positions, 0 past them: a decoding layer's values'
+// gradient from the dense dW = X^T dZ, layers/sparse_dense.hpp).
 // It is specialized beside each layout's kernels (sparse.hpp, sparse_csc.hpp,
 // sparse_rows.hpp, sparse_nm.hpp), which the layout's layer includes;
 // ops<cpu<Arch>>::sparse_dense_forward / _backward (ops.hpp) call it, so

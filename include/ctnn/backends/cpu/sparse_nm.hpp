@@ -796,13 +796,58 @@ struct sparse_kernels<nm_index<Nk, M>> {
                        T* dx, std::size_t batch) {
     nm::backward_reference<Nk, M>(x, dz, values, ix.codes, dvalues, dbias, dx, batch, K, N);
   }
-  template <std::size_t K, std::size_t N, class T>
+  // decode and gather (its inverse, st27: values [capacity] = w at the kept positions, 0 past them) go
+  // group of M rows by group, each group's M N outputs zeroed then written while they are in L1 (a
+  // column's Nk values and codes of the group read at once: codes_at), where a column at a time
+  // wrote K rows N apart across the whole matrix (docs/pruning.md, "Training a stripped layer").
+  template <std::size_t K, std::size_t N, class Arch, class T>
   static void decode(const nm_index<Nk, M>& ix, const T* values, T* w) {
-    constexpr std::size_t U = K / M * Nk, bytes = nm::meta_bytes(K, N, Nk, M), bits = nm::code_bits(M);
-    std::fill(w, w + K * N, T(0));
-    for (std::size_t j = 0; j < N; ++j)
-      for (std::size_t t = 0; t < U; ++t)
-        w[(t / Nk * M + nm::code(ix.codes, bytes, bits, j * U + t)) * N + j] = values[j * U + t];
+    constexpr std::size_t G = K / M, U = G * Nk;
+    for (std::size_t g = 0; g < G; ++g) {
+      T* rows = w + g * M * N;
+      std::fill(rows, rows + M * N, T(0));
+      for (std::size_t j = 0; j < N; ++j) {
+        unsigned c = codes_at<K, N>(ix, j, g);
+        const T* v = values + j * U + g * Nk;
+        for (std::size_t s = 0; s < Nk; ++s, c >>= code_bits) rows[(c & code_mask) * N + j] = v[s];
+      }
+    }
+    std::fill(w + G * M * N, w + K * N, T(0));
+  }
+  template <std::size_t K, std::size_t N, class Arch, class T>
+  static void gather(const nm_index<Nk, M>& ix, const T* w, T* values, std::size_t capacity) {
+    constexpr std::size_t G = K / M, U = G * Nk;
+    for (std::size_t g = 0; g < G; ++g) {
+      const T* rows = w + g * M * N;
+      for (std::size_t j = 0; j < N; ++j) {
+        unsigned c = codes_at<K, N>(ix, j, g);
+        T* v = values + j * U + g * Nk;
+        for (std::size_t s = 0; s < Nk; ++s, c >>= code_bits) v[s] = rows[(c & code_mask) * N + j];
+      }
+    }
+    std::fill(values + std::min(capacity, U * N), values + capacity, T(0));
+  }
+
+ private:
+  static constexpr std::size_t code_bits = nm::code_bits(M);
+  static constexpr unsigned code_mask = (1u << code_bits) - 1u;
+  // The Nk codes of column j's group g, the first in the low bits (code_bits each).
+  template <std::size_t K, std::size_t N>
+  static unsigned codes_at(const nm_index<Nk, M>& ix, std::size_t j, std::size_t g) {
+    constexpr std::size_t U = K / M * Nk, bytes = nm::meta_bytes(K, N, Nk, M);
+    if constexpr (Nk * code_bits <= 17) {  // one 24-bit window
+      const std::size_t at = (j * U + g * Nk) * code_bits, o = at >> 3;
+      unsigned c = ix.codes[o];
+      if (o + 1 < bytes) c |= unsigned(ix.codes[o + 1]) << 8;
+      if (o + 2 < bytes) c |= unsigned(ix.codes[o + 2]) << 16;
+      return c >> (at & 7);
+    } else {
+      static_assert(Nk * code_bits <= 32, "sparse_nm: the codes of one group must fit 32 bits");
+      unsigned c = 0;
+      for (std::size_t s = 0; s < Nk; ++s)
+        c |= nm::code(ix.codes, bytes, code_bits, j * U + g * Nk + s) << (s * code_bits);
+      return c;
+    }
   }
 };
 // Every batch on every architecture: the N:M kernels measured below dense at every batch on AVX2

@@ -62,6 +62,14 @@ void decode(const std::uint32_t* starts, const std::uint16_t* idx, const T* valu
   for (std::size_t j = 0; j < N; ++j)
     for (std::uint32_t p = starts[j]; p < starts[j + 1]; ++p) w[std::size_t(idx[p]) * N + j] = values[p];
 }
+// decode's inverse (st27, training): values [capacity] = w at the kept positions, 0 past them.
+template <class T>
+void gather(const std::uint32_t* starts, const std::uint16_t* idx, const T* w, T* values, std::size_t capacity,
+            std::size_t N) {
+  for (std::size_t j = 0; j < N; ++j)
+    for (std::uint32_t p = starts[j]; p < starts[j + 1]; ++p) values[p] = w[std::size_t(idx[p]) * N + j];
+  std::fill(values + std::min<std::size_t>(starts[N], capacity), values + capacity, T(0));
+}
 
 namespace detail {
 
@@ -311,9 +319,13 @@ struct sparse_kernels<csc_index> {
                        std::size_t batch) {
     csc::backward_reference(x, dz, values, ix.starts, ix.rows, dvalues, dbias, dx, batch, K, N);
   }
-  template <std::size_t K, std::size_t N, class T>
+  template <std::size_t K, std::size_t N, class Arch, class T>
   static void decode(const csc_index& ix, const T* values, T* w) {
     rows::decode(ix.starts, ix.rows, values, w, K, N);
+  }
+  template <std::size_t K, std::size_t N, class Arch, class T>
+  static void gather(const csc_index& ix, const T* w, T* values, std::size_t capacity) {
+    rows::gather(ix.starts, ix.rows, w, values, capacity, N);
   }
 };
 
@@ -329,9 +341,13 @@ struct sparse_kernels<rows_index> {
                        std::size_t batch) {
     rows::backward_reference(x, dz, values, ix.starts, ix.inputs, dvalues, dbias, dx, batch, K, N);
   }
-  template <std::size_t K, std::size_t N, class T>
+  template <std::size_t K, std::size_t N, class Arch, class T>
   static void decode(const rows_index& ix, const T* values, T* w) {
     rows::decode(ix.starts, ix.inputs, values, w, K, N);
+  }
+  template <std::size_t K, std::size_t N, class Arch, class T>
+  static void gather(const rows_index& ix, const T* w, T* values, std::size_t capacity) {
+    rows::gather(ix.starts, ix.inputs, w, values, capacity, N);
   }
 };
 // csc and rows (one storage, the same kernels' speed): decoded at 1-4 samples on AVX-512 (the
