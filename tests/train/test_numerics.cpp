@@ -78,7 +78,7 @@ TEST_CASE("evaluate: a NaN weight that a relu hides from the loss raises numeric
                        numeric_error);
 }
 
-TEST_CASE("find_parameter: the model's constant table of parameter buffers is for_each_variable's parameters; the plan's offset table") {
+TEST_CASE("find_parameter: the model's constant table of parameter buffers is for_each_variable's parameters, and the plan's offset table") {
   using bn_net = sequential<input<6, 6>, conv2d<2, 3, 3, 1, padding::valid, relu>, batch_norm, flatten, dense<3>>;
   auto check = []<class M>(M& m) {
     constexpr auto& table = detail::parameter_table<typename M::layers, typename M::policy, typename M::plan>;
