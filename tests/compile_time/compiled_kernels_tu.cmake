@@ -5,7 +5,8 @@
 # run_tasks, a cold error path, the CNN's batch normalization gradient and Winograd input
 # transform; and with
 # -DCTNN_COMPILED_KERNELS, where it must reference them, the outlined functions of
-# core/separate.hpp, the element-wise map<> instances of compiled_kernels.hpp (Adam's update,
+# core/separate.hpp (find_parameter_in: the search of a model's table of parameter buffers),
+# the element-wise map<> instances of compiled_kernels.hpp (Adam's update,
 # relu's backward), the fused MLP's per-layer bodies (fused::tile_product, fused::backward_layer),
 # the Fashion-MNIST dataset's cursor::next and open, first_non_finite and the accuracy's count
 # (CTNN_OUTLINE), the products' entry simd_gemm_epilogue (and pack_panels, narrow_weights_gradient: absent),
@@ -46,7 +47,7 @@ set(referenced ${outlined_referenced} "detail::fit_epochs\\(" "detail::fill_unif
     "fused::backward_layer<[^\n]*identity_fn" "shape<28ul, 28ul>, ctnn::sparse_labels, float>::cursor::next\\("
     "shape<28ul, 28ul>, ctnn::sparse_labels, float>::open\\("
     "detail::first_non_finite<float>\\(" "detail::sparse_hits<float>\\(" "cpu::simd_gemm_epilogue<"
-    "cpu::max_pool_forward_n<" "cpu::max_pool_backward_n<" "cpu::batch_norm_forward_n<" "cpu::batch_norm_backward_n<"
+    "detail::find_parameter_in\\(" "cpu::max_pool_forward_n<" "cpu::max_pool_backward_n<" "cpu::batch_norm_forward_n<" "cpu::batch_norm_backward_n<"
     "cpu::winograd_filters_n<" "cpu::winograd_input_n<" "cpu::winograd_output_n<" "cpu::winograd_grad_tiles_n<"
     "cpu::winograd_grad_output_n<")
 set(absent ${referenced} "history::append_epoch\\(" "detail::exception_text\\(" "detail::throw_fit_no_batch\\(" "simd::micro<" "simd::run_plan<" "simd::dot_nt<" "plan_gemm<" "detail::summary_[a-z_]+[<(]" "simd::gemv<" "detail::gunzip\\(" "data::parse_idx\\(" "io::write_file_atomically\\("

@@ -77,3 +77,59 @@ TEST_CASE("evaluate: a NaN weight that a relu hides from the loss raises numeric
                        "in the input data, or a learning rate too large; data::check_numerics names the sample)",
                        numeric_error);
 }
+
+TEST_CASE("find_parameter: the model's constant table of parameter buffers is for_each_variable's parameters, and the plan's offset table") {
+  using bn_net = sequential<input<6, 6>, conv2d<2, 3, 3, 1, padding::valid, relu>, batch_norm, flatten, dense<3>>;
+  auto check = []<class M>(M& m) {
+    constexpr auto& table = detail::parameter_table<typename M::layers, typename M::policy, typename M::plan>;
+    std::vector<variable_ref> params;
+    m.for_each_variable([&](const variable_ref& v) {
+      if (v.kind == role::parameter) params.push_back(v);
+    });
+    REQUIRE(table.size() == params.size());
+    for (std::size_t j = 0; j < table.size(); ++j) {
+      CHECK(table[j].layer == params[j].layer);
+      CHECK(table[j].name == params[j].name);
+      CHECK(table[j].offset == params[j].offset);
+      CHECK(table[j].bytes == params[j].extent * params[j].element_bytes);
+      CHECK(table[j].element_bytes == params[j].element_bytes);
+    }
+    // the last element of every buffer is found in it; one past the region in none
+    for (const variable_ref& v : params) {
+      variable_ref found{};
+      std::size_t element = 0;
+      REQUIRE(detail::find_parameter(m, v.offset / v.element_bytes + v.extent - 1, v.element_bytes, found, element));
+      CHECK(found.layer == v.layer);
+      CHECK(found.name == v.name);
+      CHECK(element == v.extent - 1);
+    }
+    variable_ref found{};
+    std::size_t element = 0;
+    CHECK_FALSE(detail::find_parameter(m, m.parameters().size(), sizeof(m.parameters()[0]), found, element));
+    // the plan's offsets of the roles that do not grow with the batch come from its table
+    // (net_plan::fixed_offsets): the sums of the blocks before, at any batch
+    using P = typename M::plan;
+    for (std::size_t r = 0; r < role_count; ++r)
+      for (std::size_t batch : {1, 5}) {
+        std::size_t sum = 0;
+        for (std::size_t i = 0; i <= M::layer_count; ++i) {
+          CHECK(P::offset(i, role(r), batch) == sum);
+          if (i < M::layer_count) sum += align_bytes(P::block_bytes(i, role(r), batch));
+        }
+      }
+  };
+  auto a = make_model<net>(1);
+  check(a);
+  auto b = make_model<bn_net>(1);
+  check(b);
+  auto c = make_model<net, double>(1);
+  check(c);
+}
+
+TEST_CASE("evaluate: a NaN in a bias that a relu hides is named by layer, buffer and element") {
+  const ds_t good = data_with(~std::size_t(0), 0);
+  auto m = make_model<net>(3);
+  m.parameters()[32 + 5] = qnan;  // after layer 1's kernel [4 x 8]: its bias [5]; relu(NaN) is 0
+  CHECK_THROWS_WITH_AS(evaluate(m, sparse_categorical_crossentropy{.from_logits = true}, good.batch(8)),
+                       doctest::Contains("(layer 1 'bias' [5]) is NaN"), numeric_error);
+}

@@ -240,6 +240,21 @@ struct net_plan<std::tuple<L...>, P> {
         std::is_same_v<C, variable> ? 0 : layer_role_bytes<precision::policy<C>>(L::buffers, role::parameter);
     return a;
   }()...}};
+  // fixed_offsets[i][r]: offset(i, r, batch) of the roles whose blocks do not grow with the batch
+  // (not per_sample), so that a run-time layer index (the model's variable_slot, block) reads one
+  // value instead of summing the blocks before it, unrolled over the layers in every caller.
+  static constexpr std::array<std::array<std::size_t, role_count>, layer_count + 1> fixed_offsets = [] {
+    std::array<std::array<std::size_t, role_count>, layer_count + 1> o{};
+    for (std::size_t i = 0; i < layer_count; ++i)
+      for (std::size_t k = 0; k < role_count; ++k) {
+        // unit_bytes' aliases: a gradient block is its parameter block's size
+        const std::size_t u = k == std::size_t(role::gradient)           ? std::size_t(role::parameter)
+                              : k == std::size_t(role::compute_gradient) ? std::size_t(role::compute_parameter)
+                                                                         : k;
+        o[i + 1][k] = o[i][k] + align_bytes(role_bytes[i][u]);
+      }
+    return o;
+  }();
   static constexpr std::size_t unit_bytes(std::size_t i, role r) {
     if (r == role::activation) return aliases[i] ? 0 : outs[i] * out_sizes[i];
     if (r == role::gradient) r = role::parameter;
@@ -259,6 +274,7 @@ struct net_plan<std::tuple<L...>, P> {
 
   // Byte offset of layer i's block inside the region of role r; each block starts 64-byte aligned.
   static constexpr std::size_t offset(std::size_t i, role r, std::size_t batch) {
+    if (!per_sample(r)) return fixed_offsets[i][std::size_t(r)];
     std::size_t o = 0;
     for (std::size_t j = 0; j < i; ++j) o += align_bytes(block_bytes(j, r, batch));
     return o;

@@ -32,10 +32,39 @@
 #include "../core/format.hpp"
 #include "../core/plan.hpp"
 #include "../core/precision.hpp"
+#include "../core/separate.hpp"
 #include "../core/shape.hpp"
-#include "../core/backend.hpp"
 
 namespace ctnn {
+
+namespace detail {
+// dropout's name, "dropout<" + rate + ">", and its training pass's messages: built once in the
+// compiled part (core/separate.hpp), not in every program that holds a dropout layer.
+CTNN_DECL std::string dropout_name(const std::string& rate)
+#if CTNN_DEFINITIONS
+{
+  return "dropout<" + rate + ">";
+}
+#else
+;
+#endif
+[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_dropout_no_generator(const char* who)
+#if CTNN_DEFINITIONS
+{
+  throw std::invalid_argument(std::string(who) + ": training needs a random generator (run_info::gen is null)");
+}
+#else
+;
+#endif
+[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_dropout_rate(const char* who, const std::invalid_argument& e)
+#if CTNN_DEFINITIONS
+{
+  throw std::invalid_argument(std::string(who) + ": " + e.what());
+}
+#else
+;
+#endif
+}  // namespace detail
 
 template <class Spec, Shape In, class P, class Backend>
 struct dropout_layer;
@@ -46,7 +75,7 @@ struct dropout {
   static_assert(Rate >= 0 && Rate < 1, "dropout: the rate must be in [0, 1)");
   using is_layer_spec = void;
   static constexpr auto rate = Rate;
-  static constexpr std::string name() { return "dropout<" + detail::format_number(Rate) + ">"; }
+  static constexpr std::string name() { return detail::dropout_name(detail::format_number(Rate)); }
 
   template <Shape In, class P, class Backend>
   using bind = dropout_layer<dropout, In, precision::policy_of_t<P>, Backend>;
@@ -60,11 +89,11 @@ namespace detail {
 template <class B, class T, class R>
 void dropout_forward(T* mask, const T* x, T* y, std::size_t n, R rate, const run_info& r, const char* who) {
   if (!r.training) return ops<B>::copy(x, y, n);
-  if (!r.gen) throw std::invalid_argument(std::string(who) + ": training needs a random generator (run_info::gen is null)");
+  if (!r.gen) throw_dropout_no_generator(who);
   try {
     ops<B>::dropout_forward(x, y, mask, n, rate, *r.gen);
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string(who) + ": " + e.what());
+    throw_dropout_rate(who, e);
   }
 }
 

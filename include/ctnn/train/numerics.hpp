@@ -10,11 +10,14 @@
 // loss still stops training at the step that took it in. check_loss_finite(l,
 // where) does the same for a loss value (evaluate, validation).
 #pragma once
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <type_traits>
 
 #include "../core/errors.hpp"
@@ -99,24 +102,97 @@ auto host_span_of(M& m) {
   }
 }
 
-// The variable holding parameter element i (throws when none does); one instance per
-// model, whatever the caller's where.
+// One parameter buffer of a model, where find_parameter looks: its layer, its name, its bytes'
+// offset inside the parameter region and their count, its element size.
+struct parameter_entry {
+  std::size_t layer = 0;
+  std::string_view name{};
+  std::size_t offset = 0, bytes = 0, element_bytes = 0;
+};
+// The parameter buffers of the bound layers Layers (a std::tuple) that Plan lays out under
+// Policy, layer by layer in declaration order (for_each_variable's parameters): a constant
+// table, so a model's find_parameter is one call of find_parameter_in (no walk of its layers
+// instantiated in the program).
+template <std::size_t N>
+constexpr std::size_t count_of_kind(const std::array<buffer, N>& bs, role r) {
+  std::size_t c = 0;
+  for (const buffer& b : bs) c += b.kind == r;
+  return c;
+}
+template <class Layers, class Policy, class Plan>
+constexpr auto parameter_entries() {
+  return []<class... L>(std::tuple<L...>*) {
+    constexpr std::size_t n = (std::size_t{0} + ... + count_of_kind(L::buffers, role::parameter));
+    std::array<parameter_entry, n> out{};
+    std::size_t i = 0, k = 0;
+    auto one = [&]<class Layer>(Layer*) {
+      for (std::size_t b = 0; b < Layer::buffers.size(); ++b) {
+        const buffer& d = Layer::buffers[b];
+        if (d.kind != role::parameter) continue;
+        const std::size_t eb = elem_bytes<Policy>(d.type);
+        out[i++] = {k, d.name, Plan::offset(k, role::parameter, 1) + buffer_offset<Policy>(Layer::buffers, b),
+                    d.extent * eb, eb};
+      }
+      ++k;
+    };
+    (one(static_cast<L*>(nullptr)), ...);
+    return out;
+  }(static_cast<Layers*>(nullptr));
+}
+template <class Layers, class Policy, class Plan>
+inline constexpr auto parameter_table = parameter_entries<Layers, Policy, Plan>();
+
+// The entry of table[0..n) holding parameter byte `byte`: its layer and name into found, the
+// element's index inside it into element; false when none does.
+[[gnu::cold]] CTNN_DECL bool find_parameter_in(const parameter_entry* table, std::size_t n, std::size_t byte,
+                                               variable_ref& found, std::size_t& element)
+#if CTNN_DEFINITIONS
+{
+  for (std::size_t j = 0; j < n; ++j) {
+    const parameter_entry& v = table[j];
+    if (byte >= v.offset && byte < v.offset + v.bytes) {
+      found.layer = v.layer;
+      found.name = v.name;
+      element = (byte - v.offset) / v.element_bytes;
+      return true;
+    }
+  }
+  return false;
+}
+#else
+;
+#endif
+
+// The variable holding parameter element i (false when none does); one instance per
+// model, whatever the caller's where. A model (train/model.hpp) looks in its constant table
+// of parameter buffers; another type that walks its variables (for_each_variable) is walked.
 template <class M>
 [[gnu::cold, gnu::noinline]] bool find_parameter(M& m, std::size_t i, std::size_t element_bytes, variable_ref& found,
                                                  std::size_t& element) {
-  bool named = false;
-  if constexpr (requires { m.for_each_variable([](const auto&) {}); }) {
-    const std::size_t byte = i * element_bytes;
-    m.for_each_variable([&](const auto& v) {
-      if (v.kind == role::parameter && byte >= v.offset && byte < v.offset + v.extent * v.element_bytes) {
-        found.layer = v.layer;
-        found.name = v.name;
-        named = true;
-        element = (byte - v.offset) / v.element_bytes;
-      }
-    });
+  using X = std::remove_cvref_t<M>;
+  if constexpr (requires {
+                  typename X::layers;
+                  typename X::policy;
+                  typename X::plan;
+                  X::plan::offset(std::size_t{}, role::parameter, std::size_t{});
+                }) {
+    constexpr auto& table = parameter_table<typename X::layers, typename X::policy, typename X::plan>;
+    return find_parameter_in(table.data(), table.size(), i * element_bytes, found, element);
+  } else {
+    bool named = false;
+    if constexpr (requires { m.for_each_variable([](const auto&) {}); }) {
+      const std::size_t byte = i * element_bytes;
+      m.for_each_variable([&](const auto& v) {
+        if (v.kind == role::parameter && byte >= v.offset && byte < v.offset + v.extent * v.element_bytes) {
+          found.layer = v.layer;
+          found.name = v.name;
+          named = true;
+          element = (byte - v.offset) / v.element_bytes;
+        }
+      });
+    }
+    return named;
   }
-  return named;
 }
 
 template <class M, class Where>

@@ -269,9 +269,17 @@ void batch_norm_backward_cross_replica(const T* x, const T* dy, T* dx, const T* 
 }
 
 // A rate outside [0, 1) throws std::invalid_argument ("the dropout rate must be in [0, 1), got r").
+// (The message is built once, in the compiled part: core/separate.hpp.)
+[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_dropout_rate_range(double rate)
+#if CTNN_DEFINITIONS
+{
+  throw std::invalid_argument("the dropout rate must be in [0, 1), got " + ctnn::detail::format_number(rate));
+}
+#else
+;
+#endif
 inline void check_dropout_rate(double rate) {
-  if (!(rate >= 0 && rate < 1))
-    throw std::invalid_argument("the dropout rate must be in [0, 1), got " + ctnn::detail::format_number(rate));
+  if (!(rate >= 0 && rate < 1)) throw_dropout_rate_range(rate);
 }
 
 // Each of n values gets one uniform draw u from gen, in order: mask = 1 / (1 - rate) when
