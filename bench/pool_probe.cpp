@@ -24,6 +24,8 @@
 // pool_probe (-DCTNN_BUILD_BENCHMARKS=ON); run pinned to two cores: `taskset -c 0,1`.
 #include <ctnn/ctnn.hpp>
 
+#include "bench_nets.hpp"
+
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <sched.h>
@@ -42,13 +44,8 @@
 
 namespace {
 
-using mlp = ctnn::sequential<ctnn::input<28, 28>, ctnn::flatten, ctnn::dense<256, ctnn::relu>,
-                             ctnn::dense<128, ctnn::relu>, ctnn::dense<10>>;
-using cnn = ctnn::sequential<ctnn::input<28, 28>, ctnn::conv2d<32, 3, 3, 1, ctnn::padding::valid, ctnn::relu>,
-                             ctnn::max_pool2d<2>, ctnn::batch_norm,
-                             ctnn::conv2d<64, 3, 3, 1, ctnn::padding::valid, ctnn::relu>, ctnn::max_pool2d<2>,
-                             ctnn::batch_norm, ctnn::flatten, ctnn::dense<128, ctnn::relu>, ctnn::dropout<0.5f>,
-                             ctnn::dense<10>>;
+using ctnn_bench::cnn;
+using ctnn_bench::mlp;
 
 using pool_t = ctnn::kernels::cpu::thread_pool;
 
