@@ -122,7 +122,13 @@ constexpr std::size_t count_of_kind(const std::array<buffer, N>& bs, role r) {
 template <class Layers, class Policy, class Plan>
 constexpr auto parameter_entries() {
   return []<class... L>(std::tuple<L...>*) {
-    constexpr std::size_t n = (std::size_t{0} + ... + count_of_kind(L::buffers, role::parameter));
+    // (array expansions, not fold expressions: clang limits a fold to 256 operands, a network to none)
+    constexpr std::array<std::size_t, sizeof...(L)> counts{count_of_kind(L::buffers, role::parameter)...};
+    constexpr std::size_t n = [](std::array<std::size_t, sizeof...(L)> a) {
+      std::size_t s = 0;
+      for (const std::size_t c : a) s += c;
+      return s;
+    }(counts);
     std::array<parameter_entry, n> out{};
     std::size_t i = 0, k = 0;
     auto one = [&]<class Layer>(Layer*) {
@@ -135,7 +141,7 @@ constexpr auto parameter_entries() {
       }
       ++k;
     };
-    (one(static_cast<L*>(nullptr)), ...);
+    [[maybe_unused]] const int in_order[] = {0, (one(static_cast<L*>(nullptr)), 0)...};
     return out;
   }(static_cast<Layers*>(nullptr));
 }
