@@ -72,10 +72,10 @@
   CTNN_DETAIL_MICRO(X, A, (blocking<float, A>::MR), 2, false, E)                                              \
   X void packed_product<A, 1, float, E>(std::size_t, std::size_t, std::size_t, const float*, std::size_t,     \
                                         const float*, float*, std::size_t, const float*, const E&, bool,      \
-                                        thread_pool&);                                                        \
+                                        thread_pool&, bool);                                                  \
   X void packed_product<A, 2, float, E>(std::size_t, std::size_t, std::size_t, const float*, std::size_t,     \
                                         const float*, float*, std::size_t, const float*, const E&, bool,      \
-                                        thread_pool&);
+                                        thread_pool&, bool);
 // The narrow weight gradient's micro-kernels (narrow_weights_gradient<A, N>: N rows below a vector's
 // lanes, 16 floats at most; on narrower vectors the longer ones are compiled and never called).
 #define CTNN_DETAIL_NARROW(X, A, N) \

@@ -206,10 +206,11 @@ void pack_panels(std::size_t K, std::size_t N, strided<T> b, T* bp) {
 }
 // C[M, N] = e(A B + bias), A row-major (row stride lda), B as pack_panels wrote it: the
 // blocked mode's tiles, K blocks and summation order (bias, then p = 0, 1, ...), each
-// output in one task (results do not depend on the thread count).
+// output in one task (results do not depend on the thread count). accumulate: C += A B
+// instead (each tile starts from C; no bias).
 template <class Arch, std::size_t NV, class T, class E>
 void packed_product(std::size_t M, std::size_t N, std::size_t K, const T* a, std::size_t lda, const T* bp, T* c,
-                    std::size_t ldc, const T* bias, const E& e, bool act, thread_pool& pool) {
+                    std::size_t ldc, const T* bias, const E& e, bool act, thread_pool& pool, bool accumulate = false) {
   using blk = blocking<T, Arch>;
   constexpr std::size_t MR = blk::MR, NR = NV * blk::L, MC = 4 * MR;
   const std::size_t k_blocks = K <= block_k_max(blk::target) ? 1 : (K + block_k - 1) / block_k;
@@ -226,7 +227,7 @@ void packed_product(std::size_t M, std::size_t N, std::size_t K, const T* a, std
         const std::size_t nr = std::min(NR, N - j0);
         for (std::size_t i0 = i_lo; i0 < i_hi; i0 += MR)
           micro_rows<Arch, NV, false>(kc, a + i0 * lda + p0, lda, panel, NR, c + i0 * ldc + j0, ldc,
-                                      std::min(MR, M - i0), nr, bias ? bias + j0 : nullptr, p0 == 0, e,
+                                      std::min(MR, M - i0), nr, bias ? bias + j0 : nullptr, p0 == 0 && !accumulate, e,
                                       act && p0 + kc == K);
       }
     }
@@ -286,22 +287,10 @@ constexpr std::size_t packed_k_block(std::size_t k) {
 template <std::size_t K, std::size_t N, class Arch = default_arch, class T>
 void dense_backward_input_packed_add(const T* dy, const T* w, const T* packed, T* dx, std::size_t m) {
   if constexpr (simd_v<T, Arch>) {
-    if (m >= packed_rows) {
-      using blk = simd::blocking<T, Arch>;
-      constexpr std::size_t NV = packed_panel_vectors<T, Arch>(K), MR = blk::MR, NR = NV * blk::L, MC = 4 * MR;
-      constexpr std::size_t kb = packed_k_block<T, Arch>(N);
-      auto task = [&](std::size_t t) {
-        const std::size_t i_lo = t * MC, i_hi = std::min(m, i_lo + MC);
-        for (std::size_t p0 = 0; p0 < N; p0 += kb)
-          for (std::size_t j0 = 0; j0 < K; j0 += NR)
-            for (std::size_t i0 = i_lo; i0 < i_hi; i0 += MR)
-              simd::micro_rows<Arch, NV, false>(std::min(kb, N - p0), dy + i0 * N + p0, N, packed + j0 * N + p0 * NR, NR,
-                                                dx + i0 * K + j0, K, std::min(MR, i_hi - i0), std::min(NR, K - j0),
-                                                static_cast<const T*>(nullptr), false, fn::relu_fn{}, false);
-      };
-      thread_pool& pool = thread_pool::global();
-      return pool.run((m + MC - 1) / MC, task, m * N * K >= simd::parallel_threshold && pool.size() > 1);
-    }
+    if (m >= packed_rows)
+      return simd::packed_product<Arch, packed_panel_vectors<T, Arch>(K)>(m, K, N, dy, N, packed, dx, K,
+                                                                          static_cast<const T*>(nullptr), fn::relu_fn{},
+                                                                          false, thread_pool::global(), true);
   }
   for (std::size_t i = 0; i < m; ++i)
     for (std::size_t k = 0; k < K; ++k) {
