@@ -7,19 +7,16 @@
 //   fit_run mlp|cnn [samples=1024]
 #include <ctnn/ctnn.hpp>
 
+#include "../bench_nets.hpp"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
-using mlp = ctnn::sequential<ctnn::input<28, 28>, ctnn::flatten, ctnn::dense<256, ctnn::relu>,
-                             ctnn::dense<128, ctnn::relu>, ctnn::dense<10>>;
-using cnn = ctnn::sequential<ctnn::input<28, 28>, ctnn::conv2d<32, 3, 3, 1, ctnn::padding::valid, ctnn::relu>,
-                             ctnn::max_pool2d<2>, ctnn::batch_norm,
-                             ctnn::conv2d<64, 3, 3, 1, ctnn::padding::valid, ctnn::relu>, ctnn::max_pool2d<2>,
-                             ctnn::batch_norm, ctnn::flatten, ctnn::dense<128, ctnn::relu>, ctnn::dropout<0.5f>,
-                             ctnn::dense<10>>;
+using ctnn_bench::cnn;  // bench_nets.hpp: the benchmarks' networks
+using ctnn_bench::mlp;
 
 template <class Net>
 double run(std::size_t n) {

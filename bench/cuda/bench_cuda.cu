@@ -16,6 +16,8 @@
 //          batch 1 and 1024 (float32 and float16) through the same path
 #include <ctnn/backends/cuda/cuda.cuh>
 
+#include "../bench_nets.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -98,13 +100,8 @@ void gemms() {
   gemm<T, 4096, 4096>(4096);
 }
 
-using mlp = ctnn::sequential<ctnn::input<28, 28>, ctnn::flatten, ctnn::dense<256, ctnn::relu>,
-                             ctnn::dense<128, ctnn::relu>, ctnn::dense<10>>;
-using cnn = ctnn::sequential<ctnn::input<28, 28>, ctnn::conv2d<32, 3, 3, 1, ctnn::padding::valid, ctnn::relu>,
-                             ctnn::max_pool2d<2>, ctnn::batch_norm,
-                             ctnn::conv2d<64, 3, 3, 1, ctnn::padding::valid, ctnn::relu>, ctnn::max_pool2d<2>,
-                             ctnn::batch_norm, ctnn::flatten, ctnn::dense<128, ctnn::relu>, ctnn::dropout<0.5f>,
-                             ctnn::dense<10>>;
+using ctnn_bench::cnn;  // bench_nets.hpp: the benchmarks' networks
+using ctnn_bench::mlp;
 
 auto synthetic(std::size_t n) {
   std::mt19937 g(7);
