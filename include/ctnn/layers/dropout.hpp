@@ -75,7 +75,7 @@ struct dropout {
   static_assert(Rate >= 0 && Rate < 1, "dropout: the rate must be in [0, 1)");
   using is_layer_spec = void;
   static constexpr auto rate = Rate;
-  static constexpr std::string name() { return detail::dropout_name(detail::format_number(Rate)); }
+  static std::string name() { return detail::dropout_name(detail::format_number(Rate)); }
 
   template <Shape In, class P, class Backend>
   using bind = dropout_layer<dropout, In, precision::policy_of_t<P>, Backend>;
