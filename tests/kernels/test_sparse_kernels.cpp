@@ -218,4 +218,123 @@ TEST_CASE("sparse_kernels decode: each layout's decoded weights are the kernel i
                                                                     false);
                         });
   }
+  SUBCASE("nm 2:4, the vector decode and gather (whole blocks of 16 units and values, and partial ones)") {
+    constexpr std::size_t K2 = 72, N2 = 40;
+    kernel_and_mask<K2, N2>(w, keep, true);
+    std::vector<float> values(kernels::cpu::nm::capacity(K2, N2, 2, 4));
+    std::vector<std::uint8_t> meta(kernels::cpu::nm::meta_bytes(K2, N2, 2, 4));
+    kernels::cpu::nm::pack<2, 4>(w.data(), keep.data(), K2, N2, values.data(), meta.data());
+    check_decoded<K2, N2>(kernels::nm_index<2, 4>{meta.data()}, values, w, keep,
+                          [&](const float* x, const float* b, float* y, std::size_t batch) {
+                            kernels::cpu::nm::forward_reference<2, 4>(x, values.data(), meta.data(), b, y, batch, K2,
+                                                                      N2, false);
+                          });
+  }
+}
+
+// Where the N:M decode and gather run their vector paths (float; Nk dividing the lanes).
+#if defined(__AVX512F__)
+static_assert(kernels::cpu::nm::simd_decode_v<xsimd::avx512bw, float, 2> &&
+              kernels::cpu::nm::simd_decode_v<xsimd::avx512f, float, 4> &&
+              !kernels::cpu::nm::simd_decode_v<xsimd::avx512bw, float, 3>);
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+static_assert(kernels::cpu::nm::simd_decode_v<xsimd::fma3<xsimd::avx2>, float, 2> &&
+              kernels::cpu::nm::simd_decode_v<xsimd::avx2, float, 8> &&
+              !kernels::cpu::nm::simd_decode_v<xsimd::avx2, float, 3>);
+#endif
+#if defined(__AVX512F__)
+static_assert(kernels::cpu::nm::fused_gradient_v<xsimd::avx512bw, float, 2, 4> &&
+              kernels::cpu::nm::fused_gradient_v<xsimd::avx512bw, float, 1, 16> &&
+              !kernels::cpu::nm::fused_gradient_v<xsimd::avx512bw, float, 1, 32>);
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+static_assert(kernels::cpu::nm::fused_gradient_v<xsimd::fma3<xsimd::avx2>, float, 2, 4> &&
+              kernels::cpu::nm::fused_gradient_v<xsimd::avx2, float, 4, 8> &&
+              !kernels::cpu::nm::fused_gradient_v<xsimd::avx2, float, 1, 16>);
+#endif
+static_assert(!kernels::cpu::nm::fused_gradient_v<xsimd::sse2, float, 2, 4>);
+static_assert(!kernels::cpu::nm::simd_decode_v<xsimd::sse2, float, 2> &&
+              !kernels::cpu::nm::simd_decode_v<xsimd::fma3<xsimd::avx2>, double, 2>);
+
+namespace {
+// N:M decode and gather (the training side's vector paths, sparse_nm.hpp decode_simd / gather_simd)
+// against their scalar references on every architecture: a pseudo-random Nk:M mask (some groups keep
+// fewer than Nk: padded with zero weights), K and N leaving partial blocks of values and units.
+template <std::size_t Nk, std::size_t M, std::size_t K, std::size_t N>
+void check_nm_decode_gather() {
+  std::vector<float> w(K * N);
+  std::vector<std::uint8_t> keep(K * N, 0);
+  std::uint32_t s = 12345u + std::uint32_t(Nk * 100 + M);
+  auto next = [&] { return s = s * 1664525u + 1013904223u; };
+  for (auto& v : w) v = float(int(next() >> 20 & 255u) - 128) / 64.0f;
+  for (std::size_t g = 0; g < K / M; ++g)
+    for (std::size_t j = 0; j < N; ++j) {
+      const std::size_t want = (next() >> 24) % 5 == 0 ? Nk - 1 : Nk;  // one group in 5 keeps fewer
+      for (std::size_t c = 0; c < want;) {
+        const std::size_t i = (next() >> 16) % M;
+        if (!keep[(g * M + i) * N + j]) keep[(g * M + i) * N + j] = 1, ++c;
+      }
+    }
+  std::vector<float> values(kernels::cpu::nm::capacity(K, N, Nk, M) + 3);  // 3 past the capacity: gather's fill
+  std::vector<std::uint8_t> meta(kernels::cpu::nm::meta_bytes(K, N, Nk, M));
+  kernels::cpu::nm::pack<Nk, M>(w.data(), keep.data(), K, N, values.data(), meta.data());
+  const std::size_t cap = kernels::cpu::nm::capacity(K, N, Nk, M);
+  for (std::size_t p = cap; p < values.size(); ++p) values[p] = 0.0f;
+  const kernels::nm_index<Nk, M> ix{meta.data()};
+  // the references: decode gives w masked, gather gives the values back
+  std::vector<float> want(K * N, 7.0f), dense(K * N);
+  kernels::cpu::nm::decode_reference<K, N, Nk, M>(meta.data(), values.data(), want.data(), 0, K / M, 0, N);
+  for (std::size_t i = 0; i < K * N; ++i) CHECK(want[i] == (keep[i] ? w[i] : 0.0f));
+  for (std::size_t i = 0; i < K * N; ++i) dense[i] = float(int(i % 29) - 14) * 0.5f;  // a gradient-like matrix
+  std::vector<float> gathered(values.size(), 7.0f);
+  kernels::cpu::nm::gather_reference<K, N, Nk, M>(meta.data(), dense.data(), gathered.data(), 0, K / M, 0, N);
+  auto run = [&]<class Arch>(Arch, const char*) {
+    std::vector<float> d(K * N, 7.0f), back(values.size(), 7.0f), g(values.size(), 7.0f);
+    ops<cpu<Arch>>::template sparse_dense_decode<K, N>(ix, values.data(), d.data());
+    CHECK(d == want);
+    ops<cpu<Arch>>::template sparse_dense_gather<K, N>(ix, d.data(), back.data(), back.size());
+    CHECK(back == values);
+    ops<cpu<Arch>>::template sparse_dense_gather<K, N>(ix, dense.data(), g.data(), g.size());
+    for (std::size_t p = 0; p < cap; ++p) CHECK(g[p] == gathered[p]);
+    for (std::size_t p = cap; p < g.size(); ++p) CHECK(g[p] == 0.0f);
+  };
+  CHECK(test::for_each_arch("nm decode and gather", run) >= 1);
+  // the values' gradient straight from x and dz (sparse_dense_weights_gradient, where
+  // fused_weights_gradient_v: no dense dW) against the scalar backward's, 0 past the capacity
+  for (std::size_t batch : {1, 3, 16}) {
+    std::vector<float> x(batch * K), dz(batch * N), dv_want(values.size()), db_want(N);
+    for (auto& v : x) v = float(int(next() >> 20 & 63u) - 32) / 16.0f;
+    for (auto& v : dz) v = float(int(next() >> 20 & 63u) - 32) / 32.0f;
+    kernels::cpu::nm::backward_reference<Nk, M>(x.data(), dz.data(), values.data(), meta.data(), dv_want.data(),
+                                                db_want.data(), static_cast<float*>(nullptr), batch, K, N);
+    int fused = 0;
+    auto grad = [&]<class Arch>(Arch, const char*) {
+      if constexpr (kernels::cpu::fused_weights_gradient_v<kernels::nm_index<Nk, M>, K, N, Arch, float>) {
+        ++fused;
+        std::vector<float> dv(values.size(), 7.0f), db(N, 7.0f);
+        ops<cpu<Arch>>::template sparse_dense_weights_gradient<K, N>(ix, x.data(), dz.data(), dv.data(), db.data(),
+                                                                     dv.size(), batch);
+        for (std::size_t p = 0; p < cap; ++p) CHECK(dv[p] == doctest::Approx(dv_want[p]).epsilon(1e-5));
+        for (std::size_t p = cap; p < dv.size(); ++p) CHECK(dv[p] == 0.0f);
+        for (std::size_t j = 0; j < N; ++j) CHECK(db[j] == doctest::Approx(db_want[j]).epsilon(1e-5));
+      }
+    };
+    CHECK(test::for_each_arch("nm values' gradient without dW", grad) >= 1);
+    MESSAGE(Nk << ":" << M << " " << K << " x " << N << ": the fused values' gradient ran on " << fused << " architectures");
+  }
+}
+}  // namespace
+
+TEST_CASE("sparse_kernels nm: decode and gather equal their scalar references on every architecture (2:4, 1:4, "
+          "1:2, 2:8, 4:8, 3:4; partial blocks of values and units)") {
+  // 2:4 as the benchmarks' 784 x 256 (U = 392: 24 blocks of 16 values, 8 left) and 256 x 128 (whole blocks)
+  check_nm_decode_gather<2, 4, 784, 256>();
+  check_nm_decode_gather<2, 4, 256, 128>();
+  check_nm_decode_gather<2, 4, 72, 40>();  // U = 36, N = 40: a partial block of units on AVX-512
+  check_nm_decode_gather<1, 4, 72, 40>();
+  check_nm_decode_gather<1, 2, 36, 24>();
+  check_nm_decode_gather<2, 8, 144, 24>();  // 3-bit codes, straddling bytes
+  check_nm_decode_gather<4, 8, 144, 17>();
+  check_nm_decode_gather<3, 4, 48, 16>();  // 3 divides no lane count: the references
 }

@@ -159,3 +159,35 @@ TEST_CASE("sparse_dense_nm: finite-difference gradients") {
   o.derived = false;
   CHECK(gradcheck::check_layer<sparse_dense_nm<8, 20, 2, 4, ctnn::tanh>, shape<8>>(o) < 1e-6);
 }
+
+TEST_CASE("sparse_dense_nm: a training step over decoded weights (the values' gradient without the dense dW on "
+          "AVX-512 and AVX2) equals the undecoded layer's step (the layout's scalar backward)") {
+  // 72 inputs: 2 blocks of 16 values a unit and 4 values past them on AVX-512; 40 units: a partial block
+  using dec = sequential<input<72>, sparse_dense_nm<72, 40, 2, 4, relu>, dense<3>>;
+  using und = sequential<input<72>, undecoded<sparse_dense_nm<72, 40, 2, 4, relu>>, dense<3>>;
+  static_assert(dec::memory_plan(1).derived > 0 && und::memory_plan(1).derived == 0);
+  auto a = make_model<dec>(3);
+  auto b = make_model<und>(4);
+  copy_variables(a, b);
+  rng g(21);
+  for (std::size_t batch : {1, 16, 21}) {
+    std::vector<float> x(batch * 72), y(batch * 3);
+    fill_uniform(x, g);
+    fill_uniform(y, g);
+    sgd opt_a{0.1}, opt_b{0.1};
+    train_step sa(a, mean_squared_error{}, opt_a);
+    train_step sb(b, mean_squared_error{}, opt_b);
+    sa.run(x.data(), y.data(), batch, 0, 0);
+    sb.run(x.data(), y.data(), batch, 0, 0);
+    std::vector<float> va, vb;
+    a.for_each_variable([&](const variable_ref& v) {
+      if (v.kind == role::parameter) va.insert(va.end(), (const float*)v.data, (const float*)v.data + v.extent);
+    });
+    b.for_each_variable([&](const variable_ref& v) {
+      if (v.kind == role::parameter) vb.insert(vb.end(), (const float*)v.data, (const float*)v.data + v.extent);
+    });
+    REQUIRE(va.size() == vb.size());
+    for (std::size_t i = 0; i < va.size(); ++i) CHECK(va[i] == doctest::Approx(vb[i]).epsilon(1e-5));
+    copy_variables(a, b);  // the next batch from the same weights
+  }
+}

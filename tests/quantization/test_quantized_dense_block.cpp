@@ -337,6 +337,49 @@ TEST_CASE("block-pruned, stripped, then quantized: the int8 model predicts as th
   CHECK(right_q + 8 >= right_f);
 }
 
+TEST_CASE("a layer stripped with layout::undecoded<block<R, C>> quantizes as the decoded one: the same types, "
+          "the same int8 outputs") {
+  // the undecoded layers (no decoded buffers) have the block layers' variables: quantize_full_integer,
+  // quantize_dynamic and convert_qat read the same values and index, and make the same int8 network
+  using undecoded_net = sequential<input<40>, undecoded<sparse_dense_block<40, 32, 320, 1, 16, relu>>, dropout<0.1f>,
+                                   undecoded<sparse_dense_block<32, 16, 64, 4, 4, relu>>, dense<5>>;
+  static_assert(std::is_same_v<quantized_t<undecoded_net>, quantized_t<block_net>>);
+  static_assert(std::is_same_v<quantized_t<undecoded_net, quantization::dynamic_range>,
+                               quantized_t<block_net, quantization::dynamic_range>>);
+  static_assert(undecoded_net::memory_plan(16).derived == 0);
+  const auto b = make_model<block_net>(7);
+  const auto u = copy_into<undecoded_net, cpu<>>(b);
+  const auto cal = inputs(200, 5), x = inputs(64, 6);
+  auto fb = quantize_full_integer(b, cal.data(), 200), fu = quantize_full_integer(u, cal.data(), 200);
+  auto db = quantize_dynamic(b), du = quantize_dynamic(u);
+  static_assert(std::is_same_v<decltype(fb), decltype(fu)> && std::is_same_v<decltype(db), decltype(du)>);
+  for (std::size_t n : {1, 5, 64}) {
+    CHECK(fu.predict(x.data(), n) == fb.predict(x.data(), n));
+    CHECK(du.predict(x.data(), n) == db.predict(x.data(), n));
+  }
+  // stripped by strip_pruning<layout::undecoded<layout::block<R, C>>> from a pruned model, then
+  // convert_qat(q, stripped) with a QAT model's ranges: as the decoded strip
+  using S = constant_sparsity<0.75>;
+  using pruned = sequential<input<40>, prune_low_magnitude<dense<32, relu>, S, block<4, 16>>, dense<5>>;
+  auto m = make_model<pruned>(3);
+  std::vector<float> y(64 * 5);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = float(i % 5 == i / 5 % 5);
+  sgd opt{0.05};
+  fit(m, mean_squared_error{}, opt, data::in_memory<shape<40>, dense_targets<shape<5>>>(x, y).batch(16), epochs{1},
+      update_pruning_step{});
+  const auto sd = strip_pruning<layout::block<4, 16>>(m);
+  const auto su = strip_pruning<layout::undecoded<layout::block<4, 16>>>(m);
+  static_assert(!std::is_same_v<decltype(sd)::network, decltype(su)::network>);  // undecoded<sparse_dense_block<...>>
+  auto qd = quantize_full_integer(sd, cal.data(), 200), qu = quantize_full_integer(su, cal.data(), 200);
+  static_assert(std::is_same_v<decltype(qd), decltype(qu)>);
+  for (std::size_t n : {1, 64}) CHECK(qu.predict(x.data(), n) == qd.predict(x.data(), n));
+  using plain = sequential<input<40>, dense<32, relu>, dense<5>>;
+  const auto q = quantize_model(strip_pruning_to<plain>(m));
+  auto cd = convert_qat(q, sd), cu = convert_qat(q, su);
+  static_assert(std::is_same_v<decltype(cd), decltype(cu)>);
+  for (std::size_t n : {1, 64}) CHECK(cu.predict(x.data(), n) == cd.predict(x.data(), n));
+}
+
 TEST_CASE("quantized_dense_block: backward is refused") {
   auto q = make_model<quantized_t<block_net>>(1);
   using L = std::tuple_element_t<0, decltype(q)::layers>;

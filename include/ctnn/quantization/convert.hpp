@@ -10,7 +10,11 @@
 // activation) or else the dense or conv2d after it first (quantization/fold.hpp: quantized_t<Net> is that
 // of fold_t<Net>, and quantize_dynamic / quantize_full_integer convert fold_batch_norm(m)); any
 // other layer is a compile error ("has no int8 kernel"). Regularizers and initializers are
-// dropped.
+// dropped. A stripped sparse_dense_block<K, N, NNZ, R, C, Act> becomes quantized_dense_block<K, N,
+// NNZ, R, C, Act, Scheme>, also wrapped in undecoded<...> (layout::undecoded<layout::block<R, C>>: the
+// same variables); the other stripped layouts (bitmap, csc, rows, nm; decoded or not) have no int8
+// kernel: a compile error whose first line names the layer ("layer 2 (undecoded<sparse_dense>, 784 x
+// 256): quantize: this stripped layout has no int8 kernel; ...").
 //   quantize_dynamic(m)                      int8 weights per output channel, float activations
 //                                            (each input row quantized on the fly): no data needed
 //   quantize_full_integer(m, x, n, opts)     also int8 activations, per tensor, their ranges
@@ -102,10 +106,10 @@ constexpr bool is_average_pool() {
 }
 template <class Scheme, class Spec, class Bound>
 struct quant_spec {
-  static constexpr bool passes = std::is_same_v<typename Bound::kind, layer_kind::reshape> ||
-                                 std::is_same_v<typename Bound::kind, layer_kind::dropout> || is_max_pool<Bound>() ||
+  static constexpr bool passes = std::is_same_v<kind_t<Bound>, layer_kind::reshape> ||
+                                 std::is_same_v<kind_t<Bound>, layer_kind::dropout> || is_max_pool<Bound>() ||
                                  is_average_pool<Bound>() ||
-                                 std::is_same_v<typename Bound::kind, layer_kind::global_average_pool>;
+                                 std::is_same_v<kind_t<Bound>, layer_kind::global_average_pool>;
   static_assert(passes, "quantize: a layer of this network has no int8 kernel (quantized: dense, conv2d, "
                         "sparse_dense_block; kept: flatten, reshape, dropout, max_pool2d, average_pool2d, "
                         "global_average_pool; "
@@ -126,6 +130,48 @@ template <class Scheme, std::size_t F, std::size_t KH, std::size_t KW, std::size
 struct quant_spec<Scheme, conv2d<F, KH, KW, S, Pad, Act, R, I>, Bound> {
   using type = quantized_conv2d<F, KH, KW, S, Pad, Act, Scheme>;
 };
+// A stripped layer that never decodes (undecoded<Spec>, layers/sparse_dense.hpp: layout::undecoded<L>)
+// converts as Spec: the same variables and files, and the int8 layer keeps no decoded weights either way.
+template <class Scheme, class Spec, class Bound>
+struct quant_spec<Scheme, undecoded<Spec>, Bound> : quant_spec<Scheme, Spec, Bound> {};
+
+// A stripped layer (a spec of K inputs, N units and NNZ stored weights) other than block<R, C>: no
+// int8 kernel; quantized<> refuses it first, naming it (no_int8_text).
+template <class Spec>
+struct stripped_spec {
+  static constexpr bool value = false;
+};
+template <class Spec>
+  requires requires { Spec::inputs; Spec::units; Spec::nnz; }
+struct stripped_spec<Spec> {
+  static constexpr bool value = true;
+  static constexpr bool undecoded = ctnn::detail::opts_out_of_decoding<Spec>;
+  static constexpr const char* name() {
+    if constexpr (requires { Spec::spec_name; })
+      return Spec::spec_name;
+    else if constexpr (requires { Spec::group; })
+      return "sparse_dense_nm";
+    else
+      return "a stripped layer";
+  }
+};
+template <class Spec>
+inline constexpr bool is_block_spec_v = false;
+template <std::size_t K, std::size_t N, std::size_t NNZ, std::size_t R, std::size_t C, class Act>
+inline constexpr bool is_block_spec_v<sparse_dense_block<K, N, NNZ, R, C, Act>> = true;
+template <class Spec>
+inline constexpr bool is_block_spec_v<undecoded<Spec>> = is_block_spec_v<Spec>;
+template <std::size_t Pos, class Spec>
+constexpr diag::message no_int8_text() {
+  using S = stripped_spec<Spec>;
+  diag::message m;
+  if constexpr (S::value)  // (instantiated for every layer: diag::require names it)
+    m << "layer " << Pos << " (" << (S::undecoded ? "undecoded<" : "") << S::name() << (S::undecoded ? ">" : "")
+      << ", " << Spec::inputs << " x " << Spec::units << "): quantize: this stripped layout has no int8 kernel; "
+      << "quantize the model before stripping it, or strip it to layout::block<R, C> (or "
+      << "layout::undecoded<layout::block<R, C>>), which becomes quantized_dense_block";
+  return m;
+}
 
 // The int8 chain: whether a converted spec is a full-integer layer, and that spec with its
 // int8_io<In8, Out8> (any other spec unchanged).
@@ -258,8 +304,17 @@ struct quantized<sequential<In, Ls...>, Scheme> {
   template <std::size_t... I>
   static auto make(std::index_sequence<I...>)
       -> sequential<In, typename quant_spec<Scheme, Ls, std::tuple_element_t<I, bound>>::type...>;
-  using type =
-      typename pools_fused<typename chained<decltype(make(std::index_sequence_for<Ls...>{})), true>::type, bound>::type;
+  // a stripped layer without int8 kernel: refused first, naming it
+  static constexpr bool checked = [] {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return (diag::require<!(stripped_spec<Ls>::value && !is_block_spec_v<Ls>), &no_int8_text<I + 1, Ls>>() && ... &&
+              true);
+    }(std::index_sequence_for<Ls...>{});
+  }();
+  using type = std::conditional_t<
+      checked,
+      typename pools_fused<typename chained<decltype(make(std::index_sequence_for<Ls...>{})), true>::type, bound>::type,
+      void>;
 };
 
 // Layer kinds the converter quantizes: dense, conv2d, and qat_dense, qat_conv2d (quantization/qat.hpp);

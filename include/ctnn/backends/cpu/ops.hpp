@@ -255,6 +255,15 @@ struct ops<cpu<Arch>> {
   static void sparse_dense_gather(const Index& index, const T* w, T* values, std::size_t capacity) {
     kernels::cpu::sparse_kernels<Index>::template gather<K, N, Arch>(index, w, values, capacity);
   }
+  // Where the layout computes it without the dense dW (kernels::cpu::fused_weights_gradient_v):
+  // values' gradient [capacity] (0 past the kept ones) and db from x and dz, in place of
+  // dense_backward_weights and sparse_dense_gather.
+  template <std::size_t K, std::size_t N, class Index, class T>
+    requires kernels::cpu::fused_weights_gradient_v<Index, K, N, Arch, T>
+  static void sparse_dense_weights_gradient(const Index& index, const T* x, const T* dz, T* dvalues, T* db,
+                                            std::size_t capacity, std::size_t m) {
+    kernels::cpu::sparse_kernels<Index>::template weights_gradient<K, N, Arch>(index, x, dz, dvalues, db, capacity, m);
+  }
 
   // ---- the optional fused small-MLP hook (core/fused_mlp_hook.hpp): only for networks of
   // this backend's own layers that fit (fused_mlp.hpp): inference from one tile of rows on, and

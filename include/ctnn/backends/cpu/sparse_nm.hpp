@@ -38,6 +38,14 @@
 //                      AVX-512 and AVX2: docs/pruning.md.) Other types: the
 //                      reference.
 //   backward_reference: dvalues, dbias and dx (scalar).
+//   decode_simd / gather_simd (the training side: the weights decoded to the dense
+//                      K x N kernel, the values' gradient gathered from the dense
+//                      dW; sparse_kernels below): blocks of L units x L values, each
+//                      unit's L values one load, transposed in registers; a
+//                      group's rows are the value vectors moved (AVX-512: masked
+//                      moves, AVX2: blends) where their codes equal the row; float
+//                      on AVX-512 and AVX2 with Nk dividing L, else
+//                      decode_reference / gather_reference (scalar, group by group).
 // Indices are read as little-endian bytes (x86, AArch64).
 #pragma once
 #include <algorithm>
@@ -781,6 +789,356 @@ std::size_t pack(const T* w, const Mk* keep, std::size_t K, std::size_t N, T* va
   return kept;
 }
 
+
+// ---- decode (values -> the dense K x N kernel, 0 where not kept) and gather (its inverse: the
+// values at the kept positions of a dense K x N matrix), the training side of a stripped layer
+// with decoded weights (sparse_kernels below; layers/sparse_dense.hpp) ----
+namespace detail {
+// The Nk codes of unit j's group g, the first in the low bits (code_bits(M) each).
+template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M>
+unsigned group_codes(const std::uint8_t* meta, std::size_t j, std::size_t g) {
+  constexpr std::size_t U = K / M * Nk, bytes = meta_bytes(K, N, Nk, M), bits = code_bits(M);
+  if constexpr (Nk * bits <= 17) {  // one 24-bit window
+    const std::size_t at = (j * U + g * Nk) * bits, o = at >> 3;
+    unsigned c = meta[o];
+    if (o + 1 < bytes) c |= unsigned(meta[o + 1]) << 8;
+    if (o + 2 < bytes) c |= unsigned(meta[o + 2]) << 16;
+    return c >> (at & 7);
+  } else {
+    static_assert(Nk * bits <= 32, "sparse_nm: the codes of one group must fit 32 bits");
+    unsigned c = 0;
+    for (std::size_t s = 0; s < Nk; ++s) c |= code(meta, bytes, bits, j * U + g * Nk + s) << (s * bits);
+    return c;
+  }
+}
+}  // namespace detail
+
+// The scalar decode of groups [g0, g1) and units [j0, j1): those M (g1 - g0) rows' columns j0..j1 - 1
+// zeroed, then the kept values written (group by group: a group's rows stay in L1 while written).
+template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M, class T>
+void decode_reference(const std::uint8_t* meta, const T* values, T* w, std::size_t g0, std::size_t g1,
+                      std::size_t j0, std::size_t j1) {
+  constexpr std::size_t U = K / M * Nk, bits = code_bits(M);
+  constexpr unsigned mask = (1u << bits) - 1u;
+  for (std::size_t g = g0; g < g1; ++g) {
+    T* rows = w + g * M * N;
+    for (std::size_t i = 0; i < M; ++i) std::fill(rows + i * N + j0, rows + i * N + j1, T(0));
+    for (std::size_t j = j0; j < j1; ++j) {
+      unsigned c = detail::group_codes<K, N, Nk, M>(meta, j, g);
+      const T* v = values + j * U + g * Nk;
+      for (std::size_t s = 0; s < Nk; ++s, c >>= bits) rows[(c & mask) * N + j] = v[s];
+    }
+  }
+}
+// The scalar gather of groups [g0, g1) and units [j0, j1).
+template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M, class T>
+void gather_reference(const std::uint8_t* meta, const T* w, T* values, std::size_t g0, std::size_t g1,
+                      std::size_t j0, std::size_t j1) {
+  constexpr std::size_t U = K / M * Nk, bits = code_bits(M);
+  constexpr unsigned mask = (1u << bits) - 1u;
+  for (std::size_t g = g0; g < g1; ++g) {
+    const T* rows = w + g * M * N;
+    for (std::size_t j = j0; j < j1; ++j) {
+      unsigned c = detail::group_codes<K, N, Nk, M>(meta, j, g);
+      T* v = values + j * U + g * Nk;
+      for (std::size_t s = 0; s < Nk; ++s, c >>= bits) v[s] = rows[(c & mask) * N + j];
+    }
+  }
+}
+
+namespace detail {
+// The vector words decode_simd and gather_simd use: L float lanes, an L x L transposition in
+// registers, and pick (a lane of v where the code lane equals r, else acc's). AVX-512: 16 lanes
+// (vunpck*, vshuff32x4; a compare into a mask register and a masked move); AVX2: 8 lanes
+// (vunpck*, vshufps, vperm2f128; vpcmpeqd and vblendvps).
+template <class Arch>
+struct nm_lanes;
+#if defined(__AVX512F__)
+inline constexpr bool nm_avx512_compiled = true;
+template <class Arch>
+  requires rows::detail::avx512_v<Arch>
+struct nm_lanes<Arch> {
+  static constexpr std::size_t L = 16, acc_rows = 16;
+  using V = __m512;
+  using I = __m512i;
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static V fma(const float* a, V b, V c) { return _mm512_fmadd_ps(_mm512_set1_ps(*a), b, c); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V zero() { return _mm512_setzero_ps(); }
+  static I words(const std::uint32_t* p) { return _mm512_load_si512(p); }
+  static I field(I c, unsigned shift, unsigned mask) {
+    return _mm512_and_si512(_mm512_srl_epi32(c, _mm_cvtsi32_si128(int(shift))), _mm512_set1_epi32(int(mask)));
+  }
+  static V pick(V acc, I code, unsigned r, V v) {
+    return _mm512_mask_mov_ps(acc, _mm512_cmpeq_epi32_mask(code, _mm512_set1_epi32(int(r))), v);
+  }
+  static void transpose(V (&r)[16]) {
+    __m512 lo[8], hi[8];
+    for (std::size_t p = 0; p < 8; ++p) {
+      lo[p] = _mm512_unpacklo_ps(r[2 * p], r[2 * p + 1]);  // per 128-bit lane k: r0[4k], r1[4k], r0[4k+1], r1[4k+1]
+      hi[p] = _mm512_unpackhi_ps(r[2 * p], r[2 * p + 1]);
+    }
+    __m512 a[4][4];  // a[q][e], per lane k: rows 4q..4q+3 at column 4k + e
+    for (std::size_t q = 0; q < 4; ++q) {
+      const __m512d l0 = _mm512_castps_pd(lo[2 * q]), l1 = _mm512_castps_pd(lo[2 * q + 1]);
+      const __m512d h0 = _mm512_castps_pd(hi[2 * q]), h1 = _mm512_castps_pd(hi[2 * q + 1]);
+      a[q][0] = _mm512_castpd_ps(_mm512_unpacklo_pd(l0, l1));
+      a[q][1] = _mm512_castpd_ps(_mm512_unpackhi_pd(l0, l1));
+      a[q][2] = _mm512_castpd_ps(_mm512_unpacklo_pd(h0, h1));
+      a[q][3] = _mm512_castpd_ps(_mm512_unpackhi_pd(h0, h1));
+    }
+    for (std::size_t e = 0; e < 4; ++e) {
+      const __m512 x = _mm512_shuffle_f32x4(a[0][e], a[1][e], 0x88), y = _mm512_shuffle_f32x4(a[0][e], a[1][e], 0xDD);
+      const __m512 z = _mm512_shuffle_f32x4(a[2][e], a[3][e], 0x88), w = _mm512_shuffle_f32x4(a[2][e], a[3][e], 0xDD);
+      r[e] = _mm512_shuffle_f32x4(x, z, 0x88);       // column e      (lane 0 of each)
+      r[4 + e] = _mm512_shuffle_f32x4(y, w, 0x88);   // column 4 + e  (lane 1)
+      r[8 + e] = _mm512_shuffle_f32x4(x, z, 0xDD);   // column 8 + e  (lane 2)
+      r[12 + e] = _mm512_shuffle_f32x4(y, w, 0xDD);  // column 12 + e (lane 3)
+    }
+  }
+};
+#else
+inline constexpr bool nm_avx512_compiled = false;
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+inline constexpr bool nm_avx2_compiled = true;
+template <class Arch>
+  requires(!rows::detail::avx512_v<Arch> && rows::detail::avx2_v<Arch>)
+struct nm_lanes<Arch> {
+  static constexpr std::size_t L = 8, acc_rows = 8;
+  using V = __m256;
+  using I = __m256i;
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static V fma(const float* a, V b, V c) { return _mm256_fmadd_ps(_mm256_broadcast_ss(a), b, c); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V zero() { return _mm256_setzero_ps(); }
+  static I words(const std::uint32_t* p) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(p)); }
+  static I field(I c, unsigned shift, unsigned mask) {
+    return _mm256_and_si256(_mm256_srl_epi32(c, _mm_cvtsi32_si128(int(shift))), _mm256_set1_epi32(int(mask)));
+  }
+  static V pick(V acc, I code, unsigned r, V v) {
+    return _mm256_blendv_ps(acc, v, _mm256_castsi256_ps(_mm256_cmpeq_epi32(code, _mm256_set1_epi32(int(r)))));
+  }
+  static void transpose(V (&r)[8]) {
+    __m256 t[8], s[8];
+    for (std::size_t p = 0; p < 4; ++p) {
+      t[2 * p] = _mm256_unpacklo_ps(r[2 * p], r[2 * p + 1]);
+      t[2 * p + 1] = _mm256_unpackhi_ps(r[2 * p], r[2 * p + 1]);
+    }
+    for (std::size_t q = 0; q < 2; ++q) {  // rows 4q..4q+3, per 128-bit half h: column 4h + e in s[4q + e]
+      s[4 * q] = _mm256_shuffle_ps(t[4 * q], t[4 * q + 2], _MM_SHUFFLE(1, 0, 1, 0));
+      s[4 * q + 1] = _mm256_shuffle_ps(t[4 * q], t[4 * q + 2], _MM_SHUFFLE(3, 2, 3, 2));
+      s[4 * q + 2] = _mm256_shuffle_ps(t[4 * q + 1], t[4 * q + 3], _MM_SHUFFLE(1, 0, 1, 0));
+      s[4 * q + 3] = _mm256_shuffle_ps(t[4 * q + 1], t[4 * q + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (std::size_t e = 0; e < 4; ++e) {
+      r[e] = _mm256_permute2f128_ps(s[e], s[4 + e], 0x20);
+      r[4 + e] = _mm256_permute2f128_ps(s[e], s[4 + e], 0x31);
+    }
+  }
+};
+#else
+inline constexpr bool nm_avx2_compiled = false;
+#endif
+
+// Values of a unit per code window: the most (L, halved) whose codes fit 32 bits.
+template <std::size_t L, std::size_t Bits>
+constexpr std::size_t code_window() {
+  std::size_t w = L;
+  while (w * Bits > 32) w /= 2;
+  return w;
+}
+
+// The codes of L units' values [t, t + CW) (CW: code_window), one 32-bit word a unit (lane u: unit
+// j0 + u, value t's code in the low bits).
+template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M, std::size_t L>
+void code_words(const std::uint8_t* meta, std::size_t j0, std::size_t t, std::uint32_t* out) {
+  constexpr std::size_t U = K / M * Nk, bytes = meta_bytes(K, N, Nk, M), bits = code_bits(M);
+  for (std::size_t u = 0; u < L; ++u) out[u] = bits32(meta, bytes, ((j0 + u) * U + t) * bits);
+}
+}  // namespace detail
+
+// Whether decode_simd and gather_simd run for Arch and T (else the references): float, AVX-512 or
+// AVX2 compiled and named by Arch, and Nk dividing the lanes (a block of L values holds whole groups).
+template <class Arch, class T, std::size_t Nk>
+inline constexpr bool simd_decode_v =
+    std::is_same_v<T, float> &&
+    (rows::detail::avx512_v<Arch> ? detail::nm_avx512_compiled && 16 % Nk == 0
+                                  : rows::detail::avx2_v<Arch> && detail::nm_avx2_compiled && 8 % Nk == 0);
+
+// decode in blocks of L units x L values (L / Nk groups: M L / Nk rows of L columns): each unit's L
+// values one load, transposed in registers (a vector per value: its L units), then each row of a
+// group is a vector of zeros with the group's Nk value vectors moved in where their codes (one 32-bit
+// word a unit, shifted) equal the row, stored whole; no zeroing pass. The units past N / L L and
+// the groups past whole blocks: decode_reference.
+template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M, class Arch>
+void decode_simd(const std::uint8_t* meta, const float* values, float* w) {
+  using S = detail::nm_lanes<Arch>;
+  using V = typename S::V;
+  using I = typename S::I;
+  constexpr std::size_t L = S::L, G = K / M, U = G * Nk, bits = code_bits(M);
+  constexpr std::size_t CW = detail::code_window<L, bits>(), JB = N / L * L, GB = U / L * L / Nk;
+  constexpr unsigned mask = (1u << bits) - 1u;
+  alignas(64) std::uint32_t cw[L / CW][L];
+  for (std::size_t j0 = 0; j0 < JB; j0 += L)
+    for (std::size_t t0 = 0; t0 < GB * Nk; t0 += L) {
+      V r[L];
+      for (std::size_t u = 0; u < L; ++u) r[u] = S::load(values + (j0 + u) * U + t0);
+      S::transpose(r);  // r[t]: value t0 + t of the L units
+      for (std::size_t c = 0; c < L / CW; ++c) detail::code_words<K, N, Nk, M, L>(meta, j0, t0 + c * CW, cw[c]);
+      for (std::size_t gg = 0; gg < L / Nk; ++gg) {
+        I code[Nk];
+        for (std::size_t s = 0; s < Nk; ++s) {
+          const std::size_t t = gg * Nk + s;
+          code[s] = S::field(S::words(cw[t / CW]), unsigned(t % CW * bits), mask);
+        }
+        float* rows = w + (t0 / Nk + gg) * M * N + j0;
+        for (std::size_t i = 0; i < M; ++i) {
+          V acc = S::zero();
+          for (std::size_t s = 0; s < Nk; ++s) acc = S::pick(acc, code[s], unsigned(i), r[gg * Nk + s]);
+          S::store(rows + i * N, acc);
+        }
+      }
+    }
+  if constexpr (JB < N) decode_reference<K, N, Nk, M>(meta, values, w, 0, GB, JB, N);
+  if constexpr (GB < G) decode_reference<K, N, Nk, M>(meta, values, w, GB, G, 0, N);
+}
+
+// gather in the same blocks: per group, each of its M rows one load of L units, moved into the
+// value vectors whose codes equal the row; the L value vectors transposed back to L values a unit,
+// one store each. The rest: gather_reference.
+template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M, class Arch>
+void gather_simd(const std::uint8_t* meta, const float* w, float* values) {
+  using S = detail::nm_lanes<Arch>;
+  using V = typename S::V;
+  using I = typename S::I;
+  constexpr std::size_t L = S::L, G = K / M, U = G * Nk, bits = code_bits(M);
+  constexpr std::size_t CW = detail::code_window<L, bits>(), JB = N / L * L, GB = U / L * L / Nk;
+  constexpr unsigned mask = (1u << bits) - 1u;
+  alignas(64) std::uint32_t cw[L / CW][L];
+  for (std::size_t j0 = 0; j0 < JB; j0 += L)
+    for (std::size_t t0 = 0; t0 < GB * Nk; t0 += L) {
+      V r[L];
+      for (std::size_t c = 0; c < L / CW; ++c) detail::code_words<K, N, Nk, M, L>(meta, j0, t0 + c * CW, cw[c]);
+      for (std::size_t gg = 0; gg < L / Nk; ++gg) {
+        I code[Nk];
+        for (std::size_t s = 0; s < Nk; ++s) {
+          const std::size_t t = gg * Nk + s;
+          code[s] = S::field(S::words(cw[t / CW]), unsigned(t % CW * bits), mask);
+          r[t] = S::zero();
+        }
+        const float* rows = w + (t0 / Nk + gg) * M * N + j0;
+        for (std::size_t i = 0; i < M; ++i) {
+          const V row = S::load(rows + i * N);
+          for (std::size_t s = 0; s < Nk; ++s) r[gg * Nk + s] = S::pick(r[gg * Nk + s], code[s], unsigned(i), row);
+        }
+      }
+      S::transpose(r);  // r[u]: unit j0 + u's values t0 .. t0 + L - 1
+      for (std::size_t u = 0; u < L; ++u) S::store(values + (j0 + u) * U + t0, r[u]);
+    }
+  if constexpr (JB < N) gather_reference<K, N, Nk, M>(meta, w, values, 0, GB, JB, N);
+  if constexpr (GB < G) gather_reference<K, N, Nk, M>(meta, w, values, GB, G, 0, N);
+}
+
+
+// The groups of a block (L / Nk) whose rows weights_gradient_simd accumulates at once: the most
+// that divides them with M of them fitting A accumulators (0: none fits, M > A).
+constexpr std::size_t gradient_groups(std::size_t per_block, std::size_t M, std::size_t A) {
+  for (std::size_t q = std::min(per_block, A / std::max<std::size_t>(M, 1)); q > 0; --q)
+    if (per_block % q == 0) return q;
+  return 0;
+}
+// Whether weights_gradient_simd runs for Arch and T (else the dense dW and gather): decode_simd's
+// condition and a group's M rows fitting the accumulators (M <= 16 on AVX-512, 8 on AVX2).
+template <class Arch, class T, std::size_t Nk, std::size_t M>
+constexpr bool fused_gradient() {
+  if constexpr (simd_decode_v<Arch, T, Nk>)
+    return gradient_groups(detail::nm_lanes<Arch>::L / Nk, M, detail::nm_lanes<Arch>::acc_rows) > 0;
+  else
+    return false;
+}
+template <class Arch, class T, std::size_t Nk, std::size_t M>
+inline constexpr bool fused_gradient_v = fused_gradient<Arch, T, Nk, M>();
+
+// The scratch buffer of simd::scratch for the last block's zero-padded columns of x (x_tag: 12).
+inline constexpr int gradient_x_tag = 13;
+
+// The values' gradient dvalues = X^T dZ at the kept positions and dbias = dZ's column sums, with no
+// dense dW: per block of L units x L values (L / Nk groups), the block's rows of X^T dZ accumulated in
+// registers (Q groups, Q M rows, at a time: one load of dZ's L units and Q M broadcast FMAs per
+// sample), each value picked from its group's rows by its code (decode_simd's moves), the L value
+// vectors transposed and stored (L values a unit). Blocks walk the units inside a block of rows, so
+// x's columns and dZ stay in L1; the values past whole blocks run as one more block over x's last
+// columns copied with zeros past K; the units past N / L L: scalar sums. dz [batch x N].
+template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M, class Arch>
+void weights_gradient_simd(const std::uint8_t* meta, const float* x, const float* dz, float* dvalues, float* dbias,
+                           std::size_t batch) {
+  using S = detail::nm_lanes<Arch>;
+  using V = typename S::V;
+  using I = typename S::I;
+  constexpr std::size_t L = S::L, G = K / M, U = G * Nk, bits = code_bits(M), GL = L / Nk;
+  constexpr std::size_t CW = detail::code_window<L, bits>(), JB = N / L * L, TB = U / L * L;
+  constexpr std::size_t Q = gradient_groups(GL, M, S::acc_rows);
+  constexpr unsigned mask = (1u << bits) - 1u;
+  static_assert(Q > 0, "nm::weights_gradient_simd: a group's rows exceed the accumulators");
+  alignas(64) std::uint32_t cw[L / CW][L];
+  // the block of units j0.., values t0.. (rows of x from xr, ldx apart: x's, or the padded copy);
+  // its L values a unit to out(u)
+  auto block = [&](const float* xr, std::size_t ldx, std::size_t j0, std::size_t t0, auto&& out) {
+    for (std::size_t c = 0; c < L / CW; ++c) detail::code_words<K, N, Nk, M, L>(meta, j0, t0 + c * CW, cw[c]);
+    V r[L];
+    for (std::size_t g0 = 0; g0 < GL; g0 += Q) {
+      V acc[Q * M];
+      for (std::size_t i = 0; i < Q * M; ++i) acc[i] = S::zero();
+      for (std::size_t b = 0; b < batch; ++b) {
+        const V d = S::load(dz + b * N + j0);
+        const float* xb = xr + b * ldx + g0 * M;
+        for (std::size_t i = 0; i < Q * M; ++i) acc[i] = S::fma(xb + i, d, acc[i]);
+      }
+      for (std::size_t gg = 0; gg < Q; ++gg)
+        for (std::size_t s = 0; s < Nk; ++s) {
+          const std::size_t t = (g0 + gg) * Nk + s;
+          const I code = S::field(S::words(cw[t / CW]), unsigned(t % CW * bits), mask);
+          V v = S::zero();
+          for (std::size_t i = 0; i < M; ++i) v = S::pick(v, code, unsigned(i), acc[gg * M + i]);
+          r[t] = v;
+        }
+    }
+    S::transpose(r);  // r[u]: unit j0 + u's values t0 .. t0 + L - 1
+    for (std::size_t u = 0; u < L; ++u) out(u, r[u]);
+  };
+  for (std::size_t t0 = 0; t0 < TB; t0 += L)
+    for (std::size_t j0 = 0; j0 < JB; j0 += L)
+      block(x + t0 / Nk * M, K, j0, t0, [&](std::size_t u, V v) { S::store(dvalues + (j0 + u) * U + t0, v); });
+  if constexpr (TB < U) {  // the last values: x's last K - k0 columns copied, zeros up to a block's rows
+    constexpr std::size_t k0 = TB / Nk * M, R = GL * M;
+    float* xt = simd::scratch<float, gradient_x_tag>(batch * R);
+    for (std::size_t b = 0; b < batch; ++b) {
+      std::copy(x + b * K + k0, x + b * K + K, xt + b * R);
+      std::fill(xt + b * R + (K - k0), xt + b * R + R, 0.0f);
+    }
+    alignas(64) float tmp[L];
+    for (std::size_t j0 = 0; j0 < JB; j0 += L)
+      block(xt, R, j0, TB, [&](std::size_t u, V v) {
+        S::store(tmp, v);
+        std::copy(tmp, tmp + (U - TB), dvalues + (j0 + u) * U + TB);
+      });
+  }
+  if constexpr (JB < N) {  // the last units: each value's sum
+    constexpr std::size_t bytes = meta_bytes(K, N, Nk, M);
+    for (std::size_t j = JB; j < N; ++j)
+      for (std::size_t t = 0; t < U; ++t) {
+        const std::size_t k = t / Nk * M + code(meta, bytes, bits, j * U + t);
+        float sum = 0.0f;
+        for (std::size_t b = 0; b < batch; ++b) sum += x[b * K + k] * dz[b * N + j];
+        dvalues[j * U + t] = sum;
+      }
+  }
+  std::fill(dbias, dbias + N, 0.0f);
+  for (std::size_t b = 0; b < batch; ++b)
+    for (std::size_t j = 0; j < N; ++j) dbias[j] += dz[b * N + j];
+}
+
 }  // namespace ctnn::kernels::cpu::nm
 
 namespace ctnn::kernels::cpu {
@@ -796,60 +1154,41 @@ struct sparse_kernels<nm_index<Nk, M>> {
                        T* dx, std::size_t batch) {
     nm::backward_reference<Nk, M>(x, dz, values, ix.codes, dvalues, dbias, dx, batch, K, N);
   }
-  // decode and gather (its inverse, st27: values [capacity] = w at the kept positions, 0 past them) go
-  // group of M rows by group, each group's M N outputs zeroed then written while they are in L1 (a
-  // column's Nk values and codes of the group read at once: codes_at), where a column at a time
-  // wrote K rows N apart across the whole matrix (docs/pruning.md, "Training a stripped layer").
+  // decode and gather (its inverse: values [capacity] = w at the kept positions, 0 past them): for
+  // float on AVX-512 and AVX2 (nm::simd_decode_v), blocks of L units x L values transposed in
+  // registers (nm::decode_simd, gather_simd); else group of M rows by group, scalar
+  // (nm::decode_reference, gather_reference; docs/pruning.md, "Training a stripped layer").
   template <std::size_t K, std::size_t N, class Arch, class T>
   static void decode(const nm_index<Nk, M>& ix, const T* values, T* w) {
-    constexpr std::size_t G = K / M, U = G * Nk;
-    for (std::size_t g = 0; g < G; ++g) {
-      T* rows = w + g * M * N;
-      std::fill(rows, rows + M * N, T(0));
-      for (std::size_t j = 0; j < N; ++j) {
-        unsigned c = codes_at<K, N>(ix, j, g);
-        const T* v = values + j * U + g * Nk;
-        for (std::size_t s = 0; s < Nk; ++s, c >>= code_bits) rows[(c & code_mask) * N + j] = v[s];
-      }
-    }
+    constexpr std::size_t G = K / M;
+    if constexpr (nm::simd_decode_v<Arch, T, Nk>)
+      nm::decode_simd<K, N, Nk, M, Arch>(ix.codes, values, w);
+    else
+      nm::decode_reference<K, N, Nk, M>(ix.codes, values, w, 0, G, 0, N);
     std::fill(w + G * M * N, w + K * N, T(0));
   }
   template <std::size_t K, std::size_t N, class Arch, class T>
   static void gather(const nm_index<Nk, M>& ix, const T* w, T* values, std::size_t capacity) {
     constexpr std::size_t G = K / M, U = G * Nk;
-    for (std::size_t g = 0; g < G; ++g) {
-      const T* rows = w + g * M * N;
-      for (std::size_t j = 0; j < N; ++j) {
-        unsigned c = codes_at<K, N>(ix, j, g);
-        T* v = values + j * U + g * Nk;
-        for (std::size_t s = 0; s < Nk; ++s, c >>= code_bits) v[s] = rows[(c & code_mask) * N + j];
-      }
-    }
+    if constexpr (nm::simd_decode_v<Arch, T, Nk>)
+      nm::gather_simd<K, N, Nk, M, Arch>(ix.codes, w, values);
+    else
+      nm::gather_reference<K, N, Nk, M>(ix.codes, w, values, 0, G, 0, N);
     std::fill(values + std::min(capacity, U * N), values + capacity, T(0));
   }
-
- private:
-  static constexpr std::size_t code_bits = nm::code_bits(M);
-  static constexpr unsigned code_mask = (1u << code_bits) - 1u;
-  // The Nk codes of column j's group g, the first in the low bits (code_bits each).
-  template <std::size_t K, std::size_t N>
-  static unsigned codes_at(const nm_index<Nk, M>& ix, std::size_t j, std::size_t g) {
-    constexpr std::size_t U = K / M * Nk, bytes = nm::meta_bytes(K, N, Nk, M);
-    if constexpr (Nk * code_bits <= 17) {  // one 24-bit window
-      const std::size_t at = (j * U + g * Nk) * code_bits, o = at >> 3;
-      unsigned c = ix.codes[o];
-      if (o + 1 < bytes) c |= unsigned(ix.codes[o + 1]) << 8;
-      if (o + 2 < bytes) c |= unsigned(ix.codes[o + 2]) << 16;
-      return c >> (at & 7);
-    } else {
-      static_assert(Nk * code_bits <= 32, "sparse_nm: the codes of one group must fit 32 bits");
-      unsigned c = 0;
-      for (std::size_t s = 0; s < Nk; ++s)
-        c |= nm::code(ix.codes, bytes, code_bits, j * U + g * Nk + s) << (s * code_bits);
-      return c;
-    }
+  // Where fused_weights_gradient_v (below) holds: dvalues [capacity] = (X^T dZ) at the kept positions
+  // (0 past them) and db, from x and dz without the dense dW (nm::weights_gradient_simd): the
+  // backward of a decoding layer (layers/sparse_dense.hpp) in place of dW's GEMM and gather.
+  template <std::size_t K, std::size_t N, class Arch, class T>
+  static void weights_gradient(const nm_index<Nk, M>& ix, const T* x, const T* dz, T* dvalues, T* db,
+                               std::size_t capacity, std::size_t batch) {
+    constexpr std::size_t U = K / M * Nk;
+    nm::weights_gradient_simd<K, N, Nk, M, Arch>(ix.codes, x, dz, dvalues, db, batch);
+    std::fill(dvalues + std::min(capacity, U * N), dvalues + capacity, T(0));
   }
 };
+template <std::size_t Nk, std::size_t M, std::size_t K, std::size_t N, class Arch, class T>
+inline constexpr bool fused_weights_gradient_v<nm_index<Nk, M>, K, N, Arch, T> = nm::fused_gradient_v<Arch, T, Nk, M>;
 // Every batch on every architecture: the N:M kernels measured below dense at every batch on AVX2
 // and from 4 samples on AVX-512, 0.71-0.79x at 1 there (docs/pruning.md, "Decoded weights").
 template <std::size_t Nk, std::size_t M, class Arch>
