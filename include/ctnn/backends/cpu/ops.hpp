@@ -203,6 +203,19 @@ struct ops<cpu<Arch>> {
       dense_backward_weights<K, N>(x, dy, dw, db, m);
     }
   }
+  // One step's dW += x^T dz, dR += h^T dz (h null: not touched) and db += colsum(dz) (gemm.hpp:
+  // step_weights_gradient; init: from 0), each output's rows summed in order: a recurrent layer calls
+  // it per step, last step first, while the step's dz is in cache (the same bits inside its time loop
+  // or after it). float and double. Not part of BackendOps: a layer runs it where the backend's ops
+  // say step_weight_gradients, and the products over every step elsewhere.
+  static constexpr bool step_weight_gradients = true;
+  template <std::size_t KX, std::size_t KH, std::size_t N, class T>
+  static void step_weights_gradient(const T* x, const T* h, const T* dz, T* dw, T* dr, T* db, std::size_t m,
+                                    bool init, bool parallel) {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                  "ops<cpu>::step_weights_gradient: float or double");
+    kernels::cpu::step_weights_gradient<KX, KH, N, Arch>(x, h, dz, dw, dr, db, m, init, parallel);
+  }
   // A recurrent layer's time loop split by rows of the batch (every row's steps read only that
   // row's states): f(r0, m) over blocks of rows, one per thread of the pool, each block at least
   // packed_rows rows (so each runs the same products over the packing as the whole batch: the same
