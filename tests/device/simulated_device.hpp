@@ -195,6 +195,7 @@ struct ctnn::ops<sim::device> : private ctnn::ops<ctnn::cpu<>> {
   using base::fused_step_projection;
   using base::fused_packed_add;
   using base::step_weight_gradients;
+  using base::step_weights_rows;
   SIM_DEVICE_OP(dense_forward)
   SIM_DEVICE_OP(dense_backward_weights)
   SIM_DEVICE_OP(dense_backward_input)

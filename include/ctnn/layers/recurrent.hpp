@@ -209,7 +209,7 @@ struct recurrent_layer {
   // (ops<cpu>::step_weights_gradient: inside backward's time loop where it runs as one block, else
   // after it; the same bits), where they were products over every step's rows after the loop; for a
   // cell whose dz serves both kernels (not gru's separate recurrent part, not reset_before), at batch
-  // >= packed_rows without dropout (backward: per_step)
+  // >= O::step_weights_rows without dropout (backward: per_step)
   static constexpr bool step_weights = detail::steps_weight_gradients<O> && !sep_bias && !reset_before &&
                                        (std::is_same_v<T, float> || std::is_same_v<T, double>);
   static_assert(opt.dropout >= 0 && opt.dropout < 1 && opt.recurrent_dropout >= 0 && opt.recurrent_dropout < 1,
@@ -485,7 +485,7 @@ struct recurrent_layer {
 
   // step t's dW += x_t^T dz_t, dR += h_{t-1}^T dz_t (h_0 = 0: none), db += colsum(dz_t), over the
   // batch's n rows (step S-1 starts them from 0), column panels over the pool where it has threads
-  // (in the time loop only where that runs as one block: below 2 x 16 rows)
+  // (in the time loop only where that runs as one block: one thread, or below 2 x 16 rows)
   static void step_weights_of(const views& v, T* dW, T* dR, T* db, std::size_t n, std::size_t t) {
     if constexpr (step_weights)
       O::template step_weights_gradient<F, U, G>(v.xs + t * n * F, t > 0 ? v.hs + t * n * U : nullptr,
@@ -571,7 +571,8 @@ struct recurrent_layer {
     if constexpr (S > 1) O::template pack_weights_transposed<U, G>(R, v.pk, n);
     // dW, dR, db step by step (step_weights): in the time loop where it runs as one block (the whole
     // batch), else after it, steps S-1 .. 0 (the same sums in the same order)
-    const bool per_step = step_weights && ni == 1 && nr == 0 && n >= O::packed_rows;
+    bool per_step = false;
+    if constexpr (step_weights) per_step = ni == 1 && nr == 0 && n >= O::step_weights_rows;
     bool in_loop = false;
     for_rows(n, [&](std::size_t r0, std::size_t m) {
       if (per_step && m == n) {

@@ -208,7 +208,11 @@ struct ops<cpu<Arch>> {
   // it per step, last step first, while the step's dz is in cache (the same bits inside its time loop
   // or after it). float and double. Not part of BackendOps: a layer runs it where the backend's ops
   // say step_weight_gradients, and the products over every step elsewhere.
+  // From step_weights_rows rows (below, the products over every step took less time: an LSTM(128) on 28
+  // steps at 24 rows 1.04-1.06x their time on AVX2, at 32 rows 0.95-0.97x on AVX2 and AVX-512, loaded Xeon;
+  // docs/performance.md, Recurrent).
   static constexpr bool step_weight_gradients = true;
+  static constexpr std::size_t step_weights_rows = 32;
   template <std::size_t KX, std::size_t KH, std::size_t N, class T>
   static void step_weights_gradient(const T* x, const T* h, const T* dz, T* dw, T* dr, T* db, std::size_t m,
                                     bool init, bool parallel) {
