@@ -564,8 +564,9 @@ TEST_CASE("dense_forward_packed_sum equals b + x W + h R (an LSTM step's pre-act
 // ---- one step's weight gradients (gemm.hpp's step_weights_gradient: a recurrent layer's dW, dR, db per step) ----
 namespace {
 // steps of m rows each, summed last step first (as the layer calls it): dW = sum x_t^T dz_t, dR = the
-// same over h_t (step 0 without h), db = the column sums; against sums in double; the outputs start
-// from 9 (init overwrites them), and a value past each array is not written
+// same over h_t (step 0 without h), db = the column sums; against sums in double, and the one call over
+// every step against those calls bit for bit; the outputs start from 9 (init overwrites them), and a
+// value past each array is not written
 template <class Arch, class T, std::size_t KX, std::size_t KH, std::size_t N>
 void compare_step_weights(const char* name, std::size_t m, std::size_t steps, bool parallel = false) {
   CAPTURE(name);
@@ -582,6 +583,13 @@ void compare_step_weights(const char* name, std::size_t m, std::size_t steps, bo
     kernels::cpu::step_weights_gradient<KX, KH, N, Arch>(x.data() + t * m * KX, t > 0 ? h.data() + t * m * KH : nullptr,
                                                          dz.data() + t * m * N, dw.data(), dr.data(), db.data(), m,
                                                          t == steps - 1, parallel);
+  // every step in one call (step 0 without h): the same bits
+  std::vector<T> dw1(dw.size(), T(9)), dr1(dr.size(), T(9)), db1(db.size(), T(9));
+  kernels::cpu::step_weights_gradient<KX, KH, N, Arch>(x.data(), h.data(), dz.data(), dw1.data(), dr1.data(), db1.data(),
+                                                       m, true, parallel, steps);
+  CHECK(dw1 == dw);
+  CHECK(dr1 == dr);
+  CHECK(db1 == db);
   double worst = 0;
   auto check = [&](const std::vector<T>& a, std::size_t k, std::size_t first_step) {
     for (std::size_t i = 0; i < k; ++i)

@@ -485,7 +485,8 @@ struct recurrent_layer {
 
   // step t's dW += x_t^T dz_t, dR += h_{t-1}^T dz_t (h_0 = 0: none), db += colsum(dz_t), over the
   // batch's n rows (step S-1 starts them from 0), column panels over the pool where it has threads
-  // (in the time loop only where that runs as one block: one thread, or below 2 x 16 rows)
+  // (in the time loop only where that runs as one block: one thread, or below 2 x 16 rows; else after
+  // it, every step in one call)
   static void step_weights_of(const views& v, T* dW, T* dR, T* db, std::size_t n, std::size_t t) {
     if constexpr (step_weights)
       O::template step_weights_gradient<F, U, G>(v.xs + t * n * F, t > 0 ? v.hs + t * n * U : nullptr,
@@ -570,7 +571,7 @@ struct recurrent_layer {
     if constexpr (!opt.return_sequences) O::copy(dy, v.dh, n * U);
     if constexpr (S > 1) O::template pack_weights_transposed<U, G>(R, v.pk, n);
     // dW, dR, db step by step (step_weights): in the time loop where it runs as one block (the whole
-    // batch), else after it, steps S-1 .. 0 (the same sums in the same order)
+    // batch), else after it in one call, steps S-1 .. 0 (the same sums in the same order)
     bool per_step = false;
     if constexpr (step_weights) per_step = ni == 1 && nr == 0 && n >= O::step_weights_rows;
     bool in_loop = false;
@@ -582,8 +583,9 @@ struct recurrent_layer {
         backward_rows(v, R, dy, n, nr, masked, r0, m);
       }
     });
-    if (per_step && !in_loop)
-      for (std::size_t t = S; t-- > 0;) step_weights_of(v, dW, dR, db, n, t);
+    if constexpr (step_weights)
+      if (per_step && !in_loop)  // every step in one call (one pool run; step 0 without h)
+        O::template step_weights_gradient<F, U, G>(v.xs, v.hs, v.zs, dW, dR, db, n, true, true, S);
     if (per_step && S == 1) O::fill_zero(dR, recurrent_count);
     // every step at once: dW = xs^T dz, dR = h_{t-1}^T dz_rec, dx = dz W^T (with masks: over the copies' rows,
     // each copy's dz its gate block)
