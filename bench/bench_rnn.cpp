@@ -90,7 +90,9 @@ void lstm_step_product(benchmark::State& st) {
 // A pass's step products, S steps: 9 the input projection as one GEMM (0) then h R of steps 1..S-1 (1, into one
 // step's buffer), 10 each step's z = x_t W + b + h R in one product (dense_forward_packed_sum, as the layer
 // runs it); 11 dh += dz R^T of steps S-1..1 through a buffer (2 then a pass adding it), 12 in the product's
-// tiles (dense_backward_input_packed_add, as the layer runs it).
+// tiles (dense_backward_input_packed_add, as the layer runs it); 13 dW, dR and db of steps S-1..0 one step at a time
+// (ops<cpu>::step_weights_gradient over the step's n rows, as the layer runs it, here with every step's dz
+// from memory where the layer's is still in cache): the same sums as 3 and 4 together.
 void lstm_phase(benchmark::State& st) {
   constexpr std::size_t S = 28, F = 28, U = 128, G = 4 * U;
   using O = ctnn::ops<ctnn::cpu<>>;
@@ -158,6 +160,12 @@ void lstm_phase(benchmark::State& st) {
           O::dense_backward_input_packed_add<U, G>(z.data() + t * n * G, r.data(), pk.data(), h.data(), n);
         flops = 2.0 * (S - 1) * n * U * G;
         break;
+      case 13:
+        for (std::size_t t = S; t-- > 0;)
+          O::step_weights_gradient<F, U, G>(x.data() + t * n * F, t > 0 ? h.data() + t * n * U : nullptr,
+                                            z.data() + t * n * G, dw.data(), dr.data(), db.data(), n, t == S - 1, true);
+        flops = 2.0 * S * n * F * G + 2.0 * (S - 1) * n * U * G;
+        break;
       default:  // one step's backward rule
         ctnn::lstm_cell::backward_step<O, float, U>(n, z.data(), nullptr, nullptr, nullptr, h.data(), h.data() + n * U,
                                                     h.data() + 2 * n * U, h.data() + 3 * n * U);
@@ -173,7 +181,7 @@ void lstm_phase(benchmark::State& st) {
 BENCHMARK(lstm_step_product<128>)->Unit(benchmark::kMicrosecond);
 BENCHMARK(lstm_step_product<112>)->Unit(benchmark::kMicrosecond);
 BENCHMARK(lstm_step_product<96>)->Unit(benchmark::kMicrosecond);
-BENCHMARK(lstm_phase)->ArgsProduct({{64}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(lstm_phase)->ArgsProduct({{64}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(lstm_inference)->Arg(1)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(gru_inference)->Arg(1)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(lstm_train)->Arg(1)->Arg(16)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();

@@ -194,6 +194,8 @@ struct ctnn::ops<sim::device> : private ctnn::ops<ctnn::cpu<>> {
   using base::fused_recurrent_row;
   using base::fused_step_projection;
   using base::fused_packed_add;
+  using base::step_weight_gradients;
+  using base::step_weights_rows;
   SIM_DEVICE_OP(dense_forward)
   SIM_DEVICE_OP(dense_backward_weights)
   SIM_DEVICE_OP(dense_backward_input)
@@ -204,6 +206,7 @@ struct ctnn::ops<sim::device> : private ctnn::ops<ctnn::cpu<>> {
   SIM_DEVICE_OP(recurrent_row)
   SIM_DEVICE_OP(dense_forward_packed_sum)
   SIM_DEVICE_OP(dense_backward_input_packed_add)
+  SIM_DEVICE_OP(step_weights_gradient)
   SIM_DEVICE_OP(sparse_dense_forward)
   SIM_DEVICE_OP(sparse_dense_backward)
   SIM_DEVICE_OP(sparse_dense_decode)

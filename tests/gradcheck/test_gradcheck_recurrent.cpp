@@ -43,6 +43,13 @@ TEST_CASE("gradcheck: lstm") {
   CHECK(gradcheck::check_layer<lstm<3>, shape<1, 4>>() < tol);  // one step: no recurrent product
   // a batch past ops<cpu>::packed_rows: the step products over R packed once per pass
   CHECK(gradcheck::check_layer<lstm<3, both>, shape<4, 5>>({.batch = 17}) < tol);
+  // ... where dW, dR and db are summed step by step in the time loop (ops<cpu>::step_weights_gradient):
+  // 9 features and 17 units (tiles with copied rows), one step (dR 0)
+  // (from ops<cpu>::step_weights_rows rows)
+  static_assert(ops<cpu<>>::step_weights_rows <= 32);
+  CHECK(gradcheck::check_layer<lstm<17, return_sequences>, shape<3, 9>>({.batch = 32}) < tol);
+  CHECK(gradcheck::check_layer<lstm<3>, shape<1, 4>>({.batch = 32}) < tol);
+  CHECK(gradcheck::check_layer<simple_rnn<3, ctnn::tanh, both>, shape<4, 2>>({.batch = 33}) < tol);
   // batch 1: each step's product and rule in one pass by blocks of units (ops<cpu>::recurrent_row),
   // 17 units: two whole vectors of double (AVX-512) and a partial one
   CHECK(gradcheck::check_layer<lstm<17, return_sequences>, shape<3, 4>>({.batch = 1}) < tol);
@@ -135,6 +142,7 @@ double masked_check(std::size_t n) {
 TEST_CASE("gradcheck: a step mask (masked steps carry the state, their gradient passes through)") {
   CHECK(masked_check<simple_rnn<4>, shape<5, 3>>(3) < tol);
   CHECK(masked_check<lstm<3, both>, shape<4, 5>>(2) < tol);
+  CHECK(masked_check<lstm<3, both>, shape<4, 5>>(33) < tol);  // dW, dR, db step by step
   CHECK(masked_check<gru<4, return_sequences>, shape<5, 3>>(3) < tol);
   CHECK(masked_check<gru<4, recurrent_options{.return_sequences = true, .reset_after = false}>, shape<5, 3>>(3) < tol);
 }

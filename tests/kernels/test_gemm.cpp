@@ -11,7 +11,9 @@
 // every architecture and the scalar path, their packed size, and their bits on 1 to 3 threads;
 // recurrent_row (one row's product with a cell's rule by blocks of units) against the product
 // then the rule, every architecture and the scalar path; dense_forward_packed_sum and
-// dense_backward_input_packed_add against sums in double, every architecture and the scalar path.
+// dense_backward_input_packed_add against sums in double, every architecture and the scalar path;
+// step_weights_gradient (a recurrent layer's dW, dR and db one step at a time) against sums in double,
+// every architecture and the scalar path, and its bits on 1 to 3 threads.
 // activations.hpp has its own test_activations.cpp.
 #include <doctest/doctest.h>
 
@@ -557,4 +559,92 @@ TEST_CASE("dense_forward_packed_sum equals b + x W + h R (an LSTM step's pre-act
   const int ran = test::for_each_arch("dense_forward_packed_sum", shapes);
   CHECK(ran >= 1);
   shapes(xsimd::unavailable{}, "scalar");
+}
+
+// ---- one step's weight gradients (gemm.hpp's step_weights_gradient: a recurrent layer's dW, dR, db per step) ----
+namespace {
+// steps of m rows each, summed last step first (as the layer calls it): dW = sum x_t^T dz_t, dR = the
+// same over h_t (step 0 without h), db = the column sums; against sums in double, and the one call over
+// every step against those calls bit for bit; the outputs start from 9 (init overwrites them), and a
+// value past each array is not written
+template <class Arch, class T, std::size_t KX, std::size_t KH, std::size_t N>
+void compare_step_weights(const char* name, std::size_t m, std::size_t steps, bool parallel = false) {
+  CAPTURE(name);
+  CAPTURE(KX);
+  CAPTURE(KH);
+  CAPTURE(N);
+  CAPTURE(m);
+  rng g(KX * 10 + KH + N + m);
+  std::vector<T> x(steps * m * KX), h(steps * m * KH), dz(steps * m * N), dw(KX * N + 1, T(9)), dr(KH * N + 1, T(9)),
+      db(N + 1, T(9));
+  for (auto* v : {&x, &h, &dz})
+    for (auto& e : *v) e = T(g.uniform(-1, 1));
+  for (std::size_t t = steps; t-- > 0;)
+    kernels::cpu::step_weights_gradient<KX, KH, N, Arch>(x.data() + t * m * KX, t > 0 ? h.data() + t * m * KH : nullptr,
+                                                         dz.data() + t * m * N, dw.data(), dr.data(), db.data(), m,
+                                                         t == steps - 1, parallel);
+  // every step in one call (step 0 without h): the same bits
+  std::vector<T> dw1(dw.size(), T(9)), dr1(dr.size(), T(9)), db1(db.size(), T(9));
+  kernels::cpu::step_weights_gradient<KX, KH, N, Arch>(x.data(), h.data(), dz.data(), dw1.data(), dr1.data(), db1.data(),
+                                                       m, true, parallel, steps);
+  CHECK(dw1 == dw);
+  CHECK(dr1 == dr);
+  CHECK(db1 == db);
+  double worst = 0;
+  auto check = [&](const std::vector<T>& a, std::size_t k, std::size_t first_step) {
+    for (std::size_t i = 0; i < k; ++i)
+      for (std::size_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (std::size_t t = first_step; t < steps; ++t)
+          for (std::size_t p = 0; p < m; ++p) {
+            const std::size_t row = t * m + p;
+            s += (&a == &x ? double(x[row * KX + i]) : double(h[row * KH + i])) * double(dz[row * N + j]);
+          }
+        worst = std::max(worst, std::abs(double((&a == &x ? dw : dr)[i * N + j]) - s));
+      }
+  };
+  check(x, KX, 0);
+  check(h, KH, 1);
+  for (std::size_t j = 0; j < N; ++j) {
+    double s = 0;
+    for (std::size_t row = 0; row < steps * m; ++row) s += double(dz[row * N + j]);
+    worst = std::max(worst, std::abs(double(db[j]) - s));
+  }
+  CHECK(worst <= (std::is_same_v<T, float> ? 1e-6 : 1e-14) * double(steps * m));
+  CHECK(dw[KX * N] == T(9));
+  CHECK(dr[KH * N] == T(9));
+  CHECK(db[N] == T(9));
+}
+}  // namespace
+
+TEST_CASE("step_weights_gradient equals x^T dz, h^T dz and the column sums over steps (a recurrent layer's dW, dR, db), every architecture, and the same bits on 1, 2 and 3 threads") {
+  auto shapes = [](auto arch, const char* name) {
+    using A = decltype(arch);
+    for (std::size_t m : {1, 16, 37, 64}) compare_step_weights<A, float, 28, 128, 512>(name, m, 3);  // lstm(128)
+    compare_step_weights<A, float, 9, 20, 80>(name, 17, 4);  // tails of 1 and 4 (MR 8) or 3 and 2 (MR 6) rows, a partial panel
+    compare_step_weights<A, float, 5, 7, 17>(name, 16, 2);   // tails below 4 and above, one lane past a vector
+    compare_step_weights<A, double, 4, 7, 28>(name, 17, 3);
+    compare_step_weights<A, float, 9, 20, 80>(name, 500, 2, true);  // panels over the pool (from 2 threads)
+  };
+  const int ran = test::for_each_arch("step_weights_gradient", shapes);
+  CHECK(ran >= 1);
+  shapes(xsimd::unavailable{}, "scalar");
+  const std::size_t before = kernels::cpu::threads();
+  constexpr std::size_t KX = 28, KH = 128, N = 512, m = 64;
+  rng g(8);
+  std::vector<float> x(m * KX), h(m * KH), dz(m * N);
+  for (auto* v : {&x, &h, &dz})
+    for (auto& e : *v) e = float(g.uniform(-1, 1));
+  std::vector<std::vector<float>> out;
+  for (std::size_t t : {1, 2, 3}) {
+    kernels::cpu::set_threads(t);
+    std::vector<float> w((KX + KH + 1) * N);
+    for (int step = 0; step < 2; ++step)
+      kernels::cpu::step_weights_gradient<KX, KH, N>(x.data(), h.data(), dz.data(), w.data(), w.data() + KX * N,
+                                                     w.data() + (KX + KH) * N, m, step == 0, true);
+    out.push_back(std::move(w));
+  }
+  kernels::cpu::set_threads(before);
+  CHECK(out[0] == out[1]);
+  CHECK(out[0] == out[2]);
 }

@@ -23,7 +23,9 @@
 // Backward through time: R packed once for dz R^T (pack_weights_transposed), then per step
 // the cell's backward rule and dh += dz R^T (dense_backward_input_packed, or where the backend
 // adds in the product's tiles, ops<cpu>::dense_backward_input_packed_add); then dW, dR and
-// dx are each one GEMM over all steps. The caches (time-major input, gates,
+// dx are each one GEMM over all steps (where the backend has ops<cpu>::step_weights_gradient,
+// step_weights: dW, dR and db summed a step at a time, last step first, right after each step's
+// dz, in the time loop where it runs as one block, else after it). The caches (time-major input, gates,
 // states, the packed R) are in the plan.
 // gru with reset_after = false (a cell with reset_before): per step h R gives z and r, then
 // (r ⊙ h) R the candidate's part; both products run over the whole [U, G] recurrent kernel
@@ -162,6 +164,9 @@ inline constexpr bool fuses_step_projection = requires { requires O::fused_step_
 // A backend whose ops add dy W^T into dx over a packing (ops<cpu>::dense_backward_input_packed_add).
 template <class O>
 inline constexpr bool adds_input_packed = requires { requires O::fused_packed_add; };
+// A backend whose ops sum one step's weight gradients while its dz is in cache (ops<cpu>::step_weights_gradient).
+template <class O>
+inline constexpr bool steps_weight_gradients = requires { requires O::step_weight_gradients; };
 // A cell with a rule over that summed pre-activation (lstm_cell::forward_step_summed).
 template <class Cell>
 inline constexpr bool sums_step_projection = requires { requires Cell::sums_step_projection; };
@@ -200,6 +205,13 @@ struct recurrent_layer {
   // was one GEMM before the loop; at batch >= packed_rows without dropout (forward_rows: projected)
   static constexpr bool step_projection = detail::fuses_step_projection<O> && detail::sums_step_projection<cell> &&
                                           (std::is_same_v<T, float> || std::is_same_v<T, double>);
+  // dW, dR and db summed step by step, last step first, while each step's dz is in cache
+  // (ops<cpu>::step_weights_gradient: inside backward's time loop where it runs as one block, else
+  // after it; the same bits), where they were products over every step's rows after the loop; for a
+  // cell whose dz serves both kernels (not gru's separate recurrent part, not reset_before), at batch
+  // >= O::step_weights_rows without dropout (backward: per_step)
+  static constexpr bool step_weights = detail::steps_weight_gradients<O> && !sep_bias && !reset_before &&
+                                       (std::is_same_v<T, float> || std::is_same_v<T, double>);
   static_assert(opt.dropout >= 0 && opt.dropout < 1 && opt.recurrent_dropout >= 0 && opt.recurrent_dropout < 1,
                 "recurrent layer: dropout and recurrent_dropout must be in [0, 1)");
   // dropout: the input masks (nin of them, one per gate with recurrent_dropout, as Keras'
@@ -400,8 +412,9 @@ struct recurrent_layer {
   }
   // backward's time loop (through time, last step first) over rows [r0, r0 + m) of the batch of n,
   // as forward_rows: dz of every step into the gates (and rec, ex), dL/dh and dL/dc in dh, dc
+  // (weights: dW, dR, db summed here step by step, step_weights, when the block is the whole batch)
   static void backward_rows(const views& v, const T* R, const T* dy, std::size_t n, std::size_t nr, bool masked,
-                            std::size_t r0, std::size_t m) {
+                            std::size_t r0, std::size_t m, T* dW = nullptr, T* dR = nullptr, T* db = nullptr) {
     auto at = [&](T* p, std::size_t t, std::size_t w) { return p + (t * n + r0) * w; };
     T *dh = v.dh + r0 * U, *dhr = v.dhr + r0 * U, *dc = v.dc + r0 * U;
     T *dpass = v.dpass + r0 * U, *dcpass = v.dcpass + r0 * U;
@@ -437,6 +450,8 @@ struct recurrent_layer {
         O::accumulate(dh, dpass, m * U);
         if constexpr (cells) O::accumulate(dc, dcpass, m * U);
       }
+      if constexpr (step_weights)
+        if (dW) step_weights_of(v, dW, dR, db, n, t);
       if (t == 0) continue;
       if constexpr (reset_before) {  // dh += [dz_z, dz_r, 0] R^T
         O::template dense_backward_input_packed<U, G>(at(v.ex, S + t, G), R, v.pk, dhr, m);
@@ -466,6 +481,16 @@ struct recurrent_layer {
         }
       }
     }
+  }
+
+  // step t's dW += x_t^T dz_t, dR += h_{t-1}^T dz_t (h_0 = 0: none), db += colsum(dz_t), over the
+  // batch's n rows (step S-1 starts them from 0), column panels over the pool where it has threads
+  // (in the time loop only where that runs as one block: one thread, or below 2 x 16 rows; else after
+  // it, every step in one call)
+  static void step_weights_of(const views& v, T* dW, T* dR, T* db, std::size_t n, std::size_t t) {
+    if constexpr (step_weights)
+      O::template step_weights_gradient<F, U, G>(v.xs + t * n * F, t > 0 ? v.hs + t * n * U : nullptr,
+                                                 v.zs + t * n * G, dW, dR, db, n, t == S - 1, true);
   }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
@@ -545,10 +570,27 @@ struct recurrent_layer {
     if constexpr (cells) O::fill_zero(v.dc, n * U);
     if constexpr (!opt.return_sequences) O::copy(dy, v.dh, n * U);
     if constexpr (S > 1) O::template pack_weights_transposed<U, G>(R, v.pk, n);
-    for_rows(n, [&](std::size_t r0, std::size_t m) { backward_rows(v, R, dy, n, nr, masked, r0, m); });
+    // dW, dR, db step by step (step_weights): in the time loop where it runs as one block (the whole
+    // batch), else after it in one call, steps S-1 .. 0 (the same sums in the same order)
+    bool per_step = false;
+    if constexpr (step_weights) per_step = ni == 1 && nr == 0 && n >= O::step_weights_rows;
+    bool in_loop = false;
+    for_rows(n, [&](std::size_t r0, std::size_t m) {
+      if (per_step && m == n) {
+        in_loop = true;
+        backward_rows(v, R, dy, n, nr, masked, r0, m, dW, dR, db);
+      } else {
+        backward_rows(v, R, dy, n, nr, masked, r0, m);
+      }
+    });
+    if constexpr (step_weights)
+      if (per_step && !in_loop)  // every step in one call (one pool run; step 0 without h)
+        O::template step_weights_gradient<F, U, G>(v.xs, v.hs, v.zs, dW, dR, db, n, true, true, S);
+    if (per_step && S == 1) O::fill_zero(dR, recurrent_count);
     // every step at once: dW = xs^T dz, dR = h_{t-1}^T dz_rec, dx = dz W^T (with masks: over the copies' rows,
     // each copy's dz its gate block)
-    if (ni == 1) {
+    if (per_step) {
+    } else if (ni == 1) {
       if constexpr (detail::has_weights_in_place<O, T>)  // nothing packed: dz is 28 n rows for F outputs
         O::template dense_backward_weights_in_place<F, G>(v.xs, v.zs, dW, db, S * n);
       else
@@ -574,7 +616,8 @@ struct recurrent_layer {
     const T* dzr_all = sep_bias ? v.rec : v.zs;
     // gru: the column sums are the recurrent bias' gradient; the other cells have none (null: not summed)
     T* rdb = sep_bias ? db + G : static_cast<T*>(nullptr);
-    if (nr == 1) {  // every step (the masked h_0 is 0)
+    if (per_step) {
+    } else if (nr == 1) {  // every step (the masked h_0 is 0)
       O::template dense_backward_weights<U, G>(v.mh, dzr_all, dR, rdb, S * n);
     } else if (nr > 1) {
       for (std::size_t k = 0; k < nr; ++k) select_block(v.ex + k * S * n * G, dzr_all, k, S * n);

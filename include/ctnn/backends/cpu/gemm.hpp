@@ -15,6 +15,8 @@
 // block of units as soon as its products are summed (a recurrent layer at batch 1).
 // weights_gradient_in_place: dW = X^T dY (and db) with X and dY read where they lie,
 // nothing packed (a recurrent layer's dW: few output rows over every step's rows).
+// step_weights_gradient: one step's dW += x^T dz, dR += h^T dz and db (a recurrent layer's weight
+// gradients a step at a time, while the step's dz is in cache).
 // The *_active forms run the same three products on the first n <= N output
 // columns only (dense<up_to<N>>'s active width): W, dW, Y and dY keep their row
 // stride N, and their columns n.. (and db's) are neither read nor written.
@@ -460,6 +462,116 @@ void weights_gradient_in_place(const T* x, const T* dy, T* dw, std::size_t m, T*
     }
   };
   pool.run(tasks, task, tasks > 1 && K * N * m >= simd::parallel_threshold);
+}
+
+// ---- one step's weight gradients of a recurrent layer ----
+// step_weights_gradient<KX, KH, N>(x, h, dz, dw, dr, db, m, init, parallel): dW [KX, N] (+)= x^T dz,
+// dR [KH, N] (+)= h^T dz and db [N] (+)= the rows of dz (x [m, KX], h [m, KH], dz [m, N] row-major;
+// h null: dR not touched; db null: not summed); init: each output starts from 0, else from its value.
+// A recurrent layer calls it once a step, last step first, right after the step's dz (still in
+// cache), where dW, dR and db were three products over every step's rows afterwards (dZ, 3.5 MB for
+// an LSTM(128) at 64, read from beyond L2 and packed for dR). Each output sums 0 (or its value), then
+// the rows p = 0, 1, ... in order, whatever the thread count (parallel: column panels over the pool,
+// each output in one task), so calling it for steps S-1 .. 0 gives the same bits whether it runs
+// inside the time loop or after it. Per column panel: dz's NR columns packed (m x NR, in L1), then
+// the micro-kernel's tiles of dW's and dR's rows over it (x and h read in place as a transposed
+// packed A: a tile's MR values of a row are contiguous; a last partial tile whose instance would
+// read past a row reads a zero-padded copy of those columns), then db from the packed panel.
+// steps > 1: that many steps of m rows each, s = steps-1 .. 0 (x + s m KX, dz + s m N, and h + s m KH
+// for s >= 1: step 0 has no h, a recurrent layer's h_0 = 0), the same sums and bits as steps calls of
+// one step, last first, in one pool run (each task's panels through every step).
+// Without SIMD for T: the same sums in scalar loops.
+template <std::size_t KX, std::size_t KH, std::size_t N, class Arch = default_arch, class T>
+void step_weights_gradient(const T* x, const T* h, const T* dz, T* dw, T* dr, T* db, std::size_t m, bool init,
+                           bool parallel, std::size_t steps = 1) {
+  // step s's h (null: no dR for it)
+  auto h_of = [&](std::size_t s) { return !h || (steps > 1 && s == 0) ? nullptr : h + s * m * KH; };
+  if constexpr (simd_v<T, Arch>) {
+    using blk = simd::blocking<T, Arch>;
+    using B = xsimd::batch<T, Arch>;
+    constexpr std::size_t MR = blk::MR, L = blk::L, NV = packed_panel_vectors<T, Arch>(N), NR = NV * L;
+    constexpr std::size_t panels = (N + NR - 1) / NR;
+    // the rows of a last tile that its instance (4 or MR rows) cannot read in place (0: none)
+    constexpr auto tail_rows = [](std::size_t k) {
+      const std::size_t r = k % MR;
+      return r == 0 || r == 4 ? std::size_t(0) : r;
+    };
+    constexpr std::size_t tx = tail_rows(KX), th = tail_rows(KH);
+    // step s's copied rows of x at tails + 2 s m MR, of h m MR further
+    T* tails = nullptr;
+    if constexpr (tx > 0 || th > 0) {
+      tails = simd::scratch<T, 15>(2 * steps * m * MR);
+      auto copy_tail = [&](const T* a, std::size_t k, std::size_t rows, T* dst) {
+        for (std::size_t p = 0; p < m; ++p)
+          for (std::size_t r = 0; r < MR; ++r) dst[p * MR + r] = r < rows ? a[p * k + k - rows + r] : T(0);
+      };
+      for (std::size_t s = 0; s < steps; ++s) {
+        if (tx > 0) copy_tail(x + s * m * KX, KX, tx, tails + 2 * s * m * MR);
+        if (th > 0 && h_of(s)) copy_tail(h_of(s), KH, th, tails + (2 * s + 1) * m * MR);
+      }
+    }
+    thread_pool& pool = thread_pool::global();
+    const bool split = parallel && pool.size() > 1 && steps * m * (KX + KH) * N >= simd::parallel_threshold;
+    const std::size_t tasks = split ? std::min<std::size_t>(panels, 4 * pool.size()) : 1;
+    auto task = [&](std::size_t t) {
+      T* bp = simd::scratch<T, 14>(m * NR);
+      const std::size_t j_lo = panels * t / tasks * NR, j_hi = std::min(N, panels * (t + 1) / tasks * NR);
+      // the tiles of K rows of a (x or h) into c, the rows of the last (rows k - tail ..) from tail
+      auto tiles = [&](const T* a, std::size_t k, std::size_t tail, const T* tail_a, T* c, std::size_t j0,
+                       std::size_t nr, bool first) {
+        for (std::size_t i0 = 0; i0 < k; i0 += MR) {
+          const bool copied = tail > 0 && i0 + tail == k;
+          simd::micro_rows<Arch, NV, true>(m, copied ? tail_a : a + i0, copied ? MR : k, bp, NR, c + i0 * N + j0, N,
+                                           std::min(MR, k - i0), nr, static_cast<const T*>(nullptr), first,
+                                           fn::relu_fn{}, false);
+        }
+      };
+      for (std::size_t j0 = j_lo; j0 < j_hi; j0 += NR) {
+        const std::size_t nr = std::min(NR, N - j0);
+        for (std::size_t s = steps; s-- > 0;) {
+          const bool first = init && s == steps - 1;
+          const T* ts = tails ? tails + 2 * s * m * MR : nullptr;
+          simd::pack_b<Arch>(NR, strided<T>{dz + s * m * N, N, 1}, j0, N, m, bp);
+          tiles(x + s * m * KX, KX, tx, ts, dw, j0, nr, first);
+          if (const T* hs = h_of(s)) tiles(hs, KH, th, ts ? ts + m * MR : nullptr, dr, j0, nr, first);
+          if (db) {  // the panel's column sums (its columns past nr are 0, never stored)
+            B acc[NV];
+            for (std::size_t v = 0; v < NV; ++v) {
+              const std::size_t cols = nr > v * L ? std::min(L, nr - v * L) : 0;
+              acc[v] = first || cols == 0 ? B(T(0)) : simd::load_n<Arch>(db + j0 + v * L, cols);
+            }
+            for (std::size_t p = 0; p < m; ++p)
+              for (std::size_t v = 0; v < NV; ++v) acc[v] += B::load_aligned(bp + p * NR + v * L);
+            for (std::size_t v = 0; v < NV; ++v)
+              if (nr > v * L) simd::store_n<Arch>(acc[v], db + j0 + v * L, std::min(L, nr - v * L));
+          }
+        }
+      }
+    };
+    pool.run(tasks, task, tasks > 1);
+  } else {
+    for (std::size_t st = steps; st-- > 0;) {
+      const bool first = init && st == steps - 1;
+      const T* d = dz + st * m * N;
+      auto product = [&](const T* a, std::size_t k, T* c) {
+        for (std::size_t i = 0; i < k; ++i)
+          for (std::size_t j = 0; j < N; ++j) {
+            T s = first ? T(0) : c[i * N + j];
+            for (std::size_t p = 0; p < m; ++p) s += a[p * k + i] * d[p * N + j];
+            c[i * N + j] = s;
+          }
+      };
+      product(x + st * m * KX, KX, dw);
+      if (const T* hs = h_of(st)) product(hs, KH, dr);
+      if (db)
+        for (std::size_t j = 0; j < N; ++j) {
+          T s = first ? T(0) : db[j];
+          for (std::size_t p = 0; p < m; ++p) s += d[p * N + j];
+          db[j] = s;
+        }
+    }
+    (void)parallel;
+  }
 }
 
 // ---- the products at an active width n <= N (row strides stay N) ----

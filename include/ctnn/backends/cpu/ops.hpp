@@ -203,6 +203,23 @@ struct ops<cpu<Arch>> {
       dense_backward_weights<K, N>(x, dy, dw, db, m);
     }
   }
+  // One step's dW += x^T dz, dR += h^T dz (h null: not touched) and db += colsum(dz) (gemm.hpp:
+  // step_weights_gradient; init: from 0), each output's rows summed in order: a recurrent layer calls
+  // it per step, last step first, while the step's dz is in cache, or once for its steps (steps > 1: step 0
+  // without h) after its time loop (the same bits either way). float and double. Not part of BackendOps: a layer runs it where the backend's ops
+  // say step_weight_gradients, and the products over every step elsewhere.
+  // From step_weights_rows rows (below, the products over every step took less time: an LSTM(128) on 28
+  // steps at 24 rows 1.04-1.06x their time on AVX2, at 32 rows 0.95-0.97x on AVX2 and AVX-512, loaded Xeon;
+  // docs/performance.md, Recurrent).
+  static constexpr bool step_weight_gradients = true;
+  static constexpr std::size_t step_weights_rows = 32;
+  template <std::size_t KX, std::size_t KH, std::size_t N, class T>
+  static void step_weights_gradient(const T* x, const T* h, const T* dz, T* dw, T* dr, T* db, std::size_t m,
+                                    bool init, bool parallel, std::size_t steps = 1) {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                  "ops<cpu>::step_weights_gradient: float or double");
+    kernels::cpu::step_weights_gradient<KX, KH, N, Arch>(x, h, dz, dw, dr, db, m, init, parallel, steps);
+  }
   // A recurrent layer's time loop split by rows of the batch (every row's steps read only that
   // row's states): f(r0, m) over blocks of rows, one per thread of the pool, each block at least
   // packed_rows rows (so each runs the same products over the packing as the whole batch: the same
