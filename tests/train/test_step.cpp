@@ -275,9 +275,8 @@ void per_layer_matches(const O& o, bool fused_backward, std::size_t batch) {
 }  // namespace
 
 TEST_CASE("the update layer by layer inside backward equals the update after it, for every optimizer") {
-  // flatten + dense (the CPU's fused MLP passes when asked, the 16-wide layer without a regularizer
-  // updated row block by row block; a regularizer on two layers) and a CNN (conv2d, batch_norm:
-  // the layers one by one)
+  // flatten + dense (the CPU's fused MLP passes when asked, each layer updated after its last
+  // tile; a regularizer on two layers) and a CNN (conv2d, batch_norm: the layers one by one)
   using mlp = sequential<input<4, 4>, flatten, dense<16, relu, l2<0.01>>, dense<16, ctnn::tanh>, dense<3, identity, l1<0.001>>>;
   using cnn = sequential<input<4, 4, 1>, conv2d<2, 3, 3>, batch_norm, flatten, dense<3>>;
   auto each = [](const auto& o) {

@@ -44,14 +44,11 @@ struct fused_layer_io {
 };
 
 // Told by a fused backward when layer `layer`'s gradients are final (the step's per-layer
-// update, train/step.hpp): done(context, layer, from) right after that layer's last tile; where
-// rows is set, also rows(context, layer, lo, hi) from the pool's tasks (several at once) as each
-// part [lo, hi) of the layer's dW (its first K N values) is final, and then done's from is K N
-// (the values rows was told of), else 0.
+// update, train/step.hpp): done(context, layer) right after that layer's last tile, on the
+// calling thread.
 struct fused_layer_done {
   void* context = nullptr;
-  void (*done)(void* context, std::size_t layer, std::size_t from) = nullptr;
-  void (*rows)(void* context, std::size_t layer, std::size_t lo, std::size_t hi) = nullptr;
+  void (*done)(void* context, std::size_t layer) = nullptr;
 };
 
 // Whether the model runs the hook where the backend has it: inference as one

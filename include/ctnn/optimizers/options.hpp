@@ -141,8 +141,6 @@ struct with_options : O {
   bool per_layer_transform() const noexcept {
     return options.gradient_accumulation_steps == 1 && !options.global_clipnorm;
   }
-  // Whether transform_range takes any part of a variable (clipnorm needs each variable whole).
-  bool transform_elementwise() const noexcept { return !options.clipnorm; }
   // transform_gradients on the part [lo, hi) of the regions (whole variables; per_layer_transform()):
   // the same arithmetic on each value as over the whole regions.
   template <class State>

@@ -71,10 +71,6 @@ struct layer_update_hook {
   void* context = nullptr;
   void (*ready)(void* context, std::size_t lo, std::size_t hi) = nullptr;
   bool used = false;
-  // whether ready may also take any part of a layer's range, from several threads at once (an
-  // element-wise update: the CPU's fused backward then updates each row block of a dW in the
-  // task that computed it)
-  bool elementwise = false;
 };
 
 // The count an optimizer's learning-rate schedule reads: os.iterations, or
@@ -666,26 +662,20 @@ class model {
   static constexpr std::array<bool, layer_count> has_parameters = []<std::size_t... J>(std::index_sequence<J...>) {
     return std::array<bool, layer_count>{(detail::type_at_t<J, layers>::parameter_count > 0)...};
   }(std::make_index_sequence<layer_count>{});
-  static constexpr std::array<bool, layer_count> has_penalty_gradient = []<std::size_t... J>(std::index_sequence<J...>) {
-    return std::array<bool, layer_count>{
-        detail::adds_penalty_gradient<detail::type_at_t<J, variable_layers>, layer_slot<variable_type>>...};
-  }(std::make_index_sequence<layer_count>{});
   std::size_t parameter_offset(std::size_t i) const noexcept {
     return std::size_t(block<variable_type>(role::parameter, i) - region<variable_type>(role::parameter).data());
   }
   // Layer i's gradients are final: its regularizer's gradient (as add_penalty_gradients), then the
   // step's update of its part of the parameter region, [its block, the next layer's block) (the
-  // first layer with parameters from 0, the last to the region's end: the parts cover the region),
-  // but for its first `from` values where rows_updated (fused_layer_rows did those).
-  void layer_gradients_final(std::size_t i, std::size_t from = 0) {
+  // first layer with parameters from 0, the last to the region's end: the parts cover the region).
+  void layer_gradients_final(std::size_t i) {
     if constexpr (updates_per_layer) {
       for_each_layer([&]<std::size_t I, class>() {
         using V = detail::type_at_t<I, variable_layers>;
         if constexpr (detail::adds_penalty_gradient<V, layer_slot<variable_type>>)
           if (I == i) V::add_penalty_gradient(variable_slot(I));
       });
-      const std::size_t at = parameter_offset(i);
-      std::size_t lo = at, hi = region<variable_type>(role::parameter).size();
+      std::size_t lo = parameter_offset(i), hi = region<variable_type>(role::parameter).size();
       bool below = false;
       for (std::size_t j = 0; j < layer_count; ++j) {
         if (!has_parameters[j]) continue;
@@ -696,26 +686,11 @@ class model {
         }
       }
       if (!below) lo = 0;
-      if (from && rows_updated(i)) {
-        if (lo < at) update_hook_->ready(update_hook_->context, lo, at);
-        lo = at + from;
-      }
       update_hook_->ready(update_hook_->context, lo, hi);
     }
   }
-  // Whether the fused backward's row blocks of layer i's dW are updated as they are final: an
-  // element-wise update, no regularizer gradient to add first.
-  bool rows_updated(std::size_t i) const noexcept { return update_hook_->elementwise && !has_penalty_gradient[i]; }
-  // The fused backward's done and rows (fused_layer_done) for layer i.
-  static void fused_layer_final(void* m, std::size_t i, std::size_t from) {
-    static_cast<model*>(m)->layer_gradients_final(i, from);
-  }
-  static void fused_layer_rows(void* p, std::size_t i, std::size_t lo, std::size_t hi) {
-    const model& m = *static_cast<const model*>(p);
-    if (!m.rows_updated(i)) return;  // the whole layer in layer_gradients_final
-    const std::size_t at = m.parameter_offset(i);
-    m.update_hook_->ready(m.update_hook_->context, at + lo, at + hi);
-  }
+  // The fused backward's done (fused_layer_done) for layer i.
+  static void fused_layer_final(void* m, std::size_t i) { static_cast<model*>(m)->layer_gradients_final(i); }
   // add_penalty's and add_penalty_gradients' layers (the variable binding; none with 16-bit variables).
   void add_penalty_layers(step_scalars* s) {
     if constexpr (!is_half_v<variable_type>)
@@ -866,7 +841,7 @@ class model {
                       ops<Backend>::template fused_mlp_backward<layers>(dy, batch_, io, d);
                     }) {
         if (updating_per_layer()) {
-          const fused_layer_done done{this, &model::fused_layer_final, &model::fused_layer_rows};
+          const fused_layer_done done{this, &model::fused_layer_final};
           ops<Backend>::template fused_mlp_backward<layers>(dy, batch_, io, &done);
           update_hook_->used = true;
           return;

@@ -121,9 +121,6 @@ class train_step {
                                   s.iteration, s.learning_rate},
                           &s};
     detail::layer_update_hook hook{&ctx, &per_layer_ready};
-    // every optimizer's update is element-wise; with_options' transform too but for clipnorm
-    if constexpr (transform_per_layer) hook.elementwise = opt_.transform_elementwise();
-    else hook.elementwise = true;
     struct hook_guard {
       M& m;
       ~hook_guard() { detail::training_access::set_update_hook(m, nullptr); }
@@ -204,7 +201,6 @@ class train_step {
   // an optimizer's transform_gradients that can run layer by layer on some steps (with_options)
   static constexpr bool transform_per_layer = requires(const O& o, step_state<M>& s) {
     { o.per_layer_transform() } -> std::convertible_to<bool>;
-    { o.transform_elementwise() } -> std::convertible_to<bool>;
     o.transform_range(s, std::size_t{}, std::size_t{});
   };
   static constexpr bool per_layer_possible =
@@ -217,7 +213,7 @@ class train_step {
     O* opt;
     update_args<V> whole;
     step_state<M>* state;
-    std::atomic<bool> finite{true};  // per_layer_ready may run on several threads at once (elementwise)
+    bool finite = true;
   };
   static void per_layer_ready(void* c, std::size_t lo, std::size_t hi) {
     per_layer_context& x = *static_cast<per_layer_context*>(c);
@@ -229,7 +225,7 @@ class train_step {
     a.n = hi - lo;
     a.slot_stride = x.whole.n;
     if constexpr (std::is_same_v<decltype(x.opt->template update<B>(a)), bool>) {
-      if (!x.opt->template update<B>(a)) x.finite.store(false, std::memory_order_relaxed);
+      if (!x.opt->template update<B>(a)) x.finite = false;
     } else {
       x.opt->template update<B>(a);
     }
@@ -240,7 +236,7 @@ class train_step {
   bool apply_gradients(step_state<M>& s, const per_layer_context* done = nullptr) {
     if (done) {
       if constexpr (std::is_same_v<decltype(opt_.template update<B>(std::declval<const update_args<V>&>())), bool>)
-        s.parameters_finite = done->finite.load(std::memory_order_relaxed);
+        s.parameters_finite = done->finite;
       else
         s.parameters_finite = ops<B>::all_finite(s.parameters.data(), s.parameters.size());
       return after_update(s);

@@ -228,13 +228,12 @@ CTNN_OUTLINE void tile_product(std::size_t K, std::size_t N, const T* a, std::si
 // (fused_mlp_backward): rows [r0, r0 + nr) of the batch, z holding dL/d(output) for them (the
 // last layer: copied from dy first); dZ = f'(y) dZ in place, db (+)= colsum(dZ), dW (+)= x^T dZ
 // (split by row blocks of dW over the pool), and with wt (W^T packed; null for the first dense
-// layer) dX = dZ W^T into o, which it returns (else z). final_rows (not null: the last tile) is told
-// of each row block of dW as its task finishes it (fused_layer_done::rows, layer `layer`).
+// layer) dX = dZ W^T into o, which it returns (else z).
 // Sizes at run time: one body per (Arch, T, rule), as tile_product.
 template <class Arch, class T, class E>
 CTNN_OUTLINE T* backward_layer(std::size_t K, std::size_t N, const E& e, const T* dy, const fused_layer_io<T>& io,
                                const T* wt, std::size_t r0, std::size_t nr, bool first_tile, T* z, T* o, T* tail,
-                               thread_pool& pool, const fused_layer_done* final_rows, std::size_t layer) {
+                               thread_pool& pool) {
   constexpr std::size_t MR = simd::blocking<T, Arch>::MR, L = simd::blocking<T, Arch>::L;
   const std::size_t NV = packed_panel_vectors<T, Arch>(N), NR = NV * L;
   if (dy) std::copy_n(dy + r0 * N, nr * N, z);
@@ -266,7 +265,6 @@ CTNN_OUTLINE T* backward_layer(std::size_t K, std::size_t N, const E& e, const T
         };
         if (NV == 1) panels.template operator()<1>();
         else panels.template operator()<simd::blocking<T, Arch>::NV>();
-        if (final_rows) final_rows->rows(final_rows->context, layer, i0 * N, (i0 + mr) * N);
       },
       blocks > 1 && pool.size() > 1 && nr * K * N >= simd::parallel_threshold);
   if (!wt) return z;
@@ -431,10 +429,9 @@ inline constexpr std::size_t fused_backward_rows = 64;
 // but for the first dense layer dX = dZ W^T (tile_product over W^T packed once per call) into
 // the other tile buffer, the layer below's dY. The tiles run in order on the calling thread;
 // each tile's dW and dX are split by row blocks over the pool, each output in one task, so the
-// bits do not depend on the thread count. done (not null): done->done(context, I, from) right after
+// bits do not depend on the thread count. done (not null): done->done(context, I) right after
 // dense layer I's last tile (its gradients final; its parameters no longer read: the step's
-// per-layer update may write them), and with done->rows each row block of its dW from the task
-// that finished it (core/fused_mlp_hook.hpp). Call only where fused_mlp_fits.
+// per-layer update may write them; core/fused_mlp_hook.hpp). Call only where fused_mlp_fits.
 template <class Arch, class Layers, class T>
 void fused_mlp_backward(const T* dy, std::size_t batch, const fused_layer_io<T>* io,
                         thread_pool& pool = thread_pool::global(), const fused_layer_done* done = nullptr) {
@@ -468,12 +465,9 @@ void fused_mlp_backward(const T* dy, std::size_t batch, const fused_layer_io<T>*
     fused::for_each_dense_reversed<P>(
         [&]<std::size_t I, class F>() {
           T* const o = z == buf ? buf + R * W : buf;
-          const bool last_tile = r0 + nr == batch;
-          // (rows only where N values fill whole 64-byte lines: each part a whole number of vectors)
-          const fused_layer_done* rows = done && done->rows && last_tile && F::n * sizeof(T) % 64 == 0 ? done : nullptr;
           z = fused::backward_layer<Arch>(F::k, F::n, F::rule(), I == P::last ? dy : static_cast<const T*>(nullptr),
-                                          io[I], wt[I], r0, nr, first_tile, z, o, tail, pool, rows, I);
-          if (done && last_tile) done->done(done->context, I, rows ? F::k * F::n : 0);
+                                          io[I], wt[I], r0, nr, first_tile, z, o, tail, pool);
+          if (done && r0 + nr == batch) done->done(done->context, I);
         },
         typename P::seq{});
   }
@@ -489,7 +483,7 @@ void fused_mlp_backward(const T* dy, std::size_t batch, const fused_layer_io<T>*
       float*, std::size_t, const E&);)                                                                        \
   CTNN_INSTANCE(template float* fused::backward_layer<default_arch, float, E>(                                \
       std::size_t, std::size_t, const E&, const float*, const fused_layer_io<float>&, const float*,           \
-      std::size_t, std::size_t, bool, float*, float*, float*, thread_pool&, const fused_layer_done*, std::size_t);)
+      std::size_t, std::size_t, bool, float*, float*, float*, thread_pool&);)
 CTNN_DETAIL_FUSED_LAYER(fn::identity_fn)
 CTNN_DETAIL_FUSED_LAYER(fn::relu_fn)
 CTNN_DETAIL_FUSED_LAYER(fn::leaky_relu_fn<float>)
