@@ -11,6 +11,7 @@
 # fused::backward_n) and its per-layer entries (fused::rule_fns: tile_product, backward_layer, absent),
 # the Fashion-MNIST dataset's cursor::next and open, first_non_finite and the accuracy's count
 # (CTNN_OUTLINE), the products' entry simd_gemm_epilogue (and pack_panels, narrow_weights_gradient: absent),
+# the layers' bias gradient column_sum_n, evaluate's loop (evaluate_batches),
 # the CNN's max pooling, batch normalization and Winograd transforms over a run-time geometry
 # (*_n; their compile-time bodies absent), fit's epoch loop (train/fit_loop.hpp: fit_epochs, around
 # the network's fit_session_of), the initializers' draws (fill_uniform<float>) (nm: U) and define none of them (nor a map's task, thread_pool::call<map<...>>),
@@ -45,7 +46,8 @@ set(referenced ${outlined_referenced} "detail::fit_epochs\\(" "detail::fill_unif
     "data::read_idx\\(" "io::read_weights_file\\(" "history::epochs\\(" "detail::throw_in_memory_sizes\\(" "detail::throw_sparse_label_out_of_range\\("
     "thread_pool::global\\(\\)" "cpu::map<[^\n]*adam_update<float>" "cpu::map<[^\n]*backward_of<ctnn::fn::relu_fn>"
     "fused::forward_n<" "fused::backward_n<" "fused::rule_fns<[^\n]*relu_fn>::product\\("
-    "fused::rule_fns<[^\n]*identity_fn>::backward\\(" "shape<28ul, 28ul>, ctnn::sparse_labels, float>::cursor::next\\("
+    "fused::rule_fns<[^\n]*identity_fn>::backward\\(" "cpu::column_sum_n<"
+    "detail::evaluate_batches\\(" "shape<28ul, 28ul>, ctnn::sparse_labels, float>::cursor::next\\("
     "shape<28ul, 28ul>, ctnn::sparse_labels, float>::open\\("
     "detail::first_non_finite<float>\\(" "detail::sparse_hits<float>\\(" "cpu::simd_gemm_epilogue<"
     "detail::find_parameter_in\\(" "cpu::max_pool_forward_n<" "cpu::max_pool_backward_n<" "cpu::batch_norm_forward_n<" "cpu::batch_norm_backward_n<"

@@ -1,7 +1,7 @@
-// A program that trains a network (fused: its widest layer 64) with a metric, runs a training step of a
-// small CNN (a direct first convolution, max pooling, batch normalization, a Winograd convolution), reads a batch of the
-// Fashion-MNIST dataset type, prints its summary, reads an IDX file and a weights file
-// (compiled_kernels_tu.cmake reads its object's symbols; it is compiled, not run).
+// A program that trains a network (fused: its widest layer 64) with a metric and evaluates it, runs a
+// training step of a small CNN (a direct first convolution, max pooling, batch normalization, a Winograd
+// convolution), reads a batch of the Fashion-MNIST dataset type, prints its summary, reads an IDX file
+// and a weights file (compiled_kernels_tu.cmake reads its object's symbols; it is compiled, not run).
 #include <ctnn/ctnn.hpp>
 
 #include <cstdint>
@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   ctnn::adam opt{1e-3};
   ctnn::fit(m, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt, data.batch(32), ctnn::epochs{1},
             ctnn::sparse_categorical_accuracy{});
+  // evaluate's loop over the batches (evaluate_batches, compiled part)
+  if (!(ctnn::evaluate(m, ctnn::sparse_categorical_crossentropy{.from_logits = true}, data.batch(64))["loss"] > 0)) return 4;
   // the CNN through one training step (a second fit instance would cost this check about 1.5 s of compile)
   const std::vector<float> xc(32 * 324, 0.5f);
   auto mc = ctnn::make_model<cnn>(2);
