@@ -269,9 +269,9 @@ CTNN_OUTLINE T* backward_layer(std::size_t K, std::size_t N, const E& e, const T
 }
 
 // The fused passes over a run-time description of the network (forward_n, backward_n below): one
-// body per architecture and type for every network, which the compiled part holds for float
-// (core/separate.hpp), where a pass per network type inlined its loops over the layers and tiles
-// and their packing at every layer's sizes. A dense layer's rule reaches the per-layer bodies
+// body per architecture and type for every network (the compiled part holds float's:
+// core/separate.hpp), instead of one per network type with its loops over the layers and tiles and
+// its packing inlined at each layer's sizes. A dense layer's rule reaches the per-layer bodies
 // through rule_fns (its type erased: `rule` points at the rule's value); its sizes are values.
 template <class T>
 struct layer_fns {
