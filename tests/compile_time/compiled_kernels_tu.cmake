@@ -7,9 +7,13 @@
 # -DCTNN_COMPILED_KERNELS, where it must reference them, the outlined functions of
 # core/separate.hpp (find_parameter_in: the search of a model's table of parameter buffers),
 # the element-wise map<> instances of compiled_kernels.hpp (Adam's update,
-# relu's backward), the fused MLP's per-layer bodies (fused::tile_product, fused::backward_layer),
+# relu's backward), the fused MLP's passes over the network's description (fused::forward_n,
+# fused::backward_n) and its per-layer entries (fused::rule_fns: tile_product, backward_layer, absent),
+# dropout's name and error paths (detail::dropout_name, throw_dropout_rate,
+# kernels::cpu::throw_dropout_rate_range; throw_dropout_no_generator absent only),
 # the Fashion-MNIST dataset's cursor::next and open, first_non_finite and the accuracy's count
 # (CTNN_OUTLINE), the products' entry simd_gemm_epilogue (and pack_panels, narrow_weights_gradient: absent),
+# the layers' bias gradient column_sum_n, evaluate's loop (evaluate_batches),
 # the CNN's max pooling, batch normalization and Winograd transforms over a run-time geometry
 # (*_n; their compile-time bodies absent), fit's epoch loop (train/fit_loop.hpp: fit_epochs, around
 # the network's fit_session_of), the initializers' draws (fill_uniform<float>) (nm: U) and define none of them (nor a map's task, thread_pool::call<map<...>>),
@@ -31,7 +35,8 @@ file(MAKE_DIRECTORY ${WORK})
 # header-only, these must be defined in the object (out of line: not inlined into their callers; g++ gives
 # the micro-kernels local symbols, t)
 set(outlined "simd::run_plan<" "simd::dot_nt<" "simd::micro<" "thread_pool::run_tasks\\("
-    "detail::throw_non_finite_parameter\\(" "detail::batch_norm_backward_c<" "detail::winograd_input_of<")
+    "detail::throw_non_finite_parameter\\(" "detail::batch_norm_backward_c<" "detail::winograd_input_of<"
+    "cpu::throw_dropout_rate_range\\(")
 # with CTNN_COMPILED_KERNELS, none of these may be defined, and the first ones must be referenced
 # (the micro-kernels only need be absent: since the fused small MLP's per-layer bodies are in the
 # compiled part, whether the program's own code still calls one depends on the architecture and the
@@ -43,14 +48,16 @@ list(REMOVE_ITEM outlined_referenced "simd::micro<" "simd::run_plan<" "simd::dot
 set(referenced ${outlined_referenced} "detail::fit_epochs\\(" "detail::fill_uniform<float>\\(" "history::~history\\(" "logs::set\\(" "detail::print_summary\\("
     "data::read_idx\\(" "io::read_weights_file\\(" "history::epochs\\(" "detail::throw_in_memory_sizes\\(" "detail::throw_sparse_label_out_of_range\\("
     "thread_pool::global\\(\\)" "cpu::map<[^\n]*adam_update<float>" "cpu::map<[^\n]*backward_of<ctnn::fn::relu_fn>"
-    "fused::tile_product<[^\n]*relu_fn" "fused::tile_product<[^\n]*identity_fn" "fused::backward_layer<[^\n]*relu_fn"
-    "fused::backward_layer<[^\n]*identity_fn" "shape<28ul, 28ul>, ctnn::sparse_labels, float>::cursor::next\\("
+    "fused::forward_n<" "fused::backward_n<" "fused::rule_fns<[^\n]*relu_fn>::product\\("
+    "fused::rule_fns<[^\n]*identity_fn>::backward\\(" "detail::dropout_name\\(" "detail::throw_dropout_rate\\("
+    "cpu::column_sum_n<" "detail::evaluate_batches\\(" "shape<28ul, 28ul>, ctnn::sparse_labels, float>::cursor::next\\("
     "shape<28ul, 28ul>, ctnn::sparse_labels, float>::open\\("
     "detail::first_non_finite<float>\\(" "detail::sparse_hits<float>\\(" "cpu::simd_gemm_epilogue<"
     "detail::find_parameter_in\\(" "cpu::max_pool_forward_n<" "cpu::max_pool_backward_n<" "cpu::batch_norm_forward_n<" "cpu::batch_norm_backward_n<"
     "cpu::winograd_filters_n<" "cpu::winograd_input_n<" "cpu::winograd_output_n<" "cpu::winograd_grad_tiles_n<"
     "cpu::winograd_grad_output_n<")
-set(absent ${referenced} "history::append_epoch\\(" "detail::exception_text\\(" "detail::throw_fit_no_batch\\(" "simd::micro<" "simd::run_plan<" "simd::dot_nt<" "plan_gemm<" "detail::summary_[a-z_]+[<(]" "simd::gemv<" "detail::gunzip\\(" "data::parse_idx\\(" "io::write_file_atomically\\("
+# (throw_dropout_no_generator: absent only, its call is gone where a model's pass names its generator)
+set(absent ${referenced} "detail::throw_dropout_no_generator\\(" "fused::tile_product<" "fused::backward_layer<" "history::append_epoch\\(" "detail::exception_text\\(" "detail::throw_fit_no_batch\\(" "simd::micro<" "simd::run_plan<" "simd::dot_nt<" "plan_gemm<" "detail::summary_[a-z_]+[<(]" "simd::gemv<" "detail::gunzip\\(" "data::parse_idx\\(" "io::write_file_atomically\\("
     "make_gemm_plan<" "simd::packed_product<" "simd::pack_panels<" "simd::narrow_weights_gradient" "thread_pool::loop\\(" "thread_pool::~thread_pool\\("
     "detail::max_pool_forward_simd<" "detail::max_pool_backward_simd<" "detail::max_pool_backward_scalar_of<"
     "detail::batch_norm_forward_c<" "detail::batch_norm_backward_c<" "detail::winograd_filters_of<"

@@ -206,46 +206,110 @@ void update_metrics(std::tuple<Ms...>& ms, const typename M::value_type* y, cons
 #else
 ;
 #endif
-template <class M, class T>
-bool warn_if_all_zero(const T* y, std::size_t batch, std::ostream& out = std::clog) {
-  for (std::size_t i = 0; i < batch * M::output_size; ++i)
+// (over the batch's `count` output values: one body per value type, out of line, for every network;
+// fit calls it once)
+template <class T>
+[[gnu::cold, gnu::noinline]] bool warn_if_all_zero(const T* y, std::size_t count, std::ostream& out = std::clog) {
+  for (std::size_t i = 0; i < count; ++i)
     if (y[i] != T(0)) return false;
   warn_all_zero_output(out);
   return true;
 }
 
-// Forward + loss over a whole dataset, no training.
-template <class M, class L, class D, class... Ms>
-logs evaluate_impl(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics, const std::string& prefix) {
-  std::apply([](auto&... mm) { (mm.reset(), ...); }, metrics);
-  data::batch_for<D> b;
-  auto cur = ds.open(0);
+// evaluate's loop over a dataset's batches (and fit's validation, prefix "val_"): forward + loss
+// per batch, no training. The loop, its checks and the logs are evaluate_batches, one function for
+// every network (the compiled part holds it: core/separate.hpp); evaluate_session_of below is the
+// network-typed side it calls, as fit_epochs calls fit_session_of.
+class evaluate_session {
+ public:
+  virtual bool next(std::size_t& size) = 0;      // the next batch (false: the dataset's end), its size
+  virtual double loss_sum() = 0;                 // its forward pass and loss (targets checked first): the sum
+  virtual void check_variables() = 0;            // the model's variables for non-finite values
+  virtual void update_metrics() = 0;             // the metrics on its outputs
+  virtual double penalty() = 0;                  // the regularizers' penalty now
+  virtual void metric_logs(logs& l, const std::string& prefix) = 0;  // each metric's result
+
+ protected:
+  ~evaluate_session() = default;
+};
+
+// The logs prefix + "loss" (the mean loss over the samples plus the penalty) and each metric's.
+// A batch whose loss is not finite throws numeric_error; evaluate (prefix "") checks the model's
+// variables once, after its first batch, as fit does after every update (a NaN weight behind a relu
+// leaves the loss finite: ln 3 for 3 classes); an empty dataset throws std::invalid_argument.
+CTNN_DECL logs evaluate_batches(evaluate_session& s, const std::string& prefix)
+#if CTNN_DEFINITIONS
+{
   double total = 0;
-  std::size_t n = 0;
-  for (std::size_t batch = 0; cur.next(b); ++batch) {
-    check_loss_targets<typename M::network::output_type>(loss, b.y.data(), b.size);
-    m.reset_scalars();
-    const auto* y = m.forward(b.x.data(), b.size, false);
-    const auto* t = m.feed(1, b.y.data(), b.size * target_width<M, std::remove_cvref_t<decltype(b.y[0])>>());
-    m.run([&] {
-      step_loss_into<typename M::network::output_type, typename M::backend>(
-          loss, y, t, static_cast<typename M::value_type*>(nullptr), b.size, &m.step_mask(), m.scalars());
-    });
-    const double batch_sum = m.read_scalars().loss_sum;  // the one read of the batch's scalars
+  std::size_t n = 0, size = 0;
+  for (std::size_t batch = 0; s.next(size); ++batch) {
+    const double batch_sum = s.loss_sum();
     if (!std::isfinite(batch_sum)) throw_batch_loss_not_finite(batch_sum, !prefix.empty(), batch);
-    // evaluate (not fit's validation: fit checks after every update) checks the variables once,
-    // as fit does: a NaN weight behind a relu leaves the loss finite (ln 3 for 3 classes)
-    if constexpr (checks_numerics<std::remove_cvref_t<M>>)
-      if (batch == 0 && prefix.empty()) check_model_finite(m, [] { return std::string("evaluate: the model's variables"); });
+    if (batch == 0 && prefix.empty()) s.check_variables();
     total += batch_sum;
-    if constexpr (sizeof...(Ms) > 0) update_metrics<M>(metrics, m.host_outputs(b.size).data(), b, &m.step_mask());
-    n += b.size;
+    s.update_metrics();
+    n += size;
   }
   if (n == 0) throw_evaluate_empty();
   logs l;
-  l.set(prefix, "loss", total / double(n) + m.penalty());
-  std::apply([&](auto&... mm) { (l.set(prefix, mm.name(), mm.result()), ...); }, metrics);
+  l.set(prefix, "loss", total / double(n) + s.penalty());
+  s.metric_logs(l, prefix);
   return l;
+}
+#else
+;
+#endif
+
+// evaluate's network-typed side: model M, loss L, dataset D, the metrics Ms (reset first).
+template <class M, class L, class D, class... Ms>
+class evaluate_session_of final : public evaluate_session {
+ public:
+  evaluate_session_of(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics)
+      : m_(m), loss_(loss), metrics_(metrics), cur_(ds.open(0)) {
+    std::apply([](auto&... mm) { (mm.reset(), ...); }, metrics_);
+  }
+  bool next(std::size_t& size) override {
+    if (!cur_.next(b_)) return false;
+    size = b_.size;
+    return true;
+  }
+  double loss_sum() override {
+    check_loss_targets<typename M::network::output_type>(loss_, b_.y.data(), b_.size);
+    m_.reset_scalars();
+    const auto* y = m_.forward(b_.x.data(), b_.size, false);
+    const auto* t = m_.feed(1, b_.y.data(), b_.size * target_width<M, std::remove_cvref_t<decltype(b_.y[0])>>());
+    m_.run([&] {
+      step_loss_into<typename M::network::output_type, typename M::backend>(
+          loss_, y, t, static_cast<typename M::value_type*>(nullptr), b_.size, &m_.step_mask(), m_.scalars());
+    });
+    return m_.read_scalars().loss_sum;  // the one read of the batch's scalars
+  }
+  [[gnu::cold]] void check_variables() override {
+    if constexpr (checks_numerics<std::remove_cvref_t<M>>)
+      check_model_finite(m_, [] { return std::string("evaluate: the model's variables"); });
+  }
+  void update_metrics() override {
+    if constexpr (sizeof...(Ms) > 0) detail::update_metrics<M>(metrics_, m_.host_outputs(b_.size).data(), b_, &m_.step_mask());
+  }
+  [[gnu::cold]] double penalty() override { return m_.penalty(); }
+  [[gnu::cold]] void metric_logs(logs& l, const std::string& prefix) override {
+    std::apply([&](auto&... mm) { (l.set(prefix, mm.name(), mm.result()), ...); }, metrics_);
+  }
+
+ private:
+  M& m_;
+  const L& loss_;
+  std::tuple<Ms...>& metrics_;
+  data::batch_for<D> b_;
+  decltype(std::declval<const D&>().open(std::size_t{})) cur_;
+};
+
+// Forward + loss over a whole dataset, no training. (Not inlined: one body for evaluate and fit's
+// validation, which would each inline the session's set-up.)
+template <class M, class L, class D, class... Ms>
+[[gnu::noinline]] logs evaluate_impl(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics, const std::string& prefix) {
+  evaluate_session_of<M, L, D, Ms...> s(m, loss, ds, metrics);
+  return evaluate_batches(s, prefix);
 }
 
 }  // namespace detail
@@ -411,7 +475,7 @@ class fit_session_of final : public fit_session {
     return step_->run(b_.x.data(), b_.y.data(), b_.size, epoch, step);
   }
   void after_step(const step_result& r, std::size_t epoch, std::size_t step, bool first) override {
-    if (first) warn_if_all_zero<MT>(m_.host_outputs(b_.size).data(), b_.size);
+    if (first) warn_if_all_zero(m_.host_outputs(b_.size).data(), b_.size * MT::output_size);
     if constexpr (std::tuple_size_v<metrics_type> > 0)
       update_metrics<MT>(metrics_, m_.host_outputs(b_.size).data(), b_, &m_.step_mask());
     if (r.updated) check_model_finite(m_, [&] { return fit_update_where(epoch, step); }, r.parameters_finite);

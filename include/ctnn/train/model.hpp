@@ -234,7 +234,9 @@ class model {
   }
 
   // Re-draws every parameter from `seed` (as a fresh make_model would) and forgets the optimizer state.
-  void initialize(std::uint64_t seed) {
+  // (cold, as the allocation's growth: run once, optimized for size and out of line, so that a
+  // program's edit compiles less of it)
+  [[gnu::cold, gnu::noinline]] void initialize(std::uint64_t seed) {
     seed_ = seed;
     rng init_gen(seed);
     host_view_type v = variables_view();
@@ -256,23 +258,7 @@ class model {
   // values per parameter. Variables and (same slot count) slots survive.
   void reserve(std::size_t batch, std::size_t slots) {
     if (batch <= batch_capacity_ && slots == slots_) return;
-    const std::size_t new_batch = std::max(batch, batch_capacity_);
-    const plan_layout nl = plan::layout(new_batch, slots);
-    plan_memory<Backend> nm(nl.total);
-    if (mem_.size()) {
-      // parameters .. metadata do not depend on the batch or the slots: same offsets, one copy
-      Backend::memory::copy(nm.data(), mem_.data(), lay_.at(role::optimizer_slot));
-      if (slots == slots_)
-        Backend::memory::copy(nm.data() + nl.at(role::optimizer_slot), mem_.data() + lay_.at(role::optimizer_slot),
-                              lay_.bytes(role::optimizer_slot));
-      else
-        opt_.kind = nullptr;  // the slots are gone: the next fit initialises them
-    }
-    stale_ = true;  // the compute-type copy is not carried over
-    mem_ = std::move(nm);
-    lay_ = nl;
-    batch_capacity_ = new_batch;
-    slots_ = slots;
+    grow(batch, slots);
   }
 
   std::size_t batch_capacity() const noexcept { return batch_capacity_; }
@@ -576,6 +562,28 @@ class model {
  private:
   friend struct detail::training_access;
 
+  // reserve's new allocation (once per larger batch or other slot count: cold).
+  [[gnu::cold, gnu::noinline]] void grow(std::size_t batch, std::size_t slots) {
+    const std::size_t new_batch = std::max(batch, batch_capacity_);
+    const plan_layout nl = plan::layout(new_batch, slots);
+    plan_memory<Backend> nm(nl.total);
+    if (mem_.size()) {
+      // parameters .. metadata do not depend on the batch or the slots: same offsets, one copy
+      Backend::memory::copy(nm.data(), mem_.data(), lay_.at(role::optimizer_slot));
+      if (slots == slots_)
+        Backend::memory::copy(nm.data() + nl.at(role::optimizer_slot), mem_.data() + lay_.at(role::optimizer_slot),
+                              lay_.bytes(role::optimizer_slot));
+      else
+        opt_.kind = nullptr;  // the slots are gone: the next fit initialises them
+    }
+    stale_ = true;  // the compute-type copy is not carried over
+    mem_ = std::move(nm);
+    lay_ = nl;
+    batch_capacity_ = new_batch;
+    offsets_ = sample_offsets(new_batch);
+    slots_ = slots;
+  }
+
   // whether a layer keeps a compute-type copy of its parameters (a mixed policy)
   static constexpr bool any_copies = [] {
     for (bool c : plan::copies)
@@ -617,7 +625,7 @@ class model {
   // backward()'s layers: dL/d(output) arrives in io; each layer's dL/dx in its compute type:
   // converted into the other buffer (free again) when the next layer down computes in another
   // type. Then the compute-type gradients widened into gradients().
-  void backward_layers(step_scalars*) {
+  [[gnu::noinline]] void backward_layers(step_scalars*) {
     const run_info r{batch_, true, &gen_, replicas_, &mask_};
     const bool per_layer = updating_per_layer();
     std::size_t cur = 0;  // which delta buffer holds this layer's dL/d(output)
@@ -635,11 +643,7 @@ class model {
         if (per_layer) layer_gradients_final(I);
       if constexpr (!any_copies && L::parameter_count > 0 && std::is_same_v<variable_type, float>)
         if constexpr (Backend::memory::host_accessible)
-          if (listener_) {
-            const auto g = gradients();
-            const bool finite = scalars_.non_finite == 0 && std::isfinite(scalars_.loss_sum + scalars_.penalty);
-            listener_->ready(listener_->context, slot<I>().grads, L::parameter_count, g.data(), g.size(), finite);
-          }
+          if (listener_) tell_listener(slot<I>().grads, L::parameter_count);
       cur = 1 - cur;
     });
     if (per_layer) update_hook_->used = true;
@@ -665,10 +669,18 @@ class model {
   std::size_t parameter_offset(std::size_t i) const noexcept {
     return std::size_t(block<variable_type>(role::parameter, i) - region<variable_type>(role::parameter).data());
   }
+  // backward_layers' gradient listener (data_parallel), told that n gradients at g are final: one
+  // body per model, not one per layer with parameters.
+  [[gnu::noinline]] void tell_listener(variable_type* g, std::size_t n) const {
+    const auto all = region<variable_type>(role::gradient);
+    const bool finite = scalars_.non_finite == 0 && std::isfinite(scalars_.loss_sum + scalars_.penalty);
+    listener_->ready(listener_->context, g, n, all.data(), all.size(), finite);
+  }
   // Layer i's gradients are final: its regularizer's gradient (as add_penalty_gradients), then the
   // step's update of its part of the parameter region, [its block, the next layer's block) (the
   // first layer with parameters from 0, the last to the region's end: the parts cover the region).
-  void layer_gradients_final(std::size_t i) {
+  // (not inlined: one body per model for every layer of backward_layers and the fused backward)
+  [[gnu::noinline]] void layer_gradients_final(std::size_t i) {
     if constexpr (updates_per_layer) {
       for_each_layer([&]<std::size_t I, class>() {
         using V = detail::type_at_t<I, variable_layers>;
@@ -740,16 +752,33 @@ class model {
   std::span<U> region(role r) const noexcept {
     return {reinterpret_cast<U*>(mem_.data() + lay_.at(r)), lay_.bytes(r) / sizeof(U)};
   }
+  // The blocks of the roles that grow with the batch (activation, cache, converted: plan::per_sample)
+  // at one batch: at[k][i] = plan::offset(i, r, batch) for k = index(r), computed when the batch
+  // changes (grow, predict's scratch), so that a layer's block is a load, not a sum over the
+  // layers before it in every pass (a run-time batch: plan::offset of such a role adds the blocks).
+  struct sample_offsets {
+    std::array<std::array<std::size_t, layer_count + 1>, 3> at{};
+    static constexpr std::size_t index(role r) noexcept { return r == role::activation ? 0 : r == role::cache ? 1 : 2; }
+    sample_offsets() = default;
+    [[gnu::cold]] explicit sample_offsets(std::size_t batch) {  // (once per allocation: optimized for size)
+      for (const role r : {role::activation, role::cache, role::converted}) {
+        auto& o = at[index(r)];
+        for (std::size_t i = 0; i < layer_count; ++i) o[i + 1] = o[i] + align_bytes(plan::block_bytes(i, r, batch));
+      }
+    }
+  };
   // predict's memory for a chunk above the batch capacity: the activation and cache regions of the
   // plan at that batch (all a forward pass without training writes), one after the other.
   struct predict_scratch {
     std::size_t batch;
     plan_layout lay;
     plan_memory<Backend> mem;
+    sample_offsets offsets;
     explicit predict_scratch(std::size_t b)
         : batch(b),
           lay(plan::layout(b, 0)),
-          mem(lay.bytes(role::activation) + lay.bytes(role::cache) + lay.bytes(role::converted)) {}
+          mem(lay.bytes(role::activation) + lay.bytes(role::cache) + lay.bytes(role::converted)),
+          offsets(b) {}
     std::byte* region(role r) const noexcept {
       if (r == role::cache) return mem.data() + lay.bytes(role::activation);
       if (r == role::converted) return mem.data() + lay.bytes(role::activation) + lay.bytes(role::cache);
@@ -759,8 +788,9 @@ class model {
 
   // The runs every forward pass shares (forward reserves the memory first, predict does not).
   // A layer whose input is of another type than it computes in gets it converted first; the
-  // last layer's output is widened to io.
-  const value_type* run_layers(const value_type* x, std::size_t batch, bool training) {
+  // last layer's output is widened to io. (Not inlined, as backward_layers and fused_backward: one
+  // body each per model, called once a pass, not one more inside the training step's.)
+  [[gnu::noinline]] const value_type* run_layers(const value_type* x, std::size_t batch, bool training) {
     if (stale_) refresh_compute_parameters();
     x_ = x;
     batch_ = batch;
@@ -827,7 +857,7 @@ class model {
     }
     return model_output();
   }
-  void fused_backward(step_scalars* = nullptr) {
+  [[gnu::noinline]] void fused_backward(step_scalars* = nullptr) {
     if constexpr (has_fused_mlp_backward<Backend, layers, layer_type<0>>) {
       using T = layer_type<0>;
       const T* dy = delta<T>(0);
@@ -862,7 +892,11 @@ class model {
   // (vars: the variable regions' base, mem_.data() or a host view of them.)
   template <class U>
   U* block(role r, std::size_t i, std::byte* vars = nullptr) const noexcept {
-    if (scratch_ && plan::per_sample(r)) return reinterpret_cast<U*>(scratch_->region(r) + plan::offset(i, r, scratch_->batch));
+    if (plan::per_sample(r)) {
+      const std::size_t k = sample_offsets::index(r);
+      if (scratch_) return reinterpret_cast<U*>(scratch_->region(r) + scratch_->offsets.at[k][i]);
+      return reinterpret_cast<U*>((vars ? vars : mem_.data()) + lay_.at(r) + offsets_.at[k][i]);
+    }
     return reinterpret_cast<U*>((vars ? vars : mem_.data()) + lay_.at(r) + plan::offset(i, r, batch_capacity_));
   }
 
@@ -964,6 +998,7 @@ class model {
   scalars_storage scalars_ = make_scalars();
   plan_layout lay_{};
   std::size_t batch_capacity_ = 0;
+  sample_offsets offsets_{};  // the per-sample blocks at batch_capacity_
   std::size_t slots_ = 0;
   std::size_t batch_ = 0;
   const value_type* x_ = nullptr;

@@ -131,21 +131,6 @@ struct plan {
   static constexpr std::size_t first = first_dense<Layers, Arch>(seq{});  // the first (no dX)
 };
 
-// f.template operator()<I, role>() for each dense layer I of the plan P, in order.
-template <class P, std::size_t I, class F>
-void visit_dense(F& f) {
-  if constexpr (P::template role_of<I>::kind == 1) f.template operator()<I, typename P::template role_of<I>>();
-}
-template <class P, class F, std::size_t... I>
-void for_each_dense(F&& f, std::index_sequence<I...>) {
-  (visit_dense<P, I>(f), ...);
-}
-// The same from the last dense layer to the first.
-template <class P, class F, std::size_t... I>
-void for_each_dense_reversed(F&& f, std::index_sequence<I...>) {
-  (visit_dense<P, sizeof...(I) - 1 - I>(f), ...);
-}
-
 // This thread's buffer of at least n values, 64-byte aligned (Tag keeps the packed kernels and the
 // tile buffers apart from each other and from the GEMM's simd::scratch, tag 0).
 template <class T, int Tag>
@@ -281,6 +266,94 @@ CTNN_OUTLINE T* backward_layer(std::size_t K, std::size_t N, const E& e, const T
   return o;
 }
 
+// The fused passes over a run-time description of the network (forward_n, backward_n below): one
+// body per architecture and type for every network (the compiled part holds float's:
+// core/separate.hpp), instead of one per network type with its loops over the layers and tiles and
+// its packing inlined at each layer's sizes. A dense layer's rule reaches the per-layer bodies
+// through rule_fns (its type erased: `rule` points at the rule's value); its sizes are values.
+template <class T>
+struct layer_fns {
+  // tile_product with the rule at `rule`
+  void (*product)(const void* rule, std::size_t K, std::size_t N, const T* a, std::size_t lda, const T* w,
+                  bool packed, const T* tail, const T* b, T* y, std::size_t m);
+  // backward_layer with the rule at `rule`
+  T* (*backward)(const void* rule, std::size_t K, std::size_t N, const T* dy, const fused_layer_io<T>& io,
+                 const T* wt, std::size_t r0, std::size_t nr, bool first_tile, T* z, T* o, T* tail,
+                 thread_pool& pool);
+  // y[m, N] = e(x[m, K] w + b) by the unfused product (dense_forward's, below one tile of rows)
+  void (*unfused)(const void* rule, std::size_t m, std::size_t K, std::size_t N, const T* x, const T* w, const T* b,
+                  T* y);
+};
+// The three for rule E (defined out of the class: not inline, so the compiled part's instances,
+// declared extern below, are the only ones).
+template <class Arch, class T, class E>
+struct rule_fns {
+  static void product(const void* rule, std::size_t K, std::size_t N, const T* a, std::size_t lda, const T* w,
+                      bool packed, const T* tail, const T* b, T* y, std::size_t m);
+  static T* backward(const void* rule, std::size_t K, std::size_t N, const T* dy, const fused_layer_io<T>& io,
+                     const T* wt, std::size_t r0, std::size_t nr, bool first_tile, T* z, T* o, T* tail,
+                     thread_pool& pool);
+  static void unfused(const void* rule, std::size_t m, std::size_t K, std::size_t N, const T* x, const T* w,
+                      const T* b, T* y);
+};
+template <class Arch, class T, class E>
+void rule_fns<Arch, T, E>::product(const void* rule, std::size_t K, std::size_t N, const T* a, std::size_t lda,
+                                   const T* w, bool packed, const T* tail, const T* b, T* y, std::size_t m) {
+  tile_product<Arch>(K, N, a, lda, w, packed, tail, b, y, m, *static_cast<const E*>(rule));
+}
+template <class Arch, class T, class E>
+T* rule_fns<Arch, T, E>::backward(const void* rule, std::size_t K, std::size_t N, const T* dy,
+                                  const fused_layer_io<T>& io, const T* wt, std::size_t r0, std::size_t nr,
+                                  bool first_tile, T* z, T* o, T* tail, thread_pool& pool) {
+  return backward_layer<Arch>(K, N, *static_cast<const E*>(rule), dy, io, wt, r0, nr, first_tile, z, o, tail, pool);
+}
+template <class Arch, class T, class E>
+void rule_fns<Arch, T, E>::unfused(const void* rule, std::size_t m, std::size_t K, std::size_t N, const T* x,
+                                   const T* w, const T* b, T* y) {
+  simd_gemm<Arch>(m, N, K, strided<T>{x, K, 1}, strided<T>{w, N, 1}, y, N, b, *static_cast<const E*>(rule));
+}
+template <class Arch, class T, class E>
+inline constexpr layer_fns<T> fns_of{&rule_fns<Arch, T, E>::product, &rule_fns<Arch, T, E>::backward,
+                                     &rule_fns<Arch, T, E>::unfused};
+// A fitting dense layer's rule, as a value whose address the description holds.
+template <class R>
+inline constexpr auto rule_value = R::rule();
+
+// One dense layer of the network: its position among the bound layers (params[layer],
+// outs[layer], io[layer]), its sizes, its rule and the bodies for it.
+template <class T>
+struct dense_entry {
+  std::size_t layer = 0, k = 0, n = 0;
+  const void* rule = nullptr;
+  const layer_fns<T>* fns = nullptr;
+};
+// The network as the passes see it (net_of<Layers, Arch, T>, a constant).
+template <class T>
+struct net_desc {
+  const dense_entry<T>* dense;  // its dense layers, first to last
+  std::size_t count;            // how many (at least one)
+  std::size_t in_width;         // values of a row of x (the first layer's inputs)
+  std::size_t width;            // the widest dense output (plan::width)
+  std::size_t tile_rows;        // fused_tile_rows
+  std::size_t packed_total;     // values of every kernel packed (also the forward's work per row)
+  std::size_t tails_total;      // values of the kernels' partial last panels
+  std::size_t transposed_total;  // values of every W^T packed
+};
+template <class Arch, class T, class R>
+constexpr void add_entry(dense_entry<T>* a, std::size_t& j, std::size_t i) {
+  if constexpr (R::kind == 1) a[j++] = {i, R::k, R::n, &rule_value<R>, &fns_of<Arch, T, std::remove_cvref_t<decltype(R::rule())>>};
+}
+template <class Layers, class Arch, class T, std::size_t... I>
+constexpr auto dense_entries_of(std::index_sequence<I...>) {
+  constexpr std::size_t n = (std::size_t(role<std::tuple_element_t<I, Layers>, Arch>::kind == 1) + ... + 0);
+  std::array<dense_entry<T>, n> a{};
+  std::size_t j = 0;
+  (add_entry<Arch, T, role<std::tuple_element_t<I, Layers>, Arch>>(a.data(), j, I), ...);
+  return a;
+}
+template <class Layers, class Arch, class T>
+inline constexpr auto dense_entries = dense_entries_of<Layers, Arch, T>(std::make_index_sequence<std::tuple_size_v<Layers>>{});
+
 }  // namespace fused
 
 // The most bound layers a fused network has: a small MLP. The count is checked before any fold over
@@ -338,71 +411,91 @@ inline constexpr std::size_t fused_tile_rows = [] {
   return std::max(fit, (packed_rows + MR - 1) / MR * MR);
 }();
 
-// y[batch, out] = the network Layers on x[batch, in]; params[I]: layer I's
-// parameters (kernel [K, N], then bias [N]). Call only where fused_mlp_fits.
-// outs (the training forward, fused_mlp_training_forward): where not null, outs[I] is dense
-// layer I's output rows [batch, N], written there (and read from there by the next layer)
-// instead of a tile buffer; y is then outs[last].
-template <class Arch, class Layers, class T>
-void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* params,
-                       thread_pool& pool = thread_pool::global(), T* const* outs = nullptr) {
-  using P = fused::plan<Layers, Arch>;
-  static_assert(P::fits, "fused_mlp_forward: the network does not fit the CPU's fused MLP");
-  constexpr std::size_t R = fused_tile_rows<Layers, Arch>, W = P::width;
+namespace fused {
+// The network Layers as the run-time passes see it (fused_mlp_fits<Layers, Arch>() only).
+template <class Layers, class Arch, class T>
+inline constexpr net_desc<T> net_of{dense_entries<Layers, Arch, T>.data(),
+                                    dense_entries<Layers, Arch, T>.size(),
+                                    std::tuple_element_t<0, Layers>::in_shape::size,
+                                    plan<Layers, Arch>::width,
+                                    fused_tile_rows<Layers, Arch>,
+                                    packed_total<Layers, Arch, T>(typename plan<Layers, Arch>::seq{}),
+                                    tails_total<Layers, Arch, T>(typename plan<Layers, Arch>::seq{}),
+                                    packed_transposed_total<Layers, Arch, T>(typename plan<Layers, Arch>::seq{})};
+
+// fused_mlp_forward over the description net: one body per (Arch, T) (never inlined into a
+// network's caller, header-only too: its loops would be unrolled there at that network's sizes).
+template <class Arch, class T>
+[[gnu::noinline]] void forward_n(const net_desc<T>& net, const T* x, T* y, std::size_t batch, const T* const* params,
+                                 thread_pool& pool, T* const* outs) {
+  const std::size_t R = net.tile_rows, W = net.width, last = net.dense[net.count - 1].layer;
   if (batch == 0) return;
-  auto dense_layers = [&](auto&& f) { fused::for_each_dense<P>(f, typename P::seq{}); };
   if (batch < R) {  // one short tile: the unfused kernels, layer by layer
-    T* buf = fused::buffer<T, 0>(2 * batch * W);
+    T* buf = buffer<T, 0>(2 * batch * W);
     const T* a = x;
     std::size_t d = 0;
-    dense_layers([&]<std::size_t I, class F>() {
-      T* o = outs ? outs[I] : I == P::last ? y : buf + (d++ % 2) * batch * W;
-      dense_forward<F::k, F::n, decltype(F::rule()), Arch>(a, params[I], params[I] + F::k * F::n, o, batch, F::rule());
+    for (std::size_t j = 0; j < net.count; ++j) {
+      const dense_entry<T>& f = net.dense[j];
+      T* o = outs ? outs[f.layer] : f.layer == last ? y : buf + (d++ % 2) * batch * W;
+      f.fns->unfused(f.rule, batch, f.k, f.n, a, params[f.layer], params[f.layer] + f.k * f.n, o);
       a = o;
-    });
+    }
     return;
   }
   // from fused_pack_rows rows on every kernel packed once (pack_panels), else the last partial
   // panel of each (the rest read in place), in this thread's buffer (the tasks read it)
   const bool packed = batch >= fused_pack_rows;
-  const std::size_t pack_total = packed ? fused::packed_total<Layers, Arch, T>(typename P::seq{})
-                                        : fused::tails_total<Layers, Arch, T>(typename P::seq{});
-  T* const pack = pack_total ? fused::buffer<T, 1>(pack_total) : nullptr;
-  const T* kernel[P::count] = {};
-  const T* tail[P::count] = {};
+  const std::size_t pack_total = packed ? net.packed_total : net.tails_total;
+  T* const pack = pack_total ? buffer<T, 1>(pack_total) : nullptr;
+  const T* kernel[fused_mlp_max_layers] = {};  // by dense layer, first to last
+  const T* tail[fused_mlp_max_layers] = {};
   {
     std::size_t off = 0;
-    dense_layers([&]<std::size_t I, class F>() {
-      constexpr std::size_t NR = fused::panel_cols<T, Arch, F::n>;
-      kernel[I] = params[I];
+    for (std::size_t j = 0; j < net.count; ++j) {
+      const dense_entry<T>& f = net.dense[j];
+      const std::size_t NR = packed_panel_vectors<T, Arch>(f.n) * simd::blocking<T, Arch>::L;  // panel_cols
+      kernel[j] = params[f.layer];
       if (packed) {
-        simd::pack_panels<Arch>(F::k, F::n, strided<T>{params[I], F::n, 1}, pack + off);
-        kernel[I] = pack + off;
-        off += packed_panels_size<T, Arch>(F::k, F::n);
-      } else if constexpr (fused::tail_size<T, Arch, F::k, F::n> > 0) {
-        simd::pack_b<Arch>(NR, strided<T>{params[I], F::n, 1}, F::n / NR * NR, F::n, F::k, pack + off);
-        tail[I] = pack + off;
-        off += fused::tail_size<T, Arch, F::k, F::n>;
+        simd::pack_panels<Arch>(f.k, f.n, strided<T>{params[f.layer], f.n, 1}, pack + off);
+        kernel[j] = pack + off;
+        off += packed_panels_size<T, Arch>(f.k, f.n);
+      } else if (f.n % NR) {  // tail_size
+        simd::pack_b<Arch>(NR, strided<T>{params[f.layer], f.n, 1}, f.n / NR * NR, f.n, f.k, pack + off);
+        tail[j] = pack + off;
+        off += f.k * NR;
       }
-    });
+    }
   }
   const std::size_t tiles = (batch + R - 1) / R;
-  constexpr std::size_t flops = fused::packed_total<Layers, Arch, T>(typename P::seq{});  // about K N a row
   pool.run(
       tiles,
       [&](std::size_t t) {
         const std::size_t r0 = t * R, nr = std::min(R, batch - r0);
-        T* buf = fused::buffer<T, 2>(2 * R * W);
-        const T* a = x + r0 * std::tuple_element_t<0, Layers>::in_shape::size;
+        T* buf = buffer<T, 2>(2 * R * W);
+        const T* a = x + r0 * net.in_width;
         std::size_t d = 0;
-        dense_layers([&]<std::size_t I, class F>() {
-          T* o = outs ? outs[I] + r0 * F::n : I == P::last ? y + r0 * F::n : buf + (d++ % 2) * R * W;
-          fused::tile_product<Arch>(F::k, F::n, a, F::k, kernel[I], packed, tail[I], params[I] + F::k * F::n, o, nr,
-                                    F::rule());
+        for (std::size_t j = 0; j < net.count; ++j) {
+          const dense_entry<T>& f = net.dense[j];
+          T* o = outs ? outs[f.layer] + r0 * f.n : f.layer == last ? y + r0 * f.n : buf + (d++ % 2) * R * W;
+          f.fns->product(f.rule, f.k, f.n, a, f.k, kernel[j], packed, tail[j], params[f.layer] + f.k * f.n, o, nr);
           a = o;
-        });
+        }
       },
-      tiles > 1 && pool.size() > 1 && batch * flops >= simd::parallel_threshold);
+      tiles > 1 && pool.size() > 1 && batch * net.packed_total >= simd::parallel_threshold);  // about K N a row
+}
+}  // namespace fused
+
+// y[batch, out] = the network Layers on x[batch, in]; params[I]: layer I's
+// parameters (kernel [K, N], then bias [N]). Call only where fused_mlp_fits.
+// outs (the training forward, fused_mlp_training_forward): where not null, outs[I] is dense
+// layer I's output rows [batch, N], written there (and read from there by the next layer)
+// instead of a tile buffer; y is then outs[last]. The pass is fused::forward_n over the network's
+// description (one body for every network).
+template <class Arch, class Layers, class T>
+void fused_mlp_forward(const T* x, T* y, std::size_t batch, const T* const* params,
+                       thread_pool& pool = thread_pool::global(), T* const* outs = nullptr) {
+  static_assert(fused::plan<Layers, Arch>::fits, "fused_mlp_forward: the network does not fit the CPU's fused MLP");
+  fused::forward_n<Arch>(fused::net_of<Layers, Arch, T>, x, y, batch, params, pool, outs);
 }
 
 // The training forward: every dense layer I's output rows into outs[I] (the layers' activations,
@@ -419,6 +512,51 @@ void fused_mlp_training_forward(const T* x, std::size_t batch, const T* const* p
 // of float at 256 wide) and inputs stay in L2 (64, 128 and 256 rows measured within the noise).
 inline constexpr std::size_t fused_backward_rows = 64;
 
+namespace fused {
+// fused_mlp_backward over the description net: one body per (Arch, T), as forward_n.
+template <class Arch, class T>
+[[gnu::noinline]] void backward_n(const net_desc<T>& net, const T* dy, std::size_t batch, const fused_layer_io<T>* io,
+                                  thread_pool& pool, const fused_layer_done* done) {
+  constexpr std::size_t R = fused_backward_rows, L = simd::blocking<T, Arch>::L;
+  const std::size_t W = net.width, first = net.dense[0].layer, last = net.dense[net.count - 1].layer;
+  if (batch == 0) {
+    for (std::size_t j = 0; j < net.count; ++j) {
+      const dense_entry<T>& f = net.dense[j];
+      std::fill_n(io[f.layer].grads, f.k * f.n + f.n, T(0));
+    }
+    return;
+  }
+  // W^T of every dense layer but the first, packed once (the B of dX = dZ W^T)
+  T* const pack = buffer<T, 3>(net.transposed_total);
+  const T* wt[fused_mlp_max_layers] = {};  // by dense layer
+  {
+    std::size_t off = 0;
+    for (std::size_t j = 0; j < net.count; ++j) {
+      const dense_entry<T>& f = net.dense[j];
+      if (f.layer != first) {
+        simd::pack_panels<Arch>(f.n, f.k, strided<T>{io[f.layer].params, 1, f.n}, pack + off);
+        wt[j] = pack + off;
+        off += packed_panels_size<T, Arch>(f.n, f.k);
+      }
+    }
+  }
+  T* const buf = buffer<T, 4>(2 * R * W);  // a layer's dZ, and its dX (the dY of the layer below)
+  T* const tail = buffer<T, 5>(R * 2 * L);  // dZ's last partial panel
+  for (std::size_t r0 = 0; r0 < batch; r0 += R) {
+    const std::size_t nr = std::min(R, batch - r0);
+    const bool first_tile = r0 == 0, last_tile = r0 + nr == batch;
+    T* z = buf;
+    for (std::size_t j = net.count; j-- > 0;) {
+      const dense_entry<T>& f = net.dense[j];
+      T* const o = z == buf ? buf + R * W : buf;
+      z = f.fns->backward(f.rule, f.k, f.n, f.layer == last ? dy : static_cast<const T*>(nullptr), io[f.layer], wt[j],
+                          r0, nr, first_tile, z, o, tail, pool);
+      if (done && last_tile) done->done(done->context, f.layer);
+    }
+  }
+}
+}  // namespace fused
+
 // The training backward of the network Layers over a batch, tile by tile: from dy[batch, out]
 // (dL/dy of the last layer) and the training forward's rows (io[I].in, io[I].out, as
 // core/fused_mlp_hook.hpp's fused_layer_io), every dense layer's gradients io[I].grads (dW
@@ -432,64 +570,39 @@ inline constexpr std::size_t fused_backward_rows = 64;
 // bits do not depend on the thread count. done (not null): done->done(context, I) right after
 // dense layer I's last tile (its gradients final; its parameters no longer read: the step's
 // per-layer update may write them; core/fused_mlp_hook.hpp). Call only where fused_mlp_fits.
+// The pass is fused::backward_n over the network's description (one body for every network).
 template <class Arch, class Layers, class T>
 void fused_mlp_backward(const T* dy, std::size_t batch, const fused_layer_io<T>* io,
                         thread_pool& pool = thread_pool::global(), const fused_layer_done* done = nullptr) {
-  using P = fused::plan<Layers, Arch>;
-  static_assert(P::fits, "fused_mlp_backward: the network does not fit the CPU's fused MLP");
-  constexpr std::size_t R = fused_backward_rows, W = P::width, L = simd::blocking<T, Arch>::L;
-  auto dense_layers = [&](auto&& f) { fused::for_each_dense<P>(f, typename P::seq{}); };
-  if (batch == 0) {
-    dense_layers([&]<std::size_t I, class F>() { std::fill_n(io[I].grads, F::k * F::n + F::n, T(0)); });
-    return;
-  }
-  // W^T of every dense layer but the first, packed once (the B of dX = dZ W^T)
-  T* const pack = fused::buffer<T, 3>(fused::packed_transposed_total<Layers, Arch, T>(typename P::seq{}));
-  const T* wt[P::count] = {};
-  {
-    std::size_t off = 0;
-    dense_layers([&]<std::size_t I, class F>() {
-      if constexpr (I != P::first) {
-        simd::pack_panels<Arch>(F::n, F::k, strided<T>{io[I].params, 1, F::n}, pack + off);
-        wt[I] = pack + off;
-        off += packed_panels_size<T, Arch>(F::n, F::k);
-      }
-    });
-  }
-  T* const buf = fused::buffer<T, 4>(2 * R * W);  // a layer's dZ, and its dX (the dY of the layer below)
-  T* const tail = fused::buffer<T, 5>(R * 2 * L);  // dZ's last partial panel
-  for (std::size_t r0 = 0; r0 < batch; r0 += R) {
-    const std::size_t nr = std::min(R, batch - r0);
-    const bool first_tile = r0 == 0;
-    T* z = buf;
-    fused::for_each_dense_reversed<P>(
-        [&]<std::size_t I, class F>() {
-          T* const o = z == buf ? buf + R * W : buf;
-          z = fused::backward_layer<Arch>(F::k, F::n, F::rule(), I == P::last ? dy : static_cast<const T*>(nullptr),
-                                          io[I], wt[I], r0, nr, first_tile, z, o, tail, pool);
-          if (done && r0 + nr == batch) done->done(done->context, I);
-        },
-        typename P::seq{});
-  }
+  static_assert(fused::plan<Layers, Arch>::fits, "fused_mlp_backward: the network does not fit the CPU's fused MLP");
+  fused::backward_n<Arch>(fused::net_of<Layers, Arch, T>, dy, batch, io, pool, done);
 }
 
 // The per-layer bodies of the fused passes for float on the default architecture, for every rule a
-// dense layer's activation gives (layers/activation.hpp): with CTNN_COMPILED_KERNELS a program calls
-// the compiled part's (core/separate.hpp), so its own fused_mlp_forward / fused_mlp_backward are only
-// the loops over its layers and tiles.
+// dense layer's activation gives (layers/activation.hpp), their type-erased entries (rule_fns) and
+// the passes over a network's description (forward_n, backward_n): with CTNN_COMPILED_KERNELS a
+// program calls the compiled part's (core/separate.hpp), so its own fused_mlp_forward /
+// fused_mlp_backward are one call each with its constant description.
 #define CTNN_DETAIL_FUSED_LAYER(E)                                                                            \
   CTNN_INSTANCE(template void fused::tile_product<default_arch, float, E>(                                    \
       std::size_t, std::size_t, const float*, std::size_t, const float*, bool, const float*, const float*,    \
       float*, std::size_t, const E&);)                                                                        \
   CTNN_INSTANCE(template float* fused::backward_layer<default_arch, float, E>(                                \
       std::size_t, std::size_t, const E&, const float*, const fused_layer_io<float>&, const float*,           \
-      std::size_t, std::size_t, bool, float*, float*, float*, thread_pool&);)
+      std::size_t, std::size_t, bool, float*, float*, float*, thread_pool&);) \
+  CTNN_INSTANCE(template struct fused::rule_fns<default_arch, float, E>;)
 CTNN_DETAIL_FUSED_LAYER(fn::identity_fn)
 CTNN_DETAIL_FUSED_LAYER(fn::relu_fn)
 CTNN_DETAIL_FUSED_LAYER(fn::leaky_relu_fn<float>)
 CTNN_DETAIL_FUSED_LAYER(fn::sigmoid_fn)
 CTNN_DETAIL_FUSED_LAYER(fn::tanh_fn)
 #undef CTNN_DETAIL_FUSED_LAYER
+CTNN_INSTANCE(template void fused::forward_n<default_arch, float>(const fused::net_desc<float>&, const float*, float*,
+                                                                  std::size_t, const float* const*, thread_pool&,
+                                                                  float* const*);)
+CTNN_INSTANCE(template void fused::backward_n<default_arch, float>(const fused::net_desc<float>&, const float*,
+                                                                   std::size_t, const fused_layer_io<float>*,
+                                                                   thread_pool&, const fused_layer_done*);)
 
 }  // namespace kernels::cpu
 }  // namespace ctnn

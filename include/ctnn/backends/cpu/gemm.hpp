@@ -35,6 +35,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "../../core/separate.hpp"
 #include "arch.hpp"
 #include "../../kernels/functors.hpp"
 #include "../../kernels/reference.hpp"
@@ -81,8 +82,11 @@ void dense_forward(const T* x, const T* w, const T* b, T* y, std::size_t m, cons
 // 8 vectors, each row's 8 read together: 8 independent sums and a row's contiguous values, not one
 // dependent chain a vector down a column of N-strided loads (db of an LSTM(128) at batch 64, dz
 // [1792, 512]: 2.5 % of its training step, loaded Xeon); each column still adds its rows in order.
+// With CTNN_COMPILED_KERNELS float's for the default architecture is the compiled part's (CTNN_OUTLINE,
+// core/separate.hpp): every dense and convolution layer's db (column_sum<N>) is then a call, not its
+// loops inlined at that layer's N.
 template <class Arch, class T>
-void column_sum_n(std::size_t N, const T* dy, T* db, std::size_t m, bool add) {
+CTNN_OUTLINE void column_sum_n(std::size_t N, const T* dy, T* db, std::size_t m, bool add) {
   using B = xsimd::batch<T, Arch>;
   constexpr std::size_t L = B::size, V = 8;
   const std::size_t full = N / L * L;
@@ -121,6 +125,7 @@ void column_sum_n(std::size_t N, const T* dy, T* db, std::size_t m, bool add) {
     }
   }
 }
+CTNN_INSTANCE(template void column_sum_n<default_arch, float>(std::size_t, const float*, float*, std::size_t, bool);)
 
 // db[j] = sum over rows of dy[., j]: 0 plus the rows in order, as
 // reference::col_sum (so equal to it bit for bit; m = 0 gives zeros), in
