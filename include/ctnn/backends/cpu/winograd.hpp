@@ -6,7 +6,8 @@
 // direct sum up to rounding. Output tiles of M x M (M = winograd_m<G, T>: 4 where that takes fewer
 // multiplies, else 2; the last row / column of tiles partly used when M does not divide OH or OW),
 // each read from an (M + 2) x (M + 2) input tile at stride M; N = (M + 2)^2 points:
-//   U = G g G^T per (c, f)   (the filters, once per call: N C x F matrices, packed for the GEMM)
+//   U = G g G^T per (c, f)   (the filters, once per call: N C x F matrices, packed for the GEMM; both
+//                            over the pool, by blocks of input channels, then one matrix a task)
 //   V = B^T d B per (tile, c) (vectorised across C: additions, and for M = 4 multiplies by 2 and 4)
 //   M_e = V_e U_e            (N GEMMs, tiles x C times C x F, the packed micro-kernel of gemm.hpp)
 //   y = A^T M A + b          (vectorised across F; outputs past OH, OW are not written)
