@@ -5,7 +5,7 @@
 // one thread. Peer: bench/peers/cnn_torch.py (same network, batch, optimizer).
 // conv2/...: the second convolution's kernels alone (13x13x32 -> 11x11x64, batch 64, float, the
 // build's architecture), y and dx by Winograd F(4x4, 3x3) (M:4, what the layer runs) and F(2x2, 3x3) (M:2),
-// dW by F(3x3, 4x4) (M:4, what the layer runs) and F(3x3, 2x2) (M:2) (winograd.hpp), and by
+// dW and db by F(3x3, 4x4) (M:4, what the layer runs) and F(3x3, 2x2) (M:2) (winograd.hpp), and by
 // the chunked im2col products it replaced (conv.hpp), in the same binary; conv1/...: the first
 // convolution's direct forward and dW; pool1/2_pass: the max poolings' forward and backward.
 //   build/bench/bench/bench_cnn --benchmark_repetitions=3
@@ -76,12 +76,12 @@ void conv2_dx_winograd(benchmark::State& st) {
         ? ctnn::kernels::cpu::winograd_backward_input<conv2, arch, float, 4>(d.dy.data(), d.w.data(), d.dx.data(), conv_batch)
         : ctnn::kernels::cpu::winograd_backward_input<conv2, arch, float, 2>(d.dy.data(), d.w.data(), d.dx.data(), conv_batch);
 }
-// dW by Winograd F(3x3, M x M): the Arg M = 4 (what the layer runs; db is a column sum beside it) or 2
+// dW and db by Winograd F(3x3, M x M): the Arg M = 4 (what the layer runs; db the chunks' column sums in its tasks) or 2
 template <std::size_t M>
 void conv2_dw_winograd_m(conv_data& d) {
   ctnn::kernels::cpu::winograd_backward_weights<conv2, arch, float, M>(d.x.data(), d.dy.data(), d.dw.data(),
                                                                        d.cols.data() + conv_batch * conv2.in_size(),
-                                                                       conv_batch);
+                                                                       conv_batch, d.db.data());
 }
 void conv2_dw_winograd(benchmark::State& st) {
   conv_data d;

@@ -4,7 +4,8 @@
 // strides 1-3, one and several channels, on every architecture (archs.hpp);
 // the rule that picks the direct kernels; conv_forward's epilogue (the activation's rule as each
 // output is stored) against the rule's pass after it; the same bits whatever the thread count;
-// batch_split.hpp's for_samples covers the batch once, in contiguous ranges.
+// batch_split.hpp's for_samples covers the batch once, in contiguous ranges; for_fixed_chunks' chunks and
+// sum_chunks' bits do not depend on the thread count.
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
@@ -262,6 +263,39 @@ TEST_CASE("for_samples: contiguous ranges that cover the batch once, one range b
         CHECK(calls == (split ? std::min(batch, t) : 1));
       }
     }
+  }
+  kernels::cpu::set_threads(before);
+}
+
+TEST_CASE("for_fixed_chunks and sum_chunks: the same chunks and bits on 1, 2 and 3 threads") {
+  const std::size_t before = kernels::cpu::threads();
+  rng g(13);
+  const std::size_t count = 9, n = 5000, stride = 5003;  // 3 blocks of sum_chunks_block values, the last short
+  std::vector<float> parts(count * stride);
+  for (auto& v : parts) v = float(g.uniform(-1, 1));
+  std::vector<float> serial(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    serial[i] = parts[i];
+    for (std::size_t k = 1; k < count; ++k) serial[i] += parts[k * stride + i];
+  }
+  for (std::size_t t : {1, 2, 3}) {
+    kernels::cpu::set_threads(t);
+    for (std::size_t rows : {0, 1, 255, 256, 257, 10816}) {
+      std::vector<int> seen(rows, 0);
+      std::vector<std::size_t> first(rows / 256 + 1, rows + 1);
+      std::mutex m;
+      kernels::cpu::for_fixed_chunks(rows, 256, 32, [&](std::size_t k, std::size_t r0, std::size_t r1) {
+        std::lock_guard<std::mutex> lock(m);
+        first[k] = r0;
+        CHECK(r1 == std::min(rows, (k + 1) * 256));
+        for (std::size_t r = r0; r < r1; ++r) ++seen[r];
+      });
+      CHECK(std::all_of(seen.begin(), seen.end(), [](int k) { return k == 1; }));
+      for (std::size_t k = 0; k * 256 < rows; ++k) CHECK(first[k] == k * 256);
+    }
+    std::vector<float> out(n, 7.0f);
+    kernels::cpu::sum_chunks(parts.data(), count, stride, out.data(), n);
+    CHECK(out == serial);  // each value's additions in chunk order, whatever the thread count
   }
   kernels::cpu::set_threads(before);
 }

@@ -3,7 +3,8 @@
 // inference) and backward (training, frozen), for float, double and a 16-bit
 // compute type with float32 moving statistics; dropout's masks are the
 // generator's uniforms in order, and backward multiplies by them; batch
-// normalization gives the same bits whatever the thread count, and over a run-time channel count
+// normalization gives the same bits whatever the thread count (its channel sums in fixed chunks of rows
+// over the pool, checked against double sums at the CNN's shape), and over a run-time channel count
 // (batch_norm_forward_n, _backward_n: the compiled part's body) the same bits as over a compile-time one.
 #include <doctest/doctest.h>
 
@@ -169,6 +170,46 @@ TEST_CASE("batch_norm of ops<cpu<>> gives the same bits whatever the thread coun
     }
   }
   kernels::cpu::set_threads(before);
+}
+
+// The CNN's batch norm 1 (64 samples x 13 x 13 positions, 32 channels): the per-channel sums run in
+// chunks of batch_norm_chunk_rows(C) rows over the pool, added in chunk order. The same bits on 1, 2 and
+// 3 threads; against sums in double: the mean (scaled by the mean of |x|), dbeta (by the sum of |dy|)
+// and dgamma (by the sum of |dy xhat|, xhat from the kernel's cached mean and inverse std) within rows x
+// float's epsilon (a bound of any order of the additions), inv within 1e-5.
+TEST_CASE("batch_norm's channel sums in fixed chunks over the pool: 1, 2, 3 threads the same bits, near double sums") {
+  constexpr std::size_t CC = 32, n = 64 * 169;
+  static_assert(kernels::cpu::batch_norm_chunk_rows(CC) == 256 && kernels::cpu::batch_norm_chunk_rows(5) == 1638);
+  const std::size_t before = kernels::cpu::threads();
+  const auto one = batch_norm_run<CC>(1, n, true);
+  for (std::size_t t : {2, 3}) CHECK(batch_norm_run<CC>(t, n, true) == one);
+  kernels::cpu::set_threads(before);
+  // batch_norm_run's inputs again (seed 9), and its outputs: y, mean, inv, mm, mv, dg, db, dx
+  rng g(9);
+  std::vector<double> x(n * CC), dy(n * CC);
+  for (auto& v : x) v = double(float(g.uniform(-2, 3)));
+  for (auto& v : dy) v = double(float(g.uniform(-1, 1)));
+  const float* mean = one.data() + n * CC;
+  const float* inv = mean + CC;
+  const float* dg = inv + 3 * CC;
+  const float* db = dg + CC;
+  constexpr double eps = 6e-8;  // float's unit roundoff, rounded up
+  for (std::size_t c = 0; c < CC; ++c) {
+    CAPTURE(c);
+    double sx = 0, ax = 0, sdy = 0, ady = 0, sdg = 0, adg = 0;
+    for (std::size_t i = 0; i < n; ++i) sx += x[i * CC + c], ax += std::abs(x[i * CC + c]);
+    const double mu = sx / n;
+    double var = 0;
+    for (std::size_t i = 0; i < n; ++i) var += (x[i * CC + c] - mu) * (x[i * CC + c] - mu) / n;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double xhat = (x[i * CC + c] - double(mean[c])) * double(inv[c]), d = dy[i * CC + c];
+      sdy += d, ady += std::abs(d), sdg += d * xhat, adg += std::abs(d * xhat);
+    }
+    CHECK(std::abs(double(mean[c]) - mu) <= (n + 2) * eps * ax / n);
+    CHECK(std::abs(double(db[c]) - sdy) <= n * eps * ady);
+    CHECK(std::abs(double(dg[c]) - sdg) <= (n + 4) * eps * adg);
+    CHECK(std::abs(double(inv[c]) * std::sqrt(var + 1e-3) - 1) < 1e-5);
+  }
 }
 
 TEST_CASE("batch_norm over a run-time channel count (the compiled part's body) gives the compile-time count's bits") {

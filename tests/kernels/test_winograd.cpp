@@ -2,7 +2,8 @@
 // reference (kernels/conv_reference.hpp in double): forward for odd and even output sizes,
 // valid and same padding, several C and F, batches 1..9, float and double, on every
 // architecture (archs.hpp);
-// dX (winograd_backward_input) and dW (winograd_backward_weights, F(3x3, 2x2)) the same way;
+// dX (winograd_backward_input) and dW (winograd_backward_weights, F(3x3, 2x2)) the same way, and its db (the
+// chunks' column sums of dy) against the double column sums;
 // conv_forward and conv_backward take them where winograd_v / winograd_dx_v / winograd_dw_v hold
 // (conv_forward leaving in cols the copy of x dW reads, else im2col);
 // F(4x4, 3x3) where winograd_m picks it and F(2x2, 3x3) forced on the same shapes, each with its bound;
@@ -171,6 +172,22 @@ void check_backward_weights(std::size_t batch) {
   kernels::reference::conv_backward(G, xd.data(), w.data(), dyd.data(), ref.data(), db.data(), static_cast<double*>(nullptr), batch);
   kernels::reference::conv_backward(G, xa.data(), w.data(), dya.data(), mag.data(), db.data(), static_cast<double*>(nullptr), batch);
   check_scaled<G, T, M>(dw, ref, mag, batch);
+  // with db: dW the same bits; db (the chunks' column sums of dy, added in chunk order) against the double
+  // column sums, scaled by the column sums of |dy| (any order of the additions rounds within rows x epsilon)
+  std::vector<T> dw2(dw.size(), T(1e30)), dbt(G.f, T(1e30));
+  kernels::cpu::winograd_backward_weights<G, Arch, T, M>(x.data(), dy.data(), dw2.data(), partial.data(), batch,
+                                                         dbt.data());
+  CHECK(dw2 == dw);
+  const std::size_t rows = batch * G.oh * G.ow;
+  double err = 0, scale = 0;
+  for (std::size_t f = 0; f < G.f; ++f) {
+    double want = 0, mag_f = 0;
+    for (std::size_t i = 0; i < rows; ++i) want += dyd[i * G.f + f], mag_f += dya[i * G.f + f];
+    err = std::max(err, std::abs(double(dbt[f]) - want));
+    scale = std::max(scale, mag_f);
+  }
+  CAPTURE(batch);
+  CHECK(err / scale < double(rows) * (std::is_same_v<T, float> ? 6e-8 : 1.2e-16));
 }
 
 template <class Arch>
@@ -325,12 +342,16 @@ TEST_CASE("winograd: the same bits whatever the thread count") {
       CHECK(y == one);
     }
     std::vector<float> dw_one(9 * conv2.c * conv2.f), dw(dw_one.size()), partial(batch * dw.size());
+    std::vector<float> db_one(conv2.f), db(conv2.f);  // db: the chunks' column sums of dy, added in chunk order
     kernels::cpu::set_threads(1);
-    kernels::cpu::winograd_backward_weights<conv2, A>(d.x.data(), one.data(), dw_one.data(), partial.data(), batch);
+    kernels::cpu::winograd_backward_weights<conv2, A>(d.x.data(), one.data(), dw_one.data(), partial.data(), batch,
+                                                      db_one.data());
     for (std::size_t t : {2, 3}) {
       kernels::cpu::set_threads(t);
-      kernels::cpu::winograd_backward_weights<conv2, A>(d.x.data(), one.data(), dw.data(), partial.data(), batch);
+      kernels::cpu::winograd_backward_weights<conv2, A>(d.x.data(), one.data(), dw.data(), partial.data(), batch,
+                                                        db.data());
       CHECK(dw == dw_one);
+      CHECK(db == db_one);
     }
   }
   kernels::cpu::set_threads(before);

@@ -1,5 +1,6 @@
 // Determinism and precision through the whole stack: fit gives the same bits
-// on 1 and 2 threads (every layer kind in one network), and a double-precision
+// on 1 and 2 threads (every layer kind in one network), the benchmarks' CNN at batch 64 (its reductions
+// on the pool) the same bits on 1, 2 and 3 threads, and a double-precision
 // model trains, saves, loads and predicts.
 #include <doctest/doctest.h>
 
@@ -41,6 +42,38 @@ TEST_CASE("fit gives the same bits on 1 and 2 threads, for a network with every 
   const auto two = train_on<float>(2);
   CHECK(one == two);
   CHECK(train_on<float>(3) == one);
+}
+
+namespace {
+// The benchmarks' CNN (bench/bench_nets.hpp) at batch 64, where the per-channel reductions run on the
+// pool (batch norm's sums in chunks of rows, conv2's Winograd dW and db in chunks of samples, the
+// transforms of its kernels): three training steps, then every parameter and state value.
+using bench_cnn = sequential<input<28, 28>, conv2d<32, 3, 3, 1, padding::valid, relu>, max_pool2d<2>, batch_norm,
+                             conv2d<64, 3, 3, 1, padding::valid, relu>, max_pool2d<2>, batch_norm, flatten,
+                             dense<128, relu>, dropout<0.5f>, dense<10>>;
+std::vector<float> cnn_steps(std::size_t threads) {
+  const std::size_t before = kernels::cpu::threads();
+  kernels::cpu::set_threads(threads);
+  auto m = make_model<bench_cnn>(1);
+  rng g(2);
+  std::vector<float> x(64 * 784);
+  std::vector<std::int32_t> y(64);
+  for (auto& v : x) v = float(g.uniform());
+  for (auto& v : y) v = std::int32_t(g.below(10));
+  adam opt{1e-3};
+  train_step step{m, sparse_categorical_crossentropy{.from_logits = true}, opt};
+  for (std::size_t i = 0; i < 3; ++i) step.run(x.data(), y.data(), 64, 0, i);
+  kernels::cpu::set_threads(before);
+  std::vector<float> out(m.parameters().begin(), m.parameters().end());
+  out.insert(out.end(), m.state().begin(), m.state().end());
+  return out;
+}
+}  // namespace
+
+TEST_CASE("the benchmarks' CNN at batch 64: three training steps give the same bits on 1, 2 and 3 threads") {
+  const auto one = cnn_steps(1);
+  CHECK(cnn_steps(2) == one);
+  CHECK(cnn_steps(3) == one);
 }
 
 TEST_CASE("a double-precision model trains, is saved, loaded and predicts as before") {

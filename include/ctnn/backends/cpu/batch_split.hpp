@@ -14,6 +14,14 @@
 // rows >= 2 min_rows, else f(0, rows) on the calling thread. Each f runs on one thread from start
 // to end, so the ops it calls run serially there (a run() inside a task is serial): a recurrent
 // layer's time loop over its rows of the batch, all steps within one task and no barrier per step.
+//
+// for_fixed_chunks(rows, chunk, per_row, f) calls f(k, r0, r1) for the chunks k = [k chunk, (k + 1)
+// chunk) of [0, rows) (the last one shorter), over the pool when rows * per_row reaches sample_split_min
+// and there are two chunks, else in order on the calling thread: the chunks do not depend on the thread
+// count, so a sum kept per chunk and the chunks then added in order (sum_chunks) has the same bits on any
+// number of threads. sum_chunks(parts, count, stride, out, n): out[i] = parts[i] + parts[stride + i] + ...
+// (the count parts in order), i in [0, n), blocks of i over the pool: each value's additions in part
+// order whatever the thread count (a serial loop's bits). Used by normalization.hpp, conv.hpp, winograd.hpp.
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -53,6 +61,33 @@ void for_row_blocks(std::size_t rows, std::size_t min_rows, F&& f) {
     return;
   }
   pool.run(blocks, [&](std::size_t c) { f(start(c), start(c + 1) - start(c)); });
+}
+
+template <class F>
+void for_fixed_chunks(std::size_t rows, std::size_t chunk, std::size_t per_row, F&& f) {
+  const std::size_t chunks = chunk == 0 ? 0 : (rows + chunk - 1) / chunk;
+  thread_pool::global().run(
+      chunks, [&](std::size_t k) { f(k, k * chunk, std::min(rows, (k + 1) * chunk)); },
+      chunks > 1 && rows * per_row >= sample_split_min);
+}
+
+inline constexpr std::size_t sum_chunks_block = 2048;  // values of out a task (8 KiB of float: L1)
+template <class T>
+void sum_chunks(const T* parts, std::size_t count, std::size_t stride, T* out, std::size_t n) {
+  if (count == 0) return;
+  const std::size_t blocks = (n + sum_chunks_block - 1) / sum_chunks_block;
+  thread_pool::global().run(
+      blocks,
+      [&](std::size_t b) {
+        const std::size_t i0 = b * sum_chunks_block, i1 = std::min(n, i0 + sum_chunks_block);
+        T* const o = out + i0;
+        std::copy(parts + i0, parts + i1, o);
+        for (std::size_t k = 1; k < count; ++k) {
+          const T* const p = parts + k * stride + i0;
+          for (std::size_t i = 0; i < i1 - i0; ++i) o[i] += p[i];
+        }
+      },
+      blocks > 1 && n * count >= sample_split_min);
 }
 
 }  // namespace ctnn::kernels::cpu

@@ -316,7 +316,8 @@ void direct_backward_weights_samples(const float* x, const float* dy, float* dw,
 }
 
 // dW, db over the batch: one partial per chunk of direct_dw_chunk samples (in `partial`, chunks x
-// (KH*KW*C*F + F) floats), the chunks over the thread pool, then summed in chunk order.
+// (KH*KW*C*F + F) floats), the chunks over the thread pool, then summed in chunk order (sum_chunks: by
+// blocks of values over the pool too).
 template <conv_geometry G, class Arch>
 void direct_backward_weights(const float* x, const float* dy, float* dw, float* db, float* partial,
                              std::size_t batch, const float* y = nullptr) {
@@ -330,13 +331,8 @@ void direct_backward_weights(const float* x, const float* dy, float* dw, float* 
                                                  std::min(batch, (k + 1) * direct_dw_chunk), y);
       },
       chunks > 1 && batch * G.out_size() * G.patch() >= sample_split_min);
-  std::copy(partial, partial + PF, dw);
-  std::copy(partial + PF, partial + PS, db);
-  for (std::size_t k = 1; k < chunks; ++k) {
-    const float* p = partial + k * PS;
-    for (std::size_t i = 0; i < PF; ++i) dw[i] += p[i];
-    for (std::size_t f = 0; f < G.f; ++f) db[f] += p[PF + f];
-  }
+  sum_chunks(partial, chunks, PS, dw, PF);
+  sum_chunks(partial + PF, chunks, PS, db, G.f);
 }
 
 // dx[n, r, s, c] (overwritten) = sum over the outputs whose window holds (r, s) of dy . w[i, j, c, :].
@@ -440,9 +436,7 @@ void conv_backward_chunked(const T* dy, const T* w, T* dw, T* db, T* dx, T* cols
     detail::col2im_samples<G>(buf, dx + n0 * G.in_size(), 0, n1 - n0);
   });
   const std::size_t chunks = (batch + conv_chunk<G> - 1) / conv_chunk<G>;
-  std::copy(partial, partial + PF, dw);
-  for (std::size_t k = 1; k < chunks; ++k)
-    for (std::size_t i = 0; i < PF; ++i) dw[i] += partial[k * PF + i];
+  sum_chunks(partial, chunks, PF, dw, PF);
   if (db) column_sum<G.f, T, Arch>(dy, db, m);
 }
 }  // namespace detail
@@ -487,8 +481,7 @@ void conv_backward(const T* dy, const T* w, T* dw, T* db, T* dx, T* cols, std::s
     return;
   }
   if constexpr (winograd_dw_v<G, Arch, T>) {  // dW, dx by Winograd (dW from conv_forward's copy of x)
-    winograd_backward_weights<G, Arch>(cols, dy, dw, cols + batch * G.in_size(), batch);
-    if (db) column_sum<G.f, T, Arch>(dy, db, batch * G.oh * G.ow);
+    winograd_backward_weights<G, Arch>(cols, dy, dw, cols + batch * G.in_size(), batch, db);
     if (dx) winograd_backward_input<G, Arch>(dy, w, dx, batch);
     return;
   }

@@ -6,7 +6,8 @@
 // direct sum up to rounding. Output tiles of M x M (M = winograd_m<G, T>: 4 where that takes fewer
 // multiplies, else 2; the last row / column of tiles partly used when M does not divide OH or OW),
 // each read from an (M + 2) x (M + 2) input tile at stride M; N = (M + 2)^2 points:
-//   U = G g G^T per (c, f)   (the filters, once per call: N C x F matrices, packed for the GEMM)
+//   U = G g G^T per (c, f)   (the filters, once per call: N C x F matrices, packed for the GEMM; both
+//                            over the pool, by blocks of input channels, then one matrix a task)
 //   V = B^T d B per (tile, c) (vectorised across C: additions, and for M = 4 multiplies by 2 and 4)
 //   M_e = V_e U_e            (N GEMMs, tiles x C times C x F, the packed micro-kernel of gemm.hpp)
 //   y = A^T M A + b          (vectorised across F; outputs past OH, OW are not written)
@@ -189,15 +190,17 @@ struct winograd_tf<4> {
   }
 };
 
-// U[e][c][f] = (G g G^T)[e], e = N i + j, of the 3x3 filter g = w[., ., c, f].
+// U[e][c][f] = (G g G^T)[e], e = N i + j, of the 3x3 filter g = w[., ., c, f], for the input channels c in
+// [c0, c1) (c1 = 0: to G.c).
 template <class Arch, std::size_t M = 2, class T, class Geometry>
-void winograd_filters_of(const Geometry& geo, const T* w, T* u) {
+void winograd_filters_of(const Geometry& geo, const T* w, T* u, std::size_t c0 = 0, std::size_t c1 = 0) {
   const kernels::conv_geometry G = geometry(geo);
   using B = xsimd::batch<T, Arch>;
   using W = winograd_tf<M>;
   constexpr std::size_t L = B::size, N = M + 2;
   const std::size_t C = G.c, F = G.f, CF = C * F;
-  for (std::size_t c = 0; c < C; ++c)
+  if (c1 == 0) c1 = C;
+  for (std::size_t c = c0; c < c1; ++c)
     for (std::size_t f = 0; f < F; f += L) {
       B t[3][N];  // t[j] = G g[., j]: column j of G g
       for (std::size_t j = 0; j < 3; ++j) {
@@ -299,8 +302,8 @@ void winograd_output_of(const Geometry& geo, Fn F, const T* m, const T* b, T* y,
 // CTNN_DETAIL_WINOGRAD_INSTANCES, M = 2 and 4; the output's for the identity and relu rules); winograd_forward
 // calls them in compiled mode. M: the output tile, 2 (F(2x2, 3x3)) or 4 (F(4x4, 3x3)).
 template <class Arch, class T, std::size_t M = 2>
-void winograd_filters_n(const kernels::conv_geometry& g, const T* w, T* u) {
-  detail::winograd_filters_of<Arch, M>(g, w, u);
+void winograd_filters_n(const kernels::conv_geometry& g, const T* w, T* u, std::size_t c0 = 0, std::size_t c1 = 0) {
+  detail::winograd_filters_of<Arch, M>(g, w, u, c0, c1);
 }
 // (the channel loops of the common counts 16 to 256 at compile time: with_common_count, core/separate.hpp)
 template <class Arch, class T, std::size_t M = 2>
@@ -322,9 +325,9 @@ template <class T, class E = fn::identity_fn>
 inline constexpr bool winograd_compiled = ::ctnn::detail::compiled_part && std::is_same_v<T, float> &&
                                           (std::is_same_v<E, fn::identity_fn> || std::is_same_v<E, fn::relu_fn>);
 template <kernels::conv_geometry G, class Arch, class T, std::size_t M = 2>
-void winograd_filters(const T* w, T* u) {
-  if constexpr (winograd_compiled<T>) winograd_filters_n<Arch, T, M>(G, w, u);
-  else winograd_filters_of<Arch, M>(fixed_geometry<G>{}, w, u);
+void winograd_filters(const T* w, T* u, std::size_t c0 = 0, std::size_t c1 = 0) {
+  if constexpr (winograd_compiled<T>) winograd_filters_n<Arch, T, M>(G, w, u, c0, c1);
+  else winograd_filters_of<Arch, M>(fixed_geometry<G>{}, w, u, c0, c1);
 }
 template <kernels::conv_geometry G, class Arch, class T, std::size_t M = 2>
 void winograd_input(const T* x, T* v, std::size_t n0, std::size_t n1, std::size_t es = 0) {
@@ -341,25 +344,35 @@ void winograd_output(const T* m, const T* b, T* y, std::size_t n0, std::size_t n
 }
 }  // namespace detail
 
-// y = e.forward(conv(x, w) + b) (b null: no bias; e a rule of kernels/functors.hpp, applied as each
-// output is stored) by Winograd F(M x M, 3x3), M = winograd_m<G, T> unless given (N = (M + 2)^2 products a
-// tile); winograd_v<G, Arch, T> must hold.
-template <kernels::conv_geometry G, class Arch, class T, class E = fn::identity_fn, std::size_t M = winograd_m<G, T>>
-void winograd_forward(const T* x, const T* w, const T* b, T* y, std::size_t batch, const E& ep = {}) {
-  static_assert(winograd_v<G, Arch, T>, "winograd_forward: the geometry is not a 3x3 stride-1 conv with "
-                                            "C and F whole vectors of at least 16");
-  static_assert(M == 2 || M == 4, "winograd_forward: the output tile is 2 (F(2x2, 3x3)) or 4 (F(4x4, 3x3))");
+namespace detail {
+// winograd_forward's body; prep(c0, c1), when not null, first makes w's input channels [c0, c1) (every tap)
+// ready, in the task that transforms them (winograd_backward_input's rotated kernel). U and its packing
+// run on the pool when the tiles do: the filters by blocks of input channels, then the N packs one a task
+// (the same operations on each value as on one thread: the same bits).
+template <kernels::conv_geometry G, class Arch, class T, class E, std::size_t M, class Prep>
+void winograd_forward_prepared(const T* x, const T* w, const T* b, T* y, std::size_t batch, const E& ep,
+                               const Prep* prep) {
   constexpr std::size_t C = G.c, F = G.f, CF = C * F, PS = packed_size<C, F, T, Arch>, N = (M + 2) * (M + 2);
   constexpr std::size_t chunk = winograd_chunk<G, M>, tiles = winograd_tiles<G, M>;
+  const std::size_t chunks = (batch + chunk - 1) / chunk;
+  const bool parallel = chunks > 1 && batch * G.out_size() * G.patch() >= sample_split_min;
   T* const u = simd::scratch<T, winograd_scratch_tag + 1>(N * (CF + PS));
   T* const packed = u + N * CF;
-  detail::winograd_filters<G, Arch, T, M>(w, u);
-  for (std::size_t e = 0; e < N; ++e) pack_weights<C, F, Arch>(u + e * CF, packed + e * PS, packed_rows);
+  constexpr std::size_t cblocks = std::max<std::size_t>(1, C / 8);  // 8 input channels a task (or more)
+  thread_pool& pool = thread_pool::global();
+  pool.run(
+      cblocks,
+      [&](std::size_t t) {
+        const std::size_t c0 = C * t / cblocks, c1 = C * (t + 1) / cblocks;
+        if (prep) (*prep)(c0, c1);
+        winograd_filters<G, Arch, T, M>(w, u, c0, c1);
+      },
+      parallel);
+  pool.run(N, [&](std::size_t e) { pack_weights<C, F, Arch>(u + e * CF, packed + e * PS, packed_rows); }, parallel);
   // M = 4: the 36 matrices of V and of M a cache line more than apart (packed, dx's 64 tiles x 64 channels
   // put them 16 KiB apart: the 36 stores or loads of a tile in one L1 set)
   constexpr std::size_t pad = M == 4 ? 64 / sizeof(T) : 0;
-  const std::size_t chunks = (batch + chunk - 1) / chunk;
-  thread_pool::global().run(
+  pool.run(
       chunks,
       [&](std::size_t k) {
         const std::size_t n0 = k * chunk, n1 = std::min(batch, n0 + chunk), mt = (n1 - n0) * tiles;
@@ -372,7 +385,23 @@ void winograd_forward(const T* x, const T* w, const T* b, T* y, std::size_t batc
                                                             static_cast<const T*>(nullptr), m + e * ms, mt);
         detail::winograd_output<G, Arch, T, M>(m, b, y, n0, n1, ep, ms);
       },
-      chunks > 1 && batch * G.out_size() * G.patch() >= sample_split_min);
+      parallel);
+}
+struct no_prep {
+  void operator()(std::size_t, std::size_t) const noexcept {}
+};
+}  // namespace detail
+
+// y = e.forward(conv(x, w) + b) (b null: no bias; e a rule of kernels/functors.hpp, applied as each
+// output is stored) by Winograd F(M x M, 3x3), M = winograd_m<G, T> unless given (N = (M + 2)^2 products a
+// tile); winograd_v<G, Arch, T> must hold.
+template <kernels::conv_geometry G, class Arch, class T, class E = fn::identity_fn, std::size_t M = winograd_m<G, T>>
+void winograd_forward(const T* x, const T* w, const T* b, T* y, std::size_t batch, const E& ep = {}) {
+  static_assert(winograd_v<G, Arch, T>, "winograd_forward: the geometry is not a 3x3 stride-1 conv with "
+                                            "C and F whole vectors of at least 16");
+  static_assert(M == 2 || M == 4, "winograd_forward: the output tile is 2 (F(2x2, 3x3)) or 4 (F(4x4, 3x3))");
+  detail::winograd_forward_prepared<G, Arch, T, E, M>(x, w, b, y, batch, ep,
+                                                      static_cast<const detail::no_prep*>(nullptr));
 }
 
 // The geometry of dX as a convolution: dx [batch, H, W, C] is the correlation of dy [batch, OH, OW, F],
@@ -397,16 +426,21 @@ template <kernels::conv_geometry G, class Arch, class T, std::size_t M = winogra
 void winograd_backward_input(const T* dy, const T* w, T* dx, std::size_t batch) {
   constexpr kernels::conv_geometry D = winograd_dx_geometry<G>;
   static_assert(winograd_dx_v<G, Arch, T>, "winograd_backward_input: the layer or its dX is not a Winograd geometry");
+  static_assert(M == 2 || M == 4, "winograd_backward_input: the output tile is 2 (F(2x2, 3x3)) or 4 (F(4x4, 3x3))");
   constexpr std::size_t C = G.c, F = G.f;
   T* const wr = simd::scratch<T, winograd_rotated_tag>(9 * C * F);
-  for (std::size_t i = 0; i < 3; ++i)
-    for (std::size_t j = 0; j < 3; ++j) {
-      const T* src = w + ((2 - i) * 3 + (2 - j)) * C * F;
-      T* dst = wr + (i * 3 + j) * F * C;
-      for (std::size_t c = 0; c < C; ++c)
-        for (std::size_t f = 0; f < F; ++f) dst[f * C + c] = src[c * F + f];
-    }
-  winograd_forward<D, Arch, T, fn::identity_fn, M>(dy, wr, static_cast<const T*>(nullptr), dx, batch);
+  // the rotated kernel's input channels [f0, f1) (the layer's filters), in the task that transforms them
+  const auto rotate = [&](std::size_t f0, std::size_t f1) {
+    for (std::size_t i = 0; i < 3; ++i)
+      for (std::size_t j = 0; j < 3; ++j) {
+        const T* src = w + ((2 - i) * 3 + (2 - j)) * C * F;
+        T* dst = wr + (i * 3 + j) * F * C;
+        for (std::size_t f = f0; f < f1; ++f)
+          for (std::size_t c = 0; c < C; ++c) dst[f * C + c] = src[c * F + f];
+      }
+  };
+  detail::winograd_forward_prepared<D, Arch, T, fn::identity_fn, M>(dy, wr, static_cast<const T*>(nullptr), dx, batch,
+                                                                    fn::identity_fn{}, &rotate);
 }
 
 // ---- dW by Winograd F(3x3, 2x2) ----
@@ -521,15 +555,21 @@ void winograd_grad_output(const T* m, T* dw) {
 
 // dw [3, 3, C, F] (overwritten) = dL/dw of y = conv(x, w) from x and dy by Winograd F(3x3, M x M), M =
 // winograd_m<G, T> unless given; partial: room for ceil(batch / winograd_dw_chunk<G, M>) x 9 C F values (one
-// a sample is always enough). winograd_v<G, Arch, T> must hold.
+// a sample is always enough). db (when not null, overwritten): the bias gradient, dy's column sums, each
+// chunk's rows summed in its task (column_sum over them, while they are in cache) and the chunks' sums added
+// in chunk order (in the caller's scratch, winograd_db_tag). The chunks' dW are added in chunk order over the
+// pool too (sum_chunks, batch_split.hpp), so neither waits on one thread and the bits do not depend on the
+// thread count. winograd_v<G, Arch, T> must hold.
+inline constexpr int winograd_db_tag = 14;  // the chunks' column sums of dy (the caller's)
 template <kernels::conv_geometry G, class Arch, class T, std::size_t M = winograd_m<G, T>>
-void winograd_backward_weights(const T* x, const T* dy, T* dw, T* partial, std::size_t batch) {
+void winograd_backward_weights(const T* x, const T* dy, T* dw, T* partial, std::size_t batch, T* db = nullptr) {
   static_assert(winograd_v<G, Arch, T>, "winograd_backward_weights: the geometry is not a 3x3 stride-1 conv with "
                                         "C and F whole vectors of at least 16");
   static_assert(M == 2 || M == 4, "winograd_backward_weights: the tile of dy is 2 (F(3x3, 2x2)) or 4 (F(3x3, 4x4))");
   constexpr std::size_t C = G.c, F = G.f, CF = C * F, PF = 9 * CF, N = (M + 2) * (M + 2);
   constexpr std::size_t chunk = winograd_dw_chunk<G, M>, tiles = winograd_tiles<G, M>;
   const std::size_t chunks = (batch + chunk - 1) / chunk;
+  T* const dbp = db ? simd::scratch<T, winograd_db_tag>(chunks * F) : nullptr;
   thread_pool::global().run(
       chunks,
       [&](std::size_t k) {
@@ -542,14 +582,14 @@ void winograd_backward_weights(const T* x, const T* dy, T* dw, T* partial, std::
         T* const m = u + N * us;
         detail::winograd_input<G, Arch, T, M>(x, v, n0, n1, vs);
         detail::winograd_grad_tiles<G, Arch, T, M>(dy, u, n0, n1, us);
+        if (dbp) column_sum<F, T, Arch>(dy + n0 * G.out_size(), dbp + k * F, (n1 - n0) * G.oh * G.ow);
         for (std::size_t e = 0; e < N; ++e)
           dense_backward_weights<C, F, Arch>(v + e * vs, u + e * us, m + e * CF, static_cast<T*>(nullptr), mt);
         detail::winograd_grad_output<G, Arch, T, M>(m, partial + k * PF);
       },
       chunks > 1 && batch * G.out_size() * G.patch() >= sample_split_min);
-  std::copy(partial, partial + PF, dw);
-  for (std::size_t k = 1; k < chunks; ++k)
-    for (std::size_t i = 0; i < PF; ++i) dw[i] += partial[k * PF + i];
+  sum_chunks(partial, chunks, PF, dw, PF);
+  if (dbp) sum_chunks(dbp, chunks, F, db, F);
 }
 
 }  // namespace ctnn::kernels::cpu
@@ -558,7 +598,8 @@ void winograd_backward_weights(const T* x, const T* dy, T* dw, T* partial, std::
 // transforms for float (the output's for the identity and relu rules), compiled once in the compiled part
 // (compiled_kernels.hpp, core/separate.hpp) instead of once per layer shape in every program.
 #define CTNN_DETAIL_WINOGRAD_TRANSFORMS(X, A, M)                                                                    \
-  X void winograd_filters_n<A, float, M>(const ::ctnn::kernels::conv_geometry&, const float*, float*);              \
+  X void winograd_filters_n<A, float, M>(const ::ctnn::kernels::conv_geometry&, const float*, float*, std::size_t,  \
+                                       std::size_t);                                                                \
   X void winograd_input_n<A, float, M>(const ::ctnn::kernels::conv_geometry&, const float*, float*, std::size_t,   \
                                        std::size_t, std::size_t);                                                   \
   X void winograd_output_n<A, float, M, ::ctnn::fn::identity_fn>(const ::ctnn::kernels::conv_geometry&,            \
