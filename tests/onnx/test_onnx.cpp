@@ -701,7 +701,7 @@ TEST_CASE("onnxruntime runs an exported int8 CNN (quantized_conv2d as QDQ around
   const float out_scale7 = scalar_of<float>(q7, "output_scale", true);
   for (bool optimize : {false, true}) {
     const auto st = steps_between(ours7, optimize ? theirs : unoptimized, out_scale7);
-    MESSAGE("reduce_range int8 CNN, onnxruntime " << (optimize ? "optimized: " : "unoptimized: ") << st.differ << " of "
+    MESSAGE("reduce_range int8 CNN, onnxruntime " << std::string(optimize ? "optimized: " : "unoptimized: ") << st.differ << " of "
                                                   << st.total << " outputs differ, at most " << st.max << " output steps");
     CHECK(st.max < 1.01);
     CHECK(st.differ * 10 <= st.total);

@@ -27,8 +27,9 @@
 //           8-bit weights.
 //   avx2_u8 the avx2 path for weights in [-64, 64] (weight_range::reduced: ONNX Runtime's
 //           reduce_range, quantization::reduce_range): vpmaddubsw((a ^ 0x80) as u8, W) + vpmaddwd
-//           with ones, 2 x 32 tile, c = dot - 128 wsum as vnni: 255 64 2 = 32640 keeps every int16
-//           pair exact, so no sign trick and no int16 copy.
+//           with ones, c = dot - 128 wsum as vnni: 255 64 2 = 32640 keeps every int16 pair exact,
+//           so no sign trick and no int16 copy; from 4 rows on a flipped once a call and 4 x 16
+//           tiles (tile_u8), else the 2 x 32 tile.
 //   scalar  otherwise. Docs: docs/quantization.md.
 // The weights' range is a template argument (weight_range, after Arch; full by default): a reduced
 // product requires |W| <= 64 (the reduce_range layers' weights files and conversions check it); the
