@@ -1,9 +1,11 @@
 // int8 against float32 for the same dense layer, batch 1 and 64 (issue 28's int8 target):
 //   float_dense<K, N>/batch   the float dense layer's forward (kernels::cpu::dense_forward)
 //   int8_dense<K, N, S>/batch quantized_dense's forward: quantize the input, int8 GEMM, requantize /
-//                             rescale, dequantize (S: full_integer or dynamic_range); <..., 500>: an
-//                             output scale at which no output saturates (saturation counts: their fast path)
-//   int8_gemm<K, N>/batch     the int8 GEMM alone on packed weights (backends/cpu/int8.hpp, the default arch's path)
+//                             rescale, dequantize (S: full_integer or dynamic_range, or either as
+//                             reduce_range<S>: weights in [-64, 64], the avx2_u8 product on AVX2); <..., 500>:
+//                             an output scale at which no output saturates (saturation counts: their fast path)
+//   int8_gemm<K, N, R>/batch  the int8 GEMM alone on packed weights (backends/cpu/int8.hpp, the default
+//                             arch's path; R: int8::weight_range, reduced: weights in [-64, 64])
 //   float_conv/batch          conv2d<64, 3, 3, valid, relu>'s forward on 13x13x32 (the Fashion-MNIST
 //                             CNN's second convolution: 121 im2col rows of K = 288 per sample)
 //   int8_conv<S>/batch        quantized_conv2d's forward on the same shape: quantize the input, int8
@@ -70,7 +72,7 @@ void int8_dense(benchmark::State& st) {
   ctnn::rng g(4);
   L::init(s, g);
   auto v = L::view(reinterpret_cast<std::byte*>(s.state));
-  const auto w = random_values<int>(K * N, -127, 127, 5);
+  const auto w = random_values<int>(K * N, -Scheme::weight_max, Scheme::weight_max, 5);
   std::vector<std::int8_t> plain(K * N);
   for (std::size_t i = 0; i < K * N; ++i) plain[i] = std::int8_t(w[i]);
   ctnn::kernels::cpu::int8::pack(K, N, plain.data(), K, v.kernel);
@@ -97,20 +99,22 @@ void int8_dense(benchmark::State& st) {
   st.counters["GMAC/s"] = benchmark::Counter(double(m * K * N) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-template <std::size_t K, std::size_t N>
+template <std::size_t K, std::size_t N,
+          ctnn::kernels::cpu::int8::weight_range R = ctnn::kernels::cpu::int8::weight_range::full>
 void int8_gemm(benchmark::State& st) {
   const std::size_t m = std::size_t(st.range(0));
   namespace i8 = ctnn::kernels::cpu::int8;
   constexpr std::size_t kp = i8::padded_k(K);
+  constexpr int wm = R == i8::weight_range::reduced ? i8::reduced_weight_max : 127;
   std::vector<std::int8_t> a(m * kp), w(K * N), packed(i8::packed_bytes(K, N));
-  const auto av = random_values<int>(m * kp, -128, 127, 1), wv = random_values<int>(K * N, -127, 127, 2);
+  const auto av = random_values<int>(m * kp, -128, 127, 1), wv = random_values<int>(K * N, -wm, wm, 2);
   for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::int8_t(av[i]);
   for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::int8_t(wv[i]);
   i8::pack(K, N, w.data(), K, packed.data());
   std::vector<std::int32_t> sums(N), c(m * N);
   i8::packed_sums(N, K, packed.data(), sums.data());
   for (auto _ : st) {
-    i8::gemm_s8(m, N, K, a.data(), kp, packed.data(), sums.data(), c.data(), N);
+    i8::gemm_s8<ctnn::kernels::cpu::default_arch, R>(m, N, K, a.data(), kp, packed.data(), sums.data(), c.data(), N);
     benchmark::DoNotOptimize(c.data());
   }
   st.counters["GMAC/s"] = benchmark::Counter(double(m * K * N) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
@@ -241,7 +245,7 @@ void int8_conv(benchmark::State& st) {
   ctnn::rng g(4);
   L::init(s, g);
   auto v = L::view(reinterpret_cast<std::byte*>(s.state));
-  const auto w = random_values<int>(L::K * L::F, -127, 127, 5);
+  const auto w = random_values<int>(L::K * L::F, -Scheme::weight_max, Scheme::weight_max, 5);
   std::vector<std::int8_t> plain(L::K * L::F);
   for (std::size_t i = 0; i < plain.size(); ++i) plain[i] = std::int8_t(w[i]);
   ctnn::kernels::cpu::int8::pack(L::K, L::F, plain.data(), L::K, v.kernel);
@@ -318,6 +322,18 @@ BENCHMARK(float_dense<256, 128>)->Arg(1)->Arg(64);
 BENCHMARK(int8_dense<256, 128, fi>)->Arg(1)->Arg(64);
 BENCHMARK(int8_dense<256, 128, dr>)->Arg(1)->Arg(64);
 BENCHMARK(int8_gemm<256, 128>)->Arg(1)->Arg(64);
+// reduce_range (7-bit weights: the avx2_u8 product on AVX2 without VNNI)
+using rfi = ctnn::quantization::reduce_range<fi>;
+using rdr = ctnn::quantization::reduce_range<dr>;
+constexpr auto reduced = ctnn::kernels::cpu::int8::weight_range::reduced;
+BENCHMARK(int8_dense<784, 256, rfi>)->Arg(1)->Arg(64);
+BENCHMARK(int8_dense<784, 256, rdr>)->Arg(1)->Arg(64);
+BENCHMARK(int8_gemm<784, 256, reduced>)->Arg(1)->Arg(64);
+BENCHMARK(int8_dense<256, 128, rfi>)->Arg(1)->Arg(64);
+BENCHMARK(int8_dense<256, 128, rdr>)->Arg(1)->Arg(64);
+BENCHMARK(int8_gemm<256, 128, reduced>)->Arg(1)->Arg(64);
+BENCHMARK(int8_conv<rfi>)->Arg(1)->Arg(64);
+BENCHMARK(int8_conv<rdr>)->Arg(1)->Arg(64);
 #if defined(__AVX2__) && defined(__FMA__) && defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 BENCHMARK(peak_fma256);
 BENCHMARK(peak_madd256);
@@ -350,7 +366,7 @@ int main(int argc, char** argv) {
     using P = ctnn::kernels::cpu::int8::int8_path;
     return p == P::vnni      ? "avx512 vnni (vpdpbusd)"
            : p == P::vnni256 ? "256-bit vnni (vpdpbusd on ymm)"
-           : p == P::avx2    ? "avx2 (vpmaddubsw + vpmaddwd)"
+           : p == P::avx2    ? "avx2 (vpmaddubsw + vpmaddwd; reduce_range: avx2_u8, vpmaddubsw on a + 128)"
                              : "scalar";
   }());
   benchmark::RunSpecifiedBenchmarks();

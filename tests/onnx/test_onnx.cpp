@@ -610,6 +610,23 @@ TEST_CASE("onnxruntime runs exported int8 models: full integer and QAT within on
   fit(qat, sparse_categorical_crossentropy{.from_logits = true}, opt, ds.batch(16), epochs{1});
   full_integer(convert_qat(qat), "QAT");
 
+  // reduce_range (7-bit weights, as ONNX Runtime's own reduce_range=True writes them): the QDQ
+  // kernels hold the layer's int8 values, all in [-64, 64]
+  auto reduced = quantize_full_integer<quantization::reduce_range>(m, cal.data(), 64);
+  export_onnx(reduced, d.path / "q.onnx");
+  const auto f = read_model(d.path / "q.onnx");
+  for (const char* name : {"layer2_kernel_quantized", "layer4_kernel_quantized"}) {
+    const auto& w = init_named(f, name);
+    REQUIRE(w.data_type() == onnx::TensorProto::INT8);
+    int top = 0;
+    for (char c : w.raw_data()) top = std::max(top, std::abs(int(std::int8_t(c))));
+    INFO(name);
+    CHECK(top == 64);
+  }
+  full_integer(reduced, "reduce_range full integer");
+  auto qat7 = quantize_model<quantization::reduce_range>(m);
+  fit(qat7, sparse_categorical_crossentropy{.from_logits = true}, opt, ds.batch(16), epochs{1});
+  full_integer(convert_qat(qat7), "reduce_range QAT");
 }
 
 TEST_CASE("onnxruntime runs an exported dynamic-range model within 1e-5") {
@@ -675,6 +692,30 @@ TEST_CASE("onnxruntime runs an exported int8 CNN (quantized_conv2d as QDQ around
   export_onnx(dyn, d.path / "dyn.onnx");
   if (!onnxruntime_predict(d.path / "dyn.onnx", x, theirs, d.path)) return;
   CHECK(max_abs_diff(theirs, ctnn::predict(dyn, x)) < 1e-5);
+  // reduce_range (7-bit weights): the same graphs, onnxruntime within one step (full integer) and
+  // 1e-5 (dynamic range); the QDQ form imports back into the reduce_range type bit for bit
+  auto q7 = quantize_full_integer<quantization::reduce_range>(m, cal.data(), 64);
+  export_onnx(q7, d.path / "q7.onnx");
+  if (!onnxruntime_predict(d.path / "q7.onnx", x, theirs, d.path, &unoptimized)) return;
+  const auto ours7 = ctnn::predict(q7, x);
+  const float out_scale7 = scalar_of<float>(q7, "output_scale", true);
+  for (bool optimize : {false, true}) {
+    const auto st = steps_between(ours7, optimize ? theirs : unoptimized, out_scale7);
+    MESSAGE("reduce_range int8 CNN, onnxruntime " << std::string(optimize ? "optimized: " : "unoptimized: ") << st.differ << " of "
+                                                  << st.total << " outputs differ, at most " << st.max << " output steps");
+    CHECK(st.max < 1.01);
+    CHECK(st.differ * 10 <= st.total);
+  }
+  auto back7 = quantize_full_integer<quantization::reduce_range>(m, cal.data(), 64);
+  import_onnx(back7, d.path / "q7.onnx");
+  CHECK(ctnn::predict(back7, x) == ours7);
+  // an 8-bit graph does not import into the reduce_range type: its weights reach 127
+  const std::string msg = message_of([&] { import_onnx(back7, d.path / "q.onnx"); });
+  CHECK(msg.find("reduce_range<full_integer> range is [-64, 64]") != std::string::npos);
+  auto dyn7 = quantize_dynamic<quantization::reduce_range>(m);
+  export_onnx(dyn7, d.path / "dyn7.onnx");
+  if (!onnxruntime_predict(d.path / "dyn7.onnx", x, theirs, d.path)) return;
+  CHECK(max_abs_diff(theirs, ctnn::predict(dyn7, x)) < 1e-5);
 }
 
 TEST_CASE("int8 max pooling in ONNX: MaxPool between a DQ and a Q of one scale, onnxruntime within one step, imported back exactly") {

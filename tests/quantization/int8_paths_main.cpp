@@ -30,8 +30,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   const auto p = i8::int8_path_of<xsimd::fma3<xsimd::avx2>>();
-  std::printf("int8 path of fma3<avx2> in this build: %s\n",
-              p == i8::int8_path::vnni256 ? "vnni256" : p == i8::int8_path::avx2 ? "avx2" : "other");
+  const auto pr = i8::int8_path_of<xsimd::fma3<xsimd::avx2>, i8::weight_range::reduced>();
+  std::printf("int8 path of fma3<avx2> in this build: %s (reduce_range weights: %s)\n",
+              p == i8::int8_path::vnni256 ? "vnni256" : p == i8::int8_path::avx2 ? "avx2" : "other",
+              pr == i8::int8_path::vnni256 ? "vnni256" : pr == i8::int8_path::avx2_u8 ? "avx2_u8" : "other");
   doctest::Context context(argc, argv);
   return context.run();
 }

@@ -27,16 +27,24 @@ std::string path_name(i8::int8_path p) {
   return p == i8::int8_path::vnni      ? "vnni"
          : p == i8::int8_path::vnni256 ? "vnni256"
          : p == i8::int8_path::avx2    ? "avx2"
+         : p == i8::int8_path::avx2_u8 ? "avx2_u8"
                                        : "scalar";
 }
-template <class Arch>
+// The weights' largest magnitude for a weight range: 127, or reduce_range's 64.
+constexpr int wmax_of(i8::weight_range r) { return r == i8::weight_range::reduced ? i8::reduced_weight_max : 127; }
+// R: the weights' range (reduced: weights in [-64, 64], the avx2_u8 path where full ones take avx2).
+// fill 1: -128 activations, -wmax weights; 2: 127 and wmax; 3: activations alternating 127 / -128
+// (every int16 pair at its largest magnitude); 4: 127 activations, -wmax weights (avx2_u8's most
+// negative pair, 2 x 255 x -64).
+template <class Arch, i8::weight_range R = i8::weight_range::full>
 void check_sizes(std::size_t M, std::size_t N, std::size_t K, int fill) {
   std::mt19937 g(unsigned(M * 131 + N * 17 + K));
-  std::uniform_int_distribution<int> da(-128, 127), dw(-127, 127);
+  constexpr int wm = wmax_of(R);
+  std::uniform_int_distribution<int> da(-128, 127), dw(-wm, wm);
   const std::size_t kp = i8::padded_k(K);
   std::vector<std::int8_t> a(M * kp), w(N * K), packed(i8::packed_bytes(K, N));
   for (auto& v : a) v = std::int8_t(fill == 0 ? da(g) : fill == 1 ? -128 : 127);  // the padding too: any value
-  for (auto& v : w) v = std::int8_t(fill == 0 ? dw(g) : fill == 1 ? -127 : 127);
+  for (auto& v : w) v = std::int8_t(fill == 0 ? dw(g) : fill == 1 || fill == 4 ? -wm : wm);
   if (fill == 3)  // alternating extremes: every int16 pair at its largest magnitude
     for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::int8_t(i % 2 ? 127 : -128);
   i8::pack(K, N, w.data(), K, packed.data());
@@ -45,9 +53,9 @@ void check_sizes(std::size_t M, std::size_t N, std::size_t K, int fill) {
   REQUIRE(back == w);
   std::vector<std::int32_t> want(M * N), got(M * N, 12345), got_sums(M * N, 12345), sums(N);
   i8::reference::gemm_s8(M, N, K, a.data(), kp, w.data(), K, want.data(), N);
-  i8::gemm_s8<Arch>(M, N, K, a.data(), kp, packed.data(), nullptr, got.data(), N);
+  i8::gemm_s8<Arch, R>(M, N, K, a.data(), kp, packed.data(), nullptr, got.data(), N);
   i8::packed_sums(N, K, packed.data(), sums.data());
-  i8::gemm_s8<Arch>(M, N, K, a.data(), kp, packed.data(), sums.data(), got_sums.data(), N);
+  i8::gemm_s8<Arch, R>(M, N, K, a.data(), kp, packed.data(), sums.data(), got_sums.data(), N);
   INFO("M=" << M << " N=" << N << " K=" << K << " fill=" << fill);
   CHECK(got == want);
   CHECK(got_sums == want);
@@ -189,6 +197,27 @@ TEST_CASE("int8 gemm_s8: every path equals the reference bit for bit") {
   CHECK(ran >= 1);
 }
 
+TEST_CASE("int8 gemm_s8 on reduce_range weights ([-64, 64]): every path equals the reference bit for bit") {
+  constexpr auto reduced = i8::weight_range::reduced;
+  const int ran = ctnn::test::for_each_arch("int8 gemm_s8 reduced", []<class Arch>(Arch, const char* name) {
+    MESSAGE(std::string(name) << " takes the " << path_name(i8::int8_path_of<Arch, reduced>()) << " path");
+    for (std::size_t K : {1, 3, 7, 32, 33, 65, 255, 784})
+      for (std::size_t N : {1, 5, 10, 16, 17, 40, 67})
+        for (std::size_t M : {1, 3, 4, 5, 9}) check_sizes<Arch, reduced>(M, N, K, 0);
+    check_sizes<Arch, reduced>(64, 70, 37, 0);
+    for (std::size_t M : {6, 7, 8, 63, 64}) {
+      check_sizes<Arch, reduced>(M, 256, 784, 0);
+      check_sizes<Arch, reduced>(M, 128, 256, 0);
+    }
+    for (int fill : {1, 2, 3, 4}) {
+      check_sizes<Arch, reduced>(3, 6, 784, fill);
+      check_sizes<Arch, reduced>(5, 33, 97, fill);
+      check_sizes<Arch, reduced>(9, 48, 784, fill);
+    }
+  });
+  CHECK(ran >= 1);
+}
+
 TEST_CASE("int8 gemm_s8: the extremes by hand") {
   // K = 784 products of -128 * -127 = 16256 each: 12,742,704 (no int16 saturation on any path)
   std::vector<std::int8_t> a(784, -128), w(784, -127);
@@ -209,6 +238,12 @@ TEST_CASE("int8: the path rule") {
   if constexpr (xsimd::avx512bw::supported())
     CHECK(i8::int8_path_of<xsimd::avx512bw>() ==
           (i8::vnni_compiled && i8::cpu_has_avx512vnni() ? i8::int8_path::vnni : v256));
+  // reduce_range weights: avx2_u8 where full ones take avx2, the other paths unchanged
+  constexpr auto reduced = i8::weight_range::reduced;
+  CHECK(i8::int8_path_of<xsimd::sse2, reduced>() == i8::int8_path::scalar);
+  if constexpr (xsimd::fma3<xsimd::avx2>::supported())
+    CHECK(i8::int8_path_of<xsimd::fma3<xsimd::avx2>, reduced>() ==
+          (v256 == i8::int8_path::avx2 ? i8::int8_path::avx2_u8 : v256));
 }
 
 TEST_CASE("int8 quantize: the vector rounding equals quantization::quantize element by element") {
@@ -495,12 +530,12 @@ namespace {
 // (conv_s8) and the fused requantization (conv_s8_requantize) against the scalar rule. The input
 // is used in place where windows<G>::in_place (with the slack after it that over_reads needs),
 // else through window_image, as quantized_conv2d does; the padding holds pad.
-template <ctnn::kernels::conv_geometry G, class Arch>
+template <ctnn::kernels::conv_geometry G, class Arch, i8::weight_range R = i8::weight_range::full>
 void check_conv(std::size_t batch, std::int8_t pad) {
   using Win = i8::windows<G>;
   constexpr std::size_t K = G.patch(), F = G.f, rows_per = G.oh * G.ow;
   std::mt19937 g(unsigned(G.h * 1000 + G.c * 100 + F + batch));
-  std::uniform_int_distribution<int> da(-128, 127), dw(-127, 127);
+  std::uniform_int_distribution<int> da(-128, 127), dw(-wmax_of(R), wmax_of(R));
   std::vector<std::int8_t> x(batch * G.in_size() + Win::slack), w(F * K), packed(i8::packed_bytes(K, F));
   for (auto& v : x) v = std::int8_t(da(g));
   x[0] = -128;
@@ -529,14 +564,14 @@ void check_conv(std::size_t batch, std::int8_t pad) {
   INFO("geometry " << G.h << "x" << G.w << "x" << G.c << " -> " << G.oh << "x" << G.ow << "x" << F << ", kernel "
                    << G.kh << "x" << G.kw << ", stride " << G.stride << ", padding " << G.pt << "," << G.pl
                    << ", batch " << batch);
-  if (!i8::conv_s8<G, Arch>(img, batch, kernel.data(), sums.data(), got.data(), F)) {
+  if (!i8::conv_s8<G, Arch, R>(img, batch, kernel.data(), sums.data(), got.data(), F)) {
     CHECK(i8::int8_path_of<Arch>() == i8::int8_path::scalar);
     return;
   }
   CHECK(got == want);
   const columns c(F, unsigned(F + K), 1.0);
   check_fused(M, F, want, c, [&]<class Y>(i8::requant<Y> e) {
-    return i8::conv_s8_requantize<G, Y, Arch>(img, batch, kernel.data(), sums.data(), e);
+    return i8::conv_s8_requantize<G, Y, Arch, R>(img, batch, kernel.data(), sums.data(), e);
   });
 }
 }  // namespace
@@ -560,6 +595,41 @@ TEST_CASE("int8 conv_s8: the implicit im2col equals im2col_s8 then the reference
       check_conv<window_geometry(9, 8, 4, 16, 2, 2, 3, padding::valid), Arch>(batch, 0);
       check_conv<window_geometry(4, 5, 7, 9, 1, 1, 1, padding::valid), Arch>(batch, 0);
       check_conv<window_geometry(8, 7, 2, 33, 5, 2, 2, padding::same), Arch>(batch, -128);
+    }
+  });
+  CHECK(ran >= 1);
+}
+
+TEST_CASE("int8 on reduce_range weights: the fused requantization and the implicit conv equal the scalar rule, every path") {
+  using ctnn::padding;
+  using ctnn::window_geometry;
+  constexpr auto reduced = i8::weight_range::reduced;
+  const int ran = ctnn::test::for_each_arch("int8 reduced fused", []<class Arch>(Arch, const char* name) {
+    MESSAGE(std::string(name) << " takes the " << path_name(i8::int8_path_of<Arch, reduced>()) << " path");
+    for (std::size_t M : {1, 2, 5, 12})
+      for (std::size_t N : {7, 16, 40, 128})
+        for (std::size_t K : {5, 128}) {
+          INFO(std::string(name) << " M=" << M << " N=" << N << " K=" << K);
+          std::mt19937 g(unsigned(M * 1000 + N * 10 + K + 7));
+          std::uniform_int_distribution<int> da(-128, 127), dw(-64, 64);
+          const std::size_t kp = i8::padded_k(K);
+          std::vector<std::int8_t> a(M * kp), w(N * K), packed(i8::packed_bytes(K, N));
+          for (auto& v : a) v = std::int8_t(da(g));
+          for (auto& v : w) v = std::int8_t(dw(g));
+          i8::pack(K, N, w.data(), K, packed.data());
+          std::vector<std::int32_t> want(M * N), sums(N);
+          i8::reference::gemm_s8(M, N, K, a.data(), kp, w.data(), K, want.data(), N);
+          i8::packed_sums(N, K, packed.data(), sums.data());
+          const columns c(N, unsigned(N + K + 3));
+          check_fused(M, N, want, c, [&]<class Y>(i8::requant<Y> e) {
+            return i8::gemm_s8_requantize<Y, Arch, reduced>(M, N, K, a.data(), kp, packed.data(), sums.data(), e);
+          });
+        }
+    for (std::size_t batch : {1, 2}) {
+      check_conv<window_geometry(12, 11, 1, 32, 3, 3, 1, padding::valid), Arch, reduced>(batch, 0);
+      check_conv<window_geometry(7, 6, 32, 64, 3, 3, 1, padding::valid), Arch, reduced>(batch, 0);
+      check_conv<window_geometry(7, 6, 3, 5, 3, 3, 2, padding::same), Arch, reduced>(batch, -17);
+      check_conv<window_geometry(8, 7, 2, 33, 5, 2, 2, padding::same), Arch, reduced>(batch, -128);
     }
   });
   CHECK(ran >= 1);

@@ -85,17 +85,18 @@ struct quantized_conv2d {
   static_assert(F > 0, "quantized_conv2d: the number of filters must be > 0");
   static_assert(KH > 0 && KW > 0, "quantized_conv2d: the kernel height and width must be > 0");
   static_assert(Stride > 0, "quantized_conv2d: the stride must be > 0");
-  static_assert(std::is_same_v<Scheme, quantization::full_integer> || std::is_same_v<Scheme, quantization::dynamic_range>,
-                "quantized_conv2d: the scheme is quantization::full_integer or quantization::dynamic_range");
-  static_assert(!std::is_same_v<Scheme, quantization::full_integer> || std::is_same_v<Act, identity> ||
+  static_assert(quantization::is_scheme_v<Scheme>,
+                "quantized_conv2d: the scheme is quantization::full_integer or quantization::dynamic_range (or "
+                "either in quantization::reduce_range<...>)");
+  static_assert(!quantization::is_full_integer_v<Scheme> || std::is_same_v<Act, identity> ||
                     std::is_same_v<Act, relu>,
                 "quantized_conv2d: a full-integer layer fuses identity or relu only (other activations have no int8 "
                 "kernel yet: use quantization::dynamic_range)");
   static_assert(quantization::is_int8_io_v<IO> &&
-                    (std::is_same_v<Scheme, quantization::full_integer> || std::is_same_v<IO, quantization::float_io>),
+                    (quantization::is_full_integer_v<Scheme> || std::is_same_v<IO, quantization::float_io>),
                 "quantized_conv2d: IO is quantization::int8_io<In8, Out8>, int8 only for a full-integer layer");
   static_assert(std::is_void_v<Pool> ||
-                    (std::is_same_v<Scheme, quantization::full_integer> && quantization::detail::is_max_pool2d_v<Pool>),
+                    (quantization::is_full_integer_v<Scheme> && quantization::detail::is_max_pool2d_v<Pool>),
                 "quantized_conv2d: Pool is void or a max_pool2d<...> fused into a full-integer layer's store");
   using is_layer_spec = void;
   using activation = Act;
@@ -137,7 +138,9 @@ struct quantized_conv2d_layer {
   static constexpr std::size_t K = KH * KW * C, N = F;  // one im2col row; N: the converter's name for the units
   static constexpr std::size_t Kp = kernels::cpu::int8::padded_k(K);
   using Act = typename Spec::activation;
-  static constexpr bool full = std::is_same_v<typename Spec::scheme, quantization::full_integer>;
+  static constexpr bool full = quantization::is_full_integer_v<typename Spec::scheme>;
+  static constexpr auto weights = quantization::weight_range_v<typename Spec::scheme>;  // the product's
+  static constexpr std::int32_t weight_max = Spec::scheme::weight_max;
   using T = float;
   using variable_type = float;
   using compute_type = float;
@@ -211,21 +214,21 @@ struct quantized_conv2d_layer {
         const std::int8_t* img = image_of(xs, pad);
         const std::int8_t* packed = windows_kernel(v.kernel);
         if constexpr (std::is_same_v<decltype(e), i8::store_i32>) {
-          i8::conv_s8<geometry, Arch>(img, m, packed, v.kernel_sum, e.c, e.ldc);
+          i8::conv_s8<geometry, Arch, weights>(img, m, packed, v.kernel_sum, e.c, e.ldc);
           return 0;
         } else {
-          return i8::conv_s8_requantize<geometry, typename decltype(e)::value_type, Arch>(img, m, packed,
-                                                                                           v.kernel_sum, e);
+          return i8::conv_s8_requantize<geometry, typename decltype(e)::value_type, Arch, weights>(img, m, packed,
+                                                                                                    v.kernel_sum, e);
         }
       }
       cols.resize(rows * Kp);
       for (std::size_t n = 0; n < m; ++n) i8::im2col_s8(geometry, xs + n * in, pad, cols.data() + n * P_ * Kp, Kp);
       if constexpr (std::is_same_v<decltype(e), i8::store_i32>) {
-        i8::gemm_s8<Arch>(rows, F, K, cols.data(), Kp, v.kernel, v.kernel_sum, e.c, e.ldc);
+        i8::gemm_s8<Arch, weights>(rows, F, K, cols.data(), Kp, v.kernel, v.kernel_sum, e.c, e.ldc);
         return 0;
       } else {
-        return i8::gemm_s8_requantize<typename decltype(e)::value_type, Arch>(rows, F, K, cols.data(), Kp, v.kernel,
-                                                                               v.kernel_sum, e);
+        return i8::gemm_s8_requantize<typename decltype(e)::value_type, Arch, weights>(rows, F, K, cols.data(), Kp,
+                                                                                        v.kernel, v.kernel_sum, e);
       }
     };
     if constexpr (full) {
@@ -253,7 +256,7 @@ struct quantized_conv2d_layer {
       } else if (i8::requant_monotone(e, F, K)) {
         // the pool in the store: the max of each window's sums, requantized once
         if (implicit) {
-          out_clamped = i8::conv_s8_pool_requantize<geometry, pool_geometry, output_element, Arch>(
+          out_clamped = i8::conv_s8_pool_requantize<geometry, pool_geometry, output_element, Arch, weights>(
               image_of(xs, std::int8_t(in_zp)), m, windows_kernel(v.kernel), v.kernel_sum, e);
         } else {
           acc.resize(rows * F);

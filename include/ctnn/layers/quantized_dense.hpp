@@ -1,7 +1,8 @@
 // ctnn/layers/quantized_dense.hpp — quantized_dense<K, N, Activation, Scheme, IO>: an int8 dense layer (inference).
 //
 // Computes y ~ activation(x W + b) for a flat float input of K features with W stored as int8
-// per output channel (symmetric, zero point 0, [-127, 127], scale kernel_scale[j]); kernel:
+// per output channel (symmetric, zero point 0, [-127, 127], scale kernel_scale[j]; Scheme
+// quantization::reduce_range<S>: [-64, 64], S's rules otherwise, the avx2_u8 product); kernel:
 // W [N, K] packed by kernels::cpu::int8::pack (16-column panels of 4-k groups, K padded to Kp,
 // a multiple of 4; N Kp bytes, declared {N, Kp}). Scheme (quantization/arithmetic.hpp, docs/quantization.md):
 //   quantization::full_integer  input quantized with the calibrated (input_scale, input_zero_point),
@@ -52,11 +53,53 @@ namespace ctnn {
 
 namespace quantization {
 struct full_integer {
+  static constexpr std::int32_t weight_max = 127;  // the weights: symmetric [-127, 127] (TFLite's)
   static std::string name() { return "full_integer"; }
 };
 struct dynamic_range {
+  static constexpr std::int32_t weight_max = 127;
   static std::string name() { return "dynamic_range"; }
 };
+// Scheme (full_integer or dynamic_range) with 7-bit weights: symmetric per channel in [-64, 64],
+// scale max|W[:, j]| / 64, as ONNX Runtime's quantize_static / quantize_dynamic with
+// reduce_range=True quantize weights ("for U8S8 on AVX2 and AVX-512 non-VNNI machines"; its
+// reduced INT8 range is (-64, 64)); the activations keep their 8-bit rules, as there. On the avx2
+// int8 path the product then takes vpmaddubsw on the unsigned activations directly (int8.hpp's
+// avx2_u8: 2 x 255 x 64 fits int16), at the cost of half the weight levels. Docs: docs/quantization.md.
+template <class Scheme>
+struct reduce_range {
+  static_assert(std::is_same_v<Scheme, full_integer> || std::is_same_v<Scheme, dynamic_range>,
+                "reduce_range: the scheme is quantization::full_integer or quantization::dynamic_range");
+  using base = Scheme;
+  static constexpr std::int32_t weight_max = kernels::cpu::int8::reduced_weight_max;
+  static std::string name() { return "reduce_range<" + Scheme::name() + ">"; }
+};
+// The full-range scheme itself: quantize_dynamic<full_range> is quantize_dynamic (the default).
+template <class Scheme>
+using full_range = Scheme;
+namespace detail {
+template <class S>
+struct base_scheme {
+  using type = S;
+};
+template <class S>
+struct base_scheme<reduce_range<S>> {
+  using type = S;
+};
+}  // namespace detail
+// full_integer or dynamic_range, with or without reduce_range
+template <class S>
+using base_scheme_t = typename detail::base_scheme<S>::type;
+template <class S>
+inline constexpr bool is_scheme_v =
+    std::is_same_v<base_scheme_t<S>, full_integer> || std::is_same_v<base_scheme_t<S>, dynamic_range>;
+template <class S>
+inline constexpr bool is_full_integer_v = std::is_same_v<base_scheme_t<S>, full_integer>;
+// The int8 kernels' weight range for scheme S.
+template <class S>
+inline constexpr kernels::cpu::int8::weight_range weight_range_v =
+    S::weight_max <= kernels::cpu::int8::reduced_weight_max ? kernels::cpu::int8::weight_range::reduced
+                                                            : kernels::cpu::int8::weight_range::full;
 // The element types around a full-integer layer: int8_io<In8, Out8> takes int8 input values
 // (In8: the previous layer's int8 output, quantized with this layer's input parameters; no
 // quantize step) and writes int8 output values (Out8: for the next full-integer layer, whose
@@ -81,14 +124,15 @@ template <std::size_t K, std::size_t N, Activation Act = identity, class Scheme 
           class IO = quantization::float_io>
 struct quantized_dense {
   static_assert(K > 0 && N > 0, "quantized_dense: K and N must be > 0");
-  static_assert(std::is_same_v<Scheme, quantization::full_integer> || std::is_same_v<Scheme, quantization::dynamic_range>,
-                "quantized_dense: the scheme is quantization::full_integer or quantization::dynamic_range");
-  static_assert(!std::is_same_v<Scheme, quantization::full_integer> || std::is_same_v<Act, identity> ||
+  static_assert(quantization::is_scheme_v<Scheme>,
+                "quantized_dense: the scheme is quantization::full_integer or quantization::dynamic_range (or "
+                "either in quantization::reduce_range<...>)");
+  static_assert(!quantization::is_full_integer_v<Scheme> || std::is_same_v<Act, identity> ||
                     std::is_same_v<Act, relu>,
                 "quantized_dense: a full-integer layer fuses identity or relu only (other activations have no int8 "
                 "kernel yet: use quantization::dynamic_range)");
   static_assert(quantization::is_int8_io_v<IO> &&
-                    (std::is_same_v<Scheme, quantization::full_integer> || std::is_same_v<IO, quantization::float_io>),
+                    (quantization::is_full_integer_v<Scheme> || std::is_same_v<IO, quantization::float_io>),
                 "quantized_dense: IO is quantization::int8_io<In8, Out8>, int8 only for a full-integer layer");
   using is_layer_spec = void;
   using activation = Act;
@@ -121,7 +165,10 @@ struct quantized_dense_layer {
   static constexpr std::size_t K = Spec::inputs, N = Spec::units;
   static constexpr std::size_t Kp = kernels::cpu::int8::padded_k(K);  // packed: int8.hpp's panels
   using Act = typename Spec::activation;
-  static constexpr bool full = std::is_same_v<typename Spec::scheme, quantization::full_integer>;
+  static constexpr bool full = quantization::is_full_integer_v<typename Spec::scheme>;
+  // the weights' range (reduce_range: [-64, 64]) and so the int8 product's path
+  static constexpr std::int32_t weight_max = Spec::scheme::weight_max;
+  static constexpr auto weights = quantization::weight_range_v<typename Spec::scheme>;
   using T = float;
   using variable_type = float;
   using compute_type = float;
@@ -201,8 +248,9 @@ struct quantized_dense_layer {
 
   // load_weights' check of a file's kernel (variable_ref::check_state; the kernel comes last, after
   // kernel_sum): every weight in [-127, 127] (symmetric per channel: -128 would break the AVX2
-  // kernel's sign trick), the packing's padding 0, and each unit's kernel_sum equal to the sum of
-  // its weights (the offset trick and the zero-point term use it). `column`: "unit" or "filter".
+  // kernel's sign trick; reduce_range: [-64, 64], beyond which avx2_u8's int16 pairs saturate), the
+  // packing's padding 0, and each unit's kernel_sum equal to the sum of its weights (the offset
+  // trick and the zero-point term use it). `column`: "unit" or "filter".
   static std::string check_kernel(const char* column, std::string_view name, const std::byte* bytes,
                                   const std::byte* const* state, std::size_t n) {
     if (name != "kernel" || n != buffers.size()) return "";
@@ -221,8 +269,10 @@ struct quantized_dense_layer {
                  std::to_string(at) + ")";
         };
         if (k >= K && q != 0) return "the padding byte of " + place() + " is " + std::to_string(q) + ", not 0";
-        if (q == -128)
-          return "the weight of " + place() + " is -128; symmetric per-channel int8 weights are in [-127, 127]";
+        if (q < -weight_max || q > weight_max)
+          return "the weight of " + place() + " is " + std::to_string(q) +
+                 (weight_max == quantization::wmax ? "; symmetric per-channel int8 weights are in [-127, 127]"
+                                                   : "; reduce_range weights are in [-64, 64]");
         sum += q;
       }
       if (sum != sums[j])
@@ -254,10 +304,10 @@ struct quantized_dense_layer {
     using Arch = typename Backend::arch;
     forward_int8<Spec, Kp>(v, x, y, r.batch, [&](const std::int8_t* xq, auto e) -> std::size_t {
       if constexpr (std::is_same_v<decltype(e), i8::store_i32>) {
-        i8::gemm_s8<Arch>(r.batch, N, K, xq, Kp, v.kernel, v.kernel_sum, e.c, e.ldc);
+        i8::gemm_s8<Arch, weights>(r.batch, N, K, xq, Kp, v.kernel, v.kernel_sum, e.c, e.ldc);
         return 0;
       } else {
-        return i8::gemm_s8_requantize<output_element, Arch>(r.batch, N, K, xq, Kp, v.kernel, v.kernel_sum, e);
+        return i8::gemm_s8_requantize<output_element, Arch, weights>(r.batch, N, K, xq, Kp, v.kernel, v.kernel_sum, e);
       }
     });
   }

@@ -50,14 +50,15 @@ struct quantized_dense_block {
   static_assert(NNZ % (R * C) == 0 && NNZ <= K * N,
                 "quantized_dense_block: NNZ must be a whole number of R x C blocks, at most K N");
   static_assert(K <= 65536, "quantized_dense_block: K must be <= 65536 (16-bit inputs)");
-  static_assert(std::is_same_v<Scheme, quantization::full_integer> || std::is_same_v<Scheme, quantization::dynamic_range>,
-                "quantized_dense_block: the scheme is quantization::full_integer or quantization::dynamic_range");
-  static_assert(!std::is_same_v<Scheme, quantization::full_integer> || std::is_same_v<Act, identity> ||
+  static_assert(quantization::is_scheme_v<Scheme>,
+                "quantized_dense_block: the scheme is quantization::full_integer or quantization::dynamic_range (or "
+                "either in quantization::reduce_range<...>)");
+  static_assert(!quantization::is_full_integer_v<Scheme> || std::is_same_v<Act, identity> ||
                     std::is_same_v<Act, relu>,
                 "quantized_dense_block: a full-integer layer fuses identity or relu only (use "
                 "quantization::dynamic_range)");
   static_assert(quantization::is_int8_io_v<IO> &&
-                    (std::is_same_v<Scheme, quantization::full_integer> || std::is_same_v<IO, quantization::float_io>),
+                    (quantization::is_full_integer_v<Scheme> || std::is_same_v<IO, quantization::float_io>),
                 "quantized_dense_block: IO is quantization::int8_io<In8, Out8>, int8 only for a full-integer layer");
   using is_layer_spec = void;
   using activation = Act;
@@ -93,7 +94,7 @@ struct quantized_dense_block_layer {
   static constexpr std::size_t G = kernels::cpu::int8::block::groups_for(K, N, NB, R, C);
   static constexpr std::size_t IPG = kernels::cpu::int8::block::inputs_per_group(R);
   using Act = typename Spec::activation;
-  static constexpr bool full = std::is_same_v<typename Spec::scheme, quantization::full_integer>;
+  static constexpr bool full = quantization::is_full_integer_v<typename Spec::scheme>;
   using T = float;
   using variable_type = float;
   using compute_type = float;

@@ -1294,6 +1294,12 @@ void import_qdq(MM& m, const onnx::GraphProto& graph, const graph_view& gv, cons
                 if (w[at] == -128)
                   q.fail(q.name_of(bd) + " has a weight of -128 at index " + std::to_string(at) +
                          " (ctnn's range is [-127, 127])");
+                // a reduce_range layer's weights lie in [-64, 64] (its avx2 product assumes it)
+                constexpr std::int32_t wmax = L::spec::scheme::weight_max;
+                if (w[at] < -wmax || w[at] > wmax)
+                  q.fail(q.name_of(bd) + " has a weight of " + std::to_string(w[at]) + " at index " +
+                         std::to_string(at) + " (this layer's " + L::spec::scheme::name() + " range is [-" +
+                         std::to_string(wmax) + ", " + std::to_string(wmax) + "])");
                 wn[j * K + k] = std::int8_t(w[at]);
                 sum[j] += w[at];
               }

@@ -46,11 +46,12 @@ inline params choose_params(double min, double max, const std::string& what = "q
   return {float(scale), nudged};
 }
 
-// A weight channel's scale: absmax / 127 (zero point 0). An all-zero channel gets scale 1 (its
-// int8 values are all 0, so any scale represents it exactly); a non-finite absmax throws.
-inline float symmetric_scale(double absmax, const std::string& what = "weights") {
+// A weight channel's scale: absmax / 127 (zero point 0; absmax / 64 for reduce_range's [-64, 64]:
+// weight_max 64). An all-zero channel gets scale 1 (its int8 values are all 0, so any scale
+// represents it exactly); a non-finite absmax throws.
+inline float symmetric_scale(double absmax, const std::string& what = "weights", std::int32_t weight_max = wmax) {
   if (!std::isfinite(absmax)) throw std::invalid_argument(what + ": a weight is NaN or infinite");
-  return absmax == 0.0 ? 1.0f : float(absmax / wmax);
+  return absmax == 0.0 ? 1.0f : float(absmax / weight_max);
 }
 
 // round(x / scale) + zero_point, saturated to [lo, hi] (TFLite's AffineQuantize; round half away from 0).

@@ -35,6 +35,8 @@
 // quantizes, only one before a float layer or the output dequantizes.
 // quantization::float_between_t<QNet> is the same network with float between all its layers (the
 // same weights files and outputs).
+// Scheme quantization::reduce_range<S> (quantize_dynamic<quantization::reduce_range>, the same for
+// quantize_full_integer): S with 7-bit weights (ONNX Runtime's reduce_range: scale / 64, [-64, 64]).
 // Weights (a conv2d kernel [KH, KW, C, F] read as [K = KH KW C, F]): scale_j = max_k |W[k, j]| / 127, q = round(W / scale_j) in [-127, 127]; full-integer
 // bias: round(b_j / (input_scale scale_j)) in int32. Throws std::invalid_argument for an empty
 // calibration set, or a tensor whose calibrated range is empty or not finite (naming the layer).
@@ -177,30 +179,34 @@ constexpr diag::message no_int8_text() {
 // int8_io<In8, Out8> (any other spec unchanged).
 template <class S>
 inline constexpr bool full_integer_spec_v = false;
-template <std::size_t K, std::size_t N, class Act, class IO>
-inline constexpr bool full_integer_spec_v<quantized_dense<K, N, Act, full_integer, IO>> = true;
-template <std::size_t K, std::size_t N, std::size_t NNZ, std::size_t R, std::size_t C, class Act, class IO>
-inline constexpr bool full_integer_spec_v<quantized_dense_block<K, N, NNZ, R, C, Act, full_integer, IO>> = true;
-template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class IO, class Pool>
-inline constexpr bool full_integer_spec_v<quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, IO, Pool>> = true;
+template <std::size_t K, std::size_t N, class Act, class Sch, class IO>
+inline constexpr bool full_integer_spec_v<quantized_dense<K, N, Act, Sch, IO>> = is_full_integer_v<Sch>;
+template <std::size_t K, std::size_t N, std::size_t NNZ, std::size_t R, std::size_t C, class Act, class Sch, class IO>
+inline constexpr bool full_integer_spec_v<quantized_dense_block<K, N, NNZ, R, C, Act, Sch, IO>> = is_full_integer_v<Sch>;
+template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class Sch, class IO,
+          class Pool>
+inline constexpr bool full_integer_spec_v<quantized_conv2d<F, KH, KW, S, Pad, Act, Sch, IO, Pool>> = is_full_integer_v<Sch>;
 template <class S, bool In8, bool Out8>
 struct with_io {
   using type = S;
 };
-template <std::size_t K, std::size_t N, class Act, class IO, bool In8, bool Out8>
-struct with_io<quantized_dense<K, N, Act, full_integer, IO>, In8, Out8> {
-  using type = quantized_dense<K, N, Act, full_integer, int8_io<In8, Out8>>;
+template <std::size_t K, std::size_t N, class Act, class Sch, class IO, bool In8, bool Out8>
+  requires is_full_integer_v<Sch>
+struct with_io<quantized_dense<K, N, Act, Sch, IO>, In8, Out8> {
+  using type = quantized_dense<K, N, Act, Sch, int8_io<In8, Out8>>;
 };
-template <std::size_t K, std::size_t N, std::size_t NNZ, std::size_t R, std::size_t C, class Act, class IO, bool In8,
-          bool Out8>
-struct with_io<quantized_dense_block<K, N, NNZ, R, C, Act, full_integer, IO>, In8, Out8> {
-  using type = quantized_dense_block<K, N, NNZ, R, C, Act, full_integer, int8_io<In8, Out8>>;
+template <std::size_t K, std::size_t N, std::size_t NNZ, std::size_t R, std::size_t C, class Act, class Sch, class IO,
+          bool In8, bool Out8>
+  requires is_full_integer_v<Sch>
+struct with_io<quantized_dense_block<K, N, NNZ, R, C, Act, Sch, IO>, In8, Out8> {
+  using type = quantized_dense_block<K, N, NNZ, R, C, Act, Sch, int8_io<In8, Out8>>;
 };
 // (a fused pool dropped: chained unwraps the fused_pool after it too)
-template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class IO, class Pool,
-          bool In8, bool Out8>
-struct with_io<quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, IO, Pool>, In8, Out8> {
-  using type = quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, int8_io<In8, Out8>>;
+template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class Sch, class IO,
+          class Pool, bool In8, bool Out8>
+  requires is_full_integer_v<Sch>
+struct with_io<quantized_conv2d<F, KH, KW, S, Pad, Act, Sch, IO, Pool>, In8, Out8> {
+  using type = quantized_conv2d<F, KH, KW, S, Pad, Act, Sch, int8_io<In8, Out8>>;
 };
 
 // A spec with its int8_pass removed (the float layer), any other spec unchanged.
@@ -259,11 +265,12 @@ template <class C>
 struct conv_io {
   static constexpr bool fuses = false;
 };
-template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class IO>
-struct conv_io<quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, IO, void>> {
+template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class Sch, class IO>
+  requires is_full_integer_v<Sch>
+struct conv_io<quantized_conv2d<F, KH, KW, S, Pad, Act, Sch, IO, void>> {
   static constexpr bool fuses = true, out8 = IO::output;
   template <class Pool>
-  using with_pool = quantized_conv2d<F, KH, KW, S, Pad, Act, full_integer, IO, Pool>;
+  using with_pool = quantized_conv2d<F, KH, KW, S, Pad, Act, Sch, IO, Pool>;
 };
 template <class Net, class Bound>
 struct pools_fused;
@@ -393,19 +400,20 @@ inline std::pair<double, double> range_of(std::vector<float> v, double percentil
   return {at(100.0 - percentile), at(percentile)};
 }
 
-// The int8 kernel of a float kernel W[K, N] per output channel: kernel packed (backends/cpu/int8.hpp's
-// panels, from [N, K]), scales, row sums.
+// The int8 kernel of a float kernel W[K, N] per output channel, in [-weight_max, weight_max] (127, or
+// reduce_range's 64): kernel packed (backends/cpu/int8.hpp's panels, from [N, K]), scales, row sums.
 // q: the int8 kernel [N, K] (null: packed here).
 inline void quantize_kernel(const float* w, std::size_t K, std::size_t N, std::int8_t* packed, float* scale,
-                            std::int32_t* sum, std::size_t layer, std::vector<std::int8_t>* unpacked = nullptr) {
+                            std::int32_t* sum, std::size_t layer, std::vector<std::int8_t>* unpacked = nullptr,
+                            std::int32_t weight_max = wmax) {
   std::vector<std::int8_t> q(N * K);
   for (std::size_t j = 0; j < N; ++j) {
     double amax = 0;
     for (std::size_t k = 0; k < K; ++k) amax = std::max(amax, double(std::abs(w[k * N + j])));
-    scale[j] = symmetric_scale(amax, "quantize: layer " + std::to_string(layer + 1) + "'s kernel");
+    scale[j] = symmetric_scale(amax, "quantize: layer " + std::to_string(layer + 1) + "'s kernel", weight_max);
     std::int32_t s = 0;
     for (std::size_t k = 0; k < K; ++k) {
-      q[j * K + k] = std::int8_t(quantize(w[k * N + j], params{scale[j], 0}, -wmax, wmax));
+      q[j * K + k] = std::int8_t(quantize(w[k * N + j], params{scale[j], 0}, -weight_max, weight_max));
       s += q[j * K + k];
     }
     sum[j] = s;
@@ -464,7 +472,7 @@ model<quantized_t<Net, Scheme>, precision::float32, B> convert(const model<Net, 
               std::vector<std::uint8_t> blocks;
               const std::vector<float> w = float_kernel<S>(src, I, &blocks);
               std::vector<std::int8_t> qw;
-              quantize_kernel(w.data(), K, N, nullptr, scale, sum, I, &qw);
+              quantize_kernel(w.data(), K, N, nullptr, scale, sum, I, &qw, Scheme::weight_max);
               std::byte* ix = find_var(dst, I, "index").data;
               const std::size_t used = kernels::cpu::int8::block::pack(
                   qw.data(), blocks.data(), K, N, S::R, S::C, D::G, q, D::index::template at<1>(ix),
@@ -474,9 +482,9 @@ model<quantized_t<Net, Scheme>, precision::float32, B> convert(const model<Net, 
                                        std::to_string(used) + " groups, more than the " + std::to_string(D::G) +
                                        " stored");
             } else {
-              quantize_kernel(data_of<float>(src, I, "kernel"), K, N, q, scale, sum, I);
+              quantize_kernel(data_of<float>(src, I, "kernel"), K, N, q, scale, sum, I, nullptr, Scheme::weight_max);
             }
-            if constexpr (std::is_same_v<Scheme, full_integer>) {
+            if constexpr (is_full_integer_v<Scheme>) {
               const std::string here = "quantize: layer " + std::to_string(I + 1);
               const auto [ilo, ihi] = ranges.at(2 * dense_index);
               const auto [olo, ohi] = ranges.at(2 * dense_index + 1);
@@ -522,18 +530,21 @@ model<quantized_t<Net, Scheme>, precision::float32, B> convert(const model<Net, 
 }
 }  // namespace quantization::detail
 
-// Dynamic-range post-training quantization: no calibration data.
-template <class Net, class P, class B>
+// Dynamic-range post-training quantization: no calibration data. Range: quantization::full_range
+// (TFLite's [-127, 127] weights) or quantization::reduce_range (ONNX Runtime's reduce_range: 7-bit
+// weights, [-64, 64]; quantize_dynamic<quantization::reduce_range>(m)).
+template <template <class> class Range = quantization::full_range, class Net, class P, class B>
 auto quantize_dynamic(const model<Net, P, B>& m) {
-  if constexpr (quantization::has_batch_norm_v<Net>) return quantize_dynamic(fold_batch_norm(m));
-  else return quantization::detail::convert<quantization::dynamic_range>(m, {});
+  if constexpr (quantization::has_batch_norm_v<Net>) return quantize_dynamic<Range>(fold_batch_norm(m));
+  else return quantization::detail::convert<Range<quantization::dynamic_range>>(m, {});
 }
 
-// Full-integer post-training quantization, calibrated on n samples x (rows of Net's input size).
-template <class Net, class P, class B>
+// Full-integer post-training quantization, calibrated on n samples x (rows of Net's input size);
+// Range as quantize_dynamic's (quantize_full_integer<quantization::reduce_range>(m, x, n)).
+template <template <class> class Range = quantization::full_range, class Net, class P, class B>
 auto quantize_full_integer(const model<Net, P, B>& m, const float* x, std::size_t n, calibration_options opts = {}) {
   if constexpr (quantization::has_batch_norm_v<Net>) {
-    return quantize_full_integer(fold_batch_norm(m), x, n, opts);
+    return quantize_full_integer<Range>(fold_batch_norm(m), x, n, opts);
   } else {
     using layers = typename model<Net, P, B>::layers;
     if (n == 0 || !x) throw std::invalid_argument("quantize_full_integer: the calibration set is empty");
@@ -617,7 +628,7 @@ auto quantize_full_integer(const model<Net, P, B>& m, const float* x, std::size_
           }(),
           ...);
     }(std::make_index_sequence<std::tuple_size_v<layers>>{});
-    return quantization::detail::convert<quantization::full_integer>(m, ranges);
+    return quantization::detail::convert<Range<quantization::full_integer>>(m, ranges);
   }
 }
 

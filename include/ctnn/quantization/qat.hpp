@@ -53,13 +53,15 @@ inline params range_params(float min, float max, const std::string& what) {
 inline float fake_quant(float x, params p, std::int32_t lo = qmin, std::int32_t hi = qmax) {
   return dequantize(quantize(x, p, lo, hi), p);
 }
-// W^ ([K, N] row-major) fake-quantized per output column (symmetric, per channel), from w.
-inline void fake_quant_columns(const float* w, float* wq, std::size_t K, std::size_t N, const std::string& layer) {
+// W^ ([K, N] row-major) fake-quantized per output column (symmetric, per channel, [-weight_max,
+// weight_max]: 127, or reduce_range's 64), from w.
+inline void fake_quant_columns(const float* w, float* wq, std::size_t K, std::size_t N, const std::string& layer,
+                               std::int32_t weight_max = wmax) {
   for (std::size_t j = 0; j < N; ++j) {
     float amax = 0;
     for (std::size_t k = 0; k < K; ++k) amax = std::max(amax, std::abs(w[k * N + j]));
-    const params p{symmetric_scale(amax, layer + "'s kernel"), 0};
-    for (std::size_t k = 0; k < K; ++k) wq[k * N + j] = fake_quant(w[k * N + j], p, -wmax, wmax);
+    const params p{symmetric_scale(amax, layer + "'s kernel", weight_max), 0};
+    for (std::size_t k = 0; k < K; ++k) wq[k * N + j] = fake_quant(w[k * N + j], p, -weight_max, weight_max);
   }
 }
 // The straight-through gradient's pass band.
@@ -71,17 +73,24 @@ inline bool fake_quant_passes(float x, params p, std::int32_t lo = qmin, std::in
 template <class Spec, Shape In, class P, class Backend>
 struct qat_dense_layer;
 
-template <long long N, Activation Act = identity, bool QuantizeOutput = false>
+// Scheme: the full-integer scheme it trains for and converts to, quantization::full_integer or
+// quantization::reduce_range<full_integer> (the kernel fake-quantized to [-64, 64]).
+template <long long N, Activation Act = identity, bool QuantizeOutput = false, class Scheme = quantization::full_integer>
 struct qat_dense {
   static_assert(N > 0, "qat_dense: the number of units must be > 0");
+  static_assert(quantization::is_full_integer_v<Scheme>,
+                "qat_dense: the scheme is quantization::full_integer or quantization::reduce_range<full_integer>");
   using is_layer_spec = void;
   using activation = Act;
+  using scheme = Scheme;
   static constexpr std::size_t units = std::size_t(N);
   static constexpr bool quantize_output = QuantizeOutput;
   static std::string name() {
     std::string s = "qat_dense<" + std::to_string(N);
     if (!std::is_same_v<Act, identity>) s += ", " + Act::name();
-    return s + (QuantizeOutput ? ", output>" : ">");
+    if (QuantizeOutput) s += ", output";
+    if (!std::is_same_v<Scheme, quantization::full_integer>) s += ", " + Scheme::name();
+    return s + ">";
   }
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {
@@ -139,7 +148,9 @@ struct qat_dense_layer {
     return quantization::range_params(st[2], st[3], Spec::name() + "'s output range");
   }
   // W^ (K x N) per output channel, from the current kernel.
-  static void fake_quant_kernel(const float* w, float* wq) { quantization::fake_quant_columns(w, wq, K, N, Spec::name()); }
+  static void fake_quant_kernel(const float* w, float* wq) {
+    quantization::fake_quant_columns(w, wq, K, N, Spec::name(), Spec::scheme::weight_max);
+  }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     const std::size_t m = r.batch;
@@ -200,10 +211,13 @@ template <class Spec, Shape In, class P, class Backend>
 struct qat_conv2d_layer;
 
 template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t Stride = 1, padding Pad = padding::valid,
-          Activation Act = identity, bool QuantizeOutput = false>
+          Activation Act = identity, bool QuantizeOutput = false, class Scheme = quantization::full_integer>
 struct qat_conv2d {
   static_assert(F > 0 && KH > 0 && KW > 0 && Stride > 0,
                 "qat_conv2d: the filters, kernel height and width and the stride must be > 0");
+  static_assert(quantization::is_full_integer_v<Scheme>,
+                "qat_conv2d: the scheme is quantization::full_integer or quantization::reduce_range<full_integer>");
+  using scheme = Scheme;
   using is_layer_spec = void;
   using activation = Act;
   using regularizer = no_regularizer;
@@ -215,7 +229,9 @@ struct qat_conv2d {
     std::string s = "qat_conv2d<" + std::to_string(F) + ", " + std::to_string(KH) + ", " + std::to_string(KW) + ", " +
                     std::to_string(Stride) + ", " + padding_name(Pad);
     if (!std::is_same_v<Act, identity>) s += ", " + Act::name();
-    return s + (QuantizeOutput ? ", output>" : ">");
+    if (QuantizeOutput) s += ", output";
+    if (!std::is_same_v<Scheme, quantization::full_integer>) s += ", " + Scheme::name();
+    return s + ">";
   }
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {
@@ -274,7 +290,9 @@ struct qat_conv2d_layer {
     return quantization::range_params(st[2], st[3], Spec::name() + "'s output range");
   }
   // W^ ([K, F]) per output channel, from the current kernel.
-  static void fake_quant_kernel(const float* w, float* wq) { quantization::fake_quant_columns(w, wq, K, F, Spec::name()); }
+  static void fake_quant_kernel(const float* w, float* wq) {
+    quantization::fake_quant_columns(w, wq, K, F, Spec::name(), Spec::scheme::weight_max);
+  }
 
   static void forward(layer_slot<T> s, const T* x, T* y, run_info r) {
     const std::size_t m = r.batch, n_in = m * geometry.in_size(), n_out = m * out_size;
@@ -328,18 +346,18 @@ inline constexpr bool converts_v<layer_kind::qat_dense> = true;
 template <>
 inline constexpr bool converts_v<layer_kind::qat_conv2d> = true;
 
-template <class Spec, bool Last>
+template <class Spec, bool Last, class Scheme>
 struct qat_spec {
   using type = Spec;
 };
-template <long long N, class Act, class O1, class O2, bool Last>
-struct qat_spec<dense<N, Act, O1, O2>, Last> {
-  using type = qat_dense<N, Act, Last>;
+template <long long N, class Act, class O1, class O2, bool Last, class Scheme>
+struct qat_spec<dense<N, Act, O1, O2>, Last, Scheme> {
+  using type = qat_dense<N, Act, Last, Scheme>;
 };
 template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class R, class I,
-          bool Last>
-struct qat_spec<conv2d<F, KH, KW, S, Pad, Act, R, I>, Last> {
-  using type = qat_conv2d<F, KH, KW, S, Pad, Act, Last>;
+          bool Last, class Scheme>
+struct qat_spec<conv2d<F, KH, KW, S, Pad, Act, R, I>, Last, Scheme> {
+  using type = qat_conv2d<F, KH, KW, S, Pad, Act, Last, Scheme>;
 };
 // the layers qat_t quantizes (the last one fake-quantizes its output)
 template <class Spec>
@@ -349,10 +367,10 @@ inline constexpr bool is_dense_spec<dense<N, Act, O1, O2>> = true;
 template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, class R, class I>
 inline constexpr bool is_dense_spec<conv2d<F, KH, KW, S, Pad, Act, R, I>> = true;
 
-template <class Net>
+template <class Net, class Scheme>
 struct qat_net;
-template <class In, class... Ls>
-struct qat_net<sequential<In, Ls...>> {
+template <class In, class... Ls, class Scheme>
+struct qat_net<sequential<In, Ls...>, Scheme> {
   static constexpr std::size_t last_dense = [] {
     std::size_t i = 0, last = sizeof...(Ls);
     ((is_dense_spec<Ls> ? (last = i, ++i) : ++i), ...);
@@ -360,34 +378,74 @@ struct qat_net<sequential<In, Ls...>> {
   }();
   template <std::size_t... I>
   static auto make(std::index_sequence<I...>)
-      -> sequential<In, typename qat_spec<Ls, I == last_dense>::type...>;
+      -> sequential<In, typename qat_spec<Ls, I == last_dense, Scheme>::type...>;
   using type = decltype(make(std::index_sequence_for<Ls...>{}));
 };
 
-template <class Scheme, long long N, class Act, bool Out, class Bound>
-struct quant_spec<Scheme, qat_dense<N, Act, Out>, Bound> {
+template <class Scheme, long long N, class Act, bool Out, class QS, class Bound>
+struct quant_spec<Scheme, qat_dense<N, Act, Out, QS>, Bound> {
   using type = quantized_dense<Bound::K, std::size_t(N), Act, Scheme>;
 };
 template <class Scheme, std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, bool Out,
-          class Bound>
-struct quant_spec<Scheme, qat_conv2d<F, KH, KW, S, Pad, Act, Out>, Bound> {
+          class QS, class Bound>
+struct quant_spec<Scheme, qat_conv2d<F, KH, KW, S, Pad, Act, Out, QS>, Bound> {
   using type = quantized_conv2d<F, KH, KW, S, Pad, Act, Scheme>;
 };
+
+// The full-integer scheme a QAT network trains for: its qat layers' (one for all of them).
+template <class Spec>
+struct qat_scheme_of {
+  using type = void;
+};
+template <long long N, class Act, bool Out, class QS>
+struct qat_scheme_of<qat_dense<N, Act, Out, QS>> {
+  using type = QS;
+};
+template <std::size_t F, std::size_t KH, std::size_t KW, std::size_t S, padding Pad, class Act, bool Out, class QS>
+struct qat_scheme_of<qat_conv2d<F, KH, KW, S, Pad, Act, Out, QS>> {
+  using type = QS;
+};
+template <class Net>
+struct qat_scheme;
+template <class In, class... Ls>
+struct qat_scheme<sequential<In, Ls...>> {
+  template <class A, class B>
+  using pick = std::conditional_t<std::is_void_v<A>, B, A>;
+  template <class... S>
+  struct first {
+    using type = void;
+  };
+  template <class S0, class... S>
+  struct first<S0, S...> {
+    using type = pick<S0, typename first<S...>::type>;
+  };
+  using type = typename first<typename qat_scheme_of<Ls>::type...>::type;
+  static_assert(((std::is_void_v<typename qat_scheme_of<Ls>::type> ||
+                  std::is_same_v<typename qat_scheme_of<Ls>::type, type>) && ...),
+                "convert_qat: the qat layers of a network share one scheme (full_integer or reduce_range<full_integer>)");
+};
+template <class Net>
+using qat_scheme_t = std::conditional_t<std::is_void_v<typename qat_scheme<Net>::type>, full_integer,
+                                        typename qat_scheme<Net>::type>;
 }  // namespace quantization::detail
 
-// (batch_norm layers folded first: quantization/fold.hpp)
-template <class Net>
-using qat_t = typename quantization::detail::qat_net<quantization::fold_t<Net>>::type;
+// (batch_norm layers folded first: quantization/fold.hpp). Scheme: the full-integer scheme the QAT
+// network trains for (quantization::reduce_range<full_integer>: the kernels fake-quantized to [-64, 64]).
+template <class Net, class Scheme = quantization::full_integer>
+using qat_t = typename quantization::detail::qat_net<quantization::fold_t<Net>, Scheme>::type;
 
 // A QAT model of m's network with m's kernels and biases (ranges at TFMOT's initial [-6, 6]); a
 // network with batch_norm layers is folded first (fold_batch_norm: the moving statistics frozen
 // into the weights of the layer before or after, which the QAT then trains).
-template <class Net, class P, class B>
+// Range: quantization::full_range (the default) or quantization::reduce_range (quantize_model<
+// quantization::reduce_range>(m): the QAT trains with the kernels fake-quantized to [-64, 64], and
+// convert_qat gives reduce_range<full_integer> layers).
+template <template <class> class Range = quantization::full_range, class Net, class P, class B>
 auto quantize_model(const model<Net, P, B>& m) {
   if constexpr (quantization::has_batch_norm_v<Net>) {
-    return quantize_model(fold_batch_norm(m));
+    return quantize_model<Range>(fold_batch_norm(m));
   } else {
-    model<qat_t<Net>, precision::float32, B> q(m.seed());
+    model<qat_t<Net, Range<quantization::full_integer>>, precision::float32, B> q(m.seed());
     std::vector<variable_ref> src, dst;
     m.for_each_variable([&](const variable_ref& v) { src.push_back(v); });
     q.for_each_variable([&](const variable_ref& v) { dst.push_back(v); });
@@ -465,7 +523,7 @@ struct preserve_sparsity {
 // qat_dense's or qat_conv2d's input range (the last layer: its own output range).
 template <class Net, class P, class B>
 auto convert_qat(const model<Net, P, B>& q) {
-  return quantization::detail::convert<quantization::full_integer>(q, quantization::detail::qat_ranges(q));
+  return quantization::detail::convert<quantization::detail::qat_scheme_t<Net>>(q, quantization::detail::qat_ranges(q));
 }
 
 // The same with the weights of the float model w instead of q's: w's network has a quantizable
@@ -487,7 +545,7 @@ auto convert_qat(const model<Net, P, B>& q, const model<WNet, WP, WB>& w) {
       throw std::invalid_argument("convert_qat: the float model has " + std::to_string(layers) +
                                   " quantizable layers but the QAT model " + std::to_string(ranges.size() / 2) +
                                   " qat_dense / qat_conv2d layers");
-    return quantization::detail::convert<quantization::full_integer>(w, ranges);
+    return quantization::detail::convert<quantization::detail::qat_scheme_t<Net>>(w, ranges);
   }
 }
 

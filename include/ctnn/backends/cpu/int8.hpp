@@ -25,7 +25,15 @@
 //           panel vpmaddubsw(|a|, W or -W by a's sign) + vpmaddwd with ones, 2 x 32 tile: |a| <=
 //           128, |W| <= 127 keep each int16 pair within +-32512, so nothing saturates at full
 //           8-bit weights.
+//   avx2_u8 the avx2 path for weights in [-64, 64] (weight_range::reduced: ONNX Runtime's
+//           reduce_range, quantization::reduce_range): vpmaddubsw((a ^ 0x80) as u8, W) + vpmaddwd
+//           with ones, c = dot - 128 wsum as vnni: 255 64 2 = 32640 keeps every int16 pair exact,
+//           so no sign trick and no int16 copy; from 4 rows on a flipped once a call and 4 x 16
+//           tiles (tile_u8), else the 2 x 32 tile.
 //   scalar  otherwise. Docs: docs/quantization.md.
+// The weights' range is a template argument (weight_range, after Arch; full by default): a reduced
+// product requires |W| <= 64 (the reduce_range layers' weights files and conversions check it); the
+// other paths are exact for either range.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -50,7 +58,12 @@
 
 namespace ctnn::kernels::cpu::int8 {
 
-enum class int8_path { scalar, avx2, vnni, vnni256 };
+enum class int8_path { scalar, avx2, vnni, vnni256, avx2_u8 };
+// The weights' range a product may assume: full, TFLite's symmetric [-127, 127], or reduced,
+// [-64, 64] (ONNX Runtime's reduce_range: 7-bit weights), where the avx2 path multiplies the
+// unsigned activations a + 128 by the weights with vpmaddubsw directly (avx2_u8).
+enum class weight_range { full, reduced };
+inline constexpr std::int32_t reduced_weight_max = 64;  // 2 x 255 x 64 = 32640 <= 32767: no int16 pair saturates
 
 inline constexpr std::size_t panel = 16;  // output columns per packed panel
 constexpr std::size_t padded_k(std::size_t K) { return (K + 3) / 4 * 4; }
@@ -139,10 +152,13 @@ inline constexpr bool vnni256_compiled = true;
 inline constexpr bool vnni256_compiled = false;
 #endif
 
-// The path gemm_s8<Arch> takes on this CPU.
-template <class Arch>
+// The path gemm_s8<Arch, R> takes on this CPU (R reduced: avx2_u8 where full weights take avx2).
+template <class Arch, weight_range R = weight_range::full>
 int8_path int8_path_of() noexcept {
-  if constexpr (std::is_base_of_v<xsimd::avx512bw, Arch> && Arch::supported()) {
+  if constexpr (R == weight_range::reduced) {
+    const int8_path p = int8_path_of<Arch>();
+    return p == int8_path::avx2 ? int8_path::avx2_u8 : p;
+  } else if constexpr (std::is_base_of_v<xsimd::avx512bw, Arch> && Arch::supported()) {
     if (vnni_compiled && cpu_has_avx512vnni()) return int8_path::vnni;
     if (vnni256_compiled && cpu_has_vnni256()) return int8_path::vnni256;
     return int8_path::avx2;  // -mavx512bw implies AVX2
@@ -457,6 +473,16 @@ struct dot_avx2 {
     return add_acc(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(x.abs, _mm256_sub_epi8(_mm256_xor_si256(w, x.neg), x.neg)), ones));
   }
 };
+//   dot_u8       vpmaddubsw((a ^ 0x80) as u8, w) + vpmaddwd with ones, for w in [-64, 64] only
+//                (weight_range::reduced): a pair is at most 2 x 255 x 64 = 32640, never saturated;
+//                the sums are acc - 128 wsum (offset), as vnni256's
+struct dot_u8 {
+  static constexpr bool offset = true;
+  using act = __m256i;
+  __m256i ones = _mm256_set1_epi16(1);
+  static act prep(std::int32_t a4) { return _mm256_xor_si256(_mm256_set1_epi32(a4), _mm256_set1_epi32(std::int32_t(0x80808080u))); }
+  __m256i step(__m256i acc, act x, __m256i w) const { return add_acc(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(x, w), ones)); }
+};
 #if defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))
 // acc += dot4(u8 a, s8 w) per int32 lane: AVX-VNNI's VEX vpdpbusd where the build has it, else
 // AVX512_VNNI's EVEX form on ymm (AVX512VL), which computes the same. GCC (12) copies every
@@ -629,9 +655,100 @@ inline constexpr std::size_t rows_s16 = 6;
 // sign trick's tiles on the rest (below 4 rows: all of them; its activations per row need 3
 // operations a group, against the int16 copy's pass over all of a) and on the narrow panel (in the same column block after them: a column's rows stay in order, as
 // int8_conv.hpp's pooling store needs).
+// dot_u8 on activations flipped already (a ^ 0x80 as u8: flip_rows' copy): the broadcast alone
+struct dot_u8_flipped : dot_u8 {
+  static act prep(std::int32_t a4) { return _mm256_set1_epi32(a4); }
+};
+// The operand a (int8.hpp's a_rows interface) read from a copy of its bytes with every byte XOR 0x80
+// (at the same offsets from row(0), as widen_rows' int16 copy; thread_local, the largest call's).
+template <class A>
+struct flipped_rows {
+  const A& a;
+  const std::int8_t* base;
+  const std::int8_t* buf;
+  const std::int8_t* row(std::size_t i) const { return buf + (a.row(i) - base); }
+  static constexpr std::size_t segments() { return A::segments(); }
+  std::size_t segment_stride() const { return a.segment_stride(); }
+  std::size_t groups() const { return a.groups(); }
+};
+template <class A>
+inline flipped_rows<A> flip_rows(std::size_t M, const A& a) {
+  const std::int8_t* base = a.row(0);
+  const std::size_t n = std::size_t(a.row(M - 1) - base) + (a.segments() - 1) * a.segment_stride() + 4 * a.groups();
+  thread_local std::vector<std::int8_t> buf;
+  if (buf.size() < n) buf.resize(n);
+  std::int8_t* out = buf.data();
+  const __m256i flip = _mm256_set1_epi8(std::int8_t(0x80));
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + i)), flip));
+  for (; i < n; ++i) out[i] = std::int8_t(base[i] ^ std::int8_t(0x80));
+  return {a, base, out};
+}
+// avx2_u8's tile for 4 rows and more on the flipped activations: R rows (from row i0) x one full
+// panel (16 columns, 2 vectors), each row's broadcast group multiplied with both weight vectors
+// (vpmaddubsw, vpmaddwd with ones, vpaddd: 2 R accumulators, 2 weights, the broadcast, ones and a
+// product in 16 ymm for R = 4); the sums - 128 wsum stored by store_s16 (a call of its own: with
+// the requantizing store inlined, GCC (12) spilled this tile's loop, as tile_s16's).
+template <std::size_t R, class A, class E>
+inline void tile_u8(std::size_t K, const A& a, const std::int8_t* packed, std::size_t p0, const std::int32_t* wsum,
+                    E& e, std::size_t i0) {
+  const std::size_t kp = padded_k(K), j0 = p0 * panel;
+  const std::int8_t* w = packed + j0 * kp;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i lo[R], hi[R];
+  for (std::size_t r = 0; r < R; ++r) lo[r] = hi[r] = _mm256_setzero_si256();
+  const std::int8_t* ar[R];
+  for (std::size_t r = 0; r < R; ++r) ar[r] = a.row(i0 + r);
+  const std::int8_t* const wend = w + a.segments() * a.groups() * 4 * panel;
+  const std::size_t jump = a.segment_stride() - 4 * a.groups();
+  for (std::size_t o = 0, next = 4 * a.groups(); w != wend; o += 4, w += 4 * panel) {
+    if constexpr (A::segments() > 1)
+      if (o == next) {
+        o += jump;
+        next += a.segment_stride();
+      }
+    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
+    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32));
+    for (std::size_t r = 0; r < R; ++r) {
+      const __m256i x = _mm256_set1_epi32(load4(ar[r] + o));
+      lo[r] = add_acc(lo[r], _mm256_madd_epi16(_mm256_maddubs_epi16(x, w0), ones));
+      hi[r] = add_acc(hi[r], _mm256_madd_epi16(_mm256_maddubs_epi16(x, w1), ones));
+    }
+  }
+  const __m256i sub_lo = _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wsum + j0)), 7);
+  const __m256i sub_hi = _mm256_slli_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wsum + j0 + 8)), 7);
+  for (std::size_t r = 0; r < R; ++r) {
+    lo[r] = _mm256_sub_epi32(lo[r], sub_lo);
+    hi[r] = _mm256_sub_epi32(hi[r], sub_hi);
+  }
+  store_s16<R>(e, j0, lo, i0);
+  store_s16<R>(e, j0 + 8, hi, i0);
+}
 template <class D, class A, class E>
 inline void gemm_avx2(std::size_t M, std::size_t N, std::size_t K, const A& a, const std::int8_t* packed,
                       const std::int32_t* wsum, E& e) {
+  // avx2_u8 from 4 rows on: the activations flipped once a call (no XOR a group and row), the full
+  // panels in tile_u8's 4-row tiles, the rows after them and the narrow panel in the 2-row tiles
+  if constexpr (std::is_same_v<D, dot_u8>) {
+    if (M >= 4) {
+      const auto f = flip_rows(M, a);
+      const std::size_t full = N / panel, m4 = M / 4 * 4;
+      for (std::size_t p = 0; p < full; ++p) {
+        for (std::size_t i = 0; i < m4; i += 4) tile_u8<4>(K, f, packed, p, wsum, e, i);
+        std::size_t i = m4;
+        for (; i + 2 <= M; i += 2) rows_avx2<dot_u8_flipped, 2>(N, K, f, packed, p, 1, false, wsum, e, i);
+        if (i < M) rows_avx2<dot_u8_flipped, 1>(N, K, f, packed, p, 1, false, wsum, e, i);
+      }
+      if (N % panel) {
+        std::size_t i = 0;
+        for (; i + 2 <= M; i += 2) rows_avx2<dot_u8_flipped, 2>(N, K, f, packed, full, 1, true, wsum, e, i);
+        if (i < M) rows_avx2<dot_u8_flipped, 1>(N, K, f, packed, full, 1, true, wsum, e, i);
+      }
+      return;
+    }
+  }
   const std::size_t full = N / panel;
   const std::int16_t* a16 = nullptr;
   std::size_t m4 = 0;
@@ -742,7 +859,7 @@ inline void gemm_vnni(std::size_t M, std::size_t N, std::size_t K, const A& a, c
 namespace detail {
 // gemm_s8's vector paths (K > 0), stored by the epilogue e; false (nothing done) where this CPU
 // and Arch take the scalar path.
-template <class Arch, class A, class E>
+template <class Arch, weight_range R = weight_range::full, class A, class E>
 bool product_vector(std::size_t M, std::size_t N, std::size_t K, const A& a, const std::int8_t* packed,
                     const std::int32_t* wsum, E& e) {
   [[maybe_unused]] const int8_path p = int8_path_of<Arch>();
@@ -769,21 +886,25 @@ bool product_vector(std::size_t M, std::size_t N, std::size_t K, const A& a, con
 #endif
 #if defined(__AVX2__)
   if (p == int8_path::avx2) {
-    gemm_avx2<dot_avx2>(M, N, K, a, packed, wsum, e);
+    if constexpr (R == weight_range::reduced)
+      gemm_avx2<dot_u8>(M, N, K, a, packed, sums(), e);
+    else
+      gemm_avx2<dot_avx2>(M, N, K, a, packed, wsum, e);
     return true;
   }
 #endif
   (void)M, (void)N, (void)K, (void)a, (void)packed, (void)wsum, (void)e;
   return false;
 }
-template <class Arch, class E>
+template <class Arch, weight_range R = weight_range::full, class E>
 bool gemm_s8_vector(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
                     const std::int8_t* packed, const std::int32_t* wsum, E& e) {
-  return product_vector<Arch>(M, N, K, a_rows{a, padded_k(K) / 4, lda}, packed, wsum, e);
+  return product_vector<Arch, R>(M, N, K, a_rows{a, padded_k(K) / 4, lda}, packed, wsum, e);
 }
 }  // namespace detail
 
-template <class Arch = default_arch>
+// R reduced: every weight in [-64, 64] (a precondition: a weight beyond it saturates on avx2_u8).
+template <class Arch = default_arch, weight_range R = weight_range::full>
 void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
              const std::int8_t* packed, const std::int32_t* wsum, std::int32_t* c, std::size_t ldc) {
   if (M == 0 || N == 0) return;
@@ -792,7 +913,7 @@ void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, 
     return;
   }
   store_i32 e{c, ldc};
-  if (!detail::gemm_s8_vector<Arch>(M, N, K, a, lda, packed, wsum, e)) detail::gemm_scalar(M, N, K, a, lda, packed, c, ldc);
+  if (!detail::gemm_s8_vector<Arch, R>(M, N, K, a, lda, packed, wsum, e)) detail::gemm_scalar(M, N, K, a, lda, packed, c, ldc);
 }
 
 // q[i] = clamp(round(x[i] / scale) + zp, lo, hi) (round half away from zero, TFLite's reference
@@ -1050,15 +1171,15 @@ inline std::size_t requantize_rows(std::size_t rows, std::size_t N, const std::i
 // requantize_row's output for the sums c[i, j] with e's columns, equal to gemm_s8 then
 // requantize_rows bit for bit; on the vector paths the int32 sums never reach memory (the scalar
 // path, and K = 0: gemm_s8 into a buffer, then requantize_rows). Returns how many outputs saturated.
-template <class Y, class Arch = default_arch>
+template <class Y, class Arch = default_arch, weight_range R = weight_range::full>
 std::size_t gemm_s8_requantize(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, std::size_t lda,
                                const std::int8_t* packed, const std::int32_t* wsum, requant<Y> e) {
   if (M == 0 || N == 0) return 0;
   e.saturated = 0;
-  if (K > 0 && detail::gemm_s8_vector<Arch>(M, N, K, a, lda, packed, wsum, e)) return e.saturated;
+  if (K > 0 && detail::gemm_s8_vector<Arch, R>(M, N, K, a, lda, packed, wsum, e)) return e.saturated;
   thread_local std::vector<std::int32_t> acc;
   acc.resize(M * N);
-  gemm_s8<Arch>(M, N, K, a, lda, packed, wsum, acc.data(), N);
+  gemm_s8<Arch, R>(M, N, K, a, lda, packed, wsum, acc.data(), N);
   std::size_t saturated = 0;
   for (std::size_t i = 0; i < M; ++i) {
     requant<Y> r = e;

@@ -12,8 +12,8 @@
 //     multiple of 4 (the first layer: C = 1) the kernel is re-packed with zero weights in each
 //     row's last group (pack_windows), which then reads up to 3 bytes past a window's row (the
 //     next column, or past the image: over_reads, the image needs `slack` readable bytes after it).
-//   conv_s8<G, Arch>(img, batch, packed, wsum, c, ldc), conv_s8_requantize<G, Y, Arch>(img, batch,
-//     packed, wsum, e): gemm_s8 / gemm_s8_requantize on that operand (packed: pack_windows' kernel,
+//   conv_s8<G, Arch, R>(img, batch, packed, wsum, c, ldc), conv_s8_requantize<G, Y, Arch, R>(img, batch,
+//     packed, wsum, e): gemm_s8 / gemm_s8_requantize on that operand (R: int8.hpp's weight_range) (packed: pack_windows' kernel,
 //     or the layer's own where KW C % 4 == 0; wsum: its column sums), equal bit for bit to
 //     im2col_s8 then gemm_s8 (integer sums are exact); false / nothing done on the scalar path
 //     (int8_path_of<Arch>() == scalar: the caller runs im2col_s8 and gemm_s8).
@@ -124,23 +124,23 @@ void pack_windows(const std::int8_t* packed, std::int8_t* out) {
 // The sums c[(n OH + oh) OW + ow, f] (row stride ldc) on the image img (window_image's, or the
 // input where windows<G>::in_place, with `slack` bytes after it where over_reads) and packed
 // (pack_windows'; wsum its column sums). False, nothing written, on the scalar path.
-template <conv_geometry G, class Arch = default_arch>
+template <conv_geometry G, class Arch = default_arch, weight_range R = weight_range::full>
 bool conv_s8(const std::int8_t* img, std::size_t batch, const std::int8_t* packed, const std::int32_t* wsum,
              std::int32_t* c, std::size_t ldc) {
   using Win = windows<G>;
   store_i32 e{c, ldc};
   return batch == 0 ||
-         detail::product_vector<Arch>(batch * Win::positions, G.f, Win::k, Win{img}, packed, wsum, e);
+         detail::product_vector<Arch, R>(batch * Win::positions, G.f, Win::k, Win{img}, packed, wsum, e);
 }
 
 // conv_s8 with gemm_s8_requantize's epilogue e (rows of F outputs) fused into its stores; returns how
 // many outputs saturated. Requires a vector path (int8_path_of<Arch>() != scalar).
-template <conv_geometry G, class Y, class Arch = default_arch>
+template <conv_geometry G, class Y, class Arch = default_arch, weight_range R = weight_range::full>
 std::size_t conv_s8_requantize(const std::int8_t* img, std::size_t batch, const std::int8_t* packed,
                                const std::int32_t* wsum, requant<Y> e) {
   using Win = windows<G>;
   e.saturated = 0;
-  if (batch) detail::product_vector<Arch>(batch * Win::positions, G.f, Win::k, Win{img}, packed, wsum, e);
+  if (batch) detail::product_vector<Arch, R>(batch * Win::positions, G.f, Win::k, Win{img}, packed, wsum, e);
   return e.saturated;
 }
 
@@ -386,7 +386,7 @@ void max_pool_i32(const std::int32_t* c, std::size_t batch, std::int32_t* p) {
 // conv_s8_requantize with the max pooling PG fused into its stores (above): y (e.y, row stride e.ldy)
 // receives the pooled rows [batch, PG.oh, PG.ow]; returns how many pooled values saturated. Requires a
 // vector path, pool_fusable(G, PG) and requant_monotone(e, G.f, G.patch()).
-template <conv_geometry G, conv_geometry PG, class Y, class Arch = default_arch>
+template <conv_geometry G, conv_geometry PG, class Y, class Arch = default_arch, weight_range R = weight_range::full>
 std::size_t conv_s8_pool_requantize(const std::int8_t* img, std::size_t batch, const std::int8_t* packed,
                                     const std::int32_t* wsum, const requant<Y>& e) {
   static_assert(pool_fusable(G, PG), "int8 conv_s8_pool_requantize: a pooling the fused store does not take");
@@ -401,7 +401,7 @@ std::size_t conv_s8_pool_requantize(const std::int8_t* img, std::size_t batch, c
   pool_requant<Y, A::window> pe{e, run.data()};
   pe.saturated = 0;
   if (batch)
-    detail::product_vector<Arch>(batch * A::pooled * A::window, G.f, A::k, A{{img}}, packed, wsum, pe);
+    detail::product_vector<Arch, R>(batch * A::pooled * A::window, G.f, A::k, A{{img}}, packed, wsum, pe);
   return pe.saturated;
 }
 
