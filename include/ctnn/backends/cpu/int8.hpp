@@ -659,6 +659,109 @@ inline void gemm_avx2(std::size_t M, std::size_t N, std::size_t K, const A& a, c
 }
 #endif
 
+#if defined(__AVX2__)
+// The activation operand A with its bytes already XORed with 0x80 (vpdpbusd's u8 operand, a + 128):
+// row(i) is A's row i in a copy of the bytes [A.row(0), past A.row(M - 1)'s last group), made once
+// a call by flip_rows (thread_local storage, kept: the largest call's), so that the VNNI tiles
+// broadcast each group without an XOR (vpxord zmm takes a vpdpbusd slot: both issue on ports 0 and
+// 5; the 256-bit tiles' XOR per row and group likewise). Requires row(0) the lowest address and
+// row(M - 1)'s groups the highest, as widen_rows (a_rows, int8_conv.hpp's windows and pool_windows).
+template <class A>
+struct flipped : A {
+  static constexpr bool is_flipped = true;
+  const std::int8_t* base;
+  const std::int8_t* copy;
+  const std::int8_t* row(std::size_t i) const { return copy + (A::row(i) - base); }
+};
+template <class A>
+inline flipped<A> flip_rows(std::size_t M, const A& a) {
+  const std::int8_t* base = a.row(0);
+  const std::size_t n = std::size_t(a.row(M - 1) - base) + (a.segments() - 1) * a.segment_stride() + 4 * a.groups();
+  thread_local std::vector<std::int8_t> buf;
+  if (buf.size() < n) buf.resize(n);
+  std::int8_t* out = buf.data();
+  const __m256i flip = _mm256_set1_epi32(std::int32_t(0x80808080u));
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + i)), flip));
+  for (; i < n; ++i) out[i] = std::int8_t(base[i] ^ 0x80);
+  return {a, base, out};
+}
+template <class A>
+inline constexpr bool is_flipped_v = requires { A::is_flipped; };
+#endif
+
+#if defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))
+// The vnni256 path's tile on full panels: R rows (from row i0) x Q 8-column vectors from panel p0
+// (Q = 4: two panels, 2: one), vpdpbusd256 of each flipped<A> group broadcast (no XOR) with the
+// weights, stored by the epilogue e with the - 128 wsum offset. 3 x 4 (12 accumulators, 3
+// broadcasts, the weights as memory operands: 15 of the 16 ymm an AVX-VNNI build has) against the
+// sign trick's 2 x 4 tile that the avx2 path shares (8 accumulators: vpdpbusd's latency of 5 cycles
+// at 2 a cycle wants 10 chains). One loop over every group; o jumps to the next segment at its end.
+template <std::size_t R, std::size_t Q, class A, class E>
+inline void tile_vnni256(std::size_t K, const A& a, const std::int8_t* packed, std::size_t p0,
+                         const std::int32_t* wsum, E& e, std::size_t i0) {
+  static_assert(is_flipped_v<A>, "int8 tile_vnni256: the activations are flipped<A>");
+  const std::size_t kp = padded_k(K), j0 = p0 * panel;
+  const std::int8_t* w = packed + j0 * kp;
+  __m256i acc[R][Q];
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t q = 0; q < Q; ++q) acc[r][q] = _mm256_setzero_si256();
+  const std::int8_t* ar[R];
+  for (std::size_t r = 0; r < R; ++r) ar[r] = a.row(i0 + r);
+  const std::size_t groups = a.segments() * a.groups(), jump = a.segment_stride() - 4 * a.groups();
+  for (std::size_t g = 0, o = 0, next = 4 * a.groups(); g < groups; ++g, o += 4, w += 4 * panel) {
+    if (o == next) {
+      o += jump;
+      next += a.segment_stride();
+    }
+    __m256i x[R];
+    for (std::size_t r = 0; r < R; ++r) x[r] = _mm256_set1_epi32(load4(ar[r] + o));
+    for (std::size_t q = 0; q < Q; ++q) {
+      const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + q / 2 * panel * kp + q % 2 * 32));
+      for (std::size_t r = 0; r < R; ++r) acc[r][q] = dpbusd256(acc[r][q], x[r], wv);
+    }
+  }
+  E out = e;  // (a copy the stores cannot alias: e's fields stay in registers)
+  for (std::size_t q = 0; q < Q; ++q) {
+    const std::size_t j = j0 + 8 * q;
+    auto c = columns8(out, j, 8, _mm256_slli_epi32(load8(wsum + j, 8), 7));  // - 128 wsum
+    for (std::size_t r = 0; r < R; ++r) put(out, c, acc[r][q], i0 + r);
+    if (saturated(out, c))
+      for (std::size_t r = 0; r < R; ++r) count(out, c, acc[r][q]);
+  }
+  if constexpr (requires { e.saturated; }) e.saturated = out.saturated;
+}
+// The vnni256 path: the activations flipped once (flip_rows), blocks of 2 full panels (then 1) over
+// every row in tile_vnni256's threes (then 2 or 1 rows); the narrow last panel by the avx2 path's
+// narrow tiles with dot_vnni256 on the unflipped operand (in the same order: a column's rows stay in
+// order, as int8_conv.hpp's pooling store needs).
+template <class A, class E>
+inline void gemm_vnni256(std::size_t M, std::size_t N, std::size_t K, const A& a, const std::int8_t* packed,
+                         const std::int32_t* wsum, E& e) {
+  const std::size_t full = N / panel;
+  if (full > 0) {
+    const auto af = flip_rows(M, a);
+    for (std::size_t p0 = 0; p0 < full; p0 += 2) {
+      const bool two = full - p0 >= 2;
+      std::size_t i = 0;
+      for (; i + 3 <= M; i += 3)
+        two ? tile_vnni256<3, 4>(K, af, packed, p0, wsum, e, i) : tile_vnni256<3, 2>(K, af, packed, p0, wsum, e, i);
+      if (M - i == 2)
+        two ? tile_vnni256<2, 4>(K, af, packed, p0, wsum, e, i) : tile_vnni256<2, 2>(K, af, packed, p0, wsum, e, i);
+      else if (M - i == 1)
+        two ? tile_vnni256<1, 4>(K, af, packed, p0, wsum, e, i) : tile_vnni256<1, 2>(K, af, packed, p0, wsum, e, i);
+    }
+  }
+  if (N % panel) {
+    std::size_t i = 0;
+    for (; i + 2 <= M; i += 2) rows_avx2<dot_vnni256, 2>(N, K, a, packed, full, 1, true, wsum, e, i);
+    if (i < M) rows_avx2<dot_vnni256, 1>(N, K, a, packed, full, 1, true, wsum, e, i);
+  }
+}
+#endif
+
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
 // acc += dot4(u8 a, s8 w) per int32 lane. GCC (13) copies every accumulator of a tile through
 // another register around the intrinsic; the asm form keeps them in place (clang: the intrinsic).
@@ -670,9 +773,10 @@ inline __m512i dpbusd(__m512i acc, __m512i a, __m512i w) {
   return _mm512_dpbusd_epi32(acc, a, w);
 #endif
 }
-// R rows (from row i0) x P panels from panel p0: vpdpbusd on broadcast (a ^ 0x80) groups, stored
-// by the epilogue e. Full panels (16 columns, a fixed 64-byte group stride) unless Narrow: then
-// P = 1 and the panel is the last, N % 16 wide, read and written through a mask.
+// R rows (from row i0) x P panels from panel p0: vpdpbusd on broadcast (a ^ 0x80) groups (flipped<A>:
+// the groups as they are), stored by the epilogue e. Full panels (16 columns, a fixed 64-byte group
+// stride) unless Narrow: then P = 1 and the panel is the last, N % 16 wide, read and written through
+// a mask.
 template <std::size_t R, std::size_t P, bool Narrow = false, class A, class E>
 inline void tile_vnni(std::size_t K, std::size_t N, const A& a, const std::int8_t* packed, std::size_t p0,
                       const std::int32_t* wsum, E& e, std::size_t i0) {
@@ -680,7 +784,7 @@ inline void tile_vnni(std::size_t K, std::size_t N, const A& a, const std::int8_
   const std::size_t width = Narrow ? N - j0 : panel, stride = 4 * width;
   const __mmask16 mk = Narrow ? __mmask16((1u << width) - 1u) : __mmask16(0xffff);
   const std::int8_t* w = packed + j0 * kp;
-  const __m512i flip = _mm512_set1_epi32(std::int32_t(0x80808080u));
+  [[maybe_unused]] const __m512i flip = _mm512_set1_epi32(std::int32_t(0x80808080u));
   __m512i acc[R][P];
   for (std::size_t r = 0; r < R; ++r)
     for (std::size_t q = 0; q < P; ++q) acc[r][q] = _mm512_setzero_si512();
@@ -689,7 +793,10 @@ inline void tile_vnni(std::size_t K, std::size_t N, const A& a, const std::int8_
   for (std::size_t s = 0; s < a.segments(); ++s)
     for (std::size_t o = s * a.segment_stride(), end = o + 4 * a.groups(); o < end; o += 4, w += stride) {
       __m512i ab[R];
-      for (std::size_t r = 0; r < R; ++r) ab[r] = _mm512_xor_si512(_mm512_set1_epi32(load4(ar[r] + o)), flip);
+      for (std::size_t r = 0; r < R; ++r) {
+        ab[r] = _mm512_set1_epi32(load4(ar[r] + o));
+        if constexpr (!is_flipped_v<A>) ab[r] = _mm512_xor_si512(ab[r], flip);
+      }
       for (std::size_t q = 0; q < P; ++q) {
         const __m512i wv = Narrow ? _mm512_maskz_loadu_epi32(mk, w) : _mm512_loadu_si512(w + q * panel * kp);
         for (std::size_t r = 0; r < R; ++r) acc[r][q] = dpbusd(acc[r][q], ab[r], wv);
@@ -757,13 +864,13 @@ bool product_vector(std::size_t M, std::size_t N, std::size_t K, const A& a, con
   };
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
   if (p == int8_path::vnni) {
-    gemm_vnni(M, N, K, a, packed, sums(), e);
+    gemm_vnni(M, N, K, flip_rows(M, a), packed, sums(), e);
     return true;
   }
 #endif
 #if defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))
   if (p == int8_path::vnni256) {
-    gemm_avx2<dot_vnni256>(M, N, K, a, packed, sums(), e);
+    gemm_vnni256(M, N, K, a, packed, sums(), e);
     return true;
   }
 #endif
