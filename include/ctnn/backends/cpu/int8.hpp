@@ -14,12 +14,14 @@
 // Paths, by the backend's Arch and this CPU (int8_path_of<Arch>()):
 //   vnni    Arch derived from avx512bw, the TU compiled with __AVX512VNNI__ and the CPU reporting
 //           AVX512_VNNI (cpuid 7.0:ECX[11]): vpdpbusd(a ^ 0x80 as u8, W), 4 x 64 tile, then
-//           c = dot - 128 wsum (the oneDNN/XNNPACK offset trick).
+//           c = dot - 128 wsum (the oneDNN/XNNPACK offset trick); a ^ 0x80 formed once a call
+//           (flip_rows), not at each broadcast.
 //   vnni256 Arch derived from avx2 or avx512f (or avx512bw without the vnni path), the TU compiled
 //           with __AVXVNNI__ and the CPU reporting AVX-VNNI (cpuid 7.1:EAX[4]), or compiled with
 //           __AVX512VNNI__ and __AVX512VL__ and the CPU reporting both (the EVEX form on ymm, which
-//           computes the same): the avx2 path's 2 x 32 tile with vpdpbusd in place of its three
-//           steps, c = dot - 128 wsum as vnni.
+//           computes the same): a 3 x 32 tile on the full panels (tile_vnni256, the activations
+//           flipped once a call as vnni), the avx2 path's narrow 2 x 16 tile with vpdpbusd in place
+//           of its three steps on the last panel, c = dot - 128 wsum as vnni.
 //   avx2    otherwise for those Arch: from 4 rows on, a copied to int16 once a call and vpmaddwd
 //           with W sign-extended by vpmovsxbw, 6 (or 4) x 8 tile; the other rows and the narrow
 //           panel vpmaddubsw(|a|, W or -W by a's sign) + vpmaddwd with ones, 2 x 32 tile: |a| <=
@@ -986,9 +988,10 @@ std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp
     const __m256 r = _mm256_set1_ps(inv), half = _mm256_set1_ps(0.5f), eps = _mm256_set1_ps(0x1p-21f);
     const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(std::numeric_limits<std::int32_t>::max()));
     const __m256i zi = _mm256_set1_epi32(zp), li = _mm256_set1_epi32(lo), hi_ = _mm256_set1_epi32(hi);
-    for (; i + 8 <= n; i += 8) {
+    // 8 values from x + at into q + at (by the reciprocal where certain, else by the division)
+    const auto block8 = [&](std::size_t at) {
       if (by_inverse) {
-        const __m256 dr = _mm256_mul_ps(_mm256_loadu_ps(x + i), r);
+        const __m256 dr = _mm256_mul_ps(_mm256_loadu_ps(x + at), r);
         const __m256 t = _mm256_round_ps(dr, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         // |d| 2^-21 (exact) + |d - t| (exact), one rounding: >= 0.5 where the exact sum is
         const __m256 gap = _mm256_add_ps(_mm256_mul_ps(_mm256_and_ps(dr, magnitude), eps),
@@ -998,11 +1001,11 @@ std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp
           const __m256i c = _mm256_min_epi32(_mm256_max_epi32(v, li), hi_);
           saturated += std::size_t(
               8 - __builtin_popcount(unsigned(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(c, v))))));
-          _mm_storel_epi64(reinterpret_cast<__m128i*>(q + i), detail::low_bytes(c));
-          continue;
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(q + at), detail::low_bytes(c));
+          return;
         }
       }
-      const __m256 d = _mm256_div_ps(_mm256_loadu_ps(x + i), s);
+      const __m256 d = _mm256_div_ps(_mm256_loadu_ps(x + at), s);
       const __m256 number = _mm256_cmp_ps(d, d, _CMP_EQ_OQ);
       const __m256 nudge = _mm256_or_ps(_mm256_and_ps(d, sign), nearly_half);
       const __m256 t = _mm256_round_ps(_mm256_and_ps(_mm256_add_ps(d, nudge), number), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
@@ -1010,9 +1013,38 @@ std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp
       const __m256 cv = _mm256_min_ps(_mm256_max_ps(vz, l), h);
       saturated += std::size_t(__builtin_popcount(
           unsigned(_mm256_movemask_ps(_mm256_and_ps(number, _mm256_cmp_ps(cv, vz, _CMP_NEQ_UQ))))));
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(q + i),
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(q + at),
                        detail::low_bytes(_mm256_cvttps_epi32(_mm256_blendv_ps(z, cv, number))));
+    };
+    // 32 values a step where the clamp keeps them in int8: the four vectors narrowed by saturating
+    // packs (exact there) and one vpermd, not a byte shuffle each (port 5 bound the 8-value loop);
+    // a step with a value near a tie runs block8 on its four vectors
+    if (by_inverse && lo >= -128 && hi <= 127) {
+      const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+      for (; i + 32 <= n; i += 32) {
+        __m256i c[4];
+        int near = 0;
+        unsigned kept = 0;
+        for (std::size_t u = 0; u < 4; ++u) {
+          const __m256 dr = _mm256_mul_ps(_mm256_loadu_ps(x + i + 8 * u), r);
+          const __m256 t = _mm256_round_ps(dr, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+          const __m256 gap = _mm256_add_ps(_mm256_mul_ps(_mm256_and_ps(dr, magnitude), eps),
+                                           _mm256_and_ps(_mm256_sub_ps(dr, t), magnitude));
+          near |= _mm256_movemask_ps(_mm256_cmp_ps(gap, half, _CMP_NLT_UQ));
+          const __m256i v = _mm256_add_epi32(_mm256_cvttps_epi32(t), zi);
+          c[u] = _mm256_min_epi32(_mm256_max_epi32(v, li), hi_);
+          kept += unsigned(__builtin_popcount(unsigned(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(c[u], v))))));
+        }
+        if (near) {
+          for (std::size_t u = 0; u < 4; ++u) block8(i + 8 * u);
+          continue;
+        }
+        saturated += 32 - kept;
+        const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(c[0], c[1]), _mm256_packs_epi32(c[2], c[3]));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + i), _mm256_permutevar8x32_epi32(b, order));
+      }
     }
+    for (; i + 8 <= n; i += 8) block8(i);
     // the tail below, by the scalar rule
   } else
 #endif
