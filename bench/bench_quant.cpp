@@ -19,6 +19,8 @@
 //                             FMA and the avx2 int8 path's instruction mix, registers / L1 only
 //                             (docs/quantization.md "The AVX2 bound"); GMAC/s on every product
 //                             case: multiply-adds per CPU second
+//   peak_fma512, peak_dpbusd512, peak_dpbusd256  (AVX-512 / VNNI builds) the same for the float FMA on
+//                             zmm and vpdpbusd on zmm and ymm (docs/quantization.md "The VNNI bound")
 //   int8_gemm<256, 16>/6      one tile_s16 column pass on L1 data
 // Layers 784x256 and 256x128 of the Fashion-MNIST MLP, random weights (the values do not change
 // the work). One thread:
@@ -207,6 +209,68 @@ void peak_tile_s16(benchmark::State& st) {
 #undef CTNN_BQ_ROWS
 #endif
 
+// The VNNI builds' ceilings (docs/quantization.md "The VNNI bound"), the same form: 12 independent
+// chains, GMAC/s on CPU time (int8 multiply-adds, or float for the FMA):
+//   peak_fma512      vfmadd231ps zmm: 16 float multiply-adds an instruction
+//   peak_dpbusd512   vpdpbusd zmm: 64 u8 x s8 multiply-adds (the vnni path's step)
+//   peak_dpbusd256   vpdpbusd ymm (the VEX form under -mavxvnni, else EVEX): 32 (the vnni256 path's)
+#define CTNN_BQ_V12 "+v"(a[0]), "+v"(a[1]), "+v"(a[2]), "+v"(a[3]), "+v"(a[4]), "+v"(a[5]), \
+                    "+v"(a[6]), "+v"(a[7]), "+v"(a[8]), "+v"(a[9]), "+v"(a[10]), "+v"(a[11])
+#define CTNN_BQ_12(op) op " %12, %13, %0\n\t" op " %12, %13, %1\n\t" op " %12, %13, %2\n\t" op " %12, %13, %3\n\t" \
+                       op " %12, %13, %4\n\t" op " %12, %13, %5\n\t" op " %12, %13, %6\n\t" op " %12, %13, %7\n\t" \
+                       op " %12, %13, %8\n\t" op " %12, %13, %9\n\t" op " %12, %13, %10\n\t" op " %12, %13, %11"
+#if defined(__AVX512F__) && defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+constexpr std::size_t peak_rounds512 = 1 << 14;
+void peak_fma512(benchmark::State& st) {
+  const __m512 m = _mm512_set1_ps(0.9999999f), x = _mm512_set1_ps(1e-7f);
+  __m512 out[12];
+  for (auto _ : st) {
+    __m512 a[12];  // (local: had the array escaped, GCC would store it after every round)
+    for (int c = 0; c < 12; ++c) a[c] = _mm512_set1_ps(1.0f + float(c) * 1e-7f);
+    for (std::size_t r = 0; r < peak_rounds512; ++r) __asm__ volatile(CTNN_BQ_12("vfmadd231ps") : CTNN_BQ_V12 : "v"(m), "v"(x));
+    for (int c = 0; c < 12; ++c) out[c] = a[c];
+    benchmark::DoNotOptimize(out);
+  }
+  st.counters["GMAC/s"] = benchmark::Counter(double(peak_rounds512 * 12 * 16) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+#if defined(__AVX512VNNI__)
+void peak_dpbusd512(benchmark::State& st) {
+  const __m512i x = _mm512_set1_epi8(3), w = _mm512_set1_epi8(-5);
+  __m512i out[12];
+  for (auto _ : st) {
+    __m512i a[12];
+    for (int c = 0; c < 12; ++c) a[c] = _mm512_set1_epi32(c);
+    for (std::size_t r = 0; r < peak_rounds512; ++r) __asm__ volatile(CTNN_BQ_12("vpdpbusd") : CTNN_BQ_V12 : "v"(w), "v"(x));
+    for (int c = 0; c < 12; ++c) out[c] = a[c];
+    benchmark::DoNotOptimize(out);
+  }
+  st.counters["GMAC/s"] = benchmark::Counter(double(peak_rounds512 * 12 * 64) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+#endif
+#endif
+#if (defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))) && defined(__GNUC__) && \
+    (defined(__x86_64__) || defined(__i386__))
+void peak_dpbusd256(benchmark::State& st) {
+  const __m256i x = _mm256_set1_epi8(3), w = _mm256_set1_epi8(-5);
+  __m256i out[12];
+  for (auto _ : st) {
+    __m256i a[12];
+    for (int c = 0; c < 12; ++c) a[c] = _mm256_set1_epi32(c);
+    for (std::size_t r = 0; r < (std::size_t(1) << 14); ++r)
+#if defined(__AVXVNNI__)
+      __asm__ volatile(CTNN_BQ_12("%{vex%} vpdpbusd") : CTNN_BQ_V12 : "x"(w), "x"(x));
+#else
+      __asm__ volatile(CTNN_BQ_12("vpdpbusd") : CTNN_BQ_V12 : "v"(w), "v"(x));
+#endif
+    for (int c = 0; c < 12; ++c) out[c] = a[c];
+    benchmark::DoNotOptimize(out);
+  }
+  st.counters["GMAC/s"] = benchmark::Counter(double((std::size_t(1) << 14) * 12 * 32) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+#endif
+#undef CTNN_BQ_V12
+#undef CTNN_BQ_12
+
 // the state (or parameters) of a layer L in memory 64-byte aligned, as in a model
 struct aligned_block {
   std::vector<std::uint64_t> mem;
@@ -339,6 +403,16 @@ BENCHMARK(peak_fma256);
 BENCHMARK(peak_madd256);
 BENCHMARK(peak_tile_s16<false>);
 BENCHMARK(peak_tile_s16<true>);
+#endif
+#if defined(__AVX512F__) && defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+BENCHMARK(peak_fma512);
+#if defined(__AVX512VNNI__)
+BENCHMARK(peak_dpbusd512);
+#endif
+#endif
+#if (defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))) && defined(__GNUC__) && \
+    (defined(__x86_64__) || defined(__i386__))
+BENCHMARK(peak_dpbusd256);
 #endif
 BENCHMARK(int8_gemm<256, 16>)->Arg(6)->Arg(64);  // 6 rows: one tile_s16 column pass on L1 data
 BENCHMARK(float_conv)->Arg(1)->Arg(64);

@@ -269,7 +269,8 @@ TEST_CASE("int8 quantize: the vector rounding equals quantization::quantize elem
   x.push_back(std::numeric_limits<float>::infinity());
   x.push_back(-std::numeric_limits<float>::infinity());
   const int ran = ctnn::test::for_each_arch("int8 quantize", [&]<class Arch>(Arch, const char*) {
-    for (float scale : {1.0f, 0.5f, 0.0123f, 3.0f, 131072.0f, 1e-3f})
+    // (1e-40: a subnormal scale, 3e38: one whose inverse is subnormal; both divide throughout)
+    for (float scale : {1.0f, 0.5f, 0.0123f, 3.0f, 131072.0f, 1e-3f, 1e-40f, 3e38f})
       for (std::int32_t zp : {0, -128, 17}) {
         std::vector<std::int8_t> got(x.size());
         const std::size_t clamped = i8::quantize<Arch>(x.data(), x.size(), scale, zp, -128, 127, got.data());
@@ -282,6 +283,47 @@ TEST_CASE("int8 quantize: the vector rounding equals quantization::quantize elem
         CHECK(bad == 0);
         CHECK(clamped == beyond);
       }
+  });
+  CHECK(ran >= 1);
+}
+
+// The vector forms take x * (1 / scale) where no half-integer can lie between it and the quotient
+// (int8.hpp, quantize): values around every tie at many scales, a few ulp from it either way, whole
+// vectors of them and ones mixed with values far from a tie (a vector with one near a tie is
+// divided again), against the scalar rule element by element.
+TEST_CASE("int8 quantize by the reciprocal: every value near a tie follows the division") {
+  std::mt19937 g(11);
+  std::uniform_real_distribution<float> exponent(-20.0f, 12.0f), far(-300.0f, 300.0f);
+  std::vector<float> scales = {1.0f / 255.0f, 0.1f, 0.3f, 0.07f, 2.0f / 255.0f};
+  for (int k = 0; k < 60; ++k) scales.push_back(std::exp2(exponent(g)));
+  const int ran = ctnn::test::for_each_arch("int8 quantize near ties", [&]<class Arch>(Arch, const char* name) {
+    std::size_t bad = 0, bad_count = 0, values = 0;
+    for (float scale : scales) {
+      std::vector<float> x;
+      for (int k = -300; k <= 300; k += 3) {
+        float v = (float(k) + 0.5f) * scale;
+        for (int step = 0; step < 4; ++step) v = std::nextafter(v, -1e30f);
+        for (int step = 0; step < 9; ++step, v = std::nextafter(v, 1e30f)) {
+          x.push_back(v);
+          x.push_back(far(g) * scale);  // mixed with values far from a tie
+        }
+      }
+      for (std::int32_t zp : {0, -128, 3}) {
+        std::vector<std::int8_t> got(x.size());
+        const std::size_t clamped = i8::quantize<Arch>(x.data(), x.size(), scale, zp, -128, 127, got.data());
+        std::size_t beyond = 0;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          bad += got[i] != ctnn::quantization::quantize(x[i], {scale, zp});
+          const double r = double(std::round(x[i] / scale)) + zp;
+          beyond += r < -128 || r > 127;
+        }
+        bad_count += clamped != beyond;
+        values += x.size();
+      }
+    }
+    INFO(std::string(name) << ": " << values << " values");
+    CHECK(bad == 0);
+    CHECK(bad_count == 0);
   });
   CHECK(ran >= 1);
 }
