@@ -214,7 +214,7 @@ struct pool_windows : windows<G> {
 
 // The fused store: requant<Y>'s rule on the max of each Window consecutive rows (pool_windows'),
 // written to pooled row i / Window of y; run: N + 16 int32 where a window's running max waits
-// between tiles (the AVX2 tiles hold 2 rows, the VNNI ones 4).
+// between tiles (a tile holds 2 to 6 rows, by path: int8.hpp's path notes).
 template <class Y, std::size_t Window>
 struct pool_requant : requant<Y> {
   std::int32_t* run;
