@@ -168,6 +168,15 @@ inline bool faults_on_read(const void* p) {
     const sim::scope s;                                            \
     return base::template name<V...>(std::forward<A>(a)...);      \
   }
+// ... and one the base offers for some arguments only (a layer asks with a requires-expression:
+// sparse_dense_weights_gradient, only where the layout computes it without the dense dW).
+#define SIM_DEVICE_OP_IF(name)                                                                  \
+  template <auto... V, class... A>                                                             \
+    requires requires(A&&... a) { base::template name<V...>(std::forward<A>(a)...); }          \
+  static decltype(auto) name(A&&... a) {                                                       \
+    const sim::scope s;                                                                        \
+    return base::template name<V...>(std::forward<A>(a)...);                                   \
+  }
 // ... and a reduction that returns a value, counted in arena::waits.
 #define SIM_DEVICE_WAIT(name)                                      \
   template <auto... V, class... A>                                 \
@@ -211,6 +220,7 @@ struct ctnn::ops<sim::device> : private ctnn::ops<ctnn::cpu<>> {
   SIM_DEVICE_OP(sparse_dense_backward)
   SIM_DEVICE_OP(sparse_dense_decode)
   SIM_DEVICE_OP(sparse_dense_gather)
+  SIM_DEVICE_OP_IF(sparse_dense_weights_gradient)
   SIM_DEVICE_OP(conv_forward)
   SIM_DEVICE_OP(conv_backward)
   SIM_DEVICE_OP(conv_backward_relu)

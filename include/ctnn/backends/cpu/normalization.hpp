@@ -27,7 +27,6 @@
 #include "../../core/rng.hpp"
 #include "../../core/separate.hpp"
 #include "batch_split.hpp"
-#include "gemm/pack.hpp"
 
 namespace ctnn::kernels::cpu {
 
@@ -67,12 +66,20 @@ void normalize_rows(Cn C, const T* x, T* y, const V& m, const V& v, const V& g, 
 }
 
 // The per-channel sums run in fixed chunks of rows (for_fixed_chunks): batch_norm_chunk_rows(C) rows,
-// about 8 Ki values, a chunk; each chunk's sums in row order into the caller's scratch (batch_norm_tag),
+// about 8 Ki values, a chunk; each chunk's sums in row order into the calling thread's scratch
+// (batch_norm_scratch: not gemm/pack.hpp's simd::scratch, which would bring xsimd into <ctnn/network.hpp>),
 // then the chunks added in chunk order: the bits depend on the rows and channels, not on the thread count.
 inline constexpr std::size_t batch_norm_chunk_values = 8192;
-inline constexpr int batch_norm_tag = 15;
 constexpr std::size_t batch_norm_chunk_rows(std::size_t C) {
   return std::max<std::size_t>(1, batch_norm_chunk_values / std::max<std::size_t>(1, C));
+}
+
+// The chunks' sums: per thread (the calling one's), grown on demand, never shrunk.
+template <class A>
+A* batch_norm_scratch(std::size_t n) {
+  thread_local std::vector<A> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
 }
 
 // The bodies below over a channel count Cn (channel_values): batch_norm_forward<C> and _backward<C>
@@ -86,7 +93,7 @@ std::array<channel_values<A, Cn>, S> channel_sums(Cn C, std::size_t rows, Body&&
   using V = channel_values<A, Cn>;
   auto zeros = [&]<std::size_t... J>(std::index_sequence<J...>) { return std::array<V, S>{((void)J, V(C))...}; };
   const std::size_t chunk = batch_norm_chunk_rows(C), chunks = (rows + chunk - 1) / chunk, SC = S * C;
-  A* const part = simd::scratch<A, batch_norm_tag>(chunks * SC);
+  A* const part = batch_norm_scratch<A>(chunks * SC);
   for_fixed_chunks(rows, chunk, C, [&](std::size_t k, std::size_t r0, std::size_t r1) {
     std::array<V, S> s = zeros(std::make_index_sequence<S>{});
     body(r0, r1, s);
