@@ -16,7 +16,10 @@
 //     packed, wsum, e): gemm_s8 / gemm_s8_requantize on that operand (R: int8.hpp's weight_range) (packed: pack_windows' kernel,
 //     or the layer's own where KW C % 4 == 0; wsum: its column sums), equal bit for bit to
 //     im2col_s8 then gemm_s8 (integer sums are exact); false / nothing done on the scalar path
-//     (int8_path_of<Arch>() == scalar: the caller runs im2col_s8 and gemm_s8).
+//     (int8_path_of<Arch>() == scalar: the caller runs im2col_s8 and gemm_s8). On the vnni path
+//     (G.f >= 16) they run conv_vnni, gemm_vnni's arithmetic with G's sizes at compile time: 6-row x
+//     4-panel tiles, the requantization's column terms formed once a call, a kernel off a cache line
+//     copied to one from aligned_copy_rows rows on; the other paths run int8.hpp's product_vector.
 // Tests: tests/quantization/test_int8.cpp (the kernels), test_quantized_conv2d.cpp (the layer).
 #pragma once
 #include <algorithm>
