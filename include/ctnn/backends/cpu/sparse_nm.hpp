@@ -957,11 +957,11 @@ constexpr std::size_t code_window() {
 // takes the 8 units' values as 128-bit halves (vinsertf128 from memory: a load and a uop on any
 // port) and transposes 4 x 4 in each half (8 vunpck*/vshufps a half-block, port 5; the generic
 // 8 x 8 adds 8 vperm2f128 there). The codes of two blocks are one 32-bit word a unit (8 loads and
-// inserts; the generic block stores its words to the stack and reloads them, a store forwarding
-// stall). A group's two codes ascend (c0 < c1: pack writes them so, validate checks a file's), so
+// inserts; the generic block stores 8 words to the stack and reloads them as one vector, a load
+// that store forwarding cannot serve). A group's two codes ascend (c0 < c1: pack writes them so, validate checks a file's), so
 // row 0 is v0 where c0 = 0, row 3 v1 where c1 = 3, and rows 1 and 2 v0 where c0 = i or v1 where
 // c1 = i: 6 compares of the masked code fields with constants, 6 ands and 2 ors a group (the
-// generic pick: 8 compares and 8 vblendvps, 2 uops each on Intel), the same bits as decode_reference.
+// generic pick: 8 compares and 8 vblendvps, 2-3 uops each on Intel), the same bits as decode_reference.
 // The blocks of values are the outer loop: a block's 16 rows are written across all the units before
 // the next (the generic order, units outer, walks all K rows N floats apart for each 8 units, and
 // its 32-byte stores, half a line each, miss L1; docs/pruning.md, "Training a stripped layer").
