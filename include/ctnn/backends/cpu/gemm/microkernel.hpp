@@ -186,7 +186,7 @@ void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t 
   const std::size_t k_whole = nr < NV * L && kc ? kc - 1 : kc;
   // 64-byte vectors (AVX-512: a row of a panel is NV lines): B's row p + b_ahead is asked for
   // while row p is used. Without it the panel's loads from L2 stalled the FMAs (the inner loop
-  // ran at 75 % of its rate with B in L1): 1024^2 went from 0.91-0.96x to 0.99-1.02x OpenBLAS,
+  // ran at 65 % of its rate with B in L1): 1024^2 went from 0.90-0.96x to 0.97-1.02x OpenBLAS,
   // Y = X W of 784x256 and 256x128 6-12 % faster, dW of 128x10 at 64 (K = 64) and Y = X W of
   // 128x10 2-4 % slower, the loop on a panel already in L1 within 2 % (loaded Xeon model 167, 3 alternating rounds;
   // bench/results/2026-12-06-s29-gemm29-bprefetch.md). With 32-byte vectors (AVX2, a row one
