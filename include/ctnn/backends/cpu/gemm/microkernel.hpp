@@ -128,6 +128,9 @@ CTNN_FORCEINLINE V epilogue_forward(const E& e, const V& v) {
 #endif
 }
 
+// How many rows of B ahead micro asks for with 64-byte vectors (AVX-512).
+inline constexpr std::size_t b_ahead = 8;
+
 // C[0:mr, 0:nr] (=|+=) A_panel[MRt rows] * B_panel[kc x NV*L].
 // a: element (r, p) at a[p*ars + r] when packed (PA), else at a[r*ars + p]
 // (rows read in place); b: element (p, j) at b[p*ldb + j].
@@ -181,7 +184,17 @@ void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t 
   // of row kc-1 (a 10-wide W: b_access::split_tail); the rows before read
   // whole vectors, the lanes past nr computed, never stored.
   const std::size_t k_whole = nr < NV * L && kc ? kc - 1 : kc;
+  // 64-byte vectors (AVX-512: a row of a panel is NV lines): B's row p + b_ahead is asked for
+  // while row p is used. Without it the panel's loads from L2 stalled the FMAs (the inner loop
+  // ran at 65 % of its rate with B in L1): 1024^2 went from 0.90-0.96x to 0.97-1.02x OpenBLAS,
+  // Y = X W of 784x256 and 256x128 6-12 % faster, dW of 128x10 at 64 (K = 64) and Y = X W of
+  // 128x10 2-4 % slower, the loop on a panel already in L1 within 2 % (loaded Xeon model 167, 3 alternating rounds;
+  // bench/results/2026-12-06-s29-gemm29-bprefetch.md). With 32-byte vectors (AVX2, a row one
+  // line) it measured 0.99-1.01x: not asked for there.
   auto k_step = [&](std::size_t p) CTNN_FORCEINLINE_LAMBDA {
+    if constexpr (L * sizeof(T) >= 64)
+#pragma GCC unroll 4
+      for (std::size_t v = 0; v < NV; ++v) __builtin_prefetch(b + (p + b_ahead) * ldb + v * L, 0, 3);
     B bb[NV];
 #pragma GCC unroll 4
     for (std::size_t v = 0; v < NV; ++v) bb[v] = B::load_unaligned(b + p * ldb + v * L);
