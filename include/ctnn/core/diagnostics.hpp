@@ -216,4 +216,32 @@ constexpr message dataset_input_text() {
   return m;
 }
 
+// "sequential: its first element is ctnn::flatten; it must be ctnn::input<dims...>, the shape of one sample"
+template <class First>
+constexpr message input_first_text() {
+  message m;
+  m << "sequential: its first element is ";
+  m.type<First>() << "; it must be ctnn::input<dims...>, the shape of one sample";
+  return m;
+}
+
+// "layer 2 (not_a_layer): not a layer spec (it has no bind<InShape, T, Backend>)"
+template <std::size_t Pos, class S>
+constexpr message not_a_layer_text() {
+  message m;
+  m << "layer " << Pos << " (";
+  m.type<S>() << "): not a layer spec (it has no bind<InShape, T, Backend>)";
+  return m;
+}
+
+// "dropout<1>: the rate must be in [0, 1), got 1"
+template <auto Rate>
+constexpr message dropout_rate_text() {
+  message m;
+  m << "dropout<";
+  m.decimal(double(Rate)) << ">: the rate must be in [0, 1), got ";
+  m.decimal(double(Rate));
+  return m;
+}
+
 }  // namespace ctnn::diag
