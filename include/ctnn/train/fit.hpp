@@ -393,6 +393,46 @@ history fit(M&, const L&, O&, const D&, epochs, Extras&&...) {
   return {};
 }
 namespace detail {
+// "fit: the 3rd argument (not_an_optimizer) is not an optimizer of float variables (ctnn::Optimizer: sgd, adam, ...)"
+template <class O, class T>
+constexpr diag::message not_an_optimizer_text() {
+  diag::message m;
+  m << "fit: the 3rd argument (";
+  m.type<O>() << ") is not an optimizer of ";
+  m.type<T>() << " variables (ctnn::Optimizer: sgd, adam, ...)";
+  return m;
+}
+template <class L, class T>
+constexpr diag::message not_a_loss_text() {
+  diag::message m;
+  m << "fit: the 2nd argument (";
+  m.type<L>() << ") is not a loss of ";
+  m.type<T>() << " outputs (ctnn::Loss: mean_squared_error, sparse_categorical_crossentropy, ...)";
+  return m;
+}
+}  // namespace detail
+// fit given a model and a dataset but an argument that is not an optimizer, or not a loss: the
+// first error names the argument and its type, then the failed constraint (its missing piece).
+template <Model M, class L, class O, data::Dataset D, class... Extras>
+  requires(!Optimizer<O, typename std::remove_cvref_t<M>::variable_type>)
+history fit(M&, const L&, O&, const D&, epochs, Extras&&...) {
+  using T = typename std::remove_cvref_t<M>::variable_type;
+  constexpr bool located = diag::require<false, &detail::not_an_optimizer_text<O, T>>();
+  (void)located;
+  static_assert(Optimizer<O, T>);
+  return {};
+}
+template <Model M, class L, class O, data::Dataset D, class... Extras>
+  requires(Optimizer<O, typename std::remove_cvref_t<M>::variable_type> &&
+           !Loss<L, typename std::remove_cvref_t<M>::value_type>)
+history fit(M&, const L&, O&, const D&, epochs, Extras&&...) {
+  using T = typename std::remove_cvref_t<M>::value_type;
+  constexpr bool located = diag::require<false, &detail::not_a_loss_text<L, T>>();
+  (void)located;
+  static_assert(Loss<L, T>);
+  return {};
+}
+namespace detail {
 // An xtensor expression (it names its expression_tag): ctnn/xtensor.hpp's
 // evaluate(m, loss, x, y, metrics...) takes those, and train/fit_arrays.hpp's evaluate
 // takes contiguous ranges, so the fallback below must not.
