@@ -97,6 +97,12 @@ struct message {
   static constexpr const char* pretty() {
     return __PRETTY_FUNCTION__;
   }
+  // The characters of a string view or a like range of char (its size() and [i]).
+  template <class Chars>
+  constexpr message& chars(const Chars& c) {
+    for (std::size_t i = 0; i < c.size(); ++i) *this << c[i];
+    return *this;
+  }
   // The dims of a shape, "26x26x8" ("scalar" for rank 0).
   template <class Dims>
   constexpr message& dims(const Dims& d) {

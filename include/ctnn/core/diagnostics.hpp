@@ -207,10 +207,13 @@ constexpr message units_text() {
 
 // "fit: the samples of the dataset are 28x28 (784 values); the network takes input<100> (100 values)"
 // (no apostrophes in first-line messages: g++ prints them as \')
-template <class DataShape, class NetShape>
+// Who: 0 fit, 1 fit's validation_data, 2 evaluate, 3 predict.
+template <class DataShape, class NetShape, int Who = 0>
 constexpr message dataset_input_text() {
   message m;
-  m << "fit: the samples of the dataset are ";
+  constexpr const char* who[] = {"fit: the samples of the dataset are ", "fit: the samples of validation_data are ",
+                                 "evaluate: the samples of the dataset are ", "predict: the samples of the dataset are "};
+  m << who[Who];
   m.dims(DataShape::dims) << " (" << DataShape::size << " values); the network takes input<";
   m.dims(NetShape::dims) << "> (" << NetShape::size << " values)";
   return m;

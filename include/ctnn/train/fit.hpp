@@ -77,11 +77,12 @@ inline constexpr bool is_validation_v<validation_data_t<D>> = true;
 
 namespace detail {
 
-template <class M, class L, class D>
+// Who: as diag::dataset_input_text (0 fit, 1 validation_data, 2 evaluate).
+template <class M, class L, class D, int Who = 0>
 constexpr bool check_compatible() {
   constexpr std::size_t n_in = M::input_size, n_out = M::output_size;
   static_assert(diag::require<D::sample_shape::size == n_in,
-                              &diag::dataset_input_text<typename D::sample_shape, typename M::network::input_type>>());
+                              &diag::dataset_input_text<typename D::sample_shape, typename M::network::input_type, Who>>());
   static_assert(diag::dataset_input_mismatch<diag::dataset_elements<D::sample_shape::size>,
                                              diag::network_elements<n_in>, D::sample_shape::size == n_in>::value);
   using want = loss_target_kind_t<L, n_out>;
@@ -112,7 +113,7 @@ constexpr bool check_metric() {
 // Validation data is checked against the network as the training data is.
 template <class M, class L, class E>
 constexpr bool check_validation() {
-  if constexpr (is_validation_v<E>) return check_compatible<M, L, typename E::dataset_type>();
+  if constexpr (is_validation_v<E>) return check_compatible<M, L, typename E::dataset_type, 1>();
   else return true;
 }
 
@@ -318,7 +319,7 @@ template <Model M, class L, data::Dataset D, class... Ms>
   requires Loss<L, typename std::remove_cvref_t<M>::value_type> &&
            (Metric<Ms, typename std::remove_cvref_t<M>::value_type> && ...)
 logs evaluate(M& m, const L& loss, const D& ds, Ms... metrics) {
-  static_assert(detail::check_compatible<std::remove_cvref_t<M>, L, D>());
+  static_assert(detail::check_compatible<std::remove_cvref_t<M>, L, D, 2>());
   static_assert((detail::check_metric<std::remove_cvref_t<M>, Ms, D>() && ...));
   std::tuple<Ms...> mt{metrics...};
   return detail::evaluate_impl(m, loss, ds, mt, "");
