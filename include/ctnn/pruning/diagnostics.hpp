@@ -71,6 +71,14 @@ constexpr message prune_sparsity_text() {
   m.decimal(final_bad ? S::final_sparsity : S::initial_sparsity) << " of the schedule is not in [0, 1)";
   return m;
 }
+// "layer 1 (prune_low_magnitude): int is not a pruning pattern (unstructured, n_of_m<N, M>, ...)"
+template <std::size_t Pos, class Pattern>
+constexpr message prune_pattern_text() {
+  message m;
+  m << "layer " << Pos << " (prune_low_magnitude): ";
+  m.type<Pattern>() << " is not a pruning pattern (unstructured, n_of_m<N, M>, block<R, C>, units, global_magnitude)";
+  return m;
+}
 // "layer 1 (prune_low_magnitude): the schedule ends at step 100, before it begins (step 500)"
 template <std::size_t Pos, class S>
 constexpr message prune_order_text() {

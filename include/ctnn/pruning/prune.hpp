@@ -79,6 +79,10 @@ template <class P>
 inline constexpr bool is_block_v = false;
 template <std::size_t R, std::size_t C>
 inline constexpr bool is_block_v<block<R, C>> = true;
+// The patterns prune_low_magnitude takes (its third argument).
+template <class P>
+inline constexpr bool is_pruning_pattern_v = std::is_same_v<P, unstructured> || std::is_same_v<P, units> ||
+                                             std::is_same_v<P, global_magnitude> || is_n_of_m_v<P> || is_block_v<P>;
 
 namespace detail {
 // tf.math.round: half to even.
@@ -167,7 +171,13 @@ struct prune_low_magnitude {
   static constexpr bool check() {
     using S = Schedule;
     // the first error names the position and the values; the sentences below follow
-    if constexpr (!(S::initial_sparsity >= 0 && S::initial_sparsity < 1 && S::final_sparsity >= 0 &&
+    if constexpr (!is_pruning_pattern_v<Pattern>) {
+      constexpr bool located = diag::require<false, &diag::prune_pattern_text<Pos, Pattern>>();
+      static_assert(is_pruning_pattern_v<Pattern>,
+                    "prune_low_magnitude: the third argument must be a pruning pattern (unstructured, n_of_m<N, M>, "
+                    "block<R, C>, units or global_magnitude)");
+      return located;
+    } else if constexpr (!(S::initial_sparsity >= 0 && S::initial_sparsity < 1 && S::final_sparsity >= 0 &&
                     S::final_sparsity < 1)) {
       constexpr bool located = diag::require<false, &diag::prune_sparsity_text<Pos, S>>();
       (void)located;

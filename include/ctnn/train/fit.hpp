@@ -337,6 +337,22 @@ constexpr bool is_fit_extra() {
   return Metric<X, typename M::value_type> || Callback<X> || is_validation_v<X> || StepHook<X, M> ||
          std::is_same_v<X, ieee_denormals>;
 }
+// "fit: argument 6 (ctnn::mean_squared_error) is neither a metric, a callback, a step hook, ..."
+template <std::size_t Arg, class X>
+constexpr diag::message not_an_extra_text() {
+  diag::message m;
+  m << "fit: argument " << Arg << " (";
+  m.type<X>() << ") is neither a metric, a callback, a step hook, validation_data(...) nor ieee_denormals{}";
+  return m;
+}
+// The first error names the first extra argument fit does not take (arguments count from 1: the
+// extras from 6).
+template <class M, class... X>
+constexpr bool check_extras() {
+  return []<std::size_t... I>(std::index_sequence<I...>) {
+    return (diag::require<is_fit_extra<X, M>(), &not_an_extra_text<I + 6, X>>() && ...);
+  }(std::index_sequence_for<X...>{});
+}
 // The callbacks' hooks: call_callbacks<H>(callbacks, ctx) calls hook H with
 // ctx on every callback of the tuple that implements it, in argument order.
 // fit calls the callbacks through it.
@@ -595,6 +611,7 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
   static_assert(detail::check_compatible<MT, L, D>());
   static_assert((detail::check_validation<MT, L, std::remove_cvref_t<Extras>>() && ...));
   static_assert((detail::check_metric<MT, std::remove_cvref_t<Extras>, D>() && ...));
+  static_assert(detail::check_extras<MT, std::remove_cvref_t<Extras>...>());
   static_assert((detail::is_fit_extra<Extras, MT>() && ...),
                 "fit: every extra argument must be a metric, a callback, a step hook, validation_data(...) or "
                 "ieee_denormals{}");
