@@ -7,6 +7,7 @@
 //   error: invalid application of 'sizeof' to incomplete type
 //     'ctnn::diag::error<ctnn::diag::text<78>{"layer 2 (dense<128>): input has
 //      rank 3 (26x26x8); put ctnn::flatten before it"}>'
+// and clang 19 the same text in parts of at most 36 characters (error_parts below).
 // Usage: diag::require<Ok, &make>() is true when Ok, and otherwise fails with
 // the text make() returns (a constexpr function building a diag::message).
 // message is a fixed buffer (no std::string: clang cannot run libstdc++ 12's
@@ -188,10 +189,9 @@ struct fails_with {
 // true when Ok; otherwise a compile error whose first line holds Make()'s text.
 // Where the compiler takes a computed static_assert message (C++26's P2741:
 // clang 17+ and g++ 14+ with -std=c++26), the error is
-// "static assertion failed: <text>" instead. clang in C++20 prints about the
-// first 34 characters of a string template argument followed by "[...]", which
-// is the place ("layer 2 (dense<128>): input has ra[...]"); the sentence of
-// the second error (diagnostics.hpp) says the rest.
+// "static assertion failed: <text>" instead. clang in C++20 names the message
+// in parts (error_parts above), each printed whole; the sentence of the second
+// error (diagnostics.hpp) follows.
 #if defined(__cpp_static_assert) && __cpp_static_assert >= 202306L
 #define CTNN_COMPUTED_STATIC_ASSERT 1
 #else

@@ -13,7 +13,7 @@
 //
 // The checks that know the place and the sizes also fail first through
 // diag::require (core/compile_message.hpp), so the first `error:` line itself
-// reads, for example (g++ 12; clang 19 prints the first 34 characters):
+// reads, for example (g++ 12; clang 19 prints the text in parts of at most 36 characters):
 //   error: invalid application of 'sizeof' to incomplete type
 //     'ctnn::diag::error<ctnn::diag::text<78>{"layer 2 (dense<128>): input has
 //      rank 3 (26x26x8); put ctnn::flatten before it"}>'
