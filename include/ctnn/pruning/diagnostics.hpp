@@ -141,7 +141,7 @@ struct prune_not_prunable {
 // strip_pruning<layout::csc> / <layout::rows> (pruning/strip.hpp) on a layer with more than 1 weight
 // in OneIn kept: "layout::csc, layer 1, 80.0 % sparse: below 88.9 % its batch-1 kernel runs under
 // 0.67x dense; strip to layout::bitmap (layout::block<R, C> for block-pruned layers)". Layout and
-// sparsity come first (clang 19 prints about 34 characters of it).
+// sparsity come first.
 template <class Layout, std::size_t Pos, std::size_t Kept, std::size_t Total>
 constexpr message strip_layout_too_dense_text() {
   message m;
