@@ -269,9 +269,44 @@ history fit(M& m, const L& loss, O& opt, const xt::xexpression<EX>& x, const xt:
 // Layer L's variable `Name` (a parameter, state, mask or metadata buffer) as a
 // writable view with its declared shape; it stays valid until the model's
 // memory grows (a larger batch than any before, or another optimizer).
+namespace xtd {
+// "ctnn::variable<1, kernal>: layer 1 (index from 0) declares no variable kernal; it has kernel, bias"
+template <std::size_t L, name_literal Name, class Layer>
+constexpr diag::message no_such_variable_text() {
+  diag::message m;
+  m << "ctnn::variable<" << L << ", ";
+  m.chars(Name.view()) << ">: layer " << L << " (index from 0) declares no variable ";
+  m.chars(Name.view()) << "; it has ";
+  bool first = true;
+  for (const auto& b : Layer::buffers)
+    if (b.kind != role::cache && b.kind != role::derived) {
+      if (!first) m << ", ";
+      m.chars(b.name);
+      first = false;
+    }
+  if (first) m << "none";
+  return m;
+}
+template <std::size_t L, std::size_t Count>
+constexpr diag::message layer_out_of_range_text() {
+  diag::message m;
+  m << "ctnn::variable<" << L << ", ...>: the network has " << Count << " layers (indices 0 to " << Count - 1 << ")";
+  return m;
+}
+}  // namespace xtd
+
 template <std::size_t L, xtd::name_literal Name, Model M>
 auto variable(M& m) {
   using MM = std::remove_cvref_t<M>;
+  if constexpr (!(L < MM::layer_count)) {
+    constexpr bool located = diag::require<false, &xtd::layer_out_of_range_text<L, MM::layer_count>>();
+    (void)located;
+  } else if constexpr (xtd::find_buffer(ctnn::detail::type_at_t<L, typename MM::layers>::buffers, Name.view()) ==
+                       ctnn::detail::type_at_t<L, typename MM::layers>::buffers.size()) {
+    constexpr bool located =
+        diag::require<false, &xtd::no_such_variable_text<L, Name, ctnn::detail::type_at_t<L, typename MM::layers>>>();
+    (void)located;
+  }
   static_assert(diag::variable_layer_out_of_range<diag::layer<L>, diag::network_elements<MM::layer_count>,
                                                   (L < MM::layer_count)>::value);
   if constexpr (L < MM::layer_count) {

@@ -1,6 +1,5 @@
 // A dag whose nodes read each other (a cycle): a node may read only nodes listed before it.
-// first-error-gcc: layer 1 (dag): node a reads b, which is not listed before it (a cycle, or a use before the definition)
-// first-error-clang: layer 1 (dag): node a reads b, whi
+// first-error: layer 1 (dag): node a reads b, which is not listed before it (a cycle, or a use before the definition)
 // expect: dag_wiring_invalid<ctnn::diag::layer<1>, false>
 #include <ctnn/ctnn.hpp>
 #include <ctnn/layers/dag.hpp>

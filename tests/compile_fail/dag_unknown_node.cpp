@@ -1,6 +1,5 @@
 // A dag node reading a name no node has: the message names the dag's position, the node and the name.
-// first-error-gcc: layer 2 (dag): node b reads q, which is no node of this dag
-// first-error-clang: layer 2 (dag): node b reads q, whi
+// first-error: layer 2 (dag): node b reads q, which is no node of this dag
 // expect: dag_wiring_invalid<ctnn::diag::layer<2>, false>
 #include <ctnn/ctnn.hpp>
 #include <ctnn/layers/dag.hpp>

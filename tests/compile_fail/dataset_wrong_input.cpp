@@ -1,6 +1,5 @@
 // Fashion-MNIST samples (784 values) given to a network whose input has 100.
-// first-error-gcc: fit: the samples of the dataset are 28x28 (784 values); the network takes input<100> (100 values)
-// first-error-clang: fit: the samples of the dataset ar
+// first-error: fit: the samples of the dataset are 28x28 (784 values); the network takes input<100> (100 values)
 // expect: static assertion failed: fit: the dataset's samples have a different element count than the network's input
 // expect: dataset_input_mismatch<ctnn::diag::dataset_elements<784>, ctnn::diag::network_elements<100>, false>
 #include <ctnn/ctnn.hpp>

@@ -1,6 +1,5 @@
 // gru with reset_after = false has no recurrent_dropout (docs/sequences.md, "How it runs").
-// first-error-gcc: gru: reset_after = false with recurrent_dropout is not supported
-// first-error-clang: gru: reset_after = false with recurrent_dropout is not supported
+// first-error: gru: reset_after = false with recurrent_dropout is not supported
 #include <ctnn/ctnn.hpp>
 #include <ctnn/layers/gru.hpp>
 using net = ctnn::sequential<ctnn::input<6, 4>,

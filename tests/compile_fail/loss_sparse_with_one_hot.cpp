@@ -1,7 +1,6 @@
 // sparse_categorical_crossentropy (class indices) on one-hot rows: the message
 // names categorical_crossentropy, the loss for them.
-// first-error-gcc: sparse_categorical_crossentropy takes sparse class labels; the dataset has dense target vectors: use categorical_crossentropy instead
-// first-error-clang: sparse_categorical_crossentropy ta
+// first-error: sparse_categorical_crossentropy takes sparse class labels; the dataset has dense target vectors: use categorical_crossentropy instead
 #include <ctnn/ctnn.hpp>
 using net = ctnn::sequential<ctnn::input<4>, ctnn::dense<3>>;
 void f(const ctnn::data::in_memory<ctnn::shape<4>, ctnn::dense_targets<ctnn::shape<3>>>& d) {

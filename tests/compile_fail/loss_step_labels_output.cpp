@@ -1,6 +1,5 @@
 // Labels per step (step_labels<8>) need a per-step output <8, classes>; this network gives one <5> per sample.
-// first-error-gcc: sparse_categorical_crossentropy: the dataset has 8 labels per sample (step_labels), the output of the network is 5; a per-step loss takes an output <8, classes>
-// first-error-clang: sparse_categorical_crossentropy: t
+// first-error: sparse_categorical_crossentropy: the dataset has 8 labels per sample (step_labels), the output of the network is 5; a per-step loss takes an output <8, classes>
 #include <ctnn/ctnn.hpp>
 using net = ctnn::sequential<ctnn::input<8, 3>, ctnn::lstm<4>, ctnn::dense<5>>;
 void f(const ctnn::data::in_memory<ctnn::shape<8, 3>, ctnn::step_labels<8>>& d) {

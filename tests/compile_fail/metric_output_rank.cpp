@@ -1,7 +1,6 @@
 // accuracy as a metric of a regression network whose output is 3x3x1 (rank 3; a rank-2
 // output <S, K> is class scores per step, as Keras' metrics on [batch, S, K]).
-// first-error-gcc: accuracy: the output of the network is 3x3x1 (rank 3); it takes one score per class (rank 1)
-// first-error-clang: accuracy: the output of the networ
+// first-error: accuracy: the output of the network is 3x3x1 (rank 3); it takes one score per class (rank 1)
 #include <ctnn/ctnn.hpp>
 using net = ctnn::sequential<ctnn::input<4>, ctnn::dense<9>, ctnn::reshape<3, 3, 1>>;
 void f(const ctnn::data::in_memory<ctnn::shape<4>, ctnn::dense_targets<ctnn::shape<9>>>& d) {

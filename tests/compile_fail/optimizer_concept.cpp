@@ -1,5 +1,6 @@
 // An object that is not an optimizer: the failed constraint is named.
 // expect: has_slots
+// first-error: fit: the 3rd argument (not_an_optimizer) is not an optimizer of float variables (ctnn::Optimizer: sgd, adam, ...)
 #include <ctnn/ctnn.hpp>
 using net = ctnn::sequential<ctnn::input<4>, ctnn::dense<3>>;
 struct not_an_optimizer {};

@@ -1,6 +1,7 @@
 // predict_proba on a network that already ends in softmax.
 // expect-gcc: static assertion failed: predict_proba: the network's last layer already applies softmax; its predict() gives probabilities
 // expect-clang: predict_proba: the network
+// first-error: predict_proba: layer 1, the last, already applies softmax: predict() gives probabilities
 #include <ctnn/data/pipeline.hpp>
 #include <ctnn/layers/dense.hpp>
 #include <ctnn/train/predict.hpp>

@@ -1,7 +1,6 @@
 // A batch_norm before a max pooling (no dense or conv2d layer next to fold it into: a negative gamma
 // does not commute with the max) is refused by quantize_model, naming the batch_norm's position.
-// first-error-gcc: layer 2 (batch_norm): cannot be folded for int8
-// first-error-clang: layer 2 (batch_norm): cannot be fo
+// first-error: layer 2 (batch_norm): cannot be folded for int8
 #include <ctnn/ctnn.hpp>
 #include <ctnn/quantization/qat.hpp>
 using net = ctnn::sequential<ctnn::input<8, 8, 1>, ctnn::conv2d<4, 3, 3, 1, ctnn::padding::valid, ctnn::relu>,

@@ -1,8 +1,7 @@
 // A layer stripped to a layout without an int8 kernel (here bitmap, never decoded:
 // layout::undecoded<layout::bitmap>) is refused by quantize_full_integer, naming the layer, its
 // layout and its size (only block<R, C> layers, decoded or not, become quantized_dense_block).
-// first-error-gcc: layer 1 (undecoded<sparse_dense>, 784 x 32): quantize: this stripped layout has no int8 kernel
-// first-error-clang: layer 1 (undecoded<sparse_dense>,
+// first-error: layer 1 (undecoded<sparse_dense>, 784 x 32): quantize: this stripped layout has no int8 kernel
 #include <ctnn/ctnn.hpp>
 #include <ctnn/quantization/convert.hpp>
 

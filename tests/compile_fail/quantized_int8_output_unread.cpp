@@ -1,7 +1,6 @@
 // A full-integer layer writing int8 values (int8_io<..., true>) must be followed by one reading them
 // (quantized_t sets both); here it is the last layer, whose output the model reads as float.
-// first-error-gcc: sequential: a layer writing int8 values (quantization::int8_io) must be followed by one reading them
-// first-error-clang: sequential: a layer writing int8 values
+// first-error: sequential: a layer writing int8 values (quantization::int8_io) must be followed by one reading them
 #include <ctnn/layers/quantized_dense.hpp>
 #include <ctnn/ctnn.hpp>
 using fi = ctnn::quantization::full_integer;

@@ -1,6 +1,5 @@
 // strip_pruning's layout must meet the layout contract (pruning/layout.hpp); a pattern is not a layout.
-// first-error-gcc: no matching function for call to
-// first-error-clang: no member named 'layer' in 'ctnn::unstructured'
+// first-error: strip_pruning<ctnn::unstructured>: not a sparse layout (layout::fastest, bitmap, csc, rows, block<R, C>); a pruning pattern goes to prune_low_magnitude
 // expect: has_layout_layer<L>
 // expect-gcc: [with L = ctnn::unstructured]
 // expect-gcc: SparseLayout<Layout>

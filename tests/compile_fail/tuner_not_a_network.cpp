@@ -1,7 +1,7 @@
 // A type that is not a network in a tuner's architecture list, used through
 // tuner::search: the first error names the tuner and the list position (2)
 // under g++ 12 and clang 19, not make_model's overload failure.
-// first-error: tuner: architecture 2
+// first-error: tuner: architecture 2 (not_a_net) of architectures<...> is not a network
 #include <ctnn/ctnn.hpp>
 #include <ctnn/tuning/tuner.hpp>
 

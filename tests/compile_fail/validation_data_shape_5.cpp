@@ -2,6 +2,7 @@
 // time as fit's training data is (it compiled, then read past the batch buffer or printed a meaningless val_loss).
 // expect: static assertion failed: fit: the dataset's samples have a different element count than the network's input
 // expect: dataset_input_mismatch<ctnn::diag::dataset_elements<5>, ctnn::diag::network_elements<4>, false>
+// first-error: fit: the samples of validation_data are 5 (5 values); the network takes input<4> (4 values)
 #include <ctnn/ctnn.hpp>
 using net = ctnn::sequential<ctnn::input<4>, ctnn::dense<3>>;
 void f(const ctnn::data::in_memory<ctnn::shape<4>, ctnn::sparse_labels>& train,

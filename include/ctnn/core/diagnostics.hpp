@@ -13,7 +13,7 @@
 //
 // The checks that know the place and the sizes also fail first through
 // diag::require (core/compile_message.hpp), so the first `error:` line itself
-// reads, for example (g++ 12; clang 19 prints the first 34 characters):
+// reads, for example (g++ 12; clang 19 prints the text in parts of at most 36 characters):
 //   error: invalid application of 'sizeof' to incomplete type
 //     'ctnn::diag::error<ctnn::diag::text<78>{"layer 2 (dense<128>): input has
 //      rank 3 (26x26x8); put ctnn::flatten before it"}>'
@@ -207,12 +207,43 @@ constexpr message units_text() {
 
 // "fit: the samples of the dataset are 28x28 (784 values); the network takes input<100> (100 values)"
 // (no apostrophes in first-line messages: g++ prints them as \')
-template <class DataShape, class NetShape>
+// Who: 0 fit, 1 fit's validation_data, 2 evaluate, 3 predict.
+template <class DataShape, class NetShape, int Who = 0>
 constexpr message dataset_input_text() {
   message m;
-  m << "fit: the samples of the dataset are ";
+  constexpr const char* who[] = {"fit: the samples of the dataset are ", "fit: the samples of validation_data are ",
+                                 "evaluate: the samples of the dataset are ", "predict: the samples of the dataset are "};
+  m << who[Who];
   m.dims(DataShape::dims) << " (" << DataShape::size << " values); the network takes input<";
   m.dims(NetShape::dims) << "> (" << NetShape::size << " values)";
+  return m;
+}
+
+// "sequential: its first element is ctnn::flatten; it must be ctnn::input<dims...>, the shape of one sample"
+template <class First>
+constexpr message input_first_text() {
+  message m;
+  m << "sequential: its first element is ";
+  m.type<First>() << "; it must be ctnn::input<dims...>, the shape of one sample";
+  return m;
+}
+
+// "layer 2 (not_a_layer): not a layer spec (it has no bind<InShape, T, Backend>)"
+template <std::size_t Pos, class S>
+constexpr message not_a_layer_text() {
+  message m;
+  m << "layer " << Pos << " (";
+  m.type<S>() << "): not a layer spec (it has no bind<InShape, T, Backend>)";
+  return m;
+}
+
+// "dropout<1>: the rate must be in [0, 1), got 1"
+template <auto Rate>
+constexpr message dropout_rate_text() {
+  message m;
+  m << "dropout<";
+  m.decimal(double(Rate)) << ">: the rate must be in [0, 1), got ";
+  m.decimal(double(Rate));
   return m;
 }
 

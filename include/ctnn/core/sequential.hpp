@@ -76,6 +76,25 @@ struct keep_spec<keep_float32<S>> {
 
 template <class S>
 inline constexpr bool check_spec_v = diag::not_a_layer_spec<S, LayerSpec<S>>::value;
+// The first error names the position and the type ("layer 2 (not_a_layer): not a layer spec ...").
+template <class S, std::size_t Pos>
+constexpr bool check_spec() {
+  if constexpr (!LayerSpec<S>) {
+    constexpr bool located = diag::require<false, &diag::not_a_layer_text<Pos, S>>();
+    return located && check_spec_v<S>;
+  } else {
+    return true;
+  }
+}
+template <class First>
+constexpr bool check_input_first() {
+  if constexpr (!is_input_v<First>) {
+    constexpr bool located = diag::require<false, &diag::input_first_text<First>>();
+    return located && diag::sequential_needs_input_first<is_input_v<First>>::value;
+  } else {
+    return true;
+  }
+}
 
 template <class S, Shape In, std::size_t Pos>
 constexpr bool check_layer() {
@@ -127,7 +146,7 @@ struct bind_all {
   struct step {
     using spec = at_t<I, specs>;
     using in_shape = typename in_of<I>::type;
-    static_assert(check_spec_v<spec>);
+    static_assert(check_spec<spec, I + 1>());
     static_assert(check_layer<spec, in_shape, I + 1>());
     using layer = typename bind_one<spec, in_shape, P, B>::type;
     static_assert(BoundLayer<layer>, "sequential: a bound layer does not satisfy ctnn::BoundLayer");
@@ -341,7 +360,7 @@ struct element_counts<std::tuple<L...>> {
 
 template <class First, class... Layers>
 struct sequential {
-  static_assert(diag::sequential_needs_input_first<is_input_v<First>>::value);
+  static_assert(detail::check_input_first<First>());
   static_assert(diag::sequential_needs_a_layer<(sizeof...(Layers) > 0)>::value);
 
   using input_type = typename First::shape_type;

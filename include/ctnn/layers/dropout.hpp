@@ -29,6 +29,7 @@
 
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
+#include "../core/diagnostics.hpp"
 #include "../core/format.hpp"
 #include "../core/plan.hpp"
 #include "../core/precision.hpp"
@@ -72,6 +73,7 @@ struct dropout_layer;
 template <auto Rate>
 struct dropout {
   static_assert(std::is_floating_point_v<decltype(Rate)>, "dropout: the rate must be a floating-point number");
+  static_assert(diag::require<(Rate >= 0 && Rate < 1), &diag::dropout_rate_text<Rate>>());
   static_assert(Rate >= 0 && Rate < 1, "dropout: the rate must be in [0, 1)");
   using is_layer_spec = void;
   static constexpr auto rate = Rate;

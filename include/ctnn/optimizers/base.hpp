@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "../backends/cpu/ops.hpp"
+#include "../core/compile_message.hpp"
 #include "../core/concepts.hpp"
 #include "../schedules/constant_schedule.hpp"
 #include "detail.hpp"
@@ -30,8 +31,24 @@ namespace ctnn {
 // names: its config(), which a model file's training configuration keeps (train/model_file.hpp).
 using optimizer_config = std::vector<std::pair<std::string, double>>;
 
+namespace detail {
+template <class S>
+concept step_schedule = requires(const S& s, std::int64_t step) {
+  { s(step) } -> std::convertible_to<double>;
+};
+// "optimizer: its template argument is the learning-rate schedule; double is not one (...)"
+template <class S>
+constexpr diag::message not_a_schedule_text() {
+  diag::message m;
+  m << "optimizer: its template argument is the learning-rate schedule; ";
+  m.type<S>() << " is not one (a rate from a step: constant_schedule, exponential_decay, ...)";
+  return m;
+}
+}  // namespace detail
+
 template <class S = constant_schedule>
 struct optimizer_base {
+  static_assert(diag::require<detail::step_schedule<S>, &detail::not_a_schedule_text<S>>());
   using schedule_type = S;
   S schedule;
 

@@ -61,6 +61,69 @@ struct prune_global_schedules_differ {
                     "threshold, one sparsity for the group): this layer's differs from the first global layer's");
   static constexpr bool value = Ok;
 };
+// First-line messages (diag::require): the position, the wrapper, the values.
+// "layer 2 (prune_low_magnitude): final sparsity 1.2 of the schedule is not in [0, 1)"
+template <std::size_t Pos, class S>
+constexpr message prune_sparsity_text() {
+  message m;
+  const bool final_bad = !(S::final_sparsity >= 0 && S::final_sparsity < 1);
+  m << "layer " << Pos << " (prune_low_magnitude): " << (final_bad ? "final" : "initial") << " sparsity ";
+  m.decimal(final_bad ? S::final_sparsity : S::initial_sparsity) << " of the schedule is not in [0, 1)";
+  return m;
+}
+// "layer 1 (prune_low_magnitude): int is not a pruning pattern (unstructured, n_of_m<N, M>, ...)"
+template <std::size_t Pos, class Pattern>
+constexpr message prune_pattern_text() {
+  message m;
+  m << "layer " << Pos << " (prune_low_magnitude): ";
+  m.type<Pattern>() << " is not a pruning pattern (unstructured, n_of_m<N, M>, block<R, C>, units, global_magnitude)";
+  return m;
+}
+// "layer 1 (prune_low_magnitude): the schedule ends at step 100, before it begins (step 500)"
+template <std::size_t Pos, class S>
+constexpr message prune_order_text() {
+  message m;
+  m << "layer " << Pos << " (prune_low_magnitude): the schedule ends at step " << S::end_step
+    << ", before it begins (step " << S::begin_step << ")";
+  return m;
+}
+template <std::size_t Pos, class S>
+constexpr message prune_steps_text() {
+  message m;
+  m << "layer " << Pos << " (prune_low_magnitude): the schedule needs begin_step >= 0, frequency > 0 and power >= 1; it has "
+    << S::begin_step << ", " << S::frequency << " and ";
+  m.decimal(S::power);
+  return m;
+}
+// "layer 3 (prune_low_magnitude): n_of_m<4, 2> needs 0 < N < M (N kept of every M)"
+template <std::size_t Pos, std::size_t N, std::size_t M>
+constexpr message prune_n_of_m_text() {
+  message m;
+  m << "layer " << Pos << " (prune_low_magnitude): n_of_m<" << N << ", " << M << "> needs 0 < N < M (N kept of every M)";
+  return m;
+}
+template <std::size_t Pos, std::size_t N, std::size_t M, std::size_t Rows>
+constexpr message prune_n_of_m_rows_text() {
+  message m;
+  m << "layer " << Pos << " (prune_low_magnitude): n_of_m<" << N << ", " << M << "> needs the kernel rows (" << Rows
+    << ") to be a multiple of " << M;
+  return m;
+}
+template <std::size_t Pos, std::size_t BR, std::size_t BC, std::size_t Rows, std::size_t Cols>
+constexpr message prune_block_text() {
+  message m;
+  m << "layer " << Pos << " (prune_low_magnitude): block<" << BR << ", " << BC << "> does not tile the " << Rows << "x"
+    << Cols << " kernel";
+  return m;
+}
+// "layer 3 (prune_low_magnitude): its global_magnitude schedule differs from that of layer 1, ..."
+template <std::size_t Pos, std::size_t First>
+constexpr message prune_global_text() {
+  message m;
+  m << "layer " << Pos << " (prune_low_magnitude): its global_magnitude schedule differs from that of layer " << First
+    << "; one group has one threshold and one schedule";
+  return m;
+}
 // "layer 2 (prune_low_magnitude): the wrapped layer (input 784) has no kernel to prune; wrap dense, conv2d or a recurrent layer"
 template <std::size_t Pos, class In>
 constexpr message prune_not_prunable_text() {
@@ -78,7 +141,7 @@ struct prune_not_prunable {
 // strip_pruning<layout::csc> / <layout::rows> (pruning/strip.hpp) on a layer with more than 1 weight
 // in OneIn kept: "layout::csc, layer 1, 80.0 % sparse: below 88.9 % its batch-1 kernel runs under
 // 0.67x dense; strip to layout::bitmap (layout::block<R, C> for block-pruned layers)". Layout and
-// sparsity come first (clang 19 prints about 34 characters of it).
+// sparsity come first.
 template <class Layout, std::size_t Pos, std::size_t Kept, std::size_t Total>
 constexpr message strip_layout_too_dense_text() {
   message m;

@@ -72,6 +72,20 @@ struct schedule_at<0, P> {
   using type = void;
 };
 
+// The first error names both positions ("layer 3 (prune_low_magnitude): its global_magnitude
+// schedule differs from that of layer 1; ..."); the sentence follows.
+template <std::size_t Differing, std::size_t First>
+constexpr bool check_same_schedule() {
+  if constexpr (Differing != 0) {
+    constexpr bool located = diag::require<false, &diag::prune_global_text<Differing, First>>();
+    constexpr bool said =
+        diag::prune_global_schedules_differ<diag::layer<Differing>, diag::first_global_layer<First>, Differing == 0>::value;
+    return located && said;
+  } else {
+    return true;
+  }
+}
+
 template <class Layers>
 struct global_group;
 template <class... L>
@@ -83,9 +97,7 @@ struct global_group<std::tuple<L...>> {
   static constexpr std::size_t layers = ctnn::detail::sum_of({std::size_t{0}, std::size_t(is_global<L>())...});
   static constexpr std::size_t weights = ctnn::detail::sum_of({std::size_t{0}, std::size_t(global_weights_of<L>())...});
   static constexpr std::size_t differing_position = first_true({!global_schedule_is<L, schedule>()...});
-  static constexpr bool same_schedule =
-      diag::prune_global_schedules_differ<diag::layer<differing_position>, diag::first_global_layer<first_position>,
-                                          differing_position == 0>::value;
+  static constexpr bool same_schedule = check_same_schedule<differing_position, first_position>();
   static_assert(same_schedule);  // (the message is the diagnostic's above)
   static constexpr std::size_t final_nnz =
       layers ? ctnn::detail::keep_count(weights, final_sparsity_of<schedule>()) : 0;

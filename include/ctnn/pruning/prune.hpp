@@ -79,6 +79,10 @@ template <class P>
 inline constexpr bool is_block_v = false;
 template <std::size_t R, std::size_t C>
 inline constexpr bool is_block_v<block<R, C>> = true;
+// The patterns prune_low_magnitude takes (its third argument).
+template <class P>
+inline constexpr bool is_pruning_pattern_v = std::is_same_v<P, unstructured> || std::is_same_v<P, units> ||
+                                             std::is_same_v<P, global_magnitude> || is_n_of_m_v<P> || is_block_v<P>;
 
 namespace detail {
 // tf.math.round: half to even.
@@ -166,6 +170,24 @@ struct prune_low_magnitude {
   template <Shape In, std::size_t Pos>
   static constexpr bool check() {
     using S = Schedule;
+    // the first error names the position and the values; the sentences below follow
+    if constexpr (!is_pruning_pattern_v<Pattern>) {
+      constexpr bool located = diag::require<false, &diag::prune_pattern_text<Pos, Pattern>>();
+      static_assert(is_pruning_pattern_v<Pattern>,
+                    "prune_low_magnitude: the third argument must be a pruning pattern (unstructured, n_of_m<N, M>, "
+                    "block<R, C>, units or global_magnitude)");
+      return located;
+    } else if constexpr (!(S::initial_sparsity >= 0 && S::initial_sparsity < 1 && S::final_sparsity >= 0 &&
+                    S::final_sparsity < 1)) {
+      constexpr bool located = diag::require<false, &diag::prune_sparsity_text<Pos, S>>();
+      (void)located;
+    } else if constexpr (!(S::begin_step >= 0 && S::frequency > 0 && S::power >= 1)) {
+      constexpr bool located = diag::require<false, &diag::prune_steps_text<Pos, S>>();
+      (void)located;
+    } else if constexpr (!(S::end_step == -1 || S::end_step > S::begin_step)) {
+      constexpr bool located = diag::require<false, &diag::prune_order_text<Pos, S>>();
+      (void)located;
+    }
     constexpr auto permille = [](double v) { return std::int64_t(v * 1000 + (v < 0 ? -0.5 : 0.5)); };
     constexpr bool s0 = diag::prune_sparsity_out_of_range<diag::layer<Pos>, diag::sparsity_permille<permille(S::initial_sparsity)>,
                                                           (S::initial_sparsity >= 0 && S::initial_sparsity < 1)>::value;
@@ -204,12 +226,23 @@ struct prune_low_magnitude {
   template <std::size_t Pos, std::size_t Rows, std::size_t Cols>
   static constexpr bool check_weight() {
     if constexpr (is_n_of_m_v<Pattern>) {
+      if constexpr (!(Pattern::n > 0 && Pattern::n < Pattern::m)) {
+        constexpr bool located = diag::require<false, &diag::prune_n_of_m_text<Pos, Pattern::n, Pattern::m>>();
+        (void)located;
+      } else if constexpr (!(Rows % Pattern::m == 0)) {
+        constexpr bool located = diag::require<false, &diag::prune_n_of_m_rows_text<Pos, Pattern::n, Pattern::m, Rows>>();
+        (void)located;
+      }
       constexpr bool nm = diag::prune_n_of_m_invalid<diag::layer<Pos>, diag::n_kept<Pattern::n>, diag::m_group<Pattern::m>,
                                                      (Pattern::n > 0 && Pattern::n < Pattern::m)>::value;
       constexpr bool fits = diag::prune_n_of_m_rows<diag::layer<Pos>, diag::kernel_rows<Rows>, diag::m_group<Pattern::m>,
                                                     (Pattern::m > 0 && Rows % Pattern::m == 0)>::value;
       return nm && fits;
     } else if constexpr (is_block_v<Pattern>) {
+      if constexpr (!(Pattern::rows > 0 && Pattern::cols > 0 && Rows % Pattern::rows == 0 && Cols % Pattern::cols == 0)) {
+        constexpr bool located = diag::require<false, &diag::prune_block_text<Pos, Pattern::rows, Pattern::cols, Rows, Cols>>();
+        (void)located;
+      }
       return diag::prune_block_does_not_tile<
           diag::layer<Pos>, diag::kernel_rows<Rows>, diag::kernel_cols<Cols>, diag::block_rows<Pattern::rows>,
           diag::block_cols<Pattern::cols>,

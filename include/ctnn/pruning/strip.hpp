@@ -447,9 +447,33 @@ model<Target, P, B> strip_pruning_to(const model<Net, P, B>& m) {
 // Strips model m into stripped_t<Net, Layout>: strip_pruning(m) (layout::fastest: the
 // architecture's default, block<R, C> for block-pruned layers), strip_pruning<layout::bitmap>(m)
 // (the smallest files), strip_pruning<layout::csc>(m) (for speed at high sparsity).
+// (The return type, model<stripped_t<Net, Layout>, P, B>, is deduced: clang 19 would bind the
+// network to a Layout that is none before it checks the constraint, a hard error that hid the
+// overload below.)
 template <SparseLayout Layout = layout::fastest, class Net, class P, class B>
-model<stripped_t<Net, Layout>, P, B> strip_pruning(const model<Net, P, B>& m) {
+auto strip_pruning(const model<Net, P, B>& m) {
   return strip_pruning_to<stripped_t<Net, Layout>>(m);
+}
+
+namespace detail {
+// "strip_pruning<ctnn::unstructured>: not a sparse layout (layout::fastest, bitmap, csc, ...)"
+template <class Layout>
+constexpr diag::message not_a_layout_text() {
+  diag::message m;
+  m << "strip_pruning<";
+  m.type<Layout>() << ">: not a sparse layout (layout::fastest, bitmap, csc, rows, block<R, C>); a pruning pattern "
+                      "goes to prune_low_magnitude";
+  return m;
+}
+}  // namespace detail
+// strip_pruning<X>(m) with an X that is no layout: the first error names X, then the layout
+// contract's missing piece.
+template <class Layout, class Net, class P, class B>
+  requires(!SparseLayout<Layout>)
+int strip_pruning(const model<Net, P, B>&) {
+  constexpr bool located = diag::require<false, &detail::not_a_layout_text<Layout>>();
+  static_assert(SparseLayout<Layout>);
+  return located;
 }
 
 // The documented spelling of strip_pruning<layout::csc>(m).

@@ -77,11 +77,12 @@ inline constexpr bool is_validation_v<validation_data_t<D>> = true;
 
 namespace detail {
 
-template <class M, class L, class D>
+// Who: as diag::dataset_input_text (0 fit, 1 validation_data, 2 evaluate).
+template <class M, class L, class D, int Who = 0>
 constexpr bool check_compatible() {
   constexpr std::size_t n_in = M::input_size, n_out = M::output_size;
   static_assert(diag::require<D::sample_shape::size == n_in,
-                              &diag::dataset_input_text<typename D::sample_shape, typename M::network::input_type>>());
+                              &diag::dataset_input_text<typename D::sample_shape, typename M::network::input_type, Who>>());
   static_assert(diag::dataset_input_mismatch<diag::dataset_elements<D::sample_shape::size>,
                                              diag::network_elements<n_in>, D::sample_shape::size == n_in>::value);
   using want = loss_target_kind_t<L, n_out>;
@@ -112,7 +113,7 @@ constexpr bool check_metric() {
 // Validation data is checked against the network as the training data is.
 template <class M, class L, class E>
 constexpr bool check_validation() {
-  if constexpr (is_validation_v<E>) return check_compatible<M, L, typename E::dataset_type>();
+  if constexpr (is_validation_v<E>) return check_compatible<M, L, typename E::dataset_type, 1>();
   else return true;
 }
 
@@ -318,7 +319,7 @@ template <Model M, class L, data::Dataset D, class... Ms>
   requires Loss<L, typename std::remove_cvref_t<M>::value_type> &&
            (Metric<Ms, typename std::remove_cvref_t<M>::value_type> && ...)
 logs evaluate(M& m, const L& loss, const D& ds, Ms... metrics) {
-  static_assert(detail::check_compatible<std::remove_cvref_t<M>, L, D>());
+  static_assert(detail::check_compatible<std::remove_cvref_t<M>, L, D, 2>());
   static_assert((detail::check_metric<std::remove_cvref_t<M>, Ms, D>() && ...));
   std::tuple<Ms...> mt{metrics...};
   return detail::evaluate_impl(m, loss, ds, mt, "");
@@ -335,6 +336,22 @@ constexpr bool is_fit_extra() {
   using X = std::remove_cvref_t<E>;
   return Metric<X, typename M::value_type> || Callback<X> || is_validation_v<X> || StepHook<X, M> ||
          std::is_same_v<X, ieee_denormals>;
+}
+// "fit: argument 6 (ctnn::mean_squared_error) is neither a metric, a callback, a step hook, ..."
+template <std::size_t Arg, class X>
+constexpr diag::message not_an_extra_text() {
+  diag::message m;
+  m << "fit: argument " << Arg << " (";
+  m.type<X>() << ") is neither a metric, a callback, a step hook, validation_data(...) nor ieee_denormals{}";
+  return m;
+}
+// The first error names the first extra argument fit does not take (arguments count from 1: the
+// extras from 6).
+template <class M, class... X>
+constexpr bool check_extras() {
+  return []<std::size_t... I>(std::index_sequence<I...>) {
+    return (diag::require<is_fit_extra<X, M>(), &not_an_extra_text<I + 6, X>>() && ...);
+  }(std::index_sequence_for<X...>{});
 }
 // The callbacks' hooks: call_callbacks<H>(callbacks, ctx) calls hook H with
 // ctx on every callback of the tuple that implements it, in argument order.
@@ -390,6 +407,46 @@ template <class M, class L, class O, class D, class... Extras>
 history fit(M&, const L&, O&, const D&, epochs, Extras&&...) {
   static_assert(data::Dataset<D>,
                 "fit: the 4th argument is not a dataset of batches (data::Dataset); a pipeline of samples needs .batch(n)");
+  return {};
+}
+namespace detail {
+// "fit: the 3rd argument (not_an_optimizer) is not an optimizer of float variables (ctnn::Optimizer: sgd, adam, ...)"
+template <class O, class T>
+constexpr diag::message not_an_optimizer_text() {
+  diag::message m;
+  m << "fit: the 3rd argument (";
+  m.type<O>() << ") is not an optimizer of ";
+  m.type<T>() << " variables (ctnn::Optimizer: sgd, adam, ...)";
+  return m;
+}
+template <class L, class T>
+constexpr diag::message not_a_loss_text() {
+  diag::message m;
+  m << "fit: the 2nd argument (";
+  m.type<L>() << ") is not a loss of ";
+  m.type<T>() << " outputs (ctnn::Loss: mean_squared_error, sparse_categorical_crossentropy, ...)";
+  return m;
+}
+}  // namespace detail
+// fit given a model and a dataset but an argument that is not an optimizer, or not a loss: the
+// first error names the argument and its type, then the failed constraint (its missing piece).
+template <Model M, class L, class O, data::Dataset D, class... Extras>
+  requires(!Optimizer<O, typename std::remove_cvref_t<M>::variable_type>)
+history fit(M&, const L&, O&, const D&, epochs, Extras&&...) {
+  using T = typename std::remove_cvref_t<M>::variable_type;
+  constexpr bool located = diag::require<false, &detail::not_an_optimizer_text<O, T>>();
+  (void)located;
+  static_assert(Optimizer<O, T>);
+  return {};
+}
+template <Model M, class L, class O, data::Dataset D, class... Extras>
+  requires(Optimizer<O, typename std::remove_cvref_t<M>::variable_type> &&
+           !Loss<L, typename std::remove_cvref_t<M>::value_type>)
+history fit(M&, const L&, O&, const D&, epochs, Extras&&...) {
+  using T = typename std::remove_cvref_t<M>::value_type;
+  constexpr bool located = diag::require<false, &detail::not_a_loss_text<L, T>>();
+  (void)located;
+  static_assert(Loss<L, T>);
   return {};
 }
 namespace detail {
@@ -554,6 +611,7 @@ history fit(M& m, const L& loss, O& opt, const D& train, epochs ep, Extras&&... 
   static_assert(detail::check_compatible<MT, L, D>());
   static_assert((detail::check_validation<MT, L, std::remove_cvref_t<Extras>>() && ...));
   static_assert((detail::check_metric<MT, std::remove_cvref_t<Extras>, D>() && ...));
+  static_assert(detail::check_extras<MT, std::remove_cvref_t<Extras>...>());
   static_assert((detail::is_fit_extra<Extras, MT>() && ...),
                 "fit: every extra argument must be a metric, a callback, a step hook, validation_data(...) or "
                 "ieee_denormals{}");

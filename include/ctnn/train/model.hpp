@@ -41,6 +41,7 @@
 #include "../core/concepts.hpp"
 #include "../core/fused_mlp_hook.hpp"
 #include "../core/plan.hpp"
+#include "../core/compile_message.hpp"
 #include "../core/precision.hpp"
 #include "../core/rng.hpp"
 #include "../core/sequential.hpp"
@@ -189,6 +190,20 @@ class plan_memory {
   std::size_t n_ = 0;
 };
 
+namespace detail {
+template <class T>
+inline constexpr bool is_element_type_v = std::is_same_v<T, float> || std::is_same_v<T, double> || is_half_v<T>;
+// "model: my_policy is neither an element type (float, double, float16_t, bfloat16_t) nor a precision policy ..."
+template <class Precision>
+constexpr diag::message precision_text() {
+  diag::message m;
+  m << "model: ";
+  m.type<Precision>() << " is neither an element type (float, double, float16_t, bfloat16_t) nor a precision policy "
+                         "of them (precision::float32, mixed_float16, ...)";
+  return m;
+}
+}  // namespace detail
+
 template <Network Net, class Precision = float, class Backend = cpu<>>
 class model {
  public:
@@ -196,6 +211,8 @@ class model {
   using policy = precision::policy_of_t<Precision>;
   using variable_type = typename policy::variable_type;
   using compute_type = typename policy::compute_type;
+  static_assert(diag::require<detail::is_element_type_v<variable_type> && detail::is_element_type_v<compute_type>,
+                              &detail::precision_text<Precision>>());
   // the element type of inputs, outputs and dL/dy: compute_type, or float
   // under the 16-bit policies (losses and metrics run in float32 there)
   using value_type = typename policy::io_type;

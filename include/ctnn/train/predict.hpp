@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../core/diagnostics.hpp"
 #include "../core/shape.hpp"
 #include "../core/type_at.hpp"
 #include "../data/dataset.hpp"
@@ -42,12 +43,21 @@ struct applies_softmax<activation_layer<softmax, In, P, B>> : std::true_type {};
 template <class M>
 inline constexpr bool ends_in_softmax_v =
     applies_softmax<detail::type_at_t<M::layer_count - 1, typename M::layers>>::value;
+// "predict_proba: layer 1, the last, already applies softmax: predict() gives probabilities"
+template <std::size_t Last>
+constexpr diag::message ends_in_softmax_text() {
+  diag::message m;
+  m << "predict_proba: layer " << Last << ", the last, already applies softmax: predict() gives probabilities";
+  return m;
+}
 }  // namespace detail
 
 // Outputs of the model for every sample of a batched dataset, row-major.
 template <Model M, data::Dataset D>
 std::vector<typename std::remove_cvref_t<M>::value_type> predict(M& m, const D& ds) {
   using MM = std::remove_cvref_t<M>;
+  static_assert(diag::require<D::sample_shape::size == MM::input_size,
+                              &diag::dataset_input_text<typename D::sample_shape, typename MM::network::input_type, 3>>());
   static_assert(D::sample_shape::size == MM::input_size,
                 "predict: the dataset's samples do not have the network's input size");
   static_assert(std::is_same_v<typename D::value_type, typename MM::value_type>,
@@ -86,6 +96,7 @@ std::vector<T> softmax_rows(std::vector<T> v, std::size_t width) {
 template <Model M, data::Dataset D>
 std::vector<typename std::remove_cvref_t<M>::value_type> predict_proba(M& m, const D& ds) {
   using MM = std::remove_cvref_t<M>;
+  static_assert(diag::require<!detail::ends_in_softmax_v<MM>, &detail::ends_in_softmax_text<MM::layer_count>>());
   static_assert(!detail::ends_in_softmax_v<MM>,
                 "predict_proba: the network's last layer already applies softmax; its predict() gives probabilities");
   return softmax_rows(predict(m, ds), last_dim_v<typename MM::network::output_type>);

@@ -73,18 +73,67 @@
 
 namespace ctnn::tuning {
 
+namespace detail {
+// "tuning::architectures: type 2 (ctnn::dense<3>) is not a network; give ctnn::sequential<input<...>, layers...>"
+template <std::size_t I, class T>
+constexpr diag::message not_a_network_in_list_text() {
+  diag::message m;
+  m << "tuning::architectures: type " << I << " (";
+  m.type<T>() << ") is not a network; give ctnn::sequential<input<...>, layers...>";
+  return m;
+}
+// "tuning::optimizers: type 2 (double) is not an optimizer (ctnn::Optimizer: adam<>, sgd<>, ...)"
+template <std::size_t I, class T>
+constexpr diag::message not_an_optimizer_in_list_text() {
+  diag::message m;
+  m << "tuning::optimizers: type " << I << " (";
+  m.type<T>() << ") is not an optimizer (ctnn::Optimizer: adam<>, sgd<>, ...)";
+  return m;
+}
+template <std::size_t I, class T>
+constexpr diag::message optimizer_without_rate_text() {
+  diag::message m;
+  m << "tuning::optimizers: type " << I << " (";
+  m.type<T>() << ") cannot be constructed from a learning rate (a double)";
+  return m;
+}
+template <class... Nets>
+constexpr bool check_architecture_list() {
+  constexpr bool located = []<std::size_t... I>(std::index_sequence<I...>) {
+    return (diag::require<Network<Nets>, &not_a_network_in_list_text<I + 1, Nets>>() && ...);
+  }(std::index_sequence_for<Nets...>{});
+  static_assert((Network<Nets> && ...), "tuning::architectures: every type must be a network (ctnn::sequential<input<...>, ...>)");
+  return located;
+}
+template <class... Os>
+constexpr bool check_optimizer_list() {
+  constexpr bool located = []<std::size_t... I>(std::index_sequence<I...>) {
+    return (diag::require<Optimizer<Os>, &not_an_optimizer_in_list_text<I + 1, Os>>() && ...);
+  }(std::index_sequence_for<Os...>{});
+  static_assert((Optimizer<Os> && ...), "tuning::optimizers: every type must satisfy ctnn::Optimizer (adam<>, sgd<>, ...)");
+  if constexpr ((Optimizer<Os> && ...)) {
+    constexpr bool rate = []<std::size_t... I>(std::index_sequence<I...>) {
+      return (diag::require<std::is_constructible_v<Os, double>, &optimizer_without_rate_text<I + 1, Os>>() && ...);
+    }(std::index_sequence_for<Os...>{});
+    static_assert((std::is_constructible_v<Os, double> && ...),
+                  "tuning::optimizers: every optimizer must be constructible from a learning rate (a double)");
+    return located && rate;
+  } else {
+    return located;
+  }
+}
+}  // namespace detail
+
 template <class... Nets>
 struct architectures {
   static_assert(sizeof...(Nets) > 0, "tuning::architectures: give at least one network type");
-  static_assert((Network<Nets> && ...), "tuning::architectures: every type must be a network (ctnn::sequential<input<...>, ...>)");
+  static_assert(detail::check_architecture_list<Nets...>());
   static constexpr std::size_t size = sizeof...(Nets);
 };
 template <class... Os>
 struct optimizers {
   static_assert(sizeof...(Os) > 0, "tuning::optimizers: give at least one optimizer type");
-  static_assert((Optimizer<Os> && ...), "tuning::optimizers: every type must satisfy ctnn::Optimizer (adam<>, sgd<>, ...)");
-  static_assert((std::is_constructible_v<Os, double> && ...),
-                "tuning::optimizers: every optimizer must be constructible from a learning rate (a double)");
+  static_assert(detail::check_optimizer_list<Os...>());
   static constexpr std::size_t size = sizeof...(Os);
 };
 
@@ -200,16 +249,17 @@ struct serve_between_batches {
 };
 // "tuner: architecture 2 of architectures<...> is not a network; ...": checked where the
 // tuner is instantiated (architectures<...>'s own static_assert fires only if it is completed).
-template <std::size_t I>
+template <std::size_t I, class T>
 constexpr diag::message not_a_network_text() {
   diag::message m;
-  m << "tuner: architecture " << I << " of architectures<...> is not a network; give ctnn::sequential<input<...>, layers...>";
+  m << "tuner: architecture " << I << " (";
+  m.type<T>() << ") of architectures<...> is not a network; give ctnn::sequential<input<...>, layers...>";
   return m;
 }
 template <class... Nets>
 constexpr bool check_architectures() {
   return []<std::size_t... I>(std::index_sequence<I...>) {
-    return (diag::require<Network<Nets>, &not_a_network_text<I + 1>>() && ...);
+    return (diag::require<Network<Nets>, &not_a_network_text<I + 1, Nets>>() && ...);
   }(std::index_sequence_for<Nets...>{});
 }
 }  // namespace detail

@@ -104,9 +104,42 @@ constexpr std::size_t static_rank() {
   else return rank_of<E>;
 }
 
+// First-line messages: "ctnn xtensor: the input has rank 2; a batch of input<2x2> has rank 3 ..."
+template <Shape S, std::size_t Lead, std::size_t R>
+constexpr diag::message rank_text() {
+  diag::message m;
+  m << "ctnn xtensor: the input has rank " << R << "; " << (Lead ? "a batch of input<" : "a sample of input<");
+  m.dims(S::dims) << "> has rank " << S::rank + Lead;
+  if (Lead) m << " (put the batch axis first; one sample: predict_sample)";
+  return m;
+}
+template <Shape S, std::size_t Lead, class Dims>
+constexpr diag::message extent_text() {
+  diag::message m;
+  for (std::size_t a = 0; a < S::rank; ++a)
+    if (Dims::dims[a + Lead] != S::dims[a]) {
+      m << "ctnn xtensor: axis " << a + Lead << " of the input has extent " << Dims::dims[a + Lead] << "; input<";
+      m.dims(S::dims) << "> wants " << S::dims[a];
+      break;
+    }
+  return m;
+}
+
 template <class E, Shape S, std::size_t Lead>
 constexpr bool check_static() {
   constexpr std::size_t r = static_rank<E>();
+  if constexpr (r != dynamic_rank && r != S::rank + Lead) {
+    constexpr bool located = diag::require<false, &rank_text<S, Lead, r>>();
+    (void)located;
+  } else if constexpr (r != dynamic_rank && fixed_dims_of<E>::known) {
+    constexpr bool same = [] {
+      for (std::size_t a = 0; a < S::rank; ++a)
+        if (fixed_dims_of<E>::dims[a + Lead] != S::dims[a]) return false;
+      return true;
+    }();
+    constexpr bool located = diag::require<same, &extent_text<S, Lead, fixed_dims_of<E>>>();
+    (void)located;
+  }
   if constexpr (r != dynamic_rank) {
     if constexpr (Lead == 1)
       static_assert(diag::xtensor_batch_rank_mismatch<diag::expression_rank<r>, diag::wanted_rank<S::rank + 1>,
