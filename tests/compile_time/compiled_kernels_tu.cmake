@@ -33,9 +33,10 @@ function(compile out)
 endfunction()
 file(MAKE_DIRECTORY ${WORK})
 # header-only, these must be defined in the object (out of line: not inlined into their callers; g++ gives
-# the micro-kernels local symbols, t)
+# the micro-kernels local symbols, t); header-only, throw_non_finite_parameter is a
+# function template of nothing (CTNN_LAZY, core/separate.hpp: throw_non_finite_parameter<0>(...))
 set(outlined "simd::run_plan<" "simd::dot_nt<" "simd::micro<" "thread_pool::run_tasks\\("
-    "detail::throw_non_finite_parameter\\(" "detail::batch_norm_backward_c<" "detail::winograd_input_of<"
+    "detail::throw_non_finite_parameter(<0>)?\\(" "detail::batch_norm_backward_c<" "detail::winograd_input_of<"
     "cpu::throw_dropout_rate_range\\(")
 # with CTNN_COMPILED_KERNELS, none of these may be defined, and the first ones must be referenced
 # (the micro-kernels only need be absent: since the fused small MLP's per-layer bodies are in the

@@ -17,20 +17,33 @@
 // with CTNN_COMPILED_KERNELS it is [[gnu::noinline]], so a program calls the compiled
 // object's copy instead of generating its code again; header-only it is nothing (inlined
 // as before).
+// CTNN_LAZY, written before a CTNN_DECL function (and before its attributes), makes it,
+// header-only, a function template of nothing (`template <int = 0>`, called as before):
+// g++ instantiates, at the end of every translation unit, the templates that a plain inline
+// function's body uses (the std containers, parsers and lambdas of reading files, the epoch
+// loop), even where the program never calls it, and a precompiled header keeps none of
+// those instances; as a template of nothing it costs only the programs that call it. With
+// CTNN_COMPILED_KERNELS(_DEFINE) it is nothing (the compiled object holds the plain
+// function). A CTNN_LAZY function is called, not named without a call (header-only, its
+// address is `&f<>`); a plain inline function that calls one makes it eager again, so its
+// callers are templates or CTNN_LAZY too (docs/performance.md, "Compile time and memory").
 #pragma once
 
 #if defined(CTNN_COMPILED_KERNELS_DEFINE)
 #define CTNN_DECL
+#define CTNN_LAZY
 #define CTNN_DEFINITIONS 1
 #define CTNN_INSTANCE(...) __VA_ARGS__
 #define CTNN_OUTLINE [[gnu::noinline]]
 #elif defined(CTNN_COMPILED_KERNELS)
 #define CTNN_DECL
+#define CTNN_LAZY
 #define CTNN_DEFINITIONS 0
 #define CTNN_INSTANCE(...) extern __VA_ARGS__
 #define CTNN_OUTLINE [[gnu::noinline]]
 #else
 #define CTNN_DECL inline
+#define CTNN_LAZY template <int = 0>
 #define CTNN_DEFINITIONS 1
 #define CTNN_INSTANCE(...)
 #define CTNN_OUTLINE

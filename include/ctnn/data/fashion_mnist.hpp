@@ -31,7 +31,7 @@ inline constexpr std::size_t classes = 10;
 inline constexpr const char* class_names[classes] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                                                      "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
-CTNN_DECL std::filesystem::path default_dir()
+CTNN_LAZY CTNN_DECL std::filesystem::path default_dir()
 #if CTNN_DEFINITIONS
 {
   if (const char* e = std::getenv("CTNN_FASHION_MNIST_DIR"); e && *e) return e;
@@ -43,7 +43,7 @@ CTNN_DECL std::filesystem::path default_dir()
 
 namespace detail {
 // cold: once per load, a file-system lookup (optimized for size).
-[[gnu::cold]] CTNN_DECL std::filesystem::path find(const std::filesystem::path& dir, const std::string& stem)
+CTNN_LAZY [[gnu::cold]] CTNN_DECL std::filesystem::path find(const std::filesystem::path& dir, const std::string& stem)
 #if CTNN_DEFINITIONS
 {
   for (const char* ext : {".gz", ""}) {
@@ -65,7 +65,7 @@ namespace detail {
 struct files {
   idx_array images, labels;
 };
-CTNN_DECL files read(const std::filesystem::path& dir, const std::string& prefix)
+CTNN_LAZY CTNN_DECL files read(const std::filesystem::path& dir, const std::string& prefix)
 #if CTNN_DEFINITIONS
 {
   const auto ipath = find(dir, prefix + "-images-idx3-ubyte");
@@ -90,7 +90,7 @@ CTNN_DECL files read(const std::filesystem::path& dir, const std::string& prefix
 #endif
 
 // cold: once per split (the compiled part holds it, and the dataset type's members).
-[[gnu::cold]] CTNN_DECL dataset load(const std::filesystem::path& dir, const std::string& prefix)
+CTNN_LAZY [[gnu::cold]] CTNN_DECL dataset load(const std::filesystem::path& dir, const std::string& prefix)
 #if CTNN_DEFINITIONS
 {
   const files f = read(dir, prefix);
@@ -101,7 +101,11 @@ CTNN_DECL files read(const std::filesystem::path& dir, const std::string& prefix
 #endif
 }  // namespace detail
 
-inline dataset train(const std::filesystem::path& dir = default_dir()) { return detail::load(dir, "train"); }
-inline dataset test(const std::filesystem::path& dir = default_dir()) { return detail::load(dir, "t10k"); }
+// Function templates of nothing (called as train(dir)), as detail::load is header-only
+// (core/separate.hpp, CTNN_LAZY): a program that never loads the data set instantiates none of it.
+template <int = 0>
+dataset train(const std::filesystem::path& dir = default_dir()) { return detail::load(dir, "train"); }
+template <int = 0>
+dataset test(const std::filesystem::path& dir = default_dir()) { return detail::load(dir, "t10k"); }
 
 }  // namespace ctnn::data::fashion_mnist

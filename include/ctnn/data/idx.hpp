@@ -92,7 +92,7 @@ inline void advise_huge_pages(const void* p, std::size_t bytes) {
 #endif
 }
 
-CTNN_DECL std::vector<unsigned char> read_file_bytes(const std::filesystem::path& p)
+CTNN_LAZY CTNN_DECL std::vector<unsigned char> read_file_bytes(const std::filesystem::path& p)
 #if CTNN_DEFINITIONS
 {
   return io::read_file<std::vector<unsigned char>, idx_error>(p, "read_idx");
@@ -105,7 +105,7 @@ CTNN_DECL std::vector<unsigned char> read_file_bytes(const std::filesystem::path
 // d[0..n) announces, or nullopt while fewer bytes than the header are known.
 // Throws idx_error on a bad magic number, type code or rank, or when the size
 // does not fit in 64 bits.
-CTNN_DECL std::optional<std::size_t> idx_announced_size(const unsigned char* d, std::size_t n, const std::string& name)
+CTNN_LAZY CTNN_DECL std::optional<std::size_t> idx_announced_size(const unsigned char* d, std::size_t n, const std::string& name)
 #if CTNN_DEFINITIONS
 {
   if (n < 4) return std::nullopt;
@@ -138,7 +138,7 @@ CTNN_DECL std::optional<std::size_t> idx_announced_size(const unsigned char* d, 
 // Inflates a whole gzip file held in memory (several concatenated members
 // allowed), stopping with idx_error as soon as the output exceeds the size
 // the IDX header at its start announces.
-CTNN_DECL std::vector<unsigned char> gunzip(const std::vector<unsigned char>& in, const std::string& name)
+CTNN_LAZY CTNN_DECL std::vector<unsigned char> gunzip(const std::vector<unsigned char>& in, const std::string& name)
 #if CTNN_DEFINITIONS
 {
   std::vector<unsigned char> out;
@@ -190,7 +190,7 @@ inline std::string idx_show(double v) {
 }
 
 // as<T>()'s error, out of its loop: one cold copy instead of one per T.
-[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_idx_value_error(const std::string& name, double v, std::size_t i,
+CTNN_LAZY [[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_idx_value_error(const std::string& name, double v, std::size_t i,
                                                                         std::size_t bits, bool integral)
 #if CTNN_DEFINITIONS
 {
@@ -208,7 +208,7 @@ inline std::string idx_show(double v) {
 }  // namespace detail
 
 // Parses an IDX image held in memory; `name` is used in error messages.
-CTNN_DECL idx_array parse_idx(const std::vector<unsigned char>& d, const std::string& name)
+CTNN_LAZY CTNN_DECL idx_array parse_idx(const std::vector<unsigned char>& d, const std::string& name)
 #if CTNN_DEFINITIONS
 {
   const std::optional<std::size_t> total = detail::idx_announced_size(d.data(), d.size(), name);
@@ -237,7 +237,7 @@ CTNN_DECL idx_array parse_idx(const std::vector<unsigned char>& d, const std::st
 ;
 #endif
 
-CTNN_DECL idx_array read_idx(const std::filesystem::path& path)
+CTNN_LAZY CTNN_DECL idx_array read_idx(const std::filesystem::path& path)
 #if CTNN_DEFINITIONS
 {
   std::vector<unsigned char> raw = detail::read_file_bytes(path);

@@ -32,7 +32,7 @@ namespace ctnn::data {
 namespace detail {
 // in_memory's checks, for every sample shape and element type alike (not templates: the
 // constructor of each dataset type keeps a compare and a call; cold).
-[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_in_memory_sizes(std::size_t values, std::size_t targets,
+CTNN_LAZY [[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_in_memory_sizes(std::size_t values, std::size_t targets,
                                                                           std::size_t sample_size,
                                                                           std::size_t target_width,
                                                                           std::string (*shape)())
@@ -50,7 +50,7 @@ namespace detail {
 #endif
 // in_memory::batch(n): n > 0, and a batch of n samples of sample_size values of
 // value_bytes bytes has a size and bytes that fit in std::size_t.
-[[gnu::cold]] CTNN_DECL void check_in_memory_batch(std::size_t n, std::size_t sample_size, std::size_t value_bytes)
+CTNN_LAZY [[gnu::cold]] CTNN_DECL void check_in_memory_batch(std::size_t n, std::size_t sample_size, std::size_t value_bytes)
 #if CTNN_DEFINITIONS
 {
   if (n == 0) throw std::invalid_argument("in_memory::batch: the batch size must be > 0");

@@ -31,7 +31,7 @@ namespace ctnn::io {
 namespace detail {
 
 // The pid in "<stem>.tmp-<pid>-<n>", or 0 when `name` is not such a temporary.
-CTNN_DECL pid_t stale_temporary_pid(std::string_view name, std::string_view stem)
+CTNN_LAZY CTNN_DECL pid_t stale_temporary_pid(std::string_view name, std::string_view stem)
 #if CTNN_DEFINITIONS
 {
   const std::string_view mark = ".tmp-";
@@ -53,7 +53,7 @@ CTNN_DECL pid_t stale_temporary_pid(std::string_view name, std::string_view stem
 #endif
 
 // Removes the temporaries of `path` whose writer is no longer running.
-CTNN_DECL void remove_stale_temporaries(const std::filesystem::path& path)
+CTNN_LAZY CTNN_DECL void remove_stale_temporaries(const std::filesystem::path& path)
 #if CTNN_DEFINITIONS
 {
   std::error_code ec;
@@ -72,7 +72,7 @@ CTNN_DECL void remove_stale_temporaries(const std::filesystem::path& path)
 ;
 #endif
 
-CTNN_DECL void sync_directory(const std::filesystem::path& path)
+CTNN_LAZY CTNN_DECL void sync_directory(const std::filesystem::path& path)
 #if CTNN_DEFINITIONS
 {
   const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
@@ -91,7 +91,7 @@ CTNN_DECL void sync_directory(const std::filesystem::path& path)
 
 }  // namespace detail
 
-CTNN_DECL void write_file_atomically(const std::filesystem::path& path, std::string_view bytes)
+CTNN_LAZY CTNN_DECL void write_file_atomically(const std::filesystem::path& path, std::string_view bytes)
 #if CTNN_DEFINITIONS
 {
   static std::atomic<unsigned> counter{0};

@@ -31,7 +31,7 @@ enum class read_failure { open, stat, directory, not_regular, too_large, grew_to
 // The reason text of a failure, built out of line and once: the error paths
 // are cold, and formatting them inline repeated that code in every instance
 // of read_file (docs/performance.md, compile memory).
-[[gnu::cold, gnu::noinline]] CTNN_DECL std::string read_failure_reason(read_failure f, int err, std::size_t size,
+CTNN_LAZY [[gnu::cold, gnu::noinline]] CTNN_DECL std::string read_failure_reason(read_failure f, int err, std::size_t size,
                                                                     std::size_t max_bytes)
 #if CTNN_DEFINITIONS
 {

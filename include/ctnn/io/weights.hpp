@@ -252,7 +252,7 @@ namespace detail {
 // One version-2 tensor record up to its values: layer, role (kind, unchecked), dtype, rank,
 // name and dimensions into t; false when the file ends inside it. load_weights and
 // read_weights_file read records through it.
-CTNN_DECL bool read_tensor_record(reader& r, weights_file_tensor& t, std::uint8_t& kind)
+CTNN_LAZY CTNN_DECL bool read_tensor_record(reader& r, weights_file_tensor& t, std::uint8_t& kind)
 #if CTNN_DEFINITIONS
 {
   t.layer = r.get<std::uint32_t>();
@@ -346,7 +346,7 @@ void parse_weights(weights_file& f, Fail&& fail) {
 // Reads a weights file of any network: the checks of load_weights that need no network
 // type (size, magic, version, checksum, every tensor's role, dtype and extent within the
 // file, nothing after the last tensor). Throws weights_error naming the file and the problem.
-CTNN_DECL weights_file read_weights_file(const std::filesystem::path& path)
+CTNN_LAZY CTNN_DECL weights_file read_weights_file(const std::filesystem::path& path)
 #if CTNN_DEFINITIONS
 {
   auto fail = [&](const std::string& what) { throw weights_error("read_weights_file", path, what); };

@@ -169,7 +169,7 @@ void update_metrics(std::tuple<Ms...>& ms, const typename M::value_type* y, cons
 // templates, so that each fit and evaluate instance keeps a call where it would format them
 // (the compiled part holds them: core/separate.hpp).
 // check_model_finite's "where" after fit's update of (epoch, step), counted from 0.
-[[gnu::cold]] CTNN_DECL std::string fit_update_where(std::size_t epoch, std::size_t step)
+CTNN_LAZY [[gnu::cold]] CTNN_DECL std::string fit_update_where(std::size_t epoch, std::size_t step)
 #if CTNN_DEFINITIONS
 {
   return "fit: after the update of epoch " + std::to_string(epoch + 1) + ", step " + std::to_string(step + 1);
@@ -178,7 +178,7 @@ void update_metrics(std::tuple<Ms...>& ms, const typename M::value_type* y, cons
 ;
 #endif
 // A batch's loss sum that is not finite: evaluate's batch, or fit's validation batch.
-[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_batch_loss_not_finite(double loss, bool validation,
+CTNN_LAZY [[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_batch_loss_not_finite(double loss, bool validation,
                                                                                std::size_t batch)
 #if CTNN_DEFINITIONS
 {
@@ -188,7 +188,7 @@ void update_metrics(std::tuple<Ms...>& ms, const typename M::value_type* y, cons
 #else
 ;
 #endif
-[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_evaluate_empty()
+CTNN_LAZY [[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_evaluate_empty()
 #if CTNN_DEFINITIONS
 {
   throw std::invalid_argument("evaluate: the dataset is empty");
@@ -198,7 +198,7 @@ void update_metrics(std::tuple<Ms...>& ms, const typename M::value_type* y, cons
 #endif
 // The first batch's output all zeros is a dead network (a deep relu stack
 // under glorot_uniform, a dead relu layer): fit says so on std::clog once.
-[[gnu::cold]] CTNN_DECL void warn_all_zero_output(std::ostream& out)
+CTNN_LAZY [[gnu::cold]] CTNN_DECL void warn_all_zero_output(std::ostream& out)
 #if CTNN_DEFINITIONS
 {
   out << "fit: warning: the network's output for the first batch is all zeros; training will not move it. "
@@ -238,7 +238,7 @@ class evaluate_session {
 // A batch whose loss is not finite throws numeric_error; evaluate (prefix "") checks the model's
 // variables once, after its first batch, as fit does after every update (a NaN weight behind a relu
 // leaves the loss finite: ln 3 for 3 classes); an empty dataset throws std::invalid_argument.
-CTNN_DECL logs evaluate_batches(evaluate_session& s, const std::string& prefix)
+CTNN_LAZY CTNN_DECL logs evaluate_batches(evaluate_session& s, const std::string& prefix)
 #if CTNN_DEFINITIONS
 {
   double total = 0;

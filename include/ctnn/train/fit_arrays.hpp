@@ -77,7 +77,7 @@ sample_weight_t sample_weight(const R& r) {
 struct class_weight_t {
   std::map<std::int64_t, double> weights;
 };
-CTNN_DECL class_weight_t class_weight(std::map<std::int64_t, double> w)
+CTNN_LAZY CTNN_DECL class_weight_t class_weight(std::map<std::int64_t, double> w)
 #if CTNN_DEFINITIONS
 {
   return {std::move(w)};
@@ -85,7 +85,7 @@ CTNN_DECL class_weight_t class_weight(std::map<std::int64_t, double> w)
 #else
 ;
 #endif
-CTNN_DECL class_weight_t class_weight(std::initializer_list<std::pair<const std::int64_t, double>> w)
+CTNN_LAZY CTNN_DECL class_weight_t class_weight(std::initializer_list<std::pair<const std::int64_t, double>> w)
 #if CTNN_DEFINITIONS
 {
   return {std::map<std::int64_t, double>(w)};

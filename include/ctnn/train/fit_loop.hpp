@@ -55,7 +55,7 @@ class fit_session {
 };
 
 // An exception's what(), for on_failure.
-[[gnu::cold]] CTNN_DECL std::string exception_text(std::exception_ptr p)
+CTNN_LAZY [[gnu::cold]] CTNN_DECL std::string exception_text(std::exception_ptr p)
 #if CTNN_DEFINITIONS
 {
   try {
@@ -71,7 +71,7 @@ class fit_session {
 #endif
 
 // The loop's messages and epoch logs.
-[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_fit_loss_not_finite(double loss, std::size_t epoch,
+CTNN_LAZY [[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_fit_loss_not_finite(double loss, std::size_t epoch,
                                                                              std::size_t step, double learning_rate)
 #if CTNN_DEFINITIONS
 {
@@ -82,7 +82,7 @@ class fit_session {
 #else
 ;
 #endif
-[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_fit_no_batch(std::size_t epoch)
+CTNN_LAZY [[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_fit_no_batch(std::size_t epoch)
 #if CTNN_DEFINITIONS
 {
   throw std::invalid_argument("fit: the training dataset yielded no batch in epoch " + std::to_string(epoch + 1));
@@ -92,7 +92,7 @@ class fit_session {
 #endif
 // An epoch's timing logs: learning_rate, seconds, data_seconds, compute_seconds, input_share,
 // input_bound.
-CTNN_DECL void set_epoch_time_logs(logs& l, double learning_rate, double seconds, double data_s, double compute_s)
+CTNN_LAZY CTNN_DECL void set_epoch_time_logs(logs& l, double learning_rate, double seconds, double data_s, double compute_s)
 #if CTNN_DEFINITIONS
 {
   l.set("learning_rate", learning_rate);
@@ -107,7 +107,7 @@ CTNN_DECL void set_epoch_time_logs(logs& l, double learning_rate, double seconds
 #endif
 
 // fit's loop: ctx.epochs epochs of s's batches, the callbacks through s.call; the history in ctx.hist.
-CTNN_DECL void fit_epochs(fit_session& s, train_context_base& ctx)
+CTNN_LAZY CTNN_DECL void fit_epochs(fit_session& s, train_context_base& ctx)
 #if CTNN_DEFINITIONS
 {
   using clock = std::chrono::steady_clock;

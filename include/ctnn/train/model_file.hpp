@@ -187,7 +187,7 @@ std::string model_bytes(const M& m, const std::string& optimizer, const optimize
 }
 
 // The description section [at, end) of d into f; false where it is malformed.
-CTNN_DECL bool read_description(const std::vector<char>& d, std::size_t at, std::size_t end, model_file& f,
+CTNN_LAZY CTNN_DECL bool read_description(const std::vector<char>& d, std::size_t at, std::size_t end, model_file& f,
                                 std::string& why)
 #if CTNN_DEFINITIONS
 {
@@ -216,7 +216,7 @@ CTNN_DECL bool read_description(const std::vector<char>& d, std::size_t at, std:
 ;
 #endif
 
-CTNN_DECL bool read_config(const std::vector<char>& d, std::size_t at, std::size_t end, model_file& f, std::string& why)
+CTNN_LAZY CTNN_DECL bool read_config(const std::vector<char>& d, std::size_t at, std::size_t end, model_file& f, std::string& why)
 #if CTNN_DEFINITIONS
 {
   reader r{d, at, end};
@@ -251,7 +251,7 @@ CTNN_DECL bool read_config(const std::vector<char>& d, std::size_t at, std::size
 // under read_weights_file's and read_optimizer_state_file's checks, and that all sections name
 // the same network and optimizer. operation names the caller in errors (weights_error naming
 // the file and the problem).
-CTNN_DECL model_file read_model_file(const std::filesystem::path& path, const std::string& operation = "read_model_file")
+CTNN_LAZY CTNN_DECL model_file read_model_file(const std::filesystem::path& path, const std::string& operation = "read_model_file")
 #if CTNN_DEFINITIONS
 {
   auto fail = [&](const std::string& what) { throw weights_error(operation, path, what); };

@@ -52,7 +52,7 @@ inline std::string non_finite_name(double v) { return std::isnan(v) ? "NaN" : v 
 // check_model_finite: they are cold, and formatting them inline made each
 // instance several kilobytes of code (docs/performance.md, compile memory).
 // `variable` is null when the model does not name its variables.
-[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_non_finite_parameter(const std::string& where, std::size_t i,
+CTNN_LAZY [[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_non_finite_parameter(const std::string& where, std::size_t i,
                                                                              const variable_ref* variable,
                                                                              std::size_t element, double value)
 #if CTNN_DEFINITIONS
@@ -68,7 +68,7 @@ inline std::string non_finite_name(double v) { return std::isnan(v) ? "NaN" : v 
 #else
 ;
 #endif
-[[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_non_finite_state(const std::string& where, std::size_t i,
+CTNN_LAZY [[noreturn, gnu::cold, gnu::noinline]] CTNN_DECL void throw_non_finite_state(const std::string& where, std::size_t i,
                                                                          double value)
 #if CTNN_DEFINITIONS
 {
@@ -150,7 +150,7 @@ inline constexpr auto parameter_table = parameter_entries<Layers, Policy, Plan>(
 
 // The entry of table[0..n) holding parameter byte `byte`: its layer and name into found, the
 // element's index inside it into element; false when none does.
-[[gnu::cold]] CTNN_DECL bool find_parameter_in(const parameter_entry* table, std::size_t n, std::size_t byte,
+CTNN_LAZY [[gnu::cold]] CTNN_DECL bool find_parameter_in(const parameter_entry* table, std::size_t n, std::size_t byte,
                                                variable_ref& found, std::size_t& element)
 #if CTNN_DEFINITIONS
 {

@@ -143,7 +143,7 @@ void parse_optimizer_state(optimizer_state_file& f, Fail&& fail) {
 // that need neither type (size, magic, version, checksum, layout, the counts 0 <= iterations <=
 // steps, a finite scale > 0, 2-, 4- or 8-byte values). operation names the caller in errors
 // (weights_error naming the file and the problem).
-CTNN_DECL optimizer_state_file read_optimizer_state_file(const std::filesystem::path& path,
+CTNN_LAZY CTNN_DECL optimizer_state_file read_optimizer_state_file(const std::filesystem::path& path,
                                                          const std::string& operation = "read_optimizer_state_file")
 #if CTNN_DEFINITIONS
 {

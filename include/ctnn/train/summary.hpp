@@ -54,7 +54,7 @@ struct summary_entry {
 
 // The table: the rows formatted, then the totals. Not a template: one body for every
 // network (cold: printed once, optimized for size).
-[[gnu::cold]] CTNN_DECL void print_summary(std::ostream& out, const summary_entry* rows, std::size_t n,
+CTNN_LAZY [[gnu::cold]] CTNN_DECL void print_summary(std::ostream& out, const summary_entry* rows, std::size_t n,
                                            std::size_t parameters, std::size_t states, std::size_t parameter_bytes,
                                            std::size_t state_bytes)
 #if CTNN_DEFINITIONS

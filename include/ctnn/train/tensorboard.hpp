@@ -217,6 +217,7 @@ struct event_file {
     append_record(content, event(wall_time(), step, values));
     dirty = true;
   }
+  template <class = void>  // of nothing: io::write_file_atomically is one (core/separate.hpp, CTNN_LAZY)
   void flush() {
     if (!is_open() || !dirty) return;
     io::write_file_atomically(path, content);
