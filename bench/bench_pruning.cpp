@@ -12,7 +12,8 @@
 // The figure to read is the ratio stripped / dense in the same run.
 // undecoded_80: bitmap 80 % stripped to layout::undecoded<layout::bitmap> (no decoded weights: its own kernels).
 // Training (issue 28, docs/pruning.md "Decoded weights"): train_dense / train_bitmap_80 /
-// train_nm_2of4 one SGD step at 16 and 64; decode_bitmap_80 / decode_nm_2of4 the decode alone;
+// train_nm_2of4 one SGD step at 16 and 64; decode_bitmap_80 / decode_nm_2of4 the decode alone
+// (both layers, through the model), decode_nm_2of4_784 the 784 x 256 2:4 layer's decode kernel;
 // gather_nm_2of4 the values' gradient of the 784 x 256 2:4 layer gathered from a dense dW.
 // int8 (issue 28, docs/quantization.md "Block-sparse int8"): int8_dense is the dense MLP
 // quantized full-integer (quantized_dense), int8_block_80 / _90 and int8_block4x4_80 / _90 the
@@ -159,6 +160,24 @@ void gather_nm(benchmark::State& st) {
   }
 }
 
+// The 784 x 256 2:4 layer's weights decoded to dense alone (ops<cpu<>>::sparse_dense_decode, as the
+// model's refresh runs it after each update; decode_nm_2of4 times both layers through the model).
+void decode_nm(benchmark::State& st) {
+  constexpr std::size_t K = 784, N = 256, cap = ctnn::kernels::cpu::nm::capacity(K, N, 2, 4);
+  std::vector<float> w(K * N), values(cap);
+  std::vector<std::uint8_t> keep(K * N, 0), meta(ctnn::kernels::cpu::nm::meta_bytes(K, N, 2, 4));
+  for (std::size_t i = 0; i < K * N; ++i) w[i] = float(i % 13) * 0.25f - 1.5f;
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t j = 0; j < N; ++j) keep[k * N + j] = (k % 4 == (j * 7) % 4) || (k % 4 == (j * 7 + 1 + j % 3) % 4);
+  ctnn::kernels::cpu::nm::pack<2, 4>(w.data(), keep.data(), K, N, values.data(), meta.data());
+  const ctnn::kernels::nm_index<2, 4> ix{meta.data()};
+  for (auto _ : st) {
+    ctnn::ops<ctnn::cpu<>>::sparse_dense_decode<K, N>(ix, values.data(), w.data());
+    benchmark::DoNotOptimize(w.data());
+    benchmark::ClobberMemory();
+  }
+}
+
 }  // namespace
 
 // every batch 1..16 and 64 (issue 28: no stripped layout below 0.67x dense at any batch size)
@@ -214,4 +233,5 @@ BENCHMARK_TEMPLATE(decode, ctnn::layout::bitmap, pruned_mlp<ctnn::constant_spars
 BENCHMARK_TEMPLATE(decode, ctnn::layout::nm<2, 4>, pruned_mlp<ctnn::constant_sparsity<0.0>, ctnn::n_of_m<2, 4>>)
     ->Name("decode_nm_2of4");
 BENCHMARK(gather_nm)->Name("gather_nm_2of4");
+BENCHMARK(decode_nm)->Name("decode_nm_2of4_784");
 BENCHMARK_MAIN();

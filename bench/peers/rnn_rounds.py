@@ -14,8 +14,18 @@ GEMM flops of the case (inference: 2 S (F + U) G + 2 U 10 per sample, G = 4U or
 element-wise work is not counted).
 
   cmake --preset bench && cmake --build build/bench --target bench_rnn ctnn_bench -j2
-  python3 bench/peers/rnn_rounds.py --threads 1 --rounds 3 [--out DIR]
-  python3 bench/peers/rnn_rounds.py --threads 2 --rounds 3
+  python3 bench/peers/rnn_rounds.py --isa avx512 --threads 1 --rounds 3 [--out DIR]
+  python3 bench/peers/rnn_rounds.py --isa avx512 --threads 2 --rounds 3
+
+--isa avx2|avx512 says which ctnn build runs, and PyTorch is held to the same
+instruction set as compare.sh holds it (its isa_env): avx2 runs the peer with
+ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2,
+avx512 with PyTorch's own dispatch. Without --isa it is read from the bench's path
+(compare.sh's build-avx2 / build-avx512) or, failing that, from the -march of the
+CMakeCache.txt above it (x86-64-v3: avx2; native: avx512 where the CPU has
+AVX512BW); where neither says, the script stops and asks for --isa. The output's
+second line names the ISA and the environment the peer ran with (its first is
+torch_env.py's line, which shows the capability PyTorch dispatched to).
 
 The peer's Python: --python, else $PEER_PYTHON, else build/peers-venv/bin/python.
 """
@@ -44,6 +54,34 @@ def run(cmd, env=None):
     return r.stdout
 
 
+# compare.sh's isa_env: the variables that hold PyTorch (ATen, oneDNN, MKL) to the ctnn build's ISA
+ISA_ENV = {"avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+           "avx512": {}}
+
+
+def infer_isa(bench):
+    """avx2 or avx512 from the bench binary's path (compare.sh's build-avx2 / build-avx512) or the
+    -march of the nearest CMakeCache.txt above it; None where neither says."""
+    path = os.path.abspath(bench)
+    m = re.search(r"(?:^|[/_-])(avx2|avx512)(?:$|[/_-])", path)
+    if m:
+        return m[1]
+    d = os.path.dirname(path)
+    while d != os.path.dirname(d):
+        cache = os.path.join(d, "CMakeCache.txt")
+        if os.path.exists(cache):
+            with open(cache) as f:
+                flags = " ".join(line for line in f if line.startswith("CMAKE_CXX_FLAGS"))
+            if "-march=x86-64-v3" in flags:
+                return "avx2"
+            if "-march=native" in flags:
+                with open("/proc/cpuinfo") as f:
+                    return "avx512" if re.search(r"\bavx512bw\b", f.read()) else "avx2"
+            return None
+        d = os.path.dirname(d)
+    return None
+
+
 def ctnn_round(a, cpus):
     env = dict(os.environ, CTNN_NUM_THREADS=str(a.threads))
     out = run(["taskset", "-c", cpus, a.bench, "--benchmark_format=json", f"--benchmark_min_time={a.min_time}"], env)
@@ -57,7 +95,9 @@ def ctnn_round(a, cpus):
 
 def torch_round(a, cpus):
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-    env.update(MALLOC_MMAP_THRESHOLD_="33554432", MALLOC_TRIM_THRESHOLD_="4294967296")
+    env = {k: v for k, v in env.items() if k not in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA",
+                                                     "MKL_ENABLE_INSTRUCTIONS")}
+    env.update(MALLOC_MMAP_THRESHOLD_="33554432", MALLOC_TRIM_THRESHOLD_="4294967296", **ISA_ENV[a.isa])
     here = os.path.dirname(os.path.abspath(__file__))
     out = run(["taskset", "-c", cpus, a.python, os.path.join(here, "pytorch_rnn.py"), "--threads", str(a.threads),
                "--seconds", str(a.seconds), "--repeats", "1"], env)
@@ -84,7 +124,15 @@ def main():
     ap.add_argument("--min-time", dest="min_time", type=float, default=0.3)
     ap.add_argument("--seconds", type=float, default=0.6)
     ap.add_argument("--out", default="")
+    ap.add_argument("--isa", choices=sorted(ISA_ENV), default=None,
+                    help="the ctnn build's ISA, PyTorch held to it (default: from --bench's path or CMakeCache.txt)")
     a = ap.parse_args()
+    if a.isa is None:
+        a.isa = infer_isa(a.bench)
+        if a.isa is None:
+            ap.error(f"--isa avx2|avx512 is needed: neither {a.bench}'s path nor a CMakeCache.txt above it "
+                     "names the build's ISA")
+    isa_note = " ".join(f"{k}={v}" for k, v in ISA_ENV[a.isa].items()) or "none (PyTorch's own dispatch)"
     cpus = "1" if a.threads == 1 else ",".join(str(c) for c in range(a.threads))
     ours, theirs, peaks, logs, peer = [], [], [], [], ""
     for r in range(a.rounds):
@@ -106,6 +154,7 @@ def main():
         with open(os.path.join(a.out, f"rnn_rounds_t{a.threads}.log"), "w") as f:
             f.write("\n".join(logs))
     print(peer)
+    print(f"isa {a.isa}: ctnn {a.bench}; the peer's ISA environment: {isa_note}")
     peak = statistics.median(peaks)
     print(f"threads {a.threads} (taskset -c {cpus}), {a.rounds} paired rounds; peak/fma median {peak:.1f} GFLOP/s "
           f"({', '.join(f'{p:.1f}' for p in peaks)})")

@@ -332,6 +332,9 @@ TEST_CASE("sparse_kernels nm: decode and gather equal their scalar references on
   check_nm_decode_gather<2, 4, 784, 256>();
   check_nm_decode_gather<2, 4, 256, 128>();
   check_nm_decode_gather<2, 4, 72, 40>();  // U = 36, N = 40: a partial block of units on AVX-512
+  // AVX2's 2:4 decode (K % 8 == 0): 5 blocks of 8 values (two a code word, then one), 4 units left
+  check_nm_decode_gather<2, 4, 80, 20>();
+  check_nm_decode_gather<2, 4, 68, 12>();  // K % 8 == 4: the codes not byte-aligned, decode_simd's general blocks
   check_nm_decode_gather<1, 4, 72, 40>();
   check_nm_decode_gather<1, 2, 36, 24>();
   check_nm_decode_gather<2, 8, 144, 24>();  // 3-bit codes, straddling bytes

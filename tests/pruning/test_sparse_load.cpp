@@ -185,15 +185,46 @@ TEST_CASE("sparse_dense_block weights: block column starts and block rows out of
 
 namespace {
 // The plan's derived bytes: bitmap and n:m decode at every batch on every CPU architecture (K N
-// floats, and K N more: the scratch of the values' gradient, layers/sparse_dense.hpp; 64-byte
-// aligned); block never.
+// floats, and K N more where the backward writes the dense dW: the scratch of the values' gradient,
+// layers/sparse_dense.hpp; 64-byte aligned); block never. n:m on AVX-512 and AVX2 computes its
+// values' gradient without dW (computes_values_gradient): no scratch, K N floats.
 using bitmap_net = sequential<input<12>, sparse_dense<12, 20, 80, relu>, dense<3>>;
 using nm_net = sequential<input<12>, sparse_dense_nm<12, 20, 2, 4, relu>, dense<3>>;
 using block_net = sequential<input<12>, sparse_dense_block<12, 16, 64, 1, 8, relu>, dense<3>>;
 static_assert(bitmap_net::plan<float, cpu<>>::bytes(role::derived, 1) == 2 * 12 * 20 * 4);
 static_assert(bitmap_net::memory_plan(64).derived == 2 * 12 * 20 * 4);
-static_assert(nm_net::memory_plan(1).derived == 2 * 12 * 20 * 4);
+constexpr bool nm_fused = kernels::cpu::fused_weights_gradient_v<kernels::nm_index<2, 4>, 12, 20,
+                                                                  kernels::cpu::default_arch, float>;
+static_assert(nm_net::memory_plan(1).derived == (nm_fused ? 1 : 2) * 12 * 20 * 4);
+static_assert(nm_net::plan<float, cpu<xsimd::sse2>>::bytes(role::derived, 1) == 2 * 12 * 20 * 4);  // dW: scalar
+static_assert(nm_net::plan<double, cpu<>>::bytes(role::derived, 1) == 2 * 12 * 20 * 8);            // double too
 static_assert(block_net::memory_plan(1).derived == 0);
+// n:m on cpu<avx512bw> and cpu<fma3<avx2>> (each where the build targets it): the decoded weights
+// alone, so the 784 x 256 2:4 layer's values, their gradients and the decoded weights take what the
+// dense layer's kernel and its gradient take (2 (K N / 2 + N) + K N = 2 (K N + N) floats), 0.8 MB
+// fewer than with the scratch; bitmap and csc still write dW, so keep it.
+template <class Arch>
+constexpr bool nm_plan_as_dense() {
+  using nm = sequential<input<784>, sparse_dense_nm<784, 256, 2, 4, relu>>;
+  using dn = sequential<input<784>, dense<256, relu>>;
+  using P = nm::plan<float, cpu<Arch>>;
+  using D = dn::plan<float, cpu<Arch>>;
+  constexpr std::size_t nm_held = P::bytes(role::parameter, 1) + P::bytes(role::gradient, 1) + P::bytes(role::derived, 1);
+  constexpr std::size_t dense_held = D::bytes(role::parameter, 1) + D::bytes(role::gradient, 1);
+  return P::bytes(role::derived, 1) == 784 * 256 * 4 && nm_held == dense_held && dense_held == 2 * (784 * 256 + 256) * 4;
+}
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+static_assert(kernels::cpu::fused_weights_gradient_v<kernels::nm_index<2, 4>, 784, 256, xsimd::avx512bw, float>);
+static_assert(nm_plan_as_dense<xsimd::avx512bw>());
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+static_assert(kernels::cpu::fused_weights_gradient_v<kernels::nm_index<2, 4>, 784, 256, xsimd::fma3<xsimd::avx2>, float>);
+static_assert(nm_plan_as_dense<xsimd::fma3<xsimd::avx2>>());
+#endif
+static_assert(sequential<input<784>, sparse_dense<784, 256, 40141, relu>>::plan<float, cpu<>>::bytes(role::derived, 1) ==
+              2 * 784 * 256 * 4);
+static_assert(sequential<input<784>, sparse_dense_csc<784, 256, 20070, relu>>::plan<float, cpu<>>::bytes(
+                  role::derived, 1) == 2 * 784 * 256 * 4);
 // csc decodes at small batches on every architecture (AVX2: 1, AVX-512: 1-4): 2 K N floats
 static_assert(sequential<input<12>, sparse_dense_csc<12, 20, 24, relu>, dense<3>>::memory_plan(1).derived == 2 * 12 * 20 * 4);
 static_assert(bitmap_net::plan<double, cpu<>>::bytes(role::derived, 1) == 2 * 12 * 20 * 8);
@@ -205,7 +236,7 @@ static_assert(undecoded_bitmap_net::memory_plan(1).derived == 0 && undecoded_bit
 static_assert(undecoded_nm_net::memory_plan(1).derived == 0 && undecoded_csc_net::memory_plan(1).derived == 0);
 static_assert(undecoded_bitmap_net::plan<double, cpu<>>::bytes(role::derived, 1) == 0);
 static_assert(bitmap_net::memory_plan(1).total == undecoded_bitmap_net::memory_plan(1).total + 2 * 12 * 20 * 4);
-static_assert(nm_net::memory_plan(16).total == undecoded_nm_net::memory_plan(16).total + 2 * 12 * 20 * 4);
+static_assert(nm_net::memory_plan(16).total == undecoded_nm_net::memory_plan(16).total + (nm_fused ? 1 : 2) * 12 * 20 * 4);
 static_assert(bitmap_net::memory_plan(1).parameters == undecoded_bitmap_net::memory_plan(1).parameters &&
               bitmap_net::memory_plan(1).metadata == undecoded_bitmap_net::memory_plan(1).metadata);
 // the tag: strip_pruning<layout::undecoded<L>> makes L's layer, undecoded

@@ -572,8 +572,10 @@ namespace {
 // (conv_s8) and the fused requantization (conv_s8_requantize) against the scalar rule. The input
 // is used in place where windows<G>::in_place (with the slack after it that over_reads needs),
 // else through window_image, as quantized_conv2d does; the padding holds pad.
+// offset: the kernel's byte offset from a 64-byte boundary (the vnni path copies a kernel off a cache
+// line to one that is from int8::detail::aligned_copy_rows rows on).
 template <ctnn::kernels::conv_geometry G, class Arch, i8::weight_range R = i8::weight_range::full>
-void check_conv(std::size_t batch, std::int8_t pad) {
+void check_conv(std::size_t batch, std::int8_t pad, std::size_t offset = 0) {
   using Win = i8::windows<G>;
   constexpr std::size_t K = G.patch(), F = G.f, rows_per = G.oh * G.ow;
   std::mt19937 g(unsigned(G.h * 1000 + G.c * 100 + F + batch));
@@ -603,17 +605,21 @@ void check_conv(std::size_t batch, std::int8_t pad) {
   std::vector<std::int8_t> kernel(i8::packed_bytes(Win::k, F));
   i8::pack_windows<G>(packed.data(), kernel.data());
   if constexpr (!Win::over_reads) CHECK(kernel == packed);
+  // the kernel at `offset` bytes past a 64-byte boundary
+  std::vector<std::int8_t> kernel_buffer(kernel.size() + 128);
+  std::int8_t* at = kernel_buffer.data() + (64 - reinterpret_cast<std::uintptr_t>(kernel_buffer.data()) % 64) % 64 + offset;
+  std::copy(kernel.begin(), kernel.end(), at);
   INFO("geometry " << G.h << "x" << G.w << "x" << G.c << " -> " << G.oh << "x" << G.ow << "x" << F << ", kernel "
                    << G.kh << "x" << G.kw << ", stride " << G.stride << ", padding " << G.pt << "," << G.pl
-                   << ", batch " << batch);
-  if (!i8::conv_s8<G, Arch, R>(img, batch, kernel.data(), sums.data(), got.data(), F)) {
+                   << ", batch " << batch << ", kernel offset " << offset);
+  if (!i8::conv_s8<G, Arch, R>(img, batch, at, sums.data(), got.data(), F)) {
     CHECK(i8::int8_path_of<Arch>() == i8::int8_path::scalar);
     return;
   }
   CHECK(got == want);
   const columns c(F, unsigned(F + K), 1.0);
   check_fused(M, F, want, c, [&]<class Y>(i8::requant<Y> e) {
-    return i8::conv_s8_requantize<G, Y, Arch, R>(img, batch, kernel.data(), sums.data(), e);
+    return i8::conv_s8_requantize<G, Y, Arch, R>(img, batch, at, sums.data(), e);
   });
 }
 }  // namespace
@@ -638,6 +644,32 @@ TEST_CASE("int8 conv_s8: the implicit im2col equals im2col_s8 then the reference
       check_conv<window_geometry(4, 5, 7, 9, 1, 1, 1, padding::valid), Arch>(batch, 0);
       check_conv<window_geometry(8, 7, 2, 33, 5, 2, 2, padding::same), Arch>(batch, -128);
     }
+  });
+  CHECK(ran >= 1);
+}
+
+TEST_CASE("int8 conv_s8: the vnni path's conv tiles (6 rows x 4 panels) and their edges equal the reference, every path") {
+  // int8_conv.hpp's conv_vnni: 6-row tiles over blocks of 4 full panels, then the rows left (4, then
+  // 1-3) and the panels left (1-3), then the narrow panel; a kernel off a cache line copied from
+  // aligned_copy_rows rows on. Rows a batch x positions: remainders 0-5 of 6; filters 64, 80 (4 + 1
+  // panels), 100 (4 + 2 + a narrow 4), 48 (3), 24 (1 + a narrow 8); the other paths run them too.
+  using ctnn::padding;
+  using ctnn::window_geometry;
+  const int ran = ctnn::test::for_each_arch("int8 conv tiles", []<class Arch>(Arch, const char* name) {
+    MESSAGE(std::string(name) << " takes the " << path_name(i8::int8_path_of<Arch>()) << " path");
+    for (std::size_t batch : {1, 2, 3}) {
+      // 121 rows a sample (the CNN's second layer): 121, 242, 363 (remainders 1, 2, 3); 363 from
+      // the copy's threshold on, the kernel aligned and 32 bytes off
+      for (std::size_t offset : {0, 32, 4})
+        check_conv<window_geometry(13, 13, 32, 64, 3, 3, 1, padding::valid), Arch>(batch, 0, offset);
+      // 5 x 7 = 35 rows a sample (remainders 5, 4, 3): 80 and 100 filters
+      check_conv<window_geometry(7, 9, 8, 80, 3, 3, 1, padding::valid), Arch>(batch, 0, 32);
+      check_conv<window_geometry(7, 9, 8, 100, 3, 3, 1, padding::valid), Arch>(batch, 0);
+      // padding, stride 2, C = 3 (each kernel row re-packed to 12 bytes): 5 x 5 rows a sample
+      check_conv<window_geometry(9, 9, 3, 48, 3, 3, 2, padding::same), Arch>(batch, 7);
+      check_conv<window_geometry(10, 9, 5, 24, 3, 3, 1, padding::same), Arch>(batch, -128, 32);
+    }
+    check_conv<window_geometry(26, 26, 16, 64, 3, 3, 1, padding::valid), Arch>(1, 0, 32);  // 576 rows
   });
   CHECK(ran >= 1);
 }

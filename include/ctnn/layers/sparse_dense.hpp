@@ -17,7 +17,9 @@
 // never saved) that the model rewrites through derive() after every change of
 // the weights (docs/pruning.md, "Decoded weights"); with them, backward at every
 // batch is the dense layer's (dX over the decoded weights, dW into the derived
-// scratch "decoded_gradient", the values' gradient its kept entries);
+// scratch "decoded_gradient", the values' gradient its kept entries; where the
+// backend computes the values' gradient from X and dY, nm on AVX-512 and AVX2,
+// neither dW nor that scratch, which the plan then does not hold);
 // undecoded<Spec> (tag layout::undecoded<L>) never decodes: no decoded buffers,
 // the layout's kernels.
 // Also here: detail::sparse_dense_spec and detail::sparse_dense_common, the
@@ -75,6 +77,14 @@ struct sparse_dense_spec {
 // spec that says nothing decodes where its layout does (namespace scope: nvcc 13).
 template <class Spec>
 concept opts_out_of_decoding = requires { Spec::decodes; } && !Spec::decodes;
+// Whether Backend's ops compute a decoding layer's values' gradient (and the bias') straight from x
+// and dz for layout Index, K x N and T (ops<cpu<Arch>>::sparse_dense_weights_gradient, offered where
+// kernels::cpu::fused_weights_gradient_v holds: nm<Nk, M> on AVX-512 and AVX2), so the layer never
+// writes the dense dW: both what backward_as runs and whether the plan holds "decoded_gradient".
+template <class Backend, std::size_t K, std::size_t N, class Index, class T>
+concept computes_values_gradient = requires(const Index& ix, const T* x, T* d, std::size_t n) {
+  ops<Backend>::template sparse_dense_weights_gradient<K, N>(ix, x, x, d, d, n, n);
+};
 
 // The bound part every sparse dense layout shares: sizes, types, shapes, and
 // the initialisation (NNZ positions spread evenly over W in row-major order,
@@ -127,10 +137,20 @@ struct sparse_dense_common {
       buffer::make(role::derived, elem::compute, "decoded", {decoded_extent<Index, Backend>});
   // Beside it (role::derived too, never saved; derive leaves it alone): "decoded_gradient", K x N
   // scratch where a trained layer's backward writes the dense dW = X^T dZ, whose kept entries are the
-  // values' gradient (backward_as).
+  // values' gradient (backward_as); 0 where the layer never decodes or where Backend computes the
+  // values' gradient without dW (computes_values_gradient: nm<Nk, M> on AVX-512 and AVX2).
+  template <class Index, class Backend>
+  static constexpr std::size_t decoded_gradient_extent() {
+    if constexpr (decoding<Index, Backend>().empty())
+      return 0;
+    else if constexpr (computes_values_gradient<Backend, K, N, Index, T>)
+      return 0;
+    else
+      return K * N;
+  }
   template <class Index, class Backend>
   static constexpr buffer decoded_gradient_buffer =
-      buffer::make(role::derived, elem::compute, "decoded_gradient", {decoded_extent<Index, Backend>});
+      buffer::make(role::derived, elem::compute, "decoded_gradient", {decoded_gradient_extent<Index, Backend>()});
 
   // The model's refresh (train/model.hpp: after init, a load, a writable view, each update):
   // the decoded weights from the values and the index.
@@ -172,13 +192,14 @@ struct sparse_dense_common {
         // every batch: dX = dZ W^T; dW = X^T dZ (and the bias' gradient) into the scratch beside W,
         // the values' gradient its kept entries (the layouts' own backward kernels: 6-12x the dense
         // step, docs/pruning.md "Training a stripped layer").
-        // (nm on AVX-512 and AVX2: the values' gradient straight from x and dZ, no dense dW)
-        T* dw = s.derived + K * N;
+        // (nm on AVX-512 and AVX2: the values' gradient straight from x and dZ, no dense dW, and no
+        // "decoded_gradient" in the plan: computes_values_gradient)
         if (dx) ops<Backend>::template dense_backward_input<K, N>(dy, s.derived, dx, r.batch);
         const Index ix = Layer::view(s.metadata);
-        if constexpr (requires { ops<Backend>::template sparse_dense_weights_gradient<K, N>(ix, x, dy, dw, dw, NNZ, 1); }) {
+        if constexpr (computes_values_gradient<Backend, K, N, Index, T>) {
           ops<Backend>::template sparse_dense_weights_gradient<K, N>(ix, x, dy, s.grads, s.grads + NNZ, NNZ, r.batch);
         } else {
+          T* dw = s.derived + K * N;  // "decoded_gradient", after "decoded"
           ops<Backend>::template dense_backward_weights<K, N>(x, dy, dw, s.grads + NNZ, r.batch);
           ops<Backend>::template sparse_dense_gather<K, N>(ix, dw, s.grads, NNZ);
         }

@@ -16,7 +16,10 @@
 //     packed, wsum, e): gemm_s8 / gemm_s8_requantize on that operand (R: int8.hpp's weight_range) (packed: pack_windows' kernel,
 //     or the layer's own where KW C % 4 == 0; wsum: its column sums), equal bit for bit to
 //     im2col_s8 then gemm_s8 (integer sums are exact); false / nothing done on the scalar path
-//     (int8_path_of<Arch>() == scalar: the caller runs im2col_s8 and gemm_s8).
+//     (int8_path_of<Arch>() == scalar: the caller runs im2col_s8 and gemm_s8). On the vnni path
+//     (G.f >= 16) they run conv_vnni, gemm_vnni's arithmetic with G's sizes at compile time: 6-row x
+//     4-panel tiles, the requantization's column terms formed once a call, a kernel off a cache line
+//     copied to one from aligned_copy_rows rows on; the other paths run int8.hpp's product_vector.
 // Tests: tests/quantization/test_int8.cpp (the kernels), test_quantized_conv2d.cpp (the layer).
 #pragma once
 #include <algorithm>
@@ -121,16 +124,128 @@ void pack_windows(const std::int8_t* packed, std::int8_t* out) {
         out[packed_index(Win::k, G.f, j, i * Win::row_bytes + t)] = packed[packed_index(K, G.f, j, i * kwc + t)];
 }
 
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+namespace detail {
+// The vnni path of conv_s8 / conv_s8_requantize: gemm_vnni's arithmetic (vpdpbusd on the flipped
+// activations, c = dot - 128 wsum) with the convolution's sizes known at compile time. What
+// differs from gemm_vnni on windows<G>: the epilogue's per-column terms (columns(): the loads, the
+// offset, the shifts) are formed once a call, not once a tile; the loop over the kernel rows and
+// their groups has fixed trip counts; and the tile is conv_rows x 4 panels (24 accumulators, the
+// 4 weight vectors and the broadcasts in 32 zmm), not 4 x 4. A tile of R rows (from row i0) x P
+// full panels starting at w (panel p0's first group), cols: the columns of those panels.
+inline constexpr std::size_t conv_rows = 6;
+inline constexpr std::size_t aligned_copy_rows = 256;
+template <conv_geometry G, std::size_t R, std::size_t P, class A, class C, class E>
+inline void conv_tile_vnni(const A& a, const std::int8_t* w, const C* cols, E& e, std::size_t i0) {
+  using Win = windows<G>;
+  constexpr std::size_t S = Win::segments(), GR = Win::groups(), ps = panel * Win::k, ss = Win::segment_stride();
+  __m512i acc[R][P];
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t q = 0; q < P; ++q) acc[r][q] = _mm512_setzero_si512();
+  const std::int8_t* ar[R];
+  for (std::size_t r = 0; r < R; ++r) ar[r] = a.row(i0 + r);
+  for (std::size_t s = 0; s < S; ++s)
+    for (std::size_t u = 0; u < GR; ++u, w += 4 * panel) {
+      const std::size_t o = s * ss + 4 * u;
+      __m512i wv[P];
+      for (std::size_t q = 0; q < P; ++q) wv[q] = _mm512_loadu_si512(w + q * ps);
+      for (std::size_t r = 0; r < R; ++r) {
+        const __m512i b = _mm512_set1_epi32(load4(ar[r] + o));
+        for (std::size_t q = 0; q < P; ++q) acc[r][q] = dpbusd(acc[r][q], b, wv[q]);
+      }
+    }
+  E out = e;  // (a copy the stores cannot alias: e's fields stay in registers)
+  for (std::size_t q = 0; q < P; ++q) {
+    auto c = cols[q];
+    for (std::size_t r = 0; r < R; ++r) put(out, c, acc[r][q], i0 + r);
+    if (saturated(out, c))
+      for (std::size_t r = 0; r < R; ++r) count(out, c, acc[r][q]);
+  }
+  if constexpr (requires { e.saturated; }) e.saturated = out.saturated;
+}
+// P full panels from panel p0 over the M rows: conv_rows-row tiles, then the rows left by
+// gemm_vnni's tiles (tile_vnni)
+template <conv_geometry G, std::size_t P, class A, class C, class E>
+inline void conv_block_vnni(std::size_t M, const A& a, const std::int8_t* packed, std::size_t p0, const C* cols,
+                            const std::int32_t* wsum, E& e) {
+  using Win = windows<G>;
+  const std::int8_t* w = packed + p0 * panel * Win::k;
+  std::size_t i = 0;
+  for (; i + conv_rows <= M; i += conv_rows) conv_tile_vnni<G, conv_rows, P>(a, w, cols + p0, e, i);
+  for (; i + 4 <= M; i += 4) rows_vnni<4>(G.f, Win::k, a, packed, p0, P, false, wsum, e, i);
+  switch (M - i) {
+    case 1: rows_vnni<1>(G.f, Win::k, a, packed, p0, P, false, wsum, e, i); break;
+    case 2: rows_vnni<2>(G.f, Win::k, a, packed, p0, P, false, wsum, e, i); break;
+    case 3: rows_vnni<3>(G.f, Win::k, a, packed, p0, P, false, wsum, e, i); break;
+    default: break;
+  }
+}
+// The whole product on the flipped windows a (M rows), G.f >= 16: blocks of 4 full panels (then
+// the rest of them), each over every row, then the narrow last panel by gemm_vnni's tiles.
+template <conv_geometry G, class A, class E>
+void conv_vnni(std::size_t M, const A& a, const std::int8_t* packed, const std::int32_t* wsum, E& e) {
+  using Win = windows<G>;
+  constexpr std::size_t full = G.f / panel, tail = full % 4;
+  static_assert(full > 0, "int8 conv_vnni: at least one full panel of 16 filters");
+  using C = decltype(columns(e, 0, __mmask16(0xffff), _mm512_setzero_si512()));
+  C cols[full];
+  for (std::size_t p = 0; p < full; ++p)  // (the sums are dot - 128 wsum)
+    cols[p] = columns(e, p * panel, __mmask16(0xffff), _mm512_slli_epi32(_mm512_loadu_si512(wsum + p * panel), 7));
+  std::size_t p0 = 0;
+  if constexpr (full >= 4)
+    for (; p0 + 4 <= full; p0 += 4) conv_block_vnni<G, 4>(M, a, packed, p0, cols, wsum, e);
+  if constexpr (tail != 0) conv_block_vnni<G, tail>(M, a, packed, p0, cols, wsum, e);
+  if constexpr (G.f % panel != 0) {
+    std::size_t i = 0;
+    for (; i + 4 <= M; i += 4) rows_vnni<4>(G.f, Win::k, a, packed, full, 1, true, wsum, e, i);
+    switch (M - i) {
+      case 1: rows_vnni<1>(G.f, Win::k, a, packed, full, 1, true, wsum, e, i); break;
+      case 2: rows_vnni<2>(G.f, Win::k, a, packed, full, 1, true, wsum, e, i); break;
+      case 3: rows_vnni<3>(G.f, Win::k, a, packed, full, 1, true, wsum, e, i); break;
+      default: break;
+    }
+  }
+}
+}  // namespace detail
+#endif
+
+// conv_s8's and conv_s8_requantize's product: conv_vnni on the vnni path (G.f >= 16, the column
+// sums given), else product_vector (false: the scalar path).
+namespace detail {
+template <conv_geometry G, class Arch, weight_range R, class E>
+bool conv_product(const std::int8_t* img, std::size_t batch, const std::int8_t* packed, const std::int32_t* wsum,
+                  E& e) {
+  using Win = windows<G>;
+  const std::size_t M = batch * Win::positions;
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  if constexpr (G.f >= panel)
+    if (wsum && int8_path_of<Arch>() == int8_path::vnni) {
+      // a kernel off a cache line (a 64-byte weight load spanning two): copied to one that is, where the
+      // rows are many enough for the copy to pay (one pass over packed_bytes)
+      constexpr std::size_t bytes = packed_bytes(Win::k, G.f);
+      if (reinterpret_cast<std::uintptr_t>(packed) % 64 != 0 && M >= aligned_copy_rows) {
+        thread_local std::vector<std::int8_t> copy;
+        copy.resize(bytes + 64);
+        std::int8_t* at = copy.data() + (64 - reinterpret_cast<std::uintptr_t>(copy.data()) % 64) % 64;
+        std::memcpy(at, packed, bytes);
+        packed = at;
+      }
+      conv_vnni<G>(M, flip_rows(M, Win{img}), packed, wsum, e);
+      return true;
+    }
+#endif
+  return product_vector<Arch, R>(M, G.f, Win::k, Win{img}, packed, wsum, e);
+}
+}  // namespace detail
+
 // The sums c[(n OH + oh) OW + ow, f] (row stride ldc) on the image img (window_image's, or the
 // input where windows<G>::in_place, with `slack` bytes after it where over_reads) and packed
 // (pack_windows'; wsum its column sums). False, nothing written, on the scalar path.
 template <conv_geometry G, class Arch = default_arch, weight_range R = weight_range::full>
 bool conv_s8(const std::int8_t* img, std::size_t batch, const std::int8_t* packed, const std::int32_t* wsum,
              std::int32_t* c, std::size_t ldc) {
-  using Win = windows<G>;
   store_i32 e{c, ldc};
-  return batch == 0 ||
-         detail::product_vector<Arch, R>(batch * Win::positions, G.f, Win::k, Win{img}, packed, wsum, e);
+  return batch == 0 || detail::conv_product<G, Arch, R>(img, batch, packed, wsum, e);
 }
 
 // conv_s8 with gemm_s8_requantize's epilogue e (rows of F outputs) fused into its stores; returns how
@@ -138,9 +253,8 @@ bool conv_s8(const std::int8_t* img, std::size_t batch, const std::int8_t* packe
 template <conv_geometry G, class Y, class Arch = default_arch, weight_range R = weight_range::full>
 std::size_t conv_s8_requantize(const std::int8_t* img, std::size_t batch, const std::int8_t* packed,
                                const std::int32_t* wsum, requant<Y> e) {
-  using Win = windows<G>;
   e.saturated = 0;
-  if (batch) detail::product_vector<Arch, R>(batch * Win::positions, G.f, Win::k, Win{img}, packed, wsum, e);
+  if (batch) detail::conv_product<G, Arch, R>(img, batch, packed, wsum, e);
   return e.saturated;
 }
 

@@ -46,8 +46,9 @@ inline constexpr batch_range decode_batches{};
 // Whether layout Index computes a decoding layer's values' gradient (and the bias') straight from x
 // and dz for K x N, Arch and T: sparse_kernels<Index>::weights_gradient<K, N, Arch>(index, x, dz,
 // dvalues, db, capacity, batch), where the layer would otherwise write the dense dW into its
-// "decoded_gradient" scratch and gather it (layers/sparse_dense.hpp). False unless specialized
-// beside the layout's kernels (nm<Nk, M> on AVX-512 and AVX2: sparse_nm.hpp).
+// "decoded_gradient" scratch and gather it (layers/sparse_dense.hpp; where it holds, the plan holds no
+// such scratch). False unless specialized beside the layout's kernels (nm<Nk, M> on AVX-512 and
+// AVX2: sparse_nm.hpp).
 template <class Index, std::size_t K, std::size_t N, class Arch, class T>
 inline constexpr bool fused_weights_gradient_v = false;
 

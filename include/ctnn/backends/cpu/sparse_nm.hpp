@@ -44,8 +44,10 @@
 //                      unit's L values one load, transposed in registers; a
 //                      group's rows are the value vectors moved (AVX-512: masked
 //                      moves, AVX2: blends) where their codes equal the row; float
-//                      on AVX-512 and AVX2 with Nk dividing L, else
-//                      decode_reference / gather_reference (scalar, group by group).
+//                      on AVX-512 and AVX2 with Nk dividing L (2:4 on AVX2:
+//                      decode_two_of_four_avx2, compares and ands, the blocks of
+//                      values outer), else decode_reference / gather_reference
+//                      (scalar, group by group).
 // Indices are read as little-endian bytes (x86, AArch64).
 #pragma once
 #include <algorithm>
@@ -949,6 +951,76 @@ constexpr std::size_t code_window() {
   return w;
 }
 
+#if defined(__AVX2__) && defined(__FMA__)
+// 2:4 on AVX2 with K % 8 == 0 (a unit's codes start on a byte): decode_simd's blocks of 8 units x 8
+// values (4 groups, 16 rows), cheaper where the generic block spends its uops. The transposition
+// takes the 8 units' values as 128-bit halves (vinsertf128 from memory: a load and a uop on any
+// port) and transposes 4 x 4 in each half (8 vunpck*/vshufps a half-block, port 5; the generic
+// 8 x 8 adds 8 vperm2f128 there). The codes of two blocks are one 32-bit word a unit (8 loads and
+// inserts; the generic block stores 8 words to the stack and reloads them as one vector, a load
+// that store forwarding cannot serve). A group's two codes ascend (c0 < c1: pack writes them so, validate checks a file's), so
+// row 0 is v0 where c0 = 0, row 3 v1 where c1 = 3, and rows 1 and 2 v0 where c0 = i or v1 where
+// c1 = i: 6 compares of the masked code fields with constants, 6 ands and 2 ors a group (the
+// generic pick: 8 compares and 8 vblendvps, 2-3 uops each on Intel), the same bits as decode_reference.
+// The blocks of values are the outer loop: a block's 16 rows are written across all the units before
+// the next (the generic order, units outer, walks all K rows N floats apart for each 8 units, and
+// its 32-byte stores, half a line each, miss L1; docs/pruning.md, "Training a stripped layer").
+template <std::size_t K, std::size_t N>
+void decode_two_of_four_avx2(const std::uint8_t* meta, const float* values, float* w) {
+  static_assert(K % 8 == 0, "decode_two_of_four_avx2: K % 8 == 0 (byte-aligned codes)");
+  constexpr std::size_t L = 8, U = K / 2, JB = N / L * L, TB = U / L * L, unit_bytes = K / 8;
+  // the block of units j0.., values t0..: its codes at bits [sh, sh + 16) of each lane of c
+  auto block = [&](std::size_t j0, std::size_t t0, __m256i c, int sh) {
+    const float* v = values + j0 * U + t0;
+    __m256 r[8];
+    for (std::size_t h = 0; h < 2; ++h) {  // values t0 + 4 h .. + 3: unit u in the low half, u + 4 the high
+      __m256 a[4];
+      for (std::size_t u = 0; u < 4; ++u)
+        a[u] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(v + u * U + 4 * h)),
+                                    _mm_loadu_ps(v + (u + 4) * U + 4 * h), 1);
+      const __m256 t0l = _mm256_unpacklo_ps(a[0], a[1]), t0h = _mm256_unpackhi_ps(a[0], a[1]);
+      const __m256 t1l = _mm256_unpacklo_ps(a[2], a[3]), t1h = _mm256_unpackhi_ps(a[2], a[3]);
+      r[4 * h] = _mm256_shuffle_ps(t0l, t1l, _MM_SHUFFLE(1, 0, 1, 0));
+      r[4 * h + 1] = _mm256_shuffle_ps(t0l, t1l, _MM_SHUFFLE(3, 2, 3, 2));
+      r[4 * h + 2] = _mm256_shuffle_ps(t0h, t1h, _MM_SHUFFLE(1, 0, 1, 0));
+      r[4 * h + 3] = _mm256_shuffle_ps(t0h, t1h, _MM_SHUFFLE(3, 2, 3, 2));
+    }  // r[t]: value t0 + t of the 8 units
+    for (std::size_t gg = 0; gg < 4; ++gg) {
+      const int p0 = sh + int(4 * gg), p1 = p0 + 2;
+      const __m256i c0 = _mm256_and_si256(c, _mm256_set1_epi32(3 << p0));
+      const __m256i c1 = _mm256_and_si256(c, _mm256_set1_epi32(3 << p1));
+      auto is = [](__m256i f, int code) { return _mm256_castsi256_ps(_mm256_cmpeq_epi32(f, _mm256_set1_epi32(code))); };
+      const __m256 v0 = r[2 * gg], v1 = r[2 * gg + 1];
+      float* rows = w + (t0 / 2 + gg) * 4 * N + j0;
+      _mm256_storeu_ps(rows, _mm256_and_ps(v0, is(c0, 0)));
+      _mm256_storeu_ps(rows + N, _mm256_or_ps(_mm256_and_ps(v0, is(c0, 1 << p0)), _mm256_and_ps(v1, is(c1, 1 << p1))));
+      _mm256_storeu_ps(rows + 2 * N,
+                       _mm256_or_ps(_mm256_and_ps(v0, is(c0, 2 << p0)), _mm256_and_ps(v1, is(c1, 2 << p1))));
+      _mm256_storeu_ps(rows + 3 * N, _mm256_and_ps(v1, is(c1, 3 << p1)));
+    }
+  };
+  // lane u: the 4 (two blocks) or 2 bytes of unit j0 + u's codes from value t0 on
+  auto codes = [&]<std::size_t B>(std::size_t j0, std::size_t t0) {
+    const std::uint8_t* m = meta + j0 * unit_bytes + t0 / 4;
+    auto at = [&](std::size_t u) {
+      std::uint32_t c = 0;
+      std::memcpy(&c, m + u * unit_bytes, B);
+      return std::int32_t(c);
+    };
+    return _mm256_setr_epi32(at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7));
+  };
+  std::size_t t0 = 0;
+  for (; t0 + 2 * L <= TB; t0 += 2 * L)
+    for (std::size_t j0 = 0; j0 < JB; j0 += L) {
+      const __m256i c = codes.template operator()<4>(j0, t0);
+      block(j0, t0, c, 0);
+      block(j0, t0 + L, c, 16);
+    }
+  if (t0 < TB)
+    for (std::size_t j0 = 0; j0 < JB; j0 += L) block(j0, t0, codes.template operator()<2>(j0, t0), 0);
+}
+#endif
+
 // The codes of L units' values [t, t + CW) (CW: code_window), one 32-bit word a unit (lane u: unit
 // j0 + u, value t's code in the low bits).
 template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M, std::size_t L>
@@ -969,8 +1041,10 @@ inline constexpr bool simd_decode_v =
 // decode in blocks of L units x L values (L / Nk groups: M L / Nk rows of L columns): each unit's L
 // values one load, transposed in registers (a vector per value: its L units), then each row of a
 // group is a vector of zeros with the group's Nk value vectors moved in where their codes (one 32-bit
-// word a unit, shifted) equal the row, stored whole; no zeroing pass. The units past N / L L and
-// the groups past whole blocks: decode_reference.
+// word a unit, shifted) equal the row, stored whole; no zeroing pass. 2:4 on AVX2 with K % 8 == 0:
+// detail::decode_two_of_four_avx2 (the same blocks, fewer uops, the rows of a block of values
+// written across the units before the next). The units past N / L L and the groups past whole
+// blocks: decode_reference.
 template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M, class Arch>
 void decode_simd(const std::uint8_t* meta, const float* values, float* w) {
   using S = detail::nm_lanes<Arch>;
@@ -979,27 +1053,34 @@ void decode_simd(const std::uint8_t* meta, const float* values, float* w) {
   constexpr std::size_t L = S::L, G = K / M, U = G * Nk, bits = code_bits(M);
   constexpr std::size_t CW = detail::code_window<L, bits>(), JB = N / L * L, GB = U / L * L / Nk;
   constexpr unsigned mask = (1u << bits) - 1u;
-  alignas(64) std::uint32_t cw[L / CW][L];
-  for (std::size_t j0 = 0; j0 < JB; j0 += L)
-    for (std::size_t t0 = 0; t0 < GB * Nk; t0 += L) {
-      V r[L];
-      for (std::size_t u = 0; u < L; ++u) r[u] = S::load(values + (j0 + u) * U + t0);
-      S::transpose(r);  // r[t]: value t0 + t of the L units
-      for (std::size_t c = 0; c < L / CW; ++c) detail::code_words<K, N, Nk, M, L>(meta, j0, t0 + c * CW, cw[c]);
-      for (std::size_t gg = 0; gg < L / Nk; ++gg) {
-        I code[Nk];
-        for (std::size_t s = 0; s < Nk; ++s) {
-          const std::size_t t = gg * Nk + s;
-          code[s] = S::field(S::words(cw[t / CW]), unsigned(t % CW * bits), mask);
-        }
-        float* rows = w + (t0 / Nk + gg) * M * N + j0;
-        for (std::size_t i = 0; i < M; ++i) {
-          V acc = S::zero();
-          for (std::size_t s = 0; s < Nk; ++s) acc = S::pick(acc, code[s], unsigned(i), r[gg * Nk + s]);
-          S::store(rows + i * N, acc);
+#if defined(__AVX2__) && defined(__FMA__)
+  if constexpr (Nk == 2 && M == 4 && K % 8 == 0 && !rows::detail::avx512_v<Arch>) {
+    detail::decode_two_of_four_avx2<K, N>(meta, values, w);
+  } else
+#endif
+  {
+    alignas(64) std::uint32_t cw[L / CW][L];
+    for (std::size_t j0 = 0; j0 < JB; j0 += L)
+      for (std::size_t t0 = 0; t0 < GB * Nk; t0 += L) {
+        V r[L];
+        for (std::size_t u = 0; u < L; ++u) r[u] = S::load(values + (j0 + u) * U + t0);
+        S::transpose(r);  // r[t]: value t0 + t of the L units
+        for (std::size_t c = 0; c < L / CW; ++c) detail::code_words<K, N, Nk, M, L>(meta, j0, t0 + c * CW, cw[c]);
+        for (std::size_t gg = 0; gg < L / Nk; ++gg) {
+          I code[Nk];
+          for (std::size_t s = 0; s < Nk; ++s) {
+            const std::size_t t = gg * Nk + s;
+            code[s] = S::field(S::words(cw[t / CW]), unsigned(t % CW * bits), mask);
+          }
+          float* rows = w + (t0 / Nk + gg) * M * N + j0;
+          for (std::size_t i = 0; i < M; ++i) {
+            V acc = S::zero();
+            for (std::size_t s = 0; s < Nk; ++s) acc = S::pick(acc, code[s], unsigned(i), r[gg * Nk + s]);
+            S::store(rows + i * N, acc);
+          }
         }
       }
-    }
+  }
   if constexpr (JB < N) decode_reference<K, N, Nk, M>(meta, values, w, 0, GB, JB, N);
   if constexpr (GB < G) decode_reference<K, N, Nk, M>(meta, values, w, GB, G, 0, N);
 }
