@@ -41,11 +41,15 @@ using qb1 = quantized_dense_block<40, 32, 320, 1, 16, relu>::bind<shape<40>, flo
 using qb2 = quantized_dense_block<32, 16, 64, 4, 4, relu>::bind<shape<32>, float, cpu<>>;
 // 20 blocks of 1x16 in 2 block columns: at most (20 + 3 * 2) / 4 = 6 groups of 4 rows; 4 blocks of 4x4: 4 groups
 static_assert(qb1::G == 6 && qb2::G == 4);
-// 4 C G int8 weights, the index (starts, then 4 inputs per group for 1x16, 1 for 4x4), 20 N + 32
-static_assert(qb1::state_bytes == 6 * 64 + (3 * 4 + 24 * 2) + 20 * 32 + 32);
-static_assert(qb2::state_bytes == 4 * 16 + (5 * 4 + 4 * 2) + 20 * 16 + 32);
-static_assert(quantized_t<block_net>::state_bytes == qb1::state_bytes + qb2::state_bytes +
-                                                         quantized_dense<16, 5>::bind<shape<16>, float, cpu<>>::state_bytes);
+// 4 C G int8 weights, the index (starts, then 4 inputs per group for 1x16, 1 for 4x4), 20 N + 32: the
+// values; in the state block the kernel starts on the next 64-byte boundary (732 -> 768, 380 -> 384)
+constexpr std::size_t value_bytes(const auto& buffers) { return layer_role_value_bytes<precision::float32>(buffers, role::state); }
+static_assert(value_bytes(qb1::buffers) == 6 * 64 + (3 * 4 + 24 * 2) + 20 * 32 + 32);
+static_assert(value_bytes(qb2::buffers) == 4 * 16 + (5 * 4 + 4 * 2) + 20 * 16 + 32);
+static_assert(qb1::kernel_offset == 768 && qb1::state_bytes == 768 + 6 * 64);
+static_assert(qb2::kernel_offset == 384 && qb2::state_bytes == 384 + 4 * 16);
+static_assert(quantized_t<block_net>::state_bytes == value_bytes(qb1::buffers) + value_bytes(qb2::buffers) +
+                                                         value_bytes(quantized_dense<16, 5>::bind<shape<16>, float, cpu<>>::buffers));
 
 std::vector<float> inputs(std::size_t n, std::uint64_t seed) {
   rng g(seed);

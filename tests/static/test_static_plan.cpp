@@ -60,6 +60,31 @@ static_assert(toy_plan::bytes(role::activation, 10) == 128);     // 4 x 10 x 2 b
 static_assert(buffer_offset<mixed>(toy_pruned::buffers, 1) == 8 * 4 * 4);  // the bias follows the kernel
 static_assert(layer_role_bytes<mixed>(toy_pruned::buffers, role::parameter) == 36 * 4);
 
+// A buffer may ask for an alignment inside its region (buffer::aligned: an int8 layer's packed kernel
+// on a cache line): the plan pads before it, a file never holds the padding (layer_role_value_bytes).
+struct toy_aligned {
+  static constexpr std::array<buffer, 2> buffers{buffer::make(role::state, elem::i32, "sum", {3}),
+                                                 buffer::make(role::state, elem::i8, "kernel", {5}).aligned(64)};
+};
+struct toy_state {
+  static constexpr std::array<buffer, 1> buffers{buffer::state("moving", {5})};
+};
+static_assert(buffer_offset<precision::float32>(toy_aligned::buffers, 1) == 64);
+static_assert(layer_role_bytes<precision::float32>(toy_aligned::buffers, role::state) == 69);
+static_assert(layer_role_value_bytes<precision::float32>(toy_aligned::buffers, role::state) == 17);
+static_assert(role_alignment(toy_aligned::buffers, role::state) == 64 && role_alignment(toy_state::buffers, role::state) == 1);
+// inside a graph layer, such a child starts on its alignment, so that its own offsets hold in the
+// graph's flat buffer list too (plain 20 bytes, then the two aligned children at 64 and 192)
+using toy_graph = detail::graph_offsets<precision::float32, toy_state, toy_aligned, toy_aligned>;
+static_assert(toy_graph::state == std::array<std::size_t, 4>{0, 64, 192, 261});
+constexpr auto toy_flat = detail::graph_buffers<precision::float32, std::array<buffer, 0>, toy_state, toy_aligned, toy_aligned>(no_buffers);
+static_assert(toy_flat[2].name == "1.sum" && toy_flat[6].name == "2.kernel");
+static_assert(buffer_offset<precision::float32>(toy_flat, 2) == toy_graph::state[1] &&
+              buffer_offset<precision::float32>(toy_flat, 3) == toy_graph::state[1] + 64 &&
+              buffer_offset<precision::float32>(toy_flat, 5) == toy_graph::state[2] &&
+              buffer_offset<precision::float32>(toy_flat, 6) == toy_graph::state[2] + 64);
+static_assert(layer_role_bytes<precision::float32>(toy_flat, role::state) == toy_graph::state[3]);
+
 // batch_norm declares trainable gamma, beta and non-trainable moving statistics
 using bn = std::tuple_element_t<0, sequential<input<4, 3>, batch_norm>::bound<float>>;
 static_assert(count_of(bn::buffers, role::parameter) == 6 && count_of(bn::buffers, role::state) == 6);

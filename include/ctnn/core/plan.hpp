@@ -13,7 +13,10 @@
 // The plan adds activations, the two delta buffers and the optimizer slots, and, where a
 // layer computes in another type than its variables (mixed precision), compute_parameter,
 // compute_gradient and converted. plan_layout<Net, P>(batch, slots) (Net::plan<P, B>) gives
-// each role region's offset and size, 64-byte aligned per layer; it is constexpr.
+// each role region's offset and size, 64-byte aligned per layer; it is constexpr. A buffer may ask
+// for an alignment inside its region (buffer::aligned(a), a power of two up to 64: the int8 layers'
+// packed kernels start on a cache line): the plan pads before it (layer_role_bytes, buffer_offset),
+// the files never hold that padding (they hold logical tensors: io/weights.hpp).
 // step_scalars is the step's scalars region (loss sum, loss scale, penalty, non-finite flag), kept by
 // the model in the backend's memory beside the plan's allocation.
 // docs/design.md, "The plan", has the table of roles and regions.
@@ -61,6 +64,7 @@ struct buffer {
   std::string_view name{};
   std::array<std::size_t, 4> dims{};  // logical shape (rank dims), e.g. {K, N} for a dense kernel
   std::size_t rank = 1;
+  std::size_t align = 1;  // bytes: its offset inside its layer's region of its role is a multiple of it
 
   static constexpr buffer make(role r, elem e, std::string_view name, std::initializer_list<std::size_t> shape) {
     buffer b;
@@ -86,6 +90,19 @@ struct buffer {
   }
   static constexpr buffer cache(std::string_view name, std::size_t per_sample, elem e = elem::compute) {
     return make(role::cache, e, name, {per_sample});
+  }
+  // This buffer at an offset inside its region that is a multiple of a bytes (a power of two up
+  // to memory_alignment, 64: every layer's region starts on such a boundary). For state, mask,
+  // metadata and derived buffers (byte-addressed regions).
+  constexpr buffer aligned(std::size_t a) const {
+    if (a == 0 || a > 64 || (a & (a - 1)) != 0)
+      throw "buffer::aligned: the alignment is a power of two up to 64 (the plan's region alignment)";
+    if (kind == role::parameter || kind == role::gradient || kind == role::cache)
+      throw "buffer::aligned: parameters and caches are laid out by element counts; align state, mask, metadata "
+            "or derived buffers";
+    buffer b = *this;
+    b.align = a;
+    return b;
   }
 };
 
@@ -124,23 +141,43 @@ constexpr std::size_t elem_bytes(elem e) {
 }
 
 constexpr std::size_t align_bytes(std::size_t n) noexcept { return (n + 63) / 64 * 64; }
+// n rounded up to a multiple of a (a power of two; 1: n)
+constexpr std::size_t align_up(std::size_t n, std::size_t a) noexcept { return (n + a - 1) & ~(a - 1); }
 
-// Bytes of one layer's buffers of role r (one region per role, buffers packed
-// in declaration order, batch samples for per-sample roles).
+// Bytes of one layer's buffers of role r (one region per role, buffers in
+// declaration order, each at the next multiple of its alignment (buffer::aligned;
+// packed when 1), batch samples for per-sample roles).
 template <class P, std::size_t N>
 constexpr std::size_t layer_role_bytes(const std::array<buffer, N>& bs, role r, std::size_t batch = 1) {
   std::size_t n = 0;
   for (const buffer& b : bs)
-    if (b.kind == r) n += b.extent * elem_bytes<P>(b.type) * (r == role::cache ? batch : 1);
+    if (b.kind == r) n = align_up(n, b.align) + b.extent * elem_bytes<P>(b.type) * (r == role::cache ? batch : 1);
   return n;
+}
+// The same bytes without the alignment padding: what a file holds of them (Net::state_bytes).
+template <class P, std::size_t N>
+constexpr std::size_t layer_role_value_bytes(const std::array<buffer, N>& bs, role r) {
+  std::size_t n = 0;
+  for (const buffer& b : bs)
+    if (b.kind == r) n += b.extent * elem_bytes<P>(b.type);
+  return n;
+}
+// The largest alignment among one layer's buffers of role r (1 when none asks for one).
+template <std::size_t N>
+constexpr std::size_t role_alignment(const std::array<buffer, N>& bs, role r) {
+  std::size_t a = 1;
+  for (const buffer& b : bs)
+    if (b.kind == r && b.align > a) a = b.align;
+  return a;
 }
 // Byte offset of buffer i inside its layer's region of its role.
 template <class P, std::size_t N>
 constexpr std::size_t buffer_offset(const std::array<buffer, N>& bs, std::size_t i, std::size_t batch = 1) {
   std::size_t n = 0;
   for (std::size_t j = 0; j < i; ++j)
-    if (bs[j].kind == bs[i].kind) n += bs[j].extent * elem_bytes<P>(bs[j].type) * (bs[j].kind == role::cache ? batch : 1);
-  return n;
+    if (bs[j].kind == bs[i].kind)
+      n = align_up(n, bs[j].align) + bs[j].extent * elem_bytes<P>(bs[j].type) * (bs[j].kind == role::cache ? batch : 1);
+  return align_up(n, bs[i].align);
 }
 
 // Where every region of a model lives, in bytes from the start of its one allocation.

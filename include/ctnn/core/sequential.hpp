@@ -6,7 +6,8 @@
 // layer after input). Everything below is a compile-time constant:
 //   input_shape, output_shape (values of shape<...>), layer_count,
 //   parameter_count, state_count, parameter_bytes, state_bytes (float32, each buffer at its
-//   element size: int8 kernels 1 byte a value), spec_string() (the architecture text),
+//   element size: int8 kernels 1 byte a value; the values, as a weights file holds them, without the
+//   plan's alignment padding), spec_string() (the architecture text),
 //   plan<P, B> — the typed memory plan of the binding that runs under
 //                precision policy P on backend B (core/plan.hpp):
 //                plan<P, B>::bytes(role, batch, slots), ::layout(batch, slots); a layer's
@@ -349,11 +350,12 @@ template <class... L>
 struct element_counts<std::tuple<L...>> {
   static constexpr std::size_t parameters = sum_of({std::size_t{0}, count_of(L::buffers, role::parameter)...});
   static constexpr std::size_t state = sum_of({std::size_t{0}, count_of(L::buffers, role::state)...});
-  // their bytes at each buffer's element size (float32 variables; int8 and int32 buffers as such), unpadded
+  // their bytes at each buffer's element size (float32 variables; int8 and int32 buffers as such), without
+  // the plan's padding (buffer::aligned): the values a weights file holds
   static constexpr std::size_t parameter_bytes =
-      sum_of({std::size_t{0}, layer_role_bytes<precision::float32>(L::buffers, role::parameter)...});
+      sum_of({std::size_t{0}, layer_role_value_bytes<precision::float32>(L::buffers, role::parameter)...});
   static constexpr std::size_t state_bytes =
-      sum_of({std::size_t{0}, layer_role_bytes<precision::float32>(L::buffers, role::state)...});
+      sum_of({std::size_t{0}, layer_role_value_bytes<precision::float32>(L::buffers, role::state)...});
 };
 
 }  // namespace detail

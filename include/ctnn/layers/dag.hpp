@@ -314,7 +314,9 @@ struct node_buffer_name {
 };
 template <class P, class N, class C, std::size_t M, std::size_t... Bi>
 constexpr void put_node_buffers(std::array<buffer, M>& a, std::size_t& k, std::index_sequence<Bi...>) {
+  const std::size_t k0 = k;
   ((a[k] = C::buffers[Bi], a[k].name = node_buffer_name<N, C, Bi>::value, ++k), ...);
+  align_child_buffers<C>(a, k0, k);
   a[k++] = buffer::make(role::cache, elem::u8, "pad", {graph_pad(layer_role_bytes<P>(C::buffers, role::cache))});
 }
 }  // namespace detail

@@ -90,20 +90,47 @@ struct graph_offsets {
     for (std::size_t j = 0; j < count; ++j) p[j + 1] = p[j] + a[j];
     return p;
   }
+  // byte regions: child j starts at the next multiple of its largest buffer alignment (buffer::aligned:
+  // an int8 layer's kernel), so that its offsets inside its own region hold inside the graph layer's
+  // (put_child_buffers gives its first buffer of the role that alignment)
+  static constexpr std::array<std::size_t, count + 1> aligned_prefix(std::array<std::size_t, count> a,
+                                                                     std::array<std::size_t, count> align) {
+    std::array<std::size_t, count + 1> p{};
+    for (std::size_t j = 0; j < count; ++j) p[j + 1] = align_up(p[j] + a[j], j + 1 < count ? align[j + 1] : 1);
+    return p;
+  }
   static constexpr auto params = prefix({count_of(L::buffers, role::parameter)...});  // elements
-  static constexpr auto state = prefix({layer_role_bytes<P>(L::buffers, role::state)...});
-  static constexpr auto mask = prefix({layer_role_bytes<P>(L::buffers, role::mask)...});
-  static constexpr auto metadata = prefix({layer_role_bytes<P>(L::buffers, role::metadata)...});
-  static constexpr auto derived = prefix({layer_role_bytes<P>(L::buffers, role::derived)...});
+  static constexpr auto state =
+      aligned_prefix({layer_role_bytes<P>(L::buffers, role::state)...}, {role_alignment(L::buffers, role::state)...});
+  static constexpr auto mask =
+      aligned_prefix({layer_role_bytes<P>(L::buffers, role::mask)...}, {role_alignment(L::buffers, role::mask)...});
+  static constexpr auto metadata = aligned_prefix({layer_role_bytes<P>(L::buffers, role::metadata)...},
+                                                  {role_alignment(L::buffers, role::metadata)...});
+  static constexpr auto derived = aligned_prefix({layer_role_bytes<P>(L::buffers, role::derived)...},
+                                                 {role_alignment(L::buffers, role::derived)...});
   // cache bytes per sample, each child's padded to graph_cache_align
   static constexpr auto cache = prefix({(layer_role_bytes<P>(L::buffers, role::cache) +
                                          graph_pad(layer_role_bytes<P>(L::buffers, role::cache)))...});
 };
 
+// Child C's buffers a[k0, k), each role's first one given the largest alignment of C's buffers of
+// that role (where graph_offsets starts C's part of the region).
+template <class C, std::size_t N>
+constexpr void align_child_buffers(std::array<buffer, N>& a, std::size_t k0, std::size_t k) {
+  std::array<bool, role_count> seen{};
+  for (std::size_t i = k0; i < k; ++i)
+    if (!seen[std::size_t(a[i].kind)]) {
+      seen[std::size_t(a[i].kind)] = true;
+      if (const std::size_t r = role_alignment(C::buffers, a[i].kind); r > a[i].align) a[i].align = r;
+    }
+}
+
 // Child C's buffers (child J), prefixed, then its pad cache, into a from k.
 template <class P, std::size_t J, class C, std::size_t N, std::size_t... Bi>
 constexpr void put_child_buffers(std::array<buffer, N>& a, std::size_t& k, std::index_sequence<Bi...>) {
+  const std::size_t k0 = k;
   ((a[k] = C::buffers[Bi], a[k].name = child_buffer_name<J, C, Bi>::value, ++k), ...);
+  align_child_buffers<C>(a, k0, k);
   a[k++] = buffer::make(role::cache, elem::u8, "pad", {graph_pad(layer_role_bytes<P>(C::buffers, role::cache))});
 }
 template <class P, std::size_t N, class... L, std::size_t... J>

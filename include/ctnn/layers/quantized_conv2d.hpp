@@ -21,8 +21,9 @@
 //     max|x| / 127 over the sample's H W C values, as TFLite's hybrid convolution), padding 0,
 //     float bias, float output, any element-wise activation after it.
 // The buffers are state (saved, never trained), with quantized_dense's names and order (its
-// saturation counts too: input values and outputs clamped): Kp F + 20 F + 32 bytes (full
-// integer), Kp F + 12 F (dynamic range), against 4 K F + 4 F for conv2d.
+// saturation counts too: input values and outputs clamped): Kp F + 20 F + 32 bytes of values (full
+// integer), Kp F + 12 F (dynamic range), against 4 K F + 4 F for conv2d; the kernel on a 64-byte
+// boundary of the state block, as there (kernel_offset).
 // Pool (default void): a max_pool2d<P, S, Pad> taken in the store of a full-integer layer (quantized_t
 // pairs a conv and the max_pool2d after it where int8::pool_fusable holds: windows without padding
 // that do not overlap): y receives the pooled tensor [OH', OW', F] (the pool's out_shape), the max
@@ -169,6 +170,8 @@ struct quantized_conv2d_layer {
   static constexpr std::size_t state_count = count_of(buffers, role::state);
   static constexpr std::size_t cache_per_sample = 0;
   static constexpr std::size_t state_bytes = layer_role_bytes<precision::float32>(buffers, role::state);
+  static constexpr std::size_t b_kernel = dense_like::b_kernel;
+  static constexpr std::size_t kernel_offset = dense_like::kernel_offset;  // a multiple of 64
   using views = typename dense_like::views;
   static views view(std::byte* base) { return dense_like::view(base); }
 

@@ -21,8 +21,10 @@
 // The buffers are state (saved, never trained): bias, scales, zero points, kernel_sum (the
 // kernel's row sums, for the VNNI offset trick), (full integer) the input and output
 // parameters and the precomputed requantization multipliers and shifts, (full integer) the
-// saturation counts, then the int8 kernel: Kp N + 20 N + 32 bytes (full integer), Kp N + 12 N
-// (dynamic range), against 4 K N + 4 N for dense. `saturated` ({2, 2} uint32: inputs, outputs)
+// saturation counts, then the int8 kernel: Kp N + 20 N + 32 bytes of values (full integer), Kp N +
+// 12 N (dynamic range), against 4 K N + 4 N for dense. In the state block (64-byte aligned) the
+// kernel starts on a 64-byte boundary (buffer::aligned: kernel_offset, up to 60 bytes of padding
+// before it, never in a file): the int8 products' panel loads do not split cache lines. `saturated` ({2, 2} uint32: inputs, outputs)
 // counts, over every forward pass since it was zeroed, the input values the quantization clamped
 // to [-128, 127] (beyond the calibrated range) and the outputs the requantization clamped (above
 // 127; below -128 without a relu): quantization::saturation(m) reads them. Made by
@@ -180,7 +182,8 @@ struct quantized_dense_layer {
   using out_shape = shape<N>;
   static std::string name() { return Spec::name(); }
   // indices into buffers
-  // the int8 kernel last, so every 4-byte buffer stays 4-byte aligned whatever K N is
+  // the int8 kernel last (the files' order), on a 64-byte boundary of the state block (the plan pads
+  // before it); the 4-byte buffers before it stay 4-byte aligned whatever K N is
   enum : std::size_t { b_bias, b_scale, b_sum, b_in_scale, b_in_zp, b_out_scale, b_out_zp, b_mult, b_shift, b_saturated };
   static constexpr std::size_t b_kernel = full ? 10 : 3;
   static constexpr auto buffers = [] {
@@ -195,17 +198,20 @@ struct quantized_dense_layer {
                                    buffer::make(role::state, elem::i32, "output_multiplier", {N}),
                                    buffer::make(role::state, elem::i32, "output_shift", {N}),
                                    buffer::make(role::state, elem::u32, "saturated", {2, 2}),
-                                   buffer::make(role::state, elem::i8, "kernel", {N, Kp})};
+                                   buffer::make(role::state, elem::i8, "kernel", {N, Kp}).aligned(64)};
     else
       return std::array<buffer, 4>{buffer::make(role::state, elem::f32, "bias", {N}),
                                    buffer::make(role::state, elem::f32, "kernel_scale", {N}),
                                    buffer::make(role::state, elem::i32, "kernel_sum", {N}),
-                                   buffer::make(role::state, elem::i8, "kernel", {N, Kp})};
+                                   buffer::make(role::state, elem::i8, "kernel", {N, Kp}).aligned(64)};
   }();
   static constexpr std::size_t parameter_count = 0;
   static constexpr std::size_t state_count = count_of(buffers, role::state);
   static constexpr std::size_t cache_per_sample = 0;
+  // the state block's bytes (the kernel's padding included) and where the kernel starts in it
   static constexpr std::size_t state_bytes = layer_role_bytes<precision::float32>(buffers, role::state);
+  static constexpr std::size_t kernel_offset = buffer_offset<precision::float32>(buffers, b_kernel);
+  static_assert(kernel_offset % 64 == 0 && state_bytes == kernel_offset + N * Kp);
 
   // Typed views of the state block (s.state: the layer's state region, 64-byte aligned).
   template <class V, std::size_t I>

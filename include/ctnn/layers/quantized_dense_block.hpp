@@ -108,7 +108,7 @@ struct quantized_dense_block_layer {
   enum : std::size_t { b_bias, b_scale, b_sum, b_in_scale, b_in_zp, b_out_scale, b_out_zp, b_mult, b_shift, b_saturated };
   static constexpr std::size_t b_index = full ? 10 : 3, b_kernel = b_index + 1;
   static constexpr auto buffers = [] {
-    const auto kernel = buffer::make(role::state, elem::i8, "kernel", {std::max<std::size_t>(G, 1), 4 * C});
+    const auto kernel = buffer::make(role::state, elem::i8, "kernel", {std::max<std::size_t>(G, 1), 4 * C}).aligned(64);
     const auto ix = buffer::make(role::state, elem::u8, "index", {index::bytes});
     if constexpr (full)
       return std::array<buffer, 12>{buffer::make(role::state, elem::i32, "bias", {N}),
@@ -131,7 +131,10 @@ struct quantized_dense_block_layer {
   static constexpr std::size_t parameter_count = 0;
   static constexpr std::size_t state_count = count_of(buffers, role::state);
   static constexpr std::size_t cache_per_sample = 0;
+  // the state block's bytes (the kernel's padding included) and where the kernel starts in it
   static constexpr std::size_t state_bytes = layer_role_bytes<precision::float32>(buffers, role::state);
+  static constexpr std::size_t kernel_offset = buffer_offset<precision::float32>(buffers, b_kernel);
+  static_assert(kernel_offset % 64 == 0);
 
   template <class V, std::size_t I>
   static V* at(std::byte* base) {
