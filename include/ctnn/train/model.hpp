@@ -891,7 +891,10 @@ class model {
                     }) {
         if (updating_per_layer()) {
           rows_context rc[layer_count];
-          rows_kernel_ = {};
+          struct rows_reset {  // no other backward sees them, whatever happens
+            std::array<std::size_t, layer_count>& k;
+            ~rows_reset() { k = {}; }
+          } reset{rows_kernel_};
           if constexpr (std::is_same_v<T, variable_type> && !any_copies)
             if (update_hook_->rows)
               for_each_layer([&]<std::size_t I, class L>() {
@@ -905,7 +908,6 @@ class model {
               });
           const fused_layer_done done{this, &model::fused_layer_final};
           ops<Backend>::template fused_mlp_backward<layers>(dy, batch_, io, &done);
-          rows_kernel_ = {};
           update_hook_->used = true;
           return;
         }
