@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -273,6 +274,84 @@ void per_layer_matches(const O& o, bool fused_backward, std::size_t batch) {
   CHECK(layered == whole);  // the same arithmetic per parameter: the same bits
 }
 }  // namespace
+
+namespace {
+// sgd that records the part of the parameter region each of its updates covers ({offset, count}).
+struct recording_sgd : sgd<> {
+  using sgd<>::sgd;
+  std::vector<std::pair<std::size_t, std::size_t>>* parts = nullptr;
+  const float* base = nullptr;
+  std::mutex* mu = nullptr;
+  template <class B, class T>
+  bool update(const update_args<T>& a) const {
+    {
+      std::lock_guard<std::mutex> l(*mu);
+      parts->emplace_back(std::size_t(a.w - base), a.n);
+    }
+    return sgd<>::update<B>(a);
+  }
+};
+}  // namespace
+
+TEST_CASE("the fused backward hands a kernel without a regularizer to the update in blocks of whole rows") {
+  // dense<32> (64 inputs, no regularizer): its kernel in several parts of whole rows as the fused
+  // backward finishes them (on the last tile); dense<64, l2>: whole, after its regularizer's gradient
+  using wide = sequential<input<8, 8>, flatten, dense<64, relu, l2<0.01>>, dense<32, relu>, dense<3>>;
+  const std::size_t threads = kernels::cpu::threads();
+  for (std::size_t t : {1, 2})
+    for (std::size_t batch : {5, 70}) {
+      CAPTURE(t);
+      CAPTURE(batch);
+      kernels::cpu::set_threads(t);
+      // parts: the updates' parts, sorted; fused: the fused backward with the per-layer update
+      auto run = [&](bool fused, bool per_layer, std::vector<std::pair<std::size_t, std::size_t>>& parts) {
+        auto m = make_model<wide>(3);
+        m.fused_mlp().backward = fused;
+        REQUIRE(m.fused_mlp_backward_active() == fused);
+        std::mutex mu;
+        recording_sgd o{0.1};
+        m.reserve(batch, o.slots_per_parameter());  // the region where the step finds it
+        o.parts = &parts, o.base = m.parameters().data(), o.mu = &mu;
+        train_step step{m, xent, o};
+        step.set_per_layer_update(per_layer);
+        std::vector<float> x(batch * 64);
+        std::vector<std::int32_t> y(batch);
+        rng g(4);
+        for (auto& v : x) v = float(g.uniform(-1, 1));
+        for (auto& v : y) v = std::int32_t(g.below(3));
+        CHECK(step.run(x.data(), y.data(), batch, 0, 0).per_layer == per_layer);
+        std::sort(parts.begin(), parts.end());
+        return params(m);
+      };
+      std::vector<std::pair<std::size_t, std::size_t>> rows, layers, whole;
+      const auto p_rows = run(true, true, rows), p_layers = run(false, true, layers), p_whole = run(true, false, whole);
+      CHECK(p_rows == p_whole);  // the same arithmetic per parameter: the same bits
+      CHECK(p_layers == p_whole);
+      REQUIRE(whole.size() == 1);
+      REQUIRE(layers.size() == 3);  // one part a layer
+      // the parts cover the region once, in order
+      std::size_t end = 0;
+      for (const auto& [lo, n] : rows) {
+        CHECK(lo == end);
+        end = lo + n;
+      }
+      CHECK(end == whole[0].second);
+      // the first layer's part whole; the others' kernels (the second's 64 rows of 32: several
+      // blocks of rows) in parts before their bias's
+      CHECK(rows[0] == layers[0]);
+      const std::size_t k2 = layers[1].first;
+      std::size_t kernel_parts = 0;
+      for (const auto& [lo, n] : rows)
+        if (lo >= k2 && lo < k2 + 64 * 32) {
+          ++kernel_parts;
+          CHECK((lo - k2) % 32 == 0);
+          CHECK(n % 32 == 0);
+        }
+      CHECK(kernel_parts >= 2);
+      CHECK(rows.size() >= layers.size() + 3);
+    }
+  kernels::cpu::set_threads(threads);
+}
 
 TEST_CASE("the update layer by layer inside backward equals the update after it, for every optimizer") {
   // flatten + dense (the CPU's fused MLP passes when asked, each layer updated after its last

@@ -41,6 +41,12 @@ struct fused_layer_io {
   T* grads;         // its gradients (written)
   const T* in;      // its input rows from the training forward
   const T* out;     // its output rows from the training forward
+  // Where set (the step's per-layer update, model::fused_backward), a fused backward that takes a
+  // fused_layer_done calls rows(rows_context, lo, hi) as soon as the values [lo, hi) of grads (whole
+  // rows of dW) are final, on the thread that computed them (concurrently: disjoint ranges), and
+  // then no longer reads the kernel's rows [lo, hi) (the update may write them).
+  void (*rows)(void* context, std::size_t lo, std::size_t hi) = nullptr;
+  void* rows_context = nullptr;
 };
 
 // Told by a fused backward when layer `layer`'s gradients are final (the step's per-layer

@@ -72,6 +72,10 @@ struct layer_update_hook {
   void* context = nullptr;
   void (*ready)(void* context, std::size_t lo, std::size_t hi) = nullptr;
   bool used = false;
+  // Whether ready may also take a dense kernel in blocks of whole rows, from the pool's threads,
+  // as the fused backward finishes them (an update with no optimizer transform: it reads only the
+  // gradients of the values it updates); ready then covers the rest of that layer's part.
+  bool rows = false;
 };
 
 // The count an optimizer's learning-rate schedule reads: os.iterations, or
@@ -715,11 +719,26 @@ class model {
         }
       }
       if (!below) lo = 0;
+      if (rows_kernel_[i]) {  // the kernel's rows were updated in the fused backward: the rest
+        const std::size_t k0 = parameter_offset(i), k1 = k0 + rows_kernel_[i];
+        if (lo < k0) update_hook_->ready(update_hook_->context, lo, k0);
+        update_hook_->ready(update_hook_->context, k1, hi);
+        return;
+      }
       update_hook_->ready(update_hook_->context, lo, hi);
     }
   }
   // The fused backward's done (fused_layer_done) for layer i.
   static void fused_layer_final(void* m, std::size_t i) { static_cast<model*>(m)->layer_gradients_final(i); }
+  // The fused backward's rows (fused_layer_io::rows) of a layer whose kernel starts at offset.
+  struct rows_context {
+    model* m = nullptr;
+    std::size_t offset = 0;
+  };
+  static void fused_rows(void* c, std::size_t lo, std::size_t hi) {
+    const rows_context& x = *static_cast<const rows_context*>(c);
+    x.m->update_hook_->ready(x.m->update_hook_->context, x.offset + lo, x.offset + hi);
+  }
   // add_penalty's and add_penalty_gradients' layers (the variable binding; none with 16-bit variables).
   void add_penalty_layers(step_scalars* s) {
     if constexpr (!is_half_v<variable_type>)
@@ -888,6 +907,22 @@ class model {
                       ops<Backend>::template fused_mlp_backward<layers>(dy, batch_, io, d);
                     }) {
         if (updating_per_layer()) {
+          rows_context rc[layer_count];
+          struct rows_reset {  // no other backward sees them, whatever happens
+            std::array<std::size_t, layer_count>& k;
+            ~rows_reset() { k = {}; }
+          } reset{rows_kernel_};
+          if constexpr (std::is_same_v<T, variable_type> && !any_copies)
+            if (update_hook_->rows)
+              for_each_layer([&]<std::size_t I, class L>() {
+                constexpr std::size_t K = L::in_shape::size, N = L::out_shape::size;
+                if constexpr (L::parameter_count == K * N + N && !detail::has_active_regularizer<L>()) {
+                  rc[I] = {this, parameter_offset(I)};
+                  io[I].rows = &model::fused_rows;
+                  io[I].rows_context = &rc[I];
+                  rows_kernel_[I] = K * N;
+                }
+              });
           const fused_layer_done done{this, &model::fused_layer_final};
           ops<Backend>::template fused_mlp_backward<layers>(dy, batch_, io, &done);
           update_hook_->used = true;
@@ -1005,6 +1040,7 @@ class model {
   const cross_replica* replicas_ = nullptr;  // data_parallel's during its fit (training_access::set_replicas)
   const gradient_listener* listener_ = nullptr;  // and its gradient buckets (set_gradient_listener)
   detail::layer_update_hook* update_hook_ = nullptr;  // the step's per-layer update (set_update_hook)
+  std::array<std::size_t, layer_count> rows_kernel_{};  // per layer: its kernel's values the fused backward's rows update
   plan_memory<Backend> mem_;
   // the step's scalars (scalars())
   using scalars_storage = std::conditional_t<Backend::memory::host_accessible, step_scalars, plan_memory<Backend>>;

@@ -121,6 +121,7 @@ class train_step {
                                   s.iteration, s.learning_rate},
                           &s};
     detail::layer_update_hook hook{&ctx, &per_layer_ready};
+    hook.rows = !transform_per_layer;  // the fused backward's row blocks (an update without a transform)
     struct hook_guard {
       M& m;
       ~hook_guard() { detail::training_access::set_update_hook(m, nullptr); }
@@ -213,7 +214,7 @@ class train_step {
     O* opt;
     update_args<V> whole;
     step_state<M>* state;
-    bool finite = true;
+    std::atomic<bool> finite{true};  // per_layer_ready may run on the pool's threads (layer_update_hook::rows)
   };
   static void per_layer_ready(void* c, std::size_t lo, std::size_t hi) {
     per_layer_context& x = *static_cast<per_layer_context*>(c);
@@ -225,7 +226,7 @@ class train_step {
     a.n = hi - lo;
     a.slot_stride = x.whole.n;
     if constexpr (std::is_same_v<decltype(x.opt->template update<B>(a)), bool>) {
-      if (!x.opt->template update<B>(a)) x.finite = false;
+      if (!x.opt->template update<B>(a)) x.finite.store(false, std::memory_order_relaxed);
     } else {
       x.opt->template update<B>(a);
     }
@@ -236,7 +237,7 @@ class train_step {
   bool apply_gradients(step_state<M>& s, const per_layer_context* done = nullptr) {
     if (done) {
       if constexpr (std::is_same_v<decltype(opt_.template update<B>(std::declval<const update_args<V>&>())), bool>)
-        s.parameters_finite = done->finite;
+        s.parameters_finite = done->finite.load(std::memory_order_relaxed);
       else
         s.parameters_finite = ops<B>::all_finite(s.parameters.data(), s.parameters.size());
       return after_update(s);

@@ -209,6 +209,13 @@ CTNN_OUTLINE void tile_product(std::size_t K, std::size_t N, const T* a, std::si
   else tile_product_nv<Arch, wide>(K, N, a, lda, w, packed, tail, b, y, m, e);
 }
 
+// With fused_layer_io::rows set (the last tile, where the step updates layer by layer), the row
+// blocks of dW that one task computes before handing them to rows: the update then reads their
+// gradients from this thread's cache (4 x MR x N values: 24 KB (AVX2) / 32 KB (AVX-512) at N = 256;
+// one block a call measured no faster on AVX-512 (the optimizer's per-call setup 146 times a step):
+// docs/performance.md, "MLP training").
+inline constexpr std::size_t fused_rows_group = 4;
+
 // One dense layer (K inputs, N outputs, rule e) of one tile of the fused backward
 // (fused_mlp_backward): rows [r0, r0 + nr) of the batch, z holding dL/d(output) for them (the
 // last layer: copied from dy first); dZ = f'(y) dZ in place, db (+)= colsum(dZ), dW (+)= x^T dZ
@@ -228,30 +235,37 @@ CTNN_OUTLINE T* backward_layer(std::size_t K, std::size_t N, const E& e, const T
   if (N % NR) simd::pack_b<Arch>(NR, strided<T>{z, N, 1}, N / NR * NR, N, nr, tail);
   const T* const x = io.in + r0 * K;
   const std::size_t blocks = (K + MR - 1) / MR;
+  const std::size_t G = io.rows ? fused_rows_group : 1, tasks = (blocks + G - 1) / G;
+  // dW's rows [i0, i0 + MR) into d (row stride N)
+  auto block = [&](std::size_t b, T* d) {
+    const std::size_t i0 = b * MR, mr = std::min(MR, K - i0);
+    const T* a = x + i0;
+    std::size_t ars = K;
+    if (i0 + MR > K) {  // the last rows of dW: x's columns copied (read in place, past the row's end)
+      T* ex = buffer<T, 6>(nr * MR);
+      for (std::size_t p = 0; p < nr; ++p)
+        for (std::size_t r = 0; r < MR; ++r) ex[p * MR + r] = r < mr ? x[p * K + i0 + r] : T(0);
+      a = ex, ars = MR;
+    }
+    auto panels = [&]<std::size_t V>() {
+      for (std::size_t j0 = 0; j0 < N; j0 += NR) {
+        const bool in_place = j0 + NR <= N;
+        simd::micro_rows<Arch, V, true>(nr, a, ars, in_place ? z + j0 : tail, in_place ? N : NR, d + j0, N, mr,
+                                        std::min(NR, N - j0), static_cast<const T*>(nullptr), first_tile,
+                                        fn::relu_fn{}, false);  // no rule (relu_fn's instance, as tile_product's identity)
+      }
+    };
+    if (NV == 1) panels.template operator()<1>();
+    else panels.template operator()<simd::blocking<T, Arch>::NV>();
+  };
   pool.run(
-      blocks,
-      [&](std::size_t b) {
-        const std::size_t i0 = b * MR, mr = std::min(MR, K - i0);
-        const T* a = x + i0;
-        std::size_t ars = K;
-        if (i0 + MR > K) {  // the last rows of dW: x's columns copied (read in place, past the row's end)
-          T* ex = buffer<T, 6>(nr * MR);
-          for (std::size_t p = 0; p < nr; ++p)
-            for (std::size_t r = 0; r < MR; ++r) ex[p * MR + r] = r < mr ? x[p * K + i0 + r] : T(0);
-          a = ex, ars = MR;
-        }
-        auto panels = [&]<std::size_t V>() {
-          for (std::size_t j0 = 0; j0 < N; j0 += NR) {
-            const bool in_place = j0 + NR <= N;
-            simd::micro_rows<Arch, V, true>(nr, a, ars, in_place ? z + j0 : tail, in_place ? N : NR, dw + i0 * N + j0,
-                                            N, mr, std::min(NR, N - j0), static_cast<const T*>(nullptr), first_tile,
-                                            fn::relu_fn{}, false);  // no rule (relu_fn's instance, as tile_product's identity)
-          }
-        };
-        if (NV == 1) panels.template operator()<1>();
-        else panels.template operator()<simd::blocking<T, Arch>::NV>();
+      tasks,
+      [&](std::size_t t) {
+        const std::size_t b0 = t * G, b1 = std::min(blocks, b0 + G), lo = b0 * MR * N, hi = std::min(K, b1 * MR) * N;
+        for (std::size_t b = b0; b < b1; ++b) block(b, dw + b * MR * N);
+        if (io.rows) io.rows(io.rows_context, lo, hi);  // final: the last tile
       },
-      blocks > 1 && pool.size() > 1 && nr * K * N >= simd::parallel_threshold);
+      tasks > 1 && pool.size() > 1 && nr * K * N >= simd::parallel_threshold);
   if (!wt) return z;
   // rows [i0, i0 + m): on one thread the whole tile in one call (each panel of W^T over every row)
   auto rows = [&](std::size_t i0, std::size_t m) {
@@ -549,7 +563,9 @@ template <class Arch, class T>
     for (std::size_t j = net.count; j-- > 0;) {
       const dense_entry<T>& f = net.dense[j];
       T* const o = z == buf ? buf + R * W : buf;
-      z = f.fns->backward(f.rule, f.k, f.n, f.layer == last ? dy : static_cast<const T*>(nullptr), io[f.layer], wt[j],
+      fused_layer_io<T> lio = io[f.layer];
+      if (!last_tile) lio.rows = nullptr;  // dW final after the last tile only
+      z = f.fns->backward(f.rule, f.k, f.n, f.layer == last ? dy : static_cast<const T*>(nullptr), lio, wt[j],
                           r0, nr, first_tile, z, o, tail, pool);
       if (done && last_tile) done->done(done->context, f.layer);
     }
