@@ -142,17 +142,27 @@ void decode(benchmark::State& st) {
   st.counters["decoded_bytes"] = double(decltype(m)::network::memory_plan(1).derived);
 }
 
+// A 784 x 256 2:4 layer packed (gather_nm, decode_nm): its dense weights w, kept values and meta.
+struct nm_784x256 {
+  static constexpr std::size_t K = 784, N = 256, cap = ctnn::kernels::cpu::nm::capacity(K, N, 2, 4);
+  std::vector<float> w = std::vector<float>(K * N), values = std::vector<float>(cap);
+  std::vector<std::uint8_t> meta = std::vector<std::uint8_t>(ctnn::kernels::cpu::nm::meta_bytes(K, N, 2, 4));
+  nm_784x256() {
+    std::vector<std::uint8_t> keep(K * N, 0);
+    for (std::size_t i = 0; i < K * N; ++i) w[i] = float(i % 13) * 0.25f - 1.5f;
+    for (std::size_t k = 0; k < K; ++k)
+      for (std::size_t j = 0; j < N; ++j) keep[k * N + j] = (k % 4 == (j * 7) % 4) || (k % 4 == (j * 7 + 1 + j % 3) % 4);
+    ctnn::kernels::cpu::nm::pack<2, 4>(w.data(), keep.data(), K, N, values.data(), meta.data());
+  }
+};
+
 // The values' gradient of the 784 x 256 2:4 layer gathered from a dense dW (as each training step's
 // backward does for a decoding layer: ops<cpu<>>::sparse_dense_gather, sparse_nm.hpp).
 void gather_nm(benchmark::State& st) {
-  constexpr std::size_t K = 784, N = 256, cap = ctnn::kernels::cpu::nm::capacity(K, N, 2, 4);
-  std::vector<float> w(K * N), values(cap);
-  std::vector<std::uint8_t> keep(K * N, 0), meta(ctnn::kernels::cpu::nm::meta_bytes(K, N, 2, 4));
-  for (std::size_t i = 0; i < K * N; ++i) w[i] = float(i % 13) * 0.25f - 1.5f;
-  for (std::size_t k = 0; k < K; ++k)
-    for (std::size_t j = 0; j < N; ++j) keep[k * N + j] = (k % 4 == (j * 7) % 4) || (k % 4 == (j * 7 + 1 + j % 3) % 4);
-  ctnn::kernels::cpu::nm::pack<2, 4>(w.data(), keep.data(), K, N, values.data(), meta.data());
-  const ctnn::kernels::nm_index<2, 4> ix{meta.data()};
+  nm_784x256 l;
+  constexpr std::size_t K = nm_784x256::K, N = nm_784x256::N, cap = nm_784x256::cap;
+  auto &w = l.w, &values = l.values;
+  const ctnn::kernels::nm_index<2, 4> ix{l.meta.data()};
   for (auto _ : st) {
     ctnn::ops<ctnn::cpu<>>::sparse_dense_gather<K, N>(ix, w.data(), values.data(), cap);
     benchmark::DoNotOptimize(values.data());
@@ -163,14 +173,10 @@ void gather_nm(benchmark::State& st) {
 // The 784 x 256 2:4 layer's weights decoded to dense alone (ops<cpu<>>::sparse_dense_decode, as the
 // model's refresh runs it after each update; decode_nm_2of4 times both layers through the model).
 void decode_nm(benchmark::State& st) {
-  constexpr std::size_t K = 784, N = 256, cap = ctnn::kernels::cpu::nm::capacity(K, N, 2, 4);
-  std::vector<float> w(K * N), values(cap);
-  std::vector<std::uint8_t> keep(K * N, 0), meta(ctnn::kernels::cpu::nm::meta_bytes(K, N, 2, 4));
-  for (std::size_t i = 0; i < K * N; ++i) w[i] = float(i % 13) * 0.25f - 1.5f;
-  for (std::size_t k = 0; k < K; ++k)
-    for (std::size_t j = 0; j < N; ++j) keep[k * N + j] = (k % 4 == (j * 7) % 4) || (k % 4 == (j * 7 + 1 + j % 3) % 4);
-  ctnn::kernels::cpu::nm::pack<2, 4>(w.data(), keep.data(), K, N, values.data(), meta.data());
-  const ctnn::kernels::nm_index<2, 4> ix{meta.data()};
+  nm_784x256 l;
+  constexpr std::size_t K = nm_784x256::K, N = nm_784x256::N;
+  auto &w = l.w, &values = l.values;
+  const ctnn::kernels::nm_index<2, 4> ix{l.meta.data()};
   for (auto _ : st) {
     ctnn::ops<ctnn::cpu<>>::sparse_dense_decode<K, N>(ix, values.data(), w.data());
     benchmark::DoNotOptimize(w.data());
