@@ -572,8 +572,8 @@ namespace {
 // (conv_s8) and the fused requantization (conv_s8_requantize) against the scalar rule. The input
 // is used in place where windows<G>::in_place (with the slack after it that over_reads needs),
 // else through window_image, as quantized_conv2d does; the padding holds pad.
-// offset: the kernel's byte offset from a 64-byte boundary (the vnni path copies a kernel off a cache
-// line to one that is from int8::detail::aligned_copy_rows rows on).
+// offset: the kernel's byte offset from a 64-byte boundary (the layers' kernels sit on one; a caller's
+// need not: the unaligned loads take it either way).
 template <ctnn::kernels::conv_geometry G, class Arch, i8::weight_range R = i8::weight_range::full>
 void check_conv(std::size_t batch, std::int8_t pad, std::size_t offset = 0) {
   using Win = i8::windows<G>;
@@ -650,16 +650,16 @@ TEST_CASE("int8 conv_s8: the implicit im2col equals im2col_s8 then the reference
 
 TEST_CASE("int8 conv_s8: the vnni path's conv tiles (6 rows x 4 panels) and their edges equal the reference, every path") {
   // int8_conv.hpp's conv_vnni: 6-row tiles over blocks of 4 full panels, then the rows left (4, then
-  // 1-3) and the panels left (1-3), then the narrow panel; a kernel off a cache line copied from
-  // aligned_copy_rows rows on. Rows a batch x positions: remainders 0-5 of 6; filters 64, 80 (4 + 1
+  // 1-3) and the panels left (1-3), then the narrow panel; kernels on and off a cache line.
+  // Rows a batch x positions: remainders 0-5 of 6; filters 64, 80 (4 + 1
   // panels), 100 (4 + 2 + a narrow 4), 48 (3), 24 (1 + a narrow 8); the other paths run them too.
   using ctnn::padding;
   using ctnn::window_geometry;
   const int ran = ctnn::test::for_each_arch("int8 conv tiles", []<class Arch>(Arch, const char* name) {
     MESSAGE(std::string(name) << " takes the " << path_name(i8::int8_path_of<Arch>()) << " path");
     for (std::size_t batch : {1, 2, 3}) {
-      // 121 rows a sample (the CNN's second layer): 121, 242, 363 (remainders 1, 2, 3); 363 from
-      // the copy's threshold on, the kernel aligned and 32 bytes off
+      // 121 rows a sample (the CNN's second layer): 121, 242, 363 (remainders 1, 2, 3), the kernel
+      // aligned and 32 or 4 bytes off
       for (std::size_t offset : {0, 32, 4})
         check_conv<window_geometry(13, 13, 32, 64, 3, 3, 1, padding::valid), Arch>(batch, 0, offset);
       // 5 x 7 = 35 rows a sample (remainders 5, 4, 3): 80 and 100 filters

@@ -18,8 +18,8 @@
 //     im2col_s8 then gemm_s8 (integer sums are exact); false / nothing done on the scalar path
 //     (int8_path_of<Arch>() == scalar: the caller runs im2col_s8 and gemm_s8). On the vnni path
 //     (G.f >= 16) they run conv_vnni, gemm_vnni's arithmetic with G's sizes at compile time: 6-row x
-//     4-panel tiles, the requantization's column terms formed once a call, a kernel off a cache line
-//     copied to one from aligned_copy_rows rows on; the other paths run int8.hpp's product_vector.
+//     4-panel tiles, the requantization's column terms formed once a call (the layers' packed kernels
+//     start on a cache line: buffer::aligned(64)); the other paths run int8.hpp's product_vector.
 // Tests: tests/quantization/test_int8.cpp (the kernels), test_quantized_conv2d.cpp (the layer).
 #pragma once
 #include <algorithm>
@@ -134,7 +134,6 @@ namespace detail {
 // 4 weight vectors and the broadcasts in 32 zmm), not 4 x 4. A tile of R rows (from row i0) x P
 // full panels starting at w (panel p0's first group), cols: the columns of those panels.
 inline constexpr std::size_t conv_rows = 6;
-inline constexpr std::size_t aligned_copy_rows = 256;
 template <conv_geometry G, std::size_t R, std::size_t P, class A, class C, class E>
 inline void conv_tile_vnni(const A& a, const std::int8_t* w, const C* cols, E& e, std::size_t i0) {
   using Win = windows<G>;
@@ -220,16 +219,6 @@ bool conv_product(const std::int8_t* img, std::size_t batch, const std::int8_t* 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
   if constexpr (G.f >= panel)
     if (wsum && int8_path_of<Arch>() == int8_path::vnni) {
-      // a kernel off a cache line (a 64-byte weight load spanning two): copied to one that is, where the
-      // rows are many enough for the copy to pay (one pass over packed_bytes)
-      constexpr std::size_t bytes = packed_bytes(Win::k, G.f);
-      if (reinterpret_cast<std::uintptr_t>(packed) % 64 != 0 && M >= aligned_copy_rows) {
-        thread_local std::vector<std::int8_t> copy;
-        copy.resize(bytes + 64);
-        std::int8_t* at = copy.data() + (64 - reinterpret_cast<std::uintptr_t>(copy.data()) % 64) % 64;
-        std::memcpy(at, packed, bytes);
-        packed = at;
-      }
       conv_vnni<G>(M, flip_rows(M, Win{img}), packed, wsum, e);
       return true;
     }
