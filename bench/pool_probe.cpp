@@ -1,6 +1,6 @@
 // bench/pool_probe.cpp — where two threads lose in a training step, run by run (issue 25).
 //
-//   pool_probe mlp|cnn BATCH [ROUNDS [STEPS [split]]]
+//   pool_probe mlp|cnn BATCH [ROUNDS [STEPS [split|- [gather|gather-shared]]]]
 //
 // Runs fit's training step (Adam) of the MLP (784-256-128-10, bench_mlp.cpp) or the CNN
 // (bench_cnn.cpp) on a random batch with a pool of two threads and a probe attached
@@ -22,6 +22,10 @@
 // process may use and the worker to the second. Summary: the runs that went to the
 // worker, the ones kept on the caller, and the step's time outside every run. Build: target
 // pool_probe (-DCTNN_BUILD_BENCHMARKS=ON); run pinned to two cores: `taskset -c 0,1`.
+// With `gather` (the MLP only), every step trains on the next batch of a shuffled pass over
+// Fashion-MNIST's training images, gathered as fit does before its step (in_memory's cursor:
+// the "before" of the first run), instead of one fixed random batch; `gather-shared` gathers it
+// over the pool (cursor::share_gather, as fit does since session 30: a run of its own).
 #include <ctnn/ctnn.hpp>
 
 #include "bench_nets.hpp"
@@ -38,6 +42,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -111,8 +116,10 @@ bool pin(pool_t& pool) {
   return pinned && to(cpu[0]);
 }
 
+enum class gather_mode { none, serial, shared };
+
 template <class Net>
-int probe_steps(std::size_t batch, int rounds, int steps, bool split) {
+int probe_steps(std::size_t batch, int rounds, int steps, bool split, gather_mode gather) {
   ctnn::kernels::cpu::set_threads(2);
   pool_t& pool = pool_t::global();
   if (!pin(pool)) std::fprintf(stderr, "pool_probe: threads not pinned (fewer than two CPUs?)\n");
@@ -122,10 +129,38 @@ int probe_steps(std::size_t batch, int rounds, int steps, bool split) {
   std::vector<std::int32_t> y(batch);
   for (auto& v : x) v = float(g.uniform());
   for (auto& v : y) v = std::int32_t(g.below(10));
+  // gather: fit's next shuffled batch before every step (x and y then point into b)
+  using set_t = ctnn::data::fashion_mnist::dataset;
+  std::optional<set_t> train;
+  std::optional<typename set_t::cursor> cur;
+  typename set_t::batch_type b;
+  std::size_t epoch = 0;
+  const float* xs = x.data();
+  const std::int32_t* ys = y.data();
+  auto next = [&] {
+    if (!train) return;
+    if (!cur->next(b)) {
+      cur.emplace(train->open(++epoch));
+      cur->share_gather(gather == gather_mode::shared);
+      cur->next(b);
+    }
+    xs = b.x.data();
+    ys = b.y.data();
+  };
+  if (gather != gather_mode::none) {
+    if constexpr (Net::input_shape.size == 784) {
+      train.emplace(ctnn::data::fashion_mnist::train().shuffle(1).batch(batch, true));
+      cur.emplace(train->open(epoch));
+      cur->share_gather(gather == gather_mode::shared);
+    }
+  }
   ctnn::adam opt;
   ctnn::train_step step{model, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt};
   std::size_t it = 0;
-  for (int i = 0; i < 20; ++i) step.run(x.data(), y.data(), batch, 0, it++);
+  for (int i = 0; i < 20; ++i) {
+    next();
+    step.run(xs, ys, batch, 0, it++);
+  }
   std::vector<step_runs> seen[2];  // [0] one thread, [1] two
   pool_t::probe p;
   p.records.reserve(4096);
@@ -138,7 +173,8 @@ int probe_steps(std::size_t batch, int rounds, int steps, bool split) {
         pool.attach(&p);
         const std::int64_t c0 = ctnn::kernels::cpu::thread_cpu_ns();
         const auto t0 = std::chrono::steady_clock::now();
-        step.run(x.data(), y.data(), batch, 0, it++);
+        next();
+        step.run(xs, ys, batch, 0, it++);
         const auto t1 = std::chrono::steady_clock::now();
         const std::int64_t c1 = ctnn::kernels::cpu::thread_cpu_ns();
         pool.attach(nullptr);
@@ -220,16 +256,23 @@ int probe_steps(std::size_t batch, int rounds, int steps, bool split) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: pool_probe mlp|cnn BATCH [ROUNDS [STEPS]]\n");
+    std::fprintf(stderr, "usage: pool_probe mlp|cnn BATCH [ROUNDS [STEPS [split|- [gather|gather-shared]]]]\n");
     return 2;
   }
   const std::string net = argv[1];
   const std::size_t batch = std::size_t(std::atol(argv[2]));
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 10, steps = argc > 4 ? std::atoi(argv[4]) : 20;
   const bool split = argc > 5 && std::string(argv[5]) == "split";
+  const std::string g = argc > 6 ? argv[6] : "";
+  const gather_mode gather = g == "gather" ? gather_mode::serial : g == "gather-shared" ? gather_mode::shared : gather_mode::none;
+  if ((!g.empty() && gather == gather_mode::none) || (gather != gather_mode::none && net != "mlp")) {
+    std::fprintf(stderr, "pool_probe: the sixth argument is gather or gather-shared, for mlp only\n");
+    return 2;
+  }
   if (batch == 0 || rounds <= 0 || steps <= 0 || (net != "mlp" && net != "cnn")) {
     std::fprintf(stderr, "pool_probe: want mlp or cnn, a batch of at least 1, rounds and steps of at least 1\n");
     return 2;
   }
-  return net == "mlp" ? probe_steps<mlp>(batch, rounds, steps, split) : probe_steps<cnn>(batch, rounds, steps, split);
+  return net == "mlp" ? probe_steps<mlp>(batch, rounds, steps, split, gather)
+                      : probe_steps<cnn>(batch, rounds, steps, split, gather);
 }
