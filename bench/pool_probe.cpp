@@ -13,7 +13,9 @@
 //   wall2  its wall time in those steps,
 //   before the caller's CPU time from the previous run's return (or the step's start) to this
 //          run's start, on one thread: the serial work between runs (the last line: after the last run),
-// and two / one: how much more work the same tasks took on two threads. CPU time is the thread's
+// and two / one: how much more work the same tasks took on two threads; caller and worker: each
+// thread's CPU a task in those steps (median) over one thread's (the run's one / tasks: tasks of
+// unequal cost, as a K-block run's packing, blur it). CPU time is the thread's
 // own (CLOCK_THREAD_CPUTIME_ID), so a loaded machine's other processes inflate the wall times but
 // not these; the cache traffic they cause is still in them. With `split`, "two" is the probe's split
 // mode: each shared run's first half of tasks on the caller, then the rest on the worker, one after
@@ -190,11 +192,11 @@ int probe_steps(std::size_t batch, int rounds, int steps, bool split, gather_mod
                      &mode == &seen[0] ? "one" : "two", s.runs.size(), runs);
         return 1;
       }
-  std::printf("run  tasks shared | before us |   one us   two us (n)   wall2 us | two/one | kernel\n");
+  std::printf("run  tasks shared | before us |   one us   two us (n)   wall2 us | two/one | caller worker | kernel\n");
   double serial_cpu = 0;  // the caller's CPU between runs, one thread
   double one_shared = 0, two_shared = 0, wall_shared = 0, one_caller = 0, one_unpaired = 0;
   for (std::size_t r = 0; r < runs; ++r) {
-    std::vector<double> one, two, wall2, before;
+    std::vector<double> one, two, wall2, before, per_c, per_w;
     for (const auto& s : seen[0]) {
       one.push_back(double(s.runs[r].cpu_ns[0]));
       before.push_back(double(s.runs[r].caller_cpu_ns[0] - (r ? s.runs[r - 1].caller_cpu_ns[1] : s.cpu_begin)));
@@ -206,6 +208,8 @@ int probe_steps(std::size_t batch, int rounds, int steps, bool split, gather_mod
       shared = shared || q.shared;
       if (q.ran[0] && q.ran[1]) {
         two.push_back(double(q.cpu_ns[0] + q.cpu_ns[1]));
+        per_c.push_back(double(q.cpu_ns[0]) / double(q.ran[0]));
+        per_w.push_back(double(q.cpu_ns[1]) / double(q.ran[1]));
         wall2.push_back(double(q.wall_ns));
       }
     }
@@ -217,9 +221,11 @@ int probe_steps(std::size_t batch, int rounds, int steps, bool split, gather_mod
     } else {
       (shared ? one_unpaired : one_caller) += o;
     }
-    std::printf("%3zu %6zu %6s | %9.1f | %8.1f %8.1f (%3zu) %8.1f | %7.3f | %s\n", r, seen[0].front().runs[r].tasks,
-                shared ? "yes" : "no", median(before) / 1e3, o, t, two.size(), w, two.empty() ? 0.0 : t / o,
-                kernel_name(seen[0].front().runs[r].fn).c_str());
+    const double per_one = o / double(seen[0].front().runs[r].tasks);  // us a task on one thread
+    std::printf("%3zu %6zu %6s | %9.1f | %8.1f %8.1f (%3zu) %8.1f | %7.3f | %6.3f %6.3f | %s\n", r,
+                seen[0].front().runs[r].tasks, shared ? "yes" : "no", median(before) / 1e3, o, t, two.size(), w,
+                two.empty() ? 0.0 : t / o, per_c.empty() ? 0.0 : median(per_c) / 1e3 / per_one,
+                per_w.empty() ? 0.0 : median(per_w) / 1e3 / per_one, kernel_name(seen[0].front().runs[r].fn).c_str());
   }
   {
     std::vector<double> after;
