@@ -23,7 +23,7 @@
 //                   parameters); argument: threads.
 //   mlp/gather:     what fit does for a batch before its step: the next shuffled batch
 //                   of `batch` training images gathered (copied) into the batch's
-//                   buffer; counter samples/s.
+//                   buffer (over the pool as fit does: CTNN_NUM_THREADS threads); counter samples/s.
 // Arguments: batch size, threads (kernels::cpu::set_threads).
 //   mlp/width_up_to: one training step (as mlp/train_step, Adam) of 784-up_to<512>-10
 //                   (relu) on a fixed random batch at the active width `width`
@@ -160,6 +160,7 @@ void next_batch(benchmark::State& s, const Set& train, Cursor& cur, std::size_t&
   if (!cur.next(b)) {
     s.PauseTiming();
     cur = train.open(++epoch);
+    cur.share_gather(true);  // as fit's loop
     s.ResumeTiming();
     cur.next(b);
   }
@@ -172,6 +173,7 @@ void gather(benchmark::State& s) {
   ctnn::data::batch_of<ctnn::shape<28, 28>, ctnn::sparse_labels> b;
   std::size_t epoch = 0;
   auto cur = train.open(epoch);
+  cur.share_gather(true);  // as fit's loop: over the pool (CTNN_NUM_THREADS)
   for (auto _ : s) {
     next_batch(s, train, cur, epoch, b);
     benchmark::DoNotOptimize(b.x.data());
@@ -192,6 +194,7 @@ void fit_batch(benchmark::State& s) {
   ctnn::data::batch_of<ctnn::shape<28, 28>, ctnn::sparse_labels> b;
   std::size_t epoch = 0, i = 0;
   auto cur = train.open(epoch);
+  cur.share_gather(true);  // as fit's loop
   for (auto _ : s) {
     next_batch(s, train, cur, epoch, b);
     const ctnn::step_result r = step.run(b.x.data(), b.y.data(), b.size, epoch, i++);

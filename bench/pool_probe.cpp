@@ -1,6 +1,6 @@
 // bench/pool_probe.cpp — where two threads lose in a training step, run by run (issue 25).
 //
-//   pool_probe mlp|cnn BATCH [ROUNDS [STEPS [split]]]
+//   pool_probe mlp|cnn BATCH [ROUNDS [STEPS [split|- [gather|gather-shared]]]]
 //
 // Runs fit's training step (Adam) of the MLP (784-256-128-10, bench_mlp.cpp) or the CNN
 // (bench_cnn.cpp) on a random batch with a pool of two threads and a probe attached
@@ -13,7 +13,9 @@
 //   wall2  its wall time in those steps,
 //   before the caller's CPU time from the previous run's return (or the step's start) to this
 //          run's start, on one thread: the serial work between runs (the last line: after the last run),
-// and two / one: how much more work the same tasks took on two threads. CPU time is the thread's
+// and two / one: how much more work the same tasks took on two threads; caller and worker: each
+// thread's CPU a task in those steps (median) over one thread's (the run's one / tasks: tasks of
+// unequal cost, as a K-block run's packing, blur it). CPU time is the thread's
 // own (CLOCK_THREAD_CPUTIME_ID), so a loaded machine's other processes inflate the wall times but
 // not these; the cache traffic they cause is still in them. With `split`, "two" is the probe's split
 // mode: each shared run's first half of tasks on the caller, then the rest on the worker, one after
@@ -22,6 +24,10 @@
 // process may use and the worker to the second. Summary: the runs that went to the
 // worker, the ones kept on the caller, and the step's time outside every run. Build: target
 // pool_probe (-DCTNN_BUILD_BENCHMARKS=ON); run pinned to two cores: `taskset -c 0,1`.
+// With `gather` (the MLP only), every step trains on the next batch of a shuffled pass over
+// Fashion-MNIST's training images, gathered as fit does before its step (in_memory's cursor:
+// the "before" of the first run), instead of one fixed random batch; `gather-shared` gathers it
+// over the pool (cursor::share_gather, as fit does since session 30: a run of its own).
 #include <ctnn/ctnn.hpp>
 
 #include "bench_nets.hpp"
@@ -38,6 +44,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -111,8 +118,10 @@ bool pin(pool_t& pool) {
   return pinned && to(cpu[0]);
 }
 
+enum class gather_mode { none, serial, shared };
+
 template <class Net>
-int probe_steps(std::size_t batch, int rounds, int steps, bool split) {
+int probe_steps(std::size_t batch, int rounds, int steps, bool split, gather_mode gather) {
   ctnn::kernels::cpu::set_threads(2);
   pool_t& pool = pool_t::global();
   if (!pin(pool)) std::fprintf(stderr, "pool_probe: threads not pinned (fewer than two CPUs?)\n");
@@ -122,10 +131,38 @@ int probe_steps(std::size_t batch, int rounds, int steps, bool split) {
   std::vector<std::int32_t> y(batch);
   for (auto& v : x) v = float(g.uniform());
   for (auto& v : y) v = std::int32_t(g.below(10));
+  // gather: fit's next shuffled batch before every step (x and y then point into b)
+  using set_t = ctnn::data::fashion_mnist::dataset;
+  std::optional<set_t> train;
+  std::optional<typename set_t::cursor> cur;
+  typename set_t::batch_type b;
+  std::size_t epoch = 0;
+  const float* xs = x.data();
+  const std::int32_t* ys = y.data();
+  auto next = [&] {
+    if (!train) return;
+    if (!cur->next(b)) {
+      cur.emplace(train->open(++epoch));
+      cur->share_gather(gather == gather_mode::shared);
+      cur->next(b);
+    }
+    xs = b.x.data();
+    ys = b.y.data();
+  };
+  if (gather != gather_mode::none) {
+    if constexpr (Net::input_shape.size == 784) {
+      train.emplace(ctnn::data::fashion_mnist::train().shuffle(1).batch(batch, true));
+      cur.emplace(train->open(epoch));
+      cur->share_gather(gather == gather_mode::shared);
+    }
+  }
   ctnn::adam opt;
   ctnn::train_step step{model, ctnn::sparse_categorical_crossentropy{.from_logits = true}, opt};
   std::size_t it = 0;
-  for (int i = 0; i < 20; ++i) step.run(x.data(), y.data(), batch, 0, it++);
+  for (int i = 0; i < 20; ++i) {
+    next();
+    step.run(xs, ys, batch, 0, it++);
+  }
   std::vector<step_runs> seen[2];  // [0] one thread, [1] two
   pool_t::probe p;
   p.records.reserve(4096);
@@ -138,7 +175,8 @@ int probe_steps(std::size_t batch, int rounds, int steps, bool split) {
         pool.attach(&p);
         const std::int64_t c0 = ctnn::kernels::cpu::thread_cpu_ns();
         const auto t0 = std::chrono::steady_clock::now();
-        step.run(x.data(), y.data(), batch, 0, it++);
+        next();
+        step.run(xs, ys, batch, 0, it++);
         const auto t1 = std::chrono::steady_clock::now();
         const std::int64_t c1 = ctnn::kernels::cpu::thread_cpu_ns();
         pool.attach(nullptr);
@@ -154,11 +192,11 @@ int probe_steps(std::size_t batch, int rounds, int steps, bool split) {
                      &mode == &seen[0] ? "one" : "two", s.runs.size(), runs);
         return 1;
       }
-  std::printf("run  tasks shared | before us |   one us   two us (n)   wall2 us | two/one | kernel\n");
+  std::printf("run  tasks shared | before us |   one us   two us (n)   wall2 us | two/one | caller worker | kernel\n");
   double serial_cpu = 0;  // the caller's CPU between runs, one thread
   double one_shared = 0, two_shared = 0, wall_shared = 0, one_caller = 0, one_unpaired = 0;
   for (std::size_t r = 0; r < runs; ++r) {
-    std::vector<double> one, two, wall2, before;
+    std::vector<double> one, two, wall2, before, per_c, per_w;
     for (const auto& s : seen[0]) {
       one.push_back(double(s.runs[r].cpu_ns[0]));
       before.push_back(double(s.runs[r].caller_cpu_ns[0] - (r ? s.runs[r - 1].caller_cpu_ns[1] : s.cpu_begin)));
@@ -170,6 +208,8 @@ int probe_steps(std::size_t batch, int rounds, int steps, bool split) {
       shared = shared || q.shared;
       if (q.ran[0] && q.ran[1]) {
         two.push_back(double(q.cpu_ns[0] + q.cpu_ns[1]));
+        per_c.push_back(double(q.cpu_ns[0]) / double(q.ran[0]));
+        per_w.push_back(double(q.cpu_ns[1]) / double(q.ran[1]));
         wall2.push_back(double(q.wall_ns));
       }
     }
@@ -181,9 +221,11 @@ int probe_steps(std::size_t batch, int rounds, int steps, bool split) {
     } else {
       (shared ? one_unpaired : one_caller) += o;
     }
-    std::printf("%3zu %6zu %6s | %9.1f | %8.1f %8.1f (%3zu) %8.1f | %7.3f | %s\n", r, seen[0].front().runs[r].tasks,
-                shared ? "yes" : "no", median(before) / 1e3, o, t, two.size(), w, two.empty() ? 0.0 : t / o,
-                kernel_name(seen[0].front().runs[r].fn).c_str());
+    const double per_one = o / double(seen[0].front().runs[r].tasks);  // us a task on one thread
+    std::printf("%3zu %6zu %6s | %9.1f | %8.1f %8.1f (%3zu) %8.1f | %7.3f | %6.3f %6.3f | %s\n", r,
+                seen[0].front().runs[r].tasks, shared ? "yes" : "no", median(before) / 1e3, o, t, two.size(), w,
+                two.empty() ? 0.0 : t / o, per_c.empty() ? 0.0 : median(per_c) / 1e3 / per_one,
+                per_w.empty() ? 0.0 : median(per_w) / 1e3 / per_one, kernel_name(seen[0].front().runs[r].fn).c_str());
   }
   {
     std::vector<double> after;
@@ -220,16 +262,23 @@ int probe_steps(std::size_t batch, int rounds, int steps, bool split) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: pool_probe mlp|cnn BATCH [ROUNDS [STEPS]]\n");
+    std::fprintf(stderr, "usage: pool_probe mlp|cnn BATCH [ROUNDS [STEPS [split|- [gather|gather-shared]]]]\n");
     return 2;
   }
   const std::string net = argv[1];
   const std::size_t batch = std::size_t(std::atol(argv[2]));
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 10, steps = argc > 4 ? std::atoi(argv[4]) : 20;
   const bool split = argc > 5 && std::string(argv[5]) == "split";
+  const std::string g = argc > 6 ? argv[6] : "";
+  const gather_mode gather = g == "gather" ? gather_mode::serial : g == "gather-shared" ? gather_mode::shared : gather_mode::none;
+  if ((!g.empty() && gather == gather_mode::none) || (gather != gather_mode::none && net != "mlp")) {
+    std::fprintf(stderr, "pool_probe: the sixth argument is gather or gather-shared, for mlp only\n");
+    return 2;
+  }
   if (batch == 0 || rounds <= 0 || steps <= 0 || (net != "mlp" && net != "cnn")) {
     std::fprintf(stderr, "pool_probe: want mlp or cnn, a batch of at least 1, rounds and steps of at least 1\n");
     return 2;
   }
-  return net == "mlp" ? probe_steps<mlp>(batch, rounds, steps, split) : probe_steps<cnn>(batch, rounds, steps, split);
+  return net == "mlp" ? probe_steps<mlp>(batch, rounds, steps, split, gather)
+                      : probe_steps<cnn>(batch, rounds, steps, split, gather);
 }

@@ -4,9 +4,12 @@
 
 #include <ctnn/data/fashion_mnist.hpp>
 #include <ctnn/data/in_memory.hpp>
+#include <ctnn/backends/cpu/thread_pool.hpp>
 
 #include <algorithm>
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 using namespace ctnn;
 
@@ -56,4 +59,37 @@ TEST_CASE("in_memory: batching, remainder, take and skip") {
   CHECK(b.y[0] == 3);
   CHECK(b.x[1] == 4.0f);
   CHECK_FALSE(c2.next(b));
+}
+
+TEST_CASE("in_memory: share_gather copies the same shuffled batches on one and two threads") {
+  // 300 samples of 16 x 16: batches of 100 and 256 go over the pool (from 2^14 values on: 64
+  // samples), batch 16 and the last 44 of the 256-batches stay on the caller
+  constexpr std::size_t n = 300, size = 256;
+  std::vector<float> x(n * size);
+  std::vector<std::int32_t> y(n);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i) * 0.5f;
+  for (std::size_t i = 0; i < n; ++i) y[i] = std::int32_t(i % 10);
+  const data::in_memory<shape<16, 16>, sparse_labels> ds(x, y);
+  for (const std::size_t batch : {std::size_t(16), std::size_t(100), std::size_t(256)}) {
+    auto batches = [&](bool share, std::size_t threads) {
+      kernels::cpu::set_threads(threads);
+      std::vector<std::vector<float>> xs;
+      std::vector<std::vector<std::int32_t>> ys;
+      data::batch_of<shape<16, 16>, sparse_labels> b;
+      auto c = ds.shuffle(7).batch(batch).open(3);
+      c.share_gather(share);
+      while (c.next(b)) {
+        xs.emplace_back(b.x.begin(), b.x.begin() + std::ptrdiff_t(b.size * size));
+        ys.emplace_back(b.y.begin(), b.y.begin() + std::ptrdiff_t(b.size));
+      }
+      kernels::cpu::set_threads(1);
+      return std::pair{xs, ys};
+    };
+    CAPTURE(batch);
+    const auto serial = batches(false, 1);
+    CHECK(serial.first.size() == (n + batch - 1) / batch);
+    CHECK(batches(true, 2) == serial);
+    CHECK(batches(true, 1) == serial);
+    CHECK(batches(false, 2) == serial);
+  }
 }

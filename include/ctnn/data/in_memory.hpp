@@ -10,6 +10,11 @@
 // Sizes are checked when constructed (std::invalid_argument naming both); a
 // batch size whose batch would not fit in 64 bits of bytes throws
 // ctnn::size_error. A pass's buffers hold at most the samples there are.
+// cursor::share_gather(true) (fit's loop sets it): the cursor copies a batch's samples over the
+// CPU's thread pool (kernels::cpu::for_samples: one contiguous part of the batch a thread, from
+// 2^14 values on; a copy, so the same batch on any thread count). Only for the thread that runs
+// the model's steps: a copy from another thread (a prefetch stage) holding the pool would leave
+// a step's product that starts meanwhile on one thread (docs/performance.md, "MLP training").
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -25,6 +30,7 @@
 #include "../core/rng.hpp"
 #include "../core/shape.hpp"
 #include "../core/targets.hpp"
+#include "../backends/cpu/batch_split.hpp"
 #include "element.hpp"
 
 namespace ctnn::data {
@@ -127,17 +133,25 @@ class in_memory {
   // part's instance, data/fashion_mnist.hpp)
   class cursor {
    public:
+    // Copies the next batches over the CPU's thread pool (above); call from the steps' thread only.
+    void share_gather(bool on) noexcept { share_ = on; }
     CTNN_OUTLINE bool next(batch_type& b) {
       const std::size_t remaining = count_ - pos_;
       if (remaining == 0 || (drop_remainder_ && remaining < batch_)) return false;
       const std::size_t n = std::min(batch_, remaining);
       if (b.x.size() < n * S::size) b.x.resize(n * S::size);
       if (b.y.size() < n * target_width) b.y.resize(n * target_width);
-      for (std::size_t i = 0; i < n; ++i) {
-        const std::size_t src = first_ + (order_.empty() ? pos_ + i : order_[pos_ + i]);
-        std::copy_n(data_->x.data() + src * S::size, S::size, b.x.data() + i * S::size);
-        std::copy_n(data_->y.data() + src * target_width, target_width, b.y.data() + i * target_width);
-      }
+      // rows [i0, i1) of the batch; over the CPU's pool in contiguous parts (for_samples: the
+      // caller the first, the worker the second, as the model's products split a batch's rows)
+      auto rows = [&](std::size_t i0, std::size_t i1) {
+        for (std::size_t i = i0; i < i1; ++i) {
+          const std::size_t src = first_ + (order_.empty() ? pos_ + i : order_[pos_ + i]);
+          std::copy_n(data_->x.data() + src * S::size, S::size, b.x.data() + i * S::size);
+          std::copy_n(data_->y.data() + src * target_width, target_width, b.y.data() + i * target_width);
+        }
+      };
+      if (share_) kernels::cpu::for_samples(n, S::size, rows);
+      else rows(0, n);
       b.size = n;
       pos_ += n;
       return true;
@@ -148,7 +162,7 @@ class in_memory {
     std::shared_ptr<const storage> data_;
     std::vector<std::uint32_t> order_;
     std::size_t first_ = 0, count_ = 0, batch_ = 0, pos_ = 0;
-    bool drop_remainder_ = false;
+    bool drop_remainder_ = false, share_ = false;
   };
 
   // One pass; with shuffle(seed), the order is a permutation drawn from (seed, epoch).

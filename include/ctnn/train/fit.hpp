@@ -522,6 +522,8 @@ class fit_session_of final : public fit_session {
     std::apply([](auto&... mm) { (mm.reset(), ...); }, metrics_);
     cursor_.reset();
     cursor_.emplace([&] { return train_.open(epoch); });
+    // an in-memory dataset's batch copied over the CPU's pool: this is the thread that runs the steps
+    if constexpr (requires { cursor_->value.share_gather(true); }) cursor_->value.share_gather(true);
   }
   bool next(std::size_t& batch) override {
     if (!cursor_->value.next(b_)) return false;
