@@ -2,7 +2,8 @@
 // on every xsimd architecture this CPU runs (tests/kernels/archs.hpp), against
 // a scalar reference in double, with x holding zeros as ReLU outputs and
 // image backgrounds do (the rows of B they select are skipped): tails of N
-// (1 to 4 vectors after the chunks, partial or not) and K, K = 1, K past the skip's bit words (every row read), bias or not,
+// (1 to 4 vectors after the chunks, partial or not; after the whole-row groups of 16-register
+// targets) and K, K = 1, K past the skip's bit words (every row read), bias or not,
 // relu or none, x contiguous or strided (gathered first); rows skipped are
 // never read; results bit-identical whatever the thread count (every architecture).
 #include <doctest/doctest.h>
@@ -50,9 +51,12 @@ template <class Arch, class T>
 void check_gemv(const char* name) {
   const double eps = std::is_same_v<T, float> ? 1.2e-7 : 2.3e-16;
   rng g(11);
-  // 30, 60: a tail of 4 vectors; with 16 registers 128, 168, 256, 400 take chunks of 12 vectors
-  // (AVX2 floats: 12 + 4; 12 + 8 and a tail; 12 + 12 + 8; 4 x 12 and a tail)
-  for (std::size_t N : {1, 3, 10, 17, 30, 33, 60, 64, 128, 168, 256, 400})
+  // 30, 60: a tail of 4 vectors; with 16 registers 128, 168 take chunks of 12 vectors (AVX2
+  // floats: 12 + 4; 12 + 8 and a tail), and past 24 vectors the rows go whole in groups of 8 and
+  // blocks of 2 vectors up to a multiple of 4 vectors (gemv_groups; AVX2 floats: 205, 250, 256,
+  // 400, then a tail of 13, 26, 0 and 16 columns); K = 1, 2, 3, 17, 65, 255 and the patterns (no
+  // row read, one, half) leave 0 to 7 rows past the last group of 8
+  for (std::size_t N : {1, 3, 10, 17, 30, 33, 60, 64, 128, 168, 205, 250, 256, 400})
     for (std::size_t K : {1, 2, 3, 17, 64, 65, 255, 784, 4097})
       for (int pattern = 0; pattern < 6; ++pattern)
         for (int variant = 0; variant < 4; ++variant) {

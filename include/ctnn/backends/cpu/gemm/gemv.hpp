@@ -1,7 +1,8 @@
 // ctnn/backends/cpu/gemm/gemv.hpp — the GEMM paths for one or few output rows, without packing.
 //
 // simd::gemv<Arch>(n, k, x, B, ldb, y, bias, e, act): y = e(bias + x B) for a
-// row-major B, column chunks of vectors held in registers while B streams;
+// row-major B, column chunks of vectors held in registers while B streams (on
+// 16 registers past 24 vectors: B's rows whole, 8 side by side, y in L1);
 // the rows of B where x is 0 are skipped (not read) when at least 1/8 of x is.
 // simd::dot_nt<Arch, R>(M, N, K, A, lda, B, ldb, C, ldc, bias, e, act, parallel,
 // pool): C = e(bias + A B^T) for a row-major A and B with contiguous columns
@@ -164,6 +165,78 @@ void gemv_tail(std::size_t c, std::size_t k, const T* x, const T* b, std::size_t
   }
 }
 
+// y[0:n] = epi(bias + x B) for n a multiple of NV vectors, reading the rows
+// of B that rows selects (every row when null) whole: G rows at a time, each
+// walked in blocks of NV vectors (y_block = y_block + x_p B[p, block] for the
+// group's rows in order, then stored), so B streams in its storage order, G
+// rows side by side, and y (in L1) is loaded and stored once per block per
+// group. On 16 registers it replaces passes of 12 vectors (each row read in
+// pieces a pass apart) where n takes three or more (docs/performance.md,
+// "Inference at batch 1"). The first group starts from the bias (or from 0,
+// written to y first), the last stores e(y); the rows past the last full
+// group go in groups of 4, 2 and 1. Each output adds the same products in the
+// same order as gemv_chunk: the same bits.
+template <class Arch, std::size_t G, std::size_t NV, class T, class E>
+void gemv_groups(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias,
+                 const E& e, bool act, const std::uint64_t* rows) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr std::size_t L = B::size;
+  std::uint16_t list[nonzero_words * 64];  // the rows read, when rows selects them
+  std::size_t count = k;
+  if (rows) {
+    count = 0;
+    for_each_row(k, rows, [&](std::size_t p) { list[count++] = std::uint16_t(p); });
+  }
+  if (!bias)  // the first group adds to 0
+    for (std::size_t j = 0; j < n; j += L) B(T(0)).store_unaligned(y + j);
+  if (count == 0) {  // no row read: e(bias), or e(0)
+    for (std::size_t j = 0; j < n; j += L) {
+      const B v = B::load_unaligned(bias ? bias + j : y + j);
+      (act ? epilogue_forward(e, v) : v).store_unaligned(y + j);
+    }
+    return;
+  }
+  auto group = [&]<std::size_t g>(std::size_t i0) {
+    const T* r[g];
+    B xv[g];
+#pragma GCC unroll 16
+    for (std::size_t q = 0; q < g; ++q) {
+      const std::size_t p = rows ? std::size_t(list[i0 + q]) : i0 + q;
+      r[q] = b + p * ldb;
+      xv[q] = B(x[p]);
+    }
+    const T* from = i0 == 0 && bias ? bias : y;
+    auto walk = [&](bool last) {
+      for (std::size_t j = 0; j < n; j += NV * L) {
+        B acc[NV];
+#pragma GCC unroll 16
+        for (std::size_t v = 0; v < NV; ++v) acc[v] = B::load_unaligned(from + j + v * L);
+#pragma GCC unroll 16
+        for (std::size_t q = 0; q < g; ++q)
+#pragma GCC unroll 16
+          for (std::size_t v = 0; v < NV; ++v) acc[v] = xsimd::fma(xv[q], B::load_unaligned(r[q] + j + v * L), acc[v]);
+#pragma GCC unroll 16
+        for (std::size_t v = 0; v < NV; ++v) (last ? epilogue_forward(e, acc[v]) : acc[v]).store_unaligned(y + j + v * L);
+      }
+    };
+    if (act && i0 + g == count) walk(true);
+    else walk(false);
+  };
+  std::size_t i = 0;
+  for (; i + G <= count; i += G) group.template operator()<G>(i);
+  if constexpr (G > 4) {
+    if (i + 4 <= count) {
+      group.template operator()<4>(i);
+      i += 4;
+    }
+  }
+  if (i + 2 <= count) {
+    group.template operator()<2>(i);
+    i += 2;
+  }
+  if (i < count) group.template operator()<1>(i);
+}
+
 // gemv reading the rows of B that rows (rows_to_read of x) selects.
 template <class Arch, class T, class E>
 void gemv_rows(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t ldb, T* y, const T* bias, const E& e,
@@ -172,9 +245,20 @@ void gemv_rows(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t
   constexpr std::size_t L = B::size, W = L * sizeof(T) >= 64 ? 16 : 8;  // 32 or 16 registers
   std::size_t j = 0;
   if constexpr (W == 8) {
-    // 16 registers: chunks of 12 vectors while 12 are left, then 8 or 4 (784 x 256 and 256 x 128
-    // at batch 1 read their rows in 3 passes of 12 + 12 + 8 vectors and 2 of 12 + 4, not 4 and 2 of
-    // 8: 0.95x and 0.8x the time, loaded Xeon 207, bench/results/2026-12-06-s26-gemm26-gemv-passes.md).
+    // 16 registers and three passes of 12 vectors or more: rows whole (gemv_groups), in groups of 8
+    // and blocks of 2 vectors, up to a multiple of 4 vectors; the last columns (fewer than 4
+    // vectors) go to gemv_tail below, as in any chunking, so that the pool's tasks (multiples of
+    // 4 vectors) leave gemv_tail the same columns: the same bits whatever the thread count.
+    if (n > 24 * L) {
+      j = n / (W / 2 * L) * (W / 2 * L);
+      gemv_groups<Arch, 8, 2>(j, k, x, b, ldb, y, bias, e, act, rows);
+    }
+  }
+  if constexpr (W == 8) {
+    // 16 registers: chunks of 12 vectors while 12 are left, then 8 or 4 (256 x 128 at batch 1
+    // reads its rows in 2 passes of 12 + 4 vectors, not 2 of 8; 784 x 256 took 3 of 12 + 12 + 8
+    // before gemv_groups, not 4 of 8: 0.8x and 0.95x the time, loaded Xeon 207,
+    // bench/results/2026-12-06-s26-gemm26-gemv-passes.md).
     // They cover the same columns as chunks of 8 and one of 4 (the pool's tasks of 8 vectors), and
     // every column sums the same values in the same order in any chunk: the same bits.
     for (; j + 12 * L <= n; j += 12 * L)
