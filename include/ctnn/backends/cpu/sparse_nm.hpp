@@ -677,7 +677,9 @@ template <class Arch, std::size_t Nk = 0, std::size_t M = 0>
 inline constexpr std::size_t grouped_min_blocks =
     simd::blocking<float, Arch>::wide ? (Nk == 2 && M == 4 && rows::detail::avx512_v<Arch> ? 4 : 1) : 2;
 
-// y[batch x N] = x[batch x K] W + bias, relu optional; scratch: (K + N) batch values.
+// y[batch x N] = x[batch x K] W + bias, relu optional; scratch: (K + N) batch values, or null (no
+// transposed blocks: the rows paths at every batch; a layer that decodes at every batch declares no
+// cache, layers/sparse_dense_nm.hpp).
 template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M, class Arch = default_arch, class T>
 void forward(const T* x, const T* values, const std::uint8_t* meta, const T* bias, T* y, std::size_t batch, bool relu,
              T* scratch) {
@@ -689,7 +691,7 @@ void forward(const T* x, const T* values, const std::uint8_t* meta, const T* bia
     // measured 84 us against 68 us for twice 4 rows, docs/pruning.md); the rest 4, then 3, 2 or 1
     // rows at a time (each decoded weight shared by the rows; 2:4 on AVX-512: 8 first; 2:4 on
     // AVX2: 8, then the 1 to 7 left together, two_of_four_avx2_rows)
-    const std::size_t bp = batch >= grouped_min_blocks<Arch, Nk, M> * L ? batch / L * L : 0;
+    const std::size_t bp = scratch && batch >= grouped_min_blocks<Arch, Nk, M> * L ? batch / L * L : 0;
     if (bp) detail::grouped<Arch, K, N, Nk, M>(x, bp, values, meta, bytes, bias, y, relu, scratch);
     std::size_t b = bp;
 #if defined(__AVX2__) && defined(__FMA__)
