@@ -94,6 +94,7 @@
 #include "schedules/piecewise_constant.hpp"
 #include "schedules/polynomial_decay.hpp"
 #include "schedules/warmup.hpp"
+#include "schedules/named_schedule.hpp"
 #include "train/callbacks.hpp"
 #include "train/loss_scale.hpp"
 #include "train/csv_logger.hpp"

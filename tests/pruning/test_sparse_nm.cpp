@@ -78,9 +78,14 @@ TEST_CASE("nm kernels: forward equals the masked dense product on every architec
                                                    relu, scratch.data());
       kernels::cpu::nm::forward_reference<Nk, M>(x.data(), values.data(), meta.data(), bias.data(), yr.data(), batch, K,
                                                  N, relu);
+      // without scratch (a layer that decodes at every batch declares no "transposed" cache): the rows paths
+      std::vector<float> yn(batch * N, 7.0f);
+      kernels::cpu::nm::forward<K, N, Nk, M, Arch>(x.data(), values.data(), meta.data(), bias.data(), yn.data(), batch,
+                                                   relu, static_cast<float*>(nullptr));
       for (std::size_t i = 0; i < y.size(); ++i) {
         CHECK(y[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1.0));
         CHECK(yr[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1.0));
+        CHECK(yn[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1.0));
       }
     };
     for (std::size_t batch : {1, 2, 3, 4, 5, 8, 16, 17, 31, 64, 100})

@@ -131,6 +131,13 @@ struct sparse_dense_common {
   }
   template <class Index, class Backend>
   static constexpr std::size_t decoded_extent = decoding<Index, Backend>().empty() ? 0 : K * N;
+  // Whether the layer computes from its decoded weights at every batch (nm<Nk, M> on every CPU
+  // architecture), so that the model never runs the layout's own forward: a cache only that forward
+  // reads (nm's "transposed") is not needed there (extent 0; forward_as hands the layout's kernel no
+  // scratch where the layer declares no cache: a slot without the derived block).
+  template <class Index, class Backend>
+  static constexpr bool decodes_every_batch =
+      decoding<Index, Backend>().from <= 1 && decoding<Index, Backend>().below == kernels::cpu::every_batch.below;
   // The derived buffer every sparse layout declares (role::derived, never saved): W decoded.
   template <class Index, class Backend>
   static constexpr buffer decoded_buffer =
@@ -177,8 +184,11 @@ struct sparse_dense_common {
         return;
       }
     constexpr bool fuse = std::is_same_v<Act, relu>;
+    // (a layer that declares no cache, as nm where it decodes at every batch, hands no scratch: the
+    // slot's cache pointer is then another buffer's; nm::forward runs its paths without one)
+    T* const scratch = Layer::cache_per_sample > 0 ? s.cache : nullptr;
     ops<Backend>::template sparse_dense_forward<K, N>(Layer::view(s.metadata), x, s.params, s.params + NNZ, y, r.batch,
-                                                      fuse, s.cache);
+                                                      fuse, scratch);
     if constexpr (!fuse) Act::template forward<Backend>(y, r.batch, N);
   }
   template <class Layer, class Backend>

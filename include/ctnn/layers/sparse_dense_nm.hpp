@@ -9,7 +9,9 @@
 // bytes. Both sizes are compile-time constants (parameter_count = NNZ + N).
 // Stored bytes for 2:4: 2.125 K N + 4 N (dense: 4 K N + 4 N). layout::nm<Nk,
 // M> is its tag for strip_pruning (the NNZ the layout contract passes is not
-// needed: the pattern fixes it). Cache: K + N values per sample. A fresh
+// needed: the pattern fixes it). Cache: K + N values per sample where the
+// layer runs the layout's forward (undecoded<...>, no CPU architecture), none
+// where it decodes at every batch (every CPU architecture). A fresh
 // layer keeps Nk inputs of each group (rotating with unit and group),
 // Glorot-uniform. Requires 0 < Nk < M <= 256, M dividing K, an input of K
 // features (rank 1). Output: shape<N>. Products through ops<B> with the index
@@ -86,10 +88,17 @@ struct sparse_dense_nm_layer : detail::sparse_dense_common<Spec, In, P> {
   static constexpr std::size_t index_bytes = kernels::cpu::nm::meta_bytes(K, N, Nk, M);
   // The index: the packed positions, bytes.
   using index = kernels::packed_index<kernels::field<std::uint8_t, index_bytes>>;
+  // "transposed": the layout forward's blocks of samples (nm::forward, (K + N) values a sample), read
+  // only where the layer runs that forward: none where it decodes at every batch (every CPU
+  // architecture; the forward is the dense GEMM over "decoded"), K + N where it does not
+  // (undecoded<...>, a backend that names no CPU architecture).
+  static constexpr std::size_t transposed_per_sample =
+      base::template decodes_every_batch<kernels::nm_index<Nk, M>, Backend> ? 0
+                                                                           : kernels::cpu::nm::scratch_per_sample(K, N);
   static constexpr std::array<buffer, 6> buffers{
       buffer::parameter("values", {NNZ}), buffer::parameter("bias", {N}),
       buffer::make(role::metadata, elem::u8, "index", {index::bytes}),
-      buffer::cache("transposed", kernels::cpu::nm::scratch_per_sample(K, N)),
+      buffer::cache("transposed", transposed_per_sample),
       base::template decoded_buffer<kernels::nm_index<Nk, M>, Backend>,
       base::template decoded_gradient_buffer<kernels::nm_index<Nk, M>, Backend>};
   static constexpr std::size_t parameter_count = count_of(buffers, role::parameter);

@@ -7,9 +7,10 @@
 // bound (for a constexpr memory_plan), and update<B>(args), which builds its
 // rule (a functor of kernels/functors.hpp, or its own over a value type V)
 // and hands it to apply<B>: ops<B>::map(rule, n, w, g, slot k...) on every
-// backend. The base holds the learning-rate schedule (learning_rate(it) is
-// its rate at update it; the model's training state may scale it:
-// reduce_lr_on_plateau) and init_slots (none: the model zero-fills slots).
+// backend. The base holds the learning-rate schedule, a Schedule (a callable of the step without
+// name() is refused at compile time; named_schedule names one): learning_rate(it) is
+// its rate at update it (the model's training state may scale it:
+// reduce_lr_on_plateau); and init_slots (none: the model zero-fills slots).
 // Keras 3's common options (clipping, weight decay, accumulation, EMA) wrap
 // any optimizer: optimizers/options.hpp. docs/design.md, "Add an optimizer".
 #pragma once
@@ -23,6 +24,7 @@
 #include "../core/compile_message.hpp"
 #include "../core/concepts.hpp"
 #include "../schedules/constant_schedule.hpp"
+#include "../schedules/named_schedule.hpp"
 #include "detail.hpp"
 
 namespace ctnn {
@@ -44,11 +46,23 @@ constexpr diag::message not_a_schedule_text() {
   m.type<S>() << " is not one (a rate from a step: constant_schedule, exponential_decay, ...)";
   return m;
 }
+// "optimizer: the learning-rate schedule <S> has no name() (...)": a callable of the step alone
+// (a lambda) is a rate but not a Schedule, whose name() warmup's and the docs' names read; Keras
+// names a callable learning rate by its function's name (get_config), which a lambda does not have.
+template <class S>
+constexpr diag::message unnamed_schedule_text() {
+  diag::message m;
+  m << "optimizer: the learning-rate schedule ";
+  m.type<S>() << " has no name() (a Schedule is double operator()(std::int64_t) const and std::string name() const; "
+                 "name a lambda with named_schedule{name, f})";
+  return m;
+}
 }  // namespace detail
 
 template <class S = constant_schedule>
 struct optimizer_base {
   static_assert(diag::require<detail::step_schedule<S>, &detail::not_a_schedule_text<S>>());
+  static_assert(diag::require<!detail::step_schedule<S> || has_schedule_name<S>, &detail::unnamed_schedule_text<S>>());
   using schedule_type = S;
   S schedule;
 

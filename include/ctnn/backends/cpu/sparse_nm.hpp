@@ -677,7 +677,9 @@ template <class Arch, std::size_t Nk = 0, std::size_t M = 0>
 inline constexpr std::size_t grouped_min_blocks =
     simd::blocking<float, Arch>::wide ? (Nk == 2 && M == 4 && rows::detail::avx512_v<Arch> ? 4 : 1) : 2;
 
-// y[batch x N] = x[batch x K] W + bias, relu optional; scratch: (K + N) batch values.
+// y[batch x N] = x[batch x K] W + bias, relu optional; scratch: (K + N) batch values, or null (no
+// transposed blocks: the rows paths at every batch; a layer that decodes at every batch declares no
+// cache, layers/sparse_dense_nm.hpp).
 template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M, class Arch = default_arch, class T>
 void forward(const T* x, const T* values, const std::uint8_t* meta, const T* bias, T* y, std::size_t batch, bool relu,
              T* scratch) {
@@ -689,7 +691,7 @@ void forward(const T* x, const T* values, const std::uint8_t* meta, const T* bia
     // measured 84 us against 68 us for twice 4 rows, docs/pruning.md); the rest 4, then 3, 2 or 1
     // rows at a time (each decoded weight shared by the rows; 2:4 on AVX-512: 8 first; 2:4 on
     // AVX2: 8, then the 1 to 7 left together, two_of_four_avx2_rows)
-    const std::size_t bp = batch >= grouped_min_blocks<Arch, Nk, M> * L ? batch / L * L : 0;
+    const std::size_t bp = scratch && batch >= grouped_min_blocks<Arch, Nk, M> * L ? batch / L * L : 0;
     if (bp) detail::grouped<Arch, K, N, Nk, M>(x, bp, values, meta, bytes, bias, y, relu, scratch);
     std::size_t b = bp;
 #if defined(__AVX2__) && defined(__FMA__)
@@ -1021,6 +1023,45 @@ void decode_two_of_four_avx2(const std::uint8_t* meta, const float* values, floa
 }
 #endif
 
+#if defined(__AVX512F__)
+// 2:4 on AVX-512 with K % 8 == 0 (a unit's codes start on a byte): decode_simd's blocks of 16 units x
+// 16 values (8 groups, 32 rows), values outer, with decode_two_of_four_avx2's picks: the block's
+// codes one 32-bit word a unit, gathered (vpgatherdd; the generic block stores 16 words to the stack
+// and reloads them as one vector, a load that store forwarding cannot serve), and, as a group's two
+// codes ascend (c0 < c1), row 0 is v0 where c0 = 0, row 3 v1 where c1 = 3, rows 1 and 2 v0 where
+// c0 = i, then v1 where c1 = i: 6 compares into mask registers and 6 masked moves a group (the
+// generic pick: 8 and 8), the same bits as decode_reference. The transposition is nm_lanes'.
+template <std::size_t K, std::size_t N>
+void decode_two_of_four_avx512(const std::uint8_t* meta, const float* values, float* w) {
+  static_assert(K % 8 == 0, "decode_two_of_four_avx512: K % 8 == 0 (byte-aligned codes)");
+  constexpr std::size_t L = 16, U = K / 2, JB = N / L * L, TB = U / L * L, unit_bytes = K / 8;
+  constexpr int ub = int(unit_bytes);
+  const __m512i at = _mm512_setr_epi32(0, ub, 2 * ub, 3 * ub, 4 * ub, 5 * ub, 6 * ub, 7 * ub, 8 * ub, 9 * ub, 10 * ub,
+                                       11 * ub, 12 * ub, 13 * ub, 14 * ub, 15 * ub);
+  for (std::size_t t0 = 0; t0 < TB; t0 += L)
+    for (std::size_t j0 = 0; j0 < JB; j0 += L) {
+      __m512 r[16];
+      for (std::size_t u = 0; u < L; ++u) r[u] = _mm512_loadu_ps(values + (j0 + u) * U + t0);
+      nm_lanes<xsimd::avx512bw>::transpose(r);  // r[t]: value t0 + t of the 16 units
+      // lane u: unit j0 + u's codes of values t0 .. t0 + 15 (2 bits each, value t0 + t at bit 2 t)
+      const __m512i c = _mm512_i32gather_epi32(at, meta + j0 * unit_bytes + t0 / 4, 1);
+      for (std::size_t gg = 0; gg < L / 2; ++gg) {
+        const int p0 = int(4 * gg), p1 = p0 + 2;
+        const __m512i c0 = _mm512_and_si512(c, _mm512_set1_epi32(3 << p0));
+        const __m512i c1 = _mm512_and_si512(c, _mm512_set1_epi32(3 << p1));
+        auto is = [](__m512i f, int code) { return _mm512_cmpeq_epi32_mask(f, _mm512_set1_epi32(code)); };
+        const __m512 v0 = r[2 * gg], v1 = r[2 * gg + 1];
+        float* rows = w + (t0 / 2 + gg) * 4 * N + j0;
+        _mm512_storeu_ps(rows, _mm512_maskz_mov_ps(is(c0, 0), v0));
+        _mm512_storeu_ps(rows + N, _mm512_mask_mov_ps(_mm512_maskz_mov_ps(is(c0, 1 << p0), v0), is(c1, 1 << p1), v1));
+        _mm512_storeu_ps(rows + 2 * N,
+                         _mm512_mask_mov_ps(_mm512_maskz_mov_ps(is(c0, 2 << p0), v0), is(c1, 2 << p1), v1));
+        _mm512_storeu_ps(rows + 3 * N, _mm512_maskz_mov_ps(is(c1, 3 << p1), v1));
+      }
+    }
+}
+#endif
+
 // The codes of L units' values [t, t + CW) (CW: code_window), one 32-bit word a unit (lane u: unit
 // j0 + u, value t's code in the low bits).
 template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M, std::size_t L>
@@ -1041,10 +1082,12 @@ inline constexpr bool simd_decode_v =
 // decode in blocks of L units x L values (L / Nk groups: M L / Nk rows of L columns): each unit's L
 // values one load, transposed in registers (a vector per value: its L units), then each row of a
 // group is a vector of zeros with the group's Nk value vectors moved in where their codes (one 32-bit
-// word a unit, shifted) equal the row, stored whole; no zeroing pass. 2:4 on AVX2 with K % 8 == 0:
-// detail::decode_two_of_four_avx2 (the same blocks, fewer uops, the rows of a block of values
-// written across the units before the next). The units past N / L L and the groups past whole
-// blocks: decode_reference.
+// word a unit, shifted) equal the row, stored whole; no zeroing pass. The blocks of values are the
+// outer loop: a block's M L / Nk rows are written across all the units before the next (with the
+// units outer, each L units walk all K rows N floats apart and the stores miss L1; docs/pruning.md,
+// "Training a stripped layer"). 2:4 on AVX2 with
+// K % 8 == 0: detail::decode_two_of_four_avx2 (the same blocks and order, fewer uops). The units
+// past N / L L and the groups past whole blocks: decode_reference.
 template <std::size_t K, std::size_t N, std::size_t Nk, std::size_t M, class Arch>
 void decode_simd(const std::uint8_t* meta, const float* values, float* w) {
   using S = detail::nm_lanes<Arch>;
@@ -1053,6 +1096,11 @@ void decode_simd(const std::uint8_t* meta, const float* values, float* w) {
   constexpr std::size_t L = S::L, G = K / M, U = G * Nk, bits = code_bits(M);
   constexpr std::size_t CW = detail::code_window<L, bits>(), JB = N / L * L, GB = U / L * L / Nk;
   constexpr unsigned mask = (1u << bits) - 1u;
+#if defined(__AVX512F__)
+  if constexpr (Nk == 2 && M == 4 && K % 8 == 0 && rows::detail::avx512_v<Arch>) {
+    detail::decode_two_of_four_avx512<K, N>(meta, values, w);
+  } else
+#endif
 #if defined(__AVX2__) && defined(__FMA__)
   if constexpr (Nk == 2 && M == 4 && K % 8 == 0 && !rows::detail::avx512_v<Arch>) {
     detail::decode_two_of_four_avx2<K, N>(meta, values, w);
@@ -1060,8 +1108,8 @@ void decode_simd(const std::uint8_t* meta, const float* values, float* w) {
 #endif
   {
     alignas(64) std::uint32_t cw[L / CW][L];
-    for (std::size_t j0 = 0; j0 < JB; j0 += L)
-      for (std::size_t t0 = 0; t0 < GB * Nk; t0 += L) {
+    for (std::size_t t0 = 0; t0 < GB * Nk; t0 += L)
+      for (std::size_t j0 = 0; j0 < JB; j0 += L) {
         V r[L];
         for (std::size_t u = 0; u < L; ++u) r[u] = S::load(values + (j0 + u) * U + t0);
         S::transpose(r);  // r[t]: value t0 + t of the L units
