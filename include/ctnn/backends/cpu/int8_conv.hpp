@@ -20,6 +20,9 @@
 //     (G.f >= 16) they run conv_vnni, gemm_vnni's arithmetic with G's sizes at compile time: 6-row x
 //     4-panel tiles, the requantization's column terms formed once a call (the layers' packed kernels
 //     start on a cache line: buffer::aligned(64)); the other paths run int8.hpp's product_vector.
+//     conv_s8_requantize stores through conv_requant: requant's rule with MultiplyByQuantizedMultiplier's
+//     two roundings as one 64-bit add and shift where the multipliers are in [2^-24, 1) (and, on the
+//     256-bit paths, a relu follows), the same bits in fewer operations (below, at conv_requant).
 // Tests: tests/quantization/test_int8.cpp (the kernels), test_quantized_conv2d.cpp (the layer).
 #pragma once
 #include <algorithm>
