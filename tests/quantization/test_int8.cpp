@@ -435,10 +435,10 @@ namespace {
 struct columns {
   std::vector<std::int32_t> off, mult, shift, bias, sums;  // off = bias - in_zp sums (wrapping)
   std::int32_t in_zp;
-  explicit columns(std::size_t N, unsigned seed, double top = 0.0)
+  explicit columns(std::size_t N, unsigned seed, double top = 0.0, double bottom = -6.0)
       : off(N), mult(N), shift(N), bias(N), sums(N), in_zp(std::int32_t(seed % 200) - 100) {
     std::mt19937 g(seed);
-    std::uniform_real_distribution<double> m_d(-6.0, top);
+    std::uniform_real_distribution<double> m_d(bottom, top);
     std::uniform_int_distribution<std::int32_t> off_d(-200000, 200000);
     for (std::size_t j = 0; j < N; ++j) {
       const auto m = ctnn::quantization::quantize_multiplier(std::pow(10.0, m_d(g)) / (j % 5 == 0 ? 1.0 : 40.0));
@@ -617,10 +617,12 @@ void check_conv(std::size_t batch, std::int8_t pad, std::size_t offset = 0) {
     return;
   }
   CHECK(got == want);
-  const columns c(F, unsigned(F + K), 1.0);
-  check_fused(M, F, want, c, [&]<class Y>(i8::requant<Y> e) {
-    return i8::conv_s8_requantize<G, Y, Arch, R>(img, batch, at, sums.data(), e);
-  });
+  // multipliers from 2.5e-8 to 10 (left shifts, and right shifts beyond 23: the vnni tiles' own
+  // store leaves those blocks to requant's put), then from 2.5e-7 to 0.98 (that store takes them all)
+  for (const auto& c : {columns(F, unsigned(F + K), 1.0), columns(F, unsigned(F + K + 1), -0.01, -5.0)})
+    check_fused(M, F, want, c, [&]<class Y>(i8::requant<Y> e) {
+      return i8::conv_s8_requantize<G, Y, Arch, R>(img, batch, at, sums.data(), e);
+    });
 }
 }  // namespace
 
@@ -670,6 +672,64 @@ TEST_CASE("int8 conv_s8: the vnni path's conv tiles (6 rows x 4 panels) and thei
       check_conv<window_geometry(10, 9, 5, 24, 3, 3, 1, padding::same), Arch>(batch, -128, 32);
     }
     check_conv<window_geometry(26, 26, 16, 64, 3, 3, 1, padding::valid), Arch>(1, 0, 32);  // 576 rows
+  });
+  CHECK(ran >= 1);
+}
+
+TEST_CASE("int8 conv_s8_requantize at the extremes: every shift, int32 limits, ties, multipliers 0 and 2^31 - 1") {
+  // the vnni tiles' requantizing store (int8_conv.hpp: both roundings as one in 64-bit lanes, the
+  // zero point in the sum, the term for negative products dropped after a relu) against the scalar
+  // MultiplyByQuantizedMultiplier, where the products, the nudge and the rounding meet their limits:
+  // zero activations, so each sum is 0 and the bias carries the value (input zero point 0); a 1x1
+  // convolution of 96 filters over 5 x 4 positions (3 tiles of 6 rows, then 2 rows by gemm_vnni's)
+  using ctnn::padding;
+  using ctnn::window_geometry;
+  constexpr auto G = window_geometry(5, 4, 8, 96, 1, 1, 1, padding::valid);
+  constexpr std::size_t F = G.f, M = G.oh * G.ow;
+  const std::vector<std::int32_t> xs = {std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::min() + 1,
+                                        -(1 << 30) - 1, -(1 << 30), -(1 << 30) + 1, -65537, -65536, -3, -2, -1, 0, 1,
+                                        65535, 1 << 30, std::numeric_limits<std::int32_t>::max() - 1,
+                                        std::numeric_limits<std::int32_t>::max()};
+  const std::vector<std::int32_t> ms = {0, 1, 1 << 30, (1 << 30) + 1, 1518500250, std::numeric_limits<std::int32_t>::max()};
+  const std::vector<std::int8_t> x(G.in_size() + i8::windows<G>::slack, 0), w(F * G.c, 3);
+  std::vector<std::int8_t> packed(i8::packed_bytes(G.c, F));
+  i8::pack(G.c, F, w.data(), G.c, packed.data());
+  std::vector<std::int32_t> sums(F);
+  i8::packed_sums(F, G.c, packed.data(), sums.data());
+  const int ran = ctnn::test::for_each_arch("int8 conv requantize extremes", [&]<class Arch>(Arch, const char* name) {
+    if (i8::int8_path_of<Arch>() == i8::int8_path::scalar) return;
+    for (int sh = -31; sh <= 30; ++sh) {
+      std::vector<std::int32_t> bias(F), mult(F), shift(F, sh), ksum(F, 0);
+      for (std::size_t j = 0; j < F; ++j) {
+        bias[j] = xs[j % xs.size()];
+        mult[j] = ms[j / xs.size()];
+      }
+      for (std::int32_t zp : {5, -128, 127})
+        for (bool relu : {false, true}) {
+          INFO(std::string(name) << ", shift " << sh << ", zero point " << zp << ", relu " << relu);
+          const std::int32_t lo = relu ? std::max(-128, zp) : -128;
+          const i8::requant<std::int8_t> e8{bias.data(), ksum.data(), 0, mult.data(), shift.data(), zp, lo,
+                                            relu ? std::numeric_limits<std::int32_t>::min() : -128, 0.5f, nullptr, F};
+          std::vector<std::int8_t> y(M * F, 99), want(M * F);
+          std::vector<float> yf(M * F, 99.0f), wantf(M * F);
+          std::size_t beyond = 0;
+          for (std::size_t i = 0; i < M; ++i)
+            for (std::size_t j = 0; j < F; ++j) {
+              const std::int32_t r = std::int32_t(
+                  std::uint32_t(ctnn::quantization::multiply_by_quantized_multiplier(bias[j], mult[j], sh)) + std::uint32_t(zp));
+              want[i * F + j] = std::int8_t(r < lo ? lo : std::min(r, 127));
+              wantf[i * F + j] = 0.5f * float(std::int32_t(want[i * F + j]) - zp);
+              beyond += r > 127 || (!relu && r < -128);
+            }
+          auto e = e8;
+          e.y = y.data();
+          CHECK(i8::conv_s8_requantize<G, std::int8_t, Arch>(x.data(), 1, packed.data(), sums.data(), e) == beyond);
+          CHECK(y == want);
+          i8::requant<float> ef{bias.data(), ksum.data(), 0, mult.data(), shift.data(), zp, lo, e8.low, 0.5f, yf.data(), F};
+          CHECK(i8::conv_s8_requantize<G, float, Arch>(x.data(), 1, packed.data(), sums.data(), ef) == beyond);
+          CHECK(yf == wantf);
+        }
+    }
   });
   CHECK(ran >= 1);
 }

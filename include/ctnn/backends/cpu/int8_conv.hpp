@@ -20,6 +20,9 @@
 //     (G.f >= 16) they run conv_vnni, gemm_vnni's arithmetic with G's sizes at compile time: 6-row x
 //     4-panel tiles, the requantization's column terms formed once a call (the layers' packed kernels
 //     start on a cache line: buffer::aligned(64)); the other paths run int8.hpp's product_vector.
+//     conv_s8_requantize stores through conv_requant: requant's rule with MultiplyByQuantizedMultiplier's
+//     two roundings as one 64-bit add and shift where the multipliers are in [2^-24, 1) (and, on the
+//     256-bit paths, a relu follows), the same bits in fewer operations (below, at conv_requant).
 // Tests: tests/quantization/test_int8.cpp (the kernels), test_quantized_conv2d.cpp (the layer).
 #pragma once
 #include <algorithm>
@@ -124,6 +127,170 @@ void pack_windows(const std::int8_t* packed, std::int8_t* out) {
         out[packed_index(Win::k, G.f, j, i * Win::row_bytes + t)] = packed[packed_index(K, G.f, j, i * kwc + t)];
 }
 
+// conv_s8_requantize's epilogue: requant<Y> and, per column, the terms of MultiplyByQuantizedMultiplier
+// with its two roundings as one (the vnni tiles' store below says why that is exact): off = bias -
+// in_zp kernel_sum; add = 2^63 + 2^30 + 2^(30+r) (r > 0) + zp 2^(31+r) (wrapping uint64), sh = 31 + r,
+// in the even and the odd columns' arrays; fix = 2^(32-r) mod 2^32; one[j / 8]: whether the 8
+// columns from j (present ones) take it: 0 <= r <= 23 (shift -23..0), lo >= zp and low INT_MIN (a
+// relu), lo <= 127, -128 <= zp <= 127. The 256-bit store, where one[j / 8]: x = sums + off (- 128
+// wsum), p = x mult in 64-bit lanes, U = p + add, q = low 32 bits of (U >> sh) - fix: U is floor's
+// argument plus 2^63 (a multiple of 2^sh, so the logical shift floors the signed sum, and adds
+// 2^(63-sh), whose low 32 bits are fix), 11 operations for 8 outputs against requant's 17; the
+// clamp max(min(q, 127), lo). Elsewhere requant's store runs.
+// (a struct of its own, not one derived from requant, 8 bytes past a multiple of 16 with its count
+// last: the tiles copy it (E out = e) in 16-byte loads and the count, which the tile before just
+// stored, with a load of its own size; a 16-byte load across it waits for that store to retire:
+// store_s16 took 1.5x as long)
+template <class Y>
+struct conv_requant {
+  using value_type = Y;
+  requant<Y> rq;  // (its own count unused)
+  const std::int32_t* off;
+  const std::int64_t* add;  // [padded N]: the even columns' (column 2 t at t), then from `half` the odd ones'
+  const std::int64_t* sh;   // (as add)
+  std::size_t half;
+  const std::int32_t* fix;
+  const std::uint8_t* one;  // [padded N / 8]
+  std::size_t saturated = 0;
+};
+static_assert(sizeof(conv_requant<float>) % 16 == 8 && sizeof(conv_requant<std::int8_t>) % 16 == 8,
+              "int8 conv_requant: the count is copied alone (above)");
+// The terms for N columns into storage (thread_local: the caller's), N padded to 8.
+template <class Y>
+conv_requant<Y> conv_requant_for(const requant<Y>& e, std::size_t N) {
+  const std::size_t n8 = (N + 7) / 8 * 8;
+  thread_local std::vector<std::int64_t> wide;
+  thread_local std::vector<std::int32_t> narrow;
+  thread_local std::vector<std::uint8_t> one;
+  wide.assign(2 * n8, 0);
+  narrow.assign(2 * n8, 0);
+  one.assign(n8 / 8, 0);
+  const bool relu = e.low == std::numeric_limits<std::int32_t>::min() && e.lo >= e.zp && e.lo <= 127 && e.zp >= -128 &&
+                    e.zp <= 127;
+  for (std::size_t g = 0; g < n8 / 8; ++g) {
+    bool ok = relu;
+    for (std::size_t j = g * 8; j < std::min(N, g * 8 + 8); ++j) ok &= e.shift[j] <= 0 && e.shift[j] >= -23;
+    one[g] = ok;
+  }
+  std::int64_t* add = wide.data();
+  std::int64_t* sh = add + n8;
+  std::int32_t* off = narrow.data();
+  std::int32_t* fix = off + n8;
+  for (std::size_t j = 0; j < N; ++j) {
+    off[j] = std::int32_t(std::uint32_t(e.bias[j]) - std::uint32_t(e.in_zp) * std::uint32_t(e.kernel_sum[j]));
+    if (!one[j / 8]) continue;
+    const std::int64_t r = -std::int64_t(e.shift[j]);
+    const std::uint64_t u = (std::uint64_t(1) << 63) + (std::uint64_t(1) << 30) + (r > 0 ? std::uint64_t(1) << (30 + r) : 0) +
+                            std::uint64_t(std::int64_t(e.zp) * (std::int64_t(1) << (31 + r)));
+    // even and odd columns apart: add[0 .. n8/2) the even ones, add[n8/2 ..) the odd ones
+    add[j % 2 * (n8 / 2) + j / 2] = std::int64_t(u);
+    sh[j % 2 * (n8 / 2) + j / 2] = 31 + r;
+    fix[j] = r > 0 ? std::int32_t(std::uint32_t(1) << (32 - r)) : 0;
+  }
+  conv_requant<Y> c{e, off, add, sh, n8 / 2, fix, one.data(), 0};
+  return c;
+}
+
+#if defined(__AVX2__)
+struct cols8_conv {
+  detail::cols8_requant rq;  // (requant's, where one is false)
+  bool one;
+  __m256i off, mu, mu_odd, add_even, add_odd, sh_even, sh_odd, fix;
+  __m256i top = _mm256_set1_epi32(std::numeric_limits<std::int32_t>::min());
+};
+template <class Y>
+CTNN_FORCEINLINE cols8_conv columns8(const conv_requant<Y>& e, std::size_t j, std::size_t width, __m256i sub) {
+  cols8_conv c;
+  c.one = e.one[j / 8];
+  if (!c.one) {
+    c.rq = detail::columns8(e.rq, j, width, sub);
+    return c;
+  }
+  c.rq.j = j;
+  c.rq.width = width;
+  const auto at = [](const auto* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
+  c.off = _mm256_sub_epi32(at(e.off + j), sub);
+  c.mu = detail::load8(e.rq.mult + j, width);
+  c.mu_odd = _mm256_srli_epi64(c.mu, 32);
+  c.add_even = at(e.add + j / 2);
+  c.add_odd = at(e.add + e.half + j / 2);
+  c.sh_even = at(e.sh + j / 2);
+  c.sh_odd = at(e.sh + e.half + j / 2);
+  c.fix = at(e.fix + j);
+  return c;
+}
+CTNN_FORCEINLINE __m256i conv_requantized8(const cols8_conv& c, __m256i v) {
+  const __m256i x = _mm256_add_epi32(v, c.off);
+  const __m256i ue = _mm256_add_epi64(_mm256_mul_epi32(x, c.mu), c.add_even);
+  const __m256i uo = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), c.mu_odd), c.add_odd);
+  const __m256i q = _mm256_blend_epi32(_mm256_srlv_epi64(ue, c.sh_even), _mm256_slli_epi64(_mm256_srlv_epi64(uo, c.sh_odd), 32), 0xAA);
+  return _mm256_sub_epi32(q, c.fix);
+}
+template <class Y>
+CTNN_FORCEINLINE void put(conv_requant<Y>& e, cols8_conv& c, __m256i v, std::size_t i) {
+  if (!c.one) return detail::put(e.rq, c.rq, v, i);  // (counts nothing)
+  const __m256i q = conv_requantized8(c, v);
+  c.top = _mm256_max_epi32(c.top, q);
+  const __m256i v8 = _mm256_max_epi32(_mm256_min_epi32(q, _mm256_set1_epi32(127)), _mm256_set1_epi32(e.rq.lo));
+  Y* dst = e.rq.y + i * e.rq.ldy + c.rq.j;
+  if constexpr (std::is_same_v<Y, std::int8_t>) {
+    const __m128i b = detail::low_bytes(v8);
+    if (c.rq.width == 8) {
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(dst), b);
+    } else {
+      alignas(16) std::int8_t t[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(t), b);
+      std::memcpy(dst, t, c.rq.width);
+    }
+  } else {
+    detail::store8(dst, _mm256_castps_si256(_mm256_mul_ps(_mm256_set1_ps(e.rq.scale),
+                                                          _mm256_cvtepi32_ps(_mm256_sub_epi32(v8, _mm256_set1_epi32(e.rq.zp))))),
+                   c.rq.width);
+  }
+}
+template <class Y>
+CTNN_FORCEINLINE bool saturated(const conv_requant<Y>& e, const cols8_conv& c) {
+  if (!c.one) return detail::saturated(e.rq, c.rq);
+  return (c.rq.present() & unsigned(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(c.top, _mm256_set1_epi32(127)))))) != 0;
+}
+template <class Y>
+inline void count(conv_requant<Y>& e, const cols8_conv& c, __m256i v) {
+  if (!c.one) {
+    requant<Y> r = e.rq;
+    r.saturated = 0;
+    detail::count(r, c.rq, v);
+    e.saturated += r.saturated;
+    return;
+  }
+  // (after a relu nothing below is counted)
+  const __m256i q = conv_requantized8(c, v);
+  e.saturated += std::size_t(__builtin_popcount(
+      c.rq.present() & unsigned(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(q, _mm256_set1_epi32(127)))))));
+}
+#endif
+#if defined(__AVX512F__)
+// the 512-bit tiles (gemm_vnni's, on the rows and panels conv_vnni's own tiles leave): requant's store
+template <class Y>
+inline detail::cols_requant columns(const conv_requant<Y>& e, std::size_t j, __mmask16 m, __m512i sub) {
+  return detail::columns(e.rq, j, m, sub);
+}
+template <class Y>
+inline void put(conv_requant<Y>& e, detail::cols_requant& c, __m512i v, std::size_t i) {
+  detail::put(e.rq, c, v, i);  // (counts nothing)
+}
+template <class Y>
+inline bool saturated(const conv_requant<Y>& e, const detail::cols_requant& c) {
+  return detail::saturated(e.rq, c);
+}
+template <class Y>
+inline void count(conv_requant<Y>& e, const detail::cols_requant& c, __m512i v) {
+  requant<Y> r = e.rq;
+  r.saturated = 0;
+  detail::count(r, c, v);
+  e.saturated += r.saturated;
+}
+#endif
+
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
 namespace detail {
 // The vnni path of conv_s8 / conv_s8_requantize: gemm_vnni's arithmetic (vpdpbusd on the flipped
@@ -134,13 +301,11 @@ namespace detail {
 // 4 weight vectors and the broadcasts in 32 zmm), not 4 x 4. A tile of R rows (from row i0) x P
 // full panels starting at w (panel p0's first group), cols: the columns of those panels.
 inline constexpr std::size_t conv_rows = 6;
-template <conv_geometry G, std::size_t R, std::size_t P, class A, class C, class E>
-inline void conv_tile_vnni(const A& a, const std::int8_t* w, const C* cols, E& e, std::size_t i0) {
+// acc[r][q] += the tile's products: R rows (from row i0) x P full panels starting at w
+template <conv_geometry G, std::size_t R, std::size_t P, class A>
+CTNN_FORCEINLINE void conv_dot_vnni(const A& a, const std::int8_t* w, __m512i (&acc)[R][P], std::size_t i0) {
   using Win = windows<G>;
   constexpr std::size_t S = Win::segments(), GR = Win::groups(), ps = panel * Win::k, ss = Win::segment_stride();
-  __m512i acc[R][P];
-  for (std::size_t r = 0; r < R; ++r)
-    for (std::size_t q = 0; q < P; ++q) acc[r][q] = _mm512_setzero_si512();
   const std::int8_t* ar[R];
   for (std::size_t r = 0; r < R; ++r) ar[r] = a.row(i0 + r);
   for (std::size_t s = 0; s < S; ++s)
@@ -153,6 +318,13 @@ inline void conv_tile_vnni(const A& a, const std::int8_t* w, const C* cols, E& e
         for (std::size_t q = 0; q < P; ++q) acc[r][q] = dpbusd(acc[r][q], b, wv[q]);
       }
     }
+}
+template <conv_geometry G, std::size_t R, std::size_t P, class A, class C, class E>
+inline void conv_tile_vnni(const A& a, const std::int8_t* w, const C* cols, E& e, std::size_t i0) {
+  __m512i acc[R][P];
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t q = 0; q < P; ++q) acc[r][q] = _mm512_setzero_si512();
+  conv_dot_vnni<G>(a, w, acc, i0);
   E out = e;  // (a copy the stores cannot alias: e's fields stay in registers)
   for (std::size_t q = 0; q < P; ++q) {
     auto c = cols[q];
@@ -162,6 +334,104 @@ inline void conv_tile_vnni(const A& a, const std::int8_t* w, const C* cols, E& e
   }
   if constexpr (requires { e.saturated; }) e.saturated = out.saturated;
 }
+
+// The tiles' requantizing store (requant<Y>), cheaper than requant's put and bit for bit the same:
+//   - the accumulators start at the column's offset (bias - in_zp kernel_sum - 128 wsum), not 0;
+//   - MultiplyByQuantizedMultiplier's two roundings as one, in 64-bit lanes: with p = x mult (x = s +
+//     off, mult >= 0, no left shift), SaturatingRoundingDoublingHighMul is hi = floor((p + 2^30) /
+//     2^31) (its nudge and truncation: int8.hpp's requantized) and RoundingDivideByPOT(hi, r), r >= 1,
+//     floor((hi + 2^(r-1) - [hi < 0]) / 2^r); as floor((floor(y) + n) / d) = floor((y + n) / d) for
+//     integers n, d > 0, the result is floor((p + 2^30 + 2^(30+r) - 2^31 [p < -2^30]) / 2^(31+r))
+//     (r = 0: floor((p + 2^30) / 2^31)): an add and an arithmetic shift a lane; the output zero point
+//     is added in the same sum as zp 2^(31+r) (r <= 23: |p| < 2^62, the sum stays below 2^63; its low
+//     32 bits are q, wrapping as the 32-bit add);
+//   - after a relu (low = INT_MIN, lo >= zp: Exact false) the term [p < -2^30] is dropped: hi < 0
+//     gives a result <= 0 either way, so q <= zp <= lo, clamped to lo and never counted;
+//   - the clamp q < lo ? lo : min(q, 127) as max(min(q, 127), lo) (lo <= 127).
+// conv_rq_takes says where: every column of the block shifts right by at most 23 (multipliers at
+// least 2^-24) and none left, lo <= 127, -128 <= zp <= 127; elsewhere requant's put runs.
+template <class E>
+struct is_conv_requant : std::false_type {};
+template <class Y>
+struct is_conv_requant<conv_requant<Y>> : std::true_type {};
+struct conv_cols_rq {
+  __m512i off, mu, mu_odd, add_even, add_odd, sh_even, sh_odd, corr_even, corr_odd;
+  std::size_t j;
+};
+template <class Y>
+inline bool conv_rq_takes(const requant<Y>& e, std::size_t j0, std::size_t n) {
+  bool ok = e.lo <= 127 && e.zp >= -128 && e.zp <= 127;
+  for (std::size_t j = j0; j < j0 + n; ++j) ok &= e.shift[j] <= 0 && e.shift[j] >= -23;
+  return ok;
+}
+template <class Y>
+inline bool conv_rq_exact(const requant<Y>& e) {
+  return !(e.low == std::numeric_limits<std::int32_t>::min() && e.lo >= e.zp);
+}
+template <class Y>
+inline conv_cols_rq conv_columns_rq(const requant<Y>& e, std::size_t j, const std::int32_t* wsum) {
+  alignas(64) std::int64_t add[16], sh[16], corr[16];
+  for (std::size_t t = 0; t < 16; ++t) {
+    const std::int64_t r = -std::int64_t(e.shift[j + t]);  // (0..23: conv_rq_takes)
+    add[t] = (std::int64_t(1) << 30) + (r > 0 ? std::int64_t(1) << (30 + r) : 0) + std::int64_t(e.zp) * (std::int64_t(1) << (31 + r));
+    sh[t] = 31 + r;
+    corr[t] = r > 0 ? std::int64_t(1) << 31 : 0;
+  }
+  const auto pick = [](const std::int64_t* v, std::size_t odd) {  // v[odd], v[odd + 2], ... in 8 lanes
+    return _mm512_set_epi64(v[14 + odd], v[12 + odd], v[10 + odd], v[8 + odd], v[6 + odd], v[4 + odd], v[2 + odd], v[odd]);
+  };
+  const cols_requant c = columns(e, j, __mmask16(0xffff), _mm512_slli_epi32(_mm512_loadu_si512(wsum + j), 7));
+  return {c.off, c.mu, c.mu_odd, pick(add, 0), pick(add, 1), pick(sh, 0), pick(sh, 1), pick(corr, 0), pick(corr, 1), j};
+}
+// q (before the clamp) of the sums v (the offset in them already), as requant's requantized
+template <bool Exact>
+CTNN_FORCEINLINE __m512i conv_requantized(const conv_cols_rq& c, __m512i v) {
+  const __m512i pe = _mm512_mul_epi32(v, c.mu), po = _mm512_mul_epi32(_mm512_srli_epi64(v, 32), c.mu_odd);
+  __m512i se = _mm512_add_epi64(pe, c.add_even), so = _mm512_add_epi64(po, c.add_odd);
+  if constexpr (Exact) {
+    const __m512i edge = _mm512_set1_epi64(-(std::int64_t(1) << 30));
+    se = _mm512_mask_sub_epi64(se, _mm512_cmplt_epi64_mask(pe, edge), se, c.corr_even);
+    so = _mm512_mask_sub_epi64(so, _mm512_cmplt_epi64_mask(po, edge), so, c.corr_odd);
+  }
+  return _mm512_mask_shuffle_epi32(_mm512_srav_epi64(se, c.sh_even), __mmask16(0xAAAA), _mm512_srav_epi64(so, c.sh_odd),
+                                   _MM_PERM_CDAB);
+}
+template <conv_geometry G, std::size_t R, std::size_t P, bool Exact, class A, class Y>
+inline void conv_tile_rq(const A& a, const std::int8_t* w, const conv_cols_rq* cols, const requant<Y>& e,
+                         std::size_t& saturated, std::size_t i0) {
+  __m512i acc[R][P];
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t q = 0; q < P; ++q) acc[r][q] = cols[q].off;
+  conv_dot_vnni<G>(a, w, acc, i0);
+  requant<Y> out = e;  // (a copy the stores cannot alias: e's fields stay in registers)
+  out.saturated = 0;
+  const __m512i lo = _mm512_set1_epi32(out.lo), top = _mm512_set1_epi32(127), low = _mm512_set1_epi32(out.low);
+  const __m512i zp = _mm512_set1_epi32(out.zp);
+  const __m512 scale = _mm512_set1_ps(out.scale);
+  for (std::size_t q = 0; q < P; ++q) {
+    const conv_cols_rq& c = cols[q];
+    __m512i hi = _mm512_set1_epi32(std::numeric_limits<std::int32_t>::min());
+    __m512i lw = _mm512_set1_epi32(std::numeric_limits<std::int32_t>::max());
+    for (std::size_t r = 0; r < R; ++r) {
+      const __m512i v = conv_requantized<Exact>(c, acc[r][q]);
+      hi = _mm512_max_epi32(hi, v);
+      if constexpr (Exact) lw = _mm512_min_epi32(lw, v);  // (else nothing is counted below)
+      const __m512i v8 = _mm512_max_epi32(_mm512_min_epi32(v, top), lo);
+      Y* dst = out.y + (i0 + r) * out.ldy + c.j;
+      if constexpr (std::is_same_v<Y, std::int8_t>)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtepi32_epi8(v8));
+      else
+        _mm512_storeu_ps(dst, _mm512_mul_ps(scale, _mm512_cvtepi32_ps(_mm512_sub_epi32(v8, zp))));
+    }
+    if (_mm512_cmpgt_epi32_mask(hi, top) | _mm512_cmplt_epi32_mask(lw, low))
+      for (std::size_t r = 0; r < R; ++r) {
+        const __m512i v = conv_requantized<Exact>(c, acc[r][q]);
+        out.saturated += std::size_t(__builtin_popcount(
+            unsigned(_mm512_kor(_mm512_cmpgt_epi32_mask(v, top), _mm512_cmplt_epi32_mask(v, low)))));
+      }
+  }
+  saturated += out.saturated;
+}
 // P full panels from panel p0 over the M rows: conv_rows-row tiles, then the rows left by
 // gemm_vnni's tiles (tile_vnni)
 template <conv_geometry G, std::size_t P, class A, class C, class E>
@@ -170,6 +440,17 @@ inline void conv_block_vnni(std::size_t M, const A& a, const std::int8_t* packed
   using Win = windows<G>;
   const std::int8_t* w = packed + p0 * panel * Win::k;
   std::size_t i = 0;
+  if constexpr (is_conv_requant<E>::value) {
+    // the tiles' own requantizing store where it applies (above), its columns formed once a block
+    if (conv_rq_takes(e.rq, p0 * panel, P * panel)) {
+      conv_cols_rq cr[P];
+      for (std::size_t q = 0; q < P; ++q) cr[q] = conv_columns_rq(e.rq, (p0 + q) * panel, wsum);
+      if (conv_rq_exact(e.rq))
+        for (; i + conv_rows <= M; i += conv_rows) conv_tile_rq<G, conv_rows, P, true>(a, w, cr, e.rq, e.saturated, i);
+      else
+        for (; i + conv_rows <= M; i += conv_rows) conv_tile_rq<G, conv_rows, P, false>(a, w, cr, e.rq, e.saturated, i);
+    }
+  }
   for (; i + conv_rows <= M; i += conv_rows) conv_tile_vnni<G, conv_rows, P>(a, w, cols + p0, e, i);
   for (; i + 4 <= M; i += 4) rows_vnni<4>(G.f, Win::k, a, packed, p0, P, false, wsum, e, i);
   switch (M - i) {
@@ -242,9 +523,11 @@ bool conv_s8(const std::int8_t* img, std::size_t batch, const std::int8_t* packe
 template <conv_geometry G, class Y, class Arch = default_arch, weight_range R = weight_range::full>
 std::size_t conv_s8_requantize(const std::int8_t* img, std::size_t batch, const std::int8_t* packed,
                                const std::int32_t* wsum, requant<Y> e) {
+  if (batch == 0) return 0;
   e.saturated = 0;
-  if (batch) detail::conv_product<G, Arch, R>(img, batch, packed, wsum, e);
-  return e.saturated;
+  auto ec = conv_requant_for(e, G.f);
+  detail::conv_product<G, Arch, R>(img, batch, packed, wsum, ec);
+  return ec.saturated;
 }
 
 // ---- a max pooling fused into the convolution's store (quantized_conv2d<..., Pool>) ----
