@@ -304,6 +304,14 @@ TEST_CASE("int8 quantize_u8 and narrower clamps follow the scalar rule") {
   base.push_back(3e9f);
   base.push_back(-3e9f);
   std::shuffle(base.begin(), base.end(), g);
+  // whole steps of values that saturate whatever their rounding (the AVX2 steps' fixed tie margin
+  // from |x / scale| >= 512 on): ties and integers beyond 511 at scale 0.25, to 2^31
+  for (float k : {511.0f, 512.0f, 600.0f, 1000.0f, 1048576.0f, 16777216.0f, 2147483520.0f, 2147483648.0f})
+    for (float sgn : {1.0f, -1.0f}) {
+      base.push_back(sgn * (k + (k < 16777216.0f ? 0.5f : 0.0f)) * 0.25f);
+      base.push_back(sgn * k * 0.25f);
+    }
+  for (int k = 0; k < 32; ++k) base.push_back(float(k % 2 ? -1 : 1) * (700.5f + float(k)) * 0.25f);
   const int ran = ctnn::test::for_each_arch("int8 quantize_u8", [&]<class Arch>(Arch, const char* name) {
     std::size_t bad = 0, bad_count = 0, runs = 0;
     for (std::size_t n : {std::size_t(1), std::size_t(31), std::size_t(64), std::size_t(100), std::size_t(129), base.size()})
@@ -513,7 +521,8 @@ struct columns {
 template <class Run>
 void check_fused(std::size_t M, std::size_t N, const std::vector<std::int32_t>& want, const columns& c, Run&& run) {
   const std::size_t ldy = N + 3;
-  for (std::int32_t zp : {-128, -3, 60})
+  // (200: a zero point beyond int8, a corrupt file's: relu's floor above 127, the clamp's other form)
+  for (std::int32_t zp : {-128, -3, 60, 200})
     for (bool relu : {false, true}) {
       INFO("zero point " << zp << ", relu " << relu);
       const std::int32_t lo = relu ? std::max(-128, zp) : -128;

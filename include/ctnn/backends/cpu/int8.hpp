@@ -314,7 +314,10 @@ inline std::size_t saturated_lanes(const requant<Y>& e, const cols8_requant& c, 
 template <class Y>
 CTNN_FORCEINLINE void put_clamped(const requant<Y>& e, const cols8_requant& c, __m256i q, std::size_t row) {
   const __m256i lo = _mm256_set1_epi32(e.lo);
-  const __m256i v8 = _mm256_blendv_epi8(_mm256_min_epi32(q, _mm256_set1_epi32(127)), lo, _mm256_cmpgt_epi32(lo, q));
+  const __m256i top = _mm256_min_epi32(q, _mm256_set1_epi32(127));
+  // lo <= 127 (every valid zero point): max(min(q, 127), lo), the same values; vpblendvb is 2-3
+  // operations on the vector ports
+  const __m256i v8 = e.lo <= 127 ? _mm256_max_epi32(top, lo) : _mm256_blendv_epi8(top, lo, _mm256_cmpgt_epi32(lo, q));
   Y* dst = e.y + row * e.ldy + c.j;
   if constexpr (std::is_same_v<Y, std::int8_t>) {
     const __m128i b = low_bytes(v8);  // std::int8_t(v8), as the scalar rule
@@ -416,7 +419,9 @@ inline void put(requant<Y>& e, cols_requant& c, __m512i v, std::size_t i) {
   c.top = _mm512_mask_max_epi32(c.top, c.m, c.top, q);
   c.bottom = _mm512_mask_min_epi32(c.bottom, c.m, c.bottom, q);
   // q < lo ? lo : min(q, 127), as requantize_row's clamp (even for a zero point beyond 127)
-  const __m512i v8 = _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(q, lo), _mm512_min_epi32(q, top), lo);
+  // (lo <= 127, every valid zero point: max(min(q, 127), lo), the same values in one operation fewer)
+  const __m512i v8 = e.lo <= 127 ? _mm512_max_epi32(_mm512_min_epi32(q, top), lo)
+                                 : _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(q, lo), _mm512_min_epi32(q, top), lo);
   Y* dst = e.y + i * e.ldy + c.j;
   if constexpr (std::is_same_v<Y, std::int8_t>)
     _mm512_mask_cvtepi32_storeu_epi8(dst, c.m, v8);
@@ -750,7 +755,7 @@ inline void gemm_avx2(std::size_t M, std::size_t N, std::size_t K, const A& a, c
   // avx2_u8 from 4 rows on: the activations flipped once a call (no XOR a group and row), the full
   // panels in tile_u8's 4-row tiles, the rows after them and the narrow panel in the 2-row tiles
   if constexpr (std::is_same_v<D, dot_u8>) {
-    if (M >= 4 || is_flipped_v<A>) {
+    if (M >= 4) {
       const auto f = flipped_once(M, a);
       const std::size_t full = N / panel, m4 = M / 4 * 4;
       for (std::size_t p = 0; p < full; ++p) {
@@ -786,8 +791,10 @@ inline void gemm_avx2(std::size_t M, std::size_t N, std::size_t K, const A& a, c
       }
       i = m4;
     }
-    for (; i + 2 <= M; i += 2) rows_avx2<D, 2>(N, K, a, packed, p0, np, narrow, wsum, e, i);
-    if (i < M) rows_avx2<D, 1>(N, K, a, packed, p0, np, narrow, wsum, e, i);
+    // (an operand flipped already: dot_u8's broadcast without the XOR)
+    using Dx = std::conditional_t<is_flipped_v<A> && std::is_same_v<D, dot_u8>, dot_u8_flipped, D>;
+    for (; i + 2 <= M; i += 2) rows_avx2<Dx, 2>(N, K, a, packed, p0, np, narrow, wsum, e, i);
+    if (i < M) rows_avx2<Dx, 1>(N, K, a, packed, p0, np, narrow, wsum, e, i);
   };
   for (std::size_t p0 = 0; p0 < full; p0 += 2) block(p0, std::min<std::size_t>(2, full - p0), false);
   if (N % panel) block(full, 1, true);
@@ -1033,7 +1040,13 @@ void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, 
 // (vdivps zmm: one per 10 cycles here).
 // Returns how many values the clamp changed (saturated: beyond the range, infinities included).
 // The main loops (AVX-512: 64 values a step, AVX2: 32; -128 <= lo <= hi <= 127) test the step's
-// four vectors for a value near a tie once (the largest gap, by its bits), narrow v + 128 to int16
+// four vectors for a value near a tie once (the largest gap, by its bits; on AVX2, with -128 <= zp
+// <= 127, the gap |d - rint(d)| against a fixed 0.5 - 2^-12: where |d| < 512 the quotient is
+// within |d| 2^-21 < 2^-12 of d (the rule above), so no half-integer lies between them; where |d|
+// >= 512 (to 2^31: beyond, vcvtps2dq's int32 is INT_MIN and the gap large) rint(d) and the
+// quotient's rounding, within 1 of each other up to 2^20 and of d's sign beyond, both put v = q +
+// zp beyond [lo, hi] on the same side (|v| >= 511 - 128): the same clamped value and count; two
+// vector operations fewer than the |d| 2^-21 term), narrow v + 128 to int16
 // by signed saturation, count there the values beyond [lo + 128, hi + 128] in a vector of int16
 // counts kept in registers (a count added to memory at every vector made a store-forwarding chain of
 // the loop), clamp there only where [lo, hi] is not int8's own range, and narrow to bytes by
@@ -1189,9 +1202,12 @@ std::size_t quantize_to(const float* x, std::size_t n, float scale, std::int32_t
     // 32 values a step where the clamp keeps them in int8: the four vectors narrowed by saturating
     // packs (exact there) and one vpermd, not a byte shuffle each (port 5 bound the 8-value loop);
     // a step with a value near a tie runs block8 on its four vectors
-    if (by_inverse && lo >= -128 && hi <= 127 && lo <= hi && zp >= -(1 << 24) && zp <= (1 << 24)) {
+    // (vcvtps2dq rounds as MXCSR says: to nearest where nobody changed it, checked once a call)
+    if (by_inverse && lo >= -128 && hi <= 127 && lo <= hi && zp >= -128 && zp <= 127 &&
+        (_mm_getcsr() & 0x6000u) == 0) {
       const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-      const __m256i zi128 = _mm256_set1_epi32(zp + 128), half_bits = _mm256_set1_epi32(0x3F000000);  // 0.5f
+      const __m256i zi128 = _mm256_set1_epi32(zp + 128);
+      const __m256i near_bits = _mm256_set1_epi32(0x3EFFE000 - 1);  // 0.5f - 2^-12 (steps' rule, above), - 1: cmpgt
       const __m256i lo16 = _mm256_set1_epi16(std::int16_t(lo + 128)), hi16 = _mm256_set1_epi16(std::int16_t(hi + 128));
       const __m256i span16 = _mm256_set1_epi16(std::int16_t(hi - lo));
       const __m256i flip = _mm256_set1_epi8(Flip ? 0 : -128);  // (the bytes packed are q + 128)
@@ -1205,14 +1221,12 @@ std::size_t quantize_to(const float* x, std::size_t n, float scale, std::int32_t
             __m256i v[4], gaps = _mm256_setzero_si256();
             for (std::size_t u = 0; u < 4; ++u) {
               const __m256 d = _mm256_mul_ps(_mm256_loadu_ps(xs + k + 8 * u), r);
-              const __m256 t = _mm256_round_ps(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-              // near_tie's gap (fused: the same single rounding; >= 0, or a NaN with the sign bit
-              // clear), its largest by its bits
-              gaps = _mm256_max_epi32(gaps, _mm256_castps_si256(_mm256_fmadd_ps(
-                                                _mm256_and_ps(d, magnitude), eps, _mm256_and_ps(_mm256_sub_ps(d, t), magnitude))));
-              v[u] = _mm256_add_epi32(_mm256_cvttps_epi32(t), zi128);  // (t an integer below 2^20)
+              const __m256i t = _mm256_cvtps_epi32(d);  // rint(d); beyond int32 or NaN: INT_MIN
+              // |d - t| (>= 0, or a NaN with the sign bit clear), its largest by its bits
+              gaps = _mm256_max_epi32(gaps, _mm256_castps_si256(_mm256_and_ps(_mm256_sub_ps(d, _mm256_cvtepi32_ps(t)), magnitude)));
+              v[u] = _mm256_add_epi32(t, zi128);
             }
-            if (_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(gaps, _mm256_sub_epi32(half_bits, _mm256_set1_epi32(1)))))) {
+            if (_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(gaps, near_bits)))) {
               for (std::size_t u = 0; u < 4; ++u) block8(k + 8 * u);
               ++divided;
               continue;
