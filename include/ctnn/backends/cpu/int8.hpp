@@ -11,6 +11,9 @@
 // their weights are 0); wsum[j] = sum_k W[j, k] (or null: computed here); c: int32, overwritten.
 // Each path accumulates an M_r x N_r register tile from broadcast 4-byte activation groups, no
 // horizontal sums; integer sums are exact, so every path equals reference::gemm_s8 bit for bit.
+//   gemm_u8_requantize<Y, Arch, R>(M, N, K, a_u8, ...): the fused full-integer product on the
+// activations + 128 as unsigned bytes (quantize_u8's output), which the u8 x s8 paths (vnni,
+// vnni256, avx2_u8: takes_u8) use as they are, without flip_rows' pass.
 // Paths, by the backend's Arch and this CPU (int8_path_of<Arch>()):
 //   vnni    Arch derived from avx512bw, the TU compiled with __AVX512VNNI__ and the CPU reporting
 //           AVX512_VNNI (cpuid 7.0:ECX[11]): vpdpbusd(a ^ 0x80 as u8, W), 4 x 64 tile, then
