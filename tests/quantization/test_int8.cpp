@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/archs.hpp"
@@ -287,6 +288,62 @@ TEST_CASE("int8 quantize: the vector rounding equals quantization::quantize elem
   CHECK(ran >= 1);
 }
 
+// quantize_u8 stores quantize's values + 128 (the bytes ^ 0x80), and both clamp to a range narrower
+// than int8's (the dynamic-range rows' [-127, 127], a relu-like floor): against the scalar rule
+// element by element, the same count; lengths around the vector loops' steps (64 and 32 values) and
+// values near ties mixed in, so that steps take both the packs and the division.
+TEST_CASE("int8 quantize_u8 and narrower clamps follow the scalar rule") {
+  std::mt19937 g(5);
+  std::uniform_real_distribution<float> d(-200.0f, 200.0f);
+  std::vector<float> base;
+  for (int k = 0; k < 700; ++k) base.push_back(d(g));
+  for (int k = 0; k < 40; ++k) base.push_back((float(k) - 20.0f + 0.5f) * 0.25f);  // ties at scale 0.25
+  base.push_back(std::numeric_limits<float>::quiet_NaN());
+  base.push_back(std::numeric_limits<float>::infinity());
+  base.push_back(-std::numeric_limits<float>::infinity());
+  base.push_back(3e9f);
+  base.push_back(-3e9f);
+  std::shuffle(base.begin(), base.end(), g);
+  // whole steps of values that saturate whatever their rounding (the AVX2 steps' fixed tie margin
+  // from |x / scale| >= 512 on): ties and integers beyond 511 at scale 0.25, to 2^31
+  for (float k : {511.0f, 512.0f, 600.0f, 1000.0f, 1048576.0f, 16777216.0f, 2147483520.0f, 2147483648.0f})
+    for (float sgn : {1.0f, -1.0f}) {
+      base.push_back(sgn * (k + (k < 16777216.0f ? 0.5f : 0.0f)) * 0.25f);
+      base.push_back(sgn * k * 0.25f);
+    }
+  for (int k = 0; k < 32; ++k) base.push_back(float(k % 2 ? -1 : 1) * (700.5f + float(k)) * 0.25f);
+  const int ran = ctnn::test::for_each_arch("int8 quantize_u8", [&]<class Arch>(Arch, const char* name) {
+    std::size_t bad = 0, bad_count = 0, runs = 0;
+    for (std::size_t n : {std::size_t(1), std::size_t(31), std::size_t(64), std::size_t(100), std::size_t(129), base.size()})
+      for (float scale : {0.25f, 1.0f / 255.0f, 0.7f, 1e-40f})
+        for (std::int32_t zp : {0, -128, 17})
+          for (auto [lo, hi] : {std::pair{-128, 127}, std::pair{-127, 127}, std::pair{std::max(-128, zp), 127}, std::pair{-20, 90}}) {
+            std::vector<float> x(base.begin(), base.begin() + std::ptrdiff_t(n));
+            if (scale == 1.0f / 255.0f)
+              for (auto& v : x) v = v / 400.0f + 0.5f;  // mostly within [0, 1]: few saturate
+            std::vector<std::int8_t> q(n, 5);
+            std::vector<std::uint8_t> u(n, 5);
+            const std::size_t c8 = i8::quantize<Arch>(x.data(), n, scale, zp, lo, hi, q.data());
+            const std::size_t cu = i8::quantize_u8<Arch>(x.data(), n, scale, zp, lo, hi, u.data());
+            std::size_t beyond = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+              const float r = std::round(x[i] / scale), vz = r + float(zp);
+              const bool number = r == r;
+              beyond += number && (vz < float(lo) || vz > float(hi));
+              const std::int32_t want = number ? std::int32_t(std::min(std::max(vz, float(lo)), float(hi))) : zp;
+              bad += q[i] != want;
+              bad += u[i] != std::uint8_t(want + 128);
+            }
+            bad_count += (c8 != beyond) + (cu != beyond);
+            ++runs;
+          }
+    INFO(std::string(name) << ": " << runs << " runs");
+    CHECK(bad == 0);
+    CHECK(bad_count == 0);
+  });
+  CHECK(ran >= 1);
+}
+
 // The vector forms take x * (1 / scale) where no half-integer can lie between it and the quotient
 // (int8.hpp, quantize): values around every tie at many scales, a few ulp from it either way, whole
 // vectors of them and ones mixed with values far from a tie (a vector with one near a tie is
@@ -464,7 +521,8 @@ struct columns {
 template <class Run>
 void check_fused(std::size_t M, std::size_t N, const std::vector<std::int32_t>& want, const columns& c, Run&& run) {
   const std::size_t ldy = N + 3;
-  for (std::int32_t zp : {-128, -3, 60})
+  // (200: a zero point beyond int8, a corrupt file's: relu's floor above 127, the clamp's other form)
+  for (std::int32_t zp : {-128, -3, 60, 200})
     for (bool relu : {false, true}) {
       INFO("zero point " << zp << ", relu " << relu);
       const std::int32_t lo = relu ? std::max(-128, zp) : -128;
@@ -513,6 +571,43 @@ TEST_CASE("int8 gemm_s8_requantize: the fused requantization equals gemm_s8 then
             return i8::gemm_s8_requantize<Y, Arch>(M, N, K, a.data(), kp, packed.data(), sums.data(), e);
           });
         }
+  });
+  CHECK(ran >= 1);
+}
+
+// gemm_u8_requantize on the bytes + 128 against the int32 sums then the scalar rule, on every path
+// (the u8 x s8 ones take the bytes as they are, the others convert them back), full and reduced
+// weights, row strides above padded_k(K).
+TEST_CASE("int8 gemm_u8_requantize: the bytes + 128 give gemm_s8_requantize's outputs, every path") {
+  const int ran = ctnn::test::for_each_arch("int8 fused gemm u8", []<class Arch>(Arch, const char* name) {
+    const auto run_range = [&]<i8::weight_range W>(int wmax) {
+      MESSAGE(std::string(name) << " takes the " << path_name(i8::int8_path_of<Arch, W>()) << " path (u8 operand "
+                                << (i8::takes_u8<Arch, W>() ? "as it is)" : "converted back)"));
+      for (std::size_t M : {1, 2, 3, 4, 5, 7, 12, 64})
+        for (std::size_t N : {1, 7, 16, 24, 40, 128})
+          for (std::size_t K : {0, 5, 128}) {
+            if (M == 64 && N < 16) continue;  // (check_fused asks for a saturated output from 64 on)
+            INFO(std::string(name) << " M=" << M << " N=" << N << " K=" << K << " wmax=" << wmax);
+            std::mt19937 g(unsigned(M * 1000 + N * 10 + K + 11));
+            std::uniform_int_distribution<int> da(-128, 127), dw(-wmax, wmax);
+            const std::size_t kp = i8::padded_k(K), lda = kp + 4 * (M % 2);
+            std::vector<std::int8_t> a(M * lda), w(N * K), packed(i8::packed_bytes(K, N));
+            for (auto& v : a) v = std::int8_t(da(g));
+            for (auto& v : w) v = std::int8_t(dw(g));
+            std::vector<std::uint8_t> u(a.size());
+            for (std::size_t i = 0; i < a.size(); ++i) u[i] = std::uint8_t(a[i] + 128);
+            i8::pack(K, N, w.data(), K, packed.data());
+            std::vector<std::int32_t> want(M * N), sums(N);
+            i8::reference::gemm_s8(M, N, K, a.data(), lda, w.data(), K, want.data(), N);
+            i8::packed_sums(N, K, packed.data(), sums.data());
+            const columns c(N, unsigned(N + K + 5));
+            check_fused(M, N, want, c, [&]<class Y>(i8::requant<Y> e) {
+              return i8::gemm_u8_requantize<Y, Arch, W>(M, N, K, u.data(), lda, packed.data(), sums.data(), e);
+            });
+          }
+    };
+    run_range.template operator()<i8::weight_range::full>(127);
+    run_range.template operator()<i8::weight_range::reduced>(64);
   });
   CHECK(ran >= 1);
 }

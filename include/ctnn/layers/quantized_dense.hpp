@@ -308,8 +308,11 @@ struct quantized_dense_layer {
     const auto v = view(reinterpret_cast<std::byte*>(s.state));
     namespace i8 = kernels::cpu::int8;
     using Arch = typename Backend::arch;
-    forward_int8<Spec, Kp>(v, x, y, r.batch, [&](const std::int8_t* xq, auto e) -> std::size_t {
-      if constexpr (std::is_same_v<decltype(e), i8::store_i32>) {
+    // (xq: the int8 rows, or, where the product is u8 x s8, the bytes + 128: forward_int8)
+    forward_int8<Spec, Kp>(v, x, y, r.batch, [&](const auto* xq, auto e) -> std::size_t {
+      if constexpr (std::is_same_v<decltype(xq), const std::uint8_t*>) {
+        return i8::gemm_u8_requantize<output_element, Arch, weights>(r.batch, N, K, xq, Kp, v.kernel, v.kernel_sum, e);
+      } else if constexpr (std::is_same_v<decltype(e), i8::store_i32>) {
         i8::gemm_s8<Arch, weights>(r.batch, N, K, xq, Kp, v.kernel, v.kernel_sum, e.c, e.ldc);
         return 0;
       } else {
@@ -322,7 +325,9 @@ struct quantized_dense_layer {
   // by the epilogue e: x quantized into rows of Ks (>= K; the padding zeroed), then (full integer)
   // the sums requantized in the product's stores (e: int8::requant_for's; product returns the
   // saturated count) or (dynamic range: e an int8::store_i32 into a buffer) rescaled per row and
-  // unit, with Act.
+  // unit, with Act. Where product also takes the bytes + 128 (a const std::uint8_t*: the
+  // full-integer product's u8 operand) and the path's product is u8 x s8 (int8::takes_u8), a float
+  // input is quantized straight to them (int8::quantize_u8: no second pass to flip the bytes).
   // Between full-integer layers (Spec::io) x holds int8 values already (used in place when Ks ==
   // K, else copied into the padded rows) and y receives int8 values (the requantized, clamped
   // ones, not dequantized): x and y are the model's activation blocks, sized by input_element
@@ -344,6 +349,27 @@ struct quantized_dense_layer {
       const std::int32_t in_zp = *v.in_zp, out_zp = *v.out_zp;
       std::size_t clamped = 0;
       const std::int8_t* a = xq.data();
+      const auto requant = [&] {
+        return i8::requant_for(N, static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult, v.shift, out_zp,
+                               std::is_same_v<Act, relu>, out_scale, reinterpret_cast<output_element*>(y), &S::name,
+                               "unit");
+      };
+      if constexpr (!in8 && std::is_invocable_v<Product&, const std::uint8_t*, decltype(requant())>) {
+        if (i8::takes_u8<Arch, weights>()) {
+          auto* u = reinterpret_cast<std::uint8_t*>(xq.data());
+          if constexpr (Ks == K) {
+            clamped = i8::quantize_u8<Arch>(x, m * K, in_scale, in_zp, quantization::qmin, quantization::qmax, u);
+          } else {
+            for (std::size_t i = 0; i < m; ++i)
+              clamped += i8::quantize_u8<Arch>(x + i * K, K, in_scale, in_zp, quantization::qmin, quantization::qmax,
+                                               u + i * Ks);
+          }
+          const std::size_t out_clamped = product(static_cast<const std::uint8_t*>(u), requant());
+          count(v.saturated, clamped);
+          count(v.saturated + 2, out_clamped);
+          return;
+        }
+      }
       if constexpr (in8) {
         // already quantized (by the previous layer's requantization: nothing to clamp here)
         const auto* x8 = reinterpret_cast<const std::int8_t*>(x);
@@ -358,10 +384,7 @@ struct quantized_dense_layer {
           clamped += i8::quantize<Arch>(x + i * K, K, in_scale, in_zp, quantization::qmin, quantization::qmax,
                                         xq.data() + i * Ks);
       }
-      const std::size_t out_clamped =
-          product(a, i8::requant_for(N, static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult,
-                                     v.shift, out_zp, std::is_same_v<Act, relu>, out_scale,
-                                     reinterpret_cast<output_element*>(y), &S::name, "unit"));
+      const std::size_t out_clamped = product(a, requant());
       count(v.saturated, clamped);
       count(v.saturated + 2, out_clamped);
     } else {

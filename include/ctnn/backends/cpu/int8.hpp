@@ -11,6 +11,9 @@
 // their weights are 0); wsum[j] = sum_k W[j, k] (or null: computed here); c: int32, overwritten.
 // Each path accumulates an M_r x N_r register tile from broadcast 4-byte activation groups, no
 // horizontal sums; integer sums are exact, so every path equals reference::gemm_s8 bit for bit.
+//   gemm_u8_requantize<Y, Arch, R>(M, N, K, a_u8, ...): the fused full-integer product on the
+// activations + 128 as unsigned bytes (quantize_u8's output), which the u8 x s8 paths (vnni,
+// vnni256, avx2_u8: takes_u8) use as they are, without flip_rows' pass.
 // Paths, by the backend's Arch and this CPU (int8_path_of<Arch>()):
 //   vnni    Arch derived from avx512bw, the TU compiled with __AVX512VNNI__ and the CPU reporting
 //           AVX512_VNNI (cpuid 7.0:ECX[11]): vpdpbusd(a ^ 0x80 as u8, W), 4 x 64 tile, then
@@ -314,7 +317,10 @@ inline std::size_t saturated_lanes(const requant<Y>& e, const cols8_requant& c, 
 template <class Y>
 CTNN_FORCEINLINE void put_clamped(const requant<Y>& e, const cols8_requant& c, __m256i q, std::size_t row) {
   const __m256i lo = _mm256_set1_epi32(e.lo);
-  const __m256i v8 = _mm256_blendv_epi8(_mm256_min_epi32(q, _mm256_set1_epi32(127)), lo, _mm256_cmpgt_epi32(lo, q));
+  const __m256i top = _mm256_min_epi32(q, _mm256_set1_epi32(127));
+  // lo <= 127 (every valid zero point): max(min(q, 127), lo), the same values; vpblendvb is 2-3
+  // operations on the vector ports
+  const __m256i v8 = e.lo <= 127 ? _mm256_max_epi32(top, lo) : _mm256_blendv_epi8(top, lo, _mm256_cmpgt_epi32(lo, q));
   Y* dst = e.y + row * e.ldy + c.j;
   if constexpr (std::is_same_v<Y, std::int8_t>) {
     const __m128i b = low_bytes(v8);  // std::int8_t(v8), as the scalar rule
@@ -416,7 +422,9 @@ inline void put(requant<Y>& e, cols_requant& c, __m512i v, std::size_t i) {
   c.top = _mm512_mask_max_epi32(c.top, c.m, c.top, q);
   c.bottom = _mm512_mask_min_epi32(c.bottom, c.m, c.bottom, q);
   // q < lo ? lo : min(q, 127), as requantize_row's clamp (even for a zero point beyond 127)
-  const __m512i v8 = _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(q, lo), _mm512_min_epi32(q, top), lo);
+  // (lo <= 127, every valid zero point: max(min(q, 127), lo), the same values in one operation fewer)
+  const __m512i v8 = e.lo <= 127 ? _mm512_max_epi32(_mm512_min_epi32(q, top), lo)
+                                 : _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(q, lo), _mm512_min_epi32(q, top), lo);
   Y* dst = e.y + i * e.ldy + c.j;
   if constexpr (std::is_same_v<Y, std::int8_t>)
     _mm512_mask_cvtepi32_storeu_epi8(dst, c.m, v8);
@@ -510,6 +518,10 @@ struct dot_vnni256 {
   using act = __m256i;
   static act prep(std::int32_t a4) { return _mm256_xor_si256(_mm256_set1_epi32(a4), _mm256_set1_epi32(std::int32_t(0x80808080u))); }
   __m256i step(__m256i acc, act x, __m256i w) const { return dpbusd256(acc, x, w); }
+};
+// dot_vnni256 on activations flipped already (flipped<A>): the broadcast alone
+struct dot_vnni256_flipped : dot_vnni256 {
+  static act prep(std::int32_t a4) { return _mm256_set1_epi32(a4); }
 };
 #endif
 
@@ -691,6 +703,15 @@ inline flipped<A> flip_rows(std::size_t M, const A& a) {
 }
 template <class A>
 inline constexpr bool is_flipped_v = requires { A::is_flipped; };
+// a as flipped<A>: flip_rows' copy, or a itself where its bytes are flipped already (the u8
+// operand of gemm_u8_requantize: quantize_u8's bytes)
+template <class A>
+inline auto flipped_once(std::size_t M, const A& a) {
+  if constexpr (is_flipped_v<A>)
+    return a;
+  else
+    return flip_rows(M, a);
+}
 // avx2_u8's tile for 4 rows and more on the flipped activations: R rows (from row i0) x one full
 // panel (16 columns, 2 vectors), each row's broadcast group multiplied with both weight vectors
 // (vpmaddubsw, vpmaddwd with ones, vpaddd: 2 R accumulators, 2 weights, the broadcast, ones and a
@@ -738,7 +759,7 @@ inline void gemm_avx2(std::size_t M, std::size_t N, std::size_t K, const A& a, c
   // panels in tile_u8's 4-row tiles, the rows after them and the narrow panel in the 2-row tiles
   if constexpr (std::is_same_v<D, dot_u8>) {
     if (M >= 4) {
-      const auto f = flip_rows(M, a);
+      const auto f = flipped_once(M, a);
       const std::size_t full = N / panel, m4 = M / 4 * 4;
       for (std::size_t p = 0; p < full; ++p) {
         for (std::size_t i = 0; i < m4; i += 4) tile_u8<4>(K, f, packed, p, wsum, e, i);
@@ -773,8 +794,10 @@ inline void gemm_avx2(std::size_t M, std::size_t N, std::size_t K, const A& a, c
       }
       i = m4;
     }
-    for (; i + 2 <= M; i += 2) rows_avx2<D, 2>(N, K, a, packed, p0, np, narrow, wsum, e, i);
-    if (i < M) rows_avx2<D, 1>(N, K, a, packed, p0, np, narrow, wsum, e, i);
+    // (an operand flipped already: dot_u8's broadcast without the XOR)
+    using Dx = std::conditional_t<is_flipped_v<A> && std::is_same_v<D, dot_u8>, dot_u8_flipped, D>;
+    for (; i + 2 <= M; i += 2) rows_avx2<Dx, 2>(N, K, a, packed, p0, np, narrow, wsum, e, i);
+    if (i < M) rows_avx2<Dx, 1>(N, K, a, packed, p0, np, narrow, wsum, e, i);
   };
   for (std::size_t p0 = 0; p0 < full; p0 += 2) block(p0, std::min<std::size_t>(2, full - p0), false);
   if (N % panel) block(full, 1, true);
@@ -832,7 +855,7 @@ inline void gemm_vnni256(std::size_t M, std::size_t N, std::size_t K, const A& a
                          const std::int32_t* wsum, E& e) {
   const std::size_t full = N / panel;
   if (full > 0) {
-    const auto af = flip_rows(M, a);
+    const auto af = flipped_once(M, a);
     for (std::size_t p0 = 0; p0 < full; p0 += 2) {
       const bool two = full - p0 >= 2;
       std::size_t i = 0;
@@ -845,9 +868,10 @@ inline void gemm_vnni256(std::size_t M, std::size_t N, std::size_t K, const A& a
     }
   }
   if (N % panel) {
+    using D = std::conditional_t<is_flipped_v<A>, dot_vnni256_flipped, dot_vnni256>;
     std::size_t i = 0;
-    for (; i + 2 <= M; i += 2) rows_avx2<dot_vnni256, 2>(N, K, a, packed, full, 1, true, wsum, e, i);
-    if (i < M) rows_avx2<dot_vnni256, 1>(N, K, a, packed, full, 1, true, wsum, e, i);
+    for (; i + 2 <= M; i += 2) rows_avx2<D, 2>(N, K, a, packed, full, 1, true, wsum, e, i);
+    if (i < M) rows_avx2<D, 1>(N, K, a, packed, full, 1, true, wsum, e, i);
   }
 }
 #endif
@@ -954,7 +978,7 @@ bool product_vector(std::size_t M, std::size_t N, std::size_t K, const A& a, con
   };
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
   if (p == int8_path::vnni) {
-    gemm_vnni(M, N, K, flip_rows(M, a), packed, sums(), e);
+    gemm_vnni(M, N, K, flipped_once(M, a), packed, sums(), e);
     return true;
   }
 #endif
@@ -966,7 +990,9 @@ bool product_vector(std::size_t M, std::size_t N, std::size_t K, const A& a, con
 #endif
 #if defined(__AVX2__)
   if (p == int8_path::avx2) {
-    if constexpr (R == weight_range::reduced)
+    if constexpr (is_flipped_v<A> && R != weight_range::reduced)
+      return false;  // (the sign trick and the int16 tiles take the int8 values: gemm_u8_requantize's fallback)
+    else if constexpr (R == weight_range::reduced)
       gemm_avx2<dot_u8>(M, N, K, a, packed, sums(), e);
     else
       gemm_avx2<dot_avx2>(M, N, K, a, packed, wsum, e);
@@ -1016,10 +1042,25 @@ void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, 
 // as the division for every input (tests/quantization/test_int8.cpp), 2.5-3x fewer cycles
 // (vdivps zmm: one per 10 cycles here).
 // Returns how many values the clamp changed (saturated: beyond the range, infinities included).
-template <class Arch = default_arch>
-std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp, std::int32_t lo, std::int32_t hi,
-                     std::int8_t* q) {
+// The main loops (AVX-512: 64 values a step, AVX2: 32; -128 <= lo <= hi <= 127) test the step's
+// four vectors for a value near a tie once (the largest gap, by its bits; on AVX2, with -128 <= zp
+// <= 127, the gap |d - rint(d)| against a fixed 0.5 - 2^-12: where |d| < 512 the quotient is
+// within |d| 2^-21 < 2^-12 of d (the rule above), so no half-integer lies between them; where |d|
+// >= 512 (to 2^31: beyond, vcvtps2dq's int32 is INT_MIN and the gap large) rint(d) and the
+// quotient's rounding, within 1 of each other up to 2^20 and of d's sign beyond, both put v = q +
+// zp beyond [lo, hi] on the same side (|v| >= 511 - 128): the same clamped value and count; two
+// vector operations fewer than the |d| 2^-21 term), narrow v + 128 to int16
+// by signed saturation, count there the values beyond [lo + 128, hi + 128] in a vector of int16
+// counts kept in registers (a count added to memory at every vector made a store-forwarding chain of
+// the loop), clamp there only where [lo, hi] is not int8's own range, and narrow to bytes by
+// unsigned saturation (the clamp to [0, 255]) and one permute into one store. Flip: the bytes
+// stored are q ^ 0x80 (the value + 128 as an unsigned byte: quantize_u8), else XORed back.
+namespace detail {
+template <class Arch, bool Flip>
+std::size_t quantize_to(const float* x, std::size_t n, float scale, std::int32_t zp, std::int32_t lo, std::int32_t hi,
+                        std::int8_t* q) {
   std::size_t i = 0, saturated = 0;
+  [[maybe_unused]] constexpr std::int8_t flip8 = Flip ? std::int8_t(-128) : std::int8_t(0);
 #if defined(__AVX512F__)
   if constexpr (std::is_base_of_v<xsimd::avx512f, Arch>) {
     // a value the clamp changed is one the rule saturates; a NaN is 0 until the end (then zp)
@@ -1027,6 +1068,7 @@ std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp
                  h = _mm512_set1_ps(float(hi));
     const __m512i sign = _mm512_set1_epi32(std::numeric_limits<std::int32_t>::min());
     const __m512i nearly_half = _mm512_set1_epi32(0x3EFFFFFF);  // 0.49999997f, the float below 0.5
+    const __m512i flip32 = _mm512_set1_epi32(Flip ? 0x80 : 0);
     const auto block = [&](std::size_t at, __mmask16 m) {
       const __m512 d = _mm512_div_ps(_mm512_maskz_loadu_ps(m, x + at), s);
       const __mmask16 number = _mm512_cmp_ps_mask(d, d, _CMP_EQ_OQ);
@@ -1036,26 +1078,74 @@ std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp
       const __m512 vz = _mm512_add_ps(t, z);
       const __m512 cv = _mm512_min_ps(_mm512_max_ps(vz, l), h);
       saturated += std::size_t(__builtin_popcount(unsigned(_mm512_mask_cmp_ps_mask(m & number, cv, vz, _CMP_NEQ_UQ))));
-      _mm512_mask_cvtepi32_storeu_epi8(q + at, m, _mm512_cvttps_epi32(_mm512_mask_blend_ps(number, z, cv)));
+      _mm512_mask_cvtepi32_storeu_epi8(q + at, m, _mm512_xor_si512(_mm512_cvttps_epi32(_mm512_mask_blend_ps(number, z, cv)), flip32));
     };
 #if defined(__AVX512DQ__)
     const float inv = 1.0f / scale;
     if (std::isnormal(scale) && std::isnormal(inv)) {
       const __m512 r = _mm512_set1_ps(inv), half = _mm512_set1_ps(0.5f), eps = _mm512_set1_ps(0x1p-21f);
       const __m512i zi = _mm512_set1_epi32(zp), li = _mm512_set1_epi32(lo), hi_ = _mm512_set1_epi32(hi);
+      // |d - rint(d)| (exact) + |d| 2^-21 >= 0.5, or NaN: near a half-integer, large or not a number
+      const auto near_tie = [&](__m512 d, __mmask16 m) {
+        const __m512 w = _mm512_reduce_ps(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        return _mm512_mask_cmp_ps_mask(m, _mm512_fmadd_ps(_mm512_abs_ps(d), eps, _mm512_abs_ps(w)), half, _CMP_NLT_UQ);
+      };
       // the block by the reciprocal; false (nothing stored) where a value is near a tie (above)
       const auto fast = [&](std::size_t at, __mmask16 m) {
         const __m512 d = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + at), r);
-        // |d - rint(d)| (exact) + |d| 2^-21 >= 0.5, or NaN: near a half-integer, large or not a number
-        const __m512 w = _mm512_reduce_ps(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        const __m512 gap = _mm512_fmadd_ps(_mm512_abs_ps(d), eps, _mm512_abs_ps(w));
-        if (_mm512_mask_cmp_ps_mask(m, gap, half, _CMP_NLT_UQ)) return false;
+        if (near_tie(d, m)) return false;
         const __m512i v = _mm512_add_epi32(_mm512_cvt_roundps_epi32(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zi);
         const __m512i c = _mm512_min_epi32(_mm512_max_epi32(v, li), hi_);
         saturated += std::size_t(__builtin_popcount(unsigned(_mm512_mask_cmpneq_epi32_mask(m, c, v))));
-        _mm512_mask_cvtepi32_storeu_epi8(q + at, m, c);
+        _mm512_mask_cvtepi32_storeu_epi8(q + at, m, _mm512_xor_si512(c, flip32));
         return true;
       };
+      if (lo >= -128 && hi <= 127 && lo <= hi && zp >= -(1 << 24) && zp <= (1 << 24)) {
+        // the dword order of the packs' result: [a0-3 b0-3 c0-3 d0-3 | a4-7 ...] for vectors a..d
+        const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+        const __m512i zi128 = _mm512_set1_epi32(zp + 128), half_bits = _mm512_set1_epi32(0x3F000000);  // 0.5f
+        const __m512i lo16 = _mm512_set1_epi16(std::int16_t(lo + 128)), hi16 = _mm512_set1_epi16(std::int16_t(hi + 128));
+        const __m512i span16 = _mm512_set1_epi16(std::int16_t(hi - lo)), one16 = _mm512_set1_epi16(1);
+        const __m512i flip = _mm512_set1_epi8(Flip ? 0 : -128);  // (the bytes packed are q + 128)
+        const auto steps = [&]<bool Clamp>(std::size_t k, const float* xs, std::int8_t* qs) {
+          while (k + 64 <= n) {
+            // per int16 lane: at most 2 values a step, 8192 steps a round
+            const std::size_t stop = k + std::min<std::size_t>((n - k) / 64, 8192) * 64;
+            __m512i outside = _mm512_setzero_si512();
+            for (; k < stop; k += 64) {
+              __m512i v[4], gaps = _mm512_setzero_si512();
+              for (std::size_t u = 0; u < 4; ++u) {
+                const __m512 d = _mm512_mul_ps(_mm512_loadu_ps(xs + k + 16 * u), r);
+                const __m512 w = _mm512_reduce_ps(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                // near_tie's gap (>= 0, or a NaN with the sign bit clear), its largest by its bits
+                gaps = _mm512_max_epi32(gaps, _mm512_castps_si512(_mm512_fmadd_ps(_mm512_abs_ps(d), eps, _mm512_abs_ps(w))));
+                v[u] = _mm512_add_epi32(_mm512_cvt_roundps_epi32(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zi128);
+              }
+              if (_mm512_cmpge_epi32_mask(gaps, half_bits)) {
+                for (std::size_t u = 0; u < 4; ++u)
+                  if (!fast(k + 16 * u, __mmask16(0xffff))) block(k + 16 * u, __mmask16(0xffff));
+                continue;
+              }
+              // v + 128 to int16 (a value beyond int16 saturates, and stays beyond [lo + 128, hi + 128]),
+              // counted and clamped there, then to bytes by unsigned saturation (the clamp to [0, 255])
+              __m512i p[2] = {_mm512_packs_epi32(v[0], v[1]), _mm512_packs_epi32(v[2], v[3])};
+              for (auto& h : p) {
+                if constexpr (Clamp) {
+                  outside = _mm512_mask_add_epi16(outside, _mm512_cmpgt_epu16_mask(_mm512_sub_epi16(h, lo16), span16), outside, one16);
+                  h = _mm512_min_epi16(_mm512_max_epi16(h, lo16), hi16);
+                } else {
+                  outside = _mm512_mask_add_epi16(outside, _mm512_cmpgt_epu16_mask(h, hi16), outside, one16);
+                }
+              }
+              const __m512i b = _mm512_permutexvar_epi32(order, _mm512_packus_epi16(p[0], p[1]));
+              _mm512_storeu_si512(qs + k, _mm512_xor_si512(b, flip));
+            }
+            saturated += std::size_t(_mm512_reduce_add_epi32(_mm512_madd_epi16(outside, _mm512_set1_epi16(1))));
+          }
+          return k;
+        };
+        i = lo == -128 && hi == 127 ? steps.template operator()<false>(i, x, q) : steps.template operator()<true>(i, x, q);
+      }
       for (; i + 16 <= n; i += 16)
         if (!fast(i, __mmask16(0xffff))) block(i, __mmask16(0xffff));
       if (i < n && !fast(i, __mmask16((1u << (n - i)) - 1u))) block(i, __mmask16((1u << (n - i)) - 1u));
@@ -1080,20 +1170,24 @@ std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp
     const __m256 r = _mm256_set1_ps(inv), half = _mm256_set1_ps(0.5f), eps = _mm256_set1_ps(0x1p-21f);
     const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(std::numeric_limits<std::int32_t>::max()));
     const __m256i zi = _mm256_set1_epi32(zp), li = _mm256_set1_epi32(lo), hi_ = _mm256_set1_epi32(hi);
+    const __m128i flip16 = _mm_set1_epi8(flip8);
+    // t = rint(d) and whether d is near a tie: |d| 2^-21 (exact) + |d - t| (exact), one rounding:
+    // >= 0.5 where the exact sum is (all ones there)
+    const auto near_tie = [&](__m256 d, __m256& t) {
+      t = _mm256_round_ps(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      return _mm256_cmp_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_and_ps(d, magnitude), eps), _mm256_and_ps(_mm256_sub_ps(d, t), magnitude)),
+                           half, _CMP_NLT_UQ);
+    };
     // 8 values from x + at into q + at (by the reciprocal where certain, else by the division)
     const auto block8 = [&](std::size_t at) {
       if (by_inverse) {
-        const __m256 dr = _mm256_mul_ps(_mm256_loadu_ps(x + at), r);
-        const __m256 t = _mm256_round_ps(dr, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        // |d| 2^-21 (exact) + |d - t| (exact), one rounding: >= 0.5 where the exact sum is
-        const __m256 gap = _mm256_add_ps(_mm256_mul_ps(_mm256_and_ps(dr, magnitude), eps),
-                                         _mm256_and_ps(_mm256_sub_ps(dr, t), magnitude));
-        if (!_mm256_movemask_ps(_mm256_cmp_ps(gap, half, _CMP_NLT_UQ))) {
+        __m256 t;
+        if (!_mm256_movemask_ps(near_tie(_mm256_mul_ps(_mm256_loadu_ps(x + at), r), t))) {
           const __m256i v = _mm256_add_epi32(_mm256_cvttps_epi32(t), zi);  // (t an integer below 2^20)
           const __m256i c = _mm256_min_epi32(_mm256_max_epi32(v, li), hi_);
           saturated += std::size_t(
               8 - __builtin_popcount(unsigned(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(c, v))))));
-          _mm_storel_epi64(reinterpret_cast<__m128i*>(q + at), detail::low_bytes(c));
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(q + at), _mm_xor_si128(detail::low_bytes(c), flip16));
           return;
         }
       }
@@ -1106,35 +1200,65 @@ std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp
       saturated += std::size_t(__builtin_popcount(
           unsigned(_mm256_movemask_ps(_mm256_and_ps(number, _mm256_cmp_ps(cv, vz, _CMP_NEQ_UQ))))));
       _mm_storel_epi64(reinterpret_cast<__m128i*>(q + at),
-                       detail::low_bytes(_mm256_cvttps_epi32(_mm256_blendv_ps(z, cv, number))));
+                       _mm_xor_si128(detail::low_bytes(_mm256_cvttps_epi32(_mm256_blendv_ps(z, cv, number))), flip16));
     };
     // 32 values a step where the clamp keeps them in int8: the four vectors narrowed by saturating
     // packs (exact there) and one vpermd, not a byte shuffle each (port 5 bound the 8-value loop);
     // a step with a value near a tie runs block8 on its four vectors
-    if (by_inverse && lo >= -128 && hi <= 127) {
+    // (vcvtps2dq rounds as MXCSR says: to nearest where nobody changed it, checked once a call)
+    if (by_inverse && lo >= -128 && hi <= 127 && lo <= hi && zp >= -128 && zp <= 127 &&
+        (_mm_getcsr() & 0x6000u) == 0) {
       const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-      for (; i + 32 <= n; i += 32) {
-        __m256i c[4];
-        int near = 0;
-        unsigned kept = 0;
-        for (std::size_t u = 0; u < 4; ++u) {
-          const __m256 dr = _mm256_mul_ps(_mm256_loadu_ps(x + i + 8 * u), r);
-          const __m256 t = _mm256_round_ps(dr, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-          const __m256 gap = _mm256_add_ps(_mm256_mul_ps(_mm256_and_ps(dr, magnitude), eps),
-                                           _mm256_and_ps(_mm256_sub_ps(dr, t), magnitude));
-          near |= _mm256_movemask_ps(_mm256_cmp_ps(gap, half, _CMP_NLT_UQ));
-          const __m256i v = _mm256_add_epi32(_mm256_cvttps_epi32(t), zi);
-          c[u] = _mm256_min_epi32(_mm256_max_epi32(v, li), hi_);
-          kept += unsigned(__builtin_popcount(unsigned(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(c[u], v))))));
+      const __m256i zi128 = _mm256_set1_epi32(zp + 128);
+      const __m256i near_bits = _mm256_set1_epi32(0x3EFFE000 - 1);  // 0.5f - 2^-12 (steps' rule, above), - 1: cmpgt
+      const __m256i lo16 = _mm256_set1_epi16(std::int16_t(lo + 128)), hi16 = _mm256_set1_epi16(std::int16_t(hi + 128));
+      const __m256i span16 = _mm256_set1_epi16(std::int16_t(hi - lo));
+      const __m256i flip = _mm256_set1_epi8(Flip ? 0 : -128);  // (the bytes packed are q + 128)
+      const auto steps = [&]<bool Clamp>(std::size_t k, const float* xs, std::int8_t* qs) {
+        while (k + 32 <= n) {
+          // per int16 lane: at most 2 values a step (counted negated), 8192 steps a round
+          const std::size_t count = std::min<std::size_t>((n - k) / 32, 8192), stop = k + count * 32;
+          __m256i inside = _mm256_setzero_si256();
+          std::size_t divided = 0;  // the steps block8 ran (and counted)
+          for (; k < stop; k += 32) {
+            __m256i v[4], gaps = _mm256_setzero_si256();
+            for (std::size_t u = 0; u < 4; ++u) {
+              const __m256 d = _mm256_mul_ps(_mm256_loadu_ps(xs + k + 8 * u), r);
+              const __m256i t = _mm256_cvtps_epi32(d);  // rint(d); beyond int32 or NaN: INT_MIN
+              // |d - t| (>= 0, or a NaN with the sign bit clear), its largest by its bits
+              gaps = _mm256_max_epi32(gaps, _mm256_castps_si256(_mm256_and_ps(_mm256_sub_ps(d, _mm256_cvtepi32_ps(t)), magnitude)));
+              v[u] = _mm256_add_epi32(t, zi128);
+            }
+            if (_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(gaps, near_bits)))) {
+              for (std::size_t u = 0; u < 4; ++u) block8(k + 8 * u);
+              ++divided;
+              continue;
+            }
+            // v + 128 to int16 (beyond int16: saturated, still beyond [lo + 128, hi + 128]), counted
+            // (h <= span unsigned: h == min(h, span)) and clamped there, then to bytes by unsigned
+            // saturation (the clamp to [0, 255]) and one vpermd
+            __m256i p[2] = {_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3])};
+            for (auto& h : p) {
+              if constexpr (Clamp) {
+                const __m256i o = _mm256_sub_epi16(h, lo16);
+                inside = _mm256_add_epi16(inside, _mm256_cmpeq_epi16(o, _mm256_min_epu16(o, span16)));
+                h = _mm256_min_epi16(_mm256_max_epi16(h, lo16), hi16);
+              } else {
+                inside = _mm256_add_epi16(inside, _mm256_cmpeq_epi16(h, _mm256_min_epu16(h, hi16)));
+              }
+            }
+            const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p[0], p[1]), order);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + k), _mm256_xor_si256(b, flip));
+          }
+          alignas(32) std::int32_t lanes[8];
+          _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_madd_epi16(inside, _mm256_set1_epi16(1)));
+          std::size_t kept = 0;
+          for (std::int32_t c : lanes) kept += std::size_t(-std::int64_t(c));
+          saturated += 32 * (count - divided) - kept;
         }
-        if (near) {
-          for (std::size_t u = 0; u < 4; ++u) block8(i + 8 * u);
-          continue;
-        }
-        saturated += 32 - kept;
-        const __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(c[0], c[1]), _mm256_packs_epi32(c[2], c[3]));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + i), _mm256_permutevar8x32_epi32(b, order));
-      }
+        return k;
+      };
+      i = lo == -128 && hi == 127 ? steps.template operator()<false>(i, x, q) : steps.template operator()<true>(i, x, q);
     }
     for (; i + 8 <= n; i += 8) block8(i);
     // the tail below, by the scalar rule
@@ -1163,7 +1287,7 @@ std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp
         clamped = clamped | (cv != vz);  // (a NaN's vz is zp: never clamped)
         xsimd::select(number, cv, z).store_aligned(tmp + k);
       }
-      for (std::size_t k = 0; k < c; ++k) q[i + k] = std::int8_t(std::int32_t(tmp[k]));
+      for (std::size_t k = 0; k < c; ++k) q[i + k] = std::int8_t(std::int32_t(tmp[k]) ^ flip8);
       // Counted off the common path: one compare a vector marks a chunk where the clamp acted,
       // whose values are then counted one by one (rare when the calibration holds).
       if (xsimd::any(clamped))
@@ -1178,9 +1302,22 @@ std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp
     const float v = std::round(x[i] / scale);
     const float vz = v + float(zp);
     saturated += vz < float(lo) || vz > float(hi);
-    q[i] = std::int8_t(v == v ? std::min(std::max(vz, float(lo)), float(hi)) : float(zp));
+    q[i] = std::int8_t(std::int32_t(v == v ? std::min(std::max(vz, float(lo)), float(hi)) : float(zp)) ^ flip8);
   }
   return saturated;
+}
+}  // namespace detail
+template <class Arch = default_arch>
+std::size_t quantize(const float* x, std::size_t n, float scale, std::int32_t zp, std::int32_t lo, std::int32_t hi,
+                     std::int8_t* q) {
+  return detail::quantize_to<Arch, false>(x, n, scale, zp, lo, hi, q);
+}
+// quantize's values + 128 as unsigned bytes (q ^ 0x80 bit for bit: the u8 operand of vpdpbusd and
+// of avx2_u8's vpmaddubsw, which gemm_u8_requantize takes as it is), for -128 <= lo <= hi <= 127.
+template <class Arch = default_arch>
+std::size_t quantize_u8(const float* x, std::size_t n, float scale, std::int32_t zp, std::int32_t lo, std::int32_t hi,
+                        std::uint8_t* q) {
+  return detail::quantize_to<Arch, true>(x, n, scale, zp, lo, hi, reinterpret_cast<std::int8_t*>(q));
 }
 
 // max |x[i]| over n values (0 for n = 0; NaNs are skipped), the dynamic-range row scale's input.
@@ -1351,6 +1488,38 @@ std::size_t gemm_s8_requantize(std::size_t M, std::size_t N, std::size_t K, cons
     saturated += requantize_rows<Y, Arch>(1, N, acc.data() + i * N, r);
   }
   return saturated;
+}
+
+// Whether gemm_u8_requantize<Y, Arch, R> takes its unsigned operand as it is: the paths whose product
+// is u8 x s8 (vnni, vnni256, avx2_u8); on the others (avx2 with full weights, scalar) it converts the
+// bytes back to int8 first, and a caller does better to quantize to int8 (quantize) and call
+// gemm_s8_requantize.
+template <class Arch = default_arch, weight_range R = weight_range::full>
+bool takes_u8() noexcept {
+  const int8_path p = int8_path_of<Arch, R>();
+  return p == int8_path::vnni || p == int8_path::vnni256 || p == int8_path::avx2_u8;
+}
+// gemm_s8_requantize on the activations + 128 as unsigned bytes (a[i, k] = the int8 value ^ 0x80:
+// quantize_u8's output), the same results bit for bit: the u8 x s8 paths (takes_u8) use the bytes
+// as vpdpbusd's / vpmaddubsw's operand without flip_rows' pass; bytes K..padded_k(K)-1 of a row
+// readable (any value). Returns how many outputs saturated.
+template <class Y, class Arch = default_arch, weight_range R = weight_range::full>
+std::size_t gemm_u8_requantize(std::size_t M, std::size_t N, std::size_t K, const std::uint8_t* a, std::size_t lda,
+                               const std::int8_t* packed, const std::int32_t* wsum, requant<Y> e) {
+  if (M == 0 || N == 0) return 0;
+  const auto* s = reinterpret_cast<const std::int8_t*>(a);
+#if defined(__AVX2__)
+  e.saturated = 0;
+  if (K > 0 && takes_u8<Arch, R>() &&
+      detail::product_vector<Arch, R>(M, N, K, detail::flipped<a_rows>{{s, padded_k(K) / 4, lda}, s, s}, packed, wsum, e))
+    return e.saturated;
+#endif
+  // the int8 values back (a ^ 0x80), then the signed product
+  const std::size_t bytes = (M - 1) * lda + padded_k(K);
+  thread_local std::vector<std::int8_t> back;
+  if (back.size() < bytes) back.resize(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) back[i] = std::int8_t(s[i] ^ std::int8_t(-128));
+  return gemm_s8_requantize<Y, Arch, R>(M, N, K, back.data(), lda, packed, wsum, e);
 }
 
 }  // namespace ctnn::kernels::cpu::int8
