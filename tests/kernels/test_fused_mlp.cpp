@@ -99,12 +99,13 @@ static_assert(has_fused_mlp_training_forward<cpu<>, layers_of<mnist>, float>);
 static_assert(!has_fused_mlp_training_forward<cpu<>, layers_of<with_dropout>, float>);
 static_assert(fused_mlp_min_batch<cpu<>, layers_of<mnist>>() == kernels::cpu::fused_tile_rows<layers_of<mnist>, cpu<>::arch>);
 static_assert(fused_mlp_min_batch<cpu<>, layers_of<with_dropout>>() == 1);
-// tiles: two buffers of at most 8192 values, whole row blocks (MR 8 with AVX-512, 6 with AVX2), 16 to 64 rows
+// tiles: two buffers of at most 8192 values, whole row blocks (MR 12 with AVX-512, 6 with AVX2), 16 to 64 rows
+// rounded up to MR
 // (each where the build can instantiate the architecture's registers: the asan-avx2 stage builds for AVX2)
 #if defined(__AVX512BW__)
-static_assert(kernels::cpu::fused_tile_rows<layers_of<small, cpu<xsimd::avx512bw>>, xsimd::avx512bw> == 64);
-static_assert(kernels::cpu::fused_tile_rows<layers_of<mnist, cpu<xsimd::avx512bw>>, xsimd::avx512bw> == 32);
-static_assert(kernels::cpu::fused_tile_rows<layers_of<odd, cpu<xsimd::avx512bw>>, xsimd::avx512bw> == 16);
+static_assert(kernels::cpu::fused_tile_rows<layers_of<small, cpu<xsimd::avx512bw>>, xsimd::avx512bw> == 60);
+static_assert(kernels::cpu::fused_tile_rows<layers_of<mnist, cpu<xsimd::avx512bw>>, xsimd::avx512bw> == 24);
+static_assert(kernels::cpu::fused_tile_rows<layers_of<odd, cpu<xsimd::avx512bw>>, xsimd::avx512bw> == 24);
 #endif
 #if defined(__AVX2__) && defined(__FMA__)
 static_assert(kernels::cpu::fused_tile_rows<layers_of<small, cpu<xsimd::fma3<xsimd::avx2>>>, xsimd::fma3<xsimd::avx2>> == 60);

@@ -109,10 +109,10 @@ static_assert(forward<avx2>(3, 17, 3).scratch.b.size == 8 * 17);
 
 // ---- the MLP's forward products: register tiles per architecture, B in place at small batch
 static_assert(forward<avx2>(16, 784, 256).MR == 6 && forward<avx2>(16, 784, 256).NR == 16);
-static_assert(forward<avx512>(16, 784, 256).MR == 8 && forward<avx512>(16, 784, 256).NR == 32);
+static_assert(forward<avx512>(16, 784, 256).MR == 12 && forward<avx512>(16, 784, 256).NR == 32);
 static_assert(forward<avx2>(16, 784, 256).a == a_access::rows && forward<avx2>(16, 784, 256).b == b_access::in_place);
 static_assert(forward<avx2>(16, 784, 256).kcb == 196 && forward<avx2>(16, 784, 256).kc_max == 196);  // 4 equal K blocks
-static_assert(forward<avx512>(64, 784, 256).b == b_access::in_place);               // 8 row blocks of 8
+static_assert(forward<avx512>(64, 784, 256).b == b_access::in_place);               // 6 row blocks of 12
 static_assert(forward<avx2>(64, 784, 256).b == b_access::in_place);              // 64 rows: 11 row blocks of 6
 static_assert(forward<avx2>(65, 784, 256).b == b_access::k_outer && forward<avx512>(65, 784, 256).b == b_access::k_outer);
 static_assert(forward<avx2>(256, 784, 256).b == b_access::k_outer && forward<avx512>(256, 784, 256).b == b_access::k_outer);
@@ -127,12 +127,14 @@ static_assert(forward<avx2>(256, 128, 10).scratch.ct.size == 2560 && forward<avx
 static_assert(forward<avx512>(256, 128, 10).mode == gemm_mode::blocked && forward<avx2>(256, 128, 16).mode == gemm_mode::blocked);
 static_assert(forward<avx2>(256, 128, 4).mode == gemm_mode::blocked);  // below a vector: one-vector panels
 // A's rows in place: the last row task's rows over whole tiles, its last short_tiles of MR - 1 rows
-// (an LSTM's input projection, 28 steps x 28 features -> 512: 4 tiles of 7 on AVX-512; on AVX2 a task
-// is 24 rows, so 28 is 4 x 6 and a task of 4, unchanged; 22 is 6 6 5 5)
-static_assert(forward<avx512>(28, 28, 512).short_tiles == 4 && forward<avx2>(28, 28, 512).short_tiles == 0);
-static_assert(forward<avx2>(22, 28, 512).short_tiles == 2);
-static_assert(forward<avx512>(23, 28, 512).short_tiles == 1 && forward<avx512>(92, 28, 512).short_tiles == 4);  // 92 = 2 x 32 + 28
+// (33 rows on AVX-512: 3 tiles of 11, 22 is 11 11; on AVX2 a task is 24 rows, so 28 is 4 x 6 and a
+// task of 4, unchanged; 22 is 6 6 5 5; an LSTM's input projection, 28 steps x 28 features -> 512, is
+// 12 12 4 on AVX-512: 8 short of 36)
+static_assert(forward<avx512>(33, 28, 512).short_tiles == 3 && forward<avx2>(28, 28, 512).short_tiles == 0);
+static_assert(forward<avx2>(22, 28, 512).short_tiles == 2 && forward<avx512>(22, 28, 512).short_tiles == 2);
+static_assert(forward<avx512>(23, 28, 512).short_tiles == 1 && forward<avx512>(92, 28, 512).short_tiles == 4);  // 92 = 48 + 44
 static_assert(forward<avx512>(24, 28, 512).short_tiles == 0 && forward<avx512>(17, 28, 512).short_tiles == 0);  // 17: 7 short of 24
+static_assert(forward<avx512>(28, 28, 512).short_tiles == 0);
 static_assert(forward<avx512>(28, 16, 512).short_tiles == 0 && weights<avx512>(28, 28, 512).short_tiles == 0);  // rows_run; A transposed
 constexpr gemm_plan forward_inner = make_gemm_plan<avx2>(transposed_problem({256, 10, 128, 128, 1, 10, 1}));
 static_assert(forward_inner.mode == gemm_mode::blocked && forward_inner.row_blocks == 2 && forward_inner.panels == 16);
@@ -145,7 +147,7 @@ static_assert(forward<avx512>(256, 784, 256).scratch.total == 2 * 8 * 32 * 196);
 // the full tiles of a panel in one run; tasks of 16 row blocks for rows
 static_assert(input<avx2>(64, 128, 10).mode == gemm_mode::blocked && input<avx2>(64, 128, 10).rows_run);
 static_assert(input<avx2>(64, 128, 10).b == b_access::packed && input<avx2>(64, 128, 10).MC == 96);
-static_assert(input<avx512>(256, 128, 10).rows_run && input<avx512>(256, 128, 10).MC == 128);
+static_assert(input<avx512>(256, 128, 10).rows_run && input<avx512>(256, 128, 10).MC == 192);
 static_assert(input<avx2>(16, 128, 10).rows_run && forward<avx2>(7744, 9, 32).rows_run);  // a first convolution: K = 9
 static_assert(forward<avx2>(64, 16, 256).rows_run && !forward<avx2>(64, 17, 256).rows_run);  // K up to 16
 static_assert(!input<avx2>(64, 256, 128).rows_run && input<avx2>(64, 256, 128).MC == 24);
@@ -155,7 +157,8 @@ static_assert(!weights<avx2>(256, 256, 128).rows_run && !make_gemm_plan<avx2>({1
 
 // ---- the MLP's weight gradients: A transposed, read in place
 static_assert(weights<avx2>(64, 784, 256).a == a_access::columns && weights<avx2>(64, 784, 256).tail == a_tail::last_column);
-static_assert(weights<avx512>(64, 784, 256).a == a_access::columns && weights<avx512>(64, 784, 256).tail == a_tail::none);
+static_assert(weights<avx512>(64, 784, 256).a == a_access::columns && weights<avx512>(64, 784, 256).tail == a_tail::last_column);  // 784 = 65 x 12 + 4
+static_assert(weights<avx512>(64, 768, 256).tail == a_tail::none);
 // A transposed A of 512 rows or more and one K block of 128 rows or more (up to 384 with 16
 // registers, 256 with 32) is packed (dW of 784x256 at batch 256, gemm20: read in place, each K
 // step of a block of 6 rows read 24 bytes of a line of its own; gemm27: AVX-512 too); fewer rows,
@@ -165,7 +168,7 @@ static_assert(weights<avx2>(256, 784, 256).scratch.a.size == 131 * 6 * 256 && !w
 static_assert(weights<avx2>(128, 512, 64).a == a_access::packed && weights<avx2>(384, 784, 256).a == a_access::packed);
 static_assert(weights<avx2>(256, 511, 256).a == a_access::columns && weights<avx2>(127, 784, 256).a == a_access::columns);
 static_assert(weights<avx2>(385, 784, 256).a == a_access::columns && weights<avx512>(256, 784, 256).a == a_access::packed);
-static_assert(weights<avx512>(256, 784, 256).scratch.a.size == 98 * 8 * 256 && weights<avx512>(257, 784, 256).a == a_access::columns);
+static_assert(weights<avx512>(256, 784, 256).scratch.a.size == 66 * 12 * 256 && weights<avx512>(257, 784, 256).a == a_access::columns);
 static_assert(weights<avx512>(127, 784, 256).a == a_access::columns && weights<avx512>(256, 511, 256).a == a_access::columns);
 static_assert(slots_ok<avx2>({784, 256, 256, 1, 784, 256, 1}) && slots_ok<avx2>({515, 33, 300, 1, 515, 33, 1}));
 static_assert(weights<avx512>(256, 128, 10).mode == gemm_mode::transposed);         // N = 10 below 16 lanes
@@ -183,7 +186,7 @@ static_assert(!make_gemm_plan<avx2>(transposed_problem({128, 10, 64, 1, 128, 10,
 static_assert(forward<avx2>(1024, 1024, 1024).b == b_access::k_outer && forward<avx2>(1024, 1024, 1024).kcb == 256);
 static_assert(forward<avx2>(1024, 1024, 1024).scratch.b.size == 2 * 1024 * 256 && forward<avx2>(1024, 1024, 1024).a == a_access::rows);
 static_assert(forward<avx512>(1024, 1024, 1024).b == b_access::k_outer && forward<avx512>(1024, 1024, 1024).kcb == 256);
-static_assert(forward<avx512>(1024, 1024, 1024).mblocks == 32 && forward<avx512>(1024, 1024, 1024).NC == 32);
+static_assert(forward<avx512>(1024, 1024, 1024).mblocks == 22 && forward<avx512>(1024, 1024, 1024).NC == 32);  // tasks of 48 rows
 // wider B: K blocks of 128 where 256 rows are over twice the budget (2048 columns); K up to two blocks (conv2's
 // 288, a layer's 512) or a C within the budget keep their plans; a transposed A is not wide_c's
 static_assert(forward<avx2>(2048, 2048, 2048).b == b_access::k_outer && forward<avx2>(2048, 2048, 2048).kcb == 128);

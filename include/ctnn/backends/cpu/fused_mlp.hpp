@@ -211,7 +211,7 @@ CTNN_OUTLINE void tile_product(std::size_t K, std::size_t N, const T* a, std::si
 
 // With fused_layer_io::rows set (the last tile, where the step updates layer by layer), the row
 // blocks of dW that one task computes before handing them to rows: the update then reads their
-// gradients from this thread's cache (4 x MR x N values: 24 KB (AVX2) / 32 KB (AVX-512) at N = 256;
+// gradients from this thread's cache (4 x MR x N values: 24 KB (AVX2) / 48 KB (AVX-512, 12-row blocks since gemm30; 32 KB before) at N = 256;
 // one block a call measured no faster on AVX-512 (the optimizer's per-call setup 146 times a step):
 // docs/performance.md, "MLP training").
 inline constexpr std::size_t fused_rows_group = 4;
@@ -414,9 +414,12 @@ constexpr bool fused_mlp_train_batch(std::size_t batch) {
 // panel. (AVX2, the 784-input first layer, batch 4096: in place 0.75x the unfused path.)
 inline constexpr std::size_t fused_pack_rows = 256;
 
-// Rows of one tile: whole micro-kernel row blocks (MR: 8 with 32 vector registers, 6 with 16)
-// while the two tile buffers hold at most 8192 values (32 KiB of float, an L1 data cache) and
-// at most 64 rows, at least gemm.hpp's packed_rows (16) rounded up to MR.
+// Rows of one tile: whole micro-kernel row blocks (MR: 12 with 32 vector registers since gemm30, 6
+// with 16) while the two tile buffers hold at most 8192 values (32 KiB of float, an L1 data cache)
+// and at most 64 rows, at least gemm.hpp's packed_rows (16) rounded up to MR: the 256-wide MLP's
+// tile is 24 rows on AVX-512 (48 KiB of buffers; 16 before gemm30), its smallest fused batch 24.
+// Tiles of 16 run as 12 + 4 rows measured 1.05-1.11x the step's CPU time at batch 16 (that batch
+// then unfused: within the noise; loaded Xeon model 167, bench/results/2026-12-07-s30-gemm30-tile12.md).
 template <class Layers, class Arch>
 inline constexpr std::size_t fused_tile_rows = [] {
   using T = typename std::tuple_element_t<0, Layers>::compute_type;

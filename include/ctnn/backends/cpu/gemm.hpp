@@ -393,15 +393,18 @@ void recurrent_row(const F& f, const T* x, const T* w, const T* b, T* rec, bool 
 // db (null: not summed): the column sums of dy, each block's as it leaves the tiles (in L1), in
 // column_sum's order and bits (after the product they read all of dy again: 201 us against the
 // product's 506 us, LSTM(128)'s dW at 64, one thread, loaded Xeon 207).
-// A tile reads MR (8 on AVX-512, 6 on AVX2) or 4 of a row's K values, so K % MR is 0 or 4 (none read
-// past a row); the micro-kernel reads whole vectors of dy's rows but the last row of a block (a
+// A tile reads in_place_gradient_rows (8 on AVX-512, the narrow gradient's packed 8 x 2 instance, not
+// the blocked mode's 12, which would leave an LSTM(128)'s K = 128 with 8 rows over; MR = 6 on AVX2) or
+// 4 of a row's K values, so K % rows is 0 or 4 (none read past a row); the micro-kernel reads whole vectors of dy's rows but the last row of a block (a
 // partial panel's lanes past N run into the next row), so N is at least a vector (none read past dy's
 // end); in_place_weights_gradient_v says where it runs (float and double with SIMD, such K and N),
 // else the caller runs dense_backward_weights.
+template <class T, class Arch>
+inline constexpr std::size_t in_place_gradient_rows = simd::blocking<T, Arch>::wide ? 8 : simd::blocking<T, Arch>::MR;
 template <std::size_t K, std::size_t N, class T, class Arch>
 inline constexpr bool in_place_weights_gradient_v = [] {
   if constexpr (simd_v<T, Arch>)
-    return K >= 4 && (K % simd::blocking<T, Arch>::MR == 0 || K % simd::blocking<T, Arch>::MR == 4) &&
+    return K >= 4 && (K % in_place_gradient_rows<T, Arch> == 0 || K % in_place_gradient_rows<T, Arch> == 4) &&
            N >= xsimd::batch<T, Arch>::size;
   else
     return false;
@@ -411,7 +414,7 @@ void weights_gradient_in_place(const T* x, const T* dy, T* dw, std::size_t m, T*
   static_assert(in_place_weights_gradient_v<K, N, T, Arch>,
                 "weights_gradient_in_place: float or double with SIMD, K % MR (the tile's rows) 0 or 4, N >= a vector");
   using blk = simd::blocking<T, Arch>;
-  constexpr std::size_t MR = blk::MR, NV = packed_panel_vectors<T, Arch>(N), NR = NV * blk::L;
+  constexpr std::size_t MR = in_place_gradient_rows<T, Arch>, NV = packed_panel_vectors<T, Arch>(N), NR = NV * blk::L;
   constexpr std::size_t panels = (N + NR - 1) / NR;
   // K blocks of kc rows: dy's kc x NR block (16 KB for 128 rows of 32 floats) and the rows of x in L1
   // (LSTM(128)'s dW at batch 64, 28 x 512 over 1792 rows, one thread, CPU time, loaded Xeon 207: kc 32 /
@@ -458,10 +461,15 @@ void weights_gradient_in_place(const T* x, const T* dy, T* dw, std::size_t m, T*
       const std::size_t kc = std::min(kc_max, m - p0);
       for (std::size_t j0 = j_lo; j0 < j_hi; j0 += NR) {
         const std::size_t nr = std::min(NR, N - j0);
-        for (std::size_t i0 = 0; i0 < K; i0 += MR)
-          simd::micro_rows<Arch, NV, true>(kc, x + p0 * K + i0, K, dy + p0 * N + j0, N, dw + i0 * N + j0, N,
-                                           std::min(MR, K - i0), nr, static_cast<const T*>(nullptr), p0 == 0,
-                                           fn::relu_fn{}, false);
+        for (std::size_t i0 = 0; i0 < K; i0 += MR) {
+          const std::size_t mr = std::min(MR, K - i0);
+          if (mr <= 4)
+            simd::micro<Arch, 4, NV, true>(kc, x + p0 * K + i0, K, dy + p0 * N + j0, N, dw + i0 * N + j0, N, mr, nr,
+                                           static_cast<const T*>(nullptr), p0 == 0, fn::relu_fn{}, false);
+          else
+            simd::micro<Arch, MR, NV, true>(kc, x + p0 * K + i0, K, dy + p0 * N + j0, N, dw + i0 * N + j0, N, mr, nr,
+                                            static_cast<const T*>(nullptr), p0 == 0, fn::relu_fn{}, false);
+        }
         if (db) add_rows(p0, kc, j0, nr);
       }
     }

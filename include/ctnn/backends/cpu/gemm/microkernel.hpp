@@ -208,11 +208,14 @@ void micro(std::size_t kc, const T* a, std::size_t ars, const T* b, std::size_t 
   // 16 registers (AVX2): K unrolled by 4 (the loop's counter and B's pointer once per 4 steps).
   // Interleaved runs of the same products in one program, the MLP's shapes at batch 256
   // and 1024^2, 0.93-0.99x the CPU time (loaded Xeon model 207; bench/results/
-  // 2026-12-06-s25-gemm25-unroll.md); on AVX-512 0.81-1.08x, left as it was.
+  // 2026-12-06-s25-gemm25-unroll.md); on AVX-512 0.81-1.08x with 8 x 2 tiles. With 12 x 2
+  // tiles (plan.hpp's block_rows) by 2 on AVX-512: 1024^2 1.03-1.05x the GFLOP/s of the loop
+  // not unrolled, Y = X W of 784x256 at 64 1.00-1.03x (loaded Xeon model 167; gemm30).
   if constexpr (L * sizeof(T) < 64) {
 #pragma GCC unroll 4
     for (std::size_t p = 0; p < k_whole; ++p) k_step(p);
   } else {
+#pragma GCC unroll 2
     for (std::size_t p = 0; p < k_whole; ++p) k_step(p);
   }
   if (k_whole < kc) {

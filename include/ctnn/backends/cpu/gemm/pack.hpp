@@ -51,21 +51,23 @@ void pack_a(std::size_t MR, strided<T> a, std::size_t i0, std::size_t m, std::si
     }
     for (std::size_t r = rows; r < MR; ++r)
       for (std::size_t p = 0; p < k; ++p) ap[p * MR + r] = T(0);
-  } else if (a.rs == 1 && rows == MR && (MR == 6 || MR == 8)) {
+  } else if (a.rs == 1 && rows == MR && (MR == 6 || MR == 8 || MR == 12)) {
     // A transposed (dW = X^T dY), a full block: MR contiguous values of each
     // column, copied with a constant count (the loop below, whose count and
     // stride are run-time values, copied one value at a time)
     auto copy = [&]<std::size_t R>(std::integral_constant<std::size_t, R>) {
       for (std::size_t p = 0; p < k; ++p) {
         const T* src = a.p + p * a.cs + i0;
-#pragma GCC unroll 8
+#pragma GCC unroll 12
         for (std::size_t r = 0; r < R; ++r) ap[p * R + r] = src[r];
       }
     };
     if (MR == 6)
       copy(std::integral_constant<std::size_t, 6>{});
-    else
+    else if (MR == 8)
       copy(std::integral_constant<std::size_t, 8>{});
+    else
+      copy(std::integral_constant<std::size_t, 12>{});
   } else {
     for (std::size_t p = 0; p < k; ++p) {
       const T* src = a.p + p * a.cs + i0 * a.rs;

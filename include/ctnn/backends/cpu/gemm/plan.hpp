@@ -99,10 +99,21 @@ struct gemm_plan {
 namespace simd {
 // Below this many multiply-adds a product runs on the calling thread alone.
 inline constexpr std::size_t parallel_threshold = std::size_t(1) << 20;
-// Register blocking: MR rows x NV vectors of output. 8 x 2 vectors with 32
-// registers (16 accumulators; 12 x 2 measured no faster and costs compile
-// time); 6 x 2 with 16 registers. A KC x NR panel of B stays in L1.
-constexpr std::size_t block_rows(gemm_target t) { return t.registers >= 32 ? 8 : 6; }
+// Register blocking: MR rows x NV vectors of output. 12 x 2 vectors with 32
+// registers (24 accumulators, 2 vectors of B and A's broadcast: 27 of 32; the
+// micro-kernel's K loop unrolled by 2 there): 2 loads of B a step for 24 FMAs
+// where 8 x 2 had them for 16, so that a B panel arriving from L2 stalls fewer
+// FMAs (the intent). Against 8 x 2 (gemm30, Xeon model 167, one thread, CPU time): at load
+// 8 1024^2 1.02-1.05x the GFLOP/s, dW = X^T dY of 256x128 at 256 1.12x, of
+// 784x256 at 64 1.05x; at load 11-19, 6 rounds of bench_gemm: 1024^2 0.97-1.02x
+// (no gain), dW of 256x128 1.01-1.11x, of 784x256 0.92-1.04x, Y = X W of
+// 784x256 at 256 and 256x128 at 64 0.96-0.98x, dX of 128x10 at 64 (K = 10: 5
+// tiles of 12 and one of 4) 0.86-0.99x; the MLP step not slower, the CNN step
+// within the noise. 14 x 2
+// measured no faster at 1024^2 and 0.93-0.95x on 256x128 at 64
+// (bench/results/2026-12-07-s30-gemm30-tile12.md). 6 x 2 with 16 registers.
+// A KC x NR panel of B stays in L1.
+constexpr std::size_t block_rows(gemm_target t) { return t.registers >= 32 ? 12 : 6; }
 inline constexpr std::size_t block_vectors = 2, block_k = 256;
 // Up to this many rows of a product with a row-major B of at most
 // gemv_rows_bytes run as one gemv per row: in the 4-row micro-kernel two rows
@@ -165,7 +176,7 @@ template <gemm_target t>
   // dW of 784x256 at batch 256, M 784, K 256, on AVX2 1.12x faster, gemm20:
   // in place, each K step of a block of 6 rows reads 24 of the 64 bytes of a
   // line of its own; dW of 256x128 at batch 256, M 256, measured 0.95x
-  // packed: not taken below 512 rows). On AVX-512 (8 rows of 32 bytes) it
+  // packed: not taken below 512 rows). On AVX-512 (then 8 rows of 32 bytes) it
   // measured 0.97x on a loaded Zen 4 (gemm20) but 1.14-1.17x on the Xeon
   // model 207 (gemm27: 132 -> 150-154 GFLOP/s, loaded; a K block of 32
   // rows in place spans 256 rows of A 3 KB apart, 196 pages): taken on both.
