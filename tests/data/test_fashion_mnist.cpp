@@ -70,6 +70,7 @@ TEST_CASE("in_memory: share_gather copies the same shuffled batches on one and t
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i) * 0.5f;
   for (std::size_t i = 0; i < n; ++i) y[i] = std::int32_t(i % 10);
   const data::in_memory<shape<16, 16>, sparse_labels> ds(x, y);
+  const std::size_t before = kernels::cpu::threads();  // restored at the end: the binary's other cases keep theirs
   for (const std::size_t batch : {std::size_t(16), std::size_t(100), std::size_t(256)}) {
     auto batches = [&](bool share, std::size_t threads) {
       kernels::cpu::set_threads(threads);
@@ -82,7 +83,7 @@ TEST_CASE("in_memory: share_gather copies the same shuffled batches on one and t
         xs.emplace_back(b.x.begin(), b.x.begin() + std::ptrdiff_t(b.size * size));
         ys.emplace_back(b.y.begin(), b.y.begin() + std::ptrdiff_t(b.size));
       }
-      kernels::cpu::set_threads(1);
+      kernels::cpu::set_threads(before);
       return std::pair{xs, ys};
     };
     CAPTURE(batch);
