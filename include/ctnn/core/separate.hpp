@@ -12,6 +12,12 @@
 // template (the Fashion-MNIST dataset type, data/fashion_mnist.hpp): extern in
 // the program, defined in the compiled object, nothing header-only. Used by
 // headers that <ctnn/ctnn.hpp> includes, which the compiled object includes.
+// An extern instance of a function defined in its class is inline, and g++ still
+// instantiates an inline function's body in every program that calls it (to consider
+// inlining it) and runs its early optimizations, even where it is cold and never inlined:
+// such a body is written between `#if CTNN_DEFINITIONS` and `#else ; #endif` (only
+// declared with CTNN_COMPILED_KERNELS), as epoch_logger's and csv_logger's cold lines
+// (train/callbacks.hpp, train/csv_logger.hpp; docs/performance.md, "Compile time and memory").
 // CTNN_OUTLINE marks a function of such an instance that runs once per batch or less and
 // that callers would otherwise inline (a member defined in its class, a small template):
 // with CTNN_COMPILED_KERNELS it is [[gnu::noinline]], so a program calls the compiled
