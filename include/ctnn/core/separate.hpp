@@ -12,6 +12,12 @@
 // template (the Fashion-MNIST dataset type, data/fashion_mnist.hpp): extern in
 // the program, defined in the compiled object, nothing header-only. Used by
 // headers that <ctnn/ctnn.hpp> includes, which the compiled object includes.
+// An extern instance of a function defined in its class is inline, and g++ still
+// instantiates an inline function's body in every program that calls it (to consider
+// inlining it) and runs its early optimizations, even where it is cold and never inlined:
+// such a body is written between `#if CTNN_DEFINITIONS` and `#else ; #endif` (only
+// declared with CTNN_COMPILED_KERNELS), as epoch_logger's and csv_logger's cold lines
+// (train/callbacks.hpp, train/csv_logger.hpp; docs/performance.md, "Compile time and memory").
 // CTNN_OUTLINE marks a function of such an instance that runs once per batch or less and
 // that callers would otherwise inline (a member defined in its class, a small template):
 // with CTNN_COMPILED_KERNELS it is [[gnu::noinline]], so a program calls the compiled
@@ -27,23 +33,30 @@
 // function). A CTNN_LAZY function is called, not named without a call (header-only, its
 // address is `&f<>`); a plain inline function that calls one makes it eager again, so its
 // callers are templates or CTNN_LAZY too (docs/performance.md, "Compile time and memory").
+// A member function of a plain class is made lazy the same way: CTNN_LAZY on its declaration
+// in the class, CTNN_LAZY_DEFINITION (header-only `template <int>`, else nothing) before its
+// CTNN_DECL definition (logs' and history's members, train/history.hpp). A destructor cannot be
+// a template: history's stays an inline function header-only.
 #pragma once
 
 #if defined(CTNN_COMPILED_KERNELS_DEFINE)
 #define CTNN_DECL
 #define CTNN_LAZY
+#define CTNN_LAZY_DEFINITION
 #define CTNN_DEFINITIONS 1
 #define CTNN_INSTANCE(...) __VA_ARGS__
 #define CTNN_OUTLINE [[gnu::noinline]]
 #elif defined(CTNN_COMPILED_KERNELS)
 #define CTNN_DECL
 #define CTNN_LAZY
+#define CTNN_LAZY_DEFINITION
 #define CTNN_DEFINITIONS 0
 #define CTNN_INSTANCE(...) extern __VA_ARGS__
 #define CTNN_OUTLINE [[gnu::noinline]]
 #else
 #define CTNN_DECL inline
 #define CTNN_LAZY template <int = 0>
+#define CTNN_LAZY_DEFINITION template <int>
 #define CTNN_DEFINITIONS 1
 #define CTNN_INSTANCE(...)
 #define CTNN_OUTLINE

@@ -141,9 +141,12 @@ struct epoch_logger {
  private:
   // The line itself: a template of nothing, not of Ctx, so that it is
   // compiled only where a model logs, and once however many models log
-  // (cold: once an epoch, optimized for size).
+  // (cold: once an epoch, optimized for size). With CTNN_COMPILED_KERNELS only
+  // declared: the compiled part holds it (core/separate.hpp).
   template <class = void>
-  [[gnu::cold]] void write(const logs& l, std::size_t epoch, std::size_t epochs) const {
+  [[gnu::cold]] void write(const logs& l, std::size_t epoch, std::size_t epochs) const
+#if CTNN_DEFINITIONS
+  {
     std::vector<std::string> items;
     if (l.contains("seconds")) items.push_back(detail::duration_text(l["seconds"]));
     for (auto& [k, v] : l.items) {
@@ -175,6 +178,9 @@ struct epoch_logger {
     }
     *out << text << std::endl;
   }
+#else
+  ;
+#endif
 };
 CTNN_INSTANCE(template void epoch_logger::write<void>(const logs&, std::size_t, std::size_t) const;)
 

@@ -48,9 +48,12 @@ struct csv_logger {
  private:
   // The hooks' bodies are templates of nothing, not of Ctx, so that they are
   // compiled only where a model logs, and once however many models log
-  // (cold: once a run or an epoch, optimized for size).
+  // (cold: once a run or an epoch, optimized for size). With CTNN_COMPILED_KERNELS
+  // only declared: the compiled part holds them (core/separate.hpp).
   template <class = void>
-  [[gnu::cold]] void begin() {
+  [[gnu::cold]] void begin()
+#if CTNN_DEFINITIONS
+  {
     if (filename.empty()) throw std::invalid_argument("csv_logger: filename is empty");
     content.clear();
     keys.clear();
@@ -61,9 +64,14 @@ struct csv_logger {
     }
     header_needed = content.empty() || content.front() == '\n';
   }
+#else
+  ;
+#endif
 
   template <class = void>
-  [[gnu::cold]] void write(const logs& l, std::size_t epoch) {
+  [[gnu::cold]] void write(const logs& l, std::size_t epoch)
+#if CTNN_DEFINITIONS
+  {
     if (keys.empty()) {
       for (auto& [k, v] : l.items) {  // sorted by insertion: a handful of keys
         auto at = keys.begin();
@@ -82,6 +90,9 @@ struct csv_logger {
     content += '\n';
     io::write_file_atomically(filename, content);
   }
+#else
+  ;
+#endif
 };
 CTNN_INSTANCE(template void csv_logger::begin<void>();)
 CTNN_INSTANCE(template void csv_logger::write<void>(const logs&, std::size_t);)

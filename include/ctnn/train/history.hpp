@@ -21,11 +21,12 @@ namespace ctnn {
 struct logs {
   std::vector<std::pair<std::string, double>> items;
 
-  // Not templates: compiled once in the compiled part (core/separate.hpp), not in every program that fits.
-  void set(const std::string& k, double v);
-  void set(const std::string& prefix, const std::string& k, double v);  // set(prefix + k, v): "val_" + "loss"
-  bool contains(const std::string& k) const;
-  double operator[](const std::string& k) const;
+  // Compiled once in the compiled part (core/separate.hpp), not in every program that fits;
+  // header-only, member templates of nothing (CTNN_LAZY: compiled only where a program calls them).
+  CTNN_LAZY void set(const std::string& k, double v);
+  CTNN_LAZY void set(const std::string& prefix, const std::string& k, double v);  // set(prefix + k, v): "val_" + "loss"
+  CTNN_LAZY bool contains(const std::string& k) const;
+  CTNN_LAZY double operator[](const std::string& k) const;
 };
 
 struct history {
@@ -44,18 +45,18 @@ struct history {
   history& operator=(history&&) = default;
   ~history();  // out of line: the maps' and vectors' destruction compiled once (core/separate.hpp)
 
-  void append(const logs& l);
+  CTNN_LAZY void append(const logs& l);
   // fit's end of an epoch: append(l), then a new entry of autotune holding said[from...] (said may be null).
-  void append_epoch(const logs& l, const std::vector<std::string>* said, std::size_t from);
-  std::size_t epochs() const;
-  bool contains(const std::string& k) const;
-  const std::vector<double>& operator[](const std::string& k) const;
+  CTNN_LAZY void append_epoch(const logs& l, const std::vector<std::string>* said, std::size_t from);
+  CTNN_LAZY std::size_t epochs() const;
+  CTNN_LAZY bool contains(const std::string& k) const;
+  CTNN_LAZY const std::vector<double>& operator[](const std::string& k) const;
   // "moderately input-bound: 7.3% of step time is spent waiting for data" (0-based epoch).
-  std::string input_verdict(std::size_t epoch) const;
+  CTNN_LAZY std::string input_verdict(std::size_t epoch) const;
 };
 
 #if CTNN_DEFINITIONS
-CTNN_DECL void logs::set(const std::string& k, double v) {
+CTNN_LAZY_DEFINITION CTNN_DECL void logs::set(const std::string& k, double v) {
   for (auto& [name, value] : items)
     if (name == k) {
       value = v;
@@ -63,34 +64,34 @@ CTNN_DECL void logs::set(const std::string& k, double v) {
     }
   items.emplace_back(k, v);
 }
-CTNN_DECL void logs::set(const std::string& prefix, const std::string& k, double v) { set(prefix + k, v); }
-CTNN_DECL bool logs::contains(const std::string& k) const {
+CTNN_LAZY_DEFINITION CTNN_DECL void logs::set(const std::string& prefix, const std::string& k, double v) { set(prefix + k, v); }
+CTNN_LAZY_DEFINITION CTNN_DECL bool logs::contains(const std::string& k) const {
   for (auto& [name, value] : items)
     if (name == k) return true;
   return false;
 }
-CTNN_DECL double logs::operator[](const std::string& k) const {
+CTNN_LAZY_DEFINITION CTNN_DECL double logs::operator[](const std::string& k) const {
   for (auto& [name, value] : items)
     if (name == k) return value;
   throw std::out_of_range("logs: no entry '" + k + "'");
 }
 
 CTNN_DECL history::~history() = default;
-CTNN_DECL std::size_t history::epochs() const { return values.empty() ? 0 : values.begin()->second.size(); }
-CTNN_DECL bool history::contains(const std::string& k) const { return values.count(k) != 0; }
-CTNN_DECL void history::append(const logs& l) {
+CTNN_LAZY_DEFINITION CTNN_DECL std::size_t history::epochs() const { return values.empty() ? 0 : values.begin()->second.size(); }
+CTNN_LAZY_DEFINITION CTNN_DECL bool history::contains(const std::string& k) const { return values.count(k) != 0; }
+CTNN_LAZY_DEFINITION CTNN_DECL void history::append(const logs& l) {
   for (auto& [k, v] : l.items) {
     if (!values.count(k)) keys.push_back(k);
     values[k].push_back(v);
   }
 }
-CTNN_DECL void history::append_epoch(const logs& l, const std::vector<std::string>* said, std::size_t from) {
+CTNN_LAZY_DEFINITION CTNN_DECL void history::append_epoch(const logs& l, const std::vector<std::string>* said, std::size_t from) {
   append(l);
   autotune.emplace_back();  // the decisions printed during this epoch, the first epoch's too
   if (said)
     for (std::size_t i = from; i < said->size(); ++i) autotune.back().push_back((*said)[i]);
 }
-CTNN_DECL const std::vector<double>& history::operator[](const std::string& k) const {
+CTNN_LAZY_DEFINITION CTNN_DECL const std::vector<double>& history::operator[](const std::string& k) const {
   auto it = values.find(k);
   if (it == values.end()) {
     std::string have;
@@ -99,7 +100,7 @@ CTNN_DECL const std::vector<double>& history::operator[](const std::string& k) c
   }
   return it->second;
 }
-CTNN_DECL std::string history::input_verdict(std::size_t epoch) const {
+CTNN_LAZY_DEFINITION CTNN_DECL std::string history::input_verdict(std::size_t epoch) const {
   const auto& v = (*this)["input_share"];
   if (epoch >= v.size())
     throw std::out_of_range("history: no epoch " + std::to_string(epoch) + " (it has " + std::to_string(v.size()) + ")");

@@ -115,7 +115,9 @@ class loss_scale {
     return true;
   }
 
-  // fit calls it at each epoch's end: the scale and the steps skipped in that epoch.
+  // fit calls it at each epoch's end: the scale and the steps skipped in that epoch (a template
+  // of nothing: compiled only where a program fits with loss scaling, core/separate.hpp's CTNN_LAZY).
+  template <int = 0>
   void log_epoch(logs& l) {
     l.set("loss_scale", scale_);
     l.set("skipped_steps", double(epoch_skipped_));

@@ -39,6 +39,9 @@ namespace detail {
 
 // Formats "{epoch:02d}" and "{key:.4f}" fields of a checkpoint path.
 // `check_only` validates the template against the key names only.
+// (a template of nothing: a plain inline function calling logs' members would compile them in
+// every program, header-only; core/separate.hpp's CTNN_LAZY)
+template <int = 0>
 inline std::string format_checkpoint_path(const std::string& tpl, std::size_t epoch1, const logs& l,
                                           bool check_only = false) {
   std::string out;

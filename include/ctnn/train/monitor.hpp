@@ -29,6 +29,9 @@ inline bool maximizes(std::string_view monitor, monitor_mode m) {
   return m == monitor_mode::max;
 }
 
+// (a template of nothing: a plain inline function calling logs' members would compile them in
+// every program, header-only; core/separate.hpp's CTNN_LAZY)
+template <int = 0>
 inline double monitored(const logs& l, const std::string& monitor, const char* who) {
   if (!l.contains(monitor)) {
     std::string have;

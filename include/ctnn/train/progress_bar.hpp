@@ -61,6 +61,9 @@ inline bool shown_in_progress(const std::string& k) {
   return k != "seconds" && k != "data_seconds" && k != "compute_seconds" && k != "input_share" && k != "input_bound" &&
          k != "learning_rate";
 }
+// (a template of nothing: a plain inline function calling logs' members would compile them in
+// every program, header-only; core/separate.hpp's CTNN_LAZY)
+template <int = 0>
 inline std::string progress_logs(const logs& l) {
   std::string s;
   for (auto& [k, v] : l.items)
