@@ -21,8 +21,12 @@
 // mode: each shared run's first half of tasks on the caller, then the rest on the worker, one after
 // the other (the data where two threads leave it; on a loaded machine the worker seldom joins a
 // shared run in time, and the split always runs). The caller is pinned to the first CPU the
-// process may use and the worker to the second. Summary: the runs that went to the
-// worker, the ones kept on the caller, and the step's time outside every run. Build: target
+// process may use and the worker to the second. A run kept on the caller (shared "no") shows as
+// "two" the caller's CPU in it in the two-thread steps (n: all of them) and its wall there: its
+// data as two threads leave it (lines the worker last wrote cost the caller alone too). Summary:
+// the runs that went to the worker, the ones kept on the caller, the step's CPU on two threads
+// (both threads' CPU in the shared runs plus the caller's in its own) over one thread's in the same
+// runs, its wall in and between runs, and the step's time outside every run. Build: target
 // pool_probe (-DCTNN_BUILD_BENCHMARKS=ON); run pinned to two cores: `taskset -c 0,1`.
 // With `gather` (the MLP only), every step trains on the next batch of a shuffled pass over
 // Fashion-MNIST's training images, gathered as fit does before its step (in_memory's cursor:
@@ -194,7 +198,7 @@ int probe_steps(std::size_t batch, int rounds, int steps, bool split, gather_mod
       }
   std::printf("run  tasks shared | before us |   one us   two us (n)   wall2 us | two/one | caller worker | kernel\n");
   double serial_cpu = 0;  // the caller's CPU between runs, one thread
-  double one_shared = 0, two_shared = 0, wall_shared = 0, one_caller = 0, one_unpaired = 0;
+  double one_shared = 0, two_shared = 0, wall_shared = 0, one_caller = 0, one_unpaired = 0, two_caller = 0, wall_caller = 0;
   for (std::size_t r = 0; r < runs; ++r) {
     std::vector<double> one, two, wall2, before, per_c, per_w;
     for (const auto& s : seen[0]) {
@@ -203,10 +207,13 @@ int probe_steps(std::size_t batch, int rounds, int steps, bool split, gather_mod
     }
     serial_cpu += median(before) / 1e3;
     bool shared = false;
+    for (const auto& s : seen[1]) shared = shared || s.runs[r].shared;
     for (const auto& s : seen[1]) {
       const auto& q = s.runs[r];
-      shared = shared || q.shared;
-      if (q.ran[0] && q.ran[1]) {
+      if (!shared) {  // a run on the caller alone: its CPU and wall in the two-thread steps
+        two.push_back(double(q.cpu_ns[0]));
+        wall2.push_back(double(q.wall_ns));
+      } else if (q.ran[0] && q.ran[1]) {
         two.push_back(double(q.cpu_ns[0] + q.cpu_ns[1]));
         per_c.push_back(double(q.cpu_ns[0]) / double(q.ran[0]));
         per_w.push_back(double(q.cpu_ns[1]) / double(q.ran[1]));
@@ -220,11 +227,15 @@ int probe_steps(std::size_t batch, int rounds, int steps, bool split, gather_mod
       wall_shared += w;
     } else {
       (shared ? one_unpaired : one_caller) += o;
+      if (!shared) {
+        two_caller += t;
+        wall_caller += w;
+      }
     }
     const double per_one = o / double(seen[0].front().runs[r].tasks);  // us a task on one thread
     std::printf("%3zu %6zu %6s | %9.1f | %8.1f %8.1f (%3zu) %8.1f | %7.3f | %6.3f %6.3f | %s\n", r,
                 seen[0].front().runs[r].tasks, shared ? "yes" : "no", median(before) / 1e3, o, t, two.size(), w,
-                two.empty() ? 0.0 : t / o, per_c.empty() ? 0.0 : median(per_c) / 1e3 / per_one,
+                two.empty() || o <= 0 ? 0.0 : t / o, per_c.empty() ? 0.0 : median(per_c) / 1e3 / per_one,
                 per_w.empty() ? 0.0 : median(per_w) / 1e3 / per_one, kernel_name(seen[0].front().runs[r].fn).c_str());
   }
   {
@@ -251,8 +262,15 @@ int probe_steps(std::size_t batch, int rounds, int steps, bool split, gather_mod
   std::printf("shared runs (n > 0): one %.1f us, two %.1f us of CPU (%.3fx), wall %.1f us (one / wall %.2fx)\n",
               one_shared, two_shared, one_shared > 0 ? two_shared / one_shared : 0.0, wall_shared,
               wall_shared > 0 ? one_shared / wall_shared : 0.0);
-  std::printf("shared runs that never had both threads (n = 0): one %.1f us; runs on the caller alone: %.1f us\n",
-              one_unpaired, one_caller);
+  std::printf("shared runs that never had both threads (n = 0): one %.1f us; runs on the caller alone: %.1f us "
+              "(in the two-thread steps: %.1f us of CPU, %.1f us of wall)\n",
+              one_unpaired, one_caller, two_caller, wall_caller);
+  // A step on two threads: both threads' CPU in the shared runs plus the caller's in its own runs,
+  // against the same runs on one thread; its wall with the worker there (shared runs' wall, the
+  // caller's runs, the time outside the runs).
+  std::printf("step on two threads: CPU %.1f us (%.3fx one thread's %.1f in the same runs); wall in and between runs %.1f us\n",
+              two_shared + two_caller, (two_shared + two_caller) / (one_shared + one_caller), one_shared + one_caller,
+              wall_shared + wall_caller + outside(1));
   std::printf("the step outside its runs: %.1f us (one), %.1f us (two); steps: one %.1f us, two %.1f us (medians of wall time)\n",
               outside(0), outside(1), step_median(0), step_median(1));
   return 0;

@@ -6,6 +6,7 @@
 
 #include <ctnn/ctnn.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <vector>
 
@@ -36,6 +37,50 @@ std::vector<T> train_on(std::size_t threads) {
   return out;
 }
 }  // namespace
+
+namespace {
+// evaluate on threads: 300 samples of 16 x 16 in batches of 256 and 44 through dense<2>; the logs,
+// and how many of its pool runs went to the workers beyond those of the model's forward passes of
+// the same batches alone (the copy of the batch of 256, 64 Ki values, is one; the 44 samples' copy
+// is below for_samples' 2^14 values).
+std::pair<std::vector<double>, std::size_t> evaluate_on(std::size_t threads) {
+  const std::size_t before = kernels::cpu::threads();
+  kernels::cpu::set_threads(threads);
+  std::vector<float> x(300 * 256);
+  std::vector<std::int32_t> y(300);
+  rng g(9);
+  for (auto& v : x) v = float(g.uniform(-1, 1));
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = std::int32_t(i % 2);
+  const data::in_memory<shape<16, 16>, sparse_labels> ds(x, y);
+  auto m = make_model<sequential<input<16, 16>, flatten, dense<2>>>(4);
+  auto shared_runs = [](auto&& f) {
+    kernels::cpu::thread_pool::probe p;
+    p.records.reserve(256);
+    kernels::cpu::thread_pool::global().attach(&p);
+    f();
+    kernels::cpu::thread_pool::global().attach(nullptr);
+    return std::size_t(std::count_if(p.records.begin(), p.records.end(), [](const auto& r) { return r.shared; }));
+  };
+  const std::size_t forwards = shared_runs([&] {
+    m.forward(x.data(), 256, false);
+    m.forward(x.data() + 256 * 256, 44, false);
+  });
+  logs l;
+  const std::size_t all = shared_runs([&] {
+    l = evaluate(m, sparse_categorical_crossentropy{.from_logits = true}, ds.shuffle(1).batch(256),
+                 sparse_categorical_accuracy{});
+  });
+  kernels::cpu::set_threads(before);
+  return {{l["loss"], l["sparse_categorical_accuracy"]}, all - forwards};
+}
+}  // namespace
+
+TEST_CASE("evaluate copies an in-memory dataset's batches over the pool, with the same logs on 1 and 2 threads") {
+  const auto one = evaluate_on(1), two = evaluate_on(2);
+  CHECK(one.second == 0);
+  CHECK(two.second == 1);  // the copy of the batch of 256
+  CHECK(one.first == two.first);
+}
 
 TEST_CASE("fit gives the same bits on 1 and 2 threads, for a network with every layer kind") {
   const auto one = train_on<float>(1);

@@ -10,7 +10,7 @@
 // Sizes are checked when constructed (std::invalid_argument naming both); a
 // batch size whose batch would not fit in 64 bits of bytes throws
 // ctnn::size_error. A pass's buffers hold at most the samples there are.
-// cursor::share_gather(true) (fit's loop sets it): the cursor copies a batch's samples over the
+// cursor::share_gather(true) (fit's loop and evaluate set it): the cursor copies a batch's samples over the
 // CPU's thread pool (kernels::cpu::for_samples: one contiguous part of the batch a thread, from
 // 2^14 values on; a copy, so the same batch on any thread count). Only for the thread that runs
 // the model's steps: a copy from another thread (a prefetch stage) holding the pool would leave

@@ -268,6 +268,8 @@ class evaluate_session_of final : public evaluate_session {
   evaluate_session_of(M& m, const L& loss, const D& ds, std::tuple<Ms...>& metrics)
       : m_(m), loss_(loss), metrics_(metrics), cur_(ds.open(0)) {
     std::apply([](auto&... mm) { (mm.reset(), ...); }, metrics_);
+    // an in-memory dataset's batch copied over the CPU's pool, as fit's (this thread runs the forwards)
+    if constexpr (requires { cur_.share_gather(true); }) cur_.share_gather(true);
   }
   bool next(std::size_t& size) override {
     if (!cur_.next(b_)) return false;
