@@ -349,6 +349,20 @@ struct quantized_dense_layer {
       const std::int32_t in_zp = *v.in_zp, out_zp = *v.out_zp;
       std::size_t clamped = 0;
       const std::int8_t* a = xq.data();
+      // x's m rows quantized into rows of Ks bytes from out: the int8 values (quantize) or, B
+      // std::uint8_t, the values + 128 (quantize_u8); the count the clamp changed
+      [[maybe_unused]] const auto quantize_rows = [&]<class B>(B* out) {
+        const auto run = [&](const T* from, std::size_t n, B* to) {
+          if constexpr (std::is_same_v<B, std::uint8_t>)
+            return i8::quantize_u8<Arch>(from, n, in_scale, in_zp, quantization::qmin, quantization::qmax, to);
+          else
+            return i8::quantize<Arch>(from, n, in_scale, in_zp, quantization::qmin, quantization::qmax, to);
+        };
+        if constexpr (Ks == K) return run(x, m * K, out);
+        std::size_t n = 0;
+        for (std::size_t i = 0; i < m; ++i) n += run(x + i * K, K, out + i * Ks);
+        return n;
+      };
       const auto requant = [&] {
         return i8::requant_for(N, static_cast<const std::int32_t*>(v.bias), in_zp, v.kernel_sum, v.mult, v.shift, out_zp,
                                std::is_same_v<Act, relu>, out_scale, reinterpret_cast<output_element*>(y), &S::name,
@@ -357,13 +371,7 @@ struct quantized_dense_layer {
       if constexpr (!in8 && std::is_invocable_v<Product&, const std::uint8_t*, decltype(requant())>) {
         if (i8::takes_u8<Arch, weights>()) {
           auto* u = reinterpret_cast<std::uint8_t*>(xq.data());
-          if constexpr (Ks == K) {
-            clamped = i8::quantize_u8<Arch>(x, m * K, in_scale, in_zp, quantization::qmin, quantization::qmax, u);
-          } else {
-            for (std::size_t i = 0; i < m; ++i)
-              clamped += i8::quantize_u8<Arch>(x + i * K, K, in_scale, in_zp, quantization::qmin, quantization::qmax,
-                                               u + i * Ks);
-          }
+          clamped = quantize_rows(u);
           const std::size_t out_clamped = product(static_cast<const std::uint8_t*>(u), requant());
           count(v.saturated, clamped);
           count(v.saturated + 2, out_clamped);
@@ -377,12 +385,8 @@ struct quantized_dense_layer {
           a = x8;
         else
           for (std::size_t i = 0; i < m; ++i) std::memcpy(xq.data() + i * Ks, x8 + i * K, K);
-      } else if constexpr (Ks == K) {
-        clamped = i8::quantize<Arch>(x, m * K, in_scale, in_zp, quantization::qmin, quantization::qmax, xq.data());
       } else {
-        for (std::size_t i = 0; i < m; ++i)
-          clamped += i8::quantize<Arch>(x + i * K, K, in_scale, in_zp, quantization::qmin, quantization::qmax,
-                                        xq.data() + i * Ks);
+        clamped = quantize_rows(xq.data());
       }
       const std::size_t out_clamped = product(a, requant());
       count(v.saturated, clamped);
