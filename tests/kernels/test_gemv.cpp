@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <ctnn/backends/cpu/gemm.hpp>
+#include <ctnn/backends/cpu/gemm/gemv.hpp>
 #include <ctnn/backends/cpu/simd_gemm.hpp>
 #include <ctnn/backends/cpu/thread_pool.hpp>
 #include <ctnn/core/rng.hpp>
@@ -17,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -134,7 +136,41 @@ void check_nonfinite_x(const char* name) {
         }
 }
 
+// simd::nonzero_rows (the words that say which rows gemv reads) against a
+// scalar loop: bit p % 64 of word p / 64 set where x[p] != 0 (NaN and
+// infinities set, -0 and 0 not), for K across vector and word edges (a last
+// partial vector; a last word of 1 to 63 values; a partial vector at a word's
+// end), every architecture (AVX-512 mask registers, AVX and SSE movemask).
+template <class Arch, class T>
+void check_nonzero_rows(const char* name) {
+  rng g(5);
+  const T specials[] = {T(0), -T(0), std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                        -std::numeric_limits<T>::infinity(), std::numeric_limits<T>::min(), T(-1)};
+  for (std::size_t K : {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 127, 128, 129, 255, 784, 4095, 4096})
+    for (int pattern = 0; pattern < 7; ++pattern) {
+      std::vector<T> x = make_x<T>(K, pattern % 6, g);
+      if (pattern == 6)  // the special values at random places, among zeros
+        for (std::size_t p = 0; p < K; ++p) x[p] = specials[std::size_t(g.uniform(0, 7)) % 7];
+      std::vector<std::uint64_t> words(kernels::cpu::simd::nonzero_words + 1, 0x5a5a5a5a5a5a5a5aull);
+      kernels::cpu::simd::nonzero_rows<Arch>(K, x.data(), words.data());
+      std::vector<std::uint64_t> want((K + 63) / 64, 0);
+      for (std::size_t p = 0; p < K; ++p)
+        if (!(x[p] == T(0))) want[p / 64] |= std::uint64_t(1) << (p % 64);
+      INFO(std::string(name) << " K=" << K << " pattern=" << pattern);
+      for (std::size_t w = 0; w < want.size(); ++w) CHECK(words[w] == want[w]);
+      CHECK(words[want.size()] == 0x5a5a5a5a5a5a5a5aull);  // nothing past the last word
+    }
+}
+
 }  // namespace
+
+TEST_CASE("gemv's row selection (nonzero_rows) equals a scalar loop on every architecture this CPU runs") {
+  const int ran = test::for_each_arch("nonzero_rows", [](auto arch, const char* name) {
+    check_nonzero_rows<decltype(arch), float>(name);
+    check_nonzero_rows<decltype(arch), double>(name);
+  });
+  CHECK(ran >= 1);
+}
 
 TEST_CASE("gemv (one row) with zeros in x equals the reference on every architecture this CPU runs") {
   const int ran = test::for_each_arch("gemv", [](auto arch, const char* name) {

@@ -36,40 +36,68 @@ namespace ctnn::kernels::cpu::simd {
 // infinite or NaN weight there does not make the output NaN). Up to
 // nonzero_words x 64 values of x; a longer x reads every row.
 inline constexpr std::size_t nonzero_words = 64;
+
+// x86 targets whose compare gives the lanes' bits in one instruction
+// (movemask, AVX-512's mask registers): nonzero_lanes below.
+template <class Arch, class T>
+inline constexpr bool lane_bits_v =
+    (std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+    (std::is_base_of_v<xsimd::avx512f, Arch> || std::is_base_of_v<xsimd::avx, Arch> || std::is_base_of_v<xsimd::sse2, Arch>);
+
+// Bit l set where lane l of v is not 0; NaN counts as not 0 (an unordered
+// compare), so a NaN in x is read and reaches y. Only where lane_bits_v.
+template <class Arch, class T>
+CTNN_FORCEINLINE std::uint64_t nonzero_lanes(const xsimd::batch<T, Arch>& v) {
+  constexpr bool f = std::is_same_v<T, float>;
+#if defined(__AVX512F__)
+  if constexpr (std::is_base_of_v<xsimd::avx512f, Arch>) {
+    if constexpr (f) return _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+    else return _mm512_cmp_pd_mask(v, _mm512_setzero_pd(), _CMP_NEQ_UQ);
+  }
+#endif
+#if defined(__AVX__)
+  if constexpr (std::is_base_of_v<xsimd::avx, Arch>) {
+    if constexpr (f) return unsigned(_mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_NEQ_UQ)));
+    else return unsigned(_mm256_movemask_pd(_mm256_cmp_pd(v, _mm256_setzero_pd(), _CMP_NEQ_UQ)));
+  }
+#endif
+#if defined(__SSE2__)
+  if constexpr (std::is_base_of_v<xsimd::sse2, Arch>) {
+    if constexpr (f) return unsigned(_mm_movemask_ps(_mm_cmpneq_ps(v, _mm_setzero_ps())));  // cmpneq: unordered
+    else return unsigned(_mm_movemask_pd(_mm_cmpneq_pd(v, _mm_setzero_pd())));
+  }
+#endif
+  (void)v;
+  static_assert(lane_bits_v<Arch, T>, "nonzero_lanes: an x86 target (SSE2, AVX, AVX-512) and float or double");
+  return 0;
+}
+
 template <class Arch, class T>
 void nonzero_rows(std::size_t k, const T* x, std::uint64_t* words) {
   using B = xsimd::batch<T, Arch>;
-  using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-  using BU = xsimd::batch<U, Arch>;
-  static_assert(sizeof(U) == sizeof(T), "nonzero_rows: float or double");
-  constexpr std::size_t L = B::size, S = 8 * sizeof(U), P = 64 / S;  // S values per part of U, P parts per word
-  // Lane l of the i-th of the S / L vectors of a part holds 2^(i L + l) (as
-  // T's bits): selected where x != 0 and or-ed, each vector's mask lands in
-  // its own bits, so one exact integer hadd per part (distinct powers of 2:
-  // the sum is the or) gives S bits, not one hadd per vector
-  // (docs/performance.md, "Inference at batch 1").
-  alignas(64) static constexpr auto pow2 = [] {
-    std::array<U, S> a{};
-    for (std::size_t b = 0; b < S; ++b) a[b] = U(1) << b;
-    return a;
-  }();
-  const B zero(T(0));
-  // x == 0 is false for NaN (an ordered compare), so a NaN in x is read and
-  // reaches y (xsimd 8.1's != is ordered on AVX-512: not used).
-  auto part = [&](const T* v, std::size_t n) {  // bits of v[0:min(n, S)]
-    BU m(U(0));
-#pragma GCC unroll 16
-    for (std::size_t i = 0; i < S; i += L) {
-      const B xv = n >= i + L ? B::load_unaligned(v + i) : i < n ? load_n<Arch>(v + i, n - i) : zero;  // lanes past n: 0
-      m |= xsimd::bitwise_cast<BU>(xsimd::select(xv == zero, zero, xsimd::bitwise_cast<B>(BU::load_aligned(pow2.data() + i))));
+  constexpr std::size_t L = B::size;
+  if constexpr (lane_bits_v<Arch, T>) {
+    // One compare and one movemask (or mask register) a vector: 64 / L of them a word
+    // (docs/performance.md, "Inference at batch 1").
+    const std::size_t kv = k / L * L;
+    std::size_t i = 0;
+    for (std::size_t w = 0; w * 64 < k; ++w) {
+      std::uint64_t m = 0;
+      const std::size_t end = std::min(kv, w * 64 + 64);
+#pragma GCC unroll 8
+      for (; i < end; i += L) m |= nonzero_lanes<Arch>(B::load_unaligned(x + i)) << (i - w * 64);
+      if (i == kv && i < k && i < w * 64 + 64) {  // the last k % L values (lanes past k: 0)
+        m |= nonzero_lanes<Arch>(load_n<Arch>(x + i, k - i)) << (i - w * 64);
+        i = k;
+      }
+      words[w] = m;
     }
-    return std::uint64_t(xsimd::hadd(m));
-  };
-  for (std::size_t w = 0; w * 64 < k; ++w) {
-    std::uint64_t m = 0;
-    for (std::size_t q = 0; q < P; ++q)
-      if (w * 64 + q * S < k) m |= part(x + w * 64 + q * S, k - w * 64 - q * S) << (q * S);
-    words[w] = m;
+  } else {  // other targets (no movemask): value by value; !(x == 0) holds for NaN
+    for (std::size_t w = 0; w * 64 < k; ++w) {
+      std::uint64_t m = 0;
+      for (std::size_t p = w * 64; p < std::min(k, w * 64 + 64); ++p) m |= std::uint64_t(!(x[p] == T(0))) << (p - w * 64);
+      words[w] = m;
+    }
   }
 }
 
