@@ -41,7 +41,8 @@ struct adam : optimizer_base<S> {
 
   // update's coefficients for one update count and rate (alpha's two pow computed once), run on
   // any part of the parameter region: update(a) is prepare<T>(a.iteration, a.learning_rate).run<B>(a);
-  // the step's per-layer update prepares them once a step for its calls (about 30 at batch 16: train/step.hpp).
+  // the step's per-layer update prepares them once a step for its calls (about 30 at batch 16: train/step.hpp),
+  // so a type derived from adam that replaces update must replace prepare too.
   template <class T>
   struct prepared {
     T alpha, b1, b2, eps;
