@@ -1,7 +1,7 @@
 // Three steps of each optimizer on one parameter (w0 = 1), checked against
 // values computed by hand (Python, double precision) from Keras 3's published
 // update rules; the expected numbers are written out, not recomputed here.
-// Covers sgd.hpp, adam.hpp, rmsprop.hpp, adagrad.hpp.
+// Covers sgd.hpp, adam.hpp (and adam::prepare), rmsprop.hpp, adagrad.hpp.
 #include <doctest/doctest.h>
 
 #include <ctnn/core/rng.hpp>
@@ -13,7 +13,10 @@
 #include <ctnn/optimizers/sgd.hpp>
 #include <ctnn/schedules/exponential_decay.hpp>
 
+#include <algorithm>
 #include <array>
+#include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -120,4 +123,34 @@ TEST_CASE("optimizer updates of large networks run on the thread pool with the s
   same_bits_on_1_2_3_threads(sgd{0.01, 0.9, true});
   same_bits_on_1_2_3_threads(sgd{0.01});
   same_bits_on_1_2_3_threads(adagrad{0.01});
+}
+
+// adam::prepare: the coefficients of one update count and rate, run on parts of the region (the
+// training step's per-layer update prepares them once a step): the same bits as update over the whole.
+TEST_CASE("adam: prepare(iteration, rate).run over parts has the bits of update over the whole") {
+  for (const bool ams : {false, true}) {
+    const adam<> opt{1e-3, 0.9, 0.999, 1e-7, ams};
+    const std::size_t n = 1000, S = opt.slots_per_parameter();
+    rng r(7);
+    std::vector<float> w(n), g(n), slots(S * n);
+    for (auto& x : w) x = float(r.uniform(-1, 1));
+    for (auto& x : slots) x = float(r.uniform()) * 0.01f;
+    std::vector<float> w2 = w, slots2 = slots;
+    for (std::int64_t it : {0, 1, 7, 1000}) {
+      for (auto& x : g) x = float(r.uniform(-1, 1));
+      const double lr = opt.learning_rate(it);
+      CHECK(opt.update<cpu<>>(update_args<float>{w.data(), g.data(), slots.data(), n, it, lr}));
+      const auto p = opt.prepare<float>(it, lr);
+      for (std::size_t lo = 0; lo < n; lo += 333) {  // parts of 333, 333, 333, 1 (the vector tail included)
+        const std::size_t hi = std::min(n, lo + 333);
+        CHECK(p.run<cpu<>>(update_args<float>{w2.data() + lo, g.data() + lo, slots2.data() + lo, hi - lo, it, lr, n}));
+      }
+      CHECK(std::memcmp(w.data(), w2.data(), n * sizeof(float)) == 0);
+      CHECK(std::memcmp(slots.data(), slots2.data(), S * n * sizeof(float)) == 0);
+    }
+    // a non-finite new weight is reported by run as by update
+    std::vector<float> inf_g(n, std::numeric_limits<float>::infinity());
+    const auto p = opt.prepare<float>(2, 1e-3);
+    CHECK_FALSE(p.run<cpu<>>(update_args<float>{w2.data(), inf_g.data(), slots2.data(), n, 2, 1e-3}));
+  }
 }

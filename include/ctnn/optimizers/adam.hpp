@@ -12,6 +12,7 @@
 #pragma once
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "base.hpp"
@@ -38,13 +39,30 @@ struct adam : optimizer_base<S> {
   }
   std::size_t slots_per_parameter() const noexcept { return amsgrad ? 3 : 2; }
 
+  // update's coefficients for one update count and rate (alpha's two pow computed once), run on
+  // any part of the parameter region: update(a) is prepare<T>(a.iteration, a.learning_rate).run<B>(a);
+  // the step's per-layer update prepares them once a step for its calls (about 30 at batch 16: train/step.hpp),
+  // so a type derived from adam that replaces update must replace prepare too.
+  template <class T>
+  struct prepared {
+    T alpha, b1, b2, eps;
+    bool amsgrad;
+    template <class B>
+    bool run(const update_args<T>& a) const {
+      if (amsgrad) return adam::template apply<B>(fn::amsgrad_update<T>{alpha, b1, b2, eps}, a, 0, 1, 2);
+      return adam::template apply<B>(fn::adam_update<T>{alpha, b1, b2, eps}, a, 0, 1);
+    }
+  };
+  template <class T>
+  prepared<T> prepare(std::int64_t iteration, double learning_rate) const {
+    const double t = double(iteration + 1);
+    const double alpha = learning_rate * std::sqrt(1.0 - std::pow(beta_2, t)) / (1.0 - std::pow(beta_1, t));
+    return {T(alpha), T(1.0 - beta_1), T(1.0 - beta_2), T(epsilon), amsgrad};
+  }
+
   template <class B, class T>
   bool update(const update_args<T>& a) const {
-    const double t = double(a.iteration + 1);
-    const double alpha = a.learning_rate * std::sqrt(1.0 - std::pow(beta_2, t)) / (1.0 - std::pow(beta_1, t));
-    const T al = T(alpha), b1 = T(1.0 - beta_1), b2 = T(1.0 - beta_2), eps = T(epsilon);
-    if (amsgrad) return this->template apply<B>(fn::amsgrad_update<T>{al, b1, b2, eps}, a, 0, 1, 2);
-    return this->template apply<B>(fn::adam_update<T>{al, b1, b2, eps}, a, 0, 1);
+    return prepare<T>(a.iteration, a.learning_rate).template run<B>(a);
   }
 };
 

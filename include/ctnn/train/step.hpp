@@ -27,6 +27,7 @@
 #include <span>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "../losses/loss.hpp"
 #include "model.hpp"
@@ -120,6 +121,7 @@ class train_step {
     per_layer_context ctx{&opt_, {s.parameters.data(), s.gradients.data(), s.slots.data(), s.parameters.size(),
                                   s.iteration, s.learning_rate},
                           &s};
+    if constexpr (prepares_update) ctx.prepared = opt_.template prepare<V>(s.iteration, s.learning_rate);
     detail::layer_update_hook hook{&ctx, &per_layer_ready};
     hook.rows = !transform_per_layer;  // the fused backward's row blocks (an update without a transform)
     struct hook_guard {
@@ -204,6 +206,20 @@ class train_step {
     { o.per_layer_transform() } -> std::convertible_to<bool>;
     o.transform_range(s, std::size_t{}, std::size_t{});
   };
+  // an optimizer that computes its update's coefficients once for all the step's per-layer calls
+  // (adam::prepare: its two pow once a step instead of once a call)
+  static constexpr bool prepares_update = requires(const O& o, const update_args<typename M::variable_type>& a) {
+    { o.template prepare<typename M::variable_type>(a.iteration, a.learning_rate).template run<B>(a) } -> std::same_as<bool>;
+  };
+  struct no_prepared {};
+  template <bool P, class = void>
+  struct prepared_of {
+    using type = no_prepared;
+  };
+  template <class D>
+  struct prepared_of<true, D> {
+    using type = decltype(std::declval<const O&>().template prepare<typename M::variable_type>(std::int64_t{}, 0.0));
+  };
   static constexpr bool per_layer_possible =
       M::updates_per_layer && (!has_transform_gradients<O, M> || transform_per_layer) &&
       !(false || ... || (has_scale_loss<Hooks, M> || has_transform_gradients<Hooks, M>));
@@ -214,6 +230,7 @@ class train_step {
     O* opt;
     update_args<V> whole;
     step_state<M>* state;
+    typename prepared_of<prepares_update>::type prepared{};  // prepares_update: the coefficients of this step's update
     std::atomic<bool> finite{true};  // per_layer_ready may run on the pool's threads (layer_update_hook::rows)
   };
   static void per_layer_ready(void* c, std::size_t lo, std::size_t hi) {
@@ -225,7 +242,9 @@ class train_step {
     a.slots += lo;
     a.n = hi - lo;
     a.slot_stride = x.whole.n;
-    if constexpr (std::is_same_v<decltype(x.opt->template update<B>(a)), bool>) {
+    if constexpr (prepares_update) {
+      if (!x.prepared.template run<B>(a)) x.finite.store(false, std::memory_order_relaxed);
+    } else if constexpr (std::is_same_v<decltype(x.opt->template update<B>(a)), bool>) {
       if (!x.opt->template update<B>(a)) x.finite.store(false, std::memory_order_relaxed);
     } else {
       x.opt->template update<B>(a);
