@@ -2,7 +2,8 @@
 //
 // simd::pack_a(MR, a, i0, m, k, ap): rows [i0, i0+MR) of a strided A as
 // ap[p*MR + r] (zero rows past m). simd::pack_b<Arch>(NR, b, j0, n, k, bp): columns
-// [j0, j0+NR) of B as bp[p*NR + j] (zero columns past n). simd::scratch<T>(n):
+// [j0, j0+NR) of B as bp[p*NR + j] (zero columns past n). simd::transpose_narrow<N, Arch>(K,
+// src, dst): dst[i*N + j] = src[j*K + i] (the narrow dW). simd::scratch<T>(n):
 // this thread's buffer of at least n values, 64-byte aligned, grown on demand,
 // never shrunk; a gemm_plan's named slots (plan.hpp) are offsets into it.
 // docs/design.md, "SIMD".
