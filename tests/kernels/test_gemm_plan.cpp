@@ -186,7 +186,9 @@ static_assert(!make_gemm_plan<avx2>(transposed_problem({128, 10, 64, 1, 128, 10,
 static_assert(forward<avx2>(1024, 1024, 1024).b == b_access::k_outer && forward<avx2>(1024, 1024, 1024).kcb == 256);
 static_assert(forward<avx2>(1024, 1024, 1024).scratch.b.size == 2 * 1024 * 256 && forward<avx2>(1024, 1024, 1024).a == a_access::rows);
 static_assert(forward<avx512>(1024, 1024, 1024).b == b_access::k_outer && forward<avx512>(1024, 1024, 1024).kcb == 256);
-static_assert(forward<avx512>(1024, 1024, 1024).mblocks == 22 && forward<avx512>(1024, 1024, 1024).NC == 32);  // tasks of 48 rows
+static_assert(forward<avx512>(1024, 1024, 1024).mblocks == 86 && forward<avx512>(1024, 1024, 1024).NC == 32 &&
+              forward<avx512>(1024, 1024, 1024).MC == 12);  // tasks of one 12 x 32 tile (A's rows stay in L1)
+static_assert(forward<avx2>(1024, 1024, 1024).MC == 24);  // 4 tiles of 6 rows
 // wider B: K blocks of 128 where 256 rows are over twice the budget (2048 columns); K up to two blocks (conv2's
 // 288, a layer's 512) or a C within the budget keep their plans; a transposed A is not wide_c's
 static_assert(forward<avx2>(2048, 2048, 2048).b == b_access::k_outer && forward<avx2>(2048, 2048, 2048).kcb == 128);

@@ -70,9 +70,7 @@ void narrow_weights_gradient(std::size_t K, std::size_t m, const T* x, const T* 
                              static_cast<const T*>(nullptr), true, fn::relu_fn{}, false);
   };
   pool.run(panels, panel, m * N * K >= parallel_threshold && pool.size() > 1);
-  for (std::size_t i = 0; i < K; ++i)
-#pragma GCC unroll 16
-    for (std::size_t j = 0; j < N; ++j) dw[i * N + j] = ct[j * K + i];
+  transpose_narrow<N, Arch>(K, ct, dw);
 }
 
 // narrow_weights_gradient with N at run time (1 <= N < the vector's lanes): one body per

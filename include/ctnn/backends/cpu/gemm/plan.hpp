@@ -264,6 +264,15 @@ template <gemm_target t>
   // at K = 10), so the full tiles of a panel run as one loop; rows of A:
   // tasks 4x taller. A transposed: from a task's height of rows on (dW of
   // the 10-wide layer on AVX2, whose C^T has 10 rows, measured 0.9x with it).
+  // wide_c with 32 registers: tasks of one tile of rows (MC = MR), so that a task's A rows (12 x 256
+  // values, 12 KB) stay in L1 beside one B panel (256 x 32, 32 KB) while the next tasks, the same rows
+  // over the next panels, stream B from L2 (and micro's request for the tile below lands in L2 for the
+  // next row of tasks). Tasks of 4 tiles reused each B panel 4 times but read A's rows back from L2
+  // for every tile: 1024^2 on AVX-512 1.02-1.05x the GFLOP/s with one-tile tasks (bench_gemm, 3
+  // interleaved runs; 1.04-1.09x in a driver), 2 tiles about the same, 3 or 8 tiles no faster or slower,
+  // K blocks of 128 or 192 slower (loaded Xeon model 167, one thread;
+  // bench/results/2026-12-07-s31-gemm31-blocking.md). 16 registers (AVX2) keep 4 tiles (not measured).
+  if (k_outer && wide_c && t.registers >= 32) g.MC = MR;
   g.rows_run = ((direct_a && K <= simd::rows_run_k) || (direct_at && K <= simd::columns_run_k && M >= g.MC)) &&
                g.kc_max == K;
   if (g.rows_run && direct_a) g.MC = 16 * MR;
