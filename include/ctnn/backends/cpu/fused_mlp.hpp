@@ -415,8 +415,8 @@ inline constexpr bool fused_mlp_backward_default = fused_mlp_default<Layers, Arc
 // has at least fused_backward_large_kernel values (784 x 256): there the fused backward sums that
 // layer's dW over tiles of 64 rows (its 800 KB read and written once a tile), the layers' product
 // runs it as one K block over the batch with A packed (gemm/plan.hpp's pack_at). 784-256-128-10
-// on AVX2, one thread, CPU time (Xeon model 167): the layers 0.93-0.98x the fused step's time from
-// 128 to 384 rows, 1.00-1.02x at 512, 1.03-1.04x at 1024; 784-128-64-10 (400 KB) and 64-64-64-64
+// on AVX2, one thread, CPU time (Xeon model 167): the layers 0.93-0.99x the fused step's time from
+// 128 to 384 rows, 0.98-1.02x at 512, 1.03-1.04x at 1024; 784-128-64-10 (400 KB) and 64-64-64-64
 // 0.98-1.03x at 128-512 (bench/results/2026-12-07-s32-a2b32-fit-avx2.md).
 inline constexpr std::size_t fused_backward_layers_min = 128, fused_backward_layers_max = 384,
                              fused_backward_large_kernel = std::size_t(784) * 256;
