@@ -93,6 +93,18 @@ static_assert(kernels::cpu::fused_mlp_train_batch<layers_of<mnist, cpu<xsimd::fm
 static_assert(kernels::cpu::fused_mlp_train_batch<layers_of<mnist, cpu<xsimd::fma3<xsimd::avx2>>>, xsimd::fma3<xsimd::avx2>>(1024));
 static_assert(kernels::cpu::fused_mlp_train_batch<layers_of<mnist, cpu<xsimd::avx512bw>>, xsimd::avx512bw>(255));
 static_assert(!kernels::cpu::fused_mlp_train_batch<layers_of<mnist, cpu<xsimd::avx512bw>>, xsimd::avx512bw>(256));
+// without AVX-512 not from 128 to 384 rows where the first layer's kernel has 784 x 256 values or more
+// (the layers' dW there one K block, the fused backward's once a tile of 64 rows)
+using wide_first = sequential<input<28, 28>, flatten, dense<256, relu>, dense<128, relu>, dense<10>>;
+using avx2_arch = xsimd::fma3<xsimd::avx2>;
+static_assert(kernels::cpu::fused::plan<layers_of<wide_first, cpu<avx2_arch>>, avx2_arch>::first_kernel == 784 * 256);
+static_assert(kernels::cpu::fused_mlp_train_batch<layers_of<wide_first, cpu<avx2_arch>>, avx2_arch>(127));
+static_assert(!kernels::cpu::fused_mlp_train_batch<layers_of<wide_first, cpu<avx2_arch>>, avx2_arch>(128));
+static_assert(!kernels::cpu::fused_mlp_train_batch<layers_of<wide_first, cpu<avx2_arch>>, avx2_arch>(256));
+static_assert(!kernels::cpu::fused_mlp_train_batch<layers_of<wide_first, cpu<avx2_arch>>, avx2_arch>(384));
+static_assert(kernels::cpu::fused_mlp_train_batch<layers_of<wide_first, cpu<avx2_arch>>, avx2_arch>(385));
+static_assert(kernels::cpu::fused_mlp_train_batch<layers_of<mnist, cpu<avx2_arch>>, avx2_arch>(256));  // 784 x 128
+static_assert(kernels::cpu::fused_mlp_train_batch<layers_of<odd, cpu<avx2_arch>>, avx2_arch>(256));    // 21 x 37 first
 static_assert(fused_mlp_train_batch<cpu<>, layers_of<mnist>>(64) && !fused_mlp_train_batch<cpu<>, layers_of<mnist>>(2));
 static_assert(fused_mlp_train_batch<cpu<>, layers_of<with_dropout>>(2));  // no rule: every batch
 static_assert(has_fused_mlp_training_forward<cpu<>, layers_of<mnist>, float>);

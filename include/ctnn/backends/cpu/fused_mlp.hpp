@@ -87,6 +87,11 @@ constexpr std::size_t outputs_of() {
   if constexpr (R::kind == 1) return R::n;
   else return 0;
 }
+template <class R>
+constexpr std::size_t kernel_of() {
+  if constexpr (R::kind == 1) return R::k * R::n;
+  else return 0;
+}
 template <class R, class T, class Arch>
 constexpr std::size_t packed_of() {
   if constexpr (R::kind == 1) return packed_panels_size<T, Arch>(R::k, R::n);
@@ -129,6 +134,8 @@ struct plan {
   static constexpr std::size_t width = widest<Layers, Arch>(seq{});     // the widest dense output
   static constexpr std::size_t last = last_dense<Layers, Arch>(seq{});  // the last dense layer (writes y)
   static constexpr std::size_t first = first_dense<Layers, Arch>(seq{});  // the first (no dX)
+  // the first dense layer's kernel, K x N values (where fits)
+  static constexpr std::size_t first_kernel = kernel_of<role<std::tuple_element_t<first < count ? first : 0, Layers>, Arch>>();
 };
 
 // This thread's buffer of at least n values, 64-byte aligned (Tag keeps the packed kernels and the
@@ -403,10 +410,23 @@ template <class Layers, class Arch>
 inline constexpr bool fused_mlp_backward_default = fused_mlp_default<Layers, Arch> && fused::plan<Layers, Arch>::width >= 64;
 // The batches a model runs the fused training passes on: from 4 (64-64-64-64 at batch 1 on
 // AVX-512: 0.92x; every network faster from 4 on), and with AVX-512 below 256 (at 256 and 1024
-// the 784-input networks measured 0.99-1.01x there: no gain).
+// the 784-input networks measured 0.99-1.01x there: no gain). Without AVX-512, not from
+// fused_backward_layers_min to fused_backward_layers_max rows where the first dense layer's kernel
+// has at least fused_backward_large_kernel values (784 x 256): there the fused backward sums that
+// layer's dW over tiles of 64 rows (its 800 KB read and written once a tile), the layers' product
+// runs it as one K block over the batch with A packed (gemm/plan.hpp's pack_at). 784-256-128-10
+// on AVX2, one thread, CPU time (Xeon model 167): the layers 0.93-0.99x the fused step's time from
+// 128 to 384 rows, 0.98-1.02x at 512, 1.03-1.04x at 1024; 784-128-64-10 (400 KB) and 64-64-64-64
+// 0.98-1.03x at 128-512 (bench/results/2026-12-07-s32-a2b32-fit-avx2.md).
+inline constexpr std::size_t fused_backward_layers_min = 128, fused_backward_layers_max = 384,
+                             fused_backward_large_kernel = std::size_t(784) * 256;
 template <class Layers, class Arch>
 constexpr bool fused_mlp_train_batch(std::size_t batch) {
-  return batch >= 4 && (!std::is_base_of_v<xsimd::avx512f, Arch> || batch < 256);
+  if (batch < 4) return false;
+  if constexpr (std::is_base_of_v<xsimd::avx512f, Arch>) return batch < 256;
+  else
+    return fused::plan<Layers, Arch>::first_kernel < fused_backward_large_kernel ||
+           batch < fused_backward_layers_min || batch > fused_backward_layers_max;
 }
 
 // From this batch on the kernels are packed once per call (pack_panels: each panel's rows
