@@ -127,13 +127,11 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
     if (k_outer) return k_block(p0) + jp * NR * std::min(kcb, K - p0);
     return bp + jp * NR * K + p0 * NR;
   };
-  const std::size_t nblocks = g.nblocks, mblocks = g.mblocks;
-  const bool by_columns = g.by_columns;
+  const std::size_t nblocks = g.nblocks;
   // The tile of one task, for K rows [p0, p0 + kc).
   auto tile = [&](std::size_t task, std::size_t p0, std::size_t kc) {
-    const std::size_t mb = by_columns ? task % mblocks : task / nblocks, nb = by_columns ? task / mblocks : task % nblocks;
-    const std::size_t i_lo = mb * MC, i_hi = std::min(M, i_lo + MC);
-    const std::size_t j_lo = nb * NC, j_hi = std::min(N, j_lo + NC);
+    const std::size_t i_lo = (task / nblocks) * MC, i_hi = std::min(M, i_lo + MC);
+    const std::size_t j_lo = (task % nblocks) * NC, j_hi = std::min(N, j_lo + NC);
     const bool first = p0 == 0, last = p0 + kc == K;
     for (std::size_t j0 = j_lo; j0 < j_hi; j0 += NR) {
       std::size_t ldb;
@@ -206,11 +204,18 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
     pack_b<Arch>(NR, block, jp * NR, N, kc, k_block(pack_p0) + jp * NR * kc);
   };
   run(panels, pack);
-  // by_columns: the pack tasks of panels [0, front) come first, the rest after the tiles.
+  // by_columns: the pack tasks of panels [0, front) come first, the rest after the tiles, and the
+  // tiles in column-major order (the run's t-th tile is row block t % mblocks of column block
+  // t / mblocks); else the tiles in row-major order, then the pack tasks.
+  const bool by_columns = g.by_columns;
+  const std::size_t mblocks = g.mblocks;
   std::size_t front = 0;
   auto task_and_pack = [&](std::size_t t) {
     if (t < front) return pack(t);
-    if (t < front + tiles) return task(t - front);
+    if (t < front + tiles) {
+      t -= front;
+      return task(by_columns ? (t % mblocks) * nblocks + t / mblocks : t);
+    }
     pack(t - tiles);
   };
   for (std::size_t p0 = 0; p0 < K; p0 += kcb) {
