@@ -117,6 +117,15 @@ static_assert(forward<avx2>(64, 784, 256).b == b_access::in_place);             
 static_assert(forward<avx2>(65, 784, 256).b == b_access::k_outer && forward<avx512>(65, 784, 256).b == b_access::k_outer);
 static_assert(forward<avx2>(256, 784, 256).b == b_access::k_outer && forward<avx512>(256, 784, 256).b == b_access::k_outer);
 static_assert(forward<avx512>(256, 256, 128).b == b_access::packed);                // K = 256: one K block
+// ... and on the pool the tasks of Y = X W of 784 x 256 above batch 64 (B in K blocks) by columns: on two
+// threads each packs and reads its half of W's columns (by_columns); one thread, B in place, packed whole,
+// wide_c, a transposed A: by rows
+static_assert(forward<avx2>(256, 784, 256, 2).by_columns && forward<avx512>(256, 784, 256, 2).by_columns);
+static_assert(forward<avx2>(65, 784, 256, 2).by_columns && !forward<avx512>(64, 784, 256, 2).by_columns);
+static_assert(!forward<avx2>(256, 784, 256).by_columns && !forward<avx512>(256, 784, 256, 1).by_columns);
+static_assert(!forward<avx512>(256, 256, 128, 2).by_columns && !forward<avx512>(1024, 1024, 1024, 2).by_columns);
+static_assert(!make_gemm_plan<avx512>({784, 256, 256, 1, 784, 256, 1, 2}).by_columns);  // dW = X^T dY
+static_assert(!make_gemm_plan<avx512>({128, 512, 1728, 1, 128, 512, 1, 2}).by_columns);  // dR of an LSTM(128)
 static_assert(forward<avx512>(256, 128, 10).NV == 1 && forward<avx2>(15, 128, 10).NV == 2);
 static_assert(forward<avx512>(256, 128, 10).b == b_access::split_tail && forward<avx512>(256, 128, 10).scratch.total == 0);
 static_assert(forward<avx2>(15, 128, 10).b == b_access::split_tail && forward<avx2>(15, 128, 10).scratch.total == 0);  // last row masked

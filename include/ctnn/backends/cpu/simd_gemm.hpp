@@ -204,8 +204,18 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
     pack_b<Arch>(NR, block, jp * NR, N, kc, k_block(pack_p0) + jp * NR * kc);
   };
   run(panels, pack);
+  // by_columns: the pack tasks of panels [0, front) come first, the rest after the tiles, and the
+  // tiles in column-major order (the run's t-th tile is row block t % mblocks of column block
+  // t / mblocks); else the tiles in row-major order, then the pack tasks.
+  const bool by_columns = g.by_columns;
+  const std::size_t mblocks = g.mblocks;
+  std::size_t front = 0;
   auto task_and_pack = [&](std::size_t t) {
-    if (t < tiles) return task(t);
+    if (t < front) return pack(t);
+    if (t < front + tiles) {
+      t -= front;
+      return task(by_columns ? (t % mblocks) * nblocks + t / mblocks : t);
+    }
     pack(t - tiles);
   };
   for (std::size_t p0 = 0; p0 < K; p0 += kcb) {
@@ -213,6 +223,7 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
     hi = p0 + std::min(kcb, K - p0);
     step = hi - lo;
     pack_p0 = hi;
+    front = by_columns && hi < K ? panels / 2 : 0;
     run(tiles + (hi < K ? panels : 0), task_and_pack);
   }
 }

@@ -85,6 +85,16 @@ struct gemm_plan {
   // transposed): the full tiles of a task's column panel run as one loop
   // (simd::micro_run), not one call each
   bool rows_run = false;
+  // blocked, A's rows read in place, B packed in K blocks that fit L2 (k_outer, not wide_c: Y = X W of
+  // 784 x 256 above batch 64): tasks in column-major order (task t: column block t / mblocks, row
+  // block t % mblocks), and a run's pack tasks of the next block's first half of the panels first,
+  // the rest last, so that on two threads (the caller from the front of a run, the worker from the
+  // back) each thread packs the panels its tiles read, the same half of B's columns in every run,
+  // where the batch split had every thread's tiles read every panel, half of them packed by the
+  // other core (docs/design.md, "Threads"). The order of tasks only: every output still in one
+  // task, K in order, so the bits do not change. Only on the pool (parallel): on one thread the
+  // row order reads each panel's block of W from L2 once a row block, not X's block once a panel.
+  bool by_columns = false;
   // blocked, A's rows in place, not rows_run: the last row task's last short_tiles tiles have MR - 1
   // rows (its rows over whole tiles with no short tail: M = 28 on AVX-512 is 4 tiles of 7, not 3 of 8
   // and one of 4 in the 4-row instance, which ran at about 1.6x the cost a row)
@@ -278,6 +288,7 @@ template <gemm_target t>
   if (g.rows_run && direct_a) g.MC = 16 * MR;
   g.mblocks = (M + g.MC - 1) / g.MC;
   g.nblocks = (N + g.NC - 1) / g.NC;
+  g.by_columns = direct_a && k_outer && !wide_c && g.parallel && g.nblocks > 1;
   if (direct_a && !g.rows_run) {  // the last row task's rows (the others are whole tiles: MC % MR == 0)
     const std::size_t rows = M - (g.mblocks - 1) * g.MC, tiles = (rows + MR - 1) / MR, short_rows = tiles * MR - rows;
     if (short_rows <= tiles) g.short_tiles = short_rows;
