@@ -407,3 +407,53 @@ TEST_CASE("the update layer by layer inside backward equals the update after it,
     CHECK(params(m) == before);
   }
 }
+
+namespace {
+// A user's adam that replaces update only (Keras 3's way to change Adam is to override
+// update_step): the step must run that update, layer by layer too, not adam::prepare's coefficients.
+struct halved_adam : adam<> {
+  using adam<>::adam;
+  template <class B, class T>
+  bool update(const update_args<T>& a) const {
+    update_args<T> h = a;
+    h.learning_rate = a.learning_rate / 2;  // exact: adam{lr / 2}'s bits
+    return adam<>::update<B>(h);
+  }
+};
+// one that replaces both: prepare and run are used (as adam's own)
+struct halved_prepared_adam : adam<> {
+  using adam<>::adam;
+  template <class T>
+  prepared<T> prepare(std::int64_t iteration, double learning_rate) const {
+    return adam<>::prepare<T>(iteration, learning_rate / 2);
+  }
+  template <class B, class T>
+  bool update(const update_args<T>& a) const {
+    return prepare<T>(a.iteration, a.learning_rate).template run<B>(a);
+  }
+};
+static_assert(detail::prepared_update<adam<>, cpu<>, float>);
+static_assert(detail::prepared_update<with_options<adam<>>, cpu<>, float>);  // adam's update and prepare
+static_assert(detail::prepared_update<halved_prepared_adam, cpu<>, float>);
+static_assert(!detail::prepared_update<halved_adam, cpu<>, float>);
+static_assert(!detail::prepared_update<sgd<>, cpu<>, float>);
+}  // namespace
+
+TEST_CASE("a type derived from adam that replaces update only: the step runs its update, layer by layer too") {
+  using mlp = sequential<input<4, 4>, flatten, dense<16, relu>, dense<3>>;
+  for (bool fused : {false, true})
+    for (std::size_t batch : {3, 70}) {
+      CAPTURE(fused);
+      CAPTURE(batch);
+      const auto [mine, layered] = steps_of<mlp>(halved_adam{0.01}, true, fused, batch);
+      const auto [half, unused] = steps_of<mlp>(adam{0.005}, true, fused, batch);
+      const auto [full, unused2] = steps_of<mlp>(adam{0.01}, true, fused, batch);
+      CHECK(layered);
+      CHECK(mine == half);  // halved_adam's update ran, not adam::prepare's coefficients
+      CHECK(mine != full);
+      per_layer_matches<mlp>(halved_adam{0.01}, fused, batch);
+      const auto [both, layered2] = steps_of<mlp>(halved_prepared_adam{0.01}, true, fused, batch);
+      CHECK(layered2);
+      CHECK(both == half);
+    }
+}

@@ -101,11 +101,10 @@ CTNN_LAZY [[gnu::cold]] CTNN_DECL dataset load(const std::filesystem::path& dir,
 #endif
 }  // namespace detail
 
-// Function templates of nothing (called as train(dir)), as detail::load is header-only
-// (core/separate.hpp, CTNN_LAZY): a program that never loads the data set instantiates none of it.
-template <int = 0>
-dataset train(const std::filesystem::path& dir = default_dir()) { return detail::load(dir, "train"); }
-template <int = 0>
-dataset test(const std::filesystem::path& dir = default_dir()) { return detail::load(dir, "t10k"); }
+// CTNN_LAZY (core/separate.hpp), as detail::load: header-only function templates of nothing (called
+// as train(dir)), so a program that never loads the data set instantiates none of it; with the
+// compiled part, plain inline calls of its detail::load.
+CTNN_LAZY inline dataset train(const std::filesystem::path& dir = default_dir()) { return detail::load(dir, "train"); }
+CTNN_LAZY inline dataset test(const std::filesystem::path& dir = default_dir()) { return detail::load(dir, "t10k"); }
 
 }  // namespace ctnn::data::fashion_mnist

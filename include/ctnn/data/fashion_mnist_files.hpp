@@ -18,6 +18,10 @@ using files_dataset = data::dataset<sample<shape<28, 28>, sparse_labels, float>>
 // program that never calls them does not instantiate the pipeline for them:
 // as plain inline functions they cost every translation unit that includes
 // ctnn/ctnn.hpp about 50 MB of compiler memory (docs/performance.md).
+// Not CTNN_LAZY (core/separate.hpp): with the compiled part that would make them
+// its functions, and every program's compiled part would instantiate from_idx's
+// pipeline, which a program that calls them instantiates anyway (it uses the
+// dataset's members); templates of nothing in both modes.
 template <int = 0>
 files_dataset train_files(const std::filesystem::path& dir = default_dir()) {
   return from_idx<shape<28, 28>>(detail::find(dir, "train-images-idx3-ubyte"), detail::find(dir, "train-labels-idx1-ubyte"),

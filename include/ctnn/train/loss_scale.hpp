@@ -115,19 +115,22 @@ class loss_scale {
     return true;
   }
 
-  // fit calls it at each epoch's end: the scale and the steps skipped in that epoch (a template
-  // of nothing: compiled only where a program fits with loss scaling, core/separate.hpp's CTNN_LAZY).
-  template <int = 0>
-  void log_epoch(logs& l) {
-    l.set("loss_scale", scale_);
-    l.set("skipped_steps", double(epoch_skipped_));
-    epoch_skipped_ = 0;
-  }
+  // fit calls it at each epoch's end: the scale and the steps skipped in that epoch (CTNN_LAZY,
+  // core/separate.hpp: header-only compiled only where a program fits with loss scaling).
+  CTNN_LAZY void log_epoch(logs& l);
 
  private:
   loss_scale_options o_;
   double scale_;
   std::int64_t good_ = 0, skipped_ = 0, epoch_skipped_ = 0, consecutive_ = 0;
 };
+
+#if CTNN_DEFINITIONS
+CTNN_LAZY_DEFINITION CTNN_DECL void loss_scale::log_epoch(logs& l) {
+  l.set("loss_scale", scale_);
+  l.set("skipped_steps", double(epoch_skipped_));
+  epoch_skipped_ = 0;
+}
+#endif
 
 }  // namespace ctnn

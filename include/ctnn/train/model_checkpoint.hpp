@@ -39,11 +39,12 @@ namespace detail {
 
 // Formats "{epoch:02d}" and "{key:.4f}" fields of a checkpoint path.
 // `check_only` validates the template against the key names only.
-// (a template of nothing: a plain inline function calling logs' members would compile them in
-// every program, header-only; core/separate.hpp's CTNN_LAZY)
-template <int = 0>
-inline std::string format_checkpoint_path(const std::string& tpl, std::size_t epoch1, const logs& l,
-                                          bool check_only = false) {
+// (CTNN_LAZY, core/separate.hpp: header-only a template of nothing, as a plain inline function
+// calling logs' members would compile them in every program; in the compiled part otherwise)
+CTNN_LAZY CTNN_DECL std::string format_checkpoint_path(const std::string& tpl, std::size_t epoch1, const logs& l,
+                                                       bool check_only = false)
+#if CTNN_DEFINITIONS
+{
   std::string out;
   for (std::size_t i = 0; i < tpl.size(); ++i) {
     if (tpl[i] != '{') {
@@ -88,6 +89,9 @@ inline std::string format_checkpoint_path(const std::string& tpl, std::size_t ep
   }
   return out;
 }
+#else
+;
+#endif
 
 }  // namespace detail
 

@@ -29,10 +29,11 @@ inline bool maximizes(std::string_view monitor, monitor_mode m) {
   return m == monitor_mode::max;
 }
 
-// (a template of nothing: a plain inline function calling logs' members would compile them in
-// every program, header-only; core/separate.hpp's CTNN_LAZY)
-template <int = 0>
-inline double monitored(const logs& l, const std::string& monitor, const char* who) {
+// (CTNN_LAZY, core/separate.hpp: header-only a template of nothing, as a plain inline function
+// calling logs' members would compile them in every program; in the compiled part otherwise)
+CTNN_LAZY CTNN_DECL double monitored(const logs& l, const std::string& monitor, const char* who)
+#if CTNN_DEFINITIONS
+{
   if (!l.contains(monitor)) {
     std::string have;
     for (auto& [k, v] : l.items) have += (have.empty() ? "" : ", ") + k;
@@ -41,6 +42,9 @@ inline double monitored(const logs& l, const std::string& monitor, const char* w
   }
   return l[monitor];
 }
+#else
+;
+#endif
 
 }  // namespace detail
 }  // namespace ctnn

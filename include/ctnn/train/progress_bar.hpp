@@ -61,16 +61,20 @@ inline bool shown_in_progress(const std::string& k) {
   return k != "seconds" && k != "data_seconds" && k != "compute_seconds" && k != "input_share" && k != "input_bound" &&
          k != "learning_rate";
 }
-// (a template of nothing: a plain inline function calling logs' members would compile them in
-// every program, header-only; core/separate.hpp's CTNN_LAZY)
-template <int = 0>
-inline std::string progress_logs(const logs& l) {
+// (CTNN_LAZY, core/separate.hpp: header-only a template of nothing, as a plain inline function
+// calling logs' members would compile them in every program; in the compiled part otherwise)
+CTNN_LAZY CTNN_DECL std::string progress_logs(const logs& l)
+#if CTNN_DEFINITIONS
+{
   std::string s;
   for (auto& [k, v] : l.items)
     if (shown_in_progress(k)) s += " - " + k + ": " + progress_value(v);
   if (l.contains("input_share")) s += std::string(" - ") + input_bound_words(input_bound(l["input_share"]));
   return s;
 }
+#else
+;
+#endif
 
 }  // namespace detail
 

@@ -208,9 +208,11 @@ class train_step {
   };
   // an optimizer that computes its update's coefficients once for all the step's per-layer calls
   // (adam::prepare: its two pow once a step instead of once a call)
-  static constexpr bool prepares_update = requires(const O& o, const update_args<typename M::variable_type>& a) {
-    { o.template prepare<typename M::variable_type>(a.iteration, a.learning_rate).template run<B>(a) } -> std::same_as<bool>;
-  };
+  // (optimizers/base.hpp's detail::prepared_update: not where a derived type replaces update only,
+  // whose update the step then calls; one that replaces prepare only is refused)
+  static_assert(diag::require<!detail::prepare_without_update<O, B, typename M::variable_type>(),
+                              &detail::prepare_without_update_text<O>>());
+  static constexpr bool prepares_update = detail::prepared_update<O, B, typename M::variable_type>;
   struct no_prepared {};
   template <bool P, class = void>
   struct prepared_of {

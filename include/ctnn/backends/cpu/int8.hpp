@@ -402,6 +402,30 @@ inline cols_requant columns(const requant<Y>& e, std::size_t j, __mmask16 m, __m
   const __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
   return {j, m, off, mu, _mm512_srli_epi64(mu, 32), _mm512_max_epi32(sh, zero), right, mask, _mm512_srai_epi32(mask, 1)};
 }
+// q clamped (q < lo ? lo : min(q, 127), as requantize_row's clamp, even for a zero point beyond
+// 127; lo <= 127, every valid zero point: max(min(q, 127), lo), the same values in one operation
+// fewer) into dst: the int8 values, or their dequantized floats, in the lanes of m. The requantizing
+// stores' one clamp and store (requant's, pool_requant's, int8_conv.hpp's conv_tile_rq; LoFits: lo
+// <= 127 known; Whole: all 16 lanes, stores without a mask)
+template <bool LoFits = false, bool Whole = false, class Y>
+CTNN_FORCEINLINE void put_clamped(const requant<Y>& e, __m512i q, Y* dst, __mmask16 m) {
+  const __m512i lo = _mm512_set1_epi32(e.lo), top = _mm512_set1_epi32(127);
+  const __m512i v8 = LoFits || e.lo <= 127
+                         ? _mm512_max_epi32(_mm512_min_epi32(q, top), lo)
+                         : _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(q, lo), _mm512_min_epi32(q, top), lo);
+  if constexpr (std::is_same_v<Y, std::int8_t>) {
+    if constexpr (Whole)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtepi32_epi8(v8));
+    else
+      _mm512_mask_cvtepi32_storeu_epi8(dst, m, v8);
+  } else {
+    const __m512 f = _mm512_mul_ps(_mm512_set1_ps(e.scale), _mm512_cvtepi32_ps(_mm512_sub_epi32(v8, _mm512_set1_epi32(e.zp))));
+    if constexpr (Whole)
+      _mm512_storeu_ps(dst, f);
+    else
+      _mm512_mask_storeu_ps(dst, m, f);
+  }
+}
 // requantize_row's q (before the clamp) of the sums v: requantized8's rule on 16 lanes of v + off, + zp
 template <class Y>
 inline __m512i requantized(const requant<Y>& e, const cols_requant& c, __m512i v) {
@@ -417,20 +441,10 @@ inline __m512i requantized(const requant<Y>& e, const cols_requant& c, __m512i v
 }
 template <class Y>
 inline void put(requant<Y>& e, cols_requant& c, __m512i v, std::size_t i) {
-  const __m512i lo = _mm512_set1_epi32(e.lo), top = _mm512_set1_epi32(127);
   const __m512i q = requantized(e, c, v);
   c.top = _mm512_mask_max_epi32(c.top, c.m, c.top, q);
   c.bottom = _mm512_mask_min_epi32(c.bottom, c.m, c.bottom, q);
-  // q < lo ? lo : min(q, 127), as requantize_row's clamp (even for a zero point beyond 127)
-  // (lo <= 127, every valid zero point: max(min(q, 127), lo), the same values in one operation fewer)
-  const __m512i v8 = e.lo <= 127 ? _mm512_max_epi32(_mm512_min_epi32(q, top), lo)
-                                 : _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(q, lo), _mm512_min_epi32(q, top), lo);
-  Y* dst = e.y + i * e.ldy + c.j;
-  if constexpr (std::is_same_v<Y, std::int8_t>)
-    _mm512_mask_cvtepi32_storeu_epi8(dst, c.m, v8);
-  else
-    _mm512_mask_storeu_ps(dst, c.m,
-                          _mm512_mul_ps(_mm512_set1_ps(e.scale), _mm512_cvtepi32_ps(_mm512_sub_epi32(v8, _mm512_set1_epi32(e.zp)))));
+  put_clamped(e, q, e.y + i * e.ldy + c.j, c.m);
 }
 template <class Y>
 inline bool saturated(const requant<Y>& e, const cols_requant& c) {

@@ -229,6 +229,8 @@ CTNN_FORCEINLINE __m256i conv_requantized8(const cols8_conv& c, __m256i v) {
 template <class Y>
 CTNN_FORCEINLINE void put(conv_requant<Y>& e, cols8_conv& c, __m256i v, std::size_t i) {
   if (!c.one) return detail::put(e.rq, c.rq, v, i);  // (counts nothing)
+  // (its clamp and store as detail::put_clamped's, written out: through put_clamped the AVX2 build's
+  // int8_conv<rfi>/1 took 1.04x as long, bench/results/2026-12-07-s32-cq32-code-quality.md)
   const __m256i q = conv_requantized8(c, v);
   c.top = _mm256_max_epi32(c.top, q);
   const __m256i v8 = _mm256_max_epi32(_mm256_min_epi32(q, _mm256_set1_epi32(127)), _mm256_set1_epi32(e.rq.lo));
@@ -405,9 +407,7 @@ inline void conv_tile_rq(const A& a, const std::int8_t* w, const conv_cols_rq* c
   conv_dot_vnni<G>(a, w, acc, i0);
   requant<Y> out = e;  // (a copy the stores cannot alias: e's fields stay in registers)
   out.saturated = 0;
-  const __m512i lo = _mm512_set1_epi32(out.lo), top = _mm512_set1_epi32(127), low = _mm512_set1_epi32(out.low);
-  const __m512i zp = _mm512_set1_epi32(out.zp);
-  const __m512 scale = _mm512_set1_ps(out.scale);
+  const __m512i top = _mm512_set1_epi32(127), low = _mm512_set1_epi32(out.low);
   for (std::size_t q = 0; q < P; ++q) {
     const conv_cols_rq& c = cols[q];
     __m512i hi = _mm512_set1_epi32(std::numeric_limits<std::int32_t>::min());
@@ -416,12 +416,7 @@ inline void conv_tile_rq(const A& a, const std::int8_t* w, const conv_cols_rq* c
       const __m512i v = conv_requantized<Exact>(c, acc[r][q]);
       hi = _mm512_max_epi32(hi, v);
       if constexpr (Exact) lw = _mm512_min_epi32(lw, v);  // (else nothing is counted below)
-      const __m512i v8 = _mm512_max_epi32(_mm512_min_epi32(v, top), lo);
-      Y* dst = out.y + (i0 + r) * out.ldy + c.j;
-      if constexpr (std::is_same_v<Y, std::int8_t>)
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtepi32_epi8(v8));
-      else
-        _mm512_storeu_ps(dst, _mm512_mul_ps(scale, _mm512_cvtepi32_ps(_mm512_sub_epi32(v8, zp))));
+      detail::put_clamped<true, true>(out, v, out.y + (i0 + r) * out.ldy + c.j, __mmask16(0xffff));  // (conv_rq_takes: lo <= 127)
     }
     if (_mm512_cmpgt_epi32_mask(hi, top) | _mm512_cmplt_epi32_mask(lw, low))
       for (std::size_t r = 0; r < R; ++r) {
@@ -659,16 +654,9 @@ inline void put(pool_requant<Y, Window>& e, cols_pool& c, __m512i v, std::size_t
   if (c.open) return;
   // the window's max, requantized, counted and stored as requant's put does
   const __m512i q = detail::requantized(e, c.rq, c.mx);
-  const __m512i lo = _mm512_set1_epi32(e.lo), top = _mm512_set1_epi32(127);
   e.saturated += std::size_t(__builtin_popcount(unsigned(_mm512_kor(
-      _mm512_mask_cmpgt_epi32_mask(c.rq.m, q, top), _mm512_mask_cmplt_epi32_mask(c.rq.m, q, _mm512_set1_epi32(e.low))))));
-  const __m512i v8 = _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(q, lo), _mm512_min_epi32(q, top), lo);
-  Y* dst = e.y + i / Window * e.ldy + c.rq.j;
-  if constexpr (std::is_same_v<Y, std::int8_t>)
-    _mm512_mask_cvtepi32_storeu_epi8(dst, c.rq.m, v8);
-  else
-    _mm512_mask_storeu_ps(dst, c.rq.m,
-                          _mm512_mul_ps(_mm512_set1_ps(e.scale), _mm512_cvtepi32_ps(_mm512_sub_epi32(v8, _mm512_set1_epi32(e.zp)))));
+      _mm512_mask_cmpgt_epi32_mask(c.rq.m, q, _mm512_set1_epi32(127)), _mm512_mask_cmplt_epi32_mask(c.rq.m, q, _mm512_set1_epi32(e.low))))));
+  detail::put_clamped(e, q, e.y + i / Window * e.ldy + c.rq.j, c.rq.m);
 }
 template <class Y, std::size_t Window>
 constexpr bool saturated(const pool_requant<Y, Window>&, const cols_pool&) {
