@@ -1214,7 +1214,7 @@ std::size_t quantize_to(const float* x, std::size_t n, float scale, std::int32_t
       const __m256i lo16 = _mm256_set1_epi16(std::int16_t(lo + 128)), hi16 = _mm256_set1_epi16(std::int16_t(hi + 128));
       const __m256i span16 = _mm256_set1_epi16(std::int16_t(hi - lo));
       const __m256i flip = _mm256_set1_epi8(Flip ? 0 : -128);  // (the bytes packed are q + 128)
-      const auto steps = [&]<bool Clamp>(std::size_t k, const float* xs, std::int8_t* qs) {
+      const auto steps = [&](std::size_t k, const float* xs, std::int8_t* qs) {
         while (k + 32 <= n) {
           // per int16 lane: at most 2 values a step (counted negated), 8192 steps a round
           const std::size_t count = std::min<std::size_t>((n - k) / 32, 8192), stop = k + count * 32;
@@ -1239,13 +1239,9 @@ std::size_t quantize_to(const float* x, std::size_t n, float scale, std::int32_t
             // saturation (the clamp to [0, 255]) and one vpermd
             __m256i p[2] = {_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3])};
             for (auto& h : p) {
-              if constexpr (Clamp) {
-                const __m256i o = _mm256_sub_epi16(h, lo16);
-                inside = _mm256_add_epi16(inside, _mm256_cmpeq_epi16(o, _mm256_min_epu16(o, span16)));
-                h = _mm256_min_epi16(_mm256_max_epi16(h, lo16), hi16);
-              } else {
-                inside = _mm256_add_epi16(inside, _mm256_cmpeq_epi16(h, _mm256_min_epu16(h, hi16)));
-              }
+              const __m256i o = _mm256_sub_epi16(h, lo16);
+              inside = _mm256_add_epi16(inside, _mm256_cmpeq_epi16(o, _mm256_min_epu16(o, span16)));
+              h = _mm256_min_epi16(_mm256_max_epi16(h, lo16), hi16);
             }
             const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p[0], p[1]), order);
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + k), _mm256_xor_si256(b, flip));
@@ -1258,7 +1254,74 @@ std::size_t quantize_to(const float* x, std::size_t n, float scale, std::int32_t
         }
         return k;
       };
-      i = lo == -128 && hi == 127 ? steps.template operator()<false>(i, x, q) : steps.template operator()<true>(i, x, q);
+      if (lo == -128 && hi == 127) {
+        // int8's own range: the two steps below
+        // (exact32) the steps' form without the clamp, the values beyond int8 counted where they are:
+        // 32 values from x + k into q + k, by block8 where one is near a tie
+        const auto exact32 = [&](std::size_t k) {
+          __m256i v[4], gaps = _mm256_setzero_si256();
+          for (std::size_t u = 0; u < 4; ++u) {
+            const __m256 d = _mm256_mul_ps(_mm256_loadu_ps(x + k + 8 * u), r);
+            const __m256i t = _mm256_cvtps_epi32(d);
+            gaps = _mm256_max_epi32(gaps, _mm256_castps_si256(_mm256_and_ps(_mm256_sub_ps(d, _mm256_cvtepi32_ps(t)), magnitude)));
+            v[u] = _mm256_add_epi32(t, zi128);
+          }
+          if (_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(gaps, near_bits)))) {
+            for (std::size_t u = 0; u < 4; ++u) block8(k + 8 * u);
+            return;
+          }
+          const __m256i p0 = _mm256_packs_epi32(v[0], v[1]), p1 = _mm256_packs_epi32(v[2], v[3]);
+          // int16 lanes within [0, 255] (two mask bits each)
+          const unsigned in = unsigned(__builtin_popcount(unsigned(_mm256_movemask_epi8(_mm256_cmpeq_epi16(p0, _mm256_min_epu16(p0, hi16)))))) +
+                              unsigned(__builtin_popcount(unsigned(_mm256_movemask_epi8(_mm256_cmpeq_epi16(p1, _mm256_min_epu16(p1, hi16))))));
+          saturated += 32 - in / 2;
+          const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p0, p1), order);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + k), _mm256_xor_si256(b, flip));
+        };
+        // (the common step) y = x r + c (one vfmadd where Arch has FMA, else a multiply and an add),
+        // c = 384.5 + zp + 2^-14 (exact: the floats in [256, 512) are 2^-15 apart, the unit below).
+        // Where y is in [256, 512), y - 256 = v + f 2^-15 with v = q + 128 in [0, 255] (no clamp,
+        // nothing to count) and f the fraction of x r + 0.5 in units, + 2, rounded: y's bits are
+        // 0x43800000 + v 2^15 + f. There |x r| <= 255.5, so the quotient x / scale is within 1
+        // unit of x r exact (2 roundings of 2^-24 relative), and y within 1/2 unit of x r + c
+        // (the fma's one rounding; a multiply and an add: 1/4 + 1/2): where f > 4, y - 2^-14 is
+        // at least 3 units from a tie (a half-integer of the quotient + zp + 128), farther than
+        // the 1.75 units the quotient + c - 2^-14 can be from it, so v is the quotient's rounding
+        // + zp + 128, bit for bit. Per step: the four y's bits >> 15 packed to uint16 (0x8700 + v
+        // in range; beyond it the shift, a sign bit or the saturation to 0xffff leave a lane
+        // outside [0x8700, 0x87ff], so the lane - 0x8700 has a bit in 0xff00) and 2 f (the low
+        // 16-bit lane doubled: v's low bit shifted out) at least 10, both tested by one vptest:
+        // 27 vector operations a step against exact32's 38. A step that fails runs exact32 (near
+        // a tie, beyond int8, infinite or NaN).
+        const __m256 c = _mm256_set1_ps(384.5f + float(zp) + 0x1p-14f);
+        const auto affine = [&](__m256 v) {
+#if defined(__FMA__)
+          if constexpr (std::is_base_of_v<xsimd::fma3<xsimd::avx2>, Arch>) return _mm256_fmadd_ps(v, r, c);
+#endif
+          return _mm256_add_ps(_mm256_mul_ps(v, r), c);
+        };
+        const __m256i base = _mm256_set1_epi16(std::int16_t(-0x7900)), high = _mm256_set1_epi16(std::int16_t(-0x100));
+        const __m256i near_f = _mm256_set1_epi32(0x108);  // low 16-bit lanes: 0x100 + 2 x 4 (subs: >= 0x100 where 2 f <= 8)
+        for (; i + 32 <= n; i += 32) {
+          __m256i s[4], f[4];
+          for (std::size_t u = 0; u < 4; ++u) {
+            const __m256i y = _mm256_castps_si256(affine(_mm256_loadu_ps(x + i + 8 * u)));
+            s[u] = _mm256_srli_epi32(y, 15);
+            f[u] = _mm256_add_epi16(y, y);
+          }
+          const __m256i m = _mm256_min_epu16(_mm256_min_epu16(f[0], f[1]), _mm256_min_epu16(f[2], f[3]));
+          const __m256i v0 = _mm256_sub_epi16(_mm256_packus_epi32(s[0], s[1]), base);
+          const __m256i v1 = _mm256_sub_epi16(_mm256_packus_epi32(s[2], s[3]), base);
+          if (!_mm256_testz_si256(_mm256_or_si256(_mm256_subs_epu16(near_f, m), _mm256_or_si256(v0, v1)), high)) {
+            exact32(i);
+            continue;
+          }
+          const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(v0, v1), order);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + i), _mm256_xor_si256(b, flip));
+        }
+      } else {
+        i = steps(i, x, q);
+      }
     }
     for (; i + 8 <= n; i += 8) block8(i);
     // the tail below, by the scalar rule
