@@ -1055,6 +1055,8 @@ void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, 
 // the loop), clamp there only where [lo, hi] is not int8's own range, and narrow to bytes by
 // unsigned saturation (the clamp to [0, 255]) and one permute into one store. Flip: the bytes
 // stored are q ^ 0x80 (the value + 128 as an unsigned byte: quantize_u8), else XORed back.
+// In int8's own range the AVX2 form runs detail::quantize_grid's cheaper step first (27 vector
+// operations a 32 values, its rule there), and those steps where it stops.
 namespace detail {
 #if defined(__AVX2__)
 // quantize_to's AVX2 step in int8's own range ([-128, 127], -128 <= zp <= 127, 1 / scale = inv
