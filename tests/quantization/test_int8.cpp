@@ -385,6 +385,69 @@ TEST_CASE("int8 quantize by the reciprocal: every value near a tie follows the d
   CHECK(ran >= 1);
 }
 
+// The AVX2 form's common step for int8's range (int8.hpp, quantize: y = x r + c on a grid of
+// 2^-15, its fraction and range tested for 32 values at once, else the step is computed again):
+// each value of interest alone in a step of 31 values that the step takes (a quarter from a tie,
+// within int8), so that the test of that one value decides. Values whose quotient is a few grid
+// units and ulp from every tie (at the ends of int8: -128.5 - zp, 127.5 - zp) and from the
+// grid's window [256, 512) (q + 128 = 0 and 255, the first values beyond), ties, +-0, both
+// NaNs, infinities, the largest floats; scales with huge and tiny normal inverses, a subnormal
+// inverse (divided throughout), zero points at both ends; quantize and quantize_u8 against the
+// scalar rule element by element, and the saturation count.
+TEST_CASE("int8 quantize's int8-range steps: values at the grid's edges follow the division") {
+  std::mt19937 g(29);
+  const int ran = ctnn::test::for_each_arch("int8 quantize grid edges", [&]<class Arch>(Arch, const char* name) {
+    std::size_t bad = 0, bad_count = 0, values = 0;
+    for (float scale : {1.0f / 255.0f, 0.0123f, 0.3f, 1.0f, 7.0f, 1e-30f, 1e30f, 0x1.8p-126f, 3e38f})
+      for (std::int32_t zp : {-128, -1, 0, 17, 127}) {
+        std::vector<float> special;
+        // quotients k + 0.5 + j 2^-16 (half the grid's unit) around the ties at and beyond int8's
+        // ends and inside, then each as a float and its neighbours a few ulp away
+        for (int k : {-130 - zp, -129 - zp, -128 - zp, -127 - zp, -1 - zp, -1, 0, 126 - zp, 127 - zp, 128 - zp})
+          for (int j = -12; j <= 12; ++j) {
+            const double t = (double(k) + 0.5 + double(j) * 0x1p-16) * double(scale);
+            float v = float(t);
+            if (!std::isfinite(v) || v == 0.0f) continue;
+            for (int u = 0; u < 3; ++u) v = std::nextafter(v, -std::numeric_limits<float>::infinity());
+            for (int u = 0; u < 7; ++u, v = std::nextafter(v, std::numeric_limits<float>::infinity())) special.push_back(v);
+          }
+        for (float v : {0.0f, -0.0f, std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+                        std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                        std::numeric_limits<float>::max(), std::numeric_limits<float>::lowest(),
+                        std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min()})
+          special.push_back(v);
+        for (float m : {256.0f, 512.0f, 1024.0f, 32768.0f, 2147483648.0f, 1e10f})  // far beyond int8
+          for (float sgn : {1.0f, -1.0f}) special.push_back(sgn * m * scale);
+        std::uniform_int_distribution<int> inside(-128 - zp, 127 - zp);
+        std::vector<float> x;
+        for (float v : special) {
+          const std::size_t at = std::size_t(g() % 32);
+          for (std::size_t u = 0; u < 32; ++u)
+            x.push_back(u == at ? v : (float(inside(g)) + (g() % 2 ? 0.25f : -0.25f)) * scale);
+        }
+        x.push_back(special.front());  // a tail
+        std::vector<std::int8_t> q(x.size());
+        std::vector<std::uint8_t> b(x.size());
+        const std::size_t c8 = i8::quantize<Arch>(x.data(), x.size(), scale, zp, -128, 127, q.data());
+        const std::size_t cu = i8::quantize_u8<Arch>(x.data(), x.size(), scale, zp, -128, 127, b.data());
+        std::size_t beyond = 0;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          const std::int32_t want = ctnn::quantization::quantize(x[i], {scale, zp});
+          bad += q[i] != want;
+          bad += b[i] != std::uint8_t(std::int32_t(want) + 128);
+          const double r = double(std::round(x[i] / scale)) + zp;
+          beyond += r < -128 || r > 127;
+        }
+        bad_count += (c8 != beyond) + (cu != beyond);
+        values += x.size();
+      }
+    INFO(std::string(name) << ": " << values << " values");
+    CHECK(bad == 0);
+    CHECK(bad_count == 0);
+  });
+  CHECK(ran >= 1);
+}
+
 TEST_CASE("int8 requantize_row equals multiply_by_quantized_multiplier, the zero point and the clamp") {
   std::mt19937 g(5);
   std::uniform_int_distribution<std::int32_t> acc_d(-3000000, 3000000);

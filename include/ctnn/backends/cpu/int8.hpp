@@ -1069,7 +1069,61 @@ void gemm_s8(std::size_t M, std::size_t N, std::size_t K, const std::int8_t* a, 
 // the loop), clamp there only where [lo, hi] is not int8's own range, and narrow to bytes by
 // unsigned saturation (the clamp to [0, 255]) and one permute into one store. Flip: the bytes
 // stored are q ^ 0x80 (the value + 128 as an unsigned byte: quantize_u8), else XORed back.
+// In int8's own range the AVX2 form runs detail::quantize_grid's cheaper step first (27 vector
+// operations a 32 values, its rule there), and those steps where it stops.
 namespace detail {
+#if defined(__AVX2__)
+// quantize_to's AVX2 step in int8's own range ([-128, 127], -128 <= zp <= 127, 1 / scale = inv
+// and scale normal, MXCSR rounding to nearest): steps of 32 values from x + i into q + i while
+// each passes its test; returns where it stopped (a step that fails, or fewer than 32 values
+// left), which quantize_to computes by its other steps. Not inlined: the callers with another
+// range do not set up its constants.
+// y = x inv + c (one vfmadd where Arch has FMA, else a multiply and an add), c = 384.5 + zp +
+// 2^-14 (exact: the floats in [256, 512) are 2^-15 apart, the unit below). Where y is in [256,
+// 512), y - 256 = v + f 2^-15 with v = q + 128 in [0, 255] (no clamp, nothing to count) and f
+// the fraction of x inv + 0.5 in units, + 2, rounded: y's bits are 0x43800000 + v 2^15 + f.
+// There |x inv| <= 255.5, so the quotient x / scale is within 1 unit of x inv exact (2 roundings
+// of 2^-24 relative), and y within 1/2 unit of x inv + c (the fma's one rounding; a multiply and
+// an add: 1/4 + 1/2): where f > 4, y - 256 - 2^-14 is at least 3 units from an integer (the
+// quotient + zp + 128 at a tie) and the quotient + zp + 128.5 within 1.75 units of it, so v is
+// the quotient's rounding + zp + 128, bit for bit. Per step: the four y's bits >> 15 packed to
+// uint16 (0x8700 + v in range; beyond it the shift, a sign bit or the saturation to 0xffff leave
+// a lane outside [0x8700, 0x87ff], so the lane - 0x8700 has a bit in 0xff00) and 2 f (the low
+// 16-bit lane doubled: v's low bit shifted out) at least 10, both tested by one vptest: 27
+// vector operations a step against 38 for quantize_to's step with the saturation count. A step
+// fails near a tie (about 0.5 % of the steps where the fractions are uniform), beyond int8,
+// infinite or NaN. Flip: the bytes stored are v (quantize_u8), else v ^ 0x80.
+template <class Arch, bool Flip>
+[[gnu::noinline]] std::size_t quantize_grid(const float* x, std::size_t i, std::size_t n, float inv, std::int32_t zp,
+                                            std::int8_t* q) {
+  const __m256 r = _mm256_set1_ps(inv), c = _mm256_set1_ps(384.5f + float(zp) + 0x1p-14f);
+  const auto affine = [&](__m256 v) {
+#if defined(__FMA__)
+    if constexpr (std::is_base_of_v<xsimd::fma3<xsimd::avx2>, Arch>) return _mm256_fmadd_ps(v, r, c);
+#endif
+    return _mm256_add_ps(_mm256_mul_ps(v, r), c);
+  };
+  const __m256i base = _mm256_set1_epi16(std::int16_t(-0x7900)), high = _mm256_set1_epi16(std::int16_t(-0x100));
+  const __m256i near_f = _mm256_set1_epi32(0x108);  // low 16-bit lanes: 0x100 + 2 x 4 (subs: >= 0x100 where 2 f <= 8)
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  const __m256i flip = _mm256_set1_epi8(Flip ? 0 : -128);
+  for (; i + 32 <= n; i += 32) {
+    __m256i s[4], f[4];
+    for (std::size_t u = 0; u < 4; ++u) {
+      const __m256i y = _mm256_castps_si256(affine(_mm256_loadu_ps(x + i + 8 * u)));
+      s[u] = _mm256_srli_epi32(y, 15);
+      f[u] = _mm256_add_epi16(y, y);
+    }
+    const __m256i m = _mm256_min_epu16(_mm256_min_epu16(f[0], f[1]), _mm256_min_epu16(f[2], f[3]));
+    const __m256i v0 = _mm256_sub_epi16(_mm256_packus_epi32(s[0], s[1]), base);
+    const __m256i v1 = _mm256_sub_epi16(_mm256_packus_epi32(s[2], s[3]), base);
+    if (!_mm256_testz_si256(_mm256_or_si256(_mm256_subs_epu16(near_f, m), _mm256_or_si256(v0, v1)), high)) return i;
+    const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(v0, v1), order);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + i), _mm256_xor_si256(b, flip));
+  }
+  return i;
+}
+#endif
 template <class Arch, bool Flip>
 std::size_t quantize_to(const float* x, std::size_t n, float scale, std::int32_t zp, std::int32_t lo, std::int32_t hi,
                         std::int8_t* q) {
@@ -1228,7 +1282,9 @@ std::size_t quantize_to(const float* x, std::size_t n, float scale, std::int32_t
       const __m256i lo16 = _mm256_set1_epi16(std::int16_t(lo + 128)), hi16 = _mm256_set1_epi16(std::int16_t(hi + 128));
       const __m256i span16 = _mm256_set1_epi16(std::int16_t(hi - lo));
       const __m256i flip = _mm256_set1_epi8(Flip ? 0 : -128);  // (the bytes packed are q + 128)
-      const auto steps = [&]<bool Clamp>(std::size_t k, const float* xs, std::int8_t* qs) {
+      // (inlined: the call GCC 12 made of it once quantize_grid's caller grew cost the
+      // dynamic-range rows 4 %)
+      const auto steps = [&](std::size_t k, const float* xs, std::int8_t* qs) CTNN_FORCEINLINE_LAMBDA {
         while (k + 32 <= n) {
           // per int16 lane: at most 2 values a step (counted negated), 8192 steps a round
           const std::size_t count = std::min<std::size_t>((n - k) / 32, 8192), stop = k + count * 32;
@@ -1253,13 +1309,9 @@ std::size_t quantize_to(const float* x, std::size_t n, float scale, std::int32_t
             // saturation (the clamp to [0, 255]) and one vpermd
             __m256i p[2] = {_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3])};
             for (auto& h : p) {
-              if constexpr (Clamp) {
-                const __m256i o = _mm256_sub_epi16(h, lo16);
-                inside = _mm256_add_epi16(inside, _mm256_cmpeq_epi16(o, _mm256_min_epu16(o, span16)));
-                h = _mm256_min_epi16(_mm256_max_epi16(h, lo16), hi16);
-              } else {
-                inside = _mm256_add_epi16(inside, _mm256_cmpeq_epi16(h, _mm256_min_epu16(h, hi16)));
-              }
+              const __m256i o = _mm256_sub_epi16(h, lo16);
+              inside = _mm256_add_epi16(inside, _mm256_cmpeq_epi16(o, _mm256_min_epu16(o, span16)));
+              h = _mm256_min_epi16(_mm256_max_epi16(h, lo16), hi16);
             }
             const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p[0], p[1]), order);
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + k), _mm256_xor_si256(b, flip));
@@ -1272,7 +1324,37 @@ std::size_t quantize_to(const float* x, std::size_t n, float scale, std::int32_t
         }
         return k;
       };
-      i = lo == -128 && hi == 127 ? steps.template operator()<false>(i, x, q) : steps.template operator()<true>(i, x, q);
+      if (lo == -128 && hi == 127) {
+        // int8's own range: quantize_grid's steps, and where one fails, exact32: the steps' form
+        // without the clamp, the values beyond int8 counted where they are (32 values from x + k
+        // into q + k, by block8 where one is near a tie)
+        const auto exact32 = [&](std::size_t k) {
+          __m256i v[4], gaps = _mm256_setzero_si256();
+          for (std::size_t u = 0; u < 4; ++u) {
+            const __m256 d = _mm256_mul_ps(_mm256_loadu_ps(x + k + 8 * u), r);
+            const __m256i t = _mm256_cvtps_epi32(d);
+            gaps = _mm256_max_epi32(gaps, _mm256_castps_si256(_mm256_and_ps(_mm256_sub_ps(d, _mm256_cvtepi32_ps(t)), magnitude)));
+            v[u] = _mm256_add_epi32(t, zi128);
+          }
+          if (_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(gaps, near_bits)))) {
+            for (std::size_t u = 0; u < 4; ++u) block8(k + 8 * u);
+            return;
+          }
+          const __m256i p0 = _mm256_packs_epi32(v[0], v[1]), p1 = _mm256_packs_epi32(v[2], v[3]);
+          // int16 lanes within [0, 255] (two mask bits each)
+          const unsigned in = unsigned(__builtin_popcount(unsigned(_mm256_movemask_epi8(_mm256_cmpeq_epi16(p0, _mm256_min_epu16(p0, hi16)))))) +
+                              unsigned(__builtin_popcount(unsigned(_mm256_movemask_epi8(_mm256_cmpeq_epi16(p1, _mm256_min_epu16(p1, hi16))))));
+          saturated += 32 - in / 2;
+          const __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p0, p1), order);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + k), _mm256_xor_si256(b, flip));
+        };
+        while ((i = detail::quantize_grid<Arch, Flip>(x, i, n, inv, zp, q)) + 32 <= n) {
+          exact32(i);
+          i += 32;
+        }
+      } else {
+        i = steps(i, x, q);
+      }
     }
     for (; i + 8 <= n; i += 8) block8(i);
     // the tail below, by the scalar rule
