@@ -42,7 +42,7 @@ struct adam : optimizer_base<S> {
   // update's coefficients for one update count and rate (alpha's two pow computed once), run on
   // any part of the parameter region: update(a) is prepare<T>(a.iteration, a.learning_rate).run<B>(a);
   // the step's per-layer update prepares them once a step for its calls (about 30 at batch 16: train/step.hpp)
-  // where update and prepare are declared by one class (base.hpp's detail::prepared_update): a type
+  // where update and prepare are declared by one class (prepared.hpp's detail::prepared_update): a type
   // derived from adam that replaces update alone is run through its update; prepare alone is refused.
   template <class T>
   struct prepared {

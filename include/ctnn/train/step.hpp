@@ -30,6 +30,7 @@
 #include <utility>
 
 #include "../losses/loss.hpp"
+#include "../optimizers/prepared.hpp"
 #include "model.hpp"
 #include "numerics.hpp"
 
@@ -208,7 +209,7 @@ class train_step {
   };
   // an optimizer that computes its update's coefficients once for all the step's per-layer calls
   // (adam::prepare: its two pow once a step instead of once a call)
-  // (optimizers/base.hpp's detail::prepared_update: not where a derived type replaces update only,
+  // (optimizers/prepared.hpp's detail::prepared_update: not where a derived type replaces update only,
   // whose update the step then calls; one that replaces prepare only is refused)
   static_assert(diag::require<!detail::prepare_without_update<O, B, typename M::variable_type>(),
                               &detail::prepare_without_update_text<O>>());
