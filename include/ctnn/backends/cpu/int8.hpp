@@ -1129,8 +1129,9 @@ template <class Arch, bool Flip>
 // quantize_grid's step on 64 values (quantize_to's AVX-512 form, the same conditions but MXCSR's:
 // the vfmadd rounds to nearest by its own {rn-sae}): four y's bits >> 15 packed to uint16 and
 // their low 16-bit lanes doubled as there, the fraction and the range of the 64 values tested by
-// one vpternlog (the three vectors ORed) and one vptestmw into a mask: 27 vector operations a 64
-// values against about 44 for quantize_to's AVX-512 step (its near-tie test by vreduceps). A
+// one vpternlog (the three vectors ORed) and one vptestmw into a mask: 24 vector operations, 4
+// loads and a store a 64 values (quantize one XOR more) against about 43 for quantize_to's
+// AVX-512 step (its near-tie test by vreduceps, by GCC 12's code). A
 // step fails near a tie (about 1 % of the steps where the fractions are uniform), beyond int8,
 // infinite or NaN. Flip: the bytes stored are v (quantize_u8), else v ^ 0x80.
 template <bool Flip>
