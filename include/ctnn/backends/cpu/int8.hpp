@@ -1220,8 +1220,9 @@ std::size_t quantize_to(const float* x, std::size_t n, float scale, std::int32_t
         const __m512i span16 = _mm512_set1_epi16(std::int16_t(hi - lo)), one16 = _mm512_set1_epi16(1);
         const __m512i flip = _mm512_set1_epi8(Flip ? 0 : -128);  // (the bytes packed are q + 128)
         // the steps of 64 values from x + k while k + 64 <= end; returns where they stopped
-        // (inlined: GCC 12 called the clamped ones once the grid's loop below called them too,
-        // 4 % slower)
+        // (forced inline: GCC 12 called the clamped ones, and with the grid's loop below both,
+        // reloading their constants through the closure every step; inlined, the clamped
+        // quantization takes 0.89x the CPU time, bench/results/2026-12-07-s33-q33-*)
         const auto steps = [&]<bool Clamp>(std::size_t k, std::size_t end) CTNN_FORCEINLINE_LAMBDA {
           while (k + 64 <= end) {
             // per int16 lane: at most 2 values a step, 8192 steps a round
