@@ -385,10 +385,11 @@ TEST_CASE("int8 quantize by the reciprocal: every value near a tie follows the d
   CHECK(ran >= 1);
 }
 
-// The AVX2 form's common step for int8's range (int8.hpp, quantize: y = x r + c on a grid of
-// 2^-15, its fraction and range tested for 32 values at once, else the step is computed again):
-// each value of interest alone in a step of 31 values that the step takes (a quarter from a tie,
-// within int8), so that the test of that one value decides. Values whose quotient is a few grid
+// The AVX2 and AVX-512 forms' common step for int8's range (int8.hpp, quantize: y = x r + c on a
+// grid of 2^-15, its fraction and range tested for 32 values (AVX2) or 64 (AVX-512) at once, else
+// the step is computed again): each value of interest alone in 64 values (so alone in a step of
+// either form) with 63 that the step takes (a quarter from a tie, within int8), so that the test
+// of that one value decides. Values whose quotient is a few grid
 // units and ulp from every tie (at the ends of int8: -128.5 - zp, 127.5 - zp) and from the
 // grid's window [256, 512) (q + 128 = 0 and 255, the first values beyond), ties, +-0, both
 // NaNs, infinities, the largest floats; scales with huge and tiny normal inverses, a subnormal
@@ -421,8 +422,8 @@ TEST_CASE("int8 quantize's int8-range steps: values at the grid's edges follow t
         std::uniform_int_distribution<int> inside(-128 - zp, 127 - zp);
         std::vector<float> x;
         for (float v : special) {
-          const std::size_t at = std::size_t(g() % 32);
-          for (std::size_t u = 0; u < 32; ++u)
+          const std::size_t at = std::size_t(g() % 64);
+          for (std::size_t u = 0; u < 64; ++u)
             x.push_back(u == at ? v : (float(inside(g)) + (g() % 2 ? 0.25f : -0.25f)) * scale);
         }
         x.push_back(special.front());  // a tail
