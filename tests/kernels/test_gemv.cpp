@@ -159,6 +159,16 @@ void check_nonzero_rows(const char* name) {
       INFO(std::string(name) << " K=" << K << " pattern=" << pattern);
       for (std::size_t w = 0; w < want.size(); ++w) CHECK(words[w] == want[w]);
       CHECK(words[want.size()] == 0x5a5a5a5a5a5a5a5aull);  // nothing past the last word
+      // row_list: the selected rows' indices, ascending, as for_each_row visits them; it may
+      // write up to k + 8 values, nothing past them
+      if (K <= kernels::cpu::simd::nonzero_words * 64) {
+        std::vector<std::uint16_t> list(K + 8 + 4, 0xabcd), loop;
+        const std::size_t count = kernels::cpu::simd::row_list(K, words.data(), list.data());
+        kernels::cpu::simd::for_each_row(K, words.data(), [&](std::size_t p) { loop.push_back(std::uint16_t(p)); });
+        REQUIRE(count == loop.size());
+        CHECK(std::equal(loop.begin(), loop.end(), list.begin()));
+        for (std::size_t i = K + 8; i < list.size(); ++i) CHECK(list[i] == 0xabcd);
+      }
     }
 }
 

@@ -20,6 +20,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include <xsimd/xsimd.hpp>
@@ -111,6 +112,50 @@ CTNN_FORCEINLINE void for_each_row(std::size_t k, const std::uint64_t* rows, F&&
   }
   for (std::size_t w = 0; w * 64 < k; ++w)
     for (std::uint64_t m = rows[w]; m; m &= m - 1) f(w * 64 + std::size_t(std::countr_zero(m)));
+}
+
+// The positions of the set bits of a byte m, ascending, 16 bits each: at[m][0]
+// holds the first four, at[m][1] the next four (4 KiB, for row_list).
+struct byte_positions {
+  std::uint64_t at[256][2];
+  constexpr byte_positions() : at{} {
+    for (unsigned m = 0; m < 256; ++m)
+      for (unsigned b = 0, c = 0; b < 8; ++b)
+        if (m >> b & 1) {
+          at[m][c / 4] |= std::uint64_t(b) << (16 * (c % 4));
+          ++c;
+        }
+  }
+};
+inline constexpr byte_positions byte_positions_table{};
+
+// Writes the rows p < k that rows (nonzero_rows of x) selects to list, in
+// ascending order (for_each_row's), and returns their count. A byte of the
+// words at a time, without a branch on its bits: the byte's positions from
+// byte_positions_table plus its first row, added to the four 16-bit lanes of
+// two words at once, stored as 8 values whatever the byte's count (a loop over
+// the bits takes a cycle a row and a branch miss a word: docs/performance.md,
+// "Inference at batch 1"). list needs room for k + 8 values; k <= nonzero_words
+// x 64.
+inline std::size_t row_list(std::size_t k, const std::uint64_t* rows, std::uint16_t* list) {
+  std::size_t count = 0;
+  if constexpr (std::endian::native != std::endian::little) {  // the lanes below are little-endian
+    for_each_row(k, rows, [&](std::size_t p) { list[count++] = std::uint16_t(p); });
+    return count;
+  }
+  for (std::size_t w = 0; w * 64 < k; ++w) {
+    std::uint64_t m = rows[w];
+#pragma GCC unroll 8
+    for (std::size_t q = 0; q < 8; ++q, m >>= 8) {
+      const unsigned byte = unsigned(m & 0xff);
+      const std::uint64_t first = std::uint64_t(w * 64 + q * 8) * 0x0001000100010001ull;  // in each 16-bit lane
+      const std::uint64_t lo = byte_positions_table.at[byte][0] + first, hi = byte_positions_table.at[byte][1] + first;
+      std::memcpy(list + count, &lo, sizeof lo);
+      std::memcpy(list + count + 4, &hi, sizeof hi);
+      count += std::size_t(std::popcount(byte));
+    }
+  }
+  return count;
 }
 
 // y[0:n] = epi(bias + x[0:k] * B[k x n]) for a row-major B (row stride ldb):
@@ -209,12 +254,8 @@ void gemv_groups(std::size_t n, std::size_t k, const T* x, const T* b, std::size
                  const E& e, bool act, const std::uint64_t* rows) {
   using B = xsimd::batch<T, Arch>;
   constexpr std::size_t L = B::size;
-  std::uint16_t list[nonzero_words * 64];  // the rows read, when rows selects them
-  std::size_t count = k;
-  if (rows) {
-    count = 0;
-    for_each_row(k, rows, [&](std::size_t p) { list[count++] = std::uint16_t(p); });
-  }
+  std::uint16_t list[nonzero_words * 64 + 8];  // the rows read, when rows selects them (row_list)
+  const std::size_t count = rows ? row_list(k, rows, list) : k;
   if (!bias)  // the first group adds to 0
     for (std::size_t j = 0; j < n; j += L) B(T(0)).store_unaligned(y + j);
   if (count == 0) {  // no row read: e(bias), or e(0)
@@ -302,12 +343,8 @@ void gemv_rows(std::size_t n, std::size_t k, const T* x, const T* b, std::size_t
   // The tail columns are the same whatever the thread count: run_gemv's
   // column chunks are multiples of W/2 vectors.
   if (j == n) return;
-  std::uint16_t list[nonzero_words * 64];  // the rows read, when rows selects them
-  std::size_t count = k;
-  if (rows) {
-    count = 0;
-    for_each_row(k, rows, [&](std::size_t p) { list[count++] = std::uint16_t(p); });
-  }
+  std::uint16_t list[nonzero_words * 64 + 8];  // the rows read, when rows selects them (row_list)
+  const std::size_t count = rows ? row_list(k, rows, list) : k;
   while (j < n) {
     const std::size_t c = n - j;
     auto tail = [&]<std::size_t G>(std::size_t cols) {
