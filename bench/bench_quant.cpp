@@ -1,7 +1,7 @@
 // int8 against float32 for the same dense layer, batch 1 and 64 (issue 28's int8 target):
 //   float_dense<K, N>/batch   the float dense layer's forward (kernels::cpu::dense_forward), x, W, b
 //                             and y on 64-byte boundaries as a model's plan places them
-//   float_dense_at<K, N>/batch/w_off/xy_off  the same with W (x and y) w_off (xy_off) bytes past one
+//   float_dense_at<K, N>/batch/w_off/xy_off  the same with W (x and y) w_off (xy_off) bytes past a line
 //   int8_dense<K, N, S>/batch quantized_dense's forward: quantize the input, int8 GEMM, requantize /
 //                             rescale, dequantize (S: full_integer or dynamic_range, or either as
 //                             reduce_range<S>: weights in [-64, 64], the avx2_u8 product on AVX2); <..., 500>:
