@@ -1,5 +1,7 @@
 // int8 against float32 for the same dense layer, batch 1 and 64 (issue 28's int8 target):
-//   float_dense<K, N>/batch   the float dense layer's forward (kernels::cpu::dense_forward)
+//   float_dense<K, N>/batch   the float dense layer's forward (kernels::cpu::dense_forward), x, W, b
+//                             and y on 64-byte boundaries as a model's plan places them
+//   float_dense_at<K, N>/batch/w_off/xy_off  the same with W (x and y) w_off (xy_off) bytes past a line
 //   int8_dense<K, N, S>/batch quantized_dense's forward: quantize the input, int8 GEMM, requantize /
 //                             rescale, dequantize (S: full_integer or dynamic_range, or either as
 //                             reduce_range<S>: weights in [-64, 64], the avx2_u8 product on AVX2); <..., 500>:
@@ -33,6 +35,8 @@
 #include <ctnn/layers/quantized_conv2d.hpp>
 #include <ctnn/quantization/convert.hpp>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
@@ -47,19 +51,42 @@ std::vector<T> random_values(std::size_t n, double lo, double hi, std::uint64_t 
   return v;
 }
 
+// The float layer's x, W, b and y as a model's plan places a dense layer's (core/plan.hpp: the
+// backend's memory and every layer's region of a role on a 64-byte boundary, the kernel first; a
+// layer's activations per sample, N floats a row): each here in one allocation on a 64-byte
+// boundary, plus w_off bytes for W and xy_off bytes for x and y (float_dense_at). Taken from
+// std::vectors they sat where the heap left them: W of 256x128 (128 KiB) at a page + 16 bytes or at
+// whatever 16-byte offset the earlier benchmarks' allocations left, and the layer's time moved with
+// the binary (1.13 against 1.83 us at batch 1, bench/results/2026-12-07-s33-fb33-float-dense-placement.md).
 template <std::size_t K, std::size_t N>
-void float_dense(benchmark::State& st) {
+void float_dense_placed(benchmark::State& st, std::size_t w_off, std::size_t xy_off) {
   const std::size_t m = std::size_t(st.range(0));
-  const auto x = random_values<float>(m * K, 0, 1, 1), w = random_values<float>(K * N, -0.05, 0.05, 2),
-             b = random_values<float>(N, -0.1, 0.1, 3);
-  std::vector<float> y(m * N);
+  const auto xv = random_values<float>(m * K, 0, 1, 1), wv = random_values<float>(K * N, -0.05, 0.05, 2),
+             bv = random_values<float>(N, -0.1, 0.1, 3);
+  auto line = [](std::size_t bytes) { return (bytes + 63) / 64 * 64; };
+  const std::size_t w_at = w_off, b_at = line(w_at + wv.size() * 4), x_at = line(b_at + bv.size() * 4) + xy_off,
+                    y_at = line(x_at + xv.size() * 4) + xy_off, bytes = line(y_at + m * N * 4);
+  std::vector<std::byte> mem(bytes + 64);
+  std::byte* base = mem.data() + (64 - reinterpret_cast<std::uintptr_t>(mem.data()) % 64) % 64;
+  float *w = reinterpret_cast<float*>(base + w_at), *b = reinterpret_cast<float*>(base + b_at),
+        *x = reinterpret_cast<float*>(base + x_at), *y = reinterpret_cast<float*>(base + y_at);
+  std::copy(wv.begin(), wv.end(), w);
+  std::copy(bv.begin(), bv.end(), b);
+  std::copy(xv.begin(), xv.end(), x);
   for (auto _ : st) {
-    ctnn::kernels::cpu::dense_forward<K, N>(x.data(), w.data(), b.data(), y.data(), m, ctnn::fn::relu_fn{});
-    benchmark::DoNotOptimize(y.data());
+    ctnn::kernels::cpu::dense_forward<K, N>(x, w, b, y, m, ctnn::fn::relu_fn{});
+    benchmark::DoNotOptimize(y);
   }
   st.counters["samples_per_s"] = benchmark::Counter(double(m), benchmark::Counter::kIsIterationInvariantRate);
   st.counters["GMAC/s"] = benchmark::Counter(double(m * K * N) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
+
+template <std::size_t K, std::size_t N>
+void float_dense(benchmark::State& st) { float_dense_placed<K, N>(st, 0, 0); }
+
+// float_dense_at<K, N>/batch/w_off/xy_off: W w_off bytes and x, y xy_off bytes past a line
+template <std::size_t K, std::size_t N>
+void float_dense_at(benchmark::State& st) { float_dense_placed<K, N>(st, std::size_t(st.range(1)), std::size_t(st.range(2))); }
 
 // OutScale: the full-integer output scale: 0.05 (the default) saturates 46 % of the random layer's
 // 784x256 outputs at batch 64 (the saturation count's slow path: docs/quantization.md), 0.5 none
@@ -383,6 +410,10 @@ BENCHMARK(int8_dense<784, 256, fi, 500>)->Arg(64);  // no output saturates
 BENCHMARK(int8_dense<784, 256, dr>)->Arg(1)->Arg(64);
 BENCHMARK(int8_gemm<784, 256>)->Arg(1)->Arg(64);
 BENCHMARK(float_dense<256, 128>)->Arg(1)->Arg(64);
+// the same layers with W, or x and y, off a cache line by 16 or 32 bytes (a caller's std::vector)
+BENCHMARK(float_dense_at<256, 128>)->ArgNames({"", "w_off", "xy_off"})
+    ->Args({1, 16, 0})->Args({1, 32, 0})->Args({1, 0, 16})->Args({64, 16, 0})->Args({64, 32, 0})->Args({64, 0, 16});
+BENCHMARK(float_dense_at<784, 256>)->ArgNames({"", "w_off", "xy_off"})->Args({1, 16, 0})->Args({64, 16, 0});
 BENCHMARK(int8_dense<256, 128, fi>)->Arg(1)->Arg(64);
 BENCHMARK(int8_dense<256, 128, dr>)->Arg(1)->Arg(64);
 BENCHMARK(int8_gemm<256, 128>)->Arg(1)->Arg(64);
