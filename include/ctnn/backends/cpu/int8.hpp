@@ -16,9 +16,9 @@
 // vnni256, avx2_u8: takes_u8) use as they are, without flip_rows' pass.
 // Paths, by the backend's Arch and this CPU (int8_path_of<Arch>()):
 //   vnni    Arch derived from avx512bw, the TU compiled with __AVX512VNNI__ and the CPU reporting
-//           AVX512_VNNI (cpuid 7.0:ECX[11]): vpdpbusd(a ^ 0x80 as u8, W), 4 x 64 tile, then
-//           c = dot - 128 wsum (the oneDNN/XNNPACK offset trick); a ^ 0x80 formed once a call
-//           (flip_rows), not at each broadcast.
+//           AVX512_VNNI (cpuid 7.0:ECX[11]): vpdpbusd(a ^ 0x80 as u8, W), 4 x 64 tile (one row: two
+//           accumulator sets, 8 chains), then c = dot - 128 wsum (the oneDNN/XNNPACK offset trick);
+//           a ^ 0x80 formed once a call (flip_rows), not at each broadcast.
 //   vnni256 Arch derived from avx2 or avx512f (or avx512bw without the vnni path), the TU compiled
 //           with __AVXVNNI__ and the CPU reporting AVX-VNNI (cpuid 7.1:EAX[4]), or compiled with
 //           __AVX512VNNI__ and __AVX512VL__ and the CPU reporting both (the EVEX form on ymm, which
@@ -924,39 +924,58 @@ inline __m512i dpbusd(__m512i acc, __m512i a, __m512i w) {
 // R rows (from row i0) x P panels from panel p0: vpdpbusd on broadcast (a ^ 0x80) groups (flipped<A>:
 // the groups as they are), stored by the epilogue e. Full panels (16 columns, a fixed 64-byte group
 // stride) unless Narrow: then P = 1 and the panel is the last, N % 16 wide, read and written through
-// a mask.
+// a mask. One row (batch 1) gives P chains only (4 at most): its groups run in C = 2 sets of
+// accumulators in turn (group g of a segment adds to set g % 2; 8 chains), summed at the end: int32
+// sums wrap exactly, so the same bits in any order (as tile_vnni256's one-row tile; 3 sets, 12
+// chains, ran dense 784x256 at batch 1 7 % slower than 4 chains, 2 sets as fast).
 template <std::size_t R, std::size_t P, bool Narrow = false, class A, class E>
 inline void tile_vnni(std::size_t K, std::size_t N, const A& a, const std::int8_t* packed, std::size_t p0,
                       const std::int32_t* wsum, E& e, std::size_t i0) {
+  constexpr std::size_t C = R == 1 ? 2 : 1;  // accumulator sets, groups taken in turn
   const std::size_t kp = padded_k(K), j0 = p0 * panel;
   const std::size_t width = Narrow ? N - j0 : panel, stride = 4 * width;
   const __mmask16 mk = Narrow ? __mmask16((1u << width) - 1u) : __mmask16(0xffff);
   const std::int8_t* w = packed + j0 * kp;
   [[maybe_unused]] const __m512i flip = _mm512_set1_epi32(std::int32_t(0x80808080u));
-  __m512i acc[R][P];
-  for (std::size_t r = 0; r < R; ++r)
-    for (std::size_t q = 0; q < P; ++q) acc[r][q] = _mm512_setzero_si512();
+  __m512i acc[C][R][P];
+  for (std::size_t c = 0; c < C; ++c)
+    for (std::size_t r = 0; r < R; ++r)
+      for (std::size_t q = 0; q < P; ++q) acc[c][r][q] = _mm512_setzero_si512();
   const std::int8_t* ar[R];
   for (std::size_t r = 0; r < R; ++r) ar[r] = a.row(i0 + r);
-  for (std::size_t s = 0; s < a.segments(); ++s)
-    for (std::size_t o = s * a.segment_stride(), end = o + 4 * a.groups(); o < end; o += 4, w += stride) {
-      __m512i ab[R];
-      for (std::size_t r = 0; r < R; ++r) {
-        ab[r] = _mm512_set1_epi32(load4(ar[r] + o));
-        if constexpr (!is_flipped_v<A>) ab[r] = _mm512_xor_si512(ab[r], flip);
-      }
-      for (std::size_t q = 0; q < P; ++q) {
-        const __m512i wv = Narrow ? _mm512_maskz_loadu_epi32(mk, w) : _mm512_loadu_si512(w + q * panel * kp);
-        for (std::size_t r = 0; r < R; ++r) acc[r][q] = dpbusd(acc[r][q], ab[r], wv);
-      }
+  // one group of 4 bytes a row (at o) into accumulator set c
+  const auto group = [&]<std::size_t c>(std::size_t o) CTNN_FORCEINLINE_LAMBDA {
+    __m512i ab[R];
+    for (std::size_t r = 0; r < R; ++r) {
+      ab[r] = _mm512_set1_epi32(load4(ar[r] + o));
+      if constexpr (!is_flipped_v<A>) ab[r] = _mm512_xor_si512(ab[r], flip);
     }
+    for (std::size_t q = 0; q < P; ++q) {
+      const __m512i wv = Narrow ? _mm512_maskz_loadu_epi32(mk, w) : _mm512_loadu_si512(w + q * panel * kp);
+      for (std::size_t r = 0; r < R; ++r) acc[c][r][q] = dpbusd(acc[c][r][q], ab[r], wv);
+    }
+    w += stride;
+  };
+  for (std::size_t s = 0; s < a.segments(); ++s) {
+    std::size_t o = s * a.segment_stride();
+    const std::size_t end = o + 4 * a.groups();
+    if constexpr (C == 2)
+      for (; o + 8 <= end; o += 8) {
+        group.template operator()<0>(o);
+        group.template operator()<1>(o + 4);
+      }
+    for (; o < end; o += 4) group.template operator()<0>(o);
+  }
+  for (std::size_t c = 1; c < C; ++c)
+    for (std::size_t r = 0; r < R; ++r)
+      for (std::size_t q = 0; q < P; ++q) acc[0][r][q] = _mm512_add_epi32(acc[0][r][q], acc[c][r][q]);
   E out = e;  // (a copy the stores cannot alias: e's fields stay in registers)
   for (std::size_t q = 0; q < P; ++q) {
     const std::size_t j = j0 + q * panel;
     auto c = columns(out, j, mk, _mm512_slli_epi32(_mm512_maskz_loadu_epi32(mk, wsum + j), 7));  // - 128 wsum
-    for (std::size_t r = 0; r < R; ++r) put(out, c, acc[r][q], i0 + r);
+    for (std::size_t r = 0; r < R; ++r) put(out, c, acc[0][r][q], i0 + r);
     if (saturated(out, c))
-      for (std::size_t r = 0; r < R; ++r) count(out, c, acc[r][q]);
+      for (std::size_t r = 0; r < R; ++r) count(out, c, acc[0][r][q]);
     // an epilogue that carries state across tiles (int8_conv.hpp's pool_requant) keeps it now
     if constexpr (requires { finish(out, c); }) finish(out, c);
   }
