@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Two trees side by side, alternating: what <ctnn/ctnn.hpp> alone costs (header-only, and with
-# the precompiled header of ctnn_precompile_headers) and the edit loop with both helpers (the
+# the precompiled header of ctnn_precompile_headers), a network type's static_asserts with
+# <ctnn/network.hpp> (bench/compile/static_network.cpp) and the edit loop with both helpers (the
 # MLP and CNN examples compiled with the precompiled header and CTNN_COMPILED_KERNELS, and
 # linked with the compiled part), against dlib's MLP compiled in the same rounds. The rows of
-# bench/compile/edit_loop.sh that an umbrella-header change moves, without its other modes.
+# bench/compile/edit_loop.sh that a header change moves, without its other modes.
 #
 #   bench/compile/alone_ab.sh [-n ROUNDS] [-o OUT] BEFORE AFTER
 #
@@ -13,6 +14,8 @@
 # (BEFORE, AFTER; the next round AFTER, BEFORE, so neither always runs first):
 #   alone:header-only   $CXX $F -c (a file that includes <ctnn/ctnn.hpp> and nothing else)
 #   alone:pch           the same with -include OUT/TREE/pch/ctnn.hpp
+#   static:network      $CXX $F -c TREE/bench/compile/static_network.cpp (a network type and its
+#                       static_asserts with <ctnn/network.hpp>; skipped when BEFORE has none)
 #   mlp|cnn:edit        $CXX $F -DCTNN_COMPILED_KERNELS -include OUT/TREE/pchc/ctnn.hpp -c EXAMPLE,
 #                       then links it with the compiled part (compile + link reported)
 # and dlib's MLP (bench/peers/dlib_mlp.cpp, -c) when dlib is installed. F = $CXXFLAGS (default
@@ -74,6 +77,9 @@ for r in $(seq "$rounds"); do
     step "$n:alone:header-only" "$CXX" "${F[@]}" -I "$t/include" -c "$out/alone.cpp" -o "$o/alone.o"
     step "$n:alone:pch" "$CXX" "${F[@]}" -I "$t/include" -Winvalid-pch -Werror=invalid-pch -include "$out/$n/pch/ctnn.hpp" \
       -c "$out/alone.cpp" -o "$o/alone.o"
+    if [ -f "$t/bench/compile/static_network.cpp" ] && [ -f "${trees[0]}/bench/compile/static_network.cpp" ]; then
+      step "$n:static:network" "$CXX" "${F[@]}" -I "$t/include" -c "$t/bench/compile/static_network.cpp" -o "$o/static.o"
+    fi
     for p in mlp cnn; do
       step "$n:$p:edit:compile" "$CXX" "${F[@]}" -I "$t/include" -DCTNN_COMPILED_KERNELS -Winvalid-pch -Werror=invalid-pch \
         -include "$out/$n/pchc/ctnn.hpp" -c "$t/examples/fashion_mnist_$p.cpp" -o "$o/$p.o"
@@ -97,6 +103,7 @@ print("| measure | before, user s (median) | after | after / before | before / d
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 for key, label in (("alone:header-only", "`#include <ctnn/ctnn.hpp>` alone, header-only"),
                    ("alone:pch", "`#include <ctnn/ctnn.hpp>` alone, precompiled"),
+                   ("static:network", "a network type's static_asserts, `<ctnn/network.hpp>`"),
                    ("mlp:edit", "edit loop, MLP, both helpers (compile + link)"),
                    ("cnn:edit", "edit loop, CNN, both helpers (compile + link)")):
     def total(n):
@@ -105,6 +112,8 @@ for key, label in (("alone:header-only", "`#include <ctnn/ctnn.hpp>` alone, head
         return med(f"{n}:{key}")
     def kb(n):
         return med(f"{n}:{key}:compile" if key.endswith(":edit") else f"{n}:{key}", 2)
+    if med(f"before:{key}" if not key.endswith(":edit") else f"before:{key}:compile") is None:
+        continue
     b, a = total("before"), total("after")
     rb = f"{b / dlib:.3f}x" if dlib else "-"
     ra = f"{a / dlib:.3f}x" if dlib else "-"

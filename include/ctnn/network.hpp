@@ -1,9 +1,10 @@
 // ctnn/network.hpp — network types alone: sequential, input, shapes, the precision policies, every
 // float layer spec (dense, convolutions, pooling, normalization, dropout, reshape, padding and
 // resizing, the graph layers, embedding, masking, time_distributed) and the compile-time plan
-// (parameter counts, memory plans). No backend's kernels, no training, no data: for a program or a
-// header that only defines network types and checks them at compile time (static_assert of
-// shapes, parameter counts and memory plans), which then compiles in a fraction of what
+// (parameter counts, memory plans). No backend's kernels (nor xsimd's register headers: cpu<> names
+// its architecture through backends/cpu/default_arch.hpp; nor the thread pool), no training, no
+// data: for a program or a header that only defines network types and checks them at compile time
+// (static_assert of shapes, parameter counts and memory plans), which then compiles in a fraction of what
 // <ctnn/ctnn.hpp> costs (issue 30; docs/performance.md "Compile time and memory"). To build a model
 // of such a type, include <ctnn/ctnn.hpp> (or train/model.hpp) as well. The quantized and sparse
 // layers (their int8 and sparse kernels) are not here, nor the recurrent layers (simple_rnn, lstm,

@@ -3,9 +3,17 @@
 // the ODR violation the backend type avoids); everything of ctnn it
 // instantiates carries the TU's architecture in cpu<Arch>.
 #pragma once
+#include <ctnn/backends/cpu/default_arch.hpp>
 #include <ctnn/ctnn.hpp>
 
+#include <type_traits>
+
 #include "two_archs.hpp"
+
+// cpu<> takes its architecture from backends/cpu/default_arch.hpp (xsimd's configuration macros,
+// not its register headers): in each TU, with its own -march, it is xsimd's default_arch.
+static_assert(std::is_same_v<ctnn::cpu<>::arch, xsimd::default_arch>);
+static_assert(std::is_same_v<ctnn::kernels::cpu::default_arch, xsimd::default_arch>);
 
 namespace {
 arch_run train_here() {

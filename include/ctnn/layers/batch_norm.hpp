@@ -18,17 +18,27 @@
 #include <string>
 #include <type_traits>
 
-#include "../backends/cpu/normalization.hpp"
 #include "../core/backend.hpp"
 #include "../core/concepts.hpp"
 #include "../core/format.hpp"
 #include "../core/plan.hpp"
 #include "../core/precision.hpp"
 #include "../core/shape.hpp"
-#include "../backends/cpu/normalization.hpp"
-#include "../core/backend.hpp"
 
 namespace ctnn {
+
+// The synchronized statistics' host kernels, defined in backends/cpu/normalization.hpp (which
+// ops<cpu<Arch>>, backends/cpu/ops.hpp, includes: a model of this layer reads it); declared only
+// here, so that a network type's check does not read the CPU kernels and the thread pool.
+namespace kernels::cpu {
+template <std::size_t C, class T, class S, class Average>
+void batch_norm_forward_cross_replica(const T* x, T* y, const T* gamma, const T* beta, S* moving_mean, S* moving_var,
+                                      T* mean, T* inv, std::size_t rows, double momentum, double epsilon,
+                                      Average&& average);
+template <std::size_t C, class T, class Average>
+void batch_norm_backward_cross_replica(const T* x, const T* dy, T* dx, const T* gamma, const T* mean, const T* inv,
+                                       T* dgamma, T* dbeta, std::size_t rows, Average&& average);
+}  // namespace kernels::cpu
 
 template <class Spec, Shape In, class Pol, class Backend>
 struct batch_norm_layer;

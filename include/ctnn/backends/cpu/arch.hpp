@@ -1,6 +1,6 @@
 // ctnn/kernels/cpu/arch.hpp — which xsimd architecture the CPU kernels use.
 //
-// default_arch is xsimd::default_arch: the best architecture the compiler
+// default_arch (default_arch.hpp) is xsimd::default_arch: the best architecture the compiler
 // flags enable (-march=native on an AVX-512 machine: avx512bw; no flags on
 // x86-64: sse2). It is a compile-time choice, so one translation unit's types
 // and kernels mean the same everywhere. simd_v<T, Arch> says whether T
@@ -15,9 +15,13 @@
 
 #include <xsimd/config/xsimd_arch.hpp>
 
+#include "default_arch.hpp"
+
 namespace ctnn::kernels::cpu {
 
-using default_arch = xsimd::default_arch;
+// default_arch.hpp names it without xsimd's register headers; here they are, and it must agree.
+static_assert(std::is_same_v<default_arch, xsimd::default_arch>,
+              "backends/cpu/default_arch.hpp: default_arch is not xsimd::default_arch for these compiler flags");
 
 template <class T, class Arch>
 inline constexpr bool simd_v = (std::is_same_v<T, float> || std::is_same_v<T, double>)&&Arch::supported();

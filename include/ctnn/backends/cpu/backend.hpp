@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "../../core/backend.hpp"
-#include "arch.hpp"
+#include "default_arch.hpp"  // not arch.hpp: a network type names cpu<> without xsimd's registers
 #include "denormals.hpp"
 
 namespace ctnn {
