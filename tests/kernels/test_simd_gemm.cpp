@@ -116,11 +116,12 @@ TEST_CASE("simd_gemm with a short K (full tiles in one run) equals the reference
 
 // A transposed A of 512 rows or more and K from 128 to one block (384 with 16 registers, 256
 // with 32) is packed before the tiles run (plan.hpp: pack_at; dW of 784x256 at batch 256),
-// partial last row blocks (515 = 85 x 6 + 5 = 64 x 8 + 3, 784 = 130 x 6 + 4) and panels included;
+// partial last row blocks (515 = 85 x 6 + 5 = 64 x 8 + 3, 784 = 130 x 6 + 4) and panels included,
+// and none (528 = 88 x 6 = 44 x 12: the vector copy's strips of 8 blocks end at A's last column);
 // K = 385 and 127 (and 300 with 32 registers) read it in place.
 TEST_CASE("simd_gemm with a transposed A of many rows (packed) equals the reference on every architecture") {
   const int ran = test::for_each_arch("simd_gemm, many rows", [](auto arch, const char* name) {
-    const sizes Ms{512, 515, 784}, Ns{16, 33}, Ks{127, 128, 255, 300, 385};
+    const sizes Ms{512, 515, 528, 784}, Ns{16, 33}, Ks{127, 128, 255, 300, 385};
     check_arch<decltype(arch), float>(name, Ms, Ns, Ks);
     check_arch<decltype(arch), double>(name, {515}, {17}, {128, 300});
   });

@@ -95,6 +95,8 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
   const bool parallel = g.parallel;
   auto run = [&](std::size_t tasks, auto&& f) { pool.run(tasks, f, parallel); };
   constexpr std::size_t MR = blocking<T, Arch>::MR, NR = NV * blocking<T, Arch>::L;
+  constexpr bool columns_by_vector = xsimd::batch<T, Arch>::size >= MR && xsimd::batch<T, Arch>::size <= 2 * MR;
+  constexpr std::size_t a_strip = 8;
   const std::size_t MC = g.MC, NC = g.NC, panels = g.panels, full_blocks = g.full_blocks, kcb = g.kcb;
   const bool direct_a = g.a == a_access::rows, direct_at = g.a == a_access::columns;
   const bool partial_in_place = g.tail == a_tail::last_column;
@@ -105,8 +107,21 @@ void blocked(const gemm_plan& g, std::size_t M, std::size_t N, std::size_t K, st
     pack_a(MR, strided<T>{a.p + (K - 1) * a.cs, a.rs, a.cs}, full_blocks * MR, M, 1, ap);
   else if (g.tail == a_tail::packed)
     pack_a(MR, a, full_blocks * MR, M, K, ap);
-  else if (g.a == a_access::packed)
-    run(g.row_blocks, [&](std::size_t ib) { pack_a(MR, a, ib * MR, M, K, ap + ib * MR * K); });
+  // (the tails above are those of an A read in place: never a packed A)
+  bool pack_rows = g.a == a_access::packed;
+  if constexpr (columns_by_vector)
+    if (pack_rows && a.rs == 1 && a.cs >= xsimd::batch<T, Arch>::size) {
+      // A transposed (dW = X^T dY of many rows): tasks of 8 full blocks (48 or 96 values of each
+      // of A's storage rows) copied by pack_a_columns, then the last partial block
+      const std::size_t strips = (full_blocks + a_strip - 1) / a_strip;
+      run(strips + (full_blocks < g.row_blocks), [&](std::size_t s) {
+        if (s < strips)
+          return pack_a_columns<Arch, MR>(a, s * a_strip, std::min(full_blocks, (s + 1) * a_strip), K, ap);
+        pack_a(MR, a, full_blocks * MR, M, K, ap + full_blocks * MR * K);
+      });
+      pack_rows = false;
+    }
+  if (pack_rows) run(g.row_blocks, [&](std::size_t ib) { pack_a(MR, a, ib * MR, M, K, ap + ib * MR * K); });
   if (g.b == b_access::in_place_tail)
     pack_b<Arch>(NR, b, (panels - 1) * NR, N, K, bp);
   else if (g.b == b_access::packed)
