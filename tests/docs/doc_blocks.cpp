@@ -10,7 +10,10 @@
 // --cxxflag adds a compiler flag (the build passes ONNX's definitions when
 // ctnn::onnx exists); --run-flag adds a flag used only to build the programs
 // that are run (the build's optimisation flags), --link an argument of their
-// link line (libraries: zlib, -pthread, ONNX's); --optimize-flag adds a flag,
+// link line (libraries: zlib, -pthread, ONNX's; a program compiles and links in
+// one command, so a --link flag that defines a macro, as -pthread defines
+// _REENTRANT, must be a --cxxflag too, or g++ rejects the precompiled header
+// below, which is then an error); --optimize-flag adds a flag,
 // after the --run-flag ones, to the programs marked "optimized: WHY" (below; the
 // build passes -O1 where its --run-flag flags say -O0); --not-compiled names a snippet
 // file whose blocks are only checked against the file (its optional component
@@ -348,7 +351,8 @@ int main(int argc, char** argv) try {
       mode_link += " " + quote(compiled_kernels.string());
       if (!pch_dir.empty()) {
         if (newer_than_headers(pch_dir / "ctnn" / "ctnn.hpp.gch", include)) {
-          mode_flags = " -I" + quote(pch_dir.string()) + mode_flags;
+          // A header g++ finds but rejects (other flags than the blocks') fails the block.
+          mode_flags = " -I" + quote(pch_dir.string()) + " -Winvalid-pch -Werror=invalid-pch" + mode_flags;
           if (optimize_flags.empty()) optimized_mode_flags = mode_flags;
         } else {
           std::cout << "note: " << (pch_dir / "ctnn" / "ctnn.hpp.gch").string()
