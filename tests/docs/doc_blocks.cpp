@@ -4,12 +4,18 @@
 // Usage: ctnn_doc_blocks --cxx COMPILER --include DIR --root REPO --work DIR
 //                        [--cxxflag FLAG]... [--run-flag FLAG]... [--link ARG]...
 //                        [--timeout SECONDS] [--not-compiled examples/snippets/NAME.cpp]...
-//                        [--compiled-kernels OBJECT] [--pch-dir DIR]
+//                        [--optimize-flag FLAG]... [--compiled-kernels OBJECT]
+//                        [--pch-dir DIR]
 //                        [--expect-fail LINE,LINE,...] FILE.md...
 // --cxxflag adds a compiler flag (the build passes ONNX's definitions when
 // ctnn::onnx exists); --run-flag adds a flag used only to build the programs
 // that are run (the build's optimisation flags), --link an argument of their
-// link line (libraries: zlib, -pthread, ONNX's); --not-compiled names a snippet
+// link line (libraries: zlib, -pthread, ONNX's; a program compiles and links in
+// one command, so a --link flag that defines a macro, as -pthread defines
+// _REENTRANT, must be a --cxxflag too, or g++ rejects the precompiled header
+// below, which is then an error); --optimize-flag adds a flag,
+// after the --run-flag ones, to the programs marked "optimized: WHY" (below; the
+// build passes -O1 where its --run-flag flags say -O0); --not-compiled names a snippet
 // file whose blocks are only checked against the file (its optional component
 // is missing here).
 // --compiled-kernels compiles every block in ctnn's compiled mode
@@ -18,7 +24,9 @@
 // --pch-dir puts DIR first on the include path, where g++ finds
 // ctnn/ctnn.hpp.gch, a precompiled <ctnn/ctnn.hpp> built with the same flags
 // (and -DCTNN_COMPILED_KERNELS), which it reads when that is a block's first
-// include. So the blocks compile as a user's edit loop does (docs/performance.md,
+// include (not for the programs built with --optimize-flag flags, which parse
+// it: g++ does not read a precompiled header built at another -O level, and
+// the few such programs do not pay for a second one). So the blocks compile as a user's edit loop does (docs/performance.md,
 // "Compile time and memory"). Either is ignored, with a note, where it is older
 // than a header under --include (a build that did not rebuild it).
 //
@@ -31,6 +39,12 @@
 //   <!-- snippet: compile only: WHY -->  a complete program that is compiled
 //       but not run; WHY (not empty) says why it cannot run in the test
 //   <!-- snippet: examples/snippets/NAME.cpp, compile only: WHY -->  both
+//   <!-- snippet: optimized: WHY -->  a complete program that is built with
+//       the --optimize-flag flags too, because it runs long without them (it
+//       trains); WHY (not empty) says so. Every other block is built without
+//       them: at -O0 in the release preset, where most programs run in well under
+//       a second and compile in a third of -O1's time
+//   <!-- snippet: examples/snippets/NAME.cpp, optimized: WHY -->  both
 //   <!-- snippet: include/ctnn/PATH.hpp -->  the block is a verbatim copy of
 //       that header (checked character for character), compiled as a
 //       translation unit that includes it
@@ -135,7 +149,8 @@ std::string line_directive(const block& b, const std::string& doc) {
 struct marker_info {
   std::string what;          // "", "examples/snippets/NAME.cpp", "include/ctnn/PATH.hpp" or "frame NAME"
   bool compile_only = false;
-  std::string why;           // why a compile-only program is not run
+  bool optimized = false;    // built with the --optimize-flag flags too
+  std::string why;           // why a compile-only program is not run, or why it is optimized
 };
 
 bool parse_marker(const std::string& marker, marker_info& info, std::string& why) {
@@ -147,6 +162,28 @@ bool parse_marker(const std::string& marker, marker_info& info, std::string& why
     return false;
   }
   m = trim(m.substr(0, end));
+  const std::string optimized_tag = "optimized:";
+  if (const auto at = m.find(optimized_tag); at != std::string::npos) {
+    info.optimized = true;
+    info.why = trim(m.substr(at + optimized_tag.size()));
+    m = trim(m.substr(0, at));
+    if (!m.empty() && m.back() == ',') m = trim(m.substr(0, m.size() - 1));
+    if (info.why.empty()) {
+      why = "'optimized:' must say why the program needs the optimization (what it runs that long)";
+      return false;
+    }
+    if (m.empty()) return true;
+    if (m.find("compile only") != std::string::npos) {
+      why = "'optimized' is for programs that run; a compile-only program is not run";
+      return false;
+    }
+    if (m.rfind("examples/snippets/", 0) == 0 && m.size() > 4 && m.substr(m.size() - 4) == ".cpp") {
+      info.what = m;
+      return true;
+    }
+    why = "'optimized' is for whole programs, alone or after 'examples/snippets/NAME.cpp,' (not '" + m + "')";
+    return false;
+  }
   const std::string tag = "compile only:";
   if (const auto at = m.find(tag); at != std::string::npos) {
     info.compile_only = true;
@@ -170,7 +207,8 @@ bool parse_marker(const std::string& marker, marker_info& info, std::string& why
     return true;
   }
   why = "unknown snippet comment '" + marker +
-        "' (use 'examples/snippets/NAME.cpp', 'include/ctnn/PATH.hpp', 'frame NAME' or 'compile only: WHY')";
+        "' (use 'examples/snippets/NAME.cpp', 'include/ctnn/PATH.hpp', 'frame NAME', 'compile only: WHY' or "
+        "'optimized: WHY')";
   return false;
 }
 
@@ -267,7 +305,7 @@ int main(int argc, char** argv) try {
   std::set<std::size_t> expect_fail;
   bool testing_checker = false;
   std::vector<fs::path> files;
-  std::string extra_flags, run_flags, link_args;
+  std::string extra_flags, run_flags, optimize_flags, link_args;
   int timeout_s = 120;
   std::set<std::string> not_compiled;
   fs::path compiled_kernels, pch_dir;
@@ -283,6 +321,7 @@ int main(int argc, char** argv) try {
     else if (a == "--work") work = value();
     else if (a == "--cxxflag") extra_flags += " " + quote(value());
     else if (a == "--run-flag") run_flags += " " + quote(value());
+    else if (a == "--optimize-flag") optimize_flags += " " + quote(value());
     else if (a == "--link") link_args += " " + quote(value());
     else if (a == "--timeout") timeout_s = std::stoi(value());
     else if (a == "--not-compiled") not_compiled.insert(value());
@@ -297,22 +336,28 @@ int main(int argc, char** argv) try {
   }
   if (cxx.empty() || include.empty() || root.empty() || work.empty() || files.empty() || timeout_s <= 0)
     throw std::runtime_error("usage: ctnn_doc_blocks --cxx C --include DIR --root DIR --work DIR [--cxxflag F]... "
-                             "[--run-flag F]... [--link A]... [--timeout S] [--not-compiled F]... "
+                             "[--run-flag F]... [--link A]... [--timeout S] [--not-compiled F]... [--optimize-flag F]... "
                              "[--compiled-kernels OBJECT] [--pch-dir DIR] [--expect-fail L,...] FILE.md...");
   work = fs::absolute(work);
   fs::create_directories(work);
-  // Compiled mode and the precompiled header, where they are newer than every header.
-  std::string mode_flags, mode_link;
+  // Compiled mode and the precompiled header, where they are newer than every header. The
+  // programs built with --optimize-flag flags parse <ctnn/ctnn.hpp> (where there are no such
+  // flags, the header serves them too).
+  std::string mode_flags, optimized_mode_flags, mode_link;
   if (!compiled_kernels.empty()) {
     if (newer_than_headers(compiled_kernels, include)) {
       mode_flags += " -DCTNN_COMPILED_KERNELS";
+      optimized_mode_flags = mode_flags;
       mode_link += " " + quote(compiled_kernels.string());
       if (!pch_dir.empty()) {
-        if (newer_than_headers(pch_dir / "ctnn" / "ctnn.hpp.gch", include))
-          mode_flags = " -I" + quote(pch_dir.string()) + mode_flags;
-        else
+        if (newer_than_headers(pch_dir / "ctnn" / "ctnn.hpp.gch", include)) {
+          // A header g++ finds but rejects (other flags than the blocks') fails the block.
+          mode_flags = " -I" + quote(pch_dir.string()) + " -Winvalid-pch -Werror=invalid-pch" + mode_flags;
+          if (optimize_flags.empty()) optimized_mode_flags = mode_flags;
+        } else {
           std::cout << "note: " << (pch_dir / "ctnn" / "ctnn.hpp.gch").string()
                     << " is missing or older than a header: blocks parse <ctnn/ctnn.hpp>\n";
+        }
       }
     } else {
       std::cout << "note: " << compiled_kernels.string()
@@ -347,21 +392,34 @@ int main(int argc, char** argv) try {
       std::ofstream(cpp, std::ios::binary) << src;
       const bool program = is_program(b.code);
       const bool data_missing = program && b.code.find("fashion_mnist::") != std::string::npos && !fashion_mnist_present();
+      if (info.optimized && !program) {
+        std::cout << where << ": 'optimized' marks a whole program (its text defines main), not a fragment\n";
+        failed.insert(b.line);
+        continue;
+      }
       const bool run = program && !info.compile_only && !data_missing;
+      // A program marked "optimized" is built with the --optimize-flag flags (and their header) too,
+      // where it runs; a fragment, or a program only compiled, is checked with the --run-flag flags.
+      const bool optimized = run && info.optimized;
       const fs::path exe = work / stem;
-      const std::string compile = quote(cxx) + " -std=c++20" + mode_flags + extra_flags + " -I" + quote(include) +
-                                  " " + run_flags + " " +
+      const std::string compile = quote(cxx) + " -std=c++20" + (optimized ? optimized_mode_flags : mode_flags) +
+                                  extra_flags + " -I" + quote(include) + " " + run_flags +
+                                  (optimized ? optimize_flags : std::string()) + " " +
                                   (run ? quote(cpp.string()) + " -o " + quote(exe.string()) + mode_link + link_args
                                        : " -fsyntax-only " + quote(cpp.string())) +
                                   " > " + quote(log.string()) + " 2>&1";
+      const auto c0 = std::chrono::steady_clock::now();
       if (std::system(compile.c_str()) != 0) {
         std::cout << where << ": the block does not " << (run ? "build" : "compile") << " (" << cpp.string() << "):\n"
                   << read(log) << "\n";
         failed.insert(b.line);
         continue;
       }
+      std::ostringstream built;
+      built << std::fixed << std::setprecision(1)
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count() << " s";
       if (!run) {
-        std::cout << where << ": compiles";
+        std::cout << where << ": compiles (" << built.str() << ")";
         if (info.compile_only) std::cout << " (a program not run: " << info.why << ")";
         if (data_missing) {
           std::cout << " (a program not run: " << fashion_mnist_dir().string() << " is missing)";
@@ -384,12 +442,18 @@ int main(int argc, char** argv) try {
       std::ostringstream took;
       took << std::fixed << std::setprecision(1) << seconds << " s";
       if (code == 0) {
-        std::cout << where << ": compiles and runs (exit 0, " << took.str() << ")\n";
+        std::cout << where << ": compiles (" << built.str() << (optimized ? ", optimized" : "") << ") and runs (exit 0, "
+                  << took.str() << ")\n";
         continue;
       }
       std::cout << where << ": the program "
-                << (code == 124 || code == 128 + 9 ? "did not end within " + std::to_string(timeout_s) + " s"
-                                                   : "exited with " + std::to_string(code))
+                << (code == 124 || code == 128 + 9
+                        ? "did not end within " + std::to_string(timeout_s) + " s" +
+                              (optimized || optimize_flags.empty()
+                                   ? std::string()
+                                   : " (built without the --optimize-flag flags: a program that trains can be "
+                                     "marked '<!-- snippet: optimized: WHY -->')")
+                        : "exited with " + std::to_string(code))
                 << " (" << took.str() << "; " << exe.string() << " in " << dir.string() << "); its output:\n"
                 << tail(read(out), 4000) << "\n";
       failed.insert(b.line);
