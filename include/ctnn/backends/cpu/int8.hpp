@@ -846,10 +846,11 @@ inline void tile_vnni256(std::size_t K, const A& a, const std::int8_t* packed, s
   std::size_t o = 0, next = 4 * a.groups();
   // one group of 4 bytes a row into accumulator set c, then the next group
   const auto group = [&]<std::size_t c>() CTNN_FORCEINLINE_LAMBDA {
-    if (o == next) {
-      o += jump;
-      next += a.segment_stride();
-    }
+    if constexpr (A::segments() > 1)  // (one segment, as a dense layer's rows: no test in the loop)
+      if (o == next) {
+        o += jump;
+        next += a.segment_stride();
+      }
     __m256i x[R];
     for (std::size_t r = 0; r < R; ++r) x[r] = _mm256_set1_epi32(load4(ar[r] + o));
     for (std::size_t q = 0; q < Q; ++q) {
