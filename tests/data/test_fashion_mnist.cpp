@@ -95,10 +95,10 @@ TEST_CASE("in_memory: share_gather copies the same shuffled batches on one and t
   }
 }
 
-TEST_CASE("in_memory: each batch row is its sample, as a scalar gather copies it (rows fetched ahead)") {
+TEST_CASE("in_memory: each batch row is its sample, as a scalar gather copies it") {
   // samples of 37 floats (148 bytes: rows that start and end inside cache lines), each sample's
   // label its index: a batch row must be the sample its label names, every sample once an epoch,
-  // on batches shorter and longer than the rows fetched ahead, with take / skip and a remainder
+  // on batches of 1 to more than the samples, on one and two threads, with take / skip and a remainder
   constexpr std::size_t n = 203, size = 37;
   std::vector<float> x(n * size);
   std::vector<std::int32_t> y(n);

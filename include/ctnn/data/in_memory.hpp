@@ -15,8 +15,6 @@
 // 2^14 values on; a copy, so the same batch on any thread count). Only for the thread that runs
 // the model's steps: a copy from another thread (a prefetch stage) holding the pool would leave
 // a step's product that starts meanwhile on one thread (docs/performance.md, "MLP training").
-// cursor::next prefetches each batch row's sample two rows before it copies it (a shuffled batch's
-// samples are out of the caches after a step); the batches are the same with or without it.
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -68,17 +66,6 @@ CTNN_LAZY [[gnu::cold]] CTNN_DECL void check_in_memory_batch(std::size_t n, std:
 #else
 ;
 #endif
-// cursor::next's gather: while it copies the batch's sample i it prefetches the sample
-// gather_ahead rows on (its features and targets, every cache line). A shuffled batch's samples
-// lie anywhere in the data set, most of it out of the caches after a training step; without the
-// prefetch each sample's first lines wait a memory latency before the hardware prefetcher follows
-// (docs/performance.md, "MLP training": mlp/fit_batch at 64 and 256, avx2, 2 rows ahead against none).
-inline constexpr std::size_t gather_ahead = 2;
-inline void prefetch_bytes(const void* p, std::size_t bytes) noexcept {
-  const char* c = static_cast<const char*>(p);
-  for (std::size_t o = 0; o < bytes; o += 64) __builtin_prefetch(c + o, 0, 3);
-  if (bytes != 0) __builtin_prefetch(c + bytes - 1, 0, 3);  // the last line when p is not line-aligned
-}
 }  // namespace detail
 
 template <Shape S, class TargetKind, class T = float>
@@ -154,21 +141,11 @@ class in_memory {
       const std::size_t n = std::min(batch_, remaining);
       if (b.x.size() < n * S::size) b.x.resize(n * S::size);
       if (b.y.size() < n * target_width) b.y.resize(n * target_width);
-      // the data set's sample of the batch's row i; fetch(i): its features and targets prefetched
-      auto sample = [&](std::size_t i) { return first_ + (order_.empty() ? pos_ + i : order_[pos_ + i]); };
-      auto fetch = [&](std::size_t i) {
-        const std::size_t src = sample(i);
-        detail::prefetch_bytes(data_->x.data() + src * S::size, S::size * sizeof(T));
-        detail::prefetch_bytes(data_->y.data() + src * target_width, target_width * sizeof(target_type));
-      };
-      // rows [i0, i1) of the batch, each row fetched detail::gather_ahead rows before its copy; over
-      // the CPU's pool in contiguous parts (for_samples: the caller the first, the worker the second,
-      // as the model's products split a batch's rows), each part fetching its own rows
+      // rows [i0, i1) of the batch; over the CPU's pool in contiguous parts (for_samples: the
+      // caller the first, the worker the second, as the model's products split a batch's rows)
       auto rows = [&](std::size_t i0, std::size_t i1) {
-        for (std::size_t i = i0; i < std::min(i1, i0 + detail::gather_ahead); ++i) fetch(i);
         for (std::size_t i = i0; i < i1; ++i) {
-          if (i + detail::gather_ahead < i1) fetch(i + detail::gather_ahead);
-          const std::size_t src = sample(i);
+          const std::size_t src = first_ + (order_.empty() ? pos_ + i : order_[pos_ + i]);
           std::copy_n(data_->x.data() + src * S::size, S::size, b.x.data() + i * S::size);
           std::copy_n(data_->y.data() + src * target_width, target_width, b.y.data() + i * target_width);
         }
