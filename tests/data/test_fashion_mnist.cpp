@@ -94,3 +94,47 @@ TEST_CASE("in_memory: share_gather copies the same shuffled batches on one and t
     CHECK(batches(false, 2) == serial);
   }
 }
+
+TEST_CASE("in_memory: each batch row is its sample, as a scalar gather copies it") {
+  // samples of 37 floats (148 bytes: rows that start and end inside cache lines), each sample's
+  // label its index: a batch row must be the sample its label names, every sample once an epoch,
+  // on batches of 1 to more than the samples, on one and two threads, with take / skip and a remainder
+  constexpr std::size_t n = 203, size = 37;
+  std::vector<float> x(n * size);
+  std::vector<std::int32_t> y(n);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i) * 0.25f;
+  for (std::size_t i = 0; i < n; ++i) y[i] = std::int32_t(i);
+  const data::in_memory<shape<size>, sparse_labels> all(x, y);
+  const std::size_t before = kernels::cpu::threads();
+  for (const bool shuffled : {false, true})
+    for (const std::size_t batch : {std::size_t(1), std::size_t(2), std::size_t(3), std::size_t(64), std::size_t(500)})
+      for (const std::size_t threads : {std::size_t(1), std::size_t(2)}) {
+        CAPTURE(shuffled);
+        CAPTURE(batch);
+        CAPTURE(threads);
+        const auto ds = shuffled ? all.skip(5).take(190).shuffle(11).batch(batch) : all.skip(5).take(190).batch(batch);
+        kernels::cpu::set_threads(threads);
+        data::batch_of<shape<size>, sparse_labels> b;
+        auto c = ds.open(2);
+        c.share_gather(true);
+        std::vector<int> seen(n, 0);
+        std::size_t rows = 0, out_of_order = 0;
+        while (c.next(b)) {
+          for (std::size_t r = 0; r < b.size; ++r, ++rows) {
+            const std::size_t s = std::size_t(b.y[r]);
+            REQUIRE(s >= 5);
+            REQUIRE(s < 195);
+            seen[s]++;
+            out_of_order += s != 5 + rows;
+            // the scalar gather: sample s's values, one by one
+            std::size_t equal = 0;
+            for (std::size_t k = 0; k < size; ++k) equal += b.x[r * size + k] == x[s * size + k];
+            CHECK(equal == size);
+          }
+        }
+        kernels::cpu::set_threads(before);
+        CHECK(rows == 190);
+        CHECK(std::count(seen.begin(), seen.end(), 1) == 190);
+        CHECK((out_of_order > 0) == shuffled);
+      }
+}
