@@ -162,12 +162,20 @@ bool parse_marker(const std::string& marker, marker_info& info, std::string& why
     return false;
   }
   m = trim(m.substr(0, end));
-  const std::string optimized_tag = "optimized:";
-  if (const auto at = m.find(optimized_tag); at != std::string::npos) {
-    info.optimized = true;
-    info.why = trim(m.substr(at + optimized_tag.size()));
+  // "[WHAT,] TAG WHY": WHY into info.why, WHAT left in m
+  const auto take_tag = [&](const std::string& tag) {
+    const auto at = m.find(tag);
+    if (at == std::string::npos) return false;
+    info.why = trim(m.substr(at + tag.size()));
     m = trim(m.substr(0, at));
     if (!m.empty() && m.back() == ',') m = trim(m.substr(0, m.size() - 1));
+    return true;
+  };
+  const auto snippet_file = [&] {
+    return m.rfind("examples/snippets/", 0) == 0 && m.size() > 4 && m.substr(m.size() - 4) == ".cpp";
+  };
+  if (take_tag("optimized:")) {
+    info.optimized = true;
     if (info.why.empty()) {
       why = "'optimized:' must say why the program needs the optimization (what it runs that long)";
       return false;
@@ -177,19 +185,15 @@ bool parse_marker(const std::string& marker, marker_info& info, std::string& why
       why = "'optimized' is for programs that run; a compile-only program is not run";
       return false;
     }
-    if (m.rfind("examples/snippets/", 0) == 0 && m.size() > 4 && m.substr(m.size() - 4) == ".cpp") {
+    if (snippet_file()) {
       info.what = m;
       return true;
     }
     why = "'optimized' is for whole programs, alone or after 'examples/snippets/NAME.cpp,' (not '" + m + "')";
     return false;
   }
-  const std::string tag = "compile only:";
-  if (const auto at = m.find(tag); at != std::string::npos) {
+  if (take_tag("compile only:")) {
     info.compile_only = true;
-    info.why = trim(m.substr(at + tag.size()));
-    m = trim(m.substr(0, at));
-    if (!m.empty() && m.back() == ',') m = trim(m.substr(0, m.size() - 1));
     if (info.why.empty()) {
       why = "'compile only:' must say why the program cannot run in the test";
       return false;
@@ -200,8 +204,7 @@ bool parse_marker(const std::string& marker, marker_info& info, std::string& why
     }
   }
   if (m.empty() && info.compile_only) return true;
-  if (m.rfind("frame ", 0) == 0 ||
-      (m.rfind("examples/snippets/", 0) == 0 && m.size() > 4 && m.substr(m.size() - 4) == ".cpp") ||
+  if (m.rfind("frame ", 0) == 0 || snippet_file() ||
       (m.rfind("include/ctnn/", 0) == 0 && m.size() > 4 && m.substr(m.size() - 4) == ".hpp" && !info.compile_only)) {
     info.what = m;
     return true;
