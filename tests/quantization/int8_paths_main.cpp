@@ -5,7 +5,9 @@
 //   vnni256   -march=x86-64-v3 -mavx512vnni -mavx512vl: the 256-bit VNNI path, EVEX vpdpbusd
 //   avxvnni   -march=x86-64-v3 -mavxvnni: the same path, AVX-VNNI's VEX vpdpbusd
 // Where this CPU lacks what the build encodes, it prints CTNN_SKIP (CTest: skipped) and runs
-// nothing. The check is integer code before anything else runs.
+// nothing. CTest starts it through int8_isa_launcher (built for the baseline x86-64), which makes
+// the same check first: this program's static initializers (doctest registering the test cases)
+// are compiled for the ISA too and already use zmm registers in the vnni256 build.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
