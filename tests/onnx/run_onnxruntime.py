@@ -26,7 +26,7 @@ for path, level in [(out, None)] + [(p, ort.GraphOptimizationLevel.ORT_DISABLE_A
     opts.intra_op_num_threads = 1
     # Exact int8 products on x86 CPUs without VNNI (AVX2 alone): onnxruntime's default U8S8 kernels
     # there sum pairs of u8 x s8 products in 16 bits (vpmaddubsw), which saturate with 8-bit weights
-    # (up to 10 output steps off ctnn's exact sums on an AMD Zen 3). This option makes them U8U8;
+    # (up to 36 output steps off ctnn's exact sums on an AMD Zen 3). This option makes them U8U8;
     # it changes nothing on a CPU with VNNI (nor on other platforms).
     opts.add_session_config_entry("session.x64quantprecision", "1")
     session = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
